@@ -1,0 +1,151 @@
+"""The generic Agent: numpy <-> torch, observation/reward normalisation, action-space handling."""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from canter.algorithms.base import ActOutput, Algorithm
+from canter.data.batch import ReplayBatch
+from canter.registry import register
+
+
+class RunningMeanStd:
+    """Running mean and variance (parallel update formula of Chan et al.)."""
+
+    def __init__(self, shape: tuple[int, ...] = ()) -> None:
+        self.mean = np.zeros(shape, dtype=np.float64)
+        self.var = np.ones(shape, dtype=np.float64)
+        self.count = 1e-4
+
+    def update(self, x: np.ndarray) -> None:
+        """Fold a batch ``[B, *shape]`` into the statistics."""
+        b_mean, b_var, b_count = x.mean(axis=0), x.var(axis=0), x.shape[0]
+        delta = b_mean - self.mean
+        total = self.count + b_count
+        self.mean = self.mean + delta * b_count / total
+        m2 = self.var * self.count + b_var * b_count + delta**2 * self.count * b_count / total
+        self.var = m2 / total
+        self.count = total
+
+    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+        return {"mean": self.mean, "var": self.var, "count": self.count}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+        self.mean = np.asarray(state["mean"], dtype=np.float64).copy()
+        self.var = np.asarray(state["var"], dtype=np.float64).copy()
+        self.count = float(state["count"])
+
+
+@register("agent", "agent")
+class Agent:
+    """Acts in numpy envs with a torch :class:`~canter.algorithms.Algorithm`.
+
+    ``predict`` is deterministic (evaluation), ``sample`` explores (training) and updates the
+    observation statistics, ``learn`` forwards a batch to the algorithm. Box actions are clipped
+    to the space's bounds here, never inside the algorithm.
+    """
+
+    def __init__(
+        self, algorithm: Algorithm, normalize_obs: bool = False, normalize_reward: bool = False,
+        gamma: float = 0.99, clip_obs: float = 10.0, n_envs: int = 1,
+    ) -> None:
+        self.algorithm = algorithm
+        self.observation_space: gym.Space = algorithm.observation_space
+        self.action_space: gym.Space = algorithm.action_space
+        self.device = algorithm.device
+        self.obs_rms = RunningMeanStd(self.observation_space.shape) if normalize_obs else None
+        self.ret_rms = RunningMeanStd(()) if normalize_reward else None
+        self.gamma, self.clip_obs = gamma, clip_obs
+        self._returns = np.zeros(n_envs, dtype=np.float64)
+        box = isinstance(self.action_space, gym.spaces.Box)
+        self._low = self.action_space.low if box else None
+        self._high = self.action_space.high if box else None
+        self._start = int(getattr(self.action_space, "start", 0)) if not box else 0
+
+    # -- numpy <-> torch ------------------------------------------------------------------
+    def obs_to_tensor(self, obs: np.ndarray, update: bool = False) -> torch.Tensor:
+        """Normalise (if configured) and convert a batch of observations to a tensor."""
+        if self.obs_rms is not None:
+            if update:
+                self.obs_rms.update(obs)
+            obs = np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -self.clip_obs, self.clip_obs)
+            obs = obs.astype(np.float32)
+        t = torch.from_numpy(np.ascontiguousarray(obs))
+        return t if self.device.type == "cpu" else t.to(self.device)
+
+    def to_env_actions(self, actions: torch.Tensor) -> np.ndarray:
+        """Algorithm actions -> what ``env.step`` takes (clipped Box actions, offset Discrete)."""
+        a = actions.cpu().numpy()
+        if self._low is not None:
+            if self.algorithm.squashed_actions:
+                a = self._low + (np.clip(a, -1.0, 1.0) + 1.0) * 0.5 * (self._high - self._low)
+            return np.clip(a, self._low, self._high)
+        return a + self._start if self._start else a
+
+    # -- acting ---------------------------------------------------------------------------
+    def predict(self, obs: np.ndarray) -> np.ndarray:
+        """Deterministic actions for a batch of observations (no statistics are updated)."""
+        with torch.inference_mode():
+            return self.to_env_actions(self.algorithm.predict(self.obs_to_tensor(obs)))
+
+    def sample(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, ActOutput]:
+        """Exploring actions for training: ``(env_actions, obs_tensor, algorithm_output)``."""
+        with torch.inference_mode():
+            obs_t = self.obs_to_tensor(obs, update=True)
+            out = self.algorithm.act(obs_t, deterministic=False)
+        return self.to_env_actions(out.actions), obs_t, out
+
+    def value(self, obs: np.ndarray) -> torch.Tensor:
+        """State values from the algorithm's critic (on-policy algorithms)."""
+        with torch.inference_mode():
+            return self.algorithm.value(self.obs_to_tensor(obs))
+
+    def scale_reward(self, reward: np.ndarray, done: np.ndarray) -> np.ndarray:
+        """Divide rewards by the running std of the discounted return (if configured)."""
+        if self.ret_rms is None:
+            return reward
+        self._returns = self._returns * self.gamma + reward
+        self.ret_rms.update(self._returns)
+        self._returns[done] = 0.0
+        return (reward / np.sqrt(self.ret_rms.var + 1e-8)).astype(np.float32)
+
+    def prepare_replay_batch(self, batch: ReplayBatch) -> ReplayBatch:
+        """Normalise a replay batch's raw observations with the current statistics."""
+        if self.obs_rms is None:
+            return batch
+        mean = torch.as_tensor(self.obs_rms.mean, dtype=torch.float32)
+        std = torch.as_tensor(np.sqrt(self.obs_rms.var + 1e-8), dtype=torch.float32)
+
+        def norm(x: torch.Tensor) -> torch.Tensor:
+            return ((x.float() - mean) / std).clamp(-self.clip_obs, self.clip_obs)
+
+        return batch._replace(obs=norm(batch.obs), next_obs=norm(batch.next_obs))
+
+    def learn(self, batch: Any) -> dict[str, float]:
+        """One algorithm update."""
+        return self.algorithm.learn(batch)
+
+    # -- state ----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Algorithm state plus normalisation statistics."""
+        return {
+            "algorithm": self.algorithm.state_dict(),
+            "obs_rms": self.obs_rms.state_dict() if self.obs_rms else None,
+            "ret_rms": self.ret_rms.state_dict() if self.ret_rms else None,
+            "returns": self._returns,
+        }
+
+    def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
+        """Restore :meth:`state_dict`."""
+        self.algorithm.load_state_dict(state["algorithm"], weights_only=weights_only)
+        if self.obs_rms is not None and state.get("obs_rms"):
+            self.obs_rms.load_state_dict(state["obs_rms"])
+        if weights_only:
+            return
+        if self.ret_rms is not None and state.get("ret_rms"):
+            self.ret_rms.load_state_dict(state["ret_rms"])
+        if state.get("returns") is not None and len(state["returns"]) == len(self._returns):
+            self._returns = np.asarray(state["returns"], dtype=np.float64).copy()

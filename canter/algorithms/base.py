@@ -1,0 +1,141 @@
+"""The Algorithm interface: models, target models, optimizers and the update math.
+
+An Algorithm is pure torch: it never sees numpy or an env. The Agent feeds it tensors, the
+Trainer feeds it batches. It owns its optimizers and random generator and saves them in its
+state, so a checkpoint restores training exactly.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, NamedTuple
+
+import gymnasium as gym
+import torch
+from torch import nn
+
+from canter.errors import CanterError
+from canter.registry import lookup
+
+
+class ActOutput(NamedTuple):
+    """What an algorithm returns for a batch of observations."""
+
+    actions: torch.Tensor
+    log_probs: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+
+
+def linear(start: float, end: float, fraction: float, progress: float) -> float:
+    """Linear schedule from ``start`` to ``end`` over the first ``fraction`` of training."""
+    if fraction <= 0:
+        return end
+    return start + (end - start) * min(1.0, progress / fraction)
+
+
+class Algorithm(ABC):
+    """Base class: subclasses set the class attributes and implement ``act`` and ``learn``."""
+
+    #: registered name, e.g. ``"ppo"``
+    name: ClassVar[str] = ""
+    #: ``"on_policy"`` or ``"off_policy"``: which Trainer runs it
+    family: ClassVar[str] = ""
+    #: the hyperparameter dataclass
+    Config: ClassVar[type]
+    #: registered model used when the run config names none
+    default_model: ClassVar[str] = ""
+    #: vector envs used when the run config names none
+    default_n_envs: ClassVar[int] = 1
+    #: action space types the algorithm supports
+    action_spaces: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete, gym.spaces.Box)
+    #: True when Box actions come out in [-1, 1] and the Agent rescales them to the bounds
+    squashed_actions: ClassVar[bool] = False
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, config: Any,
+        model: str | None = None, seed: int = 0, device: str = "cpu",
+    ) -> None:
+        self.check_spaces(observation_space, action_space)
+        self.observation_space, self.action_space = observation_space, action_space
+        self.config = config
+        self.device = torch.device(device)
+        self.generator = torch.Generator().manual_seed(seed)
+        self.model_cls = lookup("model", model or self.default_model)
+        self.updates = 0
+
+    @classmethod
+    def check_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> None:
+        """Raise a CanterError if the algorithm cannot act in ``action_space``."""
+        if not isinstance(action_space, cls.action_spaces):
+            kinds = " or ".join(t.__name__ for t in cls.action_spaces)
+            raise CanterError(
+                f"{cls.name.upper()} needs a {kinds} action space, but the env has {type(action_space).__name__}"
+                f" {action_space}"
+            )
+
+    def make_model(self, **kwargs: Any) -> nn.Module:
+        """Build the configured model class with the spaces and ``kwargs``."""
+        try:
+            model = self.model_cls(self.observation_space, self.action_space, **kwargs)
+        except TypeError as exc:
+            raise CanterError(f"cannot build model {self.model_cls.__name__}: {exc}") from None
+        return model.to(self.device)
+
+    @abstractmethod
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
+        """Actions for a batch of (preprocessed) observations."""
+
+    def predict(self, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic actions (for evaluation)."""
+        return self.act(obs, deterministic=True).actions
+
+    @abstractmethod
+    def learn(self, batch: Any) -> dict[str, float]:
+        """One update from ``batch``; returns named scalar statistics."""
+
+    def sync_target(self) -> None:
+        """Copy online weights into target networks (no-op for algorithms without targets)."""
+
+    def set_progress(self, step: int, total_steps: int) -> None:
+        """Advance schedules (learning rate, clip range, epsilon, target syncs) to env step ``step``."""
+
+    @abstractmethod
+    def modules(self) -> dict[str, nn.Module]:
+        """Named networks (models and target models) to save."""
+
+    @abstractmethod
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        """Named optimizers to save."""
+
+    def extra_state(self) -> dict[str, Any]:
+        """Other state (counters, schedule values) to save; JSON-safe or tensors."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`extra_state` returned."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue: networks, optimizers, RNG, counters."""
+        return {
+            "modules": {k: m.state_dict() for k, m in self.modules().items()},
+            "optimizers": {k: o.state_dict() for k, o in self.optimizers().items()},
+            "generator": self.generator.get_state(),
+            "updates": self.updates,
+            "extra": self.extra_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
+        """Restore :meth:`state_dict` (``weights_only`` skips optimizers, RNG and counters)."""
+        for k, m in self.modules().items():
+            m.load_state_dict(state["modules"][k])
+        if weights_only:
+            return
+        for k, o in self.optimizers().items():
+            o.load_state_dict(state["optimizers"][k])
+        self.generator.set_state(state["generator"])
+        self.updates = int(state["updates"])
+        self.load_extra_state(state.get("extra", {}))
+
+    def hidden_width(self) -> int:
+        """Largest layer width (used to choose torch's thread count)."""
+        widths = [m.out_features for mod in self.modules().values() for m in mod.modules() if isinstance(m, nn.Linear)]
+        return max(widths, default=0)

@@ -1,0 +1,176 @@
+"""Proximal Policy Optimization (clipped surrogate, GAE), discrete and diagonal-Gaussian actions.
+
+Implementation details (as in SB3/CleanRL): advantages normalised per minibatch, optional
+value clipping, entropy bonus, global gradient-norm clipping, linear LR and clip annealing,
+approximate-KL early stopping, orthogonal init, Adam eps 1e-5. Truncated episodes bootstrap
+from V(final observation) inside :func:`canter.data.compute_gae`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import torch
+from torch import nn
+
+from canter.algorithms.base import ActOutput, Algorithm, linear
+from canter.config import hp
+from canter.data.batch import RolloutBatch
+from canter.errors import CanterError
+from canter.models import distributions as D
+from canter.registry import register
+
+
+@dataclass
+class PPOConfig:
+    """PPO hyperparameters."""
+
+    lr: float = hp(3e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 3e-3, "log": True})
+    lr_schedule: str = hp("constant", "learning-rate schedule: constant or linear (to 0)", choices=("constant", "linear"))
+    n_steps: int = hp(2048, "steps per env per rollout", low=1, search={"choices": [32, 64, 128, 256, 512, 1024, 2048]})
+    batch_size: int = hp(64, "minibatch size", low=1, search={"choices": [32, 64, 128, 256, 512]})
+    n_epochs: int = hp(10, "passes over each rollout", low=1, search={"low": 1, "high": 20})
+    gamma: float = hp(0.99, "discount factor", low=0, high=1, search={"choices": [0.95, 0.98, 0.99, 0.995, 0.999]})
+    gae_lambda: float = hp(0.95, "GAE lambda", low=0, high=1, search={"choices": [0.8, 0.9, 0.95, 0.98, 1.0]})
+    clip_range: float = hp(0.2, "policy ratio clip range", low=0, low_open=True, search={"choices": [0.1, 0.2, 0.3]})
+    clip_schedule: str = hp("constant", "clip-range schedule: constant or linear (to 0)", choices=("constant", "linear"))
+    clip_range_vf: float | None = hp(None, "value clip range around the old value (null: no value clipping)", low=0, low_open=True)
+    normalize_advantage: bool = hp(True, "normalise advantages per minibatch")
+    ent_coef: float = hp(0.0, "entropy bonus coefficient", low=0, search={"low": 1e-8, "high": 0.1, "log": True})
+    vf_coef: float = hp(0.5, "value loss coefficient", low=0, search={"low": 0.2, "high": 1.0})
+    max_grad_norm: float = hp(0.5, "global gradient-norm clip", low=0, low_open=True, search={"choices": [0.3, 0.5, 1.0, 2.0]})
+    target_kl: float | None = hp(None, "stop the epochs early when approx KL exceeds 1.5x this (null: never)", low=0, low_open=True)
+    adam_eps: float = hp(1e-5, "Adam epsilon", low=0, low_open=True)
+    normalize_obs: bool = hp(False, "normalise observations with running mean/std")
+    normalize_reward: bool = hp(False, "scale rewards by the running std of the discounted return")
+    net_arch: list[int] = hp([64, 64], "hidden layer sizes of actor and critic", low=1)
+    activation: str = hp("tanh", "hidden activation", choices=("tanh", "relu", "elu", "gelu", "silu"))
+    ortho_init: bool = hp(True, "orthogonal initialisation (gain sqrt 2, 0.01 policy head, 1 value head)")
+    log_std_init: float = hp(0.0, "initial log std of the Gaussian policy (Box actions)")
+    shared_trunk: bool = hp(False, "share the hidden layers between actor and critic")
+
+    def validate(self) -> None:
+        """Cross-field checks."""
+        if not self.net_arch:
+            raise CanterError("'hparams.net_arch' needs at least one hidden layer")
+
+
+@register("algorithm", "ppo")
+class PPO(Algorithm):
+    """PPO with a clipped surrogate objective over several epochs of minibatches."""
+
+    name = "ppo"
+    family = "on_policy"
+    Config = PPOConfig
+    default_model = "mlp_actor_critic"
+    default_n_envs = 8
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: PPOConfig, **kw: Any) -> None:
+        super().__init__(observation_space, action_space, config, **kw)
+        c = config
+        self.model = self.make_model(
+            net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
+            log_std_init=c.log_std_init, shared_trunk=c.shared_trunk,
+        )
+        self.continuous = isinstance(action_space, gym.spaces.Box)
+        params = list(self.model.parameters())
+        try:
+            self.optimizer = torch.optim.Adam(params, lr=c.lr, eps=c.adam_eps, fused=True)
+        except (RuntimeError, TypeError):
+            self.optimizer = torch.optim.Adam(params, lr=c.lr, eps=c.adam_eps)
+        self.params = params
+        self.lr = c.lr
+        self.clip = c.clip_range
+
+    # -- acting ---------------------------------------------------------------------------
+    def _dist(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.continuous:
+            log_std = self.model.log_std
+            return D.gaussian_log_prob(out, log_std, actions), D.gaussian_entropy(log_std, out.shape[0])
+        logp, logp_all = D.categorical_log_prob(out, actions)
+        return logp, D.categorical_entropy(logp_all)
+
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
+        """Sample (or take the mode of) the policy; also returns log-probs and values."""
+        if deterministic:
+            out = self.model.action(obs)
+            return ActOutput(out if self.continuous else out.argmax(-1))
+        out, value = self.model.action_value(obs)
+        if self.continuous:
+            actions = D.gaussian_sample(out, self.model.log_std, self.generator)
+            logp = D.gaussian_log_prob(out, self.model.log_std, actions)
+        else:
+            actions = D.categorical_sample(out, self.generator)
+            logp = torch.log_softmax(out, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+        return ActOutput(actions, logp, value)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V(obs) for bootstrapping."""
+        return self.model.value(obs)
+
+    # -- learning -------------------------------------------------------------------------
+    def set_progress(self, step: int, total_steps: int) -> None:
+        """Linear annealing of the learning rate and clip range, when configured."""
+        frac = min(1.0, step / max(1, total_steps))
+        c = self.config
+        self.lr = c.lr * (1.0 - frac) if c.lr_schedule == "linear" else c.lr
+        self.clip = c.clip_range * (1.0 - frac) if c.clip_schedule == "linear" else c.clip_range
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+
+    def learn(self, batch: RolloutBatch) -> dict[str, float]:
+        """Epochs of clipped-surrogate minibatch updates over one rollout."""
+        c = self.config
+        n = batch.obs.shape[0]
+        bs = min(c.batch_size, n)
+        clip = self.clip
+        stats: list[torch.Tensor] = []
+        stop = False
+        for _ in range(c.n_epochs):
+            perm = torch.randperm(n, generator=self.generator)
+            for start in range(0, n, bs):
+                idx = perm[start:start + bs]
+                obs, act, old_logp, old_v, adv, ret = (x[idx] for x in batch)
+                if c.normalize_advantage and idx.numel() > 1:
+                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                out, v = self.model.action_value(obs)
+                logp, entropy = self._dist(out, act)
+                log_ratio = logp - old_logp
+                ratio = log_ratio.exp()
+                pg_loss = -torch.min(adv * ratio, adv * ratio.clamp(1.0 - clip, 1.0 + clip)).mean()
+                if c.clip_range_vf is not None:
+                    v_clip = old_v + (v - old_v).clamp(-c.clip_range_vf, c.clip_range_vf)
+                    v_loss = torch.max((v - ret).pow(2), (v_clip - ret).pow(2)).mean()
+                else:
+                    v_loss = (v - ret).pow(2).mean()
+                ent = entropy.mean()
+                loss = pg_loss - c.ent_coef * ent + c.vf_coef * v_loss
+                with torch.no_grad():
+                    approx_kl = ((ratio - 1.0) - log_ratio).mean()
+                    clip_frac = ((ratio - 1.0).abs() > clip).float().mean()
+                if c.target_kl is not None and approx_kl.item() > 1.5 * c.target_kl:
+                    stop = True
+                    break
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(self.params, c.max_grad_norm, foreach=True)
+                self.optimizer.step()
+                self.updates += 1
+                stats.append(torch.stack([pg_loss.detach(), v_loss.detach(), ent.detach(), approx_kl, clip_frac]))
+            if stop:
+                break
+        names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+        out = dict(zip(names, torch.stack(stats).mean(0).tolist())) if stats else {}
+        var_ret = batch.returns.var()
+        out["explained_variance"] = float(1 - (batch.returns - batch.values).var() / var_ret) if var_ret > 0 else 0.0
+        out["learning_rate"] = self.lr
+        out["clip_range"] = clip
+        return out
+
+    # -- state ----------------------------------------------------------------------------
+    def modules(self) -> dict[str, nn.Module]:  # noqa: D102
+        return {"model": self.model}
+
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:  # noqa: D102
+        return {"optimizer": self.optimizer}

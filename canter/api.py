@@ -1,0 +1,132 @@
+"""The Python API: ``make_trainer``, ``train``, ``load``, ``make_agent``."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from canter.agents.agent import Agent
+from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata
+from canter.config import RunConfig, build, resolve_config, resolved_dict
+from canter.envs import make_vec_env, space_from_dict
+from canter.errors import CanterError
+from canter.registry import lookup
+from canter.run import Run, check_new_run_dir, new_run_dir
+from canter.trainers import TRAINERS, Trainer
+from canter.utils import seed_everything
+
+
+def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
+    """Build Model -> Algorithm -> Agent for the given spaces (seeded by ``run.seed``)."""
+    seed_everything(run.seed)
+    algo_cls = lookup("algorithm", run.algo)
+    algorithm = algo_cls(observation_space, action_space, algo_cfg, model=run.model, seed=run.seed, device=run.device)
+    agent_cls = lookup("agent", run.agent) if run.agent else Agent
+    return agent_cls(
+        algorithm, normalize_obs=getattr(algo_cfg, "normalize_obs", False),
+        normalize_reward=getattr(algo_cfg, "normalize_reward", False), gamma=getattr(algo_cfg, "gamma", 0.99),
+        n_envs=run.n_envs or 1,
+    )
+
+
+def make_trainer(
+    algo: str = "ppo", env: str | None = None, *, config_file: str | Path | None = None, sets: list[str] = (),
+    run_dir: str | Path | None = None, quiet: bool = True, hparams: dict[str, Any] | None = None, **overrides: Any,
+) -> Trainer | Run:
+    """Build a trainer; ``for record in make_trainer(...)(): ...`` runs it.
+
+    ``overrides`` are run-config keys (``seed``, ``n_envs``, ``max_steps``, ``target_reward``,
+    ...) or hyperparameter names (``lr=1e-3``). With ``run_dir`` the trainer is wrapped in a
+    :class:`~canter.run.Run` that writes the run directory (``run_dir="auto"`` picks
+    ``runs/<algo>-<env>-<time>-<sha>``); without it nothing is written.
+    """
+    hp_over = dict(hparams or {})
+    run_over: dict[str, Any] = {}
+    run_keys = set(RunConfig.__dataclass_fields__)
+    for k, v in overrides.items():
+        (run_over if k in run_keys else hp_over)[k] = v
+    run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over, **run_over)
+    if run_dir is not None:
+        run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)
+    algo_cls = lookup("algorithm", run.algo)
+    envs = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs)
+    try:
+        algo_cls.check_spaces(envs.single_observation_space, envs.single_action_space)
+        eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs)
+    except BaseException:
+        envs.close()
+        raise
+    agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
+    trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run)
+    if run_dir is None:
+        return trainer
+    config = resolved_dict(run, algo_cfg)
+    return Run(trainer, run_dir, config, default_loggers(run, config, run_dir, quiet), run.checkpoint_every)
+
+
+def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path, quiet: bool) -> list[Any]:
+    """History always; TensorBoard and W&B as configured; the console unless ``quiet``."""
+    from canter.logging import ConsoleLogger, HistoryLogger, TensorBoardLogger, WandbLogger
+
+    loggers: list[Any] = [HistoryLogger(run_dir)]
+    if run.tensorboard:
+        loggers.append(TensorBoardLogger(run_dir))
+    if run.wandb:
+        loggers.append(WandbLogger(run_dir, run.wandb_project, config, name=Path(run_dir).name))
+    if not quiet:
+        loggers.append(ConsoleLogger(run.max_steps, f"{run.algo} {run.env}"))
+    return loggers
+
+
+def train(algo: str = "ppo", env: str | None = None, *, run_dir: str | Path | None = "auto", quiet: bool = True,
+          **kwargs: Any) -> Agent:
+    """Train and return the agent. Same arguments as :func:`make_trainer`; writes ``run_dir``
+    (``"auto"``: a new directory under ``runs/``; ``None``: nothing)."""
+    trainer = make_trainer(algo, env, run_dir=run_dir, quiet=quiet, **kwargs)
+    try:
+        for _ in trainer():
+            pass
+    finally:
+        inner = trainer.trainer if isinstance(trainer, Run) else trainer
+        inner.env.close()
+        if inner.eval_env is not None:
+            inner.eval_env.close()
+    agent = trainer.agent
+    agent.run_dir = getattr(trainer, "dir", None)
+    return agent
+
+
+def find_checkpoint(path: str | Path) -> Path:
+    """A run directory (its ``best``, else ``last`` checkpoint) or a checkpoint path -> checkpoint base."""
+    p = Path(path)
+    if p.is_dir():
+        for name in ("best", "last"):
+            base = p / "checkpoints" / name
+            if base.with_name(name + ".json").exists():
+                return base
+        if not (p / "config.yaml").exists():
+            raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
+        raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
+    base = checkpoint_base(p)
+    if not base.with_name(base.name + ".json").exists():
+        raise CanterError(f"no such run directory or checkpoint: '{path}'")
+    return base
+
+
+def load(path: str | Path, weights_only: bool = True) -> Agent:
+    """Load an agent from a run directory or a checkpoint (safetensors + JSON; nothing is unpickled).
+
+    ``weights_only`` restores networks and observation statistics (what acting needs); pass
+    False to restore optimizers, RNG and counters too.
+    """
+    base = find_checkpoint(path)
+    read_metadata(base)
+    state, meta = load_checkpoint(base)
+    cfg = dict(meta["config"])
+    hp_values = cfg.pop("hparams", {})
+    run = build(RunConfig, cfg)
+    algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
+    agent = make_agent(run, algo_cfg, space_from_dict(meta["observation_space"]), space_from_dict(meta["action_space"]))
+    agent.load_state_dict(state["agent"], weights_only=weights_only)
+    agent.metadata = meta
+    agent.run_config = run
+    return agent

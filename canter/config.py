@@ -1,0 +1,326 @@
+"""Typed configuration: one dataclass per algorithm plus the run config, YAML, overrides, validation.
+
+Every field is declared with :func:`hp`, which carries a one-line doc, an optional range or
+choices, and (for tuning) an optional search space. Unknown keys, wrong types and values out of
+range raise :class:`~canter.errors.CanterError` naming the key and the closest valid one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+import yaml
+
+from canter.errors import CanterError, unknown
+
+
+def hp(
+    default: Any,
+    doc: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    choices: tuple[Any, ...] | None = None,
+    search: dict[str, Any] | None = None,
+) -> Any:
+    """Declare a config field with a default, a one-line doc and its valid values.
+
+    ``low``/``high`` bound numbers (``low_open`` makes the lower bound exclusive), ``choices``
+    lists valid values, and ``search`` declares a tuning search space.
+    """
+    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open, "choices": choices, "search": search}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _origin_args(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+    origin = typing.get_origin(tp)
+    return origin, typing.get_args(tp)
+
+
+def _is_optional(tp: Any) -> tuple[bool, Any]:
+    origin, args = _origin_args(tp)
+    if origin in (Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return True, rest[0] if len(rest) == 1 else Union[tuple(rest)]  # type: ignore[return-value]
+    return False, tp
+
+
+def type_name(tp: Any) -> str:
+    """A short human name for a field type (``float``, ``list[int]``, ``int or null``)."""
+    optional, inner = _is_optional(tp)
+    origin, args = _origin_args(inner)
+    if origin is list:
+        name = f"list[{args[0].__name__}]" if args else "list"
+    elif origin is dict:
+        name = "mapping"
+    else:
+        name = getattr(inner, "__name__", str(inner))
+    return f"{name} or null" if optional else name
+
+
+def coerce(tp: Any, value: Any, key: str) -> Any:
+    """Convert ``value`` (from YAML or a ``--set`` string) to type ``tp`` or raise a CanterError."""
+    optional, inner = _is_optional(tp)
+    if isinstance(value, str) and value.strip().lower() in ("null", "none", "~") and optional:
+        return None
+    if value is None:
+        if optional:
+            return None
+        raise CanterError(f"'{key}' must be a {type_name(tp)}, got null")
+    origin, args = _origin_args(inner)
+
+    def bad() -> CanterError:
+        return CanterError(f"'{key}' must be a {type_name(tp)}, got {value!r}")
+
+    if inner is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
+            return value.lower() in ("true", "yes", "1")
+        raise bad()
+    if inner is int:
+        if isinstance(value, bool):
+            raise bad()
+        if isinstance(value, int):
+            return value
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise bad() from None
+        if not number.is_integer():
+            raise bad()
+        return int(number)
+    if inner is float:
+        if isinstance(value, bool):
+            raise bad()
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise bad() from None
+    if inner is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise bad()
+    if origin is list:
+        if isinstance(value, str):
+            text = value.strip()
+            value = yaml.safe_load(text if text.startswith("[") else f"[{text}]")
+        if not isinstance(value, (list, tuple)):
+            raise bad()
+        item = args[0] if args else Any
+        return [v if item is Any else coerce(item, v, key) for v in value]
+    if origin is dict or inner is dict:
+        if isinstance(value, str):
+            value = yaml.safe_load(value)
+        if not isinstance(value, dict):
+            raise bad()
+        return dict(value)
+    return value
+
+
+def check_range(f: dataclasses.Field, value: Any, key: str) -> None:
+    """Raise a CanterError if ``value`` breaks the range or choices declared on field ``f``."""
+    meta = f.metadata
+    if value is None:
+        return
+    choices = meta.get("choices")
+    if choices is not None and value not in choices:
+        near = [c for c in choices if isinstance(c, str)]
+        raise unknown(f"value for '{key}'", str(value), near) if near else CanterError(
+            f"'{key}' must be one of {list(choices)}, got {value!r}"
+        )
+    low, high = meta.get("low"), meta.get("high")
+    values = value if isinstance(value, list) else [value]
+    for v in values:
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            continue
+        if low is not None and (v < low or (meta.get("low_open") and v == low)):
+            op = ">" if meta.get("low_open") else ">="
+            raise CanterError(f"'{key}' must be {op} {low}, got {v!r}")
+        if high is not None and v > high:
+            raise CanterError(f"'{key}' must be <= {high}, got {v!r}")
+
+
+def fields_of(cls: type) -> dict[str, tuple[dataclasses.Field, Any]]:
+    """Map field name -> (dataclass field, resolved type) for a config dataclass."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: (f, hints[f.name]) for f in dataclasses.fields(cls)}
+
+
+def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
+    """Create config ``cls`` from a mapping, coercing and validating every value."""
+    specs = fields_of(cls)
+    kwargs = {}
+    for key, raw in values.items():
+        full = f"{section}{key}"
+        if key not in specs:
+            raise unknown(f"config key", full, [f"{section}{k}" for k in specs])
+        f, tp = specs[key]
+        value = coerce(tp, raw, full)
+        check_range(f, value, full)
+        kwargs[key] = value
+    obj = cls(**kwargs)
+    for key, (f, _) in specs.items():
+        if key not in kwargs:
+            check_range(f, getattr(obj, key), f"{section}{key}")
+    validate = getattr(obj, "validate", None)
+    if validate is not None:
+        validate()
+    return obj
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """Plain-data (YAML/JSON-safe) view of a config dataclass."""
+    return dataclasses.asdict(cfg)
+
+
+def describe(cls: type) -> list[tuple[str, str, Any, str]]:
+    """(name, type, default, doc) for every field of a config class; used by ``--help``."""
+    out = []
+    for name, (f, tp) in fields_of(cls).items():
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        out.append((name, type_name(tp), default, f.metadata.get("doc", "")))
+    return out
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping; malformed YAML is a CanterError that names the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise CanterError(f"config file not found: {path}") from None
+    except OSError as exc:
+        raise CanterError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise CanterError(f"malformed YAML in {path}{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise CanterError(f"{path} must hold a YAML mapping (key: value lines), got {type(data).__name__}")
+    return data
+
+
+@dataclass
+class RunConfig:
+    """Everything about a run except the algorithm's hyperparameters (those live in ``hparams``)."""
+
+    algo: str = hp("ppo", "registered algorithm name or 'module:Class'")
+    env: str = hp("CartPole-v1", "Gymnasium environment id (or a canter-registered env)")
+    seed: int = hp(0, "random seed for torch, numpy, python and the environments", low=0)
+    n_envs: int | None = hp(None, "parallel environments (null: the algorithm's default)", low=1)
+    max_steps: int = hp(100_000, "environment-step budget", low=1)
+    target_reward: float | None = hp(None, "stop when the mean evaluation return reaches this (null: never)")
+    eval_episodes: int = hp(10, "episodes per evaluation with the deterministic policy", low=1)
+    eval_every: int = hp(10_000, "evaluate every this many environment steps (0: only at the end)", low=0)
+    eval_envs: int = hp(5, "parallel environments used for evaluation", low=1)
+    checkpoint_every: int = hp(50_000, "save a periodic checkpoint every this many steps (0: never)", low=0)
+    vectorization: str = hp(
+        "auto", "how to vectorise the env: auto (native if the env has one, else sync), native, sync, async",
+        choices=("auto", "native", "sync", "async"),
+    )
+    env_kwargs: dict = hp({}, "keyword arguments passed to gymnasium.make")
+    torch_threads: int | None = hp(None, "torch intra-op threads (null: 1 for small networks, 2 for large)", low=1)
+    device: str = hp("cpu", "torch device", choices=("cpu", "cuda", "mps"))
+    model: str | None = hp(None, "registered model name or 'module:Class' (null: the algorithm's default)")
+    agent: str | None = hp(None, "registered agent name or 'module:Class' (null: the generic Agent)")
+    tensorboard: bool = hp(True, "write TensorBoard event files to the run directory")
+    wandb: bool = hp(False, "log to Weights & Biases (offline unless WANDB_MODE says otherwise)")
+    wandb_project: str = hp("canter", "Weights & Biases project name")
+    log_every: int = hp(1, "yield/log one record every this many trainer iterations", low=1)
+
+    def validate(self) -> None:
+        """Cross-field checks."""
+        if self.target_reward is not None and self.eval_episodes < 1:
+            raise CanterError("'eval_episodes' must be >= 1 when 'target_reward' is set")
+
+
+def preset_path(algo: str, env: str) -> Path:
+    """Where the shipped preset for ``algo`` on ``env`` lives (``canter/configs/ALGO/ENV.yaml``)."""
+    return Path(__file__).parent / "configs" / algo / f"{env.replace('/', '-').replace(':', '-')}.yaml"
+
+
+def parse_set(item: str) -> tuple[str, str]:
+    """Split one ``--set key=value`` item."""
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise CanterError(f"--set expects key=value, got '{item}'")
+    return key.strip(), value.strip()
+
+
+def resolve_config(
+    algo: str, env: str | None = None, config_file: str | Path | None = None, sets: list[str] | tuple = (),
+    hparams: dict[str, Any] | None = None, **run_overrides: Any,
+) -> tuple[RunConfig, Any]:
+    """Compose the run config: defaults < shipped preset < ``config_file`` < overrides < ``sets``.
+
+    Keys may be run keys (``seed``), hyperparameters (``hparams.lr``) or bare hyperparameter
+    names (``lr``). Returns ``(RunConfig, algorithm config)``; the algorithm class is
+    ``lookup("algorithm", run.algo)``.
+    """
+    from canter.registry import lookup
+
+    file_data = load_yaml(config_file) if config_file else {}
+    algo_cls = lookup("algorithm", algo)
+    algo_name = algo_cls.name if ":" not in algo else algo
+    if file_data.get("algo") not in (None, algo, algo_name):
+        raise CanterError(f"{config_file} is for algorithm '{file_data['algo']}', not '{algo}'")
+    env_id = env or file_data.get("env") or (run_overrides.get("env"))
+    if not env_id:
+        raise CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1)")
+    preset = preset_path(algo_name, str(env_id))
+    layers: list[tuple[str, dict[str, Any]]] = []
+    if preset.exists():
+        layers.append((str(preset), load_yaml(preset)))
+    if file_data:
+        layers.append((str(config_file), file_data))
+    overrides = {k: v for k, v in run_overrides.items() if v is not None}
+    if hparams:
+        overrides["hparams"] = dict(hparams)
+    layers.append(("arguments", overrides))
+    layers.append(("--set", dict(parse_set(s) for s in sets)))
+
+    run_keys, hp_keys = fields_of(RunConfig), fields_of(algo_cls.Config)
+    run_values: dict[str, Any] = {}
+    hp_values: dict[str, Any] = {}
+    for _source, data in layers:
+        for key, value in data.items():
+            if key == "hparams":
+                if not isinstance(value, dict):
+                    raise CanterError("'hparams' must be a mapping of hyperparameter names to values")
+                for k, v in value.items():
+                    if k not in hp_keys:
+                        raise unknown("hyperparameter", f"hparams.{k}", [f"hparams.{n}" for n in hp_keys])
+                    hp_values[k] = v
+            elif key.startswith("hparams.") and key[8:] in hp_keys:
+                hp_values[key[8:]] = value
+            elif key in run_keys:
+                run_values[key] = value
+            elif key in hp_keys:
+                hp_values[key] = value
+            else:
+                raise unknown("config key", key, list(run_keys) + list(hp_keys))
+    run_values["algo"] = algo_name
+    run_values["env"] = str(env_id)
+    run = build(RunConfig, run_values)
+    algo_cfg = build(algo_cls.Config, hp_values, section="hparams.")
+    if run.n_envs is None:
+        run.n_envs = algo_cls.default_n_envs
+    return run, algo_cfg
+
+
+def resolved_dict(run: RunConfig, algo_cfg: Any) -> dict[str, Any]:
+    """The fully resolved config as plain data (written to ``config.yaml``)."""
+    return {**to_dict(run), "hparams": to_dict(algo_cfg)}

@@ -1,0 +1,35 @@
+"""Batches with declared fields (NamedTuples of tensors): what algorithms' ``learn`` receives."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+
+class RolloutBatch(NamedTuple):
+    """A flattened on-policy rollout (only real transitions), advantages already computed."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+
+
+class ReplayBatch(NamedTuple):
+    """Transitions sampled from a replay buffer.
+
+    ``discounts`` is gamma**n for the n-step return stored in ``rewards`` (gamma for 1-step);
+    ``weights`` are importance weights (ones for uniform sampling) and ``indices`` the buffer
+    positions, for priority updates.
+    """
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    rewards: torch.Tensor
+    next_obs: torch.Tensor
+    terminated: torch.Tensor
+    discounts: torch.Tensor
+    weights: torch.Tensor
+    indices: torch.Tensor

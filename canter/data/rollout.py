@@ -1,0 +1,99 @@
+"""On-policy rollout storage (preallocated tensors) and generalised advantage estimation."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from canter.data.batch import RolloutBatch
+
+
+def compute_gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    last_values: np.ndarray,
+    terminated: np.ndarray,
+    dones: np.ndarray,
+    gamma: float,
+    gae_lambda: float,
+) -> np.ndarray:
+    """Generalised advantage estimates for a ``[T, N]`` rollout.
+
+    ``values[t]`` is V(obs[t]) and the value of the successor of step ``t`` is ``values[t + 1]``
+    (``last_values`` after the last step). With ``NEXT_STEP`` autoreset the observation after an
+    episode's last step is its real final observation, so a *truncated* step bootstraps from
+    V(final obs) while a *terminated* one does not; ``dones`` (terminated or truncated) cuts the
+    recursion between episodes.
+    """
+    T = rewards.shape[0]
+    adv = np.zeros_like(rewards, dtype=np.float32)
+    next_values = np.concatenate([values[1:], last_values[None]], axis=0)
+    deltas = rewards + gamma * next_values * (1.0 - terminated) - values
+    carry = (gamma * gae_lambda) * (1.0 - dones)
+    last = np.zeros_like(last_values, dtype=np.float32)
+    for t in range(T - 1, -1, -1):
+        last = deltas[t] + carry[t] * last
+        adv[t] = last
+    return adv
+
+
+class RolloutBuffer:
+    """``n_steps x n_envs`` storage for one on-policy rollout, allocated once."""
+
+    def __init__(
+        self, n_steps: int, n_envs: int, obs_shape: tuple[int, ...], act_shape: tuple[int, ...],
+        obs_dtype: torch.dtype = torch.float32, act_dtype: torch.dtype = torch.float32,
+    ) -> None:
+        self.n_steps, self.n_envs = n_steps, n_envs
+        shape = (n_steps, n_envs)
+        self.obs = torch.zeros(shape + obs_shape, dtype=obs_dtype)
+        self.actions = torch.zeros(shape + act_shape, dtype=act_dtype)
+        self.log_probs = torch.zeros(shape)
+        self.values = torch.zeros(shape)
+        self.rewards = np.zeros(shape, dtype=np.float32)
+        self.terminated = np.zeros(shape, dtype=np.float32)
+        self.dones = np.zeros(shape, dtype=np.float32)
+        self.valid = np.zeros(shape, dtype=bool)
+        self.pos = 0
+
+    def add(
+        self, obs: torch.Tensor, actions: torch.Tensor, log_probs: torch.Tensor, values: torch.Tensor,
+        rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, valid: np.ndarray,
+    ) -> None:
+        """Store one vector step (``valid`` False marks autoreset-only steps, dropped later)."""
+        t = self.pos
+        self.obs[t] = obs
+        self.actions[t] = actions
+        self.log_probs[t] = log_probs
+        self.values[t] = values
+        self.rewards[t] = rewards
+        self.terminated[t] = terminated
+        self.dones[t] = terminated | truncated
+        self.valid[t] = valid
+        self.pos += 1
+
+    @property
+    def full(self) -> bool:
+        """True when ``n_steps`` vector steps are stored."""
+        return self.pos == self.n_steps
+
+    def finish(self, last_values: torch.Tensor, gamma: float, gae_lambda: float) -> RolloutBatch:
+        """Compute advantages and returns; return the valid transitions, flattened."""
+        values = self.values.numpy()
+        adv = compute_gae(
+            self.rewards, values, last_values.numpy(), self.terminated, self.dones, gamma, gae_lambda
+        )
+        self.pos = 0
+        adv_t = torch.from_numpy(adv)
+        returns = adv_t + self.values
+        mask = self.valid.reshape(-1)
+        if mask.all():
+            def flat(x: torch.Tensor) -> torch.Tensor:
+                return x.reshape((-1,) + x.shape[2:])
+        else:
+            idx = torch.from_numpy(np.flatnonzero(mask))
+
+            def flat(x: torch.Tensor) -> torch.Tensor:
+                return x.reshape((-1,) + x.shape[2:])[idx]
+        return RolloutBatch(
+            flat(self.obs), flat(self.actions), flat(self.log_probs), flat(self.values), flat(adv_t), flat(returns)
+        )

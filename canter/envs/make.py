@@ -1,0 +1,96 @@
+"""Make single and vectorised environments from a Gymnasium id or a canter-registered factory."""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import gymnasium as gym
+
+from canter.envs.vector import VecEnv
+from canter.errors import CanterError, unknown
+from canter.registry import _REGISTRY
+
+_EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
+_EXTRA_FOR_ENTRY = {"box2d": ("box2d", "Box2D"), "mujoco": ("mujoco", "mujoco")}
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise a CanterError (with close matches) unless ``env_id`` names a known environment."""
+    if env_id in _REGISTRY["env"]:
+        return
+    if ":" in env_id:
+        module = env_id.split(":", 1)[0]
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise CanterError(f"cannot import module '{module}' for env '{env_id}': {exc}") from None
+        env_id = env_id.split(":", 1)[1]
+    if env_id in gym.registry:
+        return
+    namespace = env_id.split("/", 1)[0] if "/" in env_id else None
+    if namespace in _EXTRA_FOR_NAMESPACE:
+        extra = _EXTRA_FOR_NAMESPACE[namespace]
+        raise CanterError(f"env '{env_id}' needs the '{extra}' extra: pip install 'canter[{extra}]'")
+    raise unknown("env id", env_id, list(gym.registry) + list(_REGISTRY["env"]))
+
+
+def _gym_id(env_id: str) -> str:
+    return env_id.split(":", 1)[1] if ":" in env_id else env_id
+
+
+def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.Env:
+    """Create one environment (used for rendering and video)."""
+    check_env_id(env_id)
+    if env_id in _REGISTRY["env"]:
+        return _REGISTRY["env"][env_id](render_mode=render_mode, **kwargs)
+    try:
+        return gym.make(_gym_id(env_id), render_mode=render_mode, **kwargs)
+    except gym.error.DependencyNotInstalled as exc:
+        raise _missing_dependency(env_id, exc) from None
+
+
+def _missing_dependency(env_id: str, exc: Exception) -> CanterError:
+    entry = str(getattr(gym.spec(_gym_id(env_id)), "entry_point", ""))
+    for key, (extra, _) in _EXTRA_FOR_ENTRY.items():
+        if key in entry:
+            return CanterError(f"env '{env_id}' needs the '{extra}' extra: pip install 'canter[{extra}]'")
+    return CanterError(f"env '{env_id}' is missing a dependency: {exc}")
+
+
+def make_vec_env(
+    env_id: str, n_envs: int, vectorization: str = "auto", env_kwargs: dict[str, Any] | None = None
+) -> VecEnv:
+    """Create ``n_envs`` copies of ``env_id`` behind a :class:`VecEnv`.
+
+    ``vectorization``: ``native`` uses the env's own vectorised implementation, ``sync`` steps
+    copies in this process, ``async`` in subprocesses (for expensive envs), and ``auto`` picks
+    native when the env has one, else sync. Autoreset is always gymnasium's ``NEXT_STEP`` mode.
+    """
+    check_env_id(env_id)
+    kwargs = dict(env_kwargs or {})
+    if env_id in _REGISTRY["env"]:
+        factory = _REGISTRY["env"][env_id]
+        fns = [lambda: factory(**kwargs) for _ in range(n_envs)]
+        cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
+        return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
+    gid = _gym_id(env_id)
+    spec = gym.spec(gid)
+    has_native = spec.vector_entry_point is not None
+    if vectorization == "native" and not has_native:
+        raise CanterError(f"env '{env_id}' has no native vectorised implementation; use --vectorization sync")
+    try:
+        if vectorization in ("auto", "native") and has_native:
+            env = gym.make_vec(gid, num_envs=n_envs, vectorization_mode="vector_entry_point", **kwargs)
+            if env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP) == gym.vector.AutoresetMode.NEXT_STEP:
+                return VecEnv(env)
+            env.close()
+        mode = "async" if vectorization == "async" else "sync"
+        env = gym.make_vec(
+            gid, num_envs=n_envs, vectorization_mode=mode,
+            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}, **kwargs,
+        )
+    except gym.error.DependencyNotInstalled as exc:
+        raise _missing_dependency(env_id, exc) from None
+    except TypeError as exc:
+        raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+    return VecEnv(env)

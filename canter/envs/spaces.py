@@ -1,0 +1,63 @@
+"""Serialise Gymnasium spaces to JSON and compare them (checkpoint metadata)."""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from canter.errors import CanterError
+
+_MAX_BOUNDS = 4096
+
+
+def _bound(arr: np.ndarray) -> Any:
+    if arr.size <= _MAX_BOUNDS:
+        return np.where(np.isfinite(arr), arr, np.sign(arr) * 1e308).astype(float).tolist()
+    if np.all(arr == arr.flat[0]):
+        return float(arr.flat[0]) if np.isfinite(arr.flat[0]) else float(np.sign(arr.flat[0]) * 1e308)
+    raise CanterError("cannot serialise a large Box space with non-uniform bounds")
+
+
+def space_to_dict(space: gym.Space) -> dict[str, Any]:
+    """A JSON-safe description of ``space``."""
+    if isinstance(space, gym.spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, gym.spaces.Box):
+        return {
+            "type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
+            "low": _bound(space.low), "high": _bound(space.high),
+        }
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist()}
+    if isinstance(space, gym.spaces.MultiBinary):
+        return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
+    raise CanterError(f"unsupported space {space!r}")
+
+
+def space_from_dict(d: dict[str, Any]) -> gym.Space:
+    """Inverse of :func:`space_to_dict`."""
+    kind = d.get("type")
+    if kind == "Discrete":
+        return gym.spaces.Discrete(d["n"], start=d.get("start", 0))
+    if kind == "Box":
+        shape = tuple(d["shape"])
+        low = np.broadcast_to(np.asarray(d["low"], dtype=np.float64), shape)
+        high = np.broadcast_to(np.asarray(d["high"], dtype=np.float64), shape)
+        dtype = np.dtype(d["dtype"])
+        if np.issubdtype(dtype, np.floating):
+            info = np.finfo(dtype)
+            low, high = np.clip(low, -np.inf if (low < info.min).any() else info.min, None), high
+            low = np.where(low <= -1e308, -np.inf, low)
+            high = np.where(high >= 1e308, np.inf, high)
+        return gym.spaces.Box(low=low.astype(dtype), high=high.astype(dtype), shape=shape, dtype=dtype)
+    if kind == "MultiDiscrete":
+        return gym.spaces.MultiDiscrete(d["nvec"])
+    if kind == "MultiBinary":
+        return gym.spaces.MultiBinary(d["n"])
+    raise CanterError(f"unsupported space description {d!r}")
+
+
+def spaces_match(a: gym.Space, b: gym.Space) -> bool:
+    """True when two spaces have the same type, shape and bounds."""
+    return space_to_dict(a) == space_to_dict(b)

@@ -1,0 +1,90 @@
+"""A thin adapter over a Gymnasium vector env with ``NEXT_STEP`` autoreset.
+
+With ``NEXT_STEP`` autoreset, the observation returned on the step that ends an episode is the
+real final observation, and the *next* call to ``step`` resets that sub-env (its action is
+ignored, its reward is 0). So every transition ``(obs[t], act[t], rew[t], obs[t+1])`` is real
+except the ones that only performed a reset: :attr:`Step.valid` marks them False, and trainers
+drop them. Terminated and truncated stay separate. This one convention works for native
+vectorised envs (which only support ``NEXT_STEP``), sync and async vectorisation alike, and the
+per-env observation stream it produces (final frame included) is what frame-sharing replay
+memories need.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+
+
+class Step(NamedTuple):
+    """Result of one vector step. All arrays have leading dimension ``num_envs``."""
+
+    obs: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    valid: np.ndarray
+
+
+class VecEnv:
+    """Vector env adapter: NEXT_STEP autoreset, validity mask and per-episode statistics."""
+
+    def __init__(self, env: gym.vector.VectorEnv) -> None:
+        self.env = env
+        self.num_envs: int = env.num_envs
+        self.single_observation_space = env.single_observation_space
+        self.single_action_space = env.single_action_space
+        self._prev_done = np.zeros(self.num_envs, dtype=bool)
+        self._ep_return = np.zeros(self.num_envs, dtype=np.float64)
+        self._ep_length = np.zeros(self.num_envs, dtype=np.int64)
+        #: returns and lengths of episodes that finished in the last ``step`` call
+        self.finished_returns = np.zeros(0)
+        self.finished_lengths = np.zeros(0, dtype=np.int64)
+        self.finished_envs = np.zeros(0, dtype=np.int64)
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        """Reset all sub-envs (sub-env ``i`` gets ``seed + i``) and return the observations."""
+        obs, _ = self.env.reset(seed=seed)
+        self._prev_done[:] = False
+        self._ep_return[:] = 0.0
+        self._ep_length[:] = 0
+        if seed is not None:
+            self.env.action_space.seed(seed)
+        return obs
+
+    def step(self, actions: np.ndarray) -> Step:
+        """Step every sub-env; see the module docstring for the meaning of ``valid``."""
+        obs, reward, terminated, truncated, _ = self.env.step(actions)
+        valid = ~self._prev_done
+        reward = np.asarray(reward, dtype=np.float32)
+        terminated = np.asarray(terminated, dtype=bool)
+        truncated = np.asarray(truncated, dtype=bool)
+        done = terminated | truncated
+        self._ep_return += np.where(valid, reward, 0.0)
+        self._ep_length += valid
+        if done.any():
+            idx = np.flatnonzero(done)
+            self.finished_envs = idx
+            self.finished_returns = self._ep_return[idx].copy()
+            self.finished_lengths = self._ep_length[idx].copy()
+            self._ep_return[idx] = 0.0
+            self._ep_length[idx] = 0
+        elif self.finished_envs.size:
+            self.finished_envs = self.finished_envs[:0]
+            self.finished_returns = self.finished_returns[:0]
+            self.finished_lengths = self.finished_lengths[:0]
+        self._prev_done = done
+        return Step(obs, reward, terminated, truncated, valid)
+
+    def state(self) -> dict[str, Any]:
+        """Counters needed to continue exactly (the env's own RNG state is saved separately)."""
+        return {
+            "prev_done": self._prev_done.tolist(),
+            "ep_return": self._ep_return.tolist(),
+            "ep_length": self._ep_length.tolist(),
+        }
+
+    def close(self) -> None:
+        """Close the underlying env."""
+        self.env.close()

@@ -1,0 +1,53 @@
+"""Errors that canter reports to the user as one clear line (CLI exit code 2)."""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class CanterError(Exception):
+    """A user-facing error: bad input, a missing file, an unknown name.
+
+    The CLI prints ``canter: error: <message>`` on one line and exits with code 2.
+    """
+
+
+class MissingExtraError(CanterError):
+    """A feature needs an optional dependency that is not installed."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        super().__init__(
+            f"{feature} needs the '{module}' package; install it with: pip install 'canter[{extra}]'"
+        )
+        self.extra = extra
+
+
+def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    """Return up to ``n`` valid choices that look most like ``name`` (case-insensitive)."""
+    choices = list(choices)
+    lowered = {c.lower(): c for c in choices}
+    hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
+    return [lowered[h] for h in hits]
+
+
+def unknown(kind: str, name: str, choices: Iterable[str]) -> CanterError:
+    """Build the error for an unknown ``kind`` called ``name``, suggesting close valid choices."""
+    choices = sorted(choices)
+    near = closest(name, choices)
+    if near:
+        hint = "did you mean " + " or ".join(f"'{c}'" for c in near) + "?"
+    elif len(choices) <= 12:
+        hint = "choices: " + ", ".join(choices)
+    else:
+        hint = f"{len(choices)} choices; run 'canter list' to see them"
+    return CanterError(f"unknown {kind} '{name}'; {hint}")
+
+
+def require(module: str, extra: str, feature: str):
+    """Import and return ``module``, or raise :class:`MissingExtraError` naming the extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise MissingExtraError(feature, extra, module.split(".")[0]) from exc

@@ -1,0 +1,71 @@
+"""Per-episode history (``history.parquet``), update and evaluation statistics in parquet."""
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from canter.checkpoint import atomic_write
+from canter.trainers.base import TrainRecord
+
+HISTORY_COLUMNS = ("step", "wall_time", "episode_return", "episode_length", "rolling_return")
+
+
+def write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> None:
+    """Atomically write ``rows`` (dicts) as a parquet table."""
+    if columns is None:
+        seen: dict[str, None] = {}
+        for row in rows:
+            seen.update(dict.fromkeys(row))
+        columns = tuple(seen)
+    table = pa.table({c: [row.get(c) for row in rows] for c in columns})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    atomic_write(path, sink.getvalue())
+
+
+class HistoryLogger:
+    """Writes ``history.parquet`` (one row per finished training episode), ``updates.parquet``
+    (one row per logged iteration) and ``evaluations.parquet`` (one row per evaluation)."""
+
+    def __init__(self, run_dir: str | Path, flush_seconds: float = 30.0) -> None:
+        self.dir = Path(run_dir)
+        self.flush_seconds = flush_seconds
+        self.episodes: list[dict[str, Any]] = []
+        self.updates: list[dict[str, Any]] = []
+        self.evaluations: list[dict[str, Any]] = []
+        self._last_flush = time.monotonic()
+
+    def start(self, run: Any) -> None:  # noqa: D102
+        self._last_flush = time.monotonic()
+
+    def log(self, record: TrainRecord) -> None:  # noqa: D102
+        for ep in record.episodes:
+            self.episodes.append({
+                "step": ep.step, "wall_time": ep.wall_time, "episode_return": ep.episode_return,
+                "episode_length": ep.episode_length, "rolling_return": ep.rolling_return,
+            })
+        if record.losses:
+            self.updates.append({"step": record.step, "wall_time": record.wall_time,
+                                 "steps_per_second": record.steps_per_second, **record.losses})
+        if record.evaluation is not None:
+            ev = record.evaluation
+            self.evaluations.append({"step": record.step, "wall_time": record.wall_time, "mean_return": ev.mean_return,
+                                     "std_return": ev.std_return, "episodes": ev.episodes})
+        if time.monotonic() - self._last_flush > self.flush_seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        """Rewrite the parquet files with everything logged so far."""
+        write_parquet(self.dir / "history.parquet", self.episodes, HISTORY_COLUMNS)
+        write_parquet(self.dir / "updates.parquet", self.updates)
+        write_parquet(self.dir / "evaluations.parquet", self.evaluations,
+                      ("step", "wall_time", "mean_return", "std_return", "episodes"))
+        self._last_flush = time.monotonic()
+
+    def close(self) -> None:  # noqa: D102
+        self.flush()

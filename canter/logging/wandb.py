@@ -1,0 +1,35 @@
+"""Weights & Biases logging (the ``wandb`` extra). Offline unless ``WANDB_MODE`` says otherwise."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from canter.errors import require
+from canter.logging.base import scalars
+from canter.trainers.base import TrainRecord
+
+
+class WandbLogger:
+    """Logs the same scalars as TensorBoard to a W&B run stored in the run directory."""
+
+    def __init__(self, run_dir: str | Path, project: str = "canter", config: dict[str, Any] | None = None,
+                 name: str | None = None) -> None:
+        wandb = require("wandb", "wandb", "--wandb")
+        self.run = wandb.init(
+            project=project, dir=str(run_dir), config=config or {}, name=name,
+            mode=os.environ.get("WANDB_MODE", "offline"), reinit="create_new",
+            settings=wandb.Settings(silent=True, console="off", x_disable_stats=True),
+        )
+
+    def start(self, run: Any) -> None:  # noqa: D102
+        pass
+
+    def log(self, record: TrainRecord) -> None:  # noqa: D102
+        data = scalars(record)
+        if record.episodes:
+            data["charts/episode_return"] = record.episodes[-1].episode_return
+        self.run.log(data, step=record.step)
+
+    def close(self) -> None:  # noqa: D102
+        self.run.finish()

@@ -1,0 +1,144 @@
+"""MLP models. Models hold networks only: no optimizer, no env, no numpy."""
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from canter.errors import CanterError
+from canter.registry import register
+
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU}
+
+
+def obs_dim(space: gym.Space) -> int:
+    """Flat input size of an observation space (one-hot size for Discrete)."""
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, gym.spaces.Box):
+        return int(np.prod(space.shape))
+    raise CanterError(f"MLP models do not support observation space {space}")
+
+
+class ObsEncoder(nn.Module):
+    """Turns raw observation tensors into flat float features (one-hot for Discrete)."""
+
+    def __init__(self, space: gym.Space) -> None:
+        super().__init__()
+        self.discrete = isinstance(space, gym.spaces.Discrete)
+        self.n = int(space.n) if self.discrete else 0
+        self.start = int(space.start) if self.discrete else 0
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        if self.discrete:
+            return nn.functional.one_hot((obs.long() - self.start).reshape(-1), self.n).float()
+        x = obs if obs.dtype == torch.float32 else obs.float()
+        return x.reshape(x.shape[0], -1) if x.dim() > 2 else x
+
+
+class MLP(nn.Sequential):
+    """Fully connected layers with an activation between them (none after the last)."""
+
+    def __init__(
+        self, sizes: list[int], activation: str = "tanh", ortho_init: bool = False, out_gain: float = 1.0
+    ) -> None:
+        if activation not in ACTIVATIONS:
+            raise CanterError(f"unknown activation '{activation}'; choices: {', '.join(ACTIVATIONS)}")
+        layers: list[nn.Module] = []
+        for i in range(len(sizes) - 1):
+            lin = nn.Linear(sizes[i], sizes[i + 1])
+            last = i == len(sizes) - 2
+            if ortho_init:
+                nn.init.orthogonal_(lin.weight, out_gain if last else math.sqrt(2))
+                nn.init.zeros_(lin.bias)
+            layers.append(lin)
+            if not last:
+                layers.append(ACTIVATIONS[activation]())
+        super().__init__(*layers)
+
+
+@register("model", "mlp_actor_critic")
+class ActorCritic(nn.Module):
+    """Actor and critic MLPs (separate trunks by default, or a shared one).
+
+    ``action(obs)`` returns logits (Discrete) or the Gaussian mean (Box); ``log_std`` is a free
+    parameter for Box actions. ``value(obs)`` returns V(obs) with shape ``[B]``.
+    """
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
+        activation: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0, shared_trunk: bool = False,
+    ) -> None:
+        super().__init__()
+        self.encoder = ObsEncoder(observation_space)
+        n_in = obs_dim(observation_space)
+        if isinstance(action_space, gym.spaces.Discrete):
+            n_out, self.continuous = int(action_space.n), False
+        elif isinstance(action_space, gym.spaces.Box):
+            n_out, self.continuous = int(np.prod(action_space.shape)), True
+            self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
+        else:
+            raise CanterError(f"ActorCritic does not support action space {action_space}")
+        arch = list(net_arch)
+        self.shared = shared_trunk
+        if shared_trunk:
+            self.trunk = MLP([n_in] + arch, activation, ortho_init)
+            self.trunk.append(ACTIVATIONS[activation]())
+            self.pi_head = MLP([arch[-1], n_out], activation, ortho_init, out_gain=0.01)
+            self.v_head = MLP([arch[-1], 1], activation, ortho_init, out_gain=1.0)
+        else:
+            self.actor = MLP([n_in] + arch + [n_out], activation, ortho_init, out_gain=0.01)
+            self.critic = MLP([n_in] + arch + [1], activation, ortho_init, out_gain=1.0)
+
+    def action(self, obs: torch.Tensor) -> torch.Tensor:
+        """Logits (Discrete) or Gaussian mean (Box), shape ``[B, n]``."""
+        x = self.encoder(obs)
+        return self.pi_head(self.trunk(x)) if self.shared else self.actor(x)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """State value, shape ``[B]``."""
+        x = self.encoder(obs)
+        return (self.v_head(self.trunk(x)) if self.shared else self.critic(x)).squeeze(-1)
+
+    def action_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both heads in one call (one encoder pass, one trunk pass when shared)."""
+        x = self.encoder(obs)
+        if self.shared:
+            h = self.trunk(x)
+            return self.pi_head(h), self.v_head(h).squeeze(-1)
+        return self.actor(x), self.critic(x).squeeze(-1)
+
+
+@register("model", "mlp_q")
+class QNetwork(nn.Module):
+    """Q-value MLP for Discrete actions; ``dueling`` splits it into value and advantage streams."""
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
+        activation: str = "relu", dueling: bool = False,
+    ) -> None:
+        super().__init__()
+        if not isinstance(action_space, gym.spaces.Discrete):
+            raise CanterError(f"QNetwork needs a Discrete action space, got {action_space}")
+        self.encoder = ObsEncoder(observation_space)
+        n_in, n_act, arch = obs_dim(observation_space), int(action_space.n), list(net_arch)
+        self.dueling = dueling
+        if dueling:
+            self.trunk = MLP([n_in] + arch, activation)
+            self.trunk.append(ACTIVATIONS[activation]())
+            self.adv_head = nn.Linear(arch[-1], n_act)
+            self.v_head = nn.Linear(arch[-1], 1)
+        else:
+            self.q = MLP([n_in] + arch + [n_act], activation)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """Q(obs, a) for every action, shape ``[B, n_actions]``."""
+        x = self.encoder(obs)
+        if not self.dueling:
+            return self.q(x)
+        h = self.trunk(x)
+        adv = self.adv_head(h)
+        return self.v_head(h) + adv - adv.mean(dim=1, keepdim=True)

@@ -1,0 +1,78 @@
+"""Name -> class registries for algorithms, models, agents and environments.
+
+``@register("algorithm", "ppo")`` adds a class; :func:`lookup` finds it again, or imports
+``"my_pkg.my_mod:MyClass"`` for user code, and fails with the closest valid names.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from canter.errors import CanterError, unknown
+
+KINDS = ("algorithm", "model", "agent", "env")
+_REGISTRY: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
+_BUILTINS_LOADED = False
+T = TypeVar("T")
+
+
+def register(kind: str, name: str) -> Callable[[T], T]:
+    """Class/function decorator that registers ``obj`` under ``kind``/``name``."""
+    if kind not in _REGISTRY:
+        raise ValueError(f"unknown registry kind {kind!r}; kinds: {', '.join(KINDS)}")
+
+    def deco(obj: T) -> T:
+        existing = _REGISTRY[kind].get(name)
+        if existing is not None and existing is not obj:
+            raise ValueError(f"{kind} '{name}' is already registered to {existing!r}")
+        _REGISTRY[kind][name] = obj
+        return obj
+
+    return deco
+
+
+def _load_builtins() -> None:
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        importlib.import_module("canter.algorithms")
+        importlib.import_module("canter.models")
+        importlib.import_module("canter.agents")
+
+
+def import_object(path: str) -> Any:
+    """Import ``"package.module:Attribute"``; errors are :class:`CanterError`."""
+    module_name, _, attr = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CanterError(f"cannot import module '{module_name}' (from '{path}'): {exc}") from None
+    try:
+        obj = module
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except AttributeError:
+        names = [n for n in dir(module) if not n.startswith("_")]
+        raise unknown(f"name in module '{module_name}'", attr, names) from None
+    return obj
+
+
+def lookup(kind: str, name: str) -> Any:
+    """Return what is registered as ``kind``/``name``; ``"mod:Class"`` imports user code."""
+    _load_builtins()
+    if ":" in name:
+        return import_object(name)
+    try:
+        return _REGISTRY[kind][name]
+    except KeyError:
+        lowered = {k.lower(): v for k, v in _REGISTRY[kind].items()}
+        if name.lower() in lowered:
+            return lowered[name.lower()]
+        raise unknown(kind, name, _REGISTRY[kind]) from None
+
+
+def names(kind: str) -> list[str]:
+    """Sorted names registered under ``kind``."""
+    _load_builtins()
+    return sorted(_REGISTRY[kind])

@@ -1,0 +1,12 @@
+"""Trainers: one per algorithm family. Calling a trainer returns a generator of TrainRecords."""
+from canter.trainers.base import EpisodeInfo, Trainer, TrainRecord
+from canter.trainers.evaluation import EvalResult, evaluate
+from canter.trainers.off_policy import OffPolicyTrainer
+from canter.trainers.on_policy import OnPolicyTrainer
+
+TRAINERS = {"on_policy": OnPolicyTrainer, "off_policy": OffPolicyTrainer}
+
+__all__ = [
+    "EpisodeInfo", "EvalResult", "OffPolicyTrainer", "OnPolicyTrainer", "TRAINERS", "Trainer", "TrainRecord",
+    "evaluate",
+]

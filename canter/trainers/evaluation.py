@@ -1,0 +1,47 @@
+"""Evaluation episodes with the deterministic policy on separate env instances."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from canter.envs.vector import VecEnv
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """Returns and lengths of a set of evaluation episodes."""
+
+    mean_return: float
+    std_return: float
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+
+    @property
+    def episodes(self) -> int:
+        """Number of episodes evaluated."""
+        return len(self.returns)
+
+
+def evaluate(agent, env: VecEnv, n_episodes: int, seed: int | None = None) -> EvalResult:
+    """Run exactly ``n_episodes`` episodes with ``agent.predict`` and summarise the returns.
+
+    Episodes are spread evenly over the vector env's sub-envs (sub-env ``i`` runs
+    ``(n_episodes + i) // num_envs`` of them), so the result does not favour short episodes.
+    """
+    n = env.num_envs
+    targets = np.array([(n_episodes + i) // n for i in range(n)])
+    counts = np.zeros(n, dtype=np.int64)
+    returns: list[float] = []
+    lengths: list[int] = []
+    obs = env.reset(seed=seed)
+    while (counts < targets).any():
+        step = env.step(agent.predict(obs))
+        for i, ret, length in zip(env.finished_envs, env.finished_returns, env.finished_lengths):
+            if counts[i] < targets[i]:
+                counts[i] += 1
+                returns.append(float(ret))
+                lengths.append(int(length))
+        obs = step.obs
+    arr = np.asarray(returns, dtype=np.float64)
+    return EvalResult(float(arr.mean()), float(arr.std()), returns, lengths)

@@ -1,0 +1,43 @@
+"""The on-policy trainer: collect a rollout from the vector env, compute GAE, learn once."""
+from __future__ import annotations
+
+import gymnasium as gym
+import torch
+
+from canter.data.rollout import RolloutBuffer
+from canter.trainers.base import Trainer
+
+
+class OnPolicyTrainer(Trainer):
+    """Rollouts of ``n_steps`` per env; the algorithm's ``learn`` does its own epochs."""
+
+    def setup(self) -> None:  # noqa: D102
+        space = self.agent.action_space
+        if isinstance(space, gym.spaces.Box):
+            act_shape, act_dtype = space.shape, torch.float32
+        else:
+            act_shape, act_dtype = (), torch.int64
+        obs_space = self.agent.observation_space
+        obs_dtype = torch.int64 if isinstance(obs_space, gym.spaces.Discrete) else torch.float32
+        self.buffer = RolloutBuffer(
+            self.config.n_steps, self.env.num_envs, obs_space.shape, act_shape, obs_dtype, act_dtype
+        )
+
+    def iteration(self) -> dict[str, float]:
+        """One rollout and one call to ``learn``."""
+        agent, env, buf = self.agent, self.env, self.buffer
+        obs = self.obs
+        n = env.num_envs
+        for _ in range(self.config.n_steps):
+            actions, obs_t, out = agent.sample(obs)
+            step = env.step(actions)
+            self.step += n
+            done = step.terminated | step.truncated
+            reward = agent.scale_reward(step.reward, done)
+            buf.add(obs_t, out.actions, out.log_probs, out.values, reward, step.terminated, step.truncated, step.valid)
+            self.record_episodes()
+            obs = step.obs
+        self.obs = obs
+        batch = buf.finish(agent.value(obs), self.config.gamma, self.config.gae_lambda)
+        self.algorithm.set_progress(self.step, self.run.max_steps)
+        return agent.learn(batch)
