@@ -12,8 +12,9 @@ _MAX_BOUNDS = 4096
 
 
 def _bound(arr: np.ndarray) -> Any:
+    arr = np.asarray(arr, dtype=np.float64)
     if arr.size <= _MAX_BOUNDS:
-        return np.where(np.isfinite(arr), arr, np.sign(arr) * 1e308).astype(float).tolist()
+        return np.where(np.isfinite(arr), arr, np.sign(arr) * 1e308).tolist()
     if np.all(arr == arr.flat[0]):
         return float(arr.flat[0]) if np.isfinite(arr.flat[0]) else float(np.sign(arr.flat[0]) * 1e308)
     raise CanterError("cannot serialise a large Box space with non-uniform bounds")

@@ -9,7 +9,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from canter.trainers.base import TrainRecord
 
-_SHOWN_LOSSES = ("policy_loss", "value_loss", "entropy", "approx_kl", "loss", "q_mean")
+_SHOWN_LOSSES = ("value_loss", "entropy", "loss", "q_mean")
 
 
 class ConsoleLogger:
@@ -28,9 +28,9 @@ class ConsoleLogger:
 
     def start(self, run: Any) -> None:  # noqa: D102
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(bar_width=24),
-            TextColumn("{task.completed:>9,.0f}/{task.total:,.0f} steps"), TextColumn("{task.fields[sps]:>7} steps/s"),
-            TextColumn("return {task.fields[ret]:>7}"), TextColumn("eval {task.fields[eval]:>7}"),
+            TextColumn("[bold]{task.description}"), BarColumn(bar_width=16),
+            TextColumn("{task.completed:,.0f} steps"), TextColumn("{task.fields[sps]} steps/s"),
+            TextColumn("return {task.fields[ret]}"), TextColumn("eval {task.fields[eval]}"),
             TextColumn("{task.fields[losses]}"), TimeElapsedColumn(),
             console=self.console, transient=False,
         )

@@ -1,0 +1,213 @@
+"""The ``canter`` command: train, eval, play, list.
+
+Bad input exits with code 2 and one line on stderr (``canter: error: ...``), no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from canter.errors import CanterError
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CanterError(message)
+
+
+def _add_run_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
+    p.add_argument("--seed", type=int, help="random seed (default 0)")
+    p.add_argument("--n-envs", type=int, dest="n_envs", help="parallel environments")
+    p.add_argument("--target-reward", type=float, dest="target_reward", help="stop at this mean evaluation return")
+    p.add_argument("--max-steps", type=int, dest="max_steps", help="environment-step budget")
+    p.add_argument("--eval-episodes", type=int, dest="eval_episodes", help="episodes per evaluation")
+    p.add_argument("--eval-every", type=int, dest="eval_every", help="evaluate every N env steps")
+    p.add_argument("--vectorization", choices=("auto", "native", "sync", "async"), help="how to vectorise the env")
+    p.add_argument("--run-dir", dest="run_dir", help="where to write the run (default runs/<algo>-<env>-<time>-<sha>)")
+    p.add_argument("-f", "--config", dest="config_file", help="run config YAML")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any config key or hyperparameter (repeatable)")
+    p.add_argument("--wandb", action="store_const", const=True, default=None, help="also log to Weights & Biases")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def _train_parser(prog: str, algo: str | None) -> _Parser:
+    from canter.config import describe
+    from canter.registry import lookup
+
+    p = _Parser(prog=prog, description="Train an agent and write a run directory.",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("algo", help="algorithm (see 'canter list')")
+    _add_run_flags(p)
+    if algo is not None and not algo.startswith("-"):
+        try:
+            cls = lookup("algorithm", algo)
+        except CanterError:
+            return p
+        group = p.add_argument_group(f"{cls.name.upper()} hyperparameters (also settable as --set KEY=VALUE)")
+        for name, tname, default, doc in describe(cls.Config):
+            group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp__{name}", metavar=tname.upper().replace(" ", "_"),
+                               help=f"{doc} (default: {default})")
+    return p
+
+
+def cmd_train(argv: list[str]) -> int:
+    """``canter train ALGO --env ENV ...``"""
+    algo = next((a for a in argv if not a.startswith("-")), None)
+    p = _train_parser("canter train", algo)
+    args = p.parse_args(argv)
+    from canter.api import make_trainer
+
+    hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
+    overrides = {k: getattr(args, k) for k in ("seed", "n_envs", "target_reward", "max_steps", "eval_episodes",
+                                                 "eval_every", "vectorization", "wandb")}
+    trainer = make_trainer(
+        args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=args.run_dir or "auto",
+        quiet=args.quiet, hparams=hparams, **overrides,
+    )
+    inner = trainer.trainer
+    try:
+        for _ in trainer():
+            pass
+    except KeyboardInterrupt:
+        print(f"interrupted; run saved in {trainer.dir}", file=sys.stderr)
+        return 130
+    finally:
+        inner.env.close()
+        inner.eval_env.close()
+    s = trainer.summary or {}
+    verdict = "solved" if s.get("solved") else "not solved"
+    best = s.get("best_eval_return")
+    best_txt = "n/a" if best is None else f"{best:.2f}"
+    print(f"{verdict}: best eval return {best_txt} after {s.get('steps', 0):,} steps in {s.get('wall_seconds', 0):.1f}s"
+          f" -> {trainer.dir}")
+    return 0
+
+
+def _load_for_env(run_dir: str, env_override: str | None) -> tuple[Any, str, dict]:
+    from canter.api import load
+    from canter.envs import make_vec_env, spaces_match
+
+    agent = load(run_dir)
+    env_id = env_override or agent.run_config.env
+    env_kwargs = agent.run_config.env_kwargs if env_override is None else {}
+    probe = make_vec_env(env_id, 1, "sync", env_kwargs)
+    try:
+        if not (spaces_match(probe.single_observation_space, agent.observation_space)
+                and spaces_match(probe.single_action_space, agent.action_space)):
+            raise CanterError(
+                f"checkpoint spaces do not match env '{env_id}': trained on {agent.observation_space} -> "
+                f"{agent.action_space}, env has {probe.single_observation_space} -> {probe.single_action_space}"
+            )
+    finally:
+        probe.close()
+    return agent, env_id, env_kwargs
+
+
+def cmd_eval(argv: list[str]) -> int:
+    """``canter eval RUN_DIR [--episodes N] [--json]``"""
+    p = _Parser(prog="canter eval", description="Evaluate the deterministic policy of a run.")
+    p.add_argument("run_dir", help="run directory or checkpoint")
+    p.add_argument("--episodes", type=int, default=10, help="episodes to run (default 10)")
+    p.add_argument("--env", help="evaluate on another env id with the same spaces")
+    p.add_argument("--seed", type=int, default=12345, help="evaluation seed")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    args = p.parse_args(argv)
+    if args.episodes < 1:
+        raise CanterError(f"--episodes must be >= 1, got {args.episodes}")
+    from canter.envs import make_vec_env
+    from canter.trainers.evaluation import evaluate
+
+    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
+    env = make_vec_env(env_id, min(args.episodes, 8), "auto", env_kwargs)
+    try:
+        result = evaluate(agent, env, args.episodes, seed=args.seed)
+    finally:
+        env.close()
+    if args.json:
+        print(json.dumps({"env": env_id, "mean_return": result.mean_return, "std_return": result.std_return,
+                          "episodes": result.episodes, "returns": result.returns, "lengths": result.lengths}))
+    else:
+        print(f"{env_id}: mean return {result.mean_return:.2f} ± {result.std_return:.2f} over {result.episodes} episodes")
+    return 0
+
+
+def cmd_play(argv: list[str]) -> int:
+    """``canter play RUN_DIR [--episodes N] [--render] [--video-dir DIR]``"""
+    p = _Parser(prog="canter play", description="Watch or record a trained agent.")
+    p.add_argument("run_dir", help="run directory or checkpoint")
+    p.add_argument("--episodes", type=int, default=1, help="episodes to play (default 1)")
+    p.add_argument("--env", help="play on another env id with the same spaces")
+    p.add_argument("--render", action="store_true", help="open a window (render_mode human)")
+    p.add_argument("--video-dir", dest="video_dir", help="record mp4 videos here (needs the 'video' extra)")
+    p.add_argument("--seed", type=int, default=0, help="episode seed")
+    args = p.parse_args(argv)
+    if args.episodes < 1:
+        raise CanterError(f"--episodes must be >= 1, got {args.episodes}")
+    from canter.play import play
+
+    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
+    returns = play(agent, env_id, args.episodes, render=args.render, video_dir=args.video_dir, seed=args.seed,
+                   env_kwargs=env_kwargs)
+    for i, r in enumerate(returns):
+        print(f"episode {i + 1}: return {r:.2f}")
+    if args.video_dir:
+        print(f"videos in {args.video_dir}")
+    return 0
+
+
+def cmd_list(argv: list[str]) -> int:
+    """``canter list``: registered algorithms, models, agents, envs and shipped presets."""
+    _Parser(prog="canter list", description="List registered components and presets.").parse_args(argv)
+    from pathlib import Path
+
+    from canter.registry import lookup, names
+
+    print("algorithms:")
+    for n in names("algorithm"):
+        cls = lookup("algorithm", n)
+        print(f"  {n:<8} {cls.family:<11} {(cls.__doc__ or '').strip().splitlines()[0]}")
+    for kind in ("model", "agent", "env"):
+        print(f"{kind}s: " + (", ".join(names(kind)) or "(none registered; any Gymnasium id works)"))
+    print("presets:")
+    root = Path(__file__).parent / "configs"
+    for path in sorted(root.glob("*/*.yaml")):
+        print(f"  {path.parent.name} {path.stem}")
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "eval": cmd_eval, "play": cmd_play, "list": cmd_list}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: canter {train,eval,play,list} ...\n\n"
+              "  train ALGO --env ENV   train an agent (canter train ppo --help for options)\n"
+              "  eval RUN_DIR           evaluate a trained agent\n"
+              "  play RUN_DIR           watch or record a trained agent\n"
+              "  list                   registered algorithms, models and presets")
+        return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        from canter import __version__
+
+        print(f"canter {__version__}")
+        return 0
+    cmd = COMMANDS.get(argv[0])
+    try:
+        if cmd is None:
+            from canter.errors import unknown
+
+            raise unknown("command", argv[0], COMMANDS)
+        return cmd(argv[1:])
+    except CanterError as exc:
+        print(f"canter: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
