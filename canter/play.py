@@ -16,6 +16,13 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
     """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns."""
     mode = "rgb_array" if video_dir else ("human" if render else None)
     env = make_env(env_id, render_mode=mode, **(env_kwargs or {}))
+    if mode is not None:
+        try:
+            env.reset(seed=seed)
+            env.render()
+        except gym.error.DependencyNotInstalled as exc:
+            env.close()
+            raise CanterError(f"rendering '{env_id}' needs pygame: pip install 'canter[video]' ({exc})") from None
     if video_dir:
         require("moviepy", "video", "--video-dir")
         from gymnasium.wrappers import RecordVideo
@@ -23,10 +30,6 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
         env = RecordVideo(env, video_dir, episode_trigger=lambda _: True, name_prefix="play", disable_logger=True)
     returns = []
     try:
-        try:
-            env.reset(seed=seed)
-        except gym.error.DependencyNotInstalled as exc:
-            raise CanterError(f"rendering '{env_id}' needs pygame: pip install 'canter[video]' ({exc})") from None
         for i in range(episodes):
             obs, _ = env.reset(seed=seed + i)
             done, total = False, 0.0
