@@ -304,7 +304,9 @@ def resolve_config(
                     if k not in hp_keys:
                         raise unknown("hyperparameter", f"hparams.{k}", [f"hparams.{n}" for n in hp_keys])
                     hp_values[k] = v
-            elif key.startswith("hparams.") and key[8:] in hp_keys:
+            elif key.startswith("hparams."):
+                if key[8:] not in hp_keys:
+                    raise unknown("hyperparameter", key, [f"hparams.{n}" for n in hp_keys])
                 hp_values[key[8:]] = value
             elif key in run_keys:
                 run_values[key] = value

@@ -1,0 +1,98 @@
+"""Config composition and validation; the registry."""
+import pytest
+
+import canter
+from canter.config import RunConfig, build, coerce, load_yaml, resolve_config
+from canter.errors import CanterError
+from canter.registry import lookup, names, register
+
+
+def test_preset_is_used_and_overrides_compose(tmp_path):
+    run, hp = resolve_config("ppo", "CartPole-v1")
+    assert run.n_envs == 8 and hp.n_steps == 32 and run.target_reward == 475  # shipped preset
+    f = tmp_path / "run.yaml"
+    f.write_text("seed: 3\nhparams:\n  n_steps: 16\n  lr: 0.01\n")
+    run, hp = resolve_config("ppo", "CartPole-v1", f, ["lr=0.02", "hparams.n_epochs=3", "max_steps=1e4"], seed=5)
+    assert (run.seed, hp.n_steps, hp.lr, hp.n_epochs, run.max_steps) == (5, 16, 0.02, 3, 10000)
+
+
+def test_defaults_without_preset():
+    run, hp = resolve_config("dqn", "Acrobot-v1")
+    assert run.n_envs == 1 and hp.lr == 1e-4
+
+
+@pytest.mark.parametrize("sets, fragment", [
+    (["lrr=0.1"], "did you mean 'lr'"),
+    (["hparams.n_step=4"], "hparams.n_steps"),
+    (["lr=abc"], "'hparams.lr' must be a float"),
+    (["lr=-1"], "'hparams.lr' must be > 0"),
+    (["n_envs=0"], "'n_envs' must be >= 1"),
+    (["gamma=1.5"], "'hparams.gamma' must be <= 1"),
+    (["lr_schedule=linaer"], "did you mean 'linear'"),
+    (["net_arch=[64, x]"], "net_arch"),
+    (["novalue"], "key=value"),
+])
+def test_bad_values_name_the_key(sets, fragment):
+    with pytest.raises(CanterError) as exc:
+        resolve_config("ppo", "CartPole-v1", sets=sets)
+    assert fragment in str(exc.value)
+
+
+def test_coerce_types():
+    assert coerce(int, "1e5", "k") == 100000
+    assert coerce(list[int], "64,64", "k") == [64, 64]
+    assert coerce(bool, "false", "k") is False
+    assert coerce(float | None, "null", "k") is None
+    with pytest.raises(CanterError):
+        coerce(int, 1.5, "k")
+    with pytest.raises(CanterError):
+        coerce(int, True, "k")
+
+
+def test_malformed_yaml_reports_line(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text("seed: 1\nhparams:\n  lr: [1, 2\n  n_steps: 3\n")
+    with pytest.raises(CanterError, match=r"line \d+"):
+        load_yaml(f)
+
+
+def test_unknown_names_suggest_close_matches():
+    with pytest.raises(CanterError, match="did you mean 'ppo'"):
+        lookup("algorithm", "ppo2")
+    with pytest.raises(CanterError, match="mlp_q"):
+        lookup("model", "mlp_qq")
+    assert {"ppo", "dqn"} <= set(names("algorithm"))
+
+
+def test_register_user_model_and_name_it_by_module_path(tmp_path, monkeypatch):
+    mod = tmp_path / "my_models.py"
+    mod.write_text(
+        "import torch\n"
+        "from canter.models import ActorCritic\n"
+        "class Wide(ActorCritic):\n"
+        "    def __init__(self, obs_space, act_space, **kw):\n"
+        "        kw['net_arch'] = [32]\n"
+        "        super().__init__(obs_space, act_space, **kw)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    trainer = canter.make_trainer("ppo", "CartPole-v1", model="my_models:Wide", max_steps=128, n_envs=2,
+                                  n_steps=64, eval_every=0, eval_episodes=1)
+    assert type(trainer.algorithm.model).__name__ == "Wide"
+    assert trainer.algorithm.model.actor[0].out_features == 32
+    with pytest.raises(CanterError, match="did you mean 'Wide'"):
+        canter.make_trainer("ppo", "CartPole-v1", model="my_models:Wied")
+
+
+def test_register_decorator_and_duplicates():
+    @register("model", "test_only_model")
+    class M:  # noqa: D401
+        pass
+
+    assert lookup("model", "test_only_model") is M
+    with pytest.raises(ValueError):
+        register("model", "test_only_model")(object)
+
+
+def test_build_rejects_unknown_keys():
+    with pytest.raises(CanterError, match="did you mean 'seed'"):
+        build(RunConfig, {"sed": 1})
