@@ -1,0 +1,320 @@
+"""Bad input to the ``canter`` command: exit code 2, exactly one ``canter: error:`` line, no traceback,
+and nothing half-written (no run directory, existing files untouched)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from canter.cli import main
+
+TINY = ["--max-steps", "256", "--n-envs", "2", "--set", "n_steps=64", "--eval-episodes", "1", "--quiet"]
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    """Run ``canter ARGV`` in-process; return (exit code, stdout, stderr)."""
+    capsys.readouterr()  # drop anything printed before
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's --help exits through sys.exit
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, err: str, *needles: str) -> str:
+    """Exit 2, one stderr line starting with 'canter: error:', no traceback, containing every needle."""
+    assert code == 2, f"exit code {code}, stderr: {err!r}"
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1, f"expected exactly one stderr line, got {len(lines)}: {err!r}"
+    line = lines[0]
+    assert line.startswith("canter: error:"), line
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in {line!r}"
+    return line
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` (relative) -> its bytes (None for directories)."""
+    return {
+        str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def train_tiny(capsys: pytest.CaptureFixture, run_dir: Path, *extra: str) -> None:
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY, "--run-dir", str(run_dir), *extra)
+    assert code == 0, err
+    assert (run_dir / "checkpoints" / "best.json").exists()
+    assert (run_dir / "checkpoints" / "last.json").exists()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two tiny PPO CartPole runs (different seeds), trained once for the whole module."""
+    root = tmp_path_factory.mktemp("runs")
+    a, b = root / "a", root / "b"
+    for d, seed in ((a, "0"), (b, "1")):
+        code = main(["train", "ppo", "--env", "CartPole-v1", *TINY, "--seed", seed, "--run-dir", str(d)])
+        assert code == 0
+        assert (d / "checkpoints" / "best.json").exists()
+    return a, b
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty current directory, so an 'auto' run dir (runs/...) would show up here."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# ---------------------------------------------------------------------------------------------- train
+
+
+TRAIN_CASES = {
+    "unknown-algorithm": (["train", "ppo2", "--env", "CartPole-v1"], ["'ppo'"]),
+    "unknown-env": (["train", "ppo", "--env", "CartPol-v1"], ["'CartPole-v1'"]),
+    "dqn-continuous": (["train", "dqn", "--env", "Pendulum-v1"], ["Discrete action space"]),
+    "unknown-set-key": (["train", "ppo", "--env", "CartPole-v1", "--set", "lrr=0.1"], ["'lr'"]),
+    "unknown-nested-set-key": (
+        ["train", "ppo", "--env", "CartPole-v1", "--set", "hparams.n_step=4"], ["'hparams.n_step'", "'hparams.n_steps'"]
+    ),
+    "wrong-type": (["train", "ppo", "--env", "CartPole-v1", "--set", "lr=abc"], ["lr", "float", "abc"]),
+    "out-of-range": (["train", "ppo", "--env", "CartPole-v1", "--set", "lr=-1"], ["lr", "-1"]),
+    "zero-envs": (["train", "ppo", "--env", "CartPole-v1", "--n-envs", "0"], ["n_envs", ">= 1"]),
+    "no-env": (["train", "ppo"], ["--env"]),
+}
+
+
+@pytest.mark.parametrize("argv,needles", list(TRAIN_CASES.values()), ids=list(TRAIN_CASES))
+def test_train_bad_input(capsys, workdir, argv, needles):
+    code, out, err = run_cli(capsys, *argv, "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, *needles)
+    assert not (workdir / "run").exists()
+    assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv,needles", [TRAIN_CASES["unknown-algorithm"], TRAIN_CASES["dqn-continuous"]],
+                         ids=["unknown-algorithm", "dqn-continuous"])
+def test_train_bad_input_auto_run_dir_writes_nothing(capsys, workdir, argv, needles):
+    """Without --run-dir the default runs/<...> directory must not be created either."""
+    code, out, err = run_cli(capsys, *argv)
+    assert_one_line_error(code, err, *needles)
+    assert list(workdir.iterdir()) == []
+
+
+def test_malformed_yaml_names_line(capsys, workdir):
+    bad = workdir / "bad.yaml"
+    bad.write_text("a: [1, 2\nb: 3\n")
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "-f", str(bad),
+                             "--run-dir", str(workdir / "run"))
+    line = assert_one_line_error(code, err, "bad.yaml", "line 2")
+    assert "YAML" in line
+    assert sorted(p.name for p in workdir.iterdir()) == ["bad.yaml"]
+
+
+def test_missing_config_file(capsys, workdir):
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "-f", str(workdir / "nope.yaml"),
+                             "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "nope.yaml")
+    assert list(workdir.iterdir()) == []
+
+
+def test_existing_nonempty_run_dir_is_untouched(capsys, workdir):
+    run_dir = workdir / "existing"
+    (run_dir / "sub").mkdir(parents=True)
+    (run_dir / "notes.txt").write_bytes(b"precious\x00bytes\n")
+    (run_dir / "sub" / "data.bin").write_bytes(os.urandom(64))
+    before = snapshot(run_dir)
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY, "--run-dir", str(run_dir))
+    assert_one_line_error(code, err, "already exists")
+    assert snapshot(run_dir) == before
+    assert sorted(p.name for p in workdir.iterdir()) == ["existing"]
+
+
+def test_unknown_subcommand_suggests_train(capsys):
+    code, out, err = run_cli(capsys, "trian")
+    assert_one_line_error(code, err, "'train'")
+
+
+def test_train_help_lists_hyperparameters(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # no wrapping inside "(default: 0.2)"
+    code, out, err = run_cli(capsys, "train", "ppo", "--help")
+    assert code == 0, err
+    assert "--clip-range" in out
+    assert "default: 0.2" in out
+    assert "PPO hyperparameters" in out
+    assert err == ""
+
+
+# ---------------------------------------------------------------------------------------------- eval / play
+
+
+@pytest.mark.parametrize("cmd", ["eval", "play"])
+def test_missing_run_dir(capsys, tmp_path, cmd):
+    code, out, err = run_cli(capsys, cmd, str(tmp_path / "does-not-exist"))
+    assert_one_line_error(code, err, "does-not-exist")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("cmd", ["eval", "play"])
+@pytest.mark.parametrize("kind", ["empty", "random-files"])
+def test_not_a_canter_run(capsys, tmp_path, cmd, kind):
+    d = tmp_path / "notarun"
+    d.mkdir()
+    if kind == "random-files":
+        (d / "a.txt").write_text("hello\n")
+        (d / "b.json").write_text('{"x": 1}\n')
+        (d / "checkpoints").mkdir()
+        (d / "checkpoints" / "junk.bin").write_bytes(os.urandom(32))
+    before = snapshot(d)
+    code, out, err = run_cli(capsys, cmd, str(d))
+    assert_one_line_error(code, err, "notarun")
+    assert snapshot(d) == before
+
+
+@pytest.mark.parametrize("cmd", ["eval", "play"])
+def test_spaces_do_not_match(capsys, runs, cmd):
+    good, _ = runs
+    before = snapshot(good)
+    code, out, err = run_cli(capsys, cmd, str(good), "--env", "Acrobot-v1", "--episodes", "1")
+    line = assert_one_line_error(code, err, "do not match", "Acrobot-v1")
+    assert "spaces" in line
+    assert snapshot(good) == before
+
+
+def test_eval_json_on_good_run(capsys, runs):
+    good, _ = runs
+    code, out, err = run_cli(capsys, "eval", str(good), "--json", "--episodes", "2")
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert len(lines) == 1, out
+    obj = json.loads(lines[0])
+    assert isinstance(obj, dict)
+    assert {"mean_return", "std_return", "episodes"} <= set(obj)
+    assert obj["episodes"] == 2
+    assert isinstance(obj["mean_return"], float) and isinstance(obj["std_return"], float)
+
+
+def test_eval_bad_episodes(capsys, runs):
+    good, _ = runs
+    code, out, err = run_cli(capsys, "eval", str(good), "--episodes", "0")
+    assert_one_line_error(code, err, "--episodes")
+
+
+def test_checkpoint_pair_from_two_runs(capsys, runs, tmp_path):
+    """last.json of one run next to best.safetensors of another: refused, not silently loaded."""
+    a, b = runs
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    shutil.copy(a / "checkpoints" / "last.json", ckpt / "last.json")
+    shutil.copy(b / "checkpoints" / "best.safetensors", ckpt / "last.safetensors")
+    for target in (ckpt / "last", ckpt / "last.json", ckpt / "last.safetensors"):
+        code, out, err = run_cli(capsys, "eval", str(target), "--episodes", "1")
+        assert_one_line_error(code, err, "do not belong together")
+        assert out == ""
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "missing"])
+def test_corrupt_checkpoint_tensors(capsys, runs, tmp_path, damage):
+    a, _ = runs
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    shutil.copy(a / "checkpoints" / "last.json", ckpt / "last.json")
+    blob = (a / "checkpoints" / "last.safetensors").read_bytes()
+    if damage == "truncated":
+        (ckpt / "last.safetensors").write_bytes(blob[: len(blob) // 3])
+    elif damage == "garbage":
+        (ckpt / "last.safetensors").write_bytes(b"not a safetensors file at all")
+    code, out, err = run_cli(capsys, "eval", str(ckpt / "last.json"), "--episodes", "1")
+    assert_one_line_error(code, err, "last.safetensors")
+    assert out == ""
+
+
+def test_corrupt_checkpoint_json(capsys, runs, tmp_path):
+    a, _ = runs
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    shutil.copy(a / "checkpoints" / "last.safetensors", ckpt / "last.safetensors")
+    (ckpt / "last.json").write_text('{"format": "canter-checkpoint", "state": [1, 2\n')
+    code, out, err = run_cli(capsys, "eval", str(ckpt / "last"), "--episodes", "1")
+    assert_one_line_error(code, err, "last.json")
+
+
+class _WideEnv:
+    """A one-step env whose 40-dim Box has per-dimension bounds (numpy prints such arrays over several lines)."""
+
+    def __new__(cls, continuous_actions: bool = False):
+        import gymnasium as gym
+        import numpy as np
+
+        low = np.arange(40, dtype=np.float32) / 7
+        box = gym.spaces.Box(low, low + 1)
+
+        class Wide(gym.Env):
+            observation_space = box
+            action_space = box if continuous_actions else gym.spaces.Discrete(2)
+
+            def reset(self, seed=None, options=None):
+                super().reset(seed=seed)
+                return low.copy(), {}
+
+            def step(self, action):
+                return low.copy(), 0.0, True, False, {}
+
+        return Wide()
+
+
+@pytest.fixture
+def wide_envs(monkeypatch):
+    from canter.registry import _REGISTRY
+
+    monkeypatch.setitem(_REGISTRY["env"], "CanterTestWide-v0", lambda: _WideEnv())
+    monkeypatch.setitem(_REGISTRY["env"], "CanterTestWideBox-v0", lambda: _WideEnv(continuous_actions=True))
+
+
+def test_spaces_mismatch_with_wide_space_is_one_line(capsys, runs, wide_envs):
+    """The mismatch message embeds the spaces' repr; a large Box must not break it over several lines."""
+    good, _ = runs
+    code, out, err = run_cli(capsys, "eval", str(good), "--env", "CanterTestWide-v0", "--episodes", "1")
+    assert_one_line_error(code, err, "do not match")
+
+
+def test_dqn_wide_continuous_action_space_is_one_line(capsys, workdir, wide_envs):
+    code, out, err = run_cli(capsys, "train", "dqn", "--env", "CanterTestWideBox-v0", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "Discrete action space")
+    assert list(workdir.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------- real process
+
+
+def run_subprocess(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run([sys.executable, "-m", "canter", *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_subprocess_unknown_subcommand(tmp_path):
+    proc = run_subprocess("trian", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert_one_line_error(proc.returncode, proc.stderr, "'train'")
+    assert proc.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_subprocess_bad_set_value(tmp_path):
+    proc = run_subprocess("train", "ppo", "--env", "CartPole-v1", "--set", "lr=abc", "--run-dir", "run",
+                          cwd=tmp_path)
+    assert proc.returncode == 2
+    assert_one_line_error(proc.returncode, proc.stderr, "lr", "abc")
+    assert list(tmp_path.iterdir()) == []
