@@ -8,6 +8,7 @@ Both files are written atomically (temp file, fsync, rename) and share a random
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 from safetensors import safe_open
+from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from canter.errors import CanterError
@@ -90,7 +92,8 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str,
     skeleton, tensors = flatten_state(state)
     ckpt_id = uuid.uuid4().hex
     blob = st_save(tensors, metadata={"format": FORMAT, "checkpoint_id": ckpt_id})
-    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "checkpoint_id": ckpt_id, **metadata, "state": skeleton}
+    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "checkpoint_id": ckpt_id,
+            "sha256": hashlib.sha256(blob).hexdigest(), **metadata, "state": skeleton}
     text = json.dumps(meta, indent=1, allow_nan=True)
     atomic_write(base.with_name(base.name + ".safetensors"), blob)
     atomic_write(base.with_name(base.name + ".json"), text.encode())
@@ -125,10 +128,15 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     st_path = base.with_name(base.name + ".safetensors")
     if not st_path.exists():
         raise CanterError(f"checkpoint tensors not found: {st_path}")
+    blob = st_path.read_bytes()
+    if meta.get("sha256") not in (None, hashlib.sha256(blob).hexdigest()):
+        raise CanterError(
+            f"checkpoint {base} is incomplete or corrupt: its .json and .safetensors files do not belong together"
+        )
     try:
         with safe_open(str(st_path), framework="pt") as f:
             file_meta = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
+        tensors = st_load(blob)
     except Exception as exc:  # safetensors raises its own error types for corrupt files
         raise CanterError(f"checkpoint tensors {st_path} are unreadable: {exc}") from None
     if file_meta.get("checkpoint_id") != meta.get("checkpoint_id"):

@@ -91,6 +91,7 @@ def cmd_train(argv: list[str]) -> int:
 
 def _load_for_env(run_dir: str, env_override: str | None) -> tuple[Any, str, dict]:
     from canter.api import load
+    from canter.envs import describe_space as d
     from canter.envs import make_vec_env, spaces_match
 
     agent = load(run_dir)
@@ -101,8 +102,8 @@ def _load_for_env(run_dir: str, env_override: str | None) -> tuple[Any, str, dic
         if not (spaces_match(probe.single_observation_space, agent.observation_space)
                 and spaces_match(probe.single_action_space, agent.action_space)):
             raise CanterError(
-                f"checkpoint spaces do not match env '{env_id}': trained on {agent.observation_space} -> "
-                f"{agent.action_space}, env has {probe.single_observation_space} -> {probe.single_action_space}"
+                f"checkpoint spaces do not match env '{env_id}': trained on {d(agent.observation_space)} -> "
+                f"{d(agent.action_space)}, env has {d(probe.single_observation_space)} -> {d(probe.single_action_space)}"
             )
     finally:
         probe.close()
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             raise unknown("command", argv[0], COMMANDS)
         return cmd(argv[1:])
     except CanterError as exc:
-        print(f"canter: error: {exc}", file=sys.stderr)
+        print("canter: error: " + " ".join(str(exc).split()), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

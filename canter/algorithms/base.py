@@ -67,9 +67,11 @@ class Algorithm(ABC):
         """Raise a CanterError if the algorithm cannot act in ``action_space``."""
         if not isinstance(action_space, cls.action_spaces):
             kinds = " or ".join(t.__name__ for t in cls.action_spaces)
+            from canter.envs.spaces import describe_space
+
             raise CanterError(
-                f"{cls.name.upper()} needs a {kinds} action space, but the env has {type(action_space).__name__}"
-                f" {action_space}"
+                f"{cls.name.upper()} needs a {kinds} action space, but the env's action space is "
+                f"{describe_space(action_space)}"
             )
 
     def make_model(self, **kwargs: Any) -> nn.Module:

@@ -1,9 +1,9 @@
 """Environment creation, vectorisation and space helpers."""
 from canter.envs.make import check_env_id, make_env, make_vec_env
-from canter.envs.spaces import space_from_dict, space_to_dict, spaces_match
+from canter.envs.spaces import describe_space, space_from_dict, space_to_dict, spaces_match
 from canter.envs.vector import Step, VecEnv
 
 __all__ = [
-    "check_env_id", "make_env", "make_vec_env", "space_from_dict", "space_to_dict", "spaces_match",
+    "check_env_id", "describe_space", "make_env", "make_vec_env", "space_from_dict", "space_to_dict", "spaces_match",
     "Step", "VecEnv",
 ]

@@ -59,6 +59,15 @@ def space_from_dict(d: dict[str, Any]) -> gym.Space:
     raise CanterError(f"unsupported space description {d!r}")
 
 
+def describe_space(space: gym.Space) -> str:
+    """A short one-line description: type, shape and dtype (never the full bounds)."""
+    if isinstance(space, gym.spaces.Discrete):
+        return f"Discrete({space.n})"
+    if isinstance(space, gym.spaces.Box):
+        return f"Box(shape={tuple(space.shape)}, {space.dtype})"
+    return f"{type(space).__name__}(shape={getattr(space, 'shape', None)})"
+
+
 def spaces_match(a: gym.Space, b: gym.Space) -> bool:
     """True when two spaces have the same type, shape and bounds."""
     return space_to_dict(a) == space_to_dict(b)

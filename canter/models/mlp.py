@@ -20,7 +20,7 @@ def obs_dim(space: gym.Space) -> int:
         return int(space.n)
     if isinstance(space, gym.spaces.Box):
         return int(np.prod(space.shape))
-    raise CanterError(f"MLP models do not support observation space {space}")
+    raise CanterError(f"MLP models do not support observation space {type(space).__name__}")
 
 
 class ObsEncoder(nn.Module):
@@ -81,7 +81,7 @@ class ActorCritic(nn.Module):
             n_out, self.continuous = int(np.prod(action_space.shape)), True
             self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
         else:
-            raise CanterError(f"ActorCritic does not support action space {action_space}")
+            raise CanterError(f"ActorCritic does not support action space {type(action_space).__name__}")
         arch = list(net_arch)
         self.shared = shared_trunk
         if shared_trunk:
@@ -122,7 +122,7 @@ class QNetwork(nn.Module):
     ) -> None:
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
-            raise CanterError(f"QNetwork needs a Discrete action space, got {action_space}")
+            raise CanterError(f"QNetwork needs a Discrete action space, got {type(action_space).__name__}")
         self.encoder = ObsEncoder(observation_space)
         n_in, n_act, arch = obs_dim(observation_space), int(action_space.n), list(net_arch)
         self.dueling = dueling

@@ -1,0 +1,119 @@
+"""Checkpoints: safetensors + JSON round trip, atomic writes, no unpickling, fresh-process equality."""
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import canter
+from canter.checkpoint import flatten_state, load_checkpoint, save_checkpoint, unflatten_state
+from canter.errors import CanterError
+
+
+def _train(tmp_path, algo, env, **kw):
+    run_dir = tmp_path / f"{algo}-run"
+    canter.train(algo, env, run_dir=run_dir, eval_episodes=1, eval_every=0, **kw)
+    return run_dir
+
+
+def test_flatten_round_trip_keeps_structure():
+    opt = torch.optim.Adam([torch.nn.Parameter(torch.ones(3))])
+    opt.param_groups[0]["params"][0].grad = torch.ones(3)
+    opt.step()
+    tree = {"opt": opt.state_dict(), "arr": np.arange(4.0), "nested": [1, "a", None, {"x": 2.5}], "big": 2**70}
+    skeleton, tensors = flatten_state(tree)
+    json.dumps(skeleton)
+    back = unflatten_state(json.loads(json.dumps(skeleton)), tensors)
+    assert list(back["opt"]["state"].keys()) == [0]  # int keys survive JSON
+    torch.testing.assert_close(back["opt"]["state"][0]["exp_avg"], opt.state_dict()["state"][0]["exp_avg"])
+    np.testing.assert_array_equal(back["arr"], tree["arr"])
+    assert back["nested"] == tree["nested"] and back["big"] == 2**70
+
+
+def test_atomic_write_keeps_old_checkpoint_when_interrupted(tmp_path, monkeypatch):
+    base = tmp_path / "ck"
+    save_checkpoint(base, {"w": torch.ones(2)}, {"step": 1})
+    before = (base.with_suffix(".safetensors").read_bytes(), base.with_suffix(".json").read_bytes())
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(base, {"w": torch.zeros(2)}, {"step": 2})
+    monkeypatch.undo()
+    assert (base.with_suffix(".safetensors").read_bytes(), base.with_suffix(".json").read_bytes()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.json", "ck.safetensors"]  # no temp files left
+    state, meta = load_checkpoint(base)
+    assert meta["step"] == 1 and state["w"].tolist() == [1.0, 1.0]
+
+
+def test_mismatched_pair_is_refused(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    save_checkpoint(a, {"w": torch.ones(1)}, {})
+    save_checkpoint(b, {"w": torch.zeros(1)}, {})
+    b.with_suffix(".safetensors").write_bytes(a.with_suffix(".safetensors").read_bytes())
+    with pytest.raises(CanterError, match="incomplete"):  # sha256 or id mismatch
+        load_checkpoint(b)
+
+
+def test_loading_never_unpickles(tmp_path, monkeypatch):
+    run_dir = _train(tmp_path, "ppo", "CartPole-v1", max_steps=256, n_envs=2, n_steps=64)
+
+    def forbidden(*a, **k):
+        raise AssertionError("unpickling during load")
+
+    monkeypatch.setattr(pickle, "loads", forbidden)
+    monkeypatch.setattr(pickle, "load", forbidden)
+    monkeypatch.setattr(torch, "load", forbidden)
+    agent = canter.load(run_dir)
+    assert agent.predict(np.zeros((1, 4), np.float32)).shape == (1,)
+
+
+def test_run_dir_contents(tmp_path):
+    run_dir = _train(tmp_path, "ppo", "CartPole-v1", max_steps=512, n_envs=2, n_steps=64, checkpoint_every=256)
+    names = {p.name for p in (run_dir / "checkpoints").iterdir()}
+    assert {"best.json", "best.safetensors", "last.json", "last.safetensors",
+            "step-000000256.json", "step-000000256.safetensors"} <= names
+    meta = json.loads((run_dir / "checkpoints" / "last.json").read_text())
+    for key in ("algorithm", "env", "observation_space", "action_space", "step", "canter_version", "git_commit"):
+        assert key in meta
+    summary = json.loads((run_dir / "summary.json").read_text())
+    for key in ("algorithm", "env", "seed", "steps", "wall_seconds", "best_eval_return", "last_eval_return",
+                "target_reward", "solved"):
+        assert key in summary
+    import pyarrow.parquet as pq
+
+    hist = pq.read_table(run_dir / "history.parquet")
+    assert hist.column_names == ["step", "wall_time", "episode_return", "episode_length", "rolling_return"]
+    assert hist.num_rows > 0 and (run_dir / "config.yaml").exists()
+    assert any(p.name.startswith("events.out.tfevents") for p in run_dir.iterdir())
+
+
+SCRIPT = """
+import sys, numpy as np, canter
+agent = canter.load(sys.argv[1])
+obs = np.load(sys.argv[2])
+print(agent.predict(obs).astype(np.float64).tobytes().hex())
+"""
+
+
+@pytest.mark.parametrize("algo, env, kw", [
+    ("ppo", "CartPole-v1", dict(max_steps=512, n_envs=2, n_steps=64)),
+    ("ppo", "Pendulum-v1", dict(max_steps=512, n_envs=2, n_steps=64, normalize_obs=True)),
+    ("dqn", "CartPole-v1", dict(max_steps=600, learning_starts=100, train_freq=4, gradient_steps=1, net_arch=[32], exploration_fraction=0.5)),
+])
+def test_fresh_process_gives_identical_deterministic_actions(tmp_path, algo, env, kw):
+    run_dir = _train(tmp_path, algo, env, **kw)
+    agent = canter.load(run_dir / "checkpoints" / "last")
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(64,) + agent.observation_space.shape).astype(np.float32)
+    np.save(tmp_path / "obs.npy", obs)
+    expected = agent.predict(obs).astype(np.float64).tobytes().hex()
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(run_dir / "checkpoints" / "last"), str(tmp_path / "obs.npy")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == expected
