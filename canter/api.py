@@ -4,7 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from canter.agents.agent import Agent
+from canter.algorithms.base import threads_for
 from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata
 from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.envs import make_vec_env, space_from_dict
@@ -16,7 +19,12 @@ from canter.utils import seed_everything
 
 
 def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
-    """Build Model -> Algorithm -> Agent for the given spaces (seeded by ``run.seed``)."""
+    """Build Model -> Algorithm -> Agent for the given spaces (seeded by ``run.seed``).
+
+    Torch's thread count is fixed first: initialisation results depend on it, and the same
+    seed must give the same run whatever the caller's thread setting was.
+    """
+    torch.set_num_threads(run.torch_threads or threads_for(max(getattr(algo_cfg, "net_arch", [64]) or [64])))
     seed_everything(run.seed)
     algo_cls = lookup("algorithm", run.algo)
     algorithm = algo_cls(observation_space, action_space, algo_cfg, model=run.model, seed=run.seed, device=run.device)

@@ -131,7 +131,7 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     blob = st_path.read_bytes()
     if meta.get("sha256") not in (None, hashlib.sha256(blob).hexdigest()):
         raise CanterError(
-            f"checkpoint {base} is incomplete or corrupt: its .json and .safetensors files do not belong together"
+            f"checkpoint {st_path} is incomplete or corrupt: its .json and .safetensors files do not belong together"
         )
     try:
         with safe_open(str(st_path), framework="pt") as f:

@@ -65,7 +65,7 @@ def cmd_train(argv: list[str]) -> int:
 
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
     overrides = {k: getattr(args, k) for k in ("seed", "n_envs", "target_reward", "max_steps", "eval_episodes",
-                                                 "eval_every", "vectorization", "wandb")}
+                                                 "eval_every", "vectorization", "wandb") if getattr(args, k) is not None}
     trainer = make_trainer(
         args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=args.run_dir or "auto",
         quiet=args.quiet, hparams=hparams, **overrides,

@@ -277,7 +277,7 @@ def resolve_config(
     algo_name = algo_cls.name if ":" not in algo else algo
     if file_data.get("algo") not in (None, algo, algo_name):
         raise CanterError(f"{config_file} is for algorithm '{file_data['algo']}', not '{algo}'")
-    env_id = env or file_data.get("env") or (run_overrides.get("env"))
+    env_id = env or file_data.get("env") or run_overrides.pop("env", None)
     if not env_id:
         raise CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1)")
     preset = preset_path(algo_name, str(env_id))
@@ -286,7 +286,7 @@ def resolve_config(
         layers.append((str(preset), load_yaml(preset)))
     if file_data:
         layers.append((str(config_file), file_data))
-    overrides = {k: v for k, v in run_overrides.items() if v is not None}
+    overrides = dict(run_overrides)
     if hparams:
         overrides["hparams"] = dict(hparams)
     layers.append(("arguments", overrides))

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from canter.algorithms.base import ActOutput, Algorithm, linear
+from canter.algorithms.base import ActOutput, Algorithm, linear, make_adam
 from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.registry import register
@@ -64,7 +64,7 @@ class DQN(Algorithm):
         self.q = self.make_model(net_arch=c.net_arch, activation=c.activation, dueling=c.dueling)
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
         self.params = list(self.q.parameters())
-        self.optimizer = torch.optim.Adam(self.params, lr=c.lr)
+        self.optimizer = make_adam(self.params, c.lr)
         self.n_actions = int(action_space.n)
         self.epsilon = c.exploration_initial_eps
         self.target_syncs = 0

@@ -14,7 +14,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, linear
+from canter.algorithms.base import ActOutput, Algorithm, make_adam
 from canter.config import hp
 from canter.data.batch import RolloutBatch
 from canter.errors import CanterError
@@ -75,10 +75,7 @@ class PPO(Algorithm):
         )
         self.continuous = isinstance(action_space, gym.spaces.Box)
         params = list(self.model.parameters())
-        try:
-            self.optimizer = torch.optim.Adam(params, lr=c.lr, eps=c.adam_eps, fused=True)
-        except (RuntimeError, TypeError):
-            self.optimizer = torch.optim.Adam(params, lr=c.lr, eps=c.adam_eps)
+        self.optimizer = make_adam(params, c.lr, c.adam_eps)
         self.params = params
         self.lr = c.lr
         self.clip = c.clip_range

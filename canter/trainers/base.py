@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
+from canter.algorithms.base import threads_for
 from canter.config import RunConfig
 from canter.envs.vector import VecEnv
 from canter.trainers.evaluation import EvalResult, evaluate
@@ -125,7 +126,7 @@ class Trainer:
 
     def __call__(self) -> Iterator[TrainRecord]:
         """Run training, yielding one :class:`TrainRecord` per iteration."""
-        torch.set_num_threads(self.run.torch_threads or (1 if self.algorithm.hidden_width() <= 128 else 2))
+        torch.set_num_threads(self.run.torch_threads or threads_for(self.algorithm.hidden_width()))
         self.setup()
         self.obs = self.env.reset(seed=self.run.seed)
         self.wall_start = time.perf_counter()
