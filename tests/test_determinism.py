@@ -1,0 +1,81 @@
+"""Same seed, same learning curve; contract tests over every registered algorithm."""
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import canter
+from canter.cli import main
+from canter.envs import make_vec_env
+from canter.registry import lookup, names
+
+SMALL = {
+    "ppo": dict(n_steps=64, batch_size=32, n_epochs=2),
+    "dqn": dict(learning_starts=64, train_freq=4, gradient_steps=2, net_arch=[32], exploration_fraction=0.5),
+}
+
+
+def _env_for(algo: str) -> str:
+    cls = lookup("algorithm", algo)
+    return "CartPole-v1" if gym.spaces.Discrete in cls.action_spaces else "Pendulum-v1"
+
+
+def _curve(algo: str, seed: int) -> tuple[list, list]:
+    trainer = canter.make_trainer(algo, _env_for(algo), seed=seed, max_steps=1500, n_envs=2, eval_every=500,
+                                  eval_episodes=2, **SMALL.get(algo, {}))
+    episodes, losses = [], []
+    for rec in trainer():
+        episodes += [(e.step, e.episode_return) for e in rec.episodes]
+        losses.append(sorted(rec.losses.items()))
+        if rec.evaluation:
+            episodes.append(("eval", rec.evaluation.returns))
+    return episodes, losses
+
+
+@pytest.mark.parametrize("algo", names("algorithm"))
+def test_same_seed_same_learning_curve(algo):
+    a, b = _curve(algo, 7), _curve(algo, 7)
+    assert a == b
+    assert len(a[0]) > 5
+    c = _curve(algo, 8)
+    assert c != a
+
+
+@pytest.mark.parametrize("algo", names("algorithm"))
+def test_train_help_lists_hyperparameters(algo, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["train", algo, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    cfg = lookup("algorithm", algo).Config
+    for name in cfg.__dataclass_fields__:
+        assert f"--{name.replace('_', '-')}" in out
+
+
+def test_vec_env_marks_autoreset_steps_and_keeps_final_observation():
+    env = make_vec_env("CartPole-v1", 2, "sync", {"max_episode_steps": 5})
+    obs = env.reset(seed=0)
+    for t in range(5):
+        step = env.step(np.zeros(2, dtype=np.int64))
+        assert step.valid.all()
+    assert step.truncated.all() or step.terminated.all()
+    assert env.finished_lengths.tolist() == [5, 5] or step.terminated.any()
+    final = step.obs.copy()
+    nxt = env.step(np.zeros(2, dtype=np.int64))
+    assert not nxt.valid.any() and (nxt.reward == 0).all()
+    assert not np.allclose(final, nxt.obs)  # the reset observation differs from the final one
+    assert env.step(np.zeros(2, dtype=np.int64)).valid.all()
+    env.close()
+
+
+def test_native_and_sync_vectorisation_agree_on_episode_bookkeeping():
+    native = make_vec_env("CartPole-v1", 3, "native")
+    sync = make_vec_env("CartPole-v1", 3, "sync")
+    assert type(native.env).__name__ == "CartPoleVectorEnv"
+    for env in (native, sync):
+        env.reset(seed=1)
+        lengths = []
+        for _ in range(200):
+            env.step(np.ones(3, dtype=np.int64))
+            lengths += env.finished_lengths.tolist()
+        assert lengths and all(8 <= n <= 30 for n in lengths)  # always pushing right ends episodes fast
+        env.close()

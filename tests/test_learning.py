@@ -1,0 +1,37 @@
+"""Learning tests: each shipped preset reaches its reward within its step budget (fixed seed)."""
+import pytest
+
+import canter
+
+
+def _best_eval(algo: str, env: str, **kw) -> tuple[float, int]:
+    trainer = canter.make_trainer(algo, env, seed=kw.pop("seed", 1), **kw)
+    for _ in trainer():
+        pass
+    trainer.env.close()
+    return trainer.best_eval_return, trainer.step
+
+
+def test_ppo_solves_cartpole_within_preset_budget():
+    best, steps = _best_eval("ppo", "CartPole-v1")
+    assert best >= 475, f"PPO reached only {best} in {steps} steps"
+    assert steps <= 100_000
+
+
+def test_dqn_solves_cartpole_within_preset_budget():
+    best, steps = _best_eval("dqn", "CartPole-v1")
+    assert best >= 475, f"DQN reached only {best} in {steps} steps"
+    assert steps <= 50_000
+
+
+def test_ppo_continuous_pendulum():
+    best, steps = _best_eval("ppo", "Pendulum-v1")
+    assert best >= -300, f"PPO reached only {best} on Pendulum in {steps} steps"
+    assert steps <= 100_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [2, 3, 4])
+def test_ppo_cartpole_other_seeds(seed):
+    best, _ = _best_eval("ppo", "CartPole-v1", seed=seed)
+    assert best >= 475
