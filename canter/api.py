@@ -24,16 +24,19 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     Torch's thread count is fixed first: initialisation results depend on it, and the same
     seed must give the same run whatever the caller's thread setting was.
     """
-    torch.set_num_threads(run.torch_threads or threads_for(max(getattr(algo_cfg, "net_arch", [64]) or [64])))
+    threads = run.torch_threads or threads_for(max(getattr(algo_cfg, "net_arch", [64]) or [64]))
+    torch.set_num_threads(threads)
     seed_everything(run.seed)
     algo_cls = lookup("algorithm", run.algo)
     algorithm = algo_cls(observation_space, action_space, algo_cfg, model=run.model, seed=run.seed, device=run.device)
     agent_cls = lookup("agent", run.agent) if run.agent else Agent
-    return agent_cls(
+    agent = agent_cls(
         algorithm, normalize_obs=getattr(algo_cfg, "normalize_obs", False),
         normalize_reward=getattr(algo_cfg, "normalize_reward", False), gamma=getattr(algo_cfg, "gamma", 0.99),
         n_envs=run.n_envs or 1,
     )
+    agent.torch_threads = threads
+    return agent
 
 
 def make_trainer(

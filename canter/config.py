@@ -233,7 +233,8 @@ class RunConfig:
     )
     env_kwargs: dict = hp({}, "keyword arguments passed to gymnasium.make")
     torch_threads: int | None = hp(None, "torch intra-op threads (null: 1 for small networks, 2 for large)", low=1)
-    device: str = hp("cpu", "torch device", choices=("cpu", "cuda", "mps"))
+    device: str = hp("cpu", "torch device (CPU only in this release)", choices=("cpu",))
+    max_seconds: float | None = hp(None, "wall-clock budget in seconds (null: none)", low=0, low_open=True)
     model: str | None = hp(None, "registered model name or 'module:Class' (null: the algorithm's default)")
     agent: str | None = hp(None, "registered agent name or 'module:Class' (null: the generic Agent)")
     tensorboard: bool = hp(True, "write TensorBoard event files to the run directory")
@@ -243,8 +244,8 @@ class RunConfig:
 
     def validate(self) -> None:
         """Cross-field checks."""
-        if self.target_reward is not None and self.eval_episodes < 1:
-            raise CanterError("'eval_episodes' must be >= 1 when 'target_reward' is set")
+        if self.target_reward is not None and self.eval_every == 0 and self.max_steps > 10_000_000:
+            raise CanterError("'target_reward' is only checked at evaluations; set 'eval_every' > 0 for long runs")
 
 
 def preset_path(algo: str, env: str) -> Path:

@@ -2,7 +2,7 @@
 
 An Algorithm is pure torch: it never sees numpy or an env. The Agent feeds it tensors, the
 Trainer feeds it batches. It owns its optimizers and random generator and saves them in its
-state, so a checkpoint restores training exactly.
+state, so a checkpoint restores the learner exactly (env and replay state are the Trainer's).
 """
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ class ActorCritic(nn.Module):
         arch = list(net_arch)
         self.shared = shared_trunk
         if shared_trunk:
-            self.trunk = MLP([n_in] + arch, activation, ortho_init)
+            self.trunk = MLP([n_in] + arch, activation, ortho_init, out_gain=math.sqrt(2))
             self.trunk.append(ACTIVATIONS[activation]())
             self.pi_head = MLP([arch[-1], n_out], activation, ortho_init, out_gain=0.01)
             self.v_head = MLP([arch[-1], 1], activation, ortho_init, out_gain=1.0)

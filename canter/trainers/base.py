@@ -72,7 +72,7 @@ class Trainer:
         self.obs: np.ndarray | None = None
         self.wall_start = 0.0
         self.elapsed_before = 0.0
-        self.max_seconds: float | None = None
+        self.max_seconds: float | None = run.max_seconds
 
     # -- to implement -----------------------------------------------------------------------
     def setup(self) -> None:
@@ -126,7 +126,8 @@ class Trainer:
 
     def __call__(self) -> Iterator[TrainRecord]:
         """Run training, yielding one :class:`TrainRecord` per iteration."""
-        torch.set_num_threads(self.run.torch_threads or threads_for(self.algorithm.hidden_width()))
+        threads = getattr(self.agent, "torch_threads", None)
+        torch.set_num_threads(self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width()))
         self.setup()
         self.obs = self.env.reset(seed=self.run.seed)
         self.wall_start = time.perf_counter()

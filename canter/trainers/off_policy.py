@@ -40,8 +40,11 @@ class OffPolicyTrainer(Trainer):
         if isinstance(space, gym.spaces.Discrete):
             a = self.rng.integers(0, space.n, size=n)
             return a + int(space.start), a
-        a = self.rng.uniform(-1.0, 1.0, size=(n,) + space.shape).astype(np.float32)
-        return self.agent.to_env_actions(torch.from_numpy(a)), a
+        if self.algorithm.squashed_actions:
+            a = self.rng.uniform(-1.0, 1.0, size=(n,) + space.shape).astype(np.float32)
+            return self.agent.to_env_actions(torch.from_numpy(a)), a
+        a = np.stack([self.rng.uniform(space.low, space.high) for _ in range(n)]).astype(np.float32)
+        return a, a
 
     def iteration(self) -> dict[str, float]:
         """``train_freq`` env steps of collection, then the gradient steps."""
