@@ -1,0 +1,82 @@
+"""Algorithm options and environment plumbing that the learning tests do not cover."""
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import canter
+from canter.registry import register
+
+
+@pytest.mark.parametrize("opts", [
+    dict(double_q=True), dict(dueling=True), dict(tau=0.5, target_update_interval=8), dict(huber=False),
+    dict(normalize_obs=True, normalize_reward=True),
+])
+def test_dqn_options_train_with_finite_losses(opts):
+    trainer = canter.make_trainer("dqn", "CartPole-v1", max_steps=400, learning_starts=100, train_freq=4,
+                                  gradient_steps=1, net_arch=[16], eval_every=0, eval_episodes=1, **opts)
+    records = list(trainer())
+    losses = [r.losses["loss"] for r in records if r.losses]
+    assert losses and np.isfinite(losses).all()
+
+
+def test_polyak_target_moves_part_way():
+    trainer = canter.make_trainer("dqn", "CartPole-v1", tau=0.25, net_arch=[8])
+    algo = trainer.algorithm
+    with torch.no_grad():
+        for p in algo.q.parameters():
+            p.add_(1.0)
+    before = [p.clone() for p in algo.q_target.parameters()]
+    algo.sync_target()
+    for b, t, o in zip(before, algo.q_target.parameters(), algo.q.parameters()):
+        torch.testing.assert_close(t, b + 0.25 * (o - b))
+
+
+@pytest.mark.parametrize("opts", [
+    dict(clip_range_vf=0.2, target_kl=0.01, shared_trunk=True), dict(normalize_obs=True, normalize_reward=True),
+])
+def test_ppo_options_run(opts):
+    trainer = canter.make_trainer("ppo", "Pendulum-v1", max_steps=512, n_envs=2, n_steps=64, batch_size=32,
+                                  n_epochs=2, eval_every=0, eval_episodes=1, **opts)
+    records = list(trainer())
+    assert np.isfinite(records[-1].losses["value_loss"])
+
+
+def test_async_vectorization_runs():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", vectorization="async", max_steps=256, n_envs=2, n_steps=64,
+                                  eval_every=0, eval_episodes=1)
+    assert type(trainer.env.env).__name__ == "AsyncVectorEnv"
+    assert list(trainer())[-1].step == 256
+    trainer.env.close()
+    trainer.eval_env.close()
+
+
+class Corridor(gym.Env):
+    """Walk right to the goal in 4 steps; a tiny deterministic env for the env registry test."""
+
+    observation_space = gym.spaces.Discrete(5)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, render_mode=None):
+        self.pos = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = 0
+        return self.pos, {}
+
+    def step(self, action):
+        self.pos = max(0, self.pos + (1 if action == 1 else -1))
+        done = self.pos == 4
+        return self.pos, 1.0 if done else -0.1, done, False, {}
+
+
+register("env", "Corridor-v0")(lambda render_mode=None, **kw: gym.wrappers.TimeLimit(Corridor(), 20))
+
+
+def test_registered_env_and_discrete_observations_learn():
+    trainer = canter.make_trainer("ppo", "Corridor-v0", max_steps=4096, n_envs=4, n_steps=64, batch_size=64,
+                                  lr=3e-3, target_reward=0.69, eval_every=1024, eval_episodes=4, seed=0)
+    for _ in trainer():
+        pass
+    assert trainer.best_eval_return == pytest.approx(0.7)  # shortest path: three -0.1 steps, then +1
