@@ -97,10 +97,7 @@ def train(algo: str = "ppo", env: str | None = None, *, run_dir: str | Path | No
         for _ in trainer():
             pass
     finally:
-        inner = trainer.trainer if isinstance(trainer, Run) else trainer
-        inner.env.close()
-        if inner.eval_env is not None:
-            inner.eval_env.close()
+        trainer.close()
     agent = trainer.agent
     agent.run_dir = getattr(trainer, "dir", None)
     return agent

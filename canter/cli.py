@@ -70,7 +70,6 @@ def cmd_train(argv: list[str]) -> int:
         args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=args.run_dir or "auto",
         quiet=args.quiet, hparams=hparams, **overrides,
     )
-    inner = trainer.trainer
     try:
         for _ in trainer():
             pass
@@ -78,8 +77,7 @@ def cmd_train(argv: list[str]) -> int:
         print(f"interrupted; run saved in {trainer.dir}", file=sys.stderr)
         return 130
     finally:
-        inner.env.close()
-        inner.eval_env.close()
+        trainer.close()
     s = trainer.summary or {}
     verdict = "solved" if s.get("solved") else "not solved"
     best = s.get("best_eval_return")

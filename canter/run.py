@@ -64,6 +64,10 @@ class Run:
         """The trained agent."""
         return self.trainer.agent
 
+    def close(self) -> None:
+        """Close the trainer's envs."""
+        self.trainer.close()
+
     def metadata(self) -> dict[str, Any]:
         """Checkpoint metadata: what produced it and for which spaces."""
         agent = self.trainer.agent

@@ -8,7 +8,7 @@ def _best_eval(algo: str, env: str, **kw) -> tuple[float, int]:
     trainer = canter.make_trainer(algo, env, seed=kw.pop("seed", 1), **kw)
     for _ in trainer():
         pass
-    trainer.env.close()
+    trainer.close()
     return trainer.best_eval_return, trainer.step
 
 

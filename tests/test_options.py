@@ -47,8 +47,7 @@ def test_async_vectorization_runs():
                                   eval_every=0, eval_episodes=1)
     assert type(trainer.env.env).__name__ == "AsyncVectorEnv"
     assert list(trainer())[-1].step == 256
-    trainer.env.close()
-    trainer.eval_env.close()
+    trainer.close()
 
 
 class Corridor(gym.Env):

@@ -125,11 +125,15 @@ class PPO(Algorithm):
         stats: list[torch.Tensor] = []
         stop = False
         for _ in range(c.n_epochs):
-            perm = torch.randperm(n, generator=self.generator)
+            # one minibatch covering the rollout: order does not matter, so skip the shuffle and gather
+            perm = torch.randperm(n, generator=self.generator) if bs < n else None
             for start in range(0, n, bs):
-                idx = perm[start:start + bs]
-                obs, act, old_logp, old_v, adv, ret = (x[idx] for x in batch)
-                if c.normalize_advantage and idx.numel() > 1:
+                if perm is None:
+                    obs, act, old_logp, old_v, adv, ret = batch
+                else:
+                    idx = perm[start:start + bs]
+                    obs, act, old_logp, old_v, adv, ret = (x[idx] for x in batch)
+                if c.normalize_advantage and obs.shape[0] > 1:
                     adv = (adv - adv.mean()) / (adv.std() + 1e-8)
                 out, v = self.model.action_value(obs)
                 logp, entropy = self._dist(out, act)

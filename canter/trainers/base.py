@@ -124,6 +124,12 @@ class Trainer:
             "wall_time": self.wall_time() if self.wall_start else 0.0,
         }
 
+    def close(self) -> None:
+        """Close the training and evaluation envs."""
+        self.env.close()
+        if self.eval_env is not None:
+            self.eval_env.close()
+
     def __call__(self) -> Iterator[TrainRecord]:
         """Run training, yielding one :class:`TrainRecord` per iteration."""
         threads = getattr(self.agent, "torch_threads", None)
