@@ -78,7 +78,7 @@ def test_register_user_model_and_name_it_by_module_path(tmp_path, monkeypatch):
     trainer = canter.make_trainer("ppo", "CartPole-v1", model="my_models:Wide", max_steps=128, n_envs=2,
                                   n_steps=64, eval_every=0, eval_episodes=1)
     assert type(trainer.algorithm.model).__name__ == "Wide"
-    assert trainer.algorithm.model.actor[0].out_features == 32
+    assert trainer.algorithm.model.body.weights[0].shape[-1] == 32
     with pytest.raises(CanterError, match="did you mean 'Wide'"):
         canter.make_trainer("ppo", "CartPole-v1", model="my_models:Wied")
 

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from canter.algorithms.base import ActOutput, Algorithm, linear, make_adam
+from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_, linear, make_adam
 from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.registry import register
@@ -117,7 +117,7 @@ class DQN(Algorithm):
         loss = (batch.weights * per_sample).mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        nn.utils.clip_grad_norm_(self.params, c.max_grad_norm, foreach=True)
+        clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
         self.optimizer.step()
         self.updates += 1
         self.last_priorities = td.detach().abs()
@@ -133,5 +133,5 @@ class DQN(Algorithm):
     def modules(self) -> dict[str, nn.Module]:  # noqa: D102
         return {"q": self.q, "q_target": self.q_target}
 
-    def optimizers(self) -> dict[str, torch.optim.Optimizer]:  # noqa: D102
+    def optimizers(self) -> dict[str, Any]:  # noqa: D102
         return {"optimizer": self.optimizer}

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def categorical_sample(logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -33,9 +33,9 @@ def gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor, generator: torch.
 def gaussian_log_prob(mean: torch.Tensor, log_std: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Log-density of ``actions`` under a diagonal Gaussian, summed over action dims."""
     z = (actions - mean) * torch.exp(-log_std)
-    return (-0.5 * z.pow(2) - log_std - _LOG_SQRT_2PI).sum(-1)
+    return (-0.5 * z.pow(2) - log_std - LOG_SQRT_2PI).sum(-1)
 
 
 def gaussian_entropy(log_std: torch.Tensor, batch: int) -> torch.Tensor:
     """Entropy of a diagonal Gaussian (same for every row), shape ``[batch]``."""
-    return (log_std + 0.5 + _LOG_SQRT_2PI).sum().expand(batch)
+    return (log_std + 0.5 + LOG_SQRT_2PI).sum().expand(batch)
