@@ -102,7 +102,7 @@ def test_stacked_actor_critic_equals_its_two_networks():
     for g, ref in ((0, pi), (1, v.unsqueeze(-1))):
         h = obs
         for i, (w, b) in enumerate(zip(body.weights, body.biases)):
-            h = h @ w[g] + b[g]
+            h = h @ (w[g].T if body.transposed[i] else w[g]) + b[g]
             h = torch.tanh(h) if i < len(body.weights) - 1 else h[:, : body.outs[g]]
         torch.testing.assert_close(h, ref)
     torch.testing.assert_close(algo.model.action(obs), pi)

@@ -83,6 +83,7 @@ class PPO(Algorithm):
         self.params = params
         self.lr = c.lr
         self.clip = c.clip_range
+        self._stat_signs = torch.tensor([-1.0, 1.0, 1.0, 1.0, 1.0])  # policy loss = -mean(min(surr))
 
     # -- acting ---------------------------------------------------------------------------
     def _dist(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -195,7 +196,10 @@ class PPO(Algorithm):
 
     @torch.no_grad()
     def _grads_manual(self, mb: RolloutBatch) -> torch.Tensor:
-        """The same loss and gradients as :meth:`_grads_autograd`, derived by hand (no autograd graph)."""
+        """The same loss and gradients as :meth:`_grads_autograd`, derived by hand (no autograd graph).
+
+        Written for few kernels: each small op costs microseconds regardless of its size.
+        """
         c = self.config
         n = mb.obs.shape[0]
         out, v, cache = self.model.forward_cached(mb.obs)
@@ -204,26 +208,29 @@ class PPO(Algorithm):
             inv_std = torch.exp(-log_std)
             z = (mb.actions - out) * inv_std
             logp = (-0.5 * z * z - log_std).sum(-1) - D.LOG_SQRT_2PI * z.shape[-1]
-            ent = D.gaussian_entropy(log_std, 1)[0]
+            ent_rows = D.gaussian_entropy(log_std, n)
         else:
+            onehot = nn.functional.one_hot(mb.actions.long(), out.shape[-1]).to(out.dtype)
             logp_all = torch.log_softmax(out, -1)
             probs = logp_all.exp()
-            logp = logp_all.gather(-1, mb.actions.long().view(-1, 1)).squeeze(-1)
-            ent_rows = -(probs * logp_all).sum(-1)
-            ent = ent_rows.mean()
-        pg_loss, surr, surr_clip, ratio, log_ratio = self._surrogate(logp, mb)
-        # d(pg_loss)/d(logp): -A*ratio/n where the unclipped term is the minimum (clamp passes no gradient)
+            logp = (logp_all * onehot).sum(-1)
+            ent_rows = (probs * logp_all).sum(-1).neg_()
+        log_ratio = logp - mb.log_probs
+        ratio = log_ratio.exp()
+        ratio_clip = ratio.clamp(1.0 - self.clip, 1.0 + self.clip)
+        surr, surr_clip = mb.advantages * ratio, mb.advantages * ratio_clip
+        # d(policy loss)/d(logp) = -A*ratio/n where the unclipped term is the minimum, else 0 (clamp's gradient)
         g_logp = torch.where(surr <= surr_clip, surr, 0.0).mul_(-1.0 / n)
         diff = v - mb.returns
         if c.clip_range_vf is None:
-            v_loss = diff.pow(2).mean()
+            v_err = diff * diff
             g_v = diff * (2.0 * c.vf_coef / n)
         else:
             delta = v - mb.values
             inside = (delta >= -c.clip_range_vf) & (delta <= c.clip_range_vf)
             diff_clip = mb.values + delta.clamp(-c.clip_range_vf, c.clip_range_vf) - mb.returns
             l1, l2 = diff.pow(2), diff_clip.pow(2)
-            v_loss = torch.max(l1, l2).mean()
+            v_err = torch.max(l1, l2)
             g1, g2 = 2 * diff, 2 * diff_clip * inside
             g_v = torch.where(l1 > l2, g1, torch.where(l1 < l2, g2, 0.5 * (g1 + g2))) * (c.vf_coef / n)
         if self.continuous:
@@ -234,12 +241,13 @@ class PPO(Algorithm):
             else:
                 self.model.log_std.grad.copy_(g_log_std)
         else:
-            g_out = probs * (-g_logp).unsqueeze(-1)
-            g_out.scatter_add_(-1, mb.actions.long().view(-1, 1), g_logp.unsqueeze(-1))
-            if c.ent_coef:
+            g_out = (onehot - probs) * g_logp.unsqueeze(-1)
+            if c.ent_coef:  # d(-ent_coef * mean H)/d(logits) = ent_coef/n * p * (log p + H)
                 g_out += probs * (logp_all + ent_rows.unsqueeze(-1)) * (c.ent_coef / n)
         self.model.backward_cached(cache, g_out, g_v)
-        return self._stats(pg_loss, v_loss, ent, ratio, log_ratio)
+        kl = (ratio - log_ratio).sub_(1.0)
+        rows = torch.stack([torch.min(surr, surr_clip), v_err, ent_rows, kl, (ratio_clip != ratio).to(kl.dtype)])
+        return rows.mean(1) * self._stat_signs
 
     # -- state ----------------------------------------------------------------------------
     def modules(self) -> dict[str, nn.Module]:  # noqa: D102

@@ -9,9 +9,9 @@ LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def categorical_sample(logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Sample actions from logits ``[B, n]`` (Gumbel-max with an optional generator)."""
-    u = torch.rand(logits.shape, generator=generator, dtype=logits.dtype)
-    return torch.argmax(logits - torch.log(-torch.log(u.clamp_(min=1e-20))), dim=-1)
+    """Sample actions from logits ``[B, n]``: Gumbel-max, ``argmax(logits - log E)`` with ``E ~ Exp(1)``."""
+    e = torch.empty_like(logits).exponential_(generator=generator)
+    return torch.argmax(logits - e.log_(), dim=-1)
 
 
 def categorical_log_prob(logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

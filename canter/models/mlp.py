@@ -110,7 +110,7 @@ class ActorCritic(nn.Module):
         if self.shared:
             h = self.trunk(x)
             return self.pi_head(h), self.v_head(h).squeeze(-1)
-        out = self.body(x)
+        out = self.body.forward(x)
         return out[0, :, : self.n_out], out[1, :, 0]
 
     # -- hand-derived gradients (see canter.models.stacked) ---------------------------------
