@@ -84,6 +84,7 @@ class PPO(Algorithm):
         self.lr = c.lr
         self.clip = c.clip_range
         self._stat_signs = torch.tensor([-1.0, 1.0, 1.0, 1.0, 1.0])  # policy loss = -mean(min(surr))
+        self._action_ids = None if self.continuous else torch.arange(int(action_space.n))
 
     # -- acting ---------------------------------------------------------------------------
     def _dist(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -210,7 +211,7 @@ class PPO(Algorithm):
             logp = (-0.5 * z * z - log_std).sum(-1) - D.LOG_SQRT_2PI * z.shape[-1]
             ent_rows = D.gaussian_entropy(log_std, n)
         else:
-            onehot = nn.functional.one_hot(mb.actions.long(), out.shape[-1]).to(out.dtype)
+            onehot = (mb.actions.unsqueeze(-1) == self._action_ids).to(out.dtype)
             logp_all = torch.log_softmax(out, -1)
             probs = logp_all.exp()
             logp = (logp_all * onehot).sum(-1)

@@ -92,25 +92,28 @@ class StackedMLP(nn.Module):
         """All groups on the same input ``[B, n_in]``: returns ``[groups, B, max(outs)]`` (autograd)."""
         h = x.unsqueeze(0).expand(self.groups, *x.shape)
         last = len(self._layers) - 1
+        fast_tanh = self.activation == "tanh" and not torch.is_grad_enabled()
         for i, (w, b, t) in enumerate(self._layers):
             h = torch.baddbmm(b, h, w.transpose(1, 2) if t else w)
             if i < last:
-                h = self.act_fn(h)
+                h = _tanh_inplace(h) if fast_tanh else self.act_fn(h)
         return h
 
     def forward_group(self, x: torch.Tensor, g: int) -> torch.Tensor:
         """One group only: ``[B, outs[g]]`` (autograd)."""
         h = x
         last = len(self._layers) - 1
+        fast_tanh = self.activation == "tanh" and not torch.is_grad_enabled()
         for i, (w, b, t) in enumerate(self._layers):
             h = torch.addmm(b[g], h, w[g].t() if t else w[g])
             if i < last:
-                h = self.act_fn(h)
+                h = _tanh_inplace(h) if fast_tanh else self.act_fn(h)
         return h[:, : self.outs[g]]
 
     @torch.no_grad()
     def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """Forward pass without autograd that keeps the layer inputs for :meth:`backward_cached`."""
+        """Forward pass without autograd that keeps what :meth:`backward_cached` needs: each layer's
+        input and each activation's derivative."""
         h = x.unsqueeze(0).expand(self.groups, *x.shape)
         cache = [h]
         last = len(self._layers) - 1
@@ -118,9 +121,13 @@ class StackedMLP(nn.Module):
             h = torch.baddbmm(b, h, w.transpose(1, 2) if t else w)
             if i < last:
                 if self.activation == "tanh":
-                    _tanh_inplace(h)
+                    a = _tanh_inplace(h).numpy()
+                    deriv = np.multiply(a, a)  # 1 - tanh^2, in NumPy: two cheap ops
+                    np.subtract(1.0, deriv, out=deriv)
+                    cache.append(torch.from_numpy(deriv))
                 else:
                     h.clamp_(min=0.0)
+                    cache.append(h > 0)
                 cache.append(h)
         return h, cache
 
@@ -128,12 +135,13 @@ class StackedMLP(nn.Module):
     def backward_cached(self, cache: list[torch.Tensor], d_out: torch.Tensor) -> None:
         """Set every weight's and bias's ``.grad`` to d(loss)/d(param), given ``d_out`` = d(loss)/d(output).
 
-        ``d_out`` has the output's shape ``[groups, B, max(outs)]``. Gradients are written into the
-        existing ``.grad`` tensors when present (the flat-optimizer views), else allocated.
+        ``d_out`` has the output's shape ``[groups, B, max(outs)]``; ``cache`` comes from
+        :meth:`forward_cached`. Gradients are written into the existing ``.grad`` tensors when
+        present (the flat-optimizer views), else allocated.
         """
         d = d_out
         for i in range(len(self._layers) - 1, -1, -1):
-            (w, b, t), h = self._layers[i], cache[i]
+            (w, b, t), h = self._layers[i], cache[2 * i]
             if w.grad is None:
                 w.grad, b.grad = torch.empty_like(w), torch.empty_like(b)
             if t:  # stored [groups, out, in]: dW^T = d^T h
@@ -143,8 +151,4 @@ class StackedMLP(nn.Module):
             torch.sum(d, dim=1, keepdim=True, out=b.grad)
             if i == 0:
                 break
-            d = torch.bmm(d, w if t else w.transpose(1, 2))
-            if self.activation == "tanh":  # d * (1 - h^2)
-                d = torch.addcmul(d, d * h, h, value=-1.0)
-            else:
-                d.mul_(h > 0)
+            d = torch.bmm(d, w if t else w.transpose(1, 2)).mul_(cache[2 * i - 1])
