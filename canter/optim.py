@@ -74,17 +74,21 @@ class FlatAdam:
         self._attach_grads()
         self.grad.zero_()
 
-    @torch.no_grad()
     def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
         """Scale gradients so their global L2 norm is at most ``max_norm``; returns the norm before."""
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.clip_grad_norm_(max_norm)
         self._attach_grads()
         norm = torch.linalg.vector_norm(self.grad)
         self.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
         return norm
 
-    @torch.no_grad()
     def step(self) -> None:
         """One Adam update of every parameter."""
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.step()
         self._attach_grads()
         g = self.param_groups[0]
         lr, (beta1, beta2), eps, wd = float(g["lr"]), g["betas"], float(g["eps"]), float(g["weight_decay"])

@@ -125,29 +125,9 @@ class PPO(Algorithm):
     def learn(self, batch: RolloutBatch) -> dict[str, float]:
         """Epochs of clipped-surrogate minibatch updates over one rollout."""
         c = self.config
-        n = batch.obs.shape[0]
-        bs = min(c.batch_size, n)
         manual = c.manual_backward and getattr(self.model, "manual_backward", False)
-        grads = self._grads_manual if manual else self._grads_autograd
-        whole = bs >= n  # one minibatch covers the rollout: order does not matter, no shuffle/gather
-        if whole:
-            fixed = self._normalized(batch)
-        stats: list[torch.Tensor] = []
-        stop = False
-        for _ in range(c.n_epochs):
-            perm = None if whole else torch.randperm(n, generator=self.generator)
-            for start in range(0, n, bs):
-                mb = fixed if whole else self._normalized(RolloutBatch(*(x[perm[start:start + bs]] for x in batch)))
-                row = grads(mb)  # policy_loss, value_loss, entropy, approx_kl, clip_fraction
-                if c.target_kl is not None and row[3].item() > 1.5 * c.target_kl:
-                    stop = True
-                    break
-                clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
-                self.optimizer.step()
-                self.updates += 1
-                stats.append(row)
-            if stop:
-                break
+        with torch.set_grad_enabled(not manual):  # the hand-derived path records no graph at all
+            stats = self._epochs(batch, self._grads_manual if manual else self._grads_autograd)
         names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
         out = dict(zip(names, torch.stack(stats).mean(0).tolist())) if stats else {}
         var_ret = batch.returns.var()
@@ -155,6 +135,26 @@ class PPO(Algorithm):
         out["learning_rate"] = self.lr
         out["clip_range"] = self.clip
         return out
+
+    def _epochs(self, batch: RolloutBatch, grads: Any) -> list[torch.Tensor]:
+        """The minibatch loop; ``grads(minibatch)`` fills ``.grad`` and returns a statistics row."""
+        c = self.config
+        n = batch.obs.shape[0]
+        bs = min(c.batch_size, n)
+        whole = self._normalized(batch) if bs >= n else None  # one minibatch: no shuffle, no gather
+        stats: list[torch.Tensor] = []
+        for _ in range(c.n_epochs):
+            perm = None if whole is not None else torch.randperm(n, generator=self.generator)
+            for start in range(0, n, bs):
+                mb = whole if perm is None else self._normalized(RolloutBatch(*(x[perm[start:start + bs]] for x in batch)))
+                row = grads(mb)  # policy_loss, value_loss, entropy, approx_kl, clip_fraction
+                if c.target_kl is not None and row[3].item() > 1.5 * c.target_kl:
+                    return stats
+                clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
+                self.optimizer.step()
+                self.updates += 1
+                stats.append(row)
+        return stats
 
     def _normalized(self, mb: RolloutBatch) -> RolloutBatch:
         """The minibatch with advantages normalised (when configured)."""
@@ -195,9 +195,9 @@ class PPO(Algorithm):
         with torch.no_grad():
             return self._stats(pg_loss.detach(), v_loss.detach(), ent.detach(), ratio.detach(), log_ratio.detach())
 
-    @torch.no_grad()
     def _grads_manual(self, mb: RolloutBatch) -> torch.Tensor:
-        """The same loss and gradients as :meth:`_grads_autograd`, derived by hand (no autograd graph).
+        """The same loss and gradients as :meth:`_grads_autograd`, derived by hand (call it under
+        ``torch.no_grad()``: :meth:`learn` does).
 
         Written for few kernels: each small op costs microseconds regardless of its size.
         """

@@ -121,14 +121,16 @@ class ActorCritic(nn.Module):
 
     def forward_cached(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
         """Policy output ``[B, n]``, values ``[B]`` and the cache for :meth:`backward_cached` (no autograd)."""
-        out, cache = self.body.forward_cached(self.encoder(obs))
+        out, cache = self.body.forward_cached(self.encoder.forward(obs))
         return out[0, :, : self.n_out], out[1, :, 0], cache
 
     def backward_cached(self, cache: list[torch.Tensor], d_action: torch.Tensor, d_value: torch.Tensor) -> None:
         """Set the networks' ``.grad`` from d(loss)/d(policy output) and d(loss)/d(value)."""
-        d_out = torch.zeros(2, d_action.shape[0], max(self.body.outs))
-        d_out[0, :, : self.n_out] = d_action
-        d_out[1, :, 0] = d_value
+        width = max(self.body.outs)
+        d_critic = d_value.unsqueeze(-1)
+        if width > 1:
+            d_critic = torch.nn.functional.pad(d_critic, (0, width - 1))
+        d_out = torch.stack([d_action, d_critic])
         self.body.backward_cached(cache, d_out)
 
 

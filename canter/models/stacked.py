@@ -110,10 +110,12 @@ class StackedMLP(nn.Module):
                 h = _tanh_inplace(h) if fast_tanh else self.act_fn(h)
         return h[:, : self.outs[g]]
 
-    @torch.no_grad()
     def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Forward pass without autograd that keeps what :meth:`backward_cached` needs: each layer's
         input and each activation's derivative."""
+        if torch.is_grad_enabled():  # one check instead of a decorator: this runs thousands of times
+            with torch.no_grad():
+                return self.forward_cached(x)
         h = x.unsqueeze(0).expand(self.groups, *x.shape)
         cache = [h]
         last = len(self._layers) - 1
@@ -131,7 +133,6 @@ class StackedMLP(nn.Module):
                 cache.append(h)
         return h, cache
 
-    @torch.no_grad()
     def backward_cached(self, cache: list[torch.Tensor], d_out: torch.Tensor) -> None:
         """Set every weight's and bias's ``.grad`` to d(loss)/d(param), given ``d_out`` = d(loss)/d(output).
 
@@ -139,6 +140,9 @@ class StackedMLP(nn.Module):
         :meth:`forward_cached`. Gradients are written into the existing ``.grad`` tensors when
         present (the flat-optimizer views), else allocated.
         """
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.backward_cached(cache, d_out)
         d = d_out
         for i in range(len(self._layers) - 1, -1, -1):
             (w, b, t), h = self._layers[i], cache[2 * i]
