@@ -215,3 +215,24 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def entry() -> None:
+    """The ``canter`` console script: :func:`main`, then a fast exit.
+
+    Every file the command wrote is closed (and fsynced where it matters) before ``main`` returns,
+    so the interpreter's teardown (unloading torch, pyarrow and their thread pools: 0.4-0.8 s
+    measured here) does no useful work; ``os._exit`` skips it after flushing the standard streams.
+    Runs that used W&B exit normally so its own exit handlers run.
+    """
+    code = main()
+    if "wandb" in sys.modules:
+        raise SystemExit(code)
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
