@@ -65,6 +65,7 @@ class DQN(Algorithm):
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
         self.params = list(self.q.parameters())
         self.optimizer = make_adam(self.params, c.lr)
+        self._online_params, self._target_params = self.params, list(self.q_target.parameters())
         self.n_actions = int(action_space.n)
         self.epsilon = c.exploration_initial_eps
         self.target_syncs = 0
@@ -95,10 +96,10 @@ class DQN(Algorithm):
         """Hard copy (tau = 1) or Polyak step towards the online network."""
         tau = self.config.tau
         with torch.no_grad():
-            if tau >= 1.0:
-                self.q_target.load_state_dict(self.q.state_dict())
+            if tau >= 1.0:  # one multi-tensor copy (load_state_dict costs ~10x more per call)
+                torch._foreach_copy_(self._target_params, self._online_params)
             else:
-                torch._foreach_lerp_(list(self.q_target.parameters()), list(self.q.parameters()), tau)
+                torch._foreach_lerp_(self._target_params, self._online_params, tau)
 
     def learn(self, batch: ReplayBatch) -> dict[str, float]:
         """One gradient step on the TD error of ``batch``."""
