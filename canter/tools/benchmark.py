@@ -130,22 +130,14 @@ def load_spec(path: str | Path) -> list[Cell]:
 
 def check_cells(cells: list[Cell]) -> None:
     """Resolve every cell's config and check the algorithm can act in its env (CanterError if not)."""
-    from canter.envs import make_vec_env
-    from canter.registry import lookup
+    from canter.tools.checks import check_algo_env
 
     checked: set[tuple[str, str]] = set()
     for cell in cells:
         run, _ = resolve_config(cell.algo, cell.env, seed=cell.seed, **cell.overrides)
-        if (cell.algo, cell.env) in checked:
-            continue
-        checked.add((cell.algo, cell.env))
-        probe = make_vec_env(run.env, 1, "sync", run.env_kwargs)
-        try:
-            lookup("algorithm", run.algo).check_spaces(probe.single_observation_space, probe.single_action_space)
-        except CanterError as exc:
-            raise CanterError(f"{cell.algo} on {cell.env}: {exc}") from None
-        finally:
-            probe.close()
+        if (cell.algo, cell.env) not in checked:
+            checked.add((cell.algo, cell.env))
+            check_algo_env(run.algo, run.env, run.env_kwargs)
 
 
 def _finished(run_dir: Path) -> bool:

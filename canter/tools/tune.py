@@ -23,6 +23,7 @@ import yaml
 from canter.config import RunConfig, check_range, coerce, fields_of, load_yaml, parse_set, resolve_config, resolved_dict
 from canter.errors import CanterError, require, unknown
 from canter.registry import lookup
+from canter.tools.checks import check_algo_env
 
 SPEC_KEYS = ("low", "high", "log", "step", "choices")
 
@@ -231,6 +232,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     # the base config must be valid on its own (nothing is written if not)
     run, _ = resolve_config(algo, env, config_file, list(sets), **run_overrides)
     algo_name, env_id = run.algo, run.env
+    check_algo_env(algo_name, env_id, run.env_kwargs)
     out_dir = Path(out) if out is not None else Path("runs") / f"tune-{algo_name}-{env_id.replace('/', '-').replace(':', '-')}"
     study_name = study or f"{algo_name}-{env_id}"
     out_dir.mkdir(parents=True, exist_ok=True)
