@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from canter.checkpoint import atomic_write
-from canter.config import load_yaml, resolve_config
+from canter.config import load_yaml, resolve_config, resolved_dict
 from canter.errors import CanterError, unknown
 from canter.tools.rundata import RunData, load_run
 from canter.tools.stats import summarize
@@ -128,16 +128,41 @@ def load_spec(path: str | Path) -> list[Cell]:
     return cells
 
 
-def check_cells(cells: list[Cell]) -> None:
-    """Resolve every cell's config and check the algorithm can act in its env (CanterError if not)."""
+def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
+    """Resolve every cell's config and check the algorithm can act in its env (CanterError if not).
+
+    Returns each cell's resolved config (as in ``config.yaml``) by run name.
+    """
     from canter.tools.checks import check_algo_env
 
     checked: set[tuple[str, str]] = set()
+    configs = {}
     for cell in cells:
-        run, _ = resolve_config(cell.algo, cell.env, seed=cell.seed, **cell.overrides)
+        run, algo_cfg = resolve_config(cell.algo, cell.env, seed=cell.seed, **cell.overrides)
+        configs[cell.name] = resolved_dict(run, algo_cfg)
         if (cell.algo, cell.env) not in checked:
             checked.add((cell.algo, cell.env))
             check_algo_env(run.algo, run.env, run.env_kwargs)
+    return configs
+
+
+def _same_config(run_dir: Path, expected: dict[str, Any]) -> None:
+    """Refuse to reuse a finished run whose config differs from what the benchmark file now asks for."""
+    import yaml
+
+    found = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
+    for key in sorted(set(found) | set(expected)):
+        if key == "torch_threads":  # --jobs sets it; it does not change what is measured
+            continue
+        if key == "hparams":
+            diff = [k for k in sorted(set(found.get(key, {})) | set(expected[key]))
+                    if found.get(key, {}).get(k) != expected[key].get(k)]
+            key = f"hparams.{diff[0]}" if diff else None
+        elif found.get(key) == expected.get(key):
+            key = None
+        if key is not None:
+            raise CanterError(f"{run_dir} was run with a different '{key}' than the benchmark file now sets; "
+                              "use another --out or delete that run directory")
 
 
 def _finished(run_dir: Path) -> bool:
@@ -176,13 +201,14 @@ def benchmark(path: str | Path, out: str | Path | None = None, jobs: int = 1, qu
     if jobs < 1:
         raise CanterError(f"--jobs must be >= 1, got {jobs}")
     cells = load_spec(path)
-    check_cells(cells)
+    configs = check_cells(cells)
     out_dir = Path(out) if out is not None else Path("runs") / f"benchmark-{Path(path).stem}"
     runs_dir = out_dir / "runs"
     todo = []
     for cell in cells:
         run_dir = runs_dir / cell.name
         if _finished(run_dir):
+            _same_config(run_dir, configs[cell.name])
             continue
         if run_dir.exists():  # left by an interrupted benchmark: start that run again
             shutil.rmtree(run_dir)
@@ -202,6 +228,7 @@ def benchmark(path: str | Path, out: str | Path | None = None, jobs: int = 1, qu
 
 def _execute(todo: list[Cell], runs_dir: Path, jobs: int, quiet: bool, done: int, total: int) -> None:
     def report(cell: Cell, summary: dict[str, Any]) -> None:
+        """Print one progress line per finished run."""
         nonlocal done
         done += 1
         if not quiet:
@@ -222,8 +249,13 @@ def _execute(todo: list[Cell], runs_dir: Path, jobs: int, quiet: bool, done: int
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
             futures = {pool.submit(run_cell, cell, str(runs_dir / cell.name), 1): cell for cell in todo}
-            for fut in as_completed(futures):
-                report(futures[fut], fut.result())
+            try:
+                for fut in as_completed(futures):
+                    report(futures[fut], fut.result())
+            except BaseException:
+                for fut in futures:  # do not start the rest; running ones finish (or save 'interrupted')
+                    fut.cancel()
+                raise
     finally:
         for k, v in env.items():
             if v is None:

@@ -132,7 +132,8 @@ def throughput(run: RunData) -> str:
     ax.plot(u["step"], u["steps_per_second"], color="#ff7f0e", linewidth=1.0, label="between records")
     steps, wall = run.summary.get("steps"), run.summary.get("wall_seconds")
     if steps and wall:
-        ax.axhline(steps / wall, color="0.35", linestyle="--", linewidth=1.0, label=f"whole run, with evaluations {steps / wall:,.0f}")
+        ax.axhline(steps / wall, color="0.35", linestyle="--", linewidth=1.0,
+                   label=f"whole run, with evaluations {steps / wall:,.0f}")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("steps / s")
     ax.grid(alpha=0.3)

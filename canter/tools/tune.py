@@ -155,6 +155,7 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
     from canter.api import make_trainer
 
     def objective(trial: Any) -> float:
+        """Train one trial; its value is the last evaluation's mean return."""
         params = {name: p.suggest(trial) for name, p in space.items()}
         trainer = make_trainer(job["algo"], job["env"], config_file=job["config_file"], sets=job["sets"],
                                run_dir=None, quiet=True, **{**job["run_overrides"], **job["trial_overrides"], **params})
@@ -228,12 +229,14 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     set_keys = {k[8:] if k.startswith("hparams.") else k for k, _ in (parse_set(s) for s in sets)}
     clash = sorted((set(space) & set_keys) | (set(space) & set(run_overrides)))
     if clash:
-        raise CanterError(f"'{clash[0]}' is both tuned and fixed; drop it from the flags/--set or set it to null in --space")
+        raise CanterError(f"'{clash[0]}' is both tuned and fixed; drop it from the flags/--set "
+                          "or set it to null in --space")
     # the base config must be valid on its own (nothing is written if not)
     run, _ = resolve_config(algo, env, config_file, list(sets), **run_overrides)
     algo_name, env_id = run.algo, run.env
     check_algo_env(algo_name, env_id, run.env_kwargs)
-    out_dir = Path(out) if out is not None else Path("runs") / f"tune-{algo_name}-{env_id.replace('/', '-').replace(':', '-')}"
+    safe_env = env_id.replace("/", "-").replace(":", "-")
+    out_dir = Path(out) if out is not None else Path("runs") / f"tune-{algo_name}-{safe_env}"
     study_name = study or f"{algo_name}-{env_id}"
     out_dir.mkdir(parents=True, exist_ok=True)
     url = storage or f"sqlite:///{(out_dir / 'study.db').resolve()}"
@@ -246,7 +249,8 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"study '{study_name}' in {url} tunes {owner['algo']} on {owner['env']}; choose another --study")
     job = {
         "algo": algo_name, "env": env_id, "config_file": None if config_file is None else str(config_file),
-        "sets": list(sets), "run_overrides": dict(run_overrides), "space_file": None if space_file is None else str(space_file),
+        "sets": list(sets), "run_overrides": dict(run_overrides),
+        "space_file": None if space_file is None else str(space_file),
         "trials": trials, "timeout": timeout, "storage": url, "study": study_name, "prune": prune,
         "prune_startup": prune_startup, "prune_warmup": prune_warmup, "sampler_seed": sampler_seed, "quiet": quiet,
         "trial_overrides": {} if jobs == 1 else {"torch_threads": 1},
