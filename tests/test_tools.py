@@ -57,6 +57,9 @@ def test_mean_band_averages_where_runs_overlap():
     np.testing.assert_allclose(grid, [0, 10, 20])
     np.testing.assert_allclose(mean, [5.0, 15.0, 30.0])  # at 20 only run b is there
     np.testing.assert_allclose(std, [5.0, 5.0, 0.0])
+    _, mean, std = mean_band([a, b], points=3, hold=[True, False])  # run a stopped at its target: held at 10
+    np.testing.assert_allclose(mean, [5.0, 15.0, 20.0])
+    np.testing.assert_allclose(std, [5.0, 5.0, 10.0])
 
 
 def test_plot_writes_image_of_requested_size(two_seeds, tmp_path, capsys):

@@ -4,7 +4,9 @@
 a run is its ``rolling_return`` (mean of the last 100 training episodes) from ``history.parquet``,
 against env steps or wall-clock seconds. Runs with the same label (by default ``"ALGO ENV"``) are
 interpolated onto one grid and drawn as their mean with a band of one standard deviation across
-runs; a run contributes only inside the range it covers. Each target reward is a dashed line.
+runs; a run contributes only inside the range it covers, except that a run which stopped because
+it reached its target keeps its last value to the end (it is solved, not gone). Each target reward
+is a dashed line.
 """
 from __future__ import annotations
 
@@ -42,19 +44,24 @@ def run_curve(run: RunData, x: str = "steps") -> tuple[np.ndarray, np.ndarray]:
     return table[col], table[ycol]
 
 
-def mean_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Interpolate curves onto a shared grid; return (grid, mean, std) over the runs covering each point."""
-    curves = [(xs, ys) for xs, ys in curves if len(xs)]
-    if not curves:
+def mean_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
+              hold: Sequence[bool] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Interpolate curves onto a shared grid; return (grid, mean, std) over the runs covering each point.
+
+    A curve covers its own x range; with ``hold[i]`` true, curve ``i`` also keeps its last value
+    up to the end of the grid (a run that stopped because it reached its target).
+    """
+    hold = [False] * len(curves) if hold is None else list(hold)
+    kept = [(c, h) for c, h in zip(curves, hold) if len(c[0])]
+    if not kept:
         return np.zeros(0), np.zeros(0), np.zeros(0)
-    lo = min(float(xs[0]) for xs, _ in curves)
-    hi = max(float(xs[-1]) for xs, _ in curves)
+    lo = min(float(xs[0]) for (xs, _), _ in kept)
+    hi = max(float(xs[-1]) for (xs, _), _ in kept)
     grid = np.linspace(lo, hi, points) if hi > lo else np.array([lo])
-    stack = np.full((len(curves), grid.size), np.nan)
-    for i, (xs, ys) in enumerate(curves):
-        inside = (grid >= xs[0]) & (grid <= xs[-1])
-        stack[i, inside] = np.interp(grid[inside], xs, ys)
+    stack = np.full((len(kept), grid.size), np.nan)
+    for i, ((xs, ys), held) in enumerate(kept):
+        inside = (grid >= xs[0]) & ((grid <= xs[-1]) | held)
+        stack[i, inside] = np.interp(grid[inside], xs, ys)  # np.interp holds the last value beyond xs[-1]
     covered = np.isfinite(stack).any(axis=0)
     grid, stack = grid[covered], stack[:, covered]
     with np.errstate(invalid="ignore"):
@@ -78,7 +85,8 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps") -> 
     """Draw each group's mean curve and band, and each distinct target reward, on ``ax``."""
     targets: set[float] = set()
     for label, runs in groups.items():
-        grid, mean, std = mean_band([run_curve(r, x) for r in runs])
+        grid, mean, std = mean_band([run_curve(r, x) for r in runs],
+                                    hold=[r.summary.get("stop_reason") == "target_reward" for r in runs])
         if not grid.size:
             continue
         n = len(runs)

@@ -315,27 +315,31 @@ def _decode(params: dict[str, Any]) -> dict[str, Any]:
 
 def save_plots(study: Any, out_dir: Path, n_params: int) -> dict[str, Path]:
     """Optimisation history, intermediate values and parameter importances as PNG (those that apply)."""
+    import matplotlib
     import matplotlib.pyplot as plt
     from optuna.trial import TrialState
     from optuna.visualization import matplotlib as ovm
 
-    plots = {"history": ("optimization_history.png", ovm.plot_optimization_history),
-             "intermediate": ("intermediate_values.png", ovm.plot_intermediate_values)}
+    plots = {"history": ("optimization_history.png", ovm.plot_optimization_history, None),
+             "intermediate": ("intermediate_values.png", ovm.plot_intermediate_values, "evaluation")}
     if n_params and len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))) >= 2:
-        plots["importance"] = ("param_importances.png", ovm.plot_param_importances)
+        plots["importance"] = ("param_importances.png", ovm.plot_param_importances, None)
     files = {}
-    for key, (name, fn) in plots.items():
-        with warnings.catch_warnings():
+    for key, (name, fn, xlabel) in plots.items():
+        # optuna's plots switch pyplot's global style; rc_context puts it back afterwards
+        with warnings.catch_warnings(), matplotlib.rc_context():
             warnings.simplefilter("ignore")
             try:
                 ax = fn(study)
             except (ValueError, RuntimeError) as exc:  # e.g. importances of parameters that never varied
                 print(f"canter tune: no {name}: {exc}")
                 continue
-        fig = ax.figure if hasattr(ax, "figure") else ax.flat[0].figure
-        fig.set_size_inches(8, 5)
-        fig.tight_layout()
-        fig.savefig(out_dir / name, dpi=100)
-        plt.close(fig)
+            if xlabel:
+                ax.set_xlabel(xlabel)
+            fig = ax.figure
+            fig.set_size_inches(8, 5)
+            fig.tight_layout()
+            fig.savefig(out_dir / name, dpi=100)
+            plt.close(fig)
         files[key] = out_dir / name
     return files
