@@ -327,7 +327,7 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 
 def save_figure(runs: list[RunData], path: Path) -> Path:
     """Learning curves, one panel per env, one mean-and-band curve per algorithm."""
-    from canter.tools.plot import draw_groups, group_runs, new_figure
+    from canter.tools.plot import draw_groups, group_runs, new_figure, save_figure_atomic
 
     envs = list(dict.fromkeys(r.env for r in runs))
     cols = min(3, len(envs))
@@ -338,6 +338,4 @@ def save_figure(runs: list[RunData], path: Path) -> Path:
         env_runs = [r for r in runs if r.env == env]
         draw_groups(ax, group_runs(env_runs, [r.algo for r in env_runs]))
         ax.set_title(env)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    return path
+    return save_figure_atomic(fig, path)

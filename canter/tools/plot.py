@@ -103,6 +103,18 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps") -> 
         ax.legend(loc="best", fontsize="small")
 
 
+def save_figure_atomic(fig: Any, path: Path, fmt: str = "png") -> Path:
+    """Render ``fig`` and write it with :func:`~canter.checkpoint.atomic_write` (no half-written image)."""
+    import io
+
+    from canter.checkpoint import atomic_write
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt)
+    atomic_write(path, buf.getvalue())
+    return path
+
+
 def parse_size(text: str) -> tuple[int, int]:
     """``"800x500"`` -> (800, 500) pixels."""
     w, sep, h = text.lower().partition("x")
@@ -147,6 +159,4 @@ def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence
     draw_groups(ax, groups, x)
     envs = sorted({r.env for r in runs})
     ax.set_title(title or ", ".join(envs))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format=fmt)
-    return path
+    return save_figure_atomic(fig, path, fmt)
