@@ -291,7 +291,7 @@ def table_rows(cells: list[Cell], runs_dir: Path) -> list[dict[str, Any]]:
 def _fmt(x: Any, digits: int = 1) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
-    return f"{x:,.{digits}f}"
+    return f"{round(x, digits) + 0.0:,.{digits}f}"  # + 0.0 turns -0.0 into 0.0
 
 
 def to_markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
@@ -330,12 +330,13 @@ def save_figure(runs: list[RunData], path: Path) -> Path:
     from canter.tools.plot import draw_groups, group_runs, new_figure, save_figure_atomic
 
     envs = list(dict.fromkeys(r.env for r in runs))
+    colors = {algo: f"C{i % 10}" for i, algo in enumerate(dict.fromkeys(r.algo for r in runs))}
     cols = min(3, len(envs))
     nrows = math.ceil(len(envs) / cols)
     fig = new_figure(440 * cols, 340 * nrows)
     for i, env in enumerate(envs):
         ax = fig.add_subplot(nrows, cols, i + 1)
         env_runs = [r for r in runs if r.env == env]
-        draw_groups(ax, group_runs(env_runs, [r.algo for r in env_runs]))
+        draw_groups(ax, group_runs(env_runs, [r.algo for r in env_runs]), colors=colors)
         ax.set_title(env)
     return save_figure_atomic(fig, path)

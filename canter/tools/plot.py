@@ -81,8 +81,12 @@ def group_runs(runs: Sequence[RunData], labels: Sequence[str] | None = None) -> 
     return groups
 
 
-def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps") -> None:
-    """Draw each group's mean curve and band, and each distinct target reward, on ``ax``."""
+def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
+                colors: dict[str, str] | None = None) -> None:
+    """Draw each group's mean curve and band, and each distinct target reward, on ``ax``.
+
+    ``colors`` maps labels to colors (so that one label has one color across several panels).
+    """
     targets: set[float] = set()
     for label, runs in groups.items():
         grid, mean, std = mean_band([run_curve(r, x) for r in runs],
@@ -90,7 +94,8 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps") -> 
         if not grid.size:
             continue
         n = len(runs)
-        (line,) = ax.plot(grid, mean, label=f"{label} (n={n})" if n > 1 else label, linewidth=1.8)
+        (line,) = ax.plot(grid, mean, label=f"{label} (n={n})" if n > 1 else label, linewidth=1.8,
+                          color=(colors or {}).get(label))
         if n > 1:
             ax.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
         targets.update(r.target_reward for r in runs if r.target_reward is not None)
