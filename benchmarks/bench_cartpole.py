@@ -436,10 +436,25 @@ def main(argv: list[str] | None = None) -> int:
     report = build_report(R, args.seeds, args, meta)
     print(report)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(report)
+        write_section(Path(args.out), report)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+START, END = "<!-- bench_cartpole: start -->", "<!-- bench_cartpole: end -->"
+
+
+def write_section(path: Path, report: str) -> None:
+    """Put ``report`` between this script's markers in ``path``, keeping the other benchmarks' sections."""
+    block = f"{START}\n{report.rstrip()}\n{END}\n"
+    text = path.read_text() if path.exists() else ""
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + block + rest.split(END, 1)[1].lstrip("\n")
+    else:
+        text = block + ("\n" + text if text else "")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
 
 
 if __name__ == "__main__":
