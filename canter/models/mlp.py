@@ -93,20 +93,21 @@ class ActorCritic(nn.Module):
         else:  # actor and critic stacked: one batched matmul per layer for both
             self.body = StackedMLP(2, n_in, arch, [n_out, 1], activation, ortho_init, out_gains=[0.01, 1.0])
         self.n_out = n_out
+        self._d_out: torch.Tensor | None = None  # gradient buffer for backward_cached
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits (Discrete) or Gaussian mean (Box), shape ``[B, n]``."""
-        x = self.encoder(obs)
+        x = self.encoder.forward(obs)
         return self.pi_head(self.trunk(x)) if self.shared else self.body.forward_group(x, 0)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State value, shape ``[B]``."""
-        x = self.encoder(obs)
+        x = self.encoder.forward(obs)
         return (self.v_head(self.trunk(x)) if self.shared else self.body.forward_group(x, 1)).squeeze(-1)
 
     def action_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Both heads in one call (one encoder pass, one trunk pass when shared)."""
-        x = self.encoder(obs)
+        x = self.encoder.forward(obs)
         if self.shared:
             h = self.trunk(x)
             return self.pi_head(h), self.v_head(h).squeeze(-1)
@@ -126,11 +127,12 @@ class ActorCritic(nn.Module):
 
     def backward_cached(self, cache: list[torch.Tensor], d_action: torch.Tensor, d_value: torch.Tensor) -> None:
         """Set the networks' ``.grad`` from d(loss)/d(policy output) and d(loss)/d(value)."""
-        width = max(self.body.outs)
-        d_critic = d_value.unsqueeze(-1)
-        if width > 1:
-            d_critic = torch.nn.functional.pad(d_critic, (0, width - 1))
-        d_out = torch.stack([d_action, d_critic])
+        n, width = d_action.shape[0], max(self.body.outs)
+        d_out = self._d_out
+        if d_out is None or d_out.shape[1] != n:  # reused: padded columns stay zero
+            d_out = self._d_out = torch.zeros(2, n, width)
+        d_out[0, :, : self.n_out].copy_(d_action)
+        d_out[1, :, 0].copy_(d_value)
         self.body.backward_cached(cache, d_out)
 
 
@@ -158,7 +160,7 @@ class QNetwork(nn.Module):
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Q(obs, a) for every action, shape ``[B, n_actions]``."""
-        x = self.encoder(obs)
+        x = self.encoder.forward(obs)
         if not self.dueling:
             return self.q(x)
         h = self.trunk(x)
