@@ -3,8 +3,8 @@ and a continuous task for every algorithm that supports Box actions. Each assert
 import gymnasium as gym
 import numpy as np
 import pytest
+from test_learning import _best_eval
 
-import canter
 from canter.registry import register
 
 
@@ -32,14 +32,6 @@ class PointToGoal(gym.Env):
 
 
 register("env", "PointToGoal-v0")(lambda render_mode=None, **kw: gym.wrappers.TimeLimit(PointToGoal(), 16))
-
-
-def _best_eval(algo: str, env: str, **kw) -> tuple[float, int]:
-    trainer = canter.make_trainer(algo, env, seed=kw.pop("seed", 1), **kw)
-    for _ in trainer():
-        pass
-    trainer.close()
-    return trainer.best_eval_return, trainer.step
 
 
 @pytest.mark.parametrize("algo, budget", [
