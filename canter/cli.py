@@ -170,9 +170,10 @@ def cmd_list(argv: list[str]) -> int:
     from canter.registry import lookup, names
 
     print("algorithms:")
-    for n in names("algorithm"):
-        cls = lookup("algorithm", n)
-        print(f"  {n:<8} {cls.family:<11} {(cls.__doc__ or '').strip().splitlines()[0]}")
+    algos = [(n, lookup("algorithm", n)) for n in names("algorithm")]
+    w1, w2 = max(len(n) for n, _ in algos), max(len(c.family) for _, c in algos)
+    for n, cls in algos:
+        print(f"  {n:<{w1}} {cls.family:<{w2}} {(cls.__doc__ or '').strip().splitlines()[0]}")
     for kind in ("model", "agent", "env"):
         print(f"{kind}s: " + (", ".join(names(kind)) or "(none registered; any Gymnasium id works)"))
     print("presets:")

@@ -11,6 +11,11 @@ from canter.registry import lookup, names
 SMALL = {
     "ppo": dict(n_steps=64, batch_size=32, n_epochs=2),
     "dqn": dict(learning_starts=64, train_freq=4, gradient_steps=2, net_arch=[32], exploration_fraction=0.5),
+    "a2c": dict(n_steps=8),
+    "reinforce": dict(n_steps=64),
+    "trpo": dict(n_steps=128, batch_size=64, n_critic_updates=2),
+    "npg": dict(n_steps=128, batch_size=64, n_critic_updates=2),
+    "acer": dict(n_steps=10, replay_start=100, net_arch=[32]),
 }
 
 

@@ -1,0 +1,129 @@
+#!/usr/bin/env python
+"""Learning quality of the on-policy presets (A2C, REINFORCE, TRPO, NPG, ACER) over several seeds.
+
+One (algorithm, env, seed) per invocation, so each run fits in its own short command; each
+appends one JSON line. ``report`` turns the lines into a markdown section of RESULTS.md.
+
+    python benchmarks/onpolicy_quality.py run a2c CartPole-v1 1 --jsonl benchmarks/onpolicy_quality.jsonl
+    python benchmarks/onpolicy_quality.py report --jsonl benchmarks/onpolicy_quality.jsonl --out benchmarks/RESULTS.md
+
+Each run trains the shipped preset (``canter/configs/ALGO/ENV.yaml``: budget, target, evaluation
+schedule) with the given seed and one torch thread, then evaluates the final policy
+deterministically on ``--final-episodes`` fresh episodes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+# rl-zoo3's budget and published result (benchmark.md: one run, deterministic evaluation) where it
+# lists the pair; ACER only in the Stable-Baselines2 zoo (budget only).
+RL_ZOO = {
+    ("a2c", "CartPole-v1"): ("500k", "500.0"), ("a2c", "Acrobot-v1"): ("500k", "-83.4"),
+    ("trpo", "CartPole-v1"): ("100k", "500.0"), ("trpo", "Pendulum-v1"): ("100k", "-174.6 (gSDE)"),
+    ("acer", "CartPole-v1"): ("500k (SB2 zoo)", "n/a"),
+}
+BAR = {("a2c", "CartPole-v1"): 500, ("a2c", "Acrobot-v1"): -83, ("trpo", "CartPole-v1"): 500,
+       ("trpo", "Pendulum-v1"): -200, ("acer", "CartPole-v1"): 500, ("reinforce", "CartPole-v1"): 500}
+START, END = "<!-- onpolicy_quality:start -->", "<!-- onpolicy_quality:end -->"
+
+
+def run(algo: str, env: str, seed: int, final_episodes: int) -> dict:
+    """Train the preset with ``seed``; return budget, steps, best/last/final evaluation, wall time."""
+    import canter
+    from canter.trainers.evaluation import evaluate
+
+    t0 = time.perf_counter()
+    trainer = canter.make_trainer(algo, env, seed=seed, torch_threads=1)
+    last = None
+    for last in trainer():
+        pass
+    wall = time.perf_counter() - t0
+    final = evaluate(trainer.agent, trainer.eval_env, final_episodes, seed=10_000 + seed)
+    trainer.close()
+    return {"algo": algo, "env": env, "seed": seed, "budget": trainer.run.max_steps,
+            "target": trainer.run.target_reward, "steps": trainer.step, "stop_reason": last.stop_reason,
+            "best_eval": trainer.best_eval_return, "last_eval": trainer.last_eval.mean_return,
+            "final_eval": final.mean_return, "final_episodes": final_episodes, "wall_s": round(wall, 1)}
+
+
+def _spread(values: list[float], digits: int = 1) -> str:
+    med = statistics.median(values)
+    text = f"{med:,.{digits}f}"
+    if len(values) > 1:
+        text += f" ({min(values):,.{digits}f} to {max(values):,.{digits}f})"
+    return text
+
+
+def report(rows: list[dict]) -> str:
+    """The markdown section (between the START/END markers)."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["algo"], r["env"]), []).append(r)
+    lines = [START, "## On-policy family: learning quality of the shipped presets\n",
+             "Each row is the shipped preset (`canter train ALGO --env ENV --seed S`) over the listed seeds, one"
+             " torch thread, one run per command on a shared 2-core machine. Cells are the median over seeds with"
+             " (min to max). *Best eval*: best mean of the 10-episode deterministic evaluations during training (the"
+             " run stops when it reaches the preset's target). *Final eval*: the final policy on fresh deterministic"
+             " episodes. *Steps*: env steps used (the run stops at the target or at the budget).\n",
+             "| algo | env | seeds | budget (rl-zoo3) | steps used | best eval | final eval (episodes) | bar | rl-zoo3"
+             " published | wall s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for (algo, env), rs in sorted(groups.items()):
+        rs = sorted(rs, key=lambda r: r["seed"])
+        zoo_budget, zoo_result = RL_ZOO.get((algo, env), ("not listed", "n/a"))
+        lines.append(
+            f"| {algo} | {env} | {' '.join(str(r['seed']) for r in rs)} | {rs[0]['budget']:,} ({zoo_budget}) |"
+            f" {_spread([r['steps'] for r in rs], 0)} | {_spread([r['best_eval'] for r in rs])} |"
+            f" {_spread([r['final_eval'] for r in rs])} ({rs[0]['final_episodes']}) | {BAR.get((algo, env), '')} |"
+            f" {zoo_result} | {_spread([r['wall_s'] for r in rs])} |")
+    lines.append("\n<details><summary>Raw per-run results (JSON)</summary>\n\n```json")
+    lines += [json.dumps(r) for r in rows]
+    lines += ["```\n</details>", END]
+    return "\n".join(lines) + "\n"
+
+
+def replace_section(path: Path, section: str, start: str, end: str) -> None:
+    """Replace the text between ``start`` and ``end`` in ``path`` (append it when absent)."""
+    text = path.read_text() if path.exists() else ""
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        text = head + section.rstrip("\n") + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="train one preset with one seed, append a JSON line")
+    r.add_argument("algo")
+    r.add_argument("env")
+    r.add_argument("seed", type=int)
+    r.add_argument("--jsonl", required=True)
+    r.add_argument("--final-episodes", type=int, default=100)
+    s = sub.add_parser("report", help="write the markdown section")
+    s.add_argument("--jsonl", required=True)
+    s.add_argument("--out", help="RESULTS.md to update (its on-policy quality section only)")
+    args = p.parse_args(argv)
+    if args.cmd == "run":
+        res = run(args.algo, args.env, args.seed, args.final_episodes)
+        with open(args.jsonl, "a") as f:
+            f.write(json.dumps(res) + "\n")
+        print(json.dumps(res))
+        return 0
+    rows = [json.loads(line) for line in Path(args.jsonl).read_text().splitlines() if line.strip()]
+    section = report(rows)
+    if args.out:
+        replace_section(Path(args.out), section, START, END)
+    else:
+        sys.stdout.write(section)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

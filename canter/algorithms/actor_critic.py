@@ -1,0 +1,152 @@
+"""Shared pieces of the policy-gradient algorithms that use the ``mlp_actor_critic`` model.
+
+A2C, REINFORCE, TRPO and NPG all sample from the same two policies (categorical over logits,
+diagonal Gaussian with a free ``log_std``), so acting, log-probabilities, entropies and KL
+divergences live here once. PPO keeps its own copy in ``ppo.py``; it can move onto this base.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import torch
+from torch import nn
+
+from canter.algorithms.base import ActOutput, Algorithm, make_adam
+from canter.config import hp
+from canter.errors import CanterError
+from canter.models import distributions as D
+
+
+@dataclass
+class PolicyNetConfig:
+    """Network and normalisation hyperparameters shared by the actor-critic algorithms."""
+
+    normalize_obs: bool = hp(False, "normalise observations with running mean/std")
+    normalize_reward: bool = hp(False, "scale rewards by the running std of the discounted return")
+    net_arch: list[int] = hp([64, 64], "hidden layer sizes of actor and critic", low=1)
+    activation: str = hp("tanh", "hidden activation", choices=("tanh", "relu", "elu", "gelu", "silu"))
+    ortho_init: bool = hp(True, "orthogonal initialisation (gain sqrt 2, 0.01 policy head, 1 value head)")
+    log_std_init: float = hp(0.0, "initial log std of the Gaussian policy (Box actions)")
+
+    def validate(self) -> None:
+        """Cross-field checks."""
+        if not self.net_arch:
+            raise CanterError("'hparams.net_arch' needs at least one hidden layer")
+
+
+def make_optimizer(params: list[nn.Parameter], name: str, lr: float, eps: float, alpha: float = 0.99) -> torch.optim.Optimizer:
+    """``"adam"`` (fused where available) or ``"rmsprop"`` (PyTorch's, smoothing ``alpha``, as in SB3's A2C)."""
+    if name == "adam":
+        return make_adam(params, lr, eps)
+    return torch.optim.RMSprop(params, lr=lr, alpha=alpha, eps=eps, foreach=True)
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """Set the learning rate of every parameter group."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
+def explained_variance(returns: torch.Tensor, values: torch.Tensor) -> float:
+    """``1 - Var(returns - values) / Var(returns)`` (0 when the returns do not vary)."""
+    var = returns.var() if returns.numel() > 1 else torch.tensor(0.0)
+    return float(1 - (returns - values).var() / var) if var > 0 else 0.0
+
+
+def kl_categorical(logp_old: torch.Tensor, logp_new: torch.Tensor) -> torch.Tensor:
+    """KL(old || new) per row from normalised log-probabilities ``[B, n]``."""
+    return (logp_old.exp() * (logp_old - logp_new)).sum(-1)
+
+
+def kl_gaussian(
+    mean_old: torch.Tensor, log_std_old: torch.Tensor, mean_new: torch.Tensor, log_std_new: torch.Tensor
+) -> torch.Tensor:
+    """KL(old || new) per row for diagonal Gaussians, summed over action dimensions."""
+    var_old, var_new = (2 * log_std_old).exp(), (2 * log_std_new).exp()
+    return (log_std_new - log_std_old + (var_old + (mean_old - mean_new).pow(2)) / (2 * var_new) - 0.5).sum(-1)
+
+
+class ActorCriticAlgorithm(Algorithm):
+    """Base for on-policy algorithms on an ``ActorCritic`` model: acting, log-probs, entropy, KL."""
+
+    family = "on_policy"
+    default_model = "mlp_actor_critic"
+    default_n_envs = 8
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: Any, **kw: Any) -> None:
+        super().__init__(observation_space, action_space, config, **kw)
+        c = config
+        self.model = self.make_model(
+            net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
+            log_std_init=c.log_std_init, shared_trunk=getattr(c, "shared_trunk", False),
+        )
+        self.continuous = isinstance(action_space, gym.spaces.Box)
+
+    # -- distributions -------------------------------------------------------------------------
+    def log_prob_entropy(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities of ``actions`` and entropies under the policy whose head output is ``out``."""
+        if self.continuous:
+            log_std = self.model.log_std
+            return D.gaussian_log_prob(out, log_std, actions), D.gaussian_entropy(log_std, out.shape[0])
+        logp, logp_all = D.categorical_log_prob(out, actions)
+        return logp, D.categorical_entropy(logp_all)
+
+    def snapshot(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The current policy on ``obs``, detached: head output and (Box) ``log_std``."""
+        with torch.no_grad():
+            out = self.model.action(obs)
+            return out, self.model.log_std.detach().clone() if self.continuous else None
+
+    def kl(self, old: tuple[torch.Tensor, torch.Tensor | None], out_new: torch.Tensor) -> torch.Tensor:
+        """Per-row KL(old || current) from a :meth:`snapshot` and the current head output ``out_new``."""
+        out_old, log_std_old = old
+        if self.continuous:
+            return kl_gaussian(out_old, log_std_old, out_new, self.model.log_std)
+        return kl_categorical(torch.log_softmax(out_old, -1), torch.log_softmax(out_new, -1))
+
+    # -- acting --------------------------------------------------------------------------------
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
+        """Sample (or take the mode of) the policy; also returns log-probs and values."""
+        if deterministic:
+            out = self.model.action(obs)
+            return ActOutput(out if self.continuous else out.argmax(-1))
+        out, value = self.model.action_value(obs)
+        if self.continuous:
+            actions = D.gaussian_sample(out, self.model.log_std, self.generator)
+            logp = D.gaussian_log_prob(out, self.model.log_std, actions)
+        else:
+            actions = D.categorical_sample(out, self.generator)
+            logp = torch.log_softmax(out, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+        return ActOutput(actions, logp, value)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V(obs) for bootstrapping."""
+        return self.model.value(obs)
+
+    def modules(self) -> dict[str, nn.Module]:  # noqa: D102
+        return {"model": self.model}
+
+
+def linear_decay(value: float, schedule: str, step: int, total_steps: int) -> float:
+    """``value`` for ``schedule="constant"``; ``value * (1 - step / total_steps)`` for ``"linear"``."""
+    if schedule != "linear":
+        return value
+    return value * (1.0 - min(1.0, step / max(1, total_steps)))
+
+
+def flat(tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """Concatenate tensors into one flat vector."""
+    return torch.cat([t.reshape(-1) for t in tensors])
+
+
+def assign_flat(params: list[torch.Tensor], vector: torch.Tensor) -> None:
+    """Copy consecutive slices of ``vector`` into ``params`` (in place, no autograd)."""
+    i = 0
+    with torch.no_grad():
+        for p in params:
+            n = p.numel()
+            p.copy_(vector[i:i + n].view_as(p))
+            i += n
+

@@ -1,0 +1,50 @@
+"""Trainer for on-policy algorithms that also replay recent trajectories (family ``on_policy_replay``: ACER).
+
+Each iteration collects one segment of ``n_steps`` vector steps into a :class:`SegmentReplay`
+slot, learns from it once (on-policy), then learns from ``Poisson(replay_ratio)`` segments drawn
+from the replay (off-policy) once it holds ``replay_start`` transitions.
+"""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from canter.data.segments import SegmentReplay
+from canter.trainers.base import Trainer
+
+
+class SegmentReplayTrainer(Trainer):
+    """Collect a segment, learn on it, then replay ``Poisson(replay_ratio)`` stored segments."""
+
+    def setup(self) -> None:  # noqa: D102
+        c, n = self.config, self.env.num_envs
+        obs_space = self.agent.observation_space
+        obs_dtype = torch.int64 if isinstance(obs_space, gym.spaces.Discrete) else torch.float32
+        capacity = max(1, c.buffer_size // (c.n_steps * n))
+        self.replay = SegmentReplay(capacity, c.n_steps, n, obs_space.shape, int(self.agent.action_space.n), obs_dtype)
+        self.rng = np.random.default_rng(self.run.seed + 2)
+
+    def iteration(self) -> dict[str, float]:
+        """One segment, one on-policy update, then the replayed updates."""
+        agent, env, replay, c = self.agent, self.env, self.replay, self.config
+        obs = self.obs
+        n = env.num_envs
+        for t in range(c.n_steps):
+            actions, obs_t, out = agent.sample(obs)
+            step = env.step(actions)
+            self.step += n
+            done = step.terminated | step.truncated
+            reward = agent.scale_reward(step.reward, done)
+            replay.add(t, obs_t, out.actions, out.probs, reward, step.terminated, done, step.valid)
+            self.record_episodes()
+            obs = step.obs
+        self.obs = obs
+        batch = replay.finish(agent.obs_to_tensor(obs))
+        self.algorithm.set_progress(self.step, self.run.max_steps)
+        stats = agent.learn(batch)
+        replays = int(self.rng.poisson(c.replay_ratio)) if replay.transitions >= c.replay_start else 0
+        for _ in range(replays):
+            agent.learn(replay.sample(self.rng))
+        stats["replay_updates"] = float(replays)
+        return stats
