@@ -35,11 +35,11 @@ register("env", "PointToGoal-v0")(lambda render_mode=None, **kw: gym.wrappers.Ti
 
 
 @pytest.mark.parametrize("algo, budget", [
-    ("a2c", 60_000), ("reinforce", 150_000), ("trpo", 40_000), ("npg", 50_000), ("acer", 120_000),
+    ("a2c", 100_000), ("reinforce", 150_000), ("trpo", 40_000), ("npg", 50_000), ("acer", 120_000),
 ])
 def test_preset_solves_cartpole(algo, budget):
     best, steps = _best_eval(algo, "CartPole-v1", max_steps=budget)
-    assert best >= 500, f"{algo} reached only {best} in {steps} steps"
+    assert best >= 475, f"{algo} reached only {best} in {steps} steps"
 
 
 @pytest.mark.parametrize("algo, kw", [

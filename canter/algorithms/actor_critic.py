@@ -7,7 +7,7 @@ divergences live here once. PPO keeps its own copy in ``ppo.py``; it can move on
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import torch
@@ -17,6 +17,7 @@ from canter.algorithms.base import ActOutput, Algorithm, make_adam
 from canter.config import hp
 from canter.errors import CanterError
 from canter.models import distributions as D
+from canter.models.mlp import ActorCritic
 
 
 @dataclass
@@ -75,12 +76,17 @@ class ActorCriticAlgorithm(Algorithm):
     default_model = "mlp_actor_critic"
     default_n_envs = 8
 
+    #: True when the algorithm optimises actor and critic parameters apart (TRPO/NPG): the built-in
+    #: model then keeps two separate networks instead of stacking their weights
+    separate_networks: ClassVar[bool] = False
+
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: Any, **kw: Any) -> None:
         super().__init__(observation_space, action_space, config, **kw)
         c = config
+        extra = {"stacked": False} if self.separate_networks and self.model_cls is ActorCritic else {}
         self.model = self.make_model(
             net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
-            log_std_init=c.log_std_init, shared_trunk=getattr(c, "shared_trunk", False),
+            log_std_init=c.log_std_init, shared_trunk=getattr(c, "shared_trunk", False), **extra,
         )
         self.continuous = isinstance(action_space, gym.spaces.Box)
 

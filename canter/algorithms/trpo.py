@@ -126,6 +126,7 @@ class NPG(ActorCriticAlgorithm):
     Config = NPGConfig
     default_n_envs = 2
     line_search = False
+    separate_networks = True
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: NPGConfig, **kw: Any) -> None:
         super().__init__(observation_space, action_space, config, **kw)

@@ -72,6 +72,7 @@ class ActorCritic(nn.Module):
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
         activation: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0, shared_trunk: bool = False,
+        stacked: bool = True,
     ) -> None:
         super().__init__()
         self.encoder = ObsEncoder(observation_space)
@@ -90,20 +91,28 @@ class ActorCritic(nn.Module):
             self.trunk.append(ACTIVATIONS[activation]())
             self.pi_head = MLP([arch[-1], n_out], activation, ortho_init, out_gain=0.01)
             self.v_head = MLP([arch[-1], 1], activation, ortho_init, out_gain=1.0)
-        else:  # actor and critic stacked: one batched matmul per layer for both
+        elif stacked:  # actor and critic stacked: one batched matmul per layer for both
             self.body = StackedMLP(2, n_in, arch, [n_out, 1], activation, ortho_init, out_gains=[0.01, 1.0])
+        else:  # two separate networks (algorithms that optimise actor and critic parameters apart)
+            self.actor = MLP([n_in] + arch + [n_out], activation, ortho_init, out_gain=0.01)
+            self.critic = MLP([n_in] + arch + [1], activation, ortho_init, out_gain=1.0)
+        self.stacked = stacked and not shared_trunk
         self.n_out = n_out
         self._d_out: torch.Tensor | None = None  # gradient buffer for backward_cached
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits (Discrete) or Gaussian mean (Box), shape ``[B, n]``."""
         x = self.encoder.forward(obs)
-        return self.pi_head(self.trunk(x)) if self.shared else self.body.forward_group(x, 0)
+        if self.shared:
+            return self.pi_head(self.trunk(x))
+        return self.body.forward_group(x, 0) if self.stacked else self.actor(x)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State value, shape ``[B]``."""
         x = self.encoder.forward(obs)
-        return (self.v_head(self.trunk(x)) if self.shared else self.body.forward_group(x, 1)).squeeze(-1)
+        if self.shared:
+            return self.v_head(self.trunk(x)).squeeze(-1)
+        return (self.body.forward_group(x, 1) if self.stacked else self.critic(x)).squeeze(-1)
 
     def action_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Both heads in one call (one encoder pass, one trunk pass when shared)."""
@@ -111,6 +120,8 @@ class ActorCritic(nn.Module):
         if self.shared:
             h = self.trunk(x)
             return self.pi_head(h), self.v_head(h).squeeze(-1)
+        if not self.stacked:
+            return self.actor(x), self.critic(x).squeeze(-1)
         out = self.body.forward(x)
         return out[0, :, : self.n_out], out[1, :, 0]
 
@@ -118,7 +129,7 @@ class ActorCritic(nn.Module):
     @property
     def manual_backward(self) -> bool:
         """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd."""
-        return not self.shared and self.body.manual_backward
+        return self.stacked and self.body.manual_backward
 
     def forward_cached(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
         """Policy output ``[B, n]``, values ``[B]`` and the cache for :meth:`backward_cached` (no autograd)."""
