@@ -14,10 +14,15 @@ class TensorBoardLogger:
     def __init__(self, run_dir: str | Path) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(log_dir=str(run_dir), flush_secs=30)
+        self.run_dir = str(run_dir)
+        self.writer: SummaryWriter | None = None
 
-    def start(self, run: Any) -> None:  # noqa: D102
-        pass
+    def start(self, run: Any) -> None:
+        """Open the event file; a resumed run purges events logged after its checkpoint's step."""
+        from torch.utils.tensorboard import SummaryWriter
+
+        purge = getattr(run, "resumed_step", None)
+        self.writer = SummaryWriter(log_dir=self.run_dir, flush_secs=30, purge_step=purge)
 
     def log(self, record: TrainRecord) -> None:  # noqa: D102
         for ep in record.episodes:
@@ -27,4 +32,5 @@ class TensorBoardLogger:
             self.writer.add_scalar(k, v, record.step)
 
     def close(self) -> None:  # noqa: D102
-        self.writer.close()
+        if self.writer is not None:
+            self.writer.close()

@@ -38,6 +38,7 @@ class OnPolicyTrainer(Trainer):
             self.record_episodes()
             obs = step.obs
         self.obs = obs
+        self.guard.check_env_data(buf.obs, buf.rewards)
         batch = buf.finish(agent.value(obs), self.config.gamma, self.config.gae_lambda)
-        self.algorithm.set_progress(self.step, self.run.max_steps)
+        self.set_progress()
         return agent.learn(batch)
