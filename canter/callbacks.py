@@ -120,12 +120,13 @@ class Hooks:
             fn(trainer, *args)
 
     def should_stop(self, trainer: Any) -> str | None:
-        """The first stop reason any callback gives (True becomes the callback's name)."""
+        """Ask every callback; the first reason given wins (True becomes the callback's name)."""
+        first = None
         for cb, fn in self._by_hook["should_stop"]:
             reason = fn(trainer)
-            if reason:
-                return reason if isinstance(reason, str) else getattr(cb, "stop_name", "callback")
-        return None
+            if reason and first is None:
+                first = reason if isinstance(reason, str) else getattr(cb, "stop_name", "callback")
+        return first
 
     def _saved(self) -> list[Any]:
         return [cb for cb in self.callbacks if not getattr(cb, "internal", False)]

@@ -4,10 +4,11 @@ A checkpoint is a pair ``NAME.safetensors`` + ``NAME.json``. Any nested state (d
 tensors, numpy arrays, numbers, strings) is split: tensors and arrays go to the safetensors
 file under their path, and the JSON keeps the structure with ``{"__tensor__": key}`` markers.
 Both files are written atomically (temp file, fsync, rename), tensors first. The tensors file
-also carries the whole JSON metadata in its safetensors header, so it is complete on its own:
-if a kill lands between the two renames, the ``.json`` is one save behind, the loader notices
-(the two ``checkpoint_id`` differ) and uses the header's copy. A checkpoint name therefore always
-refers to one complete checkpoint, the new or the previous one, never to a broken mix.
+also carries the whole JSON metadata in its safetensors header, plus the ``checkpoint_id`` of the
+checkpoint it replaces, so it is complete on its own: if a kill lands between the two renames,
+the ``.json`` is exactly one save behind, the loader recognises that and uses the header's copy.
+A checkpoint name therefore always refers to one complete checkpoint, the new or the previous
+one; any other mix of two files (e.g. copied from two runs) is refused.
 """
 from __future__ import annotations
 
@@ -95,10 +96,16 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str,
     ckpt_id = uuid.uuid4().hex
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "checkpoint_id": ckpt_id, **metadata, "state": skeleton}
     text = json.dumps(meta, indent=1, allow_nan=True)
-    blob = st_save(tensors, metadata={"format": FORMAT, "checkpoint_id": ckpt_id, "canter_meta": text})
+    json_path = base.with_name(base.name + ".json")
+    try:  # the id of the checkpoint this one replaces: a kill between the two renames leaves that .json
+        previous = str(json.loads(json_path.read_text()).get("checkpoint_id", ""))
+    except (OSError, ValueError, AttributeError):
+        previous = ""
+    blob = st_save(tensors, metadata={"format": FORMAT, "checkpoint_id": ckpt_id, "replaces": previous,
+                                      "canter_meta": text})
     text = json.dumps({**meta, "sha256": hashlib.sha256(blob).hexdigest()}, indent=1, allow_nan=True)
     atomic_write(base.with_name(base.name + ".safetensors"), blob)
-    atomic_write(base.with_name(base.name + ".json"), text.encode())
+    atomic_write(json_path, text.encode())
     return base
 
 
@@ -150,7 +157,8 @@ def _choose_metadata(base: Path) -> tuple[dict[str, Any], bool]:
         raise CanterError(f"{st_path} is not a canter checkpoint")
     if meta is not None and meta.get("checkpoint_id") == header.get("checkpoint_id"):
         return meta, True
-    if "canter_meta" in header:  # the .json is missing or one save behind (killed between the two renames)
+    behind = meta is None or (header.get("replaces") and header.get("replaces") == meta.get("checkpoint_id"))
+    if "canter_meta" in header and behind:  # the .json is missing or one save behind (killed between the renames)
         try:
             meta = json.loads(header["canter_meta"])
         except json.JSONDecodeError as exc:
