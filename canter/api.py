@@ -180,8 +180,6 @@ def checkpoint_space(meta: dict[str, Any], which: str, where: Any) -> Any:
         space = space_from_dict(desc)
         space_to_dict(space)  # a space that cannot be described again is not one canter wrote
         return space
-    except CanterError:
-        raise
     except Exception as exc:  # malformed descriptions raise whatever gymnasium/numpy raise
         raise CanterError(f"checkpoint {where} has an invalid {which}: {desc!r:.200} ({exc})") from None
 

@@ -128,22 +128,28 @@ class Hooks:
                 first = reason if isinstance(reason, str) else getattr(cb, "stop_name", "callback")
         return first
 
-    def _saved(self) -> list[Any]:
-        return [cb for cb in self.callbacks if not getattr(cb, "internal", False)]
+    def _keyed(self) -> dict[str, Any]:
+        """Callbacks by a stable key (class name and its count), leaving out ``internal`` ones."""
+        out: dict[str, Any] = {}
+        for cb in self.callbacks:
+            if not getattr(cb, "internal", False):
+                name = type(cb).__qualname__
+                out[f"{name}#{sum(k.startswith(name + '#') for k in out)}"] = cb
+        return out
 
-    def state_dict(self) -> list[dict[str, Any]]:
-        """Each callback's state, by position (callbacks marked ``internal`` are left out)."""
-        return [cb.state_dict() if hasattr(cb, "state_dict") else {} for cb in self._saved()]
+    def state_dict(self) -> dict[str, dict[str, Any]]:
+        """The state of every callback that has some, by key."""
+        states = {k: cb.state_dict() for k, cb in self._keyed().items() if hasattr(cb, "state_dict")}
+        return {k: v for k, v in states.items() if v}
 
-    def load_state_dict(self, states: list[dict[str, Any]]) -> None:
-        """Restore :meth:`state_dict` (the same callbacks must be attached in the same order)."""
-        saved = self._saved()
-        if len(states) != len(saved):
-            raise CanterError(f"the checkpoint has state for {len(states)} callbacks but this run has "
-                              f"{len(saved)}; resume with the same callbacks")
-        for cb, state in zip(saved, states):
-            if state and hasattr(cb, "load_state_dict"):
-                cb.load_state_dict(state)
+    def load_state_dict(self, states: dict[str, dict[str, Any]]) -> None:
+        """Restore :meth:`state_dict`; every saved state needs its callback (stateless ones may change)."""
+        keyed = self._keyed()
+        for key, state in states.items():
+            if key not in keyed:
+                raise CanterError(f"the checkpoint has state for callback {key.split('#')[0]} but this run has no "
+                                  "such callback; resume with the same callbacks")
+            keyed[key].load_state_dict(state)
 
 
 # -- improvement tracking ----------------------------------------------------------------------
