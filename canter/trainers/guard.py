@@ -2,8 +2,9 @@
 
 Checks, from cheapest to most thorough:
 
-* environment data: observations and rewards of each rollout (on-policy) or each vector step
-  (off-policy) before they reach a buffer or the networks;
+* environment data: the observations and rewards of every vector step, before they reach a
+  buffer or the networks (this fault stops the run in every mode: a lower learning rate cannot
+  fix an env);
 * gradients: a pre-step hook on every optimizer (``algorithm.optimizers()``) checks all gradients
   of that optimizer before ``step()``; a non-finite loss gives non-finite gradients, so the
   update is never applied;
@@ -93,16 +94,16 @@ class DivergenceGuard:
                 opt.step = guarded_step
                 self._handles.append(None)
 
-    def check_env_data(self, obs: Any, reward: Any) -> None:
-        """Raise :class:`Divergence` if an observation or reward batch holds NaN or inf."""
+    def check_env_data(self, obs: np.ndarray, reward: np.ndarray) -> None:
+        """Raise :class:`Divergence` if a vector step's observations or rewards hold NaN or inf."""
         if not self.enabled:
             return
-        for what, x in (("observation from the env", obs), ("reward from the env", reward)):
-            if isinstance(x, torch.Tensor):
-                if x.is_floating_point() and not bool(torch.isfinite(x).all()):
-                    raise Divergence(what, self.trainer.step)
-            elif np.issubdtype(np.asarray(x).dtype, np.floating) and not np.isfinite(x).all():
-                raise Divergence(what, self.trainer.step)
+        if isinstance(obs, np.ndarray) and obs.dtype.kind == "f" and not np.isfinite(obs).all():
+            bad = np.flatnonzero(~np.isfinite(obs.reshape(len(obs), -1)).all(axis=1))
+            raise Divergence(f"observation from the env (sub-env {bad[0]})", self.trainer.step)
+        if not np.isfinite(reward).all():
+            raise Divergence(f"reward from the env (sub-env {np.flatnonzero(~np.isfinite(reward))[0]})",
+                             self.trainer.step)
 
     def check_update(self, losses: dict[str, float]) -> None:
         """After an iteration: every reported loss and every parameter must be finite."""
@@ -129,7 +130,7 @@ class DivergenceGuard:
         event = {"step": err.step, "quantity": err.quantity}
         self.events.append(event)
         log.warning("divergence guard: non-finite %s at step %d", err.quantity, err.step)
-        env_fault = err.quantity.endswith("from the env")
+        env_fault = "from the env" in err.quantity
         if self.mode == "restore" and not env_fault and self._good is not None and self.restores < self.max_restores:
             self.restores += 1
             t.agent.load_state_dict(copy.deepcopy(self._good))
