@@ -182,11 +182,20 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float) -> None:
 # ----------------------------------------------------------------------------------------------
 # orchestration
 # ----------------------------------------------------------------------------------------------
+def _child_env() -> dict[str, str]:
+    """The environment for measured processes: bytecode caching on, as after ``pip install``
+    (both libraries then start from compiled ``.pyc`` files; an editable checkout run with
+    PYTHONDONTWRITEBYTECODE=1 would recompile canter's sources in every process)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def _run(cmd: list[str], timeout: float = 1800) -> tuple[float, subprocess.CompletedProcess]:
     launch = time.time()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd + ["--launch", repr(launch)] if "--worker" in cmd else cmd,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=_child_env())
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
@@ -389,6 +398,11 @@ def main(argv: list[str] | None = None) -> int:
         worker(lib, task, args.seed, cfg, args.launch if args.launch is not None else time.time())
         return 0
 
+    # compile canter's (possibly editable) sources once, as pip does at install time
+    import importlib.util
+
+    pkg_dir = importlib.util.find_spec("canter").submodule_search_locations[0]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", pkg_dir], check=True, env=_child_env())
     ppo_cfg, dqn_cfg = dict(PPO), dict(DQN)
     if args.quick:
         ppo_cfg.update(max_steps=2048, eval_every=1024)
@@ -422,10 +436,25 @@ def main(argv: list[str] | None = None) -> int:
     report = build_report(R, args.seeds, args, meta)
     print(report)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(report)
+        write_section(Path(args.out), report)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+START, END = "<!-- bench_cartpole: start -->", "<!-- bench_cartpole: end -->"
+
+
+def write_section(path: Path, report: str) -> None:
+    """Put ``report`` between this script's markers in ``path``, keeping the other benchmarks' sections."""
+    block = f"{START}\n{report.rstrip()}\n{END}\n"
+    text = path.read_text() if path.exists() else ""
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + block + rest.split(END, 1)[1].lstrip("\n")
+    else:
+        text = block + ("\n" + text if text else "")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
 """``python -m canter`` is the ``canter`` command."""
-from canter.cli import main
+from canter.cli import entry
 
-raise SystemExit(main())
+entry()

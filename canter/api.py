@@ -94,6 +94,10 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
         loggers.append(TensorBoardLogger(run_dir))
     if run.wandb:
         loggers.append(WandbLogger(run_dir, run.wandb_project, config, name=Path(run_dir).name))
+    if run.record_every:
+        from canter.tools.video import VideoRecorder
+
+        loggers.append(VideoRecorder(run_dir, run.env, run.record_every, run.env_kwargs, run.seed))
     if not quiet:
         loggers.append(ConsoleLogger(run.max_steps, f"{run.algo} {run.env}"))
     return loggers

@@ -1,4 +1,4 @@
-"""The ``canter`` command: train (and train --resume), eval, play, list.
+"""The ``canter`` command: train (and train --resume), eval, play, list, and the tools tune, plot, benchmark, report.
 
 Bad input exits with code 2 and one line on stderr (``canter: error: ...``), no traceback.
 """
@@ -27,6 +27,8 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, dest="max_steps", help="environment-step budget")
     p.add_argument("--eval-episodes", type=int, dest="eval_episodes", help="episodes per evaluation")
     p.add_argument("--eval-every", type=int, dest="eval_every", help="evaluate every N env steps")
+    p.add_argument("--record-every", type=int, dest="record_every",
+                   help="record an evaluation episode as MP4 in RUN_DIR/videos every N steps (needs the 'video' extra)")
     p.add_argument("--vectorization", choices=("auto", "native", "sync", "async"), help="how to vectorise the env")
     p.add_argument("--run-dir", dest="run_dir", help="where to write the run (default runs/<algo>-<env>-<time>-<sha>)")
     p.add_argument("-f", "--config", dest="config_file", help="run config YAML")
@@ -69,7 +71,7 @@ def cmd_train(argv: list[str]) -> int:
 
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
     overrides = {k: getattr(args, k) for k in ("seed", "n_envs", "target_reward", "max_steps", "eval_episodes",
-                                                 "eval_every", "vectorization", "wandb") if getattr(args, k) is not None}
+                                                 "eval_every", "vectorization", "wandb", "record_every") if getattr(args, k) is not None}
     trainer = make_trainer(
         args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=args.run_dir or "auto",
         quiet=args.quiet, hparams=hparams, **overrides,
@@ -215,19 +217,35 @@ def cmd_list(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "eval": cmd_eval, "play": cmd_play, "list": cmd_list}
+def _tool(name: str) -> Any:
+    """A subcommand implemented in :mod:`canter.tools.commands` (imported when used)."""
+
+    def run(argv: list[str]) -> int:
+        from canter.tools.commands import COMMANDS as TOOLS
+
+        return TOOLS[name](argv)
+
+    return run
+
+
+COMMANDS = {"train": cmd_train, "eval": cmd_eval, "play": cmd_play, "list": cmd_list,
+            **{name: _tool(name) for name in ("tune", "plot", "benchmark", "report")}}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: canter {train,eval,play,list} ...\n\n"
+        print("usage: canter {train,eval,play,list,tune,plot,benchmark,report} ...\n\n"
               "  train ALGO --env ENV   train an agent (canter train ppo --help for options)\n"
               "  train --resume RUN_DIR continue a stopped run exactly where it was saved\n"
               "  eval RUN_DIR           evaluate a trained agent\n"
               "  play RUN_DIR           watch or record a trained agent\n"
-              "  list                   registered algorithms, models and presets")
+              "  list                   registered algorithms, models and presets\n"
+              "  tune ALGO --env ENV    tune hyperparameters with Optuna, write best.yaml\n"
+              "  plot RUN_DIR...        learning curves, seeds averaged with a band\n"
+              "  benchmark FILE.yaml    algorithms x envs x seeds: results table and figure\n"
+              "  report RUN_DIR         a self-contained report.html for a run")
         return 0 if argv else 2
     if argv[0] in ("-V", "--version"):
         from canter import __version__
@@ -251,3 +269,24 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def entry() -> None:
+    """The ``canter`` console script: :func:`main`, then a fast exit.
+
+    Every file the command wrote is closed (and fsynced where it matters) before ``main`` returns,
+    so the interpreter's teardown (unloading torch, pyarrow and their thread pools: 0.4-0.8 s
+    measured here) does no useful work; ``os._exit`` skips it after flushing the standard streams.
+    Runs that used W&B exit normally so its own exit handlers run.
+    """
+    code = main()
+    if "wandb" in sys.modules:
+        raise SystemExit(code)
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

@@ -281,6 +281,10 @@ class RunConfig:
     wandb: bool = hp(False, "log to Weights & Biases (offline unless WANDB_MODE says otherwise)")
     wandb_project: str = hp("canter", "Weights & Biases project name")
     log_every: int = hp(1, "yield/log one record every this many trainer iterations", low=1)
+    record_every: int = hp(
+        0, "record a deterministic episode as MP4 in RUN_DIR/videos every this many steps and at the end (0: never)",
+        low=0,
+    )
     # -- trainer control (canter/callbacks.py, canter/schedules.py, canter/trainers/guard.py) --
     callbacks: list = hp([], "Callback classes to attach: 'module:Name' or {'module:Name': {kwargs}}")
     hooks: dict = hp({}, "hook name -> 'module:function' (or a list of them), e.g. {after_update: 'my.mod:fn'}")

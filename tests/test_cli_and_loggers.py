@@ -42,3 +42,30 @@ def test_python_api_returns_agent_and_generator_form(tmp_path):
     assert agent.predict(np.zeros((3, 4), np.float32)).shape == (3,)
     records = list(canter.make_trainer("ppo", "CartPole-v1", max_steps=256, n_envs=2, n_steps=64, eval_episodes=1)())
     assert records[-1].done and records[-1].stop_reason == "max_steps" and records[-1].evaluation is not None
+
+
+def test_tensorboard_event_file_is_readable_by_tensorboard(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from canter.logging.tensorboard import EventFileWriter
+
+    writer = EventFileWriter(tmp_path)
+    for step in range(5):
+        writer.add_scalar("charts/episode_return", 10.0 * step, step)
+    writer.add_scalar("losses/value_loss", 0.25, 7)
+    writer.close()
+    acc = EventAccumulator(str(tmp_path))
+    acc.Reload()  # the reader drops records whose CRC does not match, so all points back = valid records
+    assert set(acc.Tags()["scalars"]) == {"charts/episode_return", "losses/value_loss"}
+    assert [(e.step, e.value) for e in acc.Scalars("charts/episode_return")] == [(s, 10.0 * s) for s in range(5)]
+    assert acc.Scalars("losses/value_loss")[0].value == 0.25
+
+
+def test_console_script_exits_with_the_command_code(tmp_path):
+    import subprocess
+    import sys
+
+    ok = subprocess.run([sys.executable, "-m", "canter", "list"], capture_output=True, text=True, cwd=tmp_path)
+    bad = subprocess.run([sys.executable, "-m", "canter", "trian"], capture_output=True, text=True, cwd=tmp_path)
+    assert ok.returncode == 0 and "ppo" in ok.stdout
+    assert bad.returncode == 2 and "did you mean 'train'" in bad.stderr

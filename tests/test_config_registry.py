@@ -9,11 +9,11 @@ from canter.registry import lookup, names, register
 
 def test_preset_is_used_and_overrides_compose(tmp_path):
     run, hp = resolve_config("ppo", "CartPole-v1")
-    assert run.n_envs == 8 and hp.n_steps == 32 and run.target_reward == 475  # shipped preset
+    assert run.n_envs == 8 and hp.n_steps == 16 and run.target_reward == 475  # shipped preset
     f = tmp_path / "run.yaml"
-    f.write_text("seed: 3\nhparams:\n  n_steps: 16\n  lr: 0.01\n")
+    f.write_text("seed: 3\nhparams:\n  n_steps: 24\n  lr: 0.01\n")
     run, hp = resolve_config("ppo", "CartPole-v1", f, ["lr=0.02", "hparams.n_epochs=3", "max_steps=1e4"], seed=5)
-    assert (run.seed, hp.n_steps, hp.lr, hp.n_epochs, run.max_steps) == (5, 16, 0.02, 3, 10000)
+    assert (run.seed, hp.n_steps, hp.lr, hp.n_epochs, run.max_steps) == (5, 24, 0.02, 3, 10000)
 
 
 def test_defaults_without_preset():
@@ -78,7 +78,7 @@ def test_register_user_model_and_name_it_by_module_path(tmp_path, monkeypatch):
     trainer = canter.make_trainer("ppo", "CartPole-v1", model="my_models:Wide", max_steps=128, n_envs=2,
                                   n_steps=64, eval_every=0, eval_episodes=1)
     assert type(trainer.algorithm.model).__name__ == "Wide"
-    assert trainer.algorithm.model.actor[0].out_features == 32
+    assert trainer.algorithm.model.body.weights[0].shape[-1] == 32
     with pytest.raises(CanterError, match="did you mean 'Wide'"):
         canter.make_trainer("ppo", "CartPole-v1", model="my_models:Wied")
 

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
+from canter.optim import clip_grad_norm_, make_adam  # noqa: F401  (re-exported for algorithms)
 from canter.registry import lookup
 
 
@@ -23,14 +24,6 @@ class ActOutput(NamedTuple):
     actions: torch.Tensor
     log_probs: torch.Tensor | None = None
     values: torch.Tensor | None = None
-
-
-def make_adam(params: list[torch.nn.Parameter], lr: float, eps: float = 1e-8) -> torch.optim.Optimizer:
-    """Adam, fused where this torch build supports it (3x faster steps for small networks on CPU)."""
-    try:
-        return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
-    except (RuntimeError, TypeError):
-        return torch.optim.Adam(params, lr=lr, eps=eps)
 
 
 def threads_for(width: int) -> int:
@@ -118,8 +111,8 @@ class Algorithm(ABC):
         """Named networks (models and target models) to save."""
 
     @abstractmethod
-    def optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        """Named optimizers to save."""
+    def optimizers(self) -> dict[str, Any]:
+        """Named optimizers to save (``torch.optim`` optimizers or :class:`canter.optim.FlatAdam`)."""
 
     def extra_state(self) -> dict[str, Any]:
         """Other state (counters, schedule values) to save; JSON-safe or tensors."""

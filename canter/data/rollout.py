@@ -49,6 +49,9 @@ class RolloutBuffer:
         self.actions = torch.zeros(shape + act_shape, dtype=act_dtype)
         self.log_probs = torch.zeros(shape)
         self.values = torch.zeros(shape)
+        # numpy views of the same memory: a numpy row write costs a fraction of a torch one
+        self._obs_np, self._act_np = self.obs.numpy(), self.actions.numpy()
+        self._logp_np, self._values_np = self.log_probs.numpy(), self.values.numpy()
         self.rewards = np.zeros(shape, dtype=np.float32)
         self.terminated = np.zeros(shape, dtype=np.float32)
         self.dones = np.zeros(shape, dtype=np.float32)
@@ -56,18 +59,18 @@ class RolloutBuffer:
         self.pos = 0
 
     def add(
-        self, obs: torch.Tensor, actions: torch.Tensor, log_probs: torch.Tensor, values: torch.Tensor,
+        self, obs: torch.Tensor | np.ndarray, actions: torch.Tensor, log_probs: torch.Tensor, values: torch.Tensor,
         rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, valid: np.ndarray,
     ) -> None:
         """Store one vector step (``valid`` False marks autoreset-only steps, dropped later)."""
         t = self.pos
-        self.obs[t] = obs
-        self.actions[t] = actions
-        self.log_probs[t] = log_probs
-        self.values[t] = values
+        self._obs_np[t] = obs.numpy() if isinstance(obs, torch.Tensor) else obs
+        self._act_np[t] = actions.numpy()
+        self._logp_np[t] = log_probs.numpy()
+        self._values_np[t] = values.numpy()
         self.rewards[t] = rewards
         self.terminated[t] = terminated
-        self.dones[t] = terminated | truncated
+        np.logical_or(terminated, truncated, out=self.dones[t], casting="unsafe")
         self.valid[t] = valid
         self.pos += 1
 

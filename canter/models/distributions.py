@@ -5,13 +5,13 @@ import math
 
 import torch
 
-_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def categorical_sample(logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Sample actions from logits ``[B, n]`` (Gumbel-max with an optional generator)."""
-    u = torch.rand(logits.shape, generator=generator, dtype=logits.dtype)
-    return torch.argmax(logits - torch.log(-torch.log(u.clamp_(min=1e-20))), dim=-1)
+    """Sample actions from logits ``[B, n]``: Gumbel-max, ``argmax(logits - log E)`` with ``E ~ Exp(1)``."""
+    e = torch.empty_like(logits).exponential_(generator=generator)
+    return torch.argmax(logits - e.log_(), dim=-1)
 
 
 def categorical_log_prob(logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -33,9 +33,9 @@ def gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor, generator: torch.
 def gaussian_log_prob(mean: torch.Tensor, log_std: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Log-density of ``actions`` under a diagonal Gaussian, summed over action dims."""
     z = (actions - mean) * torch.exp(-log_std)
-    return (-0.5 * z.pow(2) - log_std - _LOG_SQRT_2PI).sum(-1)
+    return (-0.5 * z.pow(2) - log_std - LOG_SQRT_2PI).sum(-1)
 
 
 def gaussian_entropy(log_std: torch.Tensor, batch: int) -> torch.Tensor:
     """Entropy of a diagonal Gaussian (same for every row), shape ``[batch]``."""
-    return (log_std + 0.5 + _LOG_SQRT_2PI).sum().expand(batch)
+    return (log_std + 0.5 + LOG_SQRT_2PI).sum().expand(batch)

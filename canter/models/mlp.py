@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
+from canter.models.stacked import StackedMLP
 from canter.registry import register
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU}
@@ -89,19 +90,19 @@ class ActorCritic(nn.Module):
             self.trunk.append(ACTIVATIONS[activation]())
             self.pi_head = MLP([arch[-1], n_out], activation, ortho_init, out_gain=0.01)
             self.v_head = MLP([arch[-1], 1], activation, ortho_init, out_gain=1.0)
-        else:
-            self.actor = MLP([n_in] + arch + [n_out], activation, ortho_init, out_gain=0.01)
-            self.critic = MLP([n_in] + arch + [1], activation, ortho_init, out_gain=1.0)
+        else:  # actor and critic stacked: one batched matmul per layer for both
+            self.body = StackedMLP(2, n_in, arch, [n_out, 1], activation, ortho_init, out_gains=[0.01, 1.0])
+        self.n_out = n_out
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits (Discrete) or Gaussian mean (Box), shape ``[B, n]``."""
         x = self.encoder(obs)
-        return self.pi_head(self.trunk(x)) if self.shared else self.actor(x)
+        return self.pi_head(self.trunk(x)) if self.shared else self.body.forward_group(x, 0)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State value, shape ``[B]``."""
         x = self.encoder(obs)
-        return (self.v_head(self.trunk(x)) if self.shared else self.critic(x)).squeeze(-1)
+        return (self.v_head(self.trunk(x)) if self.shared else self.body.forward_group(x, 1)).squeeze(-1)
 
     def action_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Both heads in one call (one encoder pass, one trunk pass when shared)."""
@@ -109,7 +110,28 @@ class ActorCritic(nn.Module):
         if self.shared:
             h = self.trunk(x)
             return self.pi_head(h), self.v_head(h).squeeze(-1)
-        return self.actor(x), self.critic(x).squeeze(-1)
+        out = self.body.forward(x)
+        return out[0, :, : self.n_out], out[1, :, 0]
+
+    # -- hand-derived gradients (see canter.models.stacked) ---------------------------------
+    @property
+    def manual_backward(self) -> bool:
+        """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd."""
+        return not self.shared and self.body.manual_backward
+
+    def forward_cached(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+        """Policy output ``[B, n]``, values ``[B]`` and the cache for :meth:`backward_cached` (no autograd)."""
+        out, cache = self.body.forward_cached(self.encoder.forward(obs))
+        return out[0, :, : self.n_out], out[1, :, 0], cache
+
+    def backward_cached(self, cache: list[torch.Tensor], d_action: torch.Tensor, d_value: torch.Tensor) -> None:
+        """Set the networks' ``.grad`` from d(loss)/d(policy output) and d(loss)/d(value)."""
+        width = max(self.body.outs)
+        d_critic = d_value.unsqueeze(-1)
+        if width > 1:
+            d_critic = torch.nn.functional.pad(d_critic, (0, width - 1))
+        d_out = torch.stack([d_action, d_critic])
+        self.body.backward_cached(cache, d_out)
 
 
 @register("model", "mlp_q")

@@ -1,0 +1,144 @@
+"""Optimizers over one flat parameter buffer.
+
+Small RL networks spend more time in per-tensor overhead than in arithmetic: ``zero_grad``,
+gradient-norm clipping and Adam each launch one kernel per parameter tensor, and the first
+``torch.optim.Adam`` of a process imports TorchDynamo (1-2 s here). :class:`FlatAdam` moves every
+parameter into one contiguous buffer (``p.data`` becomes a view of it) and every gradient into a
+second one (``p.grad`` is a view that autograd accumulates into), so zeroing, clipping and the Adam
+update are one kernel each. The update is the same as ``torch.optim.Adam`` (the fused CPU kernel
+when this torch has it, otherwise the same arithmetic in a few in-place ops).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import torch
+
+
+class FlatAdam:
+    """Adam (Kingma & Ba) on a flat copy-free view of ``params``; ``torch.optim``-compatible surface.
+
+    Exposes ``param_groups[0]["lr"]`` (schedules write it), ``zero_grad``, ``step``,
+    ``clip_grad_norm_``, ``state_dict`` and ``load_state_dict``. The parameters keep their identity
+    (modules, ``state_dict`` and ``load_state_dict`` work as before); only their storage moves.
+    """
+
+    def __init__(
+        self, params: Iterable[torch.nn.Parameter], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8, weight_decay: float = 0.0,
+    ) -> None:
+        self.params = [p for p in params]
+        if not self.params:
+            raise ValueError("FlatAdam got no parameters")
+        dtype, device = self.params[0].dtype, self.params[0].device
+        if any(p.dtype != dtype or p.device != device for p in self.params):
+            raise ValueError("FlatAdam needs parameters of one dtype on one device")
+        if any(getattr(p, "_canter_flat", False) for p in self.params):
+            raise ValueError("a parameter already belongs to another flat optimizer")
+        total = sum(p.numel() for p in self.params)
+        self.flat = torch.empty(total, dtype=dtype, device=device)
+        self.grad = torch.zeros(total, dtype=dtype, device=device)
+        self._grad_views: list[torch.Tensor] = []
+        offset = 0
+        with torch.no_grad():
+            for p in self.params:
+                n = p.numel()
+                self.flat[offset:offset + n].copy_(p.reshape(-1))
+                p.data = self.flat[offset:offset + n].view_as(p)
+                view = self.grad[offset:offset + n].view_as(p)
+                p.grad = view
+                p._canter_flat = True  # type: ignore[attr-defined]
+                self._grad_views.append(view)
+                offset += n
+        self.exp_avg = torch.zeros_like(self.flat)
+        self.exp_avg_sq = torch.zeros_like(self.flat)
+        self.step_count = torch.zeros((), dtype=torch.float32)
+        self.param_groups: list[dict[str, Any]] = [
+            {"params": self.params, "lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
+        ]
+        self._fused = hasattr(torch, "_fused_adam_") and device.type == "cpu" and dtype == torch.float32
+
+    def _attach_grads(self) -> None:
+        """Re-point any ``p.grad`` that someone replaced (e.g. ``module.zero_grad()``) at its view."""
+        for p, view in zip(self.params, self._grad_views):
+            if p.grad is not view:
+                if p.grad is not None:
+                    view.copy_(p.grad)
+                else:
+                    view.zero_()
+                p.grad = view
+
+    def zero_grad(self, set_to_none: bool = True) -> None:  # noqa: ARG002 - grads stay views
+        """Zero all gradients with one kernel (``set_to_none`` is accepted and ignored)."""
+        self._attach_grads()
+        self.grad.zero_()
+
+    def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
+        """Scale gradients so their global L2 norm is at most ``max_norm``; returns the norm before."""
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.clip_grad_norm_(max_norm)
+        self._attach_grads()
+        norm = torch.linalg.vector_norm(self.grad)
+        self.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+
+    def step(self) -> None:
+        """One Adam update of every parameter."""
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.step()
+        self._attach_grads()
+        g = self.param_groups[0]
+        lr, (beta1, beta2), eps, wd = float(g["lr"]), g["betas"], float(g["eps"]), float(g["weight_decay"])
+        self.step_count += 1
+        if self._fused:
+            torch._fused_adam_(
+                [self.flat], [self.grad], [self.exp_avg], [self.exp_avg_sq], [], [self.step_count],
+                lr=lr, beta1=beta1, beta2=beta2, weight_decay=wd, eps=eps, amsgrad=False, maximize=False,
+            )
+            return
+        grad = self.grad.add(self.flat, alpha=wd) if wd else self.grad
+        step = float(self.step_count)
+        self.exp_avg.lerp_(grad, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = (self.exp_avg_sq.sqrt() / math.sqrt(1 - beta2**step)).add_(eps)
+        self.flat.addcdiv_(self.exp_avg, denom, value=-lr / (1 - beta1**step))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Moments, step count and hyperparameters (tensors are copies)."""
+        g = self.param_groups[0]
+        return {
+            "state": {"exp_avg": self.exp_avg.clone(), "exp_avg_sq": self.exp_avg_sq.clone(),
+                      "step": self.step_count.clone()},
+            "param_groups": [{"lr": g["lr"], "betas": list(g["betas"]), "eps": g["eps"],
+                              "weight_decay": g["weight_decay"]}],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (shapes must match)."""
+        s = state["state"]
+        if s["exp_avg"].shape != self.exp_avg.shape:
+            raise ValueError(f"optimizer state has {s['exp_avg'].numel()} values, this one {self.exp_avg.numel()}")
+        self.exp_avg.copy_(s["exp_avg"])
+        self.exp_avg_sq.copy_(s["exp_avg_sq"])
+        self.step_count.copy_(s["step"])
+        for key, value in state["param_groups"][0].items():
+            self.param_groups[0][key] = tuple(value) if key == "betas" else value
+
+
+def make_adam(params: Iterable[torch.nn.Parameter], lr: float, eps: float = 1e-8) -> Any:
+    """A :class:`FlatAdam` over ``params``; plain ``torch.optim.Adam`` if they cannot be flattened."""
+    params = list(params)
+    try:
+        return FlatAdam(params, lr=lr, eps=eps)
+    except ValueError:
+        return torch.optim.Adam(params, lr=lr, eps=eps)
+
+
+def clip_grad_norm_(optimizer: Any, params: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
+    """Clip with one kernel when ``optimizer`` is flat, else ``torch.nn.utils.clip_grad_norm_``."""
+    if isinstance(optimizer, FlatAdam):
+        return optimizer.clip_grad_norm_(max_norm)
+    return torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)

@@ -1,0 +1,342 @@
+"""``canter benchmark FILE.yaml``: a grid of algorithms x environments x seeds, a table and a figure.
+
+The benchmark file::
+
+    seeds: 3                       # or a list: [0, 1, 2]
+    set: {eval_episodes: 10}       # overrides for every run (run keys or hyperparameters)
+    envs: [CartPole-v1]            # the env list of algorithms that do not name their own
+    algos:                         # a list of names, or a mapping name -> options
+      ppo:
+        envs: [CartPole-v1, {Acrobot-v1: {max_steps: 200000}}]   # an env may carry overrides
+        set: {n_envs: 8}
+      dqn: {}
+
+Precedence: shipped preset < ``set`` < the algorithm's ``set`` < the env's overrides. Every
+combination is validated (config, env id, action space) before the first run. Runs go to
+``OUT/runs/ALGO-ENV-seedN``; a run that finished before is reused, so an interrupted benchmark
+continues where it stopped. Results: ``results.md`` and ``results.csv`` (final return median and
+IQR, IQM with a 95% stratified-bootstrap CI across seeds as in rliable, solved count, steps, wall
+time, steps/s) and ``benchmark.png`` (learning curves, one panel per env).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from canter.checkpoint import atomic_write
+from canter.config import load_yaml, resolve_config, resolved_dict
+from canter.errors import CanterError, unknown
+from canter.tools.rundata import RunData, load_run
+from canter.tools.stats import summarize
+
+SPEC_KEYS = ("seeds", "set", "envs", "algos")
+ALGO_KEYS = ("envs", "set")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the grid."""
+
+    algo: str
+    env: str
+    seed: int
+    overrides: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        """Run directory name."""
+        return f"{self.algo}-{self.env.replace('/', '-').replace(':', '-')}-seed{self.seed}"
+
+
+def _overrides(data: Any, where: str) -> dict[str, Any]:
+    """A ``set`` mapping as make_trainer keyword arguments (``hparams.lr`` / ``hparams: {lr: }`` -> ``lr``)."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise CanterError(f"{where} must be a mapping of config keys to values, got {data!r}")
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        key = str(key)
+        if key == "hparams" and isinstance(value, dict):
+            out.update({str(k): v for k, v in value.items()})
+        else:
+            out[key[8:] if key.startswith("hparams.") else key] = value
+    return out
+
+
+def _env_entries(envs: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
+    if isinstance(envs, (str, dict)):
+        envs = [envs]
+    if not isinstance(envs, list) or not envs:
+        raise CanterError(f"{where} must be a non-empty list of env ids")
+    out = []
+    for item in envs:
+        if isinstance(item, str):
+            out.append((item, {}))
+        elif isinstance(item, dict):
+            out.extend((str(k), _overrides(v, f"{where}: {k}")) for k, v in item.items())
+        else:
+            raise CanterError(f"{where}: expected an env id or 'ENV: {{overrides}}', got {item!r}")
+    return out
+
+
+def load_spec(path: str | Path) -> list[Cell]:
+    """Parse and validate a benchmark file into its grid of cells (nothing is run or written)."""
+    data = load_yaml(path)
+    for key in data:
+        if key not in SPEC_KEYS:
+            raise unknown(f"key in {path}", str(key), SPEC_KEYS)
+    seeds = data.get("seeds", 3)
+    if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1:
+        seeds = list(range(seeds))
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
+        raise CanterError(f"{path}: 'seeds' must be a count >= 1 or a list of seeds >= 0, got {data.get('seeds')!r}")
+    common = _overrides(data.get("set"), f"{path}: set")
+    algos = data.get("algos")
+    if isinstance(algos, list):
+        algos = {str(a): {} for a in algos}
+    if not isinstance(algos, dict) or not algos:
+        raise CanterError(f"{path}: 'algos' must list at least one algorithm")
+    cells = []
+    for algo, opts in algos.items():
+        opts = opts or {}
+        if not isinstance(opts, dict):
+            raise CanterError(f"{path}: options of '{algo}' must be a mapping with 'envs' and/or 'set'")
+        for key in opts:
+            if key not in ALGO_KEYS:
+                raise unknown(f"key under algos.{algo} in {path}", str(key), ALGO_KEYS)
+        if "envs" not in opts and "envs" not in data:
+            raise CanterError(f"{path}: no envs for '{algo}'; add a top-level 'envs' list or algos.{algo}.envs")
+        algo_over = _overrides(opts.get("set"), f"{path}: algos.{algo}.set")
+        for env, env_over in _env_entries(opts.get("envs", data.get("envs")), f"{path}: envs of '{algo}'"):
+            overrides = {**common, **algo_over, **env_over}
+            if "seed" in overrides:
+                raise CanterError(f"{path}: set the seeds with the top-level 'seeds', not 'seed' ({algo} on {env})")
+            cells.extend(Cell(algo, env, seed, overrides) for seed in seeds)
+    names = [c.name for c in cells]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise CanterError(f"{path}: the run '{dup}' appears twice in the grid")
+    return cells
+
+
+def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
+    """Resolve every cell's config and check the algorithm can act in its env (CanterError if not).
+
+    Returns each cell's resolved config (as in ``config.yaml``) by run name.
+    """
+    from canter.tools.checks import check_algo_env
+
+    checked: set[tuple[str, str]] = set()
+    configs = {}
+    for cell in cells:
+        run, algo_cfg = resolve_config(cell.algo, cell.env, seed=cell.seed, **cell.overrides)
+        configs[cell.name] = resolved_dict(run, algo_cfg)
+        if (cell.algo, cell.env) not in checked:
+            checked.add((cell.algo, cell.env))
+            check_algo_env(run.algo, run.env, run.env_kwargs)
+    return configs
+
+
+def _same_config(run_dir: Path, expected: dict[str, Any]) -> None:
+    """Refuse to reuse a finished run whose config differs from what the benchmark file now asks for."""
+    import yaml
+
+    found = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
+    for key in sorted(set(found) | set(expected)):
+        if key == "torch_threads":  # --jobs sets it; it does not change what is measured
+            continue
+        if key == "hparams":
+            diff = [k for k in sorted(set(found.get(key, {})) | set(expected[key]))
+                    if found.get(key, {}).get(k) != expected[key].get(k)]
+            key = f"hparams.{diff[0]}" if diff else None
+        elif found.get(key) == expected.get(key):
+            key = None
+        if key is not None:
+            raise CanterError(f"{run_dir} was run with a different '{key}' than the benchmark file now sets; "
+                              "use another --out or delete that run directory")
+
+
+def _finished(run_dir: Path) -> bool:
+    path = run_dir / "summary.json"
+    if not path.exists():
+        return False
+    try:
+        return json.loads(path.read_text()).get("stop_reason") not in (None, "interrupted")
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
+def run_cell(cell: Cell, run_dir: str, threads: int | None) -> dict[str, Any]:
+    """Train one cell into ``run_dir`` (top level so that worker processes can run it)."""
+    from canter.api import train
+
+    extra = {"torch_threads": threads} if threads else {}
+    train(cell.algo, cell.env, run_dir=run_dir, quiet=True, seed=cell.seed, **{**cell.overrides, **extra})
+    return json.loads((Path(run_dir) / "summary.json").read_text())
+
+
+@dataclass
+class BenchmarkResult:
+    """Rows of the results table, its markdown text and the files written."""
+
+    rows: list[dict[str, Any]]
+    markdown: str
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def benchmark(path: str | Path, out: str | Path | None = None, jobs: int = 1, quiet: bool = False) -> BenchmarkResult:
+    """Run (or continue) the benchmark in ``path``; write the table, CSV and figure to ``out``.
+
+    ``jobs`` > 1 runs that many runs at once in worker processes, each with one torch thread.
+    """
+    if jobs < 1:
+        raise CanterError(f"--jobs must be >= 1, got {jobs}")
+    cells = load_spec(path)
+    configs = check_cells(cells)
+    out_dir = Path(out) if out is not None else Path("runs") / f"benchmark-{Path(path).stem}"
+    runs_dir = out_dir / "runs"
+    todo = []
+    for cell in cells:
+        run_dir = runs_dir / cell.name
+        if _finished(run_dir):
+            _same_config(run_dir, configs[cell.name])
+            continue
+        if run_dir.exists():  # left by an interrupted benchmark: start that run again
+            shutil.rmtree(run_dir)
+        todo.append(cell)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    _execute(todo, runs_dir, jobs, quiet, len(cells) - len(todo), len(cells))
+    rows = table_rows(cells, runs_dir)
+    meta = {"file": str(path), "jobs": jobs, "seconds": round(time.perf_counter() - started, 1)}
+    markdown = to_markdown(rows, meta)
+    files = {"markdown": out_dir / "results.md", "csv": out_dir / "results.csv", "figure": out_dir / "benchmark.png"}
+    atomic_write(files["markdown"], markdown.encode())
+    atomic_write(files["csv"], to_csv(rows).encode())
+    save_figure([load_run(runs_dir / c.name) for c in cells], files["figure"])
+    return BenchmarkResult(rows, markdown, files)
+
+
+def _execute(todo: list[Cell], runs_dir: Path, jobs: int, quiet: bool, done: int, total: int) -> None:
+    def report(cell: Cell, summary: dict[str, Any]) -> None:
+        """Print one progress line per finished run."""
+        nonlocal done
+        done += 1
+        if not quiet:
+            last = summary.get("last_eval_return")
+            ret = "n/a" if last is None else f"{last:.2f}"
+            print(f"[{done}/{total}] {cell.algo} {cell.env} seed {cell.seed}: final eval return {ret}, "
+                  f"{summary.get('steps', 0):,} steps, {summary.get('wall_seconds', 0):.1f}s", flush=True)
+
+    if jobs == 1 or len(todo) <= 1:
+        for cell in todo:
+            report(cell, run_cell(cell, str(runs_dir / cell.name), None))
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    os.environ.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})  # inherited by the spawned workers
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+            futures = {pool.submit(run_cell, cell, str(runs_dir / cell.name), 1): cell for cell in todo}
+            try:
+                for fut in as_completed(futures):
+                    report(futures[fut], fut.result())
+            except BaseException:
+                for fut in futures:  # do not start the rest; running ones finish (or save 'interrupted')
+                    fut.cancel()
+                raise
+    finally:
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _mean(values: list[float]) -> float:
+    return float(sum(values) / len(values)) if values else float("nan")
+
+
+def table_rows(cells: list[Cell], runs_dir: Path) -> list[dict[str, Any]]:
+    """One row per (algorithm, env): statistics across its seeds."""
+    groups: dict[tuple[str, str], list[RunData]] = {}
+    for cell in cells:
+        groups.setdefault((cell.algo, cell.env), []).append(load_run(runs_dir / cell.name))
+    rows = []
+    for (algo, env), runs in groups.items():
+        finals = [r.final_return() for r in runs]
+        stats = summarize([f for f in finals if f is not None])
+        steps = [float(r.summary.get("steps", 0)) for r in runs]
+        walls = [float(r.summary.get("wall_seconds", 0.0)) for r in runs]
+        rows.append({
+            "algo": algo, "env": env, "seeds": len(runs), **{f"final_{k}": v for k, v in stats.items()},
+            "solved": sum(bool(r.summary.get("solved")) for r in runs), "target_reward": runs[0].target_reward,
+            "steps": _mean(steps), "wall_seconds": _mean(walls),
+            "steps_per_second": sum(steps) / sum(walls) if sum(walls) > 0 else float("nan"),
+        })
+    return rows
+
+
+def _fmt(x: Any, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{round(x, digits) + 0.0:,.{digits}f}"  # + 0.0 turns -0.0 into 0.0
+
+
+def to_markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """The results table in markdown, with how it was produced."""
+    from canter.utils import canter_version, git_commit
+
+    lines = [
+        f"# Benchmark: {meta['file']}", "",
+        f"canter {canter_version()} ({git_commit() or 'no git'}), {os.cpu_count()} CPUs, --jobs {meta['jobs']}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}, {meta['seconds']} s for the runs not reused.", "",
+        "Final return = last evaluation's mean return of a run. IQM = interquartile mean across seeds; "
+        "CI = 95% percentile bootstrap over seeds (as rliable).", "",
+        "| algo | env | seeds | final return median [q25, q75] | IQM [95% CI] | solved | target | steps | wall s | steps/s |",
+        "|---|---|---:|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['algo']} | {r['env']} | {r['seeds']} | {_fmt(r['final_median'])} [{_fmt(r['final_q25'])}, "
+            f"{_fmt(r['final_q75'])}] | {_fmt(r['final_iqm'])} [{_fmt(r['final_iqm_low'])}, {_fmt(r['final_iqm_high'])}] "
+            f"| {r['solved']}/{r['seeds']} | {_fmt(r['target_reward'], 0)} | {_fmt(r['steps'], 0)} "
+            f"| {_fmt(r['wall_seconds'])} | {_fmt(r['steps_per_second'], 0)} |")
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    """The results table as CSV (one row per algorithm and env, all numeric columns)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["algo", "env"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def save_figure(runs: list[RunData], path: Path) -> Path:
+    """Learning curves, one panel per env, one mean-and-band curve per algorithm."""
+    from canter.tools.plot import draw_groups, group_runs, new_figure, save_figure_atomic
+
+    envs = list(dict.fromkeys(r.env for r in runs))
+    colors = {algo: f"C{i % 10}" for i, algo in enumerate(dict.fromkeys(r.algo for r in runs))}
+    cols = min(3, len(envs))
+    nrows = math.ceil(len(envs) / cols)
+    fig = new_figure(440 * cols, 340 * nrows)
+    for i, env in enumerate(envs):
+        ax = fig.add_subplot(nrows, cols, i + 1)
+        env_runs = [r for r in runs if r.env == env]
+        draw_groups(ax, group_runs(env_runs, [r.algo for r in env_runs]), colors=colors)
+        ax.set_title(env)
+    return save_figure_atomic(fig, path)

@@ -1,0 +1,118 @@
+"""Argument parsing for ``canter tune|plot|benchmark|report`` (the logic lives in the tool modules)."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from canter.errors import CanterError
+
+RUN_KEYS = ("seed", "n_envs", "max_steps", "target_reward", "eval_every", "eval_episodes")
+
+
+def _parser(prog: str, description: str) -> argparse.ArgumentParser:
+    from canter.cli import _Parser
+
+    return _Parser(prog=prog, description=description)
+
+
+def _trial_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
+    p.add_argument("-f", "--config", dest="config_file", help="base run config YAML for every trial")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="fix a config key or hyperparameter for every trial (repeatable)")
+    p.add_argument("--seed", type=int, help="seed of every trial (default 0)")
+    p.add_argument("--n-envs", type=int, dest="n_envs", help="parallel environments")
+    p.add_argument("--max-steps", type=int, dest="max_steps", help="env-step budget of each trial")
+    p.add_argument("--target-reward", type=float, dest="target_reward", help="stop a trial at this evaluation return")
+    p.add_argument("--eval-every", type=int, dest="eval_every", help="evaluate every N steps (the pruning points)")
+    p.add_argument("--eval-episodes", type=int, dest="eval_episodes", help="episodes per evaluation")
+
+
+def _run_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: getattr(args, k) for k in RUN_KEYS if getattr(args, k, None) is not None}
+
+
+def cmd_tune(argv: list[str]) -> int:
+    """``canter tune ALGO --env ENV --trials N ...``"""
+    p = _parser("canter tune", "Tune hyperparameters with Optuna (TPE sampler, median pruning).")
+    p.add_argument("algo", help="algorithm (see 'canter list')")
+    p.add_argument("--trials", type=int, default=20, help="finished trials wanted in the study (default 20)")
+    p.add_argument("--out", help="output directory (default runs/tune-ALGO-ENV)")
+    p.add_argument("--timeout", type=float, help="stop starting trials after this many seconds")
+    p.add_argument("--jobs", type=int, default=1, help="parallel worker processes, one torch thread each (default 1)")
+    p.add_argument("--storage", help="Optuna storage URL (default sqlite:///OUT/study.db)")
+    p.add_argument("--study", help="study name (default ALGO-ENV); same storage and name resume the study")
+    p.add_argument("--space", dest="space_file", help="YAML overriding the declared search space (name: null drops one)")
+    p.add_argument("--no-prune", dest="prune", action="store_false", help="do not prune trials")
+    p.add_argument("--prune-startup", type=int, default=5, help="complete trials before pruning starts (default 5)")
+    p.add_argument("--prune-warmup", type=int, default=1, help="evaluations a trial always gets (default 1)")
+    p.add_argument("--sampler-seed", type=int, default=0, help="TPE sampler seed (default 0)")
+    p.add_argument("--quiet", action="store_true", help="no per-trial log lines")
+    _trial_flags(p)
+    args = p.parse_args(argv)
+    from canter.tools.tune import tune
+
+    result = tune(args.algo, args.env, args.trials, out=args.out, timeout=args.timeout, jobs=args.jobs,
+                  storage=args.storage, study=args.study, space_file=args.space_file, config_file=args.config_file,
+                  sets=args.sets, prune=args.prune, prune_startup=args.prune_startup, prune_warmup=args.prune_warmup,
+                  sampler_seed=args.sampler_seed, quiet=args.quiet, **_run_overrides(args))
+    c = result.counts
+    print(f"study '{result.study_name}': {c['complete']} complete, {c['pruned']} pruned, {c['fail']} failed trials")
+    print(f"best trial {result.best_trial}: last evaluation return {result.best_value:.2f}")
+    for k, v in result.best_params.items():
+        print(f"  {k}: {v}")
+    print("wrote " + ", ".join(str(f) for f in result.files.values()))
+    return 0
+
+
+def cmd_plot(argv: list[str]) -> int:
+    """``canter plot RUN_DIR... [--x steps|time] [--label L ...] [--out FILE] [--size WxH]``"""
+    p = _parser("canter plot", "Plot learning curves; runs with the same label are averaged with a band.")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
+    p.add_argument("--x", default="steps", choices=("steps", "time"), help="x axis (default steps)")
+    p.add_argument("--label", nargs="+", dest="labels", help="one label per run dir (same label = one group)")
+    p.add_argument("--out", default="curves.png", help="output image: .png, .svg or .pdf (default curves.png)")
+    p.add_argument("--size", default="800x500", help="image size in pixels, WIDTHxHEIGHT (default 800x500)")
+    p.add_argument("--title", help="plot title (default: the env ids)")
+    args = p.parse_args(argv)
+    from canter.tools.plot import parse_size, plot_runs
+
+    path = plot_runs(args.run_dirs, x=args.x, labels=args.labels, out=args.out, size=parse_size(args.size),
+                     title=args.title)
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_benchmark(argv: list[str]) -> int:
+    """``canter benchmark FILE.yaml [--out DIR] [--jobs J]``"""
+    p = _parser("canter benchmark", "Run algorithms x environments x seeds; write a results table and a figure.")
+    p.add_argument("file", help="benchmark YAML (e.g. benchmarks/classic.yaml)")
+    p.add_argument("--out", help="output directory (default benchmarks/results/<file stem>)")
+    p.add_argument("--jobs", type=int, default=1, help="runs in parallel, one torch thread each (default 1)")
+    p.add_argument("--quiet", action="store_true", help="no line per finished run")
+    args = p.parse_args(argv)
+    from canter.tools.benchmark import benchmark
+
+    result = benchmark(args.file, out=args.out, jobs=args.jobs, quiet=args.quiet)
+    print(result.markdown)
+    print("wrote " + ", ".join(str(f) for f in result.files.values()))
+    return 0
+
+
+def cmd_report(argv: list[str]) -> int:
+    """``canter report RUN_DIR [--out FILE] [--eval-episodes N]``"""
+    p = _parser("canter report", "Write a self-contained report.html for a run.")
+    p.add_argument("run_dir", help="run directory")
+    p.add_argument("--out", help="output file (default RUN_DIR/report.html)")
+    p.add_argument("--eval-episodes", type=int, default=20, dest="eval_episodes",
+                   help="episodes of the best checkpoint for the return distribution (0: skip; default 20)")
+    args = p.parse_args(argv)
+    if args.eval_episodes < 0:
+        raise CanterError(f"--eval-episodes must be >= 0, got {args.eval_episodes}")
+    from canter.tools.report import write_report
+
+    print(f"wrote {write_report(args.run_dir, out=args.out, eval_episodes=args.eval_episodes)}")
+    return 0
+
+
+COMMANDS = {"tune": cmd_tune, "plot": cmd_plot, "benchmark": cmd_benchmark, "report": cmd_report}

@@ -1,0 +1,167 @@
+"""Learning curves from run directories: seeds of one algorithm and env become a mean with a band.
+
+``canter plot RUN_DIR... [--x steps|time] [--label ...] [--out FILE] [--size WxH]``. The curve of
+a run is its ``rolling_return`` (mean of the last 100 training episodes) from ``history.parquet``,
+against env steps or wall-clock seconds. Runs with the same label (by default ``"ALGO ENV"``) are
+interpolated onto one grid and drawn as their mean with a band of one standard deviation across
+runs; a run contributes only inside the range it covers, except that a run which stopped because
+it reached its target keeps its last value to the end (it is solved, not gone). Each target reward
+is a dashed line.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from canter.errors import CanterError
+from canter.tools.rundata import RunData, load_run
+
+FORMATS = ("png", "svg", "pdf")
+X_AXES = {"steps": ("step", "environment steps"), "time": ("wall_time", "wall-clock seconds")}
+
+
+def new_figure(width_px: int, height_px: int, dpi: int = 100) -> Any:
+    """A matplotlib Figure of exactly ``width_px`` x ``height_px`` pixels (no pyplot state)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width_px / dpi, height_px / dpi), dpi=dpi, layout="constrained")
+
+
+def run_curve(run: RunData, x: str = "steps") -> tuple[np.ndarray, np.ndarray]:
+    """(x, rolling training return) of one run; evaluation means when it finished no episode."""
+    if x not in X_AXES:
+        raise CanterError(f"--x must be 'steps' or 'time', got '{x}'")
+    col = X_AXES[x][0]
+    if len(run.history.get("rolling_return", ())):
+        table, ycol = run.history, "rolling_return"
+    else:
+        table, ycol = run.evaluations, "mean_return"
+    if not len(table.get(ycol, ())):
+        return np.zeros(0), np.zeros(0)
+    return table[col], table[ycol]
+
+
+def mean_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
+              hold: Sequence[bool] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Interpolate curves onto a shared grid; return (grid, mean, std) over the runs covering each point.
+
+    A curve covers its own x range; with ``hold[i]`` true, curve ``i`` also keeps its last value
+    up to the end of the grid (a run that stopped because it reached its target).
+    """
+    hold = [False] * len(curves) if hold is None else list(hold)
+    kept = [(c, h) for c, h in zip(curves, hold) if len(c[0])]
+    if not kept:
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    lo = min(float(xs[0]) for (xs, _), _ in kept)
+    hi = max(float(xs[-1]) for (xs, _), _ in kept)
+    grid = np.linspace(lo, hi, points) if hi > lo else np.array([lo])
+    stack = np.full((len(kept), grid.size), np.nan)
+    for i, ((xs, ys), held) in enumerate(kept):
+        inside = (grid >= xs[0]) & ((grid <= xs[-1]) | held)
+        stack[i, inside] = np.interp(grid[inside], xs, ys)  # np.interp holds the last value beyond xs[-1]
+    covered = np.isfinite(stack).any(axis=0)
+    grid, stack = grid[covered], stack[:, covered]
+    with np.errstate(invalid="ignore"):
+        mean = np.nanmean(stack, axis=0)
+        std = np.nanstd(stack, axis=0)
+    return grid, mean, std
+
+
+def group_runs(runs: Sequence[RunData], labels: Sequence[str] | None = None) -> dict[str, list[RunData]]:
+    """Group runs by label (default ``"ALGO ENV"``), keeping the order of first appearance."""
+    if labels is not None and len(labels) not in (0, len(runs)):
+        raise CanterError(f"--label needs one label per run directory: got {len(labels)} labels for {len(runs)} runs")
+    groups: dict[str, list[RunData]] = {}
+    for i, run in enumerate(runs):
+        label = labels[i] if labels else f"{run.algo} {run.env}"
+        groups.setdefault(label, []).append(run)
+    return groups
+
+
+def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
+                colors: dict[str, str] | None = None) -> None:
+    """Draw each group's mean curve and band, and each distinct target reward, on ``ax``.
+
+    ``colors`` maps labels to colors (so that one label has one color across several panels).
+    """
+    targets: set[float] = set()
+    for label, runs in groups.items():
+        grid, mean, std = mean_band([run_curve(r, x) for r in runs],
+                                    hold=[r.summary.get("stop_reason") == "target_reward" for r in runs])
+        if not grid.size:
+            continue
+        n = len(runs)
+        (line,) = ax.plot(grid, mean, label=f"{label} (n={n})" if n > 1 else label, linewidth=1.8,
+                          color=(colors or {}).get(label))
+        if n > 1:
+            ax.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
+        targets.update(r.target_reward for r in runs if r.target_reward is not None)
+    for target in sorted(targets):
+        ax.axhline(target, color="0.35", linestyle="--", linewidth=1.0, label=f"target {target:g}")
+    ax.set_xlabel(X_AXES[x][1])
+    ax.set_ylabel("return (rolling mean of 100 episodes)")
+    ax.grid(alpha=0.3)
+    if groups:
+        ax.legend(loc="best", fontsize="small")
+
+
+def save_figure_atomic(fig: Any, path: Path, fmt: str = "png") -> Path:
+    """Render ``fig`` and write it with :func:`~canter.checkpoint.atomic_write` (no half-written image)."""
+    import io
+
+    from canter.checkpoint import atomic_write
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt)
+    atomic_write(path, buf.getvalue())
+    return path
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``"800x500"`` -> (800, 500) pixels."""
+    w, sep, h = text.lower().partition("x")
+    try:
+        width, height = int(w), int(h)
+    except ValueError:
+        width = height = 0
+    if not sep or width < 100 or height < 100 or width > 10000 or height > 10000:
+        raise CanterError(f"--size must be WIDTHxHEIGHT in pixels between 100 and 10000, e.g. 800x500, got '{text}'")
+    return width, height
+
+
+def check_output(out: str | Path) -> tuple[Path, str]:
+    """The output path and its format (png, svg or pdf, from the suffix)."""
+    path = Path(out)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        from canter.errors import unknown
+
+        raise unknown("image format", fmt or "(none)", FORMATS)
+    return path, fmt
+
+
+def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence[str] | None = None,
+              out: str | Path = "curves.png", size: tuple[int, int] = (800, 500), title: str | None = None) -> Path:
+    """Plot the learning curves of ``run_dirs`` into ``out`` (PNG, SVG or PDF); returns the path.
+
+    Raises :class:`CanterError` for a missing run directory, a bad ``x``, a label count that does
+    not match, or an unknown image format -- before anything is written.
+    """
+    if not run_dirs:
+        raise CanterError("give at least one run directory")
+    if x not in X_AXES:
+        raise CanterError(f"--x must be 'steps' or 'time', got '{x}'")
+    path, fmt = check_output(out)
+    runs = [load_run(d) for d in run_dirs]
+    groups = group_runs(runs, labels)
+    if not any(len(run_curve(r, x)[0]) for r in runs):
+        raise CanterError("none of the runs has finished an episode or an evaluation yet: nothing to plot")
+    fig = new_figure(*size)
+    ax = fig.add_subplot()
+    draw_groups(ax, groups, x)
+    envs = sorted({r.env for r in runs})
+    ax.set_title(title or ", ".join(envs))
+    return save_figure_atomic(fig, path, fmt)

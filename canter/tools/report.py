@@ -1,0 +1,247 @@
+"""``canter report RUN_DIR``: one self-contained ``report.html`` a person can open anywhere.
+
+Everything is inside the file: CSS inline, plots as PNG data URIs, videos as MP4 data URIs, no
+scripts and no external references, so it needs no network and no server. Sections: summary,
+learning curve (training episodes, rolling return, evaluations, target), the return distribution
+of the best checkpoint over fresh evaluation episodes, update statistics over time, throughput,
+checkpoints, the recorded videos and the resolved config.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from canter.checkpoint import atomic_write
+from canter.tools.plot import new_figure
+from canter.tools.rundata import RunData, checkpoints, load_run
+
+MAX_VIDEO_BYTES = 20 * 1024 * 1024  # all embedded videos together
+SKIP_UPDATE_COLUMNS = ("step", "wall_time", "steps_per_second")
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}
+main{max-width:1000px;margin:0 auto;padding:24px}
+h1{font-size:1.5rem;margin:0 0 4px}h2{font-size:1.15rem;margin:28px 0 8px;border-bottom:1px solid #d8dce3;padding-bottom:4px}
+.sub{color:#5b6475;margin:0 0 16px}
+.cards{display:flex;flex-wrap:wrap;gap:10px}
+.card{background:#fff;border:1px solid #d8dce3;border-radius:6px;padding:8px 12px;min-width:120px}
+.card b{display:block;font-size:1.1rem}.card span{color:#5b6475;font-size:.8rem}
+.ok{color:#17803d}.no{color:#b4232c}
+img{max-width:100%;height:auto;background:#fff;border:1px solid #d8dce3;border-radius:6px}
+table{border-collapse:collapse;background:#fff;font-size:.9rem}
+th,td{border:1px solid #d8dce3;padding:4px 8px;text-align:right}th{background:#eef0f4}td:first-child{text-align:left}
+pre{background:#fff;border:1px solid #d8dce3;border-radius:6px;padding:12px;overflow:auto;font-size:.85rem}
+video{max-width:100%;border:1px solid #d8dce3;border-radius:6px;background:#000}
+figure{margin:0 0 12px}figcaption{color:#5b6475;font-size:.85rem}
+.note{color:#5b6475;font-style:italic}
+"""
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _img(fig: Any, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="{_png(fig)}">'
+
+
+def learning_curve(run: RunData) -> str:
+    """Training episode returns, their rolling mean, evaluations (mean +- std) and the target."""
+    fig = new_figure(960, 420)
+    ax = fig.add_subplot()
+    h, e = run.history, run.evaluations
+    if len(h.get("step", ())):
+        ax.scatter(h["step"], h["episode_return"], s=6, alpha=0.25, color="#7f8ea3", label="training episode")
+        ax.plot(h["step"], h["rolling_return"], color="#1f77b4", linewidth=1.8, label="rolling mean (100 episodes)")
+    if len(e.get("step", ())):
+        ax.errorbar(e["step"], e["mean_return"], yerr=e["std_return"], fmt="o-", color="#d62728", markersize=4,
+                    capsize=3, linewidth=1.2, label="evaluation mean ± std")
+    if run.target_reward is not None:
+        ax.axhline(run.target_reward, color="0.35", linestyle="--", linewidth=1.0, label=f"target {run.target_reward:g}")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("episode return")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return _img(fig, "learning curve")
+
+
+def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[str, str]:
+    """Histogram of ``episodes`` fresh deterministic episodes of the best checkpoint (HTML, caption)."""
+    from canter.api import find_checkpoint, load
+    from canter.envs import make_vec_env
+    from canter.trainers.evaluation import evaluate
+
+    base = find_checkpoint(run.dir)
+    agent = load(run.dir)
+    env = make_vec_env(agent.run_config.env, min(episodes, 8), "sync", agent.run_config.env_kwargs)
+    try:
+        result = evaluate(agent, env, episodes, seed=seed)
+    finally:
+        env.close()
+    returns = np.asarray(result.returns)
+    fig = new_figure(960, 340)
+    ax = fig.add_subplot()
+    bins = min(20, max(5, len(np.unique(returns))))
+    ax.hist(returns, bins=bins, color="#2ca02c", alpha=0.8, edgecolor="white")
+    ax.axvline(returns.mean(), color="#1d2430", linewidth=1.5, label=f"mean {returns.mean():.1f}")
+    ax.axvline(np.median(returns), color="#1d2430", linestyle=":", linewidth=1.5, label=f"median {np.median(returns):.1f}")
+    ax.set_xlabel("episode return")
+    ax.set_ylabel("episodes")
+    ax.legend(loc="best", fontsize="small")
+    q25, q75 = np.quantile(returns, [0.25, 0.75])
+    target = "" if run.target_reward is None else f"; target {run.target_reward:g}"
+    caption = (f"{episodes} deterministic episodes of checkpoint '{base.name}' (evaluation seed {seed}): mean "
+               f"{returns.mean():.2f} ± {returns.std():.2f}, median {np.median(returns):.2f}, IQR [{q25:.2f}, {q75:.2f}], "
+               f"min {returns.min():.2f}, max {returns.max():.2f}{target}")
+    return _img(fig, "evaluation return distribution"), caption
+
+
+def update_stats(run: RunData) -> str:
+    """One small panel per update statistic (losses, entropy, KL, ...) against env steps."""
+    u = run.updates
+    names = [k for k in u if k not in SKIP_UPDATE_COLUMNS and np.isfinite(u[k]).any()]
+    if not names or not len(u.get("step", ())):
+        return '<p class="note">No update statistics were logged.</p>'
+    cols = 3
+    rows = -(-len(names) // cols)
+    fig = new_figure(960, 230 * rows)
+    for i, name in enumerate(names):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        ax.plot(u["step"], u[name], color="#9467bd", linewidth=1.0)
+        ax.set_title(name, fontsize="small")
+        ax.tick_params(labelsize="x-small")
+        ax.grid(alpha=0.3)
+    return _img(fig, "update statistics")
+
+
+def throughput(run: RunData) -> str:
+    """Env steps per second over the run."""
+    u = run.updates
+    if not len(u.get("steps_per_second", ())):
+        return '<p class="note">No throughput was logged.</p>'
+    fig = new_figure(960, 300)
+    ax = fig.add_subplot()
+    ax.plot(u["step"], u["steps_per_second"], color="#ff7f0e", linewidth=1.0, label="between records")
+    steps, wall = run.summary.get("steps"), run.summary.get("wall_seconds")
+    if steps and wall:
+        ax.axhline(steps / wall, color="0.35", linestyle="--", linewidth=1.0,
+                   label=f"whole run, with evaluations {steps / wall:,.0f}")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("steps / s")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return _img(fig, "throughput")
+
+
+def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> str:
+    head = "".join(f"<th>{html.escape(title)}</th>" for _, title in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(r.get(k)))}</td>" for k, _ in columns) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.2f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def videos(run: RunData) -> str:
+    """The recorded videos (``videos/*.mp4``) as embedded players, newest first, up to a size cap."""
+    from canter.tools.video import video_index
+
+    entries = {e["file"]: e for e in video_index(run.dir)}
+    files = sorted((run.dir / "videos").glob("*.mp4"), reverse=True)
+    if not files:
+        return ('<p class="note">No video was recorded. Use <code>canter train --record-every N</code> or '
+                '<code>canter play RUN_DIR --video-dir RUN_DIR/videos</code>.</p>')
+    parts, used, left = [], 0, []
+    for f in files:
+        size = f.stat().st_size
+        if used + size > MAX_VIDEO_BYTES:
+            left.append(f.name)
+            continue
+        used += size
+        e = entries.get(f.name, {})
+        caption = f.name + (f" (step {e['step']:,}, return {e['return']:.1f})" if e else "")
+        data = base64.b64encode(f.read_bytes()).decode()
+        parts.append(f'<figure><video controls muted preload="metadata" src="data:video/mp4;base64,{data}"></video>'
+                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    if left:
+        parts.append(f'<p class="note">Not embedded (size cap): {html.escape(", ".join(left))}</p>')
+    return "".join(parts)
+
+
+def _cards(run: RunData) -> str:
+    s = run.summary
+    solved = s.get("solved")
+    items = [
+        ("solved" if solved else "not solved", "outcome", "ok" if solved else "no"),
+        (_cell(s.get("best_eval_return")), "best eval return", ""),
+        (_cell(s.get("last_eval_return")), "last eval return", ""),
+        (_cell(run.target_reward), "target", ""),
+        (_cell(s.get("steps")), "env steps", ""),
+        (_cell(s.get("episodes")), "episodes", ""),
+        (_cell(s.get("updates")), "updates", ""),
+        (f"{s.get('wall_seconds', 0):,.1f} s" if s else "–", "wall time", ""),
+        (_cell(s["steps"] / s["wall_seconds"]) if s.get("wall_seconds") else "–", "steps / s", ""),
+        (str(s.get("stop_reason") or "–"), "stop reason", ""),
+    ]
+    return '<div class="cards">' + "".join(
+        f'<div class="card"><b class="{cls}">{html.escape(v)}</b><span>{html.escape(k)}</span></div>'
+        for v, k, cls in items) + "</div>"
+
+
+def render(run: RunData, eval_episodes: int = 20) -> str:
+    """The report's HTML text."""
+    s, c = run.summary, run.config
+    title = f"{run.algo} on {run.env}: {run.dir.name}"
+    dist = '<p class="note">Skipped (no checkpoint, or --eval-episodes 0).</p>'
+    if eval_episodes and checkpoints(run.dir):
+        dist_img, dist_caption = eval_distribution(run, eval_episodes)
+        dist = f"<figure>{dist_img}<figcaption>{html.escape(dist_caption)}</figcaption></figure>"
+    ckpt_rows = checkpoints(run.dir)
+    for r in ckpt_rows:
+        r["kib"] = round(r["bytes"] / 1024, 1)
+    ckpts = _table(ckpt_rows, [("name", "checkpoint"), ("step", "step"), ("best_eval_return", "best eval return"),
+                               ("last_eval_return", "last eval return"), ("kib", "KiB"), ("sha256", "sha256")]) \
+        if ckpt_rows else '<p class="note">No checkpoints.</p>'
+    note = "" if s else ('<p class="note">No summary.json: the run is still going or was killed; '
+                         "the report shows what was saved.</p>")
+    sub = (f"seed {c.get('seed')} · canter {s.get('canter_version', '?')} · commit {s.get('git_commit') or 'none'} · "
+           f"{c.get('n_envs')} envs")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title><style>{CSS}</style></head>
+<body><main>
+<h1>{html.escape(title)}</h1><p class="sub">{html.escape(sub)}</p>{note}
+{_cards(run)}
+<h2>Learning curve</h2>{learning_curve(run)}
+<h2>Evaluation return distribution</h2>{dist}
+<h2>Losses and update statistics</h2>{update_stats(run)}
+<h2>Throughput</h2>{throughput(run)}
+<h2>Checkpoints</h2>{ckpts}
+<h2>Videos</h2>{videos(run)}
+<h2>Config</h2><pre>{html.escape(yaml.safe_dump(c, sort_keys=False))}</pre>
+</main></body></html>
+"""
+
+
+def write_report(run_dir: str | Path, out: str | Path | None = None, eval_episodes: int = 20) -> Path:
+    """Write the report of ``run_dir`` (default ``RUN_DIR/report.html``) and return its path."""
+    run = load_run(run_dir)
+    path = Path(out) if out is not None else run.dir / "report.html"
+    atomic_write(path, render(run, eval_episodes).encode())
+    return path

@@ -1,0 +1,100 @@
+"""Read a run directory (config, summary, parquet tables, checkpoints, videos) into plain numpy."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from canter.errors import CanterError
+
+
+@dataclass
+class RunData:
+    """Everything a tool reads from one run directory; tables are dicts of numpy columns."""
+
+    dir: Path
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    history: dict[str, np.ndarray] = field(default_factory=dict)
+    evaluations: dict[str, np.ndarray] = field(default_factory=dict)
+    updates: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def algo(self) -> str:
+        """Algorithm name from the config."""
+        return str(self.config.get("algo", "?"))
+
+    @property
+    def env(self) -> str:
+        """Environment id from the config."""
+        return str(self.config.get("env", "?"))
+
+    @property
+    def target_reward(self) -> float | None:
+        """The run's target reward, if it had one."""
+        value = self.config.get("target_reward")
+        return None if value is None else float(value)
+
+    def final_return(self) -> float | None:
+        """The last evaluation's mean return, else the last rolling training return, else None."""
+        if self.summary.get("last_eval_return") is not None:
+            return float(self.summary["last_eval_return"])
+        if len(self.evaluations.get("mean_return", ())):
+            return float(self.evaluations["mean_return"][-1])
+        if len(self.history.get("rolling_return", ())):
+            return float(self.history["rolling_return"][-1])
+        return None
+
+
+def read_table(path: Path) -> dict[str, np.ndarray]:
+    """A parquet file as ``{column: float array}`` (missing file: empty dict)."""
+    if not path.exists():
+        return {}
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    out = {}
+    for name in table.column_names:
+        values = table.column(name).to_pylist()
+        try:
+            out[name] = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+        except (TypeError, ValueError):
+            continue  # a non-numeric column: not plotted
+    return out
+
+
+def load_run(path: str | Path) -> RunData:
+    """Load a run directory written by ``canter train``; a CanterError if it is not one."""
+    p = Path(path)
+    if not p.is_dir():
+        raise CanterError(f"no such run directory: '{path}'")
+    cfg_path = p / "config.yaml"
+    if not cfg_path.exists():
+        raise CanterError(f"'{path}' is not a canter run directory (no config.yaml)")
+    config = yaml.safe_load(cfg_path.read_text()) or {}
+    summary_path = p / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    return RunData(p, config, summary, read_table(p / "history.parquet"), read_table(p / "evaluations.parquet"),
+                   read_table(p / "updates.parquet"))
+
+
+def checkpoints(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's checkpoints: name, step, size in bytes and the trainer counters at save time."""
+    rows = []
+    for meta_path in sorted((run_dir / "checkpoints").glob("*.json")):
+        tensors = meta_path.with_suffix(".safetensors")
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        trainer = meta.get("trainer", {})
+        rows.append({
+            "name": meta_path.stem, "step": meta.get("step"), "bytes": tensors.stat().st_size if tensors.exists() else 0,
+            "best_eval_return": trainer.get("best_eval_return"), "last_eval_return": trainer.get("last_eval_return"),
+            "sha256": str(meta.get("sha256", ""))[:12],
+        })
+    return sorted(rows, key=lambda r: (r["step"] or 0, r["name"]))

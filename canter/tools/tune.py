@@ -1,0 +1,345 @@
+"""``canter tune``: an Optuna study over the search space that the config fields declare.
+
+Each hyperparameter's search space lives on its config field (``hp(..., search={"low": 1e-5,
+"high": 3e-3, "log": True})`` or ``search={"choices": [...]}``); ``--space FILE.yaml`` overrides
+entries by name (``name: null`` leaves that one untuned, run keys such as ``n_envs`` may be added).
+Trials are sampled by TPE and pruned by the median rule on the evaluation returns the trainer
+yields (reported per evaluation, numbered 1, 2, ...). The objective is a trial's last evaluation
+mean return. The study lives in an Optuna storage (SQLite in the output directory by default, or
+any RDB URL so that several machines share it) and resumes when run again with the same storage
+and study name: ``--trials`` is the total number of finished (complete or pruned) trials wanted.
+"""
+from __future__ import annotations
+
+import json
+import typing
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from canter.config import RunConfig, check_range, coerce, fields_of, load_yaml, parse_set, resolve_config, resolved_dict
+from canter.errors import CanterError, require, unknown
+from canter.registry import lookup
+from canter.tools.checks import check_algo_env
+
+SPEC_KEYS = ("low", "high", "log", "step", "choices")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One dimension of the search space."""
+
+    name: str
+    kind: str  # "int", "float" or "categorical"
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = None
+    choices: tuple[Any, ...] = ()
+
+    def suggest(self, trial: Any) -> Any:
+        """Draw this parameter from an Optuna trial."""
+        if self.kind == "int":
+            return trial.suggest_int(self.name, int(self.low), int(self.high), step=int(self.step or 1), log=self.log)
+        if self.kind == "float":
+            return trial.suggest_float(self.name, self.low, self.high, step=self.step, log=self.log)
+        if all(c is None or isinstance(c, (bool, int, float, str)) for c in self.choices):
+            return trial.suggest_categorical(self.name, list(self.choices))
+        # lists (e.g. net_arch) are not Optuna categories: sample their JSON text instead
+        return json.loads(trial.suggest_categorical(self.name, [json.dumps(c) for c in self.choices]))
+
+
+def _field(algo_cls: type, name: str) -> tuple[str, Any, Any]:
+    """(config key, dataclass field, type) for a hyperparameter or run-config key."""
+    hp_fields, run_fields = fields_of(algo_cls.Config), fields_of(RunConfig)
+    bare = name[8:] if name.startswith("hparams.") else name
+    if bare in hp_fields:
+        return bare, *hp_fields[bare]
+    if not name.startswith("hparams.") and name in run_fields and name not in ("algo", "env"):
+        return name, *run_fields[name]
+    raise unknown("hyperparameter in the search space", name,
+                  list(hp_fields) + [k for k in run_fields if k not in ("algo", "env")])
+
+
+def typing_inner(tp: Any) -> Any:
+    """``int | None`` -> ``int`` (other types unchanged)."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if len(args) == 1 else tp
+
+
+def make_param(algo_cls: type, name: str, spec: Any, source: str) -> Param:
+    """Validate one search-space entry against its config field and build a :class:`Param`."""
+    key, f, tp = _field(algo_cls, name)
+    where = f"search space of '{name}' ({source})"
+    if not isinstance(spec, dict):
+        raise CanterError(f"{where} must be a mapping with 'choices' or 'low'/'high', got {spec!r}")
+    for k in spec:
+        if k not in SPEC_KEYS:
+            raise unknown(f"key in the {where}", str(k), SPEC_KEYS)
+    if "choices" in spec:
+        choices = spec["choices"]
+        if not isinstance(choices, list) or not choices:
+            raise CanterError(f"{where}: 'choices' must be a non-empty list")
+        values = [coerce(tp, c, key) for c in choices]
+        for v in values:
+            check_range(f, v, key)
+        return Param(key, "categorical", choices=tuple(values))
+    if "low" not in spec or "high" not in spec:
+        raise CanterError(f"{where} needs 'choices' or both 'low' and 'high'")
+    base = tp if tp in (int, float) else typing_inner(tp)
+    if base not in (int, float):
+        raise CanterError(f"{where}: '{key}' is not a number; give 'choices' instead of a range")
+    low, high = coerce(base, spec["low"], key), coerce(base, spec["high"], key)
+    check_range(f, low, key)
+    check_range(f, high, key)
+    log = bool(spec.get("log", False))
+    if not low < high:
+        raise CanterError(f"{where}: 'low' ({low}) must be below 'high' ({high})")
+    if log and low <= 0:
+        raise CanterError(f"{where}: a log scale needs 'low' > 0, got {low}")
+    step = spec.get("step")
+    if step is not None and log:
+        raise CanterError(f"{where}: 'step' and 'log' cannot be combined")
+    return Param(key, "int" if base is int else "float", low, high, log, None if step is None else coerce(base, step, key))
+
+
+def search_space(algo: str, space_file: str | Path | None = None) -> dict[str, Param]:
+    """The declared search space of ``algo``'s config, with ``space_file``'s entries over it."""
+    algo_cls = lookup("algorithm", algo)
+    specs: dict[str, tuple[Any, str]] = {}
+    for name, (f, _tp) in fields_of(algo_cls.Config).items():
+        if f.metadata.get("search"):
+            specs[name] = (f.metadata["search"], f"declared on {algo_cls.__name__}.Config")
+    if space_file is not None:
+        for name, spec in load_yaml(space_file).items():
+            key = _field(algo_cls, str(name))[0]
+            if spec is None:
+                specs.pop(key, None)
+            else:
+                specs[key] = (spec, str(space_file))
+    if not specs:
+        raise CanterError(f"the search space of '{algo}' is empty; declare search= on its config fields or pass --space")
+    return {name: make_param(algo_cls, name, spec, source) for name, (spec, source) in specs.items()}
+
+
+@dataclass
+class TuneResult:
+    """What a finished ``tune`` call found and wrote."""
+
+    study_name: str
+    storage: str
+    best_trial: int
+    best_value: float
+    best_params: dict[str, Any]
+    counts: dict[str, int]
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+def _storage(url: str) -> Any:
+    optuna = require("optuna", "tune", "canter tune")
+    try:
+        with warnings.catch_warnings():  # the heartbeat (stale RUNNING trials -> FAIL on resume) is "experimental"
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.storages.RDBStorage(url, heartbeat_interval=60, grace_period=180)
+    except Exception as exc:  # noqa: BLE001 - sqlalchemy/optuna raise many kinds; one line for the user
+        raise CanterError(f"cannot open Optuna storage '{url}': {str(exc).splitlines()[0]}") from None
+
+
+def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
+    """The Optuna objective: train with the trial's parameters, report every evaluation, prune."""
+    import optuna
+
+    from canter.api import make_trainer
+
+    def objective(trial: Any) -> float:
+        """Train one trial; its value is the last evaluation's mean return."""
+        params = {name: p.suggest(trial) for name, p in space.items()}
+        trainer = make_trainer(job["algo"], job["env"], config_file=job["config_file"], sets=job["sets"],
+                               run_dir=None, quiet=True, **{**job["run_overrides"], **job["trial_overrides"], **params})
+        n_evals, last = 0, None
+        try:
+            for record in trainer():
+                if record.evaluation is None:
+                    continue
+                n_evals += 1
+                last = record.evaluation.mean_return
+                trial.report(last, n_evals)
+                if trial.should_prune():
+                    trial.set_user_attr("steps", trainer.step)
+                    raise optuna.TrialPruned(f"pruned at evaluation {n_evals} (step {trainer.step}): return {last:.2f}")
+        finally:
+            trainer.close()
+        trial.set_user_attr("steps", trainer.step)
+        if last is None:
+            raise CanterError("the trial ended without an evaluation; lower --eval-every or raise --max-steps")
+        return last
+
+    return objective
+
+
+def _optimize(job: dict[str, Any], worker: int = 0) -> None:
+    """Run trials until the study has ``job['trials']`` finished ones (one process)."""
+    import optuna
+    from optuna.trial import TrialState
+
+    if worker:
+        optuna.logging.set_verbosity(optuna.logging.WARNING if job["quiet"] else optuna.logging.INFO)
+    space = search_space(job["algo"], job["space_file"])
+    pruner = (optuna.pruners.MedianPruner(n_startup_trials=job["prune_startup"], n_warmup_steps=job["prune_warmup"] + 1)
+              if job["prune"] else optuna.pruners.NopPruner())
+    sampler = optuna.samplers.TPESampler(seed=None if job["sampler_seed"] is None else job["sampler_seed"] + worker)
+    study = optuna.load_study(study_name=job["study"], storage=_storage(job["storage"]), sampler=sampler, pruner=pruner)
+    done = (TrialState.COMPLETE, TrialState.PRUNED)
+    remaining = job["trials"] - len(study.get_trials(deepcopy=False, states=done))
+    if remaining <= 0:
+        return
+    study.optimize(_objective(job, space), n_trials=remaining, timeout=job["timeout"], catch=(CanterError,),
+                   callbacks=[optuna.study.MaxTrialsCallback(job["trials"], states=done)], gc_after_trial=False)
+
+
+def _worker(job: dict[str, Any], worker: int) -> None:
+    """Entry point of one ``--jobs`` process."""
+    _optimize(job, worker)
+
+
+def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path | None = None,
+         timeout: float | None = None, jobs: int = 1, storage: str | None = None, study: str | None = None,
+         space_file: str | Path | None = None, config_file: str | Path | None = None, sets: list[str] = (),
+         prune: bool = True, prune_startup: int = 5, prune_warmup: int = 1, sampler_seed: int | None = 0,
+         quiet: bool = False, **run_overrides: Any) -> TuneResult:
+    """Run (or resume) an Optuna study for ``algo`` on ``env`` and write ``best.yaml`` and plots to ``out``.
+
+    ``run_overrides`` are run-config keys for every trial (``max_steps``, ``seed``, ``eval_every``,
+    ...). ``jobs`` > 1 runs that many worker processes on the same storage, each with one torch
+    thread. Returns the best trial; raises :class:`CanterError` for bad input before any trial.
+    """
+    optuna = require("optuna", "tune", "canter tune")
+    if trials < 1:
+        raise CanterError(f"--trials must be >= 1, got {trials}")
+    if jobs < 1:
+        raise CanterError(f"--jobs must be >= 1, got {jobs}")
+    if timeout is not None and timeout <= 0:
+        raise CanterError(f"--timeout must be > 0 seconds, got {timeout}")
+    if prune_startup < 0 or prune_warmup < 0:
+        raise CanterError("--prune-startup and --prune-warmup must be >= 0")
+    space = search_space(algo, space_file)
+    set_keys = {k[8:] if k.startswith("hparams.") else k for k, _ in (parse_set(s) for s in sets)}
+    clash = sorted((set(space) & set_keys) | (set(space) & set(run_overrides)))
+    if clash:
+        raise CanterError(f"'{clash[0]}' is both tuned and fixed; drop it from the flags/--set "
+                          "or set it to null in --space")
+    # the base config must be valid on its own (nothing is written if not)
+    run, _ = resolve_config(algo, env, config_file, list(sets), **run_overrides)
+    algo_name, env_id = run.algo, run.env
+    check_algo_env(algo_name, env_id, run.env_kwargs)
+    safe_env = env_id.replace("/", "-").replace(":", "-")
+    out_dir = Path(out) if out is not None else Path("runs") / f"tune-{algo_name}-{safe_env}"
+    study_name = study or f"{algo_name}-{env_id}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    url = storage or f"sqlite:///{(out_dir / 'study.db').resolve()}"
+    optuna.logging.set_verbosity(optuna.logging.WARNING if quiet else optuna.logging.INFO)
+    st = optuna.create_study(study_name=study_name, storage=_storage(url), direction="maximize", load_if_exists=True)
+    owner = st.user_attrs.get("canter")
+    if owner is None:
+        st.set_user_attr("canter", {"algo": algo_name, "env": env_id})
+    elif owner != {"algo": algo_name, "env": env_id}:
+        raise CanterError(f"study '{study_name}' in {url} tunes {owner['algo']} on {owner['env']}; choose another --study")
+    job = {
+        "algo": algo_name, "env": env_id, "config_file": None if config_file is None else str(config_file),
+        "sets": list(sets), "run_overrides": dict(run_overrides),
+        "space_file": None if space_file is None else str(space_file),
+        "trials": trials, "timeout": timeout, "storage": url, "study": study_name, "prune": prune,
+        "prune_startup": prune_startup, "prune_warmup": prune_warmup, "sampler_seed": sampler_seed, "quiet": quiet,
+        "trial_overrides": {} if jobs == 1 else {"torch_threads": 1},
+    }
+    if jobs == 1:
+        _optimize(job)
+    else:
+        _run_workers(job, jobs)
+    return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir, len(space))
+
+
+def _run_workers(job: dict[str, Any], jobs: int) -> None:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_worker, args=(job, i + 1), name=f"canter-tune-{i + 1}") for i in range(jobs)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    failed = [p.name for p in procs if p.exitcode]
+    if failed:
+        raise CanterError(f"tune worker(s) {', '.join(failed)} exited with an error; the study keeps their finished trials")
+
+
+def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, sets: list[str],
+            run_overrides: dict[str, Any], out_dir: Path, n_params: int) -> TuneResult:
+    import optuna
+    from optuna.trial import TrialState
+
+    st = optuna.load_study(study_name=study_name, storage=_storage(url))
+    counts = {s.name.lower(): len(st.get_trials(deepcopy=False, states=(s,)))
+              for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)}
+    complete = st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if not complete:
+        raise CanterError(f"no trial of study '{study_name}' completed ({counts}); see the messages above")
+    best = st.best_trial
+    run, algo_cfg = resolve_config(algo, env, config_file, sets, **{**run_overrides, **_decode(best.params)})
+    files = {"best": out_dir / "best.yaml"}
+    header = (f"# canter tune: best of {counts['complete']} complete trials (trial {best.number}, last evaluation "
+              f"return {best.value:.4g})\n# study '{study_name}' in {url}\n# train it with: canter train {algo} -f "
+              f"{files['best']}\n")
+    from canter.checkpoint import atomic_write
+
+    atomic_write(files["best"], (header + yaml.safe_dump(resolved_dict(run, algo_cfg), sort_keys=False)).encode())
+    files.update(save_plots(st, out_dir, n_params))
+    return TuneResult(study_name, url, best.number, float(best.value), _decode(best.params), counts, files)
+
+
+def _decode(params: dict[str, Any]) -> dict[str, Any]:
+    """Turn JSON-encoded list choices back into lists."""
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, str) and v[:1] in "[{":
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError:
+                pass
+        out[k] = v
+    return out
+
+
+def save_plots(study: Any, out_dir: Path, n_params: int) -> dict[str, Path]:
+    """Optimisation history, intermediate values and parameter importances as PNG (those that apply)."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from optuna.trial import TrialState
+    from optuna.visualization import matplotlib as ovm
+
+    plots = {"history": ("optimization_history.png", ovm.plot_optimization_history, None),
+             "intermediate": ("intermediate_values.png", ovm.plot_intermediate_values, "evaluation")}
+    if n_params and len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))) >= 2:
+        plots["importance"] = ("param_importances.png", ovm.plot_param_importances, None)
+    files = {}
+    for key, (name, fn, xlabel) in plots.items():
+        # optuna's plots switch pyplot's global style; rc_context puts it back afterwards
+        with warnings.catch_warnings(), matplotlib.rc_context():
+            warnings.simplefilter("ignore")
+            try:
+                ax = fn(study)
+            except (ValueError, RuntimeError) as exc:  # e.g. importances of parameters that never varied
+                print(f"canter tune: no {name}: {exc}")
+                continue
+            if xlabel:
+                ax.set_xlabel(xlabel)
+            fig = ax.figure
+            fig.set_size_inches(8, 5)
+            fig.tight_layout()
+            fig.savefig(out_dir / name, dpi=100)
+            plt.close(fig)
+        files[key] = out_dir / name
+    return files

@@ -1,0 +1,263 @@
+"""canter tune / plot / benchmark and the statistics behind them, each on a tiny budget."""
+import csv
+
+import numpy as np
+import pytest
+import yaml
+
+from canter.cli import main
+from canter.errors import CanterError
+from canter.tools import stats
+from canter.tools.plot import group_runs, mean_band, parse_size
+from canter.tools.rundata import load_run
+
+TINY_PPO = ["--max-steps", "512", "--n-envs", "2", "--set", "n_steps=64", "--set", "n_epochs=2",
+            "--eval-episodes", "2", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def two_seeds(tmp_path_factory):
+    """Two PPO CartPole runs that differ only in the seed."""
+    root = tmp_path_factory.mktemp("runs")
+    dirs = []
+    for seed in (0, 1):
+        d = root / f"ppo-s{seed}"
+        assert main(["train", "ppo", "--env", "CartPole-v1", "--seed", str(seed), "--run-dir", str(d), *TINY_PPO]) == 0
+        dirs.append(d)
+    return dirs
+
+
+# -- statistics ------------------------------------------------------------------------------
+def test_iqm_matches_scipy_trim_mean():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 4, 5, 8, 11):
+        x = rng.normal(size=n) * 10
+        assert stats.iqm(x) == pytest.approx(scipy_stats.trim_mean(x, 0.25))
+    assert stats.iqm([1, 2, 3, 4, 100, 5, 6, 7]) == pytest.approx(4.5)  # the outlier and the 1, 2, 7 are cut
+
+
+def test_bootstrap_ci_is_a_percentile_interval_over_seeds():
+    assert stats.bootstrap_ci([5.0, 5.0, 5.0]) == (5.0, 5.0)
+    x = np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0])
+    lo, hi = stats.bootstrap_ci(x, reps=4000, seed=1)
+    assert x.min() <= lo < stats.iqm(x) < hi <= x.max()
+    # stratified: tasks are resampled separately, so a [runs, tasks] array with equal rows per task is exact
+    assert stats.bootstrap_ci(np.array([[1.0, 9.0]] * 4)) == (5.0, 5.0)
+    s = stats.summarize([1.0, 2.0, 3.0, 4.0])
+    assert (s["median"], s["q25"], s["q75"], s["iqr"]) == (2.5, 1.75, 3.25, 1.5)
+    assert s["iqm"] == 2.5 and s["iqm_low"] <= 2.5 <= s["iqm_high"]
+
+
+# -- plot --------------------------------------------------------------------------------------
+def test_mean_band_averages_where_runs_overlap():
+    a = (np.array([0.0, 10.0]), np.array([0.0, 10.0]))
+    b = (np.array([0.0, 20.0]), np.array([10.0, 30.0]))
+    grid, mean, std = mean_band([a, b], points=3)  # grid 0, 10, 20
+    np.testing.assert_allclose(grid, [0, 10, 20])
+    np.testing.assert_allclose(mean, [5.0, 15.0, 30.0])  # at 20 only run b is there
+    np.testing.assert_allclose(std, [5.0, 5.0, 0.0])
+    _, mean, std = mean_band([a, b], points=3, hold=[True, False])  # run a stopped at its target: held at 10
+    np.testing.assert_allclose(mean, [5.0, 15.0, 20.0])
+    np.testing.assert_allclose(std, [5.0, 5.0, 10.0])
+
+
+def test_plot_writes_image_of_requested_size(two_seeds, tmp_path, capsys):
+    from PIL import Image
+
+    runs = [load_run(d) for d in two_seeds]
+    assert list(group_runs(runs)) == ["ppo CartPole-v1"]  # two seeds -> one group
+    assert list(group_runs(runs, ["a", "b"])) == ["a", "b"]
+    out = tmp_path / "curves.png"
+    assert main(["plot", *map(str, two_seeds), "--out", str(out), "--size", "640x360", "--x", "time"]) == 0
+    with Image.open(out) as img:
+        assert img.size == (640, 360)
+        colors = img.convert("RGB").getcolors(maxcolors=1 << 20)
+    assert len(colors) > 20  # axes, text, a curve and its band: not a blank canvas
+    svg = tmp_path / "curves.svg"
+    assert main(["plot", *map(str, two_seeds), "--out", str(svg), "--label", "x", "x"]) == 0
+    assert svg.read_text().lstrip().startswith("<?xml") and "<path" in svg.read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["plot", "no/such/run"], "no such run directory"),
+    (["plot", "{run}", "--out", "x.jpeg"], "unknown image format"),
+    (["plot", "{run}", "--size", "12x5"], "--size"),
+    (["plot", "{run}", "{run}", "--label", "only-one"], "one label per run"),
+])
+def test_plot_bad_input_is_one_line(two_seeds, tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    args = [a.replace("{run}", str(two_seeds[0])) for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_parse_size():
+    assert parse_size("800x500") == (800, 500)
+    with pytest.raises(CanterError):
+        parse_size("800")
+
+
+# -- tune --------------------------------------------------------------------------------------
+def test_search_space_is_declared_on_config_fields_and_overridable(tmp_path):
+    from canter.tools.tune import search_space
+
+    space = search_space("ppo")
+    assert space["lr"].kind == "float" and space["lr"].log and space["lr"].low == 1e-5
+    assert space["n_steps"].kind == "categorical" and 2048 in space["n_steps"].choices
+    assert space["n_epochs"].kind == "int"
+    f = tmp_path / "space.yaml"
+    f.write_text("lr: {low: 1.0e-4, high: 1.0e-2, log: true}\nn_epochs: null\nn_envs: {choices: [2, 4]}\n"
+                 "net_arch: {choices: [[32], [64, 64]]}\n")
+    space = search_space("ppo", f)
+    assert space["lr"].low == 1e-4 and "n_epochs" not in space
+    assert space["n_envs"].choices == (2, 4) and space["net_arch"].choices == ([32], [64, 64])
+    for text, message in [("lrr: {low: 0.1, high: 0.2}", "did you mean 'lr'"),
+                          ("lr: {low: 0.1, high: 0.01}", "must be below"),
+                          ("ent_coef: {low: 0, high: 0.1, log: true}", "log scale"),
+                          ("clip_range: {low: -1, high: 0.3}", "must be > 0"),
+                          ("gamma: {choices: [0.9, 1.5]}", "must be <= 1"),
+                          ("lr: {low: 0.1, hi: 0.2}", "did you mean 'high'"),
+                          ("activation: {low: 1, high: 2}", "give 'choices'")]:
+        f.write_text(text)
+        with pytest.raises(CanterError, match=message):
+            search_space("ppo", f)
+
+
+def test_tune_prunes_resumes_and_best_yaml_trains(tmp_path, capsys):
+    optuna = pytest.importorskip("optuna")
+    from optuna.trial import TrialState
+
+    out = tmp_path / "tune"
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    space = tmp_path / "space.yaml"  # keep every trial cheap
+    space.write_text("lr: {low: 1.0e-6, high: 3.0e-3, log: true}\nn_steps: {choices: [32, 64]}\n"
+                     "batch_size: {choices: [256]}\nn_epochs: {low: 2, high: 6}\n")
+    # two known trials first: a sound one, then one that cannot learn (lr 1e-6) and must be pruned
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    study.enqueue_trial({"lr": 1e-3, "n_steps": 32, "n_epochs": 6, "gamma": 0.98, "gae_lambda": 0.8, "ent_coef": 1e-8,
+                         "clip_range": 0.2, "vf_coef": 0.5, "max_grad_norm": 0.5})
+    study.enqueue_trial({"lr": 1e-6, "n_steps": 32, "n_epochs": 2})
+    args = ["tune", "ppo", "--env", "CartPole-v1", "--trials", "3", "--out", str(out), "--space", str(space),
+            "--storage", url, "--study", "s", "--max-steps", "3000", "--eval-every", "1500", "--eval-episodes", "3",
+            "--prune-startup", "1", "--prune-warmup", "0", "--quiet"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    trials = optuna.load_study(study_name="s", storage=url).trials
+    # the sound trial completes and the lr=1e-6 one is pruned; the third (sampled) trial may go either way
+    assert [t.state for t in trials[:2]] == [TrialState.COMPLETE, TrialState.PRUNED]
+    assert trials[2].state in (TrialState.COMPLETE, TrialState.PRUNED)
+    n_complete = sum(t.state == TrialState.COMPLETE for t in trials)
+    assert trials[1].params["lr"] == 1e-6 and list(trials[1].intermediate_values) == [1]
+    assert list(trials[0].intermediate_values) == [1, 2]  # evaluations at 1,536 and 3,072 steps
+    assert trials[1].intermediate_values[1] < trials[0].intermediate_values[1]  # below the median: pruned
+    assert f"{n_complete} complete, {3 - n_complete} pruned" in printed and "best trial" in printed
+    for name in ("best.yaml", "optimization_history.png", "intermediate_values.png"):
+        assert (out / name).stat().st_size > 1000
+    # Optuna's importance plot needs two completed trials
+    assert (out / "param_importances.png").exists() == (n_complete >= 2)
+    best = yaml.safe_load((out / "best.yaml").read_text())
+    best_trial = max((t for t in trials if t.state == TrialState.COMPLETE), key=lambda t: t.value)
+    assert best["algo"] == "ppo" and best["env"] == "CartPole-v1" and best["max_steps"] == 3000
+    for k, v in best_trial.params.items():
+        assert best["hparams"][k] == v
+    # resuming: the study has its 3 trials, so nothing runs; asking for 4 runs exactly one more
+    assert main(args) == 0
+    assert len(optuna.load_study(study_name="s", storage=url).trials) == 3
+    more = list(args)
+    more[args.index("--trials") + 1] = "4"
+    assert main(more) == 0
+    assert len(optuna.load_study(study_name="s", storage=url).trials) == 4
+    # best.yaml is accepted by `canter train -f` as it is
+    run = tmp_path / "run"
+    assert main(["train", "ppo", "-f", str(out / "best.yaml"), "--max-steps", "256", "--run-dir", str(run),
+                 "--quiet"]) == 0
+    trained = yaml.safe_load((run / "config.yaml").read_text())
+    assert trained["hparams"]["lr"] == best["hparams"]["lr"] and trained["n_envs"] == best["n_envs"]
+
+
+def test_tune_bad_input_exits_2(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    base = ["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / "t")]
+    assert main([*base, "--trials", "0"]) == 2
+    assert main([*base, "--set", "lr=0.001"]) == 2  # tuned and fixed at once
+    assert "both tuned and fixed" in capsys.readouterr().err
+    assert main(["tune", "ppo", "--env", "CartPole-v9"]) == 2
+    assert "CartPole-v1" in capsys.readouterr().err
+    assert main(["tune", "dqn", "--env", "Pendulum-v1"]) == 2
+    assert "Discrete action space" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+# -- benchmark ---------------------------------------------------------------------------------
+GRID = """
+seeds: 2
+set: {max_steps: 512, eval_episodes: 2, eval_every: 0, checkpoint_every: 0, tensorboard: false}
+envs: [CartPole-v1, MountainCar-v0]
+algos:
+  ppo:
+    set: {n_envs: 2, n_steps: 64, n_epochs: 2}
+  dqn:
+    set: {learning_starts: 100, buffer_size: 5000, train_freq: 4, gradient_steps: 1, target_update_interval: 100}
+"""
+
+
+def test_benchmark_grid_table_figure_and_resume(tmp_path, capsys):
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(GRID)
+    out = tmp_path / "bench"
+    assert main(["benchmark", str(spec), "--out", str(out), "--jobs", "2"]) == 0
+    assert "[8/8]" in capsys.readouterr().out
+    with open(out / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["algo"], r["env"]) for r in rows] == [
+        ("ppo", "CartPole-v1"), ("ppo", "MountainCar-v0"), ("dqn", "CartPole-v1"), ("dqn", "MountainCar-v0")]
+    for r in rows:
+        runs = [load_run(out / "runs" / f"{r['algo']}-{r['env']}-seed{s}") for s in (0, 1)]
+        finals = [run.summary["last_eval_return"] for run in runs]
+        assert r["seeds"] == "2" and float(r["steps"]) == 512
+        assert float(r["final_median"]) == pytest.approx(np.median(finals))
+        assert float(r["final_iqm_low"]) <= float(r["final_iqm"]) <= float(r["final_iqm_high"])
+        assert all(run.summary["stop_reason"] == "max_steps" for run in runs)
+    for r in rows[1::2]:
+        assert float(r["final_median"]) == -200.0  # 512 steps cannot solve MountainCar
+    table = (out / "results.md").read_text()
+    assert sum(line.startswith("| ppo") or line.startswith("| dqn") for line in table.splitlines()) == 4
+    assert (out / "benchmark.png").stat().st_size > 10_000
+    # a second call reuses the finished runs
+    assert main(["benchmark", str(spec), "--out", str(out)]) == 0
+    assert "[1/8]" not in capsys.readouterr().out
+    with open(out / "results.csv") as fh:
+        assert list(csv.DictReader(fh)) == rows
+    # ... but not when the file now asks for something else
+    spec.write_text(GRID.replace("max_steps: 512", "max_steps: 1024"))
+    assert main(["benchmark", str(spec), "--out", str(out)]) == 2
+    assert "different 'max_steps'" in capsys.readouterr().err
+
+
+def test_benchmark_bad_spec_is_refused_before_running(tmp_path, capsys):
+    spec = tmp_path / "bad.yaml"
+    for text, message in [("algos: [ppo, dqnn]\nenvs: [CartPole-v1]", "did you mean 'dqn'"),
+                          ("algos: [dqn]\nenvs: [Pendulum-v1]", "Discrete action space"),
+                          ("algos: [ppo]\nenvs: [CartPole-v1]\nseed: 3", "did you mean 'seeds'"),
+                          ("algos: [ppo]\nenvs: [CartPole-v1]\nset: {lrr: 0.1}", "did you mean 'lr'"),
+                          ("algos: [ppo]", "no envs")]:
+        spec.write_text(text)
+        assert main(["benchmark", str(spec), "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_shipped_classic_benchmark_is_valid():
+    from pathlib import Path
+
+    from canter.registry import names
+    from canter.tools.benchmark import check_cells, load_spec
+
+    cells = load_spec(Path(__file__).parent.parent / "benchmarks" / "classic.yaml")
+    check_cells(cells)
+    assert {c.algo for c in cells} == set(names("algorithm"))  # every algorithm is covered

@@ -1,0 +1,146 @@
+"""canter report in a real headless Chromium, and MP4 videos from --record-every and play --video-dir."""
+import json
+import re
+import shutil
+import struct
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from canter.cli import main
+from canter.tools.rundata import read_table
+
+TINY = ["--max-steps", "512", "--n-envs", "2", "--set", "n_steps=64", "--set", "n_epochs=2", "--eval-episodes", "2",
+        "--quiet"]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def recorded_run(tmp_path_factory):
+    """A tiny PPO CartPole run that records an episode every 256 steps."""
+    pytest.importorskip("moviepy")
+    run = tmp_path_factory.mktemp("rec") / "run"
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--run-dir", str(run), "--record-every", "256", *TINY]) == 0
+    return run
+
+
+def mp4_boxes(path: Path) -> list[str]:
+    """Top-level ISO-BMFF box types of an MP4 file (raises if the box sizes do not add up)."""
+    data = path.read_bytes()
+    boxes, pos = [], 0
+    while pos < len(data):
+        size, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if size == 1:
+            size = struct.unpack(">Q", data[pos + 8:pos + 16])[0]
+        assert size >= 8 and pos + size <= len(data), f"broken box at byte {pos} of {path}"
+        boxes.append(kind.decode("latin-1"))
+        pos += size
+    return boxes
+
+
+def frame_count(path: Path) -> tuple[int, tuple]:
+    """Decode every frame with ffmpeg (through imageio): (frames, first frame shape)."""
+    imageio = pytest.importorskip("imageio")
+    reader = imageio.get_reader(path, "ffmpeg")
+    try:
+        frames = [f.shape for f in reader]
+    finally:
+        reader.close()
+    return len(frames), frames[0]
+
+
+def assert_valid_episode_video(path: Path, episode_return: float) -> None:
+    boxes = mp4_boxes(path)
+    assert boxes[0] == "ftyp" and "moov" in boxes and "mdat" in boxes
+    frames, shape = frame_count(path)
+    assert shape == (400, 600, 3)
+    assert frames == int(episode_return) + 1  # CartPole: reward 1 per step; the reset frame plus one per step
+
+
+def test_record_every_writes_valid_mp4_and_changes_no_training(recorded_run, tmp_path):
+    index = json.loads((recorded_run / "videos" / "index.json").read_text())
+    assert [e["step"] for e in index] == [256, 512]  # every 256 steps; the end (512) is not recorded twice
+    for entry in index:
+        assert_valid_episode_video(recorded_run / "videos" / entry["file"], entry["return"])
+    assert not [p for p in (recorded_run / "videos").iterdir() if p.name.startswith(".")]  # no temp left
+    plain = tmp_path / "plain"
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--run-dir", str(plain), *TINY]) == 0
+    a, b = read_table(recorded_run / "history.parquet"), read_table(plain / "history.parquet")
+    np.testing.assert_array_equal(a["episode_return"], b["episode_return"])  # same seed, same training
+
+
+def test_play_video_dir_writes_valid_mp4(recorded_run, tmp_path, capsys):
+    assert main(["play", str(recorded_run), "--video-dir", str(tmp_path / "vid"), "--seed", "3"]) == 0
+    ret = float(re.search(r"episode 1: return ([\d.]+)", capsys.readouterr().out).group(1))
+    (video,) = (tmp_path / "vid").glob("*.mp4")
+    assert_valid_episode_video(video, ret)
+
+
+class _Refs(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[tuple[str, str, str]] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.refs += [(tag, k, v or "") for k, v in attrs if k in ("src", "href", "poster", "data")]
+
+
+def load_in_chromium(page: Path, workdir: Path) -> tuple[list[str], Path]:
+    """Open ``page`` in headless Chromium; return its console messages and a screenshot."""
+    shot = workdir / f"{page.stem}.png"
+    cmd = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={workdir / ('profile-' + page.stem)}",
+           "--enable-logging=stderr", "--v=0", "--window-size=1100,2400", f"--screenshot={shot}", page.as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return [line for line in proc.stderr.splitlines() if ":CONSOLE" in line], shot
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium package (apt-get install chromium)")
+def test_report_loads_in_headless_chromium_without_errors(recorded_run, tmp_path, capsys):
+    from PIL import Image
+
+    assert main(["report", str(recorded_run), "--eval-episodes", "5"]) == 0
+    page = recorded_run / "report.html"
+    text = page.read_text()
+    parser = _Refs()
+    parser.feed(text)
+    assert "script" not in parser.tags and "link" not in parser.tags  # inline CSS, no scripts
+    assert parser.refs and all(v.startswith(("data:", "#")) for _, _, v in parser.refs), parser.refs[:3]
+    kinds = [v.split(";")[0] for _, _, v in parser.refs]
+    assert kinds.count("data:image/png") == 4 and kinds.count("data:video/mp4") == 2
+    for section in ("Learning curve", "Evaluation return distribution", "Losses and update statistics",
+                    "Throughput", "Checkpoints", "Videos", "Config", "5 deterministic episodes of checkpoint"):
+        assert section in text
+    # the console check is able to fail: a page with a console error is caught
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><html><body><script>console.error("boom")</script></body></html>')
+    console, _ = load_in_chromium(bad, tmp_path)
+    assert any("boom" in line for line in console)
+    console, shot = load_in_chromium(page, tmp_path)
+    assert console == []
+    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert pixels.shape[:2] == (2400, 1100)
+    blue = (np.abs(pixels - [31, 119, 180]).sum(-1) < 60).sum()  # the rolling-return curve
+    red = (np.abs(pixels - [214, 39, 40]).sum(-1) < 60).sum()  # the evaluation markers
+    purple = (np.abs(pixels - [148, 103, 189]).sum(-1) < 60).sum()  # the loss panels
+    assert blue > 300 and red > 50 and purple > 300, (blue, red, purple)
+
+
+def test_report_without_videos_or_evaluation(tmp_path):
+    run = tmp_path / "run"
+    assert main(["train", "dqn", "--env", "CartPole-v1", "--run-dir", str(run), "--max-steps", "400", "--set",
+                 "learning_starts=100", "--set", "gradient_steps=1", "--set", "train_freq=4", "--eval-episodes", "1",
+                 "--quiet"]) == 0
+    out = tmp_path / "r.html"
+    assert main(["report", str(run), "--out", str(out), "--eval-episodes", "0"]) == 0
+    text = out.read_text()
+    assert "No video was recorded" in text and "Skipped (no checkpoint, or --eval-episodes 0)" in text
+    assert text.count("data:image/png") == 3  # learning curve, update statistics, throughput
+    assert main(["report", str(tmp_path / "missing")]) == 2
