@@ -6,7 +6,7 @@
 """
 __version__ = "0.1.0"
 
-from canter.api import load, make_agent, make_trainer, train  # noqa: E402
+from canter.api import load, make_agent, make_trainer, resume, train  # noqa: E402
 from canter.registry import lookup, names, register  # noqa: E402
 
-__all__ = ["__version__", "load", "lookup", "make_agent", "make_trainer", "names", "register", "train"]
+__all__ = ["__version__", "load", "lookup", "make_agent", "make_trainer", "names", "register", "resume", "train"]

@@ -1,4 +1,4 @@
-"""The Python API: ``make_trainer``, ``train``, ``load``, ``make_agent``."""
+"""The Python API: ``make_trainer``, ``train``, ``resume``, ``load``, ``make_agent``."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,9 +8,10 @@ import torch
 
 from canter.agents.agent import Agent
 from canter.algorithms.base import threads_for
-from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata
+from canter.callbacks import as_callbacks, config_callbacks
+from canter.checkpoint import checkpoint_base, load_checkpoint
 from canter.config import RunConfig, build, resolve_config, resolved_dict
-from canter.envs import make_vec_env, space_from_dict
+from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
 from canter.errors import CanterError
 from canter.registry import lookup
 from canter.run import Run, check_new_run_dir, new_run_dir
@@ -41,14 +42,17 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
 
 def make_trainer(
     algo: str = "ppo", env: str | None = None, *, config_file: str | Path | None = None, sets: list[str] = (),
-    run_dir: str | Path | None = None, quiet: bool = True, hparams: dict[str, Any] | None = None, **overrides: Any,
+    run_dir: str | Path | None = None, quiet: bool = True, hparams: dict[str, Any] | None = None,
+    callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None, **overrides: Any,
 ) -> Trainer | Run:
     """Build a trainer; ``for record in make_trainer(...)(): ...`` runs it.
 
     ``overrides`` are run-config keys (``seed``, ``n_envs``, ``max_steps``, ``target_reward``,
     ...) or hyperparameter names (``lr=1e-3``). With ``run_dir`` the trainer is wrapped in a
     :class:`~canter.run.Run` that writes the run directory (``run_dir="auto"`` picks
-    ``runs/<algo>-<env>-<time>-<sha>``); without it nothing is written.
+    ``runs/<algo>-<env>-<time>-<sha>``); without it nothing is written. ``callbacks`` are
+    :class:`~canter.callbacks.Callback` objects and ``hooks`` maps hook names to callables (see
+    :mod:`canter.callbacks`); they come after those named in the config.
     """
     hp_over = dict(hparams or {})
     run_over: dict[str, Any] = {}
@@ -58,6 +62,12 @@ def make_trainer(
     run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over, **run_over)
     if run_dir is not None:
         run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)
+    return _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks))
+
+
+def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: bool, callbacks: list[Any],
+           resumed: dict[str, Any] | None = None) -> Trainer | Run:
+    callbacks = config_callbacks(run.callbacks, run.hooks) + callbacks
     algo_cls = lookup("algorithm", run.algo)
     envs = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs)
     try:
@@ -67,11 +77,12 @@ def make_trainer(
         envs.close()
         raise
     agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
-    trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run)
+    trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run, callbacks=callbacks)
     if run_dir is None:
         return trainer
     config = resolved_dict(run, algo_cfg)
-    return Run(trainer, run_dir, config, default_loggers(run, config, run_dir, quiet), run.checkpoint_every)
+    return Run(trainer, run_dir, config, default_loggers(run, config, run_dir, quiet), run.checkpoint_every,
+               resumed=resumed)
 
 
 def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path, quiet: bool) -> list[Any]:
@@ -107,6 +118,76 @@ def train(algo: str = "ppo", env: str | None = None, *, run_dir: str | Path | No
     return agent
 
 
+def resume_trainer(
+    run_dir: str | Path, *, quiet: bool = True, max_steps: int | None = None, max_seconds: float | None = None,
+    callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None,
+) -> Run:
+    """Rebuild the :class:`~canter.run.Run` of ``run_dir`` from its ``last`` checkpoint, ready to continue.
+
+    Models, optimizers, normalisation statistics, every RNG, the envs' state, counters, callbacks'
+    state and (off-policy) the replay buffer are restored, and the history files are trimmed to
+    the rows the checkpoint had, so the continuation equals an uninterrupted run. ``max_steps`` /
+    ``max_seconds`` extend a finished run. Python ``callbacks``/``hooks`` must be given again.
+    """
+    run_dir = Path(run_dir)
+    base = run_dir / "checkpoints" / "last"
+    if not run_dir.is_dir():
+        raise CanterError(f"no such run directory: '{run_dir}'")
+    if not (base.with_name("last.json").exists() or base.with_name("last.safetensors").exists()):
+        raise CanterError(f"'{run_dir}' has no checkpoints/last to resume from")
+    state, meta = load_checkpoint(base)
+    if not meta.get("resumable") or "trainer" not in state:
+        raise CanterError(f"{base} is not a resumable checkpoint (written by an older canter)")
+    cfg = dict(meta["config"])
+    hp_values = cfg.pop("hparams", {})
+    reason, step = meta.get("stop_reason"), int(meta["step"])
+    if max_steps is not None:
+        cfg["max_steps"] = max_steps
+    if max_seconds is not None:
+        cfg["max_seconds"] = max_seconds
+    run = build(RunConfig, cfg)
+    algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
+    extended = (reason == "max_steps" and run.max_steps > step) or (
+        reason == "max_seconds" and (run.max_seconds is None or run.max_seconds > meta["trainer"]["wall_time"]))
+    if reason not in (None, "interrupted") and not extended:
+        hint = "; pass --max-steps N to extend it" if reason in ("max_steps", "max_seconds") else ""
+        raise CanterError(f"run '{run_dir}' already finished (stop reason: {reason}); nothing to resume{hint}")
+    run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), resumed=meta)
+    assert isinstance(run_obj, Run)
+    agent = run_obj.trainer.agent
+    for which in ("observation_space", "action_space"):
+        if not spaces_match(checkpoint_space(meta, which, base), getattr(agent, which)):
+            run_obj.close()
+            raise CanterError(f"cannot resume: the env's {which.replace('_', ' ')} differs from the checkpoint's")
+    agent.load_state_dict(state["agent"], weights_only=False)
+    run_obj.trainer.resume_from(state["trainer"])
+    return run_obj
+
+
+def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
+    """Continue the run in ``run_dir`` to its end and return the agent (see :func:`resume_trainer`)."""
+    run = resume_trainer(run_dir, quiet=quiet, **kwargs)
+    try:
+        for _ in run():
+            pass
+    finally:
+        run.close()
+    agent = run.agent
+    agent.run_dir = run.dir
+    return agent
+
+
+def checkpoint_space(meta: dict[str, Any], which: str, where: Any) -> Any:
+    """Rebuild a space described in checkpoint metadata; a bad description is a clear error."""
+    desc = meta.get(which)
+    try:
+        space = space_from_dict(desc)
+        space_to_dict(space)  # a space that cannot be described again is not one canter wrote
+        return space
+    except Exception as exc:  # malformed descriptions raise whatever gymnasium/numpy raise
+        raise CanterError(f"checkpoint {where} has an invalid {which}: {desc!r:.200} ({exc})") from None
+
+
 def find_checkpoint(path: str | Path) -> Path:
     """A run directory (its ``best``, else ``last`` checkpoint) or a checkpoint path -> checkpoint base."""
     p = Path(path)
@@ -131,14 +212,20 @@ def load(path: str | Path, weights_only: bool = True) -> Agent:
     False to restore optimizers, RNG and counters too.
     """
     base = find_checkpoint(path)
-    read_metadata(base)
     state, meta = load_checkpoint(base)
-    cfg = dict(meta["config"])
+    cfg = meta.get("config")
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("hparams", {}), dict):
+        raise CanterError(f"checkpoint {base} has no valid 'config' in its metadata")
+    cfg = dict(cfg)
     hp_values = cfg.pop("hparams", {})
     run = build(RunConfig, cfg)
     algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
-    agent = make_agent(run, algo_cfg, space_from_dict(meta["observation_space"]), space_from_dict(meta["action_space"]))
-    agent.load_state_dict(state["agent"], weights_only=weights_only)
+    spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
+    agent = make_agent(run, algo_cfg, *spaces)
+    try:
+        agent.load_state_dict(state["agent"], weights_only=weights_only)
+    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        raise CanterError(f"checkpoint {base} does not fit the model its config describes: {exc}") from None
     agent.metadata = meta
     agent.run_config = run
     return agent

@@ -3,8 +3,12 @@
 A checkpoint is a pair ``NAME.safetensors`` + ``NAME.json``. Any nested state (dicts, lists,
 tensors, numpy arrays, numbers, strings) is split: tensors and arrays go to the safetensors
 file under their path, and the JSON keeps the structure with ``{"__tensor__": key}`` markers.
-Both files are written atomically (temp file, fsync, rename) and share a random
-``checkpoint_id``, so a pair left half-replaced by a kill is detected and refused.
+Both files are written atomically (temp file, fsync, rename), tensors first. The tensors file
+also carries the whole JSON metadata in its safetensors header, plus the ``checkpoint_id`` of the
+checkpoint it replaces, so it is complete on its own: if a kill lands between the two renames,
+the ``.json`` is exactly one save behind, the loader recognises that and uses the header's copy.
+A checkpoint name therefore always refers to one complete checkpoint, the new or the previous
+one; any other mix of two files (e.g. copied from two runs) is refused.
 """
 from __future__ import annotations
 
@@ -87,16 +91,21 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str, Any]) -> Path:
     """Save ``state`` (nested tensors/arrays/JSON values) and ``metadata`` as ``path``.{safetensors,json}."""
-    base = Path(path)
-    base = base.with_suffix("") if base.suffix in (".safetensors", ".json") else base
+    base = checkpoint_base(path)
     skeleton, tensors = flatten_state(state)
     ckpt_id = uuid.uuid4().hex
-    blob = st_save(tensors, metadata={"format": FORMAT, "checkpoint_id": ckpt_id})
-    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "checkpoint_id": ckpt_id,
-            "sha256": hashlib.sha256(blob).hexdigest(), **metadata, "state": skeleton}
+    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "checkpoint_id": ckpt_id, **metadata, "state": skeleton}
     text = json.dumps(meta, indent=1, allow_nan=True)
+    json_path = base.with_name(base.name + ".json")
+    try:  # the id of the checkpoint this one replaces: a kill between the two renames leaves that .json
+        previous = str(json.loads(json_path.read_text()).get("checkpoint_id", ""))
+    except (OSError, ValueError, AttributeError):
+        previous = ""
+    blob = st_save(tensors, metadata={"format": FORMAT, "checkpoint_id": ckpt_id, "replaces": previous,
+                                      "canter_meta": text})
+    text = json.dumps({**meta, "sha256": hashlib.sha256(blob).hexdigest()}, indent=1, allow_nan=True)
     atomic_write(base.with_name(base.name + ".safetensors"), blob)
-    atomic_write(base.with_name(base.name + ".json"), text.encode())
+    atomic_write(json_path, text.encode())
     return base
 
 
@@ -106,39 +115,77 @@ def checkpoint_base(path: str | Path) -> Path:
     return base.with_suffix("") if base.suffix in (".safetensors", ".json") else base
 
 
-def read_metadata(path: str | Path) -> dict[str, Any]:
-    """Read and check a checkpoint's JSON metadata."""
-    base = checkpoint_base(path)
-    json_path = base.with_name(base.name + ".json")
+def remove_temp_files(directory: str | Path) -> list[Path]:
+    """Delete temp files that a killed :func:`atomic_write` left in ``directory``; returns them."""
+    removed = []
+    for p in Path(directory).glob(".*.tmp"):
+        p.unlink(missing_ok=True)
+        removed.append(p)
+    return removed
+
+
+def _read_json_file(json_path: Path) -> dict[str, Any] | None:
     try:
         meta = json.loads(json_path.read_text())
     except FileNotFoundError:
-        raise CanterError(f"checkpoint not found: {json_path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
         raise CanterError(f"checkpoint metadata {json_path} is not valid JSON: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CanterError(f"{json_path} is not a canter checkpoint")
     return meta
 
 
+def _read_header(st_path: Path) -> dict[str, str]:
+    try:
+        with safe_open(str(st_path), framework="pt") as f:
+            return f.metadata() or {}
+    except FileNotFoundError:
+        raise CanterError(f"checkpoint tensors not found: {st_path}") from None
+    except Exception as exc:  # safetensors raises its own error types for files that are not safetensors
+        raise CanterError(f"checkpoint tensors {st_path} are not a readable safetensors file: {exc}") from None
+
+
+def _choose_metadata(base: Path) -> tuple[dict[str, Any], bool]:
+    """``(metadata, from_json)``: the .json if it belongs to the tensors file, else the header's copy."""
+    json_path, st_path = base.with_name(base.name + ".json"), base.with_name(base.name + ".safetensors")
+    if not json_path.exists() and not st_path.exists():
+        raise CanterError(f"checkpoint not found: {json_path}")
+    meta = _read_json_file(json_path)
+    header = _read_header(st_path)
+    if header.get("format") != FORMAT:
+        raise CanterError(f"{st_path} is not a canter checkpoint")
+    if meta is not None and meta.get("checkpoint_id") == header.get("checkpoint_id"):
+        return meta, True
+    behind = meta is None or (header.get("replaces") and header.get("replaces") == meta.get("checkpoint_id"))
+    if "canter_meta" in header and behind:  # the .json is missing or one save behind (killed between the renames)
+        try:
+            meta = json.loads(header["canter_meta"])
+        except json.JSONDecodeError as exc:
+            raise CanterError(f"checkpoint {st_path} has a corrupt header: {exc}") from None
+        return meta, False
+    raise CanterError(f"checkpoint {base} is incomplete: its .json and .safetensors files do not belong together")
+
+
+def read_metadata(path: str | Path) -> dict[str, Any]:
+    """Read and check a checkpoint's JSON metadata (without loading its tensors)."""
+    return _choose_metadata(checkpoint_base(path))[0]
+
+
 def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Load ``(state, metadata)``; tensors come from safetensors only (nothing is unpickled)."""
     base = checkpoint_base(path)
-    meta = read_metadata(base)
+    meta, from_json = _choose_metadata(base)
     st_path = base.with_name(base.name + ".safetensors")
-    if not st_path.exists():
-        raise CanterError(f"checkpoint tensors not found: {st_path}")
     blob = st_path.read_bytes()
-    if meta.get("sha256") not in (None, hashlib.sha256(blob).hexdigest()):
-        raise CanterError(
-            f"checkpoint {st_path} is incomplete or corrupt: its .json and .safetensors files do not belong together"
-        )
+    if from_json and meta.get("sha256") not in (None, hashlib.sha256(blob).hexdigest()):
+        raise CanterError(f"checkpoint {st_path} is corrupt: its sha256 differs from the one in {base.name}.json")
     try:
-        with safe_open(str(st_path), framework="pt") as f:
-            file_meta = f.metadata() or {}
         tensors = st_load(blob)
     except Exception as exc:  # safetensors raises its own error types for corrupt files
         raise CanterError(f"checkpoint tensors {st_path} are unreadable: {exc}") from None
-    if file_meta.get("checkpoint_id") != meta.get("checkpoint_id"):
-        raise CanterError(f"checkpoint {base} is incomplete: its .json and .safetensors files do not belong together")
-    return unflatten_state(meta["state"], tensors), meta
+    try:
+        state = unflatten_state(meta["state"], tensors)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CanterError(f"checkpoint {base} is corrupt: its metadata and tensors disagree ({exc!r})") from None
+    return state, meta

@@ -1,4 +1,4 @@
-"""The ``canter`` command: train, eval, play, list, and the tools tune, plot, benchmark, report.
+"""The ``canter`` command: train (and train --resume), eval, play, list, and the tools tune, plot, benchmark, report.
 
 Bad input exits with code 2 and one line on stderr (``canter: error: ...``), no traceback.
 """
@@ -45,6 +45,8 @@ def _train_parser(prog: str, algo: str | None) -> _Parser:
     p = _Parser(prog=prog, description="Train an agent and write a run directory.",
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("algo", help="algorithm (see 'canter list')")
+    p.add_argument("--resume", metavar="RUN_DIR",
+                   help="continue a stopped run instead (canter train --resume RUN_DIR [--max-steps N] [--quiet])")
     _add_run_flags(p)
     if algo is not None and not algo.startswith("-"):
         try:
@@ -59,7 +61,9 @@ def _train_parser(prog: str, algo: str | None) -> _Parser:
 
 
 def cmd_train(argv: list[str]) -> int:
-    """``canter train ALGO --env ENV ...``"""
+    """``canter train ALGO --env ENV ...`` or ``canter train --resume RUN_DIR``"""
+    if any(a == "--resume" or a.startswith("--resume=") for a in argv):
+        return _cmd_resume(argv)
     algo = next((a for a in argv if not a.startswith("-")), None)
     p = _train_parser("canter train", algo)
     args = p.parse_args(argv)
@@ -72,15 +76,46 @@ def cmd_train(argv: list[str]) -> int:
         args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=args.run_dir or "auto",
         quiet=args.quiet, hparams=hparams, **overrides,
     )
+    return _drive(trainer)
+
+
+class _ResumeParser(_Parser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CanterError(f"{message} (--resume continues a run with its saved config; only --max-steps, "
+                          "--max-seconds and --quiet may be given with it)")
+
+
+def _cmd_resume(argv: list[str]) -> int:
+    p = _ResumeParser(prog="canter train", description="Continue a stopped run exactly where its last checkpoint is.")
+    p.add_argument("--resume", required=True, metavar="RUN_DIR", help="run directory to continue")
+    p.add_argument("--max-steps", type=int, dest="max_steps", help="new step budget (extends a finished run)")
+    p.add_argument("--max-seconds", type=float, dest="max_seconds", help="new wall-clock budget")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    args = p.parse_args(argv)
+    from canter.api import resume_trainer
+
+    return _drive(resume_trainer(args.resume, quiet=args.quiet, max_steps=args.max_steps, max_seconds=args.max_seconds))
+
+
+def _drive(trainer: Any) -> int:
+    """Run a :class:`~canter.run.Run` to its end and report; Ctrl-C saves the run and exits 130."""
+    from canter.trainers.guard import TrainingDiverged
+
     try:
         for _ in trainer():
             pass
     except KeyboardInterrupt:
-        print(f"interrupted; run saved in {trainer.dir}", file=sys.stderr)
+        print(f"interrupted; continue with: canter train --resume {trainer.dir}", file=sys.stderr)
         return 130
+    except TrainingDiverged as exc:
+        raise CanterError(f"{exc}; the last good checkpoint is kept in {trainer.dir / 'checkpoints' / 'last'}") from None
     finally:
         trainer.close()
     s = trainer.summary or {}
+    if s.get("stop_reason") == "interrupted":
+        print(f"interrupted at step {s.get('steps', 0):,}; run saved, continue with: canter train --resume {trainer.dir}",
+              file=sys.stderr)
+        return 130
     verdict = "solved" if s.get("solved") else "not solved"
     best = s.get("best_eval_return")
     best_txt = "n/a" if best is None else f"{best:.2f}"
@@ -204,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: canter {train,eval,play,list,tune,plot,benchmark,report} ...\n\n"
               "  train ALGO --env ENV   train an agent (canter train ppo --help for options)\n"
+              "  train --resume RUN_DIR continue a stopped run exactly where it was saved\n"
               "  eval RUN_DIR           evaluate a trained agent\n"
               "  play RUN_DIR           watch or record a trained agent\n"
               "  list                   registered algorithms, models and presets\n"

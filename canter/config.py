@@ -7,6 +7,8 @@ range raise :class:`~canter.errors.CanterError` naming the key and the closest v
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import types
 import typing
 from dataclasses import dataclass, field
@@ -90,9 +92,14 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
             raise bad()
         if isinstance(value, int):
             return value
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
         try:
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise bad() from None
         if not number.is_integer():
             raise bad()
@@ -101,9 +108,12 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
         if isinstance(value, bool):
             raise bad()
         try:
-            return float(value)
-        except (TypeError, ValueError):
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
             raise bad() from None
+        if not math.isfinite(number):
+            raise CanterError(f"'{key}' must be a finite number, got {value!r}")
+        return number
     if inner is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
@@ -111,18 +121,46 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     if origin is list:
         if isinstance(value, str):
             text = value.strip()
-            value = yaml.safe_load(text if text.startswith("[") else f"[{text}]")
+            value = _parse_yaml_value(text if text.startswith("[") else f"[{text}]", key)
         if not isinstance(value, (list, tuple)):
             raise bad()
         item = args[0] if args else Any
-        return [v if item is Any else coerce(item, v, key) for v in value]
+        if item is Any:
+            return [_plain(v, key) for v in value]
+        return [coerce(item, v, key) for v in value]
     if origin is dict or inner is dict:
         if isinstance(value, str):
-            value = yaml.safe_load(value)
+            value = _parse_yaml_value(value, key)
         if not isinstance(value, dict):
             raise bad()
-        return dict(value)
+        return _plain(dict(value), key)
     return value
+
+
+def _parse_yaml_value(text: str, key: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise CanterError(f"'{key}': cannot parse {text!r} as YAML: {problem}") from None
+
+
+def _plain(value: Any, key: str) -> Any:
+    """Check that ``value`` is plain data (what YAML and JSON both hold: string keys, finite numbers)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CanterError(f"'{key}' must hold finite numbers, got {value!r}")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, key) for v in value]
+    if isinstance(value, dict):
+        for k in value:
+            if not isinstance(k, str):
+                raise CanterError(f"'{key}' must have string keys, got {k!r}")
+        return {k: _plain(v, key) for k, v in value.items()}
+    raise CanterError(f"'{key}' holds a {type(value).__name__} ({value!r}); use strings, numbers, lists or mappings")
 
 
 def check_range(f: dataclasses.Field, value: Any, key: str) -> None:
@@ -199,6 +237,8 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         raise CanterError(f"config file not found: {path}") from None
     except OSError as exc:
         raise CanterError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise CanterError(f"config file {path} is not UTF-8 text") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -219,7 +259,7 @@ class RunConfig:
 
     algo: str = hp("ppo", "registered algorithm name or 'module:Class'")
     env: str = hp("CartPole-v1", "Gymnasium environment id (or a canter-registered env)")
-    seed: int = hp(0, "random seed for torch, numpy, python and the environments", low=0)
+    seed: int = hp(0, "random seed for torch, numpy, python and the environments", low=0, high=2**32 - 1)
     n_envs: int | None = hp(None, "parallel environments (null: the algorithm's default)", low=1)
     max_steps: int = hp(100_000, "environment-step budget", low=1)
     target_reward: float | None = hp(None, "stop when the mean evaluation return reaches this (null: never)")
@@ -245,11 +285,39 @@ class RunConfig:
         0, "record a deterministic episode as MP4 in RUN_DIR/videos every this many steps and at the end (0: never)",
         low=0,
     )
+    # -- trainer control (canter/callbacks.py, canter/schedules.py, canter/trainers/guard.py) --
+    callbacks: list = hp([], "Callback classes to attach: 'module:Name' or {'module:Name': {kwargs}}")
+    hooks: dict = hp({}, "hook name -> 'module:function' (or a list of them), e.g. {after_update: 'my.mod:fn'}")
+    monitor: str = hp("eval", "what counts as improvement for early stopping, plateau LR and best: eval "
+                      "(mean evaluation return) or rolling (mean of the last reward_window training episodes)",
+                      choices=("eval", "rolling"))
+    reward_window: int = hp(100, "training episodes in the reward buffer (rolling return statistics)", low=1)
+    min_delta: float = hp(0.0, "a monitored return must beat the best by more than this to count as improvement", low=0)
+    early_stopping: int | None = hp(None, "stop after this many evaluations without improvement (null: never)", low=1)
+    plateau_patience: int | None = hp(None, "multiply every learning rate by plateau_factor after this many "
+                                      "evaluations without improvement (null: never)", low=1)
+    plateau_factor: float = hp(0.5, "learning-rate factor applied on a plateau", low=0, high=1, low_open=True)
+    min_lr: float = hp(0.0, "lower bound for learning rates lowered by lr_decay, plateaus or the divergence guard", low=0)
+    lr_decay: str = hp("constant", "learning-rate multiplier over the step budget, applied to every optimizer on top of "
+                       "the algorithm's own schedule: constant, linear, cosine or step",
+                       choices=("constant", "linear", "cosine", "step"))
+    lr_decay_final: float = hp(0.0, "final multiplier of linear/cosine lr_decay", low=0, high=1)
+    lr_decay_every: int = hp(100_000, "env steps between step-lr_decay multiplications", low=1)
+    lr_decay_factor: float = hp(0.5, "multiplier of each step-lr_decay", low=0, high=1, low_open=True)
+    divergence_guard: str = hp("stop", "on a non-finite loss, gradient, parameter or observation: stop (keep the last "
+                               "good checkpoint), restore (reload the last good state, lower the LR) or off",
+                               choices=("stop", "restore", "off"))
+    divergence_lr_factor: float = hp(0.5, "learning-rate factor after each divergence restore", low=0, high=1,
+                                     low_open=True)
+    divergence_max_restores: int = hp(3, "divergence restores before the guard stops the run", low=0)
 
     def validate(self) -> None:
         """Cross-field checks."""
         if self.target_reward is not None and self.eval_every == 0 and self.max_steps > 10_000_000:
             raise CanterError("'target_reward' is only checked at evaluations; set 'eval_every' > 0 for long runs")
+        from canter.callbacks import check_callback_config
+
+        check_callback_config(self.callbacks, self.hooks)
 
 
 def preset_path(algo: str, env: str) -> Path:
@@ -285,9 +353,11 @@ def resolve_config(
     env_id = env or file_data.get("env") or run_overrides.pop("env", None)
     if not env_id:
         raise CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1)")
+    if not isinstance(env_id, str) or not env_id.isprintable():
+        raise CanterError(f"'env' must be an environment id string, got {env_id!r}")
     preset = preset_path(algo_name, str(env_id))
     layers: list[tuple[str, dict[str, Any]]] = []
-    if preset.exists():
+    if os.path.isfile(preset):  # False (not an error) for odd names, e.g. too long
         layers.append((str(preset), load_yaml(preset)))
     if file_data:
         layers.append((str(config_file), file_data))
@@ -302,6 +372,8 @@ def resolve_config(
     hp_values: dict[str, Any] = {}
     for _source, data in layers:
         for key, value in data.items():
+            if not isinstance(key, str):
+                raise CanterError(f"config keys must be strings, got {key!r} in {_source}")
             if key == "hparams":
                 if not isinstance(value, dict):
                     raise CanterError("'hparams' must be a mapping of hyperparameter names to values")

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 from canter.errors import CanterError, unknown
 
 KINDS = ("algorithm", "model", "agent", "env")
+#: what an imported ``module:Class`` must subclass, per kind (checked before anything is called)
+_BASES = {"algorithm": "canter.algorithms.base:Algorithm", "model": "torch.nn:Module", "agent": "canter.agents.agent:Agent"}
 _REGISTRY: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
 _BUILTINS_LOADED = False
 T = TypeVar("T")
@@ -46,7 +48,7 @@ def import_object(path: str) -> Any:
     module_name, _, attr = path.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except (ImportError, ValueError) as exc:  # ValueError: an empty or relative module name
         raise CanterError(f"cannot import module '{module_name}' (from '{path}'): {exc}") from None
     try:
         obj = module
@@ -62,7 +64,12 @@ def lookup(kind: str, name: str) -> Any:
     """Return what is registered as ``kind``/``name``; ``"mod:Class"`` imports user code."""
     _load_builtins()
     if ":" in name:
-        return import_object(name)
+        obj = import_object(name)
+        base = _BASES.get(kind)
+        if base is not None and not (isinstance(obj, type) and issubclass(obj, import_object(base))):
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise CanterError(f"'{name}' is not {article} {kind} class (a subclass of {base.replace(':', '.')})")
+        return obj
     try:
         return _REGISTRY[kind][name]
     except KeyError:

@@ -8,10 +8,20 @@
     RUN_DIR/events.out.tfevents.*  TensorBoard
     RUN_DIR/checkpoints/           best, last, step-000050000 (.safetensors + .json)
     RUN_DIR/summary.json           written at the end (also after Ctrl-C)
+
+``last`` is the resumable checkpoint: agent, trainer state (RNGs, env state, counters, replay
+buffer) and the number of history rows written so far. It is saved when training starts, every
+``checkpoint_every`` steps and at the end, always between two iterations, after the history
+files were flushed, so ``--resume`` continues from a consistent point and trims the history
+files to the rows that point had. A first Ctrl-C (or SIGTERM) stops after the current iteration
+and saves ``last``; a second one exits at once, keeping the previous ``last``.
 """
 from __future__ import annotations
 
 import json
+import signal
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +29,12 @@ from typing import Any
 
 import yaml
 
-from canter.checkpoint import atomic_write, save_checkpoint
+from canter.callbacks import Callback
+from canter.checkpoint import atomic_write, remove_temp_files, save_checkpoint
 from canter.envs.spaces import space_to_dict
 from canter.errors import CanterError
 from canter.trainers.base import Trainer, TrainRecord
+from canter.trainers.guard import TrainingDiverged
 from canter.utils import canter_version, git_commit
 
 
@@ -46,11 +58,24 @@ def check_new_run_dir(path: str | Path) -> Path:
     return path
 
 
+class _SaveAtStart(Callback):
+    """Saves the resumable ``last`` checkpoint when a fresh run starts (not part of the hook state)."""
+
+    internal = True
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def on_train_start(self, trainer: Any) -> None:  # noqa: D102
+        if self.run.resumed_step is None:
+            self.run.save_resumable()
+
+
 class Run:
     """Wraps a trainer's generator with the run directory's loggers and checkpoints."""
 
     def __init__(self, trainer: Trainer, run_dir: str | Path, config: dict[str, Any], loggers: list[Any] = (),
-                 checkpoint_every: int = 0) -> None:
+                 checkpoint_every: int = 0, resumed: dict[str, Any] | None = None) -> None:
         self.trainer = trainer
         self.dir = Path(run_dir)
         self.config = config
@@ -58,6 +83,14 @@ class Run:
         self.checkpoint_every = checkpoint_every
         self.summary: dict[str, Any] | None = None
         self.last_record: TrainRecord | None = None
+        #: when resuming: the step of the checkpoint and the history rows it had
+        self.resumed_step: int | None = None if resumed is None else int(resumed["step"])
+        self.history_rows: dict[str, int] | None = None if resumed is None else resumed.get("history_rows")
+        self.resumes = 0 if resumed is None else int(resumed.get("resumes", 0)) + 1
+        self.divergence: TrainingDiverged | None = None
+        self._signals = 0
+        self._abort = False
+        trainer.hooks.add(_SaveAtStart(self))
 
     @property
     def agent(self) -> Any:
@@ -80,11 +113,27 @@ class Run:
         }
 
     def save(self, name: str) -> Path:
-        """Save a checkpoint named ``name`` under ``checkpoints/``."""
+        """Save the agent as checkpoint ``name`` under ``checkpoints/`` (for loading, not resuming)."""
         state = {"agent": self.trainer.agent.state_dict()}
-        return save_checkpoint(self.dir / "checkpoints" / name, state, self.metadata())
+        path = save_checkpoint(self.dir / "checkpoints" / name, state, self.metadata())
+        self.trainer.hooks.call("on_checkpoint", self.trainer, path)
+        return path
 
-    def _write_summary(self, interrupted: bool) -> None:
+    def save_resumable(self, name: str = "last", stop_reason: str | None = None) -> Path:
+        """Flush the history, then save agent + trainer state (call only between iterations)."""
+        rows = {}
+        for lg in self.loggers:
+            if hasattr(lg, "rows"):
+                lg.flush()
+                rows = lg.rows()
+        state = {"agent": self.trainer.agent.state_dict(), "trainer": self.trainer.resume_state()}
+        meta = {**self.metadata(), "resumable": True, "history_rows": rows, "resumes": self.resumes,
+                "env_state_saved": state["trainer"]["env"] is not None, "stop_reason": stop_reason}
+        path = save_checkpoint(self.dir / "checkpoints" / name, state, meta)
+        self.trainer.hooks.call("on_checkpoint", self.trainer, path)
+        return path
+
+    def _write_summary(self, stop_reason: str | None) -> None:
         t = self.trainer
         target = self.config.get("target_reward")
         last = None if t.last_eval is None else t.last_eval.mean_return
@@ -92,39 +141,87 @@ class Run:
             "algorithm": self.config["algo"], "env": self.config["env"], "seed": self.config["seed"],
             "steps": t.step, "episodes": t.episode_count, "updates": t.algorithm.updates,
             "wall_seconds": round(t.wall_time(), 3), "best_eval_return": t.best_eval_return,
-            "last_eval_return": last, "target_reward": target,
+            "last_eval_return": last, "best_rolling_return": t.best_rolling_return, "target_reward": target,
             "solved": bool(target is not None and t.best_eval_return is not None and t.best_eval_return >= target),
-            "stop_reason": "interrupted" if interrupted else getattr(self.last_record, "stop_reason", None),
+            "stop_reason": stop_reason, "resumes": self.resumes, "resume_exact": t.resume_exact,
+            "divergence_events": list(t.guard.events),
             "canter_version": canter_version(), "git_commit": git_commit(),
         }
         atomic_write(self.dir / "summary.json", json.dumps(self.summary, indent=2).encode())
 
+    # -- signals -------------------------------------------------------------------------------
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            self.trainer.stop_requested = "interrupted"
+            print("canter: stopping after this iteration and saving the run (press Ctrl-C again to quit now)",
+                  file=sys.stderr, flush=True)
+            return
+        self._abort = True
+        raise KeyboardInterrupt
+
+    def _install_signals(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        old = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old[sig] = signal.signal(sig, self._on_signal)
+        return old
+
+    # -- the run -------------------------------------------------------------------------------
     def __call__(self) -> Iterator[TrainRecord]:
         """Run training, writing the run directory; yields the trainer's records."""
         self.dir.mkdir(parents=True, exist_ok=True)
+        if self.resumed_step is not None:
+            remove_temp_files(self.dir / "checkpoints")
+            remove_temp_files(self.dir)
         atomic_write(self.dir / "config.yaml", yaml.safe_dump(self.config, sort_keys=False).encode())
         for lg in self.loggers:
             lg.start(self)
-        next_ckpt = self.checkpoint_every or None
-        interrupted = True
+        every = self.checkpoint_every
+        next_ckpt = (self.trainer.step // every + 1) * every if every else None
+        outcome, inside = "error", False
+        old_handlers = self._install_signals()
         try:
-            for record in self.trainer():
+            records = self.trainer()
+            while True:
+                inside = True
+                try:
+                    record = next(records)
+                except StopIteration:
+                    break
+                inside = False
                 self.last_record = record
                 for lg in self.loggers:
                     lg.log(record)
                 if record.new_best:
                     self.save("best")
-                if next_ckpt is not None and record.step >= next_ckpt:
+                if next_ckpt is not None and record.step >= next_ckpt and not record.done:
                     self.save(f"step-{record.step:09d}")
+                    self.save_resumable()
                     while next_ckpt <= record.step:
-                        next_ckpt += self.checkpoint_every
+                        next_ckpt += every
                 yield record
-            interrupted = False
+            outcome = "done"
+        except TrainingDiverged as exc:
+            outcome, self.divergence = "diverged", exc
+            raise
         finally:
+            for sig, handler in old_handlers.items():
+                signal.signal(sig, handler)
             try:
-                if self.trainer.wall_start:
-                    self.save("last")
-                    self._write_summary(interrupted)
+                started = bool(self.trainer.wall_start)
+                if outcome == "done":
+                    reason = getattr(self.last_record, "stop_reason", None)
+                    self.save_resumable(stop_reason=reason)
+                    self._write_summary(reason)
+                elif outcome == "diverged":
+                    self._write_summary("diverged")
+                elif started and not self._abort and not inside:  # stopped between iterations: state is consistent
+                    self.save_resumable(stop_reason="interrupted")
+                    self._write_summary("interrupted")
+                elif started:
+                    self._write_summary("interrupted" if self._abort else "error")
             finally:
                 for lg in self.loggers:
                     lg.close()

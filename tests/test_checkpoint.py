@@ -52,12 +52,46 @@ def test_atomic_write_keeps_old_checkpoint_when_interrupted(tmp_path, monkeypatc
     assert meta["step"] == 1 and state["w"].tolist() == [1.0, 1.0]
 
 
-def test_mismatched_pair_is_refused(tmp_path):
+def test_half_replaced_pair_loads_the_complete_tensors_file(tmp_path, monkeypatch):
+    """A kill between the two renames leaves new tensors + old JSON: the tensors file's own copy wins."""
+    base = tmp_path / "ck"
+    save_checkpoint(base, {"w": torch.zeros(1)}, {"step": 1})
+    real_replace = os.replace
+
+    def replace_tensors_only(src, dst):
+        if str(dst).endswith(".json"):
+            os.unlink(src)
+            raise KeyboardInterrupt  # "killed" after the tensors were renamed, before the JSON
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_tensors_only)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(base, {"w": torch.ones(1)}, {"step": 2})
+    monkeypatch.undo()
+    assert json.loads(base.with_suffix(".json").read_text())["step"] == 1  # the JSON is one save behind
+    state, meta = load_checkpoint(base)
+    assert meta["step"] == 2 and state["w"].tolist() == [1.0]
+    save_checkpoint(base, {"w": torch.full((1,), 3.0)}, {"step": 3})  # the next save repairs the pair
+    assert load_checkpoint(base)[1]["step"] == 3
+
+
+def test_pair_from_two_checkpoints_is_refused(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    save_checkpoint(a, {"w": torch.ones(1)}, {})
-    save_checkpoint(b, {"w": torch.zeros(1)}, {})
+    save_checkpoint(a, {"w": torch.ones(1)}, {"step": 1})
+    save_checkpoint(b, {"w": torch.zeros(1)}, {"step": 2})
     b.with_suffix(".safetensors").write_bytes(a.with_suffix(".safetensors").read_bytes())
-    with pytest.raises(CanterError, match="incomplete"):  # sha256 or id mismatch
+    with pytest.raises(CanterError, match="do not belong together"):
+        load_checkpoint(b)
+
+
+def test_mismatched_pair_without_embedded_metadata_is_refused(tmp_path):
+    from safetensors.torch import save_file
+
+    b = tmp_path / "b"
+    save_checkpoint(b, {"w": torch.zeros(1)}, {})
+    save_file({"w": torch.ones(1)}, str(b.with_suffix(".safetensors")), metadata={"format": "canter-checkpoint",
+                                                                                 "checkpoint_id": "other"})
+    with pytest.raises(CanterError, match="do not belong together"):
         load_checkpoint(b)
 
 

@@ -52,6 +52,8 @@ class ConsoleLogger:
         self._last = now
         losses = " ".join(f"{k} {record.losses[k]:.3g}" for k in _SHOWN_LOSSES if k in record.losses)
         ret = "-" if record.rolling_return is None else f"{record.rolling_return:.1f}"
+        if record.best_rolling_return is not None:
+            ret += f" (best {record.best_rolling_return:.1f})"
         self.progress.update(self.task, completed=min(record.step, self.total), sps=f"{record.steps_per_second:,.0f}",
                              ret=ret, eval=self._eval, losses=losses)
 

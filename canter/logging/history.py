@@ -28,6 +28,23 @@ def write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ..
     atomic_write(path, sink.getvalue())
 
 
+def _read_rows(path: Path, n: int) -> list[dict[str, Any]]:
+    """The first ``n`` rows of a parquet file as dicts (rows written after a checkpoint are dropped)."""
+    if n == 0:
+        return []
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (OSError, pa.ArrowException) as exc:
+        from canter.errors import CanterError
+
+        raise CanterError(f"cannot resume: {path} is missing or unreadable ({exc})") from None
+    if len(rows) < n:
+        from canter.errors import CanterError
+
+        raise CanterError(f"cannot resume: {path} has {len(rows)} rows but the checkpoint expects {n}")
+    return rows[:n]
+
+
 class HistoryLogger:
     """Writes ``history.parquet`` (one row per finished training episode), ``updates.parquet``
     (one row per logged iteration) and ``evaluations.parquet`` (one row per evaluation)."""
@@ -40,8 +57,18 @@ class HistoryLogger:
         self.evaluations: list[dict[str, Any]] = []
         self._last_flush = time.monotonic()
 
-    def start(self, run: Any) -> None:  # noqa: D102
+    def start(self, run: Any) -> None:
+        """Start timing flushes; on a resumed run, reload the rows the resumed checkpoint had."""
         self._last_flush = time.monotonic()
+        rows = getattr(run, "history_rows", None)
+        if rows:
+            self.episodes = _read_rows(self.dir / "history.parquet", rows.get("history", 0))
+            self.updates = _read_rows(self.dir / "updates.parquet", rows.get("updates", 0))
+            self.evaluations = _read_rows(self.dir / "evaluations.parquet", rows.get("evaluations", 0))
+
+    def rows(self) -> dict[str, int]:
+        """Rows logged so far per file (saved with resumable checkpoints)."""
+        return {"history": len(self.episodes), "updates": len(self.updates), "evaluations": len(self.evaluations)}
 
     def log(self, record: TrainRecord) -> None:  # noqa: D102
         for ep in record.episodes:

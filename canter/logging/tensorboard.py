@@ -57,6 +57,13 @@ class EventFileWriter:
         if time.monotonic() - self._last_flush > _FLUSH_SECONDS:
             self.flush()
 
+    def restart_at(self, step: int) -> None:
+        """A SessionLog START at ``step``: TensorBoard then drops older files' events at or after ``step``."""
+        from tensorboard.compat.proto.event_pb2 import SessionLog
+
+        self._write(self._event(wall_time=time.time(), step=int(step), session_log=SessionLog(status=SessionLog.START)))
+        self.flush()
+
     def flush(self) -> None:
         """Write buffered events to disk."""
         self._file.flush()
@@ -75,8 +82,11 @@ class TensorBoardLogger:
     def __init__(self, run_dir: str | Path) -> None:
         self.writer = EventFileWriter(run_dir)
 
-    def start(self, run: Any) -> None:  # noqa: D102
-        pass
+    def start(self, run: Any) -> None:
+        """On a resumed run, hide the events the killed run logged after the resumed checkpoint's step."""
+        step = getattr(run, "resumed_step", None)
+        if step is not None:
+            self.writer.restart_at(step)
 
     def log(self, record: TrainRecord) -> None:  # noqa: D102
         for ep in record.episodes:

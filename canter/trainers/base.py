@@ -1,9 +1,11 @@
-"""The shared trainer loop: iterations, episode statistics, evaluation, stop criteria."""
+"""The shared trainer loop: iterations, episode statistics, evaluation, hooks, resumable state."""
 from __future__ import annotations
 
+import logging
+import random
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,9 +14,15 @@ import torch
 
 from canter.agents.agent import Agent
 from canter.algorithms.base import threads_for
+from canter.callbacks import Hooks, builtin_callbacks
 from canter.config import RunConfig
+from canter.envs.state import capture_env, restore_env
 from canter.envs.vector import VecEnv
+from canter.schedules import LRControl
 from canter.trainers.evaluation import EvalResult, evaluate
+from canter.trainers.guard import Divergence, DivergenceGuard
+
+log = logging.getLogger("canter")
 
 
 @dataclass(frozen=True)
@@ -44,18 +52,21 @@ class TrainRecord:
     new_best: bool = False
     done: bool = False
     stop_reason: str | None = None
+    best_rolling_return: float | None = None
 
 
 class Trainer:
     """Base trainer. Subclasses implement :meth:`iteration` (collect, store, learn).
 
-    ``for record in trainer(): ...`` runs training; the loop stops at the target reward
-    (deterministic evaluation), the step budget or the wall-clock budget. Loggers and
-    checkpointing wrap this generator (see :mod:`canter.run`); they are not part of it.
+    ``for record in trainer(): ...`` runs training; the loop stops when a ``should_stop`` hook
+    says so (built in: target reward, step budget, wall-clock budget, early stopping; see
+    :mod:`canter.callbacks`). Loggers and checkpointing wrap this generator (see
+    :mod:`canter.run`); they are not part of it. Between iterations the whole training state is
+    :meth:`resume_state`, which :meth:`load_resume_state` restores for an exact continuation.
     """
 
     def __init__(
-        self, agent: Agent, env: VecEnv, eval_env: VecEnv | None, run: RunConfig, rolling_window: int = 100
+        self, agent: Agent, env: VecEnv, eval_env: VecEnv | None, run: RunConfig, callbacks: Iterable[Any] = (),
     ) -> None:
         self.agent, self.env, self.eval_env, self.run = agent, env, eval_env, run
         self.algorithm = agent.algorithm
@@ -64,15 +75,23 @@ class Trainer:
         self.iteration_count = 0
         self.episode_count = 0
         self.best_eval_return: float | None = None
+        self.best_rolling_return: float | None = None
         self.last_eval: EvalResult | None = None
         self.evaluations = 0
-        self.recent_returns: deque[float] = deque(maxlen=rolling_window)
+        self.recent_returns: deque[float] = deque(maxlen=run.reward_window)
         self._pending: list[EpisodeInfo] = []
         self._next_eval = run.eval_every if run.eval_every > 0 else None
         self.obs: np.ndarray | None = None
         self.wall_start = 0.0
         self.elapsed_before = 0.0
         self.max_seconds: float | None = run.max_seconds
+        self.hooks = Hooks([*builtin_callbacks(run), *callbacks])
+        self.lr = LRControl(self.algorithm, run)
+        self.guard = DivergenceGuard(self, run.divergence_guard, run.divergence_lr_factor, run.divergence_max_restores)
+        #: set (e.g. by a signal handler) to stop cleanly after the current iteration
+        self.stop_requested: str | None = None
+        self.resume_exact: bool | None = None
+        self._resume: dict[str, Any] | None = None
 
     # -- to implement -----------------------------------------------------------------------
     def setup(self) -> None:
@@ -85,7 +104,26 @@ class Trainer:
     # -- shared helpers ---------------------------------------------------------------------
     def wall_time(self) -> float:
         """Seconds of training so far (including time before a resume)."""
+        if not self.wall_start:
+            return self.elapsed_before
         return self.elapsed_before + time.perf_counter() - self.wall_start
+
+    def set_progress(self) -> None:
+        """Advance the algorithm's schedules to the current step, then apply the run's LR control."""
+        self.algorithm.set_progress(self.step, self.run.max_steps)
+        self.lr.apply(self.step)
+
+    def rolling_return(self) -> float | None:
+        """Mean return of the last ``reward_window`` training episodes (None before the first)."""
+        return float(np.mean(self.recent_returns)) if self.recent_returns else None
+
+    def reward_stats(self) -> dict[str, float]:
+        """xagents-style reward-buffer statistics over the last ``reward_window`` training episodes."""
+        if not self.recent_returns:
+            return {"episodes": float(self.episode_count)}
+        r = np.asarray(self.recent_returns, dtype=np.float64)
+        return {"mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()), "max": float(r.max()),
+                "best_mean": float(self.best_rolling_return), "episodes": float(self.episode_count)}
 
     def record_episodes(self) -> None:
         """Collect episodes the env finished in its last step."""
@@ -96,6 +134,8 @@ class Trainer:
                 self.recent_returns.append(ret)
                 self.episode_count += 1
                 rolling = float(np.mean(self.recent_returns))
+                if self.best_rolling_return is None or rolling > self.best_rolling_return:
+                    self.best_rolling_return = rolling
                 self._pending.append(EpisodeInfo(self.step, now, ret, length, rolling))
 
     def evaluate(self) -> EvalResult:
@@ -105,24 +145,72 @@ class Trainer:
         self.evaluations += 1
         return evaluate(self.agent, self.eval_env, self.run.eval_episodes, seed=seed)
 
-    def _stop_reason(self, result: EvalResult | None) -> str | None:
-        target = self.run.target_reward
-        if result is not None and target is not None and result.mean_return >= target:
-            return "target_reward"
-        if self.step >= self.run.max_steps:
-            return "max_steps"
-        if self.max_seconds is not None and self.wall_time() >= self.max_seconds:
-            return "max_seconds"
-        return None
-
     def state(self) -> dict[str, Any]:
-        """Counters to save with a checkpoint."""
+        """Counters to save with a checkpoint (JSON)."""
         return {
             "step": self.step, "iteration": self.iteration_count, "episodes": self.episode_count,
             "best_eval_return": self.best_eval_return, "evaluations": self.evaluations,
             "last_eval_return": None if self.last_eval is None else self.last_eval.mean_return,
-            "wall_time": self.wall_time() if self.wall_start else 0.0,
+            "best_rolling_return": self.best_rolling_return, "wall_time": self.wall_time(),
+            "lr_scale": self.lr.scale, "divergence_events": list(self.guard.events),
         }
+
+    # -- exact resume ------------------------------------------------------------------------
+    def resume_state(self) -> dict[str, Any]:
+        """Everything but the agent that a resumed run needs to continue exactly (between iterations)."""
+        env_state, problems = capture_env(self.env)
+        ev = self.last_eval
+        np_state = np.random.get_state(legacy=False)
+        py_version, py_state, py_gauss = random.getstate()
+        return {
+            "counters": {**self.state(), "next_eval": self._next_eval},
+            "recent_returns": np.asarray(self.recent_returns, dtype=np.float64),
+            "last_eval": None if ev is None else {"mean_return": ev.mean_return, "std_return": ev.std_return,
+                                                   "returns": list(ev.returns), "lengths": list(ev.lengths)},
+            "obs": self.obs,
+            "env": env_state if not problems else None,
+            "env_problems": problems,
+            "rng": {"python": [py_version, list(py_state), py_gauss], "numpy": np_state,
+                    "torch": torch.get_rng_state()},
+            "hooks": self.hooks.state_dict(),
+            "lr": self.lr.state_dict(),
+            "guard": self.guard.state_dict(),
+        }
+
+    def load_resume_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`resume_state` after :meth:`setup` and an env reset (see ``__call__``)."""
+        c = state["counters"]
+        self.step, self.iteration_count, self.episode_count = int(c["step"]), int(c["iteration"]), int(c["episodes"])
+        self.best_eval_return, self.evaluations = c["best_eval_return"], int(c["evaluations"])
+        self.best_rolling_return = c.get("best_rolling_return")
+        self.elapsed_before = float(c.get("wall_time", 0.0))
+        self._next_eval = c.get("next_eval")
+        self.recent_returns.clear()
+        self.recent_returns.extend(float(r) for r in state["recent_returns"])
+        ev = state.get("last_eval")
+        self.last_eval = None if ev is None else EvalResult(ev["mean_return"], ev["std_return"], ev["returns"],
+                                                            ev["lengths"])
+        self.hooks.load_state_dict(state["hooks"])
+        self.lr.load_state_dict(state["lr"])
+        self.guard.load_state_dict(state["guard"])
+        if state.get("env") is not None:
+            restore_env(self.env, state["env"])
+            self.obs = np.array(state["obs"])
+            self.resume_exact = True
+        else:  # the env holds state that cannot be saved: start fresh episodes with a new seed
+            log.warning("resume: the env's state could not be saved (%s); continuing with fresh episodes, so the "
+                        "resumed run is valid but not identical to an uninterrupted one",
+                        ", ".join(state.get("env_problems", [])[:3]))
+            self.obs = self.env.reset(seed=self.run.seed + 7_777_777 + self.step)
+            self.resume_exact = False
+        py_version, py_state, py_gauss = state["rng"]["python"]
+        random.setstate((py_version, tuple(py_state), py_gauss))
+        np.random.set_state(state["rng"]["numpy"])
+        torch.set_rng_state(state["rng"]["torch"])
+
+    def resume_from(self, state: dict[str, Any]) -> None:
+        """Continue from ``state`` (a :meth:`resume_state`) when the generator starts."""
+        self._resume = state
 
     def close(self) -> None:
         """Close the training and evaluation envs."""
@@ -130,17 +218,36 @@ class Trainer:
         if self.eval_env is not None:
             self.eval_env.close()
 
+    # -- the loop ----------------------------------------------------------------------------
+    def _iterate(self) -> dict[str, float]:
+        try:
+            losses = self.iteration()
+            self.guard.check_update(losses)
+        except Divergence as err:
+            return self.guard.handle(err)
+        if "learning_rate" in losses and self.lr.active:
+            losses["learning_rate"] = next(iter(self.lr.current().values()))
+        return losses
+
     def __call__(self) -> Iterator[TrainRecord]:
         """Run training, yielding one :class:`TrainRecord` per iteration."""
         threads = getattr(self.agent, "torch_threads", None)
         torch.set_num_threads(self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width()))
         self.setup()
         self.obs = self.env.reset(seed=self.run.seed)
+        if self._resume is not None:
+            self.load_resume_state(self._resume)
+            self._resume = None
         self.wall_start = time.perf_counter()
+        self.guard.arm()
+        self.guard.remember()
+        self.hooks.call("on_train_start", self)
         last_time, last_step = self.wall_start, self.step
         while True:
-            losses = self.iteration()
+            self.hooks.call("before_collect", self)
+            losses = self._iterate()
             self.iteration_count += 1
+            self.hooks.call("after_update", self, losses)
             result = None
             due_eval = self._next_eval is not None and self.step >= self._next_eval
             at_end = self.step >= self.run.max_steps
@@ -150,9 +257,15 @@ class Trainer:
                 while self._next_eval is not None and self._next_eval <= self.step:
                     self._next_eval += self.run.eval_every
             new_best = result is not None and (self.best_eval_return is None or result.mean_return > self.best_eval_return)
-            if new_best:
-                self.best_eval_return = result.mean_return
-            reason = self._stop_reason(result)
+            if result is not None:
+                if new_best:
+                    self.best_eval_return = result.mean_return
+                if np.isfinite(result.mean_return):
+                    self.guard.remember()
+                self.hooks.call("on_evaluate", self, result)
+                if new_best:
+                    self.hooks.call("on_best", self, result)
+            reason = self.stop_requested or self.hooks.should_stop(self)
             if reason is None and self.iteration_count % self.run.log_every and result is None:
                 continue
             now = time.perf_counter()
@@ -161,9 +274,9 @@ class Trainer:
             episodes, self._pending = self._pending, []
             yield TrainRecord(
                 step=self.step, iteration=self.iteration_count, wall_time=self.wall_time(), steps_per_second=sps,
-                episodes=episodes, rolling_return=float(np.mean(self.recent_returns)) if self.recent_returns else None,
-                losses=losses, evaluation=result, best_eval_return=self.best_eval_return, new_best=new_best,
-                done=reason is not None, stop_reason=reason,
+                episodes=episodes, rolling_return=self.rolling_return(), losses=losses, evaluation=result,
+                best_eval_return=self.best_eval_return, new_best=new_best, done=reason is not None,
+                stop_reason=reason, best_rolling_return=self.best_rolling_return,
             )
             if reason is not None:
                 return

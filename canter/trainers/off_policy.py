@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -34,6 +35,16 @@ class OffPolicyTrainer(Trainer):
         self.rng = np.random.default_rng(self.run.seed + 1)
         self.vec_steps = max(1, math.ceil(self.config.train_freq / self.env.num_envs))
 
+    def resume_state(self) -> dict[str, Any]:
+        """Adds the replay buffer and the warm-up action generator."""
+        return {**super().resume_state(), "buffer": self.buffer.state_dict(),
+                "warmup_rng": self.rng.bit_generator.state}
+
+    def load_resume_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        super().load_resume_state(state)
+        self.buffer.load_state_dict(state["buffer"])
+        self.rng.bit_generator.state = state["warmup_rng"]
+
     def _random_actions(self) -> tuple[np.ndarray, np.ndarray]:
         space = self.agent.action_space
         n = self.env.num_envs
@@ -52,7 +63,7 @@ class OffPolicyTrainer(Trainer):
         obs = self.obs
         n = env.num_envs
         for _ in range(self.vec_steps):
-            self.algorithm.set_progress(self.step, self.run.max_steps)
+            self.set_progress()
             if self.step < c.learning_starts:
                 env_actions, actions = self._random_actions()
             else:
@@ -60,6 +71,7 @@ class OffPolicyTrainer(Trainer):
                 actions = out.actions.numpy()
             step = env.step(env_actions)
             self.step += n
+            self.guard.check_env_data(step.obs, step.reward)
             done = step.terminated | step.truncated
             reward = agent.scale_reward(step.reward, done)
             buf.add(obs, actions, reward, step.obs, step.terminated, step.valid)
@@ -68,7 +80,7 @@ class OffPolicyTrainer(Trainer):
         self.obs = obs
         if self.step < c.learning_starts or len(buf) == 0:
             return {}
-        self.algorithm.set_progress(self.step, self.run.max_steps)
+        self.set_progress()
         totals: dict[str, float] = {}
         for _ in range(c.gradient_steps):
             batch = agent.prepare_replay_batch(buf.sample(c.batch_size))

@@ -32,6 +32,7 @@ class OnPolicyTrainer(Trainer):
             actions, obs_t, out = agent.sample(obs)
             step = env.step(actions)
             self.step += n
+            self.guard.check_env_data(step.obs, step.reward)
             done = step.terminated | step.truncated
             reward = agent.scale_reward(step.reward, done)
             buf.add(obs_t, out.actions, out.log_probs, out.values, reward, step.terminated, step.truncated, step.valid)
@@ -39,5 +40,5 @@ class OnPolicyTrainer(Trainer):
             obs = step.obs
         self.obs = obs
         batch = buf.finish(agent.value(obs), self.config.gamma, self.config.gae_lambda)
-        self.algorithm.set_progress(self.step, self.run.max_steps)
+        self.set_progress()
         return agent.learn(batch)

@@ -1,0 +1,325 @@
+"""Trainer hooks: plain callables or :class:`Callback` objects, given in Python or named in YAML.
+
+Every trainer calls seven hooks; each receives the trainer first::
+
+    on_train_start(trainer)              once, after setup (and after a resume restored the state)
+    before_collect(trainer)              before each iteration collects data
+    after_update(trainer, losses)        after each iteration's update (``losses`` may be empty)
+    on_evaluate(trainer, result)         after each evaluation (an :class:`~canter.trainers.EvalResult`)
+    on_best(trainer, result)             after an evaluation that beat the best so far
+    on_checkpoint(trainer, path)         after the run directory saved a checkpoint
+    should_stop(trainer) -> reason       a string (or True) ends training after this iteration
+
+The built-in stop criteria are callbacks too (:class:`TargetReward`, :class:`StepBudget`,
+:class:`TimeBudget`, :class:`EarlyStopping`), as is :class:`PlateauLR`. A callback with state
+returns it from ``state_dict`` (JSON values and arrays) so that resumed runs continue exactly.
+
+YAML: ``callbacks: ["my.module:MyCallback", {"my.module:Other": {"patience": 3}}]`` and
+``hooks: {after_update: "my.module:log_losses"}`` (a list of paths is allowed per hook).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from canter.errors import CanterError, unknown
+
+HOOKS = ("on_train_start", "before_collect", "after_update", "on_evaluate", "on_best", "on_checkpoint", "should_stop")
+
+
+class Callback:
+    """Base class: override the hooks you need (the others do nothing)."""
+
+    def on_train_start(self, trainer: Any) -> None:
+        """Called once before the first iteration."""
+
+    def before_collect(self, trainer: Any) -> None:
+        """Called before each iteration collects data."""
+
+    def after_update(self, trainer: Any, losses: dict[str, float]) -> None:
+        """Called after each iteration's update with its statistics."""
+
+    def on_evaluate(self, trainer: Any, result: Any) -> None:
+        """Called after each evaluation."""
+
+    def on_best(self, trainer: Any, result: Any) -> None:
+        """Called after an evaluation with a new best mean return."""
+
+    def on_checkpoint(self, trainer: Any, path: Any) -> None:
+        """Called after the run directory saved a checkpoint (``path`` without suffix)."""
+
+    def should_stop(self, trainer: Any) -> str | bool | None:
+        """Return a reason (or True) to stop training after this iteration."""
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        """State to save with a resumable checkpoint."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+
+    @property
+    def stop_name(self) -> str:
+        """The stop reason used when ``should_stop`` returns True (the class name in snake case)."""
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
+
+
+class FunctionHook(Callback):
+    """One plain function attached to one hook."""
+
+    def __init__(self, hook: str, fn: Callable[..., Any]) -> None:
+        if hook not in HOOKS:
+            raise unknown("hook", hook, HOOKS)
+        if not callable(fn):
+            raise CanterError(f"hook '{hook}' needs a callable, got {fn!r}")
+        self.hook, self.fn = hook, fn
+        setattr(self, hook, fn)
+
+    @property
+    def stop_name(self) -> str:  # noqa: D102
+        return getattr(self.fn, "__name__", "should_stop")
+
+
+def _overrides(cb: Any, hook: str) -> bool:
+    method = getattr(cb, hook, None)
+    if method is None:
+        return False
+    if isinstance(cb, FunctionHook):
+        return hook == cb.hook
+    return getattr(type(cb), hook, None) is not getattr(Callback, hook) or not isinstance(cb, Callback)
+
+
+class Hooks:
+    """The callbacks of one trainer, dispatched by hook name (only overridden hooks are called)."""
+
+    def __init__(self, callbacks: Iterable[Any] = ()) -> None:
+        self.callbacks: list[Any] = []
+        self._by_hook: dict[str, list[tuple[Any, Callable[..., Any]]]] = {h: [] for h in HOOKS}
+        for cb in callbacks:
+            self.add(cb)
+
+    def add(self, cb: Any) -> None:
+        """Attach a callback object (any object with some of the hook methods)."""
+        hooks = [h for h in HOOKS if _overrides(cb, h)]
+        if not hooks:
+            raise CanterError(f"{cb!r} has none of the hook methods {', '.join(HOOKS)}")
+        self.callbacks.append(cb)
+        for h in hooks:
+            self._by_hook[h].append((cb, getattr(cb, h)))
+
+    def find(self, cls: type) -> Any:
+        """The first callback of type ``cls`` (or None)."""
+        return next((cb for cb in self.callbacks if isinstance(cb, cls)), None)
+
+    def call(self, hook: str, trainer: Any, *args: Any) -> None:
+        """Call every callback that implements ``hook``."""
+        for _, fn in self._by_hook[hook]:
+            fn(trainer, *args)
+
+    def should_stop(self, trainer: Any) -> str | None:
+        """Ask every callback; the first reason given wins (True becomes the callback's name)."""
+        first = None
+        for cb, fn in self._by_hook["should_stop"]:
+            reason = fn(trainer)
+            if reason and first is None:
+                first = reason if isinstance(reason, str) else getattr(cb, "stop_name", "callback")
+        return first
+
+    def _keyed(self) -> dict[str, Any]:
+        """Callbacks by a stable key (class name and its count), leaving out ``internal`` ones."""
+        out: dict[str, Any] = {}
+        for cb in self.callbacks:
+            if not getattr(cb, "internal", False):
+                name = type(cb).__qualname__
+                out[f"{name}#{sum(k.startswith(name + '#') for k in out)}"] = cb
+        return out
+
+    def state_dict(self) -> dict[str, dict[str, Any]]:
+        """The state of every callback that has some, by key."""
+        states = {k: cb.state_dict() for k, cb in self._keyed().items() if hasattr(cb, "state_dict")}
+        return {k: v for k, v in states.items() if v}
+
+    def load_state_dict(self, states: dict[str, dict[str, Any]]) -> None:
+        """Restore :meth:`state_dict`; every saved state needs its callback (stateless ones may change)."""
+        keyed = self._keyed()
+        for key, state in states.items():
+            if key not in keyed:
+                raise CanterError(f"the checkpoint has state for callback {key.split('#')[0]} but this run has no "
+                                  "such callback; resume with the same callbacks")
+            keyed[key].load_state_dict(state)
+
+
+# -- improvement tracking ----------------------------------------------------------------------
+
+
+def monitored_value(trainer: Any, result: Any, monitor: str) -> float | None:
+    """The value early stopping and plateaus watch: the eval mean return or the rolling training return."""
+    if monitor == "rolling":
+        return trainer.rolling_return()
+    return None if result is None else result.mean_return
+
+
+class Patience(Callback):
+    """Counts evaluations since the monitored return last improved by more than ``min_delta``."""
+
+    def __init__(self, patience: int, monitor: str = "eval", min_delta: float = 0.0) -> None:
+        self.patience, self.monitor, self.min_delta = int(patience), monitor, float(min_delta)
+        self.best: float | None = None
+        self.bad = 0
+
+    def update(self, value: float | None) -> bool:
+        """Fold in one evaluation; True if it improved."""
+        if value is None or not math.isfinite(value):
+            return False
+        if self.best is None or value > self.best + self.min_delta:
+            self.best, self.bad = value, 0
+            return True
+        self.bad += 1
+        return False
+
+    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+        return {"best": self.best, "bad": self.bad}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+        self.best, self.bad = state.get("best"), int(state.get("bad", 0))
+
+
+class EarlyStopping(Patience):
+    """Stop after ``patience`` evaluations without improvement (reason ``early_stopping``)."""
+
+    def on_evaluate(self, trainer: Any, result: Any) -> None:  # noqa: D102
+        self.update(monitored_value(trainer, result, self.monitor))
+
+    def should_stop(self, trainer: Any) -> str | None:  # noqa: D102
+        return "early_stopping" if self.bad >= self.patience else None
+
+
+class PlateauLR(Patience):
+    """Multiply every learning rate by ``factor`` after ``patience`` evaluations without improvement."""
+
+    def __init__(self, patience: int, factor: float = 0.5, monitor: str = "eval", min_delta: float = 0.0) -> None:
+        super().__init__(patience, monitor, min_delta)
+        self.factor = float(factor)
+        self.reductions: list[int] = []
+
+    def on_evaluate(self, trainer: Any, result: Any) -> None:  # noqa: D102
+        self.update(monitored_value(trainer, result, self.monitor))
+        if self.bad >= self.patience:
+            self.bad = 0
+            trainer.lr.reduce(self.factor)
+            self.reductions.append(trainer.step)
+
+    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+        return {**super().state_dict(), "reductions": list(self.reductions)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+        super().load_state_dict(state)
+        self.reductions = [int(s) for s in state.get("reductions", [])]
+
+
+# -- budgets -------------------------------------------------------------------------------------
+
+
+class TargetReward(Callback):
+    """Stop when an evaluation's mean return reaches ``target`` (reason ``target_reward``)."""
+
+    def __init__(self, target: float) -> None:
+        self.target = float(target)
+        self.reached = False
+
+    def on_evaluate(self, trainer: Any, result: Any) -> None:  # noqa: D102
+        self.reached = self.reached or result.mean_return >= self.target
+
+    def should_stop(self, trainer: Any) -> str | None:  # noqa: D102
+        return "target_reward" if self.reached else None
+
+    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+        return {"reached": self.reached}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+        self.reached = bool(state.get("reached", False))
+
+
+class StepBudget(Callback):
+    """Stop once ``trainer.step`` reaches ``trainer.run.max_steps`` (reason ``max_steps``)."""
+
+    def should_stop(self, trainer: Any) -> str | None:  # noqa: D102
+        return "max_steps" if trainer.step >= trainer.run.max_steps else None
+
+
+class TimeBudget(Callback):
+    """Stop once the training wall time reaches ``trainer.max_seconds`` (reason ``max_seconds``)."""
+
+    def should_stop(self, trainer: Any) -> str | None:  # noqa: D102
+        limit = trainer.max_seconds
+        return "max_seconds" if limit is not None and trainer.wall_time() >= limit else None
+
+
+# -- building from a run config ------------------------------------------------------------------
+
+
+def builtin_callbacks(run: Any) -> list[Callback]:
+    """The stop criteria and LR plateau callback a run config asks for, in stop-reason order."""
+    cbs: list[Callback] = []
+    if run.target_reward is not None:
+        cbs.append(TargetReward(run.target_reward))
+    cbs += [StepBudget(), TimeBudget()]
+    if run.early_stopping is not None:
+        cbs.append(EarlyStopping(run.early_stopping, run.monitor, run.min_delta))
+    if run.plateau_patience is not None:
+        cbs.append(PlateauLR(run.plateau_patience, run.plateau_factor, run.monitor, run.min_delta))
+    return cbs
+
+
+def _import(path: str, what: str) -> Any:
+    from canter.registry import import_object
+
+    if not isinstance(path, str) or ":" not in path:
+        raise CanterError(f"{what} must be an import path 'module:name', got {path!r}")
+    return import_object(path)
+
+
+def check_callback_config(callbacks: list, hooks: dict) -> None:
+    """Validate the shape of ``callbacks``/``hooks`` config values (imports happen at build time)."""
+    for entry in callbacks:
+        if isinstance(entry, dict):
+            if len(entry) != 1 or not isinstance(next(iter(entry.values())), (dict, type(None))):
+                raise CanterError(f"a 'callbacks' mapping entry must be {{'module:Name': {{kwargs}}}}, got {entry!r}")
+            entry = next(iter(entry))
+        if not isinstance(entry, str) or ":" not in entry:
+            raise CanterError(f"'callbacks' entries must be import paths 'module:Name', got {entry!r}")
+    for hook, paths in hooks.items():
+        if hook not in HOOKS:
+            raise unknown("hook in 'hooks'", str(hook), HOOKS)
+        for path in paths if isinstance(paths, list) else [paths]:
+            if not isinstance(path, str) or ":" not in path:
+                raise CanterError(f"'hooks.{hook}' must be an import path 'module:function', got {path!r}")
+
+
+def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
+    """Import and build the callbacks and hook functions named in a run config."""
+    check_callback_config(callbacks, hooks)
+    out: list[Any] = []
+    for entry in callbacks:
+        path, kwargs = (next(iter(entry.items())) if isinstance(entry, dict) else (entry, None))
+        factory = _import(path, "a 'callbacks' entry")
+        try:
+            out.append(factory(**(kwargs or {})))
+        except TypeError as exc:
+            raise CanterError(f"cannot build callback '{path}': {exc}") from None
+    for hook, paths in hooks.items():
+        for path in paths if isinstance(paths, list) else [paths]:
+            out.append(FunctionHook(hook, _import(path, f"'hooks.{hook}'")))
+    return out
+
+
+def as_callbacks(callbacks: Iterable[Any] | None = None, hooks: dict[str, Any] | None = None) -> list[Any]:
+    """Python-side callbacks: objects as given, ``hooks`` (name -> callable or list) wrapped."""
+    out = list(callbacks or [])
+    for hook, fns in (hooks or {}).items():
+        for fn in fns if isinstance(fns, (list, tuple)) else [fns]:
+            out.append(FunctionHook(hook, fn))
+    return out

@@ -1,0 +1,155 @@
+"""Save and restore the full state of in-process environments, for exact resume.
+
+Gymnasium has no ``get_state``/``set_state``. What makes an in-process env continue the same way
+is the plain data on its objects: the vector env, every sub-env, every wrapper (``TimeLimit``
+step counters, ``OrderEnforcing`` flags), the base env (CartPole's ``state`` array), their
+``np_random`` generators and the action/observation spaces' generators. :func:`capture_env` walks
+that object graph and copies every attribute that is plain data (numbers, strings, numpy arrays,
+numpy generators, lists/tuples/dicts of those); :func:`restore_env` writes them back into a fresh
+env of the same id, built and reset with the same arguments.
+
+The capture is *exact* only when nothing it met was opaque. Objects it cannot copy (a Box2D
+world, MuJoCo's ``MjData``, an ALE interface, the pipes of an ``AsyncVectorEnv``) are listed in
+``problems``; the trainer then resets the env with a new seed on resume instead (a valid run,
+but not bitwise identical to an uninterrupted one). Exact: classic control (CartPole, Pendulum,
+MountainCar, Acrobot), toy text, and canter-registered pure-Python envs, with native or sync
+vectorisation.
+"""
+from __future__ import annotations
+
+import enum
+import types
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+#: attributes that configure an env but are not its dynamic state
+_SKIP = frozenset({
+    "metadata", "spec", "_metadata", "_cached_spec", "_saved_kwargs", "env_fns", "render_mode",
+    "autoreset_mode", "observation_mode", "screen", "surf", "screens", "clock", "viewer", "window",
+    "_ezpickle_args", "_ezpickle_kwargs", "copy",
+})
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _is_env(obj: Any) -> bool:
+    from canter.envs.vector import VecEnv
+
+    return isinstance(obj, (gym.Env, gym.Wrapper, gym.vector.VectorEnv, gym.vector.VectorWrapper, VecEnv))
+
+
+def _generator_state(gen: np.random.Generator) -> dict[str, Any]:
+    return {"__generator__": gen.bit_generator.state}
+
+
+def _data(value: Any) -> tuple[bool, Any]:
+    """``(ok, copy)`` of a plain-data value; ``ok`` False if it holds anything else."""
+    if isinstance(value, _PLAIN):
+        return True, value
+    if isinstance(value, np.generic):
+        return True, {"__scalar__": np.asarray(value).reshape(1), "dtype": str(value.dtype)}
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "SU":  # e.g. FrozenLake's map
+            return True, {"__strings__": value.astype(str).tolist(), "dtype": value.dtype.str}
+        if value.dtype == object:
+            return False, None
+        return True, value.copy()
+    if isinstance(value, np.random.Generator):
+        return True, _generator_state(value)
+    if isinstance(value, (list, tuple)):
+        items = [_data(v) for v in value]
+        if not all(ok for ok, _ in items):
+            return False, None
+        out = [v for _, v in items]
+        return True, {"__tuple__": out} if isinstance(value, tuple) else out
+    if isinstance(value, dict) and all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in value):
+        items = [(k, _data(v)) for k, v in value.items()]
+        if not all(ok for _, (ok, _) in items):
+            return False, None
+        return True, {"__kvs__": [[k, v] for k, (_, v) in items]}
+    return False, None
+
+
+def _ignorable(value: Any) -> bool:
+    return isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType, type, enum.Enum,
+                              gym.envs.registration.EnvSpec))
+
+
+def capture_env(env: Any) -> tuple[dict[str, Any], list[str]]:
+    """Snapshot ``env`` (a :class:`~canter.envs.VecEnv` or any gymnasium env); returns ``(state, problems)``."""
+    problems: list[str] = []
+    seen: set[int] = set()
+
+    def walk(obj: Any, path: str) -> dict[str, Any]:
+        seen.add(id(obj))
+        out: dict[str, Any] = {}
+        for name, value in vars(obj).items():
+            where = f"{path}.{name}"
+            if name in _SKIP or _ignorable(value):
+                continue
+            if _is_env(value):
+                if id(value) not in seen:
+                    out[name] = {"__env__": walk(value, where)}
+                continue
+            if isinstance(value, list) and value and all(_is_env(v) for v in value):
+                out[name] = {"__envs__": [walk(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+                continue
+            if isinstance(value, gym.Space):
+                rng = getattr(value, "_np_random", None)
+                out[name] = {"__space__": None if rng is None else rng.bit_generator.state}
+                continue
+            ok, data = _data(value)
+            if ok:
+                out[name] = data
+            else:
+                problems.append(f"{where} ({type(value).__name__})")
+        return out
+
+    return walk(env, type(env).__name__), problems
+
+
+def _restore_value(current: Any, saved: Any) -> Any:
+    if isinstance(saved, dict):
+        if "__generator__" in saved:
+            state = saved["__generator__"]
+            if not isinstance(current, np.random.Generator):
+                current = np.random.Generator(getattr(np.random, state["bit_generator"])())
+            current.bit_generator.state = state
+            return current
+        if "__tuple__" in saved:
+            return tuple(_restore_value(None, v) for v in saved["__tuple__"])
+        if "__scalar__" in saved:
+            return np.asarray(saved["__scalar__"]).astype(saved["dtype"])[0]
+        if "__kvs__" in saved:
+            return {k: _restore_value(None, v) for k, v in saved["__kvs__"]}
+        if "__strings__" in saved:
+            return np.array(saved["__strings__"], dtype=saved["dtype"])
+    if isinstance(saved, list):
+        return [_restore_value(None, v) for v in saved]
+    if isinstance(saved, np.ndarray):
+        if isinstance(current, np.ndarray) and current.shape == saved.shape and current.dtype == saved.dtype:
+            current[...] = saved  # keep the array object: other attributes may share it
+            return current
+        return saved.copy()
+    return saved
+
+
+def restore_env(env: Any, state: dict[str, Any]) -> None:
+    """Write a :func:`capture_env` snapshot back into ``env`` (built like the captured one)."""
+
+    def walk(obj: Any, saved: dict[str, Any]) -> None:
+        for name, value in saved.items():
+            current = getattr(obj, name, None)
+            if isinstance(value, dict) and "__env__" in value:
+                walk(current, value["__env__"])
+            elif isinstance(value, dict) and "__envs__" in value:
+                for sub, sub_state in zip(current, value["__envs__"]):
+                    walk(sub, sub_state)
+            elif isinstance(value, dict) and "__space__" in value:
+                if value["__space__"] is not None:
+                    current._np_random = _restore_value(current._np_random, {"__generator__": value["__space__"]})
+            else:
+                setattr(obj, name, _restore_value(current, value))
+
+    walk(env, state)

@@ -1,0 +1,152 @@
+"""The divergence guard: non-finite data, gradients, parameters or losses stop training cleanly.
+
+Checks, from cheapest to most thorough:
+
+* environment data: the observations and rewards of every vector step, before they reach a
+  buffer or the networks (this fault stops the run in every mode: a lower learning rate cannot
+  fix an env);
+* gradients: a pre-step hook on every optimizer (``algorithm.optimizers()``) checks all gradients
+  of that optimizer before ``step()``; a non-finite loss gives non-finite gradients, so the
+  update is never applied;
+* parameters and the reported losses after each iteration.
+
+On a finding the trainer raises :class:`TrainingDiverged` (mode ``stop``: the run directory keeps
+its last good checkpoint) or, in mode ``restore``, reloads the last good agent state (taken at the
+start and after every finite evaluation), lowers every learning rate and goes on.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+import numpy as np
+import torch
+
+from canter.errors import CanterError
+
+log = logging.getLogger("canter")
+
+
+class Divergence(Exception):
+    """Raised inside an iteration when a non-finite quantity is found (handled by the trainer)."""
+
+    def __init__(self, quantity: str, step: int) -> None:
+        super().__init__(f"non-finite {quantity} at step {step}")
+        self.quantity, self.step = quantity, step
+
+
+class TrainingDiverged(CanterError):
+    """Training stopped because a loss, gradient, parameter or observation was not finite."""
+
+    def __init__(self, message: str, quantity: str, step: int) -> None:
+        super().__init__(message)
+        self.quantity, self.step = quantity, step
+
+
+def _all_finite(tensors: list[torch.Tensor]) -> bool:
+    if not tensors:
+        return True
+    norms = torch._foreach_norm(tensors)  # one pass, no copies; inf/nan anywhere makes a norm non-finite
+    return bool(torch.stack(norms).isfinite().all())
+
+
+class DivergenceGuard:
+    """Watches one trainer's data and algorithm (see the module docstring)."""
+
+    def __init__(self, trainer: Any, mode: str = "stop", lr_factor: float = 0.5, max_restores: int = 3) -> None:
+        self.trainer, self.mode = trainer, mode
+        self.lr_factor, self.max_restores = lr_factor, max_restores
+        self.restores = 0
+        self.events: list[dict[str, Any]] = []
+        self._good: dict[str, Any] | None = None
+        self._handles: list[Any] = []
+
+    @property
+    def enabled(self) -> bool:  # noqa: D102
+        return self.mode != "off"
+
+    # -- checks ------------------------------------------------------------------------------
+    def arm(self) -> None:
+        """Attach the gradient check to every optimizer of the algorithm."""
+        if not self.enabled or self._handles:
+            return
+        names = {p: f"{m}.{n}" for m, mod in self.trainer.algorithm.modules().items() for n, p in mod.named_parameters()}
+        for opt_name, opt in self.trainer.algorithm.optimizers().items():
+            params = [p for g in opt.param_groups for p in g["params"]]
+
+            def check(*_: Any, params: list = params, opt_name: str = opt_name) -> None:
+                grads = [p.grad for p in params if p.grad is not None]
+                if not _all_finite(grads):
+                    bad = next(p for p in params if p.grad is not None and not torch.isfinite(p.grad).all())
+                    raise Divergence(f"gradient of {names.get(bad, opt_name)} (the loss or its gradient is not "
+                                     f"finite; optimizer '{opt_name}' did not step)", self.trainer.step)
+
+            if hasattr(opt, "register_step_pre_hook"):
+                self._handles.append(opt.register_step_pre_hook(check))
+            else:  # an optimizer-like object without torch's hook API: wrap its step
+                step = opt.step
+
+                def guarded_step(*args: Any, _step: Any = step, _check: Any = check, **kwargs: Any) -> Any:
+                    _check()
+                    return _step(*args, **kwargs)
+
+                opt.step = guarded_step
+                self._handles.append(None)
+
+    def check_env_data(self, obs: np.ndarray, reward: np.ndarray) -> None:
+        """Raise :class:`Divergence` if a vector step's observations or rewards hold NaN or inf."""
+        if not self.enabled:
+            return
+        if isinstance(obs, np.ndarray) and obs.dtype.kind == "f" and not np.isfinite(obs).all():
+            bad = np.flatnonzero(~np.isfinite(obs.reshape(len(obs), -1)).all(axis=1))
+            raise Divergence(f"observation from the env (sub-env {bad[0]})", self.trainer.step)
+        if not np.isfinite(reward).all():
+            raise Divergence(f"reward from the env (sub-env {np.flatnonzero(~np.isfinite(reward))[0]})",
+                             self.trainer.step)
+
+    def check_update(self, losses: dict[str, float]) -> None:
+        """After an iteration: every reported loss and every parameter must be finite."""
+        if not self.enabled:
+            return
+        for k, v in losses.items():
+            if isinstance(v, float) and not np.isfinite(v):
+                raise Divergence(f"loss '{k}' ({v})", self.trainer.step)
+        for name, mod in self.trainer.algorithm.modules().items():
+            params = list(mod.parameters())
+            if not _all_finite([p.detach() for p in params]):
+                bad = next(n for n, p in mod.named_parameters() if not torch.isfinite(p).all())
+                raise Divergence(f"parameter {name}.{bad}", self.trainer.step)
+
+    # -- last good state -----------------------------------------------------------------------
+    def remember(self) -> None:
+        """Keep a copy of the agent state as the last good one (restore mode only)."""
+        if self.mode == "restore":
+            self._good = copy.deepcopy(self.trainer.agent.state_dict())
+
+    def handle(self, err: Divergence) -> dict[str, float]:
+        """Restore and go on (mode ``restore``, while restores are left) or raise :class:`TrainingDiverged`."""
+        t = self.trainer
+        event = {"step": err.step, "quantity": err.quantity}
+        self.events.append(event)
+        log.warning("divergence guard: non-finite %s at step %d", err.quantity, err.step)
+        env_fault = "from the env" in err.quantity
+        if self.mode == "restore" and not env_fault and self._good is not None and self.restores < self.max_restores:
+            self.restores += 1
+            t.agent.load_state_dict(copy.deepcopy(self._good))
+            t.lr.reduce(self.lr_factor)
+            t.lr.apply(t.step)
+            event["action"] = f"restored the last good state, learning rates x{t.lr.scale:g}"
+            return {}
+        event["action"] = "stopped"
+        hint = "" if env_fault else (" (restores exhausted)" if self.mode == "restore" else
+                                     "; try a lower learning rate or divergence_guard: restore")
+        raise TrainingDiverged(f"training diverged at step {err.step}: non-finite {err.quantity}{hint}",
+                               err.quantity, err.step)
+
+    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+        return {"restores": self.restores, "events": [dict(e) for e in self.events]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+        self.restores = int(state.get("restores", 0))
+        self.events = [dict(e) for e in state.get("events", [])]

@@ -1,0 +1,186 @@
+"""The divergence guard: injected NaNs stop the update before it is applied and leave a consistent run."""
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+import canter
+from canter.callbacks import FunctionHook
+from canter.checkpoint import load_checkpoint
+from canter.cli import main
+from canter.registry import register
+from canter.trainers.guard import TrainingDiverged
+
+KW = {
+    "ppo": dict(n_envs=2, n_steps=32, batch_size=32, n_epochs=2),
+    "dqn": dict(n_envs=2, learning_starts=64, train_freq=8, gradient_steps=2, net_arch=[32], buffer_size=2000,
+                target_update_interval=1000),
+}
+COMMON = dict(max_steps=1280, eval_every=256, eval_episodes=1, checkpoint_every=256, tensorboard=False)
+POISON_AT = 512
+
+
+class NaNAfter(gym.Wrapper):
+    """CartPole whose observations turn NaN after ``after`` steps (a faulty simulator)."""
+
+    def __init__(self, after: int = 300, **kw):
+        super().__init__(gym.make("CartPole-v1", **kw))
+        self.after, self.count = after, 0
+
+    def step(self, action):
+        obs, reward, term, trunc, info = self.env.step(action)
+        self.count += 1
+        if self.count > self.after:
+            obs = np.full_like(obs, np.nan)
+        return obs, reward, term, trunc, info
+
+
+register("env", "NaNAfterCartPole-test")(NaNAfter)
+
+
+def poison_loss(algo: str, record: dict):
+    """A before_collect hook that makes the next loss NaN from POISON_AT on, remembering the weights then."""
+
+    def hook(trainer):
+        if trainer.step >= POISON_AT and "weights" not in record:
+            alg = trainer.algorithm
+            record["weights"] = {k: {n: t.clone() for n, t in m.state_dict().items()} for k, m in alg.modules().items()}
+            record["updates"] = alg.updates
+            if algo == "ppo":
+                alg.config.vf_coef = float("nan")  # the value loss term becomes NaN
+            else:
+                with torch.no_grad():  # a diverged target network: the TD target and loss become NaN
+                    next(alg.q_target.parameters()).fill_(float("nan"))
+
+    return hook
+
+
+def assert_consistent_run_dir(run_dir, step: int, quantity: str) -> None:
+    """summary says diverged; 'last' is a good, loadable, resumable checkpoint from before the fault."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "diverged"
+    assert summary["divergence_events"][0]["step"] == step and quantity in summary["divergence_events"][0]["quantity"]
+    state, meta = load_checkpoint(run_dir / "checkpoints" / "last")
+    assert meta["resumable"] and meta["step"] <= step
+    for module in state["agent"]["algorithm"]["modules"].values():
+        assert all(torch.isfinite(t).all() for t in module.values())
+    agent = canter.load(run_dir)
+    assert np.isfinite(agent.predict(np.zeros((3, 4), np.float32))).all()
+    assert pq.read_table(run_dir / "history.parquet").num_rows > 0
+    assert not [p for p in run_dir.rglob("*") if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_nan_loss_stops_before_the_update(tmp_path, algo):
+    record: dict = {}
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer(algo, "CartPole-v1", run_dir=run_dir, hooks={"before_collect": poison_loss(algo, record)},
+                              **KW[algo], **COMMON)
+    with pytest.raises(TrainingDiverged, match=r"diverged at step \d+: non-finite gradient") as info:
+        list(run())
+    run.close()
+    alg = run.trainer.algorithm
+    assert alg.updates == record["updates"]  # no optimizer step was taken after the poison
+    for name, module in alg.modules().items():
+        for key, t in module.state_dict().items():
+            if name == "q_target":
+                continue
+            assert torch.equal(t, record["weights"][name][key]), f"{name}.{key} changed"
+    assert POISON_AT < info.value.step <= POISON_AT + 64  # the step after the poisoned collection
+    assert_consistent_run_dir(run_dir, info.value.step, "gradient")
+    canter.resume(run_dir)  # without the poisoning hook the run finishes from its last good checkpoint
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "max_steps"
+
+
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_nan_observation_from_a_faulty_env_stops_in_every_mode(tmp_path, algo):
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer(algo, "NaNAfterCartPole-test", run_dir=run_dir, divergence_guard="restore",
+                              env_kwargs={"after": 300}, **KW[algo], **COMMON)
+    before: list[int] = []
+    run.trainer.hooks.add(FunctionHook("after_update", lambda t, losses: before.append(t.algorithm.updates)))
+    with pytest.raises(TrainingDiverged, match="observation from the env") as info:
+        list(run())
+    run.close()
+    assert info.value.step >= 2 * 301  # no sub-env has taken 301 steps before (resets are not steps)
+    assert run.trainer.algorithm.updates == before[-1]  # the NaN never reached an update
+    assert_consistent_run_dir(run_dir, info.value.step, "observation from the env")
+
+
+def test_non_finite_parameter_after_an_update_is_caught(tmp_path):
+    def explode(trainer):
+        if trainer.step >= POISON_AT:
+            trainer.algorithm.optimizers()["optimizer"].param_groups[0]["lr"] = float("inf")
+
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("dqn", "CartPole-v1", run_dir=run_dir, hooks={"before_collect": explode},
+                              **{**KW["dqn"], "gradient_steps": 1}, **COMMON)
+    with pytest.raises(TrainingDiverged, match="non-finite parameter q") as info:
+        list(run())
+    run.close()
+    assert_consistent_run_dir(run_dir, info.value.step, "parameter")
+
+
+def test_restore_mode_reloads_the_last_good_state_and_lowers_the_lr(tmp_path):
+    state = {"poisoned": None}
+
+    def poison_once(trainer):
+        c = trainer.algorithm.config
+        if state["poisoned"] is None and trainer.step >= POISON_AT:
+            state["poisoned"], c.vf_coef = c.vf_coef, float("nan")
+        elif state["poisoned"] is not None and not np.isnan(state["poisoned"]):
+            c.vf_coef, state["poisoned"] = state["poisoned"], float("nan")  # one poisoned iteration only
+
+    lrs: list[float] = []
+    trainer = canter.make_trainer(
+        "ppo", "CartPole-v1", divergence_guard="restore", lr=1e-3, lr_schedule="constant",
+        hooks={"before_collect": poison_once, "after_update": lambda t, l: lrs.append(t.lr.current()["optimizer.0"])},
+        **KW["ppo"], **COMMON,
+    )
+    records = list(trainer())
+    trainer.close()
+    assert records[-1].stop_reason == "max_steps"
+    events = trainer.guard.events
+    assert len(events) == 1 and "restored" in events[0]["action"] and "gradient" in events[0]["quantity"]
+    assert lrs[0] == pytest.approx(1e-3) and lrs[-1] == pytest.approx(5e-4)
+    assert all(torch.isfinite(p).all() for p in trainer.algorithm.modules()["model"].parameters())
+
+
+def test_restore_mode_gives_up_after_max_restores():
+    record: dict = {}
+    trainer = canter.make_trainer("ppo", "CartPole-v1", divergence_guard="restore", divergence_max_restores=2,
+                                  hooks={"before_collect": poison_loss("ppo", record)}, **KW["ppo"], **COMMON)
+    with pytest.raises(TrainingDiverged, match="restores exhausted"):
+        list(trainer())
+    trainer.close()
+    assert trainer.guard.restores == 2 and len(trainer.guard.events) == 3
+
+
+def test_guard_off_lets_nan_through():
+    record: dict = {}
+    trainer = canter.make_trainer("ppo", "CartPole-v1", divergence_guard="off",
+                                  hooks={"before_collect": poison_loss("ppo", record)}, **KW["ppo"], **COMMON)
+    list(trainer())
+    trainer.close()
+    assert not all(torch.isfinite(p).all() for p in trainer.algorithm.modules()["model"].parameters())
+
+
+def test_cli_reports_divergence_in_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "poison_mod.py").write_text(
+        "def poison(trainer):\n"
+        "    if trainer.step >= 256:\n"
+        "        trainer.algorithm.config.vf_coef = float('nan')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run_dir = tmp_path / "run"
+    code = main(["train", "ppo", "--env", "CartPole-v1", "--max-steps", "1024", "--n-envs", "2", "--set", "n_steps=32",
+                 "--set", "hooks={before_collect: 'poison_mod:poison'}", "--set", "tensorboard=false",
+                 "--run-dir", str(run_dir), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "training diverged at step" in err and str(run_dir / "checkpoints" / "last") in err

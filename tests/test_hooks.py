@@ -1,0 +1,245 @@
+"""Trainer hooks and callbacks, early stopping, plateau LR reduction and LR schedules."""
+from __future__ import annotations
+
+import math
+import textwrap
+
+import numpy as np
+import pytest
+
+import canter
+from canter.callbacks import HOOKS, Callback
+from canter.config import resolve_config
+from canter.errors import CanterError
+from canter.schedules import lr_decay
+from canter.trainers.evaluation import EvalResult
+
+# 2 envs x 16 steps = 32 env steps per iteration; eval_every=32: one evaluation per iteration
+TINY = dict(n_envs=2, n_steps=16, batch_size=32, n_epochs=1, eval_every=32, eval_episodes=1, max_steps=640,
+            tensorboard=False)
+
+
+class Recorder(Callback):
+    """Counts every hook call and keeps the arguments that matter."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.checkpoints: list[str] = []
+
+    def on_train_start(self, trainer):
+        self.calls.append("on_train_start")
+
+    def before_collect(self, trainer):
+        self.calls.append("before_collect")
+
+    def after_update(self, trainer, losses):
+        self.calls.append("after_update")
+
+    def on_evaluate(self, trainer, result):
+        self.calls.append("on_evaluate")
+
+    def on_best(self, trainer, result):
+        self.calls.append("on_best")
+
+    def on_checkpoint(self, trainer, path):
+        self.calls.append("on_checkpoint")
+        self.checkpoints.append(path.name)
+
+    def should_stop(self, trainer):
+        self.calls.append("should_stop")
+        return None
+
+
+def scripted(trainer, returns: list[float]) -> list[float]:
+    """Replace the trainer's evaluation by a scripted sequence of mean returns; returns the log."""
+    seen: list[float] = []
+
+    def evaluate():
+        value = returns[len(seen)]
+        seen.append(value)
+        trainer.evaluations += 1
+        return EvalResult(value, 0.0, [value], [1])
+
+    trainer.evaluate = evaluate
+    return seen
+
+
+def test_every_hook_is_called_in_order(tmp_path):
+    rec = Recorder()
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", callbacks=[rec], **{**TINY, "max_steps": 96})
+    records = list(run())
+    run.close()
+    assert len(records) == 3
+    assert rec.calls[:2] == ["on_train_start", "on_checkpoint"]  # the resumable 'last' is saved at the start
+    per_iter = rec.calls[2:]
+    assert per_iter.count("before_collect") == per_iter.count("after_update") == 3
+    assert per_iter.count("on_evaluate") == 3 and per_iter.count("should_stop") == 3
+    first = per_iter[:per_iter.index("should_stop") + 1]
+    assert first[:3] == ["before_collect", "after_update", "on_evaluate"]
+    assert per_iter.count("on_best") == sum(r.new_best for r in records) >= 1
+    assert "best" in rec.checkpoints and rec.checkpoints[-1] == "last"
+    assert set(rec.calls) == set(HOOKS)
+
+
+def test_plain_callables_and_stop_reasons():
+    steps: list[int] = []
+
+    def stop_at_96(trainer):
+        return trainer.step >= 96
+
+    trainer = canter.make_trainer("ppo", "CartPole-v1", hooks={"after_update": lambda t, losses: steps.append(t.step),
+                                                               "should_stop": stop_at_96}, **TINY)
+    records = list(trainer())
+    trainer.close()
+    assert steps == [32, 64, 96]
+    assert records[-1].stop_reason == "stop_at_96" and records[-1].done
+
+
+def test_hooks_and_callbacks_named_in_yaml(tmp_path, monkeypatch):
+    (tmp_path / "my_hooks.py").write_text(textwrap.dedent("""
+        from canter.callbacks import Callback
+        SEEN = []
+        def log_step(trainer, losses):
+            SEEN.append(("after_update", trainer.step))
+        class StopAt(Callback):
+            def __init__(self, step=10**9):
+                self.step = step
+            def should_stop(self, trainer):
+                return "stop_at" if trainer.step >= self.step else None
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("hooks: {after_update: 'my_hooks:log_step'}\ncallbacks: [{'my_hooks:StopAt': {step: 64}}]\n")
+    trainer = canter.make_trainer("ppo", "CartPole-v1", config_file=cfg, **TINY)
+    records = list(trainer())
+    trainer.close()
+    import my_hooks
+
+    assert my_hooks.SEEN == [("after_update", 32), ("after_update", 64)]
+    assert records[-1].stop_reason == "stop_at"
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("hooks: {after_updat: 'x:y'}", "after_update"),
+    ("hooks: {after_update: 'no_colon'}", "module:function"),
+    ("callbacks: [42]", "module:Name"),
+    ("callbacks: [{'a:B': 1}]", "kwargs"),
+])
+def test_bad_hook_config_is_a_clear_error(tmp_path, text, needle):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(text)
+    with pytest.raises(CanterError, match=needle):
+        resolve_config("ppo", "CartPole-v1", cfg)
+
+
+def test_unimportable_hook_is_a_clear_error():
+    with pytest.raises(CanterError, match="cannot import module"):
+        canter.make_trainer("ppo", "CartPole-v1", sets=["hooks={after_update: 'no_such_mod_xyz:fn'}"], **TINY)
+
+
+def test_early_stopping_triggers_after_patience_evaluations_without_improvement():
+    returns = [1.0, 2.0, 3.0, 3.0, 2.5, 3.0, 9.0, 9.0]  # best 3.0 at the 3rd; the 4th-6th do not beat it
+    trainer = canter.make_trainer("ppo", "CartPole-v1", early_stopping=3, **TINY)
+    seen = scripted(trainer, returns)
+    records = list(trainer())
+    trainer.close()
+    assert seen == returns[:6]
+    assert records[-1].stop_reason == "early_stopping" and records[-1].step == 6 * 32
+
+
+def test_early_stopping_min_delta():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", early_stopping=2, min_delta=0.5, **TINY)
+    seen = scripted(trainer, [1.0, 1.4, 1.6, 1.9, 2.0, 5.0])  # 1.4: +0.4 is no improvement; 1.6: +0.6 is
+    records = list(trainer())
+    trainer.close()
+    assert seen == [1.0, 1.4, 1.6, 1.9, 2.0] and records[-1].stop_reason == "early_stopping"
+
+
+def test_early_stopping_on_the_rolling_training_return():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", early_stopping=2, monitor="rolling",
+                                  **{**TINY, "max_steps": 3200})
+    scripted(trainer, [0.0] * 100)  # flat evaluation returns: only the training returns may count
+    records = list(trainer())
+    trainer.close()
+    best, bad, stop_at = None, 0, None  # the rule, replayed on the rolling returns the records show
+    for i, r in enumerate(records):
+        if r.rolling_return is not None:
+            if best is None or r.rolling_return > best:
+                best, bad = r.rolling_return, 0
+            else:
+                bad += 1
+        if bad >= 2:
+            stop_at = i
+            break
+    assert stop_at is not None, "CartPole's rolling return never stalled twice in 100 iterations"
+    assert len(records) == stop_at + 1 and records[-1].stop_reason == "early_stopping"
+
+
+def test_plateau_reduces_every_learning_rate_at_the_right_evaluation():
+    returns = [1.0, 2.0, 2.0, 1.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0]
+    lrs: list[float] = []
+    trainer = canter.make_trainer(
+        "ppo", "CartPole-v1", plateau_patience=2, plateau_factor=0.5, lr=1e-3, lr_schedule="constant",
+        hooks={"after_update": lambda t, losses: lrs.append(t.algorithm.optimizers()["optimizer"].param_groups[0]["lr"])},
+        **{**TINY, "max_steps": 10 * 32},
+    )
+    scripted(trainer, returns)
+    records = list(trainer())
+    trainer.close()
+    plateau = next(cb for cb in trainer.hooks.callbacks if type(cb).__name__ == "PlateauLR")
+    # no improvement at evaluations 3, 4 -> reduce at 4; 5 improves; 6, 7 -> reduce at 7; 8, 9 -> reduce at 9
+    assert plateau.reductions == [4 * 32, 7 * 32, 9 * 32]
+    # the optimizer uses the reduced rate from the next update on (PPO's own schedule is constant)
+    expected = [1e-3] * 4 + [5e-4] * 3 + [2.5e-4] * 2 + [1.25e-4]
+    assert lrs == pytest.approx(expected, rel=1e-12)
+    assert records[-1].losses["learning_rate"] == pytest.approx(1.25e-4)
+
+
+def test_plateau_respects_min_lr():
+    trainer = canter.make_trainer("dqn", "CartPole-v1", plateau_patience=1, plateau_factor=0.1, min_lr=1e-5, lr=1e-3,
+                                  learning_starts=0, train_freq=32, net_arch=[16], buffer_size=1000, n_envs=2,
+                                  eval_every=32, eval_episodes=1, max_steps=6 * 32, tensorboard=False)
+    scripted(trainer, [1.0] * 6)
+    list(trainer())
+    trainer.close()
+    assert trainer.algorithm.optimizers()["optimizer"].param_groups[0]["lr"] == pytest.approx(1e-5)
+
+
+def test_lr_decay_shapes():
+    assert lr_decay("constant", 50, 100) == 1.0
+    assert lr_decay("linear", 25, 100, final=0.2) == pytest.approx(0.8)
+    assert lr_decay("cosine", 0, 100, final=0.1) == pytest.approx(1.0)
+    assert lr_decay("cosine", 50, 100, final=0.1) == pytest.approx(0.55)
+    assert lr_decay("cosine", 200, 100, final=0.1) == pytest.approx(0.1)
+    assert lr_decay("step", 250, 1000, every=100, factor=0.5) == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("decay", ["linear", "cosine", "step"])
+def test_lr_decay_composes_with_the_algorithms_own_schedule(decay):
+    seen: list[tuple[int, float]] = []
+    trainer = canter.make_trainer(
+        "ppo", "CartPole-v1", lr=1e-3, lr_schedule="linear", lr_decay=decay, lr_decay_final=0.1, lr_decay_every=128,
+        lr_decay_factor=0.5,
+        hooks={"after_update": lambda t, losses: seen.append((t.step, losses["learning_rate"]))}, **TINY,
+    )
+    list(trainer())
+    trainer.close()
+    for step, lr in seen:
+        p = step / 640
+        own = 1e-3 * (1 - p)
+        mult = {"linear": 1 - 0.9 * p, "cosine": 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)),
+                "step": 0.5 ** (step // 128)}[decay]
+        assert lr == pytest.approx(own * mult, rel=1e-9, abs=1e-15), (step, lr)
+
+
+def test_reward_buffer_statistics():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", reward_window=5, **TINY)
+    records = list(trainer())
+    trainer.close()
+    returns = [e.episode_return for r in records for e in r.episodes]
+    stats = trainer.reward_stats()
+    assert stats["mean"] == pytest.approx(np.mean(returns[-5:]))
+    assert stats["max"] == max(returns[-5:]) and stats["min"] == min(returns[-5:])
+    best = max(np.mean(returns[max(0, i - 4):i + 1]) for i in range(len(returns)))
+    assert stats["best_mean"] == pytest.approx(best) == records[-1].best_rolling_return
+    assert stats["episodes"] == len(returns)

@@ -1,0 +1,398 @@
+"""Exact resume: a run killed (SIGKILL, Ctrl-C, a kill in the middle of a checkpoint write) and resumed
+has the same history, bitwise, as an uninterrupted run with the same seed."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+import canter
+from canter.checkpoint import load_checkpoint, read_metadata
+from canter.cli import main
+from canter.errors import CanterError
+
+ROOT = Path(canter.__file__).resolve().parents[1]
+#: the kill points are random; set CANTER_KILL_SEED to replay a failure
+SEED = int(os.environ.get("CANTER_KILL_SEED", random.SystemRandom().randrange(10**6)))
+
+HOOKS = '''
+import os, signal, time
+
+def pause(trainer, losses):
+    """Print PAUSED once past CANTER_TEST_PAUSE_AT and wait (to be killed, or for a Ctrl-C to be handled)."""
+    at = os.environ.get("CANTER_TEST_PAUSE_AT")
+    if at and trainer.step >= int(at) and trainer.stop_requested is None:
+        print(f"PAUSED {trainer.step}", flush=True)
+        while trainer.stop_requested is None:
+            time.sleep(0.01)
+
+def interrupt(trainer, losses):
+    """In-process Ctrl-C (once, or twice with CANTER_TEST_SIGINTS=2) once past CANTER_TEST_SIGINT_AT."""
+    at = os.environ.get("CANTER_TEST_SIGINT_AT")
+    if at and trainer.step >= int(at) and trainer.stop_requested is None:
+        for _ in range(int(os.environ.get("CANTER_TEST_SIGINTS", "1"))):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # let the handler run
+
+_phase = os.environ.get("CANTER_TEST_KILL_IN_WRITE")
+if _phase:  # SIGKILL ourselves in the middle of the (N+1)-th save of checkpoints/last
+    _skip, _count = int(os.environ["CANTER_TEST_KILL_AFTER"]), [0]
+    _replace, _fsync = os.replace, os.fsync
+
+    def _maybe_die():
+        _count[0] += 1
+        if _count[0] > _skip:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def replace(src, dst):
+        if _phase == "between-renames" and str(dst).endswith("last.json"):
+            _maybe_die()  # last.safetensors is already the new one, last.json still the old one
+        return _replace(src, dst)
+
+    def fsync(fd):
+        name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+        if _phase == "tensors-temp" and name.startswith(".last.safetensors."):
+            _maybe_die()  # the new tensors are in a temp file that was never renamed
+        return _fsync(fd)
+
+    os.replace, os.fsync = replace, fsync
+'''
+
+COMMON = {"n_envs": 2, "eval_episodes": 2, "tensorboard": False,
+          "hooks": {"after_update": ["killpoints:pause", "killpoints:interrupt"]}}
+CONFIGS = {
+    "ppo": {**COMMON, "max_steps": 2560, "eval_every": 640, "checkpoint_every": 384,
+            "hparams": {"n_steps": 64, "batch_size": 64, "n_epochs": 2, "normalize_obs": True, "normalize_reward": True}},
+    "dqn": {**COMMON, "max_steps": 2400, "eval_every": 800, "checkpoint_every": 350,
+            "hparams": {"learning_starts": 300, "train_freq": 8, "gradient_steps": 2, "buffer_size": 1500,
+                        "target_update_interval": 100, "net_arch": [32], "exploration_fraction": 0.5,
+                        "batch_size": 32}},
+}
+ENV_VARS = ("CANTER_TEST_PAUSE_AT", "CANTER_TEST_SIGINT_AT", "CANTER_TEST_SIGINTS", "CANTER_TEST_KILL_IN_WRITE")
+
+
+@pytest.fixture(scope="module")
+def setup_dir(tmp_path_factory):
+    """Hook module + configs + one uninterrupted reference run per algorithm."""
+    d = tmp_path_factory.mktemp("resume")
+    (d / "killpoints.py").write_text(HOOKS)
+    sys.path.insert(0, str(d))
+    for k in ENV_VARS:
+        os.environ.pop(k, None)
+    for algo, cfg in CONFIGS.items():
+        (d / f"{algo}.yaml").write_text(yaml.safe_dump(cfg))
+        canter.train(algo, "CartPole-v1", config_file=d / f"{algo}.yaml", run_dir=d / f"{algo}-reference")
+    yield d
+    sys.path.remove(str(d))
+
+
+def table(run_dir: Path, name: str) -> list[dict]:
+    """A parquet file's rows without the wall-clock columns."""
+    rows = pq.read_table(run_dir / f"{name}.parquet").to_pylist()
+    return [{k: v for k, v in r.items() if k not in ("wall_time", "steps_per_second")} for r in rows]
+
+
+def assert_same_history(run_dir: Path, reference: Path, context: str = "") -> None:
+    """Bitwise-equal episode returns, losses and evaluations; no duplicated or missing rows."""
+    for name in ("history", "updates", "evaluations"):
+        got, want = table(run_dir, name), table(reference, name)
+        assert len(got) == len(want), f"{name}: {len(got)} rows, uninterrupted run has {len(want)} {context}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert g == w, f"{name} row {i} differs {context}: {g} != {w}"
+    steps = [r["step"] for r in table(run_dir, "history")]
+    assert steps == sorted(steps) and len(steps) > 10
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_steps" and summary["resume_exact"] is True
+
+
+def train_cmd(d: Path, algo: str, run_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "canter", "train", algo, "--env", "CartPole-v1", "-f", str(d / f"{algo}.yaml"),
+            "--run-dir", str(run_dir), "--quiet"]
+
+
+def spawn(d: Path, cmd: list[str], **env: str) -> subprocess.Popen:
+    full_env = {k: v for k, v in os.environ.items() if k not in ENV_VARS}
+    full_env.update(PYTHONPATH=f"{ROOT}{os.pathsep}{d}", **env)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env)
+
+
+def kill_when_paused(proc: subprocess.Popen) -> int:
+    """Wait for PAUSED, SIGKILL the process from here; returns the step it paused at."""
+    line = proc.stdout.readline()
+    if not line.startswith("PAUSED"):
+        proc.kill()
+        raise AssertionError(f"the run did not pause: {line!r} {proc.stderr.read()[-2000:]}")
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    return int(line.split()[1])
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_sigkill_at_random_points_then_resume_equals_uninterrupted(setup_dir, tmp_path, algo):
+    d, run_dir = setup_dir, tmp_path / "run"
+    rng = random.Random(f"{SEED}-{algo}")
+    total = CONFIGS[algo]["max_steps"]
+    first, second = rng.randrange(total // 8, total // 2), rng.randrange(total // 2, total - total // 8)
+    context = f"(kill points {first}, {second}; CANTER_KILL_SEED={SEED})"
+    paused = [kill_when_paused(spawn(d, train_cmd(d, algo, run_dir), CANTER_TEST_PAUSE_AT=str(first)))]
+    last_step = read_metadata(run_dir / "checkpoints" / "last")["step"]
+    assert 0 <= last_step <= paused[0], context
+    paused.append(kill_when_paused(spawn(d, [sys.executable, "-m", "canter", "train", "--resume", str(run_dir),
+                                             "--quiet"], CANTER_TEST_PAUSE_AT=str(second))))
+    meta = read_metadata(run_dir / "checkpoints" / "last")
+    assert last_step <= meta["step"] <= paused[1], context
+    canter.resume(run_dir)  # the last leg in this process
+    assert_same_history(run_dir, d / f"{algo}-reference", context + f" paused at {paused}")
+    if algo == "dqn":  # the replay buffer came back with the rest
+        state, _ = load_checkpoint(run_dir / "checkpoints" / "last")
+        ref, _ = load_checkpoint(d / "dqn-reference" / "checkpoints" / "last")
+        for key in ("obs", "actions", "rewards", "next_obs", "terminated"):
+            np.testing.assert_array_equal(state["trainer"]["buffer"][key], ref["trainer"]["buffer"][key])
+        assert state["trainer"]["buffer"]["size"] == 1500  # it wrapped around
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("phase", ["tensors-temp", "between-renames"])
+def test_kill_during_checkpoint_write_leaves_a_loadable_last(setup_dir, tmp_path, phase):
+    d, run_dir = setup_dir, tmp_path / "run"
+    skip = random.Random(f"{SEED}-{phase}").randrange(1, 5)  # die during the (skip+1)-th save of 'last'
+    proc = spawn(d, train_cmd(d, "ppo", run_dir), CANTER_TEST_KILL_IN_WRITE=phase, CANTER_TEST_KILL_AFTER=str(skip))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, err[-2000:]
+    ckpt = run_dir / "checkpoints"
+    json_meta = json.loads((ckpt / "last.json").read_text())
+    state, meta = load_checkpoint(ckpt / "last")  # never refused
+    assert "trainer" in state and meta["resumable"]
+    if phase == "between-renames":  # the new tensors file won over the stale JSON
+        assert json_meta["checkpoint_id"] != meta["checkpoint_id"] and meta["step"] > json_meta["step"]
+    else:  # the half-written temp file is ignored; the previous save is intact
+        assert any(p.name.startswith(".last.safetensors.") for p in ckpt.iterdir())
+        assert json_meta["checkpoint_id"] == meta["checkpoint_id"]
+    canter.resume(run_dir)
+    assert not [p for p in ckpt.iterdir() if p.name.endswith(".tmp")]
+    assert_same_history(run_dir, d / "ppo-reference", f"(phase {phase}, killed in save {skip + 1})")
+
+
+def test_ctrl_c_saves_then_second_ctrl_c_exits_at_once(setup_dir, tmp_path, monkeypatch, capsys):
+    d, run_dir = setup_dir, tmp_path / "run"
+    monkeypatch.setenv("CANTER_TEST_SIGINT_AT", "900")
+    canter.train("ppo", "CartPole-v1", config_file=d / "ppo.yaml", run_dir=run_dir)  # one Ctrl-C: a clean stop
+    assert "stopping after this iteration" in capsys.readouterr().err
+    summary = json.loads((run_dir / "summary.json").read_text())
+    meta = read_metadata(run_dir / "checkpoints" / "last")
+    assert summary["stop_reason"] == "interrupted" and meta["stop_reason"] == "interrupted"
+    assert 900 <= meta["step"] == summary["steps"] < 900 + 128
+
+    monkeypatch.setenv("CANTER_TEST_SIGINT_AT", "1700")
+    monkeypatch.setenv("CANTER_TEST_SIGINTS", "2")
+    before = read_metadata(run_dir / "checkpoints" / "last")["checkpoint_id"]
+    with pytest.raises(KeyboardInterrupt):  # two Ctrl-C: out at once, 'last' is not touched
+        canter.resume(run_dir)
+    assert read_metadata(run_dir / "checkpoints" / "last")["checkpoint_id"] != before  # periodic saves happened
+    meta = read_metadata(run_dir / "checkpoints" / "last")
+    assert meta["stop_reason"] is None and meta["step"] < 1700  # the last periodic save, not a final one
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "interrupted"
+    monkeypatch.delenv("CANTER_TEST_SIGINT_AT")
+    canter.resume(run_dir)
+    assert_same_history(run_dir, d / "ppo-reference", "(after two Ctrl-C)")
+
+
+@pytest.mark.timeout(300)
+def test_cli_ctrl_c_exits_130_and_resume_finishes(setup_dir, tmp_path, capsys):
+    d, run_dir = setup_dir, tmp_path / "run"
+    proc = spawn(d, train_cmd(d, "dqn", run_dir), CANTER_TEST_PAUSE_AT="1000")
+    assert proc.stdout.readline().startswith("PAUSED")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert f"canter train --resume {run_dir}" in err and "Traceback" not in err
+    assert main(["train", "--resume", str(run_dir), "--quiet"]) == 0
+    assert_same_history(run_dir, d / "dqn-reference", "(CLI Ctrl-C)")
+
+
+def test_resume_refuses_finished_runs_and_extends_them_on_request(setup_dir, tmp_path, capsys):
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(setup_dir / "ppo-reference", run_dir)
+    with pytest.raises(CanterError, match="already finished .*max_steps.*--max-steps"):
+        canter.resume(run_dir)
+    assert main(["train", "--resume", str(run_dir), "--max-steps", "3072", "--quiet"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 3072 and summary["resumes"] == 1
+    assert len(table(run_dir, "history")) > len(table(setup_dir / "ppo-reference", "history"))
+    assert table(run_dir, "history")[:5] == table(setup_dir / "ppo-reference", "history")[:5]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--resume", "/nonexistent/run"], "no such run directory"),
+    (["--resume", "{tmp}"], "no checkpoints/last"),
+    (["--resume", "{tmp}", "--seed", "3"], "only --max-steps"),
+    (["--resume"], "expected one argument"),
+])
+def test_resume_cli_errors_are_one_line(tmp_path, capsys, argv, needle):
+    code = main(["train", *[a.format(tmp=tmp_path) for a in argv]])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and needle in err, err
+
+
+def test_env_that_cannot_be_saved_resumes_with_fresh_episodes(tmp_path, monkeypatch):
+    """An env holding an opaque object: the resumed run is valid (and says it is not exact)."""
+    import threading
+
+    import gymnasium as gym
+
+    from canter.registry import register
+
+    class LockedCartPole(gym.Wrapper):
+        def __init__(self, **kw):
+            super().__init__(gym.make("CartPole-v1", **kw))
+            self.lock = threading.Lock()  # no way to save this
+
+    register("env", "LockedCartPole-test")(LockedCartPole)
+    stop = {"at": 300}
+
+    def stop_once(trainer, losses):
+        if trainer.step >= stop["at"]:
+            trainer.stop_requested = "interrupted"
+
+    run_dir = tmp_path / "run"
+    kw = dict(n_envs=2, n_steps=32, batch_size=64, n_epochs=1, max_steps=640, eval_every=0, eval_episodes=1,
+              tensorboard=False)
+    canter.train("ppo", "LockedCartPole-test", run_dir=run_dir, hooks={"after_update": stop_once}, **kw)
+    meta = read_metadata(run_dir / "checkpoints" / "last")
+    assert meta["env_state_saved"] is False and meta["stop_reason"] == "interrupted"
+    canter.resume(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["resume_exact"] is False and summary["steps"] == 640 and summary["stop_reason"] == "max_steps"
+
+
+# -- refusing bad checkpoint files ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("good") / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, n_envs=2, n_steps=64, eval_episodes=1,
+                 eval_every=0, tensorboard=False)
+    return run_dir
+
+
+class Evil:
+    """Unpickling this runs ``os.system``: the loader must never get that far."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def copy_checkpoint(src: Path, dst: Path) -> Path:
+    dst.mkdir(parents=True)
+    for suffix in (".json", ".safetensors"):
+        (dst / f"last{suffix}").write_bytes((src / "checkpoints" / f"last{suffix}").read_bytes())
+    return dst / "last"
+
+
+@pytest.mark.parametrize("which", ["safetensors", "json", "torch-zip"])
+def test_pickled_checkpoint_files_are_refused_and_never_run(good_run, tmp_path, capsys, which):
+    import pickle
+
+    import torch
+
+    base = copy_checkpoint(good_run, tmp_path / "ck")
+    marker = tmp_path / "executed"
+    if which == "torch-zip":
+        torch.save({"x": Evil(marker)}, base.with_suffix(".safetensors"))
+    else:
+        base.with_suffix(f".{which}").write_bytes(pickle.dumps(Evil(marker)))
+    with pytest.raises(CanterError, match="not a readable safetensors|not valid JSON"):
+        canter.load(base)
+    code = main(["eval", str(base), "--episodes", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1
+    assert not marker.exists()
+
+
+def test_truncated_safetensors_is_refused(good_run, tmp_path):
+    base = copy_checkpoint(good_run, tmp_path / "ck")
+    blob = base.with_suffix(".safetensors").read_bytes()
+    for cut in (8, len(blob) // 2, len(blob) - 1):
+        base.with_suffix(".safetensors").write_bytes(blob[:cut])
+        with pytest.raises(CanterError, match="last.safetensors"):
+            load_checkpoint(base)
+
+
+@pytest.mark.parametrize("space", [
+    {"type": "Box", "shape": "abc", "dtype": "float32", "low": 0, "high": 1},
+    {"type": "Box", "shape": [4], "dtype": "not-a-dtype", "low": 0, "high": 1},
+    {"type": "Discrete", "n": -3},
+    {"type": "Teleporter"},
+    ["not", "a", "mapping"],
+    {"type": "Box", "shape": [7], "dtype": "float32", "low": -1, "high": 1},  # valid, but not the model's
+])
+def test_checkpoint_json_with_wrong_spaces_is_refused(good_run, tmp_path, capsys, space):
+    base = copy_checkpoint(good_run, tmp_path / "ck")
+    meta = json.loads(base.with_suffix(".json").read_text())
+    meta["observation_space"] = space
+    base.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(CanterError, match="observation_space|does not fit"):
+        canter.load(base)
+    code = main(["eval", str(base), "--episodes", "1"])
+    assert code == 2 and len(capsys.readouterr().err.splitlines()) == 1
+
+
+def test_checkpoint_naming_a_non_algorithm_class_is_refused(good_run, tmp_path):
+    base = copy_checkpoint(good_run, tmp_path / "ck")
+    meta = json.loads(base.with_suffix(".json").read_text())
+    for key, value in (("algo", "builtins:print"), ("model", "os:system"), ("agent", "subprocess:Popen")):
+        bad = json.loads(json.dumps(meta))
+        bad["config"][key] = value
+        base.with_suffix(".json").write_text(json.dumps(bad))
+        with pytest.raises(CanterError, match=f"'{value}' is not an? (algorithm|model|agent) class"):
+            canter.load(base)
+
+
+# -- env state capture -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("env_id, mode", [("CartPole-v1", "native"), ("CartPole-v1", "sync"), ("Pendulum-v1", "sync"),
+                                          ("FrozenLake-v1", "sync")])
+def test_env_state_round_trip_continues_identically(env_id, mode):
+    from safetensors.torch import load, save
+
+    from canter.checkpoint import flatten_state, unflatten_state
+    from canter.envs import make_vec_env
+    from canter.envs.state import capture_env, restore_env
+
+    env = make_vec_env(env_id, 3, mode)
+    env.reset(seed=5)
+    env.single_action_space.seed(0)
+    actions = [np.stack([env.single_action_space.sample() for _ in range(3)]) for _ in range(300)]
+    for a in actions[:150]:
+        env.step(a)
+    state, problems = capture_env(env)
+    assert problems == []
+    skeleton, tensors = flatten_state(state)
+    state = unflatten_state(json.loads(json.dumps(skeleton)), load(save(tensors)))
+    expected = [env.step(a) for a in actions[150:]]
+    fresh = make_vec_env(env_id, 3, mode)
+    fresh.reset(seed=123)
+    restore_env(fresh, state)
+    got = [fresh.step(a) for a in actions[150:]]
+    for e, g in zip(expected, got):
+        for x, y in zip(e, g):
+            np.testing.assert_array_equal(x, y)
+    env.close()
+    fresh.close()
