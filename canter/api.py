@@ -59,15 +59,26 @@ def make_trainer(
     if run_dir is not None:
         run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)
     algo_cls = lookup("algorithm", run.algo)
-    envs = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs)
+    # with explorers, each explorer makes its own envs; this one only tells the spaces
+    envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, run.env_kwargs)
     try:
         algo_cls.check_spaces(envs.single_observation_space, envs.single_action_space)
         eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs)
     except BaseException:
         envs.close()
         raise
-    agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
-    trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run)
+    if run.explorers or algo_cls.family not in TRAINERS:
+        from canter.distributed import make_distributed_trainer  # imports Ray only with explorers
+
+        try:
+            trainer = make_distributed_trainer(run, algo_cfg, envs, eval_env)
+        except BaseException:
+            envs.close()
+            eval_env.close()
+            raise
+    else:
+        agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
+        trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run)
     if run_dir is None:
         return trainer
     config = resolved_dict(run, algo_cfg)

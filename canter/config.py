@@ -241,11 +241,15 @@ class RunConfig:
     wandb: bool = hp(False, "log to Weights & Biases (offline unless WANDB_MODE says otherwise)")
     wandb_project: str = hp("canter", "Weights & Biases project name")
     log_every: int = hp(1, "yield/log one record every this many trainer iterations", low=1)
+    explorers: int = hp(0, "explorer actors on Ray, each with n_envs envs (0: one process, no Ray)", low=0)
+    ray_address: str | None = hp(None, "Ray cluster to join with explorers: 'auto' or host:port (null: a local Ray)")
 
     def validate(self) -> None:
         """Cross-field checks."""
         if self.target_reward is not None and self.eval_every == 0 and self.max_steps > 10_000_000:
             raise CanterError("'target_reward' is only checked at evaluations; set 'eval_every' > 0 for long runs")
+        if self.ray_address is not None and not self.explorers:
+            raise CanterError("'ray_address' needs explorers: add --explorers N (e.g. --explorers 4)")
 
 
 def preset_path(algo: str, env: str) -> Path:
