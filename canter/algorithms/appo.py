@@ -51,8 +51,8 @@ class APPO(IMPALA):
             T, N = batch.rewards.shape
             obs = batch.obs.reshape((T * N,) + batch.obs.shape[2:])[mask]
             actions = batch.actions.reshape((T * N,) + batch.actions.shape[2:])[mask]
+            rho_clipped = self.clip_fraction(old_logp, batch, batch.valid.float())
             old_logp, adv, vs = old_logp.reshape(-1)[mask], vt.pg_advantages.reshape(-1)[mask], vt.vs.reshape(-1)[mask]
-            rho = (old_logp - batch.behaviour_log_probs.reshape(-1)[mask]).exp().mean()
         n = obs.shape[0]
         bs = min(c.batch_size, n)
         stats: list[torch.Tensor] = []
@@ -82,6 +82,6 @@ class APPO(IMPALA):
                 stats.append(torch.stack([pg_loss.detach(), v_loss.detach(), entropy.detach(), approx_kl, clip_frac]))
         names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
         out_stats = dict(zip(names, torch.stack(stats).mean(0).tolist())) if stats else {}
-        out_stats.update(mean_rho=rho.item(), learning_rate=self.lr,
+        out_stats.update(rho_clip_fraction=rho_clipped, learning_rate=self.lr,
                          explained_variance=explained_variance(old_values.reshape(-1)[mask], vs))
         return out_stats

@@ -11,6 +11,7 @@ data is on-policy and V-trace reduces to n-step returns).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,12 +152,16 @@ class IMPALA(Algorithm):
         nn.utils.clip_grad_norm_(self.params, c.max_grad_norm, foreach=True)
         self.optimizer.step()
         self.updates += 1
-        with torch.no_grad():
-            rho = ((logp.detach() - batch.behaviour_log_probs).exp() * mask).sum() / n
         stats = {"policy_loss": pg_loss.item(), "value_loss": v_loss.item(), "entropy": entropy.item(),
-                 "mean_rho": rho.item(), "learning_rate": self.lr}
+                 "rho_clip_fraction": self.clip_fraction(logp, batch, mask), "learning_rate": self.lr}
         stats["explained_variance"] = explained_variance(values.detach()[mask.bool()], vt.vs[mask.bool()])
         return stats
+
+    def clip_fraction(self, logp: torch.Tensor, batch: TrajectoryBatch, mask: torch.Tensor) -> float:
+        """Fraction of real transitions whose importance weight pi/mu exceeds ``rho_clip``."""
+        with torch.no_grad():
+            clipped = (logp.detach() - batch.behaviour_log_probs > math.log(self.config.rho_clip)).float()
+            return float((clipped * mask).sum() / mask.sum().clamp(min=1.0))
 
     # -- state ----------------------------------------------------------------------------
     def modules(self) -> dict[str, nn.Module]:  # noqa: D102

@@ -34,6 +34,24 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         ) from None
 
 
+def _use_token_if_available() -> None:
+    """Send the local Ray auth token (``ray start`` enables token auth when one exists) to the cluster.
+
+    Ray does this itself for ``ray start`` and for new local instances, but not for a driver that
+    joins a cluster, which then fails with "Authentication token is missing". ``RAY_AUTH_MODE``
+    set by the user wins.
+    """
+    if "RAY_AUTH_MODE" in os.environ:
+        return
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:  # another Ray version: nothing to do
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
 def connect(address: str | None = None) -> tuple[Any, bool]:
     """Import Ray and connect; returns ``(ray, owns_connection)``.
 
@@ -48,12 +66,13 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
     ray = require("ray", "distributed", "--explorers")
     if ray.is_initialized():
         return ray, False
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     try:
         if address is None:
             ray.init(address="local", num_cpus=os.cpu_count(), **kwargs)
         else:
             _check_reachable(address)
+            _use_token_if_available()
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except CanterError:
         raise

@@ -28,6 +28,8 @@ log = logging.getLogger("canter.distributed")
 MAX_RESTARTS = 2
 #: an explorer slot that fails this many times in a row without a result stops the run
 MAX_CONSECUTIVE_FAILURES = 4
+#: at the end of a run, wait at most this long for rollouts still in flight before stopping explorers
+CLOSE_WAIT_SECONDS = 5.0
 
 
 class _Episodes:
@@ -204,6 +206,8 @@ class RayPool(_Episodes):
     def close(self) -> None:
         """Stop the explorers; disconnect from (or stop) Ray if this pool connected."""
         try:
+            if self.in_flight:  # let running rollouts finish (briefly) so no call dies mid-flight
+                self.ray.wait(list(self.in_flight), num_returns=len(self.in_flight), timeout=CLOSE_WAIT_SECONDS)
             for actor in self.actors:
                 self.ray.kill(actor, no_restart=True)
         finally:
