@@ -162,6 +162,7 @@ def report(path: str) -> str:
                 f"{r['trajectory_kb_per_s']:,.0f} | {r['policy_lag']:.1f} | "
                 f"{min(r['per_explorer_steps_per_s']):,.0f}–{max(r['per_explorer_steps_per_s']):,.0f} |")
         out.append("")
+    out += estimate(rows)
     last = list(rows.values())[-1]
     out += [
         f"Each row: a fresh process with its own local Ray (2 CPUs), {last['seconds']:.0f} s measured after "
@@ -169,9 +170,53 @@ def report(path: str) -> str:
         f"{last['weights_kb']:.0f} KB per version. Learner busy = share of wall time inside `learn`. "
         f"Raw JSON lines: `benchmarks/results_explorers.jsonl`. Date {last['date']}, "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical cores, Python {platform.python_version()}.",
+        "", "Reproduce (each command under ten minutes): `python benchmarks/bench_explorers.py --explorers 1 2 4 "
+        "--jsonl benchmarks/results_explorers.jsonl`, then `--explorers 8`, the same with `--algo ppo`, then "
+        "`python benchmarks/bench_explorers.py --report benchmarks/results_explorers.jsonl --out benchmarks/RESULTS.md`.",
         "", END,
     ]
     return "\n".join(out)
+
+
+def estimate(rows: dict[tuple[str, int], dict[str, Any]]) -> list[str]:
+    """A written projection to 64 and 512 explorers from the largest asynchronous (IMPALA) run."""
+    runs = [r for (a, _), r in sorted(rows.items()) if a == "impala"]
+    if not runs:
+        return []
+    r = runs[-1]
+    per_explorer = r["env_steps_per_s"] / r["explorers"]
+    rollout_steps = r["n_envs"] * r["n_steps"]
+    busy = 1.0 - r["wait_fraction"]  # learner time not spent waiting for rollouts
+    ms_update = 1000 * busy / r["learner_updates_per_s"]
+    ms_learn = 1000 * r["learn_fraction"] / r["learner_updates_per_s"]
+    capacity = rollout_steps / (ms_update / 1000)
+    traj_kb = r["trajectory_kb_per_s"] / r["env_steps_per_s"] * rollout_steps  # per rollout
+    lines = ["### Estimate for a cluster (from the measurements above)", "",
+             f"From the {r['explorers']}-explorer IMPALA run: one explorer collects ~{per_explorer:,.0f} env-steps/s "
+             f"here; the learner spends {ms_update:.1f} ms per update of one {rollout_steps}-step rollout "
+             f"({ms_learn:.1f} ms in `learn`, the rest receiving, converting, `ray.put` of the weights and "
+             f"submitting), so one learner process absorbs at most ~{round(capacity, -2):,.0f} env-steps/s. "
+             f"A rollout is ~{traj_kb:.0f} KB and a weights version {r['weights_kb']:.0f} KB.", ""]
+    for n in (64, 512):
+        supply = n * per_explorer
+        steps = min(supply, capacity)
+        rollouts = steps / rollout_steps
+        bound = "explorers (the learner is ~{:.0%} busy)".format(supply / capacity) if supply < capacity \
+            else "the learner ({:.0%} of what the explorers could deliver)".format(capacity / supply)
+        lines.append(
+            f"- **{n} explorers**: ~{round(steps, -2):,.0f} env-steps/s, bound by {bound}; weights out "
+            f"~{rollouts * r['weights_kb'] / 1024:,.1f} MB/s (each rollout loads one new version), trajectories "
+            f"in ~{rollouts * traj_kb / 1024:,.1f} MB/s; policy lag ~{2 * n - 1} versions, i.e. rollouts "
+            f"~{(2 * n - 1) / (rollouts or 1):.1f} s old (lag was 2N-1 in every run above: two calls in flight "
+            "per explorer).")
+    lines += ["", "So with small MLPs the network is not the limit; the single learner process is. Past ~"
+              f"{capacity / per_explorer:,.0f} explorers, more explorers only help if each update takes more data "
+              "(several rollouts per batch amortise the per-update Python cost and cut the lag in versions) or the "
+              "learner runs on a GPU; at 512 explorers the rollouts would also be too stale for V-trace to use well. "
+              "With a large model (e.g. a 7 MB CNN) the weights traffic (N x rollouts/s x model size) becomes "
+              "the next limit. Not measured here: multi-node transfer times and `ray.wait` over thousands of "
+              "in-flight calls.", ""]
+    return lines
 
 
 def write_section(out: str, section: str) -> None:
