@@ -25,7 +25,7 @@ from canter.registry import register
 class APPOConfig(IMPALAConfig):
     """APPO hyperparameters: IMPALA's plus PPO's epochs, minibatches and clip range."""
 
-    n_epochs: int = hp(4, "passes over each batch", low=1, search={"low": 1, "high": 20})
+    n_epochs: int = hp(2, "passes over each batch (few: async batches are stale)", low=1, search={"low": 1, "high": 20})
     batch_size: int = hp(256, "minibatch size (rows of the flattened batch)", low=1,
                          search={"choices": [64, 128, 256, 512]})
     clip_range: float = hp(0.2, "policy ratio clip range", low=0, low_open=True, search={"choices": [0.1, 0.2, 0.3]})
