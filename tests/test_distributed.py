@@ -3,6 +3,7 @@ IMPALA/APPO in one process, the missing-extra error, and no Ray import on the de
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -116,3 +117,16 @@ def test_ray_address_needs_explorers(capsys, tmp_path):
     code = main(["train", "ppo", "--env", "CartPole-v1", "--ray-address", "auto", "--run-dir", str(tmp_path / "r")])
     err = capsys.readouterr().err
     assert code == 2 and "--explorers" in err and len(err.splitlines()) == 1
+
+
+def test_unreachable_ray_address_fails_fast_with_one_line(capsys, tmp_path):
+    pytest.importorskip("ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    run_dir = tmp_path / "run"
+    code = main(["train", "ppo", "--env", "CartPole-v1", "--explorers", "1", "--ray-address", f"127.0.0.1:{port}",
+                 "--run-dir", str(run_dir), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and f"no Ray cluster at '127.0.0.1:{port}'" in err
+    assert not run_dir.exists()

@@ -21,6 +21,7 @@ ray = pytest.importorskip("ray")
 
 import canter  # noqa: E402
 from canter.config import preset_path  # noqa: E402
+from canter.errors import CanterError  # noqa: E402
 
 TESTS = str(Path(__file__).parent)
 PPO_PRESET = str(preset_path("ppo", "CartPole-v1"))
@@ -121,6 +122,19 @@ def test_killed_and_crashing_explorers_are_replaced_and_the_run_reaches_its_targ
     assert crashed and not crash.exists()
     assert rec.losses["explorer_restarts"] >= 2
     assert trainer.best_eval_return >= 475 and rec.stop_reason == "target_reward"
+
+
+def test_an_explorer_that_keeps_failing_stops_the_run_with_one_line(cluster, tmp_path):
+    trainer = canter.make_trainer(
+        "ppo", "flaky_env:FlakyCartPole-v0", ray_address=cluster, explorers=1, n_envs=2, n_steps=16,
+        env_kwargs={"crash_file": str(tmp_path / "x"), "spare_pid": os.getpid(), "always": True},
+    )
+    try:
+        with pytest.raises(CanterError, match="explorer 0 failed 4 times in a row; last error: .*simulated simulator crash"):
+            next(iter(trainer()))
+    finally:
+        trainer.close()
+    assert not ray.is_initialized()
 
 
 def test_apex_dqn_two_explorers_learns(cluster):
