@@ -85,8 +85,18 @@ def test_async_algorithms_learn_cartpole_in_one_process(algo):
     records = list(trainer())
     trainer.close()
     assert trainer.best_eval_return >= 300, f"{algo} reached only {trainer.best_eval_return}"
-    assert all(r.losses.get("policy_lag", 0) == 0 for r in records)  # in-process data is on-policy
-    assert records[-1].losses["rho_clip_fraction"] == 0.0
+    # the in-process explorer acts with the learner's own networks: on-policy, pi/mu = 1
+    assert all(r.losses["rho_clip_fraction"] == 0.0 for r in records)
+    assert "policy_lag" not in records[-1].losses  # no explorer statistics without explorers
+
+
+def test_impala_run_directory_checkpoint_loads_and_acts_the_same(tmp_path):
+    agent = canter.train("impala", "CartPole-v1", run_dir=tmp_path / "run", seed=3, max_steps=2048, n_envs=4,
+                         eval_episodes=2)
+    loaded = canter.load(tmp_path / "run")
+    obs = np.random.default_rng(0).normal(size=(32, 4)).astype(np.float32)
+    np.testing.assert_array_equal(loaded.predict(obs), agent.predict(obs))
+    assert (tmp_path / "run" / "summary.json").exists()
 
 
 def test_no_ray_import_without_explorers(tmp_path):

@@ -158,9 +158,12 @@ class IMPALA(Algorithm):
         return stats
 
     def clip_fraction(self, logp: torch.Tensor, batch: TrajectoryBatch, mask: torch.Tensor) -> float:
-        """Fraction of real transitions whose importance weight pi/mu exceeds ``rho_clip``."""
+        """Fraction of real transitions whose importance weight pi/mu exceeds ``rho_clip``.
+
+        A tolerance of 1e-4 in log space ignores float noise (on-policy ratios are 1 up to rounding).
+        """
         with torch.no_grad():
-            clipped = (logp.detach() - batch.behaviour_log_probs > math.log(self.config.rho_clip)).float()
+            clipped = (logp.detach() - batch.behaviour_log_probs > math.log(self.config.rho_clip) + 1e-4).float()
             return float((clipped * mask).sum() / mask.sum().clamp(min=1.0))
 
     # -- state ----------------------------------------------------------------------------

@@ -97,7 +97,13 @@ class Learner:
         self.record_episodes()  # reads the pool's finished_* arrays
 
     def explorer_stats(self) -> dict[str, float]:
-        """Policy lag since the last call and cumulative explorer statistics (logged with the losses)."""
+        """Policy lag since the last call and cumulative explorer statistics (logged with the losses).
+
+        Empty for the in-process explorer: no lag, no transfers, and timings would make the
+        records of a seeded run differ.
+        """
+        if not self.pool.remote:
+            return {}
         wall = max(time.perf_counter() - self._learner_start, 1e-9)
         sps = self._explorer_steps / wall
         lags, self._lags = self._lags, []
