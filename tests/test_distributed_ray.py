@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 # read by Ray at import: bind every listener to 127.0.0.1; no usage reports
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -135,6 +136,34 @@ def test_an_explorer_that_keeps_failing_stops_the_run_with_one_line(cluster, tmp
     finally:
         trainer.close()
     assert not ray.is_initialized()
+
+
+def test_explorers_act_on_the_learners_observation_statistics_box_actions(cluster):
+    """The learner recomputes exactly the log-probs the explorers sampled with: same weights, same
+    normalisation (explorers never update the statistics, the learner folds them in after learning)."""
+    from canter.models.distributions import gaussian_log_prob
+
+    trainer = canter.make_trainer("ppo", "Pendulum-v1", ray_address=cluster, explorers=2, n_envs=2, n_steps=64,
+                                  n_epochs=2, normalize_obs=True, normalize_reward=True, max_steps=1536,
+                                  eval_episodes=1)
+    gaps: list[float] = []
+    learn = trainer.agent.learn
+
+    def checked_learn(batch):
+        model = trainer.algorithm.model
+        with torch.no_grad():
+            logp = gaussian_log_prob(model.action(batch.obs), model.log_std, batch.actions)
+        gaps.append((logp - batch.log_probs).abs().max().item())
+        return learn(batch)
+
+    trainer.agent.learn = checked_learn
+    try:
+        records = list(trainer())
+    finally:
+        trainer.close()
+    assert len(gaps) == len(records) == 6 and max(gaps) < 1e-4, gaps
+    assert trainer.agent.obs_rms.count == pytest.approx(1536, abs=1e-3)  # every explorer step, once
+    assert trainer.agent.ret_rms.count == pytest.approx(1536, abs=1e-3)  # rewards scaled on the learner
 
 
 def test_apex_dqn_two_explorers_learns(cluster):
