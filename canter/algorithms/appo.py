@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from canter.algorithms.impala import IMPALA, IMPALAConfig, explained_variance
 from canter.config import hp
@@ -70,12 +69,7 @@ class APPO(IMPALA):
                 pg_loss = -torch.min(mb_adv * ratio, mb_adv * ratio.clamp(1 - c.clip_range, 1 + c.clip_range)).mean()
                 v_loss = (v - vs[idx]).pow(2).mean()
                 entropy = ent.mean()
-                loss = pg_loss + c.vf_coef * v_loss - c.ent_coef * entropy
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                nn.utils.clip_grad_norm_(self.params, c.max_grad_norm, foreach=True)
-                self.optimizer.step()
-                self.updates += 1
+                self.step(pg_loss + c.vf_coef * v_loss - c.ent_coef * entropy)
                 with torch.no_grad():
                     approx_kl = ((ratio - 1.0) - log_ratio).mean()
                     clip_frac = ((ratio - 1.0).abs() > c.clip_range).float().mean()

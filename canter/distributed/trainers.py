@@ -17,7 +17,6 @@ sent, and the learner folds the new observations in after it has learned from th
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
@@ -70,22 +69,23 @@ def update_obs_stats(agent: Agent, obs: np.ndarray, lead: int) -> None:
 class Learner:
     """Mixin for the drivers: the explorer pool as ``env``, weight broadcasts, explorer statistics."""
 
-    agent: Agent
-    env: Any
-    step: int
-
-    def _init_learner(self) -> None:
-        self.pool = self.env
+    def __init__(self, agent: Agent, pool: Any, eval_env: VecEnv | None, run: RunConfig) -> None:
+        super().__init__(agent, pool, eval_env, run)  # the Trainer: the pool is its env
+        self.pool = pool
         self.version = 0
         self.trajectory_bytes = 0
         self._lags: list[int] = []
         self._explorer_steps = np.zeros(self.pool.count, np.int64)
-        self._learner_start = time.perf_counter()
 
     def publish(self) -> None:
         """Bump the weights version and hand the weights to the pool (one ``ray.put``)."""
         self.version += 1
         self.pool.publish(explorer_weights(self.agent) if self.pool.remote else None, self.version)
+
+    def rewards_of(self, slot: int, result: dict[str, Any]) -> np.ndarray:
+        """The rollout's rewards, scaled (if configured) with the learner's per-env return statistics."""
+        n = self.pool.envs_per_explorer
+        return scale_rewards(self.agent, result["rewards"], result["dones"], slice(slot * n, (slot + 1) * n))
 
     def receive(self, results: list[dict[str, Any]]) -> None:
         """Count the env steps, episodes, policy lag and bytes of the rollouts the pool just returned."""
@@ -104,7 +104,7 @@ class Learner:
         """
         if not self.pool.remote:
             return {}
-        wall = max(time.perf_counter() - self._learner_start, 1e-9)
+        wall = max(self.wall_time(), 1e-9)
         sps = self._explorer_steps / wall
         lags, self._lags = self._lags, []
         stats = {
@@ -127,10 +127,6 @@ class Learner:
 
 class SyncTrainer(Learner, OnPolicyTrainer):
     """Synchronous on-policy training: gather from all explorers, update, broadcast."""
-
-    def __init__(self, agent: Agent, pool: Any, eval_env: VecEnv | None, run: RunConfig) -> None:
-        super().__init__(agent, pool, eval_env, run)
-        self._init_learner()
 
     def setup(self) -> None:  # noqa: D102
         super().setup()  # the rollout buffer, sized for all explorers' envs
@@ -162,10 +158,6 @@ class SyncTrainer(Learner, OnPolicyTrainer):
 class AsyncTrainer(Learner, Trainer):
     """Asynchronous training (IMPALA, APPO): one update per arriving rollout, V-trace corrected."""
 
-    def __init__(self, agent: Agent, pool: Any, eval_env: VecEnv | None, run: RunConfig) -> None:
-        super().__init__(agent, pool, eval_env, run)
-        self._init_learner()
-
     def setup(self) -> None:  # noqa: D102
         # two calls per Ray explorer: the next rollout is queued while the learner works on this one
         self.start_explorers(2 if self.pool.remote else 1, n_steps=self.config.n_steps)
@@ -175,8 +167,7 @@ class AsyncTrainer(Learner, Trainer):
         agent, c = self.agent, self.config
         slot, r = self.pool.wait()
         self.receive([r])
-        n = self.pool.envs_per_explorer
-        rewards = scale_rewards(agent, r["rewards"], r["dones"], slice(slot * n, (slot + 1) * n))
+        rewards = self.rewards_of(slot, r)
         batch = TrajectoryBatch(
             obs_tensor(agent, r["obs"], 2), torch.from_numpy(r["actions"]), torch.from_numpy(r["log_probs"]),
             torch.from_numpy(rewards), torch.from_numpy(r["terminated"]), torch.from_numpy(r["dones"]),
@@ -193,10 +184,6 @@ class AsyncTrainer(Learner, Trainer):
 class ApeXTrainer(Learner, OffPolicyTrainer):
     """Ape-X-style off-policy training: explorers feed a central replay buffer."""
 
-    def __init__(self, agent: Agent, pool: Any, eval_env: VecEnv | None, run: RunConfig) -> None:
-        super().__init__(agent, pool, eval_env, run)
-        self._init_learner()
-
     def setup(self) -> None:  # noqa: D102
         super().setup()  # the replay buffer
         c = self.config
@@ -210,8 +197,7 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         agent, c = self.agent, self.config
         slot, r = self.pool.wait()
         self.receive([r])
-        n = self.pool.envs_per_explorer
-        rewards = scale_rewards(agent, r["rewards"], r["dones"], slice(slot * n, (slot + 1) * n))
+        rewards = self.rewards_of(slot, r)
         obs, shape = r["obs"], r["obs"].shape[2:]
         next_obs = np.concatenate([obs[1:], r["last_obs"][None]])
         actions = r["actions"]
