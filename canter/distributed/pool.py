@@ -147,7 +147,7 @@ class RayPool(_Episodes):
         slot, generation, kw = self.in_flight.pop(ref)
         try:
             result = self.ray.get(ref)
-        except (self.ray.exceptions.RayActorError, self.ray.exceptions.RayTaskError) as exc:
+        except self.ray.exceptions.RayError as exc:  # actor died, rollout raised, result lost
             if generation == self.generation[slot]:
                 self._replace(slot, exc)
             self.submit(slot, **kw)
