@@ -69,15 +69,26 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
            resumed: dict[str, Any] | None = None) -> Trainer | Run:
     callbacks = config_callbacks(run.callbacks, run.hooks) + callbacks
     algo_cls = lookup("algorithm", run.algo)
-    envs = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs)
+    # with explorers, each explorer makes its own envs; this one only tells the spaces
+    envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, run.env_kwargs)
     try:
         algo_cls.check_spaces(envs.single_observation_space, envs.single_action_space)
         eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs)
     except BaseException:
         envs.close()
         raise
-    agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
-    trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run, callbacks=callbacks)
+    if run.explorers or algo_cls.family not in TRAINERS:
+        from canter.distributed import make_distributed_trainer  # imports Ray only with explorers
+
+        try:
+            trainer = make_distributed_trainer(run, algo_cfg, envs, eval_env)
+        except BaseException:
+            envs.close()
+            eval_env.close()
+            raise
+    else:
+        agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
+        trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run, callbacks=callbacks)
     if run_dir is None:
         return trainer
     config = resolved_dict(run, algo_cfg)

@@ -29,6 +29,8 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-every", type=int, dest="eval_every", help="evaluate every N env steps")
     p.add_argument("--record-every", type=int, dest="record_every",
                    help="record an evaluation episode as MP4 in RUN_DIR/videos every N steps (needs the 'video' extra)")
+    p.add_argument("--explorers", type=int, help="run N explorer actors on Ray (needs the 'distributed' extra)")
+    p.add_argument("--ray-address", dest="ray_address", help="join this Ray cluster ('auto' or host:port)")
     p.add_argument("--vectorization", choices=("auto", "native", "sync", "async"), help="how to vectorise the env")
     p.add_argument("--run-dir", dest="run_dir", help="where to write the run (default runs/<algo>-<env>-<time>-<sha>)")
     p.add_argument("-f", "--config", dest="config_file", help="run config YAML")
@@ -71,7 +73,8 @@ def cmd_train(argv: list[str]) -> int:
 
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
     overrides = {k: getattr(args, k) for k in ("seed", "n_envs", "target_reward", "max_steps", "eval_episodes",
-                                                 "eval_every", "vectorization", "wandb", "record_every") if getattr(args, k) is not None}
+                                                 "eval_every", "vectorization", "wandb", "record_every", "explorers",
+                                                 "ray_address") if getattr(args, k) is not None}
     trainer = make_trainer(
         args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=args.run_dir or "auto",
         quiet=args.quiet, hparams=hparams, **overrides,

@@ -310,6 +310,8 @@ class RunConfig:
     divergence_lr_factor: float = hp(0.5, "learning-rate factor after each divergence restore", low=0, high=1,
                                      low_open=True)
     divergence_max_restores: int = hp(3, "divergence restores before the guard stops the run", low=0)
+    explorers: int = hp(0, "explorer actors on Ray, each with n_envs envs (0: one process, no Ray)", low=0)
+    ray_address: str | None = hp(None, "Ray cluster to join with explorers: 'auto' or host:port (null: a local Ray)")
 
     def validate(self) -> None:
         """Cross-field checks."""
@@ -318,6 +320,8 @@ class RunConfig:
         from canter.callbacks import check_callback_config
 
         check_callback_config(self.callbacks, self.hooks)
+        if self.ray_address is not None and not self.explorers:
+            raise CanterError("'ray_address' needs explorers: add --explorers N (e.g. --explorers 4)")
 
 
 def preset_path(algo: str, env: str) -> Path:

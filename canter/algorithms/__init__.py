@@ -1,5 +1,5 @@
 """Algorithms. Each module registers itself; adding one is one new file here."""
 from canter.algorithms.base import ActOutput, Algorithm
-from canter.algorithms import a2c, acer, dqn, ppo, reinforce, trpo  # noqa: F401  (register)
+from canter.algorithms import a2c, acer, appo, dqn, impala, ppo, reinforce, trpo  # noqa: F401  (register)
 
 __all__ = ["ActOutput", "Algorithm"]

@@ -33,3 +33,21 @@ class ReplayBatch(NamedTuple):
     discounts: torch.Tensor
     weights: torch.Tensor
     indices: torch.Tensor
+
+
+class TrajectoryBatch(NamedTuple):
+    """Time-major trajectories ``[T, N]`` with the behaviour policy's log-probs (IMPALA, APPO).
+
+    ``obs`` are preprocessed observations; ``last_obs`` ([N, ...]) follows the last row, for
+    bootstrapping. Rows follow the NEXT_STEP convention: ``valid`` is False for autoreset-only
+    rows, which stay in place (V-trace needs contiguous sequences) and are masked out of losses.
+    """
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    behaviour_log_probs: torch.Tensor
+    rewards: torch.Tensor
+    terminated: torch.Tensor
+    dones: torch.Tensor
+    valid: torch.Tensor
+    last_obs: torch.Tensor

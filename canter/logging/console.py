@@ -9,7 +9,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from canter.trainers.base import TrainRecord
 
-_SHOWN_LOSSES = ("value_loss", "entropy", "loss", "q_mean")
+_SHOWN_LOSSES = ("value_loss", "entropy", "loss", "q_mean", "policy_lag")
 
 
 class ConsoleLogger:

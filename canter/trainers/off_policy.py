@@ -8,8 +8,25 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from canter.agents.agent import Agent
 from canter.data.replay import ReplayBuffer
 from canter.trainers.base import Trainer
+
+
+def random_actions(agent: Agent, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform random actions for warm-up: ``(env_actions, algorithm_actions)`` for ``n`` envs.
+
+    Squashed Box actions are drawn in [-1, 1] (algorithm space) and rescaled for the env.
+    """
+    space = agent.action_space
+    if isinstance(space, gym.spaces.Discrete):
+        a = rng.integers(0, space.n, size=n)
+        return a + int(space.start), a
+    if agent.algorithm.squashed_actions:
+        a = rng.uniform(-1.0, 1.0, size=(n,) + space.shape).astype(np.float32)
+        return agent.to_env_actions(torch.from_numpy(a)), a
+    a = np.stack([rng.uniform(space.low, space.high) for _ in range(n)]).astype(np.float32)
+    return a, a
 
 
 class OffPolicyTrainer(Trainer):
@@ -46,16 +63,7 @@ class OffPolicyTrainer(Trainer):
         self.rng.bit_generator.state = state["warmup_rng"]
 
     def _random_actions(self) -> tuple[np.ndarray, np.ndarray]:
-        space = self.agent.action_space
-        n = self.env.num_envs
-        if isinstance(space, gym.spaces.Discrete):
-            a = self.rng.integers(0, space.n, size=n)
-            return a + int(space.start), a
-        if self.algorithm.squashed_actions:
-            a = self.rng.uniform(-1.0, 1.0, size=(n,) + space.shape).astype(np.float32)
-            return self.agent.to_env_actions(torch.from_numpy(a)), a
-        a = np.stack([self.rng.uniform(space.low, space.high) for _ in range(n)]).astype(np.float32)
-        return a, a
+        return random_actions(self.agent, self.env.num_envs, self.rng)
 
     def iteration(self) -> dict[str, float]:
         """``train_freq`` env steps of collection, then the gradient steps."""
@@ -80,9 +88,14 @@ class OffPolicyTrainer(Trainer):
         self.obs = obs
         if self.step < c.learning_starts or len(buf) == 0:
             return {}
+        return self.train(c.gradient_steps)
+
+    def train(self, gradient_steps: int) -> dict[str, float]:
+        """Advance the schedules to the current step, then take ``gradient_steps`` updates; mean stats."""
+        agent, buf, c = self.agent, self.buffer, self.config
         self.set_progress()
         totals: dict[str, float] = {}
-        for _ in range(c.gradient_steps):
+        for _ in range(gradient_steps):
             batch = agent.prepare_replay_batch(buf.sample(c.batch_size))
             stats = agent.learn(batch)
             update = getattr(buf, "update_priorities", None)
@@ -90,4 +103,4 @@ class OffPolicyTrainer(Trainer):
                 update(batch.indices, self.algorithm.last_priorities)
             for k, v in stats.items():
                 totals[k] = totals.get(k, 0.0) + v
-        return {k: v / c.gradient_steps for k, v in totals.items()}
+        return {k: v / gradient_steps for k, v in totals.items()}

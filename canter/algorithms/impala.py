@@ -1,0 +1,185 @@
+"""IMPALA: an actor-critic learner with V-trace off-policy correction (Espeholt et al. 2018).
+
+Explorers act with possibly stale weights and send time-major trajectories with their
+behaviour log-probs; the learner recomputes log-probs and values with the current network,
+corrects with truncated importance weights (V-trace, :mod:`canter.distributed.vtrace`) and takes
+one gradient step per batch. Losses (masked to real transitions, averaged over them):
+``-A_s log pi(a_s|x_s)`` with the V-trace advantage ``A_s``, ``vf_coef * (v_s - V(x_s))^2`` and an
+entropy bonus. Differences from the paper: Adam instead of RMSProp, means instead of sums.
+Without ``--explorers`` it runs in one process (an explorer in the learner's process, so the
+data is on-policy and V-trace reduces to n-step returns).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import torch
+from torch import nn
+
+from canter.algorithms.base import ActOutput, Algorithm, make_adam
+from canter.config import hp
+from canter.data.batch import TrajectoryBatch
+from canter.distributed.vtrace import VTraceReturns, vtrace
+from canter.errors import CanterError
+from canter.models import distributions as D
+from canter.registry import register
+
+
+@dataclass
+class IMPALAConfig:
+    """IMPALA hyperparameters."""
+
+    lr: float = hp(5e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 3e-3, "log": True})
+    lr_schedule: str = hp("constant", "learning-rate schedule: constant or linear (to 0)", choices=("constant", "linear"))
+    n_steps: int = hp(32, "unroll length: steps per env in each explorer rollout", low=1,
+                      search={"choices": [16, 32, 64, 128]})
+    gamma: float = hp(0.99, "discount factor", low=0, high=1, search={"choices": [0.95, 0.98, 0.99, 0.995]})
+    vtrace_lambda: float = hp(1.0, "lambda of the V-trace traces (c_t = lambda * min(c_clip, pi/mu))", low=0, high=1)
+    rho_clip: float = hp(1.0, "rho-bar: clip of the importance weight in the value targets", low=0, low_open=True)
+    c_clip: float = hp(1.0, "c-bar: clip of the importance weight in the traces", low=0, low_open=True)
+    pg_rho_clip: float = hp(1.0, "clip of the importance weight in the policy-gradient advantage", low=0, low_open=True)
+    normalize_advantage: bool = hp(False, "normalise the V-trace advantages per batch")
+    ent_coef: float = hp(0.01, "entropy bonus coefficient", low=0, search={"low": 1e-5, "high": 0.1, "log": True})
+    vf_coef: float = hp(0.5, "value loss coefficient", low=0, search={"low": 0.1, "high": 1.0})
+    max_grad_norm: float = hp(40.0, "global gradient-norm clip", low=0, low_open=True)
+    adam_eps: float = hp(1e-5, "Adam epsilon", low=0, low_open=True)
+    normalize_obs: bool = hp(False, "normalise observations with running mean/std (owned by the learner)")
+    normalize_reward: bool = hp(False, "scale rewards by the running std of the discounted return")
+    net_arch: list[int] = hp([64, 64], "hidden layer sizes of actor and critic", low=1)
+    activation: str = hp("tanh", "hidden activation", choices=("tanh", "relu", "elu", "gelu", "silu"))
+    ortho_init: bool = hp(True, "orthogonal initialisation (gain sqrt 2, 0.01 policy head, 1 value head)")
+    log_std_init: float = hp(0.0, "initial log std of the Gaussian policy (Box actions)")
+    shared_trunk: bool = hp(False, "share the hidden layers between actor and critic")
+
+    def validate(self) -> None:
+        """Cross-field checks."""
+        if not self.net_arch:
+            raise CanterError("'hparams.net_arch' needs at least one hidden layer")
+
+
+@register("algorithm", "impala")
+class IMPALA(Algorithm):
+    """IMPALA: asynchronous actor-critic with V-trace off-policy correction."""
+
+    name = "impala"
+    family = "async"
+    Config = IMPALAConfig
+    default_model = "mlp_actor_critic"
+    default_n_envs = 8
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: Any, **kw: Any) -> None:
+        super().__init__(observation_space, action_space, config, **kw)
+        c = config
+        self.model = self.make_model(
+            net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
+            log_std_init=c.log_std_init, shared_trunk=c.shared_trunk,
+        )
+        self.continuous = isinstance(action_space, gym.spaces.Box)
+        self.params = list(self.model.parameters())
+        self.optimizer = make_adam(self.params, c.lr, c.adam_eps)
+        self.lr = c.lr
+
+    # -- acting ---------------------------------------------------------------------------
+    def log_prob_entropy(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities of ``actions`` and entropies, from the policy head's output ``[B, ...]``."""
+        if self.continuous:
+            log_std = self.model.log_std
+            return D.gaussian_log_prob(out, log_std, actions), D.gaussian_entropy(log_std, out.shape[0])
+        logp, logp_all = D.categorical_log_prob(out, actions)
+        return logp, D.categorical_entropy(logp_all)
+
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
+        """Sample (or take the mode of) the policy; also returns the behaviour log-probs and values."""
+        if deterministic:
+            out = self.model.action(obs)
+            return ActOutput(out if self.continuous else out.argmax(-1))
+        out, value = self.model.action_value(obs)
+        if self.continuous:
+            actions = D.gaussian_sample(out, self.model.log_std, self.generator)
+        else:
+            actions = D.categorical_sample(out, self.generator)
+        return ActOutput(actions, self.log_prob_entropy(out, actions)[0], value)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V(obs)."""
+        return self.model.value(obs)
+
+    # -- learning -------------------------------------------------------------------------
+    def set_progress(self, step: int, total_steps: int) -> None:
+        """Linear learning-rate annealing, when configured."""
+        c = self.config
+        self.lr = c.lr * (1.0 - min(1.0, step / max(1, total_steps))) if c.lr_schedule == "linear" else c.lr
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+
+    def evaluate_batch(self, batch: TrajectoryBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One forward pass over a batch: log-probs, entropies and values ``[T, N]``, bootstrap values ``[N]``."""
+        T, N = batch.rewards.shape
+        obs = torch.cat([batch.obs.reshape((T * N,) + batch.obs.shape[2:]), batch.last_obs])
+        out, v = self.model.action_value(obs)
+        logp, ent = self.log_prob_entropy(out[: T * N], batch.actions.reshape((T * N,) + batch.actions.shape[2:]))
+        return logp.view(T, N), ent.view(T, N), v[: T * N].view(T, N), v[T * N:]
+
+    def targets(self, batch: TrajectoryBatch, logp: torch.Tensor, values: torch.Tensor,
+                bootstrap: torch.Tensor) -> VTraceReturns:
+        """V-trace targets for ``batch`` under the policy whose log-probs are ``logp``."""
+        c = self.config
+        return vtrace(
+            logp.detach() - batch.behaviour_log_probs, batch.rewards, values.detach(), bootstrap.detach(),
+            batch.terminated, batch.dones, c.gamma, c.vtrace_lambda, c.rho_clip, c.c_clip, c.pg_rho_clip,
+        )
+
+    def learn(self, batch: TrajectoryBatch) -> dict[str, float]:
+        """One gradient step on the V-trace actor-critic loss."""
+        c = self.config
+        logp, ent, values, bootstrap = self.evaluate_batch(batch)
+        vt = self.targets(batch, logp, values, bootstrap)
+        mask = batch.valid.float()
+        n = mask.sum().clamp(min=1.0)
+        adv = vt.pg_advantages
+        if c.normalize_advantage:
+            mean = (adv * mask).sum() / n
+            adv = (adv - mean) / (((adv - mean).pow(2) * mask).sum() / n).sqrt().clamp(min=1e-8)
+        pg_loss = -(adv * logp * mask).sum() / n
+        v_loss = ((vt.vs - values).pow(2) * mask).sum() / n
+        entropy = (ent * mask).sum() / n
+        self.step(pg_loss + c.vf_coef * v_loss - c.ent_coef * entropy)
+        stats = {"policy_loss": pg_loss.item(), "value_loss": v_loss.item(), "entropy": entropy.item(),
+                 "rho_clip_fraction": self.clip_fraction(logp, batch, mask), "learning_rate": self.lr}
+        stats["explained_variance"] = explained_variance(values.detach()[mask.bool()], vt.vs[mask.bool()])
+        return stats
+
+    def step(self, loss: torch.Tensor) -> None:
+        """One optimizer step on ``loss`` with global gradient-norm clipping."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm, foreach=True)
+        self.optimizer.step()
+        self.updates += 1
+
+    def clip_fraction(self, logp: torch.Tensor, batch: TrajectoryBatch, mask: torch.Tensor) -> float:
+        """Fraction of real transitions whose importance weight pi/mu exceeds ``rho_clip``.
+
+        A tolerance of 1e-4 in log space ignores float noise (on-policy ratios are 1 up to rounding).
+        """
+        with torch.no_grad():
+            clipped = (logp.detach() - batch.behaviour_log_probs > math.log(self.config.rho_clip) + 1e-4).float()
+            return float((clipped * mask).sum() / mask.sum().clamp(min=1.0))
+
+    # -- state ----------------------------------------------------------------------------
+    def modules(self) -> dict[str, nn.Module]:  # noqa: D102
+        return {"model": self.model}
+
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:  # noqa: D102
+        return {"optimizer": self.optimizer}
+
+
+def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
+    """1 - Var(target - pred) / Var(target) (0 when the target has no variance)."""
+    if target.numel() < 2:
+        return 0.0
+    var = target.var()
+    return float(1 - (target - pred).var() / var) if var > 0 else 0.0

@@ -1,0 +1,50 @@
+"""Learner and Explorers: one process, or explorer actors on a Ray cluster (``--explorers N``).
+
+Importing this package does not import Ray; only a run with explorers does (see
+``docs/distributed.md``). :func:`make_distributed_trainer` picks the driver from the
+algorithm's family: ``on_policy`` -> synchronous, ``async`` (IMPALA, APPO) -> asynchronous with
+V-trace, ``off_policy`` -> Ape-X style.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from canter.errors import CanterError
+
+
+def make_distributed_trainer(run: Any, algo_cfg: Any, env: Any, eval_env: Any) -> Any:
+    """Build the learner for ``run``: explorers on Ray when ``run.explorers > 0``, else in-process.
+
+    ``env`` is the training env the caller made: the in-process explorer uses it; with Ray
+    explorers it only told us the spaces and is closed here (each explorer makes its own).
+    """
+    from canter.api import make_agent
+    from canter.distributed.trainers import ApeXTrainer, AsyncTrainer, SyncTrainer
+    from canter.registry import lookup
+
+    algo_cls = lookup("algorithm", run.algo)
+    drivers = {"on_policy": SyncTrainer, "async": AsyncTrainer, "off_policy": ApeXTrainer}
+    driver = drivers.get(algo_cls.family)
+    if driver is None:
+        raise CanterError(f"{algo_cls.name} ({algo_cls.family}) cannot run on explorers; "
+                          f"explorers run these families: {', '.join(drivers)}")
+    if not run.explorers and algo_cls.family != "async":
+        raise CanterError(f"{algo_cls.name} runs in one process without explorers; pass --explorers N for Ray")
+    obs_space, act_space = env.single_observation_space, env.single_action_space
+    total_envs = run.n_envs * max(1, run.explorers)
+    agent = make_agent(dataclasses.replace(run, n_envs=total_envs), algo_cfg, obs_space, act_space)
+    if run.explorers:
+        from canter.distributed.pool import RayPool
+
+        pool: Any = RayPool(run, algo_cfg, run.explorers, run.ray_address)
+        env.close()
+    else:
+        from canter.distributed.explorer import Explorer
+        from canter.distributed.pool import LocalPool
+
+        pool = LocalPool(Explorer(agent, env, seed=run.seed, per_explorer_exploration=False))
+    return driver(agent, pool, eval_env, run)
+
+
+__all__ = ["make_distributed_trainer"]

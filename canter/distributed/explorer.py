@@ -1,0 +1,199 @@
+"""Explorers: a vector env plus a copy of the Agent that acts with the weights the learner sends.
+
+An :class:`Explorer` is plain Python; :class:`ExplorerActor` builds one inside a Ray actor from
+the run's config. A rollout returns a dict of numpy arrays (time-major ``[T, N, ...]``), which
+Ray stores in its object store as arrays, never as per-step Python objects.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from canter.agents.agent import Agent
+from canter.algorithms.base import Algorithm
+from canter.envs.vector import VecEnv
+from canter.trainers.off_policy import random_actions
+
+#: Ape-X exploration: explorer i of N uses epsilon = BASE ** (1 + ALPHA * i / (N - 1)) (Horgan et al. 2018)
+APEX_EPSILON, APEX_ALPHA = 0.4, 7.0
+
+
+def apex_epsilon(index: int, count: int) -> float:
+    """Ape-X's per-explorer epsilon: 0.4 for the first explorer down to 0.4**8 for the last."""
+    if count <= 1:
+        return APEX_EPSILON
+    return APEX_EPSILON ** (1.0 + APEX_ALPHA * index / (count - 1))
+
+
+def set_exploration(algorithm: Algorithm, index: int, count: int) -> None:
+    """Give explorer ``index`` of ``count`` its own exploration.
+
+    An algorithm may define ``set_explorer(index, count)``; otherwise one with an ``epsilon``
+    attribute (DQN) gets Ape-X's epsilon, and stochastic policies keep their own noise.
+    """
+    hook = getattr(algorithm, "set_explorer", None)
+    if hook is not None:
+        hook(index, count)
+    elif hasattr(algorithm, "epsilon"):
+        algorithm.epsilon = apex_epsilon(index, count)
+
+
+def acting_modules(algorithm: Algorithm) -> dict[str, torch.nn.Module]:
+    """The networks an explorer needs: all modules except target networks (``*_target``)."""
+    names = getattr(algorithm, "acting_modules", None)
+    modules = algorithm.modules()
+    if names is not None:
+        return {k: modules[k] for k in names}
+    return {k: m for k, m in modules.items() if not k.endswith("_target")}
+
+
+def explorer_weights(agent: Agent) -> dict[str, Any]:
+    """What explorers load: acting weights and observation statistics, as numpy arrays."""
+    modules = {k: {n: t.detach().cpu().numpy() for n, t in m.state_dict().items()}
+               for k, m in acting_modules(agent.algorithm).items()}
+    return {"modules": modules, "obs_rms": agent.obs_rms.state_dict() if agent.obs_rms else None}
+
+
+def load_explorer_weights(agent: Agent, weights: dict[str, Any]) -> None:
+    """Load what :func:`explorer_weights` produced into an explorer's Agent copy."""
+    modules = agent.algorithm.modules()
+    for name, state in weights["modules"].items():
+        modules[name].load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+    if agent.obs_rms is not None and weights.get("obs_rms"):
+        agent.obs_rms.load_state_dict(weights["obs_rms"])
+
+
+def nbytes(tree: Any) -> int:
+    """Total bytes of the numpy arrays in a nested dict/list."""
+    if isinstance(tree, np.ndarray):
+        return tree.nbytes
+    if isinstance(tree, dict):
+        return sum(nbytes(v) for v in tree.values())
+    if isinstance(tree, (list, tuple)):
+        return sum(nbytes(v) for v in tree)
+    return 0
+
+
+class Explorer:
+    """Steps a vector env with an Agent copy and returns what the learner's buffers take.
+
+    Observation statistics are the learner's: the explorer normalises with the statistics it was
+    sent and never updates them, so the learner can recompute exactly what the explorer saw.
+    """
+
+    def __init__(self, agent: Agent, env: VecEnv, index: int = 0, count: int = 1, seed: int = 0,
+                 per_explorer_exploration: bool = True) -> None:
+        self.agent, self.env, self.index = agent, env, index
+        self.version = -1
+        self.rng = np.random.default_rng(seed)
+        if per_explorer_exploration:
+            set_exploration(agent.algorithm, index, count)
+        self.obs = env.reset(seed=seed)
+
+    def rollout(self, weights: dict[str, Any] | None, version: int, n_steps: int, *, bootstrap: bool = False,
+                random: bool = False) -> dict[str, Any]:
+        """Act for ``n_steps`` vector steps and return the trajectory as numpy arrays.
+
+        ``weights`` (from :func:`explorer_weights`) are loaded unless this explorer already has
+        ``version``; ``None`` keeps the current ones. Keys: ``obs`` (raw, the env's dtype),
+        ``actions`` (algorithm space), ``log_probs`` and ``values`` (when the algorithm returns
+        them), ``rewards``, ``terminated``, ``dones``, ``valid`` — all ``[T, N, ...]`` — plus
+        ``last_obs``, ``last_values`` (with ``bootstrap``), finished ``episode_returns`` and
+        ``episode_lengths``, and ``version``, ``index``, ``pid``, ``steps``, ``seconds``.
+        """
+        start = time.perf_counter()
+        if weights is not None and version != self.version:
+            load_explorer_weights(self.agent, weights)
+        self.version = version
+        agent, env, algorithm = self.agent, self.env, self.agent.algorithm
+        T, N = n_steps, env.num_envs
+        obs_space = env.single_observation_space
+        obs = np.empty((T, N) + obs_space.shape, dtype=obs_space.dtype)
+        actions = log_probs = values = None
+        rewards = np.empty((T, N), np.float32)
+        terminated = np.empty((T, N), np.float32)
+        dones = np.empty((T, N), np.float32)
+        valid = np.empty((T, N), bool)
+        returns: list[float] = []
+        lengths: list[int] = []
+        for t in range(T):
+            if random:
+                env_actions, acts = random_actions(agent, N, self.rng)
+                logp = value = None
+            else:
+                with torch.inference_mode():
+                    out = algorithm.act(agent.obs_to_tensor(self.obs), deterministic=False)
+                env_actions = agent.to_env_actions(out.actions)
+                acts = out.actions.numpy()
+                logp = None if out.log_probs is None else out.log_probs.numpy()
+                value = None if out.values is None else out.values.numpy()
+            if actions is None:
+                actions = np.empty((T,) + acts.shape, acts.dtype)
+            if logp is not None and log_probs is None:
+                log_probs = np.zeros((T, N), np.float32)
+            if value is not None and values is None:
+                values = np.zeros((T, N), np.float32)
+            step = env.step(env_actions)
+            obs[t], actions[t] = self.obs, acts
+            if logp is not None:
+                log_probs[t] = logp
+            if value is not None:
+                values[t] = value
+            rewards[t], terminated[t], valid[t] = step.reward, step.terminated, step.valid
+            dones[t] = step.terminated | step.truncated
+            returns += env.finished_returns.tolist()
+            lengths += env.finished_lengths.tolist()
+            self.obs = step.obs
+        out_data: dict[str, Any] = {
+            "obs": obs, "actions": actions, "rewards": rewards, "terminated": terminated, "dones": dones,
+            "valid": valid, "last_obs": np.array(self.obs),
+            "episode_returns": np.asarray(returns, np.float64), "episode_lengths": np.asarray(lengths, np.int64),
+        }
+        if log_probs is not None:
+            out_data["log_probs"] = log_probs
+        if values is not None:
+            out_data["values"] = values
+        if bootstrap:
+            out_data["last_values"] = agent.value(self.obs).numpy().astype(np.float32)
+        out_data.update(version=version, index=self.index, pid=os.getpid(), steps=T * N,
+                        seconds=time.perf_counter() - start)
+        return out_data
+
+    def close(self) -> None:
+        """Close the env."""
+        self.env.close()
+
+
+class ExplorerActor:
+    """The body of a Ray explorer actor: builds its env and Agent copy from the run's config.
+
+    Sub-env ``j`` of explorer ``i`` is seeded ``seed + i * n_envs + j`` (the seeds a single
+    process with all the envs would use); a replacement gets a fresh seed block.
+    """
+
+    def __init__(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int = 0) -> None:
+        from canter.api import make_agent
+        from canter.envs import make_vec_env
+
+        env = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs)
+        seed = run.seed + index * run.n_envs + generation * 1_000_003
+        try:
+            agent = make_agent(dataclasses.replace(run, seed=run.seed + 7919 * (index + 1) + generation),
+                               algo_cfg, env.single_observation_space, env.single_action_space)
+            self.explorer = Explorer(agent, env, index, count, seed=seed)
+        except BaseException:
+            env.close()
+            raise
+
+    def rollout(self, weights: dict[str, Any] | None, version: int, n_steps: int, **kw: Any) -> dict[str, Any]:
+        """See :meth:`Explorer.rollout`."""
+        return self.explorer.rollout(weights, version, n_steps, **kw)
+
+    def pid(self) -> int:
+        """The actor's process id."""
+        return os.getpid()

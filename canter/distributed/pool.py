@@ -1,0 +1,215 @@
+"""Explorer pools: where rollouts come from. :class:`RayPool` runs explorers as Ray actors,
+:class:`LocalPool` runs one explorer in the learner's process (no Ray).
+
+Both offer the same calls: ``publish(weights, version)`` (Ray: one ``ray.put``, every explorer
+reads the same reference), ``submit(slot, **kw)`` (queue a rollout carrying the latest weights
+reference and version, so a restarted explorer needs no separate sync), ``wait() -> (slot,
+result)`` (the next finished rollout) and ``gather(**kw)`` (one rollout from every explorer).
+After each result the pool exposes the finished episodes as ``finished_returns`` /
+``finished_lengths`` / ``finished_envs``, like a :class:`~canter.envs.vector.VecEnv`, so the
+trainer's episode bookkeeping is unchanged.
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from canter.distributed.cluster import connect, disconnect
+from canter.distributed.explorer import Explorer, ExplorerActor, nbytes
+from canter.errors import CanterError
+
+log = logging.getLogger("canter.distributed")
+
+#: Ray restarts a killed explorer this many times (re-running its last call); after that, and
+#: after an error raised inside a rollout, the pool starts a replacement itself
+MAX_RESTARTS = 2
+#: an explorer slot that fails this many times in a row without a result stops the run
+MAX_CONSECUTIVE_FAILURES = 4
+#: at the end of a run, wait at most this long for rollouts still in flight before stopping explorers
+CLOSE_WAIT_SECONDS = 5.0
+
+
+class _Episodes:
+    """VecEnv-style view of the episodes in the latest result(s)."""
+
+    finished_returns: np.ndarray = np.zeros(0)
+    finished_lengths: np.ndarray = np.zeros(0, np.int64)
+    finished_envs: np.ndarray = np.zeros(0, np.int64)
+
+    def _set_episodes(self, results: list[dict[str, Any]]) -> None:
+        self.finished_returns = np.concatenate([r["episode_returns"] for r in results])
+        self.finished_lengths = np.concatenate([r["episode_lengths"] for r in results])
+        self.finished_envs = np.arange(len(self.finished_returns))
+
+
+class LocalPool(_Episodes):
+    """One explorer in this process, acting with the learner's own Agent (always current weights)."""
+
+    remote = False
+
+    def __init__(self, explorer: Explorer) -> None:
+        self.explorer = explorer
+        self.count = 1
+        self.num_envs = explorer.env.num_envs
+        self.envs_per_explorer = self.num_envs
+        self.version = 0
+        self.restarts = 0
+        self.weights_bytes = 0
+        self._queue: deque[dict[str, Any]] = deque()
+
+    def reset(self, seed: int | None = None) -> None:
+        """Explorers reset their envs when they are built; nothing to do."""
+
+    def publish(self, weights: Any, version: int) -> None:
+        """The explorer shares the learner's networks; only the version is recorded."""
+        self.version = version
+
+    def submit(self, slot: int, **kw: Any) -> None:
+        """Queue a rollout; it runs when :meth:`wait` is called."""
+        self._queue.append(kw)
+
+    def wait(self) -> tuple[int, dict[str, Any]]:
+        """Run the oldest queued rollout now."""
+        result = self.explorer.rollout(None, self.version, **self._queue.popleft())
+        self._set_episodes([result])
+        return 0, result
+
+    def gather(self, **kw: Any) -> list[dict[str, Any]]:
+        """One rollout."""
+        self.submit(0, **kw)
+        return [self.wait()[1]]
+
+    def close(self) -> None:
+        """Close the explorer's env."""
+        self.explorer.close()
+
+
+class RayPool(_Episodes):
+    """``count`` restartable explorer actors on a Ray cluster (local, or joined with ``address``)."""
+
+    remote = True
+
+    def __init__(self, run: Any, algo_cfg: Any, count: int, address: str | None = None) -> None:
+        self.ray, self._owns_connection = connect(address)
+        ray = self.ray
+        try:
+            total_cpus = float(ray.cluster_resources().get("CPU", count))
+            # never ask for more CPUs than the cluster has: actors would wait forever
+            self.cpus = min(1.0, total_cpus / count)
+            if self.cpus < 1.0:
+                log.info("%d explorers on %g CPUs: %.2f CPU each", count, total_cpus, self.cpus)
+            self.actor_cls = ray.remote(ExplorerActor).options(
+                num_cpus=self.cpus, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS,
+            )
+            self.run, self.algo_cfg, self.count = run, algo_cfg, count
+            self.envs_per_explorer = run.n_envs
+            self.num_envs = count * run.n_envs
+            self.generation = [0] * count
+            self.actors = [self._spawn(i) for i in range(count)]
+        except BaseException:
+            disconnect(self.ray, self._owns_connection)
+            raise
+        self.pids: list[int | None] = [None] * count
+        self.failures = [0] * count
+        self.restarts = 0
+        self.in_flight: dict[Any, tuple[int, int, dict[str, Any]]] = {}
+        self.weights_ref: Any = None
+        self.version = 0
+        self.weights_nbytes = 0
+        self.weights_bytes = 0  # weights bytes sent to explorers (once per explorer and version)
+        self._slot_version = [-1] * count
+
+    def _spawn(self, slot: int) -> Any:
+        return self.actor_cls.remote(slot, self.count, self.run, self.algo_cfg, self.generation[slot])
+
+    def reset(self, seed: int | None = None) -> None:
+        """Explorers reset their envs (seeded from the run's seed) when they are built."""
+
+    def publish(self, weights: dict[str, Any], version: int) -> None:
+        """Put ``weights`` into the object store once; later submissions carry this reference."""
+        self.weights_ref = self.ray.put(weights)
+        self.weights_nbytes = nbytes(weights)
+        self.version = version
+
+    def submit(self, slot: int, **kw: Any) -> None:
+        """Start a rollout on explorer ``slot`` with the latest weights."""
+        if self._slot_version[slot] != self.version:
+            self._slot_version[slot] = self.version
+            self.weights_bytes += self.weights_nbytes
+        ref = self.actors[slot].rollout.remote(self.weights_ref, self.version, **kw)
+        self.in_flight[ref] = (slot, self.generation[slot], kw)
+
+    def _receive(self, ref: Any) -> tuple[int, dict[str, Any] | None]:
+        """Fetch one finished call; on failure replace the explorer and resubmit the call."""
+        slot, generation, kw = self.in_flight.pop(ref)
+        try:
+            result = self.ray.get(ref)
+        except self.ray.exceptions.RayError as exc:  # actor died, rollout raised, result lost
+            if generation == self.generation[slot]:
+                self._replace(slot, exc)
+            self.submit(slot, **kw)
+            return slot, None
+        self.failures[slot] = 0
+        pid = result["pid"]
+        if self.pids[slot] is not None and pid != self.pids[slot] and generation == self.generation[slot]:
+            self.restarts += 1
+            log.warning("explorer %d restarted by Ray (process %s died); training goes on", slot, self.pids[slot])
+        self.pids[slot] = pid
+        for k, v in result.items():  # own the arrays (object-store views are read-only)
+            if isinstance(v, np.ndarray) and not v.flags.writeable:
+                result[k] = v.copy()
+        return slot, result
+
+    def _replace(self, slot: int, exc: BaseException) -> None:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+        self.failures[slot] += 1
+        if self.failures[slot] >= MAX_CONSECUTIVE_FAILURES:
+            raise CanterError(f"explorer {slot} failed {self.failures[slot]} times in a row; last error: {reason}")
+        log.warning("explorer %d failed (%s); starting a replacement", slot, reason)
+        self.ray.kill(self.actors[slot], no_restart=True)
+        self.generation[slot] += 1
+        self.restarts += 1
+        self.pids[slot] = None
+        self._slot_version[slot] = -1
+        self.actors[slot] = self._spawn(slot)
+
+    def wait(self) -> tuple[int, dict[str, Any]]:
+        """The next finished rollout (failed calls are retried on a replacement explorer)."""
+        while True:
+            ready, _ = self.ray.wait(list(self.in_flight), num_returns=1)
+            slot, result = self._receive(ready[0])
+            if result is not None:
+                self._set_episodes([result])
+                return slot, result
+
+    def gather(self, **kw: Any) -> list[dict[str, Any]]:
+        """One rollout from every explorer with the latest weights, in explorer order."""
+        for slot in range(self.count):
+            self.submit(slot, **kw)
+        results: dict[int, dict[str, Any]] = {}
+        while self.in_flight:
+            ready, _ = self.ray.wait(list(self.in_flight), num_returns=1)
+            slot, result = self._receive(ready[0])
+            if result is not None:
+                results[slot] = result
+        ordered = [results[i] for i in range(self.count)]
+        self._set_episodes(ordered)
+        return ordered
+
+    def pids_now(self) -> list[int]:
+        """Process ids of the live explorers (asks each actor)."""
+        return self.ray.get([a.pid.remote() for a in self.actors])
+
+    def close(self) -> None:
+        """Stop the explorers; disconnect from (or stop) Ray if this pool connected."""
+        try:
+            if self.in_flight:  # let running rollouts finish (briefly) so no call dies mid-flight
+                self.ray.wait(list(self.in_flight), num_returns=len(self.in_flight), timeout=CLOSE_WAIT_SECONDS)
+            for actor in self.actors:
+                self.ray.kill(actor, no_restart=True)
+        finally:
+            self.in_flight.clear()
+            disconnect(self.ray, self._owns_connection)

@@ -1,0 +1,216 @@
+"""The Learner's side: three drivers that turn explorer rollouts into updates.
+
+- :class:`SyncTrainer` (on-policy: PPO, A2C): gather one rollout from every explorer, compute
+  GAE over all of them, learn once, broadcast. The batch has the same layout as the
+  single-process :class:`~canter.trainers.OnPolicyTrainer` with all the envs in one process.
+- :class:`AsyncTrainer` (IMPALA, APPO): learn from each rollout as it arrives (V-trace corrects
+  for stale weights); explorers keep one extra call queued, so they never wait for the learner.
+- :class:`ApeXTrainer` (off-policy: DQN, SAC, TD3): explorers with their own exploration fill a
+  central replay buffer; the learner keeps the configured replay ratio
+  (``gradient_steps / train_freq`` updates per env step).
+
+Each driver is a :class:`~canter.trainers.Trainer` whose ``env`` is the explorer pool, so the
+loop, evaluation, stop criteria, records, ``Run``, loggers and checkpoints are the usual ones.
+Observation statistics belong to the learner: explorers normalise with the statistics they were
+sent, and the learner folds the new observations in after it has learned from them.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from canter.agents.agent import Agent
+from canter.config import RunConfig
+from canter.data.batch import TrajectoryBatch
+from canter.distributed.explorer import explorer_weights, nbytes
+from canter.envs.vector import VecEnv
+from canter.trainers.base import Trainer
+from canter.trainers.off_policy import OffPolicyTrainer
+from canter.trainers.on_policy import OnPolicyTrainer
+
+#: per-explorer throughput is logged individually up to this many explorers (min/max beyond)
+PER_EXPLORER_STATS = 8
+
+
+def obs_tensor(agent: Agent, obs: np.ndarray, lead: int) -> torch.Tensor:
+    """Normalise raw observations with the learner's statistics (no update), keeping ``lead`` dims."""
+    shape = obs.shape[:lead]
+    flat = agent.obs_to_tensor(obs.reshape((-1,) + obs.shape[lead:]))
+    return flat.reshape(shape + flat.shape[1:])
+
+
+def scale_rewards(agent: Agent, rewards: np.ndarray, dones: np.ndarray, envs: slice) -> np.ndarray:
+    """``Agent.scale_reward`` over a ``[T, n]`` block of rewards from sub-envs ``envs`` of all envs.
+
+    The learner's Agent tracks one discounted return per env of the whole run; rewards from one
+    explorer update only its block, in time order, as the single-process trainer would.
+    """
+    if agent.ret_rms is None:
+        return rewards
+    everything = agent._returns
+    agent._returns = everything[envs].copy()
+    try:
+        out = np.stack([agent.scale_reward(rewards[t], dones[t].astype(bool)) for t in range(len(rewards))])
+        everything[envs] = agent._returns
+    finally:
+        agent._returns = everything
+    return out
+
+
+def update_obs_stats(agent: Agent, obs: np.ndarray, lead: int) -> None:
+    """Fold raw observations into the learner's running statistics (if it normalises)."""
+    if agent.obs_rms is not None:
+        agent.obs_rms.update(obs.reshape((-1,) + obs.shape[lead:]))
+
+
+class Learner:
+    """Mixin for the drivers: the explorer pool as ``env``, weight broadcasts, explorer statistics."""
+
+    def __init__(self, agent: Agent, pool: Any, eval_env: VecEnv | None, run: RunConfig) -> None:
+        super().__init__(agent, pool, eval_env, run)  # the Trainer: the pool is its env
+        self.pool = pool
+        self.version = 0
+        self.trajectory_bytes = 0
+        self._lags: list[int] = []
+        self._explorer_steps = np.zeros(self.pool.count, np.int64)
+
+    def publish(self) -> None:
+        """Bump the weights version and hand the weights to the pool (one ``ray.put``)."""
+        self.version += 1
+        self.pool.publish(explorer_weights(self.agent) if self.pool.remote else None, self.version)
+
+    def rewards_of(self, slot: int, result: dict[str, Any]) -> np.ndarray:
+        """The rollout's rewards, scaled (if configured) with the learner's per-env return statistics."""
+        n = self.pool.envs_per_explorer
+        return scale_rewards(self.agent, result["rewards"], result["dones"], slice(slot * n, (slot + 1) * n))
+
+    def receive(self, results: list[dict[str, Any]]) -> None:
+        """Count the env steps, episodes, policy lag and bytes of the rollouts the pool just returned."""
+        for r in results:
+            self.step += r["steps"]
+            self._explorer_steps[r["index"]] += r["steps"]
+            self._lags.append(self.version - r["version"])
+            self.trajectory_bytes += nbytes(r)
+        self.record_episodes()  # reads the pool's finished_* arrays
+
+    def explorer_stats(self) -> dict[str, float]:
+        """Policy lag since the last call and cumulative explorer statistics (logged with the losses).
+
+        Empty for the in-process explorer: no lag, no transfers, and timings would make the
+        records of a seeded run differ.
+        """
+        if not self.pool.remote:
+            return {}
+        wall = max(self.wall_time(), 1e-9)
+        sps = self._explorer_steps / wall
+        lags, self._lags = self._lags, []
+        stats = {
+            "policy_lag": float(np.mean(lags)) if lags else 0.0, "policy_lag_max": float(max(lags, default=0)),
+            "weights_version": float(self.version), "explorer_restarts": float(self.pool.restarts),
+            "weights_mb": self.pool.weights_bytes / 2**20, "trajectory_mb": self.trajectory_bytes / 2**20,
+            "explorer_steps_per_second_min": float(sps.min()), "explorer_steps_per_second_max": float(sps.max()),
+        }
+        if len(sps) <= PER_EXPLORER_STATS:
+            stats.update({f"explorer{i}_steps_per_second": float(s) for i, s in enumerate(sps)})
+        return stats
+
+    def start_explorers(self, depth: int, **kw: Any) -> None:
+        """Publish the initial weights and queue ``depth`` rollouts per explorer."""
+        self.publish()
+        for slot in range(self.pool.count):
+            for _ in range(depth):
+                self.pool.submit(slot, **kw)
+
+
+class SyncTrainer(Learner, OnPolicyTrainer):
+    """Synchronous on-policy training: gather from all explorers, update, broadcast."""
+
+    def setup(self) -> None:  # noqa: D102
+        super().setup()  # the rollout buffer, sized for all explorers' envs
+        self.publish()
+
+    def iteration(self) -> dict[str, float]:
+        """One rollout from every explorer, GAE over all envs, one ``learn`` call."""
+        agent, buf, c = self.agent, self.buffer, self.config
+        results = self.pool.gather(n_steps=c.n_steps, bootstrap=True)
+        self.receive(results)
+        data = {k: np.concatenate([r[k] for r in results], axis=1)
+                for k in ("obs", "actions", "log_probs", "values", "rewards", "terminated", "dones", "valid")}
+        last_values = np.concatenate([r["last_values"] for r in results])
+        buf.obs.copy_(obs_tensor(agent, data["obs"], 2))
+        buf.actions.copy_(torch.from_numpy(data["actions"]))
+        buf.log_probs.copy_(torch.from_numpy(data["log_probs"]))
+        buf.values.copy_(torch.from_numpy(data["values"]))
+        buf.rewards[:] = scale_rewards(agent, data["rewards"], data["dones"], slice(None))
+        buf.terminated[:], buf.dones[:], buf.valid[:] = data["terminated"], data["dones"], data["valid"]
+        buf.pos = c.n_steps
+        batch = buf.finish(torch.from_numpy(last_values), c.gamma, c.gae_lambda)
+        self.algorithm.set_progress(self.step, self.run.max_steps)
+        stats = agent.learn(batch)
+        update_obs_stats(agent, data["obs"], 2)
+        self.publish()
+        return {**stats, **self.explorer_stats()}
+
+
+class AsyncTrainer(Learner, Trainer):
+    """Asynchronous training (IMPALA, APPO): one update per arriving rollout, V-trace corrected."""
+
+    def setup(self) -> None:  # noqa: D102
+        # two calls per Ray explorer: the next rollout is queued while the learner works on this one
+        self.start_explorers(2 if self.pool.remote else 1, n_steps=self.config.n_steps)
+
+    def iteration(self) -> dict[str, float]:
+        """Learn from the next finished rollout, then give that explorer new work."""
+        agent, c = self.agent, self.config
+        slot, r = self.pool.wait()
+        self.receive([r])
+        rewards = self.rewards_of(slot, r)
+        batch = TrajectoryBatch(
+            obs_tensor(agent, r["obs"], 2), torch.from_numpy(r["actions"]), torch.from_numpy(r["log_probs"]),
+            torch.from_numpy(rewards), torch.from_numpy(r["terminated"]), torch.from_numpy(r["dones"]),
+            torch.from_numpy(r["valid"]), obs_tensor(agent, r["last_obs"], 1),
+        )
+        self.algorithm.set_progress(self.step, self.run.max_steps)
+        stats = agent.learn(batch)
+        update_obs_stats(agent, r["obs"], 2)
+        self.publish()
+        self.pool.submit(slot, n_steps=c.n_steps)
+        return {**stats, **self.explorer_stats()}
+
+
+class ApeXTrainer(Learner, OffPolicyTrainer):
+    """Ape-X-style off-policy training: explorers feed a central replay buffer."""
+
+    def setup(self) -> None:  # noqa: D102
+        super().setup()  # the replay buffer
+        c = self.config
+        # one explorer call collects one training phase of the single-process trainer
+        self.explorer_steps = max(1, math.ceil(c.train_freq / self.pool.envs_per_explorer))
+        self._owed = 0.0
+        self.start_explorers(2, n_steps=self.explorer_steps, random=c.learning_starts > 0)
+
+    def iteration(self) -> dict[str, float]:
+        """Store the next finished rollout, then take the updates it pays for."""
+        agent, c = self.agent, self.config
+        slot, r = self.pool.wait()
+        self.receive([r])
+        rewards = self.rewards_of(slot, r)
+        obs, shape = r["obs"], r["obs"].shape[2:]
+        next_obs = np.concatenate([obs[1:], r["last_obs"][None]])
+        actions = r["actions"]
+        self.buffer.add(obs.reshape((-1,) + shape), actions.reshape((-1,) + actions.shape[2:]), rewards.reshape(-1),
+                        next_obs.reshape((-1,) + shape), r["terminated"].reshape(-1), r["valid"].reshape(-1))
+        update_obs_stats(agent, obs, 2)
+        stats: dict[str, float] = {}
+        if self.step >= c.learning_starts and len(self.buffer):
+            self._owed += r["steps"] * c.gradient_steps / c.train_freq
+            updates = int(self._owed)
+            self._owed -= updates
+            if updates:
+                stats = self.train(updates)
+                self.publish()
+        self.pool.submit(slot, n_steps=self.explorer_steps, random=self.step < c.learning_starts)
+        return {**stats, **self.explorer_stats()}

@@ -1,0 +1,39 @@
+"""A CartPole whose simulator crashes once: ``flaky_env:FlakyCartPole-v0`` (importable by Ray workers).
+
+``gym.make("FlakyCartPole-v0", crash_file=PATH, spare_pid=PID)``: the first ``step`` in any process
+other than ``spare_pid`` (the learner's, whose evaluation env must not crash) that finds ``PATH``
+removes it and raises, so exactly one crash happens per file, whichever explorer sees it. With
+``always=True`` every step outside ``spare_pid`` raises.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium as gym
+
+
+class FlakyCartPole(gym.Wrapper):
+    """CartPole-v1 that raises once when ``crash_file`` exists."""
+
+    def __init__(self, crash_file: str | None = None, spare_pid: int | None = None, always: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(gym.make("CartPole-v1", **kwargs))
+        self.crash_file = crash_file if spare_pid != os.getpid() else None
+        self.always = always
+
+    def step(self, action: Any) -> Any:  # noqa: D102
+        if self.always and self.crash_file:
+            raise RuntimeError("simulated simulator crash")
+        if self.crash_file and os.path.exists(self.crash_file):
+            try:
+                os.remove(self.crash_file)
+            except FileNotFoundError:
+                pass
+            else:
+                raise RuntimeError("simulated simulator crash")
+        return self.env.step(action)
+
+
+if "FlakyCartPole-v0" not in gym.registry:
+    gym.register("FlakyCartPole-v0", entry_point=FlakyCartPole, disable_env_checker=True)

@@ -1,0 +1,142 @@
+"""Learner/Explorer pieces that run without Ray: the in-process explorer, weights, Ape-X epsilons,
+IMPALA/APPO in one process, the missing-extra error, and no Ray import on the default path."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+import canter
+from canter.cli import main
+from canter.config import resolve_config
+from canter.distributed.explorer import Explorer, apex_epsilon, explorer_weights, load_explorer_weights
+from canter.envs import make_vec_env
+
+
+def _agent(algo: str, seed: int = 0, **hp):
+    run, cfg = resolve_config(algo, "CartPole-v1", hparams=hp, seed=seed, n_envs=2)
+    env = make_vec_env(run.env, run.n_envs)
+    return canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space), env
+
+
+def test_explorer_rollout_layout_and_frozen_observation_statistics():
+    agent, env = _agent("ppo", normalize_obs=True)
+    before = agent.obs_rms.state_dict()["mean"].copy()
+    explorer = Explorer(agent, env, seed=3)
+    r = explorer.rollout(None, version=7, n_steps=300, bootstrap=True)
+    T, N = 300, 2
+    for key in ("obs", "rewards", "terminated", "dones", "valid", "log_probs", "values"):
+        assert r[key].shape[:2] == (T, N), key
+    assert r["obs"].shape == (T, N, 4) and r["actions"].dtype == np.int64
+    assert r["last_obs"].shape == (N, 4) and r["last_values"].shape == (N,)
+    assert r["version"] == 7 and r["steps"] == T * N and r["seconds"] > 0
+    # every episode end is followed by an autoreset row (valid False), as in the VecEnv convention
+    assert r["dones"].sum() == len(r["episode_returns"]) > 0
+    assert not r["valid"][1:][r["dones"][:-1].astype(bool)].any() and r["valid"].mean() > 0.9
+    assert r["episode_returns"].sum() == pytest.approx(r["rewards"][r["valid"]].sum() - _unfinished(r))
+    np.testing.assert_array_equal(agent.obs_rms.state_dict()["mean"], before)  # explorers never update stats
+    env.close()
+
+
+def _unfinished(r: dict) -> float:
+    """Reward of the episodes still running at the end of a rollout (they are not in episode_returns)."""
+    total = 0.0
+    for n in range(r["rewards"].shape[1]):
+        ends = np.flatnonzero(r["dones"][:, n])
+        start = ends[-1] + 1 if len(ends) else 0
+        total += r["rewards"][start:, n][r["valid"][start:, n]].sum()
+    return total
+
+
+def test_explorer_weights_round_trip_and_skip_target_networks():
+    learner, env = _agent("dqn", seed=1)
+    copy, _ = _agent("dqn", seed=2)
+    weights = explorer_weights(learner)
+    assert set(weights["modules"]) == {"q"}  # no target network over the wire
+    assert all(isinstance(v, np.ndarray) for v in weights["modules"]["q"].values())
+    obs = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
+    assert not all(torch.equal(a, b) for a, b in zip(learner.algorithm.q.parameters(), copy.algorithm.q.parameters()))
+    load_explorer_weights(copy, weights)
+    for a, b in zip(learner.algorithm.q.parameters(), copy.algorithm.q.parameters()):
+        assert torch.equal(a, b)
+    np.testing.assert_array_equal(copy.predict(obs), learner.predict(obs))
+    env.close()
+
+
+def test_apex_epsilons_and_dqn_explorers_get_their_own():
+    eps = [apex_epsilon(i, 8) for i in range(8)]
+    assert eps[0] == pytest.approx(0.4) and eps[-1] == pytest.approx(0.4 ** 8)
+    assert all(a > b for a, b in zip(eps, eps[1:]))
+    agent, env = _agent("dqn")
+    Explorer(agent, env, index=3, count=4)
+    assert agent.algorithm.epsilon == pytest.approx(0.4 ** (1 + 7))
+    env.close()
+
+
+@pytest.mark.parametrize("algo", ["impala", "appo"])
+def test_async_algorithms_learn_cartpole_in_one_process(algo):
+    trainer = canter.make_trainer(algo, "CartPole-v1", seed=1, max_steps=40_000, eval_every=5000)
+    records = list(trainer())
+    trainer.close()
+    assert trainer.best_eval_return >= 300, f"{algo} reached only {trainer.best_eval_return}"
+    # the in-process explorer acts with the learner's own networks: on-policy, pi/mu = 1
+    assert all(r.losses["rho_clip_fraction"] == 0.0 for r in records)
+    assert "policy_lag" not in records[-1].losses  # no explorer statistics without explorers
+
+
+def test_impala_run_directory_checkpoint_loads_and_acts_the_same(tmp_path):
+    agent = canter.train("impala", "CartPole-v1", run_dir=tmp_path / "run", seed=3, max_steps=2048, n_envs=4,
+                         eval_episodes=2)
+    loaded = canter.load(tmp_path / "run")
+    obs = np.random.default_rng(0).normal(size=(32, 4)).astype(np.float32)
+    np.testing.assert_array_equal(loaded.predict(obs), agent.predict(obs))
+    assert (tmp_path / "run" / "summary.json").exists()
+
+
+def test_no_ray_import_without_explorers(tmp_path):
+    code = textwrap.dedent("""
+        import sys, canter
+        import canter.distributed, canter.distributed.trainers, canter.distributed.pool
+        canter.train("ppo", "CartPole-v1", run_dir=None, max_steps=256, n_envs=2, n_steps=64, eval_episodes=1)
+        canter.train("impala", "CartPole-v1", run_dir=None, max_steps=256, n_envs=2, eval_episodes=1)
+        print("ray imported:", "ray" in sys.modules)
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "ray imported: False" in out.stdout
+
+
+def test_explorers_without_ray_name_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    run_dir = tmp_path / "run"
+    code = main(["train", "ppo", "--env", "CartPole-v1", "--explorers", "2", "--run-dir", str(run_dir), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "pip install 'canter[distributed]'" in err and "--explorers" in err
+    assert not run_dir.exists()
+
+
+def test_ray_address_needs_explorers(capsys, tmp_path):
+    code = main(["train", "ppo", "--env", "CartPole-v1", "--ray-address", "auto", "--run-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--explorers" in err and len(err.splitlines()) == 1
+
+
+def test_unreachable_ray_address_fails_fast_with_one_line(capsys, tmp_path):
+    pytest.importorskip("ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    run_dir = tmp_path / "run"
+    code = main(["train", "ppo", "--env", "CartPole-v1", "--explorers", "1", "--ray-address", f"127.0.0.1:{port}",
+                 "--run-dir", str(run_dir), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and f"no Ray cluster at '127.0.0.1:{port}'" in err
+    assert not run_dir.exists()

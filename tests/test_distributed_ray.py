@@ -1,0 +1,208 @@
+"""Explorers on Ray. The module starts one test cluster on 127.0.0.1 with 2 CPUs
+(``ray start --head --block``), the runs join it with ``ray_address``, and it is stopped at the end."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+# read by Ray at import: bind every listener to 127.0.0.1; no usage reports
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+ray = pytest.importorskip("ray")
+
+import canter  # noqa: E402
+from canter.config import preset_path  # noqa: E402
+from canter.errors import CanterError  # noqa: E402
+
+TESTS = str(Path(__file__).parent)
+PPO_PRESET = str(preset_path("ppo", "CartPole-v1"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([TESTS, *sys.path])}
+
+
+def _sessions() -> set[Path]:
+    return set((Path(tempfile.gettempdir()) / "ray").glob("session_2*"))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """``host:port`` of a 2-CPU Ray cluster on loopback, stopped (all its processes) afterwards."""
+    port = _free_port()
+    ray_cli = Path(sys.executable).with_name("ray")
+    log = open(tmp_path_factory.mktemp("ray") / "ray-start.log", "w")
+    proc = subprocess.Popen(
+        [str(ray_cli), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
+         "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
+        env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _listening(port):
+            assert proc.poll() is None and time.monotonic() < deadline, "ray start --head failed"
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        proc.terminate()  # `ray start --block` stops every process of the cluster when it ends
+        proc.wait(60)
+        log.close()
+    time.sleep(1)
+    assert not _listening(port), "the test cluster is still running"
+
+
+def _train(cluster: str, algo: str, env: str = "CartPole-v1", **kw):
+    trainer = canter.make_trainer(algo, env, ray_address=cluster, explorers=2, **kw)
+    records = []
+    try:
+        for rec in trainer():
+            records.append(rec)
+    finally:
+        trainer.close()
+    return trainer, records
+
+
+def test_sync_ppo_two_explorers_solves_cartpole(cluster):
+    trainer, records = _train(cluster, "ppo", seed=1, n_envs=4)  # 2 x 4 envs: the preset's 8
+    assert trainer.best_eval_return >= 475, f"reached only {trainer.best_eval_return}"
+    assert records[-1].stop_reason == "target_reward" and trainer.step <= 100_000
+    assert all(r.losses["policy_lag_max"] == 0 for r in records)  # synchronous: always current weights
+    assert not ray.is_initialized()  # the run disconnected from the cluster
+
+
+def test_impala_two_explorers_solves_cartpole(cluster):
+    trainer, records = _train(cluster, "impala", seed=1)
+    assert trainer.best_eval_return >= 475, f"reached only {trainer.best_eval_return}"
+    assert max(r.losses["policy_lag_max"] for r in records) >= 1  # it learned from stale rollouts
+    last = records[-1].losses
+    assert last["explorer0_steps_per_second"] > 0 and last["explorer1_steps_per_second"] > 0
+    assert last["weights_mb"] > 0 and last["trajectory_mb"] > 0
+
+
+def test_killed_and_crashing_explorers_are_replaced_and_the_run_reaches_its_target(cluster, tmp_path):
+    crash = tmp_path / "crash-now"
+    trainer = canter.make_trainer(
+        "ppo", "flaky_env:FlakyCartPole-v0", config_file=PPO_PRESET, ray_address=cluster, explorers=2, n_envs=4,
+        seed=1, max_steps=150_000, env_kwargs={"crash_file": str(crash), "spare_pid": os.getpid()},
+    )
+    killed = crashed = False
+    try:
+        for rec in trainer():
+            if not killed and rec.step >= 2048:
+                os.kill(trainer.pool.pids_now()[0], signal.SIGKILL)  # Ray restarts it and re-runs its rollout
+                killed = True
+            elif killed and not crashed and rec.step >= 4096:
+                crash.touch()  # the next explorer env step raises: the learner starts a replacement
+                crashed = True
+    finally:
+        trainer.close()
+    assert crashed and not crash.exists()
+    assert rec.losses["explorer_restarts"] >= 2
+    assert trainer.best_eval_return >= 475 and rec.stop_reason == "target_reward"
+
+
+def test_an_explorer_that_keeps_failing_stops_the_run_with_one_line(cluster, tmp_path):
+    trainer = canter.make_trainer(
+        "ppo", "flaky_env:FlakyCartPole-v0", ray_address=cluster, explorers=1, n_envs=2, n_steps=16,
+        env_kwargs={"crash_file": str(tmp_path / "x"), "spare_pid": os.getpid(), "always": True},
+    )
+    try:
+        with pytest.raises(CanterError, match="explorer 0 failed 4 times in a row; last error: .*simulated simulator crash"):
+            next(iter(trainer()))
+    finally:
+        trainer.close()
+    assert not ray.is_initialized()
+
+
+def test_explorers_act_on_the_learners_observation_statistics_box_actions(cluster):
+    """The learner recomputes exactly the log-probs the explorers sampled with: same weights, same
+    normalisation (explorers never update the statistics, the learner folds them in after learning)."""
+    from canter.models.distributions import gaussian_log_prob
+
+    trainer = canter.make_trainer("ppo", "Pendulum-v1", ray_address=cluster, explorers=2, n_envs=2, n_steps=64,
+                                  n_epochs=2, normalize_obs=True, normalize_reward=True, max_steps=1536,
+                                  eval_episodes=1)
+    gaps: list[float] = []
+    learn = trainer.agent.learn
+
+    def checked_learn(batch):
+        model = trainer.algorithm.model
+        with torch.no_grad():
+            logp = gaussian_log_prob(model.action(batch.obs), model.log_std, batch.actions)
+        gaps.append((logp - batch.log_probs).abs().max().item())
+        return learn(batch)
+
+    trainer.agent.learn = checked_learn
+    try:
+        records = list(trainer())
+    finally:
+        trainer.close()
+    assert len(gaps) == len(records) == 6 and max(gaps) < 1e-4, gaps
+    assert trainer.agent.obs_rms.count == pytest.approx(1536, abs=1e-3)  # every explorer step, once
+    assert trainer.agent.ret_rms.count == pytest.approx(1536, abs=1e-3)  # rewards scaled on the learner
+
+
+def test_apex_dqn_two_explorers_learns(cluster):
+    trainer, records = _train(cluster, "dqn", seed=1, max_steps=10_000, eval_every=2500)
+    assert trainer.best_eval_return >= 100, f"reached only {trainer.best_eval_return}"
+    assert any(r.losses.get("loss") is not None for r in records)
+
+
+def test_cli_ray_address_joins_the_cluster_and_writes_the_usual_run(cluster, tmp_path):
+    before = _sessions()
+    run_dir = tmp_path / "run"
+    out = subprocess.run(
+        [sys.executable, "-m", "canter", "train", "ppo", "--env", "CartPole-v1", "--explorers", "2",
+         "--ray-address", cluster, "--max-steps", "2048", "--n-envs", "2", "--set", "n_steps=64",
+         "--eval-episodes", "2", "--quiet", "--run-dir", str(run_dir)],
+        capture_output=True, text=True, timeout=240, env=_env(),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "->" in out.stdout
+    assert _sessions() == before  # it joined the cluster rather than starting a Ray of its own
+    import pyarrow.parquet as pq
+
+    updates = pq.read_table(run_dir / "updates.parquet").to_pydict()
+    assert {"policy_loss", "policy_lag", "explorer1_steps_per_second"} <= set(updates)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] >= 2048 and summary["stop_reason"] == "max_steps"
+    assert canter.load(run_dir).predict(__import__("numpy").zeros((1, 4), "float32")).shape == (1,)
+
+
+def test_without_address_a_private_loopback_ray_starts_and_stops_with_the_run():
+    before = _sessions()
+    trainer = canter.make_trainer("ppo", "CartPole-v1", explorers=2, n_envs=2, max_steps=1024, n_steps=64,
+                                  eval_episodes=1)
+    try:
+        assert ray.is_initialized()
+        assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")
+        assert len(_sessions() - before) == 1  # a new local instance, not the test cluster
+        records = list(trainer())
+    finally:
+        trainer.close()
+    assert records[-1].step >= 1024
+    assert not ray.is_initialized()

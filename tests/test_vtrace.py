@@ -1,0 +1,95 @@
+"""V-trace targets against hand-computed values, the paper's sum definition, n-step returns and GAE."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from canter.data.rollout import compute_gae
+from canter.distributed.vtrace import vtrace
+
+
+def _t(x) -> torch.Tensor:
+    return torch.tensor(x, dtype=torch.float64)
+
+
+def test_two_step_example_computed_by_hand():
+    # gamma 0.9, V = [1, 2], V(bootstrap) = 3, rewards 1, pi/mu = [2, 0.5], all clips 1:
+    # rho = c = [1, 0.5]; delta_0 = 1 * (1 + 0.9*2 - 1) = 1.8; delta_1 = 0.5 * (1 + 0.9*3 - 2) = 0.85
+    # v_1 = 2 + 0.85 = 2.85; v_0 = 1 + 1.8 + 0.9 * 1 * (2.85 - 2) = 3.565
+    # A_0 = min(1, 2) * (1 + 0.9 * v_1 - 1) = 2.565; A_1 = 0.5 * (1 + 0.9 * 3 - 2) = 0.85
+    zeros = _t([[0.0], [0.0]])
+    out = vtrace(_t([[math.log(2.0)], [math.log(0.5)]]), _t([[1.0], [1.0]]), _t([[1.0], [2.0]]), _t([3.0]),
+                 zeros, zeros, gamma=0.9)
+    assert out.vs[:, 0].tolist() == pytest.approx([3.565, 2.85])
+    assert out.pg_advantages[:, 0].tolist() == pytest.approx([2.565, 0.85])
+
+
+def test_on_policy_targets_are_n_step_returns():
+    rng = np.random.default_rng(0)
+    T, N, gamma = 6, 3, 0.97
+    rewards, values, boot = rng.normal(size=(T, N)), rng.normal(size=(T, N)), rng.normal(size=N)
+    zeros = torch.zeros(T, N, dtype=torch.float64)
+    out = vtrace(zeros, _t(rewards), _t(values), _t(boot), zeros, zeros, gamma=gamma)
+    for s in range(T):
+        n_step = sum(gamma ** (k - s) * rewards[k] for k in range(s, T)) + gamma ** (T - s) * boot
+        assert out.vs[s].numpy() == pytest.approx(n_step)
+        next_v = out.vs[s + 1].numpy() if s + 1 < T else boot
+        assert out.pg_advantages[s].numpy() == pytest.approx(rewards[s] + gamma * next_v - values[s])
+
+
+def test_off_policy_targets_match_the_papers_sum_definition():
+    """v_s = V(x_s) + sum_t gamma^(t-s) (c_s...c_{t-1}) rho_t delta_t, with clipping and lambda."""
+    rng = np.random.default_rng(1)
+    T, N, gamma, lam, rho_bar, c_bar, pg_bar = 7, 4, 0.95, 0.9, 1.2, 0.8, 1.5
+    log_rhos = rng.normal(scale=0.7, size=(T, N))  # ratios well above and below every clip
+    rewards, values, boot = rng.normal(size=(T, N)), rng.normal(size=(T, N)), rng.normal(size=N)
+    zeros = torch.zeros(T, N, dtype=torch.float64)
+    out = vtrace(_t(log_rhos), _t(rewards), _t(values), _t(boot), zeros, zeros, gamma, lam, rho_bar, c_bar, pg_bar)
+    ratio = np.exp(log_rhos)
+    rho, c = np.minimum(rho_bar, ratio), lam * np.minimum(c_bar, ratio)
+    v_next = np.concatenate([values[1:], boot[None]])
+    expected = np.zeros((T, N))
+    for s in range(T):
+        total = values[s].copy()
+        for t in range(s, T):
+            trace = np.prod(c[s:t], axis=0) if t > s else np.ones(N)
+            total += gamma ** (t - s) * trace * rho[t] * (rewards[t] + gamma * v_next[t] - values[t])
+        expected[s] = total
+    np.testing.assert_allclose(out.vs.numpy(), expected, rtol=1e-10)
+    vs_next = np.concatenate([expected[1:], boot[None]])
+    pg = np.minimum(pg_bar, ratio) * (rewards + gamma * vs_next - values)
+    np.testing.assert_allclose(out.pg_advantages.numpy(), pg, rtol=1e-10)
+
+
+def test_episode_ends_terminated_cuts_truncated_bootstraps_from_final_observation():
+    # NEXT_STEP layout, one env: the episode ends at row 1; row 2 holds its final observation
+    # (an autoreset row, masked by callers); a new episode runs from row 3.
+    gamma = 0.5
+    rewards = _t([[1.0], [2.0], [0.0], [4.0]])
+    values = _t([[10.0], [20.0], [30.0], [40.0]])  # values[2] = V(final obs of the first episode)
+    boot, zero = _t([50.0]), torch.zeros(4, 1, dtype=torch.float64)
+    dones = _t([[0.0], [1.0], [0.0], [0.0]])
+    term = vtrace(zero, rewards, values, boot, dones, dones, gamma)
+    assert term.vs[:2, 0].tolist() == pytest.approx([1 + 0.5 * 2, 2])  # no bootstrap after termination
+    assert term.pg_advantages[1, 0].item() == pytest.approx(2 - 20)
+    trunc = vtrace(zero, rewards, values, boot, zero, dones, gamma)
+    assert trunc.vs[:2, 0].tolist() == pytest.approx([1 + 0.5 * (2 + 0.5 * 30), 2 + 0.5 * 30])
+    assert trunc.pg_advantages[1, 0].item() == pytest.approx(2 + 0.5 * 30 - 20)
+    assert trunc.vs[0, 0] != term.vs[0, 0]  # treating a time limit as termination would be wrong
+    assert term.vs[3, 0].item() == pytest.approx(4 + 0.5 * 50)  # the next episode is unaffected
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.9, 0.0])
+def test_on_policy_vtrace_with_lambda_equals_gae(lam):
+    """With pi == mu, V-trace(lambda) targets minus V are canter's GAE(lambda) advantages."""
+    rng = np.random.default_rng(2)
+    T, N, gamma = 32, 5, 0.99
+    rewards = rng.normal(size=(T, N)).astype(np.float32)
+    values = rng.normal(size=(T, N)).astype(np.float32)
+    boot = rng.normal(size=N).astype(np.float32)
+    terminated = (rng.random((T, N)) < 0.05).astype(np.float32)
+    dones = np.maximum(terminated, (rng.random((T, N)) < 0.05).astype(np.float32))
+    adv = compute_gae(rewards, values, boot, terminated, dones, gamma, lam)
+    out = vtrace(torch.zeros(T, N), *map(torch.from_numpy, (rewards, values, boot, terminated, dones)), gamma, lam)
+    np.testing.assert_allclose((out.vs - torch.from_numpy(values)).numpy(), adv, rtol=1e-4, atol=1e-4)
