@@ -1,6 +1,11 @@
-"""Typed batches and buffers: the rollout buffer (on-policy) and the replay buffer (off-policy)."""
+"""Typed batches and buffers: the rollout buffer (on-policy) and the replay buffers (off-policy)."""
 from canter.data.batch import ReplayBatch, RolloutBatch
+from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
 from canter.data.rollout import RolloutBuffer, compute_gae
+from canter.data.sumtree import MinTree, SumTree
 
-__all__ = ["ReplayBatch", "RolloutBatch", "ReplayBuffer", "RolloutBuffer", "compute_gae"]
+__all__ = [
+    "MinTree", "PrioritizedReplayBuffer", "ReplayBatch", "ReplayBuffer", "RolloutBatch", "RolloutBuffer", "SumTree",
+    "compute_gae",
+]
