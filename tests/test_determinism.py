@@ -12,6 +12,9 @@ SMALL = {
     "ppo": dict(n_steps=64, batch_size=32, n_epochs=2),
     "dqn": dict(learning_starts=64, train_freq=4, gradient_steps=2, net_arch=[32], exploration_fraction=0.5),
 }
+_OFF = dict(learning_starts=64, train_freq=4, gradient_steps=1, net_arch=[32], batch_size=32)
+SMALL.update({a: _OFF for a in ("sac", "td3", "ddpg", "sac_discrete")})
+SMALL.update({a: {**SMALL["dqn"], "n_quantiles": 8} for a in ("qrdqn", "rainbow")})
 
 
 def _env_for(algo: str) -> str:

@@ -21,7 +21,7 @@ def test_ppo_solves_cartpole_within_preset_budget():
 def test_dqn_solves_cartpole_within_preset_budget():
     best, steps = _best_eval("dqn", "CartPole-v1")
     assert best >= 475, f"DQN reached only {best} in {steps} steps"
-    assert steps <= 50_000
+    assert steps <= 50_000 + 256  # the budget, rounded up to whole train_freq (256-step) phases
 
 
 def test_ppo_continuous_pendulum():

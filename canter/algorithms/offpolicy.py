@@ -39,7 +39,7 @@ class OffPolicyConfig:
     prioritized: bool = hp(False, "prioritized experience replay (proportional, sum tree)")
     per_alpha: float = hp(0.6, "prioritized replay: priority exponent alpha", low=0, high=1)
     per_beta0: float = hp(0.4, "prioritized replay: initial importance-weight exponent (annealed to 1)", low=0, high=1)
-    per_eps: float = hp(1e-6, "prioritized replay: added to |TD error|", low=0, low_open=True)
+    per_eps: float = hp(1e-6, "prioritized replay: added to the absolute TD error", low=0, low_open=True)
     net_arch: list[int] = hp([256, 256], "hidden layer sizes", low=1)
     activation: str = hp("relu", "hidden activation", choices=ACTIVATION_CHOICES)
     normalize_obs: bool = hp(False, "normalise observations with running mean/std")
