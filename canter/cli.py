@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from typing import Any
 
 from canter.errors import CanterError
@@ -236,8 +237,22 @@ COMMANDS = {"train": cmd_train, "eval": cmd_eval, "play": cmd_play, "list": cmd_
             **{name: _tool(name) for name in ("tune", "plot", "benchmark", "report")}}
 
 
+def _show_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    """Print canter's own warnings as one line; leave the others to Python's default format."""
+    from canter.errors import CanterWarning
+
+    if issubclass(category, CanterWarning):
+        print(f"canter: warning: {message}", file=sys.stderr)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
+_default_showwarning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
+    warnings.showwarning = _show_warning
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: canter {train,eval,play,list,tune,plot,benchmark,report} ...\n\n"

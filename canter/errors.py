@@ -12,6 +12,11 @@ class CanterError(Exception):
     """
 
 
+class CanterWarning(UserWarning):
+    """A user-facing warning (a legitimate but probably unintended setting); the CLI prints it as
+    one line, ``canter: warning: <message>``."""
+
+
 class MissingExtraError(CanterError):
     """A feature needs an optional dependency that is not installed."""
 

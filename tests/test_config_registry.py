@@ -17,7 +17,7 @@ def test_preset_is_used_and_overrides_compose(tmp_path):
 
 
 def test_defaults_without_preset():
-    run, hp = resolve_config("dqn", "Acrobot-v1")
+    run, hp = resolve_config("dqn", "MountainCar-v0")  # no shipped preset
     assert run.n_envs == 1 and hp.lr == 1e-4
 
 

@@ -17,6 +17,9 @@ SMALL = {
     "npg": dict(n_steps=128, batch_size=64, n_critic_updates=2),
     "acer": dict(n_steps=10, replay_start=100, net_arch=[32]),
 }
+_OFF = dict(learning_starts=64, train_freq=4, gradient_steps=1, net_arch=[32], batch_size=32)
+SMALL.update({a: _OFF for a in ("sac", "td3", "ddpg", "sac_discrete")})
+SMALL.update({a: {**SMALL["dqn"], "n_quantiles": 8} for a in ("qrdqn", "rainbow")})
 
 
 def _env_for(algo: str) -> str:

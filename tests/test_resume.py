@@ -156,9 +156,11 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(setup_dir, tm
     if algo == "dqn":  # the replay buffer came back with the rest
         state, _ = load_checkpoint(run_dir / "checkpoints" / "last")
         ref, _ = load_checkpoint(d / "dqn-reference" / "checkpoints" / "last")
-        for key in ("obs", "actions", "rewards", "next_obs", "terminated"):
-            np.testing.assert_array_equal(state["trainer"]["buffer"][key], ref["trainer"]["buffer"][key])
-        assert state["trainer"]["buffer"]["size"] == 1500  # it wrapped around
+        buf, ref_buf = state["trainer"]["buffer"], ref["trainer"]["buffer"]
+        for key in ("obs", "actions", "rewards", "terminated", "done", "valid"):
+            np.testing.assert_array_equal(buf[key], ref_buf[key])
+        assert (buf["pos"], buf["count"], buf["rng"]) == (ref_buf["pos"], ref_buf["count"], ref_buf["rng"])
+        assert buf["full"]  # it wrapped around
 
 
 @pytest.mark.timeout(300)

@@ -1,8 +1,11 @@
-"""Deep Q-Network: target network (hard or Polyak), epsilon-greedy schedule, Huber loss,
-Double DQN and dueling heads as options.
+"""Deep Q-Network and its extensions: target network (hard or Polyak), epsilon-greedy schedule,
+Huber loss, and as options Double DQN, dueling heads, n-step returns, prioritized replay and a
+QR-DQN distributional head; with all of them on it is a Rainbow-style agent (``rainbow``).
 
 Target updates and epsilon are counted in environment steps, as in Stable-Baselines3, so
-rl-zoo3 hyperparameters carry over unchanged.
+rl-zoo3 hyperparameters carry over unchanged. n-step returns and prioritized sampling live in
+the replay buffer; here they show up as ``batch.discounts`` (``gamma ** k``) and
+``batch.weights`` (importance weights), and ``last_priorities`` feeds priorities back.
 """
 from __future__ import annotations
 
@@ -16,24 +19,24 @@ from torch import nn
 from torch.nn import functional as F
 
 from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_, linear, make_adam
+from canter.algorithms.offpolicy import OffPolicyConfig, polyak
 from canter.config import hp
 from canter.data.batch import ReplayBatch
+from canter.models.distributional import quantile_huber_loss
 from canter.registry import register
 
 
 @dataclass
-class DQNConfig:
-    """DQN hyperparameters."""
+class DQNConfig(OffPolicyConfig):
+    """DQN hyperparameters (Stable-Baselines3's defaults; every extension off)."""
 
     lr: float = hp(1e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 1e-2, "log": True})
-    buffer_size: int = hp(1_000_000, "replay buffer capacity (transitions)", low=1)
-    learning_starts: int = hp(100, "env steps collected before learning starts", low=0)
     batch_size: int = hp(32, "minibatch size", low=1, search={"choices": [32, 64, 128, 256]})
-    gamma: float = hp(0.99, "discount factor", low=0, high=1, search={"choices": [0.95, 0.98, 0.99, 0.995]})
     tau: float = hp(1.0, "target update rate (1: hard copy, <1: Polyak averaging)", low=0, high=1, low_open=True)
-    target_update_interval: int = hp(10_000, "env steps between target updates", low=1)
     train_freq: int = hp(4, "env steps between training phases", low=1, search={"choices": [1, 4, 16, 64, 256]})
     gradient_steps: int = hp(1, "gradient steps per training phase", low=1, search={"choices": [1, 4, 16, 64, 128]})
+    net_arch: list[int] = hp([64, 64], "hidden layer sizes", low=1)
+    target_update_interval: int = hp(10_000, "env steps between target updates", low=1)
     exploration_fraction: float = hp(0.1, "fraction of the budget over which epsilon decays", low=0, high=1)
     exploration_initial_eps: float = hp(1.0, "initial epsilon", low=0, high=1)
     exploration_final_eps: float = hp(0.05, "final epsilon", low=0, high=1)
@@ -41,15 +44,12 @@ class DQNConfig:
     huber: bool = hp(True, "Huber (smooth L1) TD loss; false: squared error")
     double_q: bool = hp(False, "Double DQN: online net picks the next action, target net values it")
     dueling: bool = hp(False, "dueling value/advantage heads")
-    net_arch: list[int] = hp([64, 64], "hidden layer sizes", low=1)
-    activation: str = hp("relu", "hidden activation", choices=("tanh", "relu", "elu", "gelu", "silu"))
-    normalize_obs: bool = hp(False, "normalise observations with running mean/std")
-    normalize_reward: bool = hp(False, "scale rewards by the running std of the discounted return")
+    n_quantiles: int = hp(0, "QR-DQN distributional head with this many quantiles (0: plain Q values)", low=0)
 
 
 @register("algorithm", "dqn")
 class DQN(Algorithm):
-    """DQN and its Double / dueling variants for Discrete action spaces."""
+    """DQN with optional Double, dueling, n-step, prioritized replay and quantile (QR-DQN) extensions."""
 
     name = "dqn"
     family = "off_policy"
@@ -59,9 +59,12 @@ class DQN(Algorithm):
     action_spaces = (gym.spaces.Discrete,)
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: DQNConfig, **kw: Any) -> None:
+        if config.n_quantiles and kw.get("model") is None:
+            kw["model"] = "mlp_qr"
         super().__init__(observation_space, action_space, config, **kw)
         c = config
-        self.q = self.make_model(net_arch=c.net_arch, activation=c.activation, dueling=c.dueling)
+        extra = {"n_quantiles": c.n_quantiles} if c.n_quantiles else {}
+        self.q = self.make_model(net_arch=c.net_arch, activation=c.activation, dueling=c.dueling, **extra)
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
         self.params = list(self.q.parameters())
         self.optimizer = make_adam(self.params, c.lr)
@@ -94,35 +97,47 @@ class DQN(Algorithm):
 
     def sync_target(self) -> None:
         """Hard copy (tau = 1) or Polyak step towards the online network."""
-        tau = self.config.tau
-        with torch.no_grad():
-            if tau >= 1.0:  # one multi-tensor copy (load_state_dict costs ~10x more per call)
-                torch._foreach_copy_(self._target_params, self._online_params)
-            else:
-                torch._foreach_lerp_(self._target_params, self._online_params, tau)
+        polyak(self.q_target, self.q, self.config.tau)
 
-    def learn(self, batch: ReplayBatch) -> dict[str, float]:
-        """One gradient step on the TD error of ``batch``."""
+    def _next_action(self, batch: ReplayBatch, next_q: torch.Tensor) -> torch.Tensor:
+        """Greedy next actions ``[B, 1]``: by the target net, or the online net with Double DQN."""
+        online = self.q.value(batch.next_obs) if self.config.double_q else next_q
+        return online.argmax(1, keepdim=True)
+
+    def td_loss(self, batch: ReplayBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per-sample loss ``[B]``, its new priorities ``[B]`` and the chosen Q values ``[B]``."""
         c = self.config
-        q = self.q.value(batch.obs).gather(1, batch.actions.long().view(-1, 1)).squeeze(1)
+        actions = batch.actions.long().view(-1, 1)
+        not_done = batch.discounts * (1.0 - batch.terminated)
+        if c.n_quantiles:
+            current = self.q.quantiles(batch.obs)
+            current = current.gather(1, actions.unsqueeze(-1).expand(-1, 1, current.shape[2])).squeeze(1)
+            with torch.no_grad():
+                next_quantiles = self.q_target.quantiles(batch.next_obs)
+                best = self._next_action(batch, next_quantiles.mean(-1))
+                next_z = next_quantiles.gather(1, best.unsqueeze(-1).expand(-1, 1, next_quantiles.shape[2])).squeeze(1)
+                target = batch.rewards.unsqueeze(1) + not_done.unsqueeze(1) * next_z
+            per_sample = quantile_huber_loss(current, target)
+            return per_sample, per_sample.detach(), current.detach().mean(1)
+        q = self.q.value(batch.obs).gather(1, actions).squeeze(1)
         with torch.no_grad():
             next_q = self.q_target.value(batch.next_obs)
-            if c.double_q:
-                best = self.q.value(batch.next_obs).argmax(1, keepdim=True)
-                next_v = next_q.gather(1, best).squeeze(1)
-            else:
-                next_v = next_q.max(1).values
-            target = batch.rewards + batch.discounts * (1.0 - batch.terminated) * next_v
-        td = q - target
-        per_sample = F.smooth_l1_loss(q, target, reduction="none") if c.huber else td.pow(2)
+            next_v = next_q.gather(1, self._next_action(batch, next_q)).squeeze(1)
+            target = batch.rewards + not_done * next_v
+        per_sample = F.smooth_l1_loss(q, target, reduction="none") if c.huber else (q - target).pow(2)
+        return per_sample, (q - target).detach().abs(), q.detach()
+
+    def learn(self, batch: ReplayBatch) -> dict[str, float]:
+        """One gradient step on the (importance-weighted) TD loss of ``batch``."""
+        per_sample, priorities, q = self.td_loss(batch)
         loss = (batch.weights * per_sample).mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
+        clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
         self.optimizer.step()
         self.updates += 1
-        self.last_priorities = td.detach().abs()
-        return {"loss": loss.item(), "q_mean": q.detach().mean().item()}
+        self.last_priorities = priorities
+        return {"loss": loss.item(), "q_mean": q.mean().item()}
 
     def extra_state(self) -> dict[str, Any]:  # noqa: D102
         return {"epsilon": self.epsilon, "target_syncs": self.target_syncs}
@@ -136,3 +151,38 @@ class DQN(Algorithm):
 
     def optimizers(self) -> dict[str, Any]:  # noqa: D102
         return {"optimizer": self.optimizer}
+
+
+@dataclass
+class QRDQNConfig(DQNConfig):
+    """QR-DQN: DQN with a quantile head (Dabney et al. 2018); DQN's defaults otherwise."""
+
+    n_quantiles: int = hp(50, "QR-DQN distributional head with this many quantiles (0: plain Q values)", low=0)
+
+
+@register("algorithm", "qrdqn")
+class QRDQN(DQN):
+    """QR-DQN: DQN learning return quantiles with the quantile Huber loss."""
+
+    name = "qrdqn"
+    Config = QRDQNConfig
+
+
+@dataclass
+class RainbowConfig(DQNConfig):
+    """Rainbow-style DQN: Double, dueling, 3-step returns, prioritized replay, a quantile head."""
+
+    double_q: bool = hp(True, "Double DQN: online net picks the next action, target net values it")
+    dueling: bool = hp(True, "dueling value/advantage heads")
+    n_step: int = hp(3, "n-step returns: rewards summed before bootstrapping", low=1, search={"choices": [1, 3, 5]})
+    prioritized: bool = hp(True, "prioritized experience replay (proportional, sum tree)")
+    per_alpha: float = hp(0.5, "prioritized replay: priority exponent alpha", low=0, high=1)
+    n_quantiles: int = hp(50, "QR-DQN distributional head with this many quantiles (0: plain Q values)", low=0)
+
+
+@register("algorithm", "rainbow")
+class Rainbow(DQN):
+    """Rainbow-style DQN (quantile head in place of C51, no noisy nets): every extension on."""
+
+    name = "rainbow"
+    Config = RainbowConfig

@@ -1,87 +1,256 @@
-"""Uniform replay buffer: preallocated numpy storage shared by all vector envs."""
+"""Replay buffer: preallocated per-env streams, uniform sampling, n-step returns, save/load.
+
+Storage is ``[T, n_envs]``: row ``t`` of column ``e`` holds env ``e``'s observation before its
+``t``-th vector step, the action taken, the reward, and the ``terminated`` / ``done`` / ``valid``
+flags of that step. The next observation of row ``t`` is the observation of row ``t + 1``; the
+newest next observations live in the head row (``pos``), which holds no transition yet. So
+every frame is stored once (no separate ``next_obs`` array: memory-lean for images, which stay
+in the space's dtype, e.g. uint8).
+
+This is the NEXT_STEP autoreset stream (``docs/architecture.md`` section 3) stored as it comes:
+the reset-only step after an episode end is a row with ``valid`` False whose observation is the
+episode's real final observation, so a truncated transition bootstraps from it, and no sampled
+n-step window ever crosses it.
+"""
 from __future__ import annotations
 
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from canter.data.batch import ReplayBatch
+from canter.errors import CanterError
+
+_ARRAYS = ("obs", "actions", "rewards", "terminated", "done", "valid")
+_MAX_REJECTION_ROUNDS = 8
 
 
 class ReplayBuffer:
-    """A ring buffer of transitions ``(obs, action, reward, next_obs, terminated)``.
+    """Ring buffer of ``n_envs`` transition streams with uniform sampling.
 
-    ``add`` takes one vector step and keeps only its valid rows; ``sample`` draws uniformly with
-    the buffer's own seeded generator, so sampling is reproducible and resumable.
+    ``capacity`` transitions are kept (``ceil(capacity / n_envs)`` rows per env, plus the head
+    row). ``add`` takes one vector step for all envs, including the rows that ``valid`` marks as
+    reset-only; those are stored as episode boundaries and never sampled. ``sample`` draws
+    uniformly (with replacement) from the buffer's own seeded generator, so sampling is
+    reproducible and resumable. With ``n_step > 1`` the sampled reward is the discounted sum of
+    up to ``n_step`` rewards, cut at the episode's end (terminated: no bootstrap; truncated:
+    bootstrap from the real final observation) and at the newest data; ``discounts`` is then
+    ``gamma ** k`` for the ``k`` rewards used.
     """
 
     def __init__(
         self, capacity: int, obs_shape: tuple[int, ...], act_shape: tuple[int, ...],
         obs_dtype: np.dtype = np.float32, act_dtype: np.dtype = np.float32, gamma: float = 0.99, seed: int = 0,
+        n_envs: int = 1, n_step: int = 1,
     ) -> None:
-        self.capacity = capacity
-        self.gamma = gamma
-        self.obs = np.zeros((capacity,) + obs_shape, dtype=obs_dtype)
-        self.next_obs = np.zeros((capacity,) + obs_shape, dtype=obs_dtype)
-        self.actions = np.zeros((capacity,) + act_shape, dtype=act_dtype)
-        self.rewards = np.zeros(capacity, dtype=np.float32)
-        self.terminated = np.zeros(capacity, dtype=np.float32)
-        self.pos = 0
-        self.size = 0
+        if capacity < 1 or n_envs < 1 or n_step < 1:
+            raise ValueError(f"capacity, n_envs and n_step must be >= 1, got {capacity}, {n_envs}, {n_step}")
+        self.capacity, self.n_envs, self.n_step, self.gamma = capacity, n_envs, n_step, gamma
+        self.length = math.ceil(capacity / n_envs) + 1  # rows per env, the head row included
+        shape = (self.length, n_envs)
+        self.obs = np.zeros(shape + tuple(obs_shape), dtype=obs_dtype)
+        self.actions = np.zeros(shape + tuple(act_shape), dtype=act_dtype)
+        self.rewards = np.zeros(shape, dtype=np.float32)
+        self.terminated = np.zeros(shape, dtype=bool)
+        self.done = np.zeros(shape, dtype=bool)
+        self.valid = np.zeros(shape, dtype=bool)
+        self.pos = 0  # head row: holds the newest next observations, no transition
+        self.full = False  # every row has been written at least once
+        self.started = False  # the head row holds an observation
+        self.count = 0  # valid (sampleable) transitions
         self.rng = np.random.default_rng(seed)
+        self._powers = gamma ** np.arange(n_step, dtype=np.float64)
+        self._float_obs = bool(np.issubdtype(self.obs.dtype, np.floating))
+        self._flat()
+
+    def _flat(self) -> None:
+        """Flat ``[T * n_envs, ...]`` views used for indexing (flat index = row * n_envs + env)."""
+        n = self.length * self.n_envs
+        self._obs = self.obs.reshape((n,) + self.obs.shape[2:])
+        self._actions = self.actions.reshape((n,) + self.actions.shape[2:])
+        self._rewards, self._terminated = self.rewards.reshape(n), self.terminated.reshape(n)
+        self._done, self._valid = self.done.reshape(n), self.valid.reshape(n)
 
     def __len__(self) -> int:
-        return self.size
+        return self.count
 
+    # -- writing ------------------------------------------------------------------------------
     def add(
         self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray,
-        terminated: np.ndarray, valid: np.ndarray | None = None,
+        terminated: np.ndarray, valid: np.ndarray | None = None, truncated: np.ndarray | None = None,
     ) -> None:
-        """Add a batch of transitions (rows where ``valid`` is False are skipped)."""
-        if valid is not None and not valid.all():
-            obs, actions, rewards, next_obs, terminated = (
-                x[valid] for x in (obs, actions, rewards, next_obs, terminated)
-            )
-        n = len(rewards)
-        if n == 0:
-            return
-        idx = (self.pos + np.arange(n)) % self.capacity
-        self.obs[idx] = obs
-        self.next_obs[idx] = next_obs
-        self.actions[idx] = actions
-        self.rewards[idx] = rewards
-        self.terminated[idx] = terminated
-        self.pos = int((self.pos + n) % self.capacity)
-        self.size = min(self.size + n, self.capacity)
+        """Store one vector step: row ``e`` of every array is env ``e``'s transition.
+
+        ``valid`` False marks reset-only rows (kept as boundaries, never sampled). ``truncated``
+        (optional) marks time-limit ends; without it an episode's end is still found from the
+        reset-only row that follows it. If ``obs`` is not the ``next_obs`` of the previous call
+        (e.g. the envs were reset in between), a boundary row is inserted first, so no
+        transition's next observation is overwritten.
+        """
+        if len(rewards) != self.n_envs:
+            raise ValueError(f"add() takes one row per env ({self.n_envs}), got {len(rewards)}")
+        t = self.pos
+        if self.started and not np.array_equal(self.obs[t], obs, equal_nan=self._float_obs):
+            self._advance()  # row t stays a boundary holding the previous next observations
+            t = self.pos
+        self.obs[t] = obs
+        self.actions[t] = actions
+        self.rewards[t] = rewards
+        term = np.asarray(terminated, dtype=bool)
+        self.terminated[t] = term
+        self.done[t] = term if truncated is None else term | np.asarray(truncated, dtype=bool)
+        v = np.ones(self.n_envs, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+        self.valid[t] = v
+        self.count += int(v.sum())
+        self._written(t)
+        self._advance()
+        self.obs[self.pos] = next_obs
+        self.started = True
+
+    def _advance(self) -> None:
+        """Move the head one row on; the row it lands on stops being a transition."""
+        self.pos += 1
+        if self.pos == self.length:
+            self.pos, self.full = 0, True
+        head = self.valid[self.pos]
+        if self.full and head.any():
+            self.count -= int(head.sum())
+            head[:] = False
+            self._cleared(self.pos)
+
+    def _written(self, row: int) -> None:
+        """Hook: row ``row`` was just written (prioritized buffers set its priorities)."""
+
+    def _cleared(self, row: int) -> None:
+        """Hook: row ``row`` no longer holds transitions."""
+
+    # -- sampling -----------------------------------------------------------------------------
+    def _filled(self) -> int:
+        """Number of flat slots that may hold a transition."""
+        return (self.length if self.full else self.pos) * self.n_envs
+
+    def sample_indices(self, batch_size: int) -> np.ndarray:
+        """Flat indices of ``batch_size`` valid transitions, drawn uniformly with replacement."""
+        if self.count == 0:
+            raise CanterError("cannot sample from an empty replay buffer")
+        high = self._filled()
+        idx = self.rng.integers(0, high, size=batch_size)
+        bad = ~self._valid[idx]
+        rounds = 0
+        while bad.any():
+            if rounds == _MAX_REJECTION_ROUNDS:  # very sparse buffer: draw from the valid slots directly
+                choices = np.flatnonzero(self._valid[:high])
+                idx[bad] = choices[self.rng.integers(0, len(choices), size=int(bad.sum()))]
+                break
+            idx[bad] = self.rng.integers(0, high, size=int(bad.sum()))
+            bad = ~self._valid[idx]
+            rounds += 1
+        return idx
 
     def sample(self, batch_size: int) -> ReplayBatch:
         """Draw ``batch_size`` transitions uniformly (with replacement)."""
-        idx = self.rng.integers(0, self.size, size=batch_size)
+        return self.transitions(self.sample_indices(batch_size))
+
+    def transitions(self, idx: np.ndarray, weights: np.ndarray | None = None) -> ReplayBatch:
+        """The (n-step) transitions starting at flat indices ``idx``."""
+        n, length = self.n_envs, self.length
+        row, env = np.divmod(idx, n)
+        if self.n_step == 1:
+            last_row, last = row, idx
+            rewards = self._rewards[idx]
+            discounts = np.full(len(idx), self.gamma, dtype=np.float32)
+        else:
+            rows = (row[:, None] + np.arange(self.n_step)) % length  # [B, n_step]
+            flat = rows * n + env[:, None]
+            keep = self._valid[flat]
+            keep[:, 1:] &= ~self._done[flat[:, :-1]]  # stop after an episode's last step
+            keep = np.logical_and.accumulate(keep, axis=1)
+            steps = keep.sum(1)
+            rewards = (self._rewards[flat] * keep * self._powers).sum(1).astype(np.float32)
+            last_row = rows[np.arange(len(idx)), steps - 1]
+            last = last_row * n + env
+            discounts = (self.gamma ** steps).astype(np.float32)
+        next_idx = ((last_row + 1) % length) * n + env
+        w = torch.ones(len(idx)) if weights is None else torch.from_numpy(weights.astype(np.float32))
         return ReplayBatch(
-            torch.from_numpy(self.obs[idx]),
-            torch.from_numpy(self.actions[idx]),
-            torch.from_numpy(self.rewards[idx]),
-            torch.from_numpy(self.next_obs[idx]),
-            torch.from_numpy(self.terminated[idx]),
-            torch.full((batch_size,), self.gamma),
-            torch.ones(batch_size),
+            torch.from_numpy(self._obs[idx]),
+            torch.from_numpy(self._actions[idx]),
+            torch.from_numpy(rewards),
+            torch.from_numpy(self._obs[next_idx]),
+            torch.from_numpy(self._terminated[last].astype(np.float32)),
+            torch.from_numpy(discounts),
+            w,
             torch.from_numpy(idx),
         )
 
+    # -- state --------------------------------------------------------------------------------
+    def _rows_used(self) -> int:
+        return self.length if self.full else self.pos + 1
+
     def state_dict(self) -> dict[str, Any]:
-        """Arrays and counters (for saving the buffer with a checkpoint)."""
-        n = self.size
-        return {
-            "obs": self.obs[:n], "next_obs": self.next_obs[:n], "actions": self.actions[:n],
-            "rewards": self.rewards[:n], "terminated": self.terminated[:n],
-            "pos": self.pos, "size": self.size, "rng": self.rng.bit_generator.state,
-        }
+        """Arrays (only the rows in use) and JSON-safe scalars, for saving with a checkpoint."""
+        rows = self._rows_used()
+        state: dict[str, Any] = {key: getattr(self, key)[:rows] for key in _ARRAYS}
+        state.update(
+            pos=self.pos, full=self.full, started=self.started, count=self.count, rng=self.rng.bit_generator.state,
+            capacity=self.capacity, n_envs=self.n_envs, n_step=self.n_step,
+        )
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` returned."""
-        n = int(state["size"])
-        for key in ("obs", "next_obs", "actions", "rewards", "terminated"):
-            getattr(self, key)[:n] = np.asarray(state[key])
-        self.pos, self.size = int(state["pos"]), n
+        """Restore what :meth:`state_dict` returned (into a buffer built with the same settings)."""
+        for key in ("capacity", "n_envs"):
+            if key in state and int(state[key]) != getattr(self, key):
+                raise CanterError(f"replay buffer {key} mismatch: saved {int(state[key])}, this buffer {getattr(self, key)}")
+        obs = np.asarray(state["obs"])
+        if obs.shape[1:] != self.obs.shape[1:] or obs.dtype != self.obs.dtype:
+            raise CanterError(
+                f"replay buffer observations do not match: saved {obs.shape[1:]} {obs.dtype}, "
+                f"this buffer {self.obs.shape[1:]} {self.obs.dtype}"
+            )
+        rows = len(obs)
+        for key in _ARRAYS:
+            arr = getattr(self, key)
+            arr[:] = 0
+            arr[:rows] = np.asarray(state[key])
+        self.pos, self.full, self.started = int(state["pos"]), bool(state["full"]), bool(state["started"])
+        self.count = int(state["count"])
         self.rng.bit_generator.state = state["rng"]
+
+    def save(self, path: str | Path) -> Path:
+        """Write the buffer to ``path`` (``.npz``, no pickled objects), atomically."""
+        path = Path(path)
+        state = self.state_dict()
+        arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
+        scalars = {k: v for k, v in state.items() if not isinstance(v, np.ndarray)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays, __meta__=np.array(json.dumps(scalars)))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return path
+
+    def load(self, path: str | Path) -> None:
+        """Restore a buffer written by :meth:`save`."""
+        try:
+            with np.load(Path(path), allow_pickle=False) as data:
+                state: dict[str, Any] = {k: data[k] for k in data.files if k != "__meta__"}
+                state.update(json.loads(str(data["__meta__"])))
+        except FileNotFoundError:
+            raise CanterError(f"replay buffer file not found: {path}") from None
+        except (ValueError, KeyError, OSError) as exc:
+            raise CanterError(f"cannot read replay buffer file {path}: {exc}") from None
+        self.load_state_dict(state)

@@ -25,10 +25,11 @@ import torch
 from canter.agents.agent import Agent
 from canter.config import RunConfig
 from canter.data.batch import TrajectoryBatch
+from canter.data.sharded import ShardedReplay
 from canter.distributed.explorer import explorer_weights, nbytes
 from canter.envs.vector import VecEnv
 from canter.trainers.base import Trainer
-from canter.trainers.off_policy import OffPolicyTrainer
+from canter.trainers.off_policy import OffPolicyTrainer, make_replay_buffer
 from canter.trainers.on_policy import OnPolicyTrainer
 
 #: per-explorer throughput is logged individually up to this many explorers (min/max beyond)
@@ -182,7 +183,19 @@ class AsyncTrainer(Learner, Trainer):
 
 
 class ApeXTrainer(Learner, OffPolicyTrainer):
-    """Ape-X-style off-policy training: explorers feed a central replay buffer."""
+    """Ape-X-style off-policy training: explorers feed a central replay buffer.
+
+    The buffer has one shard per explorer (:class:`~canter.data.ShardedReplay`), so each
+    explorer's envs stay continuous streams for n-step returns and truncation bootstrapping.
+    """
+
+    def make_buffer(self) -> ShardedReplay:  # type: ignore[override]
+        """One buffer per explorer, each with that explorer's envs and its share of the capacity."""
+        c, k = self.config, self.pool.count
+        per = self.pool.envs_per_explorer
+        shards = [make_replay_buffer(self.agent, c, max(per, c.buffer_size // k), per, self.run.seed + 7919 * i)
+                  for i in range(k)]
+        return ShardedReplay(shards, seed=self.run.seed)
 
     def setup(self) -> None:  # noqa: D102
         super().setup()  # the replay buffer
@@ -198,12 +211,9 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         slot, r = self.pool.wait()
         self.receive([r])
         rewards = self.rewards_of(slot, r)
-        obs, shape = r["obs"], r["obs"].shape[2:]
-        next_obs = np.concatenate([obs[1:], r["last_obs"][None]])
-        actions = r["actions"]
-        self.buffer.add(obs.reshape((-1,) + shape), actions.reshape((-1,) + actions.shape[2:]), rewards.reshape(-1),
-                        next_obs.reshape((-1,) + shape), r["terminated"].reshape(-1), r["valid"].reshape(-1))
-        update_obs_stats(agent, obs, 2)
+        self.buffer.add_rollout(slot, r["obs"], r["actions"], rewards, r["last_obs"], r["terminated"], r["valid"],
+                                r["dones"])
+        update_obs_stats(agent, r["obs"], 2)
         stats: dict[str, float] = {}
         if self.step >= c.learning_starts and len(self.buffer):
             self._owed += r["steps"] * c.gradient_steps / c.train_freq

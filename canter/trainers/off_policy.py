@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -9,7 +10,9 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
+from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
+from canter.errors import CanterWarning
 from canter.trainers.base import Trainer
 
 
@@ -29,28 +32,50 @@ def random_actions(agent: Agent, n: int, rng: np.random.Generator) -> tuple[np.n
     return a, a
 
 
+def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, seed: int) -> ReplayBuffer:
+    """The replay buffer ``config`` asks for (uniform or prioritized, 1- or n-step) for ``n_envs`` streams."""
+    obs_space, act_space = agent.observation_space, agent.action_space
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    args = (capacity, obs_space.shape, () if discrete else act_space.shape)
+    kwargs: dict[str, Any] = dict(
+        obs_dtype=obs_space.dtype, act_dtype=np.int64 if discrete else np.float32, gamma=config.gamma,
+        seed=seed, n_envs=n_envs, n_step=getattr(config, "n_step", 1),
+    )
+    if getattr(config, "prioritized", False):
+        return PrioritizedReplayBuffer(*args, alpha=config.per_alpha, beta0=config.per_beta0, eps=config.per_eps,
+                                       **kwargs)
+    return ReplayBuffer(*args, **kwargs)
+
+
 class OffPolicyTrainer(Trainer):
     """Each iteration collects ``train_freq`` env steps, then takes ``gradient_steps`` updates.
 
-    Before ``learning_starts`` env steps, actions are uniform random. Only real transitions
-    (``Step.valid``) enter the buffer; the stored next observation of an episode's last step is
-    its real final observation, so truncated episodes bootstrap correctly.
+    Before ``learning_starts`` env steps, actions are uniform random. Every vector step enters
+    the buffer (reset-only steps as episode boundaries, see :class:`~canter.data.ReplayBuffer`);
+    the next observation of an episode's last step is its real final observation, so truncated
+    episodes bootstrap correctly.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        starts, budget = self.config.learning_starts, self.run.max_steps
+        if starts >= budget:
+            warnings.warn(CanterWarning(
+                f"learning_starts ({starts}) >= max_steps ({budget}): the run only collects random actions and "
+                f"never learns"
+            ), stacklevel=2)
+
     def make_buffer(self) -> ReplayBuffer:
-        """Build the replay buffer (override for prioritized / n-step buffers)."""
-        obs_space, act_space = self.agent.observation_space, self.agent.action_space
-        discrete = isinstance(act_space, gym.spaces.Discrete)
-        return ReplayBuffer(
-            self.config.buffer_size, obs_space.shape, () if discrete else act_space.shape,
-            obs_dtype=obs_space.dtype, act_dtype=np.int64 if discrete else np.float32,
-            gamma=self.config.gamma, seed=self.run.seed,
-        )
+        """Build the replay buffer the config asks for (uniform or prioritized, 1- or n-step)."""
+        return make_replay_buffer(self.agent, self.config, self.config.buffer_size, self.env.num_envs, self.run.seed)
 
     def setup(self) -> None:  # noqa: D102
         self.buffer = self.make_buffer()
         self.rng = np.random.default_rng(self.run.seed + 1)
         self.vec_steps = max(1, math.ceil(self.config.train_freq / self.env.num_envs))
+        self._reset_noise = getattr(self.algorithm, "reset_noise", None)
+        self._buffer_progress = getattr(self.buffer, "set_progress", None)
+        self._update_priorities = getattr(self.buffer, "update_priorities", None)
 
     def resume_state(self) -> dict[str, Any]:
         """Adds the replay buffer and the warm-up action generator."""
@@ -82,7 +107,9 @@ class OffPolicyTrainer(Trainer):
             self.guard.check_env_data(step.obs, step.reward)
             done = step.terminated | step.truncated
             reward = agent.scale_reward(step.reward, done)
-            buf.add(obs, actions, reward, step.obs, step.terminated, step.valid)
+            buf.add(obs, actions, reward, step.obs, step.terminated, step.valid, step.truncated)
+            if self._reset_noise is not None and done.any():
+                self._reset_noise(torch.from_numpy(done))
             self.record_episodes()
             obs = step.obs
         self.obs = obs
@@ -94,13 +121,16 @@ class OffPolicyTrainer(Trainer):
         """Advance the schedules to the current step, then take ``gradient_steps`` updates; mean stats."""
         agent, buf, c = self.agent, self.buffer, self.config
         self.set_progress()
+        if self._buffer_progress is not None:
+            self._buffer_progress(self.step, self.run.max_steps)
         totals: dict[str, float] = {}
+        counts: dict[str, int] = {}
         for _ in range(gradient_steps):
             batch = agent.prepare_replay_batch(buf.sample(c.batch_size))
             stats = agent.learn(batch)
-            update = getattr(buf, "update_priorities", None)
-            if update is not None and self.algorithm.last_priorities is not None:
-                update(batch.indices, self.algorithm.last_priorities)
+            if self._update_priorities is not None and self.algorithm.last_priorities is not None:
+                self._update_priorities(batch.indices, self.algorithm.last_priorities)
             for k, v in stats.items():
                 totals[k] = totals.get(k, 0.0) + v
-        return {k: v / gradient_steps for k, v in totals.items()}
+                counts[k] = counts.get(k, 0) + 1
+        return {k: v / counts[k] for k, v in totals.items()}

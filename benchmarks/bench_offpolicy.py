@@ -1,0 +1,359 @@
+#!/usr/bin/env python
+"""Off-policy benchmarks: speed vs Stable-Baselines3 (SAC, TD3 on Pendulum-v1) and learning quality
+of canter's presets against rl-zoo3's published results.
+
+Every measurement is its own fresh Python process, run one after another; both libraries use one
+torch thread and the same seed. Results are appended to ``benchmarks/offpolicy_results.jsonl``
+(one JSON object per run) and ``--report`` rewrites the off-policy section of
+``benchmarks/RESULTS.md`` from that file, so long tables can be filled one command at a time:
+
+    python benchmarks/bench_offpolicy.py speed --steps 3000            # SAC + TD3, canter and SB3
+    python benchmarks/bench_offpolicy.py quality sac Pendulum-v1 --seed 1
+    python benchmarks/bench_offpolicy.py quality sac HalfCheetah-v5 --seed 1 --max-steps 100000 \\
+        --segment 40000                                                 # resumable, one segment per call
+    python benchmarks/bench_offpolicy.py report
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
+RESULTS_MD = HERE / "RESULTS.md"
+STATE_ROOT = HERE / "out" / "offpolicy-state"
+BEGIN, END = "<!-- offpolicy:begin -->", "<!-- offpolicy:end -->"
+RESULT_TAG = "BENCH_RESULT "
+FINAL_EPISODES = 100
+
+# rl-zoo3 hyperparameters for Pendulum-v1 (rl-baselines3-zoo hyperparams/{sac,td3}.yml), identical in
+# both libraries. Throughput runs use learning_starts=100 so that nearly every step is a gradient step.
+SPEED = {
+    "sac": dict(lr=1e-3, buffer_size=1_000_000, batch_size=256, gamma=0.99, tau=0.005, train_freq=1,
+                gradient_steps=1, learning_starts=100, net_arch=[256, 256]),
+    "td3": dict(lr=1e-3, buffer_size=200_000, batch_size=256, gamma=0.98, tau=0.005, train_freq=1,
+                gradient_steps=1, learning_starts=100, net_arch=[400, 300], noise_std=0.1),
+}
+
+# rl-zoo3 benchmark.md (mean reward of the trained agent, deterministic policy, ~150k eval steps).
+RL_ZOO3 = {
+    ("sac", "Pendulum-v1"): (-156.995, 88.714, 20_000),
+    ("td3", "Pendulum-v1"): (-151.855, 90.227, 20_000),
+    ("ddpg", "Pendulum-v1"): (-152.099, 94.282, 20_000),
+    ("sac", "MountainCarContinuous-v0"): (94.679, 1.134, 50_000),
+    ("dqn", "Acrobot-v1"): (-76.639, 11.752, 100_000),
+    ("dqn", "LunarLander-v3"): (154.382, 79.241, 100_000),
+    ("sac", "HalfCheetah-v5"): (9535.451, 100.470, 1_000_000),
+}
+
+
+def _emit(result: dict) -> None:
+    print(RESULT_TAG + json.dumps(result), flush=True)
+
+
+def _append(result: dict) -> None:
+    with RESULTS_JSONL.open("a") as f:
+        f.write(json.dumps(result) + "\n")
+
+
+def _meta() -> dict:
+    import gymnasium
+    import numpy
+    import torch
+
+    versions = {"torch": torch.__version__, "gymnasium": gymnasium.__version__, "numpy": numpy.__version__,
+                "python": platform.python_version()}
+    try:
+        import stable_baselines3
+
+        versions["stable-baselines3"] = stable_baselines3.__version__
+    except ImportError:
+        pass
+    return {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+            "load": os.getloadavg()[0], "versions": versions}
+
+
+# ---------------------------------------------------------------------------------------------- speed
+def speed_worker(lib: str, algo: str, steps: int, seed: int) -> None:
+    """Env-steps/s of pure training (no evaluation) in this fresh process."""
+    import torch
+
+    torch.set_num_threads(1)
+    cfg = SPEED[algo]
+    if lib == "canter":
+        import canter
+
+        hp = dict(cfg)
+        if algo == "td3":
+            hp.update(action_noise="normal")
+        # one step more than measured, so that the evaluation at the end of the budget never runs
+        trainer = canter.make_trainer(algo, "Pendulum-v1", seed=seed, max_steps=steps + 1, eval_every=0,
+                                      eval_episodes=1, torch_threads=1, sets=["target_reward=null"], hparams=hp)
+        t0 = time.perf_counter()
+        for rec in trainer():
+            if rec.step >= steps:
+                break
+        dt = time.perf_counter() - t0
+        done = trainer.step
+        trainer.close()
+    else:
+        import numpy as np
+        from stable_baselines3 import SAC, TD3
+        from stable_baselines3.common.noise import NormalActionNoise
+
+        common = dict(learning_rate=cfg["lr"], buffer_size=cfg["buffer_size"], batch_size=cfg["batch_size"],
+                      gamma=cfg["gamma"], tau=cfg["tau"], train_freq=cfg["train_freq"],
+                      gradient_steps=cfg["gradient_steps"], learning_starts=cfg["learning_starts"],
+                      policy_kwargs=dict(net_arch=cfg["net_arch"]), seed=seed, device="cpu", verbose=0)
+        if algo == "sac":
+            model = SAC("MlpPolicy", "Pendulum-v1", **common)
+        else:
+            noise = NormalActionNoise(np.zeros(1), cfg["noise_std"] * np.ones(1))
+            model = TD3("MlpPolicy", "Pendulum-v1", action_noise=noise, **common)
+        t0 = time.perf_counter()
+        model.learn(total_timesteps=steps)
+        dt = time.perf_counter() - t0
+        done = int(model.num_timesteps)
+    _emit({"kind": "speed", "lib": lib, "algo": algo, "steps": done, "seconds": dt, "sps": done / dt,
+           "threads": torch.get_num_threads(), "seed": seed})
+
+
+def run_speed(steps: int, seed: int) -> None:
+    """SAC and TD3, canter then SB3, each in a fresh subprocess."""
+    meta = _meta()
+    for algo in ("sac", "td3"):
+        for lib in ("canter", "sb3"):
+            cmd = [sys.executable, __file__, "speed-worker", lib, algo, "--steps", str(steps), "--seed", str(seed)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+            if proc.returncode != 0:
+                raise SystemExit(f"{lib} {algo} failed:\n{proc.stderr[-3000:]}")
+            line = next(x for x in reversed(proc.stdout.splitlines()) if x.startswith(RESULT_TAG))
+            res = {**json.loads(line[len(RESULT_TAG):]), **meta}
+            _append(res)
+            print(f"{algo} {lib}: {res['sps']:.1f} env-steps/s", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------- quality
+def _state_dir(algo: str, env: str, seed: int) -> Path:
+    return STATE_ROOT / f"{algo}-{env}-{seed}"
+
+
+def _save_segment(trainer, path: Path, segment: int, wall: float, evals: list) -> None:
+    from canter.checkpoint import save_checkpoint
+
+    path.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(path / "agent", {"agent": trainer.agent.state_dict()}, {"step": trainer.step})
+    trainer.buffer.save(path / "buffer.npz")
+    (path / "trainer.json").write_text(json.dumps({
+        "step": trainer.step, "episodes": trainer.episode_count, "iterations": trainer.iteration_count,
+        "evaluations": trainer.evaluations, "best": trainer.best_eval_return, "segment": segment,
+        "wall": wall, "rng": trainer.rng.bit_generator.state, "evals": evals,
+    }))
+
+
+def _resume(trainer, path: Path) -> dict:
+    """Load a saved segment into a freshly built trainer (called from inside its setup)."""
+    from canter.checkpoint import load_checkpoint
+
+    info = json.loads((path / "trainer.json").read_text())
+    state, _ = load_checkpoint(path / "agent")
+    trainer.agent.load_state_dict(state["agent"])
+    trainer.buffer.load(path / "buffer.npz")
+    trainer.rng.bit_generator.state = info["rng"]
+    trainer.step, trainer.episode_count = info["step"], info["episodes"]
+    trainer.iteration_count, trainer.evaluations = info["iterations"], info["evaluations"]
+    trainer.best_eval_return = info["best"]
+    every = trainer.run.eval_every
+    trainer._next_eval = (trainer.step // every + 1) * every if every else None
+    return info
+
+
+def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: int | None) -> None:
+    """Train ``algo`` on ``env`` with its shipped preset (no early stop), then evaluate the final
+    deterministic policy on ``FINAL_EPISODES`` episodes. With ``segment``, train at most that many
+    steps in this call and save the state; the next call resumes it (at an episode boundary: the
+    env is reset, which the replay buffer records as an episode end)."""
+    import torch
+
+    import canter
+    from canter.envs import make_vec_env
+    from canter.trainers.evaluation import evaluate
+
+    overrides = {"max_steps": max_steps} if max_steps else {}
+    trainer = canter.make_trainer(algo, env, seed=seed, sets=["target_reward=null"], torch_threads=1, **overrides)
+    total = trainer.run.max_steps
+    path = _state_dir(algo, env, seed)
+    info: dict = {"segment": 0, "wall": 0.0}
+    evals: list = []
+    resuming = segment is not None and (path / "trainer.json").exists()
+    setup = trainer.setup
+
+    def setup_and_resume() -> None:
+        setup()
+        if resuming:
+            loaded = _resume(trainer, path)
+            evals.extend(tuple(e) for e in loaded.pop("evals", []))
+            info.update(loaded)
+            reset = trainer.env.reset
+            trainer.env.reset = lambda seed=None: reset(seed=None if seed is None else seed + 7919 * info["segment"])
+        info["stop_at"] = total if segment is None else min(total, trainer.step + segment)
+
+    trainer.setup = setup_and_resume
+    t0 = time.perf_counter()
+    for rec in trainer():
+        if rec.evaluation is not None:
+            evals.append((rec.step, rec.evaluation.mean_return))
+        if info["stop_at"] <= trainer.step < total:
+            wall = info["wall"] + time.perf_counter() - t0
+            _save_segment(trainer, path, info["segment"] + 1, wall, evals)
+            trainer.close()
+            print(f"{algo} {env} seed {seed}: segment saved at step {trainer.step:,} after {wall:.0f}s "
+                  f"({trainer.step / max(wall, 1e-9):.1f} steps/s overall)", file=sys.stderr)
+            _append({"kind": "segment", "algo": algo, "env": env, "seed": seed, "step": trainer.step,
+                     "wall_s": wall, "evals": evals, **_meta()})
+            return
+    train_wall = info["wall"] + time.perf_counter() - t0
+    trainer.close()
+    eval_env = make_vec_env(env, 10)
+    try:
+        with torch.inference_mode():
+            final = evaluate(trainer.agent, eval_env, FINAL_EPISODES, seed=10_000 + seed)
+    finally:
+        eval_env.close()
+    res = {"kind": "quality", "algo": algo, "env": env, "seed": seed, "steps": trainer.step,
+           "final_mean": final.mean_return, "final_std": final.std_return, "final_episodes": final.episodes,
+           "best_periodic_eval": trainer.best_eval_return, "evals": evals, "train_wall_s": train_wall,
+           "segments": info["segment"] + 1, "sps": trainer.step / train_wall, **_meta()}
+    _append(res)
+    print(f"{algo} {env} seed {seed}: final {final.mean_return:.1f} ± {final.std_return:.1f} "
+          f"({FINAL_EPISODES} episodes) after {trainer.step:,} steps in {train_wall:.0f}s", file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------------------------- report
+def _load() -> list[dict]:
+    if not RESULTS_JSONL.exists():
+        return []
+    return [json.loads(line) for line in RESULTS_JSONL.read_text().splitlines() if line.strip()]
+
+
+def _spread(values: list[float], fmt: str = "{:.1f}") -> str:
+    med = statistics.median(values)
+    if len(values) == 1:
+        return fmt.format(med)
+    return f"{fmt.format(med)} ({fmt.format(min(values))} to {fmt.format(max(values))})"
+
+
+def build_section(rows: list[dict]) -> str:
+    """The markdown section (between the markers) from the raw results."""
+    out = [BEGIN, "## Off-policy family (SAC, TD3, DDPG, DQN)", "",
+           "Raw results: `benchmarks/offpolicy_results.jsonl`; this section is generated by "
+           "`python benchmarks/bench_offpolicy.py report`.", ""]
+    speed = [r for r in rows if r["kind"] == "speed"]
+    if speed:
+        out += ["### Throughput vs Stable-Baselines3 (Pendulum-v1, one gradient step per env step)", "",
+                "Same hyperparameters in both (rl-zoo3's, with `learning_starts: 100` so that nearly every step "
+                "trains), one torch thread, same seed, each run a fresh process, no evaluation during the run.", "",
+                "| algorithm | network | steps | canter env-steps/s | SB3 env-steps/s | ratio canter/SB3 |",
+                "|---|---|---|---|---|---|"]
+        for algo in ("sac", "td3"):
+            c = [r["sps"] for r in speed if r["algo"] == algo and r["lib"] == "canter"]
+            s = [r["sps"] for r in speed if r["algo"] == algo and r["lib"] == "sb3"]
+            if c and s:
+                pairs = list(zip(c, s))
+                ratios = [a / b for a, b in pairs]
+                steps = next(r["steps"] for r in speed if r["algo"] == algo)
+                net = "-".join(map(str, SPEED[algo]["net_arch"]))
+                out.append(f"| {algo.upper()} | {net} | {steps:,} | {_spread(c)} | {_spread(s)} | "
+                           f"{_spread(ratios, '{:.2f}')} |")
+        out.append("")
+    quality = [r for r in rows if r["kind"] == "quality"]
+    if quality:
+        out += ["### Learning quality of the shipped presets vs rl-zoo3", "",
+                f"Each seed: train with the preset at rl-zoo3's step budget (no early stop), then evaluate the final "
+                f"deterministic policy on {FINAL_EPISODES} episodes. Cells: median over seeds (min to max). "
+                "rl-zoo3: its `benchmark.md` (one trained agent, about 150k evaluation steps).", "",
+                "| algorithm | env | budget | seeds | canter final mean return | rl-zoo3 | canter >= rl-zoo3 "
+                "(median) | train wall s per seed | env-steps/s |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        keys = sorted({(r["algo"], r["env"], r["steps"]) for r in quality}, key=lambda k: (k[1], k[0], k[2]))
+        for algo, env, steps in keys:
+            rs = [r for r in quality if (r["algo"], r["env"], r["steps"]) == (algo, env, steps)]
+            finals = [r["final_mean"] for r in rs]
+            ref = RL_ZOO3.get((algo, env))
+            ref_txt = "n/a" if ref is None else f"{ref[0]:.1f} ± {ref[1]:.1f} ({ref[2] // 1000}k)"
+            ok = "n/a" if ref is None or ref[2] != steps else ("yes" if statistics.median(finals) >= ref[0] else "no")
+            out.append(f"| {algo.upper()} | {env} | {steps:,} | {', '.join(str(r['seed']) for r in rs)} | "
+                       f"{_spread(finals)} | {ref_txt} | {ok} | {_spread([r['train_wall_s'] for r in rs], '{:.0f}')} "
+                       f"| {_spread([r['sps'] for r in rs], '{:.0f}')} |")
+        out.append("")
+    done = {(r["algo"], r["env"], r["seed"]) for r in quality}
+    latest = {(r["algo"], r["env"], r["seed"]): r for r in rows if r["kind"] == "segment"}
+    unfinished = [r for key, r in sorted(latest.items()) if key not in done]
+    if unfinished:
+        out += ["### Unfinished long runs (saved segments)", "", "| algorithm | env | seed | steps done | wall s | "
+                "env-steps/s | periodic evals (step: mean return) |", "|---|---|---|---|---|---|---|"]
+        for r in unfinished:
+            ev = ", ".join(f"{s:,}: {v:.0f}" for s, v in r["evals"]) or "none"
+            out.append(f"| {r['algo'].upper()} | {r['env']} | {r['seed']} | {r['step']:,} | {r['wall_s']:.0f} | "
+                       f"{r['step'] / r['wall_s']:.0f} | {ev} |")
+        out.append("")
+    cpu = platform.processor() or platform.machine()
+    out += [f"Machine: {cpu}, {os.cpu_count()} logical cores shared with other jobs (runs serialised by a lock); "
+            f"versions of the last run: {json.dumps((rows[-1] if rows else {}).get('versions', {}))}.", END]
+    return "\n".join(out) + "\n"
+
+
+def write_report() -> None:
+    """Replace (or append) the off-policy section of RESULTS.md."""
+    section = build_section(_load())
+    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        text = head + section + ("\n" + tail if tail else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    RESULTS_MD.write_text(text)
+    print(section)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("speed", help="SAC and TD3 env-steps/s, canter and SB3")
+    s.add_argument("--steps", type=int, default=3000)
+    s.add_argument("--seed", type=int, default=1)
+    w = sub.add_parser("speed-worker")
+    w.add_argument("lib", choices=("canter", "sb3"))
+    w.add_argument("algo", choices=tuple(SPEED))
+    w.add_argument("--steps", type=int, default=3000)
+    w.add_argument("--seed", type=int, default=1)
+    q = sub.add_parser("quality", help="one seed of one preset, final evaluation")
+    q.add_argument("algo")
+    q.add_argument("env")
+    q.add_argument("--seed", type=int, default=1)
+    q.add_argument("--max-steps", type=int, help="override the preset's budget")
+    q.add_argument("--segment", type=int, help="train at most this many steps per call (resumable)")
+    sub.add_parser("report", help="rewrite the off-policy section of RESULTS.md")
+    args = p.parse_args(argv)
+    if args.cmd == "speed":
+        run_speed(args.steps, args.seed)
+    elif args.cmd == "speed-worker":
+        speed_worker(args.lib, args.algo, args.steps, args.seed)
+    elif args.cmd == "quality":
+        run_quality(args.algo, args.env, args.seed, args.max_steps, args.segment)
+    else:
+        write_report()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

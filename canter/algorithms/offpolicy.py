@@ -1,0 +1,141 @@
+"""What every off-policy algorithm shares: the replay/update-ratio config fields and target helpers.
+
+``OffPolicyTrainer`` reads ``buffer_size``, ``learning_starts``, ``batch_size``,
+``train_freq``, ``gradient_steps``, ``n_step``, ``prioritized`` and ``per_*`` from the
+algorithm's config, so each algorithm's config subclasses :class:`OffPolicyConfig` (overriding
+defaults where its reference implementation differs).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from canter.algorithms.base import make_adam
+from canter.config import hp
+from canter.errors import CanterError
+
+ACTIVATION_CHOICES = ("tanh", "relu", "elu", "gelu", "silu")
+
+
+@dataclass
+class OffPolicyConfig:
+    """Replay buffer, update-to-data ratio and network fields shared by off-policy algorithms."""
+
+    lr: float = hp(3e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 3e-3, "log": True})
+    buffer_size: int = hp(1_000_000, "replay buffer capacity (transitions)", low=1)
+    learning_starts: int = hp(100, "env steps of uniform random actions before learning starts", low=0)
+    batch_size: int = hp(256, "minibatch size", low=1, search={"choices": [64, 128, 256, 512]})
+    gamma: float = hp(0.99, "discount factor", low=0, high=1, search={"choices": [0.9, 0.95, 0.98, 0.99, 0.995]})
+    tau: float = hp(0.005, "target-network Polyak rate (1: hard copy)", low=0, high=1, low_open=True,
+                    search={"choices": [0.001, 0.005, 0.01, 0.02, 0.05]})
+    train_freq: int = hp(1, "env steps collected between training phases", low=1, search={"choices": [1, 4, 8, 16, 64]})
+    gradient_steps: int = hp(1, "gradient steps per training phase", low=1, search={"choices": [1, 4, 8, 16, 64]})
+    n_step: int = hp(1, "n-step returns: rewards summed before bootstrapping", low=1, search={"choices": [1, 3, 5]})
+    prioritized: bool = hp(False, "prioritized experience replay (proportional, sum tree)")
+    per_alpha: float = hp(0.6, "prioritized replay: priority exponent alpha", low=0, high=1)
+    per_beta0: float = hp(0.4, "prioritized replay: initial importance-weight exponent (annealed to 1)", low=0, high=1)
+    per_eps: float = hp(1e-6, "prioritized replay: added to the absolute TD error", low=0, low_open=True)
+    net_arch: list[int] = hp([256, 256], "hidden layer sizes", low=1)
+    activation: str = hp("relu", "hidden activation", choices=ACTIVATION_CHOICES)
+    normalize_obs: bool = hp(False, "normalise observations with running mean/std")
+    normalize_reward: bool = hp(False, "scale rewards by the running std of the discounted return")
+
+    def validate(self) -> None:
+        """Cross-field checks shared by every off-policy algorithm."""
+        if self.buffer_size < self.batch_size:
+            raise CanterError(
+                f"'hparams.buffer_size' ({self.buffer_size}) is smaller than 'hparams.batch_size' ({self.batch_size}); "
+                f"use buffer_size >= {self.batch_size}"
+            )
+        if not self.net_arch:
+            raise CanterError("'hparams.net_arch' needs at least one hidden layer")
+
+
+def polyak(target: nn.Module, online: nn.Module, tau: float) -> None:
+    """``target <- target + tau * (online - target)`` for every parameter (a copy when ``tau`` is 1)."""
+    with torch.no_grad():
+        t, o = list(target.parameters()), list(online.parameters())
+        if tau >= 1.0:
+            torch._foreach_copy_(t, o)
+        else:
+            torch._foreach_lerp_(t, o, tau)
+
+
+@contextmanager
+def frozen(module: nn.Module) -> Iterator[None]:
+    """Run a forward pass through ``module`` without building gradients for its parameters.
+
+    Used for the actor loss: the critic passes gradients back to the actions but its own
+    weights get none (and their weight-gradient matmuls are skipped).
+    """
+    params = [p for p in module.parameters() if p.requires_grad]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
+def mean_over_critics(td: torch.Tensor) -> torch.Tensor:
+    """New priorities from per-critic TD errors ``[E, B]``: the mean absolute error ``[B]``."""
+    return td.detach().abs().mean(0)
+
+
+def parse_ent_coef(value: str, key: str = "hparams.ent_coef") -> tuple[bool, float]:
+    """``'auto'`` -> (learned, 1.0); ``'auto_0.1'`` -> (learned, 0.1); ``'0.2'`` -> (fixed, 0.2)."""
+    text = str(value).strip().lower()
+    learned = text.startswith("auto")
+    number = text[5:] if text.startswith("auto_") else ("1.0" if text == "auto" else text)
+    try:
+        init = float(number)
+    except ValueError:
+        init = -1.0
+    if not init > 0 or not math.isfinite(init):
+        raise CanterError(f"'{key}' must be 'auto', 'auto_<initial value>' or a positive number, got {value!r}")
+    return learned, init
+
+
+class EntropyCoef:
+    """SAC's entropy coefficient ``alpha = exp(log_alpha)``: fixed, or learned with its own Adam.
+
+    The learned version minimises ``log_alpha * (entropy - target_entropy)``: alpha grows while
+    the policy's entropy is below the target and shrinks while it is above.
+    """
+
+    def __init__(self, spec: str, lr: float, target_entropy: float, device: torch.device) -> None:
+        learned, init = parse_ent_coef(spec)
+        self.log_alpha = torch.tensor(math.log(init), device=device, requires_grad=learned)
+        self.optimizer = make_adam([self.log_alpha], lr) if learned else None
+        self.target_entropy = target_entropy
+
+    @property
+    def value(self) -> torch.Tensor:
+        """Current alpha (no gradient)."""
+        return self.log_alpha.detach().exp()
+
+    def update(self, entropy: torch.Tensor) -> dict[str, float]:
+        """One step towards the target from per-sample entropy estimates (no-op when fixed)."""
+        if self.optimizer is None:
+            return {}
+        loss = (self.log_alpha * (entropy.detach() - self.target_entropy)).mean()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return {"ent_coef_loss": loss.item()}
+
+    def state(self) -> torch.Tensor:
+        """``log_alpha`` to save."""
+        return self.log_alpha.detach().clone()
+
+    def load(self, log_alpha: torch.Tensor | None) -> None:
+        """Restore :meth:`state`."""
+        if log_alpha is not None:
+            with torch.no_grad():
+                self.log_alpha.copy_(torch.as_tensor(log_alpha))

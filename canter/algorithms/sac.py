@@ -1,0 +1,199 @@
+"""Soft Actor-Critic (Haarnoja et al. 2018) for Box actions, with automatic entropy tuning and
+optional gSDE exploration; the update follows Stable-Baselines3's ``SAC.train`` step for step.
+
+Per gradient step: the actor samples ``a~pi(.|s)`` once (reparameterised, tanh-squashed); the
+entropy coefficient alpha takes its step; the twin critics regress on
+``y = r + discount * (1 - terminated) * (min_i Q'_i(s', a') - alpha * log pi(a'|s'))``; the actor
+minimises ``alpha * log pi(a|s) - min_i Q_i(s, a)`` through frozen critics; the target critics
+move by Polyak averaging every ``target_update_interval`` steps.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from canter.algorithms.base import ActOutput, Algorithm, make_adam
+from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, frozen, mean_over_critics, parse_ent_coef, polyak
+from canter.config import hp
+from canter.data.batch import ReplayBatch
+from canter.errors import CanterError
+from canter.models.distributions import gaussian_log_prob
+from canter.registry import register
+
+_LOG2 = math.log(2.0)
+
+
+def tanh_log_det(u: torch.Tensor) -> torch.Tensor:
+    """``sum log(1 - tanh(u)^2)`` over the last dim, computed stably as ``2 (log 2 - u - softplus(-2u))``."""
+    return (2.0 * (_LOG2 - u - F.softplus(-2.0 * u))).sum(-1)
+
+
+@dataclass
+class SACConfig(OffPolicyConfig):
+    """SAC hyperparameters (Stable-Baselines3's defaults)."""
+
+    ent_coef: str = hp("auto", "entropy coefficient: 'auto' (learned, starts at 1), 'auto_<init>', or a fixed number")
+    target_entropy: float | None = hp(None, "entropy target of the learned coefficient (null: -action_dim)")
+    target_update_interval: int = hp(1, "gradient steps between target-network updates", low=1)
+    n_critics: int = hp(2, "Q networks; targets use their minimum", low=1)
+    use_sde: bool = hp(False, "gSDE: state-dependent exploration noise instead of independent Gaussian noise")
+    sde_sample_freq: int = hp(-1, "gSDE: resample the noise every N vector steps (-1: once per train_freq)", low=-1)
+    log_std_init: float = hp(-3.0, "gSDE: initial log std of the exploration weights")
+
+    def validate(self) -> None:
+        """Cross-field checks."""
+        super().validate()
+        parse_ent_coef(self.ent_coef)
+        if self.sde_sample_freq == 0:
+            raise CanterError("'hparams.sde_sample_freq' must be -1 or >= 1, got 0")
+
+
+@register("algorithm", "sac")
+class SAC(Algorithm):
+    """Soft Actor-Critic: stochastic tanh-Gaussian actor, twin critics, learned entropy coefficient."""
+
+    name = "sac"
+    family = "off_policy"
+    Config = SACConfig
+    default_model = "mlp_sac"
+    default_n_envs = 1
+    action_spaces = (gym.spaces.Box,)
+    squashed_actions = True
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: SACConfig, **kw: Any) -> None:
+        super().__init__(observation_space, action_space, config, **kw)
+        c = config
+        self.model = self.make_model(
+            net_arch=c.net_arch, activation=c.activation, n_critics=c.n_critics, use_sde=c.use_sde,
+            log_std_init=c.log_std_init,
+        )
+        self.actor, self.critic = self.model.actor, self.model.critic
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor_optimizer = make_adam(list(self.actor.parameters()), c.lr)
+        self.critic_optimizer = make_adam(list(self.critic.parameters()), c.lr)
+        dim = float(np.prod(action_space.shape))
+        target = -dim if c.target_entropy is None else float(c.target_entropy)
+        self.ent_coef = EntropyCoef(c.ent_coef, c.lr, target, self.device)
+        self.last_priorities: torch.Tensor | None = None
+        self.sde_weights: torch.Tensor | None = None  # [n_envs, latent, action] exploration matrices
+        self.act_calls = 0
+
+    # -- acting -------------------------------------------------------------------------------
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
+        """``tanh(mean)`` when deterministic, else a sample (Gaussian or gSDE noise) squashed by tanh."""
+        mean, log_std, latent = self.actor(obs)
+        if deterministic:
+            return ActOutput(torch.tanh(mean))
+        if self.config.use_sde:
+            noise = torch.bmm(latent.unsqueeze(1), self._exploration_weights(latent.shape[0])).squeeze(1)
+        else:
+            noise = log_std.exp() * torch.randn(mean.shape, generator=self.generator, dtype=mean.dtype)
+        return ActOutput(torch.tanh(mean + noise))
+
+    def _exploration_weights(self, n: int) -> torch.Tensor:
+        """gSDE: per-env noise matrices, resampled every ``sde_sample_freq`` vector steps (or per phase)."""
+        c = self.config
+        period = c.sde_sample_freq if c.sde_sample_freq > 0 else max(1, math.ceil(c.train_freq / n))
+        if self.sde_weights is None or self.sde_weights.shape[0] != n or self.act_calls % period == 0:
+            std = self.actor.sde_log_std.detach().exp()
+            self.sde_weights = std * torch.randn((n,) + tuple(std.shape), generator=self.generator, dtype=std.dtype)
+        self.act_calls += 1
+        return self.sde_weights
+
+    def sample(self, obs: torch.Tensor, sde_weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterised actions in ``[-1, 1]`` and their log-probabilities (tanh-corrected).
+
+        With gSDE one matrix ``sde_weights`` ``[latent, action]`` serves the whole batch and the
+        log-probability is that of ``N(mean, latent^2 @ std^2)``, as in Stable-Baselines3.
+        """
+        mean, log_std, latent = self.actor(obs)
+        if self.config.use_sde:
+            std = log_std.exp()
+            if sde_weights is None:
+                sde_weights = self._train_weights(std)
+            u = mean + latent @ sde_weights
+            log_sigma = 0.5 * torch.log((latent * latent) @ (std * std) + 1e-6)
+            log_prob = gaussian_log_prob(mean, log_sigma, u)
+        else:
+            eps = torch.randn(mean.shape, generator=self.generator, dtype=mean.dtype)
+            u = mean + log_std.exp() * eps
+            log_prob = (-0.5 * eps * eps - log_std).sum(-1) - 0.5 * math.log(2 * math.pi) * mean.shape[-1]
+        return torch.tanh(u), log_prob - tanh_log_det(u)
+
+    def _train_weights(self, std: torch.Tensor) -> torch.Tensor:
+        return std * torch.randn(std.shape, generator=self.generator, dtype=std.dtype)
+
+    # -- learning -----------------------------------------------------------------------------
+    def critic_loss(
+        self, batch: ReplayBatch, alpha: torch.Tensor, sde_weights: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``0.5 * sum_i mean(w * (Q_i(s, a) - y)^2)`` and the TD errors ``[n_critics, B]``."""
+        with torch.no_grad():
+            next_actions, next_log_prob = self.sample(batch.next_obs, sde_weights)
+            next_q = self.critic_target(batch.next_obs, next_actions).min(0).values - alpha * next_log_prob
+            target = batch.rewards + batch.discounts * (1.0 - batch.terminated) * next_q
+        td = self.critic(batch.obs, batch.actions) - target
+        return 0.5 * (batch.weights * td.pow(2)).mean(1).sum(), td
+
+    def actor_loss(
+        self, obs: torch.Tensor, alpha: torch.Tensor, actions: torch.Tensor | None = None,
+        log_prob: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """``mean(alpha * log pi(a|s) - min_i Q_i(s, a))``; the critics get no gradient."""
+        if actions is None or log_prob is None:
+            actions, log_prob = self.sample(obs)
+        with frozen(self.critic):
+            q = self.critic(obs, actions).min(0).values
+        return (alpha * log_prob - q).mean()
+
+    def learn(self, batch: ReplayBatch) -> dict[str, float]:
+        """One SAC gradient step (entropy coefficient, critics, actor, targets)."""
+        c = self.config
+        self.updates += 1
+        sde_weights = self._train_weights(self.actor.sde_log_std.exp()) if c.use_sde else None
+        actions, log_prob = self.sample(batch.obs, sde_weights)
+        alpha = self.ent_coef.value  # the value before this step's update, as in SB3
+        stats = {"ent_coef": alpha.item(), **self.ent_coef.update(-log_prob)}
+        critic_loss, td = self.critic_loss(batch, alpha, sde_weights)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.critic_optimizer.step()
+        actor_loss = self.actor_loss(batch.obs, alpha, actions, log_prob)
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.actor_optimizer.step()
+        if self.updates % c.target_update_interval == 0:
+            polyak(self.critic_target, self.critic, c.tau)
+        self.last_priorities = mean_over_critics(td)
+        stats.update(critic_loss=critic_loss.item(), actor_loss=actor_loss.item())
+        return stats
+
+    # -- state --------------------------------------------------------------------------------
+    def modules(self) -> dict[str, nn.Module]:  # noqa: D102
+        return {"model": self.model, "critic_target": self.critic_target}
+
+    def optimizers(self) -> dict[str, torch.optim.Optimizer]:  # noqa: D102
+        opts = {"actor": self.actor_optimizer, "critic": self.critic_optimizer}
+        if self.ent_coef.optimizer is not None:
+            opts["ent_coef"] = self.ent_coef.optimizer
+        return opts
+
+    def extra_state(self) -> dict[str, Any]:  # noqa: D102
+        state: dict[str, Any] = {"log_alpha": self.ent_coef.state(), "act_calls": self.act_calls}
+        if self.sde_weights is not None:
+            state["sde_weights"] = self.sde_weights.clone()
+        return state
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        self.ent_coef.load(state.get("log_alpha"))
+        self.act_calls = int(state.get("act_calls", 0))
+        weights = state.get("sde_weights")
+        self.sde_weights = None if weights is None else torch.as_tensor(weights).clone()

@@ -1,0 +1,101 @@
+"""Proportional prioritized experience replay (Schaul et al., 2016) on a sum tree.
+
+A transition ``i`` is drawn with probability ``P(i) = p_i^alpha / sum_k p_k^alpha`` (stratified:
+one draw from each of ``batch_size`` equal slices of the total), and its loss is scaled by the
+importance weight ``w_i = (N * P(i))^-beta / max_k w_k``, where ``N`` is the number of stored
+transitions and the maximum runs over the whole buffer (through a min tree of priorities).
+``beta`` anneals linearly from ``beta0`` to 1 over training. New transitions get the largest
+priority seen so far; :meth:`update_priorities` sets ``p_i = |td_i| + eps`` after each update.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from canter.data.batch import ReplayBatch
+from canter.data.replay import ReplayBuffer
+from canter.data.sumtree import MinTree, SumTree
+
+
+class PrioritizedReplayBuffer(ReplayBuffer):
+    """:class:`ReplayBuffer` with proportional prioritized sampling and importance weights."""
+
+    def __init__(self, *args: Any, alpha: float = 0.6, beta0: float = 0.4, eps: float = 1e-6, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.alpha, self.beta0, self.eps = alpha, beta0, eps
+        self.beta = beta0
+        self.max_priority = 1.0
+        slots = self.length * self.n_envs
+        self.sums = SumTree(slots)
+        self.mins = MinTree(slots)
+
+    def set_progress(self, step: int, total_steps: int) -> None:
+        """Anneal ``beta`` linearly from ``beta0`` (step 0) to 1 (``total_steps``)."""
+        self.beta = self.beta0 + (1.0 - self.beta0) * min(1.0, step / max(1, total_steps))
+
+    def _row_slots(self, row: int) -> np.ndarray:
+        return row * self.n_envs + np.arange(self.n_envs)
+
+    def _written(self, row: int) -> None:
+        slots = self._row_slots(row)
+        valid = self.valid[row]
+        p = self.max_priority ** self.alpha
+        self.sums.update(slots, np.where(valid, p, 0.0))
+        self.mins.update(slots, np.where(valid, p, np.inf))
+
+    def _cleared(self, row: int) -> None:
+        slots = self._row_slots(row)
+        self.sums.update(slots, 0.0)
+        self.mins.update(slots, np.inf)
+
+    def sample_indices(self, batch_size: int) -> np.ndarray:
+        """Flat indices drawn proportionally to priority (one per stratum of the total)."""
+        total = self.sums.total
+        if self.count == 0 or total <= 0:
+            return super().sample_indices(batch_size)
+        prefix = (np.arange(batch_size) + self.rng.random(batch_size)) * (total / batch_size)
+        idx = self.sums.find(np.minimum(prefix, np.nextafter(total, 0.0)))
+        bad = (idx >= self.sums.capacity) | ~self._valid[np.minimum(idx, self.sums.capacity - 1)]
+        if bad.any():  # rounding at the top of the range: redraw those uniformly among valid slots
+            idx[bad] = super().sample_indices(int(bad.sum()))
+        return idx
+
+    def sample(self, batch_size: int) -> ReplayBatch:
+        """Draw ``batch_size`` transitions by priority, with normalised importance weights."""
+        idx = self.sample_indices(batch_size)
+        total = self.sums.total
+        probs = self.sums.leaves[idx] / total
+        min_prob = self.mins.min / total
+        # w_i / max_k w_k = (P(i) / P_min)^-beta; N cancels out
+        weights = (probs / min_prob) ** (-self.beta)
+        return self.transitions(idx, weights)
+
+    def update_priorities(self, indices: torch.Tensor | np.ndarray, td: torch.Tensor | np.ndarray) -> None:
+        """Set the priorities of sampled transitions from their new absolute TD errors."""
+        idx = np.asarray(indices.cpu().numpy() if isinstance(indices, torch.Tensor) else indices, dtype=np.int64)
+        err = np.asarray(td.detach().cpu().numpy() if isinstance(td, torch.Tensor) else td, dtype=np.float64)
+        p = np.abs(err) + self.eps
+        keep = self._valid[idx]  # a slot overwritten since it was sampled keeps its new priority
+        if not keep.all():
+            idx, p = idx[keep], p[keep]
+        if len(idx) == 0:
+            return
+        self.max_priority = max(self.max_priority, float(p.max()))
+        pa = p ** self.alpha
+        self.sums.update(idx, pa)
+        self.mins.update(idx, pa)
+
+    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+        state = super().state_dict()
+        state.update(priorities=self.sums.leaves.copy(), max_priority=self.max_priority, beta=self.beta)
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+        super().load_state_dict(state)
+        leaves = np.asarray(state["priorities"], dtype=np.float64)
+        self.sums.set_all(leaves)
+        self.mins.set_all(np.where(leaves > 0, leaves, np.inf))
+        self.max_priority = float(state["max_priority"])
+        self.beta = float(state.get("beta", self.beta))

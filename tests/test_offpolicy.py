@@ -1,0 +1,239 @@
+"""DDPG, TD3, SAC, discrete SAC and the DQN extensions: losses, gradient isolation, options, errors."""
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import canter
+from canter.checkpoint import flatten_state
+from canter.cli import main
+from canter.data import ReplayBatch
+from canter.errors import CanterError, CanterWarning
+from canter.models.distributional import quantile_huber_loss
+
+TINY = dict(net_arch=[16], learning_starts=32, batch_size=16, eval_every=0, eval_episodes=1)
+
+
+def _batch(trainer, n: int = 32) -> ReplayBatch:
+    """A random batch in the trainer's spaces (algorithm action space)."""
+    g = torch.Generator().manual_seed(0)
+    obs_dim = trainer.env.single_observation_space.shape[0]
+    space = trainer.agent.action_space
+    if isinstance(space, gym.spaces.Discrete):
+        actions = torch.randint(space.n, (n,), generator=g)
+    else:
+        actions = torch.rand((n,) + space.shape, generator=g) * 2 - 1
+    return ReplayBatch(torch.randn(n, obs_dim, generator=g), actions, torch.randn(n, generator=g),
+                       torch.randn(n, obs_dim, generator=g), (torch.rand(n, generator=g) < 0.2).float(),
+                       torch.full((n,), 0.99), torch.ones(n), torch.arange(n))
+
+
+def _grads(module: torch.nn.Module) -> list[torch.Tensor | None]:
+    return [p.grad for p in module.parameters()]
+
+
+def _zero(module: torch.nn.Module) -> None:
+    for p in module.parameters():
+        p.grad = None
+
+
+@pytest.mark.parametrize("algo, env", [("sac", "Pendulum-v1"), ("td3", "Pendulum-v1"), ("ddpg", "Pendulum-v1"),
+                                       ("sac_discrete", "CartPole-v1")])
+def test_critic_loss_leaves_actor_gradients_at_zero_and_vice_versa(algo, env):
+    trainer = canter.make_trainer(algo, env, **TINY)
+    a = trainer.algorithm
+    model = a.model
+    actor, critic = model.actor, (model.critic if hasattr(model, "critic") else model.q)
+    batch = _batch(trainer)
+    alpha = (a.ent_coef.value,) if hasattr(a, "ent_coef") else ()
+    _zero(model)
+    a.critic_loss(batch, *alpha)[0].backward()
+    assert all(g is None for g in _grads(actor)), "critic loss reached the actor"
+    assert any(g is not None and g.abs().sum() > 0 for g in _grads(critic))
+    _zero(model)
+    out = a.actor_loss(batch.obs, *alpha)
+    (out[0] if isinstance(out, tuple) else out).backward()
+    assert all(g is None for g in _grads(critic)), "actor loss reached the critic"
+    assert any(g is not None and g.abs().sum() > 0 for g in _grads(actor))
+    assert all(p.requires_grad for p in critic.parameters())  # unfrozen again after the actor loss
+    trainer.close()
+
+
+def test_sac_log_prob_matches_torch_distributions():
+    trainer = canter.make_trainer("sac", "Pendulum-v1", **TINY)
+    a = trainer.algorithm
+    obs = torch.randn(64, 3)
+    a.generator.manual_seed(5)
+    actions, log_prob = a.sample(obs)
+    mean, log_std, _ = a.actor(obs)
+    u = torch.atanh(actions.clamp(-1 + 1e-6, 1 - 1e-6)).double()
+    ref = torch.distributions.Normal(mean.double(), log_std.exp().double()).log_prob(u).sum(-1)
+    ref = ref - torch.log(1 - torch.tanh(u) ** 2).sum(-1)
+    torch.testing.assert_close(log_prob.double(), ref, rtol=1e-3, atol=1e-3)
+
+
+def test_td3_target_smoothing_and_clipping():
+    trainer = canter.make_trainer("td3", "Pendulum-v1", target_policy_noise=0.0, **TINY)
+    a = trainer.algorithm
+    batch = _batch(trainer)
+    with torch.no_grad():
+        next_a = a.actor_target(batch.next_obs)
+        q = a.critic_target(batch.next_obs, next_a).min(0).values
+        y = batch.rewards + 0.99 * (1 - batch.terminated) * q
+        expected = ((a.critic(batch.obs, batch.actions) - y) ** 2).mean(1).sum()
+        loss, td = a.critic_loss(batch)
+    torch.testing.assert_close(loss, expected)
+    assert td.shape == (2, 32)
+
+
+def test_quantile_huber_loss_by_hand():
+    # one sample, two predicted quantiles (tau 0.25, 0.75), one target 1.0
+    current = torch.tensor([[0.0, 2.0]])
+    target = torch.tensor([[1.0]])
+    # u = target - current = [1, -1]: huber 0.5 each; weights |0.25 - 0| and |0.75 - 1|
+    assert quantile_huber_loss(current, target).item() == pytest.approx(0.25 * 0.5 + 0.25 * 0.5)
+    far = quantile_huber_loss(torch.tensor([[0.0]]), torch.tensor([[3.0]]))  # linear part: 0.5 * (3 - 0.5)
+    assert far.item() == pytest.approx(0.5 * 2.5)
+
+
+@pytest.mark.parametrize("algo, env, opts", [
+    ("sac", "Pendulum-v1", dict(use_sde=True, train_freq=8, gradient_steps=2)),
+    ("sac", "Pendulum-v1", dict(ent_coef="0.1", n_step=3, prioritized=True)),
+    ("sac", "Pendulum-v1", dict(ent_coef="auto_0.1", normalize_obs=True, n_envs=2)),
+    ("td3", "Pendulum-v1", dict(action_noise="ou", n_envs=2)),
+    ("ddpg", "MountainCarContinuous-v0", dict(action_noise="none")),
+    ("sac_discrete", "CartPole-v1", dict(prioritized=True)),
+    ("dqn", "CartPole-v1", dict(n_quantiles=8, dueling=True, double_q=True)),
+    ("rainbow", "Acrobot-v1", dict(n_quantiles=8)),
+    ("qrdqn", "CartPole-v1", dict(n_quantiles=4, n_envs=2)),
+])
+def test_options_train_with_finite_losses(algo, env, opts):
+    kw = {**TINY, **opts}
+    trainer = canter.make_trainer(algo, env, max_steps=160, train_freq=kw.pop("train_freq", 4), **kw)
+    records = list(trainer())
+    losses = [v for r in records for v in r.losses.values()]
+    assert losses and np.isfinite(losses).all()
+    assert records[-1].step >= 160
+    trainer.close()
+
+
+def test_gsde_noise_is_held_between_resamples():
+    trainer = canter.make_trainer("sac", "Pendulum-v1", use_sde=True, sde_sample_freq=3, **TINY)
+    a = trainer.algorithm
+    obs = torch.randn(1, 3)
+    acts = [a.act(obs).actions for _ in range(6)]
+    assert torch.equal(acts[0], acts[1]) and torch.equal(acts[1], acts[2])  # same obs, same noise matrix
+    assert not torch.equal(acts[2], acts[3]) and torch.equal(acts[3], acts[5])
+    trainer.close()
+
+
+def test_ou_noise_is_correlated_and_reset_at_episode_end():
+    trainer = canter.make_trainer("td3", "Pendulum-v1", action_noise="ou", noise_std=0.5, n_envs=2, **TINY)
+    a = trainer.algorithm
+    obs = torch.zeros(2, 3)
+    for _ in range(20):
+        a.act(obs)
+    state = a.ou_state.clone()
+    assert (state != 0).all()
+    a.reset_noise(torch.tensor([True, False]))
+    assert (a.ou_state[0] == 0).all() and torch.equal(a.ou_state[1], state[1])
+    trainer.close()
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3", "sac_discrete", "rainbow"])
+def test_checkpoint_round_trip_gives_identical_actions(algo, tmp_path):
+    env = "CartPole-v1" if algo in ("sac_discrete", "rainbow") else "Pendulum-v1"
+    extra = dict(n_quantiles=8) if algo == "rainbow" else {}
+    agent = canter.train(algo, env, max_steps=96, run_dir=tmp_path / "run", train_freq=4, **TINY, **extra)
+    loaded = canter.load(tmp_path / "run", weights_only=False)
+    obs = np.random.default_rng(0).normal(size=(5,) + agent.observation_space.shape).astype(np.float32)
+    np.testing.assert_array_equal(agent.predict(obs), loaded.predict(obs))
+    saved, restored = agent.algorithm.state_dict(), loaded.algorithm.state_dict()
+    assert saved["optimizers"].keys() == restored["optimizers"].keys()
+    skeleton, tensors = flatten_state(saved["optimizers"])
+    skeleton_back, tensors_back = flatten_state(restored["optimizers"])
+    assert skeleton == skeleton_back and tensors.keys() == tensors_back.keys()
+    assert any("exp_avg" in k for k in tensors)  # the Adam moments are part of the checkpoint
+    for key, value in tensors.items():
+        torch.testing.assert_close(value, tensors_back[key])
+    for key, value in saved["extra"].items():
+        if isinstance(value, torch.Tensor):
+            torch.testing.assert_close(value, restored["extra"][key])
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+
+
+def _cli_error(capsys, *argv: str) -> str:
+    capsys.readouterr()
+    code = main(list(argv))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("canter: error:") and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("algo, env, kind", [("sac", "CartPole-v1", "Box"), ("td3", "Acrobot-v1", "Box"),
+                                             ("ddpg", "CartPole-v1", "Box"), ("dqn", "Pendulum-v1", "Discrete"),
+                                             ("sac_discrete", "Pendulum-v1", "Discrete")])
+def test_wrong_action_space_is_a_one_line_error(capsys, tmp_path, algo, env, kind):
+    line = _cli_error(capsys, "train", algo, "--env", env, "--run-dir", str(tmp_path / "r"), "--quiet")
+    assert f"needs a {kind} action space" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_buffer_smaller_than_batch_is_a_one_line_error(capsys, tmp_path):
+    line = _cli_error(capsys, "train", "sac", "--env", "Pendulum-v1", "--set", "buffer_size=100",
+                      "--set", "batch_size=256", "--run-dir", str(tmp_path / "r"))
+    assert "buffer_size" in line and "batch_size" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_bad_entropy_coefficient_is_a_one_line_error(capsys, tmp_path):
+    line = _cli_error(capsys, "train", "sac", "--env", "Pendulum-v1", "--set", "ent_coef=autox",
+                      "--run-dir", str(tmp_path / "r"))
+    assert "ent_coef" in line
+
+
+@pytest.mark.parametrize("env, module, extra", [("LunarLander-v3", "Box2D", "box2d"),
+                                                ("HalfCheetah-v5", "mujoco", "mujoco")])
+def test_missing_extra_is_a_one_line_error(capsys, monkeypatch, tmp_path, env, module, extra):
+    for name in list(sys.modules):
+        if name == module or name.startswith(module + ".") or name.startswith("gymnasium.envs.box2d") \
+                or name.startswith("gymnasium.envs.mujoco"):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as if the package were missing
+    line = _cli_error(capsys, "train", "sac", "--env", env, "--run-dir", str(tmp_path / "r"))
+    assert f"canter[{extra}]" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_learning_starts_beyond_the_budget_is_a_warning_not_an_error(capsys, tmp_path):
+    with pytest.warns(CanterWarning, match="learning_starts"):
+        trainer = canter.make_trainer("td3", "Pendulum-v1", max_steps=50, learning_starts=100, eval_every=0,
+                                      eval_episodes=1)
+    assert list(trainer())[-1].step == 50
+    trainer.close()
+    capsys.readouterr()
+    code = main(["train", "sac", "--env", "Pendulum-v1", "--max-steps", "20", "--set", "learning_starts=100",
+                 "--eval-episodes", "1", "--quiet", "--run-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "canter: warning: learning_starts (100) >= max_steps (20): the run only collects random actions and never "
+        "learns"
+    ]
+
+
+def test_ent_coef_parsing():
+    from canter.algorithms.offpolicy import parse_ent_coef
+
+    assert parse_ent_coef("auto") == (True, 1.0)
+    assert parse_ent_coef("auto_0.1") == (True, 0.1)
+    assert parse_ent_coef("0.2") == (False, 0.2)
+    for bad in ("-1", "auto_", "x", "0"):
+        with pytest.raises(CanterError):
+            parse_ent_coef(bad)

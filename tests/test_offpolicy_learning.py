@@ -1,0 +1,49 @@
+"""Fast learning tests for the off-policy family: each asserts a reward for a fixed seed.
+
+The shipped Pendulum presets use rl-zoo3's settings (256-256 networks for SAC, 400-300 and
+10k random warm-up steps for TD3/DDPG); here they run with 64-64 networks and (TD3/DDPG) 1k
+warm-up steps so that each test takes seconds, and training stops as soon as a deterministic
+evaluation reaches the bar.
+"""
+import pytest
+
+import canter
+
+FAST_PENDULUM = dict(net_arch=[64, 64], target_reward=-300, eval_every=1000, eval_episodes=10, max_steps=15_000)
+WARM_UP = {"sac": 100, "td3": 1000, "ddpg": 1000}
+
+
+def _train(algo: str, env: str, **kw) -> tuple[float, int]:
+    trainer = canter.make_trainer(algo, env, **kw)
+    for _ in trainer():
+        pass
+    trainer.close()
+    return trainer.best_eval_return, trainer.step
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_reaches_minus_300_on_pendulum_within_15k_steps(algo):
+    best, steps = _train(algo, "Pendulum-v1", seed=1, learning_starts=WARM_UP[algo], **FAST_PENDULUM)
+    assert best >= -300, f"{algo} reached only {best:.1f} in {steps} steps"
+    assert steps <= 15_000
+
+
+def test_dqn_with_prioritized_replay_and_n_step_returns_solves_cartpole():
+    best, steps = _train("dqn", "CartPole-v1", seed=1, prioritized=True, n_step=3, net_arch=[64, 64],
+                         eval_every=2500, max_steps=50_000)
+    assert best >= 475, f"DQN + PER + 3-step reached only {best} in {steps} steps"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["sac", "td3", "ddpg"])
+@pytest.mark.parametrize("seed", [2, 3])
+def test_pendulum_other_seeds(algo, seed):
+    best, _ = _train(algo, "Pendulum-v1", seed=seed, learning_starts=WARM_UP[algo], **FAST_PENDULUM)
+    assert best >= -300
+
+
+@pytest.mark.slow
+def test_discrete_sac_learns_cartpole():
+    best, steps = _train("sac_discrete", "CartPole-v1", seed=1, max_steps=30_000, eval_every=2500,
+                         target_reward=475, net_arch=[64, 64])
+    assert best >= 475, f"discrete SAC reached only {best} in {steps} steps"

@@ -1,0 +1,220 @@
+"""Replay buffer: n-step targets by hand, truncation bootstrapping, boundaries, lean storage, save/load."""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import canter
+from canter.data import PrioritizedReplayBuffer, ReplayBuffer
+from canter.errors import CanterError
+
+G = 0.5
+
+
+def feed(buf: ReplayBuffer, rewards, terminated=None, truncated=None, valid=None, start: float = 0.0) -> None:
+    """Add ``len(rewards)`` steps of a 1-env stream whose observation is the step counter."""
+    obs = np.full((1, 1), start, np.float32)
+    for t, r in enumerate(rewards):
+        flag = lambda xs: np.array([bool(xs[t])]) if xs is not None else np.array([False])  # noqa: E731
+        buf.add(obs, np.array([t]), np.array([r], np.float32), obs + 1, flag(terminated),
+                np.array([True]) if valid is None else np.array([valid[t]]), flag(truncated))
+        obs = obs + 1
+
+
+def batch_at(buf: ReplayBuffer, idx):
+    return buf.transitions(np.asarray(idx))
+
+
+def test_one_step_transitions_and_next_observation_from_the_next_row():
+    buf = ReplayBuffer(10, (1,), (), gamma=G)
+    feed(buf, [1.0, 2.0, 3.0])
+    b = batch_at(buf, [0, 1, 2])
+    np.testing.assert_array_equal(b.obs[:, 0], [0, 1, 2])
+    np.testing.assert_array_equal(b.next_obs[:, 0], [1, 2, 3])  # the last one lives in the head row
+    np.testing.assert_array_equal(b.rewards, [1, 2, 3])
+    np.testing.assert_array_equal(b.discounts, [G, G, G])
+
+
+def test_n_step_returns_by_hand_with_episode_ends_inside_the_window():
+    # stream: r0 r1 r2(terminated) | reset row | r4 r5(truncated) | reset row | r7 r8
+    rewards = [1.0, 2.0, 4.0, 0.0, 8.0, 16.0, 0.0, 32.0, 64.0]
+    term = [0, 0, 1, 0, 0, 0, 0, 0, 0]
+    trunc = [0, 0, 0, 0, 0, 1, 0, 0, 0]
+    valid = [1, 1, 1, 0, 1, 1, 0, 1, 1]
+    buf = ReplayBuffer(20, (1,), (), gamma=G, n_step=3)
+    feed(buf, rewards, term, trunc, valid)
+    b = batch_at(buf, [0, 1, 2, 4, 5, 7, 8])
+    expected_rewards = [
+        1 + G * 2 + G**2 * 4,  # full window, ends in the terminal step
+        2 + G * 4,  # cut by termination
+        4,
+        8 + G * 16,  # cut by truncation
+        16,
+        32 + G * 64,  # cut by the newest data
+        64,
+    ]
+    np.testing.assert_allclose(b.rewards, expected_rewards, rtol=1e-6)
+    np.testing.assert_allclose(b.discounts, [G**3, G**2, G, G**2, G, G**2, G], rtol=1e-6)
+    np.testing.assert_array_equal(b.terminated, [1, 1, 1, 0, 0, 0, 0])
+    # next observation: after the terminal step / the truncated step's real final observation / the newest
+    np.testing.assert_array_equal(b.next_obs[:, 0], [3, 3, 3, 6, 6, 9, 9])
+
+
+def test_n_step_window_stops_at_reset_rows_even_without_truncated_flags():
+    buf = ReplayBuffer(20, (1,), (), gamma=G, n_step=3)
+    feed(buf, [1.0, 2.0, 0.0, 4.0], valid=[1, 1, 0, 1])  # step 1 ended by time limit, flag not given
+    b = batch_at(buf, [0, 1])
+    np.testing.assert_allclose(b.rewards, [1 + G * 2, 2])
+    np.testing.assert_array_equal(b.next_obs[:, 0], [2, 2])
+    np.testing.assert_array_equal(b.terminated, [0, 0])
+
+
+def test_truncation_bootstraps_from_the_final_observation_and_termination_does_not():
+    """A DQN target on a time-limit end must use Q(final obs); on a real end it must not."""
+    trainer = canter.make_trainer("dqn", "CartPole-v1", net_arch=[8], learning_starts=10_000, seed=0)
+    algo = trainer.algorithm
+    buf = ReplayBuffer(10, (4,), (), act_dtype=np.int64, gamma=0.9)
+    o0, o1, reset = np.ones((1, 4), np.float32), np.full((1, 4), 2.0, np.float32), np.zeros((1, 4), np.float32)
+    buf.add(o0, np.array([0]), np.array([1.0], np.float32), o1, np.array([False]), np.array([True]), np.array([True]))
+    buf.add(o1, np.array([0]), np.array([0.0], np.float32), reset, np.array([False]), np.array([False]), np.array([False]))
+    batch = buf.transitions(np.array([0]))
+    with torch.no_grad():
+        bootstrap = 0.9 * algo.q_target.value(torch.from_numpy(o1)).max().item()
+        q_sa = algo.q.value(torch.from_numpy(o0))[0, 0].item()
+        per_sample, _, _ = algo.td_loss(batch)
+    torch.testing.assert_close(batch.next_obs, torch.from_numpy(o1))  # the real final obs, not the reset one
+    assert batch.terminated.item() == 0 and batch.discounts.item() == pytest.approx(0.9)
+    td = q_sa - (1.0 + bootstrap)
+    assert per_sample.item() == pytest.approx(0.5 * td**2 if abs(td) < 1 else abs(td) - 0.5, rel=1e-5)
+    terminated = batch._replace(terminated=torch.ones(1))
+    with torch.no_grad():
+        per_sample_term, _, _ = algo.td_loss(terminated)
+    td_term = q_sa - 1.0
+    assert per_sample_term.item() == pytest.approx(0.5 * td_term**2 if abs(td_term) < 1 else abs(td_term) - 0.5, rel=1e-5)
+    assert abs(bootstrap) > 1e-3  # the two cases really differ
+    trainer.close()
+
+
+def test_vector_envs_share_one_buffer_and_never_sample_reset_rows():
+    buf = ReplayBuffer(8, (1,), (), n_envs=2, seed=0)
+    obs = np.array([[0.0], [100.0]], np.float32)
+    for t in range(6):
+        valid = np.array([True, t != 2])  # env 1 had a reset-only step at t = 2
+        buf.add(obs, np.array([t, t]), np.array([1.0, 2.0], np.float32), obs + 1, np.zeros(2, bool), valid)
+        obs = obs + 1
+    assert len(buf) == 4 * 2 - 1  # 4 rows kept per env (capacity 8 / 2 envs), one of them a reset row
+    b = buf.sample(500)
+    env = b.indices.numpy() % 2
+    np.testing.assert_array_equal(b.rewards.numpy(), np.where(env == 0, 1.0, 2.0))
+    np.testing.assert_array_equal(b.next_obs.numpy(), b.obs.numpy() + 1)
+    assert not ((env == 1) & (b.obs[:, 0].numpy() == 102)).any()  # the reset-only row of env 1
+    assert set(b.obs[:, 0].numpy().tolist()) == {2, 3, 4, 5, 103, 104, 105}
+
+
+@settings(max_examples=40, deadline=None)
+@given(capacity=st.integers(1, 12), n_envs=st.integers(1, 3), steps=st.integers(1, 30),
+       seed=st.integers(0, 99), data=st.data())
+def test_buffer_keeps_the_most_recent_valid_transitions(capacity, n_envs, steps, seed, data):
+    buf = ReplayBuffer(capacity, (1,), (), n_envs=n_envs, seed=seed)
+    rows = -(-capacity // n_envs)
+    obs = np.zeros((n_envs, 1), np.float32)
+    history = []
+    for t in range(steps):
+        valid = np.array(data.draw(st.lists(st.booleans(), min_size=n_envs, max_size=n_envs)))
+        buf.add(obs, np.zeros(n_envs), np.zeros(n_envs, np.float32), obs + 1, np.zeros(n_envs, bool), valid)
+        history.append(valid)
+        obs = obs + 1
+    kept = history[-rows:]
+    assert len(buf) == sum(int(v.sum()) for v in kept)
+    if len(buf):
+        b = buf.sample(64)
+        t = b.obs[:, 0].numpy()
+        assert (t >= steps - rows).all()  # only the newest rows
+        for step, env in zip(t.astype(int), b.indices.numpy() % n_envs):
+            assert history[step][env]  # never a reset-only row
+        np.testing.assert_array_equal(b.next_obs.numpy(), b.obs.numpy() + 1)
+
+
+def test_a_broken_stream_gets_a_boundary_row_and_keeps_next_observations():
+    buf = ReplayBuffer(10, (1,), (), gamma=G, n_step=2)
+    a = np.zeros((1, 1), np.float32)
+    buf.add(a, np.array([0]), np.array([1.0], np.float32), a + 1, np.array([False]))
+    other = np.full((1, 1), 50.0, np.float32)  # not the previous next_obs: e.g. the env was reset outside
+    buf.add(other, np.array([0]), np.array([2.0], np.float32), other + 1, np.array([False]))
+    assert len(buf) == 2
+    b = buf.sample(50)
+    pairs = set(zip(b.obs[:, 0].tolist(), b.next_obs[:, 0].tolist(), b.rewards.tolist()))
+    assert pairs == {(0.0, 1.0, 1.0), (50.0, 51.0, 2.0)}  # no window crosses the boundary
+
+
+def test_image_observations_stay_uint8_and_each_frame_is_stored_once():
+    shape = (4, 84, 84)
+    buf = ReplayBuffer(1000, shape, (), obs_dtype=np.uint8, act_dtype=np.int64, n_envs=2)
+    frame_bytes = int(np.prod(shape))
+    assert buf.obs.dtype == np.uint8
+    assert not hasattr(buf, "next_obs")
+    assert buf.obs.nbytes == (1000 // 2 + 1) * 2 * frame_bytes  # capacity + one head row, no next_obs copy
+    obs = np.random.default_rng(0).integers(0, 255, size=(2,) + shape, dtype=np.uint8)
+    nxt = (obs + 1).astype(np.uint8)
+    buf.add(obs, np.array([0, 1]), np.zeros(2, np.float32), nxt, np.zeros(2, bool))
+    b = buf.sample(4)
+    assert b.obs.dtype == torch.uint8 and b.next_obs.dtype == torch.uint8
+    np.testing.assert_array_equal(b.next_obs.numpy(), nxt[b.indices.numpy() % 2])
+
+
+@pytest.mark.parametrize("cls", [ReplayBuffer, PrioritizedReplayBuffer])
+def test_save_load_round_trip_continues_identically(cls, tmp_path):
+    a = cls(16, (2,), (1,), n_envs=2, n_step=3, seed=3)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(2, 2)).astype(np.float32)
+    for t in range(25):
+        nxt = rng.normal(size=(2, 2)).astype(np.float32)
+        a.add(obs, rng.normal(size=(2, 1)), rng.normal(size=2).astype(np.float32), nxt, rng.random(2) < 0.1,
+              rng.random(2) < 0.9, rng.random(2) < 0.1)
+        obs = nxt
+    first = a.sample(8)
+    if cls is PrioritizedReplayBuffer:
+        a.update_priorities(first.indices, torch.arange(8.0))
+    path = a.save(tmp_path / "buffer.npz")
+    with np.load(path, allow_pickle=False) as data:  # plain arrays only
+        assert "obs" in data.files and "next_obs" not in data.files
+    b = cls(16, (2,), (1,), n_envs=2, n_step=3, seed=99)
+    b.load(path)
+    assert len(b) == len(a)
+    for x, y in zip(a.sample(32), b.sample(32)):
+        torch.testing.assert_close(x, y)
+    step = (obs, np.zeros((2, 1)), np.ones(2, np.float32), obs + 1, np.zeros(2, bool))
+    a.add(*step)
+    b.add(*step)
+    for x, y in zip(a.sample(32), b.sample(32)):
+        torch.testing.assert_close(x, y)
+
+
+def test_load_refuses_a_different_buffer(tmp_path):
+    a = ReplayBuffer(16, (2,), ())
+    path = a.save(tmp_path / "b.npz")
+    with pytest.raises(CanterError, match="capacity"):
+        ReplayBuffer(32, (2,), ()).load(path)
+    with pytest.raises(CanterError, match="observations"):
+        ReplayBuffer(16, (3,), ()).load(path)
+    with pytest.raises(CanterError, match="not found"):
+        a.load(tmp_path / "missing.npz")
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(CanterError, match="cannot read"):
+        a.load(tmp_path / "bad.npz")
+
+
+def test_sampling_an_empty_buffer_is_a_clear_error():
+    with pytest.raises(CanterError, match="empty"):
+        ReplayBuffer(4, (1,), ()).sample(2)
+
+
+def test_done_flags_cut_the_window_even_when_the_next_row_is_valid():
+    """Streams written without reset rows (not NEXT_STEP) still never cross an episode end."""
+    buf = ReplayBuffer(10, (1,), (), gamma=G, n_step=3)
+    feed(buf, [1.0, 2.0, 4.0, 8.0], terminated=[1, 0, 0, 0], truncated=[0, 1, 0, 0])
+    b = batch_at(buf, [0, 1, 2])
+    np.testing.assert_allclose(b.rewards, [1, 2, 4 + G * 8])
+    np.testing.assert_array_equal(b.terminated, [1, 0, 0])
+    np.testing.assert_allclose(b.discounts, [G, G, G**2])
