@@ -220,8 +220,8 @@ class Run:
                 elif started and not self._abort and not inside:  # stopped between iterations: state is consistent
                     self.save_resumable(stop_reason="interrupted")
                     self._write_summary("interrupted")
-                elif started:
-                    self._write_summary("interrupted" if self._abort else "error")
+                elif started:  # an error or a second Ctrl-C inside an iteration: the previous 'last' stays
+                    self._write_summary("interrupted")
             finally:
                 for lg in self.loggers:
                     lg.close()
