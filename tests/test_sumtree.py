@@ -38,8 +38,11 @@ def test_sum_tree_matches_brute_force(values, updates, fractions):
     assert mins.min == (positive.min() if positive.size else np.inf)
     np.testing.assert_array_equal(tree.leaves, leaves)
     if leaves.sum() > 0:
-        found = tree.find(np.array(fractions) * leaves.sum())
-        expected = [brute_find(leaves, f * leaves.sum()) for f in fractions]
+        # values within rounding of a slice boundary may fall on either side; test the others
+        bounds = np.concatenate([[0.0], np.cumsum(leaves)])
+        values = [v for v in np.array(fractions) * leaves.sum() if np.abs(bounds - v).min() > 1e-9 * leaves.sum()]
+        found = tree.find(np.array(values))
+        expected = [brute_find(leaves, v) for v in values]
         np.testing.assert_array_equal(found, expected)
         assert (leaves[found] > 0).all()  # empty leaves are never found
 
@@ -78,11 +81,14 @@ def test_prioritized_sampling_and_weights_match_brute_force(td, alpha, beta, see
     rng.bit_generator.state = buf.rng.bit_generator.state
     batch = buf.sample(16)
     prefix = (np.arange(16) + rng.random(16)) * (p.sum() / 16)
-    expected = [brute_find(p, min(v, np.nextafter(p.sum(), 0))) for v in prefix]
-    np.testing.assert_array_equal(batch.indices.numpy(), expected)
+    expected = np.array([brute_find(p, min(v, np.nextafter(p.sum(), 0))) for v in prefix])
+    bounds = np.concatenate([[0.0], np.cumsum(p)])
+    clear = np.array([np.abs(bounds - v).min() > 1e-9 * p.sum() for v in prefix])  # not within rounding of a boundary
+    got = batch.indices.numpy()
+    np.testing.assert_array_equal(got[clear], expected[clear])
     # importance weights: (N P(i))^-beta normalised by the largest weight in the whole buffer
     w = (n * probs) ** (-beta)
-    np.testing.assert_allclose(batch.weights.numpy(), (w / w.max())[expected], rtol=1e-5)
+    np.testing.assert_allclose(batch.weights.numpy(), (w / w.max())[got], rtol=1e-5)
 
 
 def test_sampling_frequencies_follow_priorities():

@@ -21,7 +21,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from canter.algorithms.base import ActOutput, Algorithm, make_adam
-from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, frozen, mean_over_critics, parse_ent_coef, polyak
+from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, SoftUpdate, frozen, mean_over_critics, parse_ent_coef
 from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.errors import CanterError
@@ -29,6 +29,7 @@ from canter.models.distributions import gaussian_log_prob
 from canter.registry import register
 
 _LOG2 = math.log(2.0)
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def tanh_log_det(u: torch.Tensor) -> torch.Tensor:
@@ -77,6 +78,8 @@ class SAC(Algorithm):
         )
         self.actor, self.critic = self.model.actor, self.model.critic
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.critic_params = list(self.critic.parameters())
+        self.update_target = SoftUpdate(self.critic_target, self.critic)
         self.actor_optimizer = make_adam(list(self.actor.parameters()), c.lr)
         self.critic_optimizer = make_adam(list(self.critic.parameters()), c.lr)
         dim = float(np.prod(action_space.shape))
@@ -122,11 +125,12 @@ class SAC(Algorithm):
             u = mean + latent @ sde_weights
             log_sigma = 0.5 * torch.log((latent * latent) @ (std * std) + 1e-6)
             log_prob = gaussian_log_prob(mean, log_sigma, u)
-        else:
-            eps = torch.randn(mean.shape, generator=self.generator, dtype=mean.dtype)
-            u = mean + log_std.exp() * eps
-            log_prob = (-0.5 * eps * eps - log_std).sum(-1) - 0.5 * math.log(2 * math.pi) * mean.shape[-1]
-        return torch.tanh(u), log_prob - tanh_log_det(u)
+            return torch.tanh(u), log_prob - tanh_log_det(u)
+        eps = torch.randn(mean.shape, generator=self.generator, dtype=mean.dtype)
+        u = mean + log_std.exp() * eps
+        # log N(u; mean, std) - log|det d tanh(u)/du|, summed over action dims in one reduction
+        log_prob = (-0.5 * eps * eps - log_std - 2.0 * (_LOG2 - u - F.softplus(-2.0 * u))).sum(-1)
+        return torch.tanh(u), log_prob - _HALF_LOG_2PI * mean.shape[-1]
 
     def _train_weights(self, std: torch.Tensor) -> torch.Tensor:
         return std * torch.randn(std.shape, generator=self.generator, dtype=std.dtype)
@@ -150,7 +154,7 @@ class SAC(Algorithm):
         """``mean(alpha * log pi(a|s) - min_i Q_i(s, a))``; the critics get no gradient."""
         if actions is None or log_prob is None:
             actions, log_prob = self.sample(obs)
-        with frozen(self.critic):
+        with frozen(self.critic_params):
             q = self.critic(obs, actions).min(0).values
         return (alpha * log_prob - q).mean()
 
@@ -171,7 +175,7 @@ class SAC(Algorithm):
         actor_loss.backward()
         self.actor_optimizer.step()
         if self.updates % c.target_update_interval == 0:
-            polyak(self.critic_target, self.critic, c.tau)
+            self.update_target(c.tau)
         self.last_priorities = mean_over_critics(td)
         stats.update(critic_loss=critic_loss.item(), actor_loss=actor_loss.item())
         return stats

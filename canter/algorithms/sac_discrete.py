@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from canter.algorithms.base import ActOutput, Algorithm, make_adam
-from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, mean_over_critics, parse_ent_coef, polyak
+from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, SoftUpdate, mean_over_critics, parse_ent_coef
 from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.models import distributions as D
@@ -57,6 +57,7 @@ class DiscreteSAC(Algorithm):
         c = config
         self.model = self.make_model(net_arch=c.net_arch, activation=c.activation, n_critics=c.n_critics)
         self.critic_target = copy.deepcopy(self.model.q).requires_grad_(False)
+        self.update_target = SoftUpdate(self.critic_target, self.model.q)
         self.actor_optimizer = make_adam(list(self.model.actor.parameters()), c.lr)
         self.critic_optimizer = make_adam(list(self.model.q.parameters()), c.lr)
         self.ent_coef = EntropyCoef(c.ent_coef, c.lr, c.target_entropy_scale * math.log(int(action_space.n)), self.device)
@@ -105,7 +106,7 @@ class DiscreteSAC(Algorithm):
         stats = {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "ent_coef": alpha.item(),
                  "entropy": entropy.mean().item(), **self.ent_coef.update(entropy)}
         if self.updates % c.target_update_interval == 0:
-            polyak(self.critic_target, self.model.q, c.tau)
+            self.update_target(c.tau)
         self.last_priorities = mean_over_critics(td)
         return stats
 

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from canter.algorithms.base import ActOutput, Algorithm, make_adam
-from canter.algorithms.offpolicy import OffPolicyConfig, frozen, mean_over_critics, polyak
+from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate, frozen, mean_over_critics
 from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.registry import register
@@ -62,6 +62,8 @@ class TD3(Algorithm):
         self.actor, self.critic = self.model.actor, self.model.critic
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.critic_params = list(self.critic.parameters())
+        self.update_targets = [SoftUpdate(self.actor_target, self.actor), SoftUpdate(self.critic_target, self.critic)]
         self.actor_optimizer = make_adam(list(self.actor.parameters()), c.lr)
         self.critic_optimizer = make_adam(list(self.critic.parameters()), c.lr)
         self.ou_state: torch.Tensor | None = None
@@ -107,7 +109,7 @@ class TD3(Algorithm):
     def actor_loss(self, obs: torch.Tensor) -> torch.Tensor:
         """``-mean Q_1(s, mu(s))``; the critic gets no gradient."""
         actions = self.actor(obs)
-        with frozen(self.critic):
+        with frozen(self.critic_params):
             return -self.critic.first(obs, actions).mean()
 
     def learn(self, batch: ReplayBatch) -> dict[str, float]:
@@ -124,8 +126,8 @@ class TD3(Algorithm):
             self.actor_optimizer.zero_grad(set_to_none=True)
             actor_loss.backward()
             self.actor_optimizer.step()
-            polyak(self.critic_target, self.critic, c.tau)
-            polyak(self.actor_target, self.actor, c.tau)
+            for update in self.update_targets:
+                update(c.tau)
             stats["actor_loss"] = actor_loss.item()
         self.last_priorities = mean_over_critics(td)
         return stats

@@ -85,19 +85,19 @@ class SquashedGaussianActor(nn.Module):
         arch = list(net_arch)
         self.trunk = MLP([obs_dim(observation_space)] + arch, activation)
         self.trunk.append(ACTIVATIONS[activation]())
-        self.mu = nn.Linear(arch[-1], action_dim)
         self.use_sde = use_sde
+        # mean and log-std heads in one layer (same initialisation as two nn.Linear of fan-in arch[-1])
+        self.head = nn.Linear(arch[-1], action_dim if use_sde else 2 * action_dim)
         if use_sde:
             self.sde_log_std = nn.Parameter(torch.full((arch[-1], action_dim), float(log_std_init)))
-        else:
-            self.log_std = nn.Linear(arch[-1], action_dim)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # noqa: D102
         latent = self.trunk(self.encoder(obs))
-        mean = self.mu(latent)
+        out = self.head(latent)
         if self.use_sde:
-            return mean.clamp(-2.0, 2.0), self.sde_log_std, latent
-        return mean, self.log_std(latent).clamp(self.LOG_STD_MIN, self.LOG_STD_MAX), latent
+            return out.clamp(-2.0, 2.0), self.sde_log_std, latent
+        mean, log_std = out.chunk(2, dim=-1)
+        return mean, log_std.clamp(self.LOG_STD_MIN, self.LOG_STD_MAX), latent
 
 
 @register("model", "mlp_td3")

@@ -71,6 +71,7 @@ class OffPolicyTrainer(Trainer):
 
     def setup(self) -> None:  # noqa: D102
         self.buffer = self.make_buffer()
+        self.matmul_precision = getattr(self.config, "matmul_precision", "highest")
         self.rng = np.random.default_rng(self.run.seed + 1)
         self.vec_steps = max(1, math.ceil(self.config.train_freq / self.env.num_envs))
         self._reset_noise = getattr(self.algorithm, "reset_noise", None)
@@ -125,12 +126,17 @@ class OffPolicyTrainer(Trainer):
             self._buffer_progress(self.step, self.run.max_steps)
         totals: dict[str, float] = {}
         counts: dict[str, int] = {}
-        for _ in range(gradient_steps):
-            batch = agent.prepare_replay_batch(buf.sample(c.batch_size))
-            stats = agent.learn(batch)
-            if self._update_priorities is not None and self.algorithm.last_priorities is not None:
-                self._update_priorities(batch.indices, self.algorithm.last_priorities)
-            for k, v in stats.items():
-                totals[k] = totals.get(k, 0.0) + v
-                counts[k] = counts.get(k, 0) + 1
+        precision = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision(self.matmul_precision)  # for the updates only, restored below
+        try:
+            for _ in range(gradient_steps):
+                batch = agent.prepare_replay_batch(buf.sample(c.batch_size))
+                stats = agent.learn(batch)
+                if self._update_priorities is not None and self.algorithm.last_priorities is not None:
+                    self._update_priorities(batch.indices, self.algorithm.last_priorities)
+                for k, v in stats.items():
+                    totals[k] = totals.get(k, 0.0) + v
+                    counts[k] = counts.get(k, 0) + 1
+        finally:
+            torch.set_float32_matmul_precision(precision)
         return {k: v / counts[k] for k, v in totals.items()}
