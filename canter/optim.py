@@ -51,7 +51,6 @@ class FlatOptimizer:
                 p._canter_flat = True  # type: ignore[attr-defined]
                 self._grad_views.append(view)
                 offset += n
-        self.step_count = torch.zeros((), dtype=torch.float32)
         self.param_groups: list[dict[str, Any]] = [{"params": self.params, **group}]
 
     def _attach_grads(self) -> None:
@@ -94,6 +93,7 @@ class FlatAdam(FlatOptimizer):
         super().__init__(params, lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
         self.exp_avg = torch.zeros_like(self.flat)
         self.exp_avg_sq = torch.zeros_like(self.flat)
+        self.step_count = torch.zeros((), dtype=torch.float32)
         flat = self.flat
         self._fused = hasattr(torch, "_fused_adam_") and flat.device.type == "cpu" and flat.dtype == torch.float32
 
@@ -150,6 +150,7 @@ class FlatRMSprop(FlatOptimizer):
     def __init__(self, params: Iterable[torch.nn.Parameter], lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8) -> None:
         super().__init__(params, lr=lr, alpha=alpha, eps=eps)
+        self.steps = 0  # a Python int: no tensor op per step
         self.square_avg = torch.zeros_like(self.flat)
         self._denom = torch.empty_like(self.flat)
 
@@ -161,15 +162,20 @@ class FlatRMSprop(FlatOptimizer):
         self._attach_grads()
         g = self.param_groups[0]
         alpha = float(g["alpha"])
-        self.step_count += 1
+        self.steps += 1
         self.square_avg.mul_(alpha).addcmul_(self.grad, self.grad, value=1 - alpha)
         torch.sqrt(self.square_avg, out=self._denom).add_(float(g["eps"]))
         self.flat.addcdiv_(self.grad, self._denom, value=-float(g["lr"]))
 
+    @property
+    def step_count(self) -> torch.Tensor:
+        """Number of updates so far (a tensor, as in ``torch.optim`` state)."""
+        return torch.tensor(float(self.steps))
+
     def state_dict(self) -> dict[str, Any]:
         """Running average of squared gradients, step count and hyperparameters (tensors are copies)."""
         g = self.param_groups[0]
-        return {"state": {"square_avg": self.square_avg.clone(), "step": self.step_count.clone()},
+        return {"state": {"square_avg": self.square_avg.clone(), "step": self.step_count},
                 "param_groups": [{"lr": g["lr"], "alpha": g["alpha"], "eps": g["eps"]}]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -178,7 +184,7 @@ class FlatRMSprop(FlatOptimizer):
         if s["square_avg"].shape != self.square_avg.shape:
             raise ValueError(f"optimizer state has {s['square_avg'].numel()} values, this one {self.square_avg.numel()}")
         self.square_avg.copy_(s["square_avg"])
-        self.step_count.copy_(s["step"])
+        self.steps = int(s["step"])
         self._load_group(state["param_groups"])
 
 
