@@ -81,10 +81,10 @@ class A2C(ActorCriticAlgorithm):
             grad_norm = clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
             self.optimizer.step()
         self.updates += 1
-        var_ret = ret.var() if ret.shape[0] > 1 else ret.new_zeros(())
-        values = torch.cat([stats, grad_norm.reshape(1), (ret - old_v).var().reshape(1), var_ret.reshape(1)]).tolist()
+        # one sync for every statistic: losses, gradient norm, Var(R - V_old) and Var(R)
+        values = torch.cat([stats, grad_norm.view(1), torch.stack([ret - old_v, ret]).var(1)]).tolist()
         out = dict(zip(("policy_loss", "value_loss", "entropy", "grad_norm"), values[:4]))
-        out["explained_variance"] = 1.0 - values[4] / values[5] if values[5] > 0 else 0.0
+        out["explained_variance"] = 1.0 - values[4] / values[5] if values[5] > 0 else 0.0  # 0 when R is constant
         out["learning_rate"] = self.lr
         return out
 
