@@ -262,6 +262,19 @@ def _versions(rows: list[dict]) -> str:
     return json.dumps((rows[-1] if rows else {}).get("versions", {}))
 
 
+def _pairs(speed: list[dict], algo: str, precision: str) -> list[tuple[int, dict, dict]]:
+    """``(seed, canter run, SB3 run)``: the latest pair of each seed."""
+    by_seed: dict[int, dict[str, dict]] = {}
+    for r in speed:
+        if r["algo"] == algo and r.get("matmul_precision", "highest") == precision:
+            by_seed.setdefault(r["seed"], {})[r["lib"]] = r
+    return [(s, v["canter"], v["sb3"]) for s, v in sorted(by_seed.items()) if len(v) == 2]
+
+
+def _pair_ratios(speed: list[dict], algo: str, precision: str) -> list[float]:
+    return [c["sps"] / b["sps"] for _, c, b in _pairs(speed, algo, precision)]
+
+
 def _speed_section(speed: list[dict]) -> list[str]:
     out = ["## SAC and TD3 on Pendulum-v1 vs SB3", "",
            "Env-steps/s of pure training with one gradient step per env step. Same hyperparameters in both "
@@ -273,11 +286,7 @@ def _speed_section(speed: list[dict]) -> list[str]:
            "|---|---|---|---|---|---|---|---|---|---|"]
     for precision in PRECISIONS:
         for algo in ("sac", "td3"):
-            runs = [r for r in speed if r["algo"] == algo and r.get("matmul_precision", "highest") == precision]
-            by_seed = {}
-            for r in runs:  # the latest canter/SB3 pair of each seed
-                by_seed.setdefault(r["seed"], {})[r["lib"]] = r
-            pairs = [(s, v["canter"], v["sb3"]) for s, v in sorted(by_seed.items()) if len(v) == 2]
+            pairs = _pairs(speed, algo, precision)
             if not pairs:
                 continue
             c = [p[1]["sps"] for p in pairs]
@@ -289,9 +298,46 @@ def _speed_section(speed: list[dict]) -> list[str]:
                        f"{', '.join(f'{x:.1f}' for x in c)} | {', '.join(f'{x:.1f}' for x in b)} | "
                        f"{statistics.median(c):.1f} | {statistics.median(b):.1f} | "
                        f"{_spread([x / y for x, y in zip(c, b)], '{:.2f}')} |")
+    verdicts = []
+    for algo in ("sac", "td3"):
+        ratios = [r for r in _pair_ratios(speed, algo, "highest")]
+        if ratios:
+            med = statistics.median(ratios)
+            verdicts.append(f"{algo.upper()} {'meets' if med >= 2 else 'misses'} it (median {med:.2f}x)")
+    if verdicts:
+        out += ["", "Issue target canter >= 2x SB3 at the default float32 precision: " + "; ".join(verdicts) + "."]
     out += ["", "Command (one seed per call; `--matmul-precision medium` for the labelled rows): "
             "`python benchmarks/bench_offpolicy.py speed --steps 3000 --seed S`. "
             f"Versions: {_versions(speed)}.", ""]
+    return out
+
+
+def _flops_section(flops: list[dict], speed: list[dict]) -> list[str]:
+    """Work per gradient step and the float32 bound it puts on the canter/SB3 ratio."""
+    latest = {(r["algo"], r["lib"]): r for r in flops}
+    out = ["### Where the time of one update goes (float32)", "",
+           "Floating-point operations of one gradient step (batch 256) counted by `torch.utils.flop_counter` "
+           "(TD3: mean of two steps, its actor learns every second one), measured seconds per update (replay sample "
+           "included), and the time those operations take at this CPU's one-thread float32 rate for a 256x256x256 "
+           "matmul (the best case for these layer sizes). Bound: SB3's measured seconds per env step (median of the "
+           "table above) divided by canter's matmul-only time per update, i.e. the largest canter/SB3 ratio "
+           "possible even if canter had zero overhead outside float32 matmuls at that rate.", "",
+           "| algorithm | library | MFLOP per update | ms per update | achieved GFLOP/s | ms at the matmul rate | "
+           "bound on canter/SB3 |", "|---|---|---|---|---|---|---|"]
+    for algo in ("sac", "td3"):
+        sb3 = [r["sps"] for r in speed if r["algo"] == algo and r["lib"] == "sb3"
+               and r.get("matmul_precision", "highest") == "highest"]
+        for lib in ("canter", "sb3"):
+            r = latest.get((algo, lib))
+            if r is None:
+                continue
+            bound = f"{(1000 / statistics.median(sb3)) / r['ms_at_sgemm_rate']:.2f}" if sb3 and lib == "canter" else ""
+            out.append(f"| {algo.upper()} | {'canter' if lib == 'canter' else 'SB3'} | {r['mflop_per_update']:.0f} | "
+                       f"{r['ms_per_update']:.2f} | {r['gflops_achieved']:.1f} | {r['ms_at_sgemm_rate']:.2f} | "
+                       f"{bound} |")
+    rate = flops[-1]["sgemm_256_gflops"]
+    out += ["", f"One-thread float32 matmul rate (256x256 @ 256x256): {rate:.1f} GFLOP/s. "
+            "Command: `python benchmarks/offpolicy_flops.py`.", ""]
     return out
 
 
@@ -337,6 +383,9 @@ def build_section(rows: list[dict]) -> str:
     speed = [r for r in rows if r["kind"] == "speed"]
     if speed:
         out += _speed_section(speed)
+    flops = [r for r in rows if r["kind"] == "flops"]
+    if flops:
+        out += _flops_section(flops, speed)
     quality = [r for r in rows if r["kind"] == "quality"]
     if quality:
         out += _quality_section(quality)
