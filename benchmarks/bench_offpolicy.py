@@ -33,6 +33,7 @@ STATE_ROOT = HERE / "out" / "offpolicy-state"
 BEGIN, END = "<!-- offpolicy:begin -->", "<!-- offpolicy:end -->"
 RESULT_TAG = "BENCH_RESULT "
 FINAL_EPISODES = 100
+PRECISIONS = ("highest", "high", "medium")
 
 # rl-zoo3 hyperparameters for Pendulum-v1 (rl-baselines3-zoo hyperparams/{sac,td3}.yml), identical in
 # both libraries. Throughput runs use learning_starts=100 so that nearly every step is a gradient step.
@@ -82,8 +83,12 @@ def _meta() -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- speed
-def speed_worker(lib: str, algo: str, steps: int, seed: int) -> None:
-    """Env-steps/s of pure training (no evaluation) in this fresh process."""
+def speed_worker(lib: str, algo: str, steps: int, seed: int, precision: str = "highest") -> None:
+    """Env-steps/s of pure training (no evaluation) in this fresh process.
+
+    ``precision`` is torch's float32 matmul precision: canter's ``matmul_precision`` field (set
+    during its updates), for SB3 the process-wide ``torch.set_float32_matmul_precision``.
+    """
     import torch
 
     torch.set_num_threads(1)
@@ -91,7 +96,7 @@ def speed_worker(lib: str, algo: str, steps: int, seed: int) -> None:
     if lib == "canter":
         import canter
 
-        hp = dict(cfg)
+        hp = dict(cfg, matmul_precision=precision)
         if algo == "td3":
             hp.update(action_noise="normal")
         # one step more than measured, so that the evaluation at the end of the budget never runs
@@ -109,6 +114,7 @@ def speed_worker(lib: str, algo: str, steps: int, seed: int) -> None:
         from stable_baselines3 import SAC, TD3
         from stable_baselines3.common.noise import NormalActionNoise
 
+        torch.set_float32_matmul_precision(precision)
         common = dict(learning_rate=cfg["lr"], buffer_size=cfg["buffer_size"], batch_size=cfg["batch_size"],
                       gamma=cfg["gamma"], tau=cfg["tau"], train_freq=cfg["train_freq"],
                       gradient_steps=cfg["gradient_steps"], learning_starts=cfg["learning_starts"],
@@ -123,22 +129,23 @@ def speed_worker(lib: str, algo: str, steps: int, seed: int) -> None:
         dt = time.perf_counter() - t0
         done = int(model.num_timesteps)
     _emit({"kind": "speed", "lib": lib, "algo": algo, "steps": done, "seconds": dt, "sps": done / dt,
-           "threads": torch.get_num_threads(), "seed": seed})
+           "threads": torch.get_num_threads(), "seed": seed, "matmul_precision": precision})
 
 
-def run_speed(steps: int, seed: int) -> None:
+def run_speed(steps: int, seed: int, precision: str = "highest") -> None:
     """SAC and TD3, canter then SB3, each in a fresh subprocess."""
     meta = _meta()
     for algo in ("sac", "td3"):
         for lib in ("canter", "sb3"):
-            cmd = [sys.executable, __file__, "speed-worker", lib, algo, "--steps", str(steps), "--seed", str(seed)]
+            cmd = [sys.executable, __file__, "speed-worker", lib, algo, "--steps", str(steps), "--seed", str(seed),
+                   "--matmul-precision", precision]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
             if proc.returncode != 0:
                 raise SystemExit(f"{lib} {algo} failed:\n{proc.stderr[-3000:]}")
             line = next(x for x in reversed(proc.stdout.splitlines()) if x.startswith(RESULT_TAG))
             res = {**json.loads(line[len(RESULT_TAG):]), **meta}
             _append(res)
-            print(f"{algo} {lib}: {res['sps']:.1f} env-steps/s", file=sys.stderr, flush=True)
+            print(f"{algo} {lib} ({precision}): {res['sps']:.1f} env-steps/s", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------- quality
@@ -251,49 +258,139 @@ def _spread(values: list[float], fmt: str = "{:.1f}") -> str:
     return f"{fmt.format(med)} ({fmt.format(min(values))} to {fmt.format(max(values))})"
 
 
+def _versions(rows: list[dict]) -> str:
+    return json.dumps((rows[-1] if rows else {}).get("versions", {}))
+
+
+def _pairs(speed: list[dict], algo: str, precision: str) -> list[tuple[int, dict, dict]]:
+    """``(seed, canter run, SB3 run)``: the latest pair of each seed."""
+    by_seed: dict[int, dict[str, dict]] = {}
+    for r in speed:
+        if r["algo"] == algo and r.get("matmul_precision", "highest") == precision:
+            by_seed.setdefault(r["seed"], {})[r["lib"]] = r
+    return [(s, v["canter"], v["sb3"]) for s, v in sorted(by_seed.items()) if len(v) == 2]
+
+
+def _pair_ratios(speed: list[dict], algo: str, precision: str) -> list[float]:
+    return [c["sps"] / b["sps"] for _, c, b in _pairs(speed, algo, precision)]
+
+
+def _speed_section(speed: list[dict]) -> list[str]:
+    out = ["## SAC and TD3 on Pendulum-v1 vs SB3", "",
+           "Env-steps/s of pure training with one gradient step per env step. Same hyperparameters in both "
+           "libraries (rl-zoo3's, with `learning_starts: 100` so that nearly every step trains), one torch thread, "
+           "same seed, each measurement a fresh process, canter and SB3 run back to back per seed (a pair), no "
+           "evaluation during the run. Ratio: canter/SB3 per pair, median (min to max) over the pairs.", "",
+           "| algorithm | network | float32 matmul precision | steps | seeds | canter env-steps/s per seed | "
+           "SB3 env-steps/s per seed | canter median | SB3 median | ratio canter/SB3 |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for precision in PRECISIONS:
+        for algo in ("sac", "td3"):
+            pairs = _pairs(speed, algo, precision)
+            if not pairs:
+                continue
+            c = [p[1]["sps"] for p in pairs]
+            b = [p[2]["sps"] for p in pairs]
+            label = "highest (plain float32, the default)" if precision == "highest" else \
+                f"**{precision}** (bfloat16 matmuls where the CPU has them; not the default)"
+            out.append(f"| {algo.upper()} | {'-'.join(map(str, SPEED[algo]['net_arch']))} | {label} | "
+                       f"{pairs[0][1]['steps']:,} | {', '.join(str(p[0]) for p in pairs)} | "
+                       f"{', '.join(f'{x:.1f}' for x in c)} | {', '.join(f'{x:.1f}' for x in b)} | "
+                       f"{statistics.median(c):.1f} | {statistics.median(b):.1f} | "
+                       f"{_spread([x / y for x, y in zip(c, b)], '{:.2f}')} |")
+    verdicts = []
+    for algo in ("sac", "td3"):
+        ratios = [r for r in _pair_ratios(speed, algo, "highest")]
+        if ratios:
+            med = statistics.median(ratios)
+            verdicts.append(f"{algo.upper()} {'meets' if med >= 2 else 'misses'} it (median {med:.2f}x)")
+    if verdicts:
+        out += ["", "Issue target canter >= 2x SB3 at the default float32 precision: " + "; ".join(verdicts) + "."]
+    out += ["", "Command (one seed per call; `--matmul-precision medium` for the labelled rows): "
+            "`python benchmarks/bench_offpolicy.py speed --steps 3000 --seed S`. "
+            f"Versions: {_versions(speed)}.", ""]
+    return out
+
+
+def _flops_section(flops: list[dict], speed: list[dict]) -> list[str]:
+    """Work per gradient step and the float32 bound it puts on the canter/SB3 ratio."""
+    latest = {(r["algo"], r["lib"]): r for r in flops}
+    out = ["### Where the time of one update goes (float32)", "",
+           "Floating-point operations of one gradient step (batch 256) counted by `torch.utils.flop_counter` "
+           "(TD3: mean of two steps, its actor learns every second one), measured seconds per update (replay sample "
+           "included), and the time those operations take at this CPU's one-thread float32 rate for a 256x256x256 "
+           "matmul (the best case for these layer sizes). Bound: SB3's measured seconds per env step (median of the "
+           "table above) divided by canter's matmul-only time per update, i.e. the largest canter/SB3 ratio "
+           "possible even if canter had zero overhead outside float32 matmuls at that rate.", "",
+           "| algorithm | library | MFLOP per update | ms per update | achieved GFLOP/s | ms at the matmul rate | "
+           "bound on canter/SB3 |", "|---|---|---|---|---|---|---|"]
+    for algo in ("sac", "td3"):
+        sb3 = [r["sps"] for r in speed if r["algo"] == algo and r["lib"] == "sb3"
+               and r.get("matmul_precision", "highest") == "highest"]
+        for lib in ("canter", "sb3"):
+            r = latest.get((algo, lib))
+            if r is None:
+                continue
+            bound = f"{(1000 / statistics.median(sb3)) / r['ms_at_sgemm_rate']:.2f}" if sb3 and lib == "canter" else ""
+            out.append(f"| {algo.upper()} | {'canter' if lib == 'canter' else 'SB3'} | {r['mflop_per_update']:.0f} | "
+                       f"{r['ms_per_update']:.2f} | {r['gflops_achieved']:.1f} | {r['ms_at_sgemm_rate']:.2f} | "
+                       f"{bound} |")
+    rate = flops[-1]["sgemm_256_gflops"]
+    out += ["", f"One-thread float32 matmul rate (256x256 @ 256x256): {rate:.1f} GFLOP/s. "
+            "Command: `python benchmarks/offpolicy_flops.py`.", ""]
+    return out
+
+
+def _quality_section(quality: list[dict]) -> list[str]:
+    out = ["## Off-policy learning quality (rl-zoo3 budgets)", "",
+           "Each seed is its own process: train with the shipped preset (`canter/configs/ALGO/ENV.yaml`) for "
+           "rl-zoo3's step budget with no early stop, then evaluate the final policy deterministically on "
+           f"{FINAL_EPISODES} episodes (10 vector envs, evaluation seed 10000 + seed). Bar: rl-zoo3's `benchmark.md` "
+           "mean reward (one trained agent, about 150k evaluation steps). Verdict compares the median over seeds "
+           "with the bar.", "",
+           "| algorithm | env | budget | seeds | final mean return per seed | median | min to max | rl-zoo3 bar | "
+           "verdict | train wall s per seed (median) | env-steps/s (median) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["algo"], r["env"], r["steps"]) for r in quality}, key=lambda k: (k[1], k[0], k[2]))
+    for algo, env, steps in keys:
+        rs = sorted((r for r in quality if (r["algo"], r["env"], r["steps"]) == (algo, env, steps)),
+                    key=lambda r: r["seed"])
+        rs = list({r["seed"]: r for r in rs}.values())  # the latest run of each seed
+        finals = [r["final_mean"] for r in rs]
+        med = statistics.median(finals)
+        ref = RL_ZOO3.get((algo, env))
+        ref_txt = "n/a" if ref is None else f"{ref[0]:.1f} ± {ref[1]:.1f} at {ref[2] // 1000}k"
+        if ref is None:
+            verdict = "no bar"
+        elif not ref[2] <= steps < 1.01 * ref[2]:  # a train_freq chunk may overshoot the budget slightly
+            verdict = f"not comparable (bar is at {ref[2] // 1000}k steps)"
+        else:
+            verdict = "meets the bar" if med >= ref[0] else f"misses the bar by {ref[0] - med:.1f}" + (
+                " (less than rl-zoo3's ± std)" if ref[0] - med < ref[1] else "")
+        walls = [r["train_wall_s"] for r in rs]
+        out.append(f"| {algo.upper()} | {env} | {steps:,} | {', '.join(str(r['seed']) for r in rs)} | "
+                   f"{', '.join(f'{x:.1f}' for x in finals)} | {med:.1f} | {min(finals):.1f} to {max(finals):.1f} | "
+                   f"{ref_txt} | {verdict} | {', '.join(f'{x:.0f}' for x in walls)} ({statistics.median(walls):.0f}) "
+                   f"| {statistics.median(r['sps'] for r in rs):.0f} |")
+    out += ["", "Command per cell: `python benchmarks/bench_offpolicy.py quality ALGO ENV --seed S` "
+            "(HalfCheetah: `--max-steps 100000 --segment 30000`, resumable segments of at most 30k steps per call, the env reset at each segment boundary). "
+            f"Versions: {_versions(quality)}.", ""]
+    return out
+
+
 def build_section(rows: list[dict]) -> str:
-    """The markdown section (between the markers) from the raw results."""
-    out = [BEGIN, "## Off-policy family (SAC, TD3, DDPG, DQN)", "",
-           "Raw results: `benchmarks/offpolicy_results.jsonl`; this section is generated by "
-           "`python benchmarks/bench_offpolicy.py report`.", ""]
+    """The markdown sections (between the markers) from the raw results."""
+    out = [BEGIN, "Raw results: `benchmarks/offpolicy_results.jsonl`; the sections down to the end marker are "
+           "generated by `python benchmarks/bench_offpolicy.py report`.", ""]
     speed = [r for r in rows if r["kind"] == "speed"]
     if speed:
-        out += ["### Throughput vs Stable-Baselines3 (Pendulum-v1, one gradient step per env step)", "",
-                "Same hyperparameters in both (rl-zoo3's, with `learning_starts: 100` so that nearly every step "
-                "trains), one torch thread, same seed, each run a fresh process, no evaluation during the run.", "",
-                "| algorithm | network | steps | canter env-steps/s | SB3 env-steps/s | ratio canter/SB3 |",
-                "|---|---|---|---|---|---|"]
-        for algo in ("sac", "td3"):
-            c = [r["sps"] for r in speed if r["algo"] == algo and r["lib"] == "canter"]
-            s = [r["sps"] for r in speed if r["algo"] == algo and r["lib"] == "sb3"]
-            if c and s:
-                pairs = list(zip(c, s))
-                ratios = [a / b for a, b in pairs]
-                steps = next(r["steps"] for r in speed if r["algo"] == algo)
-                net = "-".join(map(str, SPEED[algo]["net_arch"]))
-                out.append(f"| {algo.upper()} | {net} | {steps:,} | {_spread(c)} | {_spread(s)} | "
-                           f"{_spread(ratios, '{:.2f}')} |")
-        out.append("")
+        out += _speed_section(speed)
+    flops = [r for r in rows if r["kind"] == "flops"]
+    if flops:
+        out += _flops_section(flops, speed)
     quality = [r for r in rows if r["kind"] == "quality"]
     if quality:
-        out += ["### Learning quality of the shipped presets vs rl-zoo3", "",
-                f"Each seed: train with the preset at rl-zoo3's step budget (no early stop), then evaluate the final "
-                f"deterministic policy on {FINAL_EPISODES} episodes. Cells: median over seeds (min to max). "
-                "rl-zoo3: its `benchmark.md` (one trained agent, about 150k evaluation steps).", "",
-                "| algorithm | env | budget | seeds | canter final mean return | rl-zoo3 | canter >= rl-zoo3 "
-                "(median) | train wall s per seed | env-steps/s |",
-                "|---|---|---|---|---|---|---|---|---|"]
-        keys = sorted({(r["algo"], r["env"], r["steps"]) for r in quality}, key=lambda k: (k[1], k[0], k[2]))
-        for algo, env, steps in keys:
-            rs = [r for r in quality if (r["algo"], r["env"], r["steps"]) == (algo, env, steps)]
-            finals = [r["final_mean"] for r in rs]
-            ref = RL_ZOO3.get((algo, env))
-            ref_txt = "n/a" if ref is None else f"{ref[0]:.1f} ± {ref[1]:.1f} ({ref[2] // 1000}k)"
-            ok = "n/a" if ref is None or ref[2] != steps else ("yes" if statistics.median(finals) >= ref[0] else "no")
-            out.append(f"| {algo.upper()} | {env} | {steps:,} | {', '.join(str(r['seed']) for r in rs)} | "
-                       f"{_spread(finals)} | {ref_txt} | {ok} | {_spread([r['train_wall_s'] for r in rs], '{:.0f}')} "
-                       f"| {_spread([r['sps'] for r in rs], '{:.0f}')} |")
-        out.append("")
+        out += _quality_section(quality)
     done = {(r["algo"], r["env"], r["seed"]) for r in quality}
     latest = {(r["algo"], r["env"], r["seed"]): r for r in rows if r["kind"] == "segment"}
     unfinished = [r for key, r in sorted(latest.items()) if key not in done]
@@ -306,8 +403,8 @@ def build_section(rows: list[dict]) -> str:
                        f"{r['step'] / r['wall_s']:.0f} | {ev} |")
         out.append("")
     cpu = platform.processor() or platform.machine()
-    out += [f"Machine: {cpu}, {os.cpu_count()} logical cores shared with other jobs (runs serialised by a lock); "
-            f"versions of the last run: {json.dumps((rows[-1] if rows else {}).get('versions', {}))}.", END]
+    out += [f"Machine: {cpu}, {os.cpu_count()} logical cores shared with other jobs (runs serialised by a lock).",
+            END]
     return "\n".join(out) + "\n"
 
 
@@ -336,6 +433,9 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("algo", choices=tuple(SPEED))
     w.add_argument("--steps", type=int, default=3000)
     w.add_argument("--seed", type=int, default=1)
+    for sp in (s, w):
+        sp.add_argument("--matmul-precision", choices=PRECISIONS, default="highest",
+                        help="torch float32 matmul precision in both libraries (highest: plain float32)")
     q = sub.add_parser("quality", help="one seed of one preset, final evaluation")
     q.add_argument("algo")
     q.add_argument("env")
@@ -345,9 +445,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("report", help="rewrite the off-policy section of RESULTS.md")
     args = p.parse_args(argv)
     if args.cmd == "speed":
-        run_speed(args.steps, args.seed)
+        run_speed(args.steps, args.seed, args.matmul_precision)
     elif args.cmd == "speed-worker":
-        speed_worker(args.lib, args.algo, args.steps, args.seed)
+        speed_worker(args.lib, args.algo, args.steps, args.seed, args.matmul_precision)
     elif args.cmd == "quality":
         run_quality(args.algo, args.env, args.seed, args.max_steps, args.segment)
     else:
