@@ -72,7 +72,11 @@ class ImageEncoder(nn.Module):
             obs = obs.unsqueeze(1)
         elif self.layout == "hwc":
             obs = obs.permute(0, 3, 1, 2)
-        x = obs.to(torch.float32)
+        # channels-last (NHWC) batches: oneDNN's CPU convolutions ran faster on them here (Nature CNN
+        # forward + backward, 2 threads: batch 32 9.6 -> 6.0 ms, batch 256 74 -> 44 ms); a single
+        # observation is a little faster as it is (0.18 vs 0.25 ms)
+        layout = torch.channels_last if obs.shape[0] > 1 else torch.contiguous_format
+        x = obs.to(torch.float32, memory_format=layout, copy=True)
         return x.mul_(1.0 / 255.0) if obs.dtype == torch.uint8 else x
 
     def _set_out_dim(self) -> None:
