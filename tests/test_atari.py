@@ -169,7 +169,7 @@ def test_image_observations_get_a_cnn_and_stay_uint8_until_it():
 
 # ---------------------------------------------------------------------------------------------- replay
 @pytest.mark.parametrize("vectorization", ["native", "sync"])
-def test_frame_stack_replay_rebuilds_exact_stacks_and_stores_each_frame_once(vectorization):
+def test_frame_stack_replay_rebuilds_exact_stacks_and_stores_each_frame_once(vectorization, tmp_path):
     n, capacity = 2, 600
     env = make_vec_env("ALE/Breakout-v5", n, vectorization, training=True)  # episodic life: many starts
     lean = FrameStackReplay(capacity, FRAMES, (), np.uint8, np.int64, n_envs=n, seed=0)
@@ -194,6 +194,11 @@ def test_frame_stack_replay_rebuilds_exact_stacks_and_stores_each_frame_once(vec
     assert frames_bytes <= lean.nbytes() <= 1.1 * frames_bytes
     assert bytes_per_transition(lean) * 1_000_000 < 8e9
     assert full.nbytes() > 3.9 * lean.nbytes()
+    # saved and loaded (the resumable checkpoint's replay file), it gives the same batches
+    restored = FrameStackReplay(capacity, FRAMES, (), np.uint8, np.int64, n_envs=n, seed=1)
+    restored.load(lean.save(tmp_path / "replay.npz"))
+    c = restored.transitions(idx)
+    assert torch.equal(c.obs, a.obs) and torch.equal(c.next_obs, a.next_obs) and len(restored) == len(lean)
 
 
 # ---------------------------------------------------------------------------------------------- smoke runs
