@@ -205,6 +205,7 @@ def test_frame_stack_replay_rebuilds_exact_stacks_and_stores_each_frame_once(vec
 @pytest.mark.parametrize("algo,overrides", [
     ("dqn", dict(max_steps=300, learning_starts=100, buffer_size=1000, batch_size=32)),
     ("ppo", dict(max_steps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=1)),
+    ("impala", dict(max_steps=160, n_envs=4, n_steps=20)),  # the preset's IMPALA ResNet encoder
 ])
 def test_short_training_run_on_pong(tmp_path, algo, overrides):
     run_dir = tmp_path / algo
@@ -215,6 +216,8 @@ def test_short_training_run_on_pong(tmp_path, algo, overrides):
     score = pq.read_table(run_dir / "evaluations.parquet").column("mean_return").to_pylist()[-1]
     assert -21 <= score <= 21 and score == int(score)  # whole Pong games
     agent = canter.load(run_dir)
+    if algo == "impala":
+        assert isinstance(agent.algorithm.model.encoder, ImpalaResNet)
     env = make_vec_env("ALE/Pong-v5", 1, "native")
     actions = agent.predict(env.reset(seed=0))
     env.close()

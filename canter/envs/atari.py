@@ -45,6 +45,7 @@ def register_ale() -> bool:
         import ale_py
     except ImportError:
         return False
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner on every env creation
     gym.register_envs(ale_py)
     return True
 
