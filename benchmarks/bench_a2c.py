@@ -95,7 +95,7 @@ def build_section(results: dict, cfg: dict, seeds: list[int], meta: dict, quick:
     a = [r["sps"] for r in results["canter"]]
     b = [r["sps"] for r in results["sb3"]]
     q = " (QUICK smoke run: numbers are meaningless)" if quick else ""
-    lines = [START, f"## A2C on CartPole-v1: canter vs Stable-Baselines3 throughput{q}\n",
+    lines = [START, f"## A2C vs SB3 (CartPole-v1, rl-zoo3 settings){q}\n",
              f"Seeds: {' '.join(map(str, seeds))}; median (min–max) over seeds; ratio = canter / SB3 per seed, then"
              " median (above 1: canter is faster).\n",
              "| algorithm | budget | canter env-steps/s | SB3 env-steps/s | ratio canter/SB3 |", "|---|---|---|---|---|",

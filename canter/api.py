@@ -81,7 +81,7 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         from canter.distributed import make_distributed_trainer  # imports Ray only with explorers
 
         try:
-            trainer = make_distributed_trainer(run, algo_cfg, envs, eval_env)
+            trainer = make_distributed_trainer(run, algo_cfg, envs, eval_env, callbacks)
         except BaseException:
             envs.close()
             eval_env.close()

@@ -6,7 +6,8 @@ gradient-norm clipping and Adam each launch one kernel per parameter tensor, and
 parameter into one contiguous buffer (``p.data`` becomes a view of it) and every gradient into a
 second one (``p.grad`` is a view that autograd accumulates into), so zeroing, clipping and the Adam
 update are one kernel each. The update is the same as ``torch.optim.Adam`` (the fused CPU kernel
-when this torch has it, otherwise the same arithmetic in a few in-place ops).
+when this torch has it, otherwise the same arithmetic in a few in-place ops). :class:`FlatRMSprop`
+does the same for ``torch.optim.RMSprop`` (A2C's and ACER's optimizer).
 """
 from __future__ import annotations
 
@@ -16,24 +17,23 @@ from typing import Any, Iterable
 import torch
 
 
-class FlatAdam:
-    """Adam (Kingma & Ba) on a flat copy-free view of ``params``; ``torch.optim``-compatible surface.
+class FlatOptimizer:
+    """Base of the flat optimizers: ``params`` become views of one buffer, their gradients views of another.
 
-    Exposes ``param_groups[0]["lr"]`` (schedules write it), ``zero_grad``, ``step``,
-    ``clip_grad_norm_``, ``state_dict`` and ``load_state_dict``. The parameters keep their identity
-    (modules, ``state_dict`` and ``load_state_dict`` work as before); only their storage moves.
+    Exposes ``param_groups[0]["lr"]`` (schedules write it), ``zero_grad``, ``clip_grad_norm_`` and
+    the ``torch.optim``-compatible surface of subclasses (``step``, ``state_dict``,
+    ``load_state_dict``). The parameters keep their identity (modules, ``state_dict`` and
+    ``load_state_dict`` work as before); only their storage moves.
     """
 
-    def __init__(
-        self, params: Iterable[torch.nn.Parameter], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8, weight_decay: float = 0.0,
-    ) -> None:
+    def __init__(self, params: Iterable[torch.nn.Parameter], **group: Any) -> None:
+        name = type(self).__name__
         self.params = [p for p in params]
         if not self.params:
-            raise ValueError("FlatAdam got no parameters")
+            raise ValueError(f"{name} got no parameters")
         dtype, device = self.params[0].dtype, self.params[0].device
         if any(p.dtype != dtype or p.device != device for p in self.params):
-            raise ValueError("FlatAdam needs parameters of one dtype on one device")
+            raise ValueError(f"{name} needs parameters of one dtype on one device")
         if any(getattr(p, "_canter_flat", False) for p in self.params):
             raise ValueError("a parameter already belongs to another flat optimizer")
         total = sum(p.numel() for p in self.params)
@@ -51,13 +51,7 @@ class FlatAdam:
                 p._canter_flat = True  # type: ignore[attr-defined]
                 self._grad_views.append(view)
                 offset += n
-        self.exp_avg = torch.zeros_like(self.flat)
-        self.exp_avg_sq = torch.zeros_like(self.flat)
-        self.step_count = torch.zeros((), dtype=torch.float32)
-        self.param_groups: list[dict[str, Any]] = [
-            {"params": self.params, "lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
-        ]
-        self._fused = hasattr(torch, "_fused_adam_") and device.type == "cpu" and dtype == torch.float32
+        self.param_groups: list[dict[str, Any]] = [{"params": self.params, **group}]
 
     def _attach_grads(self) -> None:
         """Re-point any ``p.grad`` that someone replaced (e.g. ``module.zero_grad()``) at its view."""
@@ -83,6 +77,25 @@ class FlatAdam:
         norm = torch.linalg.vector_norm(self.grad)
         self.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
         return norm
+
+    def _load_group(self, groups: list[dict[str, Any]]) -> None:
+        for key, value in groups[0].items():
+            self.param_groups[0][key] = tuple(value) if isinstance(value, list) else value
+
+
+class FlatAdam(FlatOptimizer):
+    """Adam (Kingma & Ba) on a flat copy-free view of ``params``; ``torch.optim``-compatible surface."""
+
+    def __init__(
+        self, params: Iterable[torch.nn.Parameter], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8, weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(params, lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        self.exp_avg = torch.zeros_like(self.flat)
+        self.exp_avg_sq = torch.zeros_like(self.flat)
+        self.step_count = torch.zeros((), dtype=torch.float32)
+        flat = self.flat
+        self._fused = hasattr(torch, "_fused_adam_") and flat.device.type == "cpu" and flat.dtype == torch.float32
 
     def step(self) -> None:
         """One Adam update of every parameter."""
@@ -124,8 +137,55 @@ class FlatAdam:
         self.exp_avg.copy_(s["exp_avg"])
         self.exp_avg_sq.copy_(s["exp_avg_sq"])
         self.step_count.copy_(s["step"])
-        for key, value in state["param_groups"][0].items():
-            self.param_groups[0][key] = tuple(value) if key == "betas" else value
+        self._load_group(state["param_groups"])
+
+
+class FlatRMSprop(FlatOptimizer):
+    """RMSprop on a flat view of ``params``: ``torch.optim.RMSprop``'s update without momentum or centering.
+
+    ``v = alpha * v + (1 - alpha) * g^2``, ``p -= lr * g / (sqrt(v) + eps)`` (eps outside the square
+    root, as in PyTorch and SB3's A2C), three in-place kernels for all parameters.
+    """
+
+    def __init__(self, params: Iterable[torch.nn.Parameter], lr: float = 1e-2, alpha: float = 0.99,
+                 eps: float = 1e-8) -> None:
+        super().__init__(params, lr=lr, alpha=alpha, eps=eps)
+        self.steps = 0  # a Python int: no tensor op per step
+        self.square_avg = torch.zeros_like(self.flat)
+        self._denom = torch.empty_like(self.flat)
+
+    def step(self) -> None:
+        """One RMSprop update of every parameter."""
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.step()
+        self._attach_grads()
+        g = self.param_groups[0]
+        alpha = float(g["alpha"])
+        self.steps += 1
+        self.square_avg.mul_(alpha).addcmul_(self.grad, self.grad, value=1 - alpha)
+        torch.sqrt(self.square_avg, out=self._denom).add_(float(g["eps"]))
+        self.flat.addcdiv_(self.grad, self._denom, value=-float(g["lr"]))
+
+    @property
+    def step_count(self) -> torch.Tensor:
+        """Number of updates so far (a tensor, as in ``torch.optim`` state)."""
+        return torch.tensor(float(self.steps))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Running average of squared gradients, step count and hyperparameters (tensors are copies)."""
+        g = self.param_groups[0]
+        return {"state": {"square_avg": self.square_avg.clone(), "step": self.step_count},
+                "param_groups": [{"lr": g["lr"], "alpha": g["alpha"], "eps": g["eps"]}]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (shapes must match)."""
+        s = state["state"]
+        if s["square_avg"].shape != self.square_avg.shape:
+            raise ValueError(f"optimizer state has {s['square_avg'].numel()} values, this one {self.square_avg.numel()}")
+        self.square_avg.copy_(s["square_avg"])
+        self.steps = int(s["step"])
+        self._load_group(state["param_groups"])
 
 
 def make_adam(params: Iterable[torch.nn.Parameter], lr: float, eps: float = 1e-8) -> Any:
@@ -137,8 +197,17 @@ def make_adam(params: Iterable[torch.nn.Parameter], lr: float, eps: float = 1e-8
         return torch.optim.Adam(params, lr=lr, eps=eps)
 
 
+def make_rmsprop(params: Iterable[torch.nn.Parameter], lr: float, alpha: float = 0.99, eps: float = 1e-8) -> Any:
+    """A :class:`FlatRMSprop` over ``params``; plain ``torch.optim.RMSprop`` if they cannot be flattened."""
+    params = list(params)
+    try:
+        return FlatRMSprop(params, lr=lr, alpha=alpha, eps=eps)
+    except ValueError:
+        return torch.optim.RMSprop(params, lr=lr, alpha=alpha, eps=eps, foreach=True)
+
+
 def clip_grad_norm_(optimizer: Any, params: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
     """Clip with one kernel when ``optimizer`` is flat, else ``torch.nn.utils.clip_grad_norm_``."""
-    if isinstance(optimizer, FlatAdam):
+    if isinstance(optimizer, FlatOptimizer):
         return optimizer.clip_grad_norm_(max_norm)
     return torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)

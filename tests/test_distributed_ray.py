@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import torch
 
@@ -205,4 +207,18 @@ def test_without_address_a_private_loopback_ray_starts_and_stops_with_the_run():
     finally:
         trainer.close()
     assert records[-1].step >= 1024
+    assert not ray.is_initialized()
+
+
+def test_a_run_with_explorers_resumes_from_the_learners_checkpoint(cluster, tmp_path):
+    run_dir = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", ray_address=cluster, explorers=2, n_envs=2, max_steps=1024,
+                 eval_every=0, run_dir=run_dir)
+    first = json.loads((run_dir / "summary.json").read_text())
+    agent = canter.resume(run_dir, max_steps=2048)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert first["steps"] == 1024 and summary["steps"] == 2048 and summary["resumes"] == 1
+    steps = pq.read_table(run_dir / "updates.parquet").column("step").to_pylist()
+    assert steps == sorted(set(steps)) and steps[-1] == 2048  # no duplicated or missing update rows
+    assert agent.predict(np.zeros((1, 4), np.float32)).shape == (1,)
     assert not ray.is_initialized()

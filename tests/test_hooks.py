@@ -243,3 +243,15 @@ def test_reward_buffer_statistics():
     best = max(np.mean(returns[max(0, i - 4):i + 1]) for i in range(len(returns)))
     assert stats["best_mean"] == pytest.approx(best) == records[-1].best_rolling_return
     assert stats["episodes"] == len(returns)
+
+
+def test_learner_explorer_trainers_call_the_hooks_too():
+    # IMPALA runs its learner/explorer driver in one process without Ray; the hooks are the same
+    steps: list[int] = []
+    trainer = canter.make_trainer("impala", "CartPole-v1", hooks={"after_update": lambda t, losses: steps.append(t.step),
+                                                                  "should_stop": lambda t: t.step >= 3 * 32},
+                                  n_envs=2, n_steps=16, eval_every=0, max_steps=640, tensorboard=False)
+    records = list(trainer())
+    trainer.close()
+    assert steps == [32, 64, 96]
+    assert records[-1].stop_reason == "<lambda>"

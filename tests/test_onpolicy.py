@@ -194,7 +194,7 @@ def test_a2c_rmsprop_and_adam_options():
                                       eval_episodes=1, normalize_advantage=True, gae_lambda=0.9)
         records = list(trainer())
         name = type(trainer.algorithm.optimizer).__name__
-        assert name == ("RMSprop" if opt == "rmsprop" else "FlatAdam")
+        assert name == ("FlatRMSprop" if opt == "rmsprop" else "FlatAdam")
         assert np.isfinite(records[-1].losses["value_loss"])
 
 

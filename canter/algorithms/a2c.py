@@ -18,10 +18,11 @@ import torch
 from torch import nn
 
 from canter.algorithms.actor_critic import (
-    ActorCriticAlgorithm, PolicyNetConfig, explained_variance, linear_decay, make_optimizer, set_lr,
+    ActorCriticAlgorithm, PolicyNetConfig, linear_decay, make_optimizer, set_lr,
 )
 from canter.config import hp
 from canter.data.batch import RolloutBatch
+from canter.optim import clip_grad_norm_
 from canter.registry import register
 
 
@@ -42,6 +43,9 @@ class A2CConfig(PolicyNetConfig):
     vf_coef: float = hp(0.5, "value loss coefficient", low=0, search={"low": 0.2, "high": 1.0})
     max_grad_norm: float = hp(0.5, "global gradient-norm clip", low=0, low_open=True)
     shared_trunk: bool = hp(False, "share the hidden layers between actor and critic")
+    manual_backward: bool = hp(
+        True, "hand-derived gradients when the model supports them (same math as autograd, faster); false: autograd"
+    )
 
 
 @register("algorithm", "a2c")
@@ -58,6 +62,7 @@ class A2C(ActorCriticAlgorithm):
         self.params = list(self.model.parameters())
         self.optimizer = make_optimizer(self.params, c.optimizer, c.lr, c.optimizer_eps, c.rms_alpha)
         self.lr = c.lr
+        self._stat_signs = torch.tensor([-1.0, 1.0, 1.0])  # policy loss = -mean(A * logp)
 
     def set_progress(self, step: int, total_steps: int) -> None:
         """Linear learning-rate decay, when configured."""
@@ -68,8 +73,24 @@ class A2C(ActorCriticAlgorithm):
         """One gradient step on the whole rollout."""
         c = self.config
         obs, act, _old_logp, old_v, adv, ret = batch
-        if c.normalize_advantage and adv.shape[0] > 1:
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        manual = c.manual_backward and getattr(self.model, "manual_backward", False)
+        with torch.set_grad_enabled(not manual):  # the hand-derived path records no graph at all
+            if c.normalize_advantage and adv.shape[0] > 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            stats = (self._grads_manual if manual else self._grads_autograd)(obs, act, adv, ret)
+            grad_norm = clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
+            self.optimizer.step()
+        self.updates += 1
+        # one sync for every statistic: losses, gradient norm, Var(R - V_old) and Var(R)
+        values = torch.cat([stats, grad_norm.view(1), torch.stack([ret - old_v, ret]).var(1)]).tolist()
+        out = dict(zip(("policy_loss", "value_loss", "entropy", "grad_norm"), values[:4]))
+        out["explained_variance"] = 1.0 - values[4] / values[5] if values[5] > 0 else 0.0  # 0 when R is constant
+        out["learning_rate"] = self.lr
+        return out
+
+    def _grads_autograd(self, obs: torch.Tensor, act: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+        """Loss, then ``backward()``; leaves gradients in ``.grad``; returns policy loss, value loss, entropy."""
+        c = self.config
         out, v = self.model.action_value(obs)
         logp, entropy = self.log_prob_entropy(out, act)
         pg_loss = -(adv * logp).mean()
@@ -78,14 +99,21 @@ class A2C(ActorCriticAlgorithm):
         loss = pg_loss - c.ent_coef * ent + c.vf_coef * v_loss
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = nn.utils.clip_grad_norm_(self.params, c.max_grad_norm, foreach=True)
-        self.optimizer.step()
-        self.updates += 1
-        stats = torch.stack([pg_loss.detach(), v_loss.detach(), ent.detach(), grad_norm]).tolist()
-        out_stats = dict(zip(("policy_loss", "value_loss", "entropy", "grad_norm"), stats))
-        out_stats["explained_variance"] = explained_variance(ret, old_v)
-        out_stats["learning_rate"] = self.lr
-        return out_stats
+        return torch.stack([pg_loss.detach(), v_loss.detach(), ent.detach()])
+
+    def _grads_manual(self, obs: torch.Tensor, act: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+        """The same loss and gradients as :meth:`_grads_autograd`, derived by hand (under ``no_grad``).
+
+        d(loss)/d(logp) = -A/n, d(loss)/dV = 2 vf_coef (V - R)/n; the stacked model backpropagates
+        both heads at once and overwrites every ``.grad`` (no zeroing needed).
+        """
+        c = self.config
+        n = obs.shape[0]
+        out, v, cache = self.model.forward_cached(obs)
+        logp, ent_rows, g_out = self.head_grads_manual(out, act, adv * (-1.0 / n), c.ent_coef)
+        diff = v - ret
+        self.model.backward_cached(cache, g_out, diff * (2.0 * c.vf_coef / n))
+        return torch.stack([adv * logp, diff * diff, ent_rows]).mean(1) * self._stat_signs
 
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:  # noqa: D102
         return {"optimizer": self.optimizer}

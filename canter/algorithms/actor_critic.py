@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from canter.algorithms.base import ActOutput, Algorithm, make_adam
+from canter.optim import make_rmsprop
 from canter.config import hp
 from canter.errors import CanterError
 from canter.models import distributions as D
@@ -38,10 +39,10 @@ class PolicyNetConfig:
 
 
 def make_optimizer(params: list[nn.Parameter], name: str, lr: float, eps: float, alpha: float = 0.99) -> torch.optim.Optimizer:
-    """``"adam"`` (fused where available) or ``"rmsprop"`` (PyTorch's, smoothing ``alpha``, as in SB3's A2C)."""
+    """``"adam"`` or ``"rmsprop"`` (PyTorch's update, smoothing ``alpha``, as in SB3's A2C), both on flat buffers."""
     if name == "adam":
         return make_adam(params, lr, eps)
-    return torch.optim.RMSprop(params, lr=lr, alpha=alpha, eps=eps, foreach=True)
+    return make_rmsprop(params, lr, alpha, eps)
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
@@ -89,6 +90,7 @@ class ActorCriticAlgorithm(Algorithm):
             log_std_init=c.log_std_init, shared_trunk=getattr(c, "shared_trunk", False), **extra,
         )
         self.continuous = isinstance(action_space, gym.spaces.Box)
+        self._action_ids = None if self.continuous else torch.arange(int(getattr(action_space, "n", 0)))
 
     # -- distributions -------------------------------------------------------------------------
     def log_prob_entropy(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -98,6 +100,37 @@ class ActorCriticAlgorithm(Algorithm):
             return D.gaussian_log_prob(out, log_std, actions), D.gaussian_entropy(log_std, out.shape[0])
         logp, logp_all = D.categorical_log_prob(out, actions)
         return logp, D.categorical_entropy(logp_all)
+
+    def head_grads_manual(
+        self, out: torch.Tensor, actions: torch.Tensor, g_logp: torch.Tensor, ent_coef: float
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Without autograd: log-probs, per-row entropies and d(loss)/d(head output) for
+        ``loss = sum(g_logp * logp) - ent_coef * mean(entropy) + (terms without the policy)``.
+
+        ``g_logp`` is d(loss)/d(logp) per row. For Box actions this also sets ``log_std.grad``.
+        """
+        n = out.shape[0]
+        if self.continuous:
+            log_std = self.model.log_std
+            inv_std = torch.exp(-log_std)
+            z = (actions - out) * inv_std
+            logp = (-0.5 * z * z - log_std).sum(-1) - D.LOG_SQRT_2PI * z.shape[-1]
+            g_out = (g_logp.unsqueeze(-1) * z) * inv_std
+            g_log_std = (g_logp.unsqueeze(-1) * (z * z - 1.0)).sum(0) - ent_coef  # d H / d log_std = 1 per row
+            if log_std.grad is None:
+                log_std.grad = g_log_std
+            else:
+                log_std.grad.copy_(g_log_std)
+            return logp, D.gaussian_entropy(log_std, n), g_out
+        onehot = (actions.unsqueeze(-1) == self._action_ids).to(out.dtype)
+        logp_all = torch.log_softmax(out, -1)
+        probs = logp_all.exp()
+        logp = (logp_all * onehot).sum(-1)
+        ent_rows = (probs * logp_all).sum(-1).neg_()
+        g_out = (onehot - probs) * g_logp.unsqueeze(-1)
+        if ent_coef:  # d(-ent_coef * mean H)/d(logits) = ent_coef/n * p * (log p + H)
+            g_out += probs * (logp_all + ent_rows.unsqueeze(-1)) * (ent_coef / n)
+        return logp, ent_rows, g_out
 
     def snapshot(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The current policy on ``obs``, detached: head output and (Box) ``log_std``."""

@@ -13,11 +13,14 @@ from typing import Any
 from canter.errors import CanterError
 
 
-def make_distributed_trainer(run: Any, algo_cfg: Any, env: Any, eval_env: Any) -> Any:
+def make_distributed_trainer(
+    run: Any, algo_cfg: Any, env: Any, eval_env: Any, callbacks: list[Any] | None = None,
+) -> Any:
     """Build the learner for ``run``: explorers on Ray when ``run.explorers > 0``, else in-process.
 
     ``env`` is the training env the caller made: the in-process explorer uses it; with Ray
     explorers it only told us the spaces and is closed here (each explorer makes its own).
+    ``callbacks`` are the run's hooks, as for a single-process trainer.
     """
     from canter.api import make_agent
     from canter.distributed.trainers import ApeXTrainer, AsyncTrainer, SyncTrainer
@@ -44,7 +47,7 @@ def make_distributed_trainer(run: Any, algo_cfg: Any, env: Any, eval_env: Any) -
         from canter.distributed.pool import LocalPool
 
         pool = LocalPool(Explorer(agent, env, seed=run.seed, per_explorer_exploration=False))
-    return driver(agent, pool, eval_env, run)
+    return driver(agent, pool, eval_env, run, callbacks=callbacks or [])
 
 
 __all__ = ["make_distributed_trainer"]

@@ -90,6 +90,9 @@ class LocalPool(_Episodes):
 class RayPool(_Episodes):
     """``count`` restartable explorer actors on a Ray cluster (local, or joined with ``address``)."""
 
+    #: why a resumed run starts fresh episodes (see canter.envs.state.capture_env)
+    resume_problem = "the envs live in the Ray explorer actors"
+
     remote = True
 
     def __init__(self, run: Any, algo_cfg: Any, count: int, address: str | None = None) -> None:

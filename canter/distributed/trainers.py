@@ -17,6 +17,7 @@ sent, and the learner folds the new observations in after it has learned from th
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -70,8 +71,9 @@ def update_obs_stats(agent: Agent, obs: np.ndarray, lead: int) -> None:
 class Learner:
     """Mixin for the drivers: the explorer pool as ``env``, weight broadcasts, explorer statistics."""
 
-    def __init__(self, agent: Agent, pool: Any, eval_env: VecEnv | None, run: RunConfig) -> None:
-        super().__init__(agent, pool, eval_env, run)  # the Trainer: the pool is its env
+    def __init__(self, agent: Agent, pool: Any, eval_env: VecEnv | None, run: RunConfig,
+                 callbacks: Iterable[Any] = ()) -> None:
+        super().__init__(agent, pool, eval_env, run, callbacks=callbacks)  # the Trainer: the pool is its env
         self.pool = pool
         self.version = 0
         self.trajectory_bytes = 0

@@ -77,7 +77,12 @@ def _ignorable(value: Any) -> bool:
 
 
 def capture_env(env: Any) -> tuple[dict[str, Any], list[str]]:
-    """Snapshot ``env`` (a :class:`~canter.envs.VecEnv` or any gymnasium env); returns ``(state, problems)``."""
+    """Snapshot ``env`` (a :class:`~canter.envs.VecEnv` or any gymnasium env); returns ``(state, problems)``.
+
+    An env object that knows it cannot be snapshot says why in a ``resume_problem`` attribute.
+    """
+    if getattr(env, "resume_problem", None):
+        return {}, [str(env.resume_problem)]
     problems: list[str] = []
     seen: set[int] = set()
 
