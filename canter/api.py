@@ -70,7 +70,7 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     callbacks = config_callbacks(run.callbacks, run.hooks) + callbacks
     algo_cls = lookup("algorithm", run.algo)
     # with explorers, each explorer makes its own envs; this one only tells the spaces
-    envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, run.env_kwargs)
+    envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, run.env_kwargs, training=True)
     try:
         algo_cls.check_spaces(envs.single_observation_space, envs.single_action_space)
         eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs)

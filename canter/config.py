@@ -359,10 +359,13 @@ def resolve_config(
         raise CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1)")
     if not isinstance(env_id, str) or not env_id.isprintable():
         raise CanterError(f"'env' must be an environment id string, got {env_id!r}")
-    preset = preset_path(algo_name, str(env_id))
+    from canter.envs.atari import looks_like_atari
+
     layers: list[tuple[str, dict[str, Any]]] = []
-    if os.path.isfile(preset):  # False (not an error) for odd names, e.g. too long
-        layers.append((str(preset), load_yaml(preset)))
+    presets = [preset_path(algo_name, "atari")] if looks_like_atari(str(env_id)) else []  # shared Atari settings
+    for preset in presets + [preset_path(algo_name, str(env_id))]:
+        if os.path.isfile(preset):  # False (not an error) for odd names, e.g. too long
+            layers.append((str(preset), load_yaml(preset)))
     if file_data:
         layers.append((str(config_file), file_data))
     overrides = dict(run_overrides)

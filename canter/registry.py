@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from canter.errors import CanterError, unknown
 
-KINDS = ("algorithm", "model", "agent", "env")
+KINDS = ("algorithm", "model", "agent", "env", "encoder")
 #: what an imported ``module:Class`` must subclass, per kind (checked before anything is called)
 _BASES = {"algorithm": "canter.algorithms.base:Algorithm", "model": "torch.nn:Module", "agent": "canter.agents.agent:Agent"}
 _REGISTRY: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}

@@ -38,6 +38,13 @@ def linear(start: float, end: float, fraction: float, progress: float) -> float:
     return start + (end - start) * min(1.0, progress / fraction)
 
 
+def encoder_kwargs(config: Any) -> dict[str, Any]:
+    """``{"encoder": name}`` when the config names an encoder other than ``auto`` (models default
+    to ``auto``; leaving it out keeps custom models without an ``encoder`` argument working)."""
+    name = getattr(config, "encoder", "auto")
+    return {} if name == "auto" else {"encoder": name}
+
+
 class Algorithm(ABC):
     """Base class: subclasses set the class attributes and implement ``act`` and ``learn``."""
 

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_, linear, make_adam
+from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_, encoder_kwargs, linear, make_adam
 from canter.algorithms.offpolicy import OffPolicyConfig, polyak
 from canter.config import hp
 from canter.data.batch import ReplayBatch
@@ -45,6 +45,8 @@ class DQNConfig(OffPolicyConfig):
     double_q: bool = hp(False, "Double DQN: online net picks the next action, target net values it")
     dueling: bool = hp(False, "dueling value/advantage heads")
     n_quantiles: int = hp(0, "QR-DQN distributional head with this many quantiles (0: plain Q values)", low=0)
+    encoder: str = hp("auto", "observation encoder: auto (nature CNN for uint8 images, flat otherwise), nature, impala, "
+                      "flat, or module:Class")
 
 
 @register("algorithm", "dqn")
@@ -64,7 +66,8 @@ class DQN(Algorithm):
         super().__init__(observation_space, action_space, config, **kw)
         c = config
         extra = {"n_quantiles": c.n_quantiles} if c.n_quantiles else {}
-        self.q = self.make_model(net_arch=c.net_arch, activation=c.activation, dueling=c.dueling, **extra)
+        self.q = self.make_model(net_arch=c.net_arch, activation=c.activation, dueling=c.dueling, **extra,
+                                 **encoder_kwargs(c))
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
         self.params = list(self.q.parameters())
         self.optimizer = make_adam(self.params, c.lr)

@@ -14,7 +14,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm
+from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs
 from canter.config import hp
 from canter.data.batch import RolloutBatch
 from canter.errors import CanterError
@@ -50,6 +50,8 @@ class PPOConfig:
     ortho_init: bool = hp(True, "orthogonal initialisation (gain sqrt 2, 0.01 policy head, 1 value head)")
     log_std_init: float = hp(0.0, "initial log std of the Gaussian policy (Box actions)")
     shared_trunk: bool = hp(False, "share the hidden layers between actor and critic")
+    encoder: str = hp("auto", "observation encoder: auto (nature CNN for uint8 images, flat otherwise), nature, impala, "
+                      "flat, or module:Class")
     manual_backward: bool = hp(
         True, "hand-derived gradients when the model supports them (same math as autograd, ~2x faster); false: autograd"
     )
@@ -75,7 +77,7 @@ class PPO(Algorithm):
         c = config
         self.model = self.make_model(
             net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
-            log_std_init=c.log_std_init, shared_trunk=c.shared_trunk,
+            log_std_init=c.log_std_init, shared_trunk=c.shared_trunk, **encoder_kwargs(c),
         )
         self.continuous = isinstance(action_space, gym.spaces.Box)
         params = list(self.model.parameters())

@@ -44,6 +44,9 @@ class ReplayBuffer:
     ``gamma ** k`` for the ``k`` rewards used.
     """
 
+    #: the ``[T, n_envs, ...]`` arrays saved with the buffer
+    ARRAYS: tuple[str, ...] = _ARRAYS
+
     def __init__(
         self, capacity: int, obs_shape: tuple[int, ...], act_shape: tuple[int, ...],
         obs_dtype: np.dtype = np.float32, act_dtype: np.dtype = np.float32, gamma: float = 0.99, seed: int = 0,
@@ -54,7 +57,7 @@ class ReplayBuffer:
         self.capacity, self.n_envs, self.n_step, self.gamma = capacity, n_envs, n_step, gamma
         self.length = math.ceil(capacity / n_envs) + 1  # rows per env, the head row included
         shape = (self.length, n_envs)
-        self.obs = np.zeros(shape + tuple(obs_shape), dtype=obs_dtype)
+        self.obs = self._obs_storage(shape, tuple(obs_shape), np.dtype(obs_dtype))
         self.actions = np.zeros(shape + tuple(act_shape), dtype=act_dtype)
         self.rewards = np.zeros(shape, dtype=np.float32)
         self.terminated = np.zeros(shape, dtype=bool)
@@ -80,6 +83,27 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return self.count
 
+    # -- observation storage (hooks: frame-stacking buffers store single frames) ---------------
+    def _obs_storage(self, shape: tuple[int, int], obs_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """The ``[T, n_envs, ...]`` observation array."""
+        return np.zeros(shape + obs_shape, dtype=dtype)
+
+    def _head_matches(self, obs: np.ndarray) -> bool:
+        """True when ``obs`` equals the head row's stored (next) observations."""
+        return np.array_equal(self.obs[self.pos], obs, equal_nan=self._float_obs)
+
+    def _write_obs(self, row: int, obs: np.ndarray) -> None:
+        """Store the observations of one vector step in ``row``."""
+        self.obs[row] = obs
+
+    def _gather_obs(self, idx: np.ndarray) -> np.ndarray:
+        """Observations at flat indices ``idx``."""
+        return self._obs[idx]
+
+    def nbytes(self) -> int:
+        """Bytes held by the buffer's arrays."""
+        return sum(getattr(self, key).nbytes for key in self.ARRAYS)
+
     # -- writing ------------------------------------------------------------------------------
     def add(
         self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray,
@@ -96,10 +120,10 @@ class ReplayBuffer:
         if len(rewards) != self.n_envs:
             raise ValueError(f"add() takes one row per env ({self.n_envs}), got {len(rewards)}")
         t = self.pos
-        if self.started and not np.array_equal(self.obs[t], obs, equal_nan=self._float_obs):
+        if self.started and not self._head_matches(obs):
             self._advance()  # row t stays a boundary holding the previous next observations
             t = self.pos
-        self.obs[t] = obs
+        self._write_obs(t, obs)
         self.actions[t] = actions
         self.rewards[t] = rewards
         term = np.asarray(terminated, dtype=bool)
@@ -110,7 +134,7 @@ class ReplayBuffer:
         self.count += int(v.sum())
         self._written(t)
         self._advance()
-        self.obs[self.pos] = next_obs
+        self._write_obs(self.pos, next_obs)
         self.started = True
 
     def _advance(self) -> None:
@@ -179,10 +203,10 @@ class ReplayBuffer:
         next_idx = ((last_row + 1) % length) * n + env
         w = torch.ones(len(idx)) if weights is None else torch.from_numpy(weights.astype(np.float32))
         return ReplayBatch(
-            torch.from_numpy(self._obs[idx]),
+            torch.from_numpy(self._gather_obs(idx)),
             torch.from_numpy(self._actions[idx]),
             torch.from_numpy(rewards),
-            torch.from_numpy(self._obs[next_idx]),
+            torch.from_numpy(self._gather_obs(next_idx)),
             torch.from_numpy(self._terminated[last].astype(np.float32)),
             torch.from_numpy(discounts),
             w,
@@ -196,7 +220,7 @@ class ReplayBuffer:
     def state_dict(self) -> dict[str, Any]:
         """Arrays (only the rows in use) and JSON-safe scalars, for saving with a checkpoint."""
         rows = self._rows_used()
-        state: dict[str, Any] = {key: getattr(self, key)[:rows] for key in _ARRAYS}
+        state: dict[str, Any] = {key: getattr(self, key)[:rows] for key in self.ARRAYS}
         state.update(
             pos=self.pos, full=self.full, started=self.started, count=self.count, rng=self.rng.bit_generator.state,
             capacity=self.capacity, n_envs=self.n_envs, n_step=self.n_step,
@@ -215,7 +239,7 @@ class ReplayBuffer:
                 f"this buffer {self.obs.shape[1:]} {self.obs.dtype}"
             )
         rows = len(obs)
-        for key in _ARRAYS:
+        for key in self.ARRAYS:
             arr = getattr(self, key)
             arr[:] = 0
             arr[:rows] = np.asarray(state[key])

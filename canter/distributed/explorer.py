@@ -180,7 +180,7 @@ class ExplorerActor:
         from canter.api import make_agent
         from canter.envs import make_vec_env
 
-        env = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs)
+        env = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs, training=True)
         seed = run.seed + index * run.n_envs + generation * 1_000_003
         try:
             agent = make_agent(dataclasses.replace(run, seed=run.seed + 7919 * (index + 1) + generation),

@@ -6,6 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from canter.envs import atari
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError, unknown
 from canter.registry import _REGISTRY
@@ -27,6 +28,10 @@ def check_env_id(env_id: str) -> None:
         env_id = env_id.split(":", 1)[1]
     if env_id in gym.registry:
         return
+    if atari.looks_like_atari(env_id) and not atari.register_ale():
+        raise atari.missing_extra(env_id)
+    if env_id in gym.registry:
+        return
     namespace = env_id.split("/", 1)[0] if "/" in env_id else None
     if namespace in _EXTRA_FOR_NAMESPACE:
         extra = _EXTRA_FOR_NAMESPACE[namespace]
@@ -43,6 +48,8 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
     check_env_id(env_id)
     if env_id in _REGISTRY["env"]:
         return _REGISTRY["env"][env_id](render_mode=render_mode, **kwargs)
+    if atari.is_atari(_gym_id(env_id)):
+        return atari.make_atari_env(_gym_id(env_id), training=False, render_mode=render_mode, env_kwargs=kwargs)
     try:
         return gym.make(_gym_id(env_id), render_mode=render_mode, **kwargs)
     except gym.error.DependencyNotInstalled as exc:
@@ -58,16 +65,21 @@ def _missing_dependency(env_id: str, exc: Exception) -> CanterError:
 
 
 def make_vec_env(
-    env_id: str, n_envs: int, vectorization: str = "auto", env_kwargs: dict[str, Any] | None = None
+    env_id: str, n_envs: int, vectorization: str = "auto", env_kwargs: dict[str, Any] | None = None,
+    training: bool = False,
 ) -> VecEnv:
     """Create ``n_envs`` copies of ``env_id`` behind a :class:`VecEnv`.
 
     ``vectorization``: ``native`` uses the env's own vectorised implementation, ``sync`` steps
     copies in this process, ``async`` in subprocesses (for expensive envs), and ``auto`` picks
     native when the env has one, else sync. Autoreset is always gymnasium's ``NEXT_STEP`` mode.
+    ``training`` marks envs that collect training data: for Atari they add episodic life and
+    reward clipping (:mod:`canter.envs.atari`); evaluation envs report the raw score.
     """
     check_env_id(env_id)
     kwargs = dict(env_kwargs or {})
+    if atari.is_atari(_gym_id(env_id)):
+        return VecEnv(atari.make_atari_vec(_gym_id(env_id), n_envs, vectorization, training, kwargs))
     if env_id in _REGISTRY["env"]:
         factory = _REGISTRY["env"][env_id]
         fns = [lambda: factory(**kwargs) for _ in range(n_envs)]

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
-from canter.models.mlp import ACTIVATIONS, MLP, ObsEncoder, obs_dim
+from canter.models.mlp import ACTIVATIONS, MLP
 from canter.registry import register
 
 
@@ -19,15 +19,17 @@ class QuantileQNetwork(nn.Module):
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
-        activation: str = "relu", dueling: bool = False, n_quantiles: int = 50,
+        activation: str = "relu", dueling: bool = False, n_quantiles: int = 50, encoder: str = "auto",
     ) -> None:
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
             raise CanterError(f"QuantileQNetwork needs a Discrete action space, got {type(action_space).__name__}")
+        from canter.models.cnn import make_encoder
+
         arch = list(net_arch)
-        self.encoder = ObsEncoder(observation_space)
+        self.encoder = make_encoder(observation_space, encoder)
         self.n_actions, self.n_quantiles, self.dueling = int(action_space.n), n_quantiles, dueling
-        self.trunk = MLP([obs_dim(observation_space)] + arch, activation)
+        self.trunk = MLP([self.encoder.out_dim] + arch, activation)
         self.trunk.append(ACTIVATIONS[activation]())
         self.head = nn.Linear(arch[-1], self.n_actions * n_quantiles)
         self.v_head = nn.Linear(arch[-1], n_quantiles) if dueling else None

@@ -63,7 +63,10 @@ class MLP(nn.Sequential):
 
 @register("model", "mlp_actor_critic")
 class ActorCritic(nn.Module):
-    """Actor and critic MLPs (separate trunks by default, or a shared one).
+    """Actor and critic MLPs (separate trunks by default, or a shared one) on an observation encoder.
+
+    The encoder (:func:`canter.models.cnn.make_encoder`) is shared by actor and critic: the flat
+    one for vectors, a convolutional one (``nature`` by default) for images.
 
     ``action(obs)`` returns logits (Discrete) or the Gaussian mean (Box); ``log_std`` is a free
     parameter for Box actions. ``value(obs)`` returns V(obs) with shape ``[B]``.
@@ -72,11 +75,14 @@ class ActorCritic(nn.Module):
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
         activation: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0, shared_trunk: bool = False,
-        stacked: bool = True,
+        stacked: bool = True, encoder: str = "auto",
     ) -> None:
         super().__init__()
-        self.encoder = ObsEncoder(observation_space)
-        n_in = obs_dim(observation_space)
+        from canter.models.cnn import has_parameters, make_encoder
+
+        self.encoder = make_encoder(observation_space, encoder, ortho_init)
+        n_in = self.encoder.out_dim
+        self._encoder_params = has_parameters(self.encoder)
         if isinstance(action_space, gym.spaces.Discrete):
             n_out, self.continuous = int(action_space.n), False
         elif isinstance(action_space, gym.spaces.Box):
@@ -129,7 +135,7 @@ class ActorCritic(nn.Module):
     @property
     def manual_backward(self) -> bool:
         """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd."""
-        return self.stacked and self.body.manual_backward
+        return self.stacked and self.body.manual_backward and not self._encoder_params
 
     def forward_cached(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
         """Policy output ``[B, n]``, values ``[B]`` and the cache for :meth:`backward_cached` (no autograd)."""
@@ -153,13 +159,15 @@ class QNetwork(nn.Module):
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
-        activation: str = "relu", dueling: bool = False,
+        activation: str = "relu", dueling: bool = False, encoder: str = "auto",
     ) -> None:
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
             raise CanterError(f"QNetwork needs a Discrete action space, got {type(action_space).__name__}")
-        self.encoder = ObsEncoder(observation_space)
-        n_in, n_act, arch = obs_dim(observation_space), int(action_space.n), list(net_arch)
+        from canter.models.cnn import make_encoder
+
+        self.encoder = make_encoder(observation_space, encoder)
+        n_in, n_act, arch = self.encoder.out_dim, int(action_space.n), list(net_arch)
         self.dueling = dueling
         if dueling:
             self.trunk = MLP([n_in] + arch, activation)

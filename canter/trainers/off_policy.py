@@ -10,8 +10,10 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
+from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
 from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
+from canter.envs.atari import is_atari
 from canter.errors import CanterWarning
 from canter.trainers.base import Trainer
 
@@ -32,8 +34,13 @@ def random_actions(agent: Agent, n: int, rng: np.random.Generator) -> tuple[np.n
     return a, a
 
 
-def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, seed: int) -> ReplayBuffer:
-    """The replay buffer ``config`` asks for (uniform or prioritized, 1- or n-step) for ``n_envs`` streams."""
+def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, seed: int,
+                       frame_stack: bool = False) -> ReplayBuffer:
+    """The replay buffer ``config`` asks for (uniform or prioritized, 1- or n-step) for ``n_envs`` streams.
+
+    ``frame_stack``: observations are frame stacks (Atari); each frame is then stored once
+    (:mod:`canter.data.framestack`).
+    """
     obs_space, act_space = agent.observation_space, agent.action_space
     discrete = isinstance(act_space, gym.spaces.Discrete)
     args = (capacity, obs_space.shape, () if discrete else act_space.shape)
@@ -42,9 +49,9 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
         seed=seed, n_envs=n_envs, n_step=getattr(config, "n_step", 1),
     )
     if getattr(config, "prioritized", False):
-        return PrioritizedReplayBuffer(*args, alpha=config.per_alpha, beta0=config.per_beta0, eps=config.per_eps,
-                                       **kwargs)
-    return ReplayBuffer(*args, **kwargs)
+        cls = PrioritizedFrameStackReplay if frame_stack else PrioritizedReplayBuffer
+        return cls(*args, alpha=config.per_alpha, beta0=config.per_beta0, eps=config.per_eps, **kwargs)
+    return (FrameStackReplay if frame_stack else ReplayBuffer)(*args, **kwargs)
 
 
 class OffPolicyTrainer(Trainer):
@@ -67,7 +74,8 @@ class OffPolicyTrainer(Trainer):
 
     def make_buffer(self) -> ReplayBuffer:
         """Build the replay buffer the config asks for (uniform or prioritized, 1- or n-step)."""
-        return make_replay_buffer(self.agent, self.config, self.config.buffer_size, self.env.num_envs, self.run.seed)
+        return make_replay_buffer(self.agent, self.config, self.config.buffer_size, self.env.num_envs, self.run.seed,
+                                  frame_stack=is_atari(self.run.env))
 
     def setup(self) -> None:  # noqa: D102
         self.buffer = self.make_buffer()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 from canter.data.rollout import RolloutBuffer
@@ -18,7 +19,8 @@ class OnPolicyTrainer(Trainer):
         else:
             act_shape, act_dtype = (), torch.int64
         obs_space = self.agent.observation_space
-        obs_dtype = torch.int64 if isinstance(obs_space, gym.spaces.Discrete) else torch.float32
+        obs_dtype = torch.int64 if isinstance(obs_space, gym.spaces.Discrete) else (
+            torch.uint8 if obs_space.dtype == np.uint8 else torch.float32)  # images stay uint8
         self.buffer = RolloutBuffer(
             self.config.n_steps, self.env.num_envs, obs_space.shape, act_shape, obs_dtype, act_dtype
         )

@@ -1,0 +1,203 @@
+"""Training throughput on Pong: canter vs Stable-Baselines3, same hyperparameters, same machine.
+
+Each job is one fresh process that trains for a fixed number of agent steps (4 frames each) and
+reports env steps and frames per second of the training loop (model and env construction, and
+canter's one evaluation after the budget, excluded). Jobs append to ``results_atari.jsonl``;
+``--report`` writes the section of ``RESULTS.md``. Run the jobs one at a time (the machine is
+shared), e.g.::
+
+    python benchmarks/bench_atari.py --job canter ppo
+    python benchmarks/bench_atari.py --job sb3 ppo
+    python benchmarks/bench_atari.py --job canter dqn
+    python benchmarks/bench_atari.py --job sb3 dqn
+    python benchmarks/bench_atari.py --report
+
+Hyperparameters are rl-zoo3's Atari settings (canter's ``configs/{ppo,dqn}/atari.yaml``), with
+DQN's ``learning_starts`` lowered so that most of the short budget trains. Both libraries run
+``PongNoFrameskip-v4`` with the DeepMind wrappers (SB3: ``make_atari_env`` + ``VecFrameStack``,
+``DummyVecEnv``; canter: its default, ale-py's native vector env) and the same torch thread count.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+JSONL = HERE / "results_atari.jsonl"
+ENV_ID = "PongNoFrameskip-v4"
+THREADS = 2
+STEPS = {"ppo": 3 * 8 * 128, "dqn": 6000}
+PPO = dict(n_envs=8, n_steps=128, n_epochs=4, batch_size=256, lr=2.5e-4, clip_range=0.1, vf_coef=0.5, ent_coef=0.01)
+DQN = dict(n_envs=1, lr=1e-4, batch_size=32, buffer_size=100_000, learning_starts=1000, target_update_interval=1000,
+           train_freq=4, gradient_steps=1, exploration_fraction=0.1, exploration_final_eps=0.01)
+
+
+def _canter(algo: str, seed: int) -> dict:
+    import canter
+
+    cfg = PPO if algo == "ppo" else DQN
+    hp = {k: v for k, v in cfg.items() if k != "n_envs"}
+    trainer = canter.make_trainer(algo, ENV_ID, seed=seed, max_steps=STEPS[algo], n_envs=cfg["n_envs"],
+                                  torch_threads=THREADS, eval_every=0, eval_episodes=1, eval_envs=1,
+                                  sets=["target_reward=null"], hparams=hp)
+    eval_s = [0.0]
+    evaluate = trainer.evaluate
+
+    def timed_evaluate():
+        t = time.perf_counter()
+        try:
+            return evaluate()
+        finally:
+            eval_s[0] += time.perf_counter() - t
+
+    trainer.evaluate = timed_evaluate  # measures only
+    t0 = time.perf_counter()
+    for _ in trainer():
+        pass
+    loop = time.perf_counter() - t0 - eval_s[0]
+    steps = trainer.step
+    trainer.env.close()
+    trainer.eval_env.close()
+    return {"steps": steps, "train_s": loop, "vectorization": type(trainer.env.env).__name__}
+
+
+def _sb3(algo: str, seed: int) -> dict:
+    import ale_py
+    import gymnasium
+    from stable_baselines3 import DQN as SB3DQN
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    gymnasium.register_envs(ale_py)
+
+    cfg = PPO if algo == "ppo" else DQN
+    env = VecFrameStack(make_atari_env(ENV_ID, n_envs=cfg["n_envs"], seed=seed), n_stack=4)
+    if algo == "ppo":
+        lr0, clip0 = cfg["lr"], cfg["clip_range"]
+        model = SB3PPO("CnnPolicy", env, n_steps=cfg["n_steps"], n_epochs=cfg["n_epochs"], batch_size=cfg["batch_size"],
+                       learning_rate=lambda p: p * lr0, clip_range=lambda p: p * clip0, vf_coef=cfg["vf_coef"],
+                       ent_coef=cfg["ent_coef"], seed=seed, device="cpu", verbose=0)
+    else:
+        model = SB3DQN("CnnPolicy", env, learning_rate=cfg["lr"], batch_size=cfg["batch_size"],
+                       buffer_size=cfg["buffer_size"], learning_starts=cfg["learning_starts"],
+                       target_update_interval=cfg["target_update_interval"], train_freq=cfg["train_freq"],
+                       gradient_steps=cfg["gradient_steps"], exploration_fraction=cfg["exploration_fraction"],
+                       exploration_final_eps=cfg["exploration_final_eps"], seed=seed, device="cpu", verbose=0)
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=STEPS[algo])
+    return {"steps": int(model.num_timesteps), "train_s": time.perf_counter() - t0, "vectorization": "DummyVecEnv"}
+
+
+def job(lib: str, algo: str, seed: int) -> dict:
+    """Run one measurement in this process and return its result."""
+    import torch
+
+    torch.set_num_threads(THREADS)
+    res = (_canter if lib == "canter" else _sb3)(algo, seed)
+    res.update(lib=lib, algo=algo, seed=seed, threads=torch.get_num_threads(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               loadavg=" ".join(f"{x:.2f}" for x in os.getloadavg()))
+    res["sps"] = res["steps"] / res["train_s"]
+    res["fps"] = 4 * res["sps"]
+    return res
+
+
+def _versions() -> str:
+    import ale_py
+    import gymnasium
+    import stable_baselines3
+    import torch
+
+    return (f"torch {torch.__version__}, stable-baselines3 {stable_baselines3.__version__}, gymnasium "
+            f"{gymnasium.__version__}, ale-py {ale_py.__version__}, python {platform.python_version()}")
+
+
+def report(rows: list[dict]) -> str:
+    """The markdown section for RESULTS.md from the recorded jobs (median over repeats)."""
+    lines = ["# canter vs Stable-Baselines3 on Pong (training throughput)", "",
+             f"Env `{ENV_ID}` with the DeepMind preprocessing; rl-zoo3's Atari hyperparameters; torch threads "
+             f"{THREADS} in both; CPU only. Frames/s = 4 x env steps/s of the training loop (construction and "
+             "evaluation excluded). Cells: median over runs (number of runs).", "",
+             "| algorithm | budget (steps) | canter frames/s | SB3 frames/s | ratio canter/SB3 |", "|---|---|---|---|---|"]
+    for algo in ("ppo", "dqn"):
+        c = [r["fps"] for r in rows if r["lib"] == "canter" and r["algo"] == algo]
+        s = [r["fps"] for r in rows if r["lib"] == "sb3" and r["algo"] == algo]
+        if not c or not s:
+            continue
+        lines.append(f"| {algo.upper()} | {STEPS[algo]:,} | {statistics.median(c):,.0f} ({len(c)}) | "
+                     f"{statistics.median(s):,.0f} ({len(s)}) | {statistics.median(c) / statistics.median(s):.2f} |")
+    lines += ["", "- PPO: 8 envs x 128 steps, 4 epochs of 256-sample minibatches, lr 2.5e-4 and clip 0.1 "
+              "decaying linearly, Nature CNN + 512 shared, linear heads.",
+              f"- DQN: 1 env, batch 32, train every 4 steps, target update every 1000 steps, buffer 100k, "
+              f"learning starts after {DQN['learning_starts']} steps (rl-zoo3: 100k; lowered so the short budget "
+              "mostly trains), Nature CNN + 512.",
+              "- canter collects with ale-py's native (C++, threaded) vector env; SB3 with `DummyVecEnv` of Python "
+              "wrappers. The network updates run the same PyTorch convolutions in both.",
+              "- The issue's goal (canter >= 2x SB3) is not reached: both libraries spend most of the loop in the "
+              "same PyTorch convolutions. Profile of canter's PPO job (cProfile, 3,072 steps, 7.3 s): 4.8 s in the 48 "
+              "minibatch updates (2.6 s of it autograd backward), 1.0 s env steps, 0.9 s acting; DQN (3,000 steps, "
+              "12.6 s): 3.2 s backward, 2.3 s convolutions, 1.5 s linear layers, 1.2 s env steps. canter's gains "
+              "come from the native vector env, uint8 frames stored once and channels-last convolution input "
+              "(before that change canter's PPO measured 1,679 frames/s, ratio 1.22).",
+              f"- Reproduce: the `--job` commands in `benchmarks/bench_atari.py`, then `--report`.",
+              f"- Versions: {_versions()}.",
+              "- Load average during the jobs (the machine is shared by other agents): "
+              + "; ".join(f"{r['lib']} {r['algo']}: {r['loadavg']}" for r in rows), "",
+              "<details><summary>Raw results (JSON lines)</summary>", "", "```json",
+              *[json.dumps(r) for r in rows], "```", "", "</details>"]
+    return "\n".join(lines)
+
+
+START, END = "<!-- bench_atari: start -->", "<!-- bench_atari: end -->"
+
+
+def write_section(path: Path, text: str) -> None:
+    """Put ``text`` between this script's markers in ``path``, keeping the other sections."""
+    block = f"{START}\n{text.rstrip()}\n{END}\n"
+    old = path.read_text() if path.exists() else ""
+    if START in old and END in old:
+        head, rest = old.split(START, 1)
+        new = head + block + rest.split(END, 1)[1].lstrip("\n")
+    else:
+        new = old.rstrip("\n") + "\n\n" + block if old else block
+    path.write_text(new)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``--job LIB ALGO`` (in a fresh subprocess) or ``--report``."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--job", nargs=2, metavar=("LIB", "ALGO"), help="canter|sb3 ppo|dqn")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--report", action="store_true")
+    p.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    args = p.parse_args(argv)
+    if args.job and args.in_process:
+        print("RESULT " + json.dumps(job(*args.job, args.seed)), flush=True)
+        return 0
+    if args.job:
+        proc = subprocess.run([sys.executable, __file__, "--job", *args.job, "--seed", str(args.seed), "--in-process"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:], file=sys.stderr)
+            return proc.returncode
+        res = json.loads(next(l for l in reversed(proc.stdout.splitlines()) if l.startswith("RESULT "))[7:])
+        with JSONL.open("a") as f:
+            f.write(json.dumps(res) + "\n")
+        print(json.dumps(res))
+    if args.report:
+        rows = [json.loads(l) for l in JSONL.read_text().splitlines() if l.strip()]
+        write_section(Path(args.out), report(rows))
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""Replay buffers for frame-stacked observations that store each frame once.
+
+An Atari observation is a stack of the last ``S = 4`` frames (``uint8 [4, 84, 84]``); storing
+whole stacks keeps every frame ``S`` times (28 KB per transition, 28 GB per million). Here row
+``t`` of the stream stores only the newest frame of its stack (7 KB), plus one byte ``hist``: how
+many of the stack's older frames are the frames of the rows just before it (0 to ``S - 1``), and
+one flag ``pad_zero`` telling what fills the remaining older slots. ``hist`` is *measured* when
+the row is written, by comparing the incoming stack with the stored frames, so a rebuilt stack
+is always exactly the observation the agent saw:
+
+- After an episode start nothing from the previous episode leaks into a stack: gymnasium's
+  ``FrameStackObservation`` (the wrapper path) pads with copies of the first frame (as
+  Stable-Baselines3's ``VecFrameStack`` and DQN Zoo do), ale-py's native vector env pads with
+  zero frames; both are stored as ``hist = 0`` plus the padding kind and rebuilt the same way.
+- When the ring buffer overwrites its oldest row, the ``S - 1`` rows after it lose part of their
+  history; they stop being sampleable at that moment (3 transitions out of the capacity).
+
+A stack whose older slots are neither the previous frames nor uniform padding cannot be stored
+this way and raises a :class:`~canter.errors.CanterError` (use the plain buffer for such envs).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from canter.data.prioritized import PrioritizedReplayBuffer
+from canter.data.replay import ReplayBuffer
+from canter.errors import CanterError
+
+
+class FrameStackMixin:
+    """Frame-once storage for :class:`ReplayBuffer` subclasses (see the module docstring).
+
+    Observations are ``[S, *frame_shape]`` stacks, newest frame last.
+    """
+
+    ARRAYS = ReplayBuffer.ARRAYS + ("hist", "pad_zero")
+
+    def _obs_storage(self, shape: tuple[int, int], obs_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        if len(obs_shape) < 2 or obs_shape[0] < 2:
+            raise CanterError(f"a frame-stack replay buffer needs [stack, ...] observations, got shape {obs_shape}")
+        self.stack, self.frame_shape = int(obs_shape[0]), tuple(obs_shape[1:])
+        self.hist = np.zeros(shape, dtype=np.uint8)
+        self.pad_zero = np.zeros(shape, dtype=bool)
+        self.head_stack = np.zeros((shape[1],) + obs_shape, dtype=dtype)
+        self._lags = np.arange(self.stack - 1, -1, -1)  # slot j holds the frame ``lags[j]`` rows back
+        return np.zeros(shape + self.frame_shape, dtype=dtype)
+
+    def _flat(self) -> None:
+        super()._flat()
+        n = self.length * self.n_envs
+        self._hist, self._pad_zero = self.hist.reshape(n), self.pad_zero.reshape(n)
+
+    def _head_matches(self, obs: np.ndarray) -> bool:
+        return np.array_equal(self.head_stack, obs)
+
+    def _write_obs(self, row: int, obs: np.ndarray) -> None:
+        obs = np.asarray(obs)
+        n, S = self.n_envs, self.stack
+        self.obs[row] = obs[:, -1]
+        hist = np.zeros(n, dtype=np.uint8)
+        going = np.ones(n, dtype=bool)
+        for k in range(1, S):
+            if not self.full and row - k < 0:  # no earlier row in the stream yet
+                break
+            prev = self.obs[(row - k) % self.length]
+            going &= (obs[:, -1 - k] == prev).reshape(n, -1).all(1)
+            hist += going
+        pad_zero = np.zeros(n, dtype=bool)
+        for e in np.flatnonzero(hist < S - 1):
+            pad, oldest = obs[e, : S - 1 - hist[e]], obs[e, S - 1 - hist[e]]
+            if not pad.any():
+                pad_zero[e] = True
+            elif not (pad == oldest).all():
+                raise CanterError(
+                    "observations are not frame stacks (the older frames are neither the previous frames nor "
+                    "padding); use a plain replay buffer for this env"
+                )
+        self.hist[row], self.pad_zero[row] = hist, pad_zero
+        self.head_stack[:] = obs
+
+    def _gather_obs(self, idx: np.ndarray) -> np.ndarray:
+        row, env = np.divmod(idx, self.n_envs)
+        hist = self._hist[idx].astype(np.int64)
+        lag = np.minimum(self._lags[None, :], hist[:, None])  # [B, S]
+        out = self._obs[((row[:, None] - lag) % self.length) * self.n_envs + env[:, None]]
+        zero = (self._lags[None, :] > hist[:, None]) & self._pad_zero[idx][:, None]
+        if zero.any():
+            out[zero] = 0
+        return out
+
+    def _advance(self) -> None:
+        super()._advance()
+        if not self.full:
+            return
+        for k in range(1, self.stack):  # rows whose history includes the row just taken over
+            r = (self.pos + k) % self.length
+            lost = self.valid[r]
+            if lost.any():
+                self.count -= int(lost.sum())
+                lost[:] = False
+                self._cleared(r)
+
+    def nbytes(self) -> int:  # noqa: D102
+        return super().nbytes() + self.head_stack.nbytes
+
+    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+        state = super().state_dict()
+        state["head_stack"] = self.head_stack.copy()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+        super().load_state_dict(state)
+        self.head_stack[:] = np.asarray(state["head_stack"])
+
+
+class FrameStackReplay(FrameStackMixin, ReplayBuffer):
+    """Uniform replay storing each frame of frame-stacked observations once."""
+
+
+class PrioritizedFrameStackReplay(FrameStackMixin, PrioritizedReplayBuffer):
+    """Prioritized replay storing each frame of frame-stacked observations once."""
+
+
+def bytes_per_transition(buffer: ReplayBuffer) -> float:
+    """Measured bytes of ``buffer``'s arrays per transition of capacity."""
+    return buffer.nbytes() / buffer.capacity

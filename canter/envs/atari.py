@@ -1,0 +1,190 @@
+"""Atari (ALE) environments with the DeepMind preprocessing, single and vectorised.
+
+Every ALE id (``ALE/Pong-v5``, ``PongNoFrameskip-v4``, ...) gets the preprocessing of Mnih et al.
+(2015) as Stable-Baselines3 / rl-zoo3 apply it: up to 30 no-op actions at reset, frame skip 4 with
+a max-pool over the last two frames, 84x84 grayscale frames, FIRE at reset for games that need
+it, a stack of the last 4 frames (``uint8 [4, 84, 84]``), and, for *training* envs only, episodic
+life (a lost life ends the training episode) and rewards clipped to their sign. Evaluation envs
+play whole games and report the raw game score.
+
+Sticky actions are off (``repeat_action_probability = 0``) and the base env skips no frames
+(``frameskip = 1``; the preprocessing's skip of 4 is the only one), which is what the ``NoFrameskip-v4``
+ids mean and what rl-zoo3's published Atari settings use; pass ``env_kwargs:
+{repeat_action_probability: 0.25}`` for Machado et al. (2018)'s protocol. Episodes are cut at
+108,000 frames (27,000 agent steps, 30 minutes of play).
+
+Vectorisation (``--vectorization``): ``auto``/``native`` use ale-py's C++ ``AtariVectorEnv``,
+which does the same preprocessing natively in threads; ``sync``/``async`` build the
+gymnasium-wrapper stack below in this process or in subprocesses. Two documented differences of
+the native env: its frame stack is padded with zero frames after a reset (the wrappers repeat the
+first frame), and after a lost life it continues the game without pressing FIRE. The replay
+buffer stores stacks exactly either way (:class:`canter.data.framestack.FrameStackReplay`).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from canter.errors import CanterError
+
+#: frames per observation stack, and the preprocessing settings shared by both paths
+FRAME_STACK = 4
+FRAME_SKIP = 4
+NOOP_MAX = 30
+SCREEN_SIZE = 84
+MAX_FRAMES = 108_000
+_PREPROCESSING_KEYS = ("frameskip", "repeat_action_probability", "full_action_space", "max_num_frames_per_episode")
+
+
+def register_ale() -> bool:
+    """Register ale-py's envs with gymnasium; False when ale-py is not installed."""
+    try:
+        import ale_py
+    except ImportError:
+        return False
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner on every env creation
+    gym.register_envs(ale_py)
+    return True
+
+
+def looks_like_atari(env_id: str) -> bool:
+    """True for ids that name an ALE game (``ALE/...``, ``...NoFrameskip-v4``, ``...Deterministic-v4``)."""
+    return env_id.startswith("ALE/") or env_id.endswith(("NoFrameskip-v4", "Deterministic-v4", "NoFrameskip-v0"))
+
+
+def is_atari(env_id: str) -> bool:
+    """True when ``env_id`` is a registered ALE env (ale-py's ``AtariEnv``)."""
+    try:
+        spec = gym.spec(env_id)
+    except gym.error.Error:
+        return False
+    return "ale_py" in str(spec.entry_point)
+
+
+def missing_extra(env_id: str) -> CanterError:
+    """The one-line error for an ALE id without ale-py installed."""
+    return CanterError(f"env '{env_id}' needs the 'atari' extra: pip install 'canter[atari]'")
+
+
+def _base_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """gymnasium.make kwargs of the raw game: no frame skip, no sticky actions unless asked."""
+    kwargs = {"repeat_action_probability": 0.0, "max_num_frames_per_episode": MAX_FRAMES, **(env_kwargs or {})}
+    if kwargs.pop("frameskip", 1) != 1:
+        raise CanterError(f"env '{env_id}': frameskip is set by the Atari preprocessing ({FRAME_SKIP}); drop it from env_kwargs")
+    kwargs["frameskip"] = 1
+    return kwargs
+
+
+class EpisodicLife(gym.Wrapper):
+    """A lost life ends the episode for the learner; the game itself continues (DeepMind's
+    ``EpisodicLifeEnv``). ``reset`` after a lost life takes one no-op step instead of resetting
+    the game; after a real game over it resets. gymnasium's ``terminal_on_life_loss`` resets the
+    whole game on every lost life, so it is not used."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.lives = 0
+        self.game_over = True
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:  # noqa: D102
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.game_over = terminated or truncated
+        lives = self.env.unwrapped.ale.lives()
+        if 0 < lives < self.lives:
+            terminated = True
+        self.lives = lives
+        return obs, reward, terminated, truncated, info
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:  # noqa: D102
+        if self.game_over:
+            obs, info = self.env.reset(**kwargs)
+        else:
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:
+                obs, info = self.env.reset(**kwargs)
+        self.game_over = False
+        self.lives = self.env.unwrapped.ale.lives()
+        return obs, info
+
+
+class FireReset(gym.Wrapper):
+    """Press FIRE (then action 2) after every reset, for games that wait for it (gymnasium has no such wrapper)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        meanings = env.unwrapped.get_action_meanings()
+        if len(meanings) < 3 or meanings[1] != "FIRE":
+            raise CanterError(f"FireReset needs a game whose action 1 is FIRE, got {meanings[:3]}")
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:  # noqa: D102
+        self.env.reset(**kwargs)
+        obs, info = None, {}
+        for action in (1, 2):
+            obs, _, terminated, truncated, info = self.env.step(action)
+            if terminated or truncated:
+                obs, info = self.env.reset(**kwargs)
+        return obs, info
+
+
+def _sign(reward: float) -> float:
+    return float(np.sign(reward))
+
+
+def wrap_deepmind(env: gym.Env, training: bool) -> gym.Env:
+    """DeepMind preprocessing around a raw (``frameskip=1``) ALE env; see the module docstring."""
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
+
+    env = AtariPreprocessing(
+        env, noop_max=NOOP_MAX, frame_skip=FRAME_SKIP, screen_size=SCREEN_SIZE, terminal_on_life_loss=False,
+        grayscale_obs=True, scale_obs=False,
+    )
+    if training:
+        env = EpisodicLife(env)
+    if "FIRE" in env.unwrapped.get_action_meanings():
+        env = FireReset(env)
+    if training:
+        env = TransformReward(env, _sign)
+    return FrameStackObservation(env, FRAME_STACK)
+
+
+def make_atari_env(env_id: str, training: bool = False, render_mode: str | None = None,
+                   env_kwargs: dict[str, Any] | None = None) -> gym.Env:
+    """One preprocessed ALE env (gymnasium wrappers); ``training`` adds episodic life and reward clipping."""
+    try:
+        env = gym.make(env_id, render_mode=render_mode, **_base_kwargs(env_id, env_kwargs))
+    except TypeError as exc:
+        raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+    return wrap_deepmind(env, training)
+
+
+def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any] | None) -> gym.vector.VectorEnv:
+    """ale-py's C++ vector env with the same preprocessing (life loss ends training episodes only)."""
+    from ale_py.vector_env import AtariVectorEnv
+
+    kwargs = _base_kwargs(env_id, env_kwargs)
+    kwargs.pop("frameskip")
+    unknown = set(kwargs) - set(_PREPROCESSING_KEYS)
+    if unknown:
+        raise CanterError(f"env_kwargs {sorted(unknown)} are not supported by the native Atari vector env; "
+                          f"use --vectorization async")
+    return AtariVectorEnv(
+        gym.spec(env_id).kwargs["game"], n_envs, num_threads=min(n_envs, os.cpu_count() or 1),
+        img_height=SCREEN_SIZE, img_width=SCREEN_SIZE, grayscale=True, stack_num=FRAME_STACK, frameskip=FRAME_SKIP,
+        maxpool=True, noop_max=NOOP_MAX, use_fire_reset=True, episodic_life=False, life_loss_info=training,
+        reward_clipping=training, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
+    )
+
+
+def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", training: bool = False,
+                   env_kwargs: dict[str, Any] | None = None) -> gym.vector.VectorEnv:
+    """``n_envs`` preprocessed copies of an ALE game: native (ale-py's C++ vector env) for
+    ``auto``/``native``, else gymnasium wrappers in ``sync`` or ``async`` (subprocess) vector envs."""
+    if vectorization in ("auto", "native"):
+        return _native(env_id, n_envs, training, env_kwargs)
+    kwargs = dict(env_kwargs or {})
+    fns = [lambda: make_atari_env(env_id, training, env_kwargs=kwargs) for _ in range(n_envs)]
+    cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
+    return cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)

@@ -1,0 +1,224 @@
+"""Atari: DeepMind preprocessing on real ALE games, image encoders, frame-once replay, smoke runs."""
+from __future__ import annotations
+
+import math
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+pytest.importorskip("ale_py", reason="the 'atari' extra (ale-py) is not installed")
+pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (part of the 'atari' extra)")
+
+import canter  # noqa: E402
+from canter.cli import main  # noqa: E402
+from canter.data.framestack import FrameStackReplay, bytes_per_transition  # noqa: E402
+from canter.data.replay import ReplayBuffer  # noqa: E402
+from canter.envs import atari, check_env_id, make_vec_env  # noqa: E402
+from canter.errors import CanterError  # noqa: E402
+from canter.models.cnn import ImpalaResNet, NatureCNN, make_encoder  # noqa: E402
+from canter.models.mlp import ActorCritic, QNetwork  # noqa: E402
+
+FRAMES = (4, 84, 84)
+
+
+# ---------------------------------------------------------------------------------------------- envs
+@pytest.mark.parametrize("vectorization", ["native", "sync"])
+def test_frames_are_uint8_stacks_of_84x84(vectorization):
+    env = make_vec_env("ALE/Pong-v5", 2, vectorization, training=True)
+    try:
+        assert env.single_observation_space == gym.spaces.Box(0, 255, FRAMES, np.uint8)
+        obs = env.reset(seed=0)
+        assert obs.shape == (2,) + FRAMES and obs.dtype == np.uint8
+        if vectorization == "sync":  # gymnasium's FrameStackObservation repeats the first frame
+            assert all((obs[:, i] == obs[:, 3]).all() for i in range(3))
+        else:  # ale-py's native stack is zero-padded after a reset
+            assert not obs[:, :3].any() and obs[:, 3].any()
+        step = env.step(np.zeros(2, dtype=np.int64))
+        assert step.obs.shape == (2,) + FRAMES and step.obs.dtype == np.uint8
+        assert (step.obs[:, 2] == obs[:, 3]).all()  # the stack shifted by one frame
+    finally:
+        env.close()
+
+
+def test_both_id_styles_resolve_with_sticky_actions_off():
+    for env_id in ("ALE/Pong-v5", "PongNoFrameskip-v4"):
+        env = atari.make_atari_env(env_id)
+        try:
+            assert env.observation_space.shape == FRAMES
+            base = env.unwrapped
+            assert base._frameskip == 1 and base.ale.getFloat("repeat_action_probability") == 0.0
+        finally:
+            env.close()
+
+
+class _CountSteps(gym.Wrapper):
+    """Counts raw (single-frame) steps."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.steps = 0
+
+    def step(self, action):  # noqa: D102
+        self.steps += 1
+        return self.env.step(action)
+
+
+def test_noop_reset_takes_1_to_30_noops():
+    raw = _CountSteps(gym.make("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0))
+    env = atari.wrap_deepmind(raw, training=False)
+    counts = []
+    for seed in range(25):
+        raw.steps = 0
+        env.reset(seed=seed)
+        counts.append(raw.steps - 2 * atari.FRAME_SKIP)  # FireReset: FIRE and action 2, 4 frames each
+    env.close()
+    assert min(counts) >= 1 and max(counts) <= atari.NOOP_MAX
+    assert len(set(counts)) >= 8  # drawn at random, not a constant
+
+
+def _play_until_done(env: gym.Env, rng: np.random.Generator, limit: int = 5000) -> tuple[float, int]:
+    total = 0.0
+    for _ in range(limit):
+        _, reward, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
+        total += float(reward)
+        if terminated or truncated:
+            return total, env.unwrapped.ale.lives()
+    raise AssertionError("no episode end")
+
+
+def test_episodic_life_in_training_envs_only():
+    rng = np.random.default_rng(0)
+    train = atari.make_atari_env("ALE/Breakout-v5", training=True)
+    train.reset(seed=1)
+    _, lives = _play_until_done(train, rng)
+    assert lives == 4  # a lost life ends the training episode...
+    train.reset()
+    assert train.unwrapped.ale.lives() == 4  # ...but the game goes on (no new game, no refilled lives)
+    train.close()
+    evaluation = atari.make_atari_env("ALE/Breakout-v5", training=False)
+    evaluation.reset(seed=1)
+    _, lives = _play_until_done(evaluation, rng)
+    assert lives == 0  # evaluation episodes are whole games
+    evaluation.close()
+
+
+def test_native_env_ends_training_episodes_on_life_loss_only():
+    env = make_vec_env("ALE/Breakout-v5", 1, "native", training=True)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        step = env.step(rng.integers(0, 4, size=1))
+        if step.terminated[0]:
+            break
+    assert step.terminated[0]
+    _, _, _, _, info = env.env.step(np.zeros(1, dtype=np.int64))
+    assert 0 < info["lives"][0] < 5  # terminated on a lost life; the next step continues the game
+    env.close()
+
+
+@pytest.mark.parametrize("vectorization", ["native", "sync"])
+def test_rewards_are_clipped_in_training_envs_only(vectorization):
+    rewards = {}
+    for training in (True, False):
+        env = make_vec_env("ALE/SpaceInvaders-v5", 2, vectorization, training=training)
+        env.reset(seed=3)
+        rng = np.random.default_rng(3)
+        seen = [env.step(rng.integers(0, 6, size=2)).reward for _ in range(300)]
+        env.close()
+        rewards[training] = np.unique(np.concatenate(seen))
+    assert set(rewards[True]) <= {-1.0, 0.0, 1.0} and 1.0 in rewards[True]
+    assert rewards[False].max() > 1.0  # the raw game score (5 to 30 points per invader)
+
+
+def test_ale_id_without_the_extra_is_a_one_line_error(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ale_py", None)  # import ale_py now raises ImportError
+    monkeypatch.delitem(gym.registry, "ALE/Pong-v5")
+    with pytest.raises(CanterError, match=r"pip install 'canter\[atari\]'"):
+        check_env_id("ALE/Pong-v5")
+    assert main(["train", "dqn", "--env", "ALE/Pong-v5", "--max-steps", "10"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "canter[atari]" in err[0]
+
+
+# ---------------------------------------------------------------------------------------------- models
+def test_image_observations_get_a_cnn_and_stay_uint8_until_it():
+    space, actions = gym.spaces.Box(0, 255, FRAMES, np.uint8), gym.spaces.Discrete(6)
+    assert isinstance(make_encoder(space), NatureCNN) and make_encoder(space).out_dim == 3136
+    assert isinstance(make_encoder(space, "impala"), ImpalaResNet) and make_encoder(space, "impala").out_dim == 3872
+    assert make_encoder(gym.spaces.Box(-1, 1, (4,))).out_dim == 4
+    with pytest.raises(CanterError, match="did you mean 'impala'"):
+        make_encoder(space, "impalla")
+    obs = torch.randint(0, 256, (5,) + FRAMES, dtype=torch.uint8)
+    q = QNetwork(space, actions, [512])
+    assert q.value(obs).shape == (5, 6)
+    ac = ActorCritic(space, actions, [512], "relu", shared_trunk=True)
+    assert not ac.manual_backward  # the hand-derived PPO gradients do not cover the encoder
+    logits, value = ac.action_value(obs)
+    (logits.sum() + value.sum()).backward()
+    assert ac.encoder.net[0].weight.grad.abs().sum() > 0  # gradients reach the first conv layer
+    # dividing by 255 happens inside: a uint8 batch and the same batch as [0, 1] floats agree
+    enc = make_encoder(space)
+    with torch.no_grad():
+        assert torch.allclose(enc(obs), enc.features(obs.float() / 255.0), atol=1e-6)
+        assert not torch.allclose(enc(obs), enc.features(obs.float()), atol=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------- replay
+@pytest.mark.parametrize("vectorization", ["native", "sync"])
+def test_frame_stack_replay_rebuilds_exact_stacks_and_stores_each_frame_once(vectorization, tmp_path):
+    n, capacity = 2, 600
+    env = make_vec_env("ALE/Breakout-v5", n, vectorization, training=True)  # episodic life: many starts
+    lean = FrameStackReplay(capacity, FRAMES, (), np.uint8, np.int64, n_envs=n, seed=0)
+    full = ReplayBuffer(capacity, FRAMES, (), np.uint8, np.int64, n_envs=n, seed=0)
+    obs = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    starts = 0
+    for _ in range(900):  # wraps the ring buffer
+        a = rng.integers(0, 4, size=n)
+        step = env.step(a)
+        for buf in (lean, full):
+            buf.add(obs, a, step.reward, step.obs, step.terminated, step.valid, step.truncated)
+        starts += int((~step.valid).sum())
+        obs = step.obs
+    env.close()
+    assert starts >= 4
+    idx = lean.sample_indices(1000)
+    a, b = lean.transitions(idx), full.transitions(idx)
+    assert torch.equal(a.obs, b.obs) and torch.equal(a.next_obs, b.next_obs) and torch.equal(a.rewards, b.rewards)
+    assert (lean.hist < 3).any()  # episode starts were seen and rebuilt without earlier frames
+    frames_bytes = lean.length * n * 84 * 84
+    assert frames_bytes <= lean.nbytes() <= 1.1 * frames_bytes
+    assert bytes_per_transition(lean) * 1_000_000 < 8e9
+    assert full.nbytes() > 3.9 * lean.nbytes()
+    # saved and loaded (the resumable checkpoint's replay file), it gives the same batches
+    restored = FrameStackReplay(capacity, FRAMES, (), np.uint8, np.int64, n_envs=n, seed=1)
+    restored.load(lean.save(tmp_path / "replay.npz"))
+    c = restored.transitions(idx)
+    assert torch.equal(c.obs, a.obs) and torch.equal(c.next_obs, a.next_obs) and len(restored) == len(lean)
+
+
+# ---------------------------------------------------------------------------------------------- smoke runs
+@pytest.mark.parametrize("algo,overrides", [
+    ("dqn", dict(max_steps=300, learning_starts=100, buffer_size=1000, batch_size=32)),
+    ("ppo", dict(max_steps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=1)),
+    ("impala", dict(max_steps=160, n_envs=4, n_steps=20)),  # the preset's IMPALA ResNet encoder
+])
+def test_short_training_run_on_pong(tmp_path, algo, overrides):
+    run_dir = tmp_path / algo
+    canter.train(algo, "ALE/Pong-v5", run_dir=run_dir, eval_episodes=1, eval_envs=1, eval_every=0, **overrides)
+    losses = pq.read_table(run_dir / "updates.parquet").column("loss" if algo == "dqn" else "value_loss").to_pylist()
+    assert losses and all(math.isfinite(x) for x in losses)
+    assert (run_dir / "history.parquet").exists() and (run_dir / "summary.json").exists()
+    score = pq.read_table(run_dir / "evaluations.parquet").column("mean_return").to_pylist()[-1]
+    assert -21 <= score <= 21 and score == int(score)  # whole Pong games
+    agent = canter.load(run_dir)
+    if algo == "impala":
+        assert isinstance(agent.algorithm.model.encoder, ImpalaResNet)
+    env = make_vec_env("ALE/Pong-v5", 1, "native")
+    actions = agent.predict(env.reset(seed=0))
+    env.close()
+    assert actions.shape == (1,) and 0 <= actions[0] < 6
