@@ -17,8 +17,10 @@ import json
 import os
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import torch
@@ -73,13 +75,18 @@ def unflatten_state(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
     return skeleton
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a kill leaves either the old file or the new one."""
+@contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A temporary file next to ``path`` that replaces ``path`` (fsynced) when the block succeeds.
+
+    A kill at any point leaves either the old file or the new one; on an error the temporary
+    file is removed and ``path`` is untouched.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -87,6 +94,12 @@ def atomic_write(path: Path, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a kill leaves either the old file or the new one."""
+    with atomic_file(path) as f:
+        f.write(data)
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str, Any]) -> Path:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -133,6 +134,10 @@ class EntropyCoef:
     def value(self) -> torch.Tensor:
         """Current alpha (no gradient)."""
         return self.log_alpha.detach().exp()
+
+    def with_optimizers(self, **optimizers: Any) -> dict[str, Any]:
+        """``optimizers`` plus this coefficient's own (when it is learned), for saving."""
+        return {**optimizers, "ent_coef": self.optimizer} if self.optimizer is not None else dict(optimizers)
 
     def update(self, entropy: torch.Tensor) -> dict[str, float]:
         """One Adam step on ``log_alpha * mean(entropy - target)`` (no-op when fixed).

@@ -113,11 +113,8 @@ class DiscreteSAC(Algorithm):
     def modules(self) -> dict[str, nn.Module]:  # noqa: D102
         return {"model": self.model, "critic_target": self.critic_target}
 
-    def optimizers(self) -> dict[str, torch.optim.Optimizer]:  # noqa: D102
-        opts = {"actor": self.actor_optimizer, "critic": self.critic_optimizer}
-        if self.ent_coef.optimizer is not None:
-            opts["ent_coef"] = self.ent_coef.optimizer
-        return opts
+    def optimizers(self) -> dict[str, Any]:  # noqa: D102
+        return self.ent_coef.with_optimizers(actor=self.actor_optimizer, critic=self.critic_optimizer)
 
     def extra_state(self) -> dict[str, Any]:  # noqa: D102
         return {"log_alpha": self.ent_coef.state()}

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from canter.checkpoint import atomic_file
 from canter.data.batch import ReplayBatch
 from canter.errors import CanterError
 
@@ -253,18 +252,8 @@ class ReplayBuffer:
         state = self.state_dict()
         arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
         scalars = {k: v for k, v in state.items() if not isinstance(v, np.ndarray)}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays, __meta__=np.array(json.dumps(scalars)))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        with atomic_file(path) as f:
+            np.savez(f, **arrays, __meta__=np.array(json.dumps(scalars)))
         return path
 
     def load(self, path: str | Path) -> None:
