@@ -2,9 +2,14 @@
 
 Usage: python benchmarks/sb3_dqn_lunarlander.py SEED  (100k steps, then 100 deterministic episodes)
 """
+import sys
+import time
+
+import torch
 from stable_baselines3 import DQN
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.env_util import make_vec_env
+
 torch.set_num_threads(1)
 seed = int(sys.argv[1])
 env = make_vec_env("LunarLander-v3", n_envs=1, seed=seed)
