@@ -38,6 +38,25 @@ def linear(start: float, end: float, fraction: float, progress: float) -> float:
     return start + (end - start) * min(1.0, progress / fraction)
 
 
+def sample_actor_critic(algorithm: Any, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
+    """``act`` of every actor-critic (PPO, A2C, IMPALA, ...): the policy's mode, or a sample with
+    its log-probability and the critic's value, from ``algorithm.model`` (an ``ActorCritic``)."""
+    from canter.models import distributions as D
+
+    model = algorithm.model
+    if deterministic:
+        out = model.action(obs)
+        return ActOutput(out if algorithm.continuous else out.argmax(-1))
+    out, value = model.action_value(obs)
+    if algorithm.continuous:
+        actions = D.gaussian_sample(out, model.log_std, algorithm.generator)
+        logp = D.gaussian_log_prob(out, model.log_std, actions)
+    else:
+        actions = D.categorical_sample(out, algorithm.generator)
+        logp = torch.log_softmax(out, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    return ActOutput(actions, logp, value)
+
+
 def encoder_kwargs(config: Any) -> dict[str, Any]:
     """``{"encoder": name}`` when the config names an encoder other than ``auto`` (models default
     to ``auto``; leaving it out keeps custom models without an ``encoder`` argument working)."""

@@ -19,7 +19,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs, make_adam
+from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs, make_adam, sample_actor_critic
 from canter.config import hp
 from canter.data.batch import TrajectoryBatch
 from canter.distributed.vtrace import VTraceReturns, vtrace
@@ -95,15 +95,7 @@ class IMPALA(Algorithm):
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
         """Sample (or take the mode of) the policy; also returns the behaviour log-probs and values."""
-        if deterministic:
-            out = self.model.action(obs)
-            return ActOutput(out if self.continuous else out.argmax(-1))
-        out, value = self.model.action_value(obs)
-        if self.continuous:
-            actions = D.gaussian_sample(out, self.model.log_std, self.generator)
-        else:
-            actions = D.categorical_sample(out, self.generator)
-        return ActOutput(actions, self.log_prob_entropy(out, actions)[0], value)
+        return sample_actor_critic(self, obs, deterministic)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """V(obs)."""

@@ -14,7 +14,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs
+from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs, sample_actor_critic
 from canter.config import hp
 from canter.data.batch import RolloutBatch
 from canter.errors import CanterError
@@ -98,17 +98,7 @@ class PPO(Algorithm):
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
         """Sample (or take the mode of) the policy; also returns log-probs and values."""
-        if deterministic:
-            out = self.model.action(obs)
-            return ActOutput(out if self.continuous else out.argmax(-1))
-        out, value = self.model.action_value(obs)
-        if self.continuous:
-            actions = D.gaussian_sample(out, self.model.log_std, self.generator)
-            logp = D.gaussian_log_prob(out, self.model.log_std, actions)
-        else:
-            actions = D.categorical_sample(out, self.generator)
-            logp = torch.log_softmax(out, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-        return ActOutput(actions, logp, value)
+        return sample_actor_critic(self, obs, deterministic)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """V(obs) for bootstrapping."""
