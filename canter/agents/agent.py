@@ -128,6 +128,10 @@ class Agent:
         """One algorithm update."""
         return self.algorithm.learn(batch)
 
+    def learn_phase(self, batch: Any, steps: int) -> list[dict[str, float]]:
+        """``steps`` updates on ``batch`` cut into equal minibatches (algorithms with ``learn_phase``)."""
+        return self.algorithm.learn_phase(batch, steps)
+
     # -- state ----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Algorithm state plus normalisation statistics."""

@@ -45,6 +45,10 @@ class DQNConfig(OffPolicyConfig):
     double_q: bool = hp(False, "Double DQN: online net picks the next action, target net values it")
     dueling: bool = hp(False, "dueling value/advantage heads")
     n_quantiles: int = hp(0, "QR-DQN distributional head with this many quantiles (0: plain Q values)", low=0)
+    manual_backward: bool = hp(
+        True, "hand-derived gradients for a plain relu/tanh MLP Q-network (same math as autograd, faster); "
+        "false: autograd"
+    )
     encoder: str = hp("auto", "observation encoder: auto (nature CNN for uint8 images, flat otherwise), nature, impala, "
                       "flat, or module:Class")
 
@@ -107,40 +111,109 @@ class DQN(Algorithm):
         online = self.q.value(batch.next_obs) if self.config.double_q else next_q
         return online.argmax(1, keepdim=True)
 
-    def td_loss(self, batch: ReplayBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per-sample loss ``[B]``, its new priorities ``[B]`` and the chosen Q values ``[B]``."""
+    def target_values(self, next_obs: torch.Tensor) -> torch.Tensor:
+        """The target network on ``next_obs``: Q values ``[B, A]`` (quantiles ``[B, A, N]`` for QR-DQN)."""
+        with torch.no_grad():
+            return self.q_target.quantiles(next_obs) if self.config.n_quantiles else self.q_target.value(next_obs)
+
+    def td_target(self, batch: ReplayBatch, next_target: torch.Tensor | None = None) -> torch.Tensor:
+        """Bootstrapped targets: ``[B]`` (``[B, N]`` quantiles for QR-DQN).
+
+        ``next_target`` is :meth:`target_values` of ``batch.next_obs`` when already computed.
+        """
+        with torch.no_grad():
+            nxt = self.target_values(batch.next_obs) if next_target is None else next_target
+            not_done = batch.discounts * (1.0 - batch.terminated)
+            if self.config.n_quantiles:
+                best = self._next_action(batch, nxt.mean(-1))
+                next_z = nxt.gather(1, best.unsqueeze(-1).expand(-1, 1, nxt.shape[2])).squeeze(1)
+                return batch.rewards.unsqueeze(1) + not_done.unsqueeze(1) * next_z
+            next_v = nxt.gather(1, self._next_action(batch, nxt)).squeeze(1)
+            return batch.rewards + not_done * next_v
+
+    def td_loss(self, batch: ReplayBatch, next_target: torch.Tensor | None = None,
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per-sample loss ``[B]``, its new priorities ``[B]`` and the chosen Q values ``[B]`` (autograd)."""
         c = self.config
         actions = batch.actions.long().view(-1, 1)
-        not_done = batch.discounts * (1.0 - batch.terminated)
+        target = self.td_target(batch, next_target)
         if c.n_quantiles:
             current = self.q.quantiles(batch.obs)
             current = current.gather(1, actions.unsqueeze(-1).expand(-1, 1, current.shape[2])).squeeze(1)
-            with torch.no_grad():
-                next_quantiles = self.q_target.quantiles(batch.next_obs)
-                best = self._next_action(batch, next_quantiles.mean(-1))
-                next_z = next_quantiles.gather(1, best.unsqueeze(-1).expand(-1, 1, next_quantiles.shape[2])).squeeze(1)
-                target = batch.rewards.unsqueeze(1) + not_done.unsqueeze(1) * next_z
             per_sample = quantile_huber_loss(current, target)
             return per_sample, per_sample.detach(), current.detach().mean(1)
         q = self.q.value(batch.obs).gather(1, actions).squeeze(1)
-        with torch.no_grad():
-            next_q = self.q_target.value(batch.next_obs)
-            next_v = next_q.gather(1, self._next_action(batch, next_q)).squeeze(1)
-            target = batch.rewards + not_done * next_v
         per_sample = F.smooth_l1_loss(q, target, reduction="none") if c.huber else (q - target).pow(2)
         return per_sample, (q - target).detach().abs(), q.detach()
 
-    def learn(self, batch: ReplayBatch) -> dict[str, float]:
-        """One gradient step on the (importance-weighted) TD loss of ``batch``."""
-        per_sample, priorities, q = self.td_loss(batch)
-        loss = (batch.weights * per_sample).mean()
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+    @property
+    def uses_manual_backward(self) -> bool:
+        """Whether :meth:`learn` takes the hand-derived gradient path."""
+        c = self.config
+        return c.manual_backward and not c.n_quantiles and getattr(self.q, "manual_backward", False)
+
+    def learn(self, batch: ReplayBatch, next_target: torch.Tensor | None = None) -> dict[str, float]:
+        """One gradient step on the (importance-weighted) TD loss of ``batch``.
+
+        ``next_target``: :meth:`target_values` of ``batch.next_obs``, when the caller computed it
+        for several minibatches at once (:meth:`learn_phase`).
+        """
+        if self.uses_manual_backward:
+            loss, q = self._grads_manual(batch, next_target)
+        else:
+            per_sample, priorities, q = self.td_loss(batch, next_target)
+            loss = (batch.weights * per_sample).mean()
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.last_priorities = priorities
         clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
         self.optimizer.step()
         self.updates += 1
-        self.last_priorities = priorities
-        return {"loss": loss.item(), "q_mean": q.mean().item()}
+        loss_value, q_mean = torch.stack([loss.detach(), q.mean()]).tolist()  # one sync for both
+        return {"loss": loss_value, "q_mean": q_mean}
+
+    def _grads_manual(self, batch: ReplayBatch, next_target: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The loss and gradients of the autograd path, derived by hand (no graph is recorded).
+
+        Huber: d/dq = clamp(q - y, -1, 1); squared error: 2 (q - y); both times weight / B, put in the
+        column of the taken action. Returns the loss and the chosen Q values.
+        """
+        with torch.no_grad():
+            target = self.td_target(batch, next_target)
+            actions = batch.actions.long().view(-1, 1)
+            q_all, cache = self.q.forward_cached(batch.obs)
+            q = q_all.gather(1, actions).squeeze(1)
+            diff = q - target
+            if self.config.huber:
+                absd = diff.abs()
+                per_sample = torch.where(absd < 1.0, 0.5 * diff * diff, absd - 0.5)
+                d_q = diff.clamp(-1.0, 1.0)
+            else:
+                per_sample, d_q = diff * diff, 2.0 * diff
+            n = diff.shape[0]
+            d_all = torch.zeros_like(q_all).scatter_(1, actions, (d_q * batch.weights).mul_(1.0 / n).unsqueeze(1))
+            self.q.backward_cached(cache, d_all)
+            self.last_priorities = absd if self.config.huber else diff.abs()
+            return (batch.weights * per_sample).mean(), q
+
+    #: :meth:`learn_phase` may take a whole training phase's minibatches at once: the target network
+    #: only changes between phases (``set_progress``), so its values for every minibatch can be
+    #: computed in one batched forward pass before the gradient steps.
+    phase_batching = True
+
+    def learn_phase(self, batch: ReplayBatch, steps: int) -> list[dict[str, float]]:
+        """``steps`` gradient steps on ``batch`` cut into ``steps`` equal minibatches, in order.
+
+        Same updates as ``steps`` calls of :meth:`learn`; the target network's values for all of
+        them come from one forward pass (a large matmul runs far faster than many small ones).
+        """
+        n = batch.obs.shape[0] // steps
+        next_target = self.target_values(batch.next_obs)
+        out = []
+        for i in range(steps):
+            part = slice(i * n, (i + 1) * n)
+            out.append(self.learn(ReplayBatch(*(t[part] for t in batch)), next_target[part]))
+        return out
 
     def extra_state(self) -> dict[str, Any]:  # noqa: D102
         return {"epsilon": self.epsilon, "target_syncs": self.target_syncs}

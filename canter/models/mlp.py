@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
-from canter.models.stacked import StackedMLP
+from canter.models.stacked import StackedMLP, _tanh_inplace
 from canter.registry import register
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU}
@@ -59,6 +59,56 @@ class MLP(nn.Sequential):
             if not last:
                 layers.append(ACTIVATIONS[activation]())
         super().__init__(*layers)
+        self.activation = activation
+        self._linears: tuple[nn.Linear, ...] = tuple(m for m in layers if isinstance(m, nn.Linear))
+
+    # -- hand-derived gradients: the same math as autograd without its bookkeeping ------------
+    @property
+    def manual_backward(self) -> bool:
+        """True when :meth:`backward_cached` knows the activation's derivative (relu, tanh)."""
+        return self.activation in ("relu", "tanh") and all(isinstance(m, (nn.Linear, nn.ReLU, nn.Tanh)) for m in self)
+
+    def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Output ``[B, out]`` without autograd, and per layer its input and the activation's derivative."""
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.forward_cached(x)
+        cache: list[torch.Tensor] = []
+        h = x
+        last = len(self._linears) - 1
+        for i, lin in enumerate(self._linears):
+            cache.append(h)
+            h = torch.addmm(lin.bias, h, lin.weight.t())
+            if i < last:
+                if self.activation == "relu":
+                    h.clamp_(min=0.0)
+                    cache.append(h > 0)
+                else:
+                    _tanh_inplace(h)  # NumPy's tanh: see canter.models.stacked
+                    cache.append(1.0 - h * h)
+        return h, cache
+
+    def backward_cached(self, cache: list[torch.Tensor], d_out: torch.Tensor) -> None:
+        """Set every layer's ``.grad`` to d(loss)/d(param) given ``d_out`` = d(loss)/d(output).
+
+        Gradients are written into the existing ``.grad`` tensors (a flat optimizer's views) when
+        present, else allocated; nothing is accumulated, so no zeroing is needed.
+        """
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.backward_cached(cache, d_out)
+        d = d_out
+        for i in range(len(self._linears) - 1, -1, -1):
+            lin = self._linears[i]
+            w, b = lin.weight, lin.bias
+            if w.grad is None:
+                w.grad, b.grad = torch.empty_like(w), torch.empty_like(b)
+            h = cache[2 * i]
+            torch.mm(d.t(), h, out=w.grad)
+            torch.sum(d, dim=0, out=b.grad)
+            if i == 0:
+                break
+            d = torch.mm(d, w).mul_(cache[2 * i - 1])
 
 
 @register("model", "mlp_actor_critic")
@@ -176,6 +226,20 @@ class QNetwork(nn.Module):
             self.v_head = nn.Linear(arch[-1], 1)
         else:
             self.q = MLP([n_in] + arch + [n_act], activation)
+
+    @property
+    def manual_backward(self) -> bool:
+        """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd: a plain
+        (not dueling) MLP with relu or tanh on a parameter-free (flat or one-hot) encoder."""
+        return not self.dueling and self.q.manual_backward and not any(True for _ in self.encoder.parameters())
+
+    def forward_cached(self, obs: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Q values ``[B, n_actions]`` without autograd, and the cache for :meth:`backward_cached`."""
+        return self.q.forward_cached(self.encoder.forward(obs))
+
+    def backward_cached(self, cache: list[torch.Tensor], d_q: torch.Tensor) -> None:
+        """Set the network's ``.grad`` from d(loss)/d(Q values) ``[B, n_actions]``."""
+        self.q.backward_cached(cache, d_q)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Q(obs, a) for every action, shape ``[B, n_actions]``."""

@@ -85,6 +85,7 @@ class OffPolicyTrainer(Trainer):
         self._reset_noise = getattr(self.algorithm, "reset_noise", None)
         self._buffer_progress = getattr(self.buffer, "set_progress", None)
         self._update_priorities = getattr(self.buffer, "update_priorities", None)
+        self._phase_batching = getattr(self.algorithm, "phase_batching", False) and self._update_priorities is None
 
     def resume_state(self) -> dict[str, Any]:
         """Adds the replay buffer and the warm-up action generator."""
@@ -137,11 +138,19 @@ class OffPolicyTrainer(Trainer):
         precision = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision(self.matmul_precision)  # for the updates only, restored below
         try:
-            for _ in range(gradient_steps):
-                batch = agent.prepare_replay_batch(buf.sample(c.batch_size))
-                stats = agent.learn(batch)
-                if self._update_priorities is not None and self.algorithm.last_priorities is not None:
-                    self._update_priorities(batch.indices, self.algorithm.last_priorities)
+            if self._phase_batching and gradient_steps > 1:
+                # uniform replay: one draw of all the phase's minibatches is distributed exactly like
+                # ``gradient_steps`` separate draws, and lets the algorithm batch its target pass
+                batch = agent.prepare_replay_batch(buf.sample(c.batch_size * gradient_steps))
+                all_stats = agent.learn_phase(batch, gradient_steps)
+            else:
+                all_stats = []
+                for _ in range(gradient_steps):
+                    batch = agent.prepare_replay_batch(buf.sample(c.batch_size))
+                    all_stats.append(agent.learn(batch))
+                    if self._update_priorities is not None and self.algorithm.last_priorities is not None:
+                        self._update_priorities(batch.indices, self.algorithm.last_priorities)
+            for stats in all_stats:
                 for k, v in stats.items():
                     totals[k] = totals.get(k, 0.0) + v
                     counts[k] = counts.get(k, 0) + 1

@@ -1,0 +1,105 @@
+"""DQN's speed paths compute exactly what the plain ones do: hand-derived gradients vs autograd,
+and a whole training phase's minibatches with one batched target pass vs one minibatch at a time."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from canter.algorithms.dqn import DQN, DQNConfig
+from canter.data.batch import ReplayBatch
+from canter.models.mlp import QNetwork
+
+SPACES = (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3))
+
+
+def _batch(n: int, seed: int, weights: bool = False) -> ReplayBatch:
+    g = torch.Generator().manual_seed(seed)
+    return ReplayBatch(
+        obs=torch.randn(n, 4, generator=g), actions=torch.randint(3, (n,), generator=g),
+        rewards=torch.randn(n, generator=g) * 3, next_obs=torch.randn(n, 4, generator=g),
+        terminated=(torch.rand(n, generator=g) < 0.2).float(), discounts=torch.full((n,), 0.99),
+        weights=torch.rand(n, generator=g) + 0.5 if weights else torch.ones(n), indices=torch.arange(n),
+    )
+
+
+def _dqn(manual: bool, **kw) -> DQN:
+    torch.manual_seed(0)  # model initialisation
+    return DQN(*SPACES, DQNConfig(manual_backward=manual, net_arch=[16, 16], lr=1e-2, **kw), seed=0)
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_manual_mlp_gradients_match_autograd(activation):
+    torch.manual_seed(1)
+    net = QNetwork(*SPACES, net_arch=[8, 8], activation=activation)
+    assert net.manual_backward
+    obs, d_q = torch.randn(10, 4), torch.randn(10, 3)
+    (net.value(obs) * d_q).sum().backward()
+    auto = [p.grad.clone() for p in net.parameters()]
+    with torch.no_grad():
+        q, cache = net.forward_cached(obs)
+        net.backward_cached(cache, d_q)
+    torch.testing.assert_close(q, net.value(obs).detach())
+    for a, m in zip(auto, net.parameters()):
+        assert a.abs().sum() > 0
+        torch.testing.assert_close(m.grad, a, rtol=1e-5, atol=1e-6)
+
+
+def test_dueling_and_learned_encoders_keep_autograd():
+    assert not QNetwork(*SPACES, dueling=True).manual_backward
+    assert not QNetwork(*SPACES, activation="elu").manual_backward
+    assert not _dqn(True, n_quantiles=8).uses_manual_backward
+    assert _dqn(True).uses_manual_backward and not _dqn(False).uses_manual_backward
+
+
+@pytest.mark.parametrize("huber", [True, False])
+@pytest.mark.parametrize("double_q", [False, True])
+@pytest.mark.parametrize("weights", [False, True])
+def test_manual_and_autograd_dqn_learn_the_same(huber, double_q, weights):
+    def run(manual: bool):
+        algo = _dqn(manual, huber=huber, double_q=double_q, max_grad_norm=0.5)  # small enough to clip
+        stats = [algo.learn(_batch(32, seed=s, weights=weights)) for s in range(4)]
+        return [p.detach().clone() for p in algo.q.parameters()], stats, algo.last_priorities
+
+    (pa, sa, qa), (pb, sb, qb) = run(True), run(False)
+    for a, b in zip(pa, pb):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(qa, qb, rtol=1e-4, atol=1e-5)
+    for x, y in zip(sa, sb):
+        assert x.keys() == y.keys()
+        for k in x:
+            assert x[k] == pytest.approx(y[k], rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize("manual", [True, False])
+@pytest.mark.parametrize("n_quantiles", [0, 8])
+def test_learn_phase_equals_one_minibatch_at_a_time(manual, n_quantiles):
+    big = _batch(4 * 16, seed=5)
+    a, b = _dqn(manual, n_quantiles=n_quantiles, double_q=True), _dqn(manual, n_quantiles=n_quantiles, double_q=True)
+    stats_phase = a.learn_phase(big, 4)
+    stats_one = [b.learn(ReplayBatch(*(t[i * 16:(i + 1) * 16] for t in big))) for i in range(4)]
+    assert len(stats_phase) == 4 and a.updates == b.updates == 4
+    for x, y in zip(a.q.parameters(), b.q.parameters()):
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
+    for x, y in zip(stats_phase, stats_one):
+        assert x == pytest.approx(y, rel=1e-5, abs=1e-6)
+
+
+def test_trainer_batches_uniform_phases_and_not_prioritized_ones():
+    import canter
+
+    common = dict(seed=0, max_steps=600, eval_every=0, quiet=True)
+    hp = dict(learning_starts=100, train_freq=100, gradient_steps=8, batch_size=16, net_arch=[16])
+    uniform = canter.make_trainer("dqn", "CartPole-v1", hparams=hp, **common)
+    calls = []
+    learn_phase = uniform.agent.learn_phase
+    uniform.agent.learn_phase = lambda batch, steps: calls.append((len(batch.obs), steps)) or learn_phase(batch, steps)
+    records = list(uniform())
+    assert calls and all(c == (128, 8) for c in calls)
+    losses = [r.losses["loss"] for r in records if "loss" in r.losses]
+    assert losses and np.isfinite(losses).all()
+    per = canter.make_trainer("dqn", "CartPole-v1", hparams={**hp, "prioritized": True}, **common)
+    per.agent.learn_phase = lambda *a: pytest.fail("a prioritized buffer must sample step by step")
+    list(per())
+    assert per.algorithm.updates > 0
