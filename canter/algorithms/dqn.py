@@ -80,6 +80,7 @@ class DQN(Algorithm):
         self.epsilon = c.exploration_initial_eps
         self.target_syncs = 0
         self.last_priorities: torch.Tensor | None = None
+        self._manual: bool | None = None
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
         """Greedy actions, or epsilon-greedy when exploring."""
@@ -148,9 +149,11 @@ class DQN(Algorithm):
 
     @property
     def uses_manual_backward(self) -> bool:
-        """Whether :meth:`learn` takes the hand-derived gradient path."""
-        c = self.config
-        return c.manual_backward and not c.n_quantiles and getattr(self.q, "manual_backward", False)
+        """Whether :meth:`learn` takes the hand-derived gradient path (decided once, at construction)."""
+        if self._manual is None:
+            c = self.config
+            self._manual = bool(c.manual_backward and not c.n_quantiles and getattr(self.q, "manual_backward", False))
+        return self._manual
 
     def learn(self, batch: ReplayBatch, next_target: torch.Tensor | None = None) -> dict[str, float]:
         """One gradient step on the (importance-weighted) TD loss of ``batch``.

@@ -231,7 +231,9 @@ class QNetwork(nn.Module):
     def manual_backward(self) -> bool:
         """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd: a plain
         (not dueling) MLP with relu or tanh on a parameter-free (flat or one-hot) encoder."""
-        return not self.dueling and self.q.manual_backward and not any(True for _ in self.encoder.parameters())
+        from canter.models.cnn import has_parameters
+
+        return not self.dueling and self.q.manual_backward and not has_parameters(self.encoder)
 
     def forward_cached(self, obs: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Q values ``[B, n_actions]`` without autograd, and the cache for :meth:`backward_cached`."""
