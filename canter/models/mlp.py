@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
-from canter.models.stacked import StackedMLP, _tanh_inplace
+from canter.models.stacked import StackedMLP, _relu_backward, _tanh_inplace
 from canter.registry import register
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU}
@@ -69,7 +69,8 @@ class MLP(nn.Sequential):
         return self.activation in ("relu", "tanh") and all(isinstance(m, (nn.Linear, nn.ReLU, nn.Tanh)) for m in self)
 
     def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """Output ``[B, out]`` without autograd, and per layer its input and the activation's derivative."""
+        """Output ``[B, out]`` without autograd, and per layer its input and the activation's derivative
+        (for relu its output, from which ``threshold_backward`` reads the derivative)."""
         if torch.is_grad_enabled():
             with torch.no_grad():
                 return self.forward_cached(x)
@@ -82,7 +83,7 @@ class MLP(nn.Sequential):
             if i < last:
                 if self.activation == "relu":
                     h.clamp_(min=0.0)
-                    cache.append(h > 0)
+                    cache.append(h)  # relu's derivative is read off its output (threshold_backward)
                 else:
                     _tanh_inplace(h)  # NumPy's tanh: see canter.models.stacked
                     cache.append(1.0 - h * h)
@@ -108,7 +109,8 @@ class MLP(nn.Sequential):
             torch.sum(d, dim=0, out=b.grad)
             if i == 0:
                 break
-            d = torch.mm(d, w).mul_(cache[2 * i - 1])
+            d = torch.mm(d, w)
+            d = _relu_backward(d, cache[2 * i - 1], 0.0) if self.activation == "relu" else d.mul_(cache[2 * i - 1])
 
 
 @register("model", "mlp_actor_critic")

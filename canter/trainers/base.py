@@ -233,6 +233,7 @@ class Trainer:
         """Run training, yielding one :class:`TrainRecord` per iteration."""
         threads = getattr(self.agent, "torch_threads", None)
         torch.set_num_threads(self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width()))
+        torch.set_flush_denormal(self.run.flush_denormal)  # process-wide, as the thread count
         self.setup()
         self.obs = self.env.reset(seed=self.run.seed)
         if self._resume is not None:
