@@ -20,24 +20,10 @@ import time
 from pathlib import Path
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_atari import ENV_ID, JSONL, PPO, THREADS  # noqa: E402
-
-
-def _flops(fn) -> int:
-    with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops()
-
-
-def _time(fn, reps: int) -> float:
-    fn()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    return (time.perf_counter() - t0) / reps
+from offpolicy_flops import _flops, _time  # noqa: E402
 
 
 def main() -> None:
