@@ -27,7 +27,7 @@ def _capture_next_batch(trainer) -> object:
     algorithm = trainer.algorithm
     seen = []
 
-    def spy(batch):
+    def spy(batch, *_):  # DQN's learn_phase also passes the minibatch's precomputed target values
         seen.append(batch)
         return {}
 

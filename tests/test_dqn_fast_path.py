@@ -103,3 +103,21 @@ def test_trainer_batches_uniform_phases_and_not_prioritized_ones():
     per.agent.learn_phase = lambda *a: pytest.fail("a prioritized buffer must sample step by step")
     list(per())
     assert per.algorithm.updates > 0
+
+
+def test_denormals_are_flushed_during_updates_only():
+    """``flush_denormal`` speeds up the updates but must not leak into the caller's process."""
+    import canter
+
+    tiny = torch.tensor([1e-40])
+    assert tiny.item() != 0.0  # denormals are representable before training
+    seen = []
+    trainer = canter.make_trainer("dqn", "CartPole-v1", seed=0, max_steps=300, eval_every=0, quiet=True,
+                                  hparams=dict(learning_starts=100, train_freq=100, gradient_steps=2, batch_size=8,
+                                               net_arch=[8]))
+    learn = trainer.agent.learn_phase
+    trainer.agent.learn_phase = lambda *a: seen.append((tiny * 1.0).item()) or learn(*a)
+    for _ in trainer():
+        assert (tiny * 1.0).item() != 0.0  # between iterations: the process's own setting
+    assert seen and all(v == 0.0 for v in seen)  # inside the updates: flushed
+    assert (tiny * 1.0).item() != 0.0

@@ -152,7 +152,8 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         buf.pos = c.n_steps
         batch = buf.finish(torch.from_numpy(last_values), c.gamma, c.gae_lambda)
         self.algorithm.set_progress(self.step, self.run.max_steps)
-        stats = agent.learn(batch)
+        with self.updating():
+            stats = agent.learn(batch)
         update_obs_stats(agent, data["obs"], 2)
         self.publish()
         return {**stats, **self.explorer_stats()}
@@ -177,7 +178,8 @@ class AsyncTrainer(Learner, Trainer):
             torch.from_numpy(r["valid"]), obs_tensor(agent, r["last_obs"], 1),
         )
         self.algorithm.set_progress(self.step, self.run.max_steps)
-        stats = agent.learn(batch)
+        with self.updating():
+            stats = agent.learn(batch)
         update_obs_stats(agent, r["obs"], 2)
         self.publish()
         self.pool.submit(slot, n_steps=c.n_steps)

@@ -6,6 +6,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +126,25 @@ class Trainer:
         return {"mean": float(r.mean()), "std": float(r.std()), "min": float(r.min()), "max": float(r.max()),
                 "best_mean": float(self.best_rolling_return), "episodes": float(self.episode_count)}
 
+    @contextmanager
+    def updating(self) -> Iterator[None]:
+        """Float settings for gradient updates, restored afterwards: the config's float32 matmul
+        precision (off-policy ``matmul_precision``) and, with the run's ``flush_denormal``,
+        denormals flushed to zero (restored to off, torch's default: torch has no getter for it).
+        Envs, acting and the caller's code between iterations run with the process's own settings."""
+        precision = torch.get_float32_matmul_precision()
+        wanted = getattr(self.config, "matmul_precision", None)
+        if wanted:
+            torch.set_float32_matmul_precision(wanted)
+        if self.run.flush_denormal:
+            torch.set_flush_denormal(True)
+        try:
+            yield
+        finally:
+            if self.run.flush_denormal:
+                torch.set_flush_denormal(False)
+            torch.set_float32_matmul_precision(precision)
+
     def record_episodes(self) -> None:
         """Collect episodes the env finished in its last step."""
         env = self.env
@@ -233,7 +253,6 @@ class Trainer:
         """Run training, yielding one :class:`TrainRecord` per iteration."""
         threads = getattr(self.agent, "torch_threads", None)
         torch.set_num_threads(self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width()))
-        torch.set_flush_denormal(self.run.flush_denormal)  # process-wide, as the thread count
         self.setup()
         self.obs = self.env.reset(seed=self.run.seed)
         if self._resume is not None:

@@ -79,7 +79,6 @@ class OffPolicyTrainer(Trainer):
 
     def setup(self) -> None:  # noqa: D102
         self.buffer = self.make_buffer()
-        self.matmul_precision = getattr(self.config, "matmul_precision", "highest")
         self.rng = np.random.default_rng(self.run.seed + 1)
         self.vec_steps = max(1, math.ceil(self.config.train_freq / self.env.num_envs))
         self._reset_noise = getattr(self.algorithm, "reset_noise", None)
@@ -135,9 +134,7 @@ class OffPolicyTrainer(Trainer):
             self._buffer_progress(self.step, self.run.max_steps)
         totals: dict[str, float] = {}
         counts: dict[str, int] = {}
-        precision = torch.get_float32_matmul_precision()
-        torch.set_float32_matmul_precision(self.matmul_precision)  # for the updates only, restored below
-        try:
+        with self.updating():  # matmul precision and denormal flushing for the updates only
             if self._phase_batching and gradient_steps > 1:
                 # uniform replay: one draw of all the phase's minibatches is distributed exactly like
                 # ``gradient_steps`` separate draws, and lets the algorithm batch its target pass
@@ -150,10 +147,8 @@ class OffPolicyTrainer(Trainer):
                     all_stats.append(agent.learn(batch))
                     if self._update_priorities is not None and self.algorithm.last_priorities is not None:
                         self._update_priorities(batch.indices, self.algorithm.last_priorities)
-            for stats in all_stats:
-                for k, v in stats.items():
-                    totals[k] = totals.get(k, 0.0) + v
-                    counts[k] = counts.get(k, 0) + 1
-        finally:
-            torch.set_float32_matmul_precision(precision)
+        for stats in all_stats:
+            for k, v in stats.items():
+                totals[k] = totals.get(k, 0.0) + v
+                counts[k] = counts.get(k, 0) + 1
         return {k: v / counts[k] for k, v in totals.items()}

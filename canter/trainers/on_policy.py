@@ -43,4 +43,5 @@ class OnPolicyTrainer(Trainer):
         self.obs = obs
         batch = buf.finish(agent.value(obs), self.config.gamma, self.config.gae_lambda)
         self.set_progress()
-        return agent.learn(batch)
+        with self.updating():
+            return agent.learn(batch)

@@ -42,9 +42,10 @@ class SegmentReplayTrainer(Trainer):
         self.obs = obs
         batch = replay.finish(agent.obs_to_tensor(obs))
         self.algorithm.set_progress(self.step, self.run.max_steps)
-        stats = agent.learn(batch)
-        replays = int(self.rng.poisson(c.replay_ratio)) if replay.transitions >= c.replay_start else 0
-        for _ in range(replays):
-            agent.learn(replay.sample(self.rng))
+        with self.updating():
+            stats = agent.learn(batch)
+            replays = int(self.rng.poisson(c.replay_ratio)) if replay.transitions >= c.replay_start else 0
+            for _ in range(replays):
+                agent.learn(replay.sample(self.rng))
         stats["replay_updates"] = float(replays)
         return stats
