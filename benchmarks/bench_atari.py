@@ -10,7 +10,7 @@ shared), e.g.::
     python benchmarks/bench_atari.py --job sb3 ppo
     python benchmarks/bench_atari.py --job canter dqn
     python benchmarks/bench_atari.py --job sb3 dqn
-    python benchmarks/bench_atari.py --report
+    python benchmarks/bench_atari.py --report [--since "2026-11-22 10:00"]
 
 Hyperparameters are rl-zoo3's Atari settings (canter's ``configs/{ppo,dqn}/atari.yaml``), with
 DQN's ``learning_starts`` lowered so that most of the short budget trains. Both libraries run
@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--report", action="store_true")
     p.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    p.add_argument("--since", help="report only jobs run at or after this UTC time ('YYYY-MM-DD HH:MM')")
     args = p.parse_args(argv)
     if args.job and args.in_process:
         print("RESULT " + json.dumps(job(*args.job, args.seed)), flush=True)
@@ -194,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(res))
     if args.report:
         rows = [json.loads(l) for l in JSONL.read_text().splitlines() if l.strip()]
+        rows = [r for r in rows if not args.since or r["date"] >= args.since]  # the format sorts as text
         write_section(Path(args.out), report(rows))
         print(f"wrote {args.out}")
     return 0
