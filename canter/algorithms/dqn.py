@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_, encoder_kwargs, linear, make_adam
-from canter.algorithms.offpolicy import OffPolicyConfig, polyak
+from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate
 from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.models.distributional import quantile_huber_loss
@@ -75,7 +75,7 @@ class DQN(Algorithm):
         self.q_target = copy.deepcopy(self.q).requires_grad_(False)
         self.params = list(self.q.parameters())
         self.optimizer = make_adam(self.params, c.lr)
-        self._online_params, self._target_params = self.params, list(self.q_target.parameters())
+        self._update_target = SoftUpdate(self.q_target, self.q)  # parameter lists collected once
         self.n_actions = int(action_space.n)
         self.epsilon = c.exploration_initial_eps
         self.target_syncs = 0
@@ -105,7 +105,7 @@ class DQN(Algorithm):
 
     def sync_target(self) -> None:
         """Hard copy (tau = 1) or Polyak step towards the online network."""
-        polyak(self.q_target, self.q, self.config.tau)
+        self._update_target(self.config.tau)
 
     def _next_action(self, batch: ReplayBatch, next_q: torch.Tensor) -> torch.Tensor:
         """Greedy next actions ``[B, 1]``: by the target net, or the online net with Double DQN."""

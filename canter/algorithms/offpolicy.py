@@ -77,11 +77,6 @@ class SoftUpdate:
                 torch._foreach_lerp_(self.target, self.online, tau)
 
 
-def polyak(target: nn.Module, online: nn.Module, tau: float) -> None:
-    """One :class:`SoftUpdate` step (for occasional updates; cache a SoftUpdate for frequent ones)."""
-    SoftUpdate(target, online)(tau)
-
-
 @contextmanager
 def frozen(params: list[nn.Parameter]) -> Iterator[None]:
     """Run a forward pass without building gradients for ``params`` (e.g. a critic's).
