@@ -121,3 +121,20 @@ def test_denormals_are_flushed_during_updates_only():
         assert (tiny * 1.0).item() != 0.0  # between iterations: the process's own setting
     assert seen and all(v == 0.0 for v in seen)  # inside the updates: flushed
     assert (tiny * 1.0).item() != 0.0
+
+
+def test_default_learn_phase_is_one_learn_per_minibatch():
+    from canter.algorithms.td3 import TD3
+
+    seen = []
+
+    class Spy(TD3):
+        def learn(self, batch):
+            seen.append(batch.obs.clone())
+            return {"n": float(len(batch.obs))}
+
+    assert not TD3.phase_batching
+    algo = Spy(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Box(-1, 1, (2,)), Spy.Config(net_arch=[8]), seed=0)
+    big = _batch(12, seed=1)._replace(actions=torch.zeros(12, 2))
+    assert algo.learn_phase(big, 3) == [{"n": 4.0}] * 3
+    torch.testing.assert_close(torch.cat(seen), big.obs)

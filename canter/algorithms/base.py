@@ -126,6 +126,15 @@ class Algorithm(ABC):
     def learn(self, batch: Any) -> dict[str, float]:
         """One update from ``batch``; returns named scalar statistics."""
 
+    #: True when the off-policy trainer may hand :meth:`learn_phase` all of a training phase's
+    #: minibatches in one batch (uniform replay only; see DQN, which batches its target pass)
+    phase_batching: ClassVar[bool] = False
+
+    def learn_phase(self, batch: Any, steps: int) -> list[dict[str, float]]:
+        """``steps`` updates on ``batch`` cut into ``steps`` equal minibatches, in order."""
+        n = len(batch[0]) // steps
+        return [self.learn(type(batch)(*(t[i * n:(i + 1) * n] for t in batch))) for i in range(steps)]
+
     def sync_target(self) -> None:
         """Copy online weights into target networks (no-op for algorithms without targets)."""
 

@@ -199,9 +199,8 @@ class DQN(Algorithm):
             self.last_priorities = absd if self.config.huber else diff.abs()
             return (batch.weights * per_sample).mean(), q
 
-    #: :meth:`learn_phase` may take a whole training phase's minibatches at once: the target network
-    #: only changes between phases (``set_progress``), so its values for every minibatch can be
-    #: computed in one batched forward pass before the gradient steps.
+    #: the target network only changes between phases (``set_progress``), so its values for every
+    #: minibatch of a phase can be computed in one batched forward pass before the gradient steps
     phase_batching = True
 
     def learn_phase(self, batch: ReplayBatch, steps: int) -> list[dict[str, float]]:
