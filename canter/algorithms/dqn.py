@@ -149,7 +149,7 @@ class DQN(Algorithm):
 
     @property
     def uses_manual_backward(self) -> bool:
-        """Whether :meth:`learn` takes the hand-derived gradient path (decided once, at construction)."""
+        """Whether :meth:`learn` takes the hand-derived gradient path (decided once, at the first update)."""
         if self._manual is None:
             c = self.config
             self._manual = bool(c.manual_backward and not c.n_quantiles and getattr(self.q, "manual_backward", False))
