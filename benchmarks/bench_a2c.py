@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from _common import replace_section, time_evaluations
 from bench_cartpole import _fmt, _ratio, cpu_model, loadavg, versions
-from onpolicy_quality import replace_section
 
 ENV_ID = "CartPole-v1"
 RESULT_TAG = "BENCH_RESULT "
@@ -48,17 +48,7 @@ def worker(lib: str, seed: int, cfg: dict) -> None:
         trainer = canter.make_trainer("a2c", ENV_ID, seed=seed, n_envs=cfg["n_envs"], max_steps=cfg["max_steps"],
                                       torch_threads=1, eval_every=0, eval_episodes=1, sets=["target_reward=null"],
                                       hparams=hp)
-        eval_s = [0.0]
-        evaluate = trainer.evaluate
-
-        def timed_evaluate():
-            t = time.perf_counter()
-            try:
-                return evaluate()
-            finally:
-                eval_s[0] += time.perf_counter() - t
-
-        trainer.evaluate = timed_evaluate  # measures the one evaluation after the budget, changes nothing
+        eval_s = time_evaluations(trainer)  # measured, then subtracted
         t0 = time.perf_counter()
         for _ in trainer():
             pass

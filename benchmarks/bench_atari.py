@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from _common import time_evaluations, write_section
+
 HERE = Path(__file__).resolve().parent
 JSONL = HERE / "results_atari.jsonl"
 ENV_ID = "PongNoFrameskip-v4"
@@ -47,17 +49,7 @@ def _canter(algo: str, seed: int) -> dict:
     trainer = canter.make_trainer(algo, ENV_ID, seed=seed, max_steps=STEPS[algo], n_envs=cfg["n_envs"],
                                   torch_threads=THREADS, eval_every=0, eval_episodes=1, eval_envs=1,
                                   sets=["target_reward=null"], hparams=hp)
-    eval_s = [0.0]
-    evaluate = trainer.evaluate
-
-    def timed_evaluate():
-        t = time.perf_counter()
-        try:
-            return evaluate()
-        finally:
-            eval_s[0] += time.perf_counter() - t
-
-    trainer.evaluate = timed_evaluate  # measures only
+    eval_s = time_evaluations(trainer)  # measured, then subtracted
     t0 = time.perf_counter()
     for _ in trainer():
         pass
@@ -158,17 +150,6 @@ def report(rows: list[dict]) -> str:
 START, END = "<!-- bench_atari: start -->", "<!-- bench_atari: end -->"
 
 
-def write_section(path: Path, text: str) -> None:
-    """Put ``text`` between this script's markers in ``path``, keeping the other sections."""
-    block = f"{START}\n{text.rstrip()}\n{END}\n"
-    old = path.read_text() if path.exists() else ""
-    if START in old and END in old:
-        head, rest = old.split(START, 1)
-        new = head + block + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        new = old.rstrip("\n") + "\n\n" + block if old else block
-    path.write_text(new)
-
 
 def main(argv: list[str] | None = None) -> int:
     """``--job LIB ALGO`` (in a fresh subprocess) or ``--report``."""
@@ -196,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         rows = [json.loads(l) for l in JSONL.read_text().splitlines() if l.strip()]
         rows = [r for r in rows if not args.since or r["date"] >= args.since]  # the format sorts as text
-        write_section(Path(args.out), report(rows))
+        write_section(args.out, report(rows), START, END)
         print(f"wrote {args.out}")
     return 0
 

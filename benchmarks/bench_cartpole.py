@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import time_evaluations, write_section
+
 # Only the standard library is imported at module level: the workers time their own imports.
 
 ENV_ID = "CartPole-v1"
@@ -137,17 +139,7 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float) -> None:
 
     if lib == "canter":
         trainer = _canter_trainer(algo, cfg, seed, with_target=mode != "sps")
-        eval_s = [0.0]
-        evaluate = trainer.evaluate
-
-        def timed_evaluate():
-            t = time.perf_counter()
-            try:
-                return evaluate()
-            finally:
-                eval_s[0] += time.perf_counter() - t
-
-        trainer.evaluate = timed_evaluate  # instance attribute: only measures, changes nothing
+        eval_s = time_evaluations(trainer)  # measured, then subtracted
         t0 = time.perf_counter()
         last = None
         for last in trainer():
@@ -436,25 +428,13 @@ def main(argv: list[str] | None = None) -> int:
     report = build_report(R, args.seeds, args, meta)
     print(report)
     if args.out:
-        write_section(Path(args.out), report)
+        write_section(args.out, report, START, END)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
 START, END = "<!-- bench_cartpole: start -->", "<!-- bench_cartpole: end -->"
 
-
-def write_section(path: Path, report: str) -> None:
-    """Put ``report`` between this script's markers in ``path``, keeping the other benchmarks' sections."""
-    block = f"{START}\n{report.rstrip()}\n{END}\n"
-    text = path.read_text() if path.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + block + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        text = block + ("\n" + text if text else "")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from _common import replace_section
+
 HERE = Path(__file__).resolve().parent
 ENV_ID = "bench_explorers:SleepyCartPole-v0"
 START, END = "<!-- bench_explorers:start -->", "<!-- bench_explorers:end -->"
@@ -219,16 +221,6 @@ def estimate(rows: dict[tuple[str, int], dict[str, Any]]) -> list[str]:
     return lines
 
 
-def write_section(out: str, section: str) -> None:
-    """Replace the marked section in ``out`` (or append it), keeping the rest of the file."""
-    path = Path(out)
-    text = path.read_text() if path.exists() else ""
-    if START in text and END in text:
-        text = text[: text.index(START)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
 
 def main() -> None:  # noqa: D103
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -250,7 +242,7 @@ def main() -> None:  # noqa: D103
     elif args.report:
         section = report(args.report)
         if args.out:
-            write_section(args.out, section)
+            replace_section(args.out, section, START, END)
         print(section)
     else:
         measure(args)

@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from _common import replace_section
+
 HERE = Path(__file__).resolve().parent
 RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
 RESULTS_MD = HERE / "RESULTS.md"
@@ -411,14 +413,7 @@ def build_section(rows: list[dict]) -> str:
 def write_report() -> None:
     """Replace (or append) the off-policy section of RESULTS.md."""
     section = build_section(_load())
-    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        text = head + section + ("\n" + tail if tail else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS_MD.write_text(text)
+    replace_section(RESULTS_MD, section, BEGIN, END)
     print(section)
 
 

@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from _common import replace_section
+
 # rl-zoo3's budget and published result (benchmark.md: one run, deterministic evaluation) where it
 # lists the pair; ACER only in the Stable-Baselines2 zoo (budget only).
 RL_ZOO = {
@@ -98,16 +100,6 @@ def report(rows: list[dict]) -> str:
     lines += ["```\n</details>", END]
     return "\n".join(lines) + "\n"
 
-
-def replace_section(path: Path, section: str, start: str, end: str) -> None:
-    """Replace the text between ``start`` and ``end`` in ``path`` (append it when absent)."""
-    text = path.read_text() if path.exists() else ""
-    if start in text and end in text:
-        head, rest = text.split(start, 1)
-        text = head + section.rstrip("\n") + rest.split(end, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,8 @@ import numpy as np
 from canter.tools.plot import new_figure, save_figure_atomic
 from canter.tools.rundata import load_run
 
+from _common import write_section
+
 HERE = Path(__file__).resolve().parent
 FRAME_SKIP = 4
 WINDOW = 500_000
@@ -115,19 +117,6 @@ def report(run_dir: Path) -> tuple[str, Path]:
     return "\n".join(lines) + "\n", png
 
 
-def write_section(path: Path, text: str, tag: str = "pong_curve") -> None:
-    """Replace (or append) the ``<!-- tag: start -->`` ... ``<!-- tag: end -->`` section of ``path``."""
-    start, end = f"<!-- {tag}: start -->", f"<!-- {tag}: end -->"
-    old = path.read_text() if path.exists() else ""
-    block = f"{start}\n{text}{end}\n"
-    if start in old and end in old:
-        new = old[: old.index(start)] + block + old[old.index(end) + len(end) + 1:]
-    else:
-        new = old.rstrip("\n") + "\n\n" + block
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(new)
-    tmp.replace(path)
-
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
@@ -136,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = p.parse_args(argv)
     text, png = report(args.run_dir)
-    write_section(args.out, text)
+    write_section(args.out, text, "<!-- pong_curve: start -->", "<!-- pong_curve: end -->")
     print(text)
     print(json.dumps({"figure": str(png)}))
     return 0

@@ -1,0 +1,49 @@
+"""Helpers every benchmark script shares: its own section of ``RESULTS.md``, and timing canter's
+evaluations so they can be subtracted from a training loop's time."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+
+def replace_section(path: str | Path, section: str, start: str, end: str) -> None:
+    """Put ``section`` (which begins with ``start`` and ends with ``end``) in place of the text between
+    those markers in ``path``, or append it; the rest of the file is kept, the write is atomic."""
+    path = Path(path)
+    text = path.read_text() if path.exists() else ""
+    block = section.strip("\n") + "\n"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        tail = rest.split(end, 1)[1].lstrip("\n")
+        text = head + block + ("\n" + tail if tail else "")
+    else:
+        text = (text.rstrip("\n") + "\n\n" if text else "") + block
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write_section(path: str | Path, body: str, start: str, end: str) -> None:
+    """:func:`replace_section` with ``body`` wrapped in the markers."""
+    replace_section(path, f"{start}\n{body.strip(chr(10))}\n{end}\n", start, end)
+
+
+def time_evaluations(trainer: Any) -> list[float]:
+    """Wrap ``trainer.evaluate`` so that its seconds add up in the returned one-element list.
+
+    An instance attribute: it only measures and changes nothing the trainer does.
+    """
+    spent = [0.0]
+    evaluate = trainer.evaluate
+
+    def timed_evaluate() -> Any:
+        t = time.perf_counter()
+        try:
+            return evaluate()
+        finally:
+            spent[0] += time.perf_counter() - t
+
+    trainer.evaluate = timed_evaluate
+    return spent
