@@ -78,6 +78,18 @@ class FlatOptimizer:
         self.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
         return norm
 
+    def step(self) -> None:
+        """One update of every parameter (gradients re-attached first, no autograd recorded)."""
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                return self.step()
+        self._attach_grads()
+        self._update(self.param_groups[0])
+
+    def _update(self, group: dict[str, Any]) -> None:
+        """The optimizer's arithmetic on ``self.flat`` from ``self.grad`` (subclasses)."""
+        raise NotImplementedError
+
     def _load_group(self, groups: list[dict[str, Any]]) -> None:
         for key, value in groups[0].items():
             self.param_groups[0][key] = tuple(value) if isinstance(value, list) else value
@@ -97,13 +109,8 @@ class FlatAdam(FlatOptimizer):
         flat = self.flat
         self._fused = hasattr(torch, "_fused_adam_") and flat.device.type == "cpu" and flat.dtype == torch.float32
 
-    def step(self) -> None:
+    def _update(self, g: dict[str, Any]) -> None:
         """One Adam update of every parameter."""
-        if torch.is_grad_enabled():
-            with torch.no_grad():
-                return self.step()
-        self._attach_grads()
-        g = self.param_groups[0]
         lr, (beta1, beta2), eps, wd = float(g["lr"]), g["betas"], float(g["eps"]), float(g["weight_decay"])
         self.step_count += 1
         if self._fused:
@@ -154,13 +161,8 @@ class FlatRMSprop(FlatOptimizer):
         self.square_avg = torch.zeros_like(self.flat)
         self._denom = torch.empty_like(self.flat)
 
-    def step(self) -> None:
+    def _update(self, g: dict[str, Any]) -> None:
         """One RMSprop update of every parameter."""
-        if torch.is_grad_enabled():
-            with torch.no_grad():
-                return self.step()
-        self._attach_grads()
-        g = self.param_groups[0]
         alpha = float(g["alpha"])
         self.steps += 1
         self.square_avg.mul_(alpha).addcmul_(self.grad, self.grad, value=1 - alpha)

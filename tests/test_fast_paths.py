@@ -10,7 +10,7 @@ import torch
 
 from canter.algorithms.ppo import PPO, PPOConfig
 from canter.data.batch import RolloutBatch
-from canter.optim import FlatAdam
+from canter.optim import FlatAdam, FlatRMSprop
 
 DISCRETE = (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3))
 CONTINUOUS = (gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (2,)))
@@ -56,17 +56,22 @@ def test_manual_and_autograd_ppo_learn_the_same():
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("fused", [True, False])
-def test_flat_adam_matches_torch_adam(fused):
+@pytest.mark.parametrize("kind", ["adam", "adam-unfused", "rmsprop"])
+def test_flat_optimizers_match_torch(kind):
+    """FlatAdam (fused kernel or plain ops) and FlatRMSprop take the same steps as torch.optim."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
     ref = copy.deepcopy(net)
-    flat = FlatAdam(net.parameters(), lr=1e-2, eps=1e-5)
-    flat._fused = fused and flat._fused
-    torch_adam = torch.optim.Adam(ref.parameters(), lr=1e-2, eps=1e-5)
+    if kind == "rmsprop":
+        flat = FlatRMSprop(net.parameters(), lr=7e-3, alpha=0.99, eps=1e-5)
+        torch_opt = torch.optim.RMSprop(ref.parameters(), lr=7e-3, alpha=0.99, eps=1e-5)
+    else:
+        flat = FlatAdam(net.parameters(), lr=1e-2, eps=1e-5)
+        flat._fused = kind == "adam" and flat._fused
+        torch_opt = torch.optim.Adam(ref.parameters(), lr=1e-2, eps=1e-5)
     for _ in range(5):
         x = torch.randn(16, 4)
-        for model, opt in ((net, flat), (ref, torch_adam)):
+        for model, opt in ((net, flat), (ref, torch_opt)):
             opt.zero_grad()
             model(x).pow(2).sum().backward()
             if opt is flat:

@@ -1,8 +1,6 @@
 """A2C's speed paths compute exactly what the plain ones do: hand-derived gradients vs autograd,
-FlatRMSprop vs torch.optim.RMSprop (A2C's and ACER's optimizer)."""
+and FlatRMSprop's saved state (its steps are checked against torch.optim.RMSprop in test_fast_paths.py)."""
 from __future__ import annotations
-
-import copy
 
 import gymnasium as gym
 import pytest
@@ -61,26 +59,16 @@ def test_manual_and_autograd_a2c_learn_the_same(optimizer, normalize_advantage):
         assert sa[k] == pytest.approx(sb[k], rel=1e-4, abs=1e-6), k
 
 
-def test_flat_rmsprop_matches_torch_rmsprop_and_round_trips():
+def test_flat_rmsprop_state_round_trip():  # its steps equal torch's: tests/test_fast_paths.py
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
-    ref = copy.deepcopy(net)
     flat = FlatRMSprop(net.parameters(), lr=7e-3, alpha=0.99, eps=1e-5)
-    torch_rms = torch.optim.RMSprop(ref.parameters(), lr=7e-3, alpha=0.99, eps=1e-5)
-    for _ in range(5):
-        x = torch.randn(16, 4)
-        for model, opt in ((net, flat), (ref, torch_rms)):
-            opt.zero_grad()
-            model(x).pow(2).sum().backward()
-            if opt is flat:
-                opt.clip_grad_norm_(0.5)
-            else:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
-            opt.step()
-    for a, b in zip(net.parameters(), ref.parameters()):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    for _ in range(2):
+        flat.zero_grad()
+        net(torch.randn(16, 4)).pow(2).sum().backward()
+        flat.step()
     other = FlatRMSprop(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 2)).parameters(), lr=0.5)
     other.load_state_dict(flat.state_dict())
     torch.testing.assert_close(other.square_avg, flat.square_avg)
     assert other.param_groups[0]["lr"] == 7e-3 and other.param_groups[0]["eps"] == 1e-5
-    assert float(other.step_count) == 5.0
+    assert float(other.step_count) == 2.0

@@ -7,6 +7,7 @@ state, so a checkpoint restores the learner exactly (env and replay state are th
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import Any, ClassVar, NamedTuple
 
 import gymnasium as gym
@@ -55,6 +56,15 @@ def sample_actor_critic(algorithm: Any, obs: torch.Tensor, deterministic: bool =
         actions = D.categorical_sample(out, algorithm.generator)
         logp = torch.log_softmax(out, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
     return ActOutput(actions, logp, value)
+
+
+def minibatches(batch: Any, steps: int) -> Iterator[tuple[Any, slice]]:
+    """``batch`` (a NamedTuple of tensors) cut into ``steps`` equal consecutive minibatches, each
+    with the slice of rows it holds."""
+    n = len(batch[0]) // steps
+    for i in range(steps):
+        part = slice(i * n, (i + 1) * n)
+        yield type(batch)(*(t[part] for t in batch)), part
 
 
 def encoder_kwargs(config: Any) -> dict[str, Any]:
@@ -132,8 +142,7 @@ class Algorithm(ABC):
 
     def learn_phase(self, batch: Any, steps: int) -> list[dict[str, float]]:
         """``steps`` updates on ``batch`` cut into ``steps`` equal minibatches, in order."""
-        n = len(batch[0]) // steps
-        return [self.learn(type(batch)(*(t[i * n:(i + 1) * n] for t in batch))) for i in range(steps)]
+        return [self.learn(mb) for mb, _ in minibatches(batch, steps)]
 
     def sync_target(self) -> None:
         """Copy online weights into target networks (no-op for algorithms without targets)."""

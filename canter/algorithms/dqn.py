@@ -18,7 +18,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_, encoder_kwargs, linear, make_adam
+from canter.algorithms.base import (
+    ActOutput, Algorithm, clip_grad_norm_, encoder_kwargs, linear, make_adam, minibatches,
+)
 from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate
 from canter.config import hp
 from canter.data.batch import ReplayBatch
@@ -209,13 +211,8 @@ class DQN(Algorithm):
         Same updates as ``steps`` calls of :meth:`learn`; the target network's values for all of
         them come from one forward pass (a large matmul runs far faster than many small ones).
         """
-        n = batch.obs.shape[0] // steps
         next_target = self.target_values(batch.next_obs)
-        out = []
-        for i in range(steps):
-            part = slice(i * n, (i + 1) * n)
-            out.append(self.learn(ReplayBatch(*(t[part] for t in batch)), next_target[part]))
-        return out
+        return [self.learn(mb, next_target[part]) for mb, part in minibatches(batch, steps)]
 
     def extra_state(self) -> dict[str, Any]:  # noqa: D102
         return {"epsilon": self.epsilon, "target_syncs": self.target_syncs}
