@@ -47,3 +47,12 @@ def time_evaluations(trainer: Any) -> list[float]:
 
     trainer.evaluate = timed_evaluate
     return spent
+
+
+def time_training(trainer: Any) -> float:
+    """Run ``trainer`` to its end; seconds of its loop without the time spent evaluating."""
+    eval_s = time_evaluations(trainer)
+    t0 = time.perf_counter()
+    for _ in trainer():
+        pass
+    return time.perf_counter() - t0 - eval_s[0]

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import replace_section, time_evaluations
+from _common import replace_section, time_training
 from bench_cartpole import _fmt, _ratio, cpu_model, loadavg, versions
 
 ENV_ID = "CartPole-v1"
@@ -48,11 +48,7 @@ def worker(lib: str, seed: int, cfg: dict) -> None:
         trainer = canter.make_trainer("a2c", ENV_ID, seed=seed, n_envs=cfg["n_envs"], max_steps=cfg["max_steps"],
                                       torch_threads=1, eval_every=0, eval_episodes=1, sets=["target_reward=null"],
                                       hparams=hp)
-        eval_s = time_evaluations(trainer)  # measured, then subtracted
-        t0 = time.perf_counter()
-        for _ in trainer():
-            pass
-        loop_s = time.perf_counter() - t0 - eval_s[0]
+        loop_s = time_training(trainer)
         steps = trainer.step
         trainer.close()
     else:

@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import time_evaluations, write_section
+from _common import time_training, write_section
 
 HERE = Path(__file__).resolve().parent
 JSONL = HERE / "results_atari.jsonl"
@@ -49,11 +49,7 @@ def _canter(algo: str, seed: int) -> dict:
     trainer = canter.make_trainer(algo, ENV_ID, seed=seed, max_steps=STEPS[algo], n_envs=cfg["n_envs"],
                                   torch_threads=THREADS, eval_every=0, eval_episodes=1, eval_envs=1,
                                   sets=["target_reward=null"], hparams=hp)
-    eval_s = time_evaluations(trainer)  # measured, then subtracted
-    t0 = time.perf_counter()
-    for _ in trainer():
-        pass
-    loop = time.perf_counter() - t0 - eval_s[0]
+    loop = time_training(trainer)
     steps = trainer.step
     trainer.env.close()
     trainer.eval_env.close()
