@@ -47,10 +47,10 @@ def _emit(result: dict) -> None:
     print(RESULT_TAG + json.dumps(result), flush=True)
 
 
-def _canter_trainer(algo: str, cfg: dict, seed: int, with_target: bool):
+def _canter_trainer(algo: str, cfg: dict, seed: int, with_target: bool, threads: int):
     import canter
 
-    common = dict(seed=seed, max_steps=cfg["max_steps"], n_envs=cfg["n_envs"], torch_threads=1,
+    common = dict(seed=seed, max_steps=cfg["max_steps"], n_envs=cfg["n_envs"], torch_threads=threads,
                   eval_episodes=EVAL_EPISODES, eval_envs=EVAL_ENVS)
     if with_target:
         common.update(eval_every=cfg["eval_every"], target_reward=TARGET)
@@ -70,7 +70,7 @@ def _canter_trainer(algo: str, cfg: dict, seed: int, with_target: bool):
                                   "target_update_interval", "train_freq", "gradient_steps",
                                   "exploration_fraction", "exploration_final_eps", "net_arch")}
     trainer = canter.make_trainer(algo, ENV_ID, sets=sets, hparams=hp, **common)
-    assert trainer.run.torch_threads == 1
+    assert trainer.run.torch_threads == threads
     assert (trainer.run.target_reward is None) != with_target, trainer.run.target_reward
     return trainer
 
@@ -122,7 +122,7 @@ def _sb3_evaluations(callback, best: float | None) -> int:
     return callback.callback.n_calls + int(best is not None and best >= TARGET)
 
 
-def worker(lib: str, task: str, seed: int, cfg: dict, launch: float) -> None:
+def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: int = 1) -> None:
     """One measurement. ``launch`` is the parent's time.time() just before it started this process."""
     t_script = time.time()  # interpreter is up, nothing heavy imported yet
     import torch
@@ -131,14 +131,14 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float) -> None:
         import canter  # noqa: F401
     else:
         import stable_baselines3  # noqa: F401
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     t_imported = time.time()
     algo, mode = task.split("-")  # ppo-sps, ppo-t2t, dqn-sps, dqn-t2t, ppo-e2e
     res: dict = {"lib": lib, "task": task, "seed": seed, "startup_s": t_script - launch,
                  "import_s": t_imported - t_script}
 
     if lib == "canter":
-        trainer = _canter_trainer(algo, cfg, seed, with_target=mode != "sps")
+        trainer = _canter_trainer(algo, cfg, seed, with_target=mode != "sps", threads=threads)
         eval_s = time_evaluations(trainer)  # measured, then subtracted
         t0 = time.perf_counter()
         last = None
@@ -382,12 +382,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--cfg", help=argparse.SUPPRESS)
     p.add_argument("--launch", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
     if args.worker:
         lib, task = args.worker
         cfg = json.loads(args.cfg) if args.cfg else (PPO if task.startswith("ppo") else DQN)
-        worker(lib, task, args.seed, cfg, args.launch if args.launch is not None else time.time())
+        worker(lib, task, args.seed, cfg, args.launch if args.launch is not None else time.time(), args.threads)
         return 0
 
     # compile canter's (possibly editable) sources once, as pip does at install time

@@ -277,6 +277,10 @@ class RunConfig:
         True, "flush denormal floats (below 1.2e-38) to zero on the CPU while training: Adam moments of parameters "
         "that get zero gradients (dead ReLU units) decay into denormals, which are ~100x slower to compute with"
     )
+    keep_freed_memory: bool = hp(
+        True, "keep memory freed by torch inside the process (glibc mallopt) instead of returning it to the OS at "
+        "once, so large tensors rebuilt every update reuse warm pages instead of page-faulting (process-wide)"
+    )
     device: str = hp("cpu", "torch device (CPU only in this release)", choices=("cpu",))
     max_seconds: float | None = hp(None, "wall-clock budget in seconds (null: none)", low=0, low_open=True)
     model: str | None = hp(None, "registered model name or 'module:Class' (null: the algorithm's default)")

@@ -71,8 +71,8 @@ class FlatOptimizer:
     def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
         """Scale gradients so their global L2 norm is at most ``max_norm``; returns the norm before."""
         if torch.is_grad_enabled():
-            with torch.no_grad():
-                return self.clip_grad_norm_(max_norm)
+            with torch.no_grad():  # the class's method: the instance attribute may be wrapped (divergence guard)
+                return type(self).clip_grad_norm_(self, max_norm)
         self._attach_grads()
         norm = torch.linalg.vector_norm(self.grad)
         self.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
@@ -81,8 +81,8 @@ class FlatOptimizer:
     def step(self) -> None:
         """One update of every parameter (gradients re-attached first, no autograd recorded)."""
         if torch.is_grad_enabled():
-            with torch.no_grad():
-                return self.step()
+            with torch.no_grad():  # the class's method: the guard wraps the instance's ``step``
+                return type(self).step(self)
         self._attach_grads()
         self._update(self.param_groups[0])
 

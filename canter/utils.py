@@ -1,6 +1,8 @@
-"""Small helpers: seeding, git commit, versions."""
+"""Small helpers: seeding, git commit, versions, the allocator setting."""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import functools
 import random
 import subprocess
@@ -15,6 +17,32 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+
+
+@functools.cache
+def keep_freed_memory() -> bool:
+    """Make glibc's malloc keep freed memory in the process instead of handing it back to the OS.
+
+    torch allocates every CPU tensor with malloc and frees it when the tensor dies. By default glibc
+    serves large blocks with fresh ``mmap`` calls and trims the heap as soon as its free top passes a
+    few MB, so a multi-MB activation that is rebuilt every update page-faults on every one of its
+    pages each time. Raising the mmap threshold to glibc's maximum (32 MiB) and the trim threshold to
+    1 GiB lets those blocks be reused warm: DQN's batched target-network pass over 8192 observations
+    (256-unit layers) measured 22 ms without and 8 ms with it on this project's CPU. Process-wide
+    and permanent (glibc has no getter to restore from); retained memory is bounded by the peak
+    actually used. Returns False where the C library is not glibc (nothing is changed then).
+    """
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+    except OSError:
+        return False
+    if libc is None or not hasattr(libc, "mallopt") or not hasattr(libc, "gnu_get_libc_version"):
+        return False
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30))
 
 
 @functools.lru_cache(maxsize=4)

@@ -91,6 +91,8 @@ class DQN(Algorithm):
             return ActOutput(greedy)
         n = greedy.shape[0]
         explore = torch.rand(n, generator=self.generator) < self.epsilon
+        if not explore.any():  # most steps once epsilon is small: no random actions drawn
+            return ActOutput(greedy)
         random_actions = torch.randint(self.n_actions, (n,), generator=self.generator)
         return ActOutput(torch.where(explore, random_actions, greedy))
 
@@ -164,15 +166,18 @@ class DQN(Algorithm):
         for several minibatches at once (:meth:`learn_phase`).
         """
         if self.uses_manual_backward:
-            loss, q = self._grads_manual(batch, next_target)
+            with torch.no_grad():  # once here rather than in each step below
+                loss, q = self._grads_manual(batch, next_target)
+                clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
+                self.optimizer.step()
         else:
             per_sample, priorities, q = self.td_loss(batch, next_target)
             loss = (batch.weights * per_sample).mean()
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.last_priorities = priorities
-        clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
-        self.optimizer.step()
+            clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
+            self.optimizer.step()
         self.updates += 1
         loss_value, q_mean = torch.stack([loss.detach(), q.mean()]).tolist()  # one sync for both
         return {"loss": loss_value, "q_mean": q_mean}

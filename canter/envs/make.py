@@ -64,6 +64,10 @@ def _missing_dependency(env_id: str, exc: Exception) -> CanterError:
     return CanterError(f"env '{env_id}' is missing a dependency: {exc}")
 
 
+#: ``vectorization: auto`` uses an env's native vectorised implementation from this many copies on
+NATIVE_MIN_ENVS = 4
+
+
 def make_vec_env(
     env_id: str, n_envs: int, vectorization: str = "auto", env_kwargs: dict[str, Any] | None = None,
     training: bool = False,
@@ -72,7 +76,9 @@ def make_vec_env(
 
     ``vectorization``: ``native`` uses the env's own vectorised implementation, ``sync`` steps
     copies in this process, ``async`` in subprocesses (for expensive envs), and ``auto`` picks
-    native when the env has one, else sync. Autoreset is always gymnasium's ``NEXT_STEP`` mode.
+    native when the env has one and ``n_envs >= NATIVE_MIN_ENVS``, else sync (below that, stepping
+    the copies one by one costs less than a native version's per-call array overhead: CartPole-v1
+    with 1 env measured 17 µs per sync step vs 39 µs native, equal at 4 envs). Autoreset is always gymnasium's ``NEXT_STEP`` mode.
     ``training`` marks envs that collect training data: for Atari they add episodic life and
     reward clipping (:mod:`canter.envs.atari`); evaluation envs report the raw score.
     """
@@ -91,7 +97,7 @@ def make_vec_env(
     if vectorization == "native" and not has_native:
         raise CanterError(f"env '{env_id}' has no native vectorised implementation; use --vectorization sync")
     try:
-        if vectorization in ("auto", "native") and has_native:
+        if has_native and (vectorization == "native" or (vectorization == "auto" and n_envs >= NATIVE_MIN_ENVS)):
             env = gym.make_vec(gid, num_envs=n_envs, vectorization_mode="vector_entry_point", **kwargs)
             if env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP) == gym.vector.AutoresetMode.NEXT_STEP:
                 return VecEnv(env)

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
+from canter.models.linear import Linear
 from canter.models.mlp import ACTIVATIONS, MLP, ObsEncoder, obs_dim
 from canter.registry import register
 
@@ -87,7 +88,7 @@ class SquashedGaussianActor(nn.Module):
         self.trunk.append(ACTIVATIONS[activation]())
         self.use_sde = use_sde
         # mean and log-std heads in one layer (same initialisation as two nn.Linear of fan-in arch[-1])
-        self.head = nn.Linear(arch[-1], action_dim if use_sde else 2 * action_dim)
+        self.head = Linear(arch[-1], action_dim if use_sde else 2 * action_dim)
         if use_sde:
             self.sde_log_std = nn.Parameter(torch.full((arch[-1], action_dim), float(log_std_init)))
 

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
+from canter.models.linear import Linear
 from canter.models.mlp import ACTIVATIONS, MLP
 from canter.registry import register
 
@@ -31,8 +32,8 @@ class QuantileQNetwork(nn.Module):
         self.n_actions, self.n_quantiles, self.dueling = int(action_space.n), n_quantiles, dueling
         self.trunk = MLP([self.encoder.out_dim] + arch, activation)
         self.trunk.append(ACTIVATIONS[activation]())
-        self.head = nn.Linear(arch[-1], self.n_actions * n_quantiles)
-        self.v_head = nn.Linear(arch[-1], n_quantiles) if dueling else None
+        self.head = Linear(arch[-1], self.n_actions * n_quantiles)
+        self.v_head = Linear(arch[-1], n_quantiles) if dueling else None
 
     def quantiles(self, obs: torch.Tensor) -> torch.Tensor:
         """Return quantiles, shape ``[B, n_actions, n_quantiles]``."""

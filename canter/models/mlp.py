@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
+from canter.models.linear import Linear, linear, mm_into
 from canter.models.stacked import StackedMLP, _relu_backward, _tanh_inplace
 from canter.registry import register
 
@@ -50,7 +51,7 @@ class MLP(nn.Sequential):
             raise CanterError(f"unknown activation '{activation}'; choices: {', '.join(ACTIVATIONS)}")
         layers: list[nn.Module] = []
         for i in range(len(sizes) - 1):
-            lin = nn.Linear(sizes[i], sizes[i + 1])
+            lin = Linear(sizes[i], sizes[i + 1])
             last = i == len(sizes) - 2
             if ortho_init:
                 nn.init.orthogonal_(lin.weight, out_gain if last else math.sqrt(2))
@@ -68,6 +69,16 @@ class MLP(nn.Sequential):
         """True when :meth:`backward_cached` knows the activation's derivative (relu, tanh)."""
         return self.activation in ("relu", "tanh") and all(isinstance(m, (nn.Linear, nn.ReLU, nn.Tanh)) for m in self)
 
+    def infer(self, x: torch.Tensor) -> torch.Tensor:
+        """The forward pass without autograd or ``nn.Module`` calls (relu / tanh MLPs, see
+        :attr:`manual_backward`): for acting on a few observations, where per-call overhead dominates."""
+        last = len(self._linears) - 1
+        for i, lin in enumerate(self._linears):
+            x = linear(x, lin.weight, lin.bias)
+            if i < last:
+                x = x.clamp_(min=0.0) if self.activation == "relu" else x.tanh_()
+        return x
+
     def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Output ``[B, out]`` without autograd, and per layer its input and the activation's derivative
         (for relu its output, from which ``threshold_backward`` reads the derivative)."""
@@ -79,7 +90,7 @@ class MLP(nn.Sequential):
         last = len(self._linears) - 1
         for i, lin in enumerate(self._linears):
             cache.append(h)
-            h = torch.addmm(lin.bias, h, lin.weight.t())
+            h = linear(h, lin.weight, lin.bias)
             if i < last:
                 if self.activation == "relu":
                     h.clamp_(min=0.0)
@@ -105,11 +116,11 @@ class MLP(nn.Sequential):
             if w.grad is None:
                 w.grad, b.grad = torch.empty_like(w), torch.empty_like(b)
             h = cache[2 * i]
-            torch.mm(d.t(), h, out=w.grad)
+            mm_into(w.grad, d.t(), h)
             torch.sum(d, dim=0, out=b.grad)
             if i == 0:
                 break
-            d = torch.mm(d, w)
+            d = linear(d, w.t())
             d = _relu_backward(d, cache[2 * i - 1], 0.0) if self.activation == "relu" else d.mul_(cache[2 * i - 1])
 
 
@@ -224,10 +235,11 @@ class QNetwork(nn.Module):
         if dueling:
             self.trunk = MLP([n_in] + arch, activation)
             self.trunk.append(ACTIVATIONS[activation]())
-            self.adv_head = nn.Linear(arch[-1], n_act)
-            self.v_head = nn.Linear(arch[-1], 1)
+            self.adv_head = Linear(arch[-1], n_act)
+            self.v_head = Linear(arch[-1], 1)
         else:
             self.q = MLP([n_in] + arch + [n_act], activation)
+        self._infer = not dueling and self.q.manual_backward  # value() without module calls when no grad
 
     @property
     def manual_backward(self) -> bool:
@@ -249,7 +261,7 @@ class QNetwork(nn.Module):
         """Q(obs, a) for every action, shape ``[B, n_actions]``."""
         x = self.encoder.forward(obs)
         if not self.dueling:
-            return self.q(x)
+            return self.q.infer(x) if self._infer and not torch.is_grad_enabled() else self.q(x)
         h = self.trunk(x)
         adv = self.adv_head(h)
         return self.v_head(h) + adv - adv.mean(dim=1, keepdim=True)

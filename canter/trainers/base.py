@@ -22,6 +22,7 @@ from canter.envs.vector import VecEnv
 from canter.schedules import LRControl
 from canter.trainers.evaluation import EvalResult, evaluate
 from canter.trainers.guard import Divergence, DivergenceGuard
+from canter.utils import keep_freed_memory
 
 log = logging.getLogger("canter")
 
@@ -253,6 +254,8 @@ class Trainer:
         """Run training, yielding one :class:`TrainRecord` per iteration."""
         threads = getattr(self.agent, "torch_threads", None)
         torch.set_num_threads(self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width()))
+        if self.run.keep_freed_memory:
+            keep_freed_memory()
         self.setup()
         self.obs = self.env.reset(seed=self.run.seed)
         if self._resume is not None:

@@ -1,0 +1,116 @@
+"""canter.models.linear: float32 products routed to oneDNN compute what torch computes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from canter.envs.make import NATIVE_MIN_ENVS, make_vec_env
+from canter.models import linear as L
+from canter.utils import keep_freed_memory
+
+
+def close(a: torch.Tensor, ref: torch.Tensor, tol: float = 1e-5) -> bool:
+    """Float32 agreement: error at most ``tol`` of the largest magnitude (sums of many products)."""
+    return bool((a.double() - ref.double()).abs().max() <= tol * max(1.0, float(ref.abs().max())))
+
+
+@pytest.fixture(params=["routed", "torch"])
+def route(request, monkeypatch):
+    """Run each test once with oneDNN routing as this machine has it and once with it off."""
+    L.onednn_available.cache_clear()
+    if request.param == "torch":
+        monkeypatch.setenv("CANTER_ONEDNN", "0")
+    yield request.param
+    L.onednn_available.cache_clear()
+
+
+def test_switch_off_by_environment(monkeypatch):
+    L.onednn_available.cache_clear()
+    monkeypatch.setenv("CANTER_ONEDNN", "0")
+    assert not L.onednn_available()
+    L.onednn_available.cache_clear()
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 256, 256), (8192, 4, 256), (3, 5, 7), (256, 64, 256)])
+def test_linear_and_mm_into_match_torch(route, m, k, n):
+    g = torch.Generator().manual_seed(m + k + n)
+    x, w, b = torch.randn(m, k, generator=g), torch.randn(n, k, generator=g), torch.randn(n, generator=g)
+    ref = x.double() @ w.double().t() + b.double()
+    assert close(L.linear(x, w, b), ref)
+    # transposed views as operands (the backward products use them)
+    d = torch.randn(m, n, generator=g)
+    assert close(L.linear(d, w.t()), d.double() @ w.double())
+    out = torch.empty(n, k)
+    L.mm_into(out, d.t(), x)
+    assert close(out, d.double().t() @ x.double())
+
+
+def test_linear_module_forward_and_gradients_match_nn_linear(route):
+    torch.manual_seed(0)
+    ref = nn.Linear(256, 256)
+    fast = L.Linear(256, 256)
+    fast.load_state_dict(ref.state_dict())
+    assert list(fast.state_dict()) == list(ref.state_dict())
+    x = torch.randn(64, 256, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_(True)
+    y_ref, y = ref(x), fast(x2)
+    assert close(y, y_ref)
+    g = torch.randn_like(y)
+    y_ref.backward(g)
+    y.backward(g)
+    assert close(x2.grad, x.grad) and close(fast.weight.grad, ref.weight.grad) and close(fast.bias.grad, ref.bias.grad)
+    with torch.no_grad():
+        assert close(fast(x), ref(x))
+
+
+def test_linear_module_supports_double_backward(route):
+    """create_graph=True (TRPO's Hessian-vector products) differentiates through the backward."""
+    torch.manual_seed(1)
+    ref, fast = nn.Linear(256, 256), L.Linear(256, 256)
+    fast.load_state_dict(ref.state_dict())
+    x = torch.randn(64, 256)
+
+    def hvp(layer: nn.Module) -> torch.Tensor:
+        loss = torch.tanh(layer(x)).pow(2).sum()
+        (gw,) = torch.autograd.grad(loss, layer.weight, create_graph=True)
+        (h,) = torch.autograd.grad(gw.sum(), layer.weight)
+        return h
+
+    assert close(hvp(fast), hvp(ref))
+
+
+def test_routing_follows_cpu_vendor_and_size():
+    """Only large float32 products go to oneDNN, and only where the CPU is AMD's (MKL's AVX2 path)."""
+    x = torch.zeros(64, 256)
+    big = L._routed(x, 64, 256, 256)
+    assert big == L.onednn_available()
+    assert not L._routed(x, 64, 4, 2)
+    assert not L._routed(x.double(), 64, 256, 256)
+    if L._cpu_vendor() != "AuthenticAMD":
+        assert not L.onednn_available()
+
+
+def test_keep_freed_memory_reports_glibc():
+    import platform
+
+    ok = keep_freed_memory()
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert ok is True
+    assert keep_freed_memory() is ok  # once per process
+
+
+def test_auto_vectorisation_uses_native_only_from_enough_envs():
+    few = make_vec_env("CartPole-v1", 1)
+    many = make_vec_env("CartPole-v1", NATIVE_MIN_ENVS)
+    forced = make_vec_env("CartPole-v1", 1, "native")
+    try:
+        assert type(few.env).__name__ == "SyncVectorEnv"
+        assert type(many.env).__name__ == "CartPoleVectorEnv"
+        assert type(forced.env).__name__ == "CartPoleVectorEnv"
+        obs = few.reset(seed=3)
+        assert obs.shape == (1, 4) and np.isfinite(obs).all()
+    finally:
+        for env in (few, many, forced):
+            env.close()
