@@ -74,9 +74,11 @@ def test_manual_and_autograd_dqn_learn_the_same(huber, double_q, weights):
 
 @pytest.mark.parametrize("manual", [True, False])
 @pytest.mark.parametrize("n_quantiles", [0, 8])
-def test_learn_phase_equals_one_minibatch_at_a_time(manual, n_quantiles):
-    big = _batch(4 * 16, seed=5)
-    a, b = _dqn(manual, n_quantiles=n_quantiles, double_q=True), _dqn(manual, n_quantiles=n_quantiles, double_q=True)
+@pytest.mark.parametrize("double_q", [True, False])
+@pytest.mark.parametrize("weights", [False, True])
+def test_learn_phase_equals_one_minibatch_at_a_time(manual, n_quantiles, double_q, weights):
+    big = _batch(4 * 16, seed=5, weights=weights)
+    a, b = (_dqn(manual, n_quantiles=n_quantiles, double_q=double_q, max_grad_norm=0.5) for _ in range(2))
     stats_phase = a.learn_phase(big, 4)
     stats_one = [b.learn(ReplayBatch(*(t[i * 16:(i + 1) * 16] for t in big))) for i in range(4)]
     assert len(stats_phase) == 4 and a.updates == b.updates == 4

@@ -167,9 +167,9 @@ class DQN(Algorithm):
         """
         if self.uses_manual_backward:
             with torch.no_grad():  # once here rather than in each step below
-                loss, q = self._grads_manual(batch, next_target)
-                clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
-                self.optimizer.step()
+                target = self.td_target(batch, next_target)
+                diff, q = self._manual_step(batch.obs, batch.actions.long().view(-1, 1), target, batch.weights)
+                loss = self._weighted_loss(diff, batch.weights)
         else:
             per_sample, priorities, q = self.td_loss(batch, next_target)
             loss = (batch.weights * per_sample).mean()
@@ -178,33 +178,39 @@ class DQN(Algorithm):
             self.last_priorities = priorities
             clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
             self.optimizer.step()
-        self.updates += 1
+            self.updates += 1
         loss_value, q_mean = torch.stack([loss.detach(), q.mean()]).tolist()  # one sync for both
         return {"loss": loss_value, "q_mean": q_mean}
 
-    def _grads_manual(self, batch: ReplayBatch, next_target: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The loss and gradients of the autograd path, derived by hand (no graph is recorded).
+    def _weighted_loss(self, diff: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+        """The TD loss from ``diff = q - target`` (any shape): Huber or squared error, weighted mean
+        over the last dimension (``weights`` None: all ones)."""
+        if self.config.huber:
+            absd = diff.abs()
+            per_sample = torch.where(absd < 1.0, 0.5 * diff * diff, absd - 0.5)
+        else:
+            per_sample = diff * diff
+        return (per_sample if weights is None else weights * per_sample).mean(-1)
 
+    def _manual_step(self, obs: torch.Tensor, actions: torch.Tensor, target: torch.Tensor,
+                     weights: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One update with the autograd path's gradients derived by hand (no graph is recorded):
         Huber: d/dq = clamp(q - y, -1, 1); squared error: 2 (q - y); both times weight / B, put in the
-        column of the taken action. Returns the loss and the chosen Q values.
-        """
-        with torch.no_grad():
-            target = self.td_target(batch, next_target)
-            actions = batch.actions.long().view(-1, 1)
-            q_all, cache = self.q.forward_cached(batch.obs)
-            q = q_all.gather(1, actions).squeeze(1)
-            diff = q - target
-            if self.config.huber:
-                absd = diff.abs()
-                per_sample = torch.where(absd < 1.0, 0.5 * diff * diff, absd - 0.5)
-                d_q = diff.clamp(-1.0, 1.0)
-            else:
-                per_sample, d_q = diff * diff, 2.0 * diff
-            n = diff.shape[0]
-            d_all = torch.zeros_like(q_all).scatter_(1, actions, (d_q * batch.weights).mul_(1.0 / n).unsqueeze(1))
-            self.q.backward_cached(cache, d_all)
-            self.last_priorities = absd if self.config.huber else diff.abs()
-            return (batch.weights * per_sample).mean(), q
+        column of the taken action. ``actions`` is ``[B, 1]`` int64; ``weights`` None means all
+        ones. Sets ``last_priorities``; returns ``q - target`` and the chosen Q values."""
+        q_all, cache = self.q.forward_cached(obs)
+        q = q_all.gather(1, actions).squeeze(1)
+        diff = q - target
+        d_q = diff.clamp(-1.0, 1.0) if self.config.huber else 2.0 * diff
+        if weights is not None:
+            d_q.mul_(weights)
+        d_all = torch.zeros_like(q_all).scatter_(1, actions, d_q.mul_(1.0 / diff.shape[0]).unsqueeze(1))
+        self.q.backward_cached(cache, d_all)
+        self.last_priorities = diff.abs()
+        clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
+        self.optimizer.step()
+        self.updates += 1
+        return diff, q
 
     #: the target network only changes between phases (``set_progress``), so its values for every
     #: minibatch of a phase can be computed in one batched forward pass before the gradient steps
@@ -215,9 +221,32 @@ class DQN(Algorithm):
 
         Same updates as ``steps`` calls of :meth:`learn`; the target network's values for all of
         them come from one forward pass (a large matmul runs far faster than many small ones).
+        On the hand-derived gradient path, everything that does not depend on the online network
+        is also computed once for the phase: the TD targets (without Double DQN), the action
+        indices, and the loss statistics afterwards from the stored ``q - target`` rows.
         """
         next_target = self.target_values(batch.next_obs)
-        return [self.learn(mb, next_target[part]) for mb, part in minibatches(batch, steps)]
+        if not self.uses_manual_backward:
+            return [self.learn(mb, next_target[part]) for mb, part in minibatches(batch, steps)]
+        with torch.no_grad():
+            n = len(batch.obs) // steps
+            targets = None if self.config.double_q else self.td_target(batch, next_target)
+            actions = batch.actions.long().view(-1, 1)
+            weights = None if bool((batch.weights == 1.0).all()) else batch.weights
+            diffs, qs = [], []
+            for i in range(steps):
+                part = slice(i * n, (i + 1) * n)
+                if targets is None:  # Double DQN: the online network (changing every step) picks the action
+                    target = self.td_target(ReplayBatch(*(t[part] for t in batch)), next_target[part])
+                else:
+                    target = targets[part]
+                diff, q = self._manual_step(batch.obs[part], actions[part], target,
+                                            None if weights is None else weights[part])
+                diffs.append(diff)
+                qs.append(q)
+            losses = self._weighted_loss(torch.stack(diffs), None if weights is None else weights.view(steps, n))
+            q_means = torch.stack(qs).mean(1)
+        return [{"loss": loss, "q_mean": q} for loss, q in zip(losses.tolist(), q_means.tolist())]
 
     def extra_state(self) -> dict[str, Any]:  # noqa: D102
         return {"epsilon": self.epsilon, "target_syncs": self.target_syncs}

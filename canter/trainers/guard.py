@@ -135,7 +135,11 @@ class DivergenceGuard:
                              self.trainer.step)
 
     def check_update(self, losses: dict[str, float]) -> None:
-        """After an iteration: every reported loss and every parameter must be finite."""
+        """After an iteration: every reported loss and every trained parameter must be finite.
+
+        Frozen parameters (``requires_grad`` False: target networks) are not checked: they only
+        ever take copies or averages of the trained ones, so they stay finite when those do.
+        """
         if not self.enabled:
             return
         for k, v in losses.items():
@@ -143,7 +147,7 @@ class DivergenceGuard:
                 raise Divergence(f"loss '{k}' ({v})", self.trainer.step)
         if self._params is None:
             self._params = [(f"{m}.{n}", p) for m, mod in self.trainer.algorithm.modules().items()
-                            for n, p in mod.named_parameters()]
+                            for n, p in mod.named_parameters() if p.requires_grad]
         with torch.no_grad():
             if not _all_finite([p for _, p in self._params]):
                 bad = next(name for name, p in self._params if not torch.isfinite(p).all())
