@@ -113,14 +113,21 @@ def report(rows: list[dict]) -> str:
              f"Env `{ENV_ID}` with the DeepMind preprocessing; rl-zoo3's Atari hyperparameters; torch threads "
              f"{THREADS} in both; CPU only. Frames/s = 4 x env steps/s of the training loop (construction and "
              "evaluation excluded). Cells: median over runs (number of runs).", "",
-             "| algorithm | budget (steps) | canter frames/s | SB3 frames/s | ratio canter/SB3 |", "|---|---|---|---|---|"]
+             "| algorithm | budget (steps) | canter frames/s | SB3 frames/s | ratio canter/SB3 | per-pair ratios |",
+             "|---|---|---|---|---|---|"]
     for algo in ("ppo", "dqn"):
         c = [r["fps"] for r in rows if r["lib"] == "canter" and r["algo"] == algo]
         s = [r["fps"] for r in rows if r["lib"] == "sb3" and r["algo"] == algo]
         if not c or not s:
             continue
+        # a pair: the canter job and the SB3 job of the same algorithm and seed run right after it
+        pairs = [a["fps"] / b["fps"] for a, b in zip(rows, rows[1:]) if a["lib"] == "canter" and b["lib"] == "sb3"
+                 and a["algo"] == b["algo"] == algo and a["seed"] == b["seed"]]
         lines.append(f"| {algo.upper()} | {STEPS[algo]:,} | {statistics.median(c):,.0f} ({len(c)}) | "
-                     f"{statistics.median(s):,.0f} ({len(s)}) | {statistics.median(c) / statistics.median(s):.2f} |")
+                     f"{statistics.median(s):,.0f} ({len(s)}) | {statistics.median(c) / statistics.median(s):.2f} | "
+                     f"{', '.join(f'{x:.2f}' for x in pairs)} (median {statistics.median(pairs):.2f}) |"
+                     if pairs else f"| {algo.upper()} | {STEPS[algo]:,} | {statistics.median(c):,.0f} ({len(c)}) | "
+                     f"{statistics.median(s):,.0f} ({len(s)}) | {statistics.median(c) / statistics.median(s):.2f} | |")
     lines += ["", "- PPO: 8 envs x 128 steps, 4 epochs of 256-sample minibatches, lr 2.5e-4 and clip 0.1 "
               "decaying linearly, Nature CNN + 512 shared, linear heads.",
               f"- DQN: 1 env, batch 32, train every 4 steps, target update every 1000 steps, buffer 100k, "
@@ -129,11 +136,16 @@ def report(rows: list[dict]) -> str:
               "- canter collects with ale-py's native (C++, threaded) vector env; SB3 with `DummyVecEnv` of Python "
               "wrappers. The network updates run the same PyTorch convolutions in both.",
               "- The issue's goal (canter >= 2x SB3) is not reached: both libraries spend most of the loop in the "
-              "same PyTorch convolutions. Profile of canter's PPO job (cProfile, 3,072 steps, 7.3 s): 4.8 s in the 48 "
-              "minibatch updates (2.6 s of it autograd backward), 1.0 s env steps, 0.9 s acting; DQN (3,000 steps, "
-              "12.6 s): 3.2 s backward, 2.3 s convolutions, 1.5 s linear layers, 1.2 s env steps. canter's gains "
-              "come from the native vector env, uint8 frames stored once and channels-last convolution input "
-              "(before that change canter's PPO measured 1,679 frames/s, ratio 1.22).",
+              "same PyTorch convolutions (oneDNN in both). canter's gains come from the native vector env, uint8 "
+              "frames stored once, channels-last convolution input, the 3136x512 layer on oneDNN instead of MKL's "
+              "AVX2 path (AMD CPU; 9.1 -> 4.2 ms per 256-row product) and glibc keeping freed memory (large "
+              "activations no longer page-fault every update). Ratios before the last two: PPO 1.46, DQN 1.46 "
+              "(2026-11-22 09:59); before channels-last: PPO 1.22. Profile of canter's DQN job after them "
+              "(pyinstrument, 6,000 steps, 30.7 s): updates 19.8 s (target-net forward 4.7, online forward 4.0, "
+              "backward 7.7, Adam 1.3), acting 4.9 s (one-observation forward, its 6.4 MB layer read from memory "
+              "each time), env steps 3.4 s.",
+              "- The per-pair ratios pair each canter job with the SB3 job run right after it; this shared host's "
+              "speed drifts by up to ~35% within minutes, which moves both medians.",
               f"- Reproduce: the `--job` commands in `benchmarks/bench_atari.py`, then `--report`.",
               f"- Versions: {_versions()}.",
               "- Load average during the jobs (the machine is shared by other agents): "
