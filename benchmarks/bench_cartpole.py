@@ -231,13 +231,9 @@ def run_e2e(lib: str, seed: int, cfg: dict, quick: bool) -> dict:
 
 
 def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    from canter.utils import cpu_info
+
+    return cpu_info("model name") or platform.processor() or "unknown"
 
 
 def loadavg() -> str:

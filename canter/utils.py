@@ -19,6 +19,19 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def cpu_info(field: str) -> str | None:
+    """A field of Linux's ``/proc/cpuinfo`` for the first CPU (e.g. ``vendor_id``, ``model name``);
+    None where the file or the field is missing."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip() == field:
+                return value.strip()
+    except OSError:
+        pass
+    return None
+
+
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
 
 

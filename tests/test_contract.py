@@ -27,15 +27,19 @@ def _capture_next_batch(trainer) -> object:
     algorithm = trainer.algorithm
     seen = []
 
-    def spy(batch, *_):  # DQN's learn_phase also passes the minibatch's precomputed target values
+    def spy(batch, *_):  # DQN's learn also takes the minibatch's precomputed target values
         seen.append(batch)
         return {}
 
-    algorithm.learn = spy
+    def spy_phase(batch, steps):  # a whole phase's batch (algorithms with phase_batching)
+        seen.append(batch)
+        return [{}] * steps
+
+    algorithm.learn, algorithm.learn_phase = spy, spy_phase
     try:
         trainer.iteration()
     finally:
-        del algorithm.learn
+        del algorithm.learn, algorithm.learn_phase
     return seen[0]
 
 

@@ -26,24 +26,19 @@ from __future__ import annotations
 import functools
 import os
 import platform
-from pathlib import Path
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from canter.utils import cpu_info
 
 #: products with fewer multiply-accumulates than this stay with torch (oneDNN's per-call cost wins below)
 MIN_MACS = 1 << 21
 
 
 def _cpu_vendor() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("vendor_id"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
+    return cpu_info("vendor_id") or platform.processor()
 
 
 @functools.cache
