@@ -268,7 +268,8 @@ class RunConfig:
     eval_envs: int = hp(5, "parallel environments used for evaluation", low=1)
     checkpoint_every: int = hp(50_000, "save a periodic checkpoint every this many steps (0: never)", low=0)
     vectorization: str = hp(
-        "auto", "how to vectorise the env: auto (native if the env has one, else sync), native, sync, async",
+        "auto", "how to vectorise the env: auto (the env's native vectorised version where it has one: Atari always, "
+        "others from 4 copies; else sync), native, sync, async",
         choices=("auto", "native", "sync", "async"),
     )
     env_kwargs: dict = hp({}, "keyword arguments passed to gymnasium.make")

@@ -76,9 +76,10 @@ def make_vec_env(
 
     ``vectorization``: ``native`` uses the env's own vectorised implementation, ``sync`` steps
     copies in this process, ``async`` in subprocesses (for expensive envs), and ``auto`` picks
-    native when the env has one and ``n_envs >= NATIVE_MIN_ENVS``, else sync (below that, stepping
-    the copies one by one costs less than a native version's per-call array overhead: CartPole-v1
-    with 1 env measured 17 µs per sync step vs 39 µs native, equal at 4 envs). Autoreset is always gymnasium's ``NEXT_STEP`` mode.
+    native when the env has one and ``n_envs >= NATIVE_MIN_ENVS`` (Atari: ale-py's always), else
+    sync. Below that, stepping the copies one by one costs less than a native version's per-call
+    array overhead (CartPole-v1, 1 env: 17 µs per sync step vs 39 µs native; equal at 4 envs).
+    Autoreset is always gymnasium's ``NEXT_STEP`` mode.
     ``training`` marks envs that collect training data: for Atari they add episodic life and
     reward clipping (:mod:`canter.envs.atari`); evaluation envs report the raw score.
     """
