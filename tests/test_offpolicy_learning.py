@@ -44,6 +44,8 @@ def test_pendulum_other_seeds(algo, seed):
 
 @pytest.mark.slow
 def test_discrete_sac_learns_cartpole():
-    best, steps = _train("sac_discrete", "CartPole-v1", seed=1, max_steps=30_000, eval_every=2500,
+    # the preset's 50k-step budget: at 30k, seeds 1-4 measured 424, 476, 471, 476 (2026-11-22), so a
+    # 30k budget tested the seed more than the algorithm; seed 1 reached 484 at 42.5k steps
+    best, steps = _train("sac_discrete", "CartPole-v1", seed=1, max_steps=50_000, eval_every=2500,
                          target_reward=475, net_arch=[64, 64])
     assert best >= 475, f"discrete SAC reached only {best} in {steps} steps"
