@@ -71,7 +71,7 @@ class FlatOptimizer:
     def clip_grad_norm_(self, max_norm: float) -> torch.Tensor:
         """Scale gradients so their global L2 norm is at most ``max_norm``; returns the norm before."""
         if torch.is_grad_enabled():
-            with torch.no_grad():  # the class's method: the instance attribute may be wrapped (divergence guard)
+            with torch.no_grad():
                 return type(self).clip_grad_norm_(self, max_norm)
         self._attach_grads()
         norm = torch.linalg.vector_norm(self.grad)

@@ -237,3 +237,24 @@ def test_ent_coef_parsing():
     for bad in ("-1", "auto_", "x", "0"):
         with pytest.raises(CanterError):
             parse_ent_coef(bad)
+
+
+def test_learned_entropy_coefficient_takes_the_autograd_adam_step():
+    """EntropyCoef sets log_alpha's gradient in closed form; it must equal autograd's for
+    ``log_alpha * mean(entropy - target)`` and move log_alpha the way torch.optim.Adam does."""
+    from canter.algorithms.offpolicy import EntropyCoef
+
+    coef = EntropyCoef("auto_0.5", lr=0.01, target_entropy=0.3, device=torch.device("cpu"))
+    ref = torch.tensor(float(np.log(0.5)), requires_grad=True)
+    opt = torch.optim.Adam([ref], lr=0.01)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        entropy = torch.rand(64, generator=g) * 1.2
+        stats = coef.update(entropy)
+        loss = ref * (entropy - 0.3).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        assert stats["ent_coef_loss"] == pytest.approx(loss.item(), rel=1e-5, abs=1e-7)
+        assert coef.log_alpha.item() == pytest.approx(ref.item(), rel=1e-5, abs=1e-7)
+    assert coef.log_alpha.item() != pytest.approx(float(np.log(0.5)))  # it moved

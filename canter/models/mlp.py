@@ -72,12 +72,7 @@ class MLP(nn.Sequential):
     def infer(self, x: torch.Tensor) -> torch.Tensor:
         """The forward pass without autograd or ``nn.Module`` calls (relu / tanh MLPs, see
         :attr:`manual_backward`): for acting on a few observations, where per-call overhead dominates."""
-        last = len(self._linears) - 1
-        for i, lin in enumerate(self._linears):
-            x = linear(x, lin.weight, lin.bias)
-            if i < last:
-                x = x.clamp_(min=0.0) if self.activation == "relu" else x.tanh_()
-        return x
+        return self._forward_manual(x, None)
 
     def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Output ``[B, out]`` without autograd, and per layer its input and the activation's derivative
@@ -86,19 +81,25 @@ class MLP(nn.Sequential):
             with torch.no_grad():
                 return self.forward_cached(x)
         cache: list[torch.Tensor] = []
-        h = x
+        return self._forward_manual(x, cache), cache
+
+    def _forward_manual(self, h: torch.Tensor, cache: list[torch.Tensor] | None) -> torch.Tensor:
+        """Layer by layer (no module calls); appends what :meth:`backward_cached` needs to ``cache``."""
         last = len(self._linears) - 1
         for i, lin in enumerate(self._linears):
-            cache.append(h)
+            if cache is not None:
+                cache.append(h)
             h = linear(h, lin.weight, lin.bias)
             if i < last:
                 if self.activation == "relu":
                     h.clamp_(min=0.0)
-                    cache.append(h)  # relu's derivative is read off its output (threshold_backward)
+                    if cache is not None:
+                        cache.append(h)  # relu's derivative is read off its output (threshold_backward)
                 else:
                     _tanh_inplace(h)  # NumPy's tanh: see canter.models.stacked
-                    cache.append(1.0 - h * h)
-        return h, cache
+                    if cache is not None:
+                        cache.append(1.0 - h * h)
+        return h
 
     def backward_cached(self, cache: list[torch.Tensor], d_out: torch.Tensor) -> None:
         """Set every layer's ``.grad`` to d(loss)/d(param) given ``d_out`` = d(loss)/d(output).
