@@ -75,7 +75,7 @@ class FlatOptimizer:
                 return type(self).clip_grad_norm_(self, max_norm)
         self._attach_grads()
         norm = torch.linalg.vector_norm(self.grad)
-        coef = max_norm / (norm + 1e-6)
+        coef = max_norm / (norm.item() + 1e-6)  # Python arithmetic: one sync instead of three tensor ops
         if coef < 1.0:  # torch multiplies by the coefficient clamped to 1; times 1 changes nothing, so skip it
             self.grad.mul_(coef)
         return norm

@@ -30,20 +30,43 @@ def _dqn(manual: bool, **kw) -> DQN:
 
 
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
-def test_manual_mlp_gradients_match_autograd(activation):
+@pytest.mark.parametrize("width,batch", [(8, 10), (256, 64)])  # NumPy's products only; torch's for the middle layer
+def test_manual_mlp_gradients_match_autograd(activation, width, batch):
     torch.manual_seed(1)
-    net = QNetwork(*SPACES, net_arch=[8, 8], activation=activation)
+    net = QNetwork(*SPACES, net_arch=[width, width], activation=activation)
     assert net.manual_backward
-    obs, d_q = torch.randn(10, 4), torch.randn(10, 3)
+    obs, d_q = torch.randn(batch, 4), torch.randn(batch, 3)
     (net.value(obs) * d_q).sum().backward()
     auto = [p.grad.clone() for p in net.parameters()]
     with torch.no_grad():
-        q, cache = net.forward_cached(obs)
-        net.backward_cached(cache, d_q)
-    torch.testing.assert_close(q, net.value(obs).detach())
+        q, cache = net.forward_cached(obs)  # NumPy arrays
+        net.backward_cached(cache, d_q.numpy())
+    assert isinstance(q, np.ndarray)
+    torch.testing.assert_close(torch.from_numpy(q), net.value(obs).detach())
     for a, m in zip(auto, net.parameters()):
         assert a.abs().sum() > 0
         torch.testing.assert_close(m.grad, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("width", [8, 256])
+def test_numpy_acting_equals_torch_acting(width):
+    """DQN.act_numpy (the Agent's shortcut) returns what act returns, exploring or not, and draws
+    the same random numbers."""
+    a, b = (DQN(*SPACES, DQNConfig(net_arch=[width, width]), seed=3) for _ in range(2))
+    b.q.load_state_dict(a.q.state_dict())
+    obs = np.random.default_rng(0).standard_normal((64, 4)).astype(np.float32)
+    module_q = a.q.q(torch.from_numpy(obs)).detach().numpy()  # nn.Module forward, with autograd
+    np.testing.assert_allclose(b.q.value_numpy(obs), module_q, rtol=1e-5, atol=1e-5)
+    for eps in (0.0, 0.5, 1.0):
+        a.epsilon = b.epsilon = eps
+        for deterministic in (True, False):
+            with torch.inference_mode():
+                expected = a.act(torch.from_numpy(obs), deterministic).actions.numpy()
+            got = b.act_numpy(obs, deterministic)
+            np.testing.assert_array_equal(got, expected)
+    assert not (a.epsilon == 1.0 and (got == got[0]).all())  # eps 1: random actions really were drawn
+    dueling = DQN(*SPACES, DQNConfig(net_arch=[8], dueling=True), seed=0)
+    assert dueling.act_numpy(obs) is None  # no NumPy forward pass: the Agent uses act
 
 
 def test_dueling_and_learned_encoders_keep_autograd():

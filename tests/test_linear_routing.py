@@ -115,3 +115,18 @@ def test_auto_vectorisation_uses_native_only_from_enough_envs():
     finally:
         for env in (few, many, forced):
             env.close()
+
+
+@pytest.mark.parametrize("m,k,n", [(64, 256, 256), (64, 4, 256), (1, 256, 2), (256, 64, 4)])
+def test_numpy_products_match_torch(route, m, k, n):
+    """affine_np / matmul_np: NumPy below NUMPY_MAX_MACS, torch's kernels above; same values."""
+    rng = np.random.default_rng(m * k * n)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (n, k), (n,)))
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + b
+    assert close(torch.from_numpy(L.affine_np(x, w, b)), torch.from_numpy(ref))
+    assert close(torch.from_numpy(L.affine_np(x, w)), torch.from_numpy(ref - b))
+    d = rng.standard_normal((m, n)).astype(np.float32)
+    assert close(torch.from_numpy(L.matmul_np(d, w)), torch.from_numpy(d.astype(np.float64) @ w))
+    out = np.full((n, k), np.nan, dtype=np.float32)
+    assert L.matmul_np(d.T, x, out=out) is out  # transposed operand, written in place
+    assert close(torch.from_numpy(out), torch.from_numpy(d.T.astype(np.float64) @ x))

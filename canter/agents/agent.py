@@ -66,19 +66,23 @@ class Agent:
         self._start = int(getattr(self.action_space, "start", 0)) if not box else 0
 
     # -- numpy <-> torch ------------------------------------------------------------------
+    def normalize_obs(self, obs: np.ndarray, update: bool = False) -> np.ndarray:
+        """Normalised observations (if configured; ``update`` folds them into the statistics first)."""
+        if self.obs_rms is None:
+            return obs
+        if update:
+            self.obs_rms.update(obs)
+        obs = np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -self.clip_obs, self.clip_obs)
+        return obs.astype(np.float32)
+
     def obs_to_tensor(self, obs: np.ndarray, update: bool = False) -> torch.Tensor:
         """Normalise (if configured) and convert a batch of observations to a tensor."""
-        if self.obs_rms is not None:
-            if update:
-                self.obs_rms.update(obs)
-            obs = np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -self.clip_obs, self.clip_obs)
-            obs = obs.astype(np.float32)
-        t = torch.from_numpy(np.ascontiguousarray(obs))
+        t = torch.from_numpy(np.ascontiguousarray(self.normalize_obs(obs, update)))
         return t if self.device.type == "cpu" else t.to(self.device)
 
-    def to_env_actions(self, actions: torch.Tensor) -> np.ndarray:
+    def to_env_actions(self, actions: torch.Tensor | np.ndarray) -> np.ndarray:
         """Algorithm actions -> what ``env.step`` takes (clipped Box actions, offset Discrete)."""
-        a = actions.cpu().numpy()
+        a = actions if isinstance(actions, np.ndarray) else actions.cpu().numpy()
         if self._low is not None:
             if self.algorithm.squashed_actions:
                 a = self._low + (np.clip(a, -1.0, 1.0) + 1.0) * 0.5 * (self._high - self._low)
@@ -88,13 +92,21 @@ class Agent:
     # -- acting ---------------------------------------------------------------------------
     def predict(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic actions for a batch of observations (no statistics are updated)."""
+        x = np.ascontiguousarray(self.normalize_obs(obs))
+        actions = self.algorithm.act_numpy(x, deterministic=True)  # the NumPy shortcut, where there is one
+        if actions is not None:
+            return self.to_env_actions(actions)
         with torch.inference_mode():
-            return self.to_env_actions(self.algorithm.predict(self.obs_to_tensor(obs)))
+            return self.to_env_actions(self.algorithm.predict(self.obs_to_tensor(x)))
 
     def sample(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, ActOutput]:
         """Exploring actions for training: ``(env_actions, obs_tensor, algorithm_output)``."""
+        x = np.ascontiguousarray(self.normalize_obs(obs, update=True))
+        actions = self.algorithm.act_numpy(x, deterministic=False)
+        if actions is not None:
+            return self.to_env_actions(actions), torch.from_numpy(x), ActOutput(torch.from_numpy(actions))
         with torch.inference_mode():
-            obs_t = self.obs_to_tensor(obs, update=True)
+            obs_t = self.obs_to_tensor(x)
             out = self.algorithm.act(obs_t, deterministic=False)
         return self.to_env_actions(out.actions), obs_t, out
 

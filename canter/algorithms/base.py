@@ -1,7 +1,8 @@
 """The Algorithm interface: models, target models, optimizers and the update math.
 
-An Algorithm is pure torch: it never sees numpy or an env. The Agent feeds it tensors, the
-Trainer feeds it batches. It owns its optimizers and random generator and saves them in its
+An Algorithm never sees an env, and its interface is torch tensors: the Agent feeds it tensors, the
+Trainer feeds it batches. (Two speed paths compute in NumPy inside: DQN's hand-derived update, and
+:meth:`Algorithm.act_numpy`, an optional shortcut the Agent takes for acting on a few observations.) It owns its optimizers and random generator and saves them in its
 state, so a checkpoint restores the learner exactly (env and replay state are the Trainer's).
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar, NamedTuple
 
 import gymnasium as gym
+import numpy as np
 import torch
 from torch import nn
 
@@ -131,6 +133,12 @@ class Algorithm(ABC):
     def predict(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic actions (for evaluation)."""
         return self.act(obs, deterministic=True).actions
+
+    def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray | None:
+        """The actions :meth:`act` would return, for a NumPy batch, computed without torch's per-op
+        overhead; None where the algorithm has no such path (the default). Only the actions: for
+        algorithms whose training needs nothing else from :meth:`act` (off-policy ones)."""
+        return None
 
     @abstractmethod
     def learn(self, batch: Any) -> dict[str, float]:

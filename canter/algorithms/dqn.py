@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -86,15 +87,25 @@ class DQN(Algorithm):
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
         """Greedy actions, or epsilon-greedy when exploring."""
-        greedy = self.q.value(obs).argmax(-1)
+        greedy = self.q.value(obs).argmax(-1).cpu().numpy()
+        return ActOutput(torch.from_numpy(self._epsilon_greedy(greedy, deterministic)))
+
+    def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray | None:
+        """:meth:`act` on a NumPy batch with the Q-network's NumPy forward pass (None where it has none)."""
+        value_numpy = getattr(self.q, "value_numpy", None) if self.device.type == "cpu" else None
+        q = None if value_numpy is None else value_numpy(obs)
+        return None if q is None else self._epsilon_greedy(q.argmax(-1), deterministic)
+
+    def _epsilon_greedy(self, greedy: np.ndarray, deterministic: bool) -> np.ndarray:
+        """``greedy``, each entry replaced by a random action with probability epsilon when exploring."""
         if deterministic or self.epsilon <= 0:
-            return ActOutput(greedy)
-        n = greedy.shape[0]
-        explore = torch.rand(n, generator=self.generator) < self.epsilon
+            return greedy
+        n = len(greedy)
+        explore = torch.rand(n, generator=self.generator).numpy() < self.epsilon
         if not explore.any():  # most steps once epsilon is small: no random actions drawn
-            return ActOutput(greedy)
-        random_actions = torch.randint(self.n_actions, (n,), generator=self.generator)
-        return ActOutput(torch.where(explore, random_actions, greedy))
+            return greedy
+        random_actions = torch.randint(self.n_actions, (n,), generator=self.generator).numpy()
+        return np.where(explore, random_actions, greedy)
 
     def set_progress(self, step: int, total_steps: int) -> None:
         """Epsilon schedule and target-network updates, both counted in env steps."""
@@ -153,10 +164,12 @@ class DQN(Algorithm):
 
     @property
     def uses_manual_backward(self) -> bool:
-        """Whether :meth:`learn` takes the hand-derived gradient path (decided once, at the first update)."""
+        """Whether :meth:`learn` takes the hand-derived gradient path (decided once, at the first update):
+        a plain relu/tanh MLP Q-network on the CPU, without a quantile head."""
         if self._manual is None:
             c = self.config
-            self._manual = bool(c.manual_backward and not c.n_quantiles and getattr(self.q, "manual_backward", False))
+            self._manual = bool(c.manual_backward and not c.n_quantiles and self.device.type == "cpu"
+                                and getattr(self.q, "manual_backward", False))
         return self._manual
 
     def learn(self, batch: ReplayBatch, next_target: torch.Tensor | None = None) -> dict[str, float]:
@@ -167,50 +180,61 @@ class DQN(Algorithm):
         """
         if self.uses_manual_backward:
             with torch.no_grad():  # once here rather than in each step below
-                target = self.td_target(batch, next_target)
-                diff, q = self._manual_step(batch.obs, batch.actions.long().view(-1, 1), target, batch.weights)
-                loss = self._weighted_loss(diff, batch.weights)
-        else:
-            per_sample, priorities, q = self.td_loss(batch, next_target)
-            loss = (batch.weights * per_sample).mean()
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self.last_priorities = priorities
-            clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
-            self.optimizer.step()
-            self.updates += 1
+                target = self.td_target(batch, next_target).numpy()
+                weights = batch.weights.numpy()
+                diff, q = self._manual_step(batch.obs, batch.actions.numpy(), target, weights)
+                return {"loss": float(self._weighted_loss(diff, weights)), "q_mean": float(q.mean())}
+        per_sample, priorities, q = self.td_loss(batch, next_target)
+        loss = (batch.weights * per_sample).mean()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.last_priorities = priorities
+        clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
+        self.optimizer.step()
+        self.updates += 1
         loss_value, q_mean = torch.stack([loss.detach(), q.mean()]).tolist()  # one sync for both
         return {"loss": loss_value, "q_mean": q_mean}
 
-    def _weighted_loss(self, diff: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    def _weighted_loss(self, diff: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
         """The TD loss from ``diff = q - target`` (any shape): Huber or squared error, weighted mean
         over the last dimension (``weights`` None: all ones)."""
         if self.config.huber:
-            absd = diff.abs()
-            per_sample = torch.where(absd < 1.0, 0.5 * diff * diff, absd - 0.5)
+            absd = np.abs(diff)
+            per_sample = np.where(absd < 1.0, 0.5 * diff * diff, absd - 0.5)
         else:
             per_sample = diff * diff
         return (per_sample if weights is None else weights * per_sample).mean(-1)
 
-    def _manual_step(self, obs: torch.Tensor, actions: torch.Tensor, target: torch.Tensor,
-                     weights: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """One update with the autograd path's gradients derived by hand (no graph is recorded):
-        Huber: d/dq = clamp(q - y, -1, 1); squared error: 2 (q - y); both times weight / B, put in the
-        column of the taken action. ``actions`` is ``[B, 1]`` int64; ``weights`` None means all
-        ones. Sets ``last_priorities``; returns ``q - target`` and the chosen Q values."""
+    def _manual_step(self, obs: torch.Tensor, actions: np.ndarray, target: np.ndarray,
+                     weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """One update with the autograd path's gradients derived by hand (no graph is recorded), in
+        NumPy: Huber: d/dq = clamp(q - y, -1, 1); squared error: 2 (q - y); both times weight / B,
+        put in the column of the taken action. ``actions`` (integers), ``target`` and ``weights``
+        (None: all ones) are ``[B]`` arrays. Sets ``last_priorities``; returns ``q - target`` and
+        the chosen Q values."""
         q_all, cache = self.q.forward_cached(obs)
-        q = q_all.gather(1, actions).squeeze(1)
+        n = len(actions)
+        rows = self._rows(n)
+        q = q_all[rows, actions]
         diff = q - target
-        d_q = diff.clamp(-1.0, 1.0) if self.config.huber else 2.0 * diff
+        d_q = np.clip(diff, -1.0, 1.0) if self.config.huber else 2.0 * diff
         if weights is not None:
-            d_q.mul_(weights)
-        d_all = torch.zeros_like(q_all).scatter_(1, actions, d_q.mul_(1.0 / diff.shape[0]).unsqueeze(1))
+            np.multiply(d_q, weights, out=d_q)
+        d_all = np.zeros_like(q_all)
+        d_all[rows, actions] = d_q * (1.0 / n)
         self.q.backward_cached(cache, d_all)
-        self.last_priorities = diff.abs()
+        self.last_priorities = torch.from_numpy(np.abs(diff))
         clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
         self.optimizer.step()
         self.updates += 1
         return diff, q
+
+    def _rows(self, n: int) -> np.ndarray:
+        """``arange(n)``, kept: every gradient step indexes its rows with it."""
+        rows = getattr(self, "_rows_cache", None)
+        if rows is None or len(rows) != n:
+            rows = self._rows_cache = np.arange(n)
+        return rows
 
     #: the target network only changes between phases (``set_progress``), so its values for every
     #: minibatch of a phase can be computed in one batched forward pass before the gradient steps
@@ -230,22 +254,22 @@ class DQN(Algorithm):
             return [self.learn(mb, next_target[part]) for mb, part in minibatches(batch, steps)]
         with torch.no_grad():
             n = len(batch.obs) // steps
-            targets = None if self.config.double_q else self.td_target(batch, next_target)
-            actions = batch.actions.long().view(-1, 1)
-            weights = None if bool((batch.weights == 1.0).all()) else batch.weights
+            targets = None if self.config.double_q else self.td_target(batch, next_target).numpy()
+            actions = batch.actions.numpy()
+            weights = None if bool((batch.weights == 1.0).all()) else batch.weights.numpy()
             diffs, qs = [], []
             for i in range(steps):
                 part = slice(i * n, (i + 1) * n)
                 if targets is None:  # Double DQN: the online network (changing every step) picks the action
-                    target = self.td_target(ReplayBatch(*(t[part] for t in batch)), next_target[part])
+                    target = self.td_target(ReplayBatch(*(t[part] for t in batch)), next_target[part]).numpy()
                 else:
                     target = targets[part]
                 diff, q = self._manual_step(batch.obs[part], actions[part], target,
                                             None if weights is None else weights[part])
                 diffs.append(diff)
                 qs.append(q)
-            losses = self._weighted_loss(torch.stack(diffs), None if weights is None else weights.view(steps, n))
-            q_means = torch.stack(qs).mean(1)
+            losses = self._weighted_loss(np.stack(diffs), None if weights is None else weights.reshape(steps, n))
+            q_means = np.stack(qs).mean(1)
         return [{"loss": loss, "q_mean": q} for loss, q in zip(losses.tolist(), q_means.tolist())]
 
     def extra_state(self) -> dict[str, Any]:  # noqa: D102

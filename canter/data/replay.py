@@ -65,6 +65,7 @@ class ReplayBuffer:
         self.pos = 0  # head row: holds the newest next observations, no transition
         self.full = False  # every row has been written at least once
         self.started = False  # the head row holds an observation
+        self._last_next_obs: np.ndarray | None = None  # the array last stored in the head row
         self.count = 0  # valid (sampleable) transitions
         self.rng = np.random.default_rng(seed)
         self._powers = gamma ** np.arange(n_step, dtype=np.float64)
@@ -119,7 +120,9 @@ class ReplayBuffer:
         if len(rewards) != self.n_envs:
             raise ValueError(f"add() takes one row per env ({self.n_envs}), got {len(rewards)}")
         t = self.pos
-        if self.started and not self._head_matches(obs):
+        # ``obs`` is usually the very array passed as ``next_obs`` last time (arrays handed to add()
+        # must not be modified afterwards), which the head row holds: no comparison needed
+        if self.started and obs is not self._last_next_obs and not self._head_matches(obs):
             self._advance()  # row t stays a boundary holding the previous next observations
             t = self.pos
         self._write_obs(t, obs)
@@ -134,6 +137,7 @@ class ReplayBuffer:
         self._written(t)
         self._advance()
         self._write_obs(self.pos, next_obs)
+        self._last_next_obs = next_obs
         self.started = True
 
     def _advance(self) -> None:
@@ -243,6 +247,7 @@ class ReplayBuffer:
             arr[:] = 0
             arr[:rows] = np.asarray(state[key])
         self.pos, self.full, self.started = int(state["pos"]), bool(state["full"]), bool(state["started"])
+        self._last_next_obs = None
         self.count = int(state["count"])
         self.rng.bit_generator.state = state["rng"]
 

@@ -20,6 +20,12 @@ in float32 (no reduced-precision shortcut); results differ from MKL's only by su
 :class:`Linear` is ``nn.Linear`` with this routing (same parameters, same state-dict keys), with
 an autograd function whose backward uses the same kernels; where a graph of the backward is
 needed (``create_graph=True``, e.g. TRPO's Hessian-vector products) it falls back to torch ops.
+
+:func:`affine_np` and :func:`matmul_np` are the same products for NumPy arrays (the hand-derived
+DQN update and acting work on arrays): products under :data:`NUMPY_MAX_MACS` are multiplied by
+NumPy itself, whose call costs ~1 µs against torch's ~4 (at CartPole's sizes the call, not the
+arithmetic, is the cost), larger ones by the torch kernels above, on tensors sharing the arrays'
+memory.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ import functools
 import os
 import platform
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -35,6 +42,9 @@ from canter.utils import cpu_info
 
 #: products with fewer multiply-accumulates than this stay with torch (oneDNN's per-call cost wins below)
 MIN_MACS = 1 << 21
+#: NumPy multiplies products with fewer multiply-accumulates than this (OpenBLAS runs products this
+#: small on the calling thread, so torch's thread setting is respected); torch multiplies larger ones
+NUMPY_MAX_MACS = 1 << 18
 
 
 def _cpu_vendor() -> str:
@@ -79,6 +89,32 @@ def mm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor
         torch.mm(b.t(), a.t(), out=out.t())  # (a @ b).T = b.T @ a.T, written through the transposed view
         return out
     return torch.mm(a, b, out=out)
+
+
+def affine_np(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """``x @ w.T + b`` for NumPy arrays ``x`` ``[m, k]``, ``w`` ``[n, k]``: a new array ``[m, n]``."""
+    m, k = x.shape
+    n = w.shape[0]
+    if m * k * n >= NUMPY_MAX_MACS:
+        bias = None if b is None else torch.from_numpy(b)
+        return linear(torch.from_numpy(x), torch.from_numpy(w), bias).numpy()
+    out = np.matmul(x, w.T)
+    if b is not None:
+        np.add(out, b, out=out)
+    return out
+
+
+def matmul_np(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``a @ b`` for NumPy arrays ``a`` ``[m, k]``, ``b`` ``[k, n]`` (views such as transposes are
+    fine), written into ``out`` when given."""
+    m, k = a.shape
+    n = b.shape[1]
+    if m * k * n < NUMPY_MAX_MACS:
+        return np.matmul(a, b, out=out)
+    if out is None:
+        return linear(torch.from_numpy(a), torch.from_numpy(b).t()).numpy()
+    mm_into(torch.from_numpy(out), torch.from_numpy(a), torch.from_numpy(b))
+    return out
 
 
 class _LinearFunction(torch.autograd.Function):

@@ -29,7 +29,7 @@ def random_actions(agent: Agent, n: int, rng: np.random.Generator) -> tuple[np.n
         return a + int(space.start), a
     if agent.algorithm.squashed_actions:
         a = rng.uniform(-1.0, 1.0, size=(n,) + space.shape).astype(np.float32)
-        return agent.to_env_actions(torch.from_numpy(a)), a
+        return agent.to_env_actions(a), a
     a = np.stack([rng.uniform(space.low, space.high) for _ in range(n)]).astype(np.float32)
     return a, a
 
