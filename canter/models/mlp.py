@@ -85,9 +85,13 @@ class MLP(nn.Sequential):
     def _arrays(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each layer's weight ``[out, in]`` and bias as NumPy arrays sharing the parameters' memory;
         rebuilt when a parameter's storage moves (a flat optimizer taking it over, ``.to()``)."""
-        key = tuple(t.data_ptr() for lin in self._linears for t in (lin.weight, lin.bias))
-        if key != getattr(self, "_np_key", None):
-            self._np_arrays = [(lin.weight.detach().numpy(), lin.bias.detach().numpy()) for lin in self._linears]
+        params = self.__dict__.get("_np_params")
+        if params is None:  # the Parameter objects stay the same when their storage moves
+            params = self._np_params = tuple(t for lin in self._linears for t in (lin.weight, lin.bias))
+        key = [p.data_ptr() for p in params]
+        if key != self.__dict__.get("_np_key"):
+            arrays = [p.detach().numpy() for p in params]
+            self._np_arrays = list(zip(arrays[0::2], arrays[1::2]))
             self._np_key = key
         return self._np_arrays
 
