@@ -145,6 +145,23 @@ def test_ale_id_without_the_extra_is_a_one_line_error(monkeypatch, capsys):
 
 
 # ---------------------------------------------------------------------------------------------- models
+@pytest.mark.parametrize("encoder", ["nature", "impala"])
+def test_cnn_input_layout_follows_the_pass_and_values_do_not(encoder):
+    """Channels-last batches for training; the Nature CNN takes plain NCHW without gradients (faster
+    there), IMPALA's ResNet channels-last both ways; the features are the same either way."""
+    space = gym.spaces.Box(0, 255, FRAMES, np.uint8)
+    net = make_encoder(space, encoder)
+    obs = torch.randint(0, 256, (3,) + FRAMES, dtype=torch.uint8)
+    with torch.no_grad():
+        x = net.to_input(obs)
+        assert x.is_contiguous(memory_format=torch.channels_last) == (encoder == "impala")
+        no_grad = net(obs)
+    x = net.to_input(obs)
+    assert x.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(x, obs.float() / 255.0)
+    torch.testing.assert_close(net(obs).detach(), no_grad, rtol=1e-4, atol=1e-5)
+
+
 def test_image_observations_get_a_cnn_and_stay_uint8_until_it():
     space, actions = gym.spaces.Box(0, 255, FRAMES, np.uint8), gym.spaces.Discrete(6)
     assert isinstance(make_encoder(space), NatureCNN) and make_encoder(space).out_dim == 3136
