@@ -3,7 +3,8 @@
 
 Every measurement runs in its own fresh Python subprocess (this same script in ``--worker``
 mode), one after another, never two at once, with ``torch.set_num_threads(1)`` in both libraries
-and the same seed. See benchmarks/README.md for what each column means.
+and the same seed (plus one row of canter's DQN at its default 2 threads). See benchmarks/README.md
+for what each column means.
 
     python benchmarks/bench_cartpole.py --quick                  # smoke check (tiny budgets)
     python benchmarks/bench_cartpole.py --seeds 1 --out benchmarks/RESULTS.md
@@ -31,6 +32,9 @@ TARGET = 475.0
 EVAL_EPISODES = 10
 EVAL_ENVS = 5  # canter's default eval_envs; SB3's eval VecEnv gets the same number of copies
 RESULT_TAG = "BENCH_RESULT "
+
+#: canter's default torch thread count for DQN's 256-unit layers (canter.algorithms.base.threads_for)
+DQN_DEFAULT_THREADS = 2
 
 # rl-zoo3's CartPole-v1 hyperparameters (identical in both libraries).
 PPO = dict(n_envs=8, n_steps=32, batch_size=256, n_epochs=20, gamma=0.98, gae_lambda=0.8, ent_coef=0.0,
@@ -194,9 +198,9 @@ def _run(cmd: list[str], timeout: float = 1800) -> tuple[float, subprocess.Compl
     return wall, proc
 
 
-def run_worker(lib: str, task: str, seed: int, cfg: dict) -> dict:
+def run_worker(lib: str, task: str, seed: int, cfg: dict, threads: int = 1) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, task, "--seed", str(seed),
-           "--cfg", json.dumps(cfg)]
+           "--cfg", json.dumps(cfg), "--threads", str(threads)]
     wall, proc = _run(cmd)
     line = next(l for l in reversed(proc.stdout.splitlines()) if l.startswith(RESULT_TAG))
     res = json.loads(line[len(RESULT_TAG):])
@@ -296,6 +300,12 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
         a = [r["sps"] for r in R[(c, f"{algo}-sps")]]
         b = [r["sps"] for r in R[(s, f"{algo}-sps")]]
         lines.append(f"| {algo.upper()} | {cfg['max_steps']:,} steps | {_fmt(a, 0)} | {_fmt(b, 0)} | {_ratio(a, b)} |")
+    a2 = [r["sps"] for r in R[(c, f"dqn-sps-t{DQN_DEFAULT_THREADS}")]]
+    if a2:
+        b = [r["sps"] for r in R[(s, "dqn-sps")]]
+        lines.append(f"| DQN, canter at its default {DQN_DEFAULT_THREADS} threads (SB3: the 1-thread runs above, its"
+                     f" faster setting) | {R['dqn_cfg']['max_steps']:,} steps | {_fmt(a2, 0)} | {_fmt(b, 0)}"
+                     f" | {_ratio(a2, b)} |")
     lines.append("")
     lines.append(f"## Time to a mean evaluation return >= {TARGET:g} (same hyperparameters)\n")
     lines.append("Total = process start (just before the subprocess is spawned) to the end of the training call;"
@@ -329,7 +339,9 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
     lines.append("## How it was measured\n")
     lines.append(
         "- Each cell is a fresh `python` subprocess, run one after another; both libraries call"
-        " `torch.set_num_threads(1)` (canter via `torch_threads=1`), same seed, CPU only.\n"
+        " `torch.set_num_threads(1)` (canter via `torch_threads=1`), same seed, CPU only. One extra row runs"
+        f" canter's DQN at its own default of {DQN_DEFAULT_THREADS} threads for 256-unit layers, against the same"
+        " 1-thread SB3 runs (SB3 measured slower with 2 threads on this machine).\n"
         f"- PPO (rl-zoo3): 8 envs, n_steps 32, batch 256, 20 epochs, gamma 0.98, GAE 0.8, ent 0, linear LR from 1e-3,"
         " linear clip from 0.2, separate 64-64 tanh actor/critic with orthogonal init."
         " SB3: `make_vec_env` (DummyVecEnv); canter: gymnasium's native CartPoleVectorEnv.\n"
@@ -403,21 +415,26 @@ def main(argv: list[str] | None = None) -> int:
                 (["--quick"] if args.quick else []) + ["--seeds", *map(str, args.seeds)]
                 + (["--out", args.out] if args.out else []))}
     start = time.perf_counter()
-    tasks = [("ppo-sps", ppo_cfg), ("ppo-t2t", ppo_cfg), ("dqn-sps", dqn_cfg), ("dqn-t2t", dqn_cfg),
-             ("ppo-e2e", ppo_cfg)]
+    # (task, lib, threads): every measurement at one torch thread, plus canter's DQN at its own
+    # default for 256-unit layers (2 threads, canter.algorithms.base.threads_for); SB3 is fastest at 1
+    tasks = [(task, lib, 1) for task in ("ppo-sps", "ppo-t2t") for lib in ("canter", "sb3")]
+    tasks += [("dqn-sps", "canter", 1), ("dqn-sps", "canter", DQN_DEFAULT_THREADS), ("dqn-sps", "sb3", 1)]
+    tasks += [(task, lib, 1) for task in ("dqn-t2t", "ppo-e2e") for lib in ("canter", "sb3")]
     for seed in args.seeds:
-        for task, cfg in tasks:
-            for lib in ("canter", "sb3"):
-                R.setdefault((lib, task), [])
-                if args.only and task not in args.only:
-                    continue
-                t = time.perf_counter()
-                res = run_e2e(lib, seed, cfg, args.quick) if task == "ppo-e2e" else run_worker(lib, task, seed, cfg)
-                R[(lib, task)].append(res)
-                detail = (f"{res['sps']:,.0f} steps/s" if "sps" in res else
-                          f"solved={res['solved']} steps={res['steps']:,} best={res['best_eval']}")
-                print(f"[seed {seed}] {task:8s} {lib:6s} {detail}  ({time.perf_counter() - t:.1f}s)",
-                      file=sys.stderr, flush=True)
+        for task, lib, threads in tasks:
+            key = task if threads == 1 else f"{task}-t{threads}"
+            R.setdefault((lib, key), [])
+            if args.only and task not in args.only:
+                continue
+            cfg = ppo_cfg if task.startswith("ppo") else dqn_cfg
+            t = time.perf_counter()
+            res = (run_e2e(lib, seed, cfg, args.quick) if task == "ppo-e2e"
+                   else run_worker(lib, task, seed, cfg, threads))
+            R[(lib, key)].append(res)
+            detail = (f"{res['sps']:,.0f} steps/s" if "sps" in res else
+                      f"solved={res['solved']} steps={res['steps']:,} best={res['best_eval']}")
+            print(f"[seed {seed}] {key:8s} {lib:6s} {detail}  ({time.perf_counter() - t:.1f}s)",
+                  file=sys.stderr, flush=True)
     if args.only:
         return 0
     meta["elapsed"] = time.perf_counter() - start
