@@ -118,8 +118,10 @@ class NatureCNN(ImageEncoder):
         self.net = nn.Sequential(
             nn.Conv2d(c, 32, 8, stride=4), nn.ReLU(),
             nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
-            nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(),
-            nn.Flatten(),
+            # the last ReLU after the flatten (the same values): the flatten copies channels-last
+            # activations into a contiguous tensor, and relu's backward is ~2x slower on a channels-last
+            # output with a contiguous gradient than on two contiguous tensors (batch 256: 1.4-1.9 vs 2.9-3.6 ms)
+            nn.Conv2d(64, 64, 3, stride=1), nn.Flatten(), nn.ReLU(),
         )
         if ortho_init:
             _ortho(self.net, math.sqrt(2))
@@ -153,7 +155,7 @@ class ImpalaResNet(ImageEncoder):
             layers += [nn.Conv2d(c, out, 3, padding=1), nn.MaxPool2d(3, stride=2, padding=1),
                        _Residual(out), _Residual(out)]
             c = out
-        layers += [nn.ReLU(), nn.Flatten()]
+        layers += [nn.Flatten(), nn.ReLU()]  # ReLU after the flatten: see NatureCNN
         self.net = nn.Sequential(*layers)
         if ortho_init:
             _ortho(self.net, math.sqrt(2))
