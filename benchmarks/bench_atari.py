@@ -137,13 +137,16 @@ def report(rows: list[dict]) -> str:
               "wrappers. The network updates run the same PyTorch convolutions in both.",
               "- The issue's goal (canter >= 2x SB3) is not reached: both libraries spend most of the loop in the "
               "same PyTorch convolutions (oneDNN in both). canter's gains come from the native vector env, uint8 "
-              "frames stored once, channels-last convolution input, the 3136x512 layer on oneDNN instead of MKL's "
-              "AVX2 path (AMD CPU; 9.1 -> 4.2 ms per 256-row product) and glibc keeping freed memory (large "
+              "frames stored once, channels-last convolution input for training and plain NCHW for forward "
+              "passes without gradients (acting, DQN's target values), the 3136x512 layer on oneDNN instead of "
+              "MKL's AVX2 path (AMD CPU; 9.1 -> 4.2 ms per 256-row product) and glibc keeping freed memory (large "
               "activations no longer page-fault every update). Ratios before the last two: PPO 1.46, DQN 1.46 "
-              "(2026-11-22 09:59); before channels-last: PPO 1.22. Profile of canter's DQN job after them "
-              "(pyinstrument, 6,000 steps, 30.7 s): updates 19.8 s (target-net forward 4.7, online forward 4.0, "
-              "backward 7.7, Adam 1.3), acting 4.9 s (one-observation forward, its 6.4 MB layer read from memory "
-              "each time), env steps 3.4 s.",
+              "(2026-11-22 09:59); before channels-last: PPO 1.22. PPO's update is compute-bound: a 256-frame "
+              "minibatch is ~12.7 GFLOP (forward 2.39 G multiply-adds, backward ~3.9 G) and takes ~60 ms, the "
+              "~210 GFLOP/s this network's forward pass reaches at best. Time split of canter's PPO loop "
+              "(3,072 steps, in-process timers): updates 64%, env steps 15%, acting 12%, the rest mostly the "
+              "seeded first reset (0.32 s: ale-py reloads the ROM of each env to seed it; SB3's seeded reset "
+              "takes 0.62 s, also inside its timed `learn()`).",
               "- The per-pair ratios pair each canter job with the SB3 job run right after it; this shared host's "
               "speed drifts by up to ~35% within minutes, which moves both medians.",
               f"- Reproduce: the `--job` commands in `benchmarks/bench_atari.py`, then `--report`.",
