@@ -99,3 +99,27 @@ def test_supported_action_spaces_train_and_others_are_refused(algo, env_id, spac
         with pytest.raises(CanterError, match=f"{algo.upper()} needs a .* action space") as exc:
             canter.make_trainer(algo, env_id, **kw)
         assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("algo", names("algorithm"))
+def test_agent_normalises_observations_once(algo):
+    """With ``normalize_obs``, the algorithm sees each observation normalised exactly once, on the
+    NumPy acting shortcut and on the torch path alike, exploring and deterministic."""
+    from canter.agents.agent import Agent
+
+    env = gym.make(_env_for(algo))
+    cls = lookup("algorithm", algo)
+    algorithm = cls(env.observation_space, env.action_space, cls.Config(), seed=0)
+    agent = Agent(algorithm, normalize_obs=True)
+    seen = []
+    act, act_numpy = algorithm.act, algorithm.act_numpy
+    algorithm.act = lambda obs, deterministic=False: seen.append(np.array(obs)) or act(obs, deterministic)
+    algorithm.act_numpy = lambda obs, deterministic=False: seen.append(np.array(obs)) or act_numpy(obs, deterministic)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        obs = (rng.standard_normal((4,) + env.observation_space.shape) * 5 + 3).astype(np.float32)
+        for call in (agent.sample, agent.predict):
+            seen.clear()
+            call(obs)  # sample updates the statistics first, predict uses them as they are
+            expected = np.clip((obs - agent.obs_rms.mean) / np.sqrt(agent.obs_rms.var + 1e-8), -10.0, 10.0)
+            assert seen and all(np.allclose(s, expected, atol=1e-5) for s in seen), call.__name__

@@ -163,3 +163,14 @@ def test_default_learn_phase_is_one_learn_per_minibatch():
     big = _batch(12, seed=1)._replace(actions=torch.zeros(12, 2))
     assert algo.learn_phase(big, 3) == [{"n": 4.0}] * 3
     torch.testing.assert_close(torch.cat(seen), big.obs)
+
+
+def test_manual_path_takes_actions_of_any_shape_and_dtype():
+    """The NumPy path indexes with flat int64 actions: ``[B, 1]`` or float actions learn the same."""
+    batch = _batch(16, seed=7)
+    a, b = _dqn(True), _dqn(True)
+    stats_a = a.learn(batch)
+    stats_b = b.learn(batch._replace(actions=batch.actions.view(-1, 1).float()))
+    assert stats_a == stats_b
+    for x, y in zip(a.q.parameters(), b.q.parameters()):
+        assert torch.equal(x, y)

@@ -77,7 +77,11 @@ class Agent:
 
     def obs_to_tensor(self, obs: np.ndarray, update: bool = False) -> torch.Tensor:
         """Normalise (if configured) and convert a batch of observations to a tensor."""
-        t = torch.from_numpy(np.ascontiguousarray(self.normalize_obs(obs, update)))
+        return self._tensor(np.ascontiguousarray(self.normalize_obs(obs, update)))
+
+    def _tensor(self, x: np.ndarray) -> torch.Tensor:
+        """An already normalised contiguous batch as a tensor on the algorithm's device."""
+        t = torch.from_numpy(x)
         return t if self.device.type == "cpu" else t.to(self.device)
 
     def to_env_actions(self, actions: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -97,7 +101,7 @@ class Agent:
         if actions is not None:
             return self.to_env_actions(actions)
         with torch.inference_mode():
-            return self.to_env_actions(self.algorithm.predict(self.obs_to_tensor(x)))
+            return self.to_env_actions(self.algorithm.predict(self._tensor(x)))
 
     def sample(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, ActOutput]:
         """Exploring actions for training: ``(env_actions, obs_tensor, algorithm_output)``."""
@@ -106,7 +110,7 @@ class Agent:
         if actions is not None:
             return self.to_env_actions(actions), torch.from_numpy(x), ActOutput(torch.from_numpy(actions))
         with torch.inference_mode():
-            obs_t = self.obs_to_tensor(x)
+            obs_t = self._tensor(x)
             out = self.algorithm.act(obs_t, deterministic=False)
         return self.to_env_actions(out.actions), obs_t, out
 

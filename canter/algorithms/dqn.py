@@ -29,6 +29,11 @@ from canter.models.distributional import quantile_huber_loss
 from canter.registry import register
 
 
+def _action_indices(actions: torch.Tensor) -> np.ndarray:
+    """Discrete actions ``[B]`` or ``[B, 1]`` (any dtype) as a flat int64 array for NumPy indexing."""
+    return actions.reshape(-1).numpy().astype(np.int64, copy=False)
+
+
 @dataclass
 class DQNConfig(OffPolicyConfig):
     """DQN hyperparameters (Stable-Baselines3's defaults; every extension off)."""
@@ -182,7 +187,7 @@ class DQN(Algorithm):
             with torch.no_grad():  # once here rather than in each step below
                 target = self.td_target(batch, next_target).numpy()
                 weights = batch.weights.numpy()
-                diff, q = self._manual_step(batch.obs, batch.actions.numpy(), target, weights)
+                diff, q = self._manual_step(batch.obs, _action_indices(batch.actions), target, weights)
                 return {"loss": float(self._weighted_loss(diff, weights)), "q_mean": float(q.mean())}
         per_sample, priorities, q = self.td_loss(batch, next_target)
         loss = (batch.weights * per_sample).mean()
@@ -255,7 +260,7 @@ class DQN(Algorithm):
         with torch.no_grad():
             n = len(batch.obs) // steps
             targets = None if self.config.double_q else self.td_target(batch, next_target).numpy()
-            actions = batch.actions.numpy()
+            actions = _action_indices(batch.actions)
             weights = None if bool((batch.weights == 1.0).all()) else batch.weights.numpy()
             diffs, qs = [], []
             for i in range(steps):
