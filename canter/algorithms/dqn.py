@@ -89,6 +89,7 @@ class DQN(Algorithm):
         self.target_syncs = 0
         self.last_priorities: torch.Tensor | None = None
         self._manual: bool | None = None
+        self._rows_cache = np.arange(0)  # see _rows
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
         """Greedy actions, or epsilon-greedy when exploring."""
@@ -236,8 +237,8 @@ class DQN(Algorithm):
 
     def _rows(self, n: int) -> np.ndarray:
         """``arange(n)``, kept: every gradient step indexes its rows with it."""
-        rows = getattr(self, "_rows_cache", None)
-        if rows is None or len(rows) != n:
+        rows = self._rows_cache
+        if len(rows) != n:
             rows = self._rows_cache = np.arange(n)
         return rows
 

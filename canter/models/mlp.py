@@ -251,9 +251,10 @@ class QNetwork(nn.Module):
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
             raise CanterError(f"QNetwork needs a Discrete action space, got {type(action_space).__name__}")
-        from canter.models.cnn import make_encoder
+        from canter.models.cnn import has_parameters, make_encoder
 
         self.encoder = make_encoder(observation_space, encoder)
+        self._fixed_encoder = not has_parameters(self.encoder)  # flat or one-hot: nothing to train
         n_in, n_act, arch = self.encoder.out_dim, int(action_space.n), list(net_arch)
         self.dueling = dueling
         if dueling:
@@ -264,17 +265,13 @@ class QNetwork(nn.Module):
         else:
             self.q = MLP([n_in] + arch + [n_act], activation)
         self._infer = not dueling and self.q.manual_backward  # value() without module calls when no grad
-        from canter.models.cnn import has_parameters
-
-        self._numpy_acting = self._infer and not has_parameters(self.encoder)  # value_numpy() available
+        self._numpy_acting = self._infer and self._fixed_encoder  # value_numpy() available
 
     @property
     def manual_backward(self) -> bool:
         """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd: a plain
         (not dueling) MLP with relu or tanh on a parameter-free (flat or one-hot) encoder."""
-        from canter.models.cnn import has_parameters
-
-        return not self.dueling and self.q.manual_backward and not has_parameters(self.encoder)
+        return not self.dueling and self.q.manual_backward and self._fixed_encoder
 
     def forward_cached(self, obs: torch.Tensor) -> tuple[np.ndarray, list[np.ndarray]]:
         """Q values ``[B, n_actions]`` (NumPy, no autograd) and the cache for :meth:`backward_cached`."""
