@@ -14,7 +14,10 @@ pytest.importorskip("ale_py", reason="the 'atari' extra (ale-py) is not installe
 pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (part of the 'atari' extra)")
 
 import canter  # noqa: E402
+from canter.agents.agent import Agent  # noqa: E402
+from canter.algorithms.ppo import PPO, PPOConfig  # noqa: E402
 from canter.cli import main  # noqa: E402
+from canter.data.batch import RolloutBatch  # noqa: E402
 from canter.data.framestack import FrameStackReplay, bytes_per_transition  # noqa: E402
 from canter.data.replay import ReplayBuffer  # noqa: E402
 from canter.envs import atari, check_env_id, make_vec_env  # noqa: E402
@@ -160,6 +163,56 @@ def test_cnn_input_layout_follows_the_pass_and_values_do_not(encoder):
     assert x.is_contiguous(memory_format=torch.channels_last)
     torch.testing.assert_close(x, obs.float() / 255.0)
     torch.testing.assert_close(net(obs).detach(), no_grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch", [3, 100])  # both sides of to_input's small-batch conversion
+def test_channels_last_rollouts_train_exactly_like_nchw_ones(batch):
+    """``training_layout`` permutes a uint8 batch once (same shape and values); minibatch rows keep
+    the layout, the encoder's float input is identical, and so is a PPO update (bit for bit)."""
+    space, actions = gym.spaces.Box(0, 255, FRAMES, np.uint8), gym.spaces.Discrete(6)
+    obs = torch.randint(0, 256, (batch,) + FRAMES, dtype=torch.uint8)
+    net = make_encoder(space)
+    cl = net.training_layout(obs)
+    assert cl.is_contiguous(memory_format=torch.channels_last) and torch.equal(cl, obs)
+    rows = cl[torch.randperm(batch)[:2]]
+    assert rows.is_contiguous(memory_format=torch.channels_last)
+    x, x_cl = net.to_input(obs), net.to_input(cl)
+    assert torch.equal(x, x_cl) and x.stride() == x_cl.stride() and x.is_contiguous(memory_format=torch.channels_last)
+    assert torch.equal(x, obs.float() * (1.0 / 255.0))
+    assert net.training_layout(obs[:1]) is obs[:1] or net.training_layout(obs[:1]).is_contiguous()
+
+    def trained(prepare: bool) -> list[torch.Tensor]:
+        torch.manual_seed(0)
+        algo = PPO(space, actions, PPOConfig(n_epochs=2, batch_size=max(2, batch // 2), net_arch=[16]), seed=0)
+        agent = Agent(algo)
+        n = batch
+        rb = RolloutBatch(obs, torch.randint(0, 6, (n,)), torch.full((n,), -1.79), torch.zeros(n),
+                          torch.randn(n, generator=torch.Generator().manual_seed(1)), torch.ones(n))
+        if prepare:
+            rb = agent.prepare_rollout_batch(rb)
+            assert rb.obs.is_contiguous(memory_format=torch.channels_last)
+        agent.learn(rb)
+        return [p.detach().clone() for p in algo.model.parameters()]
+
+    for a, b in zip(trained(False), trained(True)):
+        assert torch.equal(a, b)
+
+
+def test_prepare_rollout_batch_leaves_other_models_alone():
+    """Flat observations and user encoders get the batch object back unchanged."""
+    flat = Agent(PPO(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), PPOConfig(), seed=0))
+    batch = RolloutBatch(*(torch.zeros(4, 4) if i == 0 else torch.zeros(4) for i in range(6)))
+    assert flat.prepare_rollout_batch(batch) is batch
+
+    class OwnModel(ActorCritic):  # a user's model class (defined outside canter) on a canter encoder
+        pass
+
+    space = gym.spaces.Box(0, 255, FRAMES, np.uint8)
+    algo = PPO(space, gym.spaces.Discrete(6), PPOConfig(net_arch=[16]), seed=0)
+    images = RolloutBatch(torch.zeros((4,) + FRAMES, dtype=torch.uint8), *(torch.zeros(4) for _ in range(5)))
+    assert Agent(algo).prepare_rollout_batch(images).obs.is_contiguous(memory_format=torch.channels_last)
+    algo.model.__class__ = OwnModel
+    assert Agent(algo).prepare_rollout_batch(images) is images
 
 
 def test_image_observations_get_a_cnn_and_stay_uint8_until_it():

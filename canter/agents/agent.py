@@ -39,6 +39,20 @@ class RunningMeanStd:
         self.count = float(state["count"])
 
 
+def _training_layout(algorithm: Algorithm) -> Any:
+    """The ``training_layout`` of the algorithm's image encoder, when every network it trains is
+    one of canter's models on one of canter's image encoders; else None (a user's own model or
+    encoder gets its batches as they are, since it may not accept channels-last strides)."""
+    from canter.models.cnn import ImageEncoder
+
+    modules = list(algorithm.modules().values())
+    encoders = [getattr(m, "encoder", None) for m in modules]
+    if not modules or not all(type(m).__module__.startswith("canter.") and isinstance(e, ImageEncoder)
+                              and type(e).__module__.startswith("canter.") for m, e in zip(modules, encoders)):
+        return None
+    return encoders[0].training_layout
+
+
 @register("agent", "agent")
 class Agent:
     """Acts in numpy envs with a torch :class:`~canter.algorithms.Algorithm`.
@@ -58,6 +72,7 @@ class Agent:
         self.device = algorithm.device
         self.obs_rms = RunningMeanStd(self.observation_space.shape) if normalize_obs else None
         self.ret_rms = RunningMeanStd(()) if normalize_reward else None
+        self._training_layout: Any = False  # resolved at the first prepare_rollout_batch
         self.gamma, self.clip_obs = gamma, clip_obs
         self._returns = np.zeros(n_envs, dtype=np.float64)
         box = isinstance(self.action_space, gym.spaces.Box)
@@ -139,6 +154,15 @@ class Agent:
             return ((x.float() - mean) / std).clamp(-self.clip_obs, self.clip_obs)
 
         return batch._replace(obs=norm(batch.obs), next_obs=norm(batch.next_obs))
+
+    def prepare_rollout_batch(self, batch: Any) -> Any:
+        """An on-policy batch with its image observations in the layout the model trains on
+        (:meth:`ImageEncoder.training_layout <canter.models.cnn.ImageEncoder.training_layout>`):
+        done once per rollout when every image encoder of the algorithm is one of canter's (a
+        custom encoder gets the batch as it is)."""
+        if self._training_layout is False:
+            self._training_layout = _training_layout(self.algorithm)
+        return batch if self._training_layout is None else batch._replace(obs=self._training_layout(batch.obs))
 
     def learn(self, batch: Any) -> dict[str, float]:
         """One algorithm update."""

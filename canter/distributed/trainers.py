@@ -150,7 +150,7 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         buf.rewards[:] = scale_rewards(agent, data["rewards"], data["dones"], slice(None))
         buf.terminated[:], buf.dones[:], buf.valid[:] = data["terminated"], data["dones"], data["valid"]
         buf.pos = c.n_steps
-        batch = buf.finish(torch.from_numpy(last_values), c.gamma, c.gae_lambda)
+        batch = agent.prepare_rollout_batch(buf.finish(torch.from_numpy(last_values), c.gamma, c.gae_lambda))
         self.algorithm.set_progress(self.step, self.run.max_steps)
         with self.updating():
             stats = agent.learn(batch)

@@ -41,7 +41,7 @@ class OnPolicyTrainer(Trainer):
             self.record_episodes()
             obs = step.obs
         self.obs = obs
-        batch = buf.finish(agent.value(obs), self.config.gamma, self.config.gae_lambda)
+        batch = agent.prepare_rollout_batch(buf.finish(agent.value(obs), self.config.gamma, self.config.gae_lambda))
         self.set_progress()
         with self.updating():
             return agent.learn(batch)
