@@ -52,6 +52,7 @@ class FlatOptimizer:
                 self._grad_views.append(view)
                 offset += n
         self.param_groups: list[dict[str, Any]] = [{"params": self.params, **group}]
+        self._finite_at: int | None = None  # self.grad's version when clipping last found a finite norm
 
     def _attach_grads(self) -> None:
         """Re-point any ``p.grad`` that someone replaced (e.g. ``module.zero_grad()``) at its view."""
@@ -75,10 +76,22 @@ class FlatOptimizer:
                 return type(self).clip_grad_norm_(self, max_norm)
         self._attach_grads()
         norm = torch.linalg.vector_norm(self.grad)
-        coef = max_norm / (norm.item() + 1e-6)  # Python arithmetic: one sync instead of three tensor ops
+        value = norm.item()
+        coef = max_norm / (value + 1e-6)  # Python arithmetic: one sync instead of three tensor ops
         if coef < 1.0:  # torch multiplies by the coefficient clamped to 1; times 1 changes nothing, so skip it
             self.grad.mul_(coef)
+        self._finite_at = self.grad._version if math.isfinite(value) else None
         return norm
+
+    def grads_known_finite(self) -> bool:
+        """True when :meth:`clip_grad_norm_` found a finite norm for the current gradients (then no
+        element is NaN or inf: either would make the norm so) and no torch operation has written to
+        them since (their version counter is unchanged); every :meth:`step` clears it. The divergence
+        guard then skips its own pass over the gradients. Writes through NumPy views do not count as
+        writes, so code that fills gradients that way must clip after filling them (canter's
+        hand-derived paths do). A gradient replaced by another tensor also ends it."""
+        return (self._finite_at is not None and self._finite_at == self.grad._version
+                and all(p.grad is view for p, view in zip(self.params, self._grad_views)))
 
     def step(self) -> None:
         """One update of every parameter (gradients re-attached first, no autograd recorded)."""
@@ -87,6 +100,7 @@ class FlatOptimizer:
                 return type(self).step(self)
         self._attach_grads()
         self._update(self.param_groups[0])
+        self._finite_at = None
 
     def _update(self, group: dict[str, Any]) -> None:
         """The optimizer's arithmetic on ``self.flat`` from ``self.grad`` (subclasses)."""

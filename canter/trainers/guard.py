@@ -102,7 +102,12 @@ class DivergenceGuard:
             params = [p for g in opt.param_groups for p in g["params"]]
             finite = _GradCheck(params)
 
-            def check(*_: Any, params: list = params, opt_name: str = opt_name, finite: _GradCheck = finite) -> None:
+            known = getattr(opt, "grads_known_finite", None)  # flat optimizers: clipping already looked
+
+            def check(*_: Any, params: list = params, opt_name: str = opt_name, finite: _GradCheck = finite,
+                      known: Any = known) -> None:
+                if known is not None and known():
+                    return
                 if not finite([p.grad for p in params if p.grad is not None]):
                     bad = next(p for p in params if p.grad is not None and not torch.isfinite(p.grad).all())
                     raise Divergence(f"gradient of {names.get(bad, opt_name)} (the loss or its gradient is not "
