@@ -69,6 +69,52 @@ def test_numpy_acting_equals_torch_acting(width):
     assert dueling.act_numpy(obs) is None  # no NumPy forward pass: the Agent uses act
 
 
+@pytest.mark.parametrize("dueling", [False, True])  # NumPy acting path and torch acting path
+def test_q_network_runs_only_when_some_env_acts_greedily(dueling, monkeypatch):
+    """Exploring runs no forward pass when every env's coin says explore (SB3 skips it too),
+    yet the actions are those of the eager version: same coins, same random actions, greedy elsewhere."""
+    algo = DQN(*SPACES, DQNConfig(net_arch=[8, 8], dueling=dueling), seed=5)
+    calls = []
+    for name in ("value", "value_numpy"):
+        original = getattr(algo.q, name)
+        monkeypatch.setattr(algo.q, name, lambda obs, f=original: calls.append(len(obs)) or f(obs))
+    obs = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32)
+    greedy = algo.q.q(torch.from_numpy(obs)).argmax(-1).numpy() if not dueling else None
+
+    def act():
+        calls.clear()
+        out = algo.act_numpy(obs)
+        if out is None:
+            with torch.inference_mode():
+                out = algo.act(torch.from_numpy(obs)).actions.numpy()
+        return out
+
+    algo.epsilon = 1.0
+    g = torch.Generator().manual_seed(5)
+    for _ in range(5):
+        actions = act()
+        assert calls == []  # every coin below 1.0: no forward pass
+        assert (torch.rand(4, generator=g) < 1.0).all()
+        np.testing.assert_array_equal(actions, torch.randint(3, (4,), generator=g).numpy())
+    algo.epsilon = 0.5
+    mixed = 0
+    for _ in range(40):
+        actions = act()
+        explore = torch.rand(4, generator=g).numpy() < 0.5
+        if explore.all():
+            assert calls == []
+            np.testing.assert_array_equal(actions, torch.randint(3, (4,), generator=g).numpy())
+            continue
+        assert calls == [4]
+        if explore.any():
+            mixed += 1
+            random_actions = torch.randint(3, (4,), generator=g).numpy()
+            np.testing.assert_array_equal(actions[explore], random_actions[explore])
+        if greedy is not None:
+            np.testing.assert_array_equal(actions[~explore], greedy[~explore])
+    assert mixed > 5
+
+
 def test_dueling_and_learned_encoders_keep_autograd():
     assert not QNetwork(*SPACES, dueling=True).manual_backward
     assert not QNetwork(*SPACES, activation="elu").manual_backward

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
@@ -92,26 +92,30 @@ class DQN(Algorithm):
         self._rows_cache = np.arange(0)  # see _rows
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
-        """Greedy actions, or epsilon-greedy when exploring."""
-        greedy = self.q.value(obs).argmax(-1).cpu().numpy()
-        return ActOutput(torch.from_numpy(self._epsilon_greedy(greedy, deterministic)))
+        """Greedy actions, or epsilon-greedy when exploring (no forward pass when every env explores)."""
+        actions = self._epsilon_greedy(lambda: self.q.value(obs).argmax(-1).cpu().numpy(), len(obs), deterministic)
+        return ActOutput(torch.from_numpy(actions))
 
     def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray | None:
         """:meth:`act` on a NumPy batch with the Q-network's NumPy forward pass (None where it has none)."""
-        value_numpy = getattr(self.q, "value_numpy", None) if self.device.type == "cpu" else None
-        q = None if value_numpy is None else value_numpy(obs)
-        return None if q is None else self._epsilon_greedy(q.argmax(-1), deterministic)
+        if self.device.type != "cpu" or not getattr(self.q, "numpy_acting", False):
+            return None  # decided before any random draw: the Agent then calls act, which draws them
+        return self._epsilon_greedy(lambda: self.q.value_numpy(obs).argmax(-1), len(obs), deterministic)
 
-    def _epsilon_greedy(self, greedy: np.ndarray, deterministic: bool) -> np.ndarray:
-        """``greedy``, each entry replaced by a random action with probability epsilon when exploring."""
+    def _epsilon_greedy(self, greedy: Callable[[], np.ndarray], n: int, deterministic: bool) -> np.ndarray:
+        """``greedy()``, each entry replaced by a random action with probability epsilon when exploring.
+
+        The explore coins are drawn first, so the Q-network runs only when some env acts greedily
+        (Stable-Baselines3 skips it the same way); the random draws are the same either way.
+        """
         if deterministic or self.epsilon <= 0:
-            return greedy
-        n = len(greedy)
+            return greedy()
         explore = torch.rand(n, generator=self.generator).numpy() < self.epsilon
         if not explore.any():  # most steps once epsilon is small: no random actions drawn
-            return greedy
+            return greedy()
+        chosen = None if explore.all() else greedy()  # early on, most steps: no forward pass at all
         random_actions = torch.randint(self.n_actions, (n,), generator=self.generator).numpy()
-        return np.where(explore, random_actions, greedy)
+        return random_actions if chosen is None else np.where(explore, random_actions, chosen)
 
     def set_progress(self, step: int, total_steps: int) -> None:
         """Epsilon schedule and target-network updates, both counted in env steps."""

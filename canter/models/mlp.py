@@ -281,6 +281,11 @@ class QNetwork(nn.Module):
         """Set the network's ``.grad`` from d(loss)/d(Q values) ``[B, n_actions]`` (NumPy)."""
         self.q.backward_cached(cache, d_q)
 
+    @property
+    def numpy_acting(self) -> bool:
+        """True when :meth:`value_numpy` answers (it returns None otherwise)."""
+        return self._numpy_acting
+
     def value_numpy(self, obs: np.ndarray) -> np.ndarray | None:
         """Q values ``[B, n_actions]`` of a NumPy batch by the NumPy forward pass; None where this
         network has none (dueling heads, other activations, an encoder with parameters)."""
