@@ -186,12 +186,12 @@ def test_cli_reports_divergence_in_one_line(tmp_path, monkeypatch, capsys):
     assert "training diverged at step" in err and str(run_dir / "checkpoints" / "last") in err
 
 
-def test_clipping_that_saw_a_finite_norm_spares_the_guard_a_pass_and_nothing_else():
+def test_clipping_that_saw_a_finite_norm_spares_the_guard_a_pass_and_nothing_else(monkeypatch):
     """The guard skips its gradient pass only while the flat optimizer's last clip saw these very
     gradients with a finite norm; a NaN written after clipping, a replaced gradient, or a clip
     that saw NaN all get the full check (and stop the step)."""
     from canter.optim import FlatAdam
-    from canter.trainers.guard import Divergence, DivergenceGuard
+    from canter.trainers.guard import Divergence, DivergenceGuard, _GradCheck
 
     net = torch.nn.Linear(3, 2)
     opt = FlatAdam(net.parameters(), lr=1e-3)
@@ -202,7 +202,6 @@ def test_clipping_that_saw_a_finite_norm_spares_the_guard_a_pass_and_nothing_els
 
     DivergenceGuard(Owner()).arm()
     checks = []
-    import canter.trainers.guard as guard_mod
 
     def fill(value: float) -> None:
         opt.zero_grad()
@@ -212,27 +211,24 @@ def test_clipping_that_saw_a_finite_norm_spares_the_guard_a_pass_and_nothing_els
     fill(1.0)
     opt.clip_grad_norm_(10.0)
     assert opt.grads_known_finite()
-    real = guard_mod._GradCheck.__call__
-    guard_mod._GradCheck.__call__ = lambda self, grads: checks.append(1) or real(self, grads)
-    try:
-        opt.step()  # known finite: no pass over the gradients
-        assert checks == [] and not opt.grads_known_finite()  # a step clears it
-        fill(1.0)
-        opt.clip_grad_norm_(10.0)
-        net.weight.grad[0, 1] = float("nan")  # written after clipping: the version moved
-        with pytest.raises(Divergence):
-            opt.step()
-        assert checks == [1]
-        fill(float("nan"))
-        opt.clip_grad_norm_(10.0)  # the norm is NaN: nothing is known
-        assert not opt.grads_known_finite()
-        with pytest.raises(Divergence):
-            opt.step()
-        fill(1.0)
-        opt.clip_grad_norm_(10.0)
-        net.bias.grad = torch.full((2,), float("nan"))  # replaced, not written: also not known
-        assert not opt.grads_known_finite()
-        with pytest.raises(Divergence):
-            opt.step()
-    finally:
-        guard_mod._GradCheck.__call__ = real
+    real = _GradCheck.__call__
+    monkeypatch.setattr(_GradCheck, "__call__", lambda self, grads: checks.append(1) or real(self, grads))
+    opt.step()  # known finite: no pass over the gradients
+    assert checks == [] and not opt.grads_known_finite()  # a step clears it
+    fill(1.0)
+    opt.clip_grad_norm_(10.0)
+    net.weight.grad[0, 1] = float("nan")  # written after clipping: the version moved
+    with pytest.raises(Divergence):
+        opt.step()
+    assert checks == [1]
+    fill(float("nan"))
+    opt.clip_grad_norm_(10.0)  # the norm is NaN: nothing is known
+    assert not opt.grads_known_finite()
+    with pytest.raises(Divergence):
+        opt.step()
+    fill(1.0)
+    opt.clip_grad_norm_(10.0)
+    net.bias.grad = torch.full((2,), float("nan"))  # replaced, not written: also not known
+    assert not opt.grads_known_finite()
+    with pytest.raises(Divergence):
+        opt.step()
