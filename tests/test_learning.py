@@ -5,11 +5,16 @@ import canter
 
 
 def _best_eval(algo: str, env: str, **kw) -> tuple[float, int]:
+    best, _, steps = _run(algo, env, **kw)
+    return best, steps
+
+
+def _run(algo: str, env: str, **kw) -> tuple[float, list[tuple[int, float]], int]:
+    """Best evaluation return, every (step, evaluation return), and the steps the run took."""
     trainer = canter.make_trainer(algo, env, seed=kw.pop("seed", 1), **kw)
-    for _ in trainer():
-        pass
+    evals = [(r.step, r.evaluation.mean_return) for r in trainer() if r.evaluation is not None]
     trainer.close()
-    return trainer.best_eval_return, trainer.step
+    return trainer.best_eval_return, evals, trainer.step
 
 
 def test_ppo_solves_cartpole_within_preset_budget():
@@ -27,9 +32,10 @@ def test_dqn_solves_cartpole_within_preset_budget():
 
 
 def test_ppo_continuous_pendulum():
-    best, steps = _best_eval("ppo", "Pendulum-v1")
+    best, evals, steps = _run("ppo", "Pendulum-v1")
     assert best >= -300, f"PPO reached only {best} on Pendulum in {steps} steps"
-    assert steps <= 100_000
+    # within the preset's 100k-step budget (a run that uses all of it ends on a whole 2048-step rollout)
+    assert min(step for step, ret in evals if ret >= -300) <= 100_000
 
 
 @pytest.mark.slow

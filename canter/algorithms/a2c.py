@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 from torch import nn
 
@@ -62,7 +63,7 @@ class A2C(ActorCriticAlgorithm):
         self.params = list(self.model.parameters())
         self.optimizer = make_optimizer(self.params, c.optimizer, c.lr, c.optimizer_eps, c.rms_alpha)
         self.lr = c.lr
-        self._stat_signs = torch.tensor([-1.0, 1.0, 1.0])  # policy loss = -mean(A * logp)
+        self._stat_signs = np.array([-1.0, 1.0, 1.0], np.float32)  # policy loss = -mean(A * logp)
 
     def set_progress(self, step: int, total_steps: int) -> None:
         """Linear learning-rate decay, when configured."""
@@ -81,14 +82,14 @@ class A2C(ActorCriticAlgorithm):
             grad_norm = clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
             self.optimizer.step()
         self.updates += 1
-        # one sync for every statistic: losses, gradient norm, Var(R - V_old) and Var(R)
-        values = torch.cat([stats, grad_norm.view(1), torch.stack([ret - old_v, ret]).var(1)]).tolist()
+        # one sync for the rest: gradient norm, Var(R - V_old) and Var(R)
+        values = stats.tolist() + torch.cat([grad_norm.view(1), torch.stack([ret - old_v, ret]).var(1)]).tolist()
         out = dict(zip(("policy_loss", "value_loss", "entropy", "grad_norm"), values[:4]))
         out["explained_variance"] = 1.0 - values[4] / values[5] if values[5] > 0 else 0.0  # 0 when R is constant
         out["learning_rate"] = self.lr
         return out
 
-    def _grads_autograd(self, obs: torch.Tensor, act: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+    def _grads_autograd(self, obs: torch.Tensor, act: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor) -> np.ndarray:
         """Loss, then ``backward()``; leaves gradients in ``.grad``; returns policy loss, value loss, entropy."""
         c = self.config
         out, v = self.model.action_value(obs)
@@ -99,9 +100,9 @@ class A2C(ActorCriticAlgorithm):
         loss = pg_loss - c.ent_coef * ent + c.vf_coef * v_loss
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        return torch.stack([pg_loss.detach(), v_loss.detach(), ent.detach()])
+        return torch.stack([pg_loss.detach(), v_loss.detach(), ent.detach()]).numpy()
 
-    def _grads_manual(self, obs: torch.Tensor, act: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+    def _grads_manual(self, obs: torch.Tensor, act: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor) -> np.ndarray:
         """The same loss and gradients as :meth:`_grads_autograd`, derived by hand (under ``no_grad``).
 
         d(loss)/d(logp) = -A/n, d(loss)/dV = 2 vf_coef (V - R)/n; the stacked model backpropagates
@@ -110,10 +111,12 @@ class A2C(ActorCriticAlgorithm):
         c = self.config
         n = obs.shape[0]
         out, v, cache = self.model.forward_cached(obs)
-        logp, ent_rows, g_out = self.head_grads_manual(out, act, adv * (-1.0 / n), c.ent_coef)
-        diff = v - ret
-        self.model.backward_cached(cache, g_out, diff * (2.0 * c.vf_coef / n))
-        return torch.stack([adv * logp, diff * diff, ent_rows]).mean(1) * self._stat_signs
+        terms = self.policy_terms(out, act.numpy())
+        adv_np = adv.numpy()
+        diff = v - ret.numpy()
+        self.model.backward_cached(cache, terms.out_grad(adv_np * (-1.0 / n), c.ent_coef), diff * (2.0 * c.vf_coef / n))
+        sums = [np.add.reduce(x, dtype=np.float32) for x in (adv_np * terms.logp, diff * diff, terms.entropy)]
+        return np.array(sums, np.float32) * (self._stat_signs / n)
 
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:  # noqa: D102
         return {"optimizer": self.optimizer}

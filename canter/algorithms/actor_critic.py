@@ -2,7 +2,7 @@
 
 A2C, REINFORCE, TRPO and NPG all sample from the same two policies (categorical over logits,
 diagonal Gaussian with a free ``log_std``), so acting, log-probabilities, entropies and KL
-divergences live here once. PPO keeps its own copy in ``ppo.py``; it can move onto this base.
+divergences live here once. PPO, A2C, REINFORCE, TRPO and NPG build on this base.
 """
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, make_adam, sample_actor_critic
+from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs, make_adam, sample_actor_critic
+from canter.algorithms.policy_terms import CategoricalTerms, GaussianTerms
 from canter.optim import make_rmsprop
 from canter.config import hp
 from canter.errors import CanterError
@@ -88,9 +90,9 @@ class ActorCriticAlgorithm(Algorithm):
         self.model = self.make_model(
             net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
             log_std_init=c.log_std_init, shared_trunk=getattr(c, "shared_trunk", False), **extra,
+            **encoder_kwargs(c),
         )
         self.continuous = isinstance(action_space, gym.spaces.Box)
-        self._action_ids = None if self.continuous else torch.arange(int(getattr(action_space, "n", 0)))
 
     # -- distributions -------------------------------------------------------------------------
     def log_prob_entropy(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,36 +103,13 @@ class ActorCriticAlgorithm(Algorithm):
         logp, logp_all = D.categorical_log_prob(out, actions)
         return logp, D.categorical_entropy(logp_all)
 
-    def head_grads_manual(
-        self, out: torch.Tensor, actions: torch.Tensor, g_logp: torch.Tensor, ent_coef: float
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Without autograd: log-probs, per-row entropies and d(loss)/d(head output) for
-        ``loss = sum(g_logp * logp) - ent_coef * mean(entropy) + (terms without the policy)``.
-
-        ``g_logp`` is d(loss)/d(logp) per row. For Box actions this also sets ``log_std.grad``.
-        """
-        n = out.shape[0]
+    def policy_terms(self, out: np.ndarray, actions: np.ndarray) -> CategoricalTerms | GaussianTerms:
+        """For the hand-derived updates: log-probs and entropies of ``actions`` under the policy
+        whose head output (NumPy) is ``out``, and through ``out_grad`` the gradient with respect
+        to ``out`` (Box actions: also ``log_std.grad``)."""
         if self.continuous:
-            log_std = self.model.log_std
-            inv_std = torch.exp(-log_std)
-            z = (actions - out) * inv_std
-            logp = (-0.5 * z * z - log_std).sum(-1) - D.LOG_SQRT_2PI * z.shape[-1]
-            g_out = (g_logp.unsqueeze(-1) * z) * inv_std
-            g_log_std = (g_logp.unsqueeze(-1) * (z * z - 1.0)).sum(0) - ent_coef  # d H / d log_std = 1 per row
-            if log_std.grad is None:
-                log_std.grad = g_log_std
-            else:
-                log_std.grad.copy_(g_log_std)
-            return logp, D.gaussian_entropy(log_std, n), g_out
-        onehot = (actions.unsqueeze(-1) == self._action_ids).to(out.dtype)
-        logp_all = torch.log_softmax(out, -1)
-        probs = logp_all.exp()
-        logp = (logp_all * onehot).sum(-1)
-        ent_rows = (probs * logp_all).sum(-1).neg_()
-        g_out = (onehot - probs) * g_logp.unsqueeze(-1)
-        if ent_coef:  # d(-ent_coef * mean H)/d(logits) = ent_coef/n * p * (log p + H)
-            g_out += probs * (logp_all + ent_rows.unsqueeze(-1)) * (ent_coef / n)
-        return logp, ent_rows, g_out
+            return GaussianTerms(out, self.model.log_std, actions)
+        return CategoricalTerms(out, actions)
 
     def snapshot(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The current policy on ``obs``, detached: head output and (Box) ``log_std``."""

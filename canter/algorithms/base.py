@@ -1,10 +1,10 @@
 """The Algorithm interface: models, target models, optimizers and the update math.
 
 An Algorithm never sees an env, and its interface is torch tensors: the Agent feeds it tensors, the
-Trainer feeds it batches. (Two speed paths compute in NumPy inside: DQN's hand-derived update, and
-:meth:`Algorithm.act_numpy`, an optional shortcut the Agent takes for acting on a few
-observations.) It owns its optimizers and random generator and saves them in its state, so a
-checkpoint restores the learner exactly (env and replay state are the Trainer's).
+Trainer feeds it batches. (Speed paths compute in NumPy inside: the hand-derived updates of DQN,
+PPO and A2C, and :meth:`Algorithm.act_numpy`, DQN's shortcut for acting on a few observations.)
+It owns its optimizers and random generator and saves them in its state, so a checkpoint
+restores the learner exactly (env and replay state are the Trainer's).
 """
 from __future__ import annotations
 

@@ -11,14 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
-from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs, sample_actor_critic
+from canter.algorithms.actor_critic import ActorCriticAlgorithm
 from canter.config import hp
 from canter.data.batch import RolloutBatch
 from canter.errors import CanterError
-from canter.models import distributions as D
 from canter.optim import clip_grad_norm_, make_adam
 from canter.registry import register
 
@@ -63,46 +62,21 @@ class PPOConfig:
 
 
 @register("algorithm", "ppo")
-class PPO(Algorithm):
+class PPO(ActorCriticAlgorithm):
     """PPO with a clipped surrogate objective over several epochs of minibatches."""
 
     name = "ppo"
-    family = "on_policy"
     Config = PPOConfig
-    default_model = "mlp_actor_critic"
-    default_n_envs = 8
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: PPOConfig, **kw: Any) -> None:
         super().__init__(observation_space, action_space, config, **kw)
         c = config
-        self.model = self.make_model(
-            net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
-            log_std_init=c.log_std_init, shared_trunk=c.shared_trunk, **encoder_kwargs(c),
-        )
-        self.continuous = isinstance(action_space, gym.spaces.Box)
         params = list(self.model.parameters())
         self.optimizer = make_adam(params, c.lr, c.adam_eps)
         self.params = params
         self.lr = c.lr
         self.clip = c.clip_range
-        self._stat_signs = torch.tensor([-1.0, 1.0, 1.0, 1.0, 1.0])  # policy loss = -mean(min(surr))
-        self._action_ids = None if self.continuous else torch.arange(int(action_space.n))
-
-    # -- acting ---------------------------------------------------------------------------
-    def _dist(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.continuous:
-            log_std = self.model.log_std
-            return D.gaussian_log_prob(out, log_std, actions), D.gaussian_entropy(log_std, out.shape[0])
-        logp, logp_all = D.categorical_log_prob(out, actions)
-        return logp, D.categorical_entropy(logp_all)
-
-    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
-        """Sample (or take the mode of) the policy; also returns log-probs and values."""
-        return sample_actor_critic(self, obs, deterministic)
-
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
-        """V(obs) for bootstrapping."""
-        return self.model.value(obs)
+        self._stat_signs = np.array([-1.0, 1.0, 1.0, 1.0, 1.0], np.float32)  # policy loss = -mean(min(surr))
 
     # -- learning -------------------------------------------------------------------------
     def set_progress(self, step: int, total_steps: int) -> None:
@@ -121,26 +95,26 @@ class PPO(Algorithm):
         with torch.set_grad_enabled(not manual):  # the hand-derived path records no graph at all
             stats = self._epochs(batch, self._grads_manual if manual else self._grads_autograd)
         names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
-        out = dict(zip(names, torch.stack(stats).mean(0).tolist())) if stats else {}
+        out = dict(zip(names, np.mean(stats, 0).tolist())) if stats else {}
         var_ret = batch.returns.var()
         out["explained_variance"] = float(1 - (batch.returns - batch.values).var() / var_ret) if var_ret > 0 else 0.0
         out["learning_rate"] = self.lr
         out["clip_range"] = self.clip
         return out
 
-    def _epochs(self, batch: RolloutBatch, grads: Any) -> list[torch.Tensor]:
+    def _epochs(self, batch: RolloutBatch, grads: Any) -> list[np.ndarray]:
         """The minibatch loop; ``grads(minibatch)`` fills ``.grad`` and returns a statistics row."""
         c = self.config
         n = batch.obs.shape[0]
         bs = min(c.batch_size, n)
         whole = self._normalized(batch) if bs >= n else None  # one minibatch: no shuffle, no gather
-        stats: list[torch.Tensor] = []
+        stats: list[np.ndarray] = []
         for _ in range(c.n_epochs):
             perm = None if whole is not None else torch.randperm(n, generator=self.generator)
             for start in range(0, n, bs):
                 mb = whole if perm is None else self._normalized(RolloutBatch(*(x[perm[start:start + bs]] for x in batch)))
                 row = grads(mb)  # policy_loss, value_loss, entropy, approx_kl, clip_fraction
-                if c.target_kl is not None and row[3].item() > 1.5 * c.target_kl:
+                if c.target_kl is not None and row[3] > 1.5 * c.target_kl:
                     return stats
                 clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
                 self.optimizer.step()
@@ -155,26 +129,16 @@ class PPO(Algorithm):
             return mb._replace(advantages=(adv - adv.mean()) / (adv.std() + 1e-8))
         return mb
 
-    def _surrogate(self, logp: torch.Tensor, mb: RolloutBatch) -> tuple[torch.Tensor, ...]:
-        """Clipped surrogate pieces: loss, unclipped term, clipped term, ratio, log-ratio."""
+    def _grads_autograd(self, mb: RolloutBatch) -> np.ndarray:
+        """Loss, then ``backward()``; leaves gradients in ``.grad``; returns the statistics row."""
+        c = self.config
+        out, v = self.model.action_value(mb.obs)
+        logp, entropy = self.log_prob_entropy(out, mb.actions)
         log_ratio = logp - mb.log_probs
         ratio = log_ratio.exp()
         surr = mb.advantages * ratio
         surr_clip = mb.advantages * ratio.clamp(1.0 - self.clip, 1.0 + self.clip)
-        return -torch.min(surr, surr_clip).mean(), surr, surr_clip, ratio, log_ratio
-
-    def _stats(self, pg: torch.Tensor, vl: torch.Tensor, ent: torch.Tensor, ratio: torch.Tensor,
-               log_ratio: torch.Tensor) -> torch.Tensor:
-        approx_kl = ((ratio - 1.0) - log_ratio).mean()
-        clip_frac = ((ratio - 1.0).abs() > self.clip).float().mean()
-        return torch.stack([pg, vl, ent, approx_kl, clip_frac])
-
-    def _grads_autograd(self, mb: RolloutBatch) -> torch.Tensor:
-        """Loss, then ``backward()``; leaves gradients in ``.grad``; returns the statistics row."""
-        c = self.config
-        out, v = self.model.action_value(mb.obs)
-        logp, entropy = self._dist(out, mb.actions)
-        pg_loss, _, _, ratio, log_ratio = self._surrogate(logp, mb)
+        pg_loss = -torch.min(surr, surr_clip).mean()
         if c.clip_range_vf is not None:
             v_clip = mb.values + (v - mb.values).clamp(-c.clip_range_vf, c.clip_range_vf)
             v_loss = torch.max((v - mb.returns).pow(2), (v_clip - mb.returns).pow(2)).mean()
@@ -185,66 +149,50 @@ class PPO(Algorithm):
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         with torch.no_grad():
-            return self._stats(pg_loss.detach(), v_loss.detach(), ent.detach(), ratio.detach(), log_ratio.detach())
+            approx_kl = ((ratio - 1.0) - log_ratio).mean()
+            clip_frac = ((ratio - 1.0).abs() > self.clip).float().mean()
+            return torch.stack([pg_loss, v_loss, ent, approx_kl, clip_frac]).numpy()
 
-    def _grads_manual(self, mb: RolloutBatch) -> torch.Tensor:
+    def _grads_manual(self, mb: RolloutBatch) -> np.ndarray:
         """The same loss and gradients as :meth:`_grads_autograd`, derived by hand (call it under
         ``torch.no_grad()``: :meth:`learn` does).
 
-        Written for few kernels: each small op costs microseconds regardless of its size.
+        The network passes are torch's (batched products); the loss terms between them are
+        NumPy, whose calls cost less than torch's on arrays this small.
         """
         c = self.config
         n = mb.obs.shape[0]
         out, v, cache = self.model.forward_cached(mb.obs)
-        if self.continuous:
-            log_std = self.model.log_std
-            inv_std = torch.exp(-log_std)
-            z = (mb.actions - out) * inv_std
-            logp = (-0.5 * z * z - log_std).sum(-1) - D.LOG_SQRT_2PI * z.shape[-1]
-            ent_rows = D.gaussian_entropy(log_std, n)
-        else:
-            onehot = (mb.actions.unsqueeze(-1) == self._action_ids).to(out.dtype)
-            logp_all = torch.log_softmax(out, -1)
-            probs = logp_all.exp()
-            logp = (logp_all * onehot).sum(-1)
-            ent_rows = (probs * logp_all).sum(-1).neg_()
-        log_ratio = logp - mb.log_probs
-        ratio = log_ratio.exp()
-        ratio_clip = ratio.clamp(1.0 - self.clip, 1.0 + self.clip)
-        surr, surr_clip = mb.advantages * ratio, mb.advantages * ratio_clip
+        terms = self.policy_terms(out, mb.actions.numpy())
+        adv = mb.advantages.numpy()
+        log_ratio = terms.logp - mb.log_probs.numpy()
+        ratio = np.exp(log_ratio)
+        ratio_clip = np.clip(ratio, 1.0 - self.clip, 1.0 + self.clip)
+        surr, surr_clip = adv * ratio, adv * ratio_clip
         # d(policy loss)/d(logp) = -A*ratio/n where the unclipped term is the minimum, else 0 (clamp's gradient)
-        g_logp = torch.where(surr <= surr_clip, surr, 0.0).mul_(-1.0 / n)
-        diff = v - mb.returns
+        g_logp = np.where(surr <= surr_clip, surr, 0.0)
+        g_logp *= -1.0 / n
+        ret = mb.returns.numpy()
+        diff = v - ret
         if c.clip_range_vf is None:
             v_err = diff * diff
             g_v = diff * (2.0 * c.vf_coef / n)
         else:
-            delta = v - mb.values
-            inside = (delta >= -c.clip_range_vf) & (delta <= c.clip_range_vf)
-            diff_clip = mb.values + delta.clamp(-c.clip_range_vf, c.clip_range_vf) - mb.returns
-            l1, l2 = diff.pow(2), diff_clip.pow(2)
-            v_err = torch.max(l1, l2)
-            g1, g2 = 2 * diff, 2 * diff_clip * inside
-            g_v = torch.where(l1 > l2, g1, torch.where(l1 < l2, g2, 0.5 * (g1 + g2))) * (c.vf_coef / n)
-        if self.continuous:
-            g_out = (g_logp.unsqueeze(-1) * z) * inv_std
-            g_log_std = (g_logp.unsqueeze(-1) * (z * z - 1.0)).sum(0) - c.ent_coef
-            if self.model.log_std.grad is None:
-                self.model.log_std.grad = g_log_std
-            else:
-                self.model.log_std.grad.copy_(g_log_std)
-        else:
-            g_out = (onehot - probs) * g_logp.unsqueeze(-1)
-            if c.ent_coef:  # d(-ent_coef * mean H)/d(logits) = ent_coef/n * p * (log p + H)
-                g_out += probs * (logp_all + ent_rows.unsqueeze(-1)) * (c.ent_coef / n)
-        self.model.backward_cached(cache, g_out, g_v)
-        kl = (ratio - log_ratio).sub_(1.0)
-        rows = torch.stack([torch.min(surr, surr_clip), v_err, ent_rows, kl, (ratio_clip != ratio).to(kl.dtype)])
-        return rows.mean(1) * self._stat_signs
+            old_v = mb.values.numpy()
+            delta = v - old_v
+            diff_clip = old_v + np.clip(delta, -c.clip_range_vf, c.clip_range_vf) - ret
+            l1, l2 = diff * diff, diff_clip * diff_clip
+            v_err = np.maximum(l1, l2)
+            g1, g2 = 2.0 * diff, 2.0 * diff_clip * (np.abs(delta) <= c.clip_range_vf)
+            # torch.max's gradient: the larger term's, split evenly on ties
+            g_v = np.where(l1 > l2, g1, np.where(l1 < l2, g2, 0.5 * (g1 + g2))) * (c.vf_coef / n)
+        self.model.backward_cached(cache, terms.out_grad(g_logp, c.ent_coef), g_v)
+        kl = ratio - log_ratio
+        kl -= 1.0
+        sums = [np.add.reduce(x, dtype=np.float32) for x in
+                (np.minimum(surr, surr_clip), v_err, terms.entropy, kl, ratio_clip != ratio)]
+        return np.array(sums, np.float32) * (self._stat_signs / n)
 
     # -- state ----------------------------------------------------------------------------
-    def modules(self) -> dict[str, nn.Module]:  # noqa: D102
-        return {"model": self.model}
-
     def optimizers(self) -> dict[str, Any]:  # noqa: D102
         return {"optimizer": self.optimizer}

@@ -224,19 +224,23 @@ class ActorCritic(nn.Module):
         """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd."""
         return self.stacked and self.body.manual_backward and not self._encoder_params
 
-    def forward_cached(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
-        """Policy output ``[B, n]``, values ``[B]`` and the cache for :meth:`backward_cached` (no autograd)."""
+    def forward_cached(self, obs: torch.Tensor) -> tuple[np.ndarray, np.ndarray, list[torch.Tensor]]:
+        """Policy output ``[B, n]`` and values ``[B]`` as NumPy arrays (the algorithms' loss terms
+        run in NumPy, :mod:`canter.algorithms.policy_terms`), and the cache for
+        :meth:`backward_cached` (no autograd)."""
         out, cache = self.body.forward_cached(self.encoder.forward(obs))
-        return out[0, :, : self.n_out], out[1, :, 0], cache
+        out_np = out.numpy()
+        return out_np[0, :, : self.n_out], out_np[1, :, 0], cache
 
-    def backward_cached(self, cache: list[torch.Tensor], d_action: torch.Tensor, d_value: torch.Tensor) -> None:
-        """Set the networks' ``.grad`` from d(loss)/d(policy output) and d(loss)/d(value)."""
+    def backward_cached(self, cache: list[torch.Tensor], d_action: np.ndarray, d_value: np.ndarray) -> None:
+        """Set the networks' ``.grad`` from d(loss)/d(policy output) and d(loss)/d(value) (NumPy)."""
         n, width = d_action.shape[0], max(self.body.outs)
         d_out = self._d_out
         if d_out is None or d_out.shape[1] != n:  # reused: padded columns stay zero
             d_out = self._d_out = torch.zeros(2, n, width)
-        d_out[0, :, : self.n_out].copy_(d_action)
-        d_out[1, :, 0].copy_(d_value)
+        d_np = d_out.numpy()
+        d_np[0, :, : self.n_out] = d_action
+        d_np[1, :, 0] = d_value
         self.body.backward_cached(cache, d_out)
 
 

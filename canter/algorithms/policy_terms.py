@@ -1,0 +1,81 @@
+"""The policy head's side of the hand-derived actor-critic updates, in NumPy.
+
+PPO's and A2C's hand-derived gradients (``manual_backward``) need, from the policy head's output
+``out`` on a minibatch: the log-probabilities of the taken actions, the per-row entropies, and,
+once the algorithm has turned those into d(loss)/d(logp), the gradient d(loss)/d(out). These are
+a few dozen elementwise operations on arrays of a few hundred numbers, where a torch call costs
+2-5 µs whatever its size and a NumPy call ~1 µs, so they run in NumPy on arrays that share
+memory with the tensors (PPO's whole hand-derived minibatch gradient on CartPole, 256 rows, one
+thread: 296 -> 276 µs, 10th percentile of 3,000 calls).
+
+Each class computes the first part in its constructor and the gradient in :meth:`out_grad`:
+
+    terms = CategoricalTerms(logits, actions)      # terms.logp, terms.entropy
+    g_logp = ...                                   # d(loss)/d(logp), from the algorithm's loss
+    g_out = terms.out_grad(g_logp, ent_coef)       # for loss = f(logp) - ent_coef * mean(entropy)
+
+The formulas are the derivatives of :mod:`canter.models.distributions` (tested against autograd
+in ``tests/test_fast_paths.py`` and ``tests/test_onpolicy_fast_paths.py``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from canter.models.distributions import LOG_SQRT_2PI
+
+
+class CategoricalTerms:
+    """Log-probabilities and entropies of a categorical policy given its logits ``[B, n]``."""
+
+    __slots__ = ("probs", "logp_all", "logp", "entropy", "_rows", "_actions")
+
+    def __init__(self, logits: np.ndarray, actions: np.ndarray) -> None:
+        z = np.subtract(logits, logits.max(-1, keepdims=True))  # log-softmax, shifted for stability
+        probs = np.exp(z)
+        total = probs.sum(-1, keepdims=True)
+        probs /= total
+        z -= np.log(total)
+        self.probs, self.logp_all = probs, z
+        self._rows, self._actions = np.arange(len(z)), actions
+        self.logp = z[self._rows, actions]
+        self.entropy = np.einsum("ij,ij->i", probs, z)  # sum_a p log p per row (negated next)
+        np.negative(self.entropy, out=self.entropy)
+
+    def out_grad(self, g_logp: np.ndarray, ent_coef: float) -> np.ndarray:
+        """d(loss)/d(logits) for ``loss = sum(g_logp * logp) - ent_coef * mean(entropy) + ...``:
+        ``g_logp * (onehot - p)``, plus ``ent_coef / B * p * (log p + H)`` from the entropy term."""
+        g = np.multiply(self.probs, np.negative(g_logp)[:, None])
+        g[self._rows, self._actions] += g_logp
+        if ent_coef:
+            g += self.probs * (self.logp_all + self.entropy[:, None]) * np.float32(ent_coef / len(g))
+        return g
+
+
+class GaussianTerms:
+    """Log-densities and entropies of a diagonal Gaussian policy with mean ``[B, d]`` and a free
+    ``log_std`` parameter ``[d]``; :meth:`out_grad` also sets ``log_std.grad``."""
+
+    __slots__ = ("logp", "entropy", "_z", "_inv_std", "_log_std")
+
+    def __init__(self, mean: np.ndarray, log_std: torch.Tensor, actions: np.ndarray) -> None:
+        ls = log_std.detach().numpy()
+        self._log_std = log_std
+        self._inv_std = np.exp(-ls)
+        z = self._z = (actions - mean) * self._inv_std
+        self.logp = (-0.5 * z * z - ls).sum(-1) - np.float32(LOG_SQRT_2PI * z.shape[-1])
+        self.entropy = np.full(len(z), (ls + np.float32(0.5 + LOG_SQRT_2PI)).sum(), dtype=np.float32)
+
+    def out_grad(self, g_logp: np.ndarray, ent_coef: float) -> np.ndarray:
+        """d(loss)/d(mean) = ``g_logp * z / std``; writes d(loss)/d(log_std) =
+        ``sum(g_logp * (z^2 - 1)) - ent_coef`` (the entropy grows by 1 per unit of log_std) into
+        ``log_std.grad``."""
+        g = g_logp[:, None]
+        z = self._z
+        g_log_std = torch.from_numpy((g * (z * z - 1.0)).sum(0) - np.float32(ent_coef))
+        if self._log_std.grad is None:
+            self._log_std.grad = g_log_std
+        else:
+            self._log_std.grad.copy_(g_log_std)
+        return g * z * self._inv_std
+
