@@ -2,7 +2,7 @@
 
 A2C, REINFORCE, TRPO and NPG all sample from the same two policies (categorical over logits,
 diagonal Gaussian with a free ``log_std``), so acting, log-probabilities, entropies and KL
-divergences live here once. PPO, A2C, REINFORCE, TRPO and NPG build on this base.
+divergences live here once. PPO, A2C, REINFORCE, TRPO, NPG, IMPALA and APPO build on this base.
 """
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from canter.algorithms.impala import IMPALA, IMPALAConfig, explained_variance
+from canter.algorithms.actor_critic import explained_variance
+from canter.algorithms.impala import IMPALA, IMPALAConfig
 from canter.config import hp
 from canter.data.batch import TrajectoryBatch
 from canter.registry import register
@@ -77,5 +78,5 @@ class APPO(IMPALA):
         names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
         out_stats = dict(zip(names, torch.stack(stats).mean(0).tolist())) if stats else {}
         out_stats.update(rho_clip_fraction=rho_clipped, learning_rate=self.lr,
-                         explained_variance=explained_variance(old_values.reshape(-1)[mask], vs))
+                         explained_variance=explained_variance(vs, old_values.reshape(-1)[mask]))
         return out_stats

@@ -19,12 +19,12 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs, make_adam, sample_actor_critic
+from canter.algorithms.actor_critic import ActorCriticAlgorithm, explained_variance
+from canter.algorithms.base import make_adam
 from canter.config import hp
 from canter.data.batch import TrajectoryBatch
 from canter.distributed.vtrace import VTraceReturns, vtrace
 from canter.errors import CanterError
-from canter.models import distributions as D
 from canter.registry import register
 
 
@@ -63,43 +63,19 @@ class IMPALAConfig:
 
 
 @register("algorithm", "impala")
-class IMPALA(Algorithm):
+class IMPALA(ActorCriticAlgorithm):
     """IMPALA: asynchronous actor-critic with V-trace off-policy correction."""
 
     name = "impala"
     family = "async"
     Config = IMPALAConfig
-    default_model = "mlp_actor_critic"
-    default_n_envs = 8
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: Any, **kw: Any) -> None:
         super().__init__(observation_space, action_space, config, **kw)
         c = config
-        self.model = self.make_model(
-            net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
-            log_std_init=c.log_std_init, shared_trunk=c.shared_trunk, **encoder_kwargs(c),
-        )
-        self.continuous = isinstance(action_space, gym.spaces.Box)
         self.params = list(self.model.parameters())
         self.optimizer = make_adam(self.params, c.lr, c.adam_eps)
         self.lr = c.lr
-
-    # -- acting ---------------------------------------------------------------------------
-    def log_prob_entropy(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Log-probabilities of ``actions`` and entropies, from the policy head's output ``[B, ...]``."""
-        if self.continuous:
-            log_std = self.model.log_std
-            return D.gaussian_log_prob(out, log_std, actions), D.gaussian_entropy(log_std, out.shape[0])
-        logp, logp_all = D.categorical_log_prob(out, actions)
-        return logp, D.categorical_entropy(logp_all)
-
-    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
-        """Sample (or take the mode of) the policy; also returns the behaviour log-probs and values."""
-        return sample_actor_critic(self, obs, deterministic)
-
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
-        """V(obs)."""
-        return self.model.value(obs)
 
     # -- learning -------------------------------------------------------------------------
     def set_progress(self, step: int, total_steps: int) -> None:
@@ -143,7 +119,7 @@ class IMPALA(Algorithm):
         self.step(pg_loss + c.vf_coef * v_loss - c.ent_coef * entropy)
         stats = {"policy_loss": pg_loss.item(), "value_loss": v_loss.item(), "entropy": entropy.item(),
                  "rho_clip_fraction": self.clip_fraction(logp, batch, mask), "learning_rate": self.lr}
-        stats["explained_variance"] = explained_variance(values.detach()[mask.bool()], vt.vs[mask.bool()])
+        stats["explained_variance"] = explained_variance(vt.vs[mask.bool()], values.detach()[mask.bool()])
         return stats
 
     def step(self, loss: torch.Tensor) -> None:
@@ -164,16 +140,5 @@ class IMPALA(Algorithm):
             return float((clipped * mask).sum() / mask.sum().clamp(min=1.0))
 
     # -- state ----------------------------------------------------------------------------
-    def modules(self) -> dict[str, nn.Module]:  # noqa: D102
-        return {"model": self.model}
-
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:  # noqa: D102
         return {"optimizer": self.optimizer}
-
-
-def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
-    """1 - Var(target - pred) / Var(target) (0 when the target has no variance)."""
-    if target.numel() < 2:
-        return 0.0
-    var = target.var()
-    return float(1 - (target - pred).var() / var) if var > 0 else 0.0

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from canter.algorithms.actor_critic import ActorCriticAlgorithm
+from canter.algorithms.actor_critic import ActorCriticAlgorithm, explained_variance
 from canter.config import hp
 from canter.data.batch import RolloutBatch
 from canter.errors import CanterError
@@ -96,8 +96,7 @@ class PPO(ActorCriticAlgorithm):
             stats = self._epochs(batch, self._grads_manual if manual else self._grads_autograd)
         names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
         out = dict(zip(names, np.mean(stats, 0).tolist())) if stats else {}
-        var_ret = batch.returns.var()
-        out["explained_variance"] = float(1 - (batch.returns - batch.values).var() / var_ret) if var_ret > 0 else 0.0
+        out["explained_variance"] = explained_variance(batch.returns, batch.values)
         out["learning_rate"] = self.lr
         out["clip_range"] = self.clip
         return out
