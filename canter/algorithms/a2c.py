@@ -21,6 +21,7 @@ from torch import nn
 from canter.algorithms.actor_critic import (
     ActorCriticAlgorithm, PolicyNetConfig, linear_decay, make_optimizer, set_lr,
 )
+from canter.algorithms.policy_terms import signed_means
 from canter.config import hp
 from canter.data.batch import RolloutBatch
 from canter.optim import clip_grad_norm_
@@ -115,8 +116,7 @@ class A2C(ActorCriticAlgorithm):
         adv_np = adv.numpy()
         diff = v - ret.numpy()
         self.model.backward_cached(cache, terms.out_grad(adv_np * (-1.0 / n), c.ent_coef), diff * (2.0 * c.vf_coef / n))
-        sums = [np.add.reduce(x, dtype=np.float32) for x in (adv_np * terms.logp, diff * diff, terms.entropy)]
-        return np.array(sums, np.float32) * (self._stat_signs / n)
+        return signed_means((adv_np * terms.logp, diff * diff, terms.entropy), self._stat_signs)
 
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:  # noqa: D102
         return {"optimizer": self.optimizer}

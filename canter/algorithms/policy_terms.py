@@ -79,3 +79,9 @@ class GaussianTerms:
             self._log_std.grad.copy_(g_log_std)
         return g * z * self._inv_std
 
+
+def signed_means(rows: tuple[np.ndarray, ...], signs: np.ndarray) -> np.ndarray:
+    """The mean of each 1-D array in ``rows`` (summed in float32; a bool array gives a fraction),
+    times ``signs``: the statistics row the hand-derived updates return."""
+    sums = [np.add.reduce(x, dtype=np.float32) for x in rows]
+    return np.array(sums, np.float32) * (signs / len(rows[0]))

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from canter.algorithms.actor_critic import ActorCriticAlgorithm, explained_variance
+from canter.algorithms.policy_terms import signed_means
 from canter.config import hp
 from canter.data.batch import RolloutBatch
 from canter.errors import CanterError
@@ -188,9 +189,7 @@ class PPO(ActorCriticAlgorithm):
         self.model.backward_cached(cache, terms.out_grad(g_logp, c.ent_coef), g_v)
         kl = ratio - log_ratio
         kl -= 1.0
-        sums = [np.add.reduce(x, dtype=np.float32) for x in
-                (np.minimum(surr, surr_clip), v_err, terms.entropy, kl, ratio_clip != ratio)]
-        return np.array(sums, np.float32) * (self._stat_signs / n)
+        return signed_means((np.minimum(surr, surr_clip), v_err, terms.entropy, kl, ratio_clip != ratio), self._stat_signs)
 
     # -- state ----------------------------------------------------------------------------
     def optimizers(self) -> dict[str, Any]:  # noqa: D102
