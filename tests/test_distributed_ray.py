@@ -97,15 +97,33 @@ def test_sync_ppo_two_explorers_solves_cartpole(cluster):
 
 
 def test_impala_two_explorers_solves_cartpole(cluster):
-    # asynchronous: the order in which rollouts arrive (and so the run) depends on timing; one
-    # full-suite run on the shared 2-core machine (2026-11-22) peaked at 377 within the preset's
-    # 100k, so the test allows twice the budget (a solved run stops at its target, usually < 60k)
-    trainer, records = _train(cluster, "impala", seed=1, max_steps=200_000)
-    assert trainer.best_eval_return >= 475, f"reached only {trainer.best_eval_return}"
+    # asynchronous: the order in which rollouts arrive (and so the run) depends on timing. Measured
+    # 2026-11-22/23 without load, 24 seeds: median 30k steps to 475, worst 155k; with a busy-loop
+    # hog on one core the worst seed took 195k, and CI once peaked at 422 within 200k (the eval
+    # return climbs to ~400 and falls back a few times before it holds). So the test allows 400k;
+    # a solved run stops at its target, so the usual cost is ~30k steps
+    trainer, records = _train(cluster, "impala", seed=1, max_steps=400_000)
+    evals = [(r.step, round(r.evaluation.mean_return)) for r in records if r.evaluation]
+    lags = [r.losses["policy_lag_max"] for r in records]
+    assert trainer.best_eval_return >= 475, f"reached only {trainer.best_eval_return}: {evals}, lag max {max(lags)} mean {np.mean(lags):.1f}"
     assert max(r.losses["policy_lag_max"] for r in records) >= 1  # it learned from stale rollouts
     last = records[-1].losses
     assert last["explorer0_steps_per_second"] > 0 and last["explorer1_steps_per_second"] > 0
     assert last["weights_mb"] > 0 and last["trajectory_mb"] > 0
+
+
+def test_max_policy_lag_drops_stale_rollouts_and_learns_only_from_fresh_ones(cluster):
+    # 2 explorers with 2 calls queued each: most rollouts arrive 1-3 versions old, so a limit of 0
+    # drops many; the dropped ones still count as env steps, and no update comes from a dropped one
+    trainer, records = _train(cluster, "impala", seed=0, n_envs=2, max_steps=4096, eval_every=0,
+                              max_policy_lag=0, hparams={"n_steps": 16})
+    last = records[-1]
+    assert last.losses["dropped_rollouts"] > 0
+    assert max(r.losses["policy_lag_max"] for r in records) >= 1  # stale ones arrived...
+    assert trainer.version - 1 == len(records)  # ...but every update (one per record) is a fresh one
+    assert trainer.step >= 4096 and trainer.step == last.step
+    kept = len(records) + last.losses["dropped_rollouts"]
+    assert trainer.step == kept * 2 * 16  # every rollout's env steps (2 envs x 16) count, dropped or not
 
 
 def test_killed_and_crashing_explorers_are_replaced_and_the_run_reaches_its_target(cluster, tmp_path):

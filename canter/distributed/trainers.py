@@ -164,13 +164,13 @@ class AsyncTrainer(Learner, Trainer):
 
     def setup(self) -> None:  # noqa: D102
         # two calls per Ray explorer: the next rollout is queued while the learner works on this one
+        self.dropped = 0
         self.start_explorers(2 if self.pool.remote else 1, n_steps=self.config.n_steps)
 
     def iteration(self) -> dict[str, float]:
         """Learn from the next finished rollout, then give that explorer new work."""
         agent, c = self.agent, self.config
-        slot, r = self.pool.wait()
-        self.receive([r])
+        slot, r = self.next_fresh_rollout()
         rewards = self.rewards_of(slot, r)
         batch = TrajectoryBatch(
             obs_tensor(agent, r["obs"], 2), torch.from_numpy(r["actions"]), torch.from_numpy(r["log_probs"]),
@@ -183,7 +183,22 @@ class AsyncTrainer(Learner, Trainer):
         update_obs_stats(agent, r["obs"], 2)
         self.publish()
         self.pool.submit(slot, n_steps=c.n_steps)
-        return {**stats, **self.explorer_stats()}
+        return {**stats, **self.explorer_stats(), "dropped_rollouts": float(self.dropped)}
+
+    def next_fresh_rollout(self) -> tuple[int, dict[str, Any]]:
+        """The next rollout whose policy lag is within ``run.max_policy_lag``.
+
+        Staler ones still count (env steps, episodes, lag statistics) but are not learned from;
+        their explorer gets new work with the current weights at once.
+        """
+        limit = self.run.max_policy_lag
+        while True:
+            slot, r = self.pool.wait()
+            self.receive([r])
+            if limit is None or self.version - r["version"] <= limit:
+                return slot, r
+            self.dropped += 1
+            self.pool.submit(slot, n_steps=self.config.n_steps)
 
 
 class ApeXTrainer(Learner, OffPolicyTrainer):
