@@ -2,9 +2,20 @@
 evaluations so they can be subtracted from a training loop's time."""
 from __future__ import annotations
 
+import importlib.util
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+
+def require_sb3() -> None:
+    """Exit with code 2 and a one-line message when Stable-Baselines3 (the ``bench`` extra) is missing,
+    before any run starts or any results file is touched."""
+    if importlib.util.find_spec("stable_baselines3") is None:
+        print("error: this benchmark runs Stable-Baselines3 side by side with canter, and it is not installed; "
+              "run: pip install -c constraints.txt -e \".[bench]\"", file=sys.stderr)
+        raise SystemExit(2)
 
 
 def replace_section(path: str | Path, section: str, start: str, end: str) -> None:

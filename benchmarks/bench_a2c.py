@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import replace_section, time_training
+from _common import replace_section, require_sb3, time_training
 from bench_cartpole import _fmt, _ratio, cpu_model, loadavg, versions
 
 ENV_ID = "CartPole-v1"
@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--cfg", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    require_sb3()
     if args.worker:
         worker(args.worker, args.seed, json.loads(args.cfg))
         return 0

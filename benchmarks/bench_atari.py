@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import time_training, write_section
+from _common import require_sb3, time_training, write_section
 
 HERE = Path(__file__).resolve().parent
 JSONL = HERE / "results_atari.jsonl"
@@ -172,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(HERE / "RESULTS.md"))
     p.add_argument("--since", help="report only jobs run at or after this UTC time ('YYYY-MM-DD HH:MM')")
     args = p.parse_args(argv)
+    if args.job and args.job[0] == "sb3":
+        require_sb3()
     if args.job and args.in_process:
         print("RESULT " + json.dumps(job(*args.job, args.seed)), flush=True)
         return 0

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import time_evaluations, write_section
+from _common import require_sb3, time_evaluations, write_section
 
 # Only the standard library is imported at module level: the workers time their own imports.
 
@@ -392,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--launch", type=float, help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    require_sb3()
 
     if args.worker:
         lib, task = args.worker

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import replace_section
+from _common import replace_section, require_sb3
 
 HERE = Path(__file__).resolve().parent
 RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
@@ -439,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--segment", type=int, help="train at most this many steps per call (resumable)")
     sub.add_parser("report", help="rewrite the off-policy section of RESULTS.md")
     args = p.parse_args(argv)
+    if args.cmd == "speed":
+        require_sb3()
     if args.cmd == "speed":
         run_speed(args.steps, args.seed, args.matmul_precision)
     elif args.cmd == "speed-worker":
