@@ -235,9 +235,16 @@ def run_e2e(lib: str, seed: int, cfg: dict, quick: bool) -> dict:
 
 
 def cpu_model() -> str:
+    """The CPU's name with its family and model numbers: the cloud hosts this runs on share one name
+    ("AMD EPYC") across generations whose small float32 products differ by ~1.6x."""
     from canter.utils import cpu_info
 
-    return cpu_info("model name") or platform.processor() or "unknown"
+    name = cpu_info("model name") or platform.processor() or "unknown"
+    family, model = cpu_info("cpu family"), cpu_info("model")
+    if family and model:
+        avx512 = "avx512f" in (cpu_info("flags") or "").split()
+        name += f" (family {family}, model {model}{', AVX-512' if avx512 else ''})"
+    return name
 
 
 def loadavg() -> str:
