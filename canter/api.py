@@ -1,6 +1,7 @@
 """The Python API: ``make_trainer``, ``train``, ``resume``, ``load``, ``make_agent``."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import checkpoint_base, load_checkpoint
 from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
-from canter.errors import CanterError
+from canter.errors import CanterError, CanterWarning
 from canter.registry import lookup
 from canter.run import Run, check_new_run_dir, new_run_dir
 from canter.trainers import TRAINERS, Trainer
@@ -69,6 +70,11 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
            resumed: dict[str, Any] | None = None) -> Trainer | Run:
     callbacks = config_callbacks(run.callbacks, run.hooks) + callbacks
     algo_cls = lookup("algorithm", run.algo)
+    if run.max_policy_lag is not None and not (run.explorers and algo_cls.family == "async"):
+        warnings.warn(CanterWarning(
+            f"max_policy_lag applies only to asynchronous algorithms (impala, appo) with --explorers; "
+            f"this {run.algo} run{'' if run.explorers else ' without explorers'} ignores it"
+        ), stacklevel=2)
     # with explorers, each explorer makes its own envs; this one only tells the spaces
     envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, run.env_kwargs, training=True)
     try:

@@ -17,6 +17,7 @@ from canter.cli import main
 from canter.config import resolve_config
 from canter.distributed.explorer import Explorer, apex_epsilon, explorer_weights, load_explorer_weights
 from canter.envs import make_vec_env
+from canter.errors import CanterWarning
 
 
 def _agent(algo: str, seed: int = 0, **hp):
@@ -88,6 +89,18 @@ def test_async_algorithms_learn_cartpole_in_one_process(algo):
     # the in-process explorer acts with the learner's own networks: on-policy, pi/mu = 1
     assert all(r.losses["rho_clip_fraction"] == 0.0 for r in records)
     assert "policy_lag" not in records[-1].losses  # no explorer statistics without explorers
+
+
+@pytest.mark.parametrize("algo", ["ppo", "impala"])
+def test_max_policy_lag_without_async_explorers_warns_that_it_is_ignored(algo):
+    with pytest.warns(CanterWarning, match=f"max_policy_lag applies only .* this {algo} run without explorers"):
+        trainer = canter.make_trainer(algo, "CartPole-v1", max_steps=64, n_envs=2, max_policy_lag=1)
+    trainer.close()
+
+
+def test_max_policy_lag_unset_gives_no_warning(recwarn):
+    canter.make_trainer("impala", "CartPole-v1", max_steps=64, n_envs=2).close()
+    assert not [w for w in recwarn if issubclass(w.category, CanterWarning)]
 
 
 def test_impala_run_directory_checkpoint_loads_and_acts_the_same(tmp_path):
