@@ -86,11 +86,19 @@ def test_routing_follows_cpu_vendor_and_size():
     """Only large float32 products go to oneDNN, and only where the CPU is AMD's (MKL's AVX2 path)."""
     x = torch.zeros(64, 256)
     big = L._routed(x, 64, 256, 256)
-    assert big == L.onednn_available()
+    assert big == (L.onednn_available() and L.min_macs() <= 64 * 256 * 256)
+    assert L._routed(x, 256, 3136, 512) == L.onednn_available()  # above both thresholds
     assert not L._routed(x, 64, 4, 2)
     assert not L._routed(x.double(), 64, 256, 256)
     if L._cpu_vendor() != "AuthenticAMD":
         assert not L.onednn_available()
+
+
+def test_routing_threshold_is_lower_from_zen5_on():
+    """Zen 5 (family 26) routes DQN's 64x256x256 products; Zen 4 (25) and unknown CPUs keep them on MKL."""
+    assert L.routing_threshold("26") == L.MIN_MACS <= 64 * 256 * 256
+    for family in ("25", "23", None, "not a number"):
+        assert 64 * 256 * 256 < L.routing_threshold(family) == L.MIN_MACS_BEFORE_ZEN5 <= 256 * 3136 * 512
 
 
 def test_keep_freed_memory_reports_glibc():

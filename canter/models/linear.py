@@ -12,12 +12,19 @@ instructions whatever the vendor, reachable for dense tensors through the
     256 x 3136 x 512        9.1     4.2
     64 x 64 x 64            0.009   0.019   (small products: oneDNN's fixed cost dominates)
 
-On a Zen 4 host (family 25, model 17: AVX-512 on 256-bit units) the same products measured
-64 x 256 x 256 at 0.095 / 0.100 and 8192 x 256 x 256 at 13.6 / 10.9: the routing costs ~5% there
-at the smaller shape and still wins at the larger.
+On a Zen 4 host (cpu family 25, model 17: AVX-512 on 256-bit units), best of 5, forward / the
+weight-gradient product ``grad.T @ x``:
 
-So products of at least :data:`MIN_MACS` multiply-accumulates go to oneDNN on AMD CPUs, everything
-else stays with torch. The choice depends only on the CPU vendor and the shapes, never on timing,
+    shape (m, k, n)         MKL            oneDNN
+    64 x 256 x 256          0.091 / 0.091  0.096 / 0.109
+    128 x 256 x 256         0.169 / 0.172  0.169 / 0.188
+    1024 x 256 x 256        1.40 / 1.67    1.33 / 1.52
+    256 x 3136 x 512        8.74 / 10.0    7.86 / 8.64
+
+and DQN's CartPole loop (all its products 64 x 256 x 256) ran at 1,746-1,926 env-steps/s routed
+against 2,026-2,097 on MKL. So products of at least :func:`min_macs` multiply-accumulates go to
+oneDNN on AMD CPUs: 2^21 from Zen 5 on (cpu family 26 and later), 2^24 on earlier ones; everything
+else stays with torch. The choice depends only on the CPU and the shapes, never on timing,
 so a seeded run computes the same numbers every time on the same machine. Both libraries compute
 in float32 (no reduced-precision shortcut); results differ from MKL's only by summation order.
 
@@ -44,8 +51,11 @@ from torch.nn import functional as F
 
 from canter.utils import cpu_info
 
-#: products with fewer multiply-accumulates than this stay with torch (oneDNN's per-call cost wins below)
+#: on Zen 5 and later, products with fewer multiply-accumulates than this stay with torch (oneDNN's
+#: per-call cost wins below)
 MIN_MACS = 1 << 21
+#: the same on earlier AMD CPUs (Zen 4 runs AVX-512 on 256-bit units: oneDNN wins only on big products)
+MIN_MACS_BEFORE_ZEN5 = 1 << 24
 #: NumPy multiplies products with fewer multiply-accumulates than this (OpenBLAS runs products this
 #: small on the calling thread, so torch's thread setting is respected); torch multiplies larger ones
 NUMPY_MAX_MACS = 1 << 18
@@ -72,8 +82,23 @@ def onednn_available() -> bool:
         return False
 
 
+def routing_threshold(cpu_family: str | None) -> int:
+    """The smallest product (multiply-accumulates) routed to oneDNN on an AMD CPU of this
+    ``/proc/cpuinfo`` family: :data:`MIN_MACS` from Zen 5 (family 26) on, else :data:`MIN_MACS_BEFORE_ZEN5`."""
+    try:
+        return MIN_MACS if int(cpu_family or 0) >= 26 else MIN_MACS_BEFORE_ZEN5
+    except ValueError:
+        return MIN_MACS_BEFORE_ZEN5
+
+
+@functools.cache
+def min_macs() -> int:
+    """:func:`routing_threshold` for this machine's CPU."""
+    return routing_threshold(cpu_info("cpu family"))
+
+
 def _routed(x: torch.Tensor, m: int, k: int, n: int) -> bool:
-    return m * k * n >= MIN_MACS and x.dtype == torch.float32 and x.device.type == "cpu" and onednn_available()
+    return m * k * n >= min_macs() and x.dtype == torch.float32 and x.device.type == "cpu" and onednn_available()
 
 
 def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
