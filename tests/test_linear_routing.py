@@ -88,6 +88,8 @@ def test_routing_follows_cpu_vendor_and_size():
     big = L._routed(x, 64, 256, 256)
     assert big == (L.onednn_available() and L.min_macs() <= 64 * 256 * 256)
     assert L._routed(x, 256, 3136, 512) == L.onednn_available()  # above both thresholds
+    assert L._routed(x, 8, 3136, 512) == L.onednn_available()  # a wide operand: memory-bound, routed on both
+    assert not L._routed(x, 1, 3136, 512)  # under 2^21 multiply-accumulates
     assert not L._routed(x, 64, 4, 2)
     assert not L._routed(x.double(), 64, 256, 256)
     if L._cpu_vendor() != "AuthenticAMD":

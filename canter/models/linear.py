@@ -22,9 +22,11 @@ weight-gradient product ``grad.T @ x``:
     256 x 3136 x 512        8.74 / 10.0    7.86 / 8.64
 
 and DQN's CartPole loop (all its products 64 x 256 x 256) ran at 1,746-1,926 env-steps/s routed
-against 2,026-2,097 on MKL. So products of at least :func:`min_macs` multiply-accumulates go to
-oneDNN on AMD CPUs: 2^21 from Zen 5 on (cpu family 26 and later), 2^24 on earlier ones; everything
-else stays with torch. The choice depends only on the CPU and the shapes, never on timing,
+against 2,026-2,097 on MKL. Products with a large right operand are memory-bound and oneDNN still
+wins there: 8 x 3136 x 512 (acting for 8 Atari envs) 0.453 / 0.408 at one thread, 0.394 / 0.250 at two.
+So products of at least :func:`min_macs` multiply-accumulates go to oneDNN on AMD CPUs: 2^21 from
+Zen 5 on (cpu family 26 and later), 2^24 on earlier ones, where products of at least 2^21 whose
+right operand has :data:`WIDE_OPERAND` entries go too; everything else stays with torch. The choice depends only on the CPU and the shapes, never on timing,
 so a seeded run computes the same numbers every time on the same machine. Both libraries compute
 in float32 (no reduced-precision shortcut); results differ from MKL's only by summation order.
 
@@ -56,6 +58,9 @@ from canter.utils import cpu_info
 MIN_MACS = 1 << 21
 #: the same on earlier AMD CPUs (Zen 4 runs AVX-512 on 256-bit units: oneDNN wins only on big products)
 MIN_MACS_BEFORE_ZEN5 = 1 << 24
+#: ...or, there, on products of at least MIN_MACS whose right operand has this many entries (the
+#: memory-bound ones, such as acting through the Nature CNN's 3136x512 layer)
+WIDE_OPERAND = 1 << 20
 #: NumPy multiplies products with fewer multiply-accumulates than this (OpenBLAS runs products this
 #: small on the calling thread, so torch's thread setting is respected); torch multiplies larger ones
 NUMPY_MAX_MACS = 1 << 18
@@ -98,7 +103,8 @@ def min_macs() -> int:
 
 
 def _routed(x: torch.Tensor, m: int, k: int, n: int) -> bool:
-    return m * k * n >= min_macs() and x.dtype == torch.float32 and x.device.type == "cpu" and onednn_available()
+    macs = m * k * n
+    return (macs >= min_macs() or (macs >= MIN_MACS and k * n >= WIDE_OPERAND)) and x.dtype == torch.float32 and x.device.type == "cpu" and onednn_available()
 
 
 def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
