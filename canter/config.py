@@ -321,8 +321,10 @@ class RunConfig:
     divergence_max_restores: int = hp(3, "divergence restores before the guard stops the run", low=0)
     explorers: int = hp(0, "explorer actors on Ray, each with n_envs envs (0: one process, no Ray)", low=0)
     ray_address: str | None = hp(None, "Ray cluster to join with explorers: 'auto' or host:port (null: a local Ray)")
-    max_policy_lag: int | None = hp(None, "asynchronous explorers (IMPALA, APPO): drop rollouts collected with weights "
-                                    "more than this many versions old (null: learn from every rollout)", low=0)
+    max_policy_lag: int | None = hp(
+        None, "asynchronous explorers (IMPALA, APPO): drop rollouts collected with weights more than this many "
+        "versions old (null: learn from every rollout)", low=0,
+    )
 
     def validate(self) -> None:
         """Cross-field checks."""

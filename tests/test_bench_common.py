@@ -11,7 +11,8 @@ import _common  # noqa: E402
 
 def test_missing_sb3_is_a_one_line_error_with_exit_code_2(monkeypatch, capsys):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "stable_baselines3" else real(name, *a))
+    hide_sb3 = lambda name, *a: None if name == "stable_baselines3" else real(name, *a)  # noqa: E731
+    monkeypatch.setattr(importlib.util, "find_spec", hide_sb3)
     with pytest.raises(SystemExit) as exc:
         _common.require_sb3()
     assert exc.value.code == 2

@@ -26,9 +26,10 @@ against 2,026-2,097 on MKL. Products with a large right operand are memory-bound
 wins there: 8 x 3136 x 512 (acting for 8 Atari envs) 0.453 / 0.408 at one thread, 0.394 / 0.250 at two.
 So products of at least :func:`min_macs` multiply-accumulates go to oneDNN on AMD CPUs: 2^21 from
 Zen 5 on (cpu family 26 and later), 2^24 on earlier ones, where products of at least 2^21 whose
-right operand has :data:`WIDE_OPERAND` entries go too; everything else stays with torch. The choice depends only on the CPU and the shapes, never on timing,
-so a seeded run computes the same numbers every time on the same machine. Both libraries compute
-in float32 (no reduced-precision shortcut); results differ from MKL's only by summation order.
+right operand has :data:`WIDE_OPERAND` entries go too; everything else stays with torch. The
+choice depends only on the CPU and the shapes, never on timing, so a seeded run computes the same
+numbers every time on the same machine. Both libraries compute in float32 (no reduced-precision
+shortcut); results differ from MKL's only by summation order.
 
 :class:`Linear` is ``nn.Linear`` with this routing (same parameters, same state-dict keys), with
 an autograd function whose backward uses the same kernels; where a graph of the backward is
@@ -104,7 +105,8 @@ def min_macs() -> int:
 
 def _routed(x: torch.Tensor, m: int, k: int, n: int) -> bool:
     macs = m * k * n
-    return (macs >= min_macs() or (macs >= MIN_MACS and k * n >= WIDE_OPERAND)) and x.dtype == torch.float32 and x.device.type == "cpu" and onednn_available()
+    big = macs >= min_macs() or (macs >= MIN_MACS and k * n >= WIDE_OPERAND)
+    return big and x.dtype == torch.float32 and x.device.type == "cpu" and onednn_available()
 
 
 def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
