@@ -244,3 +244,15 @@ def test_a_run_with_explorers_resumes_from_the_learners_checkpoint(cluster, tmp_
     assert steps == sorted(set(steps)) and steps[-1] == 2048  # no duplicated or missing update rows
     assert agent.predict(np.zeros((1, 4), np.float32)).shape == (1,)
     assert not ray.is_initialized()
+
+
+def test_dropped_rollouts_keep_counting_across_a_resume(cluster, tmp_path):
+    run_dir = tmp_path / "run"
+    canter.train("impala", "CartPole-v1", ray_address=cluster, explorers=2, n_envs=2, max_steps=2048,
+                 eval_every=0, run_dir=run_dir, max_policy_lag=0, n_steps=16)
+    before = pq.read_table(run_dir / "updates.parquet").column("dropped_rollouts").to_pylist()
+    assert before[-1] > 0  # a limit of 0 drops some of the rollouts that arrive 1-3 versions old
+    canter.resume(run_dir, max_steps=4096)
+    counts = pq.read_table(run_dir / "updates.parquet").column("dropped_rollouts").to_pylist()
+    assert len(counts) > len(before) and counts[: len(before)] == before
+    assert counts == sorted(counts)  # cumulative: without the saved count it restarts at 0 after the resume

@@ -185,6 +185,14 @@ class AsyncTrainer(Learner, Trainer):
         self.pool.submit(slot, n_steps=c.n_steps)
         return {**stats, **self.explorer_stats(), "dropped_rollouts": float(self.dropped)}
 
+    def state(self) -> dict[str, Any]:
+        """The trainer's counters plus ``dropped_rollouts``, so that a resumed run keeps counting."""
+        return {**super().state(), "dropped_rollouts": getattr(self, "dropped", 0)}
+
+    def load_resume_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        super().load_resume_state(state)
+        self.dropped = int(state["counters"].get("dropped_rollouts", 0))
+
     def next_fresh_rollout(self) -> tuple[int, dict[str, Any]]:
         """The next rollout whose policy lag is within ``run.max_policy_lag``.
 
