@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from _common import require_sb3, time_training, write_section
+from bench_cartpole import cpu_model
 
 HERE = Path(__file__).resolve().parent
 JSONL = HERE / "results_atari.jsonl"
@@ -91,7 +92,7 @@ def job(lib: str, algo: str, seed: int) -> dict:
     torch.set_num_threads(THREADS)
     res = (_canter if lib == "canter" else _sb3)(algo, seed)
     res.update(lib=lib, algo=algo, seed=seed, threads=torch.get_num_threads(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-               loadavg=" ".join(f"{x:.2f}" for x in os.getloadavg()))
+               loadavg=" ".join(f"{x:.2f}" for x in os.getloadavg()), cpu=cpu_model())
     res["sps"] = res["steps"] / res["train_s"]
     res["fps"] = 4 * res["sps"]
     return res
@@ -151,6 +152,8 @@ def report(rows: list[dict]) -> str:
               "speed drifts by up to ~35% within minutes, which moves both medians.",
               f"- Reproduce: the `--job` commands in `benchmarks/bench_atari.py`, then `--report`.",
               f"- Versions: {_versions()}.",
+              "- CPU: " + ", ".join(sorted({r.get("cpu", "not recorded (jobs before 2026-11-23 13:30 UTC)")
+                                           for r in rows})) + ".",
               "- Load average during the jobs (the machine is shared by other agents): "
               + "; ".join(f"{r['lib']} {r['algo']}: {r['loadavg']}" for r in rows), "",
               "<details><summary>Raw results (JSON lines)</summary>", "", "```json",
