@@ -441,7 +441,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "speed":
         require_sb3()
-    if args.cmd == "speed":
         run_speed(args.steps, args.seed, args.matmul_precision)
     elif args.cmd == "speed-worker":
         speed_worker(args.lib, args.algo, args.steps, args.seed, args.matmul_precision)

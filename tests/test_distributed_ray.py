@@ -107,7 +107,7 @@ def test_impala_two_explorers_solves_cartpole(cluster):
     lags = [r.losses["policy_lag_max"] for r in records]
     lag = f"lag max {max(lags)} mean {np.mean(lags):.1f}"
     assert trainer.best_eval_return >= 475, f"reached only {trainer.best_eval_return}: {evals}, {lag}"
-    assert max(r.losses["policy_lag_max"] for r in records) >= 1  # it learned from stale rollouts
+    assert max(lags) >= 1  # it learned from stale rollouts
     last = records[-1].losses
     assert last["explorer0_steps_per_second"] > 0 and last["explorer1_steps_per_second"] > 0
     assert last["weights_mb"] > 0 and last["trajectory_mb"] > 0

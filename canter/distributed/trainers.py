@@ -162,6 +162,9 @@ class SyncTrainer(Learner, OnPolicyTrainer):
 class AsyncTrainer(Learner, Trainer):
     """Asynchronous training (IMPALA, APPO): one update per arriving rollout, V-trace corrected."""
 
+    #: rollouts dropped so far for exceeding ``run.max_policy_lag`` (saved with the counters)
+    dropped: int = 0
+
     def setup(self) -> None:  # noqa: D102
         # two calls per Ray explorer: the next rollout is queued while the learner works on this one
         self.dropped = 0
@@ -187,7 +190,7 @@ class AsyncTrainer(Learner, Trainer):
 
     def state(self) -> dict[str, Any]:
         """The trainer's counters plus ``dropped_rollouts``, so that a resumed run keeps counting."""
-        return {**super().state(), "dropped_rollouts": getattr(self, "dropped", 0)}
+        return {**super().state(), "dropped_rollouts": self.dropped}
 
     def load_resume_state(self, state: dict[str, Any]) -> None:  # noqa: D102
         super().load_resume_state(state)
