@@ -153,3 +153,13 @@ def test_unreachable_ray_address_fails_fast_with_one_line(capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and f"no Ray cluster at '127.0.0.1:{port}'" in err
     assert not run_dir.exists()
+
+
+def test_async_trainer_applies_the_run_lr_control():
+    # lr_decay (like plateaus and the divergence guard's cuts) acts through Trainer.set_progress
+    trainer = canter.make_trainer("impala", "CartPole-v1", n_envs=2, n_steps=16, max_steps=1024, eval_every=0,
+                                  eval_episodes=1, lr_decay="linear", lr=1e-3)
+    lrs = [r.losses["learning_rate"] for r in trainer()]
+    trainer.close()
+    assert lrs[0] < 1e-3 and lrs == sorted(lrs, reverse=True)
+    assert trainer.algorithm.optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-9)

@@ -220,7 +220,7 @@ def test_cli_ray_address_joins_the_cluster_and_writes_the_usual_run(cluster, tmp
 def test_without_address_a_private_loopback_ray_starts_and_stops_with_the_run():
     before = _sessions()
     trainer = canter.make_trainer("ppo", "CartPole-v1", explorers=2, n_envs=2, max_steps=1024, n_steps=64,
-                                  eval_episodes=1)
+                                  eval_episodes=1, lr_decay="linear")
     try:
         assert ray.is_initialized()
         assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")
@@ -230,6 +230,8 @@ def test_without_address_a_private_loopback_ray_starts_and_stops_with_the_run():
         trainer.close()
     assert records[-1].step >= 1024
     assert not ray.is_initialized()
+    # the synchronous learner applies the run's LR control (lr_decay) like the single-process trainers
+    assert trainer.algorithm.optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_a_run_with_explorers_resumes_from_the_learners_checkpoint(cluster, tmp_path):

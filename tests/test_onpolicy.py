@@ -273,3 +273,124 @@ def test_acer_learns_with_replay_and_refuses_box_actions():
     trainer.close()
     with pytest.raises(CanterError, match="ACER needs a Discrete action space"):
         canter.make_trainer("acer", "Pendulum-v1")
+
+
+# -- trainer edge cases ----------------------------------------------------------------------------
+class _Uint8Obs(gym.Env):
+    """Small non-image uint8 observations (values 100..199), truncated after 10 steps."""
+
+    observation_space = gym.spaces.Box(0, 255, (4,), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.integers(100, 200, 4).astype(np.uint8), {}
+
+    def step(self, action):
+        self.t += 1
+        return self.np_random.integers(100, 200, 4).astype(np.uint8), 1.0, False, self.t >= 10, {}
+
+
+def test_normalized_uint8_observations_are_trained_on_as_acted_on():
+    from canter.registry import register
+
+    register("env", "Uint8Obs-test")(lambda render_mode=None, **kw: _Uint8Obs())
+    trainer = canter.make_trainer("ppo", "Uint8Obs-test", n_envs=2, n_steps=8, normalize_obs=True, eval_every=0,
+                                  eval_episodes=1, max_steps=64)
+    trainer.setup()
+    trainer.obs = trainer.env.reset(seed=0)
+    algorithm, acted, seen = trainer.algorithm, [], {}
+    act = algorithm.act
+    algorithm.act = lambda obs, deterministic=False: acted.append(obs.clone()) or act(obs, deterministic)
+    algorithm.learn = lambda batch: seen.setdefault("batch", batch) and {}
+    trainer.iteration()
+    trainer.close()
+    acted = torch.cat(acted)  # the normalised observations the policy saw (every row valid: no episode ended)
+    assert acted.dtype == torch.float32 and acted.abs().max() <= 10
+    torch.testing.assert_close(seen["batch"].obs, acted)
+
+
+def test_rollouts_of_reset_rows_only_skip_the_update():
+    # n_envs=1, n_steps=1: the rollout after an episode's last step holds only the autoreset row
+    for algo, kw in (("ppo", dict(batch_size=1, n_epochs=1)), ("a2c", {}), ("trpo", dict(batch_size=1))):
+        trainer = canter.make_trainer(algo, "CartPole-v1", n_envs=1, n_steps=1, max_steps=100, eval_every=0,
+                                      eval_episodes=1, **kw)
+        records = list(trainer())
+        assert trainer.step == 100 and trainer.episode_count > 0
+        assert 0 < trainer.algorithm.updates < 100
+        assert all(np.isfinite(v) for r in records for v in r.losses.values())
+
+
+def test_box_actions_with_several_dimensions_fit_the_rollout_buffer():
+    obs_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+    trainer = canter.make_trainer("ppo", "Pendulum-v1", n_envs=2, n_steps=4, eval_every=0, eval_episodes=1)
+    trainer.agent.action_space = gym.spaces.Box(-1, 1, (2, 2), np.float32)  # what the buffer is sized from
+    trainer.setup()
+    algorithm = canter.algorithms.ppo.PPO(obs_space, trainer.agent.action_space, trainer.algorithm.config, seed=0)
+    obs = torch.zeros(2, 3)
+    with torch.no_grad():
+        out = algorithm.act(obs)  # the policy's actions are flat: [n_envs, 4]
+    trainer.buffer.add(obs, out.actions, out.log_probs, out.values, np.zeros(2, np.float32), np.zeros(2, bool),
+                       np.zeros(2, bool), np.ones(2, bool))
+    torch.testing.assert_close(trainer.buffer.actions[0], out.actions)
+    trainer.close()
+
+
+def test_acer_trainer_applies_the_run_lr_control_and_checks_env_data():
+    trainer = canter.make_trainer("acer", "CartPole-v1", n_envs=2, n_steps=10, replay_start=10**9, max_steps=400,
+                                  eval_every=0, eval_episodes=1, lr_decay="linear", lr_schedule="constant", lr=1e-3)
+    list(trainer())
+    assert trainer.algorithm.optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-9)
+    from canter.registry import register
+    from canter.trainers.guard import TrainingDiverged
+
+    class NaNObs(gym.Wrapper):  # a faulty simulator: NaN observations after 300 steps
+        def __init__(self, **kw):
+            super().__init__(gym.make("CartPole-v1", **kw))
+            self.count = 0
+
+        def step(self, action):
+            obs, reward, term, trunc, info = self.env.step(action)
+            self.count += 1
+            return (np.full_like(obs, np.nan) if self.count > 300 else obs), reward, term, trunc, info
+
+    register("env", "NaNObsCartPole-acer-test")(NaNObs)
+    trainer = canter.make_trainer("acer", "NaNObsCartPole-acer-test", n_envs=2, n_steps=10, max_steps=800,
+                                  eval_every=0, eval_episodes=1)
+    with pytest.raises(TrainingDiverged, match="non-finite observation"):
+        list(trainer())
+
+
+class _Box22Actions(gym.Env):
+    """Actions of shape (2, 2); the reward is highest at 0.5 everywhere; truncated after 20 steps."""
+
+    observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+    action_space = gym.spaces.Box(-1, 1, (2, 2), np.float32)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        assert action.shape == (2, 2), action.shape
+        self.t += 1
+        return np.zeros(3, np.float32), -float(np.sum((action - 0.5) ** 2)), False, self.t >= 20, {}
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c", "trpo"])
+def test_box_actions_of_several_dimensions_reach_the_env_in_its_shape(algo):
+    from canter.registry import register
+
+    register("env", f"Box22Actions-{algo}-test")(lambda render_mode=None, **kw: _Box22Actions())
+    trainer = canter.make_trainer(algo, f"Box22Actions-{algo}-test", n_envs=2, n_steps=16, max_steps=320, eval_every=0,
+                                  eval_episodes=1)
+    list(trainer())  # the env asserts the action shape on every step
+    assert trainer.agent.predict(np.zeros((3, 3), np.float32)).shape == (3, 2, 2)
+    trainer.close()
+
+
+def test_observation_normalisation_refuses_discrete_observations():
+    with pytest.raises(CanterError, match="normalize_obs needs Box observations, not Discrete"):
+        canter.make_trainer("ppo", "FrozenLake-v1", normalize_obs=True)

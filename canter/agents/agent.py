@@ -9,6 +9,7 @@ import torch
 
 from canter.algorithms.base import ActOutput, Algorithm
 from canter.data.batch import ReplayBatch
+from canter.errors import CanterError
 from canter.registry import register
 
 
@@ -70,6 +71,9 @@ class Agent:
         self.observation_space: gym.Space = algorithm.observation_space
         self.action_space: gym.Space = algorithm.action_space
         self.device = algorithm.device
+        if normalize_obs and not isinstance(self.observation_space, gym.spaces.Box):
+            raise CanterError(f"normalize_obs needs Box observations, not {type(self.observation_space).__name__} "
+                              "(set hparams.normalize_obs=false)")
         self.obs_rms = RunningMeanStd(self.observation_space.shape) if normalize_obs else None
         self.ret_rms = RunningMeanStd(()) if normalize_reward else None
         self._training_layout: Any = False  # resolved at the first prepare_rollout_batch
@@ -103,6 +107,8 @@ class Agent:
         """Algorithm actions -> what ``env.step`` takes (clipped Box actions, offset Discrete)."""
         a = actions if isinstance(actions, np.ndarray) else actions.cpu().numpy()
         if self._low is not None:
+            if self._low.ndim > 1:  # the policy's actions are flat [B, prod(shape)]
+                a = a.reshape((len(a),) + self._low.shape)
             if self.algorithm.squashed_actions:
                 a = self._low + (np.clip(a, -1.0, 1.0) + 1.0) * 0.5 * (self._high - self._low)
             return np.clip(a, self._low, self._high)

@@ -151,7 +151,7 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         buf.terminated[:], buf.dones[:], buf.valid[:] = data["terminated"], data["dones"], data["valid"]
         buf.pos = c.n_steps
         batch = agent.prepare_rollout_batch(buf.finish(torch.from_numpy(last_values), c.gamma, c.gae_lambda))
-        self.algorithm.set_progress(self.step, self.run.max_steps)
+        self.set_progress()  # the algorithm's schedules, then the run's LR control (lr_decay, plateaus, guard)
         with self.updating():
             stats = agent.learn(batch)
         update_obs_stats(agent, data["obs"], 2)
@@ -180,7 +180,7 @@ class AsyncTrainer(Learner, Trainer):
             torch.from_numpy(rewards), torch.from_numpy(r["terminated"]), torch.from_numpy(r["dones"]),
             torch.from_numpy(r["valid"]), obs_tensor(agent, r["last_obs"], 1),
         )
-        self.algorithm.set_progress(self.step, self.run.max_steps)
+        self.set_progress()  # the algorithm's schedules, then the run's LR control (lr_decay, plateaus, guard)
         with self.updating():
             stats = agent.learn(batch)
         update_obs_stats(agent, r["obs"], 2)

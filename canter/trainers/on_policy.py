@@ -15,12 +15,13 @@ class OnPolicyTrainer(Trainer):
     def setup(self) -> None:  # noqa: D102
         space = self.agent.action_space
         if isinstance(space, gym.spaces.Box):
-            act_shape, act_dtype = space.shape, torch.float32
+            act_shape, act_dtype = (int(np.prod(space.shape)),), torch.float32  # the policy's flat output
         else:
             act_shape, act_dtype = (), torch.int64
         obs_space = self.agent.observation_space
+        normalized = getattr(self.agent, "obs_rms", None) is not None  # then the stored obs are floats
         obs_dtype = torch.int64 if isinstance(obs_space, gym.spaces.Discrete) else (
-            torch.uint8 if obs_space.dtype == np.uint8 else torch.float32)  # images stay uint8
+            torch.uint8 if obs_space.dtype == np.uint8 and not normalized else torch.float32)  # images stay uint8
         self.buffer = RolloutBuffer(
             self.config.n_steps, self.env.num_envs, obs_space.shape, act_shape, obs_dtype, act_dtype
         )
@@ -43,5 +44,7 @@ class OnPolicyTrainer(Trainer):
         self.obs = obs
         batch = agent.prepare_rollout_batch(buf.finish(agent.value(obs), self.config.gamma, self.config.gae_lambda))
         self.set_progress()
+        if batch.obs.shape[0] == 0:  # every row only reset an env (tiny n_steps * n_envs): nothing to learn
+            return {}
         with self.updating():
             return agent.learn(batch)

@@ -34,6 +34,7 @@ class SegmentReplayTrainer(Trainer):
             actions, obs_t, out = agent.sample(obs)
             step = env.step(actions)
             self.step += n
+            self.guard.check_env_data(step.obs, step.reward)
             done = step.terminated | step.truncated
             reward = agent.scale_reward(step.reward, done)
             replay.add(t, obs_t, out.actions, out.probs, reward, step.terminated, done, step.valid)
@@ -41,7 +42,7 @@ class SegmentReplayTrainer(Trainer):
             obs = step.obs
         self.obs = obs
         batch = replay.finish(agent.obs_to_tensor(obs))
-        self.algorithm.set_progress(self.step, self.run.max_steps)
+        self.set_progress()  # the algorithm's schedules, then the run's LR control (lr_decay, plateaus, guard)
         with self.updating():
             stats = agent.learn(batch)
             replays = int(self.rng.poisson(c.replay_ratio)) if replay.transitions >= c.replay_start else 0
