@@ -218,3 +218,42 @@ def test_done_flags_cut_the_window_even_when_the_next_row_is_valid():
     np.testing.assert_allclose(b.rewards, [1, 2, 4 + G * 8])
     np.testing.assert_array_equal(b.terminated, [1, 0, 0])
     np.testing.assert_allclose(b.discounts, [G, G, G**2])
+
+
+def _stack_stream(buf, n_envs: int, stack: int, steps: int, seed: int = 0):
+    """Feed ``buf`` a synthetic frame-stack stream (NEXT_STEP, copy padding); returns the log of
+    ``(obs, next_obs)`` per step, indexed by the action (the step number)."""
+    rng = np.random.default_rng(seed)
+    frame = iter(range(1, 10**6))
+    episodes = [[next(frame) % 251] * stack for _ in range(n_envs)]
+    mk = lambda: np.stack([np.array(ep[-stack:], np.uint8).reshape(stack, 1) for ep in episodes])  # noqa: E731
+    obs, prev_done, log = mk(), np.zeros(n_envs, bool), []
+    for t in range(steps):
+        term = np.zeros(n_envs, bool)
+        for e in range(n_envs):
+            f = next(frame) % 251
+            episodes[e] = [f] * stack if prev_done[e] else episodes[e] + [f]
+            term[e] = not prev_done[e] and rng.random() < 0.2
+        nxt = mk()
+        buf.add(obs, np.full(n_envs, t), np.zeros(n_envs, np.float32), nxt, term, ~prev_done, np.zeros(n_envs, bool))
+        log.append((obs, nxt))
+        obs, prev_done = nxt, term
+    return log
+
+
+def test_frame_stack_buffer_too_small_for_its_stack_is_a_clear_error():
+    """Fewer rows per env than frames in a stack: the ring overwrites frames a stack still needs
+    (it used to fail later, in add(), claiming the observations were not frame stacks)."""
+    from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
+
+    for cls in (FrameStackReplay, PrioritizedFrameStackReplay):
+        with pytest.raises(CanterError, match="at least 7 for 2 envs"):
+            cls(6, (4, 1), (), obs_dtype=np.uint8, act_dtype=np.int64, n_envs=2)  # 3 rows per env: empties on wrap
+        buf = cls(7, (4, 1), (), obs_dtype=np.uint8, act_dtype=np.int64, n_envs=2, seed=0)  # the smallest allowed
+        log = _stack_stream(buf, 2, 4, 40)
+        assert len(buf) > 0  # still sampleable after wrapping
+        b = buf.sample(64)
+        env = b.indices.numpy() % 2
+        for i, (t, e) in enumerate(zip(b.actions.tolist(), env.tolist())):
+            np.testing.assert_array_equal(b.obs[i].numpy(), log[t][0][e])
+            np.testing.assert_array_equal(b.next_obs[i].numpy(), log[t][1][e])

@@ -41,6 +41,12 @@ class FrameStackMixin:
         if len(obs_shape) < 2 or obs_shape[0] < 2:
             raise CanterError(f"a frame-stack replay buffer needs [stack, ...] observations, got shape {obs_shape}")
         self.stack, self.frame_shape = int(obs_shape[0]), tuple(obs_shape[1:])
+        if shape[0] - 1 < self.stack:  # a stack would reach back onto its own row; or none would survive a wrap
+            n = shape[1]
+            raise CanterError(
+                f"a frame-stack replay buffer needs at least {self.stack} rows per env: capacity (buffer_size) "
+                f"at least {n * (self.stack - 1) + 1} for {n} envs, got {self.capacity}"
+            )
         self.hist = np.zeros(shape, dtype=np.uint8)
         self.pad_zero = np.zeros(shape, dtype=bool)
         self.head_stack = np.zeros((shape[1],) + obs_shape, dtype=dtype)
