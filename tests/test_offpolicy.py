@@ -258,3 +258,34 @@ def test_learned_entropy_coefficient_takes_the_autograd_adam_step():
         assert stats["ent_coef_loss"] == pytest.approx(loss.item(), rel=1e-5, abs=1e-7)
         assert coef.log_alpha.item() == pytest.approx(ref.item(), rel=1e-5, abs=1e-7)
     assert coef.log_alpha.item() != pytest.approx(float(np.log(0.5)))  # it moved
+
+
+class _Box22Actions(gym.Env):
+    """Actions of shape (2, 2); the reward is highest at 0.5 everywhere; truncated after 20 steps."""
+
+    observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+    action_space = gym.spaces.Box(-1, 1, (2, 2), np.float32)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        assert action.shape == (2, 2), action.shape
+        self.t += 1
+        return np.zeros(3, np.float32), -float(np.sum((action - 0.5) ** 2)), False, self.t >= 20, {}
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3", "ddpg"])
+def test_box_actions_of_several_dimensions_are_stored_flat_and_reach_the_env_in_its_shape(algo):
+    from canter.registry import register
+
+    register("env", f"Box22Actions-{algo}-offpolicy-test")(lambda render_mode=None, **kw: _Box22Actions())
+    trainer = canter.make_trainer(algo, f"Box22Actions-{algo}-offpolicy-test", n_envs=2, max_steps=160,
+                                  learning_starts=100, batch_size=16, net_arch=[32, 32], eval_every=0, eval_episodes=1)
+    records = list(trainer())  # warm-up and policy actions: the env asserts their shape on every step
+    assert trainer.buffer.actions.shape[-1] == 4
+    assert all(np.isfinite(v) for r in records for v in r.losses.values()) and trainer.algorithm.updates > 0
+    assert trainer.agent.predict(np.zeros((3, 3), np.float32)).shape == (3, 2, 2)
+    trainer.close()

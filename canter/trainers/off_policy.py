@@ -21,17 +21,18 @@ from canter.trainers.base import Trainer
 def random_actions(agent: Agent, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Uniform random actions for warm-up: ``(env_actions, algorithm_actions)`` for ``n`` envs.
 
-    Squashed Box actions are drawn in [-1, 1] (algorithm space) and rescaled for the env.
+    Squashed Box actions are drawn in [-1, 1] (algorithm space) and rescaled for the env. Algorithm
+    actions of a Box space are flat ``[n, prod(shape)]``, as the policies output them.
     """
     space = agent.action_space
     if isinstance(space, gym.spaces.Discrete):
         a = rng.integers(0, space.n, size=n)
         return a + int(space.start), a
     if agent.algorithm.squashed_actions:
-        a = rng.uniform(-1.0, 1.0, size=(n,) + space.shape).astype(np.float32)
+        a = rng.uniform(-1.0, 1.0, size=(n, int(np.prod(space.shape)))).astype(np.float32)
         return agent.to_env_actions(a), a
     a = np.stack([rng.uniform(space.low, space.high) for _ in range(n)]).astype(np.float32)
-    return a, a
+    return a, a.reshape(n, -1)
 
 
 def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, seed: int,
@@ -43,7 +44,7 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
     """
     obs_space, act_space = agent.observation_space, agent.action_space
     discrete = isinstance(act_space, gym.spaces.Discrete)
-    args = (capacity, obs_space.shape, () if discrete else act_space.shape)
+    args = (capacity, obs_space.shape, () if discrete else (int(np.prod(act_space.shape)),))  # Box: flat
     kwargs: dict[str, Any] = dict(
         obs_dtype=obs_space.dtype, act_dtype=np.int64 if discrete else np.float32, gamma=config.gamma,
         seed=seed, n_envs=n_envs, n_step=getattr(config, "n_step", 1),
