@@ -394,3 +394,26 @@ def test_box_actions_of_several_dimensions_reach_the_env_in_its_shape(algo):
 def test_observation_normalisation_refuses_discrete_observations():
     with pytest.raises(CanterError, match="normalize_obs needs Box observations, not Discrete"):
         canter.make_trainer("ppo", "FrozenLake-v1", normalize_obs=True)
+
+
+def test_reward_scaling_statistics_skip_the_reset_only_steps():
+    # canter's NEXT_STEP stream has one reset-only step (reward 0, valid False) after each episode's
+    # end; the return statistics must equal those of the same episodes without it (SB3's VecNormalize)
+    from canter.agents.agent import RunningMeanStd
+
+    trainer = canter.make_trainer("ppo", "CartPole-v1", n_envs=1, normalize_reward=True, eval_episodes=1)
+    agent = trainer.agent
+    trainer.close()
+    rng = np.random.default_rng(0)
+    reference, returns = RunningMeanStd(()), np.zeros(1)
+    for episode in range(5):
+        rewards = rng.normal(size=int(rng.integers(2, 6)))
+        for t, r in enumerate(rewards):
+            done = np.array([t == len(rewards) - 1])
+            agent.scale_reward(np.array([r], np.float32), done, np.array([True]))
+            returns = returns * agent.gamma + np.float32(r)
+            reference.update(returns)
+            returns[done] = 0.0
+        agent.scale_reward(np.zeros(1, np.float32), np.array([False]), np.array([False]))  # the reset-only step
+    assert agent.ret_rms.count == pytest.approx(reference.count)
+    np.testing.assert_allclose([agent.ret_rms.mean, agent.ret_rms.var], [reference.mean, reference.var], rtol=1e-6)

@@ -140,12 +140,18 @@ class Agent:
         with torch.inference_mode():
             return self.algorithm.value(self.obs_to_tensor(obs))
 
-    def scale_reward(self, reward: np.ndarray, done: np.ndarray) -> np.ndarray:
-        """Divide rewards by the running std of the discounted return (if configured)."""
+    def scale_reward(self, reward: np.ndarray, done: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+        """Divide rewards by the running std of the discounted return (if configured).
+
+        ``valid`` (the vector step's mask) keeps the steps that only reset an env (reward 0) out of
+        the return statistics, as Stable-Baselines3's ``VecNormalize``, which never sees them, does.
+        """
         if self.ret_rms is None:
             return reward
         self._returns = self._returns * self.gamma + reward
-        self.ret_rms.update(self._returns)
+        real = self._returns if valid is None or valid.all() else self._returns[valid]
+        if len(real):
+            self.ret_rms.update(real)
         self._returns[done] = 0.0
         return (reward / np.sqrt(self.ret_rms.var + 1e-8)).astype(np.float32)
 

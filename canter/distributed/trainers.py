@@ -44,7 +44,7 @@ def obs_tensor(agent: Agent, obs: np.ndarray, lead: int) -> torch.Tensor:
     return flat.reshape(shape + flat.shape[1:])
 
 
-def scale_rewards(agent: Agent, rewards: np.ndarray, dones: np.ndarray, envs: slice) -> np.ndarray:
+def scale_rewards(agent: Agent, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray, envs: slice) -> np.ndarray:
     """``Agent.scale_reward`` over a ``[T, n]`` block of rewards from sub-envs ``envs`` of all envs.
 
     The learner's Agent tracks one discounted return per env of the whole run; rewards from one
@@ -55,7 +55,7 @@ def scale_rewards(agent: Agent, rewards: np.ndarray, dones: np.ndarray, envs: sl
     everything = agent._returns
     agent._returns = everything[envs].copy()
     try:
-        out = np.stack([agent.scale_reward(rewards[t], dones[t].astype(bool)) for t in range(len(rewards))])
+        out = np.stack([agent.scale_reward(rewards[t], dones[t].astype(bool), valid[t].astype(bool)) for t in range(len(rewards))])
         everything[envs] = agent._returns
     finally:
         agent._returns = everything
@@ -88,7 +88,7 @@ class Learner:
     def rewards_of(self, slot: int, result: dict[str, Any]) -> np.ndarray:
         """The rollout's rewards, scaled (if configured) with the learner's per-env return statistics."""
         n = self.pool.envs_per_explorer
-        return scale_rewards(self.agent, result["rewards"], result["dones"], slice(slot * n, (slot + 1) * n))
+        return scale_rewards(self.agent, result["rewards"], result["dones"], result["valid"], slice(slot * n, (slot + 1) * n))
 
     def receive(self, results: list[dict[str, Any]]) -> None:
         """Count the env steps, episodes, policy lag and bytes of the rollouts the pool just returned."""
@@ -147,7 +147,7 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         buf.actions.copy_(torch.from_numpy(data["actions"]))
         buf.log_probs.copy_(torch.from_numpy(data["log_probs"]))
         buf.values.copy_(torch.from_numpy(data["values"]))
-        buf.rewards[:] = scale_rewards(agent, data["rewards"], data["dones"], slice(None))
+        buf.rewards[:] = scale_rewards(agent, data["rewards"], data["dones"], data["valid"], slice(None))
         buf.terminated[:], buf.dones[:], buf.valid[:] = data["terminated"], data["dones"], data["valid"]
         buf.pos = c.n_steps
         batch = agent.prepare_rollout_batch(buf.finish(torch.from_numpy(last_values), c.gamma, c.gae_lambda))

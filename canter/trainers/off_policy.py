@@ -116,7 +116,7 @@ class OffPolicyTrainer(Trainer):
             self.step += n
             self.guard.check_env_data(step.obs, step.reward)
             done = step.terminated | step.truncated
-            reward = agent.scale_reward(step.reward, done)
+            reward = agent.scale_reward(step.reward, done, step.valid)
             buf.add(obs, actions, reward, step.obs, step.terminated, step.valid, step.truncated)
             if self._reset_noise is not None and done.any():
                 self._reset_noise(torch.from_numpy(done))

@@ -37,7 +37,7 @@ class OnPolicyTrainer(Trainer):
             self.step += n
             self.guard.check_env_data(step.obs, step.reward)
             done = step.terminated | step.truncated
-            reward = agent.scale_reward(step.reward, done)
+            reward = agent.scale_reward(step.reward, done, step.valid)
             buf.add(obs_t, out.actions, out.log_probs, out.values, reward, step.terminated, step.truncated, step.valid)
             self.record_episodes()
             obs = step.obs

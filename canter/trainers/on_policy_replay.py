@@ -36,7 +36,7 @@ class SegmentReplayTrainer(Trainer):
             self.step += n
             self.guard.check_env_data(step.obs, step.reward)
             done = step.terminated | step.truncated
-            reward = agent.scale_reward(step.reward, done)
+            reward = agent.scale_reward(step.reward, done, step.valid)
             replay.add(t, obs_t, out.actions, out.probs, reward, step.terminated, done, step.valid)
             self.record_episodes()
             obs = step.obs
