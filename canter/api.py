@@ -13,7 +13,7 @@ from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import checkpoint_base, load_checkpoint
 from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
-from canter.errors import CanterError, CanterWarning
+from canter.errors import CanterError, CanterWarning, require
 from canter.registry import lookup
 from canter.run import Run, check_new_run_dir, new_run_dir
 from canter.trainers import TRAINERS, Trainer
@@ -98,23 +98,36 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     if run_dir is None:
         return trainer
     config = resolved_dict(run, algo_cfg)
-    return Run(trainer, run_dir, config, default_loggers(run, config, run_dir, quiet), run.checkpoint_every,
-               resumed=resumed)
+    try:
+        loggers = default_loggers(run, config, run_dir, quiet)
+    except BaseException as exc:
+        trainer.close()
+        if isinstance(exc, OSError) and exc.filename is not None:
+            raise CanterError(f"cannot write the run directory '{run_dir}': {exc.strerror or exc}") from None
+        raise
+    return Run(trainer, run_dir, config, loggers, run.checkpoint_every, resumed=resumed)
 
 
 def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path, quiet: bool) -> list[Any]:
     """History always; TensorBoard and W&B as configured; the console unless ``quiet``."""
     from canter.logging import ConsoleLogger, HistoryLogger, TensorBoardLogger, WandbLogger
 
+    # the loggers that can fail for a missing extra (or an env that cannot render) come first: nothing
+    # may be written to the run directory before such an error
+    video = None
+    if run.record_every:
+        from canter.tools.video import VideoRecorder
+
+        video = VideoRecorder(run_dir, run.env, run.record_every, run.env_kwargs, run.seed)
+    if run.wandb:
+        require("wandb", "wandb", "--wandb")
     loggers: list[Any] = [HistoryLogger(run_dir)]
     if run.tensorboard:
         loggers.append(TensorBoardLogger(run_dir))
     if run.wandb:
         loggers.append(WandbLogger(run_dir, run.wandb_project, config, name=Path(run_dir).name))
-    if run.record_every:
-        from canter.tools.video import VideoRecorder
-
-        loggers.append(VideoRecorder(run_dir, run.env, run.record_every, run.env_kwargs, run.seed))
+    if video is not None:
+        loggers.append(video)
     if not quiet:
         loggers.append(ConsoleLogger(run.max_steps, f"{run.algo} {run.env}"))
     return loggers
@@ -167,7 +180,13 @@ def resume_trainer(
     extended = (reason == "max_steps" and run.max_steps > step) or (
         reason == "max_seconds" and (run.max_seconds is None or run.max_seconds > meta["trainer"]["wall_time"]))
     if reason not in (None, "interrupted") and not extended:
-        hint = "; pass --max-steps N to extend it" if reason in ("max_steps", "max_seconds") else ""
+        hint = {"max_steps": "; pass --max-steps N to extend it",
+                "max_seconds": "; pass --max-seconds S to extend it"}.get(reason, "")
+        if reason == "max_steps" and max_steps is not None:
+            hint = f"; --max-steps must be more than its {step} steps to extend it, got {max_steps}"
+        elif reason == "max_seconds" and max_seconds is not None:
+            hint = (f"; --max-seconds must be more than its {meta['trainer']['wall_time']:.1f} s to extend it, "
+                    f"got {max_seconds:g}")
         raise CanterError(f"run '{run_dir}' already finished (stop reason: {reason}); nothing to resume{hint}")
     run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), resumed=meta)
     assert isinstance(run_obj, Run)

@@ -75,6 +75,20 @@ def unflatten_state(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
     return skeleton
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux allows (no race with other threads)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """A temporary file next to ``path`` that replaces ``path`` (fsynced) when the block succeeds.
@@ -82,10 +96,14 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
     A kill at any point leaves either the old file or the new one; on an error the temporary
     file is removed and ``path`` is untouched.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # name the file the caller asked for, not the temporary one
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600 files; give what open() would
             yield f
             f.flush()
             os.fsync(f.fileno())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from typing import Any
@@ -14,10 +15,31 @@ from canter.errors import CanterError
 
 
 class _Parser(argparse.ArgumentParser):
-    """ArgumentParser whose errors are one line and exit code 2."""
+    """ArgumentParser whose errors are one line and exit code 2.
+
+    Long options must be spelled out: argparse's prefix matching would silently take e.g. ``--n-step``
+    (DQN's n-step return) for PPO's ``--n-steps``. An unknown option is answered with the closest one.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def explain(self, message: str) -> str:
+        """``message``, plus the closest valid option when it names an unrecognized one."""
+        if message.startswith("unrecognized arguments:"):
+            from canter.errors import closest
+
+            for token in message.split(":", 1)[1].split():
+                if token.startswith("--"):
+                    near = closest(token.split("=", 1)[0], [o for o in self._option_string_actions if o.startswith("--") and o != "--help"])
+                    if near:
+                        return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + "?"
+                    break
+        return message
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise CanterError(message)
+        raise CanterError(self.explain(message))
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
@@ -49,7 +71,8 @@ def _train_parser(prog: str, algo: str | None) -> _Parser:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("algo", help="algorithm (see 'canter list')")
     p.add_argument("--resume", metavar="RUN_DIR",
-                   help="continue a stopped run instead (canter train --resume RUN_DIR [--max-steps N] [--quiet])")
+                   help="continue a stopped run instead (canter train --resume RUN_DIR [--max-steps N] "
+                        "[--max-seconds S] [--quiet])")
     _add_run_flags(p)
     if algo is not None and not algo.startswith("-"):
         try:
@@ -85,8 +108,8 @@ def cmd_train(argv: list[str]) -> int:
 
 class _ResumeParser(_Parser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise CanterError(f"{message} (--resume continues a run with its saved config; only --max-steps, "
-                          "--max-seconds and --quiet may be given with it)")
+        raise CanterError(f"{self.explain(message)} (--resume continues a run with its saved config; only "
+                          "--max-steps, --max-seconds and --quiet may be given with it)")
 
 
 def _cmd_resume(argv: list[str]) -> int:
@@ -96,6 +119,8 @@ def _cmd_resume(argv: list[str]) -> int:
     p.add_argument("--max-seconds", type=float, dest="max_seconds", help="new wall-clock budget")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     args = p.parse_args(argv)
+    if not args.resume.strip():
+        raise CanterError("--resume needs a run directory: canter train --resume RUN_DIR")
     from canter.api import resume_trainer
 
     return _drive(resume_trainer(args.resume, quiet=args.quiet, max_steps=args.max_steps, max_seconds=args.max_seconds))
@@ -149,6 +174,13 @@ def _load_for_env(run_dir: str, env_override: str | None) -> tuple[Any, str, dic
     return agent, env_id, env_kwargs
 
 
+def _check_episodes_and_seed(args: argparse.Namespace) -> None:
+    if args.episodes < 1:
+        raise CanterError(f"--episodes must be >= 1, got {args.episodes}")
+    if not 0 <= args.seed < 2**32:
+        raise CanterError(f"--seed must be between 0 and 2**32 - 1, got {args.seed}")
+
+
 def cmd_eval(argv: list[str]) -> int:
     """``canter eval RUN_DIR [--episodes N] [--json]``"""
     p = _Parser(prog="canter eval", description="Evaluate the deterministic policy of a run.")
@@ -158,8 +190,7 @@ def cmd_eval(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=12345, help="evaluation seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args(argv)
-    if args.episodes < 1:
-        raise CanterError(f"--episodes must be >= 1, got {args.episodes}")
+    _check_episodes_and_seed(args)
     from canter.envs import make_vec_env
     from canter.trainers.evaluation import evaluate
 
@@ -170,8 +201,13 @@ def cmd_eval(argv: list[str]) -> int:
     finally:
         env.close()
     if args.json:
+        from canter.api import find_checkpoint
+
+        meta = getattr(agent, "metadata", {}) or {}
         print(json.dumps({"env": env_id, "mean_return": result.mean_return, "std_return": result.std_return,
-                          "episodes": result.episodes, "returns": result.returns, "lengths": result.lengths}))
+                          "episodes": result.episodes, "returns": result.returns, "lengths": result.lengths,
+                          "checkpoint": str(find_checkpoint(args.run_dir)), "algorithm": meta.get("algorithm"),
+                          "step": meta.get("step"), "seed": args.seed}))
     else:
         print(f"{env_id}: mean return {result.mean_return:.2f} ± {result.std_return:.2f} over {result.episodes} episodes")
     return 0
@@ -187,8 +223,9 @@ def cmd_play(argv: list[str]) -> int:
     p.add_argument("--video-dir", dest="video_dir", help="record mp4 videos here (needs the 'video' extra)")
     p.add_argument("--seed", type=int, default=0, help="episode seed")
     args = p.parse_args(argv)
-    if args.episodes < 1:
-        raise CanterError(f"--episodes must be >= 1, got {args.episodes}")
+    _check_episodes_and_seed(args)
+    if args.video_dir is not None and os.path.exists(args.video_dir) and not os.path.isdir(args.video_dir):
+        raise CanterError(f"--video-dir '{args.video_dir}' is a file, not a directory")
     from canter.play import play
 
     agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
@@ -254,7 +291,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     warnings.showwarning = _show_warning
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:
+        print("canter: error: no command given; choose from " + ", ".join(COMMANDS) + " (canter --help)",
+              file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help"):
         print("usage: canter {train,eval,play,list,tune,plot,benchmark,report} ...\n\n"
               "  train ALGO --env ENV   train an agent (canter train ppo --help for options)\n"
               "  train --resume RUN_DIR continue a stopped run exactly where it was saved\n"
@@ -265,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
               "  plot RUN_DIR...        learning curves, seeds averaged with a band\n"
               "  benchmark FILE.yaml    algorithms x envs x seeds: results table and figure\n"
               "  report RUN_DIR         a self-contained report.html for a run")
-        return 0 if argv else 2
+        return 0
     if argv[0] in ("-V", "--version"):
         from canter import __version__
 
@@ -284,10 +325,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # output piped into e.g. `head`
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a path given on the command line that cannot be read or written
+        if exc.filename is None:
+            raise
+        where = exc.filename2 if exc.filename2 is not None else exc.filename
+        print(f"canter: error: {exc.strerror or exc}: '{os.fsdecode(where)}'", file=sys.stderr)
+        return 2
 
 
 def entry() -> None:
@@ -301,8 +346,6 @@ def entry() -> None:
     code = main()
     if "wandb" in sys.modules:
         raise SystemExit(code)
-    import os
-
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

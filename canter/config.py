@@ -79,7 +79,8 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     origin, args = _origin_args(inner)
 
     def bad() -> CanterError:
-        return CanterError(f"'{key}' must be a {type_name(tp)}, got {value!r}")
+        name = type_name(tp)
+        return CanterError(f"'{key}' must be {'an' if name[0] in 'aeiou' else 'a'} {name}, got {value!r}")
 
     if inner is bool:
         if isinstance(value, bool):
@@ -137,9 +138,33 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     return value
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key repeated in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key '{key}'", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def safe_load(text: str) -> Any:
+    """``yaml.safe_load`` that refuses duplicate keys."""
+    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def _parse_yaml_value(text: str, key: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return safe_load(text)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise CanterError(f"'{key}': cannot parse {text!r} as YAML: {problem}") from None
@@ -240,7 +265,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise CanterError(f"config file {path} is not UTF-8 text") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

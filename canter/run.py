@@ -19,6 +19,7 @@ and saves ``last``; a second one exits at once, keeping the previous ``last``.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -51,10 +52,20 @@ def new_run_dir(algo: str, env: str, base: str | Path = "runs") -> Path:
 
 
 def check_new_run_dir(path: str | Path) -> Path:
-    """Refuse to write into a directory that already holds files (nothing is overwritten)."""
+    """Refuse to write into a directory that already holds files (nothing is overwritten), or one
+    that cannot be created (a file in its path, a parent that is not writable)."""
     path = Path(path)
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+    if path.exists() and not path.is_dir():
+        raise CanterError(f"run directory '{path}' is a file; choose another --run-dir")
+    if path.exists() and any(path.iterdir()):
         raise CanterError(f"run directory '{path}' already exists and is not empty; choose another --run-dir")
+    parent = path if path.exists() else path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise CanterError(f"cannot create run directory '{path}': '{parent}' is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CanterError(f"cannot create run directory '{path}': '{parent}' is not writable")
     return path
 
 

@@ -151,3 +151,31 @@ def test_fresh_process_gives_identical_deterministic_actions(tmp_path, algo, env
     out = subprocess.run([sys.executable, "-c", SCRIPT, str(run_dir / "checkpoints" / "last"), str(tmp_path / "obs.npy")],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == expected
+
+
+def test_atomic_writes_get_ordinary_file_permissions(tmp_path):
+    """Files written atomically honour the umask like open() does (mkstemp alone makes them 0600, so a run
+    directory's config, checkpoints and summary were unreadable to the group while its TensorBoard files were not)."""
+    from canter.checkpoint import atomic_write
+
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "a.txt", b"x")
+        save_checkpoint(tmp_path / "ck", {"w": torch.ones(1)}, {"step": 1})
+        with open(tmp_path / "plain.txt", "wb") as f:
+            f.write(b"x")
+    finally:
+        os.umask(old)
+    expected = (tmp_path / "plain.txt").stat().st_mode & 0o777
+    assert expected == 0o644
+    for name in ("a.txt", "ck.json", "ck.safetensors"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == expected, name
+
+
+def test_atomic_write_error_names_the_target_not_the_temp_file(tmp_path):
+    from canter.checkpoint import atomic_write
+
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError) as info:
+        atomic_write(tmp_path / "file" / "out.png", b"x")
+    assert info.value.filename == str(tmp_path / "file" / "out.png")

@@ -318,3 +318,126 @@ def test_subprocess_bad_set_value(tmp_path):
     assert proc.returncode == 2
     assert_one_line_error(proc.returncode, proc.stderr, "lr", "abc")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------- output paths
+
+
+def test_train_run_dir_under_a_file_is_one_line(capsys, workdir):
+    """A --run-dir that cannot be created (a file in its path) is refused before anything is written."""
+    (workdir / "notes.txt").write_text("precious\n")
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY,
+                             "--run-dir", str(workdir / "notes.txt" / "run"))
+    assert_one_line_error(code, err, "notes.txt", "not a directory")
+    assert sorted(p.name for p in workdir.iterdir()) == ["notes.txt"]
+    assert (workdir / "notes.txt").read_text() == "precious\n"
+
+
+def test_train_run_dir_that_is_a_file_says_so(capsys, workdir):
+    (workdir / "notes.txt").write_text("precious\n")
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY, "--run-dir", str(workdir / "notes.txt"))
+    assert_one_line_error(code, err, "notes.txt", "is a file")
+    assert (workdir / "notes.txt").read_text() == "precious\n"
+
+
+def test_train_run_dir_that_cannot_be_written_is_one_line(capsys, workdir, monkeypatch):
+    """An OSError while creating the run directory (read-only or full disk) is one line, not a traceback."""
+    import canter.logging.tensorboard as tb
+
+    def refuse(self, *a, **k):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(tb.Path, "mkdir", refuse)
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY, "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "Permission denied")
+
+
+@pytest.mark.parametrize("argv", [
+    ["plot", "{good}", "--out", "{file}/curves.png"],
+    ["report", "{good}", "--eval-episodes", "0", "--out", "{file}/report.html"],
+    ["report", "{good}", "--eval-episodes", "0", "--out", "{dir}"],
+    ["play", "{good}", "--video-dir", "{file}"],
+], ids=["plot-out-under-file", "report-out-under-file", "report-out-is-dir", "play-video-dir-is-file"])
+def test_unwritable_outputs_are_one_line(capsys, runs, tmp_path, argv):
+    good, _ = runs
+    (tmp_path / "notes.txt").write_text("precious\n")
+    (tmp_path / "adir").mkdir()
+    before = snapshot(good)
+    argv = [a.format(good=good, file=tmp_path / "notes.txt", dir=tmp_path / "adir") for a in argv]
+    code, out, err = run_cli(capsys, *argv)
+    assert_one_line_error(code, err)
+    assert (tmp_path / "notes.txt").read_text() == "precious\n"
+    assert snapshot(good) == before
+
+
+@pytest.mark.parametrize("cmd", ["eval", "play"])
+def test_negative_seed_is_one_line(capsys, runs, cmd):
+    good, _ = runs
+    code, out, err = run_cli(capsys, cmd, str(good), "--seed", "-5", "--episodes", "1")
+    assert_one_line_error(code, err, "--seed", "-5")
+
+
+# ---------------------------------------------------------------------------------------------- flags
+
+
+def test_abbreviated_flag_is_not_silently_taken_for_another(capsys, workdir):
+    """'--n-step' is DQN's n-step return; for PPO it must not silently become --n-steps (argparse prefixes)."""
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY, "--n-step", "5",
+                             "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "--n-step", "'--n-steps'")
+    assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv,needles", [
+    (["train", "ppo", "--env", "CartPole-v1", "--max-stpes", "100"], ["--max-stpes", "'--max-steps'"]),
+    (["train", "ppo", "--env", "CartPole-v1", "--lrr", "1e-3"], ["--lrr", "'--lr'"]),
+    (["eval", "x", "--episode", "3"], ["--episode", "'--episodes'"]),
+    (["train", "--resume", "x", "--max-step", "3"], ["--max-step", "'--max-steps'"]),
+], ids=["train-typo", "train-hparam-typo", "eval-prefix", "resume-prefix"])
+def test_unknown_flag_suggests_closest(capsys, workdir, argv, needles):
+    code, out, err = run_cli(capsys, *argv)
+    assert_one_line_error(code, err, *needles)
+    assert list(workdir.iterdir()) == []
+
+
+def test_record_every_without_video_extra_leaves_no_run_dir(capsys, workdir, monkeypatch):
+    """A missing extra is reported before anything is written (no stray TensorBoard file)."""
+    monkeypatch.setitem(sys.modules, "moviepy", None)  # import moviepy -> ImportError
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY, "--record-every", "128",
+                             "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "canter[video]")
+    assert list(workdir.iterdir()) == []
+
+
+def test_resume_with_max_steps_below_current_step_says_why(capsys, runs, tmp_path):
+    good, _ = runs
+    run_dir = tmp_path / "run"
+    shutil.copytree(good, run_dir)
+    before = snapshot(run_dir)
+    code, out, err = run_cli(capsys, "train", "--resume", str(run_dir), "--max-steps", "100")
+    assert_one_line_error(code, err, "--max-steps", "256")
+    assert snapshot(run_dir) == before
+
+
+def test_resume_with_empty_path_is_one_line(capsys, workdir):
+    code, out, err = run_cli(capsys, "train", "--resume=")
+    assert_one_line_error(code, err, "--resume")
+    assert "'.'" not in err
+
+
+def test_eval_json_says_what_was_evaluated(capsys, runs):
+    """--json names the checkpoint (best or last), its algorithm and step, and the evaluation seed."""
+    good, _ = runs
+    code, out, err = run_cli(capsys, "eval", str(good), "--json", "--episodes", "1", "--seed", "7")
+    assert code == 0, err
+    obj = json.loads(out)
+    meta = json.loads((good / "checkpoints" / "best.json").read_text())
+    assert obj["checkpoint"] == str(good / "checkpoints" / "best")
+    assert obj["algorithm"] == "ppo" and obj["step"] == meta["step"] and obj["seed"] == 7
+    assert obj["env"] == "CartPole-v1" and obj["episodes"] == 1
+
+
+def test_no_command_is_one_line_on_stderr(capsys):
+    code, out, err = run_cli(capsys)
+    assert_one_line_error(code, err, "train", "--help")
+    assert out == ""

@@ -96,3 +96,22 @@ def test_register_decorator_and_duplicates():
 def test_build_rejects_unknown_keys():
     with pytest.raises(CanterError, match="did you mean 'seed'"):
         build(RunConfig, {"sed": 1})
+
+
+def test_duplicate_yaml_keys_are_refused_with_their_line(tmp_path):
+    """YAML mappings may not repeat a key; PyYAML silently keeps the last one, so 'lr' given twice
+    (e.g. a line added at the end of a long file) would override the first without a word."""
+    f = tmp_path / "run.yaml"
+    f.write_text("seed: 1\nhparams:\n  lr: 0.01\n  n_steps: 8\n  lr: 0.5\n")
+    with pytest.raises(CanterError, match=r"run.yaml line 5, column 3: duplicate key 'lr'"):
+        load_yaml(f)
+    f.write_text("seed: 1\nhparams: {lr: 0.01}\nseed: 2\n")
+    with pytest.raises(CanterError, match=r"line 3, column 1: duplicate key 'seed'"):
+        resolve_config("ppo", "CartPole-v1", f)
+    f.write_text("a: {x: 1}\nb: {x: 2}\n")  # the same key in two mappings is fine
+    assert load_yaml(f) == {"a": {"x": 1}, "b": {"x": 2}}
+
+
+def test_type_errors_read_as_english():
+    with pytest.raises(CanterError, match="'seed' must be an int, got 'abc'"):
+        build(RunConfig, {"seed": "abc"})

@@ -261,3 +261,19 @@ def test_shipped_classic_benchmark_is_valid():
     cells = load_spec(Path(__file__).parent.parent / "benchmarks" / "classic.yaml")
     check_cells(cells)
     assert {c.algo for c in cells} == set(names("algorithm"))  # every algorithm is covered
+
+
+def test_tune_bad_storage_or_out_writes_nothing(tmp_path, capsys, monkeypatch):
+    """A storage URL that cannot be opened, or an --out that is a file, is one line and leaves no directory."""
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("precious\n")
+    base = ["tune", "ppo", "--env", "CartPole-v1", "--trials", "1", "--max-steps", "512", "--quiet"]
+    assert main([*base, "--storage", "nosuchdialect://x", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "nosuchdialect" in err
+    assert main([*base, "--out", str(tmp_path / "notes.txt")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "notes.txt" in err and "not a directory" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "precious\n"

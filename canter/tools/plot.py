@@ -140,6 +140,8 @@ def check_output(out: str | Path) -> tuple[Path, str]:
         from canter.errors import unknown
 
         raise unknown("image format", fmt or "(none)", FORMATS)
+    if path.is_dir():
+        raise CanterError(f"--out '{path}' is a directory; give an image file name, e.g. {path / 'curves.png'}")
     return path, fmt
 
 

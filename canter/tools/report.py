@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from canter.checkpoint import atomic_write
+from canter.errors import CanterError
 from canter.tools.plot import new_figure
 from canter.tools.rundata import RunData, checkpoints, load_run
 
@@ -243,5 +244,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, eval_episod
     """Write the report of ``run_dir`` (default ``RUN_DIR/report.html``) and return its path."""
     run = load_run(run_dir)
     path = Path(out) if out is not None else run.dir / "report.html"
+    if path.is_dir():
+        raise CanterError(f"--out '{path}' is a directory; give a file name, e.g. {path / 'report.html'}")
     atomic_write(path, render(run, eval_episodes).encode())
     return path

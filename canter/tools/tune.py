@@ -238,10 +238,22 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     safe_env = env_id.replace("/", "-").replace(":", "-")
     out_dir = Path(out) if out is not None else Path("runs") / f"tune-{algo_name}-{safe_env}"
     study_name = study or f"{algo_name}-{env_id}"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CanterError(f"--out '{out_dir}' is a file, not a directory")
     url = storage or f"sqlite:///{(out_dir / 'study.db').resolve()}"
+    created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     optuna.logging.set_verbosity(optuna.logging.WARNING if quiet else optuna.logging.INFO)
-    st = optuna.create_study(study_name=study_name, storage=_storage(url), direction="maximize", load_if_exists=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        st = optuna.create_study(study_name=study_name, storage=_storage(url), direction="maximize",
+                                 load_if_exists=True)
+    except BaseException:
+        for p in created:  # the directories made for the study, innermost first, if still empty
+            try:
+                p.rmdir()
+            except OSError:
+                break
+        raise
     owner = st.user_attrs.get("canter")
     if owner is None:
         st.set_user_attr("canter", {"algo": algo_name, "env": env_id})
