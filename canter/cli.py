@@ -48,6 +48,7 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-envs", type=int, dest="n_envs", help="parallel environments")
     p.add_argument("--target-reward", type=float, dest="target_reward", help="stop at this mean evaluation return")
     p.add_argument("--max-steps", type=int, dest="max_steps", help="environment-step budget")
+    p.add_argument("--max-seconds", type=float, dest="max_seconds", help="wall-clock budget in seconds")
     p.add_argument("--eval-episodes", type=int, dest="eval_episodes", help="episodes per evaluation")
     p.add_argument("--eval-every", type=int, dest="eval_every", help="evaluate every N env steps")
     p.add_argument("--record-every", type=int, dest="record_every",
@@ -63,11 +64,26 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-def _train_parser(prog: str, algo: str | None) -> _Parser:
+def _preset_values(algo: str, env: str | None) -> dict[str, Any]:
+    """The hyperparameters that ``env``'s shipped preset (if any) sets for ``algo``, for ``--help``."""
+    if not env:
+        return {}
+    from canter.config import resolve_config
+
+    try:
+        _, cfg = resolve_config(algo, env)
+    except CanterError:
+        return {}
+    return vars(cfg)
+
+
+def _train_parser(prog: str, algo: str | None, env: str | None = None) -> _Parser:
     from canter.config import describe
     from canter.registry import lookup
 
     p = _Parser(prog=prog, description="Train an agent and write a run directory.",
+                epilog="Hyperparameter defaults are the algorithm's own; a shipped preset for the env (canter list) "
+                       "overrides some of them.\nGive --env with --help to see the values the preset uses.",
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("algo", help="algorithm (see 'canter list')")
     p.add_argument("--resume", metavar="RUN_DIR",
@@ -80,10 +96,22 @@ def _train_parser(prog: str, algo: str | None) -> _Parser:
         except CanterError:
             return p
         group = p.add_argument_group(f"{cls.name.upper()} hyperparameters (also settable as --set KEY=VALUE)")
+        preset = _preset_values(algo, env)
         for name, tname, default, doc in describe(cls.Config):
+            used = f"; with --env {env}: {preset[name]}" if name in preset and preset[name] != default else ""
             group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp__{name}", metavar=tname.upper().replace(" ", "_"),
-                               help=f"{doc} (default: {default})")
+                               help=f"{doc} (default: {default}{used})")
     return p
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    """The value given to ``flag`` (``--flag V`` or ``--flag=V``), if any."""
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
 
 
 def cmd_train(argv: list[str]) -> int:
@@ -91,12 +119,13 @@ def cmd_train(argv: list[str]) -> int:
     if any(a == "--resume" or a.startswith("--resume=") for a in argv):
         return _cmd_resume(argv)
     algo = next((a for a in argv if not a.startswith("-")), None)
-    p = _train_parser("canter train", algo)
+    helping = "-h" in argv or "--help" in argv  # only then are the preset's values looked up
+    p = _train_parser("canter train", algo, _flag_value(argv, "--env") if helping else None)
     args = p.parse_args(argv)
     from canter.api import make_trainer
 
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
-    overrides = {k: getattr(args, k) for k in ("seed", "n_envs", "target_reward", "max_steps", "eval_episodes",
+    overrides = {k: getattr(args, k) for k in ("seed", "n_envs", "target_reward", "max_steps", "max_seconds", "eval_episodes",
                                                  "eval_every", "vectorization", "wandb", "record_every", "explorers",
                                                  "ray_address") if getattr(args, k) is not None}
     trainer = make_trainer(

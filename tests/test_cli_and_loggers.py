@@ -69,3 +69,12 @@ def test_console_script_exits_with_the_command_code(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "canter", "trian"], capture_output=True, text=True, cwd=tmp_path)
     assert ok.returncode == 0 and "ppo" in ok.stdout
     assert bad.returncode == 2 and "did you mean 'train'" in bad.stderr
+
+
+def test_train_max_seconds_flag_stops_on_the_wall_clock(tmp_path):
+    run_dir = tmp_path / "run"
+    code = main(["train", "ppo", "--env", "CartPole-v1", "--max-seconds", "0.5", "--set", "target_reward=null",
+                 "--run-dir", str(run_dir), "--quiet"])
+    assert code == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_seconds" and 0.5 <= summary["wall_seconds"] < 5

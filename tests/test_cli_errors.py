@@ -154,6 +154,16 @@ def test_train_help_lists_hyperparameters(capsys, monkeypatch):
     assert "default: 0.2" in out
     assert "PPO hyperparameters" in out
     assert err == ""
+    assert "with --env" not in out and "Give --env with --help" in out
+
+
+def test_train_help_with_env_shows_the_presets_values(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--help")
+    assert code == 0, err
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip().startswith("--")}
+    assert "(default: 2048; with --env CartPole-v1: 16)" in lines["--n-steps"]  # configs/ppo/CartPole-v1.yaml
+    assert "with --env" not in lines["--clip-range"]  # the preset keeps the default 0.2
 
 
 # ---------------------------------------------------------------------------------------------- eval / play
