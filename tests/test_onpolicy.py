@@ -417,3 +417,13 @@ def test_reward_scaling_statistics_skip_the_reset_only_steps():
         agent.scale_reward(np.zeros(1, np.float32), np.array([False]), np.array([False]))  # the reset-only step
     assert agent.ret_rms.count == pytest.approx(reference.count)
     np.testing.assert_allclose([agent.ret_rms.mean, agent.ret_rms.var], [reference.mean, reference.var], rtol=1e-6)
+
+
+def test_a_budget_below_one_rollout_is_warned_about():
+    from canter.errors import CanterWarning
+
+    with pytest.warns(CanterWarning, match=r"max_steps \(100\) is less than one rollout \(n_steps 64 x 2 envs = 128"):
+        trainer = canter.make_trainer("ppo", "CartPole-v1", n_envs=2, n_steps=64, max_steps=100, eval_episodes=1)
+    list(trainer())
+    assert trainer.step == 128
+    trainer.close()

@@ -1,16 +1,33 @@
 """The on-policy trainer: collect a rollout from the vector env, compute GAE, learn once."""
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import torch
 
 from canter.data.rollout import RolloutBuffer
+from canter.errors import CanterWarning
 from canter.trainers.base import Trainer
 
 
 class OnPolicyTrainer(Trainer):
-    """Rollouts of ``n_steps`` per env; the algorithm's ``learn`` does its own epochs."""
+    """Rollouts of ``n_steps`` per env; the algorithm's ``learn`` does its own epochs.
+
+    The budget is checked between rollouts, so a run takes whole rollouts (as Stable-Baselines3's
+    ``learn`` does); a budget smaller than one rollout is warned about.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        rollout = self.config.n_steps * self.env.num_envs
+        if rollout > self.run.max_steps:
+            warnings.warn(CanterWarning(
+                f"max_steps ({self.run.max_steps:,}) is less than one rollout (n_steps {self.config.n_steps} x "
+                f"{self.env.num_envs} envs = {rollout:,} steps): the run takes {rollout:,} steps"
+            ), stacklevel=2)
 
     def setup(self) -> None:  # noqa: D102
         space = self.agent.action_space
