@@ -79,3 +79,33 @@ def test_registered_env_and_discrete_observations_learn():
     for _ in trainer():
         pass
     assert trainer.best_eval_return == pytest.approx(0.7)  # shortest path: three -0.1 steps, then +1
+
+
+class _ScalarObs(gym.Env):
+    """A Box observation of shape () (one number, not a vector); action 1 pays 1."""
+
+    observation_space = gym.spaces.Box(-1, 1, (), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.float32(0.1), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.float32(0.1 * action), float(action), False, self.t >= 10, {}
+
+
+@pytest.mark.parametrize("algo", ["ppo", "dqn", "sac_discrete"])
+def test_box_observations_of_shape_empty_are_one_feature(algo):
+    import canter
+    from canter.registry import register
+
+    register("env", f"ScalarObs-{algo}-test")(lambda render_mode=None, **kw: _ScalarObs())
+    extra = dict(n_steps=16) if algo == "ppo" else dict(learning_starts=50, batch_size=16)
+    trainer = canter.make_trainer(algo, f"ScalarObs-{algo}-test", n_envs=2, max_steps=200, eval_every=0,
+                                  eval_episodes=1, **extra)
+    list(trainer())
+    assert trainer.agent.predict(np.zeros(3, np.float32)).shape == (3,)
+    trainer.close()

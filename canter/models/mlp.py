@@ -38,7 +38,7 @@ class ObsEncoder(nn.Module):
         if self.discrete:
             return nn.functional.one_hot((obs.long() - self.start).reshape(-1), self.n).float()
         x = obs if obs.dtype == torch.float32 else obs.float()
-        return x.reshape(x.shape[0], -1) if x.dim() > 2 else x
+        return x if x.dim() == 2 else x.reshape(x.shape[0], -1)  # [B, ...] -> [B, features]; [B] -> [B, 1]
 
 
 def _relu_(h: np.ndarray) -> np.ndarray:
