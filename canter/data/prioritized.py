@@ -73,11 +73,16 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         return self.transitions(idx, weights)
 
     def update_priorities(self, indices: torch.Tensor | np.ndarray, td: torch.Tensor | np.ndarray) -> None:
-        """Set the priorities of sampled transitions from their new absolute TD errors."""
+        """Set the priorities of sampled transitions from their new absolute TD errors.
+
+        Call it before adding more transitions: a slot that has since been overwritten with a new
+        valid transition would get the old one's priority (the trainers, Ape-X's shards included,
+        update right after each gradient step). Slots that have since become invalid are skipped.
+        """
         idx = np.asarray(indices.cpu().numpy() if isinstance(indices, torch.Tensor) else indices, dtype=np.int64)
         err = np.asarray(td.detach().cpu().numpy() if isinstance(td, torch.Tensor) else td, dtype=np.float64)
         p = np.abs(err) + self.eps
-        keep = self._valid[idx]  # a slot overwritten since it was sampled keeps its new priority
+        keep = self._valid[idx]  # slots no longer holding a sampleable transition
         if not keep.all():
             idx, p = idx[keep], p[keep]
         if len(idx) == 0:
