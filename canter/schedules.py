@@ -4,9 +4,11 @@ An algorithm may run its own schedule inside ``set_progress`` (PPO's ``lr_schedu
 :class:`LRControl` works on top of it: after each ``set_progress`` it takes the learning rate the
 algorithm left in each param group (its *raw* rate) and writes ``raw * decay(step) * scale``,
 where ``decay`` is the run's ``lr_decay`` schedule and ``scale`` collects plateau and
-divergence reductions. A group's raw rate is re-read whenever the algorithm wrote a new value
-(it differs from what was written last), so both schedules compose. Optimizers are reached only
-through ``algorithm.optimizers()`` and ``param_groups[i]["lr"]``; nothing else is assumed.
+divergence reductions, bounded below by ``min_lr`` (or by the raw rate itself where that is lower:
+the bound limits these reductions and never raises a rate). A group's raw rate is re-read whenever
+the algorithm wrote a new value (it differs from what was written last), so both schedules compose.
+Optimizers are reached only through ``algorithm.optimizers()`` and ``param_groups[i]["lr"]``;
+nothing else is assumed.
 """
 from __future__ import annotations
 
@@ -64,7 +66,10 @@ class LRControl:
                 current = float(group["lr"])
                 if key not in self._written or current != self._written[key]:
                     self._raw[key] = current  # the algorithm set a new rate
-                lr = max(self._raw[key] * mult, self.min_lr)
+                raw = self._raw[key]
+                # min_lr bounds what this controller lowers; it never raises a rate the algorithm set
+                # below it (torch's ReduceLROnPlateau does not either)
+                lr = max(raw * mult, min(raw, self.min_lr))
                 group["lr"] = lr
                 self._written[key] = lr
 

@@ -215,6 +215,24 @@ def test_prepare_rollout_batch_leaves_other_models_alone():
     assert Agent(algo).prepare_rollout_batch(images) is images
 
 
+@pytest.mark.parametrize("shape", [(84, 84), (84, 84, 3), (84, 84, 1), (2, 84, 84)])
+@pytest.mark.parametrize("encoder", ["nature", "impala"])
+def test_every_documented_image_layout_builds_and_matches_a_plain_nchw_pass(encoder, shape):
+    """``[H, W]``, ``[H, W, C]`` and ``[C, H, W]`` uint8 images all get a CNN whose output equals the
+    features of the same images as ``[B, C, H, W]`` floats in [0, 1] (channels-first, contiguous)."""
+    space = gym.spaces.Box(0, 255, shape, np.uint8)
+    net = make_encoder(space, encoder)
+    obs = torch.randint(0, 256, (5,) + shape, dtype=torch.uint8)
+    x = obs.float() / 255.0
+    x = x.unsqueeze(1) if len(shape) == 2 else (x.permute(0, 3, 1, 2) if shape[-1] in (1, 3) else x)
+    with torch.no_grad():
+        ref = net.features(x.contiguous())
+        assert ref.shape == (5, net.out_dim)
+        torch.testing.assert_close(net(obs), ref, rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(net(net.training_layout(obs)), ref, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(net(obs).detach(), ref, rtol=1e-4, atol=1e-4)  # the channels-last training pass
+
+
 def test_image_observations_get_a_cnn_and_stay_uint8_until_it():
     space, actions = gym.spaces.Box(0, 255, FRAMES, np.uint8), gym.spaces.Discrete(6)
     assert isinstance(make_encoder(space), NatureCNN) and make_encoder(space).out_dim == 3136

@@ -155,6 +155,28 @@ def test_unreachable_ray_address_fails_fast_with_one_line(capsys, tmp_path):
     assert not run_dir.exists()
 
 
+def test_private_ray_stays_on_loopback_even_when_ray_was_imported_first():
+    """A run's private Ray binds to 127.0.0.1 also when the user imported ray before canter (Ray reads
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER at import). Checked without starting Ray: ``ray.init`` is stubbed."""
+    pytest.importorskip("ray")
+    script = textwrap.dedent("""
+        import os
+        os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+        import ray  # the user's own import, before canter connects
+        from canter.distributed import cluster
+        seen = {}
+        ray.init = lambda **kw: seen.update(kw)
+        cluster.connect(None)
+        from ray._private import services
+        print(services.get_node_ip_address(), services.resolve_ip_for_localhost("127.0.0.1"),
+              os.environ["RAY_USAGE_STATS_ENABLED"], seen["include_dashboard"], seen["address"])
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("RAY_")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["127.0.0.1", "127.0.0.1", "0", "False", "local"]
+
+
 def test_async_trainer_applies_the_run_lr_control():
     # lr_decay (like plateaus and the divergence guard's cuts) acts through Trainer.set_progress
     trainer = canter.make_trainer("impala", "CartPole-v1", n_envs=2, n_steps=16, max_steps=1024, eval_every=0,

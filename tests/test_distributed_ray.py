@@ -187,7 +187,9 @@ def test_explorers_act_on_the_learners_observation_statistics_box_actions(cluste
         trainer.close()
     assert len(gaps) == len(records) == 6 and max(gaps) < 1e-4, gaps
     assert trainer.agent.obs_rms.count == pytest.approx(1536, abs=1e-3)  # every explorer step, once
-    assert trainer.agent.ret_rms.count == pytest.approx(1536, abs=1e-3)  # rewards scaled on the learner
+    # rewards scaled on the learner, from the real steps: each of the 4 envs ends one 200-step episode,
+    # and its reset-only step is left out of the return statistics
+    assert trainer.agent.ret_rms.count == pytest.approx(1536 - 4, abs=1e-3)
 
 
 def test_apex_dqn_two_explorers_learns(cluster):

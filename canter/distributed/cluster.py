@@ -52,6 +52,21 @@ def _use_token_if_available() -> None:
     maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
+def _loopback_if_imported_earlier() -> None:
+    """Apply ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` also when Ray was imported before it was set.
+
+    Ray reads the variable once, at import, into ``ray_constants.ENABLE_RAY_CLUSTER``; a process that
+    imported Ray first (a user's ``import ray``) would otherwise start the private instance on the
+    machine's network address (``127.0.0.1`` is resolved to it) and listen on every interface.
+    """
+    try:
+        from ray._private import ray_constants
+    except ImportError:  # another Ray layout: nothing we can do here
+        return
+    if getattr(ray_constants, "ENABLE_RAY_CLUSTER", False):
+        ray_constants.ENABLE_RAY_CLUSTER = False
+
+
 def connect(address: str | None = None) -> tuple[Any, bool]:
     """Import Ray and connect; returns ``(ray, owns_connection)``.
 
@@ -66,6 +81,8 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
     ray = require("ray", "distributed", "--explorers")
     if ray.is_initialized():
         return ray, False
+    if os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == "0":
+        _loopback_if_imported_earlier()
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     try:
         if address is None:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from canter.callbacks import Callback
 from canter.logging.base import scalars
 from canter.trainers.base import TrainRecord
 
@@ -76,6 +77,18 @@ class EventFileWriter:
             self._file.close()
 
 
+class _FlushOnCheckpoint(Callback):
+    """Flushes the event file when a checkpoint is saved (not part of the hook state)."""
+
+    internal = True
+
+    def __init__(self, writer: EventFileWriter) -> None:
+        self.writer = writer
+
+    def on_checkpoint(self, trainer: Any, path: Any) -> None:  # noqa: D102
+        self.writer.flush()
+
+
 class TensorBoardLogger:
     """Writes episode returns/lengths and every record scalar as TensorBoard scalars."""
 
@@ -83,10 +96,16 @@ class TensorBoardLogger:
         self.writer = EventFileWriter(run_dir)
 
     def start(self, run: Any) -> None:
-        """On a resumed run, hide the events the killed run logged after the resumed checkpoint's step."""
+        """On a resumed run, hide the events the killed run logged after the resumed checkpoint's step;
+        flush the events to disk whenever the run saves a checkpoint."""
         step = getattr(run, "resumed_step", None)
         if step is not None:
-            self.writer.restart_at(step)
+            # the record at the checkpoint's own step was logged before the checkpoint was saved and is
+            # not logged again: START at the next step, since TensorBoard drops events at or after it
+            self.writer.restart_at(step + 1)
+        hooks = getattr(getattr(run, "trainer", None), "hooks", None)
+        if hooks is not None:  # the events up to a resumable checkpoint must survive a kill after it
+            hooks.add(_FlushOnCheckpoint(self.writer))
 
     def log(self, record: TrainRecord) -> None:  # noqa: D102
         for ep in record.episodes:

@@ -66,7 +66,12 @@ class ImageEncoder(nn.Module):
             raise CanterError(f"{type(self).__name__} needs uint8 image observations, got {space}")
         self.layout = layout
         shape = space.shape
-        self.in_shape = {"chw": shape, "hw": (1,) + shape, "hwc": (shape[2], shape[0], shape[1])}[layout]
+        if layout == "hw":
+            self.in_shape = (1,) + tuple(shape)
+        elif layout == "hwc":
+            self.in_shape = (shape[2], shape[0], shape[1])
+        else:
+            self.in_shape = tuple(shape)
         self.out_dim = 0
 
     def to_input(self, obs: torch.Tensor) -> torch.Tensor:

@@ -240,6 +240,21 @@ class Trainer:
             self.eval_env.close()
 
     # -- the loop ----------------------------------------------------------------------------
+    def _evaluation(self) -> tuple[EvalResult, bool]:
+        """Evaluate, update the best return, call the hooks; returns the result and whether it is a new best."""
+        result = self.evaluate()
+        self.last_eval = result
+        finite = bool(np.isfinite(result.mean_return))  # a NaN best would never be beaten again
+        new_best = finite and (self.best_eval_return is None or result.mean_return > self.best_eval_return)
+        if new_best:
+            self.best_eval_return = result.mean_return
+        if finite:
+            self.guard.remember()
+        self.hooks.call("on_evaluate", self, result)
+        if new_best:
+            self.hooks.call("on_best", self, result)
+        return result, new_best
+
     def _iterate(self) -> dict[str, float]:
         try:
             losses = self.iteration()
@@ -271,24 +286,18 @@ class Trainer:
             losses = self._iterate()
             self.iteration_count += 1
             self.hooks.call("after_update", self, losses)
-            result = None
+            result, new_best = None, False
             due_eval = self._next_eval is not None and self.step >= self._next_eval
             at_end = self.step >= self.run.max_steps
             if self.eval_env is not None and (due_eval or at_end):
-                result = self.evaluate()
-                self.last_eval = result
+                result, new_best = self._evaluation()
                 while self._next_eval is not None and self._next_eval <= self.step:
                     self._next_eval += self.run.eval_every
-            new_best = result is not None and (self.best_eval_return is None or result.mean_return > self.best_eval_return)
-            if result is not None:
-                if new_best:
-                    self.best_eval_return = result.mean_return
-                if np.isfinite(result.mean_return):
-                    self.guard.remember()
-                self.hooks.call("on_evaluate", self, result)
-                if new_best:
-                    self.hooks.call("on_best", self, result)
             reason = self.stop_requested or self.hooks.should_stop(self)
+            if reason is not None and result is None and self.eval_env is not None and not self.stop_requested:
+                # training ends here (time budget, a callback): evaluate the final policy, as at max_steps.
+                # Not after Ctrl-C: that stops promptly and an evaluation would change the resumed run
+                result, new_best = self._evaluation()
             if reason is None and self.iteration_count % self.run.log_every and result is None:
                 continue
             now = time.perf_counter()

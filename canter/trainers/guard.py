@@ -173,7 +173,14 @@ class DivergenceGuard:
         env_fault = "from the env" in err.quantity
         if self.mode == "restore" and not env_fault and self._good is not None and self.restores < self.max_restores:
             self.restores += 1
+            # a restore rewinds weights and moments, not the learning-rate schedules: keep the rates in
+            # force now, else the LR controller would take the saved (already decayed and scaled) rates
+            # for the algorithm's own and apply its decay and scale to them a second time
+            rates = {name: [g["lr"] for g in opt.param_groups] for name, opt in t.algorithm.optimizers().items()}
             t.agent.load_state_dict(copy.deepcopy(self._good))
+            for name, opt in t.algorithm.optimizers().items():
+                for group, lr in zip(opt.param_groups, rates.get(name, ())):
+                    group["lr"] = lr
             t.lr.reduce(self.lr_factor)
             t.lr.apply(t.step)
             event["action"] = f"restored the last good state, learning rates x{t.lr.scale:g}"

@@ -1,0 +1,206 @@
+"""The shared trainer loop: evaluations, stop conditions, learning-rate control, the guard's restores,
+and what the loggers keep across a resume."""
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+
+import canter
+from canter.optim import FlatAdam
+from canter.schedules import lr_decay
+from canter.trainers.evaluation import EvalResult
+
+# 2 envs x 16 steps = 32 env steps per PPO iteration
+TINY = dict(n_envs=2, n_steps=16, batch_size=32, n_epochs=1, eval_episodes=1, tensorboard=False)
+DQN = dict(n_envs=2, learning_starts=64, train_freq=8, gradient_steps=1, net_arch=[32], buffer_size=2000,
+           target_update_interval=1000, eval_episodes=1, tensorboard=False)
+
+
+def scripted(trainer, returns: list[float]) -> list[float]:
+    """Replace the trainer's evaluation by a scripted sequence of mean returns; returns the log."""
+    seen: list[float] = []
+
+    def evaluate():
+        value = returns[len(seen)]
+        seen.append(value)
+        trainer.evaluations += 1
+        return EvalResult(value, 0.0, [value], [1])
+
+    trainer.evaluate = evaluate
+    return seen
+
+
+# -- evaluations and the best return --------------------------------------------------------------
+
+
+def test_a_non_finite_evaluation_does_not_become_the_best_for_ever():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", eval_every=32, max_steps=4 * 32, **TINY)
+    scripted(trainer, [float("nan"), 1.0, 2.0, 1.5])
+    records = list(trainer())
+    trainer.close()
+    assert [r.new_best for r in records] == [False, True, True, False]
+    assert trainer.best_eval_return == 2.0 and records[-1].best_eval_return == 2.0
+
+
+@pytest.mark.parametrize("stop", ["max_seconds", "callback"])
+def test_a_run_that_ends_between_evaluations_evaluates_its_final_policy(stop):
+    # eval_every 0 means "only at the end": a run ended by the clock or a callback is at its end too
+    kw = dict(max_seconds=1e-9) if stop == "max_seconds" else dict(hooks={"should_stop": lambda t: t.step >= 64})
+    trainer = canter.make_trainer("ppo", "CartPole-v1", eval_every=0, max_steps=6400, **TINY, **kw)
+    records = list(trainer())
+    trainer.close()
+    assert records[-1].done and records[-1].step < 6400
+    assert records[-1].evaluation is not None and records[-1].new_best
+    assert trainer.last_eval is records[-1].evaluation and trainer.evaluations == 1
+
+
+def test_ctrl_c_between_evaluations_stops_without_an_evaluation():
+    def interrupt(trainer, losses):
+        if trainer.step >= 64:
+            trainer.stop_requested = "interrupted"
+
+    trainer = canter.make_trainer("ppo", "CartPole-v1", eval_every=1000, max_steps=6400,
+                                  hooks={"after_update": interrupt}, **TINY)
+    records = list(trainer())
+    trainer.close()
+    assert records[-1].stop_reason == "interrupted" and records[-1].step == 64
+    assert records[-1].evaluation is None and trainer.evaluations == 0
+
+
+# -- learning-rate control ----------------------------------------------------------------------------
+
+
+def test_min_lr_never_raises_a_rate_nothing_lowered():
+    trainer = canter.make_trainer("dqn", "CartPole-v1", min_lr=1e-3, lr=1e-4, eval_every=0, max_steps=4 * 32,
+                                  **{**DQN, "learning_starts": 0})
+    list(trainer())
+    trainer.close()
+    assert trainer.algorithm.optimizers()["optimizer"].param_groups[0]["lr"] == pytest.approx(1e-4)
+
+
+def test_min_lr_bounds_the_run_s_reductions_not_the_algorithm_s_own_schedule():
+    seen: list[tuple[int, float]] = []
+    trainer = canter.make_trainer(
+        "ppo", "CartPole-v1", lr=1e-3, lr_schedule="linear", min_lr=5e-4, eval_every=0, max_steps=640,
+        hooks={"after_update": lambda t, l: seen.append((t.step, l["learning_rate"]))}, **TINY,
+    )
+    list(trainer())
+    trainer.close()
+    assert min(lr for _, lr in seen) < 5e-4
+    for step, lr in seen:  # the same rates as without min_lr: nothing of the run's lowered them
+        assert lr == pytest.approx(1e-3 * (1 - step / 640), rel=1e-9, abs=1e-15), (step, lr)
+
+
+def test_a_divergence_restore_does_not_apply_the_lr_decay_twice():
+    poisoned = {"done": False}
+
+    def poison_once(trainer):
+        if not poisoned["done"] and trainer.step >= 512:
+            poisoned["done"] = True
+            with torch.no_grad():  # a NaN target network: the next TD loss and its gradients are NaN
+                next(trainer.algorithm.q_target.parameters()).fill_(float("nan"))
+
+    seen: list[tuple[int, float]] = []
+    trainer = canter.make_trainer(
+        "dqn", "CartPole-v1", divergence_guard="restore", lr=1e-3, lr_decay="linear", lr_decay_final=0.1,
+        max_steps=1280, eval_every=256,
+        hooks={"before_collect": poison_once,
+               "after_update": lambda t, l: seen.append((t.step, t.lr.current()["optimizer.0"]))}, **DQN,
+    )
+    list(trainer())
+    trainer.close()
+    (event,) = trainer.guard.events
+    assert "restored" in event["action"]
+    for step, lr in seen:
+        # the rate follows decay(step) x 0.5 after the restore; set_progress ran at the iteration's last
+        # step once learning started, before its last vector step until then
+        progress_step = step if step >= 64 else step - 2
+        expected = 1e-3 * lr_decay("linear", progress_step, 1280, final=0.1) * (0.5 if step >= event["step"] else 1.0)
+        assert lr == pytest.approx(expected, rel=1e-9), (step, lr, expected)
+
+
+# -- TensorBoard across checkpoints and resumes ---------------------------------------------------------
+
+
+def _scalar_steps(run_dir, tag: str) -> list[int]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir))
+    acc.Reload()
+    return [e.step for e in acc.Scalars(tag)]
+
+
+def test_tensorboard_keeps_the_checkpoint_step_s_events_across_a_resume(tmp_path):
+    pytest.importorskip("tensorboard")
+    run_dir = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, n_envs=2, n_steps=64, eval_episodes=1,
+                 eval_every=128, seed=0)
+    canter.resume(run_dir, max_steps=512)  # continues from 'last', saved at step 256 after its record was logged
+    assert _scalar_steps(run_dir, "eval/mean_return") == [128, 256, 384, 512]
+    sps = _scalar_steps(run_dir, "charts/steps_per_second")
+    assert 256 in sps and sps == sorted(set(sps))
+
+
+def test_tensorboard_events_are_on_disk_when_a_resumable_checkpoint_is(tmp_path):
+    pytest.importorskip("tensorboard")
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", max_steps=1024, n_envs=2, n_steps=64,
+                              eval_episodes=1, eval_every=128, checkpoint_every=256)
+    records = run()
+    for record in records:
+        if record.step >= 256:
+            break
+    # 'last' now holds step 256: a kill -9 here must not lose the events logged up to it, which a
+    # resumed run does not log again
+    assert _scalar_steps(tmp_path / "run", "eval/mean_return") == [128, 256]
+    records.close()
+    run.close()
+
+
+# -- FlatAdam against torch.optim.Adam over many steps ---------------------------------------------------
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("weight_decay", [0.0, 1e-2])
+@pytest.mark.parametrize("max_norm", [None, 1.0])
+def test_flat_adam_follows_torch_adam_over_many_steps(fused, weight_decay, max_norm):
+    """Random gradients (some large, some exactly zero), a learning-rate change and a state_dict round trip
+    into a fresh optimizer half way: the same parameters as torch.optim.Adam and clip_grad_norm_."""
+    torch.manual_seed(0)
+    shapes = [(5, 3), (3,), (7,), (2, 2)]
+    params = [torch.nn.Parameter(torch.randn(s)) for s in shapes]
+    ref = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    kw = dict(lr=1e-2, betas=(0.8, 0.99), eps=1e-6, weight_decay=weight_decay)
+    flat = FlatAdam(params, **kw)
+    flat._fused = fused and flat._fused
+    torch_opt = torch.optim.Adam(ref, **kw, foreach=False)
+    for t in range(300):
+        if t == 100:
+            flat.param_groups[0]["lr"] = torch_opt.param_groups[0]["lr"] = 3e-3
+        if t == 150:  # resume: a new optimizer over new parameters, loaded from copies of the state
+            state = copy.deepcopy(flat.state_dict())
+            values = [p.detach().clone() for p in params]
+            params = [torch.nn.Parameter(v) for v in values]
+            flat = FlatAdam(params, lr=0.5)
+            flat._fused = fused and flat._fused
+            flat.load_state_dict(state)
+        grads = [torch.randn(s) * (30.0 if t % 7 == 0 else 1.0) for s in shapes]
+        if t % 11 == 0:
+            grads[1].zero_()
+        if t % 13 == 0:
+            grads = [torch.zeros(s) for s in shapes]
+        flat.zero_grad()
+        for p, r, g in zip(params, ref, grads):
+            p.grad.copy_(g)
+            r.grad = g.clone()
+        if max_norm is not None:
+            flat.clip_grad_norm_(max_norm)
+            torch.nn.utils.clip_grad_norm_(ref, max_norm)
+        flat.step()
+        torch_opt.step()
+    for p, r in zip(params, ref):
+        torch.testing.assert_close(p, r, rtol=1e-5, atol=1e-6)
+    assert float(flat.step_count) == 300 and flat.param_groups[0]["lr"] == 3e-3
+    assert not math.isnan(float(flat.exp_avg_sq.sum()))
