@@ -83,8 +83,10 @@ class A2C(ActorCriticAlgorithm):
             grad_norm = clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
             self.optimizer.step()
         self.updates += 1
-        # one sync for the rest: gradient norm, Var(R - V_old) and Var(R)
-        values = stats.tolist() + torch.cat([grad_norm.view(1), torch.stack([ret - old_v, ret]).var(1)]).tolist()
+        # one sync for the rest: gradient norm, Var(R - V_old) and Var(R) (population variances: only their
+        # ratio is used, and a one-row rollout needs no warning)
+        variances = torch.stack([ret - old_v, ret]).var(1, correction=0)
+        values = stats.tolist() + torch.cat([grad_norm.view(1), variances]).tolist()
         out = dict(zip(("policy_loss", "value_loss", "entropy", "grad_norm"), values[:4]))
         out["explained_variance"] = 1.0 - values[4] / values[5] if values[5] > 0 else 0.0  # 0 when R is constant
         out["learning_rate"] = self.lr
