@@ -36,6 +36,8 @@ class FlatOptimizer:
             raise ValueError(f"{name} needs parameters of one dtype on one device")
         if any(getattr(p, "_canter_flat", False) for p in self.params):
             raise ValueError("a parameter already belongs to another flat optimizer")
+        if any(getattr(p, "_canter_exact_optimizer", False) for p in self.params):
+            raise ValueError("a parameter of a user-defined module (see Algorithm.make_model): torch's optimizer")
         total = sum(p.numel() for p in self.params)
         self.flat = torch.empty(total, dtype=dtype, device=device)
         self.grad = torch.zeros(total, dtype=dtype, device=device)

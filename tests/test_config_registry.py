@@ -1,5 +1,6 @@
 """Config composition and validation; the registry."""
 import pytest
+import torch
 
 import canter
 from canter.config import RunConfig, build, coerce, load_yaml, resolve_config
@@ -79,6 +80,12 @@ def test_register_user_model_and_name_it_by_module_path(tmp_path, monkeypatch):
                                   n_steps=64, eval_every=0, eval_episodes=1)
     assert type(trainer.algorithm.model).__name__ == "Wide"
     assert trainer.algorithm.model.body.weights[0].shape[-1] == 32
+    # a user's module may leave parameters out of a loss: torch's Adam (which skips them), not the flat one
+    assert type(trainer.algorithm.optimizer) is torch.optim.Adam
+    list(trainer())
+    assert trainer.algorithm.updates > 0
+    builtin = canter.make_trainer("ppo", "CartPole-v1", max_steps=128, n_envs=2, n_steps=64, eval_episodes=1)
+    assert type(builtin.algorithm.optimizer).__name__ == "FlatAdam"
     with pytest.raises(CanterError, match="did you mean 'Wide'"):
         canter.make_trainer("ppo", "CartPole-v1", model="my_models:Wied")
 

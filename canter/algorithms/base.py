@@ -125,6 +125,11 @@ class Algorithm(ABC):
             model = self.model_cls(self.observation_space, self.action_space, **kwargs)
         except TypeError as exc:
             raise CanterError(f"cannot build model {self.model_cls.__name__}: {exc}") from None
+        if not all(type(m).__module__.split(".")[0] in ("canter", "torch") for m in model.modules()):
+            # a user's module may leave parameters out of a loss: torch's optimizers skip those (no
+            # gradient), canter's flat ones would still move them by momentum, so they get torch's
+            for p in model.parameters():
+                p._canter_exact_optimizer = True
         return model.to(self.device)
 
     @abstractmethod
