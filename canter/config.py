@@ -322,8 +322,9 @@ class RunConfig:
     # -- trainer control (canter/callbacks.py, canter/schedules.py, canter/trainers/guard.py) --
     callbacks: list = hp([], "Callback classes to attach: 'module:Name' or {'module:Name': {kwargs}}")
     hooks: dict = hp({}, "hook name -> 'module:function' (or a list of them), e.g. {after_update: 'my.mod:fn'}")
-    monitor: str = hp("eval", "what counts as improvement for early stopping, plateau LR and best: eval "
-                      "(mean evaluation return) or rolling (mean of the last reward_window training episodes)",
+    monitor: str = hp("eval", "what counts as improvement for early stopping and plateau LR: eval "
+                      "(mean evaluation return) or rolling (mean of the last reward_window training episodes); "
+                      "the best checkpoint always follows the evaluation return",
                       choices=("eval", "rolling"))
     reward_window: int = hp(100, "training episodes in the reward buffer (rolling return statistics)", low=1)
     min_delta: float = hp(0.0, "a monitored return must beat the best by more than this to count as improvement", low=0)
