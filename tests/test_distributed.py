@@ -185,3 +185,18 @@ def test_async_trainer_applies_the_run_lr_control():
     trainer.close()
     assert lrs[0] < 1e-3 and lrs == sorted(lrs, reverse=True)
     assert trainer.algorithm.optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_resumed_in_process_explorer_starts_fresh_episodes_from_the_new_seed():
+    # a resume whose env state was not saved resets the env with a new seed; the in-process explorer's
+    # envs must take it (they used to keep replaying the episodes seeded from run.seed)
+    trainer = canter.make_trainer("impala", "CartPole-v1", n_envs=2, seed=3, max_steps=64, eval_episodes=1)
+    pool = trainer.env
+    built = pool.explorer.obs.copy()
+    pool.reset(seed=3)  # the start of training: the envs were just reset with the run seed
+    np.testing.assert_array_equal(pool.explorer.obs, built)
+    pool.reset(seed=3 + 7_777_777)
+    assert not np.allclose(pool.explorer.obs, built)
+    fresh = make_vec_env("CartPole-v1", 2).reset(seed=3 + 7_777_777)
+    np.testing.assert_array_equal(pool.explorer.obs, fresh)
+    trainer.close()

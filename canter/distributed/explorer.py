@@ -93,7 +93,15 @@ class Explorer:
         self.rng = np.random.default_rng(seed)
         if per_explorer_exploration:
             set_exploration(agent.algorithm, index, count)
+        self.seed = seed
         self.obs = env.reset(seed=seed)
+
+    def reset(self, seed: int) -> None:
+        """Start fresh episodes in every env, seeded from ``seed`` (nothing to do if its envs were
+        just reset with it)."""
+        if seed != self.seed:
+            self.seed = seed
+            self.obs = self.env.reset(seed=seed)
 
     def rollout(self, weights: dict[str, Any] | None, version: int, n_steps: int, *, bootstrap: bool = False,
                 random: bool = False) -> dict[str, Any]:
@@ -181,7 +189,8 @@ class ExplorerActor:
         from canter.envs import make_vec_env
 
         env = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs, training=True)
-        seed = run.seed + index * run.n_envs + generation * 1_000_003
+        self.offset = index * run.n_envs + generation * 1_000_003
+        seed = run.seed + self.offset
         try:
             agent = make_agent(dataclasses.replace(run, seed=run.seed + 7919 * (index + 1) + generation),
                                algo_cfg, env.single_observation_space, env.single_action_space)
@@ -189,6 +198,10 @@ class ExplorerActor:
         except BaseException:
             env.close()
             raise
+
+    def reset(self, seed: int) -> None:
+        """Fresh episodes from the run seed ``seed``: this explorer's block of it (as when built)."""
+        self.explorer.reset(seed + self.offset)
 
     def rollout(self, weights: dict[str, Any] | None, version: int, n_steps: int, **kw: Any) -> dict[str, Any]:
         """See :meth:`Explorer.rollout`."""

@@ -61,7 +61,10 @@ class LocalPool(_Episodes):
         self._queue: deque[dict[str, Any]] = deque()
 
     def reset(self, seed: int | None = None) -> None:
-        """Explorers reset their envs when they are built; nothing to do."""
+        """Explorers reset their envs when they are built; a different ``seed`` (a resumed run's
+        fresh episodes) resets them again."""
+        if seed is not None:
+            self.explorer.reset(seed)
 
     def publish(self, weights: Any, version: int) -> None:
         """The explorer shares the learner's networks; only the version is recorded."""
@@ -129,7 +132,10 @@ class RayPool(_Episodes):
         return self.actor_cls.remote(slot, self.count, self.run, self.algo_cfg, self.generation[slot])
 
     def reset(self, seed: int | None = None) -> None:
-        """Explorers reset their envs (seeded from the run's seed) when they are built."""
+        """Explorers reset their envs (seeded from the run's seed) when they are built; a different
+        ``seed`` (a resumed run's fresh episodes) resets each explorer's envs from its block of it."""
+        if seed is not None and seed != self.run.seed:
+            self.ray.get([actor.reset.remote(seed) for actor in self.actors])
 
     def publish(self, weights: dict[str, Any], version: int) -> None:
         """Put ``weights`` into the object store once; later submissions carry this reference."""
