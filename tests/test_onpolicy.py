@@ -427,3 +427,14 @@ def test_a_budget_below_one_rollout_is_warned_about():
     list(trainer())
     assert trainer.step == 128
     trainer.close()
+
+
+def test_ppo_target_kl_stop_logs_the_minibatch_that_stopped_the_epochs():
+    target = 1e-12
+    trainer = canter.make_trainer("ppo", "CartPole-v1", n_envs=2, n_steps=64, batch_size=32, n_epochs=4, lr=0.5,
+                                  target_kl=target, max_steps=256, eval_every=0, eval_episodes=1)
+    records = list(trainer())
+    trainer.close()
+    assert trainer.algorithm.updates < 2 * 4 * 4  # the epochs stopped early in both rollouts
+    for r in records:  # as SB3 logs it: the stopping minibatch's KL is in the mean
+        assert r.losses["approx_kl"] > 1.5 * target

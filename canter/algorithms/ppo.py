@@ -114,12 +114,12 @@ class PPO(ActorCriticAlgorithm):
             for start in range(0, n, bs):
                 mb = whole if perm is None else self._normalized(RolloutBatch(*(x[perm[start:start + bs]] for x in batch)))
                 row = grads(mb)  # policy_loss, value_loss, entropy, approx_kl, clip_fraction
+                stats.append(row)  # logged also when it stops the epochs (as SB3 does)
                 if c.target_kl is not None and row[3] > 1.5 * c.target_kl:
                     return stats
                 clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
                 self.optimizer.step()
                 self.updates += 1
-                stats.append(row)
         return stats
 
     def _normalized(self, mb: RolloutBatch) -> RolloutBatch:
