@@ -12,7 +12,7 @@ from canter.callbacks import HOOKS, Callback
 from canter.config import resolve_config
 from canter.errors import CanterError
 from canter.schedules import lr_decay
-from canter.trainers.evaluation import EvalResult
+from support import scripted
 
 # 2 envs x 16 steps = 32 env steps per iteration; eval_every=32: one evaluation per iteration
 TINY = dict(n_envs=2, n_steps=16, batch_size=32, n_epochs=1, eval_every=32, eval_episodes=1, max_steps=640,
@@ -48,20 +48,6 @@ class Recorder(Callback):
     def should_stop(self, trainer):
         self.calls.append("should_stop")
         return None
-
-
-def scripted(trainer, returns: list[float]) -> list[float]:
-    """Replace the trainer's evaluation by a scripted sequence of mean returns; returns the log."""
-    seen: list[float] = []
-
-    def evaluate():
-        value = returns[len(seen)]
-        seen.append(value)
-        trainer.evaluations += 1
-        return EvalResult(value, 0.0, [value], [1])
-
-    trainer.evaluate = evaluate
-    return seen
 
 
 def test_every_hook_is_called_in_order(tmp_path):

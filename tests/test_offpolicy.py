@@ -260,28 +260,12 @@ def test_learned_entropy_coefficient_takes_the_autograd_adam_step():
     assert coef.log_alpha.item() != pytest.approx(float(np.log(0.5)))  # it moved
 
 
-class _Box22Actions(gym.Env):
-    """Actions of shape (2, 2); the reward is highest at 0.5 everywhere; truncated after 20 steps."""
-
-    observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
-    action_space = gym.spaces.Box(-1, 1, (2, 2), np.float32)
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(3, np.float32), {}
-
-    def step(self, action):
-        assert action.shape == (2, 2), action.shape
-        self.t += 1
-        return np.zeros(3, np.float32), -float(np.sum((action - 0.5) ** 2)), False, self.t >= 20, {}
-
-
 @pytest.mark.parametrize("algo", ["sac", "td3", "ddpg"])
 def test_box_actions_of_several_dimensions_are_stored_flat_and_reach_the_env_in_its_shape(algo):
     from canter.registry import register
+    from support import Box22Actions
 
-    register("env", f"Box22Actions-{algo}-offpolicy-test")(lambda render_mode=None, **kw: _Box22Actions())
+    register("env", f"Box22Actions-{algo}-offpolicy-test")(lambda render_mode=None, **kw: Box22Actions())
     trainer = canter.make_trainer(algo, f"Box22Actions-{algo}-offpolicy-test", n_envs=2, max_steps=160,
                                   learning_starts=100, batch_size=16, net_arch=[32, 32], eval_every=0, eval_episodes=1)
     records = list(trainer())  # warm-up and policy actions: the env asserts their shape on every step

@@ -362,28 +362,12 @@ def test_acer_trainer_applies_the_run_lr_control_and_checks_env_data():
         list(trainer())
 
 
-class _Box22Actions(gym.Env):
-    """Actions of shape (2, 2); the reward is highest at 0.5 everywhere; truncated after 20 steps."""
-
-    observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
-    action_space = gym.spaces.Box(-1, 1, (2, 2), np.float32)
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(3, np.float32), {}
-
-    def step(self, action):
-        assert action.shape == (2, 2), action.shape
-        self.t += 1
-        return np.zeros(3, np.float32), -float(np.sum((action - 0.5) ** 2)), False, self.t >= 20, {}
-
-
 @pytest.mark.parametrize("algo", ["ppo", "a2c", "trpo"])
 def test_box_actions_of_several_dimensions_reach_the_env_in_its_shape(algo):
     from canter.registry import register
+    from support import Box22Actions
 
-    register("env", f"Box22Actions-{algo}-test")(lambda render_mode=None, **kw: _Box22Actions())
+    register("env", f"Box22Actions-{algo}-test")(lambda render_mode=None, **kw: Box22Actions())
     trainer = canter.make_trainer(algo, f"Box22Actions-{algo}-test", n_envs=2, n_steps=16, max_steps=320, eval_every=0,
                                   eval_episodes=1)
     list(trainer())  # the env asserts the action shape on every step

@@ -11,26 +11,12 @@ import torch
 import canter
 from canter.optim import FlatAdam
 from canter.schedules import lr_decay
-from canter.trainers.evaluation import EvalResult
+from support import scripted
 
 # 2 envs x 16 steps = 32 env steps per PPO iteration
 TINY = dict(n_envs=2, n_steps=16, batch_size=32, n_epochs=1, eval_episodes=1, tensorboard=False)
 DQN = dict(n_envs=2, learning_starts=64, train_freq=8, gradient_steps=1, net_arch=[32], buffer_size=2000,
            target_update_interval=1000, eval_episodes=1, tensorboard=False)
-
-
-def scripted(trainer, returns: list[float]) -> list[float]:
-    """Replace the trainer's evaluation by a scripted sequence of mean returns; returns the log."""
-    seen: list[float] = []
-
-    def evaluate():
-        value = returns[len(seen)]
-        seen.append(value)
-        trainer.evaluations += 1
-        return EvalResult(value, 0.0, [value], [1])
-
-    trainer.evaluate = evaluate
-    return seen
 
 
 # -- evaluations and the best return --------------------------------------------------------------
