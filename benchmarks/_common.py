@@ -67,3 +67,17 @@ def time_training(trainer: Any) -> float:
     for _ in trainer():
         pass
     return time.perf_counter() - t0 - eval_s[0]
+
+
+def real_transitions(trainer: Any) -> int:
+    """Env steps of a finished single-process canter run that were real transitions.
+
+    canter's vector envs autoreset in gymnasium's NEXT_STEP mode: the step after an episode's end
+    only resets that env (no transition; ``valid`` False), and ``trainer.step`` counts it, while
+    Stable-Baselines3's VecEnvs reset inside the step that ends the episode, so every step SB3
+    counts is a transition. Each finished episode is followed by one reset-only step, except those
+    that ended on the run's very last step, so that count is subtracted (checked against a count of
+    ``valid`` rows: exact for PPO and DQN on CartPole). Env-steps/s are reported from this number.
+    """
+    last_step_ends = len(getattr(trainer.env, "finished_envs", ()))
+    return int(trainer.step - (trainer.episode_count - last_step_ends))

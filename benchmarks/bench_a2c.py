@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import replace_section, require_sb3, time_training
+from _common import real_transitions, replace_section, require_sb3, time_training
 from bench_cartpole import _fmt, _ratio, cpu_model, loadavg, versions
 
 ENV_ID = "CartPole-v1"
@@ -49,7 +49,7 @@ def worker(lib: str, seed: int, cfg: dict) -> None:
                                       torch_threads=1, eval_every=0, eval_episodes=1, sets=["target_reward=null"],
                                       hparams=hp)
         loop_s = time_training(trainer)
-        steps = trainer.step
+        steps, transitions = trainer.step, real_transitions(trainer)  # less its reset-only steps
         trainer.close()
     else:
         from stable_baselines3 import A2C as SB3A2C
@@ -63,8 +63,9 @@ def worker(lib: str, seed: int, cfg: dict) -> None:
         t0 = time.perf_counter()
         model.learn(total_timesteps=cfg["max_steps"])
         loop_s = time.perf_counter() - t0
-        steps = int(model.num_timesteps)
-    print(RESULT_TAG + json.dumps({"lib": lib, "seed": seed, "steps": steps, "loop_s": loop_s, "sps": steps / loop_s,
+        steps = transitions = int(model.num_timesteps)
+    print(RESULT_TAG + json.dumps({"lib": lib, "seed": seed, "steps": steps, "transitions": transitions,
+                                   "loop_s": loop_s, "sps": transitions / loop_s,
                                    "threads": torch.get_num_threads()}), flush=True)
 
 
@@ -95,7 +96,8 @@ def build_section(results: dict, cfg: dict, seeds: list[int], meta: dict, quick:
              " `trainer()` built with `eval_every=0` and no target; the one evaluation canter runs after the budget is"
              " timed and subtracted). Model/env construction is excluded. SB3 uses `make_vec_env` (DummyVecEnv);"
              " canter uses gymnasium's native CartPoleVectorEnv. canter logs one record every 25 iterations (the"
-             " preset's `log_every`), SB3 every 100 (its default `log_interval`), both to nothing.",
+             " preset's `log_every`), SB3 every 100 (its default `log_interval`), both to nothing. Env steps are"
+             " transitions: canter's reset-only steps after each episode's end (NEXT_STEP autoreset) are left out.",
              f"- Reproduce: `{meta['command']}`; {meta['date']}; CPU {meta['cpu']} ({os.cpu_count()} cores visible),"
              f" load average before/after {meta['load_before']} / {meta['load_after']} (shared machine); "
              + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".",

@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import require_sb3, time_training, write_section
+from _common import real_transitions, require_sb3, time_training, write_section
 from bench_cartpole import cpu_model
 
 HERE = Path(__file__).resolve().parent
@@ -51,10 +51,11 @@ def _canter(algo: str, seed: int) -> dict:
                                   torch_threads=THREADS, eval_every=0, eval_episodes=1, eval_envs=1,
                                   sets=["target_reward=null"], hparams=hp)
     loop = time_training(trainer)
-    steps = trainer.step
+    steps, transitions = trainer.step, real_transitions(trainer)
     trainer.env.close()
     trainer.eval_env.close()
-    return {"steps": steps, "train_s": loop, "vectorization": type(trainer.env.env).__name__}
+    return {"steps": steps, "transitions": transitions, "train_s": loop,
+            "vectorization": type(trainer.env.env).__name__}
 
 
 def _sb3(algo: str, seed: int) -> dict:
@@ -93,7 +94,7 @@ def job(lib: str, algo: str, seed: int) -> dict:
     res = (_canter if lib == "canter" else _sb3)(algo, seed)
     res.update(lib=lib, algo=algo, seed=seed, threads=torch.get_num_threads(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                loadavg=" ".join(f"{x:.2f}" for x in os.getloadavg()), cpu=cpu_model())
-    res["sps"] = res["steps"] / res["train_s"]
+    res["sps"] = res.get("transitions", res["steps"]) / res["train_s"]  # canter: less its reset-only steps
     res["fps"] = 4 * res["sps"]
     return res
 
@@ -108,14 +109,18 @@ def _versions() -> str:
             f"{gymnasium.__version__}, ale-py {ale_py.__version__}, python {platform.python_version()}")
 
 
-def report(rows: list[dict]) -> str:
-    """The markdown section for RESULTS.md from the recorded jobs (median over repeats)."""
+def report(rows: list[dict], command: str = "python benchmarks/bench_atari.py --report") -> str:
+    """The markdown section for RESULTS.md from the recorded jobs (median over repeats); ``command``
+    is the ``--report`` command that selects them."""
     lines = ["# canter vs Stable-Baselines3 on Pong (training throughput)", "",
              f"Env `{ENV_ID}` with the DeepMind preprocessing; rl-zoo3's Atari hyperparameters; torch threads "
              f"{THREADS} in both; CPU only. Frames/s = 4 x env steps/s of the training loop (construction and "
-             "evaluation excluded). Cells: median over runs (number of runs).", "",
-             "| algorithm | budget (steps) | canter frames/s | SB3 frames/s | ratio canter/SB3 | per-pair ratios |",
-             "|---|---|---|---|---|---|"]
+             "evaluation excluded; canter's reset-only steps after an episode's end, under NEXT_STEP autoreset, "
+             "not counted). Cells: median over runs (number of runs). Ratio canter/SB3: the median of the "
+             "per-pair ratios, as in the other tables; the ratio of the two medians is shown too.", "",
+             "| algorithm | budget (steps) | canter frames/s | SB3 frames/s | ratio canter/SB3 | per-pair ratios | "
+             "ratio of medians |",
+             "|---|---|---|---|---|---|---|"]
     for algo in ("ppo", "dqn"):
         c = [r["fps"] for r in rows if r["lib"] == "canter" and r["algo"] == algo]
         s = [r["fps"] for r in rows if r["lib"] == "sb3" and r["algo"] == algo]
@@ -124,11 +129,11 @@ def report(rows: list[dict]) -> str:
         # a pair: the canter job and the SB3 job of the same algorithm and seed run right after it
         pairs = [a["fps"] / b["fps"] for a, b in zip(rows, rows[1:]) if a["lib"] == "canter" and b["lib"] == "sb3"
                  and a["algo"] == b["algo"] == algo and a["seed"] == b["seed"]]
+        of_medians = statistics.median(c) / statistics.median(s)
         lines.append(f"| {algo.upper()} | {STEPS[algo]:,} | {statistics.median(c):,.0f} ({len(c)}) | "
-                     f"{statistics.median(s):,.0f} ({len(s)}) | {statistics.median(c) / statistics.median(s):.2f} | "
-                     f"{', '.join(f'{x:.2f}' for x in pairs)} (median {statistics.median(pairs):.2f}) |"
-                     if pairs else f"| {algo.upper()} | {STEPS[algo]:,} | {statistics.median(c):,.0f} ({len(c)}) | "
-                     f"{statistics.median(s):,.0f} ({len(s)}) | {statistics.median(c) / statistics.median(s):.2f} | |")
+                     f"{statistics.median(s):,.0f} ({len(s)}) | "
+                     + (f"{statistics.median(pairs):.2f} | {', '.join(f'{x:.2f}' for x in pairs)} | "
+                        if pairs else "(no pairs) | | ") + f"{of_medians:.2f} |")
     lines += ["", "- PPO: 8 envs x 128 steps, 4 epochs of 256-sample minibatches, lr 2.5e-4 and clip 0.1 "
               "decaying linearly, Nature CNN + 512 shared, linear heads.",
               f"- DQN: 1 env, batch 32, train every 4 steps, target update every 1000 steps, buffer 100k, "
@@ -150,7 +155,8 @@ def report(rows: list[dict]) -> str:
               "takes 0.62 s, also inside its timed `learn()`).",
               "- The per-pair ratios pair each canter job with the SB3 job run right after it; this shared host's "
               "speed drifts by up to ~35% within minutes, which moves both medians.",
-              f"- Reproduce: the `--job` commands in `benchmarks/bench_atari.py`, then `--report`.",
+              f"- Reproduce: the `--job` commands in `benchmarks/bench_atari.py`, then `{command}` (the jobs "
+              "recorded in `results_atari.jsonl` in that window).",
               f"- Versions: {_versions()}.",
               "- CPU: " + ", ".join(sorted({r.get("cpu", "not recorded (jobs before 2026-11-23 13:30 UTC)")
                                            for r in rows})) + ".",
@@ -174,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true")
     p.add_argument("--out", default=str(HERE / "RESULTS.md"))
     p.add_argument("--since", help="report only jobs run at or after this UTC time ('YYYY-MM-DD HH:MM')")
+    p.add_argument("--until", help="... and before this UTC time ('YYYY-MM-DD HH:MM')")
     args = p.parse_args(argv)
     if args.job and args.job[0] == "sb3":
         require_sb3()
@@ -192,8 +199,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(res))
     if args.report:
         rows = [json.loads(l) for l in JSONL.read_text().splitlines() if l.strip()]
-        rows = [r for r in rows if not args.since or r["date"] >= args.since]  # the format sorts as text
-        write_section(args.out, report(rows), START, END)
+        # the date format sorts as text
+        rows = [r for r in rows
+                if (not args.since or r["date"] >= args.since) and (not args.until or r["date"] < args.until)]
+        command = "python benchmarks/bench_atari.py --report" + (f' --since "{args.since}"' if args.since else "") + (
+            f' --until "{args.until}"' if args.until else "")
+        write_section(args.out, report(rows, command), START, END)
         print(f"wrote {args.out}")
     return 0
 

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import require_sb3, time_evaluations, write_section
+from _common import real_transitions, require_sb3, time_evaluations, write_section
 
 # Only the standard library is imported at module level: the workers time their own imports.
 
@@ -149,7 +149,8 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: in
         for last in trainer():
             pass
         t1 = time.perf_counter()
-        res.update(steps=trainer.step, loop_s=t1 - t0, eval_s=eval_s[0], evaluations=trainer.evaluations,
+        res.update(steps=trainer.step, transitions=real_transitions(trainer), loop_s=t1 - t0, eval_s=eval_s[0],
+                   evaluations=trainer.evaluations,
                    best_eval=trainer.best_eval_return, stop_reason=last.stop_reason,
                    threads=torch.get_num_threads())
         trainer.env.close()
@@ -171,7 +172,8 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: in
     if mode == "sps":
         # canter evaluates once after the budget even with eval_every=0; that time is subtracted
         res["train_only_s"] = res["loop_s"] - (res["eval_s"] or 0.0)
-        res["sps"] = res["steps"] / res["train_only_s"]
+        # env steps that were transitions (canter: less its reset-only steps; SB3: every step)
+        res["sps"] = res.get("transitions", res["steps"]) / res["train_only_s"]
     _emit(res)
 
 
@@ -357,7 +359,9 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
         "- Throughput: env steps / seconds of the training loop (SB3: `model.learn()`; canter: iterating"
         " `trainer()`, built with `eval_every=0` and `target_reward` cleared). canter still evaluates once after"
         " the budget; that evaluation is timed by wrapping `trainer.evaluate` and subtracted. Model/env"
-        " construction is excluded for both.\n"
+        " construction is excluded for both. Env steps are transitions: canter's NEXT_STEP autoreset spends one"
+        " vector step resetting an env after each episode's end, which its step counter includes and the"
+        " throughput leaves out (`transitions` in the raw results); SB3's VecEnvs reset inside the ending step.\n"
         f"- Time to target: {EVAL_EPISODES} deterministic episodes on a separate {EVAL_ENVS}-copy eval env, every 8192 env steps"
         " (PPO) / 5000 (DQN). SB3: `EvalCallback` + `StopTrainingOnRewardThreshold`; canter: `eval_every`,"
         " `target_reward=475`. SB3 PPO evaluates before the update of the rollout that crosses 8,192 env steps,"

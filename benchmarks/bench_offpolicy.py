@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import replace_section, require_sb3
+from _common import real_transitions, replace_section, require_sb3
 
 HERE = Path(__file__).resolve().parent
 RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
@@ -109,7 +109,7 @@ def speed_worker(lib: str, algo: str, steps: int, seed: int, precision: str = "h
             if rec.step >= steps:
                 break
         dt = time.perf_counter() - t0
-        done = trainer.step
+        done, transitions = trainer.step, real_transitions(trainer)  # less the reset-only steps
         trainer.close()
     else:
         import numpy as np
@@ -129,8 +129,9 @@ def speed_worker(lib: str, algo: str, steps: int, seed: int, precision: str = "h
         t0 = time.perf_counter()
         model.learn(total_timesteps=steps)
         dt = time.perf_counter() - t0
-        done = int(model.num_timesteps)
-    _emit({"kind": "speed", "lib": lib, "algo": algo, "steps": done, "seconds": dt, "sps": done / dt,
+        done = transitions = int(model.num_timesteps)
+    _emit({"kind": "speed", "lib": lib, "algo": algo, "steps": done, "transitions": transitions, "seconds": dt,
+           "sps": transitions / dt,
            "threads": torch.get_num_threads(), "seed": seed, "matmul_precision": precision})
 
 

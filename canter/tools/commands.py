@@ -87,7 +87,7 @@ def cmd_benchmark(argv: list[str]) -> int:
     """``canter benchmark FILE.yaml [--out DIR] [--jobs J]``"""
     p = _parser("canter benchmark", "Run algorithms x environments x seeds; write a results table and a figure.")
     p.add_argument("file", help="benchmark YAML (e.g. benchmarks/classic.yaml)")
-    p.add_argument("--out", help="output directory (default benchmarks/results/<file stem>)")
+    p.add_argument("--out", help="output directory (default runs/benchmark-<file stem>)")
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel, one torch thread each (default 1)")
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
     args = p.parse_args(argv)
