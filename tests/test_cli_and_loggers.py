@@ -78,3 +78,56 @@ def test_train_max_seconds_flag_stops_on_the_wall_clock(tmp_path):
     assert code == 0
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["stop_reason"] == "max_seconds" and 0.5 <= summary["wall_seconds"] < 5
+
+
+def _records():
+    from canter.trainers import EvalResult, TrainRecord
+
+    yield TrainRecord(step=4096, iteration=1, wall_time=1.0, steps_per_second=5000.0, rolling_return=20.0,
+                      losses={"value_loss": 0.5, "entropy": 0.6})
+    yield TrainRecord(step=8192, iteration=2, wall_time=2.0, steps_per_second=700.0, rolling_return=40.0,
+                      evaluation=EvalResult(480.0, 5.0, [475.0, 485.0], [475, 485]), new_best=True,
+                      losses={"value_loss": 0.25}, done=True, stop_reason="target_reward")
+
+
+def test_console_logger_writes_whole_plain_lines_when_not_a_terminal():
+    """Piped to a file or CI log, a live bar would be printed once and cut to 80 columns: whole lines instead."""
+    import io
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+
+    out = io.StringIO()
+    logger = ConsoleLogger(100_000, "ppo CartPole-v1", console=Console(file=out, width=80), plain_seconds=0.0)
+    logger.start(None)
+    for record in _records():
+        logger.log(record)
+    logger.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3, lines
+    assert lines[0].endswith("ppo CartPole-v1: 4,096/100,000 steps, " + lines[0].split("steps, ")[1])
+    assert "return 20.0, eval -, value_loss 0.5 entropy 0.6" in lines[0] and len(lines[0]) > 80
+    assert lines[1].endswith("step 8,192: eval return 480.00 ± 5.00 over 2 episodes (new best)")
+    assert "8,192/100,000 steps" in lines[2] and "eval 480.0" in lines[2] and "…" not in out.getvalue()
+
+
+def test_console_logger_shows_a_live_bar_on_a_terminal():
+    import io
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+
+    out = io.StringIO()
+    logger = ConsoleLogger(100_000, "ppo", console=Console(file=out, width=200, force_terminal=True))
+    logger.start(None)
+    assert logger.progress is not None
+    for record in _records():
+        logger.log(record)
+    logger.close()
+    import re
+
+    raw = out.getvalue()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)
+    assert "\x1b[" in raw and "8,192 steps 700 steps/s" in text and "eval return 480.00 ± 5.00" in text

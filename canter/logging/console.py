@@ -13,20 +13,36 @@ _SHOWN_LOSSES = ("value_loss", "entropy", "loss", "q_mean", "policy_lag")
 
 
 class ConsoleLogger:
-    """A rich progress bar (on stderr) plus one line per evaluation."""
+    """A rich progress bar (on stderr) plus one line per evaluation.
+
+    When stderr is not a terminal (a pipe, a log file, CI), a live bar would only be printed once,
+    cut to 80 columns; there the logger writes whole plain lines instead: one per evaluation and a
+    status line every ``plain_seconds`` and at the end.
+    """
 
     def __init__(self, total_steps: int, description: str = "train", console: Console | None = None,
-                 refresh_seconds: float = 0.25) -> None:
+                 refresh_seconds: float = 0.25, plain_seconds: float = 10.0) -> None:
         self.total = total_steps
         self.description = description
         self.console = console or Console(stderr=True)
-        self.refresh = refresh_seconds
-        self._last = 0.0
+        self.plain = not (self.console.is_terminal or self.console.is_jupyter)
+        self.refresh = plain_seconds if self.plain else refresh_seconds
+        self._last = self._start = self._line_time = time.monotonic()
+        self._line_step = 0  # plain mode: step and time of the last status line
         self.progress: Progress | None = None
         self.task: TaskID | None = None
         self._eval = "-"
 
+    def _line(self, text: str) -> None:
+        """One whole line (plain mode): elapsed time first, never wrapped or cut."""
+        self.console.print(f"[{time.monotonic() - self._start:7.1f}s] {text}", soft_wrap=True, markup=False,
+                           highlight=False)
+
     def start(self, run: Any) -> None:  # noqa: D102
+        self._last = self._start = self._line_time = time.monotonic()
+        self._line_step = 0
+        if self.plain:
+            return
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(bar_width=16),
             TextColumn("{task.completed:,.0f} steps"), TextColumn("{task.fields[sps]} steps/s"),
@@ -38,14 +54,17 @@ class ConsoleLogger:
         self.task = self.progress.add_task(self.description, total=self.total, sps="-", ret="-", eval="-", losses="")
 
     def log(self, record: TrainRecord) -> None:  # noqa: D102
-        assert self.progress is not None and self.task is not None
         if record.evaluation is not None:
             ev = record.evaluation
             self._eval = f"{ev.mean_return:.1f}"
             best = " (new best)" if record.new_best else ""
-            self.progress.console.log(
-                f"step {record.step:,}: eval return {ev.mean_return:.2f} ± {ev.std_return:.2f} over {ev.episodes} episodes{best}"
-            )
+            line = (f"step {record.step:,}: eval return {ev.mean_return:.2f} ± {ev.std_return:.2f} "
+                    f"over {ev.episodes} episodes{best}")
+            if self.plain:
+                self._line(line)
+            else:
+                assert self.progress is not None
+                self.progress.console.log(line)
         now = time.monotonic()
         if now - self._last < self.refresh and not record.done and record.evaluation is None:
             return
@@ -54,7 +73,18 @@ class ConsoleLogger:
         ret = "-" if record.rolling_return is None else f"{record.rolling_return:.1f}"
         if record.best_rolling_return is not None:
             ret += f" (best {record.best_rolling_return:.1f})"
-        self.progress.update(self.task, completed=min(record.step, self.total), sps=f"{record.steps_per_second:,.0f}",
+        sps = f"{record.steps_per_second:,.0f}"
+        if self.plain:
+            if record.evaluation is None or record.done:  # an evaluation line was just written
+                # the rate since the last status line (a record's own rate covers one iteration,
+                # and an evaluation in it)
+                sps = f"{(record.step - self._line_step) / max(now - self._line_time, 1e-9):,.0f}"
+                self._line_step, self._line_time = record.step, now
+                self._line(f"{self.description}: {min(record.step, self.total):,}/{self.total:,} steps, {sps} steps/s, "
+                           f"return {ret}, eval {self._eval}" + (f", {losses}" if losses else ""))
+            return
+        assert self.progress is not None and self.task is not None
+        self.progress.update(self.task, completed=min(record.step, self.total), sps=sps,
                              ret=ret, eval=self._eval, losses=losses)
 
     def close(self) -> None:  # noqa: D102
