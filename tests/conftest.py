@@ -15,3 +15,18 @@ torch.set_num_threads(1)
 def tiny_ppo() -> dict:
     """Run-config overrides for a PPO run that finishes in about a second."""
     return dict(max_steps=512, n_envs=2, eval_episodes=2, eval_every=0, n_steps=64, batch_size=64, n_epochs=2)
+
+
+@pytest.fixture
+def restore_global_rngs():
+    """Put Python's, NumPy's and torch's global random states back after the test (for tests that
+    build Stable-Baselines3 models with a seed, which reseeds all three process-wide)."""
+    import random
+
+    import numpy as np
+
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    yield
+    random.setstate(states[0])
+    np.random.set_state(states[1])
+    torch.set_rng_state(states[2])
