@@ -180,8 +180,10 @@ class Explorer:
 class ExplorerActor:
     """The body of a Ray explorer actor: builds its env and Agent copy from the run's config.
 
-    Sub-env ``j`` of explorer ``i`` is seeded ``seed + i * n_envs + j`` (the seeds a single
-    process with all the envs would use); a replacement gets a fresh seed block.
+    Explorer ``i``'s vector env is reset with ``seed + i * n_envs``: with sync or async
+    vectorisation its sub-env ``j`` gets ``seed + i * n_envs + j`` (the seeds a single process with
+    all the envs would use); a native vectorised env seeds one generator for its sub-envs with that
+    base seed. A replacement gets a fresh seed block.
     """
 
     def __init__(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int = 0) -> None:

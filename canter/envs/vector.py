@@ -44,7 +44,9 @@ class VecEnv:
         self.finished_envs = np.zeros(0, dtype=np.int64)
 
     def reset(self, seed: int | None = None) -> np.ndarray:
-        """Reset all sub-envs (sub-env ``i`` gets ``seed + i``) and return the observations."""
+        """Reset all sub-envs and return the observations. ``seed`` goes to the Gymnasium vector env:
+        with sync or async vectorisation sub-env ``i`` is reset with ``seed + i``; a native vectorised
+        env (e.g. ``CartPoleVectorEnv``) seeds one generator for all its sub-envs with ``seed``."""
         obs, _ = self.env.reset(seed=seed)
         self._prev_done[:] = False
         self._ep_return[:] = 0.0
