@@ -32,14 +32,12 @@ from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 from test_reference_sb3_offpolicy import (  # noqa: E402
     STEPS,
     _assert_params_close,
-    _assert_relu_mlp,
-    _assert_same_adam,
+    _assert_shared_defaults,
     _box_batches,
-    _copy,
+    _copy_actor_critic,
     _feed,
     _logged,
     _params,
-    _perturb,
     _record_calls,
     _sb3,
 )
@@ -59,26 +57,13 @@ def _ddpg_pair() -> tuple[DDPG, sb3.DDPG]:
     ours = DDPG(env.observation_space, env.action_space, DDPGConfig(), seed=0)
     theirs = _sb3(sb3.DDPG, "Pendulum-v1")
     c = ours.config
-    assert (c.lr, c.gamma, c.batch_size, c.tau, c.train_freq, c.gradient_steps, c.learning_starts) == (
-        theirs.learning_rate, theirs.gamma, theirs.batch_size, theirs.tau, theirs.train_freq.frequency,
-        theirs.gradient_steps, theirs.learning_starts)
+    _assert_shared_defaults(c, theirs)
     # DDPG = TD3 without its tricks: one critic, an actor and target update on every critic step and
     # no target policy smoothing (SB3: noise std 0.1 clipped to [0, 0]; canter: std 0, no draw)
     assert (c.policy_delay, c.n_critics, theirs.policy_delay, theirs.policy.critic.n_critics) == (1, 1, 1, 1)
     assert c.target_policy_noise == 0.0 and theirs.target_noise_clip == 0.0
     assert c.net_arch == [400, 300]
-    _assert_relu_mlp(theirs.actor.mu, c.net_arch)
-    (q,) = theirs.critic.q_networks
-    _assert_relu_mlp(q, c.net_arch)
-    _assert_same_adam(ours.actor_optimizer, theirs.actor.optimizer)
-    _assert_same_adam(ours.critic_optimizer, theirs.critic.optimizer)
-
-    _perturb(ours.actor_target, 0.05)
-    _perturb(ours.critic_target, 0.05)
-    _copy(ours.actor, theirs.actor)  # canter: tanh(MLP); SB3: MLP ending in nn.Tanh
-    _copy(ours.actor_target, theirs.actor_target)
-    _copy(ours.critic, theirs.critic)
-    _copy(ours.critic_target, theirs.critic_target)
+    _copy_actor_critic(ours, theirs)  # also checks: ReLU MLPs of net_arch, the same Adam settings
     return ours, theirs
 
 

@@ -133,6 +133,20 @@ def _logged(model, key: str) -> float:
     return float(model.logger.name_to_value[f"train/{key}"])
 
 
+def _replay_batch(rng: np.random.Generator, i: int, obs: np.ndarray, actions: np.ndarray,
+                  rewards: np.ndarray) -> ReplayBatch:
+    """Minibatch ``i``: observations ``obs[0]``, next observations ``obs[1]``, about a quarter
+    terminated (drawn from ``rng``), one-step discounts 0.99, unit weights."""
+    batch = len(actions)
+    return ReplayBatch(
+        obs=torch.from_numpy(obs[0]), actions=torch.from_numpy(actions),
+        rewards=torch.from_numpy(rewards.astype(np.float32)), next_obs=torch.from_numpy(obs[1]),
+        terminated=torch.from_numpy((rng.random(batch) < 0.25).astype(np.float32)),
+        discounts=torch.full((batch,), 0.99), weights=torch.ones(batch),
+        indices=torch.arange(i * batch, (i + 1) * batch),
+    )
+
+
 # -- DQN ----------------------------------------------------------------------------------------
 def _discrete_batches(n: int, batch: int, n_actions: int, seed: int) -> list[ReplayBatch]:
     """``n`` minibatches of CartPole-shaped transitions; rewards spread so that the TD errors fall on
@@ -143,14 +157,7 @@ def _discrete_batches(n: int, batch: int, n_actions: int, seed: int) -> list[Rep
     out = []
     for i in range(n):
         obs = (rng.standard_normal((2, batch, 4)) * scale * (30.0 if i % 2 else 1.0)).astype(np.float32)
-        out.append(ReplayBatch(
-            obs=torch.from_numpy(obs[0]), actions=torch.from_numpy(rng.integers(0, n_actions, batch)),
-            rewards=torch.from_numpy(rng.normal(1.0, 2.0, batch).astype(np.float32)),
-            next_obs=torch.from_numpy(obs[1]),
-            terminated=torch.from_numpy((rng.random(batch) < 0.25).astype(np.float32)),
-            discounts=torch.full((batch,), 0.99), weights=torch.ones(batch),
-            indices=torch.arange(i * batch, (i + 1) * batch),
-        ))
+        out.append(_replay_batch(rng, i, obs, rng.integers(0, n_actions, batch), rng.normal(1.0, 2.0, batch)))
     assert all(b.terminated.any() and not b.terminated.all() for b in out)
     return out
 
@@ -264,15 +271,8 @@ def _box_batches(obs_space: gym.spaces.Box, act_dim: int, n: int, batch: int, se
     out = []
     for i in range(n):
         obs = rng.uniform(obs_space.low, obs_space.high, (2, batch) + obs_space.shape).astype(np.float32)
-        out.append(ReplayBatch(
-            obs=torch.from_numpy(obs[0]),
-            actions=torch.from_numpy(rng.uniform(-1, 1, (batch, act_dim)).astype(np.float32)),
-            rewards=torch.from_numpy(rng.normal(-3.0, 2.0, batch).astype(np.float32)),
-            next_obs=torch.from_numpy(obs[1]),
-            terminated=torch.from_numpy((rng.random(batch) < 0.25).astype(np.float32)),
-            discounts=torch.full((batch,), 0.99), weights=torch.ones(batch),
-            indices=torch.arange(i * batch, (i + 1) * batch),
-        ))
+        actions = rng.uniform(-1, 1, (batch, act_dim)).astype(np.float32)
+        out.append(_replay_batch(rng, i, obs, actions, rng.normal(-3.0, 2.0, batch)))
     assert all(b.terminated.any() and not b.terminated.all() for b in out)
     return out
 
@@ -297,6 +297,30 @@ def _canter_noise(monkeypatch: pytest.MonkeyPatch, generator: torch.Generator, n
     return queue
 
 
+def _assert_shared_defaults(c, theirs) -> None:
+    """The off-policy defaults both libraries must agree on (canter config ``c``, SB3 model ``theirs``)."""
+    assert (c.lr, c.gamma, c.batch_size, c.tau, c.train_freq, c.gradient_steps, c.learning_starts) == (
+        theirs.learning_rate, theirs.gamma, theirs.batch_size, theirs.tau, theirs.train_freq.frequency,
+        theirs.gradient_steps, theirs.learning_starts)
+
+
+def _copy_actor_critic(ours, theirs) -> None:
+    """Check SB3's actor and critics are ReLU MLPs of canter's ``net_arch`` with the same Adam settings,
+    move canter's target networks away from the online ones, then copy canter's deterministic actor,
+    critic and both targets into SB3's (TD3 / DDPG layout)."""
+    _assert_relu_mlp(theirs.actor.mu, ours.config.net_arch)
+    for q in theirs.critic.q_networks:
+        _assert_relu_mlp(q, ours.config.net_arch)
+    _assert_same_adam(ours.actor_optimizer, theirs.actor.optimizer)
+    _assert_same_adam(ours.critic_optimizer, theirs.critic.optimizer)
+    _perturb(ours.actor_target, 0.05)
+    _perturb(ours.critic_target, 0.05)
+    _copy(ours.actor, theirs.actor)  # canter: tanh(MLP); SB3: MLP ending in nn.Tanh
+    _copy(ours.actor_target, theirs.actor_target)
+    _copy(ours.critic, theirs.critic)
+    _copy(ours.critic_target, theirs.critic_target)
+
+
 def _sb3_sac_actor_params(actor) -> list[torch.Tensor]:
     """SB3's SAC actor parameters in canter's layout: canter's one head layer is SB3's ``mu`` and
     ``log_std`` layers stacked, mean rows first."""
@@ -312,9 +336,7 @@ def _sac_pair() -> tuple[SAC, SB3SAC]:
     ours = SAC(env.observation_space, env.action_space, SACConfig(), seed=0)
     theirs = _sb3(SB3SAC, "Pendulum-v1")
     c = ours.config
-    assert (c.lr, c.gamma, c.batch_size, c.tau, c.train_freq, c.gradient_steps, c.learning_starts) == (
-        theirs.learning_rate, theirs.gamma, theirs.batch_size, theirs.tau, theirs.train_freq.frequency,
-        theirs.gradient_steps, theirs.learning_starts)
+    _assert_shared_defaults(c, theirs)
     assert (c.ent_coef, c.target_update_interval, c.n_critics) == (
         theirs.ent_coef, theirs.target_update_interval, theirs.policy.critic.n_critics)
     assert ours.ent_coef.target_entropy == theirs.target_entropy == -1.0  # -dim(A)
@@ -395,24 +417,11 @@ def _td3_pair() -> tuple[TD3, SB3TD3]:
     ours = TD3(env.observation_space, env.action_space, TD3Config(), seed=0)
     theirs = _sb3(SB3TD3, "Pendulum-v1")
     c = ours.config
-    assert (c.lr, c.gamma, c.batch_size, c.tau, c.train_freq, c.gradient_steps, c.learning_starts) == (
-        theirs.learning_rate, theirs.gamma, theirs.batch_size, theirs.tau, theirs.train_freq.frequency,
-        theirs.gradient_steps, theirs.learning_starts)
+    _assert_shared_defaults(c, theirs)
     assert (c.policy_delay, c.target_policy_noise, c.target_noise_clip, c.n_critics) == (
         theirs.policy_delay, theirs.target_policy_noise, theirs.target_noise_clip, theirs.policy.critic.n_critics)
     assert (c.policy_delay, c.tau) == (2, 0.005)
-    _assert_relu_mlp(theirs.actor.mu, c.net_arch)
-    for q in theirs.critic.q_networks:
-        _assert_relu_mlp(q, c.net_arch)
-    _assert_same_adam(ours.actor_optimizer, theirs.actor.optimizer)
-    _assert_same_adam(ours.critic_optimizer, theirs.critic.optimizer)
-
-    _perturb(ours.actor_target, 0.05)
-    _perturb(ours.critic_target, 0.05)
-    _copy(ours.actor, theirs.actor)  # canter: tanh(MLP); SB3: MLP ending in nn.Tanh
-    _copy(ours.actor_target, theirs.actor_target)
-    _copy(ours.critic, theirs.critic)
-    _copy(ours.critic_target, theirs.critic_target)
+    _copy_actor_critic(ours, theirs)
     return ours, theirs
 
 
