@@ -15,10 +15,20 @@ ids mean and what rl-zoo3's published Atari settings use; pass ``env_kwargs:
 
 Vectorisation (``--vectorization``): ``auto``/``native`` use ale-py's C++ ``AtariVectorEnv``,
 which does the same preprocessing natively in threads; ``sync``/``async`` build the
-gymnasium-wrapper stack below in this process or in subprocesses. Two documented differences of
-the native env: its frame stack is padded with zero frames after a reset (the wrappers repeat the
-first frame), and after a lost life it continues the game without pressing FIRE. The replay
-buffer stores stacks exactly either way (:class:`canter.data.framestack.FrameStackReplay`).
+gymnasium-wrapper stack below in this process or in subprocesses. Differences of the native env:
+its frame stack is padded with zero frames after a reset (the wrappers repeat the first frame); its
+reset presses FIRE for a single frame, without the following action 2, and then takes 0 to 28
+no-ops from its own generator (the wrappers: 1 to 30 no-ops, then FIRE and action 2 for 4 frames
+each); after a lost life it continues the game without pressing FIRE and keeps its frame stack.
+The replay buffer stores stacks exactly either way (:class:`canter.data.framestack.FrameStackReplay`).
+
+Differences from Stable-Baselines3's ``AtariWrapper`` shared by both paths (measured in
+``tests/test_reference_sb3_atari.py``, which otherwise finds every frame bitwise equal): frames are
+converted to grayscale before the max over the last two frames (SB3 takes the max over RGB first;
+they differ where an object moves over a non-black background, e.g. by up to 16 grey levels at
+Pong's paddles), and the observation that ends a game (game over or truncation) does not include
+the screen of the frame that ended it (gymnasium's ``AtariPreprocessing`` and ale-py stop the frame
+skip before reading it). SB3's ``VecFrameStack`` pads with zeros, as the native env does.
 """
 from __future__ import annotations
 
