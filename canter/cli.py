@@ -32,7 +32,8 @@ class _Parser(argparse.ArgumentParser):
 
             for token in message.split(":", 1)[1].split():
                 if token.startswith("--"):
-                    near = closest(token.split("=", 1)[0], [o for o in self._option_string_actions if o.startswith("--") and o != "--help"])
+                    options = [o for o in self._option_string_actions if o.startswith("--") and o != "--help"]
+                    near = closest(token.split("=", 1)[0], options)
                     if near:
                         return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + "?"
                     break
@@ -125,9 +126,9 @@ def cmd_train(argv: list[str]) -> int:
     from canter.api import make_trainer
 
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
-    overrides = {k: getattr(args, k) for k in ("seed", "n_envs", "target_reward", "max_steps", "max_seconds", "eval_episodes",
-                                                 "eval_every", "vectorization", "wandb", "record_every", "explorers",
-                                                 "ray_address") if getattr(args, k) is not None}
+    run_flags = ("seed", "n_envs", "target_reward", "max_steps", "max_seconds", "eval_episodes", "eval_every",
+                 "vectorization", "wandb", "record_every", "explorers", "ray_address")
+    overrides = {k: getattr(args, k) for k in run_flags if getattr(args, k) is not None}
     trainer = make_trainer(
         args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=args.run_dir or "auto",
         quiet=args.quiet, hparams=hparams, **overrides,

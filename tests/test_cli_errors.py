@@ -345,7 +345,8 @@ def test_train_run_dir_under_a_file_is_one_line(capsys, workdir):
 
 def test_train_run_dir_that_is_a_file_says_so(capsys, workdir):
     (workdir / "notes.txt").write_text("precious\n")
-    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY, "--run-dir", str(workdir / "notes.txt"))
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY,
+                             "--run-dir", str(workdir / "notes.txt"))
     assert_one_line_error(code, err, "notes.txt", "is a file")
     assert (workdir / "notes.txt").read_text() == "precious\n"
 

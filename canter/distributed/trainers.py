@@ -44,18 +44,21 @@ def obs_tensor(agent: Agent, obs: np.ndarray, lead: int) -> torch.Tensor:
     return flat.reshape(shape + flat.shape[1:])
 
 
-def scale_rewards(agent: Agent, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray, envs: slice) -> np.ndarray:
+def scale_rewards(agent: Agent, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray,
+                  envs: slice) -> np.ndarray:
     """``Agent.scale_reward`` over a ``[T, n]`` block of rewards from sub-envs ``envs`` of all envs.
 
     The learner's Agent tracks one discounted return per env of the whole run; rewards from one
-    explorer update only its block, in time order, as the single-process trainer would.
+    explorer update only its block, in time order, as the single-process trainer would; ``valid``
+    keeps the reset-only steps out of the return statistics.
     """
     if agent.ret_rms is None:
         return rewards
     everything = agent._returns
     agent._returns = everything[envs].copy()
     try:
-        out = np.stack([agent.scale_reward(rewards[t], dones[t].astype(bool), valid[t].astype(bool)) for t in range(len(rewards))])
+        out = np.stack([agent.scale_reward(rewards[t], dones[t].astype(bool), valid[t].astype(bool))
+                        for t in range(len(rewards))])
         everything[envs] = agent._returns
     finally:
         agent._returns = everything
@@ -88,7 +91,8 @@ class Learner:
     def rewards_of(self, slot: int, result: dict[str, Any]) -> np.ndarray:
         """The rollout's rewards, scaled (if configured) with the learner's per-env return statistics."""
         n = self.pool.envs_per_explorer
-        return scale_rewards(self.agent, result["rewards"], result["dones"], result["valid"], slice(slot * n, (slot + 1) * n))
+        envs = slice(slot * n, (slot + 1) * n)
+        return scale_rewards(self.agent, result["rewards"], result["dones"], result["valid"], envs)
 
     def receive(self, results: list[dict[str, Any]]) -> None:
         """Count the env steps, episodes, policy lag and bytes of the rollouts the pool just returned."""
