@@ -48,6 +48,39 @@ def test_manual_mlp_gradients_match_autograd(activation, width, batch):
         torch.testing.assert_close(m.grad, a, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("depth", [2, 3])
+@pytest.mark.parametrize("dead", [0.75, 1.0])
+def test_manual_gradients_through_mostly_inactive_relu_units_match_autograd(depth, dead, monkeypatch):
+    """With most units of the hidden layers after the first off for the whole batch (as in DQN's
+    trained CartPole net), the backward pass multiplies only the active units: same gradients
+    (zero rows for the inactive units), also when every unit is off."""
+    import canter.models.mlp as mlp
+
+    taken = []
+    original = mlp._active_units
+    monkeypatch.setattr(mlp, "_active_units", lambda on: taken.append(original(on)) or taken[-1])
+    torch.manual_seed(2)
+    net = QNetwork(*SPACES, net_arch=[256] * depth, activation="relu")
+    linears = net.q._linears
+    with torch.no_grad():  # switch off a fraction `dead` of the units of every hidden layer but the first
+        for lin in linears[1:-1]:
+            lin.bias[torch.randperm(lin.out_features)[:int(dead * lin.out_features)]] = -100.0
+    obs, d_q = torch.randn(64, 4), torch.randn(64, 3)
+    (net.value(obs) * d_q).sum().backward()
+    auto = [p.grad.clone() for p in net.parameters()]
+    with torch.no_grad():
+        for p in net.parameters():
+            p.grad.fill_(7.0)  # overwritten, not accumulated: rows of inactive units too
+        _, cache = net.forward_cached(obs)
+        net.backward_cached(cache, d_q.numpy())
+    assert len(taken) == depth - 1 and all(units is not None for units in taken)  # the sparse path ran
+    assert all(len(units) <= 0.3 * 256 for units in taken) and (dead < 1.0) == all(len(u) > 0 for u in taken)
+    for a, m in zip(auto, net.parameters()):
+        torch.testing.assert_close(m.grad, a, rtol=1e-5, atol=1e-6)
+    inactive = np.setdiff1d(np.arange(256), taken[0])  # the first found, of linears[depth - 1]'s units
+    assert (linears[depth - 1].weight.grad[inactive] == 0).all() and len(inactive) >= 0.7 * 256
+
+
 @pytest.mark.parametrize("width", [8, 256])
 def test_numpy_acting_equals_torch_acting(width):
     """DQN.act_numpy (the Agent's shortcut) returns what act returns, exploring or not, and draws
