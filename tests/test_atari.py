@@ -123,6 +123,39 @@ def test_native_env_ends_training_episodes_on_life_loss_only():
     env.close()
 
 
+_BAD_ACTIONS = """
+import numpy as np
+from canter.envs import make_vec_env
+from canter.errors import CanterError
+env = make_vec_env("PongNoFrameskip-v4", 2, "{vectorization}", training=True)
+env.reset(seed=0)
+env.step(np.array([0, 5]))  # Pong: Discrete(6)
+for actions in ([0, 6], [-1, 0]):
+    try:
+        env.step(np.array(actions))
+    except CanterError as err:
+        print("error:", err)
+env.step(np.array([1, 2]))  # still usable
+env.close()
+print("done")
+"""
+
+
+@pytest.mark.parametrize("vectorization", ["native", "sync"])
+def test_an_action_outside_the_game_s_action_set_is_a_clear_error(vectorization):
+    # in a child process: without the check, ale-py's native env never returns from that step
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", _BAD_ACTIONS.format(vectorization=vectorization)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == [
+        "error: action 6 is outside the env's action space Discrete(6): valid actions are 0..5",
+        "error: action -1 is outside the env's action space Discrete(6): valid actions are 0..5",
+        "done",
+    ]
+
+
 @pytest.mark.parametrize("vectorization", ["native", "sync"])
 def test_rewards_are_clipped_in_training_envs_only(vectorization):
     rewards = {}

@@ -86,7 +86,8 @@ def make_vec_env(
     check_env_id(env_id)
     kwargs = dict(env_kwargs or {})
     if atari.is_atari(_gym_id(env_id)):
-        return VecEnv(atari.make_atari_vec(_gym_id(env_id), n_envs, vectorization, training, kwargs))
+        env = atari.make_atari_vec(_gym_id(env_id), n_envs, vectorization, training, kwargs)
+        return VecEnv(env, check_actions=True)
     if env_id in _REGISTRY["env"]:
         factory = _REGISTRY["env"][env_id]
         fns = [lambda: factory(**kwargs) for _ in range(n_envs)]

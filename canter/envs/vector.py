@@ -16,6 +16,8 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 
+from canter.errors import CanterError
+
 
 class Step(NamedTuple):
     """Result of one vector step. All arrays have leading dimension ``num_envs``."""
@@ -30,11 +32,17 @@ class Step(NamedTuple):
 class VecEnv:
     """Vector env adapter: NEXT_STEP autoreset, validity mask and per-episode statistics."""
 
-    def __init__(self, env: gym.vector.VectorEnv) -> None:
+    def __init__(self, env: gym.vector.VectorEnv, check_actions: bool = False) -> None:
         self.env = env
         self.num_envs: int = env.num_envs
         self.single_observation_space = env.single_observation_space
         self.single_action_space = env.single_action_space
+        space = env.single_action_space
+        #: ``check_actions``: Discrete actions are checked against the space before each step, for envs
+        #: that do not check them themselves (ale-py's native vector env waits forever for a step
+        #: given an action outside the game's action set)
+        discrete = check_actions and isinstance(space, gym.spaces.Discrete)
+        self._action_range = (int(space.start), int(space.start) + int(space.n)) if discrete else None
         self._prev_done = np.zeros(self.num_envs, dtype=bool)
         self._ep_return = np.zeros(self.num_envs, dtype=np.float64)
         self._ep_length = np.zeros(self.num_envs, dtype=np.int64)
@@ -57,6 +65,8 @@ class VecEnv:
 
     def step(self, actions: np.ndarray) -> Step:
         """Step every sub-env; see the module docstring for the meaning of ``valid``."""
+        if self._action_range is not None:
+            self._check_actions(actions)
         obs, reward, terminated, truncated, _ = self.env.step(actions)
         valid = ~self._prev_done
         reward = np.asarray(reward, dtype=np.float32)
@@ -78,6 +88,15 @@ class VecEnv:
             self.finished_lengths = self.finished_lengths[:0]
         self._prev_done = done
         return Step(obs, reward, terminated, truncated, valid)
+
+    def _check_actions(self, actions: np.ndarray) -> None:
+        """Raise a :class:`CanterError` naming the first action outside the Discrete action space."""
+        lo, hi = self._action_range
+        a = np.asarray(actions)
+        if a.size and (a.min() < lo or a.max() >= hi):
+            bad = a[(a < lo) | (a >= hi)].flat[0]
+            raise CanterError(f"action {bad} is outside the env's action space Discrete({hi - lo}"
+                              f"{f', start={lo}' if lo else ''}): valid actions are {lo}..{hi - 1}")
 
     def state(self) -> dict[str, Any]:
         """Counters needed to continue exactly (the env's own RNG state is saved separately)."""
