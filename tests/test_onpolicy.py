@@ -301,8 +301,10 @@ def test_normalized_uint8_observations_are_trained_on_as_acted_on():
     trainer.setup()
     trainer.obs = trainer.env.reset(seed=0)
     algorithm, acted, seen = trainer.algorithm, [], {}
-    act = algorithm.act
+    act, act_numpy = algorithm.act, algorithm.act_numpy  # the torch path and the NumPy shortcut
     algorithm.act = lambda obs, deterministic=False: acted.append(obs.clone()) or act(obs, deterministic)
+    algorithm.act_numpy = lambda obs, deterministic=False: (acted.append(torch.tensor(obs))
+                                                            or act_numpy(obs, deterministic))
     algorithm.learn = lambda batch: seen.setdefault("batch", batch) and {}
     trainer.iteration()
     trainer.close()
@@ -415,8 +417,11 @@ def test_a_budget_below_one_rollout_is_warned_about():
 
 def test_ppo_target_kl_stop_logs_the_minibatch_that_stopped_the_epochs():
     target = 1e-12
+    # constant lr: the CartPole preset's linear schedule reaches 0 in the last rollout, whose policy
+    # then never changes (its KL is 0, its epochs rightly never stop)
     trainer = canter.make_trainer("ppo", "CartPole-v1", n_envs=2, n_steps=64, batch_size=32, n_epochs=4, lr=0.5,
-                                  target_kl=target, max_steps=256, eval_every=0, eval_episodes=1)
+                                  lr_schedule="constant", target_kl=target, max_steps=256, eval_every=0,
+                                  eval_episodes=1)
     records = list(trainer())
     trainer.close()
     assert trainer.algorithm.updates < 2 * 4 * 4  # the epochs stopped early in both rollouts

@@ -3,6 +3,7 @@ and FlatRMSprop's saved state (its steps are checked against torch.optim.RMSprop
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
@@ -72,3 +73,47 @@ def test_flat_rmsprop_state_round_trip():  # its steps equal torch's: tests/test
     torch.testing.assert_close(other.square_avg, flat.square_avg)
     assert other.param_groups[0]["lr"] == 7e-3 and other.param_groups[0]["eps"] == 1e-5
     assert float(other.step_count) == 2.0
+
+
+@pytest.mark.parametrize("spaces", [DISCRETE, CONTINUOUS], ids=["discrete", "continuous"])
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_numpy_acting_equals_torch_acting(spaces, activation):
+    """ActorCriticAlgorithm.act_numpy (the Agent's shortcut) samples what act samples, from the same
+    random draws, with the same log-probabilities and values, and leaves the generator where act does."""
+    a, b = (A2C(*spaces, A2CConfig(activation=activation, net_arch=[16, 16], log_std_init=-0.3), seed=7)
+            for _ in range(2))
+    b.model.load_state_dict(a.model.state_dict())
+    obs = np.random.default_rng(0).standard_normal((32, spaces[0].shape[0])).astype(np.float32)
+    for deterministic in (True, False, False):
+        with torch.inference_mode():
+            expected = a.act(torch.from_numpy(obs), deterministic)
+        got = b.act_numpy(obs, deterministic)
+        if a.continuous:
+            torch.testing.assert_close(got.actions, expected.actions, rtol=1e-5, atol=1e-5)
+        else:
+            assert torch.equal(got.actions, expected.actions)
+        for field in ("log_probs", "values"):
+            e, g = getattr(expected, field), getattr(got, field)
+            assert (e is None) == (g is None) == deterministic, field
+            if e is not None:
+                assert g.dtype == e.dtype == torch.float32 and g.shape == e.shape
+                torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+    assert torch.equal(a.generator.get_state(), b.generator.get_state())
+    if not a.continuous:  # really sampled: not every action is the greedy one
+        assert (got.actions.numpy() != a.act(torch.from_numpy(obs), True).actions.numpy()).any()
+
+
+def test_numpy_acting_falls_back_where_the_model_has_no_numpy_pass():
+    """Shared trunks, activations other than tanh/relu and layers too large for NumPy's
+    single-threaded products answer None (the Agent then uses act); the Agent's actions are the same."""
+    from canter.agents.agent import Agent
+
+    assert A2C(*DISCRETE, A2CConfig(activation="elu"), seed=0).act_numpy(np.zeros((2, 4), np.float32)) is None
+    wide = A2C(*DISCRETE, A2CConfig(net_arch=[256, 256]), seed=0)
+    assert wide.act_numpy(np.zeros((2, 4), np.float32)) is not None
+    assert wide.act_numpy(np.zeros((4, 4), np.float32)) is None  # 4 x 256 x 256 = NUMPY_MAX_MACS
+    agents = [Agent(A2C(*DISCRETE, A2CConfig(activation=act), seed=1)) for act in ("elu", "tanh")]
+    agents[1].algorithm.model.load_state_dict(agents[0].algorithm.model.state_dict())
+    obs = np.random.default_rng(2).standard_normal((5, 4)).astype(np.float32)
+    agents[1].algorithm.model.body.activation = "elu"  # same weights, torch path
+    np.testing.assert_array_equal(agents[0].sample(obs)[0], agents[1].sample(obs)[0])

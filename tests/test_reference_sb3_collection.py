@@ -148,6 +148,7 @@ def _canter_rollouts(monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict], objec
         return {}
 
     monkeypatch.setattr(algo, "act", act)
+    monkeypatch.setattr(algo, "act_numpy", lambda obs, deterministic=False: None)  # the Agent then calls act
     monkeypatch.setattr(agent, "learn", learn)
     records = list(trainer())
     trainer.close()

@@ -118,18 +118,18 @@ class Agent:
     def predict(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic actions for a batch of observations (no statistics are updated)."""
         x = np.ascontiguousarray(self.normalize_obs(obs))
-        actions = self.algorithm.act_numpy(x, deterministic=True)  # the NumPy shortcut, where there is one
-        if actions is not None:
-            return self.to_env_actions(actions)
+        out = self.algorithm.act_numpy(x, deterministic=True)  # the NumPy shortcut, where there is one
+        if out is not None:
+            return self.to_env_actions(out.actions)
         with torch.inference_mode():
             return self.to_env_actions(self.algorithm.predict(self._tensor(x)))
 
     def sample(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, ActOutput]:
         """Exploring actions for training: ``(env_actions, obs_tensor, algorithm_output)``."""
         x = np.ascontiguousarray(self.normalize_obs(obs, update=True))
-        actions = self.algorithm.act_numpy(x, deterministic=False)
-        if actions is not None:
-            return self.to_env_actions(actions), torch.from_numpy(x), ActOutput(torch.from_numpy(actions))
+        out = self.algorithm.act_numpy(x, deterministic=False)
+        if out is not None:
+            return self.to_env_actions(out.actions), torch.from_numpy(x), out
         with torch.inference_mode():
             obs_t = self._tensor(x)
             out = self.algorithm.act(obs_t, deterministic=False)

@@ -129,6 +129,32 @@ class ActorCriticAlgorithm(Algorithm):
         """Sample (or take the mode of) the policy; also returns log-probs and values."""
         return sample_actor_critic(self, obs, deterministic)
 
+    def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> ActOutput | None:
+        """:meth:`act` on a NumPy batch through the model's NumPy forward pass (None where it has
+        none): the same random draws from the same generator, the same formulas."""
+        if self.device.type != "cpu":
+            return None
+        action_value = getattr(self.model, "action_value_numpy", None)
+        res = None if action_value is None else action_value(obs)
+        if res is None:
+            return None
+        out, value = res
+        if deterministic:
+            return ActOutput(torch.from_numpy(out if self.continuous else out.argmax(-1)))
+        if self.continuous:
+            log_std = self.model.log_std.detach().numpy()
+            noise = torch.randn(out.shape, generator=self.generator, dtype=torch.float32).numpy()
+            actions = out + np.exp(log_std) * noise
+            z = (actions - out) * np.exp(-log_std)
+            logp = (-0.5 * z * z - log_std - D.LOG_SQRT_2PI).sum(-1, dtype=np.float32)
+        else:  # Gumbel-max, as distributions.categorical_sample draws it
+            e = torch.empty(out.shape, dtype=torch.float32).exponential_(generator=self.generator).numpy()
+            actions = np.argmax(out - np.log(e), axis=-1)
+            shifted = out - out.max(-1, keepdims=True)
+            log_norm = np.log(np.exp(shifted).sum(-1))
+            logp = shifted[np.arange(len(actions)), actions] - log_norm
+        return ActOutput(torch.from_numpy(actions), torch.from_numpy(logp), torch.from_numpy(value))
+
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """V(obs) for bootstrapping."""
         return self.model.value(obs)

@@ -2,7 +2,8 @@
 
 An Algorithm never sees an env, and its interface is torch tensors: the Agent feeds it tensors, the
 Trainer feeds it batches. (Speed paths compute in NumPy inside: the hand-derived updates of DQN,
-PPO and A2C, and :meth:`Algorithm.act_numpy`, DQN's shortcut for acting on a few observations.)
+PPO and A2C, and :meth:`Algorithm.act_numpy`, the shortcut of DQN and the actor-critics for acting on
+a few observations.)
 It owns its optimizers and random generator and saves them in its state, so a checkpoint
 restores the learner exactly (env and replay state are the Trainer's).
 """
@@ -140,10 +141,10 @@ class Algorithm(ABC):
         """Deterministic actions (for evaluation)."""
         return self.act(obs, deterministic=True).actions
 
-    def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray | None:
-        """The actions :meth:`act` would return, for a NumPy batch, computed without torch's per-op
-        overhead; None where the algorithm has no such path (the default). Only the actions: for
-        algorithms whose training needs nothing else from :meth:`act` (off-policy ones)."""
+    def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> ActOutput | None:
+        """What :meth:`act` would return for a NumPy batch, computed with NumPy's kernels (torch's
+        per-op cost dominates at a few observations); None where the algorithm has no such path
+        (the default). The output's tensors share NumPy arrays' memory."""
         return None
 
     @abstractmethod

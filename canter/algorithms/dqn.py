@@ -96,11 +96,12 @@ class DQN(Algorithm):
         actions = self._epsilon_greedy(lambda: self.q.value(obs).argmax(-1).cpu().numpy(), len(obs), deterministic)
         return ActOutput(torch.from_numpy(actions))
 
-    def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray | None:
+    def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> ActOutput | None:
         """:meth:`act` on a NumPy batch with the Q-network's NumPy forward pass (None where it has none)."""
         if self.device.type != "cpu" or not getattr(self.q, "numpy_acting", False):
             return None  # decided before any random draw: the Agent then calls act, which draws them
-        return self._epsilon_greedy(lambda: self.q.value_numpy(obs).argmax(-1), len(obs), deterministic)
+        actions = self._epsilon_greedy(lambda: self.q.value_numpy(obs).argmax(-1), len(obs), deterministic)
+        return ActOutput(torch.from_numpy(actions))
 
     def _epsilon_greedy(self, greedy: Callable[[], np.ndarray], n: int, deterministic: bool) -> np.ndarray:
         """``greedy()``, each entry replaced by a random action with probability epsilon when exploring.

@@ -34,6 +34,12 @@ class ObsEncoder(nn.Module):
         self.n = int(space.n) if self.discrete else 0
         self.start = int(space.start) if self.discrete else 0
 
+    def numpy(self, obs: np.ndarray) -> np.ndarray:
+        """:meth:`forward` on a NumPy batch, returning NumPy (no torch call for float32 vectors)."""
+        if not self.discrete and obs.dtype == np.float32 and obs.ndim == 2:
+            return obs
+        return self.forward(torch.from_numpy(obs)).numpy()
+
     def forward(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
         if self.discrete:
             return nn.functional.one_hot((obs.long() - self.start).reshape(-1), self.n).float()
@@ -234,6 +240,18 @@ class ActorCritic(nn.Module):
             return self.v_head(self.trunk(x)).squeeze(-1)
         return (self.body.forward_group(x, 1) if self.stacked else self.critic(x)).squeeze(-1)
 
+    def action_value_numpy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`action_value` of a NumPy batch by NumPy's kernels (for acting: torch's per-op cost
+        dominates at a few observations), as NumPy arrays; None where this model has no such path
+        (a shared trunk, separate networks, an encoder with parameters, an activation other than
+        tanh / relu, or layers too large for NumPy's single-threaded products)."""
+        if not self.stacked or self._encoder_params or not isinstance(self.encoder, ObsEncoder):
+            return None
+        out = self.body.infer_numpy(self.encoder.numpy(obs))
+        if out is None:
+            return None
+        return out[0, :, : self.n_out], out[1, :, 0]
+
     def action_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Both heads in one call (one encoder pass, one trunk pass when shared)."""
         x = self.encoder.forward(obs)
@@ -322,7 +340,7 @@ class QNetwork(nn.Module):
         network has none (dueling heads, other activations, an encoder with parameters)."""
         if not self._numpy_acting:
             return None
-        return self.q.infer(self.encoder.forward(torch.from_numpy(obs)).numpy())
+        return self.q.infer(self.encoder.numpy(obs))
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Q(obs, a) for every action, shape ``[B, n_actions]``."""

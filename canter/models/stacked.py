@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
+from canter.models.linear import NUMPY_MAX_MACS
 
 #: activations whose derivative :meth:`StackedMLP.backward_cached` knows
 MANUAL_ACTIVATIONS = ("tanh", "relu")
@@ -111,6 +112,43 @@ class StackedMLP(nn.Module):
             if i < last:
                 h = _tanh_inplace(h) if fast_tanh else self.act_fn(h)
         return h[:, : self.outs[g]]
+
+    def infer_numpy(self, x: np.ndarray) -> np.ndarray | None:
+        """The forward pass on a NumPy batch ``[B, n_in]`` with NumPy's kernels: ``[groups, B,
+        max(outs)]``, for acting on a few observations, where torch's per-op cost (~4 µs against
+        NumPy's ~1) dominates. None where a layer's product per group reaches
+        :data:`~canter.models.linear.NUMPY_MAX_MACS` (OpenBLAS could then start threads torch's
+        setting does not govern) or the activation is not tanh / relu: use :meth:`forward` there."""
+        layers = self._numpy_layers()
+        if layers is None or len(x) * self._max_layer_macs >= NUMPY_MAX_MACS:
+            return None
+        h = x  # [B, in] @ [groups, in, out] broadcasts to [groups, B, out]
+        last = len(layers) - 1
+        for i, (w, b) in enumerate(layers):
+            h = np.matmul(h, w)
+            h += b
+            if i < last:
+                if self.activation == "tanh":
+                    np.tanh(h, out=h)
+                else:
+                    np.maximum(h, 0.0, out=h)
+        return h
+
+    def _numpy_layers(self) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """Per layer the weight as ``[groups, in, out]`` (a view of transposed storage) and the bias,
+        as NumPy arrays sharing the parameters' memory; rebuilt when a parameter's storage moves
+        (a flat optimizer taking it over). None for activations :meth:`infer_numpy` lacks."""
+        if self.activation not in MANUAL_ACTIVATIONS:
+            return None
+        key = [p.data_ptr() for w, b, _ in self._layers for p in (w, b)]
+        if key != self.__dict__.get("_np_key"):
+            self._np_layers = [
+                (w.detach().numpy().transpose(0, 2, 1) if t else w.detach().numpy(), b.detach().numpy())
+                for w, b, t in self._layers
+            ]
+            self._max_layer_macs = max(w.shape[1] * w.shape[2] for w, _ in self._np_layers)
+            self._np_key = key
+        return self._np_layers
 
     def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Forward pass without autograd that keeps what :meth:`backward_cached` needs: each layer's
