@@ -162,7 +162,7 @@ def test_train_help_with_env_shows_the_presets_values(capsys, monkeypatch):
     code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--help")
     assert code == 0, err
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip().startswith("--")}
-    assert "(default: 2048; with --env CartPole-v1: 16)" in lines["--n-steps"]  # configs/ppo/CartPole-v1.yaml
+    assert "(default: 2048; with --env CartPole-v1: 32)" in lines["--n-steps"]  # configs/ppo/CartPole-v1.yaml
     assert "with --env" not in lines["--clip-range"]  # the preset keeps the default 0.2
 
 

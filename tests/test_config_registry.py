@@ -10,7 +10,7 @@ from canter.registry import lookup, names, register
 
 def test_preset_is_used_and_overrides_compose(tmp_path):
     run, hp = resolve_config("ppo", "CartPole-v1")
-    assert run.n_envs == 8 and hp.n_steps == 16 and run.target_reward == 475  # shipped preset
+    assert run.n_envs == 16 and hp.n_steps == 32 and run.target_reward == 475  # shipped preset
     f = tmp_path / "run.yaml"
     f.write_text("seed: 3\nhparams:\n  n_steps: 24\n  lr: 0.01\n")
     run, hp = resolve_config("ppo", "CartPole-v1", f, ["lr=0.02", "hparams.n_epochs=3", "max_steps=1e4"], seed=5)
