@@ -21,7 +21,10 @@ KW = {
     "dqn": dict(n_envs=2, learning_starts=64, train_freq=8, gradient_steps=2, net_arch=[32], buffer_size=2000,
                 target_update_interval=1000),
 }
-COMMON = dict(max_steps=1280, eval_every=256, eval_episodes=1, checkpoint_every=256, tensorboard=False)
+# no target reward: the CartPole presets can reach 500 on one evaluation episode within 256 steps, and
+# these runs must go on past POISON_AT (None would keep the preset's 475; a --set null clears it)
+COMMON = dict(max_steps=1280, eval_every=256, eval_episodes=1, checkpoint_every=256, tensorboard=False,
+              sets=["target_reward=null"])
 POISON_AT = 512
 
 
