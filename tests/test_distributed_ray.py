@@ -89,7 +89,7 @@ def _train(cluster: str, algo: str, env: str = "CartPole-v1", **kw):
 
 
 def test_sync_ppo_two_explorers_solves_cartpole(cluster):
-    trainer, records = _train(cluster, "ppo", seed=1, n_envs=4)  # 2 x 4 envs: the preset's 8
+    trainer, records = _train(cluster, "ppo", seed=1, n_envs=4)  # 2 x 4 envs (the preset runs 16 in one process)
     assert trainer.best_eval_return >= 475, f"reached only {trainer.best_eval_return}"
     assert records[-1].stop_reason == "target_reward" and trainer.step <= 100_000
     assert all(r.losses["policy_lag_max"] == 0 for r in records)  # synchronous: always current weights
