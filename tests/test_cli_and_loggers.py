@@ -131,3 +131,16 @@ def test_console_logger_shows_a_live_bar_on_a_terminal():
     raw = out.getvalue()
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)
     assert "\x1b[" in raw and "8,192 steps 700 steps/s" in text and "eval return 480.00 ± 5.00" in text
+
+
+def test_importing_canter_leaves_the_garbage_collector_as_it_found_it():
+    """canter defers garbage collection while it imports (torch's objects make its full passes slow)
+    and restores the caller's setting afterwards: enabled stays enabled, disabled stays disabled."""
+    import subprocess
+    import sys
+
+    code = ("import gc, sys; before = sys.argv[1] == 'on'; (gc.enable if before else gc.disable)(); "
+            "import canter; print(gc.isenabled())")
+    for before, expected in (("on", "True"), ("off", "False")):
+        out = subprocess.run([sys.executable, "-c", code, before], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == expected, (before, out.stdout, out.stderr)
