@@ -142,17 +142,12 @@ class ActorCriticAlgorithm(Algorithm):
         if deterministic:
             return ActOutput(torch.from_numpy(out if self.continuous else out.argmax(-1)))
         if self.continuous:
-            log_std = self.model.log_std.detach().numpy()
             noise = torch.randn(out.shape, generator=self.generator, dtype=torch.float32).numpy()
-            actions = out + np.exp(log_std) * noise
-            z = (actions - out) * np.exp(-log_std)
-            logp = (-0.5 * z * z - log_std - D.LOG_SQRT_2PI).sum(-1, dtype=np.float32)
+            actions = out + np.exp(self.model.log_std.detach().numpy()) * noise
         else:  # Gumbel-max, as distributions.categorical_sample draws it
             e = torch.empty(out.shape, dtype=torch.float32).exponential_(generator=self.generator).numpy()
             actions = np.argmax(out - np.log(e), axis=-1)
-            shifted = out - out.max(-1, keepdims=True)
-            log_norm = np.log(np.exp(shifted).sum(-1))
-            logp = shifted[np.arange(len(actions)), actions] - log_norm
+        logp = self.policy_terms(out, actions).logp  # the hand-derived updates' NumPy formulas
         return ActOutput(torch.from_numpy(actions), torch.from_numpy(logp), torch.from_numpy(value))
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
