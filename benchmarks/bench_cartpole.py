@@ -33,7 +33,8 @@ EVAL_EPISODES = 10
 EVAL_ENVS = 5  # canter's default eval_envs; SB3's eval VecEnv gets the same number of copies
 RESULT_TAG = "BENCH_RESULT "
 
-#: canter's default torch thread count for DQN's 256-unit layers (canter.algorithms.base.threads_for)
+#: canter's default thread count for DQN's 256-unit layers (canter.algorithms.base.threads_for; the run gives
+#: them to OpenBLAS, which multiplies in DQN's hand-derived update, and keeps torch at one)
 DQN_DEFAULT_THREADS = 2
 
 # rl-zoo3's CartPole-v1 hyperparameters (identical in both libraries).
@@ -126,6 +127,13 @@ def _sb3_evaluations(callback, best: float | None) -> int:
     return callback.callback.n_calls + int(best is not None and best >= TARGET)
 
 
+def _blas_threads() -> int:
+    """NumPy's BLAS threads now (canter gives a DQN run's threads to OpenBLAS, torch keeps one)."""
+    from threadpoolctl import threadpool_info
+
+    return max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=0)
+
+
 def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: int = 1) -> None:
     """One measurement. ``launch`` is the parent's time.time() just before it started this process."""
     t_script = time.time()  # interpreter is up, nothing heavy imported yet
@@ -152,7 +160,7 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: in
         res.update(steps=trainer.step, transitions=real_transitions(trainer), loop_s=t1 - t0, eval_s=eval_s[0],
                    evaluations=trainer.evaluations,
                    best_eval=trainer.best_eval_return, stop_reason=last.stop_reason,
-                   threads=torch.get_num_threads())
+                   threads=torch.get_num_threads(), blas_threads=_blas_threads())
         trainer.env.close()
         trainer.eval_env.close()
     else:
@@ -349,7 +357,8 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
     lines.append(
         "- Each cell is a fresh `python` subprocess, run one after another; both libraries call"
         " `torch.set_num_threads(1)` (canter via `torch_threads=1`), same seed, CPU only. One extra row runs"
-        f" canter's DQN at its own default of {DQN_DEFAULT_THREADS} threads for 256-unit layers, against the same"
+        f" canter's DQN at its own default of {DQN_DEFAULT_THREADS} threads for 256-unit layers (given to NumPy's"
+        " OpenBLAS, which does that update's products, with torch at one thread), against the same"
         " 1-thread SB3 runs (SB3 measured slower with 2 threads on this machine).\n"
         f"- PPO (rl-zoo3): 8 envs, n_steps 32, batch 256, 20 epochs, gamma 0.98, GAE 0.8, ent 0, linear LR from 1e-3,"
         " linear clip from 0.2, separate 64-64 tanh actor/critic with orthogonal init."

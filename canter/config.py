@@ -298,7 +298,9 @@ class RunConfig:
         choices=("auto", "native", "sync", "async"),
     )
     env_kwargs: dict = hp({}, "keyword arguments passed to gymnasium.make")
-    torch_threads: int | None = hp(None, "torch intra-op threads (null: 1 for small networks, 2 for large)", low=1)
+    torch_threads: int | None = hp(
+        None, "compute threads: torch's intra-op pool, or NumPy's BLAS for updates that multiply through NumPy "
+        "(DQN's hand-derived path) (null: 1 for small networks, 2 for large)", low=1)
     flush_denormal: bool = hp(
         True, "flush denormal floats (below 1.2e-38) to zero on the CPU while training: Adam moments of parameters "
         "that get zero gradients (dead ReLU units) decay into denormals, which are ~100x slower to compute with"

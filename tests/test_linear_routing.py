@@ -140,3 +140,65 @@ def test_numpy_products_match_torch(route, m, k, n):
     out = np.full((n, k), np.nan, dtype=np.float32)
     assert L.matmul_np(d.T, x, out=out) is out  # transposed operand, written in place
     assert close(torch.from_numpy(out), torch.from_numpy(d.T.astype(np.float64) @ x))
+
+
+@pytest.fixture
+def blas_threads_restored():
+    """Leave OpenBLAS at one thread and torch at one thread (the suite's setting) after the test."""
+    yield
+    L.set_blas_threads(1)
+    torch.set_num_threads(1)
+
+
+def _blas_pool_threads() -> int:
+    from threadpoolctl import threadpool_info
+
+    return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+
+def test_blas_threads_route_every_numpy_product_to_numpy(blas_threads_restored, monkeypatch):
+    """With OpenBLAS given threads, affine_np / matmul_np never call torch's kernels (whose second
+    thread would spin against OpenBLAS's); with one thread, large products go to torch again."""
+    calls = []
+    real_linear = L.linear
+    monkeypatch.setattr(L, "linear", lambda *a, **k: calls.append("linear") or real_linear(*a, **k))
+    real_mm_into = L.mm_into
+    monkeypatch.setattr(L, "mm_into", lambda *a, **k: calls.append("mm_into") or real_mm_into(*a, **k))
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((64, 256), (256, 256), (256,)))
+    assert 64 * 256 * 256 >= L.NUMPY_MAX_MACS
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + b
+    out = np.empty((256, 256), np.float32)
+
+    assert L.set_blas_threads(2) == min(2, L.available_cpus())
+    if L.available_cpus() >= 2:
+        assert _blas_pool_threads() == 2
+        assert close(torch.from_numpy(L.affine_np(x, w, b)), torch.from_numpy(ref))
+        L.matmul_np(x.T, x, out=out)
+        assert calls == []
+    assert L.set_blas_threads(1) == 1
+    assert _blas_pool_threads() == 1
+    assert close(torch.from_numpy(L.affine_np(x, w, b)), torch.from_numpy(ref))
+    L.matmul_np(x.T, x, out=out)
+    assert calls == ["linear", "mm_into"]
+    assert close(torch.from_numpy(out), torch.from_numpy(x.T.astype(np.float64) @ x))
+
+
+@pytest.mark.parametrize("algo,hparams,torch_threads,blas_threads", [
+    ("dqn", {"net_arch": [256, 256]}, 1, 2),  # hand-derived update through NumPy: OpenBLAS gets the threads
+    ("dqn", {"net_arch": [256, 256], "manual_backward": False}, 2, 1),  # autograd: torch gets them
+    ("ppo", {}, 2, 1),
+])
+def test_trainer_gives_threads_to_the_pool_that_multiplies(blas_threads_restored, algo, hparams, torch_threads,
+                                                            blas_threads):
+    import canter
+
+    if L.available_cpus() < 2:
+        pytest.skip("needs 2 CPUs")
+    seen = []
+    trainer = canter.make_trainer(algo, "CartPole-v1", seed=0, max_steps=300, eval_every=0, eval_episodes=1, n_envs=2,
+                                  torch_threads=2, hparams={"learning_starts": 100, **hparams} if algo == "dqn"
+                                  else {"n_steps": 64, "batch_size": 64, "n_epochs": 1})
+    for _ in trainer():
+        seen.append((torch.get_num_threads(), _blas_pool_threads()))
+    assert seen and set(seen) == {(torch_threads, blas_threads)}

@@ -32,8 +32,20 @@ class ActOutput(NamedTuple):
 
 
 def threads_for(width: int) -> int:
-    """Torch intra-op threads measured fastest here: 1 up to 128-unit layers, 2 above."""
+    """Threads measured fastest here: 1 up to 128-unit layers, 2 above."""
     return 1 if width <= 128 else 2
+
+
+def use_threads(threads: int, numpy_products: bool) -> None:
+    """Give a run's ``threads`` to torch's intra-op pool, or to NumPy's BLAS where the algorithm's
+    updates multiply through NumPy (``numpy_products``, see :attr:`Algorithm.numpy_products`); the
+    other pool gets one thread, so the two never spin on the same cores at once
+    (:func:`canter.models.linear.set_blas_threads` has the measurements)."""
+    from canter.models.linear import set_blas_threads
+
+    blas = numpy_products and threads > 1
+    torch.set_num_threads(1 if blas else threads)
+    set_blas_threads(threads if blas else 1)
 
 
 def linear(start: float, end: float, fraction: float, progress: float) -> float:
@@ -95,6 +107,12 @@ class Algorithm(ABC):
     action_spaces: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete, gym.spaces.Box)
     #: True when Box actions come out in [-1, 1] and the Agent rescales them to the bounds
     squashed_actions: ClassVar[bool] = False
+
+    @property
+    def numpy_products(self) -> bool:
+        """True when the updates' large products run through NumPy (the run's threads then go to
+        OpenBLAS, :func:`use_threads`); False here: torch's kernels."""
+        return False
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, config: Any,

@@ -183,6 +183,11 @@ class DQN(Algorithm):
                                 and getattr(self.q, "manual_backward", False))
         return self._manual
 
+    @property
+    def numpy_products(self) -> bool:
+        """The hand-derived path multiplies through NumPy (:mod:`canter.models.linear`)."""
+        return self.uses_manual_backward
+
     def learn(self, batch: ReplayBatch, next_target: torch.Tensor | None = None) -> dict[str, float]:
         """One gradient step on the (importance-weighted) TD loss of ``batch``.
 

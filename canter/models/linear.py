@@ -39,7 +39,7 @@ needed (``create_graph=True``, e.g. TRPO's Hessian-vector products) it falls bac
 DQN update and acting work on arrays): products under :data:`NUMPY_MAX_MACS` are multiplied by
 NumPy itself, whose call costs ~1 µs against torch's ~4 (at CartPole's sizes the call, not the
 arithmetic, is the cost), larger ones by the torch kernels above, on tensors sharing the arrays'
-memory.
+memory; all of them by NumPy where a run gave OpenBLAS two or more threads (:func:`set_blas_threads`).
 """
 from __future__ import annotations
 
@@ -63,8 +63,45 @@ MIN_MACS_BEFORE_ZEN5 = 1 << 24
 #: memory-bound ones, such as acting through the Nature CNN's 3136x512 layer)
 WIDE_OPERAND = 1 << 20
 #: NumPy multiplies products with fewer multiply-accumulates than this (OpenBLAS runs products this
-#: small on the calling thread, so torch's thread setting is respected); torch multiplies larger ones
+#: small on the calling thread, so torch's thread setting is respected); torch multiplies larger ones,
+#: unless :func:`set_blas_threads` gave OpenBLAS the run's threads
 NUMPY_MAX_MACS = 1 << 18
+#: OpenBLAS threads granted by :func:`set_blas_threads` (1: the routing above)
+_blas_threads = 1
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def set_blas_threads(n: int) -> int:
+    """Let NumPy's BLAS (OpenBLAS, through ``threadpoolctl``) use ``n`` threads, at most
+    :func:`available_cpus`; returns the number set.
+
+    With 2 or more, :func:`affine_np` and :func:`matmul_np` multiply every product with NumPy:
+    OpenBLAS's threads stay hot between calls, where torch's second thread costs more to wake
+    than it saves. In DQN's CartPole update (64 x 256 x 256 products), gradient steps took
+    454-463 µs with OpenBLAS at 2 threads and torch at 1, against 547-554 µs all at 1 thread
+    (alternating phases of one run, Zen 4, 2 cores); torch at 2 threads was slower than at 1.
+    The caller keeps torch at one thread meanwhile (:func:`canter.algorithms.base.use_threads`):
+    both pools at 2 threads on 2 cores took 9 ms per gradient step.
+    """
+    from threadpoolctl import threadpool_limits
+
+    global _blas_threads
+    n = max(1, min(int(n), available_cpus()))
+    threadpool_limits(limits=n, user_api="blas")
+    _blas_threads = n
+    return n
+
+
+def _on_numpy(macs: int) -> bool:
+    """Whether a product of ``macs`` multiply-accumulates in the NumPy paths runs on NumPy."""
+    return macs < NUMPY_MAX_MACS or _blas_threads > 1
 
 
 def _cpu_vendor() -> str:
@@ -132,7 +169,7 @@ def affine_np(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.n
     """``x @ w.T + b`` for NumPy arrays ``x`` ``[m, k]``, ``w`` ``[n, k]``: a new array ``[m, n]``."""
     m, k = x.shape
     n = w.shape[0]
-    if m * k * n >= NUMPY_MAX_MACS:
+    if not _on_numpy(m * k * n):
         bias = None if b is None else torch.from_numpy(b)
         return linear(torch.from_numpy(x), torch.from_numpy(w), bias).numpy()
     out = np.matmul(x, w.T)
@@ -146,7 +183,7 @@ def matmul_np(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np
     fine), written into ``out`` when given."""
     m, k = a.shape
     n = b.shape[1]
-    if m * k * n < NUMPY_MAX_MACS:
+    if _on_numpy(m * k * n):
         return np.matmul(a, b, out=out)
     if out is None:
         return linear(torch.from_numpy(a), torch.from_numpy(b).t()).numpy()

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
-from canter.algorithms.base import threads_for
+from canter.algorithms.base import threads_for, use_threads
 from canter.callbacks import Hooks, builtin_callbacks
 from canter.config import RunConfig
 from canter.envs.state import capture_env, restore_env
@@ -268,7 +268,8 @@ class Trainer:
     def __call__(self) -> Iterator[TrainRecord]:
         """Run training, yielding one :class:`TrainRecord` per iteration."""
         threads = getattr(self.agent, "torch_threads", None)
-        torch.set_num_threads(self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width()))
+        threads = self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width())
+        use_threads(threads, self.algorithm.numpy_products)
         if self.run.keep_freed_memory:
             keep_freed_memory()
         self.setup()
