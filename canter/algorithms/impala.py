@@ -19,17 +19,16 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.algorithms.actor_critic import ActorCriticAlgorithm, explained_variance
+from canter.algorithms.actor_critic import ActorCriticAlgorithm, PolicyNetConfig, explained_variance
 from canter.algorithms.base import make_adam
 from canter.config import hp
 from canter.data.batch import TrajectoryBatch
 from canter.distributed.vtrace import VTraceReturns, vtrace
-from canter.errors import CanterError
 from canter.registry import register
 
 
 @dataclass
-class IMPALAConfig:
+class IMPALAConfig(PolicyNetConfig):
     """IMPALA hyperparameters."""
 
     lr: float = hp(5e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 3e-3, "log": True})
@@ -47,19 +46,9 @@ class IMPALAConfig:
     max_grad_norm: float = hp(40.0, "global gradient-norm clip", low=0, low_open=True)
     adam_eps: float = hp(1e-5, "Adam epsilon", low=0, low_open=True)
     normalize_obs: bool = hp(False, "normalise observations with running mean/std (owned by the learner)")
-    normalize_reward: bool = hp(False, "scale rewards by the running std of the discounted return")
-    net_arch: list[int] = hp([64, 64], "hidden layer sizes of actor and critic", low=1)
-    activation: str = hp("tanh", "hidden activation", choices=("tanh", "relu", "elu", "gelu", "silu"))
-    ortho_init: bool = hp(True, "orthogonal initialisation (gain sqrt 2, 0.01 policy head, 1 value head)")
-    log_std_init: float = hp(0.0, "initial log std of the Gaussian policy (Box actions)")
     shared_trunk: bool = hp(False, "share the hidden layers between actor and critic")
     encoder: str = hp("auto", "observation encoder: auto (nature CNN for uint8 images, flat otherwise), nature, impala, "
                       "flat, or module:Class")
-
-    def validate(self) -> None:
-        """Cross-field checks."""
-        if not self.net_arch:
-            raise CanterError("'hparams.net_arch' needs at least one hidden layer")
 
 
 @register("algorithm", "impala")

@@ -14,17 +14,16 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from canter.algorithms.actor_critic import ActorCriticAlgorithm, explained_variance
+from canter.algorithms.actor_critic import ActorCriticAlgorithm, PolicyNetConfig, explained_variance
 from canter.algorithms.policy_terms import signed_means
 from canter.config import hp
 from canter.data.batch import RolloutBatch
-from canter.errors import CanterError
 from canter.optim import clip_grad_norm_, make_adam
 from canter.registry import register
 
 
 @dataclass
-class PPOConfig:
+class PPOConfig(PolicyNetConfig):
     """PPO hyperparameters."""
 
     lr: float = hp(3e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 3e-3, "log": True})
@@ -43,23 +42,12 @@ class PPOConfig:
     max_grad_norm: float = hp(0.5, "global gradient-norm clip", low=0, low_open=True, search={"choices": [0.3, 0.5, 1.0, 2.0]})
     target_kl: float | None = hp(None, "stop the epochs early when approx KL exceeds 1.5x this (null: never)", low=0, low_open=True)
     adam_eps: float = hp(1e-5, "Adam epsilon", low=0, low_open=True)
-    normalize_obs: bool = hp(False, "normalise observations with running mean/std")
-    normalize_reward: bool = hp(False, "scale rewards by the running std of the discounted return")
-    net_arch: list[int] = hp([64, 64], "hidden layer sizes of actor and critic", low=1)
-    activation: str = hp("tanh", "hidden activation", choices=("tanh", "relu", "elu", "gelu", "silu"))
-    ortho_init: bool = hp(True, "orthogonal initialisation (gain sqrt 2, 0.01 policy head, 1 value head)")
-    log_std_init: float = hp(0.0, "initial log std of the Gaussian policy (Box actions)")
     shared_trunk: bool = hp(False, "share the hidden layers between actor and critic")
     encoder: str = hp("auto", "observation encoder: auto (nature CNN for uint8 images, flat otherwise), nature, impala, "
                       "flat, or module:Class")
     manual_backward: bool = hp(
         True, "hand-derived gradients when the model supports them (same math as autograd, ~2x faster); false: autograd"
     )
-
-    def validate(self) -> None:
-        """Cross-field checks."""
-        if not self.net_arch:
-            raise CanterError("'hparams.net_arch' needs at least one hidden layer")
 
 
 @register("algorithm", "ppo")
