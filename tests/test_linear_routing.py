@@ -195,10 +195,25 @@ def test_trainer_gives_threads_to_the_pool_that_multiplies(blas_threads_restored
 
     if L.available_cpus() < 2:
         pytest.skip("needs 2 CPUs")
+    L.set_blas_threads(2)  # left over from an earlier run: a torch-side run must take it back to 1
     seen = []
     trainer = canter.make_trainer(algo, "CartPole-v1", seed=0, max_steps=300, eval_every=0, eval_episodes=1, n_envs=2,
                                   torch_threads=2, hparams={"learning_starts": 100, **hparams} if algo == "dqn"
                                   else {"n_steps": 64, "batch_size": 64, "n_epochs": 1})
     for _ in trainer():
-        seen.append((torch.get_num_threads(), _blas_pool_threads()))
-    assert seen and set(seen) == {(torch_threads, blas_threads)}
+        seen.append((torch.get_num_threads(), L.blas_threads(), _blas_pool_threads()))
+    assert seen and set(seen) == {(torch_threads, blas_threads, blas_threads)}
+
+
+def test_one_thread_runs_leave_openblas_alone(blas_threads_restored, monkeypatch):
+    """A run at one thread with NumPy routing already at one thread does not call threadpoolctl
+    (its library scan costs ~10 ms of start-up)."""
+    import threadpoolctl
+
+    from canter.algorithms.base import use_threads
+
+    L.set_blas_threads(1)
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits", lambda *a, **k: pytest.fail("threadpoolctl called"))
+    use_threads(1, numpy_products=True)
+    use_threads(2, numpy_products=False)
+    assert torch.get_num_threads() == 2 and L.blas_threads() == 1

@@ -41,11 +41,12 @@ def use_threads(threads: int, numpy_products: bool) -> None:
     updates multiply through NumPy (``numpy_products``, see :attr:`Algorithm.numpy_products`); the
     other pool gets one thread, so the two never spin on the same cores at once
     (:func:`canter.models.linear.set_blas_threads` has the measurements)."""
-    from canter.models.linear import set_blas_threads
+    from canter.models.linear import blas_threads, set_blas_threads
 
     blas = numpy_products and threads > 1
     torch.set_num_threads(1 if blas else threads)
-    set_blas_threads(threads if blas else 1)
+    if blas or blas_threads() != 1:  # else nothing to change (and threadpoolctl's ~10 ms stay off start-up)
+        set_blas_threads(threads if blas else 1)
 
 
 def linear(start: float, end: float, fraction: float, progress: float) -> float:

@@ -99,6 +99,12 @@ def set_blas_threads(n: int) -> int:
     return n
 
 
+def blas_threads() -> int:
+    """The threads :func:`set_blas_threads` last granted OpenBLAS (1 until it is called: OpenBLAS
+    then keeps its own pool size, but gets only products it runs on the calling thread)."""
+    return _blas_threads
+
+
 def _on_numpy(macs: int) -> bool:
     """Whether a product of ``macs`` multiply-accumulates in the NumPy paths runs on NumPy."""
     return macs < NUMPY_MAX_MACS or _blas_threads > 1
