@@ -217,3 +217,17 @@ def test_one_thread_runs_leave_openblas_alone(blas_threads_restored, monkeypatch
     use_threads(1, numpy_products=True)
     use_threads(2, numpy_products=False)
     assert torch.get_num_threads() == 2 and L.blas_threads() == 1
+
+
+def test_explorers_keep_openblas_out_of_the_learner():
+    """With explorers beside the learner, OpenBLAS's spinning threads would take their cores."""
+    import dataclasses
+
+    import canter
+
+    trainer = canter.make_trainer("dqn", "CartPole-v1", seed=0, max_steps=300,
+                                  hparams={"net_arch": [256, 256], "learning_starts": 100})
+    assert trainer.blas_takes_threads()
+    trainer.run = dataclasses.replace(trainer.run, explorers=2)
+    assert not trainer.blas_takes_threads()
+    trainer.env.close()

@@ -265,11 +265,17 @@ class Trainer:
             losses["learning_rate"] = next(iter(self.lr.current().values()))
         return losses
 
+    def blas_takes_threads(self) -> bool:
+        """Whether the run's threads go to NumPy's BLAS (:func:`~canter.algorithms.base.use_threads`):
+        the algorithm multiplies through NumPy and no explorers run beside the learner (OpenBLAS's
+        threads keep spinning between calls, on cores the explorers need)."""
+        return self.algorithm.numpy_products and not getattr(self.run, "explorers", 0)
+
     def __call__(self) -> Iterator[TrainRecord]:
         """Run training, yielding one :class:`TrainRecord` per iteration."""
         threads = getattr(self.agent, "torch_threads", None)
         threads = self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width())
-        use_threads(threads, self.algorithm.numpy_products)
+        use_threads(threads, self.blas_takes_threads())
         if self.run.keep_freed_memory:
             keep_freed_memory()
         self.setup()
