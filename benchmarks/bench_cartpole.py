@@ -127,13 +127,6 @@ def _sb3_evaluations(callback, best: float | None) -> int:
     return callback.callback.n_calls + int(best is not None and best >= TARGET)
 
 
-def _blas_threads() -> int:
-    """NumPy's BLAS threads now (canter gives a DQN run's threads to OpenBLAS, torch keeps one)."""
-    from threadpoolctl import threadpool_info
-
-    return max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=0)
-
-
 def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: int = 1) -> None:
     """One measurement. ``launch`` is the parent's time.time() just before it started this process."""
     t_script = time.time()  # interpreter is up, nothing heavy imported yet
@@ -150,6 +143,8 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: in
                  "import_s": t_imported - t_script}
 
     if lib == "canter":
+        from canter.models.linear import blas_pool_threads
+
         trainer = _canter_trainer(algo, cfg, seed, with_target=mode != "sps", threads=threads)
         eval_s = time_evaluations(trainer)  # measured, then subtracted
         t0 = time.perf_counter()
@@ -160,7 +155,7 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: in
         res.update(steps=trainer.step, transitions=real_transitions(trainer), loop_s=t1 - t0, eval_s=eval_s[0],
                    evaluations=trainer.evaluations,
                    best_eval=trainer.best_eval_return, stop_reason=last.stop_reason,
-                   threads=torch.get_num_threads(), blas_threads=_blas_threads())
+                   threads=torch.get_num_threads(), blas_threads=blas_pool_threads())
         trainer.env.close()
         trainer.eval_env.close()
     else:

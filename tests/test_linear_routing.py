@@ -150,12 +150,6 @@ def blas_threads_restored():
     torch.set_num_threads(1)
 
 
-def _blas_pool_threads() -> int:
-    from threadpoolctl import threadpool_info
-
-    return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
-
-
 def test_blas_threads_route_every_numpy_product_to_numpy(blas_threads_restored, monkeypatch):
     """With OpenBLAS given threads, affine_np / matmul_np never call torch's kernels (whose second
     thread would spin against OpenBLAS's); with one thread, large products go to torch again."""
@@ -172,12 +166,12 @@ def test_blas_threads_route_every_numpy_product_to_numpy(blas_threads_restored, 
 
     assert L.set_blas_threads(2) == min(2, L.available_cpus())
     if L.available_cpus() >= 2:
-        assert _blas_pool_threads() == 2
+        assert L.blas_pool_threads() == 2
         assert close(torch.from_numpy(L.affine_np(x, w, b)), torch.from_numpy(ref))
         L.matmul_np(x.T, x, out=out)
         assert calls == []
     assert L.set_blas_threads(1) == 1
-    assert _blas_pool_threads() == 1
+    assert L.blas_pool_threads() == 1
     assert close(torch.from_numpy(L.affine_np(x, w, b)), torch.from_numpy(ref))
     L.matmul_np(x.T, x, out=out)
     assert calls == ["linear", "mm_into"]
@@ -201,7 +195,7 @@ def test_trainer_gives_threads_to_the_pool_that_multiplies(blas_threads_restored
                                   torch_threads=2, hparams={"learning_starts": 100, **hparams} if algo == "dqn"
                                   else {"n_steps": 64, "batch_size": 64, "n_epochs": 1})
     for _ in trainer():
-        seen.append((torch.get_num_threads(), L.blas_threads(), _blas_pool_threads()))
+        seen.append((torch.get_num_threads(), L.blas_threads(), L.blas_pool_threads()))
     assert seen and set(seen) == {(torch_threads, blas_threads, blas_threads)}
 
 

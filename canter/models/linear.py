@@ -105,6 +105,13 @@ def blas_threads() -> int:
     return _blas_threads
 
 
+def blas_pool_threads() -> int:
+    """The thread count OpenBLAS (NumPy's BLAS) reports now, through ``threadpoolctl`` (0: none found)."""
+    from threadpoolctl import threadpool_info
+
+    return max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"), default=0)
+
+
 def _on_numpy(macs: int) -> bool:
     """Whether a product of ``macs`` multiply-accumulates in the NumPy paths runs on NumPy."""
     return macs < NUMPY_MAX_MACS or _blas_threads > 1

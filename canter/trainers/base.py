@@ -269,7 +269,7 @@ class Trainer:
         """Whether the run's threads go to NumPy's BLAS (:func:`~canter.algorithms.base.use_threads`):
         the algorithm multiplies through NumPy and no explorers run beside the learner (OpenBLAS's
         threads keep spinning between calls, on cores the explorers need)."""
-        return self.algorithm.numpy_products and not getattr(self.run, "explorers", 0)
+        return self.algorithm.numpy_products and not self.run.explorers
 
     def __call__(self) -> Iterator[TrainRecord]:
         """Run training, yielding one :class:`TrainRecord` per iteration."""
