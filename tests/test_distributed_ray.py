@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ ray = pytest.importorskip("ray")
 
 import canter  # noqa: E402
 from canter.config import preset_path  # noqa: E402
+from canter.distributed.cluster import AUTH_MODE_ENV, cluster_uses_token_auth  # noqa: E402
 from canter.errors import CanterError  # noqa: E402
 
 TESTS = str(Path(__file__).parent)
@@ -50,16 +52,17 @@ def _sessions() -> set[Path]:
     return set((Path(tempfile.gettempdir()) / "ray").glob("session_2*"))
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """``host:port`` of a 2-CPU Ray cluster on loopback, stopped (all its processes) afterwards."""
+@contextmanager
+def _ray_cluster(log_path: Path, auth_mode: str):
+    """``host:port`` of a 2-CPU Ray cluster on loopback with ``RAY_AUTH_MODE=auth_mode``, stopped
+    (all its processes) afterwards."""
     port = _free_port()
     ray_cli = Path(sys.executable).with_name("ray")
-    log = open(tmp_path_factory.mktemp("ray") / "ray-start.log", "w")
+    log = open(log_path, "w")
     proc = subprocess.Popen(
         [str(ray_cli), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
          "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
-        env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**_env(), AUTH_MODE_ENV: auth_mode}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -75,6 +78,14 @@ def cluster(tmp_path_factory):
         log.close()
     time.sleep(1)
     assert not _listening(port), "the test cluster is still running"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """The module's cluster, without token authentication whether or not ``~/.ray/auth_token``
+    exists (``ray start`` turns it on when that file exists, and a local ``ray.init`` writes it)."""
+    with _ray_cluster(tmp_path_factory.mktemp("ray") / "ray-start.log", "disabled") as address:
+        yield address
 
 
 def _train(cluster: str, algo: str, env: str = "CartPole-v1", **kw):
@@ -260,3 +271,32 @@ def test_dropped_rollouts_keep_counting_across_a_resume(cluster, tmp_path):
     counts = pq.read_table(run_dir / "updates.parquet").column("dropped_rollouts").to_pylist()
     assert len(counts) > len(before) and counts[: len(before)] == before
     assert counts == sorted(counts)  # cumulative: without the saved count it restarts at 0 after the resume
+
+
+def test_a_private_instance_leaves_no_token_mode_behind_for_a_cluster_without_it(cluster):
+    """A local ``ray.init`` turns token authentication on for the whole process (and writes
+    ``~/.ray/auth_token``). A later run joining a cluster without it must not send a token: the
+    cluster's calls back into the driver would be refused and every explorer would die unstarted."""
+    assert AUTH_MODE_ENV not in os.environ
+    trainer = canter.make_trainer("ppo", "CartPole-v1", explorers=1, n_envs=2, max_steps=256, n_steps=64,
+                                  eval_every=0, eval_episodes=1)
+    try:
+        assert os.environ.get(AUTH_MODE_ENV) == "token"  # Ray's own default for a new local instance
+        list(trainer())
+    finally:
+        trainer.close()
+    assert AUTH_MODE_ENV not in os.environ
+    assert cluster_uses_token_auth(cluster) is False
+    trainer, records = _train(cluster, "ppo", n_envs=2, max_steps=512, n_steps=64, eval_every=0, eval_episodes=1)
+    assert records[-1].step >= 512 and trainer.pool.restarts == 0
+    assert AUTH_MODE_ENV not in os.environ
+
+
+def test_a_run_joins_a_cluster_with_token_auth_and_restores_the_mode(tmp_path):
+    assert AUTH_MODE_ENV not in os.environ
+    with _ray_cluster(tmp_path / "ray-start.log", "token") as address:
+        assert cluster_uses_token_auth(address) is True
+        trainer, records = _train(address, "ppo", n_envs=2, max_steps=512, n_steps=64, eval_every=0,
+                                  eval_episodes=1)
+        assert records[-1].step >= 512 and trainer.pool.restarts == 0
+        assert AUTH_MODE_ENV not in os.environ

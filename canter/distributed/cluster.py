@@ -34,14 +34,60 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         ) from None
 
 
-def _use_token_if_available() -> None:
-    """Send the local Ray auth token (``ray start`` enables token auth when one exists) to the cluster.
+#: Ray's switch for token authentication; ``ray.init`` of a new local instance sets it to ``token``
+#: in this process (and writes ``~/.ray/auth_token``), and it outlives that instance
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+#: ``(value,)`` of RAY_AUTH_MODE before this process opened its connection (None: unset); restored
+#: by :func:`disconnect`. Empty while canter holds no connection of its own.
+_auth_before: list[str | None] = []
+
+
+def _set_auth_mode(value: str | None) -> None:
+    """Set (None: unset) RAY_AUTH_MODE for this process and make Ray's cached config read it again."""
+    if value is None:
+        os.environ.pop(AUTH_MODE_ENV, None)
+    else:
+        os.environ[AUTH_MODE_ENV] = value
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+    except ImportError:  # another Ray layout: it reads the variable when it next starts
+        return
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def cluster_uses_token_auth(address: str) -> bool | None:
+    """Whether the Ray cluster at ``host:port`` requires token authentication: one request to its
+    GCS without a token (refused at once by a cluster that requires one). None when it cannot tell
+    (``auto``, ``ray://`` addresses, another Ray version, or another error)."""
+    if address == "auto" or address.startswith("ray://") or AUTH_MODE_ENV in os.environ:
+        return None  # with the variable set, this process's requests would carry its setting
+    try:
+        from ray._raylet import GcsClient
+        from ray.exceptions import AuthenticationError
+    except ImportError:
+        return None
+    try:
+        GcsClient(address=address).internal_kv_get(b"canter-auth-probe", None, timeout=5)
+    except AuthenticationError:
+        return True
+    except Exception:  # noqa: BLE001 - any other failure: unknown; ray.init reports it
+        return None
+    return False
+
+
+def _match_cluster_auth(address: str) -> None:
+    """Turn on token authentication for this driver when the cluster at ``address`` uses it.
 
     Ray does this itself for ``ray start`` and for new local instances, but not for a driver that
-    joins a cluster, which then fails with "Authentication token is missing". ``RAY_AUTH_MODE``
-    set by the user wins.
+    joins a cluster, which then fails with "Authentication token is missing". The reverse mismatch
+    is worse: a driver in token mode joining a cluster without it connects, but the cluster's calls
+    back into the driver carry no token, the driver refuses them, and every actor it creates dies
+    before it runs. So the cluster is asked first (:func:`cluster_uses_token_auth`), and a local
+    token (``~/.ray/auth_token``) is used only when the cluster wants one or cannot tell.
+    ``RAY_AUTH_MODE`` set by the user wins.
     """
-    if "RAY_AUTH_MODE" in os.environ:
+    if AUTH_MODE_ENV in os.environ or cluster_uses_token_auth(address) is False:
         return
     try:
         from ray._private.authentication.authentication_token_setup import (
@@ -84,23 +130,36 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
     if os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == "0":
         _loopback_if_imported_earlier()
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+    _auth_before[:] = [os.environ.get(AUTH_MODE_ENV)]
     try:
         if address is None:
             ray.init(address="local", num_cpus=os.cpu_count(), **kwargs)
         else:
             _check_reachable(address)
-            _use_token_if_available()
+            _match_cluster_auth(address)
             ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except CanterError:
+        _restore_auth_mode()
         raise
     except (ConnectionError, RuntimeError, ValueError) as exc:
+        _restore_auth_mode()
         where = "start a local Ray instance" if address is None else f"connect to Ray at '{address}'"
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise CanterError(f"cannot {where}: {first}") from None
     return ray, True
 
 
+def _restore_auth_mode() -> None:
+    """Put RAY_AUTH_MODE back as it was before :func:`connect` (Ray or canter may have set it)."""
+    if _auth_before:
+        before = _auth_before.pop()
+        if os.environ.get(AUTH_MODE_ENV) != before:
+            _set_auth_mode(before)
+
+
 def disconnect(ray: Any, owns_connection: bool) -> None:
     """Shut down the local instance, or disconnect from a joined cluster (which keeps running)."""
-    if owns_connection and ray.is_initialized():
-        ray.shutdown()
+    if owns_connection:
+        if ray.is_initialized():
+            ray.shutdown()
+        _restore_auth_mode()  # a later run in this process may join a cluster without token auth
