@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 import random
 import subprocess
 from pathlib import Path
@@ -17,6 +18,14 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask; all of them where there is none)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def cpu_info(field: str) -> str | None:

@@ -11,6 +11,7 @@ import socket
 from typing import Any
 
 from canter.errors import CanterError, require
+from canter.utils import available_cpus
 
 _LOOPBACK = ("127.", "localhost", "::1")
 
@@ -133,7 +134,7 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
     _auth_before[:] = [os.environ.get(AUTH_MODE_ENV)]
     try:
         if address is None:
-            ray.init(address="local", num_cpus=os.cpu_count(), **kwargs)
+            ray.init(address="local", num_cpus=available_cpus(), **kwargs)
         else:
             _check_reachable(address)
             _match_cluster_auth(address)

@@ -32,13 +32,13 @@ skip before reading it). SB3's ``VecFrameStack`` pads with zeros, as the native 
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from canter.errors import CanterError
+from canter.utils import available_cpus
 
 #: frames per observation stack, and the preprocessing settings shared by both paths
 FRAME_STACK = 4
@@ -181,7 +181,7 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
         raise CanterError(f"env_kwargs {sorted(unknown)} are not supported by the native Atari vector env; "
                           f"use --vectorization async")
     return AtariVectorEnv(
-        gym.spec(env_id).kwargs["game"], n_envs, num_threads=min(n_envs, os.cpu_count() or 1),
+        gym.spec(env_id).kwargs["game"], n_envs, num_threads=min(n_envs, available_cpus()),
         img_height=SCREEN_SIZE, img_width=SCREEN_SIZE, grayscale=True, stack_num=FRAME_STACK, frameskip=FRAME_SKIP,
         maxpool=True, noop_max=NOOP_MAX, use_fire_reset=True, episodic_life=False, life_loss_info=training,
         reward_clipping=training, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,

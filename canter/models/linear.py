@@ -30,8 +30,8 @@ right operand has :data:`WIDE_OPERAND` entries go too; everything else stays wit
 (family 25 too, AVX2 only) was checked with the same rule: products alone were mixed at 2 threads
 (256 x 3136 x 512: MKL 9.4 ms, oneDNN 12.4; at batch 32: 1.25 and 1.17), and whole Pong training with
 the route on and off in alternate iterations gave PPO 1,053 frames/s on and 1,068 off (noise), DQN
-392 on and 374 off. The choice depends only on the CPU and the shapes, never on timing, so a seeded run computes the same
-numbers every time on the same machine. Both libraries compute in float32 (no reduced-precision
+392 on and 374 off. The choice depends only on the CPU and the shapes, never on timing, so a seeded
+run computes the same numbers every time on the same machine. Both libraries compute in float32 (no reduced-precision
 shortcut); results differ from MKL's only by summation order.
 
 :class:`Linear` is ``nn.Linear`` with this routing (same parameters, same state-dict keys), with
@@ -55,7 +55,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from canter.utils import cpu_info
+from canter.utils import available_cpus, cpu_info
 
 #: on Zen 5 and later, products with fewer multiply-accumulates than this stay with torch (oneDNN's
 #: per-call cost wins below)
@@ -71,14 +71,6 @@ WIDE_OPERAND = 1 << 20
 NUMPY_MAX_MACS = 1 << 18
 #: OpenBLAS threads granted by :func:`set_blas_threads` (1: the routing above)
 _blas_threads = 1
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def set_blas_threads(n: int) -> int:
