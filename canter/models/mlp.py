@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
+from canter.models.activations import tanh_
 from canter.models.linear import Linear, affine_np, matmul_np
 from canter.models.stacked import StackedMLP
 from canter.registry import register
@@ -142,7 +143,7 @@ class MLP(nn.Sequential):
                     if cache is not None:
                         cache.append(h)
                 else:
-                    np.tanh(h, out=h)
+                    tanh_(h)
                     if cache is not None:
                         cache.append(1.0 - h * h)
         return h
