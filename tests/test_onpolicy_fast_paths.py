@@ -117,3 +117,16 @@ def test_numpy_acting_falls_back_where_the_model_has_no_numpy_pass():
     obs = np.random.default_rng(2).standard_normal((5, 4)).astype(np.float32)
     agents[1].algorithm.model.body.activation = "elu"  # same weights, torch path
     np.testing.assert_array_equal(agents[0].sample(obs)[0], agents[1].sample(obs)[0])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 18])
+def test_row_reduce_equals_numpys_reduction_bit_for_bit(n):
+    """The column-by-column reduction of the policy terms gives NumPy's own results, NaN included."""
+    from canter.algorithms.policy_terms import row_reduce
+
+    x = np.random.default_rng(n).standard_normal((37, n)).astype(np.float32) * 1e3
+    x[5, n // 2] = np.nan
+    for ufunc in (np.maximum, np.add):
+        got, want = row_reduce(ufunc, x), ufunc.reduce(x, axis=1, keepdims=True)
+        assert got.shape == want.shape == (37, 1) and got.dtype == np.float32
+        np.testing.assert_array_equal(got, want)

@@ -25,21 +25,43 @@ import torch
 from canter.models.distributions import LOG_SQRT_2PI
 
 
+#: rows of at most this many columns are reduced column by column (:func:`row_reduce`)
+COLUMN_REDUCE_MAX = 4
+
+
+def row_reduce(ufunc: np.ufunc, x: np.ndarray) -> np.ndarray:
+    """``ufunc.reduce(x, axis=1)`` for a 2-D array ``x`` ``[B, n]``, as ``[B, 1]``.
+
+    NumPy reduces a short last axis slowly (it pays per row: ``max`` over ``[256, 2]`` took 11.4 µs
+    here against 1.2 for ``np.maximum`` of the two columns), so rows of up to
+    :data:`COLUMN_REDUCE_MAX` columns are combined a column at a time, left to right (the order
+    NumPy's reduction of so short an axis takes too: the results are the same bit for bit).
+    PPO's CategoricalTerms on 256 rows of 2 logits: 39-46 µs before, 24 after.
+    """
+    n = x.shape[1]
+    if n > COLUMN_REDUCE_MAX or n < 2:
+        return ufunc.reduce(x, axis=1, keepdims=True)
+    out = ufunc(x[:, 0:1], x[:, 1:2])
+    for j in range(2, n):
+        ufunc(out, x[:, j:j + 1], out=out)
+    return out
+
+
 class CategoricalTerms:
     """Log-probabilities and entropies of a categorical policy given its logits ``[B, n]``."""
 
     __slots__ = ("probs", "logp_all", "logp", "entropy", "_rows", "_actions")
 
     def __init__(self, logits: np.ndarray, actions: np.ndarray) -> None:
-        z = np.subtract(logits, logits.max(-1, keepdims=True))  # log-softmax, shifted for stability
+        z = np.subtract(logits, row_reduce(np.maximum, logits))  # log-softmax, shifted for stability
         probs = np.exp(z)
-        total = probs.sum(-1, keepdims=True)
+        total = row_reduce(np.add, probs)
         probs /= total
         z -= np.log(total)
         self.probs, self.logp_all = probs, z
         self._rows, self._actions = np.arange(len(z)), actions
         self.logp = z[self._rows, actions]
-        self.entropy = np.einsum("ij,ij->i", probs, z)  # sum_a p log p per row (negated next)
+        self.entropy = row_reduce(np.add, probs * z)[:, 0]  # sum_a p log p per row (negated next)
         np.negative(self.entropy, out=self.entropy)
 
     def out_grad(self, g_logp: np.ndarray, ent_coef: float) -> np.ndarray:
@@ -63,7 +85,7 @@ class GaussianTerms:
         self._log_std = log_std
         self._inv_std = np.exp(-ls)
         z = self._z = (actions - mean) * self._inv_std
-        self.logp = (-0.5 * z * z - ls).sum(-1) - np.float32(LOG_SQRT_2PI * z.shape[-1])
+        self.logp = row_reduce(np.add, -0.5 * z * z - ls)[:, 0] - np.float32(LOG_SQRT_2PI * z.shape[-1])
         self.entropy = np.full(len(z), (ls + np.float32(0.5 + LOG_SQRT_2PI)).sum(), dtype=np.float32)
 
     def out_grad(self, g_logp: np.ndarray, ent_coef: float) -> np.ndarray:
