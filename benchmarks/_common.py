@@ -41,8 +41,9 @@ def write_section(path: str | Path, body: str, start: str, end: str) -> None:
     replace_section(path, f"{start}\n{body.strip(chr(10))}\n{end}\n", start, end)
 
 
-def time_evaluations(trainer: Any) -> list[float]:
-    """Wrap ``trainer.evaluate`` so that its seconds add up in the returned one-element list.
+def time_evaluations(trainer: Any, intervals: list[tuple[float, float]] | None = None) -> list[float]:
+    """Wrap ``trainer.evaluate`` so that its seconds add up in the returned one-element list, and
+    each evaluation's ``time.monotonic()`` start and end are appended to ``intervals`` when given.
 
     An instance attribute: it only measures and changes nothing the trainer does.
     """
@@ -50,11 +51,13 @@ def time_evaluations(trainer: Any) -> list[float]:
     evaluate = trainer.evaluate
 
     def timed_evaluate() -> Any:
-        t = time.perf_counter()
+        t, m = time.perf_counter(), time.monotonic()
         try:
             return evaluate()
         finally:
             spent[0] += time.perf_counter() - t
+            if intervals is not None:
+                intervals.append((m, time.monotonic()))
 
     trainer.evaluate = timed_evaluate
     return spent

@@ -2,9 +2,11 @@
 """canter vs Stable-Baselines3 on CartPole-v1 (PPO and DQN), side by side on one machine.
 
 Every measurement runs in its own fresh Python subprocess (this same script in ``--worker``
-mode), one after another, never two at once, with ``torch.set_num_threads(1)`` in both libraries
-and the same seed (plus one row of canter's DQN at its default 2 threads). See benchmarks/README.md
-for what each column means.
+mode), never two running at once, with ``torch.set_num_threads(1)`` in both libraries and the
+same seed (plus one row of canter's DQN at its default 2 threads). The throughput runs of one
+task start together and take turns on the machine (:mod:`_interleave`), so that both libraries
+are measured in the same minutes of this shared host; the others run one after another. See
+benchmarks/README.md for what each column means.
 
     python benchmarks/bench_cartpole.py --quick                  # smoke check (tiny budgets)
     python benchmarks/bench_cartpole.py --seeds 1 --out benchmarks/RESULTS.md
@@ -24,6 +26,7 @@ import time
 from pathlib import Path
 
 from _common import real_transitions, require_sb3, time_evaluations, write_section
+from _interleave import ProgressReporter, active_seconds, run_interleaved
 
 # Only the standard library is imported at module level: the workers time their own imports.
 
@@ -121,6 +124,18 @@ def _sb3_eval_callback(cfg: dict, seed: int):
                         deterministic=True, verbose=0)
 
 
+def _sb3_progress_callback(progress: ProgressReporter, total: int):
+    """Reports the fraction of the budget done after every vector step (for interleaved runs)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class ReportProgress(BaseCallback):
+        def _on_step(self) -> bool:
+            progress.update(self.num_timesteps / total)
+            return True
+
+    return ReportProgress()
+
+
 def _sb3_evaluations(callback, best: float | None) -> int:
     # EvalCallback skips callback_after_eval once StopTrainingOnRewardThreshold has said stop,
     # so the evaluation that reached the target is not in the counter.
@@ -130,6 +145,7 @@ def _sb3_evaluations(callback, best: float | None) -> int:
 def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: int = 1) -> None:
     """One measurement. ``launch`` is the parent's time.time() just before it started this process."""
     t_script = time.time()  # interpreter is up, nothing heavy imported yet
+    progress = ProgressReporter()  # the fraction of the budget done, for interleaved runs (else a no-op)
     import torch
 
     if lib == "canter":
@@ -146,26 +162,29 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: in
         from canter.models.linear import blas_pool_threads
 
         trainer = _canter_trainer(algo, cfg, seed, with_target=mode != "sps", threads=threads)
-        eval_s = time_evaluations(trainer)  # measured, then subtracted
-        t0 = time.perf_counter()
+        eval_intervals: list = []
+        eval_s = time_evaluations(trainer, eval_intervals)  # measured, then subtracted
+        t0, m0 = time.perf_counter(), time.monotonic()
         last = None
         for last in trainer():
-            pass
-        t1 = time.perf_counter()
+            progress.update(trainer.step / cfg["max_steps"])
+        t1, m1 = time.perf_counter(), time.monotonic()
         res.update(steps=trainer.step, transitions=real_transitions(trainer), loop_s=t1 - t0, eval_s=eval_s[0],
-                   evaluations=trainer.evaluations,
+                   loop_mono=[m0, m1], eval_mono=eval_intervals, evaluations=trainer.evaluations,
                    best_eval=trainer.best_eval_return, stop_reason=last.stop_reason,
                    threads=torch.get_num_threads(), blas_threads=blas_pool_threads())
         trainer.env.close()
         trainer.eval_env.close()
     else:
-        callback = _sb3_eval_callback(cfg, seed) if mode != "sps" else None
+        sps = mode == "sps"
+        callback = _sb3_progress_callback(progress, cfg["max_steps"]) if sps else _sb3_eval_callback(cfg, seed)
         model = _sb3_model(algo, cfg, seed)
-        t0 = time.perf_counter()
+        t0, m0 = time.perf_counter(), time.monotonic()
         model.learn(total_timesteps=cfg["max_steps"], callback=callback)
-        t1 = time.perf_counter()
-        best = None if callback is None or callback.best_mean_reward == float("-inf") else callback.best_mean_reward
-        res.update(steps=int(model.num_timesteps), loop_s=t1 - t0, eval_s=None,
+        t1, m1 = time.perf_counter(), time.monotonic()
+        best = None if sps or callback.best_mean_reward == float("-inf") else callback.best_mean_reward
+        callback = None if sps else callback
+        res.update(steps=int(model.num_timesteps), loop_s=t1 - t0, eval_s=None, loop_mono=[m0, m1], eval_mono=[],
                    evaluations=None if callback is None else _sb3_evaluations(callback, best),
                    best_eval=None if best is None else float(best), threads=torch.get_num_threads())
     t_end = time.time()
@@ -203,14 +222,39 @@ def _run(cmd: list[str], timeout: float = 1800) -> tuple[float, subprocess.Compl
     return wall, proc
 
 
+def _worker_cmd(lib: str, task: str, seed: int, cfg: dict, threads: int = 1) -> list[str]:
+    return [sys.executable, os.path.abspath(__file__), "--worker", lib, task, "--seed", str(seed),
+            "--cfg", json.dumps(cfg), "--threads", str(threads)]
+
+
+def _result(stdout: str) -> dict:
+    line = next(l for l in reversed(stdout.splitlines()) if l.startswith(RESULT_TAG))
+    return json.loads(line[len(RESULT_TAG):])
+
+
 def run_worker(lib: str, task: str, seed: int, cfg: dict, threads: int = 1) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, task, "--seed", str(seed),
-           "--cfg", json.dumps(cfg), "--threads", str(threads)]
-    wall, proc = _run(cmd)
-    line = next(l for l in reversed(proc.stdout.splitlines()) if l.startswith(RESULT_TAG))
-    res = json.loads(line[len(RESULT_TAG):])
+    wall, proc = _run(_worker_cmd(lib, task, seed, cfg, threads))
+    res = _result(proc.stdout)
     res["process_wall_s"] = wall
     return res
+
+
+def run_throughput(members: list[tuple[str, int]], task: str, seed: int, cfg: dict) -> list[dict]:
+    """Throughput of each ``(lib, threads)`` member on ``task`` (``ppo-sps`` / ``dqn-sps``), all
+    measured in the same minutes by running them in turns (:mod:`_interleave`): env steps (canter:
+    transitions) per second the training loop ran, its evaluation left out."""
+    launch = time.time()
+    outs = run_interleaved([_worker_cmd(lib, task, seed, cfg, threads) + ["--launch", repr(launch)]
+                            for lib, threads in members])
+    results = []
+    for (stdout, slices) in outs:
+        res = _result(stdout)
+        res["wall_sps"] = res.pop("sps")  # its loop's wall clock also ran while it was held stopped
+        res["train_only_s"] = active_seconds(tuple(res["loop_mono"]), slices, [tuple(e) for e in res["eval_mono"]])
+        res["sps"] = res.get("transitions", res["steps"]) / res["train_only_s"]
+        res["turns"] = len(slices)
+        results.append(res)
+    return results
 
 
 def canter_command() -> list[str]:
@@ -350,7 +394,7 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
     lines.append("")
     lines.append("## How it was measured\n")
     lines.append(
-        "- Each cell is a fresh `python` subprocess, run one after another; both libraries call"
+        "- Each cell is a fresh `python` subprocess; both libraries call"
         " `torch.set_num_threads(1)` (canter via `torch_threads=1`), same seed, CPU only. One extra row runs"
         f" canter's DQN at its own default of {DQN_DEFAULT_THREADS} threads for 256-unit layers (given to NumPy's"
         " OpenBLAS, which does that update's products, with torch at one thread), against the same"
@@ -362,7 +406,12 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
         " every 10 steps, train_freq 256, 128 gradient steps, exploration 0.16 -> 0.04, net [256, 256] ReLU.\n"
         "- Throughput: env steps / seconds of the training loop (SB3: `model.learn()`; canter: iterating"
         " `trainer()`, built with `eval_every=0` and `target_reward` cleared). canter still evaluates once after"
-        " the budget; that evaluation is timed by wrapping `trainer.evaluate` and subtracted. Model/env"
+        " the budget; that evaluation is left out. The processes of one task (PPO: canter and SB3; DQN: canter"
+        " at 1 and 2 threads and SB3) start together and take turns, one running while the others are held"
+        " stopped (SIGSTOP/SIGCONT), the faster ones for 0.25 s and the slower ones proportionally longer so all"
+        " finish together (`benchmarks/_interleave.py`); each one's seconds are the parts of its turns inside"
+        " its training loop. So every library samples the same minutes of this shared host, whose speed drifts"
+        " by up to ~2x from one minute to the next (measured one after another, the ratio moved with it). Model/env"
         " construction is excluded for both. Env steps are transitions: canter's NEXT_STEP autoreset spends one"
         " vector step resetting an env after each episode's end, which its step counter includes and the"
         " throughput leaves out (`transitions` in the raw results); SB3's VecEnvs reset inside the ending step.\n"
@@ -433,24 +482,32 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     # (task, lib, threads): every measurement at one torch thread, plus canter's DQN at its own
     # default for 256-unit layers (2 threads, canter.algorithms.base.threads_for); SB3 is fastest at 1
-    tasks = [(task, lib, 1) for task in ("ppo-sps", "ppo-t2t") for lib in ("canter", "sb3")]
-    tasks += [("dqn-sps", "canter", 1), ("dqn-sps", "canter", DQN_DEFAULT_THREADS), ("dqn-sps", "sb3", 1)]
-    tasks += [(task, lib, 1) for task in ("dqn-t2t", "ppo-e2e") for lib in ("canter", "sb3")]
+    # throughput: the members of a task in turns, in one stretch of time; the rest one after another
+    tasks = [("ppo-sps", [("canter", 1), ("sb3", 1)])]
+    tasks += [(task, [(lib, 1)]) for task in ("ppo-t2t",) for lib in ("canter", "sb3")]
+    tasks += [("dqn-sps", [("canter", 1), ("canter", DQN_DEFAULT_THREADS), ("sb3", 1)])]
+    tasks += [(task, [(lib, 1)]) for task in ("dqn-t2t", "ppo-e2e") for lib in ("canter", "sb3")]
     for seed in args.seeds:
-        for task, lib, threads in tasks:
-            key = task if threads == 1 else f"{task}-t{threads}"
-            R.setdefault((lib, key), [])
+        for task, members in tasks:
+            keys = [(lib, task if threads == 1 else f"{task}-t{threads}") for lib, threads in members]
+            for key in keys:
+                R.setdefault(key, [])
             if args.only and task not in args.only:
                 continue
             cfg = ppo_cfg if task.startswith("ppo") else dqn_cfg
             t = time.perf_counter()
-            res = (run_e2e(lib, seed, cfg, args.quick) if task == "ppo-e2e"
-                   else run_worker(lib, task, seed, cfg, threads))
-            R[(lib, key)].append(res)
-            detail = (f"{res['sps']:,.0f} steps/s" if "sps" in res else
-                      f"solved={res['solved']} steps={res['steps']:,} best={res['best_eval']}")
-            print(f"[seed {seed}] {key:8s} {lib:6s} {detail}  ({time.perf_counter() - t:.1f}s)",
-                  file=sys.stderr, flush=True)
+            if task.endswith("-sps"):
+                results = run_throughput(members, task, seed, cfg)
+            elif task == "ppo-e2e":
+                results = [run_e2e(members[0][0], seed, cfg, args.quick)]
+            else:
+                results = [run_worker(members[0][0], task, seed, cfg)]
+            for (lib, key), res in zip(keys, results):
+                R[(lib, key)].append(res)
+                detail = (f"{res['sps']:,.0f} steps/s" if "sps" in res else
+                          f"solved={res['solved']} steps={res['steps']:,} best={res['best_eval']}")
+                print(f"[seed {seed}] {key:11s} {lib:6s} {detail}  ({time.perf_counter() - t:.1f}s)",
+                      file=sys.stderr, flush=True)
     if args.only:
         return 0
     meta["elapsed"] = time.perf_counter() - start
