@@ -6,7 +6,7 @@ import importlib.util
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 def require_sb3() -> None:
@@ -63,13 +63,40 @@ def time_evaluations(trainer: Any, intervals: list[tuple[float, float]] | None =
     return spent
 
 
+def timed_loop(trainer: Any, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Run ``trainer`` to its end, timing it: ``loop_s`` (seconds of the loop) and ``eval_s`` (of
+    them, evaluating), ``loop_mono`` and ``eval_mono`` (the loop's and each evaluation's
+    ``time.monotonic()`` start and end, for :func:`_interleave.active_seconds`) and ``last`` (its
+    last record). ``progress`` gets the fraction of ``max_steps`` done after every iteration."""
+    eval_mono: list[tuple[float, float]] = []
+    eval_s = time_evaluations(trainer, eval_mono)
+    total = trainer.run.max_steps
+    t0, m0 = time.perf_counter(), time.monotonic()
+    last = None
+    for last in trainer():
+        if progress is not None:
+            progress(trainer.step / total)
+    return {"loop_s": time.perf_counter() - t0, "eval_s": eval_s[0], "loop_mono": [m0, time.monotonic()],
+            "eval_mono": eval_mono, "last": last}
+
+
 def time_training(trainer: Any) -> float:
     """Run ``trainer`` to its end; seconds of its loop without the time spent evaluating."""
-    eval_s = time_evaluations(trainer)
-    t0 = time.perf_counter()
-    for _ in trainer():
-        pass
-    return time.perf_counter() - t0 - eval_s[0]
+    timed = timed_loop(trainer)
+    return timed["loop_s"] - timed["eval_s"]
+
+
+def sb3_progress_callback(progress: Callable[[float], None], total: int) -> Any:
+    """A Stable-Baselines3 callback that reports the fraction of ``total`` env steps done after
+    every vector step (for interleaved runs)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class ReportProgress(BaseCallback):
+        def _on_step(self) -> bool:
+            progress(self.num_timesteps / total)
+            return True
+
+    return ReportProgress()
 
 
 def real_transitions(trainer: Any) -> int:

@@ -21,13 +21,12 @@ from __future__ import annotations
 import mmap
 import os
 import signal
+import struct
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
-
-import numpy as np
 
 Interval = tuple[float, float]
 
@@ -49,7 +48,9 @@ def active_seconds(window: Interval, slices: Sequence[Interval], exclude: Sequen
 
 class ProgressReporter:
     """A worker's side of the progress file: the fraction of its budget done, one float64 written
-    in place (an aligned 8-byte store: a reader never sees half of it). Does nothing without a file."""
+    in place. It only steers the length of the worker's turns, never what is measured. Does
+    nothing without a file (the worker then runs on its own). Standard library only: a worker
+    times its own imports after creating this."""
 
     def __init__(self, path: str | None = None) -> None:
         path = path if path is not None else os.environ.get(PROGRESS_ENV)
@@ -60,7 +61,7 @@ class ProgressReporter:
                 self._map = mmap.mmap(fd, 8)
             finally:
                 os.close(fd)
-            self._view = np.frombuffer(self._map, dtype=np.float64)
+            self._view = memoryview(self._map).cast("d")
 
     def update(self, fraction: float) -> None:
         """Record that ``fraction`` (0 to 1) of the budget is done."""
@@ -69,13 +70,13 @@ class ProgressReporter:
 
 
 def _read_progress(path: Path) -> float:
-    return float(np.fromfile(path, dtype=np.float64, count=1)[0])
+    return struct.unpack("d", path.read_bytes()[:8])[0]
 
 
 class _Proc:
     def __init__(self, cmd: list[str], workdir: Path, index: int) -> None:
         self.progress_path = workdir / f"progress{index}"
-        self.progress_path.write_bytes(np.zeros(1, np.float64).tobytes())
+        self.progress_path.write_bytes(struct.pack("d", 0.0))
         self.out_path, self.err_path = workdir / f"out{index}", workdir / f"err{index}"
         env = dict(os.environ, **{PROGRESS_ENV: str(self.progress_path)})
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as the sequential runs: compiled .pyc files, as after pip install

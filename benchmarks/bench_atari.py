@@ -12,6 +12,12 @@ shared), e.g.::
     python benchmarks/bench_atari.py --job sb3 dqn
     python benchmarks/bench_atari.py --report [--since "2026-11-22 10:00"]
 
+or let the two libraries' jobs take turns on the machine, so that both are measured in the same
+minutes of a shared host (``_interleave.py``; each is credited the parts of its turns inside its
+training loop)::
+
+    python benchmarks/bench_atari.py --pair ppo --seed 61
+
 Hyperparameters are rl-zoo3's Atari settings (canter's ``configs/{ppo,dqn}/atari.yaml``), with
 DQN's ``learning_starts`` lowered so that most of the short budget trains. Both libraries run
 ``PongNoFrameskip-v4`` with the DeepMind wrappers (SB3: ``make_atari_env`` + ``VecFrameStack``,
@@ -29,7 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import real_transitions, require_sb3, time_training, write_section
+from _common import real_transitions, require_sb3, sb3_progress_callback, timed_loop, write_section
+from _interleave import ProgressReporter, active_seconds, run_interleaved
 from bench_cartpole import cpu_model
 
 HERE = Path(__file__).resolve().parent
@@ -50,11 +57,12 @@ def _canter(algo: str, seed: int) -> dict:
     trainer = canter.make_trainer(algo, ENV_ID, seed=seed, max_steps=STEPS[algo], n_envs=cfg["n_envs"],
                                   torch_threads=THREADS, eval_every=0, eval_episodes=1, eval_envs=1,
                                   sets=["target_reward=null"], hparams=hp)
-    loop = time_training(trainer)
+    timed = timed_loop(trainer, ProgressReporter().update)
     steps, transitions = trainer.step, real_transitions(trainer)
     trainer.env.close()
     trainer.eval_env.close()
-    return {"steps": steps, "transitions": transitions, "train_s": loop,
+    return {"steps": steps, "transitions": transitions, "train_s": timed["loop_s"] - timed["eval_s"],
+            "loop_mono": timed["loop_mono"], "eval_mono": timed["eval_mono"],
             "vectorization": type(trainer.env.env).__name__}
 
 
@@ -81,9 +89,11 @@ def _sb3(algo: str, seed: int) -> dict:
                        target_update_interval=cfg["target_update_interval"], train_freq=cfg["train_freq"],
                        gradient_steps=cfg["gradient_steps"], exploration_fraction=cfg["exploration_fraction"],
                        exploration_final_eps=cfg["exploration_final_eps"], seed=seed, device="cpu", verbose=0)
-    t0 = time.perf_counter()
-    model.learn(total_timesteps=STEPS[algo])
-    return {"steps": int(model.num_timesteps), "train_s": time.perf_counter() - t0, "vectorization": "DummyVecEnv"}
+    callback = sb3_progress_callback(ProgressReporter().update, STEPS[algo])
+    t0, m0 = time.perf_counter(), time.monotonic()
+    model.learn(total_timesteps=STEPS[algo], callback=callback)
+    return {"steps": int(model.num_timesteps), "train_s": time.perf_counter() - t0,
+            "loop_mono": [m0, time.monotonic()], "eval_mono": [], "vectorization": "DummyVecEnv"}
 
 
 def job(lib: str, algo: str, seed: int) -> dict:
@@ -94,9 +104,34 @@ def job(lib: str, algo: str, seed: int) -> dict:
     res = (_canter if lib == "canter" else _sb3)(algo, seed)
     res.update(lib=lib, algo=algo, seed=seed, threads=torch.get_num_threads(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                loadavg=" ".join(f"{x:.2f}" for x in os.getloadavg()), cpu=cpu_model())
+    return _set_rates(res)
+
+
+def _set_rates(res: dict) -> dict:
+    """Env steps and frames per second of ``res``'s training loop."""
     res["sps"] = res.get("transitions", res["steps"]) / res["train_s"]  # canter: less its reset-only steps
     res["fps"] = 4 * res["sps"]
     return res
+
+
+def _result(stdout: str) -> dict:
+    return json.loads(next(l for l in reversed(stdout.splitlines()) if l.startswith("RESULT "))[7:])
+
+
+def pair(algo: str, seed: int) -> list[dict]:
+    """canter's and SB3's jobs for ``algo``, run in turns (:func:`_interleave.run_interleaved`):
+    each one's ``train_s`` is the part of its turns inside its training loop (canter's evaluation
+    left out); ``wall_train_s`` keeps the loop's wall time, stopped turns included."""
+    cmds = [[sys.executable, __file__, "--job", lib, algo, "--seed", str(seed), "--in-process"]
+            for lib in ("canter", "sb3")]
+    rows = []
+    for stdout, slices in run_interleaved(cmds):
+        res = _result(stdout)
+        res["wall_train_s"] = res["train_s"]
+        res["train_s"] = active_seconds(tuple(res["loop_mono"]), slices, [tuple(e) for e in res["eval_mono"]])
+        res["interleaved"] = True
+        rows.append(_set_rates(res))
+    return rows
 
 
 def _versions() -> str:
@@ -155,7 +190,10 @@ def report(rows: list[dict], command: str = "python benchmarks/bench_atari.py --
               "seeded first reset (0.32 s: ale-py reloads the ROM of each env to seed it; SB3's seeded reset "
               "takes 0.62 s, also inside its timed `learn()`).",
               "- The per-pair ratios pair each canter job with the SB3 job run right after it; this shared host's "
-              "speed drifts by up to ~35% within minutes, which moves both medians.",
+              "speed drifts by up to ~35% within minutes, which moves both medians. Jobs marked "
+              "`\"interleaved\": true` ran as a pair in turns (`--pair`): one running while the other was held "
+              "stopped, each credited the parts of its turns inside its training loop, so both sampled the "
+              "same minutes.",
               f"- Reproduce: the `--job` commands in `benchmarks/bench_atari.py`, then `{command}` (the jobs "
               "recorded in `results_atari.jsonl` in that window).",
               f"- Versions: {_versions()}.",
@@ -176,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     """``--job LIB ALGO`` (in a fresh subprocess) or ``--report``."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--job", nargs=2, metavar=("LIB", "ALGO"), help="canter|sb3 ppo|dqn")
+    p.add_argument("--pair", choices=("ppo", "dqn"), help="canter's and SB3's jobs for this algorithm, in turns")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--report", action="store_true")
@@ -183,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--since", help="report only jobs run at or after this UTC time ('YYYY-MM-DD HH:MM')")
     p.add_argument("--until", help="... and before this UTC time ('YYYY-MM-DD HH:MM')")
     args = p.parse_args(argv)
-    if args.job and args.job[0] == "sb3":
+    if (args.job and args.job[0] == "sb3") or args.pair:
         require_sb3()
     if args.job and args.in_process:
         print("RESULT " + json.dumps(job(*args.job, args.seed)), flush=True)
@@ -194,10 +233,16 @@ def main(argv: list[str] | None = None) -> int:
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
             return proc.returncode
-        res = json.loads(next(l for l in reversed(proc.stdout.splitlines()) if l.startswith("RESULT "))[7:])
+        res = _result(proc.stdout)
         with JSONL.open("a") as f:
             f.write(json.dumps(res) + "\n")
         print(json.dumps(res))
+    if args.pair:
+        rows = pair(args.pair, args.seed)
+        with JSONL.open("a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+        for r in rows:
+            print(json.dumps(r))
     if args.report:
         rows = [json.loads(l) for l in JSONL.read_text().splitlines() if l.strip()]
         # the date format sorts as text

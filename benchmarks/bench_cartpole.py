@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import real_transitions, require_sb3, time_evaluations, write_section
+from _common import real_transitions, require_sb3, sb3_progress_callback, timed_loop, write_section
 from _interleave import ProgressReporter, active_seconds, run_interleaved
 
 # Only the standard library is imported at module level: the workers time their own imports.
@@ -124,18 +124,6 @@ def _sb3_eval_callback(cfg: dict, seed: int):
                         deterministic=True, verbose=0)
 
 
-def _sb3_progress_callback(progress: ProgressReporter, total: int):
-    """Reports the fraction of the budget done after every vector step (for interleaved runs)."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class ReportProgress(BaseCallback):
-        def _on_step(self) -> bool:
-            progress.update(self.num_timesteps / total)
-            return True
-
-    return ReportProgress()
-
-
 def _sb3_evaluations(callback, best: float | None) -> int:
     # EvalCallback skips callback_after_eval once StopTrainingOnRewardThreshold has said stop,
     # so the evaluation that reached the target is not in the counter.
@@ -162,22 +150,16 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: in
         from canter.models.linear import blas_pool_threads
 
         trainer = _canter_trainer(algo, cfg, seed, with_target=mode != "sps", threads=threads)
-        eval_intervals: list = []
-        eval_s = time_evaluations(trainer, eval_intervals)  # measured, then subtracted
-        t0, m0 = time.perf_counter(), time.monotonic()
-        last = None
-        for last in trainer():
-            progress.update(trainer.step / cfg["max_steps"])
-        t1, m1 = time.perf_counter(), time.monotonic()
-        res.update(steps=trainer.step, transitions=real_transitions(trainer), loop_s=t1 - t0, eval_s=eval_s[0],
-                   loop_mono=[m0, m1], eval_mono=eval_intervals, evaluations=trainer.evaluations,
+        timed = timed_loop(trainer, progress.update)  # evaluations timed, then subtracted
+        last = timed.pop("last")
+        res.update(steps=trainer.step, transitions=real_transitions(trainer), **timed, evaluations=trainer.evaluations,
                    best_eval=trainer.best_eval_return, stop_reason=last.stop_reason,
                    threads=torch.get_num_threads(), blas_threads=blas_pool_threads())
         trainer.env.close()
         trainer.eval_env.close()
     else:
         sps = mode == "sps"
-        callback = _sb3_progress_callback(progress, cfg["max_steps"]) if sps else _sb3_eval_callback(cfg, seed)
+        callback = sb3_progress_callback(progress.update, cfg["max_steps"]) if sps else _sb3_eval_callback(cfg, seed)
         model = _sb3_model(algo, cfg, seed)
         t0, m0 = time.perf_counter(), time.monotonic()
         model.learn(total_timesteps=cfg["max_steps"], callback=callback)
