@@ -31,8 +31,8 @@ def test_write_section_replaces_only_its_own_block(tmp_path):
 
 @pytest.mark.slow
 def test_bench_cartpole_quick_run_writes_its_report(tmp_path):
-    """The whole CartPole benchmark at its tiny ``--quick`` budgets (~1 min): every row is filled, and
-    each throughput process was credited only part of its loop's wall time (it took turns)."""
+    """The whole CartPole benchmark at its tiny ``--quick`` budgets (~1 min): both throughput rows are
+    filled, and each throughput process was credited at most its loop's wall time (only its turns)."""
     import json
     import subprocess
 
