@@ -130,3 +130,20 @@ def test_row_reduce_equals_numpys_reduction_bit_for_bit(n):
         got, want = row_reduce(ufunc, x), ufunc.reduce(x, axis=1, keepdims=True)
         assert got.shape == want.shape == (37, 1) and got.dtype == np.float32
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 6, 18])
+def test_acting_log_probs_are_the_policy_terms_bit_for_bit(n):
+    """categorical_log_prob (acting) gives CategoricalTerms.logp's bits, for logits far apart too, and
+    is a proper log-probability (the actions' probabilities of each row sum to one)."""
+    from canter.algorithms.policy_terms import CategoricalTerms, categorical_log_prob
+
+    rng = np.random.default_rng(n)
+    logits = (rng.standard_normal((33, n)) * np.array([1.0] * 16 + [60.0] * 17)[:, None]).astype(np.float32)
+    for a in range(n):
+        actions = np.full(33, a)
+        got = categorical_log_prob(logits, actions)
+        assert got.dtype == np.float32 and got.shape == (33,)
+        np.testing.assert_array_equal(got, CategoricalTerms(logits, actions).logp)
+    every = np.stack([categorical_log_prob(logits, np.full(33, a)) for a in range(n)], axis=1)
+    np.testing.assert_allclose(np.exp(every.astype(np.float64)).sum(1), 1.0, rtol=1e-5)

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs, make_adam, sample_actor_critic
-from canter.algorithms.policy_terms import CategoricalTerms, GaussianTerms
+from canter.algorithms.policy_terms import CategoricalTerms, GaussianTerms, categorical_log_prob
 from canter.optim import make_rmsprop
 from canter.config import hp
 from canter.errors import CanterError
@@ -147,7 +147,8 @@ class ActorCriticAlgorithm(Algorithm):
         else:  # Gumbel-max, as distributions.categorical_sample draws it
             e = torch.empty(out.shape, dtype=torch.float32).exponential_(generator=self.generator).numpy()
             actions = np.argmax(out - np.log(e), axis=-1)
-        logp = self.policy_terms(out, actions).logp  # the hand-derived updates' NumPy formulas
+        # the hand-derived updates' NumPy formulas
+        logp = self.policy_terms(out, actions).logp if self.continuous else categorical_log_prob(out, actions)
         return ActOutput(torch.from_numpy(actions), torch.from_numpy(logp), torch.from_numpy(value))
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:

@@ -47,6 +47,17 @@ def row_reduce(ufunc: np.ufunc, x: np.ndarray) -> np.ndarray:
     return out
 
 
+def categorical_log_prob(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Log-probabilities ``[B]`` of ``actions`` under the categorical policy with ``logits`` ``[B, n]``:
+    :attr:`CategoricalTerms.logp` (the same operations, so the same bits) without the entropies and
+    normalised probabilities, for acting (8 CartPole rows: 20 -> 12 µs a call, Zen 3)."""
+    z = np.subtract(logits, row_reduce(np.maximum, logits))
+    log_total = np.log(row_reduce(np.add, np.exp(z)))[:, 0]
+    logp = z[np.arange(len(z)), actions]
+    logp -= log_total
+    return logp
+
+
 class CategoricalTerms:
     """Log-probabilities and entropies of a categorical policy given its logits ``[B, n]``."""
 
