@@ -74,6 +74,8 @@ def _read_progress(path: Path) -> float:
 
 
 class _Proc:
+    """One process of an interleaved run: started, then held stopped until its first turn."""
+
     def __init__(self, cmd: list[str], workdir: Path, index: int) -> None:
         self.progress_path = workdir / f"progress{index}"
         self.progress_path.write_bytes(struct.pack("d", 0.0))
@@ -85,6 +87,7 @@ class _Proc:
         os.kill(self.popen.pid, signal.SIGSTOP)
         self.cmd = cmd
         self.slices: list[Interval] = []
+        self.progress = 0.0  # the fraction of its budget it reported by the end of its last turn
         self.first: tuple[float, float] | None = None  # (active seconds, progress) when progress was first seen
 
     def active(self) -> float:
