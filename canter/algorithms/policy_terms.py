@@ -47,14 +47,20 @@ def row_reduce(ufunc: np.ufunc, x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _shifted_exp(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``z = logits - max`` per row (log-softmax, shifted for stability), ``exp(z)`` and its row sums ``[B, 1]``."""
+    z = np.subtract(logits, row_reduce(np.maximum, logits))
+    e = np.exp(z)
+    return z, e, row_reduce(np.add, e)
+
+
 def categorical_log_prob(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
     """Log-probabilities ``[B]`` of ``actions`` under the categorical policy with ``logits`` ``[B, n]``:
     :attr:`CategoricalTerms.logp` (the same operations, so the same bits) without the entropies and
     normalised probabilities, for acting (8 CartPole rows: 20 -> 12 µs a call, Zen 3)."""
-    z = np.subtract(logits, row_reduce(np.maximum, logits))
-    log_total = np.log(row_reduce(np.add, np.exp(z)))[:, 0]
+    z, _, total = _shifted_exp(logits)
     logp = z[np.arange(len(z)), actions]
-    logp -= log_total
+    logp -= np.log(total)[:, 0]
     return logp
 
 
@@ -64,9 +70,7 @@ class CategoricalTerms:
     __slots__ = ("probs", "logp_all", "logp", "entropy", "_rows", "_actions")
 
     def __init__(self, logits: np.ndarray, actions: np.ndarray) -> None:
-        z = np.subtract(logits, row_reduce(np.maximum, logits))  # log-softmax, shifted for stability
-        probs = np.exp(z)
-        total = row_reduce(np.add, probs)
+        z, probs, total = _shifted_exp(logits)
         probs /= total
         z -= np.log(total)
         self.probs, self.logp_all = probs, z
