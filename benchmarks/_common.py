@@ -3,10 +3,17 @@ evaluations so they can be subtracted from a training loop's time."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
+
+
+def tagged_json(stdout: str, tag: str) -> dict:
+    """The JSON object on the last line of a worker's ``stdout`` that starts with ``tag``."""
+    line = next(line for line in reversed(stdout.splitlines()) if line.startswith(tag))
+    return json.loads(line[len(tag):])
 
 
 def require_sb3() -> None:

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from _common import tagged_json
+
 Interval = tuple[float, float]
 
 #: the environment variable through which a worker learns where to report its progress
@@ -164,3 +166,16 @@ def run_interleaved(cmds: Sequence[list[str]], slice_s: float = 0.25, max_slice_
                 if p.popen.returncode is None:
                     p.popen.kill()
                     p.popen.wait()
+
+
+def results_in_turns(cmds: Sequence[list[str]], tag: str, **kwargs: object) -> list[dict]:
+    """:func:`run_interleaved` for worker commands that each print one ``tag``-prefixed JSON line
+    holding ``loop_mono`` (their loop's start and end) and ``eval_mono`` (intervals to leave out):
+    those results, each with ``active_s`` (:func:`active_seconds` of its turns) and ``turns`` added."""
+    results = []
+    for stdout, slices in run_interleaved(cmds, **kwargs):
+        res = tagged_json(stdout, tag)
+        res["active_s"] = active_seconds(tuple(res["loop_mono"]), slices, [tuple(e) for e in res["eval_mono"]])
+        res["turns"] = len(slices)
+        results.append(res)
+    return results

@@ -35,8 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import real_transitions, require_sb3, sb3_progress_callback, timed_loop, write_section
-from _interleave import ProgressReporter, active_seconds, run_interleaved
+from _common import real_transitions, require_sb3, sb3_progress_callback, tagged_json, timed_loop, write_section
+from _interleave import ProgressReporter, results_in_turns
 from bench_cartpole import cpu_model
 
 HERE = Path(__file__).resolve().parent
@@ -44,6 +44,7 @@ JSONL = HERE / "results_atari.jsonl"
 ENV_ID = "PongNoFrameskip-v4"
 THREADS = 2
 STEPS = {"ppo": 3 * 8 * 128, "dqn": 6000}
+RESULT_TAG = "RESULT "
 PPO = dict(n_envs=8, n_steps=128, n_epochs=4, batch_size=256, lr=2.5e-4, clip_range=0.1, vf_coef=0.5, ent_coef=0.01)
 DQN = dict(n_envs=1, lr=1e-4, batch_size=32, buffer_size=100_000, learning_starts=1000, target_update_interval=1000,
            train_freq=4, gradient_steps=1, exploration_fraction=0.1, exploration_final_eps=0.01)
@@ -114,23 +115,18 @@ def _set_rates(res: dict) -> dict:
     return res
 
 
-def _result(stdout: str) -> dict:
-    return json.loads(next(l for l in reversed(stdout.splitlines()) if l.startswith("RESULT "))[7:])
-
-
 def pair(algo: str, seed: int) -> list[dict]:
     """canter's and SB3's jobs for ``algo``, run in turns (:func:`_interleave.run_interleaved`):
     each one's ``train_s`` is the part of its turns inside its training loop (canter's evaluation
     left out); ``wall_train_s`` keeps the loop's wall time, stopped turns included."""
     cmds = [[sys.executable, __file__, "--job", lib, algo, "--seed", str(seed), "--in-process"]
             for lib in ("canter", "sb3")]
-    rows = []
-    for stdout, slices in run_interleaved(cmds):
-        res = _result(stdout)
+    rows = results_in_turns(cmds, RESULT_TAG)
+    for res in rows:
         res["wall_train_s"] = res["train_s"]
-        res["train_s"] = active_seconds(tuple(res["loop_mono"]), slices, [tuple(e) for e in res["eval_mono"]])
+        res["train_s"] = res.pop("active_s")
         res["interleaved"] = True
-        rows.append(_set_rates(res))
+        _set_rates(res)
     return rows
 
 
@@ -229,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     if (args.job and args.job[0] == "sb3") or args.pair:
         require_sb3()
     if args.job and args.in_process:
-        print("RESULT " + json.dumps(job(*args.job, args.seed)), flush=True)
+        print(RESULT_TAG + json.dumps(job(*args.job, args.seed)), flush=True)
         return 0
     if args.job:
         proc = subprocess.run([sys.executable, __file__, "--job", *args.job, "--seed", str(args.seed), "--in-process"],
@@ -237,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
             return proc.returncode
-        res = _result(proc.stdout)
+        res = tagged_json(proc.stdout, RESULT_TAG)
         with JSONL.open("a") as f:
             f.write(json.dumps(res) + "\n")
         print(json.dumps(res))

@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import real_transitions, require_sb3, sb3_progress_callback, timed_loop, write_section
-from _interleave import ProgressReporter, active_seconds, run_interleaved
+from _common import real_transitions, require_sb3, sb3_progress_callback, tagged_json, timed_loop, write_section
+from _interleave import ProgressReporter, results_in_turns
 
 # Only the standard library is imported at module level: the workers time their own imports.
 
@@ -209,14 +209,9 @@ def _worker_cmd(lib: str, task: str, seed: int, cfg: dict, threads: int = 1) -> 
             "--cfg", json.dumps(cfg), "--threads", str(threads)]
 
 
-def _result(stdout: str) -> dict:
-    line = next(l for l in reversed(stdout.splitlines()) if l.startswith(RESULT_TAG))
-    return json.loads(line[len(RESULT_TAG):])
-
-
 def run_worker(lib: str, task: str, seed: int, cfg: dict, threads: int = 1) -> dict:
     wall, proc = _run(_worker_cmd(lib, task, seed, cfg, threads))
-    res = _result(proc.stdout)
+    res = tagged_json(proc.stdout, RESULT_TAG)
     res["process_wall_s"] = wall
     return res
 
@@ -226,16 +221,12 @@ def run_throughput(members: list[tuple[str, int]], task: str, seed: int, cfg: di
     measured in the same minutes by running them in turns (:mod:`_interleave`): env steps (canter:
     transitions) per second the training loop ran, its evaluation left out."""
     launch = time.time()
-    outs = run_interleaved([_worker_cmd(lib, task, seed, cfg, threads) + ["--launch", repr(launch)]
-                            for lib, threads in members])
-    results = []
-    for (stdout, slices) in outs:
-        res = _result(stdout)
+    results = results_in_turns([_worker_cmd(lib, task, seed, cfg, threads) + ["--launch", repr(launch)]
+                                for lib, threads in members], RESULT_TAG)
+    for res in results:
         res["wall_sps"] = res.pop("sps")  # its loop's wall clock also ran while it was held stopped
-        res["train_only_s"] = active_seconds(tuple(res["loop_mono"]), slices, [tuple(e) for e in res["eval_mono"]])
+        res["train_only_s"] = res.pop("active_s")
         res["sps"] = res.get("transitions", res["steps"]) / res["train_only_s"]
-        res["turns"] = len(slices)
-        results.append(res)
     return results
 
 
