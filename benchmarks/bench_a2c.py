@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import real_transitions, replace_section, require_sb3, time_training
+from _common import real_transitions, replace_section, require_sb3, tagged_json, time_training
 from bench_cartpole import _fmt, _ratio, cpu_model, loadavg, versions
 
 ENV_ID = "CartPole-v1"
@@ -70,15 +70,16 @@ def worker(lib: str, seed: int, cfg: dict) -> None:
 
 
 def run_worker(lib: str, seed: int, cfg: dict) -> dict:
+    """Run :func:`worker` in a fresh subprocess and return its result line."""
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, "--seed", str(seed), "--cfg", json.dumps(cfg)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(f"worker failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-    line = next(x for x in reversed(proc.stdout.splitlines()) if x.startswith(RESULT_TAG))
-    return json.loads(line[len(RESULT_TAG):])
+    return tagged_json(proc.stdout, RESULT_TAG)
 
 
 def build_section(results: dict, cfg: dict, seeds: list[int], meta: dict, quick: bool) -> str:
+    """The A2C section of RESULTS.md from the per-seed results of both libraries."""
     a = [r["sps"] for r in results["canter"]]
     b = [r["sps"] for r in results["sb3"]]
     q = " (QUICK smoke run: numbers are meaningless)" if quick else ""
@@ -109,6 +110,7 @@ def build_section(results: dict, cfg: dict, seeds: list[int], meta: dict, quick:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: measure both libraries over ``--seeds`` and print (or write) the section."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, nargs="+", default=[1])
     p.add_argument("--steps", type=int, default=A2C["max_steps"], help="env steps per measurement")

@@ -210,6 +210,7 @@ def _worker_cmd(lib: str, task: str, seed: int, cfg: dict, threads: int = 1) -> 
 
 
 def run_worker(lib: str, task: str, seed: int, cfg: dict, threads: int = 1) -> dict:
+    """Run one worker task in a fresh subprocess; its result line plus the process's wall seconds."""
     wall, proc = _run(_worker_cmd(lib, task, seed, cfg, threads))
     res = tagged_json(proc.stdout, RESULT_TAG)
     res["process_wall_s"] = wall
@@ -270,6 +271,7 @@ def cpu_model() -> str:
 
 
 def loadavg() -> str:
+    """The 1, 5 and 15 minute load averages (``n/a`` where /proc is missing)."""
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
@@ -277,6 +279,7 @@ def loadavg() -> str:
 
 
 def versions() -> dict:
+    """Versions of the libraries compared, read in a fresh interpreter, and Python's."""
     code = ("import json, torch, gymnasium, stable_baselines3, canter, numpy;"
             "print(json.dumps({'torch': torch.__version__, 'stable-baselines3': stable_baselines3.__version__,"
             "'gymnasium': gymnasium.__version__, 'canter': canter.__version__, 'numpy': numpy.__version__}))")
@@ -315,6 +318,7 @@ def _solved(results: list[dict], key: str) -> list[float | None]:
 
 
 def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict) -> str:
+    """The CartPole report (markdown) from the results of every task and seed."""
     c, s = "canter", "sb3"
     lines = []
     q = " (QUICK smoke run: tiny budgets, targets not expected; numbers are meaningless)" if args.quick else ""
@@ -416,6 +420,7 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: run the tasks over ``--seeds`` and print (or write) the report."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, nargs="+", default=[1], help="seeds (median and spread over them)")
     p.add_argument("--quick", action="store_true", help="tiny budgets, for checking that the script runs")

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import real_transitions, replace_section, require_sb3
+from _common import real_transitions, replace_section, require_sb3, tagged_json
 
 HERE = Path(__file__).resolve().parent
 RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
@@ -145,8 +145,7 @@ def run_speed(steps: int, seed: int, precision: str = "highest") -> None:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
             if proc.returncode != 0:
                 raise SystemExit(f"{lib} {algo} failed:\n{proc.stderr[-3000:]}")
-            line = next(x for x in reversed(proc.stdout.splitlines()) if x.startswith(RESULT_TAG))
-            res = {**json.loads(line[len(RESULT_TAG):]), **meta}
+            res = {**tagged_json(proc.stdout, RESULT_TAG), **meta}
             _append(res)
             print(f"{algo} {lib} ({precision}): {res['sps']:.1f} env-steps/s", file=sys.stderr, flush=True)
 
@@ -419,6 +418,7 @@ def write_report() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: ``speed`` (with its worker), ``quality`` (one learning run) and ``report``."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("speed", help="SAC and TD3 env-steps/s, canter and SB3")

@@ -103,6 +103,7 @@ def report(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: ``run`` one preset and seed, or build the report from the stored runs."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="train one preset with one seed, append a JSON line")

@@ -224,7 +224,7 @@ def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
     for key, raw in values.items():
         full = f"{section}{key}"
         if key not in specs:
-            raise unknown(f"config key", full, [f"{section}{k}" for k in specs])
+            raise unknown("config key", full, [f"{section}{k}" for k in specs])
         f, tp = specs[key]
         value = coerce(tp, raw, full)
         check_range(f, value, full)

@@ -16,7 +16,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from torch import nn
 
 from canter.algorithms.actor_critic import (
     ActorCriticAlgorithm, PolicyNetConfig, linear_decay, make_optimizer, set_lr,
