@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from types import ModuleType
 
 
 class CanterError(Exception):
@@ -48,7 +49,7 @@ def unknown(kind: str, name: str, choices: Iterable[str]) -> CanterError:
     return CanterError(f"unknown {kind} '{name}'; {hint}")
 
 
-def require(module: str, extra: str, feature: str):
+def require(module: str, extra: str, feature: str) -> ModuleType:
     """Import and return ``module``, or raise :class:`MissingExtraError` naming the extra."""
     import importlib
 

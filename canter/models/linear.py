@@ -49,6 +49,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+from typing import Any
 
 import numpy as np
 import torch
@@ -203,13 +204,13 @@ class _LinearFunction(torch.autograd.Function):
     """``x @ w.T + b`` with the backward products on the same kernels (:func:`linear`)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:  # noqa: D102
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:  # noqa: D102
         ctx.save_for_backward(x, w)
         ctx.has_bias = b is not None
         return torch.ops.mkldnn._linear_pointwise(x, w, b, "none", [], "")
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):  # noqa: D102
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # noqa: D102
         x, w = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph=True: differentiable torch ops
             gx = grad @ w if ctx.needs_input_grad[0] else None

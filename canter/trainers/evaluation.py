@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from canter.envs.vector import VecEnv
+
+if TYPE_CHECKING:
+    from canter.agents.agent import Agent
 
 
 @dataclass(frozen=True)
@@ -23,7 +27,7 @@ class EvalResult:
         return len(self.returns)
 
 
-def evaluate(agent, env: VecEnv, n_episodes: int, seed: int | None = None) -> EvalResult:
+def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None) -> EvalResult:
     """Run exactly ``n_episodes`` episodes with ``agent.predict`` and summarise the returns.
 
     Episodes are spread evenly over the vector env's sub-envs (sub-env ``i`` runs
