@@ -35,7 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import real_transitions, require_sb3, sb3_progress_callback, tagged_json, timed_loop, write_section
+from _common import (real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json,
+                     timed_loop, write_section)
 from _interleave import ProgressReporter, results_in_turns
 from bench_cartpole import cpu_model
 
@@ -91,10 +92,9 @@ def _sb3(algo: str, seed: int) -> dict:
                        gradient_steps=cfg["gradient_steps"], exploration_fraction=cfg["exploration_fraction"],
                        exploration_final_eps=cfg["exploration_final_eps"], seed=seed, device="cpu", verbose=0)
     callback = sb3_progress_callback(ProgressReporter().update, STEPS[algo])
-    t0, m0 = time.perf_counter(), time.monotonic()
-    model.learn(total_timesteps=STEPS[algo], callback=callback)
-    return {"steps": int(model.num_timesteps), "train_s": time.perf_counter() - t0,
-            "loop_mono": [m0, time.monotonic()], "eval_mono": [], "vectorization": "DummyVecEnv"}
+    timed = sb3_timed_learn(model, STEPS[algo], callback)
+    return {"steps": int(model.num_timesteps), "train_s": timed["loop_s"], "loop_mono": timed["loop_mono"],
+            "eval_mono": [], "vectorization": "DummyVecEnv"}
 
 
 def job(lib: str, algo: str, seed: int) -> dict:

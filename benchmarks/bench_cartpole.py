@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import real_transitions, require_sb3, sb3_progress_callback, tagged_json, timed_loop, write_section
+from _common import (real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json,
+                     timed_loop, write_section)
 from _interleave import ProgressReporter, results_in_turns
 
 # Only the standard library is imported at module level: the workers time their own imports.
@@ -162,12 +163,10 @@ def worker(lib: str, task: str, seed: int, cfg: dict, launch: float, threads: in
         sps = mode == "sps"
         callback = sb3_progress_callback(progress.update, cfg["max_steps"]) if sps else _sb3_eval_callback(cfg, seed)
         model = _sb3_model(algo, cfg, seed)
-        t0, m0 = time.perf_counter(), time.monotonic()
-        model.learn(total_timesteps=cfg["max_steps"], callback=callback)
-        t1, m1 = time.perf_counter(), time.monotonic()
+        timed = sb3_timed_learn(model, cfg["max_steps"], callback)
         best = None if sps or callback.best_mean_reward == float("-inf") else callback.best_mean_reward
         callback = None if sps else callback
-        res.update(steps=int(model.num_timesteps), loop_s=t1 - t0, eval_s=None, loop_mono=[m0, m1], eval_mono=[],
+        res.update(steps=int(model.num_timesteps), **timed, eval_s=None, eval_mono=[],
                    evaluations=None if callback is None else _sb3_evaluations(callback, best),
                    best_eval=None if best is None else float(best), threads=torch.get_num_threads())
     t_end = time.time()
