@@ -61,7 +61,7 @@ def test_train_help_lists_hyperparameters(algo, capsys):
 
 def test_vec_env_marks_autoreset_steps_and_keeps_final_observation():
     env = make_vec_env("CartPole-v1", 2, "sync", {"max_episode_steps": 5})
-    obs = env.reset(seed=0)
+    assert env.reset(seed=0).shape == (2, 4)
     for t in range(5):
         step = env.step(np.zeros(2, dtype=np.int64))
         assert step.valid.all()
