@@ -29,7 +29,6 @@ def test_write_section_replaces_only_its_own_block(tmp_path):
     assert out.read_text().endswith("tail\n\n<!-- b -->\nb1\n<!-- /b -->\n") and "new" in out.read_text()
 
 
-
 def test_cartpole_report_compares_canter_dqn_at_2_threads_with_sb3s_faster_setting_per_seed():
     """Seed 1: SB3 is faster at 1 thread; seed 2: at 2 threads. The 2-thread row takes each seed's faster."""
     import argparse
@@ -57,6 +56,7 @@ def test_cartpole_report_compares_canter_dqn_at_2_threads_with_sb3s_faster_setti
     assert ref.endswith("| 10 (9–12) | 1.04 (0.75–1.33) |")
     one = next(line for line in text.splitlines() if line.startswith("| DQN | 100 steps"))
     assert one.endswith("| 30 (30–30) | 10 (9–12) | 2.92 (2.50–3.33) |")
+
 
 @pytest.mark.slow
 def test_bench_cartpole_quick_run_writes_its_report(tmp_path):
