@@ -75,6 +75,9 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
             f"max_policy_lag applies only to asynchronous algorithms (impala, appo) with --explorers; "
             f"this {run.algo} run{'' if run.explorers else ' without explorers'} ignores it"
         ), stacklevel=2)
+    if algo_cls.family == "offline" or run.dataset is not None:
+        trainer: Trainer = _offline_trainer(run, algo_cfg, algo_cls, callbacks)
+        return trainer if run_dir is None else _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
     # with explorers, each explorer makes its own envs; this one only tells the spaces
     envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, run.env_kwargs, training=True)
     try:
@@ -97,6 +100,12 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run, callbacks=callbacks)
     if run_dir is None:
         return trainer
+    return _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
+
+
+def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str | Path, quiet: bool,
+                  resumed: dict[str, Any] | None) -> Run:
+    """Wrap ``trainer`` in a :class:`Run` writing ``run_dir`` (closing the trainer if that fails)."""
     config = resolved_dict(run, algo_cfg)
     try:
         loggers = default_loggers(run, config, run_dir, quiet)
@@ -106,6 +115,39 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
             raise CanterError(f"cannot write the run directory '{run_dir}': {exc.strerror or exc}") from None
         raise
     return Run(trainer, run_dir, config, loggers, run.checkpoint_every, resumed=resumed)
+
+
+def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: list[Any]) -> Trainer:
+    """An :class:`~canter.trainers.OfflineTrainer` on ``run.dataset``, checked against the run's env."""
+    from canter.data.dataset import TransitionDataset
+    from canter.envs import describe_space as d
+    from canter.registry import names
+    from canter.trainers import OfflineTrainer
+
+    offline = ", ".join(n for n in names("algorithm") if lookup("algorithm", n).family == "offline")
+    if algo_cls.family != "offline":
+        raise CanterError(f"'dataset' is only for offline algorithms ({offline}); {run.algo} learns from the env")
+    if run.dataset is None:
+        raise CanterError(f"{run.algo} learns from a dataset: pass --dataset PATH "
+                          f"(write one with: canter collect RUN_DIR --out PATH)")
+    if run.explorers:
+        raise CanterError(f"{run.algo} learns from a dataset and takes no explorers; drop --explorers")
+    data = TransitionDataset.load(run.dataset)
+    if data.env_id != run.env:
+        raise CanterError(f"dataset '{run.dataset}' was collected on {data.env_id}, not {run.env}; "
+                          f"pass --env {data.env_id} (or leave --env out)")
+    eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs)
+    try:
+        obs_space, act_space = eval_env.single_observation_space, eval_env.single_action_space
+        if not (spaces_match(obs_space, data.observation_space) and spaces_match(act_space, data.action_space)):
+            raise CanterError(f"dataset '{run.dataset}' holds {d(data.observation_space)} -> {d(data.action_space)}, "
+                              f"but {run.env} has {d(obs_space)} -> {d(act_space)}")
+        algo_cls.check_spaces(obs_space, act_space)
+        agent = make_agent(run, algo_cfg, obs_space, act_space)
+    except BaseException:
+        eval_env.close()
+        raise
+    return OfflineTrainer(agent, data, eval_env, run, callbacks=callbacks)
 
 
 def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path, quiet: bool) -> list[Any]:

@@ -55,6 +55,7 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-every", type=int, dest="eval_every", help="evaluate every N env steps")
     p.add_argument("--record-every", type=int, dest="record_every",
                    help="record an evaluation episode as MP4 in RUN_DIR/videos every N steps (needs the 'video' extra)")
+    p.add_argument("--dataset", help="offline algorithms (bc, cql, td3bc): dataset written by canter collect")
     p.add_argument("--explorers", type=int, help="run N explorer actors on Ray (needs the 'distributed' extra)")
     p.add_argument("--ray-address", dest="ray_address", help="join this Ray cluster ('auto' or host:port)")
     p.add_argument("--vectorization", choices=("auto", "native", "sync", "async"), help="how to vectorise the env")
@@ -128,7 +129,7 @@ def cmd_train(argv: list[str]) -> int:
 
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
     run_flags = ("seed", "n_envs", "target_reward", "max_steps", "max_seconds", "eval_episodes", "eval_every",
-                 "vectorization", "wandb", "record_every", "explorers", "ray_address")
+                 "vectorization", "wandb", "record_every", "explorers", "ray_address", "dataset")
     overrides = {k: getattr(args, k) for k in run_flags if getattr(args, k) is not None}
     trainer = make_trainer(
         args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=args.run_dir or "auto",
@@ -269,6 +270,53 @@ def cmd_play(argv: list[str]) -> int:
     return 0
 
 
+def cmd_collect(argv: list[str]) -> int:
+    """``canter collect [RUN_DIR] --out PATH [--env ENV] [--transitions N] [--epsilon E] [--seed S]``"""
+    p = _Parser(prog="canter collect", description="Write a dataset of transitions for offline training (bc, cql, "
+                "td3bc): a run's deterministic policy, each action random with probability --epsilon, or a uniform "
+                "random policy when no run is given.")
+    p.add_argument("run_dir", nargs="?", help="run directory or checkpoint whose policy acts (default: random actions)")
+    p.add_argument("--out", required=True, help="dataset path; writes PATH.safetensors and PATH.json")
+    p.add_argument("--env", help="env id (default: the run's env; required without a run)")
+    p.add_argument("--transitions", type=int, default=50_000, help="transitions to collect (default 50000)")
+    p.add_argument("--epsilon", type=float, default=0.0, help="probability of a random action instead of the policy's")
+    p.add_argument("--seed", type=int, default=0, help="seed of the env and the random actions")
+    args = p.parse_args(argv)
+    from canter.checkpoint import checkpoint_base
+    from canter.data.dataset import collect
+
+    base = checkpoint_base(args.out)
+    for existing in (base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")):
+        if existing.exists():
+            raise CanterError(f"'{existing}' already exists; choose another --out")
+    if not base.absolute().parent.is_dir():
+        raise CanterError(f"--out: directory '{base.absolute().parent}' does not exist")
+    if args.transitions < 1:
+        raise CanterError(f"--transitions must be >= 1, got {args.transitions}")
+    if not 0.0 <= args.epsilon <= 1.0:
+        raise CanterError(f"--epsilon must be between 0 and 1, got {args.epsilon}")
+    if not 0 <= args.seed < 2**32:
+        raise CanterError(f"--seed must be between 0 and 2**32 - 1, got {args.seed}")
+    if args.run_dir is None:
+        if not args.env:
+            raise CanterError("give a run directory whose policy acts, or --env ENV for uniform random actions")
+        agent, env_id, env_kwargs, source = None, args.env, {}, {}
+    else:
+        from canter.api import find_checkpoint
+
+        agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
+        meta = getattr(agent, "metadata", {}) or {}
+        source = {"checkpoint": str(find_checkpoint(args.run_dir)), "algorithm": meta.get("algorithm"),
+                  "checkpoint_step": meta.get("step")}
+    data = collect(env_id, args.transitions, agent, epsilon=args.epsilon, seed=args.seed, env_kwargs=env_kwargs,
+                   info=source)
+    data.save(base)
+    mean = data.info.get("mean_return")
+    print(f"wrote {len(data):,} transitions of {env_id} ({data.info['episodes']} complete episodes, mean return "
+          f"{'n/a' if mean is None else f'{mean:.2f}'}) to {base}.safetensors")
+    return 0
+
+
 def cmd_list(argv: list[str]) -> int:
     """``canter list``: registered algorithms, models, agents, envs and shipped presets."""
     _Parser(prog="canter list", description="List registered components and presets.").parse_args(argv)
@@ -301,7 +349,7 @@ def _tool(name: str) -> Any:
     return run
 
 
-COMMANDS = {"train": cmd_train, "eval": cmd_eval, "play": cmd_play, "list": cmd_list,
+COMMANDS = {"train": cmd_train, "eval": cmd_eval, "play": cmd_play, "collect": cmd_collect, "list": cmd_list,
             **{name: _tool(name) for name in ("tune", "plot", "benchmark", "report")}}
 
 
@@ -327,11 +375,12 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if argv[0] in ("-h", "--help"):
-        print("usage: canter {train,eval,play,list,tune,plot,benchmark,report} ...\n\n"
+        print("usage: canter {train,eval,play,collect,list,tune,plot,benchmark,report} ...\n\n"
               "  train ALGO --env ENV   train an agent (canter train ppo --help for options)\n"
               "  train --resume RUN_DIR continue a stopped run exactly where it was saved\n"
               "  eval RUN_DIR           evaluate a trained agent\n"
               "  play RUN_DIR           watch or record a trained agent\n"
+              "  collect [RUN_DIR]      write a dataset for offline training (bc, cql, td3bc)\n"
               "  list                   registered algorithms, models and presets\n"
               "  tune ALGO --env ENV    tune hyperparameters with Optuna, write best.yaml\n"
               "  plot RUN_DIR...        learning curves, seeds averaged with a band\n"

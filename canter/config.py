@@ -347,6 +347,9 @@ class RunConfig:
     divergence_lr_factor: float = hp(0.5, "learning-rate factor after each divergence restore", low=0, high=1,
                                      low_open=True)
     divergence_max_restores: int = hp(3, "divergence restores before the guard stops the run", low=0)
+    dataset: str | None = hp(
+        None, "offline algorithms (bc, cql, td3bc): the dataset to learn from, written by canter collect; their steps "
+        "(max_steps, eval_every, checkpoint_every) then count gradient updates")
     explorers: int = hp(0, "explorer actors on Ray, each with n_envs envs (0: one process, no Ray)", low=0)
     ray_address: str | None = hp(None, "Ray cluster to join with explorers: 'auto' or host:port (null: a local Ray)")
     max_policy_lag: int | None = hp(
@@ -368,6 +371,13 @@ class RunConfig:
 def preset_path(algo: str, env: str) -> Path:
     """Where the shipped preset for ``algo`` on ``env`` lives (``canter/configs/ALGO/ENV.yaml``)."""
     return Path(__file__).parent / "configs" / algo / f"{env.replace('/', '-').replace(':', '-')}.yaml"
+
+
+def dataset_env(path: str | Path) -> str:
+    """The env id a dataset was collected on (read from its JSON metadata only)."""
+    from canter.data.dataset import read_dataset_metadata
+
+    return str(read_dataset_metadata(path).get("env"))
 
 
 def parse_set(item: str) -> tuple[str, str]:
@@ -396,6 +406,10 @@ def resolve_config(
     if file_data.get("algo") not in (None, algo, algo_name):
         raise CanterError(f"{config_file} is for algorithm '{file_data['algo']}', not '{algo}'")
     env_id = env or file_data.get("env") or run_overrides.pop("env", None)
+    if not env_id:  # an offline run: the dataset knows its env
+        sets_dict = dict(parse_set(s) for s in sets)
+        dataset = sets_dict.get("dataset") or run_overrides.get("dataset") or file_data.get("dataset")
+        env_id = dataset_env(dataset) if isinstance(dataset, (str, Path)) and dataset else None
     if not env_id:
         raise CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1)")
     if not isinstance(env_id, str) or not env_id.isprintable():

@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from test_determinism import SMALL, _env_for
+from test_determinism import SMALL, _env_for, offline_kwargs
 
 import canter
 from canter.checkpoint import flatten_state
@@ -47,7 +47,7 @@ def _capture_next_batch(trainer) -> object:
 def test_checkpoint_round_trip_same_actions_and_same_next_update(algo, tmp_path):
     env_id = _env_for(algo)
     run = canter.make_trainer(algo, env_id, run_dir=tmp_path / "run", seed=4, max_steps=800, n_envs=2, eval_every=0,
-                              eval_episodes=1, checkpoint_every=0, **SMALL.get(algo, {}))
+                              eval_episodes=1, checkpoint_every=0, **SMALL.get(algo, {}), **offline_kwargs(algo, env_id))
     for _ in run():
         pass
     trainer, agent = run.trainer, run.agent
@@ -90,7 +90,8 @@ def test_checkpoint_round_trip_same_actions_and_same_next_update(algo, tmp_path)
 @pytest.mark.filterwarnings("ignore::canter.errors.CanterWarning")  # 64 steps: shorter than a rollout / learning_starts
 def test_supported_action_spaces_train_and_others_are_refused(algo, env_id, space):
     cls = lookup("algorithm", algo)
-    kw = dict(max_steps=64, n_envs=2, eval_every=0, eval_episodes=1, **SMALL.get(algo, {}))
+    kw = dict(max_steps=64, n_envs=2, eval_every=0, eval_episodes=1, **SMALL.get(algo, {}),
+              **offline_kwargs(algo, env_id))
     if space in cls.action_spaces:
         trainer = canter.make_trainer(algo, env_id, **kw)
         records = list(trainer())

@@ -114,6 +114,19 @@ class Agent:
             return np.clip(a, self._low, self._high)
         return a + self._start if self._start else a
 
+    def from_env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """What ``env.step`` took -> algorithm actions (the inverse of :meth:`to_env_actions` inside
+        the bounds): Discrete as int64 indices from 0, Box flat ``[B, prod(shape)]`` float32, in
+        [-1, 1] for squashed algorithms."""
+        a = np.asarray(actions)
+        if self._low is None:
+            return a.astype(np.int64) - self._start
+        a = a.reshape(len(a), -1).astype(np.float32)
+        if self.algorithm.squashed_actions:
+            low, high = self._low.reshape(-1), self._high.reshape(-1)
+            a = np.clip(2.0 * (a - low) / (high - low) - 1.0, -1.0, 1.0).astype(np.float32)
+        return a
+
     # -- acting ---------------------------------------------------------------------------
     def predict(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic actions for a batch of observations (no statistics are updated)."""

@@ -112,6 +112,10 @@ class TD3(Algorithm):
         with frozen(self.critic_params):
             return -self.critic.first(obs, actions).mean()
 
+    def policy_loss(self, batch: ReplayBatch) -> torch.Tensor:
+        """The actor's loss on ``batch``: :meth:`actor_loss` of its observations (TD3+BC adds a term)."""
+        return self.actor_loss(batch.obs)
+
     def learn(self, batch: ReplayBatch) -> dict[str, float]:
         """One critic step; every ``policy_delay`` steps also an actor step and target updates."""
         c = self.config
@@ -122,7 +126,7 @@ class TD3(Algorithm):
         self.critic_optimizer.step()
         stats = {"critic_loss": critic_loss.item()}
         if self.updates % c.policy_delay == 0:
-            actor_loss = self.actor_loss(batch.obs)
+            actor_loss = self.policy_loss(batch)
             self.actor_optimizer.zero_grad(set_to_none=True)
             actor_loss.backward()
             self.actor_optimizer.step()

@@ -88,6 +88,7 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
     ``colors`` maps labels to colors (so that one label has one color across several panels).
     """
     targets: set[float] = set()
+    every = [r for runs in groups.values() for r in runs]
     for label, runs in groups.items():
         grid, mean, std = mean_band([run_curve(r, x) for r in runs],
                                     hold=[r.summary.get("stop_reason") == "target_reward" for r in runs])
@@ -95,14 +96,22 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
             continue
         n = len(runs)
         (line,) = ax.plot(grid, mean, label=f"{label} (n={n})" if n > 1 else label, linewidth=1.8,
-                          color=(colors or {}).get(label))
+                          color=(colors or {}).get(label), marker="o" if grid.size == 1 else None)
         if n > 1:
             ax.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
         targets.update(r.target_reward for r in runs if r.target_reward is not None)
     for target in sorted(targets):
         ax.axhline(target, color="0.35", linestyle="--", linewidth=1.0, label=f"target {target:g}")
-    ax.set_xlabel(X_AXES[x][1])
-    ax.set_ylabel("return (rolling mean of 100 episodes)")
+    training = [bool(len(r.history.get("rolling_return", ()))) for r in every]
+    offline = [r.config.get("dataset") is not None for r in every]  # steps are gradient updates
+    xlabel = X_AXES[x][1]
+    if x == "steps" and any(offline):
+        xlabel = "gradient updates" if all(offline) else "steps (gradient updates for offline runs)"
+    ax.set_xlabel(xlabel)
+    window = {r.config.get("reward_window", 100) for r in every}
+    rolling = f"rolling mean of {window.pop() if len(window) == 1 else 'the last'} training episodes"
+    ax.set_ylabel(f"return ({rolling})" if all(training) else "mean evaluation return" if not any(training)
+                  else "return (training rolling mean, or evaluation mean)")
     ax.grid(alpha=0.3)
     if groups:
         ax.legend(loc="best", fontsize="small")

@@ -3,11 +3,12 @@ from canter.trainers.on_policy_replay import SegmentReplayTrainer
 from canter.trainers.base import EpisodeInfo, Trainer, TrainRecord
 from canter.trainers.evaluation import EvalResult, evaluate
 from canter.trainers.off_policy import OffPolicyTrainer
+from canter.trainers.offline import OfflineTrainer
 from canter.trainers.on_policy import OnPolicyTrainer
 
 TRAINERS = {"on_policy": OnPolicyTrainer, "off_policy": OffPolicyTrainer, "on_policy_replay": SegmentReplayTrainer}
 
 __all__ = [
-    "EpisodeInfo", "EvalResult", "OffPolicyTrainer", "OnPolicyTrainer", "SegmentReplayTrainer", "TRAINERS", "Trainer", "TrainRecord",
+    "EpisodeInfo", "EvalResult", "OffPolicyTrainer", "OfflineTrainer", "OnPolicyTrainer", "SegmentReplayTrainer", "TRAINERS", "Trainer", "TrainRecord",
     "evaluate",
 ]

@@ -57,6 +57,17 @@ class TrainRecord:
     best_rolling_return: float | None = None
 
 
+def mean_stats(all_stats: list[dict[str, float]]) -> dict[str, float]:
+    """Per-key means of several updates' statistics (a key counts only the updates that report it)."""
+    totals: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for stats in all_stats:
+        for k, v in stats.items():
+            totals[k] = totals.get(k, 0.0) + v
+            counts[k] = counts.get(k, 0) + 1
+    return {k: v / counts[k] for k, v in totals.items()}
+
+
 class Trainer:
     """Base trainer. Subclasses implement :meth:`iteration` (collect, store, learn).
 
@@ -68,7 +79,7 @@ class Trainer:
     """
 
     def __init__(
-        self, agent: Agent, env: VecEnv, eval_env: VecEnv | None, run: RunConfig, callbacks: Iterable[Any] = (),
+        self, agent: Agent, env: VecEnv | None, eval_env: VecEnv | None, run: RunConfig, callbacks: Iterable[Any] = (),
     ) -> None:
         self.agent, self.env, self.eval_env, self.run = agent, env, eval_env, run
         self.algorithm = agent.algorithm
@@ -179,7 +190,7 @@ class Trainer:
     # -- exact resume ------------------------------------------------------------------------
     def resume_state(self) -> dict[str, Any]:
         """Everything but the agent that a resumed run needs to continue exactly (between iterations)."""
-        env_state, problems = capture_env(self.env)
+        env_state, problems = capture_env(self.env) if self.env is not None else (None, [])
         ev = self.last_eval
         np_state = np.random.get_state(legacy=False)
         py_version, py_state, py_gauss = random.getstate()
@@ -214,7 +225,9 @@ class Trainer:
         self.hooks.load_state_dict(state["hooks"])
         self.lr.load_state_dict(state["lr"])
         self.guard.load_state_dict(state["guard"])
-        if state.get("env") is not None:
+        if self.env is None:  # offline: no training env
+            pass
+        elif state.get("env") is not None:
             restore_env(self.env, state["env"])
             self.obs = np.array(state["obs"])
             self.resume_exact = True
@@ -235,7 +248,8 @@ class Trainer:
 
     def close(self) -> None:
         """Close the training and evaluation envs."""
-        self.env.close()
+        if self.env is not None:
+            self.env.close()
         if self.eval_env is not None:
             self.eval_env.close()
 
@@ -279,7 +293,7 @@ class Trainer:
         if self.run.keep_freed_memory:
             keep_freed_memory()
         self.setup()
-        self.obs = self.env.reset(seed=self.run.seed)
+        self.obs = self.env.reset(seed=self.run.seed) if self.env is not None else None
         if self._resume is not None:
             self.load_resume_state(self._resume)
             self._resume = None

@@ -15,7 +15,7 @@ from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
 from canter.envs.atari import is_atari
 from canter.errors import CanterWarning
-from canter.trainers.base import Trainer
+from canter.trainers.base import Trainer, mean_stats
 
 
 def random_actions(agent: Agent, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -133,8 +133,6 @@ class OffPolicyTrainer(Trainer):
         self.set_progress()
         if self._buffer_progress is not None:
             self._buffer_progress(self.step, self.run.max_steps)
-        totals: dict[str, float] = {}
-        counts: dict[str, int] = {}
         with self.updating():  # matmul precision and denormal flushing for the updates only
             if self._phase_batching and gradient_steps > 1:
                 # uniform replay: one draw of all the phase's minibatches is distributed exactly like
@@ -148,8 +146,4 @@ class OffPolicyTrainer(Trainer):
                     all_stats.append(agent.learn(batch))
                     if self._update_priorities is not None and self.algorithm.last_priorities is not None:
                         self._update_priorities(batch.indices, self.algorithm.last_priorities)
-        for stats in all_stats:
-            for k, v in stats.items():
-                totals[k] = totals.get(k, 0.0) + v
-                counts[k] = counts.get(k, 0) + 1
-        return {k: v / counts[k] for k, v in totals.items()}
+        return mean_stats(all_stats)

@@ -1,0 +1,175 @@
+"""Datasets of transitions for offline training: collect, save, load (safetensors + JSON).
+
+A dataset is a flat set of transitions ``(obs, action, reward, next_obs, terminated,
+truncated)`` with the env id and spaces it came from, stored like a checkpoint
+(:mod:`canter.checkpoint`: ``NAME.safetensors`` + ``NAME.json``, atomic writes, nothing
+unpickled on load). Actions are stored as the env takes them (Discrete actions with the space's
+``start``, Box actions in the env's bounds), so a dataset does not depend on the algorithm that
+learns from it. ``canter collect`` writes one from a trained run or a random policy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata, save_checkpoint
+from canter.envs.spaces import space_from_dict, space_to_dict
+from canter.errors import CanterError
+from canter.utils import canter_version, git_commit
+
+KIND = "canter-dataset"
+ARRAYS = ("obs", "actions", "rewards", "next_obs", "terminated", "truncated")
+
+
+@dataclass
+class TransitionDataset:
+    """Transitions ``[N, ...]`` of one env; ``info`` holds how they were collected (JSON-safe)."""
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_obs: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    env_id: str
+    observation_space: gym.Space
+    action_space: gym.Space
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.rewards)
+        if n == 0:
+            raise CanterError("a dataset needs at least one transition")
+        for name in ARRAYS:
+            if len(getattr(self, name)) != n:
+                raise CanterError(f"dataset arrays differ in length: {name} has {len(getattr(self, name))}, "
+                                  f"rewards {n}")
+        obs_shape = tuple(self.observation_space.shape or ())
+        for name in ("obs", "next_obs"):
+            if getattr(self, name).shape[1:] != obs_shape:
+                raise CanterError(f"dataset {name} have shape {getattr(self, name).shape[1:]}, but the observation "
+                                  f"space has {obs_shape}")
+        act_shape = tuple(self.action_space.shape or ())
+        if self.actions.shape[1:] != act_shape:
+            raise CanterError(f"dataset actions have shape {self.actions.shape[1:]}, but the action space has "
+                              f"{act_shape}")
+        self.rewards = self.rewards.astype(np.float32, copy=False)
+        self.terminated = self.terminated.astype(bool, copy=False)
+        self.truncated = self.truncated.astype(bool, copy=False)
+
+    def __len__(self) -> int:
+        return len(self.rewards)
+
+    def episode_returns(self) -> np.ndarray:
+        """Returns of the complete episodes, assuming transitions are stored in order per env
+        (as :func:`collect` stores them with one env)."""
+        ends = np.flatnonzero(self.terminated | self.truncated)
+        sums = np.cumsum(self.rewards, dtype=np.float64)
+        totals = sums[ends]
+        return np.diff(np.concatenate([[0.0], totals]))
+
+    def save(self, path: str | Path) -> Path:
+        """Write ``path``.safetensors + ``path``.json atomically; returns the common base path."""
+        state = {name: np.ascontiguousarray(getattr(self, name)) for name in ARRAYS}
+        meta = {
+            "kind": KIND, "env": self.env_id, "transitions": len(self),
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+            "canter_version": canter_version(), "git_commit": git_commit(), "info": self.info,
+        }
+        return save_checkpoint(path, state, meta)
+
+    @classmethod
+    def load(cls, path: str | Path) -> TransitionDataset:
+        """Read a dataset written by :meth:`save` (tensors from safetensors only; nothing is unpickled)."""
+        read_dataset_metadata(path)  # clear errors for a missing file or a checkpoint given instead
+        base = checkpoint_base(path)
+        state, meta = load_checkpoint(base)
+        try:
+            spaces = [space_from_dict(meta[k]) for k in ("observation_space", "action_space")]
+            arrays = {name: np.asarray(state[name]) for name in ARRAYS}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CanterError(f"dataset {base} is corrupt: {exc!r}") from None
+        return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
+                   info=dict(meta.get("info") or {}))
+
+
+def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
+    """A dataset's JSON metadata (its tensors are not read); a clear error if ``path`` is not a dataset."""
+    base = checkpoint_base(path)
+    if not any(base.with_name(base.name + ext).exists() for ext in (".json", ".safetensors")):
+        raise CanterError(f"dataset not found: '{path}' (expected {base}.safetensors and {base}.json; "
+                          f"write one with canter collect)")
+    meta = read_metadata(base)
+    if meta.get("kind") != KIND:
+        raise CanterError(f"'{path}' is a canter checkpoint, not a dataset (write one with canter collect)")
+    return meta
+
+
+def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` uniform random actions as the env takes them (Discrete or Box)."""
+    if isinstance(space, gym.spaces.Discrete):
+        return rng.integers(0, int(space.n), size=n) + int(space.start)
+    if isinstance(space, gym.spaces.Box):
+        return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
+    raise CanterError(f"cannot draw random actions for a {type(space).__name__} action space")
+
+
+def collect(
+    env_id: str, transitions: int, agent: Any = None, *, epsilon: float = 0.0, seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None, info: dict[str, Any] | None = None,
+) -> TransitionDataset:
+    """Run ``agent``'s deterministic policy (uniform random actions without an agent) for
+    ``transitions`` transitions, each action replaced by a random one with probability ``epsilon``.
+
+    One env runs, so each episode's transitions are stored in order. It runs without the training
+    wrappers (Atari: the true game score, no episodic life). Truncated episodes keep their real
+    final observation as ``next_obs``.
+    """
+    from canter.envs import make_vec_env
+
+    if transitions < 1:
+        raise CanterError(f"the number of transitions must be >= 1, got {transitions}")
+    if not 0.0 <= epsilon <= 1.0:
+        raise CanterError(f"epsilon must be between 0 and 1, got {epsilon}")
+    env = make_vec_env(env_id, 1, "sync", env_kwargs)
+    try:
+        obs_space, act_space = env.single_observation_space, env.single_action_space
+        rng = np.random.default_rng(seed)
+        cap = transitions + env.num_envs
+        arrays = {
+            "obs": np.zeros((cap, *obs_space.shape), obs_space.dtype),
+            "actions": np.zeros((cap, *act_space.shape), act_space.dtype),
+            "rewards": np.zeros(cap, np.float32), "next_obs": np.zeros((cap, *obs_space.shape), obs_space.dtype),
+            "terminated": np.zeros(cap, bool), "truncated": np.zeros(cap, bool),
+        }
+        obs = env.reset(seed=seed)
+        count = 0
+        while count < transitions:
+            actions = random_env_actions(act_space, env.num_envs, rng) if agent is None else agent.predict(obs)
+            if agent is not None and epsilon > 0:
+                explore = rng.random(env.num_envs) < epsilon
+                actions = np.where(explore.reshape(-1, *[1] * (actions.ndim - 1)),
+                                   random_env_actions(act_space, env.num_envs, rng), actions)
+            step = env.step(actions)
+            rows = np.flatnonzero(step.valid)  # reset-only steps carry no transition
+            end = count + len(rows)
+            for name, values in (("obs", obs), ("actions", actions), ("rewards", step.reward),
+                                 ("next_obs", step.obs), ("terminated", step.terminated),
+                                 ("truncated", step.truncated)):
+                arrays[name][count:end] = np.asarray(values)[rows]
+            count = end
+            obs = step.obs
+    finally:
+        env.close()
+    arrays = {k: v[:transitions] for k, v in arrays.items()}
+    policy = {"policy": "random"} if agent is None else {"policy": "agent", "epsilon": epsilon}
+    data = TransitionDataset(**arrays, env_id=env_id, observation_space=obs_space, action_space=act_space,
+                             info={**policy, "seed": seed, **(info or {})})
+    returns = data.episode_returns()
+    data.info.update(episodes=len(returns), mean_return=float(returns.mean()) if len(returns) else None)
+    return data

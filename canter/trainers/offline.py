@@ -1,0 +1,81 @@
+"""The offline trainer: gradient updates on minibatches of a fixed dataset, no env steps.
+
+Family ``"offline"`` (BC, CQL, TD3+BC). The dataset (:class:`~canter.data.dataset.TransitionDataset`)
+is converted once to the algorithm's action representation; each iteration takes the config's
+``gradient_steps`` updates on uniformly drawn minibatches of ``batch_size`` transitions. The
+trainer's ``step`` counts gradient updates, so ``max_steps``, ``eval_every``,
+``checkpoint_every`` and the algorithm's schedules (DQN's ``target_update_interval``) are all
+in updates. Evaluation runs the deterministic policy on the eval env, as online.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from canter.agents.agent import Agent
+from canter.config import RunConfig
+from canter.data.batch import ReplayBatch
+from canter.data.dataset import TransitionDataset
+from canter.envs.vector import VecEnv
+from canter.trainers.base import Trainer, mean_stats
+
+
+class OfflineTrainer(Trainer):
+    """Learns from ``dataset`` only; ``env`` is None (the eval env still runs the policy)."""
+
+    def __init__(self, agent: Agent, dataset: TransitionDataset, eval_env: VecEnv | None, run: RunConfig,
+                 callbacks: Any = ()) -> None:
+        super().__init__(agent, None, eval_env, run, callbacks)
+        self.dataset = dataset
+
+    def setup(self) -> None:
+        """Convert the dataset once: algorithm actions, float32 rewards and flags; observation
+        statistics (with ``normalize_obs``) from the whole dataset."""
+        d, agent = self.dataset, self.agent
+        self.data_obs, self.data_next_obs = d.obs, d.next_obs  # raw; the agent normalises each minibatch
+        self.actions = agent.from_env_actions(d.actions)
+        self.rewards = d.rewards.astype(np.float32)
+        self.terminated = d.terminated.astype(np.float32)
+        self.rng = np.random.default_rng(self.run.seed + 1)
+        if agent.obs_rms is not None:  # set, not folded in: a resumed run has the same statistics already
+            both = np.concatenate([d.obs, d.next_obs]).astype(np.float64)
+            agent.obs_rms.load_state_dict({"mean": both.mean(axis=0), "var": both.var(axis=0), "count": len(both)})
+        self._ones = torch.ones(self.config.batch_size)
+        self.gamma = float(getattr(self.config, "gamma", 1.0))  # behaviour cloning has no discount
+        self._discounts = torch.full((self.config.batch_size,), self.gamma)
+
+    def sample(self, n: int) -> ReplayBatch:
+        """``n`` transitions drawn uniformly with replacement from the trainer's seeded generator."""
+        idx = self.rng.integers(0, len(self.dataset), size=n)
+        ones = self._ones if n == len(self._ones) else torch.ones(n)
+        discounts = self._discounts if n == len(self._discounts) else torch.full((n,), self.gamma)
+        return ReplayBatch(
+            obs=torch.from_numpy(self.data_obs[idx]), actions=torch.from_numpy(self.actions[idx]),
+            rewards=torch.from_numpy(self.rewards[idx]), next_obs=torch.from_numpy(self.data_next_obs[idx]),
+            terminated=torch.from_numpy(self.terminated[idx]), discounts=discounts, weights=ones,
+            indices=torch.from_numpy(idx),
+        )
+
+    def iteration(self) -> dict[str, float]:
+        """``gradient_steps`` updates; ``step`` advances by as many."""
+        agent, c = self.agent, self.config
+        self.set_progress()
+        with self.updating():
+            stats = [agent.learn(agent.prepare_replay_batch(self.sample(c.batch_size)))
+                     for _ in range(c.gradient_steps)]
+        self.step += c.gradient_steps
+        return mean_stats(stats)
+
+    def state(self) -> dict[str, Any]:
+        """Counters, plus the dataset's size (checked when resuming)."""
+        return {**super().state(), "dataset_transitions": len(self.dataset)}
+
+    def resume_state(self) -> dict[str, Any]:
+        """Adds the minibatch generator's state (the data itself is the dataset file)."""
+        return {**super().resume_state(), "sample_rng": self.rng.bit_generator.state}
+
+    def load_resume_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        super().load_resume_state(state)
+        self.rng.bit_generator.state = state["sample_rng"]

@@ -1,0 +1,214 @@
+"""Offline training: datasets (collect, save, load), the offline trainer, BC, discrete CQL and TD3+BC,
+and the ``canter collect`` / ``canter train --dataset`` commands."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import canter
+from canter.agents.agent import Agent
+from canter.api import make_agent
+from canter.config import resolve_config
+from canter.data.dataset import TransitionDataset, collect
+from canter.errors import CanterError
+from tests.test_cli_errors import assert_one_line_error, run_cli, snapshot
+
+
+def best_eval(algo: str, **kwargs: object) -> tuple[float, object]:
+    """Run an offline trainer to its end; its best evaluation return and the trainer."""
+    trainer = canter.make_trainer(algo, **kwargs)
+    try:
+        for _ in trainer():
+            pass
+    finally:
+        trainer.close()
+    return trainer.best_eval_return, trainer
+
+
+@pytest.fixture(scope="module")
+def expert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A PPO run that solved CartPole (the preset, seed 1)."""
+    run_dir = tmp_path_factory.mktemp("expert") / "ppo"
+    agent = canter.train("ppo", env="CartPole-v1", target_reward=475, seed=1, run_dir=run_dir)
+    assert json.loads((run_dir / "summary.json").read_text())["solved"]
+    return agent.run_dir
+
+
+# ---------------------------------------------------------------------------------------------- datasets
+
+
+def test_collect_stores_every_transition_once_in_order_with_real_final_observations():
+    data = collect("CartPole-v1", 3000, None, seed=7, env_kwargs={"max_episode_steps": 20})
+    assert len(data) == 3000 and data.obs.shape == (3000, 4) and data.actions.dtype == np.int64
+    assert set(np.unique(data.actions)) <= {0, 1} and np.all(data.rewards == 1.0)
+    ends = data.terminated | data.truncated
+    # inside an episode the next observation is the next row's observation; after an end it is not
+    # (the row after an end is the first observation of a new episode)
+    inside = np.flatnonzero(~ends[:-1])
+    np.testing.assert_array_equal(data.next_obs[inside], data.obs[inside + 1])
+    after_end = np.flatnonzero(ends[:-1])
+    assert len(after_end) > 50 and not np.any(np.all(data.next_obs[after_end] == data.obs[after_end + 1], axis=1))
+    assert (data.truncated & ~data.terminated).any() and (data.terminated & ~data.truncated).any()
+    lengths = np.diff(np.concatenate([[-1], np.flatnonzero(ends)]))
+    assert lengths.max() == 20 and np.all(lengths[data.truncated[ends]] == 20)  # truncation at the time limit
+    np.testing.assert_array_equal(data.episode_returns(), lengths.astype(float))
+    assert data.info["episodes"] == len(lengths) and data.info["policy"] == "random"
+    again = collect("CartPole-v1", 3000, None, seed=7, env_kwargs={"max_episode_steps": 20})
+    np.testing.assert_array_equal(again.obs, data.obs)  # seeded
+
+
+def test_dataset_round_trip_and_refusals(tmp_path, expert):
+    data = collect("Pendulum-v1", 300, None, seed=1)
+    base = data.save(tmp_path / "pend")
+    assert base.with_suffix(".safetensors").exists() and base.with_suffix(".json").exists()
+    back = TransitionDataset.load(tmp_path / "pend.safetensors")
+    for name in ("obs", "actions", "rewards", "next_obs", "terminated", "truncated"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(data, name))
+    assert back.env_id == "Pendulum-v1" and back.action_space == data.action_space and back.info == data.info
+    with pytest.raises(CanterError, match="dataset not found"):
+        TransitionDataset.load(tmp_path / "missing")
+    with pytest.raises(CanterError, match="checkpoint, not a dataset"):
+        TransitionDataset.load(expert / "checkpoints" / "best")
+    with pytest.raises(CanterError, match="actions have shape"):
+        TransitionDataset(data.obs, data.actions[:, 0], data.rewards, data.next_obs, data.terminated,
+                          data.truncated, "Pendulum-v1", data.observation_space, data.action_space)
+
+
+def test_from_env_actions_inverts_to_env_actions():
+    run, cfg = resolve_config("td3bc", "Pendulum-v1")
+    box = gym.spaces.Box(np.array([-2.0, 0.0], dtype=np.float32), np.array([2.0, 5.0], dtype=np.float32))
+    agent = make_agent(run, cfg, gym.spaces.Box(-1, 1, (3,), np.float32), box)
+    squashed = np.array([[-1.0, 1.0], [0.5, -0.25]], dtype=np.float32)
+    env_actions = agent.to_env_actions(squashed)
+    np.testing.assert_allclose(env_actions, [[-2.0, 5.0], [1.0, 1.875]])
+    np.testing.assert_allclose(agent.from_env_actions(env_actions), squashed, atol=1e-6)
+    run, cfg = resolve_config("bc", "CartPole-v1")
+    discrete = Agent(make_agent(run, cfg, gym.spaces.Box(-1, 1, (4,), np.float32),
+                                gym.spaces.Discrete(3, start=-1)).algorithm)
+    np.testing.assert_array_equal(discrete.from_env_actions(np.array([-1, 0, 1])), [0, 1, 2])
+    np.testing.assert_array_equal(discrete.to_env_actions(np.array([0, 1, 2])), [-1, 0, 1])
+
+
+# ---------------------------------------------------------------------------------------------- learning
+
+
+def test_bc_clones_an_expert_on_cartpole(tmp_path, expert):
+    agent = canter.load(expert)
+    data = collect("CartPole-v1", 5000, agent, seed=3)
+    assert data.info["mean_return"] >= 475
+    data.save(tmp_path / "expert")
+    best, trainer = best_eval("bc", dataset=str(tmp_path / "expert"), seed=0)  # the preset: 5,000 updates
+    assert best >= 475
+    assert trainer.env is None and trainer.step <= 5000 and trainer.step % 500 == 0  # steps are updates
+
+
+def test_cql_learns_from_random_data_what_the_data_never_did(tmp_path):
+    """Uniform random CartPole play lasts ~22 steps; CQL's greedy policy on that data lasts far longer
+    (behaviour cloning of it could only reproduce the random policy)."""
+    data = collect("CartPole-v1", 20_000, None, seed=5)
+    assert data.info["mean_return"] < 30
+    data.save(tmp_path / "random")
+    best, _ = best_eval("cql", dataset=str(tmp_path / "random"), seed=0, max_steps=6000, eval_every=1000,
+                        target_reward=None)
+    assert best >= 150
+
+
+def test_td3bc_policy_loss_is_the_papers():
+    data = collect("Pendulum-v1", 512, None, seed=2)
+    run, cfg = resolve_config("td3bc", "Pendulum-v1", seed=0, hparams={"net_arch": [32, 32]})
+    agent = make_agent(run, cfg, data.observation_space, data.action_space)
+    algo = agent.algorithm
+    obs = torch.from_numpy(data.obs[:64])
+    acts = torch.from_numpy(agent.from_env_actions(data.actions[:64]))
+    batch = canter.data.batch.ReplayBatch(obs, acts, torch.zeros(64), obs, torch.zeros(64), torch.full((64,), 0.99),
+                                          torch.ones(64), torch.arange(64))
+    with torch.no_grad():
+        mu = algo.actor(obs)
+        q = algo.critic.first(obs, mu)
+        expected = -cfg.alpha / q.abs().mean() * q.mean() + ((mu - acts) ** 2).mean()
+        torch.testing.assert_close(algo.policy_loss(batch), expected)
+        algo.config.alpha = 0.0  # pure behaviour cloning
+        torch.testing.assert_close(algo.policy_loss(batch), ((mu - acts) ** 2).mean())
+    assert algo.act(obs, deterministic=False).actions.equal(mu)  # an offline policy does not explore
+
+
+@pytest.mark.slow
+def test_td3bc_learns_pendulum_from_a_mixed_dataset(tmp_path):
+    """A TD3 policy trained for 15k steps, acting randomly 30% of the time, collects the data."""
+    agent = canter.train("td3", env="Pendulum-v1", seed=0, max_steps=15_000, run_dir=None)
+    data = collect("Pendulum-v1", 20_000, agent, epsilon=0.3, seed=1)
+    data.save(tmp_path / "mixed")
+    best, _ = best_eval("td3bc", dataset=str(tmp_path / "mixed"), seed=0, max_steps=10_000, eval_every=2000)
+    assert best >= -300
+
+
+# ---------------------------------------------------------------------------------------------- runs
+
+
+def test_offline_run_resumes_exactly(tmp_path, expert):
+    collect("CartPole-v1", 2000, canter.load(expert), epsilon=0.2, seed=4).save(tmp_path / "data")
+    common = dict(dataset=str(tmp_path / "data"), seed=3, eval_every=400, gradient_steps=200, target_reward=None,
+                  checkpoint_every=400, normalize_obs=True)
+    whole = canter.train("cql", run_dir=tmp_path / "whole", max_steps=1200, **common)
+    canter.train("cql", run_dir=tmp_path / "part", max_steps=800, **common)  # ends at an evaluation, as whole
+    resumed = canter.resume(tmp_path / "part", max_steps=1200)
+    for a, b in zip(whole.algorithm.q.parameters(), resumed.algorithm.q.parameters()):
+        assert torch.equal(a, b)
+    np.testing.assert_array_equal(whole.obs_rms.mean, resumed.obs_rms.mean)
+    evals = [json.loads((tmp_path / d / "summary.json").read_text())["last_eval_return"] for d in ("whole", "part")]
+    assert evals[0] == evals[1]
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] == 1200
+
+
+def test_cli_collect_then_train_bc(tmp_path, expert, capsys):
+    code, out, err = run_cli(capsys, "collect", str(expert), "--out", str(tmp_path / "data"), "--transitions", "3000",
+                             "--seed", "2")
+    assert code == 0, err
+    assert "wrote 3,000 transitions of CartPole-v1" in out
+    meta = json.loads((tmp_path / "data.json").read_text())
+    assert meta["info"]["checkpoint"].endswith("best") and meta["info"]["algorithm"] == "ppo"
+    code, out, err = run_cli(capsys, "train", "bc", "--dataset", str(tmp_path / "data.safetensors"), "--quiet",
+                             "--run-dir", str(tmp_path / "bc"))
+    assert code == 0, err
+    summary = json.loads((tmp_path / "bc" / "summary.json").read_text())
+    assert summary["env"] == "CartPole-v1" and summary["solved"] and summary["algorithm"] == "bc"
+    code, out, err = run_cli(capsys, "eval", str(tmp_path / "bc"), "--episodes", "3", "--json")
+    assert code == 0 and json.loads(out)["mean_return"] >= 475
+
+    from canter.tools.plot import draw_groups, group_runs, new_figure
+    from canter.tools.rundata import load_run
+
+    ax = new_figure(400, 300).add_subplot()
+    draw_groups(ax, group_runs([load_run(tmp_path / "bc")]))  # no training episodes: the evaluations
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("gradient updates", "mean evaluation return")
+    assert len(ax.lines[0].get_xdata()) >= 1
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["train", "bc", "--env", "CartPole-v1", "--quiet"], ["bc learns from a dataset", "--dataset"]),
+    (["train", "ppo", "--env", "CartPole-v1", "--dataset", "DATA", "--quiet"], ["only for offline", "bc, cql, td3bc"]),
+    (["train", "bc", "--env", "Acrobot-v1", "--dataset", "DATA", "--quiet"], ["collected on CartPole-v1",
+                                                                            "--env CartPole-v1"]),
+    (["train", "td3bc", "--dataset", "DATA", "--quiet"], ["TD3BC needs a Box action space"]),
+    (["train", "bc", "--dataset", "MISSING", "--quiet"], ["dataset not found"]),
+    (["collect", "--out", "NEW"], ["--env ENV"]),
+    (["collect", "--env", "CartPole-v1", "--out", "DATA"], ["already exists", "--out"]),
+    (["collect", "--env", "CartPole-v1", "--out", "NEW", "--epsilon", "1.5"], ["--epsilon must be between 0 and 1"]),
+    (["collect", "--env", "CartPole-v1", "--out", "NEW", "--transitions", "0"], ["--transitions must be >= 1"]),
+    (["collect", "--env", "CartPol-v1", "--out", "NEW"], ["CartPole-v1"]),
+    (["collect", "--env", "CartPole-v1", "--out", "NODIR/x"], ["does not exist"]),
+])
+def test_offline_cli_errors_are_one_line_and_write_nothing(tmp_path, capsys, argv, needles):
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
+    before = snapshot(tmp_path)
+    paths = {"DATA": str(tmp_path / "data"), "MISSING": str(tmp_path / "nope"), "NEW": str(tmp_path / "new"),
+             "NODIR/x": str(tmp_path / "nodir" / "x")}
+    code, _, err = run_cli(capsys, *[paths.get(a, a) for a in argv], *(["--run-dir", str(tmp_path / "run")]
+                                                                      if argv[0] == "train" else []))
+    assert_one_line_error(code, err, *needles)
+    assert snapshot(tmp_path) == before  # no run directory, no dataset, the existing dataset untouched
