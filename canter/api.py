@@ -230,6 +230,13 @@ def resume_trainer(
             hint = (f"; --max-seconds must be more than its {meta['trainer']['wall_time']:.1f} s to extend it, "
                     f"got {max_seconds:g}")
         raise CanterError(f"run '{run_dir}' already finished (stop reason: {reason}); nothing to resume{hint}")
+    used = state["trainer"]["counters"].get("dataset_id")
+    if run.dataset is not None and used is not None:  # checked before anything is written
+        from canter.data.dataset import read_dataset_metadata
+
+        if read_dataset_metadata(run.dataset).get("checkpoint_id") != used:
+            raise CanterError(f"cannot resume: dataset '{run.dataset}' was rewritten since this run started; "
+                              f"an exact continuation needs the dataset it was trained on")
     run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), resumed=meta)
     assert isinstance(run_obj, Run)
     agent = run_obj.trainer.agent

@@ -150,7 +150,7 @@ def test_td3bc_learns_pendulum_from_a_mixed_dataset(tmp_path):
 # ---------------------------------------------------------------------------------------------- runs
 
 
-def test_offline_run_resumes_exactly(tmp_path, expert):
+def test_offline_run_resumes_exactly(tmp_path, expert, capsys):
     collect("CartPole-v1", 2000, canter.load(expert), epsilon=0.2, seed=4).save(tmp_path / "data")
     common = dict(dataset=str(tmp_path / "data"), seed=3, eval_every=400, gradient_steps=200, target_reward=None,
                   checkpoint_every=400, normalize_obs=True)
@@ -163,6 +163,15 @@ def test_offline_run_resumes_exactly(tmp_path, expert):
     evals = [json.loads((tmp_path / d / "summary.json").read_text())["last_eval_return"] for d in ("whole", "part")]
     assert evals[0] == evals[1]
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] == 1200
+
+    # a dataset rewritten since the run started is refused (one line, exit 2) and the run is left as it was
+    collect("CartPole-v1", 2000, None, seed=4).save(tmp_path / "other")
+    for ext in (".safetensors", ".json"):
+        (tmp_path / f"other{ext}").replace(tmp_path / f"data{ext}")
+    before = snapshot(tmp_path / "part")
+    code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "part"), "--max-steps", "1600", "--quiet")
+    assert_one_line_error(code, err, "was rewritten since this run started")
+    assert snapshot(tmp_path / "part") == before
 
 
 def test_cli_collect_then_train_bc(tmp_path, expert, capsys):

@@ -39,6 +39,9 @@ class TransitionDataset:
     observation_space: gym.Space
     action_space: gym.Space
     info: dict[str, Any] = field(default_factory=dict)
+    #: the ``checkpoint_id`` of the file it was loaded from or last saved to (None before that): an
+    #: offline run records it, so ``--resume`` can refuse a dataset rewritten since
+    dataset_id: str | None = None
 
     def __post_init__(self) -> None:
         n = len(self.rewards)
@@ -81,7 +84,9 @@ class TransitionDataset:
             "action_space": space_to_dict(self.action_space),
             "canter_version": canter_version(), "git_commit": git_commit(), "info": self.info,
         }
-        return save_checkpoint(path, state, meta)
+        base = save_checkpoint(path, state, meta)
+        self.dataset_id = read_metadata(base)["checkpoint_id"]
+        return base
 
     @classmethod
     def load(cls, path: str | Path) -> TransitionDataset:
@@ -95,7 +100,7 @@ class TransitionDataset:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CanterError(f"dataset {base} is corrupt: {exc!r}") from None
         return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
-                   info=dict(meta.get("info") or {}))
+                   info=dict(meta.get("info") or {}), dataset_id=meta.get("checkpoint_id"))
 
 
 def read_dataset_metadata(path: str | Path) -> dict[str, Any]:

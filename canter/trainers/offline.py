@@ -69,8 +69,8 @@ class OfflineTrainer(Trainer):
         return mean_stats(stats)
 
     def state(self) -> dict[str, Any]:
-        """Counters, plus the dataset's size (checked when resuming)."""
-        return {**super().state(), "dataset_transitions": len(self.dataset)}
+        """Counters, plus the dataset's size and id (:func:`canter.api.resume_trainer` checks the id)."""
+        return {**super().state(), "dataset_transitions": len(self.dataset), "dataset_id": self.dataset.dataset_id}
 
     def resume_state(self) -> dict[str, Any]:
         """Adds the minibatch generator's state (the data itself is the dataset file)."""
