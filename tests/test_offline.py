@@ -3,6 +3,7 @@ and the ``canter collect`` / ``canter train --dataset`` commands."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -196,6 +197,42 @@ def test_cli_collect_then_train_bc(tmp_path, expert, capsys):
     draw_groups(ax, group_runs([load_run(tmp_path / "bc")]))  # no training episodes: the evaluations
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("gradient updates", "mean evaluation return")
     assert len(ax.lines[0].get_xdata()) >= 1
+
+
+def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypatch, capsys):
+    """A Minari dataset (the Farama standard: episodes of T + 1 observations) written from a canter
+    dataset's complete episodes reads back as the same transitions, and trains like one."""
+    minari = pytest.importorskip("minari")
+    from minari.data_collector import EpisodeBuffer
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    data = collect("CartPole-v1", 3000, canter.load(expert), epsilon=0.1, seed=6)
+    ends = np.flatnonzero(data.terminated | data.truncated)
+    buffers, start = [], 0
+    for i, end in enumerate(ends):
+        rows = slice(start, end + 1)
+        buffers.append(EpisodeBuffer(
+            id=i, observations=np.concatenate([data.obs[rows], data.next_obs[end:end + 1]]),
+            actions=data.actions[rows], rewards=data.rewards[rows], terminations=data.terminated[rows],
+            truncations=data.truncated[rows], infos={}))
+        start = end + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # minari asks for an author, a description, ...
+        minari.create_dataset_from_buffers("cartpole/test-v0", buffers, env=gym.make("CartPole-v1"),
+                                           algorithm_name="ppo", data_format="arrow")
+    back = TransitionDataset.load("minari:cartpole/test-v0")
+    for name in ("obs", "actions", "rewards", "next_obs", "terminated", "truncated"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(data, name)[: ends[-1] + 1])
+    assert back.env_id == "CartPole-v1" and back.info["episodes"] == len(ends) and back.info["algorithm"] == "ppo"
+
+    code, _, err = run_cli(capsys, "train", "bc", "--dataset", "minari:cartpole/test-v0", "--quiet", "--run-dir",
+                           str(tmp_path / "bc"))
+    assert code == 0, err
+    assert json.loads((tmp_path / "bc" / "summary.json").read_text())["solved"]
+    code, _, err = run_cli(capsys, "train", "bc", "--dataset", "minari:cartpole/none-v0", "--quiet", "--run-dir",
+                           str(tmp_path / "none"))
+    assert_one_line_error(code, err, "no local Minari dataset 'cartpole/none-v0'", "minari download")
+    assert not (tmp_path / "none").exists()
 
 
 @pytest.mark.parametrize("argv, needles", [

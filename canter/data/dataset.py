@@ -22,6 +22,8 @@ from canter.errors import CanterError
 from canter.utils import canter_version, git_commit
 
 KIND = "canter-dataset"
+#: ``--dataset minari:ID`` reads a local Minari dataset (the ``offline`` extra)
+MINARI_PREFIX = "minari:"
 ARRAYS = ("obs", "actions", "rewards", "next_obs", "terminated", "truncated")
 
 
@@ -90,7 +92,10 @@ class TransitionDataset:
 
     @classmethod
     def load(cls, path: str | Path) -> TransitionDataset:
-        """Read a dataset written by :meth:`save` (tensors from safetensors only; nothing is unpickled)."""
+        """Read a dataset written by :meth:`save` (tensors from safetensors only; nothing is unpickled),
+        or ``minari:ID``, a local Minari dataset (:func:`from_minari`)."""
+        if str(path).startswith(MINARI_PREFIX):
+            return from_minari(str(path)[len(MINARI_PREFIX):])
         read_dataset_metadata(path)  # clear errors for a missing file or a checkpoint given instead
         base = checkpoint_base(path)
         state, meta = load_checkpoint(base)
@@ -104,7 +109,10 @@ class TransitionDataset:
 
 
 def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
-    """A dataset's JSON metadata (its tensors are not read); a clear error if ``path`` is not a dataset."""
+    """A dataset's JSON metadata (its tensors are not read); a clear error if ``path`` is not a dataset.
+    For ``minari:ID``: the env id only."""
+    if str(path).startswith(MINARI_PREFIX):
+        return {"kind": KIND, "env": _minari_env(_load_minari(str(path)[len(MINARI_PREFIX):]))}
     base = checkpoint_base(path)
     if not any(base.with_name(base.name + ext).exists() for ext in (".json", ".safetensors")):
         raise CanterError(f"dataset not found: '{path}' (expected {base}.safetensors and {base}.json; "
@@ -113,6 +121,60 @@ def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     if meta.get("kind") != KIND:
         raise CanterError(f"'{path}' is a canter checkpoint, not a dataset (write one with canter collect)")
     return meta
+
+
+def _load_minari(dataset_id: str) -> Any:
+    """A local Minari dataset (its arrays are read lazily)."""
+    from canter.errors import require
+
+    minari = require("minari", "offline", "Minari datasets")
+    try:
+        return minari.load_dataset(dataset_id)
+    except FileNotFoundError as exc:
+        raise CanterError(f"no local Minari dataset '{dataset_id}' ({exc}); download it first: minari download "
+                          f"{dataset_id}") from None
+    except Exception as exc:  # minari raises ValueError and others for malformed ids and files
+        raise CanterError(f"cannot read Minari dataset '{dataset_id}': {exc}") from None
+
+
+def _minari_env(data: Any) -> str:
+    """The env id a Minari dataset evaluates on: its eval env, else the env it was collected on."""
+    eval_spec = data.storage.metadata.get("eval_env_spec")  # a JSON EnvSpec, when the dataset names one
+    spec = gym.envs.registration.EnvSpec.from_json(eval_spec) if isinstance(eval_spec, str) else data.spec.env_spec
+    if spec is None:
+        raise CanterError(f"Minari dataset '{data.spec.dataset_id}' records no env; canter evaluates on one")
+    return str(spec.id)
+
+
+def from_minari(dataset_id: str) -> TransitionDataset:
+    """A local Minari dataset as a :class:`TransitionDataset`: each episode's ``T + 1`` observations
+    become ``T`` (obs, next obs) pairs. Box or Discrete observations and actions only."""
+    data = _load_minari(dataset_id)
+    obs_space, act_space = data.observation_space, data.action_space
+    for what, space in (("observation", obs_space), ("action", act_space)):
+        if not isinstance(space, (gym.spaces.Box, gym.spaces.Discrete)):
+            raise CanterError(f"Minari dataset '{dataset_id}' has a {type(space).__name__} {what} space; canter "
+                              f"learns offline from Box or Discrete spaces")
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in ARRAYS}
+    returns = []
+    for episode in data.iterate_episodes():
+        observations = np.asarray(episode.observations)
+        parts["obs"].append(observations[:-1])
+        parts["next_obs"].append(observations[1:])
+        parts["actions"].append(np.asarray(episode.actions, dtype=act_space.dtype).reshape(-1, *act_space.shape))
+        parts["rewards"].append(np.asarray(episode.rewards, dtype=np.float32))
+        parts["terminated"].append(np.asarray(episode.terminations, dtype=bool))
+        parts["truncated"].append(np.asarray(episode.truncations, dtype=bool))
+        returns.append(float(np.sum(episode.rewards)))
+    if not returns:
+        raise CanterError(f"Minari dataset '{dataset_id}' holds no episodes")
+    arrays = {name: np.concatenate(chunks) for name, chunks in parts.items()}
+    arrays["obs"] = arrays["obs"].astype(obs_space.dtype, copy=False)
+    arrays["next_obs"] = arrays["next_obs"].astype(obs_space.dtype, copy=False)
+    info = {"source": MINARI_PREFIX + dataset_id, "algorithm": data.storage.metadata.get("algorithm_name"), "episodes": len(returns),
+            "mean_return": float(np.mean(returns))}
+    return TransitionDataset(**arrays, env_id=_minari_env(data), observation_space=obs_space, action_space=act_space,
+                             info=info)
 
 
 def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator) -> np.ndarray:
