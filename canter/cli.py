@@ -276,21 +276,27 @@ def cmd_collect(argv: list[str]) -> int:
                 "td3bc): a run's deterministic policy, each action random with probability --epsilon, or a uniform "
                 "random policy when no run is given.")
     p.add_argument("run_dir", nargs="?", help="run directory or checkpoint whose policy acts (default: random actions)")
-    p.add_argument("--out", required=True, help="dataset path; writes PATH.safetensors and PATH.json")
+    p.add_argument("--out", required=True, help="dataset path; writes PATH.safetensors and PATH.json (minari:ID: a "
+                   "local Minari dataset, the complete episodes; needs the 'offline' extra)")
     p.add_argument("--env", help="env id (default: the run's env; required without a run)")
     p.add_argument("--transitions", type=int, default=50_000, help="transitions to collect (default 50000)")
     p.add_argument("--epsilon", type=float, default=0.0, help="probability of a random action instead of the policy's")
     p.add_argument("--seed", type=int, default=0, help="seed of the env and the random actions")
     args = p.parse_args(argv)
     from canter.checkpoint import checkpoint_base
-    from canter.data.dataset import collect
+    from canter.data.dataset import MINARI_PREFIX, collect, minari_exists
 
+    minari_id = args.out[len(MINARI_PREFIX):] if args.out.startswith(MINARI_PREFIX) else None
     base = checkpoint_base(args.out)
-    for existing in (base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")):
-        if existing.exists():
-            raise CanterError(f"'{existing}' already exists; choose another --out")
-    if not base.absolute().parent.is_dir():
-        raise CanterError(f"--out: directory '{base.absolute().parent}' does not exist")
+    if minari_id is not None:
+        if minari_exists(minari_id):
+            raise CanterError(f"Minari dataset '{minari_id}' already exists; choose another --out")
+    else:
+        for existing in (base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")):
+            if existing.exists():
+                raise CanterError(f"'{existing}' already exists; choose another --out")
+        if not base.absolute().parent.is_dir():
+            raise CanterError(f"--out: directory '{base.absolute().parent}' does not exist")
     if args.transitions < 1:
         raise CanterError(f"--transitions must be >= 1, got {args.transitions}")
     if not 0.0 <= args.epsilon <= 1.0:
@@ -310,10 +316,14 @@ def cmd_collect(argv: list[str]) -> int:
                   "checkpoint_step": meta.get("step")}
     data = collect(env_id, args.transitions, agent, epsilon=args.epsilon, seed=args.seed, env_kwargs=env_kwargs,
                    info=source)
-    data.save(base)
+    if minari_id is not None:
+        data.to_minari(minari_id)
+    else:
+        data.save(base)
     mean = data.info.get("mean_return")
+    where = args.out if minari_id is not None else f"{base}.safetensors"
     print(f"wrote {len(data):,} transitions of {env_id} ({data.info['episodes']} complete episodes, mean return "
-          f"{'n/a' if mean is None else f'{mean:.2f}'}) to {base}.safetensors")
+          f"{'n/a' if mean is None else f'{mean:.2f}'}) to {where}")
     return 0
 
 

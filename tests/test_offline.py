@@ -3,7 +3,6 @@ and the ``canter collect`` / ``canter train --dataset`` commands."""
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -203,23 +202,26 @@ def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypa
     """A Minari dataset (the Farama standard: episodes of T + 1 observations) written from a canter
     dataset's complete episodes reads back as the same transitions, and trains like one."""
     minari = pytest.importorskip("minari")
-    from minari.data_collector import EpisodeBuffer
-
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
-    data = collect("CartPole-v1", 3000, canter.load(expert), epsilon=0.1, seed=6)
+    data = collect("CartPole-v1", 3000, canter.load(expert), epsilon=0.1, seed=6, info={"algorithm": "ppo"})
     ends = np.flatnonzero(data.terminated | data.truncated)
-    buffers, start = [], 0
-    for i, end in enumerate(ends):
-        rows = slice(start, end + 1)
-        buffers.append(EpisodeBuffer(
-            id=i, observations=np.concatenate([data.obs[rows], data.next_obs[end:end + 1]]),
-            actions=data.actions[rows], rewards=data.rewards[rows], terminations=data.terminated[rows],
-            truncations=data.truncated[rows], infos={}))
-        start = end + 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # minari asks for an author, a description, ...
-        minari.create_dataset_from_buffers("cartpole/test-v0", buffers, env=gym.make("CartPole-v1"),
-                                           algorithm_name="ppo", data_format="arrow")
+    data.to_minari("cartpole/test-v0")
+    assert minari.load_dataset("cartpole/test-v0").total_episodes == len(ends)
+    code, out, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--transitions", "500", "--out",
+                             "minari:cartpole/random-v0")
+    assert code == 0 and "to minari:cartpole/random-v0" in out, err
+    assert minari.load_dataset("cartpole/random-v0").total_steps <= 500
+    before = snapshot(tmp_path / "minari")
+    code, _, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--out", "minari:cartpole/random-v0")
+    assert_one_line_error(code, err, "Minari dataset 'cartpole/random-v0' already exists")
+    assert snapshot(tmp_path / "minari") == before
+    with pytest.raises(CanterError, match="cannot write Minari dataset 'cartpole/test-v0'"):
+        data.to_minari("cartpole/test-v0")  # never overwritten
+    shuffled = TransitionDataset(*(getattr(data, k)[::-1] for k in ("obs", "actions", "rewards", "next_obs",
+                                                                   "terminated", "truncated")),
+                                 "CartPole-v1", data.observation_space, data.action_space)
+    with pytest.raises(CanterError, match="not stored in episode order"):
+        shuffled.to_minari("cartpole/shuffled-v0")
     back = TransitionDataset.load("minari:cartpole/test-v0")
     for name in ("obs", "actions", "rewards", "next_obs", "terminated", "truncated"):
         np.testing.assert_array_equal(getattr(back, name), getattr(data, name)[: ends[-1] + 1])

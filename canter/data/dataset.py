@@ -9,6 +9,7 @@ learns from it. ``canter collect`` writes one from a trained run or a random pol
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,38 @@ class TransitionDataset:
         self.dataset_id = read_metadata(base)["checkpoint_id"]
         return base
 
+    def to_minari(self, dataset_id: str) -> None:
+        """Write the complete episodes as a local Minari dataset ``dataset_id`` (Arrow format; the
+        ``offline`` extra). Transitions must be stored in episode order, as :func:`collect` stores
+        them; a trailing incomplete episode is left out."""
+        from canter.errors import require
+
+        minari = require("minari", "offline", "Minari datasets")
+        from minari.data_collector import EpisodeBuffer
+
+        ends = np.flatnonzero(self.terminated | self.truncated)
+        if not len(ends):
+            raise CanterError("the dataset holds no complete episode to write to Minari")
+        inside = np.setdiff1d(np.arange(ends[-1]), ends)  # each such row's next row continues its episode
+        if not np.array_equal(self.next_obs[inside], self.obs[inside + 1]):
+            raise CanterError("the dataset's transitions are not stored in episode order; Minari needs whole episodes")
+        buffers, start = [], 0
+        for i, end in enumerate(ends.tolist()):
+            rows = slice(start, end + 1)
+            buffers.append(EpisodeBuffer(
+                id=i, observations=np.concatenate([self.obs[rows], self.next_obs[end:end + 1]]),
+                actions=self.actions[rows], rewards=self.rewards[rows], terminations=self.terminated[rows],
+                truncations=self.truncated[rows], infos={}))
+            start = end + 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # Minari asks for an author, a description, ...
+            try:
+                minari.create_dataset_from_buffers(dataset_id, buffers, env=self.env_id, data_format="arrow",
+                                                   algorithm_name=str(self.info.get("algorithm") or
+                                                                      self.info.get("policy") or "unknown"))
+            except ValueError as exc:  # an existing id, a malformed one
+                raise CanterError(f"cannot write Minari dataset '{dataset_id}': {exc}") from None
+
     @classmethod
     def load(cls, path: str | Path) -> TransitionDataset:
         """Read a dataset written by :meth:`save` (tensors from safetensors only; nothing is unpickled),
@@ -123,18 +156,25 @@ def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     return meta
 
 
-def _load_minari(dataset_id: str) -> Any:
-    """A local Minari dataset (its arrays are read lazily)."""
+def _load_minari(dataset_id: str, missing_ok: bool = False) -> Any:
+    """A local Minari dataset (its arrays are read lazily); None if it is missing and ``missing_ok``."""
     from canter.errors import require
 
     minari = require("minari", "offline", "Minari datasets")
     try:
         return minari.load_dataset(dataset_id)
     except FileNotFoundError as exc:
+        if missing_ok:
+            return None
         raise CanterError(f"no local Minari dataset '{dataset_id}' ({exc}); download it first: minari download "
                           f"{dataset_id}") from None
     except Exception as exc:  # minari raises ValueError and others for malformed ids and files
         raise CanterError(f"cannot read Minari dataset '{dataset_id}': {exc}") from None
+
+
+def minari_exists(dataset_id: str) -> bool:
+    """Whether the local Minari store holds ``dataset_id`` (the ``offline`` extra is required)."""
+    return _load_minari(dataset_id, missing_ok=True) is not None
 
 
 def _minari_env(data: Any) -> str:
