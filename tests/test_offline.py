@@ -244,6 +244,7 @@ def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypa
                                                                             "--env CartPole-v1"]),
     (["train", "td3bc", "--dataset", "DATA", "--quiet"], ["TD3BC needs a Box action space"]),
     (["train", "bc", "--dataset", "MISSING", "--quiet"], ["dataset not found"]),
+    (["train", "bc", "--dataset", "DATA", "--explorers", "2", "--quiet"], ["takes no explorers"]),
     (["collect", "--out", "NEW"], ["--env ENV"]),
     (["collect", "--env", "CartPole-v1", "--out", "DATA"], ["already exists", "--out"]),
     (["collect", "--env", "CartPole-v1", "--out", "NEW", "--epsilon", "1.5"], ["--epsilon must be between 0 and 1"]),
