@@ -14,7 +14,8 @@ import canter
 from canter.agents.agent import Agent
 from canter.api import make_agent
 from canter.config import resolve_config
-from canter.data.dataset import TransitionDataset, collect
+from canter.checkpoint import load_checkpoint
+from canter.data.dataset import TransitionDataset, collect, from_replay
 from canter.errors import CanterError
 from tests.test_cli_errors import assert_one_line_error, run_cli, snapshot
 
@@ -92,6 +93,36 @@ def test_from_env_actions_inverts_to_env_actions():
                                 gym.spaces.Discrete(3, start=-1)).algorithm)
     np.testing.assert_array_equal(discrete.from_env_actions(np.array([-1, 0, 1])), [0, 1, 2])
     np.testing.assert_array_equal(discrete.to_env_actions(np.array([0, 1, 2])), [-1, 0, 1])
+
+
+def test_an_off_policy_runs_replay_buffer_becomes_a_dataset(tmp_path, expert, capsys):
+    run = tmp_path / "dqn"
+    canter.train("dqn", env="CartPole-v1", run_dir=run, seed=0, max_steps=3000, buffer_size=1000, learning_starts=500,
+                 train_freq=4, gradient_steps=1, net_arch=[32], eval_every=0, eval_episodes=1)
+    data = from_replay(run)
+    saved = load_checkpoint(run / "checkpoints" / "last")[0]["trainer"]["buffer"]
+    assert len(data) == int(saved["count"]) and bool(saved["full"])  # the ring buffer wrapped around
+    ends = data.terminated | data.truncated
+    inside = np.flatnonzero(~ends[:-1])  # oldest first: each transition's next obs starts the next one
+    np.testing.assert_array_equal(data.next_obs[inside], data.obs[inside + 1])
+    assert set(np.unique(data.actions)) == {0, 1} and np.all(data.rewards == 1.0) and ends.any()
+    assert data.info["policy"] == "replay" and data.info["algorithm"] == "dqn"
+
+    code, out, err = run_cli(capsys, "collect", str(run), "--from-replay", "--out", str(tmp_path / "replay"))
+    assert code == 0, err
+    back = TransitionDataset.load(tmp_path / "replay")
+    np.testing.assert_array_equal(back.obs, data.obs)
+    np.testing.assert_array_equal(back.actions, data.actions)
+    _, trainer = best_eval("cql", dataset=str(tmp_path / "replay"), max_steps=200, gradient_steps=100,
+                           net_arch=[32], eval_every=0, eval_episodes=1, target_reward=None)
+    assert trainer.step == 200 and trainer.best_eval_return is not None
+
+    code, _, err = run_cli(capsys, "collect", str(run), "--from-replay", "--epsilon", "0.1", "--out",
+                           str(tmp_path / "x"))
+    assert_one_line_error(code, err, "--from-replay takes a run directory and --out only", "drop --epsilon")
+    code, _, err = run_cli(capsys, "collect", str(expert), "--from-replay", "--out", str(tmp_path / "x"))
+    assert_one_line_error(code, err, "kept no replay buffer")
+    assert not (tmp_path / "x.json").exists()
 
 
 # ---------------------------------------------------------------------------------------------- learning

@@ -257,3 +257,18 @@ def test_frame_stack_buffer_too_small_for_its_stack_is_a_clear_error():
         for i, (t, e) in enumerate(zip(b.actions.tolist(), env.tolist())):
             np.testing.assert_array_equal(b.obs[i].numpy(), log[t][0][e])
             np.testing.assert_array_equal(b.next_obs[i].numpy(), log[t][1][e])
+
+
+def test_chronological_indices_env_by_env_oldest_first_after_wrapping():
+    from canter.data.replay import ReplayBuffer
+
+    buf = ReplayBuffer(6, (1,), (), n_envs=2)  # 3 rows per env plus the head row
+    obs = np.zeros((2, 1), dtype=np.float32)
+    for t in range(5):  # 5 vector steps into 4 rows: the oldest two are overwritten
+        nxt = np.array([[t + 1.0], [100.0 + t + 1]], dtype=np.float32)
+        buf.add(obs, np.zeros(2), np.zeros(2), nxt, np.zeros(2, dtype=bool))
+        obs = nxt
+    idx = buf.chronological_indices()
+    assert len(idx) == len(buf) == 6
+    np.testing.assert_array_equal(buf._obs[idx, 0], [2, 3, 4, 102, 103, 104])
+    assert ReplayBuffer(4, (1,), ()).chronological_indices().size == 0

@@ -141,6 +141,45 @@ class TransitionDataset:
                    info=dict(meta.get("info") or {}), dataset_id=meta.get("checkpoint_id"))
 
 
+def from_replay(run_dir: str | Path) -> TransitionDataset:
+    """The replay buffer an off-policy run saved in ``checkpoints/last`` as a dataset (the DQN-Replay
+    idea: everything the run's changing policy collected). Transitions are ordered env by env,
+    oldest first; actions are converted back to what the env took. Rewards are as stored: scaled
+    if the run normalised rewards."""
+    from canter.api import load
+    from canter.data.framestack import FrameStackReplay
+    from canter.data.replay import ReplayBuffer
+    from canter.envs.atari import is_atari
+
+    agent = load(run_dir)  # a clear error for anything that is not a canter run
+    base = Path(run_dir) / "checkpoints" / "last"
+    state, meta = load_checkpoint(base)
+    saved = (state.get("trainer") or {}).get("buffer")
+    if saved is None:
+        raise CanterError(f"run '{run_dir}' kept no replay buffer in checkpoints/last (only off-policy runs do)")
+    obs_space, act_space = agent.observation_space, agent.action_space
+    discrete = isinstance(act_space, gym.spaces.Discrete)
+    env_id = agent.run_config.env
+    buffer = (FrameStackReplay if is_atari(env_id) else ReplayBuffer)(
+        int(saved["capacity"]), obs_space.shape, () if discrete else (int(np.prod(act_space.shape)),),
+        obs_dtype=obs_space.dtype, act_dtype=np.int64 if discrete else np.float32, n_envs=int(saved["n_envs"]))
+    buffer.load_state_dict(saved)
+    idx = buffer.chronological_indices()
+    if not len(idx):
+        raise CanterError(f"the replay buffer of run '{run_dir}' holds no transition")
+    batch = buffer.transitions(idx)  # one-step transitions: the buffer was rebuilt with n_step 1
+    truncated = buffer.done.reshape(-1)[idx] & ~buffer.terminated.reshape(-1)[idx]
+    ends = buffer.done.reshape(-1)[idx]
+    info = {"policy": "replay", "run": str(run_dir), "algorithm": meta.get("algorithm"), "checkpoint_step":
+            meta.get("step"), "episodes": int(ends.sum()),
+            "reward_scaled": bool(getattr(agent.algorithm.config, "normalize_reward", False))}
+    return TransitionDataset(
+        obs=batch.obs.numpy(), actions=np.asarray(agent.to_env_actions(batch.actions.numpy())).reshape(
+            len(idx), *act_space.shape), rewards=batch.rewards.numpy(), next_obs=batch.next_obs.numpy(),
+        terminated=batch.terminated.numpy().astype(bool), truncated=truncated, env_id=env_id,
+        observation_space=obs_space, action_space=act_space, info=info)
+
+
 def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     """A dataset's JSON metadata (its tensors are not read); a clear error if ``path`` is not a dataset.
     For ``minari:ID``: the env id only."""

@@ -216,6 +216,17 @@ class ReplayBuffer:
             torch.from_numpy(idx),
         )
 
+    def chronological_indices(self) -> np.ndarray:
+        """Flat indices of every valid transition, env by env, each env's oldest first."""
+        if not self.started:
+            return np.zeros(0, dtype=np.int64)
+        rows = np.arange(self.length) if self.full else np.arange(self.pos)
+        if self.full:  # the oldest row follows the head
+            rows = np.roll(rows, -(self.pos + 1))
+        idx = rows[None, :] * self.n_envs + np.arange(self.n_envs)[:, None]  # [env, time]
+        idx = idx.reshape(-1)
+        return idx[self._valid[idx]]
+
     # -- state --------------------------------------------------------------------------------
     def _rows_used(self) -> int:
         return self.length if self.full else self.pos + 1
