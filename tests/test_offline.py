@@ -116,6 +116,9 @@ def test_an_off_policy_runs_replay_buffer_becomes_a_dataset(tmp_path, expert, ca
     _, trainer = best_eval("cql", dataset=str(tmp_path / "replay"), max_steps=200, gradient_steps=100,
                            net_arch=[32], eval_every=0, eval_episodes=1, target_reward=None)
     assert trainer.step == 200 and trainer.best_eval_return is not None
+    _, trainer = best_eval("cql", dataset=str(tmp_path / "replay"), max_steps=250, gradient_steps=100,
+                           net_arch=[32], eval_every=0, eval_episodes=1, target_reward=None)
+    assert trainer.step == 250 and trainer.algorithm.updates == 250  # the last iteration stops at the budget
 
     code, _, err = run_cli(capsys, "collect", str(run), "--from-replay", "--epsilon", "0.1", "--out",
                            str(tmp_path / "x"))
@@ -187,7 +190,12 @@ def test_offline_run_resumes_exactly(tmp_path, expert, capsys):
                   checkpoint_every=400, normalize_obs=True)
     whole = canter.train("cql", run_dir=tmp_path / "whole", max_steps=1200, **common)
     canter.train("cql", run_dir=tmp_path / "part", max_steps=800, **common)  # ends at an evaluation, as whole
-    resumed = canter.resume(tmp_path / "part", max_steps=1200)
+    run = canter.api.resume_trainer(tmp_path / "part", max_steps=1200)
+    for _ in run():
+        pass
+    run.close()
+    resumed = run.agent
+    assert run.trainer.resume_exact is True
     for a, b in zip(whole.algorithm.q.parameters(), resumed.algorithm.q.parameters()):
         assert torch.equal(a, b)
     np.testing.assert_array_equal(whole.obs_rms.mean, resumed.obs_rms.mean)

@@ -225,8 +225,8 @@ class Trainer:
         self.hooks.load_state_dict(state["hooks"])
         self.lr.load_state_dict(state["lr"])
         self.guard.load_state_dict(state["guard"])
-        if self.env is None:  # offline: no training env
-            pass
+        if self.env is None:  # offline: no training env, nothing of one to restore
+            self.resume_exact = True
         elif state.get("env") is not None:
             restore_env(self.env, state["env"])
             self.obs = np.array(state["obs"])

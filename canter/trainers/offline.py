@@ -59,13 +59,13 @@ class OfflineTrainer(Trainer):
         )
 
     def iteration(self) -> dict[str, float]:
-        """``gradient_steps`` updates; ``step`` advances by as many."""
+        """``gradient_steps`` updates (fewer if the budget ends sooner); ``step`` advances by as many."""
         agent, c = self.agent, self.config
+        updates = max(1, min(c.gradient_steps, self.run.max_steps - self.step))
         self.set_progress()
         with self.updating():
-            stats = [agent.learn(agent.prepare_replay_batch(self.sample(c.batch_size)))
-                     for _ in range(c.gradient_steps)]
-        self.step += c.gradient_steps
+            stats = [agent.learn(agent.prepare_replay_batch(self.sample(c.batch_size))) for _ in range(updates)]
+        self.step += updates
         return mean_stats(stats)
 
     def state(self) -> dict[str, Any]:
