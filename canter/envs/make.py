@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from canter.envs import atari
+from canter.envs import atari, multiagent
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError, unknown
 from canter.registry import _REGISTRY
@@ -18,6 +18,9 @@ _EXTRA_FOR_ENTRY = {"box2d": ("box2d", "Box2D"), "mujoco": ("mujoco", "mujoco")}
 def check_env_id(env_id: str) -> None:
     """Raise a CanterError (with close matches) unless ``env_id`` names a known environment."""
     if env_id in _REGISTRY["env"]:
+        return
+    if multiagent.is_multiagent(env_id):
+        multiagent.parallel_factory(env_id)
         return
     if ":" in env_id:
         module = env_id.split(":", 1)[0]
@@ -46,6 +49,9 @@ def _gym_id(env_id: str) -> str:
 def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.Env:
     """Create one environment (used for rendering and video)."""
     check_env_id(env_id)
+    if multiagent.is_multiagent(env_id):
+        raise CanterError(f"'{env_id}' is a multi-agent env: watching or recording it is not supported; evaluate it "
+                          f"with canter eval")
     if env_id in _REGISTRY["env"]:
         return _REGISTRY["env"][env_id](render_mode=render_mode, **kwargs)
     if atari.is_atari(_gym_id(env_id)):
@@ -85,6 +91,8 @@ def make_vec_env(
     """
     check_env_id(env_id)
     kwargs = dict(env_kwargs or {})
+    if multiagent.is_multiagent(env_id):  # every agent of every copy is a sub-env, stepped in this process
+        return VecEnv(multiagent.ParallelVectorEnv(env_id, n_envs, kwargs))
     if atari.is_atari(_gym_id(env_id)):
         env = atari.make_atari_vec(_gym_id(env_id), n_envs, vectorization, training, kwargs)
         return VecEnv(env, check_actions=True)

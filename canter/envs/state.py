@@ -13,11 +13,12 @@ world, MuJoCo's ``MjData``, an ALE interface, the pipes of an ``AsyncVectorEnv``
 ``problems``; the trainer then resets the env with a new seed on resume instead (a valid run,
 but not bitwise identical to an uninterrupted one). Exact: classic control (CartPole, Pendulum,
 MountainCar, Acrobot), toy text, and canter-registered pure-Python envs, with native or sync
-vectorisation.
+vectorisation, and pure-Python PettingZoo parallel envs (:mod:`canter.envs.multiagent`).
 """
 from __future__ import annotations
 
 import enum
+import sys
 import types
 from typing import Any
 
@@ -36,7 +37,10 @@ _PLAIN = (bool, int, float, str, type(None))
 def _is_env(obj: Any) -> bool:
     from canter.envs.vector import VecEnv
 
-    return isinstance(obj, (gym.Env, gym.Wrapper, gym.vector.VectorEnv, gym.vector.VectorWrapper, VecEnv))
+    if isinstance(obj, (gym.Env, gym.Wrapper, gym.vector.VectorEnv, gym.vector.VectorWrapper, VecEnv)):
+        return True
+    pettingzoo = sys.modules.get("pettingzoo")  # its envs (multi-agent copies) are envs too, if it is in use
+    return pettingzoo is not None and isinstance(obj, (pettingzoo.ParallelEnv, pettingzoo.AECEnv))
 
 
 def _generator_state(gen: np.random.Generator) -> dict[str, Any]:
