@@ -171,6 +171,15 @@ def test_td3bc_policy_loss_is_the_papers():
     assert algo.act(obs, deterministic=False).actions.equal(mu)  # an offline policy does not explore
 
 
+def test_offline_schedules_follow_every_update(tmp_path):
+    """Target syncs are counted in updates, also inside an iteration: 100 updates with an interval of 30
+    sync at updates 30, 60 and 90."""
+    collect("CartPole-v1", 300, None, seed=0).save(tmp_path / "data")
+    _, trainer = best_eval("cql", dataset=str(tmp_path / "data"), max_steps=100, gradient_steps=100,
+                           target_update_interval=30, net_arch=[16], eval_every=0, eval_episodes=1, target_reward=None)
+    assert trainer.step == 100 and trainer.iteration_count == 1 and trainer.algorithm.target_syncs == 3
+
+
 @pytest.mark.slow
 def test_td3bc_learns_pendulum_from_a_mixed_dataset(tmp_path):
     """A TD3 policy trained for 15k steps, acting randomly 30% of the time, collects the data."""

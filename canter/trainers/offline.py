@@ -59,13 +59,16 @@ class OfflineTrainer(Trainer):
         )
 
     def iteration(self) -> dict[str, float]:
-        """``gradient_steps`` updates (fewer if the budget ends sooner); ``step`` advances by as many."""
+        """``gradient_steps`` updates (fewer if the budget ends sooner); ``step`` advances by one per
+        update, and the schedules (target syncs, learning rates) follow it update by update."""
         agent, c = self.agent, self.config
         updates = max(1, min(c.gradient_steps, self.run.max_steps - self.step))
-        self.set_progress()
+        stats = []
         with self.updating():
-            stats = [agent.learn(agent.prepare_replay_batch(self.sample(c.batch_size))) for _ in range(updates)]
-        self.step += updates
+            for _ in range(updates):
+                self.set_progress()
+                stats.append(agent.learn(agent.prepare_replay_batch(self.sample(c.batch_size))))
+                self.step += 1
         return mean_stats(stats)
 
     def state(self) -> dict[str, Any]:
