@@ -124,7 +124,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                 raise CanterError(f"in '{self.env_id}' some agents ended their episode before the others; canter "
                                   f"needs all of a copy's agents to end on the same step")
             self._ended[i] = bool(done.all())
-            if not self._ended[i]:
+            if not self._ended[i] and len(env.agents) != self.n_agents:  # agents only leave: a count suffices
                 self._check_agents(env, "during an episode")
         return self._obs.copy(), rewards, terminated, truncated, {}
 

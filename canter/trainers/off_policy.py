@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
+from canter.data.dataset import random_env_actions
 from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
 from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
@@ -26,12 +27,12 @@ def random_actions(agent: Agent, n: int, rng: np.random.Generator) -> tuple[np.n
     """
     space = agent.action_space
     if isinstance(space, gym.spaces.Discrete):
-        a = rng.integers(0, space.n, size=n)
-        return a + int(space.start), a
+        a = random_env_actions(space, n, rng)
+        return a, a - int(space.start)
     if agent.algorithm.squashed_actions:
         a = rng.uniform(-1.0, 1.0, size=(n, int(np.prod(space.shape)))).astype(np.float32)
         return agent.to_env_actions(a), a
-    a = np.stack([rng.uniform(space.low, space.high) for _ in range(n)]).astype(np.float32)
+    a = random_env_actions(space, n, rng).astype(np.float32)  # the same draws, in the same order
     return a, a.reshape(n, -1)
 
 
