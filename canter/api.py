@@ -1,6 +1,7 @@
 """The Python API: ``make_trainer``, ``train``, ``resume``, ``load``, ``make_agent``."""
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,17 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     """Build Model -> Algorithm -> Agent for the given spaces (seeded by ``run.seed``).
 
     Torch's thread count is fixed first: initialisation results depend on it, and the same
-    seed must give the same run whatever the caller's thread setting was.
+    seed must give the same run whatever the caller's thread setting was. With several policies
+    (``run.policies`` not ``shared``) the spaces are dicts policy -> space, and the result is a
+    :class:`~canter.agents.multi.MultiPolicyAgent` (policy ``i`` seeded with ``run.seed + i``).
     """
+    if run.policies != "shared":
+        from canter.agents.multi import MultiPolicyAgent
+
+        single = dataclasses.replace(run, policies="shared")
+        return MultiPolicyAgent({
+            p: make_agent(dataclasses.replace(single, seed=run.seed + i), algo_cfg, space, action_space[p])
+            for i, (p, space) in enumerate(observation_space.spaces.items())})
     threads = run.torch_threads or threads_for(max(getattr(algo_cfg, "net_arch", [64]) or [64]))
     torch.set_num_threads(threads)
     seed_everything(run.seed)
@@ -79,13 +89,27 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         trainer: Trainer = _offline_trainer(run, algo_cfg, algo_cls, callbacks)
         return trainer if run_dir is None else _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
     # with explorers, each explorer makes its own envs; this one only tells the spaces
-    envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, run.env_kwargs, training=True)
+    envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, run.env_kwargs, training=True,
+                        policies=run.policies)
     try:
-        algo_cls.check_spaces(envs.single_observation_space, envs.single_action_space)
-        eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs)
+        check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space)
+        eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs,
+                                policies=run.policies)
     except BaseException:
         envs.close()
         raise
+    if run.policies != "shared":
+        from canter.trainers.multi_policy import MultiPolicyTrainer
+
+        try:
+            agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
+            trainer = MultiPolicyTrainer(agent, envs, eval_env, run, TRAINERS.get(algo_cls.family, Trainer),
+                                         callbacks=callbacks)
+        except BaseException:
+            envs.close()
+            eval_env.close()
+            raise
+        return trainer if run_dir is None else _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
     if run.explorers or algo_cls.family not in TRAINERS:
         from canter.distributed import make_distributed_trainer  # imports Ray only with explorers
 
@@ -101,6 +125,20 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     if run_dir is None:
         return trainer
     return _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
+
+
+def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any) -> None:
+    """``algo_cls.check_spaces`` for one policy's spaces, or for each policy's (dicts policy -> space)."""
+    from gymnasium.spaces import Dict
+
+    if not isinstance(observation_space, Dict):
+        algo_cls.check_spaces(observation_space, action_space)
+        return
+    for policy, space in observation_space.spaces.items():
+        try:
+            algo_cls.check_spaces(space, action_space[policy])
+        except CanterError as exc:
+            raise CanterError(f"policy '{policy}': {exc}") from None
 
 
 def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str | Path, quiet: bool,

@@ -298,6 +298,11 @@ class RunConfig:
         choices=("auto", "native", "sync", "async"),
     )
     env_kwargs: dict = hp({}, "keyword arguments passed to gymnasium.make")
+    policies: str = hp(
+        "shared", "multi-agent (pettingzoo:) envs: shared (one policy acts for every agent), type (one policy per "
+        "agent type, the name before a trailing _N: adversary_0 -> adversary) or agent (one policy per agent)",
+        choices=("shared", "type", "agent"),
+    )
     torch_threads: int | None = hp(
         None, "compute threads: torch's intra-op pool, or NumPy's BLAS for updates that multiply through NumPy "
         "(DQN's hand-derived path) (null: 1 for small networks, 2 for large)", low=1)
@@ -364,6 +369,15 @@ class RunConfig:
         from canter.callbacks import check_callback_config
 
         check_callback_config(self.callbacks, self.hooks)
+        if self.policies != "shared":
+            from canter.envs.multiagent import PREFIX, is_multiagent
+
+            if not is_multiagent(self.env):
+                raise CanterError(f"'policies: {self.policies}' is for multi-agent envs ({PREFIX}MODULE); "
+                                  f"{self.env} has one agent")
+            if self.explorers or self.dataset is not None:
+                raise CanterError(f"'policies: {self.policies}' trains several policies in one process from the env; "
+                                  f"it takes no {'explorers' if self.explorers else 'dataset'} (use policies: shared)")
         if self.ray_address is not None and not self.explorers:
             raise CanterError("'ray_address' needs explorers: add --explorers N (e.g. --explorers 4)")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import torch
 
@@ -81,3 +82,116 @@ def test_multiagent_run_resumes_exactly(tmp_path):
     assert summaries[1]["resume_exact"] is True and summaries[0]["episodes"] == summaries[1]["episodes"]
     with pytest.raises(CanterError, match="multi-agent env: watching or recording it is not supported"):
         make_env(ENV)
+
+
+# -- several policies (policies: type | agent) -----------------------------------------------------
+MIXED = "pettingzoo:tests.mixed_agents"
+
+
+def test_policies_group_agents_by_type_with_their_own_spaces_and_rows():
+    env = make_vec_env(MIXED, 2, policies="type", env_kwargs={"n_listeners": 2})
+    assert env.policies == ["listener", "speaker"] and env.num_envs == 6
+    assert env.single_observation_space["listener"].shape == (4,) and env.single_action_space["speaker"].n == 3
+    obs = env.reset(seed=3)
+    assert obs["listener"].shape == (4, 4) and obs["speaker"].shape == (2, 3)  # 2 copies x 2 listeners, x 1 speaker
+    total = {"listener": np.zeros(4), "speaker": np.zeros(2)}
+    for _ in range(8):  # every agent answers correctly: 1 per agent and step
+        step = env.step({"listener": obs["listener"].argmax(1) % 2, "speaker": obs["speaker"].argmax(1)})
+        for p in total:
+            assert step.steps[p].valid.all() and np.all(step.steps[p].reward == 1.0)
+            total[p] += step.steps[p].reward
+        obs = step.obs
+    assert step.steps["speaker"].truncated.all() and step.steps["listener"].truncated.all()
+    assert env.finished_returns.tolist() == [8.0] * 6 and sorted(env.finished_envs.tolist()) == list(range(6))
+    reset = env.step({"listener": np.zeros(4, np.int64), "speaker": np.zeros(2, np.int64)})
+    assert not any(s.valid.any() for s in reset.steps.values()) and env.finished_envs.size == 0
+    env.close()
+    per_agent = make_vec_env(MIXED, 1, policies="agent")
+    assert per_agent.policies == ["listener_0", "listener_1", "speaker_0"]
+    per_agent.close()
+
+
+def test_policy_modes_are_checked(capsys):
+    with pytest.raises(CanterError, match="pass --set policies=type"):
+        make_vec_env(MIXED, 1)  # one shared policy for agents with different spaces
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", "policies=type", "--quiet")
+    assert_one_line_error(code, err, "'policies: type' is for multi-agent envs")
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", MIXED, "--set", "policies=team", "--quiet")
+    assert_one_line_error(code, err, "policies")
+    code, _, err = run_cli(capsys, "train", "impala", "--env", MIXED, "--set", "policies=type", "--quiet")
+    assert_one_line_error(code, err, "cannot train several policies")
+    code, _, err = run_cli(capsys, "train", "ddpg", "--env", MIXED, "--set", "policies=type", "--quiet")
+    assert_one_line_error(code, err, "policy 'listener'")
+
+
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_one_policy_per_agent_type_learns_each_types_task(algo, tmp_path, capsys):
+    """A speaker and two listeners with different spaces and tasks: random play earns 8/3 and 4 of 8."""
+    agent = canter.train(algo, env=MIXED, policies="type", seed=1, max_steps=30_000, target_reward=7.5,
+                         run_dir=tmp_path / "run", **HPARAMS[algo])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["solved"] and summary["best_eval_return"] >= 7.5
+    actions = agent.predict({"listener": np.eye(4, dtype=np.float32), "speaker": np.eye(3, dtype=np.float32)})
+    np.testing.assert_array_equal(actions["listener"], [0, 1, 0, 1])
+    np.testing.assert_array_equal(actions["speaker"], [0, 1, 2])
+    loaded = canter.load(tmp_path / "run")  # a fresh agent from the checkpoint acts the same
+    again = loaded.predict({"listener": np.eye(4, dtype=np.float32), "speaker": np.eye(3, dtype=np.float32)})
+    assert all(np.array_equal(actions[p], again[p]) for p in actions)
+    code, out, err = run_cli(capsys, "eval", str(tmp_path / "run"), "--episodes", "4", "--json")
+    assert code == 0 and json.loads(out)["mean_return"] >= 7.5, err
+    updates = pq.read_table(next((tmp_path / "run").glob("updates*.parquet"))).column_names
+    assert {c.split("/")[0] for c in updates if c.endswith("loss")} == {"listener", "speaker"}  # each one's losses
+    assert {"listener/rolling_return", "speaker/rolling_return"} <= set(updates)
+    for extra in ([], ["--from-replay"]):  # a dataset holds one policy's transitions
+        code, _, err = run_cli(capsys, "collect", str(tmp_path / "run"), "--out", str(tmp_path / "data"), *extra)
+        assert_one_line_error(code, err, "trained several policies (listener, speaker)")
+    assert not list(tmp_path.glob("data*"))
+
+
+def _interrupt_at(step):
+    def after_update(trainer, losses):
+        if trainer.step >= step and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"  # as Ctrl-C does: the run saves checkpoints/last and stops
+    return after_update
+
+
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_a_run_of_several_policies_resumes_exactly(algo, tmp_path):
+    common = dict(HPARAMS[algo], seed=5, eval_every=600, checkpoint_every=600, target_reward=None, policies="agent",
+                  max_steps=2400)
+    if algo == "dqn":  # each policy counts its own steps: learning starts well before the break, and with 4
+        # listener rows (2 vector steps per update) against 2 speaker rows (3) the break falls mid-cycle
+        common.update(learning_starts=100, train_freq=6, policies="type")
+    whole = canter.train(algo, env=MIXED, run_dir=tmp_path / "whole", **common)
+    canter.train(algo, env=MIXED, run_dir=tmp_path / "part", hooks={"after_update": _interrupt_at(1200)}, **common)
+    part = json.loads((tmp_path / "part" / "summary.json").read_text())
+    assert part["stop_reason"] == "interrupted" and 1200 <= part["steps"] < 2400
+    resumed = canter.resume(tmp_path / "part")
+    assert resumed.policies == (["listener", "speaker"] if algo == "dqn" else ["listener_0", "listener_1", "speaker_0"])
+    modules = [agent.algorithm.modules() for agent in (whole, resumed)]  # every policy's, "policy.name"
+    assert sorted(modules[0]) == sorted(modules[1]) and len(modules[0]) >= 2
+    for name, module in modules[0].items():
+        for a, b in zip(module.parameters(), modules[1][name].parameters()):
+            assert torch.equal(a, b), name
+    summaries = [json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "part")]
+    assert summaries[1]["resume_exact"] is True
+    assert {k: summaries[0][k] for k in ("steps", "episodes", "updates", "best_eval_return")} == {
+        k: summaries[1][k] for k in ("steps", "episodes", "updates", "best_eval_return")}
+
+
+def test_learning_rate_control_reaches_every_policy_at_its_own_step():
+    trainer = canter.make_trainer("ppo", env=MIXED, policies="type", seed=0, max_steps=6_000, lr_decay="linear",
+                                  **HPARAMS["ppo"])
+    records = trainer()
+    next(records)
+    members = trainer.members
+    assert members["listener"].step == 2 * members["speaker"].step  # 2 listeners per copy, 1 speaker
+    rates = {p: m.algorithm.optimizers()["optimizer"].param_groups[0]["lr"] for p, m in members.items()}
+    # each policy's budget is its share of max_steps, so both are the same fraction into their decay
+    assert rates["listener"] == pytest.approx(rates["speaker"]) and rates["listener"] < HPARAMS["ppo"].get("lr", 3e-4)
+    trainer.lr.reduce(0.5)  # what a plateau or a divergence restore does
+    trainer.lr.apply(trainer.step)
+    halved = {p: m.algorithm.optimizers()["optimizer"].param_groups[0]["lr"] for p, m in members.items()}
+    assert halved == pytest.approx({p: r / 2 for p, r in rates.items()})
+    assert set(trainer.lr.current()) == {"listener.optimizer.0", "speaker.optimizer.0"}
+    trainer.close()

@@ -161,6 +161,8 @@ class Agent:
         """
         if self.ret_rms is None:
             return reward
+        if self._returns.shape != reward.shape:  # one per sub-env (a multi-agent env has one per agent)
+            self._returns = np.zeros(reward.shape, dtype=np.float64)
         self._returns = self._returns * self.gamma + reward
         real = self._returns if valid is None or valid.all() else self._returns[valid]
         if len(real):
@@ -216,5 +218,5 @@ class Agent:
             return
         if self.ret_rms is not None and state.get("ret_rms"):
             self.ret_rms.load_state_dict(state["ret_rms"])
-        if state.get("returns") is not None and len(state["returns"]) == len(self._returns):
+        if state.get("returns") is not None:
             self._returns = np.asarray(state["returns"], dtype=np.float64).copy()

@@ -152,6 +152,7 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     from canter.envs.atari import is_atari
 
     agent = load(run_dir)  # a clear error for anything that is not a canter run
+    one_policy(agent, f"run '{run_dir}'")
     base = Path(run_dir) / "checkpoints" / "last"
     state, meta = load_checkpoint(base)
     saved = (state.get("trainer") or {}).get("buffer")
@@ -265,6 +266,15 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator) -> np
     raise CanterError(f"cannot draw random actions for a {type(space).__name__} action space")
 
 
+def one_policy(agent: Any, what: str) -> None:
+    """Refuse an agent of several policies (a multi-agent run with ``policies: type | agent``)."""
+    from canter.agents.multi import MultiPolicyAgent
+
+    if isinstance(agent, MultiPolicyAgent):
+        raise CanterError(f"{what} trained several policies ({', '.join(agent.policies)}); a dataset holds the "
+                          f"transitions of one policy")
+
+
 def collect(
     env_id: str, transitions: int, agent: Any = None, *, epsilon: float = 0.0, seed: int = 0,
     env_kwargs: dict[str, Any] | None = None, info: dict[str, Any] | None = None,
@@ -278,6 +288,8 @@ def collect(
     """
     from canter.envs import make_vec_env
 
+    if agent is not None:
+        one_policy(agent, "the agent")
     if transitions < 1:
         raise CanterError(f"the number of transitions must be >= 1, got {transitions}")
     if not 0.0 <= epsilon <= 1.0:

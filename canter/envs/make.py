@@ -76,8 +76,8 @@ NATIVE_MIN_ENVS = 4
 
 def make_vec_env(
     env_id: str, n_envs: int, vectorization: str = "auto", env_kwargs: dict[str, Any] | None = None,
-    training: bool = False,
-) -> VecEnv:
+    training: bool = False, policies: str = "shared",
+) -> VecEnv | multiagent.MultiPolicyVecEnv:
     """Create ``n_envs`` copies of ``env_id`` behind a :class:`VecEnv`.
 
     ``vectorization``: ``native`` uses the env's own vectorised implementation, ``sync`` steps
@@ -88,11 +88,14 @@ def make_vec_env(
     Autoreset is always gymnasium's ``NEXT_STEP`` mode.
     ``training`` marks envs that collect training data: for Atari they add episodic life and
     reward clipping (:mod:`canter.envs.atari`); evaluation envs report the raw score.
+    ``policies`` (multi-agent ``pettingzoo:`` envs): ``shared`` makes every agent of every copy a
+    sub-env; ``type`` / ``agent`` give a :class:`~canter.envs.multiagent.MultiPolicyVecEnv`.
     """
     check_env_id(env_id)
     kwargs = dict(env_kwargs or {})
     if multiagent.is_multiagent(env_id):  # every agent of every copy is a sub-env, stepped in this process
-        return VecEnv(multiagent.ParallelVectorEnv(env_id, n_envs, kwargs))
+        env = multiagent.ParallelVectorEnv(env_id, n_envs, kwargs, policies)
+        return VecEnv(env) if policies == "shared" else multiagent.MultiPolicyVecEnv(env)
     if atari.is_atari(_gym_id(env_id)):
         env = atari.make_atari_vec(_gym_id(env_id), n_envs, vectorization, training, kwargs)
         return VecEnv(env, check_actions=True)

@@ -33,6 +33,8 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
         return {"type": "MultiDiscrete", "nvec": space.nvec.tolist()}
     if isinstance(space, gym.spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
+    if isinstance(space, gym.spaces.Dict):  # a multi-policy agent's spaces, policy -> space
+        return {"type": "Dict", "spaces": {k: space_to_dict(v) for k, v in space.spaces.items()}}
     raise CanterError(f"unsupported space {space!r}")
 
 
@@ -56,6 +58,8 @@ def space_from_dict(d: dict[str, Any]) -> gym.Space:
         return gym.spaces.MultiDiscrete(d["nvec"])
     if kind == "MultiBinary":
         return gym.spaces.MultiBinary(d["n"])
+    if kind == "Dict":
+        return gym.spaces.Dict({str(k): space_from_dict(v) for k, v in d["spaces"].items()})
     raise CanterError(f"unsupported space description {d!r}")
 
 
@@ -65,6 +69,8 @@ def describe_space(space: gym.Space) -> str:
         return f"Discrete({space.n})"
     if isinstance(space, gym.spaces.Box):
         return f"Box(shape={tuple(space.shape)}, {space.dtype})"
+    if isinstance(space, gym.spaces.Dict):
+        return "{" + ", ".join(f"{k}: {describe_space(v)}" for k, v in space.spaces.items()) + "}"
     return f"{type(space).__name__}(shape={getattr(space, 'shape', None)})"
 
 

@@ -56,18 +56,28 @@ class VecEnv:
         with sync or async vectorisation sub-env ``i`` is reset with ``seed + i``; a native vectorised
         env (e.g. ``CartPoleVectorEnv``) seeds one generator for all its sub-envs with ``seed``."""
         obs, _ = self.env.reset(seed=seed)
+        self.begin(seed)
+        return obs
+
+    def begin(self, seed: int | None = None) -> None:
+        """Start fresh episode statistics (after the env was reset; :meth:`reset` calls it)."""
         self._prev_done[:] = False
         self._ep_return[:] = 0.0
         self._ep_length[:] = 0
         if seed is not None:
             self.env.action_space.seed(seed)
-        return obs
 
     def step(self, actions: np.ndarray) -> Step:
         """Step every sub-env; see the module docstring for the meaning of ``valid``."""
         if self._action_range is not None:
             self._check_actions(actions)
         obs, reward, terminated, truncated, _ = self.env.step(actions)
+        return self.record(obs, reward, terminated, truncated)
+
+    def record(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> Step:
+        """Turn the env's step results into a :class:`Step` and update the episode statistics
+        (:meth:`step` calls it; an env stepped elsewhere, such as one policy's agents of a
+        multi-agent env, reports its results here)."""
         valid = ~self._prev_done
         reward = np.asarray(reward, dtype=np.float32)
         terminated = np.asarray(terminated, dtype=bool)

@@ -188,29 +188,18 @@ class Trainer:
         }
 
     # -- exact resume ------------------------------------------------------------------------
-    def resume_state(self) -> dict[str, Any]:
-        """Everything but the agent that a resumed run needs to continue exactly (between iterations)."""
-        env_state, problems = capture_env(self.env) if self.env is not None else (None, [])
+    def progress_state(self) -> dict[str, Any]:
+        """Counters, the reward buffer and the last evaluation (part of :meth:`resume_state`)."""
         ev = self.last_eval
-        np_state = np.random.get_state(legacy=False)
-        py_version, py_state, py_gauss = random.getstate()
         return {
             "counters": {**self.state(), "next_eval": self._next_eval},
             "recent_returns": np.asarray(self.recent_returns, dtype=np.float64),
             "last_eval": None if ev is None else {"mean_return": ev.mean_return, "std_return": ev.std_return,
                                                    "returns": list(ev.returns), "lengths": list(ev.lengths)},
-            "obs": self.obs,
-            "env": env_state if not problems else None,
-            "env_problems": problems,
-            "rng": {"python": [py_version, list(py_state), py_gauss], "numpy": np_state,
-                    "torch": torch.get_rng_state()},
-            "hooks": self.hooks.state_dict(),
-            "lr": self.lr.state_dict(),
-            "guard": self.guard.state_dict(),
         }
 
-    def load_resume_state(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`resume_state` after :meth:`setup` and an env reset (see ``__call__``)."""
+    def load_progress(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`progress_state`."""
         c = state["counters"]
         self.step, self.iteration_count, self.episode_count = int(c["step"]), int(c["iteration"]), int(c["episodes"])
         self.best_eval_return, self.evaluations = c["best_eval_return"], int(c["evaluations"])
@@ -222,6 +211,35 @@ class Trainer:
         ev = state.get("last_eval")
         self.last_eval = None if ev is None else EvalResult(ev["mean_return"], ev["std_return"], ev["returns"],
                                                             ev["lengths"])
+
+    def data_state(self) -> dict[str, Any]:
+        """The data a trainer family keeps between iterations (replay buffers, their generators)."""
+        return {}
+
+    def load_data_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`data_state` (``state`` is the whole resume state)."""
+
+    def resume_state(self) -> dict[str, Any]:
+        """Everything but the agent that a resumed run needs to continue exactly (between iterations)."""
+        env_state, problems = capture_env(self.env) if self.env is not None else (None, [])
+        np_state = np.random.get_state(legacy=False)
+        py_version, py_state, py_gauss = random.getstate()
+        return {
+            **self.progress_state(),
+            "obs": self.obs,
+            "env": env_state if not problems else None,
+            "env_problems": problems,
+            "rng": {"python": [py_version, list(py_state), py_gauss], "numpy": np_state,
+                    "torch": torch.get_rng_state()},
+            "hooks": self.hooks.state_dict(),
+            "lr": self.lr.state_dict(),
+            "guard": self.guard.state_dict(),
+            **self.data_state(),
+        }
+
+    def load_resume_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`resume_state` after :meth:`setup` and an env reset (see ``__call__``)."""
+        self.load_progress(state)
         self.hooks.load_state_dict(state["hooks"])
         self.lr.load_state_dict(state["lr"])
         self.guard.load_state_dict(state["guard"])
@@ -229,7 +247,8 @@ class Trainer:
             self.resume_exact = True
         elif state.get("env") is not None:
             restore_env(self.env, state["env"])
-            self.obs = np.array(state["obs"])
+            obs = state["obs"]  # a dict policy -> rows with several policies
+            self.obs = {k: np.array(v) for k, v in obs.items()} if isinstance(obs, dict) else np.array(obs)
             self.resume_exact = True
         else:  # the env holds state that cannot be saved: start fresh episodes with a new seed
             log.warning("resume: the env's state could not be saved (%s); continuing with fresh episodes, so the "
@@ -241,6 +260,7 @@ class Trainer:
         random.setstate((py_version, tuple(py_state), py_gauss))
         np.random.set_state(state["rng"]["numpy"])
         torch.set_rng_state(state["rng"]["torch"])
+        self.load_data_state(state)
 
     def resume_from(self, state: dict[str, Any]) -> None:
         """Continue from ``state`` (a :meth:`resume_state`) when the generator starts."""
@@ -333,3 +353,42 @@ class Trainer:
             )
             if reason is not None:
                 return
+
+
+class StepwiseTrainer(Trainer):
+    """A trainer whose iteration is vector steps until its next update (on- and off-policy).
+
+    :meth:`act`, :meth:`observe` and :meth:`update` split the iteration, so a multi-policy run
+    (:mod:`canter.trainers.multi_policy`) can step one env for several such trainers in lockstep.
+    """
+
+    def setup(self) -> None:  # noqa: D102
+        #: vector steps collected since the last update
+        self.collected = 0
+
+    def act(self, obs: Any) -> np.ndarray:
+        """The env actions for ``obs``; what :meth:`observe` needs of them is kept."""
+        raise NotImplementedError
+
+    def observe(self, step: Any) -> bool:
+        """Take in the vector step that followed :meth:`act`; True when an update is due."""
+        raise NotImplementedError
+
+    def update(self) -> dict[str, float]:
+        """Learn from what was collected; update statistics."""
+        raise NotImplementedError
+
+    def due(self, vec_steps: int) -> bool:
+        """Count one collected vector step; True (and restart the count) at ``vec_steps``."""
+        self.collected += 1
+        if self.collected < vec_steps:
+            return False
+        self.collected = 0
+        return True
+
+    def iteration(self) -> dict[str, float]:
+        """Vector steps until an update is due, then the update."""
+        env = self.env
+        while not self.observe(env.step(self.act(self.obs))):
+            pass
+        return self.update()

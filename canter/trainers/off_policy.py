@@ -16,7 +16,8 @@ from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
 from canter.envs.atari import is_atari
 from canter.errors import CanterWarning
-from canter.trainers.base import Trainer, mean_stats
+from canter.envs.vector import Step
+from canter.trainers.base import StepwiseTrainer, mean_stats
 
 
 def random_actions(agent: Agent, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +57,7 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
     return (FrameStackReplay if frame_stack else ReplayBuffer)(*args, **kwargs)
 
 
-class OffPolicyTrainer(Trainer):
+class OffPolicyTrainer(StepwiseTrainer):
     """Each iteration collects ``train_freq`` env steps, then takes ``gradient_steps`` updates.
 
     Before ``learning_starts`` env steps, actions are uniform random. Every vector step enters
@@ -80,6 +81,7 @@ class OffPolicyTrainer(Trainer):
                                   frame_stack=is_atari(self.run.env))
 
     def setup(self) -> None:  # noqa: D102
+        super().setup()
         self.buffer = self.make_buffer()
         self.rng = np.random.default_rng(self.run.seed + 1)
         self.vec_steps = max(1, math.ceil(self.config.train_freq / self.env.num_envs))
@@ -88,45 +90,45 @@ class OffPolicyTrainer(Trainer):
         self._update_priorities = getattr(self.buffer, "update_priorities", None)
         self._phase_batching = getattr(self.algorithm, "phase_batching", False) and self._update_priorities is None
 
-    def resume_state(self) -> dict[str, Any]:
-        """Adds the replay buffer and the warm-up action generator."""
-        return {**super().resume_state(), "buffer": self.buffer.state_dict(),
-                "warmup_rng": self.rng.bit_generator.state}
+    def data_state(self) -> dict[str, Any]:
+        """The replay buffer and the warm-up action generator."""
+        return {"buffer": self.buffer.state_dict(), "warmup_rng": self.rng.bit_generator.state}
 
-    def load_resume_state(self, state: dict[str, Any]) -> None:  # noqa: D102
-        super().load_resume_state(state)
+    def load_data_state(self, state: dict[str, Any]) -> None:  # noqa: D102
         self.buffer.load_state_dict(state["buffer"])
         self.rng.bit_generator.state = state["warmup_rng"]
 
     def _random_actions(self) -> tuple[np.ndarray, np.ndarray]:
         return random_actions(self.agent, self.env.num_envs, self.rng)
 
-    def iteration(self) -> dict[str, float]:
-        """``train_freq`` env steps of collection, then the gradient steps."""
-        agent, env, buf, c = self.agent, self.env, self.buffer, self.config
-        obs = self.obs
-        n = env.num_envs
-        for _ in range(self.vec_steps):
-            self.set_progress()
-            if self.step < c.learning_starts:
-                env_actions, actions = self._random_actions()
-            else:
-                env_actions, _, out = agent.sample(obs)
-                actions = out.actions.numpy()
-            step = env.step(env_actions)
-            self.step += n
-            self.guard.check_env_data(step.obs, step.reward)
-            done = step.terminated | step.truncated
-            reward = agent.scale_reward(step.reward, done, step.valid)
-            buf.add(obs, actions, reward, step.obs, step.terminated, step.valid, step.truncated)
-            if self._reset_noise is not None and done.any():
-                self._reset_noise(torch.from_numpy(done))
-            self.record_episodes()
-            obs = step.obs
-        self.obs = obs
-        if self.step < c.learning_starts or len(buf) == 0:
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Advance the schedules, then exploring actions (uniform random before ``learning_starts``)."""
+        self.set_progress()
+        if self.step < self.config.learning_starts:
+            env_actions, self._actions = self._random_actions()
+        else:
+            env_actions, _, out = self.agent.sample(obs)
+            self._actions = out.actions.numpy()
+        return env_actions
+
+    def observe(self, step: Step) -> bool:
+        """Store the step in the replay buffer; True every ``train_freq`` env steps."""
+        self.step += self.env.num_envs
+        self.guard.check_env_data(step.obs, step.reward)
+        done = step.terminated | step.truncated
+        reward = self.agent.scale_reward(step.reward, done, step.valid)
+        self.buffer.add(self.obs, self._actions, reward, step.obs, step.terminated, step.valid, step.truncated)
+        if self._reset_noise is not None and done.any():
+            self._reset_noise(torch.from_numpy(done))
+        self.record_episodes()
+        self.obs = step.obs
+        return self.due(self.vec_steps)
+
+    def update(self) -> dict[str, float]:
+        """The gradient steps (none before ``learning_starts``)."""
+        if self.step < self.config.learning_starts or len(self.buffer) == 0:
             return {}
-        return self.train(c.gradient_steps)
+        return self.train(self.config.gradient_steps)
 
     def train(self, gradient_steps: int) -> dict[str, float]:
         """Advance the schedules to the current step, then take ``gradient_steps`` updates; mean stats."""

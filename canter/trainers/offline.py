@@ -75,10 +75,9 @@ class OfflineTrainer(Trainer):
         """Counters, plus the dataset's size and id (:func:`canter.api.resume_trainer` checks the id)."""
         return {**super().state(), "dataset_transitions": len(self.dataset), "dataset_id": self.dataset.dataset_id}
 
-    def resume_state(self) -> dict[str, Any]:
-        """Adds the minibatch generator's state (the data itself is the dataset file)."""
-        return {**super().resume_state(), "sample_rng": self.rng.bit_generator.state}
+    def data_state(self) -> dict[str, Any]:
+        """The minibatch generator's state (the data itself is the dataset file)."""
+        return {"sample_rng": self.rng.bit_generator.state}
 
-    def load_resume_state(self, state: dict[str, Any]) -> None:  # noqa: D102
-        super().load_resume_state(state)
+    def load_data_state(self, state: dict[str, Any]) -> None:  # noqa: D102
         self.rng.bit_generator.state = state["sample_rng"]

@@ -10,10 +10,11 @@ import torch
 
 from canter.data.rollout import RolloutBuffer
 from canter.errors import CanterWarning
-from canter.trainers.base import Trainer
+from canter.envs.vector import Step
+from canter.trainers.base import StepwiseTrainer
 
 
-class OnPolicyTrainer(Trainer):
+class OnPolicyTrainer(StepwiseTrainer):
     """Rollouts of ``n_steps`` per env; the algorithm's ``learn`` does its own epochs.
 
     The budget is checked between rollouts, so a run takes whole rollouts (as Stable-Baselines3's
@@ -30,6 +31,7 @@ class OnPolicyTrainer(Trainer):
             ), stacklevel=2)
 
     def setup(self) -> None:  # noqa: D102
+        super().setup()
         space = self.agent.action_space
         if isinstance(space, gym.spaces.Box):
             act_shape, act_dtype = (int(np.prod(space.shape)),), torch.float32  # the policy's flat output
@@ -43,23 +45,29 @@ class OnPolicyTrainer(Trainer):
             self.config.n_steps, self.env.num_envs, obs_space.shape, act_shape, obs_dtype, act_dtype
         )
 
-    def iteration(self) -> dict[str, float]:
-        """One rollout and one call to ``learn``."""
-        agent, env, buf = self.agent, self.env, self.buffer
-        obs = self.obs
-        n = env.num_envs
-        for _ in range(self.config.n_steps):
-            actions, obs_t, out = agent.sample(obs)
-            step = env.step(actions)
-            self.step += n
-            self.guard.check_env_data(step.obs, step.reward)
-            done = step.terminated | step.truncated
-            reward = agent.scale_reward(step.reward, done, step.valid)
-            buf.add(obs_t, out.actions, out.log_probs, out.values, reward, step.terminated, step.truncated, step.valid)
-            self.record_episodes()
-            obs = step.obs
-        self.obs = obs
-        batch = agent.prepare_rollout_batch(buf.finish(agent.value(obs), self.config.gamma, self.config.gae_lambda))
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Sample exploring actions (their log-probabilities and values are kept for the rollout)."""
+        actions, self._obs_t, self._out = self.agent.sample(obs)
+        return actions
+
+    def observe(self, step: Step) -> bool:
+        """Store the step in the rollout; True when it holds ``n_steps`` vector steps."""
+        self.step += self.env.num_envs
+        self.guard.check_env_data(step.obs, step.reward)
+        done = step.terminated | step.truncated
+        reward = self.agent.scale_reward(step.reward, done, step.valid)
+        out = self._out
+        self.buffer.add(self._obs_t, out.actions, out.log_probs, out.values, reward, step.terminated, step.truncated,
+                        step.valid)
+        self.record_episodes()
+        self.obs = step.obs
+        return self.due(self.config.n_steps)
+
+    def update(self) -> dict[str, float]:
+        """GAE over the rollout, then one call to ``learn`` (the algorithm does its own epochs)."""
+        agent = self.agent
+        batch = agent.prepare_rollout_batch(self.buffer.finish(agent.value(self.obs), self.config.gamma,
+                                                               self.config.gae_lambda))
         self.set_progress()
         if batch.obs.shape[0] == 0:  # every row only reset an env (tiny n_steps * n_envs): nothing to learn
             return {}

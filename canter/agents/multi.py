@@ -1,0 +1,78 @@
+"""Several policies acting together in one multi-agent env (run config ``policies: type | agent``).
+
+A :class:`MultiPolicyAgent` holds one :class:`~canter.agents.Agent` per policy, each with its own
+Model -> Algorithm chain, and acts on dicts ``policy -> observations of its agents``. Its
+``algorithm`` is a :class:`PolicyGroup`, which shows the policies' algorithms to the shared
+trainer machinery (learning-rate control, the divergence guard, thread settings) as one: every
+module and optimizer under a ``policy.`` prefix.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from canter.agents.agent import Agent
+
+
+class PolicyGroup:
+    """The algorithms of a multi-policy agent, seen as one by trainers, loggers and the guard."""
+
+    def __init__(self, algorithms: dict[str, Any]) -> None:
+        self.algorithms = algorithms
+        first = next(iter(algorithms.values()))
+        #: every policy runs the same algorithm with the same hyperparameters
+        self.config = first.config
+        self.family = first.family
+        self.numpy_products = any(a.numpy_products for a in algorithms.values())
+
+    @property
+    def updates(self) -> int:
+        """Gradient updates of every policy together."""
+        return sum(a.updates for a in self.algorithms.values())
+
+    def modules(self) -> dict[str, torch.nn.Module]:
+        """Every policy's modules, ``policy.name``."""
+        return {f"{p}.{k}": m for p, a in self.algorithms.items() for k, m in a.modules().items()}
+
+    def optimizers(self) -> dict[str, Any]:
+        """Every policy's optimizers, ``policy.name``."""
+        return {f"{p}.{k}": o for p, a in self.algorithms.items() for k, o in a.optimizers().items()}
+
+    def hidden_width(self) -> int:
+        """The widest hidden layer of any policy (it decides the thread count)."""
+        return max(a.hidden_width() for a in self.algorithms.values())
+
+
+class MultiPolicyAgent:
+    """One :class:`~canter.agents.Agent` per policy; observations and actions are dicts keyed by policy."""
+
+    def __init__(self, agents: dict[str, Agent]) -> None:
+        self.agents = agents
+        self.algorithm = PolicyGroup({p: a.algorithm for p, a in agents.items()})
+        self.observation_space = gym.spaces.Dict({p: a.observation_space for p, a in agents.items()})
+        self.action_space = gym.spaces.Dict({p: a.action_space for p, a in agents.items()})
+        self.torch_threads = max(getattr(a, "torch_threads", 1) or 1 for a in agents.values())
+
+    @property
+    def policies(self) -> list[str]:
+        """Policy names, in the env's order."""
+        return list(self.agents)
+
+    def predict(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Deterministic actions of every policy for its agents' observations."""
+        return {p: agent.predict(obs[p]) for p, agent in self.agents.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every policy's agent state."""
+        return {"policies": {p: agent.state_dict() for p, agent in self.agents.items()}}
+
+    def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
+        """Restore :meth:`state_dict`."""
+        saved = state["policies"]
+        if sorted(saved) != sorted(self.agents):
+            raise KeyError(f"the checkpoint holds policies {sorted(saved)}, the env gives {sorted(self.agents)}")
+        for p, agent in self.agents.items():
+            agent.load_state_dict(saved[p], weights_only=weights_only)

@@ -1,0 +1,131 @@
+"""Several policies in one multi-agent env (run config ``policies: type | agent``).
+
+Each policy gets a *member*: an ordinary trainer of the algorithm's family (on- or off-policy)
+with its own :class:`~canter.agents.Agent`, buffer, schedules and updates, whose env is the view
+of its agents' rows (:class:`~canter.envs.multiagent.MultiPolicyVecEnv`). The
+:class:`MultiPolicyTrainer` steps the one env for all members in lockstep (every member acts,
+the env steps once, every member takes in its rows) and lets each member update when its own
+cycle is due, so algorithms and trainers run unchanged (independent learners, as in
+independent PPO / DQN). Everything around the members is the shared trainer loop: evaluation
+of all policies together, hooks, checkpoints, exact resume.
+
+Step counts: the run's ``step`` is every agent's steps together (as with a shared policy); a
+member counts its own agents' steps, and its step budget is its share of ``max_steps``, so
+its schedules (learning rate, exploration, clipping) run over the same fraction of the run.
+Its ``learning_starts`` and ``train_freq`` count its own agents' steps.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+from canter.agents.multi import MultiPolicyAgent
+from canter.config import RunConfig
+from canter.envs.multiagent import MultiPolicyVecEnv
+from canter.errors import CanterError
+from canter.schedules import LRControl
+from canter.trainers.base import StepwiseTrainer, Trainer
+
+
+class LRGroup:
+    """The members' learning-rate controllers seen as one (plateau and divergence reductions
+    reach every policy; each applies its decay at its own step)."""
+
+    def __init__(self, members: dict[str, StepwiseTrainer]) -> None:
+        self.members = members
+
+    @property
+    def controls(self) -> list[LRControl]:  # noqa: D102
+        return [m.lr for m in self.members.values()]
+
+    @property
+    def active(self) -> bool:  # noqa: D102
+        return any(c.active for c in self.controls)
+
+    @property
+    def scale(self) -> float:  # noqa: D102
+        return self.controls[0].scale
+
+    def apply(self, step: int) -> None:
+        """Every member's rates at its own step (``step``, the run's, is not a member's)."""
+        for m in self.members.values():
+            m.lr.apply(m.step)
+
+    def reduce(self, factor: float) -> None:  # noqa: D102
+        for c in self.controls:
+            c.reduce(factor)
+
+    def current(self) -> dict[str, float]:  # noqa: D102
+        return {f"{p}.{k}": v for p, m in self.members.items() for k, v in m.lr.current().items()}
+
+    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+        return {p: m.lr.state_dict() for p, m in self.members.items()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+        for p, m in self.members.items():
+            m.lr.load_state_dict(state[p])
+
+
+class MultiPolicyTrainer(Trainer):
+    """One member trainer per policy, stepped in lockstep on one multi-agent env (module docstring)."""
+
+    def __init__(self, agent: MultiPolicyAgent, env: MultiPolicyVecEnv, eval_env: Any, run: RunConfig,
+                 member_cls: type[StepwiseTrainer], callbacks: Iterable[Any] = ()) -> None:
+        if not issubclass(member_cls, StepwiseTrainer):
+            raise CanterError(f"{run.algo} cannot train several policies (its trainer steps the env its own way); "
+                              f"use policies: shared")
+        super().__init__(agent, env, eval_env, run, callbacks=callbacks)
+        self.members: dict[str, StepwiseTrainer] = {}
+        for i, (policy, view) in enumerate(zip(env.policies, env.views)):
+            share = view.num_envs / env.num_envs
+            member_run = dataclasses.replace(run, seed=run.seed + i, max_steps=max(1, math.ceil(run.max_steps * share)))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self.members[policy] = member_cls(agent.agents[policy], view, None, member_run)
+            for w in caught:  # a member's budget warnings speak of its share of the steps
+                warnings.warn(type(w.message)(f"policy '{policy}' ({view.num_envs} of {env.num_envs} agents, so "
+                                              f"{member_run.max_steps:,} of the run's steps): {w.message}"),
+                              stacklevel=2)
+        self.lr = LRGroup(self.members)
+
+    def setup(self) -> None:  # noqa: D102
+        for m in self.members.values():
+            m.setup()
+
+    def iteration(self) -> dict[str, float]:
+        """Lockstep vector steps until every member has updated once (a member whose cycle is
+        shorter may update more often); each member's last statistics, ``policy/name``."""
+        waiting = set(self.members)
+        stats: dict[str, float] = {}
+        while waiting:
+            actions = {}
+            for p, m in self.members.items():
+                m.obs = self.obs[p]  # what the member acts on and (off-policy) stores
+                actions[p] = m.act(m.obs)
+            step = self.env.step(actions)
+            for p, m in self.members.items():
+                if m.observe(step.steps[p]):
+                    stats.update({f"{p}/{k}": v for k, v in m.update().items()})
+                    waiting.discard(p)
+            self.step = sum(m.step for m in self.members.values())
+            self.record_episodes()
+            self.obs = step.obs
+        for p, m in self.members.items():
+            if m.recent_returns:
+                stats[f"{p}/rolling_return"] = float(m.rolling_return())
+        return stats
+
+    def data_state(self) -> dict[str, Any]:
+        """Each member's counters, reward buffer, position in its cycle and data."""
+        return {"members": {p: {**m.progress_state(), "collected": m.collected, **m.data_state()}
+                            for p, m in self.members.items()}}
+
+    def load_data_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        for p, m in self.members.items():
+            saved = state["members"][p]
+            m.load_progress(saved)
+            m.collected = int(saved["collected"])
+            m.load_data_state(saved)
