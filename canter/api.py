@@ -29,7 +29,7 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     (``run.policies`` not ``shared``) the spaces are dicts policy -> space, and the result is a
     :class:`~canter.agents.multi.MultiPolicyAgent` (policy ``i`` seeded with ``run.seed + i``).
     """
-    if run.policies != "shared":
+    if run.policies in ("type", "agent"):
         from canter.agents.multi import MultiPolicyAgent
 
         single = dataclasses.replace(run, policies="shared")
@@ -98,7 +98,7 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     except BaseException:
         envs.close()
         raise
-    if run.policies != "shared":
+    if run.policies in ("type", "agent"):  # several policies
         from canter.trainers.multi_policy import MultiPolicyTrainer
 
         try:

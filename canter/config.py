@@ -300,8 +300,9 @@ class RunConfig:
     env_kwargs: dict = hp({}, "keyword arguments passed to gymnasium.make")
     policies: str = hp(
         "shared", "multi-agent (pettingzoo:) envs: shared (one policy acts for every agent), type (one policy per "
-        "agent type, the name before a trailing _N: adversary_0 -> adversary) or agent (one policy per agent)",
-        choices=("shared", "type", "agent"),
+        "agent type, the name before a trailing _N: adversary_0 -> adversary), agent (one policy per agent) or joint "
+        "(one sub-env per env copy, acting for all its agents: set for qmix)",
+        choices=("shared", "type", "agent", "joint"),
     )
     torch_threads: int | None = hp(
         None, "compute threads: torch's intra-op pool, or NumPy's BLAS for updates that multiply through NumPy "
@@ -376,8 +377,8 @@ class RunConfig:
                 raise CanterError(f"'policies: {self.policies}' is for multi-agent envs ({PREFIX}MODULE); "
                                   f"{self.env} has one agent")
             if self.explorers or self.dataset is not None:
-                raise CanterError(f"'policies: {self.policies}' trains several policies in one process from the env; "
-                                  f"it takes no {'explorers' if self.explorers else 'dataset'} (use policies: shared)")
+                raise CanterError(f"'policies: {self.policies}' trains in one process, on the env; it takes no "
+                                  f"{'explorers' if self.explorers else 'dataset'} (use policies: shared)")
         if self.ray_address is not None and not self.explorers:
             raise CanterError("'ray_address' needs explorers: add --explorers N (e.g. --explorers 4)")
 
@@ -471,9 +472,26 @@ def resolve_config(
     run_values["env"] = str(env_id)
     run = build(RunConfig, run_values)
     algo_cfg = build(algo_cls.Config, hp_values, section="hparams.")
+    _joint_policies(run, algo_cls)
     if run.n_envs is None:
         run.n_envs = algo_cls.default_n_envs
     return run, algo_cfg
+
+
+def _joint_policies(run: RunConfig, algo_cls: Any) -> None:
+    """Algorithms that act for all of a multi-agent env's agents at once (``joint_agents``: QMIX)
+    run with ``policies: joint``, set here; other algorithms cannot."""
+    joint = getattr(algo_cls, "joint_agents", False)
+    if run.policies == "joint" and not joint:
+        raise CanterError(f"'policies: joint' is for algorithms that act for all agents at once (qmix), not {run.algo}")
+    if joint and run.policies in ("type", "agent"):
+        raise CanterError(f"{run.algo} controls every agent jointly; leave 'policies' out (it runs with policies: joint)")
+    if joint and run.explorers:
+        raise CanterError(f"{run.algo} runs in one process; drop --explorers")
+    from canter.envs.multiagent import is_multiagent
+
+    if joint and is_multiagent(run.env):
+        run.policies = "joint"
 
 
 def resolved_dict(run: RunConfig, algo_cfg: Any) -> dict[str, Any]:

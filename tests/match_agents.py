@@ -1,7 +1,8 @@
 """A tiny cooperative PettingZoo parallel env for tests: ``pettingzoo:match_agents``.
 
-Each of ``n_agents`` agents sees a one-hot target among 3 and earns 1 when its action matches it;
-an episode lasts 8 steps (truncation). A shared policy that reads its observation earns 8 per agent.
+Each of ``n_agents`` agents sees a one-hot target among 3 and earns 1 when its action matches it
+(``team=True``: every agent earns 1 only when all match); an episode lasts 8 steps (truncation).
+A shared policy that reads its observation earns 8 per agent. ``state()`` is every agent's target.
 """
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ class MatchAgents(ParallelEnv):
 
     metadata = {"name": "match_agents_v0"}
 
-    def __init__(self, n_agents: int = 2, leave_early: bool = False) -> None:
+    def __init__(self, n_agents: int = 2, leave_early: bool = False, team: bool = False, state: bool = True) -> None:
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.leave_early = leave_early  # agent_0 terminates a step before the others (not supported)
+        self.team = team  # every agent earns 1 only when all match (a reward no agent earns alone)
+        if state:  # PettingZoo's global state: every agent's target
+            self.state_space = spaces.Box(0.0, 1.0, (3 * n_agents,), np.float32)
         self.rng = np.random.default_rng()
 
     @functools.lru_cache(maxsize=None)
@@ -43,8 +47,13 @@ class MatchAgents(ParallelEnv):
         self.targets = self.rng.integers(0, 3, len(self.agents))
         return self._observe(), {a: {} for a in self.agents}
 
+    def state(self) -> np.ndarray:  # noqa: D102
+        return np.eye(3, dtype=np.float32)[self.targets].reshape(-1)
+
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:  # noqa: D102
         rewards = {a: float(actions[a] == t) for a, t in zip(self.agents, self.targets)}
+        if self.team:
+            rewards = dict.fromkeys(rewards, float(all(rewards.values())))
         self.t += 1
         self.targets = self.rng.integers(0, 3, len(self.agents))
         obs = self._observe()

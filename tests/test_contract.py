@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from test_determinism import SMALL, _env_for, offline_kwargs
+from test_determinism import SMALL, _env_for, offline_kwargs, spaces_for
 
 import canter
 from canter.checkpoint import flatten_state
@@ -109,9 +109,9 @@ def test_agent_normalises_observations_once(algo):
     NumPy acting shortcut and on the torch path alike, exploring and deterministic."""
     from canter.agents.agent import Agent
 
-    env = gym.make(_env_for(algo))
+    obs_space, act_space = spaces_for(algo)
     cls = lookup("algorithm", algo)
-    algorithm = cls(env.observation_space, env.action_space, cls.Config(), seed=0)
+    algorithm = cls(obs_space, act_space, cls.Config(), seed=0)
     agent = Agent(algorithm, normalize_obs=True)
     seen = []
     act, act_numpy = algorithm.act, algorithm.act_numpy
@@ -119,7 +119,7 @@ def test_agent_normalises_observations_once(algo):
     algorithm.act_numpy = lambda obs, deterministic=False: seen.append(np.array(obs)) or act_numpy(obs, deterministic)
     rng = np.random.default_rng(0)
     for _ in range(3):
-        obs = (rng.standard_normal((4,) + env.observation_space.shape) * 5 + 3).astype(np.float32)
+        obs = (rng.standard_normal((4,) + obs_space.shape) * 5 + 3).astype(np.float32)
         for call in (agent.sample, agent.predict):
             seen.clear()
             call(obs)  # sample updates the statistics first, predict uses them as they are

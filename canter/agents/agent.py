@@ -82,7 +82,10 @@ class Agent:
         box = isinstance(self.action_space, gym.spaces.Box)
         self._low = self.action_space.low if box else None
         self._high = self.action_space.high if box else None
-        self._start = int(getattr(self.action_space, "start", 0)) if not box else 0
+        start = np.asarray(0 if box else getattr(self.action_space, "start", 0))
+        #: what the env's actions add to the algorithm's indices (MultiDiscrete: one per entry)
+        self._start = start if start.ndim else int(start)
+        self._offset = bool(start.any())
 
     # -- numpy <-> torch ------------------------------------------------------------------
     def normalize_obs(self, obs: np.ndarray, update: bool = False) -> np.ndarray:
@@ -112,7 +115,7 @@ class Agent:
             if self.algorithm.squashed_actions:
                 a = self._low + (np.clip(a, -1.0, 1.0) + 1.0) * 0.5 * (self._high - self._low)
             return np.clip(a, self._low, self._high)
-        return a + self._start if self._start else a
+        return a + self._start if self._offset else a
 
     def from_env_actions(self, actions: np.ndarray) -> np.ndarray:
         """What ``env.step`` took -> algorithm actions (the inverse of :meth:`to_env_actions` inside

@@ -61,8 +61,59 @@ class DQNConfig(OffPolicyConfig):
                       "flat, or module:Class")
 
 
+class EpsilonGreedyTargets:
+    """Epsilon-greedy exploration and target-network syncs counted in env steps, for value-based
+    algorithms (DQN, QMIX). The class sets ``epsilon``, ``n_actions``, ``target_syncs`` and
+    ``_update_target`` (a :class:`SoftUpdate`); its config has the ``exploration_*``, ``tau`` and
+    ``target_update_interval`` fields."""
+
+    epsilon: float
+    n_actions: int
+    target_syncs: int
+    generator: torch.Generator
+    config: Any
+    _update_target: SoftUpdate
+
+    def _epsilon_greedy(self, greedy: Callable[[], np.ndarray], n: int, deterministic: bool) -> np.ndarray:
+        """``greedy()``, each entry replaced by a random action with probability epsilon when exploring.
+
+        The explore coins are drawn first, so the Q-network runs only when some env acts greedily
+        (Stable-Baselines3 skips it the same way); the random draws are the same either way.
+        """
+        if deterministic or self.epsilon <= 0:
+            return greedy()
+        explore = torch.rand(n, generator=self.generator).numpy() < self.epsilon
+        if not explore.any():  # most steps once epsilon is small: no random actions drawn
+            return greedy()
+        chosen = None if explore.all() else greedy()  # early on, most steps: no forward pass at all
+        random_actions = torch.randint(self.n_actions, (n,), generator=self.generator).numpy()
+        return random_actions if chosen is None else np.where(explore, random_actions, chosen)
+
+    def set_progress(self, step: int, total_steps: int) -> None:
+        """Epsilon schedule and target-network updates, both counted in env steps."""
+        c = self.config
+        self.epsilon = linear(
+            c.exploration_initial_eps, c.exploration_final_eps, c.exploration_fraction, step / max(1, total_steps)
+        )
+        due = step // c.target_update_interval
+        if due > self.target_syncs:
+            self.target_syncs = due
+            self.sync_target()
+
+    def sync_target(self) -> None:
+        """Hard copy (tau = 1) or Polyak step towards the online network."""
+        self._update_target(self.config.tau)
+
+    def extra_state(self) -> dict[str, Any]:  # noqa: D102
+        return {"epsilon": self.epsilon, "target_syncs": self.target_syncs}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        self.epsilon = float(state.get("epsilon", self.epsilon))
+        self.target_syncs = int(state.get("target_syncs", 0))
+
+
 @register("algorithm", "dqn")
-class DQN(Algorithm):
+class DQN(EpsilonGreedyTargets, Algorithm):
     """DQN with optional Double, dueling, n-step, prioritized replay and quantile (QR-DQN) extensions."""
 
     name = "dqn"
@@ -102,36 +153,6 @@ class DQN(Algorithm):
             return None  # decided before any random draw: the Agent then calls act, which draws them
         actions = self._epsilon_greedy(lambda: self.q.value_numpy(obs).argmax(-1), len(obs), deterministic)
         return ActOutput(torch.from_numpy(actions))
-
-    def _epsilon_greedy(self, greedy: Callable[[], np.ndarray], n: int, deterministic: bool) -> np.ndarray:
-        """``greedy()``, each entry replaced by a random action with probability epsilon when exploring.
-
-        The explore coins are drawn first, so the Q-network runs only when some env acts greedily
-        (Stable-Baselines3 skips it the same way); the random draws are the same either way.
-        """
-        if deterministic or self.epsilon <= 0:
-            return greedy()
-        explore = torch.rand(n, generator=self.generator).numpy() < self.epsilon
-        if not explore.any():  # most steps once epsilon is small: no random actions drawn
-            return greedy()
-        chosen = None if explore.all() else greedy()  # early on, most steps: no forward pass at all
-        random_actions = torch.randint(self.n_actions, (n,), generator=self.generator).numpy()
-        return random_actions if chosen is None else np.where(explore, random_actions, chosen)
-
-    def set_progress(self, step: int, total_steps: int) -> None:
-        """Epsilon schedule and target-network updates, both counted in env steps."""
-        c = self.config
-        self.epsilon = linear(
-            c.exploration_initial_eps, c.exploration_final_eps, c.exploration_fraction, step / max(1, total_steps)
-        )
-        due = step // c.target_update_interval
-        if due > self.target_syncs:
-            self.target_syncs = due
-            self.sync_target()
-
-    def sync_target(self) -> None:
-        """Hard copy (tau = 1) or Polyak step towards the online network."""
-        self._update_target(self.config.tau)
 
     def _next_action(self, batch: ReplayBatch, next_q: torch.Tensor) -> torch.Tensor:
         """Greedy next actions ``[B, 1]``: by the target net, or the online net with Double DQN."""
@@ -287,13 +308,6 @@ class DQN(Algorithm):
             losses = self._weighted_loss(np.stack(diffs), None if weights is None else weights.reshape(steps, n))
             q_means = np.stack(qs).mean(1)
         return [{"loss": loss, "q_mean": q} for loss, q in zip(losses.tolist(), q_means.tolist())]
-
-    def extra_state(self) -> dict[str, Any]:  # noqa: D102
-        return {"epsilon": self.epsilon, "target_syncs": self.target_syncs}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:  # noqa: D102
-        self.epsilon = float(state.get("epsilon", self.epsilon))
-        self.target_syncs = int(state.get("target_syncs", 0))
 
     def modules(self) -> dict[str, nn.Module]:  # noqa: D102
         return {"q": self.q, "q_target": self.q_target}

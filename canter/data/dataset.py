@@ -258,9 +258,11 @@ def from_minari(dataset_id: str) -> TransitionDataset:
 
 
 def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` uniform random actions as the env takes them (Discrete or Box)."""
+    """``n`` uniform random actions as the env takes them (Discrete, MultiDiscrete or Box)."""
     if isinstance(space, gym.spaces.Discrete):
         return rng.integers(0, int(space.n), size=n) + int(space.start)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return rng.integers(0, space.nvec, size=(n, *space.nvec.shape)) + space.start
     if isinstance(space, gym.spaces.Box):
         return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
     raise CanterError(f"cannot draw random actions for a {type(space).__name__} action space")

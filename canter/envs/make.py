@@ -89,11 +89,14 @@ def make_vec_env(
     ``training`` marks envs that collect training data: for Atari they add episodic life and
     reward clipping (:mod:`canter.envs.atari`); evaluation envs report the raw score.
     ``policies`` (multi-agent ``pettingzoo:`` envs): ``shared`` makes every agent of every copy a
-    sub-env; ``type`` / ``agent`` give a :class:`~canter.envs.multiagent.MultiPolicyVecEnv`.
+    sub-env; ``type`` / ``agent`` give a :class:`~canter.envs.multiagent.MultiPolicyVecEnv`; ``joint``
+    makes each copy one sub-env acting for all its agents (:class:`~canter.envs.multiagent.JointParallelEnv`).
     """
     check_env_id(env_id)
     kwargs = dict(env_kwargs or {})
     if multiagent.is_multiagent(env_id):  # every agent of every copy is a sub-env, stepped in this process
+        if policies == "joint":
+            return VecEnv(multiagent.JointParallelEnv(env_id, n_envs, kwargs))
         env = multiagent.ParallelVectorEnv(env_id, n_envs, kwargs, policies)
         return VecEnv(env) if policies == "shared" else multiagent.MultiPolicyVecEnv(env)
     if atari.is_atari(_gym_id(env_id)):

@@ -34,8 +34,6 @@ from canter.envs.vector import Step, VecEnv
 from canter.errors import CanterError, require
 
 PREFIX = "pettingzoo:"
-#: how agents map to policies (run config ``policies``)
-POLICY_MODES = ("shared", "type", "agent")
 
 
 def is_multiagent(env_id: str) -> bool:
@@ -65,7 +63,7 @@ def agent_type(agent: str) -> str:
 
 def group_agents(agents: list[str], policies: str) -> dict[str, list[str]]:
     """Policy name -> its agents (in the env's order), for a ``policies`` mode; sorted by name."""
-    if policies == "shared":
+    if policies in ("shared", "joint"):
         return {"shared": list(agents)}
     groups: dict[str, list[str]] = {}
     for agent in agents:
@@ -118,10 +116,13 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         spaces = [space_of(a) for a in members]
         if all(s == spaces[0] for s in spaces):
             return spaces[0]
+        pad = "pad them (SuperSuit's pad_observations_v0 / pad_action_space_v0)"
+        if policies == "joint":
+            raise CanterError(f"the agents of '{self.env_id}' have different {kind} spaces; joint control (qmix) "
+                              f"needs one: {pad}")
         if policies == "shared":
             raise CanterError(f"the agents of '{self.env_id}' have different {kind} spaces; one shared policy needs "
-                              f"one: pass --set policies=type (one policy per agent type) or pad them (SuperSuit's "
-                              f"pad_observations_v0 / pad_action_space_v0)")
+                              f"one: pass --set policies=type (one policy per agent type) or {pad}")
         raise CanterError(f"the '{name}' agents of '{self.env_id}' ({', '.join(members)}) have different {kind} "
                           f"spaces; pass --set policies=agent (one policy per agent)")
 
@@ -265,3 +266,66 @@ class MultiPolicyVecEnv:
     def close(self) -> None:
         """Close every copy."""
         self.env.close()
+
+
+class JointParallelEnv(gym.vector.VectorEnv):
+    """Each copy of a PettingZoo parallel env as one sub-env that acts for all its ``k`` agents
+    (``policies: joint``, value decomposition such as QMIX).
+
+    Observation ``[k + 1, w]`` float32: row ``i`` is agent ``i``'s observation, row ``k`` the
+    env's global state (PettingZoo's ``state()``, where the env has a ``state_space``; otherwise
+    every agent's observation concatenated), zero-padded to ``w``. Action: ``MultiDiscrete``, one
+    entry per agent. Reward: the team reward, the sum of the agents' rewards. A copy's episode is
+    terminated when any agent's is (all end on the same step).
+    """
+
+    def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None) -> None:
+        self.inner = ParallelVectorEnv(env_id, copies, env_kwargs, "joint")
+        obs_space, act_space = self.inner.single_observation_space, self.inner.single_action_space
+        if not isinstance(obs_space, gym.spaces.Box) or not isinstance(act_space, gym.spaces.Discrete):
+            raise CanterError(f"joint control of '{env_id}' needs Box observations and Discrete actions, not "
+                              f"{type(obs_space).__name__} and {type(act_space).__name__}")
+        self.k, self.copies = self.inner.n_agents, copies
+        self.obs_size = int(np.prod(obs_space.shape))
+        first = self.inner.envs[0]
+        self.has_state = getattr(first, "state_space", None) is not None
+        self.state_size = int(np.prod(first.state_space.shape)) if self.has_state else self.k * self.obs_size
+        width = max(self.obs_size, self.state_size)
+        self.num_envs = copies
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (self.k + 1, width), np.float32)
+        self.single_action_space = gym.spaces.MultiDiscrete([int(act_space.n)] * self.k,
+                                                            start=[int(act_space.start)] * self.k)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, copies)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, copies)
+        self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def _joint(self, rows: np.ndarray) -> np.ndarray:
+        """Agents' observation rows ``[copies * k, ...]`` -> joint observations ``[copies, k + 1, w]``."""
+        k, d = self.k, self.obs_size
+        out = np.zeros((self.copies, *self.single_observation_space.shape), np.float32)
+        flat = rows.reshape(self.copies, k, d)
+        out[:, :k, :d] = flat
+        if self.has_state:
+            for i, env in enumerate(self.inner.envs):
+                out[i, k, :self.state_size] = np.asarray(env.state(), dtype=np.float32).reshape(-1)
+        else:
+            out[:, k, :k * d] = flat.reshape(self.copies, k * d)
+        return out
+
+    def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None,
+              ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset every copy (copy ``i`` with ``seed + i``)."""
+        rows, _ = self.inner.reset(seed=seed, options=options)
+        return self._joint(rows), {}
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every copy with its agents' actions ``[copies, k]``."""
+        rows, reward, term, trunc, _ = self.inner.step(np.asarray(actions).reshape(-1))
+        shape = (self.copies, self.k)
+        terminated = term.reshape(shape).any(1)
+        truncated = trunc.reshape(shape).any(1) & ~terminated
+        return self._joint(rows), reward.reshape(shape).sum(1), terminated, truncated, {}
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every copy."""
+        self.inner.close()

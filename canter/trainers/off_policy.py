@@ -27,9 +27,9 @@ def random_actions(agent: Agent, n: int, rng: np.random.Generator) -> tuple[np.n
     actions of a Box space are flat ``[n, prod(shape)]``, as the policies output them.
     """
     space = agent.action_space
-    if isinstance(space, gym.spaces.Discrete):
+    if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
         a = random_env_actions(space, n, rng)
-        return a, a - int(space.start)
+        return a, agent.from_env_actions(a)
     if agent.algorithm.squashed_actions:
         a = rng.uniform(-1.0, 1.0, size=(n, int(np.prod(space.shape)))).astype(np.float32)
         return agent.to_env_actions(a), a
@@ -46,9 +46,10 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
     """
     obs_space, act_space = agent.observation_space, agent.action_space
     discrete = isinstance(act_space, gym.spaces.Discrete)
+    integers = discrete or isinstance(act_space, gym.spaces.MultiDiscrete)  # MultiDiscrete: one index per entry
     args = (capacity, obs_space.shape, () if discrete else (int(np.prod(act_space.shape)),))  # Box: flat
     kwargs: dict[str, Any] = dict(
-        obs_dtype=obs_space.dtype, act_dtype=np.int64 if discrete else np.float32, gamma=config.gamma,
+        obs_dtype=obs_space.dtype, act_dtype=np.int64 if integers else np.float32, gamma=config.gamma,
         seed=seed, n_envs=n_envs, n_step=getattr(config, "n_step", 1),
     )
     if getattr(config, "prioritized", False):

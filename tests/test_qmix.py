@@ -1,0 +1,117 @@
+"""QMIX: the joint multi-agent env view, the monotonic mixer, the TD target, learning and bad input."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("pettingzoo")
+
+import canter  # noqa: E402
+from canter.algorithms.qmix import QMIX, QMIXConfig  # noqa: E402
+from canter.data.batch import ReplayBatch  # noqa: E402
+from canter.envs import make_vec_env  # noqa: E402
+from tests.test_cli_errors import assert_one_line_error, run_cli  # noqa: E402
+
+ENV = "pettingzoo:tests.match_agents"
+
+
+@pytest.mark.parametrize("state", [True, False])
+def test_joint_env_stacks_agents_and_state_and_sums_the_team_reward(state):
+    env = make_vec_env(ENV, 2, policies="joint", env_kwargs={"n_agents": 3, "state": state})
+    assert env.num_envs == 2 and env.single_observation_space.shape == (4, 9)  # 3 agents + state, width 3 * 3
+    assert env.single_action_space.nvec.tolist() == [3, 3, 3]
+    obs = env.reset(seed=0)
+    agents = obs[:, :3, :3]
+    assert np.all(agents.sum(-1) == 1) and np.all(obs[:, :3, 3:] == 0)  # one-hot targets, zero padding
+    np.testing.assert_array_equal(obs[:, 3], agents.reshape(2, 9))  # the state (or the fallback) holds every target
+    targets = agents.argmax(-1)
+    wrong = (targets + 1) % 3
+    step = env.step(np.stack([targets[0], wrong[1]]))  # copy 0: all match; copy 1: none
+    assert step.reward.tolist() == [3.0, 0.0] and step.valid.all()
+    for _ in range(7):
+        step = env.step(step.obs[:, :3, :3].argmax(-1))
+    assert step.truncated.all() and not step.terminated.any() and env.finished_lengths.tolist() == [8, 8]
+    assert env.finished_returns.tolist() == [24.0, 21.0]
+    assert not env.step(np.zeros((2, 3), np.int64)).valid.any()  # NEXT_STEP autoreset
+    env.close()
+
+
+def test_mixing_is_monotonic_in_every_agents_value():
+    env = make_vec_env(ENV, 1, policies="joint", env_kwargs={"n_agents": 3})
+    algo = QMIX(env.single_observation_space, env.single_action_space, QMIXConfig(), seed=0)
+    env.close()
+    torch.manual_seed(0)
+    obs = torch.randn(64, 4, 9)
+    chosen = torch.randn(64, 3, requires_grad=True)
+    algo.q.mix(chosen, obs).sum().backward()
+    assert (chosen.grad >= 0).all() and (chosen.grad > 0).any()
+
+
+def test_td_target_bootstraps_from_the_target_mixer_with_double_q():
+    env = make_vec_env(ENV, 1, policies="joint", env_kwargs={"n_agents": 2})
+    algo = QMIX(env.single_observation_space, env.single_action_space, QMIXConfig(gamma=0.9), seed=0)
+    env.close()
+    torch.manual_seed(1)
+    b = 6
+    next_obs = torch.rand(b, 3, 6)
+    with torch.no_grad():
+        algo.q.agent.__getitem__(0).weight.add_(0.5)  # online and target networks now differ
+    batch = ReplayBatch(torch.rand(b, 3, 6), torch.zeros(b, 2, dtype=torch.int64), torch.arange(b, dtype=torch.float32),
+                        next_obs, torch.tensor([0, 1, 0, 1, 0, 1], dtype=torch.float32), torch.full((b,), 0.9),
+                        torch.ones(b), torch.arange(b))
+    with torch.no_grad():
+        pick = algo.q.agent_q(next_obs).argmax(-1)  # the online network picks each agent's next action
+        values = algo.q_target.agent_q(next_obs).gather(2, pick.unsqueeze(2)).squeeze(2)
+        expected = batch.rewards + 0.9 * (1 - batch.terminated) * algo.q_target.mix(values, next_obs)
+    torch.testing.assert_close(algo.td_target(batch), expected)
+    assert torch.equal(algo.td_target(batch)[1::2], batch.rewards[1::2])  # terminated: the reward alone
+
+
+def test_qmix_learns_a_team_reward_that_needs_every_agent(tmp_path, capsys):
+    """Every agent earns 1 only when all three match their targets: random play earns 8/27 per agent
+    and episode, so the team (the sum over agents) 0.9 of 24."""
+    agent = canter.train("qmix", env=ENV, env_kwargs={"n_agents": 3, "team": True}, seed=0, max_steps=30_000,
+                         target_reward=23, n_envs=4, eval_every=2_000, run_dir=tmp_path / "run")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["solved"] and summary["best_eval_return"] >= 23
+    obs = np.zeros((3, 4, 9), np.float32)
+    for j in range(3):  # every agent sees target j
+        obs[j, :3, j] = 1.0
+    np.testing.assert_array_equal(agent.predict(obs), [[0, 0, 0], [1, 1, 1], [2, 2, 2]])
+    np.testing.assert_array_equal(canter.load(tmp_path / "run").predict(obs), agent.predict(obs))
+    code, out, err = run_cli(capsys, "eval", str(tmp_path / "run"), "--episodes", "4", "--json")
+    assert code == 0 and json.loads(out)["mean_return"] >= 23, err
+
+
+def test_qmix_run_resumes_exactly(tmp_path):
+    common = dict(env_kwargs={"n_agents": 2, "team": True}, n_envs=2, seed=3, max_steps=3_000, eval_every=1_000,
+                  checkpoint_every=1_000, learning_starts=200, target_reward=None)
+    whole = canter.train("qmix", env=ENV, run_dir=tmp_path / "whole", **common)
+
+    def interrupt(trainer, losses):
+        if trainer.step >= 1_500 and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    canter.train("qmix", env=ENV, run_dir=tmp_path / "part", hooks={"after_update": interrupt}, **common)
+    resumed = canter.resume(tmp_path / "part")
+    for a, b in zip(whole.algorithm.q.parameters(), resumed.algorithm.q.parameters()):
+        assert torch.equal(a, b)
+    s = [json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "part")]
+    assert s[1]["resume_exact"] is True and s[0]["episodes"] == s[1]["episodes"] and s[0]["updates"] == s[1]["updates"]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["train", "qmix", "--env", "CartPole-v1"], "QMIX needs a multi-agent env"),
+    (["train", "qmix", "--env", "pettingzoo:tests.mixed_agents"], "joint control (qmix) needs one"),
+    (["train", "qmix", "--env", ENV, "--set", "policies=type"], "qmix controls every agent jointly"),
+    (["train", "dqn", "--env", ENV, "--set", "policies=joint"], "'policies: joint' is for algorithms"),
+    (["train", "qmix", "--env", ENV, "--explorers", "2"], "qmix runs in one process"),
+])
+def test_qmix_bad_input_is_one_line(argv, needle, capsys, tmp_path):
+    code, _, err = run_cli(capsys, *argv, "--quiet", "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, needle)
+    assert not (tmp_path / "run").exists()
+
