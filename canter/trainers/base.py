@@ -157,6 +157,13 @@ class Trainer:
                 torch.set_flush_denormal(False)
             torch.set_float32_matmul_precision(precision)
 
+    def count_step(self, step: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Count a vector step's env steps and check its data; returns ``(done, scaled rewards)``."""
+        self.step += self.env.num_envs
+        self.guard.check_env_data(step.obs, step.reward)
+        done = step.terminated | step.truncated
+        return done, self.agent.scale_reward(step.reward, done, step.valid)
+
     def record_episodes(self) -> None:
         """Collect episodes the env finished in its last step."""
         env = self.env

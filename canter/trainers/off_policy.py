@@ -114,10 +114,7 @@ class OffPolicyTrainer(StepwiseTrainer):
 
     def observe(self, step: Step) -> bool:
         """Store the step in the replay buffer; True every ``train_freq`` env steps."""
-        self.step += self.env.num_envs
-        self.guard.check_env_data(step.obs, step.reward)
-        done = step.terminated | step.truncated
-        reward = self.agent.scale_reward(step.reward, done, step.valid)
+        done, reward = self.count_step(step)
         self.buffer.add(self.obs, self._actions, reward, step.obs, step.terminated, step.valid, step.truncated)
         if self._reset_noise is not None and done.any():
             self._reset_noise(torch.from_numpy(done))

@@ -52,10 +52,7 @@ class OnPolicyTrainer(StepwiseTrainer):
 
     def observe(self, step: Step) -> bool:
         """Store the step in the rollout; True when it holds ``n_steps`` vector steps."""
-        self.step += self.env.num_envs
-        self.guard.check_env_data(step.obs, step.reward)
-        done = step.terminated | step.truncated
-        reward = self.agent.scale_reward(step.reward, done, step.valid)
+        _, reward = self.count_step(step)
         out = self._out
         self.buffer.add(self._obs_t, out.actions, out.log_probs, out.values, reward, step.terminated, step.truncated,
                         step.valid)

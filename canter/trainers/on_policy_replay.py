@@ -29,14 +29,10 @@ class SegmentReplayTrainer(Trainer):
         """One segment, one on-policy update, then the replayed updates."""
         agent, env, replay, c = self.agent, self.env, self.replay, self.config
         obs = self.obs
-        n = env.num_envs
         for t in range(c.n_steps):
             actions, obs_t, out = agent.sample(obs)
             step = env.step(actions)
-            self.step += n
-            self.guard.check_env_data(step.obs, step.reward)
-            done = step.terminated | step.truncated
-            reward = agent.scale_reward(step.reward, done, step.valid)
+            done, reward = self.count_step(step)
             replay.add(t, obs_t, out.actions, out.probs, reward, step.terminated, done, step.valid)
             self.record_episodes()
             obs = step.obs
