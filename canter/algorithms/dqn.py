@@ -63,9 +63,9 @@ class DQNConfig(OffPolicyConfig):
 
 class EpsilonGreedyTargets:
     """Epsilon-greedy exploration and target-network syncs counted in env steps, for value-based
-    algorithms (DQN, QMIX). The class sets ``epsilon``, ``n_actions``, ``target_syncs`` and
-    ``_update_target`` (a :class:`SoftUpdate`); its config has the ``exploration_*``, ``tau`` and
-    ``target_update_interval`` fields."""
+    algorithms (DQN, QMIX) with one online Q-model ``q``, its target copy and one Adam optimizer
+    (:meth:`init_value_learning`). The class sets ``n_actions``; its config has ``lr`` and the
+    ``exploration_*``, ``tau`` and ``target_update_interval`` fields."""
 
     epsilon: float
     n_actions: int
@@ -73,6 +73,23 @@ class EpsilonGreedyTargets:
     generator: torch.Generator
     config: Any
     _update_target: SoftUpdate
+
+    def init_value_learning(self, q: nn.Module) -> None:
+        """Take ``q`` as the online network: a frozen target copy, Adam, the schedule's start."""
+        self.q = q
+        self.q_target = copy.deepcopy(q).requires_grad_(False)
+        self.params = list(q.parameters())
+        self.optimizer = make_adam(self.params, self.config.lr)
+        self._update_target = SoftUpdate(self.q_target, q)  # parameter lists collected once
+        self.epsilon = self.config.exploration_initial_eps
+        self.target_syncs = 0
+        self.last_priorities: torch.Tensor | None = None
+
+    def modules(self) -> dict[str, nn.Module]:  # noqa: D102
+        return {"q": self.q, "q_target": self.q_target}
+
+    def optimizers(self) -> dict[str, Any]:  # noqa: D102
+        return {"optimizer": self.optimizer}
 
     def _epsilon_greedy(self, greedy: Callable[[], np.ndarray], n: int, deterministic: bool) -> np.ndarray:
         """``greedy()``, each entry replaced by a random action with probability epsilon when exploring.
@@ -131,14 +148,8 @@ class DQN(EpsilonGreedyTargets, Algorithm):
         extra = {"n_quantiles": c.n_quantiles} if c.n_quantiles else {}
         self.q = self.make_model(net_arch=c.net_arch, activation=c.activation, dueling=c.dueling, **extra,
                                  **encoder_kwargs(c))
-        self.q_target = copy.deepcopy(self.q).requires_grad_(False)
-        self.params = list(self.q.parameters())
-        self.optimizer = make_adam(self.params, c.lr)
-        self._update_target = SoftUpdate(self.q_target, self.q)  # parameter lists collected once
         self.n_actions = int(action_space.n)
-        self.epsilon = c.exploration_initial_eps
-        self.target_syncs = 0
-        self.last_priorities: torch.Tensor | None = None
+        self.init_value_learning(self.q)
         self._manual: bool | None = None
         self._rows_cache = np.arange(0)  # see _rows
 
@@ -309,11 +320,6 @@ class DQN(EpsilonGreedyTargets, Algorithm):
             q_means = np.stack(qs).mean(1)
         return [{"loss": loss, "q_mean": q} for loss, q in zip(losses.tolist(), q_means.tolist())]
 
-    def modules(self) -> dict[str, nn.Module]:  # noqa: D102
-        return {"q": self.q, "q_target": self.q_target}
-
-    def optimizers(self) -> dict[str, Any]:  # noqa: D102
-        return {"optimizer": self.optimizer}
 
 
 @dataclass

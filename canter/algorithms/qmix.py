@@ -15,19 +15,17 @@ has one, else every agent's observation concatenated.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
-from torch import nn
 from torch.nn import functional as F
 
-from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_, make_adam
+from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_
 from canter.algorithms.dqn import EpsilonGreedyTargets
-from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate
+from canter.algorithms.offpolicy import OffPolicyConfig
 from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.errors import CanterError
@@ -84,16 +82,9 @@ class QMIX(EpsilonGreedyTargets, Algorithm):
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: QMIXConfig, **kw: Any) -> None:
         super().__init__(observation_space, action_space, config, **kw)
         c = config
-        self.q = self.make_model(net_arch=c.net_arch, activation=c.activation, embed_dim=c.mixing_embed_dim,
-                                 hypernet_dim=c.hypernet_dim)
-        self.q_target = copy.deepcopy(self.q).requires_grad_(False)
-        self.params = list(self.q.parameters())
-        self.optimizer = make_adam(self.params, c.lr)
-        self._update_target = SoftUpdate(self.q_target, self.q)
         self.k, self.n_actions = len(action_space.nvec), int(action_space.nvec[0])
-        self.epsilon = c.exploration_initial_eps
-        self.target_syncs = 0
-        self.last_priorities: torch.Tensor | None = None
+        self.init_value_learning(self.make_model(net_arch=c.net_arch, activation=c.activation,
+                                                 embed_dim=c.mixing_embed_dim, hypernet_dim=c.hypernet_dim))
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
         """Each agent's greedy action ``[B, k]``; each replaced by a random one with probability epsilon."""
@@ -126,9 +117,3 @@ class QMIX(EpsilonGreedyTargets, Algorithm):
         self.updates += 1
         loss_value, q_mean, agent_q = torch.stack([loss.detach(), q_tot.detach().mean(), chosen.detach().mean()]).tolist()
         return {"loss": loss_value, "q_tot_mean": q_mean, "agent_q_mean": agent_q}
-
-    def modules(self) -> dict[str, nn.Module]:  # noqa: D102
-        return {"q": self.q, "q_target": self.q_target}
-
-    def optimizers(self) -> dict[str, Any]:  # noqa: D102
-        return {"optimizer": self.optimizer}
