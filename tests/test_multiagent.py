@@ -195,3 +195,16 @@ def test_learning_rate_control_reaches_every_policy_at_its_own_step():
     assert halved == pytest.approx({p: r / 2 for p, r in rates.items()})
     assert set(trainer.lr.current()) == {"listener.optimizer.0", "speaker.optimizer.0"}
     trainer.close()
+
+
+@pytest.mark.parametrize("env_id, policies", [(ENV, "shared"), (MIXED, "type")])
+def test_reward_normalisation_tracks_one_return_per_agent(env_id, policies):
+    """The discounted returns behind reward scaling are one per sub-env: 2 copies x 2 agents here,
+    not one per copy (that mismatch crashed before)."""
+    trainer = canter.make_trainer("ppo", env=env_id, policies=policies, n_envs=2, max_steps=512, normalize_reward=True,
+                                  n_steps=64, batch_size=64, n_epochs=1, eval_every=0, eval_episodes=1)
+    records = list(trainer())
+    assert records[-1].step >= 512
+    agents = [trainer.agent] if policies == "shared" else list(trainer.agent.agents.values())
+    assert sorted(len(a._returns) for a in agents) == ([4] if policies == "shared" else [2, 4])
+    trainer.close()

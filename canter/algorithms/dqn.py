@@ -35,15 +35,11 @@ def _action_indices(actions: torch.Tensor) -> np.ndarray:
 
 
 @dataclass
-class DQNConfig(OffPolicyConfig):
-    """DQN hyperparameters (Stable-Baselines3's defaults; every extension off)."""
+class EpsilonGreedyConfig(OffPolicyConfig):
+    """The fields of :class:`EpsilonGreedyTargets`: exploration, target updates and the TD loss
+    (Stable-Baselines3's DQN defaults)."""
 
-    lr: float = hp(1e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 1e-2, "log": True})
-    batch_size: int = hp(32, "minibatch size", low=1, search={"choices": [32, 64, 128, 256]})
     tau: float = hp(1.0, "target update rate (1: hard copy, <1: Polyak averaging)", low=0, high=1, low_open=True)
-    train_freq: int = hp(4, "env steps between training phases", low=1, search={"choices": [1, 4, 16, 64, 256]})
-    gradient_steps: int = hp(1, "gradient steps per training phase", low=1, search={"choices": [1, 4, 16, 64, 128]})
-    net_arch: list[int] = hp([64, 64], "hidden layer sizes", low=1)
     target_update_interval: int = hp(10_000, "env steps between target updates", low=1)
     exploration_fraction: float = hp(0.1, "fraction of the budget over which epsilon decays", low=0, high=1)
     exploration_initial_eps: float = hp(1.0, "initial epsilon", low=0, high=1)
@@ -51,6 +47,17 @@ class DQNConfig(OffPolicyConfig):
     max_grad_norm: float = hp(10.0, "global gradient-norm clip", low=0, low_open=True)
     huber: bool = hp(True, "Huber (smooth L1) TD loss; false: squared error")
     double_q: bool = hp(False, "Double DQN: online net picks the next action, target net values it")
+
+
+@dataclass
+class DQNConfig(EpsilonGreedyConfig):
+    """DQN hyperparameters (Stable-Baselines3's defaults; every extension off)."""
+
+    lr: float = hp(1e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 1e-2, "log": True})
+    batch_size: int = hp(32, "minibatch size", low=1, search={"choices": [32, 64, 128, 256]})
+    train_freq: int = hp(4, "env steps between training phases", low=1, search={"choices": [1, 4, 16, 64, 256]})
+    gradient_steps: int = hp(1, "gradient steps per training phase", low=1, search={"choices": [1, 4, 16, 64, 128]})
+    net_arch: list[int] = hp([64, 64], "hidden layer sizes", low=1)
     dueling: bool = hp(False, "dueling value/advantage heads")
     n_quantiles: int = hp(0, "QR-DQN distributional head with this many quantiles (0: plain Q values)", low=0)
     manual_backward: bool = hp(

@@ -24,8 +24,7 @@ import torch
 from torch.nn import functional as F
 
 from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_
-from canter.algorithms.dqn import EpsilonGreedyTargets
-from canter.algorithms.offpolicy import OffPolicyConfig
+from canter.algorithms.dqn import EpsilonGreedyConfig, EpsilonGreedyTargets
 from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.errors import CanterError
@@ -33,9 +32,10 @@ from canter.registry import register
 
 
 @dataclass
-class QMIXConfig(OffPolicyConfig):
+class QMIXConfig(EpsilonGreedyConfig):
     """QMIX hyperparameters: PyMARL's learning rate, epsilon, network sizes and hard target copies
-    every ~5,000 env steps (200 episodes of 25 steps), with a Huber loss; on MPE's simple_spread
+    every ~5,000 env steps (200 episodes of 25 steps), with a Huber loss (the paper's is squared
+    error: ``huber: false``); on MPE's simple_spread
     more frequent target updates (hard every 200 steps, or Polyak 0.005 every step) made ``Q_tot``
     diverge (docs/multiagent.md)."""
 
@@ -43,17 +43,11 @@ class QMIXConfig(OffPolicyConfig):
     buffer_size: int = hp(100_000, "replay buffer capacity (joint transitions)", low=1)
     learning_starts: int = hp(1_000, "env steps of uniform random joint actions before learning starts", low=0)
     batch_size: int = hp(128, "minibatch size (joint transitions)", low=1, search={"choices": [32, 64, 128, 256]})
-    tau: float = hp(1.0, "target update rate (1: hard copy, <1: Polyak averaging)", low=0, high=1, low_open=True)
     net_arch: list[int] = hp([64], "the agent Q-network's hidden layer sizes", low=1)
+    target_update_interval: int = hp(5_000, "env steps between target updates (PyMARL: 200 episodes)", low=1)
+    double_q: bool = hp(True, "the online agent networks pick the next actions, the target networks value them")
     mixing_embed_dim: int = hp(32, "the mixing network's hidden width", low=1)
     hypernet_dim: int = hp(64, "the hypernetworks' hidden width", low=1)
-    target_update_interval: int = hp(5_000, "env steps between target updates (PyMARL: 200 episodes)", low=1)
-    exploration_fraction: float = hp(0.1, "fraction of the budget over which epsilon decays", low=0, high=1)
-    exploration_initial_eps: float = hp(1.0, "initial epsilon", low=0, high=1)
-    exploration_final_eps: float = hp(0.05, "final epsilon (per agent)", low=0, high=1)
-    max_grad_norm: float = hp(10.0, "global gradient-norm clip", low=0, low_open=True)
-    double_q: bool = hp(True, "the online agent networks pick the next actions, the target networks value them")
-    huber: bool = hp(True, "Huber (smooth L1) TD loss; false: squared error, as the paper")
 
 
 @register("algorithm", "qmix")
