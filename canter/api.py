@@ -90,11 +90,11 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         return trainer if run_dir is None else _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
     # with explorers, each explorer makes its own envs; this one only tells the spaces
     envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, run.env_kwargs, training=True,
-                        policies=run.policies)
+                        policies=run.policies, central_state=run.central_state)
     try:
         check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space)
         eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs,
-                                policies=run.policies)
+                                policies=run.policies, central_state=run.central_state)
     except BaseException:
         envs.close()
         raise

@@ -193,7 +193,8 @@ def _load_for_env(run_dir: str, env_override: str | None) -> tuple[Any, str, dic
     agent = load(run_dir)
     env_id = env_override or agent.run_config.env
     env_kwargs = agent.run_config.env_kwargs if env_override is None else {}
-    probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies)
+    probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies,
+                         central_state=agent.run_config.central_state)
     try:
         if not (spaces_match(probe.single_observation_space, agent.observation_space)
                 and spaces_match(probe.single_action_space, agent.action_space)):
@@ -227,7 +228,8 @@ def cmd_eval(argv: list[str]) -> int:
     from canter.trainers.evaluation import evaluate
 
     agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
-    env = make_vec_env(env_id, min(args.episodes, 8), "auto", env_kwargs, policies=agent.run_config.policies)
+    env = make_vec_env(env_id, min(args.episodes, 8), "auto", env_kwargs, policies=agent.run_config.policies,
+                       central_state=agent.run_config.central_state)
     try:
         result = evaluate(agent, env, args.episodes, seed=args.seed)
     finally:
@@ -340,10 +342,10 @@ def cmd_collect(argv: list[str]) -> int:
     else:
         from canter.api import find_checkpoint
 
-        from canter.data.dataset import one_policy
+        from canter.data.dataset import check_dataset_agent
 
         agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
-        one_policy(agent, f"run '{args.run_dir}'")
+        check_dataset_agent(agent, f"run '{args.run_dir}'")
         meta = getattr(agent, "metadata", {}) or {}
         source = {"checkpoint": str(find_checkpoint(args.run_dir)), "algorithm": meta.get("algorithm"),
                   "checkpoint_step": meta.get("step")}

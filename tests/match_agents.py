@@ -3,6 +3,9 @@
 Each of ``n_agents`` agents sees a one-hot target among 3 and earns 1 when its action matches it
 (``team=True``: every agent earns 1 only when all match); an episode lasts 8 steps (truncation).
 A shared policy that reads its observation earns 8 per agent. ``state()`` is every agent's target.
+With ``miss_leaves=True`` an agent whose action misses its target leaves the episode
+(terminated, reward 0), so random play earns about 0.5 per agent; the env refuses actions for
+agents that have left, as PettingZoo envs may.
 """
 from __future__ import annotations
 
@@ -20,9 +23,9 @@ class MatchAgents(ParallelEnv):
 
     metadata = {"name": "match_agents_v0"}
 
-    def __init__(self, n_agents: int = 2, leave_early: bool = False, team: bool = False, state: bool = True) -> None:
+    def __init__(self, n_agents: int = 2, miss_leaves: bool = False, team: bool = False, state: bool = True) -> None:
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
-        self.leave_early = leave_early  # agent_0 terminates a step before the others (not supported)
+        self.miss_leaves = miss_leaves  # an agent that misses its target leaves the episode
         self.team = team  # every agent earns 1 only when all match (a reward no agent earns alone)
         if state:  # PettingZoo's global state: every agent's target
             self.state_space = spaces.Box(0.0, 1.0, (3 * n_agents,), np.float32)
@@ -37,31 +40,37 @@ class MatchAgents(ParallelEnv):
         return spaces.Discrete(3)
 
     def _observe(self) -> dict:
-        return {a: np.eye(3, dtype=np.float32)[t] for a, t in zip(self.agents, self.targets)}
+        return {a: np.eye(3, dtype=np.float32)[self.targets[a]] for a in self.agents}
+
+    def _draw(self) -> None:
+        self.targets = dict(zip(self.possible_agents, self.rng.integers(0, 3, len(self.possible_agents)).tolist()))
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:  # noqa: D102
         if seed is not None:
             self.rng = np.random.default_rng(seed)
         self.agents = list(self.possible_agents)
         self.t = 0
-        self.targets = self.rng.integers(0, 3, len(self.agents))
+        self._draw()
         return self._observe(), {a: {} for a in self.agents}
 
     def state(self) -> np.ndarray:  # noqa: D102
-        return np.eye(3, dtype=np.float32)[self.targets].reshape(-1)
+        return np.stack([np.eye(3, dtype=np.float32)[self.targets[a]] * (a in self.agents)
+                         for a in self.possible_agents]).reshape(-1)
 
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:  # noqa: D102
-        rewards = {a: float(actions[a] == t) for a, t in zip(self.agents, self.targets)}
+        if sorted(actions) != sorted(self.agents):
+            raise ValueError(f"actions for {sorted(actions)}, but the agents are {sorted(self.agents)}")
+        hits = {a: bool(actions[a] == self.targets[a]) for a in self.agents}
+        rewards = {a: float(hit) for a, hit in hits.items()}
         if self.team:
-            rewards = dict.fromkeys(rewards, float(all(rewards.values())))
+            rewards = dict.fromkeys(rewards, float(all(hits.values())))
         self.t += 1
-        self.targets = self.rng.integers(0, 3, len(self.agents))
+        self._draw()
         obs = self._observe()
-        trunc = {a: self.t >= LENGTH for a in self.agents}
-        term = {a: self.leave_early and a == "agent_0" and self.t >= LENGTH - 1 for a in self.agents}
+        term = {a: self.miss_leaves and not hits[a] for a in self.agents}
+        trunc = {a: self.t >= LENGTH and not term[a] for a in self.agents}
         infos = {a: {} for a in self.agents}
-        if all(trunc.values()):
-            self.agents = []
+        self.agents = [a for a in self.agents if not (term[a] or trunc[a])]
         return obs, rewards, term, trunc, infos
 
 

@@ -27,6 +27,7 @@ _OFF = dict(learning_starts=64, train_freq=4, gradient_steps=1, net_arch=[32], b
 SMALL.update({a: _OFF for a in ("sac", "td3", "ddpg", "sac_discrete")})
 SMALL.update({a: {**SMALL["dqn"], "n_quantiles": 8} for a in ("qrdqn", "rainbow")})
 SMALL.update({a: dict(gradient_steps=50, net_arch=[32], batch_size=32) for a in ("bc", "td3bc")})
+SMALL["mappo"] = SMALL["ppo"]
 SMALL["qmix"] = dict(learning_starts=64, train_freq=4, gradient_steps=1, batch_size=32, target_update_interval=100)
 SMALL["cql"] = dict(gradient_steps=50, net_arch=[32], batch_size=32, target_update_interval=20)
 _DATASETS = Path(tempfile.mkdtemp(prefix="canter-test-datasets-"))
@@ -46,15 +47,16 @@ def offline_kwargs(algo: str, env_id: str) -> dict:
 
 def _env_for(algo: str) -> str:
     cls = lookup("algorithm", algo)
-    if getattr(cls, "joint_agents", False):  # QMIX: a multi-agent env, every agent of a copy acting at once
+    if cls.multiagent_only:  # QMIX (every agent of a copy acting at once), MAPPO (a centralised critic)
         return "pettingzoo:tests.match_agents"
     return "CartPole-v1" if gym.spaces.Discrete in cls.action_spaces else "Pendulum-v1"
 
 
 def spaces_for(algo: str) -> tuple[gym.Space, gym.Space]:
     """The observation and action spaces ``algo`` sees on :func:`_env_for`'s env."""
-    joint = getattr(lookup("algorithm", algo), "joint_agents", False)
-    env = make_vec_env(_env_for(algo), 1, policies="joint" if joint else "shared")
+    cls = lookup("algorithm", algo)
+    env = make_vec_env(_env_for(algo), 1, policies="joint" if getattr(cls, "joint_agents", False) else "shared",
+                       central_state=getattr(cls, "central_critic", False))
     env.close()
     return env.single_observation_space, env.single_action_space
 

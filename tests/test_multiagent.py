@@ -13,6 +13,7 @@ pytest.importorskip("pettingzoo")
 import canter  # noqa: E402
 from canter.envs import make_env, make_vec_env  # noqa: E402
 from canter.errors import CanterError  # noqa: E402
+from canter.trainers.evaluation import evaluate  # noqa: E402
 from tests.test_cli_errors import assert_one_line_error, run_cli  # noqa: E402
 
 ENV = "pettingzoo:tests.match_agents"
@@ -57,21 +58,62 @@ def test_a_shared_policy_learns_every_agents_task(algo, tmp_path, capsys):
     assert code == 0 and json.loads(out)["mean_return"] >= 7.5, err
 
 
-def test_agents_that_leave_early_or_a_module_without_parallel_env_are_refused(capsys):
-    env = make_vec_env(ENV, 1, env_kwargs={"leave_early": True})
-    env.reset(seed=0)
-    with pytest.raises(CanterError, match="some agents ended their episode before the others"):
-        for _ in range(8):
-            env.step(np.zeros(2, dtype=np.int64))
+def test_agents_that_leave_early_are_masked_until_their_copy_resets():
+    env = make_vec_env(ENV, 2, env_kwargs={"n_agents": 3, "miss_leaves": True})
+    obs = env.reset(seed=0)
+    targets = obs.argmax(1)
+    miss = targets.copy()
+    miss[1] = (miss[1] + 1) % 3  # copy 0's agent_1 misses and leaves
+    miss[3:] = (miss[3:] + 1) % 3  # every agent of copy 1 misses: the copy's episode ends
+    step = env.step(miss)
+    assert step.valid.all() and step.terminated.tolist() == [False, True, False, True, True, True]
+    assert step.reward.tolist() == [1, 0, 1, 0, 0, 0] and not step.truncated.any()
+    assert env.finished_envs.tolist() == [1, 3, 4, 5] and env.finished_returns.tolist() == [0, 0, 0, 0]
+    final = step.obs[1].copy()
+    step = env.step(step.obs.argmax(1))  # the env refuses actions for departed agents: none reach it
+    assert step.valid.tolist() == [True, False, True, False, False, False]  # departed; copy 1 resets
+    assert step.reward.tolist() == [1, 0, 1, 0, 0, 0]
+    np.testing.assert_array_equal(step.obs[1], final)  # a departed agent's row keeps its final observation
+    for _ in range(6):  # copy 0's remaining agents play to the time limit; copy 1 plays a new episode
+        step = env.step(step.obs.argmax(1))
+        assert step.valid.tolist() == [True, False, True, True, True, True]
+    assert step.truncated.tolist() == [True, False, True, False, False, False]
+    assert sorted(env.finished_returns.tolist()) == [8.0, 8.0] and env.finished_lengths.tolist() == [8, 8]
+    step = env.step(step.obs.argmax(1))
+    assert step.valid.tolist() == [False, False, False, True, True, True]  # copy 0 resets, every agent back
+    step = env.step(step.obs.argmax(1))
+    assert step.valid.all() and step.truncated.tolist() == [False, False, False, True, True, True]
+    assert env.finished_lengths.tolist() == [8, 8, 8]
+    assert env.step(step.obs.argmax(1)).valid.tolist() == [True, True, True, False, False, False]
     env.close()
+
+
+def test_a_module_without_parallel_env_is_refused(capsys):
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "pettingzoo:json", "--quiet")
     assert_one_line_error(code, err, "module 'json' has no parallel_env() factory")
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "pettingzoo:no_such_module_x", "--quiet")
     assert_one_line_error(code, err, "cannot import module 'no_such_module_x'")
 
 
-def test_multiagent_run_resumes_exactly(tmp_path):
-    common = dict(env_kwargs={"n_agents": 2}, n_envs=2, seed=5, eval_every=512, checkpoint_every=512, n_steps=64,
+@pytest.mark.parametrize("algo,policies", [("ppo", "shared"), ("dqn", "agent")])
+def test_agents_learn_to_stay_when_a_miss_ends_their_episode(algo, policies, tmp_path):
+    """Random play earns about 0.5 of 8 per agent: a miss ends the agent's episode, not its copy's."""
+    kwargs = {"n_agents": 2, "miss_leaves": True}
+    agent = canter.train(algo, env=ENV, env_kwargs=kwargs, policies=policies, seed=0, max_steps=30_000,
+                         target_reward=7.5, run_dir=tmp_path / "run", **HPARAMS[algo])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["solved"] and summary["best_eval_return"] >= 7.5
+    lengths = pq.read_table(tmp_path / "run" / "history.parquet").column("episode_length").to_numpy()
+    assert lengths.min() < 8  # training agents left early
+    env = make_vec_env(ENV, 2, env_kwargs=kwargs, policies=policies)
+    result = evaluate(agent, env, 8, seed=1)
+    env.close()
+    assert result.mean_return >= 7.5 and max(result.lengths) == 8  # the trained agents stay to the end
+
+
+@pytest.mark.parametrize("miss_leaves", [False, True])
+def test_multiagent_run_resumes_exactly(miss_leaves, tmp_path):
+    common = dict(env_kwargs={"n_agents": 2, "miss_leaves": miss_leaves}, n_envs=2, seed=5, eval_every=512, checkpoint_every=512, n_steps=64,
                   batch_size=64, n_epochs=2, target_reward=None)
     whole = canter.train("ppo", env=ENV, run_dir=tmp_path / "whole", max_steps=2048, **common)
     canter.train("ppo", env=ENV, run_dir=tmp_path / "part", max_steps=1024, **common)

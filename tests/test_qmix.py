@@ -39,6 +39,26 @@ def test_joint_env_stacks_agents_and_state_and_sums_the_team_reward(state):
     env.close()
 
 
+def test_joint_env_zeroes_departed_agents_and_ends_a_copy_when_every_agent_has():
+    env = make_vec_env(ENV, 2, policies="joint", env_kwargs={"n_agents": 3, "miss_leaves": True})
+    obs = env.reset(seed=0)
+    actions = obs[:, :3, :3].argmax(-1)
+    actions[0, 1] = (actions[0, 1] + 1) % 3  # copy 0's agent_1 misses and leaves
+    actions[1] = (actions[1] + 1) % 3  # every agent of copy 1 misses
+    step = env.step(actions)
+    assert step.reward.tolist() == [2.0, 0.0] and step.terminated.tolist() == [False, True]
+    assert not step.truncated.any() and env.finished_envs.tolist() == [1]
+    assert np.all(step.obs[0, 1] == 0) and np.all(step.obs[0, 3, 3:6] == 0)  # its row and its part of the state
+    assert np.all(step.obs[0, [0, 2], :3].sum(-1) == 1)
+    for _ in range(7):  # the departed agent's actions never reach the env (it refuses them)
+        step = env.step(step.obs[:, :3, :3].argmax(-1))
+        assert np.all(step.obs[0, 1] == 0)
+    assert step.truncated.tolist() == [True, False] and not step.terminated.any()  # the survivors' time limit
+    assert env.finished_returns.tolist() == [16.0] and env.finished_lengths.tolist() == [8]
+    assert step.valid.tolist() == [True, True] and not env.step(np.zeros((2, 3), np.int64)).valid[0]
+    env.close()
+
+
 def test_mixing_is_monotonic_in_every_agents_value():
     env = make_vec_env(ENV, 1, policies="joint", env_kwargs={"n_agents": 3})
     algo = QMIX(env.single_observation_space, env.single_action_space, QMIXConfig(), seed=0)

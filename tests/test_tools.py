@@ -261,9 +261,9 @@ def test_shipped_classic_benchmark_is_valid():
     cells = load_spec(Path(__file__).parent.parent / "benchmarks" / "classic.yaml")
     check_cells(cells)
     # every algorithm that learns from a classic-control env is covered (offline ones need a dataset,
-    # which a shipped spec cannot assume; joint multi-agent ones, QMIX, need a multi-agent env)
+    # which a shipped spec cannot assume; multi-agent ones, QMIX and MAPPO, need a multi-agent env)
     online = {n for n in names("algorithm") if lookup("algorithm", n).family != "offline"
-              and not getattr(lookup("algorithm", n), "joint_agents", False)}
+              and not lookup("algorithm", n).multiagent_only}
     assert {c.algo for c in cells} == online
 
 

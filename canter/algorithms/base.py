@@ -108,6 +108,8 @@ class Algorithm(ABC):
     action_spaces: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete, gym.spaces.Box)
     #: True when Box actions come out in [-1, 1] and the Agent rescales them to the bounds
     squashed_actions: ClassVar[bool] = False
+    #: True for algorithms that train only on multi-agent envs (``pettingzoo:``): QMIX, MAPPO
+    multiagent_only: ClassVar[bool] = False
 
     @property
     def numpy_products(self) -> bool:

@@ -7,7 +7,7 @@ non-negative, so each agent's greedy action is also greedy for ``Q_tot``.
 
 It runs on multi-agent envs (``--env pettingzoo:MODULE``) with ``policies: joint``, set
 automatically: each env copy is one sub-env with a joint observation (agents' rows plus the
-state) and a ``MultiDiscrete`` joint action (:class:`~canter.envs.multiagent.JointParallelEnv`),
+state) and a ``MultiDiscrete`` joint action (:class:`~canter.envs.multiagent_views.JointParallelEnv`),
 so the off-policy trainer and replay buffers (n-step, prioritized) run unchanged. Differences
 from the paper, on purpose: the agent network is feed-forward (no GRU over the history) and the
 replay holds transitions, not whole episodes; the global state is the env's ``state()`` where it
@@ -52,7 +52,7 @@ class QMIXConfig(EpsilonGreedyConfig):
 
 @register("algorithm", "qmix")
 class QMIX(EpsilonGreedyTargets, Algorithm):
-    """QMIX with feed-forward agents on a :class:`~canter.envs.multiagent.JointParallelEnv`."""
+    """QMIX with feed-forward agents on a :class:`~canter.envs.multiagent_views.JointParallelEnv`."""
 
     name = "qmix"
     family = "off_policy"
@@ -62,6 +62,7 @@ class QMIX(EpsilonGreedyTargets, Algorithm):
     action_spaces = (gym.spaces.MultiDiscrete,)
     #: acts for all of a multi-agent env's agents at once: the run uses ``policies: joint``
     joint_agents = True
+    multiagent_only = True
 
     @classmethod
     def check_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> None:

@@ -152,7 +152,7 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     from canter.envs.atari import is_atari
 
     agent = load(run_dir)  # a clear error for anything that is not a canter run
-    one_policy(agent, f"run '{run_dir}'")
+    check_dataset_agent(agent, f"run '{run_dir}'")
     base = Path(run_dir) / "checkpoints" / "last"
     state, meta = load_checkpoint(base)
     saved = (state.get("trainer") or {}).get("buffer")
@@ -268,13 +268,17 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator) -> np
     raise CanterError(f"cannot draw random actions for a {type(space).__name__} action space")
 
 
-def one_policy(agent: Any, what: str) -> None:
-    """Refuse an agent of several policies (a multi-agent run with ``policies: type | agent``)."""
+def check_dataset_agent(agent: Any, what: str) -> None:
+    """Refuse an agent whose experience a dataset cannot hold: several policies (a multi-agent run
+    with ``policies: type | agent``), or a centralised critic's observations (``central_state``)."""
     from canter.agents.multi import MultiPolicyAgent
 
     if isinstance(agent, MultiPolicyAgent):
         raise CanterError(f"{what} trained several policies ({', '.join(agent.policies)}); a dataset holds the "
                           f"transitions of one policy")
+    if getattr(getattr(agent, "run_config", None), "central_state", False):
+        raise CanterError(f"{what} trained a centralised critic on observations extended with the global state "
+                          f"(central_state); a dataset holds the env's own observations")
 
 
 def collect(
@@ -291,7 +295,7 @@ def collect(
     from canter.envs import make_vec_env
 
     if agent is not None:
-        one_policy(agent, "the agent")
+        check_dataset_agent(agent, "the agent")
     if transitions < 1:
         raise CanterError(f"the number of transitions must be >= 1, got {transitions}")
     if not 0.0 <= epsilon <= 1.0:

@@ -190,7 +190,8 @@ class ExplorerActor:
         from canter.api import make_agent
         from canter.envs import make_vec_env
 
-        env = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs, training=True)
+        env = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs, training=True,
+                           central_state=run.central_state)
         self.offset = index * run.n_envs + generation * 1_000_003
         seed = run.seed + self.offset
         try:

@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from canter.envs import atari, multiagent
+from canter.envs import atari, multiagent, multiagent_views
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError, unknown
 from canter.registry import _REGISTRY
@@ -76,8 +76,8 @@ NATIVE_MIN_ENVS = 4
 
 def make_vec_env(
     env_id: str, n_envs: int, vectorization: str = "auto", env_kwargs: dict[str, Any] | None = None,
-    training: bool = False, policies: str = "shared",
-) -> VecEnv | multiagent.MultiPolicyVecEnv:
+    training: bool = False, policies: str = "shared", central_state: bool = False,
+) -> VecEnv | multiagent_views.MultiPolicyVecEnv:
     """Create ``n_envs`` copies of ``env_id`` behind a :class:`VecEnv`.
 
     ``vectorization``: ``native`` uses the env's own vectorised implementation, ``sync`` steps
@@ -89,16 +89,18 @@ def make_vec_env(
     ``training`` marks envs that collect training data: for Atari they add episodic life and
     reward clipping (:mod:`canter.envs.atari`); evaluation envs report the raw score.
     ``policies`` (multi-agent ``pettingzoo:`` envs): ``shared`` makes every agent of every copy a
-    sub-env; ``type`` / ``agent`` give a :class:`~canter.envs.multiagent.MultiPolicyVecEnv`; ``joint``
-    makes each copy one sub-env acting for all its agents (:class:`~canter.envs.multiagent.JointParallelEnv`).
+    sub-env; ``type`` / ``agent`` give a :class:`~canter.envs.multiagent_views.MultiPolicyVecEnv`; ``joint``
+    makes each copy one sub-env acting for all its agents (:class:`~canter.envs.multiagent_views.JointParallelEnv`).
+    ``central_state``: each agent's observation also carries the global state and its index, for
+    a centralised critic (:class:`~canter.envs.multiagent.ParallelVectorEnv`).
     """
     check_env_id(env_id)
     kwargs = dict(env_kwargs or {})
     if multiagent.is_multiagent(env_id):  # every agent of every copy is a sub-env, stepped in this process
         if policies == "joint":
-            return VecEnv(multiagent.JointParallelEnv(env_id, n_envs, kwargs))
-        env = multiagent.ParallelVectorEnv(env_id, n_envs, kwargs, policies)
-        return VecEnv(env) if policies == "shared" else multiagent.MultiPolicyVecEnv(env)
+            return VecEnv(multiagent_views.JointParallelEnv(env_id, n_envs, kwargs))
+        env = multiagent.ParallelVectorEnv(env_id, n_envs, kwargs, policies, central_state)
+        return VecEnv(env) if policies == "shared" else multiagent_views.MultiPolicyVecEnv(env)
     if atari.is_atari(_gym_id(env_id)):
         env = atari.make_atari_vec(_gym_id(env_id), n_envs, vectorization, training, kwargs)
         return VecEnv(env, check_actions=True)

@@ -6,14 +6,23 @@ module of your own). With ``n_envs`` copies of an env of ``k`` agents the algori
 ``n_envs * k`` sub-envs, copy-major, so one policy acts for every agent (parameter sharing, as
 SuperSuit's ``pettingzoo_env_to_vec_env`` does for Stable-Baselines3); every algorithm and
 trainer works unchanged, and each agent's episode return is an episode return (training
-statistics and evaluation average over agents). Requirements, checked with a clear error: all
-agents share one observation and one action space, and they stay for the whole episode (all of
-a copy's agents end on the same step). Autoreset is gymnasium's ``NEXT_STEP``: the step after a
-copy's episode ends resets it, with reward 0 and its agents' ``valid`` flags False.
+statistics and evaluation average over agents). Requirement, checked with a clear error: all
+agents share one observation and one action space.
+
+Agents may leave before their copy's episode ends (PettingZoo removes an agent from ``agents``
+once it is terminated or truncated). A departed agent's row keeps its final observation, earns
+0 and is not ``valid`` (an *active mask*: trainers drop its rows, as they drop reset-only rows),
+and the env gets no action for it. A copy's episode ends when every agent has ended; autoreset
+is gymnasium's ``NEXT_STEP``: the step after that resets the copy, with reward 0 and its
+agents' ``valid`` flags False. Agents cannot join mid-episode: every possible agent must be
+present after a reset.
+
 With ``policies: type`` (one policy per agent type, the name before a trailing ``_N``) or
-``policies: agent`` (one per agent), :class:`MultiPolicyVecEnv` steps the same copies and hands
-each policy the rows of its own agents (agents of different policies may have different
-spaces; see :mod:`canter.trainers.multi_policy`).
+``policies: agent`` (one per agent), :class:`~canter.envs.multiagent_views.MultiPolicyVecEnv`
+steps the same copies and hands each policy the rows of its own agents (agents of different
+policies may have different spaces; see :mod:`canter.trainers.multi_policy`); with ``policies:
+joint`` (QMIX), :class:`~canter.envs.multiagent_views.JointParallelEnv` makes each copy one
+sub-env. ``central_state`` (MAPPO) adds the global state to every agent's observation.
 
 Checked by hand with mpe2 1.1.1's ``simple_spread_v3`` (3 agents, 18 observations, Discrete(5)):
 PPO with 4 copies (12 sub-envs), n_steps 128, batch 256, 4 epochs, lr 3e-4, ent_coef 0.01 went
@@ -25,12 +34,12 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from canter.envs.vector import Step, VecEnv
+from canter.envs.vector import ACTIVE
 from canter.errors import CanterError, require
 
 PREFIX = "pettingzoo:"
@@ -79,11 +88,13 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
 
     Group ``g``'s rows are its agents of every copy, copy-major. With one group (``policies:
     shared``) this is a gymnasium vector env whose sub-envs are all the agents; with several,
-    :class:`MultiPolicyVecEnv` steps it through :meth:`step_groups`.
+    :class:`MultiPolicyVecEnv` steps it through :meth:`step_groups`. With ``central_state`` (a
+    centralised critic, MAPPO) each row's observation is ``[2, w]``: the agent's own observation,
+    then :meth:`global_state` and the agent's one-hot index, each zero-padded to ``w``.
     """
 
     def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None,
-                 policies: str = "shared") -> None:
+                 policies: str = "shared", central_state: bool = False) -> None:
         factory = parallel_factory(env_id)
         try:
             self.envs = [factory(**(env_kwargs or {})) for _ in range(copies)]
@@ -95,20 +106,74 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         groups = group_agents(self.agents, policies)
         self.policies = list(groups)
         self.group_agents = list(groups.values())
-        self.observation_spaces = [self._group_space(first.observation_space, g, policies, "observation")
-                                   for g in groups.items()]
+        #: each group's own observation space (what its agents observe)
+        self.local_spaces = [self._group_space(first.observation_space, g, policies, "observation")
+                             for g in groups.items()]
         self.action_spaces = [self._group_space(first.action_space, g, policies, "action") for g in groups.items()]
         self.n_agents = len(self.agents)
         self.group_rows = [copies * len(members) for members in self.group_agents]
+        #: PettingZoo's ``state()`` where the env declares a ``state_space``; else the global state is
+        #: every agent's observation, concatenated
+        self.has_state = getattr(first, "state_space", None) is not None
+        self.state_size = (int(np.prod(first.state_space.shape)) if self.has_state
+                           else sum(int(np.prod(first.observation_space(a).shape)) for a in self.agents))
+        self.central_state = central_state
+        self.observation_spaces = ([self._central_space(space) for space in self.local_spaces] if central_state
+                                   else self.local_spaces)
         self.num_envs = copies * self.n_agents
         if len(self.policies) == 1:
             self.single_observation_space, self.single_action_space = self.observation_spaces[0], self.action_spaces[0]
             self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, self.num_envs)
             self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
         self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
-        self._ended = np.zeros(copies, dtype=bool)
+        #: copies whose every agent has ended (the next step resets them)
+        self.ended = np.zeros(copies, dtype=bool)
+        #: ``[copies, n_agents]``: agents still in their copy's episode (in ``agents`` order)
+        self.alive = np.ones((copies, self.n_agents), dtype=bool)
+        #: agent -> (group, position among the group's agents)
+        self._where = {a: (g, j) for g, members in enumerate(self.group_agents) for j, a in enumerate(members)}
         self._obs = [np.zeros((rows, *space.shape), space.dtype)
-                     for rows, space in zip(self.group_rows, self.observation_spaces)]
+                     for rows, space in zip(self.group_rows, self.local_spaces)]
+        #: per group, each row's agent index (in ``agents`` order)
+        self._agent_ids = [np.tile([self.agents.index(a) for a in members], copies) for members in self.group_agents]
+
+    def _central_space(self, local: gym.Space) -> gym.Space:
+        """``Box[2, w]``: an agent's own observation, then the critic's input (the global state and the
+        agent's one-hot index), each zero-padded to ``w``."""
+        if not isinstance(local, gym.spaces.Box):
+            raise CanterError(f"a centralised critic needs Box observations; the agents of '{self.env_id}' observe "
+                              f"{type(local).__name__}")
+        width = max(int(np.prod(local.shape)), self.state_size + self.n_agents)
+        return gym.spaces.Box(-np.inf, np.inf, (2, width), np.float32)
+
+    def global_state(self) -> np.ndarray:
+        """``[copies, state_size]`` float32: each copy's ``state()``, or its agents' observations
+        concatenated (zeros for agents that have left)."""
+        if self.has_state:
+            return np.stack([np.asarray(env.state(), dtype=np.float32).reshape(-1) for env in self.envs])
+        copies = len(self.envs)
+        parts = []
+        for n, agent in enumerate(self.agents):
+            g, j = self._where[agent]
+            rows = self._obs[g][j::len(self.group_agents[g])].reshape(copies, -1)
+            parts.append(rows * self.alive[:, n, None])
+        return np.concatenate(parts, axis=1, dtype=np.float32)
+
+    def _outputs(self) -> list[np.ndarray]:
+        """Each group's observations: its agents' own, or (``central_state``) stacked with the critic's input."""
+        if not self.central_state:
+            return [obs.copy() for obs in self._obs]
+        state, s = self.global_state(), self.state_size
+        out = []
+        for local, ids, space, members in zip(self._obs, self._agent_ids, self.observation_spaces, self.group_agents):
+            rows = len(local)
+            obs = np.zeros((rows, *space.shape), np.float32)
+            flat = local.reshape(rows, -1)
+            obs[:, 0, :flat.shape[1]] = flat
+            obs[:, 1, :s] = np.repeat(state, len(members), axis=0)  # rows are copy-major
+            obs[np.arange(rows), 1, s + ids] = 1.0
+            out.append(obs)
+        return out
 
     def _group_space(self, space_of: Any, group: tuple[str, list[str]], policies: str, kind: str) -> gym.Space:
         """The one ``kind`` space of a group's agents (a clear error when they differ)."""
@@ -127,11 +192,13 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                           f"spaces; pass --set policies=agent (one policy per agent)")
 
     def _put(self, copy: int, observations: dict[str, Any]) -> None:
-        """Write one copy's observations into each group's rows."""
+        """Write one copy's observations into each group's rows (a departed agent's row keeps its
+        final observation)."""
         for obs, members in zip(self._obs, self.group_agents):
             k = len(members)
             for j, agent in enumerate(members):
-                obs[copy * k + j] = observations[agent]
+                if agent in observations:
+                    obs[copy * k + j] = observations[agent]
 
     def reset_groups(self, seed: int | None = None, options: dict[str, Any] | None = None) -> list[np.ndarray]:
         """Reset every copy (copy ``i`` with ``seed + i``); each group's observations."""
@@ -139,8 +206,9 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             observations, _ = env.reset(seed=None if seed is None else int(seed) + i, options=options)
             self._check_agents(env, "after reset")
             self._put(i, observations)
-        self._ended[:] = False
-        return [obs.copy() for obs in self._obs]
+        self.ended[:] = False
+        self.alive[:] = True
+        return self._outputs()
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None,
               ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -155,177 +223,62 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
     def _check_agents(self, env: Any, when: str) -> None:
         if sorted(env.agents) != sorted(self.agents):
             raise CanterError(f"'{self.env_id}' has agents {sorted(env.agents)} {when}, not all of "
-                              f"{sorted(self.agents)}: canter needs every agent for the whole episode")
+                              f"{sorted(self.agents)}: canter needs every possible agent at the start of an episode")
 
-    def step_groups(self, actions: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    def step_groups(self, actions: list[np.ndarray],
+                    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Step every copy with each group's actions (rows as in the observations); a copy that
-        ended last step is reset. Per group: ``(obs, rewards, terminated, truncated)``."""
+        ended last step is reset. Per group: ``(obs, rewards, terminated, truncated, active)``,
+        ``active`` False for the rows of agents that had left before this step and of copies
+        that this step reset."""
         copies = len(self.envs)
         acts = [np.asarray(a).reshape(copies, len(members), *space.shape)
                 for a, members, space in zip(actions, self.group_agents, self.action_spaces)]
         rewards = [np.zeros(rows, dtype=np.float64) for rows in self.group_rows]
         terminated = [np.zeros(rows, dtype=bool) for rows in self.group_rows]
         truncated = [np.zeros(rows, dtype=bool) for rows in self.group_rows]
+        active = [np.zeros(rows, dtype=bool) for rows in self.group_rows]
+        where = self._where
         for i, env in enumerate(self.envs):
-            if self._ended[i]:
+            if self.ended[i]:
                 observations, _ = env.reset()
                 self._check_agents(env, "after reset")
-                self._ended[i] = False
+                self.ended[i] = False
+                self.alive[i] = True
                 self._put(i, observations)
                 continue
-            observations, rew, term, trunc, _ = env.step(
-                {agent: a[i, j] for a, members in zip(acts, self.group_agents) for j, agent in enumerate(members)})
+            alive = self.alive[i]
+            step_actions = {}
+            for agent in env.agents:
+                if agent not in where:
+                    raise CanterError(f"agent '{agent}' joined '{self.env_id}' during an episode; canter needs every "
+                                      f"agent of possible_agents at the start of the episode, and only those")
+                g, j = where[agent]
+                step_actions[agent] = acts[g][i, j]
+            observations, rew, term, trunc, _ = env.step(step_actions)
             self._put(i, observations)
-            ends = []
-            for g, members in enumerate(self.group_agents):
-                rows = slice(i * len(members), (i + 1) * len(members))
-                rewards[g][rows] = [rew[a] for a in members]
-                terminated[g][rows] = [term[a] for a in members]
-                truncated[g][rows] = [trunc[a] for a in members]
-                ends.append(terminated[g][rows] | truncated[g][rows])
-            done = np.concatenate(ends)
-            if done.any() and not done.all():
-                raise CanterError(f"in '{self.env_id}' some agents ended their episode before the others; canter "
-                                  f"needs all of a copy's agents to end on the same step")
-            self._ended[i] = bool(done.all())
-            if not self._ended[i] and len(env.agents) != self.n_agents:  # agents only leave: a count suffices
-                self._check_agents(env, "during an episode")
-        return [(obs.copy(), r, te, tr) for obs, r, te, tr in zip(self._obs, rewards, terminated, truncated)]
+            for n, agent in enumerate(self.agents):
+                if not alive[n]:
+                    continue
+                if agent not in term or agent not in trunc or agent not in rew:
+                    raise CanterError(f"agent '{agent}' left '{self.env_id}' without being terminated or truncated")
+                g, j = where[agent]
+                row = i * len(self.group_agents[g]) + j
+                active[g][row] = True
+                rewards[g][row] = rew[agent]
+                terminated[g][row], truncated[g][row] = term[agent], trunc[agent]
+                if term[agent] or trunc[agent]:
+                    alive[n] = False
+            self.ended[i] = not alive.any()
+        return list(zip(self._outputs(), rewards, terminated, truncated, active))
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every copy (one group only; see :meth:`step_groups`)."""
         self._one_group()
-        return (*self.step_groups([actions])[0], {})
+        obs, rewards, terminated, truncated, active = self.step_groups([actions])[0]
+        return obs, rewards, terminated, truncated, {ACTIVE: active}
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every copy."""
         for env in self.envs:
             env.close()
-
-
-class PolicyRows(gym.vector.VectorEnv):
-    """One policy's rows of a :class:`ParallelVectorEnv`: its spaces; stepped by :class:`MultiPolicyVecEnv`."""
-
-    def __init__(self, rows: int, observation_space: gym.Space, action_space: gym.Space) -> None:
-        self.num_envs = rows
-        self.single_observation_space, self.single_action_space = observation_space, action_space
-        self.observation_space = gym.vector.utils.batch_space(observation_space, rows)
-        self.action_space = gym.vector.utils.batch_space(action_space, rows)
-        self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
-
-    def reset(self, **kwargs: Any) -> Any:  # noqa: D102
-        raise TypeError("one policy's rows are reset through MultiPolicyVecEnv")
-
-    def step(self, actions: Any) -> Any:  # noqa: D102
-        raise TypeError("one policy's rows are stepped through MultiPolicyVecEnv")
-
-
-class MultiStep(NamedTuple):
-    """A vector step of a multi-policy env: observations and each policy's :class:`Step`."""
-
-    obs: dict[str, np.ndarray]
-    steps: dict[str, Step]
-
-
-class MultiPolicyVecEnv:
-    """A multi-agent env whose agents act for several policies; observations and actions are
-    dicts policy -> rows of its agents. ``views`` hold each policy's rows as a
-    :class:`~canter.envs.VecEnv` (episode statistics per policy); the ``finished_*`` arrays
-    cover every agent (index = position in ``policies`` order, then row)."""
-
-    def __init__(self, env: ParallelVectorEnv) -> None:
-        self.env = env
-        self.policies = list(env.policies)
-        self.views = [VecEnv(PolicyRows(rows, o, a))
-                      for rows, o, a in zip(env.group_rows, env.observation_spaces, env.action_spaces)]
-        self.num_envs = env.num_envs
-        self.single_observation_space = gym.spaces.Dict(dict(zip(self.policies, env.observation_spaces)))
-        self.single_action_space = gym.spaces.Dict(dict(zip(self.policies, env.action_spaces)))
-        self._offsets = np.cumsum([0, *env.group_rows[:-1]])
-        self.finished_returns = np.zeros(0)
-        self.finished_lengths = np.zeros(0, dtype=np.int64)
-        self.finished_envs = np.zeros(0, dtype=np.int64)
-
-    def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
-        """Reset every copy (copy ``i`` with ``seed + i``)."""
-        obs = self.env.reset_groups(seed)
-        for i, view in enumerate(self.views):
-            view.begin(None if seed is None else seed + i)
-        return dict(zip(self.policies, obs))
-
-    def step(self, actions: dict[str, np.ndarray]) -> MultiStep:
-        """Step every copy with each policy's actions."""
-        results = self.env.step_groups([actions[p] for p in self.policies])
-        steps = {p: view.record(*result) for p, view, result in zip(self.policies, self.views, results)}
-        views = self.views
-        self.finished_envs = np.concatenate([v.finished_envs + o for v, o in zip(views, self._offsets)])
-        self.finished_returns = np.concatenate([v.finished_returns for v in views])
-        self.finished_lengths = np.concatenate([v.finished_lengths for v in views])
-        return MultiStep({p: s.obs for p, s in steps.items()}, steps)
-
-    def close(self) -> None:
-        """Close every copy."""
-        self.env.close()
-
-
-class JointParallelEnv(gym.vector.VectorEnv):
-    """Each copy of a PettingZoo parallel env as one sub-env that acts for all its ``k`` agents
-    (``policies: joint``, value decomposition such as QMIX).
-
-    Observation ``[k + 1, w]`` float32: row ``i`` is agent ``i``'s observation, row ``k`` the
-    env's global state (PettingZoo's ``state()``, where the env has a ``state_space``; otherwise
-    every agent's observation concatenated), zero-padded to ``w``. Action: ``MultiDiscrete``, one
-    entry per agent. Reward: the team reward, the sum of the agents' rewards. A copy's episode is
-    terminated when any agent's is (all end on the same step).
-    """
-
-    def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None) -> None:
-        self.inner = ParallelVectorEnv(env_id, copies, env_kwargs, "joint")
-        obs_space, act_space = self.inner.single_observation_space, self.inner.single_action_space
-        if not isinstance(obs_space, gym.spaces.Box) or not isinstance(act_space, gym.spaces.Discrete):
-            raise CanterError(f"joint control of '{env_id}' needs Box observations and Discrete actions, not "
-                              f"{type(obs_space).__name__} and {type(act_space).__name__}")
-        self.k, self.copies = self.inner.n_agents, copies
-        self.obs_size = int(np.prod(obs_space.shape))
-        first = self.inner.envs[0]
-        self.has_state = getattr(first, "state_space", None) is not None
-        self.state_size = int(np.prod(first.state_space.shape)) if self.has_state else self.k * self.obs_size
-        width = max(self.obs_size, self.state_size)
-        self.num_envs = copies
-        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (self.k + 1, width), np.float32)
-        self.single_action_space = gym.spaces.MultiDiscrete([int(act_space.n)] * self.k,
-                                                            start=[int(act_space.start)] * self.k)
-        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, copies)
-        self.action_space = gym.vector.utils.batch_space(self.single_action_space, copies)
-        self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
-
-    def _joint(self, rows: np.ndarray) -> np.ndarray:
-        """Agents' observation rows ``[copies * k, ...]`` -> joint observations ``[copies, k + 1, w]``."""
-        k, d = self.k, self.obs_size
-        out = np.zeros((self.copies, *self.single_observation_space.shape), np.float32)
-        flat = rows.reshape(self.copies, k, d)
-        out[:, :k, :d] = flat
-        if self.has_state:
-            for i, env in enumerate(self.inner.envs):
-                out[i, k, :self.state_size] = np.asarray(env.state(), dtype=np.float32).reshape(-1)
-        else:
-            out[:, k, :k * d] = flat.reshape(self.copies, k * d)
-        return out
-
-    def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None,
-              ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Reset every copy (copy ``i`` with ``seed + i``)."""
-        rows, _ = self.inner.reset(seed=seed, options=options)
-        return self._joint(rows), {}
-
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Step every copy with its agents' actions ``[copies, k]``."""
-        rows, reward, term, trunc, _ = self.inner.step(np.asarray(actions).reshape(-1))
-        shape = (self.copies, self.k)
-        terminated = term.reshape(shape).any(1)
-        truncated = trunc.reshape(shape).any(1) & ~terminated
-        return self._joint(rows), reward.reshape(shape).sum(1), terminated, truncated, {}
-
-    def close_extras(self, **kwargs: Any) -> None:
-        """Close every copy."""
-        self.inner.close()

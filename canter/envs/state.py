@@ -30,7 +30,7 @@ _SKIP = frozenset({
     "metadata", "spec", "_metadata", "_cached_spec", "_saved_kwargs", "env_fns", "render_mode",
     "autoreset_mode", "observation_mode", "screen", "surf", "screens", "clock", "viewer", "window",
     "_ezpickle_args", "_ezpickle_kwargs", "copy",
-    "observation_spaces", "action_spaces",  # multi-agent envs' spaces per agent or policy (fixed structure)
+    "observation_spaces", "action_spaces", "local_spaces",  # multi-agent envs' spaces per agent or policy (fixed)
 })
 _PLAIN = (bool, int, float, str, type(None))
 

@@ -18,6 +18,9 @@ import numpy as np
 
 from canter.errors import CanterError
 
+#: the info key under which a vector env reports its active mask (see :meth:`VecEnv.record`)
+ACTIVE = "canter_active"
+
 
 class Step(NamedTuple):
     """Result of one vector step. All arrays have leading dimension ``num_envs``."""
@@ -71,14 +74,19 @@ class VecEnv:
         """Step every sub-env; see the module docstring for the meaning of ``valid``."""
         if self._action_range is not None:
             self._check_actions(actions)
-        obs, reward, terminated, truncated, _ = self.env.step(actions)
-        return self.record(obs, reward, terminated, truncated)
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        return self.record(obs, reward, terminated, truncated, info.get(ACTIVE) if info else None)
 
-    def record(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray) -> Step:
+    def record(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+               active: np.ndarray | None = None) -> Step:
         """Turn the env's step results into a :class:`Step` and update the episode statistics
         (:meth:`step` calls it; an env stepped elsewhere, such as one policy's agents of a
-        multi-agent env, reports its results here)."""
+        multi-agent env, reports its results here). ``active`` (the ``canter_active`` entry of a
+        step's info), where given, marks the rows that took part in the step: a multi-agent env's
+        agents that left their episode early are not ``valid`` until their copy resets."""
         valid = ~self._prev_done
+        if active is not None:
+            valid &= active
         reward = np.asarray(reward, dtype=np.float32)
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)

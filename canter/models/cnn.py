@@ -13,6 +13,8 @@ float and divides by 255 as its first step.
   channels, each a 3x3 conv, a 3x3/2 max-pool and two residual blocks, then ReLU and flatten
   (3872 features at 84x84); the paper adds a 256-unit layer (``net_arch: [256]``).
 - ``flat``: :class:`~canter.models.mlp.ObsEncoder` (one-hot Discrete, flatten Box).
+- ``split``: for a centralised critic (``mappo``): observations ``[2, w]``, the actor's input then
+  the critic's, become one input per network of an actor-critic model.
 
 ``auto`` picks ``nature`` for image spaces and ``flat`` otherwise. Encoders are registered
 (kind ``encoder``), so ``encoder: mypkg.nets:MyEncoder`` works like a model name.
@@ -29,8 +31,6 @@ from torch import nn
 from canter.errors import CanterError
 from canter.models.mlp import ObsEncoder, obs_dim
 from canter.registry import lookup, register
-
-ENCODER_CHOICES = ("auto", "nature", "impala", "flat")
 
 
 def image_layout(space: gym.Space) -> str | None:
@@ -200,6 +200,29 @@ class FlatEncoder(ObsEncoder):
 
 
 register("encoder", "flat")(FlatEncoder)
+
+
+@register("encoder", "split")
+class SplitEncoder(ObsEncoder):
+    """Observations ``[2, w]`` whose first row is the actor's input and the second the critic's (a
+    centralised critic, :mod:`canter.algorithms.mappo`): features ``[2, B, w]``, one input per
+    network (actor-critic models only; their stacked networks take the two at once)."""
+
+    #: the features are ``[networks, B, out_dim]``, one input per network
+    per_network = True
+
+    def __init__(self, space: gym.Space, ortho_init: bool = False) -> None:
+        super().__init__(space)
+        if not isinstance(space, gym.spaces.Box) or len(space.shape) != 2 or space.shape[0] != 2:
+            raise CanterError(f"encoder 'split' needs observations of shape [2, w] (the actor's input, then the "
+                              f"critic's, as mappo's multi-agent envs give), not {space}")
+        self.out_dim = int(space.shape[1])
+
+    def numpy(self, obs: np.ndarray) -> np.ndarray:  # noqa: D102
+        return obs.astype(np.float32, copy=False).transpose(1, 0, 2)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        return obs.float().transpose(0, 1)
 
 
 def make_encoder(space: gym.Space, kind: str = "auto", ortho_init: bool = False) -> nn.Module:

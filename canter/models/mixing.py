@@ -1,6 +1,6 @@
 """QMIX's networks: one agent Q-network shared by every agent, and a monotonic mixing network.
 
-Observations come from :class:`~canter.envs.multiagent.JointParallelEnv`: ``[B, k + 1, w]``,
+Observations come from :class:`~canter.envs.multiagent_views.JointParallelEnv`: ``[B, k + 1, w]``,
 agent ``i``'s observation in row ``i`` and the global state in row ``k`` (zero-padded).
 """
 from __future__ import annotations

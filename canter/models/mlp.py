@@ -204,6 +204,11 @@ class ActorCritic(nn.Module):
         self.encoder = make_encoder(observation_space, encoder, ortho_init)
         n_in = self.encoder.out_dim
         self._encoder_params = has_parameters(self.encoder)
+        #: the encoder gives actor and critic inputs of their own (``[2, B, f]``: a centralised critic)
+        self.per_network = getattr(self.encoder, "per_network", False)
+        if self.per_network and shared_trunk:
+            raise CanterError("shared_trunk cannot be used when actor and critic take different inputs (a "
+                              "centralised critic); set hparams.shared_trunk=false")
         if isinstance(action_space, gym.spaces.Discrete):
             n_out, self.continuous = int(action_space.n), False
         elif isinstance(action_space, gym.spaces.Box):
@@ -232,14 +237,16 @@ class ActorCritic(nn.Module):
         x = self.encoder.forward(obs)
         if self.shared:
             return self.pi_head(self.trunk(x))
-        return self.body.forward_group(x, 0) if self.stacked else self.actor(x)
+        return self.body.forward_group(x, 0) if self.stacked else self.actor(x[0] if self.per_network else x)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State value, shape ``[B]``."""
         x = self.encoder.forward(obs)
         if self.shared:
             return self.v_head(self.trunk(x)).squeeze(-1)
-        return (self.body.forward_group(x, 1) if self.stacked else self.critic(x)).squeeze(-1)
+        if self.stacked:
+            return self.body.forward_group(x, 1).squeeze(-1)
+        return self.critic(x[1] if self.per_network else x).squeeze(-1)
 
     def action_value_numpy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """:meth:`action_value` of a NumPy batch by NumPy's kernels (for acting: torch's per-op cost
@@ -260,7 +267,8 @@ class ActorCritic(nn.Module):
             h = self.trunk(x)
             return self.pi_head(h), self.v_head(h).squeeze(-1)
         if not self.stacked:
-            return self.actor(x), self.critic(x).squeeze(-1)
+            a, c = (x[0], x[1]) if self.per_network else (x, x)
+            return self.actor(a), self.critic(c).squeeze(-1)
         out = self.body.forward(x)
         return out[0, :, : self.n_out], out[1, :, 0]
 

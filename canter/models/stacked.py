@@ -92,9 +92,14 @@ class StackedMLP(nn.Module):
         """True when :meth:`backward_cached` supports the activation."""
         return self.activation in MANUAL_ACTIVATIONS
 
+    def _inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """``[groups, B, n_in]``: the same input ``[B, n_in]`` for every group, or each group's own."""
+        return x if x.dim() == 3 else x.unsqueeze(0).expand(self.groups, *x.shape)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """All groups on the same input ``[B, n_in]``: returns ``[groups, B, max(outs)]`` (autograd)."""
-        h = x.unsqueeze(0).expand(self.groups, *x.shape)
+        """All groups on the same input ``[B, n_in]`` (or each on its own, ``[groups, B, n_in]``):
+        returns ``[groups, B, max(outs)]`` (autograd)."""
+        h = self._inputs(x)
         last = len(self._layers) - 1
         fast_tanh = self.activation == "tanh" and not torch.is_grad_enabled()
         for i, (w, b, t) in enumerate(self._layers):
@@ -105,7 +110,7 @@ class StackedMLP(nn.Module):
 
     def forward_group(self, x: torch.Tensor, g: int) -> torch.Tensor:
         """One group only: ``[B, outs[g]]`` (autograd)."""
-        h = x
+        h = x[g] if x.dim() == 3 else x
         last = len(self._layers) - 1
         fast_tanh = self.activation == "tanh" and not torch.is_grad_enabled()
         for i, (w, b, t) in enumerate(self._layers):
@@ -115,15 +120,15 @@ class StackedMLP(nn.Module):
         return h[:, : self.outs[g]]
 
     def infer_numpy(self, x: np.ndarray) -> np.ndarray | None:
-        """The forward pass on a NumPy batch ``[B, n_in]`` with NumPy's kernels: ``[groups, B,
+        """The forward pass on a NumPy batch ``[B, n_in]`` (or ``[groups, B, n_in]``) with NumPy's kernels: ``[groups, B,
         max(outs)]``, for acting on a few observations, where torch's per-op cost (~4 µs against
         NumPy's ~1) dominates. None where a layer's product per group reaches
         :data:`~canter.models.linear.NUMPY_MAX_MACS` (OpenBLAS could then start threads torch's
         setting does not govern) or the activation is not tanh / relu: use :meth:`forward` there."""
         layers = self._numpy_layers()
-        if layers is None or len(x) * self._max_layer_macs >= NUMPY_MAX_MACS:
+        if layers is None or x.shape[-2] * self._max_layer_macs >= NUMPY_MAX_MACS:
             return None
-        h = x  # [B, in] @ [groups, in, out] broadcasts to [groups, B, out]
+        h = x  # [B, in] (or [groups, B, in]) @ [groups, in, out] broadcasts to [groups, B, out]
         last = len(layers) - 1
         for i, (w, b) in enumerate(layers):
             h = np.matmul(h, w)
@@ -157,7 +162,7 @@ class StackedMLP(nn.Module):
         if torch.is_grad_enabled():  # one check instead of a decorator: this runs thousands of times
             with torch.no_grad():
                 return self.forward_cached(x)
-        h = x.unsqueeze(0).expand(self.groups, *x.shape)
+        h = self._inputs(x)
         cache = [h]
         last = len(self._layers) - 1
         for i, (w, b, t) in enumerate(self._layers):

@@ -142,7 +142,7 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
         configs[cell.name] = resolved_dict(run, algo_cfg)
         if (cell.algo, cell.env) not in checked:
             checked.add((cell.algo, cell.env))
-            check_algo_env(run.algo, run.env, run.env_kwargs, run.policies)
+            check_algo_env(run.algo, run.env, run.env_kwargs, run.policies, run.central_state)
     return configs
 
 

@@ -234,7 +234,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     # the base config must be valid on its own (nothing is written if not)
     run, _ = resolve_config(algo, env, config_file, list(sets), **run_overrides)
     algo_name, env_id = run.algo, run.env
-    check_algo_env(algo_name, env_id, run.env_kwargs, run.policies)
+    check_algo_env(algo_name, env_id, run.env_kwargs, run.policies, run.central_state)
     safe_env = env_id.replace("/", "-").replace(":", "-")
     out_dir = Path(out) if out is not None else Path("runs") / f"tune-{algo_name}-{safe_env}"
     study_name = study or f"{algo_name}-{env_id}"

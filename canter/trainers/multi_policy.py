@@ -2,7 +2,7 @@
 
 Each policy gets a *member*: an ordinary trainer of the algorithm's family (on- or off-policy)
 with its own :class:`~canter.agents.Agent`, buffer, schedules and updates, whose env is the view
-of its agents' rows (:class:`~canter.envs.multiagent.MultiPolicyVecEnv`). The
+of its agents' rows (:class:`~canter.envs.multiagent_views.MultiPolicyVecEnv`). The
 :class:`MultiPolicyTrainer` steps the one env for all members in lockstep (every member acts,
 the env steps once, every member takes in its rows) and lets each member update when its own
 cycle is due, so algorithms and trainers run unchanged (independent learners, as in
@@ -24,7 +24,7 @@ from typing import Any
 
 from canter.agents.multi import MultiPolicyAgent
 from canter.config import RunConfig
-from canter.envs.multiagent import MultiPolicyVecEnv
+from canter.envs.multiagent_views import MultiPolicyVecEnv
 from canter.errors import CanterError
 from canter.schedules import LRControl
 from canter.trainers.base import StepwiseTrainer, Trainer

@@ -1,0 +1,143 @@
+"""Views of a :class:`~canter.envs.multiagent.ParallelVectorEnv` for the trainers.
+
+- :class:`MultiPolicyVecEnv` (``policies: type | agent``): observations and actions are dicts
+  policy -> rows of its agents, and each policy's rows are a :class:`~canter.envs.VecEnv` view
+  with its own episode statistics (:mod:`canter.trainers.multi_policy` runs one member trainer
+  per view).
+- :class:`JointParallelEnv` (``policies: joint``, QMIX): each env copy is one sub-env acting for
+  all its agents.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+
+from canter.envs.multiagent import ParallelVectorEnv
+from canter.envs.vector import Step, VecEnv
+from canter.errors import CanterError
+
+
+class PolicyRows(gym.vector.VectorEnv):
+    """One policy's rows of a :class:`ParallelVectorEnv`: its spaces; stepped by :class:`MultiPolicyVecEnv`."""
+
+    def __init__(self, rows: int, observation_space: gym.Space, action_space: gym.Space) -> None:
+        self.num_envs = rows
+        self.single_observation_space, self.single_action_space = observation_space, action_space
+        self.observation_space = gym.vector.utils.batch_space(observation_space, rows)
+        self.action_space = gym.vector.utils.batch_space(action_space, rows)
+        self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def reset(self, **kwargs: Any) -> Any:  # noqa: D102
+        raise TypeError("one policy's rows are reset through MultiPolicyVecEnv")
+
+    def step(self, actions: Any) -> Any:  # noqa: D102
+        raise TypeError("one policy's rows are stepped through MultiPolicyVecEnv")
+
+
+class MultiStep(NamedTuple):
+    """A vector step of a multi-policy env: observations and each policy's :class:`Step`."""
+
+    obs: dict[str, np.ndarray]
+    steps: dict[str, Step]
+
+
+class MultiPolicyVecEnv:
+    """A multi-agent env whose agents act for several policies; observations and actions are
+    dicts policy -> rows of its agents. ``views`` hold each policy's rows as a
+    :class:`~canter.envs.VecEnv` (episode statistics per policy); the ``finished_*`` arrays
+    cover every agent (index = position in ``policies`` order, then row)."""
+
+    def __init__(self, env: ParallelVectorEnv) -> None:
+        self.env = env
+        self.policies = list(env.policies)
+        self.views = [VecEnv(PolicyRows(rows, o, a))
+                      for rows, o, a in zip(env.group_rows, env.observation_spaces, env.action_spaces)]
+        self.num_envs = env.num_envs
+        self.single_observation_space = gym.spaces.Dict(dict(zip(self.policies, env.observation_spaces)))
+        self.single_action_space = gym.spaces.Dict(dict(zip(self.policies, env.action_spaces)))
+        self._offsets = np.cumsum([0, *env.group_rows[:-1]])
+        self.finished_returns = np.zeros(0)
+        self.finished_lengths = np.zeros(0, dtype=np.int64)
+        self.finished_envs = np.zeros(0, dtype=np.int64)
+
+    def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
+        """Reset every copy (copy ``i`` with ``seed + i``)."""
+        obs = self.env.reset_groups(seed)
+        for i, view in enumerate(self.views):
+            view.begin(None if seed is None else seed + i)
+        return dict(zip(self.policies, obs))
+
+    def step(self, actions: dict[str, np.ndarray]) -> MultiStep:
+        """Step every copy with each policy's actions."""
+        results = self.env.step_groups([actions[p] for p in self.policies])  # (obs, r, term, trunc, active)
+        steps = {p: view.record(*result) for p, view, result in zip(self.policies, self.views, results)}
+        views = self.views
+        self.finished_envs = np.concatenate([v.finished_envs + o for v, o in zip(views, self._offsets)])
+        self.finished_returns = np.concatenate([v.finished_returns for v in views])
+        self.finished_lengths = np.concatenate([v.finished_lengths for v in views])
+        return MultiStep({p: s.obs for p, s in steps.items()}, steps)
+
+    def close(self) -> None:
+        """Close every copy."""
+        self.env.close()
+
+
+class JointParallelEnv(gym.vector.VectorEnv):
+    """Each copy of a PettingZoo parallel env as one sub-env that acts for all its ``k`` agents
+    (``policies: joint``, value decomposition such as QMIX).
+
+    Observation ``[k + 1, w]`` float32: row ``i`` is agent ``i``'s observation, row ``k`` the
+    env's global state (PettingZoo's ``state()``, where the env has a ``state_space``; otherwise
+    every agent's observation concatenated), zero-padded to ``w``. Action: ``MultiDiscrete``, one
+    entry per agent. Reward: the team reward, the sum of the agents' rewards. An agent that left
+    the episode early observes zeros (as SMAC's dead units do) and its actions are ignored. A
+    copy's episode ends when every agent has ended: terminated if an agent's episode was
+    terminated on that last step, else truncated (the team's value is bootstrapped).
+    """
+
+    def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None) -> None:
+        self.inner = ParallelVectorEnv(env_id, copies, env_kwargs, "joint")
+        obs_space, act_space = self.inner.single_observation_space, self.inner.single_action_space
+        if not isinstance(obs_space, gym.spaces.Box) or not isinstance(act_space, gym.spaces.Discrete):
+            raise CanterError(f"joint control of '{env_id}' needs Box observations and Discrete actions, not "
+                              f"{type(obs_space).__name__} and {type(act_space).__name__}")
+        self.k, self.copies = self.inner.n_agents, copies
+        self.obs_size = int(np.prod(obs_space.shape))
+        self.state_size = self.inner.state_size
+        width = max(self.obs_size, self.state_size)
+        self.num_envs = copies
+        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (self.k + 1, width), np.float32)
+        self.single_action_space = gym.spaces.MultiDiscrete([int(act_space.n)] * self.k,
+                                                            start=[int(act_space.start)] * self.k)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, copies)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, copies)
+        self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def _joint(self, rows: np.ndarray) -> np.ndarray:
+        """Agents' observation rows ``[copies * k, ...]`` -> joint observations ``[copies, k + 1, w]``."""
+        k, d = self.k, self.obs_size
+        out = np.zeros((self.copies, *self.single_observation_space.shape), np.float32)
+        out[:, :k, :d] = rows.reshape(self.copies, k, d) * self.inner.alive[:, :, None]  # departed agents: zeros
+        out[:, k, :self.state_size] = self.inner.global_state()
+        return out
+
+    def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None,
+              ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset every copy (copy ``i`` with ``seed + i``)."""
+        rows, _ = self.inner.reset(seed=seed, options=options)
+        return self._joint(rows), {}
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every copy with its agents' actions ``[copies, k]``."""
+        rows, reward, term, trunc, _ = self.inner.step(np.asarray(actions).reshape(-1))
+        shape = (self.copies, self.k)
+        ended = self.inner.ended  # every agent of the copy has ended (False on the step that resets it)
+        terminated = ended & term.reshape(shape).any(1)
+        truncated = ended & ~terminated
+        return self._joint(rows), reward.reshape(shape).sum(1), terminated, truncated, {}
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every copy."""
+        self.inner.close()

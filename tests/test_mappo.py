@@ -1,0 +1,96 @@
+"""MAPPO: the centralised-critic observations, decentralised actors, learning and bad input."""
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("pettingzoo")
+
+import canter  # noqa: E402
+from canter.algorithms.mappo import MAPPO, MAPPOConfig  # noqa: E402
+from canter.envs import make_vec_env  # noqa: E402
+from canter.models.mlp import ActorCritic  # noqa: E402
+from tests.test_cli_errors import assert_one_line_error, run_cli  # noqa: E402
+
+ENV = "pettingzoo:tests.match_agents"
+MIXED = "pettingzoo:tests.mixed_agents"
+
+
+@pytest.mark.parametrize("state", [True, False])
+def test_each_agent_observes_its_own_row_then_the_state_and_its_index(state):
+    env = make_vec_env(ENV, 2, central_state=True, env_kwargs={"n_agents": 3, "state": state, "miss_leaves": True})
+    assert env.single_observation_space.shape == (2, 12)  # width: a 9-entry state + 3 agent ids
+    obs = env.reset(seed=0)
+    own, critic = obs[:, 0], obs[:, 1]
+    assert np.all(own[:, :3].sum(1) == 1) and np.all(own[:, 3:] == 0)
+    for copy in range(2):
+        rows = slice(3 * copy, 3 * copy + 3)
+        np.testing.assert_array_equal(critic[rows, :9], np.tile(own[rows, :3].reshape(9), (3, 1)))  # every target
+        np.testing.assert_array_equal(critic[rows, 9:], np.eye(3))  # the agent's one-hot index
+    actions = own[:, :3].argmax(1)
+    actions[1] = (actions[1] + 1) % 3  # copy 0's agent_1 misses and leaves
+    step = env.step(actions)
+    # the departed agent's part of the state is zeros (the env's state(), or canter's concatenation)
+    assert np.all(step.obs[0:3, 1, 3:6] == 0) and np.all(step.obs[0:3, 1, :9].sum(1) == 2)
+    assert np.all(step.obs[3:, 1, :9].sum(1) == 3)
+    after = env.step(step.obs[:, 0, :3].argmax(1))
+    np.testing.assert_array_equal(after.obs[1, 0], step.obs[1, 0])  # its own row keeps its final observation
+    assert not after.valid[1] and after.valid[[0, 2]].all()
+    env.close()
+
+
+@pytest.mark.parametrize("stacked", [True, False])
+def test_actors_read_only_their_row_and_critics_only_the_state(stacked):
+    spaces = gym.spaces.Box(-1, 1, (2, 6)), gym.spaces.Discrete(3)
+    algo = MAPPO(*spaces, MAPPOConfig(), seed=0)
+    model = algo.model if stacked else ActorCritic(*spaces, stacked=False, encoder="split")
+    torch.manual_seed(0)
+    obs = torch.randn(32, 2, 6)
+    other_state, other_own = obs.clone(), obs.clone()
+    other_state[:, 1] = torch.randn(32, 6)
+    other_own[:, 0] = torch.randn(32, 6)
+    with torch.no_grad():
+        logits, values = model.action_value(obs)
+        torch.testing.assert_close(model.action(other_state), logits)  # the actor ignores the state
+        torch.testing.assert_close(model.value(other_own), values)  # the critic ignores the agent's own row
+        assert not torch.allclose(model.action(other_own), logits)
+        assert not torch.allclose(model.value(other_state), values)
+    if stacked:  # the NumPy acting path agrees with torch's
+        act = algo.act_numpy(obs.numpy(), deterministic=False)
+        np.testing.assert_allclose(act.values.numpy(), values.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("env_id,kwargs,policies", [
+    (ENV, {"n_agents": 3, "team": True}, "shared"),  # 1 per agent only when all three match: random play earns 0.3
+    (MIXED, {}, "type"),  # a speaker and two listeners, a policy (actor and critic) per type
+])
+def test_mappo_learns(env_id, kwargs, policies, tmp_path, capsys):
+    canter.train("mappo", env=env_id, env_kwargs=kwargs, policies=policies, seed=0, max_steps=60_000,
+                 target_reward=7.5, run_dir=tmp_path / "run", n_envs=4, eval_every=2048, n_steps=64, batch_size=128,
+                 n_epochs=4)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["solved"] and summary["best_eval_return"] >= 7.5
+    code, out, err = run_cli(capsys, "eval", str(tmp_path / "run"), "--episodes", "6", "--json")
+    assert code == 0 and json.loads(out)["mean_return"] >= 7.0, err
+    code, _, err = run_cli(capsys, "collect", str(tmp_path / "run"), "--transitions", "10",
+                           "--out", str(tmp_path / "data"))
+    assert_one_line_error(code, err, "centralised critic" if policies == "shared" else "several policies")
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["train", "mappo", "--env", "CartPole-v1"], "mappo trains multi-agent envs"),
+    (["train", "ppo", "--env", ENV, "--set", "central_state=true"], "set hparams.encoder=split"),
+    (["train", "dqn", "--env", ENV, "--set", "central_state=true"], "for actor-critic algorithms"),
+    (["train", "ppo", "--env", "CartPole-v1", "--set", "central_state=true"], "'central_state' is for multi-agent"),
+    (["train", "mappo", "--env", ENV, "--set", "shared_trunk=true"], "shared_trunk cannot be used"),
+    (["train", "mappo", "--env", ENV, "--set", "encoder=flat"], "encoder"),
+])
+def test_mappo_bad_input_is_one_line(argv, needle, capsys, tmp_path):
+    code, _, err = run_cli(capsys, *argv, "--quiet", "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, needle)
+    assert not (tmp_path / "run").exists()
