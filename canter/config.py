@@ -483,6 +483,9 @@ def resolve_config(
     run = build(RunConfig, run_values)
     algo_cfg = build(algo_cls.Config, hp_values, section="hparams.")
     _multiagent_modes(run, algo_cls, algo_cfg)
+    if getattr(algo_cfg, "normalize_value", False) and run.explorers:
+        raise CanterError("normalize_value keeps its return statistics in the learner, which explorers do not get; "
+                          "set hparams.normalize_value=false or drop --explorers")
     if run.n_envs is None:
         run.n_envs = algo_cls.default_n_envs
     return run, algo_cfg

@@ -12,6 +12,8 @@ pytest.importorskip("pettingzoo")
 
 import canter  # noqa: E402
 from canter.algorithms.mappo import MAPPO, MAPPOConfig  # noqa: E402
+from canter.algorithms.ppo import PPO, PPOConfig  # noqa: E402
+from canter.data.batch import RolloutBatch  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
 from canter.models.mlp import ActorCritic  # noqa: E402
 from tests.test_cli_errors import assert_one_line_error, run_cli  # noqa: E402
@@ -64,6 +66,34 @@ def test_actors_read_only_their_row_and_critics_only_the_state(stacked):
         np.testing.assert_allclose(act.values.numpy(), values.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_value_normalisation_learns_standardised_returns_and_scales_values_back():
+    spaces = gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2)
+    g = torch.Generator().manual_seed(0)
+    obs = torch.randn(256, 4, generator=g)
+    returns = 1000 + 10 * torch.randn(256, generator=g)
+    losses = {}
+    for normalize in (True, False):
+        algo = PPO(*spaces, PPOConfig(normalize_value=normalize, batch_size=64, n_epochs=2), seed=0)
+        with torch.no_grad():
+            out = algo.act(obs)
+        batch = RolloutBatch(obs, out.actions, out.log_probs, out.values, torch.randn(256, generator=g), returns)
+        losses[normalize] = algo.learn(batch)["value_loss"]
+    assert losses[True] < 10 and losses[False] > 1e5  # standardised targets, against raw returns near 1000
+    assert PPO(*spaces, PPOConfig(normalize_value=True), seed=0)._value_scale() == (0.0, pytest.approx(1.0))
+    algo = PPO(*spaces, PPOConfig(normalize_value=True, batch_size=64, n_epochs=2), seed=0)
+    algo.learn(batch)
+    mean, std = algo._value_scale()
+    assert mean == pytest.approx(returns.mean().item(), abs=0.01) and std == pytest.approx(returns.std().item(), rel=0.01)
+    with torch.no_grad():  # GAE sees returns' units: the critic's output scaled back, on every acting path
+        values = algo.value(obs)
+        torch.testing.assert_close(values, algo.model.value(obs) * std + mean)
+        torch.testing.assert_close(algo.act(obs).values, values)
+    np.testing.assert_allclose(algo.act_numpy(obs[:8].numpy()).values.numpy(), values[:8].numpy(), rtol=1e-5)
+    restored = PPO(*spaces, PPOConfig(normalize_value=True), seed=1)
+    restored.load_state_dict(algo.state_dict())
+    assert restored._value_scale() == (mean, std)
+
+
 @pytest.mark.parametrize("env_id,kwargs,policies", [
     (ENV, {"n_agents": 3, "team": True}, "shared"),  # 1 per agent only when all three match: random play earns 0.3
     (MIXED, {}, "type"),  # a speaker and two listeners, a policy (actor and critic) per type
@@ -89,6 +119,7 @@ def test_mappo_learns(env_id, kwargs, policies, tmp_path, capsys):
     (["train", "ppo", "--env", "CartPole-v1", "--set", "central_state=true"], "'central_state' is for multi-agent"),
     (["train", "mappo", "--env", ENV, "--set", "shared_trunk=true"], "shared_trunk cannot be used"),
     (["train", "mappo", "--env", ENV, "--set", "encoder=flat"], "encoder"),
+    (["train", "mappo", "--env", ENV, "--explorers", "2"], "normalize_value"),
 ])
 def test_mappo_bad_input_is_one_line(argv, needle, capsys, tmp_path):
     code, _, err = run_cli(capsys, *argv, "--quiet", "--run-dir", str(tmp_path / "run"))

@@ -11,33 +11,7 @@ from canter.algorithms.base import ActOutput, Algorithm
 from canter.data.batch import ReplayBatch
 from canter.errors import CanterError
 from canter.registry import register
-
-
-class RunningMeanStd:
-    """Running mean and variance (parallel update formula of Chan et al.)."""
-
-    def __init__(self, shape: tuple[int, ...] = ()) -> None:
-        self.mean = np.zeros(shape, dtype=np.float64)
-        self.var = np.ones(shape, dtype=np.float64)
-        self.count = 1e-4
-
-    def update(self, x: np.ndarray) -> None:
-        """Fold a batch ``[B, *shape]`` into the statistics."""
-        b_mean, b_var, b_count = x.mean(axis=0), x.var(axis=0), x.shape[0]
-        delta = b_mean - self.mean
-        total = self.count + b_count
-        self.mean = self.mean + delta * b_count / total
-        m2 = self.var * self.count + b_var * b_count + delta**2 * self.count * b_count / total
-        self.var = m2 / total
-        self.count = total
-
-    def state_dict(self) -> dict[str, Any]:  # noqa: D102
-        return {"mean": self.mean, "var": self.var, "count": self.count}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
-        self.mean = np.asarray(state["mean"], dtype=np.float64).copy()
-        self.var = np.asarray(state["var"], dtype=np.float64).copy()
-        self.count = float(state["count"])
+from canter.utils import RunningMeanStd
 
 
 def _training_layout(algorithm: Algorithm) -> Any:

@@ -9,7 +9,8 @@ run sets ``central_state``, so the multi-agent env
 its own observation, then the critic's input, each zero-padded to ``w``. The ``split`` encoder
 hands the first row to the actor and the second to the critic, and the stacked actor-critic
 takes the two in one batched product per layer, so the hand-derived PPO update runs unchanged.
-Everything else is :class:`~canter.algorithms.ppo.PPO`: the loss, GAE, clipping, schedules.
+Value normalisation (the paper's ValueNorm, ``normalize_value``) is on by default. Everything
+else is :class:`~canter.algorithms.ppo.PPO`: the loss, GAE, clipping, schedules.
 Evaluation and deployment use the actor only (``predict`` reads the first row).
 
 With ``policies: type | agent`` each policy has its own actor and critic, and every critic sees
@@ -27,10 +28,13 @@ from canter.registry import register
 
 @dataclass
 class MAPPOConfig(PPOConfig):
-    """MAPPO hyperparameters: PPO's, with the ``split`` encoder (actor and critic inputs of their own)."""
+    """MAPPO hyperparameters: PPO's, with the ``split`` encoder (actor and critic inputs of their own)
+    and value normalisation on."""
 
     encoder: str = hp("split", "observation encoder: split (the actor reads the agent's observation, the critic "
                       "the global state and the agent's index)", choices=("split",))
+    normalize_value: bool = hp(True, "value normalisation (the paper's ValueNorm): the critic learns the returns "
+                               "standardised by their running mean and std; its values are scaled back for GAE")
 
 
 @register("algorithm", "mappo")

@@ -15,11 +15,13 @@ import numpy as np
 import torch
 
 from canter.algorithms.actor_critic import ActorCriticAlgorithm, PolicyNetConfig, explained_variance
+from canter.algorithms.base import ActOutput
 from canter.algorithms.policy_terms import signed_means
 from canter.config import hp
 from canter.data.batch import RolloutBatch
 from canter.optim import clip_grad_norm_, make_adam
 from canter.registry import register
+from canter.utils import RunningMeanStd
 
 
 @dataclass
@@ -37,6 +39,8 @@ class PPOConfig(PolicyNetConfig):
     clip_schedule: str = hp("constant", "clip-range schedule: constant or linear (to 0)", choices=("constant", "linear"))
     clip_range_vf: float | None = hp(None, "value clip range around the old value (null: no value clipping)", low=0, low_open=True)
     normalize_advantage: bool = hp(True, "normalise advantages per minibatch")
+    normalize_value: bool = hp(False, "value normalisation (MAPPO's ValueNorm): the critic learns the returns "
+                               "standardised by their running mean and std; its values are scaled back for GAE")
     ent_coef: float = hp(0.0, "entropy bonus coefficient", low=0, search={"low": 1e-8, "high": 0.1, "log": True})
     vf_coef: float = hp(0.5, "value loss coefficient", low=0, search={"low": 0.2, "high": 1.0})
     max_grad_norm: float = hp(0.5, "global gradient-norm clip", low=0, low_open=True, search={"choices": [0.3, 0.5, 1.0, 2.0]})
@@ -66,6 +70,34 @@ class PPO(ActorCriticAlgorithm):
         self.lr = c.lr
         self.clip = c.clip_range
         self._stat_signs = np.array([-1.0, 1.0, 1.0, 1.0, 1.0], np.float32)  # policy loss = -mean(min(surr))
+        #: running statistics of the returns (``normalize_value``): the critic's outputs are in their units
+        self.value_rms = RunningMeanStd(()) if c.normalize_value else None
+
+    # -- value normalisation ----------------------------------------------------------------
+    def _value_scale(self) -> tuple[float, float]:
+        """Mean and std of the returns seen so far (``normalize_value``)."""
+        rms = self.value_rms
+        return float(rms.mean), float(np.sqrt(rms.var + 1e-8))
+
+    def _denormalized(self, out: ActOutput) -> ActOutput:
+        """``out`` with the critic's standardised values scaled back to returns (``normalize_value``)."""
+        if self.value_rms is None or out is None or out.values is None:
+            return out
+        mean, std = self._value_scale()
+        return out._replace(values=out.values * std + mean)
+
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:  # noqa: D102
+        return self._denormalized(super().act(obs, deterministic))
+
+    def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> ActOutput | None:  # noqa: D102
+        return self._denormalized(super().act_numpy(obs, deterministic))
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        v = super().value(obs)
+        if self.value_rms is None:
+            return v
+        mean, std = self._value_scale()
+        return v * std + mean
 
     # -- learning -------------------------------------------------------------------------
     def set_progress(self, step: int, total_steps: int) -> None:
@@ -80,12 +112,17 @@ class PPO(ActorCriticAlgorithm):
     def learn(self, batch: RolloutBatch) -> dict[str, float]:
         """Epochs of clipped-surrogate minibatch updates over one rollout."""
         c = self.config
+        raw = batch
+        if self.value_rms is not None:  # the critic learns standardised returns (old values alike, for clipping)
+            self.value_rms.update(batch.returns.numpy().astype(np.float64))
+            mean, std = self._value_scale()
+            batch = batch._replace(values=(batch.values - mean) / std, returns=(batch.returns - mean) / std)
         manual = c.manual_backward and getattr(self.model, "manual_backward", False)
         with torch.set_grad_enabled(not manual):  # the hand-derived path records no graph at all
             stats = self._epochs(batch, self._grads_manual if manual else self._grads_autograd)
         names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
         out = dict(zip(names, np.mean(stats, 0).tolist())) if stats else {}
-        out["explained_variance"] = explained_variance(batch.returns, batch.values)
+        out["explained_variance"] = explained_variance(raw.returns, raw.values)
         out["learning_rate"] = self.lr
         out["clip_range"] = self.clip
         return out
@@ -182,3 +219,13 @@ class PPO(ActorCriticAlgorithm):
     # -- state ----------------------------------------------------------------------------
     def optimizers(self) -> dict[str, Any]:  # noqa: D102
         return {"optimizer": self.optimizer}
+
+    def extra_state(self) -> dict[str, Any]:  # noqa: D102
+        if self.value_rms is None:
+            return {}
+        rms = self.value_rms
+        return {"value_rms": {"mean": float(rms.mean), "var": float(rms.var), "count": float(rms.count)}}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        if self.value_rms is not None and state.get("value_rms"):
+            self.value_rms.load_state_dict(state["value_rms"])
