@@ -43,6 +43,13 @@ def assert_one_line_error(code: int, err: str, *needles: str) -> str:
     return line
 
 
+def assert_train_refused(capsys: pytest.CaptureFixture, tmp_path: Path, argv: list[str], needle: str) -> None:
+    """``canter ARGV --quiet --run-dir <tmp>/run`` fails in one line naming ``needle`` and writes no run directory."""
+    code, _, err = run_cli(capsys, *argv, "--quiet", "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, needle)
+    assert not (tmp_path / "run").exists()
+
+
 def snapshot(root: Path) -> dict[str, bytes | None]:
     """Every path under ``root`` (relative) -> its bytes (None for directories)."""
     return {

@@ -16,7 +16,7 @@ from canter.algorithms.ppo import PPO, PPOConfig  # noqa: E402
 from canter.data.batch import RolloutBatch  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
 from canter.models.mlp import ActorCritic  # noqa: E402
-from tests.test_cli_errors import assert_one_line_error, run_cli  # noqa: E402
+from tests.test_cli_errors import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
 
 ENV = "pettingzoo:tests.match_agents"
 MIXED = "pettingzoo:tests.mixed_agents"
@@ -122,6 +122,4 @@ def test_mappo_learns(env_id, kwargs, policies, tmp_path, capsys):
     (["train", "mappo", "--env", ENV, "--explorers", "2"], "normalize_value"),
 ])
 def test_mappo_bad_input_is_one_line(argv, needle, capsys, tmp_path):
-    code, _, err = run_cli(capsys, *argv, "--quiet", "--run-dir", str(tmp_path / "run"))
-    assert_one_line_error(code, err, needle)
-    assert not (tmp_path / "run").exists()
+    assert_train_refused(capsys, tmp_path, argv, needle)

@@ -13,7 +13,7 @@ import canter  # noqa: E402
 from canter.algorithms.qmix import QMIX, QMIXConfig  # noqa: E402
 from canter.data.batch import ReplayBatch  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
-from tests.test_cli_errors import assert_one_line_error, run_cli  # noqa: E402
+from tests.test_cli_errors import assert_train_refused, run_cli  # noqa: E402
 
 ENV = "pettingzoo:tests.match_agents"
 
@@ -131,7 +131,5 @@ def test_qmix_run_resumes_exactly(tmp_path):
     (["train", "qmix", "--env", ENV, "--explorers", "2"], "qmix runs in one process"),
 ])
 def test_qmix_bad_input_is_one_line(argv, needle, capsys, tmp_path):
-    code, _, err = run_cli(capsys, *argv, "--quiet", "--run-dir", str(tmp_path / "run"))
-    assert_one_line_error(code, err, needle)
-    assert not (tmp_path / "run").exists()
+    assert_train_refused(capsys, tmp_path, argv, needle)
 
