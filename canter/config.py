@@ -373,22 +373,9 @@ class RunConfig:
         from canter.callbacks import check_callback_config
 
         check_callback_config(self.callbacks, self.hooks)
-        if self.policies != "shared":
-            from canter.envs.multiagent import PREFIX, is_multiagent
+        from canter.multiagent_config import check_multiagent_run
 
-            if not is_multiagent(self.env):
-                raise CanterError(f"'policies: {self.policies}' is for multi-agent envs ({PREFIX}MODULE); "
-                                  f"{self.env} has one agent")
-            if self.explorers or self.dataset is not None:
-                raise CanterError(f"'policies: {self.policies}' trains in one process, on the env; it takes no "
-                                  f"{'explorers' if self.explorers else 'dataset'} (use policies: shared)")
-        if self.central_state:
-            from canter.envs.multiagent import PREFIX, is_multiagent
-
-            if not is_multiagent(self.env):
-                raise CanterError(f"'central_state' is for multi-agent envs ({PREFIX}MODULE); {self.env} has one agent")
-            if self.policies == "joint":
-                raise CanterError("'central_state' is for actor-critic algorithms; a joint run already sees the state")
+        check_multiagent_run(self)
         if self.ray_address is not None and not self.explorers:
             raise CanterError("'ray_address' needs explorers: add --explorers N (e.g. --explorers 4)")
 
@@ -482,45 +469,15 @@ def resolve_config(
     run_values["env"] = str(env_id)
     run = build(RunConfig, run_values)
     algo_cfg = build(algo_cls.Config, hp_values, section="hparams.")
-    _multiagent_modes(run, algo_cls, algo_cfg)
+    from canter.multiagent_config import resolve_multiagent_modes
+
+    resolve_multiagent_modes(run, algo_cls, algo_cfg)
     if getattr(algo_cfg, "normalize_value", False) and run.explorers:
         raise CanterError("normalize_value keeps its return statistics in the learner, which explorers do not get; "
                           "set hparams.normalize_value=false or drop --explorers")
     if run.n_envs is None:
         run.n_envs = algo_cls.default_n_envs
     return run, algo_cfg
-
-
-def _multiagent_modes(run: RunConfig, algo_cls: Any, algo_cfg: Any) -> None:
-    """Algorithms that act for all of a multi-agent env's agents at once (``joint_agents``: QMIX)
-    run with ``policies: joint``, and those with a centralised critic (``central_critic``: MAPPO)
-    with ``central_state``, set here; other algorithms cannot use ``joint``, and a central state
-    needs the ``split`` encoder (else the actor would see the global state too)."""
-    from canter.envs.multiagent import PREFIX, is_multiagent
-
-    if getattr(algo_cls, "central_critic", False):
-        if not is_multiagent(run.env):
-            raise CanterError(f"{run.algo} trains multi-agent envs ({PREFIX}MODULE), whose global state its critic "
-                              f"sees; {run.env} has one agent (use ppo)")
-        run.central_state = True
-    if run.central_state:
-        from canter.algorithms.actor_critic import ActorCriticAlgorithm
-
-        if not issubclass(algo_cls, ActorCriticAlgorithm) or not hasattr(algo_cfg, "encoder"):
-            raise CanterError(f"'central_state' is for actor-critic algorithms with an encoder option (mappo, ppo), "
-                              f"not {run.algo}")
-        if algo_cfg.encoder != "split":
-            raise CanterError("'central_state' gives actor and critic inputs of their own: set hparams.encoder=split "
-                              "(or train mappo)")
-    joint = getattr(algo_cls, "joint_agents", False)
-    if run.policies == "joint" and not joint:
-        raise CanterError(f"'policies: joint' is for algorithms that act for all agents at once (qmix), not {run.algo}")
-    if joint and run.policies in ("type", "agent"):
-        raise CanterError(f"{run.algo} controls every agent jointly; leave 'policies' out (it runs with policies: joint)")
-    if joint and run.explorers:
-        raise CanterError(f"{run.algo} runs in one process; drop --explorers")
-    if joint and is_multiagent(run.env):
-        run.policies = "joint"
 
 
 def resolved_dict(run: RunConfig, algo_cfg: Any) -> dict[str, Any]:

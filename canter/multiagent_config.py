@@ -1,0 +1,61 @@
+"""Multi-agent run options: what ``policies`` and ``central_state`` allow, and what the algorithm sets.
+
+QMIX (``joint_agents``) runs with ``policies: joint`` and MAPPO (``central_critic``) with
+``central_state``; both are set here while the config is resolved (:func:`canter.config.resolve_config`).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from canter.envs.multiagent import PREFIX, is_multiagent
+from canter.errors import CanterError
+
+if TYPE_CHECKING:
+    from canter.config import RunConfig
+
+
+def check_multiagent_run(run: RunConfig) -> None:
+    """The run options' own multi-agent checks (``policies``, ``central_state``); part of
+    :meth:`RunConfig.validate <canter.config.RunConfig.validate>`."""
+    if run.policies != "shared":
+        if not is_multiagent(run.env):
+            raise CanterError(f"'policies: {run.policies}' is for multi-agent envs ({PREFIX}MODULE); "
+                              f"{run.env} has one agent")
+        if run.explorers or run.dataset is not None:
+            raise CanterError(f"'policies: {run.policies}' trains in one process, on the env; it takes no "
+                              f"{'explorers' if run.explorers else 'dataset'} (use policies: shared)")
+    if run.central_state:
+        if not is_multiagent(run.env):
+            raise CanterError(f"'central_state' is for multi-agent envs ({PREFIX}MODULE); {run.env} has one agent")
+        if run.policies == "joint":
+            raise CanterError("'central_state' is for actor-critic algorithms; a joint run already sees the state")
+
+
+def resolve_multiagent_modes(run: RunConfig, algo_cls: Any, algo_cfg: Any) -> None:
+    """Algorithms that act for all of a multi-agent env's agents at once (``joint_agents``: QMIX)
+    run with ``policies: joint``, and those with a centralised critic (``central_critic``: MAPPO)
+    with ``central_state``, set here; other algorithms cannot use ``joint``, and a central state
+    needs the ``split`` encoder (else the actor would see the global state too)."""
+    if getattr(algo_cls, "central_critic", False):
+        if not is_multiagent(run.env):
+            raise CanterError(f"{run.algo} trains multi-agent envs ({PREFIX}MODULE), whose global state its critic "
+                              f"sees; {run.env} has one agent (use ppo)")
+        run.central_state = True
+    if run.central_state:
+        from canter.algorithms.actor_critic import ActorCriticAlgorithm
+
+        if not issubclass(algo_cls, ActorCriticAlgorithm) or not hasattr(algo_cfg, "encoder"):
+            raise CanterError(f"'central_state' is for actor-critic algorithms with an encoder option (mappo, ppo), "
+                              f"not {run.algo}")
+        if algo_cfg.encoder != "split":
+            raise CanterError("'central_state' gives actor and critic inputs of their own: set hparams.encoder=split "
+                              "(or train mappo)")
+    joint = getattr(algo_cls, "joint_agents", False)
+    if run.policies == "joint" and not joint:
+        raise CanterError(f"'policies: joint' is for algorithms that act for all agents at once (qmix), not {run.algo}")
+    if joint and run.policies in ("type", "agent"):
+        raise CanterError(f"{run.algo} controls every agent jointly; leave 'policies' out (it runs with policies: joint)")
+    if joint and run.explorers:
+        raise CanterError(f"{run.algo} runs in one process; drop --explorers")
+    if joint and is_multiagent(run.env):
+        run.policies = "joint"
