@@ -5,7 +5,9 @@ Each of ``n_agents`` agents sees a one-hot target among 3 and earns 1 when its a
 A shared policy that reads its observation earns 8 per agent. ``state()`` is every agent's target.
 With ``miss_leaves=True`` an agent whose action misses its target leaves the episode
 (terminated, reward 0), so random play earns about 0.5 per agent; the env refuses actions for
-agents that have left, as PettingZoo envs may.
+agents that have left, as PettingZoo envs may. With ``masked=True`` observations are PettingZoo's
+``{"observation", "action_mask"}`` dicts whose mask allows the target and one other action, and
+the env raises on a masked action.
 """
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ class MatchAgents(ParallelEnv):
 
     metadata = {"name": "match_agents_v0"}
 
-    def __init__(self, n_agents: int = 2, miss_leaves: bool = False, team: bool = False, state: bool = True) -> None:
+    def __init__(self, n_agents: int = 2, miss_leaves: bool = False, team: bool = False, state: bool = True,
+                 masked: bool = False) -> None:
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
+        self.masked = masked
         self.miss_leaves = miss_leaves  # an agent that misses its target leaves the episode
         self.team = team  # every agent earns 1 only when all match (a reward no agent earns alone)
         if state:  # PettingZoo's global state: every agent's target
@@ -32,15 +36,24 @@ class MatchAgents(ParallelEnv):
         self.rng = np.random.default_rng()
 
     @functools.lru_cache(maxsize=None)
-    def observation_space(self, agent: str) -> spaces.Box:  # noqa: D102
-        return spaces.Box(0.0, 1.0, (3,), np.float32)
+    def observation_space(self, agent: str) -> spaces.Space:  # noqa: D102
+        box = spaces.Box(0.0, 1.0, (3,), np.float32)
+        return spaces.Dict({"observation": box, "action_mask": spaces.MultiBinary(3)}) if self.masked else box
 
     @functools.lru_cache(maxsize=None)
     def action_space(self, agent: str) -> spaces.Discrete:  # noqa: D102
         return spaces.Discrete(3)
 
     def _observe(self) -> dict:
-        return {a: np.eye(3, dtype=np.float32)[self.targets[a]] for a in self.agents}
+        obs = {a: np.eye(3, dtype=np.float32)[self.targets[a]] for a in self.agents}
+        if not self.masked:
+            return obs
+        self.masks = {}
+        for a in self.agents:
+            mask = np.zeros(3, np.int8)
+            mask[[self.targets[a], (self.targets[a] + int(self.rng.integers(1, 3))) % 3]] = 1
+            self.masks[a] = mask
+        return {a: {"observation": obs[a], "action_mask": self.masks[a].copy()} for a in self.agents}
 
     def _draw(self) -> None:
         self.targets = dict(zip(self.possible_agents, self.rng.integers(0, 3, len(self.possible_agents)).tolist()))
@@ -60,6 +73,8 @@ class MatchAgents(ParallelEnv):
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:  # noqa: D102
         if sorted(actions) != sorted(self.agents):
             raise ValueError(f"actions for {sorted(actions)}, but the agents are {sorted(self.agents)}")
+        if self.masked and any(not self.masks[a][int(actions[a])] for a in self.agents):
+            raise ValueError(f"a masked action in {actions} (masks {self.masks})")
         hits = {a: bool(actions[a] == self.targets[a]) for a in self.agents}
         rewards = {a: float(hit) for a, hit in hits.items()}
         if self.team:

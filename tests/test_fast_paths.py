@@ -17,9 +17,9 @@ DISCRETE = (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3))
 CONTINUOUS = (gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (2,)))
 
 
-def _batch(algo: PPO, n: int, seed: int) -> RolloutBatch:
+def _batch(algo: PPO, n: int, seed: int, obs: torch.Tensor | None = None) -> RolloutBatch:
     g = torch.Generator().manual_seed(seed)
-    obs = torch.randn(n, *algo.observation_space.shape, generator=g)
+    obs = torch.randn(n, *algo.observation_space.shape, generator=g) if obs is None else obs
     with torch.no_grad():
         out = algo.act(obs)
     # perturb the old log-probs so some ratios leave the clip range on either side
@@ -44,9 +44,10 @@ def test_manual_gradients_match_autograd_with_a_centralised_critic(discrete):
     assert_manual_gradients_match_autograd(algo)
 
 
-def assert_manual_gradients_match_autograd(algo: PPO) -> None:
-    """One minibatch's gradients and statistics, hand-derived and by autograd, agree."""
-    mb = algo._normalized(_batch(algo, 64, seed=4))
+def assert_manual_gradients_match_autograd(algo: PPO, obs: torch.Tensor | None = None) -> None:
+    """One minibatch's gradients and statistics, hand-derived and by autograd, agree (on 64 random
+    observations, or ``obs``)."""
+    mb = algo._normalized(_batch(algo, 64, seed=4, obs=obs))
     row_auto = algo._grads_autograd(mb)
     g_auto = algo.optimizer.grad.clone()
     algo.optimizer.zero_grad()

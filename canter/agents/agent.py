@@ -9,6 +9,7 @@ import torch
 
 from canter.algorithms.base import ActOutput, Algorithm
 from canter.data.batch import ReplayBatch
+from canter.envs.masks import mask_width
 from canter.errors import CanterError
 from canter.registry import register
 from canter.utils import RunningMeanStd
@@ -49,6 +50,8 @@ class Agent:
             raise CanterError(f"normalize_obs needs Box observations, not {type(self.observation_space).__name__} "
                               "(set hparams.normalize_obs=false)")
         self.obs_rms = RunningMeanStd(self.observation_space.shape) if normalize_obs else None
+        #: an action mask packed at the end of each observation (canter.envs.masks) is never normalised
+        self._mask_width = mask_width(self.observation_space)
         self.ret_rms = RunningMeanStd(()) if normalize_reward else None
         self._training_layout: Any = False  # resolved at the first prepare_rollout_batch
         self.gamma, self.clip_obs = gamma, clip_obs
@@ -68,8 +71,10 @@ class Agent:
             return obs
         if update:
             self.obs_rms.update(obs)
-        obs = np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -self.clip_obs, self.clip_obs)
-        return obs.astype(np.float32)
+        out = np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -self.clip_obs, self.clip_obs)
+        if self._mask_width:
+            out[..., -self._mask_width:] = obs[..., -self._mask_width:]
+        return out.astype(np.float32)
 
     def obs_to_tensor(self, obs: np.ndarray, update: bool = False) -> torch.Tensor:
         """Normalise (if configured) and convert a batch of observations to a tensor."""
@@ -154,8 +159,13 @@ class Agent:
         mean = torch.as_tensor(self.obs_rms.mean, dtype=torch.float32)
         std = torch.as_tensor(np.sqrt(self.obs_rms.var + 1e-8), dtype=torch.float32)
 
+        k = self._mask_width
+
         def norm(x: torch.Tensor) -> torch.Tensor:
-            return ((x.float() - mean) / std).clamp(-self.clip_obs, self.clip_obs)
+            out = ((x.float() - mean) / std).clamp(-self.clip_obs, self.clip_obs)
+            if k:
+                out[..., -k:] = x[..., -k:]
+            return out
 
         return batch._replace(obs=norm(batch.obs), next_obs=norm(batch.next_obs))
 

@@ -79,6 +79,8 @@ class ActorCriticAlgorithm(Algorithm):
     default_model = "mlp_actor_critic"
     default_n_envs = 8
 
+    action_masks = True  # the ActorCritic model masks the logits: every loss and sample follows
+
     #: True when the algorithm optimises actor and critic parameters apart (TRPO/NPG): the built-in
     #: model then keeps two separate networks instead of stacking their weights
     separate_networks: ClassVar[bool] = False

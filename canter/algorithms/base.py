@@ -110,6 +110,9 @@ class Algorithm(ABC):
     squashed_actions: ClassVar[bool] = False
     #: True for algorithms that train only on multi-agent envs (``pettingzoo:``): QMIX, MAPPO
     multiagent_only: ClassVar[bool] = False
+    #: True when the algorithm acts and learns under invalid-action masks (:mod:`canter.envs.masks`)
+    #: through a model that applies them (its class sets ``action_masks = True``)
+    action_masks: ClassVar[bool] = False
 
     @property
     def numpy_products(self) -> bool:
@@ -140,9 +143,22 @@ class Algorithm(ABC):
                 f"{cls.name.upper()} needs a {kinds} action space, but the env's action space is "
                 f"{describe_space(action_space)}"
             )
+        from canter.envs.masks import mask_width
+
+        if mask_width(observation_space) and not cls.action_masks:
+            from canter.registry import _REGISTRY
+
+            able = sorted(n for n, a in _REGISTRY["algorithm"].items() if getattr(a, "action_masks", False))
+            raise CanterError(f"the env's observations carry an action mask, which {cls.name} does not apply; "
+                              f"algorithms that do: {', '.join(able)}")
 
     def make_model(self, **kwargs: Any) -> nn.Module:
         """Build the configured model class with the spaces and ``kwargs``."""
+        from canter.envs.masks import mask_width
+
+        if mask_width(self.observation_space) and not getattr(self.model_cls, "action_masks", False):
+            raise CanterError(f"model {self.model_cls.__name__} does not apply action masks (the env's observations "
+                              f"carry one); set 'action_masks = True' on a model class that does")
         try:
             model = self.model_cls(self.observation_space, self.action_space, **kwargs)
         except TypeError as exc:

@@ -25,6 +25,7 @@ from canter.algorithms.base import (
 from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate
 from canter.config import hp
 from canter.data.batch import ReplayBatch
+from canter.envs.masks import apply_mask, mask_width, random_allowed, split_mask
 from canter.models.distributional import quantile_huber_loss
 from canter.registry import register
 
@@ -98,8 +99,10 @@ class EpsilonGreedyTargets:
     def optimizers(self) -> dict[str, Any]:  # noqa: D102
         return {"optimizer": self.optimizer}
 
-    def _epsilon_greedy(self, greedy: Callable[[], np.ndarray], n: int, deterministic: bool) -> np.ndarray:
-        """``greedy()``, each entry replaced by a random action with probability epsilon when exploring.
+    def _epsilon_greedy(self, greedy: Callable[[], np.ndarray], n: int, deterministic: bool,
+                        allowed: np.ndarray | None = None) -> np.ndarray:
+        """``greedy()``, each entry replaced by a random action with probability epsilon when exploring
+        (one of the ``allowed`` ones, ``[n, n_actions]``, under an action mask).
 
         The explore coins are drawn first, so the Q-network runs only when some env acts greedily
         (Stable-Baselines3 skips it the same way); the random draws are the same either way.
@@ -110,7 +113,10 @@ class EpsilonGreedyTargets:
         if not explore.any():  # most steps once epsilon is small: no random actions drawn
             return greedy()
         chosen = None if explore.all() else greedy()  # early on, most steps: no forward pass at all
-        random_actions = torch.randint(self.n_actions, (n,), generator=self.generator).numpy()
+        if allowed is None:
+            random_actions = torch.randint(self.n_actions, (n,), generator=self.generator).numpy()
+        else:
+            random_actions = random_allowed(allowed, self.generator)
         return random_actions if chosen is None else np.where(explore, random_actions, chosen)
 
     def set_progress(self, step: int, total_steps: int) -> None:
@@ -146,6 +152,7 @@ class DQN(EpsilonGreedyTargets, Algorithm):
     default_model = "mlp_q"
     default_n_envs = 1
     action_spaces = (gym.spaces.Discrete,)
+    action_masks = True  # the Q models mask their values; exploration draws allowed actions
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: DQNConfig, **kw: Any) -> None:
         if config.n_quantiles and kw.get("model") is None:
@@ -156,20 +163,28 @@ class DQN(EpsilonGreedyTargets, Algorithm):
         self.q = self.make_model(net_arch=c.net_arch, activation=c.activation, dueling=c.dueling, **extra,
                                  **encoder_kwargs(c))
         self.n_actions = int(action_space.n)
+        self.mask_width = mask_width(observation_space)
         self.init_value_learning(self.q)
         self._manual: bool | None = None
         self._rows_cache = np.arange(0)  # see _rows
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
         """Greedy actions, or epsilon-greedy when exploring (no forward pass when every env explores)."""
-        actions = self._epsilon_greedy(lambda: self.q.value(obs).argmax(-1).cpu().numpy(), len(obs), deterministic)
+        allowed = self._allowed(obs.cpu().numpy()) if self.mask_width and not deterministic else None
+        actions = self._epsilon_greedy(lambda: self.q.value(obs).argmax(-1).cpu().numpy(), len(obs), deterministic,
+                                       allowed)
         return ActOutput(torch.from_numpy(actions))
+
+    def _allowed(self, obs: np.ndarray) -> np.ndarray:
+        """The allowed actions ``[B, n_actions]`` of masked observations."""
+        return split_mask(obs, self.mask_width)[1]
 
     def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> ActOutput | None:
         """:meth:`act` on a NumPy batch with the Q-network's NumPy forward pass (None where it has none)."""
         if self.device.type != "cpu" or not getattr(self.q, "numpy_acting", False):
             return None  # decided before any random draw: the Agent then calls act, which draws them
-        actions = self._epsilon_greedy(lambda: self.q.value_numpy(obs).argmax(-1), len(obs), deterministic)
+        allowed = self._allowed(obs) if self.mask_width and not deterministic else None
+        actions = self._epsilon_greedy(lambda: self.q.value_numpy(obs).argmax(-1), len(obs), deterministic, allowed)
         return ActOutput(torch.from_numpy(actions))
 
     def _next_action(self, batch: ReplayBatch, next_q: torch.Tensor) -> torch.Tensor:
@@ -191,7 +206,10 @@ class DQN(EpsilonGreedyTargets, Algorithm):
             nxt = self.target_values(batch.next_obs) if next_target is None else next_target
             not_done = batch.discounts * (1.0 - batch.terminated)
             if self.config.n_quantiles:
-                best = self._next_action(batch, nxt.mean(-1))
+                means = nxt.mean(-1)
+                if self.mask_width:  # the quantiles are not masked; the greedy next action must be allowed
+                    means = apply_mask(means, split_mask(batch.next_obs, self.mask_width)[1])
+                best = self._next_action(batch, means)
                 next_z = nxt.gather(1, best.unsqueeze(-1).expand(-1, 1, nxt.shape[2])).squeeze(1)
                 return batch.rewards.unsqueeze(1) + not_done.unsqueeze(1) * next_z
             next_v = nxt.gather(1, self._next_action(batch, nxt)).squeeze(1)

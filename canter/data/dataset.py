@@ -19,6 +19,7 @@ import numpy as np
 
 from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata, save_checkpoint
 from canter.envs.spaces import space_from_dict, space_to_dict
+from canter.envs.masks import mask_width, split_mask
 from canter.errors import CanterError
 from canter.utils import canter_version, git_commit
 
@@ -257,8 +258,15 @@ def from_minari(dataset_id: str) -> TransitionDataset:
                              info=info)
 
 
-def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` uniform random actions as the env takes them (Discrete, MultiDiscrete or Box)."""
+def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: np.ndarray | None = None,
+                       obs_space: gym.Space | None = None) -> np.ndarray:
+    """``n`` uniform random actions as the env takes them (Discrete, MultiDiscrete or Box); where
+    ``obs_space`` packs an action mask (:mod:`canter.envs.masks`), uniform over the actions that
+    each row of ``obs`` allows."""
+    width = mask_width(obs_space) if obs_space is not None else 0
+    if width and obs is not None:
+        allowed = split_mask(obs, width)[1]
+        return np.where(allowed, rng.random(allowed.shape), -1.0).argmax(-1) + int(space.start)
     if isinstance(space, gym.spaces.Discrete):
         return rng.integers(0, int(space.n), size=n) + int(space.start)
     if isinstance(space, gym.spaces.MultiDiscrete):
@@ -314,11 +322,14 @@ def collect(
         obs = env.reset(seed=seed)
         count = 0
         while count < transitions:
-            actions = random_env_actions(act_space, env.num_envs, rng) if agent is None else agent.predict(obs)
+            if agent is None:
+                actions = random_env_actions(act_space, env.num_envs, rng, obs, obs_space)
+            else:
+                actions = agent.predict(obs)
             if agent is not None and epsilon > 0:
                 explore = rng.random(env.num_envs) < epsilon
                 actions = np.where(explore.reshape(-1, *[1] * (actions.ndim - 1)),
-                                   random_env_actions(act_space, env.num_envs, rng), actions)
+                                   random_env_actions(act_space, env.num_envs, rng, obs, obs_space), actions)
             step = env.step(actions)
             rows = np.flatnonzero(step.valid)  # reset-only steps carry no transition
             end = count + len(rows)

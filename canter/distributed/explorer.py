@@ -131,7 +131,7 @@ class Explorer:
         lengths: list[int] = []
         for t in range(T):
             if random:
-                env_actions, acts = random_actions(agent, N, self.rng)
+                env_actions, acts = random_actions(agent, N, self.rng, self.obs)
                 logp = value = None
             else:
                 with torch.inference_mode():

@@ -39,6 +39,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from canter.envs.masks import MaskPacker, has_action_mask
 from canter.envs.vector import ACTIVE
 from canter.errors import CanterError, require
 
@@ -110,6 +111,14 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         self.local_spaces = [self._group_space(first.observation_space, g, policies, "observation")
                              for g in groups.items()]
         self.action_spaces = [self._group_space(first.action_space, g, policies, "action") for g in groups.items()]
+        #: per group, the packer of observations that carry an action mask (None: plain observations)
+        self._packers = [MaskPacker(space, act) if has_action_mask(space) else None
+                         for space, act in zip(self.local_spaces, self.action_spaces)]
+        if any(self._packers) and (central_state or policies == "joint"):
+            raise CanterError(f"the agents of '{env_id}' observe action masks, which "
+                              f"{'a centralised critic' if central_state else 'joint control (qmix)'} does not apply; "
+                              f"train them with ppo, a2c, dqn or another algorithm that does")
+        self.local_spaces = [space if p is None else p.space for space, p in zip(self.local_spaces, self._packers)]
         self.n_agents = len(self.agents)
         self.group_rows = [copies * len(members) for members in self.group_agents]
         #: PettingZoo's ``state()`` where the env declares a ``state_space``; else the global state is
@@ -194,11 +203,11 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
     def _put(self, copy: int, observations: dict[str, Any]) -> None:
         """Write one copy's observations into each group's rows (a departed agent's row keeps its
         final observation)."""
-        for obs, members in zip(self._obs, self.group_agents):
+        for obs, members, pack in zip(self._obs, self.group_agents, self._packers):
             k = len(members)
             for j, agent in enumerate(members):
                 if agent in observations:
-                    obs[copy * k + j] = observations[agent]
+                    obs[copy * k + j] = observations[agent] if pack is None else pack(observations[agent])
 
     def reset_groups(self, seed: int | None = None, options: dict[str, Any] | None = None) -> list[np.ndarray]:
         """Reset every copy (copy ``i`` with ``seed + i``); each group's observations."""

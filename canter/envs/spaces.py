@@ -6,6 +6,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from canter.envs.masks import MaskedBox
 from canter.errors import CanterError
 
 _MAX_BOUNDS = 4096
@@ -25,10 +26,13 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
     if isinstance(space, gym.spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
     if isinstance(space, gym.spaces.Box):
-        return {
+        d = {
             "type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
             "low": _bound(space.low), "high": _bound(space.high),
         }
+        if isinstance(space, MaskedBox):  # the last entries are an action mask (canter.envs.masks)
+            d["action_mask"] = space.mask_width
+        return d
     if isinstance(space, gym.spaces.MultiDiscrete):
         return {"type": "MultiDiscrete", "nvec": space.nvec.tolist()}
     if isinstance(space, gym.spaces.MultiBinary):
@@ -53,6 +57,8 @@ def space_from_dict(d: dict[str, Any]) -> gym.Space:
             low, high = np.clip(low, -np.inf if (low < info.min).any() else info.min, None), high
             low = np.where(low <= -1e308, -np.inf, low)
             high = np.where(high >= 1e308, np.inf, high)
+        if d.get("action_mask"):
+            return MaskedBox(low, high, int(d["action_mask"]))
         return gym.spaces.Box(low=low.astype(dtype), high=high.astype(dtype), shape=shape, dtype=dtype)
     if kind == "MultiDiscrete":
         return gym.spaces.MultiDiscrete(d["nvec"])
@@ -67,6 +73,8 @@ def describe_space(space: gym.Space) -> str:
     """A short one-line description: type, shape and dtype (never the full bounds)."""
     if isinstance(space, gym.spaces.Discrete):
         return f"Discrete({space.n})"
+    if isinstance(space, MaskedBox):
+        return f"Box(shape=({space.shape[0] - space.mask_width},), {space.dtype}) with an action mask of {space.mask_width}"
     if isinstance(space, gym.spaces.Box):
         return f"Box(shape={tuple(space.shape)}, {space.dtype})"
     if isinstance(space, gym.spaces.Dict):

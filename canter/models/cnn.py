@@ -229,7 +229,13 @@ def make_encoder(space: gym.Space, kind: str = "auto", ortho_init: bool = False)
     """The encoder ``kind`` names for ``space`` (``auto``: ``nature`` for images, else ``flat``).
 
     The returned module maps ``[B, *space.shape]`` tensors to ``[B, encoder.out_dim]`` floats.
+    For observations that carry an action mask (:class:`~canter.envs.masks.MaskedBox`) it is built
+    on the observation part: the model splits the mask off before encoding.
     """
+    from canter.envs.masks import MaskedBox
+
+    if isinstance(space, MaskedBox):
+        space = space.observation_space()
     if kind == "auto":
         kind = "nature" if is_image_space(space) else "flat"
     cls = lookup("encoder", kind)

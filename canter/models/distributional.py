@@ -5,6 +5,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
+from canter.envs.masks import apply_mask, mask_width, split_mask
 from canter.errors import CanterError
 from canter.models.linear import Linear
 from canter.models.mlp import ACTIVATIONS, MLP
@@ -15,8 +16,13 @@ from canter.registry import register
 class QuantileQNetwork(nn.Module):
     """``n_quantiles`` return quantiles per action; ``value`` is their mean (the Q value).
 
-    With ``dueling`` the quantiles are ``V(s) + A(s, a) - mean_a A(s, a)``, per quantile.
+    With ``dueling`` the quantiles are ``V(s) + A(s, a) - mean_a A(s, a)``, per quantile. With an
+    action mask in the observations (:mod:`canter.envs.masks`), ``value`` is masked and
+    ``quantiles`` is not (the loss reads only the taken actions' quantiles).
     """
+
+    #: handles observations with an action mask (:mod:`canter.envs.masks`)
+    action_masks = True
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
@@ -29,6 +35,7 @@ class QuantileQNetwork(nn.Module):
 
         arch = list(net_arch)
         self.encoder = make_encoder(observation_space, encoder)
+        self.mask_width = mask_width(observation_space)
         self.n_actions, self.n_quantiles, self.dueling = int(action_space.n), n_quantiles, dueling
         self.trunk = MLP([self.encoder.out_dim] + arch, activation)
         self.trunk.append(ACTIVATIONS[activation]())
@@ -37,6 +44,8 @@ class QuantileQNetwork(nn.Module):
 
     def quantiles(self, obs: torch.Tensor) -> torch.Tensor:
         """Return quantiles, shape ``[B, n_actions, n_quantiles]``."""
+        if self.mask_width:
+            obs = obs[:, :-self.mask_width]
         h = self.trunk(self.encoder(obs))
         q = self.head(h).view(-1, self.n_actions, self.n_quantiles)
         if self.v_head is None:
@@ -45,7 +54,8 @@ class QuantileQNetwork(nn.Module):
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Q values (mean over quantiles), shape ``[B, n_actions]``."""
-        return self.quantiles(obs).mean(-1)
+        q = self.quantiles(obs).mean(-1)
+        return apply_mask(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
 
 
 def quantile_huber_loss(current: torch.Tensor, target: torch.Tensor, kappa: float = 1.0) -> torch.Tensor:

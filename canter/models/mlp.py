@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from canter.envs.masks import apply_mask, mask_width, split_mask
 from canter.errors import CanterError
 from canter.models.activations import tanh_
 from canter.models.linear import Linear, affine_np, matmul_np
@@ -190,8 +191,13 @@ class ActorCritic(nn.Module):
     one for vectors, a convolutional one (``nature`` by default) for images.
 
     ``action(obs)`` returns logits (Discrete) or the Gaussian mean (Box); ``log_std`` is a free
-    parameter for Box actions. ``value(obs)`` returns V(obs) with shape ``[B]``.
+    parameter for Box actions. ``value(obs)`` returns V(obs) with shape ``[B]``. Observations that
+    carry an action mask (:mod:`canter.envs.masks`) give masked logits: disallowed actions get
+    :data:`~canter.envs.masks.MASKED`, so every distribution built on them excludes those actions.
     """
+
+    #: handles observations with an action mask (:mod:`canter.envs.masks`)
+    action_masks = True
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
@@ -204,6 +210,7 @@ class ActorCritic(nn.Module):
         self.encoder = make_encoder(observation_space, encoder, ortho_init)
         n_in = self.encoder.out_dim
         self._encoder_params = has_parameters(self.encoder)
+        self.mask_width = mask_width(observation_space)
         #: the encoder gives actor and critic inputs of their own (``[2, B, f]``: a centralised critic)
         self.per_network = getattr(self.encoder, "per_network", False)
         if self.per_network and shared_trunk:
@@ -232,16 +239,23 @@ class ActorCritic(nn.Module):
         self.n_out = n_out
         self._d_out: torch.Tensor | None = None  # gradient buffer for backward_cached
 
+    def _split(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The observation part and the allowed actions (None without a mask)."""
+        return split_mask(obs, self.mask_width) if self.mask_width else (obs, None)
+
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits (Discrete) or Gaussian mean (Box), shape ``[B, n]``."""
+        obs, allowed = self._split(obs)
         x = self.encoder.forward(obs)
         if self.shared:
-            return self.pi_head(self.trunk(x))
-        return self.body.forward_group(x, 0) if self.stacked else self.actor(x[0] if self.per_network else x)
+            out = self.pi_head(self.trunk(x))
+        else:
+            out = self.body.forward_group(x, 0) if self.stacked else self.actor(x[0] if self.per_network else x)
+        return out if allowed is None else apply_mask(out, allowed)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """State value, shape ``[B]``."""
-        x = self.encoder.forward(obs)
+        x = self.encoder.forward(self._split(obs)[0])
         if self.shared:
             return self.v_head(self.trunk(x)).squeeze(-1)
         if self.stacked:
@@ -255,22 +269,27 @@ class ActorCritic(nn.Module):
         tanh / relu, or layers too large for NumPy's single-threaded products)."""
         if not self.stacked or self._encoder_params or not isinstance(self.encoder, ObsEncoder):
             return None
-        out = self.body.infer_numpy(self.encoder.numpy(obs))
+        obs, allowed = self._split(obs)
+        out = self.body.infer_numpy(self.encoder.numpy(np.ascontiguousarray(obs) if allowed is not None else obs))
         if out is None:
             return None
-        return out[0, :, : self.n_out], out[1, :, 0]
+        action = out[0, :, : self.n_out]
+        return action if allowed is None else apply_mask(action, allowed), out[1, :, 0]
 
     def action_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Both heads in one call (one encoder pass, one trunk pass when shared)."""
+        obs, allowed = self._split(obs)
         x = self.encoder.forward(obs)
         if self.shared:
             h = self.trunk(x)
-            return self.pi_head(h), self.v_head(h).squeeze(-1)
-        if not self.stacked:
+            out, value = self.pi_head(h), self.v_head(h).squeeze(-1)
+        elif not self.stacked:
             a, c = (x[0], x[1]) if self.per_network else (x, x)
-            return self.actor(a), self.critic(c).squeeze(-1)
-        out = self.body.forward(x)
-        return out[0, :, : self.n_out], out[1, :, 0]
+            out, value = self.actor(a), self.critic(c).squeeze(-1)
+        else:
+            both = self.body.forward(x)
+            out, value = both[0, :, : self.n_out], both[1, :, 0]
+        return (out if allowed is None else apply_mask(out, allowed)), value
 
     # -- hand-derived gradients (see canter.models.stacked) ---------------------------------
     @property
@@ -282,9 +301,11 @@ class ActorCritic(nn.Module):
         """Policy output ``[B, n]`` and values ``[B]`` as NumPy arrays (the algorithms' loss terms
         run in NumPy, :mod:`canter.algorithms.policy_terms`), and the cache for
         :meth:`backward_cached` (no autograd)."""
+        obs, allowed = self._split(obs)
         out, cache = self.body.forward_cached(self.encoder.forward(obs))
         out_np = out.numpy()
-        return out_np[0, :, : self.n_out], out_np[1, :, 0], cache
+        action = out_np[0, :, : self.n_out]
+        return (action if allowed is None else apply_mask(action, allowed.numpy())), out_np[1, :, 0], cache
 
     def backward_cached(self, cache: list[torch.Tensor], d_action: np.ndarray, d_value: np.ndarray) -> None:
         """Set the networks' ``.grad`` from d(loss)/d(policy output) and d(loss)/d(value) (NumPy)."""
@@ -300,7 +321,16 @@ class ActorCritic(nn.Module):
 
 @register("model", "mlp_q")
 class QNetwork(nn.Module):
-    """Q-value MLP for Discrete actions; ``dueling`` splits it into value and advantage streams."""
+    """Q-value MLP for Discrete actions; ``dueling`` splits it into value and advantage streams.
+
+    With an action mask in the observations (:mod:`canter.envs.masks`), :meth:`value` gives
+    disallowed actions :data:`~canter.envs.masks.MASKED`, so greedy actions and bootstrapped
+    maxima range over allowed actions; :meth:`forward_cached` (the update, which reads only the
+    taken actions' values) returns them unmasked.
+    """
+
+    #: handles observations with an action mask (:mod:`canter.envs.masks`)
+    action_masks = True
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
@@ -312,6 +342,7 @@ class QNetwork(nn.Module):
         from canter.models.cnn import has_parameters, make_encoder
 
         self.encoder = make_encoder(observation_space, encoder)
+        self.mask_width = mask_width(observation_space)
         self._fixed_encoder = not has_parameters(self.encoder)  # flat or one-hot: nothing to train
         n_in, n_act, arch = self.encoder.out_dim, int(action_space.n), list(net_arch)
         self.dueling = dueling
@@ -333,6 +364,8 @@ class QNetwork(nn.Module):
 
     def forward_cached(self, obs: torch.Tensor) -> tuple[np.ndarray, list[np.ndarray]]:
         """Q values ``[B, n_actions]`` (NumPy, no autograd) and the cache for :meth:`backward_cached`."""
+        if self.mask_width:
+            obs = obs[:, :-self.mask_width]
         return self.q.forward_cached(self.encoder.forward(obs).numpy())
 
     def backward_cached(self, cache: list[np.ndarray], d_q: np.ndarray) -> None:
@@ -349,15 +382,23 @@ class QNetwork(nn.Module):
         network has none (dueling heads, other activations, an encoder with parameters)."""
         if not self._numpy_acting:
             return None
-        return self.q.infer(self.encoder.numpy(obs))
+        if not self.mask_width:
+            return self.q.infer(self.encoder.numpy(obs))
+        obs, allowed = split_mask(obs, self.mask_width)
+        return apply_mask(self.q.infer(self.encoder.numpy(np.ascontiguousarray(obs))), allowed)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
-        """Q(obs, a) for every action, shape ``[B, n_actions]``."""
+        """Q(obs, a) for every action, shape ``[B, n_actions]`` (masked, see the class docstring)."""
+        obs, allowed = split_mask(obs, self.mask_width) if self.mask_width else (obs, None)
         x = self.encoder.forward(obs)
         if not self.dueling:
             if self._infer and x.device.type == "cpu" and not torch.is_grad_enabled():
-                return torch.from_numpy(self.q.infer(x.numpy()))
-            return self.q(x)
-        h = self.trunk(x)
-        adv = self.adv_head(h)
-        return self.v_head(h) + adv - adv.mean(dim=1, keepdim=True)
+                xn = x.numpy() if allowed is None else np.ascontiguousarray(x.numpy())
+                q = torch.from_numpy(self.q.infer(xn))
+            else:
+                q = self.q(x)
+        else:
+            h = self.trunk(x)
+            adv = self.adv_head(h)
+            q = self.v_head(h) + adv - adv.mean(dim=1, keepdim=True)
+        return q if allowed is None else apply_mask(q, allowed)

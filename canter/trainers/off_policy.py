@@ -20,15 +20,17 @@ from canter.envs.vector import Step
 from canter.trainers.base import StepwiseTrainer, mean_stats
 
 
-def random_actions(agent: Agent, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Uniform random actions for warm-up: ``(env_actions, algorithm_actions)`` for ``n`` envs.
+def random_actions(agent: Agent, n: int, rng: np.random.Generator,
+                   obs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform random actions for warm-up: ``(env_actions, algorithm_actions)`` for ``n`` envs
+    (among the allowed ones where the observations ``obs`` carry an action mask).
 
     Squashed Box actions are drawn in [-1, 1] (algorithm space) and rescaled for the env. Algorithm
     actions of a Box space are flat ``[n, prod(shape)]``, as the policies output them.
     """
     space = agent.action_space
     if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
-        a = random_env_actions(space, n, rng)
+        a = random_env_actions(space, n, rng, obs, agent.observation_space)
         return a, agent.from_env_actions(a)
     if agent.algorithm.squashed_actions:
         a = rng.uniform(-1.0, 1.0, size=(n, int(np.prod(space.shape)))).astype(np.float32)
@@ -100,7 +102,7 @@ class OffPolicyTrainer(StepwiseTrainer):
         self.rng.bit_generator.state = state["warmup_rng"]
 
     def _random_actions(self) -> tuple[np.ndarray, np.ndarray]:
-        return random_actions(self.agent, self.env.num_envs, self.rng)
+        return random_actions(self.agent, self.env.num_envs, self.rng, self.obs)
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Advance the schedules, then exploring actions (uniform random before ``learning_starts``)."""

@@ -1,0 +1,64 @@
+"""A toy env with invalid-action masks for tests: ``masked_env:MaskedPick-v0``.
+
+Each step shows a target among ``n`` actions (one-hot, or its index with ``discrete_obs=True``)
+and an ``action_mask`` allowing the target and 1-3 random others. Picking the target earns 1,
+another allowed action 0; a disallowed action raises (``strict``, the default), so a run that
+ever ignores the mask, while exploring or evaluating, fails. Episodes last ``horizon`` steps
+(terminated). Uniform play over the allowed actions earns about 3.6 per episode of 10 steps.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+class MaskedPick(gym.Env):
+    """Pick the shown target; the mask allows it and a few others."""
+
+    def __init__(self, n: int = 6, horizon: int = 10, strict: bool = True, discrete_obs: bool = False,
+                 render_mode: str | None = None) -> None:
+        self.n, self.horizon, self.strict = n, horizon, strict
+        obs = gym.spaces.Discrete(n) if discrete_obs else gym.spaces.Box(0.0, 1.0, (n,), np.float32)
+        self.observation_space = gym.spaces.Dict({"observation": obs, "action_mask": gym.spaces.MultiBinary(n)})
+        self.action_space = gym.spaces.Discrete(n)
+        self.discrete_obs = discrete_obs
+        self.render_mode = render_mode
+        self.disallowed = 0  # disallowed actions taken (only without strict)
+
+    def _draw(self) -> dict[str, Any]:
+        self.target = int(self.np_random.integers(self.n))
+        mask = np.zeros(self.n, np.int8)
+        mask[self.np_random.choice(self.n, size=int(self.np_random.integers(2, 5)), replace=False)] = 1
+        mask[self.target] = 1
+        self.mask = mask
+        obs = self.target if self.discrete_obs else np.eye(self.n, dtype=np.float32)[self.target]
+        return {"observation": obs, "action_mask": mask.copy()}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict[str, Any], dict]:  # noqa: D102
+        super().reset(seed=seed)
+        self.t = 0
+        return self._draw(), {}
+
+    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict]:  # noqa: D102
+        a = int(action)
+        if not self.mask[a]:
+            if self.strict:
+                raise ValueError(f"action {a} is masked (allowed: {np.flatnonzero(self.mask).tolist()})")
+            self.disallowed += 1
+        reward = 1.0 if a == self.target else 0.0
+        self.t += 1
+        return self._draw(), reward, self.t >= self.horizon, False, {}
+
+    def render(self) -> np.ndarray | None:  # noqa: D102
+        return np.zeros((8, 8, 3), np.uint8) if self.render_mode == "rgb_array" else None
+
+
+if "MaskedPick-v0" not in gym.registry:
+    gym.register("MaskedPick-v0", entry_point=MaskedPick, disable_env_checker=True)
+if "TaxiMasked-v4" not in gym.registry:  # gymnasium's Taxi, whose info carries the action mask
+    from canter.envs.masks import InfoActionMask
+
+    gym.register("TaxiMasked-v4", entry_point=lambda **kw: InfoActionMask(gym.make("Taxi-v4", **kw)),
+                 disable_env_checker=True)

@@ -1,0 +1,251 @@
+"""Invalid-action masks (canter.envs.masks): packing, masked policies and Q values on every acting
+and learning path, learning under masks, checkpoints, and refusals."""
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import canter
+from canter.algorithms.dqn import DQN, DQNConfig
+from canter.algorithms.ppo import PPO, PPOConfig
+from canter.data.batch import ReplayBatch
+from canter.envs.make import make_env, make_vec_env
+from canter.envs.masks import MASKED, MaskedBox, apply_mask, mask_width, split_mask
+from canter.envs.spaces import describe_space, space_from_dict, space_to_dict, spaces_match
+from canter.errors import CanterError
+from test_cli_errors import assert_train_refused
+from test_fast_paths import assert_manual_gradients_match_autograd
+
+ENV = "masked_env:MaskedPick-v0"
+N = 6
+SPACES = (MaskedBox(np.r_[-np.ones(4), np.zeros(N)], np.ones(4 + N), N), gym.spaces.Discrete(N))
+
+
+def masked_obs(n: int, seed: int, d: int = 4, allow_none_every: int = 0) -> torch.Tensor:
+    """``n`` packed observations: ``d`` normal features, then a random mask allowing 1-3 actions
+    (every ``allow_none_every``-th row allows none, which means all)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g)
+    mask = torch.zeros(n, N)
+    for i in range(n):
+        k = int(torch.randint(1, 4, (1,), generator=g))
+        mask[i, torch.randperm(N, generator=g)[:k]] = 1.0
+        if allow_none_every and i % allow_none_every == 0:
+            mask[i] = 0.0
+    return torch.cat([x, mask], 1)
+
+
+def allowed_of(obs: torch.Tensor) -> np.ndarray:
+    return split_mask(obs.numpy(), N)[1]
+
+
+# -- env packing and spaces ---------------------------------------------------------------------------
+@pytest.mark.parametrize("discrete_obs", [False, True])
+def test_env_observations_are_packed_with_their_mask(discrete_obs):
+    env = make_vec_env(ENV, 3, env_kwargs={"discrete_obs": discrete_obs})
+    space = env.single_observation_space
+    assert isinstance(space, MaskedBox) and space.shape == (2 * N,) and mask_width(space) == N
+    obs = env.reset(seed=0)
+    assert obs.shape == (3, 2 * N) and obs.dtype == np.float32
+    inner = [e.unwrapped for e in env.env.envs]
+    for row, e in zip(obs, inner):
+        np.testing.assert_array_equal(row[:N], np.eye(N)[e.target])  # one-hot, also from a Discrete observation
+        np.testing.assert_array_equal(row[N:], e.mask)
+    env.close()
+    assert isinstance(make_env(ENV).observation_space, MaskedBox)  # the single env of play / video too
+
+
+def test_masked_space_round_trips_and_never_matches_an_unmasked_one():
+    space = make_vec_env(ENV, 1).single_observation_space
+    back = space_from_dict(json.loads(json.dumps(space_to_dict(space))))
+    assert isinstance(back, MaskedBox) and back.mask_width == N and spaces_match(space, back)
+    plain = gym.spaces.Box(space.low, space.high, dtype=np.float32)
+    assert not spaces_match(space, plain)
+    assert "action mask of 6" in describe_space(space)
+
+
+def test_split_and_apply_mask():
+    obs = np.array([[0.5, 1, 0, 1], [0.5, 0, 0, 0]], np.float32)  # 1 feature, 3 actions; row 2 allows none
+    x, allowed = split_mask(obs, 3)
+    np.testing.assert_array_equal(x, obs[:, :1])
+    np.testing.assert_array_equal(allowed, [[True, False, True], [True, True, True]])
+    q = np.array([[1.0, 9.0, 2.0], [1.0, 9.0, 2.0]], np.float32)
+    np.testing.assert_array_equal(apply_mask(q, allowed), [[1.0, MASKED, 2.0], [1.0, 9.0, 2.0]])
+    t = apply_mask(torch.from_numpy(q), torch.from_numpy(allowed))
+    np.testing.assert_array_equal(t.numpy(), apply_mask(q, allowed))
+
+
+# -- actor-critics ------------------------------------------------------------------------------------
+def _favour_action(algo: PPO, action: int) -> None:
+    """Make the policy head strongly prefer ``action`` (its bias), whatever the observation."""
+    with torch.no_grad():
+        algo.model.body.biases[-1][0, 0, action] = 50.0
+
+
+@pytest.mark.parametrize("stacked", [True, False])
+def test_actor_critic_never_picks_a_masked_action(stacked):
+    algo = PPO(*SPACES, PPOConfig(net_arch=[16]), seed=0)
+    if stacked:
+        _favour_action(algo, 0)  # the unmasked policy would pick action 0 almost always
+    else:
+        algo.model.stacked = False  # the separate-network branches of action / action_value
+        algo.model.actor = torch.nn.Sequential(torch.nn.Linear(4, N))
+        algo.model.critic = torch.nn.Sequential(torch.nn.Linear(4, 1))
+    obs = masked_obs(500, seed=1)
+    allowed = allowed_of(obs)
+    logits = algo.model.action(obs).detach()
+    assert (logits.numpy()[~allowed] == MASKED).all() and (logits.numpy()[allowed] > MASKED / 2).all()
+    paths = {"act": algo.act(obs).actions.numpy(), "predict": algo.act(obs, deterministic=True).actions.numpy()}
+    if stacked:
+        paths["act_numpy"] = algo.act_numpy(obs.numpy()).actions.numpy()
+        paths["predict_numpy"] = algo.act_numpy(obs.numpy(), deterministic=True).actions.numpy()
+    for name, actions in paths.items():
+        assert allowed[np.arange(500), actions].all(), name
+    if stacked:  # where action 0 is allowed the favoured action is still taken
+        assert (paths["predict"][allowed[:, 0]] == 0).all()
+        out = algo.act(obs)  # log-probabilities over the allowed actions only: they sum to 1 per row
+        probs = torch.softmax(algo.model.action(obs).detach(), -1)
+        torch.testing.assert_close(probs.sum(-1), torch.ones(500))
+        torch.testing.assert_close(out.log_probs, probs.log().gather(1, out.actions.view(-1, 1)).squeeze(1))
+
+
+@pytest.mark.parametrize("ent", [0.0, 0.01])
+def test_masked_ppo_gradients_match_autograd(ent):
+    """The hand-derived gradient through masked logits equals autograd's through masked_fill (rows
+    that allow nothing included)."""
+    algo = PPO(*SPACES, PPOConfig(net_arch=[16, 16], ent_coef=ent, clip_range_vf=0.2), seed=3)
+    assert_manual_gradients_match_autograd(algo, masked_obs(64, seed=5, allow_none_every=7))
+
+
+# -- DQN ------------------------------------------------------------------------------------------------
+def test_dqn_acts_and_bootstraps_over_allowed_actions_only():
+    algo = DQN(*SPACES, DQNConfig(net_arch=[16], n_quantiles=0), seed=0)
+    obs = masked_obs(400, seed=2)
+    allowed = allowed_of(obs)
+    rows = np.arange(400)
+    algo.epsilon = 1.0  # every action random
+    assert allowed[rows, algo.act(obs).actions.numpy()].all()
+    assert allowed[rows, algo.act_numpy(obs.numpy()).actions.numpy()].all()
+    for actions in (algo.act(obs, deterministic=True).actions, algo.act_numpy(obs.numpy(), True).actions):
+        assert allowed[rows, actions.numpy()].all()
+    raw = algo.q.q(obs[:, :4]).detach()  # the network's values without the mask
+    assert (raw.argmax(1).numpy() != algo.q.value(obs).argmax(1).numpy()).any()  # the mask changes some choices
+
+    ones = torch.ones(400)
+    batch = ReplayBatch(obs, torch.zeros(400, dtype=torch.long), ones, obs, ones * 0, ones * algo.config.gamma,
+                        ones, ones)
+    next_q = algo.q_target.q(obs[:, :4]).detach().masked_fill(~torch.from_numpy(allowed), -np.inf)
+    expected = 1.0 + algo.config.gamma * next_q.max(1).values
+    torch.testing.assert_close(algo.td_target(batch), expected)
+
+
+@pytest.mark.parametrize("double_q", [False, True])
+def test_quantile_dqn_bootstraps_from_an_allowed_action(double_q):
+    algo = DQN(*SPACES, DQNConfig(net_arch=[16], n_quantiles=8, double_q=double_q), seed=0)
+    obs = masked_obs(300, seed=3)
+    allowed = torch.from_numpy(allowed_of(obs))
+
+    ones = torch.ones(300)
+    batch = ReplayBatch(obs, torch.zeros(300, dtype=torch.long), ones * 0, obs, ones * 0, ones * algo.config.gamma,
+                        ones, ones)
+    target = algo.td_target(batch)  # [B, N] quantiles of the chosen next action, times gamma
+    z = algo.q_target.quantiles(obs).detach()
+    picker = algo.q.quantiles(obs).detach() if double_q else z
+    best = picker.mean(-1).masked_fill(~allowed, -np.inf).argmax(1)
+    torch.testing.assert_close(target, algo.config.gamma * z[torch.arange(300), best])
+
+
+# -- learning, runs and checkpoints -----------------------------------------------------------------------
+# MaskedPick raises on a masked action, so each run below also shows that no acting path (warm-up,
+# exploration, evaluation) ever took one. Uniform play over the allowed actions earns ~3.6 of 10.
+LEARN = {
+    "ppo": dict(max_steps=8192, n_envs=8, n_steps=64, batch_size=128, n_epochs=4, lr=1e-3),
+    "a2c": dict(max_steps=8192),
+    "dqn": dict(max_steps=6000, learning_starts=500, train_freq=4, exploration_fraction=0.3, lr=1e-3,
+                target_update_interval=500),
+}
+
+
+@pytest.mark.parametrize("algo", list(LEARN))
+def test_learns_under_masks(algo, tmp_path):
+    canter.train(algo, env=ENV, seed=0, run_dir=str(tmp_path / "run"), quiet=True, eval_every=0,
+                 eval_episodes=10, **LEARN[algo])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["last_eval_return"] >= 9.0, summary
+
+
+def test_checkpoint_loads_and_acts_under_masks(tmp_path, capsys):
+    run = tmp_path / "run"
+    canter.train("ppo", env=ENV, seed=1, run_dir=str(run), quiet=True, eval_every=0, eval_episodes=5,
+                 **LEARN["ppo"])
+    agent = canter.load(str(run))
+    assert isinstance(agent.observation_space, MaskedBox)
+    env = make_env(ENV)
+    obs, _ = env.reset(seed=5)
+    total = 0.0
+    for _ in range(10):  # the strict env raises on a masked action
+        obs, reward, *_ = env.step(int(agent.predict(obs[None])[0]))
+        total += reward
+    assert total >= 9.0
+    from canter.cli import main
+
+    assert main(["eval", str(run), "--episodes", "3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mean_return"] >= 9.0
+
+
+def test_normalised_observations_keep_their_mask(tmp_path):
+    agent = canter.train("ppo", env=ENV, seed=0, run_dir=str(tmp_path / "run"), quiet=True, eval_every=0,
+                         eval_episodes=2, max_steps=1024, n_envs=4, n_steps=64, normalize_obs=True)
+    obs = masked_obs(5, seed=0, d=N).numpy()
+    normed = agent.normalize_obs(obs)
+    np.testing.assert_array_equal(normed[:, N:], obs[:, N:])
+    assert not np.allclose(normed[:, :N], obs[:, :N])
+
+
+@pytest.mark.parametrize("algo", ["sac_discrete", "acer"])
+def test_algorithms_without_masks_refuse_masked_envs(algo, capsys, tmp_path):
+    assert_train_refused(capsys, tmp_path, ["train", algo, "--env", ENV], "carry an action mask")
+
+
+def test_a_model_that_does_not_apply_masks_is_refused():
+    with pytest.raises(CanterError, match="does not apply action masks"):
+        PPO(*SPACES, PPOConfig(), model="tests_mask_free_model")
+
+
+@canter.register("model", "tests_mask_free_model")
+class _MaskFreeModel(torch.nn.Module):
+    """A user model without ``action_masks``."""
+
+    def __init__(self, observation_space, action_space, **kw):
+        super().__init__()
+        self.lin = torch.nn.Linear(observation_space.shape[0], action_space.n)
+
+
+# -- multi-agent -----------------------------------------------------------------------------------------
+MA_ENV = "pettingzoo:tests.match_agents"
+
+
+@pytest.mark.parametrize("algo,policies", [("ppo", "shared"), ("dqn", "agent")])
+def test_multiagent_masks(algo, policies, tmp_path):
+    """Each agent's mask allows its target and one other action (the env raises on the third)."""
+    from test_multiagent import HPARAMS
+
+    kwargs = {"n_agents": 2, "masked": True}
+    env = make_vec_env(MA_ENV, 2, env_kwargs=kwargs, policies=policies)
+    spaces = [env.single_observation_space] if policies == "shared" else list(env.single_observation_space.values())
+    assert all(isinstance(s, MaskedBox) and s.shape == (6,) for s in spaces)
+    env.close()
+    canter.train(algo, env=MA_ENV, env_kwargs=kwargs, policies=policies, seed=0, max_steps=30_000,
+                 target_reward=7.5, run_dir=tmp_path / "run", **HPARAMS[algo])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["solved"] and summary["best_eval_return"] >= 7.5
+
+
+@pytest.mark.parametrize("algo", ["mappo", "qmix"])
+def test_multiagent_masks_refused_where_not_applied(algo, capsys, tmp_path):
+    assert_train_refused(capsys, tmp_path, ["train", algo, "--env", MA_ENV, "--set", "env_kwargs={masked: true}"],
+                         "observe action masks")
