@@ -206,6 +206,34 @@ def test_normalised_observations_keep_their_mask(tmp_path):
     assert not np.allclose(normed[:, :N], obs[:, :N])
 
 
+def test_datasets_and_explorers_keep_to_the_mask(tmp_path):
+    """A random dataset (the strict env raises on a masked action) trains CQL, whose greedy policy
+    then picks targets; an explorer's random warm-up and IMPALA's in-process explorer keep to the mask."""
+    from canter.config import resolve_config
+    from canter.data.dataset import collect
+    from canter.distributed.explorer import Explorer
+
+    data = collect(ENV, 3000, None, seed=1)
+    assert data.info["mean_return"] < 6  # random play over allowed actions: ~3.6 of 10
+    data.save(tmp_path / "random")
+    trainer = canter.make_trainer("cql", dataset=str(tmp_path / "random"), seed=0, max_steps=1500, eval_every=500,
+                                  eval_episodes=5, target_reward=None)
+    for _ in trainer():
+        pass
+    trainer.close()
+    assert trainer.best_eval_return >= 9.0
+    run, cfg = resolve_config("dqn", ENV, seed=0, n_envs=4)
+    env = make_vec_env(run.env, run.n_envs)
+    agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+    r = Explorer(agent, env, seed=3).rollout(None, version=0, n_steps=200, random=True)
+    assert r["steps"] == 800  # 200 random steps of 4 envs, none masked (the env would raise)
+    env.close()
+    impala = canter.make_trainer("impala", ENV, seed=1, max_steps=12_000, eval_every=4000, eval_episodes=5)
+    list(impala())
+    impala.close()
+    assert impala.best_eval_return >= 9.0
+
+
 @pytest.mark.parametrize("algo", ["sac_discrete", "acer"])
 def test_algorithms_without_masks_refuse_masked_envs(algo, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", algo, "--env", ENV], "carry an action mask")
