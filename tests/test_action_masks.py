@@ -273,7 +273,52 @@ def test_multiagent_masks(algo, policies, tmp_path):
     assert summary["solved"] and summary["best_eval_return"] >= 7.5
 
 
-@pytest.mark.parametrize("algo", ["mappo", "qmix"])
-def test_multiagent_masks_refused_where_not_applied(algo, capsys, tmp_path):
-    assert_train_refused(capsys, tmp_path, ["train", algo, "--env", MA_ENV, "--set", "env_kwargs={masked: true}"],
+def test_qmix_under_masks(tmp_path):
+    """Each agent's mask goes to the last columns of its row of the joint observation; QMIX's agents
+    act, explore and bootstrap over their allowed actions (the env raises on any other)."""
+    kwargs = {"n_agents": 2, "masked": True}
+    env = make_vec_env(MA_ENV, 2, env_kwargs=kwargs, policies="joint")
+    space = env.single_observation_space
+    assert isinstance(space, MaskedBox) and space.shape == (3, 6 + 3) and space.mask_width == 3
+    obs = env.reset(seed=0)
+    inner = env.env.inner.envs
+    for c in range(2):
+        for i, name in enumerate(inner[c].possible_agents):
+            np.testing.assert_array_equal(obs[c, i, :3], np.eye(3)[inner[c].targets[name]])
+            np.testing.assert_array_equal(obs[c, i, -3:], inner[c].masks[name])
+    env.close()
+    canter.train("qmix", env=MA_ENV, env_kwargs=kwargs, seed=0, run_dir=tmp_path / "run", target_reward=15.0,
+                 max_steps=30_000, n_envs=4, eval_every=2_000)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["solved"] and summary["best_eval_return"] >= 15.0
+
+
+def test_qmix_bootstraps_from_allowed_actions():
+    from canter.algorithms.qmix import QMIX, QMIXConfig
+
+    k, w, n = 3, 5, 4
+    low, high = np.full((k + 1, w + n), -np.inf), np.full((k + 1, w + n), np.inf)
+    low[:, -n:], high[:, -n:] = 0.0, 1.0
+    algo = QMIX(MaskedBox(low, high, n), gym.spaces.MultiDiscrete([n] * k), QMIXConfig(), seed=0)
+    g = torch.Generator().manual_seed(0)
+    obs = torch.randn(200, k + 1, w + n, generator=g)
+    obs[..., -n:] = (torch.rand(200, k + 1, n, generator=g) < 0.4).float()
+    allowed = torch.from_numpy(split_mask(obs.numpy(), n)[1][:, :k])
+    ones = torch.ones(200)
+    batch = ReplayBatch(obs, torch.zeros(200, k), ones * 0, obs, ones * 0, ones, ones, ones)
+
+    def raw_q(net):  # the agent network on the rows without their masks
+        ids = torch.eye(k).expand(200, -1, -1)
+        return net.agent(torch.cat([obs[:, :k, :w], ids], -1)).detach()
+
+    pick = raw_q(algo.q).masked_fill(~allowed, -np.inf).argmax(2, keepdim=True)  # Double Q: the online network picks
+    best = raw_q(algo.q_target).gather(2, pick).squeeze(2)
+    torch.testing.assert_close(algo.td_target(batch), algo.q_target.mix(best, obs).detach())
+    algo.epsilon = 1.0
+    actions = algo.act(obs).actions.numpy()
+    assert allowed.numpy()[np.arange(200)[:, None], np.arange(k), actions].all()
+
+
+def test_a_centralised_critic_refuses_masks(capsys, tmp_path):
+    assert_train_refused(capsys, tmp_path, ["train", "mappo", "--env", MA_ENV, "--set", "env_kwargs={masked: true}"],
                          "observe action masks")

@@ -27,6 +27,7 @@ from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_
 from canter.algorithms.dqn import EpsilonGreedyConfig, EpsilonGreedyTargets
 from canter.config import hp
 from canter.data.batch import ReplayBatch
+from canter.envs.masks import mask_width, split_mask
 from canter.errors import CanterError
 from canter.registry import register
 
@@ -63,6 +64,7 @@ class QMIX(EpsilonGreedyTargets, Algorithm):
     #: acts for all of a multi-agent env's agents at once: the run uses ``policies: joint``
     joint_agents = True
     multiagent_only = True
+    action_masks = True  # the agents' Q-values are masked; exploration draws allowed actions
 
     @classmethod
     def check_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> None:
@@ -83,9 +85,10 @@ class QMIX(EpsilonGreedyTargets, Algorithm):
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
         """Each agent's greedy action ``[B, k]``; each replaced by a random one with probability epsilon."""
-        b = len(obs)
+        b, m = len(obs), mask_width(self.observation_space)
+        allowed = split_mask(obs[:, :self.k].numpy(), m)[1].reshape(b * self.k, -1) if m and not deterministic else None
         actions = self._epsilon_greedy(lambda: self.q.agent_q(obs).argmax(-1).reshape(-1).numpy(), b * self.k,
-                                       deterministic)
+                                       deterministic, allowed)
         return ActOutput(torch.from_numpy(np.ascontiguousarray(actions).reshape(b, self.k)))
 
     def td_target(self, batch: ReplayBatch) -> torch.Tensor:

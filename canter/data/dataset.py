@@ -266,7 +266,9 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: 
     width = mask_width(obs_space) if obs_space is not None else 0
     if width and obs is not None:
         allowed = split_mask(obs, width)[1]
-        return np.where(allowed, rng.random(allowed.shape), -1.0).argmax(-1) + int(space.start)
+        if isinstance(space, gym.spaces.MultiDiscrete):  # a joint observation: the agents' rows, then the state's
+            allowed = allowed[:, :len(space.nvec)]
+        return np.where(allowed, rng.random(allowed.shape), -1.0).argmax(-1) + space.start
     if isinstance(space, gym.spaces.Discrete):
         return rng.integers(0, int(space.n), size=n) + int(space.start)
     if isinstance(space, gym.spaces.MultiDiscrete):

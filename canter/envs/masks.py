@@ -32,7 +32,8 @@ OBS_KEY, MASK_KEY = "observation", "action_mask"
 
 
 class MaskedBox(gym.spaces.Box):
-    """A flat float32 Box whose last ``mask_width`` entries are an action mask (0 or 1)."""
+    """A float32 Box whose last ``mask_width`` entries along its last axis are an action mask (0 or
+    1): a flat vector for one agent, or one mask per row of a joint observation (QMIX)."""
 
     def __init__(self, low: np.ndarray, high: np.ndarray, mask_width: int, seed: Any = None) -> None:
         super().__init__(low=np.asarray(low, np.float32), high=np.asarray(high, np.float32), dtype=np.float32, seed=seed)
@@ -41,10 +42,10 @@ class MaskedBox(gym.spaces.Box):
     def observation_space(self) -> gym.spaces.Box:
         """The space of the observation part (the entries before the mask)."""
         k = self.mask_width
-        return gym.spaces.Box(self.low[:-k], self.high[:-k], dtype=np.float32)
+        return gym.spaces.Box(self.low[..., :-k], self.high[..., :-k], dtype=np.float32)
 
     def __repr__(self) -> str:
-        return f"MaskedBox({self.shape[0] - self.mask_width} + mask of {self.mask_width})"
+        return f"MaskedBox({self.observation_space().shape} + mask of {self.mask_width})"
 
 
 def mask_width(space: gym.Space) -> int:
@@ -143,9 +144,9 @@ def pack_if_masked(env: gym.Env) -> gym.Env:
 
 # -- the models' side ---------------------------------------------------------------------------
 def split_mask(obs: Any, width: int) -> tuple[Any, Any]:
-    """``(observation part, allowed)`` of a packed batch ``[B, d + width]`` (torch or NumPy):
-    ``allowed`` is a bool ``[B, width]``, all true in rows whose mask allows nothing."""
-    x, m = obs[:, :-width], obs[:, -width:]
+    """``(observation part, allowed)`` of a packed batch ``[..., d + width]`` (torch or NumPy):
+    ``allowed`` is a bool ``[..., width]``, all true where the mask allows nothing."""
+    x, m = obs[..., :-width], obs[..., -width:]
     allowed = m > 0.5
     if isinstance(allowed, torch.Tensor):
         return x, allowed | ~allowed.any(-1, keepdim=True)
@@ -153,7 +154,7 @@ def split_mask(obs: Any, width: int) -> tuple[Any, Any]:
 
 
 def apply_mask(values: Any, allowed: Any) -> Any:
-    """``values`` ``[B, n]`` (logits or Q values, torch or NumPy) with disallowed entries set to
+    """``values`` ``[..., n]`` (logits or Q values, torch or NumPy) with disallowed entries set to
     :data:`MASKED` (autograd: no gradient reaches them)."""
     if isinstance(values, torch.Tensor):
         return values.masked_fill(~allowed, MASKED)
@@ -161,6 +162,6 @@ def apply_mask(values: Any, allowed: Any) -> Any:
 
 
 def random_allowed(allowed: np.ndarray, generator: torch.Generator) -> np.ndarray:
-    """One uniformly random allowed action per row of ``allowed`` ``[B, n]`` (epsilon-greedy exploration)."""
+    """One uniformly random allowed action per row of ``allowed`` ``[..., n]`` (epsilon-greedy exploration)."""
     u = torch.rand(allowed.shape, generator=generator).numpy()
     return np.where(allowed, u, -1.0).argmax(-1)

@@ -114,10 +114,9 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         #: per group, the packer of observations that carry an action mask (None: plain observations)
         self._packers = [MaskPacker(space, act) if has_action_mask(space) else None
                          for space, act in zip(self.local_spaces, self.action_spaces)]
-        if any(self._packers) and (central_state or policies == "joint"):
-            raise CanterError(f"the agents of '{env_id}' observe action masks, which "
-                              f"{'a centralised critic' if central_state else 'joint control (qmix)'} does not apply; "
-                              f"train them with ppo, a2c, dqn or another algorithm that does")
+        if any(self._packers) and central_state:
+            raise CanterError(f"the agents of '{env_id}' observe action masks, which a centralised critic does not "
+                              f"apply; train them with ppo, a2c, dqn, qmix or another algorithm that does")
         self.local_spaces = [space if p is None else p.space for space, p in zip(self.local_spaces, self._packers)]
         self.n_agents = len(self.agents)
         self.group_rows = [copies * len(members) for members in self.group_agents]

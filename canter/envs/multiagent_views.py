@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 
+from canter.envs.masks import MaskedBox, mask_width
 from canter.envs.multiagent import ParallelVectorEnv
 from canter.envs.vector import Step, VecEnv
 from canter.errors import CanterError
@@ -90,7 +91,9 @@ class JointParallelEnv(gym.vector.VectorEnv):
 
     Observation ``[k + 1, w]`` float32: row ``i`` is agent ``i``'s observation, row ``k`` the
     env's global state (PettingZoo's ``state()``, where the env has a ``state_space``; otherwise
-    every agent's observation concatenated), zero-padded to ``w``. Action: ``MultiDiscrete``, one
+    every agent's observation concatenated), zero-padded to ``w``. Agents whose observations carry
+    an action mask (:mod:`canter.envs.masks`) have it in the last columns of their rows (a
+    :class:`~canter.envs.masks.MaskedBox`). Action: ``MultiDiscrete``, one
     entry per agent. Reward: the team reward, the sum of the agents' rewards. An agent that left
     the episode early observes zeros (as SMAC's dead units do) and its actions are ignored. A
     copy's episode ends when every agent has ended: terminated if an agent's episode was
@@ -104,11 +107,18 @@ class JointParallelEnv(gym.vector.VectorEnv):
             raise CanterError(f"joint control of '{env_id}' needs Box observations and Discrete actions, not "
                               f"{type(obs_space).__name__} and {type(act_space).__name__}")
         self.k, self.copies = self.inner.n_agents, copies
-        self.obs_size = int(np.prod(obs_space.shape))
+        #: an action mask packed in each agent's observation goes to the last columns of its row
+        self.mask = mask_width(obs_space)
+        self.obs_size = int(np.prod(obs_space.shape)) - self.mask
         self.state_size = self.inner.state_size
-        width = max(self.obs_size, self.state_size)
+        width = max(self.obs_size, self.state_size) + self.mask
         self.num_envs = copies
-        self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (self.k + 1, width), np.float32)
+        if self.mask:
+            low, high = np.full((self.k + 1, width), -np.inf), np.full((self.k + 1, width), np.inf)
+            low[:, -self.mask:], high[:, -self.mask:] = 0.0, 1.0
+            self.single_observation_space = MaskedBox(low, high, self.mask)
+        else:
+            self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (self.k + 1, width), np.float32)
         self.single_action_space = gym.spaces.MultiDiscrete([int(act_space.n)] * self.k,
                                                             start=[int(act_space.start)] * self.k)
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, copies)
@@ -117,9 +127,12 @@ class JointParallelEnv(gym.vector.VectorEnv):
 
     def _joint(self, rows: np.ndarray) -> np.ndarray:
         """Agents' observation rows ``[copies * k, ...]`` -> joint observations ``[copies, k + 1, w]``."""
-        k, d = self.k, self.obs_size
+        k, d, m = self.k, self.obs_size, self.mask
         out = np.zeros((self.copies, *self.single_observation_space.shape), np.float32)
-        out[:, :k, :d] = rows.reshape(self.copies, k, d) * self.inner.alive[:, :, None]  # departed agents: zeros
+        rows = rows.reshape(self.copies, k, d + m) * self.inner.alive[:, :, None]  # departed agents: zeros
+        out[:, :k, :d] = rows[..., :d]
+        if m:  # a departed agent's mask is zeros: it allows everything (its action is ignored)
+            out[:, :k, -m:] = rows[..., d:]
         out[:, k, :self.state_size] = self.inner.global_state()
         return out
 

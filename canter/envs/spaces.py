@@ -74,7 +74,7 @@ def describe_space(space: gym.Space) -> str:
     if isinstance(space, gym.spaces.Discrete):
         return f"Discrete({space.n})"
     if isinstance(space, MaskedBox):
-        return f"Box(shape=({space.shape[0] - space.mask_width},), {space.dtype}) with an action mask of {space.mask_width}"
+        return f"Box(shape={space.observation_space().shape}, {space.dtype}) with an action mask of {space.mask_width}"
     if isinstance(space, gym.spaces.Box):
         return f"Box(shape={tuple(space.shape)}, {space.dtype})"
     if isinstance(space, gym.spaces.Dict):
