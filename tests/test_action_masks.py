@@ -121,6 +121,22 @@ def test_masked_ppo_gradients_match_autograd(ent):
     assert_manual_gradients_match_autograd(algo, masked_obs(64, seed=5, allow_none_every=7))
 
 
+def test_masked_centralised_critic_gradients_match_autograd():
+    """MAPPO's split input with the mask at the end of the actor's row."""
+    from canter.algorithms.mappo import MAPPO, MAPPOConfig
+
+    w = 4 + N
+    low, high = np.full((2, w), -np.inf), np.full((2, w), np.inf)
+    low[:, -N:], high[:, -N:] = 0.0, 1.0
+    algo = MAPPO(MaskedBox(low, high, N), gym.spaces.Discrete(N), MAPPOConfig(net_arch=[16, 16], ent_coef=0.01), seed=3)
+    obs = torch.stack([masked_obs(64, seed=6, allow_none_every=7), masked_obs(64, seed=7)], 1)
+    obs[:, 1, -N:] = 0.0  # the critic's row has no mask
+    allowed = allowed_of(obs[:, 0])
+    assert allowed[np.arange(64), algo.act(obs).actions.numpy()].all()
+    assert allowed[np.arange(64), algo.act_numpy(obs.numpy()).actions.numpy()].all()
+    assert_manual_gradients_match_autograd(algo, obs)
+
+
 # -- DQN ------------------------------------------------------------------------------------------------
 def test_dqn_acts_and_bootstraps_over_allowed_actions_only():
     algo = DQN(*SPACES, DQNConfig(net_arch=[16], n_quantiles=0), seed=0)
@@ -319,6 +335,20 @@ def test_qmix_bootstraps_from_allowed_actions():
     assert allowed.numpy()[np.arange(200)[:, None], np.arange(k), actions].all()
 
 
-def test_a_centralised_critic_refuses_masks(capsys, tmp_path):
-    assert_train_refused(capsys, tmp_path, ["train", "mappo", "--env", MA_ENV, "--set", "env_kwargs={masked: true}"],
-                         "observe action masks")
+def test_mappo_under_masks(tmp_path):
+    """A centralised critic's observation ``[2, w]`` carries the agent's mask at the end of the actor's row."""
+    kwargs = {"n_agents": 2, "masked": True}
+    env = make_vec_env(MA_ENV, 2, env_kwargs=kwargs, central_state=True)
+    space = env.single_observation_space
+    assert isinstance(space, MaskedBox) and space.mask_width == 3 and space.shape[0] == 2
+    obs = env.reset(seed=0)
+    inner = env.env.envs
+    for row, (c, name) in enumerate((c, a) for c in range(2) for a in inner[c].possible_agents):
+        np.testing.assert_array_equal(obs[row, 0, :3], np.eye(3)[inner[c].targets[name]])
+        np.testing.assert_array_equal(obs[row, 0, -3:], inner[c].masks[name])
+        assert not obs[row, 1, -3:].any()
+    env.close()
+    canter.train("mappo", env=MA_ENV, env_kwargs=kwargs, seed=0, max_steps=20_000, target_reward=7.5,
+                 run_dir=tmp_path / "run", n_envs=4, eval_every=2048, n_steps=64, batch_size=128, n_epochs=4)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["solved"] and summary["best_eval_return"] >= 7.5

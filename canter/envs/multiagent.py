@@ -39,7 +39,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from canter.envs.masks import MaskPacker, has_action_mask
+from canter.envs.masks import MaskedBox, MaskPacker, has_action_mask, mask_width
 from canter.envs.vector import ACTIVE
 from canter.errors import CanterError, require
 
@@ -114,9 +114,6 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         #: per group, the packer of observations that carry an action mask (None: plain observations)
         self._packers = [MaskPacker(space, act) if has_action_mask(space) else None
                          for space, act in zip(self.local_spaces, self.action_spaces)]
-        if any(self._packers) and central_state:
-            raise CanterError(f"the agents of '{env_id}' observe action masks, which a centralised critic does not "
-                              f"apply; train them with ppo, a2c, dqn, qmix or another algorithm that does")
         self.local_spaces = [space if p is None else p.space for space, p in zip(self.local_spaces, self._packers)]
         self.n_agents = len(self.agents)
         self.group_rows = [copies * len(members) for members in self.group_agents]
@@ -147,12 +144,18 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
 
     def _central_space(self, local: gym.Space) -> gym.Space:
         """``Box[2, w]``: an agent's own observation, then the critic's input (the global state and the
-        agent's one-hot index), each zero-padded to ``w``."""
+        agent's one-hot index), each zero-padded to ``w``; an action mask packed in the agent's
+        observation goes to the last columns of the first row (a :class:`MaskedBox`)."""
         if not isinstance(local, gym.spaces.Box):
             raise CanterError(f"a centralised critic needs Box observations; the agents of '{self.env_id}' observe "
                               f"{type(local).__name__}")
-        width = max(int(np.prod(local.shape)), self.state_size + self.n_agents)
-        return gym.spaces.Box(-np.inf, np.inf, (2, width), np.float32)
+        m = mask_width(local)
+        width = max(int(np.prod(local.shape)) - m, self.state_size + self.n_agents) + m
+        if not m:
+            return gym.spaces.Box(-np.inf, np.inf, (2, width), np.float32)
+        low, high = np.full((2, width), -np.inf), np.full((2, width), np.inf)
+        low[:, -m:], high[:, -m:] = 0.0, 1.0
+        return MaskedBox(low, high, m)
 
     def global_state(self) -> np.ndarray:
         """``[copies, state_size]`` float32: each copy's ``state()``, or its agents' observations
@@ -177,7 +180,10 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             rows = len(local)
             obs = np.zeros((rows, *space.shape), np.float32)
             flat = local.reshape(rows, -1)
-            obs[:, 0, :flat.shape[1]] = flat
+            m = mask_width(space)
+            obs[:, 0, :flat.shape[1] - m] = flat[:, :flat.shape[1] - m]
+            if m:  # the agent's action mask: the last columns of its row
+                obs[:, 0, -m:] = flat[:, -m:]
             obs[:, 1, :s] = np.repeat(state, len(members), axis=0)  # rows are copy-major
             obs[np.arange(rows), 1, s + ids] = 1.0
             out.append(obs)

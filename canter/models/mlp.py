@@ -240,8 +240,12 @@ class ActorCritic(nn.Module):
         self._d_out: torch.Tensor | None = None  # gradient buffer for backward_cached
 
     def _split(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The observation part and the allowed actions (None without a mask)."""
-        return split_mask(obs, self.mask_width) if self.mask_width else (obs, None)
+        """The observation part and the allowed actions (None without a mask; a centralised
+        critic's ``[B, 2, w]`` observations carry the mask in the actor's row)."""
+        if not self.mask_width:
+            return obs, None
+        x, allowed = split_mask(obs, self.mask_width)
+        return x, (allowed[:, 0] if self.per_network else allowed)
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits (Discrete) or Gaussian mean (Box), shape ``[B, n]``."""
