@@ -8,7 +8,8 @@ import numpy as np
 
 import gymnasium as gym
 
-from canter.envs import make_env
+from canter.envs import make_env, make_vec_env
+from canter.envs.multiagent import is_multiagent
 from canter.errors import CanterError, require
 
 
@@ -29,8 +30,11 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
 
 def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video_dir: str | None = None,
          seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> list[float]:
-    """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns."""
+    """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns (a multi-agent
+    env's: the mean over its agents, :func:`play_multiagent`)."""
     mode = "rgb_array" if video_dir else ("human" if render else None)
+    if is_multiagent(env_id):
+        return play_multiagent(agent, env_id, episodes, mode, video_dir, seed, env_kwargs)
     env = make_render_env(env_id, mode, seed, env_kwargs)
     if video_dir:
         require("moviepy", "video", "--video-dir")
@@ -51,3 +55,54 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
     finally:
         env.close()
     return returns
+
+
+def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, video_dir: str | None, seed: int,
+                    env_kwargs: dict[str, Any] | None) -> list[float]:
+    """:func:`play` on one copy of a PettingZoo parallel env (``pettingzoo:MODULE``), its agents
+    acting with the run's policies as in training (``policies``, ``central_state`` of the agent's
+    run); the factory gets ``render_mode=mode``. Each episode's return is the mean of its agents'
+    returns (QMIX's joint agent: the team's), and its video is one file, ``play-episode-N.mp4``."""
+    if video_dir:
+        require("moviepy", "video", "--video-dir")
+    run = getattr(agent, "run_config", None)
+    kwargs = dict(env_kwargs or {})
+    if mode is not None:
+        kwargs["render_mode"] = mode
+    env = make_vec_env(env_id, 1, env_kwargs=kwargs, policies=getattr(run, "policies", "shared"),
+                       central_state=getattr(run, "central_state", False))
+    parallel = getattr(env.env, "inner", env.env)  # the ParallelVectorEnv (a joint env wraps one)
+    copy = parallel.envs[0]
+    returns = []
+    try:
+        for i in range(episodes):
+            obs = env.reset(seed=seed + i)
+            frames, finished = [_frame(copy, mode, env_id)], []
+            while True:
+                step = env.step(agent.predict(obs))
+                finished.extend(env.finished_returns.tolist())
+                frames.append(_frame(copy, mode, env_id))
+                obs = step.obs
+                if parallel.ended[0]:  # every agent has ended: the next step would reset the copy
+                    break
+            returns.append(float(np.mean(finished)))
+            if video_dir:
+                from gymnasium.utils.save_video import save_video
+
+                fps = getattr(copy, "metadata", {}).get("render_fps", 30)
+                save_video(frames, video_dir, episode_trigger=lambda _: True, name_prefix="play", episode_index=i,
+                           fps=fps)
+    finally:
+        env.close()
+    return returns
+
+
+def _frame(env: Any, mode: str | None, env_id: str) -> Any:
+    """Render one frame (rgb_array: the array, checked; human: drawn on screen; None: nothing)."""
+    if mode is None:
+        return None
+    frame = env.render()
+    if mode == "rgb_array" and not isinstance(frame, np.ndarray):
+        raise CanterError(f"'{env_id}' returned no rgb_array frame from render() (got {type(frame).__name__}): "
+                          f"it cannot be recorded")
+    return frame

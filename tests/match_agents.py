@@ -26,8 +26,9 @@ class MatchAgents(ParallelEnv):
     metadata = {"name": "match_agents_v0"}
 
     def __init__(self, n_agents: int = 2, miss_leaves: bool = False, team: bool = False, state: bool = True,
-                 masked: bool = False) -> None:
+                 masked: bool = False, render_mode: str | None = None) -> None:
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
+        self.render_mode = render_mode
         self.masked = masked
         self.miss_leaves = miss_leaves  # an agent that misses its target leaves the episode
         self.team = team  # every agent earns 1 only when all match (a reward no agent earns alone)
@@ -87,6 +88,17 @@ class MatchAgents(ParallelEnv):
         infos = {a: {} for a in self.agents}
         self.agents = [a for a in self.agents if not (term[a] or trunc[a])]
         return obs, rewards, term, trunc, infos
+
+
+    def render(self) -> np.ndarray | None:
+        """rgb_array: a 16 x 16k frame, agent i's target in its block's colour channel."""
+        if self.render_mode != "rgb_array":
+            return None
+        frame = np.zeros((16, 16 * len(self.possible_agents), 3), np.uint8)
+        for i, a in enumerate(self.possible_agents):
+            if a in self.agents:
+                frame[:, 16 * i:16 * (i + 1), self.targets[a]] = 255
+        return frame
 
 
 def parallel_env(**kwargs: object) -> MatchAgents:

@@ -122,7 +122,7 @@ def test_multiagent_run_resumes_exactly(miss_leaves, tmp_path):
         assert torch.equal(a, b)
     summaries = [json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "part")]
     assert summaries[1]["resume_exact"] is True and summaries[0]["episodes"] == summaries[1]["episodes"]
-    with pytest.raises(CanterError, match="multi-agent env: watching or recording it is not supported"):
+    with pytest.raises(CanterError, match="multi-agent env: it has no single-agent env to record"):
         make_env(ENV)
 
 
@@ -250,3 +250,20 @@ def test_reward_normalisation_tracks_one_return_per_agent(env_id, policies):
     agents = [trainer.agent] if policies == "shared" else list(trainer.agent.agents.values())
     assert sorted(len(a._returns) for a in agents) == ([4] if policies == "shared" else [2, 4])
     trainer.close()
+
+
+@pytest.mark.parametrize("algo,policies", [("ppo", "shared"), ("dqn", "agent"), ("qmix", "joint")])
+def test_play_records_one_copy_with_every_policy(algo, policies, tmp_path, capsys):
+    """canter play on a multi-agent run: one env copy, its agents acting as in training; a video per episode."""
+    extra = {"policies": policies} if policies != "joint" else {}
+    canter.train(algo, env=ENV, env_kwargs={"n_agents": 2}, seed=0, max_steps=20_000, target_reward=7.5 if
+                 algo != "qmix" else 15.0, run_dir=tmp_path / "run", **extra,
+                 **(HPARAMS[algo] if algo in HPARAMS else {"n_envs": 4, "eval_every": 2_000}))
+    code, out, err = run_cli(capsys, "play", str(tmp_path / "run"), "--episodes", "2", "--video-dir",
+                             str(tmp_path / "vid"))
+    assert code == 0, err
+    returns = [float(line.split("return ")[1]) for line in out.splitlines() if line.startswith("episode")]
+    assert len(returns) == 2 and min(returns) >= (7.0 if algo != "qmix" else 14.0)  # per agent; QMIX: the team's
+    videos = sorted(p.name for p in (tmp_path / "vid").iterdir())
+    assert videos == ["play-episode-0.mp4", "play-episode-1.mp4"]
+    assert all((tmp_path / "vid" / v).stat().st_size > 1000 for v in videos)

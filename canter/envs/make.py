@@ -51,8 +51,8 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
     """Create one environment (used for rendering and video)."""
     check_env_id(env_id)
     if multiagent.is_multiagent(env_id):
-        raise CanterError(f"'{env_id}' is a multi-agent env: watching or recording it is not supported; evaluate it "
-                          f"with canter eval")
+        raise CanterError(f"'{env_id}' is a multi-agent env: it has no single-agent env to record during training "
+                          f"(--record-every); watch or record a trained run with canter play RUN_DIR")
     if env_id in _REGISTRY["env"]:
         return pack_if_masked(_REGISTRY["env"][env_id](render_mode=render_mode, **kwargs))
     if atari.is_atari(_gym_id(env_id)):
