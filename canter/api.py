@@ -12,9 +12,9 @@ from canter.agents.agent import Agent
 from canter.algorithms.base import threads_for
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import checkpoint_base, load_checkpoint
-from canter.config import RunConfig, build, resolve_config, resolved_dict
+from canter.config import RunConfig, build, policy_config, resolve_config, resolved_dict
 from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
-from canter.errors import CanterError, CanterWarning, require
+from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.registry import lookup
 from canter.run import Run, check_new_run_dir, new_run_dir
 from canter.trainers import TRAINERS, Trainer
@@ -32,9 +32,14 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     if run.policies in ("type", "agent"):
         from canter.agents.multi import MultiPolicyAgent
 
-        single = dataclasses.replace(run, policies="shared")
+        policies = list(observation_space.spaces)
+        for name in run.policy_hparams:
+            if name not in policies:
+                raise unknown("policy in policy_hparams", name, policies)
+        single = dataclasses.replace(run, policies="shared", policy_hparams={})
         return MultiPolicyAgent({
-            p: make_agent(dataclasses.replace(single, seed=run.seed + i), algo_cfg, space, action_space[p])
+            p: make_agent(dataclasses.replace(single, seed=run.seed + i), policy_config(run, algo_cfg, p), space,
+                          action_space[p])
             for i, (p, space) in enumerate(observation_space.spaces.items())})
     threads = run.torch_threads or threads_for(max(getattr(algo_cfg, "net_arch", [64]) or [64]))
     torch.set_num_threads(threads)

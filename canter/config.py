@@ -304,6 +304,9 @@ class RunConfig:
         "(one sub-env per env copy, acting for all its agents: set for qmix)",
         choices=("shared", "type", "agent", "joint"),
     )
+    policy_hparams: dict = hp(
+        {}, "multi-agent runs with several policies (policies: type | agent): hyperparameters of single policies over "
+        "hparams, {policy: {name: value}} (e.g. {adversary: {lr: 0.001}})")
     central_state: bool = hp(
         False, "multi-agent (pettingzoo:) envs: each agent's observation also carries the global state and the "
         "agent's index, which only the critic sees (a centralised critic; needs hparams.encoder=split; set for mappo)")
@@ -472,12 +475,26 @@ def resolve_config(
     from canter.multiagent_config import resolve_multiagent_modes
 
     resolve_multiagent_modes(run, algo_cls, algo_cfg)
+    for policy in run.policy_hparams:  # every key and value checked now; the policy names once the env is made
+        policy_config(run, algo_cfg, policy)
     if getattr(algo_cfg, "normalize_value", False) and run.explorers:
         raise CanterError("normalize_value keeps its return statistics in the learner, which explorers do not get; "
                           "set hparams.normalize_value=false or drop --explorers")
     if run.n_envs is None:
         run.n_envs = algo_cls.default_n_envs
     return run, algo_cfg
+
+
+def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
+    """The algorithm config of one policy of a multi-policy run: ``algo_cfg`` with the policy's
+    ``policy_hparams`` entries over it (validated like ``hparams``)."""
+    overrides = run.policy_hparams.get(policy)
+    if not overrides:
+        return algo_cfg
+    if not isinstance(overrides, dict):
+        raise CanterError(f"'policy_hparams.{policy}' must be a mapping of hyperparameter names to values")
+    values = {**to_dict(algo_cfg), **overrides}
+    return build(type(algo_cfg), values, section=f"policy_hparams.{policy}.")
 
 
 def resolved_dict(run: RunConfig, algo_cfg: Any) -> dict[str, Any]:

@@ -24,6 +24,8 @@ def check_multiagent_run(run: RunConfig) -> None:
         if run.explorers or run.dataset is not None:
             raise CanterError(f"'policies: {run.policies}' trains in one process, on the env; it takes no "
                               f"{'explorers' if run.explorers else 'dataset'} (use policies: shared)")
+    if run.policy_hparams and run.policies not in ("type", "agent"):
+        raise CanterError("'policy_hparams' sets hyperparameters of single policies: it needs policies: type or agent")
     if run.central_state:
         if not is_multiagent(run.env):
             raise CanterError(f"'central_state' is for multi-agent envs ({PREFIX}MODULE); {run.env} has one agent")

@@ -14,7 +14,7 @@ import canter  # noqa: E402
 from canter.envs import make_env, make_vec_env  # noqa: E402
 from canter.errors import CanterError  # noqa: E402
 from canter.trainers.evaluation import evaluate  # noqa: E402
-from tests.test_cli_errors import assert_one_line_error, run_cli  # noqa: E402
+from tests.test_cli_errors import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
 
 ENV = "pettingzoo:tests.match_agents"
 
@@ -267,3 +267,39 @@ def test_play_records_one_copy_with_every_policy(algo, policies, tmp_path, capsy
     videos = sorted(p.name for p in (tmp_path / "vid").iterdir())
     assert videos == ["play-episode-0.mp4", "play-episode-1.mp4"]
     assert all((tmp_path / "vid" / v).stat().st_size > 1000 for v in videos)
+
+
+def test_policy_hparams_set_each_policys_own_hyperparameters(tmp_path):
+    """policy_hparams over hparams, per policy: its own learning rate, network and rollout length,
+    kept by canter.load (the checkpoint's networks have each policy's widths)."""
+    overrides = {"agent_0": {"lr": 0.01, "net_arch": [16]}, "agent_1": {"n_steps": 32}}
+    trainer = canter.make_trainer("ppo", ENV, env_kwargs={"n_agents": 2}, policies="agent", policy_hparams=overrides,
+                                  seed=0, max_steps=2048, n_envs=2, n_steps=64, batch_size=64, eval_every=0,
+                                  run_dir=tmp_path / "run")
+    for _ in trainer():
+        pass
+    trainer.close()
+    members = trainer.trainer.members  # make_trainer with a run_dir gives the Run wrapping the trainer
+    cfg = {p: m.config for p, m in members.items()}
+    assert (cfg["agent_0"].lr, cfg["agent_0"].net_arch, cfg["agent_0"].n_steps) == (0.01, [16], 64)
+    assert (cfg["agent_1"].lr, cfg["agent_1"].net_arch, cfg["agent_1"].n_steps) == (3e-4, [64, 64], 32)
+    assert members["agent_1"].buffer.n_steps == 32 and members["agent_0"].buffer.n_steps == 64
+    loaded = canter.load(tmp_path / "run")
+    widths = {p: [w.shape[-1] for w in a.algorithm.model.body.weights] for p, a in loaded.agents.items()}
+    assert widths == {"agent_0": [16, 16], "agent_1": [64, 64, 64]}
+
+
+@pytest.mark.parametrize("setting,needle", [
+    ("{agent_9: {lr: 0.01}}", "unknown policy in policy_hparams 'agent_9'"),
+    ("{agent_0: {lrr: 0.01}}", "policy_hparams.agent_0.lr"),
+    ("{agent_0: {lr: -1}}", "policy_hparams.agent_0.lr"),
+    ("{agent_0: 3}", "'policy_hparams.agent_0' must be a mapping"),
+])
+def test_bad_policy_hparams_are_one_line(setting, needle, capsys, tmp_path):
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "policies=agent", "--set",
+                                            f"policy_hparams={setting}"], needle)
+
+
+def test_policy_hparams_need_several_policies(capsys, tmp_path):
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "policy_hparams={agent_0: {lr: 1}}"],
+                         "needs policies: type or agent")

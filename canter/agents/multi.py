@@ -23,7 +23,8 @@ class PolicyGroup:
     def __init__(self, algorithms: dict[str, Any]) -> None:
         self.algorithms = algorithms
         first = next(iter(algorithms.values()))
-        #: every policy runs the same algorithm with the same hyperparameters
+        #: the first policy's hyperparameters (every policy runs the same algorithm; ``policy_hparams``
+        #: may change some per policy, which each policy's own trainer reads)
         self.config = first.config
         self.family = first.family
         self.numpy_products = any(a.numpy_products for a in algorithms.values())
