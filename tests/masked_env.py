@@ -62,3 +62,48 @@ if "TaxiMasked-v4" not in gym.registry:  # gymnasium's Taxi, whose info carries 
 
     gym.register("TaxiMasked-v4", entry_point=lambda **kw: InfoActionMask(gym.make("Taxi-v4", **kw)),
                  disable_env_checker=True)
+
+
+class DictPick(gym.Env):
+    """Structured observations: ``{"target": Discrete(n), "noise": Box(2), "flags": MultiBinary(2)}``
+    (``tuple_obs=True``: the same three as a Tuple; ``image=True``: an image entry too). Picking the
+    target earns 1; 10 steps per episode."""
+
+    def __init__(self, n: int = 4, tuple_obs: bool = False, image: bool = False, masked: bool = False,
+                 render_mode: str | None = None) -> None:
+        self.n, self.tuple_obs, self.masked, self.render_mode = n, tuple_obs, masked, render_mode
+        parts = {"target": gym.spaces.Discrete(n), "noise": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
+                 "flags": gym.spaces.MultiBinary(2)}
+        if image:
+            parts["frame"] = gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+        if masked:
+            parts["action_mask"] = gym.spaces.MultiBinary(n)
+        self.observation_space = gym.spaces.Tuple(tuple(parts.values())) if tuple_obs else gym.spaces.Dict(parts)
+        self.action_space = gym.spaces.Discrete(n)
+
+    def _obs(self) -> Any:
+        self.target = int(self.np_random.integers(self.n))
+        parts = {"target": self.target, "noise": self.np_random.uniform(-1, 1, 2).astype(np.float32),
+                 "flags": self.np_random.integers(0, 2, 2).astype(np.int8)}
+        if self.masked:
+            mask = np.zeros(self.n, np.int8)
+            mask[[self.target, (self.target + 1) % self.n]] = 1
+            self.mask = mask
+            parts["action_mask"] = mask
+        return tuple(parts.values()) if self.tuple_obs else parts
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:  # noqa: D102
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:  # noqa: D102
+        if self.masked and not self.mask[int(action)]:
+            raise ValueError(f"action {action} is masked")
+        reward = float(int(action) == self.target)
+        self.t += 1
+        return self._obs(), reward, self.t >= 10, False, {}
+
+
+if "DictPick-v0" not in gym.registry:
+    gym.register("DictPick-v0", entry_point=DictPick, disable_env_checker=True)

@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 
 from canter.envs import atari, multiagent, multiagent_views
-from canter.envs.masks import has_action_mask, pack_if_masked
+from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError, unknown
 from canter.registry import _REGISTRY
@@ -54,11 +54,11 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
         raise CanterError(f"'{env_id}' is a multi-agent env: it has no single-agent env to record during training "
                           f"(--record-every); watch or record a trained run with canter play RUN_DIR")
     if env_id in _REGISTRY["env"]:
-        return pack_if_masked(_REGISTRY["env"][env_id](render_mode=render_mode, **kwargs))
+        return pack_observations(_REGISTRY["env"][env_id](render_mode=render_mode, **kwargs))
     if atari.is_atari(_gym_id(env_id)):
         return atari.make_atari_env(_gym_id(env_id), training=False, render_mode=render_mode, env_kwargs=kwargs)
     try:
-        return pack_if_masked(gym.make(_gym_id(env_id), render_mode=render_mode, **kwargs))
+        return pack_observations(gym.make(_gym_id(env_id), render_mode=render_mode, **kwargs))
     except gym.error.DependencyNotInstalled as exc:
         raise _missing_dependency(env_id, exc) from None
 
@@ -86,8 +86,9 @@ def make_vec_env(
     native when the env has one and ``n_envs >= NATIVE_MIN_ENVS`` (Atari: ale-py's always), else
     sync. Below that, stepping the copies one by one costs less than a native version's per-call
     array overhead (CartPole-v1, 1 env: 17 µs per sync step vs 39 µs native; equal at 4 envs).
-    Autoreset is always gymnasium's ``NEXT_STEP`` mode. Observations that carry an action mask
-    (``{"observation", "action_mask"}``) are packed into one vector per copy (:mod:`canter.envs.masks`).
+    Autoreset is always gymnasium's ``NEXT_STEP`` mode. ``Dict`` and ``Tuple`` observations, those that
+    carry an action mask (``{"observation", "action_mask"}``) included, are flattened into one vector
+    per copy (:mod:`canter.envs.packing`).
     ``training`` marks envs that collect training data: for Atari they add episodic life and
     reward clipping (:mod:`canter.envs.atari`); evaluation envs report the raw score.
     ``policies`` (multi-agent ``pettingzoo:`` envs): ``shared`` makes every agent of every copy a
@@ -108,7 +109,7 @@ def make_vec_env(
         return VecEnv(env, check_actions=True)
     if env_id in _REGISTRY["env"]:
         factory = _REGISTRY["env"][env_id]
-        fns = [lambda: pack_if_masked(factory(**kwargs)) for _ in range(n_envs)]
+        fns = [lambda: pack_observations(factory(**kwargs)) for _ in range(n_envs)]
         cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
         return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
     gid = _gym_id(env_id)
@@ -120,13 +121,13 @@ def make_vec_env(
         if has_native and (vectorization == "native" or (vectorization == "auto" and n_envs >= NATIVE_MIN_ENVS)):
             env = gym.make_vec(gid, num_envs=n_envs, vectorization_mode="vector_entry_point", **kwargs)
             next_step = env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP) == gym.vector.AutoresetMode.NEXT_STEP
-            if next_step and not has_action_mask(env.single_observation_space):
+            if next_step and not needs_packing(env.single_observation_space):
                 return VecEnv(env)
-            env.close()  # masked observations are packed per copy (canter.envs.masks)
+            env.close()  # structured observations are flattened per copy (canter.envs.packing)
         mode = "async" if vectorization == "async" else "sync"
         env = gym.make_vec(
             gid, num_envs=n_envs, vectorization_mode=mode,
-            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}, wrappers=[pack_if_masked], **kwargs,
+            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}, wrappers=[pack_observations], **kwargs,
         )
     except gym.error.DependencyNotInstalled as exc:
         raise _missing_dependency(env_id, exc) from None

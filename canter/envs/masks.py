@@ -2,8 +2,9 @@
 
 An env with a ``Dict`` observation space holding ``"observation"`` and ``"action_mask"`` (the
 PettingZoo convention; ``action_mask[a]`` is 1 where action ``a`` is allowed) is wrapped by
-:class:`PackActionMask`: each observation becomes one flat float32 vector, the observation's
-values followed by the mask, in a :class:`MaskedBox` space that records the mask's width. So
+:class:`~canter.envs.packing.PackObservations`: each observation becomes one flat float32 vector,
+the observation's values followed by the mask, in a :class:`MaskedBox` space that records the
+mask's width. So
 vector envs, rollout and replay buffers, datasets and explorers store masks with the
 observations they belong to, without knowing about them, and a checkpoint's observation space
 says that its policy acts under masks.
@@ -54,57 +55,9 @@ def mask_width(space: gym.Space) -> int:
 
 
 def has_action_mask(space: gym.Space) -> bool:
-    """True for a ``Dict`` observation space in the ``observation`` / ``action_mask`` convention."""
-    return isinstance(space, gym.spaces.Dict) and set(space.spaces) == {OBS_KEY, MASK_KEY}
-
-
-def packed_space(space: gym.spaces.Dict, action_space: gym.Space) -> MaskedBox:
-    """The :class:`MaskedBox` for a ``Dict`` space in the mask convention, checked against the actions."""
-    obs, mask = space[OBS_KEY], space[MASK_KEY]
-    if not isinstance(action_space, gym.spaces.Discrete):
-        raise CanterError(f"action masks need a Discrete action space, not {type(action_space).__name__}")
-    if isinstance(obs, gym.spaces.Discrete):
-        low, high = np.zeros(int(obs.n)), np.ones(int(obs.n))  # one-hot
-    elif isinstance(obs, gym.spaces.Box):
-        low, high = np.asarray(obs.low, np.float64).reshape(-1), np.asarray(obs.high, np.float64).reshape(-1)
-    else:
-        raise CanterError(f"the '{OBS_KEY}' entry of a masked observation must be a Box or Discrete space, "
-                          f"not {type(obs).__name__}")
-    width = int(np.prod(getattr(mask, "shape", ()) or (0,)))
-    if not isinstance(mask, (gym.spaces.Box, gym.spaces.MultiBinary)) or width != int(action_space.n):
-        raise CanterError(f"the '{MASK_KEY}' entry must hold one 0/1 value per action ({int(action_space.n)}), "
-                          f"got {mask}")
-    return MaskedBox(np.concatenate([low, np.zeros(width)]), np.concatenate([high, np.ones(width)]), width)
-
-
-class MaskPacker:
-    """Packs ``{"observation": x, "action_mask": m}`` observations of a ``Dict`` space in the mask
-    convention into one vector of :attr:`space`, a :class:`MaskedBox`."""
-
-    def __init__(self, space: gym.spaces.Dict, action_space: gym.Space) -> None:
-        obs = space[OBS_KEY]
-        self.space = packed_space(space, action_space)
-        self._one_hot = int(obs.n) if isinstance(obs, gym.spaces.Discrete) else 0
-        self._start = int(obs.start) if self._one_hot else 0
-
-    def __call__(self, observation: dict[str, Any]) -> np.ndarray:
-        """The packed vector of one observation."""
-        x, mask = observation[OBS_KEY], observation[MASK_KEY]
-        if self._one_hot:
-            x = np.eye(self._one_hot, dtype=np.float32)[int(x) - self._start]
-        return np.concatenate([np.asarray(x, np.float32).reshape(-1), np.asarray(mask, np.float32).reshape(-1)])
-
-
-class PackActionMask(gym.ObservationWrapper):
-    """An env whose observations carry an action mask, with each observation packed (:class:`MaskPacker`)."""
-
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        self._pack = MaskPacker(env.observation_space, env.action_space)
-        self.observation_space = self._pack.space
-
-    def observation(self, observation: dict[str, Any]) -> np.ndarray:  # noqa: D102
-        return self._pack(observation)
+    """True for a ``Dict`` observation space in the mask convention: an ``action_mask`` entry and the
+    observation in the others (usually one, ``observation``)."""
+    return isinstance(space, gym.spaces.Dict) and MASK_KEY in space.spaces and len(space.spaces) > 1
 
 
 class InfoActionMask(gym.Wrapper):
@@ -135,11 +88,6 @@ class InfoActionMask(gym.Wrapper):
     def step(self, action: Any) -> tuple[dict[str, Any], Any, bool, bool, dict[str, Any]]:  # noqa: D102
         obs, reward, terminated, truncated, info = self.env.step(action)
         return self._with_mask(obs, info), reward, terminated, truncated, info
-
-
-def pack_if_masked(env: gym.Env) -> gym.Env:
-    """``env`` wrapped in :class:`PackActionMask` when its observations carry an action mask, else ``env``."""
-    return PackActionMask(env) if has_action_mask(env.observation_space) else env
 
 
 # -- the models' side ---------------------------------------------------------------------------

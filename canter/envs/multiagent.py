@@ -39,7 +39,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from canter.envs.masks import MaskedBox, MaskPacker, has_action_mask, mask_width
+from canter.envs.masks import MaskedBox, mask_width
+from canter.envs.packing import ObservationPacker, needs_packing
 from canter.envs.vector import ACTIVE
 from canter.errors import CanterError, require
 
@@ -111,8 +112,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         self.local_spaces = [self._group_space(first.observation_space, g, policies, "observation")
                              for g in groups.items()]
         self.action_spaces = [self._group_space(first.action_space, g, policies, "action") for g in groups.items()]
-        #: per group, the packer of observations that carry an action mask (None: plain observations)
-        self._packers = [MaskPacker(space, act) if has_action_mask(space) else None
+        #: per group, the packer of structured observations (Dict / Tuple, action masks; None: arrays)
+        self._packers = [ObservationPacker(space, act) if needs_packing(space) else None
                          for space, act in zip(self.local_spaces, self.action_spaces)]
         self.local_spaces = [space if p is None else p.space for space, p in zip(self.local_spaces, self._packers)]
         self.n_agents = len(self.agents)

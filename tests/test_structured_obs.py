@@ -1,0 +1,69 @@
+"""Dict and Tuple observations are flattened into one float32 vector per observation (canter.envs.packing)."""
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import canter
+from canter.envs.make import make_env, make_vec_env
+from canter.envs.masks import MaskedBox
+from canter.envs.packing import ObservationPacker
+from canter.errors import CanterError
+from test_cli_errors import assert_train_refused
+
+ENV = "masked_env:DictPick-v0"
+
+
+@pytest.mark.parametrize("tuple_obs", [False, True])
+def test_structured_observations_flatten_in_order(tuple_obs):
+    """gymnasium's flatten: a Dict's entries in key order (flags, noise, target), a Tuple's in its order
+    (target, noise, flags); Discrete entries one-hot."""
+    env = make_vec_env(ENV, 2, env_kwargs={"tuple_obs": tuple_obs})
+    space = env.single_observation_space
+    assert type(space) is gym.spaces.Box and space.shape == (8,) and space.dtype == np.float32
+    obs = env.reset(seed=0)
+    assert obs.shape == (2, 8) and obs.dtype == np.float32
+    one_hot, flags = (slice(0, 4), slice(6, 8)) if tuple_obs else (slice(4, 8), slice(0, 2))
+    for row, e in zip(obs, env.env.envs):
+        np.testing.assert_array_equal(row[one_hot], np.eye(4)[e.unwrapped.target])
+        assert set(row[flags].tolist()) <= {0.0, 1.0}
+    env.close()
+    assert make_env(ENV, tuple_obs=tuple_obs).observation_space == space
+
+
+def test_ppo_and_dqn_learn_from_dict_observations(tmp_path):
+    for algo, kw in (("ppo", dict(n_envs=4, n_steps=64, batch_size=128, n_epochs=4, lr=1e-3)),
+                     ("dqn", dict(learning_starts=300, train_freq=4, exploration_fraction=0.3, lr=1e-3,
+                                  target_update_interval=300))):
+        canter.train(algo, env=ENV, seed=0, max_steps=6000, run_dir=tmp_path / algo, quiet=True, eval_every=0,
+                     eval_episodes=10, **kw)
+        summary = json.loads((tmp_path / algo / "summary.json").read_text())
+        assert summary["last_eval_return"] >= 9.0, (algo, summary)  # random play: 2.5 of 10
+    agent = canter.load(tmp_path / "ppo")
+    assert agent.observation_space.shape == (8,)
+
+
+def test_a_dict_with_an_action_mask_and_several_entries():
+    """The entries other than the mask are flattened (in key order), then the mask."""
+    packer = ObservationPacker(make_env(ENV, masked=True).env.observation_space, gym.spaces.Discrete(4))
+    assert isinstance(packer.space, MaskedBox) and packer.space.shape == (8 + 4,) and packer.space.mask_width == 4
+    obs = {"target": 2, "noise": np.array([0.5, -0.5], np.float32), "flags": np.array([1, 0], np.int8),
+           "action_mask": np.array([0, 0, 1, 1], np.int8)}
+    flat = packer(obs)  # gymnasium's Dict orders its keys: flags, noise, target
+    np.testing.assert_array_equal(flat, np.r_[[1, 0], [0.5, -0.5], [0, 0, 1, 0], [0, 0, 1, 1]].astype(np.float32))
+
+
+def test_masked_dict_observations_train(tmp_path):
+    canter.train("ppo", env=ENV, env_kwargs={"masked": True}, seed=0, max_steps=3000, n_envs=4, n_steps=64,
+                 run_dir=tmp_path / "run", quiet=True, eval_every=0, eval_episodes=5)
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["last_eval_return"] >= 9.0
+
+
+def test_image_entries_are_refused(capsys, tmp_path):
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "env_kwargs={image: true}"],
+                         "observation entry 'frame' is an image")
+    with pytest.raises(CanterError, match="Text space"):
+        ObservationPacker(gym.spaces.Dict({"mission": gym.spaces.Text(8)}), gym.spaces.Discrete(2))
