@@ -46,7 +46,8 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     seed_everything(run.seed)
     algo_cls = lookup("algorithm", run.algo)
     algorithm = algo_cls(observation_space, action_space, algo_cfg, model=run.model, seed=run.seed, device=run.device)
-    agent_cls = lookup("agent", run.agent) if run.agent else Agent
+    agent_name = run.agent or getattr(algo_cls, "agent_class", None)  # recurrent_ppo: its RecurrentAgent
+    agent_cls = lookup("agent", agent_name) if agent_name else Agent
     agent = agent_cls(
         algorithm, normalize_obs=getattr(algo_cfg, "normalize_obs", False),
         normalize_reward=getattr(algo_cfg, "normalize_reward", False), gamma=getattr(algo_cfg, "gamma", 0.99),

@@ -52,6 +52,8 @@ def resolve_multiagent_modes(run: RunConfig, algo_cls: Any, algo_cfg: Any) -> No
         if algo_cfg.encoder != "split":
             raise CanterError("'central_state' gives actor and critic inputs of their own: set hparams.encoder=split "
                               "(or train mappo)")
+    if algo_cls.family == "on_policy_recurrent" and run.policies in ("type", "agent"):
+        raise CanterError(f"{run.algo} trains one shared policy on multi-agent envs; leave 'policies' out")
     joint = getattr(algo_cls, "joint_agents", False)
     if run.policies == "joint" and not joint:
         raise CanterError(f"'policies: joint' is for algorithms that act for all agents at once (qmix), not {run.algo}")

@@ -45,6 +45,8 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
     try:
         for i in range(episodes):
             obs, _ = env.reset(seed=seed + i)
+            if hasattr(agent, "begin_episodes"):  # a recurrent agent's memory starts empty
+                agent.begin_episodes(np.ones(1, dtype=bool))
             done, total = False, 0.0
             while not done:
                 action = agent.predict(np.asarray(obs)[None])[0]
@@ -77,6 +79,8 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
     try:
         for i in range(episodes):
             obs = env.reset(seed=seed + i)
+            if hasattr(agent, "begin_episodes"):
+                agent.begin_episodes(np.ones(env.num_envs, dtype=bool))
             frames, finished = [_frame(copy, mode, env_id)], []
             while True:
                 step = env.step(agent.predict(obs))

@@ -87,14 +87,15 @@ class ActorCriticAlgorithm(Algorithm):
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: Any, **kw: Any) -> None:
         super().__init__(observation_space, action_space, config, **kw)
-        c = config
-        extra = {"stacked": False} if self.separate_networks and self.model_cls is ActorCritic else {}
-        self.model = self.make_model(
-            net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
-            log_std_init=c.log_std_init, shared_trunk=getattr(c, "shared_trunk", False), **extra,
-            **encoder_kwargs(c),
-        )
+        self.model = self.make_model(**self.model_kwargs(config))
         self.continuous = isinstance(action_space, gym.spaces.Box)
+
+    def model_kwargs(self, c: Any) -> dict[str, Any]:
+        """What the model is built with, from the config ``c``."""
+        extra = {"stacked": False} if self.separate_networks and self.model_cls is ActorCritic else {}
+        return dict(net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
+                    log_std_init=c.log_std_init, shared_trunk=getattr(c, "shared_trunk", False), **extra,
+                    **encoder_kwargs(c))
 
     # -- distributions -------------------------------------------------------------------------
     def log_prob_entropy(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

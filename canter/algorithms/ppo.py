@@ -154,10 +154,12 @@ class PPO(ActorCriticAlgorithm):
             return mb._replace(advantages=(adv - adv.mean()) / (adv.std() + 1e-8))
         return mb
 
-    def _grads_autograd(self, mb: RolloutBatch) -> np.ndarray:
-        """Loss, then ``backward()``; leaves gradients in ``.grad``; returns the statistics row."""
+    def _grads_autograd(self, mb: RolloutBatch, outputs: tuple[torch.Tensor, torch.Tensor] | None = None) -> np.ndarray:
+        """Loss, then ``backward()``; leaves gradients in ``.grad``; returns the statistics row.
+        ``outputs``: the policy outputs and values of ``mb``'s rows when the caller computed them
+        (a recurrent model runs whole sequences); else the model's forward pass on ``mb.obs``."""
         c = self.config
-        out, v = self.model.action_value(mb.obs)
+        out, v = self.model.action_value(mb.obs) if outputs is None else outputs
         logp, entropy = self.log_prob_entropy(out, mb.actions)
         log_ratio = logp - mb.log_probs
         ratio = log_ratio.exp()

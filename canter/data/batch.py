@@ -51,3 +51,21 @@ class TrajectoryBatch(NamedTuple):
     dones: torch.Tensor
     valid: torch.Tensor
     last_obs: torch.Tensor
+
+
+class SequenceBatch(NamedTuple):
+    """A time-major on-policy rollout ``[T, N]`` for recurrent policies (every row, valid or not, so
+    the memory runs through the sequence as it did while acting): ``starts`` marks the steps
+    before which an env's memory was zeroed (an episode's first observation), ``state`` is the
+    memory at the rollout's start (hidden and cell, ``[1, N, hidden]``), ``valid`` the rows that
+    enter the loss."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    valid: torch.Tensor
+    starts: torch.Tensor
+    state: tuple[torch.Tensor, torch.Tensor]

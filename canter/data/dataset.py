@@ -289,6 +289,9 @@ def check_dataset_agent(agent: Any, what: str) -> None:
     if getattr(getattr(agent, "run_config", None), "central_state", False):
         raise CanterError(f"{what} trained a centralised critic on observations extended with the global state "
                           f"(central_state); a dataset holds the env's own observations")
+    if hasattr(agent, "begin_episodes"):
+        raise CanterError(f"{what} is a recurrent policy, whose actions depend on its memory of the episode; "
+                          f"canter collect runs feed-forward policies")
 
 
 def collect(

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from canter.data.batch import RolloutBatch
+from canter.data.batch import RolloutBatch, SequenceBatch
 
 
 def compute_gae(
@@ -79,15 +79,26 @@ class RolloutBuffer:
         """True when ``n_steps`` vector steps are stored."""
         return self.pos == self.n_steps
 
-    def finish(self, last_values: torch.Tensor, gamma: float, gae_lambda: float) -> RolloutBatch:
-        """Compute advantages and returns; return the valid transitions, flattened."""
-        values = self.values.numpy()
+    def _advantages(self, last_values: torch.Tensor, gamma: float, gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """GAE advantages and returns ``[T, N]``; empties the buffer."""
         adv = compute_gae(
-            self.rewards, values, last_values.numpy(), self.terminated, self.dones, gamma, gae_lambda
+            self.rewards, self.values.numpy(), last_values.numpy(), self.terminated, self.dones, gamma, gae_lambda
         )
         self.pos = 0
         adv_t = torch.from_numpy(adv)
-        returns = adv_t + self.values
+        return adv_t, adv_t + self.values
+
+    def finish_sequences(self, last_values: torch.Tensor, gamma: float, gae_lambda: float, starts: np.ndarray,
+                         state: tuple[torch.Tensor, torch.Tensor]) -> SequenceBatch:
+        """Compute advantages and returns; return the whole rollout, time-major (recurrent policies:
+        ``starts [T, N]`` and the memory ``state`` at the rollout's start, see :class:`SequenceBatch`)."""
+        adv, returns = self._advantages(last_values, gamma, gae_lambda)
+        return SequenceBatch(self.obs.clone(), self.actions.clone(), self.log_probs.clone(), self.values.clone(), adv,
+                             returns, torch.from_numpy(self.valid.copy()), torch.from_numpy(starts.copy()), state)
+
+    def finish(self, last_values: torch.Tensor, gamma: float, gae_lambda: float) -> RolloutBatch:
+        """Compute advantages and returns; return the valid transitions, flattened."""
+        adv_t, returns = self._advantages(last_values, gamma, gae_lambda)
         mask = self.valid.reshape(-1)
         if mask.all():
             def flat(x: torch.Tensor) -> torch.Tensor:

@@ -1,5 +1,5 @@
 """Networks: MLP trunks, actor-critic and Q-value models, fast distribution helpers."""
 from canter.models.mlp import MLP, ActorCritic, QNetwork, obs_dim
-from canter.models import cnn, continuous, distributional, mixing  # noqa: F401,E402  (register encoders, mlp_sac, mlp_td3, mlp_qr, qmix, ...)
+from canter.models import cnn, continuous, distributional, mixing, recurrent  # noqa: F401,E402  (register encoders, mlp_sac, mlp_td3, mlp_qr, qmix, ...)
 
 __all__ = ["MLP", "ActorCritic", "QNetwork", "obs_dim"]

@@ -5,10 +5,13 @@ from canter.trainers.evaluation import EvalResult, evaluate
 from canter.trainers.off_policy import OffPolicyTrainer
 from canter.trainers.offline import OfflineTrainer
 from canter.trainers.on_policy import OnPolicyTrainer
+from canter.trainers.recurrent import RecurrentOnPolicyTrainer
 
-TRAINERS = {"on_policy": OnPolicyTrainer, "off_policy": OffPolicyTrainer, "on_policy_replay": SegmentReplayTrainer}
+TRAINERS = {"on_policy": OnPolicyTrainer, "off_policy": OffPolicyTrainer, "on_policy_replay": SegmentReplayTrainer,
+            "on_policy_recurrent": RecurrentOnPolicyTrainer}
 
 __all__ = [
-    "EpisodeInfo", "EvalResult", "OffPolicyTrainer", "OfflineTrainer", "OnPolicyTrainer", "SegmentReplayTrainer", "TRAINERS", "Trainer", "TrainRecord",
+    "EpisodeInfo", "EvalResult", "OffPolicyTrainer", "OfflineTrainer", "OnPolicyTrainer", "RecurrentOnPolicyTrainer",
+    "SegmentReplayTrainer", "TRAINERS", "Trainer", "TrainRecord",
     "evaluate",
 ]

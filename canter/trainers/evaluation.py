@@ -38,9 +38,14 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
     counts = np.zeros(n, dtype=np.int64)
     returns: list[float] = []
     lengths: list[int] = []
+    begin = getattr(agent, "begin_episodes", None)  # a recurrent agent's memory starts empty each episode
     obs = env.reset(seed=seed)
+    if begin is not None:
+        begin(np.ones(n, dtype=bool))
     while (counts < targets).any():
         step = env.step(agent.predict(obs))
+        if begin is not None:
+            begin(~step.valid)  # a reset step's observation is a new episode's first
         for i, ret, length in zip(env.finished_envs, env.finished_returns, env.finished_lengths):
             if counts[i] < targets[i]:
                 counts[i] += 1

@@ -1,0 +1,72 @@
+"""The Agent of recurrent policies: it carries each env's memory from one call to the next."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from canter.agents.agent import Agent
+from canter.algorithms.base import ActOutput
+from canter.registry import register
+
+
+@register("agent", "recurrent_agent")
+class RecurrentAgent(Agent):
+    """An :class:`~canter.agents.Agent` for recurrent algorithms (``act_recurrent``): ``sample``
+    (training) and ``predict`` (evaluation, play) each keep one memory row per env of the batch
+    they act on. :meth:`begin_episodes` zeroes the rows whose env starts an episode (the trainers,
+    ``evaluate`` and ``play`` call it); ``predict(obs, episode_start)`` does the same for callers of
+    the Python API. A batch of another size starts from empty memory."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.memory: dict[str, Any] = {"sample": None, "predict": None}
+
+    def _memory(self, kind: str, batch: int) -> Any:
+        state = self.memory[kind]
+        if state is None or state[0].shape[1] != batch:
+            state = self.memory[kind] = self.algorithm.model.initial_state(batch)
+        return state
+
+    def begin_episodes(self, starts: np.ndarray, training: bool = False) -> None:
+        """Zero the memory of the envs where ``starts`` (bool ``[B]``) is true."""
+        state = self.memory["sample" if training else "predict"]
+        if state is None or not starts.any():
+            return
+        keep = torch.from_numpy(~np.asarray(starts, bool)).to(state[0].dtype).view(1, -1, 1)
+        self.memory["sample" if training else "predict"] = (state[0] * keep, state[1] * keep)
+
+    def predict(self, obs: np.ndarray, episode_start: np.ndarray | None = None) -> np.ndarray:
+        """Deterministic actions, advancing the evaluation memory (``episode_start``: zero those rows first)."""
+        x = self._tensor(np.ascontiguousarray(self.normalize_obs(obs)))
+        state = self._memory("predict", len(x))
+        if episode_start is not None:
+            self.begin_episodes(episode_start)
+            state = self.memory["predict"]
+        with torch.inference_mode():
+            out, self.memory["predict"] = self.algorithm.act_recurrent(x, state, deterministic=True)
+        return self.to_env_actions(out.actions)
+
+    def sample(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, ActOutput]:
+        """Exploring actions, advancing the training memory."""
+        x = self._tensor(np.ascontiguousarray(self.normalize_obs(obs, update=True)))
+        state = self._memory("sample", len(x))
+        with torch.inference_mode():
+            out, self.memory["sample"] = self.algorithm.act_recurrent(x, state, deterministic=False)
+        return self.to_env_actions(out.actions), x, out
+
+    def value(self, obs: np.ndarray) -> torch.Tensor:
+        """V(obs) from the training memory (bootstrapping a rollout's last observation)."""
+        x = self.obs_to_tensor(obs)
+        with torch.inference_mode():
+            return self.algorithm.value_recurrent(x, self._memory("sample", len(x)))
+
+    def training_memory(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A copy of the training memory (``batch`` envs)."""
+        h, c = self._memory("sample", batch)
+        return h.clone(), c.clone()
+
+    def set_training_memory(self, state: tuple[torch.Tensor, torch.Tensor]) -> None:
+        """Restore the training memory (exact resume)."""
+        self.memory["sample"] = (state[0].clone(), state[1].clone())

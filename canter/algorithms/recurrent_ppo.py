@@ -1,0 +1,147 @@
+"""Recurrent PPO: PPO with an LSTM between the observation encoder and the actor and critic heads,
+for partially observable envs (sb3-contrib's ``RecurrentPPO``, CleanRL's ``ppo_atari_lstm``).
+
+Acting carries each env's memory from step to step and zeroes it at an episode's first
+observation (:class:`~canter.agents.recurrent.RecurrentAgent`); the trainer keeps the rollout
+time-major with the memory at its start (:class:`~canter.data.batch.SequenceBatch`), and each
+minibatch is a set of whole env sequences that the LSTM runs through again from that memory, so
+the first epoch sees exactly the probabilities that acting had (truncated backpropagation
+through time over one rollout of ``n_steps``). The loss is PPO's (autograd; the hand-derived
+update is for feed-forward models).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from canter.algorithms.actor_critic import explained_variance
+from canter.algorithms.base import ActOutput
+from canter.algorithms.ppo import PPO, PPOConfig
+from canter.config import hp
+from canter.data.batch import RolloutBatch, SequenceBatch
+from canter.errors import CanterError
+from canter.models import distributions as D
+from canter.optim import clip_grad_norm_
+from canter.registry import register
+
+
+@dataclass
+class RecurrentPPOConfig(PPOConfig):
+    """Recurrent PPO hyperparameters: PPO's, with a minibatch of whole env sequences."""
+
+    lstm_hidden: int = hp(128, "LSTM hidden units (one layer, shared by actor and critic)", low=1,
+                          search={"choices": [32, 64, 128, 256]})
+    net_arch: list[int] = hp([], "hidden layers of the actor and critic heads after the LSTM (empty: linear heads)",
+                             low=1)
+    n_steps: int = hp(128, "steps per env per rollout (the length of the sequences the LSTM learns through)", low=1,
+                      search={"choices": [32, 64, 128, 256, 512]})
+    batch_size: int = hp(256, "transitions per minibatch, rounded to whole env sequences (at least one)", low=1,
+                         search={"choices": [128, 256, 512, 1024]})
+    n_epochs: int = hp(4, "passes over each rollout", low=1, search={"low": 1, "high": 10})
+    manual_backward: bool = hp(False, "not available for recurrent models (autograd)")
+
+    def validate(self) -> None:  # noqa: D102
+        if self.manual_backward:
+            raise CanterError("recurrent_ppo learns through autograd; set hparams.manual_backward=false")
+        if self.normalize_value:
+            raise CanterError("recurrent_ppo has no value normalisation; set hparams.normalize_value=false")
+        if self.shared_trunk:
+            raise CanterError("recurrent_ppo's actor and critic share the LSTM already; set hparams.shared_trunk=false")
+
+
+@register("algorithm", "recurrent_ppo")
+class RecurrentPPO(PPO):
+    """PPO with an LSTM actor-critic, trained on whole env sequences."""
+
+    name = "recurrent_ppo"
+    family = "on_policy_recurrent"
+    Config = RecurrentPPOConfig
+    default_model = "lstm_actor_critic"
+    agent_class = "recurrent_agent"
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: RecurrentPPOConfig,
+                 **kw: Any) -> None:
+        super().__init__(observation_space, action_space, config, **kw)
+        if not getattr(self.model, "recurrent", False):
+            raise CanterError(f"recurrent_ppo needs a recurrent model (with step, sequence and initial_state), "
+                              f"not {type(self.model).__name__}")
+
+    def model_kwargs(self, c: Any) -> dict[str, Any]:  # noqa: D102
+        kw = super().model_kwargs(c)
+        kw.pop("shared_trunk")
+        return {**kw, "lstm_hidden": c.lstm_hidden}
+
+    # -- acting ------------------------------------------------------------------------------------
+    def act_recurrent(self, obs: torch.Tensor, state: Any, deterministic: bool = False) -> tuple[ActOutput, Any]:
+        """:meth:`act` from the memory ``state``; also returns the new memory."""
+        out, value, new = self.model.step(obs, state)
+        if deterministic:
+            return ActOutput(out if self.continuous else out.argmax(-1)), new
+        if self.continuous:
+            actions = D.gaussian_sample(out, self.model.log_std, self.generator)
+            logp = D.gaussian_log_prob(out, self.model.log_std, actions)
+        else:
+            actions = D.categorical_sample(out, self.generator)
+            logp = torch.log_softmax(out, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+        return ActOutput(actions, logp, value), new
+
+    def value_recurrent(self, obs: torch.Tensor, state: Any) -> torch.Tensor:
+        """V(obs) from the memory ``state`` (the memory is not advanced)."""
+        return self.model.step(obs, state)[1]
+
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
+        """One step from an empty memory (the Agent carries memory across steps: use it for episodes)."""
+        return self.act_recurrent(obs, self.model.initial_state(len(obs)), deterministic)[0]
+
+    def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> None:  # noqa: D102
+        return None
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        return self.value_recurrent(obs, self.model.initial_state(len(obs)))
+
+    # -- learning ----------------------------------------------------------------------------------
+    def learn(self, batch: SequenceBatch) -> dict[str, float]:
+        """Epochs of clipped-surrogate updates, each minibatch a set of whole env sequences."""
+        with torch.enable_grad():
+            stats = self._sequence_epochs(batch)
+        names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+        out = dict(zip(names, np.mean(stats, 0).tolist())) if stats else {}
+        valid = batch.valid.reshape(-1)
+        out["explained_variance"] = explained_variance(batch.returns.reshape(-1)[valid], batch.values.reshape(-1)[valid])
+        out["learning_rate"] = self.lr
+        out["clip_range"] = self.clip
+        return out
+
+    def _sequence_epochs(self, b: SequenceBatch) -> list[np.ndarray]:
+        c = self.config
+        t_len, n_envs = b.valid.shape
+        per_mb = max(1, min(n_envs, c.batch_size // t_len))
+        stats: list[np.ndarray] = []
+        for _ in range(c.n_epochs):
+            perm = torch.randperm(n_envs, generator=self.generator)
+            for start in range(0, n_envs, per_mb):
+                envs = perm[start:start + per_mb]
+                state = (b.state[0][:, envs], b.state[1][:, envs])
+                out, values = self.model.sequence(b.obs[:, envs], state, b.starts[:, envs])
+                valid = b.valid[:, envs].reshape(-1)
+                if not bool(valid.any()):
+                    continue
+
+                def rows(x: torch.Tensor) -> torch.Tensor:
+                    return x[:, envs].reshape(-1, *x.shape[2:])[valid]
+
+                mb = RolloutBatch(b.obs[:0], rows(b.actions), rows(b.log_probs), rows(b.values),  # outputs given:
+                                  rows(b.advantages), rows(b.returns))  # no observations needed
+                outputs = (out.reshape(-1, out.shape[-1])[valid], values.reshape(-1)[valid])
+                row = self._grads_autograd(self._normalized(mb), outputs)
+                stats.append(row)
+                if c.target_kl is not None and row[3] > 1.5 * c.target_kl:
+                    return stats
+                clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
+                self.optimizer.step()
+                self.updates += 1
+        return stats

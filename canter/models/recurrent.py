@@ -1,0 +1,101 @@
+"""A recurrent actor-critic: observation encoder, one LSTM layer shared by actor and critic, and
+their heads (CleanRL's ``ppo_atari_lstm`` layout; :mod:`canter.algorithms.recurrent_ppo`)."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from canter.envs.masks import apply_mask, mask_width, split_mask
+from canter.errors import CanterError
+from canter.models.mlp import MLP
+from canter.registry import register
+
+#: the LSTM's memory: hidden and cell states, each ``[1, B, hidden]``
+State = tuple[torch.Tensor, torch.Tensor]
+
+
+@register("model", "lstm_actor_critic")
+class LSTMActorCritic(nn.Module):
+    """``encoder -> LSTM -> actor head / critic head``. The actor head gives logits (Discrete, masked
+    under action masks) or the Gaussian mean (Box, with a free ``log_std``); the critic head V.
+
+    :meth:`step` advances every env's memory by one observation; :meth:`sequence` runs a rollout
+    ``[T, B]`` from its initial memory, zeroing it where an episode starts, so training sees the
+    policy exactly as acting did.
+    """
+
+    action_masks = True
+    recurrent = True
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, lstm_hidden: int = 128,
+        net_arch: list[int] = (), activation: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0,
+        encoder: str = "auto",
+    ) -> None:
+        super().__init__()
+        from canter.models.cnn import make_encoder
+
+        self.mask_width = mask_width(observation_space)
+        self.encoder = make_encoder(observation_space, encoder, ortho_init)
+        if getattr(self.encoder, "per_network", False):
+            raise CanterError("a recurrent actor-critic takes one input for actor and critic (not the split encoder)")
+        if isinstance(action_space, gym.spaces.Discrete):
+            n_out, self.continuous = int(action_space.n), False
+        elif isinstance(action_space, gym.spaces.Box):
+            n_out, self.continuous = int(np.prod(action_space.shape)), True
+            self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
+        else:
+            raise CanterError(f"LSTMActorCritic does not support action space {type(action_space).__name__}")
+        self.hidden = lstm_hidden
+        self.lstm = nn.LSTM(self.encoder.out_dim, lstm_hidden)
+        if ortho_init:  # CleanRL's initialisation: orthogonal weights, zero biases
+            for name, p in self.lstm.named_parameters():
+                nn.init.zeros_(p) if "bias" in name else nn.init.orthogonal_(p, 1.0)
+        arch = list(net_arch)
+        self.actor = MLP([lstm_hidden, *arch, n_out], activation, ortho_init, out_gain=0.01)
+        self.critic = MLP([lstm_hidden, *arch, 1], activation, ortho_init, out_gain=1.0)
+        self.n_out = n_out
+
+    def initial_state(self, batch: int) -> State:
+        """Zero memory for ``batch`` envs."""
+        zeros = torch.zeros(1, batch, self.hidden)
+        return zeros, zeros.clone()
+
+    def _heads(self, y: torch.Tensor, allowed: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        out = self.actor(y)
+        return (out if allowed is None else apply_mask(out, allowed)), self.critic(y).squeeze(-1)
+
+    def step(self, obs: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
+        """One observation per env ``[B, ...]`` from memory ``state``: policy output ``[B, n]``,
+        values ``[B]`` and the new memory."""
+        allowed = None
+        if self.mask_width:
+            obs, allowed = split_mask(obs, self.mask_width)
+        x = self.encoder(obs).unsqueeze(0)
+        y, new = self.lstm(x, state)
+        out, value = self._heads(y[0], allowed)
+        return out, value, new
+
+    def sequence(self, obs: torch.Tensor, state: State, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A rollout ``obs [T, B, ...]`` from memory ``state``, the memory zeroed before each step where
+        ``starts [T, B]`` is true: policy outputs ``[T, B, n]`` and values ``[T, B]``."""
+        t_len, b = obs.shape[:2]
+        allowed = None
+        if self.mask_width:
+            obs, allowed = split_mask(obs, self.mask_width)
+        x = self.encoder(obs.reshape(t_len * b, *obs.shape[2:])).reshape(t_len, b, -1)
+        keep = (~starts).to(x.dtype).view(t_len, 1, b, 1)
+        h, c = state
+        ys = []
+        t = 0
+        while t < t_len:  # runs of steps without an episode start go through the LSTM in one call
+            h, c = h * keep[t], c * keep[t]
+            end = t + 1
+            while end < t_len and not bool(starts[end].any()):
+                end += 1
+            y, (h, c) = self.lstm(x[t:end], (h, c))
+            ys.append(y)
+            t = end
+        return self._heads(torch.cat(ys), allowed)

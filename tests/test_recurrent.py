@@ -1,0 +1,126 @@
+"""Recurrent PPO: memory carried while acting, sequences replayed exactly in training, a memory
+task learned (which PPO without memory cannot), exact resume, checkpoints, eval, play, refusals."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+import canter
+from canter.cli import main
+from test_cli_errors import assert_train_refused
+
+ENV = "memory_env:Cue-v0"
+HP = dict(lr=1e-3, n_steps=64, batch_size=128, n_epochs=4, ent_coef=0.01, lstm_hidden=32, n_envs=8)
+
+
+def _evals(run_dir) -> list[float]:
+    table = pq.read_table(run_dir / "evaluations.parquet").to_pydict()
+    return table[next(k for k in table if "mean" in k)]
+
+
+def test_recurrent_ppo_remembers_what_ppo_cannot(tmp_path):
+    """The cue is seen 5 steps before the query: +1 for naming it, -1 otherwise (no memory: ~0)."""
+    canter.train("recurrent_ppo", env=ENV, seed=0, max_steps=20_000, target_reward=0.95, eval_every=2048,
+                 eval_episodes=20, run_dir=tmp_path / "rppo", quiet=True, **HP)
+    summary = json.loads((tmp_path / "rppo" / "summary.json").read_text())
+    assert summary["solved"] and summary["best_eval_return"] >= 0.95, summary
+    ppo = {k: v for k, v in HP.items() if k != "lstm_hidden"}
+    canter.train("ppo", env=ENV, seed=0, max_steps=20_000, eval_every=4096, eval_episodes=20,
+                 run_dir=tmp_path / "ppo", quiet=True, **ppo)
+    assert max(_evals(tmp_path / "ppo")) <= 0.6  # memoryless: at best ~0 in expectation
+
+
+def test_training_replays_the_rollout_with_the_memory_acting_had(tmp_path):
+    """The first forward pass of ``learn`` gives exactly the log-probabilities and values stored while
+    acting (memory carried across steps and rollouts, zeroed at episode starts): PPO's first ratio is 1."""
+    trainer = canter.make_trainer("recurrent_ppo", ENV, seed=1, max_steps=64 * 8 * 3, eval_every=0, **HP)
+    seen = []
+    algo = trainer.agent.algorithm
+    learn = algo.learn
+
+    def checking(batch):
+        with torch.no_grad():
+            out, values = algo.model.sequence(batch.obs, batch.state, batch.starts)
+            logp = torch.log_softmax(out, -1).gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)
+        valid = batch.valid
+        torch.testing.assert_close(logp[valid], batch.log_probs[valid], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(values[valid], batch.values[valid], rtol=1e-5, atol=1e-5)
+        seen.append((int(batch.starts.sum()), bool(batch.state[0].abs().sum() > 0)))
+        return learn(batch)
+
+    algo.learn = checking
+    for _ in trainer():
+        pass
+    trainer.close()
+    assert len(seen) == 3 and all(starts > 0 for starts, _ in seen)  # episodes began inside each rollout
+    assert seen[1][1] and seen[2][1]  # later rollouts start from a carried, non-zero memory
+
+
+def test_recurrent_run_resumes_exactly(tmp_path):
+    common = dict(seed=3, eval_every=1024, checkpoint_every=1024, **HP)
+    whole = canter.train("recurrent_ppo", env=ENV, max_steps=2048, run_dir=tmp_path / "whole", quiet=True, **common)
+    canter.train("recurrent_ppo", env=ENV, max_steps=1024, run_dir=tmp_path / "part", quiet=True, **common)
+    resumed = canter.resume(tmp_path / "part", max_steps=2048)
+    for a, b in zip(whole.algorithm.model.parameters(), resumed.algorithm.model.parameters()):
+        assert torch.equal(a, b)
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["resume_exact"] is True
+
+
+def test_checkpoint_eval_play_and_predict_carry_memory(tmp_path, capsys):
+    run = tmp_path / "run"
+    canter.train("recurrent_ppo", env=ENV, seed=0, max_steps=20_000, target_reward=0.95, eval_every=2048,
+                 eval_episodes=20, run_dir=run, quiet=True, **HP)
+    assert main(["eval", str(run), "--episodes", "20", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mean_return"] >= 0.9
+    assert main(["play", str(run), "--episodes", "4"]) == 0
+    assert capsys.readouterr().out.count("return 1.00") >= 3
+    agent = canter.load(str(run))  # the Python API: predict carries the memory; episode_start resets it
+    import memory_env
+
+    env = memory_env.Cue()
+    wins = 0
+    for episode in range(10):
+        obs, _ = env.reset(seed=100 + episode)
+        start, done = np.ones(1, bool), False
+        while not done:
+            action = agent.predict(obs[None], episode_start=start)[0]
+            obs, reward, done, _, _ = env.step(action)
+            start = np.zeros(1, bool)
+        wins += reward > 0
+    assert wins >= 9
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--explorers", "2"], "cannot run on explorers"),
+    (["--set", "manual_backward=true"], "learns through autograd"),
+    (["--set", "normalize_value=true"], "no value normalisation"),
+])
+def test_recurrent_ppo_refusals(argv, needle, capsys, tmp_path):
+    assert_train_refused(capsys, tmp_path, ["train", "recurrent_ppo", "--env", ENV, *argv], needle)
+
+
+def test_collect_refuses_a_recurrent_policy(tmp_path, capsys):
+    run = tmp_path / "run"
+    canter.train("recurrent_ppo", env=ENV, seed=0, max_steps=512, eval_every=0, run_dir=run, quiet=True,
+                 **{**HP, "n_envs": 2})
+    assert main(["collect", str(run), "--out", str(tmp_path / "data")]) == 2
+    assert "recurrent policy" in capsys.readouterr().err
+
+
+def test_cartpole_without_velocities_observes_positions_only():
+    from canter.envs import make_env, make_vec_env
+
+    env = make_vec_env("CartPoleNoVel-v1", 2)
+    full = make_vec_env("CartPole-v1", 2, vectorization="sync")
+    obs, ref = env.reset(seed=4), full.reset(seed=4)
+    assert env.single_observation_space.shape == (2,)
+    for _ in range(30):
+        np.testing.assert_array_equal(obs, ref[:, [0, 2]])  # cart position, pole angle
+        obs, ref = env.step(np.array([1, 0])).obs, full.step(np.array([1, 0])).obs
+    env.close()
+    full.close()
+    assert make_env("CartPoleNoVel-v1").observation_space.shape == (2,)
