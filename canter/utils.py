@@ -105,9 +105,11 @@ class RunningMeanStd:
         b_mean, b_var, b_count = x.mean(axis=0), x.var(axis=0), x.shape[0]
         delta = b_mean - self.mean
         total = self.count + b_count
-        self.mean = self.mean + delta * b_count / total
+        # np.asarray: statistics of shape () stay 0-d arrays (NumPy's reductions return scalars), so a
+        # live agent's state has the same structure as one loaded from a checkpoint
+        self.mean = np.asarray(self.mean + delta * b_count / total, dtype=np.float64)
         m2 = self.var * self.count + b_var * b_count + delta**2 * self.count * b_count / total
-        self.var = m2 / total
+        self.var = np.asarray(m2 / total, dtype=np.float64)
         self.count = total
 
     def state_dict(self) -> dict[str, Any]:  # noqa: D102

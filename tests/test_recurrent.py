@@ -124,3 +124,13 @@ def test_cartpole_without_velocities_observes_positions_only():
     env.close()
     full.close()
     assert make_env("CartPoleNoVel-v1").observation_space.shape == (2,)
+
+
+def test_a_shared_recurrent_policy_on_a_multiagent_env_whose_agents_leave(tmp_path):
+    """Rows of agents that left are invalid; their memory restarts with their copy's next episode."""
+    pytest.importorskip("pettingzoo")
+    canter.train("recurrent_ppo", env="pettingzoo:tests.match_agents", env_kwargs={"n_agents": 2, "miss_leaves": True},
+                 seed=0, max_steps=30_000, target_reward=7.5, eval_every=2048, run_dir=tmp_path / "run", quiet=True,
+                 **{**HP, "n_envs": 4})
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["solved"] and summary["best_eval_return"] >= 7.5  # random play: ~0.5 of 8
