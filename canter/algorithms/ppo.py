@@ -138,14 +138,22 @@ class PPO(ActorCriticAlgorithm):
             perm = None if whole is not None else torch.randperm(n, generator=self.generator)
             for start in range(0, n, bs):
                 mb = whole if perm is None else self._normalized(RolloutBatch(*(x[perm[start:start + bs]] for x in batch)))
-                row = grads(mb)  # policy_loss, value_loss, entropy, approx_kl, clip_fraction
-                stats.append(row)  # logged also when it stops the epochs (as SB3 does)
-                if c.target_kl is not None and row[3] > 1.5 * c.target_kl:
+                if not self._step(grads(mb), stats):
                     return stats
-                clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
-                self.optimizer.step()
-                self.updates += 1
         return stats
+
+    def _step(self, row: np.ndarray, stats: list[np.ndarray]) -> bool:
+        """Log a minibatch's statistics ``row`` (policy_loss, value_loss, entropy, approx_kl,
+        clip_fraction; logged also when it stops the epochs, as SB3 does), then clip the gradients and
+        step, unless the approximate KL exceeds ``1.5 * target_kl``: then False (stop the epochs)."""
+        stats.append(row)
+        c = self.config
+        if c.target_kl is not None and row[3] > 1.5 * c.target_kl:
+            return False
+        clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
+        self.optimizer.step()
+        self.updates += 1
+        return True
 
     def _normalized(self, mb: RolloutBatch) -> RolloutBatch:
         """The minibatch with advantages normalised (when configured)."""

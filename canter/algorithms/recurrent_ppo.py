@@ -25,7 +25,6 @@ from canter.config import hp
 from canter.data.batch import RolloutBatch, SequenceBatch
 from canter.errors import CanterError
 from canter.models import distributions as D
-from canter.optim import clip_grad_norm_
 from canter.registry import register
 
 
@@ -137,11 +136,6 @@ class RecurrentPPO(PPO):
                 mb = RolloutBatch(b.obs[:0], rows(b.actions), rows(b.log_probs), rows(b.values),  # outputs given:
                                   rows(b.advantages), rows(b.returns))  # no observations needed
                 outputs = (out.reshape(-1, out.shape[-1])[valid], values.reshape(-1)[valid])
-                row = self._grads_autograd(self._normalized(mb), outputs)
-                stats.append(row)
-                if c.target_kl is not None and row[3] > 1.5 * c.target_kl:
+                if not self._step(self._grads_autograd(self._normalized(mb), outputs), stats):
                     return stats
-                clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
-                self.optimizer.step()
-                self.updates += 1
         return stats

@@ -183,6 +183,20 @@ class MLP(nn.Sequential):
                 np.multiply(d, cache[2 * i - 1], out=d)
 
 
+def policy_head(model: nn.Module, action_space: gym.Space, log_std_init: float) -> int:
+    """The policy head's width for ``action_space`` (logits, or the Gaussian mean); sets
+    ``model.continuous`` and, for Box actions, the free ``model.log_std`` parameter."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        model.continuous = False
+        return int(action_space.n)
+    if isinstance(action_space, gym.spaces.Box):
+        n_out = int(np.prod(action_space.shape))
+        model.continuous = True
+        model.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
+        return n_out
+    raise CanterError(f"{type(model).__name__} does not support action space {type(action_space).__name__}")
+
+
 @register("model", "mlp_actor_critic")
 class ActorCritic(nn.Module):
     """Actor and critic MLPs (separate trunks by default, or a shared one) on an observation encoder.
@@ -216,13 +230,7 @@ class ActorCritic(nn.Module):
         if self.per_network and shared_trunk:
             raise CanterError("shared_trunk cannot be used when actor and critic take different inputs (a "
                               "centralised critic); set hparams.shared_trunk=false")
-        if isinstance(action_space, gym.spaces.Discrete):
-            n_out, self.continuous = int(action_space.n), False
-        elif isinstance(action_space, gym.spaces.Box):
-            n_out, self.continuous = int(np.prod(action_space.shape)), True
-            self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
-        else:
-            raise CanterError(f"ActorCritic does not support action space {type(action_space).__name__}")
+        n_out = policy_head(self, action_space, log_std_init)
         arch = list(net_arch)
         self.shared = shared_trunk
         if shared_trunk:

@@ -3,13 +3,12 @@ their heads (CleanRL's ``ppo_atari_lstm`` layout; :mod:`canter.algorithms.recurr
 from __future__ import annotations
 
 import gymnasium as gym
-import numpy as np
 import torch
 from torch import nn
 
 from canter.envs.masks import apply_mask, mask_width, split_mask
 from canter.errors import CanterError
-from canter.models.mlp import MLP
+from canter.models.mlp import MLP, policy_head
 from canter.registry import register
 
 #: the LSTM's memory: hidden and cell states, each ``[1, B, hidden]``
@@ -41,13 +40,7 @@ class LSTMActorCritic(nn.Module):
         self.encoder = make_encoder(observation_space, encoder, ortho_init)
         if getattr(self.encoder, "per_network", False):
             raise CanterError("a recurrent actor-critic takes one input for actor and critic (not the split encoder)")
-        if isinstance(action_space, gym.spaces.Discrete):
-            n_out, self.continuous = int(action_space.n), False
-        elif isinstance(action_space, gym.spaces.Box):
-            n_out, self.continuous = int(np.prod(action_space.shape)), True
-            self.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
-        else:
-            raise CanterError(f"LSTMActorCritic does not support action space {type(action_space).__name__}")
+        n_out = policy_head(self, action_space, log_std_init)
         self.hidden = lstm_hidden
         self.lstm = nn.LSTM(self.encoder.out_dim, lstm_hidden)
         if ortho_init:  # CleanRL's initialisation: orthogonal weights, zero biases
