@@ -12,7 +12,7 @@ from canter.agents.agent import Agent
 from canter.algorithms.base import threads_for
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import checkpoint_base, load_checkpoint
-from canter.config import RunConfig, build, policy_config, resolve_config, resolved_dict
+from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
 from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.registry import lookup
@@ -31,6 +31,7 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     """
     if run.policies in ("type", "agent"):
         from canter.agents.multi import MultiPolicyAgent
+        from canter.multiagent_config import policy_config
 
         policies = list(observation_space.spaces)
         for name in run.policy_hparams:

@@ -475,6 +475,8 @@ def resolve_config(
     from canter.multiagent_config import resolve_multiagent_modes
 
     resolve_multiagent_modes(run, algo_cls, algo_cfg)
+    from canter.multiagent_config import policy_config
+
     for policy in run.policy_hparams:  # every key and value checked now; the policy names once the env is made
         policy_config(run, algo_cfg, policy)
     if getattr(algo_cfg, "normalize_value", False) and run.explorers:
@@ -483,18 +485,6 @@ def resolve_config(
     if run.n_envs is None:
         run.n_envs = algo_cls.default_n_envs
     return run, algo_cfg
-
-
-def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
-    """The algorithm config of one policy of a multi-policy run: ``algo_cfg`` with the policy's
-    ``policy_hparams`` entries over it (validated like ``hparams``)."""
-    overrides = run.policy_hparams.get(policy)
-    if not overrides:
-        return algo_cfg
-    if not isinstance(overrides, dict):
-        raise CanterError(f"'policy_hparams.{policy}' must be a mapping of hyperparameter names to values")
-    values = {**to_dict(algo_cfg), **overrides}
-    return build(type(algo_cfg), values, section=f"policy_hparams.{policy}.")
 
 
 def resolved_dict(run: RunConfig, algo_cfg: Any) -> dict[str, Any]:

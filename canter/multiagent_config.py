@@ -1,4 +1,5 @@
-"""Multi-agent run options: what ``policies`` and ``central_state`` allow, and what the algorithm sets.
+"""Multi-agent run options: what ``policies``, ``policy_hparams`` and ``central_state`` allow, what the
+algorithm sets, and each policy's own config (:func:`policy_config`).
 
 QMIX (``joint_agents``) runs with ``policies: joint`` and MAPPO (``central_critic``) with
 ``central_state``; both are set here while the config is resolved (:func:`canter.config.resolve_config`).
@@ -63,3 +64,17 @@ def resolve_multiagent_modes(run: RunConfig, algo_cls: Any, algo_cfg: Any) -> No
         raise CanterError(f"{run.algo} runs in one process; drop --explorers")
     if joint and is_multiagent(run.env):
         run.policies = "joint"
+
+
+def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
+    """The algorithm config of one policy of a multi-policy run: ``algo_cfg`` with the policy's
+    ``policy_hparams`` entries over it (validated like ``hparams``)."""
+    from canter.config import build, to_dict
+
+    overrides = run.policy_hparams.get(policy)
+    if not overrides:
+        return algo_cfg
+    if not isinstance(overrides, dict):
+        raise CanterError(f"'policy_hparams.{policy}' must be a mapping of hyperparameter names to values")
+    values = {**to_dict(algo_cfg), **overrides}
+    return build(type(algo_cfg), values, section=f"policy_hparams.{policy}.")
