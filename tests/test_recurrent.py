@@ -134,3 +134,12 @@ def test_a_shared_recurrent_policy_on_a_multiagent_env_whose_agents_leave(tmp_pa
                  **{**HP, "n_envs": 4})
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["solved"] and summary["best_eval_return"] >= 7.5  # random play: ~0.5 of 8
+
+
+def test_image_observations_go_through_the_cnn_encoder(tmp_path):
+    """uint8 frames: the Nature CNN encodes each frame before the LSTM; a cue shown in the first
+    frame is named two frames later (no memory: ~0)."""
+    agent = canter.train("recurrent_ppo", env="memory_env:ImageCue-v0", seed=0, max_steps=4096, n_envs=4, n_steps=32,
+                         batch_size=64, lr=1e-3, eval_every=0, eval_episodes=10, run_dir=tmp_path / "run", quiet=True)
+    assert type(agent.algorithm.model.encoder).__name__ == "NatureCNN"
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["last_eval_return"] >= 0.9
