@@ -82,13 +82,10 @@ class LSTMActorCritic(nn.Module):
         keep = (~starts).to(x.dtype).view(t_len, 1, b, 1)
         h, c = state
         ys = []
-        t = 0
-        while t < t_len:  # runs of steps without an episode start go through the LSTM in one call
+        # runs of steps without an episode start go through the LSTM in one call (one scan for the cuts)
+        edges = sorted({0, t_len, *starts.any(1).nonzero().flatten().tolist()})
+        for t, end in zip(edges[:-1], edges[1:]):
             h, c = h * keep[t], c * keep[t]
-            end = t + 1
-            while end < t_len and not bool(starts[end].any()):
-                end += 1
             y, (h, c) = self.lstm(x[t:end], (h, c))
             ys.append(y)
-            t = end
         return self._heads(torch.cat(ys), allowed)
