@@ -241,9 +241,12 @@ def cmd_eval(argv: list[str]) -> int:
         print(json.dumps({"env": env_id, "mean_return": result.mean_return, "std_return": result.std_return,
                           "episodes": result.episodes, "returns": result.returns, "lengths": result.lengths,
                           "checkpoint": str(find_checkpoint(args.run_dir)), "algorithm": meta.get("algorithm"),
-                          "step": meta.get("step"), "seed": args.seed}))
+                          "step": meta.get("step"), "seed": args.seed,
+                          **({} if result.success_rate is None else {"success_rate": result.success_rate})}))
     else:
-        print(f"{env_id}: mean return {result.mean_return:.2f} ± {result.std_return:.2f} over {result.episodes} episodes")
+        success = "" if result.success_rate is None else f", success rate {result.success_rate:.0%}"
+        print(f"{env_id}: mean return {result.mean_return:.2f} ± {result.std_return:.2f} over {result.episodes} "
+              f"episodes{success}")
     return 0
 
 

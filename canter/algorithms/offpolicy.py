@@ -18,6 +18,7 @@ from torch import nn
 
 from canter.algorithms.base import make_adam
 from canter.config import hp
+from canter.data.her import STRATEGIES
 from canter.errors import CanterError
 
 ACTIVATION_CHOICES = ("tanh", "relu", "elu", "gelu", "silu")
@@ -41,6 +42,11 @@ class OffPolicyConfig:
     per_alpha: float = hp(0.6, "prioritized replay: priority exponent alpha", low=0, high=1)
     per_beta0: float = hp(0.4, "prioritized replay: initial importance-weight exponent (annealed to 1)", low=0, high=1)
     per_eps: float = hp(1e-6, "prioritized replay: added to the absolute TD error", low=0, low_open=True)
+    her_goals: int = hp(0, "hindsight experience replay: relabelled goals per real transition (0: off; needs a goal "
+                           "env: Dict observations with achieved_goal, desired_goal and compute_reward)", low=0,
+                        search={"choices": [0, 2, 4, 8]})
+    her_strategy: str = hp("future", "hindsight experience replay: where relabelled goals come from (the same "
+                           "episode's later steps, its last step, or any of its steps)", choices=STRATEGIES)
     net_arch: list[int] = hp([256, 256], "hidden layer sizes", low=1)
     activation: str = hp("relu", "hidden activation", choices=ACTIVATION_CHOICES)
     normalize_obs: bool = hp(False, "normalise observations with running mean/std")
@@ -60,6 +66,12 @@ class OffPolicyConfig:
             )
         if not self.net_arch:
             raise CanterError("'hparams.net_arch' needs at least one hidden layer")
+        if self.her_goals:
+            for name, value, plain in (("n_step", self.n_step, 1), ("prioritized", self.prioritized, False),
+                                       ("normalize_reward", self.normalize_reward, False)):
+                if value != plain:
+                    raise CanterError(f"'hparams.her_goals' relabels one-step transitions of uniform replay with the "
+                                      f"env's own rewards: set {name}={str(plain).lower()} (it is {value})")
 
 
 class SoftUpdate:

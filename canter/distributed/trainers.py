@@ -227,8 +227,8 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         """One buffer per explorer, each with that explorer's envs and its share of the capacity."""
         c, k = self.config, self.pool.count
         per = self.pool.envs_per_explorer
-        shards = [make_replay_buffer(self.agent, c, max(per, c.buffer_size // k), per, self.run.seed + 7919 * i)
-                  for i in range(k)]
+        shards = [make_replay_buffer(self.agent, c, max(per, c.buffer_size // k), per, self.run.seed + 7919 * i,
+                                     goals=self.goals) for i in range(k)]
         return ShardedReplay(shards, seed=self.run.seed)
 
     def setup(self) -> None:  # noqa: D102

@@ -49,6 +49,9 @@ class ObservationPacker:
     """Flattens observations of a ``Dict`` / ``Tuple`` space into float32 vectors of :attr:`space`
     (a :class:`~canter.envs.masks.MaskedBox` when the space follows the action-mask convention)."""
 
+    #: configuration only: an env's snapshot for exact resume (:mod:`canter.envs.state`) skips it
+    resume_stateless = True
+
     def __init__(self, space: gym.Space, action_space: gym.Space) -> None:
         self.mask = has_action_mask(space)
         if self.mask:

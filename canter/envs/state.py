@@ -77,8 +77,10 @@ def _data(value: Any) -> tuple[bool, Any]:
 
 
 def _ignorable(value: Any) -> bool:
+    """Code and configuration, not state: functions, classes, specs, and objects whose class says it
+    holds no state (``resume_stateless = True``, e.g. the observation packer of Dict observations)."""
     return isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType, type, enum.Enum,
-                              gym.envs.registration.EnvSpec))
+                              gym.envs.registration.EnvSpec)) or getattr(type(value), "resume_stateless", False) is True
 
 
 def capture_env(env: Any) -> tuple[dict[str, Any], list[str]]:

@@ -53,6 +53,9 @@ class VecEnv:
         self.finished_returns = np.zeros(0)
         self.finished_lengths = np.zeros(0, dtype=np.int64)
         self.finished_envs = np.zeros(0, dtype=np.int64)
+        #: per finished episode, 1.0 / 0.0 where the env reported ``info["is_success"]`` at its end (goal
+        #: envs do), else NaN
+        self.finished_success = np.zeros(0)
 
     def reset(self, seed: int | None = None) -> np.ndarray:
         """Reset all sub-envs and return the observations. ``seed`` goes to the Gymnasium vector env:
@@ -75,6 +78,7 @@ class VecEnv:
         if self._action_range is not None:
             self._check_actions(actions)
         obs, reward, terminated, truncated, info = self.env.step(actions)
+        self._success = _success(info, self.num_envs) if info else None
         return self.record(obs, reward, terminated, truncated, info.get(ACTIVE) if info else None)
 
     def record(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
@@ -98,14 +102,19 @@ class VecEnv:
             self.finished_envs = idx
             self.finished_returns = self._ep_return[idx].copy()
             self.finished_lengths = self._ep_length[idx].copy()
+            self.finished_success = np.full(len(idx), np.nan) if self._success is None else self._success[idx]
             self._ep_return[idx] = 0.0
             self._ep_length[idx] = 0
         elif self.finished_envs.size:
             self.finished_envs = self.finished_envs[:0]
             self.finished_returns = self.finished_returns[:0]
             self.finished_lengths = self.finished_lengths[:0]
+            self.finished_success = self.finished_success[:0]
         self._prev_done = done
+        self._success = None
         return Step(obs, reward, terminated, truncated, valid)
+
+    _success: np.ndarray | None = None  # the last step's ``is_success`` per sub-env (NaN: not reported)
 
     def _check_actions(self, actions: np.ndarray) -> None:
         """Raise a :class:`CanterError` naming the first action outside the Discrete action space."""
@@ -127,3 +136,15 @@ class VecEnv:
     def close(self) -> None:
         """Close the underlying env."""
         self.env.close()
+
+
+def _success(info: dict[str, Any], n: int) -> np.ndarray | None:
+    """``info["is_success"]`` of a vector step as floats per sub-env (NaN where not reported), or None."""
+    value = info.get("is_success")
+    if value is None:
+        return None
+    out = np.where(np.asarray(value, dtype=bool), 1.0, 0.0).reshape(n)
+    reported = info.get("_is_success")
+    if reported is not None:
+        out[~np.asarray(reported, dtype=bool)] = np.nan
+    return out

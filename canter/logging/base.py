@@ -29,4 +29,6 @@ def scalars(record: TrainRecord) -> dict[str, float]:
     if record.evaluation is not None:
         out["eval/mean_return"] = record.evaluation.mean_return
         out["eval/std_return"] = record.evaluation.std_return
+        if record.evaluation.success_rate is not None:
+            out["eval/success_rate"] = record.evaluation.success_rate
     return out

@@ -20,11 +20,18 @@ class EvalResult:
     std_return: float
     returns: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
+    #: 1.0 / 0.0 per episode whose env reported ``info["is_success"]`` at its end (goal envs)
+    successes: list[float] = field(default_factory=list)
 
     @property
     def episodes(self) -> int:
         """Number of episodes evaluated."""
         return len(self.returns)
+
+    @property
+    def success_rate(self) -> float | None:
+        """The fraction of successful episodes, where the env reports success (else None)."""
+        return float(np.mean(self.successes)) if self.successes else None
 
 
 def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None) -> EvalResult:
@@ -38,6 +45,7 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
     counts = np.zeros(n, dtype=np.int64)
     returns: list[float] = []
     lengths: list[int] = []
+    successes: list[float] = []
     begin = getattr(agent, "begin_episodes", None)  # a recurrent agent's memory starts empty each episode
     obs = env.reset(seed=seed)
     if begin is not None:
@@ -46,11 +54,16 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
         step = env.step(agent.predict(obs))
         if begin is not None:
             begin(~step.valid)  # a reset step's observation is a new episode's first
-        for i, ret, length in zip(env.finished_envs, env.finished_returns, env.finished_lengths):
+        success_of = getattr(env, "finished_success", None)  # envs that report no success have none
+        if success_of is None or len(success_of) != len(env.finished_envs):
+            success_of = np.full(len(env.finished_envs), np.nan)
+        for i, ret, length, success in zip(env.finished_envs, env.finished_returns, env.finished_lengths, success_of):
             if counts[i] < targets[i]:
                 counts[i] += 1
                 returns.append(float(ret))
                 lengths.append(int(length))
+                if success == success:  # not NaN: the env reported it
+                    successes.append(float(success))
         obs = step.obs
     arr = np.asarray(returns, dtype=np.float64)
-    return EvalResult(float(arr.mean()), float(arr.std()), returns, lengths)
+    return EvalResult(float(arr.mean()), float(arr.std()), returns, lengths, successes)

@@ -12,10 +12,14 @@ import torch
 from canter.agents.agent import Agent
 from canter.data.dataset import random_env_actions
 from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
+from canter.data.her import HerReplayBuffer
 from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
 from canter.envs.atari import is_atari
-from canter.errors import CanterWarning
+from canter.envs.goals import GoalLayout
+from canter.envs.make import make_env
+from canter.envs.multiagent import is_multiagent
+from canter.errors import CanterError, CanterWarning
 from canter.envs.vector import Step
 from canter.trainers.base import StepwiseTrainer, mean_stats
 
@@ -40,11 +44,12 @@ def random_actions(agent: Agent, n: int, rng: np.random.Generator,
 
 
 def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, seed: int,
-                       frame_stack: bool = False) -> ReplayBuffer:
+                       frame_stack: bool = False, goals: GoalLayout | None = None) -> ReplayBuffer:
     """The replay buffer ``config`` asks for (uniform or prioritized, 1- or n-step) for ``n_envs`` streams.
 
     ``frame_stack``: observations are frame stacks (Atari); each frame is then stored once
-    (:mod:`canter.data.framestack`).
+    (:mod:`canter.data.framestack`). ``goals``: the goal env's layout, for hindsight replay
+    (``her_goals`` > 0, :class:`~canter.data.her.HerReplayBuffer`).
     """
     obs_space, act_space = agent.observation_space, agent.action_space
     discrete = isinstance(act_space, gym.spaces.Discrete)
@@ -54,6 +59,10 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
         obs_dtype=obs_space.dtype, act_dtype=np.int64 if integers else np.float32, gamma=config.gamma,
         seed=seed, n_envs=n_envs, n_step=getattr(config, "n_step", 1),
     )
+    if getattr(config, "her_goals", 0):
+        if goals is None:
+            raise ValueError("hindsight replay needs the goal env's layout")
+        return HerReplayBuffer(*args, layout=goals, her_goals=config.her_goals, strategy=config.her_strategy, **kwargs)
     if getattr(config, "prioritized", False):
         cls = PrioritizedFrameStackReplay if frame_stack else PrioritizedReplayBuffer
         return cls(*args, alpha=config.per_alpha, beta0=config.per_beta0, eps=config.per_eps, **kwargs)
@@ -71,6 +80,11 @@ class OffPolicyTrainer(StepwiseTrainer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        try:  # a run that cannot relabel goals fails here, before anything is written
+            self.goals = self.goal_layout()
+        except BaseException:
+            self.close()
+            raise
         starts, budget = self.config.learning_starts, self.run.max_steps
         if starts >= budget:
             warnings.warn(CanterWarning(
@@ -81,7 +95,28 @@ class OffPolicyTrainer(StepwiseTrainer):
     def make_buffer(self) -> ReplayBuffer:
         """Build the replay buffer the config asks for (uniform or prioritized, 1- or n-step)."""
         return make_replay_buffer(self.agent, self.config, self.config.buffer_size, self.env.num_envs, self.run.seed,
-                                  frame_stack=is_atari(self.run.env))
+                                  frame_stack=is_atari(self.run.env), goals=self.goals)
+
+    def goal_layout(self) -> GoalLayout | None:
+        """The goal env's layout when the run uses hindsight replay (``her_goals`` > 0), else None
+        (:attr:`goals` holds it). Its env (one more copy, made as the run's are, for
+        ``compute_reward``) closes with the trainer."""
+        if not getattr(self.config, "her_goals", 0):
+            return None
+        run = self.run
+        if is_multiagent(run.env):
+            raise CanterError(f"her_goals needs a single-agent goal env; '{run.env}' is a multi-agent env")
+        if self._goal_env is None:
+            self._goal_env = make_env(run.env, **run.env_kwargs)
+        return GoalLayout(self._goal_env, run.env)
+
+    def close(self) -> None:  # noqa: D102
+        super().close()
+        if self._goal_env is not None:
+            self._goal_env.close()
+            self._goal_env = None
+
+    _goal_env: gym.Env | None = None
 
     def setup(self) -> None:  # noqa: D102
         super().setup()

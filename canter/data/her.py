@@ -1,0 +1,132 @@
+"""Hindsight experience replay (Andrychowicz et al. 2017): replay with goals the agent did reach.
+
+:class:`HerReplayBuffer` is a :class:`~canter.data.ReplayBuffer` of a goal env's flattened
+observations (:class:`~canter.envs.goals.GoalLayout`). It stores real transitions only, as
+Stable-Baselines3's ``HerReplayBuffer`` does, and relabels when sampling: with ``her_goals = k``
+relabelled goals per real transition, a sampled transition is relabelled with probability
+``k / (k + 1)``. Its desired goal (in the observation and the next observation) is replaced by
+the goal achieved after a transition ``t'`` of the same episode, chosen by the strategy:
+
+- ``future``: ``t'`` uniform over the transition itself and the episode's later ones;
+- ``final``: the episode's last transition;
+- ``episode``: uniform over the whole episode.
+
+The reward is the env's ``compute_reward(next achieved goal, new goal, info)``; ``terminated`` the
+env's ``compute_terminated`` when it has one (gymnasium-robotics' ``GoalEnv`` API), else the
+stored flag (as Stable-Baselines3 keeps it). An episode still running counts up to its newest
+transition. Each row records its episode's first and last rows (``ep_start``, ``ep_end``; -1 while
+the episode runs), saved with the buffer, so a resumed run relabels as an uninterrupted one.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from canter.data.batch import ReplayBatch
+from canter.data.replay import ReplayBuffer
+from canter.envs.goals import GoalLayout
+
+STRATEGIES = ("future", "final", "episode")
+
+
+class HerReplayBuffer(ReplayBuffer):
+    """Uniform one-step replay of a goal env that relabels sampled transitions (module docstring)."""
+
+    ARRAYS = ReplayBuffer.ARRAYS + ("ep_start", "ep_end")
+
+    def __init__(self, *args: Any, layout: GoalLayout, her_goals: int = 4, strategy: str = "future",
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.n_step != 1:
+            raise ValueError("hindsight replay takes one-step transitions")
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown hindsight strategy '{strategy}'; choices: {', '.join(STRATEGIES)}")
+        self.layout, self.strategy = layout, strategy
+        self.relabel_fraction = her_goals / (her_goals + 1.0)
+        shape = (self.length, self.n_envs)
+        self.ep_start = np.full(shape, -1, dtype=np.int64)
+        self.ep_end = np.full(shape, -1, dtype=np.int64)
+        self._open = np.full(self.n_envs, -1, dtype=np.int64)  # first row of each env's running episode
+        self._last = np.full(self.n_envs, -1, dtype=np.int64)  # the row each env wrote last
+
+    # -- episode bookkeeping ------------------------------------------------------------------
+    def _written(self, row: int) -> None:
+        valid, done = self.valid[row], self.done[row]
+        prev = (row - 1) % self.length
+        for e in range(self.n_envs):
+            if self._open[e] >= 0 and (not valid[e] or self._last[e] != prev):
+                self._close(e, self._last[e])  # a boundary came before the episode's end
+            self.ep_end[row, e] = -1
+            if valid[e]:
+                if self._open[e] < 0:
+                    self._open[e] = row
+                self.ep_start[row, e] = self._open[e]
+                self._last[e] = row
+                if done[e]:
+                    self._close(e, row)
+            else:
+                self.ep_start[row, e] = -1
+
+    def _close(self, env: int, last: int) -> None:
+        """Mark env ``env``'s running episode as ending at row ``last``."""
+        first = self._open[env]
+        span = min((last - first) % self.length + 1, self.length - 1)
+        rows = (last - np.arange(span)) % self.length
+        self.ep_end[rows, env] = last
+        self._open[env] = -1
+
+    # -- sampling -----------------------------------------------------------------------------
+    def transitions(self, idx: np.ndarray, weights: np.ndarray | None = None) -> ReplayBatch:
+        """The transitions at flat indices ``idx``, a ``relabel_fraction`` of them with hindsight goals."""
+        batch = super().transitions(idx, weights)
+        pick = np.flatnonzero(self.rng.random(len(idx)) < self.relabel_fraction)
+        if len(pick) == 0:
+            return batch
+        n, length = self.n_envs, self.length
+        row, env = np.divmod(idx[pick], n)
+        end = self.ep_end[row, env]
+        running = end < 0  # the episode is still being collected: it reaches the newest row so far
+        end[running] = self._last[env[running]]
+        if self.strategy == "final":
+            source = end
+        else:
+            first = row if self.strategy == "future" else self._live_start(row, self.ep_start[row, env])
+            span = (end - first) % length + 1
+            source = (first + (self.rng.random(len(pick)) * span).astype(np.int64)) % length
+        achieved = self._gather_obs(((source + 1) % length) * n + env)  # the goal reached after transition t'
+        goals = self.layout.goals(achieved, "achieved_goal")
+        obs, next_obs = batch.obs.numpy(), batch.next_obs.numpy()  # fresh gathers: safe to write
+        sub_obs, sub_next = obs[pick], next_obs[pick]
+        self.layout.set_desired(sub_obs, goals)
+        self.layout.set_desired(sub_next, goals)
+        obs[pick], next_obs[pick] = sub_obs, sub_next
+        reached = self.layout.goals(sub_next, "achieved_goal")
+        infos = [{} for _ in range(len(pick))]
+        batch.rewards.numpy()[pick] = np.asarray(self.layout.compute_reward(reached, goals, infos), np.float32)
+        if self.layout.compute_terminated is not None:
+            terminated = np.asarray(self.layout.compute_terminated(reached, goals, infos), bool)
+            batch.terminated.numpy()[pick] = np.broadcast_to(terminated, (len(pick),))
+        return batch
+
+    def _live_start(self, row: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """Episode starts ``start`` of the transitions at ``row``, moved to the oldest row still held
+        where the ring has overwritten an episode's first rows."""
+        if not self.full:
+            return start
+        oldest = (self.pos + 1) % self.length  # the oldest row follows the head
+        newer = (start - oldest) % self.length > (row - oldest) % self.length
+        return np.where(newer, oldest, start)
+
+    # -- state --------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+        state = super().state_dict()
+        state.update(her_open=self._open.tolist(), her_last=self._last.tolist())
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+        super().load_state_dict(state)
+        rows = len(state["obs"])  # the rows never written hold no episode, as in a new buffer
+        self.ep_start[rows:] = self.ep_end[rows:] = -1
+        self._open[:] = np.asarray(state["her_open"], dtype=np.int64)
+        self._last[:] = np.asarray(state["her_last"], dtype=np.int64)

@@ -1,0 +1,145 @@
+"""Goal-conditioned envs: their layout after flattening, and a bit-flipping task for hindsight replay.
+
+A goal env (gymnasium-robotics' ``GoalEnv`` API, which Stable-Baselines3's ``HerReplayBuffer``
+takes) observes a ``Dict`` with ``observation``, ``achieved_goal`` and ``desired_goal`` entries and
+offers ``compute_reward(achieved_goal, desired_goal, info)`` (and optionally
+``compute_terminated``) on batches. canter flattens the ``Dict`` into one vector
+(:mod:`canter.envs.packing`); :class:`GoalLayout` finds the goals' columns in it.
+
+``BitFlipping-v0`` is the task of the hindsight experience replay paper (Andrychowicz et al. 2017,
+section 3.1): ``n_bits`` bits (default 10), each action flips one, reward -1 per step until the
+state equals a random target (then 0 and the episode ends), at most ``n_bits`` steps. Random play
+almost never meets the target, so without hindsight relabelling DQN sees no reward signal.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+
+from canter.envs.packing import PackObservations
+from canter.envs.spaces import describe_space
+from canter.errors import CanterError
+from canter.registry import register
+
+GOAL_KEYS = ("achieved_goal", "desired_goal")
+
+
+def is_goal_space(space: gym.Space) -> bool:
+    """True for a ``Dict`` observation space with ``achieved_goal`` and ``desired_goal`` entries."""
+    return isinstance(space, gym.spaces.Dict) and all(k in space.spaces for k in GOAL_KEYS)
+
+
+class GoalLayout:
+    """Where a goal env's goals sit in its flattened observation vector, and its reward function.
+
+    Built from one env instance made as the run's envs are (:func:`canter.envs.make_env`): the
+    ``Dict`` space comes from the :class:`~canter.envs.packing.PackObservations` wrapper that
+    flattens it, ``compute_reward`` / ``compute_terminated`` from the env (through its wrappers).
+    """
+
+    def __init__(self, env: gym.Env, env_id: str) -> None:
+        space = _packed_space(env)
+        if space is None or not is_goal_space(space):
+            raise CanterError(f"her_goals needs a goal env (Dict observations with 'achieved_goal' and 'desired_goal' "
+                              f"entries and compute_reward), but '{env_id}' observes {describe_space(space or env.observation_space)}")
+        self.columns: dict[str, slice] = {}
+        start = 0
+        for key, sub in space.spaces.items():  # gymnasium flattens a Dict entry by entry, in this order
+            width = gym.spaces.flatdim(sub)
+            self.columns[key] = slice(start, start + width)
+            start += width
+        achieved, desired = space["achieved_goal"], space["desired_goal"]
+        if not isinstance(desired, (gym.spaces.Box, gym.spaces.MultiBinary)) or achieved.shape != desired.shape:
+            raise CanterError(f"her_goals needs Box (or MultiBinary) goals of one shape; '{env_id}' has achieved_goal "
+                              f"{achieved} and desired_goal {desired}")
+        self.goal_shape, self.goal_dtype = tuple(desired.shape), desired.dtype
+        self.compute_reward: Callable[..., Any] = _env_method(env, "compute_reward", env_id)
+        try:
+            self.compute_terminated: Callable[..., Any] | None = env.get_wrapper_attr("compute_terminated")
+        except AttributeError:
+            self.compute_terminated = None
+
+    def goals(self, obs: np.ndarray, key: str) -> np.ndarray:
+        """The ``key`` goals of flat observations ``obs`` ``[B, dim]``, in the env's shape ``[B, *goal_shape]``."""
+        return obs[:, self.columns[key]].reshape((len(obs),) + self.goal_shape).astype(self.goal_dtype, copy=False)
+
+    def set_desired(self, obs: np.ndarray, goals: np.ndarray) -> None:
+        """Write ``goals`` ``[B, *goal_shape]`` into the desired-goal columns of ``obs`` (in place)."""
+        obs[:, self.columns["desired_goal"]] = goals.reshape(len(goals), -1)
+
+
+def _packed_space(env: gym.Env) -> gym.Space | None:
+    """The structured space that ``env``'s :class:`PackObservations` wrapper flattens (None without one)."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, PackObservations):
+            return env.env.observation_space
+        env = env.env
+    return None
+
+
+def _env_method(env: gym.Env, name: str, env_id: str) -> Callable[..., Any]:
+    try:
+        method = env.get_wrapper_attr(name)
+    except AttributeError:
+        method = None
+    if not callable(method):
+        raise CanterError(f"her_goals needs the env's {name}(achieved_goal, desired_goal, info); '{env_id}' has none")
+    return method
+
+
+class BitFlippingEnv(gym.Env):
+    """Flip bits until the state equals the target: see the module docstring."""
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}
+
+    def __init__(self, n_bits: int = 10, max_steps: int | None = None, render_mode: str | None = None) -> None:
+        if n_bits < 1:
+            raise CanterError(f"BitFlipping-v0 needs n_bits >= 1, got {n_bits}")
+        self.n_bits, self.max_steps = int(n_bits), int(max_steps or n_bits)
+        self.render_mode = render_mode
+        bits = gym.spaces.MultiBinary(self.n_bits)
+        self.observation_space = gym.spaces.Dict({"observation": bits, "achieved_goal": bits, "desired_goal": bits})
+        self.action_space = gym.spaces.Discrete(self.n_bits)
+        self.state = np.zeros(self.n_bits, np.int8)
+        self.goal = np.zeros(self.n_bits, np.int8)
+        self.steps = 0
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {"observation": self.state.copy(), "achieved_goal": self.state.copy(), "desired_goal": self.goal.copy()}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """A random state and a different random target."""
+        super().reset(seed=seed)
+        self.state = self.np_random.integers(0, 2, self.n_bits).astype(np.int8)
+        self.goal = self.state
+        while np.array_equal(self.goal, self.state):
+            self.goal = self.np_random.integers(0, 2, self.n_bits).astype(np.int8)
+        self.steps = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Flip bit ``action``."""
+        self.state[int(action)] ^= 1
+        self.steps += 1
+        success = bool(np.array_equal(self.state, self.goal))
+        reward = float(self.compute_reward(self.state, self.goal, {}))
+        return self._obs(), reward, success, self.steps >= self.max_steps and not success, {"is_success": success}
+
+    def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
+        """0 where the achieved goal equals the desired one, else -1 (on batches ``[..., n_bits]`` too)."""
+        return -np.any(np.asarray(achieved_goal) != np.asarray(desired_goal), axis=-1).astype(np.float32)
+
+    def compute_terminated(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
+        """An episode ends when the goal is reached."""
+        return np.all(np.asarray(achieved_goal) == np.asarray(desired_goal), axis=-1)
+
+    def render(self) -> str | None:  # noqa: D102
+        return f"state {''.join(map(str, self.state))} goal {''.join(map(str, self.goal))}"
+
+
+@register("env", "BitFlipping-v0")
+def bit_flipping(render_mode: str | None = None, **kwargs: Any) -> gym.Env:
+    """The bit-flipping goal task (``n_bits``, default 10; ``max_steps``, default ``n_bits``)."""
+    return BitFlippingEnv(render_mode=render_mode, **kwargs)

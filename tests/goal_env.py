@@ -1,0 +1,53 @@
+"""A continuous goal env for hindsight replay tests: move a point onto a random target.
+
+``PointGoal-v0``: position and target in [-1, 1]^2, actions in [-1, 1]^2 move the point by 0.1
+times the action, reward -1 per step until the point is within 0.1 of the target (0 there);
+episodes never terminate and end after 20 steps (as gymnasium-robotics' FetchReach: reaching the
+goal does not end them). ``is_success`` is reported at every step.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+RADIUS = 0.1
+
+
+class PointGoalEnv(gym.Env):
+    """See the module docstring."""
+
+    def __init__(self, steps: int = 20, render_mode: str | None = None) -> None:
+        box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.observation_space = gym.spaces.Dict({"observation": box, "achieved_goal": box, "desired_goal": box})
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.steps, self.render_mode = steps, render_mode
+        self.pos = np.zeros(2, np.float32)
+        self.goal = np.zeros(2, np.float32)
+        self.t = 0
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {"observation": self.pos.copy(), "achieved_goal": self.pos.copy(), "desired_goal": self.goal.copy()}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.pos = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        self.goal = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.pos = np.clip(self.pos + 0.1 * np.clip(action, -1, 1), -1, 1).astype(np.float32)
+        self.t += 1
+        reward = float(self.compute_reward(self.pos, self.goal, {}))
+        return self._obs(), reward, False, self.t >= self.steps, {"is_success": reward == 0.0}
+
+    def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
+        dist = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+        return -(dist > RADIUS).astype(np.float32)
+
+
+if "PointGoal-v0" not in gym.registry:
+    gym.register("PointGoal-v0", entry_point=PointGoalEnv, disable_env_checker=True)

@@ -1,0 +1,239 @@
+"""Hindsight experience replay: where relabelled goals come from, their rewards and flags, resume,
+learning a goal task that plain replay cannot, success rates, and refusals."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import canter
+from canter.cli import main
+from canter.data.her import HerReplayBuffer
+from canter.envs.goals import BitFlippingEnv, GoalLayout
+from canter.envs.packing import pack_observations
+from goal_env import PointGoalEnv
+from test_cli_errors import assert_train_refused
+
+STORED_REWARD = 7.0  # real transitions' reward: tells them apart from relabelled ones (0 or -1)
+DESIRED = -5.0  # every real transition's desired goal
+
+
+class TerminatingPoint(PointGoalEnv):
+    """PointGoal whose episodes end at the goal (a compute_terminated for relabelled transitions)."""
+
+    def compute_terminated(self, achieved_goal, desired_goal, info):
+        return self.compute_reward(achieved_goal, desired_goal, info) == 0.0
+
+
+def _layout(env_cls=PointGoalEnv) -> GoalLayout:
+    return GoalLayout(pack_observations(env_cls()), "test")
+
+
+def _row(episode: int, k: int) -> np.ndarray:
+    """A flat PointGoal observation: achieved goal (episode, k), desired goal (-5, -5), observation 0."""
+    return np.array([episode, k, DESIRED, DESIRED, 0, 0], np.float32)
+
+
+def _fill(buf: HerReplayBuffer, lengths: list[list[int]], steps: int) -> dict[int, int]:
+    """Feed ``steps`` vector steps of NEXT_STEP streams: env ``e`` plays episodes of ``lengths[e]``
+    (cycled); episode ids are ``100 * e + i``. Returns the steps made so far by each env's last episode."""
+    n = buf.n_envs
+    ep = [0] * n
+    k = [0] * n
+    ended = [False] * n
+    obs = np.stack([_row(100 * e, 0) for e in range(n)])
+    for _ in range(steps):
+        nxt, term, trunc, valid = obs.copy(), np.zeros(n, bool), np.zeros(n, bool), np.ones(n, bool)
+        for e in range(n):
+            if ended[e]:  # the reset-only step after an episode's end
+                ep[e], k[e], ended[e] = ep[e] + 1, 0, False
+                nxt[e], valid[e] = _row(100 * e + ep[e], 0), False
+                continue
+            k[e] += 1
+            nxt[e] = _row(100 * e + ep[e], k[e])
+            if k[e] == lengths[e][ep[e] % len(lengths[e])]:
+                ended[e] = trunc[e] = True
+        buf.add(obs, np.zeros((n, 2), np.float32), np.full(n, STORED_REWARD), nxt, term, valid, trunc)
+        obs = nxt
+    return {100 * e + ep[e]: k[e] for e in range(n)}
+
+
+def _buffer(strategy: str = "future", n_envs: int = 1, capacity: int = 10_000, her_goals: int = 4,
+            env_cls=PointGoalEnv, seed: int = 0) -> HerReplayBuffer:
+    return HerReplayBuffer(capacity, (6,), (2,), n_envs=n_envs, seed=seed, layout=_layout(env_cls),
+                           her_goals=her_goals, strategy=strategy)
+
+
+def _decoded(buf: HerReplayBuffer, size: int = 4000):
+    b = buf.sample(size)
+    obs, nxt = b.obs.numpy(), b.next_obs.numpy()
+    return obs, nxt, b.rewards.numpy(), b.terminated.numpy()
+
+
+def _episode_length(episode: int, lengths: list[list[int]]) -> int:
+    e, i = divmod(episode, 100)
+    return lengths[e][i % len(lengths[e])]
+
+
+@pytest.mark.parametrize("strategy", ["future", "final", "episode"])
+def test_relabelled_goals_come_from_the_same_episode(strategy):
+    lengths = [[5, 9, 3], [7, 4]]
+    buf = _buffer(strategy, n_envs=2)
+    last = _fill(buf, lengths, 400)
+    obs, nxt, rewards, _ = _decoded(buf)
+    relabelled = obs[:, 2] != DESIRED
+    assert np.array_equal(obs[:, 2:4], nxt[:, 2:4])  # the same goal in the observation and the next one
+    assert abs(relabelled.mean() - 0.8) < 0.03  # her_goals=4: 4 of 5 sampled transitions
+    assert np.all(rewards[~relabelled] == STORED_REWARD)
+    ep, k = obs[relabelled, 0].astype(int), obs[relabelled, 1].astype(int)  # transition k of episode ep
+    goal_ep, goal_k = obs[relabelled, 2].astype(int), obs[relabelled, 3].astype(int)
+    assert np.array_equal(goal_ep, ep)
+    # the episode each env is still playing counts up to its newest step
+    ends = np.array([last.get(x, _episode_length(x, lengths)) for x in ep])
+    if strategy == "future":
+        assert np.all((goal_k >= k + 1) & (goal_k <= ends))
+    elif strategy == "final":
+        assert np.all(goal_k == ends)
+    else:
+        assert np.all((goal_k >= 1) & (goal_k <= ends))
+        assert np.any(goal_k <= k)  # earlier steps too
+    # the env's reward: 0 exactly where the goal is the next observation's achieved goal
+    reached = goal_k == k + 1
+    assert np.array_equal(rewards[relabelled], np.where(reached, 0.0, -1.0))
+    if strategy != "final":
+        assert reached.any() and not reached.all()
+
+
+def test_goals_after_the_ring_wraps_stay_in_their_episode():
+    lengths = [[37]]  # longer than the ring holds of some episodes' starts
+    buf = _buffer("episode", capacity=50)
+    _fill(buf, lengths, 333)
+    obs, nxt, rewards, _ = _decoded(buf)
+    relabelled = obs[:, 2] != DESIRED
+    held = buf.obs[buf.valid]  # what the ring still holds
+    assert np.array_equal(obs[relabelled, 2], obs[relabelled, 0])
+    for episode, goal_k in zip(obs[relabelled, 2].astype(int), obs[relabelled, 3].astype(int)):
+        oldest = held[held[:, 0] == episode, 1].min()
+        assert goal_k >= oldest + 1  # never a step the ring has overwritten
+
+
+def test_terminated_comes_from_compute_terminated_when_the_env_has_it():
+    buf = _buffer("future", env_cls=TerminatingPoint)
+    _fill(buf, [[6]], 200)
+    obs, nxt, rewards, terminated = _decoded(buf)
+    relabelled = obs[:, 2] != DESIRED
+    assert np.array_equal(terminated[relabelled], rewards[relabelled] == 0.0)
+    assert terminated[relabelled].any()
+    assert not terminated[~relabelled].any()  # the stored flags (truncations only)
+    plain = _buffer("future")
+    _fill(plain, [[6]], 200)
+    assert not _decoded(plain)[3].any()  # no compute_terminated: the stored flag, as SB3 keeps it
+
+
+def test_a_boundary_row_ends_the_episode_for_relabelling():
+    buf = _buffer("future")
+    _fill(buf, [[50]], 10)  # 10 steps of episode 0, then the env is reset without an episode end
+    first = np.array([[3, 0, DESIRED, DESIRED, 0, 0]], np.float32)
+    buf.add(first, np.zeros((1, 2), np.float32), np.array([STORED_REWARD]), np.array([[3, 1, DESIRED, DESIRED, 0, 0]],
+            np.float32), np.zeros(1, bool))
+    obs, _, _, _ = _decoded(buf)
+    relabelled = obs[:, 2] != DESIRED
+    cut = relabelled & (obs[:, 0] == 0)
+    assert np.all(obs[cut, 2] == 0)  # episode 0's goals are its own
+    assert obs[cut, 3].max() == 10  # and end where it was cut
+    assert np.all(obs[relabelled & (obs[:, 0] == 3), 2:4] == [3, 1])  # the new one has its own step only
+
+
+def test_state_round_trip_samples_the_same(tmp_path):
+    buf = _buffer("future", n_envs=2)
+    _fill(buf, [[5, 9], [4]], 123)
+    buf.save(tmp_path / "her.npz")
+    other = _buffer("future", n_envs=2, seed=99)
+    other.load(tmp_path / "her.npz")
+    for a, b in zip(buf.sample(512), other.sample(512)):
+        assert np.array_equal(a.numpy(), b.numpy())
+    _fill(buf, [[5], [3]], 7)  # both continue alike: the running episodes' state was saved too
+    _fill(other, [[5], [3]], 7)
+    assert np.array_equal(buf.ep_end, other.ep_end) and np.array_equal(buf.ep_start, other.ep_start)
+
+
+def test_bit_flipping_env():
+    env = BitFlippingEnv(n_bits=4)
+    obs, _ = env.reset(seed=0)
+    assert not np.array_equal(obs["achieved_goal"], obs["desired_goal"])
+    for bit in np.flatnonzero(obs["achieved_goal"] != obs["desired_goal"]):
+        obs, reward, terminated, truncated, info = env.step(bit)
+    assert (reward, terminated, truncated, info["is_success"]) == (0.0, True, False, True)
+    goals = np.array([[0, 1], [1, 1]])
+    assert env.compute_reward(goals, np.array([[0, 1], [0, 1]]), {}).tolist() == [0.0, -1.0]
+
+
+HER_DQN = dict(learning_starts=500, buffer_size=100_000, batch_size=256, lr=1e-3, exploration_fraction=0.1, train_freq=1,
+               gradient_steps=1, exploration_final_eps=0.05, target_update_interval=500, gamma=0.95)
+
+
+def _dqn_bits(tmp_path, her_goals: int, name: str) -> dict:
+    run_dir = tmp_path / name
+    canter.train("dqn", env="BitFlipping-v0", seed=0, max_steps=4000, eval_every=2000, eval_episodes=50,
+                 run_dir=run_dir, quiet=True, her_goals=her_goals, **HER_DQN)
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def test_dqn_with_hindsight_solves_ten_bits_which_plain_replay_cannot(tmp_path, capsys):
+    """10 bits: random play almost never meets the target, so plain DQN sees only -1 rewards.
+    An optimal policy averages about -4 (flip the ~5 differing bits; the last step earns 0)."""
+    her = _dqn_bits(tmp_path, 4, "her")
+    assert her["best_eval_return"] >= -5.0, her
+    assert main(["eval", str(tmp_path / "her"), "--episodes", "40", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["success_rate"] >= 0.9 and result["mean_return"] >= -5.0, result
+    plain = _dqn_bits(tmp_path, 0, "plain")
+    assert plain["best_eval_return"] <= -9.0, plain
+
+
+def test_sac_with_hindsight_reaches_continuous_goals(tmp_path):
+    """SAC on PointGoal-v0 (never terminates, 20 steps): uniform play succeeds ~2% of episodes."""
+    trainer = canter.make_trainer("sac", "goal_env:PointGoal-v0", seed=0, max_steps=4000, eval_every=4000,
+                                  eval_episodes=50, her_goals=4, learning_starts=500, batch_size=256,
+                                  net_arch=[64, 64], gamma=0.95)
+    evaluations = [r.evaluation for r in trainer() if r.evaluation is not None]
+    trainer.close()
+    assert evaluations[-1].success_rate >= 0.6, evaluations[-1]
+
+
+@pytest.mark.slow
+def test_sac_without_hindsight_does_not_reach_them():
+    trainer = canter.make_trainer("sac", "goal_env:PointGoal-v0", seed=0, max_steps=4000, eval_every=4000,
+                                  eval_episodes=50, learning_starts=500, batch_size=256, net_arch=[64, 64], gamma=0.95)
+    evaluations = [r.evaluation for r in trainer() if r.evaluation is not None]
+    trainer.close()
+    assert evaluations[-1].success_rate <= 0.1, evaluations[-1]
+
+
+def test_resume_continues_exactly_with_hindsight(tmp_path):
+    common = dict(env="BitFlipping-v0", seed=3, eval_every=0, eval_episodes=2, quiet=True, her_goals=2,
+                  **dict(HER_DQN, learning_starts=100))
+    whole = canter.train("dqn", max_steps=800, run_dir=tmp_path / "whole", checkpoint_every=400, **common)
+    canter.train("dqn", max_steps=400, run_dir=tmp_path / "part", checkpoint_every=400, **common)
+    resumed = canter.resume(tmp_path / "part", max_steps=800)
+    for name, module in whole.algorithm.modules().items():
+        for a, b in zip(module.parameters(), resumed.algorithm.modules()[name].parameters()):
+            assert torch.equal(a, b), name
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["resume_exact"] is True
+
+
+@pytest.mark.parametrize("sets, message", [
+    (["her_goals=4"], "her_goals needs a goal env"),
+    (["her_goals=4", "n_step=3"], "set n_step=1"),
+    (["her_goals=4", "prioritized=true"], "set prioritized=false"),
+    (["her_goals=4", "normalize_reward=true"], "set normalize_reward=false"),
+    (["her_strategy=later"], "her_strategy"),
+])
+def test_refusals(tmp_path, capsys, sets, message):
+    env = "CartPole-v1" if sets == ["her_goals=4"] else "BitFlipping-v0"
+    args = ["train", "dqn", "--env", env, "--max-steps", "5000"]
+    for s in sets:
+        args += ["--set", s]
+    assert_train_refused(capsys, tmp_path, args, message)
