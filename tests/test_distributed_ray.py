@@ -300,3 +300,13 @@ def test_a_run_joins_a_cluster_with_token_auth_and_restores_the_mode(tmp_path):
                                   eval_episodes=1)
         assert records[-1].step >= 512 and trainer.pool.restarts == 0
         assert AUTH_MODE_ENV not in os.environ
+
+
+def test_apex_dqn_with_hindsight_relabels_each_explorers_episodes(cluster):
+    """Each explorer's shard is a hindsight buffer: ten bits are solved as in one process."""
+    from test_her import HER_DQN
+
+    trainer, records = _train(cluster, "dqn", env="BitFlipping-v0", seed=0, max_steps=8000, eval_every=2000,
+                              eval_episodes=50, her_goals=4, **HER_DQN)
+    assert all(type(s).__name__ == "HerReplayBuffer" for s in trainer.buffer.shards)
+    assert trainer.best_eval_return >= -5.0, f"reached only {trainer.best_eval_return}"
