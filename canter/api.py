@@ -14,6 +14,7 @@ from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import checkpoint_base, load_checkpoint
 from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
+from canter.envs.turns import bind_opponents
 from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.registry import lookup
 from canter.run import Run, check_new_run_dir, new_run_dir
@@ -127,7 +128,13 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
             eval_env.close()
             raise
     else:
-        agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
+        try:
+            agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
+            bind_opponents(envs, agent, run.env, run.env_kwargs)  # a turn-based game's opponent: self
+        except BaseException:
+            envs.close()
+            eval_env.close()
+            raise
         trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run, callbacks=callbacks)
     if run_dir is None:
         return trainer

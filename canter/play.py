@@ -10,6 +10,7 @@ import gymnasium as gym
 
 from canter.envs import make_env, make_vec_env
 from canter.envs.multiagent import is_multiagent
+from canter.envs.turns import is_turn_based
 from canter.errors import CanterError, require
 
 
@@ -33,7 +34,7 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
     """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns (a multi-agent
     env's: the mean over its agents, :func:`play_multiagent`)."""
     mode = "rgb_array" if video_dir else ("human" if render else None)
-    if is_multiagent(env_id):
+    if is_multiagent(env_id) and not is_turn_based(env_id):  # a turn-based game is one seat's env
         return play_multiagent(agent, env_id, episodes, mode, video_dir, seed, env_kwargs)
     env = make_render_env(env_id, mode, seed, env_kwargs)
     if video_dir:

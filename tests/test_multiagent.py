@@ -90,7 +90,7 @@ def test_agents_that_leave_early_are_masked_until_their_copy_resets():
 
 def test_a_module_without_parallel_env_is_refused(capsys):
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "pettingzoo:json", "--quiet")
-    assert_one_line_error(code, err, "module 'json' has no parallel_env() factory")
+    assert_one_line_error(code, err, "module 'json' has neither a parallel_env() factory")
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "pettingzoo:no_such_module_x", "--quiet")
     assert_one_line_error(code, err, "cannot import module 'no_such_module_x'")
 

@@ -119,6 +119,22 @@ class Agent:
         with torch.inference_mode():
             return self.to_env_actions(self.algorithm.predict(self._tensor(x)))
 
+    def explore(self, obs: np.ndarray, generator: torch.Generator | None = None) -> np.ndarray:
+        """Exploring actions (the policy's samples, DQN's epsilon-greedy moves) for a batch of
+        observations, updating no statistics: e.g. an opponent's moves in self-play. ``generator``:
+        draw from it instead of the algorithm's own (whose stream then stays the learner's)."""
+        x = np.ascontiguousarray(self.normalize_obs(obs))
+        algorithm = self.algorithm
+        own, algorithm.generator = algorithm.generator, generator or algorithm.generator
+        try:
+            out = algorithm.act_numpy(x, deterministic=False)
+            if out is None:
+                with torch.inference_mode():
+                    out = algorithm.act(self._tensor(x), deterministic=False)
+        finally:
+            algorithm.generator = own
+        return self.to_env_actions(out.actions)
+
     def sample(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, ActOutput]:
         """Exploring actions for training: ``(env_actions, obs_tensor, algorithm_output)``."""
         x = np.ascontiguousarray(self.normalize_obs(obs, update=True))

@@ -189,6 +189,7 @@ class ExplorerActor:
     def __init__(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int = 0) -> None:
         from canter.api import make_agent
         from canter.envs import make_vec_env
+        from canter.envs.turns import bind_opponents
 
         env = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs, training=True,
                            central_state=run.central_state)
@@ -197,6 +198,7 @@ class ExplorerActor:
         try:
             agent = make_agent(dataclasses.replace(run, seed=run.seed + 7919 * (index + 1) + generation),
                                algo_cfg, env.single_observation_space, env.single_action_space)
+            bind_opponents(env, agent, run.env, run.env_kwargs)  # the explorer's copy of the policy
             self.explorer = Explorer(agent, env, index, count, seed=seed)
         except BaseException:
             env.close()

@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from canter.envs import atari, multiagent, multiagent_views
+from canter.envs import atari, multiagent, multiagent_views, turns
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError, unknown
@@ -21,7 +21,8 @@ def check_env_id(env_id: str) -> None:
     if env_id in _REGISTRY["env"]:
         return
     if multiagent.is_multiagent(env_id):
-        multiagent.parallel_factory(env_id)
+        if not turns.is_turn_based(env_id):
+            multiagent.parallel_factory(env_id)
         return
     if ":" in env_id:
         module = env_id.split(":", 1)[0]
@@ -50,6 +51,8 @@ def _gym_id(env_id: str) -> str:
 def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.Env:
     """Create one environment (used for rendering and video)."""
     check_env_id(env_id)
+    if turns.is_turn_based(env_id):
+        return pack_observations(turns.TurnBasedEnv(env_id, kwargs, render_mode=render_mode))
     if multiagent.is_multiagent(env_id):
         raise CanterError(f"'{env_id}' is a multi-agent env: it has no single-agent env to record during training "
                           f"(--record-every); watch or record a trained run with canter play RUN_DIR")
@@ -95,10 +98,18 @@ def make_vec_env(
     sub-env; ``type`` / ``agent`` give a :class:`~canter.envs.multiagent_views.MultiPolicyVecEnv`; ``joint``
     makes each copy one sub-env acting for all its agents (:class:`~canter.envs.multiagent_views.JointParallelEnv`).
     ``central_state``: each agent's observation also carries the global state and its index, for
-    a centralised critic (:class:`~canter.envs.multiagent.ParallelVectorEnv`).
+    a centralised critic (:class:`~canter.envs.multiagent.ParallelVectorEnv`). A turn-based
+    (AEC-only) PettingZoo game gives one learner's seat per copy (:mod:`canter.envs.turns`).
     """
     check_env_id(env_id)
     kwargs = dict(env_kwargs or {})
+    if turns.is_turn_based(env_id):  # one learner's seat per copy; the other seats move inside step()
+        if policies != "shared" or central_state:
+            raise CanterError(f"'{env_id}' is a turn-based game: one policy learns a seat against opponents "
+                              f"(env_kwargs opponent, seat); it takes no policies: {policies} or central_state")
+        fns = [lambda: pack_observations(turns.TurnBasedEnv(env_id, kwargs, training)) for _ in range(n_envs)]
+        cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
+        return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
     if multiagent.is_multiagent(env_id):  # every agent of every copy is a sub-env, stepped in this process
         if policies == "joint":
             return VecEnv(multiagent_views.JointParallelEnv(env_id, n_envs, kwargs))

@@ -62,8 +62,8 @@ def parallel_factory(env_id: str) -> Any:
         raise CanterError(f"cannot import module '{module_name}' for env '{env_id}': {exc}") from None
     factory = getattr(module, "parallel_env", None)
     if not callable(factory):
-        raise CanterError(f"module '{module_name}' has no parallel_env() factory (PettingZoo's parallel API), needed "
-                          f"for env '{env_id}'")
+        raise CanterError(f"module '{module_name}' has neither a parallel_env() factory (PettingZoo's parallel API) "
+                          f"nor an env() one (its turn-based AEC API), needed for env '{env_id}'")
     return factory
 
 

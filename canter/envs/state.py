@@ -5,7 +5,8 @@ is the plain data on its objects: the vector env, every sub-env, every wrapper (
 step counters, ``OrderEnforcing`` flags), the base env (CartPole's ``state`` array), their
 ``np_random`` generators and the action/observation spaces' generators. :func:`capture_env` walks
 that object graph and copies every attribute that is plain data (numbers, strings, numpy arrays,
-numpy generators, lists/tuples/dicts of those); :func:`restore_env` writes them back into a fresh
+numpy generators, lists/tuples/dicts of those), walking into plain Python objects (a board game's
+``Board``, PettingZoo's ``AgentSelector``) the same way; :func:`restore_env` writes them back into a fresh
 env of the same id, built and reset with the same arguments.
 
 The capture is *exact* only when nothing it met was opaque. Objects it cannot copy (a Box2D
@@ -13,10 +14,12 @@ world, MuJoCo's ``MjData``, an ALE interface, the pipes of an ``AsyncVectorEnv``
 ``problems``; the trainer then resets the env with a new seed on resume instead (a valid run,
 but not bitwise identical to an uninterrupted one). Exact: classic control (CartPole, Pendulum,
 MountainCar, Acrobot), toy text, and canter-registered pure-Python envs, with native or sync
-vectorisation, and pure-Python PettingZoo parallel envs (:mod:`canter.envs.multiagent`).
+vectorisation, pure-Python PettingZoo parallel envs (:mod:`canter.envs.multiagent`) and turn-based
+games (:mod:`canter.envs.turns`: tic-tac-toe, connect four).
 """
 from __future__ import annotations
 
+import abc
 import enum
 import sys
 import types
@@ -24,6 +27,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from canter.errors import CanterError
 
 #: attributes that configure an env but are not its dynamic state
 _SKIP = frozenset({
@@ -76,6 +81,19 @@ def _data(value: Any) -> tuple[bool, Any]:
     return False, None
 
 
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class created at run time (Python code), not a C extension's static type
+
+
+def _is_object(value: Any) -> bool:
+    """A plain Python object: its class and every base but ``object`` are ordinary Python classes (no
+    C extension type, whose state would live outside ``__dict__``; no binding metaclass such as
+    pybind11's), and it keeps its attributes in ``__dict__``."""
+    cls = type(value)
+    if not hasattr(value, "__dict__") or type(cls) not in (type, abc.ABCMeta) or hasattr(cls, "__slots__"):
+        return False
+    return all(c.__flags__ & _HEAPTYPE and type(c) in (type, abc.ABCMeta) for c in cls.__mro__[:-1])
+
+
 def _ignorable(value: Any) -> bool:
     """Code and configuration, not state: functions, classes, specs, and objects whose class says it
     holds no state (``resume_stateless = True``, e.g. the observation packer of Dict observations)."""
@@ -110,6 +128,10 @@ def capture_env(env: Any) -> tuple[dict[str, Any], list[str]]:
             if isinstance(value, gym.Space):
                 rng = getattr(value, "_np_random", None)
                 out[name] = {"__space__": None if rng is None else rng.bit_generator.state}
+                continue
+            if _is_object(value):  # a game's board, PettingZoo's agent selector: their attributes are state too
+                if id(value) not in seen:
+                    out[name] = {"__object__": walk(value, where), "class": type(value).__qualname__}
                 continue
             ok, data = _data(value)
             if ok:
@@ -158,6 +180,11 @@ def restore_env(env: Any, state: dict[str, Any]) -> None:
             elif isinstance(value, dict) and "__envs__" in value:
                 for sub, sub_state in zip(current, value["__envs__"]):
                     walk(sub, sub_state)
+            elif isinstance(value, dict) and "__object__" in value:
+                if type(current).__qualname__ != value["class"]:
+                    raise CanterError(f"cannot restore the env's '{name}': saved a {value['class']}, "
+                                      f"this env has a {type(current).__qualname__}")
+                walk(current, value["__object__"])
             elif isinstance(value, dict) and "__space__" in value:
                 if value["__space__"] is not None:
                     current._np_random = _restore_value(current._np_random, {"__generator__": value["__space__"]})

@@ -1,0 +1,188 @@
+"""Turn-based PettingZoo games (the AEC API) as single-agent envs: one learner against opponents.
+
+``--env pettingzoo:MODULE`` where ``MODULE`` has PettingZoo's AEC ``env()`` factory and no
+``parallel_env()`` (the classic board and card games: ``pettingzoo.classic.tictactoe_v3``,
+``connect_four_v3``, ...) gives :class:`TurnBasedEnv`: the learner plays one seat, and every
+other seat's moves are made inside ``step`` until it is the learner's turn again (or its game is
+over). A transition is the learner's observation at its turn, its move, and the reward it gathered
+until its next turn (PettingZoo's cumulative reward, which ``last()`` reports), so wins and losses
+that an opponent's move decides reach the move that allowed them. Observations with an
+``action_mask`` (every classic game) train with masks (:mod:`canter.envs.masks`).
+
+Two ``env_kwargs`` are the adapter's own; the rest go to ``env()``:
+
+- ``opponent``: ``random`` (default: uniform over the legal moves), ``self`` (the learning policy's
+  sampled moves, :meth:`~canter.agents.Agent.explore`, as it learns; training envs only, in this
+  process: evaluation, ``canter eval`` and ``play`` then meet a random opponent, since a policy
+  against itself scores about 0 by symmetry), or a canter run directory or checkpoint (its trained
+  policy's sampled moves, loaded once per env copy). A deterministic opponent would play one
+  line a learner can memorise; sampled moves keep it varied;
+- ``seat``: ``random`` (default: drawn at every reset, so the learner plays every side) or an
+  agent name (``player_1``).
+
+Every seat must observe and act in the same spaces (with a random seat or a policy opponent).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from canter.envs.masks import MASK_KEY
+from canter.envs.packing import ObservationPacker, needs_packing
+from canter.errors import CanterError, unknown
+
+PREFIX = "pettingzoo:"
+OPPONENTS = ("random", "self")
+
+
+def aec_factory(env_id: str) -> Callable[..., Any] | None:
+    """The AEC ``env()`` factory of ``pettingzoo:MODULE`` when the module has no ``parallel_env()``, else None."""
+    if not env_id.startswith(PREFIX):
+        return None
+    try:
+        module = importlib.import_module(env_id[len(PREFIX):])
+    except ImportError:
+        return None
+    if callable(getattr(module, "parallel_env", None)) or not callable(getattr(module, "env", None)):
+        return None
+    return module.env
+
+
+def is_turn_based(env_id: str) -> bool:
+    """Whether ``env_id`` names a turn-based (AEC-only) PettingZoo game."""
+    return aec_factory(env_id) is not None
+
+
+def split_kwargs(env_kwargs: dict[str, Any] | None) -> tuple[str, str, dict[str, Any]]:
+    """``(opponent, seat, the game's own kwargs)`` from a turn-based run's ``env_kwargs``."""
+    kwargs = dict(env_kwargs or {})
+    opponent, seat = str(kwargs.pop("opponent", "random")), str(kwargs.pop("seat", "random"))
+    return opponent, seat, kwargs
+
+
+class TurnBasedEnv(gym.Env):
+    """One seat of a turn-based PettingZoo game; the other seats move inside :meth:`step` (module docstring)."""
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any] | None = None, training: bool = False,
+                 render_mode: str | None = None) -> None:
+        factory = aec_factory(env_id)
+        if factory is None:
+            raise CanterError(f"'{env_id}' is not a turn-based PettingZoo game (a module with env() and no parallel_env())")
+        opponent, seat, kwargs = split_kwargs(env_kwargs)
+        try:
+            self.game = factory(render_mode=render_mode, **kwargs) if render_mode else factory(**kwargs)
+        except TypeError as exc:
+            raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+        self.render_mode = render_mode
+        self.metadata = dict(getattr(self.game, "metadata", {}))  # render modes and fps, for videos
+        agents = list(self.game.possible_agents)
+        if seat != "random" and seat not in agents:
+            raise unknown("seat", seat, ["random", *agents])
+        self.seat_choice, self.agents = seat, agents
+        seats = agents if seat == "random" else [seat]
+        others = agents if opponent != "random" else seats
+        obs_space, act_space = self.game.observation_space(seats[0]), self.game.action_space(seats[0])
+        for agent in others:
+            if self.game.observation_space(agent) != obs_space or self.game.action_space(agent) != act_space:
+                raise CanterError(f"the seats of '{env_id}' observe or act differently ({seats[0]}: {obs_space}, "
+                                  f"{act_space}; {agent}: {self.game.observation_space(agent)}, "
+                                  f"{self.game.action_space(agent)}): pick one with env_kwargs seat, against "
+                                  f"opponent: random")
+        self.observation_space, self.action_space = obs_space, act_space
+        self._pack = ObservationPacker(obs_space, act_space) if needs_packing(obs_space) else None
+        self.opponent = opponent
+        #: the opponents' moves: None for uniform legal moves, else a function of a batch of packed
+        #: observations and a torch generator to draw from (:meth:`canter.agents.Agent.explore`)
+        self.policy: Callable[[np.ndarray, torch.Generator], Any] | None = None
+        if opponent not in OPPONENTS:
+            self.policy = _checkpoint_policy(opponent)
+        elif opponent == "self" and not training:
+            self.opponent = "random"  # module docstring: outside training a policy meets a random opponent
+        self.learner = seats[0]
+
+    def bind_policy(self, policy: Callable[[np.ndarray, torch.Generator], Any]) -> None:
+        """Give ``opponent: self`` its policy (see :attr:`policy`)."""
+        if self.opponent == "self":
+            self.policy = policy
+
+    # -- the game ------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """A new game; opponents move until the learner's first turn."""
+        super().reset(seed=seed)
+        self.game.reset(seed=None if seed is None else int(seed))
+        if self.seat_choice == "random":
+            self.learner = self.agents[int(self.np_random.integers(len(self.agents)))]
+        obs, _, _, _, info = self._until_learner()
+        return obs, {**info, "seat": self.learner}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """The learner's move, then the others' until its next turn (or its game's end)."""
+        self.game.step(int(action) if np.ndim(action) == 0 else action)
+        return self._until_learner()
+
+    def _until_learner(self) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        game = self.game
+        while game.agents:
+            agent = game.agent_selection
+            obs, reward, terminated, truncated, info = game.last()
+            if agent == self.learner:
+                return obs, float(reward), bool(terminated), bool(truncated), dict(info)
+            game.step(None if terminated or truncated else self._opponent_move(agent, obs, info))
+        # the learner left the game unseen (every agent was removed): its episode is over
+        return game.observe(self.learner), 0.0, True, False, {}
+
+    def _opponent_move(self, agent: str, obs: Any, info: dict[str, Any]) -> Any:
+        if self.policy is None:
+            if self.opponent == "self":
+                raise CanterError("opponent: self has no policy yet: bind_opponents(env, agent) gives it one")
+            mask = obs.get(MASK_KEY) if isinstance(obs, dict) else info.get(MASK_KEY)
+            if mask is None:
+                return self.game.action_space(agent).sample()
+            return int(self.np_random.choice(np.flatnonzero(mask)))
+        x = self._pack(obs) if self._pack is not None else np.asarray(obs, dtype=np.float32)
+        # the opponent's draws come from this env's generator (saved with the env), not the learner's
+        generator = torch.Generator().manual_seed(int(self.np_random.integers(2**62)))
+        return np.asarray(self.policy(x[None], generator))[0]
+
+    def render(self) -> Any:  # noqa: D102
+        return self.game.render()
+
+    def close(self) -> None:  # noqa: D102
+        self.game.close()
+
+
+def _checkpoint_policy(path: str) -> Callable[[np.ndarray], Any]:
+    """The deterministic policy of a canter run directory or checkpoint."""
+    from pathlib import Path
+
+    if not Path(path).exists():
+        raise CanterError(f"opponent '{path}' is neither {' nor '.join(OPPONENTS)} nor a canter run directory or "
+                          f"checkpoint")
+    from canter.api import load
+
+    agent = load(path)
+    _check_memoryless(agent)
+    return agent.explore
+
+
+def _check_memoryless(agent: Any) -> None:
+    if hasattr(agent, "begin_episodes"):
+        raise CanterError("a recurrent policy cannot play the opponent seats of a turn-based game (its memory "
+                          "would follow every game at once)")
+
+
+def bind_opponents(env: Any, agent: Any, env_id: str, env_kwargs: dict[str, Any] | None) -> None:
+    """With ``opponent: self``, give the turn-based training envs of ``env`` (a :class:`~canter.envs.VecEnv`)
+    the learning ``agent``'s deterministic policy (a no-op for other runs)."""
+    if not is_turn_based(env_id) or split_kwargs(env_kwargs)[0] != "self":
+        return
+    subs = getattr(getattr(env, "env", None), "envs", None)
+    if subs is None:
+        raise CanterError("opponent: self plays the learning policy in this process: use --vectorization sync")
+    _check_memoryless(agent)
+    for sub in subs:
+        sub.get_wrapper_attr("bind_policy")(agent.explore)

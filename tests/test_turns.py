@@ -1,0 +1,167 @@
+"""Turn-based PettingZoo games (AEC): one learner's seat, opponents moving inside step(), rewards that
+an opponent's move decides, masks, random / self / checkpoint opponents, learning, refusals."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import canter
+from canter.cli import main
+from canter.envs import make_vec_env
+from canter.envs.packing import pack_observations
+from canter.envs.turns import TurnBasedEnv
+from canter.errors import CanterError
+from test_cli_errors import assert_train_refused
+
+pytest.importorskip("pettingzoo")
+TTT = "pettingzoo:pettingzoo.classic.tictactoe_v3"
+C4 = "pettingzoo:pettingzoo.classic.connect_four_v3"
+
+
+def _lowest_legal(obs: np.ndarray, generator=None) -> np.ndarray:
+    """A scripted opponent: the lowest legal square of each packed observation (mask in the last 9 columns)."""
+    return np.array([int(np.flatnonzero(row[-9:])[0]) for row in obs])
+
+
+def _game(seat: str) -> TurnBasedEnv:
+    env = TurnBasedEnv(TTT, {"opponent": "self", "seat": seat}, training=True)
+    env.bind_policy(_lowest_legal)
+    return env
+
+
+def _board(obs: dict) -> np.ndarray:
+    """Pieces on the 3x3 board seen from the observer: 1 = own, 2 = opponent's (PettingZoo's planes)."""
+    planes = obs["observation"]
+    return (planes[..., 0] + 2 * planes[..., 1]).T.reshape(-1)  # tictactoe's planes are column-major
+
+
+def test_the_opponent_moves_first_when_the_learner_has_the_second_seat():
+    env = _game("player_2")
+    obs, info = env.reset(seed=0)
+    assert info["seat"] == "player_2"
+    assert _board(obs).tolist() == [2, 0, 0, 0, 0, 0, 0, 0, 0]  # the opponent took square 0
+    assert obs["action_mask"].tolist() == [0, 1, 1, 1, 1, 1, 1, 1, 1]
+
+
+def test_a_loss_decided_by_the_opponents_move_reaches_the_learners_last_move():
+    env = _game("player_1")
+    env.reset(seed=0)
+    for square in (3, 4):  # the opponent answers 0, then 1
+        obs, reward, terminated, truncated, _ = env.step(square)
+        assert (reward, terminated, truncated) == (0.0, False, False)
+    obs, reward, terminated, truncated, _ = env.step(8)  # the opponent completes 0-1-2
+    assert (reward, terminated, truncated) == (-1.0, True, False)
+    assert sorted(_board(obs).tolist()) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
+def test_a_win_on_the_learners_own_move():
+    env = _game("player_1")
+    env.reset(seed=0)
+    env.step(3)  # opponent: 0
+    env.step(4)  # opponent: 1
+    obs, reward, terminated, _, _ = env.step(5)
+    assert (reward, terminated) == (1.0, True)
+
+
+def test_random_seats_and_legal_random_opponents_through_the_vector_env():
+    env = make_vec_env(TTT, 4, training=True)
+    assert env.single_observation_space.mask_width == 9  # the action mask packed after the 18 board values
+    obs = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    seats_moved_first = []
+    results = []
+    for _ in range(400):
+        legal = [np.flatnonzero(m) for m in obs[:, -9:]]  # none in a finished game's last observation
+        actions = np.array([rng.choice(moves) if len(moves) else 0 for moves in legal])
+        step = env.step(actions)  # an illegal move would end the game with a -1 (PettingZoo's wrapper)
+        seats_moved_first += [int(row[:18].sum()) for row, v in zip(step.obs, step.valid) if not v]
+        results += env.finished_returns.tolist()
+        obs = step.obs
+    env.close()
+    assert set(seats_moved_first) == {0, 1}  # new games begin with and without the opponent's first move
+    results = np.array(results)
+    assert len(results) > 50 and abs((results > 0).mean() - (results < 0).mean()) < 0.2  # random vs random
+
+
+def test_ppo_beats_a_random_opponent(tmp_path, capsys):
+    """Random play against a random opponent, seats drawn: wins 44%, loses 45% (2,000 games)."""
+    run = tmp_path / "run"
+    canter.train("ppo", env=TTT, seed=0, n_envs=8, max_steps=50_000, eval_every=50_000, eval_episodes=200,
+                 run_dir=run, quiet=True)
+    assert main(["eval", str(run), "--episodes", "200", "--json"]) == 0
+    returns = np.array(json.loads(capsys.readouterr().out)["returns"])
+    assert (returns > 0).mean() >= 0.85 and (returns < 0).mean() <= 0.12, returns.mean()
+    assert main(["play", str(run), "--episodes", "2"]) == 0
+
+
+def test_self_play_binds_the_learner_and_evaluates_against_random():
+    trainer = canter.make_trainer("ppo", TTT, n_envs=2, max_steps=256, n_steps=128, batch_size=64,
+                                  env_kwargs={"opponent": "self"})
+    subs = [e.get_wrapper_attr("policy") for e in trainer.env.env.envs]
+    assert all(p == trainer.agent.explore for p in subs)
+    assert all(e.get_wrapper_attr("opponent") == "random" for e in trainer.eval_env.env.envs)
+    for _ in trainer():
+        pass
+    trainer.close()
+
+
+@pytest.mark.slow
+def test_self_play_learns_to_beat_a_random_opponent_it_never_met(tmp_path, capsys):
+    run = tmp_path / "run"
+    canter.train("ppo", env=TTT, seed=0, n_envs=8, max_steps=115_000, eval_every=0, eval_episodes=200,
+                 env_kwargs={"opponent": "self"}, run_dir=run, quiet=True)
+    assert main(["eval", str(run), "--episodes", "200", "--json"]) == 0
+    returns = np.array(json.loads(capsys.readouterr().out)["returns"])
+    assert (returns > 0).mean() >= 0.85, returns.mean()
+
+
+def test_a_trained_run_as_the_opponent(tmp_path):
+    run = tmp_path / "run"
+    canter.train("dqn", env=TTT, seed=0, max_steps=2000, eval_every=0, eval_episodes=2, run_dir=run, quiet=True,
+                 learning_starts=500)
+    env = pack_observations(TurnBasedEnv(TTT, {"opponent": str(run), "seat": "player_2"}, training=True))
+    obs, _ = env.reset(seed=1)
+    assert obs[:18].sum() == 1  # the loaded policy opened the game
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(int(np.flatnonzero(obs[-9:])[0]))
+        done = terminated or truncated
+    assert reward in (-1.0, 0.0, 1.0)
+
+
+def test_connect_four_trains():
+    trainer = canter.make_trainer("ppo", C4, n_envs=2, max_steps=512, n_steps=128, batch_size=64, eval_episodes=2)
+    assert trainer.env.single_observation_space.mask_width == 7
+    records = list(trainer())
+    trainer.close()
+    assert records[-1].step >= 512 and records[-1].evaluation is not None
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--set", "env_kwargs={seat: player_3}"], "unknown seat 'player_3'"),
+    (["--set", "env_kwargs={opponent: nowhere}"], "opponent 'nowhere' is neither random nor self"),
+    (["--set", "policies=agent"], "turn-based game: one policy learns a seat"),
+    (["--set", "env_kwargs={opponent: self}", "--vectorization", "async"], "use --vectorization sync"),
+])
+def test_refusals(tmp_path, capsys, argv, needle):
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", TTT, *argv], needle)
+
+
+def test_recurrent_self_play_is_refused():
+    with pytest.raises(CanterError, match="recurrent policy cannot play"):
+        canter.make_trainer("recurrent_ppo", TTT, n_envs=2, env_kwargs={"opponent": "self"})
+
+
+def test_a_turn_based_run_resumes_exactly(tmp_path):
+    """The games' boards and PettingZoo's agent selectors are plain Python objects: the env state
+    snapshot walks into them (canter.envs.state), so a resumed run equals an uninterrupted one."""
+    common = dict(env=TTT, seed=2, n_envs=2, n_steps=128, batch_size=64, eval_every=512, eval_episodes=4,
+                  checkpoint_every=512, quiet=True, env_kwargs={"opponent": "self"})
+    whole = canter.train("ppo", max_steps=1024, run_dir=tmp_path / "whole", **common)
+    canter.train("ppo", max_steps=512, run_dir=tmp_path / "part", **common)
+    resumed = canter.resume(tmp_path / "part", max_steps=1024)
+    for a, b in zip(whole.algorithm.model.parameters(), resumed.algorithm.model.parameters()):
+        assert np.array_equal(a.detach().numpy(), b.detach().numpy())
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["resume_exact"] is True
