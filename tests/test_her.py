@@ -224,16 +224,16 @@ def test_resume_continues_exactly_with_hindsight(tmp_path):
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["resume_exact"] is True
 
 
-@pytest.mark.parametrize("sets, message", [
-    (["her_goals=4"], "her_goals needs a goal env"),
-    (["her_goals=4", "n_step=3"], "set n_step=1"),
-    (["her_goals=4", "prioritized=true"], "set prioritized=false"),
-    (["her_goals=4", "normalize_reward=true"], "set normalize_reward=false"),
-    (["her_strategy=later"], "her_strategy"),
+@pytest.mark.parametrize("algo, env, sets, message", [
+    ("dqn", "CartPole-v1", ["her_goals=4"], "her_goals needs a goal env"),
+    ("dqn", "BitFlipping-v0", ["her_goals=4", "n_step=3"], "set n_step=1"),
+    ("dqn", "BitFlipping-v0", ["her_goals=4", "prioritized=true"], "set prioritized=false"),
+    ("dqn", "BitFlipping-v0", ["her_goals=4", "normalize_reward=true"], "set normalize_reward=false"),
+    ("dqn", "BitFlipping-v0", ["her_strategy=later"], "her_strategy"),
+    ("qmix", "pettingzoo:tests.match_agents", ["her_goals=4"], "her_goals needs a single-agent goal env"),
 ])
-def test_refusals(tmp_path, capsys, sets, message):
-    env = "CartPole-v1" if sets == ["her_goals=4"] else "BitFlipping-v0"
-    args = ["train", "dqn", "--env", env, "--max-steps", "5000"]
+def test_refusals(tmp_path, capsys, algo, env, sets, message):
+    args = ["train", algo, "--env", env, "--max-steps", "5000"]
     for s in sets:
         args += ["--set", s]
     assert_train_refused(capsys, tmp_path, args, message)

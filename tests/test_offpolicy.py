@@ -98,6 +98,30 @@ def test_quantile_huber_loss_by_hand():
     assert far.item() == pytest.approx(0.5 * 2.5)
 
 
+def _autograd_quantile_huber(current, target, kappa):
+    """The loss written plainly (autograd differentiates it): the reference for the hand-derived one."""
+    n = current.shape[-1]
+    delta = target.unsqueeze(-2) - current.unsqueeze(-1)
+    huber = torch.where(delta.abs() <= kappa, 0.5 * delta.pow(2), kappa * (delta.abs() - 0.5 * kappa))
+    tau = (torch.arange(n, dtype=current.dtype) + 0.5).div(n).unsqueeze(-1)
+    return ((tau - (delta.detach() < 0).to(current.dtype)).abs() * huber / kappa).sum(-2).mean(-1)
+
+
+@pytest.mark.parametrize("kappa", [1.0, 0.5, 2.0])
+def test_quantile_huber_loss_gradient_equals_autograd(kappa):
+    g = torch.Generator().manual_seed(0)
+    current = (3 * torch.randn(3, 16, 25, generator=g, dtype=torch.float64)).requires_grad_()
+    target = 3 * torch.randn(16, 46, generator=g, dtype=torch.float64)
+    target[:, :2] = current.detach()[0, :, :2]  # exact ties with some predictions
+    weights = torch.rand(3, 16, generator=g, dtype=torch.float64)
+    ours = (weights * quantile_huber_loss(current, target.unsqueeze(0), kappa)).sum()
+    theirs = (weights * _autograd_quantile_huber(current, target.unsqueeze(0), kappa)).sum()
+    torch.testing.assert_close(ours, theirs)
+    torch.testing.assert_close(torch.autograd.grad(ours, current)[0], torch.autograd.grad(theirs, current)[0])
+    with pytest.raises(ValueError, match="target as a constant"):
+        quantile_huber_loss(current, current.detach().requires_grad_())
+
+
 @pytest.mark.parametrize("algo, env, opts", [
     ("sac", "Pendulum-v1", dict(use_sde=True, train_freq=8, gradient_steps=2)),
     ("sac", "Pendulum-v1", dict(ent_coef="0.1", n_step=3, prioritized=True)),

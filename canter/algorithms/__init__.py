@@ -2,7 +2,7 @@
 from canter.algorithms.base import ActOutput, Algorithm
 from canter.algorithms import (  # noqa: F401  (register)
     a2c, acer, appo, bc, cql, ddpg, dqn, impala, mappo, ppo, qmix, recurrent_ppo, reinforce, sac, sac_discrete, td3,
-    td3bc, trpo,
+    td3bc, tqc, trpo,
 )
 
 __all__ = ["ActOutput", "Algorithm"]

@@ -151,12 +151,16 @@ class SAC(Algorithm):
         self, obs: torch.Tensor, alpha: torch.Tensor, actions: torch.Tensor | None = None,
         log_prob: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``mean(alpha * log pi(a|s) - min_i Q_i(s, a))``; the critics get no gradient."""
+        """``mean(alpha * log pi(a|s) - Q(s, a))`` with :meth:`policy_value` as ``Q``; the critics get no gradient."""
         if actions is None or log_prob is None:
             actions, log_prob = self.sample(obs)
         with frozen(self.critic_params):
-            q = self.critic(obs, actions).min(0).values
+            q = self.policy_value(obs, actions)
         return (alpha * log_prob - q).mean()
+
+    def policy_value(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """The value the actor maximises, ``[B]``: the critics' minimum ``min_i Q_i(s, a)``."""
+        return self.critic(obs, actions).min(0).values
 
     def learn(self, batch: ReplayBatch) -> dict[str, float]:
         """One SAC gradient step (entropy coefficient, critics, actor, targets)."""

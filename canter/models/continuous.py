@@ -37,17 +37,22 @@ def _box_dim(action_space: gym.Space, who: str) -> int:
 
 
 class ContinuousCritic(nn.Module):
-    """``n_critics`` Q(s, a) networks on ``concat(obs, action)``; :meth:`forward` -> ``[E, B]``."""
+    """``n_critics`` Q(s, a) networks on ``concat(obs, action)``; :meth:`forward` -> ``[E, B]``, or
+    ``[E, B, n_quantiles]`` return quantiles per network with ``n_quantiles`` (TQC)."""
 
     def __init__(
         self, observation_space: gym.Space, action_dim: int, net_arch: list[int], activation: str, n_critics: int,
+        n_quantiles: int = 0,
     ) -> None:
         super().__init__()
         self.encoder = ObsEncoder(observation_space)
-        self.q = QEnsemble(n_critics, [obs_dim(observation_space) + action_dim] + list(net_arch) + [1], activation)
+        self.n_quantiles = n_quantiles
+        out = [n_quantiles or 1]
+        self.q = QEnsemble(n_critics, [obs_dim(observation_space) + action_dim] + list(net_arch) + out, activation)
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        return self.q(torch.cat([self.encoder(obs), actions], dim=-1)).squeeze(-1)
+        q = self.q(torch.cat([self.encoder(obs), actions], dim=-1))
+        return q if self.n_quantiles else q.squeeze(-1)
 
     def first(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """Q of the first critic only, ``[B]``."""
@@ -125,24 +130,27 @@ class DeterministicActorCritic(nn.Module):
 
 @register("model", "mlp_sac")
 class SquashedGaussianActorCritic(nn.Module):
-    """Squashed Gaussian actor (optionally gSDE) and ``n_critics`` Q networks (SAC)."""
+    """Squashed Gaussian actor (optionally gSDE) and ``n_critics`` Q networks (SAC), or quantile
+    networks of ``n_quantiles`` outputs each (TQC)."""
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (256, 256),
         activation: str = "relu", n_critics: int = 2, use_sde: bool = False, log_std_init: float = -3.0,
+        n_quantiles: int = 0,
     ) -> None:
         super().__init__()
         dim = _box_dim(action_space, "SquashedGaussianActorCritic")
         self.actor = SquashedGaussianActor(observation_space, dim, list(net_arch), activation, use_sde, log_std_init)
-        self.critic = ContinuousCritic(observation_space, dim, list(net_arch), activation, n_critics)
+        self.critic = ContinuousCritic(observation_space, dim, list(net_arch), activation, n_critics, n_quantiles)
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action ``tanh(mean)``."""
         return torch.tanh(self.actor(obs)[0])
 
     def value(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Q values of every critic, ``[n_critics, B]``."""
-        return self.critic(obs, actions)
+        """Q values of every critic, ``[n_critics, B]`` (TQC: their quantiles' means)."""
+        q = self.critic(obs, actions)
+        return q.mean(-1) if self.critic.n_quantiles else q
 
 
 @register("model", "mlp_sac_discrete")

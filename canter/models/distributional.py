@@ -1,6 +1,8 @@
 """Distributional Q networks: QR-DQN's quantile head (Dabney et al. 2018), dueling optional."""
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import torch
 from torch import nn
@@ -58,16 +60,45 @@ class QuantileQNetwork(nn.Module):
         return apply_mask(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
 
 
-def quantile_huber_loss(current: torch.Tensor, target: torch.Tensor, kappa: float = 1.0) -> torch.Tensor:
-    """Quantile regression Huber loss per sample, ``[B]``.
+class _QuantileHuber(torch.autograd.Function):
+    """The quantile Huber loss with its gradient derived by hand (see :func:`quantile_huber_loss`)."""
 
-    ``current`` ``[B, N]`` are the predicted quantiles at midpoints ``tau_i = (i + 0.5) / N``,
-    ``target`` ``[B, M]`` samples of the target distribution. Summed over the predicted
-    quantiles and averaged over the target ones (as in QR-DQN and SB3-contrib).
+    @staticmethod
+    def forward(ctx: Any, current: torch.Tensor, target: torch.Tensor, kappa: float) -> torch.Tensor:  # noqa: D102
+        n, m = current.shape[-1], target.shape[-1]
+        tau = (torch.arange(n, dtype=current.dtype, device=current.device) + 0.5).div_(n).unsqueeze(-1)  # [N, 1]
+        delta = target.unsqueeze(-2) - current.unsqueeze(-1)  # [..., N, M]
+        clipped = torch.nn.functional.hardtanh(delta, -kappa, kappa)  # d huber / d delta
+        # the weight |tau - 1{delta < 0}| is 0.5 + (tau - 0.5) sign(delta), and sign(delta) clipped = |clipped|,
+        # so weight * clipped = 0.5 clipped + (tau - 0.5) |clipped| (no comparisons: torch's are slow here)
+        weighted = clipped.abs().mul_(tau - 0.5).add_(clipped, alpha=0.5)
+        scale = 1.0 / (kappa * m)
+        ctx.save_for_backward(weighted.sum(-1).mul_(-scale))  # d loss / d current: delta falls as current rises
+        ctx.current_shape = current.shape
+        # weight * huber = (delta - clipped / 2) * weight * clipped: 0.5 delta^2 inside [-kappa, kappa],
+        # kappa (|delta| - kappa / 2) outside, times the weight
+        return delta.sub_(clipped, alpha=0.5).mul_(weighted).sum((-2, -1)).mul_(scale)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # noqa: D102
+        (grad,) = ctx.saved_tensors
+        return (grad * grad_output.unsqueeze(-1)).sum_to_size(ctx.current_shape), None, None
+
+
+def quantile_huber_loss(current: torch.Tensor, target: torch.Tensor, kappa: float = 1.0) -> torch.Tensor:
+    """Quantile regression Huber loss per sample: ``current`` ``[..., N]`` predicted quantiles at
+    midpoints ``tau_i = (i + 0.5) / N``, ``target`` ``[..., M]`` samples of the target distribution
+    (leading dimensions broadcast; the target is a constant: it gets no gradient). Summed over the
+    predicted quantiles and averaged over the target ones (as in QR-DQN and sb3-contrib); ``[...]``.
+
+    The gradient is derived by hand (``-|tau - 1{delta < 0}| * clip(delta, -kappa, kappa) / kappa``
+    averaged over the targets), so autograd records one node instead of about a dozen elementwise
+    ops over the ``[..., N, M]`` pairs, and the weight needs no comparison (torch's ``<`` and
+    ``where`` ran at 1-2 ns per element here, its arithmetic at ~0.15). TQC's gradient step (256
+    samples, 2 x 25 quantiles; median of 8 alternated blocks): 16.5 -> 7.9 ms with 64-unit
+    networks, 28.2 -> 19.3 ms with 256-unit ones. Tested against the autograd form in
+    ``tests/test_offpolicy.py``.
     """
-    n = current.shape[1]
-    delta = target.unsqueeze(1) - current.unsqueeze(2)  # [B, N, M]
-    abs_delta = delta.abs()
-    huber = torch.where(abs_delta <= kappa, 0.5 * delta.pow(2), kappa * (abs_delta - 0.5 * kappa))
-    tau = (torch.arange(n, dtype=current.dtype, device=current.device) + 0.5).div_(n).view(1, n, 1)
-    return ((tau - (delta.detach() < 0).to(current.dtype)).abs() * huber / kappa).sum(1).mean(1)
+    if target.requires_grad:
+        raise ValueError("quantile_huber_loss treats the target as a constant: pass target.detach()")
+    return _QuantileHuber.apply(current, target, float(kappa))

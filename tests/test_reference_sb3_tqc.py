@@ -1,0 +1,113 @@
+"""Numerical equivalence with sb3-contrib's TQC: from identical weights, minibatches and
+reparameterisation noise, canter's TQC takes the same gradient steps (entropy coefficient,
+quantile critics against the truncated pooled target, actor, Polyak targets), and a short run
+learns Pendulum. The helpers and tolerances are those of tests/test_reference_sb3_offpolicy.py."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("sb3_contrib")
+pytestmark = pytest.mark.usefixtures("restore_global_rngs")  # SB3's seed= reseeds them process-wide
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from sb3_contrib import TQC as SB3TQC  # noqa: E402
+
+import canter  # noqa: E402
+from canter.algorithms.tqc import TQC, TQCConfig  # noqa: E402
+from test_reference_sb3_offpolicy import (  # noqa: E402
+    STEPS, _assert_params_close, _assert_relu_mlp, _assert_same_adam, _assert_shared_defaults, _box_batches,
+    _canter_noise, _copy, _feed, _logged, _params, _perturb, _sb3, _sb3_sac_actor_params,
+)
+
+
+def _tqc_pair() -> tuple[TQC, SB3TQC]:
+    """canter's and sb3-contrib's TQC on Pendulum-v1 with their defaults, identical networks."""
+    env = gym.make("Pendulum-v1")
+    torch.manual_seed(0)
+    ours = TQC(env.observation_space, env.action_space, TQCConfig(), seed=0)
+    theirs = _sb3(SB3TQC, "Pendulum-v1")
+    c = ours.config
+    _assert_shared_defaults(c, theirs)
+    critic = theirs.critic
+    assert (c.n_quantiles, c.n_critics, c.top_quantiles_to_drop_per_net, c.ent_coef, c.target_update_interval) == (
+        critic.n_quantiles, critic.n_critics, theirs.top_quantiles_to_drop_per_net, theirs.ent_coef,
+        theirs.target_update_interval)
+    assert ours.ent_coef.target_entropy == theirs.target_entropy == -1.0
+    _assert_relu_mlp(theirs.actor.latent_pi, c.net_arch)
+    for q in critic.q_networks:
+        _assert_relu_mlp(q, c.net_arch)
+    _assert_same_adam(ours.actor_optimizer, theirs.actor.optimizer)
+    _assert_same_adam(ours.critic_optimizer, theirs.critic.optimizer)
+    _assert_same_adam(ours.ent_coef.optimizer, theirs.ent_coef_optimizer)
+
+    _perturb(ours.critic_target, 0.05)
+    _copy(ours.actor.trunk, theirs.actor.latent_pi)
+    with torch.no_grad():
+        mean_w, log_std_w = ours.actor.head.weight.chunk(2)
+        mean_b, log_std_b = ours.actor.head.bias.chunk(2)
+    _copy([mean_w, mean_b, log_std_w, log_std_b], [*theirs.actor.mu.parameters(), *theirs.actor.log_std.parameters()])
+    _copy(ours.critic, theirs.critic)  # qf0, qf1: canter's critic.q[0], critic.q[1], 25 outputs each
+    _copy(ours.critic_target, theirs.critic_target)
+    # SB3's tanh correction has a 1e-6 inside its log; canter's is exact (see the SAC comparison)
+    theirs.actor.action_dist.epsilon = 0.0
+    return ours, theirs
+
+
+def test_tqc_gradient_steps_match_sb3_contrib(monkeypatch):
+    ours, theirs = _tqc_pair()
+    batch_size = ours.config.batch_size
+    batches = _box_batches(gym.make("Pendulum-v1").observation_space, 1, STEPS, batch_size, seed=5)
+    g = torch.Generator().manual_seed(6)
+    noises = [torch.randn(batch_size, 1, generator=g).clamp(-2, 2) for _ in range(2 * STEPS)]
+    actor_before, critic_before, target_before = _params(ours.actor), _params(ours.critic), _params(ours.critic_target)
+
+    with monkeypatch.context() as m:
+        ours_queue = _canter_noise(m, ours.generator, noises)
+        stats = [ours.learn(b) for b in batches]
+    assert next(ours_queue, None) is None
+    _feed(theirs, batches)
+    sb3_queue = iter(noises)
+    with monkeypatch.context() as m:
+        m.setattr(torch.distributions.Normal, "rsample",
+                  lambda self, sample_shape=torch.Size(): self.loc + next(sb3_queue) * self.scale)
+        theirs.train(gradient_steps=STEPS, batch_size=batch_size)
+    assert next(sb3_queue, None) is None
+
+    for key in ("critic_loss", "actor_loss", "ent_coef", "ent_coef_loss"):
+        assert np.mean([s[key] for s in stats]) == pytest.approx(_logged(theirs, key), rel=1e-5, abs=1e-6), key
+    min_change = 0.5 * STEPS * ours.config.lr
+    _assert_params_close(ours.actor, _sb3_sac_actor_params(theirs.actor), "actor", actor_before, min_change)
+    _assert_params_close(ours.critic, theirs.critic, "critic", critic_before, min_change)
+    _assert_params_close(ours.critic_target, theirs.critic_target, "target critic", target_before)
+    assert ours.ent_coef.log_alpha.item() == pytest.approx(theirs.log_ent_coef.item(), rel=1e-4)
+
+
+def test_truncation_drops_the_largest_pooled_quantiles(monkeypatch):
+    """With every target quantile known, the target is built from the smallest ones only."""
+    import canter.algorithms.tqc as tqc
+
+    env = gym.make("Pendulum-v1")
+    algo = TQC(env.observation_space, env.action_space, TQCConfig(n_quantiles=3, top_quantiles_to_drop_per_net=1),
+               seed=0)
+    batch = _box_batches(env.observation_space, 1, 1, 4, seed=1)[0]
+    pooled = torch.tensor([[5.0, 1.0, 3.0], [2.0, 6.0, 4.0]])  # [E=2, N=3], the same for every sample
+    algo.critic_target.forward = lambda obs, actions: pooled.unsqueeze(1).expand(2, obs.shape[0], 3)
+    targets = []
+    monkeypatch.setattr(tqc, "quantile_huber_loss", lambda current, target: targets.append(target) or current.sum(-1))
+    algo.critic_loss(batch, torch.tensor(0.0))  # alpha 0: the target is r + discount * (1 - terminated) * z
+    kept = torch.tensor([1.0, 2.0, 3.0, 4.0])  # 6 pooled, the largest one per network (2) dropped
+    expected = batch.rewards[:, None] + (batch.discounts * (1 - batch.terminated))[:, None] * kept
+    assert len(targets) == 1 and torch.allclose(targets[0], expected.unsqueeze(0))  # every network's target
+
+
+@pytest.mark.slow  # ~40 s; the equivalence with sb3-contrib above runs in the default suite
+def test_tqc_learns_pendulum():
+    """Pendulum-v1 with lr 1e-3 and [64, 64] networks (the preset's 256-unit ones are slower);
+    random play averages about -1,200."""
+    trainer = canter.make_trainer("tqc", "Pendulum-v1", seed=0, max_steps=6000, eval_every=6000, eval_episodes=5,
+                                  lr=1e-3, net_arch=[64, 64], learning_starts=1000)
+    evaluations = [r.evaluation for r in trainer() if r.evaluation is not None]
+    trainer.close()
+    assert evaluations[-1].mean_return >= -400, evaluations[-1]
