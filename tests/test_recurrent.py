@@ -34,10 +34,14 @@ def test_recurrent_ppo_remembers_what_ppo_cannot(tmp_path):
     assert max(_evals(tmp_path / "ppo")) <= 0.6  # memoryless: at best ~0 in expectation
 
 
-def test_training_replays_the_rollout_with_the_memory_acting_had(tmp_path):
+@pytest.mark.parametrize("critic_lstm", [False, True])
+def test_training_replays_the_rollout_with_the_memory_acting_had(tmp_path, critic_lstm):
     """The first forward pass of ``learn`` gives exactly the log-probabilities and values stored while
-    acting (memory carried across steps and rollouts, zeroed at episode starts): PPO's first ratio is 1."""
-    trainer = canter.make_trainer("recurrent_ppo", ENV, seed=1, max_steps=64 * 8 * 3, eval_every=0, **HP)
+    acting (memory carried across steps and rollouts, zeroed at episode starts): PPO's first ratio is 1.
+    With a critic LSTM the memory carries both LSTMs' states."""
+    trainer = canter.make_trainer("recurrent_ppo", ENV, seed=1, max_steps=64 * 8 * 3, eval_every=0,
+                                  critic_lstm=critic_lstm, **HP)
+    assert trainer.agent.algorithm.model.initial_state(2)[0].shape == (1, 2, 32 * (2 if critic_lstm else 1))
     seen = []
     algo = trainer.agent.algorithm
     learn = algo.learn
@@ -68,6 +72,22 @@ def test_recurrent_run_resumes_exactly(tmp_path):
     for a, b in zip(whole.algorithm.model.parameters(), resumed.algorithm.model.parameters()):
         assert torch.equal(a, b)
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["resume_exact"] is True
+
+
+def test_a_critic_lstm_of_its_own_keeps_the_value_loss_out_of_the_actors_memory(tmp_path):
+    trainer = canter.make_trainer("recurrent_ppo", ENV, seed=0, max_steps=12_288, eval_every=4096, eval_episodes=20,
+                                  critic_lstm=True, **HP)
+    model = trainer.agent.algorithm.model
+    obs = torch.randn(5, 3, *trainer.env.single_observation_space.shape)
+    _, values = model.sequence(obs, model.initial_state(3), torch.zeros(5, 3, dtype=torch.bool))
+    grads = torch.autograd.grad(values.sum(), list(model.lstm.parameters()) + list(model.critic_lstm.parameters()),
+                                allow_unused=True)
+    n_actor = len(list(model.lstm.parameters()))
+    assert all(g is None or not g.any() for g in grads[:n_actor])  # the actor's LSTM gets no value gradient
+    assert all(g is not None and g.any() for g in grads[n_actor:])
+    best = max(r.evaluation.mean_return for r in trainer() if r.evaluation is not None)
+    trainer.close()
+    assert best >= 0.9, best  # the cue task is still solved
 
 
 def test_checkpoint_eval_play_and_predict_carry_memory(tmp_path, capsys):

@@ -32,8 +32,10 @@ from canter.registry import register
 class RecurrentPPOConfig(PPOConfig):
     """Recurrent PPO hyperparameters: PPO's, with a minibatch of whole env sequences."""
 
-    lstm_hidden: int = hp(128, "LSTM hidden units (one layer, shared by actor and critic)", low=1,
+    lstm_hidden: int = hp(128, "LSTM hidden units (one layer, shared by actor and critic unless critic_lstm)", low=1,
                           search={"choices": [32, 64, 128, 256]})
+    critic_lstm: bool = hp(False, "give the critic an LSTM of its own (sb3-contrib's default), so the value loss "
+                                  "does not shape the actor's memory; false: one LSTM for both (CleanRL's layout)")
     net_arch: list[int] = hp([], "hidden layers of the actor and critic heads after the LSTM (empty: linear heads)",
                              low=1)
     n_steps: int = hp(128, "steps per env per rollout (the length of the sequences the LSTM learns through)", low=1,
@@ -72,7 +74,7 @@ class RecurrentPPO(PPO):
     def model_kwargs(self, c: Any) -> dict[str, Any]:  # noqa: D102
         kw = super().model_kwargs(c)
         kw.pop("shared_trunk")
-        return {**kw, "lstm_hidden": c.lstm_hidden}
+        return {**kw, "lstm_hidden": c.lstm_hidden, "critic_lstm": c.critic_lstm}
 
     # -- acting ------------------------------------------------------------------------------------
     def act_recurrent(self, obs: torch.Tensor, state: Any, deterministic: bool = False) -> tuple[ActOutput, Any]:

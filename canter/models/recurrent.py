@@ -1,5 +1,6 @@
-"""A recurrent actor-critic: observation encoder, one LSTM layer shared by actor and critic, and
-their heads (CleanRL's ``ppo_atari_lstm`` layout; :mod:`canter.algorithms.recurrent_ppo`)."""
+"""A recurrent actor-critic: observation encoder, one LSTM layer shared by actor and critic (CleanRL's
+``ppo_atari_lstm`` layout) or one each (sb3-contrib's ``RecurrentPPO`` default), and their heads
+(:mod:`canter.algorithms.recurrent_ppo`)."""
 from __future__ import annotations
 
 import gymnasium as gym
@@ -11,7 +12,8 @@ from canter.errors import CanterError
 from canter.models.mlp import MLP, policy_head
 from canter.registry import register
 
-#: the LSTM's memory: hidden and cell states, each ``[1, B, hidden]``
+#: the LSTM's memory: hidden and cell states, each ``[1, B, hidden]`` (``[1, B, 2 * hidden]`` with a
+#: critic LSTM of its own: the actor's units, then the critic's)
 State = tuple[torch.Tensor, torch.Tensor]
 
 
@@ -19,6 +21,8 @@ State = tuple[torch.Tensor, torch.Tensor]
 class LSTMActorCritic(nn.Module):
     """``encoder -> LSTM -> actor head / critic head``. The actor head gives logits (Discrete, masked
     under action masks) or the Gaussian mean (Box, with a free ``log_std``); the critic head V.
+    With ``critic_lstm`` the critic head reads an LSTM of its own (on the same encoder), so the
+    value loss does not shape the actor's memory.
 
     :meth:`step` advances every env's memory by one observation; :meth:`sequence` runs a rollout
     ``[T, B]`` from its initial memory, zeroing it where an episode starts, so training sees the
@@ -31,7 +35,7 @@ class LSTMActorCritic(nn.Module):
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, lstm_hidden: int = 128,
         net_arch: list[int] = (), activation: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0,
-        encoder: str = "auto",
+        encoder: str = "auto", critic_lstm: bool = False,
     ) -> None:
         super().__init__()
         from canter.models.cnn import make_encoder
@@ -43,8 +47,10 @@ class LSTMActorCritic(nn.Module):
         n_out = policy_head(self, action_space, log_std_init)
         self.hidden = lstm_hidden
         self.lstm = nn.LSTM(self.encoder.out_dim, lstm_hidden)
+        self.critic_lstm = nn.LSTM(self.encoder.out_dim, lstm_hidden) if critic_lstm else None
+        lstms = [self.lstm] if self.critic_lstm is None else [self.lstm, self.critic_lstm]
         if ortho_init:  # CleanRL's initialisation: orthogonal weights, zero biases
-            for name, p in self.lstm.named_parameters():
+            for name, p in (item for lstm in lstms for item in lstm.named_parameters()):
                 nn.init.zeros_(p) if "bias" in name else nn.init.orthogonal_(p, 1.0)
         arch = list(net_arch)
         self.actor = MLP([lstm_hidden, *arch, n_out], activation, ortho_init, out_gain=0.01)
@@ -53,12 +59,24 @@ class LSTMActorCritic(nn.Module):
 
     def initial_state(self, batch: int) -> State:
         """Zero memory for ``batch`` envs."""
-        zeros = torch.zeros(1, batch, self.hidden)
+        zeros = torch.zeros(1, batch, self.hidden * (1 if self.critic_lstm is None else 2))
         return zeros, zeros.clone()
 
     def _heads(self, y: torch.Tensor, allowed: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        out = self.actor(y)
-        return (out if allowed is None else apply_mask(out, allowed)), self.critic(y).squeeze(-1)
+        """Policy outputs and values from the LSTM outputs ``y`` (with a critic LSTM: the actor's
+        units, then the critic's, on the last axis)."""
+        actor_in, critic_in = (y, y) if self.critic_lstm is None else y.split(self.hidden, dim=-1)
+        out = self.actor(actor_in)
+        return (out if allowed is None else apply_mask(out, allowed)), self.critic(critic_in).squeeze(-1)
+
+    def _run(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        """The LSTM(s) over inputs ``x`` ``[T, B, in]`` from ``state``: outputs and the new memory."""
+        if self.critic_lstm is None:
+            return self.lstm(x, state)
+        (ha, hc), (ca, cc) = (part.split(self.hidden, dim=-1) for part in state)
+        ya, (ha, ca) = self.lstm(x, (ha.contiguous(), ca.contiguous()))
+        yc, (hc, cc) = self.critic_lstm(x, (hc.contiguous(), cc.contiguous()))
+        return torch.cat([ya, yc], -1), (torch.cat([ha, hc], -1), torch.cat([ca, cc], -1))
 
     def step(self, obs: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
         """One observation per env ``[B, ...]`` from memory ``state``: policy output ``[B, n]``,
@@ -67,7 +85,7 @@ class LSTMActorCritic(nn.Module):
         if self.mask_width:
             obs, allowed = split_mask(obs, self.mask_width)
         x = self.encoder(obs).unsqueeze(0)
-        y, new = self.lstm(x, state)
+        y, new = self._run(x, state)
         out, value = self._heads(y[0], allowed)
         return out, value, new
 
@@ -86,6 +104,6 @@ class LSTMActorCritic(nn.Module):
         edges = sorted({0, t_len, *starts.any(1).nonzero().flatten().tolist()})
         for t, end in zip(edges[:-1], edges[1:]):
             h, c = h * keep[t], c * keep[t]
-            y, (h, c) = self.lstm(x[t:end], (h, c))
+            y, (h, c) = self._run(x[t:end], (h, c))
             ys.append(y)
         return self._heads(torch.cat(ys), allowed)
