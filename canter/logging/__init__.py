@@ -2,8 +2,8 @@
 
 Every logger has ``start(run)``, ``log(record)`` and ``close()``. Metric names are stable:
 ``charts/episode_return``, ``charts/rolling_return``, ``charts/steps_per_second``,
-``losses/<name>`` and ``eval/mean_return``, ``eval/std_return`` (and ``eval/success_rate`` where the env
-reports ``info["is_success"]``).
+``losses/<name>`` and ``eval/mean_return``, ``eval/std_return`` (and ``charts/success_rate``,
+``eval/success_rate`` where the env reports ``info["is_success"]``).
 """
 from canter.logging.base import Logger
 from canter.logging.console import ConsoleLogger

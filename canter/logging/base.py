@@ -24,6 +24,8 @@ def scalars(record: TrainRecord) -> dict[str, float]:
     out = {"charts/steps_per_second": record.steps_per_second}
     if record.rolling_return is not None:
         out["charts/rolling_return"] = record.rolling_return
+    if record.success_rate is not None:
+        out["charts/success_rate"] = record.success_rate
     for k, v in record.losses.items():
         out[f"losses/{k}"] = v
     if record.evaluation is not None:

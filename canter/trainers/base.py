@@ -55,6 +55,9 @@ class TrainRecord:
     done: bool = False
     stop_reason: str | None = None
     best_rolling_return: float | None = None
+    #: the fraction of the last ``reward_window`` training episodes whose env reported
+    #: ``info["is_success"]`` true at their end (None where the env reports no success)
+    success_rate: float | None = None
 
 
 def mean_stats(all_stats: list[dict[str, float]]) -> dict[str, float]:
@@ -92,6 +95,7 @@ class Trainer:
         self.last_eval: EvalResult | None = None
         self.evaluations = 0
         self.recent_returns: deque[float] = deque(maxlen=run.reward_window)
+        self.recent_successes: deque[float] = deque(maxlen=run.reward_window)
         self._pending: list[EpisodeInfo] = []
         self._next_eval = run.eval_every if run.eval_every > 0 else None
         self.obs: np.ndarray | None = None
@@ -169,6 +173,9 @@ class Trainer:
         env = self.env
         if env.finished_envs.size:
             now = self.wall_time()
+            success = getattr(env, "finished_success", None)  # envs that report no success have none
+            if success is not None and len(success) == len(env.finished_returns):
+                self.recent_successes.extend(float(x) for x in success if x == x)  # NaN: not reported
             for ret, length in zip(env.finished_returns.tolist(), env.finished_lengths.tolist()):
                 self.recent_returns.append(ret)
                 self.episode_count += 1
@@ -201,8 +208,10 @@ class Trainer:
         return {
             "counters": {**self.state(), "next_eval": self._next_eval},
             "recent_returns": np.asarray(self.recent_returns, dtype=np.float64),
+            "recent_successes": np.asarray(self.recent_successes, dtype=np.float64),
             "last_eval": None if ev is None else {"mean_return": ev.mean_return, "std_return": ev.std_return,
-                                                   "returns": list(ev.returns), "lengths": list(ev.lengths)},
+                                                   "returns": list(ev.returns), "lengths": list(ev.lengths),
+                                                   "successes": list(ev.successes)},
         }
 
     def load_progress(self, state: dict[str, Any]) -> None:
@@ -215,9 +224,11 @@ class Trainer:
         self._next_eval = c.get("next_eval")
         self.recent_returns.clear()
         self.recent_returns.extend(float(r) for r in state["recent_returns"])
+        self.recent_successes.clear()
+        self.recent_successes.extend(float(r) for r in state.get("recent_successes", ()))
         ev = state.get("last_eval")
         self.last_eval = None if ev is None else EvalResult(ev["mean_return"], ev["std_return"], ev["returns"],
-                                                            ev["lengths"])
+                                                            ev["lengths"], ev.get("successes", []))
 
     def data_state(self) -> dict[str, Any]:
         """The data a trainer family keeps between iterations (replay buffers, their generators)."""
@@ -357,6 +368,7 @@ class Trainer:
                 episodes=episodes, rolling_return=self.rolling_return(), losses=losses, evaluation=result,
                 best_eval_return=self.best_eval_return, new_best=new_best, done=reason is not None,
                 stop_reason=reason, best_rolling_return=self.best_rolling_return,
+                success_rate=float(np.mean(self.recent_successes)) if self.recent_successes else None,
             )
             if reason is not None:
                 return
