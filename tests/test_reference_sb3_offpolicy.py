@@ -328,26 +328,9 @@ def _sb3_sac_actor_params(actor) -> list[torch.Tensor]:
             torch.cat([actor.mu.bias, actor.log_std.bias])]
 
 
-def _sac_pair() -> tuple[SAC, SB3SAC]:
-    """canter's and SB3's SAC on Pendulum-v1 with their defaults (learned entropy coefficient from
-    1, target entropy -dim(A), twin critics, target update every step), identical networks."""
-    env = gym.make("Pendulum-v1")
-    torch.manual_seed(0)
-    ours = SAC(env.observation_space, env.action_space, SACConfig(), seed=0)
-    theirs = _sb3(SB3SAC, "Pendulum-v1")
-    c = ours.config
-    _assert_shared_defaults(c, theirs)
-    assert (c.ent_coef, c.target_update_interval, c.n_critics) == (
-        theirs.ent_coef, theirs.target_update_interval, theirs.policy.critic.n_critics)
-    assert ours.ent_coef.target_entropy == theirs.target_entropy == -1.0  # -dim(A)
-    assert not c.use_sde and not theirs.use_sde
-    _assert_relu_mlp(theirs.actor.latent_pi, c.net_arch)
-    for q in theirs.critic.q_networks:
-        _assert_relu_mlp(q, c.net_arch)
-    _assert_same_adam(ours.actor_optimizer, theirs.actor.optimizer)
-    _assert_same_adam(ours.critic_optimizer, theirs.critic.optimizer)
-    _assert_same_adam(ours.ent_coef.optimizer, theirs.ent_coef_optimizer)
-
+def _copy_squashed_actor_critic(ours, theirs) -> None:
+    """Move canter's target critics away from the online ones, then copy canter's squashed Gaussian
+    actor, critics and target critics into SB3's (SAC layout; sb3-contrib's TQC shares it)."""
     _perturb(ours.critic_target, 0.05)
     _copy(ours.actor.trunk, theirs.actor.latent_pi)
     with torch.no_grad():
@@ -364,6 +347,35 @@ def _sac_pair() -> tuple[SAC, SB3SAC]:
     # without it both compute the same function, which is what is compared here.
     assert theirs.actor.action_dist.epsilon == 1e-6
     theirs.actor.action_dist.epsilon = 0.0
+
+
+def _pendulum_pair(cls, config, sb3_cls):
+    """canter's ``cls`` with ``config`` and SB3's ``sb3_cls`` (its defaults) on Pendulum-v1, checked to
+    share the off-policy defaults the comparisons rely on."""
+    env = gym.make("Pendulum-v1")
+    torch.manual_seed(0)
+    ours = cls(env.observation_space, env.action_space, config, seed=0)
+    theirs = _sb3(sb3_cls, "Pendulum-v1")
+    _assert_shared_defaults(ours.config, theirs)
+    return ours, theirs
+
+def _sac_pair() -> tuple[SAC, SB3SAC]:
+    """canter's and SB3's SAC on Pendulum-v1 with their defaults (learned entropy coefficient from
+    1, target entropy -dim(A), twin critics, target update every step), identical networks."""
+    ours, theirs = _pendulum_pair(SAC, SACConfig(), SB3SAC)
+    c = ours.config
+    assert (c.ent_coef, c.target_update_interval, c.n_critics) == (
+        theirs.ent_coef, theirs.target_update_interval, theirs.policy.critic.n_critics)
+    assert ours.ent_coef.target_entropy == theirs.target_entropy == -1.0  # -dim(A)
+    assert not c.use_sde and not theirs.use_sde
+    _assert_relu_mlp(theirs.actor.latent_pi, c.net_arch)
+    for q in theirs.critic.q_networks:
+        _assert_relu_mlp(q, c.net_arch)
+    _assert_same_adam(ours.actor_optimizer, theirs.actor.optimizer)
+    _assert_same_adam(ours.critic_optimizer, theirs.critic.optimizer)
+    _assert_same_adam(ours.ent_coef.optimizer, theirs.ent_coef_optimizer)
+
+    _copy_squashed_actor_critic(ours, theirs)
     return ours, theirs
 
 
@@ -377,10 +389,16 @@ def test_sac_gradient_steps_match_sb3(monkeypatch):
     algorithm's own generator with ``torch.randn``; both get the same tensors, in the order both
     draw them (actions for ``obs``, then for ``next_obs``, each step).
     """
-    ours, theirs = _sac_pair()
+    _squashed_steps_match(*_sac_pair(), monkeypatch, batch_seed=3, noise_seed=4)
+
+
+def _squashed_steps_match(ours, theirs, monkeypatch: pytest.MonkeyPatch, batch_seed: int, noise_seed: int) -> None:
+    """STEPS gradient steps of a SAC-family algorithm in both libraries (``ours``, ``theirs`` built with
+    identical networks) on the same Pendulum minibatches and reparameterisation noise: the logged
+    losses, every actor and critic parameter, the target critics and the entropy coefficient agree."""
     batch_size = ours.config.batch_size
-    batches = _box_batches(gym.make("Pendulum-v1").observation_space, 1, STEPS, batch_size, seed=3)
-    g = torch.Generator().manual_seed(4)
+    batches = _box_batches(gym.make("Pendulum-v1").observation_space, 1, STEPS, batch_size, seed=batch_seed)
+    g = torch.Generator().manual_seed(noise_seed)
     # within +-2: |u| stays where SB3's float32 log(1 - tanh(u)^2) keeps its digits (1 - tanh(u)^2
     # cancels as tanh(u) -> 1; from |u| ~ 5 on it is off by 1e-3 and more; canter's form is exact)
     noises = [torch.randn(batch_size, 1, generator=g).clamp(-2, 2) for _ in range(2 * STEPS)]
@@ -412,12 +430,8 @@ def test_sac_gradient_steps_match_sb3(monkeypatch):
 
 def _td3_pair() -> tuple[TD3, SB3TD3]:
     """canter's and SB3's TD3 on Pendulum-v1 with their defaults, identical networks."""
-    env = gym.make("Pendulum-v1")
-    torch.manual_seed(0)
-    ours = TD3(env.observation_space, env.action_space, TD3Config(), seed=0)
-    theirs = _sb3(SB3TD3, "Pendulum-v1")
+    ours, theirs = _pendulum_pair(TD3, TD3Config(), SB3TD3)
     c = ours.config
-    _assert_shared_defaults(c, theirs)
     assert (c.policy_delay, c.target_policy_noise, c.target_noise_clip, c.n_critics) == (
         theirs.policy_delay, theirs.target_policy_noise, theirs.target_noise_clip, theirs.policy.critic.n_critics)
     assert (c.policy_delay, c.tau) == (2, 0.005)

@@ -10,26 +10,20 @@ pytest.importorskip("sb3_contrib")
 pytestmark = pytest.mark.usefixtures("restore_global_rngs")  # SB3's seed= reseeds them process-wide
 
 import gymnasium as gym  # noqa: E402
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from sb3_contrib import TQC as SB3TQC  # noqa: E402
 
 import canter  # noqa: E402
 from canter.algorithms.tqc import TQC, TQCConfig  # noqa: E402
 from test_reference_sb3_offpolicy import (  # noqa: E402
-    STEPS, _assert_params_close, _assert_relu_mlp, _assert_same_adam, _assert_shared_defaults, _box_batches,
-    _canter_noise, _copy, _feed, _logged, _params, _perturb, _sb3, _sb3_sac_actor_params,
+    _assert_relu_mlp, _assert_same_adam, _box_batches, _copy_squashed_actor_critic, _pendulum_pair, _squashed_steps_match,
 )
 
 
 def _tqc_pair() -> tuple[TQC, SB3TQC]:
     """canter's and sb3-contrib's TQC on Pendulum-v1 with their defaults, identical networks."""
-    env = gym.make("Pendulum-v1")
-    torch.manual_seed(0)
-    ours = TQC(env.observation_space, env.action_space, TQCConfig(), seed=0)
-    theirs = _sb3(SB3TQC, "Pendulum-v1")
+    ours, theirs = _pendulum_pair(TQC, TQCConfig(), SB3TQC)
     c = ours.config
-    _assert_shared_defaults(c, theirs)
     critic = theirs.critic
     assert (c.n_quantiles, c.n_critics, c.top_quantiles_to_drop_per_net, c.ent_coef, c.target_update_interval) == (
         critic.n_quantiles, critic.n_critics, theirs.top_quantiles_to_drop_per_net, theirs.ent_coef,
@@ -42,46 +36,14 @@ def _tqc_pair() -> tuple[TQC, SB3TQC]:
     _assert_same_adam(ours.critic_optimizer, theirs.critic.optimizer)
     _assert_same_adam(ours.ent_coef.optimizer, theirs.ent_coef_optimizer)
 
-    _perturb(ours.critic_target, 0.05)
-    _copy(ours.actor.trunk, theirs.actor.latent_pi)
-    with torch.no_grad():
-        mean_w, log_std_w = ours.actor.head.weight.chunk(2)
-        mean_b, log_std_b = ours.actor.head.bias.chunk(2)
-    _copy([mean_w, mean_b, log_std_w, log_std_b], [*theirs.actor.mu.parameters(), *theirs.actor.log_std.parameters()])
-    _copy(ours.critic, theirs.critic)  # qf0, qf1: canter's critic.q[0], critic.q[1], 25 outputs each
-    _copy(ours.critic_target, theirs.critic_target)
-    # SB3's tanh correction has a 1e-6 inside its log; canter's is exact (see the SAC comparison)
-    theirs.actor.action_dist.epsilon = 0.0
+    _copy_squashed_actor_critic(ours, theirs)  # the SAC layout, 25 outputs per critic network
     return ours, theirs
 
 
 def test_tqc_gradient_steps_match_sb3_contrib(monkeypatch):
-    ours, theirs = _tqc_pair()
-    batch_size = ours.config.batch_size
-    batches = _box_batches(gym.make("Pendulum-v1").observation_space, 1, STEPS, batch_size, seed=5)
-    g = torch.Generator().manual_seed(6)
-    noises = [torch.randn(batch_size, 1, generator=g).clamp(-2, 2) for _ in range(2 * STEPS)]
-    actor_before, critic_before, target_before = _params(ours.actor), _params(ours.critic), _params(ours.critic_target)
-
-    with monkeypatch.context() as m:
-        ours_queue = _canter_noise(m, ours.generator, noises)
-        stats = [ours.learn(b) for b in batches]
-    assert next(ours_queue, None) is None
-    _feed(theirs, batches)
-    sb3_queue = iter(noises)
-    with monkeypatch.context() as m:
-        m.setattr(torch.distributions.Normal, "rsample",
-                  lambda self, sample_shape=torch.Size(): self.loc + next(sb3_queue) * self.scale)
-        theirs.train(gradient_steps=STEPS, batch_size=batch_size)
-    assert next(sb3_queue, None) is None
-
-    for key in ("critic_loss", "actor_loss", "ent_coef", "ent_coef_loss"):
-        assert np.mean([s[key] for s in stats]) == pytest.approx(_logged(theirs, key), rel=1e-5, abs=1e-6), key
-    min_change = 0.5 * STEPS * ours.config.lr
-    _assert_params_close(ours.actor, _sb3_sac_actor_params(theirs.actor), "actor", actor_before, min_change)
-    _assert_params_close(ours.critic, theirs.critic, "critic", critic_before, min_change)
-    _assert_params_close(ours.critic_target, theirs.critic_target, "target critic", target_before)
-    assert ours.ent_coef.log_alpha.item() == pytest.approx(theirs.log_ent_coef.item(), rel=1e-4)
+    """STEPS TQC steps with identical noise: entropy coefficient, quantile critics against the
+    truncated pooled target, actor on the mean quantile, Polyak targets (SAC's order)."""
+    _squashed_steps_match(*_tqc_pair(), monkeypatch, batch_seed=5, noise_seed=6)
 
 
 def test_truncation_drops_the_largest_pooled_quantiles(monkeypatch):
