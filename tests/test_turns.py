@@ -129,6 +129,12 @@ def test_a_trained_run_as_the_opponent(tmp_path):
         obs, reward, terminated, truncated, _ = env.step(int(np.flatnonzero(obs[-9:])[0]))
         done = terminated or truncated
     assert reward in (-1.0, 0.0, 1.0)
+    pool = TurnBasedEnv(TTT, {"opponent": ["random", str(run)]}, training=True)  # a pool: one drawn per game
+    drawn = [pool.reset(seed=i)[1]["opponent"] for i in range(40)]
+    assert set(drawn) == {"random", str(run)}
+    assert (pool.policy is None) == (pool.opponent == "random")  # the policy of the game's own opponent
+    with pytest.raises(CanterError, match="empty list"):
+        TurnBasedEnv(TTT, {"opponent": []})
 
 
 def test_connect_four_trains():

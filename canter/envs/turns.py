@@ -16,7 +16,8 @@ Two ``env_kwargs`` are the adapter's own; the rest go to ``env()``:
   process: evaluation, ``canter eval`` and ``play`` then meet a random opponent, since a policy
   against itself scores about 0 by symmetry), or a canter run directory or checkpoint (its trained
   policy's sampled moves, loaded once per env copy). A deterministic opponent would play one
-  line a learner can memorise; sampled moves keep it varied;
+  line a learner can memorise; sampled moves keep it varied. A list of these is a pool: each
+  game draws its opponent from it (``[self, random, runs/old]``);
 - ``seat``: ``random`` (default: drawn at every reset, so the learner plays every side) or an
   agent name (``player_1``).
 
@@ -57,11 +58,28 @@ def is_turn_based(env_id: str) -> bool:
     return aec_factory(env_id) is not None
 
 
-def split_kwargs(env_kwargs: dict[str, Any] | None) -> tuple[str, str, dict[str, Any]]:
-    """``(opponent, seat, the game's own kwargs)`` from a turn-based run's ``env_kwargs``."""
+def split_kwargs(env_kwargs: dict[str, Any] | None) -> tuple[list[str], str, dict[str, Any]]:
+    """``(opponents, seat, the game's own kwargs)`` from a turn-based run's ``env_kwargs`` (``opponent``
+    is one spec or a list of them)."""
     kwargs = dict(env_kwargs or {})
-    opponent, seat = str(kwargs.pop("opponent", "random")), str(kwargs.pop("seat", "random"))
-    return opponent, seat, kwargs
+    opponent, seat = kwargs.pop("opponent", "random"), str(kwargs.pop("seat", "random"))
+    opponents = [str(o) for o in opponent] if isinstance(opponent, (list, tuple)) else [str(opponent)]
+    if not opponents:
+        raise CanterError("env_kwargs opponent is an empty list: name at least one (random, self or a run directory)")
+    return opponents, seat, kwargs
+
+
+class _Pool:
+    """The opponents' policies, one per ``opponent`` spec: None for uniform legal moves, else a function
+    of a batch of packed observations and a torch generator to draw from
+    (:meth:`canter.agents.Agent.explore`). Code, not state: an env snapshot skips it."""
+
+    resume_stateless = True
+
+    def __init__(self, specs: list[str]) -> None:
+        self.specs = specs
+        self.policies: list[Callable[[np.ndarray, torch.Generator], Any] | None] = [
+            None if spec in OPPONENTS else _checkpoint_policy(spec) for spec in specs]
 
 
 class TurnBasedEnv(gym.Env):
@@ -72,7 +90,7 @@ class TurnBasedEnv(gym.Env):
         factory = aec_factory(env_id)
         if factory is None:
             raise CanterError(f"'{env_id}' is not a turn-based PettingZoo game (a module with env() and no parallel_env())")
-        opponent, seat, kwargs = split_kwargs(env_kwargs)
+        opponents, seat, kwargs = split_kwargs(env_kwargs)
         try:
             self.game = factory(render_mode=render_mode, **kwargs) if render_mode else factory(**kwargs)
         except TypeError as exc:
@@ -84,7 +102,7 @@ class TurnBasedEnv(gym.Env):
             raise unknown("seat", seat, ["random", *agents])
         self.seat_choice, self.agents = seat, agents
         seats = agents if seat == "random" else [seat]
-        others = agents if opponent != "random" else seats
+        others = agents if opponents != ["random"] else seats
         obs_space, act_space = self.game.observation_space(seats[0]), self.game.action_space(seats[0])
         for agent in others:
             if self.game.observation_space(agent) != obs_space or self.game.action_space(agent) != act_space:
@@ -94,20 +112,27 @@ class TurnBasedEnv(gym.Env):
                                   f"opponent: random")
         self.observation_space, self.action_space = obs_space, act_space
         self._pack = ObservationPacker(obs_space, act_space) if needs_packing(obs_space) else None
-        self.opponent = opponent
-        #: the opponents' moves: None for uniform legal moves, else a function of a batch of packed
-        #: observations and a torch generator to draw from (:meth:`canter.agents.Agent.explore`)
-        self.policy: Callable[[np.ndarray, torch.Generator], Any] | None = None
-        if opponent not in OPPONENTS:
-            self.policy = _checkpoint_policy(opponent)
-        elif opponent == "self" and not training:
-            self.opponent = "random"  # module docstring: outside training a policy meets a random opponent
+        if not training:  # module docstring: outside training a policy meets a random opponent, not itself
+            opponents = ["random" if spec == "self" else spec for spec in opponents]
+        self._pool = _Pool(opponents)
+        self.current = 0  # the index of this game's opponent in the pool (drawn at reset)
         self.learner = seats[0]
 
+    @property
+    def opponent(self) -> str:
+        """This game's opponent spec."""
+        return self._pool.specs[self.current]
+
+    @property
+    def policy(self) -> Callable[[np.ndarray, torch.Generator], Any] | None:
+        """This game's opponent policy (None: uniform legal moves, or ``self`` not bound yet)."""
+        return self._pool.policies[self.current]
+
     def bind_policy(self, policy: Callable[[np.ndarray, torch.Generator], Any]) -> None:
-        """Give ``opponent: self`` its policy (see :attr:`policy`)."""
-        if self.opponent == "self":
-            self.policy = policy
+        """Give the ``self`` opponents their policy (see :class:`_Pool`)."""
+        for i, spec in enumerate(self._pool.specs):
+            if spec == "self":
+                self._pool.policies[i] = policy
 
     # -- the game ------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -116,8 +141,10 @@ class TurnBasedEnv(gym.Env):
         self.game.reset(seed=None if seed is None else int(seed))
         if self.seat_choice == "random":
             self.learner = self.agents[int(self.np_random.integers(len(self.agents)))]
+        if len(self._pool.specs) > 1:
+            self.current = int(self.np_random.integers(len(self._pool.specs)))
         obs, _, _, _, info = self._until_learner()
-        return obs, {**info, "seat": self.learner}
+        return obs, {**info, "seat": self.learner, "opponent": self.opponent}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """The learner's move, then the others' until its next turn (or its game's end)."""
@@ -178,7 +205,7 @@ def _check_memoryless(agent: Any) -> None:
 def bind_opponents(env: Any, agent: Any, env_id: str, env_kwargs: dict[str, Any] | None) -> None:
     """With ``opponent: self``, give the turn-based training envs of ``env`` (a :class:`~canter.envs.VecEnv`)
     the learning ``agent``'s deterministic policy (a no-op for other runs)."""
-    if not is_turn_based(env_id) or split_kwargs(env_kwargs)[0] != "self":
+    if not is_turn_based(env_id) or "self" not in split_kwargs(env_kwargs)[0]:
         return
     subs = getattr(getattr(env, "env", None), "envs", None)
     if subs is None:
