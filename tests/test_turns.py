@@ -135,6 +135,8 @@ def test_a_trained_run_as_the_opponent(tmp_path):
     assert (pool.policy is None) == (pool.opponent == "random")  # the policy of the game's own opponent
     with pytest.raises(CanterError, match="empty list"):
         TurnBasedEnv(TTT, {"opponent": []})
+    with pytest.raises(CanterError, match="was trained on Box"):  # tic-tac-toe's policy cannot play connect four
+        TurnBasedEnv(C4, {"opponent": str(run)})
 
 
 def test_connect_four_trains():

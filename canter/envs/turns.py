@@ -76,10 +76,10 @@ class _Pool:
 
     resume_stateless = True
 
-    def __init__(self, specs: list[str]) -> None:
+    def __init__(self, specs: list[str], observation_space: gym.Space, action_space: gym.Space) -> None:
         self.specs = specs
         self.policies: list[Callable[[np.ndarray, torch.Generator], Any] | None] = [
-            None if spec in OPPONENTS else _checkpoint_policy(spec) for spec in specs]
+            None if spec in OPPONENTS else _checkpoint_policy(spec, observation_space, action_space) for spec in specs]
 
 
 class TurnBasedEnv(gym.Env):
@@ -114,7 +114,7 @@ class TurnBasedEnv(gym.Env):
         self._pack = ObservationPacker(obs_space, act_space) if needs_packing(obs_space) else None
         if not training:  # module docstring: outside training a policy meets a random opponent, not itself
             opponents = ["random" if spec == "self" else spec for spec in opponents]
-        self._pool = _Pool(opponents)
+        self._pool = _Pool(opponents, self._pack.space if self._pack is not None else obs_space, act_space)
         self.current = 0  # the index of this game's opponent in the pool (drawn at reset)
         self.learner = seats[0]
 
@@ -182,9 +182,11 @@ class TurnBasedEnv(gym.Env):
         self.game.close()
 
 
-def _checkpoint_policy(path: str) -> Callable[[np.ndarray], Any]:
-    """The deterministic policy of a canter run directory or checkpoint."""
+def _checkpoint_policy(path: str, observation_space: gym.Space, action_space: gym.Space) -> Callable[..., Any]:
+    """The exploring (sampled) policy of a canter run directory or checkpoint trained on these spaces."""
     from pathlib import Path
+
+    from canter.envs.spaces import describe_space, spaces_match
 
     if not Path(path).exists():
         raise CanterError(f"opponent '{path}' is neither {' nor '.join(OPPONENTS)} nor a canter run directory or "
@@ -193,6 +195,10 @@ def _checkpoint_policy(path: str) -> Callable[[np.ndarray], Any]:
 
     agent = load(path)
     _check_memoryless(agent)
+    if not (spaces_match(agent.observation_space, observation_space) and spaces_match(agent.action_space, action_space)):
+        raise CanterError(f"opponent '{path}' was trained on {describe_space(agent.observation_space)} -> "
+                          f"{describe_space(agent.action_space)}, not this game's {describe_space(observation_space)} "
+                          f"-> {describe_space(action_space)}")
     return agent.explore
 
 
@@ -204,7 +210,7 @@ def _check_memoryless(agent: Any) -> None:
 
 def bind_opponents(env: Any, agent: Any, env_id: str, env_kwargs: dict[str, Any] | None) -> None:
     """With ``opponent: self``, give the turn-based training envs of ``env`` (a :class:`~canter.envs.VecEnv`)
-    the learning ``agent``'s deterministic policy (a no-op for other runs)."""
+    the learning ``agent``'s exploring policy, :meth:`~canter.agents.Agent.explore` (a no-op for other runs)."""
     if not is_turn_based(env_id) or "self" not in split_kwargs(env_kwargs)[0]:
         return
     subs = getattr(getattr(env, "env", None), "envs", None)
