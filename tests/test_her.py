@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -157,6 +158,25 @@ def test_state_round_trip_samples_the_same(tmp_path):
     _fill(buf, [[5], [3]], 7)  # both continue alike: the running episodes' state was saved too
     _fill(other, [[5], [3]], 7)
     assert np.array_equal(buf.ep_end, other.ep_end) and np.array_equal(buf.ep_start, other.ep_start)
+
+
+def test_goal_columns_skip_an_action_mask_packed_last():
+    class MaskedGoals(PointGoalEnv):
+        def __init__(self):
+            super().__init__()
+            self.observation_space = gym.spaces.Dict({**self.observation_space.spaces,
+                                                      "action_mask": gym.spaces.MultiBinary(3)})
+            self.action_space = gym.spaces.Discrete(3)
+
+        def _obs(self):
+            return {**super()._obs(), "action_mask": np.array([1, 0, 1], np.int8)}
+
+    env = pack_observations(MaskedGoals())
+    layout = GoalLayout(env, "test")
+    obs, _ = env.reset(seed=0)
+    raw = env.unwrapped._obs()
+    assert np.array_equal(layout.goals(obs[None], "achieved_goal")[0], raw["achieved_goal"])
+    assert np.array_equal(layout.goals(obs[None], "desired_goal")[0], raw["desired_goal"])
 
 
 def test_bit_flipping_env():

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
+from canter.envs.masks import MASK_KEY
 from canter.envs.packing import PackObservations
 from canter.envs.spaces import describe_space
 from canter.errors import CanterError
@@ -47,6 +48,8 @@ class GoalLayout:
         self.columns: dict[str, slice] = {}
         start = 0
         for key, sub in space.spaces.items():  # gymnasium flattens a Dict entry by entry, in this order
+            if key == MASK_KEY:  # an action mask is packed after everything else (canter.envs.packing)
+                continue
             width = gym.spaces.flatdim(sub)
             self.columns[key] = slice(start, start + width)
             start += width
