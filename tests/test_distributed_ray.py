@@ -306,7 +306,7 @@ def test_apex_dqn_with_hindsight_relabels_each_explorers_episodes(cluster):
     """Each explorer's shard is a hindsight buffer: ten bits are solved as in one process."""
     from test_her import HER_DQN
 
-    trainer, records = _train(cluster, "dqn", env="BitFlipping-v0", seed=0, max_steps=8000, eval_every=2000,
+    trainer, records = _train(cluster, "dqn", env="BitFlipping-v0", seed=0, max_steps=6000, eval_every=2000,
                               eval_episodes=50, her_goals=4, **HER_DQN)
     assert all(type(s).__name__ == "HerReplayBuffer" for s in trainer.buffer.shards)
     assert trainer.best_eval_return >= -5.0, f"reached only {trainer.best_eval_return}"
