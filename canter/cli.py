@@ -222,12 +222,16 @@ def cmd_eval(argv: list[str]) -> int:
     p.add_argument("--env", help="evaluate on another env id with the same spaces")
     p.add_argument("--seed", type=int, default=12345, help="evaluation seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--opponent", help="turn-based games: play against this opponent (random or a run directory)")
+    p.add_argument("--seat", help="turn-based games: play this seat (random or an agent name)")
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
     from canter.envs import make_vec_env
+    from canter.envs.turns import with_opponent
     from canter.trainers.evaluation import evaluate
 
     agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
+    env_kwargs = with_opponent(env_id, env_kwargs, args.opponent, args.seat)
     env = make_vec_env(env_id, min(args.episodes, 8), "auto", env_kwargs, policies=agent.run_config.policies,
                        central_state=agent.run_config.central_state)
     try:

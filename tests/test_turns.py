@@ -11,7 +11,7 @@ import canter
 from canter.cli import main
 from canter.envs import make_vec_env
 from canter.envs.packing import pack_observations
-from canter.envs.turns import TurnBasedEnv
+from canter.envs.turns import TurnBasedEnv, with_opponent
 from canter.errors import CanterError
 from test_cli_errors import assert_train_refused
 
@@ -137,6 +137,21 @@ def test_a_trained_run_as_the_opponent(tmp_path):
         TurnBasedEnv(TTT, {"opponent": []})
     with pytest.raises(CanterError, match="was trained on Box"):  # tic-tac-toe's policy cannot play connect four
         TurnBasedEnv(C4, {"opponent": str(run)})
+
+
+def test_eval_against_a_chosen_opponent_and_seat(tmp_path, capsys):
+    """``canter eval --opponent RUN --seat AGENT``: a run against a frozen policy (here its own), from one seat."""
+    run = tmp_path / "run"
+    canter.train("dqn", env=TTT, seed=0, max_steps=1500, eval_every=0, eval_episodes=2, run_dir=run, quiet=True,
+                 learning_starts=500)
+    assert main(["eval", str(run), "--opponent", str(run), "--seat", "player_2", "--episodes", "6", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["episodes"] == 6 and set(result["returns"]) <= {-1.0, 0.0, 1.0}
+    assert main(["eval", str(run), "--opponent", "nowhere"]) == 2  # the option reaches the game's env
+    assert "opponent 'nowhere' is neither random nor self" in capsys.readouterr().err
+    with pytest.raises(CanterError, match="for turn-based PettingZoo games; 'CartPole-v1' is not one"):
+        with_opponent("CartPole-v1", {}, "random", None)
+    assert with_opponent(TTT, {"seat": "player_1"}, "random", None) == {"seat": "player_1", "opponent": "random"}
 
 
 def test_connect_four_trains():

@@ -208,6 +208,17 @@ def _check_memoryless(agent: Any) -> None:
                           "would follow every game at once)")
 
 
+def with_opponent(env_id: str, env_kwargs: dict[str, Any], opponent: str | None, seat: str | None) -> dict[str, Any]:
+    """``env_kwargs`` with the ``opponent`` / ``seat`` given (``canter eval --opponent --seat``); a
+    one-line error for an env that is not a turn-based game."""
+    if opponent is None and seat is None:
+        return env_kwargs
+    if not is_turn_based(env_id):
+        raise CanterError(f"--opponent and --seat are for turn-based PettingZoo games; '{env_id}' is not one")
+    given = {"opponent": opponent, "seat": seat}
+    return {**env_kwargs, **{k: v for k, v in given.items() if v is not None}}
+
+
 def bind_opponents(env: Any, agent: Any, env_id: str, env_kwargs: dict[str, Any] | None) -> None:
     """With ``opponent: self``, give the turn-based training envs of ``env`` (a :class:`~canter.envs.VecEnv`)
     the learning ``agent``'s exploring policy, :meth:`~canter.agents.Agent.explore` (a no-op for other runs)."""
