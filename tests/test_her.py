@@ -261,3 +261,12 @@ def test_refusals(tmp_path, capsys, algo, env, sets, message):
     for s in sets:
         args += ["--set", s]
     assert_train_refused(capsys, tmp_path, args, message)
+
+
+def test_tune_does_not_search_hindsight_by_default():
+    """her_goals > 0 is refused on envs without goals, so a default study (CartPole) must not draw it;
+    a goal env's study adds it with --space."""
+    from canter.tools.tune import search_space
+
+    for algo in ("dqn", "sac", "td3", "tqc"):
+        assert "her_goals" not in search_space(algo)
