@@ -303,7 +303,10 @@ def test_trpo_update_matches_sb3_contrib(case, env_id, monkeypatch):
         tries[n_tries - 1][0] if accepted else before, rel=1e-6, abs=1e-9)
     if sb3_try is None:
         assert logged["train/kl_divergence_loss"] == 0.0
-        assert logged["train/policy_objective"] == pytest.approx(before, abs=1e-7)
+        # the surrogate at the old policy is the mean of the normalised advantages, 0 up to float32
+        # rounding, whose size depends on the summation order of each library's kernels (an AVX-512
+        # host measured 1.4e-7 against -4.2e-8)
+        assert logged["train/policy_objective"] == pytest.approx(before, abs=1e-6)
         assert abs(stats["kl"]) < 1e-9 and stats["policy_improvement"] == 0.0
     else:
         surrogate, _, fwd, rev = tries[sb3_try]

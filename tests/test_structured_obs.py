@@ -1,4 +1,5 @@
-"""Dict and Tuple observations are flattened into one float32 vector per observation (canter.envs.packing)."""
+"""Dict and Tuple observations are flattened into one float32 vector per observation (canter.envs.packing;
+those with images: tests/test_image_dict.py)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,6 @@ from canter.envs.make import make_env, make_vec_env
 from canter.envs.masks import MaskedBox
 from canter.envs.packing import ObservationPacker
 from canter.errors import CanterError
-from test_cli_errors import assert_train_refused
 
 ENV = "masked_env:DictPick-v0"
 
@@ -62,8 +62,6 @@ def test_masked_dict_observations_train(tmp_path):
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["last_eval_return"] >= 9.0
 
 
-def test_image_entries_are_refused(capsys, tmp_path):
-    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "env_kwargs={image: true}"],
-                         "observation entry 'frame' is an image")
+def test_entries_that_do_not_flatten_are_refused():
     with pytest.raises(CanterError, match="Text space"):
         ObservationPacker(gym.spaces.Dict({"mission": gym.spaces.Text(8)}), gym.spaces.Discrete(2))

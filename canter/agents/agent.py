@@ -50,8 +50,11 @@ class Agent:
             raise CanterError(f"normalize_obs needs Box observations, not {type(self.observation_space).__name__} "
                               "(set hparams.normalize_obs=false)")
         self.obs_rms = RunningMeanStd(self.observation_space.shape) if normalize_obs else None
-        #: an action mask packed at the end of each observation (canter.envs.masks) is never normalised
-        self._mask_width = mask_width(self.observation_space)
+        #: columns never normalised: an action mask packed at the end of each observation
+        #: (canter.envs.masks) and the pixels of structured observations with images (canter.envs.packing)
+        width = mask_width(self.observation_space)
+        self._raw_columns = [slice(-width, None)] if width else [
+            cols for cols, _ in getattr(self.observation_space, "image_slices", list)()]
         self.ret_rms = RunningMeanStd(()) if normalize_reward else None
         self._training_layout: Any = False  # resolved at the first prepare_rollout_batch
         self.gamma, self.clip_obs = gamma, clip_obs
@@ -72,8 +75,8 @@ class Agent:
         if update:
             self.obs_rms.update(obs)
         out = np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -self.clip_obs, self.clip_obs)
-        if self._mask_width:
-            out[..., -self._mask_width:] = obs[..., -self._mask_width:]
+        for cols in self._raw_columns:
+            out[..., cols] = obs[..., cols]
         return out.astype(np.float32)
 
     def obs_to_tensor(self, obs: np.ndarray, update: bool = False) -> torch.Tensor:
@@ -175,12 +178,10 @@ class Agent:
         mean = torch.as_tensor(self.obs_rms.mean, dtype=torch.float32)
         std = torch.as_tensor(np.sqrt(self.obs_rms.var + 1e-8), dtype=torch.float32)
 
-        k = self._mask_width
-
         def norm(x: torch.Tensor) -> torch.Tensor:
             out = ((x.float() - mean) / std).clamp(-self.clip_obs, self.clip_obs)
-            if k:
-                out[..., -k:] = x[..., -k:]
+            for cols in self._raw_columns:
+                out[..., cols] = x[..., cols]
             return out
 
         return batch._replace(obs=norm(batch.obs), next_obs=norm(batch.next_obs))

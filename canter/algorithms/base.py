@@ -84,6 +84,15 @@ def minibatches(batch: Any, steps: int) -> Iterator[tuple[Any, slice]]:
         yield type(batch)(*(t[part] for t in batch)), part
 
 
+def encoder_hp() -> Any:
+    """The ``encoder`` hyperparameter of algorithms whose models take an observation encoder
+    (:func:`canter.models.cnn.make_encoder`)."""
+    from canter.config import hp
+
+    return hp("auto", "observation encoder: auto (nature CNN for uint8 images, multi for Dict/Tuple observations "
+                      "with images, flat otherwise), nature, impala, flat, multi, or module:Class")
+
+
 def encoder_kwargs(config: Any) -> dict[str, Any]:
     """``{"encoder": name}`` when the config names an encoder other than ``auto`` (models default
     to ``auto``; leaving it out keeps custom models without an ``encoder`` argument working)."""

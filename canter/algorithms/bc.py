@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_, encoder_kwargs, make_adam
+from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_, encoder_hp, encoder_kwargs, make_adam
 from canter.algorithms.offpolicy import ACTIVATION_CHOICES
 from canter.config import hp
 from canter.data.batch import ReplayBatch
@@ -58,8 +58,7 @@ class BCConfig:
     activation: str = hp("relu", "hidden activation", choices=ACTIVATION_CHOICES)
     max_grad_norm: float = hp(10.0, "global gradient-norm clip", low=0, low_open=True)
     normalize_obs: bool = hp(False, "normalise observations with the dataset's mean and std")
-    encoder: str = hp("auto", "observation encoder: auto (nature CNN for uint8 images, flat otherwise), nature, impala, "
-                      "flat, or module:Class")
+    encoder: str = encoder_hp()
 
 
 @register("algorithm", "bc")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
-from canter.algorithms.base import clip_grad_norm_
+from canter.algorithms.base import clip_grad_norm_, encoder_hp
 from canter.algorithms.dqn import DQN
 from canter.algorithms.offpolicy import ACTIVATION_CHOICES
 from canter.config import hp
@@ -40,8 +40,7 @@ class CQLConfig:
     double_q: bool = hp(False, "Double DQN targets: online net picks the next action, target net values it")
     dueling: bool = hp(False, "dueling value/advantage heads")
     normalize_obs: bool = hp(False, "normalise observations with the dataset's mean and std")
-    encoder: str = hp("auto", "observation encoder: auto (nature CNN for uint8 images, flat otherwise), nature, impala, "
-                      "flat, or module:Class")
+    encoder: str = encoder_hp()
     # DQN's settings that have one value offline (properties, not hyperparameters): no exploration,
     # no quantile head, autograd
     exploration_initial_eps = exploration_final_eps = exploration_fraction = property(lambda self: 0.0)

@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from canter.algorithms.base import (
-    ActOutput, Algorithm, clip_grad_norm_, encoder_kwargs, linear, make_adam, minibatches,
+    ActOutput, Algorithm, clip_grad_norm_, encoder_hp, encoder_kwargs, linear, make_adam, minibatches,
 )
 from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate
 from canter.config import hp
@@ -65,8 +65,7 @@ class DQNConfig(EpsilonGreedyConfig):
         True, "hand-derived gradients for a plain relu/tanh MLP Q-network (same math as autograd, faster); "
         "false: autograd"
     )
-    encoder: str = hp("auto", "observation encoder: auto (nature CNN for uint8 images, flat otherwise), nature, impala, "
-                      "flat, or module:Class")
+    encoder: str = encoder_hp()
 
 
 class EpsilonGreedyTargets:

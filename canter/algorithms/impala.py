@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from canter.algorithms.actor_critic import ActorCriticAlgorithm, PolicyNetConfig, explained_variance
-from canter.algorithms.base import make_adam
+from canter.algorithms.base import encoder_hp, make_adam
 from canter.config import hp
 from canter.data.batch import TrajectoryBatch
 from canter.distributed.vtrace import VTraceReturns, vtrace
@@ -47,8 +47,7 @@ class IMPALAConfig(PolicyNetConfig):
     adam_eps: float = hp(1e-5, "Adam epsilon", low=0, low_open=True)
     normalize_obs: bool = hp(False, "normalise observations with running mean/std (owned by the learner)")
     shared_trunk: bool = hp(False, "share the hidden layers between actor and critic")
-    encoder: str = hp("auto", "observation encoder: auto (nature CNN for uint8 images, flat otherwise), nature, impala, "
-                      "flat, or module:Class")
+    encoder: str = encoder_hp()
 
 
 @register("algorithm", "impala")

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from canter.algorithms.actor_critic import ActorCriticAlgorithm, PolicyNetConfig, explained_variance
-from canter.algorithms.base import ActOutput
+from canter.algorithms.base import ActOutput, encoder_hp
 from canter.algorithms.policy_terms import signed_means
 from canter.config import hp
 from canter.data.batch import RolloutBatch
@@ -47,8 +47,7 @@ class PPOConfig(PolicyNetConfig):
     target_kl: float | None = hp(None, "stop the epochs early when approx KL exceeds 1.5x this (null: never)", low=0, low_open=True)
     adam_eps: float = hp(1e-5, "Adam epsilon", low=0, low_open=True)
     shared_trunk: bool = hp(False, "share the hidden layers between actor and critic")
-    encoder: str = hp("auto", "observation encoder: auto (nature CNN for uint8 images, flat otherwise), nature, impala, "
-                      "flat, or module:Class")
+    encoder: str = encoder_hp()
     manual_backward: bool = hp(
         True, "hand-derived gradients when the model supports them (same math as autograd, ~2x faster); false: autograd"
     )

@@ -6,11 +6,18 @@ entry, nested) is wrapped by :class:`PackObservations`, which flattens each obse
 gymnasium's ``spaces.flatten`` into a float32 ``Box`` (what Stable-Baselines3's
 ``MultiInputPolicy`` does for non-image entries). A ``Dict`` in the action-mask convention
 (:mod:`canter.envs.masks`) keeps its mask apart: the other entries flattened, then the mask, in a
-:class:`~canter.envs.masks.MaskedBox`. Image entries (``uint8`` arrays of shape ``[H, W, C]``) are
-refused: flattened they would reach a fully connected network pixel by pixel.
+:class:`~canter.envs.masks.MaskedBox`.
+
+Image entries (``uint8`` images, :func:`canter.models.cnn.is_image_space`) are flattened too, into
+a :class:`PackedBox` that records where each image lies in the vector, so the ``multi`` encoder
+(:class:`canter.models.cnn.MultiInputEncoder`, picked automatically) gives each image a
+convolutional network and the other entries their values. Such a vector is ``uint8`` when every
+entry fits in a byte (images, ``uint8`` boxes, one-hot ``Discrete``, ``MultiBinary`` and
+``MultiDiscrete``), so buffers store pixels at one byte each; with a float entry it is ``float32``.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -27,32 +34,76 @@ def needs_packing(space: gym.Space) -> bool:
     return isinstance(space, STRUCTURED)
 
 
-def _check_entries(space: gym.Space, where: str) -> None:
-    """Refuse entries that do not flatten into a feature vector (images, text, graphs...)."""
-    from canter.models.cnn import is_image_space
+class PackedBox(gym.spaces.Box):
+    """A flat Box holding a ``Dict`` / ``Tuple`` observation with image entries: ``images`` lists
+    each image's ``(offset, shape)`` in the vector (its pixels in the image's own layout); the
+    other columns are the remaining entries, flattened."""
 
+    def __init__(self, low: np.ndarray, high: np.ndarray, dtype: Any,
+                 images: Sequence[tuple[int, Sequence[int]]], seed: Any = None) -> None:
+        super().__init__(low=np.asarray(low).astype(dtype), high=np.asarray(high).astype(dtype), dtype=dtype, seed=seed)
+        self.images: tuple[tuple[int, tuple[int, ...]], ...] = tuple(
+            (int(o), tuple(int(d) for d in shape)) for o, shape in images)
+
+    def image_slices(self) -> list[tuple[slice, tuple[int, ...]]]:
+        """Each image's columns and shape."""
+        return [(slice(o, o + int(np.prod(shape))), shape) for o, shape in self.images]
+
+    def vector_slices(self) -> list[slice]:
+        """The runs of columns that are not pixels, in order."""
+        out, start = [], 0
+        for cols, _ in self.image_slices():
+            if cols.start > start:
+                out.append(slice(start, cols.start))
+            start = cols.stop
+        if start < self.shape[0]:
+            out.append(slice(start, self.shape[0]))
+        return out
+
+    def __repr__(self) -> str:
+        return f"PackedBox({self.shape[0]}, {self.dtype}, images={[s for _, s in self.images]})"
+
+
+def _leaves(space: gym.Space, where: str = "") -> list[tuple[str, gym.Space]]:
+    """The leaf entries of a structured space in gymnasium's flattening order, with their names."""
     if isinstance(space, gym.spaces.Dict):
-        for key, sub in space.spaces.items():
-            _check_entries(sub, f"{where}.{key}" if where else str(key))
-    elif isinstance(space, gym.spaces.Tuple):
-        for i, sub in enumerate(space.spaces):
-            _check_entries(sub, f"{where}[{i}]")
-    elif is_image_space(space):
-        raise CanterError(f"observation entry '{where}' is an image {space}: canter flattens Dict and Tuple "
-                          f"observations into one vector, so give the image on its own (a Box observation)")
-    elif not isinstance(space, (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiBinary, gym.spaces.MultiDiscrete)):
+        return [leaf for key, sub in space.spaces.items() for leaf in _leaves(sub, f"{where}.{key}" if where else str(key))]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for i, sub in enumerate(space.spaces) for leaf in _leaves(sub, f"{where}[{i}]")]
+    return [(where, space)]
+
+
+def _fits_a_byte(space: gym.Space) -> bool:
+    """True when every flattened value of ``space`` is an integer in [0, 255]."""
+    if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiBinary, gym.spaces.MultiDiscrete)):
+        return True  # one-hot or 0/1
+    return (isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.integer)
+            and bool(np.all(space.low >= 0)) and bool(np.all(space.high <= 255)))
+
+
+def _check_entries(space: gym.Space, where: str) -> None:
+    """Refuse entries that do not flatten into a feature vector (text, graphs...)."""
+    for name, leaf in _leaves(space, where):
+        _check_leaf(leaf, name)
+
+
+def _check_leaf(space: gym.Space, where: str) -> None:
+    if not isinstance(space, (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiBinary, gym.spaces.MultiDiscrete)):
         raise CanterError(f"observation entry '{where}' is a {type(space).__name__} space, which canter cannot "
                           f"flatten into a vector (Box, Discrete, MultiBinary and MultiDiscrete entries can)")
 
 
 class ObservationPacker:
-    """Flattens observations of a ``Dict`` / ``Tuple`` space into float32 vectors of :attr:`space`
-    (a :class:`~canter.envs.masks.MaskedBox` when the space follows the action-mask convention)."""
+    """Flattens observations of a ``Dict`` / ``Tuple`` space into vectors of :attr:`space`: float32
+    (a :class:`~canter.envs.masks.MaskedBox` when the space follows the action-mask convention), or
+    a :class:`PackedBox` when it has image entries."""
 
     #: configuration only: an env's snapshot for exact resume (:mod:`canter.envs.state`) skips it
     resume_stateless = True
 
     def __init__(self, space: gym.Space, action_space: gym.Space) -> None:
+        from canter.models.cnn import is_image_space
+
         self.mask = has_action_mask(space)
         if self.mask:
             if not isinstance(action_space, gym.spaces.Discrete):
@@ -67,18 +118,31 @@ class ObservationPacker:
             self._inner = rest[OBS_KEY] if set(rest) == {OBS_KEY} else gym.spaces.Dict(rest)
         else:
             self._inner, width = space, 0
-        _check_entries(self._inner, OBS_KEY if self.mask and not isinstance(self._inner, gym.spaces.Dict) else "")
+        where = OBS_KEY if self.mask and not isinstance(self._inner, gym.spaces.Dict) else ""
+        _check_entries(self._inner, where)
         flat = gym.spaces.flatten_space(self._inner)
         low, high = np.asarray(flat.low, np.float64), np.asarray(flat.high, np.float64)
+        images, offset, leaves = [], 0, _leaves(self._inner, where)
+        for _, leaf in leaves:
+            if is_image_space(leaf):
+                images.append((offset, leaf.shape))
+            offset += gym.spaces.flatdim(leaf)
+        if images and self.mask:
+            raise CanterError("observations with both image entries and an action mask are not supported: give the "
+                              "image on its own (a Box observation) or drop the mask")
         if self.mask:
             self.space: gym.spaces.Box = MaskedBox(np.r_[low, np.zeros(width)], np.r_[high, np.ones(width)], width)
+        elif images:
+            dtype = np.uint8 if all(_fits_a_byte(leaf) for _, leaf in leaves) else np.float32
+            self.space = PackedBox(low, high, dtype, images)
         else:
             self.space = gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+        self._dtype = self.space.dtype
 
     def __call__(self, observation: Any) -> np.ndarray:
         """The flat float32 vector of one observation."""
         if not self.mask:
-            return np.asarray(gym.spaces.flatten(self._inner, observation), np.float32)
+            return np.asarray(gym.spaces.flatten(self._inner, observation), self._dtype)
         rest = observation[OBS_KEY] if not isinstance(self._inner, gym.spaces.Dict) else \
             {k: v for k, v in observation.items() if k != MASK_KEY}
         x = np.asarray(gym.spaces.flatten(self._inner, rest), np.float32)

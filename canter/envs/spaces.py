@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 
 from canter.envs.masks import MaskedBox
+from canter.envs.packing import PackedBox
 from canter.errors import CanterError
 
 _MAX_BOUNDS = 4096
@@ -25,6 +26,11 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
     """A JSON-safe description of ``space``."""
     if isinstance(space, gym.spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, PackedBox):  # pixels are 0-255: the bounds of the other columns only
+        cols = np.r_[tuple(np.arange(c.start, c.stop) for c in space.vector_slices())].astype(np.int64)
+        return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
+                "images": [[o, list(shape)] for o, shape in space.images],
+                "low": _bound(space.low[cols]), "high": _bound(space.high[cols])}
     if isinstance(space, gym.spaces.Box):
         d = {
             "type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
@@ -47,6 +53,8 @@ def space_from_dict(d: dict[str, Any]) -> gym.Space:
     kind = d.get("type")
     if kind == "Discrete":
         return gym.spaces.Discrete(d["n"], start=d.get("start", 0))
+    if kind == "Box" and "images" in d:
+        return _packed_from_dict(d, np.dtype(d["dtype"]))
     if kind == "Box":
         shape = tuple(d["shape"])
         low = np.broadcast_to(np.asarray(d["low"], dtype=np.float64), shape)
@@ -69,12 +77,27 @@ def space_from_dict(d: dict[str, Any]) -> gym.Space:
     raise CanterError(f"unsupported space description {d!r}")
 
 
+def _packed_from_dict(d: dict[str, Any], dtype: np.dtype) -> PackedBox:
+    """A :class:`PackedBox` from its description (pixel bounds 0-255, the rest's bounds stored)."""
+    n, images = int(d["shape"][0]), [(int(o), tuple(shape)) for o, shape in d["images"]]
+    low, high = np.zeros(n, np.float64), np.full(n, 255.0)
+    probe = PackedBox(low, high, dtype, images)
+    cols = np.r_[tuple(np.arange(c.start, c.stop) for c in probe.vector_slices())].astype(np.int64)
+    for arr, key in ((low, "low"), (high, "high")):
+        vals = np.broadcast_to(np.asarray(d[key], np.float64), cols.shape)
+        arr[cols] = np.where(vals <= -1e308, -np.inf, np.where(vals >= 1e308, np.inf, vals))
+    return PackedBox(low, high, dtype, images)
+
+
 def describe_space(space: gym.Space) -> str:
     """A short one-line description: type, shape and dtype (never the full bounds)."""
     if isinstance(space, gym.spaces.Discrete):
         return f"Discrete({space.n})"
     if isinstance(space, MaskedBox):
         return f"Box(shape={space.observation_space().shape}, {space.dtype}) with an action mask of {space.mask_width}"
+    if isinstance(space, PackedBox):
+        return (f"Box(shape={tuple(space.shape)}, {space.dtype}) packing images "
+                f"{', '.join(str(s) for _, s in space.images)} and {sum(c.stop - c.start for c in space.vector_slices())} other values")
     if isinstance(space, gym.spaces.Box):
         return f"Box(shape={tuple(space.shape)}, {space.dtype})"
     if isinstance(space, gym.spaces.Dict):

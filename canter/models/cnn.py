@@ -13,10 +13,17 @@ float and divides by 255 as its first step.
   channels, each a 3x3 conv, a 3x3/2 max-pool and two residual blocks, then ReLU and flatten
   (3872 features at 84x84); the paper adds a 256-unit layer (``net_arch: [256]``).
 - ``flat``: :class:`~canter.models.mlp.ObsEncoder` (one-hot Discrete, flatten Box).
+- ``multi``: for ``Dict`` / ``Tuple`` observations with image entries (a
+  :class:`~canter.envs.packing.PackedBox`): each image through its own convolutional network and a
+  256-unit ReLU layer, concatenated with the other entries' values (Stable-Baselines3's
+  ``CombinedExtractor``). ``nature`` or ``impala`` on such observations names the image network;
+  ``auto`` uses ``nature`` for images of at least 36 pixels a side (its smallest input) and
+  ``impala`` for smaller ones.
 - ``split``: for a centralised critic (``mappo``): observations ``[2, w]``, the actor's input then
   the critic's, become one input per network of an actor-critic model.
 
-``auto`` picks ``nature`` for image spaces and ``flat`` otherwise. Encoders are registered
+``auto`` picks ``nature`` for image spaces, ``multi`` for structured ones with images and ``flat``
+otherwise. Encoders are registered
 (kind ``encoder``), so ``encoder: mypkg.nets:MyEncoder`` works like a model name.
 """
 from __future__ import annotations
@@ -202,6 +209,50 @@ class FlatEncoder(ObsEncoder):
 register("encoder", "flat")(FlatEncoder)
 
 
+@register("encoder", "multi")
+class MultiInputEncoder(nn.Module):
+    """Structured observations with images (a :class:`~canter.envs.packing.PackedBox`): each image
+    through a convolutional network (``image_encoder``: ``nature``, ``impala``, or ``auto`` by its
+    size) and a ``image_features``-unit ReLU layer, then the other columns' values as floats."""
+
+    #: the width each image's convolutional features are reduced to (SB3's CombinedExtractor: 256)
+    image_features = 256
+
+    def __init__(self, space: gym.Space, ortho_init: bool = False, image_encoder: str = "auto") -> None:
+        super().__init__()
+        from canter.envs.packing import PackedBox
+        from canter.models.linear import Linear
+
+        if not isinstance(space, PackedBox):
+            raise CanterError(f"encoder 'multi' needs Dict or Tuple observations with image entries, not {space}")
+        self.images = [(cols.start, cols.stop, shape) for cols, shape in space.image_slices()]
+        self.vectors = [(c.start, c.stop) for c in space.vector_slices()]
+        self.convs, self.heads = nn.ModuleList(), nn.ModuleList()
+        for _, _, shape in self.images:
+            image = gym.spaces.Box(0, 255, shape, np.uint8)
+            kind = image_encoder
+            if kind == "auto":
+                probe = ImageEncoder(image)
+                kind = "nature" if min(probe.in_shape[1:]) >= 36 else "impala"
+            conv = lookup("encoder", kind)(image, ortho_init=ortho_init)
+            head = nn.Sequential(Linear(conv.out_dim, self.image_features), nn.ReLU())
+            if ortho_init:
+                _ortho(head, math.sqrt(2))
+            self.convs.append(conv)
+            self.heads.append(head)
+        self.out_dim = self.image_features * len(self.images) + sum(b - a for a, b in self.vectors)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        b, parts = obs.shape[0], []
+        for (start, stop, shape), conv, head in zip(self.images, self.convs, self.heads):
+            pixels = obs[:, start:stop].reshape((b,) + shape)
+            # float storage (a float entry beside the image, or normalised observations) holds the
+            # same 0-255 integers; as uint8 the encoder scales them to [0, 1] like any image
+            parts.append(head(conv(pixels if pixels.dtype == torch.uint8 else pixels.to(torch.uint8))))
+        parts += [obs[:, a:b_].float() for a, b_ in self.vectors]
+        return torch.cat(parts, dim=1)
+
+
 @register("encoder", "split")
 class SplitEncoder(ObsEncoder):
     """Observations ``[2, w]`` whose first row is the actor's input and the second the critic's (a
@@ -226,20 +277,24 @@ class SplitEncoder(ObsEncoder):
 
 
 def make_encoder(space: gym.Space, kind: str = "auto", ortho_init: bool = False) -> nn.Module:
-    """The encoder ``kind`` names for ``space`` (``auto``: ``nature`` for images, else ``flat``).
+    """The encoder ``kind`` names for ``space`` (``auto``: ``nature`` for images, ``multi`` for
+    structured observations with images, else ``flat``).
 
     The returned module maps ``[B, *space.shape]`` tensors to ``[B, encoder.out_dim]`` floats.
     For observations that carry an action mask (:class:`~canter.envs.masks.MaskedBox`) it is built
     on the observation part: the model splits the mask off before encoding.
     """
     from canter.envs.masks import MaskedBox
+    from canter.envs.packing import PackedBox
 
     if isinstance(space, MaskedBox):
         space = space.observation_space()
-    if kind == "auto":
-        kind = "nature" if is_image_space(space) else "flat"
-    cls = lookup("encoder", kind)
-    encoder = cls(space, ortho_init=ortho_init)
+    if isinstance(space, PackedBox) and kind in ("auto", "nature", "impala"):
+        encoder: nn.Module = MultiInputEncoder(space, ortho_init, image_encoder=kind)
+    else:
+        if kind == "auto":
+            kind = "nature" if is_image_space(space) else "flat"
+        encoder = lookup("encoder", kind)(space, ortho_init=ortho_init)
     if not isinstance(getattr(encoder, "out_dim", None), int):
         raise CanterError(f"encoder '{kind}' must set an integer 'out_dim'")
     return encoder
