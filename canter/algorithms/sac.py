@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from canter.algorithms.base import ActOutput, Algorithm, make_adam
+from canter.algorithms.base import ActOutput, Algorithm, encoder_hp, encoder_kwargs, make_adam
 from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, SoftUpdate, frozen, mean_over_critics, parse_ent_coef
 from canter.config import hp
 from canter.data.batch import ReplayBatch
@@ -48,6 +48,7 @@ class SACConfig(OffPolicyConfig):
     use_sde: bool = hp(False, "gSDE: state-dependent exploration noise instead of independent Gaussian noise")
     sde_sample_freq: int = hp(-1, "gSDE: resample the noise every N vector steps (-1: once per train_freq)", low=-1)
     log_std_init: float = hp(-3.0, "gSDE: initial log std of the exploration weights")
+    encoder: str = encoder_hp()
 
     def validate(self) -> None:
         """Cross-field checks."""
@@ -74,7 +75,7 @@ class SAC(Algorithm):
         c = config
         self.model = self.make_model(
             net_arch=c.net_arch, activation=c.activation, n_critics=c.n_critics, use_sde=c.use_sde,
-            log_std_init=c.log_std_init,
+            log_std_init=c.log_std_init, **encoder_kwargs(c),
         )
         self.actor, self.critic = self.model.actor, self.model.critic
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)

@@ -18,7 +18,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, make_adam
+from canter.algorithms.base import ActOutput, Algorithm, encoder_hp, encoder_kwargs, make_adam
 from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate, frozen, mean_over_critics
 from canter.config import hp
 from canter.data.batch import ReplayBatch
@@ -41,6 +41,7 @@ class TD3Config(OffPolicyConfig):
                            choices=("normal", "ou", "none"))
     noise_std: float = hp(0.1, "exploration noise std (action scale [-1, 1])", low=0)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1)
+    encoder: str = encoder_hp()
 
 
 @register("algorithm", "td3")
@@ -58,7 +59,8 @@ class TD3(Algorithm):
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: TD3Config, **kw: Any) -> None:
         super().__init__(observation_space, action_space, config, **kw)
         c = config
-        self.model = self.make_model(net_arch=c.net_arch, activation=c.activation, n_critics=c.n_critics)
+        self.model = self.make_model(net_arch=c.net_arch, activation=c.activation, n_critics=c.n_critics,
+                                     **encoder_kwargs(c))
         self.actor, self.critic = self.model.actor, self.model.critic
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)

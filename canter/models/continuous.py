@@ -1,7 +1,10 @@
 """Actor and critic networks for the off-policy actor-critic family (DDPG, TD3, SAC).
 
 Actors output actions in ``[-1, 1]`` (tanh); the Agent rescales them to the action bounds.
-Critics are ``n_critics`` Q networks evaluated together (:class:`QEnsemble`).
+Critics are ``n_critics`` Q networks evaluated together (:class:`QEnsemble`). The actor and the
+critic each have their own observation encoder (:func:`canter.models.cnn.make_encoder`: flat for
+vectors, a CNN for images), shared by the critic's Q networks; as in Stable-Baselines3's
+``share_features_extractor=False``, each is trained by its own network's loss.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from torch import nn
 
 from canter.errors import CanterError
 from canter.models.linear import Linear
+from canter.models.cnn import make_encoder
 from canter.models.mlp import ACTIVATIONS, MLP, ObsEncoder, obs_dim
 from canter.registry import register
 
@@ -42,13 +46,13 @@ class ContinuousCritic(nn.Module):
 
     def __init__(
         self, observation_space: gym.Space, action_dim: int, net_arch: list[int], activation: str, n_critics: int,
-        n_quantiles: int = 0,
+        n_quantiles: int = 0, encoder: str = "auto",
     ) -> None:
         super().__init__()
-        self.encoder = ObsEncoder(observation_space)
+        self.encoder = make_encoder(observation_space, encoder)
         self.n_quantiles = n_quantiles
         out = [n_quantiles or 1]
-        self.q = QEnsemble(n_critics, [obs_dim(observation_space) + action_dim] + list(net_arch) + out, activation)
+        self.q = QEnsemble(n_critics, [self.encoder.out_dim + action_dim] + list(net_arch) + out, activation)
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:  # noqa: D102
         q = self.q(torch.cat([self.encoder(obs), actions], dim=-1))
@@ -62,10 +66,11 @@ class ContinuousCritic(nn.Module):
 class DeterministicActor(nn.Module):
     """``tanh(MLP(obs))``: a deterministic action in ``[-1, 1]``."""
 
-    def __init__(self, observation_space: gym.Space, action_dim: int, net_arch: list[int], activation: str) -> None:
+    def __init__(self, observation_space: gym.Space, action_dim: int, net_arch: list[int], activation: str,
+                 encoder: str = "auto") -> None:
         super().__init__()
-        self.encoder = ObsEncoder(observation_space)
-        self.net = MLP([obs_dim(observation_space)] + list(net_arch) + [action_dim], activation)
+        self.encoder = make_encoder(observation_space, encoder)
+        self.net = MLP([self.encoder.out_dim] + list(net_arch) + [action_dim], activation)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
         return torch.tanh(self.net(self.encoder(obs)))
@@ -84,12 +89,12 @@ class SquashedGaussianActor(nn.Module):
 
     def __init__(
         self, observation_space: gym.Space, action_dim: int, net_arch: list[int], activation: str,
-        use_sde: bool = False, log_std_init: float = -3.0,
+        use_sde: bool = False, log_std_init: float = -3.0, encoder: str = "auto",
     ) -> None:
         super().__init__()
-        self.encoder = ObsEncoder(observation_space)
+        self.encoder = make_encoder(observation_space, encoder)
         arch = list(net_arch)
-        self.trunk = MLP([obs_dim(observation_space)] + arch, activation)
+        self.trunk = MLP([self.encoder.out_dim] + arch, activation)
         self.trunk.append(ACTIVATIONS[activation]())
         self.use_sde = use_sde
         # mean and log-std heads in one layer (same initialisation as two nn.Linear of fan-in arch[-1])
@@ -112,12 +117,12 @@ class DeterministicActorCritic(nn.Module):
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (400, 300),
-        activation: str = "relu", n_critics: int = 2,
+        activation: str = "relu", n_critics: int = 2, encoder: str = "auto",
     ) -> None:
         super().__init__()
         dim = _box_dim(action_space, "DeterministicActorCritic")
-        self.actor = DeterministicActor(observation_space, dim, list(net_arch), activation)
-        self.critic = ContinuousCritic(observation_space, dim, list(net_arch), activation, n_critics)
+        self.actor = DeterministicActor(observation_space, dim, list(net_arch), activation, encoder)
+        self.critic = ContinuousCritic(observation_space, dim, list(net_arch), activation, n_critics, encoder=encoder)
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action in ``[-1, 1]``."""
@@ -136,12 +141,14 @@ class SquashedGaussianActorCritic(nn.Module):
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (256, 256),
         activation: str = "relu", n_critics: int = 2, use_sde: bool = False, log_std_init: float = -3.0,
-        n_quantiles: int = 0,
+        n_quantiles: int = 0, encoder: str = "auto",
     ) -> None:
         super().__init__()
         dim = _box_dim(action_space, "SquashedGaussianActorCritic")
-        self.actor = SquashedGaussianActor(observation_space, dim, list(net_arch), activation, use_sde, log_std_init)
-        self.critic = ContinuousCritic(observation_space, dim, list(net_arch), activation, n_critics, n_quantiles)
+        self.actor = SquashedGaussianActor(observation_space, dim, list(net_arch), activation, use_sde, log_std_init,
+                                           encoder)
+        self.critic = ContinuousCritic(observation_space, dim, list(net_arch), activation, n_critics, n_quantiles,
+                                       encoder)
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action ``tanh(mean)``."""
