@@ -164,3 +164,14 @@ def test_sac_learns_from_image_observations(tmp_path):
     assert isinstance(agent.algorithm.actor.encoder, NatureCNN)
     obs = make_vec_env("image_dict_env:ImageReach-v0", 4).reset(seed=1)
     np.testing.assert_array_equal(agent.predict(obs), canter.load(run / "checkpoints" / "last").predict(obs))
+
+
+def test_sac_discrete_learns_from_an_image_and_a_vector(tmp_path):
+    """The actor and the critics each get a multi encoder; the critics' is in the Polyak target."""
+    run = tmp_path / "sacd"
+    canter.train("sac_discrete", env=ENV, seed=0, max_steps=1500, learning_starts=250, batch_size=64,
+                 run_dir=run, quiet=True, eval_every=0, eval_episodes=10)
+    assert json.loads((run / "summary.json").read_text())["last_eval_return"] >= 9.5
+    model = canter.load(run).algorithm.model
+    assert isinstance(model.encoder, MultiInputEncoder) and isinstance(model.critic_encoder, MultiInputEncoder)
+    assert model.encoder is not model.critic_encoder

@@ -17,7 +17,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, make_adam
+from canter.algorithms.base import ActOutput, Algorithm, encoder_hp, encoder_kwargs, make_adam
 from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, SoftUpdate, mean_over_critics, parse_ent_coef
 from canter.config import hp
 from canter.data.batch import ReplayBatch
@@ -33,6 +33,7 @@ class DiscreteSACConfig(OffPolicyConfig):
     target_entropy_scale: float = hp(0.89, "entropy target as a fraction of the maximum, log(n_actions)", low=0, high=1)
     target_update_interval: int = hp(1, "gradient steps between target-network updates", low=1)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1)
+    encoder: str = encoder_hp()
 
     def validate(self) -> None:
         """Cross-field checks."""
@@ -55,11 +56,16 @@ class DiscreteSAC(Algorithm):
                  **kw: Any) -> None:
         super().__init__(observation_space, action_space, config, **kw)
         c = config
-        self.model = self.make_model(net_arch=c.net_arch, activation=c.activation, n_critics=c.n_critics)
-        self.critic_target = copy.deepcopy(self.model.q).requires_grad_(False)
-        self.update_target = SoftUpdate(self.critic_target, self.model.q)
-        self.actor_optimizer = make_adam(list(self.model.actor.parameters()), c.lr)
-        self.critic_optimizer = make_adam(list(self.model.q.parameters()), c.lr)
+        self.model = self.make_model(net_arch=c.net_arch, activation=c.activation, n_critics=c.n_critics,
+                                     **encoder_kwargs(c))
+        # the target is the Q networks, and with a convolutional encoder the critic's encoder before them
+        critic_encoder = getattr(self.model, "critic_encoder", None)
+        critic = self.model.q if critic_encoder is None else nn.Sequential(critic_encoder, self.model.q)
+        self.critic_target = copy.deepcopy(critic).requires_grad_(False)
+        self._target_encoded = critic_encoder is None  # the target takes the shared encoder's features
+        self.update_target = SoftUpdate(self.critic_target, critic)
+        self.actor_optimizer = make_adam(list(self.model.actor.parameters()) + list(self.model.encoder.parameters()), c.lr)
+        self.critic_optimizer = make_adam(list(critic.parameters()), c.lr)
         self.ent_coef = EntropyCoef(c.ent_coef, c.lr, c.target_entropy_scale * math.log(int(action_space.n)), self.device)
         self.last_priorities: torch.Tensor | None = None
 
@@ -74,7 +80,8 @@ class DiscreteSAC(Algorithm):
         """``0.5 * sum_i mean(w * (Q_i(s, a) - y)^2)`` and the TD errors ``[n_critics, B]``."""
         with torch.no_grad():
             next_logp = torch.log_softmax(self.model.action(batch.next_obs), -1)
-            next_q = self.critic_target(self.model.encoder(batch.next_obs)).min(0).values
+            next_in = self.model.encoder(batch.next_obs) if self._target_encoded else batch.next_obs
+            next_q = self.critic_target(next_in).min(0).values
             next_v = (next_logp.exp() * (next_q - alpha * next_logp)).sum(-1)
             target = batch.rewards + batch.discounts * (1.0 - batch.terminated) * next_v
         q = self.model.value(batch.obs)  # [E, B, A]

@@ -16,7 +16,7 @@ from torch import nn
 from canter.errors import CanterError
 from canter.models.linear import Linear
 from canter.models.cnn import make_encoder
-from canter.models.mlp import ACTIVATIONS, MLP, ObsEncoder, obs_dim
+from canter.models.mlp import ACTIVATIONS, MLP
 from canter.registry import register
 
 
@@ -162,17 +162,25 @@ class SquashedGaussianActorCritic(nn.Module):
 
 @register("model", "mlp_sac_discrete")
 class DiscreteActorCritic(nn.Module):
-    """Categorical actor (logits) and ``n_critics`` Q networks over all actions (discrete SAC)."""
+    """Categorical actor (logits) and ``n_critics`` Q networks over all actions (discrete SAC).
+
+    A parameter-free encoder (vectors) is shared; a convolutional one (images) is built twice,
+    ``encoder`` for the actor and ``critic_encoder`` for the Q networks, each trained by its own
+    network's loss (the paper's Atari agent has separate actor and critic networks)."""
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (256, 256),
-        activation: str = "relu", n_critics: int = 2,
+        activation: str = "relu", n_critics: int = 2, encoder: str = "auto",
     ) -> None:
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
             raise CanterError(f"DiscreteActorCritic needs a Discrete action space, got {type(action_space).__name__}")
-        n_in, n_act, arch = obs_dim(observation_space), int(action_space.n), list(net_arch)
-        self.encoder = ObsEncoder(observation_space)
+        from canter.models.cnn import has_parameters
+
+        self.encoder = make_encoder(observation_space, encoder)
+        #: the Q networks' own encoder (None: they share the parameter-free ``encoder``)
+        self.critic_encoder = make_encoder(observation_space, encoder) if has_parameters(self.encoder) else None
+        n_in, n_act, arch = self.encoder.out_dim, int(action_space.n), list(net_arch)
         self.actor = MLP([n_in] + arch + [n_act], activation)
         self.q = QEnsemble(n_critics, [n_in] + arch + [n_act], activation)
 
@@ -180,6 +188,10 @@ class DiscreteActorCritic(nn.Module):
         """Action logits, ``[B, n_actions]``."""
         return self.actor(self.encoder(obs))
 
+    def critic_features(self, obs: torch.Tensor) -> torch.Tensor:
+        """What the Q networks take: the critic encoder's features of ``obs``."""
+        return (self.critic_encoder or self.encoder)(obs)
+
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Q values of every critic for every action, ``[n_critics, B, n_actions]``."""
-        return self.q(self.encoder(obs))
+        return self.q(self.critic_features(obs))
