@@ -250,5 +250,8 @@ class Algorithm(ABC):
 
     def hidden_width(self) -> int:
         """Largest layer width (used to choose torch's thread count)."""
-        widths = [m.out_features for mod in self.modules().values() for m in mod.modules() if isinstance(m, nn.Linear)]
+        from canter.models.noisy import NoisyLinear
+
+        widths = [m.out_features for mod in self.modules().values() for m in mod.modules()
+                  if isinstance(m, (nn.Linear, NoisyLinear))]
         return max(widths, default=0)

@@ -9,6 +9,7 @@ the replay buffer; here they show up as ``batch.discounts`` (``gamma ** k``) and
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -26,7 +27,9 @@ from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate
 from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.envs.masks import apply_mask, mask_width, random_allowed, split_mask
+from canter.errors import CanterError
 from canter.models.distributional import quantile_huber_loss
+from canter.models.noisy import noiseless, noisy_layers, reset_noise
 from canter.registry import register
 
 
@@ -66,6 +69,8 @@ class DQNConfig(EpsilonGreedyConfig):
         "false: autograd"
     )
     encoder: str = encoder_hp()
+    noisy: bool = hp(False, "NoisyNet: noisy linear layers after the encoder explore in place of epsilon-greedy "
+                            "(epsilon stays 0; evaluation uses the mean weights)")
 
 
 class EpsilonGreedyTargets:
@@ -159,20 +164,43 @@ class DQN(EpsilonGreedyTargets, Algorithm):
         super().__init__(observation_space, action_space, config, **kw)
         c = config
         extra = {"n_quantiles": c.n_quantiles} if c.n_quantiles else {}
+        #: NoisyNet exploration (configs without the field, such as CQL's, have none)
+        self.noisy = bool(getattr(c, "noisy", False))
+        if self.noisy:
+            extra["noisy"] = True
         self.q = self.make_model(net_arch=c.net_arch, activation=c.activation, dueling=c.dueling, **extra,
                                  **encoder_kwargs(c))
         self.n_actions = int(action_space.n)
         self.mask_width = mask_width(observation_space)
         self.init_value_learning(self.q)
+        if self.noisy:
+            if not noisy_layers(self.q):
+                raise CanterError(f"noisy=true needs a model with noisy layers; {type(self.q).__name__} built none")
+            self.epsilon = 0.0
+            self._new_noise()
         self._manual: bool | None = None
         self._rows_cache = np.arange(0)  # see _rows
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
-        """Greedy actions, or epsilon-greedy when exploring (no forward pass when every env explores)."""
+        """Greedy actions, or epsilon-greedy when exploring (no forward pass when every env explores).
+        With NoisyNet the exploring actions are greedy under the current noise, the deterministic
+        ones under the mean weights."""
         allowed = self._allowed(obs.cpu().numpy()) if self.mask_width and not deterministic else None
-        actions = self._epsilon_greedy(lambda: self.q.value(obs).argmax(-1).cpu().numpy(), len(obs), deterministic,
-                                       allowed)
+        with noiseless(self.q) if deterministic and self.noisy else contextlib.nullcontext():
+            actions = self._epsilon_greedy(lambda: self.q.value(obs).argmax(-1).cpu().numpy(), len(obs),
+                                           deterministic, allowed)
         return ActOutput(torch.from_numpy(actions))
+
+    def _new_noise(self) -> None:
+        """NoisyNet: fresh noise for the online and the target network (from the run's generator)."""
+        reset_noise(self.q, self.generator)
+        reset_noise(self.q_target, self.generator)
+
+    def set_progress(self, step: int, total_steps: int) -> None:
+        """The epsilon schedule (0 throughout with NoisyNet) and target-network updates."""
+        super().set_progress(step, total_steps)
+        if self.noisy:
+            self.epsilon = 0.0
 
     def _allowed(self, obs: np.ndarray) -> np.ndarray:
         """The allowed actions ``[B, n_actions]`` of masked observations."""
@@ -256,6 +284,9 @@ class DQN(EpsilonGreedyTargets, Algorithm):
                 weights = batch.weights.numpy()
                 diff, q = self._manual_step(batch.obs, _action_indices(batch.actions), target, weights)
                 return {"loss": float(self._weighted_loss(diff, weights)), "q_mean": float(q.mean())}
+        if self.noisy:  # each gradient step its own noise (the target's too: no precomputed values)
+            self._new_noise()
+            next_target = None
         per_sample, priorities, q = self.td_loss(batch, next_target)
         loss = (batch.weights * per_sample).mean()
         self.optimizer.zero_grad(set_to_none=True)
@@ -321,6 +352,8 @@ class DQN(EpsilonGreedyTargets, Algorithm):
         is also computed once for the phase: the TD targets (without Double DQN), the action
         indices, and the loss statistics afterwards from the stored ``q - target`` rows.
         """
+        if self.noisy:  # the target's noise changes every step: its values are not batched
+            return [self.learn(mb) for mb, _ in minibatches(batch, steps)]
         next_target = self.target_values(batch.next_obs)
         if not self.uses_manual_backward:
             return [self.learn(mb, next_target[part]) for mb, part in minibatches(batch, steps)]

@@ -29,20 +29,23 @@ class QuantileQNetwork(nn.Module):
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
         activation: str = "relu", dueling: bool = False, n_quantiles: int = 50, encoder: str = "auto",
+        noisy: bool = False,
     ) -> None:
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
             raise CanterError(f"QuantileQNetwork needs a Discrete action space, got {type(action_space).__name__}")
         from canter.models.cnn import make_encoder
+        from canter.models.noisy import NoisyLinear
 
         arch = list(net_arch)
         self.encoder = make_encoder(observation_space, encoder)
         self.mask_width = mask_width(observation_space)
         self.n_actions, self.n_quantiles, self.dueling = int(action_space.n), n_quantiles, dueling
-        self.trunk = MLP([self.encoder.out_dim] + arch, activation)
+        layer = NoisyLinear if noisy else Linear  # NoisyNet: every layer after the encoder
+        self.trunk = MLP([self.encoder.out_dim] + arch, activation, layer=layer)
         self.trunk.append(ACTIVATIONS[activation]())
-        self.head = Linear(arch[-1], self.n_actions * n_quantiles)
-        self.v_head = Linear(arch[-1], n_quantiles) if dueling else None
+        self.head = layer(arch[-1], self.n_actions * n_quantiles)
+        self.v_head = layer(arch[-1], n_quantiles) if dueling else None
 
     def quantiles(self, obs: torch.Tensor) -> torch.Tensor:
         """Return quantiles, shape ``[B, n_actions, n_quantiles]``."""

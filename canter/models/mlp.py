@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -79,13 +80,14 @@ class MLP(nn.Sequential):
     """Fully connected layers with an activation between them (none after the last)."""
 
     def __init__(
-        self, sizes: list[int], activation: str = "tanh", ortho_init: bool = False, out_gain: float = 1.0
+        self, sizes: list[int], activation: str = "tanh", ortho_init: bool = False, out_gain: float = 1.0,
+        layer: Any = Linear,
     ) -> None:
         if activation not in ACTIVATIONS:
             raise CanterError(f"unknown activation '{activation}'; choices: {', '.join(ACTIVATIONS)}")
         layers: list[nn.Module] = []
         for i in range(len(sizes) - 1):
-            lin = Linear(sizes[i], sizes[i + 1])
+            lin = layer(sizes[i], sizes[i + 1])
             last = i == len(sizes) - 2
             if ortho_init:
                 nn.init.orthogonal_(lin.weight, out_gain if last else math.sqrt(2))
@@ -346,25 +348,27 @@ class QNetwork(nn.Module):
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
-        activation: str = "relu", dueling: bool = False, encoder: str = "auto",
+        activation: str = "relu", dueling: bool = False, encoder: str = "auto", noisy: bool = False,
     ) -> None:
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
             raise CanterError(f"QNetwork needs a Discrete action space, got {type(action_space).__name__}")
         from canter.models.cnn import has_parameters, make_encoder
+        from canter.models.noisy import NoisyLinear
 
         self.encoder = make_encoder(observation_space, encoder)
         self.mask_width = mask_width(observation_space)
         self._fixed_encoder = not has_parameters(self.encoder)  # flat or one-hot: nothing to train
         n_in, n_act, arch = self.encoder.out_dim, int(action_space.n), list(net_arch)
         self.dueling = dueling
+        layer = NoisyLinear if noisy else Linear  # NoisyNet: every layer after the encoder
         if dueling:
-            self.trunk = MLP([n_in] + arch, activation)
+            self.trunk = MLP([n_in] + arch, activation, layer=layer)
             self.trunk.append(ACTIVATIONS[activation]())
-            self.adv_head = Linear(arch[-1], n_act)
-            self.v_head = Linear(arch[-1], 1)
+            self.adv_head = layer(arch[-1], n_act)
+            self.v_head = layer(arch[-1], 1)
         else:
-            self.q = MLP([n_in] + arch + [n_act], activation)
+            self.q = MLP([n_in] + arch + [n_act], activation, layer=layer)
         self._infer = not dueling and self.q.manual_backward  # value() without module calls when no grad
         self._numpy_acting = self._infer and self._fixed_encoder  # value_numpy() available
 
