@@ -140,7 +140,7 @@ class ObservationPacker:
         self._dtype = self.space.dtype
 
     def __call__(self, observation: Any) -> np.ndarray:
-        """The flat float32 vector of one observation."""
+        """The flat vector of one observation (in :attr:`space`'s dtype)."""
         if not self.mask:
             return np.asarray(gym.spaces.flatten(self._inner, observation), self._dtype)
         rest = observation[OBS_KEY] if not isinstance(self._inner, gym.spaces.Dict) else \

@@ -1,6 +1,8 @@
-"""Distributional Q networks: QR-DQN's quantile head (Dabney et al. 2018), dueling optional."""
+"""Distributional Q networks: QR-DQN's quantile head (Dabney et al. 2018) and IQN's implicit
+quantile network (Dabney et al. 2018b), dueling optional; the quantile Huber loss."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -63,13 +65,78 @@ class QuantileQNetwork(nn.Module):
         return apply_mask(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
 
 
+@register("model", "mlp_iqn")
+class ImplicitQuantileNetwork(nn.Module):
+    """IQN: return quantiles at any fractions ``tau``. The encoder and the first ``net_arch`` layer
+    give features ``psi(s)``; each fraction's cosine embedding ``phi(tau) = relu(W cos(pi i tau) +
+    b)``, ``i = 0..n_cosines-1``, multiplies them, and the other layers map ``psi(s) * phi(tau)`` to
+    one return quantile per action (``V + A - mean A`` per fraction with ``dueling``).
+
+    :meth:`value` (acting, Double DQN's choice) is the mean over ``n_act_quantiles`` midpoint
+    fractions ``(k + 0.5) / K``: a deterministic estimate of the Q values (the paper averages K
+    sampled fractions). With an action mask, ``value`` is masked and ``quantiles`` is not.
+    """
+
+    #: handles observations with an action mask (:mod:`canter.envs.masks`)
+    action_masks = True
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
+        activation: str = "relu", dueling: bool = False, n_quantiles: int = 64, encoder: str = "auto",
+        n_cosines: int = 64, n_act_quantiles: int = 32,
+    ) -> None:
+        super().__init__()
+        if not isinstance(action_space, gym.spaces.Discrete):
+            raise CanterError(f"ImplicitQuantileNetwork needs a Discrete action space, got {type(action_space).__name__}")
+        from canter.models.cnn import make_encoder
+
+        arch = list(net_arch)
+        self.encoder = make_encoder(observation_space, encoder)
+        self.mask_width = mask_width(observation_space)
+        self.n_actions, self.n_quantiles, self.dueling = int(action_space.n), n_quantiles, dueling
+        self.psi = MLP([self.encoder.out_dim, arch[0]], activation)
+        self.psi.append(ACTIVATIONS[activation]())
+        self.phi = nn.Sequential(Linear(n_cosines, arch[0]), nn.ReLU())
+        self.register_buffer("cos_index", torch.arange(n_cosines, dtype=torch.float32) * math.pi, persistent=False)
+        self.register_buffer("act_taus", (torch.arange(n_act_quantiles, dtype=torch.float32) + 0.5) / n_act_quantiles,
+                             persistent=False)
+        self.trunk = MLP(arch, activation) if len(arch) > 1 else nn.Identity()
+        if len(arch) > 1:
+            self.trunk.append(ACTIVATIONS[activation]())
+        self.head = Linear(arch[-1], self.n_actions)
+        self.v_head = Linear(arch[-1], 1) if dueling else None
+
+    def quantiles(self, obs: torch.Tensor, taus: torch.Tensor) -> torch.Tensor:
+        """Return quantiles at ``taus`` (``[B, N]``, or ``[N]`` for every row): ``[B, n_actions, N]``."""
+        if self.mask_width:
+            obs = obs[:, :-self.mask_width]
+        features = self.psi(self.encoder(obs))  # [B, d]
+        if taus.dim() == 1:
+            taus = taus.expand(len(features), -1)
+        embedding = self.phi(torch.cos(taus.unsqueeze(-1) * self.cos_index))  # [B, N, d]
+        h = self.trunk(features.unsqueeze(1) * embedding)
+        out = self.head(h)  # [B, N, A]
+        if self.v_head is not None:
+            out = self.v_head(h) + out - out.mean(-1, keepdim=True)
+        return out.transpose(1, 2)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """Q values: the mean return quantile over the midpoint fractions, ``[B, n_actions]``."""
+        q = self.quantiles(obs, self.act_taus).mean(-1)
+        return apply_mask(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
+
+
 class _QuantileHuber(torch.autograd.Function):
     """The quantile Huber loss with its gradient derived by hand (see :func:`quantile_huber_loss`)."""
 
     @staticmethod
-    def forward(ctx: Any, current: torch.Tensor, target: torch.Tensor, kappa: float) -> torch.Tensor:  # noqa: D102
+    def forward(ctx: Any, current: torch.Tensor, target: torch.Tensor, kappa: float,  # noqa: D102
+                taus: torch.Tensor | None) -> torch.Tensor:
         n, m = current.shape[-1], target.shape[-1]
-        tau = (torch.arange(n, dtype=current.dtype, device=current.device) + 0.5).div_(n).unsqueeze(-1)  # [N, 1]
+        if taus is None:  # the midpoints (i + 0.5) / N
+            tau = (torch.arange(n, dtype=current.dtype, device=current.device) + 0.5).div_(n).unsqueeze(-1)  # [N, 1]
+        else:  # sampled fractions (IQN), [..., N]
+            tau = taus.unsqueeze(-1)
         delta = target.unsqueeze(-2) - current.unsqueeze(-1)  # [..., N, M]
         clipped = torch.nn.functional.hardtanh(delta, -kappa, kappa)  # d huber / d delta
         # the weight |tau - 1{delta < 0}| is 0.5 + (tau - 0.5) sign(delta), and sign(delta) clipped = |clipped|,
@@ -83,14 +150,16 @@ class _QuantileHuber(torch.autograd.Function):
         return delta.sub_(clipped, alpha=0.5).mul_(weighted).sum((-2, -1)).mul_(scale)
 
     @staticmethod
-    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None, None]:  # noqa: D102
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:  # noqa: D102
         (grad,) = ctx.saved_tensors
-        return (grad * grad_output.unsqueeze(-1)).sum_to_size(ctx.current_shape), None, None
+        return (grad * grad_output.unsqueeze(-1)).sum_to_size(ctx.current_shape), None, None, None
 
 
-def quantile_huber_loss(current: torch.Tensor, target: torch.Tensor, kappa: float = 1.0) -> torch.Tensor:
+def quantile_huber_loss(current: torch.Tensor, target: torch.Tensor, kappa: float = 1.0,
+                        taus: torch.Tensor | None = None) -> torch.Tensor:
     """Quantile regression Huber loss per sample: ``current`` ``[..., N]`` predicted quantiles at
-    midpoints ``tau_i = (i + 0.5) / N``, ``target`` ``[..., M]`` samples of the target distribution
+    midpoints ``tau_i = (i + 0.5) / N`` (or at the fractions ``taus`` ``[..., N]``, IQN's sampled
+    ones), ``target`` ``[..., M]`` samples of the target distribution
     (leading dimensions broadcast; the target is a constant: it gets no gradient). Summed over the
     predicted quantiles and averaged over the target ones (as in QR-DQN and sb3-contrib); ``[...]``.
 
@@ -104,4 +173,4 @@ def quantile_huber_loss(current: torch.Tensor, target: torch.Tensor, kappa: floa
     """
     if target.requires_grad:
         raise ValueError("quantile_huber_loss treats the target as a constant: pass target.detach()")
-    return _QuantileHuber.apply(current, target, float(kappa))
+    return _QuantileHuber.apply(current, target, float(kappa), taus)
