@@ -1,6 +1,6 @@
 """Envs whose observations hold images (and vectors), and whose tasks need them.
 
-``ImageCue-v0``: at each of 10 steps the image (36 x 36, one channel) is bright in its left or
+``DictImageCue-v0``: at each of 10 steps the image (36 x 36, one channel) is bright in its left or
 right half, at random, and ``flip`` is 0 or 1, at random; action ``side XOR flip`` earns 1,
 the other 0. A policy that sees only one of the two entries earns 5 per episode on average, one
 that reads both 10. ``float_flip=True`` gives ``flip`` as a float Box (-1 or 1) instead of a
@@ -90,5 +90,5 @@ class ImageReachEnv(gym.Env):
 
 if "ImageReach-v0" not in gym.registry:
     gym.register("ImageReach-v0", entry_point=ImageReachEnv, disable_env_checker=True)
-if "ImageCue-v0" not in gym.registry:
-    gym.register("ImageCue-v0", entry_point=ImageCueEnv, disable_env_checker=True)
+if "DictImageCue-v0" not in gym.registry:
+    gym.register("DictImageCue-v0", entry_point=ImageCueEnv, disable_env_checker=True)

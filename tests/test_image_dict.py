@@ -17,7 +17,7 @@ from canter.errors import CanterError
 from canter.models.cnn import ImpalaResNet, MultiInputEncoder, NatureCNN, make_encoder
 from test_cli_errors import assert_train_refused
 
-ENV = "image_dict_env:ImageCue-v0"
+ENV = "image_dict_env:DictImageCue-v0"
 IMAGE = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
 
 
@@ -114,7 +114,7 @@ def test_observation_normalisation_leaves_pixels_raw():
 
 
 def test_ppo_learns_from_an_image_and_a_vector_together(tmp_path):
-    """ImageCue-v0 pays only a policy that reads the image and the flag: 5 of 10 from either alone."""
+    """DictImageCue-v0 pays only a policy that reads the image and the flag: 5 of 10 from either alone."""
     run = tmp_path / "ppo"
     canter.train("ppo", env=ENV, seed=0, max_steps=8_000, n_envs=8, n_steps=32, batch_size=64, n_epochs=10,
                  lr=1e-3, run_dir=run, quiet=True, eval_every=0, eval_episodes=10)
