@@ -1,5 +1,6 @@
-"""Distributional Q networks: QR-DQN's quantile head (Dabney et al. 2018) and IQN's implicit
-quantile network (Dabney et al. 2018b), dueling optional; the quantile Huber loss."""
+"""Distributional Q networks: QR-DQN's quantile head (Dabney et al. 2018), C51's categorical head
+(Bellemare et al. 2017) and IQN's implicit quantile network (Dabney et al. 2018b), dueling
+optional; the quantile Huber loss."""
 from __future__ import annotations
 
 import math
@@ -62,6 +63,31 @@ class QuantileQNetwork(nn.Module):
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Q values (mean over quantiles), shape ``[B, n_actions]``."""
         q = self.quantiles(obs).mean(-1)
+        return apply_mask(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
+
+
+@register("model", "mlp_c51")
+class CategoricalQNetwork(QuantileQNetwork):
+    """C51 (Bellemare et al. 2017): a categorical return distribution per action over ``n_atoms``
+    fixed atoms from ``v_min`` to ``v_max``. :meth:`logits` ``[B, n_actions, n_atoms]`` (with
+    ``dueling``, ``V + A - mean_a A`` per atom on the logits, as Rainbow); :meth:`value` is the
+    distribution's mean (masked under an action mask; ``logits`` are not)."""
+
+    def __init__(
+        self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
+        activation: str = "relu", dueling: bool = False, encoder: str = "auto", noisy: bool = False,
+        n_atoms: int = 51, v_min: float = -10.0, v_max: float = 10.0,
+    ) -> None:
+        super().__init__(observation_space, action_space, net_arch, activation, dueling, n_atoms, encoder, noisy)
+        self.register_buffer("support", torch.linspace(v_min, v_max, n_atoms), persistent=False)
+
+    def logits(self, obs: torch.Tensor) -> torch.Tensor:
+        """Unnormalised log-probabilities of the atoms, ``[B, n_actions, n_atoms]``."""
+        return self.quantiles(obs)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """Q values: the mean of each action's distribution, ``[B, n_actions]``."""
+        q = (torch.softmax(self.logits(obs), -1) * self.support).sum(-1)
         return apply_mask(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
 
 

@@ -1,0 +1,61 @@
+"""C51 (canter.algorithms.c51): the categorical projection, the loss, and learning."""
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+import torch
+
+import canter
+from canter.algorithms.c51 import categorical_projection
+from canter.errors import CanterError
+from canter.models.distributional import CategoricalQNetwork
+
+SUPPORT = torch.tensor([-1.0, 0.0, 1.0])
+
+
+def test_projection_by_hand():
+    # all mass on 0, reward 0.5, no bootstrap (terminal): 0.5 lies halfway between atoms 0 and 1
+    p = torch.tensor([[0.0, 1.0, 0.0]])
+    out = categorical_projection(p, torch.tensor([0.5]), torch.tensor([0.0]), SUPPORT)
+    torch.testing.assert_close(out, torch.tensor([[0.0, 0.5, 0.5]]))
+    # discount 0.5, reward 0: atoms -1, 0, 1 move to -0.5, 0, 0.5; -0.5 splits over -1 and 0, 0.5 over 0 and 1
+    p = torch.tensor([[0.2, 0.3, 0.5]])
+    out = categorical_projection(p, torch.tensor([0.0]), torch.tensor([0.5]), SUPPORT)
+    torch.testing.assert_close(out, torch.tensor([[0.1, 0.1 + 0.3 + 0.25, 0.25]]))
+    # beyond the support: clipped to its ends; exactly on an atom: all of it there
+    out = categorical_projection(torch.tensor([[0.5, 0.0, 0.5]]), torch.tensor([3.0]), torch.tensor([1.0]), SUPPORT)
+    torch.testing.assert_close(out, torch.tensor([[0.0, 0.0, 1.0]]))
+    out = categorical_projection(torch.tensor([[0.5, 0.5, 0.0]]), torch.tensor([1.0]), torch.tensor([1.0]), SUPPORT)
+    torch.testing.assert_close(out, torch.tensor([[0.0, 0.5, 0.5]]))
+
+
+def test_projection_keeps_mass_and_the_mean_inside_the_support():
+    g = torch.Generator().manual_seed(0)
+    support = torch.linspace(-10, 10, 51)
+    p = torch.softmax(torch.randn(64, 51, generator=g), -1)
+    r, d = torch.randn(64, generator=g), torch.rand(64, generator=g)
+    out = categorical_projection(p, r, d, support)
+    torch.testing.assert_close(out.sum(-1), torch.ones(64))
+    # where nothing is clipped, projecting onto neighbours keeps the mean exactly: r + d * E[z]
+    inside = ((r.abs() + d * 10) <= 10)
+    torch.testing.assert_close((out * support).sum(-1)[inside], (r + d * (p * support).sum(-1))[inside])
+
+
+def test_the_network_and_config():
+    net = CategoricalQNetwork(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3), net_arch=[16], dueling=True,
+                              n_atoms=11, v_min=-5, v_max=5)
+    obs = torch.randn(2, 4)
+    logits = net.logits(obs)
+    assert logits.shape == (2, 3, 11)
+    torch.testing.assert_close(net.value(obs), (torch.softmax(logits, -1) * torch.linspace(-5, 5, 11)).sum(-1))
+    with pytest.raises(CanterError, match="'hparams.v_max' \\(1.0\\) must be greater than 'hparams.v_min' \\(2.0\\)"):
+        canter.make_trainer("c51", "CartPole-v1", v_min=2.0, v_max=1.0)
+
+
+def test_c51_learns_cartpole(tmp_path):
+    run = tmp_path / "c51"
+    canter.train("c51", env="CartPole-v1", seed=1, run_dir=run, quiet=True)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["best_eval_return"] >= 475, summary
