@@ -59,3 +59,13 @@ def test_c51_learns_cartpole(tmp_path):
     canter.train("c51", env="CartPole-v1", seed=1, run_dir=run, quiet=True)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["best_eval_return"] >= 475, summary
+
+
+@pytest.mark.slow
+def test_c51_as_the_full_rainbow_solves_cartpole(tmp_path):
+    """C51 with NoisyNet, dueling, Double DQN, 3-step returns and prioritized replay (Hessel et al.'s
+    Rainbow) on the c51 preset: seed 1 measured 500 at 40k steps (54 s on a Xeon host, 2026-11-25)."""
+    run = tmp_path / "rainbow"
+    canter.train("c51", env="CartPole-v1", seed=1, noisy=True, dueling=True, double_q=True, n_step=3, prioritized=True,
+                 run_dir=run, quiet=True)
+    assert json.loads((run / "summary.json").read_text())["best_eval_return"] >= 475
