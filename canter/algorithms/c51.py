@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 import torch
 from torch import nn
 
@@ -73,11 +72,6 @@ class C51(DQN):
     name = "c51"
     Config = C51Config
     default_model = "mlp_c51"
-
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: C51Config, **kw: Any) -> None:
-        if kw.get("model") is None:
-            kw["model"] = self.default_model
-        super().__init__(observation_space, action_space, config, **kw)
 
     def make_model(self, **kwargs: Any) -> nn.Module:
         """DQN's model arguments and the support."""

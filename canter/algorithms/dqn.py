@@ -159,8 +159,8 @@ class DQN(EpsilonGreedyTargets, Algorithm):
     action_masks = True  # the Q models mask their values; exploration draws allowed actions
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: DQNConfig, **kw: Any) -> None:
-        if config.n_quantiles and kw.get("model") is None:
-            kw["model"] = "mlp_qr"
+        if config.n_quantiles and kw.get("model") is None and self.default_model == DQN.default_model:
+            kw["model"] = "mlp_qr"  # QR-DQN (a subclass with a model of its own, such as IQN's, keeps it)
         super().__init__(observation_space, action_space, config, **kw)
         c = config
         extra = {"n_quantiles": c.n_quantiles} if c.n_quantiles else {}

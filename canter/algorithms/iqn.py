@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 import torch
 from torch import nn
 
@@ -43,11 +42,6 @@ class IQN(DQN):
     name = "iqn"
     Config = IQNConfig
     default_model = "mlp_iqn"
-
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: IQNConfig, **kw: Any) -> None:
-        if kw.get("model") is None:
-            kw["model"] = self.default_model
-        super().__init__(observation_space, action_space, config, **kw)
 
     def make_model(self, **kwargs: Any) -> nn.Module:
         """DQN's model arguments and the fraction embedding's sizes."""
