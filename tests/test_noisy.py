@@ -93,3 +93,17 @@ def test_noisy_dqn_solves_cartpole_with_the_preset(tmp_path):
     canter.train("dqn", env="CartPole-v1", seed=1, noisy=True, run_dir=tmp_path / "run", quiet=True)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["best_eval_return"] >= 475, summary
+
+
+@pytest.mark.parametrize("algo", ["qrdqn", "iqn", "c51"])
+def test_the_distributional_variants_take_noisy_layers(algo):
+    trainer = canter.make_trainer(algo, "CartPole-v1", seed=0, max_steps=800, learning_starts=300, noisy=True,
+                                  dueling=True, net_arch=[32, 32], quiet=True, eval_every=0, eval_episodes=1)
+    losses = [r.losses["loss"] for r in trainer() if r.losses]
+    assert noisy_layers(trainer.agent.algorithm.q) and losses and np.isfinite(losses).all()
+
+
+def test_noisy_linear_takes_leading_dimensions():
+    layer = NoisyLinear(3, 2)
+    x = torch.randn(4, 5, 3)
+    torch.testing.assert_close(layer(x), layer(x.reshape(20, 3)).reshape(4, 5, 2))

@@ -109,28 +109,30 @@ class ImplicitQuantileNetwork(nn.Module):
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
         activation: str = "relu", dueling: bool = False, n_quantiles: int = 64, encoder: str = "auto",
-        n_cosines: int = 64, n_act_quantiles: int = 32,
+        n_cosines: int = 64, n_act_quantiles: int = 32, noisy: bool = False,
     ) -> None:
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
             raise CanterError(f"ImplicitQuantileNetwork needs a Discrete action space, got {type(action_space).__name__}")
         from canter.models.cnn import make_encoder
+        from canter.models.noisy import NoisyLinear
 
         arch = list(net_arch)
         self.encoder = make_encoder(observation_space, encoder)
         self.mask_width = mask_width(observation_space)
         self.n_actions, self.n_quantiles, self.dueling = int(action_space.n), n_quantiles, dueling
-        self.psi = MLP([self.encoder.out_dim, arch[0]], activation)
+        layer = NoisyLinear if noisy else Linear  # NoisyNet: the layers of psi and after the embedding
+        self.psi = MLP([self.encoder.out_dim, arch[0]], activation, layer=layer)
         self.psi.append(ACTIVATIONS[activation]())
         self.phi = nn.Sequential(Linear(n_cosines, arch[0]), nn.ReLU())
         self.register_buffer("cos_index", torch.arange(n_cosines, dtype=torch.float32) * math.pi, persistent=False)
         self.register_buffer("act_taus", (torch.arange(n_act_quantiles, dtype=torch.float32) + 0.5) / n_act_quantiles,
                              persistent=False)
-        self.trunk = MLP(arch, activation) if len(arch) > 1 else nn.Identity()
+        self.trunk = MLP(arch, activation, layer=layer) if len(arch) > 1 else nn.Identity()
         if len(arch) > 1:
             self.trunk.append(ACTIVATIONS[activation]())
-        self.head = Linear(arch[-1], self.n_actions)
-        self.v_head = Linear(arch[-1], 1) if dueling else None
+        self.head = layer(arch[-1], self.n_actions)
+        self.v_head = layer(arch[-1], 1) if dueling else None
 
     def quantiles(self, obs: torch.Tensor, taus: torch.Tensor) -> torch.Tensor:
         """Return quantiles at ``taus`` (``[B, N]``, or ``[N]`` for every row): ``[B, n_actions, N]``."""

@@ -44,10 +44,14 @@ class NoisyLinear(nn.Module):
             eps.copy_(x.sign() * x.abs().sqrt())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        lead = x.shape[:-1]  # any leading dimensions, as nn.Linear
+        x = x.reshape(-1, self.in_features)
         if not self.noise_on:
-            return linear(x, self.weight_mu, self.bias_mu)
-        weight = self.weight_mu + self.weight_sigma * torch.outer(self.eps_out, self.eps_in)
-        return linear(x, weight, self.bias_mu + self.bias_sigma * self.eps_out)
+            out = linear(x, self.weight_mu, self.bias_mu)
+        else:
+            weight = self.weight_mu + self.weight_sigma * torch.outer(self.eps_out, self.eps_in)
+            out = linear(x, weight, self.bias_mu + self.bias_sigma * self.eps_out)
+        return out.reshape(*lead, self.out_features)
 
     def extra_repr(self) -> str:  # noqa: D102
         return f"in_features={self.in_features}, out_features={self.out_features}"
