@@ -51,14 +51,14 @@ DQN = dict(n_envs=1, lr=1e-4, batch_size=32, buffer_size=100_000, learning_start
            train_freq=4, gradient_steps=1, exploration_fraction=0.1, exploration_final_eps=0.01)
 
 
-def _canter(algo: str, seed: int) -> dict:
+def _canter(algo: str, seed: int, conv_precision: str = "float32") -> dict:
     import canter
 
     cfg = PPO if algo == "ppo" else DQN
     hp = {k: v for k, v in cfg.items() if k != "n_envs"}
     trainer = canter.make_trainer(algo, ENV_ID, seed=seed, max_steps=STEPS[algo], n_envs=cfg["n_envs"],
                                   torch_threads=THREADS, eval_every=0, eval_episodes=1, eval_envs=1,
-                                  sets=["target_reward=null"], hparams=hp)
+                                  conv_precision=conv_precision, sets=["target_reward=null"], hparams=hp)
     timed = timed_loop(trainer, ProgressReporter().update)
     steps, transitions = trainer.step, real_transitions(trainer)
     trainer.env.close()
@@ -97,12 +97,15 @@ def _sb3(algo: str, seed: int) -> dict:
             "eval_mono": [], "vectorization": "DummyVecEnv"}
 
 
-def job(lib: str, algo: str, seed: int) -> dict:
-    """Run one measurement in this process and return its result."""
+def job(lib: str, algo: str, seed: int, conv_precision: str = "float32") -> dict:
+    """Run one measurement in this process and return its result (``conv_precision``: canter's run
+    option, recorded in the result; SB3 always runs float32)."""
     import torch
 
     torch.set_num_threads(THREADS)
-    res = (_canter if lib == "canter" else _sb3)(algo, seed)
+    res = _canter(algo, seed, conv_precision) if lib == "canter" else _sb3(algo, seed)
+    if lib == "canter" and conv_precision != "float32":
+        res["conv_precision"] = conv_precision
     res.update(lib=lib, algo=algo, seed=seed, threads=torch.get_num_threads(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                loadavg=" ".join(f"{x:.2f}" for x in os.getloadavg()), cpu=cpu_model())
     return _set_rates(res)
@@ -115,12 +118,12 @@ def _set_rates(res: dict) -> dict:
     return res
 
 
-def pair(algo: str, seed: int) -> list[dict]:
+def pair(algo: str, seed: int, conv_precision: str = "float32") -> list[dict]:
     """canter's and SB3's jobs for ``algo``, run in turns (:func:`_interleave.run_interleaved`):
     each one's ``train_s`` is the part of its turns inside its training loop (canter's evaluation
     left out); ``wall_train_s`` keeps the loop's wall time, stopped turns included."""
-    cmds = [[sys.executable, __file__, "--job", lib, algo, "--seed", str(seed), "--in-process"]
-            for lib in ("canter", "sb3")]
+    cmds = [[sys.executable, __file__, "--job", lib, algo, "--seed", str(seed), "--conv-precision", conv_precision,
+             "--in-process"] for lib in ("canter", "sb3")]
     rows = results_in_turns(cmds, RESULT_TAG)
     for res in rows:
         res["wall_train_s"] = res["train_s"]
@@ -153,18 +156,29 @@ def report(rows: list[dict], command: str = "python benchmarks/bench_atari.py --
              "ratio of medians |",
              "|---|---|---|---|---|---|---|"]
     goal = []
-    for algo in ("ppo", "dqn"):
-        c = [r["fps"] for r in rows if r["lib"] == "canter" and r["algo"] == algo]
-        s = [r["fps"] for r in rows if r["lib"] == "sb3" and r["algo"] == algo]
+
+    def precision_of(i: int) -> str:
+        """canter's conv_precision of row ``i``; an SB3 row takes its pair's (the canter job just before it)."""
+        r = rows[i]
+        if r["lib"] == "sb3" and i > 0 and rows[i - 1]["lib"] == "canter" and rows[i - 1]["seed"] == r["seed"]:
+            r = rows[i - 1]
+        return r.get("conv_precision", "float32")
+
+    tagged = [(r, precision_of(i)) for i, r in enumerate(rows)]
+    for algo, precision in (("ppo", "float32"), ("dqn", "float32"), ("ppo", "bfloat16"), ("dqn", "bfloat16")):
+        c = [r["fps"] for r, p in tagged if r["lib"] == "canter" and r["algo"] == algo and p == precision]
+        s = [r["fps"] for r, p in tagged if r["lib"] == "sb3" and r["algo"] == algo and p == precision]
         if not c or not s:
             continue
         # a pair: the canter job and the SB3 job of the same algorithm and seed run right after it
-        pairs = [a["fps"] / b["fps"] for a, b in zip(rows, rows[1:]) if a["lib"] == "canter" and b["lib"] == "sb3"
-                 and a["algo"] == b["algo"] == algo and a["seed"] == b["seed"]]
+        paired = [(a, b) for (a, p), (b, _) in zip(tagged, tagged[1:]) if a["lib"] == "canter" and b["lib"] == "sb3"
+                  and a["algo"] == b["algo"] == algo and a["seed"] == b["seed"] and p == precision]
+        pairs = [a["fps"] / b["fps"] for a, b in paired]
         of_medians = statistics.median(c) / statistics.median(s)
         ratio = statistics.median(pairs) if pairs else of_medians
-        goal.append(f"{algo.upper()} {'met' if ratio >= 2 else 'not met'} ({ratio:.2f})")
-        lines.append(f"| {algo.upper()} | {STEPS[algo]:,} | {statistics.median(c):,.0f} ({len(c)}) | "
+        name = algo.upper() + ("" if precision == "float32" else f", canter conv_precision={precision}")
+        goal.append(f"{name} {'met' if ratio >= 2 else 'not met'} ({ratio:.2f})")
+        lines.append(f"| {name} | {STEPS[algo]:,} | {statistics.median(c):,.0f} ({len(c)}) | "
                      f"{statistics.median(s):,.0f} ({len(s)}) | "
                      + (f"{statistics.median(pairs):.2f} | {', '.join(f'{x:.2f}' for x in pairs)} | "
                         if pairs else "(no pairs) | | ") + f"{of_medians:.2f} |")
@@ -216,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--job", nargs=2, metavar=("LIB", "ALGO"), help="canter|sb3 ppo|dqn")
     p.add_argument("--pair", choices=("ppo", "dqn"), help="canter's and SB3's jobs for this algorithm, in turns")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--conv-precision", default="float32", choices=("float32", "bfloat16"),
+                   help="canter's run option conv_precision (SB3 runs float32)")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--report", action="store_true")
     p.add_argument("--out", default=str(HERE / "RESULTS.md"))
@@ -225,11 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     if (args.job and args.job[0] == "sb3") or args.pair:
         require_sb3()
     if args.job and args.in_process:
-        print(RESULT_TAG + json.dumps(job(*args.job, args.seed)), flush=True)
+        print(RESULT_TAG + json.dumps(job(*args.job, args.seed, args.conv_precision)), flush=True)
         return 0
     if args.job:
-        proc = subprocess.run([sys.executable, __file__, "--job", *args.job, "--seed", str(args.seed), "--in-process"],
-                              capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, __file__, "--job", *args.job, "--seed", str(args.seed),
+                               "--conv-precision", args.conv_precision, "--in-process"], capture_output=True, text=True)
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
             return proc.returncode
@@ -238,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             f.write(json.dumps(res) + "\n")
         print(json.dumps(res))
     if args.pair:
-        rows = pair(args.pair, args.seed)
+        rows = pair(args.pair, args.seed, args.conv_precision)
         with JSONL.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
         for r in rows:

@@ -16,6 +16,7 @@ from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
 from canter.envs.turns import bind_opponents
 from canter.errors import CanterError, CanterWarning, require, unknown
+from canter.models.cnn import set_conv_precision
 from canter.registry import lookup
 from canter.run import Run, check_new_run_dir, new_run_dir
 from canter.trainers import TRAINERS, Trainer
@@ -48,6 +49,7 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     seed_everything(run.seed)
     algo_cls = lookup("algorithm", run.algo)
     algorithm = algo_cls(observation_space, action_space, algo_cfg, model=run.model, seed=run.seed, device=run.device)
+    set_conv_precision(algorithm.modules().values(), run.conv_precision)
     agent_name = run.agent or getattr(algo_cls, "agent_class", None)  # recurrent_ppo: its RecurrentAgent
     agent_cls = lookup("agent", agent_name) if agent_name else Agent
     agent = agent_cls(

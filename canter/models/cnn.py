@@ -29,6 +29,7 @@ otherwise. Encoders are registered
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import gymnasium as gym
 import numpy as np
@@ -65,6 +66,9 @@ class ImageEncoder(nn.Module):
 
     #: channels-last input also for forward passes without gradients (acting, target values)
     channels_last_inference = True
+    #: run the convolutions under ``torch.autocast`` with this dtype (None: float32); the features
+    #: come out as float32 either way (:func:`set_conv_precision`)
+    compute_dtype: torch.dtype | None = None
 
     def __init__(self, space: gym.Space) -> None:
         super().__init__()
@@ -122,11 +126,25 @@ class ImageEncoder(nn.Module):
             self.out_dim = int(self.features(torch.zeros((1,) + tuple(self.in_shape))).shape[1])
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        return self.features(self.to_input(obs))
+        if self.compute_dtype is None:
+            return self.features(self.to_input(obs))
+        with torch.autocast(obs.device.type, dtype=self.compute_dtype):
+            out = self.features(self.to_input(obs))
+        return out.float()
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """Flat features from ``[B, C, H, W]`` float input."""
         raise NotImplementedError
+
+
+def set_conv_precision(modules: Iterable[nn.Module], precision: str) -> int:
+    """Run every convolutional encoder inside ``modules`` in ``precision`` (``float32`` or ``bfloat16``,
+    the run option ``conv_precision``); returns how many encoders it set."""
+    dtype = {"float32": None, "bfloat16": torch.bfloat16}[precision]
+    encoders = [m for module in modules for m in module.modules() if isinstance(m, ImageEncoder)]
+    for encoder in encoders:
+        encoder.compute_dtype = dtype
+    return len(encoders)
 
 
 def _ortho(module: nn.Module, gain: float) -> None:
