@@ -26,7 +26,8 @@ SMALL = {
 _OFF = dict(learning_starts=64, train_freq=4, gradient_steps=1, net_arch=[32], batch_size=32)
 SMALL.update({a: _OFF for a in ("sac", "td3", "ddpg", "sac_discrete")})
 SMALL["tqc"] = {**_OFF, "n_quantiles": 5}
-SMALL.update({a: {**SMALL["dqn"], "n_quantiles": 8} for a in ("qrdqn", "rainbow")})
+SMALL.update({a: {**SMALL["dqn"], "n_quantiles": 8} for a in ("qrdqn", "rainbow", "iqn")})
+SMALL["c51"] = {**SMALL["dqn"], "n_atoms": 11}
 SMALL.update({a: dict(gradient_steps=50, net_arch=[32], batch_size=32) for a in ("bc", "td3bc")})
 SMALL["mappo"] = SMALL["ppo"]
 SMALL["qmix"] = dict(learning_starts=64, train_freq=4, gradient_steps=1, batch_size=32, target_update_interval=100)
