@@ -99,8 +99,38 @@ def test_noisy_dqn_solves_cartpole_with_the_preset(tmp_path):
 def test_the_distributional_variants_take_noisy_layers(algo):
     trainer = canter.make_trainer(algo, "CartPole-v1", seed=0, max_steps=800, learning_starts=300, noisy=True,
                                   dueling=True, net_arch=[32, 32], quiet=True, eval_every=0, eval_episodes=1)
+    layers = noisy_layers(trainer.agent.algorithm.q)
+    before = [{k: v.clone() for k, v in layer.named_parameters()} for layer in layers]
     losses = [r.losses["loss"] for r in trainer() if r.losses]
-    assert noisy_layers(trainer.agent.algorithm.q) and losses and np.isfinite(losses).all()
+    assert layers and losses and np.isfinite(losses).all()
+    for layer, start in zip(layers, before, strict=True):  # every noisy layer's means and scales learned
+        for name, value in layer.named_parameters():
+            assert not torch.equal(value, start[name]), name
+
+
+@pytest.mark.parametrize("routed", [False, True])
+def test_noisy_layer_gradients_on_either_kernel(routed, monkeypatch):
+    """Large products run on oneDNN (canter.models.linear); the noisy layer must record the autograd
+    graph there too (it once took the graph-free route, so every layer below it stopped learning)."""
+    import canter.models.linear as L
+
+    if routed and not L.onednn_available():
+        pytest.skip("torch without oneDNN")
+    monkeypatch.setattr(L, "_routed", lambda *args: routed)
+    torch.manual_seed(0)
+    layer = NoisyLinear(6, 4)
+    layer.reset_noise(torch.Generator().manual_seed(2))
+    x = torch.randn(5, 6, requires_grad=True)
+    for noise in (True, False):
+        layer.noise_on = noise
+        w = layer.weight_mu + (layer.weight_sigma * torch.outer(layer.eps_out, layer.eps_in) if noise else 0)
+        b = layer.bias_mu + (layer.bias_sigma * layer.eps_out if noise else 0)
+        expected = torch.autograd.grad((x @ w.T + b).square().sum(), [x, *layer.parameters()], allow_unused=True)
+        got = torch.autograd.grad(layer(x).square().sum(), [x, *layer.parameters()], allow_unused=True)
+        for e, g in zip(expected, got, strict=True):
+            assert (e is None) == (g is None)
+            if e is not None:
+                torch.testing.assert_close(g, e)
 
 
 def test_noisy_linear_takes_leading_dimensions():

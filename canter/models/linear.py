@@ -227,8 +227,14 @@ class Linear(nn.Linear):
     docstring); same parameters and state-dict keys, so checkpoints are interchangeable."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        if x.dim() != 2 or not _routed(x, x.shape[0], self.in_features, self.out_features):
-            return F.linear(x, self.weight, self.bias)
-        if torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad):
-            return _LinearFunction.apply(x, self.weight, self.bias)
-        return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
+        return differentiable_linear(x, self.weight, self.bias)
+
+
+def differentiable_linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+    """``F.linear(x, w, b)`` on :func:`linear`'s kernels, recording the autograd graph whenever an
+    input needs gradients (``w`` may be computed, e.g. a noisy layer's ``mu + sigma * eps``)."""
+    if x.dim() != 2 or not _routed(x, x.shape[0], w.shape[1], w.shape[0]):
+        return F.linear(x, w, b)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, w, b)):
+        return _LinearFunction.apply(x, w, b)
+    return torch.ops.mkldnn._linear_pointwise(x, w, b, "none", [], "")

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from canter.models.linear import linear
+from canter.models.linear import differentiable_linear
 
 
 class NoisyLinear(nn.Module):
@@ -47,10 +47,10 @@ class NoisyLinear(nn.Module):
         lead = x.shape[:-1]  # any leading dimensions, as nn.Linear
         x = x.reshape(-1, self.in_features)
         if not self.noise_on:
-            out = linear(x, self.weight_mu, self.bias_mu)
+            out = differentiable_linear(x, self.weight_mu, self.bias_mu)
         else:
             weight = self.weight_mu + self.weight_sigma * torch.outer(self.eps_out, self.eps_in)
-            out = linear(x, weight, self.bias_mu + self.bias_sigma * self.eps_out)
+            out = differentiable_linear(x, weight, self.bias_mu + self.bias_sigma * self.eps_out)
         return out.reshape(*lead, self.out_features)
 
     def extra_repr(self) -> str:  # noqa: D102
