@@ -16,7 +16,7 @@ from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
 from canter.envs.turns import bind_opponents
 from canter.errors import CanterError, CanterWarning, require, unknown
-from canter.models.cnn import set_conv_precision
+from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import lookup
 from canter.run import Run, check_new_run_dir, new_run_dir
 from canter.trainers import TRAINERS, Trainer
@@ -40,10 +40,26 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
             if name not in policies:
                 raise unknown("policy in policy_hparams", name, policies)
         single = dataclasses.replace(run, policies="shared", policy_hparams={})
-        return MultiPolicyAgent({
-            p: make_agent(dataclasses.replace(single, seed=run.seed + i), policy_config(run, algo_cfg, p), space,
-                          action_space[p])
+        group = MultiPolicyAgent({
+            p: _make_single_agent(dataclasses.replace(single, seed=run.seed + i), policy_config(run, algo_cfg, p),
+                                  space, action_space[p])
             for i, (p, space) in enumerate(observation_space.spaces.items())})
+        _check_conv_precision(run, group.algorithm.modules().values())
+        return group
+    agent = _make_single_agent(run, algo_cfg, observation_space, action_space)
+    _check_conv_precision(run, agent.algorithm.modules().values())
+    return agent
+
+
+def _check_conv_precision(run: RunConfig, modules: Any) -> None:
+    """Refuse ``conv_precision`` other than float32 when no network of the run has a convolutional encoder."""
+    if run.conv_precision != "float32" and not count_conv_encoders(modules):
+        raise CanterError(f"conv_precision={run.conv_precision} applies to convolutional encoders (image "
+                          f"observations); this run's networks have none (use conv_precision=float32)")
+
+
+def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
+    """:func:`make_agent` for one policy."""
     threads = run.torch_threads or threads_for(max(getattr(algo_cfg, "net_arch", [64]) or [64]))
     torch.set_num_threads(threads)
     seed_everything(run.seed)

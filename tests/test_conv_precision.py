@@ -39,3 +39,43 @@ def test_the_run_option_reaches_every_encoder_including_targets():
                                   learning_starts=32, eval_every=0, eval_episodes=1)
     assert all(m.compute_dtype is None for mod in default.agent.algorithm.modules().values()
                for m in mod.modules() if hasattr(m, "compute_dtype"))
+
+
+def _float32_input_under_autocast(enc, obs: torch.Tensor) -> torch.Tensor:
+    """The encoder's features as they were computed before bfloat16 input: a float32 input, cast
+    by autocast at the first convolution."""
+    dtype, enc.compute_dtype = enc.compute_dtype, None
+    x = enc.to_input(obs)
+    enc.compute_dtype = dtype
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return enc.features(x).float()
+
+
+def test_bfloat16_input_is_made_directly_with_the_values_autocast_gave():
+    from canter.models.cnn import ImpalaResNet
+
+    torch.manual_seed(1)
+    for enc in (NatureCNN(IMAGES), ImpalaResNet(gym.spaces.Box(0, 255, (4, 40, 40), np.uint8))):
+        set_conv_precision([enc], "bfloat16")
+        for batch in (1, 8, 32, 96):
+            obs = torch.randint(0, 256, (batch,) + tuple(enc.in_shape), dtype=torch.uint8)
+            for layout in (obs, enc.training_layout(obs)):  # NCHW, and the channels-last training batches
+                for grad in (False, True):
+                    with torch.set_grad_enabled(grad):
+                        assert enc.to_input(layout).dtype == torch.bfloat16
+                        assert torch.equal(enc(layout), _float32_input_under_autocast(enc, layout))
+
+
+def test_bfloat16_without_a_convolutional_encoder_is_refused(capsys, tmp_path):
+    from test_cli_errors import assert_train_refused
+
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", "CartPole-v1", "--set", "conv_precision=bfloat16"],
+                         "conv_precision=bfloat16 applies to convolutional encoders")
+
+
+def test_a_loaded_run_keeps_its_conv_precision(tmp_path):
+    canter.train("dqn", env="image_dict_env:DictImageCue-v0", seed=0, max_steps=64, learning_starts=32,
+                 conv_precision="bfloat16", run_dir=tmp_path / "run", quiet=True, eval_every=0, eval_episodes=1)
+    loaded = canter.load(tmp_path / "run")
+    encoders = [m for mod in loaded.algorithm.modules().values() for m in mod.modules() if hasattr(m, "compute_dtype")]
+    assert encoders and all(e.compute_dtype is torch.bfloat16 for e in encoders)

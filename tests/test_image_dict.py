@@ -64,6 +64,18 @@ def test_packed_spaces_round_trip_through_json():
     assert "packing images (40, 40, 3) and 7 other values" in describe_space(back)
 
 
+
+@pytest.mark.parametrize("space", [gym.spaces.Dict({"img": IMAGE}), gym.spaces.Tuple((IMAGE, IMAGE))],
+                         ids=["dict-one-image", "tuple-two-images"])
+def test_packed_spaces_of_images_only_round_trip(space, tmp_path):
+    """No column but pixels: nothing else to describe (this once failed at the first checkpoint)."""
+    packed = ObservationPacker(space, gym.spaces.Discrete(2)).space
+    assert packed.vector_slices() == []
+    back = space_from_dict(json.loads(json.dumps(space_to_dict(packed))))
+    assert isinstance(back, PackedBox) and back.images == packed.images and spaces_match(packed, back)
+    np.testing.assert_array_equal(back.low, packed.low)
+    np.testing.assert_array_equal(back.high, packed.high)
+
 def test_the_multi_encoder_picks_a_cnn_per_image_by_size():
     small = gym.spaces.Box(0, 255, (16, 16), np.uint8)
     structured = gym.spaces.Tuple((IMAGE, gym.spaces.Box(-1, 1, (2,), np.float32), small))

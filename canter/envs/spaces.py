@@ -27,7 +27,7 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
     if isinstance(space, gym.spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
     if isinstance(space, PackedBox):  # pixels are 0-255: the bounds of the other columns only
-        cols = np.r_[tuple(np.arange(c.start, c.stop) for c in space.vector_slices())].astype(np.int64)
+        cols = _vector_columns(space)
         return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
                 "images": [[o, list(shape)] for o, shape in space.images],
                 "low": _bound(space.low[cols]), "high": _bound(space.high[cols])}
@@ -77,12 +77,18 @@ def space_from_dict(d: dict[str, Any]) -> gym.Space:
     raise CanterError(f"unsupported space description {d!r}")
 
 
+def _vector_columns(space: PackedBox) -> np.ndarray:
+    """The indices of a packed vector's non-image columns (none when every entry is an image)."""
+    return np.concatenate([np.arange(c.start, c.stop, dtype=np.int64) for c in space.vector_slices()]
+                          + [np.zeros(0, np.int64)])
+
+
 def _packed_from_dict(d: dict[str, Any], dtype: np.dtype) -> PackedBox:
     """A :class:`PackedBox` from its description (pixel bounds 0-255, the rest's bounds stored)."""
     n, images = int(d["shape"][0]), [(int(o), tuple(shape)) for o, shape in d["images"]]
     low, high = np.zeros(n, np.float64), np.full(n, 255.0)
     probe = PackedBox(low, high, dtype, images)
-    cols = np.r_[tuple(np.arange(c.start, c.stop) for c in probe.vector_slices())].astype(np.int64)
+    cols = _vector_columns(probe)
     for arr, key in ((low, "low"), (high, "high")):
         vals = np.broadcast_to(np.asarray(d[key], np.float64), cols.shape)
         arr[cols] = np.where(vals <= -1e308, -np.inf, np.where(vals >= 1e308, np.inf, vals))

@@ -97,15 +97,20 @@ class ImageEncoder(nn.Module):
         # forward pass without gradients (see ``channels_last_inference``)
         cl = obs.shape[0] > 1 and (self.channels_last_inference or torch.is_grad_enabled())
         scale = 1.0 / 255.0 if obs.dtype == torch.uint8 else None
+        # under conv_precision=bfloat16 the input is made in bfloat16 at once: the scaling computes in
+        # float32 and rounds once, so the values are those autocast's cast of the float32 input gave,
+        # with half the memory traffic (Zen 4, 2 threads, conversion + first convolution: batch 32
+        # 3.0 -> 0.9 ms, batch 256 7.2 -> 5.4 ms)
+        dtype = self.compute_dtype or torch.float32
         if cl and obs.shape[0] <= 64 and not obs.is_contiguous(memory_format=torch.channels_last):
             # small batches: convert in the stored layout, then permute the floats (the same values;
             # 2 threads, batch 32: 0.64 -> 0.40 ms; from batch ~256 the single converting copy is
             # as fast or faster). A channels-last input (see training_layout) takes the copy below,
             # which is then a plain conversion (batch 256: ~1 ms instead of 3-6).
-            x = obs.to(torch.float32, copy=True)
+            x = obs.to(dtype, copy=True)
             return (x if scale is None else x.mul_(scale)).contiguous(memory_format=torch.channels_last)
         layout = torch.channels_last if cl else torch.contiguous_format
-        x = obs.to(torch.float32, memory_format=layout, copy=True)
+        x = obs.to(dtype, memory_format=layout, copy=True)
         return x if scale is None else x.mul_(scale)
 
     def training_layout(self, obs: torch.Tensor) -> torch.Tensor:
@@ -140,11 +145,22 @@ class ImageEncoder(nn.Module):
 def set_conv_precision(modules: Iterable[nn.Module], precision: str) -> int:
     """Run every convolutional encoder inside ``modules`` in ``precision`` (``float32`` or ``bfloat16``,
     the run option ``conv_precision``); returns how many encoders it set."""
-    dtype = {"float32": None, "bfloat16": torch.bfloat16}[precision]
-    encoders = [m for module in modules for m in module.modules() if isinstance(m, ImageEncoder)]
+    dtype = {"float32": None, "bfloat16": torch.bfloat16}.get(precision)
+    if dtype is None and precision != "float32":
+        raise CanterError(f"unknown conv_precision {precision!r}: float32 or bfloat16")
+    encoders = _conv_encoders(modules)
     for encoder in encoders:
         encoder.compute_dtype = dtype
     return len(encoders)
+
+
+def count_conv_encoders(modules: Iterable[nn.Module]) -> int:
+    """How many convolutional encoders (:class:`ImageEncoder`) are inside ``modules``."""
+    return len(_conv_encoders(modules))
+
+
+def _conv_encoders(modules: Iterable[nn.Module]) -> list[ImageEncoder]:
+    return [m for module in modules for m in module.modules() if isinstance(m, ImageEncoder)]
 
 
 def _ortho(module: nn.Module, gain: float) -> None:
