@@ -28,6 +28,9 @@ def test_noisy_linear_is_the_factorised_formula():
     torch.testing.assert_close(layer(x), x @ w.T + b)
     with noiseless(layer):
         torch.testing.assert_close(layer(x), x @ layer.weight_mu.T + layer.bias_mu)
+        with noiseless(layer):
+            pass
+        assert not layer.noise_on  # an inner block leaves the outer one's setting
     assert layer.noise_on
     layer(x).sum().backward()  # the noise scales learn
     assert layer.weight_sigma.grad.abs().sum() > 0 and layer.bias_sigma.grad.abs().sum() > 0

@@ -72,10 +72,11 @@ def reset_noise(module: nn.Module, generator: torch.Generator | None = None) -> 
 def noiseless(module: nn.Module) -> Iterator[None]:
     """The mean weights only inside the block (the deterministic policy)."""
     layers = noisy_layers(module)
+    before = [layer.noise_on for layer in layers]  # restored as found, so blocks nest
     for layer in layers:
         layer.noise_on = False
     try:
         yield
     finally:
-        for layer in layers:
-            layer.noise_on = True
+        for layer, on in zip(layers, before):
+            layer.noise_on = on
