@@ -69,3 +69,29 @@ def test_c51_as_the_full_rainbow_solves_cartpole(tmp_path):
     canter.train("c51", env="CartPole-v1", seed=1, noisy=True, dueling=True, double_q=True, n_step=3, prioritized=True,
                  run_dir=run, quiet=True)
     assert json.loads((run / "summary.json").read_text())["best_eval_return"] >= 475
+
+
+def _two_rows(terminated: list[float]):
+    """Two transitions into the same next observation, reward 0.5, discount 0.99."""
+    from canter.data.batch import ReplayBatch
+
+    nxt = torch.randn(1, 4, generator=torch.Generator().manual_seed(3)).repeat(2, 1)
+    return ReplayBatch(nxt.clone(), torch.zeros(2, dtype=torch.long), torch.tensor([0.5, 0.5]), nxt,
+                       torch.tensor(terminated), torch.full((2,), 0.99), torch.ones(2), torch.arange(2))
+
+
+def test_the_target_bootstraps_after_a_truncation_not_after_a_termination():
+    """A truncated transition is stored with terminated=0 (its real next observation), so only the
+    terminated row's target is the reward alone."""
+    algo = canter.make_trainer("c51", "CartPole-v1", seed=0, n_atoms=21, v_min=-10.0, v_max=10.0,
+                               net_arch=[16]).agent.algorithm
+    batch = _two_rows([1.0, 0.0])
+    target = algo.td_target(batch)
+    reward_only = torch.zeros(21)
+    reward_only[10:12] = 0.5  # 0.5 lies halfway between the atoms 0 and 1
+    torch.testing.assert_close(target[0], reward_only)
+    probs = torch.softmax(algo.q_target.logits(batch.next_obs[1:]), -1)[0]
+    greedy = probs[(probs * algo.q_target.support).sum(-1).argmax()]
+    bootstrapped = categorical_projection(greedy[None], torch.tensor([0.5]), torch.tensor([0.99]), algo.q_target.support)
+    torch.testing.assert_close(target[1:], bootstrapped)
+    assert not torch.allclose(target[1], reward_only)

@@ -55,3 +55,12 @@ def test_iqn_learns_cartpole(tmp_path):
     assert summary["best_eval_return"] >= 475, summary
     agent = canter.load(run)
     assert type(agent.algorithm.q).__name__ == "ImplicitQuantileNetwork"
+
+
+def test_the_target_bootstraps_after_a_truncation_not_after_a_termination():
+    from test_c51 import _two_rows
+
+    algo = canter.make_trainer("iqn", "CartPole-v1", seed=0, net_arch=[16]).agent.algorithm
+    target = algo.td_target(_two_rows([1.0, 0.0]))  # [2, N'] target quantiles
+    torch.testing.assert_close(target[0], torch.full_like(target[0], 0.5))  # the reward alone
+    assert target[1].std() > 0  # 0.5 + 0.99 * the target network's quantiles at sampled fractions
