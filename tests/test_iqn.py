@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
@@ -64,3 +65,14 @@ def test_the_target_bootstraps_after_a_truncation_not_after_a_termination():
     target = algo.td_target(_two_rows([1.0, 0.0]))  # [2, N'] target quantiles
     torch.testing.assert_close(target[0], torch.full_like(target[0], 0.5))  # the reward alone
     assert target[1].std() > 0  # 0.5 + 0.99 * the target network's quantiles at sampled fractions
+
+
+def test_on_images_the_embedding_meets_the_convolutional_features():
+    """The paper's Atari network: phi(tau) has the CNN's width and multiplies its features; every
+    net_arch layer (512) comes after the merge."""
+    images = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    net = ImplicitQuantileNetwork(images, gym.spaces.Discrete(6), net_arch=[512])
+    assert isinstance(net.psi, torch.nn.Identity) and net.phi[0].out_features == net.encoder.out_dim == 3136
+    assert net.head.in_features == 512
+    obs = torch.randint(0, 256, (2, 4, 84, 84), dtype=torch.uint8)
+    assert net.quantiles(obs, torch.rand(2, 5)).shape == (2, 6, 5)

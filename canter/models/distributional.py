@@ -94,9 +94,11 @@ class CategoricalQNetwork(QuantileQNetwork):
 @register("model", "mlp_iqn")
 class ImplicitQuantileNetwork(nn.Module):
     """IQN: return quantiles at any fractions ``tau``. The encoder and the first ``net_arch`` layer
-    give features ``psi(s)``; each fraction's cosine embedding ``phi(tau) = relu(W cos(pi i tau) +
-    b)``, ``i = 0..n_cosines-1``, multiplies them, and the other layers map ``psi(s) * phi(tau)`` to
-    one return quantile per action (``V + A - mean A`` per fraction with ``dueling``).
+    give features ``psi(s)`` (a convolutional encoder's features alone, as in the paper's Atari
+    network, so that every ``net_arch`` layer comes after the merge); each fraction's cosine
+    embedding ``phi(tau) = relu(W cos(pi i tau) + b)``, ``i = 0..n_cosines-1``, multiplies them, and
+    the other layers map ``psi(s) * phi(tau)`` to one return quantile per action (``V + A - mean A``
+    per fraction with ``dueling``).
 
     :meth:`value` (acting, Double DQN's choice) is the mean over ``n_act_quantiles`` midpoint
     fractions ``(k + 0.5) / K``: a deterministic estimate of the Q values (the paper averages K
@@ -114,25 +116,29 @@ class ImplicitQuantileNetwork(nn.Module):
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
             raise CanterError(f"ImplicitQuantileNetwork needs a Discrete action space, got {type(action_space).__name__}")
-        from canter.models.cnn import make_encoder
+        from canter.models.cnn import has_parameters, make_encoder
         from canter.models.noisy import NoisyLinear
 
-        arch = list(net_arch)
         self.encoder = make_encoder(observation_space, encoder)
         self.mask_width = mask_width(observation_space)
         self.n_actions, self.n_quantiles, self.dueling = int(action_space.n), n_quantiles, dueling
         layer = NoisyLinear if noisy else Linear  # NoisyNet: the layers of psi and after the embedding
-        self.psi = MLP([self.encoder.out_dim, arch[0]], activation, layer=layer)
-        self.psi.append(ACTIVATIONS[activation]())
-        self.phi = nn.Sequential(Linear(n_cosines, arch[0]), nn.ReLU())
+        if has_parameters(self.encoder):  # a CNN: psi is its features, every net_arch layer after the merge
+            self.psi: nn.Module = nn.Identity()
+            widths = [self.encoder.out_dim] + list(net_arch)
+        else:  # flat observations: psi ends with the first net_arch layer
+            self.psi = MLP([self.encoder.out_dim, net_arch[0]], activation, layer=layer)
+            self.psi.append(ACTIVATIONS[activation]())
+            widths = list(net_arch)
+        self.phi = nn.Sequential(Linear(n_cosines, widths[0]), nn.ReLU())
         self.register_buffer("cos_index", torch.arange(n_cosines, dtype=torch.float32) * math.pi, persistent=False)
         self.register_buffer("act_taus", (torch.arange(n_act_quantiles, dtype=torch.float32) + 0.5) / n_act_quantiles,
                              persistent=False)
-        self.trunk = MLP(arch, activation, layer=layer) if len(arch) > 1 else nn.Identity()
-        if len(arch) > 1:
+        self.trunk = MLP(widths, activation, layer=layer) if len(widths) > 1 else nn.Identity()
+        if len(widths) > 1:
             self.trunk.append(ACTIVATIONS[activation]())
-        self.head = layer(arch[-1], self.n_actions)
-        self.v_head = layer(arch[-1], 1) if dueling else None
+        self.head = layer(widths[-1], self.n_actions)
+        self.v_head = layer(widths[-1], 1) if dueling else None
 
     def quantiles(self, obs: torch.Tensor, taus: torch.Tensor) -> torch.Tensor:
         """Return quantiles at ``taus`` (``[B, N]``, or ``[N]`` for every row): ``[B, n_actions, N]``."""
