@@ -95,6 +95,19 @@ def test_the_multi_encoder_picks_a_cnn_per_image_by_size():
         make_encoder(gym.spaces.Box(-1, 1, (3,)), "multi")
 
 
+
+def test_a_uint8_board_of_small_integers_is_a_vector_not_an_image():
+    """Images are uint8 Boxes bounded by 0 and 255 (as SB3's is_image_space); a board with other bounds
+    is packed as values, with its bounds kept, and read by the flat encoder without scaling."""
+    from canter.models.cnn import is_image_space
+
+    board = gym.spaces.Box(0, 12, (8, 8), np.uint8)
+    assert not is_image_space(board) and is_image_space(gym.spaces.Box(0, 255, (8, 8), np.uint8))
+    packed = ObservationPacker(gym.spaces.Dict({"board": board, "img": IMAGE}), gym.spaces.Discrete(2)).space
+    assert packed.images == ((64, (40, 40, 3)),) and packed.vector_slices() == [slice(0, 64)]  # keys sorted
+    assert packed.high[:64].max() == 12 and packed.dtype == np.uint8
+    assert make_encoder(board).out_dim == 64  # flat
+
 def test_uint8_and_float_packing_give_the_same_features():
     """The float32 vector holds the same pixel integers: the encoder reads both alike."""
     obs_u8 = make_vec_env(ENV, 2).reset(seed=3)  # flip one-hot (2 columns), then the pixels

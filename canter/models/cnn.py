@@ -42,8 +42,12 @@ from canter.registry import lookup, register
 
 
 def image_layout(space: gym.Space) -> str | None:
-    """``"chw"``, ``"hw"`` or ``"hwc"`` for a uint8 image Box space; None for anything else."""
+    """``"chw"``, ``"hw"`` or ``"hwc"`` for a uint8 image Box space (bounds 0 and 255, at least 8 pixels a
+    side, as Stable-Baselines3's ``is_image_space`` asks); None for anything else, such as a uint8 board
+    of small integers, which is a vector of values rather than a picture."""
     if not isinstance(space, gym.spaces.Box) or space.dtype != np.uint8:
+        return None
+    if not (np.all(space.low == 0) and np.all(space.high == 255)):
         return None
     shape = space.shape
     if len(shape) == 2 and min(shape) >= 8:
