@@ -120,6 +120,29 @@ def test_goals_after_the_ring_wraps_stay_in_their_episode():
         assert goal_k >= oldest + 1  # never a step the ring has overwritten
 
 
+
+@pytest.mark.parametrize("strategy", ["future", "final", "episode"])
+def test_an_episode_longer_than_the_ring_keeps_its_goals(strategy):
+    """An episode of 30 steps in a ring of 21 rows writes over its own start; every row it still holds
+    must know where it ends (it once marked only the last 9, and the rest took goals from the next
+    episode, even its reset observation)."""
+    buf = _buffer(strategy, capacity=20)
+    assert buf.length == 21
+    _fill(buf, [[30, 50]], 36)  # episode 0: 30 steps, its reset-only step, then 5 steps of episode 1
+    obs, nxt, rewards, _ = _decoded(buf)
+    relabelled = obs[:, 2] != DESIRED
+    assert relabelled.any()
+    assert np.array_equal(obs[relabelled, 2], obs[relabelled, 0])  # the goal comes from the same episode
+    held = buf.obs[buf.valid]
+    for episode, k, goal_k in zip(obs[relabelled, 0].astype(int), obs[relabelled, 1].astype(int),
+                                  obs[relabelled, 3].astype(int)):
+        last = 30 if episode == 0 else 5
+        assert held[held[:, 0] == episode, 1].min() + 1 <= goal_k <= last
+        if strategy == "future":
+            assert goal_k >= k + 1
+        elif strategy == "final":
+            assert goal_k == last
+
 def test_terminated_comes_from_compute_terminated_when_the_env_has_it():
     buf = _buffer("future", env_cls=TerminatingPoint)
     _fill(buf, [[6]], 200)
@@ -132,6 +155,23 @@ def test_terminated_comes_from_compute_terminated_when_the_env_has_it():
     _fill(plain, [[6]], 200)
     assert not _decoded(plain)[3].any()  # no compute_terminated: the stored flag, as SB3 keeps it
 
+
+
+class PerStepTerminatingPoint(PointGoalEnv):
+    """compute_terminated for one step only, as some gymnasium-robotics envs write it: a batch gets one
+    value (here: whether the first row reached its goal)."""
+
+    def compute_terminated(self, achieved_goal, desired_goal, info):
+        return bool(np.linalg.norm(np.atleast_2d(achieved_goal)[0] - np.atleast_2d(desired_goal)[0]) == 0)
+
+
+def test_a_per_step_compute_terminated_is_asked_row_by_row():
+    buf = _buffer("future", env_cls=PerStepTerminatingPoint)
+    _fill(buf, [[6]], 200)
+    obs, nxt, rewards, terminated = _decoded(buf)
+    relabelled = obs[:, 2] != DESIRED
+    assert np.array_equal(terminated[relabelled], rewards[relabelled] == 0.0)
+    assert terminated[relabelled].any() and not terminated[relabelled].all()
 
 def test_a_boundary_row_ends_the_episode_for_relabelling():
     buf = _buffer("future")

@@ -13,7 +13,9 @@ the goal achieved after a transition ``t'`` of the same episode, chosen by the s
 
 The reward is the env's ``compute_reward(next achieved goal, new goal, info)``; ``terminated`` the
 env's ``compute_terminated`` when it has one (gymnasium-robotics' ``GoalEnv`` API), else the
-stored flag (as Stable-Baselines3 keeps it). An episode still running counts up to its newest
+stored flag (as Stable-Baselines3 keeps it). Both are asked for the whole batch at once, and row by
+row where a function answers a batch with one value (a per-step ``compute_terminated``); ``info``
+is an empty dict (the buffer keeps no infos). An episode still running counts up to its newest
 transition. Each row records its episode's first and last rows (``ep_start``, ``ep_end``; -1 while
 the episode runs), saved with the buffer, so a resumed run relabels as an uninterrupted one.
 """
@@ -49,6 +51,7 @@ class HerReplayBuffer(ReplayBuffer):
         self.ep_end = np.full(shape, -1, dtype=np.int64)
         self._open = np.full(self.n_envs, -1, dtype=np.int64)  # first row of each env's running episode
         self._last = np.full(self.n_envs, -1, dtype=np.int64)  # the row each env wrote last
+        self._len = np.zeros(self.n_envs, dtype=np.int64)  # rows of each env's running episode so far
 
     # -- episode bookkeeping ------------------------------------------------------------------
     def _written(self, row: int) -> None:
@@ -60,7 +63,8 @@ class HerReplayBuffer(ReplayBuffer):
             self.ep_end[row, e] = -1
             if valid[e]:
                 if self._open[e] < 0:
-                    self._open[e] = row
+                    self._open[e], self._len[e] = row, 0
+                self._len[e] += 1
                 self.ep_start[row, e] = self._open[e]
                 self._last[e] = row
                 if done[e]:
@@ -70,8 +74,9 @@ class HerReplayBuffer(ReplayBuffer):
 
     def _close(self, env: int, last: int) -> None:
         """Mark env ``env``'s running episode as ending at row ``last``."""
-        first = self._open[env]
-        span = min((last - first) % self.length + 1, self.length - 1)
+        # the episode's rows the ring still holds (counted, not measured from its first row: an
+        # episode longer than the ring has written over its own start)
+        span = min(int(self._len[env]), self.length - 1)
         rows = (last - np.arange(span)) % self.length
         self.ep_end[rows, env] = last
         self._open[env] = -1
@@ -102,11 +107,9 @@ class HerReplayBuffer(ReplayBuffer):
         self.layout.set_desired(sub_next, goals)
         obs[pick], next_obs[pick] = sub_obs, sub_next
         reached = self.layout.goals(sub_next, "achieved_goal")
-        infos = [{} for _ in range(len(pick))]
-        batch.rewards.numpy()[pick] = np.asarray(self.layout.compute_reward(reached, goals, infos), np.float32)
+        batch.rewards.numpy()[pick] = _per_transition(self.layout.compute_reward, reached, goals, np.float32)
         if self.layout.compute_terminated is not None:
-            terminated = np.asarray(self.layout.compute_terminated(reached, goals, infos), bool)
-            batch.terminated.numpy()[pick] = np.broadcast_to(terminated, (len(pick),))
+            batch.terminated.numpy()[pick] = _per_transition(self.layout.compute_terminated, reached, goals, bool)
         return batch
 
     def _live_start(self, row: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -121,7 +124,7 @@ class HerReplayBuffer(ReplayBuffer):
     # -- state --------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:  # noqa: D102
         state = super().state_dict()
-        state.update(her_open=self._open.tolist(), her_last=self._last.tolist())
+        state.update(her_open=self._open.tolist(), her_last=self._last.tolist(), her_len=self._len.tolist())
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
@@ -130,3 +133,20 @@ class HerReplayBuffer(ReplayBuffer):
         self.ep_start[rows:] = self.ep_end[rows:] = -1
         self._open[:] = np.asarray(state["her_open"], dtype=np.int64)
         self._last[:] = np.asarray(state["her_last"], dtype=np.int64)
+        if "her_len" in state:
+            self._len[:] = np.asarray(state["her_len"], dtype=np.int64)
+        else:  # saved before the count was kept: the rows from each running episode's first to its last
+            self._len[:] = np.where(self._open >= 0, (self._last - self._open) % self.length + 1, 0)
+
+
+
+def _per_transition(fn: Any, achieved: np.ndarray, desired: np.ndarray, dtype: type) -> np.ndarray:
+    """``fn(achieved, desired, infos)`` for a batch of goals, one value per row (``infos`` are empty
+    dicts: the stored transitions keep no info). gymnasium-robotics asks ``compute_reward`` to take
+    batches, but some envs' ``compute_terminated`` handle one step only and return a single value for
+    the whole batch: then each row is asked on its own."""
+    n = len(achieved)
+    out = np.asarray(fn(achieved, desired, [{} for _ in range(n)]))
+    if out.shape != (n,):
+        out = np.array([np.asarray(fn(achieved[i], desired[i], {})).item() for i in range(n)])
+    return out.astype(dtype)
