@@ -107,6 +107,16 @@ def test_self_play_binds_the_learner_and_evaluates_against_random():
     trainer.close()
 
 
+def test_self_play_with_impala_in_one_process():
+    """IMPALA without explorers acts through an in-process explorer, whose env needs the binding too
+    (its first opponent move once raised 'opponent: self has no policy yet')."""
+    trainer = canter.make_trainer("impala", TTT, n_envs=2, max_steps=256, eval_every=0, eval_episodes=2,
+                                  env_kwargs={"opponent": "self"})
+    records = list(trainer())
+    assert records and trainer.step >= 256
+    trainer.close()
+
+
 @pytest.mark.slow
 def test_self_play_learns_to_beat_a_random_opponent_it_never_met(tmp_path, capsys):
     run = tmp_path / "run"

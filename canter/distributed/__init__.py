@@ -45,7 +45,9 @@ def make_distributed_trainer(
     else:
         from canter.distributed.explorer import Explorer
         from canter.distributed.pool import LocalPool
+        from canter.envs.turns import bind_opponents
 
+        bind_opponents(env, agent, run.env, run.env_kwargs)  # a turn-based game's opponent: self
         pool = LocalPool(Explorer(agent, env, seed=run.seed, per_explorer_exploration=False))
     return driver(agent, pool, eval_env, run, callbacks=callbacks or [])
 

@@ -167,8 +167,10 @@ class TurnBasedEnv(gym.Env):
             if self.opponent == "self":
                 raise CanterError("opponent: self has no policy yet: bind_opponents(env, agent) gives it one")
             mask = obs.get(MASK_KEY) if isinstance(obs, dict) else info.get(MASK_KEY)
-            if mask is None:
-                return self.game.action_space(agent).sample()
+            if mask is None:  # a uniform move, drawn through this env's generator (saved with the env)
+                space = self.game.action_space(agent)
+                space.seed(int(self.np_random.integers(2**31)))
+                return space.sample()
             return int(self.np_random.choice(np.flatnonzero(mask)))
         x = self._pack(obs) if self._pack is not None else np.asarray(obs, dtype=np.float32)
         # the opponent's draws come from this env's generator (saved with the env), not the learner's
