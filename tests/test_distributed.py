@@ -200,3 +200,14 @@ def test_a_resumed_in_process_explorer_starts_fresh_episodes_from_the_new_seed()
     fresh = make_vec_env("CartPole-v1", 2).reset(seed=3 + 7_777_777)
     np.testing.assert_array_equal(pool.explorer.obs, fresh)
     trainer.close()
+
+
+def test_explorers_report_training_success_rates():
+    """Episodes collected by an explorer carry their env's is_success, so charts/success_rate is
+    reported as in one process (BitFlipping reports it; random play rarely flips all 10 bits)."""
+    trainer = canter.make_trainer("impala", "BitFlipping-v0", seed=0, max_steps=3000, eval_every=0, eval_episodes=2,
+                                  n_envs=4)
+    rates = [r.success_rate for r in trainer()]
+    assert rates and all(r is not None and 0.0 <= r <= 1.0 for r in rates)
+    plain = canter.make_trainer("impala", "CartPole-v1", seed=0, max_steps=1000, eval_every=0, eval_episodes=2)
+    assert all(r.success_rate is None for r in plain())  # CartPole reports no success

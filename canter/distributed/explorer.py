@@ -129,6 +129,7 @@ class Explorer:
         valid = np.empty((T, N), bool)
         returns: list[float] = []
         lengths: list[int] = []
+        successes: list[float] = []
         for t in range(T):
             if random:
                 env_actions, acts = random_actions(agent, N, self.rng, self.obs)
@@ -156,11 +157,15 @@ class Explorer:
             dones[t] = step.terminated | step.truncated
             returns += env.finished_returns.tolist()
             lengths += env.finished_lengths.tolist()
+            success = getattr(env, "finished_success", None)  # NaN where the env reports no is_success
+            ok = success is not None and len(success) == len(env.finished_returns)
+            successes += success.tolist() if ok else [float("nan")] * len(env.finished_returns)
             self.obs = step.obs
         out_data: dict[str, Any] = {
             "obs": obs, "actions": actions, "rewards": rewards, "terminated": terminated, "dones": dones,
             "valid": valid, "last_obs": np.array(self.obs),
             "episode_returns": np.asarray(returns, np.float64), "episode_lengths": np.asarray(lengths, np.int64),
+            "episode_successes": np.asarray(successes, np.float64),
         }
         if log_probs is not None:
             out_data["log_probs"] = log_probs

@@ -6,8 +6,8 @@ reads the same reference), ``submit(slot, **kw)`` (queue a rollout carrying the 
 reference and version, so a restarted explorer needs no separate sync), ``wait() -> (slot,
 result)`` (the next finished rollout) and ``gather(**kw)`` (one rollout from every explorer).
 After each result the pool exposes the finished episodes as ``finished_returns`` /
-``finished_lengths`` / ``finished_envs``, like a :class:`~canter.envs.vector.VecEnv`, so the
-trainer's episode bookkeeping is unchanged.
+``finished_lengths`` / ``finished_envs`` / ``finished_success``, like a
+:class:`~canter.envs.vector.VecEnv`, so the trainer's episode bookkeeping is unchanged.
 """
 from __future__ import annotations
 
@@ -38,11 +38,14 @@ class _Episodes:
     finished_returns: np.ndarray = np.zeros(0)
     finished_lengths: np.ndarray = np.zeros(0, np.int64)
     finished_envs: np.ndarray = np.zeros(0, np.int64)
+    finished_success: np.ndarray = np.zeros(0)
 
     def _set_episodes(self, results: list[dict[str, Any]]) -> None:
         self.finished_returns = np.concatenate([r["episode_returns"] for r in results])
         self.finished_lengths = np.concatenate([r["episode_lengths"] for r in results])
         self.finished_envs = np.arange(len(self.finished_returns))
+        self.finished_success = np.concatenate([  # NaN: not reported (or a result from an older explorer)
+            r.get("episode_successes", np.full(len(r["episode_returns"]), np.nan)) for r in results])
 
 
 class LocalPool(_Episodes):
