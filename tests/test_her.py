@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import canter
+from canter.api import resume_trainer
 from canter.cli import main
 from canter.data.her import HerReplayBuffer
 from canter.envs.goals import BitFlippingEnv, GoalLayout
@@ -279,12 +280,20 @@ def test_sac_without_hindsight_does_not_reach_them():
 def test_resume_continues_exactly_with_hindsight(tmp_path):
     common = dict(env="BitFlipping-v0", seed=3, eval_every=0, eval_episodes=2, quiet=True, her_goals=2,
                   **dict(HER_DQN, learning_starts=100))
-    whole = canter.train("dqn", max_steps=800, run_dir=tmp_path / "whole", checkpoint_every=400, **common)
+    whole_run = canter.make_trainer("dqn", max_steps=800, run_dir=tmp_path / "whole", checkpoint_every=400, **common)
+    rates = {r.step: r.success_rate for r in whole_run()}  # the training episodes' rolling success rate
+    whole_run.close()
+    whole = whole_run.agent
     canter.train("dqn", max_steps=400, run_dir=tmp_path / "part", checkpoint_every=400, **common)
-    resumed = canter.resume(tmp_path / "part", max_steps=800)
+    part = resume_trainer(tmp_path / "part", max_steps=800)
+    resumed_rates = {r.step: r.success_rate for r in part()}
+    part.close()
+    resumed = part.agent
     for name, module in whole.algorithm.modules().items():
         for a, b in zip(module.parameters(), resumed.algorithm.modules()[name].parameters()):
             assert torch.equal(a, b), name
+    assert resumed_rates and all(rates[step] == rate for step, rate in resumed_rates.items())
+    assert any(rate is not None for rate in resumed_rates.values())
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["resume_exact"] is True
 
 

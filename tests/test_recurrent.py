@@ -64,8 +64,9 @@ def test_training_replays_the_rollout_with_the_memory_acting_had(tmp_path, criti
     assert seen[1][1] and seen[2][1]  # later rollouts start from a carried, non-zero memory
 
 
-def test_recurrent_run_resumes_exactly(tmp_path):
-    common = dict(seed=3, eval_every=1024, checkpoint_every=1024, **HP)
+@pytest.mark.parametrize("critic_lstm", [False, True])
+def test_recurrent_run_resumes_exactly(tmp_path, critic_lstm):
+    common = dict(seed=3, eval_every=1024, checkpoint_every=1024, critic_lstm=critic_lstm, **HP)
     whole = canter.train("recurrent_ppo", env=ENV, max_steps=2048, run_dir=tmp_path / "whole", quiet=True, **common)
     canter.train("recurrent_ppo", env=ENV, max_steps=1024, run_dir=tmp_path / "part", quiet=True, **common)
     resumed = canter.resume(tmp_path / "part", max_steps=2048)

@@ -138,7 +138,7 @@ def test_a_trained_run_as_the_opponent(tmp_path):
     while not done:
         obs, reward, terminated, truncated, _ = env.step(int(np.flatnonzero(obs[-9:])[0]))
         done = terminated or truncated
-    assert reward in (-1.0, 0.0, 1.0)
+    assert terminated and not truncated and reward in (-1.0, 0.0, 1.0)  # a finished game, no illegal move
     pool = TurnBasedEnv(TTT, {"opponent": ["random", str(run)]}, training=True)  # a pool: one drawn per game
     drawn = [pool.reset(seed=i)[1]["opponent"] for i in range(40)]
     assert set(drawn) == {"random", str(run)}
