@@ -94,6 +94,30 @@ def test_value_normalisation_learns_standardised_returns_and_scales_values_back(
     assert restored._value_scale() == (mean, std)
 
 
+
+def test_value_clipping_with_normalisation_centres_on_the_critics_own_old_outputs():
+    """The rollout's values are in returns' units, scaled back with the statistics of that moment; the
+    clip window must sit on the critic's output then, not on those values standardised by statistics the
+    new returns moved (they once were: with clip_range_vf every row fell outside, no value gradient)."""
+    spaces = gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2)
+    g = torch.Generator().manual_seed(0)
+    obs = torch.randn(256, 4, generator=g)
+    algo = PPO(*spaces, PPOConfig(normalize_value=True, clip_range_vf=0.2, batch_size=256, n_epochs=1), seed=0)
+    with torch.no_grad():
+        first = RolloutBatch(obs, *algo.act(obs)[:3], torch.randn(256, generator=g), torch.randn(256, generator=g))
+    algo.learn(first)  # statistics near mean 0, std 1
+    with torch.no_grad():
+        out = algo.act(obs)
+        raw = algo.model.value(obs)  # the critic's own (standardised) outputs
+    seen = []
+    algo._epochs = lambda batch, grads: seen.append(batch) or []
+    algo.learn(RolloutBatch(obs, out.actions, out.log_probs, out.values, torch.randn(256, generator=g),
+                            10 + torch.randn(256, generator=g)))  # returns that move the statistics
+    torch.testing.assert_close(seen[0].values, raw, rtol=1e-4, atol=1e-4)
+    mean, std = algo._value_scale()
+    assert mean > 4  # ...and the targets are standardised by the moved statistics
+    torch.testing.assert_close(seen[0].returns.mean(), torch.tensor((10 - mean) / std), rtol=0.05, atol=0.05)
+
 @pytest.mark.parametrize("env_id,kwargs,policies", [
     (ENV, {"n_agents": 3, "team": True}, "shared"),  # 1 per agent only when all three match: random play earns 0.3
     (MIXED, {}, "type"),  # a speaker and two listeners, a policy (actor and critic) per type

@@ -112,10 +112,13 @@ class PPO(ActorCriticAlgorithm):
         """Epochs of clipped-surrogate minibatch updates over one rollout."""
         c = self.config
         raw = batch
-        if self.value_rms is not None:  # the critic learns standardised returns (old values alike, for clipping)
+        if self.value_rms is not None:  # the critic learns returns standardised by the updated statistics;
+            # the old values go back to the critic's own outputs, standardised by the statistics they were
+            # computed with (value clipping's window is centred there, as MAPPO's reference ValueNorm does)
+            old_mean, old_std = self._value_scale()
             self.value_rms.update(batch.returns.numpy().astype(np.float64))
             mean, std = self._value_scale()
-            batch = batch._replace(values=(batch.values - mean) / std, returns=(batch.returns - mean) / std)
+            batch = batch._replace(values=(batch.values - old_mean) / old_std, returns=(batch.returns - mean) / std)
         manual = c.manual_backward and getattr(self.model, "manual_backward", False)
         with torch.set_grad_enabled(not manual):  # the hand-derived path records no graph at all
             stats = self._epochs(batch, self._grads_manual if manual else self._grads_autograd)
