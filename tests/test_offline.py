@@ -95,17 +95,39 @@ def test_from_env_actions_inverts_to_env_actions():
     np.testing.assert_array_equal(discrete.to_env_actions(np.array([0, 1, 2])), [-1, 0, 1])
 
 
+
+def _assert_whole_episodes_in_order(data: TransitionDataset) -> None:
+    """Every transition belongs to a complete CartPole episode stored in order: each starts at a reset
+    state (all values within 0.05) and ends the dataset or is followed by the next one's transitions."""
+    ends = data.terminated | data.truncated
+    assert ends[-1] and data.info["episodes"] == ends.sum()
+    starts = np.concatenate([[0], np.flatnonzero(ends[:-1]) + 1])
+    assert np.all(np.abs(data.obs[starts]) <= 0.05)
+    inside = np.flatnonzero(~ends)
+    np.testing.assert_array_equal(data.next_obs[inside], data.obs[inside + 1])
+    np.testing.assert_array_equal(data.episode_returns(), np.diff(np.concatenate([starts, [len(data)]])))
+
+
+def test_replay_of_several_envs_becomes_whole_episodes(tmp_path):
+    """Two envs interleaved in a ring that wrapped: each env's oldest fragment (its start overwritten)
+    and unfinished last episode are left out (they were once counted as episodes)."""
+    run = tmp_path / "dqn"
+    canter.train("dqn", env="CartPole-v1", run_dir=run, seed=0, n_envs=2, max_steps=1200, buffer_size=400,
+                 learning_starts=200, train_freq=4, gradient_steps=1, net_arch=[16], eval_every=0, eval_episodes=1)
+    data = from_replay(run)
+    assert data.info["partial_episode_transitions_left_out"] > 0
+    _assert_whole_episodes_in_order(data)
+
 def test_an_off_policy_runs_replay_buffer_becomes_a_dataset(tmp_path, expert, capsys):
     run = tmp_path / "dqn"
     canter.train("dqn", env="CartPole-v1", run_dir=run, seed=0, max_steps=3000, buffer_size=1000, learning_starts=500,
                  train_freq=4, gradient_steps=1, net_arch=[32], eval_every=0, eval_episodes=1)
     data = from_replay(run)
     saved = load_checkpoint(run / "checkpoints" / "last")[0]["trainer"]["buffer"]
-    assert len(data) == int(saved["count"]) and bool(saved["full"])  # the ring buffer wrapped around
-    ends = data.terminated | data.truncated
-    inside = np.flatnonzero(~ends[:-1])  # oldest first: each transition's next obs starts the next one
-    np.testing.assert_array_equal(data.next_obs[inside], data.obs[inside + 1])
-    assert set(np.unique(data.actions)) == {0, 1} and np.all(data.rewards == 1.0) and ends.any()
+    assert bool(saved["full"])  # the ring buffer wrapped around: the oldest episode lost its start
+    assert len(data) + data.info["partial_episode_transitions_left_out"] == int(saved["count"])
+    _assert_whole_episodes_in_order(data)
+    assert set(np.unique(data.actions)) == {0, 1} and np.all(data.rewards == 1.0)
     assert data.info["policy"] == "replay" and data.info["algorithm"] == "dqn"
 
     code, out, err = run_cli(capsys, "collect", str(run), "--from-replay", "--out", str(tmp_path / "replay"))

@@ -145,8 +145,10 @@ class TransitionDataset:
 def from_replay(run_dir: str | Path) -> TransitionDataset:
     """The replay buffer an off-policy run saved in ``checkpoints/last`` as a dataset (the DQN-Replay
     idea: everything the run's changing policy collected). Transitions are ordered env by env,
-    oldest first; actions are converted back to what the env took. Rewards are as stored: scaled
-    if the run normalised rewards."""
+    oldest first, whole episodes only (the part of an episode whose start the ring overwrote, and
+    each env's unfinished last episode, are left out and counted in ``info``), so episode returns
+    and Minari exports see real episodes; actions are converted back to what the env took. Rewards
+    are as stored: scaled if the run normalised rewards."""
     from canter.api import load
     from canter.data.framestack import FrameStackReplay
     from canter.data.replay import ReplayBuffer
@@ -166,20 +168,36 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
         int(saved["capacity"]), obs_space.shape, () if discrete else (int(np.prod(act_space.shape)),),
         obs_dtype=obs_space.dtype, act_dtype=np.int64 if discrete else np.float32, n_envs=int(saved["n_envs"]))
     buffer.load_state_dict(saved)
-    idx = buffer.chronological_indices()
+    held = buffer.chronological_indices()
+    idx = _whole_episodes(held, buffer)
     if not len(idx):
-        raise CanterError(f"the replay buffer of run '{run_dir}' holds no transition")
+        raise CanterError(f"the replay buffer of run '{run_dir}' holds no complete episode")
     batch = buffer.transitions(idx)  # one-step transitions: the buffer was rebuilt with n_step 1
     truncated = buffer.done.reshape(-1)[idx] & ~buffer.terminated.reshape(-1)[idx]
     ends = buffer.done.reshape(-1)[idx]
     info = {"policy": "replay", "run": str(run_dir), "algorithm": meta.get("algorithm"), "checkpoint_step":
-            meta.get("step"), "episodes": int(ends.sum()),
+            meta.get("step"), "episodes": int(ends.sum()), "partial_episode_transitions_left_out": len(held) - len(idx),
             "reward_scaled": bool(getattr(agent.algorithm.config, "normalize_reward", False))}
     return TransitionDataset(
         obs=batch.obs.numpy(), actions=np.asarray(agent.to_env_actions(batch.actions.numpy())).reshape(
             len(idx), *act_space.shape), rewards=batch.rewards.numpy(), next_obs=batch.next_obs.numpy(),
         terminated=batch.terminated.numpy().astype(bool), truncated=truncated, env_id=env_id,
         observation_space=obs_space, action_space=act_space, info=info)
+
+
+def _whole_episodes(idx: np.ndarray, buffer: Any) -> np.ndarray:
+    """``idx`` (a buffer's chronological indices, env by env) cut to whole episodes: each env's stream
+    from its first episode start to its last episode end. Once the ring has wrapped, a stream's oldest
+    row is usually inside an episode whose start was overwritten, so it begins after its first end."""
+    done = buffer.done.reshape(-1)[idx]
+    env = idx % buffer.n_envs
+    keep = np.zeros(len(idx), bool)
+    for e in range(buffer.n_envs):
+        where = np.flatnonzero(env == e)  # one contiguous run, oldest first
+        ends = where[done[where]]
+        if len(ends):
+            keep[(ends[0] + 1 if buffer.full else where[0]):ends[-1] + 1] = True
+    return idx[keep]
 
 
 def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
