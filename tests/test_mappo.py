@@ -36,14 +36,33 @@ def test_each_agent_observes_its_own_row_then_the_state_and_its_index(state):
     actions = own[:, :3].argmax(1)
     actions[1] = (actions[1] + 1) % 3  # copy 0's agent_1 misses and leaves
     step = env.step(actions)
-    # the departed agent's part of the state is zeros (the env's state(), or canter's concatenation)
-    assert np.all(step.obs[0:3, 1, 3:6] == 0) and np.all(step.obs[0:3, 1, :9].sum(1) == 2)
+    if state:  # the test env's state() zeroes an agent's part on the step it leaves
+        assert np.all(step.obs[0:3, 1, 3:6] == 0) and np.all(step.obs[0:3, 1, :9].sum(1) == 2)
+    else:  # canter's concatenation keeps its final observation in the state it leaves in (the value that
+        # bootstraps a truncation sees it), and zeroes it from the next step
+        np.testing.assert_array_equal(step.obs[0:3, 1, 3:6], np.tile(step.obs[1, 0, :3], (3, 1)))
+        assert np.all(step.obs[0:3, 1, :9].sum(1) == 3)
     assert np.all(step.obs[3:, 1, :9].sum(1) == 3)
     after = env.step(step.obs[:, 0, :3].argmax(1))
     np.testing.assert_array_equal(after.obs[1, 0], step.obs[1, 0])  # its own row keeps its final observation
     assert not after.valid[1] and after.valid[[0, 2]].all()
+    assert np.all(after.obs[0:3, 1, 3:6] == 0)  # gone from the state after the step it left in
     env.close()
 
+
+
+def test_the_concatenated_state_leaves_out_action_masks():
+    """Masked observations and no state(): the state is the agents' observations without their masks
+    (building it once raised a bare TypeError)."""
+    env = make_vec_env(ENV, 2, central_state=True, env_kwargs={"n_agents": 2, "state": False, "masked": True})
+    obs = env.reset(seed=0)
+    assert obs.shape == (4, 2, 11)  # a 6-entry state + 2 agent ids, then the 3-entry mask
+    for copy in range(2):
+        rows = slice(2 * copy, 2 * copy + 2)
+        own = obs[rows, 0, :3]
+        np.testing.assert_array_equal(obs[rows, 1, :6], np.tile(own.reshape(6), (2, 1)))
+        np.testing.assert_array_equal(obs[rows, 1, 6:8], np.eye(2))
+    env.close()
 
 @pytest.mark.parametrize("stacked", [True, False])
 def test_actors_read_only_their_row_and_critics_only_the_state(stacked):

@@ -121,8 +121,10 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         #: PettingZoo's ``state()`` where the env declares a ``state_space``; else the global state is
         #: every agent's observation, concatenated
         self.has_state = getattr(first, "state_space", None) is not None
+        width = {a: int(np.prod(space.shape)) - mask_width(space)  # an action mask is not part of the state
+                 for members, space in zip(self.group_agents, self.local_spaces) for a in members}
         self.state_size = (int(np.prod(first.state_space.shape)) if self.has_state
-                           else sum(int(np.prod(first.observation_space(a).shape)) for a in self.agents))
+                           else sum(width[a] for a in self.agents))
         self.central_state = central_state
         self.observation_spaces = ([self._central_space(space) for space in self.local_spaces] if central_state
                                    else self.local_spaces)
@@ -136,6 +138,10 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         self.ended = np.zeros(copies, dtype=bool)
         #: ``[copies, n_agents]``: agents still in their copy's episode (in ``agents`` order)
         self.alive = np.ones((copies, self.n_agents), dtype=bool)
+        #: ``[copies, n_agents]``: agents whose observation is part of the concatenated global state: those
+        #: alive before the last step, so an agent's final observation stays in the state it leaves in
+        #: (the value that bootstraps a truncation sees it), zeros from the step after
+        self._in_state = np.ones((copies, self.n_agents), dtype=bool)
         #: agent -> (group, position among the group's agents)
         self._where = {a: (g, j) for g, members in enumerate(self.group_agents) for j, a in enumerate(members)}
         self._obs = [np.zeros((rows, *space.shape), space.dtype)
@@ -160,7 +166,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
 
     def global_state(self) -> np.ndarray:
         """``[copies, state_size]`` float32: each copy's ``state()``, or its agents' observations
-        concatenated (zeros for agents that have left)."""
+        concatenated (zeros for agents that left before the last step)."""
         if self.has_state:
             return np.stack([np.asarray(env.state(), dtype=np.float32).reshape(-1) for env in self.envs])
         copies = len(self.envs)
@@ -168,7 +174,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         for n, agent in enumerate(self.agents):
             g, j = self._where[agent]
             rows = self._obs[g][j::len(self.group_agents[g])].reshape(copies, -1)
-            parts.append(rows * self.alive[:, n, None])
+            m = mask_width(self.local_spaces[g])  # an action mask packed last is not part of the state
+            parts.append((rows[:, :-m] if m else rows) * self._in_state[:, n, None])
         return np.concatenate(parts, axis=1, dtype=np.float32)
 
     def _outputs(self) -> list[np.ndarray]:
@@ -223,6 +230,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             self._put(i, observations)
         self.ended[:] = False
         self.alive[:] = True
+        self._in_state[:] = True
         return self._outputs()
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None,
@@ -254,6 +262,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         truncated = [np.zeros(rows, dtype=bool) for rows in self.group_rows]
         active = [np.zeros(rows, dtype=bool) for rows in self.group_rows]
         where = self._where
+        before = self.alive.copy()
         for i, env in enumerate(self.envs):
             if self.ended[i]:
                 observations, _ = env.reset()
@@ -285,6 +294,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                 if term[agent] or trunc[agent]:
                     alive[n] = False
             self.ended[i] = not alive.any()
+        np.logical_or(before, self.alive, out=self._in_state)  # a reset copy: every agent again
         return list(zip(self._outputs(), rewards, terminated, truncated, active))
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
