@@ -121,7 +121,6 @@ def test_goals_after_the_ring_wraps_stay_in_their_episode():
         assert goal_k >= oldest + 1  # never a step the ring has overwritten
 
 
-
 @pytest.mark.parametrize("strategy", ["future", "final", "episode"])
 def test_an_episode_longer_than_the_ring_keeps_its_goals(strategy):
     """An episode of 30 steps in a ring of 21 rows writes over its own start; every row it still holds
@@ -144,35 +143,28 @@ def test_an_episode_longer_than_the_ring_keeps_its_goals(strategy):
         elif strategy == "final":
             assert goal_k == last
 
-def test_terminated_comes_from_compute_terminated_when_the_env_has_it():
-    buf = _buffer("future", env_cls=TerminatingPoint)
-    _fill(buf, [[6]], 200)
-    obs, nxt, rewards, terminated = _decoded(buf)
-    relabelled = obs[:, 2] != DESIRED
-    assert np.array_equal(terminated[relabelled], rewards[relabelled] == 0.0)
-    assert terminated[relabelled].any()
-    assert not terminated[~relabelled].any()  # the stored flags (truncations only)
-    plain = _buffer("future")
-    _fill(plain, [[6]], 200)
-    assert not _decoded(plain)[3].any()  # no compute_terminated: the stored flag, as SB3 keeps it
-
-
 
 class PerStepTerminatingPoint(PointGoalEnv):
     """compute_terminated for one step only, as some gymnasium-robotics envs write it: a batch gets one
-    value (here: whether the first row reached its goal)."""
+    value (here: whether the first row reached its goal), so canter asks row by row."""
 
     def compute_terminated(self, achieved_goal, desired_goal, info):
         return bool(np.linalg.norm(np.atleast_2d(achieved_goal)[0] - np.atleast_2d(desired_goal)[0]) == 0)
 
 
-def test_a_per_step_compute_terminated_is_asked_row_by_row():
-    buf = _buffer("future", env_cls=PerStepTerminatingPoint)
+@pytest.mark.parametrize("env_cls", [TerminatingPoint, PerStepTerminatingPoint], ids=["batched", "per-step"])
+def test_terminated_comes_from_compute_terminated_when_the_env_has_it(env_cls):
+    buf = _buffer("future", env_cls=env_cls)
     _fill(buf, [[6]], 200)
     obs, nxt, rewards, terminated = _decoded(buf)
     relabelled = obs[:, 2] != DESIRED
     assert np.array_equal(terminated[relabelled], rewards[relabelled] == 0.0)
     assert terminated[relabelled].any() and not terminated[relabelled].all()
+    assert not terminated[~relabelled].any()  # the stored flags (truncations only)
+    plain = _buffer("future")
+    _fill(plain, [[6]], 200)
+    assert not _decoded(plain)[3].any()  # no compute_terminated: the stored flag, as SB3 keeps it
+
 
 def test_a_boundary_row_ends_the_episode_for_relabelling():
     buf = _buffer("future")
@@ -305,6 +297,8 @@ def test_resume_continues_exactly_with_hindsight(tmp_path):
     ("dqn", "BitFlipping-v0", ["her_strategy=later"], "her_strategy"),
     ("qmix", "pettingzoo:tests.match_agents", ["her_goals=4"], "her_goals needs a single-agent goal env"),
 ])
+
+
 def test_refusals(tmp_path, capsys, algo, env, sets, message):
     args = ["train", algo, "--env", env, "--max-steps", "5000"]
     for s in sets:
