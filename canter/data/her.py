@@ -139,7 +139,6 @@ class HerReplayBuffer(ReplayBuffer):
             self._len[:] = np.where(self._open >= 0, (self._last - self._open) % self.length + 1, 0)
 
 
-
 def _per_transition(fn: Any, achieved: np.ndarray, desired: np.ndarray, dtype: type) -> np.ndarray:
     """``fn(achieved, desired, infos)`` for a batch of goals, one value per row (``infos`` are empty
     dicts: the stored transitions keep no info). gymnasium-robotics asks ``compute_reward`` to take

@@ -121,8 +121,10 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         #: PettingZoo's ``state()`` where the env declares a ``state_space``; else the global state is
         #: every agent's observation, concatenated
         self.has_state = getattr(first, "state_space", None) is not None
-        width = {a: int(np.prod(space.shape)) - mask_width(space)  # an action mask is not part of the state
-                 for members, space in zip(self.group_agents, self.local_spaces) for a in members}
+        #: per group, the width of the action mask packed last in its observations (not part of the state)
+        self._mask_widths = [mask_width(space) for space in self.local_spaces]
+        width = {a: int(np.prod(space.shape)) - m
+                 for members, space, m in zip(self.group_agents, self.local_spaces, self._mask_widths) for a in members}
         self.state_size = (int(np.prod(first.state_space.shape)) if self.has_state
                            else sum(width[a] for a in self.agents))
         self.central_state = central_state
@@ -174,7 +176,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         for n, agent in enumerate(self.agents):
             g, j = self._where[agent]
             rows = self._obs[g][j::len(self.group_agents[g])].reshape(copies, -1)
-            m = mask_width(self.local_spaces[g])  # an action mask packed last is not part of the state
+            m = self._mask_widths[g]  # an action mask packed last is not part of the state
             parts.append((rows[:, :-m] if m else rows) * self._in_state[:, n, None])
         return np.concatenate(parts, axis=1, dtype=np.float32)
 
