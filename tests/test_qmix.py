@@ -34,12 +34,13 @@ def test_joint_env_stacks_agents_and_state_and_sums_the_team_reward(state):
     for _ in range(7):
         step = env.step(step.obs[:, :3, :3].argmax(-1))
     assert step.truncated.all() and not step.terminated.any() and env.finished_lengths.tolist() == [8, 8]
+    assert np.all(step.obs[:, :3, :3].sum(-1) == 1)  # the time limit's bootstrap sees the final observations
     assert env.finished_returns.tolist() == [24.0, 21.0]
     assert not env.step(np.zeros((2, 3), np.int64)).valid.any()  # NEXT_STEP autoreset
     env.close()
 
 
-def test_joint_env_zeroes_departed_agents_and_ends_a_copy_when_every_agent_has():
+def test_joint_env_zeroes_departed_agents_after_their_last_step_and_ends_a_copy_when_every_agent_has():
     env = make_vec_env(ENV, 2, policies="joint", env_kwargs={"n_agents": 3, "miss_leaves": True})
     obs = env.reset(seed=0)
     actions = obs[:, :3, :3].argmax(-1)
@@ -48,9 +49,11 @@ def test_joint_env_zeroes_departed_agents_and_ends_a_copy_when_every_agent_has()
     step = env.step(actions)
     assert step.reward.tolist() == [2.0, 0.0] and step.terminated.tolist() == [False, True]
     assert not step.truncated.any() and env.finished_envs.tolist() == [1]
-    assert np.all(step.obs[0, 1] == 0) and np.all(step.obs[0, 3, 3:6] == 0)  # its row and its part of the state
-    assert np.all(step.obs[0, [0, 2], :3].sum(-1) == 1)
-    for _ in range(7):  # the departed agent's actions never reach the env (it refuses them)
+    assert np.all(step.obs[:, :3, :3].sum(-1) == 1)  # the step an agent leaves in shows its final observation
+    assert np.all(step.obs[0, 3, 3:6] == 0)  # the env's state() leaves it out
+    step = env.step(step.obs[:, :3, :3].argmax(-1))
+    assert np.all(step.obs[0, 1] == 0) and np.all(step.obs[0, [0, 2], :3].sum(-1) == 1)  # zeros from the next step
+    for _ in range(6):  # the departed agent's actions never reach the env (it refuses them)
         step = env.step(step.obs[:, :3, :3].argmax(-1))
         assert np.all(step.obs[0, 1] == 0)
     assert step.truncated.tolist() == [True, False] and not step.terminated.any()  # the survivors' time limit

@@ -140,10 +140,11 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         self.ended = np.zeros(copies, dtype=bool)
         #: ``[copies, n_agents]``: agents still in their copy's episode (in ``agents`` order)
         self.alive = np.ones((copies, self.n_agents), dtype=bool)
-        #: ``[copies, n_agents]``: agents whose observation is part of the concatenated global state: those
-        #: alive before the last step, so an agent's final observation stays in the state it leaves in
-        #: (the value that bootstraps a truncation sees it), zeros from the step after
-        self._in_state = np.ones((copies, self.n_agents), dtype=bool)
+        #: ``[copies, n_agents]``: agents whose observation is still shown (in the concatenated global
+        #: state, and in QMIX's joint view): those alive before the last step, so an agent's final
+        #: observation stays in the step it leaves in (the value that bootstraps a truncation sees it),
+        #: zeros from the step after
+        self.in_state = np.ones((copies, self.n_agents), dtype=bool)
         #: agent -> (group, position among the group's agents)
         self._where = {a: (g, j) for g, members in enumerate(self.group_agents) for j, a in enumerate(members)}
         self._obs = [np.zeros((rows, *space.shape), space.dtype)
@@ -177,7 +178,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             g, j = self._where[agent]
             rows = self._obs[g][j::len(self.group_agents[g])].reshape(copies, -1)
             m = self._mask_widths[g]  # an action mask packed last is not part of the state
-            parts.append((rows[:, :-m] if m else rows) * self._in_state[:, n, None])
+            parts.append((rows[:, :-m] if m else rows) * self.in_state[:, n, None])
         return np.concatenate(parts, axis=1, dtype=np.float32)
 
     def _outputs(self) -> list[np.ndarray]:
@@ -232,7 +233,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             self._put(i, observations)
         self.ended[:] = False
         self.alive[:] = True
-        self._in_state[:] = True
+        self.in_state[:] = True
         return self._outputs()
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None,
@@ -296,7 +297,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                 if term[agent] or trunc[agent]:
                     alive[n] = False
             self.ended[i] = not alive.any()
-        np.logical_or(before, self.alive, out=self._in_state)  # a reset copy: every agent again
+        np.logical_or(before, self.alive, out=self.in_state)  # a reset copy: every agent again
         return list(zip(self._outputs(), rewards, terminated, truncated, active))
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

@@ -95,7 +95,9 @@ class JointParallelEnv(gym.vector.VectorEnv):
     an action mask (:mod:`canter.envs.masks`) have it in the last columns of their rows (a
     :class:`~canter.envs.masks.MaskedBox`). Action: ``MultiDiscrete``, one
     entry per agent. Reward: the team reward, the sum of the agents' rewards. An agent that left
-    the episode early observes zeros (as SMAC's dead units do) and its actions are ignored. A
+    the episode early observes zeros from the step after the one it left in (as SMAC's dead units
+    do; its final observation is shown on that step, so the team's bootstrapped value at a time
+    limit sees every agent's final observation) and its actions are ignored. A
     copy's episode ends when every agent has ended: terminated if an agent's episode was
     terminated on that last step, else truncated (the team's value is bootstrapped).
     """
@@ -129,7 +131,9 @@ class JointParallelEnv(gym.vector.VectorEnv):
         """Agents' observation rows ``[copies * k, ...]`` -> joint observations ``[copies, k + 1, w]``."""
         k, d, m = self.k, self.obs_size, self.mask
         out = np.zeros((self.copies, *self.single_observation_space.shape), np.float32)
-        rows = rows.reshape(self.copies, k, d + m) * self.inner.alive[:, :, None]  # departed agents: zeros
+        # an agent's row keeps its final observation on the step it leaves (a truncation's bootstrap sees
+        # it), zeros after
+        rows = rows.reshape(self.copies, k, d + m) * self.inner.in_state[:, :, None]
         out[:, :k, :d] = rows[..., :d]
         if m:  # a departed agent's mask is zeros: it allows everything (its action is ignored)
             out[:, :k, -m:] = rows[..., d:]
