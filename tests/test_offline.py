@@ -174,6 +174,36 @@ def test_cql_learns_from_random_data_what_the_data_never_did(tmp_path):
     assert best >= 150
 
 
+def test_cql_loss_is_td_plus_alpha_times_the_logsumexp_gap():
+    """CQL(H): ``TD + alpha * mean(logsumexp_a Q(s, a) - Q(s, a_data))``, its value and its gradient."""
+    data = collect("CartPole-v1", 256, None, seed=3)
+    run, cfg = resolve_config("cql", "CartPole-v1", seed=0, hparams={"net_arch": [16], "cql_alpha": 2.5,
+                                                                     "max_grad_norm": 1e9})
+    algo = make_agent(run, cfg, data.observation_space, data.action_space).algorithm
+    obs, next_obs = torch.from_numpy(data.obs[:64]), torch.from_numpy(data.next_obs[:64])
+    acts = torch.from_numpy(data.actions[:64]).long()
+    batch = canter.data.batch.ReplayBatch(obs, acts, torch.from_numpy(data.rewards[:64]).float(), next_obs,
+                                          torch.from_numpy(data.terminated[:64]).float(), torch.full((64,), 0.99),
+                                          torch.ones(64), torch.arange(64))
+    params = list(algo.q.parameters())
+    q_all = algo.q.value(obs)
+    q = q_all.gather(1, acts.view(-1, 1)).squeeze(1)
+    with torch.no_grad():
+        target = batch.rewards + 0.99 * (1 - batch.terminated) * algo.q_target.value(next_obs).max(1).values
+    td = torch.nn.functional.smooth_l1_loss(q, target)
+    gap = (torch.logsumexp(q_all, 1) - q).mean()
+    want = torch.autograd.grad(td + 2.5 * gap, params)
+    seen = {}
+    step = algo.optimizer.step
+    algo.optimizer.step = lambda: (seen.update(grads=[p.grad.clone() for p in params]), step())
+    info = algo.learn(batch)
+    assert info["td_loss"] == pytest.approx(td.item(), rel=1e-5)
+    assert info["cql_gap"] == pytest.approx(gap.item(), rel=1e-5) and info["cql_gap"] > 0
+    assert info["loss"] == pytest.approx(td.item() + 2.5 * gap.item(), rel=1e-5)
+    for got, expected in zip(seen["grads"], want):
+        torch.testing.assert_close(got, expected)
+
+
 def test_td3bc_policy_loss_is_the_papers():
     data = collect("Pendulum-v1", 512, None, seed=2)
     run, cfg = resolve_config("td3bc", "Pendulum-v1", seed=0, hparams={"net_arch": [32, 32]})
@@ -183,11 +213,19 @@ def test_td3bc_policy_loss_is_the_papers():
     acts = torch.from_numpy(agent.from_env_actions(data.actions[:64]))
     batch = canter.data.batch.ReplayBatch(obs, acts, torch.zeros(64), obs, torch.zeros(64), torch.full((64,), 0.99),
                                           torch.ones(64), torch.arange(64))
+    params = list(algo.actor.parameters())
+    mu = algo.actor(obs)
+    q = algo.critic.first(obs, mu)
+    lam = cfg.alpha / q.abs().mean().detach()  # the paper's lambda is a constant of the step
+    expected = -lam * q.mean() + ((mu - acts) ** 2).mean()
+    loss = algo.policy_loss(batch)
+    torch.testing.assert_close(loss, expected)
+    critic = list(algo.critic.parameters())
+    got = torch.autograd.grad(loss, params + critic, retain_graph=True, allow_unused=True)
+    for g, want in zip(got, torch.autograd.grad(expected, params)):
+        torch.testing.assert_close(g, want)
+    assert all(g is None for g in got[len(params):])  # the critic is not trained by it
     with torch.no_grad():
-        mu = algo.actor(obs)
-        q = algo.critic.first(obs, mu)
-        expected = -cfg.alpha / q.abs().mean() * q.mean() + ((mu - acts) ** 2).mean()
-        torch.testing.assert_close(algo.policy_loss(batch), expected)
         algo.config.alpha = 0.0  # pure behaviour cloning
         torch.testing.assert_close(algo.policy_loss(batch), ((mu - acts) ** 2).mean())
     assert algo.act(obs, deterministic=False).actions.equal(mu)  # an offline policy does not explore
