@@ -116,6 +116,7 @@ class RunningMeanStd:
         return {"mean": self.mean, "var": self.var, "count": self.count}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
-        self.mean = np.asarray(state["mean"], dtype=np.float64).copy()
-        self.var = np.asarray(state["var"], dtype=np.float64).copy()
+        # reshaped to the statistics' own shape: a saved 0-d array (the return's) comes back 1-d
+        self.mean = np.asarray(state["mean"], dtype=np.float64).reshape(np.shape(self.mean)).copy()
+        self.var = np.asarray(state["var"], dtype=np.float64).reshape(np.shape(self.var)).copy()
         self.count = float(state["count"])

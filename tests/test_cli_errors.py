@@ -270,7 +270,7 @@ def test_corrupt_checkpoint_json(capsys, runs, tmp_path):
 class _WideEnv:
     """A one-step env whose 40-dim Box has per-dimension bounds (numpy prints such arrays over several lines)."""
 
-    def __new__(cls, continuous_actions: bool = False):
+    def __new__(cls, continuous_actions: bool = False, unbounded: bool = False):
         import gymnasium as gym
         import numpy as np
 
@@ -279,7 +279,8 @@ class _WideEnv:
 
         class Wide(gym.Env):
             observation_space = box
-            action_space = box if continuous_actions else gym.spaces.Discrete(2)
+            action_space = (gym.spaces.Box(-np.inf, np.inf, (2,)) if unbounded else
+                            box if continuous_actions else gym.spaces.Discrete(2))
 
             def reset(self, seed=None, options=None):
                 super().reset(seed=seed)
@@ -297,6 +298,7 @@ def wide_envs(monkeypatch):
 
     monkeypatch.setitem(_REGISTRY["env"], "CanterTestWide-v0", lambda: _WideEnv())
     monkeypatch.setitem(_REGISTRY["env"], "CanterTestWideBox-v0", lambda: _WideEnv(continuous_actions=True))
+    monkeypatch.setitem(_REGISTRY["env"], "CanterTestUnbounded-v0", lambda: _WideEnv(unbounded=True))
 
 
 def test_spaces_mismatch_with_wide_space_is_one_line(capsys, runs, wide_envs):
@@ -310,6 +312,20 @@ def test_dqn_wide_continuous_action_space_is_one_line(capsys, workdir, wide_envs
     code, out, err = run_cli(capsys, "train", "dqn", "--env", "CanterTestWideBox-v0", "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, "Discrete action space")
     assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3", "ddpg", "tqc"])
+def test_squashing_algorithms_refuse_unbounded_actions(capsys, workdir, wide_envs, algo):
+    """Their [-1, 1] actions are scaled into the bounds: infinite bounds gave NaN actions, silently."""
+    code, out, err = run_cli(capsys, "train", algo, "--env", "CanterTestUnbounded-v0", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "is unbounded")
+    assert list(workdir.iterdir()) == []
+    from canter.envs import make_vec_env
+    from canter.registry import lookup
+
+    env = make_vec_env("CanterTestUnbounded-v0", 1)
+    lookup("algorithm", "ppo").check_spaces(env.single_observation_space, env.single_action_space)  # Gaussian: fine
+    env.close()
 
 
 # ---------------------------------------------------------------------------------------------- real process

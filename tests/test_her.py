@@ -293,7 +293,6 @@ def test_resume_continues_exactly_with_hindsight(tmp_path):
     ("dqn", "CartPole-v1", ["her_goals=4"], "her_goals needs a goal env"),
     ("dqn", "BitFlipping-v0", ["her_goals=4", "n_step=3"], "set n_step=1"),
     ("dqn", "BitFlipping-v0", ["her_goals=4", "prioritized=true"], "set prioritized=false"),
-    ("dqn", "BitFlipping-v0", ["her_goals=4", "normalize_reward=true"], "set normalize_reward=false"),
     ("dqn", "BitFlipping-v0", ["her_strategy=later"], "her_strategy"),
     ("qmix", "pettingzoo:tests.match_agents", ["her_goals=4"], "her_goals needs a single-agent goal env"),
 ])

@@ -297,3 +297,26 @@ def test_box_actions_of_several_dimensions_are_stored_flat_and_reach_the_env_in_
     assert all(np.isfinite(v) for r in records for v in r.losses.values()) and trainer.algorithm.updates > 0
     assert trainer.agent.predict(np.zeros((3, 3), np.float32)).shape == (3, 2, 2)
     trainer.close()
+
+
+@pytest.mark.parametrize("algo", ["sac", "dqn"])
+def test_replay_keeps_raw_data_and_normalises_batches_with_the_statistics_of_their_draw(algo):
+    """As SB3 with VecNormalize: the buffer holds the env's rewards and observations; a sampled batch
+    is normalised with the current statistics, which have seen every observation, the random
+    warm-up's included (the first update saw statistics of zero observations, and rewards stored
+    at collection time kept the scale of that moment)."""
+    env = "Pendulum-v1" if algo == "sac" else "CartPole-v1"
+    trainer = canter.make_trainer(algo, env, seed=0, max_steps=600, learning_starts=500, batch_size=32,
+                                  net_arch=[16], normalize_obs=True, normalize_reward=True, eval_every=10_000)
+    agent, raw, seen = trainer.agent, [], []
+    count_step, prepare = trainer.count_step, agent.prepare_replay_batch
+    trainer.count_step = lambda step: (raw.append(step.reward.copy()), count_step(step))[1]
+    agent.prepare_replay_batch = lambda batch: (seen.append(agent.obs_rms.count), prepare(batch))[1]
+    for _ in trainer():
+        pass
+    assert seen and seen[0] >= 500  # the warm-up's observations are in the statistics of the first update
+    np.testing.assert_array_equal(trainer.buffer.rewards[:trainer.step, 0], np.concatenate(raw))  # the env's rewards
+    batch = trainer.buffer.sample(64)
+    scale = 1.0 / np.sqrt(agent.ret_rms.var + 1e-8)
+    assert scale != pytest.approx(1.0, abs=0.05)
+    torch.testing.assert_close(agent.prepare_replay_batch(batch).rewards, batch.rewards * float(scale))

@@ -45,6 +45,17 @@ def test_prioritized_shards_match_one_buffer_weights_and_route_updates() -> None
     assert (b2.weights[hi] < b2.weights[~hi].min()).all()
 
 
+def test_new_transitions_get_the_buffer_wide_maximum_priority() -> None:
+    """A shard whose transitions were never sampled gives its new ones the largest priority of all shards."""
+    shards = [PrioritizedReplayBuffer(100, (1,), (), act_dtype=np.int64, n_envs=1, alpha=1.0, seed=i) for i in range(2)]
+    buf = ShardedReplay(shards, seed=0)
+    _fill(buf, 0, 10, 0.0)
+    b = buf.sample(4)
+    buf.update_priorities(b.indices, np.full(4, 9.0))
+    _fill(buf, 1, 1, 100.0)  # one new transition in the other shard
+    assert shards[1].sums.total == pytest.approx(shards[0].max_priority) and shards[0].max_priority > 9.0
+
+
 def test_state_round_trip_and_empty_error() -> None:
     make = lambda: ShardedReplay([ReplayBuffer(50, (1,), (), act_dtype=np.int64, seed=i) for i in range(3)], seed=1)
     empty = make()

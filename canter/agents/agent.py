@@ -154,8 +154,11 @@ class Agent:
         with torch.inference_mode():
             return self.algorithm.value(self.obs_to_tensor(obs))
 
-    def scale_reward(self, reward: np.ndarray, done: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
-        """Divide rewards by the running std of the discounted return (if configured).
+    def scale_reward(self, reward: np.ndarray, done: np.ndarray, valid: np.ndarray | None = None,
+                     scale: bool = True) -> np.ndarray:
+        """Fold a vector step's rewards into the running discounted-return statistics and divide them
+        by the return's running std (if configured; ``scale=False``: the raw rewards, for a replay
+        buffer, which scales them when sampled, :meth:`prepare_replay_batch`).
 
         ``valid`` (the vector step's mask) keeps the steps that only reset an env (reward 0) out of
         the return statistics, as Stable-Baselines3's ``VecNormalize``, which never sees them, does.
@@ -169,10 +172,18 @@ class Agent:
         if len(real):
             self.ret_rms.update(real)
         self._returns[done] = 0.0
-        return (reward / np.sqrt(self.ret_rms.var + 1e-8)).astype(np.float32)
+        return (reward * self.reward_scale()).astype(np.float32) if scale else reward
+
+    def reward_scale(self) -> float:
+        """What rewards are multiplied by: one over the running std of the discounted return (1 without
+        ``normalize_reward``)."""
+        return 1.0 if self.ret_rms is None else float(1.0 / np.sqrt(self.ret_rms.var + 1e-8))
 
     def prepare_replay_batch(self, batch: ReplayBatch) -> ReplayBatch:
-        """Normalise a replay batch's raw observations with the current statistics."""
+        """Normalise a replay batch's raw observations and scale its raw rewards (n-step sums scale
+        as one) with the current statistics, as Stable-Baselines3 does with ``VecNormalize``."""
+        if self.ret_rms is not None:
+            batch = batch._replace(rewards=batch.rewards * self.reward_scale())
         if self.obs_rms is None:
             return batch
         mean = torch.as_tensor(self.obs_rms.mean, dtype=torch.float32)

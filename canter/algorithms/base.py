@@ -152,6 +152,15 @@ class Algorithm(ABC):
                 f"{cls.name.upper()} needs a {kinds} action space, but the env's action space is "
                 f"{describe_space(action_space)}"
             )
+        bounds = (action_space.low, action_space.high) if isinstance(action_space, gym.spaces.Box) else ()
+        if cls.squashed_actions and not all(np.isfinite(b).all() for b in bounds):
+            from canter.envs.spaces import describe_space
+
+            raise CanterError(
+                f"{cls.name.upper()} scales its actions into the env's bounds, but the action space "
+                f"{describe_space(action_space)} is unbounded; give it finite bounds (gymnasium's RescaleAction "
+                f"wrapper) or use ppo / a2c / trpo, whose Gaussian actions need none"
+            )
         from canter.envs.masks import mask_width
 
         if mask_width(observation_space) and not cls.action_masks:

@@ -66,8 +66,7 @@ class OffPolicyConfig:
         if not self.net_arch:
             raise CanterError("'hparams.net_arch' needs at least one hidden layer")
         if self.her_goals:
-            for name, value, plain in (("n_step", self.n_step, 1), ("prioritized", self.prioritized, False),
-                                       ("normalize_reward", self.normalize_reward, False)):
+            for name, value, plain in (("n_step", self.n_step, 1), ("prioritized", self.prioritized, False)):
                 if value != plain:
                     raise CanterError(f"'hparams.her_goals' relabels one-step transitions of uniform replay with the "
                                       f"env's own rewards: set {name}={str(plain).lower()} (it is {value})")

@@ -148,7 +148,8 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     oldest first, whole episodes only (the part of an episode whose start the ring overwrote, and
     each env's unfinished last episode, are left out and counted in ``info``), so episode returns
     and Minari exports see real episodes; actions are converted back to what the env took. Rewards
-    are as stored: scaled if the run normalised rewards."""
+    are the env's (a run that normalised rewards scaled them when sampling; older canter runs stored
+    them scaled, which ``info["reward_scaled"]`` says)."""
     from canter.api import load
     from canter.data.framestack import FrameStackReplay
     from canter.data.replay import ReplayBuffer
@@ -177,7 +178,8 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     ends = buffer.done.reshape(-1)[idx]
     info = {"policy": "replay", "run": str(run_dir), "algorithm": meta.get("algorithm"), "checkpoint_step":
             meta.get("step"), "episodes": int(ends.sum()), "partial_episode_transitions_left_out": len(held) - len(idx),
-            "reward_scaled": bool(getattr(agent.algorithm.config, "normalize_reward", False))}
+            "reward_scaled": bool(getattr(agent.algorithm.config, "normalize_reward", False))
+            and not state["trainer"].get("rewards_raw", False)}
     return TransitionDataset(
         obs=batch.obs.numpy(), actions=np.asarray(agent.to_env_actions(batch.actions.numpy())).reshape(
             len(idx), *act_space.shape), rewards=batch.rewards.numpy(), next_obs=batch.next_obs.numpy(),

@@ -8,10 +8,12 @@ only reset its env, its observation is the previous episode's final one, and eve
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+
+from canter.errors import CanterError
 
 
 class SegmentBatch(NamedTuple):
@@ -44,6 +46,23 @@ class SegmentReplay:
         self.valid = torch.zeros((S, T, N), dtype=torch.bool)
         self.pos = 0  #: slot being filled
         self.size = 0  #: complete segments stored
+
+    ARRAYS = ("obs", "actions", "probs", "rewards", "terminated", "dones", "valid")
+
+    def state_dict(self) -> dict[str, Any]:
+        """The stored segments (the slots in use) and the ring's position, for an exact resume."""
+        return {**{key: getattr(self, key)[:self.size].clone() for key in self.ARRAYS},
+                "pos": self.pos, "size": self.size, "capacity": self.capacity}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` into a replay built with the same settings."""
+        size = int(state["size"])
+        if int(state["capacity"]) != self.capacity or state["obs"].shape[1:] != self.obs.shape[1:]:
+            raise CanterError(f"segment replay mismatch: saved {int(state['capacity'])} segments of "
+                              f"{tuple(state['obs'].shape[1:])}, this replay {self.capacity} of {tuple(self.obs.shape[1:])}")
+        for key in self.ARRAYS:
+            getattr(self, key)[:size] = state[key]
+        self.pos, self.size = int(state["pos"]), size
 
     @property
     def transitions(self) -> int:

@@ -89,6 +89,9 @@ class ShardedReplay:
         for i in np.unique(shard):
             sel = shard == i
             self.shards[int(i)].update_priorities(local[sel], err[sel])  # type: ignore[attr-defined]
+        top = max(s.max_priority for s in self.shards)  # type: ignore[attr-defined]
+        for s in self.shards:  # new transitions of every shard get the buffer-wide maximum, as in one buffer
+            s.max_priority = top  # type: ignore[attr-defined]
 
     def state_dict(self) -> dict[str, Any]:
         """Every shard's state and the shard-choice generator."""

@@ -86,6 +86,10 @@ class Explorer:
     sent and never updates them, so the learner can recompute exactly what the explorer saw.
     """
 
+    #: an in-process explorer's env snapshot (a resume) leaves out its agent: the learner's, saved
+    #: with the checkpoint
+    resume_skip = ("agent",)
+
     def __init__(self, agent: Agent, env: VecEnv, index: int = 0, count: int = 1, seed: int = 0,
                  per_explorer_exploration: bool = True) -> None:
         self.agent, self.env, self.index = agent, env, index

@@ -12,7 +12,6 @@ After each result the pool exposes the finished episodes as ``finished_returns``
 from __future__ import annotations
 
 import logging
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -61,7 +60,7 @@ class LocalPool(_Episodes):
         self.version = 0
         self.restarts = 0
         self.weights_bytes = 0
-        self._queue: deque[dict[str, Any]] = deque()
+        self._queue: list[dict[str, Any]] = []  # the queued rollouts' settings (saved with a resume)
 
     def reset(self, seed: int | None = None) -> None:
         """Explorers reset their envs when they are built; a different ``seed`` (a resumed run's
@@ -79,7 +78,7 @@ class LocalPool(_Episodes):
 
     def wait(self) -> tuple[int, dict[str, Any]]:
         """Run the oldest queued rollout now."""
-        result = self.explorer.rollout(None, self.version, **self._queue.popleft())
+        result = self.explorer.rollout(None, self.version, **self._queue.pop(0))
         self._set_episodes([result])
         return 0, result
 

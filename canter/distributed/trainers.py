@@ -45,8 +45,9 @@ def obs_tensor(agent: Agent, obs: np.ndarray, lead: int) -> torch.Tensor:
 
 
 def scale_rewards(agent: Agent, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray,
-                  envs: slice) -> np.ndarray:
-    """``Agent.scale_reward`` over a ``[T, n]`` block of rewards from sub-envs ``envs`` of all envs.
+                  envs: slice, scale: bool = True) -> np.ndarray:
+    """``Agent.scale_reward`` over a ``[T, n]`` block of rewards from sub-envs ``envs`` of all envs
+    (``scale=False``: the statistics are updated, the raw rewards returned, for a replay buffer).
 
     The learner's Agent tracks one discounted return per env of the whole run; rewards from one
     explorer update only its block, in time order, as the single-process trainer would; ``valid``
@@ -57,7 +58,7 @@ def scale_rewards(agent: Agent, rewards: np.ndarray, dones: np.ndarray, valid: n
     everything = agent._returns
     agent._returns = everything[envs].copy()
     try:
-        out = np.stack([agent.scale_reward(rewards[t], dones[t].astype(bool), valid[t].astype(bool))
+        out = np.stack([agent.scale_reward(rewards[t], dones[t].astype(bool), valid[t].astype(bool), scale)
                         for t in range(len(rewards))])
         everything[envs] = agent._returns
     finally:
@@ -89,10 +90,12 @@ class Learner:
         self.pool.publish(explorer_weights(self.agent) if self.pool.remote else None, self.version)
 
     def rewards_of(self, slot: int, result: dict[str, Any]) -> np.ndarray:
-        """The rollout's rewards, scaled (if configured) with the learner's per-env return statistics."""
+        """The rollout's rewards, folded into the learner's per-env return statistics and scaled by
+        them where the trainer's :attr:`scaled_rewards` (``normalize_reward``)."""
         n = self.pool.envs_per_explorer
         envs = slice(slot * n, (slot + 1) * n)
-        return scale_rewards(self.agent, result["rewards"], result["dones"], result["valid"], envs)
+        return scale_rewards(self.agent, result["rewards"], result["dones"], result["valid"], envs,
+                             self.scaled_rewards)
 
     def receive(self, results: list[dict[str, Any]]) -> None:
         """Count the env steps, episodes, policy lag and bytes of the rollouts the pool just returned."""

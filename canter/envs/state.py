@@ -114,9 +114,10 @@ def capture_env(env: Any) -> tuple[dict[str, Any], list[str]]:
     def walk(obj: Any, path: str) -> dict[str, Any]:
         seen.add(id(obj))
         out: dict[str, Any] = {}
+        skip = getattr(type(obj), "resume_skip", ())  # attributes a class says are saved elsewhere
         for name, value in vars(obj).items():
             where = f"{path}.{name}"
-            if name in _SKIP or _ignorable(value):
+            if name in _SKIP or name in skip or _ignorable(value):
                 continue
             if _is_env(value):
                 if id(value) not in seen:

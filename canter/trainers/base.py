@@ -161,12 +161,17 @@ class Trainer:
                 torch.set_flush_denormal(False)
             torch.set_float32_matmul_precision(precision)
 
+    #: the rewards ``count_step`` returns are scaled (``normalize_reward``); a replay keeps raw ones
+    #: and scales them when sampled, with the statistics of that time
+    scaled_rewards = True
+
     def count_step(self, step: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Count a vector step's env steps and check its data; returns ``(done, scaled rewards)``."""
+        """Count a vector step's env steps, check its data and track its rewards' return statistics;
+        returns ``(done, rewards)``, scaled where :attr:`scaled_rewards`."""
         self.step += self.env.num_envs
         self.guard.check_env_data(step.obs, step.reward)
         done = step.terminated | step.truncated
-        return done, self.agent.scale_reward(step.reward, done, step.valid)
+        return done, self.agent.scale_reward(step.reward, done, step.valid, self.scaled_rewards)
 
     def record_episodes(self) -> None:
         """Collect episodes the env finished in its last step."""
@@ -265,8 +270,9 @@ class Trainer:
             self.resume_exact = True
         elif state.get("env") is not None:
             restore_env(self.env, state["env"])
-            obs = state["obs"]  # a dict policy -> rows with several policies
-            self.obs = {k: np.array(v) for k, v in obs.items()} if isinstance(obs, dict) else np.array(obs)
+            obs = state["obs"]  # a dict policy -> rows with several policies; None where explorers act
+            self.obs = ({k: np.array(v) for k, v in obs.items()} if isinstance(obs, dict)
+                        else None if obs is None else np.array(obs))
             self.resume_exact = True
         else:  # the env holds state that cannot be saved: start fresh episodes with a new seed
             log.warning("resume: the env's state could not be saved (%s); continuing with fresh episodes, so the "

@@ -75,8 +75,12 @@ class OffPolicyTrainer(StepwiseTrainer):
     Before ``learning_starts`` env steps, actions are uniform random. Every vector step enters
     the buffer (reset-only steps as episode boundaries, see :class:`~canter.data.ReplayBuffer`);
     the next observation of an episode's last step is its real final observation, so truncated
-    episodes bootstrap correctly.
+    episodes bootstrap correctly. The buffer keeps raw observations and rewards; the agent's
+    normalisation statistics (every observation and reward, the random warm-up's included) are
+    applied when a batch is sampled.
     """
+
+    scaled_rewards = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -129,8 +133,9 @@ class OffPolicyTrainer(StepwiseTrainer):
         self._phase_batching = getattr(self.algorithm, "phase_batching", False) and self._update_priorities is None
 
     def data_state(self) -> dict[str, Any]:
-        """The replay buffer and the warm-up action generator."""
-        return {"buffer": self.buffer.state_dict(), "warmup_rng": self.rng.bit_generator.state}
+        """The replay buffer (raw rewards: ``rewards_raw``; canter before 2026-11-25 stored them
+        scaled) and the warm-up action generator."""
+        return {"buffer": self.buffer.state_dict(), "warmup_rng": self.rng.bit_generator.state, "rewards_raw": True}
 
     def load_data_state(self, state: dict[str, Any]) -> None:  # noqa: D102
         self.buffer.load_state_dict(state["buffer"])
@@ -143,6 +148,8 @@ class OffPolicyTrainer(StepwiseTrainer):
         """Advance the schedules, then exploring actions (uniform random before ``learning_starts``)."""
         self.set_progress()
         if self.step < self.config.learning_starts:
+            if self.agent.obs_rms is not None:  # the statistics see the warm-up's observations too
+                self.agent.obs_rms.update(obs)
             env_actions, self._actions = self._random_actions()
         else:
             env_actions, _, out = self.agent.sample(obs)

@@ -6,6 +6,8 @@ from the replay (off-policy) once it holds ``replay_start`` transitions.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -24,6 +26,14 @@ class SegmentReplayTrainer(Trainer):
         capacity = max(1, c.buffer_size // (c.n_steps * n))
         self.replay = SegmentReplay(capacity, c.n_steps, n, obs_space.shape, int(self.agent.action_space.n), obs_dtype)
         self.rng = np.random.default_rng(self.run.seed + 2)
+
+    def data_state(self) -> dict[str, Any]:
+        """The segment replay and the generator that draws the replayed updates and their segments."""
+        return {"segment_replay": self.replay.state_dict(), "replay_rng": self.rng.bit_generator.state}
+
+    def load_data_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        self.replay.load_state_dict(state["segment_replay"])
+        self.rng.bit_generator.state = state["replay_rng"]
 
     def iteration(self) -> dict[str, float]:
         """One segment, one on-policy update, then the replayed updates."""
