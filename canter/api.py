@@ -16,6 +16,7 @@ from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
 from canter.envs.turns import bind_opponents
 from canter.errors import CanterError, CanterWarning, require, unknown
+from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import lookup
 from canter.run import Run, check_new_run_dir, new_run_dir
@@ -300,6 +301,9 @@ def resume_trainer(
             hint = (f"; --max-seconds must be more than its {meta['trainer']['wall_time']:.1f} s to extend it, "
                     f"got {max_seconds:g}")
         raise CanterError(f"run '{run_dir}' already finished (stop reason: {reason}); nothing to resume{hint}")
+    if max_steps is not None and max_steps <= step:
+        raise CanterError(f"--max-steps must be more than the {step} steps run '{run_dir}' has taken, got {max_steps}")
+    check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     used = state["trainer"]["counters"].get("dataset_id")
     if run.dataset is not None and used is not None:  # checked before anything is written
         from canter.data.dataset import read_dataset_metadata

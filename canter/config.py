@@ -119,7 +119,7 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
         raise bad()
-    if origin is list:
+    if origin is list or inner is list:  # ``list[T]`` or a bare ``list``
         if isinstance(value, str):
             text = value.strip()
             value = _parse_yaml_value(text if text.startswith("[") else f"[{text}]", key)
@@ -423,9 +423,14 @@ def resolve_config(
     algo_name = algo_cls.name if ":" not in algo else algo
     if file_data.get("algo") not in (None, algo, algo_name):
         raise CanterError(f"{config_file} is for algorithm '{file_data['algo']}', not '{algo}'")
-    env_id = env or file_data.get("env") or run_overrides.pop("env", None)
+    sets_dict = dict(parse_set(s) for s in sets)
+    if sets_dict.get("algo") not in (None, algo, algo_name):
+        raise CanterError(f"--set algo={sets_dict['algo']} cannot change the algorithm; name it as the command's "
+                          f"argument: canter train {sets_dict['algo']} ...")
+    if sets_dict.get("env") and env and sets_dict["env"] != env:
+        raise CanterError(f"--env {env} and --set env={sets_dict['env']} disagree; give the env once")
+    env_id = sets_dict.get("env") or env or file_data.get("env") or run_overrides.pop("env", None)
     if not env_id:  # an offline run: the dataset knows its env
-        sets_dict = dict(parse_set(s) for s in sets)
         dataset = sets_dict.get("dataset") or run_overrides.get("dataset") or file_data.get("dataset")
         env_id = dataset_env(dataset) if isinstance(dataset, (str, Path)) and dataset else None
     if not env_id:
@@ -445,7 +450,7 @@ def resolve_config(
     if hparams:
         overrides["hparams"] = dict(hparams)
     layers.append(("arguments", overrides))
-    layers.append(("--set", dict(parse_set(s) for s in sets)))
+    layers.append(("--set", sets_dict))
 
     run_keys, hp_keys = fields_of(RunConfig), fields_of(algo_cls.Config)
     run_values: dict[str, Any] = {}
@@ -455,6 +460,8 @@ def resolve_config(
             if not isinstance(key, str):
                 raise CanterError(f"config keys must be strings, got {key!r} in {_source}")
             if key == "hparams":
+                if isinstance(value, str):  # --set 'hparams={lr: 0.001}'
+                    value = _parse_yaml_value(value, key)
                 if not isinstance(value, dict):
                     raise CanterError("'hparams' must be a mapping of hyperparameter names to values")
                 for k, v in value.items():

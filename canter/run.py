@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -80,6 +81,8 @@ class _SaveAtStart(Callback):
     def on_train_start(self, trainer: Any) -> None:  # noqa: D102
         if self.run.resumed_step is None:
             self.run.save_resumable()
+        else:  # the resumed run's settings (a new max_steps...) replace the file once it has started
+            self.run.write_config()
 
 
 class Run:
@@ -160,6 +163,16 @@ class Run:
         }
         atomic_write(self.dir / "summary.json", json.dumps(self.summary, indent=2).encode())
 
+    def write_config(self) -> None:
+        """Write the resolved ``config.yaml``."""
+        atomic_write(self.dir / "config.yaml", yaml.safe_dump(self.config, sort_keys=False).encode())
+
+    def _remove_unstarted(self) -> None:
+        """A new run that failed before training started (its setup raised): the directory was empty
+        or absent (``check_new_run_dir``), so what this run wrote there is removed, leaving it empty."""
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
+
     # -- signals -------------------------------------------------------------------------------
     def _on_signal(self, signum: int, frame: Any) -> None:
         self._signals += 1
@@ -186,11 +199,13 @@ class Run:
         if self.resumed_step is not None:
             remove_temp_files(self.dir / "checkpoints")
             remove_temp_files(self.dir)
-        atomic_write(self.dir / "config.yaml", yaml.safe_dump(self.config, sort_keys=False).encode())
+        else:  # a resumed run rewrites it once it has started (a failed resume leaves the run as it was)
+            self.write_config()
         for lg in self.loggers:
             lg.start(self)
         every = self.checkpoint_every
-        next_ckpt = (self.trainer.step // every + 1) * every if every else None
+        start = self.trainer.step if self.resumed_step is None else self.resumed_step
+        next_ckpt = (start // every + 1) * every if every else None  # the uninterrupted run's grid
         outcome, inside = "error", False
         old_handlers = self._install_signals()
         try:
@@ -236,3 +251,5 @@ class Run:
             finally:
                 for lg in self.loggers:
                     lg.close()
+                if outcome == "error" and not self.trainer.wall_start and self.resumed_step is None:
+                    self._remove_unstarted()  # setup failed: nothing of this new run is worth keeping

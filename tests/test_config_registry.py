@@ -122,3 +122,16 @@ def test_duplicate_yaml_keys_are_refused_with_their_line(tmp_path):
 def test_type_errors_read_as_english():
     with pytest.raises(CanterError, match="'seed' must be an int, got 'abc'"):
         build(RunConfig, {"seed": "abc"})
+
+
+def test_set_reaches_every_key_of_the_config():
+    """``--set`` has the highest precedence, for the env, a bare-list field and a whole hparams mapping."""
+    run, cfg = resolve_config("ppo", None, sets=["env=Pendulum-v1", "hparams={lr: 0.002, n_epochs: 3}",
+                                                 "callbacks=['canter.callbacks:StepBudget']"])
+    assert run.env == "Pendulum-v1" and cfg.lr == 0.002 and cfg.n_epochs == 3
+    assert run.callbacks == ["canter.callbacks:StepBudget"]
+    assert resolve_config("ppo", "CartPole-v1", sets=["env=CartPole-v1"])[0].env == "CartPole-v1"
+    with pytest.raises(CanterError, match="cannot change the algorithm"):
+        resolve_config("ppo", "CartPole-v1", sets=["algo=dqn"])
+    with pytest.raises(CanterError, match="disagree"):
+        resolve_config("ppo", "CartPole-v1", sets=["env=Pendulum-v1"])

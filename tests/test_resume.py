@@ -207,6 +207,35 @@ def test_ctrl_c_saves_then_second_ctrl_c_exits_at_once(setup_dir, tmp_path, monk
     monkeypatch.delenv("CANTER_TEST_SIGINT_AT")
     canter.resume(run_dir)
     assert_same_history(run_dir, d / "ppo-reference", "(after two Ctrl-C)")
+    periodic = [sorted(p.name for p in (r / "checkpoints").glob("step-*.json")) for r in (run_dir, d / "ppo-reference")]
+    assert periodic[0] == periodic[1]  # the resumed parts kept the uninterrupted run's checkpoint grid
+
+
+def test_a_refused_resume_leaves_the_run_as_it_was(setup_dir, tmp_path, monkeypatch, capsys):
+    from tests.test_cli_errors import snapshot
+
+    run_dir = tmp_path / "run"
+    monkeypatch.setenv("CANTER_TEST_SIGINT_AT", "900")
+    canter.train("ppo", "CartPole-v1", config_file=setup_dir / "ppo.yaml", run_dir=run_dir)
+    monkeypatch.delenv("CANTER_TEST_SIGINT_AT")
+    step = json.loads((run_dir / "summary.json").read_text())["steps"]
+    before = snapshot(run_dir)
+    assert main(["train", "--resume", str(run_dir), "--max-steps", str(step), "--quiet"]) == 2
+    assert f"more than the {step} steps" in capsys.readouterr().err
+    (run_dir / "history.parquet").rename(tmp_path / "history.parquet")
+    assert main(["train", "--resume", str(run_dir), "--max-steps", "99999", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "history.parquet is missing" in err
+    (tmp_path / "history.parquet").rename(run_dir / "history.parquet")
+    assert snapshot(run_dir) == before  # config.yaml not rewritten, no new event file
+
+
+def test_a_run_whose_setup_fails_leaves_no_half_written_directory(tmp_path, capsys):
+    code = main(["train", "dqn", "--env", "CartPole-v1", "--set", "buffer_size=10000000000000", "--quiet",
+                 "--run-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "lower hparams.buffer_size" in err, err
+    assert list((tmp_path / "run").iterdir()) == []
 
 
 @pytest.mark.timeout(300)

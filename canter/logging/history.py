@@ -28,6 +28,15 @@ def write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ..
     atomic_write(path, sink.getvalue())
 
 
+FILES = ("history", "updates", "evaluations")
+
+
+def check_history(run_dir: Path, rows: dict[str, int]) -> None:
+    """Raise a CanterError unless each history file of ``run_dir`` holds the ``rows`` a checkpoint expects."""
+    for name in FILES:
+        _read_rows(Path(run_dir) / f"{name}.parquet", rows.get(name, 0))
+
+
 def _read_rows(path: Path, n: int) -> list[dict[str, Any]]:
     """The first ``n`` rows of a parquet file as dicts (rows written after a checkpoint are dropped)."""
     if n == 0:

@@ -124,7 +124,11 @@ class OffPolicyTrainer(StepwiseTrainer):
 
     def setup(self) -> None:  # noqa: D102
         super().setup()
-        self.buffer = self.make_buffer()
+        try:
+            self.buffer = self.make_buffer()
+        except MemoryError as exc:  # NumPy's allocation error names the size
+            raise CanterError(f"the replay buffer does not fit in memory ({exc}); lower hparams.buffer_size "
+                              f"(it is {self.config.buffer_size})") from None
         self.rng = np.random.default_rng(self.run.seed + 1)
         self.vec_steps = max(1, math.ceil(self.config.train_freq / self.env.num_envs))
         self._reset_noise = getattr(self.algorithm, "reset_noise", None)
