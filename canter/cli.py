@@ -132,7 +132,7 @@ def cmd_train(argv: list[str]) -> int:
                  "vectorization", "wandb", "record_every", "explorers", "ray_address", "dataset")
     overrides = {k: getattr(args, k) for k in run_flags if getattr(args, k) is not None}
     trainer = make_trainer(
-        args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=args.run_dir or "auto",
+        args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=_run_dir_arg(args.run_dir),
         quiet=args.quiet, hparams=hparams, **overrides,
     )
     return _drive(trainer)
@@ -316,6 +316,15 @@ def _check_collect_args(args: argparse.Namespace) -> None:
         raise CanterError(f"--seed must be between 0 and 2**32 - 1, got {args.seed}")
 
 
+def _run_dir_arg(run_dir: str | None) -> str:
+    """``--run-dir`` (``auto`` when not given); an empty path is refused."""
+    if run_dir is None:
+        return "auto"
+    if not run_dir.strip():
+        raise CanterError("--run-dir needs a directory path, got ''; leave it out for runs/<algo>-<env>-<time>")
+    return run_dir
+
+
 def _collect_destination(out: str) -> tuple[str | None, Any]:
     """``(minari_id, None)`` for ``minari:ID``, else ``(None, checkpoint base path)``; refuses to overwrite."""
     from canter.checkpoint import checkpoint_base
@@ -326,6 +335,10 @@ def _collect_destination(out: str) -> tuple[str | None, Any]:
         if minari_exists(minari_id):
             raise CanterError(f"Minari dataset '{minari_id}' already exists; choose another --out")
         return minari_id, None
+    name = os.path.basename(out)
+    if not name or name in (".", ".."):
+        raise CanterError(f"--out needs a file name (the dataset's .safetensors and .json are named after it), "
+                          f"got '{out}'; e.g. --out data/cartpole")
     base = checkpoint_base(out)
     for existing in (base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")):
         if existing.exists():

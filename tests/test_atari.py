@@ -180,6 +180,11 @@ def test_ale_id_without_the_extra_is_a_one_line_error(monkeypatch, capsys):
     assert len(err) == 1 and "canter[atari]" in err[0]
 
 
+def test_a_mistyped_ale_id_with_the_extra_installed_suggests_the_close_ids():
+    with pytest.raises(CanterError, match="unknown env id 'ALE/Pongg-v5'.*'ALE/Pong-v5'"):
+        check_env_id("ALE/Pongg-v5")
+
+
 # ---------------------------------------------------------------------------------------------- models
 @pytest.mark.parametrize("encoder", ["nature", "impala"])
 def test_cnn_input_layout_follows_the_pass_and_values_do_not(encoder):

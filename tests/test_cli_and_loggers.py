@@ -112,6 +112,25 @@ def test_console_logger_writes_whole_plain_lines_when_not_a_terminal():
     assert "8,192/100,000 steps" in lines[2] and "eval 480.0" in lines[2] and "…" not in out.getvalue()
 
 
+def test_plain_console_counts_a_resumed_runs_rate_from_its_checkpoint_step():
+    import io
+    import time
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+    from canter.trainers.base import TrainRecord
+
+    out = io.StringIO()
+    logger = ConsoleLogger(100_000, "ppo", console=Console(file=out, width=200), plain_seconds=0.0)
+    logger.start(SimpleNamespace(resumed_step=50_000))
+    time.sleep(0.2)
+    logger.log(TrainRecord(step=50_100, iteration=1, wall_time=0.2, steps_per_second=500.0, done=True))
+    rate = int(out.getvalue().split(" steps, ")[1].split(" steps/s")[0].replace(",", ""))
+    assert rate <= 100 / 0.2  # 100 steps in this process, not 50,100
+
+
 def test_console_logger_shows_a_live_bar_on_a_terminal():
     import io
 

@@ -119,6 +119,12 @@ def test_train_bad_input_auto_run_dir_writes_nothing(capsys, workdir, argv, need
     assert list(workdir.iterdir()) == []
 
 
+def test_empty_run_dir_is_refused_not_replaced_by_auto(capsys, workdir):
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--run-dir", "")
+    assert_one_line_error(code, err, "--run-dir needs a directory path")
+    assert list(workdir.iterdir()) == []
+
+
 def test_malformed_yaml_names_line(capsys, workdir):
     bad = workdir / "bad.yaml"
     bad.write_text("a: [1, 2\nb: 3\n")

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -15,6 +19,8 @@ from canter.checkpoint import load_checkpoint
 from canter.cli import main
 from canter.registry import register
 from canter.trainers.guard import TrainingDiverged
+
+ROOT = Path(canter.__file__).resolve().parents[1]
 
 KW = {
     "ppo": dict(n_envs=2, n_steps=32, batch_size=32, n_epochs=2),
@@ -187,6 +193,13 @@ def test_cli_reports_divergence_in_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
     assert "training diverged at step" in err and str(run_dir / "checkpoints" / "last") in err
+    # a real process, where no test harness captures the logging module's warnings
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]), PYTHONWARNINGS="ignore")
+    proc = subprocess.run([sys.executable, "-m", "canter", "train", "ppo", "--env", "CartPole-v1", "--max-steps", "1024",
+                           "--n-envs", "2", "--set", "n_steps=32", "--set", "hooks={before_collect: 'poison_mod:poison'}",
+                           "--set", "tensorboard=false", "--run-dir", str(tmp_path / "run2"), "--quiet"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
 
 
 def test_clipping_that_saw_a_finite_norm_spares_the_guard_a_pass_and_nothing_else(monkeypatch):

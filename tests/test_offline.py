@@ -359,6 +359,8 @@ def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypa
     (["collect", "--env", "CartPole-v1", "--out", "NEW", "--transitions", "0"], ["--transitions must be >= 1"]),
     (["collect", "--env", "CartPol-v1", "--out", "NEW"], ["CartPole-v1"]),
     (["collect", "--env", "CartPole-v1", "--out", "NODIR/x"], ["does not exist"]),
+    (["collect", "--env", "CartPole-v1", "--out", "."], ["--out needs a file name"]),
+    (["collect", "--env", "CartPole-v1", "--out", ""], ["--out needs a file name"]),
 ])
 def test_offline_cli_errors_are_one_line_and_write_nothing(tmp_path, capsys, argv, needles):
     collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")

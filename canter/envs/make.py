@@ -38,7 +38,8 @@ def check_env_id(env_id: str) -> None:
     if env_id in gym.registry:
         return
     namespace = env_id.split("/", 1)[0] if "/" in env_id else None
-    if namespace in _EXTRA_FOR_NAMESPACE:
+    if namespace in _EXTRA_FOR_NAMESPACE and not any(i.startswith(namespace + "/") for i in gym.registry):
+        # the namespace has no ids at all: its package is missing (else the id is a typo, answered below)
         extra = _EXTRA_FOR_NAMESPACE[namespace]
         raise CanterError(f"env '{env_id}' needs the '{extra}' extra: pip install 'canter[{extra}]'")
     raise unknown("env id", env_id, list(gym.registry) + list(_REGISTRY["env"]))

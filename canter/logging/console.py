@@ -40,7 +40,7 @@ class ConsoleLogger:
 
     def start(self, run: Any) -> None:  # noqa: D102
         self._last = self._start = self._line_time = time.monotonic()
-        self._line_step = 0
+        self._line_step = getattr(run, "resumed_step", None) or 0  # steps/s counts this process's steps
         if self.plain:
             return
         self.progress = Progress(

@@ -169,10 +169,11 @@ class DivergenceGuard:
         t = self.trainer
         event = {"step": err.step, "quantity": err.quantity}
         self.events.append(event)
-        log.warning("divergence guard: non-finite %s at step %d", err.quantity, err.step)
         env_fault = "from the env" in err.quantity
         if self.mode == "restore" and not env_fault and self._good is not None and self.restores < self.max_restores:
             self.restores += 1
+            log.warning("divergence guard: non-finite %s at step %d; restoring the last good state", err.quantity,
+                        err.step)  # a stop says it in the error instead (one line)
             # a restore rewinds weights and moments, not the learning-rate schedules: keep the rates in
             # force now, else the LR controller would take the saved (already decayed and scaled) rates
             # for the algorithm's own and apply its decay and scale to them a second time
