@@ -180,6 +180,19 @@ def test_ale_id_without_the_extra_is_a_one_line_error(monkeypatch, capsys):
     assert len(err) == 1 and "canter[atari]" in err[0]
 
 
+def test_wrapper_path_evaluation_serves_after_a_lost_life_as_training_does():
+    """Training's EpisodicLife + FireReset press FIRE after every lost life; evaluation (whole games)
+    must too, else a Breakout game never resumes and runs to the frame cap (27,000 steps)."""
+    env = make_vec_env("ALE/Breakout-v5", 1, "sync", training=False)
+    env.reset(seed=0)
+    for steps in range(1, 2001):
+        env.step(np.zeros(1, np.int64))  # NOOP only: the ball is served by the wrappers alone
+        if env.finished_envs.size:
+            break
+    env.close()
+    assert env.finished_envs.size and steps < 500  # five lives lost in ~115 steps (SB3's AtariWrapper: the same)
+
+
 def test_a_mistyped_ale_id_with_the_extra_installed_suggests_the_close_ids():
     with pytest.raises(CanterError, match="unknown env id 'ALE/Pongg-v5'.*'ALE/Pong-v5'"):
         check_env_id("ALE/Pongg-v5")

@@ -139,6 +139,35 @@ class FireReset(gym.Wrapper):
         return obs, info
 
 
+class FireAfterLifeLoss(gym.Wrapper):
+    """Evaluation on the wrapper path: press FIRE (then action 2) after a lost life, as training's
+    ``EpisodicLife`` + ``FireReset`` do at the reset that follows one (and as Stable-Baselines3,
+    which evaluates through the same wrappers, does); the rewards of those steps count. Without it
+    a policy trained there never serves after a lost life, and a FIRE game (Breakout) stalls until
+    the frame cap. ale-py's native env presses FIRE only at a game's start, in training and
+    evaluation alike, so it needs nothing."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.lives = 0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:  # noqa: D102
+        obs, info = self.env.reset(**kwargs)
+        self.lives = self.env.unwrapped.ale.lives()
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:  # noqa: D102
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        lives = self.env.unwrapped.ale.lives()
+        for press in ((1, 2) if 0 < lives < self.lives else ()):
+            if terminated or truncated:
+                break
+            obs, r, terminated, truncated, info = self.env.step(press)
+            reward += r
+        self.lives = self.env.unwrapped.ale.lives()
+        return obs, reward, terminated, truncated, info
+
+
 def _sign(reward: float) -> float:
     return float(np.sign(reward))
 
@@ -154,7 +183,7 @@ def wrap_deepmind(env: gym.Env, training: bool) -> gym.Env:
     if training:
         env = EpisodicLife(env)
     if "FIRE" in env.unwrapped.get_action_meanings():
-        env = FireReset(env)
+        env = FireReset(env if training else FireAfterLifeLoss(env))
     if training:
         env = TransformReward(env, _sign)
     return FrameStackObservation(env, FRAME_STACK)
