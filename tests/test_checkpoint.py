@@ -179,3 +179,18 @@ def test_atomic_write_error_names_the_target_not_the_temp_file(tmp_path):
     with pytest.raises(OSError) as info:
         atomic_write(tmp_path / "file" / "out.png", b"x")
     assert info.value.filename == str(tmp_path / "file" / "out.png")
+
+
+def test_multidiscrete_start_and_dtype_survive_a_checkpoint():
+    """QMIX's joint action space carries the agents' ``start``: a loaded agent acted shifted without it."""
+    import gymnasium as gym
+
+    from canter.envs.spaces import space_from_dict, space_to_dict, spaces_match
+
+    for space in (gym.spaces.MultiDiscrete([3, 3], start=[1, 1]), gym.spaces.MultiDiscrete([2, 5], dtype=np.int32),
+                  gym.spaces.MultiDiscrete([4])):
+        back = space_from_dict(json.loads(json.dumps(space_to_dict(space))))
+        assert back.nvec.tolist() == space.nvec.tolist() and back.start.tolist() == space.start.tolist()
+        assert back.dtype == space.dtype
+    assert not spaces_match(gym.spaces.MultiDiscrete([3, 3], start=[1, 1]), gym.spaces.MultiDiscrete([3, 3]))
+    assert space_to_dict(gym.spaces.MultiDiscrete([4])) == {"type": "MultiDiscrete", "nvec": [4]}  # as older runs

@@ -312,3 +312,26 @@ def test_tune_does_not_search_hindsight_by_default():
 
     for algo in ("dqn", "sac", "td3", "tqc"):
         assert "her_goals" not in search_space(algo)
+
+
+def test_goal_columns_follow_the_packed_order_with_an_action_mask_and_unsorted_keys():
+    from canter.envs.packing import PackObservations
+
+    class MaskedGoal(gym.Env):
+        observation_space = gym.spaces.Dict({
+            "observation": gym.spaces.Box(-9, 9, (1,)), "desired_goal": gym.spaces.Box(-9, 9, (2,)),
+            "achieved_goal": gym.spaces.Box(-9, 9, (2,)), "action_mask": gym.spaces.MultiBinary(3)}, sort_keys=False)
+        action_space = gym.spaces.Discrete(3)
+
+        def reset(self, seed=None, options=None):
+            return {"observation": np.array([7.0], np.float32), "desired_goal": np.array([1.0, 2.0], np.float32),
+                    "achieved_goal": np.array([3.0, 4.0], np.float32), "action_mask": np.ones(3, np.int8)}, {}
+
+        def compute_reward(self, achieved, desired, info):
+            return -np.abs(achieved - desired).sum(-1)
+
+    env = PackObservations(MaskedGoal())
+    obs, _ = env.reset()
+    layout = GoalLayout(env, "MaskedGoal")
+    np.testing.assert_array_equal(layout.goals(obs[None], "desired_goal"), [[1.0, 2.0]])
+    np.testing.assert_array_equal(layout.goals(obs[None], "achieved_goal"), [[3.0, 4.0]])

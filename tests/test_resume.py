@@ -2,6 +2,7 @@
 has the same history, bitwise, as an uninterrupted run with the same seed."""
 from __future__ import annotations
 
+import enum
 import json
 import os
 import random
@@ -10,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -398,8 +400,34 @@ def test_checkpoint_naming_a_non_algorithm_class_is_refused(good_run, tmp_path):
 # -- env state capture -------------------------------------------------------------------------------
 
 
+class _Phase(enum.Enum):
+    A = 0
+    B = 1
+
+
+class _PhaseEnv(gym.Env):
+    """A game whose state is an Enum member: action 1 toggles the phase; reward 1 in phase B."""
+
+    observation_space = gym.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        self.phase, self.t = _Phase.A, 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):  # noqa: D102
+        if action == 1:
+            self.phase = _Phase.B if self.phase is _Phase.A else _Phase.A
+        self.t += 1
+        return np.full(1, self.phase.value, np.float32), float(self.phase is _Phase.B), False, self.t >= 40, {}
+
+
+canter.register("env", "CanterTestPhase-v0")(lambda render_mode=None, **kw: _PhaseEnv())
+
+
 @pytest.mark.parametrize("env_id, mode", [("CartPole-v1", "native"), ("CartPole-v1", "sync"), ("Pendulum-v1", "sync"),
-                                          ("FrozenLake-v1", "sync")])
+                                          ("FrozenLake-v1", "sync"), ("CanterTestPhase-v0", "sync")])
 def test_env_state_round_trip_continues_identically(env_id, mode):
     from safetensors.torch import load, save
 

@@ -115,7 +115,8 @@ class ObservationPacker:
                 raise CanterError(f"the '{MASK_KEY}' entry must hold one 0/1 value per action "
                                   f"({int(action_space.n)}), got {mask}")
             # the usual single 'observation' entry is flattened on its own (the same layout as before)
-            self._inner = rest[OBS_KEY] if set(rest) == {OBS_KEY} else gym.spaces.Dict(rest)
+            # the env's own key order, as without a mask (gymnasium's Dict would sort the keys again)
+            self._inner = rest[OBS_KEY] if set(rest) == {OBS_KEY} else gym.spaces.Dict(rest, sort_keys=False)
         else:
             self._inner, width = space, 0
         where = OBS_KEY if self.mask and not isinstance(self._inner, gym.spaces.Dict) else ""

@@ -40,7 +40,12 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
             d["action_mask"] = space.mask_width
         return d
     if isinstance(space, gym.spaces.MultiDiscrete):
-        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist()}
+        d: dict[str, Any] = {"type": "MultiDiscrete", "nvec": space.nvec.tolist()}
+        if space.dtype != np.int64:  # written only where they differ from the defaults, which older
+            d["dtype"] = str(space.dtype)  # checkpoints (without them) had
+        if space.start.any():
+            d["start"] = space.start.tolist()
+        return d
     if isinstance(space, gym.spaces.MultiBinary):
         return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
     if isinstance(space, gym.spaces.Dict):  # a multi-policy agent's spaces, policy -> space
@@ -69,7 +74,7 @@ def space_from_dict(d: dict[str, Any]) -> gym.Space:
             return MaskedBox(low, high, int(d["action_mask"]))
         return gym.spaces.Box(low=low.astype(dtype), high=high.astype(dtype), shape=shape, dtype=dtype)
     if kind == "MultiDiscrete":
-        return gym.spaces.MultiDiscrete(d["nvec"])
+        return gym.spaces.MultiDiscrete(d["nvec"], dtype=np.dtype(d.get("dtype", "int64")), start=d.get("start"))
     if kind == "MultiBinary":
         return gym.spaces.MultiBinary(d["n"])
     if kind == "Dict":

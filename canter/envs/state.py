@@ -67,6 +67,8 @@ def _data(value: Any) -> tuple[bool, Any]:
         return True, value.copy()
     if isinstance(value, np.random.Generator):
         return True, _generator_state(value)
+    if isinstance(value, enum.Enum):  # a game's phase, say: restored by name into the same Enum class
+        return True, {"__enum__": value.name}
     if isinstance(value, (list, tuple)):
         items = [_data(v) for v in value]
         if not all(ok for ok, _ in items):
@@ -97,7 +99,7 @@ def _is_object(value: Any) -> bool:
 def _ignorable(value: Any) -> bool:
     """Code and configuration, not state: functions, classes, specs, and objects whose class says it
     holds no state (``resume_stateless = True``, e.g. the observation packer of Dict observations)."""
-    return isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType, type, enum.Enum,
+    return isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType, type,
                               gym.envs.registration.EnvSpec)) or getattr(type(value), "resume_stateless", False) is True
 
 
@@ -152,6 +154,10 @@ def _restore_value(current: Any, saved: Any) -> Any:
                 current = np.random.Generator(getattr(np.random, state["bit_generator"])())
             current.bit_generator.state = state
             return current
+        if "__enum__" in saved:
+            if not isinstance(current, enum.Enum):
+                raise CanterError(f"cannot restore the env's enum member '{saved['__enum__']}' into {current!r}")
+            return type(current)[saved["__enum__"]]
         if "__tuple__" in saved:
             return tuple(_restore_value(None, v) for v in saved["__tuple__"])
         if "__scalar__" in saved:
