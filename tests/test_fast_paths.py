@@ -128,3 +128,55 @@ def test_stacked_actor_critic_equals_its_two_networks():
         torch.testing.assert_close(h, ref)
     torch.testing.assert_close(algo.model.action(obs), pi)
     torch.testing.assert_close(algo.model.value(obs), v)
+
+
+# -- a user's classes: the fast paths reproduce canter's forward passes, not overrides of them --------
+from canter.models.cnn import FlatEncoder  # noqa: E402
+from canter.models.mlp import ActorCritic, QNetwork  # noqa: E402
+
+
+class SharperActorCritic(ActorCritic):
+    """A user's model: policy logits divided by 0.5."""
+
+    def action_value(self, obs):  # noqa: D102
+        out, value = super().action_value(obs)
+        return out / 0.5, value
+
+
+class ScaledQ(QNetwork):
+    """A user's model: Q values times 10."""
+
+    def value(self, obs):  # noqa: D102
+        return super().value(obs) * 10
+
+
+class ScaledEncoder(FlatEncoder):
+    """A user's parameter-free encoder: features times 10."""
+
+    def forward(self, obs):  # noqa: D102
+        return super().forward(obs) * 10
+
+
+def test_user_subclasses_get_autograd_and_torch_acting():
+    import numpy as np
+
+    from canter.algorithms.dqn import DQN, DQNConfig
+
+    space, actions = gym.spaces.Box(-5, 5, (4,)), gym.spaces.Discrete(2)
+    obs = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
+    model = SharperActorCritic(space, actions)
+    assert not model.manual_backward and model.action_value_numpy(obs) is None
+    q = ScaledQ(space, actions, net_arch=[16])
+    assert not q.manual_backward and not q.numpy_acting
+    for kind in (f"{__name__}:ScaledEncoder", "flat"):
+        ppo = PPO(space, actions, PPOConfig(net_arch=[16], encoder=kind), seed=0)
+        fast = ppo.act_numpy(obs, deterministic=True)
+        if fast is not None:  # the NumPy path, where taken, agrees with the module's own pass
+            torch.testing.assert_close(fast.actions, ppo.act(torch.from_numpy(obs), deterministic=True).actions)
+        assert (fast is None) == (kind != "flat")
+        dqn = DQN(space, actions, DQNConfig(net_arch=[16], encoder=kind), seed=0)
+        with torch.no_grad():
+            want = dqn.q.value(torch.from_numpy(obs)).argmax(1)
+        torch.testing.assert_close(torch.as_tensor(dqn.act(torch.from_numpy(obs), deterministic=True).actions), want)
+        numpy_acts = dqn.act_numpy(obs, deterministic=True)
+        assert (numpy_acts is None) == (kind != "flat")

@@ -19,6 +19,12 @@ from canter.registry import register
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "gelu": nn.GELU, "silu": nn.SiLU}
 
 
+def canter_class(obj: Any) -> bool:
+    """True for an instance of one of canter's own classes, not a user's subclass: the hand-derived
+    gradients and NumPy passes reproduce canter's ``forward`` methods, not an override of them."""
+    return type(obj).__module__.split(".", 1)[0] == "canter"
+
+
 def obs_dim(space: gym.Space) -> int:
     """Flat input size of an observation space (one-hot size for Discrete)."""
     if isinstance(space, gym.spaces.Discrete):
@@ -281,7 +287,8 @@ class ActorCritic(nn.Module):
         dominates at a few observations), as NumPy arrays; None where this model has no such path
         (a shared trunk, separate networks, an encoder with parameters, an activation other than
         tanh / relu, or layers too large for NumPy's single-threaded products)."""
-        if not self.stacked or self._encoder_params or not isinstance(self.encoder, ObsEncoder):
+        if (not self.stacked or self._encoder_params or not isinstance(self.encoder, ObsEncoder)
+                or not canter_class(self.encoder) or not canter_class(self)):
             return None
         obs, allowed = self._split(obs)
         out = self.body.infer_numpy(self.encoder.numpy(np.ascontiguousarray(obs) if allowed is not None else obs))
@@ -308,8 +315,9 @@ class ActorCritic(nn.Module):
     # -- hand-derived gradients (see canter.models.stacked) ---------------------------------
     @property
     def manual_backward(self) -> bool:
-        """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd."""
-        return self.stacked and self.body.manual_backward and not self._encoder_params
+        """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd (canter's
+        own model, not a user's subclass)."""
+        return self.stacked and self.body.manual_backward and not self._encoder_params and canter_class(self)
 
     def forward_cached(self, obs: torch.Tensor) -> tuple[np.ndarray, np.ndarray, list[torch.Tensor]]:
         """Policy output ``[B, n]`` and values ``[B]`` as NumPy arrays (the algorithms' loss terms
@@ -369,14 +377,16 @@ class QNetwork(nn.Module):
             self.v_head = layer(arch[-1], 1)
         else:
             self.q = MLP([n_in] + arch + [n_act], activation, layer=layer)
-        self._infer = not dueling and self.q.manual_backward  # value() without module calls when no grad
-        self._numpy_acting = self._infer and self._fixed_encoder  # value_numpy() available
+        # value() without module calls when no grad; value_numpy() through canter's own encoders only
+        self._infer = not dueling and self.q.manual_backward and canter_class(self)
+        self._numpy_acting = self._infer and self._fixed_encoder and canter_class(self.encoder)
 
     @property
     def manual_backward(self) -> bool:
         """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd: a plain
-        (not dueling) MLP with relu or tanh on a parameter-free (flat or one-hot) encoder."""
-        return not self.dueling and self.q.manual_backward and self._fixed_encoder
+        (not dueling) MLP with relu or tanh on a parameter-free (flat or one-hot) encoder, in
+        canter's own class (a user's subclass may change the forward pass)."""
+        return not self.dueling and self.q.manual_backward and self._fixed_encoder and canter_class(self)
 
     def forward_cached(self, obs: torch.Tensor) -> tuple[np.ndarray, list[np.ndarray]]:
         """Q values ``[B, n_actions]`` (NumPy, no autograd) and the cache for :meth:`backward_cached`."""
