@@ -136,16 +136,16 @@ def test_interrupted_then_resumed_run_equals_the_uninterrupted_one(algo, tmp_pat
     from canter.checkpoint import flatten_state
 
     env_id = _env_for(algo)
-    common = dict(env=env_id, seed=5, n_envs=2, eval_every=400, eval_episodes=1, quiet=True,
+    common = dict(env=env_id, seed=5, n_envs=2, eval_every=300, eval_episodes=1, quiet=True,
                   **SMALL.get(algo, {}), **offline_kwargs(algo, env_id))
-    whole = canter.train(algo, max_steps=1200, run_dir=tmp_path / "whole", **common)
+    whole = canter.train(algo, max_steps=800, run_dir=tmp_path / "whole", **common)
 
     def interrupt(trainer, losses):  # as Ctrl-C would: the run saves its resume state and stops
-        if trainer.step >= 600 and trainer.stop_requested is None:
+        if trainer.step >= 400 and trainer.stop_requested is None:
             trainer.stop_requested = "interrupted"
 
-    canter.train(algo, max_steps=1200, run_dir=tmp_path / "part", hooks={"after_update": interrupt}, **common)
-    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] < 1200
+    canter.train(algo, max_steps=800, run_dir=tmp_path / "part", hooks={"after_update": interrupt}, **common)
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] < 800
     resumed = canter.resume(tmp_path / "part")
     skeleton_a, a = flatten_state(whole.state_dict())
     skeleton_b, b = flatten_state(resumed.state_dict())
