@@ -66,8 +66,10 @@ class C51Config(DQNConfig):
 
 @register("algorithm", "c51")
 class C51(DQN):
-    """C51: DQN learning a categorical return distribution (with noisy, dueling, n-step, prioritized
-    and Double DQN: Rainbow)."""
+    """C51: DQN learning a categorical return distribution over fixed atoms.
+
+    With noisy, dueling, n-step, prioritized and Double DQN it is the Rainbow agent of Hessel et al. 2018.
+    """
 
     name = "c51"
     Config = C51Config

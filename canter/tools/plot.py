@@ -113,7 +113,12 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
     ax.set_ylabel(f"return ({rolling})" if all(training) else "mean evaluation return" if not any(training)
                   else "return (training rolling mean, or evaluation mean)")
     ax.grid(alpha=0.3)
-    if groups:
+    legend(ax)
+
+
+def legend(ax: Any) -> None:
+    """Draw ``ax``'s legend if anything on it has a label (matplotlib warns about an empty legend)."""
+    if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize="small")
 
 

@@ -19,10 +19,12 @@ import yaml
 
 from canter.checkpoint import atomic_write
 from canter.errors import CanterError
-from canter.tools.plot import new_figure
+from canter.tools.plot import legend, new_figure
 from canter.tools.rundata import RunData, checkpoints, load_run
 
 MAX_VIDEO_BYTES = 20 * 1024 * 1024  # all embedded videos together
+#: in the head of every report: ``--out`` overwrites an existing file only if it has this mark
+GENERATOR = '<meta name="generator" content="canter report">'
 SKIP_UPDATE_COLUMNS = ("step", "wall_time", "steps_per_second")
 
 CSS = """
@@ -70,7 +72,7 @@ def learning_curve(run: RunData) -> str:
     ax.set_xlabel("environment steps")
     ax.set_ylabel("episode return")
     ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
+    legend(ax)
     return _img(fig, "learning curve")
 
 
@@ -97,7 +99,7 @@ def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[s
     ax.axvline(np.median(returns), color="#1d2430", linestyle=":", linewidth=1.5, label=f"median {np.median(returns):.1f}")
     ax.set_xlabel("episode return")
     ax.set_ylabel("episodes")
-    ax.legend(loc="best", fontsize="small")
+    legend(ax)
     q25, q75 = np.quantile(returns, [0.25, 0.75])
     target = "" if run.target_reward is None else f"; target {run.target_reward:g}"
     caption = (f"{episodes} deterministic episodes of checkpoint '{base.name}' (evaluation seed {seed}): mean "
@@ -139,7 +141,7 @@ def throughput(run: RunData) -> str:
     ax.set_xlabel("environment steps")
     ax.set_ylabel("steps / s")
     ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
+    legend(ax)
     return _img(fig, "throughput")
 
 
@@ -226,7 +228,7 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
            f"{c.get('n_envs')} envs")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)}</title><style>{CSS}</style></head>
+{GENERATOR}<title>{html.escape(title)}</title><style>{CSS}</style></head>
 <body><main>
 <h1>{html.escape(title)}</h1><p class="sub">{html.escape(sub)}</p>{note}
 {_cards(run)}
@@ -241,11 +243,39 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
 """
 
 
-def write_report(run_dir: str | Path, out: str | Path | None = None, eval_episodes: int = 20) -> Path:
-    """Write the report of ``run_dir`` (default ``RUN_DIR/report.html``) and return its path."""
-    run = load_run(run_dir)
-    path = Path(out) if out is not None else run.dir / "report.html"
+def is_report(path: Path) -> bool:
+    """Whether the file ``path`` is a report that canter wrote (its head has the generator mark)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return GENERATOR.encode() in head
+
+
+def check_out(out: str | Path, default: Path) -> Path:
+    """The report's path: ``out``, which must end in ``.html`` and may replace an existing file only if
+    that is an earlier canter report; ``default`` (``RUN_DIR/report.html``) is always the run's own."""
+    path = Path(out)
     if path.is_dir():
         raise CanterError(f"--out '{path}' is a directory; give a file name, e.g. {path / 'report.html'}")
+    if path.suffix.lower() != ".html":
+        raise CanterError(f"--out '{path}' must be an .html file, e.g. {path.with_suffix('.html')}")
+    if path.exists() and path.resolve() != default.resolve() and not is_report(path):
+        raise CanterError(f"--out '{path}' exists and is not a canter report; it is not overwritten: remove it "
+                          "or choose another file")
+    return path
+
+
+def write_report(run_dir: str | Path, out: str | Path | None = None, eval_episodes: int = 20) -> Path:
+    """Write the report of ``run_dir`` and return its path.
+
+    The default ``out`` is ``RUN_DIR/report.html``. Another ``out`` must end in ``.html`` and, if it
+    exists, be an earlier canter report (anything else, such as a run's ``config.yaml`` or a page of
+    one's own, is refused with a CanterError before anything is written).
+    """
+    run = load_run(run_dir)
+    default = run.dir / "report.html"
+    path = check_out(default if out is None else out, default)
     atomic_write(path, render(run, eval_episodes).encode())
     return path

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from canter.config import load_yaml
 from canter.errors import CanterError
 
 
@@ -37,7 +37,7 @@ class RunData:
     def target_reward(self) -> float | None:
         """The run's target reward, if it had one."""
         value = self.config.get("target_reward")
-        return None if value is None else float(value)
+        return None if value is None else float(value)  # a number: load_run checked it
 
     def final_return(self) -> float | None:
         """The last evaluation's mean return, else the last rolling training return, else None."""
@@ -51,12 +51,17 @@ class RunData:
 
 
 def read_table(path: Path) -> dict[str, np.ndarray]:
-    """A parquet file as ``{column: float array}`` (missing file: empty dict)."""
+    """A parquet file as ``{column: float array}`` (missing file: empty dict); a CanterError naming
+    the file if it cannot be read as parquet."""
     if not path.exists():
         return {}
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise CanterError(f"cannot read '{path}' as a parquet table: {_first_line(exc)}") from None
     out = {}
     for name in table.column_names:
         values = table.column(name).to_pylist()
@@ -67,6 +72,24 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return " ".join(lines[0].split()) if lines else type(exc).__name__
+
+
+def read_json_mapping(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; a CanterError naming the file if it is not valid JSON or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON, bytes that are not UTF-8
+        raise CanterError(f"cannot read '{path}': {_first_line(exc)}") from None
+    if not isinstance(data, dict):
+        kinds = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+        kind = kinds.get(type(data), "a number")
+        raise CanterError(f"'{path}' is damaged: it holds {kind}, not a JSON object")
+    return data
+
+
 def load_run(path: str | Path) -> RunData:
     """Load a run directory written by ``canter train``; a CanterError if it is not one."""
     p = Path(path)
@@ -75,23 +98,29 @@ def load_run(path: str | Path) -> RunData:
     cfg_path = p / "config.yaml"
     if not cfg_path.exists():
         raise CanterError(f"'{path}' is not a canter run directory (no config.yaml)")
-    config = yaml.safe_load(cfg_path.read_text()) or {}
+    config = load_yaml(cfg_path)  # a CanterError naming the file and line if malformed or not a mapping
+    target = config.get("target_reward")
+    if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float))):
+        raise CanterError(f"'{cfg_path}' is damaged: 'target_reward' must be a number or null, got {target!r}")
     summary_path = p / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    summary = read_json_mapping(summary_path) if summary_path.exists() else {}
     return RunData(p, config, summary, read_table(p / "history.parquet"), read_table(p / "evaluations.parquet"),
                    read_table(p / "updates.parquet"))
 
 
 def checkpoints(run_dir: Path) -> list[dict[str, Any]]:
-    """The run's checkpoints: name, step, size in bytes and the trainer counters at save time."""
+    """The run's checkpoints: name, step, size in bytes and the trainer counters at save time (a
+    metadata file that cannot be read is left out)."""
     rows = []
     for meta_path in sorted((run_dir / "checkpoints").glob("*.json")):
         tensors = meta_path.with_suffix(".safetensors")
         try:
             meta = json.loads(meta_path.read_text())
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):  # ValueError: bad JSON, bytes that are not UTF-8
             continue
-        trainer = meta.get("trainer", {})
+        if not isinstance(meta, dict):
+            continue
+        trainer = meta.get("trainer") if isinstance(meta.get("trainer"), dict) else {}
         rows.append({
             "name": meta_path.stem, "step": meta.get("step"), "bytes": tensors.stat().st_size if tensors.exists() else 0,
             "best_eval_return": trainer.get("best_eval_return"), "last_eval_return": trainer.get("last_eval_return"),

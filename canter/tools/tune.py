@@ -8,10 +8,13 @@ yields (reported per evaluation, numbered 1, 2, ...). The objective is a trial's
 mean return. The study lives in an Optuna storage (SQLite in the output directory by default, or
 any RDB URL so that several machines share it) and resumes when run again with the same storage
 and study name: ``--trials`` is the total number of finished (complete or pruned) trials wanted.
+A resumed study may change ranges but not the kind, log scale or choices of a parameter its trials
+sampled (:func:`check_study_space` refuses that before any trial).
 """
 from __future__ import annotations
 
 import json
+import types
 import typing
 import warnings
 from dataclasses import dataclass, field
@@ -40,16 +43,66 @@ class Param:
     step: float | None = None
     choices: tuple[Any, ...] = ()
 
+    @property
+    def encoded(self) -> bool:
+        """Whether the choices are sampled as JSON text (lists such as net_arch are not Optuna categories)."""
+        return not all(c is None or isinstance(c, (bool, int, float, str)) for c in self.choices)
+
+    def distribution(self) -> Any:
+        """The Optuna distribution that :meth:`suggest` draws from (and that the study stores)."""
+        from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+        if self.kind == "int":
+            return IntDistribution(int(self.low), int(self.high), log=self.log, step=int(self.step or 1))
+        if self.kind == "float":
+            return FloatDistribution(self.low, self.high, log=self.log, step=self.step)
+        return CategoricalDistribution([json.dumps(c) for c in self.choices] if self.encoded else list(self.choices))
+
     def suggest(self, trial: Any) -> Any:
         """Draw this parameter from an Optuna trial."""
+        d = self.distribution()
         if self.kind == "int":
-            return trial.suggest_int(self.name, int(self.low), int(self.high), step=int(self.step or 1), log=self.log)
+            return trial.suggest_int(self.name, d.low, d.high, step=d.step, log=d.log)
         if self.kind == "float":
-            return trial.suggest_float(self.name, self.low, self.high, step=self.step, log=self.log)
-        if all(c is None or isinstance(c, (bool, int, float, str)) for c in self.choices):
-            return trial.suggest_categorical(self.name, list(self.choices))
-        # lists (e.g. net_arch) are not Optuna categories: sample their JSON text instead
-        return json.loads(trial.suggest_categorical(self.name, [json.dumps(c) for c in self.choices]))
+            return trial.suggest_float(self.name, d.low, d.high, step=d.step, log=d.log)
+        value = trial.suggest_categorical(self.name, list(d.choices))
+        return json.loads(value) if self.encoded else value
+
+
+def describe(distribution: Any) -> str:
+    """An Optuna distribution in a few words, e.g. ``a log-scale float range [1e-05, 0.003]``."""
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    if isinstance(distribution, CategoricalDistribution):
+        return f"choices {list(_decode(dict(enumerate(distribution.choices))).values())}"
+    kind = "int" if isinstance(distribution, IntDistribution) else "float"
+    scale = "log-scale " if distribution.log else ""
+    return f"a {scale}{kind} range [{distribution.low:g}, {distribution.high:g}]"
+
+
+def check_study_space(study: Any, space: dict[str, Param]) -> None:
+    """Refuse (CanterError) a search space that the study's earlier trials cannot be continued with.
+
+    Optuna refuses to sample a parameter from a distribution of another kind (int, float, categorical),
+    another scale (log or not) or other choices than earlier trials did; it would fail every new trial.
+    A range (low, high, step) may change.
+    """
+    from optuna.distributions import check_distribution_compatibility
+
+    stored: dict[str, Any] = {}
+    for trial in study.get_trials(deepcopy=False):
+        for name, distribution in trial.distributions.items():
+            stored.setdefault(name, distribution)
+    for name, param in space.items():
+        if name not in stored:
+            continue
+        try:
+            check_distribution_compatibility(stored[name], param.distribution())
+        except ValueError:
+            raise CanterError(
+                f"study '{study.study_name}' sampled '{name}' from {describe(stored[name])}, but the search space "
+                f"now gives {describe(param.distribution())}; keep its kind, log scale and choices, or start a "
+                "new study with another --study name or --out") from None
 
 
 def _field(algo_cls: type, name: str) -> tuple[str, Any, Any]:
@@ -65,7 +118,9 @@ def _field(algo_cls: type, name: str) -> tuple[str, Any, Any]:
 
 
 def typing_inner(tp: Any) -> Any:
-    """``int | None`` -> ``int`` (other types unchanged)."""
+    """``int | None`` -> ``int``; other types unchanged (``list[int]`` stays ``list[int]``)."""
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
+        return tp
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     return args[0] if len(args) == 1 else tp
 
@@ -95,7 +150,9 @@ def make_param(algo_cls: type, name: str, spec: Any, source: str) -> Param:
     low, high = coerce(base, spec["low"], key), coerce(base, spec["high"], key)
     check_range(f, low, key)
     check_range(f, high, key)
-    log = bool(spec.get("log", False))
+    log = spec.get("log", False)
+    if not isinstance(log, bool):
+        raise CanterError(f"{where}: 'log' must be true or false, got {log!r}")
     if not low < high:
         raise CanterError(f"{where}: 'low' ({low}) must be below 'high' ({high})")
     if log and low <= 0:
@@ -103,7 +160,11 @@ def make_param(algo_cls: type, name: str, spec: Any, source: str) -> Param:
     step = spec.get("step")
     if step is not None and log:
         raise CanterError(f"{where}: 'step' and 'log' cannot be combined")
-    return Param(key, "int" if base is int else "float", low, high, log, None if step is None else coerce(base, step, key))
+    if step is not None:
+        step = coerce(base, step, f"{key}: step")
+        if not step > 0:
+            raise CanterError(f"{where}: 'step' must be > 0, got {step}")
+    return Param(key, "int" if base is int else "float", low, high, log, step)
 
 
 def search_space(algo: str, space_file: str | Path | None = None) -> dict[str, Param]:
@@ -259,6 +320,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         st.set_user_attr("canter", {"algo": algo_name, "env": env_id})
     elif owner != {"algo": algo_name, "env": env_id}:
         raise CanterError(f"study '{study_name}' in {url} tunes {owner['algo']} on {owner['env']}; choose another --study")
+    check_study_space(st, space)
     job = {
         "algo": algo_name, "env": env_id, "config_file": None if config_file is None else str(config_file),
         "sets": list(sets), "run_overrides": dict(run_overrides),

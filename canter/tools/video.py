@@ -7,6 +7,11 @@ policy (``agent.predict``, as evaluation does) on a separate rendering env, thro
 ``RecordVideo``, and keeps it as ``RUN_DIR/videos/step-000010000.mp4``. ``videos/index.json`` lists
 the files with their step and episode return. Recording changes no training state: it uses its own
 env and ``predict`` neither samples nor updates observation statistics.
+
+A resumed run (``canter train --resume``) keeps the index's entries up to the resumed checkpoint's
+step and continues the grid (the next multiple of ``every`` after that step), so its videos are
+those of an uninterrupted run. The episode seed of a recording is derived from its place on the
+grid, not from the number of videos so far, so it is also the uninterrupted run's.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from canter.checkpoint import atomic_write
-from canter.errors import require
+from canter.errors import CanterError, require
 from canter.trainers.base import TrainRecord
 
 
@@ -28,13 +33,26 @@ def check_video_support(env_id: str, env_kwargs: dict[str, Any] | None = None) -
     make_render_env(env_id, "rgb_array", 0, env_kwargs).close()
 
 
+def read_video_index(path: Path) -> list[dict[str, Any]]:
+    """Every entry of the index file ``path`` (``[]`` if there is none); a CanterError naming the file
+    if it is not a JSON list of ``{"file": str, "step": int, "return": number}`` mappings."""
+    if not path.exists():
+        return []
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:  # ValueError: JSONDecodeError and UnicodeDecodeError
+        raise CanterError(f"cannot read '{path}': {str(exc).splitlines()[0]}") from None
+    if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("file"), str) and isinstance(e.get("step"), int)
+            and isinstance(e.get("return"), (int, float)) for e in entries):
+        raise CanterError(f"'{path}' is damaged: expected a list of {{file, step, return}} entries")
+    return entries
+
+
 def video_index(run_dir: str | Path) -> list[dict[str, Any]]:
     """Entries of ``videos/index.json`` whose file exists (file, step, return), oldest first."""
     path = Path(run_dir) / "videos" / "index.json"
-    if not path.exists():
-        return []
-    entries = json.loads(path.read_text())
-    return [e for e in entries if (path.parent / e["file"]).exists()]
+    return [e for e in read_video_index(path) if (path.parent / e["file"]).exists()]
 
 
 class VideoRecorder:
@@ -49,10 +67,18 @@ class VideoRecorder:
         self.last_step: int | None = None
         self.entries: list[dict[str, Any]] = []
         self.agent: Any = None
+        # a resumed run's index, read now so that a damaged one is refused before anything is written
+        self._stored = read_video_index(self.dir / "index.json")
 
     def start(self, run: Any) -> None:
-        """Remember the run's agent."""
+        """Remember the run's agent; on a resumed run, reload the index up to the resumed step and
+        continue the grid after it."""
         self.agent = run.agent
+        step = getattr(run, "resumed_step", None)
+        if step is not None:
+            self.entries = [e for e in self._stored if e["step"] <= step]
+            self.last_step = self.entries[-1]["step"] if self.entries else None
+            self.next_step = (step // self.every + 1) * self.every
 
     def log(self, record: TrainRecord) -> None:
         """Record when ``record.step`` has passed the next multiple of ``every``, or training is done."""
@@ -62,15 +88,21 @@ class VideoRecorder:
                 self.next_step += self.every
 
     def record(self, step: int) -> Path:
-        """Play one episode now and save it as ``videos/step-NNNNNNNNN.mp4``."""
+        """Play one episode now and save it as ``videos/step-NNNNNNNNN.mp4``.
+
+        The episode's seed is ``seed + 10_007 + k`` where ``next_step`` is the ``(k + 1)``-th multiple of
+        ``every`` (so the recordings of an uninterrupted run get ``k`` = 0, 1, 2, ... and a resumed run
+        the same ``k`` at the same steps; a recording at the end of training, between two multiples,
+        takes the ``k`` of the next one).
+        """
         from canter.play import play
 
         self.dir.mkdir(parents=True, exist_ok=True)
         target = self.dir / f"step-{step:09d}.mp4"
+        seed = self.seed + 10_007 + self.next_step // self.every - 1
         with tempfile.TemporaryDirectory(dir=self.dir, prefix=".rec-") as tmp:
             folder = Path(tmp) / "video"
-            (ret,) = play(self.agent, self.env_id, 1, video_dir=str(folder), seed=self.seed + 10_007 + len(self.entries),
-                          env_kwargs=self.env_kwargs)
+            (ret,) = play(self.agent, self.env_id, 1, video_dir=str(folder), seed=seed, env_kwargs=self.env_kwargs)
             (mp4,) = folder.glob("*.mp4")
             mp4.replace(target)
         self.last_step = step

@@ -1,0 +1,319 @@
+"""Bad input and damaged files for the experiment tools (record-every, plot, report, tune, list): one
+``canter: error:`` line, exit code 2, no traceback, nothing already written lost or overwritten."""
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+import yaml
+
+from canter.cli import main
+from canter.errors import CanterError
+
+TINY = ["--n-envs", "2", "--set", "n_steps=64", "--set", "n_epochs=2", "--eval-episodes", "1", "--quiet"]
+
+
+def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    """Run ``canter ARGV`` in-process; return (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, err: str, *needles: str) -> str:
+    """Exit 2, one stderr line starting with 'canter: error:', no traceback, containing every needle."""
+    assert code == 2, f"exit code {code}, stderr: {err!r}"
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1, f"expected exactly one stderr line, got {len(lines)}: {err!r}"
+    assert lines[0].startswith("canter: error:"), lines[0]
+    for needle in needles:
+        assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` (relative) -> its bytes (None for directories)."""
+    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes()) for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny finished PPO CartPole run (with checkpoints, history, evaluations and a summary)."""
+    run = tmp_path_factory.mktemp("good") / "run"
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--max-steps", "256", *TINY, "--run-dir", str(run)]) == 0
+    return run
+
+
+@pytest.fixture
+def run_copy(good_run: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the good run that a test may damage."""
+    return Path(shutil.copytree(good_run, tmp_path / "run"))
+
+
+# -------------------------------------------------------------------------------- --record-every resume
+
+
+@pytest.fixture
+def fake_play(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Replace the recording episode by a stub that writes a dummy MP4 and returns its seed as the return."""
+    import canter.play
+
+    seeds: list[int] = []
+
+    def play(agent, env_id, episodes, video_dir=None, seed=0, env_kwargs=None, **kw):
+        Path(video_dir).mkdir(parents=True, exist_ok=True)
+        (Path(video_dir) / "episode-0.mp4").write_bytes(b"mp4 of seed %d" % seed)
+        seeds.append(seed)
+        return [float(seed)]
+
+    monkeypatch.setattr(canter.play, "play", play)
+    return seeds
+
+
+def index_of(run: Path) -> list[tuple[int, float]]:
+    return [(e["step"], e["return"]) for e in json.loads((run / "videos" / "index.json").read_text())]
+
+
+def test_record_every_resume_keeps_the_index_the_grid_and_the_seeds(tmp_path, capsys, fake_play):
+    """A run stopped at 640 steps (off the 256-step grid) and resumed to 1,024 keeps its earlier videos in
+    the index, records at 768 and 1,024 as an uninterrupted run does, with the same episode seeds."""
+    pytest.importorskip("moviepy")
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    base = ["train", "ppo", "--env", "CartPole-v1", *TINY, "--record-every", "256"]
+    assert run_cli(capsys, *base, "--max-steps", "1024", "--run-dir", whole)[0] == 0
+    assert run_cli(capsys, *base, "--max-steps", "640", "--run-dir", parts)[0] == 0
+    first = index_of(parts)
+    assert [s for s, _ in first] == [256, 512, 640]  # the grid, then the end of the run
+    old_files = {p.name: p.read_bytes() for p in (parts / "videos").glob("*.mp4")}
+    assert run_cli(capsys, "train", "--resume", parts, "--max-steps", "1024", "--quiet")[0] == 0
+    resumed = index_of(parts)
+    assert resumed[:3] == first  # the videos before the resume stay listed
+    assert [s for s, _ in resumed] == [256, 512, 640, 768, 1024]  # the grid continues: 768, not 640 + 128
+    uninterrupted = dict(index_of(whole))
+    assert [s for s, _ in index_of(whole)] == [256, 512, 768, 1024]
+    # the return of a stub episode is its seed: the same steps get the same seeds as without the stop
+    for step, seed in resumed:
+        if step in uninterrupted:
+            assert seed == uninterrupted[step], (step, resumed, uninterrupted)
+    for name, data in old_files.items():
+        assert (parts / "videos" / name).read_bytes() == data  # the earlier files are untouched
+
+
+def test_record_every_resume_refuses_a_damaged_video_index(tmp_path, capsys, fake_play):
+    pytest.importorskip("moviepy")
+    run = tmp_path / "run"
+    assert run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY, "--record-every", "128", "--max-steps",
+                   "256", "--run-dir", run)[0] == 0
+    (run / "videos" / "index.json").write_text("[{\"file\": ")
+    before = snapshot(run)
+    code, _, err = run_cli(capsys, "train", "--resume", run, "--max-steps", "512", "--quiet")
+    assert_one_line_error(code, err, "index.json")
+    assert snapshot(run) == before  # refused before anything was written
+
+
+# -------------------------------------------------------------------------------- damaged run files
+
+
+DAMAGED = {
+    "config-bad-yaml": ("config.yaml", b"algo: ppo\nenv: [CartPole-v1\n"),
+    "config-a-list": ("config.yaml", b"- algo\n- env\n"),
+    "config-binary": ("config.yaml", b"\xff\xfe\x00\x81garbage"),
+    "config-bad-target": ("config.yaml", b"algo: ppo\nenv: CartPole-v1\ntarget_reward: lots\n"),
+    "summary-bad-json": ("summary.json", b"{\"steps\": 256,"),
+    "summary-a-list": ("summary.json", b"[1, 2, 3]"),
+    "history-garbage": ("history.parquet", b"garbage"),
+    "evaluations-garbage": ("evaluations.parquet", b"PAR1 this is not parquet PAR1"),
+    "updates-garbage": ("updates.parquet", b"\x00" * 64),
+}
+
+
+@pytest.mark.parametrize("cmd", ["plot", "report"])
+@pytest.mark.parametrize("name,content", list(DAMAGED.values()), ids=list(DAMAGED))
+def test_damaged_run_file_is_one_line_naming_it(capsys, run_copy, tmp_path, cmd, name, content):
+    (run_copy / name).write_bytes(content)
+    before = snapshot(run_copy)
+    argv = ([cmd, run_copy, "--out", tmp_path / "curves.png"] if cmd == "plot"
+            else [cmd, run_copy, "--eval-episodes", "0"])
+    code, _, err = run_cli(capsys, *argv)
+    assert_one_line_error(code, err, name)
+    assert snapshot(run_copy) == before  # nothing written, nothing removed
+    assert not (tmp_path / "curves.png").exists()
+
+
+@pytest.mark.parametrize("content", [b"[1, 2]", b"\xff\xfe", b"{\"step\": 5, \"trainer\": 3}"],
+                         ids=["list", "binary", "trainer"])
+def test_report_leaves_out_a_damaged_checkpoint_file(capsys, run_copy, content):
+    (run_copy / "checkpoints" / "step-000000128.json").write_bytes(content)
+    code, _, err = run_cli(capsys, "report", run_copy, "--eval-episodes", "0")
+    assert code == 0 and err == "", err
+
+
+def test_report_refuses_a_damaged_video_index(capsys, run_copy):
+    (run_copy / "videos").mkdir()
+    (run_copy / "videos" / "index.json").write_text("{\"file\": 3}")
+    before = snapshot(run_copy)
+    code, _, err = run_cli(capsys, "report", run_copy, "--eval-episodes", "0")
+    assert_one_line_error(code, err, "index.json")
+    assert snapshot(run_copy) == before
+
+
+# -------------------------------------------------------------------------------- report --out
+
+
+@pytest.mark.parametrize("target", ["config.yaml", "summary.json", "history.parquet", "checkpoints/last.json"])
+def test_report_out_never_overwrites_run_files(capsys, run_copy, target):
+    before = snapshot(run_copy)
+    code, _, err = run_cli(capsys, "report", run_copy, "--out", run_copy / target, "--eval-episodes", "0")
+    assert_one_line_error(code, err, ".html")
+    assert snapshot(run_copy) == before
+
+
+def test_report_out_overwrites_only_earlier_reports(capsys, run_copy, tmp_path):
+    notes = tmp_path / "notes.html"
+    notes.write_text("<p>my notes</p>\n")
+    code, _, err = run_cli(capsys, "report", run_copy, "--out", notes, "--eval-episodes", "0")
+    assert_one_line_error(code, err, "notes.html", "not a canter report")
+    assert notes.read_text() == "<p>my notes</p>\n"
+    # a new file, then the same file again (an earlier report is replaced)
+    out = tmp_path / "r.HTML"
+    for _ in range(2):
+        code, _, err = run_cli(capsys, "report", run_copy, "--out", out, "--eval-episodes", "0")
+        assert code == 0, err
+        assert "<title>" in out.read_text()
+    # the default RUN_DIR/report.html is always the run's own report, also when written by an older canter
+    (run_copy / "report.html").write_text("<!DOCTYPE html><html><body>old report</body></html>")
+    code, _, err = run_cli(capsys, "report", run_copy, "--eval-episodes", "0")
+    assert code == 0, err
+    assert "old report" not in (run_copy / "report.html").read_text()
+
+
+# -------------------------------------------------------------------------------- report legend warning
+
+
+def test_report_of_a_killed_run_warns_nothing(capsys, run_copy):
+    """Killed before any episode, evaluation or summary was written, and no target: an empty learning curve."""
+    for name in ("summary.json", "history.parquet", "evaluations.parquet"):
+        (run_copy / name).unlink()
+    config = (run_copy / "config.yaml").read_text().replace("target_reward: 475.0", "target_reward: null")
+    (run_copy / "config.yaml").write_text(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = run_cli(capsys, "report", run_copy, "--eval-episodes", "0")
+    assert code == 0, err
+    assert err == ""
+    assert "No summary.json" in (run_copy / "report.html").read_text()
+
+
+def test_draw_groups_without_curves_warns_nothing():
+    from canter.tools.plot import draw_groups, new_figure
+    from canter.tools.rundata import RunData
+
+    empty = RunData(Path("x"), {"algo": "ppo", "env": "CartPole-v1"}, {})
+    ax = new_figure(400, 300).add_subplot()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        draw_groups(ax, {"ppo CartPole-v1": [empty]})
+    assert ax.get_legend() is None
+
+
+# -------------------------------------------------------------------------------- tune
+
+
+@pytest.mark.parametrize("text,message", [
+    ("net_arch: {low: 32, high: 64}", "'net_arch' is not a number"),
+    ("lr: {low: 1.0e-5, high: 1.0e-3, log: maybe}", "'log' must be true or false"),
+    ("lr: {low: 1.0e-5, high: 1.0e-3, log: 1}", "'log' must be true or false"),
+    ("n_epochs: {low: 2, high: 6, step: 0}", "'step' must be > 0"),
+    ("clip_range: {low: 0.1, high: 0.3, step: -0.1}", "'step' must be > 0"),
+])
+def test_search_space_refuses_bad_ranges(tmp_path, text, message):
+    from canter.tools.tune import search_space
+
+    f = tmp_path / "space.yaml"
+    f.write_text(text + "\n")
+    with pytest.raises(CanterError, match=message):
+        search_space("ppo", f)
+
+
+def test_tune_range_on_a_list_field_is_one_line_before_the_study(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "space.yaml"
+    space.write_text("net_arch: {low: 32, high: 64}\n")
+    code, _, err = run_cli(capsys, "tune", "ppo", "--env", "CartPole-v1", "--trials", "1", "--space", space,
+                           "--out", tmp_path / "t", "--max-steps", "256", "--quiet")
+    assert_one_line_error(code, err, "net_arch", "choices")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["space.yaml"]
+
+
+def test_tune_resume_with_an_incompatible_space_is_refused(tmp_path, capsys):
+    """A study resumed with a space whose parameter changes kind, scale or choices is refused before any
+    trial (Optuna would fail every new trial with a traceback); a changed range is fine."""
+    optuna = pytest.importorskip("optuna")
+    out = tmp_path / "tune"
+    space_file = tmp_path / "space.yaml"
+    base = ["tune", "ppo", "--env", "CartPole-v1", "--out", out, "--space", space_file, "--max-steps", "256",
+            "--eval-every", "256", "--eval-episodes", "1", "--n-envs", "2", "--no-prune", "--quiet"]
+    space = {"n_steps": {"choices": [64]}, "batch_size": {"choices": [64]}, "n_epochs": None,
+             "net_arch": {"choices": [[16], [32]]}, "lr": {"low": 1e-4, "high": 1e-3, "log": True}}
+    space_file.write_text(yaml.safe_dump(space))
+    code, _, err = run_cli(capsys, *base, "--trials", "1")
+    assert code == 0, err
+    url = f"sqlite:///{(out / 'study.db').resolve()}"
+
+    def trials():
+        return optuna.load_study(study_name="ppo-CartPole-v1", storage=url).trials
+
+    assert [t.state for t in trials()] == [optuna.trial.TrialState.COMPLETE]
+    for changed, needle in [({"lr": {"choices": [1e-4, 1e-3]}}, "'lr'"),
+                            ({"lr": {"low": 1e-4, "high": 1e-3}}, "'lr'"),  # the log scale dropped
+                            ({"n_steps": {"choices": [64, 128]}}, "'n_steps'"),
+                            ({"net_arch": {"choices": [[16], [64]]}}, "'net_arch'"),
+                            ({"n_epochs": {"low": 2, "high": 3}, "max_grad_norm": {"choices": [0.5]}},
+                             "'max_grad_norm'")]:  # n_epochs is new: fine; max_grad_norm was a float range
+        space_file.write_text(yaml.safe_dump({**space, **changed}))
+        code, _, err = run_cli(capsys, *base, "--trials", "2")
+        assert_one_line_error(code, err, needle, "--study")
+        assert [t.state for t in trials()] == [optuna.trial.TrialState.COMPLETE]  # no FAIL trial added
+    # a narrower range of the same kind and scale is fine: the study continues
+    space_file.write_text(yaml.safe_dump({**space, "lr": {"low": 2e-4, "high": 8e-4, "log": True}}))
+    code, _, err = run_cli(capsys, *base, "--trials", "2")
+    assert code == 0, err
+    assert [t.state for t in trials()] == [optuna.trial.TrialState.COMPLETE] * 2
+
+
+def test_param_distribution_is_what_suggest_stores():
+    optuna = pytest.importorskip("optuna")
+    from canter.tools.tune import Param
+
+    params = [Param("a", "int", 2, 8, step=2), Param("b", "float", 1e-4, 1e-2, log=True),
+              Param("c", "float", 0.1, 0.5, step=0.1), Param("d", "categorical", choices=(1, "x", None)),
+              Param("e", "categorical", choices=([16], [32, 32]))]
+    study = optuna.create_study()
+    trial = study.ask()
+    for p in params:
+        p.suggest(trial)
+    for p in params:
+        assert trial.distributions[p.name] == p.distribution(), p.name
+
+
+# -------------------------------------------------------------------------------- canter list
+
+
+def test_list_descriptions_are_complete_sentences(capsys):
+    code, out, err = run_cli(capsys, "list")
+    assert code == 0, err
+    lines = out.split("algorithms:\n", 1)[1].split("\nmodels:", 1)[0].splitlines()
+    assert len(lines) > 10
+    for line in lines:
+        description = line.split(None, 2)[2]
+        assert description.endswith("."), line
+        assert description.count("(") == description.count(")"), line
