@@ -303,3 +303,30 @@ def test_bad_policy_hparams_are_one_line(setting, needle, capsys, tmp_path):
 def test_policy_hparams_need_several_policies(capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "policy_hparams={agent_0: {lr: 1}}"],
                          "needs policies: type or agent")
+
+
+def test_members_of_different_rollout_lengths_resume_exactly_mid_cycle(tmp_path):
+    """agent_1 collects 48 steps per rollout, agent_0 64: at an iteration's end agent_1 is part-way
+    through a rollout, whose rows the checkpoint must keep (they were lost: a short rollout padded
+    with empty rows); a member's episodes are not kept twice (its own list grew for the whole run)."""
+    def interrupt(trainer, losses):
+        if trainer.step >= 256 and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    common = dict(env_kwargs={"n_agents": 2}, policies="agent", seed=5, n_envs=2, n_steps=64, batch_size=64,
+                  n_epochs=1, eval_every=0, max_steps=1024, quiet=True, policy_hparams={"agent_1": {"n_steps": 48}})
+    whole = canter.train("ppo", env=ENV, run_dir=tmp_path / "whole", **common)
+    canter.train("ppo", env=ENV, run_dir=tmp_path / "part", hooks={"after_update": interrupt}, **common)
+    meta = json.loads((tmp_path / "part" / "summary.json").read_text())
+    assert meta["steps"] < 1024
+    resumed = canter.resume(tmp_path / "part")
+    for p in whole.agents:
+        a, b = (x.agents[p].algorithm.modules()["model"].parameters() for x in (whole, resumed))
+        assert all(torch.equal(x, y) for x, y in zip(a, b)), p
+    summaries = [json.loads((tmp_path / r / "summary.json").read_text()) for r in ("whole", "part")]
+    assert summaries[0]["updates"] == summaries[1]["updates"] and summaries[1]["resume_exact"] is True
+    trainer = canter.make_trainer("ppo", ENV, **{k: v for k, v in common.items() if k != "quiet"})
+    for _ in trainer():
+        pass
+    trainer.close()
+    assert all(not m._pending for m in trainer.members.values())

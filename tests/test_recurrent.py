@@ -164,3 +164,20 @@ def test_image_observations_go_through_the_cnn_encoder(tmp_path):
                          batch_size=64, lr=1e-3, eval_every=0, eval_episodes=10, run_dir=tmp_path / "run", quiet=True)
     assert type(agent.algorithm.model.encoder).__name__ == "NatureCNN"
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["last_eval_return"] >= 0.9
+
+
+def test_evaluating_with_another_batch_size_than_predict_starts_from_empty_memory():
+    from canter.envs import make_vec_env
+    from canter.trainers.evaluation import evaluate
+
+    trainer = canter.make_trainer("recurrent_ppo", "CartPole-v1", seed=0, max_steps=256, n_envs=2, n_steps=64)
+    agent = trainer.agent
+    trainer.close()
+    agent.predict(np.zeros((3, 4), np.float32))  # memory for a batch of 3
+    env = make_vec_env("CartPole-v1", 2)
+    result = evaluate(agent, env, 2, seed=0)  # two envs: it multiplied a [1, 3, h] memory by a [1, 2, 1] mask
+    env.close()
+    assert len(result.returns) == 2
+    agent.predict(np.zeros((3, 4), np.float32))
+    agent.begin_episodes(np.array([True, False]))
+    assert agent.memory["predict"] is None  # the next batch (of 2) starts from empty memory

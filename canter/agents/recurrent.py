@@ -31,11 +31,14 @@ class RecurrentAgent(Agent):
 
     def begin_episodes(self, starts: np.ndarray, training: bool = False) -> None:
         """Zero the memory of the envs where ``starts`` (bool ``[B]``) is true."""
-        state = self.memory["sample" if training else "predict"]
+        kind = "sample" if training else "predict"
+        state = self.memory[kind]
+        if state is not None and state[0].shape[1] != len(starts):  # a batch of another size: empty memory
+            self.memory[kind] = state = None
         if state is None or not starts.any():
             return
         keep = torch.from_numpy(~np.asarray(starts, bool)).to(state[0].dtype).view(1, -1, 1)
-        self.memory["sample" if training else "predict"] = (state[0] * keep, state[1] * keep)
+        self.memory[kind] = (state[0] * keep, state[1] * keep)
 
     def predict(self, obs: np.ndarray, episode_start: np.ndarray | None = None) -> np.ndarray:
         """Deterministic actions, advancing the evaluation memory (``episode_start``: zero those rows first)."""

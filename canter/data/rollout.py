@@ -1,6 +1,8 @@
 """On-policy rollout storage (preallocated tensors) and generalised advantage estimation."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -78,6 +80,22 @@ class RolloutBuffer:
     def full(self) -> bool:
         """True when ``n_steps`` vector steps are stored."""
         return self.pos == self.n_steps
+
+    _ARRAYS = ("obs", "actions", "log_probs", "values", "rewards", "terminated", "dones", "valid")
+
+    def state_dict(self) -> dict[str, Any]:
+        """The rows of a rollout in progress (none between rollouts), for an exact resume."""
+        t = self.pos
+        return {"pos": t, **{k: getattr(self, k)[:t].copy() if isinstance(getattr(self, k), np.ndarray)
+                             else getattr(self, k)[:t].clone() for k in self._ARRAYS if t}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` into a buffer of the same shape."""
+        t = int(state["pos"])
+        for k in self._ARRAYS if t else ():
+            dst = getattr(self, k)
+            dst[:t] = state[k] if isinstance(dst, np.ndarray) else torch.as_tensor(np.asarray(state[k]))
+        self.pos = t
 
     def _advantages(self, last_values: torch.Tensor, gamma: float, gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE advantages and returns ``[T, N]``; empties the buffer."""

@@ -107,7 +107,9 @@ class MultiPolicyTrainer(Trainer):
                 actions[p] = m.act(m.obs)
             step = self.env.step(actions)
             for p, m in self.members.items():
-                if m.observe(step.steps[p]):
+                due = m.observe(step.steps[p])
+                m._pending.clear()  # a member's episodes reach the records through this trainer's env, not it
+                if due:
                     stats.update({f"{p}/{k}": v for k, v in m.update().items()})
                     waiting.discard(p)
             self.step = sum(m.step for m in self.members.values())

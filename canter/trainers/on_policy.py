@@ -45,6 +45,15 @@ class OnPolicyTrainer(StepwiseTrainer):
             self.config.n_steps, self.env.num_envs, obs_space.shape, act_shape, obs_dtype, act_dtype
         )
 
+    def data_state(self) -> dict[str, Any]:
+        """A rollout in progress (a multi-policy run's member stops mid-rollout when its ``n_steps``
+        differs from the others'; between rollouts it is empty)."""
+        return {"rollout": self.buffer.state_dict()}
+
+    def load_data_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        if "rollout" in state:
+            self.buffer.load_state_dict(state["rollout"])
+
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Sample exploring actions (their log-probabilities and values are kept for the rollout)."""
         actions, self._obs_t, self._out = self.agent.sample(obs)
