@@ -211,3 +211,67 @@ def test_explorers_report_training_success_rates():
     assert rates and all(r is not None and 0.0 <= r <= 1.0 for r in rates)
     plain = canter.make_trainer("impala", "CartPole-v1", seed=0, max_steps=1000, eval_every=0, eval_episodes=2)
     assert all(r.success_rate is None for r in plain())  # CartPole reports no success
+
+
+@pytest.mark.parametrize("algo", ["impala", "appo"])
+def test_a_divergence_restore_keeps_the_explorer_working_and_publishes_the_restored_weights(algo):
+    trainer = canter.make_trainer(algo, "CartPole-v1", n_envs=2, n_steps=8, max_steps=10**6, eval_every=0, seed=0,
+                                  divergence_guard="restore")
+    algorithm, calls, published = trainer.agent.algorithm, [0], []
+    step, publish = algorithm.step, trainer.publish
+
+    def poisoned(loss):
+        calls[0] += 1
+        return step(loss * float("nan") if calls[0] == 3 else loss)
+
+    algorithm.step = poisoned
+    trainer.publish = lambda: (published.append(trainer.guard.restores), publish())[1]
+    records = [rec for _, rec in zip(range(6), trainer())]  # the queue emptied after the restore: IndexError
+    trainer.close()
+    assert len(records) == 6 and trainer.guard.restores == 1
+    assert 1 in published  # the restored weights went out
+
+
+def test_appo_skips_an_update_on_a_rollout_of_reset_rows_only():
+    trainer = canter.make_trainer("appo", "CartPole-v1", n_envs=1, n_steps=1, max_steps=200, eval_every=0, seed=0)
+    for _ in trainer():  # the row after each episode's end only resets the env: range(0, 0, 0) raised
+        pass
+    trainer.close()
+    assert trainer.step >= 200
+
+
+def test_explorers_reset_ou_noise_at_episode_ends():
+    run, cfg = resolve_config("td3", "Pendulum-v1", hparams={"action_noise": "ou"}, seed=0, n_envs=1)
+    env = make_vec_env(run.env, 1)
+    agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+    resets, reset = [], agent.algorithm.reset_noise
+    agent.algorithm.reset_noise = lambda done: (resets.append(done.clone()), reset(done))[1]
+    Explorer(agent, env, seed=0).rollout(None, version=1, n_steps=205)  # Pendulum ends (truncated) at 200
+    env.close()
+    assert len(resets) == 1 and resets[0].tolist() == [True]
+
+
+def test_noisy_dqn_explorers_explore_with_their_own_noise_not_epsilon():
+    learner, env = _agent("dqn", seed=1, noisy=True)
+    explorer_agent, _ = _agent("dqn", seed=2, noisy=True)
+    Explorer(explorer_agent, env, index=0, count=4)
+    assert explorer_agent.algorithm.epsilon == 0.0  # Ape-X's 0.4 was set on top of the noise
+    load_explorer_weights(explorer_agent, explorer_weights(learner))
+    noise = [[b for n, b in a.algorithm.q.named_buffers() if "eps" in n] for a in (learner, explorer_agent)]
+    assert noise[0] and not all(torch.equal(a, b) for a, b in zip(*noise))  # not the learner's sample
+    env.close()
+
+
+def test_dropped_rollouts_still_end_their_episodes_in_the_reward_statistics():
+    from canter.distributed.trainers import AsyncTrainer
+
+    trainer = canter.make_trainer("impala", "CartPole-v1", n_envs=2, seed=0, normalize_reward=True, max_steps=10**4)
+    seen = []
+    trainer.rewards_of = lambda slot, r: (seen.append(r["version"]), np.zeros(1))[1]
+    results = iter([{"version": -5}, {"version": 0}])  # the first is too old for max_policy_lag 0
+    trainer.pool = type("Pool", (), {"wait": lambda self: (0, next(results)), "submit": lambda self, *a, **k: None})()
+    trainer.receive = lambda rs: None
+    trainer.run.max_policy_lag = 0
+    slot, r = AsyncTrainer.next_fresh_rollout(trainer)
+    trainer.close()
+    assert r["version"] == 0 and seen == [-5, 0] and trainer.dropped == 1

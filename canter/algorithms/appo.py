@@ -54,6 +54,8 @@ class APPO(IMPALA):
             rho_clipped = self.clip_fraction(old_logp, batch, batch.valid.float())
             old_logp, adv, vs = old_logp.reshape(-1)[mask], vt.pg_advantages.reshape(-1)[mask], vt.vs.reshape(-1)[mask]
         n = obs.shape[0]
+        if n == 0:  # every row only reset an env (a tiny rollout): nothing to learn from
+            return {}
         bs = min(c.batch_size, n)
         stats: list[torch.Tensor] = []
         for _ in range(c.n_epochs):

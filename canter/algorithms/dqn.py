@@ -177,7 +177,7 @@ class DQN(EpsilonGreedyTargets, Algorithm):
             if not noisy_layers(self.q):
                 raise CanterError(f"noisy=true needs a model with noisy layers; {type(self.q).__name__} built none")
             self.epsilon = 0.0
-            self._new_noise()
+            self.new_noise()
         self._manual: bool | None = None
         self._rows_cache = np.arange(0)  # see _rows
 
@@ -191,7 +191,7 @@ class DQN(EpsilonGreedyTargets, Algorithm):
                                            deterministic, allowed)
         return ActOutput(torch.from_numpy(actions))
 
-    def _new_noise(self) -> None:
+    def new_noise(self) -> None:
         """NoisyNet: fresh noise for the online and the target network (from the run's generator)."""
         reset_noise(self.q, self.generator)
         reset_noise(self.q_target, self.generator)
@@ -285,7 +285,7 @@ class DQN(EpsilonGreedyTargets, Algorithm):
                 diff, q = self._manual_step(batch.obs, _action_indices(batch.actions), target, weights)
                 return {"loss": float(self._weighted_loss(diff, weights)), "q_mean": float(q.mean())}
         if self.noisy:  # each gradient step its own noise (the target's too: no precomputed values)
-            self._new_noise()
+            self.new_noise()
             next_target = None
         per_sample, priorities, q = self.td_loss(batch, next_target)
         loss = (batch.weights * per_sample).mean()

@@ -34,12 +34,14 @@ def set_exploration(algorithm: Algorithm, index: int, count: int) -> None:
     """Give explorer ``index`` of ``count`` its own exploration.
 
     An algorithm may define ``set_explorer(index, count)``; otherwise one with an ``epsilon``
-    attribute (DQN) gets Ape-X's epsilon, and stochastic policies keep their own noise.
+    attribute (DQN) gets Ape-X's epsilon, except with NoisyNet (its epsilon stays 0: each
+    explorer draws its own noise, :func:`load_explorer_weights`), and stochastic policies keep
+    their own noise.
     """
     hook = getattr(algorithm, "set_explorer", None)
     if hook is not None:
         hook(index, count)
-    elif hasattr(algorithm, "epsilon"):
+    elif hasattr(algorithm, "epsilon") and not getattr(algorithm, "noisy", False):
         algorithm.epsilon = apex_epsilon(index, count)
 
 
@@ -66,6 +68,8 @@ def load_explorer_weights(agent: Agent, weights: dict[str, Any]) -> None:
         modules[name].load_state_dict({k: torch.tensor(v) for k, v in state.items()})
     if agent.obs_rms is not None and weights.get("obs_rms"):
         agent.obs_rms.load_state_dict(weights["obs_rms"])
+    if getattr(agent.algorithm, "noisy", False):  # NoisyNet: the explorer's own noise, not the learner's sample
+        agent.algorithm.new_noise()
 
 
 def nbytes(tree: Any) -> int:
@@ -123,6 +127,7 @@ class Explorer:
             load_explorer_weights(self.agent, weights)
         self.version = version
         agent, env, algorithm = self.agent, self.env, self.agent.algorithm
+        reset_noise = getattr(algorithm, "reset_noise", None)  # per-episode action noise (TD3/DDPG's OU)
         T, N = n_steps, env.num_envs
         obs_space = env.single_observation_space
         obs = np.empty((T, N) + obs_space.shape, dtype=obs_space.dtype)
@@ -152,6 +157,8 @@ class Explorer:
             if value is not None and values is None:
                 values = np.zeros((T, N), np.float32)
             step = env.step(env_actions)
+            if reset_noise is not None and (step.terminated | step.truncated).any():  # TD3/DDPG's OU noise
+                reset_noise(torch.from_numpy(step.terminated | step.truncated))
             obs[t], actions[t] = self.obs, acts
             if logp is not None:
                 log_probs[t] = logp

@@ -84,6 +84,15 @@ class Learner:
         self._lags: list[int] = []
         self._explorer_steps = np.zeros(self.pool.count, np.int64)
 
+    def _iterate(self) -> dict[str, float]:
+        """The trainer's iteration; after the divergence guard restored the last good state, the
+        explorers get the restored weights (they would act on weights the learner no longer has)."""
+        restores = self.guard.restores
+        losses = super()._iterate()
+        if self.guard.restores != restores:
+            self.publish()
+        return losses
+
     def publish(self) -> None:
         """Bump the weights version and hand the weights to the pool (one ``ray.put``)."""
         self.version += 1
@@ -181,18 +190,20 @@ class AsyncTrainer(Learner, Trainer):
         """Learn from the next finished rollout, then give that explorer new work."""
         agent, c = self.agent, self.config
         slot, r = self.next_fresh_rollout()
-        rewards = self.rewards_of(slot, r)
+        rewards = r["scaled_rewards"]
         batch = TrajectoryBatch(
             obs_tensor(agent, r["obs"], 2), torch.from_numpy(r["actions"]), torch.from_numpy(r["log_probs"]),
             torch.from_numpy(rewards), torch.from_numpy(r["terminated"]), torch.from_numpy(r["dones"]),
             torch.from_numpy(r["valid"]), obs_tensor(agent, r["last_obs"], 1),
         )
         self.set_progress()  # the algorithm's schedules, then the run's LR control (lr_decay, plateaus, guard)
-        with self.updating():
-            stats = agent.learn(batch)
-        update_obs_stats(agent, r["obs"], 2)
-        self.publish()
-        self.pool.submit(slot, n_steps=c.n_steps)
+        try:
+            with self.updating():
+                stats = agent.learn(batch)
+            update_obs_stats(agent, r["obs"], 2)
+            self.publish()
+        finally:  # also after a divergence the guard handles: the explorer keeps its queued calls
+            self.pool.submit(slot, n_steps=c.n_steps)
         return {**stats, **self.explorer_stats(), "dropped_rollouts": float(self.dropped)}
 
     def state(self) -> dict[str, Any]:
@@ -213,6 +224,7 @@ class AsyncTrainer(Learner, Trainer):
         while True:
             slot, r = self.pool.wait()
             self.receive([r])
+            r["scaled_rewards"] = self.rewards_of(slot, r)  # every rollout: the per-env returns follow its episodes
             if limit is None or self.version - r["version"] <= limit:
                 return slot, r
             self.dropped += 1
@@ -252,12 +264,14 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
                                 r["dones"])
         update_obs_stats(agent, r["obs"], 2)
         stats: dict[str, float] = {}
-        if self.step >= c.learning_starts and len(self.buffer):
-            self._owed += r["steps"] * c.gradient_steps / c.train_freq
-            updates = int(self._owed)
-            self._owed -= updates
-            if updates:
-                stats = self.train(updates)
-                self.publish()
-        self.pool.submit(slot, n_steps=self.explorer_steps, random=self.step < c.learning_starts)
+        try:
+            if self.step >= c.learning_starts and len(self.buffer):
+                self._owed += r["steps"] * c.gradient_steps / c.train_freq
+                updates = int(self._owed)
+                self._owed -= updates
+                if updates:
+                    stats = self.train(updates)
+                    self.publish()
+        finally:  # also after a divergence the guard handles: the explorer keeps its queued calls
+            self.pool.submit(slot, n_steps=self.explorer_steps, random=self.step < c.learning_starts)
         return {**stats, **self.explorer_stats()}
