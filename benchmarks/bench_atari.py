@@ -118,6 +118,21 @@ def _set_rates(res: dict) -> dict:
     return res
 
 
+def _reproduce(rows: list[dict]) -> str:
+    """The commands that produced ``rows``: ``--pair`` runs (with their seeds and canter's conv
+    precision) for interleaved jobs, ``--job`` runs for the others."""
+    parts = []
+    runs = sorted({(r["algo"], r.get("seed", 1), r.get("conv_precision", "float32"))
+                   for r in rows if r.get("interleaved") and r["lib"] == "canter"})
+    for algo, precision in sorted({(a, p) for a, _, p in runs}, key=lambda ap: (ap[0] != "ppo", ap[1] != "float32")):
+        seeds = " ".join(str(s) for a, s, p in runs if (a, p) == (algo, precision))
+        flag = "" if precision == "float32" else f" --conv-precision {precision}"
+        parts.append(f"`python benchmarks/bench_atari.py --pair {algo} --seed N{flag}` for N in {seeds}")
+    if any(not r.get("interleaved") for r in rows):
+        parts.append("the `--job LIB ALGO` commands (one library after the other) for the rows not marked interleaved")
+    return "; ".join(parts)
+
+
 def pair(algo: str, seed: int, conv_precision: str = "float32") -> list[dict]:
     """canter's and SB3's jobs for ``algo``, run in turns (:func:`_interleave.run_interleaved`):
     each one's ``train_s`` is the part of its turns inside its training loop (canter's evaluation
@@ -189,7 +204,9 @@ def report(rows: list[dict], command: str = "python benchmarks/bench_atari.py --
               "mostly trains), Nature CNN + 512.",
               "- canter collects with ale-py's native (C++, threaded) vector env; SB3 with `DummyVecEnv` of Python "
               "wrappers. The network updates run the same PyTorch convolutions in both.",
-              f"- The issue's goal, canter >= 2x SB3, in this table: {'; '.join(goal)}.",
+              f"- The issue's goal, canter >= 2x SB3, in this table: {'; '.join(goal)}. canter's default is "
+              "float32, as SB3's; `conv_precision=bfloat16` is an opt-in run option that computes the "
+              "convolutions in lower precision (SB3 stays float32 in those pairs).",
               "- Where the time goes: both libraries spend most of the loop in the "
               "same PyTorch convolutions (oneDNN in both). canter's gains come from the native vector env, uint8 "
               "frames stored once, channels-last convolution input for training and plain NCHW for forward "
@@ -208,8 +225,8 @@ def report(rows: list[dict], command: str = "python benchmarks/bench_atari.py --
               "`\"interleaved\": true` ran as a pair in turns (`--pair`): one running while the other was held "
               "stopped, each credited the parts of its turns inside its training loop, so both sampled the "
               "same minutes.",
-              f"- Reproduce: the `--job` commands in `benchmarks/bench_atari.py`, then `{command}` (the jobs "
-              "recorded in `results_atari.jsonl` in that window).",
+              f"- Reproduce: {_reproduce(rows)}, then `{command}` (the jobs recorded in `results_atari.jsonl` "
+              "in that window).",
               f"- Versions: {_versions()}.",
               "- CPU: " + ", ".join(sorted({r.get("cpu", "not recorded (jobs before 2026-11-23 13:30 UTC)")
                                            for r in rows})) + ".",
