@@ -98,33 +98,12 @@ def _stacked(make) -> VecFrameStack:
     return VecFrameStack(DummyVecEnv([make]), STACK, channels_order="last")
 
 
-class _ServeAfterLifeLoss(gym.Wrapper):
-    """Evaluation: after a lost life, FIRE then action 2 (SB3's FireResetEnv presses, which training's
-    EpisodicLifeEnv triggers at the reset after a lost life; rl-zoo3 evaluates through those wrappers)."""
-
-    def reset(self, **kwargs):  # noqa: D102
-        out = self.env.reset(**kwargs)
-        self.lives = self.env.unwrapped.ale.lives()
-        return out
-
-    def step(self, action):  # noqa: D102
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        if 0 < self.env.unwrapped.ale.lives() < self.lives:
-            for press in (1, 2):
-                if terminated or truncated:
-                    break
-                obs, r, terminated, truncated, info = self.env.step(press)
-                reward += r
-        self.lives = self.env.unwrapped.ale.lives()
-        return obs, reward, terminated, truncated, info
-
-
 def _sb3_atari(game: str, training: bool, max_frames: int, gray_first: bool = True) -> VecFrameStack:
     """SB3's AtariWrapper, configured as canter's wrapper path (evaluation: serving after a lost life)."""
     def make() -> gym.Env:
         env = AtariWrapper(_raw(game, max_frames, gray_first), noop_max=NOOP_MAX, frame_skip=SKIP, screen_size=SIZE,
                            terminal_on_life_loss=training, clip_reward=training)
-        return env if training else _ServeAfterLifeLoss(env)
+        return env if training else atari.FireAfterLifeLoss(env)  # serving after a lost life: tested on its own
     return _stacked(make)
 
 

@@ -12,31 +12,15 @@ import yaml
 
 from canter.cli import main
 from canter.errors import CanterError
+from tests.test_cli_errors import assert_one_line_error
+from tests.test_cli_errors import run_cli as _run_cli
 
 TINY = ["--n-envs", "2", "--set", "n_steps=64", "--set", "n_epochs=2", "--eval-episodes", "1", "--quiet"]
 
 
-def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
-    """Run ``canter ARGV`` in-process; return (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, err: str, *needles: str) -> str:
-    """Exit 2, one stderr line starting with 'canter: error:', no traceback, containing every needle."""
-    assert code == 2, f"exit code {code}, stderr: {err!r}"
-    assert "Traceback" not in err, err
-    lines = err.splitlines()
-    assert len(lines) == 1, f"expected exactly one stderr line, got {len(lines)}: {err!r}"
-    assert lines[0].startswith("canter: error:"), lines[0]
-    for needle in needles:
-        assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
-    return lines[0]
+def run_cli(capsys: pytest.CaptureFixture, *argv: object) -> tuple[int, str, str]:
+    """``canter ARGV`` in-process (paths given as they are); (exit code, stdout, stderr)."""
+    return _run_cli(capsys, *map(str, argv))
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
