@@ -216,6 +216,13 @@ def test_trainer_batches_uniform_phases_and_not_prioritized_ones():
     per.agent.learn_phase = lambda *a: pytest.fail("a prioritized buffer must sample step by step")
     list(per())
     assert per.algorithm.updates > 0
+    from canter.trainers.off_policy import PHASE_ROWS
+
+    huge = dict(hp, batch_size=PHASE_ROWS // 4 + 1, buffer_size=PHASE_ROWS, learning_starts=500, train_freq=500)
+    big = canter.make_trainer("dqn", "CartPole-v1", hparams={**huge, "gradient_steps": 4}, **common)
+    big.agent.learn_phase = lambda *a: pytest.fail("a phase of more than PHASE_ROWS rows is drawn step by step")
+    list(big())  # (10,000 x 128 rows at once took 3 GB)
+    assert big.algorithm.updates > 0 and big.algorithm.updates % 4 == 0
 
 
 def test_denormals_are_flushed_during_updates_only():

@@ -69,6 +69,11 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
     return (FrameStackReplay if frame_stack else ReplayBuffer)(*args, **kwargs)
 
 
+#: the most rows a training phase draws at once (phase batching); larger phases (huge batches) draw
+#: minibatch by minibatch, as a phase of batch 10,000 x 128 steps took 3 GB at once
+PHASE_ROWS = 1 << 16
+
+
 class OffPolicyTrainer(StepwiseTrainer):
     """Each iteration collects ``train_freq`` env steps, then takes ``gradient_steps`` updates.
 
@@ -183,7 +188,7 @@ class OffPolicyTrainer(StepwiseTrainer):
         if self._buffer_progress is not None:
             self._buffer_progress(self.step, self.run.max_steps)
         with self.updating():  # matmul precision and denormal flushing for the updates only
-            if self._phase_batching and gradient_steps > 1:
+            if self._phase_batching and 1 < gradient_steps and c.batch_size * gradient_steps <= PHASE_ROWS:
                 # uniform replay: one draw of all the phase's minibatches is distributed exactly like
                 # ``gradient_steps`` separate draws, and lets the algorithm batch its target pass
                 batch = agent.prepare_replay_batch(buf.sample(c.batch_size * gradient_steps))
