@@ -7,8 +7,8 @@ online network's choice with ``double_q``), shifted by the reward and shrunk by 
 ``r + discount * (1 - terminated) * z_j`` clipped to ``[v_min, v_max]``, and projected back onto
 the atoms (each shifted atom's probability split between its two neighbours in proportion to
 closeness, :func:`categorical_projection`). The loss is the cross-entropy of the online
-distribution of the taken action against it, which is also the prioritized-replay priority (as in
-Rainbow). With ``noisy``, ``dueling``, ``n_step``, ``prioritized`` and ``double_q`` this is the
+distribution of the taken action against it, which is also the prioritized-replay priority (as
+Dopamine's; Rainbow's KL divergence differs from it by the target's entropy). With ``noisy``, ``dueling``, ``n_step``, ``prioritized`` and ``double_q`` this is the
 Rainbow agent of Hessel et al. 2018. The rest is :class:`~canter.algorithms.dqn.DQN`'s.
 """
 from __future__ import annotations
