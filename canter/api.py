@@ -203,6 +203,9 @@ def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: li
                           f"(write one with: canter collect RUN_DIR --out PATH)")
     if run.explorers:
         raise CanterError(f"{run.algo} learns from a dataset and takes no explorers; drop --explorers")
+    if run.monitor == "rolling" and (run.early_stopping or run.plateau_patience):
+        raise CanterError("an offline run plays no training episodes, so there is no rolling return to monitor: "
+                          "set monitor=eval")
     data = TransitionDataset.load(run.dataset)
     if data.env_id != run.env:
         raise CanterError(f"dataset '{run.dataset}' was collected on {data.env_id}, not {run.env}; "

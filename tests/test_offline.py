@@ -118,6 +118,41 @@ def test_replay_of_several_envs_becomes_whole_episodes(tmp_path):
     assert data.info["partial_episode_transitions_left_out"] > 0
     _assert_whole_episodes_in_order(data)
 
+def test_replay_cut_by_an_inexact_resume_keeps_whole_episodes(tmp_path):
+    """async envs cannot be saved: the resume starts fresh episodes, and the episode in progress at the
+    checkpoint ends without an end; it was glued to the next one."""
+    run = tmp_path / "dqn"
+    kw = dict(seed=0, n_envs=1, vectorization="async", buffer_size=5000, learning_starts=100, train_freq=4,
+              gradient_steps=1, net_arch=[8], eval_every=0, eval_episodes=1, eval_envs=1)
+    canter.train("dqn", env="CartPole-v1", run_dir=run, max_steps=310, **kw)
+    canter.resume(run, max_steps=620)
+    assert json.loads((run / "summary.json").read_text())["resume_exact"] is False
+    data = from_replay(run)
+    assert data.info["partial_episode_transitions_left_out"] > 0
+    _assert_whole_episodes_in_order(data)
+
+
+def test_an_ape_x_runs_sharded_replay_becomes_a_dataset(tmp_path):
+    from canter.api import _with_run_dir
+    from canter.distributed.explorer import Explorer
+    from canter.distributed.pool import LocalPool
+    from canter.distributed.trainers import ApeXTrainer
+    from canter.envs import make_vec_env
+
+    run, cfg = resolve_config("dqn", "CartPole-v1", max_steps=600, eval_every=0, eval_episodes=1, eval_envs=1,
+                              n_envs=1, hparams=dict(buffer_size=300, learning_starts=100, net_arch=[8]))
+    env, eval_env = make_vec_env(run.env, 1, "sync"), make_vec_env(run.env, 1, "sync")
+    agent = make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+    trainer = ApeXTrainer(agent, LocalPool(Explorer(agent, env, seed=0, per_explorer_exploration=False)), eval_env, run)
+    driver = _with_run_dir(trainer, run, cfg, tmp_path / "apex", True, None)
+    for _ in driver():
+        pass
+    driver.close()
+    data = from_replay(tmp_path / "apex")  # its buffer is one shard per explorer: KeyError 'capacity'
+    assert len(data) > 0 and data.info["episodes"] > 0
+    _assert_whole_episodes_in_order(data)
+
+
 def test_an_off_policy_runs_replay_buffer_becomes_a_dataset(tmp_path, expert, capsys):
     run = tmp_path / "dqn"
     canter.train("dqn", env="CartPole-v1", run_dir=run, seed=0, max_steps=3000, buffer_size=1000, learning_starts=500,
@@ -359,6 +394,8 @@ def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypa
     (["collect", "--env", "CartPole-v1", "--out", "NEW", "--transitions", "0"], ["--transitions must be >= 1"]),
     (["collect", "--env", "CartPol-v1", "--out", "NEW"], ["CartPole-v1"]),
     (["collect", "--env", "CartPole-v1", "--out", "NODIR/x"], ["does not exist"]),
+    (["train", "bc", "--dataset", "DATA", "--set", "monitor=rolling", "--set", "early_stopping=2", "--quiet"],
+     ["no rolling return", "monitor=eval"]),
     (["collect", "--env", "CartPole-v1", "--out", "."], ["--out needs a file name"]),
     (["collect", "--env", "CartPole-v1", "--out", ""], ["--out needs a file name"]),
 ])

@@ -151,9 +151,6 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     are the env's (a run that normalised rewards scaled them when sampling; older canter runs stored
     them scaled, which ``info["reward_scaled"]`` says)."""
     from canter.api import load
-    from canter.data.framestack import FrameStackReplay
-    from canter.data.replay import ReplayBuffer
-    from canter.envs.atari import is_atari
 
     agent = load(run_dir)  # a clear error for anything that is not a canter run
     check_dataset_agent(agent, f"run '{run_dir}'")
@@ -163,8 +160,36 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     if saved is None:
         raise CanterError(f"run '{run_dir}' kept no replay buffer in checkpoints/last (only off-policy runs do)")
     obs_space, act_space = agent.observation_space, agent.action_space
-    discrete = isinstance(act_space, gym.spaces.Discrete)
     env_id = agent.run_config.env
+    # an Ape-X run's buffer is one shard per explorer (canter.data.sharded), each its own streams
+    parts = [_whole_transitions(shard, obs_space, act_space, env_id) for shard in saved.get("shards", [saved])]
+    held = sum(n for _, _, n in parts)
+    parts = [(batch, truncated) for batch, truncated, _ in parts if batch is not None]
+    if not parts:
+        raise CanterError(f"the replay buffer of run '{run_dir}' holds no complete episode")
+    obs, actions, rewards, next_obs, terminated = (np.concatenate([getattr(b, k).numpy() for b, _ in parts])
+                                                   for k in ("obs", "actions", "rewards", "next_obs", "terminated"))
+    truncated = np.concatenate([t for _, t in parts])
+    info = {"policy": "replay", "run": str(run_dir), "algorithm": meta.get("algorithm"), "checkpoint_step":
+            meta.get("step"), "episodes": int((terminated.astype(bool) | truncated).sum()),
+            "partial_episode_transitions_left_out": held - len(rewards),
+            "reward_scaled": bool(getattr(agent.algorithm.config, "normalize_reward", False))
+            and not state["trainer"].get("rewards_raw", False)}
+    return TransitionDataset(
+        obs=obs, actions=np.asarray(agent.to_env_actions(actions)).reshape(len(rewards), *act_space.shape),
+        rewards=rewards, next_obs=next_obs, terminated=terminated.astype(bool), truncated=truncated, env_id=env_id,
+        observation_space=obs_space, action_space=act_space, info=info)
+
+
+def _whole_transitions(saved: dict[str, Any], obs_space: gym.Space, act_space: gym.Space,
+                       env_id: str) -> tuple[Any, np.ndarray | None, int]:
+    """One saved replay buffer's whole episodes: ``(one-step transitions or None, truncated flags,
+    the number of transitions it held)``."""
+    from canter.data.framestack import FrameStackReplay
+    from canter.data.replay import ReplayBuffer
+    from canter.envs.atari import is_atari
+
+    discrete = isinstance(act_space, gym.spaces.Discrete)
     buffer = (FrameStackReplay if is_atari(env_id) else ReplayBuffer)(
         int(saved["capacity"]), obs_space.shape, () if discrete else (int(np.prod(act_space.shape)),),
         obs_dtype=obs_space.dtype, act_dtype=np.int64 if discrete else np.float32, n_envs=int(saved["n_envs"]))
@@ -172,33 +197,32 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     held = buffer.chronological_indices()
     idx = _whole_episodes(held, buffer)
     if not len(idx):
-        raise CanterError(f"the replay buffer of run '{run_dir}' holds no complete episode")
+        return None, None, len(held)
     batch = buffer.transitions(idx)  # one-step transitions: the buffer was rebuilt with n_step 1
     truncated = buffer.done.reshape(-1)[idx] & ~buffer.terminated.reshape(-1)[idx]
-    ends = buffer.done.reshape(-1)[idx]
-    info = {"policy": "replay", "run": str(run_dir), "algorithm": meta.get("algorithm"), "checkpoint_step":
-            meta.get("step"), "episodes": int(ends.sum()), "partial_episode_transitions_left_out": len(held) - len(idx),
-            "reward_scaled": bool(getattr(agent.algorithm.config, "normalize_reward", False))
-            and not state["trainer"].get("rewards_raw", False)}
-    return TransitionDataset(
-        obs=batch.obs.numpy(), actions=np.asarray(agent.to_env_actions(batch.actions.numpy())).reshape(
-            len(idx), *act_space.shape), rewards=batch.rewards.numpy(), next_obs=batch.next_obs.numpy(),
-        terminated=batch.terminated.numpy().astype(bool), truncated=truncated, env_id=env_id,
-        observation_space=obs_space, action_space=act_space, info=info)
+    return batch, truncated, len(held)
 
 
 def _whole_episodes(idx: np.ndarray, buffer: Any) -> np.ndarray:
-    """``idx`` (a buffer's chronological indices, env by env) cut to whole episodes: each env's stream
-    from its first episode start to its last episode end. Once the ring has wrapped, a stream's oldest
-    row is usually inside an episode whose start was overwritten, so it begins after its first end."""
+    """``idx`` (a buffer's chronological indices, env by env) cut to whole episodes. Left out: once the
+    ring has wrapped, each env's oldest episode (its start was usually overwritten); each env's
+    unfinished last episode; and an episode cut off without an end, where a reset-only row follows
+    a row that did not end it (a resume that could not restore the env started fresh episodes)."""
     done = buffer.done.reshape(-1)[idx]
     env = idx % buffer.n_envs
     keep = np.zeros(len(idx), bool)
     for e in range(buffer.n_envs):
         where = np.flatnonzero(env == e)  # one contiguous run, oldest first
-        ends = where[done[where]]
-        if len(ends):
-            keep[(ends[0] + 1 if buffer.full else where[0]):ends[-1] + 1] = True
+        if not len(where):
+            continue
+        rows = idx[where] // buffer.n_envs
+        cut = np.zeros(len(where), bool)
+        cut[:-1] = ((rows[1:] - rows[:-1]) % buffer.length != 1) & ~done[where[:-1]]  # a skipped row, no end
+        start = 0
+        for k, b in enumerate(np.flatnonzero(done[where] | cut)):
+            if done[where[b]] and not (k == 0 and buffer.full):
+                keep[where[start:b + 1]] = True
+            start = b + 1
     return idx[keep]
 
 
