@@ -341,6 +341,28 @@ def test_cli_collect_then_train_bc(tmp_path, expert, capsys):
     assert len(ax.lines[0].get_xdata()) >= 1
 
 
+@pytest.mark.parametrize("store", ["canter", "minari"])
+def test_a_dataset_keeps_its_envs_kwargs_and_an_offline_run_evaluates_there(tmp_path, monkeypatch, store):
+    """Data collected with env_kwargs (another reward, a shorter time limit) evaluate on that env, not
+    on the id's default (the kwargs were dropped on save, Minari export and import)."""
+    kwargs = {"sutton_barto_reward": True, "max_episode_steps": 10}
+    data = collect("CartPole-v1", 300, None, seed=0, env_kwargs=kwargs)
+    if store == "minari":
+        pytest.importorskip("minari")
+        monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+        data.to_minari("cartpole/kwargs-v0")
+        path = "minari:cartpole/kwargs-v0"
+    else:
+        path = str(data.save(tmp_path / "data"))
+    assert TransitionDataset.load(path).env_kwargs == kwargs
+    trainer = canter.make_trainer("bc", None, dataset=path, max_steps=10, eval_every=10, eval_episodes=2)
+    result = trainer.evaluate()
+    trainer.close()
+    assert trainer.run.env_kwargs == kwargs and max(result.lengths) <= 10 and max(result.returns) <= 0
+    with pytest.raises(CanterError, match="collected with env_kwargs"):
+        canter.make_trainer("bc", None, dataset=path, env_kwargs={"max_episode_steps": 50})
+
+
 def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypatch, capsys):
     """A Minari dataset (the Farama standard: episodes of T + 1 observations) written from a canter
     dataset's complete episodes reads back as the same transitions, and trains like one."""

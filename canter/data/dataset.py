@@ -9,6 +9,7 @@ learns from it. ``canter collect`` writes one from a trained run or a random pol
 """
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,9 @@ class TransitionDataset:
     observation_space: gym.Space
     action_space: gym.Space
     info: dict[str, Any] = field(default_factory=dict)
+    #: the ``gymnasium.make`` keyword arguments of the env the data came from (an offline run
+    #: evaluates on the same env)
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
     #: the ``checkpoint_id`` of the file it was loaded from or last saved to (None before that): an
     #: offline run records it, so ``--resume`` can refuse a dataset rewritten since
     dataset_id: str | None = None
@@ -87,6 +91,7 @@ class TransitionDataset:
             "observation_space": space_to_dict(self.observation_space),
             "action_space": space_to_dict(self.action_space),
             "canter_version": canter_version(), "git_commit": git_commit(), "info": self.info,
+            "env_kwargs": self.env_kwargs,
         }
         base = save_checkpoint(path, state, meta)
         self.dataset_id = read_metadata(base)["checkpoint_id"]
@@ -118,11 +123,20 @@ class TransitionDataset:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # Minari asks for an author, a description, ...
             try:
-                minari.create_dataset_from_buffers(dataset_id, buffers, env=self.env_id, data_format="arrow",
+                minari.create_dataset_from_buffers(dataset_id, buffers, env=self._env_spec(), data_format="arrow",
                                                    algorithm_name=str(self.info.get("algorithm") or
                                                                       self.info.get("policy") or "unknown"))
             except ValueError as exc:  # an existing id, a malformed one
                 raise CanterError(f"cannot write Minari dataset '{dataset_id}': {exc}") from None
+
+    def _env_spec(self) -> Any:
+        """The env id, or with ``env_kwargs`` the gymnasium spec that carries them (for Minari)."""
+        if not self.env_kwargs:
+            return self.env_id
+        kwargs = dict(self.env_kwargs)
+        spec = gym.spec(self.env_id)
+        steps = kwargs.pop("max_episode_steps", spec.max_episode_steps)
+        return dataclasses.replace(spec, kwargs={**spec.kwargs, **kwargs}, max_episode_steps=steps)
 
     @classmethod
     def load(cls, path: str | Path) -> TransitionDataset:
@@ -139,7 +153,8 @@ class TransitionDataset:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CanterError(f"dataset {base} is corrupt: {exc!r}") from None
         return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
-                   info=dict(meta.get("info") or {}), dataset_id=meta.get("checkpoint_id"))
+                   info=dict(meta.get("info") or {}), env_kwargs=dict(meta.get("env_kwargs") or {}),
+                   dataset_id=meta.get("checkpoint_id"))
 
 
 def from_replay(run_dir: str | Path) -> TransitionDataset:
@@ -178,7 +193,8 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     return TransitionDataset(
         obs=obs, actions=np.asarray(agent.to_env_actions(actions)).reshape(len(rewards), *act_space.shape),
         rewards=rewards, next_obs=next_obs, terminated=terminated.astype(bool), truncated=truncated, env_id=env_id,
-        observation_space=obs_space, action_space=act_space, info=info)
+        observation_space=obs_space, action_space=act_space, info=info,
+        env_kwargs=dict(agent.run_config.env_kwargs or {}))
 
 
 def _whole_transitions(saved: dict[str, Any], obs_space: gym.Space, act_space: gym.Space,
@@ -262,13 +278,30 @@ def minari_exists(dataset_id: str) -> bool:
     return _load_minari(dataset_id, missing_ok=True) is not None
 
 
-def _minari_env(data: Any) -> str:
-    """The env id a Minari dataset evaluates on: its eval env, else the env it was collected on."""
+def _minari_spec(data: Any) -> Any:
+    """The env spec a Minari dataset evaluates on: its eval env, else the env it was collected on."""
     eval_spec = data.storage.metadata.get("eval_env_spec")  # a JSON EnvSpec, when the dataset names one
     spec = gym.envs.registration.EnvSpec.from_json(eval_spec) if isinstance(eval_spec, str) else data.spec.env_spec
     if spec is None:
         raise CanterError(f"Minari dataset '{data.spec.dataset_id}' records no env; canter evaluates on one")
-    return str(spec.id)
+    return spec
+
+
+def _minari_env(data: Any) -> str:
+    """The env id a Minari dataset evaluates on."""
+    return str(_minari_spec(data).id)
+
+
+def _spec_kwargs(spec: Any) -> dict[str, Any]:
+    """What a recorded env spec sets beyond its id's registered defaults (``gymnasium.make`` kwargs)."""
+    try:
+        registered = gym.spec(spec.id)
+    except gym.error.Error:  # an env this machine does not register: everything the spec says
+        return {**spec.kwargs, "max_episode_steps": spec.max_episode_steps}
+    kwargs = {k: v for k, v in spec.kwargs.items() if registered.kwargs.get(k, object()) != v}
+    if spec.max_episode_steps != registered.max_episode_steps:
+        kwargs["max_episode_steps"] = spec.max_episode_steps
+    return kwargs
 
 
 def from_minari(dataset_id: str) -> TransitionDataset:
@@ -298,7 +331,9 @@ def from_minari(dataset_id: str) -> TransitionDataset:
     arrays["next_obs"] = arrays["next_obs"].astype(obs_space.dtype, copy=False)
     info = {"source": MINARI_PREFIX + dataset_id, "algorithm": data.storage.metadata.get("algorithm_name"), "episodes": len(returns),
             "mean_return": float(np.mean(returns))}
-    return TransitionDataset(**arrays, env_id=_minari_env(data), observation_space=obs_space, action_space=act_space,
+    spec = _minari_spec(data)
+    return TransitionDataset(**arrays, env_id=str(spec.id), env_kwargs=_spec_kwargs(spec),
+                             observation_space=obs_space, action_space=act_space,
                              info=info)
 
 
@@ -393,7 +428,7 @@ def collect(
     arrays = {k: v[:transitions] for k, v in arrays.items()}
     policy = {"policy": "random"} if agent is None else {"policy": "agent", "epsilon": epsilon}
     data = TransitionDataset(**arrays, env_id=env_id, observation_space=obs_space, action_space=act_space,
-                             info={**policy, "seed": seed, **(info or {})})
+                             info={**policy, "seed": seed, **(info or {})}, env_kwargs=dict(env_kwargs or {}))
     returns = data.episode_returns()
     data.info.update(episodes=len(returns), mean_return=float(returns.mean()) if len(returns) else None)
     return data
