@@ -391,13 +391,6 @@ def preset_path(algo: str, env: str) -> Path:
     return Path(__file__).parent / "configs" / algo / f"{env.replace('/', '-').replace(':', '-')}.yaml"
 
 
-def dataset_env(path: str | Path) -> str:
-    """The env id a dataset was collected on (read from its JSON metadata only)."""
-    from canter.data.dataset import read_dataset_metadata
-
-    return str(read_dataset_metadata(path).get("env"))
-
-
 def parse_set(item: str) -> tuple[str, str]:
     """Split one ``--set key=value`` item."""
     key, sep, value = item.partition("=")
@@ -432,7 +425,10 @@ def resolve_config(
     env_id = sets_dict.get("env") or env or file_data.get("env") or run_overrides.pop("env", None)
     if not env_id:  # an offline run: the dataset knows its env
         dataset = sets_dict.get("dataset") or run_overrides.get("dataset") or file_data.get("dataset")
-        env_id = dataset_env(dataset) if isinstance(dataset, (str, Path)) and dataset else None
+        if isinstance(dataset, (str, Path)) and dataset:  # its JSON metadata (the arrays are not read)
+            from canter.data.dataset import read_dataset_metadata
+
+            env_id = str(read_dataset_metadata(dataset).get("env"))
     if not env_id:
         raise CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1)")
     if not isinstance(env_id, str) or not env_id.isprintable():

@@ -1,4 +1,4 @@
-"""Argument parsing for ``canter tune|plot|benchmark|report`` (the logic lives in the tool modules)."""
+"""Argument parsing for ``canter tune|plot|benchmark|report|collect`` (the logic lives in the tool modules)."""
 from __future__ import annotations
 
 import argparse
@@ -115,4 +115,12 @@ def cmd_report(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"tune": cmd_tune, "plot": cmd_plot, "benchmark": cmd_benchmark, "report": cmd_report}
+def cmd_collect(argv: list[str]) -> int:
+    """``canter collect`` (:mod:`canter.tools.collect`)."""
+    from canter.tools.collect import cmd_collect as run
+
+    return run(argv)
+
+
+COMMANDS = {"tune": cmd_tune, "plot": cmd_plot, "benchmark": cmd_benchmark, "report": cmd_report,
+            "collect": cmd_collect}

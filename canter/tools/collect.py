@@ -1,0 +1,106 @@
+"""``canter collect``: write a dataset of transitions for offline training (:mod:`canter.data.dataset`)."""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from canter.errors import CanterError
+
+
+def _collect_parser() -> argparse.ArgumentParser:
+    from canter.cli import _Parser
+
+    p = _Parser(prog="canter collect", description="Write a dataset of transitions for offline training (bc, cql, "
+                "td3bc): a run's deterministic policy, each action random with probability --epsilon, a uniform "
+                "random policy when no run is given, or (--from-replay) the replay buffer an off-policy run saved.")
+    p.add_argument("run_dir", nargs="?", help="run directory or checkpoint whose policy acts (default: random actions)")
+    p.add_argument("--out", required=True, help="dataset path; writes PATH.safetensors and PATH.json (minari:ID: a "
+                   "local Minari dataset, the complete episodes; needs the 'offline' extra)")
+    p.add_argument("--env", help="env id (default: the run's env; required without a run)")
+    p.add_argument("--transitions", type=int, help="transitions to collect (default 50000)")
+    p.add_argument("--epsilon", type=float, help="probability of a random action instead of the policy's (default 0)")
+    p.add_argument("--seed", type=int, help="seed of the env and the random actions (default 0)")
+    p.add_argument("--from-replay", dest="from_replay", action="store_true",
+                   help="write the replay buffer an off-policy run saved (checkpoints/last) instead of running a policy")
+    return p
+
+
+def _check_collect_args(args: argparse.Namespace) -> None:
+    """One-line errors for bad ``canter collect`` arguments; fills in the defaults."""
+    if args.from_replay:
+        given = [f for f, v in (("--env", args.env), ("--transitions", args.transitions), ("--epsilon", args.epsilon),
+                                ("--seed", args.seed)) if v is not None]
+        if args.run_dir is None or given:
+            raise CanterError("--from-replay takes a run directory and --out only" + (
+                f"; drop {', '.join(given)}" if given else ": canter collect RUN_DIR --from-replay --out PATH"))
+    elif args.run_dir is None and not args.env:
+        raise CanterError("give a run directory whose policy acts, or --env ENV for uniform random actions")
+    args.transitions = 50_000 if args.transitions is None else args.transitions
+    args.epsilon = 0.0 if args.epsilon is None else args.epsilon
+    args.seed = 0 if args.seed is None else args.seed
+    if args.transitions < 1:
+        raise CanterError(f"--transitions must be >= 1, got {args.transitions}")
+    if not 0.0 <= args.epsilon <= 1.0:
+        raise CanterError(f"--epsilon must be between 0 and 1, got {args.epsilon}")
+    if not 0 <= args.seed < 2**32:
+        raise CanterError(f"--seed must be between 0 and 2**32 - 1, got {args.seed}")
+
+
+def _collect_destination(out: str) -> tuple[str | None, Any]:
+    """``(minari_id, None)`` for ``minari:ID``, else ``(None, checkpoint base path)``; refuses to overwrite."""
+    from canter.checkpoint import checkpoint_base
+    from canter.data.dataset import MINARI_PREFIX, minari_exists
+
+    if out.startswith(MINARI_PREFIX):
+        minari_id = out[len(MINARI_PREFIX):]
+        if minari_exists(minari_id):
+            raise CanterError(f"Minari dataset '{minari_id}' already exists; choose another --out")
+        return minari_id, None
+    name = os.path.basename(out)
+    if not name or name in (".", ".."):
+        raise CanterError(f"--out needs a file name (the dataset's .safetensors and .json are named after it), "
+                          f"got '{out}'; e.g. --out data/cartpole")
+    base = checkpoint_base(out)
+    for existing in (base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")):
+        if existing.exists():
+            raise CanterError(f"'{existing}' already exists; choose another --out")
+    if not base.absolute().parent.is_dir():
+        raise CanterError(f"--out: directory '{base.absolute().parent}' does not exist")
+    return None, base
+
+
+def cmd_collect(argv: list[str]) -> int:
+    """``canter collect [RUN_DIR] --out PATH [--env ENV] [--transitions N] [--epsilon E] [--seed S] [--from-replay]``"""
+    args = _collect_parser().parse_args(argv)
+    _check_collect_args(args)
+    minari_id, base = _collect_destination(args.out)
+    from canter.data.dataset import collect, from_replay
+
+    if args.from_replay:
+        data = from_replay(args.run_dir)
+    elif args.run_dir is None:
+        data = collect(args.env, args.transitions, None, seed=args.seed)
+    else:
+        from canter.api import find_checkpoint
+
+        from canter.data.dataset import check_dataset_agent
+
+        from canter.cli import _load_for_env
+
+        agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
+        check_dataset_agent(agent, f"run '{args.run_dir}'")
+        meta = getattr(agent, "metadata", {}) or {}
+        source = {"checkpoint": str(find_checkpoint(args.run_dir)), "algorithm": meta.get("algorithm"),
+                  "checkpoint_step": meta.get("step")}
+        data = collect(env_id, args.transitions, agent, epsilon=args.epsilon, seed=args.seed, env_kwargs=env_kwargs,
+                       info=source)
+    if minari_id is not None:
+        data.to_minari(minari_id)
+    else:
+        data.save(base)
+    mean = data.info.get("mean_return")
+    where = args.out if minari_id is not None else f"{base}.safetensors"
+    print(f"wrote {len(data):,} transitions of {data.env_id} ({data.info['episodes']} complete episodes, mean return "
+          f"{'n/a' if mean is None else f'{mean:.2f}'}) to {where}")
+    return 0
