@@ -248,3 +248,15 @@ def test_clipping_that_saw_a_finite_norm_spares_the_guard_a_pass_and_nothing_els
     assert not opt.grads_known_finite()
     with pytest.raises(Divergence):
         opt.step()
+
+
+def test_huge_but_finite_values_are_not_divergence():
+    """The finiteness test took L2 norms, which overflow to inf past ~1.8e19 in float32: the guard then
+    found no culprit and raised StopIteration instead of letting training go on."""
+    from canter.trainers.guard import _all_finite, _GradCheck
+
+    assert _all_finite([torch.tensor([3e19, 3e19]), torch.ones(3)])
+    assert not _all_finite([torch.tensor([1.0, float("nan")])]) and not _all_finite([torch.tensor([float("inf")])])
+    check = _GradCheck([torch.zeros(2, dtype=torch.float64)])  # not float32: the per-tensor path
+    assert not check.fused and check([torch.tensor([1e160, 1.0], dtype=torch.float64)])
+    assert not check([torch.tensor([float("nan")], dtype=torch.float64)])

@@ -330,3 +330,26 @@ def test_members_of_different_rollout_lengths_resume_exactly_mid_cycle(tmp_path)
         pass
     trainer.close()
     assert all(not m._pending for m in trainer.members.values())
+
+
+def test_a_members_divergence_names_its_policy_at_the_runs_step(monkeypatch):
+    import tests.mixed_agents as mixed
+    from canter.trainers.guard import TrainingDiverged
+
+    step = mixed.MixedAgents.step
+
+    def poisoned(self, actions):  # the speaker's reward is NaN on the 40th step
+        obs, rew, term, trunc, info = step(self, actions)
+        self.n = getattr(self, "n", 0) + 1
+        if self.n == 40:
+            rew = {a: float("nan") if a.startswith("speaker") else r for a, r in rew.items()}
+        return obs, rew, term, trunc, info
+
+    monkeypatch.setattr(mixed.MixedAgents, "step", poisoned)
+    trainer = canter.make_trainer("ppo", MIXED, policies="type", n_envs=1, n_steps=16, batch_size=16, n_epochs=1,
+                                  max_steps=400, eval_every=0, eval_episodes=1, target_reward=None)
+    with pytest.raises(TrainingDiverged, match="policy 'speaker'") as err:
+        for _ in trainer():
+            pass
+    trainer.close()
+    assert err.value.step == sum(m.step for m in trainer.members.values())  # the run's count, not the speaker's

@@ -455,3 +455,20 @@ def test_env_state_round_trip_continues_identically(env_id, mode):
             np.testing.assert_array_equal(x, y)
     env.close()
     fresh.close()
+
+
+def test_a_stop_signal_in_the_last_iteration_leaves_a_finished_run(tmp_path):
+    """Ctrl-C arriving in the iteration that reaches max_steps: the run is finished (max_steps), not
+    interrupted, so a resume is refused instead of running one more iteration past the budget."""
+    def signal_at_the_end(trainer, losses):  # what Run's handler does on a first Ctrl-C / SIGTERM
+        if trainer.step >= trainer.run.max_steps:
+            trainer.stop_requested = "interrupted"
+
+    run_dir = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, n_envs=2, n_steps=16, batch_size=32, n_epochs=1,
+                 max_steps=128, eval_every=64, eval_episodes=1, tensorboard=False, target_reward=None,
+                 hooks={"after_update": signal_at_the_end})
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 128 and summary["stop_reason"] == "max_steps"
+    with pytest.raises(CanterError, match="already finished"):
+        canter.resume(run_dir)

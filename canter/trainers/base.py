@@ -358,8 +358,10 @@ class Trainer:
                 result, new_best = self._evaluation()
                 while self._next_eval is not None and self._next_eval <= self.step:
                     self._next_eval += self.run.eval_every
-            reason = self.stop_requested or self.hooks.should_stop(self)
-            if reason is not None and result is None and self.eval_env is not None and not self.stop_requested:
+            # a budget or target met in this iteration wins over a stop signal that came in it: the run
+            # is finished (a resume would otherwise take one more iteration past max_steps)
+            reason = self.hooks.should_stop(self) or self.stop_requested
+            if reason is not None and result is None and self.eval_env is not None and reason != "interrupted":
                 # training ends here (time budget, a callback): evaluate the final policy, as at max_steps.
                 # Not after Ctrl-C: that stops promptly and an evaluation would change the resumed run
                 result, new_best = self._evaluation()

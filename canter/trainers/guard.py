@@ -49,7 +49,9 @@ def _all_finite(tensors: list[torch.Tensor]) -> bool:
     """True when no tensor holds NaN or inf (read-only; for parameters)."""
     if not tensors:
         return True
-    norms = torch._foreach_norm(tensors)  # one pass, no copies; inf/nan anywhere makes a norm non-finite
+    # one pass, no copies: the largest magnitude of each (the L2 norm overflowed to inf for finite values
+    # past ~1.8e19 in float32); inf or NaN anywhere makes it non-finite
+    norms = torch._foreach_norm(tensors, math.inf)
     return bool(torch.stack(norms).isfinite().all())
 
 

@@ -28,6 +28,7 @@ from canter.envs.multiagent_views import MultiPolicyVecEnv
 from canter.errors import CanterError
 from canter.schedules import LRControl
 from canter.trainers.base import StepwiseTrainer, Trainer
+from canter.trainers.guard import Divergence
 
 
 class LRGroup:
@@ -107,11 +108,15 @@ class MultiPolicyTrainer(Trainer):
                 actions[p] = m.act(m.obs)
             step = self.env.step(actions)
             for p, m in self.members.items():
-                due = m.observe(step.steps[p])
-                m._pending.clear()  # a member's episodes reach the records through this trainer's env, not it
-                if due:
-                    stats.update({f"{p}/{k}": v for k, v in m.update().items()})
-                    waiting.discard(p)
+                try:
+                    due = m.observe(step.steps[p])
+                    m._pending.clear()  # a member's episodes reach the records through this trainer's env
+                    if due:
+                        stats.update({f"{p}/{k}": v for k, v in m.update().items()})
+                        waiting.discard(p)
+                except Divergence as err:  # found by the member's guard: named by policy, at the run's step
+                    raise Divergence(f"{err.quantity} of policy '{p}'",
+                                     sum(member.step for member in self.members.values())) from None
             self.step = sum(m.step for m in self.members.values())
             self.record_episodes()
             self.obs = step.obs
