@@ -272,6 +272,6 @@ def test_dropped_rollouts_still_end_their_episodes_in_the_reward_statistics():
     trainer.pool = type("Pool", (), {"wait": lambda self: (0, next(results)), "submit": lambda self, *a, **k: None})()
     trainer.receive = lambda rs: None
     trainer.run.max_policy_lag = 0
-    slot, r = AsyncTrainer.next_fresh_rollout(trainer)
+    slot, r, _ = AsyncTrainer.next_fresh_rollout(trainer)
     trainer.close()
     assert r["version"] == 0 and seen == [-5, 0] and trainer.dropped == 1

@@ -189,8 +189,7 @@ class AsyncTrainer(Learner, Trainer):
     def iteration(self) -> dict[str, float]:
         """Learn from the next finished rollout, then give that explorer new work."""
         agent, c = self.agent, self.config
-        slot, r = self.next_fresh_rollout()
-        rewards = r["scaled_rewards"]
+        slot, r, rewards = self.next_fresh_rollout()
         batch = TrajectoryBatch(
             obs_tensor(agent, r["obs"], 2), torch.from_numpy(r["actions"]), torch.from_numpy(r["log_probs"]),
             torch.from_numpy(rewards), torch.from_numpy(r["terminated"]), torch.from_numpy(r["dones"]),
@@ -214,8 +213,9 @@ class AsyncTrainer(Learner, Trainer):
         super().load_resume_state(state)
         self.dropped = int(state["counters"].get("dropped_rollouts", 0))
 
-    def next_fresh_rollout(self) -> tuple[int, dict[str, Any]]:
-        """The next rollout whose policy lag is within ``run.max_policy_lag``.
+    def next_fresh_rollout(self) -> tuple[int, dict[str, Any], np.ndarray]:
+        """The next rollout whose policy lag is within ``run.max_policy_lag``: its slot, its data and
+        its rewards (scaled, if configured; every rollout's go through the return statistics).
 
         Staler ones still count (env steps, episodes, lag statistics) but are not learned from;
         their explorer gets new work with the current weights at once.
@@ -224,9 +224,9 @@ class AsyncTrainer(Learner, Trainer):
         while True:
             slot, r = self.pool.wait()
             self.receive([r])
-            r["scaled_rewards"] = self.rewards_of(slot, r)  # every rollout: the per-env returns follow its episodes
+            rewards = self.rewards_of(slot, r)  # every rollout: the per-env returns follow its episodes
             if limit is None or self.version - r["version"] <= limit:
-                return slot, r
+                return slot, r, rewards
             self.dropped += 1
             self.pool.submit(slot, n_steps=self.config.n_steps)
 

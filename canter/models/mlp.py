@@ -230,6 +230,8 @@ class ActorCritic(nn.Module):
         from canter.models.cnn import has_parameters, make_encoder
 
         self.encoder = make_encoder(observation_space, encoder, ortho_init)
+        #: canter's own model and encoder (decided once): only they take the NumPy and hand-derived paths
+        self._own_classes = canter_class(self) and canter_class(self.encoder)
         n_in = self.encoder.out_dim
         self._encoder_params = has_parameters(self.encoder)
         self.mask_width = mask_width(observation_space)
@@ -288,7 +290,7 @@ class ActorCritic(nn.Module):
         (a shared trunk, separate networks, an encoder with parameters, an activation other than
         tanh / relu, or layers too large for NumPy's single-threaded products)."""
         if (not self.stacked or self._encoder_params or not isinstance(self.encoder, ObsEncoder)
-                or not canter_class(self.encoder) or not canter_class(self)):
+                or not self._own_classes):
             return None
         obs, allowed = self._split(obs)
         out = self.body.infer_numpy(self.encoder.numpy(np.ascontiguousarray(obs) if allowed is not None else obs))
@@ -317,7 +319,7 @@ class ActorCritic(nn.Module):
     def manual_backward(self) -> bool:
         """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd (canter's
         own model, not a user's subclass)."""
-        return self.stacked and self.body.manual_backward and not self._encoder_params and canter_class(self)
+        return self.stacked and self.body.manual_backward and not self._encoder_params and self._own_classes
 
     def forward_cached(self, obs: torch.Tensor) -> tuple[np.ndarray, np.ndarray, list[torch.Tensor]]:
         """Policy output ``[B, n]`` and values ``[B]`` as NumPy arrays (the algorithms' loss terms
