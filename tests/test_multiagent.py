@@ -153,6 +153,40 @@ def test_policies_group_agents_by_type_with_their_own_spaces_and_rows():
     per_agent.close()
 
 
+class _ListenersRightSpeakerSilent:
+    """Listeners answer correctly (8 per episode); the speaker names no target (0 per episode)."""
+
+    def predict(self, obs):
+        return {p: o.argmax(1) % 2 if p == "listener" else np.full(len(o), -1) for p, o in obs.items()}
+
+
+@pytest.mark.parametrize("copies, episodes", [(5, 5), (5, 10), (4, 6)])
+def test_evaluation_counts_every_agent_of_each_episode(copies, episodes):
+    """An evaluation episode is a copy's episode, and every agent's return in it counts, so the mean
+    averages over every agent (it counted sub-envs: the last rows, the speaker alone at 5 of 5)."""
+    env = make_vec_env(MIXED, copies, policies="type")  # rows: the copies' listeners, then their speakers
+    result = evaluate(_ListenersRightSpeakerSilent(), env, episodes, seed=0)
+    env.close()
+    assert sorted(result.returns) == [0.0] * episodes + [8.0] * (2 * episodes)
+    assert result.mean_return == pytest.approx(16 / 3)
+
+
+class _FirstAgentRight:
+    """agent_0 matches its target (8 per episode), agent_1 never acts validly (0 per episode)."""
+
+    def predict(self, obs):
+        actions = obs.argmax(1)
+        actions[1::2] = -1  # rows are copy-major: agent_1 of every copy
+        return actions
+
+
+def test_shared_policy_evaluation_counts_every_agent_of_each_episode():
+    env = make_vec_env(ENV, 3, env_kwargs={"n_agents": 2})
+    result = evaluate(_FirstAgentRight(), env, 4, seed=0)  # 4 episodes over 3 copies of 2 agents
+    env.close()
+    assert sorted(result.returns) == [0.0] * 4 + [8.0] * 4
+
+
 def test_policy_modes_are_checked(capsys):
     with pytest.raises(CanterError, match="pass --set policies=type"):
         make_vec_env(MIXED, 1)  # one shared policy for agents with different spaces

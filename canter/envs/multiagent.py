@@ -151,6 +151,9 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                      for rows, space in zip(self.group_rows, self.local_spaces)]
         #: per group, each row's agent index (in ``agents`` order)
         self._agent_ids = [np.tile([self.agents.index(a) for a in members], copies) for members in self.group_agents]
+        #: each row's env copy (groups in ``policies`` order, rows copy-major): an evaluation episode is
+        #: a copy's episode, every agent of it counted (:func:`~canter.trainers.evaluation.evaluate`)
+        self.copy_index = np.concatenate([np.repeat(np.arange(copies), len(m)) for m in self.group_agents])
 
     def _central_space(self, local: gym.Space) -> gym.Space:
         """``Box[2, w]``: an agent's own observation, then the critic's input (the global state and the

@@ -59,6 +59,8 @@ class MultiPolicyVecEnv:
         self.single_observation_space = gym.spaces.Dict(dict(zip(self.policies, env.observation_spaces)))
         self.single_action_space = gym.spaces.Dict(dict(zip(self.policies, env.action_spaces)))
         self._offsets = np.cumsum([0, *env.group_rows[:-1]])
+        #: each agent's env copy (index as in ``finished_envs``)
+        self.copy_index = env.copy_index
         self.finished_returns = np.zeros(0)
         self.finished_lengths = np.zeros(0, dtype=np.int64)
         self.finished_envs = np.zeros(0, dtype=np.int64)

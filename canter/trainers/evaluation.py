@@ -37,11 +37,18 @@ class EvalResult:
 def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None) -> EvalResult:
     """Run exactly ``n_episodes`` episodes with ``agent.predict`` and summarise the returns.
 
-    Episodes are spread evenly over the vector env's sub-envs (sub-env ``i`` runs
-    ``(n_episodes + i) // num_envs`` of them), so the result does not favour short episodes.
+    Episodes are spread evenly over the env's copies (copy ``c`` of ``C`` runs ``(n_episodes + c) // C``
+    of them), so the result does not favour short episodes. A multi-agent env's copy has a sub-env
+    per agent (``copy_index``): each of its episodes counts every agent's return, so the mean
+    averages over every agent and ``returns`` holds ``n_episodes`` entries per agent.
     """
     n = env.num_envs
-    targets = np.array([(n_episodes + i) // n for i in range(n)])
+    copy_of = getattr(env, "copy_index", None)
+    if copy_of is None:
+        copy_of = getattr(getattr(env, "env", None), "copy_index", None)
+    copy_of = np.arange(n) if copy_of is None else np.asarray(copy_of)
+    copies = int(copy_of.max()) + 1
+    targets = np.array([(n_episodes + c) // copies for c in range(copies)])[copy_of]
     counts = np.zeros(n, dtype=np.int64)
     returns: list[float] = []
     lengths: list[int] = []
