@@ -43,7 +43,8 @@ def test_dqn_with_noisy_layers_explores_by_noise(tmp_path):
     trainer = canter.make_trainer("dqn", "CartPole-v1", seed=0, max_steps=600, learning_starts=200, noisy=True,
                                   dueling=True, run_dir=tmp_path / "run", quiet=True, eval_every=0, eval_episodes=2)
     algo = trainer.agent.algorithm
-    assert len(noisy_layers(algo.q)) == 4 and len(noisy_layers(algo.q_target)) == 4  # trunk 2, heads 2
+    # the trunk's first layer, then each dueling stream its own hidden and output layer
+    assert len(noisy_layers(algo.q)) == 5 and len(noisy_layers(algo.q_target)) == 5
     assert not algo.uses_manual_backward
     before = noisy_layers(algo.q)[0].eps_in.clone()
     records = list(trainer())

@@ -13,7 +13,7 @@ from torch import nn
 from canter.envs.masks import apply_mask, mask_width, split_mask
 from canter.errors import CanterError
 from canter.models.linear import Linear
-from canter.models.mlp import ACTIVATIONS, MLP
+from canter.models.mlp import ACTIVATIONS, MLP, dueling_streams
 from canter.registry import register
 
 
@@ -45,10 +45,15 @@ class QuantileQNetwork(nn.Module):
         self.mask_width = mask_width(observation_space)
         self.n_actions, self.n_quantiles, self.dueling = int(action_space.n), n_quantiles, dueling
         layer = NoisyLinear if noisy else Linear  # NoisyNet: every layer after the encoder
-        self.trunk = MLP([self.encoder.out_dim] + arch, activation, layer=layer)
-        self.trunk.append(ACTIVATIONS[activation]())
-        self.head = layer(arch[-1], self.n_actions * n_quantiles)
-        self.v_head = layer(arch[-1], n_quantiles) if dueling else None
+        widths = [self.encoder.out_dim] + arch
+        self.v_head: nn.Module | None = None
+        if dueling:  # separate value and advantage streams from the last hidden layer on
+            self.trunk, self.head, self.v_head = dueling_streams(
+                widths, self.n_actions * n_quantiles, n_quantiles, activation, layer)
+        else:
+            self.trunk = MLP(widths, activation, layer=layer)
+            self.trunk.append(ACTIVATIONS[activation]())
+            self.head = layer(arch[-1], self.n_actions * n_quantiles)
 
     def quantiles(self, obs: torch.Tensor) -> torch.Tensor:
         """Return quantiles, shape ``[B, n_actions, n_quantiles]``."""
@@ -134,11 +139,14 @@ class ImplicitQuantileNetwork(nn.Module):
         self.register_buffer("cos_index", torch.arange(n_cosines, dtype=torch.float32) * math.pi, persistent=False)
         self.register_buffer("act_taus", (torch.arange(n_act_quantiles, dtype=torch.float32) + 0.5) / n_act_quantiles,
                              persistent=False)
-        self.trunk = MLP(widths, activation, layer=layer) if len(widths) > 1 else nn.Identity()
-        if len(widths) > 1:
-            self.trunk.append(ACTIVATIONS[activation]())
-        self.head = layer(widths[-1], self.n_actions)
-        self.v_head = layer(widths[-1], 1) if dueling else None
+        self.v_head: nn.Module | None = None
+        if dueling:  # separate value and advantage streams from the last layer after the merge on
+            self.trunk, self.head, self.v_head = dueling_streams(widths, self.n_actions, 1, activation, layer)
+        else:
+            self.trunk = MLP(widths, activation, layer=layer) if len(widths) > 1 else nn.Identity()
+            if len(widths) > 1:
+                self.trunk.append(ACTIVATIONS[activation]())
+            self.head = layer(widths[-1], self.n_actions)
 
     def quantiles(self, obs: torch.Tensor, taus: torch.Tensor) -> torch.Tensor:
         """Return quantiles at ``taus`` (``[B, N]``, or ``[N]`` for every row): ``[B, n_actions, N]``."""

@@ -191,6 +191,23 @@ class MLP(nn.Sequential):
                 np.multiply(d, cache[2 * i - 1], out=d)
 
 
+def dueling_streams(widths: list[int], n_adv: int, n_value: int, activation: str, layer: Any = Linear,
+                    ) -> tuple[nn.Module, nn.Module, nn.Module]:
+    """Dueling architecture (Wang et al. 2016): ``(trunk, advantage stream, value stream)`` for
+    hidden ``widths`` ``[n_in, h1, ..., hk]``. The trunk shares the layers up to ``h(k-1)`` (ending
+    with the activation); each stream has its own last hidden layer of ``hk`` units and its own
+    output layer (``n_adv`` and ``n_value`` outputs), as the paper's two 512-unit streams after the
+    shared convolutions. Without hidden layers (``widths == [n_in]``) the streams are linear."""
+    if len(widths) == 1:
+        return nn.Identity(), layer(widths[0], n_adv), layer(widths[0], n_value)
+    trunk: nn.Module = nn.Identity()
+    if len(widths) > 2:
+        trunk = MLP(widths[:-1], activation, layer=layer)
+        trunk.append(ACTIVATIONS[activation]())
+    ends = widths[-2:]
+    return trunk, MLP(ends + [n_adv], activation, layer=layer), MLP(ends + [n_value], activation, layer=layer)
+
+
 def policy_head(model: nn.Module, action_space: gym.Space, log_std_init: float) -> int:
     """The policy head's width for ``action_space`` (logits, or the Gaussian mean); sets
     ``model.continuous`` and, for Box actions, the free ``model.log_std`` parameter."""
@@ -372,11 +389,8 @@ class QNetwork(nn.Module):
         n_in, n_act, arch = self.encoder.out_dim, int(action_space.n), list(net_arch)
         self.dueling = dueling
         layer = NoisyLinear if noisy else Linear  # NoisyNet: every layer after the encoder
-        if dueling:
-            self.trunk = MLP([n_in] + arch, activation, layer=layer)
-            self.trunk.append(ACTIVATIONS[activation]())
-            self.adv_head = layer(arch[-1], n_act)
-            self.v_head = layer(arch[-1], 1)
+        if dueling:  # separate value and advantage streams from the last hidden layer on
+            self.trunk, self.adv_head, self.v_head = dueling_streams([n_in] + arch, n_act, 1, activation, layer)
         else:
             self.q = MLP([n_in] + arch + [n_act], activation, layer=layer)
         # value() without module calls when no grad; value_numpy() through canter's own encoders only
