@@ -269,6 +269,20 @@ def train(algo: str = "ppo", env: str | None = None, *, run_dir: str | Path | No
     return agent
 
 
+def load_agent_state(agent: Agent, state: dict[str, Any], base: Path, weights_only: bool = False) -> None:
+    """``agent.load_state_dict(state["agent"])``, or a one-line :class:`CanterError` naming the
+    checkpoint when its tensors do not fit the model its config describes (another canter's
+    architecture: torch's own message lists every missing and unexpected key on many lines)."""
+    try:
+        agent.load_state_dict(state["agent"], weights_only=weights_only)
+    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        detail = " ".join(str(exc).split())
+        if len(detail) > 300:
+            detail = detail[:297] + "..."
+        raise CanterError(f"checkpoint {base} does not fit the model its config describes (saved by another "
+                          f"canter version?): {detail}") from None
+
+
 def resume_trainer(
     run_dir: str | Path, *, quiet: bool = True, max_steps: int | None = None, max_seconds: float | None = None,
     callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None,
@@ -312,6 +326,8 @@ def resume_trainer(
     if max_steps is not None and max_steps <= step:
         raise CanterError(f"--max-steps must be more than the {step} steps run '{run_dir}' has taken, got {max_steps}")
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
+    spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
+    load_agent_state(make_agent(run, algo_cfg, *spaces), state, base)  # the weights fit: checked before writing
     used = state["trainer"]["counters"].get("dataset_id")
     if run.dataset is not None and used is not None:  # checked before anything is written
         from canter.data.dataset import read_dataset_metadata
@@ -389,10 +405,7 @@ def load(path: str | Path, weights_only: bool = True) -> Agent:
     algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
     agent = make_agent(run, algo_cfg, *spaces)
-    try:
-        agent.load_state_dict(state["agent"], weights_only=weights_only)
-    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-        raise CanterError(f"checkpoint {base} does not fit the model its config describes: {exc}") from None
+    load_agent_state(agent, state, base, weights_only)
     agent.metadata = meta
     agent.run_config = run
     return agent

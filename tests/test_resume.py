@@ -472,3 +472,25 @@ def test_a_stop_signal_in_the_last_iteration_leaves_a_finished_run(tmp_path):
     assert summary["steps"] == 128 and summary["stop_reason"] == "max_steps"
     with pytest.raises(CanterError, match="already finished"):
         canter.resume(run_dir)
+
+
+def test_weights_that_do_not_fit_the_model_are_refused_in_one_line(good_run, tmp_path, capsys):
+    """A checkpoint whose tensors another architecture wrote (an older canter's dueling heads, say):
+    load and eval say so in one line; resume refuses before writing anything."""
+    import shutil
+
+    from tests.test_cli_errors import snapshot
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(good_run, run_dir)
+    meta_path = run_dir / "checkpoints" / "last.json"
+    meta = json.loads(meta_path.read_text())
+    meta["config"]["hparams"]["net_arch"] = [32, 32]  # the model it describes is not the one saved
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(CanterError, match="does not fit the model its config describes"):
+        canter.load(run_dir / "checkpoints" / "last")
+    before = snapshot(run_dir)
+    assert main(["train", "--resume", str(run_dir), "--max-steps", "512", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "does not fit the model" in err, err
+    assert snapshot(run_dir) == before

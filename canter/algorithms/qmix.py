@@ -86,8 +86,8 @@ class QMIX(EpsilonGreedyTargets, Algorithm):
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
         """Each agent's greedy action ``[B, k]``; each replaced by a random one with probability epsilon."""
         b, m = len(obs), mask_width(self.observation_space)
-        allowed = split_mask(obs[:, :self.k].numpy(), m)[1].reshape(b * self.k, -1) if m and not deterministic else None
-        actions = self._epsilon_greedy(lambda: self.q.agent_q(obs).argmax(-1).reshape(-1).numpy(), b * self.k,
+        allowed = split_mask(obs[:, :self.k].cpu().numpy(), m)[1].reshape(b * self.k, -1) if m and not deterministic else None
+        actions = self._epsilon_greedy(lambda: self.q.agent_q(obs).argmax(-1).reshape(-1).cpu().numpy(), b * self.k,
                                        deterministic, allowed)
         return ActOutput(torch.from_numpy(np.ascontiguousarray(actions).reshape(b, self.k)))
 
