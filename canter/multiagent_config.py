@@ -43,6 +43,11 @@ def resolve_multiagent_modes(run: RunConfig, algo_cls: Any, algo_cfg: Any) -> No
         if not is_multiagent(run.env):
             raise CanterError(f"{run.algo} trains multi-agent envs ({PREFIX}MODULE), whose global state its critic "
                               f"sees; {run.env} has one agent (use ppo)")
+        from canter.envs.turns import is_turn_based
+
+        if is_turn_based(run.env):
+            raise CanterError(f"{run.algo}'s critic sees the global state of a parallel multi-agent env; "
+                              f"'{run.env}' is a turn-based game (train ppo: one policy learns a seat)")
         run.central_state = True
     if run.central_state:
         from canter.algorithms.actor_critic import ActorCriticAlgorithm
@@ -50,6 +55,9 @@ def resolve_multiagent_modes(run: RunConfig, algo_cls: Any, algo_cfg: Any) -> No
         if not issubclass(algo_cls, ActorCriticAlgorithm) or not hasattr(algo_cfg, "encoder"):
             raise CanterError(f"'central_state' is for actor-critic algorithms with an encoder option (mappo, ppo), "
                               f"not {run.algo}")
+        if algo_cls.family == "on_policy_recurrent":
+            raise CanterError(f"{run.algo} has no centralised critic (its recurrent actor and critic share one "
+                              f"input); drop central_state, or train mappo")
         if algo_cfg.encoder != "split":
             raise CanterError("'central_state' gives actor and critic inputs of their own: set hparams.encoder=split "
                               "(or train mappo)")

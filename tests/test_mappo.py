@@ -163,6 +163,8 @@ def test_mappo_learns(env_id, kwargs, policies, tmp_path, capsys):
     (["train", "mappo", "--env", ENV, "--set", "shared_trunk=true"], "shared_trunk cannot be used"),
     (["train", "mappo", "--env", ENV, "--set", "encoder=flat"], "encoder"),
     (["train", "mappo", "--env", ENV, "--explorers", "2"], "normalize_value"),
+    (["train", "recurrent_ppo", "--env", ENV, "--set", "central_state=true"], "has no centralised critic"),
+    (["train", "mappo", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v3"], "is a turn-based game (train ppo"),
 ])
 def test_mappo_bad_input_is_one_line(argv, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, argv, needle)

@@ -175,7 +175,8 @@ def test_connect_four_trains():
 @pytest.mark.parametrize("argv, needle", [
     (["--set", "env_kwargs={seat: player_3}"], "unknown seat 'player_3'"),
     (["--set", "env_kwargs={opponent: nowhere}"], "opponent 'nowhere' is neither random nor self"),
-    (["--set", "policies=agent"], "turn-based game: one policy learns a seat"),
+    (["--set", "policies=agent"], "seat); drop policies: agent"),
+    (["--set", "central_state=true", "--set", "encoder=split"], "seat); drop central_state"),
     (["--set", "env_kwargs={opponent: self}", "--vectorization", "async"], "use --vectorization sync"),
 ])
 def test_refusals(tmp_path, capsys, argv, needle):

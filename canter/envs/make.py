@@ -106,8 +106,10 @@ def make_vec_env(
     kwargs = dict(env_kwargs or {})
     if turns.is_turn_based(env_id):  # one learner's seat per copy; the other seats move inside step()
         if policies != "shared" or central_state:
+            given = " and ".join(([f"policies: {policies}"] if policies != "shared" else [])
+                                 + (["central_state"] if central_state else []))
             raise CanterError(f"'{env_id}' is a turn-based game: one policy learns a seat against opponents "
-                              f"(env_kwargs opponent, seat); it takes no policies: {policies} or central_state")
+                              f"(env_kwargs opponent, seat); drop {given}")
         fns = [lambda: pack_observations(turns.TurnBasedEnv(env_id, kwargs, training)) for _ in range(n_envs)]
         cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
         return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
