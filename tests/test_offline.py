@@ -132,6 +132,20 @@ def test_replay_cut_by_an_inexact_resume_keeps_whole_episodes(tmp_path):
     _assert_whole_episodes_in_order(data)
 
 
+def test_a_replay_dataset_reports_its_episodes_mean_return(tmp_path, capsys):
+    """Its info has the mean return of its whole episodes, as a collected dataset's has (canter collect
+    --from-replay printed 'N complete episodes, mean return n/a')."""
+    run = tmp_path / "dqn"
+    canter.train("dqn", env="CartPole-v1", run_dir=run, seed=0, max_steps=300, learning_starts=100, train_freq=4,
+                 gradient_steps=1, net_arch=[8], eval_every=0, eval_episodes=1, eval_envs=1)
+    data = from_replay(run)
+    assert data.info["episodes"] > 0
+    assert data.info["mean_return"] == pytest.approx(float(data.episode_returns().mean()))
+    code, out, err = run_cli(capsys, "collect", str(run), "--from-replay", "--out", str(tmp_path / "replay"))
+    assert code == 0, err
+    assert "n/a" not in out and f"mean return {data.info['mean_return']:.2f}" in out
+
+
 def test_an_ape_x_runs_sharded_replay_becomes_a_dataset(tmp_path):
     from canter.api import _with_run_dir
     from canter.distributed.explorer import Explorer

@@ -190,11 +190,13 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
             "partial_episode_transitions_left_out": held - len(rewards),
             "reward_scaled": bool(getattr(agent.algorithm.config, "normalize_reward", False))
             and not state["trainer"].get("rewards_raw", False)}
-    return TransitionDataset(
+    data = TransitionDataset(
         obs=obs, actions=np.asarray(agent.to_env_actions(actions)).reshape(len(rewards), *act_space.shape),
         rewards=rewards, next_obs=next_obs, terminated=terminated.astype(bool), truncated=truncated, env_id=env_id,
         observation_space=obs_space, action_space=act_space, info=info,
         env_kwargs=dict(agent.run_config.env_kwargs or {}))
+    data.info["mean_return"] = float(data.episode_returns().mean())  # whole episodes only, env by env
+    return data
 
 
 def _whole_transitions(saved: dict[str, Any], obs_space: gym.Space, act_space: gym.Space,
