@@ -224,7 +224,7 @@ def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
     for key, raw in values.items():
         full = f"{section}{key}"
         if key not in specs:
-            raise unknown("config key", full, [f"{section}{k}" for k in specs])
+            raise unknown("config key", full, [f"{section}{k}" for k in specs], see=None)
         f, tp = specs[key]
         value = coerce(tp, raw, full)
         check_range(f, value, full)
@@ -386,6 +386,11 @@ class RunConfig:
             raise CanterError("'ray_address' needs explorers: add --explorers N (e.g. --explorers 4)")
 
 
+def _keys_hint(algo: str) -> str:
+    """Where the valid config keys are listed (for an unknown key without a close match)."""
+    return f"'canter train {algo} --help' lists the hyperparameters, a run's config.yaml every key"
+
+
 def preset_path(algo: str, env: str) -> Path:
     """Where the shipped preset for ``algo`` on ``env`` lives (``canter/configs/ALGO/ENV.yaml``)."""
     return Path(__file__).parent / "configs" / algo / f"{env.replace('/', '-').replace(':', '-')}.yaml"
@@ -462,18 +467,21 @@ def resolve_config(
                     raise CanterError("'hparams' must be a mapping of hyperparameter names to values")
                 for k, v in value.items():
                     if k not in hp_keys:
-                        raise unknown("hyperparameter", f"hparams.{k}", [f"hparams.{n}" for n in hp_keys])
+                        raise unknown("hyperparameter", f"hparams.{k}", [f"hparams.{n}" for n in hp_keys],
+                                      see=_keys_hint(algo_name))
                     hp_values[k] = v
             elif key.startswith("hparams."):
                 if key[8:] not in hp_keys:
-                    raise unknown("hyperparameter", key, [f"hparams.{n}" for n in hp_keys])
+                    raise unknown("hyperparameter", key, [f"hparams.{n}" for n in hp_keys],
+                                  see=_keys_hint(algo_name))
                 hp_values[key[8:]] = value
             elif key in run_keys:
                 run_values[key] = value
             elif key in hp_keys:
                 hp_values[key] = value
             else:
-                raise unknown("config key", key, list(run_keys) + list(hp_keys))
+                raise unknown("config key", key, list(run_keys) + list(hp_keys),
+                              see=_keys_hint(algo_name))
     run_values["algo"] = algo_name
     run_values["env"] = str(env_id)
     run = build(RunConfig, run_values)

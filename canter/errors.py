@@ -36,8 +36,13 @@ def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     return [lowered[h] for h in hits]
 
 
-def unknown(kind: str, name: str, choices: Iterable[str]) -> CanterError:
-    """Build the error for an unknown ``kind`` called ``name``, suggesting close valid choices."""
+def unknown(kind: str, name: str, choices: Iterable[str], see: str | None = "run 'canter list' to see them",
+            ) -> CanterError:
+    """Build the error for an unknown ``kind`` called ``name``, suggesting close valid choices.
+
+    Without a close one, more than 12 choices are not listed: ``see`` says where to find them
+    (``canter list`` shows registered names, not config keys or Gymnasium's env ids).
+    """
     choices = sorted(choices)
     near = closest(name, choices)
     if near:
@@ -45,7 +50,7 @@ def unknown(kind: str, name: str, choices: Iterable[str]) -> CanterError:
     elif len(choices) <= 12:
         hint = "choices: " + ", ".join(choices)
     else:
-        hint = f"{len(choices)} choices; run 'canter list' to see them"
+        hint = f"{len(choices)} choices" + (f"; {see}" if see else "")
     return CanterError(f"unknown {kind} '{name}'; {hint}")
 
 

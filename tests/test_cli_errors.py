@@ -119,6 +119,19 @@ def test_train_bad_input_auto_run_dir_writes_nothing(capsys, workdir, argv, need
     assert list(workdir.iterdir()) == []
 
 
+@pytest.mark.parametrize("argv,see", [
+    (["train", "trpo", "--env", "CartPole-v1", "--set", "shared_trunk=true"], "'canter train trpo --help' lists the hyperparameters"),
+    (["train", "ppo", "--env", "Zqxjwv-v9"], "gymnasium.pprint_registry()"),
+], ids=["config-key", "env-id"])
+def test_unknown_name_without_a_close_match_says_where_the_names_are(capsys, workdir, argv, see):
+    """'canter list' shows algorithms, models, agents, canter's envs and presets, not config keys or
+    Gymnasium's ids; the hint pointed there ('68 choices; run 'canter list' to see them')."""
+    code, _, err = run_cli(capsys, *argv, "--run-dir", str(workdir / "run"))
+    line = assert_one_line_error(code, err, see)
+    assert "'canter list' to see them" not in line
+    assert not (workdir / "run").exists()
+
+
 def test_empty_run_dir_is_refused_not_replaced_by_auto(capsys, workdir):
     code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--run-dir", "")
     assert_one_line_error(code, err, "--run-dir needs a directory path")

@@ -42,7 +42,8 @@ def check_env_id(env_id: str) -> None:
         # the namespace has no ids at all: its package is missing (else the id is a typo, answered below)
         extra = _EXTRA_FOR_NAMESPACE[namespace]
         raise CanterError(f"env '{env_id}' needs the '{extra}' extra: pip install 'canter[{extra}]'")
-    raise unknown("env id", env_id, list(gym.registry) + list(_REGISTRY["env"]))
+    raise unknown("env id", env_id, list(gym.registry) + list(_REGISTRY["env"]),
+                  see="gymnasium.pprint_registry() lists Gymnasium's, 'canter list' canter's own")
 
 
 def _gym_id(env_id: str) -> str:
