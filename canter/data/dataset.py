@@ -195,7 +195,8 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
         rewards=rewards, next_obs=next_obs, terminated=terminated.astype(bool), truncated=truncated, env_id=env_id,
         observation_space=obs_space, action_space=act_space, info=info,
         env_kwargs=dict(agent.run_config.env_kwargs or {}))
-    data.info["mean_return"] = float(data.episode_returns().mean())  # whole episodes only, env by env
+    returns = data.episode_returns()  # whole episodes only, env by env
+    data.info["mean_return"] = float(returns.mean()) if len(returns) else None
     return data
 
 
