@@ -119,6 +119,15 @@ def test_train_bad_input_auto_run_dir_writes_nothing(capsys, workdir, argv, need
     assert list(workdir.iterdir()) == []
 
 
+@pytest.mark.parametrize("algo", ["trpo", "npg"])
+def test_trust_region_on_images_says_why_it_is_refused(capsys, workdir, algo):
+    """The actor and critic share the CNN encoder that images get: not the user's choice of a shared trunk."""
+    pytest.importorskip("ale_py")
+    code, _, err = run_cli(capsys, "train", algo, "--env", "ALE/Pong-v5", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "both read one learned encoder (a CNN for images): train ppo or a2c")
+    assert list(workdir.iterdir()) == []
+
+
 @pytest.mark.parametrize("argv,see", [
     (["train", "trpo", "--env", "CartPole-v1", "--set", "shared_trunk=true"], "'canter train trpo --help' lists the hyperparameters"),
     (["train", "ppo", "--env", "Zqxjwv-v9"], "gymnasium.pprint_registry()"),

@@ -146,6 +146,11 @@ class NPG(ActorCriticAlgorithm):
         critic = [p for p, g in zip(params, used) if g is None]
         v_used = torch.autograd.grad(self.model.value(obs).sum(), actor, allow_unused=True)
         if any(g is not None for g in v_used):
+            encoder = getattr(self.model, "encoder", None)
+            if encoder is not None and any(True for _ in encoder.parameters()):
+                raise CanterError(f"{self.name.upper()} needs separate actor and critic networks; on these "
+                                  f"observations both read one learned encoder (a CNN for images): train ppo "
+                                  f"or a2c here")
             raise CanterError(f"{self.name.upper()} needs separate actor and critic networks; "
                               "the model shares parameters between them")
         return actor, critic
