@@ -62,6 +62,19 @@ def test_joint_env_zeroes_departed_agents_after_their_last_step_and_ends_a_copy_
     env.close()
 
 
+def test_a_time_limit_on_the_last_step_truncates_the_team_episode_even_where_an_agent_terminates():
+    env = make_vec_env(ENV, 1, policies="joint", env_kwargs={"n_agents": 2, "miss_leaves": True})
+    obs = env.reset(seed=0)
+    for t in range(8):  # match_agents' time limit is 8 steps
+        actions = obs[:, :2, :3].argmax(-1)
+        if t == 7:
+            actions[0, 0] = (actions[0, 0] + 1) % 3  # agent_0 misses (its episode terminates) at the time limit
+        step = env.step(actions)
+        obs = step.obs
+    assert step.truncated.tolist() == [True] and step.terminated.tolist() == [False]
+    env.close()
+
+
 def test_mixing_is_monotonic_in_every_agents_value():
     env = make_vec_env(ENV, 1, policies="joint", env_kwargs={"n_agents": 3})
     algo = QMIX(env.single_observation_space, env.single_action_space, QMIXConfig(), seed=0)

@@ -100,8 +100,9 @@ class JointParallelEnv(gym.vector.VectorEnv):
     the episode early observes zeros from the step after the one it left in (as SMAC's dead units
     do; its final observation is shown on that step, so the team's bootstrapped value at a time
     limit sees every agent's final observation) and its actions are ignored. A
-    copy's episode ends when every agent has ended: terminated if an agent's episode was
-    terminated on that last step, else truncated (the team's value is bootstrapped).
+    copy's episode ends when every agent has ended: truncated (the team's value is bootstrapped)
+    if a time limit cut an agent's episode on that last step, even where another agent's episode
+    terminated on it (as PyMARL, whose time-limit step is never terminal), else terminated.
     """
 
     def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None) -> None:
@@ -153,8 +154,10 @@ class JointParallelEnv(gym.vector.VectorEnv):
         rows, reward, term, trunc, _ = self.inner.step(np.asarray(actions).reshape(-1))
         shape = (self.copies, self.k)
         ended = self.inner.ended  # every agent of the copy has ended (False on the step that resets it)
-        terminated = ended & term.reshape(shape).any(1)
-        truncated = ended & ~terminated
+        # a time limit on the last step leaves the team's episode truncated even where an agent's own
+        # episode terminated on that step (PyMARL: an episode_limit step is never terminal)
+        truncated = ended & trunc.reshape(shape).any(1)
+        terminated = ended & ~truncated
         return self._joint(rows), reward.reshape(shape).sum(1), terminated, truncated, {}
 
     def close_extras(self, **kwargs: Any) -> None:
