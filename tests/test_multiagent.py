@@ -387,3 +387,17 @@ def test_a_members_divergence_names_its_policy_at_the_runs_step(monkeypatch):
             pass
     trainer.close()
     assert err.value.step == sum(m.step for m in trainer.members.values())  # the run's count, not the speaker's
+
+
+def test_a_list_of_seeds_seeds_each_copy_as_gymnasium_vector_envs_do():
+    from canter.envs.multiagent import ParallelVectorEnv
+
+    env = ParallelVectorEnv("pettingzoo:tests.match_agents", 2, {"n_agents": 2})
+    by_list, _ = env.reset(seed=[5, 9])
+    first = ParallelVectorEnv("pettingzoo:tests.match_agents", 1, {"n_agents": 2})
+    second = ParallelVectorEnv("pettingzoo:tests.match_agents", 1, {"n_agents": 2})
+    expected = np.concatenate([first.reset(seed=5)[0], second.reset(seed=9)[0]])
+    assert np.array_equal(by_list, expected)
+    assert not np.array_equal(env.reset(seed=[9, 5])[0], by_list)  # each copy got its own seed
+    with pytest.raises(ValueError, match="3 seeds for 2 env copies"):
+        env.reset(seed=[1, 2, 3])

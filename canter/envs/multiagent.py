@@ -228,10 +228,15 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                 if agent in observations:
                     obs[copy * k + j] = observations[agent] if pack is None else pack(observations[agent])
 
-    def reset_groups(self, seed: int | None = None, options: dict[str, Any] | None = None) -> list[np.ndarray]:
-        """Reset every copy (copy ``i`` with ``seed + i``); each group's observations."""
+    def reset_groups(self, seed: int | list[int] | None = None, options: dict[str, Any] | None = None,
+                     ) -> list[np.ndarray]:
+        """Reset every copy (copy ``i`` with ``seed + i``, or ``seed[i]`` given one seed per copy, as
+        gymnasium's vector envs take); each group's observations."""
+        if isinstance(seed, (list, tuple)) and len(seed) != len(self.envs):
+            raise ValueError(f"{len(seed)} seeds for {len(self.envs)} env copies")
         for i, env in enumerate(self.envs):
-            observations, _ = env.reset(seed=None if seed is None else int(seed) + i, options=options)
+            s = seed if seed is None else int(seed[i]) if isinstance(seed, (list, tuple)) else int(seed) + i
+            observations, _ = env.reset(seed=s, options=options)
             self._check_agents(env, "after reset")
             self._put(i, observations)
         self.ended[:] = False
@@ -243,7 +248,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
               ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset every copy (one group only; see :meth:`reset_groups`)."""
         self._one_group()
-        return self.reset_groups(None if seed is None else int(seed), options)[0], {}
+        return self.reset_groups(seed, options)[0], {}
 
     def _one_group(self) -> None:
         if len(self.policies) != 1:
