@@ -159,6 +159,8 @@ def test_eval_against_a_chosen_opponent_and_seat(tmp_path, capsys):
     assert result["episodes"] == 6 and set(result["returns"]) <= {-1.0, 0.0, 1.0}
     assert main(["eval", str(run), "--opponent", "nowhere"]) == 2  # the option reaches the game's env
     assert "opponent 'nowhere' is neither random nor self" in capsys.readouterr().err
+    assert main(["eval", str(run), "--opponent", "self"]) == 2  # it played a random opponent, silently
+    assert "--opponent self: a policy against itself scores about 0" in capsys.readouterr().err
     with pytest.raises(CanterError, match="for turn-based PettingZoo games; 'CartPole-v1' is not one"):
         with_opponent("CartPole-v1", {}, "random", None)
     assert with_opponent(TTT, {"seat": "player_1"}, "random", None) == {"seat": "player_1", "opponent": "random"}

@@ -217,6 +217,9 @@ def with_opponent(env_id: str, env_kwargs: dict[str, Any], opponent: str | None,
         return env_kwargs
     if not is_turn_based(env_id):
         raise CanterError(f"--opponent and --seat are for turn-based PettingZoo games; '{env_id}' is not one")
+    if opponent is not None and "self" in split_kwargs({"opponent": opponent})[0]:
+        raise CanterError("--opponent self: a policy against itself scores about 0 by symmetry, which says nothing; "
+                          "name a run directory or checkpoint (this run's earlier one, say) or random")
     given = {"opponent": opponent, "seat": seat}
     return {**env_kwargs, **{k: v for k, v in given.items() if v is not None}}
 
