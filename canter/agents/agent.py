@@ -113,19 +113,44 @@ class Agent:
         return a
 
     # -- acting ---------------------------------------------------------------------------
+    def as_batch(self, obs: Any) -> tuple[np.ndarray, bool]:
+        """``obs`` (NumPy array, nested list or torch tensor) as a NumPy batch ``[B, *shape]``, and
+        whether it was one observation (the observation space's shape, as ``env.reset()`` of a single
+        env returns it) rather than a batch. Anything else is a :class:`CanterError` naming the shapes."""
+        if isinstance(obs, torch.Tensor):
+            obs = obs.detach().cpu().numpy()
+        x = np.asarray(obs)
+        shape = self.observation_space.shape
+        if x.dtype == object:
+            raise CanterError(f"observations must be numeric arrays of shape {shape} (one) or (B, *{shape}) "
+                              f"(a batch); a Dict or Tuple observation is packed into one vector first: wrap the "
+                              f"env in canter.envs.packing.pack_observations(env)")
+        if x.shape == shape:
+            return x[None], True
+        if x.shape[1:] != shape:
+            raise CanterError(f"expected one observation of shape {shape} or a batch of shape "
+                              f"{(-1, *shape)}, got an array of shape {x.shape}")
+        return x, False
+
     def predict(self, obs: np.ndarray) -> np.ndarray:
-        """Deterministic actions for a batch of observations (no statistics are updated)."""
-        x = np.ascontiguousarray(self.normalize_obs(obs))
+        """Deterministic actions (no statistics are updated) for one observation, as ``env.step``
+        takes it (a Discrete action is a NumPy integer), or for a batch ``[B, *shape]`` (an array of
+        ``B`` actions)."""
+        x, single = self.as_batch(obs)
+        x = np.ascontiguousarray(self.normalize_obs(x))
         out = self.algorithm.act_numpy(x, deterministic=True)  # the NumPy shortcut, where there is one
         if out is not None:
-            return self.to_env_actions(out.actions)
-        with torch.inference_mode():
-            return self.to_env_actions(self.algorithm.predict(self._tensor(x)))
+            actions = self.to_env_actions(out.actions)
+        else:
+            with torch.inference_mode():
+                actions = self.to_env_actions(self.algorithm.predict(self._tensor(x)))
+        return actions[0] if single else actions
 
     def explore(self, obs: np.ndarray, generator: torch.Generator | None = None) -> np.ndarray:
-        """Exploring actions (the policy's samples, DQN's epsilon-greedy moves) for a batch of
-        observations, updating no statistics: e.g. an opponent's moves in self-play. ``generator``:
-        draw from it instead of the algorithm's own (whose stream then stays the learner's)."""
+        """Exploring actions (the policy's samples, DQN's epsilon-greedy moves) for one observation or a
+        batch (as :meth:`predict`), updating no statistics: e.g. an opponent's moves in self-play.
+        ``generator``: draw from it instead of the algorithm's own (whose stream then stays the learner's)."""
+        obs, single = self.as_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(obs))
         algorithm = self.algorithm
         own, algorithm.generator = algorithm.generator, generator or algorithm.generator
@@ -136,7 +161,8 @@ class Agent:
                     out = algorithm.act(self._tensor(x), deterministic=False)
         finally:
             algorithm.generator = own
-        return self.to_env_actions(out.actions)
+        actions = self.to_env_actions(out.actions)
+        return actions[0] if single else actions
 
     def sample(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, ActOutput]:
         """Exploring actions for training: ``(env_actions, obs_tensor, algorithm_output)``."""

@@ -40,16 +40,20 @@ class RecurrentAgent(Agent):
         keep = torch.from_numpy(~np.asarray(starts, bool)).to(state[0].dtype).view(1, -1, 1)
         self.memory[kind] = (state[0] * keep, state[1] * keep)
 
-    def predict(self, obs: np.ndarray, episode_start: np.ndarray | None = None) -> np.ndarray:
-        """Deterministic actions, advancing the evaluation memory (``episode_start``: zero those rows first)."""
+    def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None) -> np.ndarray:
+        """Deterministic actions, advancing the evaluation memory (``episode_start``: zero those rows
+        first). One observation (with a bool ``episode_start``) gives one action, a batch a batch, as
+        :meth:`Agent.predict <canter.agents.Agent.predict>`; one observation is a batch of one env."""
+        obs, single = self.as_batch(obs)
         x = self._tensor(np.ascontiguousarray(self.normalize_obs(obs)))
         state = self._memory("predict", len(x))
         if episode_start is not None:
-            self.begin_episodes(episode_start)
+            self.begin_episodes(np.atleast_1d(np.asarray(episode_start, dtype=bool)))
             state = self.memory["predict"]
         with torch.inference_mode():
             out, self.memory["predict"] = self.algorithm.act_recurrent(x, state, deterministic=True)
-        return self.to_env_actions(out.actions)
+        actions = self.to_env_actions(out.actions)
+        return actions[0] if single else actions
 
     def sample(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, ActOutput]:
         """Exploring actions, advancing the training memory."""

@@ -1,0 +1,50 @@
+"""The Python API as a Stable-Baselines3 user would call it: one observation from a plain gymnasium env."""
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import canter
+from canter.errors import CanterError
+
+
+def _agent(algo: str, env: str, **kw):
+    trainer = canter.make_trainer(algo, env, seed=0, max_steps=64, **kw)
+    trainer.close()
+    return trainer.agent
+
+
+@pytest.mark.parametrize("algo,env_id", [("ppo", "CartPole-v1"), ("dqn", "CartPole-v1"), ("td3", "Pendulum-v1")])
+def test_predict_takes_one_observation_from_env_reset(algo, env_id):
+    agent = _agent(algo, env_id)
+    env = gym.make(env_id)
+    obs, _ = env.reset(seed=0)
+    batch = agent.predict(obs[None])
+    assert batch.shape == (1, *env.action_space.shape)
+    for single in (obs, obs.tolist(), obs.astype(np.float64), torch.as_tensor(obs)):
+        action = agent.predict(single)
+        assert np.shape(action) == env.action_space.shape
+        np.testing.assert_array_equal(action, batch[0])
+        assert env.action_space.contains(action)
+        env.step(action)
+        assert np.shape(agent.explore(single)) == env.action_space.shape
+    env.close()
+
+
+def test_predict_wrong_shape_is_a_clear_error():
+    agent = _agent("ppo", "CartPole-v1")
+    with pytest.raises(CanterError, match=r"shape \(4,\).*got an array of shape \(2, 5\)"):
+        agent.predict(np.zeros((2, 5), np.float32))
+    with pytest.raises(CanterError, match="pack_observations"):
+        agent.predict({"observation": np.zeros(4, np.float32)})
+
+
+def test_recurrent_predict_takes_one_observation():
+    agent = _agent("recurrent_ppo", "CartPole-v1")
+    env = gym.make("CartPole-v1")
+    obs, _ = env.reset(seed=0)
+    first = agent.predict(obs, episode_start=True)
+    assert np.shape(first) == () and env.action_space.contains(first)
+    assert np.shape(agent.predict(obs, episode_start=False)) == ()
+    assert agent.predict(obs[None], episode_start=np.ones(1, bool)) == first  # the same fresh memory
+    env.close()
