@@ -1,11 +1,15 @@
 """The Python API: ``make_trainer``, ``train``, ``resume``, ``load``, ``make_agent``."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import random
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from canter.agents.agent import Agent
@@ -388,11 +392,24 @@ def find_checkpoint(path: str | Path) -> Path:
     return base
 
 
+@contextlib.contextmanager
+def _global_rngs_kept() -> Iterator[None]:
+    """Put Python's, NumPy's and torch's global random states back as they were on leaving."""
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    try:
+        yield
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+
+
 def load(path: str | Path, weights_only: bool = True) -> Agent:
     """Load an agent from a run directory or a checkpoint (safetensors + JSON; nothing is unpickled).
 
     ``weights_only`` restores networks and observation statistics (what acting needs); pass
-    False to restore optimizers, RNG and counters too.
+    False to restore optimizers, RNG and counters too. The caller's global random states (Python's,
+    NumPy's, torch's) are left as they were; torch's thread count is set to the run's.
     """
     base = find_checkpoint(path)
     state, meta = load_checkpoint(base)
@@ -404,7 +421,8 @@ def load(path: str | Path, weights_only: bool = True) -> Agent:
     run = build(RunConfig, cfg)
     algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
-    agent = make_agent(run, algo_cfg, *spaces)
+    with _global_rngs_kept():  # building the agent seeds them, for initial weights the checkpoint replaces
+        agent = make_agent(run, algo_cfg, *spaces)
     load_agent_state(agent, state, base, weights_only)
     agent.metadata = meta
     agent.run_config = run

@@ -48,3 +48,19 @@ def test_recurrent_predict_takes_one_observation():
     assert np.shape(agent.predict(obs, episode_start=False)) == ()
     assert agent.predict(obs[None], episode_start=np.ones(1, bool)) == first  # the same fresh memory
     env.close()
+
+
+def test_load_leaves_the_callers_global_random_states(tmp_path):
+    import random
+
+    canter.train("ppo", "CartPole-v1", seed=0, max_steps=64, n_envs=1, n_steps=64, eval_episodes=1,
+                 run_dir=tmp_path / "run")
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    random.seed(123), np.random.seed(123), torch.manual_seed(123)
+    want = random.random(), np.random.rand(), torch.rand(1).item()
+    random.seed(123), np.random.seed(123), torch.manual_seed(123)
+    agent = canter.load(tmp_path / "run")
+    got = random.random(), np.random.rand(), torch.rand(1).item()
+    random.setstate(states[0]), np.random.set_state(states[1]), torch.set_rng_state(states[2])
+    assert got == want
+    assert np.shape(agent.predict(np.zeros(4, np.float32))) == ()
