@@ -64,3 +64,32 @@ def test_load_leaves_the_callers_global_random_states(tmp_path):
     random.setstate(states[0]), np.random.set_state(states[1]), torch.set_rng_state(states[2])
     assert got == want
     assert np.shape(agent.predict(np.zeros(4, np.float32))) == ()
+
+
+def _records(trainer, stop_after=None):
+    out = []
+    for record in trainer():
+        out.append((record.step, record.iteration, record.rolling_return, sorted(record.losses.items()),
+                    len(record.episodes), record.stop_reason))
+        if stop_after is not None and len(out) == stop_after:
+            break
+    return out
+
+
+def test_calling_the_trainer_again_continues_where_it_stopped(tiny_ppo):
+    whole = canter.make_trainer("ppo", "CartPole-v1", seed=1, **tiny_ppo)
+    want = _records(whole)
+    whole.close()
+    assert want[-1][-1] == "max_steps"
+    trainer = canter.make_trainer("ppo", "CartPole-v1", seed=1, **tiny_ppo)
+    first = _records(trainer, stop_after=2)
+    wall = trainer.wall_time()
+    rest = _records(trainer)  # the same episodes, rollout buffer and counters: not a fresh start
+    assert first + rest == want
+    assert trainer.wall_time() >= wall
+    assert _records(trainer) == []  # finished: no iteration past max_steps
+    assert trainer.step == tiny_ppo["max_steps"]
+    trainer.run.max_steps += 128  # a larger budget continues it
+    more = _records(trainer)
+    assert more[-1][0] == tiny_ppo["max_steps"] + 128 and more[-1][-1] == "max_steps"
+    trainer.close()

@@ -109,6 +109,9 @@ class Trainer:
         self.stop_requested: str | None = None
         self.resume_exact: bool | None = None
         self._resume: dict[str, Any] | None = None
+        #: set by the first call: a later call continues from here (no new setup, env reset or on_train_start)
+        self._started = False
+        self._yielded_wall = 0.0
 
     # -- to implement -----------------------------------------------------------------------
     def setup(self) -> None:
@@ -330,21 +333,34 @@ class Trainer:
         return self.algorithm.numpy_products and not self.run.explorers
 
     def __call__(self) -> Iterator[TrainRecord]:
-        """Run training, yielding one :class:`TrainRecord` per iteration."""
+        """Run training, yielding one :class:`TrainRecord` per iteration.
+
+        A later call (after breaking out of the loop, or after raising ``trainer.run.max_steps``)
+        continues where the last one stopped: the same buffers, episodes and counters, with the
+        wall-clock time between the calls not counted. A trainer that has met its stop condition
+        (budget, target, a callback's ``should_stop``) yields nothing more.
+        """
         threads = getattr(self.agent, "torch_threads", None)
         threads = self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width())
         use_threads(threads, self.blas_takes_threads())
-        if self.run.keep_freed_memory:
-            keep_freed_memory()
-        self.setup()
-        self.obs = self.env.reset(seed=self.run.seed) if self.env is not None else None
-        if self._resume is not None:
-            self.load_resume_state(self._resume)
-            self._resume = None
-        self.wall_start = time.perf_counter()
-        self.guard.arm()
-        self.guard.remember()
-        self.hooks.call("on_train_start", self)
+        if self._started:
+            if self.hooks.should_stop(self) is not None:
+                return
+            self.elapsed_before = self._yielded_wall  # up to the last record: the pause is not training
+            self.wall_start = time.perf_counter()
+        else:
+            if self.run.keep_freed_memory:
+                keep_freed_memory()
+            self.setup()
+            self.obs = self.env.reset(seed=self.run.seed) if self.env is not None else None
+            if self._resume is not None:
+                self.load_resume_state(self._resume)
+                self._resume = None
+            self._started = True
+            self.wall_start = time.perf_counter()
+            self.guard.arm()
+            self.guard.remember()
+            self.hooks.call("on_train_start", self)
         last_time, last_step = self.wall_start, self.step
         while True:
             self.hooks.call("before_collect", self)
@@ -371,8 +387,9 @@ class Trainer:
             sps = (self.step - last_step) / max(now - last_time, 1e-9)
             last_time, last_step = now, self.step
             episodes, self._pending = self._pending, []
+            self._yielded_wall = self.wall_time()
             yield TrainRecord(
-                step=self.step, iteration=self.iteration_count, wall_time=self.wall_time(), steps_per_second=sps,
+                step=self.step, iteration=self.iteration_count, wall_time=self._yielded_wall, steps_per_second=sps,
                 episodes=episodes, rolling_return=self.rolling_return(), losses=losses, evaluation=result,
                 best_eval_return=self.best_eval_return, new_best=new_best, done=reason is not None,
                 stop_reason=reason, best_rolling_return=self.best_rolling_return,
