@@ -104,6 +104,7 @@ class Run:
         self.divergence: TrainingDiverged | None = None
         self._signals = 0
         self._abort = False
+        self._called = False
         trainer.hooks.add(_SaveAtStart(self))
 
     @property
@@ -194,7 +195,15 @@ class Run:
 
     # -- the run -------------------------------------------------------------------------------
     def __call__(self) -> Iterator[TrainRecord]:
-        """Run training, writing the run directory; yields the trainer's records."""
+        """Run training, writing the run directory; yields the trainer's records.
+
+        One pass: the loggers are closed and the run's state saved when it ends (or the loop is left),
+        so a second call is a :class:`CanterError` pointing at ``canter.resume`` / ``canter.api.resume_trainer``,
+        which continue the run from its ``last`` checkpoint."""
+        if self._called:
+            raise CanterError(f"this Run of '{self.dir}' has already been iterated (its loggers are closed); "
+                              f"continue it with canter.api.resume_trainer('{self.dir}') or canter.resume('{self.dir}')")
+        self._called = True
         self.dir.mkdir(parents=True, exist_ok=True)
         if self.resumed_step is not None:
             remove_temp_files(self.dir / "checkpoints")

@@ -93,3 +93,19 @@ def test_calling_the_trainer_again_continues_where_it_stopped(tiny_ppo):
     more = _records(trainer)
     assert more[-1][0] == tiny_ppo["max_steps"] + 128 and more[-1][-1] == "max_steps"
     trainer.close()
+
+
+def test_a_run_iterated_twice_says_how_to_continue(tiny_ppo, tmp_path):
+    from canter.api import resume_trainer
+
+    run = canter.make_trainer("ppo", "CartPole-v1", seed=1, run_dir=tmp_path / "run", **tiny_ppo)
+    for i, _ in enumerate(run()):
+        if i == 1:
+            break
+    with pytest.raises(CanterError, match="resume_trainer"):  # it crashed: 'flush of closed file'
+        next(iter(run()))
+    run.close()
+    again = resume_trainer(tmp_path / "run")
+    last = [r for r in again()][-1]
+    again.close()
+    assert (last.step, last.stop_reason) == (tiny_ppo["max_steps"], "max_steps")
