@@ -19,14 +19,24 @@ _BUILTINS_LOADED = False
 T = TypeVar("T")
 
 
+def _same_definition(a: Any, b: Any) -> bool:
+    """True when ``a`` and ``b`` are one definition run twice (same module and qualified name), as
+    re-running a notebook cell or reloading a module gives."""
+    key = ("__module__", "__qualname__")
+    return all(getattr(a, k, None) is not None and getattr(a, k, None) == getattr(b, k, None) for k in key)
+
+
 def register(kind: str, name: str) -> Callable[[T], T]:
-    """Class/function decorator that registers ``obj`` under ``kind``/``name``."""
+    """Class/function decorator that registers ``obj`` under ``kind``/``name``.
+
+    Another object under a taken name is a ``ValueError``; the same definition run again (a
+    re-executed notebook cell, a reloaded module) replaces the old one."""
     if kind not in _REGISTRY:
         raise ValueError(f"unknown registry kind {kind!r}; kinds: {', '.join(KINDS)}")
 
     def deco(obj: T) -> T:
         existing = _REGISTRY[kind].get(name)
-        if existing is not None and existing is not obj:
+        if existing is not None and existing is not obj and not _same_definition(existing, obj):
             raise ValueError(f"{kind} '{name}' is already registered to {existing!r}")
         _REGISTRY[kind][name] = obj
         return obj

@@ -109,3 +109,14 @@ def test_a_run_iterated_twice_says_how_to_continue(tiny_ppo, tmp_path):
     last = [r for r in again()][-1]
     again.close()
     assert (last.step, last.stop_reason) == (tiny_ppo["max_steps"], "max_steps")
+
+
+def test_registering_the_same_definition_again_replaces_it():
+    src = ("@canter.register('env', 'ApiUsageCart-v0')\n"
+           "def make_cart(**kw):\n    return gym.make('CartPole-v1', **kw)\n")
+    scope = {"canter": canter, "gym": gym, "__name__": "notebook_cell"}
+    exec(src, scope)
+    exec(src, scope)  # a re-run notebook cell: it raised 'already registered'
+    assert canter.lookup("env", "ApiUsageCart-v0") is scope["make_cart"]
+    with pytest.raises(ValueError, match="already registered"):
+        canter.register("env", "ApiUsageCart-v0")(lambda **kw: None)  # another object under the name
