@@ -238,6 +238,23 @@ def test_tune_range_on_a_list_field_is_one_line_before_the_study(tmp_path, capsy
     assert sorted(p.name for p in tmp_path.iterdir()) == ["space.yaml"]
 
 
+@pytest.mark.parametrize("flags,needles", [
+    (["--sampler-seed", "-1"], ["--sampler-seed", "-1"]),
+    (["--sampler-seed", str(2**32)], ["--sampler-seed", str(2**32)]),
+    (["--sampler-seed", str(2**32 - 1), "--jobs", "2"], ["--sampler-seed", "--jobs 2"]),  # worker 1: seed + 1
+    (["--timeout", "nan"], ["--timeout", "nan"]),
+    (["--timeout", "inf"], ["--timeout", "inf"]),
+], ids=["seed-negative", "seed-too-big", "seed-plus-worker-too-big", "timeout-nan", "timeout-inf"])
+def test_tune_bad_sampler_seed_or_timeout_is_one_line_before_the_study(tmp_path, capsys, monkeypatch, flags, needles):
+    """A seed numpy refuses gave a ValueError traceback after study.db was written; --timeout nan was taken."""
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, "tune", "ppo", "--env", "CartPole-v1", "--trials", "1", "--out", tmp_path / "t",
+                           "--max-steps", "256", "--quiet", *flags)
+    assert_one_line_error(code, err, *needles)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_tune_resume_with_an_incompatible_space_is_refused(tmp_path, capsys):
     """A study resumed with a space whose parameter changes kind, scale or choices is refused before any
     trial (Optuna would fail every new trial with a traceback); a changed range is fine."""

@@ -14,6 +14,7 @@ sampled (:func:`check_study_space` refuses that before any trial).
 from __future__ import annotations
 
 import json
+import math
 import types
 import typing
 import warnings
@@ -282,8 +283,10 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"--trials must be >= 1, got {trials}")
     if jobs < 1:
         raise CanterError(f"--jobs must be >= 1, got {jobs}")
-    if timeout is not None and timeout <= 0:
-        raise CanterError(f"--timeout must be > 0 seconds, got {timeout}")
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):  # nan compares False
+        raise CanterError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
+    if sampler_seed is not None and not 0 <= sampler_seed <= 2**32 - jobs:  # worker i samples with seed + i
+        raise CanterError(f"--sampler-seed must be between 0 and 2**32 - {jobs} (with --jobs {jobs}), got {sampler_seed}")
     if prune_startup < 0 or prune_warmup < 0:
         raise CanterError("--prune-startup and --prune-warmup must be >= 0")
     space = search_space(algo, space_file)
