@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,11 +31,25 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
     return env
 
 
+def check_video_dir(video_dir: str) -> None:
+    """Refuse a ``video_dir`` that already holds videos named as :func:`play` names them
+    (``play-episode-N.mp4``): they would be overwritten."""
+    if not os.path.isdir(video_dir):
+        return
+    taken = sorted(p.name for p in Path(video_dir).glob("play-episode-*.mp4"))
+    if taken:
+        raise CanterError(f"--video-dir '{video_dir}' already holds {taken[0]}"
+                          f"{f' and {len(taken) - 1} more videos' if len(taken) > 1 else ''} from an earlier play; "
+                          "they are not overwritten: move them or choose another --video-dir")
+
+
 def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video_dir: str | None = None,
          seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> list[float]:
     """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns (a multi-agent
     env's: the mean over its agents, :func:`play_multiagent`)."""
     mode = "rgb_array" if video_dir else ("human" if render else None)
+    if video_dir:
+        check_video_dir(video_dir)
     if is_multiagent(env_id) and not is_turn_based(env_id):  # a turn-based game is one seat's env
         return play_multiagent(agent, env_id, episodes, mode, video_dir, seed, env_kwargs)
     env = make_render_env(env_id, mode, seed, env_kwargs)
@@ -41,7 +57,9 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
         require("moviepy", "video", "--video-dir")
         from gymnasium.wrappers import RecordVideo
 
-        env = RecordVideo(env, video_dir, episode_trigger=lambda _: True, name_prefix="play", disable_logger=True)
+        with warnings.catch_warnings():  # an existing folder: check_video_dir made sure no video of ours is in it
+            warnings.filterwarnings("ignore", message=".*Overwriting existing videos")
+            env = RecordVideo(env, video_dir, episode_trigger=lambda _: True, name_prefix="play", disable_logger=True)
     returns = []
     try:
         for i in range(episodes):

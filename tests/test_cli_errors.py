@@ -503,3 +503,29 @@ def test_no_command_is_one_line_on_stderr(capsys):
     code, out, err = run_cli(capsys)
     assert_one_line_error(code, err, "train", "--help")
     assert out == ""
+
+
+def test_play_video_dir_with_earlier_videos_is_not_overwritten(capsys, runs, tmp_path):
+    """play names its videos play-episode-N.mp4: a second play into the same --video-dir replaced the first
+    one's files (with only Gymnasium's two-line warning)."""
+    pytest.importorskip("moviepy")
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    (videos / "play-episode-0.mp4").write_bytes(b"an earlier play's video")
+    before = snapshot(tmp_path)
+    code, _, err = run_cli(capsys, "play", str(runs[0]), "--video-dir", str(videos))
+    assert_one_line_error(code, err, "play-episode-0.mp4", "--video-dir")
+    assert snapshot(tmp_path) == before
+
+
+def test_play_video_dir_with_other_files_records_quietly(capsys, runs, tmp_path, recwarn):
+    pytest.importorskip("moviepy")
+    videos = tmp_path / "videos"
+    videos.mkdir()
+    (videos / "notes.txt").write_bytes(b"kept")
+    code, _, err = run_cli(capsys, "play", str(runs[0]), "--video-dir", str(videos))
+    assert code == 0, err
+    assert err == ""
+    assert not [w for w in recwarn if "Overwriting existing videos" in str(w.message)]  # nothing of ours was there
+    assert sorted(p.name for p in videos.iterdir()) == ["notes.txt", "play-episode-0.mp4"]
+    assert (videos / "notes.txt").read_bytes() == b"kept"
