@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -159,7 +160,13 @@ class _StrictLoader(yaml.SafeLoader):
 
 def safe_load(text: str) -> Any:
     """``yaml.safe_load`` that refuses duplicate keys."""
-    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except ValueError as exc:  # int() of a digit string over Python's limit (sys.get_int_max_str_digits)
+        if "integer string conversion" not in str(exc):
+            raise
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer with more than {sys.get_int_max_str_digits()} digits") from None
 
 
 def _parse_yaml_value(text: str, key: str) -> Any:

@@ -529,3 +529,18 @@ def test_play_video_dir_with_other_files_records_quietly(capsys, runs, tmp_path,
     assert not [w for w in recwarn if "Overwriting existing videos" in str(w.message)]  # nothing of ours was there
     assert sorted(p.name for p in videos.iterdir()) == ["notes.txt", "play-episode-0.mp4"]
     assert (videos / "notes.txt").read_bytes() == b"kept"
+
+
+@pytest.mark.parametrize("where", ["config-file", "set-list"])
+def test_integer_too_long_to_read_is_one_line(capsys, workdir, where):
+    """PyYAML's int() of a digit string longer than Python's limit (4300) raised a ValueError traceback."""
+    digits = "1" * 5000
+    if where == "config-file":
+        (workdir / "c.yaml").write_text(f"seed: {digits}\n")
+        argv = ["-f", str(workdir / "c.yaml")]
+    else:
+        argv = ["--set", f"net_arch=[64, {digits}]"]
+    before = snapshot(workdir)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *argv, "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "an integer with more than")
+    assert snapshot(workdir) == before
