@@ -544,3 +544,12 @@ def test_integer_too_long_to_read_is_one_line(capsys, workdir, where):
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *argv, "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, "an integer with more than")
     assert snapshot(workdir) == before
+
+
+@pytest.mark.parametrize("algo", ["bc", "cql"])
+def test_empty_dataset_path_is_one_line(capsys, workdir, algo):
+    """--dataset '' reached Path('').with_name(...): a ValueError traceback ('PosixPath('.') has an empty name')."""
+    code, _, err = run_cli(capsys, "train", algo, "--env", "CartPole-v1", "--dataset", "", "--quiet",
+                           "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "--dataset needs a dataset path")
+    assert list(workdir.iterdir()) == []

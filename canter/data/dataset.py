@@ -250,6 +250,8 @@ def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     For ``minari:ID``: the env id only."""
     if str(path).startswith(MINARI_PREFIX):
         return {"kind": KIND, "env": _minari_env(_load_minari(str(path)[len(MINARI_PREFIX):]))}
+    if not str(path).strip():  # Path('') is '.', which has no name to add .json to
+        raise CanterError(f"--dataset needs a dataset path, got '{path}' (write one with canter collect RUN_DIR --out PATH)")
     base = checkpoint_base(path)
     if not any(base.with_name(base.name + ext).exists() for ext in (".json", ".safetensors")):
         raise CanterError(f"dataset not found: '{path}' (expected {base}.safetensors and {base}.json; "
