@@ -62,3 +62,18 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise MissingExtraError(feature, extra, module.split(".")[0]) from exc
+
+
+def raised_in(exc: BaseException) -> str:
+    """A user module's or class's exception in one line: ``ValueError: boom (/path/mod.py, line 3)``
+    (a SyntaxError: its own file and line; otherwise the innermost frame of the traceback)."""
+    import traceback
+
+    if isinstance(exc, SyntaxError):
+        message, filename, lineno = exc.msg, exc.filename, exc.lineno
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        message = str(exc)
+        filename, lineno = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
+    where = f" ({filename}, line {lineno})" if filename else ""
+    return f"{type(exc).__name__}: {message}{where}"

@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from canter.errors import CanterError, unknown
+from canter.errors import CanterError, raised_in, unknown
 
 KINDS = ("algorithm", "model", "agent", "env", "encoder")
 #: what an imported ``module:Class`` must subclass, per kind (checked before anything is called)
@@ -60,6 +60,8 @@ def import_object(path: str) -> Any:
         module = importlib.import_module(module_name)
     except (ImportError, ValueError) as exc:  # ValueError: an empty or relative module name
         raise CanterError(f"cannot import module '{module_name}' (from '{path}'): {exc}") from None
+    except Exception as exc:  # the module itself fails: a SyntaxError, a NameError at import...
+        raise CanterError(f"cannot import module '{module_name}' (from '{path}'): {raised_in(exc)}") from None
     try:
         obj = module
         for part in attr.split("."):

@@ -553,3 +553,24 @@ def test_empty_dataset_path_is_one_line(capsys, workdir, algo):
                            "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, "--dataset needs a dataset path")
     assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("source,needles", [
+    ("x = (\n", ["SyntaxError", "line 1"]),
+    ("import os\nraise RuntimeError('broken at import')\n", ["RuntimeError: broken at import", "line 2"]),
+    ("undefined_name\n", ["NameError", "line 1"]),
+], ids=["syntax-error", "raises", "name-error"])
+@pytest.mark.parametrize("where", ["algorithm", "model", "env"])
+def test_user_module_that_fails_to_import_is_one_line(capsys, workdir, monkeypatch, request, source, needles, where):
+    """'module:Class' whose module fails with something other than ImportError (a SyntaxError...) was a
+    traceback; the line names the module, the exception and where it was raised."""
+    name = "broken_" + request.node.callspec.id.replace("-", "_")
+    (workdir / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(workdir))
+    argv = {"algorithm": ["train", f"{name}:Algo", "--env", "CartPole-v1"],
+            "model": ["train", "ppo", "--env", "CartPole-v1", "--set", f"model={name}:Model"],
+            "env": ["train", "ppo", "--env", f"{name}:Env-v0"]}[where]
+    before = snapshot(workdir)
+    code, _, err = run_cli(capsys, *argv, "--quiet", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, f"cannot import module '{name}'", f"{name}.py", *needles)
+    assert {k: v for k, v in snapshot(workdir).items() if "__pycache__" not in k} == before

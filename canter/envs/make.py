@@ -9,7 +9,7 @@ import gymnasium as gym
 from canter.envs import atari, multiagent, multiagent_views, turns
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
-from canter.errors import CanterError, unknown
+from canter.errors import CanterError, raised_in, unknown
 from canter.registry import _REGISTRY
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
@@ -30,6 +30,8 @@ def check_env_id(env_id: str) -> None:
             importlib.import_module(module)
         except ImportError as exc:
             raise CanterError(f"cannot import module '{module}' for env '{env_id}': {exc}") from None
+        except Exception as exc:  # the module itself fails: a SyntaxError, a NameError at import...
+            raise CanterError(f"cannot import module '{module}' for env '{env_id}': {raised_in(exc)}") from None
         env_id = env_id.split(":", 1)[1]
     if env_id in gym.registry:
         return

@@ -42,7 +42,7 @@ import numpy as np
 from canter.envs.masks import MaskedBox, mask_width
 from canter.envs.packing import ObservationPacker, needs_packing
 from canter.envs.vector import ACTIVE
-from canter.errors import CanterError, require
+from canter.errors import CanterError, raised_in, require
 
 PREFIX = "pettingzoo:"
 
@@ -60,6 +60,8 @@ def parallel_factory(env_id: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise CanterError(f"cannot import module '{module_name}' for env '{env_id}': {exc}") from None
+    except Exception as exc:  # the module itself fails: a SyntaxError, a NameError at import...
+        raise CanterError(f"cannot import module '{module_name}' for env '{env_id}': {raised_in(exc)}") from None
     factory = getattr(module, "parallel_env", None)
     if not callable(factory):
         raise CanterError(f"module '{module_name}' has neither a parallel_env() factory (PettingZoo's parallel API) "
