@@ -574,3 +574,17 @@ def test_user_module_that_fails_to_import_is_one_line(capsys, workdir, monkeypat
     code, _, err = run_cli(capsys, *argv, "--quiet", "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, f"cannot import module '{name}'", f"{name}.py", *needles)
     assert {k: v for k, v in snapshot(workdir).items() if "__pycache__" not in k} == before
+
+
+def test_user_model_that_raises_in_init_is_one_line(capsys, workdir, monkeypatch):
+    """--set model=module:Class whose __init__ raises (not a TypeError: its signature is right) was a traceback."""
+    (workdir / "raising_model.py").write_text(
+        "import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, obs_space, action_space, **kw):\n"
+        "        super().__init__()\n        raise ValueError('hidden sizes must be even')\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    before = snapshot(workdir)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", "model=raising_model:Model",
+                           "--quiet", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "cannot build model raising_model:Model", "ValueError: hidden sizes must be even",
+                          "raising_model.py, line 7")
+    assert {k: v for k, v in snapshot(workdir).items() if "__pycache__" not in k} == before

@@ -181,6 +181,13 @@ class Algorithm(ABC):
             model = self.model_cls(self.observation_space, self.action_space, **kwargs)
         except TypeError as exc:
             raise CanterError(f"cannot build model {self.model_cls.__name__}: {exc}") from None
+        except Exception as exc:
+            if self.model_cls.__module__.split(".")[0] == "canter":
+                raise  # canter's own model: a bug, whose traceback is wanted
+            from canter.errors import raised_in
+
+            raise CanterError(f"cannot build model {self.model_cls.__module__}:{self.model_cls.__qualname__}: "
+                              f"{raised_in(exc)}") from None
         if not all(type(m).__module__.split(".")[0] in ("canter", "torch") for m in model.modules()):
             # a user's module may leave parameters out of a loss: torch's optimizers skip those (no
             # gradient), canter's flat ones would still move them by momentum, so they get torch's
