@@ -588,3 +588,13 @@ def test_user_model_that_raises_in_init_is_one_line(capsys, workdir, monkeypatch
     assert_one_line_error(code, err, "cannot build model raising_model:Model", "ValueError: hidden sizes must be even",
                           "raising_model.py, line 7")
     assert {k: v for k, v in snapshot(workdir).items() if "__pycache__" not in k} == before
+
+
+@pytest.mark.parametrize("n_steps", ["100000000000", "1e30"])
+def test_rollout_buffer_too_big_for_memory_is_one_line(capsys, workdir, n_steps):
+    """torch's allocator failure was a RuntimeError traceback with C++ frames (the replay buffer's was one line)."""
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--n-envs", "2", "--max-steps", "256",
+                           "--set", f"n_steps={n_steps}", "--quiet", "--run-dir", str(workdir / "run"))
+    lines = [ln for ln in err.splitlines() if not ln.startswith("canter: warning:")]  # max_steps < one rollout
+    assert_one_line_error(code, "\n".join(lines), "rollout buffer does not fit in memory", "hparams.n_steps")
+    assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from canter.data.rollout import RolloutBuffer
-from canter.errors import CanterWarning
+from canter.errors import CanterError, CanterWarning
 from canter.envs.vector import Step
 from canter.trainers.base import StepwiseTrainer
 
@@ -41,9 +41,18 @@ class OnPolicyTrainer(StepwiseTrainer):
         normalized = getattr(self.agent, "obs_rms", None) is not None  # then the stored obs are floats
         obs_dtype = torch.int64 if isinstance(obs_space, gym.spaces.Discrete) else (
             torch.uint8 if obs_space.dtype == np.uint8 and not normalized else torch.float32)  # images stay uint8
-        self.buffer = RolloutBuffer(
-            self.config.n_steps, self.env.num_envs, obs_space.shape, act_shape, obs_dtype, act_dtype
-        )
+        try:
+            self.buffer = RolloutBuffer(
+                self.config.n_steps, self.env.num_envs, obs_space.shape, act_shape, obs_dtype, act_dtype
+            )
+        except (MemoryError, RuntimeError, OverflowError, TypeError) as exc:  # torch's: many lines of C++ frames
+            if isinstance(exc, TypeError) and "Overflow" not in str(exc):  # a size beyond int64 is a TypeError
+                raise
+            steps = self.config.n_steps * self.env.num_envs
+            gib = steps * (int(np.prod(obs_space.shape)) * torch.empty((), dtype=obs_dtype).element_size() + 32) / 2**30
+            raise CanterError(f"the rollout buffer does not fit in memory (hparams.n_steps {self.config.n_steps:,} x "
+                              f"{self.env.num_envs} envs = {steps:,} steps, about {gib:,.1f} GiB); lower "
+                              f"hparams.n_steps or n_envs") from None
 
     def data_state(self) -> dict[str, Any]:
         """A rollout in progress (a multi-policy run's member stops mid-rollout when its ``n_steps``
