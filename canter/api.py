@@ -23,7 +23,7 @@ from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import lookup
-from canter.run import Run, check_new_run_dir, new_run_dir
+from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing
 from canter.trainers import TRAINERS, Trainer
 from canter.utils import seed_everything
 
@@ -182,6 +182,7 @@ def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str 
                   resumed: dict[str, Any] | None) -> Run:
     """Wrap ``trainer`` in a :class:`Run` writing ``run_dir`` (closing the trainer if that fails)."""
     config = resolved_dict(run, algo_cfg)
+    made_dir = outermost_missing(run_dir)  # before the loggers: TensorBoard's makes the directory
     try:
         loggers = default_loggers(run, config, run_dir, quiet)
     except BaseException as exc:
@@ -189,7 +190,9 @@ def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str 
         if isinstance(exc, OSError) and exc.filename is not None:
             raise CanterError(f"cannot write the run directory '{run_dir}': {exc.strerror or exc}") from None
         raise
-    return Run(trainer, run_dir, config, loggers, run.checkpoint_every, resumed=resumed)
+    wrapped = Run(trainer, run_dir, config, loggers, run.checkpoint_every, resumed=resumed)
+    wrapped.made_dir = made_dir
+    return wrapped
 
 
 def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: list[Any]) -> Trainer:

@@ -70,6 +70,14 @@ def check_new_run_dir(path: str | Path) -> Path:
     return path
 
 
+def outermost_missing(path: str | Path) -> Path | None:
+    """The outermost directory of ``path`` (absolute) that does not exist yet; None if ``path`` exists."""
+    made, missing = None, Path(path).absolute()
+    while not missing.exists() and missing != missing.parent:
+        made, missing = missing, missing.parent
+    return made
+
+
 class _SaveAtStart(Callback):
     """Saves the resumable ``last`` checkpoint when a fresh run starts (not part of the hook state)."""
 
@@ -105,6 +113,9 @@ class Run:
         self._signals = 0
         self._abort = False
         self._called = False
+        #: the outermost directory of ``run_dir``'s path that did not exist before this run (None: it
+        #: existed), so a run that fails before training removes what it made, not an empty one it was given
+        self.made_dir: Path | None = outermost_missing(self.dir)
         trainer.hooks.add(_SaveAtStart(self))
 
     @property
@@ -170,9 +181,19 @@ class Run:
 
     def _remove_unstarted(self) -> None:
         """A new run that failed before training started (its setup raised): the directory was empty
-        or absent (``check_new_run_dir``), so what this run wrote there is removed, leaving it empty."""
+        or absent (``check_new_run_dir``), so what this run wrote there is removed: an empty directory
+        given stays, one this run made goes, with the parents it made while they are empty."""
         shutil.rmtree(self.dir, ignore_errors=True)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.made_dir is None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            return
+        parent = self.dir.absolute().parent
+        while self.made_dir != self.dir.absolute() and parent.is_relative_to(self.made_dir):
+            try:
+                parent.rmdir()  # only when empty: another run may have started there meanwhile
+            except OSError:
+                break
+            parent = parent.parent
 
     # -- signals -------------------------------------------------------------------------------
     def _on_signal(self, signum: int, frame: Any) -> None:

@@ -232,12 +232,21 @@ def test_a_refused_resume_leaves_the_run_as_it_was(setup_dir, tmp_path, monkeypa
     assert snapshot(run_dir) == before  # config.yaml not rewritten, no new event file
 
 
-def test_a_run_whose_setup_fails_leaves_no_half_written_directory(tmp_path, capsys):
+@pytest.mark.parametrize("given", ["new", "nested", "empty", "auto"])
+def test_a_run_whose_setup_fails_leaves_no_half_written_directory(tmp_path, capsys, monkeypatch, given):
+    """The directories the run made are removed (an empty run directory was left behind, and with
+    'auto' an empty runs/ too); an empty directory it was given stays."""
+    monkeypatch.chdir(tmp_path)
+    run_dir = {"new": tmp_path / "run", "nested": tmp_path / "a" / "b" / "run", "empty": tmp_path / "run"}.get(given)
+    if given == "empty":
+        run_dir.mkdir()
     code = main(["train", "dqn", "--env", "CartPole-v1", "--set", "buffer_size=10000000000000", "--quiet",
-                 "--run-dir", str(tmp_path / "run")])
+                 *([] if run_dir is None else ["--run-dir", str(run_dir)])])
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and "lower hparams.buffer_size" in err, err
-    assert list((tmp_path / "run").iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == (["run"] if given == "empty" else [])
+    if given == "empty":
+        assert list(run_dir.iterdir()) == []
 
 
 @pytest.mark.timeout(300)
