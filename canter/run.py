@@ -55,6 +55,8 @@ def new_run_dir(algo: str, env: str, base: str | Path = "runs") -> Path:
 def check_new_run_dir(path: str | Path) -> Path:
     """Refuse to write into a directory that already holds files (nothing is overwritten), or one
     that cannot be created (a file in its path, a parent that is not writable)."""
+    if not str(path).strip():  # Path('') is the current directory
+        raise CanterError(f"run_dir needs a directory path, got {str(path)!r}; give 'auto' for runs/<algo>-<env>-<time>")
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise CanterError(f"run directory '{path}' is a file; choose another --run-dir")

@@ -598,3 +598,14 @@ def test_rollout_buffer_too_big_for_memory_is_one_line(capsys, workdir, n_steps)
     lines = [ln for ln in err.splitlines() if not ln.startswith("canter: warning:")]  # max_steps < one rollout
     assert_one_line_error(code, "\n".join(lines), "rollout buffer does not fit in memory", "hparams.n_steps")
     assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
+
+
+@pytest.mark.parametrize("run_dir", ["", "  "])
+def test_api_empty_run_dir_is_refused_not_the_current_directory(workdir, run_dir):
+    """The CLI refuses --run-dir ''; canter.train(run_dir='') wrote the run into the current directory."""
+    import canter
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match="run_dir needs a directory path"):
+        canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, n_envs=2, n_steps=64, eval_episodes=1)
+    assert list(workdir.iterdir()) == []
