@@ -423,6 +423,8 @@ def resolve_config(
     """
     from canter.registry import lookup
 
+    if config_file is not None and not str(config_file).strip():
+        raise CanterError(f"-f/--config needs a config file path, got {str(config_file)!r}")
     file_data = load_yaml(config_file) if config_file else {}
     algo_cls = lookup("algorithm", algo)
     algo_name = algo_cls.name if ":" not in algo else algo

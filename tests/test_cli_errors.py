@@ -609,3 +609,11 @@ def test_api_empty_run_dir_is_refused_not_the_current_directory(workdir, run_dir
     with pytest.raises(CanterError, match="run_dir needs a directory path"):
         canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, n_envs=2, n_steps=64, eval_episodes=1)
     assert list(workdir.iterdir()) == []
+
+
+def test_empty_config_file_path_is_refused_not_ignored(capsys, workdir):
+    """-f '' was taken as no config file: the run went ahead without the config the user meant to give."""
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY, "-f", "",
+                           "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "-f/--config needs a config file path")
+    assert list(workdir.iterdir()) == []
