@@ -190,6 +190,8 @@ def _load_for_env(run_dir: str, env_override: str | None) -> tuple[Any, str, dic
     from canter.envs import describe_space as d
     from canter.envs import make_vec_env, spaces_match
 
+    if env_override is not None and not env_override.strip():
+        raise CanterError("--env needs an env id; leave it out to use the run's own env")
     agent = load(run_dir)
     env_id = env_override or agent.run_config.env
     env_kwargs = agent.run_config.env_kwargs if env_override is None else {}
@@ -265,6 +267,8 @@ def cmd_play(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=0, help="episode seed")
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
+    if args.video_dir is not None and not args.video_dir.strip():
+        raise CanterError("--video-dir needs a directory path; leave it out to play without recording")
     if args.video_dir is not None and os.path.exists(args.video_dir) and not os.path.isdir(args.video_dir):
         raise CanterError(f"--video-dir '{args.video_dir}' is a file, not a directory")
     from canter.play import play

@@ -432,6 +432,19 @@ def test_unwritable_outputs_are_one_line(capsys, runs, tmp_path, argv):
     assert snapshot(good) == before
 
 
+@pytest.mark.parametrize("argv, needle", [
+    (["eval", "{good}", "--env", ""], "--env needs an env id"),
+    (["play", "{good}", "--env", ""], "--env needs an env id"),
+    (["play", "{good}", "--video-dir", ""], "--video-dir needs a directory path"),
+])
+def test_empty_option_values_are_refused(capsys, runs, argv, needle):
+    """An empty --env was taken as no --env, but it dropped the run's env_kwargs; an empty --video-dir
+    played without recording."""
+    good, _ = runs
+    code, _, err = run_cli(capsys, *[a.format(good=good) for a in argv], "--episodes", "1")
+    assert_one_line_error(code, err, needle)
+
+
 @pytest.mark.parametrize("cmd", ["eval", "play"])
 def test_negative_seed_is_one_line(capsys, runs, cmd):
     good, _ = runs
