@@ -320,3 +320,86 @@ def test_replay_keeps_raw_data_and_normalises_batches_with_the_statistics_of_the
     scale = 1.0 / np.sqrt(agent.ret_rms.var + 1e-8)
     assert scale != pytest.approx(1.0, abs=0.05)
     torch.testing.assert_close(agent.prepare_replay_batch(batch).rewards, batch.rewards * float(scale))
+
+
+# -- schedules, acting and what the off-policy trainer hands the replay buffer -----------------------
+def _algo(name: str, obs_dim: int, action_space: gym.Space, **hp):
+    from canter.config import build
+    from canter.registry import lookup
+
+    cls = lookup("algorithm", name)
+    torch.manual_seed(0)
+    return cls(gym.spaces.Box(-10, 10, (obs_dim,), np.float32), action_space, build(cls.Config, dict(net_arch=[16], **hp)),
+               seed=0)
+
+
+def test_dqn_epsilon_decays_linearly_over_the_exploration_fraction_then_stays_at_the_final_value():
+    algo = _algo("dqn", 3, gym.spaces.Discrete(2), exploration_initial_eps=1.0, exploration_final_eps=0.1,
+                 exploration_fraction=0.5)
+    for step, eps in [(0, 1.0), (250, 0.55), (400, 0.28), (500, 0.1), (900, 0.1), (1000, 0.1)]:
+        algo.set_progress(step, 1000)
+        assert algo.epsilon == pytest.approx(eps), step
+    # and in a run: the trainer advances it with the env steps, to the final value by the end
+    trainer = canter.make_trainer("dqn", "CartPole-v1", seed=0, max_steps=400, exploration_fraction=0.5,
+                                  exploration_final_eps=0.05, **TINY)
+    for _ in trainer():
+        pass
+    trainer.close()
+    assert trainer.algorithm.epsilon == pytest.approx(0.05)
+
+
+def test_dqn_hard_target_update_happens_every_target_update_interval_env_steps():
+    algo = _algo("dqn", 3, gym.spaces.Discrete(2), target_update_interval=100, tau=1.0)
+    online, target = list(algo.q.parameters()), list(algo.q_target.parameters())
+    with torch.no_grad():
+        for p in online:
+            p.add_(1.0)
+    for step in (0, 1, 99):
+        algo.set_progress(step, 1000)
+        assert not any(torch.equal(a, b) for a, b in zip(online, target)), step  # not synced yet
+    algo.set_progress(100, 1000)
+    assert all(torch.equal(a, b) for a, b in zip(online, target)) and algo.target_syncs == 1
+
+
+def test_sac_deterministic_action_is_tanh_of_the_mean_and_td3_noise_stays_in_bounds():
+    sac = _algo("sac", 3, gym.spaces.Box(-1, 1, (2,), np.float32))
+    obs = torch.randn(64, 3, generator=torch.Generator().manual_seed(0)) * 5
+    with torch.no_grad():
+        mean = sac.actor(obs)[0]
+        first = sac.act(obs, deterministic=True).actions
+        torch.testing.assert_close(first, torch.tanh(mean))
+        torch.testing.assert_close(sac.act(obs, deterministic=True).actions, first)  # no sampling
+        assert not torch.allclose(sac.act(obs).actions, first)  # exploring does sample
+    td3 = _algo("td3", 3, gym.spaces.Box(-1, 1, (2,), np.float32), noise_std=5.0)
+    with torch.no_grad():
+        noisy = td3.act(obs).actions
+    assert noisy.abs().max() <= 1.0 and (noisy.abs() == 1.0).any()  # large noise, clipped to the action scale
+
+
+def test_off_policy_trainer_stores_truncations_as_not_terminated_and_explores_randomly_before_learning_starts():
+    trainer = canter.make_trainer("dqn", "CartPole-v1", seed=0, max_steps=300, env_kwargs={"max_episode_steps": 5},
+                                  **{**TINY, "learning_starts": 200})
+    calls = []
+    act = trainer.algorithm.act
+    trainer.algorithm.act = lambda obs, deterministic=False: (calls.append(trainer.step), act(obs, deterministic))[1]
+    act_numpy = trainer.algorithm.act_numpy
+    trainer.algorithm.act_numpy = lambda obs, deterministic=False: (calls.append(trainer.step),
+                                                                    act_numpy(obs, deterministic))[1]
+    for _ in trainer():
+        pass
+    trainer.close()
+    buf = trainer.buffer
+    assert buf.done.sum() >= 50 and not buf.terminated.any()  # every 5-step episode was cut by the time limit
+    assert calls and min(calls) >= 200  # the policy is first asked at learning_starts
+
+
+def test_off_policy_trainer_feeds_new_priorities_back_to_a_prioritized_buffer():
+    trainer = canter.make_trainer("dqn", "CartPole-v1", seed=0, max_steps=200, prioritized=True, **TINY)
+    for _ in trainer():
+        pass
+    trainer.close()
+    buf = trainer.buffer
+    leaves = buf.sums.leaves[buf.chronological_indices()]
+    assert len(leaves) > 100
+    # without feedback every transition keeps the priority it entered with (1, the largest seen)
+    assert len(np.unique(leaves)) > 10  # sampled transitions got their own |TD error| priorities
