@@ -427,3 +427,35 @@ def test_ppo_target_kl_stop_logs_the_minibatch_that_stopped_the_epochs():
     assert trainer.algorithm.updates < 2 * 4 * 4  # the epochs stopped early in both rollouts
     for r in records:  # as SB3 logs it: the stopping minibatch's KL is in the mean
         assert r.losses["approx_kl"] > 1.5 * target
+
+
+# -- PPO's schedules and its KL early stop ---------------------------------------------------------
+def _ppo(**hp):
+    from canter.algorithms.ppo import PPO
+
+    torch.manual_seed(0)
+    return PPO(gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2), build(PPO.Config, dict(net_arch=[8], **hp)),
+               seed=0)
+
+
+def test_ppo_linear_schedules_anneal_lr_and_clip_range_to_zero_and_constant_ones_do_not():
+    algo = _ppo(lr=1e-3, clip_range=0.2, lr_schedule="linear", clip_schedule="linear")
+    for step, frac in [(0, 1.0), (250, 0.75), (1000, 0.0)]:
+        algo.set_progress(step, 1000)
+        assert algo.clip == pytest.approx(0.2 * frac) and algo.lr == pytest.approx(1e-3 * frac), step
+        assert all(g["lr"] == pytest.approx(1e-3 * frac) for g in algo.optimizer.param_groups)
+    constant = _ppo(lr=1e-3, clip_range=0.2)
+    constant.set_progress(750, 1000)
+    assert constant.clip == 0.2 and constant.lr == 1e-3
+
+
+@pytest.mark.parametrize("kl, steps", [(0.0149, True), (0.0151, False)])
+def test_ppo_epochs_stop_when_the_approximate_kl_exceeds_one_and_a_half_times_target_kl(kl, steps):
+    algo = _ppo(target_kl=0.01)
+    sum(p.sum() for p in algo.model.parameters()).backward()
+    before = [p.detach().clone() for p in algo.model.parameters()]
+    stats: list = []
+    assert algo._step(np.array([0.0, 0.0, 0.0, kl, 0.0], np.float32), stats) is steps
+    assert len(stats) == 1 and algo.updates == int(steps)  # the stopping minibatch is logged, not applied
+    changed = any(not torch.equal(a, b) for a, b in zip(before, algo.model.parameters()))
+    assert changed is steps
