@@ -5,12 +5,16 @@ from __future__ import annotations
 import copy
 import math
 
+import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
 import canter
+from canter.envs.vector import VecEnv
 from canter.optim import FlatAdam
 from canter.schedules import lr_decay
+from canter.trainers.evaluation import evaluate
 from support import scripted
 
 # 2 envs x 16 steps = 32 env steps per PPO iteration
@@ -190,3 +194,47 @@ def test_flat_adam_follows_torch_adam_over_many_steps(fused, weight_decay, max_n
         torch.testing.assert_close(p, r, rtol=1e-5, atol=1e-6)
     assert float(flat.step_count) == 300 and flat.param_groups[0]["lr"] == 3e-3
     assert not math.isnan(float(flat.exp_avg_sq.sum()))
+
+
+# -- evaluation ------------------------------------------------------------------------------------
+def test_evaluate_runs_exactly_n_episodes_spread_evenly_over_the_sub_envs():
+    """Sub-env 0's episodes last 2 steps, sub-env 1's 5 (reward 1 a step): 3 episodes on 2 envs are one
+    of sub-env 0 and two of sub-env 1, although sub-env 0 finishes four more while it waits."""
+    class Fixed(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self, length):
+            self.length, self.t = length, 0
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            self.t += 1
+            return np.zeros(1, np.float32), 1.0, self.t >= self.length, False, {}
+
+    class Zeros:
+        def predict(self, obs):
+            return np.zeros(len(obs), np.int64)
+
+    env = VecEnv(gym.vector.SyncVectorEnv([lambda: Fixed(2), lambda: Fixed(5)],
+                                          autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
+    result = evaluate(Zeros(), env, 3, seed=0)
+    env.close()
+    assert sorted(result.returns) == [2.0, 5.0, 5.0] and sorted(result.lengths) == [2, 5, 5]
+    assert result.mean_return == pytest.approx(4.0) and result.episodes == 3
+
+
+def test_deterministic_prediction_leaves_the_observation_statistics_alone():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", normalize_obs=True, max_steps=64, **TINY)
+    list(trainer())
+    trainer.close()
+    agent = trainer.agent
+    before = {k: np.array(v, copy=True) for k, v in agent.obs_rms.state_dict().items()}
+    actions = agent.predict(np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32) * 50)
+    assert actions.shape == (8,)
+    for k, v in agent.obs_rms.state_dict().items():
+        np.testing.assert_array_equal(v, before[k])
