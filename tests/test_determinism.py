@@ -159,3 +159,24 @@ def test_interrupted_then_resumed_run_equals_the_uninterrupted_one(algo, tmp_pat
 def whole_steps(run_dir: Path) -> int:
     """The steps an uninterrupted run's summary records."""
     return json.loads((run_dir / "summary.json").read_text())["steps"]
+
+
+def test_the_run_seed_reaches_the_algorithms_own_generator():
+    """Exploration draws come from the algorithm's generator: with the same weights and observations,
+    seeds 3 and 4 must sample different actions (and seed 3 twice the same ones)."""
+    obs = np.random.default_rng(0).normal(size=(256, 4)).astype(np.float32)
+
+    def samples(seed, weights=None):
+        trainer = canter.make_trainer("ppo", "CartPole-v1", seed=seed, max_steps=64, n_envs=1)
+        algo = trainer.algorithm
+        if weights is not None:
+            algo.load_state_dict(weights, weights_only=True)
+        actions = trainer.agent.sample(obs)[0]
+        trainer.close()
+        return actions, algo.state_dict()
+
+    first, weights = samples(3)
+    again, _ = samples(3, weights)
+    other, _ = samples(4, weights)
+    np.testing.assert_array_equal(first, again)
+    assert (first != other).mean() > 0.2
