@@ -1,10 +1,14 @@
 """V-trace targets against hand-computed values, the paper's sum definition, n-step returns and GAE."""
 import math
+from types import SimpleNamespace
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
+from canter.algorithms.impala import IMPALA
+from canter.config import build
 from canter.data.rollout import compute_gae
 from canter.distributed.vtrace import vtrace
 
@@ -93,3 +97,24 @@ def test_on_policy_vtrace_with_lambda_equals_gae(lam):
     adv = compute_gae(rewards, values, boot, terminated, dones, gamma, lam)
     out = vtrace(torch.zeros(T, N), *map(torch.from_numpy, (rewards, values, boot, terminated, dones)), gamma, lam)
     np.testing.assert_allclose((out.vs - torch.from_numpy(values)).numpy(), adv, rtol=1e-4, atol=1e-4)
+
+
+def test_impala_passes_each_of_its_three_clips_to_vtrace():
+    """With rho-bar, c-bar and the policy-gradient clip all different (their defaults are all 1), IMPALA's
+    targets equal V-trace's with each clip in its place."""
+    cfg = build(IMPALA.Config, dict(net_arch=[8], rho_clip=1.7, c_clip=0.6, pg_rho_clip=1.2, vtrace_lambda=0.9,
+                                    gamma=0.95))
+    algo = IMPALA(gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2), cfg, seed=0)
+    g = torch.Generator().manual_seed(0)
+    T, N = 6, 3
+    behaviour = torch.randn(T, N, generator=g) - 1.0
+    logp = torch.randn(T, N, generator=g) - 1.0
+    rewards, values, bootstrap = torch.randn(T, N, generator=g), torch.randn(T, N, generator=g), torch.randn(N, generator=g)
+    dones = (torch.rand(T, N, generator=g) < 0.2).float()
+    terminated = dones * (torch.rand(T, N, generator=g) < 0.5).float()
+    batch = SimpleNamespace(behaviour_log_probs=behaviour, rewards=rewards, terminated=terminated, dones=dones)
+    got = algo.targets(batch, logp, values, bootstrap)
+    want = vtrace(logp - behaviour, rewards, values, bootstrap, terminated, dones, 0.95, 0.9, 1.7, 0.6, 1.2)
+    assert ((logp - behaviour).exp() > 1.7).any() and ((logp - behaviour).exp() < 0.6).any()  # every clip bites
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
