@@ -123,3 +123,17 @@ def test_registering_the_same_definition_again_replaces_it():
     assert canter.lookup("env", "ApiUsageCart-v0") is scope["make_cart"]
     with pytest.raises(ValueError, match="already registered"):
         canter.register("env", "ApiUsageCart-v0")(lambda **kw: None)  # another object under the name
+
+
+def test_the_pause_between_calls_does_not_count_against_max_seconds(tiny_ppo, monkeypatch):
+    import time
+
+    trainer = canter.make_trainer("ppo", "CartPole-v1", seed=1, **{**tiny_ppo, "max_steps": 10**6}, max_seconds=60.0)
+    first = _records(trainer, stop_after=1)
+    clock = time.perf_counter()
+    monkeypatch.setattr(time, "perf_counter", lambda: clock + 3600.0 + (time.monotonic() - start))
+    start = time.monotonic()  # an hour's pause between the calls: not training time
+    more = _records(trainer, stop_after=1)
+    trainer.close()
+    assert first[0][-1] is None
+    assert len(more) == 1 and more[0][0] > first[0][0]  # it yielded nothing: the pause counted as training

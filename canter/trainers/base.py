@@ -344,10 +344,10 @@ class Trainer:
         threads = self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width())
         use_threads(threads, self.blas_takes_threads())
         if self._started:
+            self.elapsed_before = self._yielded_wall  # up to the last record: the pause is not training
+            self.wall_start = time.perf_counter()  # before the stop check: a time budget must not count the pause
             if self.hooks.should_stop(self) is not None:
                 return
-            self.elapsed_before = self._yielded_wall  # up to the last record: the pause is not training
-            self.wall_start = time.perf_counter()
         else:
             if self.run.keep_freed_memory:
                 keep_freed_memory()
