@@ -57,7 +57,7 @@ def check_new_run_dir(path: str | Path) -> Path:
     that cannot be created (a file in its path, a parent that is not writable)."""
     if not str(path).strip():  # Path('') is the current directory
         raise CanterError(f"run_dir needs a directory path, got {str(path)!r}; give 'auto' for runs/<algo>-<env>-<time>")
-    path = Path(path)
+    path = _as_created(Path(path))
     if path.exists() and not path.is_dir():
         raise CanterError(f"run directory '{path}' is a file; choose another --run-dir")
     if path.exists() and any(path.iterdir()):
@@ -70,6 +70,20 @@ def check_new_run_dir(path: str | Path) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise CanterError(f"cannot create run directory '{path}': '{parent}' is not writable")
     return path
+
+
+def _as_created(path: Path) -> Path:
+    """``path`` as it reads once its missing directories are made: a ``..`` after a directory that
+    does not exist yet cancels it (``new/../old`` is ``old``, an existing directory whose files
+    :func:`check_new_run_dir` must see, and which a failed run's cleanup would otherwise remove).
+    The part that exists is left to the file system (a symlink's ``..`` is its target's parent)."""
+    parts = path.parts
+    i = len(parts)
+    while i > 0 and not Path(*parts[:i]).exists():
+        i -= 1
+    if ".." not in parts[i:]:
+        return path
+    return Path(*parts[:i]) / os.path.normpath(Path(*parts[i:])) if i else Path(os.path.normpath(path))
 
 
 def outermost_missing(path: str | Path) -> Path | None:

@@ -249,6 +249,20 @@ def test_a_run_whose_setup_fails_leaves_no_half_written_directory(tmp_path, caps
         assert list(run_dir.iterdir()) == []
 
 
+def test_a_run_dir_through_a_missing_directory_and_dotdot_is_checked_as_it_resolves(tmp_path, capsys, monkeypatch):
+    """'new/../kept' is 'kept' once 'new' is made: its files refuse it as any non-empty run directory
+    (the check saw a path that did not exist, and the failed setup's cleanup deleted 'kept' whole)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "notes.txt").write_text("precious")
+    code = main(["train", "dqn", "--env", "CartPole-v1", "--set", "buffer_size=10000000000000", "--quiet",
+                 "--run-dir", "new/../kept"])
+    err = capsys.readouterr().err
+    assert code == 2 and "not empty" in err, err
+    assert (tmp_path / "kept" / "notes.txt").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
+
+
 @pytest.mark.timeout(300)
 def test_cli_ctrl_c_exits_130_and_resume_finishes(setup_dir, tmp_path, capsys):
     d, run_dir = setup_dir, tmp_path / "run"
