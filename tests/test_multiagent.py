@@ -169,6 +169,7 @@ def test_evaluation_counts_every_agent_of_each_episode(copies, episodes):
     env.close()
     assert sorted(result.returns) == [0.0] * episodes + [8.0] * (2 * episodes)
     assert result.mean_return == pytest.approx(16 / 3)
+    assert result.episodes == episodes  # canter eval's 'over N episodes': it said 3 x episodes
 
 
 class _FirstAgentRight:
@@ -185,6 +186,7 @@ def test_shared_policy_evaluation_counts_every_agent_of_each_episode():
     result = evaluate(_FirstAgentRight(), env, 4, seed=0)  # 4 episodes over 3 copies of 2 agents
     env.close()
     assert sorted(result.returns) == [0.0] * 4 + [8.0] * 4
+    assert result.episodes == 4
 
 
 def test_policy_modes_are_checked(capsys):

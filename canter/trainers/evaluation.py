@@ -22,11 +22,13 @@ class EvalResult:
     lengths: list[int] = field(default_factory=list)
     #: 1.0 / 0.0 per episode whose env reported ``info["is_success"]`` at its end (goal envs)
     successes: list[float] = field(default_factory=list)
+    #: episodes run, where a multi-agent env's episode gives one return per agent (None: one return each)
+    n_episodes: int | None = None
 
     @property
     def episodes(self) -> int:
-        """Number of episodes evaluated."""
-        return len(self.returns)
+        """Number of episodes evaluated (a multi-agent env's episode once, however many agents returned)."""
+        return len(self.returns) if self.n_episodes is None else self.n_episodes
 
     @property
     def success_rate(self) -> float | None:
@@ -48,7 +50,8 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
         copy_of = getattr(getattr(env, "env", None), "copy_index", None)
     copy_of = np.arange(n) if copy_of is None else np.asarray(copy_of)
     copies = int(copy_of.max()) + 1
-    targets = np.array([(n_episodes + c) // copies for c in range(copies)])[copy_of]
+    per_copy = np.array([(n_episodes + c) // copies for c in range(copies)])
+    targets = per_copy[copy_of]
     counts = np.zeros(n, dtype=np.int64)
     returns: list[float] = []
     lengths: list[int] = []
@@ -73,4 +76,5 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
                     successes.append(float(success))
         obs = step.obs
     arr = np.asarray(returns, dtype=np.float64)
-    return EvalResult(float(arr.mean()), float(arr.std()), returns, lengths, successes)
+    return EvalResult(float(arr.mean()), float(arr.std()), returns, lengths, successes,
+                      n_episodes=int(per_copy.sum()) if n != copies else None)
