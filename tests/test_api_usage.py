@@ -137,3 +137,17 @@ def test_the_pause_between_calls_does_not_count_against_max_seconds(tiny_ppo, mo
     trainer.close()
     assert first[0][-1] is None
     assert len(more) == 1 and more[0][0] > first[0][0]  # it yielded nothing: the pause counted as training
+
+
+def test_a_stop_request_ends_the_call_it_came_in_not_every_later_one(tiny_ppo):
+    def request(trainer, losses):
+        if trainer.step == 256:
+            trainer.stop_requested = "user"
+
+    trainer = canter.make_trainer("ppo", "CartPole-v1", seed=1, **tiny_ppo, hooks={"after_update": request})
+    first = _records(trainer)
+    rest = _records(trainer)
+    trainer.close()
+    assert [(r[0], r[-1]) for r in first] == [(128, None), (256, "user")]
+    # the stale request stopped every later call after one iteration: [(384, 'user')]
+    assert [(r[0], r[-1]) for r in rest] == [(384, None), (512, "max_steps")]

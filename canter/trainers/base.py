@@ -344,6 +344,7 @@ class Trainer:
         threads = self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width())
         use_threads(threads, self.blas_takes_threads())
         if self._started:
+            self.stop_requested = None  # honoured by the last call, which it stopped: this call is asked to go on
             self.elapsed_before = self._yielded_wall  # up to the last record: the pause is not training
             self.wall_start = time.perf_counter()  # before the stop check: a time budget must not count the pause
             if self.hooks.should_stop(self) is not None:
