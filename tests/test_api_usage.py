@@ -151,3 +151,14 @@ def test_a_stop_request_ends_the_call_it_came_in_not_every_later_one(tiny_ppo):
     assert [(r[0], r[-1]) for r in first] == [(128, None), (256, "user")]
     # the stale request stopped every later call after one iteration: [(384, 'user')]
     assert [(r[0], r[-1]) for r in rest] == [(384, None), (512, "max_steps")]
+
+
+def test_another_lambda_of_the_same_module_under_a_taken_name_is_refused():
+    first = canter.register("env", "ApiUsageLambda-v0")(lambda **kw: gym.make("CartPole-v1", **kw))
+    src = "canter.register('env', 'ApiUsageLambda-v1')(lambda **kw: gym.make('CartPole-v1', **kw))\n"
+    scope = {"canter": canter, "gym": gym, "__name__": "notebook_cell"}
+    exec(src, scope)
+    exec(src, scope)  # the same lambda's cell run again still replaces it
+    with pytest.raises(ValueError, match="already registered"):  # every lambda's qualname is '<lambda>'
+        canter.register("env", "ApiUsageLambda-v0")(lambda **kw: gym.make("Pendulum-v1", **kw))
+    assert canter.lookup("env", "ApiUsageLambda-v0") is first
