@@ -64,15 +64,30 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
         raise MissingExtraError(feature, extra, module.split(".")[0]) from exc
 
 
+def _library_file(filename: str) -> bool:
+    """True for a file of Python's own library, an installed package or canter (not the user's code)."""
+    import os
+    import sysconfig
+
+    if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
+        return True
+    roots = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots.add(os.path.dirname(os.path.abspath(__file__)))  # canter itself
+    path = os.path.abspath(filename)
+    return any(root and path.startswith(os.path.abspath(root) + os.sep) for root in roots)
+
+
 def raised_in(exc: BaseException) -> str:
     """A user module's or class's exception in one line: ``ValueError: boom (/path/mod.py, line 3)``
-    (a SyntaxError: its own file and line; otherwise the innermost frame of the traceback)."""
+    (a SyntaxError: its own file and line; otherwise the innermost frame of the traceback in the
+    user's code, not in Python's library, an installed package or canter, where there is one)."""
     import traceback
 
     if isinstance(exc, SyntaxError):
         message, filename, lineno = exc.msg, exc.filename, exc.lineno
     else:
         frames = traceback.extract_tb(exc.__traceback__)
+        frames = [f for f in frames if not _library_file(f.filename)] or frames
         message = str(exc)
         filename, lineno = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
     where = f" ({filename}, line {lineno})" if filename else ""

@@ -630,3 +630,18 @@ def test_empty_config_file_path_is_refused_not_ignored(capsys, workdir):
                            "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, "-f/--config needs a config file path")
     assert list(workdir.iterdir()) == []
+
+
+def test_raised_in_names_the_users_line_not_the_library_frame_that_raised(tmp_path, monkeypatch):
+    """A user's call into the standard library (or an installed package) that raises is located at the
+    user's line: the innermost frame was json's decoder.py."""
+    import importlib
+
+    from canter.errors import raised_in
+
+    (tmp_path / "user_cfg_mod.py").write_text("import json\n\nCONFIG = json.loads('{not json')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError) as info:
+        importlib.import_module("user_cfg_mod")
+    line = raised_in(info.value)
+    assert line.startswith("JSONDecodeError: ") and line.endswith(f"({tmp_path / 'user_cfg_mod.py'}, line 3)"), line
