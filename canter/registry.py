@@ -62,9 +62,11 @@ def import_object(path: str) -> Any:
     module_name, _, attr = path.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except (ImportError, ValueError) as exc:  # ValueError: an empty or relative module name
+    except ImportError as exc:
         raise CanterError(f"cannot import module '{module_name}' (from '{path}'): {exc}") from None
-    except Exception as exc:  # the module itself fails: a SyntaxError, a NameError at import...
+    except Exception as exc:  # the module itself fails: a SyntaxError, a NameError, a ValueError at import...
+        if not module_name.strip(".") or module_name.startswith("."):  # importlib refused the name itself
+            raise CanterError(f"cannot import module '{module_name}' (from '{path}'): {exc}") from None
         raise CanterError(f"cannot import module '{module_name}' (from '{path}'): {raised_in(exc)}") from None
     try:
         obj = module

@@ -572,7 +572,8 @@ def test_empty_dataset_path_is_one_line(capsys, workdir, algo):
     ("x = (\n", ["SyntaxError", "line 1"]),
     ("import os\nraise RuntimeError('broken at import')\n", ["RuntimeError: broken at import", "line 2"]),
     ("undefined_name\n", ["NameError", "line 1"]),
-], ids=["syntax-error", "raises", "name-error"])
+    ("import json\nCONFIG = json.loads('{not json')\n", ["JSONDecodeError", "line 2"]),  # a ValueError
+], ids=["syntax-error", "raises", "name-error", "value-error"])
 @pytest.mark.parametrize("where", ["algorithm", "model", "env"])
 def test_user_module_that_fails_to_import_is_one_line(capsys, workdir, monkeypatch, request, source, needles, where):
     """'module:Class' whose module fails with something other than ImportError (a SyntaxError...) was a
