@@ -399,12 +399,15 @@ def find_checkpoint(path: str | Path) -> Path:
 def _global_rngs_kept() -> Iterator[None]:
     """Put Python's, NumPy's and torch's global random states back as they were on leaving."""
     states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
     try:
         yield
     finally:
         random.setstate(states[0])
         np.random.set_state(states[1])
         torch.set_rng_state(states[2])
+        if cuda is not None:  # torch.manual_seed reseeds every CUDA device too
+            torch.cuda.set_rng_state_all(cuda)
 
 
 def load(path: str | Path, weights_only: bool = True) -> Agent:
