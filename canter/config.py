@@ -9,16 +9,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import sys
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-import yaml
-
 from canter.errors import CanterError, unknown
+from canter.yaml_io import load_yaml, parse_yaml_value
 
 
 def hp(
@@ -123,7 +121,7 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     if origin is list or inner is list:  # ``list[T]`` or a bare ``list``
         if isinstance(value, str):
             text = value.strip()
-            value = _parse_yaml_value(text if text.startswith("[") else f"[{text}]", key)
+            value = parse_yaml_value(text if text.startswith("[") else f"[{text}]", key)
         if not isinstance(value, (list, tuple)):
             raise bad()
         item = args[0] if args else Any
@@ -132,49 +130,11 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
         return [coerce(item, v, key) for v in value]
     if origin is dict or inner is dict:
         if isinstance(value, str):
-            value = _parse_yaml_value(value, key)
+            value = parse_yaml_value(value, key)
         if not isinstance(value, dict):
             raise bad()
         return _plain(dict(value), key)
     return value
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key repeated in one mapping (PyYAML keeps the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen = set()
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                key = self.construct_object(key_node, deep=deep)
-                try:
-                    duplicate = key in seen
-                    seen.add(key)
-                except TypeError:  # an unhashable key: the base class reports it
-                    continue
-                if duplicate:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key '{key}'", key_node.start_mark)
-        return super().construct_mapping(node, deep=deep)
-
-
-def safe_load(text: str) -> Any:
-    """``yaml.safe_load`` that refuses duplicate keys."""
-    try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except ValueError as exc:  # int() of a digit string over Python's limit (sys.get_int_max_str_digits)
-        if "integer string conversion" not in str(exc):
-            raise
-        raise yaml.constructor.ConstructorError(
-            None, None, f"an integer with more than {sys.get_int_max_str_digits()} digits") from None
-
-
-def _parse_yaml_value(text: str, key: str) -> Any:
-    try:
-        return safe_load(text)
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise CanterError(f"'{key}': cannot parse {text!r} as YAML: {problem}") from None
 
 
 def _plain(value: Any, key: str) -> Any:
@@ -258,31 +218,6 @@ def describe(cls: type) -> list[tuple[str, str, Any, str]]:
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         out.append((name, type_name(tp), default, f.metadata.get("doc", "")))
     return out
-
-
-def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping; malformed YAML is a CanterError that names the file and line."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise CanterError(f"config file not found: {path}") from None
-    except OSError as exc:
-        raise CanterError(f"cannot read config file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CanterError(f"config file {path} is not UTF-8 text") from None
-    try:
-        data = safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise CanterError(f"malformed YAML in {path}{where}: {problem}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise CanterError(f"{path} must hold a YAML mapping (key: value lines), got {type(data).__name__}")
-    return data
 
 
 @dataclass
@@ -471,7 +406,7 @@ def resolve_config(
                 raise CanterError(f"config keys must be strings, got {key!r} in {_source}")
             if key == "hparams":
                 if isinstance(value, str):  # --set 'hparams={lr: 0.001}'
-                    value = _parse_yaml_value(value, key)
+                    value = parse_yaml_value(value, key)
                 if not isinstance(value, dict):
                     raise CanterError("'hparams' must be a mapping of hyperparameter names to values")
                 for k, v in value.items():

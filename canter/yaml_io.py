@@ -1,0 +1,75 @@
+"""Reading YAML for configs: PyYAML's safe loader, refusing duplicate keys, with malformed input as
+one-line :class:`~canter.errors.CanterError` messages that name the file and line."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from canter.errors import CanterError
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key repeated in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key '{key}'", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def safe_load(text: str) -> Any:
+    """``yaml.safe_load`` that refuses duplicate keys."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except ValueError as exc:  # int() of a digit string over Python's limit (sys.get_int_max_str_digits)
+        if "integer string conversion" not in str(exc):
+            raise
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer with more than {sys.get_int_max_str_digits()} digits") from None
+
+
+def parse_yaml_value(text: str, key: str) -> Any:
+    """``text`` (a ``--set`` value) as YAML; malformed YAML is a one-line CanterError naming ``key``."""
+    try:
+        return safe_load(text)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise CanterError(f"'{key}': cannot parse {text!r} as YAML: {problem}") from None
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping; malformed YAML is a CanterError that names the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise CanterError(f"config file not found: {path}") from None
+    except OSError as exc:
+        raise CanterError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise CanterError(f"config file {path} is not UTF-8 text") from None
+    try:
+        data = safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise CanterError(f"malformed YAML in {path}{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise CanterError(f"{path} must hold a YAML mapping (key: value lines), got {type(data).__name__}")
+    return data
