@@ -59,23 +59,32 @@ def categorical_log_prob(logits: np.ndarray, actions: np.ndarray) -> np.ndarray:
     :attr:`CategoricalTerms.logp` (the same operations, so the same bits) without the entropies and
     normalised probabilities, for acting (8 CartPole rows: 20 -> 12 µs a call, Zen 3)."""
     z, _, total = _shifted_exp(logits)
-    logp = z[np.arange(len(z)), actions]
+    logp = z.reshape(-1).take(_flat_index(actions, z.shape[1]))
     logp -= np.log(total)[:, 0]
     return logp
+
+
+def _flat_index(actions: np.ndarray, n: int) -> np.ndarray:
+    """Positions of ``[row, actions[row]]`` in a C-contiguous ``[B, n]`` array, flattened: ``take`` /
+    a flat write there cost ~0.5 / 1.2 µs on 256 rows, where ``z[rows, actions]`` took 2.2 and
+    ``g[rows, actions] += x`` 3.7."""
+    idx = np.arange(0, len(actions) * n, n)
+    idx += actions
+    return idx
 
 
 class CategoricalTerms:
     """Log-probabilities and entropies of a categorical policy given its logits ``[B, n]``."""
 
-    __slots__ = ("probs", "logp_all", "logp", "entropy", "_rows", "_actions")
+    __slots__ = ("probs", "logp_all", "logp", "entropy", "_index")
 
     def __init__(self, logits: np.ndarray, actions: np.ndarray) -> None:
         z, probs, total = _shifted_exp(logits)
         probs /= total
         z -= np.log(total)
         self.probs, self.logp_all = probs, z
-        self._rows, self._actions = np.arange(len(z)), actions
-        self.logp = z[self._rows, actions]
+        self._index = _flat_index(actions, z.shape[1])
+        self.logp = z.reshape(-1).take(self._index)
         self.entropy = row_reduce(np.add, probs * z)[:, 0]  # sum_a p log p per row (negated next)
         np.negative(self.entropy, out=self.entropy)
 
@@ -83,7 +92,7 @@ class CategoricalTerms:
         """d(loss)/d(logits) for ``loss = sum(g_logp * logp) - ent_coef * mean(entropy) + ...``:
         ``g_logp * (onehot - p)``, plus ``ent_coef / B * p * (log p + H)`` from the entropy term."""
         g = np.multiply(self.probs, np.negative(g_logp)[:, None])
-        g[self._rows, self._actions] += g_logp
+        g.reshape(-1)[self._index] += g_logp  # a view: g is a new C-contiguous array
         if ent_coef:
             g += self.probs * (self.logp_all + self.entropy[:, None]) * np.float32(ent_coef / len(g))
         return g
