@@ -192,3 +192,29 @@ def test_user_subclasses_get_autograd_and_torch_acting():
         torch.testing.assert_close(torch.as_tensor(dqn.act(torch.from_numpy(obs), deterministic=True).actions), want)
         numpy_acts = dqn.act_numpy(obs, deterministic=True)
         assert (numpy_acts is None) == (kind != "flat")
+
+
+def test_bootstrap_values_take_the_numpy_pass_where_the_critic_is_canters_own():
+    """``Agent.value`` (a rollout's last value) comes from the model's NumPy pass, as the stored
+    values do, and agrees with torch's; an algorithm that computes its value otherwise keeps it."""
+    import numpy as np
+
+    from canter.agents.agent import Agent
+
+    obs = np.random.default_rng(0).standard_normal((8, *DISCRETE[0].shape)).astype(np.float32)
+    for normalize_value in (False, True):  # PPO's value normalisation scales the critic's output back
+        algo = PPO(*DISCRETE, PPOConfig(net_arch=[16, 16], normalize_value=normalize_value), seed=0)
+        if normalize_value:
+            algo.value_rms.update(np.array([3.0, 9.0, 40.0]))
+        assert algo.value_numpy(obs) is not None
+        with torch.no_grad():
+            torch.testing.assert_close(Agent(algo).value(obs), algo.value(torch.from_numpy(obs)))
+
+    class HalfValue(PPO):
+        def value(self, obs):  # noqa: D102
+            return super().value(obs) / 2
+
+    half = HalfValue(*DISCRETE, PPOConfig(net_arch=[16, 16]), seed=0)
+    assert half.value_numpy(obs) is None
+    with torch.no_grad():
+        torch.testing.assert_close(Agent(half).value(obs), PPO.value(half, torch.from_numpy(obs)) / 2)

@@ -177,8 +177,12 @@ class Agent:
 
     def value(self, obs: np.ndarray) -> torch.Tensor:
         """State values from the algorithm's critic (on-policy algorithms)."""
+        x = np.ascontiguousarray(self.normalize_obs(obs))
+        v = self.algorithm.value_numpy(x)
+        if v is not None:
+            return torch.from_numpy(v)
         with torch.inference_mode():
-            return self.algorithm.value(self.obs_to_tensor(obs))
+            return self.algorithm.value(self._tensor(x))
 
     def scale_reward(self, reward: np.ndarray, done: np.ndarray, valid: np.ndarray | None = None,
                      scale: bool = True) -> np.ndarray:

@@ -158,8 +158,28 @@ class ActorCriticAlgorithm(Algorithm):
         """V(obs) for bootstrapping."""
         return self.model.value(obs)
 
+    def value_numpy(self, obs: np.ndarray) -> np.ndarray | None:
+        """:meth:`value` through the model's NumPy forward pass (the one :meth:`act_numpy` takes, so a
+        rollout's last value comes from the same arithmetic as its stored ones; 8 CartPole rows:
+        ~20 µs against ~200 for torch's pass under ``inference_mode`` in the training loop); None
+        where there is none or a subclass computes its value otherwise."""
+        if self.device.type != "cpu" or not _overrides_follow(type(self), "value_numpy", "value"):
+            return None
+        action_value = getattr(self.model, "action_value_numpy", None)
+        res = None if action_value is None else action_value(obs)
+        return None if res is None else res[1]
+
     def modules(self) -> dict[str, nn.Module]:  # noqa: D102
         return {"model": self.model}
+
+
+def _overrides_follow(cls: type, fast: str, plain: str) -> bool:
+    """Whether ``cls``'s method ``fast`` comes from the class that defines its ``plain`` or a
+    subclass of it: False where a subclass redefined ``plain`` alone (its fast path would skip that)."""
+    def owner(name: str) -> type:
+        return next(k for k in cls.__mro__ if name in k.__dict__)
+
+    return issubclass(owner(fast), owner(plain))
 
 
 def linear_decay(value: float, schedule: str, step: int, total_steps: int) -> float:

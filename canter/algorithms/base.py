@@ -209,6 +209,11 @@ class Algorithm(ABC):
         (the default). The output's tensors share NumPy arrays' memory."""
         return None
 
+    def value_numpy(self, obs: np.ndarray) -> np.ndarray | None:
+        """The critic's V(obs) ``[B]`` for a NumPy batch with NumPy's kernels (on-policy bootstrapping);
+        None where the algorithm has no such path (the default)."""
+        return None
+
     @abstractmethod
     def learn(self, batch: Any) -> dict[str, float]:
         """One update from ``batch``; returns named scalar statistics."""

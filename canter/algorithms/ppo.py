@@ -98,6 +98,13 @@ class PPO(ActorCriticAlgorithm):
         mean, std = self._value_scale()
         return v * std + mean
 
+    def value_numpy(self, obs: np.ndarray) -> np.ndarray | None:  # noqa: D102
+        v = super().value_numpy(obs)
+        if self.value_rms is None or v is None:
+            return v
+        mean, std = self._value_scale()
+        return v * std + mean
+
     # -- learning -------------------------------------------------------------------------
     def set_progress(self, step: int, total_steps: int) -> None:
         """Linear annealing of the learning rate and clip range, when configured."""
