@@ -101,8 +101,8 @@ def test_actor_critic_never_picks_a_masked_action(stacked):
     assert (logits.numpy()[~allowed] == MASKED).all() and (logits.numpy()[allowed] > MASKED / 2).all()
     paths = {"act": algo.act(obs).actions.numpy(), "predict": algo.act(obs, deterministic=True).actions.numpy()}
     if stacked:
-        paths["act_numpy"] = algo.act_numpy(obs.numpy()).actions.numpy()
-        paths["predict_numpy"] = algo.act_numpy(obs.numpy(), deterministic=True).actions.numpy()
+        paths["act_numpy"] = algo.act_numpy(obs.numpy()).actions
+        paths["predict_numpy"] = algo.act_numpy(obs.numpy(), deterministic=True).actions
     for name, actions in paths.items():
         assert allowed[np.arange(500), actions].all(), name
     if stacked:  # where action 0 is allowed the favoured action is still taken
@@ -133,7 +133,7 @@ def test_masked_centralised_critic_gradients_match_autograd():
     obs[:, 1, -N:] = 0.0  # the critic's row has no mask
     allowed = allowed_of(obs[:, 0])
     assert allowed[np.arange(64), algo.act(obs).actions.numpy()].all()
-    assert allowed[np.arange(64), algo.act_numpy(obs.numpy()).actions.numpy()].all()
+    assert allowed[np.arange(64), algo.act_numpy(obs.numpy()).actions].all()
     assert_manual_gradients_match_autograd(algo, obs)
 
 
@@ -145,9 +145,9 @@ def test_dqn_acts_and_bootstraps_over_allowed_actions_only():
     rows = np.arange(400)
     algo.epsilon = 1.0  # every action random
     assert allowed[rows, algo.act(obs).actions.numpy()].all()
-    assert allowed[rows, algo.act_numpy(obs.numpy()).actions.numpy()].all()
-    for actions in (algo.act(obs, deterministic=True).actions, algo.act_numpy(obs.numpy(), True).actions):
-        assert allowed[rows, actions.numpy()].all()
+    assert allowed[rows, algo.act_numpy(obs.numpy()).actions].all()
+    for actions in (algo.act(obs, deterministic=True).actions.numpy(), algo.act_numpy(obs.numpy(), True).actions):
+        assert allowed[rows, actions].all()
     raw = algo.q.q(obs[:, :4]).detach()  # the network's values without the mask
     assert (raw.argmax(1).numpy() != algo.q.value(obs).argmax(1).numpy()).any()  # the mask changes some choices
 

@@ -104,7 +104,7 @@ def test_numpy_acting_equals_torch_acting(width):
         for deterministic in (True, False):
             with torch.inference_mode():
                 expected = a.act(torch.from_numpy(obs), deterministic).actions.numpy()
-            got = b.act_numpy(obs, deterministic).actions.numpy()
+            got = b.act_numpy(obs, deterministic).actions
             np.testing.assert_array_equal(got, expected)
     assert not (a.epsilon == 1.0 and (got == got[0]).all())  # eps 1: random actions really were drawn
     dueling = DQN(*SPACES, DQNConfig(net_arch=[8], dueling=True), seed=0)
@@ -128,8 +128,9 @@ def test_q_network_runs_only_when_some_env_acts_greedily(dueling, monkeypatch):
         out = algo.act_numpy(obs)
         if out is None:
             with torch.inference_mode():
-                out = algo.act(torch.from_numpy(obs))
-        return out.actions.numpy()
+                return algo.act(torch.from_numpy(obs)).actions.numpy()
+        assert isinstance(out.actions, np.ndarray)
+        return out.actions
 
     algo.epsilon = 1.0
     g = torch.Generator().manual_seed(5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
@@ -170,7 +171,6 @@ class ScaledEncoder(FlatEncoder):
 
 
 def test_user_subclasses_get_autograd_and_torch_acting():
-    import numpy as np
 
     from canter.algorithms.dqn import DQN, DQNConfig
 
@@ -184,7 +184,7 @@ def test_user_subclasses_get_autograd_and_torch_acting():
         ppo = PPO(space, actions, PPOConfig(net_arch=[16], encoder=kind), seed=0)
         fast = ppo.act_numpy(obs, deterministic=True)
         if fast is not None:  # the NumPy path, where taken, agrees with the module's own pass
-            torch.testing.assert_close(fast.actions, ppo.act(torch.from_numpy(obs), deterministic=True).actions)
+            np.testing.assert_array_equal(fast.actions, ppo.act(torch.from_numpy(obs), deterministic=True).actions.numpy())
         assert (fast is None) == (kind != "flat")
         dqn = DQN(space, actions, DQNConfig(net_arch=[16], encoder=kind), seed=0)
         with torch.no_grad():
@@ -197,7 +197,6 @@ def test_user_subclasses_get_autograd_and_torch_acting():
 def test_bootstrap_values_take_the_numpy_pass_where_the_critic_is_canters_own():
     """``Agent.value`` (a rollout's last value) comes from the model's NumPy pass, as the stored
     values do, and agrees with torch's; an algorithm that computes its value otherwise keeps it."""
-    import numpy as np
 
     from canter.agents.agent import Agent
 

@@ -82,7 +82,7 @@ def test_actors_read_only_their_row_and_critics_only_the_state(stacked):
         assert not torch.allclose(model.value(other_state), values)
     if stacked:  # the NumPy acting path agrees with torch's
         act = algo.act_numpy(obs.numpy(), deterministic=False)
-        np.testing.assert_allclose(act.values.numpy(), values.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(act.values, values.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_value_normalisation_learns_standardised_returns_and_scales_values_back():
@@ -107,7 +107,7 @@ def test_value_normalisation_learns_standardised_returns_and_scales_values_back(
         values = algo.value(obs)
         torch.testing.assert_close(values, algo.model.value(obs) * std + mean)
         torch.testing.assert_close(algo.act(obs).values, values)
-    np.testing.assert_allclose(algo.act_numpy(obs[:8].numpy()).values.numpy(), values[:8].numpy(), rtol=1e-5)
+    np.testing.assert_allclose(algo.act_numpy(obs[:8].numpy()).values, values[:8].numpy(), rtol=1e-5)
     restored = PPO(*spaces, PPOConfig(normalize_value=True), seed=1)
     restored.load_state_dict(algo.state_dict())
     assert restored._value_scale() == (mean, std)

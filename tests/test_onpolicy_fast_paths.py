@@ -87,20 +87,21 @@ def test_numpy_acting_equals_torch_acting(spaces, activation):
     for deterministic in (True, False, False):
         with torch.inference_mode():
             expected = a.act(torch.from_numpy(obs), deterministic)
-        got = b.act_numpy(obs, deterministic)
+        got = b.act_numpy(obs, deterministic)  # NumPy arrays
         if a.continuous:
-            torch.testing.assert_close(got.actions, expected.actions, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(got.actions, expected.actions.numpy(), rtol=1e-5, atol=1e-5)
         else:
-            assert torch.equal(got.actions, expected.actions)
+            np.testing.assert_array_equal(got.actions, expected.actions.numpy())
         for field in ("log_probs", "values"):
             e, g = getattr(expected, field), getattr(got, field)
             assert (e is None) == (g is None) == deterministic, field
             if e is not None:
-                assert g.dtype == e.dtype == torch.float32 and g.shape == e.shape
-                torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+                assert isinstance(g, np.ndarray) and g.dtype == np.float32 and e.dtype == torch.float32
+                assert g.shape == tuple(e.shape)
+                np.testing.assert_allclose(g, e.numpy(), rtol=1e-5, atol=1e-5)
     assert torch.equal(a.generator.get_state(), b.generator.get_state())
     if not a.continuous:  # really sampled: not every action is the greedy one
-        assert (got.actions.numpy() != a.act(torch.from_numpy(obs), True).actions.numpy()).any()
+        assert (got.actions != a.act(torch.from_numpy(obs), True).actions.numpy()).any()
 
 
 def test_numpy_acting_falls_back_where_the_model_has_no_numpy_pass():

@@ -164,12 +164,14 @@ class Agent:
         actions = self.to_env_actions(out.actions)
         return actions[0] if single else actions
 
-    def sample(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, ActOutput]:
-        """Exploring actions for training: ``(env_actions, obs_tensor, algorithm_output)``."""
+    def sample(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray | torch.Tensor, ActOutput]:
+        """Exploring actions for training: ``(env_actions, obs, algorithm_output)``, where ``obs`` is
+        the batch as the algorithm took it (normalised where configured): NumPy arrays throughout
+        where the algorithm's NumPy path acted (:meth:`Algorithm.act_numpy`), else tensors."""
         x = np.ascontiguousarray(self.normalize_obs(obs, update=True))
         out = self.algorithm.act_numpy(x, deterministic=False)
         if out is not None:
-            return self.to_env_actions(out.actions), torch.from_numpy(x), out
+            return self.to_env_actions(out.actions), x, out
         with torch.inference_mode():
             obs_t = self._tensor(x)
             out = self.algorithm.act(obs_t, deterministic=False)

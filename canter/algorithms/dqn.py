@@ -211,8 +211,7 @@ class DQN(EpsilonGreedyTargets, Algorithm):
         if self.device.type != "cpu" or not getattr(self.q, "numpy_acting", False):
             return None  # decided before any random draw: the Agent then calls act, which draws them
         allowed = self._allowed(obs) if self.mask_width and not deterministic else None
-        actions = self._epsilon_greedy(lambda: self.q.value_numpy(obs).argmax(-1), len(obs), deterministic, allowed)
-        return ActOutput(torch.from_numpy(actions))
+        return ActOutput(self._epsilon_greedy(lambda: self.q.value_numpy(obs).argmax(-1), len(obs), deterministic, allowed))
 
     def _next_action(self, batch: ReplayBatch, next_q: torch.Tensor) -> torch.Tensor:
         """Greedy next actions ``[B, 1]``: by the target net, or the online net with Double DQN."""

@@ -62,15 +62,16 @@ class RolloutBuffer:
         self.pos = 0
 
     def add(
-        self, obs: torch.Tensor | np.ndarray, actions: torch.Tensor, log_probs: torch.Tensor, values: torch.Tensor,
+        self, obs: torch.Tensor | np.ndarray, actions: torch.Tensor | np.ndarray, log_probs: torch.Tensor | np.ndarray,
+        values: torch.Tensor | np.ndarray,
         rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, valid: np.ndarray,
     ) -> None:
         """Store one vector step (``valid`` False marks autoreset-only steps, dropped later)."""
-        t = self.pos
+        t = self.pos  # NumPy arrays or CPU tensors (Agent.sample gives arrays where the NumPy path acted)
         self._obs_np[t] = obs.numpy() if isinstance(obs, torch.Tensor) else obs
-        self._act_np[t] = actions.numpy()
-        self._logp_np[t] = log_probs.numpy()
-        self._values_np[t] = values.numpy()
+        self._act_np[t] = actions.numpy() if isinstance(actions, torch.Tensor) else actions
+        self._logp_np[t] = log_probs.numpy() if isinstance(log_probs, torch.Tensor) else log_probs
+        self._values_np[t] = values.numpy() if isinstance(values, torch.Tensor) else values
         self.rewards[t] = rewards
         self.terminated[t] = terminated
         np.logical_or(terminated, truncated, out=self.dones[t], casting="unsafe")

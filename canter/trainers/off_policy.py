@@ -162,7 +162,7 @@ class OffPolicyTrainer(StepwiseTrainer):
             env_actions, self._actions = self._random_actions()
         else:
             env_actions, _, out = self.agent.sample(obs)
-            self._actions = out.actions.numpy()
+            self._actions = out.actions if isinstance(out.actions, np.ndarray) else out.actions.numpy()
         return env_actions
 
     def observe(self, step: Step) -> bool:
