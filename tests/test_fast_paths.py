@@ -49,12 +49,12 @@ def test_manual_gradients_match_autograd_with_a_centralised_critic(discrete):
 def test_manual_gradients_stay_exact_as_the_batch_size_changes(activation):
     """The hand-derived pass reuses its activation buffers from call to call (re-viewed when the row
     count changes, as an on-policy rollout's does by the rows that only reset an env): each call
-    still gives autograd's gradients, and a narrow head's products on NumPy are among them."""
+    still gives autograd's gradients."""
     algo = PPO(*DISCRETE, PPOConfig(activation=activation, net_arch=[16, 16]), seed=3)
     for rows in (64, 50, 64, 80):
         assert_manual_gradients_match_autograd(algo, rows=rows)
     bufs = algo.model.body._bufs
-    assert bufs.rows == 80 and bufs.numpy_forward[-1] and not bufs.numpy_forward[0]
+    assert bufs.rows == 80 and bufs.storage.numel() >= 2 * 80 * (16 + 16 + 3 + 16 + 16)  # grown to fit 80 rows
 
 
 def assert_manual_gradients_match_autograd(algo: PPO, obs: torch.Tensor | None = None, rows: int = 64) -> None:

@@ -168,17 +168,12 @@ class StackedMLP(nn.Module):
                 return self.forward_cached(x)
         h = self._inputs(x)
         bufs = self._buffers_for(h.shape[1])
-        np_layers = self._numpy_layers() if bufs.any_numpy else None  # [groups, in, out] views
         cache = [h]
         last = len(self._layers) - 1
         tanh = self.activation == "tanh"
         for i, (w, b, t) in enumerate(self._layers):
             out = bufs.outputs[i]
-            if bufs.numpy_forward[i]:  # a narrow head: NumPy's call costs less (see _narrow)
-                np.matmul(h.numpy(), np_layers[i][0], out=bufs.np_outputs[i])
-                out.add_(b)
-            else:
-                torch.baddbmm(b, h, w.transpose(1, 2) if t else w, out=out)
+            torch.baddbmm(b, h, w.transpose(1, 2) if t else w, out=out)
             h = out
             if i < last:
                 if tanh:
@@ -212,17 +207,12 @@ class StackedMLP(nn.Module):
                 return self.backward_cached(cache, d_out)
         d = d_out
         bufs = self._buffers_for(d.shape[1])
-        np_layers = self._numpy_layers() if bufs.any_numpy else None  # [groups, in, out] views
         relu = self.activation == "relu"
         for i in range(len(self._layers) - 1, -1, -1):
             (w, b, t), h = self._layers[i], cache[2 * i]
             if w.grad is None:
                 w.grad, b.grad = torch.empty_like(w), torch.empty_like(b)
-            if bufs.numpy_weight_grad[i]:  # [groups, in, out] (or out, in when stored so) = h^T d
-                dn, hn = d.numpy(), h.numpy()
-                np.matmul(dn.transpose(0, 2, 1), hn, out=w.grad.numpy()) if t else np.matmul(
-                    hn.transpose(0, 2, 1), dn, out=w.grad.numpy())
-            elif t:  # stored [groups, out, in]: dW^T = d^T h
+            if t:  # stored [groups, out, in]: dW^T = d^T h
                 torch.bmm(d.transpose(1, 2), h, out=w.grad)
             else:
                 torch.bmm(h.transpose(1, 2), d, out=w.grad)
@@ -230,33 +220,13 @@ class StackedMLP(nn.Module):
             if i == 0:
                 break
             grad_in = bufs.input_grads[i]
-            if bufs.numpy_input_grad[i]:
-                np.matmul(d.numpy(), np_layers[i][0].transpose(0, 2, 1), out=bufs.np_input_grads[i])
-            else:
-                torch.bmm(d, w if t else w.transpose(1, 2), out=grad_in)
+            torch.bmm(d, w if t else w.transpose(1, 2), out=grad_in)
             d = _relu_backward(grad_in, cache[2 * i - 1], 0.0) if relu else grad_in.mul_(cache[2 * i - 1])
-
-
-#: a product with an output or inner side at most this wide (a policy or value head) runs on NumPy
-#: when it is under NUMPY_MAX_MACS (see :func:`_narrow`)
-NARROW = 8
-
-
-def _narrow(rows: int, inner: int, cols: int, narrow_side: int) -> bool:
-    """Whether a per-group product ``[rows, inner] @ [inner, cols]`` goes to NumPy: ``narrow_side``
-    (its output's or inner width) is at most :data:`NARROW`, the inner width at least 2 and the
-    product under :data:`~canter.models.linear.NUMPY_MAX_MACS` multiply-accumulates. OpenBLAS runs
-    these on the calling thread at about a third of torch's call cost (measured, Zen 4, one thread,
-    groups of two: the 256 x 64 -> 2 head 12.1 -> 6.5 µs forward, 7.3 -> 2.5 its weight gradient, 5.9 ->
-    3.1 its input gradient, the 4 -> 64 layer's weight gradient 7.5 -> 5.2); a wide output stays
-    with torch, whose ``baddbmm`` adds the bias in the product where NumPy's broadcast add of
-    ``[groups, 1, 64]`` alone took 8.5 µs; an inner width of 1 is NumPy's slow case (37 µs)."""
-    return narrow_side <= NARROW and inner >= 2 and rows * inner * cols < NUMPY_MAX_MACS
 
 
 class _Buffers:
     """Per batch size: each layer's output, each activation's derivative, each layer's input
-    gradient (``[groups, rows, width]``), and which products :func:`_narrow` sends to NumPy.
+    gradient (``[groups, rows, width]``), and NumPy views of the first two.
 
     They are contiguous views of the front of one flat ``storage``, kept when the batch size changes
     and it is large enough (an on-policy rollout's row count moves by the few rows that only reset
@@ -285,12 +255,7 @@ class _Buffers:
         self.outputs = views[:n]
         self.derivs = [] if relu else views[n:]
         self.input_grads: list[torch.Tensor | None] = [None, *(views[n:] if relu else self.outputs[:-1])]
-        self.numpy_forward = [_narrow(rows, n_in, n_out, n_out) for n_in, n_out in shapes]
-        self.numpy_weight_grad = [_narrow(n_in, rows, n_out, min(n_in, n_out)) for n_in, n_out in shapes]
-        self.numpy_input_grad = [_narrow(rows, n_out, n_in, n_out) for n_in, n_out in shapes]
-        self.any_numpy = any(self.numpy_forward) or any(self.numpy_input_grad)  # products with the weights
-        # NumPy views, made once (``Tensor.numpy()`` costs ~1 µs a call)
+        # NumPy views, made once (``Tensor.numpy()`` costs ~1 µs a call): tanh and its derivative run in NumPy
         cpu = storage.device.type == "cpu"
         self.np_outputs = [o.numpy() if cpu else None for o in self.outputs]
         self.np_derivs = [o.numpy() if cpu else None for o in self.derivs]
-        self.np_input_grads = [None if o is None or not cpu else o.numpy() for o in self.input_grads]
