@@ -217,3 +217,27 @@ def test_bootstrap_values_take_the_numpy_pass_where_the_critic_is_canters_own():
     assert half.value_numpy(obs) is None
     with torch.no_grad():
         torch.testing.assert_close(Agent(half).value(obs), PPO.value(half, torch.from_numpy(obs)) / 2)
+
+
+def test_deferred_statistics_are_the_means_of_the_minibatch_rows():
+    """PPO's hand-derived pass leaves its statistics to ``learn``, which reduces all minibatches at
+    once: the same numbers as averaging each minibatch's row; minibatches of unequal size too."""
+    from canter.algorithms.ppo import PendingStats, mean_rows
+
+    rng = np.random.default_rng(0)
+    signs = np.array([-1.0, 1.0, 1.0, 1.0, 1.0], np.float32)
+
+    def pending(n):
+        ratio = np.exp(rng.normal(0, 0.3, n)).astype(np.float32)
+        clipped = np.clip(ratio, 0.8, 1.2)
+        adv = rng.normal(size=n).astype(np.float32)
+        return PendingStats(adv * ratio, adv * clipped, rng.random(n).astype(np.float32),
+                            rng.random(n).astype(np.float32), ratio, np.log(ratio), clipped)
+
+    for sizes in ([64] * 5, [64, 64, 50]):
+        rows = [pending(n) for n in sizes]
+        want = np.mean([r.row(signs) for r in rows], 0)
+        np.testing.assert_allclose(mean_rows(rows, signs), want, rtol=1e-6)
+        assert want[4] > 0 and want[3] > 0  # some ratios clipped; the KL estimate is positive
+    kl = rows[0].ratio - 1 - rows[0].log_ratio
+    assert rows[0].approx_kl() == pytest.approx(float(kl.mean()), rel=1e-6)
