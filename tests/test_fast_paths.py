@@ -241,3 +241,18 @@ def test_deferred_statistics_are_the_means_of_the_minibatch_rows():
         assert want[4] > 0 and want[3] > 0  # some ratios clipped; the KL estimate is positive
     kl = rows[0].ratio - 1 - rows[0].log_ratio
     assert rows[0].approx_kl() == pytest.approx(float(kl.mean()), rel=1e-6)
+
+
+def test_a_copied_stacked_mlp_makes_its_own_activation_buffers():
+    """``copy.deepcopy`` after a hand-derived pass: the copy's cached pass still equals its forward
+    (copied NumPy views of the reused buffers would no longer share the tensors' memory)."""
+    from canter.models.stacked import StackedMLP
+
+    torch.manual_seed(0)
+    net = StackedMLP(2, 4, [8, 8], [3, 1], "tanh")
+    x = torch.randn(5, 4)
+    net.forward_cached(x)
+    twin = copy.deepcopy(net)
+    out, _ = twin.forward_cached(x)
+    with torch.no_grad():
+        torch.testing.assert_close(out, twin.forward(x))

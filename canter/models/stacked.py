@@ -77,6 +77,13 @@ class StackedMLP(nn.Module):
         self._layers = self._make_layers()
         self.register_load_state_dict_post_hook(StackedMLP._relink)
 
+    def __getstate__(self) -> dict:
+        """Without the reused activation buffers: a copy's NumPy views would no longer share their
+        tensors' memory (``copy.deepcopy`` copies each array apart), so the copy makes its own."""
+        state = self.__dict__.copy()
+        state.pop("_bufs", None)
+        return state
+
     @staticmethod
     def _relink(module: nn.Module, _incompatible: object) -> None:
         """``load_state_dict(..., assign=True)`` replaces Parameter objects: refresh the tuples."""
