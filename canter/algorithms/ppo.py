@@ -263,6 +263,9 @@ class PPO(ActorCriticAlgorithm):
             self.value_rms.load_state_dict(state["value_rms"])
 
 
+_ONE = np.ones(1, np.float32)
+
+
 class PendingStats(NamedTuple):
     """One minibatch's per-row terms, whose means (times ``signs``) make its statistics row:
     policy loss ``min(surr, surr_clip)``, value loss ``v_err``, ``entropy``, approximate KL
@@ -279,10 +282,10 @@ class PendingStats(NamedTuple):
     ratio_clip: np.ndarray
 
     def approx_kl(self) -> float:
-        """The minibatch's mean approximate KL (for ``target_kl``)."""
+        """The minibatch's mean approximate KL (for ``target_kl``), rounded as :meth:`row` rounds it."""
         kl = self.ratio - self.log_ratio
         kl -= 1.0
-        return float(np.add.reduce(kl, dtype=np.float32)) / len(kl)
+        return float(signed_means((kl,), _ONE)[0])
 
     def row(self, signs: np.ndarray) -> np.ndarray:
         """The statistics row (float32 ``[5]``)."""
