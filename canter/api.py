@@ -23,7 +23,8 @@ from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import lookup
-from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing
+from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing, run_metadata
+from canter.run_lock import check_free
 from canter.trainers import TRAINERS, Trainer
 from canter.utils import seed_everything
 
@@ -104,7 +105,9 @@ def make_trainer(
     run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over, **run_over)
     if run_dir is not None:
         run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)
-    return _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks))
+    built = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks))
+    (built.trainer if isinstance(built, Run) else built).resolved_config = resolved_dict(run, algo_cfg)
+    return built
 
 
 def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: bool, callbacks: list[Any],
@@ -264,16 +267,45 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
 def train(algo: str = "ppo", env: str | None = None, *, run_dir: str | Path | None = "auto", quiet: bool = True,
           **kwargs: Any) -> Agent:
     """Train and return the agent. Same arguments as :func:`make_trainer`; writes ``run_dir``
-    (``"auto"``: a new directory under ``runs/``; ``None``: nothing)."""
-    trainer = make_trainer(algo, env, run_dir=run_dir, quiet=quiet, **kwargs)
-    try:
-        for _ in trainer():
-            pass
-    finally:
-        trainer.close()
-    agent = trainer.agent
+    (``"auto"``: a new directory under ``runs/``; ``None``: nothing).
+
+    The caller's global random states and thread counts (torch's, NumPy's BLAS) are as they were
+    when it returns; training seeds and sets them for its own use. The agent carries
+    ``run_config``, ``metadata`` (what its checkpoint's JSON would say) and ``run_dir``, as a
+    loaded one does.
+    """
+    with _global_rngs_kept(), _threads_kept():
+        trainer = make_trainer(algo, env, run_dir=run_dir, quiet=quiet, **kwargs)
+        try:
+            for _ in trainer():
+                pass
+        finally:
+            trainer.close()
+    return _trained_agent(trainer)
+
+
+def _trained_agent(trainer: Trainer | Run) -> Agent:
+    """The agent of a finished trainer or run, with the attributes :func:`load` gives an agent."""
+    inner = trainer.trainer if isinstance(trainer, Run) else trainer
+    agent = inner.agent
+    agent.run_config = inner.run
+    agent.metadata = trainer.metadata() if isinstance(trainer, Run) else run_metadata(inner, inner.resolved_config)
     agent.run_dir = getattr(trainer, "dir", None)
     return agent
+
+
+@contextlib.contextmanager
+def _threads_kept() -> Iterator[None]:
+    """Put torch's intra-op thread count and NumPy's BLAS thread count back as they were on leaving."""
+    from canter.models.linear import blas_threads, set_blas_threads
+
+    torch_threads, blas = torch.get_num_threads(), blas_threads()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(torch_threads)
+        if blas_threads() != blas:
+            set_blas_threads(blas)
 
 
 def load_agent_state(agent: Agent, state: dict[str, Any], base: Path, weights_only: bool = False) -> None:
@@ -307,6 +339,7 @@ def resume_trainer(
         raise CanterError(f"no such run directory: '{run_dir}'")
     if not (base.with_name("last.json").exists() or base.with_name("last.safetensors").exists()):
         raise CanterError(f"'{run_dir}' has no checkpoints/last to resume from")
+    check_free(run_dir)  # another training writing it (in this process or another): nothing is touched
     state, meta = load_checkpoint(base)
     if not meta.get("resumable") or "trainer" not in state:
         raise CanterError(f"{base} is not a resumable checkpoint (written by an older canter)")
@@ -356,15 +389,14 @@ def resume_trainer(
 
 def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
     """Continue the run in ``run_dir`` to its end and return the agent (see :func:`resume_trainer`)."""
-    run = resume_trainer(run_dir, quiet=quiet, **kwargs)
-    try:
-        for _ in run():
-            pass
-    finally:
-        run.close()
-    agent = run.agent
-    agent.run_dir = run.dir
-    return agent
+    with _global_rngs_kept(), _threads_kept():
+        run = resume_trainer(run_dir, quiet=quiet, **kwargs)
+        try:
+            for _ in run():
+                pass
+        finally:
+            run.close()
+    return _trained_agent(run)
 
 
 def checkpoint_space(meta: dict[str, Any], which: str, where: Any) -> Any:

@@ -18,6 +18,7 @@ and saves ``last``; a second one exits at once, keeping the previous ``last``.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from canter.callbacks import Callback
 from canter.checkpoint import atomic_write, remove_temp_files, save_checkpoint
 from canter.envs.spaces import space_to_dict
 from canter.errors import CanterError
+from canter.run_lock import acquire, release
 from canter.trainers.base import Trainer, TrainRecord
 from canter.trainers.guard import TrainingDiverged
 from canter.utils import canter_version, git_commit
@@ -94,6 +97,19 @@ def outermost_missing(path: str | Path) -> Path | None:
     return made
 
 
+def run_metadata(trainer: Trainer, config: dict[str, Any]) -> dict[str, Any]:
+    """What a checkpoint's JSON says of the trainer's agent: algorithm, env, step, spaces, the
+    resolved ``config``, canter's version and git commit, and the trainer's counters."""
+    agent = trainer.agent
+    return {
+        "algorithm": config["algo"], "env": config["env"], "step": trainer.step,
+        "observation_space": space_to_dict(agent.observation_space),
+        "action_space": space_to_dict(agent.action_space),
+        "canter_version": canter_version(), "git_commit": git_commit(), "config": config,
+        "trainer": trainer.state(),
+    }
+
+
 class _SaveAtStart(Callback):
     """Saves the resumable ``last`` checkpoint when a fresh run starts (not part of the hook state)."""
 
@@ -103,6 +119,7 @@ class _SaveAtStart(Callback):
         self.run = run
 
     def on_train_start(self, trainer: Any) -> None:  # noqa: D102
+        self.run._remember_counters()  # a run that diverges before its first record reports these
         if self.run.resumed_step is None:
             self.run.save_resumable()
         else:  # the resumed run's settings (a new max_steps...) replace the file once it has started
@@ -123,12 +140,17 @@ class Run:
         self.last_record: TrainRecord | None = None
         #: when resuming: the step of the checkpoint and the history rows it had
         self.resumed_step: int | None = None if resumed is None else int(resumed["step"])
+        #: ... and its training seconds so far (the console's clock goes on from them)
+        self.resumed_wall: float = 0.0 if resumed is None else float(resumed.get("trainer", {}).get("wall_time", 0.0))
         self.history_rows: dict[str, int] | None = None if resumed is None else resumed.get("history_rows")
         self.resumes = 0 if resumed is None else int(resumed.get("resumes", 0)) + 1
         self.divergence: TrainingDiverged | None = None
         self._signals = 0
         self._abort = False
         self._called = False
+        self._gen: weakref.ref | None = None  # the generator of __call__, for close()
+        #: counters as of the last record (or the start), for the summary of a diverged run
+        self._good: dict[str, Any] = {}
         #: the outermost directory of ``run_dir``'s path that did not exist before this run (None: it
         #: existed), so a run that fails before training removes what it made, not an empty one it was given
         self.made_dir: Path | None = outermost_missing(self.dir)
@@ -140,19 +162,26 @@ class Run:
         return self.trainer.agent
 
     def close(self) -> None:
-        """Close the trainer's envs."""
+        """Finish a loop over this run that was left early (``break``): save ``last`` and the
+        summary as a Ctrl-C would, close the loggers, give back the signal handlers and the
+        directory's lock; then close the trainer's envs."""
+        gen = self._gen() if self._gen is not None else None
+        if gen is not None:
+            try:
+                gen.close()
+            except ValueError:  # called from inside the running loop (a callback): it ends by itself
+                pass
         self.trainer.close()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def metadata(self) -> dict[str, Any]:
         """Checkpoint metadata: what produced it and for which spaces."""
-        agent = self.trainer.agent
-        return {
-            "algorithm": self.config["algo"], "env": self.config["env"], "step": self.trainer.step,
-            "observation_space": space_to_dict(agent.observation_space),
-            "action_space": space_to_dict(agent.action_space),
-            "canter_version": canter_version(), "git_commit": git_commit(), "config": self.config,
-            "trainer": self.trainer.state(),
-        }
+        return run_metadata(self.trainer, self.config)
 
     def save(self, name: str) -> Path:
         """Save the agent as checkpoint ``name`` under ``checkpoints/`` (for loading, not resuming)."""
@@ -175,16 +204,30 @@ class Run:
         self.trainer.hooks.call("on_checkpoint", self.trainer, path)
         return path
 
-    def _write_summary(self, stop_reason: str | None) -> None:
+    def _remember_counters(self) -> None:
+        """Keep the counters the summary reports, as of now (between iterations)."""
+        t = self.trainer
+        self._good = {
+            "steps": t.step, "episodes": t.episode_count, "updates": t.algorithm.updates,
+            "best_eval_return": t.best_eval_return,
+            "last_eval_return": None if t.last_eval is None else t.last_eval.mean_return,
+            "best_rolling_return": t.best_rolling_return,
+        }
+
+    def _write_summary(self, stop_reason: str | None, counters: dict[str, Any] | None = None) -> None:
+        """Write ``summary.json`` with the trainer's counters now, or with ``counters``."""
         t = self.trainer
         target = self.config.get("target_reward")
-        last = None if t.last_eval is None else t.last_eval.mean_return
+        if not counters:
+            self._remember_counters()
+            counters = self._good
+        best = counters["best_eval_return"]
         self.summary = {
             "algorithm": self.config["algo"], "env": self.config["env"], "seed": self.config["seed"],
-            "steps": t.step, "episodes": t.episode_count, "updates": t.algorithm.updates,
-            "wall_seconds": round(t.wall_time(), 3), "best_eval_return": t.best_eval_return,
-            "last_eval_return": last, "best_rolling_return": t.best_rolling_return, "target_reward": target,
-            "solved": bool(target is not None and t.best_eval_return is not None and t.best_eval_return >= target),
+            "steps": counters["steps"], "episodes": counters["episodes"], "updates": counters["updates"],
+            "wall_seconds": round(t.wall_time(), 3), "best_eval_return": best,
+            "last_eval_return": counters["last_eval_return"], "best_rolling_return": counters["best_rolling_return"],
+            "target_reward": target, "solved": bool(target is not None and best is not None and best >= target),
             "stop_reason": stop_reason, "resumes": self.resumes, "resume_exact": t.resume_exact,
             "divergence_events": list(t.guard.events),
             "canter_version": canter_version(), "git_commit": git_commit(),
@@ -234,14 +277,22 @@ class Run:
     def __call__(self) -> Iterator[TrainRecord]:
         """Run training, writing the run directory; yields the trainer's records.
 
-        One pass: the loggers are closed and the run's state saved when it ends (or the loop is left),
-        so a second call is a :class:`CanterError` pointing at ``canter.resume`` / ``canter.api.resume_trainer``,
-        which continue the run from its ``last`` checkpoint."""
+        One pass: the loggers are closed and the run's state saved when it ends, or when a loop
+        left early is closed (:meth:`close`, the ``with`` block's end, or the interpreter's exit),
+        so a second call is a :class:`CanterError` pointing at ``canter.resume`` /
+        ``canter.api.resume_trainer``, which continue the run from its ``last`` checkpoint."""
         if self._called:
             raise CanterError(f"this Run of '{self.dir}' has already been iterated (its loggers are closed); "
                               f"continue it with canter.api.resume_trainer('{self.dir}') or canter.resume('{self.dir}')")
         self._called = True
+        gen = self._records()
+        self._gen = weakref.ref(gen)
+        return gen
+
+    def _records(self) -> Iterator[TrainRecord]:
         self.dir.mkdir(parents=True, exist_ok=True)
+        token = acquire(self.dir)
+        _OPEN_RUNS.add(self)
         if self.resumed_step is not None:
             remove_temp_files(self.dir / "checkpoints")
             remove_temp_files(self.dir)
@@ -264,6 +315,7 @@ class Run:
                     break
                 inside = False
                 self.last_record = record
+                self._remember_counters()
                 for lg in self.loggers:
                     lg.log(record)
                 if record.new_best:
@@ -287,15 +339,28 @@ class Run:
                     reason = getattr(self.last_record, "stop_reason", None)
                     self.save_resumable(stop_reason=reason)
                     self._write_summary(reason)
-                elif outcome == "diverged":
-                    self._write_summary("diverged")
+                elif outcome == "diverged":  # the counters of the last good state, which the files hold
+                    self._write_summary("diverged", self._good)
                 elif started and not self._abort and not inside:  # stopped between iterations: state is consistent
                     self.save_resumable(stop_reason="interrupted")
                     self._write_summary("interrupted")
                 elif started:  # an error or a second Ctrl-C inside an iteration: the previous 'last' stays
-                    self._write_summary("interrupted")
+                    self._write_summary("interrupted", self._good)
             finally:
                 for lg in self.loggers:
                     lg.close()
+                _OPEN_RUNS.discard(self)
+                release(self.dir, token)
                 if outcome == "error" and not self.trainer.wall_start and self.resumed_step is None:
                     self._remove_unstarted()  # setup failed: nothing of this new run is worth keeping
+
+
+#: runs whose generator has started and not ended: closed at the interpreter's exit, while saving
+#: still works (a generator collected during shutdown cannot import what saving needs)
+_OPEN_RUNS: weakref.WeakSet[Run] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_runs() -> None:
+    for run in list(_OPEN_RUNS):
+        run.close()

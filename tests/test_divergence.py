@@ -80,8 +80,13 @@ def assert_consistent_run_dir(run_dir, step: int, quantity: str) -> None:
         assert all(torch.isfinite(t).all() for t in module.values())
     agent = canter.load(run_dir)
     assert np.isfinite(agent.predict(np.zeros((3, 4), np.float32))).all()
-    assert pq.read_table(run_dir / "history.parquet").num_rows > 0
+    history = pq.read_table(run_dir / "history.parquet")
+    assert history.num_rows > 0
     assert not [p for p in run_dir.rglob("*") if p.name.endswith(".tmp")]
+    # the summary counts what the files hold (the last logged record), not the discarded iteration
+    assert summary["episodes"] == history.num_rows and max(history.column("step").to_pylist()) <= summary["steps"] < step
+    evaluations = pq.read_table(run_dir / "evaluations.parquet").column("step").to_pylist()
+    assert not evaluations or evaluations[-1] <= summary["steps"]
 
 
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
@@ -200,6 +205,24 @@ def test_cli_reports_divergence_in_one_line(tmp_path, monkeypatch, capsys):
                            "--set", "tensorboard=false", "--run-dir", str(tmp_path / "run2"), "--quiet"],
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_an_overflowing_numpy_pass_is_reported_in_one_line_and_the_summary_counts_nothing(tmp_path):
+    """lr 1e12 overflows DQN's NumPy forward pass within the first updates: NumPy's own warnings
+    stay out of stderr, and the summary describes the (empty) files, not the discarded iteration."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "canter", "train", "dqn", "--env", "CartPole-v1", "--lr", "1e12",
+                           "--max-steps", "4000", "--set", "learning_starts=100", "--set", "tensorboard=false",
+                           "--run-dir", str(run_dir), "--quiet"],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "training diverged at step 256" in proc.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "diverged" and summary["divergence_events"][0]["step"] == 256
+    assert (summary["steps"], summary["episodes"], summary["updates"]) == (0, 0, 0)
+    assert summary["best_rolling_return"] is None
+    assert pq.read_table(run_dir / "history.parquet").num_rows == 0
+    assert json.loads((run_dir / "checkpoints" / "last.json").read_text())["step"] == 0
 
 
 def test_clipping_that_saw_a_finite_norm_spares_the_guard_a_pass_and_nothing_else(monkeypatch):

@@ -430,6 +430,7 @@ def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypa
     (["collect", "--env", "CartPole-v1", "--out", "NEW", "--transitions", "0"], ["--transitions must be >= 1"]),
     (["collect", "--env", "CartPol-v1", "--out", "NEW"], ["CartPole-v1"]),
     (["collect", "--env", "CartPole-v1", "--out", "NODIR/x"], ["does not exist"]),
+    (["collect", "--env", "CartPole-v1", "--out", "DATAFILE/x"], ["is a file, not a directory"]),
     (["train", "bc", "--dataset", "DATA", "--set", "monitor=rolling", "--set", "early_stopping=2", "--quiet"],
      ["no rolling return", "monitor=eval"]),
     (["collect", "--env", "CartPole-v1", "--out", "."], ["--out needs a file name"]),
@@ -439,7 +440,7 @@ def test_offline_cli_errors_are_one_line_and_write_nothing(tmp_path, capsys, arg
     collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
     before = snapshot(tmp_path)
     paths = {"DATA": str(tmp_path / "data"), "MISSING": str(tmp_path / "nope"), "NEW": str(tmp_path / "new"),
-             "NODIR/x": str(tmp_path / "nodir" / "x")}
+             "NODIR/x": str(tmp_path / "nodir" / "x"), "DATAFILE/x": str(tmp_path / "data.json" / "x")}
     code, _, err = run_cli(capsys, *[paths.get(a, a) for a in argv], *(["--run-dir", str(tmp_path / "run")]
                                                                       if argv[0] == "train" else []))
     assert_one_line_error(code, err, *needles)

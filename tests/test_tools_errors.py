@@ -289,6 +289,13 @@ def test_tune_resume_with_an_incompatible_space_is_refused(tmp_path, capsys):
     code, _, err = run_cli(capsys, *base, "--trials", "2")
     assert code == 0, err
     assert [t.state for t in trials()] == [optuna.trial.TrialState.COMPLETE] * 2
+    # another study into the same --out would overwrite its best.yaml and plots: refused before any trial
+    best = (out / "best.yaml").read_bytes()
+    code, _, err = run_cli(capsys, "tune", "dqn", "--env", "CartPole-v1", "--out", out, "--trials", "1",
+                           "--max-steps", "256", "--quiet")
+    assert_one_line_error(code, err, "study 'ppo-CartPole-v1'", "another --out")
+    assert (out / "best.yaml").read_bytes() == best
+    assert {s.study_name for s in optuna.get_all_study_summaries(url)} == {"ppo-CartPole-v1"}
 
 
 def test_param_distribution_is_what_suggest_stores():

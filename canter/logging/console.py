@@ -39,7 +39,8 @@ class ConsoleLogger:
                            highlight=False)
 
     def start(self, run: Any) -> None:  # noqa: D102
-        self._last = self._start = self._line_time = time.monotonic()
+        self._last = self._line_time = time.monotonic()
+        self._start = self._last - getattr(run, "resumed_wall", 0.0)  # a resumed run's clock goes on
         self._line_step = getattr(run, "resumed_step", None) or 0  # steps/s counts this process's steps
         if self.plain:
             return

@@ -65,8 +65,10 @@ def _collect_destination(out: str) -> tuple[str | None, Any]:
     for existing in (base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")):
         if existing.exists():
             raise CanterError(f"'{existing}' already exists; choose another --out")
-    if not base.absolute().parent.is_dir():
-        raise CanterError(f"--out: directory '{base.absolute().parent}' does not exist")
+    parent = base.absolute().parent
+    if not parent.is_dir():
+        what = "is a file, not a directory" if parent.exists() else "does not exist"
+        raise CanterError(f"--out: '{parent}' {what}")
     return None, base
 
 

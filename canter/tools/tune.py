@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import types
 import typing
 import warnings
@@ -305,6 +306,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     if out_dir.exists() and not out_dir.is_dir():
         raise CanterError(f"--out '{out_dir}' is a file, not a directory")
     url = storage or f"sqlite:///{(out_dir / 'study.db').resolve()}"
+    _check_out_owner(out_dir, study_name, url)
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     optuna.logging.set_verbosity(optuna.logging.WARNING if quiet else optuna.logging.INFO)
     try:
@@ -337,6 +339,26 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     else:
         _run_workers(job, jobs)
     return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir, len(space))
+
+
+def _check_out_owner(out_dir: Path, study_name: str, url: str) -> None:
+    """Refuse an ``out_dir`` whose ``best.yaml`` another study wrote (this one would overwrite it)."""
+    best = out_dir / "best.yaml"
+    if not best.exists():
+        return
+    try:
+        head = best.read_text(errors="replace").splitlines()[:3]
+    except OSError as exc:
+        raise CanterError(f"cannot read {best}: {exc.strerror or exc}") from None
+    owner = next((m.groups() for m in map(_STUDY_LINE.match, head) if m), None)
+    if owner != (study_name, url):
+        what = f"study '{owner[0]}' in {owner[1]}" if owner else "a file canter tune did not write"
+        raise CanterError(f"--out '{out_dir}' holds best.yaml of {what}; choose another --out (this would "
+                          f"overwrite it)")
+
+
+#: the second line of the header :func:`_finish` writes into ``best.yaml``
+_STUDY_LINE = re.compile(r"^# study '(.*)' in (.*)$")
 
 
 def _run_workers(job: dict[str, Any], jobs: int) -> None:

@@ -1,0 +1,96 @@
+"""One writer per run directory: ``RUN_DIR/.canter.lock`` names the process training into it.
+
+A :class:`~canter.run.Run` takes the lock when its generator starts and removes it when the
+generator ends, so two trainings never write the same directory: a second process, or a
+``canter.resume`` in the same process while an earlier loop over the directory was left without
+closing it, gets a one-line :class:`~canter.errors.CanterError` before anything is written.
+
+The file holds the writer's pid and a random token. A lock whose process is gone (killed with
+``kill -9``, a crashed machine) is stale and is taken over, so ``--resume`` after a hard kill
+works as before. A lock with this process's pid counts only while this process really holds it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+from canter.checkpoint import atomic_write
+from canter.errors import CanterError
+
+LOCK_NAME = ".canter.lock"
+#: run directories (resolved) whose lock this process holds -> the lock's token
+_HELD: dict[Path, str] = {}
+
+
+def _key(run_dir: str | Path) -> Path:
+    return Path(run_dir).resolve()
+
+
+def _read(path: Path) -> dict | None:
+    """The lock's ``{"pid", "token"}``, or None when there is none (an unreadable lock counts as stale)."""
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) and isinstance(data.get("pid"), int) else {"pid": -1}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {"pid": -1}
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists (one of another user counts)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def holder(run_dir: str | Path) -> str | None:
+    """Who is writing ``run_dir`` (a phrase for an error message), or None when nobody is."""
+    lock = _read(Path(run_dir) / LOCK_NAME)
+    if lock is None:
+        return None
+    if lock["pid"] == os.getpid():
+        return "an unfinished run in this process" if _key(run_dir) in _HELD else None
+    return f"process {lock['pid']}" if _alive(lock["pid"]) else None
+
+
+def check_free(run_dir: str | Path) -> None:
+    """Raise a one-line CanterError when another run is writing ``run_dir``."""
+    who = holder(run_dir)
+    if who is None:
+        return
+    if who.startswith("an unfinished"):
+        raise CanterError(f"run directory '{run_dir}' is still open in this process (a training loop over it was "
+                          f"left without closing it): call that run's close() first")
+    raise CanterError(f"run directory '{run_dir}' is being written by {who}; wait for it to finish, or delete "
+                      f"{Path(run_dir) / LOCK_NAME} if no canter process is training there")
+
+
+def acquire(run_dir: str | Path) -> str:
+    """Take ``run_dir``'s lock (taking over a stale one); returns the token :func:`release` needs."""
+    check_free(run_dir)
+    token = secrets.token_hex(8)
+    path = Path(run_dir) / LOCK_NAME
+    atomic_write(path, json.dumps({"pid": os.getpid(), "token": token}).encode())  # old lock or new, never half
+    _HELD[_key(run_dir)] = token
+    return token
+
+
+def release(run_dir: str | Path, token: str) -> None:
+    """Remove ``run_dir``'s lock if it is still the one ``token`` took."""
+    _HELD.pop(_key(run_dir), None)
+    path = Path(run_dir) / LOCK_NAME
+    lock = _read(path)
+    if lock is not None and lock.get("token") == token:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass

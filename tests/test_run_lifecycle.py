@@ -1,0 +1,164 @@
+"""A run directory's life outside the plain ``for record in run()`` loop: a loop left early and
+closed (or not), one writer at a time, what ``canter.train`` leaves behind in the caller's process,
+and reproducing a training evaluation with ``canter eval``."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+import canter
+from canter.checkpoint import read_metadata
+from canter.cli import main
+from canter.errors import CanterError
+from canter.run_lock import LOCK_NAME
+
+ROOT = Path(canter.__file__).resolve().parents[1]
+PPO = dict(n_envs=2, n_steps=64, batch_size=64, n_epochs=2, eval_every=512, eval_episodes=2, tensorboard=False,
+           sets=["target_reward=null"])
+
+
+def _summary(run_dir: Path) -> dict:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def _left_early(run_dir: Path, at: int = 640, max_steps: int = 2048, **kw):
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, max_steps=max_steps, seed=1, **PPO, **kw)
+    gen = run()
+    for record in gen:
+        if record.step >= at:
+            break
+    return run, gen, record.step
+
+
+def test_closing_a_loop_left_early_saves_the_run_and_gives_back_ctrl_c(tmp_path):
+    run_dir = tmp_path / "run"
+    before = signal.getsignal(signal.SIGINT)
+    run, gen, step = _left_early(run_dir)
+    assert (run_dir / LOCK_NAME).exists()
+    with pytest.raises(CanterError, match="still open in this process"):  # nothing is touched
+        canter.resume(run_dir)
+    run.close()
+    assert signal.getsignal(signal.SIGINT) is before
+    assert not (run_dir / LOCK_NAME).exists()
+    summary, meta = _summary(run_dir), read_metadata(run_dir / "checkpoints" / "last")
+    assert summary["stop_reason"] == meta["stop_reason"] == "interrupted"
+    assert summary["steps"] == meta["step"] == step
+    assert pq.read_table(run_dir / "history.parquet").num_rows == summary["episodes"] > 0
+    canter.resume(run_dir)
+    finished = _summary(run_dir)
+    assert finished["stop_reason"] == "max_steps" and finished["steps"] >= 2048
+    del gen  # the old generator, collected now, must not write its stale state over the finished run
+    import gc
+
+    gc.collect()
+    assert _summary(run_dir) == finished
+
+
+def test_a_with_block_closes_the_run(tmp_path):
+    run_dir = tmp_path / "run"
+    with canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, max_steps=2048, seed=1, **PPO) as run:
+        for record in run():
+            if record.step >= 640:
+                break
+    assert _summary(run_dir)["stop_reason"] == "interrupted" and not (run_dir / LOCK_NAME).exists()
+
+
+def test_a_loop_left_open_is_saved_when_the_interpreter_exits(tmp_path):
+    code = ("import canter\n"
+            f"run = canter.make_trainer('ppo', 'CartPole-v1', run_dir={str(tmp_path / 'run')!r}, max_steps=4096, seed=1,"
+            " n_envs=2, n_steps=64, batch_size=64, n_epochs=2, tensorboard=False, sets=['target_reward=null'])\n"
+            "gen = run()\n"
+            "for r in gen:\n"
+            "    if r.step >= 640:\n"
+            "        print(r.step)\n"
+            "        break\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+    run_dir, step = tmp_path / "run", int(proc.stdout.split()[-1])
+    assert _summary(run_dir)["steps"] == read_metadata(run_dir / "checkpoints" / "last")["step"] == step
+    assert pq.read_table(run_dir / "history.parquet").num_rows == _summary(run_dir)["episodes"] > 0
+    canter.resume(run_dir)
+    assert _summary(run_dir)["stop_reason"] == "max_steps"
+
+
+def test_another_process_writing_the_run_is_refused_and_a_dead_ones_lock_taken_over(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    run, gen, _ = _left_early(run_dir)
+    run.close()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        (run_dir / LOCK_NAME).write_text(json.dumps({"pid": holder.pid, "token": "theirs"}))
+        before = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()}
+        assert main(["train", "--resume", str(run_dir), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and f"being written by process {holder.pid}" in err
+        assert {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()} == before
+    finally:
+        holder.kill()
+        holder.wait()
+    canter.resume(run_dir)  # its process is gone: a stale lock (a kill -9) does not block the resume
+    assert _summary(run_dir)["stop_reason"] == "max_steps" and not (run_dir / LOCK_NAME).exists()
+
+
+def test_train_leaves_the_callers_random_states_and_threads_as_they_were(tmp_path):
+    from canter.models.linear import blas_threads, set_blas_threads
+
+    old_torch, old_blas = torch.get_num_threads(), blas_threads()
+    try:
+        torch.set_num_threads(2)
+        set_blas_threads(2)
+        random.seed(5), np.random.seed(5), torch.manual_seed(5)
+        expected = random.random(), np.random.random(), torch.rand(1).item()
+        random.seed(5), np.random.seed(5), torch.manual_seed(5)
+        for algo, threads in (("dqn", 1), ("ppo", 1)):
+            agent = canter.train(algo, "CartPole-v1", run_dir=None, max_steps=600, torch_threads=threads, seed=3,
+                                 sets=["target_reward=null"])
+            assert torch.get_num_threads() == 2 and blas_threads() == 2, algo
+        assert (random.random(), np.random.random(), torch.rand(1).item()) == expected
+        # the agent describes itself as a loaded one does
+        assert agent.run_config.env == "CartPole-v1" and agent.run_config.seed == 3
+        assert agent.metadata["algorithm"] == "ppo" and agent.metadata["config"]["hparams"]["n_steps"] > 0
+        written = canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "a2c", max_steps=500, seed=3)
+        loaded = canter.load(tmp_path / "a2c")
+        assert written.metadata["config"] == loaded.metadata["config"] and written.run_dir == tmp_path / "a2c"
+    finally:
+        torch.set_num_threads(old_torch)
+        set_blas_threads(old_blas)
+
+
+def test_canter_eval_reproduces_an_evaluation_of_training(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    canter.train("a2c", "CartPole-v1", run_dir=run_dir, max_steps=6000, eval_every=2000, eval_episodes=6, seed=3,
+                 sets=["target_reward=null"])
+    evals = pq.read_table(run_dir / "evaluations.parquet").to_pydict()
+    assert evals["step"][-1] == 6000 and read_metadata(run_dir / "checkpoints" / "last")["step"] == 6000
+    k = len(evals["step"]) - 1  # the k-th evaluation of a run seeds with seed + 1_000_003 + 7919 k
+    assert main(["eval", str(run_dir / "checkpoints" / "last"), "--episodes", "6", "--json",
+                 "--seed", str(3 + 1_000_003 + 7919 * k)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mean_return"] == pytest.approx(evals["mean_return"][-1], abs=1e-9)
+    assert out["std_return"] == pytest.approx(evals["std_return"][-1], abs=1e-9)
+
+
+def test_a_resumed_runs_console_clock_goes_on(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    import time
+
+    run, gen, _ = _left_early(run_dir, hooks={"after_update": lambda trainer, losses: time.sleep(0.2)})
+    run.close()
+    wall = read_metadata(run_dir / "checkpoints" / "last")["trainer"]["wall_time"]
+    capsys.readouterr()
+    canter.resume(run_dir, quiet=False)
+    first = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("["))
+    assert wall > 1.0 and float(first[1:first.index("s]")]) >= wall
