@@ -363,4 +363,7 @@ _OPEN_RUNS: weakref.WeakSet[Run] = weakref.WeakSet()
 @atexit.register
 def _close_open_runs() -> None:
     for run in list(_OPEN_RUNS):
-        run.close()
+        try:
+            run.close()
+        except Exception as exc:  # noqa: BLE001 - one line per run, and the others still get closed
+            print(f"canter: could not save the run in '{run.dir}' at exit: {exc}", file=sys.stderr)

@@ -49,7 +49,11 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # Linux: a killed child its parent has not reaped yet (a zombie) is gone too
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2:][:1] != "Z"
+    except (OSError, ValueError):
+        return True
 
 
 def holder(run_dir: str | Path) -> str | None:
