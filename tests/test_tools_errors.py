@@ -325,3 +325,21 @@ def test_list_descriptions_are_complete_sentences(capsys):
         description = line.split(None, 2)[2]
         assert description.endswith("."), line
         assert description.count("(") == description.count(")"), line
+
+
+def test_tune_continues_its_own_study_in_a_moved_out_dir(tmp_path):
+    """best.yaml names the study in the directory's old path: moved (or reached by another path), the
+    same study may go on there; another study, or another storage, is still refused."""
+    from canter.tools.tune import _check_out_owner
+
+    out = tmp_path / "moved"
+    out.mkdir()
+    (out / "study.db").write_bytes(b"")
+    (out / "best.yaml").write_text("# canter tune: best of 2 complete trials\n"
+                                   f"# study 'ppo-CartPole-v1' in sqlite:///{tmp_path / 'old' / 'study.db'}\n")
+    url = f"sqlite:///{(out / 'study.db').resolve()}"
+    _check_out_owner(out, "ppo-CartPole-v1", url, default_storage=True)
+    with pytest.raises(CanterError, match="study 'ppo-CartPole-v1'"):
+        _check_out_owner(out, "dqn-CartPole-v1", url, default_storage=True)
+    with pytest.raises(CanterError, match="study 'ppo-CartPole-v1'"):
+        _check_out_owner(out, "ppo-CartPole-v1", "sqlite:////elsewhere/other.db")

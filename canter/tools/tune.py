@@ -306,7 +306,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     if out_dir.exists() and not out_dir.is_dir():
         raise CanterError(f"--out '{out_dir}' is a file, not a directory")
     url = storage or f"sqlite:///{(out_dir / 'study.db').resolve()}"
-    _check_out_owner(out_dir, study_name, url)
+    _check_out_owner(out_dir, study_name, url, default_storage=storage is None)
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     optuna.logging.set_verbosity(optuna.logging.WARNING if quiet else optuna.logging.INFO)
     try:
@@ -341,8 +341,11 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir, len(space))
 
 
-def _check_out_owner(out_dir: Path, study_name: str, url: str) -> None:
-    """Refuse an ``out_dir`` whose ``best.yaml`` another study wrote (this one would overwrite it)."""
+def _check_out_owner(out_dir: Path, study_name: str, url: str, default_storage: bool = False) -> None:
+    """Refuse an ``out_dir`` whose ``best.yaml`` another study wrote (this one would overwrite it).
+
+    With the default storage (``out_dir/study.db``), a best.yaml naming this study in another
+    directory's ``study.db`` is this study's: the directory was moved, copied or reached by another path."""
     best = out_dir / "best.yaml"
     if not best.exists():
         return
@@ -351,7 +354,9 @@ def _check_out_owner(out_dir: Path, study_name: str, url: str) -> None:
     except OSError as exc:
         raise CanterError(f"cannot read {best}: {exc.strerror or exc}") from None
     owner = next((m.groups() for m in map(_STUDY_LINE.match, head) if m), None)
-    if owner != (study_name, url):
+    moved = (default_storage and owner is not None and owner[0] == study_name and owner[1].startswith("sqlite:///")
+             and owner[1].replace("\\", "/").rsplit("/", 1)[-1] == "study.db" and (out_dir / "study.db").exists())
+    if owner != (study_name, url) and not moved:
         what = f"study '{owner[0]}' in {owner[1]}" if owner else "a file canter tune did not write"
         raise CanterError(f"--out '{out_dir}' holds best.yaml of {what}; choose another --out (this would "
                           f"overwrite it)")
