@@ -297,15 +297,14 @@ def _trained_agent(trainer: Trainer | Run) -> Agent:
 @contextlib.contextmanager
 def _threads_kept() -> Iterator[None]:
     """Put torch's intra-op thread count and NumPy's BLAS thread count back as they were on leaving."""
-    from canter.models.linear import blas_threads, set_blas_threads
+    from canter.models.linear import blas_state, restore_blas_threads
 
-    torch_threads, blas = torch.get_num_threads(), blas_threads()
+    torch_threads, blas = torch.get_num_threads(), blas_state()
     try:
         yield
     finally:
         torch.set_num_threads(torch_threads)
-        if blas_threads() != blas:
-            set_blas_threads(blas)
+        restore_blas_threads(blas)  # OpenBLAS's own pool size if the caller had never limited it
 
 
 def load_agent_state(agent: Agent, state: dict[str, Any], base: Path, weights_only: bool = False) -> None:

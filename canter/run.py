@@ -166,12 +166,14 @@ class Run:
         summary as a Ctrl-C would, close the loggers, give back the signal handlers and the
         directory's lock; then close the trainer's envs."""
         gen = self._gen() if self._gen is not None else None
-        if gen is not None:
-            try:
-                gen.close()
-            except ValueError:  # called from inside the running loop (a callback): it ends by itself
-                pass
-        self.trainer.close()
+        try:
+            if gen is not None:
+                try:
+                    gen.close()
+                except ValueError:  # called from inside the running loop (a callback): it ends by itself
+                    pass
+        finally:  # the envs (subprocesses) are closed even when saving the run failed
+            self.trainer.close()
 
     def __enter__(self) -> Run:
         return self
@@ -293,18 +295,23 @@ class Run:
         self.dir.mkdir(parents=True, exist_ok=True)
         token = acquire(self.dir)
         _OPEN_RUNS.add(self)
-        if self.resumed_step is not None:
-            remove_temp_files(self.dir / "checkpoints")
-            remove_temp_files(self.dir)
-        else:  # a resumed run rewrites it once it has started (a failed resume leaves the run as it was)
-            self.write_config()
-        for lg in self.loggers:
-            lg.start(self)
+        try:  # an error (or Ctrl-C) here must give the lock back: a later resume in this process needs it
+            if self.resumed_step is not None:
+                remove_temp_files(self.dir / "checkpoints")
+                remove_temp_files(self.dir)
+            else:  # a resumed run rewrites it once it has started (a failed resume leaves the run as it was)
+                self.write_config()
+            for lg in self.loggers:
+                lg.start(self)
+            old_handlers = self._install_signals()
+        except BaseException:
+            _OPEN_RUNS.discard(self)
+            release(self.dir, token)
+            raise
         every = self.checkpoint_every
         start = self.trainer.step if self.resumed_step is None else self.resumed_step
         next_ckpt = (start // every + 1) * every if every else None  # the uninterrupted run's grid
         outcome, inside = "error", False
-        old_handlers = self._install_signals()
         try:
             records = self.trainer()
             while True:
@@ -325,6 +332,8 @@ class Run:
                     self.save_resumable()
                     while next_ckpt <= record.step:
                         next_ckpt += every
+                if record.done:  # the trainer ends after this record: a loop that stops here finished the run
+                    outcome = "done"
                 yield record
             outcome = "done"
         except TrainingDiverged as exc:
@@ -333,9 +342,14 @@ class Run:
         finally:
             for sig, handler in old_handlers.items():
                 signal.signal(sig, handler)
+            # the directory was deleted while the run was open (a loop left early, closed at exit):
+            # nothing is written back into it
+            gone = outermost_missing(self.dir)
             try:
                 started = bool(self.trainer.wall_start)
-                if outcome == "done":
+                if gone is not None:
+                    pass
+                elif outcome == "done":
                     reason = getattr(self.last_record, "stop_reason", None)
                     self.save_resumable(stop_reason=reason)
                     self._write_summary(reason)
@@ -351,13 +365,17 @@ class Run:
                     lg.close()
                 _OPEN_RUNS.discard(self)
                 release(self.dir, token)
-                if outcome == "error" and not self.trainer.wall_start and self.resumed_step is None:
+                if gone is not None:
+                    shutil.rmtree(gone, ignore_errors=True)  # what the loggers' last flush made again
+                elif outcome == "error" and not self.trainer.wall_start and self.resumed_step is None:
                     self._remove_unstarted()  # setup failed: nothing of this new run is worth keeping
 
 
 #: runs whose generator has started and not ended: closed at the interpreter's exit, while saving
 #: still works (a generator collected during shutdown cannot import what saving needs)
 _OPEN_RUNS: weakref.WeakSet[Run] = weakref.WeakSet()
+if hasattr(os, "register_at_fork"):  # a forked child (that exits through sys.exit) does not own the parent's runs
+    os.register_at_fork(after_in_child=_OPEN_RUNS.clear)
 
 
 @atexit.register

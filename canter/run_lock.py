@@ -22,6 +22,8 @@ from canter.errors import CanterError
 LOCK_NAME = ".canter.lock"
 #: run directories (resolved) whose lock this process holds -> the lock's token
 _HELD: dict[Path, str] = {}
+if hasattr(os, "register_at_fork"):  # a forked child holds none of its parent's locks
+    os.register_at_fork(after_in_child=_HELD.clear)
 
 
 def _key(run_dir: str | Path) -> Path:
@@ -83,9 +85,30 @@ def acquire(run_dir: str | Path) -> str:
     check_free(run_dir)
     token = secrets.token_hex(8)
     path = Path(run_dir) / LOCK_NAME
-    atomic_write(path, json.dumps({"pid": os.getpid(), "token": token}).encode())  # old lock or new, never half
+    data = json.dumps({"pid": os.getpid(), "token": token}).encode()
+    if not _create(path, data, token):  # a lock is there: a stale one, or another writer's since check_free
+        check_free(run_dir)
+        atomic_write(path, data)  # taking over a stale lock: old lock or new, never half
     _HELD[_key(run_dir)] = token
     return token
+
+
+def _create(path: Path, data: bytes, token: str) -> bool:
+    """Write the lock only if there is none (False if there is): complete, and never over another's."""
+    tmp = path.with_name(f"{LOCK_NAME}.{token}.tmp")
+    try:
+        tmp.write_bytes(data)
+        try:
+            os.link(tmp, path)  # atomic and fails on an existing file: two starting writers never both win
+        except FileExistsError:
+            return False
+        except OSError:  # a filesystem without hard links
+            if path.exists():
+                return False
+            os.replace(tmp, path)
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def release(run_dir: str | Path, token: str) -> None:

@@ -112,9 +112,9 @@ def test_another_process_writing_the_run_is_refused_and_a_dead_ones_lock_taken_o
 
 
 def test_train_leaves_the_callers_random_states_and_threads_as_they_were(tmp_path):
-    from canter.models.linear import blas_threads, set_blas_threads
+    from canter.models.linear import blas_state, blas_threads, restore_blas_threads, set_blas_threads
 
-    old_torch, old_blas = torch.get_num_threads(), blas_threads()
+    old_torch, old_blas = torch.get_num_threads(), blas_state()
     try:
         torch.set_num_threads(2)
         set_blas_threads(2)
@@ -134,7 +134,7 @@ def test_train_leaves_the_callers_random_states_and_threads_as_they_were(tmp_pat
         assert written.metadata["config"] == loaded.metadata["config"] and written.run_dir == tmp_path / "a2c"
     finally:
         torch.set_num_threads(old_torch)
-        set_blas_threads(old_blas)
+        restore_blas_threads(old_blas)
 
 
 def test_canter_eval_reproduces_an_evaluation_of_training(tmp_path, capsys):
@@ -162,3 +162,119 @@ def test_a_resumed_runs_console_clock_goes_on(tmp_path, capsys):
     canter.resume(run_dir, quiet=False)
     first = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("["))
     assert wall > 1.0 and float(first[1:first.index("s]")]) >= wall
+
+
+def test_a_run_that_fails_before_training_gives_its_lock_back(tmp_path, monkeypatch):
+    """A logger's start() raising (or a Ctrl-C while it runs) after the lock was taken: a later
+    resume in this process is not refused as 'still open'."""
+    from canter.logging.history import HistoryLogger
+
+    run_dir = tmp_path / "run"
+    run, gen, _ = _left_early(run_dir, at=256, max_steps=1024)
+    run.close()
+
+    def interrupted(self, run):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(HistoryLogger, "start", interrupted)
+        again = canter.api.resume_trainer(run_dir)
+        with pytest.raises(KeyboardInterrupt):
+            for _ in again():
+                pass
+        again.close()
+    assert not (run_dir / LOCK_NAME).exists()
+    canter.resume(run_dir)
+    assert _summary(run_dir)["stop_reason"] == "max_steps"
+
+
+def test_a_loop_left_at_its_last_record_finished_the_run(tmp_path):
+    """Leaving the loop at the record that ends the run (``record.done``) is the run's end, not an
+    interruption: a resume would take one more iteration past max_steps."""
+    run_dir = tmp_path / "run"
+    with canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, max_steps=512, seed=1, **PPO) as run:
+        for record in run():
+            if record.done:
+                break
+    assert _summary(run_dir)["stop_reason"] == read_metadata(run_dir / "checkpoints" / "last")["stop_reason"] \
+        == "max_steps"
+    with pytest.raises(CanterError, match="already finished"):
+        canter.resume(run_dir)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_that_exits_leaves_the_parents_open_run_alone(tmp_path):
+    code = ("import os, sys, canter\n"
+            f"run = canter.make_trainer('ppo', 'CartPole-v1', run_dir={str(tmp_path / 'run')!r}, max_steps=1024,"
+            " seed=1, n_envs=2, n_steps=64, batch_size=64, n_epochs=2, tensorboard=False, sets=['target_reward=null'])\n"
+            "gen = run()\n"
+            "next(gen)\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    sys.exit(0)\n"  # the child leaves through the interpreter's exit: the atexit hooks run
+            "os.waitpid(pid, 0)\n"
+            "print((run.dir / '.canter.lock').exists(), (run.dir / 'summary.json').exists())\n"
+            "run.close()\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "False"]  # the parent still holds its lock; the child saved nothing
+    assert _summary(tmp_path / "run")["stop_reason"] == "interrupted"
+
+
+def test_a_run_whose_directory_was_deleted_is_not_written_back(tmp_path):
+    import shutil
+
+    run_dir = tmp_path / "scratch" / "run"
+    run, gen, _ = _left_early(run_dir, at=256, max_steps=1024)
+    shutil.rmtree(tmp_path / "scratch")
+    run.close()
+    assert not (tmp_path / "scratch").exists()
+
+
+def test_close_closes_the_envs_when_saving_fails(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    run, gen, _ = _left_early(run_dir, at=256, max_steps=1024)
+    closed = []
+    monkeypatch.setattr(run.trainer, "close", lambda: closed.append(True))
+    monkeypatch.setattr(run, "save_resumable", lambda **kw: (_ for _ in ()).throw(OSError(28, "No space left")))
+    with pytest.raises(OSError):
+        run.close()
+    assert closed and not (run_dir / LOCK_NAME).exists()
+
+
+def test_two_writers_starting_at_once_never_both_take_the_lock(tmp_path, monkeypatch):
+    """Another process writes its lock between this one's check and its write: this one is refused."""
+    import canter.run_lock as rl
+
+    real, came = rl.check_free, []
+
+    def racing(run_dir):
+        real(run_dir)
+        if not came:  # the other process (this one's parent, alive) takes the lock right after the check
+            came.append(True)
+            (Path(run_dir) / LOCK_NAME).write_text(json.dumps({"pid": os.getppid(), "token": "theirs"}))
+
+    monkeypatch.setattr(rl, "check_free", racing)
+    with pytest.raises(CanterError, match=f"being written by process {os.getppid()}"):
+        rl.acquire(tmp_path)
+    assert json.loads((tmp_path / LOCK_NAME).read_text())["token"] == "theirs"
+    assert [p.name for p in tmp_path.iterdir()] == [LOCK_NAME]
+
+
+def test_train_gives_numpys_blas_back_its_own_pool_size(tmp_path):
+    """A caller that never limited OpenBLAS keeps its pool size after a run that gave BLAS its threads."""
+    from canter.models.linear import available_cpus
+
+    if available_cpus() < 2:
+        pytest.skip("needs 2 CPUs")
+    code = ("import canter\nfrom canter.models.linear import blas_pool_threads\n"
+            "before = blas_pool_threads()\n"
+            "canter.train('dqn', 'CartPole-v1', run_dir=None, max_steps=300, learning_starts=100, torch_threads=2,"
+            " seed=0)\n"
+            "print(before, blas_pool_threads())\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr
+    before, after = proc.stdout.split()
+    assert after == before, proc.stdout

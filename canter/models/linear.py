@@ -72,6 +72,8 @@ WIDE_OPERAND = 1 << 20
 NUMPY_MAX_MACS = 1 << 18
 #: OpenBLAS threads granted by :func:`set_blas_threads` (1: the routing above)
 _blas_threads = 1
+#: OpenBLAS's own pool size, as :func:`set_blas_threads` first found it (None: not called yet)
+_blas_own_pool: int | None = None
 
 
 def set_blas_threads(n: int) -> int:
@@ -88,11 +90,34 @@ def set_blas_threads(n: int) -> int:
     """
     from threadpoolctl import threadpool_limits
 
-    global _blas_threads
+    global _blas_threads, _blas_own_pool
     n = max(1, min(int(n), available_cpus()))
+    if _blas_own_pool is None:  # OpenBLAS's pool size before canter first limits it
+        _blas_own_pool = blas_pool_threads()
     threadpool_limits(limits=n, user_api="blas")
     _blas_threads = n
     return n
+
+
+def blas_state() -> tuple[int, bool]:
+    """What :func:`restore_blas_threads` needs to put NumPy's BLAS back as it is now."""
+    return _blas_threads, _blas_own_pool is None
+
+
+def restore_blas_threads(state: tuple[int, bool]) -> None:
+    """Put NumPy's BLAS threads back as :func:`blas_state` found them: the threads
+    :func:`set_blas_threads` had granted, or OpenBLAS's own pool size when canter had not limited it yet."""
+    global _blas_threads
+    threads, own = state
+    if (_blas_threads, _blas_own_pool is None) == state:
+        return
+    if own and _blas_own_pool:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=_blas_own_pool, user_api="blas")
+        _blas_threads = threads
+    else:
+        set_blas_threads(threads)
 
 
 def blas_threads() -> int:
