@@ -234,8 +234,10 @@ def cmd_eval(argv: list[str]) -> int:
 
     agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
     env_kwargs = with_opponent(env_id, env_kwargs, args.opponent, args.seat)
-    # as many env copies as the training run's evaluations had, so the same seed gives the same episodes
-    env = make_vec_env(env_id, min(args.episodes, agent.run_config.eval_envs), agent.run_config.vectorization,
+    # as many env copies as the training run's evaluations had, so the same seed gives the same episodes;
+    # another env (--env) may have no native version of the run's vectorization
+    vectorization = agent.run_config.vectorization if args.env is None else "auto"
+    env = make_vec_env(env_id, min(args.episodes, agent.run_config.eval_envs), vectorization,
                        env_kwargs, policies=agent.run_config.policies, central_state=agent.run_config.central_state)
     try:
         result = evaluate(agent, env, args.episodes, seed=args.seed)

@@ -278,3 +278,17 @@ def test_train_gives_numpys_blas_back_its_own_pool_size(tmp_path):
     assert proc.returncode == 0, proc.stderr
     before, after = proc.stdout.split()
     assert after == before, proc.stdout
+
+
+def test_canter_eval_on_another_env_does_not_need_the_runs_native_vectorization(tmp_path, capsys):
+    import gymnasium as gym
+
+    if "NoNativeCartPole-v0" not in gym.registry:
+        gym.register("NoNativeCartPole-v0", entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv",
+                     max_episode_steps=200)
+    run_dir = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, vectorization="native", **PPO)
+    capsys.readouterr()
+    assert main(["eval", str(run_dir), "--env", "NoNativeCartPole-v0", "--episodes", "2", "--json"]) == 0, \
+        capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)["episodes"] == 2
