@@ -166,12 +166,14 @@ class Run:
         summary as a Ctrl-C would, close the loggers, give back the signal handlers and the
         directory's lock; then close the trainer's envs."""
         gen = self._gen() if self._gen is not None else None
+        if gen is not None and gen.gi_running:
+            # called from inside the running loop (a callback): stop after this iteration and save, as a
+            # first Ctrl-C does; the envs stay open for the iteration under way (the loop's owner closes them)
+            self.trainer.stop_requested = "interrupted"
+            return
         try:
             if gen is not None:
-                try:
-                    gen.close()
-                except ValueError:  # called from inside the running loop (a callback): it ends by itself
-                    pass
+                gen.close()
         finally:  # the envs (subprocesses) are closed even when saving the run failed
             self.trainer.close()
 

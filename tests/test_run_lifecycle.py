@@ -292,3 +292,25 @@ def test_canter_eval_on_another_env_does_not_need_the_runs_native_vectorization(
     assert main(["eval", str(run_dir), "--env", "NoNativeCartPole-v0", "--episodes", "2", "--json"]) == 0, \
         capsys.readouterr().err
     assert json.loads(capsys.readouterr().out)["episodes"] == 2
+
+
+def test_close_from_a_callback_stops_the_run_after_its_iteration(tmp_path):
+    """close() inside the running loop cannot close the generator: it stops the run as a first
+    Ctrl-C does, without closing the envs the iteration under way steps (async envs would raise)."""
+    run_dir, holder = tmp_path / "run", {}
+
+    def after_update(trainer, losses):
+        if trainer.step >= 256 and "closed" not in holder:
+            holder["closed"] = trainer.step
+            holder["run"].close()
+
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, max_steps=2048, seed=1, vectorization="async",
+                              hooks={"after_update": after_update}, **PPO)
+    holder["run"] = run
+    with run:
+        steps = [record.step for record in run()]
+    assert steps[-1] == holder["closed"] < 2048
+    assert _summary(run_dir)["stop_reason"] == read_metadata(run_dir / "checkpoints" / "last")["stop_reason"] \
+        == "interrupted"
+    canter.resume(run_dir)
+    assert _summary(run_dir)["stop_reason"] == "max_steps"
