@@ -1,5 +1,8 @@
 """canter tune / plot / benchmark and the statistics behind them, each on a tiny budget."""
 import csv
+import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -236,6 +239,21 @@ def test_benchmark_grid_table_figure_and_resume(tmp_path, capsys):
     spec.write_text(GRID.replace("max_steps: 512", "max_steps: 1024"))
     assert main(["benchmark", str(spec), "--out", str(out)]) == 2
     assert "different 'max_steps'" in capsys.readouterr().err
+    # an unfinished cell that another live process is training into is neither deleted nor rerun
+    spec.write_text(GRID)
+    cell = out / "runs" / "ppo-CartPole-v1-seed0"
+    (cell / "summary.json").unlink()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        (cell / ".canter.lock").write_text(json.dumps({"pid": holder.pid, "token": "theirs"}))
+        assert main(["benchmark", str(spec), "--out", str(out)]) == 2
+        assert f"being written by process {holder.pid}" in capsys.readouterr().err
+        assert (cell / "history.parquet").exists() and not (cell / "summary.json").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(["benchmark", str(spec), "--out", str(out)]) == 0  # its process is gone: the cell runs again
+    assert (cell / "summary.json").exists() and not (cell / ".canter.lock").exists()
 
 
 def test_benchmark_bad_spec_is_refused_before_running(tmp_path, capsys):

@@ -34,6 +34,7 @@ from typing import Any
 from canter.checkpoint import atomic_write
 from canter.config import load_yaml, resolve_config, resolved_dict
 from canter.errors import CanterError, unknown
+from canter.run_lock import check_free
 from canter.tools.rundata import RunData, load_run
 from canter.tools.stats import summarize
 
@@ -210,9 +211,12 @@ def benchmark(path: str | Path, out: str | Path | None = None, jobs: int = 1, qu
         if _finished(run_dir):
             _same_config(run_dir, configs[cell.name])
             continue
-        if run_dir.exists():  # left by an interrupted benchmark: start that run again
-            shutil.rmtree(run_dir)
+        if run_dir.exists():
+            check_free(run_dir)  # another benchmark on this --out is training it: nothing is deleted
         todo.append(cell)
+    for cell in todo:
+        if (runs_dir / cell.name).exists():  # left by an interrupted benchmark: start that run again
+            shutil.rmtree(runs_dir / cell.name)
     runs_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     _execute(todo, runs_dir, jobs, quiet, len(cells) - len(todo), len(cells))

@@ -365,10 +365,7 @@ class Trainer:
         last_time, last_step = self.wall_start, self.step
         while True:
             self.hooks.call("before_collect", self)
-            # overflow in the NumPy passes (a diverging update) is reported by the divergence guard, in one
-            # line, not by NumPy's warnings; numbers that go bad in the env are the guard's too
-            with np.errstate(over="ignore", invalid="ignore"):
-                losses = self._iterate()
+            losses = self._iterate()
             self.iteration_count += 1
             self.hooks.call("after_update", self, losses)
             result, new_best = None, False
