@@ -297,6 +297,7 @@ class Run:
         self.dir.mkdir(parents=True, exist_ok=True)
         token = acquire(self.dir)
         _OPEN_RUNS.add(self)
+        started: list[Any] = []  # the loggers whose start() returned
         try:  # an error (or Ctrl-C) here must give the lock back: a later resume in this process needs it
             if self.resumed_step is not None:
                 remove_temp_files(self.dir / "checkpoints")
@@ -305,10 +306,18 @@ class Run:
                 self.write_config()
             for lg in self.loggers:
                 lg.start(self)
+                started.append(lg)
             old_handlers = self._install_signals()
         except BaseException:
             _OPEN_RUNS.discard(self)
             release(self.dir, token)
+            for lg in started:  # they hold files open (one never started must not write: a resumed run's files)
+                try:
+                    lg.close()
+                except Exception:  # noqa: BLE001 - the setup error is the one to report
+                    pass
+            if self.resumed_step is None:
+                self._remove_unstarted()  # nothing of this new run is worth keeping
             raise
         every = self.checkpoint_every
         start = self.trainer.step if self.resumed_step is None else self.resumed_step

@@ -186,6 +186,15 @@ def test_a_run_that_fails_before_training_gives_its_lock_back(tmp_path, monkeypa
     assert not (run_dir / LOCK_NAME).exists()
     canter.resume(run_dir)
     assert _summary(run_dir)["stop_reason"] == "max_steps"
+    # a new run failing there leaves no half-written directory (no config.yaml without a run)
+    with monkeypatch.context() as m:
+        m.setattr(HistoryLogger, "start", interrupted)
+        fresh = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "new", max_steps=512, **PPO)
+        with pytest.raises(KeyboardInterrupt):
+            for _ in fresh():
+                pass
+        fresh.close()
+    assert not (tmp_path / "new").exists()
 
 
 def test_a_loop_left_at_its_last_record_finished_the_run(tmp_path):
