@@ -403,9 +403,13 @@ def entry() -> None:
 
     The objects that exist once canter is imported (torch's, mostly) live as long as the process:
     ``gc.freeze`` moves them out of the garbage collector's way, so its full passes during the
-    run skip them.
+    run skip them. The working directory joins the end of ``sys.path``, as ``python -m`` puts it at the start.
     """
     gc.freeze()
+    # `module:Name` parts (an env, a model, a hook) from the working directory import as under
+    # `python -m canter`; appended, so a local file never shadows an installed package
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     code = main()
     if "wandb" in sys.modules:
         raise SystemExit(code)

@@ -163,3 +163,25 @@ def test_importing_canter_leaves_the_garbage_collector_as_it_found_it():
     for before, expected in (("on", "True"), ("off", "False")):
         out = subprocess.run([sys.executable, "-c", code, before], capture_output=True, text=True, check=True)
         assert out.stdout.strip() == expected, (before, out.stdout, out.stderr)
+
+
+def test_the_console_script_imports_module_parts_from_the_working_directory(tmp_path):
+    """`canter train ppo --env my_envs:ID` (docs/action-masks.md) from the folder holding my_envs.py: the
+    console script, unlike `python -m canter`, starts without the working directory on sys.path
+    (simulated here with python -P)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "my_envs.py").write_text(
+        "import gymnasium as gym\n"
+        "gym.register('MyCartPole-v0', entry_point='gymnasium.envs.classic_control:CartPoleEnv', max_episode_steps=50)\n")
+    root = Path(canter.__file__).resolve().parents[1]
+    argv = ["canter", "train", "ppo", "--env", "my_envs:MyCartPole-v0", "--max-steps", "256", "--n-envs", "2",
+            "--set", "n_steps=64", "--eval-episodes", "1", "--run-dir", "run", "--quiet"]
+    proc = subprocess.run([sys.executable, "-P", "-c", f"import sys; sys.argv = {argv!r}; from canter.cli import entry; entry()"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(root)))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["env"] == "my_envs:MyCartPole-v0"
