@@ -222,7 +222,7 @@ def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: li
                           f"pass --env {data.env_id} (or leave --env out)")
     if data.env_kwargs and not run.env_kwargs:  # evaluate on the env the data came from
         run.env_kwargs = dict(data.env_kwargs)
-    elif data.env_kwargs and run.env_kwargs != data.env_kwargs:
+    elif run.env_kwargs and run.env_kwargs != data.env_kwargs:  # also kwargs the data was not collected with
         raise CanterError(f"dataset '{run.dataset}' was collected with env_kwargs {data.env_kwargs}, not "
                           f"{run.env_kwargs}; leave env_kwargs out to evaluate on the data's env")
     eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs)

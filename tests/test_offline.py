@@ -63,6 +63,31 @@ def test_collect_stores_every_transition_once_in_order_with_real_final_observati
     np.testing.assert_array_equal(again.obs, data.obs)  # seeded
 
 
+def test_random_collection_draws_apart_from_the_env():
+    """Uniform random actions must not share the env's seeded stream: on match_agents (the reward is 1
+    when the action is the argmax of the observation, drawn from the env's generator) a generator
+    seeded like the env's picked the target every time and earned the maximum, 8 per episode."""
+    for seed in (0, 1, 7):
+        data = collect("pettingzoo:tests.match_agents", 400, None, seed=seed)
+        assert 1.5 < data.info["mean_return"] < 4.0, (seed, data.info)  # random play: 8/3
+
+
+def test_a_multi_agent_collection_is_stored_agent_by_agent_in_whole_episodes():
+    """Each agent's episodes are contiguous (each row's next_obs is the next row's obs inside an
+    episode), so episode returns are one agent's: at most 8 on match_agents, whose agents leave on a
+    miss (random play earns ~0.5)."""
+    for kwargs in ({}, {"miss_leaves": True, "n_agents": 3}):
+        data = collect("pettingzoo:tests.match_agents", 300, None, seed=2, env_kwargs=kwargs)
+        assert len(data) == 300
+        ends = np.flatnonzero(data.terminated | data.truncated)
+        inside = np.setdiff1d(np.arange(ends[-1]), ends)
+        np.testing.assert_array_equal(data.next_obs[inside], data.obs[inside + 1])
+        returns = data.episode_returns()
+        assert returns.max() <= 8 and len(returns) == len(ends)
+        expected = 0.5 if kwargs else 8 / 3
+        assert abs(returns.mean() - expected) < 0.4, (kwargs, returns.mean())
+
+
 def test_dataset_round_trip_and_refusals(tmp_path, expert):
     data = collect("Pendulum-v1", 300, None, seed=1)
     base = data.save(tmp_path / "pend")
@@ -389,11 +414,18 @@ def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypa
     code, out, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--transitions", "500", "--out",
                              "minari:cartpole/random-v0")
     assert code == 0 and "to minari:cartpole/random-v0" in out, err
-    assert minari.load_dataset("cartpole/random-v0").total_steps <= 500
+    written = int(out.split()[1].replace(",", ""))  # whole episodes: the last, cut short, is left out
+    assert minari.load_dataset("cartpole/random-v0").total_steps == written < 500
     before = snapshot(tmp_path / "minari")
     code, _, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--out", "minari:cartpole/random-v0")
     assert_one_line_error(code, err, "Minari dataset 'cartpole/random-v0' already exists")
-    assert snapshot(tmp_path / "minari") == before
+    for out_id in ("minari:bad", "minari:", "minari:cartpole/"):
+        code, _, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--out", out_id)
+        assert_one_line_error(code, err, "is not a Minari dataset id")
+    code, _, err = run_cli(capsys, "collect", "--env", "pettingzoo:tests.match_agents", "--transitions", "64",
+                           "--out", "minari:agents/random-v0")
+    assert_one_line_error(code, err, "not registered with gymnasium", "--out PATH")
+    assert snapshot(tmp_path / "minari") == before  # nothing half-written, for any of them
     with pytest.raises(CanterError, match="cannot write Minari dataset 'cartpole/test-v0'"):
         data.to_minari("cartpole/test-v0")  # never overwritten
     shuffled = TransitionDataset(*(getattr(data, k)[::-1] for k in ("obs", "actions", "rewards", "next_obs",
@@ -433,6 +465,9 @@ def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypa
     (["collect", "--env", "CartPole-v1", "--out", "DATAFILE/x"], ["is a file, not a directory"]),
     (["train", "bc", "--dataset", "DATA", "--set", "monitor=rolling", "--set", "early_stopping=2", "--quiet"],
      ["no rolling return", "monitor=eval"]),
+    (["train", "bc", "--dataset", "DATA", "--set", "env_kwargs={sutton_barto_reward: true}", "--quiet"],
+     ["collected with env_kwargs {}", "leave env_kwargs out"]),
+    (["train", "bc", "--dataset", "minari:", "--quiet"], ["is not a Minari dataset id"]),
     (["collect", "--env", "CartPole-v1", "--out", "."], ["--out needs a file name"]),
     (["collect", "--env", "CartPole-v1", "--out", ""], ["--out needs a file name"]),
 ])

@@ -13,7 +13,7 @@ import canter  # noqa: E402
 from canter.algorithms.qmix import QMIX, QMIXConfig  # noqa: E402
 from canter.data.batch import ReplayBatch  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
-from tests.test_cli_errors import assert_train_refused, run_cli  # noqa: E402
+from tests.test_cli_errors import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
 
 ENV = "pettingzoo:tests.match_agents"
 
@@ -122,7 +122,7 @@ def test_qmix_learns_a_team_reward_that_needs_every_agent(tmp_path, capsys):
     assert code == 0 and json.loads(out)["mean_return"] >= 23, err
 
 
-def test_qmix_run_resumes_exactly(tmp_path):
+def test_qmix_run_resumes_exactly(tmp_path, capsys):
     common = dict(env_kwargs={"n_agents": 2, "team": True}, n_envs=2, seed=3, max_steps=3_000, eval_every=1_000,
                   checkpoint_every=1_000, learning_starts=200, target_reward=None)
     whole = canter.train("qmix", env=ENV, run_dir=tmp_path / "whole", **common)
@@ -137,6 +137,11 @@ def test_qmix_run_resumes_exactly(tmp_path):
         assert torch.equal(a, b)
     s = [json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "part")]
     assert s[1]["resume_exact"] is True and s[0]["episodes"] == s[1]["episodes"] and s[0]["updates"] == s[1]["updates"]
+    # a dataset holds one agent's transitions: a joint run's policy or replay is refused in one line
+    for extra in ([], ["--from-replay"]):
+        code, _, err = run_cli(capsys, "collect", str(tmp_path / "whole"), *extra, "--out", str(tmp_path / "data"))
+        assert_one_line_error(code, err, "policies: joint")
+    assert not list(tmp_path.glob("data*"))
 
 
 @pytest.mark.parametrize("argv, needle", [

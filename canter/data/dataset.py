@@ -10,6 +10,7 @@ learns from it. ``canter collect`` writes one from a trained run or a random pol
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,10 +98,10 @@ class TransitionDataset:
         self.dataset_id = read_metadata(base)["checkpoint_id"]
         return base
 
-    def to_minari(self, dataset_id: str) -> None:
+    def to_minari(self, dataset_id: str) -> int:
         """Write the complete episodes as a local Minari dataset ``dataset_id`` (Arrow format; the
-        ``offline`` extra). Transitions must be stored in episode order, as :func:`collect` stores
-        them; a trailing incomplete episode is left out."""
+        ``offline`` extra) and return how many transitions it holds. Transitions must be stored in
+        episode order, as :func:`collect` stores them; a trailing incomplete episode is left out."""
         from canter.errors import require
 
         minari = require("minari", "offline", "Minari datasets")
@@ -120,21 +121,37 @@ class TransitionDataset:
                 actions=self.actions[rows], rewards=self.rewards[rows], terminations=self.terminated[rows],
                 truncations=self.truncated[rows], infos={}))
             start = end + 1
+        check_minari_id(dataset_id)
+        env = self._env_spec()
+        from minari.storage import get_dataset_path
+
+        from canter.run import outermost_missing
+
+        path = Path(get_dataset_path(dataset_id))
+        made = outermost_missing(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # Minari asks for an author, a description, ...
             try:
-                minari.create_dataset_from_buffers(dataset_id, buffers, env=self._env_spec(), data_format="arrow",
+                minari.create_dataset_from_buffers(dataset_id, buffers, env=env, data_format="arrow",
                                                    algorithm_name=str(self.info.get("algorithm") or
                                                                       self.info.get("policy") or "unknown"))
-            except ValueError as exc:  # an existing id, a malformed one
+            except Exception as exc:  # an existing id, an env Minari cannot describe, ...: nothing half-written stays
+                if made is not None:
+                    shutil.rmtree(made, ignore_errors=True)
                 raise CanterError(f"cannot write Minari dataset '{dataset_id}': {exc}") from None
+        return int(sum(len(b.rewards) for b in buffers))
 
     def _env_spec(self) -> Any:
         """The env id, or with ``env_kwargs`` the gymnasium spec that carries them (for Minari)."""
+        try:
+            spec = gym.spec(self.env_id)
+        except gym.error.Error:
+            raise CanterError(f"a Minari dataset records a gymnasium env; '{self.env_id}' is not registered with "
+                              f"gymnasium (multi-agent and canter-only envs are saved as canter datasets: "
+                              f"--out PATH)") from None
         if not self.env_kwargs:
             return self.env_id
         kwargs = dict(self.env_kwargs)
-        spec = gym.spec(self.env_id)
         steps = kwargs.pop("max_episode_steps", spec.max_episode_steps)
         return dataclasses.replace(spec, kwargs={**spec.kwargs, **kwargs}, max_episode_steps=steps)
 
@@ -267,6 +284,7 @@ def _load_minari(dataset_id: str, missing_ok: bool = False) -> Any:
     from canter.errors import require
 
     minari = require("minari", "offline", "Minari datasets")
+    check_minari_id(dataset_id)
     try:
         return minari.load_dataset(dataset_id)
     except FileNotFoundError as exc:
@@ -276,6 +294,20 @@ def _load_minari(dataset_id: str, missing_ok: bool = False) -> Any:
                           f"{dataset_id}") from None
     except Exception as exc:  # minari raises ValueError and others for malformed ids and files
         raise CanterError(f"cannot read Minari dataset '{dataset_id}': {exc}") from None
+
+
+def check_minari_id(dataset_id: str) -> None:
+    """Refuse a malformed Minari dataset id in one line (Minari raises ValueError or TypeError)."""
+    from canter.errors import require
+
+    require("minari", "offline", "Minari datasets")
+    from minari.dataset.minari_dataset import parse_dataset_id
+
+    try:
+        parse_dataset_id(dataset_id)
+    except Exception:  # noqa: BLE001 - ValueError, or TypeError for an id without a version
+        raise CanterError(f"'{dataset_id}' is not a Minari dataset id: NAMESPACE/NAME-vN (the namespace is "
+                          f"optional), e.g. cartpole/random-v0") from None
 
 
 def minari_exists(dataset_id: str) -> bool:
@@ -376,6 +408,9 @@ def check_dataset_agent(agent: Any, what: str) -> None:
     if hasattr(agent, "begin_episodes"):
         raise CanterError(f"{what} is a recurrent policy, whose actions depend on its memory of the episode; "
                           f"canter collect runs feed-forward policies")
+    if getattr(getattr(agent, "algorithm", None), "joint_agents", False):
+        raise CanterError(f"{what} acts for all agents at once on joint observations (policies: joint, as QMIX); "
+                          f"a dataset holds one agent's transitions")
 
 
 def collect(
@@ -385,9 +420,12 @@ def collect(
     """Run ``agent``'s deterministic policy (uniform random actions without an agent) for
     ``transitions`` transitions, each action replaced by a random one with probability ``epsilon``.
 
-    One env runs, so each episode's transitions are stored in order. It runs without the training
-    wrappers (Atari: the true game score, no episodic life). Truncated episodes keep their real
-    final observation as ``next_obs``.
+    One env runs, so each episode's transitions are stored in order. On a multi-agent env (one row
+    per agent) the transitions are stored agent by agent, whole episodes only (collection goes on
+    until there are ``transitions`` of them); only the dataset's last episode may be cut short, as
+    on a single-agent env. It runs without the training wrappers (Atari: the true game score, no
+    episodic life). Truncated episodes keep their real final observation as ``next_obs``. The
+    random actions draw from their own generator, not the env's (both seeded from ``seed``).
     """
     from canter.envs import make_vec_env
 
@@ -400,17 +438,20 @@ def collect(
     env = make_vec_env(env_id, 1, "sync", env_kwargs)
     try:
         obs_space, act_space = env.single_observation_space, env.single_action_space
-        rng = np.random.default_rng(seed)
-        cap = transitions + env.num_envs
-        arrays = {
-            "obs": np.zeros((cap, *obs_space.shape), obs_space.dtype),
-            "actions": np.zeros((cap, *act_space.shape), act_space.dtype),
-            "rewards": np.zeros(cap, np.float32), "next_obs": np.zeros((cap, *obs_space.shape), obs_space.dtype),
-            "terminated": np.zeros(cap, bool), "truncated": np.zeros(cap, bool),
-        }
+        rng = np.random.default_rng([seed, 1])  # not default_rng(seed): that is the env's own stream
+        slots = env.num_envs  # a multi-agent env's agents
+        arrays: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated",
+                                                   "truncated", "slot")}
         obs = env.reset(seed=seed)
-        count = 0
-        while count < transitions:
+        count, whole, steps = 0, 0, 0
+        open_rows = np.zeros(slots, np.int64)  # per agent: transitions of its unfinished episode
+        # several agents: whole episodes are needed (each agent's last one is unfinished); a bound on the
+        # steps, for an env whose episodes never end
+        while count < transitions if slots == 1 else whole < transitions:
+            steps += 1
+            if slots > 1 and steps > 100 * transitions:
+                raise CanterError(f"{env_id}: its agents finished only {whole} transitions' worth of whole episodes "
+                                  f"in {steps - 1} steps; collect stores whole episodes of a multi-agent env")
             if agent is None:
                 actions = random_env_actions(act_space, env.num_envs, rng, obs, obs_space)
             else:
@@ -421,16 +462,31 @@ def collect(
                                    random_env_actions(act_space, env.num_envs, rng, obs, obs_space), actions)
             step = env.step(actions)
             rows = np.flatnonzero(step.valid)  # reset-only steps carry no transition
-            end = count + len(rows)
             for name, values in (("obs", obs), ("actions", actions), ("rewards", step.reward),
                                  ("next_obs", step.obs), ("terminated", step.terminated),
                                  ("truncated", step.truncated)):
-                arrays[name][count:end] = np.asarray(values)[rows]
-            count = end
+                arrays[name].append(np.asarray(values)[rows])
+            arrays["slot"].append(rows)
+            count += len(rows)
+            open_rows[rows] += 1
+            ended = rows[(np.asarray(step.terminated) | np.asarray(step.truncated))[rows]]
+            whole += int(open_rows[ended].sum())
+            open_rows[ended] = 0
             obs = step.obs
     finally:
         env.close()
-    arrays = {k: v[:transitions] for k, v in arrays.items()}
+    stacked = {k: np.concatenate(v) if v else np.zeros(0) for k, v in arrays.items()}
+    if slots > 1:  # agent by agent, whole episodes first; cut at ``transitions`` like one agent's stream
+        slot = stacked.pop("slot")
+        done = stacked["terminated"] | stacked["truncated"]
+        keep = [np.flatnonzero(slot == a) for a in range(slots)]
+        keep = [idx[: np.flatnonzero(done[idx])[-1] + 1] if done[idx].any() else idx[:0] for idx in keep]
+        order = np.concatenate(keep)
+        stacked = {k: v[order] for k, v in stacked.items()}
+    stacked.pop("slot", None)
+    dtypes = {"obs": obs_space.dtype, "actions": act_space.dtype, "rewards": np.float32,
+              "next_obs": obs_space.dtype, "terminated": bool, "truncated": bool}
+    arrays = {k: stacked[k][:transitions].astype(dtype, copy=False) for k, dtype in dtypes.items()}
     policy = {"policy": "random"} if agent is None else {"policy": "agent", "epsilon": epsilon}
     data = TransitionDataset(**arrays, env_id=env_id, observation_space=obs_space, action_space=act_space,
                              info={**policy, "seed": seed, **(info or {})}, env_kwargs=dict(env_kwargs or {}))

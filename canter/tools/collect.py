@@ -50,10 +50,11 @@ def _check_collect_args(args: argparse.Namespace) -> None:
 def _collect_destination(out: str) -> tuple[str | None, Any]:
     """``(minari_id, None)`` for ``minari:ID``, else ``(None, checkpoint base path)``; refuses to overwrite."""
     from canter.checkpoint import checkpoint_base
-    from canter.data.dataset import MINARI_PREFIX, minari_exists
+    from canter.data.dataset import MINARI_PREFIX, check_minari_id, minari_exists
 
     if out.startswith(MINARI_PREFIX):
         minari_id = out[len(MINARI_PREFIX):]
+        check_minari_id(minari_id)
         if minari_exists(minari_id):
             raise CanterError(f"Minari dataset '{minari_id}' already exists; choose another --out")
         return minari_id, None
@@ -98,11 +99,12 @@ def cmd_collect(argv: list[str]) -> int:
         data = collect(env_id, args.transitions, agent, epsilon=args.epsilon, seed=args.seed, env_kwargs=env_kwargs,
                        info=source)
     if minari_id is not None:
-        data.to_minari(minari_id)
+        written = data.to_minari(minari_id)  # whole episodes only
     else:
         data.save(base)
+        written = len(data)
     mean = data.info.get("mean_return")
     where = args.out if minari_id is not None else f"{base}.safetensors"
-    print(f"wrote {len(data):,} transitions of {data.env_id} ({data.info['episodes']} complete episodes, mean return "
+    print(f"wrote {written:,} transitions of {data.env_id} ({data.info['episodes']} complete episodes, mean return "
           f"{'n/a' if mean is None else f'{mean:.2f}'}) to {where}")
     return 0
