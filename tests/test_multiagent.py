@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -215,6 +216,11 @@ def test_one_policy_per_agent_type_learns_each_types_task(algo, tmp_path, capsys
     loaded = canter.load(tmp_path / "run")  # a fresh agent from the checkpoint acts the same
     again = loaded.predict({"listener": np.eye(4, dtype=np.float32), "speaker": np.eye(3, dtype=np.float32)})
     assert all(np.array_equal(actions[p], again[p]) for p in actions)
+    only = loaded.predict({"speaker": np.eye(3, dtype=np.float32)})  # one policy's actions
+    assert list(only) == ["speaker"] and np.array_equal(only["speaker"], actions["speaker"])
+    for bad, needle in (({"speakr": np.eye(3)}, "policies ['speakr']"), (np.eye(3), "got a ndarray")):
+        with pytest.raises(CanterError, match=re.escape(needle)):
+            loaded.predict(bad)
     code, out, err = run_cli(capsys, "eval", str(tmp_path / "run"), "--episodes", "4", "--json")
     assert code == 0 and json.loads(out)["mean_return"] >= 7.5, err
     updates = pq.read_table(next((tmp_path / "run").glob("updates*.parquet"))).column_names

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
+from canter.errors import CanterError
 
 
 class PolicyGroup:
@@ -63,8 +64,13 @@ class MultiPolicyAgent:
         return list(self.agents)
 
     def predict(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Deterministic actions of every policy for its agents' observations."""
-        return {p: agent.predict(obs[p]) for p, agent in self.agents.items()}
+        """Deterministic actions for ``{policy: its agents' observations}`` (some or all policies)."""
+        unknown = sorted(set(obs) - set(self.agents)) if isinstance(obs, dict) else None
+        if unknown is None or unknown:
+            got = f"a {type(obs).__name__}" if unknown is None else f"policies {unknown}"
+            raise CanterError(f"predict takes a dict of observations keyed by policy ({', '.join(self.agents)}), "
+                              f"got {got}")
+        return {p: self.agents[p].predict(o) for p, o in obs.items()}
 
     def state_dict(self) -> dict[str, Any]:
         """Every policy's agent state."""
