@@ -160,7 +160,7 @@ def test_a_resumed_runs_console_clock_goes_on(tmp_path, capsys):
     run_dir = tmp_path / "run"
     import time
 
-    run, gen, _ = _left_early(run_dir, hooks={"after_update": lambda trainer, losses: time.sleep(0.2)})
+    run, gen, _ = _left_early(run_dir, hooks={"after_update": lambda trainer, losses: time.sleep(0.3)})
     run.close()
     wall = read_metadata(run_dir / "checkpoints" / "last")["trainer"]["wall_time"]
     capsys.readouterr()

@@ -50,12 +50,11 @@ def _check_collect_args(args: argparse.Namespace) -> None:
 def _collect_destination(out: str) -> tuple[str | None, Any]:
     """``(minari_id, None)`` for ``minari:ID``, else ``(None, checkpoint base path)``; refuses to overwrite."""
     from canter.checkpoint import checkpoint_base
-    from canter.data.dataset import MINARI_PREFIX, check_minari_id, minari_exists
+    from canter.data.dataset import MINARI_PREFIX, minari_exists
 
     if out.startswith(MINARI_PREFIX):
         minari_id = out[len(MINARI_PREFIX):]
-        check_minari_id(minari_id)
-        if minari_exists(minari_id):
+        if minari_exists(minari_id):  # a malformed id is refused here too
             raise CanterError(f"Minari dataset '{minari_id}' already exists; choose another --out")
         return minari_id, None
     name = os.path.basename(out)
