@@ -280,9 +280,9 @@ def cmd_play(argv: list[str]) -> int:
     returns = play(agent, env_id, args.episodes, render=args.render, video_dir=args.video_dir, seed=args.seed,
                    env_kwargs=env_kwargs)
     for i, r in enumerate(returns):
-        print(f"episode {i + 1}: return {r:.2f}")
-    if args.video_dir:
-        print(f"videos in {args.video_dir}")
+        video = os.path.join(args.video_dir, f"play-episode-{i}.mp4") if args.video_dir else None
+        shown = f" ({video})" if video and os.path.exists(video) else ""  # gymnasium numbers its files from 0
+        print(f"episode {i + 1}: return {r:.2f}{shown}")
     return 0
 
 

@@ -536,11 +536,16 @@ def test_play_video_dir_with_other_files_records_quietly(capsys, runs, tmp_path,
     videos = tmp_path / "videos"
     videos.mkdir()
     (videos / "notes.txt").write_bytes(b"kept")
-    code, _, err = run_cli(capsys, "play", str(runs[0]), "--video-dir", str(videos))
+    code, out, err = run_cli(capsys, "play", str(runs[0]), "--video-dir", str(videos), "--episodes", "2")
     assert code == 0, err
     assert err == ""
+    # each episode's line names its own file (gymnasium numbers them from 0, the lines from 1)
+    lines = out.splitlines()
+    assert len(lines) == 2
+    for i, line in enumerate(lines):
+        assert line.startswith(f"episode {i + 1}: return ") and line.endswith(f" ({videos / f'play-episode-{i}.mp4'})")
     assert not [w for w in recwarn if "Overwriting existing videos" in str(w.message)]  # nothing of ours was there
-    assert sorted(p.name for p in videos.iterdir()) == ["notes.txt", "play-episode-0.mp4"]
+    assert sorted(p.name for p in videos.iterdir()) == ["notes.txt", "play-episode-0.mp4", "play-episode-1.mp4"]
     assert (videos / "notes.txt").read_bytes() == b"kept"
 
 
