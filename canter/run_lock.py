@@ -5,15 +5,18 @@ generator ends, so two trainings never write the same directory: a second proces
 ``canter.resume`` in the same process while an earlier loop over the directory was left without
 closing it, gets a one-line :class:`~canter.errors.CanterError` before anything is written.
 
-The file holds the writer's pid and a random token. A lock whose process is gone (killed with
-``kill -9``, a crashed machine) is stale and is taken over, so ``--resume`` after a hard kill
-works as before. A lock with this process's pid counts only while this process really holds it.
+The file holds the writer's host name, pid and a random token. A lock whose process is gone
+(killed with ``kill -9``) is stale and is taken over, so ``--resume`` after a hard kill works as
+before. A lock with this process's pid counts only while this process really holds it. A lock
+written on another host (a run directory on a shared filesystem) cannot be checked from here, so
+it counts as held: the error names the host and says to delete the lock if nothing trains there.
 """
 from __future__ import annotations
 
 import json
 import os
 import secrets
+import socket
 from pathlib import Path
 
 from canter.checkpoint import atomic_write
@@ -31,7 +34,7 @@ def _key(run_dir: str | Path) -> Path:
 
 
 def _read(path: Path) -> dict | None:
-    """The lock's ``{"pid", "token"}``, or None when there is none (an unreadable lock counts as stale)."""
+    """The lock's ``{"host", "pid", "token"}``, or None when there is none (an unreadable lock counts as stale)."""
     try:
         data = json.loads(path.read_text())
         return data if isinstance(data, dict) and isinstance(data.get("pid"), int) else {"pid": -1}
@@ -63,6 +66,9 @@ def holder(run_dir: str | Path) -> str | None:
     lock = _read(Path(run_dir) / LOCK_NAME)
     if lock is None:
         return None
+    host = lock.get("host")
+    if isinstance(host, str) and host != socket.gethostname():  # its pid means nothing here
+        return f"process {lock['pid']} on host '{host}'"
     if lock["pid"] == os.getpid():
         return "an unfinished run in this process" if _key(run_dir) in _HELD else None
     return f"process {lock['pid']}" if _alive(lock["pid"]) else None
@@ -85,7 +91,7 @@ def acquire(run_dir: str | Path) -> str:
     check_free(run_dir)
     token = secrets.token_hex(8)
     path = Path(run_dir) / LOCK_NAME
-    data = json.dumps({"pid": os.getpid(), "token": token}).encode()
+    data = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "token": token}).encode()
     if not _create(path, data, token):  # a lock is there: a stale one, or another writer's since check_free
         check_free(run_dir)
         atomic_write(path, data)  # taking over a stale lock: old lock or new, never half

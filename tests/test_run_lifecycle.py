@@ -116,6 +116,26 @@ def test_another_process_writing_the_run_is_refused_and_a_dead_ones_lock_taken_o
     assert _summary(run_dir)["stop_reason"] == "max_steps" and not (run_dir / LOCK_NAME).exists()
 
 
+def test_a_lock_written_on_another_host_is_not_taken_over(tmp_path, capsys):
+    """A run directory on a shared filesystem: a pid from another host says nothing about this one's
+    processes (the pid-only lock was taken over whenever no local process had that pid)."""
+    import socket
+
+    run_dir = tmp_path / "run"
+    run, _, _ = _left_early(run_dir)
+    run.close()
+    lock = run_dir / LOCK_NAME
+    lock.write_text(json.dumps({"host": socket.gethostname() + "-other", "pid": 2 ** 22 + 1, "token": "theirs"}))
+    before = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()}
+    assert main(["train", "--resume", str(run_dir), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"on host '{socket.gethostname()}-other'" in err and LOCK_NAME in err
+    assert {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()} == before
+    lock.unlink()  # as the message says, once nothing trains there
+    canter.resume(run_dir)
+    assert _summary(run_dir)["stop_reason"] == "max_steps" and not lock.exists()
+
+
 def test_train_leaves_the_callers_random_states_and_threads_as_they_were(tmp_path):
     from canter.models.linear import blas_state, blas_threads, restore_blas_threads, set_blas_threads
 
