@@ -11,6 +11,7 @@ import torch
 
 import canter
 from canter.cli import main
+from canter.errors import CanterError
 from test_cli_errors import assert_train_refused
 
 ENV = "memory_env:Cue-v0"
@@ -181,3 +182,24 @@ def test_evaluating_with_another_batch_size_than_predict_starts_from_empty_memor
     agent.predict(np.zeros((3, 4), np.float32))
     agent.begin_episodes(np.array([True, False]))
     assert agent.memory["predict"] is None  # the next batch (of 2) starts from empty memory
+
+
+@pytest.mark.parametrize("critic_lstm", [False, True])
+def test_predict_on_a_batch_takes_one_episode_start_for_all_rows_or_one_per_row(critic_lstm):
+    trainer = canter.make_trainer("recurrent_ppo", "CartPole-v1", seed=0, max_steps=256, n_envs=2, n_steps=64,
+                                  lstm_hidden=8, critic_lstm=critic_lstm)
+    agent = trainer.agent
+    trainer.close()
+    obs = np.random.default_rng(0).normal(size=(4, 4)).astype(np.float32)
+    agent.predict(obs, episode_start=np.ones(4, bool))
+    agent.predict(obs, episode_start=np.zeros(4, bool))
+    carried = agent.memory["predict"][0].clone()
+    agent.predict(obs, episode_start=np.ones(4, bool))
+    agent.predict(obs, episode_start=False)  # a single bool: every row continues its episode
+    torch.testing.assert_close(agent.memory["predict"][0], carried)  # it used to wipe (or crash on) the memory
+    agent.predict(obs, episode_start=True)  # every row starts an episode
+    fresh = agent.memory["predict"][0].clone()
+    agent.predict(obs, episode_start=np.ones(4, bool))
+    torch.testing.assert_close(agent.memory["predict"][0], fresh)
+    with pytest.raises(CanterError, match="one bool per observation"):
+        agent.predict(obs, episode_start=np.zeros(3, bool))

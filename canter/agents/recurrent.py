@@ -8,6 +8,7 @@ import torch
 
 from canter.agents.agent import Agent
 from canter.algorithms.base import ActOutput
+from canter.errors import CanterError
 from canter.registry import register
 
 
@@ -43,12 +44,19 @@ class RecurrentAgent(Agent):
     def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None) -> np.ndarray:
         """Deterministic actions, advancing the evaluation memory (``episode_start``: zero those rows
         first). One observation (with a bool ``episode_start``) gives one action, a batch a batch, as
-        :meth:`Agent.predict <canter.agents.Agent.predict>`; one observation is a batch of one env."""
+        :meth:`Agent.predict <canter.agents.Agent.predict>`; one observation is a batch of one env.
+        For a batch, ``episode_start`` is one bool per row (a single bool applies to every row)."""
         obs, single = self.as_batch(obs)
         x = self._tensor(np.ascontiguousarray(self.normalize_obs(obs)))
         state = self._memory("predict", len(x))
         if episode_start is not None:
-            self.begin_episodes(np.atleast_1d(np.asarray(episode_start, dtype=bool)))
+            starts = np.atleast_1d(np.asarray(episode_start, dtype=bool))
+            if starts.shape == (1,):
+                starts = np.repeat(starts, len(x))
+            if starts.shape != (len(x),):
+                raise CanterError(f"episode_start needs one bool per observation of the batch ({len(x)}), got "
+                                  f"shape {starts.shape}")
+            self.begin_episodes(starts)
             state = self.memory["predict"]
         with torch.inference_mode():
             out, self.memory["predict"] = self.algorithm.act_recurrent(x, state, deterministic=True)
