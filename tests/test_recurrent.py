@@ -203,3 +203,33 @@ def test_predict_on_a_batch_takes_one_episode_start_for_all_rows_or_one_per_row(
     torch.testing.assert_close(agent.memory["predict"][0], fresh)
     with pytest.raises(CanterError, match="one bool per observation"):
         agent.predict(obs, episode_start=np.zeros(3, bool))
+
+
+def test_explore_carries_a_memory_of_its_own():
+    """explore (e.g. an opponent's sampled moves) started every call from empty memory: the agent
+    acted memorylessly. Now it carries its own memory, as predict does, and leaves the others alone."""
+    trainer = canter.make_trainer("recurrent_ppo", "CartPole-v1", seed=0, max_steps=256, n_envs=2, n_steps=64,
+                                  lstm_hidden=8)
+    agent = trainer.agent
+    trainer.close()
+    algo = agent.algorithm
+    obs = np.random.default_rng(0).normal(size=(3, 6, 4)).astype(np.float32)  # 3 steps of 6 envs
+    trained, evaluating = agent.memory["sample"], agent.memory["predict"]
+    got = [agent.explore(obs[0], generator=torch.Generator().manual_seed(5), episode_start=True)]
+    gen = torch.Generator().manual_seed(7)
+    got += [agent.explore(o, generator=gen) for o in obs[1:]]
+    state, gen, want = algo.model.initial_state(6), torch.Generator().manual_seed(5), []
+    for t, o in enumerate(obs):
+        if t == 1:
+            gen = torch.Generator().manual_seed(7)
+        own, algo.generator = algo.generator, gen
+        with torch.inference_mode():
+            out, state = algo.act_recurrent(torch.from_numpy(o), state, deterministic=False)
+        algo.generator = own
+        want.append(out.actions.numpy())
+    np.testing.assert_array_equal(np.stack(got), np.stack(want))
+    torch.testing.assert_close(agent.memory["explore"][0], state[0])
+    assert agent.memory["sample"] is trained and agent.memory["predict"] is evaluating
+    agent.explore(obs[0], episode_start=np.array([True] + [False] * 5))
+    with pytest.raises(CanterError, match="one bool per observation"):
+        agent.explore(obs[0], episode_start=np.zeros(2, bool))

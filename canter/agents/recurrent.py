@@ -15,14 +15,14 @@ from canter.registry import register
 @register("agent", "recurrent_agent")
 class RecurrentAgent(Agent):
     """An :class:`~canter.agents.Agent` for recurrent algorithms (``act_recurrent``): ``sample``
-    (training) and ``predict`` (evaluation, play) each keep one memory row per env of the batch
-    they act on. :meth:`begin_episodes` zeroes the rows whose env starts an episode (the trainers,
+    (training), ``predict`` (evaluation, play) and ``explore`` each keep one memory row per env of
+    the batch they act on. :meth:`begin_episodes` zeroes the rows whose env starts an episode (the trainers,
     ``evaluate`` and ``play`` call it); ``predict(obs, episode_start)`` does the same for callers of
     the Python API. A batch of another size starts from empty memory."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.memory: dict[str, Any] = {"sample": None, "predict": None}
+        self.memory: dict[str, Any] = {"sample": None, "predict": None, "explore": None}
 
     def _memory(self, kind: str, batch: int) -> Any:
         state = self.memory[kind]
@@ -32,7 +32,10 @@ class RecurrentAgent(Agent):
 
     def begin_episodes(self, starts: np.ndarray, training: bool = False) -> None:
         """Zero the memory of the envs where ``starts`` (bool ``[B]``) is true."""
-        kind = "sample" if training else "predict"
+        self._zero_memory("sample" if training else "predict", starts)
+
+    def _zero_memory(self, kind: str, starts: np.ndarray) -> None:
+        """Zero memory ``kind``'s rows where ``starts``; a batch of another size empties it."""
         state = self.memory[kind]
         if state is not None and state[0].shape[1] != len(starts):  # a batch of another size: empty memory
             self.memory[kind] = state = None
@@ -46,9 +49,26 @@ class RecurrentAgent(Agent):
         first). One observation (with a bool ``episode_start``) gives one action, a batch a batch, as
         :meth:`Agent.predict <canter.agents.Agent.predict>`; one observation is a batch of one env.
         For a batch, ``episode_start`` is one bool per row (a single bool applies to every row)."""
+        return self._act_with_memory("predict", obs, episode_start, deterministic=True)
+
+    def explore(self, obs: np.ndarray, generator: torch.Generator | None = None,
+                episode_start: np.ndarray | bool | None = None) -> np.ndarray:
+        """Sampled actions, as :meth:`predict` but exploring and with a memory of their own (the
+        training and evaluation memories stay as they are); ``generator`` as in
+        :meth:`Agent.explore <canter.agents.Agent.explore>`."""
+        algorithm = self.algorithm
+        own, algorithm.generator = algorithm.generator, generator or algorithm.generator
+        try:
+            return self._act_with_memory("explore", obs, episode_start, deterministic=False)
+        finally:
+            algorithm.generator = own
+
+    def _act_with_memory(self, kind: str, obs: np.ndarray, episode_start: np.ndarray | bool | None,
+                         deterministic: bool) -> np.ndarray:
+        """Act on ``obs`` from memory ``kind`` (its rows zeroed first where ``episode_start``), advancing it."""
         obs, single = self.as_batch(obs)
         x = self._tensor(np.ascontiguousarray(self.normalize_obs(obs)))
-        state = self._memory("predict", len(x))
+        state = self._memory(kind, len(x))
         if episode_start is not None:
             starts = np.atleast_1d(np.asarray(episode_start, dtype=bool))
             if starts.shape == (1,):
@@ -56,10 +76,10 @@ class RecurrentAgent(Agent):
             if starts.shape != (len(x),):
                 raise CanterError(f"episode_start needs one bool per observation of the batch ({len(x)}), got "
                                   f"shape {starts.shape}")
-            self.begin_episodes(starts)
-            state = self.memory["predict"]
+            self._zero_memory(kind, starts)
+            state = self.memory[kind]
         with torch.inference_mode():
-            out, self.memory["predict"] = self.algorithm.act_recurrent(x, state, deterministic=True)
+            out, self.memory[kind] = self.algorithm.act_recurrent(x, state, deterministic=deterministic)
         actions = self.to_env_actions(out.actions)
         return actions[0] if single else actions
 
