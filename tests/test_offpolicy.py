@@ -403,3 +403,13 @@ def test_off_policy_trainer_feeds_new_priorities_back_to_a_prioritized_buffer():
     assert len(leaves) > 100
     # without feedback every transition keeps the priority it entered with (1, the largest seen)
     assert len(np.unique(leaves)) > 10  # sampled transitions got their own |TD error| priorities
+
+
+def test_adam_eps_reaches_the_q_networks_optimizer():
+    """DQN's family had no Adam epsilon (always 1e-8): Rainbow's Atari preset could not set the paper's 1.5e-4."""
+    trainer = canter.make_trainer("dqn", "CartPole-v1", seed=0, adam_eps=1e-3)
+    assert trainer.agent.algorithm.optimizer.param_groups[0]["eps"] == 1e-3
+    trainer.close()
+    trainer = canter.make_trainer("rainbow", "ALE/Pong-v5", seed=0, buffer_size=1000)
+    assert trainer.agent.algorithm.optimizer.param_groups[0]["eps"] == 1.5e-4  # the preset: Hessel et al.'s
+    trainer.close()

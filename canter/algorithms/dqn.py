@@ -49,6 +49,7 @@ class EpsilonGreedyConfig(OffPolicyConfig):
     exploration_initial_eps: float = hp(1.0, "initial epsilon", low=0, high=1)
     exploration_final_eps: float = hp(0.05, "final epsilon", low=0, high=1)
     max_grad_norm: float = hp(10.0, "global gradient-norm clip", low=0, low_open=True)
+    adam_eps: float = hp(1e-8, "Adam epsilon (Rainbow's Atari setting: 1.5e-4)", low=0, low_open=True)
     huber: bool = hp(True, "Huber (smooth L1) TD loss; false: squared error")
     double_q: bool = hp(False, "Double DQN: online net picks the next action, target net values it")
 
@@ -91,7 +92,7 @@ class EpsilonGreedyTargets:
         self.q = q
         self.q_target = copy.deepcopy(q).requires_grad_(False)
         self.params = list(q.parameters())
-        self.optimizer = make_adam(self.params, self.config.lr)
+        self.optimizer = make_adam(self.params, self.config.lr, self.config.adam_eps)
         self._update_target = SoftUpdate(self.q_target, q)  # parameter lists collected once
         self.epsilon = self.config.exploration_initial_eps
         self.target_syncs = 0
