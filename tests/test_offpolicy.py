@@ -153,6 +153,29 @@ def test_gsde_noise_is_held_between_resamples():
     trainer.close()
 
 
+def test_gsde_noise_is_resampled_at_the_start_of_every_collection_phase():
+    """sde_sample_freq -1: new matrices when a collection phase starts (SB3's collect_rollouts), also
+    when learning_starts is not a multiple of train_freq (they were drawn every train_freq acting
+    calls counted from learning_starts: at steps 100, 132, ... while the phases start at 128, 160, ...)."""
+    trainer = canter.make_trainer("sac", "Pendulum-v1", use_sde=True, max_steps=260,
+                                  **{**TINY, "learning_starts": 100, "train_freq": 32})
+    a = trainer.algorithm
+    draw, drawn_at = a._exploration_weights, []
+
+    def watched(n):
+        before = a.sde_weights
+        weights = draw(n)
+        if weights is not before:
+            drawn_at.append(trainer.step)
+        return weights
+
+    a._exploration_weights = watched
+    phase_ends = [r.step for r in trainer()]
+    trainer.close()
+    assert phase_ends[:3] == [32, 64, 96]  # one record per phase: the phases start at multiples of 32
+    assert drawn_at == [100] + [s for s in phase_ends if 100 < s < 260], (drawn_at, phase_ends)
+
+
 def test_ou_noise_is_correlated_and_reset_at_episode_end():
     trainer = canter.make_trainer("td3", "Pendulum-v1", action_noise="ou", noise_std=0.5, n_envs=2, **TINY)
     a = trainer.algorithm

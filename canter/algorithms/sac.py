@@ -102,6 +102,14 @@ class SAC(Algorithm):
             noise = log_std.exp() * torch.randn(mean.shape, generator=self.generator, dtype=mean.dtype)
         return ActOutput(torch.tanh(mean + noise))
 
+    def new_phase(self) -> None:
+        """The off-policy trainer's collection phase ended (a training phase follows): with
+        ``sde_sample_freq`` -1, the next action draws new gSDE matrices, so each collection phase
+        starts with its own, as Stable-Baselines3 resamples at the start of every ``collect_rollouts``
+        (counting acting calls alone drifted off the phases by ``learning_starts mod train_freq``)."""
+        if self.config.use_sde and self.config.sde_sample_freq < 0:
+            self.act_calls = 0
+
     def _exploration_weights(self, n: int) -> torch.Tensor:
         """gSDE: per-env noise matrices, resampled every ``sde_sample_freq`` vector steps (or per phase)."""
         c = self.config

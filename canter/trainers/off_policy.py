@@ -137,6 +137,7 @@ class OffPolicyTrainer(StepwiseTrainer):
         self.rng = np.random.default_rng(self.run.seed + 1)
         self.vec_steps = max(1, math.ceil(self.config.train_freq / self.env.num_envs))
         self._reset_noise = getattr(self.algorithm, "reset_noise", None)
+        self._new_phase = getattr(self.algorithm, "new_phase", None)  # SAC's gSDE resamples per phase
         self._buffer_progress = getattr(self.buffer, "set_progress", None)
         self._update_priorities = getattr(self.buffer, "update_priorities", None)
         self._phase_batching = getattr(self.algorithm, "phase_batching", False) and self._update_priorities is None
@@ -176,7 +177,9 @@ class OffPolicyTrainer(StepwiseTrainer):
         return self.due(self.vec_steps)
 
     def update(self) -> dict[str, float]:
-        """The gradient steps (none before ``learning_starts``)."""
+        """The gradient steps (none before ``learning_starts``); the next collection phase starts after them."""
+        if self._new_phase is not None:
+            self._new_phase()
         if self.step < self.config.learning_starts or len(self.buffer) == 0:
             return {}
         return self.train(self.config.gradient_steps)
