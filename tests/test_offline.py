@@ -480,3 +480,19 @@ def test_offline_cli_errors_are_one_line_and_write_nothing(tmp_path, capsys, arg
                                                                       if argv[0] == "train" else []))
     assert_one_line_error(code, err, *needles)
     assert snapshot(tmp_path) == before  # no run directory, no dataset, the existing dataset untouched
+
+
+def test_a_dataset_whose_tensors_are_gone_is_named_as_a_dataset(tmp_path, capsys):
+    """Only the JSON left (a half-copied dataset): the error said 'checkpoint tensors not found', for a new
+    run and for resuming one, though no checkpoint was missing."""
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
+    run = tmp_path / "run"
+    assert run_cli(capsys, "train", "bc", "--dataset", str(tmp_path / "data"), "--max-steps", "100", "--quiet",
+                   "--run-dir", str(run))[0] == 0
+    (tmp_path / "data.safetensors").unlink()
+    for argv in (["train", "bc", "--dataset", str(tmp_path / "data"), "--run-dir", str(tmp_path / "new")],
+                 ["train", "--resume", str(run), "--max-steps", "200"]):
+        before = snapshot(tmp_path)
+        code, _, err = run_cli(capsys, *argv, "--quiet")
+        assert_one_line_error(code, err, "dataset tensors not found", "data.safetensors", "data.json is there")
+        assert snapshot(tmp_path) == before

@@ -273,6 +273,10 @@ def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     if not any(base.with_name(base.name + ext).exists() for ext in (".json", ".safetensors")):
         raise CanterError(f"dataset not found: '{path}' (expected {base}.safetensors and {base}.json; "
                           f"write one with canter collect)")
+    tensors = base.with_name(base.name + ".safetensors")
+    if not tensors.exists():  # only its JSON is there: a half-copied or moved dataset
+        raise CanterError(f"dataset tensors not found: {tensors} (its {base.name}.json is there; copy the "
+                          f".safetensors file beside it, or write the dataset again with canter collect)")
     meta = read_metadata(base)
     if meta.get("kind") != KIND:
         raise CanterError(f"'{path}' is a canter checkpoint, not a dataset (write one with canter collect)")
