@@ -153,11 +153,14 @@ def test_gsde_noise_is_held_between_resamples():
     trainer.close()
 
 
-def test_gsde_noise_is_resampled_at_the_start_of_every_collection_phase():
-    """sde_sample_freq -1: new matrices when a collection phase starts (SB3's collect_rollouts), also
-    when learning_starts is not a multiple of train_freq (they were drawn every train_freq acting
-    calls counted from learning_starts: at steps 100, 132, ... while the phases start at 128, 160, ...)."""
-    trainer = canter.make_trainer("sac", "Pendulum-v1", use_sde=True, max_steps=260,
+@pytest.mark.parametrize("freq", [-1, 12])
+def test_gsde_noise_is_resampled_at_the_start_of_every_collection_phase(freq):
+    """New matrices when a collection phase starts (SB3's collect_rollouts), also when learning_starts
+    is not a multiple of train_freq (with -1 they were drawn every train_freq acting calls counted from
+    learning_starts: at steps 100, 132, ... while the phases start at 128, 160, ...); with
+    sde_sample_freq N > 0 also every N steps counted from the phase's start (SB3's
+    ``num_collected_steps % sde_sample_freq``; they were counted over the whole run)."""
+    trainer = canter.make_trainer("sac", "Pendulum-v1", use_sde=True, max_steps=260, sde_sample_freq=freq,
                                   **{**TINY, "learning_starts": 100, "train_freq": 32})
     a = trainer.algorithm
     draw, drawn_at = a._exploration_weights, []
@@ -173,7 +176,10 @@ def test_gsde_noise_is_resampled_at_the_start_of_every_collection_phase():
     phase_ends = [r.step for r in trainer()]
     trainer.close()
     assert phase_ends[:3] == [32, 64, 96]  # one record per phase: the phases start at multiples of 32
-    assert drawn_at == [100] + [s for s in phase_ends if 100 < s < 260], (drawn_at, phase_ends)
+    every = 32 if freq < 0 else freq  # policy actions, counted from the phase's start (its first: step 100)
+    end = phase_ends[-1]  # the budget rounded up to a whole phase
+    expected = [*range(100, 128, every), *(t for s in range(128, end, 32) for t in range(s, s + 32, every))]
+    assert drawn_at == expected, (drawn_at, phase_ends)
 
 
 def test_ou_noise_is_correlated_and_reset_at_episode_end():

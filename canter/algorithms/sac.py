@@ -46,7 +46,7 @@ class SACConfig(OffPolicyConfig):
     target_update_interval: int = hp(1, "gradient steps between target-network updates", low=1)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1)
     use_sde: bool = hp(False, "gSDE: state-dependent exploration noise instead of independent Gaussian noise")
-    sde_sample_freq: int = hp(-1, "gSDE: resample the noise every N vector steps (-1: once per train_freq)", low=-1)
+    sde_sample_freq: int = hp(-1, "gSDE: resample the noise every N vector steps of a collection phase (-1: once per phase)", low=-1)
     log_std_init: float = hp(-3.0, "gSDE: initial log std of the exploration weights")
     encoder: str = encoder_hp()
 
@@ -103,15 +103,17 @@ class SAC(Algorithm):
         return ActOutput(torch.tanh(mean + noise))
 
     def new_phase(self) -> None:
-        """The off-policy trainer's collection phase ended (a training phase follows): with
-        ``sde_sample_freq`` -1, the next action draws new gSDE matrices, so each collection phase
-        starts with its own, as Stable-Baselines3 resamples at the start of every ``collect_rollouts``
-        (counting acting calls alone drifted off the phases by ``learning_starts mod train_freq``)."""
-        if self.config.use_sde and self.config.sde_sample_freq < 0:
+        """The off-policy trainer's collection phase ended (a training phase follows): the next
+        action draws new gSDE matrices and ``sde_sample_freq`` counts from it, so each collection
+        phase starts with its own, as Stable-Baselines3 resamples at the start of every
+        ``collect_rollouts`` (counting acting calls over the run drifted off the phases by
+        ``learning_starts mod train_freq``, and off SB3's per-phase count for a positive frequency)."""
+        if self.config.use_sde:
             self.act_calls = 0
 
     def _exploration_weights(self, n: int) -> torch.Tensor:
-        """gSDE: per-env noise matrices, resampled every ``sde_sample_freq`` vector steps (or per phase)."""
+        """gSDE: per-env noise matrices, drawn at each collection phase's first action and then every
+        ``sde_sample_freq`` acting calls of the phase (-1: once per phase)."""
         c = self.config
         period = c.sde_sample_freq if c.sde_sample_freq > 0 else max(1, math.ceil(c.train_freq / n))
         if self.sde_weights is None or self.sde_weights.shape[0] != n or self.act_calls % period == 0:
