@@ -409,3 +409,27 @@ def test_a_list_of_seeds_seeds_each_copy_as_gymnasium_vector_envs_do():
     assert not np.array_equal(env.reset(seed=[9, 5])[0], by_list)  # each copy got its own seed
     with pytest.raises(ValueError, match="3 seeds for 2 env copies"):
         env.reset(seed=[1, 2, 3])
+
+
+@pytest.mark.parametrize("policies", ["shared", "type"])
+def test_history_names_each_episodes_agent_and_policy(policies, tmp_path):
+    """history.parquet had one row per agent and episode and no way to tell whose: a competitive env's
+    per-agent returns were lost in the mix. A resumed run keeps the columns."""
+    env = ENV if policies == "shared" else MIXED
+    common = dict(seed=3, max_steps=1536, n_envs=2, n_steps=32, batch_size=64, n_epochs=1, eval_every=0,
+                  target_reward=None, policies=policies)
+    run = tmp_path / "run"
+    canter.train("ppo", env=env, run_dir=run, hooks={"after_update": _interrupt_at(700)}, **common)
+    canter.resume(run)
+    assert json.loads((run / "summary.json").read_text())["resume_exact"] is True
+    table = pq.read_table(run / "history.parquet").to_pydict()
+    possible = ["agent_0", "agent_1"] if policies == "shared" else ["speaker_0", "listener_0", "listener_1"]
+    assert set(table["agent"]) == set(possible)
+    counts = {a: table["agent"].count(a) for a in possible}
+    assert len(set(counts.values())) == 1 and min(counts.values()) >= 10  # every agent's episodes end together
+    if policies == "shared":
+        assert "policy" not in table
+    else:
+        assert table["policy"] == [a.rsplit("_", 1)[0] for a in table["agent"]]  # policies: type -> speaker, listener
+        speaker = [r for r, a in zip(table["episode_return"], table["agent"]) if a == "speaker_0"]
+        assert all(0 <= r <= 8 for r in speaker)

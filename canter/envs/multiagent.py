@@ -156,6 +156,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         #: each row's env copy (groups in ``policies`` order, rows copy-major): an evaluation episode is
         #: a copy's episode, every agent of it counted (:func:`~canter.trainers.evaluation.evaluate`)
         self.copy_index = np.concatenate([np.repeat(np.arange(copies), len(m)) for m in self.group_agents])
+        #: per group, each row's agent name (the ``agent`` column of ``history.parquet``)
+        self.row_agents = [np.tile(np.array(members, dtype=str), copies) for members in self.group_agents]
 
     def _central_space(self, local: gym.Space) -> gym.Space:
         """``Box[2, w]``: an agent's own observation, then the critic's input (the global state and the

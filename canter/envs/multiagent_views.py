@@ -64,6 +64,10 @@ class MultiPolicyVecEnv:
         self.finished_returns = np.zeros(0)
         self.finished_lengths = np.zeros(0, dtype=np.int64)
         self.finished_envs = np.zeros(0, dtype=np.int64)
+        #: each row's policy and agent (index as in ``finished_envs``), recorded in ``history.parquet``
+        self.row_labels = {
+            "policy": np.concatenate([np.full(rows, p) for p, rows in zip(self.policies, env.group_rows)]),
+            "agent": np.concatenate(env.row_agents)}
 
     def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
         """Reset every copy (copy ``i`` with ``seed + i``)."""

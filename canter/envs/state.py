@@ -36,6 +36,7 @@ _SKIP = frozenset({
     "autoreset_mode", "observation_mode", "screen", "surf", "screens", "clock", "viewer", "window",
     "_ezpickle_args", "_ezpickle_kwargs", "copy",
     "observation_spaces", "action_spaces", "local_spaces",  # multi-agent envs' spaces per agent or policy (fixed)
+    "row_agents", "row_labels",  # multi-agent envs' names of each row's agent and policy (fixed)
 })
 _PLAIN = (bool, int, float, str, type(None))
 

@@ -57,6 +57,13 @@ class VecEnv:
         #: envs do), else NaN
         self.finished_success = np.zeros(0)
 
+    @property
+    def row_labels(self) -> dict[str, np.ndarray]:
+        """Names for each row (index as in ``finished_envs``) that ``history.parquet`` records with
+        its episodes: ``agent`` for a multi-agent env whose agents share one policy, else none."""
+        agents = getattr(self.env, "row_agents", None)
+        return {"agent": agents[0]} if agents is not None and len(agents) == 1 else {}
+
     def reset(self, seed: int | None = None) -> np.ndarray:
         """Reset all sub-envs and return the observations. ``seed`` goes to the Gymnasium vector env:
         with sync or async vectorisation sub-env ``i`` is reset with ``seed + i``; a native vectorised

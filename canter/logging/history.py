@@ -13,6 +13,8 @@ from canter.checkpoint import atomic_write
 from canter.trainers.base import TrainRecord
 
 HISTORY_COLUMNS = ("step", "wall_time", "episode_return", "episode_length", "rolling_return")
+#: columns a multi-agent run adds: each episode's agent, and its policy where there are several
+LABEL_COLUMNS = ("agent", "policy")
 
 
 def write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> None:
@@ -84,6 +86,7 @@ class HistoryLogger:
             self.episodes.append({
                 "step": ep.step, "wall_time": ep.wall_time, "episode_return": ep.episode_return,
                 "episode_length": ep.episode_length, "rolling_return": ep.rolling_return,
+                **{k: getattr(ep, k) for k in LABEL_COLUMNS if getattr(ep, k) is not None},
             })
         if record.losses:
             self.updates.append({"step": record.step, "wall_time": record.wall_time,
@@ -97,7 +100,8 @@ class HistoryLogger:
 
     def flush(self) -> None:
         """Rewrite the parquet files with everything logged so far."""
-        write_parquet(self.dir / "history.parquet", self.episodes, HISTORY_COLUMNS)
+        labels = tuple(k for k in LABEL_COLUMNS if self.episodes and k in self.episodes[0])
+        write_parquet(self.dir / "history.parquet", self.episodes, HISTORY_COLUMNS + labels)
         write_parquet(self.dir / "updates.parquet", self.updates)
         write_parquet(self.dir / "evaluations.parquet", self.evaluations,
                       ("step", "wall_time", "mean_return", "std_return", "episodes"))

@@ -36,6 +36,9 @@ class EpisodeInfo:
     episode_return: float
     episode_length: int
     rolling_return: float
+    #: multi-agent runs: the agent whose episode this was (and its policy, with several policies)
+    agent: str | None = None
+    policy: str | None = None
 
 
 @dataclass
@@ -184,13 +187,16 @@ class Trainer:
             success = getattr(env, "finished_success", None)  # envs that report no success have none
             if success is not None and len(success) == len(env.finished_returns):
                 self.recent_successes.extend(float(x) for x in success if x == x)  # NaN: not reported
-            for ret, length in zip(env.finished_returns.tolist(), env.finished_lengths.tolist()):
+            labels = getattr(env, "row_labels", None) or {}
+            names = {k: v[env.finished_envs].tolist() for k, v in labels.items()}
+            for i, (ret, length) in enumerate(zip(env.finished_returns.tolist(), env.finished_lengths.tolist())):
                 self.recent_returns.append(ret)
                 self.episode_count += 1
                 rolling = float(np.mean(self.recent_returns))
                 if self.best_rolling_return is None or rolling > self.best_rolling_return:
                     self.best_rolling_return = rolling
-                self._pending.append(EpisodeInfo(self.step, now, ret, length, rolling))
+                self._pending.append(EpisodeInfo(self.step, now, ret, length, rolling,
+                                                 **{k: v[i] for k, v in names.items()}))
 
     def evaluate(self) -> EvalResult:
         """Deterministic evaluation on the eval env (seeded per evaluation)."""
