@@ -304,7 +304,7 @@ def test_play_records_one_copy_with_every_policy(algo, policies, tmp_path, capsy
     code, out, err = run_cli(capsys, "play", str(tmp_path / "run"), "--episodes", "2", "--video-dir",
                              str(tmp_path / "vid"))
     assert code == 0, err
-    returns = [float(line.split("return ")[1]) for line in out.splitlines() if line.startswith("episode")]
+    returns = [float(line.split("return ")[1].split()[0]) for line in out.splitlines() if line.startswith("episode")]
     assert len(returns) == 2 and min(returns) >= (7.0 if algo != "qmix" else 14.0)  # per agent; QMIX: the team's
     videos = sorted(p.name for p in (tmp_path / "vid").iterdir())
     assert videos == ["play-episode-0.mp4", "play-episode-1.mp4"]
