@@ -36,6 +36,7 @@ class CQLConfig:
     net_arch: list[int] = hp([256, 256], "hidden layer sizes", low=1)
     activation: str = hp("relu", "hidden activation", choices=ACTIVATION_CHOICES)
     max_grad_norm: float = hp(10.0, "global gradient-norm clip", low=0, low_open=True)
+    adam_eps: float = hp(1e-8, "Adam epsilon", low=0, low_open=True)
     huber: bool = hp(True, "Huber (smooth L1) TD loss; false: squared error")
     double_q: bool = hp(False, "Double DQN targets: online net picks the next action, target net values it")
     dueling: bool = hp(False, "dueling value/advantage heads")
