@@ -275,6 +275,15 @@ def test_acer_learns_with_replay_and_refuses_box_actions():
         canter.make_trainer("acer", "Pendulum-v1")
 
 
+def test_acer_refuses_a_model_without_q_values_in_one_line(capsys, tmp_path):
+    """mlp_actor_critic takes ACER's model arguments but has no action_q: refused before training
+    (it acted, then failed with an AttributeError traceback at the first update)."""
+    from tests.test_cli_errors import assert_train_refused
+
+    assert_train_refused(capsys, tmp_path, ["train", "acer", "--env", "CartPole-v1", "--set", "model=mlp_actor_critic",
+                                            "--max-steps", "400"], "ACER needs a model with action(obs)")
+
+
 # -- trainer edge cases ----------------------------------------------------------------------------
 class _Uint8Obs(gym.Env):
     """Small non-image uint8 observations (values 100..199), truncated after 10 steps."""
