@@ -619,6 +619,18 @@ def test_rollout_buffer_too_big_for_memory_is_one_line(capsys, workdir, n_steps)
     assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
 
 
+@pytest.mark.parametrize("buffer_size", ["1000000000000", "1e30"])
+def test_acer_segment_replay_too_big_for_memory_is_one_line(capsys, workdir, buffer_size):
+    """ACER's segment replay: torch's allocator failure (or its size overflow) was a RuntimeError traceback."""
+    code, _, err = run_cli(capsys, "train", "acer", "--env", "CartPole-v1", "--n-envs", "2", "--max-steps", "256",
+                           "--set", f"buffer_size={buffer_size}", "--quiet", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "segment replay does not fit in memory", "hparams.buffer_size")
+    assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
+    code, _, err = run_cli(capsys, "train", "acer", "--env", "CartPole-v1", "--n-envs", "2", "--max-steps", "256",
+                           "--set", "n_steps=1e30", "--quiet", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "segment replay does not fit in memory", "lower hparams.n_steps")
+
+
 @pytest.mark.parametrize("run_dir", ["", "  "])
 def test_api_empty_run_dir_is_refused_not_the_current_directory(workdir, run_dir):
     """The CLI refuses --run-dir ''; canter.train(run_dir='') wrote the run into the current directory."""

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from canter.data.segments import SegmentReplay
+from canter.errors import CanterError
 from canter.trainers.base import Trainer
 
 
@@ -24,7 +25,18 @@ class SegmentReplayTrainer(Trainer):
         obs_space = self.agent.observation_space
         obs_dtype = torch.int64 if isinstance(obs_space, gym.spaces.Discrete) else torch.float32
         capacity = max(1, c.buffer_size // (c.n_steps * n))
-        self.replay = SegmentReplay(capacity, c.n_steps, n, obs_space.shape, int(self.agent.action_space.n), obs_dtype)
+        n_actions = int(self.agent.action_space.n)
+        try:
+            self.replay = SegmentReplay(capacity, c.n_steps, n, obs_space.shape, n_actions, obs_dtype)
+        except (MemoryError, RuntimeError, OverflowError, TypeError) as exc:  # torch's: many lines of C++ frames
+            if isinstance(exc, (RuntimeError, TypeError)) and not any(
+                    word in str(exc).lower() for word in ("alloc", "overflow")):  # torch's allocator / size only
+                raise
+            rows = capacity * c.n_steps * n
+            per_row = int(np.prod(obs_space.shape)) * torch.empty((), dtype=obs_dtype).element_size() + 4 * n_actions + 25
+            raise CanterError(f"the segment replay does not fit in memory (hparams.buffer_size {c.buffer_size:,} = "
+                              f"{capacity:,} segments of n_steps {c.n_steps} x {n} envs, about "
+                              f"{rows * per_row / 2**30:,.1f} GiB); lower hparams.{'n_steps' if capacity == 1 else 'buffer_size'}") from None
         self.rng = np.random.default_rng(self.run.seed + 2)
 
     def data_state(self) -> dict[str, Any]:
