@@ -631,6 +631,17 @@ def test_acer_segment_replay_too_big_for_memory_is_one_line(capsys, workdir, buf
     assert_one_line_error(code, err, "segment replay does not fit in memory", "lower hparams.n_steps")
 
 
+@pytest.mark.parametrize("algo", ["impala", "appo"])
+@pytest.mark.parametrize("n_steps", ["100000000000", "1e30"])
+def test_async_rollout_too_big_for_memory_is_one_line(capsys, workdir, algo, n_steps):
+    """IMPALA/APPO explorer rollouts: NumPy's allocation error (or its dimension limit) was a traceback
+    from the first iteration, after the run directory was written."""
+    code, _, err = run_cli(capsys, "train", algo, "--env", "CartPole-v1", "--n-envs", "2", "--max-steps", "256",
+                           "--set", f"n_steps={n_steps}", "--quiet", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "rollout of n_steps", "does not fit in memory", "hparams.n_steps")
+    assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
+
+
 @pytest.mark.parametrize("run_dir", ["", "  "])
 def test_api_empty_run_dir_is_refused_not_the_current_directory(workdir, run_dir):
     """The CLI refuses --run-dir ''; canter.train(run_dir='') wrote the run into the current directory."""

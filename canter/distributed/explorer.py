@@ -17,6 +17,7 @@ import torch
 from canter.agents.agent import Agent
 from canter.algorithms.base import Algorithm
 from canter.envs.vector import VecEnv
+from canter.errors import CanterError
 from canter.trainers.off_policy import random_actions
 
 #: Ape-X exploration: explorer i of N uses epsilon = BASE ** (1 + ALPHA * i / (N - 1)) (Horgan et al. 2018)
@@ -70,6 +71,16 @@ def load_explorer_weights(agent: Agent, weights: dict[str, Any]) -> None:
         agent.obs_rms.load_state_dict(weights["obs_rms"])
     if getattr(agent.algorithm, "noisy", False):  # NoisyNet: the explorer's own noise, not the learner's sample
         agent.algorithm.new_noise()
+
+
+def rollout_array(shape: tuple[int, ...], dtype: Any, zeros: bool = False) -> np.ndarray:
+    """One of a rollout's ``[T, N, ...]`` arrays (``np.empty``, or ``np.zeros``); one too big for
+    memory (or for NumPy's dimension limit) is a one-line :class:`CanterError` naming ``n_steps``."""
+    try:
+        return np.zeros(shape, dtype) if zeros else np.empty(shape, dtype)
+    except (MemoryError, ValueError) as exc:
+        raise CanterError(f"a rollout of n_steps {shape[0]:,} x {shape[1]:,} envs does not fit in memory "
+                          f"({exc}); lower hparams.n_steps") from None
 
 
 def nbytes(tree: Any) -> int:
@@ -130,12 +141,12 @@ class Explorer:
         reset_noise = getattr(algorithm, "reset_noise", None)  # per-episode action noise (TD3/DDPG's OU)
         T, N = n_steps, env.num_envs
         obs_space = env.single_observation_space
-        obs = np.empty((T, N) + obs_space.shape, dtype=obs_space.dtype)
+        obs = rollout_array((T, N) + obs_space.shape, obs_space.dtype)
         actions = log_probs = values = None
-        rewards = np.empty((T, N), np.float32)
-        terminated = np.empty((T, N), np.float32)
-        dones = np.empty((T, N), np.float32)
-        valid = np.empty((T, N), bool)
+        rewards = rollout_array((T, N), np.float32)
+        terminated = rollout_array((T, N), np.float32)
+        dones = rollout_array((T, N), np.float32)
+        valid = rollout_array((T, N), bool)
         returns: list[float] = []
         lengths: list[int] = []
         successes: list[float] = []
@@ -151,11 +162,11 @@ class Explorer:
                 logp = None if out.log_probs is None else out.log_probs.numpy()
                 value = None if out.values is None else out.values.numpy()
             if actions is None:
-                actions = np.empty((T,) + acts.shape, acts.dtype)
+                actions = rollout_array((T,) + acts.shape, acts.dtype)
             if logp is not None and log_probs is None:
-                log_probs = np.zeros((T, N), np.float32)
+                log_probs = rollout_array((T, N), np.float32, zeros=True)
             if value is not None and values is None:
-                values = np.zeros((T, N), np.float32)
+                values = rollout_array((T, N), np.float32, zeros=True)
             step = env.step(env_actions)
             if reset_noise is not None and (step.terminated | step.truncated).any():  # TD3/DDPG's OU noise
                 reset_noise(torch.from_numpy(step.terminated | step.truncated))

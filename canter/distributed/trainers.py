@@ -27,7 +27,7 @@ from canter.agents.agent import Agent
 from canter.config import RunConfig
 from canter.data.batch import TrajectoryBatch
 from canter.data.sharded import ShardedReplay
-from canter.distributed.explorer import explorer_weights, nbytes
+from canter.distributed.explorer import explorer_weights, nbytes, rollout_array
 from canter.envs.vector import VecEnv
 from canter.trainers.base import Trainer
 from canter.trainers.off_policy import OffPolicyTrainer, make_replay_buffer
@@ -184,6 +184,8 @@ class AsyncTrainer(Learner, Trainer):
     def setup(self) -> None:  # noqa: D102
         # two calls per Ray explorer: the next rollout is queued while the learner works on this one
         self.dropped = 0
+        space = self.agent.observation_space  # a rollout too big for memory: refused before the run starts
+        rollout_array((self.config.n_steps, self.pool.envs_per_explorer) + space.shape, space.dtype)
         self.start_explorers(2 if self.pool.remote else 1, n_steps=self.config.n_steps)
 
     def iteration(self) -> dict[str, float]:
