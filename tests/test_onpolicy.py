@@ -1,4 +1,6 @@
 """Unit tests of the on-policy family's estimators and update rules (A2C, REINFORCE, TRPO, NPG, ACER)."""
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -275,6 +277,22 @@ def test_acer_learns_with_replay_and_refuses_box_actions():
         canter.make_trainer("acer", "Pendulum-v1")
 
 
+def test_acer_warns_when_its_replay_can_never_reach_replay_start():
+    """buffer_size 1000 rounds down to 6 segments of 20 x 8 = 960 transitions, fewer than replay_start 1000:
+    the run silently never replayed (0 replay updates in 20k steps)."""
+    from canter.errors import CanterWarning
+
+    trainer = canter.make_trainer("acer", "CartPole-v1", n_envs=8, n_steps=20, buffer_size=1000, replay_start=1000,
+                                  max_steps=160, eval_every=0, eval_episodes=1)
+    with pytest.warns(CanterWarning, match="ACER never replays: .* 960 transitions, fewer than hparams.replay_start"):
+        list(trainer())
+    trainer = canter.make_trainer("acer", "CartPole-v1", n_envs=8, n_steps=20, buffer_size=1000, replay_start=960,
+                                  max_steps=160, eval_every=0, eval_episodes=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CanterWarning)
+        list(trainer())
+
+
 def test_acer_refuses_a_model_without_q_values_in_one_line(capsys, tmp_path):
     """mlp_actor_critic takes ACER's model arguments but has no action_q: refused before training
     (it acted, then failed with an AttributeError traceback at the first update)."""
@@ -349,7 +367,7 @@ def test_box_actions_with_several_dimensions_fit_the_rollout_buffer():
 
 
 def test_acer_trainer_applies_the_run_lr_control_and_checks_env_data():
-    trainer = canter.make_trainer("acer", "CartPole-v1", n_envs=2, n_steps=10, replay_start=10**9, max_steps=400,
+    trainer = canter.make_trainer("acer", "CartPole-v1", n_envs=2, n_steps=10, replay_ratio=0, max_steps=400,
                                   eval_every=0, eval_episodes=1, lr_decay="linear", lr_schedule="constant", lr=1e-3)
     list(trainer())
     assert trainer.algorithm.optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-9)

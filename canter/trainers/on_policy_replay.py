@@ -6,6 +6,7 @@ from the replay (off-policy) once it holds ``replay_start`` transitions.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -13,7 +14,7 @@ import numpy as np
 import torch
 
 from canter.data.segments import SegmentReplay
-from canter.errors import CanterError
+from canter.errors import CanterError, CanterWarning
 from canter.trainers.base import Trainer
 
 
@@ -37,6 +38,13 @@ class SegmentReplayTrainer(Trainer):
             raise CanterError(f"the segment replay does not fit in memory (hparams.buffer_size {c.buffer_size:,} = "
                               f"{capacity:,} segments of n_steps {c.n_steps} x {n} envs, about "
                               f"{rows * per_row / 2**30:,.1f} GiB); lower hparams.{'n_steps' if capacity == 1 else 'buffer_size'}") from None
+        held = capacity * c.n_steps * n
+        if c.replay_ratio > 0 and held < c.replay_start:  # the replay can never hold replay_start transitions
+            warnings.warn(CanterWarning(
+                f"ACER never replays: hparams.buffer_size {c.buffer_size:,} holds {capacity:,} whole segments of "
+                f"n_steps {c.n_steps} x {n} envs = {held:,} transitions, fewer than hparams.replay_start "
+                f"{c.replay_start:,}; raise buffer_size or lower replay_start (replay_ratio 0 turns replay off)"
+            ), stacklevel=2)
         self.rng = np.random.default_rng(self.run.seed + 2)
 
     def data_state(self) -> dict[str, Any]:
