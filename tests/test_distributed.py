@@ -275,3 +275,26 @@ def test_dropped_rollouts_still_end_their_episodes_in_the_reward_statistics():
     slot, r, _ = AsyncTrainer.next_fresh_rollout(trainer)
     trainer.close()
     assert r["version"] == 0 and seen == [-5, 0] and trainer.dropped == 1
+
+
+def test_impala_takes_no_optimizer_step_on_a_rollout_of_reset_rows_only():
+    """With n_steps 1 and one env, the row after each episode's end is a rollout of its own with no real
+    transition: IMPALA took an Adam step on it anyway (zero gradients, the parameters moved by momentum)."""
+    trainer = canter.make_trainer("impala", "CartPole-v1", n_envs=1, n_steps=1, max_steps=300, eval_every=0, seed=0)
+    algorithm, learn, moved = trainer.algorithm, trainer.algorithm.learn, []
+
+    def spy(batch):
+        if batch.valid.any():
+            return learn(batch)
+        before = [p.detach().clone() for p in algorithm.params]
+        updates = algorithm.updates
+        out = learn(batch)
+        moved.append(algorithm.updates != updates or any(not torch.equal(p, b) for p, b in zip(algorithm.params, before)))
+        return out
+
+    algorithm.learn = spy
+    for _ in trainer():
+        pass
+    trainer.close()
+    assert moved and not any(moved)  # reset-only rollouts came, and none of them changed the network
+

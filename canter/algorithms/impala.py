@@ -93,6 +93,8 @@ class IMPALA(ActorCriticAlgorithm):
     def learn(self, batch: TrajectoryBatch) -> dict[str, float]:
         """One gradient step on the V-trace actor-critic loss."""
         c = self.config
+        if not batch.valid.any():  # every row only reset an env (a tiny rollout): nothing to learn from
+            return {}
         logp, ent, values, bootstrap = self.evaluate_batch(batch)
         vt = self.targets(batch, logp, values, bootstrap)
         mask = batch.valid.float()
