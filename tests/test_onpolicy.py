@@ -293,6 +293,32 @@ def test_acer_warns_when_its_replay_can_never_reach_replay_start():
         list(trainer())
 
 
+@pytest.mark.parametrize("optimizer", ["rmsprop", "adam"])
+def test_acer_takes_no_step_on_a_segment_of_reset_rows_only(optimizer):
+    """n_steps 1 with one env: the row after each episode's end is a segment with no real transition;
+    ACER stepped its optimizer on it (Adam moved the weights by momentum) and moved the average network."""
+    trainer = canter.make_trainer("acer", "CartPole-v1", n_envs=1, n_steps=1, replay_start=10, max_steps=300,
+                                  eval_every=0, eval_episodes=1, optimizer=optimizer)
+    algorithm, learn, moved = trainer.algorithm, trainer.algorithm.learn, []
+
+    def spy(batch):
+        if batch.valid.any():
+            return learn(batch)
+        before = [p.detach().clone() for p in algorithm.modules()["model"].parameters()]
+        before += [p.detach().clone() for p in algorithm.avg_model.parameters()]
+        updates = algorithm.updates
+        out = learn(batch)
+        after = list(algorithm.modules()["model"].parameters()) + list(algorithm.avg_model.parameters())
+        moved.append(algorithm.updates != updates or any(not torch.equal(p, b) for p, b in zip(after, before)))
+        return out
+
+    algorithm.learn = spy
+    records = list(trainer())
+    trainer.close()
+    assert moved and not any(moved)
+    assert all(np.isfinite(r.losses["q_loss"]) for r in records if "q_loss" in r.losses)
+
+
 def test_acer_refuses_a_model_without_q_values_in_one_line(capsys, tmp_path):
     """mlp_actor_critic takes ACER's model arguments but has no action_q: refused before training
     (it acted, then failed with an AttributeError traceback at the first update)."""

@@ -216,8 +216,10 @@ class ACER(Algorithm):
         set_lr(self.optimizer, self.lr)
 
     def learn(self, batch: SegmentBatch) -> dict[str, float]:
-        """One ACER update on a segment (fresh or replayed)."""
+        """One ACER update on a segment (fresh or replayed); none on a segment of reset-only rows."""
         c = self.config
+        if not batch.valid.any():  # every row only reset an env (a tiny segment): nothing to learn from
+            return {}
         T, N = batch.actions.shape
         obs = batch.obs.reshape((-1,) + batch.obs.shape[2:])
         logits, q_all = self.model.action_q(obs)
