@@ -298,3 +298,20 @@ def test_impala_takes_no_optimizer_step_on_a_rollout_of_reset_rows_only():
     trainer.close()
     assert moved and not any(moved)  # reset-only rollouts came, and none of them changed the network
 
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c", "trpo"])
+def test_sync_learner_skips_a_batch_of_reset_rows_only(algo):
+    """--explorers with n_steps 1 and one env: after every episode end the gathered batch has no real
+    transition; the synchronous learner passed it to learn anyway (PPO/TRPO: 'range() arg 3 must not be
+    zero', A2C: ZeroDivisionError). Driven here by the in-process pool, the same SyncTrainer.iteration."""
+    from canter.distributed.pool import LocalPool
+    from canter.distributed.trainers import SyncTrainer
+
+    run, cfg = resolve_config(algo, "CartPole-v1", hparams={"n_steps": 1}, n_envs=1, max_steps=300, eval_every=0)
+    env = make_vec_env(run.env, run.n_envs)
+    agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+    trainer = SyncTrainer(agent, LocalPool(Explorer(agent, env, seed=0)), None, run)
+    records = list(trainer())
+    trainer.close()
+    assert trainer.step >= 300 and any(not r.losses for r in records) and any(r.losses for r in records)

@@ -168,8 +168,10 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         buf.pos = c.n_steps
         batch = agent.prepare_rollout_batch(buf.finish(torch.from_numpy(last_values), c.gamma, c.gae_lambda))
         self.set_progress()  # the algorithm's schedules, then the run's LR control (lr_decay, plateaus, guard)
-        with self.updating():
-            stats = agent.learn(batch)
+        stats: dict[str, float] = {}
+        if batch.obs.shape[0]:  # else every row only reset an env (tiny n_steps * n_envs): nothing to learn
+            with self.updating():
+                stats = agent.learn(batch)
         update_obs_stats(agent, data["obs"], 2)
         self.publish()
         return {**stats, **self.explorer_stats()}
