@@ -299,3 +299,27 @@ def test_tune_bad_storage_or_out_writes_nothing(tmp_path, capsys, monkeypatch):
     assert len(err.splitlines()) == 1 and "notes.txt" in err and "not a directory" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
     assert (tmp_path / "notes.txt").read_text() == "precious\n"
+
+
+def test_tune_resumed_study_samples_new_parameters(tmp_path, capsys):
+    """Resuming a study must not restart the sampler's stream: the new (random startup) trials would
+    repeat the parameters of the ones the study already has; a fresh study with the seed is reproduced."""
+    optuna = pytest.importorskip("optuna")
+    space = tmp_path / "space.yaml"
+    space.write_text("".join(f"{k}: null\n" for k in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+                                                       "clip_range", "ent_coef", "vf_coef", "max_grad_norm")))
+    base = ["tune", "ppo", "--env", "CartPole-v1", "--space", str(space), "--max-steps", "64", "--n-envs", "2",
+            "--set", "n_steps=32", "--set", "n_epochs=1", "--eval-every", "64", "--eval-episodes", "1", "--quiet",
+            "--no-prune"]
+
+    def lrs(out):
+        study = optuna.load_study(study_name="ppo-CartPole-v1", storage=f"sqlite:///{out / 'study.db'}")
+        return [t.params["lr"] for t in study.trials]
+
+    assert main([*base, "--out", str(tmp_path / "a"), "--trials", "2"]) == 0
+    assert main([*base, "--out", str(tmp_path / "a"), "--trials", "4"]) == 0
+    resumed = lrs(tmp_path / "a")
+    assert len(resumed) == 4 and len(set(resumed)) == 4, resumed
+    assert main([*base, "--out", str(tmp_path / "b"), "--trials", "2"]) == 0
+    assert lrs(tmp_path / "b") == resumed[:2]  # the same seed gives the same first trials
+    capsys.readouterr()

@@ -243,6 +243,22 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
     return objective
 
 
+def sampler_seed(seed: int | None, worker: int, n_trials: int) -> int | None:
+    """The TPE seed of ``worker`` (0: the only process, 1..J: ``--jobs`` workers) on a study that holds
+    ``n_trials`` trials: ``seed + worker`` for a new study, else one drawn from all three.
+
+    A resumed study must not restart the sampler's random stream: with the seed of the first call,
+    its random startup trials would repeat the parameters of the trials the study already has.
+    """
+    if seed is None:
+        return None
+    if n_trials == 0:
+        return seed + worker
+    import numpy as np
+
+    return int(np.random.SeedSequence([seed, worker, n_trials]).generate_state(1)[0])
+
+
 def _optimize(job: dict[str, Any], worker: int = 0) -> None:
     """Run trials until the study has ``job['trials']`` finished ones (one process)."""
     import optuna
@@ -253,8 +269,9 @@ def _optimize(job: dict[str, Any], worker: int = 0) -> None:
     space = search_space(job["algo"], job["space_file"])
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=job["prune_startup"], n_warmup_steps=job["prune_warmup"] + 1)
               if job["prune"] else optuna.pruners.NopPruner())
-    sampler = optuna.samplers.TPESampler(seed=None if job["sampler_seed"] is None else job["sampler_seed"] + worker)
-    study = optuna.load_study(study_name=job["study"], storage=_storage(job["storage"]), sampler=sampler, pruner=pruner)
+    study = optuna.load_study(study_name=job["study"], storage=_storage(job["storage"]), pruner=pruner)
+    study.sampler = optuna.samplers.TPESampler(
+        seed=sampler_seed(job["sampler_seed"], worker, len(study.get_trials(deepcopy=False))))
     done = (TrialState.COMPLETE, TrialState.PRUNED)
     remaining = job["trials"] - len(study.get_trials(deepcopy=False, states=done))
     if remaining <= 0:
