@@ -323,3 +323,24 @@ def test_tune_resumed_study_samples_new_parameters(tmp_path, capsys):
     assert main([*base, "--out", str(tmp_path / "b"), "--trials", "2"]) == 0
     assert lrs(tmp_path / "b") == resumed[:2]  # the same seed gives the same first trials
     capsys.readouterr()
+
+
+def test_tune_trials_counts_finished_trials_not_failed_ones(tmp_path, capsys):
+    """--trials N is the number of finished trials wanted: a trial that fails (a CanterError from its
+    sampled config) does not use up one of them."""
+    optuna = pytest.importorskip("optuna")
+    from canter.tools.tune import search_space
+
+    space = tmp_path / "space.yaml"
+    space.write_text("".join(f"{n}: null\n" for n in search_space("dqn") if n != "buffer_size")
+                     + "buffer_size: {low: 16, high: 100000}\n")
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    study.enqueue_trial({"buffer_size": 16})  # below batch_size 32: this trial fails
+    assert main(["tune", "dqn", "--env", "CartPole-v1", "--space", str(space), "--storage", url, "--study", "s",
+                 "--out", str(tmp_path / "t"), "--trials", "2", "--set", "batch_size=32", "--set",
+                 "learning_starts=1000", "--max-steps", "64", "--eval-every", "64", "--eval-episodes", "1",
+                 "--quiet"]) == 0
+    states = [t.state.name for t in optuna.load_study(study_name="s", storage=url).trials]
+    assert states == ["FAIL", "COMPLETE", "COMPLETE"]
+    assert "2 complete, 0 pruned, 1 failed" in capsys.readouterr().out

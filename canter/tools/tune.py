@@ -276,8 +276,26 @@ def _optimize(job: dict[str, Any], worker: int = 0) -> None:
     remaining = job["trials"] - len(study.get_trials(deepcopy=False, states=done))
     if remaining <= 0:
         return
-    study.optimize(_objective(job, space), n_trials=remaining, timeout=job["timeout"], catch=(CanterError,),
-                   callbacks=[optuna.study.MaxTrialsCallback(job["trials"], states=done)], gc_after_trial=False)
+    # n_trials would count failed trials too; run until the study has the finished trials wanted, but
+    # give up after as many failed trials (a search space whose samples keep failing)
+    study.optimize(_objective(job, space), n_trials=None, timeout=job["timeout"], catch=(CanterError,),
+                   callbacks=[optuna.study.MaxTrialsCallback(job["trials"], states=done), _StopAfterFailures(remaining)],
+                   gc_after_trial=False)
+
+
+class _StopAfterFailures:
+    """Optuna callback: stop the study after ``limit`` trials of this process have failed."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.failed = limit, 0
+
+    def __call__(self, study: Any, trial: Any) -> None:
+        from optuna.trial import TrialState
+
+        if trial.state == TrialState.FAIL:
+            self.failed += 1
+            if self.failed >= self.limit:
+                study.stop()
 
 
 def _worker(job: dict[str, Any], worker: int) -> None:
