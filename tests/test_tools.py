@@ -344,3 +344,43 @@ def test_tune_trials_counts_finished_trials_not_failed_ones(tmp_path, capsys):
     states = [t.state.name for t in optuna.load_study(study_name="s", storage=url).trials]
     assert states == ["FAIL", "COMPLETE", "COMPLETE"]
     assert "2 complete, 0 pruned, 1 failed" in capsys.readouterr().out
+
+
+def test_tune_failed_or_interrupted_trial_prints_no_traceback(tmp_path, capsys, monkeypatch):
+    """A trial that fails on a CanterError is one warning line (no traceback); Ctrl-C during a trial
+    exits 130 with one line saying how to continue, the trial marked failed."""
+    import io
+    import logging
+
+    optuna = pytest.importorskip("optuna")
+    from canter.tools.tune import search_space
+
+    log = io.StringIO()  # what Optuna's own handler prints (it keeps the stderr of the test that created it)
+    handler = logging.StreamHandler(log)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logging.getLogger("optuna").addHandler(handler)
+    space = tmp_path / "space.yaml"
+    space.write_text("".join(f"{n}: null\n" for n in search_space("dqn") if n != "buffer_size")
+                     + "buffer_size: {low: 16, high: 100000}\n")
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    optuna.create_study(study_name="s", storage=url, direction="maximize").enqueue_trial({"buffer_size": 16})
+    args = ["tune", "dqn", "--env", "CartPole-v1", "--space", str(space), "--storage", url, "--study", "s",
+            "--out", str(tmp_path / "t"), "--trials", "1", "--set", "batch_size=32", "--set", "learning_starts=1000",
+            "--max-steps", "64", "--eval-every", "64", "--eval-episodes", "1", "--quiet"]
+    try:
+        assert main(args) == 2  # its only trial failed
+        assert "Traceback" not in log.getvalue() and "smaller than 'hparams.batch_size'" in log.getvalue()
+
+        def interrupted(*args, **kwargs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr("canter.api.make_trainer", interrupted)
+        capsys.readouterr()
+        assert main([*args[:-1], "--trials", "2"]) == 130
+        assert "Traceback" not in log.getvalue() and "KeyboardInterrupt" in log.getvalue()
+        err = capsys.readouterr().err
+        assert err.splitlines()[-1].startswith("interrupted;")  # (Optuna's warnings may come before it)
+        assert "run the same command again" in err
+    finally:
+        logging.getLogger("optuna").removeHandler(handler)
+    assert [t.state.name for t in optuna.load_study(study_name="s", storage=url).trials] == ["FAIL", "FAIL"]

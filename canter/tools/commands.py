@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from canter.errors import CanterError
@@ -52,10 +53,16 @@ def cmd_tune(argv: list[str]) -> int:
     args = p.parse_args(argv)
     from canter.tools.tune import tune
 
-    result = tune(args.algo, args.env, args.trials, out=args.out, timeout=args.timeout, jobs=args.jobs,
-                  storage=args.storage, study=args.study, space_file=args.space_file, config_file=args.config_file,
-                  sets=args.sets, prune=args.prune, prune_startup=args.prune_startup, prune_warmup=args.prune_warmup,
-                  sampler_seed=args.sampler_seed, quiet=args.quiet, **_run_overrides(args))
+    try:
+        result = tune(args.algo, args.env, args.trials, out=args.out, timeout=args.timeout, jobs=args.jobs,
+                      storage=args.storage, study=args.study, space_file=args.space_file,
+                      config_file=args.config_file, sets=args.sets, prune=args.prune,
+                      prune_startup=args.prune_startup, prune_warmup=args.prune_warmup,
+                      sampler_seed=args.sampler_seed, quiet=args.quiet, **_run_overrides(args))
+    except KeyboardInterrupt:
+        print("interrupted; the study keeps its finished trials (the interrupted one is marked failed): run the same "
+              "command again to continue it", file=sys.stderr)
+        return 130
     c = result.counts
     print(f"study '{result.study_name}': {c['complete']} complete, {c['pruned']} pruned, {c['fail']} failed trials")
     print(f"best trial {result.best_trial}: last evaluation return {result.best_value:.2f}")

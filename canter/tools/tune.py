@@ -14,6 +14,7 @@ sampled (:func:`check_study_space` refuses that before any trial).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import types
@@ -278,9 +279,26 @@ def _optimize(job: dict[str, Any], worker: int = 0) -> None:
         return
     # n_trials would count failed trials too; run until the study has the finished trials wanted, but
     # give up after as many failed trials (a search space whose samples keep failing)
-    study.optimize(_objective(job, space), n_trials=None, timeout=job["timeout"], catch=(CanterError,),
-                   callbacks=[optuna.study.MaxTrialsCallback(job["trials"], states=done), _StopAfterFailures(remaining)],
-                   gc_after_trial=False)
+    log = optuna.logging.get_logger("optuna.study._optimize")  # the logger of "Trial N failed ..."
+    quiet_failures = _NoTraceback()
+    log.addFilter(quiet_failures)
+    try:
+        study.optimize(_objective(job, space), n_trials=None, timeout=job["timeout"], catch=(CanterError,),
+                       callbacks=[optuna.study.MaxTrialsCallback(job["trials"], states=done),
+                                  _StopAfterFailures(remaining)], gc_after_trial=False)
+    finally:
+        log.removeFilter(quiet_failures)
+
+
+class _NoTraceback(logging.Filter):
+    """Drop the traceback from Optuna's "Trial N failed" warning when the trial failed on a
+    :class:`CanterError` (its one-line message is in the warning) or was interrupted (Ctrl-C)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep the record; strip its traceback if it is one of ours."""
+        if record.exc_info and isinstance(record.exc_info[1], (CanterError, KeyboardInterrupt)):
+            record.exc_info, record.exc_text = None, None
+        return True
 
 
 class _StopAfterFailures:
