@@ -146,3 +146,18 @@ def test_report_without_videos_or_evaluation(tmp_path):
     assert "No video was recorded" in text and "Skipped (no checkpoint, or --eval-episodes 0)" in text
     assert text.count("data:image/png") == 3  # learning curve, update statistics, throughput
     assert main(["report", str(tmp_path / "missing")]) == 2
+
+
+def test_report_distribution_is_what_canter_eval_gives(tmp_path, capsys):
+    """The report's return distribution uses `canter eval`'s envs (the run's evaluation copies and
+    vectorization): same checkpoint, seed and episodes, same returns."""
+    import html
+
+    run = tmp_path / "run"
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--run-dir", str(run), *TINY]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(run), "--episodes", "6", "--json"]) == 0
+    returns = np.array(json.loads(capsys.readouterr().out)["returns"])
+    assert main(["report", str(run), "--eval-episodes", "6"]) == 0
+    caption = html.unescape((run / "report.html").read_text())
+    assert f"mean {returns.mean():.2f} ± {returns.std():.2f}, median {np.median(returns):.2f}" in caption

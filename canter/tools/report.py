@@ -84,8 +84,11 @@ def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[s
 
     base = find_checkpoint(run.dir)
     agent = load(run.dir)
-    env = make_vec_env(agent.run_config.env, min(episodes, 8), "sync", agent.run_config.env_kwargs,
-                       policies=agent.run_config.policies, central_state=agent.run_config.central_state)
+    # the env copies and vectorization of `canter eval` (the run's evaluations'), so that the same seed gives
+    # the same episodes as `canter eval RUN_DIR --episodes N`
+    env = make_vec_env(agent.run_config.env, min(episodes, agent.run_config.eval_envs), agent.run_config.vectorization,
+                       agent.run_config.env_kwargs, policies=agent.run_config.policies,
+                       central_state=agent.run_config.central_state)
     try:
         result = evaluate(agent, env, episodes, seed=seed)
     finally:
