@@ -161,3 +161,19 @@ def test_report_distribution_is_what_canter_eval_gives(tmp_path, capsys):
     assert main(["report", str(run), "--eval-episodes", "6"]) == 0
     caption = html.unescape((run / "report.html").read_text())
     assert f"mean {returns.mean():.2f} ± {returns.std():.2f}, median {np.median(returns):.2f}" in caption
+
+
+def test_report_rolling_mean_label_names_the_runs_reward_window(tmp_path, monkeypatch):
+    """history.parquet's rolling_return averages the last reward_window episodes; the legend says so."""
+    from canter.tools import report
+    from canter.tools.rundata import load_run
+
+    run = tmp_path / "run"
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--run-dir", str(run), "--set", "reward_window=10",
+                 *TINY]) == 0
+    history = read_table(run / "history.parquet")
+    returns = history["episode_return"]
+    assert np.allclose(history["rolling_return"], [returns[max(0, k - 9):k + 1].mean() for k in range(len(returns))])
+    monkeypatch.setattr(report, "_img", lambda fig, alt: fig)
+    labels = [t.get_text() for t in report.learning_curve(load_run(run)).axes[0].get_legend().get_texts()]
+    assert "rolling mean (10 episodes)" in labels

@@ -63,7 +63,8 @@ def learning_curve(run: RunData) -> str:
     h, e = run.history, run.evaluations
     if len(h.get("step", ())):
         ax.scatter(h["step"], h["episode_return"], s=6, alpha=0.25, color="#7f8ea3", label="training episode")
-        ax.plot(h["step"], h["rolling_return"], color="#1f77b4", linewidth=1.8, label="rolling mean (100 episodes)")
+        window = run.config.get("reward_window", 100)  # the episodes history.parquet's rolling_return averages
+        ax.plot(h["step"], h["rolling_return"], color="#1f77b4", linewidth=1.8, label=f"rolling mean ({window} episodes)")
     if len(e.get("step", ())):
         ax.errorbar(e["step"], e["mean_return"], yerr=e["std_return"], fmt="o-", color="#d62728", markersize=4,
                     capsize=3, linewidth=1.2, label="evaluation mean ± std")
