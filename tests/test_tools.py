@@ -256,6 +256,30 @@ def test_benchmark_grid_table_figure_and_resume(tmp_path, capsys):
     assert (cell / "summary.json").exists() and not (cell / ".canter.lock").exists()
 
 
+def test_benchmark_ctrl_c_stops_it_and_writes_no_results(tmp_path, capsys):
+    """Ctrl-C stops the run under way (saved as interrupted, as canter train does) and the benchmark:
+    the other runs do not start and no results table is written; run again, it continues."""
+    import os
+    import signal
+
+    spec = tmp_path / "b.yaml"
+    spec.write_text("seeds: 2\nset: {max_steps: 10000000, max_seconds: 4, eval_every: 0, n_envs: 2, n_steps: 64, "
+                    "n_epochs: 1, tensorboard: false}\nenvs: [CartPole-v1]\nalgos: [ppo]\n")
+    out = tmp_path / "out"
+    old = signal.signal(signal.SIGALRM, lambda signum, frame: os.kill(os.getpid(), signal.SIGINT))
+    signal.setitimer(signal.ITIMER_REAL, 1.5)  # a Ctrl-C 1.5 s in: during the first run
+    try:
+        assert main(["benchmark", str(spec), "--out", str(out)]) == 130
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["ppo-CartPole-v1-seed0"]
+    assert json.loads((out / "runs" / "ppo-CartPole-v1-seed0" / "summary.json").read_text())["stop_reason"] == \
+        "interrupted"
+    assert not (out / "results.md").exists() and not (out / "results.csv").exists()
+    assert "run the same command again" in capsys.readouterr().err
+
+
 def test_benchmark_bad_spec_is_refused_before_running(tmp_path, capsys):
     spec = tmp_path / "bad.yaml"
     for text, message in [("algos: [ppo, dqnn]\nenvs: [CartPole-v1]", "did you mean 'dqn'"),

@@ -232,8 +232,13 @@ def benchmark(path: str | Path, out: str | Path | None = None, jobs: int = 1, qu
 
 def _execute(todo: list[Cell], runs_dir: Path, jobs: int, quiet: bool, done: int, total: int) -> None:
     def report(cell: Cell, summary: dict[str, Any]) -> None:
-        """Print one progress line per finished run."""
+        """Print one progress line per finished run; a run stopped by Ctrl-C (SIGINT/SIGTERM, which
+        the run catches to save itself) stops the benchmark."""
         nonlocal done
+        if summary.get("stop_reason") == "interrupted":
+            print(f"{cell.algo} {cell.env} seed {cell.seed}: interrupted at {summary.get('steps', 0):,} steps",
+                  flush=True)
+            raise KeyboardInterrupt
         done += 1
         if not quiet:
             last = summary.get("last_eval_return")

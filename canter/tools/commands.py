@@ -100,7 +100,12 @@ def cmd_benchmark(argv: list[str]) -> int:
     args = p.parse_args(argv)
     from canter.tools.benchmark import benchmark
 
-    result = benchmark(args.file, out=args.out, jobs=args.jobs, quiet=args.quiet)
+    try:
+        result = benchmark(args.file, out=args.out, jobs=args.jobs, quiet=args.quiet)
+    except KeyboardInterrupt:
+        print("interrupted; no results written: run the same command again to continue (finished runs are reused, "
+              "the interrupted one starts again)", file=sys.stderr)
+        return 130
     print(result.markdown)
     print("wrote " + ", ".join(str(f) for f in result.files.values()))
     return 0
