@@ -280,6 +280,41 @@ def test_benchmark_ctrl_c_stops_it_and_writes_no_results(tmp_path, capsys):
     assert "run the same command again" in capsys.readouterr().err
 
 
+def test_benchmark_jobs_ctrl_c_starts_no_further_run(tmp_path):
+    """With --jobs, Ctrl-C (to the whole process group, as a terminal sends it) stops the running runs
+    and starts no other: the pool is never handed more runs than it has workers."""
+    import os
+    import signal
+    import time
+
+    spec = tmp_path / "b.yaml"
+    spec.write_text("seeds: 3\nset: {max_steps: 10000000, max_seconds: 40, eval_every: 0, n_envs: 2, n_steps: 64, "
+                    "n_epochs: 1, tensorboard: false, target_reward: null}\nenvs: [CartPole-v1]\nalgos: [ppo]\n")
+    out = tmp_path / "out"
+    runs = [out / "runs" / f"ppo-CartPole-v1-seed{s}" for s in range(3)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "canter", "benchmark", str(spec), "--out", str(out), "--jobs", "2",
+                             "--quiet"], start_new_session=True, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while not all((r / "config.yaml").exists() for r in runs[:2]):  # both workers are training
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(1.0)
+        started = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - started < 30  # no 40-second run started after the Ctrl-C
+    assert not runs[2].exists()
+    for r in runs[:2]:
+        assert json.loads((r / "summary.json").read_text())["stop_reason"] == "interrupted"
+
+
 def test_benchmark_bad_spec_is_refused_before_running(tmp_path, capsys):
     spec = tmp_path / "bad.yaml"
     for text, message in [("algos: [ppo, dqnn]\nenvs: [CartPole-v1]", "did you mean 'dqn'"),

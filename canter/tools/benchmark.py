@@ -251,20 +251,23 @@ def _execute(todo: list[Cell], runs_dir: Path, jobs: int, quiet: bool, done: int
             report(cell, run_cell(cell, str(runs_dir / cell.name), None))
         return
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     os.environ.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})  # inherited by the spawned workers
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
-            futures = {pool.submit(run_cell, cell, str(runs_dir / cell.name), 1): cell for cell in todo}
-            try:
-                for fut in as_completed(futures):
-                    report(futures[fut], fut.result())
-            except BaseException:
-                for fut in futures:  # do not start the rest; running ones finish (or save 'interrupted')
-                    fut.cancel()
-                raise
+            # at most `jobs` runs are submitted at a time: the pool hands a submitted run to the next free
+            # worker even after cancel(), so on Ctrl-C nothing but the running ones (which save
+            # 'interrupted') may be in it
+            pending, running = list(todo), {}
+            while pending or running:
+                while pending and len(running) < jobs:
+                    cell = pending.pop(0)
+                    running[pool.submit(run_cell, cell, str(runs_dir / cell.name), 1)] = cell
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    report(running.pop(fut), fut.result())
     finally:
         for k, v in env.items():
             if v is None:
