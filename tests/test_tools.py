@@ -195,6 +195,33 @@ def test_tune_bad_input_exits_2(tmp_path, capsys, monkeypatch):
     assert not list(tmp_path.iterdir())  # nothing written
 
 
+def test_tune_jobs_ctrl_c_prints_no_traceback(tmp_path):
+    """Ctrl-C to the process group of `canter tune --jobs 2`: exit 130, one line, no worker traceback."""
+    import os
+    import signal
+    import time
+
+    pytest.importorskip("optuna")
+    out = tmp_path / "t"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "canter", "tune", "ppo", "--env", "CartPole-v1", "--trials", "4",
+                             "--jobs", "2", "--out", str(out), "--max-steps", "10000000", "--eval-every", "256",
+                             "--n-envs", "2", "--eval-episodes", "1", "--quiet"], start_new_session=True, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(12)  # the workers are training their first trials
+        assert proc.poll() is None
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    err = err.decode()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.splitlines()[-1].startswith("interrupted;"), err[-3000:]
+
+
 # -- benchmark ---------------------------------------------------------------------------------
 GRID = """
 seeds: 2

@@ -318,7 +318,10 @@ class _StopAfterFailures:
 
 def _worker(job: dict[str, Any], worker: int) -> None:
     """Entry point of one ``--jobs`` process."""
-    _optimize(job, worker)
+    try:
+        _optimize(job, worker)
+    except KeyboardInterrupt:  # Ctrl-C reaches every worker: the parent says it, this process quietly ends
+        raise SystemExit(130) from None
 
 
 def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path | None = None,
@@ -426,8 +429,13 @@ def _run_workers(job: dict[str, Any], jobs: int) -> None:
     procs = [ctx.Process(target=_worker, args=(job, i + 1), name=f"canter-tune-{i + 1}") for i in range(jobs)]
     for p in procs:
         p.start()
-    for p in procs:
-        p.join()
+    try:
+        for p in procs:
+            p.join()
+    except KeyboardInterrupt:  # the workers got the Ctrl-C too: let them mark their trials failed first
+        for p in procs:
+            p.join(timeout=30)
+        raise
     failed = [p.name for p in procs if p.exitcode]
     if failed:
         raise CanterError(f"tune worker(s) {', '.join(failed)} exited with an error; the study keeps their finished trials")
