@@ -470,3 +470,26 @@ def test_tune_failed_or_interrupted_trial_prints_no_traceback(tmp_path, capsys, 
     finally:
         logging.getLogger("optuna").removeHandler(handler)
     assert [t.state.name for t in optuna.load_study(study_name="s", storage=url).trials] == ["FAIL", "FAIL"]
+
+
+def test_tune_best_yaml_is_the_best_trials_own_config_after_a_resume(tmp_path, capsys):
+    """best.yaml is the config the best trial trained with, also when the study was resumed with other
+    flags (here --max-steps): training it gives the trial's value again."""
+    optuna = pytest.importorskip("optuna")
+    space = tmp_path / "space.yaml"
+    space.write_text("".join(f"{k}: null\n" for k in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+                                                       "clip_range", "ent_coef", "vf_coef", "max_grad_norm")))
+    out = tmp_path / "t"
+    base = ["tune", "ppo", "--env", "CartPole-v1", "--space", str(space), "--n-envs", "2", "--set", "n_steps=64",
+            "--eval-every", "256", "--eval-episodes", "2", "--out", str(out), "--no-prune", "--quiet"]
+    assert main([*base, "--max-steps", "1024", "--trials", "1"]) == 0
+    assert main([*base, "--max-steps", "256", "--trials", "2"]) == 0
+    study = optuna.load_study(study_name="ppo-CartPole-v1", storage=f"sqlite:///{out / 'study.db'}")
+    best = study.best_trial
+    assert best.number == 0  # the longer-trained trial (deterministic with the default seeds)
+    config = yaml.safe_load((out / "best.yaml").read_text())
+    assert config["max_steps"] == 1024 and config["hparams"]["lr"] == best.params["lr"]
+    run = tmp_path / "run"
+    assert main(["train", "ppo", "-f", str(out / "best.yaml"), "--run-dir", str(run), "--quiet"]) == 0
+    assert json.loads((run / "summary.json").read_text())["last_eval_return"] == best.value
+    capsys.readouterr()

@@ -221,6 +221,10 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
     def objective(trial: Any) -> float:
         """Train one trial; its value is the last evaluation's mean return."""
         params = {name: p.suggest(trial) for name, p in space.items()}
+        # the trial's own config, for best.yaml: a resumed study may run with other flags (--max-steps, ...)
+        run, algo_cfg = resolve_config(job["algo"], job["env"], job["config_file"], job["sets"],
+                                       **{**job["run_overrides"], **params})
+        trial.set_user_attr("config", resolved_dict(run, algo_cfg))
         trainer = make_trainer(job["algo"], job["env"], config_file=job["config_file"], sets=job["sets"],
                                run_dir=None, quiet=True, **{**job["run_overrides"], **job["trial_overrides"], **params})
         n_evals, last = 0, None
@@ -453,14 +457,16 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     if not complete:
         raise CanterError(f"no trial of study '{study_name}' completed ({counts}); see the messages above")
     best = st.best_trial
-    run, algo_cfg = resolve_config(algo, env, config_file, sets, **{**run_overrides, **_decode(best.params)})
+    config = best.user_attrs.get("config")  # what the trial trained with
+    if config is None:  # a trial of an earlier canter, which did not keep it
+        config = resolved_dict(*resolve_config(algo, env, config_file, sets, **{**run_overrides, **_decode(best.params)}))
     files = {"best": out_dir / "best.yaml"}
     header = (f"# canter tune: best of {counts['complete']} complete trials (trial {best.number}, last evaluation "
               f"return {best.value:.4g})\n# study '{study_name}' in {url}\n# train it with: canter train {algo} -f "
               f"{files['best']}\n")
     from canter.checkpoint import atomic_write
 
-    atomic_write(files["best"], (header + yaml.safe_dump(resolved_dict(run, algo_cfg), sort_keys=False)).encode())
+    atomic_write(files["best"], (header + yaml.safe_dump(config, sort_keys=False)).encode())
     files.update(save_plots(st, out_dir, n_params))
     return TuneResult(study_name, url, best.number, float(best.value), _decode(best.params), counts, files)
 
