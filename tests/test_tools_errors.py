@@ -106,6 +106,16 @@ def test_record_every_resume_refuses_a_damaged_video_index(tmp_path, capsys, fak
 # -------------------------------------------------------------------------------- damaged run files
 
 
+def _parquet(**columns) -> bytes:
+    """A parquet file of ``columns`` (a table canter did not write: a column is missing or not numeric)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buf = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), buf)
+    return buf.getvalue().to_pybytes()
+
+
 DAMAGED = {
     "config-bad-yaml": ("config.yaml", b"algo: ppo\nenv: [CartPole-v1\n"),
     "config-a-list": ("config.yaml", b"- algo\n- env\n"),
@@ -116,6 +126,9 @@ DAMAGED = {
     "history-garbage": ("history.parquet", b"garbage"),
     "evaluations-garbage": ("evaluations.parquet", b"PAR1 this is not parquet PAR1"),
     "updates-garbage": ("updates.parquet", b"\x00" * 64),
+    "history-no-step": ("history.parquet", _parquet(wall_time=[0.1], episode_return=[9.0], rolling_return=[9.0])),
+    "evaluations-text-step": ("evaluations.parquet", _parquet(step=["x"], wall_time=[0.1], mean_return=[9.0],
+                                                              std_return=[0.0])),
 }
 
 

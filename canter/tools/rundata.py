@@ -50,9 +50,15 @@ class RunData:
         return None
 
 
-def read_table(path: Path) -> dict[str, np.ndarray]:
+#: the numeric columns the tools read from each table (``canter.logging.history`` writes them)
+REQUIRED_COLUMNS = {"history.parquet": ("step", "wall_time", "episode_return", "rolling_return"),
+                    "evaluations.parquet": ("step", "wall_time", "mean_return", "std_return"),
+                    "updates.parquet": ("step", "wall_time")}
+
+
+def read_table(path: Path, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """A parquet file as ``{column: float array}`` (missing file: empty dict); a CanterError naming
-    the file if it cannot be read as parquet."""
+    the file if it cannot be read as parquet, or if it has rows but not each ``required`` column as numbers."""
     if not path.exists():
         return {}
     import pyarrow as pa
@@ -69,6 +75,9 @@ def read_table(path: Path) -> dict[str, np.ndarray]:
             out[name] = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
         except (TypeError, ValueError):
             continue  # a non-numeric column: not plotted
+    missing = [c for c in required if c not in out]
+    if table.num_rows and missing:
+        raise CanterError(f"'{path}' is damaged: it has no numeric '{missing[0]}' column")
     return out
 
 
@@ -104,8 +113,9 @@ def load_run(path: str | Path) -> RunData:
         raise CanterError(f"'{cfg_path}' is damaged: 'target_reward' must be a number or null, got {target!r}")
     summary_path = p / "summary.json"
     summary = read_json_mapping(summary_path) if summary_path.exists() else {}
-    return RunData(p, config, summary, read_table(p / "history.parquet"), read_table(p / "evaluations.parquet"),
-                   read_table(p / "updates.parquet"))
+    history, evaluations, updates = (read_table(p / name, REQUIRED_COLUMNS[name]) for name in
+                                     ("history.parquet", "evaluations.parquet", "updates.parquet"))
+    return RunData(p, config, summary, history, evaluations, updates)
 
 
 def checkpoints(run_dir: Path) -> list[dict[str, Any]]:
