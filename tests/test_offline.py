@@ -378,6 +378,20 @@ def test_cli_collect_then_train_bc(tmp_path, expert, capsys):
     draw_groups(ax, group_runs([load_run(tmp_path / "bc")]))  # no training episodes: the evaluations
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("gradient updates", "mean evaluation return")
     assert len(ax.lines[0].get_xdata()) >= 1
+    # the report says so too: its steps are gradient updates, not environment steps
+    from canter.tools import report
+
+    run = load_run(tmp_path / "bc")
+    figures = []
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(report, "_img", lambda fig, alt: figures.append(fig) or "")
+    try:
+        report.learning_curve(run)
+        report.throughput(run)
+    finally:
+        monkeypatch.undo()
+    assert [f.axes[0].get_xlabel() for f in figures] == ["gradient updates"] * 2
+    assert figures[1].axes[0].get_ylabel() == "updates / s" and "gradient updates (steps)" in report._cards(run)
 
 
 @pytest.mark.parametrize("store", ["canter", "minari"])

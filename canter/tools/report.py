@@ -56,6 +56,15 @@ def _img(fig: Any, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="{_png(fig)}">'
 
 
+def _offline(run: RunData) -> bool:
+    """Whether the run trained on a dataset: its steps are gradient updates (as ``canter plot`` says)."""
+    return run.config.get("dataset") is not None
+
+
+def _steps_label(run: RunData) -> str:
+    return "gradient updates" if _offline(run) else "environment steps"
+
+
 def learning_curve(run: RunData) -> str:
     """Training episode returns, their rolling mean, evaluations (mean +- std) and the target."""
     fig = new_figure(960, 420)
@@ -70,7 +79,7 @@ def learning_curve(run: RunData) -> str:
                     capsize=3, linewidth=1.2, label="evaluation mean ± std")
     if run.target_reward is not None:
         ax.axhline(run.target_reward, color="0.35", linestyle="--", linewidth=1.0, label=f"target {run.target_reward:g}")
-    ax.set_xlabel("environment steps")
+    ax.set_xlabel(_steps_label(run))
     ax.set_ylabel("episode return")
     ax.grid(alpha=0.3)
     legend(ax)
@@ -142,8 +151,8 @@ def throughput(run: RunData) -> str:
     if steps and wall:
         ax.axhline(steps / wall, color="0.35", linestyle="--", linewidth=1.0,
                    label=f"whole run, with evaluations {steps / wall:,.0f}")
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("steps / s")
+    ax.set_xlabel(_steps_label(run))
+    ax.set_ylabel(f"{'updates' if _offline(run) else 'steps'} / s")
     ax.grid(alpha=0.3)
     legend(ax)
     return _img(fig, "throughput")
@@ -200,7 +209,7 @@ def _cards(run: RunData) -> str:
         (_cell(s.get("best_eval_return")), "best eval return", ""),
         (_cell(s.get("last_eval_return")), "last eval return", ""),
         (_cell(run.target_reward), "target", ""),
-        (_cell(s.get("steps")), "env steps", ""),
+        (_cell(s.get("steps")), "gradient updates (steps)" if _offline(run) else "env steps", ""),
         (_cell(s.get("episodes")), "episodes", ""),
         (_cell(s.get("updates")), "updates", ""),
         (f"{s.get('wall_seconds', 0):,.1f} s" if s else "–", "wall time", ""),
