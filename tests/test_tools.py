@@ -493,3 +493,21 @@ def test_tune_best_yaml_is_the_best_trials_own_config_after_a_resume(tmp_path, c
     assert main(["train", "ppo", "-f", str(out / "best.yaml"), "--run-dir", str(run), "--quiet"]) == 0
     assert json.loads((run / "summary.json").read_text())["last_eval_return"] == best.value
     capsys.readouterr()
+
+
+def test_tune_and_benchmark_refuse_empty_out_study_storage(tmp_path, capsys, monkeypatch):
+    """`--out ''` is not the current directory (nor `--study ''` / `--storage ''` the defaults): one line, exit 2,
+    nothing written."""
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "b.yaml"
+    spec.write_text("seeds: 1\nset: {max_steps: 64, eval_episodes: 1, n_envs: 2, n_steps: 32, tensorboard: false}\n"
+                    "envs: [CartPole-v1]\nalgos: [ppo]\n")
+    tune = ["tune", "ppo", "--env", "CartPole-v1", "--trials", "1", "--max-steps", "64", "--n-envs", "2",
+            "--eval-episodes", "1", "--quiet"]
+    for argv in ([*tune, "--out", ""], [*tune, "--study", " "], [*tune, "--storage", ""],
+                 ["benchmark", str(spec), "--out", ""]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and "needs a value" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.yaml"]

@@ -29,6 +29,15 @@ def _trial_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-episodes", type=int, dest="eval_episodes", help="episodes per evaluation")
 
 
+def _refuse_empty(args: argparse.Namespace, *flags: str) -> None:
+    """A one-line error for a flag given as '' (``--out ''`` would otherwise mean the current directory,
+    ``--study ''`` and ``--storage ''`` the defaults)."""
+    for flag in flags:
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is not None and not value.strip():
+            raise CanterError(f"{flag} needs a value, got ''; leave it out for the default")
+
+
 def _run_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in RUN_KEYS if getattr(args, k, None) is not None}
 
@@ -51,6 +60,7 @@ def cmd_tune(argv: list[str]) -> int:
     p.add_argument("--quiet", action="store_true", help="no per-trial log lines")
     _trial_flags(p)
     args = p.parse_args(argv)
+    _refuse_empty(args, "--out", "--storage", "--study")
     from canter.tools.tune import tune
 
     try:
@@ -98,6 +108,7 @@ def cmd_benchmark(argv: list[str]) -> int:
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel, one torch thread each (default 1)")
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
     args = p.parse_args(argv)
+    _refuse_empty(args, "--out")
     from canter.tools.benchmark import benchmark
 
     try:
