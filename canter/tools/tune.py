@@ -224,7 +224,13 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
         # the trial's own config, for best.yaml: a resumed study may run with other flags (--max-steps, ...)
         run, algo_cfg = resolve_config(job["algo"], job["env"], job["config_file"], job["sets"],
                                        **{**job["run_overrides"], **params})
-        trial.set_user_attr("config", resolved_dict(run, algo_cfg))
+        config = resolved_dict(run, algo_cfg)
+        try:  # Optuna keeps user attributes as JSON; a config it cannot hold is resolved again for best.yaml
+            json.dumps(config, allow_nan=True)
+        except (TypeError, ValueError):
+            pass
+        else:
+            trial.set_user_attr("config", config)
         trainer = make_trainer(job["algo"], job["env"], config_file=job["config_file"], sets=job["sets"],
                                run_dir=None, quiet=True, **{**job["run_overrides"], **job["trial_overrides"], **params})
         n_evals, last = 0, None
