@@ -511,3 +511,21 @@ def test_tune_and_benchmark_refuse_empty_out_study_storage(tmp_path, capsys, mon
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and "needs a value" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.yaml"]
+
+
+def test_tune_gives_the_callers_optuna_verbosity_back(tmp_path):
+    """canter.tools.tune.tune set Optuna's logging level for the whole process and left it so."""
+    optuna = pytest.importorskip("optuna")
+    from canter.tools.tune import tune
+
+    old = optuna.logging.get_verbosity()
+    try:
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        space = tmp_path / "space.yaml"
+        space.write_text("".join(f"{k}: null\n" for k in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+                                                           "clip_range", "ent_coef", "vf_coef", "max_grad_norm")))
+        tune("ppo", "CartPole-v1", 1, out=tmp_path / "t", space_file=space, sets=["n_steps=32", "n_epochs=1"],
+             prune=False, max_steps=64, n_envs=2, eval_every=64, eval_episodes=1)
+        assert optuna.logging.get_verbosity() == optuna.logging.ERROR
+    finally:
+        optuna.logging.set_verbosity(old)

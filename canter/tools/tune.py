@@ -374,37 +374,41 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     url = storage or f"sqlite:///{(out_dir / 'study.db').resolve()}"
     _check_out_owner(out_dir, study_name, url, default_storage=storage is None)
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
+    verbosity = optuna.logging.get_verbosity()  # the caller's, given back at the end
     optuna.logging.set_verbosity(optuna.logging.WARNING if quiet else optuna.logging.INFO)
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        st = optuna.create_study(study_name=study_name, storage=_storage(url), direction="maximize",
-                                 load_if_exists=True)
-    except BaseException:
-        for p in created:  # the directories made for the study, innermost first, if still empty
-            try:
-                p.rmdir()
-            except OSError:
-                break
-        raise
-    owner = st.user_attrs.get("canter")
-    if owner is None:
-        st.set_user_attr("canter", {"algo": algo_name, "env": env_id})
-    elif owner != {"algo": algo_name, "env": env_id}:
-        raise CanterError(f"study '{study_name}' in {url} tunes {owner['algo']} on {owner['env']}; choose another --study")
-    check_study_space(st, space)
-    job = {
-        "algo": algo_name, "env": env_id, "config_file": None if config_file is None else str(config_file),
-        "sets": list(sets), "run_overrides": dict(run_overrides),
-        "space_file": None if space_file is None else str(space_file),
-        "trials": trials, "timeout": timeout, "storage": url, "study": study_name, "prune": prune,
-        "prune_startup": prune_startup, "prune_warmup": prune_warmup, "sampler_seed": sampler_seed, "quiet": quiet,
-        "trial_overrides": {} if jobs == 1 else {"torch_threads": 1},
-    }
-    if jobs == 1:
-        _optimize(job)
-    else:
-        _run_workers(job, jobs)
-    return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir, len(space))
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            st = optuna.create_study(study_name=study_name, storage=_storage(url), direction="maximize",
+                                     load_if_exists=True)
+        except BaseException:
+            for p in created:  # the directories made for the study, innermost first, if still empty
+                try:
+                    p.rmdir()
+                except OSError:
+                    break
+            raise
+        owner = st.user_attrs.get("canter")
+        if owner is None:
+            st.set_user_attr("canter", {"algo": algo_name, "env": env_id})
+        elif owner != {"algo": algo_name, "env": env_id}:
+            raise CanterError(f"study '{study_name}' in {url} tunes {owner['algo']} on {owner['env']}; choose another --study")
+        check_study_space(st, space)
+        job = {
+            "algo": algo_name, "env": env_id, "config_file": None if config_file is None else str(config_file),
+            "sets": list(sets), "run_overrides": dict(run_overrides),
+            "space_file": None if space_file is None else str(space_file),
+            "trials": trials, "timeout": timeout, "storage": url, "study": study_name, "prune": prune,
+            "prune_startup": prune_startup, "prune_warmup": prune_warmup, "sampler_seed": sampler_seed, "quiet": quiet,
+            "trial_overrides": {} if jobs == 1 else {"torch_threads": 1},
+        }
+        if jobs == 1:
+            _optimize(job)
+        else:
+            _run_workers(job, jobs)
+        return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir, len(space))
+    finally:
+        optuna.logging.set_verbosity(verbosity)
 
 
 def _check_out_owner(out_dir: Path, study_name: str, url: str, default_storage: bool = False) -> None:
