@@ -177,3 +177,22 @@ def test_report_rolling_mean_label_names_the_runs_reward_window(tmp_path, monkey
     monkeypatch.setattr(report, "_img", lambda fig, alt: fig)
     labels = [t.get_text() for t in report.learning_curve(load_run(run)).axes[0].get_legend().get_texts()]
     assert "rolling mean (10 episodes)" in labels
+
+
+def test_report_videos_are_newest_first(tmp_path):
+    """'Newest first' sorted by name: a play --video-dir RUN_DIR/videos recording came after every
+    step-* video of the training, however recent it was."""
+    import os
+    import types
+
+    from canter.tools.report import videos
+
+    folder = tmp_path / "videos"
+    folder.mkdir()
+    names = ["step-000000100.mp4", "play-episode-0.mp4", "step-000000200.mp4"]  # in the order they were made
+    for i, name in enumerate(names):
+        (folder / name).write_bytes(b"not really a video")
+        os.utime(folder / name, ns=(10**18 + i * 10**9, 10**18 + i * 10**9))
+    html_text = videos(types.SimpleNamespace(dir=tmp_path))
+    shown = [html_text.index(f"<figcaption>{name}") for name in reversed(names)]
+    assert shown == sorted(shown)

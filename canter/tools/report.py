@@ -180,7 +180,8 @@ def videos(run: RunData) -> str:
     from canter.tools.video import video_index
 
     entries = {e["file"]: e for e in video_index(run.dir)}
-    files = sorted((run.dir / "videos").glob("*.mp4"), reverse=True)
+    # newest first by modification time (names alone put play-episode-* files after every step-* one)
+    files = sorted((run.dir / "videos").glob("*.mp4"), key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True)
     if not files:
         return ('<p class="note">No video was recorded. Use <code>canter train --record-every N</code> or '
                 '<code>canter play RUN_DIR --video-dir RUN_DIR/videos</code>.</p>')
