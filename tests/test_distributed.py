@@ -300,6 +300,18 @@ def test_impala_takes_no_optimizer_step_on_a_rollout_of_reset_rows_only():
 
 
 
+def test_impala_leaves_the_advantage_of_a_single_row_unnormalised():
+    """normalize_advantage on a rollout with one real transition (n_steps 1, one env) made its advantage
+    (x - x) / eps = 0: no policy gradient at all. One row is left as it is, as PPO does."""
+    losses = {}
+    for normalize in (False, True):
+        trainer = canter.make_trainer("impala", "CartPole-v1", n_envs=1, n_steps=1, max_steps=8, eval_every=0,
+                                      seed=0, normalize_advantage=normalize)
+        losses[normalize] = [r.losses["policy_loss"] for r in trainer() if r.losses]
+        trainer.close()
+    assert losses[True] == losses[False] and any(x != 0 for x in losses[True])
+
+
 @pytest.mark.parametrize("algo", ["ppo", "a2c", "trpo"])
 def test_sync_learner_skips_a_batch_of_reset_rows_only(algo):
     """--explorers with n_steps 1 and one env: after every episode end the gathered batch has no real

@@ -100,7 +100,7 @@ class IMPALA(ActorCriticAlgorithm):
         mask = batch.valid.float()
         n = mask.sum().clamp(min=1.0)
         adv = vt.pg_advantages
-        if c.normalize_advantage:
+        if c.normalize_advantage and n > 1:  # one valid row would normalise to 0 (PPO leaves one row as it is)
             mean = (adv * mask).sum() / n
             adv = (adv - mean) / (((adv - mean).pow(2) * mask).sum() / n).sqrt().clamp(min=1e-8)
         pg_loss = -(adv * logp * mask).sum() / n
