@@ -135,3 +135,39 @@ def test_set_reaches_every_key_of_the_config():
         resolve_config("ppo", "CartPole-v1", sets=["algo=dqn"])
     with pytest.raises(CanterError, match="disagree"):
         resolve_config("ppo", "CartPole-v1", sets=["env=Pendulum-v1"])
+
+
+def test_env_module_path_imports_a_canter_registered_factory(tmp_path, monkeypatch):
+    """``module:EnvId`` imports ``module`` first; the id it then names may be a factory the module
+    registered with ``canter.register("env", ...)`` as well as a Gymnasium id (the error used to
+    say "unknown env id 'MyChain-v0'; did you mean 'MyChain-v0'")."""
+    (tmp_path / "my_chain_envs.py").write_text(
+        "import gymnasium as gym\nimport numpy as np\nimport canter\n"
+        "class Chain(gym.Env):\n"
+        "    observation_space = gym.spaces.Box(0, 1, (3,), np.float32)\n"
+        "    action_space = gym.spaces.Discrete(2)\n"
+        "    def __init__(self, render_mode=None, n=3):\n"
+        "        self.n = n\n"
+        "    def reset(self, seed=None, options=None):\n"
+        "        super().reset(seed=seed)\n"
+        "        self.t = 0\n"
+        "        return np.zeros(3, np.float32), {}\n"
+        "    def step(self, a):\n"
+        "        self.t += 1\n"
+        "        return np.zeros(3, np.float32), float(a), False, self.t >= self.n, {}\n"
+        "canter.register('env', 'RegisteredChain-v0')(Chain)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from canter.envs import make_env, make_vec_env
+
+    env = make_vec_env("my_chain_envs:RegisteredChain-v0", 2, env_kwargs={"n": 4})
+    try:
+        assert env.num_envs == 2 and env.single_observation_space.shape == (3,)
+    finally:
+        env.close()
+    assert make_env("my_chain_envs:RegisteredChain-v0").n == 3
+    trainer = canter.make_trainer("ppo", "my_chain_envs:RegisteredChain-v0", max_steps=64, n_envs=2, n_steps=32,
+                                  eval_every=0, eval_episodes=1)
+    records = list(trainer())
+    assert records[-1].step == 64 and records[-1].episodes
+    trainer.close()

@@ -33,7 +33,7 @@ def check_env_id(env_id: str) -> None:
         except Exception as exc:  # the module itself fails: a SyntaxError, a NameError at import...
             raise CanterError(f"cannot import module '{module}' for env '{env_id}': {raised_in(exc)}") from None
         env_id = env_id.split(":", 1)[1]
-    if env_id in gym.registry:
+    if env_id in gym.registry or env_id in _REGISTRY["env"]:  # the module may register either kind
         return
     if atari.looks_like_atari(env_id) and not atari.register_ale():
         raise atari.missing_extra(env_id)
@@ -52,6 +52,12 @@ def _gym_id(env_id: str) -> str:
     return env_id.split(":", 1)[1] if ":" in env_id else env_id
 
 
+def _registered_factory(env_id: str) -> Any:
+    """The canter-registered factory ``env_id`` names (``name``, or ``module:name`` once
+    :func:`check_env_id` imported the module), or None."""
+    return _REGISTRY["env"].get(env_id) or _REGISTRY["env"].get(_gym_id(env_id))
+
+
 def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.Env:
     """Create one environment (used for rendering and video)."""
     check_env_id(env_id)
@@ -60,8 +66,9 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
     if multiagent.is_multiagent(env_id):
         raise CanterError(f"'{env_id}' is a multi-agent env: it has no single-agent env to record during training "
                           f"(--record-every); watch or record a trained run with canter play RUN_DIR")
-    if env_id in _REGISTRY["env"]:
-        return pack_observations(_REGISTRY["env"][env_id](render_mode=render_mode, **kwargs))
+    factory = _registered_factory(env_id)
+    if factory is not None:
+        return pack_observations(factory(render_mode=render_mode, **kwargs))
     if atari.is_atari(_gym_id(env_id)):
         return atari.make_atari_env(_gym_id(env_id), training=False, render_mode=render_mode, env_kwargs=kwargs)
     try:
@@ -124,8 +131,8 @@ def make_vec_env(
     if atari.is_atari(_gym_id(env_id)):
         env = atari.make_atari_vec(_gym_id(env_id), n_envs, vectorization, training, kwargs)
         return VecEnv(env, check_actions=True)
-    if env_id in _REGISTRY["env"]:
-        factory = _REGISTRY["env"][env_id]
+    factory = _registered_factory(env_id)
+    if factory is not None:
         fns = [lambda: pack_observations(factory(**kwargs)) for _ in range(n_envs)]
         cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
         return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
