@@ -310,6 +310,10 @@ def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
             out.append(factory(**(kwargs or {})))
         except TypeError as exc:
             raise CanterError(f"cannot build callback '{path}': {exc}") from None
+        except Exception as exc:  # the user's class refuses its arguments (a ValueError...): one line, as for models
+            from canter.errors import raised_in
+
+            raise CanterError(f"cannot build callback '{path}': {raised_in(exc)}") from None
     for hook, paths in hooks.items():
         for path in paths if isinstance(paths, list) else [paths]:
             out.append(FunctionHook(hook, _import(path, f"'hooks.{hook}'")))

@@ -123,6 +123,24 @@ def test_unimportable_hook_is_a_clear_error():
         canter.make_trainer("ppo", "CartPole-v1", sets=["hooks={after_update: 'no_such_mod_xyz:fn'}"], **TINY)
 
 
+def test_callback_whose_constructor_refuses_its_arguments_is_one_line(tmp_path, monkeypatch):
+    """A YAML-named callback class raising (a ValueError for a bad kwarg value) is a CanterError naming the
+    callback and the user's file and line, as a user model's is (it used to escape as a traceback)."""
+    (tmp_path / "my_strict_cb.py").write_text(textwrap.dedent("""
+        from canter.callbacks import Callback
+        class Strict(Callback):
+            def __init__(self, patience=1):
+                if patience < 1:
+                    raise ValueError("patience must be >= 1")
+            def should_stop(self, trainer):
+                return None
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(CanterError, match=r"cannot build callback 'my_strict_cb:Strict': ValueError: patience must "
+                                          r"be >= 1 \(.*my_strict_cb.py, line 6\)"):
+        canter.make_trainer("ppo", "CartPole-v1", sets=["callbacks=[{'my_strict_cb:Strict': {patience: 0}}]"], **TINY)
+
+
 def test_early_stopping_triggers_after_patience_evaluations_without_improvement():
     returns = [1.0, 2.0, 3.0, 3.0, 2.5, 3.0, 9.0, 9.0]  # best 3.0 at the 3rd; the 4th-6th do not beat it
     trainer = canter.make_trainer("ppo", "CartPole-v1", early_stopping=3, **TINY)
