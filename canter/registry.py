@@ -13,7 +13,8 @@ from canter.errors import CanterError, raised_in, unknown
 
 KINDS = ("algorithm", "model", "agent", "env", "encoder")
 #: what an imported ``module:Class`` must subclass, per kind (checked before anything is called)
-_BASES = {"algorithm": "canter.algorithms.base:Algorithm", "model": "torch.nn:Module", "agent": "canter.agents.agent:Agent"}
+_BASES = {"algorithm": "canter.algorithms.base:Algorithm", "model": "torch.nn:Module", "agent": "canter.agents.agent:Agent",
+          "encoder": "torch.nn:Module"}
 _REGISTRY: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
 _BUILTINS_LOADED = False
 T = TypeVar("T")

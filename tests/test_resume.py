@@ -418,6 +418,13 @@ def test_checkpoint_naming_a_non_algorithm_class_is_refused(good_run, tmp_path):
         base.with_suffix(".json").write_text(json.dumps(bad))
         with pytest.raises(CanterError, match=f"'{value}' is not an? (algorithm|model|agent) class"):
             canter.load(base)
+    # the encoder a model builds is named in hparams; it is called with (space, ortho_init=...) and was not
+    # checked first, so a function named there ran before the error
+    bad = json.loads(json.dumps(meta))
+    bad["config"]["hparams"]["encoder"] = "os:system"
+    base.with_suffix(".json").write_text(json.dumps(bad))
+    with pytest.raises(CanterError, match="'os:system' is not an encoder class"):
+        canter.load(base)
 
 
 # -- env state capture -------------------------------------------------------------------------------
