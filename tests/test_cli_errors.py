@@ -674,3 +674,13 @@ def test_raised_in_names_the_users_line_not_the_library_frame_that_raised(tmp_pa
         importlib.import_module("user_cfg_mod")
     line = raised_in(info.value)
     assert line.startswith("JSONDecodeError: ") and line.endswith(f"({tmp_path / 'user_cfg_mod.py'}, line 3)"), line
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "BitFlipping-v0"])
+def test_misspelled_env_kwargs_key_is_one_line(capsys, workdir, env):
+    """A canter-registered env (BitFlipping-v0, a user's factory) given an env_kwargs key its factory does not
+    take is one line, as a Gymnasium id is (it was a TypeError traceback, exit 1)."""
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", env, "--set", "env_kwargs={n_bitz: 4}",
+                           "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, f"bad env_kwargs for '{env}'", "n_bitz")
+    assert list(workdir.iterdir()) == []

@@ -135,7 +135,10 @@ def make_vec_env(
     if factory is not None:
         fns = [lambda: pack_observations(factory(**kwargs)) for _ in range(n_envs)]
         cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
-        return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
+        try:
+            return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
+        except TypeError as exc:  # a misspelled env_kwargs key, as for a Gymnasium id below
+            raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
     gid = _gym_id(env_id)
     spec = gym.spec(gid)
     has_native = spec.vector_entry_point is not None
