@@ -333,6 +333,16 @@ def _keys_hint(algo: str) -> str:
     return f"'canter train {algo} --help' lists the hyperparameters, a run's config.yaml every key"
 
 
+def _unknown_hparam(key: str, hp_keys: Any, run_keys: Any, algo: str) -> CanterError:
+    """The error for ``hparams.<name>`` that is no hyperparameter of ``algo``: a run key put under
+    ``hparams`` (``n_envs``, ``seed``, ``max_steps``) is named as one, else the closest hyperparameters."""
+    name = key[len("hparams."):]
+    if name in run_keys:
+        return CanterError(f"'{key}' is a run setting, not a hyperparameter of {algo}: give it at the top level "
+                           f"('{name}: ...' in YAML, --set {name}=...)")
+    return unknown("hyperparameter", key, [f"hparams.{n}" for n in hp_keys], see=_keys_hint(algo))
+
+
 def preset_path(algo: str, env: str) -> Path:
     """Where the shipped preset for ``algo`` on ``env`` lives (``canter/configs/ALGO/ENV.yaml``)."""
     return Path(__file__).parent / "configs" / algo / f"{env.replace('/', '-').replace(':', '-')}.yaml"
@@ -411,13 +421,11 @@ def resolve_config(
                     raise CanterError("'hparams' must be a mapping of hyperparameter names to values")
                 for k, v in value.items():
                     if k not in hp_keys:
-                        raise unknown("hyperparameter", f"hparams.{k}", [f"hparams.{n}" for n in hp_keys],
-                                      see=_keys_hint(algo_name))
+                        raise _unknown_hparam(f"hparams.{k}", hp_keys, run_keys, algo_name)
                     hp_values[k] = v
             elif key.startswith("hparams."):
                 if key[8:] not in hp_keys:
-                    raise unknown("hyperparameter", key, [f"hparams.{n}" for n in hp_keys],
-                                  see=_keys_hint(algo_name))
+                    raise _unknown_hparam(key, hp_keys, run_keys, algo_name)
                 hp_values[key[8:]] = value
             elif key in run_keys:
                 run_values[key] = value

@@ -32,6 +32,9 @@ def test_defaults_without_preset():
     (["lr_schedule=linaer"], "did you mean 'linear'"),
     (["net_arch=[64, x]"], "net_arch"),
     (["novalue"], "key=value"),
+    # a run key put under hparams is named as one (the closest hyperparameters, 'hparams.n_epochs'..., were offered)
+    (["hparams.n_envs=4"], "'hparams.n_envs' is a run setting, not a hyperparameter of ppo: give it at the top level"),
+    (["hparams={seed: 3}"], "'hparams.seed' is a run setting"),
 ])
 def test_bad_values_name_the_key(sets, fragment):
     with pytest.raises(CanterError) as exc:
