@@ -100,8 +100,10 @@ def make_trainer(
     hp_over = dict(hparams or {})
     run_over: dict[str, Any] = {}
     run_keys = set(RunConfig.__dataclass_fields__)
+    hp_keys = set(lookup("algorithm", algo).Config.__dataclass_fields__) if isinstance(algo, str) else set()
     for k, v in overrides.items():
-        (run_over if k in run_keys else hp_over)[k] = v
+        # neither kind (a typo): a top-level key, so the error offers the closest run key or hyperparameter
+        (hp_over if k in hp_keys and k not in run_keys else run_over)[k] = v
     run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over, **run_over)
     if run_dir is not None:
         run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)

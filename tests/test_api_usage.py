@@ -162,3 +162,21 @@ def test_another_lambda_of_the_same_module_under_a_taken_name_is_refused():
     with pytest.raises(ValueError, match="already registered"):  # every lambda's qualname is '<lambda>'
         canter.register("env", "ApiUsageLambda-v0")(lambda **kw: gym.make("Pendulum-v1", **kw))
     assert canter.lookup("env", "ApiUsageLambda-v0") is first
+
+
+@pytest.mark.parametrize("kwargs, near", [
+    ({"max_step": 100}, "did you mean 'max_steps'"),
+    ({"targt_reward": 100}, "did you mean 'target_reward'"),
+    ({"lrr": 0.1}, "did you mean 'lr'"),
+])
+def test_a_misspelled_keyword_offers_the_closest_run_key_or_hyperparameter(kwargs, near):
+    """make_trainer/train take run keys and hyperparameter names; a typo of a run key was reported as an
+    unknown hyperparameter ('hparams.max_step'; did you mean 'hparams.n_steps'...), never the run key."""
+    with pytest.raises(CanterError, match=near):
+        canter.make_trainer("ppo", "CartPole-v1", **kwargs)
+
+
+def test_keyword_hyperparameters_still_override_the_hparams_mapping():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", hparams={"lr": 1e-2, "n_epochs": 3}, lr=2e-3, max_steps=64)
+    assert (trainer.config.lr, trainer.config.n_epochs, trainer.run.max_steps) == (2e-3, 3, 64)
+    trainer.close()
