@@ -344,6 +344,7 @@ def resume_trainer(
     state, meta = load_checkpoint(base)
     if not meta.get("resumable") or "trainer" not in state:
         raise CanterError(f"{base} is not a resumable checkpoint (written by an older canter)")
+    _check_resume_metadata(meta, state["trainer"], base)
     cfg = dict(meta["config"])
     hp_values = cfg.pop("hparams", {})
     reason, step = meta.get("stop_reason"), int(meta["step"])
@@ -386,6 +387,32 @@ def resume_trainer(
     agent.load_state_dict(state["agent"], weights_only=False)
     run_obj.trainer.resume_from(state["trainer"])
     return run_obj
+
+
+def _check_resume_metadata(meta: dict[str, Any], trainer_state: Any, base: Path) -> None:
+    """A one-line :class:`CanterError` for a hand-edited ``last`` whose counters or trainer state do not
+    have the types resuming reads (checked before anything of the run is touched; the sha256 covers
+    the tensors, not the JSON)."""
+    try:
+        if not isinstance(meta.get("config"), dict) or not isinstance(meta["config"].get("hparams", {}), dict):
+            raise ValueError("'config' is not a mapping")
+        int(meta["step"])
+        int(meta.get("resumes", 0))
+        float(meta.get("trainer", {}).get("wall_time", 0.0))
+        dict(meta.get("history_rows") or {})
+        counters = trainer_state["counters"]
+        for key in ("step", "iteration", "episodes", "evaluations"):
+            int(counters[key])
+        float(counters.get("wall_time", 0.0))
+        [float(r) for r in trainer_state["recent_returns"]]
+        if len(trainer_state["rng"]["python"]) != 3 or not {"numpy", "torch"} <= set(trainer_state["rng"]):
+            raise ValueError("the saved random states are incomplete")
+        missing = [k for k in ("hooks", "lr", "guard") if k not in trainer_state]
+        if missing:
+            raise KeyError(missing[0])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CanterError(f"checkpoint {base} cannot be resumed: its metadata was edited or is corrupt "
+                          f"({type(exc).__name__}: {exc})") from None
 
 
 def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:

@@ -524,3 +524,30 @@ def test_weights_that_do_not_fit_the_model_are_refused_in_one_line(good_run, tmp
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "does not fit the model" in err, err
     assert snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m.update(step="abc"),
+    lambda m: m.update(resumes="x"),
+    lambda m: m.update(config=3),
+    lambda m: m["state"]["trainer"].update(counters={}),
+    lambda m: m["state"]["trainer"]["rng"].update(python=[1, 2]),
+], ids=["step", "resumes", "config", "counters", "rng"])
+def test_hand_edited_resume_metadata_is_one_line_and_touches_nothing(good_run, tmp_path, capsys, edit):
+    """The sha256 covers the tensors, not the JSON: a last.json edited by hand (a step that is no number,
+    trainer counters gone) was a traceback (exit 1), some after a new event file was written."""
+    import shutil
+
+    from tests.test_cli_errors import snapshot
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(good_run, run_dir)
+    meta_path = run_dir / "checkpoints" / "last.json"
+    meta = json.loads(meta_path.read_text())
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+    before = snapshot(run_dir)
+    assert main(["train", "--resume", str(run_dir), "--max-steps", "512", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "cannot be resumed: its metadata was edited or is corrupt" in err, err
+    assert snapshot(run_dir) == before
