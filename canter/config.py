@@ -375,7 +375,11 @@ def resolve_config(
     algo_name = algo_cls.name if ":" not in algo else algo
     if file_data.get("algo") not in (None, algo, algo_name):
         raise CanterError(f"{config_file} is for algorithm '{file_data['algo']}', not '{algo}'")
-    sets_dict = dict(parse_set(s) for s in sets)
+    sets_dict: dict[str, str] = {}
+    for item in sets:  # a key given again moves to the end: the last --set wins over its aliases (lr, hparams.lr)
+        key, value = parse_set(item)
+        sets_dict.pop(key, None)
+        sets_dict[key] = value
     if sets_dict.get("algo") not in (None, algo, algo_name):
         raise CanterError(f"--set algo={sets_dict['algo']} cannot change the algorithm; name it as the command's "
                           f"argument: canter train {sets_dict['algo']} ...")

@@ -17,6 +17,15 @@ def test_preset_is_used_and_overrides_compose(tmp_path):
     assert (run.seed, hp.n_steps, hp.lr, hp.n_epochs, run.max_steps) == (5, 24, 0.02, 3, 10000)
 
 
+def test_the_last_set_wins_over_an_alias_given_between():
+    """--set lr=0.1 --set hparams.lr=0.5 --set lr=0.2 is lr 0.2 (the repeated key kept its first place, so the
+    alias given between won: 0.5)."""
+    _, hp = resolve_config("ppo", "CartPole-v1", sets=["lr=0.1", "hparams.lr=0.5", "lr=0.2"])
+    assert hp.lr == 0.2
+    _, hp = resolve_config("ppo", "CartPole-v1", sets=["hparams={n_steps: 8}", "n_steps=16", "hparams={n_steps: 32}"])
+    assert hp.n_steps == 32
+
+
 def test_defaults_without_preset():
     run, hp = resolve_config("dqn", "MountainCar-v0")  # no shipped preset
     assert run.n_envs == 1 and hp.lr == 1e-4
