@@ -323,6 +323,10 @@ def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
 def as_callbacks(callbacks: Iterable[Any] | None = None, hooks: dict[str, Any] | None = None) -> list[Any]:
     """Python-side callbacks: objects as given, ``hooks`` (name -> callable or list) wrapped."""
     out = list(callbacks or [])
+    for cb in out:
+        if isinstance(cb, type):  # its hooks would be called unbound, the trainer taken for ``self``
+            raise CanterError(f"callbacks takes callback objects, not classes: pass {cb.__name__}() instead of "
+                              f"{cb.__name__}")
     for hook, fns in (hooks or {}).items():
         for fn in fns if isinstance(fns, (list, tuple)) else [fns]:
             out.append(FunctionHook(hook, fn))

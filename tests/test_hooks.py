@@ -141,6 +141,14 @@ def test_callback_whose_constructor_refuses_its_arguments_is_one_line(tmp_path, 
         canter.make_trainer("ppo", "CartPole-v1", sets=["callbacks=[{'my_strict_cb:Strict': {patience: 0}}]"], **TINY)
 
 
+def test_a_callback_class_instead_of_an_object_is_refused_before_anything_is_written(tmp_path):
+    """callbacks=[Recorder] (the class) had its hooks called unbound: a TypeError at on_train_start, after the
+    run directory was written (config.yaml, parquet files, a summary of 0 steps)."""
+    with pytest.raises(CanterError, match=r"pass Recorder\(\) instead of Recorder"):
+        canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", callbacks=[Recorder], **TINY)
+    assert not (tmp_path / "run").exists()
+
+
 def test_early_stopping_triggers_after_patience_evaluations_without_improvement():
     returns = [1.0, 2.0, 3.0, 3.0, 2.5, 3.0, 9.0, 9.0]  # best 3.0 at the 3rd; the 4th-6th do not beat it
     trainer = canter.make_trainer("ppo", "CartPole-v1", early_stopping=3, **TINY)
