@@ -183,3 +183,23 @@ def test_env_module_path_imports_a_canter_registered_factory(tmp_path, monkeypat
     records = list(trainer())
     assert records[-1].step == 64 and records[-1].episodes
     trainer.close()
+
+
+def test_a_registered_env_factory_without_render_mode_plays(tmp_path, monkeypatch):
+    """Training and eval call an env factory with env_kwargs only; make_env (canter play) passed
+    render_mode=None too, a TypeError traceback for a factory that takes no render_mode."""
+    (tmp_path / "my_plain_factory.py").write_text(
+        "import gymnasium as gym\nimport canter\n"
+        "@canter.register('env', 'PlainFactory-v0')\n"
+        "def make(max_episode_steps=5):\n"
+        "    return gym.make('CartPole-v1', max_episode_steps=max_episode_steps)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from canter.envs import make_env
+
+    env = make_env("my_plain_factory:PlainFactory-v0", max_episode_steps=3)
+    env.reset(seed=0)
+    assert [env.step(0)[3] for _ in range(3)][-1]  # truncated at its 3 steps
+    env.close()
+    with pytest.raises(CanterError, match="cannot make env 'my_plain_factory:PlainFactory-v0' \\(render_mode='rgb_array'"):
+        make_env("my_plain_factory:PlainFactory-v0", render_mode="rgb_array")

@@ -67,8 +67,13 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
         raise CanterError(f"'{env_id}' is a multi-agent env: it has no single-agent env to record during training "
                           f"(--record-every); watch or record a trained run with canter play RUN_DIR")
     factory = _registered_factory(env_id)
-    if factory is not None:
-        return pack_observations(factory(render_mode=render_mode, **kwargs))
+    if factory is not None:  # render_mode only when asked: training made the env without it
+        try:
+            env = factory(**kwargs) if render_mode is None else factory(render_mode=render_mode, **kwargs)
+        except TypeError as exc:
+            given = f"render_mode={render_mode!r}, " if render_mode is not None else ""
+            raise CanterError(f"cannot make env '{env_id}' ({given}env_kwargs {kwargs}): {exc}") from None
+        return pack_observations(env)
     if atari.is_atari(_gym_id(env_id)):
         return atari.make_atari_env(_gym_id(env_id), training=False, render_mode=render_mode, env_kwargs=kwargs)
     try:
