@@ -441,16 +441,20 @@ def checkpoint_space(meta: dict[str, Any], which: str, where: Any) -> Any:
 def find_checkpoint(path: str | Path) -> Path:
     """A run directory (its ``best``, else ``last`` checkpoint) or a checkpoint path -> checkpoint base."""
     p = Path(path)
+
+    def present(base: Path) -> bool:  # a .safetensors alone is complete: it carries its JSON in its header
+        return base.with_name(base.name + ".json").exists() or base.with_name(base.name + ".safetensors").exists()
+
     if p.is_dir():
         for name in ("best", "last"):
             base = p / "checkpoints" / name
-            if base.with_name(name + ".json").exists():
+            if present(base):
                 return base
         if not (p / "config.yaml").exists():
             raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
         raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
     base = checkpoint_base(p)
-    if not base.with_name(base.name + ".json").exists():
+    if not present(base):
         raise CanterError(f"no such run directory or checkpoint: '{path}'")
     return base
 

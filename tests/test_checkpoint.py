@@ -75,6 +75,18 @@ def test_half_replaced_pair_loads_the_complete_tensors_file(tmp_path, monkeypatc
     assert load_checkpoint(base)[1]["step"] == 3
 
 
+def test_a_tensors_file_whose_json_was_never_renamed_loads_by_name(tmp_path):
+    """The first save of a name killed between the renames leaves only NAME.safetensors, complete with its
+    header's JSON; load_checkpoint reads it, but canter.load / canter eval said 'no such run directory or
+    checkpoint' for that name (and took 'last' for the run directory)."""
+    run_dir = _train(tmp_path, "ppo", "CartPole-v1", max_steps=256, n_envs=2, n_steps=64)
+    best = run_dir / "checkpoints" / "best"
+    best.with_suffix(".json").unlink()
+    for path in (best, best.with_suffix(".safetensors"), run_dir):
+        agent = canter.load(path)
+        assert agent.metadata["step"] == 256 and agent.predict(np.zeros(4, np.float32)) in (0, 1)
+
+
 def test_pair_from_two_checkpoints_is_refused(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     save_checkpoint(a, {"w": torch.ones(1)}, {"step": 1})
