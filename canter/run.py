@@ -338,9 +338,10 @@ class Run:
                     lg.log(record)
                 if record.new_best:
                     self.save("best")
-                if next_ckpt is not None and record.step >= next_ckpt and not record.done:
+                if next_ckpt is not None and record.step >= next_ckpt:
                     self.save(f"step-{record.step:09d}")
-                    self.save_resumable()
+                    if not record.done:  # the last record's 'last' is saved when the loop ends
+                        self.save_resumable()
                     while next_ckpt <= record.step:
                         next_ckpt += every
                 if record.done:  # the trainer ends after this record: a loop that stops here finished the run

@@ -125,6 +125,8 @@ def test_run_dir_contents(tmp_path):
     names = {p.name for p in (run_dir / "checkpoints").iterdir()}
     assert {"best.json", "best.safetensors", "last.json", "last.safetensors",
             "step-000000256.json", "step-000000256.safetensors"} <= names
+    # the grid's last point is the run's last step: saved too (it was left out on the record that ends the run)
+    assert {"step-000000512.json", "step-000000512.safetensors"} <= names
     meta = json.loads((run_dir / "checkpoints" / "last.json").read_text())
     for key in ("algorithm", "env", "observation_space", "action_space", "step", "canter_version", "git_commit"):
         assert key in meta
