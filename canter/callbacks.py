@@ -101,14 +101,15 @@ class Hooks:
         for cb in callbacks:
             self.add(cb)
 
-    def add(self, cb: Any) -> None:
-        """Attach a callback object (any object with some of the hook methods)."""
+    def add(self, cb: Any, first: bool = False) -> None:
+        """Attach a callback object (any object with some of the hook methods); ``first``: its hooks run
+        before those attached so far."""
         hooks = [h for h in HOOKS if _overrides(cb, h)]
         if not hooks:
             raise CanterError(f"{cb!r} has none of the hook methods {', '.join(HOOKS)}")
-        self.callbacks.append(cb)
+        self.callbacks.insert(0, cb) if first else self.callbacks.append(cb)
         for h in hooks:
-            self._by_hook[h].append((cb, getattr(cb, h)))
+            self._by_hook[h].insert(0 if first else len(self._by_hook[h]), (cb, getattr(cb, h)))
 
     def find(self, cls: type) -> Any:
         """The first callback of type ``cls`` (or None)."""

@@ -126,6 +126,19 @@ class _SaveAtStart(Callback):
             self.run.write_config()
 
 
+class _SaveBest(Callback):
+    """Saves ``best`` on a new best evaluation, before the other ``on_best`` hooks run, so that they find
+    it written (as Stable-Baselines3's ``callback_on_new_best`` does); not part of the hook state."""
+
+    internal = True
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def on_best(self, trainer: Any, result: Any) -> None:  # noqa: D102
+        self.run.save("best")
+
+
 class Run:
     """Wraps a trainer's generator with the run directory's loggers and checkpoints."""
 
@@ -155,6 +168,7 @@ class Run:
         #: existed), so a run that fails before training removes what it made, not an empty one it was given
         self.made_dir: Path | None = outermost_missing(self.dir)
         trainer.hooks.add(_SaveAtStart(self))
+        trainer.hooks.add(_SaveBest(self), first=True)
 
     @property
     def agent(self) -> Any:
@@ -336,8 +350,6 @@ class Run:
                 self._remember_counters()
                 for lg in self.loggers:
                     lg.log(record)
-                if record.new_best:
-                    self.save("best")
                 if next_ckpt is not None and record.step >= next_ckpt:
                     self.save(f"step-{record.step:09d}")
                     if not record.done:  # the last record's 'last' is saved when the loop ends

@@ -67,6 +67,25 @@ def test_every_hook_is_called_in_order(tmp_path):
     assert set(rec.calls) == set(HOOKS)
 
 
+def test_on_best_finds_the_new_best_checkpoint_written(tmp_path):
+    """on_best ran before the run saved 'best', so a hook copying checkpoints/best got the previous best (or
+    nothing at the first); Stable-Baselines3's callback_on_new_best runs after best_model is saved."""
+    import json
+
+    seen = []
+
+    def on_best(trainer, result):
+        meta = tmp_path / "run" / "checkpoints" / "best.json"
+        seen.append((trainer.step, json.loads(meta.read_text())["step"] if meta.exists() else None))
+
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", hooks={"on_best": on_best},
+                              **{**TINY, "max_steps": 96})
+    records = list(run())
+    run.close()
+    assert len(seen) == sum(r.new_best for r in records) >= 1
+    assert all(step == saved for step, saved in seen), seen
+
+
 def test_plain_callables_and_stop_reasons():
     steps: list[int] = []
 
