@@ -187,7 +187,7 @@ def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str 
                   resumed: dict[str, Any] | None) -> Run:
     """Wrap ``trainer`` in a :class:`Run` writing ``run_dir`` (closing the trainer if that fails)."""
     config = resolved_dict(run, algo_cfg)
-    made_dir = outermost_missing(run_dir)  # before the loggers: TensorBoard's makes the directory
+    made_dir = outermost_missing(run_dir)  # before the run starts: its start makes the directory
     try:
         loggers = default_loggers(run, config, run_dir, quiet)
     except BaseException as exc:

@@ -61,6 +61,27 @@ def test_tensorboard_event_file_is_readable_by_tensorboard(tmp_path):
     assert acc.Scalars("losses/value_loss")[0].value == 0.25
 
 
+@pytest.mark.parametrize("wandb", [False, True])
+def test_a_trainer_built_and_closed_without_running_writes_nothing(tmp_path, monkeypatch, wandb):
+    """make_trainer(run_dir=...) created the TensorBoard event file (and with wandb the W&B run files) at once:
+    closing it unrun left a directory that a new make_trainer(run_dir=...) refused as 'not empty'."""
+    if wandb:
+        pytest.importorskip("wandb")
+        monkeypatch.setenv("WANDB_MODE", "offline")
+    run_dir = tmp_path / "run"
+    kw = dict(run_dir=run_dir, max_steps=64, n_envs=2, n_steps=32, eval_episodes=1, wandb=wandb)
+    canter.make_trainer("ppo", "CartPole-v1", **kw).close()
+    assert not run_dir.exists()
+    with canter.make_trainer("ppo", "CartPole-v1", **kw) as run:
+        list(run())
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir))
+    acc.Reload()
+    assert acc.Scalars("charts/rolling_return")[-1].step == 64
+    assert (run_dir / "wandb").is_dir() == wandb
+
+
 def test_console_script_exits_with_the_command_code(tmp_path):
     import subprocess
     import sys

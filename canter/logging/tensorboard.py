@@ -90,14 +90,19 @@ class _FlushOnCheckpoint(Callback):
 
 
 class TensorBoardLogger:
-    """Writes episode returns/lengths and every record scalar as TensorBoard scalars."""
+    """Writes episode returns/lengths and every record scalar as TensorBoard scalars.
+
+    The event file is created by :meth:`start`, when the run begins, so that a trainer that is built
+    and never run leaves nothing in the run directory."""
 
     def __init__(self, run_dir: str | Path) -> None:
-        self.writer = EventFileWriter(run_dir)
+        self.run_dir = Path(run_dir)
+        self.writer: EventFileWriter | None = None
 
     def start(self, run: Any) -> None:
-        """On a resumed run, hide the events the killed run logged after the resumed checkpoint's step;
-        flush the events to disk whenever the run saves a checkpoint."""
+        """Create the event file; on a resumed run, hide the events the killed run logged after the
+        resumed checkpoint's step; flush the events to disk whenever the run saves a checkpoint."""
+        self.writer = EventFileWriter(self.run_dir)
         step = getattr(run, "resumed_step", None)
         if step is not None:
             # the record at the checkpoint's own step was logged before the checkpoint was saved and is
@@ -115,4 +120,5 @@ class TensorBoardLogger:
             self.writer.add_scalar(k, v, record.step)
 
     def close(self) -> None:  # noqa: D102
-        self.writer.close()
+        if self.writer is not None:
+            self.writer.close()

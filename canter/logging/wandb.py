@@ -15,15 +15,20 @@ class WandbLogger:
 
     def __init__(self, run_dir: str | Path, project: str = "canter", config: dict[str, Any] | None = None,
                  name: str | None = None) -> None:
-        wandb = require("wandb", "wandb", "--wandb")
+        require("wandb", "wandb", "--wandb")
+        self.run_dir, self.project, self.config, self.name = str(run_dir), project, config or {}, name
+        self.run: Any = None
+
+    def start(self, run: Any) -> None:
+        """Start the W&B run (its files go to ``RUN_DIR/wandb``) when training begins, so that a trainer
+        that is built and never run leaves nothing in the run directory."""
+        import wandb
+
         self.run = wandb.init(
-            project=project, dir=str(run_dir), config=config or {}, name=name,
+            project=self.project, dir=self.run_dir, config=self.config, name=self.name,
             mode=os.environ.get("WANDB_MODE", "offline"), reinit="create_new",
             settings=wandb.Settings(silent=True, console="off", x_disable_stats=True),
         )
-
-    def start(self, run: Any) -> None:  # noqa: D102
-        pass
 
     def log(self, record: TrainRecord) -> None:  # noqa: D102
         data = scalars(record)
@@ -32,4 +37,5 @@ class WandbLogger:
         self.run.log(data, step=record.step)
 
     def close(self) -> None:  # noqa: D102
-        self.run.finish()
+        if self.run is not None:
+            self.run.finish()
