@@ -373,14 +373,19 @@ def resolve_config(
     file_data = load_yaml(config_file) if config_file else {}
     algo_cls = lookup("algorithm", algo)
     algo_name = algo_cls.name if ":" not in algo else algo
-    if file_data.get("algo") not in (None, algo, algo_name):
+
+    def other_algo(name: Any) -> bool:  # registered names are found case-insensitively (PPO is ppo)
+        return name is not None and name not in (algo, algo_name) and not (
+            isinstance(name, str) and ":" not in name and name.lower() == algo_name.lower())
+
+    if other_algo(file_data.get("algo")):
         raise CanterError(f"{config_file} is for algorithm '{file_data['algo']}', not '{algo}'")
     sets_dict: dict[str, str] = {}
     for item in sets:  # a key given again moves to the end: the last --set wins over its aliases (lr, hparams.lr)
         key, value = parse_set(item)
         sets_dict.pop(key, None)
         sets_dict[key] = value
-    if sets_dict.get("algo") not in (None, algo, algo_name):
+    if other_algo(sets_dict.get("algo")):
         raise CanterError(f"--set algo={sets_dict['algo']} cannot change the algorithm; name it as the command's "
                           f"argument: canter train {sets_dict['algo']} ...")
     if sets_dict.get("env") and env and sets_dict["env"] != env:

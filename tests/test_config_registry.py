@@ -26,6 +26,18 @@ def test_the_last_set_wins_over_an_alias_given_between():
     assert hp.n_steps == 32
 
 
+def test_a_config_file_may_name_its_algorithm_in_any_case(tmp_path):
+    """'canter train PPO' finds ppo (lookup is case-insensitive), but a file saying 'algo: PPO' was refused for
+    'canter train ppo' ("is for algorithm 'PPO', not 'ppo'"); another algorithm still is."""
+    f = tmp_path / "run.yaml"
+    f.write_text("algo: PPO\nseed: 4\n")
+    assert resolve_config("ppo", "CartPole-v1", f)[0].seed == 4
+    assert resolve_config("ppo", "CartPole-v1", sets=["algo=Ppo"])[0].algo == "ppo"
+    f.write_text("algo: dqn\n")
+    with pytest.raises(CanterError, match="is for algorithm 'dqn', not 'ppo'"):
+        resolve_config("ppo", "CartPole-v1", f)
+
+
 def test_defaults_without_preset():
     run, hp = resolve_config("dqn", "MountainCar-v0")  # no shipped preset
     assert run.n_envs == 1 and hp.lr == 1e-4
