@@ -366,13 +366,15 @@ def resolve_config(
     names (``lr``). Returns ``(RunConfig, algorithm config)``; the algorithm class is
     ``lookup("algorithm", run.algo)``.
     """
-    from canter.registry import lookup
+    from canter.registry import lookup, registered_name
 
     if config_file is not None and not str(config_file).strip():
         raise CanterError(f"-f/--config needs a config file path, got {str(config_file)!r}")
     file_data = load_yaml(config_file) if config_file else {}
     algo_cls = lookup("algorithm", algo)
-    algo_name = algo_cls.name if ":" not in algo else algo
+    # the name it is registered under, not the class's ``name`` (a registered subclass of PPO inherits
+    # name = "ppo": the run would be built, saved and loaded as PPO)
+    algo_name = registered_name("algorithm", algo)
 
     def other_algo(name: Any) -> bool:  # registered names are found case-insensitively (PPO is ppo)
         return name is not None and name not in (algo, algo_name) and not (

@@ -98,6 +98,17 @@ def lookup(kind: str, name: str) -> Any:
         raise unknown(kind, name, _REGISTRY[kind]) from None
 
 
+def registered_name(kind: str, name: str) -> str:
+    """The name ``name`` is registered under (``lookup``'s match: exact, then case-insensitive);
+    ``module:Class`` paths are returned as given."""
+    if ":" in name:
+        return name
+    lookup(kind, name)  # an unknown name: the error with the closest ones
+    if name in _REGISTRY[kind]:
+        return name
+    return next(k for k in _REGISTRY[kind] if k.lower() == name.lower())
+
+
 def names(kind: str) -> list[str]:
     """Sorted names registered under ``kind``."""
     _load_builtins()

@@ -124,6 +124,28 @@ def test_register_decorator_and_duplicates():
         register("model", "test_only_model")(object)
 
 
+def test_a_registered_subclass_is_built_saved_and_loaded_as_itself(tmp_path):
+    """@register("algorithm", "my_ppo") on a PPO subclass that keeps PPO's ``name`` class attribute: the run
+    config said algo 'ppo', so PPO (with PPO's CartPole preset) was trained, saved and loaded instead."""
+    from canter.algorithms.ppo import PPO
+
+    @register("algorithm", "test_only_my_ppo")
+    class MyPPO(PPO):  # noqa: D401
+        """PPO under another name."""
+
+    from canter.registry import _REGISTRY
+
+    try:
+        run, _ = resolve_config("test_only_my_ppo", "CartPole-v1")
+        assert run.algo == "test_only_my_ppo" and run.n_envs == PPO.default_n_envs  # no ppo preset
+        agent = canter.train("Test_Only_My_PPO", "CartPole-v1", run_dir=tmp_path / "run", max_steps=64, n_envs=2,
+                             n_steps=32, eval_episodes=1)
+        assert type(agent.algorithm) is MyPPO and agent.run_config.algo == "test_only_my_ppo"
+        assert type(canter.load(tmp_path / "run").algorithm) is MyPPO
+    finally:  # other tests go over every registered algorithm
+        _REGISTRY["algorithm"].pop("test_only_my_ppo", None)
+
+
 def test_build_rejects_unknown_keys():
     with pytest.raises(CanterError, match="did you mean 'seed'"):
         build(RunConfig, {"sed": 1})
