@@ -132,6 +132,14 @@ def test_console_logger_writes_whole_plain_lines_when_not_a_terminal():
     assert lines[1].endswith("step 8,192: eval return 480.00 ± 5.00 over 2 episodes (new best)")
     assert "8,192/100,000 steps" in lines[2] and "eval 480.0" in lines[2] and "…" not in out.getvalue()
 
+    out = io.StringIO()  # a run that ends on a whole iteration past its budget says how many steps it took
+    logger = ConsoleLogger(8_000, "ppo CartPole-v1", console=Console(file=out, width=80), plain_seconds=0.0)
+    logger.start(None)
+    for record in _records():
+        logger.log(record)
+    logger.close()
+    assert "8,192/8,000 steps" in out.getvalue().splitlines()[-1]  # it said 8,000/8,000
+
 
 def test_plain_console_counts_a_resumed_runs_rate_from_its_checkpoint_step():
     import io

@@ -82,7 +82,8 @@ class ConsoleLogger:
                 # and an evaluation in it)
                 sps = f"{(record.step - self._line_step) / max(now - self._line_time, 1e-9):,.0f}"
                 self._line_step, self._line_time = record.step, now
-                self._line(f"{self.description}: {min(record.step, self.total):,}/{self.total:,} steps, {sps} steps/s, "
+                # the steps taken: a run ends on a whole iteration, which may pass max_steps (3,072/3,000)
+                self._line(f"{self.description}: {record.step:,}/{self.total:,} steps, {sps} steps/s, "
                            f"return {ret}, eval {self._eval}" + (f", {losses}" if losses else ""))
             return
         assert self.progress is not None and self.task is not None
