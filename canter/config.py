@@ -428,6 +428,8 @@ def resolve_config(
             if key == "hparams":
                 if isinstance(value, str):  # --set 'hparams={lr: 0.001}'
                     value = parse_yaml_value(value, key)
+                if value is None and _source not in ("arguments", "--set"):  # a file's 'hparams:' left empty
+                    value = {}
                 if not isinstance(value, dict):
                     raise CanterError("'hparams' must be a mapping of hyperparameter names to values")
                 for k, v in value.items():

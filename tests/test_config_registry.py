@@ -38,6 +38,16 @@ def test_a_config_file_may_name_its_algorithm_in_any_case(tmp_path):
         resolve_config("ppo", "CartPole-v1", f)
 
 
+def test_a_files_empty_hparams_section_is_no_hyperparameters(tmp_path):
+    """'hparams:' with every entry commented out is YAML null: it was refused as not a mapping."""
+    f = tmp_path / "run.yaml"
+    f.write_text("seed: 4\nhparams:\n  # lr: 0.01\n")
+    run, hp = resolve_config("ppo", "CartPole-v1", f)
+    assert run.seed == 4 and hp.lr == resolve_config("ppo", "CartPole-v1")[1].lr
+    with pytest.raises(CanterError, match="'hparams' must be a mapping"):
+        resolve_config("ppo", "CartPole-v1", sets=["hparams=3"])
+
+
 def test_defaults_without_preset():
     run, hp = resolve_config("dqn", "MountainCar-v0")  # no shipped preset
     assert run.n_envs == 1 and hp.lr == 1e-4
