@@ -68,3 +68,49 @@ def test_state_round_trip_and_empty_error() -> None:
     assert np.array_equal(a.sample(16).obs.numpy(), b.sample(16).obs.numpy())
     with pytest.raises(CanterError, match="shard count"):
         ShardedReplay([ReplayBuffer(50, (1,), ())], seed=0).load_state_dict(a.state_dict())
+
+
+def test_ape_x_stores_atari_frames_once_like_the_single_process_trainer() -> None:
+    """Ape-X's shards for an ALE id are frame-stack buffers (7 KB per transition, not 28 KB), and
+    rollouts added through them rebuild exactly the stacks a plain buffer keeps."""
+    from types import SimpleNamespace
+
+    import gymnasium as gym
+    import torch
+
+    pytest.importorskip("ale_py")
+    from canter.data.framestack import FrameStackReplay
+    from canter.distributed.trainers import ApeXTrainer
+    from canter.envs import atari
+
+    atari.register_ale()
+    agent = SimpleNamespace(observation_space=gym.spaces.Box(0, 255, (4, 84, 84), np.uint8),
+                            action_space=gym.spaces.Discrete(6))
+    config = SimpleNamespace(gamma=0.99, n_step=3, buffer_size=200, her_goals=0, prioritized=False)
+    trainer = SimpleNamespace(config=config, pool=SimpleNamespace(count=2, envs_per_explorer=2), agent=agent,
+                              run=SimpleNamespace(seed=0, env="ALE/Pong-v5"), goals=None)
+    lean = ApeXTrainer.make_buffer(trainer)
+    assert all(isinstance(s, FrameStackReplay) for s in lean.shards)
+    trainer.run.env = "CartPole-v1"
+    full = ApeXTrainer.make_buffer(trainer)  # the same arrays as whole stacks
+    assert not any(isinstance(s, FrameStackReplay) for s in full.shards)
+    assert full.shards[0].nbytes() > 3.5 * lean.shards[0].nbytes()
+    # two rollouts per shard of a frame stream with an episode start (a stack padded with its first frame)
+    rng = np.random.default_rng(0)
+    for shard in range(2):
+        frames = rng.integers(0, 255, size=(41, 2, 84, 84), dtype=np.uint8)
+        # env e's stack at step t: its last 4 frames, padded with the episode's first (episodes start at 0 and 20)
+        stacks = np.stack([frames[np.clip(np.arange(t - 3, t + 1), 0 if t < 20 else 20, None)] for t in range(41)])
+        stacks = stacks.swapaxes(1, 2)  # [T, n_envs, 4, 84, 84]
+        valid = np.ones((40, 2), bool)
+        valid[19] = False  # the reset-only step into the new episode
+        for t0 in (0, 20):
+            args = (shard, stacks[t0:t0 + 20], np.zeros((20, 2), np.int64), np.ones((20, 2), np.float32),
+                    stacks[t0 + 20], np.zeros((20, 2), bool), valid[t0:t0 + 20], np.zeros((20, 2), bool))
+            lean.add_rollout(*args)
+            full.add_rollout(*args)
+    idx = np.concatenate([s * lean.stride + lean.shards[s].chronological_indices() for s in range(2)])
+    for s in range(2):
+        local = idx[idx // lean.stride == s] % lean.stride
+        a, b = lean.shards[s].transitions(local), full.shards[s].transitions(local)
+        assert torch.equal(a.obs, b.obs) and torch.equal(a.next_obs, b.next_obs) and torch.equal(a.rewards, b.rewards)

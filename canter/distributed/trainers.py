@@ -28,6 +28,7 @@ from canter.config import RunConfig
 from canter.data.batch import TrajectoryBatch
 from canter.data.sharded import ShardedReplay
 from canter.distributed.explorer import explorer_weights, nbytes, rollout_array
+from canter.envs.atari import is_atari
 from canter.envs.vector import VecEnv
 from canter.trainers.base import Trainer
 from canter.trainers.off_policy import OffPolicyTrainer, make_replay_buffer
@@ -246,8 +247,9 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         """One buffer per explorer, each with that explorer's envs and its share of the capacity."""
         c, k = self.config, self.pool.count
         per = self.pool.envs_per_explorer
+        frame_stack = is_atari(self.run.env)  # Atari: each frame stored once, as in a single-process run
         shards = [make_replay_buffer(self.agent, c, max(per, c.buffer_size // k), per, self.run.seed + 7919 * i,
-                                     goals=self.goals) for i in range(k)]
+                                     frame_stack=frame_stack, goals=self.goals) for i in range(k)]
         return ShardedReplay(shards, seed=self.run.seed)
 
     def setup(self) -> None:  # noqa: D102
