@@ -362,3 +362,18 @@ def test_short_training_run_on_pong(tmp_path, algo, overrides):
     actions = agent.predict(env.reset(seed=0))
     env.close()
     assert actions.shape == (1,) and 0 <= actions[0] < 6
+
+
+def test_a_module_prefixed_ale_id_is_atari_for_the_presets_and_the_replay_buffer():
+    """``ale_py:ALE/Pong-v5`` (gymnasium's ``module:EnvId``) builds the Atari envs, so it must also get
+    the Atari presets and the frame-once replay buffer (it got DQN's 1M-transition default buffer of
+    whole stacks, about 28 GB, and no Atari settings)."""
+    from canter.config import resolve_config
+
+    atari.register_ale()
+    assert atari.looks_like_atari("ale_py:ALE/Pong-v5") and atari.looks_like_atari("ale_py:PongNoFrameskip-v4")
+    assert atari.is_atari("ale_py:ALE/Pong-v5") and not atari.is_atari("gymnasium:CartPole-v1")
+    plain, prefixed = resolve_config("dqn", env="ALE/Pong-v5"), resolve_config("dqn", env="ale_py:ALE/Pong-v5")
+    for key in ("buffer_size", "learning_starts", "target_update_interval", "exploration_final_eps"):
+        assert getattr(prefixed[1], key) == getattr(plain[1], key), key
+    assert prefixed[0].max_steps == plain[0].max_steps and prefixed[0].eval_episodes == plain[0].eval_episodes

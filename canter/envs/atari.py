@@ -61,14 +61,16 @@ def register_ale() -> bool:
 
 
 def looks_like_atari(env_id: str) -> bool:
-    """True for ids that name an ALE game (``ALE/...``, ``...NoFrameskip-v4``, ``...Deterministic-v4``)."""
+    """True for ids that name an ALE game (``ALE/...``, ``...NoFrameskip-v4``, ``...Deterministic-v4``), also
+    after a ``module:`` prefix (``ale_py:ALE/Pong-v5``)."""
+    env_id = env_id.split(":", 1)[-1]
     return env_id.startswith("ALE/") or env_id.endswith(("NoFrameskip-v4", "Deterministic-v4", "NoFrameskip-v0"))
 
 
 def is_atari(env_id: str) -> bool:
-    """True when ``env_id`` is a registered ALE env (ale-py's ``AtariEnv``)."""
+    """True when ``env_id`` (or the id after its ``module:`` prefix) is a registered ALE env (ale-py's ``AtariEnv``)."""
     try:
-        spec = gym.spec(env_id)
+        spec = gym.spec(env_id.split(":", 1)[-1])
     except gym.error.Error:
         return False
     return "ale_py" in str(spec.entry_point)
