@@ -377,3 +377,10 @@ def test_a_module_prefixed_ale_id_is_atari_for_the_presets_and_the_replay_buffer
     for key in ("buffer_size", "learning_starts", "target_update_interval", "exploration_final_eps"):
         assert getattr(prefixed[1], key) == getattr(plain[1], key), key
     assert prefixed[0].max_steps == plain[0].max_steps and prefixed[0].eval_episodes == plain[0].eval_episodes
+
+
+@pytest.mark.parametrize("vectorization", ["native", "sync"])
+def test_ram_observations_are_refused_not_silently_replaced_by_screens(vectorization):
+    # the preprocessing reads ALE's screen itself: obs_type 'ram' gave [4, 84, 84] screen stacks without a word
+    with pytest.raises(CanterError, match="obs_type 'ram' is not supported"):
+        make_vec_env("ALE/Pong-v5", 1, vectorization, training=True, env_kwargs={"obs_type": "ram"})

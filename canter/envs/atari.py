@@ -87,6 +87,9 @@ def _base_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, An
     if kwargs.pop("frameskip", 1) != 1:
         raise CanterError(f"env '{env_id}': frameskip is set by the Atari preprocessing ({FRAME_SKIP}); drop it from env_kwargs")
     kwargs["frameskip"] = 1
+    if kwargs.get("obs_type", "rgb") not in ("rgb", "grayscale"):  # the preprocessing reads the screen itself
+        raise CanterError(f"env '{env_id}': obs_type {kwargs['obs_type']!r} is not supported; the Atari preprocessing "
+                          f"gives 84x84 grayscale screen frames whatever obs_type is")
     return kwargs
 
 
