@@ -384,3 +384,22 @@ def test_ram_observations_are_refused_not_silently_replaced_by_screens(vectoriza
     # the preprocessing reads ALE's screen itself: obs_type 'ram' gave [4, 84, 84] screen stacks without a word
     with pytest.raises(CanterError, match="obs_type 'ram' is not supported"):
         make_vec_env("ALE/Pong-v5", 1, vectorization, training=True, env_kwargs={"obs_type": "ram"})
+
+
+def test_ale_py_s_plain_v0_and_v4_ids_are_atari_envs():
+    """``Pong-v4`` / ``Breakout-v0`` are ale-py ids too (registered with ``PongNoFrameskip-v4``); in a fresh
+    process they were refused as unknown env ids (nothing had registered ale-py's envs yet)."""
+    import subprocess
+
+    code = ("from canter.envs.make import check_env_id\nfrom canter.envs import atari\n"
+            "from canter.config import resolve_config\n"
+            "for name in ('Pong-v4', 'Breakout-v0'):\n"
+            "    check_env_id(name)\n"
+            "    print(name, atari.is_atari(name), resolve_config('dqn', env=name)[1].buffer_size)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["Pong-v4", "True", "100000", "Breakout-v0", "True", "100000"]  # atari.yaml
+    assert not atari.looks_like_atari("CartPole-v0") and not atari.looks_like_atari("FrozenLake-v1")
+    env = make_vec_env("Pong-v4", 1, "sync", training=True)
+    assert env.reset(seed=0).shape == (1, 4, 84, 84)
+    env.close()

@@ -62,9 +62,14 @@ def register_ale() -> bool:
 
 def looks_like_atari(env_id: str) -> bool:
     """True for ids that name an ALE game (``ALE/...``, ``...NoFrameskip-v4``, ``...Deterministic-v4``), also
-    after a ``module:`` prefix (``ale_py:ALE/Pong-v5``)."""
+    after a ``module:`` prefix (``ale_py:ALE/Pong-v5``); and for ale-py's plain ``<Game>-v0`` / ``<Game>-v4``
+    ids, which need ale-py's registry to tell them from other envs (``Pong-v4`` but not ``CartPole-v0``)."""
     env_id = env_id.split(":", 1)[-1]
-    return env_id.startswith("ALE/") or env_id.endswith(("NoFrameskip-v4", "Deterministic-v4", "NoFrameskip-v0"))
+    if env_id.startswith("ALE/") or env_id.endswith(("NoFrameskip-v4", "Deterministic-v4", "NoFrameskip-v0")):
+        return True
+    if env_id.endswith(("-v0", "-v4")) and "/" not in env_id:
+        return is_atari(env_id) or (env_id not in gym.registry and register_ale() and is_atari(env_id))
+    return False
 
 
 def is_atari(env_id: str) -> bool:
