@@ -403,3 +403,12 @@ def test_ale_py_s_plain_v0_and_v4_ids_are_atari_envs():
     env = make_vec_env("Pong-v4", 1, "sync", training=True)
     assert env.reset(seed=0).shape == (1, 4, 84, 84)
     env.close()
+
+
+def test_a_game_without_noop_is_a_one_line_error_on_the_wrapper_path(capsys):
+    # Backgammon's actions are FIRE, RIGHT, LEFT: gymnasium's no-op reset raised a bare ValueError (a traceback)
+    with pytest.raises(CanterError, match="action 0 to be NOOP.*--vectorization native"):
+        make_vec_env("ALE/Backgammon-v5", 1, "sync", training=True)
+    env = make_vec_env("ALE/Backgammon-v5", 1, "native", training=True)  # the native env has no such reset
+    assert env.reset(seed=0).shape == (1,) + FRAMES
+    env.close()

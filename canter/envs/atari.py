@@ -186,6 +186,10 @@ def wrap_deepmind(env: gym.Env, training: bool) -> gym.Env:
     """DeepMind preprocessing around a raw (``frameskip=1``) ALE env; see the module docstring."""
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
 
+    meanings = env.unwrapped.get_action_meanings()
+    if meanings[0] != "NOOP":  # gymnasium's no-op reset raises a bare ValueError for these (Backgammon, VideoCheckers)
+        raise CanterError(f"{env.spec.id if env.spec else 'this game'}: the wrapper path's no-op reset needs action 0 "
+                          f"to be NOOP, this game's actions are {meanings}; use --vectorization native")
     env = AtariPreprocessing(
         env, noop_max=NOOP_MAX, frame_skip=FRAME_SKIP, screen_size=SCREEN_SIZE, terminal_on_life_loss=False,
         grayscale_obs=True, scale_obs=False,
