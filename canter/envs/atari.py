@@ -155,7 +155,8 @@ class FireAfterLifeLoss(gym.Wrapper):
     which evaluates through the same wrappers, does); the rewards of those steps count. Without it
     a policy trained there never serves after a lost life, and a FIRE game (Breakout) stalls until
     the frame cap. ale-py's native env presses FIRE only at a game's start, in training and
-    evaluation alike, so it needs nothing."""
+    evaluation alike (a policy trained there learns to serve itself; until it has, its evaluation
+    games of a FIRE game run to the frame cap: docs/atari.md)."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
