@@ -406,8 +406,10 @@ def resolve_config(
     from canter.envs.atari import looks_like_atari
 
     layers: list[tuple[str, dict[str, Any]]] = []
-    presets = [preset_path(algo_name, "atari")] if looks_like_atari(str(env_id)) else []  # shared Atari settings
-    for preset in presets + [preset_path(algo_name, str(env_id))]:
+    atari = looks_like_atari(str(env_id))
+    presets = [preset_path(algo_name, "atari")] if atari else []  # shared Atari settings
+    game = str(env_id).split(":", 1)[-1] if atari else str(env_id)  # ale_py:ALE/Pong-v5 -> ALE/Pong-v5's preset
+    for preset in presets + [preset_path(algo_name, game)]:
         if os.path.isfile(preset):  # False (not an error) for odd names, e.g. too long
             layers.append((str(preset), load_yaml(preset)))
     if file_data:

@@ -377,6 +377,7 @@ def test_a_module_prefixed_ale_id_is_atari_for_the_presets_and_the_replay_buffer
     for key in ("buffer_size", "learning_starts", "target_update_interval", "exploration_final_eps"):
         assert getattr(prefixed[1], key) == getattr(plain[1], key), key
     assert prefixed[0].max_steps == plain[0].max_steps and prefixed[0].eval_episodes == plain[0].eval_episodes
+    assert prefixed[0].target_reward == plain[0].target_reward == 20  # the game's own preset (ALE-Pong-v5.yaml)
 
 
 @pytest.mark.parametrize("vectorization", ["native", "sync"])
