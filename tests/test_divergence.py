@@ -283,3 +283,26 @@ def test_huge_but_finite_values_are_not_divergence():
     check = _GradCheck([torch.zeros(2, dtype=torch.float64)])  # not float32: the per-tensor path
     assert not check.fused and check([torch.tensor([1e160, 1.0], dtype=torch.float64)])
     assert not check([torch.tensor([float("nan")], dtype=torch.float64)])
+
+
+def test_warm_up_iterations_skip_the_parameter_pass(monkeypatch):
+    """Before ``learning_starts`` an off-policy iteration changes no parameter, yet the guard took a
+    pass over every trained parameter after each one: for TD3's 256-unit networks (two threads) that
+    was 14-34 s for 2,000 warm-up steps against 0.7 s with the guard off. Once updates run, every
+    iteration is checked again."""
+    import canter.trainers.guard as guard
+
+    calls = []
+    real = guard._all_finite
+    monkeypatch.setattr(guard, "_all_finite", lambda tensors: calls.append(len(tensors)) or real(tensors))
+    trainer = canter.make_trainer("dqn", "CartPole-v1", **{**KW["dqn"], "learning_starts": 160}, max_steps=320,
+                                  eval_every=0, eval_episodes=1, sets=["target_reward=null"])
+    warm_up = 0
+    for record in trainer():
+        if record.losses:  # the first iteration that learned
+            break
+        warm_up += 1
+    assert warm_up == 19 and len(calls) == 2  # the first warm-up iteration and the first update only
+    calls.clear()
+    updating = list(trainer())
+    assert len(updating) == 20 and all(r.losses for r in updating) and len(calls) == 20  # each one checked

@@ -89,6 +89,8 @@ class DivergenceGuard:
         self._good: dict[str, Any] | None = None
         self._handles: list[Any] = []
         self._params: list[tuple[str, torch.Tensor]] | None = None
+        #: the algorithm's ``updates`` count when the parameters were last checked (None: never)
+        self._checked_updates: int | None = None
 
     @property
     def enabled(self) -> bool:  # noqa: D102
@@ -145,13 +147,20 @@ class DivergenceGuard:
         """After an iteration: every reported loss and every trained parameter must be finite.
 
         Frozen parameters (``requires_grad`` False: target networks) are not checked: they only
-        ever take copies or averages of the trained ones, so they stay finite when those do.
+        ever take copies or averages of the trained ones, so they stay finite when those do. An
+        iteration that reported no losses and left the algorithm's ``updates`` count as it was (an
+        off-policy warm-up step before ``learning_starts``) changed no parameter: the pass is skipped
+        (it cost more than the env step itself for 256-unit networks).
         """
         if not self.enabled:
             return
         for k, v in losses.items():
             if isinstance(v, float) and not math.isfinite(v):
                 raise Divergence(f"loss '{k}' ({v})", self.trainer.step)
+        updates = getattr(self.trainer.algorithm, "updates", None)
+        if not losses and updates is not None and updates == self._checked_updates:
+            return
+        self._checked_updates = updates
         if self._params is None:
             self._params = [(f"{m}.{n}", p) for m, mod in self.trainer.algorithm.modules().items()
                             for n, p in mod.named_parameters() if p.requires_grad]
