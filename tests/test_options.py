@@ -109,3 +109,27 @@ def test_box_observations_of_shape_empty_are_one_feature(algo):
     list(trainer())
     assert trainer.agent.predict(np.zeros(3, np.float32)).shape == (3,)
     trainer.close()
+
+
+def test_evaluation_of_an_env_without_a_time_limit_ends():
+    """CliffWalking-v1 is registered without a time limit: a greedy policy that walks into a wall never
+    ends its episode, and a run's evaluation (canter train dqn --env CliffWalking-v1) never returned.
+    Evaluation and play envs cut such episodes at EVAL_EPISODE_CAP steps; training envs keep the env's own."""
+    from canter.envs.make import EVAL_EPISODE_CAP, make_env, make_vec_env
+    from canter.trainers.evaluation import evaluate
+
+    class Wall:  # always "up" from the start square: stays there, -1 per step
+        def predict(self, obs):
+            return np.zeros(len(obs), dtype=np.int64)
+
+    env = make_vec_env("CliffWalking-v1", 2)
+    result = evaluate(Wall(), env, 2, seed=0)
+    env.close()
+    assert result.returns == [-float(EVAL_EPISODE_CAP)] * 2 and list(result.lengths) == [EVAL_EPISODE_CAP] * 2
+    assert make_env("CliffWalking-v1").spec.max_episode_steps == EVAL_EPISODE_CAP
+    train = make_vec_env("CliffWalking-v1", 1, training=True)
+    assert train.env.envs[0].spec.max_episode_steps is None
+    train.close()
+    cartpole = make_vec_env("CartPole-v1", 1)  # an env's own limit stays
+    assert cartpole.env.envs[0].spec.max_episode_steps == 500
+    cartpole.close()

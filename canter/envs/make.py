@@ -77,7 +77,7 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
     if atari.is_atari(_gym_id(env_id)):
         return atari.make_atari_env(_gym_id(env_id), training=False, render_mode=render_mode, env_kwargs=kwargs)
     try:
-        return pack_observations(gym.make(_gym_id(env_id), render_mode=render_mode, **kwargs))
+        return pack_observations(gym.make(_capped(gym.spec(_gym_id(env_id)), False), render_mode=render_mode, **kwargs))
     except gym.error.DependencyNotInstalled as exc:
         raise _missing_dependency(env_id, exc) from None
 
@@ -92,6 +92,19 @@ def _missing_dependency(env_id: str, exc: Exception) -> CanterError:
 
 #: ``vectorization: auto`` uses an env's native vectorised implementation from this many copies on
 NATIVE_MIN_ENVS = 4
+#: steps after which an evaluation (or play) episode of an env registered without a time limit
+#: (``CliffWalking-v1``) is truncated: a deterministic policy that loops would never end it
+EVAL_EPISODE_CAP = 10_000
+
+
+def _capped(spec: Any, training: bool) -> Any:
+    """``spec``, or for an env that is not training and has no time limit a copy truncated at
+    :data:`EVAL_EPISODE_CAP` steps (training episodes keep the env's own ending)."""
+    if training or spec.max_episode_steps is not None:
+        return spec
+    import dataclasses
+
+    return dataclasses.replace(spec, max_episode_steps=EVAL_EPISODE_CAP)
 
 
 def make_vec_env(
@@ -158,7 +171,7 @@ def make_vec_env(
             env.close()  # structured observations are flattened per copy (canter.envs.packing)
         mode = "async" if vectorization == "async" else "sync"
         env = gym.make_vec(
-            gid, num_envs=n_envs, vectorization_mode=mode,
+            _capped(spec, training), num_envs=n_envs, vectorization_mode=mode,
             vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}, wrappers=[pack_observations], **kwargs,
         )
     except gym.error.DependencyNotInstalled as exc:
