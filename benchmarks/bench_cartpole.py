@@ -38,7 +38,7 @@ EVAL_EPISODES = 10
 EVAL_ENVS = 5  # canter's default eval_envs; SB3's eval VecEnv gets the same number of copies
 RESULT_TAG = "BENCH_RESULT "
 
-#: canter's default thread count for DQN's 256-unit layers (canter.algorithms.base.threads_for; the run gives
+#: canter's default thread count for DQN's 256-unit layers on 4+ CPUs (canter.algorithms.base.threads_for; the run gives
 #: them to OpenBLAS, which multiplies in DQN's hand-derived update, and keeps torch at one)
 DQN_DEFAULT_THREADS = 2
 
@@ -338,7 +338,7 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
         b1 = [r["sps"] for r in R[(s, "dqn-sps")]]
         b2 = [r["sps"] for r in R.get((s, f"dqn-sps-t{DQN_DEFAULT_THREADS}"), [])]
         best = [max(x, y) for x, y in zip(b1, b2)] if b2 else b1  # SB3's faster setting, seed by seed
-        lines.append(f"| DQN, canter at its default {DQN_DEFAULT_THREADS} threads (SB3: the faster of its 1- and"
+        lines.append(f"| DQN, canter at {DQN_DEFAULT_THREADS} threads (SB3: the faster of its 1- and"
                      f" {DQN_DEFAULT_THREADS}-thread runs of each seed) | {R['dqn_cfg']['max_steps']:,} steps"
                      f" | {_fmt(a2, 0)} | {_fmt(best, 0)} | {_ratio(a2, best)} |")
         if b2:
@@ -379,7 +379,7 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
     lines.append(
         "- Each cell is a fresh `python` subprocess; both libraries call"
         " `torch.set_num_threads(1)` (canter via `torch_threads=1`), same seed, CPU only. One extra row runs"
-        f" canter's DQN at its own default of {DQN_DEFAULT_THREADS} threads for 256-unit layers (given to NumPy's"
+        f" canter's DQN at {DQN_DEFAULT_THREADS} threads, its default for 256-unit layers on 4+ CPUs (given to NumPy's"
         " OpenBLAS, which does that update's products, with torch at one thread), against SB3's faster setting"
         f" for the same seed: SB3's DQN also runs at {DQN_DEFAULT_THREADS} torch threads, in the same turns.\n"
         f"- PPO (rl-zoo3): 8 envs, n_steps 32, batch 256, 20 epochs, gamma 0.98, GAE 0.8, ent 0, linear LR from 1e-3,"

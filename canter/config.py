@@ -254,7 +254,7 @@ class RunConfig:
         "agent's index, which only the critic sees (a centralised critic; needs hparams.encoder=split; set for mappo)")
     torch_threads: int | None = hp(
         None, "compute threads: torch's intra-op pool, or NumPy's BLAS for updates that multiply through NumPy "
-        "(DQN's hand-derived path) (null: 1 for small networks, 2 for large)", low=1)
+        "(DQN's hand-derived path) (null: 2 for layers over 128 units on 4+ CPUs, else 1)", low=1)
     flush_denormal: bool = hp(
         True, "flush denormal floats (below 1.2e-38) to zero on the CPU while training: Adam moments of parameters "
         "that get zero gradients (dead ReLU units) decay into denormals, which are ~100x slower to compute with"
