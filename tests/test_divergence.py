@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -306,3 +307,24 @@ def test_warm_up_iterations_skip_the_parameter_pass(monkeypatch):
     calls.clear()
     updating = list(trainer())
     assert len(updating) == 20 and all(r.losses for r in updating) and len(calls) == 20  # each one checked
+
+
+@pytest.mark.parametrize("algo", ["dqn", "td3", "ppo"])
+def test_parameters_are_checked_through_the_flat_optimizer_buffers(algo):
+    """The parameter pass ran torch's per-tensor norms (~1 ms for TD3's 367k parameters, once per env step
+    with train_freq 1); canter's flat optimizers' buffers are checked as one NumPy array each (~34 µs).
+    Every trained parameter is still covered, and a NaN in one is named."""
+    from canter.trainers.guard import Divergence
+
+    env = "Pendulum-v1" if algo == "td3" else "CartPole-v1"
+    trainer = canter.make_trainer(algo, env, seed=0, max_steps=20_000, eval_every=0)
+    guard = trainer.guard
+    guard.check_update({"loss": 1.0})
+    arrays, rest = guard._check
+    assert arrays and rest == [] and sum(a.size for a in arrays) == sum(p.numel() for _, p in guard._params)
+    name, param = guard._params[-1]
+    with torch.no_grad():
+        param.view(-1)[0] = float("nan")
+    with pytest.raises(Divergence, match=re.escape(f"parameter {name}")):
+        guard.check_update({"loss": 1.0})
+    trainer.close()
