@@ -50,7 +50,7 @@ def test_cartpole_report_compares_canter_dqn_at_2_threads_with_sb3s_faster_setti
     meta = {"date": "d", "cpu": "c", "load_before": "l", "load_after": "l", "versions": {}, "elapsed": 1.0,
             "command": "python benchmarks/bench_cartpole.py"}
     text = bench_cartpole.build_report(R, [1, 2], argparse.Namespace(quick=False), meta)
-    row = next(line for line in text.splitlines() if line.startswith("| DQN, canter at its default 2 threads"))
+    row = next(line for line in text.splitlines() if line.startswith("| DQN, canter at 2 threads"))
     assert row.endswith("| 36 (36–36) | 12 (12–12) | 3.00 (3.00–3.00) |")  # 36/12 on both seeds; SB3's 1-thread runs alone give 3.00 / 4.00
     ref = next(line for line in text.splitlines() if line.startswith("| DQN, SB3 at 2 threads"))
     assert ref.endswith("| 10 (9–12) | 1.04 (0.75–1.33) |")
@@ -79,9 +79,9 @@ def test_bench_cartpole_quick_run_writes_its_report(tmp_path):
     assert sorted(r["lib"] for r in dqn) == ["canter", "canter", "sb3", "sb3"]
     assert sorted(r["threads"] for r in dqn if r["lib"] == "sb3") == [1, 2]
     two = {line.split(" | ")[0] for line in text.splitlines() if line.startswith("| DQN, ") and "2,048 steps" in line}
-    assert two == {"| DQN, canter at its default 2 threads (SB3: the faster of its 1- and 2-thread runs of each seed)",
+    assert two == {"| DQN, canter at 2 threads (SB3: the faster of its 1- and 2-thread runs of each seed)",
                    "| DQN, SB3 at 2 threads (reference; last column: SB3 at 2 threads / SB3 at 1)"}
-    best = [line for line in text.splitlines() if line.startswith("| DQN, canter at its default")][0].split(" | ")[3]
+    best = [line for line in text.splitlines() if line.startswith("| DQN, canter at 2 threads")][0].split(" | ")[3]
     sb3 = {r["threads"]: r["sps"] for r in sps if r["lib"] == "sb3"}
     assert best.replace(",", "") == f"{max(sb3.values()):.0f}"  # the row compares with SB3's faster setting
     for r in sps:
