@@ -1,0 +1,185 @@
+"""The search space of ``canter tune``: each hyperparameter's range comes from its config field
+(``hp(..., search=...)``), ``--space FILE.yaml`` overrides entries by name, and a resumed study's
+sampled distributions must stay compatible (:func:`check_study_space`)."""
+from __future__ import annotations
+
+import json
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from canter.config import RunConfig, check_range, coerce, fields_of, load_yaml
+from canter.errors import CanterError, unknown
+from canter.registry import lookup
+
+SPEC_KEYS = ("low", "high", "log", "step", "choices")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One dimension of the search space."""
+
+    name: str
+    kind: str  # "int", "float" or "categorical"
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = None
+    choices: tuple[Any, ...] = ()
+
+    @property
+    def encoded(self) -> bool:
+        """Whether the choices are sampled as JSON text (lists such as net_arch are not Optuna categories)."""
+        return not all(c is None or isinstance(c, (bool, int, float, str)) for c in self.choices)
+
+    def distribution(self) -> Any:
+        """The Optuna distribution that :meth:`suggest` draws from (and that the study stores)."""
+        from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+        if self.kind == "int":
+            return IntDistribution(int(self.low), int(self.high), log=self.log, step=int(self.step or 1))
+        if self.kind == "float":
+            return FloatDistribution(self.low, self.high, log=self.log, step=self.step)
+        return CategoricalDistribution([json.dumps(c) for c in self.choices] if self.encoded else list(self.choices))
+
+    def suggest(self, trial: Any) -> Any:
+        """Draw this parameter from an Optuna trial."""
+        d = self.distribution()
+        if self.kind == "int":
+            return trial.suggest_int(self.name, d.low, d.high, step=d.step, log=d.log)
+        if self.kind == "float":
+            return trial.suggest_float(self.name, d.low, d.high, step=d.step, log=d.log)
+        value = trial.suggest_categorical(self.name, list(d.choices))
+        return json.loads(value) if self.encoded else value
+
+
+def describe(distribution: Any) -> str:
+    """An Optuna distribution in a few words, e.g. ``a log-scale float range [1e-05, 0.003]``."""
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    if isinstance(distribution, CategoricalDistribution):
+        return f"choices {list(_decode(dict(enumerate(distribution.choices))).values())}"
+    kind = "int" if isinstance(distribution, IntDistribution) else "float"
+    scale = "log-scale " if distribution.log else ""
+    return f"a {scale}{kind} range [{distribution.low:g}, {distribution.high:g}]"
+
+
+def check_study_space(study: Any, space: dict[str, Param]) -> None:
+    """Refuse (CanterError) a search space that the study's earlier trials cannot be continued with.
+
+    Optuna refuses to sample a parameter from a distribution of another kind (int, float, categorical),
+    another scale (log or not) or other choices than earlier trials did; it would fail every new trial.
+    A range (low, high, step) may change.
+    """
+    from optuna.distributions import check_distribution_compatibility
+
+    stored: dict[str, Any] = {}
+    for trial in study.get_trials(deepcopy=False):
+        for name, distribution in trial.distributions.items():
+            stored.setdefault(name, distribution)
+    for name, param in space.items():
+        if name not in stored:
+            continue
+        try:
+            check_distribution_compatibility(stored[name], param.distribution())
+        except ValueError:
+            raise CanterError(
+                f"study '{study.study_name}' sampled '{name}' from {describe(stored[name])}, but the search space "
+                f"now gives {describe(param.distribution())}; keep its kind, log scale and choices, or start a "
+                "new study with another --study name or --out") from None
+
+
+def _field(algo_cls: type, name: str) -> tuple[str, Any, Any]:
+    """(config key, dataclass field, type) for a hyperparameter or run-config key."""
+    hp_fields, run_fields = fields_of(algo_cls.Config), fields_of(RunConfig)
+    bare = name[8:] if name.startswith("hparams.") else name
+    if bare in hp_fields:
+        return bare, *hp_fields[bare]
+    if not name.startswith("hparams.") and name in run_fields and name not in ("algo", "env"):
+        return name, *run_fields[name]
+    raise unknown("hyperparameter in the search space", name,
+                  list(hp_fields) + [k for k in run_fields if k not in ("algo", "env")])
+
+
+def typing_inner(tp: Any) -> Any:
+    """``int | None`` -> ``int``; other types unchanged (``list[int]`` stays ``list[int]``)."""
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
+        return tp
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if len(args) == 1 else tp
+
+
+def make_param(algo_cls: type, name: str, spec: Any, source: str) -> Param:
+    """Validate one search-space entry against its config field and build a :class:`Param`."""
+    key, f, tp = _field(algo_cls, name)
+    where = f"search space of '{name}' ({source})"
+    if not isinstance(spec, dict):
+        raise CanterError(f"{where} must be a mapping with 'choices' or 'low'/'high', got {spec!r}")
+    for k in spec:
+        if k not in SPEC_KEYS:
+            raise unknown(f"key in the {where}", str(k), SPEC_KEYS)
+    if "choices" in spec:
+        choices = spec["choices"]
+        if not isinstance(choices, list) or not choices:
+            raise CanterError(f"{where}: 'choices' must be a non-empty list")
+        values = [coerce(tp, c, key) for c in choices]
+        for v in values:
+            check_range(f, v, key)
+        return Param(key, "categorical", choices=tuple(values))
+    if "low" not in spec or "high" not in spec:
+        raise CanterError(f"{where} needs 'choices' or both 'low' and 'high'")
+    base = tp if tp in (int, float) else typing_inner(tp)
+    if base not in (int, float):
+        raise CanterError(f"{where}: '{key}' is not a number; give 'choices' instead of a range")
+    low, high = coerce(base, spec["low"], key), coerce(base, spec["high"], key)
+    check_range(f, low, key)
+    check_range(f, high, key)
+    log = spec.get("log", False)
+    if not isinstance(log, bool):
+        raise CanterError(f"{where}: 'log' must be true or false, got {log!r}")
+    if not low < high:
+        raise CanterError(f"{where}: 'low' ({low}) must be below 'high' ({high})")
+    if log and low <= 0:
+        raise CanterError(f"{where}: a log scale needs 'low' > 0, got {low}")
+    step = spec.get("step")
+    if step is not None and log:
+        raise CanterError(f"{where}: 'step' and 'log' cannot be combined")
+    if step is not None:
+        step = coerce(base, step, f"{key}: step")
+        if not step > 0:
+            raise CanterError(f"{where}: 'step' must be > 0, got {step}")
+    return Param(key, "int" if base is int else "float", low, high, log, step)
+
+
+def search_space(algo: str, space_file: str | Path | None = None) -> dict[str, Param]:
+    """The declared search space of ``algo``'s config, with ``space_file``'s entries over it."""
+    algo_cls = lookup("algorithm", algo)
+    specs: dict[str, tuple[Any, str]] = {}
+    for name, (f, _tp) in fields_of(algo_cls.Config).items():
+        if f.metadata.get("search"):
+            specs[name] = (f.metadata["search"], f"declared on {algo_cls.__name__}.Config")
+    if space_file is not None:
+        for name, spec in load_yaml(space_file).items():
+            key = _field(algo_cls, str(name))[0]
+            if spec is None:
+                specs.pop(key, None)
+            else:
+                specs[key] = (spec, str(space_file))
+    if not specs:
+        raise CanterError(f"the search space of '{algo}' is empty; declare search= on its config fields or pass --space")
+    return {name: make_param(algo_cls, name, spec, source) for name, (spec, source) in specs.items()}
+
+
+def _decode(params: dict[str, Any]) -> dict[str, Any]:
+    """Turn JSON-encoded list choices back into lists."""
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, str) and v[:1] in "[{":
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError:
+                pass
+        out[k] = v
+    return out
