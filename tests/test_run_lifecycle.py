@@ -186,7 +186,7 @@ def test_a_resumed_runs_console_clock_goes_on(tmp_path, capsys):
     capsys.readouterr()
     canter.resume(run_dir, quiet=False)
     first = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("["))
-    assert wall > 1.0 and float(first[1:first.index("s]")]) >= wall
+    assert wall > 1.0 and float(first[1:first.index("s]")]) >= wall - 0.05  # the console shows tenths (1.6 for 1.6007)
 
 
 def test_a_run_that_fails_before_training_gives_its_lock_back(tmp_path, monkeypatch):
