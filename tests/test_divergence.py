@@ -303,10 +303,10 @@ def test_warm_up_iterations_skip_the_parameter_pass(monkeypatch):
         if record.losses:  # the first iteration that learned
             break
         warm_up += 1
-    assert warm_up == 19 and len(calls) == 2  # the first warm-up iteration and the first update only
+    assert warm_up == 20 and len(calls) == 2  # the first warm-up iteration and the first update only
     calls.clear()
-    updating = list(trainer())
-    assert len(updating) == 20 and all(r.losses for r in updating) and len(calls) == 20  # each one checked
+    updating = list(trainer())  # the phases ending at steps 176, ..., 320 (the first update: after 168)
+    assert len(updating) == 19 and all(r.losses for r in updating) and len(calls) == 19  # each one checked
 
 
 @pytest.mark.parametrize("algo", ["dqn", "td3", "ppo"])

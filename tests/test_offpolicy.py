@@ -442,3 +442,15 @@ def test_adam_eps_reaches_the_q_networks_optimizer():
     trainer = canter.make_trainer("rainbow", "ALE/Pong-v5", seed=0, buffer_size=1000)
     assert trainer.agent.algorithm.optimizer.param_groups[0]["eps"] == 1.5e-4  # the preset: Hessel et al.'s
     trainer.close()
+
+
+@pytest.mark.parametrize("algo,env", [("dqn", "CartPole-v1"), ("sac", "Pendulum-v1")])
+def test_first_training_phase_is_the_first_to_end_past_learning_starts(algo, env):
+    """As Stable-Baselines3 (``num_timesteps > learning_starts``): with learning_starts 8 and train_freq 4
+    the phases ending at steps 12, 16, 20 train; the one ending at step 8 does not (it trained before:
+    one gradient step more than SB3, and more with larger gradient_steps)."""
+    trainer = canter.make_trainer(algo, env, seed=0, max_steps=20,
+                                  **{**TINY, "learning_starts": 8, "train_freq": 4, "gradient_steps": 2})
+    trained = [(r.step, trainer.algorithm.updates) for r in trainer()]
+    trainer.close()
+    assert trained == [(4, 0), (8, 0), (12, 2), (16, 4), (20, 6)]

@@ -106,8 +106,8 @@ def test_a_divergence_restore_does_not_apply_the_lr_decay_twice():
     assert "restored" in event["action"]
     for step, lr in seen:
         # the rate follows decay(step) x 0.5 after the restore; set_progress ran at the iteration's last
-        # step once learning started, before its last vector step until then
-        progress_step = step if step >= 64 else step - 2
+        # step once learning started (after step 64), before its last vector step until then
+        progress_step = step if step > 64 else step - 2
         expected = 1e-3 * lr_decay("linear", progress_step, 1280, final=0.1) * (0.5 if step >= event["step"] else 1.0)
         assert lr == pytest.approx(expected, rel=1e-9), (step, lr, expected)
 

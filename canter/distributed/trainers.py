@@ -271,7 +271,7 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         update_obs_stats(agent, r["obs"], 2)
         stats: dict[str, float] = {}
         try:
-            if self.step >= c.learning_starts and len(self.buffer):
+            if self.step > c.learning_starts and len(self.buffer):  # as the single-process trainer
                 self._owed += r["steps"] * c.gradient_steps / c.train_freq
                 updates = int(self._owed)
                 self._owed -= updates

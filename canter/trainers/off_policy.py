@@ -77,7 +77,9 @@ PHASE_ROWS = 1 << 16
 class OffPolicyTrainer(StepwiseTrainer):
     """Each iteration collects ``train_freq`` env steps, then takes ``gradient_steps`` updates.
 
-    Before ``learning_starts`` env steps, actions are uniform random. Every vector step enters
+    Before ``learning_starts`` env steps, actions are uniform random; the first training phase is
+    the first to end past ``learning_starts`` (``step > learning_starts``, as in Stable-Baselines3,
+    so a phase ending exactly there does not train yet). Every vector step enters
     the buffer (reset-only steps as episode boundaries, see :class:`~canter.data.ReplayBuffer`);
     the next observation of an episode's last step is its real final observation, so truncated
     episodes bootstrap correctly. The buffer keeps raw observations and rewards; the agent's
@@ -180,8 +182,8 @@ class OffPolicyTrainer(StepwiseTrainer):
         """The gradient steps (none before ``learning_starts``); the next collection phase starts after them."""
         if self._new_phase is not None:
             self._new_phase()
-        if self.step < self.config.learning_starts or len(self.buffer) == 0:
-            return {}
+        if self.step <= self.config.learning_starts or len(self.buffer) == 0:
+            return {}  # as Stable-Baselines3: the first phase trains once step > learning_starts
         return self.train(self.config.gradient_steps)
 
     def train(self, gradient_steps: int) -> dict[str, float]:
