@@ -65,7 +65,7 @@ def _canter(algo: str, seed: int, conv_precision: str = "float32") -> dict:
     trainer.eval_env.close()
     return {"steps": steps, "transitions": transitions, "train_s": timed["loop_s"] - timed["eval_s"],
             "loop_mono": timed["loop_mono"], "eval_mono": timed["eval_mono"],
-            "vectorization": type(trainer.env.env).__name__}
+            "vectorization": type(trainer.env.env.unwrapped).__name__}
 
 
 def _sb3(algo: str, seed: int) -> dict:

@@ -180,10 +180,12 @@ def test_ale_id_without_the_extra_is_a_one_line_error(monkeypatch, capsys):
     assert len(err) == 1 and "canter[atari]" in err[0]
 
 
-def test_wrapper_path_evaluation_serves_after_a_lost_life_as_training_does():
+@pytest.mark.parametrize("vectorization", ["sync", "native"])
+def test_evaluation_serves_after_a_lost_life_as_training_does(vectorization):
     """Training's EpisodicLife + FireReset press FIRE after every lost life; evaluation (whole games)
-    must too, else a Breakout game never resumes and runs to the frame cap (27,000 steps)."""
-    env = make_vec_env("ALE/Breakout-v5", 1, "sync", training=False)
+    must too, else a Breakout game never resumes and runs to the frame cap (27,000 steps). ale-py's
+    native env pressed FIRE only at a game's start (NativeFireAfterLifeLoss now presses it)."""
+    env = make_vec_env("ALE/Breakout-v5", 1, vectorization, training=False)
     env.reset(seed=0)
     for steps in range(1, 2001):
         env.step(np.zeros(1, np.int64))  # NOOP only: the ball is served by the wrappers alone
@@ -191,6 +193,29 @@ def test_wrapper_path_evaluation_serves_after_a_lost_life_as_training_does():
             break
     env.close()
     assert env.finished_envs.size and steps < 500  # five lives lost in ~115 steps (SB3's AtariWrapper: the same)
+
+
+def test_native_training_presses_fire_only_on_the_boundary_step_after_a_lost_life():
+    """The step after a lost life's ``terminated`` is NEXT_STEP's boundary (no transition records its
+    action): FIRE there serves the ball, as FireReset does at the wrapper path's reset; every other
+    step runs the policy's action (here NOOP, which never serves)."""
+    env = make_vec_env("ALE/Breakout-v5", 2, "native", training=True)
+    env.reset(seed=0)
+    sent = []
+    native = env.env.unwrapped
+    base_step = native.step
+    native.step = lambda actions: (sent.append(np.array(actions)), base_step(actions))[1]
+    lost = []
+    for _ in range(1000):
+        step = env.step(np.zeros(2, np.int64))
+        lost.append(step.terminated.copy())
+    env.close()
+    sent, lost = np.array(sent), np.array(lost)
+    assert lost.sum(0).min() >= 5  # every life of both copies was served and lost again (games over too)
+    after_loss = np.zeros_like(lost)
+    after_loss[1:] = lost[:-1]
+    lives_left = sent == 1  # FIRE only where a life (not the game) was lost on the step before
+    assert lives_left.sum() > 0 and not (lives_left & ~after_loss).any()
 
 
 def test_a_mistyped_ale_id_with_the_extra_installed_suggests_the_close_ids():

@@ -19,7 +19,10 @@ gymnasium-wrapper stack below in this process or in subprocesses. Differences of
 its frame stack is padded with zero frames after a reset (the wrappers repeat the first frame); its
 reset presses FIRE for a single frame, without the following action 2, and then takes 0 to 28
 no-ops from its own generator (the wrappers: 1 to 30 no-ops, then FIRE and action 2 for 4 frames
-each); after a lost life it continues the game without pressing FIRE and keeps its frame stack.
+each); after a lost life it continues the game and keeps its frame stack, and
+:class:`NativeFireAfterLifeLoss` presses FIRE there (evaluation: FIRE then action 2, as the wrapper
+path's ``FireAfterLifeLoss``; training: FIRE on the step that NEXT_STEP treats as the episode
+boundary, whose action no transition records).
 The replay buffer stores stacks exactly either way (:class:`canter.data.framestack.FrameStackReplay`).
 
 Differences from Stable-Baselines3's ``AtariWrapper`` shared by both paths (measured in
@@ -154,9 +157,7 @@ class FireAfterLifeLoss(gym.Wrapper):
     ``EpisodicLife`` + ``FireReset`` do at the reset that follows one (and as Stable-Baselines3,
     which evaluates through the same wrappers, does); the rewards of those steps count. Without it
     a policy trained there never serves after a lost life, and a FIRE game (Breakout) stalls until
-    the frame cap. ale-py's native env presses FIRE only at a game's start, in training and
-    evaluation alike (a policy trained there learns to serve itself; until it has, its evaluation
-    games of a FIRE game run to the frame cap: docs/atari.md)."""
+    the frame cap. On ale-py's native env :class:`NativeFireAfterLifeLoss` does the same."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
@@ -176,6 +177,50 @@ class FireAfterLifeLoss(gym.Wrapper):
             obs, r, terminated, truncated, info = self.env.step(press)
             reward += r
         self.lives = self.env.unwrapped.ale.lives()
+        return obs, reward, terminated, truncated, info
+
+
+class NativeFireAfterLifeLoss(gym.vector.VectorWrapper):
+    """ale-py's native vector env: press FIRE after a lost life, for games whose action 1 is FIRE.
+
+    The native env continues the game after a lost life without a FIRE press, so a policy that
+    never serves stalled a FIRE game (Breakout) until the 27,000-step cap. Here the copy's next
+    actions are replaced: in evaluation by FIRE then action 2 (the wrapper path's
+    :class:`FireAfterLifeLoss`; the rewards of those steps count, the policy's actions for them are
+    not used); in training by FIRE on the next step only, the step that canter's NEXT_STEP convention
+    treats as the boundary after the life's ``terminated`` (no transition records its action), as
+    ``EpisodicLife`` + ``FireReset`` press FIRE at the reset after a lost life. A game over (no
+    lives left) resets the game instead, which presses FIRE itself.
+    """
+
+    def __init__(self, env: gym.vector.VectorEnv, training: bool) -> None:
+        super().__init__(env)
+        self.presses = np.array([1] if training else [1, 2])
+        self.queue = np.full((env.num_envs, len(self.presses)), -1, dtype=np.int64)  # -1: the policy's action
+        self.lives = np.zeros(env.num_envs, dtype=np.int64)
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:  # noqa: D102
+        obs, info = self.env.reset(seed=seed, options=options)
+        mask = np.ones(self.num_envs, dtype=bool) if not options or options.get("reset_mask") is None \
+            else np.asarray(options["reset_mask"], dtype=bool)
+        self.queue[mask] = -1
+        self.lives[mask] = np.asarray(info["lives"])[mask]
+        return obs, info
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:  # noqa: D102
+        forced = self.queue[:, 0] >= 0
+        if forced.any():
+            actions = np.array(actions, copy=True)
+            actions[forced] = self.queue[forced, 0]
+            self.queue[forced] = np.roll(self.queue[forced], -1, axis=1)
+            self.queue[forced, -1] = -1
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        lives = np.asarray(info["lives"])
+        lost = (0 < lives) & (lives < self.lives) & ~truncated
+        if not len(self.presses) == 1:  # evaluation: a lost life does not end the episode
+            lost &= ~terminated
+        self.queue[lost] = self.presses
+        self.lives = lives.copy()
         return obs, reward, terminated, truncated, info
 
 
@@ -224,12 +269,23 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
     if unknown:
         raise CanterError(f"env_kwargs {sorted(unknown)} are not supported by the native Atari vector env; "
                           f"use --vectorization async")
-    return AtariVectorEnv(
+    env = AtariVectorEnv(
         gym.spec(env_id).kwargs["game"], n_envs, num_threads=min(n_envs, available_cpus()),
         img_height=SCREEN_SIZE, img_width=SCREEN_SIZE, grayscale=True, stack_num=FRAME_STACK, frameskip=FRAME_SKIP,
         maxpool=True, noop_max=NOOP_MAX, use_fire_reset=True, episodic_life=False, life_loss_info=training,
         reward_clipping=training, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
     )
+    actions = env.ale.get_action_set()
+    if len(actions) >= 3 and actions[1] == _ale_fire():
+        return NativeFireAfterLifeLoss(env, training)
+    return env
+
+
+def _ale_fire() -> Any:
+    """ale-py's FIRE action."""
+    from ale_py import Action
+
+    return Action.FIRE
 
 
 def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", training: bool = False,
