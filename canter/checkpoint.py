@@ -209,7 +209,10 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     meta, from_json = _choose_metadata(base)
     st_path = base.with_name(base.name + ".safetensors")
     blob = st_path.read_bytes()
-    if from_json and meta.get("sha256") not in (None, hashlib.sha256(blob).hexdigest()):
+    if from_json and "sha256" not in meta:  # every canter save writes it: without it nothing vouches for the tensors
+        raise CanterError(f"checkpoint {base}.json has no sha256 of its tensors (edited by hand?); "
+                          f"restore it or load another checkpoint")
+    if from_json and meta["sha256"] != hashlib.sha256(blob).hexdigest():
         raise CanterError(f"checkpoint {st_path} is corrupt: its sha256 differs from the one in {base.name}.json")
     try:
         tensors = st_load(blob)

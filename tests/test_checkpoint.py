@@ -96,6 +96,23 @@ def test_pair_from_two_checkpoints_is_refused(tmp_path):
         load_checkpoint(b)
 
 
+@pytest.mark.parametrize("drop_sha", [False, True])
+def test_changed_tensors_are_refused_also_when_the_json_lost_its_sha256(tmp_path, drop_sha):
+    """A JSON without its sha256 (deleted by hand) skipped the integrity check: changed tensors loaded."""
+    b = tmp_path / "b"
+    save_checkpoint(b, {"w": torch.full((4,), 1.0)}, {"step": 1})
+    st = b.with_suffix(".safetensors")
+    blob = bytearray(st.read_bytes())
+    blob[-1] ^= 0x01  # the last byte of the last tensor's data: still a valid float
+    st.write_bytes(bytes(blob))
+    if drop_sha:
+        meta = json.loads(b.with_suffix(".json").read_text())
+        del meta["sha256"]
+        b.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(CanterError, match="has no sha256" if drop_sha else "is corrupt"):
+        load_checkpoint(b)
+
+
 def test_mismatched_pair_without_embedded_metadata_is_refused(tmp_path):
     from safetensors.torch import save_file
 
