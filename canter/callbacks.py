@@ -80,7 +80,8 @@ class FunctionHook(Callback):
 
     @property
     def stop_name(self) -> str:  # noqa: D102
-        return getattr(self.fn, "__name__", "should_stop")
+        name = getattr(self.fn, "__name__", "")
+        return name if name.isidentifier() else self.hook  # a lambda's "<lambda>" says nothing: the hook's name
 
 
 def _overrides(cb: Any, hook: str) -> bool:
