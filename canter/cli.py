@@ -185,7 +185,25 @@ def _drive(trainer: Any) -> int:
     return 0
 
 
-def _load_for_env(run_dir: str, env_override: str | None) -> tuple[Any, str, dict]:
+ENV_KWARGS_HELP = ("env constructor arguments as a YAML mapping, e.g. '{is_slippery: false}' (merged over the "
+                   "run's env_kwargs when the env is the run's own)")
+
+
+def parse_env_kwargs(text: str | None) -> dict[str, Any]:
+    """``--env-kwargs`` (a YAML mapping) as a dict; {} when not given; anything else is a one-line error."""
+    if text is None:
+        return {}
+    from canter.yaml_io import parse_yaml_value
+
+    value = parse_yaml_value(text, "--env-kwargs")
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise CanterError(f"--env-kwargs needs a YAML mapping of argument names to values, e.g. "
+                          f"'{{max_episode_steps: 200}}', got {text!r}")
+    return value
+
+
+def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str, Any] | None = None,
+                  ) -> tuple[Any, str, dict]:
     from canter.api import load
     from canter.envs import describe_space as d
     from canter.envs import make_vec_env, spaces_match
@@ -194,7 +212,7 @@ def _load_for_env(run_dir: str, env_override: str | None) -> tuple[Any, str, dic
         raise CanterError("--env needs an env id; leave it out to use the run's own env")
     agent = load(run_dir)
     env_id = env_override or agent.run_config.env
-    env_kwargs = agent.run_config.env_kwargs if env_override is None else {}
+    env_kwargs = {**(agent.run_config.env_kwargs if env_override is None else {}), **(extra_kwargs or {})}
     probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies,
                          central_state=agent.run_config.central_state)
     try:
@@ -222,6 +240,7 @@ def cmd_eval(argv: list[str]) -> int:
     p.add_argument("run_dir", help="run directory or checkpoint")
     p.add_argument("--episodes", type=int, default=10, help="episodes to run (default 10)")
     p.add_argument("--env", help="evaluate on another env id with the same spaces")
+    p.add_argument("--env-kwargs", dest="env_kwargs", help=ENV_KWARGS_HELP)
     p.add_argument("--seed", type=int, default=12345, help="evaluation seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--opponent", help="turn-based games: play against this opponent (random or a run directory)")
@@ -232,7 +251,7 @@ def cmd_eval(argv: list[str]) -> int:
     from canter.envs.turns import with_opponent
     from canter.trainers.evaluation import evaluate
 
-    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
+    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs))
     env_kwargs = with_opponent(env_id, env_kwargs, args.opponent, args.seat)
     # as many env copies as the training run's evaluations had, so the same seed gives the same episodes;
     # another env (--env) may have no native version of the run's vectorization
@@ -265,6 +284,7 @@ def cmd_play(argv: list[str]) -> int:
     p.add_argument("run_dir", help="run directory or checkpoint")
     p.add_argument("--episodes", type=int, default=1, help="episodes to play (default 1)")
     p.add_argument("--env", help="play on another env id with the same spaces")
+    p.add_argument("--env-kwargs", dest="env_kwargs", help=ENV_KWARGS_HELP)
     p.add_argument("--render", action="store_true", help="open a window (render_mode human)")
     p.add_argument("--video-dir", dest="video_dir", help="record mp4 videos here (needs the 'video' extra)")
     p.add_argument("--seed", type=int, default=0, help="episode seed")
@@ -276,7 +296,7 @@ def cmd_play(argv: list[str]) -> int:
         raise CanterError(f"--video-dir '{args.video_dir}' is a file, not a directory")
     from canter.play import play
 
-    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
+    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs))
     returns = play(agent, env_id, args.episodes, render=args.render, video_dir=args.video_dir, seed=args.seed,
                    env_kwargs=env_kwargs)
     for i, r in enumerate(returns):

@@ -250,6 +250,32 @@ def test_eval_json_on_good_run(capsys, runs):
     assert isinstance(obj["mean_return"], float) and isinstance(obj["std_return"], float)
 
 
+@pytest.mark.parametrize("cmd", ["eval", "play"])
+def test_env_kwargs_reach_the_env_of_eval_and_play(capsys, runs, cmd):
+    """--env-kwargs: eval, play and collect had no way to pass env arguments (``--env`` dropped the run's)."""
+    good, _ = runs
+    code, out, err = run_cli(capsys, cmd, str(good), "--env-kwargs", "{max_episode_steps: 7}", "--episodes", "2",
+                             *(["--json"] if cmd == "eval" else []))
+    assert code == 0, err
+    if cmd == "eval":
+        assert json.loads(out)["lengths"] == [7, 7]  # CartPole cut at 7 steps (a tiny policy lasts longer)
+    else:
+        assert out.splitlines() == ["episode 1: return 7.00", "episode 2: return 7.00"]
+    for bad, problem in (("[1]", "needs a YAML mapping"), ("{a: [", "cannot parse")):
+        code, out, err = run_cli(capsys, cmd, str(good), "--env-kwargs", bad)
+        assert_one_line_error(code, err, "--env-kwargs", problem)
+
+
+def test_collect_env_kwargs_reach_the_env_and_the_dataset(capsys, tmp_path):
+    from canter.data.dataset import TransitionDataset
+
+    code, out, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--env-kwargs", "{max_episode_steps: 5}",
+                             "--transitions", "20", "--out", str(tmp_path / "d"))
+    assert code == 0, err
+    data = TransitionDataset.load(tmp_path / "d")
+    assert data.env_kwargs == {"max_episode_steps": 5} and data.truncated.sum() >= 3  # every episode cut at 5
+
+
 def test_eval_bad_episodes(capsys, runs):
     good, _ = runs
     code, out, err = run_cli(capsys, "eval", str(good), "--episodes", "0")

@@ -9,7 +9,7 @@ from canter.errors import CanterError
 
 
 def _collect_parser() -> argparse.ArgumentParser:
-    from canter.cli import _Parser
+    from canter.cli import ENV_KWARGS_HELP, _Parser
 
     p = _Parser(prog="canter collect", description="Write a dataset of transitions for offline training (bc, cql, "
                 "td3bc): a run's deterministic policy, each action random with probability --epsilon, a uniform "
@@ -18,6 +18,7 @@ def _collect_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="dataset path; writes PATH.safetensors and PATH.json (minari:ID: a "
                    "local Minari dataset, the complete episodes; needs the 'offline' extra)")
     p.add_argument("--env", help="env id (default: the run's env; required without a run)")
+    p.add_argument("--env-kwargs", dest="env_kwargs", help=ENV_KWARGS_HELP)
     p.add_argument("--transitions", type=int, help="transitions to collect (default 50000)")
     p.add_argument("--epsilon", type=float, help="probability of a random action instead of the policy's (default 0)")
     p.add_argument("--seed", type=int, help="seed of the env and the random actions (default 0)")
@@ -29,8 +30,8 @@ def _collect_parser() -> argparse.ArgumentParser:
 def _check_collect_args(args: argparse.Namespace) -> None:
     """One-line errors for bad ``canter collect`` arguments; fills in the defaults."""
     if args.from_replay:
-        given = [f for f, v in (("--env", args.env), ("--transitions", args.transitions), ("--epsilon", args.epsilon),
-                                ("--seed", args.seed)) if v is not None]
+        given = [f for f, v in (("--env", args.env), ("--env-kwargs", args.env_kwargs), ("--transitions", args.transitions),
+                                ("--epsilon", args.epsilon), ("--seed", args.seed)) if v is not None]
         if args.run_dir is None or given:
             raise CanterError("--from-replay takes a run directory and --out only" + (
                 f"; drop {', '.join(given)}" if given else ": canter collect RUN_DIR --from-replay --out PATH"))
@@ -73,16 +74,20 @@ def _collect_destination(out: str) -> tuple[str | None, Any]:
 
 
 def cmd_collect(argv: list[str]) -> int:
-    """``canter collect [RUN_DIR] --out PATH [--env ENV] [--transitions N] [--epsilon E] [--seed S] [--from-replay]``"""
+    """``canter collect [RUN_DIR] --out PATH [--env ENV] [--env-kwargs YAML] [--transitions N] [--epsilon E] [--seed S]
+    [--from-replay]``"""
+    from canter.cli import parse_env_kwargs
+
     args = _collect_parser().parse_args(argv)
     _check_collect_args(args)
+    extra_kwargs = parse_env_kwargs(args.env_kwargs)
     minari_id, base = _collect_destination(args.out)
     from canter.data.dataset import collect, from_replay
 
     if args.from_replay:
         data = from_replay(args.run_dir)
     elif args.run_dir is None:
-        data = collect(args.env, args.transitions, None, seed=args.seed)
+        data = collect(args.env, args.transitions, None, seed=args.seed, env_kwargs=extra_kwargs)
     else:
         from canter.api import find_checkpoint
 
@@ -90,7 +95,7 @@ def cmd_collect(argv: list[str]) -> int:
 
         from canter.cli import _load_for_env
 
-        agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env)
+        agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, extra_kwargs)
         check_dataset_agent(agent, f"run '{args.run_dir}'")
         meta = getattr(agent, "metadata", {}) or {}
         source = {"checkpoint": str(find_checkpoint(args.run_dir)), "algorithm": meta.get("algorithm"),
