@@ -225,3 +225,25 @@ def test_multidiscrete_start_and_dtype_survive_a_checkpoint():
         assert back.dtype == space.dtype
     assert not spaces_match(gym.spaces.MultiDiscrete([3, 3], start=[1, 1]), gym.spaces.MultiDiscrete([3, 3]))
     assert space_to_dict(gym.spaces.MultiDiscrete([4])) == {"type": "MultiDiscrete", "nvec": [4]}  # as older runs
+
+
+def test_large_boxes_with_non_uniform_bounds_survive_a_checkpoint():
+    """A flattened Dict of a 5,000-value vector and a Discrete (bounds -1/1 then 0/1), and a large Box
+    with a bound per value: once "cannot serialise a large Box space with non-uniform bounds" at the
+    run's first checkpoint, so such envs could not train at all."""
+    import gymnasium as gym
+
+    from canter.envs.packing import ObservationPacker
+    from canter.envs.spaces import space_from_dict, space_to_dict, spaces_match
+
+    flat_dict = ObservationPacker(gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (5000,)), "b": gym.spaces.Discrete(2)}),
+                                  gym.spaces.Discrete(2)).space
+    per_value = gym.spaces.Box(np.zeros((50, 100), np.float32), np.arange(1, 5001, dtype=np.float32).reshape(50, 100))
+    unbounded = gym.spaces.Box(np.r_[np.full(5000, -np.inf), 0.0].astype(np.float32), np.inf, (5001,), np.float32)
+    for space in (flat_dict, per_value, unbounded):
+        d = json.loads(json.dumps(space_to_dict(space)))
+        back = space_from_dict(d)
+        assert back.shape == space.shape and back.dtype == space.dtype and spaces_match(space, back)
+        np.testing.assert_array_equal(back.low, space.low)
+        np.testing.assert_array_equal(back.high, space.high)
+    assert len(json.dumps(space_to_dict(flat_dict))) < 200  # runs of equal bounds, not 5,002 numbers

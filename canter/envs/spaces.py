@@ -14,12 +14,27 @@ _MAX_BOUNDS = 4096
 
 
 def _bound(arr: np.ndarray) -> Any:
+    """JSON-safe bounds (infinities as +-1e308): a nested list, one number when a large array is
+    uniform, or for a large non-uniform one its runs of equal values, ``{"runs": [[value, count], ...]}``
+    in flat order (a flattened ``Dict``'s entries are such runs)."""
     arr = np.asarray(arr, dtype=np.float64)
+    arr = np.where(np.isfinite(arr), arr, np.sign(arr) * 1e308)
     if arr.size <= _MAX_BOUNDS:
-        return np.where(np.isfinite(arr), arr, np.sign(arr) * 1e308).tolist()
-    if np.all(arr == arr.flat[0]):
-        return float(arr.flat[0]) if np.isfinite(arr.flat[0]) else float(np.sign(arr.flat[0]) * 1e308)
-    raise CanterError("cannot serialise a large Box space with non-uniform bounds")
+        return arr.tolist()
+    flat = arr.reshape(-1)
+    if np.all(flat == flat[0]):
+        return float(flat[0])
+    starts = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]])
+    counts = np.diff(np.r_[starts, flat.size])
+    return {"runs": [[float(flat[i]), int(c)] for i, c in zip(starts, counts)]}
+
+
+def _unbound(value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Inverse of :func:`_bound` (infinities still as +-1e308), as a float64 array of ``shape``."""
+    if isinstance(value, dict):
+        runs = np.asarray(value["runs"], dtype=np.float64).reshape(-1, 2)
+        return np.repeat(runs[:, 0], runs[:, 1].astype(np.int64)).reshape(shape)
+    return np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
 
 
 def space_to_dict(space: gym.Space) -> dict[str, Any]:
@@ -62,8 +77,7 @@ def space_from_dict(d: dict[str, Any]) -> gym.Space:
         return _packed_from_dict(d, np.dtype(d["dtype"]))
     if kind == "Box":
         shape = tuple(d["shape"])
-        low = np.broadcast_to(np.asarray(d["low"], dtype=np.float64), shape)
-        high = np.broadcast_to(np.asarray(d["high"], dtype=np.float64), shape)
+        low, high = _unbound(d["low"], shape), _unbound(d["high"], shape)
         dtype = np.dtype(d["dtype"])
         if np.issubdtype(dtype, np.floating):
             info = np.finfo(dtype)
@@ -95,7 +109,7 @@ def _packed_from_dict(d: dict[str, Any], dtype: np.dtype) -> PackedBox:
     probe = PackedBox(low, high, dtype, images)
     cols = _vector_columns(probe)
     for arr, key in ((low, "low"), (high, "high")):
-        vals = np.broadcast_to(np.asarray(d[key], np.float64), cols.shape)
+        vals = _unbound(d[key], cols.shape)
         arr[cols] = np.where(vals <= -1e308, -np.inf, np.where(vals >= 1e308, np.inf, vals))
     return PackedBox(low, high, dtype, images)
 
