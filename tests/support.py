@@ -24,6 +24,17 @@ class Box22Actions(gym.Env):
         return np.zeros(3, np.float32), -float(np.sum((action - 0.5) ** 2)), False, self.t >= 20, {}
 
 
+class ScalarAction(Box22Actions):
+    """A scalar Box action (shape ``()``, bounds -2 and 3): the env asserts the shape on every step."""
+
+    action_space = gym.spaces.Box(-2, 3, (), np.float32)
+
+    def step(self, action):
+        assert np.shape(action) == () and -2 <= action <= 3, action
+        self.t += 1
+        return np.zeros(3, np.float32), -float((action - 0.5) ** 2), False, self.t >= 20, {}
+
+
 def scripted(trainer, returns: list[float]) -> list[float]:
     """Replace the trainer's evaluation by a scripted sequence of mean returns; returns the log."""
     seen: list[float] = []

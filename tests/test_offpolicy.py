@@ -328,6 +328,23 @@ def test_box_actions_of_several_dimensions_are_stored_flat_and_reach_the_env_in_
     trainer.close()
 
 
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_scalar_box_actions_reach_the_env_as_scalars(algo):
+    """A Box action space of shape (): actions reached the env (warm-up, policy, predict) as arrays of
+    shape (1,), which the space does not contain."""
+    from canter.registry import register
+    from support import ScalarAction
+
+    register("env", f"ScalarAction-{algo}-offpolicy-test")(lambda render_mode=None, **kw: ScalarAction())
+    trainer = canter.make_trainer(algo, f"ScalarAction-{algo}-offpolicy-test", n_envs=2, max_steps=80,
+                                  learning_starts=40, batch_size=16, net_arch=[16], eval_every=0, eval_episodes=1)
+    list(trainer())  # the env asserts the shape of every action
+    assert trainer.algorithm.updates > 0 and trainer.buffer.actions.shape[-1] == 1
+    assert trainer.agent.predict(np.zeros((3, 3), np.float32)).shape == (3,)
+    assert trainer.agent.action_space.contains(trainer.agent.predict(np.zeros(3, np.float32)))
+    trainer.close()
+
+
 @pytest.mark.parametrize("algo", ["sac", "dqn"])
 def test_replay_keeps_raw_data_and_normalises_batches_with_the_statistics_of_their_draw(algo):
     """As SB3 with VecNormalize: the buffer holds the env's rewards and observations; a sampled batch

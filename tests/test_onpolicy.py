@@ -430,6 +430,20 @@ def test_box_actions_of_several_dimensions_reach_the_env_in_its_shape(algo):
     trainer.close()
 
 
+def test_scalar_box_actions_reach_the_env_as_scalars():
+    """A Box action space of shape (): actions reached the env as arrays of shape (1,), outside the space."""
+    from canter.registry import register
+    from support import ScalarAction
+
+    register("env", "ScalarAction-ppo-test")(lambda render_mode=None, **kw: ScalarAction())
+    trainer = canter.make_trainer("ppo", "ScalarAction-ppo-test", n_envs=2, n_steps=16, max_steps=64, eval_every=0,
+                                  eval_episodes=1)
+    list(trainer())  # the env asserts the shape of every action
+    assert trainer.agent.predict(np.zeros((3, 3), np.float32)).shape == (3,)
+    assert trainer.agent.action_space.contains(trainer.agent.predict(np.zeros(3, np.float32)))
+    trainer.close()
+
+
 def test_observation_normalisation_refuses_discrete_observations():
     with pytest.raises(CanterError, match="normalize_obs needs Box observations, not Discrete"):
         canter.make_trainer("ppo", "FrozenLake-v1", normalize_obs=True)

@@ -92,7 +92,7 @@ class Agent:
         """Algorithm actions -> what ``env.step`` takes (clipped Box actions, offset Discrete)."""
         a = actions if isinstance(actions, np.ndarray) else actions.cpu().numpy()
         if self._low is not None:
-            if self._low.ndim > 1:  # the policy's actions are flat [B, prod(shape)]
+            if self._low.ndim != 1:  # the policy's actions are flat [B, prod(shape)]; a scalar space: [B, 1] -> [B]
                 a = a.reshape((len(a),) + self._low.shape)
             if self.algorithm.squashed_actions:
                 a = self._low + (np.clip(a, -1.0, 1.0) + 1.0) * 0.5 * (self._high - self._low)
