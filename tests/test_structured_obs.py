@@ -56,6 +56,23 @@ def test_a_dict_with_an_action_mask_and_several_entries():
     np.testing.assert_array_equal(flat, np.r_[[1, 0], [0.5, -0.5], [0, 0, 1, 0], [0, 0, 1, 1]].astype(np.float32))
 
 
+@pytest.mark.parametrize("inner", [
+    gym.spaces.Dict({"pos": gym.spaces.Box(-1, 1, (2,)), "target": gym.spaces.Discrete(3)}),
+    gym.spaces.Tuple((gym.spaces.Box(-1, 1, (2,)), gym.spaces.Discrete(3))),
+], ids=["dict", "tuple"])
+def test_a_structured_observation_entry_beside_an_action_mask(inner):
+    """{"observation": Dict or Tuple, "action_mask": ...}: the observation entry is flattened on its own,
+    then the mask (packing once looked the Dict's keys up in the outer observation: KeyError 'pos')."""
+    space = gym.spaces.Dict({"observation": inner, "action_mask": gym.spaces.MultiBinary(4)})
+    packer = ObservationPacker(space, gym.spaces.Discrete(4))
+    assert isinstance(packer.space, MaskedBox) and packer.space.shape == (5 + 4,) and packer.space.mask_width == 4
+    entry = {"pos": np.array([0.5, -0.5], np.float32), "target": 2} if isinstance(inner, gym.spaces.Dict) else \
+        (np.array([0.5, -0.5], np.float32), 2)
+    flat = packer({"observation": entry, "action_mask": np.array([0, 1, 1, 0], np.int8)})
+    np.testing.assert_array_equal(flat, np.r_[[0.5, -0.5], [0, 0, 1], [0, 1, 1, 0]].astype(np.float32))
+    assert packer.space.contains(flat)
+
+
 def test_masked_dict_observations_train(tmp_path):
     canter.train("ppo", env=ENV, env_kwargs={"masked": True}, seed=0, max_steps=3000, n_envs=4, n_steps=64,
                  run_dir=tmp_path / "run", quiet=True, eval_every=0, eval_episodes=5)

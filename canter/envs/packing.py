@@ -116,10 +116,11 @@ class ObservationPacker:
                                   f"({int(action_space.n)}), got {mask}")
             # the usual single 'observation' entry is flattened on its own (the same layout as before)
             # the env's own key order, as without a mask (gymnasium's Dict would sort the keys again)
-            self._inner = rest[OBS_KEY] if set(rest) == {OBS_KEY} else gym.spaces.Dict(rest, sort_keys=False)
+            self._single = set(rest) == {OBS_KEY}
+            self._inner = rest[OBS_KEY] if self._single else gym.spaces.Dict(rest, sort_keys=False)
         else:
-            self._inner, width = space, 0
-        where = OBS_KEY if self.mask and not isinstance(self._inner, gym.spaces.Dict) else ""
+            self._inner, width, self._single = space, 0, False
+        where = OBS_KEY if self._single else ""
         _check_entries(self._inner, where)
         flat = gym.spaces.flatten_space(self._inner)
         low, high = np.asarray(flat.low, np.float64), np.asarray(flat.high, np.float64)
@@ -144,8 +145,8 @@ class ObservationPacker:
         """The flat vector of one observation (in :attr:`space`'s dtype)."""
         if not self.mask:
             return np.asarray(gym.spaces.flatten(self._inner, observation), self._dtype)
-        rest = observation[OBS_KEY] if not isinstance(self._inner, gym.spaces.Dict) else \
-            {k: v for k, v in observation.items() if k != MASK_KEY}
+        # the 'observation' entry (itself a Dict or Tuple, possibly), or every entry but the mask
+        rest = observation[OBS_KEY] if self._single else {k: v for k, v in observation.items() if k != MASK_KEY}
         x = np.asarray(gym.spaces.flatten(self._inner, rest), np.float32)
         return np.concatenate([x, np.asarray(observation[MASK_KEY], np.float32).reshape(-1)])
 
