@@ -95,6 +95,39 @@ def test_the_multi_encoder_picks_a_cnn_per_image_by_size():
         make_encoder(gym.spaces.Box(-1, 1, (3,)), "multi")
 
 
+@pytest.mark.parametrize("shape", [(16, 16, 3), (2, 8, 8), (35, 35)], ids=["hwc16", "chw8", "hw35"])
+def test_an_image_observation_below_36_pixels_a_side_gets_the_impala_encoder(shape):
+    """A plain image observation smaller than Nature's smallest input: ``auto`` picked ``nature``, whose
+    convolutions raised a torch RuntimeError (a traceback) while the model was built; the multi
+    encoder already picked ``impala`` for such images. Naming ``nature`` is a one-line error."""
+    from canter.registry import register
+    from support import Box22Actions
+
+    space = gym.spaces.Box(0, 255, shape, np.uint8)
+    assert isinstance(make_encoder(space), ImpalaResNet)
+    assert isinstance(make_encoder(gym.spaces.Box(0, 255, (36, 36), np.uint8)), NatureCNN)
+    with pytest.raises(CanterError, match="nature encoder needs images of at least 36 pixels a side"):
+        make_encoder(space, "nature")
+
+    class SmallImage(Box22Actions):
+        observation_space, action_space = space, gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            self.t = 0
+            return np.zeros(shape, np.uint8), {}
+
+        def step(self, action):
+            self.t += 1
+            return np.full(shape, self.t, np.uint8), float(action), False, self.t >= 8, {}
+
+    name = f"SmallImage-{'x'.join(map(str, shape))}-test"
+    register("env", name)(lambda render_mode=None, **kw: SmallImage())
+    trainer = canter.make_trainer("dqn", name, max_steps=48, learning_starts=32, batch_size=8, eval_every=0,
+                                  eval_episodes=1)
+    list(trainer())
+    assert trainer.algorithm.updates > 0 and trainer.agent.predict(np.zeros(shape, np.uint8)) in (0, 1)
+    trainer.close()
+
 
 def test_a_uint8_board_of_small_integers_is_a_vector_not_an_image():
     """Images are uint8 Boxes bounded by 0 and 255 (as SB3's is_image_space); a board with other bounds

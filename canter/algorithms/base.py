@@ -101,8 +101,9 @@ def encoder_hp() -> Any:
     (:func:`canter.models.cnn.make_encoder`)."""
     from canter.config import hp
 
-    return hp("auto", "observation encoder: auto (nature CNN for uint8 images, multi for Dict/Tuple observations "
-                      "with images, flat otherwise), nature, impala, flat, multi, or module:Class")
+    return hp("auto", "observation encoder: auto (nature CNN for uint8 images, impala below 36 pixels a side, "
+                      "multi for Dict/Tuple observations with images, flat otherwise), nature, impala, flat, multi, "
+                      "or module:Class")
 
 
 def encoder_kwargs(config: Any) -> dict[str, Any]:

@@ -22,7 +22,8 @@ float and divides by 255 as its first step.
 - ``split``: for a centralised critic (``mappo``): observations ``[2, w]``, the actor's input then
   the critic's, become one input per network of an actor-critic model.
 
-``auto`` picks ``nature`` for image spaces, ``multi`` for structured ones with images and ``flat``
+``auto`` picks ``nature`` for image spaces (``impala`` for images below 36 pixels a side, which
+``nature``'s convolutions cannot take), ``multi`` for structured ones with images and ``flat``
 otherwise. Encoders are registered
 (kind ``encoder``), so ``encoder: mypkg.nets:MyEncoder`` works like a model name.
 """
@@ -63,6 +64,16 @@ def image_layout(space: gym.Space) -> str | None:
 def is_image_space(space: gym.Space) -> bool:
     """True for uint8 image observations (what the convolutional encoders take)."""
     return image_layout(space) is not None
+
+
+#: the smallest image side the ``nature`` encoder takes (its convolutions leave nothing of a smaller one)
+NATURE_MIN_SIDE = 36
+
+
+def auto_image_encoder(space: gym.Space) -> str:
+    """The image encoder ``auto`` picks for the uint8 image ``space``: ``nature`` for images of at least
+    :data:`NATURE_MIN_SIDE` pixels a side, ``impala`` (which takes any size) for smaller ones."""
+    return "nature" if min(ImageEncoder(space).in_shape[1:]) >= NATURE_MIN_SIDE else "impala"
 
 
 class ImageEncoder(nn.Module):
@@ -185,6 +196,9 @@ class NatureCNN(ImageEncoder):
 
     def __init__(self, space: gym.Space, ortho_init: bool = False) -> None:
         super().__init__(space)
+        if min(self.in_shape[1:]) < NATURE_MIN_SIDE:
+            raise CanterError(f"the nature encoder needs images of at least {NATURE_MIN_SIDE} pixels a side, got "
+                              f"{tuple(space.shape)}; use encoder=impala (or auto, which picks it for small images)")
         c = self.in_shape[0]
         self.net = nn.Sequential(
             nn.Conv2d(c, 32, 8, stride=4), nn.ReLU(),
@@ -268,10 +282,7 @@ class MultiInputEncoder(nn.Module):
         self.convs, self.heads = nn.ModuleList(), nn.ModuleList()
         for _, _, shape in self.images:
             image = gym.spaces.Box(0, 255, shape, np.uint8)
-            kind = image_encoder
-            if kind == "auto":
-                probe = ImageEncoder(image)
-                kind = "nature" if min(probe.in_shape[1:]) >= 36 else "impala"
+            kind = auto_image_encoder(image) if image_encoder == "auto" else image_encoder
             conv = lookup("encoder", kind)(image, ortho_init=ortho_init)
             head = nn.Sequential(Linear(conv.out_dim, self.image_features), nn.ReLU())
             if ortho_init:
@@ -315,8 +326,8 @@ class SplitEncoder(ObsEncoder):
 
 
 def make_encoder(space: gym.Space, kind: str = "auto", ortho_init: bool = False) -> nn.Module:
-    """The encoder ``kind`` names for ``space`` (``auto``: ``nature`` for images, ``multi`` for
-    structured observations with images, else ``flat``).
+    """The encoder ``kind`` names for ``space`` (``auto``: ``nature`` for images, ``impala`` for images
+    below 36 pixels a side, ``multi`` for structured observations with images, else ``flat``).
 
     The returned module maps ``[B, *space.shape]`` tensors to ``[B, encoder.out_dim]`` floats.
     For observations that carry an action mask (:class:`~canter.envs.masks.MaskedBox`) it is built
@@ -331,7 +342,7 @@ def make_encoder(space: gym.Space, kind: str = "auto", ortho_init: bool = False)
         encoder: nn.Module = MultiInputEncoder(space, ortho_init, image_encoder=kind)
     else:
         if kind == "auto":
-            kind = "nature" if is_image_space(space) else "flat"
+            kind = auto_image_encoder(space) if is_image_space(space) else "flat"
         encoder = lookup("encoder", kind)(space, ortho_init=ortho_init)
     if not isinstance(getattr(encoder, "out_dim", None), int):
         raise CanterError(f"encoder '{kind}' must set an integer 'out_dim'")
