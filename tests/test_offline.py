@@ -72,6 +72,33 @@ def test_random_collection_draws_apart_from_the_env():
         assert 1.5 < data.info["mean_return"] < 4.0, (seed, data.info)  # random play: 8/3
 
 
+def test_random_actions_of_an_unbounded_box_are_finite_and_keep_the_finite_bounds(tmp_path):
+    """Box actions with infinite bounds (PPO's Gaussian policies need none): a random collection, or
+    --epsilon, raised numpy's OverflowError ('Range exceeds valid bounds') with a traceback. Unbounded
+    dimensions now draw as gymnasium's Box.sample (normal, or exponential away from one bound)."""
+    from canter.data.dataset import random_env_actions
+    from canter.registry import register
+    from support import Box22Actions
+
+    low = np.array([[0.0, -np.inf], [-np.inf, -1.0]], np.float32)
+    high = np.array([[1.0, np.inf], [3.0, np.inf]], np.float32)
+    space = gym.spaces.Box(low, high, dtype=np.float32)
+    a = random_env_actions(space, 500, np.random.default_rng(0))
+    assert a.shape == (500, 2, 2) and a.dtype == np.float32 and np.isfinite(a).all()
+    assert all(space.contains(x) for x in a)
+    assert a[:, 0, 1].min() < -1 and a[:, 0, 1].max() > 1 and a[:, 1, 1].min() > -1.0 and a[:, 1, 0].max() <= 3.0
+    bounded = gym.spaces.Box(-1, 2, (3,), np.float32)  # finite bounds: the same uniform draws as before
+    np.testing.assert_array_equal(random_env_actions(bounded, 4, np.random.default_rng(1)),
+                                  np.random.default_rng(1).uniform(bounded.low, bounded.high, (4, 3)).astype(np.float32))
+
+    class Unbounded(Box22Actions):
+        action_space = space
+
+    register("env", "UnboundedActions-collect-test")(lambda render_mode=None, **kw: Unbounded())
+    data = collect("UnboundedActions-collect-test", 50, None, seed=0)
+    assert data.actions.shape == (50, 2, 2) and np.isfinite(data.actions).all()
+
+
 def test_a_multi_agent_collection_is_stored_agent_by_agent_in_whole_episodes():
     """Each agent's episodes are contiguous (each row's next_obs is the next row's obs inside an
     episode), so episode returns are one agent's: at most 8 on match_agents, whose agents leave on a

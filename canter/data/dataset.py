@@ -382,7 +382,8 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: 
                        obs_space: gym.Space | None = None) -> np.ndarray:
     """``n`` uniform random actions as the env takes them (Discrete, MultiDiscrete or Box); where
     ``obs_space`` packs an action mask (:mod:`canter.envs.masks`), uniform over the actions that
-    each row of ``obs`` allows."""
+    each row of ``obs`` allows. A Box's unbounded dimensions draw as gymnasium's ``Box.sample``
+    does: a standard normal where both bounds are infinite, an exponential away from a single one."""
     width = mask_width(obs_space) if obs_space is not None else 0
     if width and obs is not None:
         allowed = split_mask(obs, width)[1]
@@ -394,8 +395,26 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: 
     if isinstance(space, gym.spaces.MultiDiscrete):
         return rng.integers(0, space.nvec, size=(n, *space.nvec.shape)) + space.start
     if isinstance(space, gym.spaces.Box):
-        return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
+        if np.isfinite(space.low).all() and np.isfinite(space.high).all():
+            return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
+        return _unbounded_box_actions(space, n, rng)
     raise CanterError(f"cannot draw random actions for a {type(space).__name__} action space")
+
+
+def _unbounded_box_actions(space: gym.spaces.Box, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` random actions of a Box with infinite bounds (see :func:`random_env_actions`)."""
+    shape = (n, *space.shape)
+    low = np.broadcast_to(np.asarray(space.low, np.float64), shape)
+    high = np.broadcast_to(np.asarray(space.high, np.float64), shape)
+    has_low, has_high = np.isfinite(low), np.isfinite(high)
+    out = np.empty(shape, np.float64)
+    both, neither = has_low & has_high, ~has_low & ~has_high
+    lower, upper = has_low & ~has_high, ~has_low & has_high
+    out[both] = rng.uniform(low[both], high[both])
+    out[neither] = rng.standard_normal(int(neither.sum()))
+    out[lower] = low[lower] + rng.exponential(size=int(lower.sum()))
+    out[upper] = high[upper] - rng.exponential(size=int(upper.sum()))
+    return out.astype(space.dtype)
 
 
 def check_dataset_agent(agent: Any, what: str) -> None:
@@ -421,7 +440,7 @@ def collect(
     env_id: str, transitions: int, agent: Any = None, *, epsilon: float = 0.0, seed: int = 0,
     env_kwargs: dict[str, Any] | None = None, info: dict[str, Any] | None = None,
 ) -> TransitionDataset:
-    """Run ``agent``'s deterministic policy (uniform random actions without an agent) for
+    """Run ``agent``'s deterministic policy (random actions without an agent, :func:`random_env_actions`) for
     ``transitions`` transitions, each action replaced by a random one with probability ``epsilon``.
 
     One env runs, so each episode's transitions are stored in order. On a multi-agent env (one row
