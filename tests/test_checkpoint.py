@@ -247,3 +247,19 @@ def test_large_boxes_with_non_uniform_bounds_survive_a_checkpoint():
         np.testing.assert_array_equal(back.low, space.low)
         np.testing.assert_array_equal(back.high, space.high)
     assert len(json.dumps(space_to_dict(flat_dict))) < 200  # runs of equal bounds, not 5,002 numbers
+
+
+def test_integer_boxes_keep_their_extreme_bounds_through_a_checkpoint():
+    """An int64 Box over the dtype's whole range (counters): its high, 2**63 - 1, is 2**63 as a JSON
+    float, and came back wrapped round to -2**63 (a loaded agent's space had low == high == -2**63)."""
+    import gymnasium as gym
+
+    from canter.envs.spaces import space_from_dict, space_to_dict
+
+    for dtype in (np.int64, np.uint64, np.int32, np.uint8):
+        info = np.iinfo(dtype)
+        space = gym.spaces.Box(info.min, info.max, (2,), dtype)
+        back = space_from_dict(json.loads(json.dumps(space_to_dict(space))))
+        assert back.dtype == space.dtype
+        np.testing.assert_array_equal(back.low, space.low)
+        np.testing.assert_array_equal(back.high, space.high)

@@ -84,6 +84,8 @@ def space_from_dict(d: dict[str, Any]) -> gym.Space:
             low, high = np.clip(low, -np.inf if (low < info.min).any() else info.min, None), high
             low = np.where(low <= -1e308, -np.inf, low)
             high = np.where(high >= 1e308, np.inf, high)
+        elif np.issubdtype(dtype, np.integer):
+            low, high = _integers(low, dtype), _integers(high, dtype)
         if d.get("action_mask"):
             return MaskedBox(low, high, int(d["action_mask"]))
         return gym.spaces.Box(low=low.astype(dtype), high=high.astype(dtype), shape=shape, dtype=dtype)
@@ -94,6 +96,16 @@ def space_from_dict(d: dict[str, Any]) -> gym.Space:
     if kind == "Dict":
         return gym.spaces.Dict({str(k): space_from_dict(v) for k, v in d["spaces"].items()})
     raise CanterError(f"unsupported space description {d!r}")
+
+
+def _integers(bounds: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Float64 bounds as integers of ``dtype``: the dtype's extremes stay its extremes (int64's
+    2**63 - 1 is 2**63 as a float, which ``astype`` wrapped round to -2**63)."""
+    info = np.iinfo(dtype)
+    top, bottom = bounds >= float(info.max), bounds <= float(info.min)
+    out = np.where(top | bottom, 0.0, bounds).astype(dtype)
+    out[top], out[bottom] = info.max, info.min
+    return out
 
 
 def _vector_columns(space: PackedBox) -> np.ndarray:
