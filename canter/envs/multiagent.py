@@ -97,6 +97,10 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
     then :meth:`global_state` and the agent's one-hot index, each zero-padded to ``w``.
     """
 
+    #: the groups' observation packers (Dict observations, action masks) are configuration, rebuilt with
+    #: the env: an exact resume's snapshot (:mod:`canter.envs.state`) skips their list
+    resume_skip = ("_packers",)
+
     def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None,
                  policies: str = "shared", central_state: bool = False) -> None:
         factory = parallel_factory(env_id)
