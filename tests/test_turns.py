@@ -3,6 +3,7 @@ an opponent's move decides, masks, random / self / checkpoint opponents, learnin
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -183,6 +184,21 @@ def test_connect_four_trains():
 ])
 def test_refusals(tmp_path, capsys, argv, needle):
     assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", TTT, *argv], needle)
+
+
+@pytest.mark.parametrize("factory", ["env", "parallel_env"])
+def test_a_game_missing_a_dependency_when_made_is_one_line(factory, tmp_path, capsys, monkeypatch):
+    """PettingZoo's hanabi imports open_spiel (through shimmy) only when made: a traceback before."""
+    import types
+
+    def make(**kwargs):
+        raise ModuleNotFoundError("Hanabi depends on OpenSpiel via Shimmy: pip install open_spiel")
+
+    module = types.ModuleType("hb_lazy_game")
+    setattr(module, factory, make)
+    monkeypatch.setitem(sys.modules, "hb_lazy_game", module)
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", "pettingzoo:hb_lazy_game"],
+                         "env 'pettingzoo:hb_lazy_game' is missing a dependency: Hanabi depends on OpenSpiel")
 
 
 def test_recurrent_self_play_is_refused():

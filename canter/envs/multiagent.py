@@ -108,6 +108,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             self.envs = [factory(**(env_kwargs or {})) for _ in range(copies)]
         except TypeError as exc:
             raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+        except ImportError as exc:  # an env that imports its backend when made, not when its module is imported
+            raise CanterError(f"env '{env_id}' is missing a dependency: {exc}") from None
         first = self.envs[0]
         self.agents = list(first.possible_agents)
         self.env_id = env_id

@@ -95,6 +95,8 @@ class TurnBasedEnv(gym.Env):
             self.game = factory(render_mode=render_mode, **kwargs) if render_mode else factory(**kwargs)
         except TypeError as exc:
             raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+        except ImportError as exc:  # a game that imports its backend when made (hanabi: open_spiel via shimmy)
+            raise CanterError(f"env '{env_id}' is missing a dependency: {exc}") from None
         self.render_mode = render_mode
         self.metadata = dict(getattr(self.game, "metadata", {}))  # render modes and fps, for videos
         agents = list(self.game.possible_agents)
