@@ -376,6 +376,15 @@ def test_bad_policy_hparams_are_one_line(setting, needle, capsys, tmp_path):
                                             f"policy_hparams={setting}"], needle)
 
 
+def test_a_policys_encoder_under_a_central_state_must_be_split(capsys, tmp_path):
+    """hparams.encoder=flat is refused with central_state; a policy's own encoder was not (its actor then
+    read the global state)."""
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", MIXED, "--set", "policies=type", "--set",
+                                            "central_state=true", "--set", "encoder=split", "--set",
+                                            "policy_hparams={speaker: {encoder: flat}}"],
+                         "policy_hparams.speaker.encoder must be split")
+
+
 def test_policy_hparams_need_several_policies(capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "policy_hparams={agent_0: {lr: 1}}"],
                          "needs policies: type or agent")
