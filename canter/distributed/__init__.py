@@ -40,7 +40,8 @@ def make_distributed_trainer(
     if run.explorers:
         from canter.distributed.pool import RayPool
 
-        pool: Any = RayPool(run, algo_cfg, run.explorers, run.ray_address)
+        # ``env`` was made with one copy: its sub-envs per copy (a multi-agent env's agents)
+        pool: Any = RayPool(run, algo_cfg, run.explorers, run.ray_address, rows_per_copy=env.num_envs)
         env.close()
     else:
         from canter.distributed.explorer import Explorer

@@ -100,7 +100,9 @@ class RayPool(_Episodes):
 
     remote = True
 
-    def __init__(self, run: Any, algo_cfg: Any, count: int, address: str | None = None) -> None:
+    def __init__(self, run: Any, algo_cfg: Any, count: int, address: str | None = None, rows_per_copy: int = 1) -> None:
+        """``rows_per_copy``: sub-envs per env copy (a multi-agent env's agents; 1 otherwise), so each
+        explorer's vector env has ``run.n_envs * rows_per_copy`` of them."""
         self.ray, self._owns_connection = connect(address)
         ray = self.ray
         try:
@@ -113,8 +115,8 @@ class RayPool(_Episodes):
                 num_cpus=self.cpus, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS,
             )
             self.run, self.algo_cfg, self.count = run, algo_cfg, count
-            self.envs_per_explorer = run.n_envs
-            self.num_envs = count * run.n_envs
+            self.envs_per_explorer = run.n_envs * rows_per_copy
+            self.num_envs = count * self.envs_per_explorer
             self.generation = [0] * count
             self.actors = [self._spawn(i) for i in range(count)]
         except BaseException:
