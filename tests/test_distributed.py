@@ -91,6 +91,20 @@ def test_async_algorithms_learn_cartpole_in_one_process(algo):
     assert "policy_lag" not in records[-1].losses  # no explorer statistics without explorers
 
 
+def test_an_in_process_explorers_multiagent_episodes_name_their_agent():
+    """history.parquet's ``agent`` column (docs/multiagent.md) for IMPALA / APPO, whose episodes come
+    from an explorer pool: it was missing."""
+    pytest.importorskip("pettingzoo")
+    trainer = canter.make_trainer("impala", "pettingzoo:tests.match_agents", env_kwargs={"n_agents": 3,
+                                  "miss_leaves": True}, seed=0, n_envs=2, max_steps=1024, eval_every=0, eval_episodes=1)
+    episodes = [e for r in trainer() for e in r.episodes]
+    trainer.close()
+    agents = [e.agent for e in episodes]
+    assert len(episodes) > 30 and set(agents) == {"agent_0", "agent_1", "agent_2"}
+    # an agent that misses leaves: each copy's episode ends every agent once, so the counts stay level
+    assert max(agents.count(a) for a in set(agents)) - min(agents.count(a) for a in set(agents)) <= 2
+
+
 @pytest.mark.parametrize("algo", ["ppo", "impala"])
 def test_max_policy_lag_without_async_explorers_warns_that_it_is_ignored(algo):
     with pytest.warns(CanterWarning, match=f"max_policy_lag applies only .* this {algo} run without explorers"):

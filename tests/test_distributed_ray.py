@@ -217,6 +217,7 @@ def test_explorers_step_every_agent_of_a_multiagent_env(cluster, algo):
                               eval_every=0, eval_episodes=2, **({"n_steps": 64, "batch_size": 64} if algo == "ppo" else {}))
     assert trainer.pool.envs_per_explorer == 4 and trainer.pool.num_envs == 8
     assert trainer.step >= 1024 and sum(len(r.episodes) for r in records) > 0
+    assert {e.agent for r in records for e in r.episodes} == {"agent_0", "agent_1"}  # history's agent column
     assert records[-1].evaluation is not None
 
 

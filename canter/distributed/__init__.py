@@ -41,7 +41,8 @@ def make_distributed_trainer(
         from canter.distributed.pool import RayPool
 
         # ``env`` was made with one copy: its sub-envs per copy (a multi-agent env's agents)
-        pool: Any = RayPool(run, algo_cfg, run.explorers, run.ray_address, rows_per_copy=env.num_envs)
+        pool: Any = RayPool(run, algo_cfg, run.explorers, run.ray_address, rows_per_copy=env.num_envs,
+                            copy_labels=getattr(env, "row_labels", None))
         env.close()
     else:
         from canter.distributed.explorer import Explorer

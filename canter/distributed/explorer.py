@@ -130,8 +130,8 @@ class Explorer:
         ``version``; ``None`` keeps the current ones. Keys: ``obs`` (raw, the env's dtype),
         ``actions`` (algorithm space), ``log_probs`` and ``values`` (when the algorithm returns
         them), ``rewards``, ``terminated``, ``dones``, ``valid`` — all ``[T, N, ...]`` — plus
-        ``last_obs``, ``last_values`` (with ``bootstrap``), finished ``episode_returns`` and
-        ``episode_lengths``, and ``version``, ``index``, ``pid``, ``steps``, ``seconds``.
+        ``last_obs``, ``last_values`` (with ``bootstrap``), finished ``episode_returns``,
+        ``episode_lengths`` and ``episode_envs`` (each one's sub-env), and ``version``, ``index``, ``pid``, ``steps``, ``seconds``.
         """
         start = time.perf_counter()
         if weights is not None and version != self.version:
@@ -150,6 +150,7 @@ class Explorer:
         returns: list[float] = []
         lengths: list[int] = []
         successes: list[float] = []
+        ended: list[int] = []  # each finished episode's sub-env (a multi-agent env's: which agent)
         for t in range(T):
             if random:
                 env_actions, acts = random_actions(agent, N, self.rng, self.obs)
@@ -179,6 +180,7 @@ class Explorer:
             dones[t] = step.terminated | step.truncated
             returns += env.finished_returns.tolist()
             lengths += env.finished_lengths.tolist()
+            ended += env.finished_envs.tolist()
             success = getattr(env, "finished_success", None)  # NaN where the env reports no is_success
             ok = success is not None and len(success) == len(env.finished_returns)
             successes += success.tolist() if ok else [float("nan")] * len(env.finished_returns)
@@ -187,7 +189,7 @@ class Explorer:
             "obs": obs, "actions": actions, "rewards": rewards, "terminated": terminated, "dones": dones,
             "valid": valid, "last_obs": np.array(self.obs),
             "episode_returns": np.asarray(returns, np.float64), "episode_lengths": np.asarray(lengths, np.int64),
-            "episode_successes": np.asarray(successes, np.float64),
+            "episode_successes": np.asarray(successes, np.float64), "episode_envs": np.asarray(ended, np.int64),
         }
         if log_probs is not None:
             out_data["log_probs"] = log_probs

@@ -38,11 +38,20 @@ class _Episodes:
     finished_lengths: np.ndarray = np.zeros(0, np.int64)
     finished_envs: np.ndarray = np.zeros(0, np.int64)
     finished_success: np.ndarray = np.zeros(0)
+    envs_per_explorer: int = 1
+    #: names for each sub-env of every explorer (index as in ``finished_envs``) that ``history.parquet``
+    #: records with its episodes: a multi-agent env's ``agent``, as :attr:`VecEnv.row_labels <canter.envs.VecEnv.row_labels>`
+    row_labels: dict[str, np.ndarray] = {}
 
     def _set_episodes(self, results: list[dict[str, Any]]) -> None:
         self.finished_returns = np.concatenate([r["episode_returns"] for r in results])
         self.finished_lengths = np.concatenate([r["episode_lengths"] for r in results])
-        self.finished_envs = np.arange(len(self.finished_returns))
+        if all("episode_envs" in r for r in results):  # each episode's sub-env, numbered across the explorers
+            self.finished_envs = np.concatenate([r["episode_envs"] + r["index"] * self.envs_per_explorer
+                                                 for r in results]).astype(np.int64)
+        else:  # a result from an older explorer
+            self.finished_envs = np.arange(len(self.finished_returns))
+            self.row_labels = {}
         self.finished_success = np.concatenate([  # NaN: not reported (or a result from an older explorer)
             r.get("episode_successes", np.full(len(r["episode_returns"]), np.nan)) for r in results])
 
@@ -57,6 +66,7 @@ class LocalPool(_Episodes):
         self.count = 1
         self.num_envs = explorer.env.num_envs
         self.envs_per_explorer = self.num_envs
+        self.row_labels = dict(getattr(explorer.env, "row_labels", None) or {})
         self.version = 0
         self.restarts = 0
         self.weights_bytes = 0
@@ -100,9 +110,11 @@ class RayPool(_Episodes):
 
     remote = True
 
-    def __init__(self, run: Any, algo_cfg: Any, count: int, address: str | None = None, rows_per_copy: int = 1) -> None:
+    def __init__(self, run: Any, algo_cfg: Any, count: int, address: str | None = None, rows_per_copy: int = 1,
+                 copy_labels: dict[str, np.ndarray] | None = None) -> None:
         """``rows_per_copy``: sub-envs per env copy (a multi-agent env's agents; 1 otherwise), so each
-        explorer's vector env has ``run.n_envs * rows_per_copy`` of them."""
+        explorer's vector env has ``run.n_envs * rows_per_copy`` of them; ``copy_labels``: the row
+        labels of one copy (a multi-agent env's agent names), repeated for every copy."""
         self.ray, self._owns_connection = connect(address)
         ray = self.ray
         try:
@@ -117,6 +129,7 @@ class RayPool(_Episodes):
             self.run, self.algo_cfg, self.count = run, algo_cfg, count
             self.envs_per_explorer = run.n_envs * rows_per_copy
             self.num_envs = count * self.envs_per_explorer
+            self.row_labels = {k: np.tile(np.asarray(v), count * run.n_envs) for k, v in (copy_labels or {}).items()}
             self.generation = [0] * count
             self.actors = [self._spawn(i) for i in range(count)]
         except BaseException:
