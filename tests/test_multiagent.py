@@ -417,6 +417,30 @@ def test_members_of_different_rollout_lengths_resume_exactly_mid_cycle(tmp_path)
     assert all(not m._pending for m in trainer.members.values())
 
 
+def test_an_inexact_resume_drops_a_members_rollout_in_progress():
+    """When the env's state could not be saved, the resumed run starts fresh episodes: a member's rollout
+    in progress (agent_1: 48 steps per rollout against 64) must not continue across that reset (its
+    last restored row, not done, bootstrapped GAE from the new episodes)."""
+    common = dict(env_kwargs={"n_agents": 2}, policies="agent", seed=5, n_envs=2, n_steps=64, batch_size=64,
+                  n_epochs=1, eval_every=0, max_steps=1024, policy_hparams={"agent_1": {"n_steps": 48}})
+    trainer = canter.make_trainer("ppo", ENV, **common)
+    next(iter(trainer()))  # one iteration: every member updated once; agent_1 is 16 steps into its next rollout
+    state = trainer.resume_state()
+    trainer.close()
+    assert trainer.members["agent_1"].buffer.pos == 16
+    state["env"] = None  # as for an env that cannot be snapshot (canter.envs.state)
+    seen = {}
+
+    def on_train_start(t):
+        seen.update({p: (m.buffer.pos, m.collected) for p, m in t.members.items()}, exact=t.resume_exact)
+
+    resumed = canter.make_trainer("ppo", ENV, hooks={"on_train_start": on_train_start}, **common)
+    resumed.resume_from(state)
+    next(iter(resumed()))
+    resumed.close()
+    assert seen == {"agent_0": (0, 0), "agent_1": (0, 0), "exact": False}
+
+
 def test_a_members_divergence_names_its_policy_at_the_runs_step(monkeypatch):
     import tests.mixed_agents as mixed
     from canter.trainers.guard import TrainingDiverged

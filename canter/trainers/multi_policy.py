@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from canter.agents.multi import MultiPolicyAgent
+from canter.data.rollout import RolloutBuffer
 from canter.config import RunConfig
 from canter.envs.multiagent_views import MultiPolicyVecEnv
 from canter.errors import CanterError
@@ -130,9 +131,13 @@ class MultiPolicyTrainer(Trainer):
         return {"members": {p: {**m.progress_state(), "collected": m.collected, **m.data_state()}
                             for p, m in self.members.items()}}
 
-    def load_data_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_data_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`data_state`. Where the env could not be restored (fresh episodes), a member's
+        rollout in progress is dropped: its rows' successors were in the episodes that were left."""
         for p, m in self.members.items():
             saved = state["members"][p]
             m.load_progress(saved)
             m.collected = int(saved["collected"])
             m.load_data_state(saved)
+            if not self.resume_exact and isinstance(getattr(m, "buffer", None), RolloutBuffer):
+                m.buffer.pos = m.collected = 0
