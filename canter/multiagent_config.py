@@ -71,6 +71,11 @@ def resolve_multiagent_modes(run: RunConfig, algo_cls: Any, algo_cfg: Any) -> No
     if joint and run.explorers:
         raise CanterError(f"{run.algo} runs in one process; drop --explorers")
     if joint and is_multiagent(run.env):
+        from canter.envs.turns import is_turn_based
+
+        if is_turn_based(run.env):  # else the turn-based env refuses the 'policies: joint' set here, not by the user
+            raise CanterError(f"{run.algo} controls the agents of a parallel multi-agent env jointly; '{run.env}' is a "
+                              f"turn-based game (train dqn or ppo: one policy learns a seat)")
         run.policies = "joint"
 
 
