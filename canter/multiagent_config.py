@@ -92,6 +92,7 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
     values = {**to_dict(algo_cfg), **overrides}
     cfg = build(type(algo_cfg), values, section=f"policy_hparams.{policy}.")
     if run.central_state and getattr(cfg, "encoder", "split") != "split":  # as resolve_multiagent_modes for hparams
-        raise CanterError(f"'central_state' gives actor and critic inputs of their own: policy_hparams.{policy}.encoder "
-                          f"must be split, not {cfg.encoder} (its actor would see the global state)")
+        raise CanterError(f"'central_state' gives actor and critic inputs of their own: "
+                          f"policy_hparams.{policy}.encoder must be split, not {cfg.encoder} (its actor would see "
+                          f"the global state)")
     return cfg

@@ -213,8 +213,9 @@ def test_apex_dqn_two_explorers_learns(cluster):
 def test_explorers_step_every_agent_of_a_multiagent_env(cluster, algo):
     """Each explorer's env has n_envs copies x 2 agents = 4 rows; the pool counted n_envs (2), and the
     synchronous learner's rollout buffer could not take the explorers' rollouts (a traceback)."""
+    extra = {"n_steps": 64, "batch_size": 64} if algo == "ppo" else {}
     trainer, records = _train(cluster, algo, env="pettingzoo:match_agents", seed=1, n_envs=2, max_steps=1024,
-                              eval_every=0, eval_episodes=2, **({"n_steps": 64, "batch_size": 64} if algo == "ppo" else {}))
+                              eval_every=0, eval_episodes=2, **extra)
     assert trainer.pool.envs_per_explorer == 4 and trainer.pool.num_envs == 8
     assert trainer.step >= 1024 and sum(len(r.episodes) for r in records) > 0
     assert {e.agent for r in records for e in r.episodes} == {"agent_0", "agent_1"}  # history's agent column

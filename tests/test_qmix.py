@@ -151,7 +151,8 @@ def test_qmix_run_resumes_exactly(tmp_path, capsys):
     (["train", "dqn", "--env", ENV, "--set", "policies=joint"], "'policies: joint' is for algorithms"),
     (["train", "qmix", "--env", ENV, "--explorers", "2"], "qmix runs in one process"),
     # the error named 'policies: joint', which qmix sets itself, for the user to drop
-    (["train", "qmix", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v3"], "is a turn-based game (train dqn or ppo"),
+    (["train", "qmix", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v3"],
+     "is a turn-based game (train dqn or ppo"),
 ])
 def test_qmix_bad_input_is_one_line(argv, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, argv, needle)

@@ -131,7 +131,8 @@ class Explorer:
         ``actions`` (algorithm space), ``log_probs`` and ``values`` (when the algorithm returns
         them), ``rewards``, ``terminated``, ``dones``, ``valid`` — all ``[T, N, ...]`` — plus
         ``last_obs``, ``last_values`` (with ``bootstrap``), finished ``episode_returns``,
-        ``episode_lengths`` and ``episode_envs`` (each one's sub-env), and ``version``, ``index``, ``pid``, ``steps``, ``seconds``.
+        ``episode_lengths`` and ``episode_envs`` (each one's sub-env), and ``version``, ``index``,
+        ``pid``, ``steps``, ``seconds``.
         """
         start = time.perf_counter()
         if weights is not None and version != self.version:

@@ -40,7 +40,8 @@ class _Episodes:
     finished_success: np.ndarray = np.zeros(0)
     envs_per_explorer: int = 1
     #: names for each sub-env of every explorer (index as in ``finished_envs``) that ``history.parquet``
-    #: records with its episodes: a multi-agent env's ``agent``, as :attr:`VecEnv.row_labels <canter.envs.VecEnv.row_labels>`
+    #: records with its episodes: a multi-agent env's ``agent``, as
+    #: :attr:`VecEnv.row_labels <canter.envs.VecEnv.row_labels>`
     row_labels: dict[str, np.ndarray] = {}
 
     def _set_episodes(self, results: list[dict[str, Any]]) -> None:
