@@ -89,6 +89,13 @@ def test_agents_that_leave_early_are_masked_until_their_copy_resets():
     env.close()
 
 
+@pytest.mark.parametrize("algo", ["ppo", "qmix"])
+def test_an_env_without_agents_is_one_line(algo, capsys, tmp_path):
+    """env_kwargs that leave possible_agents empty: an IndexError traceback before."""
+    assert_train_refused(capsys, tmp_path, ["train", algo, "--env", ENV, "--set", "env_kwargs={n_agents: 0}"],
+                         "has no agents (its possible_agents is empty")
+
+
 def test_a_module_without_parallel_env_is_refused(capsys):
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "pettingzoo:json", "--quiet")
     assert_one_line_error(code, err, "module 'json' has neither a parallel_env() factory")

@@ -112,6 +112,10 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             raise CanterError(f"env '{env_id}' is missing a dependency: {exc}") from None
         first = self.envs[0]
         self.agents = list(first.possible_agents)
+        if not self.agents:  # else an IndexError deep in the space checks
+            self.close_extras()
+            raise CanterError(f"'{env_id}' has no agents (its possible_agents is empty with env_kwargs "
+                              f"{env_kwargs or {}})")
         self.env_id = env_id
         groups = group_agents(self.agents, policies)
         self.policies = list(groups)
