@@ -105,6 +105,17 @@ def test_an_in_process_explorers_multiagent_episodes_name_their_agent():
     assert max(agents.count(a) for a in set(agents)) - min(agents.count(a) for a in set(agents)) <= 2
 
 
+@pytest.mark.parametrize("algo", ["impala", "appo"])
+def test_reward_normalisation_tracks_one_return_per_agent_of_an_in_process_explorer(algo):
+    """The learner's Agent was sized for n_envs copies (2), not their 4 agents' rows: a broadcast error."""
+    pytest.importorskip("pettingzoo")
+    trainer = canter.make_trainer(algo, "pettingzoo:tests.match_agents", seed=0, n_envs=2, max_steps=512,
+                                  normalize_reward=True, eval_every=0, eval_episodes=1)
+    records = list(trainer())
+    trainer.close()
+    assert records[-1].step >= 512 and trainer.agent._returns.shape == (4,)
+
+
 @pytest.mark.parametrize("algo", ["ppo", "impala"])
 def test_max_policy_lag_without_async_explorers_warns_that_it_is_ignored(algo):
     with pytest.warns(CanterWarning, match=f"max_policy_lag applies only .* this {algo} run without explorers"):

@@ -215,8 +215,9 @@ def test_explorers_step_every_agent_of_a_multiagent_env(cluster, algo):
     synchronous learner's rollout buffer could not take the explorers' rollouts (a traceback)."""
     extra = {"n_steps": 64, "batch_size": 64} if algo == "ppo" else {}
     trainer, records = _train(cluster, algo, env="pettingzoo:match_agents", seed=1, n_envs=2, max_steps=1024,
-                              eval_every=0, eval_episodes=2, **extra)
+                              eval_every=0, eval_episodes=2, normalize_reward=True, **extra)
     assert trainer.pool.envs_per_explorer == 4 and trainer.pool.num_envs == 8
+    assert trainer.agent._returns.shape == (8,)  # reward normalisation: one return per agent of every explorer
     assert trainer.step >= 1024 and sum(len(r.episodes) for r in records) > 0
     assert {e.agent for r in records for e in r.episodes} == {"agent_0", "agent_1"}  # history's agent column
     assert records[-1].evaluation is not None

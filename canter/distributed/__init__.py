@@ -35,7 +35,9 @@ def make_distributed_trainer(
     if not run.explorers and algo_cls.family != "async":
         raise CanterError(f"{algo_cls.name} runs in one process without explorers; pass --explorers N for Ray")
     obs_space, act_space = env.single_observation_space, env.single_action_space
-    total_envs = run.n_envs * max(1, run.explorers)
+    # every sub-env of the run (a multi-agent env has one per agent of each copy): ``env`` holds one copy
+    # per explorer with Ray, all the run's copies in-process
+    total_envs = env.num_envs * (run.n_envs * run.explorers if run.explorers else 1)
     agent = make_agent(dataclasses.replace(run, n_envs=total_envs), algo_cfg, obs_space, act_space)
     if run.explorers:
         from canter.distributed.pool import RayPool
