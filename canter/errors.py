@@ -28,6 +28,20 @@ class MissingExtraError(CanterError):
         self.extra = extra
 
 
+def bad_env_kwargs(env_id: str, kwargs: dict | None, exc: Exception) -> Exception:
+    """The error to raise when an env's constructor raised ``exc``: a one-line :class:`CanterError`
+    when the user passed ``env_kwargs`` (a misspelled key is a TypeError; a bad value may be any
+    error, e.g. FrozenLake's ``map_name: 9x9`` a KeyError), else ``exc`` itself (an env without
+    arguments that fails to build is the env's bug, whose traceback helps)."""
+    if not kwargs or isinstance(exc, CanterError):
+        return exc
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    if not isinstance(exc, TypeError):
+        detail = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+        return CanterError(f"bad env_kwargs for '{env_id}' {kwargs}: {detail}")
+    return CanterError(f"bad env_kwargs for '{env_id}': {detail}")
+
+
 def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """Return up to ``n`` valid choices that look most like ``name`` (case-insensitive)."""
     choices = list(choices)

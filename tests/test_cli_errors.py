@@ -710,3 +710,24 @@ def test_misspelled_env_kwargs_key_is_one_line(capsys, workdir, env):
                            "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, f"bad env_kwargs for '{env}'", "n_bitz")
     assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("env, kwargs, detail", [
+    ("FrozenLake-v1", "{map_name: 9x9}", "KeyError: '9x9'"),  # a Gymnasium id
+    ("pettingzoo:tests.match_agents", "{n_agents: -1}", "ValueError"),  # a PettingZoo parallel env
+])
+def test_an_env_kwargs_value_the_constructor_rejects_is_one_line(capsys, workdir, env, kwargs, detail):
+    """Only a TypeError (a misspelled key) was turned into one line: a bad value raising anything else in
+    the env's constructor was a traceback, exit 1."""
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", env, "--set", f"env_kwargs={kwargs}",
+                           "--max-steps", "64", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, f"bad env_kwargs for '{env}'", detail)
+    assert list(workdir.iterdir()) == []
+
+
+def test_an_env_that_fails_without_env_kwargs_keeps_its_traceback():
+    """Without env_kwargs a constructor's error is the env's bug: it is raised as it is."""
+    from canter.errors import bad_env_kwargs
+
+    exc = KeyError("x")
+    assert bad_env_kwargs("E-v0", {}, exc) is exc and bad_env_kwargs("E-v0", None, exc) is exc

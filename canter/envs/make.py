@@ -9,7 +9,7 @@ import gymnasium as gym
 from canter.envs import atari, multiagent, multiagent_views, turns
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
-from canter.errors import CanterError, raised_in, unknown
+from canter.errors import CanterError, bad_env_kwargs, raised_in, unknown
 from canter.registry import _REGISTRY
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
@@ -73,6 +73,8 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
         except TypeError as exc:
             given = f"render_mode={render_mode!r}, " if render_mode is not None else ""
             raise CanterError(f"cannot make env '{env_id}' ({given}env_kwargs {kwargs}): {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value: any error of the env's constructor
+            raise bad_env_kwargs(env_id, kwargs, exc) from None
         return pack_observations(env)
     if atari.is_atari(_gym_id(env_id)):
         return atari.make_atari_env(_gym_id(env_id), training=False, render_mode=render_mode, env_kwargs=kwargs)
@@ -155,8 +157,8 @@ def make_vec_env(
         cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
         try:
             return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
-        except TypeError as exc:  # a misspelled env_kwargs key, as for a Gymnasium id below
-            raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - a misspelled env_kwargs key or a bad value, as for a Gymnasium id below
+            raise bad_env_kwargs(env_id, kwargs, exc) from None
     gid = _gym_id(env_id)
     spec = gym.spec(gid)
     has_native = spec.vector_entry_point is not None
@@ -178,4 +180,6 @@ def make_vec_env(
         raise _missing_dependency(env_id, exc) from None
     except TypeError as exc:
         raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value (FrozenLake's map_name: 9x9 is a KeyError)
+        raise bad_env_kwargs(env_id, kwargs, exc) from None
     return VecEnv(env)

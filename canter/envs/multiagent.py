@@ -42,7 +42,7 @@ import numpy as np
 from canter.envs.masks import MaskedBox, mask_width
 from canter.envs.packing import ObservationPacker, needs_packing
 from canter.envs.vector import ACTIVE
-from canter.errors import CanterError, raised_in, require
+from canter.errors import CanterError, bad_env_kwargs, raised_in, require
 
 PREFIX = "pettingzoo:"
 
@@ -110,6 +110,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
         except ImportError as exc:  # an env that imports its backend when made, not when its module is imported
             raise CanterError(f"env '{env_id}' is missing a dependency: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value
+            raise bad_env_kwargs(env_id, env_kwargs, exc) from None
         first = self.envs[0]
         self.agents = list(first.possible_agents)
         if not self.agents:  # else an IndexError deep in the space checks

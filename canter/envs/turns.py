@@ -34,7 +34,7 @@ import torch
 
 from canter.envs.masks import MASK_KEY
 from canter.envs.packing import ObservationPacker, needs_packing
-from canter.errors import CanterError, unknown
+from canter.errors import CanterError, bad_env_kwargs, unknown
 
 PREFIX = "pettingzoo:"
 OPPONENTS = ("random", "self")
@@ -97,6 +97,8 @@ class TurnBasedEnv(gym.Env):
             raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
         except ImportError as exc:  # a game that imports its backend when made (hanabi: open_spiel via shimmy)
             raise CanterError(f"env '{env_id}' is missing a dependency: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value
+            raise bad_env_kwargs(env_id, kwargs, exc) from None
         self.render_mode = render_mode
         self.metadata = dict(getattr(self.game, "metadata", {}))  # render modes and fps, for videos
         agents = list(self.game.possible_agents)
