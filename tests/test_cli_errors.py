@@ -368,11 +368,25 @@ def test_dqn_wide_continuous_action_space_is_one_line(capsys, workdir, wide_envs
     assert list(workdir.iterdir()) == []
 
 
+@pytest.mark.parametrize("algo", ["bc", "td3bc"])
+def test_offline_algorithms_refusing_unbounded_actions_suggest_no_online_algorithm(algo):
+    """BC and TD3+BC learn from a dataset: 'use ppo / a2c / trpo' does not fit them."""
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.errors import CanterError
+    from canter.registry import lookup
+
+    with pytest.raises(CanterError, match="is unbounded") as info:
+        lookup("algorithm", algo).check_spaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-np.inf, np.inf, (2,)))
+    assert "ppo" not in str(info.value)
+
+
 @pytest.mark.parametrize("algo", ["sac", "td3", "ddpg", "tqc"])
 def test_squashing_algorithms_refuse_unbounded_actions(capsys, workdir, wide_envs, algo):
     """Their [-1, 1] actions are scaled into the bounds: infinite bounds gave NaN actions, silently."""
     code, out, err = run_cli(capsys, "train", algo, "--env", "CanterTestUnbounded-v0", "--run-dir", str(workdir / "run"))
-    assert_one_line_error(code, err, "is unbounded")
+    assert_one_line_error(code, err, "is unbounded", "use ppo / a2c / trpo")
     assert list(workdir.iterdir()) == []
     from canter.envs import make_vec_env
     from canter.registry import lookup

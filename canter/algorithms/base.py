@@ -169,10 +169,12 @@ class Algorithm(ABC):
         if cls.squashed_actions and not all(np.isfinite(b).all() for b in bounds):
             from canter.envs.spaces import describe_space
 
+            other = ("" if getattr(cls, "family", "") == "offline"
+                     else " or use ppo / a2c / trpo, whose Gaussian actions need none")
             raise CanterError(
                 f"{cls.name.upper()} scales its actions into the env's bounds, but the action space "
                 f"{describe_space(action_space)} is unbounded; give it finite bounds (gymnasium's RescaleAction "
-                f"wrapper) or use ppo / a2c / trpo, whose Gaussian actions need none"
+                f"wrapper){other}"
             )
         from canter.envs.masks import mask_width
 
