@@ -504,6 +504,25 @@ def test_a_stop_signal_in_the_last_iteration_leaves_a_finished_run(tmp_path):
         canter.resume(run_dir)
 
 
+def test_a_stop_between_logged_iterations_logs_nothing_the_uninterrupted_run_does_not(tmp_path):
+    """With ``log_every`` > 1 (A2C's CartPole preset logs every 25th iteration), a Ctrl-C at an iteration
+    that is not logged must not add an updates row: the resumed run's files equal the uninterrupted run's."""
+    common = dict(n_envs=2, n_steps=8, max_steps=800, eval_every=300, eval_episodes=1, log_every=5,
+                  tensorboard=False, target_reward=None, seed=1)
+
+    def stop_off_the_log_grid(trainer, losses):  # what Run's handler does on a first Ctrl-C / SIGTERM
+        if trainer.step >= 400 and trainer.iteration_count % 5 and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "whole", **common)
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": stop_off_the_log_grid},
+                 **common)
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["stop_reason"] == "interrupted"
+    canter.resume(tmp_path / "part")
+    for name in ("history", "updates", "evaluations"):
+        assert table(tmp_path / "part", name) == table(tmp_path / "whole", name), name
+
+
 def test_weights_that_do_not_fit_the_model_are_refused_in_one_line(good_run, tmp_path, capsys):
     """A checkpoint whose tensors another architecture wrote (an older canter's dueling heads, say):
     load and eval say so in one line; resume refuses before writing anything."""

@@ -388,8 +388,14 @@ class Trainer:
                 # training ends here (time budget, a callback): evaluate the final policy, as at max_steps.
                 # Not after Ctrl-C: that stops promptly and an evaluation would change the resumed run
                 result, new_best = self._evaluation()
-            if reason is None and self.iteration_count % self.run.log_every and result is None:
+            off_grid = self.iteration_count % self.run.log_every and result is None
+            if reason is None and off_grid:
                 continue
+            if off_grid and reason == "interrupted":
+                # a stop signal between two logged iterations: the record carries the pending episodes, but
+                # not this iteration's losses, which an uninterrupted run does not log either (a resumed
+                # run's updates.parquet would otherwise hold an extra row)
+                losses = {}
             now = time.perf_counter()
             sps = (self.step - last_step) / max(now - last_time, 1e-9)
             last_time, last_step = now, self.step
