@@ -166,6 +166,32 @@ def test_restore_mode_reloads_the_last_good_state_and_lowers_the_lr(tmp_path):
     assert all(torch.isfinite(p).all() for p in trainer.algorithm.modules()["model"].parameters())
 
 
+def test_a_resumed_run_restores_the_same_last_good_state_as_the_uninterrupted_one(tmp_path):
+    """The last good state (taken at the last finite evaluation) is part of the resume state: a run
+    stopped between two evaluations and resumed restores it on a divergence, not the state it resumed from."""
+    from canter.checkpoint import flatten_state
+
+    def poison_at_384(trainer):  # one iteration with a NaN loss, after the stop and before the next evaluation
+        trainer.algorithm.config.vf_coef = float("nan") if trainer.step == 384 else 0.5
+
+    def stop_at_320(trainer, losses):  # what Run's handler does on a first Ctrl-C / SIGTERM
+        if trainer.step == 320:
+            trainer.stop_requested = "interrupted"
+
+    common = dict(divergence_guard="restore", vf_coef=0.5, **KW["ppo"], **COMMON)
+    hooks = {"before_collect": poison_at_384}
+    whole = canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "whole", hooks=hooks, **common)
+    canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "part", hooks={**hooks, "after_update": stop_at_320},
+                 **common)
+    resumed = canter.resume(tmp_path / "part", hooks=hooks)
+    for run_dir in ("whole", "part"):
+        events = json.loads((tmp_path / run_dir / "summary.json").read_text())["divergence_events"]
+        assert [e["step"] for e in events] == [448] and "restored" in events[0]["action"]
+    _, a = flatten_state(whole.state_dict())
+    _, b = flatten_state(resumed.state_dict())
+    assert a.keys() == b.keys() and not [k for k in a if not torch.equal(a[k], b[k])]
+
+
 def test_restore_mode_gives_up_after_max_restores():
     record: dict = {}
     trainer = canter.make_trainer("ppo", "CartPole-v1", divergence_guard="restore", divergence_max_restores=2,

@@ -366,7 +366,7 @@ class Trainer:
             self._started = True
             self.wall_start = time.perf_counter()
             self.guard.arm()
-            self.guard.remember()
+            self.guard.remember(keep_restored=True)  # a resumed run keeps its saved last good state
             self.hooks.call("on_train_start", self)
         last_time, last_step = self.wall_start, self.step
         while True:

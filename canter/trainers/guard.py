@@ -195,9 +195,10 @@ class DivergenceGuard:
                 raise Divergence(f"parameter {bad}", self.trainer.step)
 
     # -- last good state -----------------------------------------------------------------------
-    def remember(self) -> None:
-        """Keep a copy of the agent state as the last good one (restore mode only)."""
-        if self.mode == "restore":
+    def remember(self, keep_restored: bool = False) -> None:
+        """Keep a copy of the agent state as the last good one (restore mode only); with
+        ``keep_restored``, a last good state that :meth:`load_state_dict` restored (a resumed run) stays."""
+        if self.mode == "restore" and not (keep_restored and self._good is not None):
             self._good = copy.deepcopy(self.trainer.agent.state_dict())
 
     def handle(self, err: Divergence) -> dict[str, float]:
@@ -228,9 +229,18 @@ class DivergenceGuard:
         raise TrainingDiverged(f"training diverged at step {err.step}: non-finite {err.quantity}{hint}",
                                err.quantity, err.step)
 
-    def state_dict(self) -> dict[str, Any]:  # noqa: D102
-        return {"restores": self.restores, "events": [dict(e) for e in self.events]}
+    def state_dict(self) -> dict[str, Any]:
+        """Restores, events and (restore mode) the last good agent state, which a resumed run restores
+        on a divergence as the uninterrupted run would (the state of the last finite evaluation)."""
+        state: dict[str, Any] = {"restores": self.restores, "events": [dict(e) for e in self.events]}
+        if self.mode == "restore" and self._good is not None:
+            state["good"] = self._good
+        return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (a checkpoint without ``good``, from before it was saved, keeps
+        the state the run resumes from as the last good one)."""
         self.restores = int(state.get("restores", 0))
         self.events = [dict(e) for e in state.get("events", [])]
+        if self.mode == "restore" and state.get("good") is not None:
+            self._good = copy.deepcopy(state["good"])
