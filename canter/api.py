@@ -400,6 +400,8 @@ def _check_resume_metadata(meta: dict[str, Any], trainer_state: Any, base: Path)
         int(meta.get("resumes", 0))
         float(meta.get("trainer", {}).get("wall_time", 0.0))
         dict(meta.get("history_rows") or {})
+        if meta.get("next_checkpoint") is not None:
+            int(meta["next_checkpoint"])
         counters = trainer_state["counters"]
         for key in ("step", "iteration", "episodes", "evaluations"):
             int(counters[key])

@@ -156,6 +156,9 @@ class Run:
         #: ... and its training seconds so far (the console's clock goes on from them)
         self.resumed_wall: float = 0.0 if resumed is None else float(resumed.get("trainer", {}).get("wall_time", 0.0))
         self.history_rows: dict[str, int] | None = None if resumed is None else resumed.get("history_rows")
+        #: the step at which the next periodic checkpoint is due (saved with ``last``; None: none due)
+        self.next_checkpoint: int | None = (
+            None if resumed is None or resumed.get("next_checkpoint") is None else int(resumed["next_checkpoint"]))
         self.resumes = 0 if resumed is None else int(resumed.get("resumes", 0)) + 1
         self.divergence: TrainingDiverged | None = None
         self._signals = 0
@@ -217,6 +220,7 @@ class Run:
                 rows = lg.rows()
         state = {"agent": self.trainer.agent.state_dict(), "trainer": self.trainer.resume_state()}
         meta = {**self.metadata(), "resumable": True, "history_rows": rows, "resumes": self.resumes,
+                "next_checkpoint": self.next_checkpoint,
                 "env_state_saved": state["trainer"]["env"] is not None, "stop_reason": stop_reason}
         path = save_checkpoint(self.dir / "checkpoints" / name, state, meta)
         self.trainer.hooks.call("on_checkpoint", self.trainer, path)
@@ -335,7 +339,8 @@ class Run:
             raise
         every = self.checkpoint_every
         start = self.trainer.step if self.resumed_step is None else self.resumed_step
-        next_ckpt = (start // every + 1) * every if every else None  # the uninterrupted run's grid
+        if every and (self.resumed_step is None or self.next_checkpoint is None):  # (a checkpoint before it was saved)
+            self.next_checkpoint = (start // every + 1) * every  # the uninterrupted run's grid
         outcome, inside = "error", False
         try:
             records = self.trainer()
@@ -350,12 +355,16 @@ class Run:
                 self._remember_counters()
                 for lg in self.loggers:
                     lg.log(record)
-                if next_ckpt is not None and record.step >= next_ckpt:
+                # a record that only a stop signal made (between two logged iterations, log_every > 1) is not
+                # one of the uninterrupted run's: the periodic checkpoint waits for the resumed run's next record
+                extra = record.stop_reason == "interrupted" and record.evaluation is None and bool(
+                    record.iteration % self.trainer.run.log_every)
+                if self.next_checkpoint is not None and record.step >= self.next_checkpoint and not extra:
                     self.save(f"step-{record.step:09d}")
+                    while self.next_checkpoint <= record.step:
+                        self.next_checkpoint += every
                     if not record.done:  # the last record's 'last' is saved when the loop ends
                         self.save_resumable()
-                    while next_ckpt <= record.step:
-                        next_ckpt += every
                 if record.done:  # the trainer ends after this record: a loop that stops here finished the run
                     outcome = "done"
                 yield record

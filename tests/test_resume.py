@@ -523,6 +523,26 @@ def test_a_stop_between_logged_iterations_logs_nothing_the_uninterrupted_run_doe
         assert table(tmp_path / "part", name) == table(tmp_path / "whole", name), name
 
 
+def test_a_stop_between_logged_iterations_leaves_the_periodic_checkpoints_of_the_uninterrupted_run(tmp_path):
+    """Periodic ``step-N`` checkpoints are saved at records; a record only a Ctrl-C made (log_every > 1)
+    must not take the place of the uninterrupted run's next one (step-208 instead of step-240)."""
+    common = dict(n_envs=2, n_steps=8, max_steps=800, eval_every=300, eval_episodes=1, log_every=5,
+                  checkpoint_every=200, tensorboard=False, target_reward=None, seed=1)
+
+    def stop_off_the_log_grid(trainer, losses):  # at step 208, iteration 13: not a logged iteration
+        if trainer.step >= 200 and trainer.iteration_count % 5 and trainer.resume_exact is None \
+                and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "whole", **common)
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": stop_off_the_log_grid},
+                 **common)
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] == 208
+    canter.resume(tmp_path / "part")
+    names = {d: sorted(p.name for p in (tmp_path / d / "checkpoints").glob("step-*.json")) for d in ("whole", "part")}
+    assert names["part"] == names["whole"] == [f"step-{s:09d}.json" for s in (240, 400, 608, 800)]
+
+
 def test_weights_that_do_not_fit_the_model_are_refused_in_one_line(good_run, tmp_path, capsys):
     """A checkpoint whose tensors another architecture wrote (an older canter's dueling heads, say):
     load and eval say so in one line; resume refuses before writing anything."""
