@@ -227,6 +227,26 @@ def test_a_resumed_in_process_explorer_starts_fresh_episodes_from_the_new_seed()
     trainer.close()
 
 
+def test_a_resumed_run_keeps_counting_weight_broadcasts(tmp_path):
+    """``weights_version`` (the broadcasts so far) is saved with the counters: an in-process IMPALA run
+    stopped and resumed ends with the uninterrupted run's count (it restarted from 1 at the resume)."""
+    from canter.checkpoint import load_checkpoint
+
+    common = dict(n_envs=2, max_steps=1024, eval_every=300, eval_episodes=1, tensorboard=False, seed=2,
+                  target_reward=None)
+
+    def stop(trainer, losses):  # what Run's handler does on a first Ctrl-C / SIGTERM
+        if trainer.step >= 400 and trainer.resume_exact is None and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    canter.train("impala", "CartPole-v1", run_dir=tmp_path / "whole", **common)
+    canter.train("impala", "CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": stop}, **common)
+    canter.resume(tmp_path / "part")
+    (whole, _), (part, _) = (load_checkpoint(tmp_path / d / "checkpoints" / "last") for d in ("whole", "part"))
+    assert part["trainer"]["env"]["version"] == whole["trainer"]["env"]["version"] > 10  # the pool's last version
+    assert part["trainer"]["counters"]["weights_version"] == whole["trainer"]["counters"]["weights_version"]
+
+
 def test_explorers_report_training_success_rates():
     """Episodes collected by an explorer carry their env's is_success, so charts/success_rate is
     reported as in one process (BitFlipping reports it; random play rarely flips all 10 bits)."""

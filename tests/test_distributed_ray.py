@@ -287,6 +287,18 @@ def test_dropped_rollouts_keep_counting_across_a_resume(cluster, tmp_path):
     assert counts == sorted(counts)  # cumulative: without the saved count it restarts at 0 after the resume
 
 
+def test_weight_broadcasts_keep_counting_across_a_resume(cluster, tmp_path):
+    run_dir = tmp_path / "run"
+    canter.train("impala", "CartPole-v1", ray_address=cluster, explorers=2, n_envs=2, max_steps=1024,
+                 eval_every=0, run_dir=run_dir, max_policy_lag=2, n_steps=16)
+    before = pq.read_table(run_dir / "updates.parquet").to_pylist()
+    canter.resume(run_dir, max_steps=2048)
+    after = pq.read_table(run_dir / "updates.parquet").to_pylist()[len(before):]
+    versions = [r["weights_version"] for r in before + after]
+    # cumulative: without the saved count it restarted at 1 after the resume
+    assert after and versions == sorted(versions) and after[0]["weights_version"] > before[-1]["weights_version"]
+
+
 def test_a_private_instance_leaves_no_token_mode_behind_for_a_cluster_without_it(cluster):
     """A local ``ray.init`` turns token authentication on for the whole process (and writes
     ``~/.ray/auth_token``). A later run joining a cluster without it must not send a token: the

@@ -94,6 +94,22 @@ class Learner:
             self.publish()
         return losses
 
+    def state(self) -> dict[str, Any]:
+        """The trainer's counters plus ``weights_version`` (the broadcasts so far), so that a resumed run
+        keeps counting."""
+        return {**super().state(), "weights_version": self.version}
+
+    def resume_from(self, state: dict[str, Any]) -> None:
+        """Continue from ``state``; the weights version goes on from the saved one before :meth:`setup`
+        broadcasts the resumed weights, so rollouts queued with that broadcast carry a later version."""
+        super().resume_from(state)
+        self.version = int(state["counters"].get("weights_version", 0))
+
+    def load_resume_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        super().load_resume_state(state)
+        if not self.pool.remote:  # the in-process explorer shares the learner's weights: no broadcast happened
+            self.version = int(state["counters"].get("weights_version", self.version))
+
     def publish(self) -> None:
         """Bump the weights version and hand the weights to the pool (one ``ray.put``)."""
         self.version += 1
