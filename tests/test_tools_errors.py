@@ -91,6 +91,30 @@ def test_record_every_resume_keeps_the_index_the_grid_and_the_seeds(tmp_path, ca
         assert (parts / "videos" / name).read_bytes() == data  # the earlier files are untouched
 
 
+@pytest.mark.parametrize("log_every", [1, 5])
+def test_record_every_a_ctrl_c_records_nothing_the_uninterrupted_run_does_not(tmp_path, fake_play, log_every):
+    """A Ctrl-C is not the end of training: stopped at 512 (off the 300-step grid) and resumed, the run
+    has the uninterrupted run's videos (it recorded one more at the stop step, 512). With log_every 5
+    the stop record at 384 is one the uninterrupted run never yields (its records: 320, 640, ...)."""
+    pytest.importorskip("moviepy")
+    import canter
+
+    common = dict(n_envs=2, n_steps=32, batch_size=64, n_epochs=1, max_steps=1024, eval_every=0, eval_episodes=1,
+                  record_every=300, tensorboard=False, target_reward=None, seed=1, log_every=log_every)
+    at = 500 if log_every == 1 else 380
+
+    def stop(trainer, losses):  # what Run's handler does on a first Ctrl-C / SIGTERM
+        if trainer.step >= at and trainer.resume_exact is None and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "whole", **common)
+    canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": stop}, **common)
+    canter.resume(tmp_path / "part")
+    assert index_of(tmp_path / "part") == index_of(tmp_path / "whole")
+    assert sorted(p.name for p in (tmp_path / "part" / "videos").glob("*.mp4")) == \
+        sorted(p.name for p in (tmp_path / "whole" / "videos").glob("*.mp4"))
+
+
 def test_record_every_resume_refuses_a_damaged_video_index(tmp_path, capsys, fake_play):
     pytest.importorskip("moviepy")
     run = tmp_path / "run"

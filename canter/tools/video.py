@@ -74,15 +74,27 @@ class VideoRecorder:
         """Remember the run's agent; on a resumed run, reload the index up to the resumed step and
         continue the grid after it."""
         self.agent = run.agent
+        trainer = getattr(run, "trainer", None)
+        self.log_every = int(getattr(getattr(trainer, "run", None), "log_every", 1))
         step = getattr(run, "resumed_step", None)
         if step is not None:
             self.entries = [e for e in self._stored if e["step"] <= step]
             self.last_step = self.entries[-1]["step"] if self.entries else None
-            self.next_step = (step // self.every + 1) * self.every
+            # the grid goes on after the last recording (a stop that recorded nothing left its point due)
+            self.next_step = (self.last_step // self.every + 1) * self.every if self.entries else self.every
+
+    log_every = 1
 
     def log(self, record: TrainRecord) -> None:
-        """Record when ``record.step`` has passed the next multiple of ``every``, or training is done."""
-        if record.step >= self.next_step or (record.done and record.step != self.last_step):
+        """Record when ``record.step`` has passed the next multiple of ``every``, or training is done.
+
+        A Ctrl-C / SIGTERM stop (``interrupted``) is not the end of training, and a record that only the
+        stop made (between two logged iterations) is not one of an uninterrupted run's: neither records,
+        so a resumed run's videos are the uninterrupted run's."""
+        interrupted = record.stop_reason == "interrupted"
+        extra = interrupted and record.evaluation is None and bool(record.iteration % self.log_every)
+        if (record.step >= self.next_step and not extra) or (
+                record.done and not interrupted and record.step != self.last_step):
             self.record(record.step)
             while self.next_step <= record.step:
                 self.next_step += self.every
