@@ -56,8 +56,13 @@ class RecurrentOnPolicyTrainer(OnPolicyTrainer):
         h, c = self.agent.training_memory(self.env.num_envs)
         return {"recurrent": {"h": h.numpy(), "c": c.numpy(), "starts": self.starts.copy()}}
 
-    def load_data_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_data_state(self, state: dict[str, Any]) -> None:
+        """Restore the training memory and pending starts; after a resume that could not restore the env
+        (it reset it: fresh episodes, :attr:`resume_exact` False) every env starts an episode instead,
+        so no new episode is acted on with the memory of one that was dropped."""
         saved = state["recurrent"]
         self.agent.set_training_memory((torch.as_tensor(np.asarray(saved["h"])),
                                         torch.as_tensor(np.asarray(saved["c"]))))
         self.starts = np.asarray(saved["starts"], dtype=bool).copy()
+        if self.resume_exact is False:
+            self.starts[:] = True
