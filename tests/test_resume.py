@@ -333,6 +333,43 @@ def test_env_that_cannot_be_saved_resumes_with_fresh_episodes(tmp_path, monkeypa
     assert summary["resume_exact"] is False and summary["steps"] == 640 and summary["stop_reason"] == "max_steps"
 
 
+def test_fresh_episodes_after_a_resume_start_with_zero_discounted_returns(tmp_path):
+    """normalize_reward keeps a running discounted return per env; a resume that resets the envs (fresh
+    episodes) must zero it, as an episode end does, not carry the dropped episodes' returns into the new."""
+    import threading
+
+    import gymnasium as gym
+
+    from canter.registry import register
+
+    class LockedCartPole(gym.Wrapper):
+        def __init__(self, **kw):
+            super().__init__(gym.make("CartPole-v1", **kw))
+            self.lock = threading.Lock()  # no way to save this
+
+    register("env", "LockedCartPoleReturns-test")(LockedCartPole)
+
+    def stop(trainer, losses):  # mid-episode for both envs
+        if trainer.step >= 300 and trainer.resume_exact is None and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    seen: list = []
+
+    def first_collect(trainer):
+        if trainer.resume_exact is not None and not seen:
+            seen.append((trainer.resume_exact, trainer.agent._returns.copy()))
+
+    run_dir = tmp_path / "run"
+    kw = dict(n_envs=2, n_steps=32, batch_size=32, n_epochs=1, max_steps=640, eval_every=0, eval_episodes=1,
+              tensorboard=False, seed=0, normalize_reward=True)
+    canter.train("ppo", "LockedCartPoleReturns-test", run_dir=run_dir, hooks={"after_update": stop}, **kw)
+    state, _ = load_checkpoint(run_dir / "checkpoints" / "last")
+    assert np.abs(state["agent"]["returns"]).sum() > 0  # the episodes were running at the stop
+    canter.resume(run_dir, hooks={"before_collect": first_collect})
+    exact, returns = seen[0]
+    assert exact is False and (returns == 0).all()
+
+
 # -- refusing bad checkpoint files ----------------------------------------------------------------
 
 

@@ -206,6 +206,10 @@ class Agent:
         self._returns[done] = 0.0
         return (reward * self.reward_scale()).astype(np.float32) if scale else reward
 
+    def reset_returns(self) -> None:
+        """Zero the running discounted returns of every env (its episodes were dropped: fresh ones start)."""
+        self._returns = np.zeros_like(self._returns)
+
     def reward_scale(self) -> float:
         """What rewards are multiplied by: one over the running std of the discounted return (1 without
         ``normalize_reward``)."""

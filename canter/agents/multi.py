@@ -72,6 +72,11 @@ class MultiPolicyAgent:
                               f"got {got}")
         return {p: self.agents[p].predict(o) for p, o in obs.items()}
 
+    def reset_returns(self) -> None:
+        """Every policy's :meth:`~canter.agents.Agent.reset_returns`."""
+        for agent in self.agents.values():
+            agent.reset_returns()
+
     def state_dict(self) -> dict[str, Any]:
         """Every policy's agent state."""
         return {"policies": {p: agent.state_dict() for p, agent in self.agents.items()}}

@@ -288,6 +288,9 @@ class Trainer:
                         "resumed run is valid but not identical to an uninterrupted one",
                         ", ".join(state.get("env_problems", [])[:3]))
             self.obs = self.env.reset(seed=self.run.seed + 7_777_777 + self.step)
+            reset_returns = getattr(self.agent, "reset_returns", None)  # reward normalisation: new episodes
+            if reset_returns is not None:
+                reset_returns()
             self.resume_exact = False
         py_version, py_state, py_gauss = state["rng"]["python"]
         random.setstate((py_version, tuple(py_state), py_gauss))
