@@ -138,6 +138,7 @@ class MultiPolicyTrainer(Trainer):
             saved = state["members"][p]
             m.load_progress(saved)
             m.collected = int(saved["collected"])
+            m.resume_exact = self.resume_exact  # fresh episodes (False) restart a member's per-env state too
             m.load_data_state(saved)
             if not self.resume_exact and isinstance(getattr(m, "buffer", None), RolloutBuffer):
                 m.buffer.pos = m.collected = 0

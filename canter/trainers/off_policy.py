@@ -149,9 +149,14 @@ class OffPolicyTrainer(StepwiseTrainer):
         scaled) and the warm-up action generator."""
         return {"buffer": self.buffer.state_dict(), "warmup_rng": self.rng.bit_generator.state, "rewards_raw": True}
 
-    def load_data_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_data_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`data_state`; after a resume that reset the env (fresh episodes, :attr:`resume_exact`
+        False) the per-env exploration noise restarts too (TD3/DDPG's Ornstein-Uhlenbeck process), as at
+        an episode end."""
         self.buffer.load_state_dict(state["buffer"])
         self.rng.bit_generator.state = state["warmup_rng"]
+        if self.resume_exact is False and self._reset_noise is not None:
+            self._reset_noise(torch.ones(self.env.num_envs, dtype=torch.bool))
 
     def _random_actions(self) -> tuple[np.ndarray, np.ndarray]:
         return random_actions(self.agent, self.env.num_envs, self.rng, self.obs)
