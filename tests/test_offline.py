@@ -147,6 +147,17 @@ def test_from_env_actions_inverts_to_env_actions():
     np.testing.assert_array_equal(discrete.to_env_actions(np.array([0, 1, 2])), [-1, 0, 1])
 
 
+def test_a_box_dimension_with_equal_bounds_converts_to_a_finite_action():
+    """low == high in one dimension: (a - low) / (high - low) was 0 / 0, NaN actions for TD3+BC's batches."""
+    run, cfg = resolve_config("td3bc", "Pendulum-v1")
+    box = gym.spaces.Box(np.array([-2.0, 3.0], dtype=np.float32), np.array([2.0, 3.0], dtype=np.float32))
+    agent = make_agent(run, cfg, gym.spaces.Box(-1, 1, (3,), np.float32), box)
+    with np.errstate(all="raise"):  # no 0 / 0 either
+        converted = agent.from_env_actions(np.array([[1.0, 3.0], [-2.0, 3.0]], dtype=np.float32))
+    np.testing.assert_array_equal(converted, [[0.5, 0.0], [-1.0, 0.0]])
+    np.testing.assert_allclose(agent.to_env_actions(converted), [[1.0, 3.0], [-2.0, 3.0]])
+
+
 
 def _assert_whole_episodes_in_order(data: TransitionDataset) -> None:
     """Every transition belongs to a complete CartPole episode stored in order: each starts at a reset

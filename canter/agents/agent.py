@@ -108,8 +108,10 @@ class Agent:
             return a.astype(np.int64) - self._start
         a = a.reshape(len(a), -1).astype(np.float32)
         if self.algorithm.squashed_actions:
-            low, high = self._low.reshape(-1), self._high.reshape(-1)
-            a = np.clip(2.0 * (a - low) / (high - low) - 1.0, -1.0, 1.0).astype(np.float32)
+            low, span = self._low.reshape(-1), (self._high - self._low).reshape(-1)
+            fixed = span <= 0  # a dimension with low == high: every action is that value; 0 in [-1, 1] (not 0/0)
+            scaled = 2.0 * (a - low) / np.where(fixed, 1.0, span) - 1.0
+            a = np.clip(np.where(fixed, 0.0, scaled), -1.0, 1.0).astype(np.float32)
         return a
 
     # -- acting ---------------------------------------------------------------------------
