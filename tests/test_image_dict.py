@@ -233,3 +233,31 @@ def test_sac_discrete_learns_from_an_image_and_a_vector(tmp_path):
     model = canter.load(run).algorithm.model
     assert isinstance(model.encoder, MultiInputEncoder) and isinstance(model.critic_encoder, MultiInputEncoder)
     assert model.encoder is not model.critic_encoder
+
+
+def test_acer_keeps_image_observations_as_uint8_in_its_segment_replay():
+    """ACER's segment replay stored images as float32 (4x the memory of the frames) and replayed them as such."""
+    from canter.registry import register
+    from support import Box22Actions
+
+    shape = (12, 12)
+
+    class Img(Box22Actions):
+        observation_space, action_space = gym.spaces.Box(0, 255, shape, np.uint8), gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            self.t = 0
+            return np.full(shape, 200, np.uint8), {}
+
+        def step(self, action):
+            self.t += 1
+            return np.full(shape, 200 + self.t, np.uint8), float(action), False, self.t >= 8, {}
+
+    register("env", "AcerImage-test")(lambda render_mode=None, **kw: Img())
+    trainer = canter.make_trainer("acer", "AcerImage-test", max_steps=160, n_envs=2, n_steps=8, replay_start=16,
+                                  eval_every=0, eval_episodes=1, quiet=True)
+    list(trainer())
+    replay = trainer.replay
+    assert replay.obs.dtype == torch.uint8 and int(replay.obs.max()) >= 201  # the frames as given, not wrapped
+    assert trainer.algorithm.updates > 0
+    trainer.close()

@@ -25,6 +25,8 @@ class SegmentReplayTrainer(Trainer):
         c, n = self.config, self.env.num_envs
         obs_space = self.agent.observation_space
         obs_dtype = torch.int64 if isinstance(obs_space, gym.spaces.Discrete) else torch.float32
+        if getattr(obs_space, "dtype", None) == np.uint8 and self.agent.obs_rms is None:
+            obs_dtype = torch.uint8  # images as the env gives them (the encoder scales them): 4x less memory
         capacity = max(1, c.buffer_size // (c.n_steps * n))
         n_actions = int(self.agent.action_space.n)
         try:
