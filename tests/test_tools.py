@@ -432,6 +432,32 @@ def test_tune_trials_counts_finished_trials_not_failed_ones(tmp_path, capsys):
     assert "2 complete, 0 pruned, 1 failed" in capsys.readouterr().out
 
 
+def test_tune_marks_a_killed_runs_stale_trial_failed_even_when_no_trial_runs(tmp_path, capsys, monkeypatch):
+    """A trial left RUNNING by a killed ``canter tune`` (its heartbeat stopped) stayed RUNNING when the
+    study already had its finished trials: Optuna fails stale trials only when a new one starts."""
+    optuna = pytest.importorskip("optuna")
+    import time
+
+    from canter.tools import tune as tune_mod
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    args = ["tune", "ppo", "--env", "CartPole-v1", "--storage", url, "--study", "s", "--out", str(tmp_path / "t"),
+            "--trials", "1", "--max-steps", "64", "--set", "n_envs=2", "--eval-every", "64",
+            "--eval-episodes", "1", "--quiet"]
+    assert main(args) == 0
+    real = tune_mod._storage
+    monkeypatch.setattr(tune_mod, "_storage", lambda u: optuna.storages.RDBStorage(u, heartbeat_interval=1,
+                                                                                   grace_period=1))
+    study = optuna.load_study(study_name="s", storage=tune_mod._storage(url))
+    killed = study.ask()  # a trial whose process died: RUNNING, its last heartbeat now
+    study._storage.record_heartbeat(killed._trial_id)
+    time.sleep(2.5)
+    capsys.readouterr()
+    assert main(args) == 0  # one finished trial already: nothing new runs
+    states = [t.state.name for t in optuna.load_study(study_name="s", storage=real(url)).trials]
+    assert states == ["COMPLETE", "FAIL"], states
+
+
 def test_tune_failed_or_interrupted_trial_prints_no_traceback(tmp_path, capsys, monkeypatch):
     """A trial that fails on a CanterError is one warning line (no traceback); Ctrl-C during a trial
     exits 130 with one line saying how to continue, the trial marked failed."""

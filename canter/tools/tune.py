@@ -297,12 +297,23 @@ def _run_workers(job: dict[str, Any], jobs: int) -> None:
         raise CanterError(f"tune worker(s) {', '.join(failed)} exited with an error; the study keeps their finished trials")
 
 
+def _fail_stale_trials(study: Any) -> None:
+    """Mark the RUNNING trials whose heartbeat stopped over the storage's grace period ago (a killed
+    ``canter tune``) as failed, as Optuna does only when a new trial starts."""
+    import optuna
+
+    with warnings.catch_warnings():  # "experimental"
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+
+
 def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, sets: list[str],
             run_overrides: dict[str, Any], out_dir: Path, n_params: int) -> TuneResult:
     import optuna
     from optuna.trial import TrialState
 
     st = optuna.load_study(study_name=study_name, storage=_storage(url))
+    _fail_stale_trials(st)  # a killed run's trial, also when no trial ran now (the study had enough)
     counts = {s.name.lower(): len(st.get_trials(deepcopy=False, states=(s,)))
               for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)}
     complete = st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
