@@ -47,3 +47,47 @@ def scripted(trainer, returns: list[float]) -> list[float]:
 
     trainer.evaluate = evaluate
     return seen
+
+
+def register_unsaveable(base_id: str, name: str) -> str:
+    """Register env ``name``: ``base_id`` holding an object the env snapshot cannot copy (a lock), so a
+    resume of its run starts fresh episodes (``resume_exact`` False). Returns ``name``."""
+    import threading
+
+    from canter.registry import register
+
+    class Locked(gym.Wrapper):
+        def __init__(self, **kw):
+            super().__init__(gym.make(base_id, **kw))
+            self.lock = threading.Lock()  # no way to save this
+
+    register("env", name)(Locked)
+    return name
+
+
+def stop_at_300(trainer, losses) -> None:
+    """``after_update`` hook: from step 300 of a run that is not itself a resume, ask for the stop a first
+    Ctrl-C / SIGTERM asks for (mid-episode for CartPole and Pendulum)."""
+    if trainer.step >= 300 and trainer.resume_exact is None and trainer.stop_requested is None:
+        trainer.stop_requested = "interrupted"
+
+
+def state_after_inexact_resume(algo: str, base_id: str, name: str, probe, run_dir, hook: str = "before_collect",
+                               between=None, **kw):
+    """Train ``algo`` on an unsaveable copy of ``base_id`` (:func:`register_unsaveable` as ``name``) until
+    the stop at step 300, call ``between(run_dir)`` if given, resume, and return ``(resume_exact,
+    probe(trainer))`` taken at the resumed run's first ``hook`` call."""
+    import canter
+
+    env = register_unsaveable(base_id, name)
+    seen: list = []
+
+    def first(trainer, *args):
+        if trainer.resume_exact is not None and not seen:
+            seen.append((trainer.resume_exact, probe(trainer)))
+
+    canter.train(algo, env, run_dir=run_dir, hooks={"after_update": stop_at_300}, **kw)
+    if between is not None:
+        between(run_dir)
+    canter.resume(run_dir, hooks={hook: first})
+    return seen[0]

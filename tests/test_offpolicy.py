@@ -198,33 +198,12 @@ def test_ou_noise_is_correlated_and_reset_at_episode_end():
 def test_ou_noise_restarts_when_a_resume_starts_fresh_episodes(tmp_path):
     """A resume that cannot restore the env resets it (fresh episodes); the Ornstein-Uhlenbeck noise of
     the dropped episodes must not carry into the new ones (it restarts at an episode end)."""
-    import threading
+    from support import state_after_inexact_resume
 
-    from canter.registry import register
-
-    class LockedPendulum(gym.Wrapper):
-        def __init__(self, **kw):
-            super().__init__(gym.make("Pendulum-v1", **kw))
-            self.lock = threading.Lock()  # no way to save this
-
-    register("env", "LockedPendulumOU-test")(LockedPendulum)
-
-    def stop(trainer, losses):  # mid-episode (Pendulum episodes last 200 steps)
-        if trainer.step >= 300 and trainer.resume_exact is None and trainer.stop_requested is None:
-            trainer.stop_requested = "interrupted"
-
-    seen: list = []
-
-    def first_collect(trainer):
-        if trainer.resume_exact is not None and not seen:
-            seen.append((trainer.resume_exact, trainer.algorithm.ou_state.clone()))
-
-    run_dir = tmp_path / "run"
-    kw = dict(n_envs=2, max_steps=500, eval_every=0, eval_episodes=1, tensorboard=False, seed=0, learning_starts=50,
-              action_noise="ou", net_arch=[16], batch_size=16)
-    canter.train("td3", "LockedPendulumOU-test", run_dir=run_dir, hooks={"after_update": stop}, **kw)
-    canter.resume(run_dir, hooks={"before_collect": first_collect})
-    exact, ou_state = seen[0]
+    exact, ou_state = state_after_inexact_resume(
+        "td3", "Pendulum-v1", "LockedPendulumOU-test", lambda t: t.algorithm.ou_state.clone(), tmp_path / "run",
+        n_envs=2, max_steps=500, eval_every=0, eval_episodes=1, tensorboard=False, seed=0, learning_starts=50,
+        action_noise="ou", net_arch=[16], batch_size=16)
     assert exact is False and torch.equal(ou_state, torch.zeros_like(ou_state))
 
 

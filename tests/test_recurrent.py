@@ -238,35 +238,12 @@ def test_explore_carries_a_memory_of_its_own():
 def test_a_resume_that_starts_fresh_episodes_starts_them_with_empty_memory(tmp_path):
     """An env whose state cannot be saved is reset with a new seed on resume (fresh episodes): the
     first rollout must begin them with zeroed LSTM memory, not the memory of the dropped episodes."""
-    import threading
+    from support import state_after_inexact_resume
 
-    import gymnasium as gym
-
-    from canter.registry import register
-
-    class LockedCartPole(gym.Wrapper):
-        def __init__(self, **kw):
-            super().__init__(gym.make("CartPole-v1", **kw))
-            self.lock = threading.Lock()  # no way to save this
-
-    register("env", "LockedCartPoleRecurrent-test")(LockedCartPole)
-
-    def stop(trainer, losses):  # what Run's handler does on a first Ctrl-C / SIGTERM, mid-episode
-        if trainer.step >= 300 and trainer.resume_exact is None and trainer.stop_requested is None:
-            trainer.stop_requested = "interrupted"
-
-    first: list = []
-
-    def first_rollout(trainer, losses):
-        if trainer.resume_exact is not None and not first:
-            first.append((trainer.resume_exact, [m.clone() for m in trainer.rollout_memory]))
-
-    run_dir = tmp_path / "run"
-    kw = dict(n_envs=2, n_steps=32, batch_size=32, n_epochs=1, max_steps=640, eval_every=0, eval_episodes=1,
-              tensorboard=False, seed=0)
-    canter.train("recurrent_ppo", "LockedCartPoleRecurrent-test", run_dir=run_dir, hooks={"after_update": stop},
-                 **kw)
-    canter.resume(run_dir, hooks={"after_update": first_rollout})
-    exact, memory = first[0]
+    exact, memory = state_after_inexact_resume(
+        "recurrent_ppo", "CartPole-v1", "LockedCartPoleRecurrent-test",
+        lambda t: [m.clone() for m in t.rollout_memory], tmp_path / "run", hook="after_update",
+        n_envs=2, n_steps=32, batch_size=32, n_epochs=1, max_steps=640, eval_every=0, eval_episodes=1,
+        tensorboard=False, seed=0)
     assert exact is False
     assert all(float(m.abs().sum()) == 0.0 for m in memory)

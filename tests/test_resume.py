@@ -304,28 +304,13 @@ def test_resume_cli_errors_are_one_line(tmp_path, capsys, argv, needle):
 
 def test_env_that_cannot_be_saved_resumes_with_fresh_episodes(tmp_path, monkeypatch):
     """An env holding an opaque object: the resumed run is valid (and says it is not exact)."""
-    import threading
+    from support import register_unsaveable, stop_at_300
 
-    import gymnasium as gym
-
-    from canter.registry import register
-
-    class LockedCartPole(gym.Wrapper):
-        def __init__(self, **kw):
-            super().__init__(gym.make("CartPole-v1", **kw))
-            self.lock = threading.Lock()  # no way to save this
-
-    register("env", "LockedCartPole-test")(LockedCartPole)
-    stop = {"at": 300}
-
-    def stop_once(trainer, losses):
-        if trainer.step >= stop["at"]:
-            trainer.stop_requested = "interrupted"
-
+    env = register_unsaveable("CartPole-v1", "LockedCartPole-test")
     run_dir = tmp_path / "run"
     kw = dict(n_envs=2, n_steps=32, batch_size=64, n_epochs=1, max_steps=640, eval_every=0, eval_episodes=1,
               tensorboard=False)
-    canter.train("ppo", "LockedCartPole-test", run_dir=run_dir, hooks={"after_update": stop_once}, **kw)
+    canter.train("ppo", env, run_dir=run_dir, hooks={"after_update": stop_at_300}, **kw)
     meta = read_metadata(run_dir / "checkpoints" / "last")
     assert meta["env_state_saved"] is False and meta["stop_reason"] == "interrupted"
     canter.resume(run_dir)
@@ -336,37 +321,16 @@ def test_env_that_cannot_be_saved_resumes_with_fresh_episodes(tmp_path, monkeypa
 def test_fresh_episodes_after_a_resume_start_with_zero_discounted_returns(tmp_path):
     """normalize_reward keeps a running discounted return per env; a resume that resets the envs (fresh
     episodes) must zero it, as an episode end does, not carry the dropped episodes' returns into the new."""
-    import threading
+    from support import state_after_inexact_resume
 
-    import gymnasium as gym
+    def running_at_the_stop(run_dir):
+        state, _ = load_checkpoint(run_dir / "checkpoints" / "last")
+        assert np.abs(state["agent"]["returns"]).sum() > 0
 
-    from canter.registry import register
-
-    class LockedCartPole(gym.Wrapper):
-        def __init__(self, **kw):
-            super().__init__(gym.make("CartPole-v1", **kw))
-            self.lock = threading.Lock()  # no way to save this
-
-    register("env", "LockedCartPoleReturns-test")(LockedCartPole)
-
-    def stop(trainer, losses):  # mid-episode for both envs
-        if trainer.step >= 300 and trainer.resume_exact is None and trainer.stop_requested is None:
-            trainer.stop_requested = "interrupted"
-
-    seen: list = []
-
-    def first_collect(trainer):
-        if trainer.resume_exact is not None and not seen:
-            seen.append((trainer.resume_exact, trainer.agent._returns.copy()))
-
-    run_dir = tmp_path / "run"
-    kw = dict(n_envs=2, n_steps=32, batch_size=32, n_epochs=1, max_steps=640, eval_every=0, eval_episodes=1,
-              tensorboard=False, seed=0, normalize_reward=True)
-    canter.train("ppo", "LockedCartPoleReturns-test", run_dir=run_dir, hooks={"after_update": stop}, **kw)
-    state, _ = load_checkpoint(run_dir / "checkpoints" / "last")
-    assert np.abs(state["agent"]["returns"]).sum() > 0  # the episodes were running at the stop
-    canter.resume(run_dir, hooks={"before_collect": first_collect})
-    exact, returns = seen[0]
+    exact, returns = state_after_inexact_resume(
+        "ppo", "CartPole-v1", "LockedCartPoleReturns-test", lambda t: t.agent._returns.copy(), tmp_path / "run",
+        between=running_at_the_stop, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, max_steps=640, eval_every=0,
+        eval_episodes=1, tensorboard=False, seed=0, normalize_reward=True)
     assert exact is False and (returns == 0).all()
 
 
