@@ -287,16 +287,24 @@ def test_dropped_rollouts_keep_counting_across_a_resume(cluster, tmp_path):
     assert counts == sorted(counts)  # cumulative: without the saved count it restarts at 0 after the resume
 
 
-def test_weight_broadcasts_keep_counting_across_a_resume(cluster, tmp_path):
+def test_explorer_statistics_keep_counting_across_a_resume(cluster, tmp_path):
+    """weights_version, the MB counters and explorer steps per second are counted from the run's start;
+    without the saved counts they restarted after a resume (steps per second: the steps since the resume
+    over the whole run's wall time, 39 instead of ~1000 steps/s in a CLI run)."""
     run_dir = tmp_path / "run"
-    canter.train("impala", "CartPole-v1", ray_address=cluster, explorers=2, n_envs=2, max_steps=1024,
-                 eval_every=0, run_dir=run_dir, max_policy_lag=2, n_steps=16)
-    before = pq.read_table(run_dir / "updates.parquet").to_pylist()
-    canter.resume(run_dir, max_steps=2048)
-    after = pq.read_table(run_dir / "updates.parquet").to_pylist()[len(before):]
-    versions = [r["weights_version"] for r in before + after]
-    # cumulative: without the saved count it restarted at 1 after the resume
-    assert after and versions == sorted(versions) and after[0]["weights_version"] > before[-1]["weights_version"]
+    canter.train("impala", "CartPole-v1", ray_address=cluster, explorers=2, n_envs=2, max_steps=2048,
+                 eval_every=0, run_dir=run_dir, n_steps=16)
+    before = pq.read_table(run_dir / "updates.parquet").num_rows
+    canter.resume(run_dir, max_steps=4096)
+    rows = pq.read_table(run_dir / "updates.parquet").to_pydict()
+    assert len(rows["step"]) > before
+    versions = rows["weights_version"]
+    assert all(b > a for a, b in zip(versions, versions[1:])), versions
+    for name in ("weights_mb", "trajectory_mb", "explorer_restarts"):
+        assert rows[name] == sorted(rows[name]), name
+    # every explorer step counted, over the whole wall time: their sum times the wall time is the step count
+    delivered = (rows["explorer0_steps_per_second"][-1] + rows["explorer1_steps_per_second"][-1]) * rows["wall_time"][-1]
+    assert delivered == pytest.approx(rows["step"][-1], rel=0.1)
 
 
 def test_a_private_instance_leaves_no_token_mode_behind_for_a_cluster_without_it(cluster):

@@ -95,20 +95,36 @@ class Learner:
         return losses
 
     def state(self) -> dict[str, Any]:
-        """The trainer's counters plus ``weights_version`` (the broadcasts so far), so that a resumed run
-        keeps counting."""
-        return {**super().state(), "weights_version": self.version}
+        """The trainer's counters plus ``weights_version`` (the broadcasts so far) and, with Ray explorers,
+        the explorer statistics that count from the run's start (each explorer's env steps, restarts, MB
+        sent and received), so that a resumed run keeps counting them."""
+        state = {**super().state(), "weights_version": self.version}  # type: ignore[misc]
+        if self.pool.remote:
+            state.update(
+                explorer_steps=[int(s) for s in self._explorer_steps], explorer_restarts=self.pool.restarts,
+                weights_bytes=self.pool.weights_bytes, trajectory_bytes=self.trajectory_bytes,
+            )
+        return state
 
     def resume_from(self, state: dict[str, Any]) -> None:
         """Continue from ``state``; the weights version goes on from the saved one before :meth:`setup`
         broadcasts the resumed weights, so rollouts queued with that broadcast carry a later version."""
-        super().resume_from(state)
+        super().resume_from(state)  # type: ignore[misc]
         self.version = int(state["counters"].get("weights_version", 0))
 
-    def load_resume_state(self, state: dict[str, Any]) -> None:  # noqa: D102
-        super().load_resume_state(state)
+    def load_resume_state(self, state: dict[str, Any]) -> None:
+        """Restore the trainer's state and the explorer statistics of :meth:`state` (added to what this
+        process already counted: its first broadcast and submissions happen before the resume)."""
+        super().load_resume_state(state)  # type: ignore[misc]
+        c = state["counters"]
         if not self.pool.remote:  # the in-process explorer shares the learner's weights: no broadcast happened
-            self.version = int(state["counters"].get("weights_version", self.version))
+            self.version = int(c.get("weights_version", self.version))
+        steps = c.get("explorer_steps")
+        if steps is not None and len(steps) == len(self._explorer_steps):
+            self._explorer_steps += np.asarray(steps, np.int64)
+        self.pool.restarts += int(c.get("explorer_restarts", 0))
+        self.pool.weights_bytes += int(c.get("weights_bytes", 0))
+        self.trajectory_bytes += int(c.get("trajectory_bytes", 0))
 
     def publish(self) -> None:
         """Bump the weights version and hand the weights to the pool (one ``ray.put``)."""
