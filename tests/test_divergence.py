@@ -27,6 +27,8 @@ KW = {
     "ppo": dict(n_envs=2, n_steps=32, batch_size=32, n_epochs=2),
     "dqn": dict(n_envs=2, learning_starts=64, train_freq=8, gradient_steps=2, net_arch=[32], buffer_size=2000,
                 target_update_interval=1000),
+    "impala": dict(n_envs=2, n_steps=32),  # the Learner/Explorer drivers (an explorer in this process)
+    "appo": dict(n_envs=2, n_steps=32, batch_size=32),
 }
 # no target reward: the CartPole presets can reach 500 on one evaluation episode within 256 steps, and
 # these runs must go on past POISON_AT (None would keep the preset's 475; a --set null clears it)
@@ -112,7 +114,7 @@ def test_nan_loss_stops_before_the_update(tmp_path, algo):
     assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "max_steps"
 
 
-@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+@pytest.mark.parametrize("algo", ["ppo", "dqn", "impala", "appo"])
 def test_nan_observation_from_a_faulty_env_stops_in_every_mode(tmp_path, algo):
     run_dir = tmp_path / "run"
     run = canter.make_trainer(algo, "NaNAfterCartPole-test", run_dir=run_dir, divergence_guard="restore",

@@ -31,6 +31,7 @@ from canter.distributed.explorer import explorer_weights, nbytes, rollout_array
 from canter.envs.atari import is_atari
 from canter.envs.vector import VecEnv
 from canter.trainers.base import Trainer
+from canter.trainers.guard import Divergence
 from canter.trainers.off_policy import OffPolicyTrainer, make_replay_buffer
 from canter.trainers.on_policy import OnPolicyTrainer
 
@@ -140,13 +141,35 @@ class Learner:
                              self.scaled_rewards)
 
     def receive(self, results: list[dict[str, Any]]) -> None:
-        """Count the env steps, episodes, policy lag and bytes of the rollouts the pool just returned."""
+        """Count the env steps, episodes, policy lag and bytes of the rollouts the pool just returned,
+        and check their env data (:meth:`check_rollout`) before anything reaches a buffer or network."""
         for r in results:
             self.step += r["steps"]
+            self.check_rollout(r)
             self._explorer_steps[r["index"]] += r["steps"]
             self._lags.append(self.version - r["version"])
             self.trajectory_bytes += nbytes(r)
         self.record_episodes()  # reads the pool's finished_* arrays
+
+    def check_rollout(self, result: dict[str, Any]) -> None:
+        """The divergence guard's env-data check, which the single-process trainers make on every vector
+        step: a NaN/inf observation or reward raises :class:`Divergence` (it stops the run in every
+        mode), naming the sub-env among all the run's envs and the step of the vector step that
+        returned it (the rollout's steps are already counted)."""
+        if not self.guard.enabled:
+            return
+        obs, last, rewards = result["obs"], result["last_obs"], result["rewards"]
+        floats = obs.dtype.kind == "f"
+        if (not floats or (math.isfinite(obs.sum()) and math.isfinite(last.sum()))) and math.isfinite(rewards.sum()):
+            return  # the common case: one reduction per array (a sum overflowing is confirmed below)
+        T, n = rewards.shape
+        returned = np.concatenate([obs[1:], last[None]]).reshape(T, n, -1) if floats else None  # obs step t returned
+        for t in range(T):
+            bad_obs = None if returned is None else ~np.isfinite(returned[t]).all(axis=1)
+            for what, bad in (("observation", bad_obs), ("reward", ~np.isfinite(rewards[t]))):
+                if bad is not None and bad.any():
+                    sub = result["index"] * n + int(np.flatnonzero(bad)[0])
+                    raise Divergence(f"{what} from the env (sub-env {sub})", self.step - result["steps"] + (t + 1) * n)
 
     def explorer_stats(self) -> dict[str, float]:
         """Policy lag since the last call and cumulative explorer statistics (logged with the losses).
