@@ -180,6 +180,28 @@ def test_unreachable_ray_address_fails_fast_with_one_line(capsys, tmp_path):
     assert not run_dir.exists()
 
 
+def test_ray_address_auto_pointing_at_no_cluster_fails_fast_with_one_line(tmp_path):
+    """``auto`` joins the cluster RAY_ADDRESS (or the last ``ray start``) names; when nothing listens there
+    it fails like an explicit address. Before, Ray retried for minutes, printing its warnings (a
+    subprocess: the old behaviour must not hang the test session)."""
+    pytest.importorskip("ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    run_dir = tmp_path / "run"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "RAY_ADDRESS": f"127.0.0.1:{port}", "RAY_USAGE_STATS_ENABLED": "0",
+           "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    code = "import sys; from canter.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.run([sys.executable, "-c", code, "train", "ppo", "--env", "CartPole-v1", "--explorers", "1",
+                           "--ray-address", "auto", "--run-dir", str(run_dir), "--quiet"],
+                          env=env, capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert len(proc.stderr.splitlines()) == 1
+    assert f"no Ray cluster at '127.0.0.1:{port}' (where --ray-address auto points)" in proc.stderr
+    assert not run_dir.exists()
+
+
 def test_private_ray_stays_on_loopback_even_when_ray_was_imported_first():
     """A run's private Ray binds to 127.0.0.1 also when the user imported ray before canter (Ray reads
     RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER at import). Checked without starting Ray: ``ray.init`` is stubbed."""

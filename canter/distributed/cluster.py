@@ -20,17 +20,34 @@ def _is_loopback(address: str) -> bool:
     return address.startswith(_LOOPBACK)
 
 
+def _auto_address() -> str | None:
+    """The address ``ray.init(address="auto")`` would join: ``RAY_ADDRESS``, else the last ``ray start``'s
+    (``/tmp/ray/ray_current_cluster``) or a running GCS; None when Ray cannot tell (it reports that)."""
+    try:
+        from ray._private.services import get_ray_address_from_environment
+        found = get_ray_address_from_environment("auto", None)
+    except Exception:  # noqa: BLE001 - another Ray layout, or no cluster found: ray.init reports it
+        return None
+    return found if isinstance(found, str) and found != "auto" else None
+
+
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
-    """Fail fast with one line when nothing listens at ``host:port`` (Ray itself retries for minutes)."""
-    host, sep, port = address.rpartition(":")
-    if address.startswith("ray://") or not sep or not port.isdigit():
+    """Fail fast with one line when nothing listens at ``host:port`` (Ray itself retries for minutes);
+    ``auto`` is checked at the address it stands for (a stale record of a stopped cluster, or a
+    ``RAY_ADDRESS`` where nothing runs, would otherwise hang the same way)."""
+    target = _auto_address() if address == "auto" else address
+    if target is None:
+        return
+    host, sep, port = target.rpartition(":")
+    if target.startswith("ray://") or not sep or not port.isdigit():
         return
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
             pass
     except OSError as exc:
+        where = f"'{target}'" if target == address else f"'{target}' (where --ray-address auto points)"
         raise CanterError(
-            f"no Ray cluster at '{address}' ({exc.strerror or exc}); start one with 'ray start --head' "
+            f"no Ray cluster at {where} ({exc.strerror or exc}); start one with 'ray start --head' "
             "or leave out --ray-address to start a local Ray for the run"
         ) from None
 
