@@ -307,6 +307,41 @@ def test_explorer_statistics_keep_counting_across_a_resume(cluster, tmp_path):
     assert delivered == pytest.approx(rows["step"][-1], rel=0.1)
 
 
+def test_a_resumed_run_queues_its_first_rollouts_after_the_new_seed_and_with_its_step(cluster, tmp_path, monkeypatch):
+    """Rollouts queued in ``setup`` ran on each actor before the resume's reset: from the envs as built
+    (the original run's first episodes, not the resume's new seed) and, for Ape-X, with step 0's
+    settings (random actions before learning_starts, although the resumed run was past it)."""
+    from canter.distributed.pool import RayPool
+
+    starts, calls = [], []
+    wait, submit = RayPool.wait, RayPool.submit
+
+    def recording_wait(self):
+        slot, r = wait(self)
+        starts.append((slot, r["obs"][0].copy()))
+        return slot, r
+
+    def recording_submit(self, slot, **kw):
+        calls.append(kw)
+        return submit(self, slot, **kw)
+
+    monkeypatch.setattr(RayPool, "wait", recording_wait)
+    monkeypatch.setattr(RayPool, "submit", recording_submit)
+    run_dir = tmp_path / "run"
+    canter.train("dqn", "CartPole-v1", ray_address=cluster, explorers=2, n_envs=2, max_steps=512, eval_every=0,
+                 run_dir=run_dir, learning_starts=64, train_freq=16, gradient_steps=1, buffer_size=2000)
+    first: dict[int, np.ndarray] = {}
+    for slot, obs in starts:
+        first.setdefault(slot, obs)
+    n_calls, n_starts = len(calls), len(starts)
+    canter.resume(run_dir, max_steps=1024)
+    assert calls[n_calls:] and not any(kw["random"] for kw in calls[n_calls:])
+    resumed = starts[n_starts:]
+    for slot in (0, 1):
+        obs = next(o for s, o in resumed if s == slot)
+        assert not np.allclose(obs, first[slot]), slot  # the resume's fresh episodes, not the original start
+
+
 def test_a_private_instance_leaves_no_token_mode_behind_for_a_cluster_without_it(cluster):
     """A local ``ray.init`` turns token authentication on for the whole process (and writes
     ``~/.ray/auth_token``). A later run joining a cluster without it must not send a token: the

@@ -85,10 +85,13 @@ class Learner:
         self.trajectory_bytes = 0
         self._lags: list[int] = []
         self._explorer_steps = np.zeros(self.pool.count, np.int64)
+        self._start_depth = 0  # rollouts per explorer still to queue (Ray explorers: at the first iteration)
 
     def _iterate(self) -> dict[str, float]:
         """The trainer's iteration; after the divergence guard restored the last good state, the
         explorers get the restored weights (they would act on weights the learner no longer has)."""
+        if self._start_depth:
+            self._queue_start()
         restores = self.guard.restores
         losses = super()._iterate()
         if self.guard.restores != restores:
@@ -192,12 +195,27 @@ class Learner:
             stats.update({f"explorer{i}_steps_per_second": float(s) for i, s in enumerate(sps)})
         return stats
 
-    def start_explorers(self, depth: int, **kw: Any) -> None:
-        """Publish the initial weights and queue ``depth`` rollouts per explorer."""
+    def start_explorers(self, depth: int) -> None:
+        """Publish the initial weights and queue ``depth`` rollouts per explorer (:meth:`rollout_kw`).
+
+        Ray explorers get theirs at the first iteration: a resumed run resets their envs with its new
+        seed after :meth:`setup`, and an actor runs its calls in order, so rollouts queued here would
+        run first, from the envs as built (the original run's first episodes), and with the settings
+        of step 0 (Ape-X: random actions before ``learning_starts``)."""
         self.publish()
+        self._start_depth = depth
+        if not self.pool.remote:  # the in-process queue is part of an exact resume's saved state
+            self._queue_start()
+
+    def _queue_start(self) -> None:
+        depth, self._start_depth = self._start_depth, 0
         for slot in range(self.pool.count):
             for _ in range(depth):
-                self.pool.submit(slot, **kw)
+                self.pool.submit(slot, **self.rollout_kw())
+
+    def rollout_kw(self) -> dict[str, Any]:
+        """The settings of the next rollout call (the drivers that queue calls define it)."""
+        raise NotImplementedError
 
 
 class SyncTrainer(Learner, OnPolicyTrainer):
@@ -244,11 +262,14 @@ class AsyncTrainer(Learner, Trainer):
         self.dropped = 0
         space = self.agent.observation_space  # a rollout too big for memory: refused before the run starts
         rollout_array((self.config.n_steps, self.pool.envs_per_explorer) + space.shape, space.dtype)
-        self.start_explorers(2 if self.pool.remote else 1, n_steps=self.config.n_steps)
+        self.start_explorers(2 if self.pool.remote else 1)
+
+    def rollout_kw(self) -> dict[str, Any]:  # noqa: D102
+        return {"n_steps": self.config.n_steps}
 
     def iteration(self) -> dict[str, float]:
         """Learn from the next finished rollout, then give that explorer new work."""
-        agent, c = self.agent, self.config
+        agent = self.agent
         slot, r, rewards = self.next_fresh_rollout()
         batch = TrajectoryBatch(
             obs_tensor(agent, r["obs"], 2), torch.from_numpy(r["actions"]), torch.from_numpy(r["log_probs"]),
@@ -262,7 +283,7 @@ class AsyncTrainer(Learner, Trainer):
             update_obs_stats(agent, r["obs"], 2)
             self.publish()
         finally:  # also after a divergence the guard handles: the explorer keeps its queued calls
-            self.pool.submit(slot, n_steps=c.n_steps)
+            self.pool.submit(slot, **self.rollout_kw())
         return {**stats, **self.explorer_stats(), "dropped_rollouts": float(self.dropped)}
 
     def state(self) -> dict[str, Any]:
@@ -288,7 +309,7 @@ class AsyncTrainer(Learner, Trainer):
             if limit is None or self.version - r["version"] <= limit:
                 return slot, r, rewards
             self.dropped += 1
-            self.pool.submit(slot, n_steps=self.config.n_steps)
+            self.pool.submit(slot, **self.rollout_kw())
 
 
 class ApeXTrainer(Learner, OffPolicyTrainer):
@@ -313,7 +334,10 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         # one explorer call collects one training phase of the single-process trainer
         self.explorer_steps = max(1, math.ceil(c.train_freq / self.pool.envs_per_explorer))
         self._owed = 0.0
-        self.start_explorers(2, n_steps=self.explorer_steps, random=c.learning_starts > 0)
+        self.start_explorers(2)
+
+    def rollout_kw(self) -> dict[str, Any]:  # noqa: D102
+        return {"n_steps": self.explorer_steps, "random": self.step < self.config.learning_starts}
 
     def iteration(self) -> dict[str, float]:
         """Store the next finished rollout, then take the updates it pays for."""
@@ -334,5 +358,5 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
                     stats = self.train(updates)
                     self.publish()
         finally:  # also after a divergence the guard handles: the explorer keeps its queued calls
-            self.pool.submit(slot, n_steps=self.explorer_steps, random=self.step < c.learning_starts)
+            self.pool.submit(slot, **self.rollout_kw())
         return {**stats, **self.explorer_stats()}
