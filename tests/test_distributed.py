@@ -167,6 +167,17 @@ def test_ray_address_needs_explorers(capsys, tmp_path):
     assert code == 2 and "--explorers" in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize("address", ["nonsense", "127.0.0.1", "host:port", ":6379"])
+def test_a_malformed_ray_address_is_refused_with_one_line_before_ray_starts(capsys, tmp_path, address):
+    """Before, Ray was imported and printed its token-authentication warning above the error."""
+    code = main(["train", "impala", "--env", "CartPole-v1", "--explorers", "2", "--ray-address", address,
+                 "--run-dir", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.splitlines() == [
+        f"canter: error: 'ray_address' must be 'auto', host:port or ray://host:port, got '{address}'"]
+    assert not (tmp_path / "r").exists()
+
+
 def test_unreachable_ray_address_fails_fast_with_one_line(capsys, tmp_path):
     pytest.importorskip("ray")
     with socket.socket() as s:
