@@ -439,3 +439,7 @@ def entry() -> None:
         except (OSError, ValueError):
             pass
     os._exit(code)
+
+
+if __name__ == "__main__":  # ``python -m canter.cli`` as ``python -m canter``
+    entry()

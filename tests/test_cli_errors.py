@@ -745,3 +745,17 @@ def test_an_env_that_fails_without_env_kwargs_keeps_its_traceback():
 
     exc = KeyError("x")
     assert bad_env_kwargs("E-v0", {}, exc) is exc and bad_env_kwargs("E-v0", None, exc) is exc
+
+
+def test_a_model_of_another_algorithm_names_the_algorithms_default(capsys, workdir):
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", "model=lstm_actor_critic",
+                           "--max-steps", "64", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "cannot build model LSTMActorCritic for ppo", "default model is 'mlp_actor_critic'")
+    assert list(workdir.iterdir()) == []
+
+
+def test_python_m_canter_cli_is_the_canter_command():
+    """``python -m canter.cli train ...`` did nothing and exited 0 (the module had no main block)."""
+    proc = subprocess.run([sys.executable, "-m", "canter.cli", "train", "nosuchalgo"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "unknown algorithm 'nosuchalgo'" in proc.stderr

@@ -194,8 +194,9 @@ class Algorithm(ABC):
                               f"carry one); set 'action_masks = True' on a model class that does")
         try:
             model = self.model_cls(self.observation_space, self.action_space, **kwargs)
-        except TypeError as exc:
-            raise CanterError(f"cannot build model {self.model_cls.__name__}: {exc}") from None
+        except TypeError as exc:  # e.g. a model made for another algorithm (lstm_actor_critic for ppo)
+            raise CanterError(f"cannot build model {self.model_cls.__name__} for {self.name}: {exc}; {self.name}'s "
+                              f"default model is '{self.default_model}'") from None
         except Exception as exc:
             if self.model_cls.__module__.split(".")[0] == "canter":
                 raise  # canter's own model: a bug, whose traceback is wanted
