@@ -759,3 +759,29 @@ def test_python_m_canter_cli_is_the_canter_command():
     proc = subprocess.run([sys.executable, "-m", "canter.cli", "train", "nosuchalgo"], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "unknown algorithm 'nosuchalgo'" in proc.stderr
+
+
+@pytest.mark.parametrize("when", ["reset", "step"])
+def test_an_observation_outside_the_envs_own_space_is_one_line(capsys, workdir, monkeypatch, when):
+    """An env returning a (1, 3) array for its Box(3,) space: NumPy's ValueError from the vector env's
+    stacking was a traceback (exit 1)."""
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.registry import _REGISTRY
+
+    class Bad(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            return np.zeros((1, 3) if when == "reset" else 3, np.float32), {}
+
+        def step(self, action):
+            return np.zeros((1, 3), np.float32), 0.0, False, False, {}
+
+    monkeypatch.setitem(_REGISTRY["env"], "CanterTestBadObs-v0", Bad)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CanterTestBadObs-v0", "--max-steps", "64",
+                           "--n-envs", "2", "--set", "n_steps=32", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "observation that does not fit its observation space Box(shape=(3,)",
+                          "wrong dimensionality")

@@ -32,6 +32,18 @@ class Step(NamedTuple):
     valid: np.ndarray
 
 
+def _observation_error(exc: ValueError, space: gym.Space) -> Exception:
+    """A one-line error for an observation that does not fit the env's own observation space (NumPy's
+    "Output array has wrong dimensionality" when the vector env stacks it); any other ValueError as it is."""
+    text = str(exc)
+    if not text.startswith(("Output array", "could not broadcast")):
+        return exc
+    from canter.envs.spaces import describe_space
+
+    return CanterError(f"the env returned an observation that does not fit its observation space "
+                       f"{describe_space(space)}: {text.splitlines()[0]}")
+
+
 class VecEnv:
     """Vector env adapter: NEXT_STEP autoreset, validity mask and per-episode statistics."""
 
@@ -68,7 +80,10 @@ class VecEnv:
         """Reset all sub-envs and return the observations. ``seed`` goes to the Gymnasium vector env:
         with sync or async vectorisation sub-env ``i`` is reset with ``seed + i``; a native vectorised
         env (e.g. ``CartPoleVectorEnv``) seeds one generator for all its sub-envs with ``seed``."""
-        obs, _ = self.env.reset(seed=seed)
+        try:
+            obs, _ = self.env.reset(seed=seed)
+        except ValueError as exc:
+            raise _observation_error(exc, self.single_observation_space) from None
         self.begin(seed)
         return obs
 
@@ -84,7 +99,10 @@ class VecEnv:
         """Step every sub-env; see the module docstring for the meaning of ``valid``."""
         if self._action_range is not None:
             self._check_actions(actions)
-        obs, reward, terminated, truncated, info = self.env.step(actions)
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(actions)
+        except ValueError as exc:
+            raise _observation_error(exc, self.single_observation_space) from None
         self._success = _success(info, self.num_envs) if info else None
         return self.record(obs, reward, terminated, truncated, info.get(ACTIVE) if info else None)
 
