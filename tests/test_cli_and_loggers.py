@@ -141,6 +141,32 @@ def test_console_logger_writes_whole_plain_lines_when_not_a_terminal():
     assert "8,192/8,000 steps" in out.getvalue().splitlines()[-1]  # it said 8,000/8,000
 
 
+def test_plain_console_writes_status_lines_between_frequent_evaluations(monkeypatch):
+    """The status line comes every plain_seconds even when evaluations come more often (each evaluation
+    used to restart its timer, so a run evaluating every 5 s never printed one before its end)."""
+    import io
+
+    from rich.console import Console
+
+    import canter.logging.console as console_mod
+    from canter.logging.console import ConsoleLogger
+    from canter.trainers import EvalResult, TrainRecord
+
+    clock = [0.0]
+    monkeypatch.setattr(console_mod.time, "monotonic", lambda: clock[0])
+    out = io.StringIO()
+    logger = ConsoleLogger(1_000_000, "ppo", console=Console(file=out, width=200), plain_seconds=10.0)
+    logger.start(None)
+    for i in range(1, 61):  # a record each second, an evaluation every 5 s
+        clock[0] = float(i)
+        ev = EvalResult(1.0, 0.0, [1.0], [1]) if i % 5 == 0 else None
+        logger.log(TrainRecord(step=1000 * i, iteration=i, wall_time=float(i), steps_per_second=1000.0,
+                               rolling_return=1.0, evaluation=ev))
+    status = [line for line in out.getvalue().splitlines() if "steps/s" in line]
+    assert len(status) == 6, out.getvalue()
+    assert all("1,000 steps/s" in line for line in status)
+
+
 def test_plain_console_counts_a_resumed_runs_rate_from_its_checkpoint_step():
     import io
     import time

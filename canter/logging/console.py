@@ -68,7 +68,11 @@ class ConsoleLogger:
                 assert self.progress is not None
                 self.progress.console.log(line)
         now = time.monotonic()
-        if now - self._last < self.refresh and not record.done and record.evaluation is None:
+        if self.plain:  # a status line every `refresh` seconds since the last one (evaluation lines aside)
+            due = now - self._line_time >= self.refresh
+        else:
+            due = now - self._last >= self.refresh or record.evaluation is not None
+        if not due and not record.done:
             return
         self._last = now
         losses = " ".join(f"{k} {record.losses[k]:.3g}" for k in _SHOWN_LOSSES if k in record.losses)
@@ -77,14 +81,13 @@ class ConsoleLogger:
             ret += f" (best {record.best_rolling_return:.1f})"
         sps = f"{record.steps_per_second:,.0f}"
         if self.plain:
-            if record.evaluation is None or record.done:  # an evaluation line was just written
-                # the rate since the last status line (a record's own rate covers one iteration,
-                # and an evaluation in it)
-                sps = f"{(record.step - self._line_step) / max(now - self._line_time, 1e-9):,.0f}"
-                self._line_step, self._line_time = record.step, now
-                # the steps taken: a run ends on a whole iteration, which may pass max_steps (3,072/3,000)
-                self._line(f"{self.description}: {record.step:,}/{self.total:,} steps, {sps} steps/s, "
-                           f"return {ret}, eval {self._eval}" + (f", {losses}" if losses else ""))
+            # the rate since the last status line (a record's own rate covers one iteration,
+            # and an evaluation in it)
+            sps = f"{(record.step - self._line_step) / max(now - self._line_time, 1e-9):,.0f}"
+            self._line_step, self._line_time = record.step, now
+            # the steps taken: a run ends on a whole iteration, which may pass max_steps (3,072/3,000)
+            self._line(f"{self.description}: {record.step:,}/{self.total:,} steps, {sps} steps/s, "
+                       f"return {ret}, eval {self._eval}" + (f", {losses}" if losses else ""))
             return
         assert self.progress is not None and self.task is not None
         self.progress.update(self.task, completed=min(record.step, self.total), sps=sps,
