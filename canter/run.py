@@ -367,7 +367,11 @@ class Run:
                         self.save_resumable()
                 if record.done:  # the trainer ends after this record: a loop that stops here finished the run
                     outcome = "done"
-                yield record
+                try:
+                    yield record
+                except GeneratorExit:  # the loop was left at this record and is closed now, maybe much later
+                    self.trainer.stop_clock()
+                    raise
             outcome = "done"
         except TrainingDiverged as exc:
             outcome, self.divergence = "diverged", exc

@@ -70,6 +70,23 @@ def test_closing_a_loop_left_early_saves_the_run_and_gives_back_ctrl_c(tmp_path)
     assert _summary(run_dir) == finished
 
 
+def test_the_time_between_leaving_a_loop_and_closing_it_is_not_training_time(tmp_path):
+    """The summary and ``last`` counted the seconds between ``break`` and ``run.close()`` as training, and a
+    resumed run's clock (its history wall times, max_seconds) went on from there."""
+    import time
+
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, max_steps=2048, seed=1, **PPO)
+    for record in run():
+        if record.step >= 640:
+            break
+    time.sleep(1.5)
+    run.close()
+    summary, meta = _summary(run_dir), read_metadata(run_dir / "checkpoints" / "last")
+    assert summary["wall_seconds"] == round(record.wall_time, 3)
+    assert meta["trainer"]["wall_time"] == record.wall_time < 1.5
+
+
 def test_a_with_block_closes_the_run(tmp_path):
     run_dir = tmp_path / "run"
     with canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, max_steps=2048, seed=1, **PPO) as run:

@@ -115,6 +115,7 @@ class Trainer:
         #: set by the first call: a later call continues from here (no new setup, env reset or on_train_start)
         self._started = False
         self._yielded_wall = 0.0
+        self._clock_stopped = False
 
     # -- to implement -----------------------------------------------------------------------
     def setup(self) -> None:
@@ -127,9 +128,15 @@ class Trainer:
     # -- shared helpers ---------------------------------------------------------------------
     def wall_time(self) -> float:
         """Seconds of training so far (including time before a resume)."""
-        if not self.wall_start:
+        if not self.wall_start or self._clock_stopped:
             return self.elapsed_before
         return self.elapsed_before + time.perf_counter() - self.wall_start
+
+    def stop_clock(self) -> None:
+        """Stop the training clock at the last record: a loop left there (``break``) is closed later, and
+        the time until then (the checkpoint's and summary's wall time, a resumed run's clock) is no training."""
+        self.elapsed_before = self._yielded_wall
+        self._clock_stopped = True
 
     def set_progress(self) -> None:
         """Advance the algorithm's schedules to the current step, then apply the run's LR control."""
@@ -355,6 +362,7 @@ class Trainer:
         if self._started:
             self.stop_requested = None  # honoured by the last call, which it stopped: this call is asked to go on
             self.elapsed_before = self._yielded_wall  # up to the last record: the pause is not training
+            self._clock_stopped = False
             self.wall_start = time.perf_counter()  # before the stop check: a time budget must not count the pause
             if self.hooks.should_stop(self) is not None:
                 return
