@@ -141,6 +141,25 @@ def test_console_logger_writes_whole_plain_lines_when_not_a_terminal():
     assert "8,192/8,000 steps" in out.getvalue().splitlines()[-1]  # it said 8,000/8,000
 
 
+def test_history_files_without_rows_have_typed_columns(tmp_path):
+    """A run that has finished no episode (or update) yet wrote history.parquet with columns of type null,
+    and updates.parquet with no columns at all."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from canter.logging.history import HistoryLogger
+
+    logger = HistoryLogger(tmp_path)
+    logger.flush()
+    history = pq.read_schema(tmp_path / "history.parquet")
+    assert [(f.name, f.type) for f in history] == [
+        ("step", pa.int64()), ("wall_time", pa.float64()), ("episode_return", pa.float64()),
+        ("episode_length", pa.int64()), ("rolling_return", pa.float64())]
+    evaluations = pq.read_schema(tmp_path / "evaluations.parquet")
+    assert evaluations.field("episodes").type == pa.int64() and evaluations.field("mean_return").type == pa.float64()
+    assert pq.read_schema(tmp_path / "updates.parquet").names == ["step", "wall_time", "steps_per_second"]
+
+
 def test_plain_console_writes_status_lines_between_frequent_evaluations(monkeypatch):
     """The status line comes every plain_seconds even when evaluations come more often (each evaluation
     used to restart its timer, so a run evaluating every 5 s never printed one before its end)."""

@@ -15,16 +15,25 @@ from canter.trainers.base import TrainRecord
 HISTORY_COLUMNS = ("step", "wall_time", "episode_return", "episode_length", "rolling_return")
 #: columns a multi-agent run adds: each episode's agent, and its policy where there are several
 LABEL_COLUMNS = ("agent", "policy")
+EVALUATION_COLUMNS = ("step", "wall_time", "mean_return", "std_return", "episodes")
+#: the type of each fixed column, so that a file with no rows (no episode finished yet) has them too
+COLUMN_TYPES = {"step": pa.int64(), "wall_time": pa.float64(), "episode_return": pa.float64(),
+                "episode_length": pa.int64(), "rolling_return": pa.float64(),  # labels: as the env names them
+                "mean_return": pa.float64(), "std_return": pa.float64(),
+                "episodes": pa.int64(), "steps_per_second": pa.float64()}
 
 
 def write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> None:
-    """Atomically write ``rows`` (dicts) as a parquet table."""
+    """Atomically write ``rows`` (dicts) as a parquet table (``columns``: the fixed columns, typed by
+    :data:`COLUMN_TYPES`; None: the keys of the rows, types inferred)."""
     if columns is None:
         seen: dict[str, None] = {}
         for row in rows:
             seen.update(dict.fromkeys(row))
         columns = tuple(seen)
-    table = pa.table({c: [row.get(c) for row in rows] for c in columns})
+        table = pa.table({c: [row.get(c) for row in rows] for c in columns})
+    else:
+        table = pa.table({c: pa.array([row.get(c) for row in rows], type=COLUMN_TYPES.get(c)) for c in columns})
     sink = io.BytesIO()
     pq.write_table(table, sink)
     atomic_write(path, sink.getvalue())
@@ -102,9 +111,10 @@ class HistoryLogger:
         """Rewrite the parquet files with everything logged so far."""
         labels = tuple(k for k in LABEL_COLUMNS if self.episodes and k in self.episodes[0])
         write_parquet(self.dir / "history.parquet", self.episodes, HISTORY_COLUMNS + labels)
-        write_parquet(self.dir / "updates.parquet", self.updates)
-        write_parquet(self.dir / "evaluations.parquet", self.evaluations,
-                      ("step", "wall_time", "mean_return", "std_return", "episodes"))
+        # the losses' columns come with the first update; before it, the fixed ones
+        write_parquet(self.dir / "updates.parquet", self.updates,
+                      None if self.updates else ("step", "wall_time", "steps_per_second"))
+        write_parquet(self.dir / "evaluations.parquet", self.evaluations, EVALUATION_COLUMNS)
         self._last_flush = time.monotonic()
 
     def close(self) -> None:  # noqa: D102
