@@ -177,7 +177,10 @@ def _drive(trainer: Any) -> int:
         print(f"interrupted at step {s.get('steps', 0):,}; run saved, continue with: canter train --resume {trainer.dir}",
               file=sys.stderr)
         return 130
-    verdict = "solved" if s.get("solved") else "not solved"
+    if s.get("target_reward") is None:  # nothing to solve: say why it stopped
+        verdict = f"finished ({s.get('stop_reason')})"
+    else:
+        verdict = "solved" if s.get("solved") else "not solved"
     best = s.get("best_eval_return")
     best_txt = "n/a" if best is None else f"{best:.2f}"
     print(f"{verdict}: best eval return {best_txt} after {s.get('steps', 0):,} steps in {s.get('wall_seconds', 0):.1f}s"
