@@ -228,6 +228,27 @@ def test_console_logger_shows_a_live_bar_on_a_terminal():
     assert "\x1b[" in raw and "8,192 steps 700 steps/s" in text and "eval return 480.00 ± 5.00" in text
 
 
+def test_a_resumed_runs_live_bar_clock_goes_on():
+    """The live bar's elapsed time started at 0:00:00 on a resumed run (the plain lines went on from its
+    training seconds)."""
+    import io
+    import re
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+    from canter.trainers.base import TrainRecord
+
+    out = io.StringIO()
+    logger = ConsoleLogger(100_000, "ppo", console=Console(file=out, width=200, force_terminal=True))
+    logger.start(SimpleNamespace(resumed_wall=125.0, resumed_step=50_000))
+    logger.log(TrainRecord(step=50_100, iteration=1, wall_time=125.2, steps_per_second=500.0, done=True))
+    logger.close()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert text.strip().splitlines()[-1].endswith("0:02:05")
+
+
 def test_importing_canter_leaves_the_garbage_collector_as_it_found_it():
     """canter defers garbage collection while it imports (torch's objects make its full passes slow)
     and restores the caller's setting afterwards: enabled stays enabled, disabled stays disabled."""

@@ -2,14 +2,30 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from canter.trainers.base import TrainRecord
 
 _SHOWN_LOSSES = ("value_loss", "entropy", "loss", "q_mean", "policy_lag")
+
+
+class _RunClock(TimeElapsedColumn):
+    """Rich's elapsed-time column, counted from ``offset`` seconds (a resumed run's clock goes on)."""
+
+    def __init__(self, offset: float = 0.0) -> None:
+        super().__init__()
+        self.offset = offset
+
+    def render(self, task: Any) -> Text:  # noqa: D102
+        elapsed = task.finished_time if task.finished else task.elapsed
+        if elapsed is None:
+            return Text("-:--:--", style="progress.elapsed")
+        return Text(str(timedelta(seconds=max(0, int(elapsed + self.offset)))), style="progress.elapsed")
 
 
 class ConsoleLogger:
@@ -48,7 +64,7 @@ class ConsoleLogger:
             TextColumn("[bold]{task.description}"), BarColumn(bar_width=16),
             TextColumn("{task.completed:,.0f} steps"), TextColumn("{task.fields[sps]} steps/s"),
             TextColumn("return {task.fields[ret]}"), TextColumn("eval {task.fields[eval]}"),
-            TextColumn("{task.fields[losses]}"), TimeElapsedColumn(),
+            TextColumn("{task.fields[losses]}"), _RunClock(getattr(run, "resumed_wall", 0.0)),
             console=self.console, transient=False,
         )
         self.progress.start()
