@@ -249,6 +249,31 @@ def test_a_resumed_runs_live_bar_clock_goes_on():
     assert text.strip().splitlines()[-1].endswith("0:02:05")
 
 
+def test_the_live_bar_gives_the_steps_taken_past_the_budget():
+    """A run ends on a whole iteration: the bar said 8,000 steps for a run of 8,192 (the plain lines said
+    8,192/8,000); a resumed run's bar starts at its checkpoint's step, not 0."""
+    import io
+    import re
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+
+    out = io.StringIO()
+    logger = ConsoleLogger(8_000, "ppo", console=Console(file=out, width=200, force_terminal=True))
+    logger.start(None)
+    for record in _records():
+        logger.log(record)
+    logger.close()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert "8,192 steps 700 steps/s" in text.strip().splitlines()[-1]
+    logger = ConsoleLogger(8_000, "ppo", console=Console(file=io.StringIO(), width=200, force_terminal=True))
+    logger.start(SimpleNamespace(resumed_step=4096, resumed_wall=1.0))
+    assert logger.progress.tasks[0].completed == 4096 and logger.progress.tasks[0].fields["steps"] == "4,096"
+    logger.close()
+
+
 def test_importing_canter_leaves_the_garbage_collector_as_it_found_it():
     """canter defers garbage collection while it imports (torch's objects make its full passes slow)
     and restores the caller's setting afterwards: enabled stays enabled, disabled stays disabled."""

@@ -62,13 +62,15 @@ class ConsoleLogger:
             return
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(bar_width=16),
-            TextColumn("{task.completed:,.0f} steps"), TextColumn("{task.fields[sps]} steps/s"),
+            TextColumn("{task.fields[steps]} steps"), TextColumn("{task.fields[sps]} steps/s"),
             TextColumn("return {task.fields[ret]}"), TextColumn("eval {task.fields[eval]}"),
             TextColumn("{task.fields[losses]}"), _RunClock(getattr(run, "resumed_wall", 0.0)),
             console=self.console, transient=False,
         )
         self.progress.start()
-        self.task = self.progress.add_task(self.description, total=self.total, sps="-", ret="-", eval="-", losses="")
+        self.task = self.progress.add_task(self.description, total=self.total,
+                                           completed=min(self._line_step, self.total), steps=f"{self._line_step:,}",
+                                           sps="-", ret="-", eval="-", losses="")
 
     def log(self, record: TrainRecord) -> None:  # noqa: D102
         if record.evaluation is not None:
@@ -106,7 +108,8 @@ class ConsoleLogger:
                        f"return {ret}, eval {self._eval}" + (f", {losses}" if losses else ""))
             return
         assert self.progress is not None and self.task is not None
-        self.progress.update(self.task, completed=min(record.step, self.total), sps=sps,
+        # the bar stops full; the text gives the steps taken (a run ends on a whole iteration, past max_steps)
+        self.progress.update(self.task, completed=min(record.step, self.total), steps=f"{record.step:,}", sps=sps,
                              ret=ret, eval=self._eval, losses=losses)
 
     def close(self) -> None:  # noqa: D102
