@@ -16,6 +16,8 @@ from canter.optim import FlatAdam, FlatRMSprop
 
 DISCRETE = (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3))
 CONTINUOUS = (gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (2,)))
+MULTI_DISCRETE = (gym.spaces.Box(-1, 1, (4,)), gym.spaces.MultiDiscrete([3, 2, 4]))
+MULTI_BINARY = (gym.spaces.Box(-1, 1, (4,)), gym.spaces.MultiBinary(3))
 
 
 def _batch(algo: PPO, n: int, seed: int, obs: torch.Tensor | None = None) -> RolloutBatch:
@@ -29,7 +31,8 @@ def _batch(algo: PPO, n: int, seed: int, obs: torch.Tensor | None = None) -> Rol
     return RolloutBatch(obs, out.actions, old_logp, old_v, torch.randn(n, generator=g), torch.randn(n, generator=g))
 
 
-@pytest.mark.parametrize("spaces", [DISCRETE, CONTINUOUS], ids=["discrete", "continuous"])
+@pytest.mark.parametrize("spaces", [DISCRETE, CONTINUOUS, MULTI_DISCRETE, MULTI_BINARY],
+                         ids=["discrete", "continuous", "multidiscrete", "multibinary"])
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 @pytest.mark.parametrize("clip_vf,ent", [(None, 0.0), (0.2, 0.01)])
 def test_manual_ppo_gradients_match_autograd(spaces, activation, clip_vf, ent):

@@ -13,6 +13,7 @@ from canter.optim import FlatRMSprop
 
 DISCRETE = (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3))
 CONTINUOUS = (gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (2,)))
+MULTI_DISCRETE = (gym.spaces.Box(-1, 1, (4,)), gym.spaces.MultiDiscrete([3, 2, 4]))
 
 
 def _batch(algo: A2C, n: int, seed: int) -> RolloutBatch:
@@ -24,7 +25,7 @@ def _batch(algo: A2C, n: int, seed: int) -> RolloutBatch:
                         torch.randn(n, generator=g))
 
 
-@pytest.mark.parametrize("spaces", [DISCRETE, CONTINUOUS], ids=["discrete", "continuous"])
+@pytest.mark.parametrize("spaces", [DISCRETE, CONTINUOUS, MULTI_DISCRETE], ids=["discrete", "continuous", "multidiscrete"])
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 @pytest.mark.parametrize("ent", [0.0, 0.01])
 def test_manual_a2c_gradients_match_autograd(spaces, activation, ent):

@@ -66,6 +66,9 @@ class Agent:
         #: what the env's actions add to the algorithm's indices (MultiDiscrete: one per entry)
         self._start = start if start.ndim else int(start)
         self._offset = bool(start.any())
+        #: MultiDiscrete / MultiBinary actions of several dimensions: the algorithm's are flat [B, k]
+        multi = isinstance(self.action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
+        self._multi_shape = tuple(self.action_space.shape) if multi and len(self.action_space.shape) != 1 else None
 
     # -- numpy <-> torch ------------------------------------------------------------------
     def normalize_obs(self, obs: np.ndarray, update: bool = False) -> np.ndarray:
@@ -97,6 +100,8 @@ class Agent:
             if self.algorithm.squashed_actions:
                 a = self._low + (np.clip(a, -1.0, 1.0) + 1.0) * 0.5 * (self._high - self._low)
             return np.clip(a, self._low, self._high)
+        if self._multi_shape is not None:
+            a = a.reshape((len(a),) + self._multi_shape)
         return a + self._start if self._offset else a
 
     def from_env_actions(self, actions: np.ndarray) -> np.ndarray:

@@ -15,9 +15,10 @@ import torch
 from torch import nn
 
 from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs, make_adam, sample_actor_critic
-from canter.algorithms.policy_terms import CategoricalTerms, GaussianTerms, categorical_log_prob
+from canter.algorithms.policy_terms import CategoricalTerms, GaussianTerms, MultiCategoricalTerms, categorical_log_prob
 from canter.optim import make_rmsprop
 from canter.config import hp
+from canter.envs.spaces import action_nvec
 from canter.errors import CanterError
 from canter.models import distributions as D
 from canter.models.mlp import ActorCritic
@@ -80,6 +81,10 @@ class ActorCriticAlgorithm(Algorithm):
     default_n_envs = 8
 
     action_masks = True  # the ActorCritic model masks the logits: every loss and sample follows
+    #: MultiDiscrete and MultiBinary actions: one categorical per entry (SB3's MultiCategorical; a
+    #: MultiBinary entry is a two-way categorical where SB3 has a Bernoulli: the same distributions)
+    action_spaces: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete, gym.spaces.Box, gym.spaces.MultiDiscrete,
+                                                 gym.spaces.MultiBinary)
 
     #: True when the algorithm optimises actor and critic parameters apart (TRPO/NPG): the built-in
     #: model then keeps two separate networks instead of stacking their weights
@@ -89,6 +94,8 @@ class ActorCriticAlgorithm(Algorithm):
         super().__init__(observation_space, action_space, config, **kw)
         self.model = self.make_model(**self.model_kwargs(config))
         self.continuous = isinstance(action_space, gym.spaces.Box)
+        #: the categories of each entry of MultiDiscrete / MultiBinary actions (None for other spaces)
+        self.nvec = action_nvec(action_space)
 
     def model_kwargs(self, c: Any) -> dict[str, Any]:
         """What the model is built with, from the config ``c``."""
@@ -103,6 +110,8 @@ class ActorCriticAlgorithm(Algorithm):
         if self.continuous:
             log_std = self.model.log_std
             return D.gaussian_log_prob(out, log_std, actions), D.gaussian_entropy(log_std, out.shape[0])
+        if self.nvec is not None:
+            return D.multi_categorical_log_prob_entropy(out, actions, self.nvec)
         logp, logp_all = D.categorical_log_prob(out, actions)
         return logp, D.categorical_entropy(logp_all)
 
@@ -112,6 +121,8 @@ class ActorCriticAlgorithm(Algorithm):
         to ``out`` (Box actions: also ``log_std.grad``)."""
         if self.continuous:
             return GaussianTerms(out, self.model.log_std, actions)
+        if self.nvec is not None:
+            return MultiCategoricalTerms(out, actions, self.nvec)
         return CategoricalTerms(out, actions)
 
     def snapshot(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -125,6 +136,9 @@ class ActorCriticAlgorithm(Algorithm):
         out_old, log_std_old = old
         if self.continuous:
             return kl_gaussian(out_old, log_std_old, out_new, self.model.log_std)
+        if self.nvec is not None:  # independent entries: the KLs add up
+            return sum(kl_categorical(torch.log_softmax(out_old[:, s], -1), torch.log_softmax(out_new[:, s], -1))
+                       for s in D.segments(self.nvec))
         return kl_categorical(torch.log_softmax(out_old, -1), torch.log_softmax(out_new, -1))
 
     # -- acting --------------------------------------------------------------------------------
@@ -135,7 +149,7 @@ class ActorCriticAlgorithm(Algorithm):
     def act_numpy(self, obs: np.ndarray, deterministic: bool = False) -> ActOutput | None:
         """:meth:`act` on a NumPy batch through the model's NumPy forward pass (None where it has
         none): the same random draws from the same generator, the same formulas."""
-        if self.device.type != "cpu":
+        if self.device.type != "cpu" or self.nvec is not None:  # factored actions act through torch
             return None
         action_value = getattr(self.model, "action_value_numpy", None)
         res = None if action_value is None else action_value(obs)

@@ -74,11 +74,17 @@ def sample_actor_critic(algorithm: Any, obs: torch.Tensor, deterministic: bool =
     from canter.models import distributions as D
 
     model = algorithm.model
+    nvec = getattr(algorithm, "nvec", None)  # MultiDiscrete / MultiBinary: one categorical per entry
     if deterministic:
         out = model.action(obs)
+        if nvec is not None:
+            return ActOutput(D.multi_categorical_mode(out, nvec))
         return ActOutput(out if algorithm.continuous else out.argmax(-1))
     out, value = model.action_value(obs)
-    if algorithm.continuous:
+    if nvec is not None:
+        actions = D.multi_categorical_sample(out, nvec, algorithm.generator)
+        logp, _ = D.multi_categorical_log_prob_entropy(out, actions, nvec)
+    elif algorithm.continuous:
         actions = D.gaussian_sample(out, model.log_std, algorithm.generator)
         logp = D.gaussian_log_prob(out, model.log_std, actions)
     else:

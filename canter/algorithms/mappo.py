@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import gymnasium as gym
+
 from canter.algorithms.ppo import PPO, PPOConfig
 from canter.config import hp
 from canter.registry import register
@@ -46,3 +48,5 @@ class MAPPO(PPO):
     #: the critic sees the global state: the run sets ``central_state`` (multi-agent envs only)
     central_critic: ClassVar[bool] = True
     multiagent_only = True
+    #: each agent's Discrete or Box actions (factored actions are not wired through the multi-agent envs)
+    action_spaces: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete, gym.spaces.Box)

@@ -98,6 +98,32 @@ class CategoricalTerms:
         return g
 
 
+class MultiCategoricalTerms:
+    """:class:`CategoricalTerms` of each entry of a factored action (MultiDiscrete / MultiBinary):
+    logits ``[B, sum(nvec)]``, actions ``[B, k]``; log-probabilities and entropies add up over the
+    entries, and each entry's logits get that entry's gradient."""
+
+    __slots__ = ("logp", "entropy", "_parts", "_width")
+
+    def __init__(self, logits: np.ndarray, actions: np.ndarray, nvec: np.ndarray) -> None:
+        from canter.models.distributions import segments
+
+        actions = np.asarray(actions, np.int64)
+        self._parts = [(s, CategoricalTerms(np.ascontiguousarray(logits[:, s]), actions[:, i]))
+                       for i, s in enumerate(segments(nvec))]
+        self._width = logits.shape[1]
+        self.logp = np.add.reduce([t.logp for _, t in self._parts])
+        self.entropy = np.add.reduce([t.entropy for _, t in self._parts])
+
+    def out_grad(self, g_logp: np.ndarray, ent_coef: float) -> np.ndarray:
+        """d(loss)/d(logits): each entry's :meth:`CategoricalTerms.out_grad` in its columns (the loss's
+        log-probability and entropy are sums over the entries)."""
+        g = np.empty((len(g_logp), self._width), np.float32)
+        for s, terms in self._parts:
+            g[:, s] = terms.out_grad(g_logp, ent_coef)
+        return g
+
+
 class GaussianTerms:
     """Log-densities and entropies of a diagonal Gaussian policy with mean ``[B, d]`` and a free
     ``log_std`` parameter ``[d]``; :meth:`out_grad` also sets ``log_std.grad``."""

@@ -12,7 +12,7 @@ update is for feed-forward models).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -57,6 +57,9 @@ class RecurrentPPOConfig(PPOConfig):
 @register("algorithm", "recurrent_ppo")
 class RecurrentPPO(PPO):
     """PPO with an LSTM actor-critic, trained on whole env sequences."""
+
+    #: its LSTM model acts on Discrete and Box actions only
+    action_spaces: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete, gym.spaces.Box)
 
     name = "recurrent_ppo"
     family = "on_policy_recurrent"

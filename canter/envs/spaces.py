@@ -126,6 +126,17 @@ def _packed_from_dict(d: dict[str, Any], dtype: np.dtype) -> PackedBox:
     return PackedBox(low, high, dtype, images)
 
 
+def action_nvec(space: gym.Space) -> np.ndarray | None:
+    """The category count of each entry of a factored discrete action space, flattened: MultiDiscrete's
+    ``nvec``, 2 per entry of a MultiBinary (each entry a two-way categorical, SB3's Bernoulli in another
+    parameterisation); None for any other space."""
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return np.asarray(space.nvec, np.int64).reshape(-1)
+    if isinstance(space, gym.spaces.MultiBinary):
+        return np.full(int(np.prod(space.shape)), 2, np.int64)
+    return None
+
+
 def describe_space(space: gym.Space) -> str:
     """A short one-line description: type, shape and dtype (never the full bounds)."""
     if isinstance(space, gym.spaces.Discrete):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -39,3 +40,35 @@ def gaussian_log_prob(mean: torch.Tensor, log_std: torch.Tensor, actions: torch.
 def gaussian_entropy(log_std: torch.Tensor, batch: int) -> torch.Tensor:
     """Entropy of a diagonal Gaussian (same for every row), shape ``[batch]``."""
     return (log_std + 0.5 + LOG_SQRT_2PI).sum().expand(batch)
+
+
+# -- factored categorical (MultiDiscrete / MultiBinary actions): one categorical per entry ----------
+def segments(nvec: Any) -> list[slice]:
+    """The columns of each entry's logits in the concatenated logits ``[B, sum(nvec)]``."""
+    ends = [0]
+    for n in nvec:
+        ends.append(ends[-1] + int(n))
+    return [slice(a, b) for a, b in zip(ends[:-1], ends[1:])]
+
+
+def multi_categorical_sample(logits: torch.Tensor, nvec: Any, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One action per entry ``[B, k]``: Gumbel-max within each entry's logits (one exponential draw for all)."""
+    e = torch.empty_like(logits).exponential_(generator=generator)
+    return multi_categorical_mode(logits - e.log_(), nvec)
+
+
+def multi_categorical_mode(logits: torch.Tensor, nvec: Any) -> torch.Tensor:
+    """The most likely action of each entry ``[B, k]``."""
+    return torch.stack([logits[:, s].argmax(-1) for s in segments(nvec)], -1)
+
+
+def multi_categorical_log_prob_entropy(logits: torch.Tensor, actions: torch.Tensor, nvec: Any,
+                                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probabilities ``[B]`` of the actions ``[B, k]`` and the entropies ``[B]``: sums over the entries."""
+    actions = actions.long()
+    logp = ent = None
+    for i, s in enumerate(segments(nvec)):
+        lp, lp_all = categorical_log_prob(logits[:, s], actions[:, i])
+        h = categorical_entropy(lp_all)
+        logp, ent = (lp, h) if logp is None else (logp + lp, ent + h)
+    return logp, ent

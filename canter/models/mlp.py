@@ -210,7 +210,14 @@ def dueling_streams(widths: list[int], n_adv: int, n_value: int, activation: str
 
 def policy_head(model: nn.Module, action_space: gym.Space, log_std_init: float) -> int:
     """The policy head's width for ``action_space`` (logits, or the Gaussian mean); sets
-    ``model.continuous`` and, for Box actions, the free ``model.log_std`` parameter."""
+    ``model.continuous``, ``model.nvec`` (MultiDiscrete / MultiBinary: the categories of each entry,
+    whose logits the head concatenates; else None) and, for Box actions, the free ``model.log_std``."""
+    from canter.envs.spaces import action_nvec
+
+    model.nvec = action_nvec(action_space)  # factored discrete actions: one categorical per entry
+    if model.nvec is not None:
+        model.continuous = False
+        return int(model.nvec.sum())
     if isinstance(action_space, gym.spaces.Discrete):
         model.continuous = False
         return int(action_space.n)

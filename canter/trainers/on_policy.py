@@ -35,6 +35,8 @@ class OnPolicyTrainer(StepwiseTrainer):
         space = self.agent.action_space
         if isinstance(space, gym.spaces.Box):
             act_shape, act_dtype = (int(np.prod(space.shape)),), torch.float32  # the policy's flat output
+        elif isinstance(space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+            act_shape, act_dtype = (int(np.prod(space.shape)),), torch.int64  # one index per entry, flat
         else:
             act_shape, act_dtype = (), torch.int64
         obs_space = self.agent.observation_space
