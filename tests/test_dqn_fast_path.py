@@ -270,3 +270,25 @@ def test_manual_path_takes_actions_of_any_shape_and_dtype():
     assert stats_a == stats_b
     for x, y in zip(a.q.parameters(), b.q.parameters()):
         assert torch.equal(x, y)
+
+
+def test_a_subclass_overriding_td_loss_gets_its_own_loss():
+    """A user's DQN variant overriding ``td_loss`` (the documented per-sample loss) trained with the
+    hand-derived gradients of DQN's own loss: the override was never called, silently."""
+    calls = []
+
+    class ZeroLossDQN(DQN):
+        def td_loss(self, batch, next_target=None):
+            calls.append(len(batch.obs))
+            per_sample, priorities, q = super().td_loss(batch, next_target)
+            return per_sample * 0.0, priorities, q
+
+    torch.manual_seed(0)
+    algo = ZeroLossDQN(*SPACES, DQNConfig(net_arch=[16, 16], lr=1e-2), seed=0)
+    before = [p.detach().clone() for p in algo.q.parameters()]
+    algo.learn(_batch(32, seed=1))
+    algo.learn_phase(_batch(4 * 16, seed=2), 4)
+    assert calls == [32, 16, 16, 16, 16]
+    for a, b in zip(before, algo.q.parameters()):  # a zero loss: no gradient, Adam moves nothing
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert _dqn(True).uses_manual_backward  # canter's own DQN keeps the fast path

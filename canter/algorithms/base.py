@@ -119,6 +119,15 @@ def encoder_kwargs(config: Any) -> dict[str, Any]:
     return {} if name == "auto" else {"encoder": name}
 
 
+def overridden_outside_canter(obj: Any, name: str) -> bool:
+    """True when the method ``name`` of ``obj`` comes from a class outside canter (a user's subclass
+    overriding it): canter's fast paths reproduce canter's own methods and must not bypass it."""
+    for klass in type(obj).__mro__:
+        if name in vars(klass):
+            return klass.__module__.split(".", 1)[0] != "canter"
+    return False
+
+
 class Algorithm(ABC):
     """Base class: subclasses set the class attributes and implement ``act`` and ``learn``."""
 

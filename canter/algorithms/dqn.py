@@ -22,6 +22,7 @@ from torch.nn import functional as F
 
 from canter.algorithms.base import (
     ActOutput, Algorithm, clip_grad_norm_, encoder_hp, encoder_kwargs, linear, make_adam, minibatches,
+    overridden_outside_canter,
 )
 from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate
 from canter.config import hp
@@ -260,11 +261,13 @@ class DQN(EpsilonGreedyTargets, Algorithm):
     @property
     def uses_manual_backward(self) -> bool:
         """Whether :meth:`learn` takes the hand-derived gradient path (decided once, at the first update):
-        a plain relu/tanh MLP Q-network on the CPU, without a quantile head."""
+        a plain relu/tanh MLP Q-network on the CPU, without a quantile head, and a ``td_loss`` that is
+        canter's (a user's subclass overriding it gets autograd on its own loss)."""
         if self._manual is None:
             c = self.config
             self._manual = bool(c.manual_backward and not c.n_quantiles and self.device.type == "cpu"
-                                and getattr(self.q, "manual_backward", False))
+                                and getattr(self.q, "manual_backward", False)
+                                and not overridden_outside_canter(self, "td_loss"))
         return self._manual
 
     @property
