@@ -292,3 +292,21 @@ def test_a_subclass_overriding_td_loss_gets_its_own_loss():
     for a, b in zip(before, algo.q.parameters()):  # a zero loss: no gradient, Adam moves nothing
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert _dqn(True).uses_manual_backward  # canter's own DQN keeps the fast path
+
+
+@pytest.mark.parametrize("manual", [True, False])
+def test_a_subclass_overriding_learn_is_called_for_every_minibatch_of_a_phase(manual):
+    """learn_phase (the trainer's path when gradient_steps > 1) stepped on the hand-derived path without
+    calling a user's ``learn`` override, and on the autograd path passed it a second argument that the
+    documented ``learn(batch)`` does not take (a TypeError)."""
+    seen = []
+
+    class MyDQN(DQN):
+        def learn(self, batch):
+            seen.append(len(batch.obs))
+            return {**super().learn(batch), "extra": 1.0}
+
+    torch.manual_seed(0)
+    algo = MyDQN(*SPACES, DQNConfig(manual_backward=manual, net_arch=[16, 16], lr=1e-2), seed=0)
+    stats = algo.learn_phase(_batch(4 * 16, seed=2), 4)
+    assert seen == [16] * 4 and algo.updates == 4 and all(s["extra"] == 1.0 for s in stats)

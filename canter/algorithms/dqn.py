@@ -354,7 +354,10 @@ class DQN(EpsilonGreedyTargets, Algorithm):
         On the hand-derived gradient path, everything that does not depend on the online network
         is also computed once for the phase: the TD targets (without Double DQN), the action
         indices, and the loss statistics afterwards from the stored ``q - target`` rows.
+        A user's subclass overriding :meth:`learn` gets one call of it per minibatch (``learn(minibatch)``).
         """
+        if overridden_outside_canter(self, "learn"):  # the shortcuts below would bypass the override
+            return Algorithm.learn_phase(self, batch, steps)
         if self.noisy:  # the target's noise changes every step: its values are not batched
             return [self.learn(mb) for mb, _ in minibatches(batch, steps)]
         next_target = self.target_values(batch.next_obs)
