@@ -22,7 +22,7 @@ from canter.envs.turns import bind_opponents
 from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
-from canter.registry import lookup
+from canter.registry import import_user_modules, lookup
 from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing, run_metadata
 from canter.run_lock import check_free
 from canter.trainers import TRAINERS, Trainer
@@ -345,6 +345,7 @@ def resume_trainer(
     if not meta.get("resumable") or "trainer" not in state:
         raise CanterError(f"{base} is not a resumable checkpoint (written by an older canter)")
     _check_resume_metadata(meta, state["trainer"], base)
+    import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names
     cfg = dict(meta["config"])
     hp_values = cfg.pop("hparams", {})
     reason, step = meta.get("stop_reason"), int(meta["step"])
@@ -490,6 +491,7 @@ def load(path: str | Path, weights_only: bool = True) -> Agent:
         raise CanterError(f"checkpoint {base} has no valid 'config' in its metadata")
     cfg = dict(cfg)
     hp_values = cfg.pop("hparams", {})
+    import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names
     run = build(RunConfig, cfg)
     algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]

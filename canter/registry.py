@@ -109,6 +109,42 @@ def registered_name(kind: str, name: str) -> str:
     return next(k for k in _REGISTRY[kind] if k.lower() == name.lower())
 
 
+def user_modules(config: dict[str, Any]) -> list[str]:
+    """The modules that registered the user components a resolved run config names by registered name
+    (its ``algo``, ``model``, ``agent``, ``env`` and ``hparams.encoder``), so that a process loading the
+    run can import them again (:func:`import_user_modules`); ``module:Class`` paths import themselves,
+    and canter's own parts and those defined in ``__main__`` (a script, a notebook) are left out."""
+    _load_builtins()
+    named = [("algorithm", config.get("algo")), ("model", config.get("model")), ("agent", config.get("agent")),
+             ("env", config.get("env")), ("encoder", (config.get("hparams") or {}).get("encoder"))]
+    modules: list[str] = []
+    for kind, name in named:
+        if not isinstance(name, str) or ":" in name:
+            continue
+        obj = _REGISTRY[kind].get(name)
+        if obj is None:
+            obj = {k.lower(): v for k, v in _REGISTRY[kind].items()}.get(name.lower())
+        module = getattr(obj, "__module__", None)
+        if isinstance(module, str) and module.split(".", 1)[0] not in ("canter", "__main__") and module not in modules:
+            modules.append(module)
+    return modules
+
+
+def import_user_modules(modules: Any, where: str) -> None:
+    """Import the modules :func:`user_modules` recorded for a run (``where`` names the run or checkpoint
+    in the error), so that the registered names of its config are found; a module that cannot be
+    imported is a one-line :class:`CanterError`."""
+    if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+        raise CanterError(f"{where} has an invalid 'user_modules' entry: {modules!r:.200}")
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            detail = exc if isinstance(exc, ImportError) else raised_in(exc)
+            raise CanterError(f"cannot import module '{module}', which registered components that {where} was "
+                              f"trained with: {detail}") from None
+
+
 def names(kind: str) -> list[str]:
     """Sorted names registered under ``kind``."""
     _load_builtins()

@@ -37,6 +37,7 @@ from canter.callbacks import Callback
 from canter.checkpoint import atomic_write, remove_temp_files, save_checkpoint
 from canter.envs.spaces import space_to_dict
 from canter.errors import CanterError
+from canter.registry import user_modules
 from canter.run_lock import acquire, release
 from canter.trainers.base import Trainer, TrainRecord
 from canter.trainers.guard import TrainingDiverged
@@ -106,7 +107,7 @@ def run_metadata(trainer: Trainer, config: dict[str, Any]) -> dict[str, Any]:
         "observation_space": space_to_dict(agent.observation_space),
         "action_space": space_to_dict(agent.action_space),
         "canter_version": canter_version(), "git_commit": git_commit(), "config": config,
-        "trainer": trainer.state(),
+        "user_modules": user_modules(config), "trainer": trainer.state(),
     }
 
 

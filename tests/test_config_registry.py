@@ -247,3 +247,47 @@ def test_a_registered_env_factory_without_render_mode_plays(tmp_path, monkeypatc
     env.close()
     with pytest.raises(CanterError, match="cannot make env 'my_plain_factory:PlainFactory-v0' \\(render_mode='rgb_array'"):
         make_env("my_plain_factory:PlainFactory-v0", render_mode="rgb_array")
+
+
+def test_a_run_naming_registered_user_parts_loads_in_a_process_that_never_imported_them(tmp_path, monkeypatch):
+    """A run whose config names a model and an agent by the names a user's module registered them under
+    trained (the module was imported), but loading it in a fresh process (canter.load, canter eval) failed
+    with "unknown model 'tiny_q_test'": nothing recorded which module registers the names."""
+    import json
+    import sys
+
+    from canter.registry import _REGISTRY
+
+    (tmp_path / "my_registered_parts.py").write_text(
+        "import canter\n"
+        "from canter.agents.agent import Agent\n"
+        "from canter.models.mlp import QNetwork\n"
+        "@canter.register('model', 'tiny_q_test')\n"
+        "class TinyQ(QNetwork):\n"
+        "    pass\n"
+        "@canter.register('agent', 'my_agent_test')\n"
+        "class MyAgent(Agent):\n"
+        "    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import my_registered_parts  # noqa: F401
+
+    def forget() -> None:  # as a fresh process: the module not imported, its names not registered
+        sys.modules.pop("my_registered_parts", None)
+        _REGISTRY["model"].pop("tiny_q_test", None)
+        _REGISTRY["agent"].pop("my_agent_test", None)
+
+    try:
+        canter.train("dqn", "CartPole-v1", run_dir=tmp_path / "run", model="tiny_q_test", agent="my_agent_test",
+                     max_steps=200, learning_starts=50, eval_every=0, eval_episodes=1)
+        forget()
+        agent = canter.load(tmp_path / "run")
+        assert type(agent).__name__ == "MyAgent" and type(agent.algorithm.q).__name__ == "TinyQ"
+        meta = json.loads((tmp_path / "run" / "checkpoints" / "last.json").read_text())
+        assert meta["user_modules"] == ["my_registered_parts"]
+        forget()
+        (tmp_path / "my_registered_parts.py").unlink()
+        with pytest.raises(CanterError, match="cannot import module 'my_registered_parts', which registered"):
+            canter.load(tmp_path / "run")
+    finally:
+        forget()
