@@ -259,3 +259,35 @@ def test_a_copied_stacked_mlp_makes_its_own_activation_buffers():
     out, _ = twin.forward_cached(x)
     with torch.no_grad():
         torch.testing.assert_close(out, twin.forward(x))
+
+
+def test_a_subclass_overriding_act_or_predict_is_what_the_agent_acts_with():
+    """The Agent took the algorithm's NumPy shortcut (act_numpy) whenever it answered, so a user's DQN
+    overriding ``act`` (its own exploration) or a PPO overriding ``predict`` was never called in training,
+    evaluation or ``Agent.predict``."""
+    from canter.agents.agent import Agent
+    from canter.algorithms.base import ActOutput
+    from canter.algorithms.dqn import DQN, DQNConfig
+
+    calls = []
+
+    class LastActionDQN(DQN):
+        def act(self, obs, deterministic=False):  # noqa: D102
+            calls.append("act")
+            return ActOutput(torch.full((len(obs),), 2, dtype=torch.long))
+
+    class FirstActionPPO(PPO):
+        def predict(self, obs):  # noqa: D102
+            calls.append("predict")
+            return torch.zeros(len(obs), dtype=torch.long)
+
+    obs = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    dqn = Agent(LastActionDQN(*DISCRETE, DQNConfig(net_arch=[16]), seed=0))
+    assert dqn.sample(obs)[0].tolist() == [2] * 5 and dqn.predict(obs).tolist() == [2] * 5
+    assert dqn.explore(obs[0]) == 2 and calls == ["act"] * 3
+    calls.clear()
+    ppo = Agent(FirstActionPPO(*DISCRETE, PPOConfig(net_arch=[16]), seed=0))
+    assert ppo.predict(obs).tolist() == [0] * 5 and calls == ["predict"]
+    assert ppo.sample(obs)[2].log_probs is not None  # sampling is PPO's own (its NumPy path still answers)
+    plain = Agent(PPO(*DISCRETE, PPOConfig(net_arch=[16]), seed=0))  # canter's own classes keep the shortcut
+    assert isinstance(plain.sample(obs)[1], np.ndarray)

@@ -1,18 +1,27 @@
 """The generic Agent: numpy <-> torch, observation/reward normalisation, action-space handling."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from canter.algorithms.base import ActOutput, Algorithm
+from canter.algorithms.base import ActOutput, Algorithm, overridden_outside_canter
 from canter.data.batch import ReplayBatch
 from canter.envs.masks import mask_width
 from canter.errors import CanterError
 from canter.registry import register
 from canter.utils import RunningMeanStd
+
+
+@functools.lru_cache(maxsize=None)
+def _numpy_shortcut(cls: type, shortcut: str, methods: tuple[str, ...]) -> bool:
+    """Whether an algorithm of class ``cls`` may answer through its NumPy ``shortcut`` (``act_numpy``),
+    which reproduces canter's ``methods``: not when a user's subclass overrides one of those (its own
+    exploration or policy) without overriding the shortcut too (``value_numpy`` checks ``value`` itself)."""
+    return overridden_outside_canter(cls, shortcut) or not any(overridden_outside_canter(cls, m) for m in methods)
 
 
 def _training_layout(algorithm: Algorithm) -> Any:
@@ -145,13 +154,22 @@ class Agent:
         ``B`` actions)."""
         x, single = self.as_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(x))
-        out = self.algorithm.act_numpy(x, deterministic=True)  # the NumPy shortcut, where there is one
+        out = self._act_numpy(self.algorithm, x, True)  # the NumPy shortcut, where there is one
         if out is not None:
             actions = self.to_env_actions(out.actions)
         else:
             with torch.inference_mode():
                 actions = self.to_env_actions(self.algorithm.predict(self._tensor(x)))
         return actions[0] if single else actions
+
+    @staticmethod
+    def _act_numpy(algorithm: Algorithm, x: np.ndarray, deterministic: bool) -> ActOutput | None:
+        """``algorithm.act_numpy``, or None where a user's subclass overrides what it stands in for
+        (``act``; for deterministic actions also ``predict``): that override must act."""
+        methods = ("act", "predict") if deterministic else ("act",)
+        if not _numpy_shortcut(type(algorithm), "act_numpy", methods):
+            return None
+        return algorithm.act_numpy(x, deterministic=deterministic)
 
     def explore(self, obs: np.ndarray, generator: torch.Generator | None = None) -> np.ndarray:
         """Exploring actions (the policy's samples, DQN's epsilon-greedy moves) for one observation or a
@@ -162,7 +180,7 @@ class Agent:
         algorithm = self.algorithm
         own, algorithm.generator = algorithm.generator, generator or algorithm.generator
         try:
-            out = algorithm.act_numpy(x, deterministic=False)
+            out = self._act_numpy(algorithm, x, False)
             if out is None:
                 with torch.inference_mode():
                     out = algorithm.act(self._tensor(x), deterministic=False)
@@ -176,7 +194,7 @@ class Agent:
         the batch as the algorithm took it (normalised where configured): NumPy arrays throughout
         where the algorithm's NumPy path acted (:meth:`Algorithm.act_numpy`), else tensors."""
         x = np.ascontiguousarray(self.normalize_obs(obs, update=True))
-        out = self.algorithm.act_numpy(x, deterministic=False)
+        out = self._act_numpy(self.algorithm, x, False)
         if out is not None:
             return self.to_env_actions(out.actions), x, out
         with torch.inference_mode():

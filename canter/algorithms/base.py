@@ -120,9 +120,10 @@ def encoder_kwargs(config: Any) -> dict[str, Any]:
 
 
 def overridden_outside_canter(obj: Any, name: str) -> bool:
-    """True when the method ``name`` of ``obj`` comes from a class outside canter (a user's subclass
-    overriding it): canter's fast paths reproduce canter's own methods and must not bypass it."""
-    for klass in type(obj).__mro__:
+    """True when the method ``name`` of ``obj`` (an instance or a class) comes from a class outside
+    canter (a user's subclass overriding it): canter's fast paths reproduce canter's own methods and
+    must not bypass it."""
+    for klass in (obj if isinstance(obj, type) else type(obj)).__mro__:
         if name in vars(klass):
             return klass.__module__.split(".", 1)[0] != "canter"
     return False
