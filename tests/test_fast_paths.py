@@ -291,3 +291,26 @@ def test_a_subclass_overriding_act_or_predict_is_what_the_agent_acts_with():
     assert ppo.sample(obs)[2].log_probs is not None  # sampling is PPO's own (its NumPy path still answers)
     plain = Agent(PPO(*DISCRETE, PPOConfig(net_arch=[16]), seed=0))  # canter's own classes keep the shortcut
     assert isinstance(plain.sample(obs)[1], np.ndarray)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_a_subclass_overriding_log_prob_entropy_learns_with_it(algo):
+    """The hand-derived gradients reproduce canter's log_prob_entropy; a user's PPO or A2C overriding it
+    (another entropy, a reshaped log-probability) trained on the built-in terms without calling it."""
+    from canter.algorithms.a2c import A2C, A2CConfig
+
+    base, config = (PPO, PPOConfig(net_arch=[8], n_epochs=1, batch_size=16)) if algo == "ppo" else (
+        A2C, A2CConfig(net_arch=[8]))
+    calls = []
+
+    class NoEntropy(base):
+        def log_prob_entropy(self, out, actions):  # noqa: D102
+            calls.append(len(out))
+            logp, entropy = super().log_prob_entropy(out, actions)
+            return logp, entropy * 0.0
+
+    agent = NoEntropy(*DISCRETE, config, seed=0)
+    assert agent.config.manual_backward and agent.model.manual_backward
+    stats = agent.learn(_batch(agent, 16, seed=1))
+    assert calls and stats["entropy"] == 0.0
+    assert not agent.uses_manual_backward and base(*DISCRETE, config, seed=0).uses_manual_backward

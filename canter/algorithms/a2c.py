@@ -74,7 +74,7 @@ class A2C(ActorCriticAlgorithm):
         """One gradient step on the whole rollout."""
         c = self.config
         obs, act, _old_logp, old_v, adv, ret = batch
-        manual = c.manual_backward and getattr(self.model, "manual_backward", False)
+        manual = self.uses_manual_backward
         with torch.set_grad_enabled(not manual):  # the hand-derived path records no graph at all
             if c.normalize_advantage and adv.shape[0] > 1:
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8)

@@ -14,7 +14,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, encoder_kwargs, make_adam, sample_actor_critic
+from canter.algorithms.base import (
+    ActOutput, Algorithm, encoder_kwargs, make_adam, overridden_outside_canter, sample_actor_critic,
+)
 from canter.algorithms.policy_terms import CategoricalTerms, GaussianTerms, MultiCategoricalTerms, categorical_log_prob
 from canter.optim import make_rmsprop
 from canter.config import hp
@@ -114,6 +116,14 @@ class ActorCriticAlgorithm(Algorithm):
             return D.multi_categorical_log_prob_entropy(out, actions, self.nvec)
         logp, logp_all = D.categorical_log_prob(out, actions)
         return logp, D.categorical_entropy(logp_all)
+
+    @property
+    def uses_manual_backward(self) -> bool:
+        """Whether the update takes the hand-derived gradients (PPO's, A2C's): ``manual_backward`` on, a
+        model that supports them, and canter's own :meth:`log_prob_entropy` (they reproduce it; a user's
+        subclass overriding it gets autograd on its own)."""
+        return bool(getattr(self.config, "manual_backward", False) and getattr(self.model, "manual_backward", False)
+                    and not overridden_outside_canter(self, "log_prob_entropy"))
 
     def policy_terms(self, out: np.ndarray, actions: np.ndarray) -> CategoricalTerms | GaussianTerms:
         """For the hand-derived updates: log-probs and entropies of ``actions`` under the policy

@@ -117,7 +117,6 @@ class PPO(ActorCriticAlgorithm):
 
     def learn(self, batch: RolloutBatch) -> dict[str, float]:
         """Epochs of clipped-surrogate minibatch updates over one rollout."""
-        c = self.config
         raw = batch
         if self.value_rms is not None:  # the critic learns returns standardised by the updated statistics;
             # the old values go back to the critic's own outputs, standardised by the statistics they were
@@ -126,7 +125,7 @@ class PPO(ActorCriticAlgorithm):
             self.value_rms.update(batch.returns.numpy().astype(np.float64))
             mean, std = self._value_scale()
             batch = batch._replace(values=(batch.values - old_mean) / old_std, returns=(batch.returns - mean) / std)
-        manual = c.manual_backward and getattr(self.model, "manual_backward", False)
+        manual = self.uses_manual_backward
         with torch.set_grad_enabled(not manual):  # the hand-derived path records no graph at all
             stats = self._epochs(batch, self._grads_deferred if manual else self._grads_autograd)
         self._np_mb = None  # let the rollout go
