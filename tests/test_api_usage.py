@@ -180,3 +180,17 @@ def test_keyword_hyperparameters_still_override_the_hparams_mapping():
     trainer = canter.make_trainer("ppo", "CartPole-v1", hparams={"lr": 1e-2, "n_epochs": 3}, lr=2e-3, max_steps=64)
     assert (trainer.config.lr, trainer.config.n_epochs, trainer.run.max_steps) == (2e-3, 3, 64)
     trainer.close()
+
+
+def test_a_loop_left_with_break_can_still_save_a_named_checkpoint(tiny_ppo, tmp_path):
+    """``for r in run(): break`` closes the run's loggers as the generator goes away; ``run.save(name)``
+    afterwards crashed in the TensorBoard logger's checkpoint hook with 'ValueError: flush of closed file'."""
+    run = canter.make_trainer("ppo", "CartPole-v1", seed=1, run_dir=tmp_path / "run", **tiny_ppo)
+    for record in run():
+        if record.step >= 256:
+            break
+    path = run.save("mine")
+    run.close()
+    agent = canter.load(path)
+    obs = np.zeros((3, 4), np.float32)
+    assert agent.metadata["step"] == 256 and (agent.predict(obs) == run.agent.predict(obs)).all()

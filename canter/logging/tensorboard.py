@@ -86,7 +86,8 @@ class _FlushOnCheckpoint(Callback):
         self.writer = writer
 
     def on_checkpoint(self, trainer: Any, path: Any) -> None:  # noqa: D102
-        self.writer.flush()
+        if not self.writer._file.closed:  # Run.save after the loop ended (its loggers closed) saves all the same
+            self.writer.flush()
 
 
 class TensorBoardLogger:
