@@ -82,6 +82,10 @@ def import_object(path: str) -> Any:
 def lookup(kind: str, name: str) -> Any:
     """Return what is registered as ``kind``/``name``; ``"mod:Class"`` imports user code."""
     _load_builtins()
+    if not isinstance(name, str):
+        what = f"the class {name.__module__}.{name.__qualname__}" if isinstance(name, type) else repr(name)
+        raise CanterError(f"{kind} must be a registered name or a 'module:Class' string, got {what:.200}; register a "
+                          f"class with @canter.register('{kind}', 'name') and pass its name")
     if ":" in name:
         obj = import_object(name)
         base = _BASES.get(kind)

@@ -291,3 +291,15 @@ def test_a_run_naming_registered_user_parts_loads_in_a_process_that_never_import
             canter.load(tmp_path / "run")
     finally:
         forget()
+
+
+def test_a_class_object_in_place_of_a_name_is_a_one_line_error():
+    """``canter.make_trainer(MyDQN, ...)`` (the class, not its name) raised 'TypeError: argument of type
+    'ABCMeta' is not iterable' from inside the registry."""
+    from canter.algorithms.dqn import DQN
+
+    with pytest.raises(CanterError, match=r"algorithm must be a registered name or a 'module:Class' string, got "
+                                          r"the class canter.algorithms.dqn.DQN"):
+        canter.make_trainer(DQN, "CartPole-v1")
+    with pytest.raises(CanterError, match="model must be a registered name"):
+        lookup("model", 3)
