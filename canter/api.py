@@ -74,11 +74,24 @@ def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, ac
     set_conv_precision(algorithm.modules().values(), run.conv_precision)
     agent_name = run.agent or getattr(algo_cls, "agent_class", None)  # recurrent_ppo: its RecurrentAgent
     agent_cls = lookup("agent", agent_name) if agent_name else Agent
-    agent = agent_cls(
-        algorithm, normalize_obs=getattr(algo_cfg, "normalize_obs", False),
-        normalize_reward=getattr(algo_cfg, "normalize_reward", False), gamma=getattr(algo_cfg, "gamma", 0.99),
-        n_envs=run.n_envs or 1,
-    )
+    try:
+        agent = agent_cls(
+            algorithm, normalize_obs=getattr(algo_cfg, "normalize_obs", False),
+            normalize_reward=getattr(algo_cfg, "normalize_reward", False), gamma=getattr(algo_cfg, "gamma", 0.99),
+            n_envs=run.n_envs or 1,
+        )
+    except CanterError:
+        raise
+    except Exception as exc:
+        if agent_cls.__module__.split(".")[0] == "canter":
+            raise  # canter's own agent: a bug, whose traceback is wanted
+        from canter.errors import raised_in
+
+        what = f"cannot build agent {agent_cls.__module__}:{agent_cls.__qualname__}"
+        if isinstance(exc, TypeError) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
+            raise CanterError(f"{what}: {exc} (an Agent subclass's __init__ takes Agent's keyword arguments "
+                              f"normalize_obs, normalize_reward, gamma and n_envs: pass them on with **kwargs)") from None
+        raise CanterError(f"{what}: {raised_in(exc)}") from None
     agent.torch_threads = threads
     return agent
 

@@ -303,3 +303,24 @@ def test_a_class_object_in_place_of_a_name_is_a_one_line_error():
         canter.make_trainer(DQN, "CartPole-v1")
     with pytest.raises(CanterError, match="model must be a registered name"):
         lookup("model", 3)
+
+
+def test_a_user_agent_that_cannot_be_built_is_a_one_line_error(tmp_path, monkeypatch):
+    """A custom Agent whose __init__ does not take Agent's keyword arguments, or raises, ended the CLI with
+    a traceback (a model gets "cannot build model ..."; the agent got nothing)."""
+    (tmp_path / "my_bad_agents.py").write_text(
+        "from canter.agents.agent import Agent\n"
+        "class Strict(Agent):\n"
+        "    def __init__(self, algorithm):\n"
+        "        super().__init__(algorithm)\n"
+        "class Broken(Agent):\n"
+        "    def __init__(self, algorithm, **kw):\n"
+        "        raise ValueError('my agent is broken')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(CanterError, match=r"cannot build agent my_bad_agents:Strict: .*unexpected keyword argument "
+                                          r"'normalize_obs' \(an Agent subclass's __init__ takes"):
+        canter.make_trainer("ppo", "CartPole-v1", agent="my_bad_agents:Strict", max_steps=64)
+    with pytest.raises(CanterError, match=r"cannot build agent my_bad_agents:Broken: ValueError: my agent is broken "
+                                          r"\(.*my_bad_agents.py, line 7\)"):
+        canter.make_trainer("ppo", "CartPole-v1", agent="my_bad_agents:Broken", max_steps=64)
