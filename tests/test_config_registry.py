@@ -324,3 +324,26 @@ def test_a_user_agent_that_cannot_be_built_is_a_one_line_error(tmp_path, monkeyp
     with pytest.raises(CanterError, match=r"cannot build agent my_bad_agents:Broken: ValueError: my agent is broken "
                                           r"\(.*my_bad_agents.py, line 7\)"):
         canter.make_trainer("ppo", "CartPole-v1", agent="my_bad_agents:Broken", max_steps=64)
+
+
+def test_a_user_model_without_the_methods_the_algorithm_calls_is_refused_when_built(tmp_path, monkeypatch):
+    """A user's model lacking a method the algorithm calls (QR-DQN's quantiles, PPO's action_value) was
+    built and then failed inside training with an AttributeError traceback."""
+    (tmp_path / "my_plain_models.py").write_text(
+        "import torch\nfrom torch import nn\n"
+        "class PlainQ(nn.Module):\n"
+        "    def __init__(self, observation_space, action_space, **kw):\n"
+        "        super().__init__()\n"
+        "        self.net = nn.Linear(4, int(action_space.n))\n"
+        "    def value(self, obs):\n"
+        "        return self.net(obs.float())\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(CanterError, match=r"QRDQN needs a model with the methods value, quantiles; model "
+                                          r"my_plain_models:PlainQ has no quantiles"):
+        canter.make_trainer("qrdqn", "CartPole-v1", model="my_plain_models:PlainQ", max_steps=64)
+    with pytest.raises(CanterError, match=r"PPO needs a model .* has no action, action_value"):
+        canter.make_trainer("ppo", "CartPole-v1", model="my_plain_models:PlainQ", max_steps=64)
+    trainer = canter.make_trainer("dqn", "CartPole-v1", model="my_plain_models:PlainQ", max_steps=64,
+                                  learning_starts=16)  # all it needs
+    trainer.close()

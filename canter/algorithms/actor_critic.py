@@ -87,6 +87,7 @@ class ActorCriticAlgorithm(Algorithm):
     #: MultiBinary entry is a two-way categorical where SB3 has a Bernoulli: the same distributions)
     action_spaces: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete, gym.spaces.Box, gym.spaces.MultiDiscrete,
                                                  gym.spaces.MultiBinary)
+    model_methods = ("action", "value", "action_value")
 
     #: True when the algorithm optimises actor and critic parameters apart (TRPO/NPG): the built-in
     #: model then keeps two separate networks instead of stacking their weights

@@ -151,6 +151,9 @@ class Algorithm(ABC):
     #: True when the algorithm acts and learns under invalid-action masks (:mod:`canter.envs.masks`)
     #: through a model that applies them (its class sets ``action_masks = True``)
     action_masks: ClassVar[bool] = False
+    #: the methods the algorithm calls on its model: a user's model (``model: module:Class``) without one
+    #: of them is refused when it is built, rather than failing inside training
+    model_methods: ClassVar[tuple[str, ...]] = ()
 
     @property
     def numpy_products(self) -> bool:
@@ -220,12 +223,21 @@ class Algorithm(ABC):
 
             raise CanterError(f"cannot build model {self.model_cls.__module__}:{self.model_cls.__qualname__}: "
                               f"{raised_in(exc)}") from None
+        missing = [m for m in self.required_model_methods() if not callable(getattr(model, m, None))]
+        if missing and type(model).__module__.split(".")[0] != "canter":
+            needed = ", ".join(self.required_model_methods())
+            raise CanterError(f"{type(self).__name__} needs a model with the methods {needed}; model "
+                              f"{type(model).__module__}:{type(model).__qualname__} has no {', '.join(missing)}")
         if not all(type(m).__module__.split(".")[0] in ("canter", "torch") for m in model.modules()):
             # a user's module may leave parameters out of a loss: torch's optimizers skip those (no
             # gradient), canter's flat ones would still move them by momentum, so they get torch's
             for p in model.parameters():
                 p._canter_exact_optimizer = True
         return model.to(self.device)
+
+    def required_model_methods(self) -> tuple[str, ...]:
+        """The methods a model of this algorithm (with its config) must have: :attr:`model_methods`."""
+        return self.model_methods
 
     @abstractmethod
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:

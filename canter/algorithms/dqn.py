@@ -159,6 +159,11 @@ class DQN(EpsilonGreedyTargets, Algorithm):
     default_n_envs = 1
     action_spaces = (gym.spaces.Discrete,)
     action_masks = True  # the Q models mask their values; exploration draws allowed actions
+    model_methods = ("value",)
+
+    def required_model_methods(self) -> tuple[str, ...]:
+        """``value(obs)``, and ``quantiles(obs)`` with a quantile head (``n_quantiles``)."""
+        return self.model_methods + (("quantiles",) if self.config.n_quantiles else ())
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: DQNConfig, **kw: Any) -> None:
         if config.n_quantiles and kw.get("model") is None and self.default_model == DQN.default_model:

@@ -66,6 +66,7 @@ class RecurrentPPO(PPO):
     Config = RecurrentPPOConfig
     default_model = "lstm_actor_critic"
     agent_class = "recurrent_agent"
+    model_methods = ("initial_state", "step", "sequence")
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: RecurrentPPOConfig,
                  **kw: Any) -> None:
