@@ -310,3 +310,29 @@ def test_a_subclass_overriding_learn_is_called_for_every_minibatch_of_a_phase(ma
     algo = MyDQN(*SPACES, DQNConfig(manual_backward=manual, net_arch=[16, 16], lr=1e-2), seed=0)
     stats = algo.learn_phase(_batch(4 * 16, seed=2), 4)
     assert seen == [16] * 4 and algo.updates == 4 and all(s["extra"] == 1.0 for s in stats)
+
+
+def test_a_subclass_td_target_reading_the_online_network_learns_the_same_in_a_phase():
+    """learn_phase computed a phase's TD targets once, before its gradient steps, unless double_q was set;
+    a user's td_target that reads the online network (its own Double-DQN-like target) then got targets from
+    stale weights for every minibatch after the first: parameters differed from one learn per minibatch."""
+
+    class OnlinePicks(DQN):
+        def td_target(self, batch, next_target=None):
+            with torch.no_grad():
+                nxt = self.target_values(batch.next_obs) if next_target is None else next_target
+                best = self.q.value(batch.next_obs).argmax(1, keepdim=True)
+                return batch.rewards + batch.discounts * (1 - batch.terminated) * nxt.gather(1, best).squeeze(1)
+
+    def make() -> OnlinePicks:
+        torch.manual_seed(0)
+        return OnlinePicks(*SPACES, DQNConfig(net_arch=[16, 16], lr=1e-2, max_grad_norm=0.5), seed=0)
+
+    big = _batch(4 * 16, seed=5)
+    a, b = make(), make()
+    assert a.uses_manual_backward
+    a.learn_phase(big, 4)
+    for i in range(4):
+        b.learn(ReplayBatch(*(t[i * 16:(i + 1) * 16] for t in big)))
+    for x, y in zip(a.q.parameters(), b.q.parameters()):
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)

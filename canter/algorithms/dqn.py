@@ -370,7 +370,9 @@ class DQN(EpsilonGreedyTargets, Algorithm):
             return [self.learn(mb, next_target[part]) for mb, part in minibatches(batch, steps)]
         with torch.no_grad():
             n = len(batch.obs) // steps
-            targets = None if self.config.double_q else self.td_target(batch, next_target).numpy()
+            # Double DQN's targets, and a user's td_target (which may read the online network), per step
+            per_step = self.config.double_q or overridden_outside_canter(self, "td_target")
+            targets = None if per_step else self.td_target(batch, next_target).numpy()
             actions = _action_indices(batch.actions)
             weights = None if bool((batch.weights == 1.0).all()) else batch.weights.numpy()
             diffs, qs = [], []
