@@ -80,7 +80,10 @@ def _preset_values(algo: str, env: str | None) -> dict[str, Any]:
     return vars(cfg)
 
 
-def _train_parser(prog: str, algo: str | None, env: str | None = None) -> _Parser:
+def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: bool = False) -> _Parser:
+    """The parser of ``canter train``, with ``algo``'s hyperparameters as flags. An algorithm that cannot be
+    found leaves them out (the training that follows reports it), or, with ``strict`` (``--help`` after the
+    algorithm's name), is the error."""
     from canter.config import describe
     from canter.registry import lookup
 
@@ -97,6 +100,8 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None) -> _Parse
         try:
             cls = lookup("algorithm", algo)
         except CanterError:
+            if strict:  # else a misspelt name or a user module that fails to import gave help without a word
+                raise
             return p
         group = p.add_argument_group(f"{cls.name.upper()} hyperparameters (also settable as --set KEY=VALUE)")
         preset = _preset_values(algo, env)
@@ -123,7 +128,8 @@ def cmd_train(argv: list[str]) -> int:
         return _cmd_resume(argv)
     algo = next((a for a in argv if not a.startswith("-")), None)
     helping = "-h" in argv or "--help" in argv  # only then are the preset's values looked up
-    p = _train_parser("canter train", algo, _flag_value(argv, "--env") if helping else None)
+    p = _train_parser("canter train", algo, _flag_value(argv, "--env") if helping else None,
+                      strict=helping and bool(argv) and argv[0] == algo)
     args = p.parse_args(argv)
     from canter.api import make_trainer
 

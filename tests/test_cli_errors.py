@@ -785,3 +785,16 @@ def test_an_observation_outside_the_envs_own_space_is_one_line(capsys, workdir, 
                            "--n-envs", "2", "--set", "n_steps=32", "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, "observation that does not fit its observation space Box(shape=(3,)",
                           "wrong dimensionality")
+
+
+def test_help_for_an_algorithm_that_cannot_be_found_says_why(capsys, tmp_path, monkeypatch):
+    """``canter train ppo2 --help`` (a typo) or ``canter train my_mod:MyAlgo --help`` whose module fails to
+    import printed the generic help without any hyperparameter and exited 0, not saying why."""
+    code, _, err = run_cli(capsys, "train", "ppo2", "--help")
+    assert_one_line_error(code, err, "unknown algorithm 'ppo2'", "did you mean 'ppo'")
+    (tmp_path / "my_broken_algo.py").write_text("raise RuntimeError('broken at import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, _, err = run_cli(capsys, "train", "my_broken_algo:Algo", "--help")
+    assert_one_line_error(code, err, "cannot import module 'my_broken_algo'", "RuntimeError: broken at import")
+    code, out, _ = run_cli(capsys, "train", "ppo", "--help")
+    assert code == 0 and "--n-steps" in out
