@@ -112,6 +112,18 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
     return p
 
 
+def _import_early(argv: list[str]) -> None:
+    """Import the ``imports`` that ``-f FILE`` and ``--set imports=...`` give, before the algorithm is looked up."""
+    from canter.config import _layered_imports, config_imports
+    from canter.yaml_io import load_yaml
+
+    config_file = _flag_value(argv, "-f") or _flag_value(argv, "--config")
+    file_data = load_yaml(config_file) if config_file and config_file.strip() else {}
+    sets = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--set"] + [
+        a.split("=", 1)[1] for a in argv if a.startswith("--set=")]
+    config_imports(_layered_imports(file_data, {}, sets))
+
+
 def _flag_value(argv: list[str], flag: str) -> str | None:
     """The value given to ``flag`` (``--flag V`` or ``--flag=V``), if any."""
     for i, a in enumerate(argv):
@@ -127,6 +139,7 @@ def cmd_train(argv: list[str]) -> int:
     if any(a == "--resume" or a.startswith("--resume=") for a in argv):
         return _cmd_resume(argv)
     algo = next((a for a in argv if not a.startswith("-")), None)
+    _import_early(argv)  # modules registering the algorithm by name: its hyperparameters become flags
     helping = "-h" in argv or "--help" in argv  # only then are the preset's values looked up
     p = _train_parser("canter train", algo, _flag_value(argv, "--env") if helping else None,
                       strict=helping and bool(argv) and argv[0] == algo)

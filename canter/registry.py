@@ -115,13 +115,15 @@ def registered_name(kind: str, name: str) -> str:
 
 def user_modules(config: dict[str, Any]) -> list[str]:
     """The modules that registered the user components a resolved run config names by registered name
-    (its ``algo``, ``model``, ``agent``, ``env`` and ``hparams.encoder``), so that a process loading the
+    (its ``algo``, ``model``, ``agent``, ``env`` and ``hparams.encoder``), after the config's own
+    ``imports``, so that a process loading the
     run can import them again (:func:`import_user_modules`); ``module:Class`` paths import themselves,
     and canter's own parts and those defined in ``__main__`` (a script, a notebook) are left out."""
     _load_builtins()
+    imports = config.get("imports")
+    modules: list[str] = [m for m in imports if isinstance(m, str)] if isinstance(imports, list) else []
     named = [("algorithm", config.get("algo")), ("model", config.get("model")), ("agent", config.get("agent")),
              ("env", config.get("env")), ("encoder", (config.get("hparams") or {}).get("encoder"))]
-    modules: list[str] = []
     for kind, name in named:
         if not isinstance(name, str) or ":" in name:
             continue

@@ -347,3 +347,54 @@ def test_a_user_model_without_the_methods_the_algorithm_calls_is_refused_when_bu
     trainer = canter.make_trainer("dqn", "CartPole-v1", model="my_plain_models:PlainQ", max_steps=64,
                                   learning_starts=16)  # all it needs
     trainer.close()
+
+
+def test_imports_register_user_components_for_the_cli_and_loading(tmp_path, monkeypatch, capsys):
+    """``imports`` in a YAML config (or ``--set imports=[...]``) imports the user's modules before names are
+    looked up, so ``canter train NAME`` works for an algorithm or model registered there (it was 'unknown
+    algorithm': nothing imported user modules), its hyperparameters are flags, and the run loads again."""
+    import sys
+
+    from canter.cli import main
+    from canter.registry import _REGISTRY
+
+    (tmp_path / "my_imported_parts.py").write_text(
+        "import canter\n"
+        "from canter.algorithms.dqn import DQN\n"
+        "from canter.models.mlp import QNetwork\n"
+        "@canter.register('algorithm', 'imported_dqn_test')\n"
+        "class ImportedDQN(DQN):\n"
+        "    '''DQN under another name.'''\n"
+        "@canter.register('model', 'imported_q_test')\n"
+        "class ImportedQ(QNetwork):\n"
+        "    '''A Q-network under another name.'''\n"
+    )
+    (tmp_path / "run.yaml").write_text("imports: [my_imported_parts]\nmodel: imported_q_test\nmax_steps: 128\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def forget() -> None:  # as a fresh process
+        sys.modules.pop("my_imported_parts", None)
+        _REGISTRY["algorithm"].pop("imported_dqn_test", None)
+        _REGISTRY["model"].pop("imported_q_test", None)
+
+    try:
+        forget()
+        run = tmp_path / "run"
+        assert main(["train", "imported_dqn_test", "--env", "CartPole-v1", "-f", str(tmp_path / "run.yaml"),
+                     "--lr", "0.002", "--quiet", "--run-dir", str(run)]) == 0
+        forget()
+        agent = canter.load(run)
+        assert type(agent.algorithm).__name__ == "ImportedDQN" and type(agent.algorithm.q).__name__ == "ImportedQ"
+        assert agent.algorithm.config.lr == 0.002
+        forget()
+        assert main(["train", "imported_dqn_test", "--env", "CartPole-v1", "--set", "imports=[my_imported_parts]",
+                     "--max-steps", "64", "--quiet", "--run-dir", str(tmp_path / "run2")]) == 0
+        capsys.readouterr()
+        assert main(["train", "dqn", "--env", "CartPole-v1", "--set", "imports=[no_such_module_here]",
+                     "--run-dir", str(tmp_path / "run3")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == ["canter: error: cannot import module 'no_such_module_here' (imports): No module named "
+                       "'no_such_module_here'"]
+        assert not (tmp_path / "run3").exists()
+    finally:
+        forget()
