@@ -194,3 +194,13 @@ def test_a_loop_left_with_break_can_still_save_a_named_checkpoint(tiny_ppo, tmp_
     agent = canter.load(path)
     obs = np.zeros((3, 4), np.float32)
     assert agent.metadata["step"] == 256 and (agent.predict(obs) == run.agent.predict(obs)).all()
+
+
+def test_predict_takes_sb3s_deterministic_keyword(tmp_path):
+    """``agent.predict(obs, deterministic=True)`` (Stable-Baselines3's spelling) raised a TypeError."""
+    agent = canter.train("ppo", "CartPole-v1", max_steps=256, n_envs=2, n_steps=64, eval_every=0, eval_episodes=1,
+                         run_dir=tmp_path / "run", seed=0)
+    obs = np.zeros((200, 4), np.float32)
+    assert (agent.predict(obs, deterministic=True) == agent.predict(obs)).all()
+    sampled = agent.predict(obs, deterministic=False)  # the barely trained policy is near uniform
+    assert sampled.shape == (200,) and 0 < sampled.sum() < 200

@@ -148,10 +148,13 @@ class Agent:
                               f"{(-1, *shape)}, got an array of shape {x.shape}")
         return x, False
 
-    def predict(self, obs: np.ndarray) -> np.ndarray:
+    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
         """Deterministic actions (no statistics are updated) for one observation, as ``env.step``
         takes it (a Discrete action is a NumPy integer), or for a batch ``[B, *shape]`` (an array of
-        ``B`` actions)."""
+        ``B`` actions). ``deterministic=False`` samples instead (:meth:`explore`), as
+        Stable-Baselines3's keyword does; unlike SB3's, the actions alone are returned."""
+        if not deterministic:
+            return self.explore(obs)
         x, single = self.as_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(x))
         out = self._act_numpy(self.algorithm, x, True)  # the NumPy shortcut, where there is one

@@ -63,14 +63,15 @@ class MultiPolicyAgent:
         """Policy names, in the env's order."""
         return list(self.agents)
 
-    def predict(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Deterministic actions for ``{policy: its agents' observations}`` (some or all policies)."""
+    def predict(self, obs: dict[str, np.ndarray], deterministic: bool = True) -> dict[str, np.ndarray]:
+        """Deterministic (or, ``deterministic=False``, sampled) actions for ``{policy: its agents'
+        observations}`` (some or all policies)."""
         unknown = sorted(set(obs) - set(self.agents)) if isinstance(obs, dict) else None
         if unknown is None or unknown:
             got = f"a {type(obs).__name__}" if unknown is None else f"policies {unknown}"
             raise CanterError(f"predict takes a dict of observations keyed by policy ({', '.join(self.agents)}), "
                               f"got {got}")
-        return {p: self.agents[p].predict(o) for p, o in obs.items()}
+        return {p: self.agents[p].predict(o, deterministic=deterministic) for p, o in obs.items()}
 
     def reset_returns(self) -> None:
         """Every policy's :meth:`~canter.agents.Agent.reset_returns`."""

@@ -44,11 +44,15 @@ class RecurrentAgent(Agent):
         keep = torch.from_numpy(~np.asarray(starts, bool)).to(state[0].dtype).view(1, -1, 1)
         self.memory[kind] = (state[0] * keep, state[1] * keep)
 
-    def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None) -> np.ndarray:
+    def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None,  # type: ignore[override]
+                deterministic: bool = True) -> np.ndarray:
         """Deterministic actions, advancing the evaluation memory (``episode_start``: zero those rows
         first). One observation (with a bool ``episode_start``) gives one action, a batch a batch, as
         :meth:`Agent.predict <canter.agents.Agent.predict>`; one observation is a batch of one env.
-        For a batch, ``episode_start`` is one bool per row (a single bool applies to every row)."""
+        For a batch, ``episode_start`` is one bool per row (a single bool applies to every row).
+        ``deterministic=False``: :meth:`explore` (sampled actions, with the exploring memory)."""
+        if not deterministic:
+            return self.explore(obs, episode_start=episode_start)
         return self._act_with_memory("predict", obs, episode_start, deterministic=True)
 
     def explore(self, obs: np.ndarray, generator: torch.Generator | None = None,
