@@ -17,6 +17,7 @@ from canter.utils import RunningMeanStd
 
 
 @functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
 def _numpy_shortcut(cls: type, shortcut: str, methods: tuple[str, ...]) -> bool:
     """Whether an algorithm of class ``cls`` may answer through its NumPy ``shortcut`` (``act_numpy``),
     which reproduces canter's ``methods``: not when a user's subclass overrides one of those (its own

@@ -9,6 +9,7 @@ restores the learner exactly (env and replay state are the Trainer's).
 """
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, ClassVar, NamedTuple
@@ -122,8 +123,13 @@ def encoder_kwargs(config: Any) -> dict[str, Any]:
 def overridden_outside_canter(obj: Any, name: str) -> bool:
     """True when the method ``name`` of ``obj`` (an instance or a class) comes from a class outside
     canter (a user's subclass overriding it): canter's fast paths reproduce canter's own methods and
-    must not bypass it."""
-    for klass in (obj if isinstance(obj, type) else type(obj)).__mro__:
+    must not bypass it. Answered once per class and name (the acting paths ask at every call)."""
+    return _overridden_outside_canter(obj if isinstance(obj, type) else type(obj), name)
+
+
+@functools.lru_cache(maxsize=None)
+def _overridden_outside_canter(cls: type, name: str) -> bool:
+    for klass in cls.__mro__:
         if name in vars(klass):
             return klass.__module__.split(".", 1)[0] != "canter"
     return False
