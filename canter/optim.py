@@ -226,8 +226,11 @@ def make_rmsprop(params: Iterable[torch.nn.Parameter], lr: float, alpha: float =
         return torch.optim.RMSprop(params, lr=lr, alpha=alpha, eps=eps, foreach=True)
 
 
-def clip_grad_norm_(optimizer: Any, params: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
-    """Clip with one kernel when ``optimizer`` is flat, else ``torch.nn.utils.clip_grad_norm_``."""
+def clip_grad_norm_(optimizer: Any, params: list[torch.nn.Parameter], max_norm: float | None) -> torch.Tensor:
+    """Clip with one kernel when ``optimizer`` is flat, else ``torch.nn.utils.clip_grad_norm_``.
+    ``max_norm=None`` clips nothing (the norm is still computed and returned)."""
+    if max_norm is None:
+        max_norm = math.inf
     if isinstance(optimizer, FlatOptimizer):
         return optimizer.clip_grad_norm_(max_norm)
     return torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)

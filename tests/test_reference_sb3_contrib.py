@@ -431,3 +431,48 @@ def test_qrdqn_gradient_steps_match_sb3_contrib(path, monkeypatch):
     theirs._on_step()
     _assert_params_close(ours.q_target, _sb3_qr_params(theirs.quantile_net_target, 2), "target network",
                          target_before, min_change=0.01)
+
+
+# rl-zoo3's hyperparams/qrdqn.yml entry for CartPole-v1 (the "Tuned" one), as sb3-contrib's QRDQN
+# keyword arguments; everything it leaves out is sb3-contrib's QRDQN default.
+ZOO_QRDQN_CARTPOLE = dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000, gamma=0.99,
+                          target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
+                          exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256], n_quantiles=10))
+
+
+def test_qrdqn_cartpole_preset_is_rl_zoo3s():
+    """The shipped ``qrdqn/CartPole-v1`` preset says it is rl-zoo3's: the values rl-zoo3's run uses,
+    its entry's and, where the entry is silent, sb3-contrib's QRDQN defaults (no gradient clipping,
+    Adam epsilon 0.01 / batch_size), not DQN's (clip 10, epsilon 1e-8)."""
+    from canter.config import resolve_config
+    from canter.optim import clip_grad_norm_
+
+    run, c = resolve_config("qrdqn", "CartPole-v1")
+    theirs = _sb3(sb3_qrdqn_module.QRDQN, "CartPole-v1", **ZOO_QRDQN_CARTPOLE)
+    assert run.n_envs == 1 and run.max_steps == 50_000  # rl-zoo3: n_timesteps 5e4, one env
+    ours = {"lr": c.lr, "batch_size": c.batch_size, "buffer_size": c.buffer_size, "learning_starts": c.learning_starts,
+            "gamma": c.gamma, "tau": c.tau, "target_update_interval": c.target_update_interval,
+            "train_freq": c.train_freq, "gradient_steps": c.gradient_steps,
+            "exploration_fraction": c.exploration_fraction, "exploration_initial_eps": c.exploration_initial_eps,
+            "exploration_final_eps": c.exploration_final_eps, "max_grad_norm": c.max_grad_norm,
+            "net_arch": c.net_arch, "n_quantiles": c.n_quantiles, "adam_eps": c.adam_eps}
+    reference = {"lr": theirs.learning_rate, "batch_size": theirs.batch_size, "buffer_size": theirs.buffer_size,
+                 "learning_starts": theirs.learning_starts, "gamma": theirs.gamma, "tau": theirs.tau,
+                 "target_update_interval": theirs.target_update_interval, "train_freq": theirs.train_freq.frequency,
+                 "gradient_steps": theirs.gradient_steps, "exploration_fraction": theirs.exploration_fraction,
+                 "exploration_initial_eps": theirs.exploration_initial_eps,
+                 "exploration_final_eps": theirs.exploration_final_eps, "max_grad_norm": theirs.max_grad_norm,
+                 "net_arch": theirs.policy.net_arch, "n_quantiles": theirs.n_quantiles,
+                 "adam_eps": theirs.policy.optimizer.defaults["eps"]}
+    assert ours == pytest.approx(reference)
+    assert not (c.double_q or c.dueling or c.prioritized) and c.n_step == 1 and c.huber
+
+    # no clipping: a gradient far above DQN's norm 10 passes unscaled, and the norm is still returned
+    env = gym.make("CartPole-v1")
+    algo = QRDQN(env.observation_space, env.action_space, c, seed=0)
+    assert algo.optimizer.param_groups[0]["eps"] == pytest.approx(0.01 / 64)
+    for p in algo.params:
+        p.grad = torch.full_like(p, 100.0)
+    before = [p.grad.clone() for p in algo.params]
+    norm = float(clip_grad_norm_(algo.optimizer, algo.params, c.max_grad_norm))
+    assert norm > 1e3 and all(torch.equal(p.grad, b) for p, b in zip(algo.params, before))

@@ -49,7 +49,8 @@ class EpsilonGreedyConfig(OffPolicyConfig):
     exploration_fraction: float = hp(0.1, "fraction of the budget over which epsilon decays", low=0, high=1)
     exploration_initial_eps: float = hp(1.0, "initial epsilon", low=0, high=1)
     exploration_final_eps: float = hp(0.05, "final epsilon", low=0, high=1)
-    max_grad_norm: float = hp(10.0, "global gradient-norm clip", low=0, low_open=True)
+    max_grad_norm: float | None = hp(10.0, "global gradient-norm clip (null: none, as sb3-contrib's QR-DQN)", low=0,
+                                     low_open=True)
     adam_eps: float = hp(1e-8, "Adam epsilon (Rainbow's Atari setting: 1.5e-4)", low=0, low_open=True)
     huber: bool = hp(True, "Huber (smooth L1) TD loss; false: squared error")
     double_q: bool = hp(False, "Double DQN: online net picks the next action, target net values it")
