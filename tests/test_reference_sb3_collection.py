@@ -262,3 +262,26 @@ def test_onpolicy_collection_matches_sb3(monkeypatch):
     # starting with a reset-only row, episodes running across a rollout's end
     assert seen["truncated"] >= 3 and seen["terminated"] >= 3
     assert seen["trunc_on_last_row"] >= 1 and seen["leading_reset"] >= 1 and seen["cut"] >= 1
+
+
+# -- off-policy phases with several envs --------------------------------------------------------
+def test_offpolicy_train_freq_counts_transitions_not_vector_steps():
+    """docs/algorithms/dqn.md: canter's ``train_freq`` counts transitions (``ceil(train_freq /
+    n_envs)`` vector steps per phase), SB3's counts ``VecEnv.step`` calls. With N envs SB3's
+    ``train_freq: F`` is canter's ``F * N``: the same gradient steps for the same env steps."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    n_envs, freq, total = 4, 4, 800
+    theirs = sb3.DQN("MlpPolicy", make_vec_env("CartPole-v1", n_envs=n_envs, seed=0), train_freq=freq,
+                     gradient_steps=1, learning_starts=0, seed=0, device="cpu")
+    theirs.learn(total)
+    counts = {}
+    for ours_freq in (freq, freq * n_envs):
+        trainer = canter.make_trainer("dqn", "CartPole-v1", seed=0, max_steps=total, n_envs=n_envs, train_freq=ours_freq,
+                                      gradient_steps=1, learning_starts=0, eval_every=10**9)
+        for _ in trainer():
+            pass
+        counts[ours_freq] = trainer.agent.algorithm.updates
+        trainer.close()
+    assert theirs.num_timesteps == total and theirs._n_updates == total // (freq * n_envs) == 50
+    assert counts == {freq * n_envs: 50, freq: 200}
