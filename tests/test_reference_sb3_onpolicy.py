@@ -382,3 +382,42 @@ def test_a2c_update_matches_sb3(env_id, manual):
         assert stats["entropy"] == pytest.approx(-logged["train/entropy_loss"], rel=1e-5, abs=1e-6)
         assert stats["explained_variance"] == pytest.approx(logged["train/explained_variance"], rel=1e-4, abs=1e-5)
     _assert_same_params(before, _params(algo, model), atol=5e-6)
+
+
+@pytest.mark.parametrize("env_id", ENVS)
+@pytest.mark.parametrize("manual", [True, False], ids=["manual", "autograd"])
+def test_ppo_target_kl_early_stop_matches_sb3(env_id, manual, monkeypatch):
+    """``target_kl``: both libraries compute each minibatch's ``mean((r - 1) - log r)`` before its
+    step and, above 1.5 * target_kl, skip that step and every later epoch; the same minibatches
+    give the same parameters, the same number of steps and the same logged statistics."""
+    n_steps, n_envs, n_epochs, n_minibatches = 32, 4, 5, 4
+    n = n_steps * n_envs
+    hp = dict(n_steps=n_steps, batch_size=n // n_minibatches, n_epochs=n_epochs, gamma=GAMMA, gae_lambda=LAM,
+              clip_range=0.2, normalize_advantage=True, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5,
+              target_kl=0.002)
+    lr = 1e-2
+    env = gym.make(env_id)
+    torch.manual_seed(0)
+    algo = PPO(env.observation_space, env.action_space, PPOConfig(lr=lr, manual_backward=manual, **hp), seed=0)
+    model = _sb3_model(sb3.PPO, env_id, n_envs, learning_rate=lr, **hp)
+    _copy_weights(algo, model)
+    batch = _fill_rollouts(algo, model, env_id, n_steps, n_envs, seed=1)
+    before = _params(algo, model)
+    _same_minibatches(monkeypatch, algo, n_steps, n_envs)
+    steps = []
+    step = algo.optimizer.step
+
+    def counting_step():
+        steps.append(1)
+        return step()
+
+    algo.optimizer.step = counting_step
+    stats = algo.learn(batch)
+    model.train()
+    logged = model.logger.name_to_value
+    # stopped early: after at least one step, before all of them (SB3 counts the started epochs)
+    assert 0 < len(steps) < n_epochs * n_minibatches
+    assert logged["train/n_updates"] == len(steps) // n_minibatches + 1
+    _assert_same_params(before, _params(algo, model), atol=5e-6)
+    assert stats["policy_loss"] == pytest.approx(logged["train/policy_gradient_loss"], rel=1e-4, abs=1e-6)
+    assert stats["value_loss"] == pytest.approx(logged["train/value_loss"], rel=1e-4, abs=1e-6)
