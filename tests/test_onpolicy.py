@@ -472,6 +472,30 @@ def test_reward_scaling_statistics_skip_the_reset_only_steps():
     np.testing.assert_allclose([agent.ret_rms.mean, agent.ret_rms.var], [reference.mean, reference.var], rtol=1e-6)
 
 
+def test_scaled_rewards_match_sb3_vecnormalize_including_its_clip():
+    """The same rewards through canter's reward scaling and SB3's VecNormalize (gamma 0.99, clip_reward 10):
+    the first steps' return variance is tiny, and unclipped scaled rewards were in the hundreds (SB3: 10)."""
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    trainer = canter.make_trainer("ppo", "CartPole-v1", n_envs=2, normalize_reward=True, eval_episodes=1,
+                                  gamma=0.99)
+    agent = trainer.agent
+    trainer.close()
+    venv = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")] * 2), norm_obs=False, gamma=0.99)
+    rng = np.random.default_rng(1)
+    for t in range(40):
+        rewards = rng.normal(-30.0, 3.0, size=2).astype(np.float32)
+        dones = np.array([t % 13 == 12, t % 17 == 16])
+        venv.returns = venv.returns * venv.gamma + rewards  # VecNormalize.step_wait's statistics, then scaling
+        venv.ret_rms.update(venv.returns)
+        expected = venv.normalize_reward(rewards)
+        venv.returns[dones] = 0.0
+        got = agent.scale_reward(rewards, dones, np.array([True, True]))
+        np.testing.assert_allclose(got, expected, rtol=1e-5, err_msg=f"step {t}")
+    venv.close()
+
+
 def test_a_budget_below_one_rollout_is_warned_about():
     from canter.errors import CanterWarning
 

@@ -16,7 +16,10 @@ from canter.registry import register
 from canter.utils import RunningMeanStd
 
 
-@functools.lru_cache(maxsize=None)
+#: scaled rewards are clipped to +-this (Stable-Baselines3 VecNormalize's default clip_reward)
+CLIP_REWARD = 10.0
+
+
 @functools.lru_cache(maxsize=None)
 def _numpy_shortcut(cls: type, shortcut: str, methods: tuple[str, ...]) -> bool:
     """Whether an algorithm of class ``cls`` may answer through its NumPy ``shortcut`` (``act_numpy``),
@@ -233,7 +236,15 @@ class Agent:
         if len(real):
             self.ret_rms.update(real)
         self._returns[done] = 0.0
-        return (reward * self.reward_scale()).astype(np.float32) if scale else reward
+        return self.scaled(reward).astype(np.float32) if scale else reward
+
+    def scaled(self, reward: Any) -> Any:
+        """``reward`` (an array or tensor) times :meth:`reward_scale`, clipped to ``[-clip_reward,
+        clip_reward]`` (10, Stable-Baselines3 ``VecNormalize``'s ``clip_reward``: while the return's
+        variance is still tiny, the first scaled rewards would otherwise be in the hundreds)."""
+        out = reward * self.reward_scale()
+        return out.clamp(-CLIP_REWARD, CLIP_REWARD) if isinstance(out, torch.Tensor) else np.clip(out, -CLIP_REWARD,
+                                                                                                    CLIP_REWARD)
 
     def reset_returns(self) -> None:
         """Zero the running discounted returns of every env (its episodes were dropped: fresh ones start)."""
@@ -248,7 +259,7 @@ class Agent:
         """Normalise a replay batch's raw observations and scale its raw rewards (n-step sums scale
         as one) with the current statistics, as Stable-Baselines3 does with ``VecNormalize``."""
         if self.ret_rms is not None:
-            batch = batch._replace(rewards=batch.rewards * self.reward_scale())
+            batch = batch._replace(rewards=self.scaled(batch.rewards))
         if self.obs_rms is None:
             return batch
         mean = torch.as_tensor(self.obs_rms.mean, dtype=torch.float32)
