@@ -379,3 +379,18 @@ def test_apex_dqn_with_hindsight_relabels_each_explorers_episodes(cluster):
                               eval_episodes=50, her_goals=4, **HER_DQN)
     assert all(type(s).__name__ == "HerReplayBuffer" for s in trainer.buffer.shards)
     assert trainer.best_eval_return >= -5.0, f"reached only {trainer.best_eval_return}"
+
+
+def test_apex_keeps_the_fraction_of_a_gradient_step_it_owes_across_a_resume(cluster, tmp_path):
+    """train_freq 3 with 2 explorers x 2 envs x 2 steps: each rollout pays 4/3 gradient steps, and the
+    fraction not yet taken was lost at a resume (set back to 0): one update fewer than uninterrupted."""
+    from canter.checkpoint import read_metadata
+
+    kw = dict(ray_address=cluster, explorers=2, n_envs=2, eval_every=0, learning_starts=64, train_freq=3,
+              gradient_steps=1, batch_size=16, seed=0)
+    whole = canter.train("dqn", "CartPole-v1", max_steps=808, run_dir=tmp_path / "whole", **kw)
+    canter.train("dqn", "CartPole-v1", max_steps=404, run_dir=tmp_path / "part", **kw)
+    owed = read_metadata(tmp_path / "part" / "checkpoints" / "last")["trainer"]["owed_updates"]
+    assert 0 < owed < 1  # a third of a gradient step paid for, not yet taken
+    resumed = canter.resume(tmp_path / "part", max_steps=808)
+    assert resumed.algorithm.updates == whole.algorithm.updates

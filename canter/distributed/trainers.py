@@ -339,6 +339,15 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
     def rollout_kw(self) -> dict[str, Any]:  # noqa: D102
         return {"n_steps": self.explorer_steps, "random": self.step < self.config.learning_starts}
 
+    def state(self) -> dict[str, Any]:
+        """The learner's counters plus the fraction of a gradient step the arrived steps have paid for
+        but not yet taken (``train_freq`` not a multiple of a rollout's steps), which a resume keeps."""
+        return {**super().state(), "owed_updates": self._owed}
+
+    def load_resume_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+        super().load_resume_state(state)
+        self._owed = float(state["counters"].get("owed_updates", 0.0))
+
     def iteration(self) -> dict[str, float]:
         """Store the next finished rollout, then take the updates it pays for."""
         agent, c = self.agent, self.config
