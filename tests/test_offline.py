@@ -14,7 +14,7 @@ import canter
 from canter.agents.agent import Agent
 from canter.api import make_agent
 from canter.config import resolve_config
-from canter.checkpoint import load_checkpoint
+from canter.checkpoint import load_checkpoint, save_checkpoint
 from canter.data.dataset import TransitionDataset, collect, from_replay
 from canter.errors import CanterError
 from tests.test_cli_errors import assert_one_line_error, run_cli, snapshot
@@ -130,6 +130,33 @@ def test_dataset_round_trip_and_refusals(tmp_path, expert):
     with pytest.raises(CanterError, match="actions have shape"):
         TransitionDataset(data.obs, data.actions[:, 0], data.rewards, data.next_obs, data.terminated,
                           data.truncated, "Pendulum-v1", data.observation_space, data.action_space)
+
+
+def test_discrete_actions_outside_the_space_are_refused_in_one_line(tmp_path, capsys):
+    """A Discrete action the space does not hold (a user's 0-based actions of a space with start 1,
+    a corrupt file) crashed the first update with IndexError (cross-entropy) or RuntimeError (CQL's
+    gather); the dataset is refused when built or loaded, and the CLI says so in one line."""
+    data = collect("CartPole-v1", 200, None, seed=0)
+    fields = dict(rewards=data.rewards, next_obs=data.next_obs, terminated=data.terminated, truncated=data.truncated,
+                  env_id="CartPole-v1", observation_space=data.observation_space, action_space=data.action_space)
+    for bad, shown in ((3, "3"), (-1, "-1"), (0.5, "0.5")):
+        actions = data.actions.astype(type(bad)).copy()
+        actions[7] = bad
+        with pytest.raises(CanterError, match=f"dataset action {shown} \\(row 7, one of 1\\) is not in the action space"):
+            TransitionDataset(data.obs, actions, **fields)
+    with pytest.raises(CanterError, match="integers from 1 to 2"):  # 0-based actions of a space starting at 1
+        TransitionDataset(data.obs, data.actions, **{**fields, "action_space": gym.spaces.Discrete(2, start=1)})
+    shifted = TransitionDataset(data.obs, data.actions + 1, **{**fields, "action_space": gym.spaces.Discrete(2, start=1)})
+    assert len(shifted) == 200
+    # a file written with such actions (by an older canter, or by hand) is refused when training from it
+    state, meta = load_checkpoint(data.save(tmp_path / "data"))
+    state["actions"] = np.where(np.arange(200) == 7, 5, state["actions"])
+    save_checkpoint(tmp_path / "bad", state, {k: v for k, v in meta.items() if k in ("kind", "env", "observation_space",
+                                                                                 "action_space", "info", "env_kwargs")})
+    code, _, err = run_cli(capsys, "train", "bc", "--dataset", str(tmp_path / "bad"), "--max-steps", "10", "--quiet",
+                           "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, "dataset action 5 (row 7", "Discrete(2)")
+    assert not (tmp_path / "run").exists()
 
 
 def test_from_env_actions_inverts_to_env_actions():

@@ -69,6 +69,14 @@ class TransitionDataset:
         if self.actions.shape[1:] != act_shape:
             raise CanterError(f"dataset actions have shape {self.actions.shape[1:]}, but the action space has "
                               f"{act_shape}")
+        if isinstance(self.action_space, gym.spaces.Discrete):  # as the env takes them: start .. start + n - 1
+            start, n = int(self.action_space.start), int(self.action_space.n)
+            actions = np.asarray(self.actions)
+            bad = np.flatnonzero((actions < start) | (actions >= start + n) | (actions != np.round(actions)))
+            if len(bad):
+                raise CanterError(f"dataset action {actions[bad[0]].item()} (row {bad[0]}, one of {len(bad)}) is not in the "
+                                  f"action space {self.action_space}: Discrete actions are stored as the env takes "
+                                  f"them, integers from {start} to {start + n - 1}")
         self.rewards = self.rewards.astype(np.float32, copy=False)
         self.terminated = self.terminated.astype(bool, copy=False)
         self.truncated = self.truncated.astype(bool, copy=False)
