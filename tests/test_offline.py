@@ -159,6 +159,27 @@ def test_discrete_actions_outside_the_space_are_refused_in_one_line(tmp_path, ca
     assert not (tmp_path / "run").exists()
 
 
+def test_non_finite_dataset_values_are_refused_in_one_line(tmp_path, capsys):
+    """A NaN in a dataset's observations made training stop with 'training diverged ... try a lower
+    learning rate' after writing a run directory; the dataset is refused when built or loaded."""
+    data = collect("Pendulum-v1", 200, None, seed=0)
+    arrays = {k: getattr(data, k).copy() for k in ("obs", "actions", "rewards", "next_obs", "terminated", "truncated")}
+    spaces = dict(env_id="Pendulum-v1", observation_space=data.observation_space, action_space=data.action_space)
+    for name, value in (("obs", np.nan), ("next_obs", np.inf), ("actions", np.nan), ("rewards", -np.inf)):
+        bad = {k: v.copy() for k, v in arrays.items()}
+        bad[name][9] = value
+        with pytest.raises(CanterError, match=f"dataset {name} hold non-finite values .*row 9"):
+            TransitionDataset(**bad, **spaces)
+    state, meta = load_checkpoint(data.save(tmp_path / "data"))
+    state["obs"][3, 1] = np.nan
+    save_checkpoint(tmp_path / "bad", state, {k: v for k, v in meta.items() if k in ("kind", "env", "observation_space",
+                                                                                 "action_space", "info", "env_kwargs")})
+    code, _, err = run_cli(capsys, "train", "td3bc", "--dataset", str(tmp_path / "bad"), "--max-steps", "10", "--quiet",
+                           "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, "dataset obs hold non-finite values", "row 3")
+    assert not (tmp_path / "run").exists()
+
+
 def test_from_env_actions_inverts_to_env_actions():
     run, cfg = resolve_config("td3bc", "Pendulum-v1")
     box = gym.spaces.Box(np.array([-2.0, 0.0], dtype=np.float32), np.array([2.0, 5.0], dtype=np.float32))

@@ -69,6 +69,12 @@ class TransitionDataset:
         if self.actions.shape[1:] != act_shape:
             raise CanterError(f"dataset actions have shape {self.actions.shape[1:]}, but the action space has "
                               f"{act_shape}")
+        for name in ("obs", "next_obs", "actions", "rewards"):  # a NaN would only show as a diverged update
+            values = np.asarray(getattr(self, name))
+            if np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
+                row = int(np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))[0])
+                raise CanterError(f"dataset {name} hold non-finite values (NaN or inf), first at row {row}; "
+                                  f"offline training needs finite data")
         if isinstance(self.action_space, gym.spaces.Discrete):  # as the env takes them: start .. start + n - 1
             start, n = int(self.action_space.start), int(self.action_space.n)
             actions = np.asarray(self.actions)
