@@ -117,6 +117,8 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     if inner is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
+        if isinstance(value, os.PathLike):  # a path given from Python (dataset=Path(...)), as run_dir takes one
+            return os.fspath(value)
         raise bad()
     if origin is list or inner is list:  # ``list[T]`` or a bare ``list``
         if isinstance(value, str):

@@ -582,6 +582,16 @@ def test_offline_cli_errors_are_one_line_and_write_nothing(tmp_path, capsys, arg
     assert snapshot(tmp_path) == before  # no run directory, no dataset, the existing dataset untouched
 
 
+def test_a_dataset_given_from_python_as_a_path_trains(tmp_path):
+    """``canter.train("bc", dataset=Path(...))`` (run_dir takes a Path) was refused: "'dataset' must be a
+    str or null, got PosixPath(...)", though the env was already read from that Path's dataset."""
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
+    agent = canter.train("bc", dataset=tmp_path / "data", max_steps=20, gradient_steps=10, eval_episodes=1,
+                         run_dir=tmp_path / "run")
+    assert agent.run_config.dataset == str(tmp_path / "data") and agent.run_config.env == "CartPole-v1"
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 20
+
+
 def test_a_dataset_whose_tensors_are_gone_is_named_as_a_dataset(tmp_path, capsys):
     """Only the JSON left (a half-copied dataset): the error said 'checkpoint tensors not found', for a new
     run and for resuming one, though no checkpoint was missing."""
