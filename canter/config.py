@@ -514,6 +514,8 @@ def resolve_config(
                           "set hparams.normalize_value=false or drop --explorers")
     if run.n_envs is None:
         run.n_envs = algo_cls.default_n_envs
+    if run.dataset and run.dataset.strip() and not run.dataset.startswith("minari:"):
+        run.dataset = str(Path(run.dataset).absolute())  # the run records where it is: --resume from anywhere
     return run, algo_cfg
 
 

@@ -592,6 +592,26 @@ def test_a_dataset_given_from_python_as_a_path_trains(tmp_path):
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 20
 
 
+def test_an_offline_run_from_a_relative_dataset_path_resumes_from_another_directory(tmp_path, monkeypatch, capsys):
+    """The run recorded --dataset as given (data/random), so canter train --resume RUN from any other working
+    directory failed with 'dataset not found' (and --resume takes no --dataset); the resolved config holds the
+    absolute path."""
+    (tmp_path / "project").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
+    collect("CartPole-v1", 200, None, seed=0).save("data")
+    assert run_cli(capsys, "train", "bc", "--dataset", "data", "--max-steps", "20", "--set", "gradient_steps=10",
+                   "--set", "eval_episodes=1", "--run-dir", "run", "--quiet")[0] == 0
+    assert canter.load("run").run_config.dataset == str(tmp_path / "project" / "data")
+    # the resolved config says so too (canter benchmark compares it with a finished run's config.yaml)
+    assert resolve_config("bc", dataset="data")[0].dataset == str(tmp_path / "project" / "data")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "project" / "run"), "--max-steps", "40",
+                           "--quiet")
+    assert code == 0, err
+    assert json.loads((tmp_path / "project" / "run" / "summary.json").read_text())["steps"] == 40
+
+
 def test_a_dataset_whose_tensors_are_gone_is_named_as_a_dataset(tmp_path, capsys):
     """Only the JSON left (a half-copied dataset): the error said 'checkpoint tensors not found', for a new
     run and for resuming one, though no checkpoint was missing."""
