@@ -516,6 +516,12 @@ def resolve_config(
         run.n_envs = algo_cls.default_n_envs
     if run.dataset and run.dataset.strip() and not run.dataset.startswith("minari:"):
         run.dataset = str(Path(run.dataset).absolute())  # the run records where it is: --resume from anywhere
+    if run.dataset and run.dataset.strip() and algo_cls.family == "offline" and not run.env_kwargs:
+        from canter.data.dataset import read_dataset_metadata
+
+        meta = read_dataset_metadata(run.dataset)  # an offline run evaluates on the env the data came from
+        if meta.get("env") == run.env and meta.get("env_kwargs"):
+            run.env_kwargs = dict(meta["env_kwargs"])
     return run, algo_cfg
 
 

@@ -612,6 +612,23 @@ def test_an_offline_run_from_a_relative_dataset_path_resumes_from_another_direct
     assert json.loads((tmp_path / "project" / "run" / "summary.json").read_text())["steps"] == 40
 
 
+def test_a_benchmark_of_a_dataset_with_env_kwargs_reuses_its_finished_runs(tmp_path, monkeypatch):
+    """The dataset's env_kwargs became the run's only inside the trainer, so the resolved config said {}
+    while config.yaml held them: running the same benchmark file again (which reuses finished runs) was
+    refused with "was run with a different 'env_kwargs'"."""
+    from canter.tools.benchmark import benchmark
+
+    kwargs = {"is_slippery": False}
+    collect("FrozenLake-v1", 300, None, seed=0, env_kwargs=kwargs).save(tmp_path / "data")
+    assert resolve_config("bc", dataset=str(tmp_path / "data"))[0].env_kwargs == kwargs
+    spec = tmp_path / "bench.yaml"
+    spec.write_text(f"seeds: [0]\nenvs: [FrozenLake-v1]\nset: {{max_steps: 20, eval_episodes: 1}}\n"
+                    f"algos:\n  bc: {{set: {{dataset: '{tmp_path / 'data'}', gradient_steps: 10}}}}\n")
+    first = benchmark(spec, tmp_path / "out", quiet=True)
+    again = benchmark(spec, tmp_path / "out", quiet=True)  # the finished run is reused
+    assert first.rows == again.rows and len(first.rows) == 1
+
+
 def test_a_dataset_whose_tensors_are_gone_is_named_as_a_dataset(tmp_path, capsys):
     """Only the JSON left (a half-copied dataset): the error said 'checkpoint tensors not found', for a new
     run and for resuming one, though no checkpoint was missing."""

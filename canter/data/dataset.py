@@ -278,9 +278,10 @@ def _whole_episodes(idx: np.ndarray, buffer: Any) -> np.ndarray:
 
 def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     """A dataset's JSON metadata (its tensors are not read); a clear error if ``path`` is not a dataset.
-    For ``minari:ID``: the env id only."""
+    For ``minari:ID``: the env id and its ``env_kwargs`` only."""
     if str(path).startswith(MINARI_PREFIX):
-        return {"kind": KIND, "env": _minari_env(_load_minari(str(path)[len(MINARI_PREFIX):]))}
+        spec = _minari_spec(_load_minari(str(path)[len(MINARI_PREFIX):]))
+        return {"kind": KIND, "env": str(spec.id), "env_kwargs": _spec_kwargs(spec)}
     if not str(path).strip():  # Path('') is '.', which has no name to add .json to
         raise CanterError(f"--dataset needs a dataset path, got '{path}' (write one with canter collect RUN_DIR --out PATH)")
     base = checkpoint_base(path)
@@ -340,11 +341,6 @@ def _minari_spec(data: Any) -> Any:
     if spec is None:
         raise CanterError(f"Minari dataset '{data.spec.dataset_id}' records no env; canter evaluates on one")
     return spec
-
-
-def _minari_env(data: Any) -> str:
-    """The env id a Minari dataset evaluates on."""
-    return str(_minari_spec(data).id)
 
 
 def _spec_kwargs(spec: Any) -> dict[str, Any]:
