@@ -46,6 +46,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
+    p.add_argument("--env-kwargs", dest="env_kwargs", help="env constructor arguments as a YAML mapping, e.g. "
+                   "'{max_episode_steps: 200}' (as --set env_kwargs=...)")
     p.add_argument("--seed", type=int, help="random seed (default 0)")
     p.add_argument("--n-envs", type=int, dest="n_envs", help="parallel environments")
     p.add_argument("--target-reward", type=float, dest="target_reward", help="stop at this mean evaluation return")
@@ -150,6 +152,8 @@ def cmd_train(argv: list[str]) -> int:
     run_flags = ("seed", "n_envs", "target_reward", "max_steps", "max_seconds", "eval_episodes", "eval_every",
                  "vectorization", "wandb", "record_every", "explorers", "ray_address", "dataset")
     overrides = {k: getattr(args, k) for k in run_flags if getattr(args, k) is not None}
+    if args.env_kwargs is not None:
+        overrides["env_kwargs"] = parse_env_kwargs(args.env_kwargs)
     trainer = make_trainer(
         args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=_run_dir_arg(args.run_dir),
         quiet=args.quiet, hparams=hparams, **overrides,

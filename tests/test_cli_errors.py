@@ -798,3 +798,16 @@ def test_help_for_an_algorithm_that_cannot_be_found_says_why(capsys, tmp_path, m
     assert_one_line_error(code, err, "cannot import module 'my_broken_algo'", "RuntimeError: broken at import")
     code, out, _ = run_cli(capsys, "train", "ppo", "--help")
     assert code == 0 and "--n-steps" in out
+
+
+def test_train_takes_env_kwargs_as_eval_play_and_collect_do(capsys, workdir):
+    import yaml
+
+    run = workdir / "run"
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--env-kwargs", "{max_episode_steps: 9}",
+                           "--max-steps", "64", "--n-envs", "2", "--set", "n_steps=32", "--quiet", "--run-dir", str(run))
+    assert code == 0, err
+    assert yaml.safe_load((run / "config.yaml").read_text())["env_kwargs"] == {"max_episode_steps": 9}
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--env-kwargs", "[9]",
+                           "--run-dir", str(workdir / "run2"))
+    assert_one_line_error(code, err, "--env-kwargs needs a YAML mapping")
