@@ -643,3 +643,17 @@ def test_a_dataset_whose_tensors_are_gone_is_named_as_a_dataset(tmp_path, capsys
         code, _, err = run_cli(capsys, *argv, "--quiet")
         assert_one_line_error(code, err, "dataset tensors not found", "data.safetensors", "data.json is there")
         assert snapshot(tmp_path) == before
+
+
+def test_box_actions_outside_the_bounds_are_warned_about_once():
+    """Actions beyond a Box's bounds were clipped into [-1, 1] without a word (a dataset scaled x3 trained as if fine)."""
+    from canter.data.dataset import TransitionDataset
+    from canter.errors import CanterWarning
+
+    obs_space, act_space = gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Box(-2, 2, (1,), np.float32)
+    n = 10
+    obs = np.zeros((n, 3), np.float32)
+    actions = np.linspace(-6, 6, n, dtype=np.float32).reshape(n, 1)
+    with pytest.warns(CanterWarning, match="6 of 10 dataset actions lie outside the action space's bounds"):
+        TransitionDataset(obs, actions, np.zeros(n, np.float32), obs, np.zeros(n, bool), np.zeros(n, bool),
+                          "Pendulum-v1", obs_space, act_space)

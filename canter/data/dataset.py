@@ -22,7 +22,8 @@ import numpy as np
 from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata, save_checkpoint
 from canter.envs.spaces import space_from_dict, space_to_dict
 from canter.envs.masks import mask_width, split_mask
-from canter.errors import CanterError
+from canter.envs.spaces import describe_space
+from canter.errors import CanterError, CanterWarning
 from canter.utils import canter_version, git_commit
 
 KIND = "canter-dataset"
@@ -83,6 +84,15 @@ class TransitionDataset:
                 raise CanterError(f"dataset action {actions[bad[0]].item()} (row {bad[0]}, one of {len(bad)}) is not in the "
                                   f"action space {self.action_space}: Discrete actions are stored as the env takes "
                                   f"them, integers from {start} to {start + n - 1}")
+        if isinstance(self.action_space, gym.spaces.Box):  # converted into [-1, 1] by clipping: say so once
+            low, high = self.action_space.low.reshape(1, -1), self.action_space.high.reshape(1, -1)
+            flat = np.asarray(self.actions).reshape(len(self.actions), -1)
+            outside = int(((flat < low) | (flat > high)).any(axis=1).sum())
+            if outside:
+                warnings.warn(CanterWarning(
+                    f"{outside:,} of {len(flat):,} dataset actions lie outside the action space's bounds "
+                    f"({describe_space(self.action_space)}, low {low.min():g} .. high {high.max():g}); the "
+                    f"algorithms clip them to the bounds"), stacklevel=2)
         self.rewards = self.rewards.astype(np.float32, copy=False)
         self.terminated = self.terminated.astype(bool, copy=False)
         self.truncated = self.truncated.astype(bool, copy=False)
