@@ -45,6 +45,31 @@ def test_explorer_rollout_layout_and_frozen_observation_statistics():
     env.close()
 
 
+def test_a_ray_explorer_imports_the_run_configs_imports(tmp_path, monkeypatch):
+    """An explorer actor is a fresh process: it must import the run's ``imports`` before it looks up the
+    env (and algorithm, model) names they register (it failed with 'unknown env id')."""
+    from canter.distributed.explorer import ExplorerActor
+    from canter.registry import _REGISTRY
+
+    (tmp_path / "explorer_imports_mod.py").write_text(textwrap.dedent("""
+        import gymnasium as gym
+        from canter.registry import register
+
+        register("env", "ExplorerImportsCartPole-v0")(lambda **kw: gym.make("CartPole-v1", **kw))
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run, cfg = resolve_config("ppo", "ExplorerImportsCartPole-v0", sets=["imports=[explorer_imports_mod]"],
+                              n_envs=2)
+    # as in the explorer's own process: neither the module nor its registration
+    monkeypatch.delitem(sys.modules, "explorer_imports_mod")
+    monkeypatch.delitem(_REGISTRY["env"], "ExplorerImportsCartPole-v0")
+    actor = ExplorerActor(0, 2, run, cfg)
+    try:
+        assert actor.rollout(None, 1, 8)["actions"].shape == (8, 2)
+    finally:
+        actor.explorer.close()
+
+
 def _unfinished(r: dict) -> float:
     """Reward of the episodes still running at the end of a rollout (they are not in episode_returns)."""
     total = 0.0

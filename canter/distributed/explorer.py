@@ -218,9 +218,11 @@ class ExplorerActor:
 
     def __init__(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int = 0) -> None:
         from canter.api import make_agent
+        from canter.config import config_imports
         from canter.envs import make_vec_env
         from canter.envs.turns import bind_opponents
 
+        config_imports(run.imports)  # a fresh process: the user modules registering the run's names
         env = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs, training=True,
                            central_state=run.central_state)
         self.offset = index * run.n_envs + generation * 1_000_003
