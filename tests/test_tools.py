@@ -555,3 +555,29 @@ def test_tune_gives_the_callers_optuna_verbosity_back(tmp_path):
         assert optuna.logging.get_verbosity() == optuna.logging.ERROR
     finally:
         optuna.logging.set_verbosity(old)
+
+
+def test_tune_an_algorithm_registered_by_the_configs_imports(tmp_path, capsys, monkeypatch):
+    """``canter tune NAME --set imports=[module]`` for an algorithm that module registers: the search space
+    was looked up before the imports were imported ('unknown algorithm', exit 2)."""
+    pytest.importorskip("optuna")
+    import sys
+
+    from canter.registry import _REGISTRY
+
+    (tmp_path / "tune_imported_algo.py").write_text(
+        "import canter\nfrom canter.algorithms.ppo import PPO\n"
+        "@canter.register('algorithm', 'tune_imported_ppo_test')\nclass TunedPPO(PPO):\n    '''PPO by another name.'''\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = tmp_path / "space.yaml"
+    space.write_text("".join(f"{k}: null\n" for k in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+                                                       "clip_range", "ent_coef", "vf_coef", "max_grad_norm")))
+    try:
+        assert main(["tune", "tune_imported_ppo_test", "--env", "CartPole-v1", "--set", "imports=[tune_imported_algo]",
+                     "--set", "n_steps=32", "--set", "n_epochs=1", "--trials", "1", "--out", str(tmp_path / "t"),
+                     "--space", str(space), "--no-prune", "--max-steps", "64", "--n-envs", "2", "--eval-every", "64",
+                     "--eval-episodes", "1", "--quiet"]) == 0, capsys.readouterr().err
+        assert "tune_imported_algo" in (tmp_path / "t" / "best.yaml").read_text()
+    finally:
+        sys.modules.pop("tune_imported_algo", None)
+        _REGISTRY["algorithm"].pop("tune_imported_ppo_test", None)

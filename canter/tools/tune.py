@@ -198,14 +198,15 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"--sampler-seed must be between 0 and 2**32 - {jobs} (with --jobs {jobs}), got {sampler_seed}")
     if prune_startup < 0 or prune_warmup < 0:
         raise CanterError("--prune-startup and --prune-warmup must be >= 0")
+    # the base config must be valid on its own (nothing is written if not); resolving it first imports
+    # its ``imports``, which may register the algorithm whose search space is read next
+    run, _ = resolve_config(algo, env, config_file, list(sets), **run_overrides)
     space = search_space(algo, space_file)
     set_keys = {k[8:] if k.startswith("hparams.") else k for k, _ in (parse_set(s) for s in sets)}
     clash = sorted((set(space) & set_keys) | (set(space) & set(run_overrides)))
     if clash:
         raise CanterError(f"'{clash[0]}' is both tuned and fixed; drop it from the flags/--set "
                           "or set it to null in --space")
-    # the base config must be valid on its own (nothing is written if not)
-    run, _ = resolve_config(algo, env, config_file, list(sets), **run_overrides)
     algo_name, env_id = run.algo, run.env
     check_algo_env(algo_name, env_id, run.env_kwargs, run.policies, run.central_state)
     safe_env = env_id.replace("/", "-").replace(":", "-")
