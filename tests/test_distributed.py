@@ -70,6 +70,41 @@ def test_a_ray_explorer_imports_the_run_configs_imports(tmp_path, monkeypatch):
         actor.explorer.close()
 
 
+def test_ray_explorers_import_the_modules_a_script_imported_for_the_runs_names(tmp_path, monkeypatch):
+    """A script imports a module that registers an env, then trains on it with Ray explorers: the explorer
+    actors (fresh processes) did not import that module ('unknown env id' in every explorer); they now get
+    it in their run config's imports, as a checkpoint records it for loading."""
+    import canter.distributed.pool as pool_module
+    from canter.distributed.explorer import ExplorerActor
+    from canter.registry import _REGISTRY
+
+    (tmp_path / "script_imported_envs.py").write_text(textwrap.dedent("""
+        import gymnasium as gym
+        from canter.registry import register
+
+        register("env", "ScriptImportedCartPole-v0")(lambda **kw: gym.make("CartPole-v1", **kw))
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__("script_imported_envs")
+    built = {}
+
+    class CapturedPool:  # stands in for the Ray pool: what the explorer actors would be built with
+        def __init__(self, run, algo_cfg, count, address=None, **kw):
+            built.update(run=run, algo_cfg=algo_cfg)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(pool_module, "RayPool", CapturedPool)
+    with pytest.raises(KeyboardInterrupt):
+        canter.make_trainer("ppo", "ScriptImportedCartPole-v0", explorers=1, n_envs=2, n_steps=8)
+    monkeypatch.delitem(sys.modules, "script_imported_envs")  # as in the explorer's own process
+    monkeypatch.delitem(_REGISTRY["env"], "ScriptImportedCartPole-v0")
+    actor = ExplorerActor(0, 1, built["run"], built["algo_cfg"])
+    try:
+        assert actor.rollout(None, 1, 8)["actions"].shape == (8, 2)
+    finally:
+        actor.explorer.close()
+
+
 def _unfinished(r: dict) -> float:
     """Reward of the episodes still running at the end of a rollout (they are not in episode_returns)."""
     total = 0.0

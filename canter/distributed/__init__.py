@@ -40,10 +40,15 @@ def make_distributed_trainer(
     total_envs = env.num_envs * (run.n_envs * run.explorers if run.explorers else 1)
     agent = make_agent(dataclasses.replace(run, n_envs=total_envs), algo_cfg, obs_space, act_space)
     if run.explorers:
+        from canter.config import resolved_dict
         from canter.distributed.pool import RayPool
+        from canter.registry import user_modules
 
+        # explorers are fresh processes: they import the modules that registered the run's names here
+        # (its ``imports``, and those a script imported), as loading a checkpoint does
+        explorer_run = dataclasses.replace(run, imports=user_modules(resolved_dict(run, algo_cfg)))
         # ``env`` was made with one copy: its sub-envs per copy (a multi-agent env's agents)
-        pool: Any = RayPool(run, algo_cfg, run.explorers, run.ray_address, rows_per_copy=env.num_envs,
+        pool: Any = RayPool(explorer_run, algo_cfg, run.explorers, run.ray_address, rows_per_copy=env.num_envs,
                             copy_labels=getattr(env, "row_labels", None))
         env.close()
     else:
