@@ -24,7 +24,8 @@ class PickEntries(gym.Env):
     def __init__(self, kind: str = "pair") -> None:
         self.kind = kind
         self.action_space = {"pair": gym.spaces.MultiDiscrete([3, 4]), "binary": gym.spaces.MultiBinary(3),
-                             "grid": gym.spaces.MultiDiscrete([[2, 3], [2, 2]])}[kind]
+                             "grid": gym.spaces.MultiDiscrete([[2, 3], [2, 2]]),
+                             "pair32": gym.spaces.MultiDiscrete([3, 4], dtype=np.int32, start=[1, -2])}[kind]
         self.rng = np.random.default_rng(0)
 
     def _obs(self) -> np.ndarray:
@@ -41,8 +42,8 @@ class PickEntries(gym.Env):
 
     def step(self, action):
         assert self.action_space.contains(action), (action, self.action_space)
-        a = np.asarray(action).reshape(-1)
-        if self.kind == "pair":
+        a = np.asarray(action).reshape(-1) - np.asarray(getattr(self.action_space, "start", 0)).reshape(-1)
+        if self.kind in ("pair", "pair32"):
             reward = float(a[0] == self.target[0]) + float(a[1] == self.target[1])
         else:
             reward = float(a[0] == self.target[0] % 2)
@@ -50,7 +51,7 @@ class PickEntries(gym.Env):
         return self._obs(), reward, False, self.t >= 20, {}
 
 
-for _kind in ("pair", "binary", "grid"):
+for _kind in ("pair", "binary", "grid", "pair32"):
     register("env", f"PickEntries-{_kind}-test")(lambda _kind=_kind, **kw: PickEntries(_kind))
 
 
@@ -111,3 +112,15 @@ def test_multi_categorical_log_prob_entropy_and_samples_match_torch_distribution
         freq = torch.bincount(many[:, i], minlength=nvec[i]).float() / len(many)
         torch.testing.assert_close(freq, torch.softmax(logits[0, s], -1), atol=0.015, rtol=0)
     np.testing.assert_array_equal(D.multi_categorical_mode(logits, nvec)[:, 2], logits[:, 5:9].argmax(-1))
+
+
+def test_multidiscrete_actions_reach_the_env_in_the_spaces_dtype(tmp_path):
+    """A MultiDiscrete space of int32 contains only int32 arrays (gymnasium checks the dtype): the env got
+    the algorithm's int64 indices, outside its own space (the env's assertion failed at the first step)."""
+    agent = canter.train("ppo", "PickEntries-pair32-test", max_steps=128, n_envs=2, n_steps=32, eval_every=0,
+                         eval_episodes=1, quiet=True, tensorboard=False, seed=0, run_dir=None)
+    space = PickEntries("pair32").action_space
+    obs = np.random.default_rng(0).random((4, 7)).astype(np.float32)
+    for actions in (agent.predict(obs), agent.predict(obs, deterministic=False)):
+        assert actions.dtype == np.int32 and all(space.contains(a) for a in actions), actions
+    assert space.contains(agent.predict(obs[0]))

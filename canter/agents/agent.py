@@ -82,6 +82,8 @@ class Agent:
         #: MultiDiscrete / MultiBinary actions of several dimensions: the algorithm's are flat [B, k]
         multi = isinstance(self.action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
         self._multi_shape = tuple(self.action_space.shape) if multi and len(self.action_space.shape) != 1 else None
+        #: their dtype (the algorithm's indices are int64; a space of int32 or int8 contains only its own dtype)
+        self._multi_dtype = self.action_space.dtype if multi else None
 
     # -- numpy <-> torch ------------------------------------------------------------------
     def normalize_obs(self, obs: np.ndarray, update: bool = False) -> np.ndarray:
@@ -105,7 +107,8 @@ class Agent:
         return t if self.device.type == "cpu" else t.to(self.device)
 
     def to_env_actions(self, actions: torch.Tensor | np.ndarray) -> np.ndarray:
-        """Algorithm actions -> what ``env.step`` takes (clipped Box actions, offset Discrete)."""
+        """Algorithm actions -> what ``env.step`` takes (clipped Box actions, offset Discrete,
+        MultiDiscrete / MultiBinary in the space's shape and dtype)."""
         a = actions if isinstance(actions, np.ndarray) else actions.cpu().numpy()
         if self._low is not None:
             if self._low.ndim != 1:  # the policy's actions are flat [B, prod(shape)]; a scalar space: [B, 1] -> [B]
@@ -115,6 +118,8 @@ class Agent:
             return np.clip(a, self._low, self._high)
         if self._multi_shape is not None:
             a = a.reshape((len(a),) + self._multi_shape)
+        if self._multi_dtype is not None:
+            a = a.astype(self._multi_dtype, copy=False)
         return a + self._start if self._offset else a
 
     def from_env_actions(self, actions: np.ndarray) -> np.ndarray:
