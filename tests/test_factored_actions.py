@@ -124,3 +124,17 @@ def test_multidiscrete_actions_reach_the_env_in_the_spaces_dtype(tmp_path):
     for actions in (agent.predict(obs), agent.predict(obs, deterministic=False)):
         assert actions.dtype == np.int32 and all(space.contains(a) for a in actions), actions
     assert space.contains(agent.predict(obs[0]))
+
+
+def test_collect_with_epsilon_draws_random_multibinary_and_multidiscrete_actions(tmp_path):
+    """canter collect RUN --epsilon on a MultiBinary run stopped with 'cannot draw random actions for a
+    MultiBinary action space'; random MultiDiscrete actions were int64 whatever the space's dtype."""
+    from canter.data.dataset import collect
+
+    for kind in ("binary", "pair32"):
+        agent = canter.train("ppo", f"PickEntries-{kind}-test", max_steps=64, n_envs=2, n_steps=32, eval_every=0,
+                             eval_episodes=1, quiet=True, tensorboard=False, seed=0, run_dir=None)
+        space = PickEntries(kind).action_space  # the env asserts that each action is in it
+        for policy in (agent, None):
+            data = collect(f"PickEntries-{kind}-test", 60, policy, epsilon=0.5, seed=0)
+            assert data.actions.shape == (60,) + space.shape and all(space.contains(a) for a in data.actions)

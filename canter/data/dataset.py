@@ -400,7 +400,7 @@ def from_minari(dataset_id: str) -> TransitionDataset:
 
 def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: np.ndarray | None = None,
                        obs_space: gym.Space | None = None) -> np.ndarray:
-    """``n`` uniform random actions as the env takes them (Discrete, MultiDiscrete or Box); where
+    """``n`` uniform random actions as the env takes them (Discrete, MultiDiscrete, MultiBinary or Box); where
     ``obs_space`` packs an action mask (:mod:`canter.envs.masks`), uniform over the actions that
     each row of ``obs`` allows. A Box's unbounded dimensions draw as gymnasium's ``Box.sample``
     does: a standard normal where both bounds are infinite, an exponential away from a single one."""
@@ -413,7 +413,9 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: 
     if isinstance(space, gym.spaces.Discrete):
         return rng.integers(0, int(space.n), size=n) + int(space.start)
     if isinstance(space, gym.spaces.MultiDiscrete):
-        return rng.integers(0, space.nvec, size=(n, *space.nvec.shape)) + space.start
+        return (rng.integers(0, space.nvec, size=(n, *space.nvec.shape)) + space.start).astype(space.dtype)
+    if isinstance(space, gym.spaces.MultiBinary):
+        return rng.integers(0, 2, size=(n, *space.shape)).astype(space.dtype)
     if isinstance(space, gym.spaces.Box):
         if np.isfinite(space.low).all() and np.isfinite(space.high).all():
             return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
