@@ -204,3 +204,17 @@ def test_predict_takes_sb3s_deterministic_keyword(tmp_path):
     assert (agent.predict(obs, deterministic=True) == agent.predict(obs)).all()
     sampled = agent.predict(obs, deterministic=False)  # the barely trained policy is near uniform
     assert sampled.shape == (200,) and 0 < sampled.sum() < 200
+
+
+def test_a_loaded_dqn_samples_with_the_epsilon_it_was_saved_with(tmp_path):
+    """``canter.load(run).predict(obs, deterministic=False)`` of a DQN explored with the initial epsilon
+    (1.0: uniformly random actions, 52% differing from the greedy ones on CartPole) instead of the saved one,
+    as SB3's loaded DQN.predict uses the saved exploration rate."""
+    agent = canter.train("dqn", "CartPole-v1", max_steps=600, n_envs=1, eval_every=0, eval_episodes=1,
+                         run_dir=tmp_path / "run", seed=0, learning_starts=100, exploration_fraction=0.5,
+                         exploration_final_eps=0.05)
+    assert agent.algorithm.epsilon == pytest.approx(0.05)
+    loaded = canter.load(tmp_path / "run")
+    assert loaded.algorithm.epsilon == pytest.approx(0.05)
+    obs = np.random.default_rng(0).normal(size=(2000, 4)).astype(np.float32)
+    assert (loaded.predict(obs, deterministic=False) != loaded.predict(obs)).mean() < 0.1

@@ -148,6 +148,13 @@ class EpsilonGreedyTargets:
         self.epsilon = float(state.get("epsilon", self.epsilon))
         self.target_syncs = int(state.get("target_syncs", 0))
 
+    def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
+        """As :meth:`Algorithm.load_state_dict`; ``weights_only`` keeps the saved epsilon too (it is how the
+        policy explores: ``Agent.predict(obs, deterministic=False)`` of a loaded agent, as in SB3)."""
+        super().load_state_dict(state, weights_only)
+        if weights_only:
+            self.epsilon = float(state.get("extra", {}).get("epsilon", self.epsilon))
+
 
 @register("algorithm", "dqn")
 class DQN(EpsilonGreedyTargets, Algorithm):
