@@ -16,7 +16,7 @@ from canter.agents.agent import Agent
 from canter.algorithms.base import threads_for
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import checkpoint_base, load_checkpoint
-from canter.config import RunConfig, build, resolve_config, resolved_dict
+from canter.config import RunConfig, build, import_config_imports, resolve_config, resolved_dict
 from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
 from canter.envs.turns import bind_opponents
 from canter.errors import CanterError, CanterWarning, require, unknown
@@ -113,6 +113,8 @@ def make_trainer(
     hp_over = dict(hparams or {})
     run_over: dict[str, Any] = {}
     run_keys = set(RunConfig.__dataclass_fields__)
+    if isinstance(algo, str):
+        import_config_imports(config_file, overrides, sets)  # they may register ``algo``, looked up next
     hp_keys = set(lookup("algorithm", algo).Config.__dataclass_fields__) if isinstance(algo, str) else set()
     for k, v in overrides.items():
         # neither kind (a typo): a top-level key, so the error offers the closest run key or hyperparameter

@@ -393,6 +393,14 @@ def config_imports(value: Any, where: str = "imports") -> list[str]:
     return [m.strip() for m in value]
 
 
+def import_config_imports(config_file: str | Path | None, run_overrides: dict[str, Any],
+                          sets: list[str] | tuple = ()) -> list[str]:
+    """Import the ``imports`` a run config will have (``config_file`` < ``run_overrides`` < ``sets``)
+    before anything looks a name up (:func:`resolve_config` does it too); returns the modules."""
+    file_data = load_yaml(config_file) if config_file is not None and str(config_file).strip() else {}
+    return config_imports(_layered_imports(file_data, run_overrides, sets))
+
+
 def _layered_imports(file_data: dict[str, Any], run_overrides: dict[str, Any], sets: list[str] | tuple) -> Any:
     """The ``imports`` a run config will have (-f file < arguments < ``--set``), before any name is looked up."""
     value = file_data.get("imports") if isinstance(file_data, dict) else None

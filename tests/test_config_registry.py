@@ -398,3 +398,34 @@ def test_imports_register_user_components_for_the_cli_and_loading(tmp_path, monk
         assert not (tmp_path / "run3").exists()
     finally:
         forget()
+
+
+def test_make_trainer_with_imports_finds_the_algorithm_they_register(tmp_path, monkeypatch):
+    """``canter.make_trainer(NAME, imports=[module], lr=...)`` (and so ``canter benchmark --jobs N``, whose
+    worker processes train through it) looked NAME up to sort the keyword arguments before the imports were
+    imported: 'unknown algorithm' in a fresh process."""
+    import sys
+
+    from canter.registry import _REGISTRY
+
+    (tmp_path / "api_imported_algo.py").write_text(
+        "import canter\nfrom dataclasses import dataclass\nfrom canter.algorithms.ppo import PPO, PPOConfig\n"
+        "from canter.config import hp\n"
+        "@dataclass\nclass KnobConfig(PPOConfig):\n    knob: float = hp(0.5, 'a user hyperparameter')\n"
+        "@canter.register('algorithm', 'api_imported_ppo_test')\nclass KnobPPO(PPO):\n    Config = KnobConfig\n")
+    (tmp_path / "knob.yaml").write_text("imports: [api_imported_algo]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def forget() -> None:  # as a fresh process
+        sys.modules.pop("api_imported_algo", None)
+        _REGISTRY["algorithm"].pop("api_imported_ppo_test", None)
+
+    try:
+        for kw in ({"imports": ["api_imported_algo"]}, {"config_file": str(tmp_path / "knob.yaml")},
+                   {"sets": ["imports=[api_imported_algo]"]}):
+            forget()
+            trainer = canter.make_trainer("api_imported_ppo_test", "CartPole-v1", knob=0.25, n_steps=32, **kw)
+            assert type(trainer.algorithm).__name__ == "KnobPPO" and trainer.algorithm.config.knob == 0.25
+            trainer.close()
+    finally:
+        forget()

@@ -581,3 +581,29 @@ def test_tune_an_algorithm_registered_by_the_configs_imports(tmp_path, capsys, m
     finally:
         sys.modules.pop("tune_imported_algo", None)
         _REGISTRY["algorithm"].pop("tune_imported_ppo_test", None)
+
+
+def test_tune_jobs_workers_import_the_configs_imports(tmp_path, capsys, monkeypatch):
+    """With --jobs 2 each worker is a fresh (spawned) process, which read the search space of an algorithm
+    registered by the config's imports before importing them: every worker exited with 'unknown algorithm'."""
+    pytest.importorskip("optuna")
+    import sys
+
+    from canter.registry import _REGISTRY
+
+    (tmp_path / "tune_jobs_algo.py").write_text(
+        "import canter\nfrom canter.algorithms.ppo import PPO\n"
+        "@canter.register('algorithm', 'tune_jobs_ppo_test')\nclass JobsPPO(PPO):\n    '''PPO by another name.'''\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # spawned workers get the parent's sys.path
+    space = tmp_path / "space.yaml"
+    space.write_text("".join(f"{k}: null\n" for k in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+                                                       "clip_range", "ent_coef", "vf_coef", "max_grad_norm")))
+    try:
+        assert main(["tune", "tune_jobs_ppo_test", "--env", "CartPole-v1", "--set", "imports=[tune_jobs_algo]",
+                     "--set", "n_steps=32", "--set", "n_epochs=1", "--trials", "2", "--jobs", "2",
+                     "--out", str(tmp_path / "t"), "--space", str(space), "--no-prune", "--max-steps", "64",
+                     "--n-envs", "2", "--eval-every", "64", "--eval-episodes", "1", "--quiet"]) == 0, capsys.readouterr().err
+        assert "0 failed trials" in capsys.readouterr().out
+    finally:
+        sys.modules.pop("tune_jobs_algo", None)
+        _REGISTRY["algorithm"].pop("tune_jobs_ppo_test", None)

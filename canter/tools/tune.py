@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from canter.config import parse_set, resolve_config, resolved_dict
+from canter.config import import_config_imports, parse_set, resolve_config, resolved_dict
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
 
@@ -119,6 +119,8 @@ def _optimize(job: dict[str, Any], worker: int = 0) -> None:
 
     if worker:
         optuna.logging.set_verbosity(optuna.logging.WARNING if job["quiet"] else optuna.logging.INFO)
+    # a --jobs worker is a fresh process: the config's imports may register the algorithm looked up next
+    import_config_imports(job["config_file"], job["run_overrides"], job["sets"])
     space = search_space(job["algo"], job["space_file"])
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=job["prune_startup"], n_warmup_steps=job["prune_warmup"] + 1)
               if job["prune"] else optuna.pruners.NopPruner())
