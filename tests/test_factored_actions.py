@@ -138,3 +138,19 @@ def test_collect_with_epsilon_draws_random_multibinary_and_multidiscrete_actions
         for policy in (agent, None):
             data = collect(f"PickEntries-{kind}-test", 60, policy, epsilon=0.5, seed=0)
             assert data.actions.shape == (60,) + space.shape and all(space.contains(a) for a in data.actions)
+
+
+def test_a_space_mismatch_names_what_differs_between_multidiscrete_spaces(tmp_path, capsys):
+    """canter eval --env on a MultiDiscrete env with other categories, start or dtype was refused with
+    'trained on ... -> MultiDiscrete(shape=(2,)), env has ... -> MultiDiscrete(shape=(2,))': the same words twice."""
+    from canter.envs.spaces import describe_space
+
+    run = tmp_path / "run"
+    assert main(["train", "ppo", "--env", "PickEntries-pair-test", "--max-steps", "64", "--n-envs", "2",
+                 "--set", "n_steps=32", "--quiet", "--run-dir", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(run), "--env", "PickEntries-pair32-test", "--episodes", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MultiDiscrete([3, 4])" in err[0] and "MultiDiscrete([3, 4], start=[1, -2], int32)" in err[0]
+    assert describe_space(gym.spaces.MultiBinary((2, 3))) == "MultiBinary([2, 3])"
+    assert describe_space(gym.spaces.Discrete(3, start=1)) == "Discrete(3, start=1)"

@@ -138,9 +138,16 @@ def action_nvec(space: gym.Space) -> np.ndarray | None:
 
 
 def describe_space(space: gym.Space) -> str:
-    """A short one-line description: type, shape and dtype (never the full bounds)."""
+    """A short one-line description: type, shape and dtype (never the full bounds); a discrete space's
+    categories and ``start``."""
     if isinstance(space, gym.spaces.Discrete):
-        return f"Discrete({space.n})"
+        return f"Discrete({space.n})" if not space.start else f"Discrete({space.n}, start={space.start})"
+    if isinstance(space, gym.spaces.MultiDiscrete):  # the categories, which two such spaces differ by
+        start = f", start={space.start.tolist()}" if space.start.any() else ""
+        dtype = f", {space.dtype}" if space.dtype != np.int64 else ""
+        return f"MultiDiscrete({space.nvec.tolist()}{start}{dtype})"
+    if isinstance(space, gym.spaces.MultiBinary):
+        return f"MultiBinary({np.asarray(space.n).tolist()})"
     if isinstance(space, MaskedBox):
         return f"Box(shape={space.observation_space().shape}, {space.dtype}) with an action mask of {space.mask_width}"
     if isinstance(space, PackedBox):
