@@ -126,6 +126,22 @@ def _import_early(argv: list[str]) -> None:
     config_imports(_layered_imports(file_data, {}, sets))
 
 
+def _algo_arg(argv: list[str]) -> str | None:
+    """The algorithm ``canter train``'s arguments name: the first that is neither a flag nor the value of a
+    run flag (``--env CartPole-v1 ppo``, ``--set imports=[my_pkg] NAME``), as argparse will read it."""
+    takes_value = {s for a in _train_parser("canter train", None)._actions if a.option_strings and a.nargs != 0
+                   for s in a.option_strings}
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in takes_value:
+            skip = True
+        elif not a.startswith("-"):
+            return a
+    return None
+
+
 def _flag_value(argv: list[str], flag: str) -> str | None:
     """The value given to ``flag`` (``--flag V`` or ``--flag=V``), if any."""
     for i, a in enumerate(argv):
@@ -140,11 +156,11 @@ def cmd_train(argv: list[str]) -> int:
     """``canter train ALGO --env ENV ...`` or ``canter train --resume RUN_DIR``"""
     if any(a == "--resume" or a.startswith("--resume=") for a in argv):
         return _cmd_resume(argv)
-    algo = next((a for a in argv if not a.startswith("-")), None)
+    algo = _algo_arg(argv)
     _import_early(argv)  # modules registering the algorithm by name: its hyperparameters become flags
     helping = "-h" in argv or "--help" in argv  # only then are the preset's values looked up
     p = _train_parser("canter train", algo, _flag_value(argv, "--env") if helping else None,
-                      strict=helping and bool(argv) and argv[0] == algo)
+                      strict=helping and algo is not None)
     args = p.parse_args(argv)
     from canter.api import make_trainer
 

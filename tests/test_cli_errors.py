@@ -811,3 +811,20 @@ def test_train_takes_env_kwargs_as_eval_play_and_collect_do(capsys, workdir):
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--env-kwargs", "[9]",
                            "--run-dir", str(workdir / "run2"))
     assert_one_line_error(code, err, "--env-kwargs needs a YAML mapping")
+
+
+def test_train_flags_before_the_algorithm_keep_its_hyperparameter_flags(capsys, tmp_path):
+    """``canter train --env CartPole-v1 ppo --lr 0.001`` (or ``--set imports=[my_pkg] NAME --my-knob 1``) took
+    the first word not starting with '-' (the value of --env / --set) for the algorithm, so its hyperparameter
+    flags were 'unrecognized arguments' (exit 2) and ``--help`` listed none; argparse reads the algorithm right."""
+    import canter
+
+    run = tmp_path / "run"
+    code, _, err = run_cli(capsys, "train", "--env", "CartPole-v1", "--set", "n_steps=32", "ppo", "--lr", "0.002",
+                           "--max-steps", "64", "--n-envs", "2", "--quiet", "--run-dir", str(run))
+    assert code == 0, err
+    assert canter.load(run).algorithm.config.lr == 0.002
+    code, out, _ = run_cli(capsys, "train", "--env", "CartPole-v1", "ppo", "--help")
+    assert code == 0 and "--n-steps" in out
+    code, _, err = run_cli(capsys, "train", "--quiet", "ppo2", "--help")
+    assert_one_line_error(code, err, "unknown algorithm 'ppo2'", "did you mean 'ppo'")
