@@ -305,19 +305,19 @@ def test_a_class_object_in_place_of_a_name_is_a_one_line_error():
         lookup("model", 3)
 
 
+def _user_module(tmp_path, monkeypatch, name: str, lines: list[str]) -> None:
+    """Write module ``name`` (its source ``lines``) where the test's imports find it."""
+    (tmp_path / f"{name}.py").write_text("\n".join(lines) + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
 def test_a_user_agent_that_cannot_be_built_is_a_one_line_error(tmp_path, monkeypatch):
     """A custom Agent whose __init__ does not take Agent's keyword arguments, or raises, ended the CLI with
     a traceback (a model gets "cannot build model ..."; the agent got nothing)."""
-    (tmp_path / "my_bad_agents.py").write_text(
-        "from canter.agents.agent import Agent\n"
-        "class Strict(Agent):\n"
-        "    def __init__(self, algorithm):\n"
-        "        super().__init__(algorithm)\n"
-        "class Broken(Agent):\n"
-        "    def __init__(self, algorithm, **kw):\n"
-        "        raise ValueError('my agent is broken')\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    _user_module(tmp_path, monkeypatch, "my_bad_agents", [
+        "from canter.agents.agent import Agent", "class Strict(Agent):", "    def __init__(self, algorithm):",
+        "        super().__init__(algorithm)", "class Broken(Agent):", "    def __init__(self, algorithm, **kw):",
+        "        raise ValueError('my agent is broken')"])
     with pytest.raises(CanterError, match=r"cannot build agent my_bad_agents:Strict: .*unexpected keyword argument "
                                           r"'normalize_obs' \(an Agent subclass's __init__ takes"):
         canter.make_trainer("ppo", "CartPole-v1", agent="my_bad_agents:Strict", max_steps=64)
@@ -329,16 +329,11 @@ def test_a_user_agent_that_cannot_be_built_is_a_one_line_error(tmp_path, monkeyp
 def test_a_user_model_without_the_methods_the_algorithm_calls_is_refused_when_built(tmp_path, monkeypatch):
     """A user's model lacking a method the algorithm calls (QR-DQN's quantiles, PPO's action_value) was
     built and then failed inside training with an AttributeError traceback."""
-    (tmp_path / "my_plain_models.py").write_text(
-        "import torch\nfrom torch import nn\n"
-        "class PlainQ(nn.Module):\n"
-        "    def __init__(self, observation_space, action_space, **kw):\n"
-        "        super().__init__()\n"
-        "        self.net = nn.Linear(4, int(action_space.n))\n"
-        "    def value(self, obs):\n"
-        "        return self.net(obs.float())\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    _user_module(tmp_path, monkeypatch, "my_plain_models", [
+        "import torch", "from torch import nn", "class PlainQ(nn.Module):",
+        "    def __init__(self, observation_space, action_space, **kw):", "        super().__init__()",
+        "        self.net = nn.Linear(4, int(action_space.n))", "    def value(self, obs):",
+        "        return self.net(obs.float())"])
     with pytest.raises(CanterError, match=r"QRDQN needs a model with the methods value, quantiles; model "
                                           r"my_plain_models:PlainQ has no quantiles"):
         canter.make_trainer("qrdqn", "CartPole-v1", model="my_plain_models:PlainQ", max_steps=64)

@@ -149,14 +149,24 @@ def test_discrete_actions_outside_the_space_are_refused_in_one_line(tmp_path, ca
     shifted = TransitionDataset(data.obs, data.actions + 1, **{**fields, "action_space": gym.spaces.Discrete(2, start=1)})
     assert len(shifted) == 200
     # a file written with such actions (by an older canter, or by hand) is refused when training from it
-    state, meta = load_checkpoint(data.save(tmp_path / "data"))
-    state["actions"] = np.where(np.arange(200) == 7, 5, state["actions"])
-    save_checkpoint(tmp_path / "bad", state, {k: v for k, v in meta.items() if k in ("kind", "env", "observation_space",
-                                                                                 "action_space", "info", "env_kwargs")})
-    code, _, err = run_cli(capsys, "train", "bc", "--dataset", str(tmp_path / "bad"), "--max-steps", "10", "--quiet",
-                           "--run-dir", str(tmp_path / "run"))
+    def edit(state):
+        state["actions"] = np.where(np.arange(200) == 7, 5, state["actions"])
+
+    code, err = _train_from_edited_dataset(tmp_path, capsys, data, "bc", edit)
     assert_one_line_error(code, err, "dataset action 5 (row 7", "Discrete(2)")
     assert not (tmp_path / "run").exists()
+
+
+def _train_from_edited_dataset(tmp_path, capsys, data, algo: str, edit) -> tuple[int, str]:
+    """Save ``data``, change its arrays with ``edit(state)`` as a file written by hand or by an older canter
+    could hold them, and train ``algo`` from that file through the CLI: ``(exit code, stderr)``."""
+    state, meta = load_checkpoint(data.save(tmp_path / "data"))
+    edit(state)
+    save_checkpoint(tmp_path / "bad", state, {k: v for k, v in meta.items() if k in ("kind", "env", "observation_space",
+                                                                                 "action_space", "info", "env_kwargs")})
+    code, _, err = run_cli(capsys, "train", algo, "--dataset", str(tmp_path / "bad"), "--max-steps", "10", "--quiet",
+                           "--run-dir", str(tmp_path / "run"))
+    return code, err
 
 
 def test_non_finite_dataset_values_are_refused_in_one_line(tmp_path, capsys):
@@ -170,12 +180,8 @@ def test_non_finite_dataset_values_are_refused_in_one_line(tmp_path, capsys):
         bad[name][9] = value
         with pytest.raises(CanterError, match=f"dataset {name} hold non-finite values .*row 9"):
             TransitionDataset(**bad, **spaces)
-    state, meta = load_checkpoint(data.save(tmp_path / "data"))
-    state["obs"][3, 1] = np.nan
-    save_checkpoint(tmp_path / "bad", state, {k: v for k, v in meta.items() if k in ("kind", "env", "observation_space",
-                                                                                 "action_space", "info", "env_kwargs")})
-    code, _, err = run_cli(capsys, "train", "td3bc", "--dataset", str(tmp_path / "bad"), "--max-steps", "10", "--quiet",
-                           "--run-dir", str(tmp_path / "run"))
+    code, err = _train_from_edited_dataset(tmp_path, capsys, data, "td3bc",
+                                           lambda state: state["obs"].__setitem__((3, 1), np.nan))
     assert_one_line_error(code, err, "dataset obs hold non-finite values", "row 3")
     assert not (tmp_path / "run").exists()
 
