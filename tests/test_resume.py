@@ -69,7 +69,7 @@ if _phase:  # SIGKILL ourselves in the middle of the (N+1)-th save of checkpoint
     os.replace, os.fsync = replace, fsync
 '''
 
-COMMON = {"n_envs": 2, "eval_episodes": 2, "tensorboard": False,
+COMMON = {"n_envs": 2, "eval_episodes": 2, "tensorboard": False, "target_reward": None,  # the runs end at max_steps
           "hooks": {"after_update": ["killpoints:pause", "killpoints:interrupt"]}}
 CONFIGS = {
     "ppo": {**COMMON, "max_steps": 2560, "eval_every": 640, "checkpoint_every": 384,
