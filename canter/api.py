@@ -15,9 +15,10 @@ import torch
 from canter.agents.agent import Agent
 from canter.algorithms.base import threads_for
 from canter.callbacks import as_callbacks, config_callbacks
-from canter.checkpoint import checkpoint_base, load_checkpoint
-from canter.config import RunConfig, build, import_config_imports, resolve_config, resolved_dict
-from canter.envs import make_vec_env, space_from_dict, space_to_dict, spaces_match
+from canter.checkpoint import checkpoint_space, find_checkpoint, load_checkpoint  # noqa: F401 (find_checkpoint re-exported)
+from canter.config import RunConfig, build, resolve_config, resolved_dict
+from canter.config_imports import import_config_imports
+from canter.envs import make_vec_env, spaces_match
 from canter.envs.turns import bind_opponents
 from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.logging.history import check_history
@@ -443,38 +444,6 @@ def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
         finally:
             run.close()
     return _trained_agent(run)
-
-
-def checkpoint_space(meta: dict[str, Any], which: str, where: Any) -> Any:
-    """Rebuild a space described in checkpoint metadata; a bad description is a clear error."""
-    desc = meta.get(which)
-    try:
-        space = space_from_dict(desc)
-        space_to_dict(space)  # a space that cannot be described again is not one canter wrote
-        return space
-    except Exception as exc:  # malformed descriptions raise whatever gymnasium/numpy raise
-        raise CanterError(f"checkpoint {where} has an invalid {which}: {desc!r:.200} ({exc})") from None
-
-
-def find_checkpoint(path: str | Path) -> Path:
-    """A run directory (its ``best``, else ``last`` checkpoint) or a checkpoint path -> checkpoint base."""
-    p = Path(path)
-
-    def present(base: Path) -> bool:  # a .safetensors alone is complete: it carries its JSON in its header
-        return base.with_name(base.name + ".json").exists() or base.with_name(base.name + ".safetensors").exists()
-
-    if p.is_dir():
-        for name in ("best", "last"):
-            base = p / "checkpoints" / name
-            if present(base):
-                return base
-        if not (p / "config.yaml").exists():
-            raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
-        raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
-    base = checkpoint_base(p)
-    if not present(base):
-        raise CanterError(f"no such run directory or checkpoint: '{path}'")
-    return base
 
 
 @contextlib.contextmanager

@@ -223,3 +223,37 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     except (KeyError, TypeError, ValueError) as exc:
         raise CanterError(f"checkpoint {base} is corrupt: its metadata and tensors disagree ({exc!r})") from None
     return state, meta
+
+
+def checkpoint_space(meta: dict[str, Any], which: str, where: Any) -> Any:
+    """Rebuild a space described in checkpoint metadata; a bad description is a clear error."""
+    from canter.envs import space_from_dict, space_to_dict
+
+    desc = meta.get(which)
+    try:
+        space = space_from_dict(desc)
+        space_to_dict(space)  # a space that cannot be described again is not one canter wrote
+        return space
+    except Exception as exc:  # malformed descriptions raise whatever gymnasium/numpy raise
+        raise CanterError(f"checkpoint {where} has an invalid {which}: {desc!r:.200} ({exc})") from None
+
+
+def find_checkpoint(path: str | Path) -> Path:
+    """A run directory (its ``best``, else ``last`` checkpoint) or a checkpoint path -> checkpoint base."""
+    p = Path(path)
+
+    def present(base: Path) -> bool:  # a .safetensors alone is complete: it carries its JSON in its header
+        return base.with_name(base.name + ".json").exists() or base.with_name(base.name + ".safetensors").exists()
+
+    if p.is_dir():
+        for name in ("best", "last"):
+            base = p / "checkpoints" / name
+            if present(base):
+                return base
+        if not (p / "config.yaml").exists():
+            raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
+        raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
+    base = checkpoint_base(p)
+    if not present(base):
+        raise CanterError(f"no such run directory or checkpoint: '{path}'")
+    return base

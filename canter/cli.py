@@ -116,14 +116,11 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
 
 def _import_early(argv: list[str]) -> None:
     """Import the ``imports`` that ``-f FILE`` and ``--set imports=...`` give, before the algorithm is looked up."""
-    from canter.config import _layered_imports, config_imports
-    from canter.yaml_io import load_yaml
+    from canter.config_imports import import_config_imports
 
-    config_file = _flag_value(argv, "-f") or _flag_value(argv, "--config")
-    file_data = load_yaml(config_file) if config_file and config_file.strip() else {}
     sets = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--set"] + [
         a.split("=", 1)[1] for a in argv if a.startswith("--set=")]
-    config_imports(_layered_imports(file_data, {}, sets))
+    import_config_imports(_flag_value(argv, "-f") or _flag_value(argv, "--config"), {}, sets)
 
 
 def _algo_arg(argv: list[str]) -> str | None:

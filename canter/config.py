@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from canter.errors import CanterError, unknown
+from canter.config_imports import config_imports, layered_imports
 from canter.yaml_io import load_yaml, parse_yaml_value
 
 
@@ -370,48 +371,6 @@ def parse_set(item: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def config_imports(value: Any, where: str = "imports") -> list[str]:
-    """Import the modules of a config's ``imports`` (a list of module names, or one name; a ``--set``
-    string is YAML) and return them; a malformed entry or a module that fails to import is a one-line
-    :class:`CanterError`."""
-    import importlib
-
-    from canter.errors import raised_in
-
-    if isinstance(value, str):
-        value = parse_yaml_value(value, where) if value.lstrip().startswith("[") else [value]
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(m, str) and m.strip() for m in value):
-        raise CanterError(f"'{where}' must be a list of module names, e.g. [my_pkg.components], got {value!r:.200}")
-    for module in value:
-        try:
-            importlib.import_module(module.strip())
-        except Exception as exc:  # noqa: BLE001 - the user's module: one line naming it
-            detail = exc if isinstance(exc, ImportError) else raised_in(exc)
-            raise CanterError(f"cannot import module '{module}' ({where}): {detail}") from None
-    return [m.strip() for m in value]
-
-
-def import_config_imports(config_file: str | Path | None, run_overrides: dict[str, Any],
-                          sets: list[str] | tuple = ()) -> list[str]:
-    """Import the ``imports`` a run config will have (``config_file`` < ``run_overrides`` < ``sets``)
-    before anything looks a name up (:func:`resolve_config` does it too); returns the modules."""
-    file_data = load_yaml(config_file) if config_file is not None and str(config_file).strip() else {}
-    return config_imports(_layered_imports(file_data, run_overrides, sets))
-
-
-def _layered_imports(file_data: dict[str, Any], run_overrides: dict[str, Any], sets: list[str] | tuple) -> Any:
-    """The ``imports`` a run config will have (-f file < arguments < ``--set``), before any name is looked up."""
-    value = file_data.get("imports") if isinstance(file_data, dict) else None
-    value = run_overrides.get("imports", value)
-    for item in sets:
-        key, sep, raw = str(item).partition("=")
-        if sep and key.strip() == "imports":
-            value = raw.strip()
-    return value
-
-
 def resolve_config(
     algo: str, env: str | None = None, config_file: str | Path | None = None, sets: list[str] | tuple = (),
     hparams: dict[str, Any] | None = None, **run_overrides: Any,
@@ -427,7 +386,7 @@ def resolve_config(
     if config_file is not None and not str(config_file).strip():
         raise CanterError(f"-f/--config needs a config file path, got {str(config_file)!r}")
     file_data = load_yaml(config_file) if config_file else {}
-    config_imports(_layered_imports(file_data, run_overrides, sets))  # they register the names looked up below
+    config_imports(layered_imports(file_data, run_overrides, sets))  # they register the names looked up below
     algo_cls = lookup("algorithm", algo)
     # the name it is registered under, not the class's ``name`` (a registered subclass of PPO inherits
     # name = "ppo": the run would be built, saved and loaded as PPO)

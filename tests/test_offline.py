@@ -76,7 +76,7 @@ def test_random_actions_of_an_unbounded_box_are_finite_and_keep_the_finite_bound
     """Box actions with infinite bounds (PPO's Gaussian policies need none): a random collection, or
     --epsilon, raised numpy's OverflowError ('Range exceeds valid bounds') with a traceback. Unbounded
     dimensions now draw as gymnasium's Box.sample (normal, or exponential away from one bound)."""
-    from canter.data.dataset import random_env_actions
+    from canter.envs.random_actions import random_env_actions
     from canter.registry import register
     from support import Box22Actions
 

@@ -218,7 +218,7 @@ class ExplorerActor:
 
     def __init__(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int = 0) -> None:
         from canter.api import make_agent
-        from canter.config import config_imports
+        from canter.config_imports import config_imports
         from canter.envs import make_vec_env
         from canter.envs.turns import bind_opponents
 

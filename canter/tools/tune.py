@@ -24,7 +24,8 @@ from typing import Any
 
 import yaml
 
-from canter.config import import_config_imports, parse_set, resolve_config, resolved_dict
+from canter.config import parse_set, resolve_config, resolved_dict
+from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
 

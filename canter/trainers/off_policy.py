@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
-from canter.data.dataset import random_env_actions
+from canter.envs.random_actions import random_env_actions
 from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
 from canter.data.her import HerReplayBuffer
 from canter.data.prioritized import PrioritizedReplayBuffer

@@ -1,0 +1,49 @@
+"""A run config's ``imports``: user modules imported before any of the run's names is looked up
+(they register algorithms, models, agents, envs or encoders by name; :mod:`canter.registry`)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from canter.errors import CanterError, raised_in
+from canter.yaml_io import load_yaml, parse_yaml_value
+
+
+def config_imports(value: Any, where: str = "imports") -> list[str]:
+    """Import the modules of a config's ``imports`` (a list of module names, or one name; a ``--set``
+    string is YAML) and return them; a malformed entry or a module that fails to import is a one-line
+    :class:`CanterError`."""
+    import importlib
+
+    if isinstance(value, str):
+        value = parse_yaml_value(value, where) if value.lstrip().startswith("[") else [value]
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(m, str) and m.strip() for m in value):
+        raise CanterError(f"'{where}' must be a list of module names, e.g. [my_pkg.components], got {value!r:.200}")
+    for module in value:
+        try:
+            importlib.import_module(module.strip())
+        except Exception as exc:  # noqa: BLE001 - the user's module: one line naming it
+            detail = exc if isinstance(exc, ImportError) else raised_in(exc)
+            raise CanterError(f"cannot import module '{module}' ({where}): {detail}") from None
+    return [m.strip() for m in value]
+
+
+def import_config_imports(config_file: str | Path | None, run_overrides: dict[str, Any],
+                          sets: list[str] | tuple = ()) -> list[str]:
+    """Import the ``imports`` a run config will have (``config_file`` < ``run_overrides`` < ``sets``)
+    before anything looks a name up (:func:`resolve_config` does it too); returns the modules."""
+    file_data = load_yaml(config_file) if config_file is not None and str(config_file).strip() else {}
+    return config_imports(layered_imports(file_data, run_overrides, sets))
+
+
+def layered_imports(file_data: dict[str, Any], run_overrides: dict[str, Any], sets: list[str] | tuple) -> Any:
+    """The ``imports`` a run config will have (-f file < arguments < ``--set``), before any name is looked up."""
+    value = file_data.get("imports") if isinstance(file_data, dict) else None
+    value = run_overrides.get("imports", value)
+    for item in sets:
+        key, sep, raw = str(item).partition("=")
+        if sep and key.strip() == "imports":
+            value = raw.strip()
+    return value

@@ -1,0 +1,50 @@
+"""Uniform random actions as an env takes them, for any action space canter trains on (the
+off-policy warm-up, ``canter collect`` without a policy or with ``--epsilon``)."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from canter.envs.masks import mask_width, split_mask
+from canter.errors import CanterError
+
+
+def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: np.ndarray | None = None,
+                       obs_space: gym.Space | None = None) -> np.ndarray:
+    """``n`` uniform random actions as the env takes them (Discrete, MultiDiscrete, MultiBinary or Box); where
+    ``obs_space`` packs an action mask (:mod:`canter.envs.masks`), uniform over the actions that
+    each row of ``obs`` allows. A Box's unbounded dimensions draw as gymnasium's ``Box.sample``
+    does: a standard normal where both bounds are infinite, an exponential away from a single one."""
+    width = mask_width(obs_space) if obs_space is not None else 0
+    if width and obs is not None:
+        allowed = split_mask(obs, width)[1]
+        if isinstance(space, gym.spaces.MultiDiscrete):  # a joint observation: the agents' rows, then the state's
+            allowed = allowed[:, :len(space.nvec)]
+        return np.where(allowed, rng.random(allowed.shape), -1.0).argmax(-1) + space.start
+    if isinstance(space, gym.spaces.Discrete):
+        return rng.integers(0, int(space.n), size=n) + int(space.start)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return (rng.integers(0, space.nvec, size=(n, *space.nvec.shape)) + space.start).astype(space.dtype)
+    if isinstance(space, gym.spaces.MultiBinary):
+        return rng.integers(0, 2, size=(n, *space.shape)).astype(space.dtype)
+    if isinstance(space, gym.spaces.Box):
+        if np.isfinite(space.low).all() and np.isfinite(space.high).all():
+            return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
+        return _unbounded_box_actions(space, n, rng)
+    raise CanterError(f"cannot draw random actions for a {type(space).__name__} action space")
+
+
+def _unbounded_box_actions(space: gym.spaces.Box, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` random actions of a Box with infinite bounds (see :func:`random_env_actions`)."""
+    shape = (n, *space.shape)
+    low = np.broadcast_to(np.asarray(space.low, np.float64), shape)
+    high = np.broadcast_to(np.asarray(space.high, np.float64), shape)
+    has_low, has_high = np.isfinite(low), np.isfinite(high)
+    out = np.empty(shape, np.float64)
+    both, neither = has_low & has_high, ~has_low & ~has_high
+    lower, upper = has_low & ~has_high, ~has_low & has_high
+    out[both] = rng.uniform(low[both], high[both])
+    out[neither] = rng.standard_normal(int(neither.sum()))
+    out[lower] = low[lower] + rng.exponential(size=int(lower.sum()))
+    out[upper] = high[upper] - rng.exponential(size=int(upper.sum()))
+    return out.astype(space.dtype)
