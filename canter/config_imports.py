@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from canter.errors import CanterError, raised_in
+from canter.errors import CanterError
 from canter.yaml_io import load_yaml, parse_yaml_value
 
 
@@ -13,7 +13,7 @@ def config_imports(value: Any, where: str = "imports") -> list[str]:
     """Import the modules of a config's ``imports`` (a list of module names, or one name; a ``--set``
     string is YAML) and return them; a malformed entry or a module that fails to import is a one-line
     :class:`CanterError`."""
-    import importlib
+    from canter.registry import import_modules
 
     if isinstance(value, str):
         value = parse_yaml_value(value, where) if value.lstrip().startswith("[") else [value]
@@ -21,13 +21,9 @@ def config_imports(value: Any, where: str = "imports") -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(m, str) and m.strip() for m in value):
         raise CanterError(f"'{where}' must be a list of module names, e.g. [my_pkg.components], got {value!r:.200}")
-    for module in value:
-        try:
-            importlib.import_module(module.strip())
-        except Exception as exc:  # noqa: BLE001 - the user's module: one line naming it
-            detail = exc if isinstance(exc, ImportError) else raised_in(exc)
-            raise CanterError(f"cannot import module '{module}' ({where}): {detail}") from None
-    return [m.strip() for m in value]
+    modules = [m.strip() for m in value]
+    import_modules(modules, f" ({where})")
+    return modules
 
 
 def import_config_imports(config_file: str | Path | None, run_overrides: dict[str, Any],

@@ -142,13 +142,18 @@ def import_user_modules(modules: Any, where: str) -> None:
     imported is a one-line :class:`CanterError`."""
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
         raise CanterError(f"{where} has an invalid 'user_modules' entry: {modules!r:.200}")
+    import_modules(modules, f", which registered components that {where} was trained with")
+
+
+def import_modules(modules: list[str], why: str) -> None:
+    """Import each module of ``modules``; one that fails is a one-line :class:`CanterError`
+    ``cannot import module 'NAME'{why}: the error`` (its file and line for an error other than ImportError)."""
     for module in modules:
         try:
             importlib.import_module(module)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the user's module: one line naming it
             detail = exc if isinstance(exc, ImportError) else raised_in(exc)
-            raise CanterError(f"cannot import module '{module}', which registered components that {where} was "
-                              f"trained with: {detail}") from None
+            raise CanterError(f"cannot import module '{module}'{why}: {detail}") from None
 
 
 def names(kind: str) -> list[str]:
