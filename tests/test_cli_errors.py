@@ -750,8 +750,24 @@ def test_an_env_that_fails_without_env_kwargs_keeps_its_traceback():
 def test_a_model_of_another_algorithm_names_the_algorithms_default(capsys, workdir):
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", "model=lstm_actor_critic",
                            "--max-steps", "64", "--run-dir", str(workdir / "run"))
-    assert_one_line_error(code, err, "cannot build model LSTMActorCritic for ppo", "default model is 'mlp_actor_critic'")
+    assert_one_line_error(code, err, "model 'lstm_actor_critic' cannot be trained by ppo (it is made for recurrent_ppo)",
+                          "ppo's model: mlp_actor_critic")
     assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("algo, env, model, made_for", [
+    ("td3", "Pendulum-v1", "mlp_sac", "sac, tqc"), ("ddpg", "Pendulum-v1", "mlp_sac", "sac, tqc"),
+    ("qrdqn", "CartPole-v1", "mlp_iqn", "iqn"), ("rainbow", "CartPole-v1", "mlp_iqn", "iqn"),
+])
+def test_a_canter_model_made_for_another_algorithm_is_refused_when_built(algo, env, model, made_for):
+    """canter's own models skip the method check (their methods share names across algorithms with
+    other meanings), so td3 with mlp_sac and qrdqn with mlp_iqn were built and then crashed inside
+    training (AttributeError: 'tuple' object has no attribute 'shape'; quantiles() missing 'taus')."""
+    import canter
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match=rf"model '{model}' cannot be trained by {algo} \(it is made for {made_for}\)"):
+        canter.make_trainer(algo, env, model=model, max_steps=64)
 
 
 def test_python_m_canter_cli_is_the_canter_command():

@@ -333,7 +333,9 @@ def test_a_user_model_without_the_methods_the_algorithm_calls_is_refused_when_bu
         "import torch", "from torch import nn", "class PlainQ(nn.Module):",
         "    def __init__(self, observation_space, action_space, **kw):", "        super().__init__()",
         "        self.net = nn.Linear(4, int(action_space.n))", "    def value(self, obs):",
-        "        return self.net(obs.float())"])
+        "        return self.net(obs.float())", "class Empty(nn.Module):",
+        "    def __init__(self, observation_space, action_space, **kw):", "        super().__init__()",
+        "        self.w = nn.Parameter(torch.zeros(1))"])
     with pytest.raises(CanterError, match=r"QRDQN needs a model with the methods value, quantiles; model "
                                           r"my_plain_models:PlainQ has no quantiles"):
         canter.make_trainer("qrdqn", "CartPole-v1", model="my_plain_models:PlainQ", max_steps=64)
@@ -342,6 +344,11 @@ def test_a_user_model_without_the_methods_the_algorithm_calls_is_refused_when_bu
     trainer = canter.make_trainer("dqn", "CartPole-v1", model="my_plain_models:PlainQ", max_steps=64,
                                   learning_starts=16)  # all it needs
     trainer.close()
+    # TD3 / SAC / ACER declared nothing: an AttributeError traceback from their constructors
+    for algo, env, missing in (("td3", "Pendulum-v1", "actor, critic"), ("sac", "Pendulum-v1", "actor, critic"),
+                               ("acer", "CartPole-v1", "action, value, action_q")):
+        with pytest.raises(CanterError, match=rf"{algo.upper()} needs a model .* has no {missing}$"):
+            canter.make_trainer(algo, env, model="my_plain_models:Empty", max_steps=64)
 
 
 def test_imports_register_user_components_for_the_cli_and_loading(tmp_path, monkeypatch, capsys):

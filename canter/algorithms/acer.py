@@ -177,6 +177,7 @@ class ACER(Algorithm):
     family = "on_policy_replay"
     Config = ACERConfig
     default_model = "mlp_actor_q"
+    model_methods = ("action", "value", "action_q")  # logits; values; logits and Q-values of every action
     default_n_envs = 4
     action_spaces = (gym.spaces.Discrete,)
 
@@ -185,11 +186,6 @@ class ACER(Algorithm):
         c = config
         self.model = self.make_model(net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
                                      shared_trunk=c.shared_trunk)
-        missing = [m for m in ("action", "action_q") if not callable(getattr(self.model, m, None))]
-        if missing:
-            raise CanterError(f"ACER needs a model with action(obs) (policy logits) and action_q(obs) (logits and "
-                              f"Q-values of every action), such as mlp_actor_q; model {type(self.model).__name__} "
-                              f"has no {' or '.join(missing)}")
         self.avg_model = copy.deepcopy(self.model).requires_grad_(False)
         self.params = list(self.model.parameters())
         self.optimizer = make_optimizer(self.params, c.optimizer, c.lr, c.optimizer_eps, c.rms_alpha)

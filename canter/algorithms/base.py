@@ -21,7 +21,7 @@ from torch import nn
 
 from canter.errors import CanterError
 from canter.optim import clip_grad_norm_, make_adam  # noqa: F401  (re-exported for algorithms)
-from canter.registry import lookup
+from canter.registry import lookup, registered_name
 
 
 class ActOutput(NamedTuple):
@@ -160,6 +160,10 @@ class Algorithm(ABC):
     #: the methods the algorithm calls on its model: a user's model (``model: module:Class``) without one
     #: of them is refused when it is built, rather than failing inside training
     model_methods: ClassVar[tuple[str, ...]] = ()
+    #: canter's registered models, besides :attr:`default_model`, that the algorithm can train (canter's
+    #: models share method names across algorithms with other meanings, so they are named here
+    #: rather than checked by their methods); a user's model is checked by :attr:`model_methods`
+    builtin_models: ClassVar[tuple[str, ...]] = ()
 
     @property
     def numpy_products(self) -> bool:
@@ -177,7 +181,30 @@ class Algorithm(ABC):
         self.device = torch.device(device)
         self.generator = torch.Generator().manual_seed(seed)
         self.model_cls = lookup("model", model or self.default_model)
+        self._check_builtin_model(model or self.default_model)
         self.updates = 0
+
+    @classmethod
+    def usable_builtin_models(cls) -> tuple[str, ...]:
+        """The names of canter's own models the algorithm trains: its default and :attr:`builtin_models`."""
+        return tuple(dict.fromkeys((cls.default_model, *cls.builtin_models)))
+
+    def _check_builtin_model(self, name: str) -> None:
+        """Refuse one of canter's own models made for other algorithms (mlp_sac for td3), which would
+        fail only inside training, with the algorithms it is made for."""
+        if self.model_cls.__module__.split(".")[0] != "canter" or ":" in name:
+            return
+        usable = self.usable_builtin_models()
+        if any(lookup("model", n) is self.model_cls for n in usable if n):
+            return
+        from canter.registry import _REGISTRY
+
+        found = registered_name("model", name)
+        users = sorted(a for a, cls in _REGISTRY["algorithm"].items()
+                       if any(lookup("model", n) is self.model_cls for n in cls.usable_builtin_models() if n))
+        made_for = f" (it is made for {', '.join(users)})" if users else ""
+        raise CanterError(f"model '{found}' cannot be trained by {self.name}{made_for}; {self.name}'s "
+                          f"model{'s' if len(usable) > 1 else ''}: {', '.join(usable)}")
 
     @classmethod
     def check_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> None:

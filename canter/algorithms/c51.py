@@ -74,6 +74,7 @@ class C51(DQN):
     name = "c51"
     Config = C51Config
     default_model = "mlp_c51"
+    builtin_models = ()
     model_methods = ("value", "logits")
 
     def make_model(self, **kwargs: Any) -> nn.Module:

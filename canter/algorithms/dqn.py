@@ -168,6 +168,7 @@ class DQN(EpsilonGreedyTargets, Algorithm):
     action_spaces = (gym.spaces.Discrete,)
     action_masks = True  # the Q models mask their values; exploration draws allowed actions
     model_methods = ("value",)
+    builtin_models = ("mlp_qr",)  # with n_quantiles (QR-DQN); without, trained on its quantiles' mean
 
     def required_model_methods(self) -> tuple[str, ...]:
         """``value(obs)``, and ``quantiles(obs)`` with a quantile head (``n_quantiles``)."""

@@ -42,6 +42,7 @@ class IQN(DQN):
     name = "iqn"
     Config = IQNConfig
     default_model = "mlp_iqn"
+    builtin_models = ()
 
     def make_model(self, **kwargs: Any) -> nn.Module:
         """DQN's model arguments and the fraction embedding's sizes."""

@@ -66,6 +66,7 @@ class SAC(Algorithm):
     family = "off_policy"
     Config = SACConfig
     default_model = "mlp_sac"
+    model_methods = ("actor", "critic")  # the squashed Gaussian actor and the Q networks (modules)
     default_n_envs = 1
     action_spaces = (gym.spaces.Box,)
     squashed_actions = True

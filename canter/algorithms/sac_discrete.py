@@ -49,6 +49,7 @@ class DiscreteSAC(Algorithm):
     family = "off_policy"
     Config = DiscreteSACConfig
     default_model = "mlp_sac_discrete"
+    model_methods = ("encoder", "actor", "q", "action", "value")
     default_n_envs = 1
     action_spaces = (gym.spaces.Discrete,)
 

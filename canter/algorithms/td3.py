@@ -52,6 +52,7 @@ class TD3(Algorithm):
     family = "off_policy"
     Config = TD3Config
     default_model = "mlp_td3"
+    model_methods = ("actor", "critic")  # the deterministic actor and the Q networks (modules)
     default_n_envs = 1
     action_spaces = (gym.spaces.Box,)
     squashed_actions = True
