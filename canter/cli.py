@@ -124,17 +124,18 @@ def _import_early(argv: list[str]) -> None:
 
 
 def _algo_arg(argv: list[str]) -> str | None:
-    """The algorithm ``canter train``'s arguments name: the first that is neither a flag nor the value of a
-    run flag (``--env CartPole-v1 ppo``, ``--set imports=[my_pkg] NAME``), as argparse will read it."""
-    takes_value = {s for a in _train_parser("canter train", None)._actions if a.option_strings and a.nargs != 0
-                   for s in a.option_strings}
+    """The algorithm ``canter train``'s arguments name: the first word that is neither a flag nor a flag's
+    value (``--env CartPole-v1 ppo``, ``--set imports=[my_pkg] NAME``, ``--lr 0.001 ppo``), as argparse will
+    read it. A flag that is not a run flag is one of the algorithm's hyperparameters, which all take a value."""
+    no_value = {s for a in _train_parser("canter train", None)._actions if a.option_strings and a.nargs == 0
+                for s in a.option_strings}
     skip = False
     for a in argv:
         if skip:
             skip = False
-        elif a in takes_value:
-            skip = True
-        elif not a.startswith("-"):
+        elif a.startswith("-"):
+            skip = a not in no_value and "=" not in a
+        else:
             return a
     return None
 
@@ -157,7 +158,7 @@ def cmd_train(argv: list[str]) -> int:
     _import_early(argv)  # modules registering the algorithm by name: its hyperparameters become flags
     helping = "-h" in argv or "--help" in argv  # only then are the preset's values looked up
     p = _train_parser("canter train", algo, _flag_value(argv, "--env") if helping else None,
-                      strict=helping and algo is not None)
+                      strict=algo is not None)  # an unknown algorithm is the error, not its flags
     args = p.parse_args(argv)
     from canter.api import make_trainer
 

@@ -844,3 +844,19 @@ def test_train_flags_before_the_algorithm_keep_its_hyperparameter_flags(capsys, 
     assert code == 0 and "--n-steps" in out
     code, _, err = run_cli(capsys, "train", "--quiet", "ppo2", "--help")
     assert_one_line_error(code, err, "unknown algorithm 'ppo2'", "did you mean 'ppo'")
+
+
+def test_train_hyperparameter_flags_before_the_algorithm(capsys, tmp_path):
+    """``canter train --lr 0.001 ppo`` took 0.001 for the algorithm ('unrecognized arguments: --lr ppo'),
+    and a misspelt algorithm with hyperparameter flags got 'unrecognized arguments' rather than its name."""
+    import canter
+
+    run = tmp_path / "run"
+    code, _, err = run_cli(capsys, "train", "--lr", "0.002", "ppo", "--env", "CartPole-v1", "--n-steps", "32",
+                           "--max-steps", "64", "--n-envs", "2", "--quiet", "--run-dir", str(run))
+    assert code == 0, err
+    assert canter.load(run).algorithm.config.lr == 0.002
+    for argv in (["--lr", "0.002", "ppox"], ["ppox", "--lr", "0.002"]):
+        code, _, err = run_cli(capsys, "train", *argv, "--env", "CartPole-v1", "--run-dir", str(tmp_path / "x"))
+        assert_one_line_error(code, err, "unknown algorithm 'ppox'; did you mean 'ppo'")
+    assert not (tmp_path / "x").exists()
