@@ -32,6 +32,10 @@ def test_wandb_offline_logging(tmp_path, monkeypatch):
                  eval_episodes=1, eval_every=0)
     offline = list((run / "wandb").glob("offline-run-*"))
     assert offline and any(offline[0].glob("*.wandb"))
+    # a resumed run continues the same W&B run (it opened a new one with a new id)
+    canter.resume(run, max_steps=512)
+    ids = {p.name.rsplit("-", 1)[-1] for p in (run / "wandb").glob("offline-run-*")}
+    assert ids == {(run / "wandb" / "canter-run-id").read_text().strip()}
 
 
 def test_python_api_returns_agent_and_generator_form(tmp_path):

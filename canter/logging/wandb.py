@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,24 @@ class WandbLogger:
         self.run_dir, self.project, self.config, self.name = str(run_dir), project, config or {}, name
         self.run: Any = None
 
+    #: the W&B run id, kept in ``RUN_DIR/wandb`` so a resumed run logs to the same W&B run
+    ID_FILE = "canter-run-id"
+
     def start(self, run: Any) -> None:
         """Start the W&B run (its files go to ``RUN_DIR/wandb``) when training begins, so that a trainer
-        that is built and never run leaves nothing in the run directory."""
+        that is built and never run leaves nothing in the run directory. A resumed run (``canter train
+        --resume``) continues the W&B run its first part started (same id, ``resume="allow"``), as
+        SB3 users do by hand."""
         import wandb
 
+        id_file = Path(self.run_dir) / "wandb" / self.ID_FILE
+        run_id = id_file.read_text().strip() if id_file.is_file() else ""
+        if not run_id:
+            run_id = secrets.token_hex(4)  # 8 lowercase characters, as W&B's own ids
+            id_file.parent.mkdir(parents=True, exist_ok=True)
+            id_file.write_text(run_id + "\n")
         self.run = wandb.init(
-            project=self.project, dir=self.run_dir, config=self.config, name=self.name,
+            project=self.project, dir=self.run_dir, config=self.config, name=self.name, id=run_id, resume="allow",
             mode=os.environ.get("WANDB_MODE", "offline"), reinit="create_new",
             settings=wandb.Settings(silent=True, console="off", x_disable_stats=True),
         )
