@@ -22,6 +22,25 @@ from canter.envs.vector import VecEnv
 from canter.trainers.base import Trainer, mean_stats
 
 
+
+def dataset_obs_moments(parts: tuple[np.ndarray, ...], chunk_bytes: int = 1 << 26) -> tuple[np.ndarray, np.ndarray, int]:
+    """Mean and (population) variance over the rows of all ``parts``, in float64, computed a chunk of
+    rows at a time (two passes), so a large image dataset is never copied whole into float64 (1M
+    84x84x4 frames are 28 GB as uint8, 226 GB as float64)."""
+    rows = sum(len(p) for p in parts)
+    row_bytes = 8 * max(1, int(np.prod(parts[0].shape[1:])))
+    step = max(1, chunk_bytes // row_bytes)
+    total = np.zeros(parts[0].shape[1:], np.float64)
+    for p in parts:
+        for i in range(0, len(p), step):
+            total += p[i:i + step].sum(axis=0, dtype=np.float64)
+    mean = total / rows
+    sq = np.zeros_like(mean)
+    for p in parts:
+        for i in range(0, len(p), step):
+            sq += np.square(p[i:i + step].astype(np.float64) - mean).sum(axis=0)
+    return mean, sq / rows, rows
+
 class OfflineTrainer(Trainer):
     """Learns from ``dataset`` only; ``env`` is None (the eval env still runs the policy)."""
 
@@ -40,8 +59,8 @@ class OfflineTrainer(Trainer):
         self.terminated = d.terminated.astype(np.float32)
         self.rng = np.random.default_rng(self.run.seed + 1)
         if agent.obs_rms is not None:  # set, not folded in: a resumed run has the same statistics already
-            both = np.concatenate([d.obs, d.next_obs]).astype(np.float64)
-            agent.obs_rms.load_state_dict({"mean": both.mean(axis=0), "var": both.var(axis=0), "count": len(both)})
+            mean, var, count = dataset_obs_moments((d.obs, d.next_obs))
+            agent.obs_rms.load_state_dict({"mean": mean, "var": var, "count": count})
         self._ones = torch.ones(self.config.batch_size)
         self.gamma = float(getattr(self.config, "gamma", 1.0))  # behaviour cloning has no discount
         self._discounts = torch.full((self.config.batch_size,), self.gamma)
