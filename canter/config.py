@@ -483,6 +483,10 @@ def resolve_config(
         run.n_envs = algo_cls.default_n_envs
     if run.dataset and run.dataset.strip() and not run.dataset.startswith("minari:"):
         run.dataset = str(Path(run.dataset).absolute())  # the run records where it is: --resume from anywhere
+    if run.env.startswith("pettingzoo:") and isinstance(run.env_kwargs, dict) and "opponent" in run.env_kwargs:
+        from canter.envs.turns import absolute_opponents
+
+        run.env_kwargs = absolute_opponents(run.env, run.env_kwargs)  # eval, play and --resume from anywhere
     if run.dataset and run.dataset.strip() and algo_cls.family == "offline" and not run.env_kwargs:
         from canter.data.dataset import read_dataset_metadata
 

@@ -150,6 +150,22 @@ def test_a_trained_run_as_the_opponent(tmp_path):
         TurnBasedEnv(C4, {"opponent": str(run)})
 
 
+def test_a_relative_opponent_path_is_recorded_absolute(tmp_path, monkeypatch, capsys):
+    """A run trained against ``opponent: runs/x`` given relative to the working directory records it
+    absolute, so ``canter eval`` / ``play`` / ``--resume`` find it from elsewhere (they once stopped
+    with "opponent 'runs/x' is neither random nor self ...")."""
+    monkeypatch.chdir(tmp_path)
+    tiny = dict(env=TTT, seed=0, n_envs=2, n_steps=32, batch_size=32, max_steps=64, eval_every=0, eval_episodes=2,
+                quiet=True)
+    canter.train("ppo", run_dir="opp", **tiny)
+    canter.train("ppo", run_dir="learner", **{**tiny, "env_kwargs": {"opponent": ["random", "opp"]}})
+    recorded = canter.load(tmp_path / "learner").run_config.env_kwargs["opponent"]
+    assert recorded == ["random", str(tmp_path / "opp")]
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["eval", str(tmp_path / "learner"), "--episodes", "2"]) == 0, capsys.readouterr().err
+
+
 def test_eval_against_a_chosen_opponent_and_seat(tmp_path, capsys):
     """``canter eval --opponent RUN --seat AGENT``: a run against a frozen policy (here its own), from one seat."""
     run = tmp_path / "run"

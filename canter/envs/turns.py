@@ -69,6 +69,25 @@ def split_kwargs(env_kwargs: dict[str, Any] | None) -> tuple[list[str], str, dic
     return opponents, seat, kwargs
 
 
+def absolute_opponents(env_id: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``env_kwargs`` of a turn-based game with its opponents' run directories and checkpoints made
+    absolute, so that the run's recorded config finds them from any working directory (``canter eval``,
+    ``play``, ``train --resume``); other envs' kwargs, and specs that name no existing path, unchanged."""
+    if "opponent" not in env_kwargs or not is_turn_based(env_id):
+        return env_kwargs
+    opponent = env_kwargs["opponent"]
+
+    def absolute(spec: Any) -> Any:
+        from pathlib import Path
+
+        if not isinstance(spec, str) or spec in OPPONENTS or not Path(spec).exists():
+            return spec
+        return str(Path(spec).absolute())
+
+    opponent = [absolute(o) for o in opponent] if isinstance(opponent, (list, tuple)) else absolute(opponent)
+    return {**env_kwargs, "opponent": opponent}
+
+
 class _Pool:
     """The opponents' policies, one per ``opponent`` spec: None for uniform legal moves, else a function
     of a batch of packed observations and a torch generator to draw from
