@@ -166,6 +166,18 @@ def test_a_relative_opponent_path_is_recorded_absolute(tmp_path, monkeypatch, ca
     assert main(["eval", str(tmp_path / "learner"), "--episodes", "2"]) == 0, capsys.readouterr().err
 
 
+def test_a_checkpoint_named_by_its_base_is_an_opponent(tmp_path, capsys):
+    """``runs/x/checkpoints/last`` (a checkpoint as canter.load and canter eval name it) plays the opponent
+    seat; it was once refused as "neither random nor self nor a canter run directory or checkpoint"."""
+    run = tmp_path / "opp"
+    canter.train("ppo", env=TTT, seed=0, n_envs=2, n_steps=32, batch_size=32, max_steps=64, eval_every=0,
+                 eval_episodes=2, run_dir=run, quiet=True)
+    base = str(run / "checkpoints" / "last")
+    env = TurnBasedEnv(TTT, {"opponent": base, "seat": "player_2"}, training=True)
+    assert env.policy is not None and env.reset(seed=0)[1]["opponent"] == base
+    assert main(["eval", str(run), "--opponent", base, "--episodes", "2"]) == 0, capsys.readouterr().err
+
+
 def test_eval_against_a_chosen_opponent_and_seat(tmp_path, capsys):
     """``canter eval --opponent RUN --seat AGENT``: a run against a frozen policy (here its own), from one seat."""
     run = tmp_path / "run"

@@ -80,7 +80,7 @@ def absolute_opponents(env_id: str, env_kwargs: dict[str, Any]) -> dict[str, Any
     def absolute(spec: Any) -> Any:
         from pathlib import Path
 
-        if not isinstance(spec, str) or spec in OPPONENTS or not Path(spec).exists():
+        if not isinstance(spec, str) or spec in OPPONENTS or not _names_checkpoint(spec):
             return spec
         return str(Path(spec).absolute())
 
@@ -207,13 +207,22 @@ class TurnBasedEnv(gym.Env):
         self.game.close()
 
 
-def _checkpoint_policy(path: str, observation_space: gym.Space, action_space: gym.Space) -> Callable[..., Any]:
-    """The exploring (sampled) policy of a canter run directory or checkpoint trained on these spaces."""
+def _names_checkpoint(path: str) -> bool:
+    """Whether ``path`` is an existing file or directory, or a checkpoint named by its base
+    (``runs/x/checkpoints/best``, as :func:`canter.load` and ``canter eval`` take it)."""
     from pathlib import Path
 
+    from canter.checkpoint import checkpoint_base
+
+    base = checkpoint_base(path)
+    return Path(path).exists() or any(base.with_name(base.name + ext).exists() for ext in (".json", ".safetensors"))
+
+
+def _checkpoint_policy(path: str, observation_space: gym.Space, action_space: gym.Space) -> Callable[..., Any]:
+    """The exploring (sampled) policy of a canter run directory or checkpoint trained on these spaces."""
     from canter.envs.spaces import describe_space, spaces_match
 
-    if not Path(path).exists():
+    if not _names_checkpoint(path):
         raise CanterError(f"opponent '{path}' is neither {' nor '.join(OPPONENTS)} nor a canter run directory or "
                           f"checkpoint")
     from canter.api import load
