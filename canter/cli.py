@@ -252,6 +252,9 @@ def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str
         raise CanterError("--env needs an env id; leave it out to use the run's own env")
     agent = load(run_dir)
     env_id = env_override or agent.run_config.env
+    from canter.envs.turns import check_given_opponent
+
+    check_given_opponent(env_id, extra_kwargs)  # else a turn-based game would meet a random opponent, silently
     env_kwargs = {**(agent.run_config.env_kwargs if env_override is None else {}), **(extra_kwargs or {})}
     probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies,
                          central_state=agent.run_config.central_state)

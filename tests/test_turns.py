@@ -190,6 +190,9 @@ def test_eval_against_a_chosen_opponent_and_seat(tmp_path, capsys):
     assert "opponent 'nowhere' is neither random nor self" in capsys.readouterr().err
     assert main(["eval", str(run), "--opponent", "self"]) == 2  # it played a random opponent, silently
     assert "--opponent self: a policy against itself scores about 0" in capsys.readouterr().err
+    for command in ("eval", "play"):  # the same asked through --env-kwargs once met a random opponent, silently
+        assert main([command, str(run), "--env-kwargs", "{opponent: [random, self]}"]) == 2
+        assert "--env-kwargs opponent: self plays only in training" in capsys.readouterr().err
     with pytest.raises(CanterError, match="for turn-based PettingZoo games; 'CartPole-v1' is not one"):
         with_opponent("CartPole-v1", {}, "random", None)
     assert with_opponent(TTT, {"seat": "player_1"}, "random", None) == {"seat": "player_1", "opponent": "random"}
