@@ -96,6 +96,14 @@ def test_an_env_without_agents_is_one_line(algo, capsys, tmp_path):
                          "has no agents (its possible_agents is empty")
 
 
+@pytest.mark.parametrize("mode", ["async", "native"])
+def test_a_vectorization_a_parallel_env_cannot_use_is_refused(mode, capsys, tmp_path):
+    """--vectorization async on a parallel PettingZoo env was recorded in config.yaml and silently
+    stepped in-process."""
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--vectorization", mode],
+                         f"vectorization '{mode}' does not apply; use sync (or auto)")
+
+
 def test_a_module_without_parallel_env_is_refused(capsys):
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "pettingzoo:json", "--quiet")
     assert_one_line_error(code, err, "module 'json' has neither a parallel_env() factory")

@@ -248,3 +248,11 @@ def test_a_turn_based_run_resumes_exactly(tmp_path):
     for a, b in zip(whole.algorithm.model.parameters(), resumed.algorithm.model.parameters()):
         assert np.array_equal(a.detach().numpy(), b.detach().numpy())
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["resume_exact"] is True
+
+
+def test_native_vectorization_of_a_turn_based_game_is_refused():
+    """--vectorization native on a turn-based game silently stepped in-process copies."""
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match="turn-based game, with no native vectorised implementation"):
+        make_vec_env(TTT, 2, vectorization="native")

@@ -140,10 +140,16 @@ def make_vec_env(
                                  + (["central_state"] if central_state else []))
             raise CanterError(f"'{env_id}' is a turn-based game: one policy learns a seat against opponents "
                               f"(env_kwargs opponent, seat); drop {given}")
+        if vectorization == "native":
+            raise CanterError(f"'{env_id}' is a turn-based game, with no native vectorised implementation; "
+                              f"use --vectorization sync (or async)")
         fns = [lambda: pack_observations(turns.TurnBasedEnv(env_id, kwargs, training)) for _ in range(n_envs)]
         cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
         return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
     if multiagent.is_multiagent(env_id):  # every agent of every copy is a sub-env, stepped in this process
+        if vectorization in ("async", "native"):
+            raise CanterError(f"'{env_id}' is a parallel multi-agent env, whose copies are stepped in this "
+                              f"process: vectorization '{vectorization}' does not apply; use sync (or auto)")
         if policies == "joint":
             return VecEnv(multiagent_views.JointParallelEnv(env_id, n_envs, kwargs))
         env = multiagent.ParallelVectorEnv(env_id, n_envs, kwargs, policies, central_state)
