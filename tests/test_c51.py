@@ -54,6 +54,14 @@ def test_the_network_and_config():
         canter.make_trainer("c51", "CartPole-v1", v_min=2.0, v_max=1.0)
 
 
+@pytest.mark.parametrize("bounds", [dict(v_max=1e39), dict(v_min=-3e38, v_max=3e38)])
+def test_a_support_beyond_float32_is_refused_in_one_line(bounds):
+    """The atoms are float32: a bound (or the support's width) past float32's range once ended in a
+    RuntimeError traceback from torch.linspace ("cannot be converted to type float without overflow")."""
+    with pytest.raises(CanterError, match="must lie within 3.403e\\+38 of 0 and of each other"):
+        canter.make_trainer("c51", "CartPole-v1", **bounds)
+
+
 def test_c51_learns_cartpole(tmp_path):
     run = tmp_path / "c51"
     canter.train("c51", env="CartPole-v1", seed=1, run_dir=run, quiet=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -25,6 +26,9 @@ from canter.data.batch import ReplayBatch
 from canter.envs.masks import apply_mask, split_mask
 from canter.errors import CanterError
 from canter.registry import register
+
+#: the largest float32: the atoms' support, their spacing and the shifted atoms are float32
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def categorical_projection(probs: torch.Tensor, rewards: torch.Tensor, not_done: torch.Tensor,
@@ -59,6 +63,9 @@ class C51Config(DQNConfig):
         super().validate()
         if self.v_max <= self.v_min:
             raise CanterError(f"'hparams.v_max' ({self.v_max}) must be greater than 'hparams.v_min' ({self.v_min})")
+        if max(abs(self.v_min), abs(self.v_max), self.v_max - self.v_min) > FLOAT32_MAX:  # the support is float32
+            raise CanterError(f"'hparams.v_min' ({self.v_min}) and 'hparams.v_max' ({self.v_max}) must lie within "
+                              f"{FLOAT32_MAX:.4g} of 0 and of each other (the atoms are float32)")
         if self.n_quantiles:
             raise CanterError("c51 learns a categorical distribution: 'hparams.n_quantiles' must be 0 (use qrdqn "
                               "for quantiles)")
