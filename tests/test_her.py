@@ -223,6 +223,20 @@ def test_bit_flipping_env():
     assert env.compute_reward(goals, np.array([[0, 1], [0, 1]]), {}).tolist() == [0.0, -1.0]
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(max_steps=-3), "max_steps to be an integer >= 1, got -3"),  # once: every episode truncated after 1 step
+    (dict(max_steps=0), "max_steps to be an integer >= 1, got 0"),  # once: silently n_bits
+    (dict(n_bits=2.5), "n_bits to be an integer >= 1, got 2.5"),  # once: silently 2 bits
+    (dict(n_bits="abc"), "n_bits to be an integer >= 1, got 'abc'"),  # once: "'<' not supported between ..."
+])
+def test_bit_flipping_refuses_bad_sizes(kwargs, message):
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match=message):
+        BitFlippingEnv(**kwargs)
+    assert BitFlippingEnv(n_bits=np.int64(3), max_steps=5).max_steps == 5
+
+
 HER_DQN = dict(learning_starts=500, buffer_size=100_000, batch_size=256, lr=1e-3, exploration_fraction=0.1, train_freq=1,
                gradient_steps=1, exploration_final_eps=0.05, target_update_interval=500, gamma=0.95)
 

@@ -13,6 +13,7 @@ almost never meets the target, so without hindsight relabelling DQN sees no rewa
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -98,9 +99,10 @@ class BitFlippingEnv(gym.Env):
     metadata: dict[str, Any] = {"render_modes": ["ansi"]}
 
     def __init__(self, n_bits: int = 10, max_steps: int | None = None, render_mode: str | None = None) -> None:
-        if n_bits < 1:
-            raise CanterError(f"BitFlipping-v0 needs n_bits >= 1, got {n_bits}")
-        self.n_bits, self.max_steps = int(n_bits), int(max_steps or n_bits)
+        for name, value in (("n_bits", n_bits), ("max_steps", n_bits if max_steps is None else max_steps)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise CanterError(f"BitFlipping-v0 needs {name} to be an integer >= 1, got {value!r}")
+        self.n_bits, self.max_steps = int(n_bits), int(n_bits if max_steps is None else max_steps)
         self.render_mode = render_mode
         bits = gym.spaces.MultiBinary(self.n_bits)
         self.observation_space = gym.spaces.Dict({"observation": bits, "achieved_goal": bits, "desired_goal": bits})
