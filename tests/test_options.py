@@ -20,6 +20,17 @@ def test_dqn_options_train_with_finite_losses(opts):
     assert losses and np.isfinite(losses).all()
 
 
+@pytest.mark.parametrize("algo, opts", [("qrdqn", {}), ("rainbow", {}), ("iqn", {}), ("c51", {}),
+                                        ("dqn", dict(n_quantiles=5))])
+def test_huber_false_is_refused_where_the_loss_does_not_read_it(algo, opts):
+    """The quantile Huber and C51's cross-entropy losses never read ``huber``: huber=false once trained
+    exactly the same weights as huber=true, silently."""
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match="'hparams.huber' false"):
+        canter.make_trainer(algo, "CartPole-v1", huber=False, **opts)
+
+
 def test_polyak_target_moves_part_way():
     trainer = canter.make_trainer("dqn", "CartPole-v1", tau=0.25, net_arch=[8])
     algo = trainer.algorithm

@@ -69,6 +69,9 @@ class C51Config(DQNConfig):
         if self.n_quantiles:
             raise CanterError("c51 learns a categorical distribution: 'hparams.n_quantiles' must be 0 (use qrdqn "
                               "for quantiles)")
+        if not self.huber:
+            raise CanterError("c51 learns with a cross-entropy loss: 'hparams.huber' false (a squared TD error) does "
+                              "not apply; leave huber true")
 
 
 @register("algorithm", "c51")

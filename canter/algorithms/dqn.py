@@ -75,6 +75,14 @@ class DQNConfig(EpsilonGreedyConfig):
     noisy: bool = hp(False, "NoisyNet: noisy linear layers after the encoder explore in place of epsilon-greedy "
                             "(epsilon stays 0; evaluation uses the mean weights)")
 
+    def validate(self) -> None:
+        """Cross-field checks: the off-policy ones, and ``huber`` false only where the loss reads it."""
+        super().validate()
+        if not self.huber and self.n_quantiles:  # the quantile Huber loss has no squared-error form here
+            raise CanterError(f"'hparams.huber' false (a squared TD error) applies to plain Q values; with "
+                              f"'hparams.n_quantiles' {self.n_quantiles} the loss is the quantile Huber loss: leave "
+                              f"huber true")
+
 
 class EpsilonGreedyTargets:
     """Epsilon-greedy exploration and target-network syncs counted in env steps, for value-based
