@@ -212,6 +212,23 @@ def test_goal_columns_skip_an_action_mask_packed_last():
     assert np.array_equal(layout.goals(obs[None], "desired_goal")[0], raw["desired_goal"])
 
 
+def test_a_goal_that_flattens_to_another_width_is_refused():
+    """A MultiDiscrete achieved goal (one-hot when flattened: 6 columns) beside a MultiBinary(3) desired
+    goal has the same shape, so it once passed, and training crashed at the first relabelled sample
+    ("cannot reshape array of size 156 into shape (26,3)")."""
+    from canter.errors import CanterError
+
+    class OneHotAchieved(PointGoalEnv):
+        def __init__(self):
+            super().__init__()
+            self.observation_space = gym.spaces.Dict({"observation": gym.spaces.MultiBinary(3),
+                                                      "achieved_goal": gym.spaces.MultiDiscrete([2, 2, 2]),
+                                                      "desired_goal": gym.spaces.MultiBinary(3)})
+
+    with pytest.raises(CanterError, match="her_goals needs Box \\(or MultiBinary\\) goals of one shape"):
+        GoalLayout(pack_observations(OneHotAchieved()), "test")
+
+
 def test_bit_flipping_env():
     env = BitFlippingEnv(n_bits=4)
     obs, _ = env.reset(seed=0)

@@ -55,7 +55,8 @@ class GoalLayout:
             self.columns[key] = slice(start, start + width)
             start += width
         achieved, desired = space["achieved_goal"], space["desired_goal"]
-        if not isinstance(desired, (gym.spaces.Box, gym.spaces.MultiBinary)) or achieved.shape != desired.shape:
+        vector_goals = all(isinstance(g, (gym.spaces.Box, gym.spaces.MultiBinary)) for g in (achieved, desired))
+        if not vector_goals or achieved.shape != desired.shape:  # both flatten to one column per goal entry
             raise CanterError(f"her_goals needs Box (or MultiBinary) goals of one shape; '{env_id}' has achieved_goal "
                               f"{achieved} and desired_goal {desired}")
         self.goal_shape, self.goal_dtype = tuple(desired.shape), desired.dtype
