@@ -166,6 +166,24 @@ def test_terminated_comes_from_compute_terminated_when_the_env_has_it(env_cls):
     assert not _decoded(plain)[3].any()  # no compute_terminated: the stored flag, as SB3 keeps it
 
 
+class UnwrittenTerminatedPoint(PointGoalEnv):
+    """As a subclass of gymnasium-robotics' GoalEnv that writes compute_reward only: GoalEnv declares
+    compute_terminated (an abstractmethod on a gym.Env, so not enforced) raising NotImplementedError."""
+
+    def compute_terminated(self, achieved_goal, desired_goal, info):
+        raise NotImplementedError
+
+
+def test_a_compute_terminated_that_is_not_implemented_keeps_the_stored_flags():
+    """It once raised NotImplementedError out of the first training step (a traceback)."""
+    buf = _buffer("future", env_cls=UnwrittenTerminatedPoint)
+    _fill(buf, [[6]], 200)
+    obs, _, rewards, terminated = _decoded(buf)
+    relabelled = obs[:, 2] != DESIRED
+    assert (rewards[relabelled] == 0.0).any() and not terminated.any()  # the stored flags: truncations only
+    assert buf.layout.compute_terminated is None
+
+
 def test_a_boundary_row_ends_the_episode_for_relabelling():
     buf = _buffer("future")
     _fill(buf, [[50]], 10)  # 10 steps of episode 0, then the env is reset without an episode end

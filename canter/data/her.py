@@ -13,7 +13,9 @@ the goal achieved after a transition ``t'`` of the same episode, chosen by the s
 
 The reward is the env's ``compute_reward(next achieved goal, new goal, info)``; ``terminated`` the
 env's ``compute_terminated`` when it has one (gymnasium-robotics' ``GoalEnv`` API), else the
-stored flag (as Stable-Baselines3 keeps it). Both are asked for the whole batch at once, and row by
+stored flag (as Stable-Baselines3 keeps it; also where ``compute_terminated`` raises
+``NotImplementedError``, as ``GoalEnv``'s own does in a subclass that writes ``compute_reward``
+only). Both are asked for the whole batch at once, and row by
 row where a function answers a batch with one value (a per-step ``compute_terminated``); ``info``
 is an empty dict (the buffer keeps no infos). An episode still running counts up to its newest
 transition. Each row records its episode's first and last rows (``ep_start``, ``ep_end``; -1 while
@@ -109,7 +111,12 @@ class HerReplayBuffer(ReplayBuffer):
         reached = self.layout.goals(sub_next, "achieved_goal")
         batch.rewards.numpy()[pick] = _per_transition(self.layout.compute_reward, reached, goals, np.float32)
         if self.layout.compute_terminated is not None:
-            batch.terminated.numpy()[pick] = _per_transition(self.layout.compute_terminated, reached, goals, bool)
+            try:
+                terminated = _per_transition(self.layout.compute_terminated, reached, goals, bool)
+            except NotImplementedError:  # declared, not written (gymnasium-robotics' GoalEnv's own): the stored flags
+                self.layout.compute_terminated = None
+            else:
+                batch.terminated.numpy()[pick] = terminated
         return batch
 
     def _live_start(self, row: np.ndarray, start: np.ndarray) -> np.ndarray:
