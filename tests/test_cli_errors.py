@@ -860,3 +860,13 @@ def test_train_hyperparameter_flags_before_the_algorithm(capsys, tmp_path):
         code, _, err = run_cli(capsys, "train", *argv, "--env", "CartPole-v1", "--run-dir", str(tmp_path / "x"))
         assert_one_line_error(code, err, "unknown algorithm 'ppox'; did you mean 'ppo'")
     assert not (tmp_path / "x").exists()
+
+
+def test_a_model_too_large_for_memory_is_one_line(capsys, workdir):
+    """A size typed with a few zeros too many (net_arch=[1e14]) was torch's allocator RuntimeError traceback.
+    1e14 units need more bytes than any address space holds, so the allocation fails on any machine."""
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", "net_arch=[100000000000000]",
+                           "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "cannot build model ActorCritic for ppo: one of its tensors needs",
+                          "check the sizes in its hyperparameters (net_arch=[100000000000000]")
+    assert list(workdir.iterdir()) == []

@@ -10,6 +10,7 @@ restores the learner exactly (env and replay state are the Trainer's).
 from __future__ import annotations
 
 import functools
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, ClassVar, NamedTuple
@@ -250,6 +251,12 @@ class Algorithm(ABC):
             raise CanterError(f"cannot build model {self.model_cls.__name__} for {self.name}: {exc}; {self.name}'s "
                               f"default model is '{self.default_model}'") from None
         except Exception as exc:
+            too_big = re.search(r"can't allocate memory: you tried to allocate (\d+) bytes", str(exc))
+            if isinstance(exc, RuntimeError) and too_big:  # sizes in the config (net_arch, n_atoms) too large
+                raise CanterError(f"cannot build model {self.model_cls.__name__} for {self.name}: one of its tensors "
+                                  f"needs {int(too_big.group(1)) / 2**30:,.1f} GiB, more memory than there is; check the "
+                                  f"sizes in its hyperparameters ({', '.join(f'{k}={v}' for k, v in kwargs.items())})"
+                                  ) from None
             if self.model_cls.__module__.split(".")[0] == "canter":
                 raise  # canter's own model: a bug, whose traceback is wanted
             from canter.errors import raised_in
