@@ -73,6 +73,13 @@ def test_bad_values_name_the_key(sets, fragment):
     assert fragment in str(exc.value)
 
 
+def test_qrdqn_needs_quantiles():
+    """qrdqn --n-quantiles 0 trained plain DQN under QR-DQN's name (dqn and rainbow keep 0: plain Q values)."""
+    with pytest.raises(CanterError, match="'hparams.n_quantiles' must be >= 1, got 0"):
+        resolve_config("qrdqn", "CartPole-v1", sets=["n_quantiles=0"])
+    assert resolve_config("rainbow", "CartPole-v1", sets=["n_quantiles=0"])[1].n_quantiles == 0
+
+
 def test_coerce_types():
     assert coerce(int, "1e5", "k") == 100000
     assert coerce(list[int], "64,64", "k") == [64, 64]

@@ -413,7 +413,7 @@ class DQN(EpsilonGreedyTargets, Algorithm):
 class QRDQNConfig(DQNConfig):
     """QR-DQN: DQN with a quantile head (Dabney et al. 2018); DQN's defaults otherwise."""
 
-    n_quantiles: int = hp(50, "QR-DQN distributional head with this many quantiles (0: plain Q values)", low=0)
+    n_quantiles: int = hp(50, "quantiles of the distributional head (dqn or rainbow with 0: plain Q values)", low=1)
 
 
 @register("algorithm", "qrdqn")
