@@ -24,10 +24,15 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
     if mode is not None:
         try:
             env.reset(seed=seed)
-            env.render()
+            frame = env.render()
         except gym.error.DependencyNotInstalled as exc:
             env.close()
             raise CanterError(f"rendering '{env_id}' needs pygame: pip install 'canter[video]' ({exc})") from None
+        if mode == "rgb_array" and not (isinstance(frame, np.ndarray) and frame.ndim == 3):
+            modes = env.metadata.get("render_modes", [])
+            env.close()  # RecordVideo would warn once and record nothing
+            raise CanterError(f"'{env_id}' renders no image frames (its render modes: {', '.join(modes) or 'none'}): "
+                              f"recording video needs an env with rgb_array rendering")
     return env
 
 

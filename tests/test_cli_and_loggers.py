@@ -311,3 +311,16 @@ def test_the_console_script_imports_module_parts_from_the_working_directory(tmp_
                           env=dict(os.environ, PYTHONPATH=str(root)))
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["env"] == "my_envs:MyCartPole-v0"
+
+
+def test_play_video_of_an_env_without_image_frames_is_one_line(tmp_path, capsys):
+    """BitFlipping renders text: RecordVideo warned once, recorded nothing, and play exited 0."""
+    from tests.test_cli_errors import assert_one_line_error
+
+    run = tmp_path / "run"
+    canter.train("dqn", "BitFlipping-v0", run_dir=run, max_steps=64, learning_starts=16, eval_every=0)
+    capsys.readouterr()
+    code = main(["play", str(run), "--episodes", "1", "--video-dir", str(tmp_path / "vid")])
+    assert_one_line_error(code, capsys.readouterr().err, "'BitFlipping-v0' renders no image frames (its render modes: "
+                                                         "ansi): recording video needs an env with rgb_array rendering")
+    assert not (tmp_path / "vid").exists()
