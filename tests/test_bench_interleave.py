@@ -59,11 +59,13 @@ def test_processes_take_turns_and_the_slower_one_gets_longer_slices(tmp_path):
     for out, slices, work in ((out_a, slices_a, 0.5), (out_b, slices_b, 1.5)):
         child = json.loads(out.strip().splitlines()[-1])
         ran = _interleave.active_seconds((child["start"], child["end"]), slices)
-        # not much more than its work: a turn's start, or other programs on the machine, take a little
-        assert work * 0.98 <= ran <= work * 2 + 0.1
+        # inside its turns the child either worked or was held up by other programs on the machine
+        # (gaps it saw that fall inside its own slices; on a loaded host they can exceed its work)
+        held_up = sum(_interleave.overlap(tuple(gap), slices) for gap in child["gaps"])
+        assert work * 0.98 <= ran <= work + held_up + 0.1
         stopped = sum(e - s for s, e in child["gaps"])  # what the child saw of the others' turns
         others = child["end"] - child["start"] - ran
-        assert others * 0.98 <= stopped <= others + work + 0.1
+        assert others * 0.98 <= stopped <= others + held_up + 0.1
     late_a = sorted(e - s for s, e in slices_a[-5:])
     late_b = sorted(e - s for s, e in slices_b[-5:])
     assert late_b[2] > 2 * late_a[2]  # ~3x: B advances through its budget a third as fast
