@@ -412,6 +412,20 @@ def test_ram_observations_are_refused_not_silently_replaced_by_screens(vectoriza
         make_vec_env("ALE/Pong-v5", 1, vectorization, training=True, env_kwargs={"obs_type": "ram"})
 
 
+@pytest.mark.parametrize("vectorization,kwargs,message", [
+    ("native", {"repeat_action_probability": "abc"}, "repeat_action_probability must be a number from 0 to 1"),
+    ("sync", {"repeat_action_probability": 2}, "repeat_action_probability must be a number from 0 to 1"),
+    ("native", {"max_num_frames_per_episode": -5}, "max_num_frames_per_episode must be a whole number >= 1"),
+    ("sync", {"full_action_space": 3}, "full_action_space must be true or false"),
+    ("sync", {"mode": 99}, r"bad env_kwargs for 'ALE/Pong-v5' \{'mode': 99\}: RuntimeError: Invalid game mode"),
+])
+def test_bad_env_kwargs_values_are_one_line_errors(vectorization, kwargs, message):
+    # these were tracebacks from ale-py (TypeError, RuntimeError), or accepted: a probability of 2 repeated
+    # every action, the agent's never reached the game; -5 frames ended the native env's games at once
+    with pytest.raises(CanterError, match=message):
+        make_vec_env("ALE/Pong-v5", 1, vectorization, training=True, env_kwargs=kwargs)
+
+
 def test_ale_py_s_plain_v0_and_v4_ids_are_atari_envs():
     """``Pong-v4`` / ``Breakout-v0`` are ale-py ids too (registered with ``PongNoFrameskip-v4``); in a fresh
     process they were refused as unknown env ids (nothing had registered ale-py's envs yet)."""

@@ -40,7 +40,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from canter.errors import CanterError
+from canter.errors import CanterError, bad_env_kwargs
 from canter.utils import available_cpus
 
 #: frames per observation stack, and the preprocessing settings shared by both paths
@@ -95,6 +95,14 @@ def _base_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, An
     if kwargs.pop("frameskip", 1) != 1:
         raise CanterError(f"env '{env_id}': frameskip is set by the Atari preprocessing ({FRAME_SKIP}); drop it from env_kwargs")
     kwargs["frameskip"] = 1
+    p = kwargs["repeat_action_probability"]
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise CanterError(f"env '{env_id}': repeat_action_probability must be a number from 0 to 1, got {p!r}")
+    frames = kwargs["max_num_frames_per_episode"]
+    if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
+        raise CanterError(f"env '{env_id}': max_num_frames_per_episode must be a whole number >= 1, got {frames!r}")
+    if not isinstance(kwargs.get("full_action_space", False), bool):
+        raise CanterError(f"env '{env_id}': full_action_space must be true or false, got {kwargs['full_action_space']!r}")
     if kwargs.get("obs_type", "rgb") not in ("rgb", "grayscale"):  # the preprocessing reads the screen itself
         raise CanterError(f"env '{env_id}': obs_type {kwargs['obs_type']!r} is not supported; the Atari preprocessing "
                           f"gives 84x84 grayscale screen frames whatever obs_type is")
@@ -252,10 +260,11 @@ def wrap_deepmind(env: gym.Env, training: bool) -> gym.Env:
 def make_atari_env(env_id: str, training: bool = False, render_mode: str | None = None,
                    env_kwargs: dict[str, Any] | None = None) -> gym.Env:
     """One preprocessed ALE env (gymnasium wrappers); ``training`` adds episodic life and reward clipping."""
+    kwargs = _base_kwargs(env_id, env_kwargs)
     try:
-        env = gym.make(env_id, render_mode=render_mode, **_base_kwargs(env_id, env_kwargs))
-    except TypeError as exc:
-        raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+        env = gym.make(env_id, render_mode=render_mode, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - a bad value is ale-py's RuntimeError (mode: 99) or TypeError
+        raise bad_env_kwargs(env_id, env_kwargs, exc) from None
     return wrap_deepmind(env, training)
 
 
