@@ -15,6 +15,7 @@ pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (
 
 import canter  # noqa: E402
 from canter.agents.agent import Agent  # noqa: E402
+from canter.algorithms.dqn import DQN, DQNConfig  # noqa: E402
 from canter.algorithms.ppo import PPO, PPOConfig  # noqa: E402
 from canter.cli import main  # noqa: E402
 from canter.data.batch import RolloutBatch  # noqa: E402
@@ -330,6 +331,27 @@ def test_image_observations_get_a_cnn_and_stay_uint8_until_it():
     with torch.no_grad():
         assert torch.allclose(enc(obs), enc.features(obs.float() / 255.0), atol=1e-6)
         assert not torch.allclose(enc(obs), enc.features(obs.float()), atol=1e-3)
+
+
+def test_predict_takes_image_observations_as_lists_and_floats_of_the_same_pixels():
+    """README: predict takes NumPy arrays, lists or torch tensors. A list of uint8 frames became int64 and a
+    float tensor stayed float, and the CNN, which divides only uint8 input by 255, acted on unscaled pixels."""
+    space = gym.spaces.Box(0, 255, FRAMES, np.uint8)
+    algo = DQN(space, gym.spaces.Discrete(6), DQNConfig(net_arch=[8]), seed=0)
+    torch.manual_seed(0)
+    with torch.no_grad():  # larger weights than the initial ones, so that the greedy actions differ between frames
+        for p in algo.modules()["q"].parameters():
+            p.normal_(0, 0.3)
+    agent = Agent(algo)
+    rng = np.random.default_rng(0)
+    obs = rng.integers(0, 256, (16,) + FRAMES, dtype=np.uint8) // rng.integers(1, 64, (16, 1, 1, 1)).astype(np.uint8)
+    ref = agent.predict(obs)
+    assert len(set(ref.tolist())) > 1  # the test can tell actions apart
+    np.testing.assert_array_equal(agent.predict(obs.tolist()), ref)
+    np.testing.assert_array_equal(agent.predict(torch.from_numpy(obs).float()), ref)
+    assert agent.predict(obs[3].tolist()) == ref[3]
+    with pytest.raises(CanterError, match="image observations are uint8 pixel values 0..255"):
+        agent.predict(obs / 255.0)
 
 
 # ---------------------------------------------------------------------------------------------- replay

@@ -151,11 +151,29 @@ class Agent:
                               f"(a batch); a Dict or Tuple observation is packed into one vector first: wrap the "
                               f"env in canter.envs.packing.pack_observations(env)")
         if x.shape == shape:
-            return x[None], True
-        if x.shape[1:] != shape:
+            single = True
+        elif x.shape[1:] == shape:
+            single = False
+        else:
             raise CanterError(f"expected one observation of shape {shape} or a batch of shape "
                               f"{(-1, *shape)}, got an array of shape {x.shape}")
-        return x, False
+        if x.dtype != self.observation_space.dtype:
+            x = self._as_image_pixels(x)
+        return (x[None] if single else x), single
+
+    def _as_image_pixels(self, x: np.ndarray) -> np.ndarray:
+        """``x`` as uint8 when the observations are images: the convolutional encoders divide uint8 pixels by
+        255 and take other dtypes as already scaled, so a nested list (int64) or a float array of the same
+        0-255 values would otherwise act on unscaled input. Non-image observations are returned as they are."""
+        from canter.models.cnn import is_image_space
+
+        if not is_image_space(self.observation_space):
+            return x
+        pixels = x.astype(np.uint8)
+        if not np.array_equal(pixels, x):
+            raise CanterError(f"image observations are uint8 pixel values 0..255, as the env gives them; got "
+                              f"{x.dtype} values that are not (min {x.min()}, max {x.max()})")
+        return pixels
 
     def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
         """Deterministic actions (no statistics are updated) for one observation, as ``env.step``
