@@ -448,6 +448,17 @@ def test_bad_env_kwargs_values_are_one_line_errors(vectorization, kwargs, messag
         make_vec_env("ALE/Pong-v5", 1, vectorization, training=True, env_kwargs=kwargs)
 
 
+def test_auto_vectorization_takes_env_kwargs_the_native_env_does_not():
+    # auto refused mode/difficulty ("use --vectorization async"), and canter eval, which has no such flag,
+    # could not evaluate a run trained with the default vectorization in another game mode at all
+    env = make_vec_env("ALE/Pong-v5", 1, "auto", env_kwargs={"mode": 1})
+    assert isinstance(env.env, gym.vector.SyncVectorEnv) and env.env.envs[0].unwrapped._game_mode == 1
+    assert env.reset(seed=0).shape == (1,) + FRAMES
+    env.close()
+    with pytest.raises(CanterError, match=r"not supported by the native Atari vector env; use --vectorization auto"):
+        make_vec_env("ALE/Pong-v5", 1, "native", env_kwargs={"mode": 1})
+
+
 def test_ale_py_s_plain_v0_and_v4_ids_are_atari_envs():
     """``Pong-v4`` / ``Breakout-v0`` are ale-py ids too (registered with ``PongNoFrameskip-v4``); in a fresh
     process they were refused as unknown env ids (nothing had registered ale-py's envs yet)."""

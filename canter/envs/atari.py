@@ -14,7 +14,8 @@ ids mean and what rl-zoo3's published Atari settings use; pass ``env_kwargs:
 108,000 frames (27,000 agent steps, 30 minutes of play).
 
 Vectorisation (``--vectorization``): ``auto``/``native`` use ale-py's C++ ``AtariVectorEnv``,
-which does the same preprocessing natively in threads; ``sync``/``async`` build the
+which does the same preprocessing natively in threads (``auto`` falls back to the wrappers for
+``env_kwargs`` it does not take, such as ``mode``); ``sync``/``async`` build the
 gymnasium-wrapper stack below in this process or in subprocesses. Differences of the native env:
 its frame stack is padded with zero frames after a reset (the wrappers repeat the first frame); its
 reset presses FIRE for a single frame, without the following action 2, and then takes 0 to 28
@@ -277,7 +278,7 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
     unknown = set(kwargs) - set(_PREPROCESSING_KEYS)
     if unknown:
         raise CanterError(f"env_kwargs {sorted(unknown)} are not supported by the native Atari vector env; "
-                          f"use --vectorization async")
+                          f"use --vectorization auto, sync or async")
     env = AtariVectorEnv(
         gym.spec(env_id).kwargs["game"], n_envs, num_threads=min(n_envs, available_cpus()),
         img_height=SCREEN_SIZE, img_width=SCREEN_SIZE, grayscale=True, stack_num=FRAME_STACK, frameskip=FRAME_SKIP,
@@ -300,7 +301,12 @@ def _ale_fire() -> Any:
 def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", training: bool = False,
                    env_kwargs: dict[str, Any] | None = None) -> gym.vector.VectorEnv:
     """``n_envs`` preprocessed copies of an ALE game: native (ale-py's C++ vector env) for
-    ``auto``/``native``, else gymnasium wrappers in ``sync`` or ``async`` (subprocess) vector envs."""
+    ``auto``/``native``, else gymnasium wrappers in ``sync`` or ``async`` (subprocess) vector envs.
+    ``auto`` with ``env_kwargs`` the native env does not take (``mode``, ``difficulty``, ...) uses the
+    wrappers instead (``sync`` for one copy, else ``async``), where ``native`` refuses them."""
+    native_keys = {"frameskip", *_PREPROCESSING_KEYS}
+    if vectorization == "auto" and set(env_kwargs or {}) - native_keys:
+        vectorization = "sync" if n_envs == 1 else "async"
     if vectorization in ("auto", "native"):
         return _native(env_id, n_envs, training, env_kwargs)
     kwargs = dict(env_kwargs or {})
