@@ -14,8 +14,7 @@ Reference: rl-zoo3's trained agent ``ppo/PongNoFrameskip-v4_1`` in DLR-RM/rl-tra
 hold every training episode's game score and length in raw frames; ``RLZOO3_WINDOWS`` below is
 derived from them: the mean score of the training episodes (all envs) that ended in each window
 of 500k frames, with global frames = 8 x the env's cumulative frames (the envs step in lockstep).
-canter's training episodes are whole games here (Pong has no lives), their score summed from
-sign-clipped rewards, which for Pong's +-1 rewards is the game score.
+canter's training episode statistics are whole games with their raw score, as in the monitor files.
 """
 from __future__ import annotations
 

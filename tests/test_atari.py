@@ -110,6 +110,29 @@ def test_episodic_life_in_training_envs_only():
     evaluation.close()
 
 
+@pytest.mark.parametrize("vectorization", ["native", "sync"])
+def test_training_episode_statistics_are_whole_games_with_the_raw_score(vectorization):
+    """history.parquet's rows (VecEnv.finished_*) were one per life, with the clipped score; SB3's Monitor
+    under its AtariWrapper (rl-zoo3's logs) reports whole games with the raw score."""
+    env = make_vec_env("ALE/SpaceInvaders-v5", 1, vectorization, training=True)  # 3 lives, rewards of 5 to 30
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    lives_lost = clipped = steps = 0
+    for _ in range(3000):
+        step = env.step(rng.integers(0, 6, size=1))
+        assert step.reward[0] in (-1.0, 0.0, 1.0)  # training rewards stay clipped
+        clipped += step.reward[0] * step.valid[0]
+        steps += int(step.valid[0])
+        if env.finished_envs.size:
+            break
+        lives_lost += int(step.terminated[0])
+    env.close()
+    assert lives_lost == 2  # two lives ended training episodes without an entry in the statistics
+    assert env.finished_lengths.tolist() == [steps]  # the game's agent steps
+    assert env.finished_returns[0] > clipped > 0  # the raw game score, not the sum of clipped rewards
+    assert env.finished_returns[0] % 5 == 0
+
+
 def test_native_env_ends_training_episodes_on_life_loss_only():
     env = make_vec_env("ALE/Breakout-v5", 1, "native", training=True)
     env.reset(seed=0)

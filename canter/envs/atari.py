@@ -5,7 +5,8 @@ Every ALE id (``ALE/Pong-v5``, ``PongNoFrameskip-v4``, ...) gets the preprocessi
 a max-pool over the last two frames, 84x84 grayscale frames, FIRE at reset for games that need
 it, a stack of the last 4 frames (``uint8 [4, 84, 84]``), and, for *training* envs only, episodic
 life (a lost life ends the training episode) and rewards clipped to their sign. Evaluation envs
-play whole games and report the raw game score.
+play whole games and report the raw game score; so do the training envs' episode statistics
+(:class:`GameScore`, :class:`NativeGameScore`: ``history.parquet`` has one row per game).
 
 Sticky actions are off (``repeat_action_probability = 0``) and the base env skips no frames
 (``frameskip = 1``; the preprocessing's skip of 4 is the only one), which is what the ``NoFrameskip-v4``
@@ -41,6 +42,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from canter.envs.vector import GAME_RETURN
 from canter.errors import CanterError, bad_env_kwargs
 from canter.utils import available_cpus
 
@@ -108,6 +110,61 @@ def _base_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, An
         raise CanterError(f"env '{env_id}': obs_type {kwargs['obs_type']!r} is not supported; the Atari preprocessing "
                           f"gives 84x84 grayscale screen frames whatever obs_type is")
     return kwargs
+
+
+class GameScore(gym.Wrapper):
+    """Training envs, under :class:`EpisodicLife` and the reward clipping: the raw score of the whole
+    game, reported in ``info[GAME_RETURN]`` on the step that ends the game (game over or truncation),
+    for the episode statistics (:class:`~canter.envs.vector.VecEnv` ``whole_games``), as
+    Stable-Baselines3's ``Monitor`` under its ``AtariWrapper`` reports it. The FIRE and no-op steps that
+    follow a lost life count (they are steps of the game); the no-ops of a new game's reset do not."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.score = 0.0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:  # noqa: D102
+        self.score = 0.0
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:  # noqa: D102
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.score += float(reward)
+        if terminated or truncated:
+            info = {**info, GAME_RETURN: self.score}
+        return obs, reward, terminated, truncated, info
+
+
+class NativeGameScore(gym.vector.VectorWrapper):
+    """ale-py's native training env, built without its reward clipping: clips rewards to their sign here
+    and reports each whole game's raw score in ``info[GAME_RETURN]`` (NaN for the copies whose game did
+    not end on the step), as :class:`GameScore` does on the wrapper path. A game ends with a truncation
+    or with a ``terminated`` that is not a lost life (lives left and fewer than before)."""
+
+    def __init__(self, env: gym.vector.VectorEnv) -> None:
+        super().__init__(env)
+        self.score = np.zeros(env.num_envs)
+        self.lives = np.zeros(env.num_envs, dtype=np.int64)
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:  # noqa: D102
+        obs, info = self.env.reset(seed=seed, options=options)
+        mask = np.ones(self.num_envs, dtype=bool) if not options or options.get("reset_mask") is None \
+            else np.asarray(options["reset_mask"], dtype=bool)
+        self.score[mask] = 0.0
+        self.lives[mask] = np.asarray(info["lives"])[mask]
+        return obs, info
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:  # noqa: D102
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        raw = np.asarray(reward, dtype=np.float64)
+        self.score += raw
+        lives = np.asarray(info["lives"])
+        lost_life = (0 < lives) & (lives < self.lives)
+        ended = np.asarray(truncated, dtype=bool) | (np.asarray(terminated, dtype=bool) & ~lost_life)
+        info = {**info, GAME_RETURN: np.where(ended, self.score, np.nan)}
+        self.score[ended] = 0.0  # the next step resets the game (NEXT_STEP), with reward 0
+        self.lives = lives.copy()
+        return obs, np.sign(raw).astype(np.asarray(reward).dtype), terminated, truncated, info
 
 
 class EpisodicLife(gym.Wrapper):
@@ -250,7 +307,7 @@ def wrap_deepmind(env: gym.Env, training: bool) -> gym.Env:
         grayscale_obs=True, scale_obs=False,
     )
     if training:
-        env = EpisodicLife(env)
+        env = EpisodicLife(GameScore(env))
     if "FIRE" in env.unwrapped.get_action_meanings():
         env = FireReset(env if training else FireAfterLifeLoss(env))
     if training:
@@ -283,12 +340,13 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
         gym.spec(env_id).kwargs["game"], n_envs, num_threads=min(n_envs, available_cpus()),
         img_height=SCREEN_SIZE, img_width=SCREEN_SIZE, grayscale=True, stack_num=FRAME_STACK, frameskip=FRAME_SKIP,
         maxpool=True, noop_max=NOOP_MAX, use_fire_reset=True, episodic_life=False, life_loss_info=training,
-        reward_clipping=training, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
+        reward_clipping=False, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
     )
     actions = env.ale.get_action_set()
+    wrapped: gym.vector.VectorEnv = NativeGameScore(env) if training else env  # clips training rewards
     if len(actions) >= 3 and actions[1] == _ale_fire():
-        return NativeFireAfterLifeLoss(env, training)
-    return env
+        return NativeFireAfterLifeLoss(wrapped, training)
+    return wrapped
 
 
 def _ale_fire() -> Any:

@@ -156,7 +156,7 @@ def make_vec_env(
         return VecEnv(env) if policies == "shared" else multiagent_views.MultiPolicyVecEnv(env)
     if atari.is_atari(_gym_id(env_id)):
         env = atari.make_atari_vec(_gym_id(env_id), n_envs, vectorization, training, kwargs)
-        return VecEnv(env, check_actions=True)
+        return VecEnv(env, check_actions=True, whole_games=training)  # statistics per game, not per life
     factory = _registered_factory(env_id)
     if factory is not None:
         fns = [lambda: pack_observations(factory(**kwargs)) for _ in range(n_envs)]

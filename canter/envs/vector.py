@@ -20,6 +20,9 @@ from canter.errors import CanterError
 
 #: the info key under which a vector env reports its active mask (see :meth:`VecEnv.record`)
 ACTIVE = "canter_active"
+#: the info key under which an env whose episodes are parts of a game (Atari training envs: one life
+#: each) reports a whole game's raw score on the step that ends the game (NaN or absent on other steps)
+GAME_RETURN = "canter_game_return"
 
 
 class Step(NamedTuple):
@@ -47,8 +50,13 @@ def _observation_error(exc: ValueError, space: gym.Space) -> Exception:
 class VecEnv:
     """Vector env adapter: NEXT_STEP autoreset, validity mask and per-episode statistics."""
 
-    def __init__(self, env: gym.vector.VectorEnv, check_actions: bool = False) -> None:
+    def __init__(self, env: gym.vector.VectorEnv, check_actions: bool = False, whole_games: bool = False) -> None:
         self.env = env
+        #: ``whole_games``: the env's episodes are parts of games (Atari training envs end an episode at
+        #: each lost life and clip rewards); the episode statistics (``finished_*``, so ``history.parquet``)
+        #: are then whole games, with the raw score the env reports under :data:`GAME_RETURN` and the
+        #: game's steps (as Stable-Baselines3's ``Monitor`` under its ``AtariWrapper``)
+        self.whole_games = whole_games
         self.num_envs: int = env.num_envs
         self.single_observation_space = env.single_observation_space
         self.single_action_space = env.single_action_space
@@ -104,15 +112,18 @@ class VecEnv:
         except ValueError as exc:
             raise _observation_error(exc, self.single_observation_space) from None
         self._success = _success(info, self.num_envs) if info else None
-        return self.record(obs, reward, terminated, truncated, info.get(ACTIVE) if info else None)
+        games = _game_returns(info, self.num_envs) if self.whole_games else None
+        return self.record(obs, reward, terminated, truncated, info.get(ACTIVE) if info else None, games)
 
     def record(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
-               active: np.ndarray | None = None) -> Step:
+               active: np.ndarray | None = None, games: np.ndarray | None = None) -> Step:
         """Turn the env's step results into a :class:`Step` and update the episode statistics
         (:meth:`step` calls it; an env stepped elsewhere, such as one policy's agents of a
         multi-agent env, reports its results here). ``active`` (the ``canter_active`` entry of a
         step's info), where given, marks the rows that took part in the step: a multi-agent env's
-        agents that left their episode early are not ``valid`` until their copy resets."""
+        agents that left their episode early are not ``valid`` until their copy resets. ``games`` (envs
+        with ``whole_games``): per sub-env the raw score of a game that ended on this step, NaN where none
+        did; the statistics then record whole games instead of episodes."""
         valid = ~self._prev_done
         if active is not None:
             valid &= active
@@ -122,10 +133,13 @@ class VecEnv:
         done = terminated | truncated
         self._ep_return += np.where(valid, reward, 0.0)
         self._ep_length += valid
-        if done.any():
-            idx = np.flatnonzero(done)
+        ended, returns = done, self._ep_return
+        if games is not None:  # a lost life ends an episode, not the game: the statistics are per game
+            ended, returns = ~np.isnan(games), games
+        if ended.any():
+            idx = np.flatnonzero(ended)
             self.finished_envs = idx
-            self.finished_returns = self._ep_return[idx].copy()
+            self.finished_returns = returns[idx].astype(np.float64)
             self.finished_lengths = self._ep_length[idx].copy()
             self.finished_success = np.full(len(idx), np.nan) if self._success is None else self._success[idx]
             self._ep_return[idx] = 0.0
@@ -161,6 +175,19 @@ class VecEnv:
     def close(self) -> None:
         """Close the underlying env."""
         self.env.close()
+
+
+def _game_returns(info: dict[str, Any] | None, n: int) -> np.ndarray:
+    """``info[GAME_RETURN]`` of a vector step per sub-env, NaN where no game ended (gymnasium's vector
+    envs leave the key out, or mask it with ``_canter_game_return``, where their sub-envs did not set it)."""
+    out = np.full(n, np.nan)
+    value = info.get(GAME_RETURN) if info else None
+    if value is not None:
+        out[:] = np.asarray(value, dtype=np.float64).reshape(n)
+        reported = info.get("_" + GAME_RETURN)
+        if reported is not None:
+            out[~np.asarray(reported, dtype=bool)] = np.nan
+    return out
 
 
 def _success(info: dict[str, Any], n: int) -> np.ndarray | None:
