@@ -147,6 +147,29 @@ def test_native_env_ends_training_episodes_on_life_loss_only():
     env.close()
 
 
+def test_native_training_stacks_hold_no_frame_of_the_previous_life():
+    """ale-py's native env keeps its frame stack over a lost life: a training episode's first stacks held
+    the previous life's last frames. They are zero frames now, as after a reset and in SB3's VecFrameStack."""
+    env = make_vec_env("ALE/Breakout-v5", 1, "native", training=True)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    starts, since, prev = 0, None, None
+    for _ in range(300):
+        step = env.step(rng.integers(0, 4, size=1))
+        stack = step.obs[0]
+        since = 0 if not step.valid[0] else (None if since is None or since >= 2 else since + 1)
+        if since is not None:  # the new episode's first three stacks: zero frames, then its own frames only
+            assert [not frame.any() for frame in stack] == [i < 3 - since for i in range(4)]
+            starts += since == 0
+        if since and prev is not None:
+            np.testing.assert_array_equal(stack[:3], prev[1:])  # otherwise the usual shift
+        prev = stack.copy()
+        if starts == 2:
+            break
+    env.close()
+    assert starts == 2
+
+
 _BAD_ACTIONS = """
 import numpy as np
 from canter.envs import make_vec_env

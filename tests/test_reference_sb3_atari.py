@@ -35,7 +35,8 @@ What is equal and what is not (each difference is asserted or bounded, none is s
   bootstrapped from a newest frame that is up to one agent step old.
 * Native path (``auto``/``native``, ale-py's ``AtariVectorEnv``): its reset presses FIRE for one raw
   frame with no follow-up action 2 and draws its no-ops (0 to 28, after FIRE) from its own
-  generator; after a lost life it does not clear its frame stack (older frames are carried over)
+  generator; after a lost life it keeps its frame stack, where canter's ``NativeNewLifeStack`` (training)
+  puts zero frames in place of the previous life's, as SB3's ``VecFrameStack`` does at every episode end,
   and canter's ``NativeFireAfterLifeLoss`` presses FIRE on the step after it (training: the
   reset-only step; evaluation: FIRE then action 2 in place of the policy's next two actions). Its
   reference is SB3's own wrapper classes (``MaxAndSkipEnv``, ``EpisodicLifeEnv``, ``WarpFrame``,
@@ -244,12 +245,13 @@ def _compare(game: str, vectorization: str, training: bool, seed: int, action_se
                 assert not len(mine.finished_returns)
             ep_return = 0.0
             # canter's reset-only step (NEXT_STEP). After a lost life the native env plays it (FIRE,
-            # NativeFireAfterLifeLoss; _EpisodicLifeFire's reset) and keeps its stack; after a game end it resets
+            # NativeFireAfterLifeLoss; _EpisodicLifeFire's reset), its older frames zeroed by NativeNewLifeStack
+            # (training) as SB3's are; after a game end it resets
             step = mine.step(np.zeros(1, dtype=np.int64))
             assert not step.valid[0]
             if mine_ale is not None:
                 assert mine_ale.getEpisodeFrameNumber() == ref_ale.getEpisodeFrameNumber()
-            padding = ("zeros" if game_end else "carry") if native else "repeat"
+            padding = ("zeros" if game_end or training else "carry") if native else "repeat"
             _check_stack(step.obs[0], _chw(ref_stack[0]), 0, padding, obs)
             obs, age, lives = step.obs[0], 0, ref_ale.lives()
             if games is not None and seen["game_overs"] + seen["truncations"] >= games:

@@ -21,8 +21,9 @@ gymnasium-wrapper stack below in this process or in subprocesses. Differences of
 its frame stack is padded with zero frames after a reset (the wrappers repeat the first frame); its
 reset presses FIRE for a single frame, without the following action 2, and then takes 0 to 28
 no-ops from its own generator (the wrappers: 1 to 30 no-ops, then FIRE and action 2 for 4 frames
-each); after a lost life it continues the game and keeps its frame stack, and
-:class:`NativeFireAfterLifeLoss` presses FIRE there (evaluation: FIRE then action 2, as the wrapper
+each); after a lost life it continues the game and keeps its frame stack (in training,
+:class:`NativeNewLifeStack` puts zero frames in place of the previous life's in the new episode's
+stacks, as after a reset), and :class:`NativeFireAfterLifeLoss` presses FIRE there (evaluation: FIRE then action 2, as the wrapper
 path's ``FireAfterLifeLoss``; training: FIRE on the step that NEXT_STEP treats as the episode
 boundary, whose action no transition records).
 The replay buffer stores stacks exactly either way (:class:`canter.data.framestack.FrameStackReplay`).
@@ -165,6 +166,43 @@ class NativeGameScore(gym.vector.VectorWrapper):
         self.score[ended] = 0.0  # the next step resets the game (NEXT_STEP), with reward 0
         self.lives = lives.copy()
         return obs, np.sign(raw).astype(np.asarray(reward).dtype), terminated, truncated, info
+
+
+class NativeNewLifeStack(gym.vector.VectorWrapper):
+    """ale-py's native training env: after a lost life it continues the game with its frame stack, so
+    the first stacks of the next training episode held frames of the life before. Here those older
+    slots become zero frames, as Stable-Baselines3's ``VecFrameStack`` pads at every episode end and as
+    the native env pads after a game's reset: the episode's first stack is three zero frames and its
+    first frame, the next one two zero frames, then one."""
+
+    def __init__(self, env: gym.vector.VectorEnv) -> None:
+        super().__init__(env)
+        self.age = np.full(env.num_envs, FRAME_STACK - 1)  # frames of the episode in the stack, less one (capped)
+        self.starts = np.zeros(env.num_envs, dtype=bool)  # a life was lost: the next step begins an episode
+        self.lives = np.zeros(env.num_envs, dtype=np.int64)
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:  # noqa: D102
+        obs, info = self.env.reset(seed=seed, options=options)
+        mask = np.ones(self.num_envs, dtype=bool) if not options or options.get("reset_mask") is None \
+            else np.asarray(options["reset_mask"], dtype=bool)
+        self.age[mask], self.starts[mask] = FRAME_STACK - 1, False
+        self.lives[mask] = np.asarray(info["lives"])[mask]
+        return obs, info
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:  # noqa: D102
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        self.age = np.minimum(self.age + 1, FRAME_STACK - 1)
+        self.age[self.starts] = 0  # this step's frame is the new episode's first
+        clear = np.flatnonzero(self.age < FRAME_STACK - 1)
+        if clear.size:
+            obs = np.array(obs, copy=True)
+            for e in clear:
+                obs[e, : FRAME_STACK - 1 - self.age[e]] = 0
+        lives = np.asarray(info["lives"])
+        self.starts = (0 < lives) & (lives < self.lives) & np.asarray(terminated, dtype=bool) \
+            & ~np.asarray(truncated, dtype=bool)
+        self.lives = lives.copy()
+        return obs, reward, terminated, truncated, info
 
 
 class EpisodicLife(gym.Wrapper):
@@ -343,7 +381,8 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
         reward_clipping=False, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
     )
     actions = env.ale.get_action_set()
-    wrapped: gym.vector.VectorEnv = NativeGameScore(env) if training else env  # clips training rewards
+    # training: zero frames in place of the previous life's in a new episode's stacks; rewards clipped
+    wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(env)) if training else env
     if len(actions) >= 3 and actions[1] == _ale_fire():
         return NativeFireAfterLifeLoss(wrapped, training)
     return wrapped
