@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
+from canter.agents.recurrent import check_agent_fits
 from canter.algorithms.base import threads_for
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import checkpoint_space, find_checkpoint, load_checkpoint  # noqa: F401 (find_checkpoint re-exported)
@@ -75,6 +76,7 @@ def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, ac
     set_conv_precision(algorithm.modules().values(), run.conv_precision)
     agent_name = run.agent or getattr(algo_cls, "agent_class", None)  # recurrent_ppo: its RecurrentAgent
     agent_cls = lookup("agent", agent_name) if agent_name else Agent
+    check_agent_fits(algo_cls, agent_cls, agent_name or "agent")
     try:
         agent = agent_cls(
             algorithm, normalize_obs=getattr(algo_cfg, "normalize_obs", False),

@@ -120,9 +120,16 @@ def test_checkpoint_eval_play_and_predict_carry_memory(tmp_path, capsys):
     (["--explorers", "2"], "cannot run on explorers"),
     (["--set", "manual_backward=true"], "learns through autograd"),
     (["--set", "normalize_value=true"], "no value normalisation"),
+    (["--set", "agent=agent"], "needs the agent 'recurrent_agent'"),  # was an AttributeError traceback
 ])
 def test_recurrent_ppo_refusals(argv, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", "recurrent_ppo", "--env", ENV, *argv], needle)
+
+
+def test_a_recurrent_agent_is_refused_for_a_memoryless_algorithm(capsys, tmp_path):
+    """ppo with agent=recurrent_agent failed in its first step with a traceback (no initial_state)."""
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "agent=recurrent_agent"],
+                         "needs a recurrent algorithm")
 
 
 def test_collect_refuses_a_recurrent_policy(tmp_path, capsys):

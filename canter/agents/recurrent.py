@@ -9,7 +9,7 @@ import torch
 from canter.agents.agent import Agent
 from canter.algorithms.base import ActOutput
 from canter.errors import CanterError
-from canter.registry import register
+from canter.registry import lookup, register
 
 
 @register("agent", "recurrent_agent")
@@ -109,3 +109,19 @@ class RecurrentAgent(Agent):
     def set_training_memory(self, state: tuple[torch.Tensor, torch.Tensor]) -> None:
         """Restore the training memory (exact resume)."""
         self.memory["sample"] = (state[0].clone(), state[1].clone())
+
+
+def check_agent_fits(algo_cls: type, agent_cls: type, agent_name: str) -> None:
+    """Refuse an ``agent`` setting that cannot drive the algorithm: an algorithm that names its own
+    agent class (``agent_class``: recurrent PPO's memory-carrying ``recurrent_agent``) needs that class
+    or a subclass, and a recurrent agent needs an algorithm that acts from a memory (``act_recurrent``)."""
+    needed = getattr(algo_cls, "agent_class", None)
+    name = getattr(algo_cls, "name", algo_cls.__name__)
+    if not isinstance(agent_cls, type):
+        return  # not a class: building the agent reports it
+    if needed and not issubclass(agent_cls, lookup("agent", needed)):
+        raise CanterError(f"{name} needs the agent '{needed}' (or a subclass of it), not '{agent_name}'; "
+                          f"remove the agent setting")
+    if issubclass(agent_cls, RecurrentAgent) and not callable(getattr(algo_cls, "act_recurrent", None)):
+        raise CanterError(f"the agent '{agent_name}' carries a recurrent memory and needs a recurrent algorithm "
+                          f"(recurrent_ppo), not {name}; remove the agent setting")
