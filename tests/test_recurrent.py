@@ -254,3 +254,18 @@ def test_a_resume_that_starts_fresh_episodes_starts_them_with_empty_memory(tmp_p
         tensorboard=False, seed=0)
     assert exact is False
     assert all(float(m.abs().sum()) == 0.0 for m in memory)
+
+
+def test_begin_episodes_takes_a_list_or_tuple_of_starts():
+    """A list (as predict's episode_start takes) raised AttributeError: 'list' object has no attribute 'any'."""
+    trainer = canter.make_trainer("recurrent_ppo", "CartPole-v1", seed=0, max_steps=256, n_envs=2, n_steps=64,
+                                  lstm_hidden=8)
+    agent = trainer.agent
+    trainer.close()
+    obs = np.random.default_rng(0).normal(size=(2, 4)).astype(np.float32)
+    for starts in ([True, False], (True, False)):
+        agent.predict(obs, episode_start=True)
+        agent.predict(obs)
+        agent.begin_episodes(starts)
+        h = agent.memory["predict"][0]
+        assert not h[0, 0].any() and h[0, 1].any()  # only the first env's memory is zeroed

@@ -30,18 +30,19 @@ class RecurrentAgent(Agent):
             state = self.memory[kind] = self.algorithm.model.initial_state(batch)
         return state
 
-    def begin_episodes(self, starts: np.ndarray, training: bool = False) -> None:
-        """Zero the memory of the envs where ``starts`` (bool ``[B]``) is true."""
+    def begin_episodes(self, starts: np.ndarray | list[bool], training: bool = False) -> None:
+        """Zero the memory of the envs where ``starts`` (bool ``[B]``: an array, list or tuple) is true."""
         self._zero_memory("sample" if training else "predict", starts)
 
-    def _zero_memory(self, kind: str, starts: np.ndarray) -> None:
+    def _zero_memory(self, kind: str, starts: np.ndarray | list[bool]) -> None:
         """Zero memory ``kind``'s rows where ``starts``; a batch of another size empties it."""
+        starts = np.asarray(starts, dtype=bool).reshape(-1)
         state = self.memory[kind]
         if state is not None and state[0].shape[1] != len(starts):  # a batch of another size: empty memory
             self.memory[kind] = state = None
         if state is None or not starts.any():
             return
-        keep = torch.from_numpy(~np.asarray(starts, bool)).to(state[0].dtype).view(1, -1, 1)
+        keep = torch.from_numpy(~starts).to(state[0].dtype).view(1, -1, 1)
         self.memory[kind] = (state[0] * keep, state[1] * keep)
 
     def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None,  # type: ignore[override]
