@@ -121,6 +121,7 @@ def test_checkpoint_eval_play_and_predict_carry_memory(tmp_path, capsys):
     (["--set", "manual_backward=true"], "learns through autograd"),
     (["--set", "normalize_value=true"], "no value normalisation"),
     (["--set", "agent=agent"], "needs the agent 'recurrent_agent'"),  # was an AttributeError traceback
+    (["--set", "lstm_hidden=100000000"], "more memory than there is"),  # was torch's allocator traceback
 ])
 def test_recurrent_ppo_refusals(argv, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", "recurrent_ppo", "--env", ENV, *argv], needle)

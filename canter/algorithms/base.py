@@ -252,9 +252,10 @@ class Algorithm(ABC):
                               f"default model is '{self.default_model}'") from None
         except Exception as exc:
             too_big = re.search(r"can't allocate memory: you tried to allocate (\d+) bytes", str(exc))
-            if isinstance(exc, RuntimeError) and too_big:  # sizes in the config (net_arch, n_atoms) too large
+            if isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and too_big):  # sizes too large
+                size = f"needs {int(too_big.group(1)) / 2**30:,.1f} GiB" if too_big else "needs"
                 raise CanterError(f"cannot build model {self.model_cls.__name__} for {self.name}: one of its tensors "
-                                  f"needs {int(too_big.group(1)) / 2**30:,.1f} GiB, more memory than there is; check the "
+                                  f"{size}, more memory than there is; check the "
                                   f"sizes in its hyperparameters ({', '.join(f'{k}={v}' for k, v in kwargs.items())})"
                                   ) from None
             if self.model_cls.__module__.split(".")[0] == "canter":
