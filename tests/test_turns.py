@@ -250,9 +250,12 @@ def test_a_turn_based_run_resumes_exactly(tmp_path):
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["resume_exact"] is True
 
 
-def test_native_vectorization_of_a_turn_based_game_is_refused():
-    """--vectorization native on a turn-based game silently stepped in-process copies."""
+def test_native_vectorization_of_a_turn_based_game_or_a_canter_env_is_refused():
+    """--vectorization native on a turn-based game (or an env canter registers) silently stepped sync copies."""
     from canter.errors import CanterError
 
     with pytest.raises(CanterError, match="turn-based game, with no native vectorised implementation"):
         make_vec_env(TTT, 2, vectorization="native")
+    # an env canter registers (CartPoleNoVel-v1) quietly ran sync, as a gymnasium id without one is refused
+    with pytest.raises(CanterError, match="env 'CartPoleNoVel-v1' has no native vectorised implementation"):
+        make_vec_env("CartPoleNoVel-v1", 2, vectorization="native")

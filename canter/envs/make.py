@@ -159,6 +159,8 @@ def make_vec_env(
         return VecEnv(env, check_actions=True, whole_games=training)  # statistics per game, not per life
     factory = _registered_factory(env_id)
     if factory is not None:
+        if vectorization == "native":
+            raise CanterError(f"env '{env_id}' has no native vectorised implementation; use --vectorization sync")
         fns = [lambda: pack_observations(factory(**kwargs)) for _ in range(n_envs)]
         cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
         try:
