@@ -438,3 +438,17 @@ def test_make_trainer_with_imports_finds_the_algorithm_they_register(tmp_path, m
             trainer.close()
     finally:
         forget()
+
+
+def test_every_shipped_preset_resolves():
+    """Each ``canter/configs/ALGO/ENV.yaml`` is valid for its algorithm (keys, types, ranges, cross-field
+    checks); ``atari.yaml`` is checked through an ALE id."""
+    from pathlib import Path
+
+    root = Path(canter.__file__).parent / "configs"
+    files = sorted(root.glob("*/*.yaml"))
+    assert len(files) > 30
+    for path in files:
+        env = {"atari": "ALE/Pong-v5", "ALE-Pong-v5": "ALE/Pong-v5"}.get(path.stem, path.stem)
+        run, hp = resolve_config(path.parent.name, env)
+        assert run.algo == path.parent.name, path
