@@ -270,3 +270,19 @@ def test_begin_episodes_takes_a_list_or_tuple_of_starts():
         agent.begin_episodes(starts)
         h = agent.memory["predict"][0]
         assert not h[0, 0].any() and h[0, 1].any()  # only the first env's memory is zeroed
+
+
+def test_an_evaluation_leaves_the_callers_predict_memory_empty():
+    """After an evaluation (the trainer's, or ``canter.train``'s last), ``agent.predict(obs)`` without
+    ``episode_start`` acted from the last evaluation episode's memory; SB3 starts from zeros."""
+    from canter.envs import make_vec_env
+    from canter.trainers.evaluation import evaluate
+
+    trainer = canter.make_trainer("recurrent_ppo", ENV, seed=0, max_steps=64, **HP)
+    agent = trainer.agent
+    env = make_vec_env(ENV, 1)
+    evaluate(agent, env, 2, seed=1)
+    state = agent.memory["predict"]
+    assert state is not None and all(float(t.abs().max()) == 0.0 for t in state)
+    env.close()
+    trainer.close()

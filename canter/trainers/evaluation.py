@@ -75,6 +75,8 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
                 if success == success:  # not NaN: the env reported it
                     successes.append(float(success))
         obs = step.obs
+    if begin is not None:  # the caller's next predict starts from empty memory, not the last episode's
+        begin(np.ones(n, dtype=bool))
     arr = np.asarray(returns, dtype=np.float64)
     return EvalResult(float(arr.mean()), float(arr.std()), returns, lengths, successes,
                       n_episodes=int(per_copy.sum()) if n != copies else None)
