@@ -348,6 +348,10 @@ def test_benchmark_bad_spec_is_refused_before_running(tmp_path, capsys):
                           ("algos: [dqn]\nenvs: [Pendulum-v1]", "Discrete action space"),
                           ("algos: [ppo]\nenvs: [CartPole-v1]\nseed: 3", "did you mean 'seeds'"),
                           ("algos: [ppo]\nenvs: [CartPole-v1]\nset: {lrr: 0.1}", "did you mean 'lr'"),
+                          # these three were TypeError tracebacks (exit 1): env / algo reached resolve_config twice
+                          ("algos: [ppo]\nenvs: [CartPole-v1]\nset: {env: Acrobot-v1}", "'env' cannot be set here"),
+                          ("algos: {ppo: {set: {algo: dqn}}}\nenvs: [CartPole-v1]", "'algo' cannot be set here"),
+                          ("algos: [ppo]\nenvs: [CartPole-v1]\nset: {hparams: 5}", "'hparams' must be a mapping"),
                           ("algos: [ppo]", "no envs")]:
         spec.write_text(text)
         assert main(["benchmark", str(spec), "--out", str(tmp_path / "out")]) == 2

@@ -66,8 +66,14 @@ def _overrides(data: Any, where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         key = str(key)
-        if key == "hparams" and isinstance(value, dict):
-            out.update({str(k): v for k, v in value.items()})
+        if key in ("algo", "env"):  # the grid's own: given twice to resolve_config, a TypeError traceback
+            raise CanterError(f"{where}: '{key}' cannot be set here; the grid takes it from "
+                              f"{'algos' if key == 'algo' else 'envs'}")
+        if key == "hparams":
+            if value is not None and not isinstance(value, dict):
+                raise CanterError(f"{where}: 'hparams' must be a mapping of hyperparameter names to values, "
+                                  f"got {value!r}")
+            out.update({str(k): v for k, v in (value or {}).items()})
         else:
             out[key[8:] if key.startswith("hparams.") else key] = value
     return out
