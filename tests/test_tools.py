@@ -65,6 +65,23 @@ def test_mean_band_averages_where_runs_overlap():
     np.testing.assert_allclose(std, [5.0, 5.0, 10.0])
 
 
+def test_plot_group_counts_only_runs_with_a_curve(tmp_path):
+    """A seed killed before its first episode draws nothing: the legend said n=3 for a mean of 2 runs,
+    and the y label 'training rolling mean, or evaluation mean' though no evaluation mean was drawn."""
+    from canter.tools.plot import draw_groups, new_figure
+    from canter.tools.rundata import RunData
+
+    def run(name, steps):
+        steps = np.asarray(steps, dtype=float)
+        history = {"step": steps, "wall_time": steps / 100, "episode_return": steps, "rolling_return": steps}
+        return RunData(tmp_path / name, {"algo": "ppo", "env": "CartPole-v1"}, {}, history if len(steps) else {})
+
+    ax = new_figure(400, 300).add_subplot()
+    draw_groups(ax, group_runs([run("s0", [10, 20]), run("s1", [10, 30]), run("killed", [])]))
+    assert ax.get_legend_handles_labels()[1] == ["ppo CartPole-v1 (n=2)"]
+    assert ax.get_ylabel() == "return (rolling mean of 100 training episodes)"
+
+
 def test_plot_writes_image_of_requested_size(two_seeds, tmp_path, capsys):
     from PIL import Image
 

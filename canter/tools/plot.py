@@ -88,13 +88,15 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
     ``colors`` maps labels to colors (so that one label has one color across several panels).
     """
     targets: set[float] = set()
-    every = [r for runs in groups.values() for r in runs]
+    # the runs drawn: one with no finished episode or evaluation yet (killed early) adds no curve, so it
+    # counts neither in a group's n nor for the y label
+    every = [r for runs in groups.values() for r in runs if len(run_curve(r, x)[0])]
     for label, runs in groups.items():
-        grid, mean, std = mean_band([run_curve(r, x) for r in runs],
-                                    hold=[r.summary.get("stop_reason") == "target_reward" for r in runs])
+        curves = [run_curve(r, x) for r in runs]
+        grid, mean, std = mean_band(curves, hold=[r.summary.get("stop_reason") == "target_reward" for r in runs])
         if not grid.size:
             continue
-        n = len(runs)
+        n = sum(1 for xs, _ in curves if len(xs))
         (line,) = ax.plot(grid, mean, label=f"{label} (n={n})" if n > 1 else label, linewidth=1.8,
                           color=(colors or {}).get(label), marker="o" if grid.size == 1 else None)
         if n > 1:
