@@ -147,6 +147,7 @@ DAMAGED = {
     "config-bad-target": ("config.yaml", b"algo: ppo\nenv: CartPole-v1\ntarget_reward: lots\n"),
     "summary-bad-json": ("summary.json", b"{\"steps\": 256,"),
     "summary-a-list": ("summary.json", b"[1, 2, 3]"),
+    "summary-text-steps": ("summary.json", b"{\"steps\": \"x\", \"wall_seconds\": 2}"),  # report: TypeError traceback
     "history-garbage": ("history.parquet", b"garbage"),
     "evaluations-garbage": ("evaluations.parquet", b"PAR1 this is not parquet PAR1"),
     "updates-garbage": ("updates.parquet", b"\x00" * 64),

@@ -56,6 +56,10 @@ REQUIRED_COLUMNS = {"history.parquet": ("step", "wall_time", "episode_return", "
                     "updates.parquet": ("step", "wall_time")}
 
 
+#: the numbers the tools read from ``summary.json`` (``canter.run`` writes them)
+SUMMARY_NUMBERS = ("steps", "episodes", "updates", "wall_seconds", "best_eval_return", "last_eval_return")
+
+
 def read_table(path: Path, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """A parquet file as ``{column: float array}`` (missing file: empty dict); a CanterError naming
     the file if it cannot be read as parquet, or if it has rows but not each ``required`` column as numbers."""
@@ -113,6 +117,10 @@ def load_run(path: str | Path) -> RunData:
         raise CanterError(f"'{cfg_path}' is damaged: 'target_reward' must be a number or null, got {target!r}")
     summary_path = p / "summary.json"
     summary = read_json_mapping(summary_path) if summary_path.exists() else {}
+    for key in SUMMARY_NUMBERS:  # the tools compute with them (steps / wall_seconds, float(...))
+        value = summary.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise CanterError(f"'{summary_path}' is damaged: '{key}' must be a number or null, got {value!r}")
     history, evaluations, updates = (read_table(p / name, REQUIRED_COLUMNS[name]) for name in
                                      ("history.parquet", "evaluations.parquet", "updates.parquet"))
     return RunData(p, config, summary, history, evaluations, updates)
