@@ -25,7 +25,11 @@ class MissingExtraError(CanterError):
         super().__init__(
             f"{feature} needs the '{module}' package; install it with: pip install 'canter[{extra}]'"
         )
-        self.extra = extra
+        self.feature, self.extra, self.module = feature, extra, module
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with every constructor argument (a ``benchmark --jobs`` worker sends it to the parent)."""
+        return type(self), (self.feature, self.extra, self.module)
 
 
 def bad_env_kwargs(env_id: str, kwargs: dict | None, exc: Exception) -> Exception:

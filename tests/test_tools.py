@@ -359,6 +359,21 @@ def test_benchmark_jobs_ctrl_c_starts_no_further_run(tmp_path):
         assert json.loads((r / "summary.json").read_text())["stop_reason"] == "interrupted"
 
 
+def test_benchmark_jobs_worker_errors_reach_the_parent_as_they_are():
+    """A --jobs worker's error is pickled to the parent: TrainingDiverged (a run diverging) and MissingExtraError
+    could not be unpickled (their __init__ takes more than the message), so the parent got BrokenProcessPool
+    and a traceback (exit 1) instead of the one-line error that --jobs 1 gives."""
+    import pickle
+
+    from canter.errors import MissingExtraError
+    from canter.trainers.guard import TrainingDiverged
+
+    for err in (TrainingDiverged("training diverged at step 80: non-finite loss", "loss", 80),
+                MissingExtraError("--record-every", "video", "moviepy")):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err) and vars(back) == vars(err)
+
+
 def test_benchmark_bad_spec_is_refused_before_running(tmp_path, capsys):
     spec = tmp_path / "bad.yaml"
     for text, message in [("algos: [ppo, dqnn]\nenvs: [CartPole-v1]", "did you mean 'dqn'"),

@@ -44,6 +44,10 @@ class TrainingDiverged(CanterError):
         super().__init__(message)
         self.quantity, self.step = quantity, step
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle with every constructor argument (a ``benchmark --jobs`` worker sends it to the parent)."""
+        return type(self), (self.args[0], self.quantity, self.step)
+
 
 def _flat_views(optimizers: Any, params: list[torch.Tensor]) -> tuple[list[Any], list[torch.Tensor]]:
     """``(arrays, rest)``: NumPy views of the flat CPU float buffers of :class:`~canter.optim.FlatOptimizer`
