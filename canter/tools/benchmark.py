@@ -35,7 +35,7 @@ from canter.checkpoint import atomic_write
 from canter.config import load_yaml, resolve_config, resolved_dict
 from canter.errors import CanterError, unknown
 from canter.run_lock import check_free
-from canter.tools.rundata import RunData, load_run
+from canter.tools.rundata import RunData, load_run, read_json_mapping
 from canter.tools.stats import summarize
 
 SPEC_KEYS = ("seeds", "set", "envs", "algos")
@@ -173,13 +173,12 @@ def _same_config(run_dir: Path, expected: dict[str, Any]) -> None:
 
 
 def _finished(run_dir: Path) -> bool:
+    """Whether the run finished (not interrupted); a damaged summary.json is refused in one line naming it
+    (it was a traceback for a non-object or non-UTF-8 file, and a rerun, deleting the run, for bad JSON)."""
     path = run_dir / "summary.json"
     if not path.exists():
         return False
-    try:
-        return json.loads(path.read_text()).get("stop_reason") not in (None, "interrupted")
-    except (OSError, json.JSONDecodeError):
-        return False
+    return read_json_mapping(path).get("stop_reason") not in (None, "interrupted")
 
 
 def run_cell(cell: Cell, run_dir: str, threads: int | None) -> dict[str, Any]:
