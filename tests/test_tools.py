@@ -392,19 +392,25 @@ def test_benchmark_bad_spec_is_refused_before_running(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("content", [b"[1, 2]", b"\xff\xfe", b"{\"stop_reason\": "], ids=["list", "binary", "bad-json"])
-def test_benchmark_refuses_a_damaged_summary_and_keeps_the_run(tmp_path, capsys, content):
+@pytest.mark.parametrize("name, content", [("summary.json", b"[1, 2]"), ("summary.json", b"\xff\xfe"),
+                                           ("summary.json", b"{\"stop_reason\": "), ("config.yaml", b"- a\n- b\n"),
+                                           ("config.yaml", b"algo: ppo\nenv: [CartPole\n")],
+                         ids=["summary-list", "summary-binary", "summary-bad-json", "config-list", "config-bad-yaml"])
+def test_benchmark_refuses_a_damaged_run_file_and_keeps_the_run(tmp_path, capsys, name, content):
     """A damaged summary.json of a grid run: a list or non-UTF-8 bytes were an AttributeError /
-    UnicodeDecodeError traceback; bad JSON counted as unfinished, so the run directory was deleted and rerun."""
+    UnicodeDecodeError traceback; bad JSON counted as unfinished, so the run directory was deleted and rerun.
+    A finished run's damaged config.yaml (checked against the file) was an AttributeError / YAMLError traceback."""
     spec = tmp_path / "b.yaml"
     spec.write_text("seeds: 1\nalgos: [ppo]\nenvs: [CartPole-v1]\nset: {max_steps: 64}\n")
     run = tmp_path / "out" / "runs" / "ppo-CartPole-v1-seed0"
     run.mkdir(parents=True)
-    (run / "summary.json").write_bytes(content)
+    (run / "summary.json").write_text(json.dumps({"stop_reason": "max_steps"}))
+    (run / name).write_bytes(content)
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
     assert main(["benchmark", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "summary.json" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert [p.name for p in run.iterdir()] == ["summary.json"] and (run / "summary.json").read_bytes() == content
+    assert name in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
 
 
 def test_shipped_classic_benchmark_is_valid():

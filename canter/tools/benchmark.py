@@ -155,15 +155,13 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
 
 def _same_config(run_dir: Path, expected: dict[str, Any]) -> None:
     """Refuse to reuse a finished run whose config differs from what the benchmark file now asks for."""
-    import yaml
-
-    found = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
+    found = load_yaml(run_dir / "config.yaml")  # damaged: a CanterError naming the file, not a traceback
     for key in sorted(set(found) | set(expected)):
         if key == "torch_threads":  # --jobs sets it; it does not change what is measured
             continue
         if key == "hparams":
-            diff = [k for k in sorted(set(found.get(key, {})) | set(expected[key]))
-                    if found.get(key, {}).get(k) != expected[key].get(k)]
+            have = found.get(key) if isinstance(found.get(key), dict) else {}
+            diff = [k for k in sorted(set(have) | set(expected[key])) if have.get(k) != expected[key].get(k)]
             key = f"hparams.{diff[0]}" if diff else None
         elif found.get(key) == expected.get(key):
             key = None
