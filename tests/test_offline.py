@@ -508,6 +508,28 @@ def test_a_dataset_keeps_its_envs_kwargs_and_an_offline_run_evaluates_there(tmp_
         canter.make_trainer("bc", None, dataset=path, env_kwargs={"max_episode_steps": 50})
 
 
+def test_minari_write_interrupted_by_ctrl_c_leaves_nothing(tmp_path, monkeypatch):
+    """Writing a Minari dataset takes most of a collect's time (~40 s for 20k CartPole transitions): a Ctrl-C then
+    left a half-written dataset that held no episode and blocked its id ('already exists')."""
+    minari = pytest.importorskip("minari")
+    from minari.storage import get_dataset_path
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    data = collect("CartPole-v1", 60, None, seed=0)
+    real = minari.create_dataset_from_buffers
+
+    def interrupted(dataset_id, buffers, **kwargs):
+        (Path(get_dataset_path(dataset_id)) / "data" / "0").mkdir(parents=True)  # the first episode, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(minari, "create_dataset_from_buffers", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        data.to_minari("cartpole/ctrl-c-v0")
+    assert not list((tmp_path / "minari").rglob("*"))  # Minari's own (empty) datasets folder at most
+    monkeypatch.setattr(minari, "create_dataset_from_buffers", real)
+    assert data.to_minari("cartpole/ctrl-c-v0") > 0  # the id is free
+
+
 def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypatch, capsys):
     """A Minari dataset (the Farama standard: episodes of T + 1 observations) written from a canter
     dataset's complete episodes reads back as the same transitions, and trains like one."""
