@@ -104,6 +104,7 @@ def test_plot_writes_image_of_requested_size(two_seeds, tmp_path, capsys):
     (["plot", "{run}", "--out", "x.jpeg"], "unknown image format"),
     (["plot", "{run}", "--size", "12x5"], "--size"),
     (["plot", "{run}", "{run}", "--label", "only-one"], "one label per run"),
+    (["plot", "{run}", "{run}/"], "given twice"),  # was n=2 of one run: drawn as two seeds
 ])
 def test_plot_bad_input_is_one_line(two_seeds, tmp_path, capsys, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)

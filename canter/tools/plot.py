@@ -165,8 +165,8 @@ def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence
               out: str | Path = "curves.png", size: tuple[int, int] = (800, 500), title: str | None = None) -> Path:
     """Plot the learning curves of ``run_dirs`` into ``out`` (PNG, SVG or PDF); returns the path.
 
-    Raises :class:`CanterError` for a missing run directory, a bad ``x``, a label count that does
-    not match, or an unknown image format -- before anything is written.
+    Raises :class:`CanterError` for a missing run directory or one given twice, a bad ``x``, a label
+    count that does not match, or an unknown image format -- before anything is written.
     """
     if not run_dirs:
         raise CanterError("give at least one run directory")
@@ -175,6 +175,14 @@ def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence
     path, fmt = check_output(out)
     runs = [load_run(d) for d in run_dirs]
     groups = group_runs(runs, labels)
+    for label, members in groups.items():  # a run given twice (overlapping globs) would count twice in the mean
+        seen: dict[Path, Path] = {}
+        for r in members:
+            first = seen.setdefault(r.dir.resolve(), r.dir)
+            if first is not r.dir:
+                also = "" if first == r.dir else f" (also as '{first}')"
+                raise CanterError(f"run directory '{r.dir}' is given twice in group '{label}'{also}; each run counts "
+                                  "once in its group's mean")
     if not any(len(run_curve(r, x)[0]) for r in runs):
         raise CanterError("none of the runs has finished an episode or an evaluation yet: nothing to plot")
     fig = new_figure(*size)
