@@ -17,10 +17,16 @@ from canter.errors import CanterError, require
 
 
 def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> gym.Env:
-    """``make_env`` with ``render_mode=mode``, checked by rendering one frame (CanterError if it cannot)."""
+    """``make_env`` with ``render_mode=mode``, checked by rendering one frame (CanterError if it cannot).
+
+    A ``render_mode`` in ``env_kwargs`` (a run trained with it, ``--env-kwargs``) is used when ``mode`` is
+    None; a ``mode`` (``--render``, ``--video-dir``, ``--record-every``) wins over it."""
+    kwargs = dict(env_kwargs or {})
+    given = kwargs.pop("render_mode", None)  # passed beside render_mode=: a TypeError traceback
+    mode = given if mode is None else mode
     if mode == "rgb_array" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # off-screen frames need no display (quiets SDL)
-    env = make_env(env_id, render_mode=mode, **(env_kwargs or {}))
+    env = make_env(env_id, render_mode=mode, **kwargs)
     if mode is not None:
         try:
             env.reset(seed=seed)
@@ -28,6 +34,12 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
         except gym.error.DependencyNotInstalled as exc:
             env.close()
             raise CanterError(f"rendering '{env_id}' needs pygame: pip install 'canter[video]' ({exc})") from None
+        except Exception as exc:  # noqa: BLE001 - a render_mode from env_kwargs the env cannot render in
+            env.close()
+            if given is None or mode != given:
+                raise
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise CanterError(f"bad env_kwargs for '{env_id}': render_mode={given!r} cannot render: {detail}") from None
         if mode == "rgb_array" and not (isinstance(frame, np.ndarray) and frame.ndim == 3):
             modes = env.metadata.get("render_modes", [])
             env.close()  # RecordVideo would warn once and record nothing

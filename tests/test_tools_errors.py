@@ -127,6 +127,36 @@ def test_record_every_resume_refuses_a_damaged_video_index(tmp_path, capsys, fak
     assert snapshot(run) == before  # refused before anything was written
 
 
+def test_video_of_an_env_without_rgb_frames_is_one_line_before_anything(tmp_path, capsys):
+    """BitFlipping-v0 renders text: --record-every trained and wrote the run, then crashed with a ValueError
+    traceback at the first recording; play --video-dir printed its episodes, exit 0, and wrote no video."""
+    pytest.importorskip("moviepy")
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", "BitFlipping-v0", "--max-steps", "1000", "--record-every", "16",
+                           "--quiet", "--run-dir", tmp_path / "rec")
+    assert_one_line_error(code, err, "BitFlipping-v0", "renders no image frames")
+    assert not (tmp_path / "rec").exists()
+    from canter.play import play
+
+    with pytest.raises(CanterError, match="renders no image frames"):  # checked before the agent acts
+        play(None, "BitFlipping-v0", video_dir=str(tmp_path / "videos"))
+    assert not (tmp_path / "videos").exists()
+
+
+def test_play_and_record_take_a_render_mode_from_env_kwargs(good_run, tmp_path, capsys):
+    """A render_mode in env_kwargs (--env-kwargs, or a run trained with it) reached make_env beside its own
+    render_mode=: play and train --record-every stopped with a TypeError traceback."""
+    pytest.importorskip("moviepy")
+    from canter.tools.video import check_video_support
+
+    check_video_support("CartPole-v1", {"render_mode": "rgb_array"})  # what train --record-every checks first
+    code, out, err = run_cli(capsys, "play", good_run, "--env-kwargs", "{render_mode: rgb_array}")
+    assert code == 0 and out.startswith("episode 1: return"), err
+    with pytest.raises(CanterError, match="render_mode='ansi' cannot render"):  # a mode the env cannot render in
+        from canter.play import make_render_env
+
+        make_render_env("CartPole-v1", None, env_kwargs={"render_mode": "ansi"})
+
+
 # -------------------------------------------------------------------------------- damaged run files
 
 
