@@ -314,6 +314,10 @@ def test_an_off_policy_runs_replay_buffer_becomes_a_dataset(tmp_path, expert, ca
     code, _, err = run_cli(capsys, "collect", str(expert), "--from-replay", "--out", str(tmp_path / "x"))
     assert_one_line_error(code, err, "kept no replay buffer")
     assert not (tmp_path / "x.json").exists()
+    # --epsilon without a run (uniform random actions already) was silently ignored
+    code, _, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--epsilon", "0.5", "--out", str(tmp_path / "x"))
+    assert_one_line_error(code, err, "without a run directory every action is already random: drop --epsilon")
+    assert not (tmp_path / "x.json").exists()
 
 
 # ---------------------------------------------------------------------------------------------- learning

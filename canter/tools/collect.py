@@ -37,6 +37,9 @@ def _check_collect_args(args: argparse.Namespace) -> None:
                 f"; drop {', '.join(given)}" if given else ": canter collect RUN_DIR --from-replay --out PATH"))
     elif args.run_dir is None and not args.env:
         raise CanterError("give a run directory whose policy acts, or --env ENV for uniform random actions")
+    elif args.run_dir is None and args.epsilon is not None:
+        raise CanterError("--epsilon mixes random actions into a run's policy; without a run directory every "
+                          "action is already random: drop --epsilon, or give the run directory")
     args.transitions = 50_000 if args.transitions is None else args.transitions
     args.epsilon = 0.0 if args.epsilon is None else args.epsilon
     args.seed = 0 if args.seed is None else args.seed
