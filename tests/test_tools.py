@@ -210,6 +210,8 @@ def test_tune_bad_input_exits_2(tmp_path, capsys, monkeypatch):
     assert "CartPole-v1" in capsys.readouterr().err
     assert main(["tune", "dqn", "--env", "Pendulum-v1"]) == 2
     assert "Discrete action space" in capsys.readouterr().err
+    assert main([*base, "--set", "record_every=1000"]) == 2  # trials write no run dir: it recorded nothing
+    assert "'record_every' applies to a run directory" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing written
 
 

@@ -204,6 +204,10 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     # the base config must be valid on its own (nothing is written if not); resolving it first imports
     # its ``imports``, which may register the algorithm whose search space is read next
     run, _ = resolve_config(algo, env, config_file, list(sets), **run_overrides)
+    unused = [k for k, on in (("record_every", run.record_every), ("wandb", run.wandb)) if on]
+    if unused:  # trials train without a run directory (or loggers): these would do nothing
+        raise CanterError(f"'{unused[0]}' applies to a run directory, which tune's trials do not write; drop it "
+                          f"(train the best config with canter train to record it)")
     space = search_space(algo, space_file)
     set_keys = {k[8:] if k.startswith("hparams.") else k for k, _ in (parse_set(s) for s in sets)}
     clash = sorted((set(space) & set_keys) | (set(space) & set(run_overrides)))
