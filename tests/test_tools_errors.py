@@ -411,3 +411,26 @@ def test_tune_continues_its_own_study_in_a_moved_out_dir(tmp_path):
         _check_out_owner(out, "dqn-CartPole-v1", url, default_storage=True)
     with pytest.raises(CanterError, match="study 'ppo-CartPole-v1'"):
         _check_out_owner(out, "ppo-CartPole-v1", "sqlite:////elsewhere/other.db")
+
+
+def test_a_tune_worker_interrupted_inside_a_storage_commit_exits_quietly():
+    """Ctrl-C inside an Optuna storage commit reaches a --jobs worker as StorageInternalError raised from the
+    KeyboardInterrupt: the worker printed its traceback (seen in `canter tune --jobs 2` + Ctrl-C)."""
+    from canter.tools import tune as tune_mod
+
+    def interrupted_commit(job, worker):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("An exception is raised during the commit.") from exc
+
+    def broken(job, worker):
+        raise RuntimeError("a real error")
+
+    import unittest.mock as mock
+
+    with mock.patch.object(tune_mod, "_optimize", interrupted_commit), pytest.raises(SystemExit) as exit_:
+        tune_mod._worker({}, 1)
+    assert exit_.value.code == 130
+    with mock.patch.object(tune_mod, "_optimize", broken), pytest.raises(RuntimeError, match="a real error"):
+        tune_mod._worker({}, 1)

@@ -177,6 +177,21 @@ def _worker(job: dict[str, Any], worker: int) -> None:
         _optimize(job, worker)
     except KeyboardInterrupt:  # Ctrl-C reaches every worker: the parent says it, this process quietly ends
         raise SystemExit(130) from None
+    except Exception as exc:
+        if _caused_by_interrupt(exc):  # Ctrl-C inside a storage commit: Optuna raises StorageInternalError from it
+            raise SystemExit(130) from None
+        raise
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """True when a KeyboardInterrupt is in ``exc``'s chain of causes and contexts."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path | None = None,
