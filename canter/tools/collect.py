@@ -37,9 +37,6 @@ def _check_collect_args(args: argparse.Namespace) -> None:
                 f"; drop {', '.join(given)}" if given else ": canter collect RUN_DIR --from-replay --out PATH"))
     elif args.run_dir is None and not args.env:
         raise CanterError("give a run directory whose policy acts, or --env ENV for uniform random actions")
-    elif args.run_dir is None and args.epsilon is not None:
-        raise CanterError("--epsilon mixes random actions into a run's policy; without a run directory every "
-                          "action is already random: drop --epsilon, or give the run directory")
     args.transitions = 50_000 if args.transitions is None else args.transitions
     args.epsilon = 0.0 if args.epsilon is None else args.epsilon
     args.seed = 0 if args.seed is None else args.seed
@@ -47,6 +44,9 @@ def _check_collect_args(args: argparse.Namespace) -> None:
         raise CanterError(f"--transitions must be >= 1, got {args.transitions}")
     if not 0.0 <= args.epsilon <= 1.0:
         raise CanterError(f"--epsilon must be between 0 and 1, got {args.epsilon}")
+    if args.run_dir is None and args.epsilon and not args.from_replay:
+        raise CanterError("--epsilon mixes random actions into a run's policy; without a run directory every "
+                          "action is already random: drop --epsilon, or give the run directory")
     if not 0 <= args.seed < 2**32:
         raise CanterError(f"--seed must be between 0 and 2**32 - 1, got {args.seed}")
 
