@@ -1,0 +1,69 @@
+"""The hyperparameter tables of docs/algorithms/*.md say what `canter train ALGO --help` says.
+
+Each table (rows `| `name` | type | `default` | meaning |`) must match, name by name, the type and
+default of one algorithm the page documents (a page may hold several tables: dqn.md has DQN's, C51's
+and IQN's). Cheap: it reads the pages and the Config dataclasses, no training.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from canter.config import describe
+from canter.registry import lookup, names
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "algorithms"
+ROW = re.compile(r"^\| `([a-z_0-9]+)` \| ([^|]+) \| `([^`]*)` \|", re.M)
+# pages whose stem is not an algorithm name
+PAGE_ALGOS = {"dqn": ["dqn", "qrdqn", "rainbow", "c51", "iqn"], "offline": ["bc", "cql", "td3bc"],
+              "trpo": ["trpo", "npg"]}
+
+
+def _tables(text: str) -> list[list[tuple[str, str, str]]]:
+    """The hyperparameter tables of a page: runs of consecutive matching rows."""
+    tables, current = [], []
+    for line in text.splitlines():
+        m = ROW.match(line)
+        if m:
+            current.append((m.group(1), m.group(2).strip(), m.group(3)))
+        elif current:
+            tables.append(current)
+            current = []
+    if current:
+        tables.append(current)
+    return tables
+
+
+def _shown(value: object) -> str:
+    """A default as the pages write it (YAML-ish: true, null)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _mismatches(algo: str, table: list[tuple[str, str, str]]) -> list[str]:
+    fields = {n: (t, _shown(d)) for n, t, d, _ in describe(lookup("algorithm", algo).Config)}
+    out = []
+    for name, type_, default in table:
+        if name not in fields:
+            out.append(f"{name}: not a field of {algo}")
+        elif fields[name] != (type_, default):
+            out.append(f"{name}: page says {type_} {default}, {algo} has {fields[name][0]} {fields[name][1]}")
+    return out
+
+
+@pytest.mark.parametrize("page", sorted(p.stem for p in DOCS.glob("*.md")))
+def test_hyperparameter_tables_match_the_configs(page):
+    algos = PAGE_ALGOS.get(page, [page])
+    assert all(a in names("algorithm") for a in algos), algos
+    for table in _tables((DOCS / f"{page}.md").read_text()):
+        if not any(name in {n for n, *_ in describe(lookup("algorithm", a).Config)} for a in algos
+                   for name, _, _ in table):
+            continue  # not a hyperparameter table (e.g. a run-key table of a preset)
+        problems = {a: _mismatches(a, table) for a in algos}
+        assert any(not p for p in problems.values()), f"{page}.md table starting {table[0][0]}: {problems}"
