@@ -42,6 +42,16 @@ def test_predict_wrong_shape_is_a_clear_error():
         agent.predict({"observation": np.zeros(4, np.float32)})
 
 
+def test_predict_refuses_non_numeric_and_ragged_observations_in_one_line():
+    agent = _agent("ppo", "CartPole-v1")
+    with pytest.raises(CanterError, match="numeric.*got <U1 values"):
+        agent.predict(np.array(["a"] * 4))  # was a TypeError from torch.from_numpy
+    with pytest.raises(CanterError, match="numeric.*got complex128 values"):
+        agent.predict(np.array([1, 2, 3, 4j]))  # was acted on with the imaginary part dropped
+    with pytest.raises(CanterError, match="pack_observations"):
+        agent.predict((np.zeros(2, np.float32), 1))  # a Tuple observation: was NumPy's inhomogeneous-shape ValueError
+
+
 def test_recurrent_predict_takes_one_observation():
     agent = _agent("recurrent_ppo", "CartPole-v1")
     env = gym.make("CartPole-v1")

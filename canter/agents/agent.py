@@ -144,12 +144,16 @@ class Agent:
         env returns it) rather than a batch. Anything else is a :class:`CanterError` naming the shapes."""
         if isinstance(obs, torch.Tensor):
             obs = obs.detach().cpu().numpy()
-        x = np.asarray(obs)
         shape = self.observation_space.shape
-        if x.dtype == object:
+        try:
+            x = np.asarray(obs)
+        except (ValueError, TypeError):  # ragged: a Tuple observation's entries of different lengths
+            x = np.asarray(None)
+        if x.dtype.kind not in "biuf":  # object (dicts, tuples, None), strings, complex numbers
+            hint = ("; a Dict or Tuple observation is packed into one vector first: wrap the env in "
+                    "canter.envs.packing.pack_observations(env)" if x.dtype == object else f", got {x.dtype} values")
             raise CanterError(f"observations must be numeric arrays of shape {shape} (one) or (B, *{shape}) "
-                              f"(a batch); a Dict or Tuple observation is packed into one vector first: wrap the "
-                              f"env in canter.envs.packing.pack_observations(env)")
+                              f"(a batch){hint}")
         if x.shape == shape:
             single = True
         elif x.shape[1:] == shape:
