@@ -52,6 +52,14 @@ def test_predict_refuses_non_numeric_and_ragged_observations_in_one_line():
         agent.predict((np.zeros(2, np.float32), 1))  # a Tuple observation: was NumPy's inhomogeneous-shape ValueError
 
 
+def test_predict_refuses_discrete_observations_outside_the_space():
+    agent = _agent("ppo", "FrozenLake-v1", n_envs=1, n_steps=64)
+    assert np.shape(agent.predict(15)) == () and agent.predict([0, 15]).shape == (2,)
+    for bad in (16, -1, 3.5, [1, 16]):  # 16 and -1 were torch's one_hot RuntimeError, 3.5 was taken as 3
+        with pytest.raises(CanterError, match=r"Discrete observations are integers 0\.\.15"):
+            agent.predict(bad)
+
+
 def test_recurrent_predict_takes_one_observation():
     agent = _agent("recurrent_ppo", "CartPole-v1")
     env = gym.make("CartPole-v1")

@@ -161,9 +161,20 @@ class Agent:
         else:
             raise CanterError(f"expected one observation of shape {shape} or a batch of shape "
                               f"{(-1, *shape)}, got an array of shape {x.shape}")
+        if isinstance(self.observation_space, gym.spaces.Discrete):
+            self._check_discrete(x)
         if x.dtype != self.observation_space.dtype:
             x = self._as_image_pixels(x)
         return (x[None] if single else x), single
+
+    def _check_discrete(self, x: np.ndarray) -> None:
+        """A :class:`CanterError` unless every entry of ``x`` is one of the Discrete observation space's
+        values (the models one-hot them: another value is torch's error, a fraction is truncated)."""
+        space = self.observation_space
+        low, high = int(space.start), int(space.start) + int(space.n) - 1
+        if x.size and not (np.array_equal(np.floor(x), x) and x.min() >= low and x.max() <= high):
+            got = x.min() if x.min() == x.max() else f"values {x.min()}..{x.max()}"
+            raise CanterError(f"Discrete observations are integers {low}..{high}, got {got}")
 
     def _as_image_pixels(self, x: np.ndarray) -> np.ndarray:
         """``x`` as uint8 when the observations are images: the convolutional encoders divide uint8 pixels by
