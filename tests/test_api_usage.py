@@ -116,6 +116,14 @@ def test_calling_the_trainer_again_continues_where_it_stopped(tiny_ppo):
     trainer.close()
 
 
+def test_a_trainer_without_a_run_dir_is_a_context_manager_too(tiny_ppo):
+    # make_trainer returns a Run with run_dir (a context manager) and a Trainer without: both take ``with``
+    with canter.make_trainer("ppo", "CartPole-v1", seed=1, **tiny_ppo) as trainer:
+        for _ in trainer():
+            break
+    assert trainer.env.env.closed and trainer.eval_env.env.closed  # the gymnasium vector envs
+
+
 def test_a_run_iterated_twice_says_how_to_continue(tiny_ppo, tmp_path):
     from canter.api import resume_trainer
 

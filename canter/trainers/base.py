@@ -316,6 +316,13 @@ class Trainer:
         if self.eval_env is not None:
             self.eval_env.close()
 
+    def __enter__(self) -> Trainer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        """The end of a ``with`` block closes the envs, as :meth:`Run.__exit__ <canter.run.Run.__exit__>` does."""
+        self.close()
+
     # -- the loop ----------------------------------------------------------------------------
     def _evaluation(self) -> tuple[EvalResult, bool]:
         """Evaluate, update the best return, call the hooks; returns the result and whether it is a new best."""
