@@ -165,6 +165,8 @@ class Run:
         self._signals = 0
         self._abort = False
         self._called = False
+        #: whether this Run has saved a resumable ``last`` (a new run's first is saved when training starts)
+        self._saved_last = False
         self._gen: weakref.ref | None = None  # the generator of __call__, for close()
         #: counters as of the last record (or the start), for the summary of a diverged run
         self._good: dict[str, Any] = {}
@@ -224,6 +226,7 @@ class Run:
                 "next_checkpoint": self.next_checkpoint,
                 "env_state_saved": state["trainer"]["env"] is not None, "stop_reason": stop_reason}
         path = save_checkpoint(self.dir / "checkpoints" / name, state, meta)
+        self._saved_last = True
         self.trainer.hooks.call("on_checkpoint", self.trainer, path)
         return path
 
@@ -262,9 +265,9 @@ class Run:
         atomic_write(self.dir / "config.yaml", yaml.safe_dump(self.config, sort_keys=False).encode())
 
     def _remove_unstarted(self) -> None:
-        """A new run that failed before training started (its setup raised): the directory was empty
-        or absent (``check_new_run_dir``), so what this run wrote there is removed: an empty directory
-        given stays, one this run made goes, with the parents it made while they are empty."""
+        """A new run that failed before its first ``last`` (its setup or an ``on_train_start`` hook raised):
+        the directory was empty or absent (``check_new_run_dir``), so what this run wrote there is
+        removed: an empty directory given stays, one this run made goes, with the parents it made while they are empty."""
         shutil.rmtree(self.dir, ignore_errors=True)
         if self.made_dir is None:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -383,9 +386,12 @@ class Run:
             # the directory was deleted while the run was open (a loop left early, closed at exit):
             # nothing is written back into it
             gone = outermost_missing(self.dir)
+            # a new run that failed before its first 'last' (its setup, or an on_train_start hook, raised):
+            # nothing in it to resume, and the directory would refuse a second try, so it is removed
+            unstarted = outcome == "error" and self.resumed_step is None and not self._saved_last
             try:
                 started = bool(self.trainer.wall_start)
-                if gone is not None:
+                if gone is not None or unstarted:
                     pass
                 elif outcome == "done":
                     reason = getattr(self.last_record, "stop_reason", None)
@@ -405,8 +411,8 @@ class Run:
                 release(self.dir, token)
                 if gone is not None:
                     shutil.rmtree(gone, ignore_errors=True)  # what the loggers' last flush made again
-                elif outcome == "error" and not self.trainer.wall_start and self.resumed_step is None:
-                    self._remove_unstarted()  # setup failed: nothing of this new run is worth keeping
+                elif unstarted:
+                    self._remove_unstarted()  # nothing of this new run is worth keeping
 
 
 #: runs whose generator has started and not ended: closed at the interpreter's exit, while saving

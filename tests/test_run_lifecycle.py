@@ -363,3 +363,17 @@ def test_close_from_a_callback_stops_the_run_after_its_iteration(tmp_path):
         == "interrupted"
     canter.resume(run_dir)
     assert _summary(run_dir)["stop_reason"] == "max_steps"
+
+
+def test_a_new_run_whose_on_train_start_hook_raises_leaves_no_directory_that_refuses_a_retry(tmp_path):
+    """Its 'last' was never saved (the user's hook runs first), so it could not be resumed, and the
+    directory it left (config, history files, a summary saying 'interrupted') refused a second try."""
+    def broken(trainer):
+        raise RuntimeError("the user's hook")
+
+    run_dir = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="the user's hook"):
+        canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=64, hooks={"on_train_start": broken}, **PPO)
+    assert not run_dir.exists() and not (tmp_path / LOCK_NAME).exists()
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=64, **PPO)  # the retry with the hook fixed
+    assert _summary(run_dir)["stop_reason"] == "max_steps"
