@@ -111,7 +111,8 @@ def make_trainer(
     :class:`~canter.run.Run` that writes the run directory (``run_dir="auto"`` picks
     ``runs/<algo>-<env>-<time>-<sha>``); without it nothing is written. ``callbacks`` are
     :class:`~canter.callbacks.Callback` objects and ``hooks`` maps hook names to callables (see
-    :mod:`canter.callbacks`); they come after those named in the config.
+    :mod:`canter.callbacks`); they come after those named in the config. ``quiet=False`` adds the
+    console progress to a run directory's loggers (without ``run_dir`` the records are yours to show).
     """
     hp_over = dict(hparams or {})
     run_over: dict[str, Any] = {}
@@ -287,7 +288,8 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
 def train(algo: str = "ppo", env: str | None = None, *, run_dir: str | Path | None = "auto", quiet: bool = True,
           **kwargs: Any) -> Agent:
     """Train and return the agent. Same arguments as :func:`make_trainer`; writes ``run_dir``
-    (``"auto"``: a new directory under ``runs/``; ``None``: nothing).
+    (``"auto"``: a new directory under ``runs/``; ``None``: nothing). ``quiet=False`` shows the
+    progress on stderr, as ``canter train`` does, with or without a run directory.
 
     The caller's global random states and thread counts (torch's, NumPy's BLAS) are as they were
     when it returns; training seeds and sets them for its own use. The agent carries
@@ -296,10 +298,19 @@ def train(algo: str = "ppo", env: str | None = None, *, run_dir: str | Path | No
     """
     with _global_rngs_kept(), _threads_kept():
         trainer = make_trainer(algo, env, run_dir=run_dir, quiet=quiet, **kwargs)
+        console = None
         try:
-            for _ in trainer():
-                pass
+            if not quiet and not isinstance(trainer, Run):  # a Run has its console among its loggers
+                from canter.logging import ConsoleLogger
+
+                console = ConsoleLogger(trainer.run.max_steps, f"{trainer.run.algo} {trainer.run.env}")
+                console.start(trainer)
+            for record in trainer():
+                if console is not None:
+                    console.log(record)
         finally:
+            if console is not None:
+                console.close()
             trainer.close()
     return _trained_agent(trainer)
 

@@ -124,6 +124,11 @@ def test_a_trainer_without_a_run_dir_is_a_context_manager_too(tiny_ppo):
     assert trainer.env.env.closed and trainer.eval_env.env.closed  # the gymnasium vector envs
 
 
+def test_train_shows_progress_when_not_quiet_also_without_a_run_dir(tiny_ppo, capsys):
+    canter.train("ppo", "CartPole-v1", seed=1, run_dir=None, quiet=False, **tiny_ppo)  # was silent
+    assert "ppo CartPole-v1: 512/512 steps" in capsys.readouterr().err
+
+
 def test_a_run_iterated_twice_says_how_to_continue(tiny_ppo, tmp_path):
     from canter.api import resume_trainer
 
