@@ -323,7 +323,15 @@ def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
 
 
 def as_callbacks(callbacks: Iterable[Any] | None = None, hooks: dict[str, Any] | None = None) -> list[Any]:
-    """Python-side callbacks: objects as given, ``hooks`` (name -> callable or list) wrapped."""
+    """Python-side callbacks: objects as given (one object alone, as Stable-Baselines3's ``callback``
+    takes it, or a list), ``hooks`` (name -> callable or list) wrapped."""
+    if callbacks is not None and not isinstance(callbacks, (list, tuple)):
+        if not any(hasattr(callbacks, h) for h in HOOKS):
+            raise CanterError(f"callbacks takes a list of callback objects, got {type(callbacks).__name__}")
+        callbacks = [callbacks]  # one callback object (a class is refused below)
+    if hooks is not None and not isinstance(hooks, dict):
+        raise CanterError(f"hooks takes a dict of hook name -> callable (or list of callables), got "
+                          f"{type(hooks).__name__}; hooks: {', '.join(HOOKS)}")
     out = list(callbacks or [])
     for cb in out:
         if isinstance(cb, type):  # its hooks would be called unbound, the trainer taken for ``self``

@@ -168,6 +168,22 @@ def test_a_callback_class_instead_of_an_object_is_refused_before_anything_is_wri
     assert not (tmp_path / "run").exists()
 
 
+def test_one_callback_object_alone_is_taken_and_other_shapes_are_one_line_errors():
+    """callbacks=Recorder() (SB3's ``callback=`` takes one object) was the TypeError
+    "'Recorder' object is not iterable", and hooks=[fn] an AttributeError "'list' object has no attribute 'items'"."""
+    rec = Recorder()
+    trainer = canter.make_trainer("ppo", "CartPole-v1", callbacks=rec, **{**TINY, "max_steps": 32})
+    list(trainer())
+    trainer.close()
+    assert rec.calls[0] == "on_train_start" and "after_update" in rec.calls
+    with pytest.raises(CanterError, match=r"pass Recorder\(\) instead of Recorder"):
+        canter.make_trainer("ppo", "CartPole-v1", callbacks=Recorder, **TINY)
+    with pytest.raises(CanterError, match="callbacks takes a list of callback objects, got int"):
+        canter.make_trainer("ppo", "CartPole-v1", callbacks=3, **TINY)
+    with pytest.raises(CanterError, match="hooks takes a dict of hook name -> callable.*got list"):
+        canter.make_trainer("ppo", "CartPole-v1", hooks=[print], **TINY)
+
+
 def test_early_stopping_triggers_after_patience_evaluations_without_improvement():
     returns = [1.0, 2.0, 3.0, 3.0, 2.5, 3.0, 9.0, 9.0]  # best 3.0 at the 3rd; the 4th-6th do not beat it
     trainer = canter.make_trainer("ppo", "CartPole-v1", early_stopping=3, **TINY)
