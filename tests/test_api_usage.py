@@ -129,6 +129,15 @@ def test_train_shows_progress_when_not_quiet_also_without_a_run_dir(tiny_ppo, ca
     assert "ppo CartPole-v1: 512/512 steps" in capsys.readouterr().err
 
 
+def test_raising_run_max_seconds_continues_a_trainer_it_stopped(tiny_ppo):
+    trainer = canter.make_trainer("ppo", "CartPole-v1", seed=1, **{**tiny_ppo, "max_steps": 10**6}, max_seconds=0.05)
+    assert [r for r in trainer()][-1].stop_reason == "max_seconds"
+    trainer.run.max_seconds = trainer.wall_time() + 0.05  # as trainer.run.max_steps is raised: it did nothing
+    more = [r for r in trainer()]
+    trainer.close()
+    assert more and more[-1].stop_reason == "max_seconds"
+
+
 def test_a_run_iterated_twice_says_how_to_continue(tiny_ppo, tmp_path):
     from canter.api import resume_trainer
 

@@ -104,7 +104,6 @@ class Trainer:
         self.obs: np.ndarray | None = None
         self.wall_start = 0.0
         self.elapsed_before = 0.0
-        self.max_seconds: float | None = run.max_seconds
         self.hooks = Hooks([*builtin_callbacks(run), *callbacks])
         self.lr = LRControl(self.algorithm, run)
         self.guard = DivergenceGuard(self, run.divergence_guard, run.divergence_lr_factor, run.divergence_max_restores)
@@ -116,6 +115,16 @@ class Trainer:
         self._started = False
         self._yielded_wall = 0.0
         self._clock_stopped = False
+
+    @property
+    def max_seconds(self) -> float | None:
+        """The training wall-clock budget: ``run.max_seconds`` (raising it continues a trainer that it
+        stopped, as raising ``run.max_steps`` does)."""
+        return self.run.max_seconds
+
+    @max_seconds.setter
+    def max_seconds(self, value: float | None) -> None:
+        self.run.max_seconds = value
 
     # -- to implement -----------------------------------------------------------------------
     def setup(self) -> None:
