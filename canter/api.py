@@ -107,13 +107,16 @@ def make_trainer(
     """Build a trainer; ``for record in make_trainer(...)(): ...`` runs it.
 
     ``overrides`` are run-config keys (``seed``, ``n_envs``, ``max_steps``, ``target_reward``,
-    ...) or hyperparameter names (``lr=1e-3``). With ``run_dir`` the trainer is wrapped in a
+    ...) or hyperparameter names (``lr=1e-3``); ``sets`` are ``--set`` strings ``"key=value"`` (a
+    list, or one alone). With ``run_dir`` the trainer is wrapped in a
     :class:`~canter.run.Run` that writes the run directory (``run_dir="auto"`` picks
     ``runs/<algo>-<env>-<time>-<sha>``); without it nothing is written. ``callbacks`` are
     :class:`~canter.callbacks.Callback` objects and ``hooks`` maps hook names to callables (see
     :mod:`canter.callbacks`); they come after those named in the config. ``quiet=False`` adds the
     console progress to a run directory's loggers (without ``run_dir`` the records are yours to show).
     """
+    if isinstance(sets, str):  # one "key=value" (a string would otherwise be taken one character at a time)
+        sets = [sets]
     hp_over = dict(hparams or {})
     run_over: dict[str, Any] = {}
     run_keys = set(RunConfig.__dataclass_fields__)

@@ -216,6 +216,12 @@ def test_a_misspelled_keyword_offers_the_closest_run_key_or_hyperparameter(kwarg
         canter.make_trainer("ppo", "CartPole-v1", **kwargs)
 
 
+def test_sets_takes_one_key_value_string_too():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", max_steps=64, sets="lr=0.0123")  # was "got 'l'"
+    trainer.close()
+    assert trainer.config.lr == 0.0123
+
+
 def test_keyword_hyperparameters_still_override_the_hparams_mapping():
     trainer = canter.make_trainer("ppo", "CartPole-v1", hparams={"lr": 1e-2, "n_epochs": 3}, lr=2e-3, max_steps=64)
     assert (trainer.config.lr, trainer.config.n_epochs, trainer.run.max_steps) == (2e-3, 3, 64)
