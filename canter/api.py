@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import random
 import warnings
 from collections.abc import Iterator
@@ -117,6 +118,11 @@ def make_trainer(
     """
     if isinstance(sets, str):  # one "key=value" (a string would otherwise be taken one character at a time)
         sets = [sets]
+    if hparams is not None and not isinstance(hparams, dict):
+        raise CanterError(f"hparams must be a dict of hyperparameter name -> value, got {hparams!r}")
+    for name, path in (("run_dir", run_dir), ("config_file", config_file)):
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise CanterError(f"{name} must be a path (a str or pathlib.Path), got {path!r}")
     hp_over = dict(hparams or {})
     run_over: dict[str, Any] = {}
     run_keys = set(RunConfig.__dataclass_fields__)

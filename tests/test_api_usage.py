@@ -222,6 +222,17 @@ def test_sets_takes_one_key_value_string_too():
     assert trainer.config.lr == 0.0123
 
 
+@pytest.mark.parametrize("kwargs,needle", [(dict(hparams="lr"), "hparams must be a dict"),
+                                            (dict(hparams=3), "hparams must be a dict"),
+                                            (dict(run_dir=123), "run_dir must be a path"),
+                                            (dict(config_file=3), "config_file must be a path")])
+def test_arguments_of_the_wrong_type_are_one_line_errors(kwargs, needle):
+    # were raw Python errors: "dictionary update sequence element #0 has length 1", "'int' object
+    # is not iterable", "expected str, bytes or os.PathLike object, not int"
+    with pytest.raises(CanterError, match=needle):
+        canter.make_trainer("ppo", "CartPole-v1", max_steps=64, **kwargs)
+
+
 def test_keyword_hyperparameters_still_override_the_hparams_mapping():
     trainer = canter.make_trainer("ppo", "CartPole-v1", hparams={"lr": 1e-2, "n_epochs": 3}, lr=2e-3, max_steps=64)
     assert (trainer.config.lr, trainer.config.n_epochs, trainer.run.max_steps) == (2e-3, 3, 64)
