@@ -372,6 +372,8 @@ def resume_trainer(
     the rows the checkpoint had, so the continuation equals an uninterrupted run. ``max_steps`` /
     ``max_seconds`` extend a finished run. Python ``callbacks``/``hooks`` must be given again.
     """
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise CanterError(f"expected a run directory (a str or pathlib.Path), got {run_dir!r}")
     run_dir = Path(run_dir)
     base = run_dir / "checkpoints" / "last"
     if not run_dir.is_dir():

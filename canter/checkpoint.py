@@ -240,6 +240,8 @@ def checkpoint_space(meta: dict[str, Any], which: str, where: Any) -> Any:
 
 def find_checkpoint(path: str | Path) -> Path:
     """A run directory (its ``best``, else ``last`` checkpoint) or a checkpoint path -> checkpoint base."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise CanterError(f"expected a run directory or checkpoint path (a str or pathlib.Path), got {path!r}")
     p = Path(path)
 
     def present(base: Path) -> bool:  # a .safetensors alone is complete: it carries its JSON in its header

@@ -233,6 +233,12 @@ def test_arguments_of_the_wrong_type_are_one_line_errors(kwargs, needle):
         canter.make_trainer("ppo", "CartPole-v1", max_steps=64, **kwargs)
 
 
+@pytest.mark.parametrize("call", [lambda: canter.load(None), lambda: canter.load(123), lambda: canter.resume(None)])
+def test_load_and_resume_of_something_that_is_not_a_path_are_one_line_errors(call):
+    with pytest.raises(CanterError, match=r"\(a str or pathlib.Path\), got"):  # were "TypeError: expected str, ..."
+        call()
+
+
 def test_keyword_hyperparameters_still_override_the_hparams_mapping():
     trainer = canter.make_trainer("ppo", "CartPole-v1", hparams={"lr": 1e-2, "n_epochs": 3}, lr=2e-3, max_steps=64)
     assert (trainer.config.lr, trainer.config.n_epochs, trainer.run.max_steps) == (2e-3, 3, 64)
