@@ -38,7 +38,7 @@ from canter.checkpoint import atomic_write, remove_temp_files, save_checkpoint
 from canter.envs.spaces import space_to_dict
 from canter.errors import CanterError
 from canter.registry import user_modules
-from canter.run_lock import acquire, release
+from canter.run_lock import LOCK_NAME, acquire, release
 from canter.trainers.base import Trainer, TrainRecord
 from canter.trainers.guard import TrainingDiverged
 from canter.utils import canter_version, git_commit
@@ -318,6 +318,11 @@ class Run:
     def _records(self) -> Iterator[TrainRecord]:
         self.dir.mkdir(parents=True, exist_ok=True)
         token = acquire(self.dir)
+        if self.resumed_step is None and any(p.name != LOCK_NAME for p in self.dir.iterdir()):
+            # another run wrote it since this one was made (make_trainer checked it was empty): nothing is overwritten
+            release(self.dir, token)
+            raise CanterError(f"run directory '{self.dir}' is no longer empty: another run wrote it after this one was "
+                              f"made; nothing was written, make this run again with another run_dir")
         _OPEN_RUNS.add(self)
         started: list[Any] = []  # the loggers whose start() returned
         try:  # an error (or Ctrl-C) here must give the lock back: a later resume in this process needs it

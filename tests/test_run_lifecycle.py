@@ -377,3 +377,21 @@ def test_a_new_run_whose_on_train_start_hook_raises_leaves_no_directory_that_ref
     assert not run_dir.exists() and not (tmp_path / LOCK_NAME).exists()
     canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=64, **PPO)  # the retry with the hook fixed
     assert _summary(run_dir)["stop_reason"] == "max_steps"
+
+
+def test_two_runs_made_for_one_empty_directory_do_not_overwrite_each_other(tmp_path):
+    """make_trainer checks that run_dir is empty when it builds the Run; a second Run made for the same
+    directory before the first wrote it then overwrote the first's config, summary, history and checkpoints."""
+    run_dir = tmp_path / "run"
+    first = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, max_steps=64, seed=1, **PPO)
+    second = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, max_steps=64, seed=2, **PPO)
+    for _ in first():
+        pass
+    first.close()
+    written = {p.name: p.stat().st_mtime_ns for p in run_dir.rglob("*")}
+    with pytest.raises(CanterError, match="no longer empty"):
+        for _ in second():
+            pass
+    second.close()
+    assert _summary(run_dir)["seed"] == 1 and {p.name: p.stat().st_mtime_ns for p in run_dir.rglob("*")} == written
+    assert not (run_dir / LOCK_NAME).exists()
