@@ -44,15 +44,21 @@ from canter.trainers.guard import TrainingDiverged
 from canter.utils import canter_version, git_commit
 
 
+#: the directories :func:`new_run_dir` has handed out in this process (a run writes its directory only
+#: when it starts, so two trainers made in the same second would otherwise get the same one)
+_HANDED_OUT: set[Path] = set()
+
+
 def new_run_dir(algo: str, env: str, base: str | Path = "runs") -> Path:
-    """``runs/<algo>-<env>-<timestamp>-<gitsha8>``, made unique if it exists."""
+    """``runs/<algo>-<env>-<timestamp>-<gitsha8>``, made unique if it exists or was handed out before."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = f"{algo.replace(':', '-')}-{env.replace('/', '-').replace(':', '-')}-{stamp}-{git_commit() or 'nogit'}"
     path = Path(base) / name
     i = 1
-    while path.exists():
+    while path.exists() or path.absolute() in _HANDED_OUT:
         path = Path(base) / f"{name}-{i}"
         i += 1
+    _HANDED_OUT.add(path.absolute())
     return path
 
 

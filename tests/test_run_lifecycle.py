@@ -395,3 +395,13 @@ def test_two_runs_made_for_one_empty_directory_do_not_overwrite_each_other(tmp_p
     second.close()
     assert _summary(run_dir)["seed"] == 1 and {p.name: p.stat().st_mtime_ns for p in run_dir.rglob("*")} == written
     assert not (run_dir / LOCK_NAME).exists()
+
+
+def test_trainers_made_in_the_same_second_with_run_dir_auto_get_directories_of_their_own(tmp_path, monkeypatch):
+    """run_dir='auto' picked the first name not on disk, and a run writes its directory only when it starts:
+    two trainers made in the same second got the same directory."""
+    monkeypatch.chdir(tmp_path)
+    first = canter.make_trainer("ppo", "CartPole-v1", run_dir="auto", max_steps=64, **PPO)
+    second = canter.make_trainer("ppo", "CartPole-v1", run_dir="auto", max_steps=64, **PPO)
+    first.close(), second.close()
+    assert first.dir != second.dir
