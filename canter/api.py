@@ -490,7 +490,9 @@ def load(path: str | Path, weights_only: bool = True) -> Agent:
 
     ``weights_only`` restores networks and observation statistics (what acting needs); pass
     False to restore optimizers, RNG and counters too. The caller's global random states (Python's,
-    NumPy's, torch's) are left as they were; torch's thread count is set to the run's.
+    NumPy's, torch's) are left as they were; torch's thread count is set to the run's. The agent
+    carries ``run_config``, ``metadata`` (the checkpoint's JSON) and ``run_dir`` (the run directory
+    the checkpoint lies in, None for a checkpoint outside one), as :func:`train`'s does.
     """
     base = find_checkpoint(path)
     state, meta = load_checkpoint(base)
@@ -508,4 +510,6 @@ def load(path: str | Path, weights_only: bool = True) -> Agent:
     load_agent_state(agent, state, base, weights_only)
     agent.metadata = meta
     agent.run_config = run
+    in_run = base.parent.name == "checkpoints" and (base.parent.parent / "config.yaml").exists()
+    agent.run_dir = base.parent.parent if in_run else None  # as canter.train's agent has it
     return agent

@@ -85,6 +85,7 @@ def test_load_leaves_the_callers_global_random_states(tmp_path):
     random.setstate(states[0]), np.random.set_state(states[1]), torch.set_rng_state(states[2])
     assert got == want
     assert np.shape(agent.predict(np.zeros(4, np.float32))) == ()
+    assert agent.run_dir == tmp_path / "run"  # train's agent has it too; a loaded one had no such attribute
 
 
 def _records(trainer, stop_after=None):
