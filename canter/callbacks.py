@@ -20,6 +20,7 @@ YAML: ``callbacks: ["my.module:MyCallback", {"my.module:Other": {"patience": 3}}
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -168,6 +169,12 @@ class Patience(Callback):
     """Counts evaluations since the monitored return last improved by more than ``min_delta``."""
 
     def __init__(self, patience: int, monitor: str = "eval", min_delta: float = 0.0) -> None:
+        # as the run keys early_stopping / plateau_patience and monitor check them (patience 0 stopped
+        # after the first iteration, before any evaluation; another monitor watched the eval return)
+        if isinstance(patience, bool) or not isinstance(patience, numbers.Integral) or patience < 1:
+            raise CanterError(f"{type(self).__name__}: patience must be an int >= 1 (evaluations), got {patience!r}")
+        if monitor not in ("eval", "rolling"):
+            raise unknown(f"{type(self).__name__} monitor", str(monitor), ("eval", "rolling"))
         self.patience, self.monitor, self.min_delta = int(patience), monitor, float(min_delta)
         self.best: float | None = None
         self.bad = 0

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import canter
-from canter.callbacks import HOOKS, Callback
+from canter.callbacks import HOOKS, Callback, EarlyStopping, PlateauLR
 from canter.config import resolve_config
 from canter.errors import CanterError
 from canter.schedules import lr_decay
@@ -192,6 +192,17 @@ def test_early_stopping_triggers_after_patience_evaluations_without_improvement(
     trainer.close()
     assert seen == returns[:6]
     assert records[-1].stop_reason == "early_stopping" and records[-1].step == 6 * 32
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda: EarlyStopping(0), "patience must be an int >= 1"),  # stopped after the first iteration
+    (lambda: PlateauLR(0), "patience must be an int >= 1"),  # reduced the learning rate at every evaluation
+    (lambda: EarlyStopping(2.5), "patience must be an int >= 1"),
+    (lambda: EarlyStopping(2, monitor="Eval"), "did you mean 'eval'"),  # silently watched the eval return
+])
+def test_patience_callbacks_made_in_python_check_their_arguments_as_the_run_keys_do(make, needle):
+    with pytest.raises(CanterError, match=needle):
+        make()
 
 
 def test_early_stopping_min_delta():
