@@ -60,6 +60,13 @@ def test_predict_refuses_discrete_observations_outside_the_space():
             agent.predict(bad)
 
 
+def test_sampling_predict_leaves_the_training_ou_noise_alone():
+    agent = _agent("td3", "Pendulum-v1", n_envs=2, action_noise="ou")
+    agent.algorithm.ou_state = noise = torch.tensor([[0.3], [-0.2]])  # the 2 training envs' process
+    agent.predict(np.zeros(3, np.float32), deterministic=False)  # it was replaced by a 1-row process
+    assert agent.algorithm.ou_state is noise
+
+
 def test_recurrent_predict_takes_one_observation():
     agent = _agent("recurrent_ppo", "CartPole-v1")
     env = gym.make("CartPole-v1")

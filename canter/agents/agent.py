@@ -218,12 +218,14 @@ class Agent:
 
     def explore(self, obs: np.ndarray, generator: torch.Generator | None = None) -> np.ndarray:
         """Exploring actions (the policy's samples, DQN's epsilon-greedy moves) for one observation or a
-        batch (as :meth:`predict`), updating no statistics: e.g. an opponent's moves in self-play.
+        batch (as :meth:`predict`), updating no statistics and leaving the training envs' exploration
+        noise (TD3/DDPG's Ornstein-Uhlenbeck state) as it was: e.g. an opponent's moves in self-play.
         ``generator``: draw from it instead of the algorithm's own (whose stream then stays the learner's)."""
         obs, single = self.as_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(obs))
         algorithm = self.algorithm
         own, algorithm.generator = algorithm.generator, generator or algorithm.generator
+        noise = getattr(algorithm, "ou_state", None)  # TD3/DDPG's Ornstein-Uhlenbeck process of the training envs
         try:
             out = self._act_numpy(algorithm, x, False)
             if out is None:
@@ -231,6 +233,8 @@ class Agent:
                     out = algorithm.act(self._tensor(x), deterministic=False)
         finally:
             algorithm.generator = own
+            if hasattr(algorithm, "ou_state"):
+                algorithm.ou_state = noise
         actions = self.to_env_actions(out.actions)
         return actions[0] if single else actions
 
