@@ -239,7 +239,8 @@ def checkpoint_space(meta: dict[str, Any], which: str, where: Any) -> Any:
 
 
 def find_checkpoint(path: str | Path) -> Path:
-    """A run directory (its ``best``, else ``last`` checkpoint) or a checkpoint path -> checkpoint base."""
+    """A run directory or its ``checkpoints`` folder (the ``best``, else the ``last`` checkpoint) or a
+    checkpoint path -> checkpoint base."""
     if not isinstance(path, (str, os.PathLike)):
         raise CanterError(f"expected a run directory or checkpoint path (a str or pathlib.Path), got {path!r}")
     p = Path(path)
@@ -249,9 +250,9 @@ def find_checkpoint(path: str | Path) -> Path:
 
     if p.is_dir():
         for name in ("best", "last"):
-            base = p / "checkpoints" / name
-            if present(base):
-                return base
+            for base in (p / "checkpoints" / name, p / name):  # a run directory, or its checkpoints/ folder
+                if present(base):
+                    return base
         if not (p / "config.yaml").exists():
             raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
         raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")

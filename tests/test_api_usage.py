@@ -93,6 +93,8 @@ def test_load_leaves_the_callers_global_random_states(tmp_path):
     assert got == want
     assert np.shape(agent.predict(np.zeros(4, np.float32))) == ()
     assert agent.run_dir == tmp_path / "run"  # train's agent has it too; a loaded one had no such attribute
+    # the run's checkpoints/ folder: was "is not a canter run directory (no config.yaml or checkpoints/)"
+    assert canter.load(tmp_path / "run" / "checkpoints").metadata["step"] == agent.metadata["step"]
 
 
 def _records(trainer, stop_after=None):
