@@ -291,3 +291,16 @@ def test_a_loaded_dqn_samples_with_the_epsilon_it_was_saved_with(tmp_path):
     assert loaded.algorithm.epsilon == pytest.approx(0.05)
     obs = np.random.default_rng(0).normal(size=(2000, 4)).astype(np.float32)
     assert (loaded.predict(obs, deterministic=False) != loaded.predict(obs)).mean() < 0.1
+
+
+def test_predicts_deterministic_flag_is_keyword_only():
+    """``predict(obs, False)`` sampled for a plain agent and set ``episode_start`` for a recurrent one (and in
+    SB3 the second argument is ``state``): ``deterministic`` is keyword-only on every agent."""
+    import inspect
+
+    from canter.agents.agent import Agent
+    from canter.agents.multi import MultiPolicyAgent
+    from canter.agents.recurrent import RecurrentAgent
+
+    for cls in (Agent, RecurrentAgent, MultiPolicyAgent):
+        assert inspect.signature(cls.predict).parameters["deterministic"].kind is inspect.Parameter.KEYWORD_ONLY, cls

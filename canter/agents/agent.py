@@ -190,7 +190,7 @@ class Agent:
                               f"{x.dtype} values that are not (min {x.min()}, max {x.max()})")
         return pixels
 
-    def predict(self, obs: np.ndarray, deterministic: bool = True) -> np.ndarray:
+    def predict(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray:
         """Deterministic actions (no statistics are updated) for one observation, as ``env.step``
         takes it (a Discrete action is a NumPy integer), or for a batch ``[B, *shape]`` (an array of
         ``B`` actions). ``deterministic=False`` samples instead (:meth:`explore`), as

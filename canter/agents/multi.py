@@ -63,7 +63,7 @@ class MultiPolicyAgent:
         """Policy names, in the env's order."""
         return list(self.agents)
 
-    def predict(self, obs: dict[str, np.ndarray], deterministic: bool = True) -> dict[str, np.ndarray]:
+    def predict(self, obs: dict[str, np.ndarray], *, deterministic: bool = True) -> dict[str, np.ndarray]:
         """Deterministic (or, ``deterministic=False``, sampled) actions for ``{policy: its agents'
         observations}`` (some or all policies)."""
         unknown = sorted(set(obs) - set(self.agents)) if isinstance(obs, dict) else None

@@ -46,7 +46,7 @@ class RecurrentAgent(Agent):
         self.memory[kind] = (state[0] * keep, state[1] * keep)
 
     def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None,  # type: ignore[override]
-                deterministic: bool = True) -> np.ndarray:
+                *, deterministic: bool = True) -> np.ndarray:
         """Deterministic actions, advancing the evaluation memory (``episode_start``: zero those rows
         first). One observation (with a bool ``episode_start``) gives one action, a batch a batch, as
         :meth:`Agent.predict <canter.agents.Agent.predict>`; one observation is a batch of one env.
