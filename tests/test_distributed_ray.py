@@ -337,7 +337,10 @@ def test_a_resumed_run_queues_its_first_rollouts_after_the_new_seed_and_with_its
     canter.resume(run_dir, max_steps=1024)
     assert calls[n_calls:] and not any(kw["random"] for kw in calls[n_calls:])
     resumed = starts[n_starts:]
-    for slot in (0, 1):
+    # on a loaded host one explorer can deliver every rollout of a part: compare the slots seen in both
+    both = sorted(set(first) & {s for s, _ in resumed})
+    assert both, (sorted(first), sorted({s for s, _ in resumed}))
+    for slot in both:
         obs = next(o for s, o in resumed if s == slot)
         assert not np.allclose(obs, first[slot]), slot  # the resume's fresh episodes, not the original start
 
