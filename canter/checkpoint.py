@@ -108,9 +108,12 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
+            # a full disk (ENOSPC) or an I/O error from write/fsync names no file: name the caller's
+            raise type(exc)(exc.errno, exc.strerror, str(path)) from None
         raise
 
 

@@ -212,6 +212,26 @@ def test_atomic_write_error_names_the_target_not_the_temp_file(tmp_path):
     assert info.value.filename == str(tmp_path / "file" / "out.png")
 
 
+def test_full_disk_during_a_save_names_the_file_and_keeps_the_old_checkpoint(tmp_path, monkeypatch):
+    """ENOSPC from write/fsync carries no file name: it used to reach the CLI as a traceback (exit 1)."""
+    import errno
+
+    base = tmp_path / "ck"
+    save_checkpoint(base, {"w": torch.ones(2)}, {"step": 1})
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as info:
+        save_checkpoint(base, {"w": torch.zeros(2)}, {"step": 2})
+    monkeypatch.undo()
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(base) + ".safetensors"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.json", "ck.safetensors"]
+    state, meta = load_checkpoint(base)
+    assert meta["step"] == 1 and state["w"].tolist() == [1.0, 1.0]
+
+
 def test_multidiscrete_start_and_dtype_survive_a_checkpoint():
     """QMIX's joint action space carries the agents' ``start``: a loaded agent acted shifted without it."""
     import gymnasium as gym
