@@ -416,14 +416,20 @@ class Run:
                 elif started:  # an error or a second Ctrl-C inside an iteration: the previous 'last' stays
                     self._write_summary("interrupted", self._good)
             finally:
-                for lg in self.loggers:
-                    lg.close()
+                close_error: Exception | None = None
+                for lg in self.loggers:  # each one closed, and the lock given back, when one fails (a full disk)
+                    try:
+                        lg.close()
+                    except Exception as exc:  # noqa: BLE001 - raised below, once the run is given back
+                        close_error = close_error or exc
                 _OPEN_RUNS.discard(self)
                 release(self.dir, token)
                 if gone is not None:
                     shutil.rmtree(gone, ignore_errors=True)  # what the loggers' last flush made again
                 elif unstarted:
                     self._remove_unstarted()  # nothing of this new run is worth keeping
+                if close_error is not None:
+                    raise close_error
 
 
 #: runs whose generator has started and not ended: closed at the interpreter's exit, while saving

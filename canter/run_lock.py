@@ -118,11 +118,12 @@ def _create(path: Path, data: bytes, token: str) -> bool:
 
 
 def release(run_dir: str | Path, token: str) -> None:
-    """Remove ``run_dir``'s lock if it is still the one ``token`` took."""
+    """Remove ``run_dir``'s lock if it is still the one ``token`` took, in this process (a forked child,
+    which has the parent's token, never removes the parent's lock)."""
     _HELD.pop(_key(run_dir), None)
     path = Path(run_dir) / LOCK_NAME
     lock = _read(path)
-    if lock is not None and lock.get("token") == token:
+    if lock is not None and lock.get("token") == token and lock.get("pid") == os.getpid():
         try:
             path.unlink()
         except FileNotFoundError:

@@ -293,6 +293,27 @@ def test_close_closes_the_envs_when_saving_fails(tmp_path, monkeypatch):
     assert closed and not (run_dir / LOCK_NAME).exists()
 
 
+def test_a_logger_failing_to_close_does_not_keep_the_runs_lock(tmp_path, monkeypatch):
+    """A full disk when a logger closes (TensorBoard's last flush): the other loggers are closed and the
+    lock given back all the same; it used to stay held, so a resume in this process was refused as 'still open'."""
+    from canter.logging.history import HistoryLogger
+    from canter.run_lock import check_free
+
+    run_dir = tmp_path / "run"
+    real = HistoryLogger.close
+
+    def full(self):
+        real(self)
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(HistoryLogger, "close", full)
+        with pytest.raises(OSError):
+            canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=128, **PPO)
+    assert not (run_dir / LOCK_NAME).exists()
+    check_free(run_dir)
+
+
 def test_two_writers_starting_at_once_never_both_take_the_lock(tmp_path, monkeypatch):
     """Another process writes its lock between this one's check and its write: this one is refused."""
     import canter.run_lock as rl
