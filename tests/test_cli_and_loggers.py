@@ -1,5 +1,6 @@
 """CLI happy paths (train -> eval -> play) and the optional loggers."""
 import json
+import os
 
 import pytest
 
@@ -63,6 +64,23 @@ def test_tensorboard_event_file_is_readable_by_tensorboard(tmp_path):
     assert set(acc.Tags()["scalars"]) == {"charts/episode_return", "losses/value_loss"}
     assert [(e.step, e.value) for e in acc.Scalars("charts/episode_return")] == [(s, 10.0 * s) for s in range(5)]
     assert acc.Scalars("losses/value_loss")[0].value == 0.25
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_under_the_tensorboard_file_is_an_error_naming_it(tmp_path):
+    """ENOSPC from the event file's flush named no file: 'canter train' ended in a traceback (exit 1)."""
+    import errno
+
+    from canter.logging.tensorboard import EventFileWriter
+
+    writer = EventFileWriter(tmp_path)
+    writer._file.close()
+    writer._file = open("/dev/full", "ab")  # noqa: SIM115 - every write from here on: No space left on device
+    writer.add_scalar("charts/episode_return", 1.0, 1)
+    with pytest.raises(OSError) as info:
+        writer.close()
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(writer.path)
+    assert writer._file.closed
 
 
 @pytest.mark.parametrize("wandb", [False, True])

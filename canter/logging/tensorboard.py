@@ -12,6 +12,8 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +48,21 @@ class EventFileWriter:
         self._write(Event(wall_time=time.time(), step=0, file_version="brain.Event:2"))
         self.flush()
 
+    @contextmanager
+    def _naming_errors(self) -> Iterator[None]:
+        """An OSError of a write or flush (ENOSPC, EIO: they name no file) raised naming the event file."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.filename is not None or exc.errno is None:
+                raise
+            raise type(exc)(exc.errno, exc.strerror, str(self.path)) from None
+
     def _write(self, event: Any) -> None:
         data = event.SerializeToString()
         header = struct.pack("<Q", len(data))
-        self._file.write(header + _masked_crc(header) + data + _masked_crc(data))
+        with self._naming_errors():
+            self._file.write(header + _masked_crc(header) + data + _masked_crc(data))
 
     def add_scalar(self, tag: str, value: float, step: int, wall_time: float | None = None) -> None:
         """One scalar point (flushed to disk at most every 10 s, and on close)."""
@@ -67,14 +80,20 @@ class EventFileWriter:
 
     def flush(self) -> None:
         """Write buffered events to disk."""
-        self._file.flush()
+        with self._naming_errors():
+            self._file.flush()
         self._last_flush = time.monotonic()
 
     def close(self) -> None:
-        """Flush and close the file."""
+        """Flush and close the file (closed also when the flush fails)."""
         if not self._file.closed:
-            self.flush()
-            self._file.close()
+            try:
+                self.flush()
+            finally:
+                try:
+                    self._file.close()
+                except OSError:  # its buffer could not be written: the flush's error is the one to report
+                    pass
 
 
 class _FlushOnCheckpoint(Callback):
