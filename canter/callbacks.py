@@ -315,6 +315,11 @@ def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
     for entry in callbacks:
         path, kwargs = (next(iter(entry.items())) if isinstance(entry, dict) else (entry, None))
         factory = _import(path, "a 'callbacks' entry")
+        # only a class with hook methods is called: a resumed run's config comes from its checkpoint's JSON,
+        # which must not be able to call any function (os:system) or class (subprocess:Popen) with its kwargs
+        if not (isinstance(factory, type) and any(callable(getattr(factory, h, None)) for h in HOOKS)):
+            raise CanterError(f"a 'callbacks' entry must name a callback class (a subclass of canter.callbacks."
+                              f"Callback, or a class with hook methods {', '.join(HOOKS)}), got '{path}'")
         try:
             out.append(factory(**(kwargs or {})))
         except TypeError as exc:

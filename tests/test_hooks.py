@@ -124,6 +124,22 @@ def test_hooks_and_callbacks_named_in_yaml(tmp_path, monkeypatch):
     assert records[-1].stop_reason == "stop_at"
 
 
+def test_a_callbacks_entry_that_is_not_a_callback_class_is_never_called(tmp_path, monkeypatch):
+    """A resumed run builds the callbacks its checkpoint's JSON names: {'os:system': {command: ...}} ran a
+    shell command (seen with canter train --resume on an edited last.json), subprocess:Popen a process."""
+    from canter.callbacks import config_callbacks
+
+    (tmp_path / "my_factories.py").write_text("CALLED = []\ndef make(**kw):\n    CALLED.append(kw)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for entry in ({"my_factories:make": {"x": 1}}, {"subprocess:Popen": {"args": ["true"]}}):
+        with pytest.raises(CanterError, match="callback class"):
+            config_callbacks([entry], {})
+    import my_factories
+
+    assert my_factories.CALLED == []
+    assert type(config_callbacks(["canter.callbacks:StepBudget"], {})[0]).__name__ == "StepBudget"
+
+
 @pytest.mark.parametrize("text, needle", [
     ("hooks: {after_updat: 'x:y'}", "after_update"),
     ("hooks: {after_update: 'no_colon'}", "module:function"),
