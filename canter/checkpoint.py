@@ -163,7 +163,7 @@ def _read_json_file(json_path: Path) -> dict[str, Any] | None:
         meta = json.loads(json_path.read_text())
     except FileNotFoundError:
         return None
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+    except (ValueError, RecursionError, OSError) as exc:  # ValueError: bad JSON or UTF-8, an int over 4300 digits
         raise CanterError(f"checkpoint metadata {json_path} is not valid JSON: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CanterError(f"{json_path} is not a canter checkpoint")
@@ -195,7 +195,7 @@ def _choose_metadata(base: Path) -> tuple[dict[str, Any], bool]:
     if "canter_meta" in header and behind:  # the .json is missing or one save behind (killed between the renames)
         try:
             meta = json.loads(header["canter_meta"])
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:
             raise CanterError(f"checkpoint {st_path} has a corrupt header: {exc}") from None
         return meta, False
     raise CanterError(f"checkpoint {base} is incomplete: its .json and .safetensors files do not belong together")

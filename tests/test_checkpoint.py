@@ -232,6 +232,17 @@ def test_full_disk_during_a_save_names_the_file_and_keeps_the_old_checkpoint(tmp
     assert meta["step"] == 1 and state["w"].tolist() == [1.0, 1.0]
 
 
+@pytest.mark.parametrize("text", ['{"format": "canter-checkpoint", "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+                                  '{"format": "canter-checkpoint", "step": ' + "9" * 5000 + "}"], ids=["deep", "huge_int"])
+def test_metadata_json_too_deep_or_with_a_huge_integer_is_a_one_line_error(tmp_path, text):
+    """json.loads raised RecursionError / ValueError (int digits limit): 'canter eval' showed a traceback."""
+    base = tmp_path / "ck"
+    save_checkpoint(base, {"w": torch.ones(1)}, {"step": 1})
+    (tmp_path / "ck.json").write_text(text)
+    with pytest.raises(CanterError, match="not valid JSON"):
+        load_checkpoint(base)
+
+
 def test_multidiscrete_start_and_dtype_survive_a_checkpoint():
     """QMIX's joint action space carries the agents' ``start``: a loaded agent acted shifted without it."""
     import gymnasium as gym
