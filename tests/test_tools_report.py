@@ -196,3 +196,20 @@ def test_report_videos_are_newest_first(tmp_path):
     html_text = videos(types.SimpleNamespace(dir=tmp_path))
     shown = [html_text.index(f"<figcaption>{name}") for name in reversed(names)]
     assert shown == sorted(shown)
+
+
+def test_report_does_not_embed_a_video_that_links_out_of_the_run(tmp_path):
+    """videos/a.mp4 -> a file elsewhere (a run directory from someone else): its bytes went into report.html."""
+    import base64
+    import types
+
+    from canter.tools.report import videos
+
+    (tmp_path / "secret.txt").write_bytes(b"SECRET")
+    folder = tmp_path / "run" / "videos"
+    folder.mkdir(parents=True)
+    (folder / "a.mp4").symlink_to(tmp_path / "secret.txt")
+    (folder / "b.mp4").write_bytes(b"not really a video")
+    html_text = videos(types.SimpleNamespace(dir=tmp_path / "run"))
+    assert base64.b64encode(b"SECRET").decode() not in html_text
+    assert base64.b64encode(b"not really a video").decode() in html_text and "a.mp4" in html_text

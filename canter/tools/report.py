@@ -182,7 +182,12 @@ def videos(run: RunData) -> str:
     entries = {e["file"]: e for e in video_index(run.dir)}
     # newest first by modification time (names alone put play-episode-* files after every step-* one)
     files = sorted((run.dir / "videos").glob("*.mp4"), key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True)
-    if not files:
+    # a link out of the run's videos folder (a run directory from elsewhere) is not embedded: the report, made
+    # to be shared, would carry the bytes of whatever file it points to
+    inside = (run.dir / "videos").resolve()
+    outside = [f.name for f in files if not (f.is_file() and f.resolve().parent == inside)]
+    files = [f for f in files if f.name not in outside]
+    if not files and not outside:
         return ('<p class="note">No video was recorded. Use <code>canter train --record-every N</code> or '
                 '<code>canter play RUN_DIR --video-dir RUN_DIR/videos</code>.</p>')
     parts, used, left = [], 0, []
@@ -199,6 +204,8 @@ def videos(run: RunData) -> str:
                      f"<figcaption>{html.escape(caption)}</figcaption></figure>")
     if left:
         parts.append(f'<p class="note">Not embedded (size cap): {html.escape(", ".join(left))}</p>')
+    if outside:
+        parts.append(f'<p class="note">Not embedded (links out of the videos folder): {html.escape(", ".join(outside))}</p>')
     return "".join(parts)
 
 
