@@ -1,16 +1,12 @@
 """The Python API: ``make_trainer``, ``train``, ``resume``, ``load``, ``make_agent``."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import random
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from canter.agents.agent import Agent
@@ -28,6 +24,7 @@ from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
 from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing, run_metadata
 from canter.run_lock import check_free
+from canter.utils import global_rngs_kept, threads_kept
 from canter.trainers import TRAINERS, Trainer
 from canter.utils import seed_everything
 
@@ -305,7 +302,7 @@ def train(algo: str = "ppo", env: str | None = None, *, run_dir: str | Path | No
     ``run_config``, ``metadata`` (what its checkpoint's JSON would say) and ``run_dir``, as a
     loaded one does.
     """
-    with _global_rngs_kept(), _threads_kept():
+    with global_rngs_kept(), threads_kept():
         trainer = make_trainer(algo, env, run_dir=run_dir, quiet=quiet, **kwargs)
         console = None
         try:
@@ -332,19 +329,6 @@ def _trained_agent(trainer: Trainer | Run) -> Agent:
     agent.metadata = trainer.metadata() if isinstance(trainer, Run) else run_metadata(inner, inner.resolved_config)
     agent.run_dir = getattr(trainer, "dir", None)
     return agent
-
-
-@contextlib.contextmanager
-def _threads_kept() -> Iterator[None]:
-    """Put torch's intra-op thread count and NumPy's BLAS thread count back as they were on leaving."""
-    from canter.models.linear import blas_state, restore_blas_threads
-
-    torch_threads, blas = torch.get_num_threads(), blas_state()
-    try:
-        yield
-    finally:
-        torch.set_num_threads(torch_threads)
-        restore_blas_threads(blas)  # OpenBLAS's own pool size if the caller had never limited it
 
 
 def load_agent_state(agent: Agent, state: dict[str, Any], base: Path, weights_only: bool = False) -> None:
@@ -460,7 +444,7 @@ def _check_resume_metadata(meta: dict[str, Any], trainer_state: Any, base: Path)
 
 def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
     """Continue the run in ``run_dir`` to its end and return the agent (see :func:`resume_trainer`)."""
-    with _global_rngs_kept(), _threads_kept():
+    with global_rngs_kept(), threads_kept():
         run = resume_trainer(run_dir, quiet=quiet, **kwargs)
         try:
             for _ in run():
@@ -468,21 +452,6 @@ def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
         finally:
             run.close()
     return _trained_agent(run)
-
-
-@contextlib.contextmanager
-def _global_rngs_kept() -> Iterator[None]:
-    """Put Python's, NumPy's and torch's global random states back as they were on leaving."""
-    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-    try:
-        yield
-    finally:
-        random.setstate(states[0])
-        np.random.set_state(states[1])
-        torch.set_rng_state(states[2])
-        if cuda is not None:  # torch.manual_seed reseeds every CUDA device too
-            torch.cuda.set_rng_state_all(cuda)
 
 
 def load(path: str | Path, weights_only: bool = True) -> Agent:
@@ -505,7 +474,7 @@ def load(path: str | Path, weights_only: bool = True) -> Agent:
     run = build(RunConfig, cfg)
     algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
-    with _global_rngs_kept():  # building the agent seeds them, for initial weights the checkpoint replaces
+    with global_rngs_kept():  # building the agent seeds them, for initial weights the checkpoint replaces
         agent = make_agent(run, algo_cfg, *spaces)
     load_agent_state(agent, state, base, weights_only)
     agent.metadata = meta

@@ -331,16 +331,10 @@ class RunConfig:
         check_multiagent_run(self)
         if self.ray_address is not None and not self.explorers:
             raise CanterError("'ray_address' needs explorers: add --explorers N (e.g. --explorers 4)")
-        if self.ray_address is not None and not _ray_address_ok(self.ray_address):
+        from canter.distributed.cluster import ray_address_ok
+
+        if self.ray_address is not None and not ray_address_ok(self.ray_address):
             raise CanterError(f"'ray_address' must be 'auto', host:port or ray://host:port, got '{self.ray_address}'")
-
-
-def _ray_address_ok(address: str) -> bool:
-    """Whether ``address`` has a form Ray joins: ``auto``, ``host:port`` or a ``ray://`` client address."""
-    if address == "auto" or address.startswith("ray://"):
-        return True
-    host, sep, port = address.rpartition(":")
-    return bool(sep and host.strip("[]") and port.isdigit())
 
 
 def _keys_hint(algo: str) -> str:

@@ -1,12 +1,14 @@
 """Small helpers: seeding, git commit, versions, the allocator setting."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
 import os
 import random
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +122,30 @@ class RunningMeanStd:
         self.mean = np.asarray(state["mean"], dtype=np.float64).reshape(np.shape(self.mean)).copy()
         self.var = np.asarray(state["var"], dtype=np.float64).reshape(np.shape(self.var)).copy()
         self.count = float(state["count"])
+
+@contextlib.contextmanager
+def threads_kept() -> Iterator[None]:
+    """Put torch's intra-op thread count and NumPy's BLAS thread count back as they were on leaving."""
+    from canter.models.linear import blas_state, restore_blas_threads
+
+    torch_threads, blas = torch.get_num_threads(), blas_state()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(torch_threads)
+        restore_blas_threads(blas)  # OpenBLAS's own pool size if the caller had never limited it
+
+
+@contextlib.contextmanager
+def global_rngs_kept() -> Iterator[None]:
+    """Put Python's, NumPy's and torch's global random states back as they were on leaving."""
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+        if cuda is not None:  # torch.manual_seed reseeds every CUDA device too
+            torch.cuda.set_rng_state_all(cuda)

@@ -16,6 +16,14 @@ from canter.utils import available_cpus
 _LOOPBACK = ("127.", "localhost", "::1")
 
 
+def ray_address_ok(address: str) -> bool:
+    """Whether ``address`` has a form Ray joins: ``auto``, ``host:port`` or a ``ray://`` client address."""
+    if address == "auto" or address.startswith("ray://"):
+        return True
+    host, sep, port = address.rpartition(":")
+    return bool(sep and host.strip("[]") and port.isdigit())
+
+
 def _is_loopback(address: str) -> bool:
     return address.startswith(_LOOPBACK)
 
