@@ -294,3 +294,24 @@ def test_integer_boxes_keep_their_extreme_bounds_through_a_checkpoint():
         assert back.dtype == space.dtype
         np.testing.assert_array_equal(back.low, space.low)
         np.testing.assert_array_equal(back.high, space.high)
+
+
+def test_weights_of_another_dtype_are_refused_not_converted():
+    """A checkpoint holding int8 weights (its sha256 valid) loaded as silently converted floats: the agent
+    evaluated 9 where the real checkpoint got 500."""
+    from pathlib import Path
+
+    import torch
+
+    from canter.api import load_agent_state
+    from canter.errors import CanterError
+
+    agent = canter.train("ppo", "CartPole-v1", run_dir=None, max_steps=128, n_envs=2, n_steps=64, eval_every=0)
+    state = {"agent": agent.state_dict()}
+    modules = state["agent"]["algorithm"]["modules"]
+    part = next(iter(modules))
+    name = next(iter(modules[part]))
+    modules[part][name] = modules[part][name].to(torch.int8)
+    with pytest.raises(CanterError, match=rf"does not fit the model .*{part}.{name} is torch.int8, the model's is "
+                                          r"torch.float32"):
+        load_agent_state(agent, state, Path("ckpt"))

@@ -346,7 +346,11 @@ class Algorithm(ABC):
     def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
         """Restore :meth:`state_dict` (``weights_only`` skips optimizers, RNG and counters)."""
         for k, m in self.modules().items():
-            m.load_state_dict(state["modules"][k])
+            saved, own = state["modules"][k], m.state_dict()
+            for name, t in saved.items():  # torch would convert another dtype silently (int8 weights as floats)
+                if name in own and isinstance(t, torch.Tensor) and t.dtype != own[name].dtype:
+                    raise ValueError(f"{k}.{name} is {t.dtype}, the model's is {own[name].dtype}")
+            m.load_state_dict(saved)
         if weights_only:
             return
         for k, o in self.optimizers().items():
