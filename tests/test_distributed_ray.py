@@ -374,6 +374,7 @@ def test_a_run_joins_a_cluster_with_token_auth_and_restores_the_mode(tmp_path):
         assert AUTH_MODE_ENV not in os.environ
 
 
+@pytest.mark.slow  # ~30 s: keeps the default suite near its 15-minute budget
 def test_apex_dqn_with_hindsight_relabels_each_explorers_episodes(cluster):
     """Each explorer's shard is a hindsight buffer: ten bits are solved as in one process."""
     from test_her import HER_DQN

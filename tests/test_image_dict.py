@@ -224,6 +224,7 @@ def test_sac_learns_from_image_observations(tmp_path):
     np.testing.assert_array_equal(agent.predict(obs), canter.load(run / "checkpoints" / "last").predict(obs))
 
 
+@pytest.mark.slow  # ~30 s: keeps the default suite near its 15-minute budget
 def test_sac_discrete_learns_from_an_image_and_a_vector(tmp_path):
     """The actor and the critics each get a multi encoder; the critics' is in the Polyak target."""
     run = tmp_path / "sacd"

@@ -49,6 +49,7 @@ def test_the_network_embeds_each_fraction(dueling):
     assert not torch.allclose(net.quantiles(obs, torch.full((5, 1), 0.1)), net.quantiles(obs, torch.full((5, 1), 0.9)))
 
 
+@pytest.mark.slow  # ~30 s: keeps the default suite near its 15-minute budget
 def test_iqn_learns_cartpole(tmp_path):
     run = tmp_path / "iqn"
     canter.train("iqn", env="CartPole-v1", seed=1, run_dir=run, quiet=True)
