@@ -136,7 +136,30 @@ class GameScore(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-class NativeGameScore(gym.vector.VectorWrapper):
+class _NativeLives(gym.vector.VectorWrapper):
+    """ale-py's native vector env, with each copy's lives tracked: :meth:`reset_mask` resets the count of
+    the copies a (partial) reset restarted, :meth:`lost_lives` says which copies lost a life on a step."""
+
+    def __init__(self, env: gym.vector.VectorEnv) -> None:
+        super().__init__(env)
+        self.lives = np.zeros(env.num_envs, dtype=np.int64)
+
+    def reset_mask(self, options: dict[str, Any] | None, info: dict[str, Any]) -> np.ndarray:
+        """The copies a reset restarted (all, or ``options["reset_mask"]``), their lives counted again."""
+        mask = np.ones(self.num_envs, dtype=bool) if not options or options.get("reset_mask") is None \
+            else np.asarray(options["reset_mask"], dtype=bool)
+        self.lives[mask] = np.asarray(info["lives"])[mask]
+        return mask
+
+    def lost_lives(self, info: dict[str, Any]) -> np.ndarray:
+        """The copies whose step lost a life with lives left (a game over is not a lost life)."""
+        lives = np.asarray(info["lives"])
+        lost = (0 < lives) & (lives < self.lives)
+        self.lives = lives.copy()
+        return lost
+
+
+class NativeGameScore(_NativeLives):
     """ale-py's native training env, built without its reward clipping: clips rewards to their sign here
     and reports each whole game's raw score in ``info[GAME_RETURN]`` (NaN for the copies whose game did
     not end on the step), as :class:`GameScore` does on the wrapper path. A game ends with a truncation
@@ -145,30 +168,23 @@ class NativeGameScore(gym.vector.VectorWrapper):
     def __init__(self, env: gym.vector.VectorEnv) -> None:
         super().__init__(env)
         self.score = np.zeros(env.num_envs)
-        self.lives = np.zeros(env.num_envs, dtype=np.int64)
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:  # noqa: D102
         obs, info = self.env.reset(seed=seed, options=options)
-        mask = np.ones(self.num_envs, dtype=bool) if not options or options.get("reset_mask") is None \
-            else np.asarray(options["reset_mask"], dtype=bool)
-        self.score[mask] = 0.0
-        self.lives[mask] = np.asarray(info["lives"])[mask]
+        self.score[self.reset_mask(options, info)] = 0.0
         return obs, info
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:  # noqa: D102
         obs, reward, terminated, truncated, info = self.env.step(actions)
         raw = np.asarray(reward, dtype=np.float64)
         self.score += raw
-        lives = np.asarray(info["lives"])
-        lost_life = (0 < lives) & (lives < self.lives)
-        ended = np.asarray(truncated, dtype=bool) | (np.asarray(terminated, dtype=bool) & ~lost_life)
+        ended = np.asarray(truncated, dtype=bool) | (np.asarray(terminated, dtype=bool) & ~self.lost_lives(info))
         info = {**info, GAME_RETURN: np.where(ended, self.score, np.nan)}
         self.score[ended] = 0.0  # the next step resets the game (NEXT_STEP), with reward 0
-        self.lives = lives.copy()
         return obs, np.sign(raw).astype(np.asarray(reward).dtype), terminated, truncated, info
 
 
-class NativeNewLifeStack(gym.vector.VectorWrapper):
+class NativeNewLifeStack(_NativeLives):
     """ale-py's native training env: after a lost life it continues the game with its frame stack, so
     the first stacks of the next training episode held frames of the life before. Here those older
     slots become zero frames, as Stable-Baselines3's ``VecFrameStack`` pads at every episode end and as
@@ -179,14 +195,11 @@ class NativeNewLifeStack(gym.vector.VectorWrapper):
         super().__init__(env)
         self.age = np.full(env.num_envs, FRAME_STACK - 1)  # frames of the episode in the stack, less one (capped)
         self.starts = np.zeros(env.num_envs, dtype=bool)  # a life was lost: the next step begins an episode
-        self.lives = np.zeros(env.num_envs, dtype=np.int64)
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:  # noqa: D102
         obs, info = self.env.reset(seed=seed, options=options)
-        mask = np.ones(self.num_envs, dtype=bool) if not options or options.get("reset_mask") is None \
-            else np.asarray(options["reset_mask"], dtype=bool)
+        mask = self.reset_mask(options, info)
         self.age[mask], self.starts[mask] = FRAME_STACK - 1, False
-        self.lives[mask] = np.asarray(info["lives"])[mask]
         return obs, info
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:  # noqa: D102
@@ -198,10 +211,7 @@ class NativeNewLifeStack(gym.vector.VectorWrapper):
             obs = np.array(obs, copy=True)
             for e in clear:
                 obs[e, : FRAME_STACK - 1 - self.age[e]] = 0
-        lives = np.asarray(info["lives"])
-        self.starts = (0 < lives) & (lives < self.lives) & np.asarray(terminated, dtype=bool) \
-            & ~np.asarray(truncated, dtype=bool)
-        self.lives = lives.copy()
+        self.starts = self.lost_lives(info) & np.asarray(terminated, dtype=bool) & ~np.asarray(truncated, dtype=bool)
         return obs, reward, terminated, truncated, info
 
 
@@ -284,7 +294,7 @@ class FireAfterLifeLoss(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-class NativeFireAfterLifeLoss(gym.vector.VectorWrapper):
+class NativeFireAfterLifeLoss(_NativeLives):
     """ale-py's native vector env: press FIRE after a lost life, for games whose action 1 is FIRE.
 
     The native env continues the game after a lost life without a FIRE press, so a policy that
@@ -301,14 +311,10 @@ class NativeFireAfterLifeLoss(gym.vector.VectorWrapper):
         super().__init__(env)
         self.presses = np.array([1] if training else [1, 2])
         self.queue = np.full((env.num_envs, len(self.presses)), -1, dtype=np.int64)  # -1: the policy's action
-        self.lives = np.zeros(env.num_envs, dtype=np.int64)
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:  # noqa: D102
         obs, info = self.env.reset(seed=seed, options=options)
-        mask = np.ones(self.num_envs, dtype=bool) if not options or options.get("reset_mask") is None \
-            else np.asarray(options["reset_mask"], dtype=bool)
-        self.queue[mask] = -1
-        self.lives[mask] = np.asarray(info["lives"])[mask]
+        self.queue[self.reset_mask(options, info)] = -1
         return obs, info
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:  # noqa: D102
@@ -319,12 +325,10 @@ class NativeFireAfterLifeLoss(gym.vector.VectorWrapper):
             self.queue[forced] = np.roll(self.queue[forced], -1, axis=1)
             self.queue[forced, -1] = -1
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        lives = np.asarray(info["lives"])
-        lost = (0 < lives) & (lives < self.lives) & ~truncated
+        lost = self.lost_lives(info) & ~truncated
         if not len(self.presses) == 1:  # evaluation: a lost life does not end the episode
             lost &= ~terminated
         self.queue[lost] = self.presses
-        self.lives = lives.copy()
         return obs, reward, terminated, truncated, info
 
 
