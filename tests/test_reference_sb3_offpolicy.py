@@ -25,7 +25,7 @@ import torch  # noqa: E402
 from stable_baselines3 import DQN as SB3DQN  # noqa: E402
 from stable_baselines3 import SAC as SB3SAC  # noqa: E402
 from stable_baselines3 import TD3 as SB3TD3  # noqa: E402
-from stable_baselines3.common.logger import configure  # noqa: E402
+from stable_baselines3.common.logger import Logger  # noqa: E402
 from stable_baselines3.common.type_aliases import ReplayBufferSamples  # noqa: E402
 
 from canter.algorithms.dqn import DQN, DQNConfig  # noqa: E402
@@ -41,7 +41,7 @@ F32_EPS = torch.finfo(torch.float32).eps
 def _sb3(cls, env_id: str, **kw):
     """An SB3 model on ``env_id`` with a silent logger (``train`` records its losses into it)."""
     model = cls("MlpPolicy", gym.make(env_id), device="cpu", seed=0, **kw)
-    model.set_logger(configure(None, [""]))
+    model.set_logger(Logger(None, []))
     return model
 
 
