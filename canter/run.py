@@ -168,6 +168,8 @@ class Run:
             None if resumed is None or resumed.get("next_checkpoint") is None else int(resumed["next_checkpoint"]))
         self.resumes = 0 if resumed is None else int(resumed.get("resumes", 0)) + 1
         self.divergence: TrainingDiverged | None = None
+        #: the error that ended the run, ``"Type: message"`` (a hook or logger raised), for ``summary.json``
+        self.error: str | None = None
         self._signals = 0
         self._abort = False
         self._called = False
@@ -261,7 +263,7 @@ class Run:
             "last_eval_return": counters["last_eval_return"], "best_rolling_return": counters["best_rolling_return"],
             "target_reward": target, "solved": bool(target is not None and best is not None and best >= target),
             "stop_reason": stop_reason, "resumes": self.resumes, "resume_exact": t.resume_exact,
-            "divergence_events": list(t.guard.events),
+            "divergence_events": list(t.guard.events), "error": self.error,
             "canter_version": canter_version(), "git_commit": git_commit(),
         }
         atomic_write(self.dir / "summary.json", json.dumps(self.summary, indent=2).encode())
@@ -390,6 +392,9 @@ class Run:
             outcome = "done"
         except TrainingDiverged as exc:
             outcome, self.divergence = "diverged", exc
+            raise
+        except Exception as exc:  # stop_reason stays "interrupted" (resumable); the summary says why
+            self.error = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
             raise
         finally:
             for sig, handler in old_handlers.items():

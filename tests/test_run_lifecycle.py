@@ -400,6 +400,22 @@ def test_a_new_run_whose_on_train_start_hook_raises_leaves_no_directory_that_ref
     assert _summary(run_dir)["stop_reason"] == "max_steps"
 
 
+def test_a_hook_raising_mid_run_is_named_in_the_summary_and_the_run_resumes(tmp_path):
+    """The summary of a run stopped by a hook's error said 'interrupted' as for a Ctrl-C, with no trace of
+    the error; it now names it, and the run (saved at its last consistent state) resumes once fixed."""
+    def broken(trainer, losses):
+        if trainer.step >= 256:
+            raise RuntimeError("the user's hook\nsecond line")
+
+    run_dir = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="the user's hook"):
+        canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=512, hooks={"after_update": broken}, **PPO)
+    summary = _summary(run_dir)
+    assert summary["stop_reason"] == "interrupted" and summary["error"] == "RuntimeError: the user's hook"
+    canter.resume(run_dir)
+    assert _summary(run_dir)["stop_reason"] == "max_steps" and _summary(run_dir)["error"] is None
+
+
 def test_two_runs_made_for_one_empty_directory_do_not_overwrite_each_other(tmp_path):
     """make_trainer checks that run_dir is empty when it builds the Run; a second Run made for the same
     directory before the first wrote it then overwrote the first's config, summary, history and checkpoints."""

@@ -223,7 +223,7 @@ def _cards(run: RunData) -> str:
         (f"{s.get('wall_seconds', 0):,.1f} s" if s else "–", "wall time", ""),
         (_cell(s["steps"] / s["wall_seconds"]) if s.get("wall_seconds") else "–", "steps / s", ""),
         (str(s.get("stop_reason") or "–"), "stop reason", ""),
-    ]
+    ] + ([(str(s["error"]), "stopped by an error", "no")] if s.get("error") else [])
     return '<div class="cards">' + "".join(
         f'<div class="card"><b class="{cls}">{html.escape(v)}</b><span>{html.escape(k)}</span></div>'
         for v, k, cls in items) + "</div>"
