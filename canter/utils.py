@@ -23,6 +23,20 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+#: the streams of canter's own NumPy generators, kept apart from the envs' (an env reset with seed ``s``
+#: draws from ``default_rng(s)``'s stream, and copy ``i`` of a vector env gets ``seed + i``)
+STREAMS = {"dataset": 1, "replay": 2, "warmup": 3, "on_policy_replay": 4, "offline": 5, "sharded": 6, "explorer": 7}
+
+
+def stream_rng(seed: int, stream: str) -> np.random.Generator:
+    """A NumPy generator for canter's own use ``stream`` (a key of :data:`STREAMS`) from ``seed``.
+
+    ``np.random.default_rng(seed)`` would be the very stream an env reset with ``seed`` draws from
+    (gymnasium seeds ``np_random`` the same way), so replay sampling, warm-up actions or exploration
+    coins would reuse the bits of an env copy's noise; ``[seed, stream]`` is a separate stream."""
+    return np.random.default_rng([int(seed), STREAMS[stream]])
+
+
 def available_cpus() -> int:
     """CPUs this process may run on (its affinity mask; all of them where there is none)."""
     try:

@@ -180,3 +180,18 @@ def test_the_run_seed_reaches_the_algorithms_own_generator():
     other, _ = samples(4, weights)
     np.testing.assert_array_equal(first, again)
     assert (first != other).mean() > 0.2
+
+
+def test_canters_own_generators_do_not_reuse_an_env_copys_stream():
+    """Replay sampling drew from default_rng(seed), the warm-up actions from default_rng(seed + 1): the
+    very streams gymnasium gives env copies 0 and 1 (reset with seed + i), so a DQN run's replay indices
+    and its first env's initial states came from the same bits."""
+    trainer = canter.make_trainer("dqn", "CartPole-v1", seed=5, max_steps=64, n_envs=2, tensorboard=False)
+    try:
+        trainer.setup()  # what the training loop does first: builds the buffer and the warm-up generator
+        env_streams = [np.random.default_rng(5 + i).random(4) for i in range(4)]
+        for rng in (trainer.buffer.rng, trainer.rng):
+            draws = rng.random(4)
+            assert not any(np.array_equal(draws, s) for s in env_streams)
+    finally:
+        trainer.close()

@@ -26,7 +26,7 @@ from canter.envs.spaces import space_from_dict, space_to_dict
 from canter.envs.random_actions import random_env_actions
 from canter.envs.spaces import describe_space
 from canter.errors import CanterError, CanterWarning
-from canter.utils import canter_version, git_commit
+from canter.utils import canter_version, git_commit, stream_rng
 
 KIND = "canter-dataset"
 #: ``--dataset minari:ID`` reads a local Minari dataset (the ``offline`` extra)
@@ -317,7 +317,7 @@ def collect(
     env = make_vec_env(env_id, 1, "sync", env_kwargs)
     try:
         obs_space, act_space = env.single_observation_space, env.single_action_space
-        rng = np.random.default_rng([seed, 1])  # not default_rng(seed): that is the env's own stream
+        rng = stream_rng(seed, "dataset")  # not default_rng(seed): that is the env's own stream
         slots = env.num_envs  # a multi-agent env's agents
         arrays: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated",
                                                    "truncated", "slot")}

@@ -25,6 +25,7 @@ import torch
 from canter.checkpoint import atomic_file
 from canter.data.batch import ReplayBatch
 from canter.errors import CanterError
+from canter.utils import stream_rng
 
 _ARRAYS = ("obs", "actions", "rewards", "terminated", "done", "valid")
 _MAX_REJECTION_ROUNDS = 8
@@ -67,7 +68,7 @@ class ReplayBuffer:
         self.started = False  # the head row holds an observation
         self._last_next_obs: np.ndarray | None = None  # the array last stored in the head row
         self.count = 0  # valid (sampleable) transitions
-        self.rng = np.random.default_rng(seed)
+        self.rng = stream_rng(seed, "replay")
         self._powers = gamma ** np.arange(n_step, dtype=np.float64)
         self._float_obs = bool(np.issubdtype(self.obs.dtype, np.floating))
         self._flat()

@@ -19,6 +19,7 @@ from canter.data.batch import ReplayBatch
 from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
 from canter.errors import CanterError
+from canter.utils import stream_rng
 
 
 class ShardedReplay:
@@ -34,7 +35,7 @@ class ShardedReplay:
         self.shards = shards
         self.prioritized = isinstance(shards[0], PrioritizedReplayBuffer)
         self.stride = max(s.length * s.n_envs for s in shards)
-        self.rng = np.random.default_rng(seed)
+        self.rng = stream_rng(seed, "sharded")
         if not self.prioritized:  # like a uniform ReplayBuffer: nothing to update or anneal
             self.update_priorities = self.set_progress = None  # type: ignore[assignment]
 

@@ -19,6 +19,7 @@ from canter.algorithms.base import Algorithm
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError
 from canter.trainers.off_policy import random_actions
+from canter.utils import stream_rng
 
 #: Ape-X exploration: explorer i of N uses epsilon = BASE ** (1 + ALPHA * i / (N - 1)) (Horgan et al. 2018)
 APEX_EPSILON, APEX_ALPHA = 0.4, 7.0
@@ -109,7 +110,7 @@ class Explorer:
                  per_explorer_exploration: bool = True) -> None:
         self.agent, self.env, self.index = agent, env, index
         self.version = -1
-        self.rng = np.random.default_rng(seed)
+        self.rng = stream_rng(seed, "explorer")
         if per_explorer_exploration:
             set_exploration(agent.algorithm, index, count)
         self.seed = seed

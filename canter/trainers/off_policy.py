@@ -22,6 +22,7 @@ from canter.envs.multiagent import is_multiagent
 from canter.errors import CanterError, CanterWarning
 from canter.envs.vector import Step
 from canter.trainers.base import StepwiseTrainer, mean_stats
+from canter.utils import stream_rng
 
 
 def random_actions(agent: Agent, n: int, rng: np.random.Generator,
@@ -136,7 +137,7 @@ class OffPolicyTrainer(StepwiseTrainer):
         except MemoryError as exc:  # NumPy's allocation error names the size
             raise CanterError(f"the replay buffer does not fit in memory ({exc}); lower hparams.buffer_size "
                               f"(it is {self.config.buffer_size})") from None
-        self.rng = np.random.default_rng(self.run.seed + 1)
+        self.rng = stream_rng(self.run.seed, "warmup")
         self.vec_steps = max(1, math.ceil(self.config.train_freq / self.env.num_envs))
         self._reset_noise = getattr(self.algorithm, "reset_noise", None)
         self._new_phase = getattr(self.algorithm, "new_phase", None)  # SAC's gSDE resamples per phase

@@ -20,6 +20,7 @@ from canter.data.batch import ReplayBatch
 from canter.data.dataset import TransitionDataset
 from canter.envs.vector import VecEnv
 from canter.trainers.base import Trainer, mean_stats
+from canter.utils import stream_rng
 
 
 
@@ -57,7 +58,7 @@ class OfflineTrainer(Trainer):
         self.actions = agent.from_env_actions(d.actions)
         self.rewards = d.rewards.astype(np.float32)
         self.terminated = d.terminated.astype(np.float32)
-        self.rng = np.random.default_rng(self.run.seed + 1)
+        self.rng = stream_rng(self.run.seed, "offline")
         if agent.obs_rms is not None:  # set, not folded in: a resumed run has the same statistics already
             mean, var, count = dataset_obs_moments((d.obs, d.next_obs))
             agent.obs_rms.load_state_dict({"mean": mean, "var": var, "count": count})

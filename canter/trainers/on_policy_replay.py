@@ -16,6 +16,7 @@ import torch
 from canter.data.segments import SegmentReplay
 from canter.errors import CanterError, CanterWarning
 from canter.trainers.base import Trainer
+from canter.utils import stream_rng
 
 
 class SegmentReplayTrainer(Trainer):
@@ -47,7 +48,7 @@ class SegmentReplayTrainer(Trainer):
                 f"n_steps {c.n_steps} x {n} envs = {held:,} transitions, fewer than hparams.replay_start "
                 f"{c.replay_start:,}; raise buffer_size or lower replay_start (replay_ratio 0 turns replay off)"
             ), stacklevel=2)
-        self.rng = np.random.default_rng(self.run.seed + 2)
+        self.rng = stream_rng(self.run.seed, "on_policy_replay")
 
     def data_state(self) -> dict[str, Any]:
         """The segment replay and the generator that draws the replayed updates and their segments."""
