@@ -465,3 +465,18 @@ def test_sync_learner_skips_a_batch_of_reset_rows_only(algo):
     records = list(trainer())
     trainer.close()
     assert trainer.step >= 300 and any(not r.losses for r in records) and any(r.losses for r in records)
+
+
+def test_a_replacement_explorers_envs_do_not_replay_the_evaluation_episodes(monkeypatch):
+    """Slot 0's first replacement reset its envs with seed + 1_000_003: the seed of the run's first
+    evaluation episode (seed + 1_000_003 + 7919 k), so it trained on exactly the episodes evaluated."""
+    from canter.distributed.explorer import ExplorerActor
+
+    run, cfg = resolve_config("ppo", "CartPole-v1", n_envs=2)
+    evaluation_seeds = {run.seed + 1_000_003 + 7919 * k + j for k in range(1000) for j in range(8)}
+    for generation in (1, 2):
+        actor = ExplorerActor(0, 2, run, cfg, generation=generation)
+        try:
+            assert not {actor.explorer.seed + j for j in range(run.n_envs)} & evaluation_seeds
+        finally:
+            actor.explorer.close()

@@ -208,13 +208,18 @@ class Explorer:
         self.env.close()
 
 
+#: how far apart the env seed blocks of an explorer slot's replacements are: the first replacement of
+#: slot 0 was seeded ``seed + 1_000_003``, the very seed of the run's first evaluation episode
+REPLACEMENT_SEED_STRIDE = 100_000_007
+
+
 class ExplorerActor:
     """The body of a Ray explorer actor: builds its env and Agent copy from the run's config.
 
     Explorer ``i``'s vector env is reset with ``seed + i * n_envs``: with sync or async
     vectorisation its sub-env ``j`` gets ``seed + i * n_envs + j`` (the seeds a single process with
     all the envs would use); a native vectorised env seeds one generator for its sub-envs with that
-    base seed. A replacement gets a fresh seed block.
+    base seed. Replacement ``g`` of a slot (``generation``) adds ``g * REPLACEMENT_SEED_STRIDE``.
     """
 
     def __init__(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int = 0) -> None:
@@ -226,7 +231,8 @@ class ExplorerActor:
         config_imports(run.imports)  # a fresh process: the user modules registering the run's names
         env = make_vec_env(run.env, run.n_envs, run.vectorization, run.env_kwargs, training=True,
                            central_state=run.central_state)
-        self.offset = index * run.n_envs + generation * 1_000_003
+        # a replacement's block lies far from the evaluation seeds (seed + 1_000_003 + 7919 k, trainers/base.py)
+        self.offset = index * run.n_envs + generation * REPLACEMENT_SEED_STRIDE
         seed = run.seed + self.offset
         try:
             agent = make_agent(dataclasses.replace(run, seed=run.seed + 7919 * (index + 1) + generation),
