@@ -31,7 +31,7 @@ def compute_gae(
     next_values = np.concatenate([values[1:], last_values[None]], axis=0)
     deltas = rewards + gamma * next_values * (1.0 - terminated) - values
     carry = (gamma * gae_lambda) * (1.0 - dones)
-    last = np.zeros(last_values.shape, dtype=np.result_type(deltas, carry))  # the inputs' precision (float32 from the rollout buffer, as SB3)
+    last = np.zeros(last_values.shape, dtype=np.result_type(deltas, carry))  # float32 inputs: float32 (as SB3)
     for t in range(T - 1, -1, -1):  # in place: no allocation per step
         np.multiply(carry[t], last, out=last)
         np.add(deltas[t], last, out=last)
