@@ -480,3 +480,38 @@ def test_a_replacement_explorers_envs_do_not_replay_the_evaluation_episodes(monk
             assert not {actor.explorer.seed + j for j in range(run.n_envs)} & evaluation_seeds
         finally:
             actor.explorer.close()
+
+
+def test_a_replaced_explorers_late_result_is_not_taken_for_a_ray_restart(caplog):
+    """An explorer's rollout raised (the pool replaced it) while its next queued rollout had already
+    finished on the old process: that late result set the slot's process id to the old one, so the
+    replacement's first result looked like a Ray restart (explorer_restarts 2 for one replacement, and
+    a false 'restarted by Ray' warning). Driven with a stand-in for Ray: no cluster needed."""
+    from types import SimpleNamespace
+
+    from canter.distributed.pool import RayPool
+
+    class RayError(Exception):
+        pass
+
+    outcomes = {"A": RayError("simulated env crash"), "B": {"pid": 100}, "C": {"pid": 200}}
+
+    def get(ref):
+        if isinstance(outcomes[ref], Exception):
+            raise outcomes[ref]
+        return outcomes[ref]
+
+    pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
+    pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError), get=get, kill=lambda *a, **k: None)
+    pool.count, pool.actors, pool.generation, pool.failures, pool.pids, pool.restarts = 1, ["old"], [0], [0], [None], 0
+    pool._slot_version = [1]
+    pool._spawn = lambda slot: "replacement"
+    pool.submit = lambda slot, **kw: None
+    pool.in_flight = {"A": (0, 0, {}), "B": (0, 0, {})}  # two rollouts queued on the first process (pid 100)
+    assert pool._receive("A") == (0, None)  # it raised: replaced (generation 1)
+    assert pool._receive("B")[1]["pid"] == 100  # the old process had finished the next one: still learned from
+    pool.in_flight["C"] = (0, 1, {})
+    with caplog.at_level("WARNING", logger="canter.distributed"):
+        assert pool._receive("C")[1]["pid"] == 200  # the replacement's first result
+    assert pool.restarts == 1 and pool.pids == [200]
+    assert "restarted by Ray" not in caplog.text

@@ -180,11 +180,12 @@ class RayPool(_Episodes):
             self.submit(slot, **kw)
             return slot, None
         self.failures[slot] = 0
-        pid = result["pid"]
-        if self.pids[slot] is not None and pid != self.pids[slot] and generation == self.generation[slot]:
-            self.restarts += 1
-            log.warning("explorer %d restarted by Ray (process %s died); training goes on", slot, self.pids[slot])
-        self.pids[slot] = pid
+        if generation == self.generation[slot]:  # a replaced explorer's late result: not the new one's process
+            pid = result["pid"]
+            if self.pids[slot] is not None and pid != self.pids[slot]:
+                self.restarts += 1
+                log.warning("explorer %d restarted by Ray (process %s died); training goes on", slot, self.pids[slot])
+            self.pids[slot] = pid
         for k, v in result.items():  # own the arrays (object-store views are read-only)
             if isinstance(v, np.ndarray) and not v.flags.writeable:
                 result[k] = v.copy()
