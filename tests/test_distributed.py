@@ -515,3 +515,25 @@ def test_a_replaced_explorers_late_result_is_not_taken_for_a_ray_restart(caplog)
         assert pool._receive("C")[1]["pid"] == 200  # the replacement's first result
     assert pool.restarts == 1 and pool.pids == [200]
     assert "restarted by Ray" not in caplog.text
+
+
+def test_apex_rollout_too_big_for_memory_is_refused_in_setup_naming_train_freq():
+    """An Ape-X explorer's rollout is one training phase (train_freq env steps): a train_freq too big for
+    memory failed inside every explorer (4 Ray replacements, then 'lower hparams.n_steps', which DQN
+    does not have), after the run directory was written. Now refused in the learner's setup, as IMPALA's
+    n_steps is. Driven by the in-process pool, the same ApeXTrainer.setup."""
+    from canter.distributed.pool import LocalPool
+    from canter.distributed.trainers import ApeXTrainer
+    from canter.errors import CanterError
+
+    run, cfg = resolve_config("dqn", "CartPole-v1", hparams={"train_freq": 10**11}, n_envs=1, max_steps=2000,
+                              eval_every=0)
+    env = make_vec_env(run.env, run.n_envs)
+    agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+    trainer = ApeXTrainer(agent, LocalPool(Explorer(agent, env, seed=0)), None, run)
+    try:
+        with pytest.raises(CanterError, match=r"does not fit in memory .*; lower hparams\.train_freq$"):
+            next(iter(trainer()))
+        assert trainer.step == 0  # refused before any explorer stepped
+    finally:
+        trainer.close()

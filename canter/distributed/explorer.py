@@ -74,14 +74,16 @@ def load_explorer_weights(agent: Agent, weights: dict[str, Any]) -> None:
         agent.algorithm.new_noise()
 
 
-def rollout_array(shape: tuple[int, ...], dtype: Any, zeros: bool = False) -> np.ndarray:
+def rollout_array(shape: tuple[int, ...], dtype: Any, zeros: bool = False, knob: str = "n_steps") -> np.ndarray:
     """One of a rollout's ``[T, N, ...]`` arrays (``np.empty``, or ``np.zeros``); one too big for
-    memory (or for NumPy's dimension limit) is a one-line :class:`CanterError` naming ``n_steps``."""
+    memory (or for NumPy's dimension limit) is a one-line :class:`CanterError` naming the
+    hyperparameter ``knob`` that sets its length (``n_steps``; Ape-X: ``train_freq``)."""
     try:
         return np.zeros(shape, dtype) if zeros else np.empty(shape, dtype)
     except (MemoryError, ValueError) as exc:
-        raise CanterError(f"a rollout of n_steps {shape[0]:,} x {shape[1]:,} envs does not fit in memory "
-                          f"({exc}); lower hparams.n_steps") from None
+        steps = f"n_steps {shape[0]:,}" if knob == "n_steps" else f"{shape[0]:,} steps ({knob})"
+        raise CanterError(f"a rollout of {steps} x {shape[1]:,} envs does not fit in memory "
+                          f"({exc}); lower hparams.{knob}") from None
 
 
 def nbytes(tree: Any) -> int:

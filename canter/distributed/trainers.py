@@ -333,6 +333,8 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         c = self.config
         # one explorer call collects one training phase of the single-process trainer
         self.explorer_steps = max(1, math.ceil(c.train_freq / self.pool.envs_per_explorer))
+        space = self.agent.observation_space  # a rollout too big for memory: refused before the run starts
+        rollout_array((self.explorer_steps, self.pool.envs_per_explorer) + space.shape, space.dtype, knob="train_freq")
         self._owed = 0.0
         self.start_explorers(2)
 
