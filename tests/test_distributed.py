@@ -465,6 +465,7 @@ def test_sync_learner_skips_a_batch_of_reset_rows_only(algo):
     records = list(trainer())
     trainer.close()
     assert trainer.step >= 300 and any(not r.losses for r in records) and any(r.losses for r in records)
+    assert trainer._lags == []  # in-process: no lag list (it grew by one entry per rollout, never read)
 
 
 def test_a_replacement_explorers_envs_do_not_replay_the_evaluation_episodes(monkeypatch):

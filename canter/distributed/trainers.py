@@ -150,7 +150,8 @@ class Learner:
             self.step += r["steps"]
             self.check_rollout(r)
             self._explorer_steps[r["index"]] += r["steps"]
-            self._lags.append(self.version - r["version"])
+            if self.pool.remote:  # only remote explorers lag (explorer_stats reads and clears the list)
+                self._lags.append(self.version - r["version"])
             self.trajectory_bytes += nbytes(r)
         self.record_episodes()  # reads the pool's finished_* arrays
 
