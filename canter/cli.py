@@ -38,6 +38,8 @@ class _Parser(argparse.ArgumentParser):
                     if near:
                         return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + "?"
                     break
+                if "=" in token and "--set" in self._option_string_actions:  # '--set a=1 b=2'
+                    return f"{message}; one KEY=VALUE per --set: --set {token}"
         return message
 
     def error(self, message: str) -> None:  # type: ignore[override]

@@ -864,6 +864,14 @@ def test_train_hyperparameter_flags_before_the_algorithm(capsys, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+def test_two_settings_after_one_set_flag_name_the_fix(capsys, tmp_path):
+    """``--set a=1 b=2`` (as other tools' nargs flags take it) said only 'unrecognized arguments: b=2'."""
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", "n_steps=64", "batch_size=64",
+                           "--run-dir", str(tmp_path / "x"))
+    assert_one_line_error(code, err, "one KEY=VALUE per --set: --set batch_size=64")
+    assert not (tmp_path / "x").exists()
+
+
 def test_a_model_too_large_for_memory_is_one_line(capsys, workdir):
     """A size typed with a few zeros too many (net_arch=[1e14]) was torch's allocator RuntimeError traceback.
     1e14 units need more bytes than any address space holds, so the allocation fails on any machine."""
