@@ -356,3 +356,18 @@ def test_parameters_are_checked_through_the_flat_optimizer_buffers(algo):
     with pytest.raises(Divergence, match=re.escape(f"parameter {name}")):
         guard.check_update({"loss": 1.0})
     trainer.close()
+
+
+@pytest.mark.parametrize("algo, hint", [("ppo", "a lower learning rate"), ("npg", "a lower target_kl"),
+                                        ("trpo", "a lower target_kl")])
+def test_a_divergence_stop_names_what_sets_the_policy_step(algo, hint):
+    """TRPO/NPG's stop said 'try a lower learning rate', but their policy step is target_kl (lr is the
+    critic's): a non-finite 'kl' from target_kl=1000 was met with advice that cannot help."""
+    from types import SimpleNamespace
+
+    from canter.registry import lookup
+    from canter.trainers.guard import Divergence, DivergenceGuard
+
+    guard = DivergenceGuard(SimpleNamespace(algorithm=lookup("algorithm", algo)))
+    with pytest.raises(TrainingDiverged, match=f"non-finite kl; try {hint}"):
+        guard.handle(Divergence("kl", 64))

@@ -153,6 +153,8 @@ class Algorithm(ABC):
     action_spaces: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete, gym.spaces.Box)
     #: True when Box actions come out in [-1, 1] and the Agent rescales them to the bounds
     squashed_actions: ClassVar[bool] = False
+    #: what a divergence stop suggests lowering (TRPO/NPG: the policy's step is target_kl, not lr)
+    divergence_hint: ClassVar[str] = "a lower learning rate"
     #: True for algorithms that train only on multi-agent envs (``pettingzoo:``): QMIX, MAPPO
     multiagent_only: ClassVar[bool] = False
     #: True when the algorithm acts and learns under invalid-action masks (:mod:`canter.envs.masks`)

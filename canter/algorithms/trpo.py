@@ -124,6 +124,7 @@ class NPG(ActorCriticAlgorithm):
 
     name = "npg"
     Config = NPGConfig
+    divergence_hint = "a lower target_kl (the policy's step size; lr is the critic's)"
     default_n_envs = 2
     line_search = False
     separate_networks = True

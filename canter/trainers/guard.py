@@ -229,7 +229,7 @@ class DivergenceGuard:
             return {}
         event["action"] = "stopped"
         hint = "" if env_fault else (" (restores exhausted)" if self.mode == "restore" else
-                                     "; try a lower learning rate or divergence_guard: restore")
+                                     f"; try {_hint(t)} or divergence_guard: restore")
         raise TrainingDiverged(f"training diverged at step {err.step}: non-finite {err.quantity}{hint}",
                                err.quantity, err.step)
 
@@ -248,3 +248,8 @@ class DivergenceGuard:
         self.events = [dict(e) for e in state.get("events", [])]
         if self.mode == "restore" and state.get("good") is not None:
             self._good = copy.deepcopy(state["good"])
+
+
+def _hint(trainer: Any) -> str:
+    """What a divergence stop suggests lowering: the algorithm's ``divergence_hint``."""
+    return getattr(getattr(trainer, "algorithm", None), "divergence_hint", "a lower learning rate")
