@@ -304,3 +304,14 @@ def test_predicts_deterministic_flag_is_keyword_only():
 
     for cls in (Agent, RecurrentAgent, MultiPolicyAgent):
         assert inspect.signature(cls.predict).parameters["deterministic"].kind is inspect.Parameter.KEYWORD_ONLY, cls
+
+
+def test_sampling_predict_leaves_the_training_gsde_matrices_alone():
+    """SAC's gSDE matrices are the training envs' exploration noise too: a sampling ``predict`` of one
+    observation replaced the 2 envs' matrices by a 1-row draw and advanced the resampling count."""
+    agent = _agent("sac", "Pendulum-v1", n_envs=2, use_sde=True)
+    a = agent.algorithm
+    a.act(torch.zeros(2, 3))  # the training envs' draw
+    weights, calls = a.sde_weights, a.act_calls
+    agent.predict(np.zeros(3, np.float32), deterministic=False)
+    assert a.sde_weights is weights and a.act_calls == calls

@@ -18,6 +18,9 @@ from canter.utils import RunningMeanStd
 
 #: scaled rewards are clipped to +-this (Stable-Baselines3 VecNormalize's default clip_reward)
 CLIP_REWARD = 10.0
+#: algorithm attributes holding the training envs' exploration noise, which :meth:`Agent.explore` leaves
+#: as they were: TD3/DDPG's Ornstein-Uhlenbeck state, SAC's gSDE matrices and acting-call count
+_TRAINING_NOISE = ("ou_state", "sde_weights", "act_calls")
 
 
 @functools.lru_cache(maxsize=None)
@@ -219,13 +222,15 @@ class Agent:
     def explore(self, obs: np.ndarray, generator: torch.Generator | None = None) -> np.ndarray:
         """Exploring actions (the policy's samples, DQN's epsilon-greedy moves) for one observation or a
         batch (as :meth:`predict`), updating no statistics and leaving the training envs' exploration
-        noise (TD3/DDPG's Ornstein-Uhlenbeck state) as it was: e.g. an opponent's moves in self-play.
+        noise (TD3/DDPG's Ornstein-Uhlenbeck state, SAC/TQC's gSDE matrices) as it was: e.g. an opponent's moves in self-play.
         ``generator``: draw from it instead of the algorithm's own (whose stream then stays the learner's)."""
         obs, single = self.as_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(obs))
         algorithm = self.algorithm
         own, algorithm.generator = algorithm.generator, generator or algorithm.generator
-        noise = getattr(algorithm, "ou_state", None)  # TD3/DDPG's Ornstein-Uhlenbeck process of the training envs
+        # the training envs' exploration noise: TD3/DDPG's Ornstein-Uhlenbeck process, SAC's gSDE
+        # matrices and their resampling count
+        noise = {k: getattr(algorithm, k) for k in _TRAINING_NOISE if hasattr(algorithm, k)}
         try:
             out = self._act_numpy(algorithm, x, False)
             if out is None:
@@ -233,8 +238,8 @@ class Agent:
                     out = algorithm.act(self._tensor(x), deterministic=False)
         finally:
             algorithm.generator = own
-            if hasattr(algorithm, "ou_state"):
-                algorithm.ou_state = noise
+            for key, value in noise.items():
+                setattr(algorithm, key, value)
         actions = self.to_env_actions(out.actions)
         return actions[0] if single else actions
 
