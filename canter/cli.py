@@ -244,6 +244,17 @@ def parse_env_kwargs(text: str | None) -> dict[str, Any]:
     return value
 
 
+def _bounds_note(agent: Any, env: Any) -> str:
+    """``"; bounds differ: action high[0] 3.0 vs 5.0"`` where the spaces' descriptions are the same
+    and only their bounds differ (else the mismatch message would show one description twice)."""
+    from canter.envs import bounds_difference
+
+    notes = [f"{name} {diff}" for name, diff in (
+        ("observation", bounds_difference(agent.observation_space, env.single_observation_space)),
+        ("action", bounds_difference(agent.action_space, env.single_action_space))) if diff]
+    return f"; bounds differ: {', '.join(notes)}" if notes else ""
+
+
 def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str, Any] | None = None,
                   ) -> tuple[Any, str, dict]:
     from canter.api import load
@@ -266,6 +277,7 @@ def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str
             raise CanterError(
                 f"checkpoint spaces do not match env '{env_id}': trained on {d(agent.observation_space)} -> "
                 f"{d(agent.action_space)}, env has {d(probe.single_observation_space)} -> {d(probe.single_action_space)}"
+                f"{_bounds_note(agent, probe)}"
             )
     finally:
         probe.close()

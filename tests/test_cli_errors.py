@@ -239,6 +239,28 @@ def test_spaces_do_not_match(capsys, runs, cmd):
     assert snapshot(good) == before
 
 
+@pytest.mark.parametrize("cmd", ["eval", "play"])
+def test_spaces_that_differ_only_in_bounds_say_which_bound(capsys, runs, monkeypatch, cmd):
+    """Spaces of one shape and dtype whose bounds differ were refused with the same description twice
+    ("trained on Box(shape=(4,), float32) -> Discrete(2), env has Box(shape=(4,), float32) -> Discrete(2)")."""
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.registry import _REGISTRY
+
+    def wider_cartpole() -> gym.Env:
+        env = gym.make("CartPole-v1")
+        high = env.observation_space.high.copy()
+        high[0] = 9.0
+        space = gym.spaces.Box(-high, high, dtype=np.float32)
+        return gym.wrappers.TransformObservation(env, lambda o: o, observation_space=space)
+
+    monkeypatch.setitem(_REGISTRY["env"], "CanterTestWiderCartPole-v0", wider_cartpole)
+    good, _ = runs
+    code, out, err = run_cli(capsys, cmd, str(good), "--env", "CanterTestWiderCartPole-v0", "--episodes", "1")
+    assert_one_line_error(code, err, "do not match", "bounds differ: observation low[0]", "vs -9.0")
+
+
 def test_eval_json_on_good_run(capsys, runs):
     good, _ = runs
     code, out, err = run_cli(capsys, "eval", str(good), "--json", "--episodes", "2")

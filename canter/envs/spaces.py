@@ -160,6 +160,23 @@ def describe_space(space: gym.Space) -> str:
     return f"{type(space).__name__}(shape={getattr(space, 'shape', None)})"
 
 
+def bounds_difference(trained: gym.Space, other: gym.Space) -> str:
+    """The first bound in which two Box spaces that :func:`describe_space` cannot tell apart (same shape
+    and dtype) differ, as ``"high[0] 3.0 vs 5.0"`` (``trained``'s value first), for a mismatch message
+    that would otherwise show the same description twice; ``""`` for any other pair."""
+    if not (isinstance(trained, gym.spaces.Box) and isinstance(other, gym.spaces.Box)
+            and describe_space(trained) == describe_space(other)):
+        return ""
+    for key in ("low", "high"):
+        a, b = np.asarray(getattr(trained, key)).reshape(-1), np.asarray(getattr(other, key)).reshape(-1)
+        differ = np.flatnonzero(~((a == b) | (np.isnan(a) & np.isnan(b))))
+        if differ.size:
+            i = int(differ[0])
+            where = f"{key}[{i}]" if a.size > 1 or trained.shape else key
+            return f"{where} {a[i].item()!r} vs {b[i].item()!r}"
+    return ""
+
+
 def spaces_match(a: gym.Space, b: gym.Space) -> bool:
     """True when two spaces have the same type, shape and bounds."""
     return space_to_dict(a) == space_to_dict(b)
