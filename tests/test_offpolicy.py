@@ -61,6 +61,22 @@ def test_critic_loss_leaves_actor_gradients_at_zero_and_vice_versa(algo, env):
     trainer.close()
 
 
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_critic_parameters_frozen_by_the_user_stay_frozen(algo):
+    """The actor loss froze the critic's parameters for its pass and then set requires_grad on all of
+    them, also on those a user had frozen (a pretrained encoder): the critic optimizer then trained them."""
+    trainer = canter.make_trainer(algo, "Pendulum-v1", **TINY)
+    a = trainer.algorithm
+    fixed = a.critic.q[0][0].weight
+    fixed.requires_grad_(False)
+    before = fixed.detach().clone()
+    for _ in range(3):
+        a.learn(_batch(trainer))
+    trainer.close()
+    assert not fixed.requires_grad and torch.equal(fixed.detach(), before)
+    assert all(p.requires_grad for p in a.actor.parameters())
+
+
 def test_sac_log_prob_matches_torch_distributions():
     trainer = canter.make_trainer("sac", "Pendulum-v1", **TINY)
     a = trainer.algorithm

@@ -92,14 +92,16 @@ def frozen(params: list[nn.Parameter]) -> Iterator[None]:
     """Run a forward pass without building gradients for ``params`` (e.g. a critic's).
 
     Used for the actor loss: the critic passes gradients back to the actions but its own
-    weights get none (and their weight-gradient matmuls are skipped).
+    weights get none (and their weight-gradient matmuls are skipped). Parameters that were
+    already frozen (a user's pretrained encoder) stay frozen afterwards.
     """
-    for p in params:
+    trained = [p for p in params if p.requires_grad]
+    for p in trained:
         p.requires_grad_(False)
     try:
         yield
     finally:
-        for p in params:
+        for p in trained:
             p.requires_grad_(True)
 
 
