@@ -273,6 +273,25 @@ def test_buffer_smaller_than_batch_is_a_one_line_error(capsys, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+def test_a_minibatch_too_large_for_memory_is_a_one_line_error(monkeypatch):
+    """A batch_size whose gradient step torch cannot allocate (batch_size=10**8: 95 GiB) ended the run
+    with torch's RuntimeError and a traceback of C++ frames; other errors still propagate as they are."""
+    trainer = canter.make_trainer("sac", "Pendulum-v1", max_steps=64, **TINY)
+    oom = RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+                       "you tried to allocate 102400000000 bytes. Error code 12 (Cannot allocate memory)")
+
+    def learn(batch):
+        raise oom
+
+    monkeypatch.setattr(trainer.agent, "learn", learn)
+    with pytest.raises(CanterError, match=r"batch_size 16 .*95\.4 GiB.*lower hparams\.batch_size"):
+        list(trainer())
+    oom = RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+    with pytest.raises(RuntimeError, match="shapes"):
+        trainer.train(1)
+    trainer.close()
+
+
 def test_bad_entropy_coefficient_is_a_one_line_error(capsys, tmp_path):
     line = _cli_error(capsys, "train", "sac", "--env", "Pendulum-v1", "--set", "ent_coef=autox",
                       "--run-dir", str(tmp_path / "r"))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from typing import Any
 
@@ -194,10 +195,23 @@ class OffPolicyTrainer(StepwiseTrainer):
 
     def train(self, gradient_steps: int) -> dict[str, float]:
         """Advance the schedules to the current step, then take ``gradient_steps`` updates; mean stats."""
-        agent, buf, c = self.agent, self.buffer, self.config
+        c = self.config
         self.set_progress()
         if self._buffer_progress is not None:
             self._buffer_progress(self.step, self.run.max_steps)
+        try:
+            return self._train(gradient_steps)
+        except (MemoryError, RuntimeError) as exc:  # torch's allocator: a traceback of many C++ frames
+            too_big = re.search(r"can't allocate memory: you tried to allocate (\d+) bytes", str(exc))
+            if not (isinstance(exc, MemoryError) or too_big):
+                raise
+            size = f" (one of its tensors needs {int(too_big.group(1)) / 2**30:,.1f} GiB)" if too_big else ""
+            raise CanterError(f"a gradient step on a minibatch of hparams.batch_size {c.batch_size:,} transitions does "
+                              f"not fit in memory{size}; lower hparams.batch_size") from None
+
+    def _train(self, gradient_steps: int) -> dict[str, float]:
+        """The ``gradient_steps`` updates of :meth:`train`; their mean stats."""
+        agent, buf, c = self.agent, self.buffer, self.config
         with self.updating():  # matmul precision and denormal flushing for the updates only
             if self._phase_batching and 1 < gradient_steps and c.batch_size * gradient_steps <= PHASE_ROWS:
                 # uniform replay: one draw of all the phase's minibatches is distributed exactly like
