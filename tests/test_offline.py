@@ -410,6 +410,26 @@ def test_offline_schedules_follow_every_update(tmp_path):
     assert trainer.step == 100 and trainer.iteration_count == 1 and trainer.algorithm.target_syncs == 3
 
 
+def test_an_offline_minibatch_too_large_for_memory_is_a_one_line_error(tmp_path, capsys, monkeypatch):
+    """batch_size=10**10 ended ``canter train td3bc --dataset`` with torch's RuntimeError and a traceback
+    of C++ frames (the trainer's setup allocates a batch_size vector); one too large for a gradient
+    step failed the same way in the update."""
+    collect("Pendulum-v1", 50, None, seed=0).save(tmp_path / "data")
+    code, _, err = run_cli(capsys, "train", "td3bc", "--dataset", str(tmp_path / "data"), "--max-steps", "4",
+                           "--quiet", "--run-dir", str(tmp_path / "r"), "--set", "batch_size=10000000000")
+    assert_one_line_error(code, err, "hparams.batch_size 10,000,000,000", "37.3 GiB")
+    trainer = canter.make_trainer("td3bc", dataset=str(tmp_path / "data"), max_steps=4, gradient_steps=2,
+                                  net_arch=[8], eval_every=0, eval_episodes=1)
+
+    def learn(batch):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 2147483648 bytes.")
+
+    monkeypatch.setattr(trainer.agent, "learn", learn)
+    with pytest.raises(CanterError, match=r"batch_size 256 .*2\.0 GiB"):
+        list(trainer())
+    trainer.close()
+
+
 @pytest.mark.slow
 def test_td3bc_learns_pendulum_from_a_mixed_dataset(tmp_path):
     """A TD3 policy trained for 15k steps, acting randomly 30% of the time, collects the data."""

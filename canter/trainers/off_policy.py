@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from typing import Any
 
@@ -22,7 +21,7 @@ from canter.envs.make import make_env
 from canter.envs.multiagent import is_multiagent
 from canter.errors import CanterError, CanterWarning
 from canter.envs.vector import Step
-from canter.trainers.base import StepwiseTrainer, mean_stats
+from canter.trainers.base import StepwiseTrainer, mean_stats, minibatches_fit
 from canter.utils import stream_rng
 
 
@@ -199,15 +198,8 @@ class OffPolicyTrainer(StepwiseTrainer):
         self.set_progress()
         if self._buffer_progress is not None:
             self._buffer_progress(self.step, self.run.max_steps)
-        try:
+        with minibatches_fit(c.batch_size):  # an allocation failure is a one-line error naming batch_size
             return self._train(gradient_steps)
-        except (MemoryError, RuntimeError) as exc:  # torch's allocator: a traceback of many C++ frames
-            too_big = re.search(r"can't allocate memory: you tried to allocate (\d+) bytes", str(exc))
-            if not (isinstance(exc, MemoryError) or too_big):
-                raise
-            size = f" (one of its tensors needs {int(too_big.group(1)) / 2**30:,.1f} GiB)" if too_big else ""
-            raise CanterError(f"a gradient step on a minibatch of hparams.batch_size {c.batch_size:,} transitions does "
-                              f"not fit in memory{size}; lower hparams.batch_size") from None
 
     def _train(self, gradient_steps: int) -> dict[str, float]:
         """The ``gradient_steps`` updates of :meth:`train`; their mean stats."""

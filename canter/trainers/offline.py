@@ -19,7 +19,7 @@ from canter.config import RunConfig
 from canter.data.batch import ReplayBatch
 from canter.data.dataset import TransitionDataset
 from canter.envs.vector import VecEnv
-from canter.trainers.base import Trainer, mean_stats
+from canter.trainers.base import Trainer, mean_stats, minibatches_fit
 from canter.utils import stream_rng
 
 
@@ -62,9 +62,10 @@ class OfflineTrainer(Trainer):
         if agent.obs_rms is not None:  # set, not folded in: a resumed run has the same statistics already
             mean, var, count = dataset_obs_moments((d.obs, d.next_obs))
             agent.obs_rms.load_state_dict({"mean": mean, "var": var, "count": count})
-        self._ones = torch.ones(self.config.batch_size)
         self.gamma = float(getattr(self.config, "gamma", 1.0))  # behaviour cloning has no discount
-        self._discounts = torch.full((self.config.batch_size,), self.gamma)
+        with minibatches_fit(self.config.batch_size):
+            self._ones = torch.ones(self.config.batch_size)
+            self._discounts = torch.full((self.config.batch_size,), self.gamma)
 
     def sample(self, n: int) -> ReplayBatch:
         """``n`` transitions drawn uniformly with replacement from the trainer's seeded generator."""
@@ -84,7 +85,7 @@ class OfflineTrainer(Trainer):
         agent, c = self.agent, self.config
         updates = max(1, min(c.gradient_steps, self.run.max_steps - self.step))
         stats = []
-        with self.updating():
+        with self.updating(), minibatches_fit(c.batch_size):
             for _ in range(updates):
                 self.set_progress()
                 stats.append(agent.learn(agent.prepare_replay_batch(self.sample(c.batch_size))))
