@@ -518,3 +518,17 @@ def test_first_training_phase_is_the_first_to_end_past_learning_starts(algo, env
     trained = [(r.step, trainer.algorithm.updates) for r in trainer()]
     trainer.close()
     assert trained == [(4, 0), (8, 0), (12, 2), (16, 4), (20, 6)]
+
+
+def test_target_updates_copy_batch_norm_statistics():
+    """SoftUpdate moved parameters only: a user model's batch-norm running statistics stayed at their
+    initial values in the target network (SB3 copies them at every target update)."""
+    from canter.algorithms.offpolicy import SoftUpdate
+
+    online, target = torch.nn.BatchNorm1d(3), torch.nn.BatchNorm1d(3)
+    online.train()
+    online(torch.randn(16, 3) * 5 + 2)  # the online net's statistics move
+    weight = target.weight.clone()
+    SoftUpdate(target, online)(0.005)
+    assert torch.equal(target.running_mean, online.running_mean) and torch.equal(target.running_var, online.running_var)
+    assert torch.allclose(target.weight, weight)  # parameters still move by tau only (both are 1 here)

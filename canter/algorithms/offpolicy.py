@@ -74,10 +74,13 @@ class OffPolicyConfig:
 
 class SoftUpdate:
     """Moves a target network towards its online twin: ``target <- target + tau * (online - target)``
-    for every parameter (a copy when ``tau`` is 1). The parameter lists are collected once."""
+    for every parameter (a copy when ``tau`` is 1). Floating-point buffers (a user model's batch-norm
+    running statistics) are copied whatever ``tau``, as Stable-Baselines3 does. The lists are collected once."""
 
     def __init__(self, target: nn.Module, online: nn.Module) -> None:
         self.target, self.online = list(target.parameters()), list(online.parameters())
+        pairs = [(t, o) for t, o in zip(target.buffers(), online.buffers()) if t.is_floating_point()]
+        self.target_buffers, self.online_buffers = [t for t, _ in pairs], [o for _, o in pairs]
 
     def __call__(self, tau: float) -> None:  # noqa: D102
         with torch.no_grad():
@@ -85,6 +88,8 @@ class SoftUpdate:
                 torch._foreach_copy_(self.target, self.online)
             else:
                 torch._foreach_lerp_(self.target, self.online, tau)
+            if self.target_buffers:
+                torch._foreach_copy_(self.target_buffers, self.online_buffers)
 
 
 @contextmanager
