@@ -63,7 +63,8 @@ def check_video_dir(video_dir: str) -> None:
 def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video_dir: str | None = None,
          seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> list[float]:
     """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns (a multi-agent
-    env's: the mean over its agents, :func:`play_multiagent`)."""
+    env's: the mean over its agents, :func:`play_multiagent`). A recurrent agent's ``predict`` memory is
+    left empty afterwards, as :func:`~canter.trainers.evaluation.evaluate` leaves it."""
     mode = "rgb_array" if video_dir else ("human" if render else None)
     if video_dir:
         check_video_dir(video_dir)
@@ -92,6 +93,8 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
             returns.append(total)
     finally:
         env.close()
+        if hasattr(agent, "begin_episodes"):  # the caller's next predict starts from empty memory, as after evaluate
+            agent.begin_episodes(np.ones(1, dtype=bool))
     return returns
 
 
@@ -134,6 +137,8 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
                            fps=fps)
     finally:
         env.close()
+        if hasattr(agent, "begin_episodes"):  # the caller's next predict starts from empty memory, as after evaluate
+            agent.begin_episodes(np.ones(env.num_envs, dtype=bool))
     return returns
 
 

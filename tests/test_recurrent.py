@@ -272,6 +272,20 @@ def test_begin_episodes_takes_a_list_or_tuple_of_starts():
         assert not h[0, 0].any() and h[0, 1].any()  # only the first env's memory is zeroed
 
 
+def test_play_leaves_the_callers_predict_memory_empty():
+    """``play`` (``canter play``, and ``--record-every``, whose last video comes after training's last
+    evaluation) left the memory of its last episode's end: ``canter.train(..., record_every=N)`` returned an
+    agent whose ``predict(obs)`` went on from it."""
+    from canter.play import play
+
+    trainer = canter.make_trainer("recurrent_ppo", ENV, seed=0, max_steps=64, **HP)
+    agent = trainer.agent
+    play(agent, ENV, 1, seed=1)
+    state = agent.memory["predict"]
+    assert state is None or all(float(t.abs().max()) == 0.0 for t in state)
+    trainer.close()
+
+
 def test_an_evaluation_leaves_the_callers_predict_memory_empty():
     """After an evaluation (the trainer's, or ``canter.train``'s last), ``agent.predict(obs)`` without
     ``episode_start`` acted from the last evaluation episode's memory; SB3 starts from zeros."""
