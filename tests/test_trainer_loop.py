@@ -228,6 +228,35 @@ def test_evaluate_runs_exactly_n_episodes_spread_evenly_over_the_sub_envs():
     assert result.mean_return == pytest.approx(4.0) and result.episodes == 3
 
 
+def test_episode_returns_add_the_envs_own_rewards_not_their_float32_roundings():
+    """Rewards were cast to float32 before they were added up: ten rewards of 0.1 made a return of
+    1.0000000149011612 (Pendulum: -1137.0425159931 for a raw -1137.0425133960) in the evaluation and in
+    history.parquet, where SB3's Monitor adds the env's floats (0.9999999999999999, logged rounded: 1.0)."""
+    class Tenths(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            self.t += 1
+            return np.zeros(1, np.float32), 0.1, self.t >= 10, False, {}
+
+    class Zeros:
+        def predict(self, obs):
+            return np.zeros(len(obs), np.int64)
+
+    env = VecEnv(gym.vector.SyncVectorEnv([Tenths], autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
+    result = evaluate(Zeros(), env, 1, seed=0)
+    step = env.step(np.zeros(1, np.int64))
+    env.close()
+    assert result.returns == [sum([0.1] * 10)]
+    assert step.reward.dtype == np.float32  # what the buffers and losses get is unchanged
+
+
 def test_deterministic_prediction_leaves_the_observation_statistics_alone():
     trainer = canter.make_trainer("ppo", "CartPole-v1", normalize_obs=True, max_steps=64, **TINY)
     list(trainer())

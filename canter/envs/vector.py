@@ -127,11 +127,12 @@ class VecEnv:
         valid = ~self._prev_done
         if active is not None:
             valid &= active
-        reward = np.asarray(reward, dtype=np.float32)
+        raw = np.asarray(reward)  # the returns add the env's own rewards (float64 ones unrounded), as SB3's Monitor
+        reward = np.asarray(raw, dtype=np.float32)
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)
         done = terminated | truncated
-        self._ep_return += np.where(valid, reward, 0.0)
+        self._ep_return += np.where(valid, raw, 0.0)
         self._ep_length += valid
         ended, returns = done, self._ep_return
         if games is not None:  # a lost life ends an episode, not the game: the statistics are per game
