@@ -80,6 +80,11 @@ def test_plot_group_counts_only_runs_with_a_curve(tmp_path):
     draw_groups(ax, group_runs([run("s0", [10, 20]), run("s1", [10, 30]), run("killed", [])]))
     assert ax.get_legend_handles_labels()[1] == ["ppo CartPole-v1 (n=2)"]
     assert ax.get_ylabel() == "return (rolling mean of 100 training episodes)"
+    # a seed stopped after one episode (at step 1234, between two points of the 200-point grid) adds
+    # nothing to the mean either: the legend said n=3
+    ax = new_figure(400, 300).add_subplot()
+    draw_groups(ax, group_runs([run("s0", [10, 5000]), run("s1", [10, 6000]), run("one", [1234])]))
+    assert ax.get_legend_handles_labels()[1] == ["ppo CartPole-v1 (n=2)"]
 
 
 def test_plot_writes_image_of_requested_size(two_seeds, tmp_path, capsys):

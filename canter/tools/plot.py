@@ -51,10 +51,20 @@ def mean_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200
     A curve covers its own x range; with ``hold[i]`` true, curve ``i`` also keeps its last value
     up to the end of the grid (a run that stopped because it reached its target).
     """
+    grid, stack = _stack(curves, points, hold)
+    with np.errstate(invalid="ignore"):
+        mean = np.nanmean(stack, axis=0)
+        std = np.nanstd(stack, axis=0)
+    return grid, mean, std
+
+
+def _stack(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
+           hold: Sequence[bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The grid of :func:`mean_band` and each non-empty curve's values on it (NaN outside its range), ``[runs, grid]``."""
     hold = [False] * len(curves) if hold is None else list(hold)
     kept = [(c, h) for c, h in zip(curves, hold) if len(c[0])]
     if not kept:
-        return np.zeros(0), np.zeros(0), np.zeros(0)
+        return np.zeros(0), np.zeros((0, 0))
     lo = min(float(xs[0]) for (xs, _), _ in kept)
     hi = max(float(xs[-1]) for (xs, _), _ in kept)
     grid = np.linspace(lo, hi, points) if hi > lo else np.array([lo])
@@ -63,11 +73,14 @@ def mean_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200
         inside = (grid >= xs[0]) & ((grid <= xs[-1]) | held)
         stack[i, inside] = np.interp(grid[inside], xs, ys)  # np.interp holds the last value beyond xs[-1]
     covered = np.isfinite(stack).any(axis=0)
-    grid, stack = grid[covered], stack[:, covered]
-    with np.errstate(invalid="ignore"):
-        mean = np.nanmean(stack, axis=0)
-        std = np.nanstd(stack, axis=0)
-    return grid, mean, std
+    return grid[covered], stack[:, covered]
+
+
+def runs_in_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
+                 hold: Sequence[bool] | None = None) -> int:
+    """How many of ``curves`` have a value at some point of :func:`mean_band`'s grid, i.e. count in its mean (a
+    run whose few episodes all fall between two grid points, such as one with a single episode, does not)."""
+    return int(np.isfinite(_stack(curves, points, hold)[1]).any(axis=1).sum())
 
 
 def group_runs(runs: Sequence[RunData], labels: Sequence[str] | None = None) -> dict[str, list[RunData]]:
@@ -93,10 +106,11 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
     every = [r for runs in groups.values() for r in runs if len(run_curve(r, x)[0])]
     for label, runs in groups.items():
         curves = [run_curve(r, x) for r in runs]
-        grid, mean, std = mean_band(curves, hold=[r.summary.get("stop_reason") == "target_reward" for r in runs])
+        hold = [r.summary.get("stop_reason") == "target_reward" for r in runs]
+        grid, mean, std = mean_band(curves, hold=hold)
         if not grid.size:
             continue
-        n = sum(1 for xs, _ in curves if len(xs))
+        n = runs_in_band(curves, hold=hold)  # the runs in the mean (not one whose only episode is off the grid)
         (line,) = ax.plot(grid, mean, label=f"{label} (n={n})" if n > 1 else label, linewidth=1.8,
                           color=(colors or {}).get(label), marker="o" if grid.size == 1 else None)
         if n > 1:
