@@ -178,6 +178,7 @@ DAMAGED = {
     "summary-bad-json": ("summary.json", b"{\"steps\": 256,"),
     "summary-a-list": ("summary.json", b"[1, 2, 3]"),
     "summary-text-steps": ("summary.json", b"{\"steps\": \"x\", \"wall_seconds\": 2}"),  # report: TypeError traceback
+    "summary-null-wall": ("summary.json", b"{\"steps\": 256, \"wall_seconds\": null}"),  # report: TypeError traceback
     "history-garbage": ("history.parquet", b"garbage"),
     "evaluations-garbage": ("evaluations.parquet", b"PAR1 this is not parquet PAR1"),
     "updates-garbage": ("updates.parquet", b"\x00" * 64),

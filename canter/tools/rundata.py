@@ -58,6 +58,8 @@ REQUIRED_COLUMNS = {"history.parquet": ("step", "wall_time", "episode_return", "
 
 #: the numbers the tools read from ``summary.json`` (``canter.run`` writes them)
 SUMMARY_NUMBERS = ("steps", "episodes", "updates", "wall_seconds", "best_eval_return", "last_eval_return")
+#: ... of which these are never null (a run without an evaluation has null eval returns)
+SUMMARY_COUNTS = ("steps", "episodes", "updates", "wall_seconds")
 
 
 def read_table(path: Path, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
@@ -119,6 +121,8 @@ def load_run(path: str | Path) -> RunData:
     summary = read_json_mapping(summary_path) if summary_path.exists() else {}
     for key in SUMMARY_NUMBERS:  # the tools compute with them (steps / wall_seconds, float(...))
         value = summary.get(key)
+        if key in SUMMARY_COUNTS and key in summary and value is None:  # the report formatted it: a TypeError
+            raise CanterError(f"'{summary_path}' is damaged: '{key}' must be a number, got null")
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise CanterError(f"'{summary_path}' is damaged: '{key}' must be a number or null, got {value!r}")
     history, evaluations, updates = (read_table(p / name, REQUIRED_COLUMNS[name]) for name in
