@@ -188,6 +188,19 @@ DAMAGED = {
 }
 
 
+def test_a_checkpoint_json_with_a_damaged_step_is_left_out_of_the_report(run_copy):
+    """A checkpoint JSON whose step is text: the report's checkpoint table sorted the rows by step and
+    stopped with a TypeError traceback ('<' between str and int)."""
+    import json
+
+    from canter.tools.rundata import checkpoints
+
+    meta = json.loads((run_copy / "checkpoints" / "last.json").read_text())
+    (run_copy / "checkpoints" / "extra.json").write_text(json.dumps({**meta, "step": "x"}))
+    names = [row["name"] for row in checkpoints(run_copy)]  # the report's checkpoint table
+    assert "last" in names and "extra" not in names
+
+
 @pytest.mark.parametrize("cmd", ["plot", "report"])
 @pytest.mark.parametrize("name,content", list(DAMAGED.values()), ids=list(DAMAGED))
 def test_damaged_run_file_is_one_line_naming_it(capsys, run_copy, tmp_path, cmd, name, content):

@@ -132,7 +132,7 @@ def load_run(path: str | Path) -> RunData:
 
 def checkpoints(run_dir: Path) -> list[dict[str, Any]]:
     """The run's checkpoints: name, step, size in bytes and the trainer counters at save time (a
-    metadata file that cannot be read is left out)."""
+    metadata file that cannot be read, or whose step is not a whole number, is left out)."""
     rows = []
     for meta_path in sorted((run_dir / "checkpoints").glob("*.json")):
         tensors = meta_path.with_suffix(".safetensors")
@@ -141,6 +141,9 @@ def checkpoints(run_dir: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError):  # ValueError: bad JSON, bytes that are not UTF-8
             continue
         if not isinstance(meta, dict):
+            continue
+        step = meta.get("step")
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int)):  # damaged: the rows sort by it
             continue
         trainer = meta.get("trainer") if isinstance(meta.get("trainer"), dict) else {}
         rows.append({
