@@ -367,6 +367,17 @@ def test_benchmark_jobs_ctrl_c_starts_no_further_run(tmp_path):
         assert json.loads((r / "summary.json").read_text())["stop_reason"] == "interrupted"
 
 
+def test_a_diverging_benchmark_run_is_a_result_not_the_end_of_the_benchmark(tmp_path):
+    """A run the divergence guard stopped ended the whole benchmark with exit 2 (the grid's other runs never
+    ran), while running the same command again reused that run as finished and wrote the table."""
+    from canter.tools.benchmark import Cell, run_cell
+
+    cell = Cell("dqn", "CartPole-v1", 0, {"lr": 1e30, "learning_starts": 32, "train_freq": 4, "buffer_size": 500,
+                                          "n_envs": 1, "max_steps": 400, "eval_every": 0, "tensorboard": False})
+    summary = run_cell(cell, str(tmp_path / cell.name), None)
+    assert summary["stop_reason"] == "diverged" and "training diverged at step" in summary["diverged"]
+
+
 def test_benchmark_jobs_worker_errors_reach_the_parent_as_they_are():
     """A --jobs worker's error is pickled to the parent: TrainingDiverged (a run diverging) and MissingExtraError
     could not be unpickled (their __init__ takes more than the message), so the parent got BrokenProcessPool

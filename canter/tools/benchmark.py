@@ -180,11 +180,17 @@ def _finished(run_dir: Path) -> bool:
 
 
 def run_cell(cell: Cell, run_dir: str, threads: int | None) -> dict[str, Any]:
-    """Train one cell into ``run_dir`` (top level so that worker processes can run it)."""
+    """Train one cell into ``run_dir`` (top level so that worker processes can run it). A run that the
+    divergence guard stops is a result (its summary says ``diverged``), as a rerun of the benchmark reuses it."""
     from canter.api import train
+    from canter.trainers.guard import TrainingDiverged
 
     extra = {"torch_threads": threads} if threads else {}
-    train(cell.algo, cell.env, run_dir=run_dir, quiet=True, seed=cell.seed, **{**cell.overrides, **extra})
+    try:
+        train(cell.algo, cell.env, run_dir=run_dir, quiet=True, seed=cell.seed, **{**cell.overrides, **extra})
+    except TrainingDiverged as exc:
+        summary = json.loads((Path(run_dir) / "summary.json").read_text())
+        return {**summary, "diverged": str(exc)}
     return json.loads((Path(run_dir) / "summary.json").read_text())
 
 
@@ -246,8 +252,9 @@ def _execute(todo: list[Cell], runs_dir: Path, jobs: int, quiet: bool, done: int
         if not quiet:
             last = summary.get("last_eval_return")
             ret = "n/a" if last is None else f"{last:.2f}"
+            diverged = f" ({summary['diverged']})" if summary.get("diverged") else ""
             print(f"[{done}/{total}] {cell.algo} {cell.env} seed {cell.seed}: final eval return {ret}, "
-                  f"{summary.get('steps', 0):,} steps, {summary.get('wall_seconds', 0):.1f}s", flush=True)
+                  f"{summary.get('steps', 0):,} steps, {summary.get('wall_seconds', 0):.1f}s{diverged}", flush=True)
 
     if jobs == 1 or len(todo) <= 1:
         for cell in todo:
