@@ -135,6 +135,18 @@ def test_report_loads_in_headless_chromium_without_errors(recorded_run, tmp_path
     assert blue > 300 and red > 50 and purple > 300, (blue, red, purple)
 
 
+def test_report_outcome_of_a_run_without_a_target_is_not_not_solved(tmp_path):
+    """A run without target_reward had the red outcome card 'not solved' (canter train says 'finished')."""
+    from canter.tools.report import _cards
+    from canter.tools.rundata import RunData
+
+    summary = {"steps": 256, "wall_seconds": 1.0, "solved": False, "stop_reason": "max_steps"}
+    untargeted = _cards(RunData(tmp_path, {"algo": "ppo", "env": "MountainCar-v0", "target_reward": None}, summary))
+    assert '<b class="">no target</b><span>outcome</span>' in untargeted and "not solved" not in untargeted
+    missed = _cards(RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1", "target_reward": 475}, summary))
+    assert '<b class="no">not solved</b><span>outcome</span>' in missed
+
+
 def test_report_without_videos_or_evaluation(tmp_path):
     run = tmp_path / "run"
     assert main(["train", "dqn", "--env", "CartPole-v1", "--run-dir", str(run), "--max-steps", "400", "--set",

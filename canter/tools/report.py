@@ -212,8 +212,11 @@ def videos(run: RunData) -> str:
 def _cards(run: RunData) -> str:
     s = run.summary
     solved = s.get("solved")
+    # a run without a target reward has nothing to solve (as canter train says 'finished', not 'not solved')
+    outcome = ("no target", "outcome", "") if run.target_reward is None else (
+        "solved" if solved else "not solved", "outcome", "ok" if solved else "no")
     items = [
-        ("solved" if solved else "not solved", "outcome", "ok" if solved else "no"),
+        outcome,
         (_cell(s.get("best_eval_return")), "best eval return", ""),
         (_cell(s.get("last_eval_return")), "last eval return", ""),
         (_cell(run.target_reward), "target", ""),
