@@ -65,6 +65,24 @@ def test_mean_band_averages_where_runs_overlap():
     np.testing.assert_allclose(std, [5.0, 5.0, 10.0])
 
 
+def test_a_curve_takes_the_rolling_return_after_all_episodes_that_ended_on_a_step(tmp_path):
+    """Four envs whose episodes all end together (Pendulum: 200 steps each) give four history rows per step;
+    the curve between two such steps went toward the first row of the next (a mean with one of its four new
+    episodes): a PPO Pendulum run's curve read -1259 at step 1592 where the rolling return goes from
+    -1172.6 after step 800 to -1307.4 after step 1604 (-1305)."""
+    from canter.tools.plot import run_curve
+    from canter.tools.rundata import RunData
+
+    steps = np.array([800.0] * 4 + [1604.0] * 4)
+    rolling = np.array([-960.5, -929.6, -1021.7, -1172.6, -1260.8, -1293.3, -1305.1, -1307.4])
+    history = {"step": steps, "wall_time": steps / 100, "episode_return": rolling, "rolling_return": rolling}
+    xs, ys = run_curve(RunData(tmp_path, {"algo": "ppo", "env": "Pendulum-v1"}, {}, history))
+    np.testing.assert_array_equal(xs, [800.0, 1604.0])
+    np.testing.assert_array_equal(ys, [-1172.6, -1307.4])
+    grid, mean, _ = mean_band([(xs, ys)], points=3)
+    np.testing.assert_allclose(mean, [-1172.6, -1240.0, -1307.4])
+
+
 def test_plot_group_counts_only_runs_with_a_curve(tmp_path):
     """A seed killed before its first episode draws nothing: the legend said n=3 for a mean of 2 runs,
     and the y label 'training rolling mean, or evaluation mean' though no evaluation mean was drawn."""

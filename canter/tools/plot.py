@@ -31,7 +31,11 @@ def new_figure(width_px: int, height_px: int, dpi: int = 100) -> Any:
 
 
 def run_curve(run: RunData, x: str = "steps") -> tuple[np.ndarray, np.ndarray]:
-    """(x, rolling training return) of one run; evaluation means when it finished no episode."""
+    """(x, rolling training return) of one run; evaluation means when it finished no episode.
+
+    Episodes that ended on the same step (several envs at once: Pendulum's or MuJoCo's fixed-length
+    episodes) are one point, the rolling return after all of them: the rows between hold partial means
+    that depend on the envs' order, and the curve interpolated toward the first of them."""
     if x not in X_AXES:
         raise CanterError(f"--x must be 'steps' or 'time', got '{x}'")
     col = X_AXES[x][0]
@@ -41,7 +45,9 @@ def run_curve(run: RunData, x: str = "steps") -> tuple[np.ndarray, np.ndarray]:
         table, ycol = run.evaluations, "mean_return"
     if not len(table.get(ycol, ())):
         return np.zeros(0), np.zeros(0)
-    return table[col], table[ycol]
+    xs, ys = table[col], table[ycol]
+    last = np.r_[xs[1:] != xs[:-1], True]  # the last row at each x
+    return xs[last], ys[last]
 
 
 def mean_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
