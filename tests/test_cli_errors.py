@@ -763,6 +763,29 @@ def test_an_env_kwargs_value_the_constructor_rejects_is_one_line(capsys, workdir
     assert list(workdir.iterdir()) == []
 
 
+@pytest.mark.parametrize("limit", [0, 2.5])
+def test_a_max_episode_steps_gymnasium_refuses_is_one_line(capsys, workdir, limit):
+    """CartPole's native vector env (n_envs >= 16, vectorization auto) took max_episode_steps 0 and -1 as is:
+    every episode truncated after one step, where gymnasium refuses 0 and takes -1 for no time limit."""
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", f"env_kwargs={{max_episode_steps: {limit}}}",
+                           "--n-envs", "16", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "max_episode_steps must be a whole number >= 1, or -1 for no time limit")
+    assert list(workdir.iterdir()) == []
+
+
+def test_max_episode_steps_minus_one_is_no_time_limit_in_a_native_vector_env_too():
+    import numpy as np
+
+    from canter.envs import make_vec_env
+
+    env = make_vec_env("CartPole-v1", 16, "auto", {"max_episode_steps": -1})
+    try:
+        env.reset(seed=0)
+        assert not any(env.step(np.zeros(16, np.int64)).truncated.any() for _ in range(5))
+    finally:
+        env.close()
+
+
 def test_an_env_that_fails_without_env_kwargs_keeps_its_traceback():
     """Without env_kwargs a constructor's error is the env's bug: it is raised as it is."""
     from canter.errors import bad_env_kwargs

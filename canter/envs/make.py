@@ -171,9 +171,16 @@ def make_vec_env(
             raise bad_env_kwargs(env_id, kwargs, exc) from None
     gid = _gym_id(env_id)
     spec = gym.spec(gid)
-    has_native = spec.vector_entry_point is not None
+    limit = kwargs.get("max_episode_steps")
+    if limit is not None and limit != -1 and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise CanterError(f"env_kwargs max_episode_steps must be a whole number >= 1, or -1 for no time limit "
+                          f"(gymnasium's), got {limit!r}")
+    # gymnasium's native vector envs take the limit as is: 0 and -1 truncated every episode after one step
+    has_native = spec.vector_entry_point is not None and limit != -1
     if vectorization == "native" and not has_native:
-        raise CanterError(f"env '{env_id}' has no native vectorised implementation; use --vectorization sync")
+        what = ("'s native vectorised implementation cannot run without a time limit (max_episode_steps -1)"
+                if limit == -1 else " has no native vectorised implementation")
+        raise CanterError(f"env '{env_id}'{what}; use --vectorization sync")
     try:
         if has_native and (vectorization == "native" or (vectorization == "auto" and n_envs >= NATIVE_MIN_ENVS)):
             env = gym.make_vec(gid, num_envs=n_envs, vectorization_mode="vector_entry_point", **kwargs)
