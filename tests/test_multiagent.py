@@ -330,6 +330,24 @@ def test_learning_rate_control_reaches_every_policy_at_its_own_step():
     trainer.close()
 
 
+def test_raising_max_steps_between_calls_stretches_every_policys_schedules():
+    """A later call after raising ``trainer.run.max_steps`` continues (Trainer.__call__); each policy's
+    budget is its share of the new budget, as a shared policy's is the whole (its linear learning rate
+    was stuck at 0, the old share's end, for the rest of the run)."""
+    trainer = canter.make_trainer("ppo", env=ENV, policies="agent", seed=0, max_steps=64, n_envs=1, n_steps=16,
+                                  batch_size=32, n_epochs=1, lr_schedule="linear", eval_every=10**9, eval_episodes=1)
+    for _ in trainer():
+        pass
+    rates = {p: m.algorithm.lr for p, m in trainer.members.items()}
+    assert trainer.step == 64 and rates == {"agent_0": 0.0, "agent_1": 0.0}
+    trainer.run.max_steps = 128
+    next(trainer())  # one more rollout per policy: 48 of its 64 steps, a quarter of its initial rate left
+    assert trainer.step == 96
+    assert {p: m.algorithm.lr for p, m in trainer.members.items()} == pytest.approx(
+        {"agent_0": 7.5e-5, "agent_1": 7.5e-5})
+    trainer.close()
+
+
 @pytest.mark.parametrize("env_id, policies", [(ENV, "shared"), (MIXED, "type")])
 def test_reward_normalisation_tracks_one_return_per_agent(env_id, policies):
     """The discounted returns behind reward scaling are one per sub-env: 2 copies x 2 agents here,

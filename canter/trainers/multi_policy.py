@@ -81,9 +81,10 @@ class MultiPolicyTrainer(Trainer):
                               f"use policies: shared")
         super().__init__(agent, env, eval_env, run, callbacks=callbacks)
         self.members: dict[str, StepwiseTrainer] = {}
+        #: each policy's share of the run's agents (of its steps, so of ``max_steps``)
+        self.shares = {p: view.num_envs / env.num_envs for p, view in zip(env.policies, env.views)}
         for i, (policy, view) in enumerate(zip(env.policies, env.views)):
-            share = view.num_envs / env.num_envs
-            member_run = dataclasses.replace(run, seed=run.seed + i, max_steps=max(1, math.ceil(run.max_steps * share)))
+            member_run = dataclasses.replace(run, seed=run.seed + i, max_steps=self.member_budget(policy))
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 self.members[policy] = member_cls(agent.agents[policy], view, None, member_run)
@@ -93,6 +94,11 @@ class MultiPolicyTrainer(Trainer):
                               stacklevel=2)
         self.lr = LRGroup(self.members)
 
+    def member_budget(self, policy: str) -> int:
+        """A policy's step budget: its share of the run's ``max_steps`` (read anew each iteration, so a
+        raised ``trainer.run.max_steps`` stretches every policy's schedules too)."""
+        return max(1, math.ceil(self.run.max_steps * self.shares[policy]))
+
     def setup(self) -> None:  # noqa: D102
         for m in self.members.values():
             m.setup()
@@ -100,6 +106,8 @@ class MultiPolicyTrainer(Trainer):
     def iteration(self) -> dict[str, float]:
         """Lockstep vector steps until every member has updated once (a member whose cycle is
         shorter may update more often); each member's last statistics, ``policy/name``."""
+        for p, m in self.members.items():  # the run's budget may have been raised since the last call
+            m.run.max_steps = self.member_budget(p)
         waiting = set(self.members)
         stats: dict[str, float] = {}
         while waiting:
