@@ -7,7 +7,8 @@ With ``miss_leaves=True`` an agent whose action misses its target leaves the epi
 (terminated, reward 0), so random play earns about 0.5 per agent; the env refuses actions for
 agents that have left, as PettingZoo envs may. With ``masked=True`` observations are PettingZoo's
 ``{"observation", "action_mask"}`` dicts whose mask allows the target and one other action, and
-the env raises on a masked action.
+the env raises on a masked action. With ``revive=True`` (and ``miss_leaves``) an agent that left is back
+in ``agents`` at the next step, which PettingZoo's API forbids ("agent cannot be revived once dead").
 """
 from __future__ import annotations
 
@@ -26,12 +27,13 @@ class MatchAgents(ParallelEnv):
     metadata = {"name": "match_agents_v0"}
 
     def __init__(self, n_agents: int = 2, miss_leaves: bool = False, team: bool = False, state: bool = True,
-                 masked: bool = False, render_mode: str | None = None) -> None:
+                 masked: bool = False, render_mode: str | None = None, revive: bool = False) -> None:
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.render_mode = render_mode
         self.masked = masked
         self.miss_leaves = miss_leaves  # an agent that misses its target leaves the episode
         self.team = team  # every agent earns 1 only when all match (a reward no agent earns alone)
+        self.revive = revive  # an agent that left is back in agents at the next step (not PettingZoo's API)
         if state:  # PettingZoo's global state: every agent's target
             self.state_space = spaces.Box(0.0, 1.0, (3 * n_agents,), np.float32)
         self.rng = np.random.default_rng()
@@ -87,6 +89,8 @@ class MatchAgents(ParallelEnv):
         trunc = {a: self.t >= LENGTH and not term[a] for a in self.agents}
         infos = {a: {} for a in self.agents}
         self.agents = [a for a in self.agents if not (term[a] or trunc[a])]
+        if self.revive and self.t < LENGTH:
+            self.agents = list(self.possible_agents)
         return obs, rewards, term, trunc, infos
 
 

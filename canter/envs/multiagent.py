@@ -15,7 +15,7 @@ once it is terminated or truncated). A departed agent's row keeps its final obse
 and the env gets no action for it. A copy's episode ends when every agent has ended; autoreset
 is gymnasium's ``NEXT_STEP``: the step after that resets the copy, with reward 0 and its
 agents' ``valid`` flags False. Agents cannot join mid-episode: every possible agent must be
-present after a reset.
+present after a reset, and one that left cannot come back before its copy resets.
 
 With ``policies: type`` (one policy per agent type, the name before a trailing ``_N``) or
 ``policies: agent`` (one per agent), :class:`~canter.envs.multiagent_views.MultiPolicyVecEnv`
@@ -305,6 +305,10 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                     raise CanterError(f"agent '{agent}' joined '{self.env_id}' during an episode; canter needs every "
                                       f"agent of possible_agents at the start of the episode, and only those")
                 g, j = where[agent]
+                if not alive[self._agent_ids[g][j]]:  # its rows would be dropped: nothing it does would count
+                    raise CanterError(f"agent '{agent}' is in the agents of '{self.env_id}' again after its episode "
+                                      f"ended (terminated or truncated); PettingZoo never revives an agent, and "
+                                      f"canter needs every agent at the start of an episode and none joining later")
                 step_actions[agent] = acts[g][i, j]
             observations, rew, term, trunc, _ = env.step(step_actions)
             self._put(i, observations)
