@@ -101,6 +101,21 @@ def test_an_agent_back_in_agents_after_it_left_is_refused():
     env.close()
 
 
+@pytest.mark.parametrize("policies", ["shared", "agent"])
+def test_an_observation_that_does_not_fit_names_its_agent_in_one_line(policies):
+    """With several policies the env is stepped outside VecEnv.step, whose one-line error it missed: a
+    ValueError traceback (exit code 1)."""
+    env = make_vec_env(ENV, 1, policies=policies)
+    env.reset(seed=0)
+    game = env.env.envs[0]
+    observe = game._observe
+    game._observe = lambda: {**observe(), "agent_1": np.zeros(4, np.float32)}  # one entry too many
+    actions = np.zeros(2, np.int64) if policies == "shared" else {p: np.zeros(1, np.int64) for p in env.policies}
+    with pytest.raises(CanterError, match=r"agent 'agent_1' of .*does not fit its observation space Box\(shape=\(3,\)"):
+        env.step(actions)
+    env.close()
+
+
 @pytest.mark.parametrize("algo", ["ppo", "qmix"])
 def test_an_env_without_agents_is_one_line(algo, capsys, tmp_path):
     """env_kwargs that leave possible_agents empty: an IndexError traceback before."""

@@ -41,7 +41,7 @@ import numpy as np
 
 from canter.envs.masks import MaskedBox, mask_width
 from canter.envs.packing import ObservationPacker, needs_packing
-from canter.envs.vector import ACTIVE
+from canter.envs.vector import ACTIVE, _observation_error
 from canter.errors import CanterError, bad_env_kwargs, raised_in, require
 
 PREFIX = "pettingzoo:"
@@ -238,11 +238,17 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
     def _put(self, copy: int, observations: dict[str, Any]) -> None:
         """Write one copy's observations into each group's rows (a departed agent's row keeps its
         final observation)."""
-        for obs, members, pack in zip(self._obs, self.group_agents, self._packers):
+        for obs, members, pack, space in zip(self._obs, self.group_agents, self._packers, self.local_spaces):
             k = len(members)
             for j, agent in enumerate(members):
                 if agent in observations:
-                    obs[copy * k + j] = observations[agent] if pack is None else pack(observations[agent])
+                    try:
+                        obs[copy * k + j] = observations[agent] if pack is None else pack(observations[agent])
+                    except ValueError as exc:  # one line, whichever view steps the env (several policies too)
+                        err = _observation_error(exc, space)
+                        if err is exc:
+                            raise
+                        raise CanterError(f"agent '{agent}' of '{self.env_id}': {err}") from None
 
     def reset_groups(self, seed: int | list[int] | None = None, options: dict[str, Any] | None = None,
                      ) -> list[np.ndarray]:
