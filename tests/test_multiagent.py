@@ -116,6 +116,19 @@ def test_an_observation_that_does_not_fit_names_its_agent_in_one_line(policies):
     env.close()
 
 
+@pytest.mark.parametrize("policies", ["agent", "joint"])
+def test_a_state_that_does_not_fit_the_state_space_is_one_line(policies):
+    """A ValueError traceback with several policies; else a broadcast error blaming the observations."""
+    env = make_vec_env(ENV, 1, policies=policies, central_state=policies != "joint")
+    env.reset(seed=0)
+    game = (env.env.inner if policies == "joint" else env.env).envs[0]
+    game.state = lambda: np.zeros(7, np.float32)  # its state_space has 2 agents x 3
+    actions = np.zeros((1, 2), np.int64) if policies == "joint" else {p: np.zeros(1, np.int64) for p in env.policies}
+    with pytest.raises(CanterError, match=r"the state\(\) of .* has 7 values, but its state_space .* has 6"):
+        env.step(actions)
+    env.close()
+
+
 @pytest.mark.parametrize("algo", ["ppo", "qmix"])
 def test_an_env_without_agents_is_one_line(algo, capsys, tmp_path):
     """env_kwargs that leave possible_agents empty: an IndexError traceback before."""

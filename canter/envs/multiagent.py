@@ -190,7 +190,12 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         """``[copies, state_size]`` float32: each copy's ``state()``, or its agents' observations
         concatenated (zeros for agents that left before the last step)."""
         if self.has_state:
-            return np.stack([np.asarray(env.state(), dtype=np.float32).reshape(-1) for env in self.envs])
+            states = [np.asarray(env.state(), dtype=np.float32).reshape(-1) for env in self.envs]
+            bad = next((s for s in states if s.size != self.state_size), None)
+            if bad is not None:  # else a broadcast error (a traceback with several policies) blaming observations
+                raise CanterError(f"the state() of '{self.env_id}' has {bad.size} values, but its state_space "
+                                  f"{self.envs[0].state_space} has {self.state_size}")
+            return np.stack(states)
         copies = len(self.envs)
         parts = []
         for n, agent in enumerate(self.agents):
