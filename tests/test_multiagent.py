@@ -537,6 +537,36 @@ def test_a_members_divergence_names_its_policy_at_the_runs_step(monkeypatch):
     assert err.value.step == sum(m.step for m in trainer.members.values())  # the run's count, not the speaker's
 
 
+def test_a_restored_divergence_in_one_policys_update_leaves_every_policy_on_the_same_step():
+    """The listener's update diverges (restored) on the step where both policies' rollouts end: the
+    speaker, after it in the loop, used to miss that env step for good (its step 31 of the listener's 64, a
+    transition from a stale observation next), and the run acted on the observations before it."""
+    from canter.trainers.guard import Divergence
+
+    trainer = canter.make_trainer("ppo", MIXED, policies="type", n_envs=1, n_steps=16, batch_size=16, n_epochs=1,
+                                  max_steps=400, eval_every=0, eval_episodes=1, target_reward=None,
+                                  divergence_guard="restore")
+    listener = trainer.members["listener"].algorithm
+    learn, calls = listener.learn, []
+
+    def flaky(batch):
+        calls.append(1)
+        if len(calls) == 2:
+            raise Divergence("gradient of listener.test", 0)
+        return learn(batch)
+
+    listener.learn = flaky
+    records = trainer()
+    for _ in range(3):
+        next(records)
+    members = trainer.members
+    assert len(trainer.guard.events) == 1 and len(calls) == 3
+    assert (members["listener"].step, members["speaker"].step, trainer.step) == (96, 48, 144)
+    for policy, obs in zip(trainer.env.policies, trainer.env.env._outputs()):
+        np.testing.assert_array_equal(trainer.obs[policy], obs)  # the run acts on the env's current observations
+    trainer.close()
+
+
 def test_a_list_of_seeds_seeds_each_copy_as_gymnasium_vector_envs_do():
     from canter.envs.multiagent import ParallelVectorEnv
 

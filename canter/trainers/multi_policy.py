@@ -116,19 +116,29 @@ class MultiPolicyTrainer(Trainer):
                 m.obs = self.obs[p]  # what the member acts on and (off-policy) stores
                 actions[p] = m.act(m.obs)
             step = self.env.step(actions)
+            due = []
             for p, m in self.members.items():
                 try:
-                    due = m.observe(step.steps[p])
-                    m._pending.clear()  # a member's episodes reach the records through this trainer's env
-                    if due:
-                        stats.update({f"{p}/{k}": v for k, v in m.update().items()})
-                        waiting.discard(p)
+                    if m.observe(step.steps[p]):
+                        due.append(p)
                 except Divergence as err:  # found by the member's guard: named by policy, at the run's step
                     raise Divergence(f"{err.quantity} of policy '{p}'",
                                      sum(member.step for member in self.members.values())) from None
+                m._pending.clear()  # a member's episodes reach the records through this trainer's env
+            # every member has taken in the step before any updates: a divergence in one member's update
+            # (which the guard may restore from) leaves no member without it and the run on the step's obs
             self.step = sum(m.step for m in self.members.values())
             self.record_episodes()
             self.obs = step.obs
+            diverged = None
+            for p in due:  # every due member updates, so none is left with a full, unused rollout
+                try:
+                    stats.update({f"{p}/{k}": v for k, v in self.members[p].update().items()})
+                    waiting.discard(p)
+                except Divergence as err:
+                    diverged = diverged or Divergence(f"{err.quantity} of policy '{p}'", self.step)
+            if diverged is not None:
+                raise diverged
         for p, m in self.members.items():
             if m.recent_returns:
                 stats[f"{p}/rolling_return"] = float(m.rolling_return())
