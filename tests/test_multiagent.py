@@ -129,6 +129,14 @@ def test_a_state_that_does_not_fit_the_state_space_is_one_line(policies):
     env.close()
 
 
+def test_agent_ids_that_are_not_text_name_their_policies_as_text():
+    """PettingZoo's agent IDs may be any hashable; with policies: agent | type integer IDs were a TypeError
+    traceback (the policy names went through a regex); the env keeps its own IDs."""
+    from canter.envs.multiagent import group_agents
+
+    assert group_agents([0, 1], "agent") == group_agents([1, 0], "type") == {"0": [0], "1": [1]}
+
+
 @pytest.mark.parametrize("algo", ["ppo", "qmix"])
 def test_an_env_without_agents_is_one_line(algo, capsys, tmp_path):
     """env_kwargs that leave possible_agents empty: an IndexError traceback before."""

@@ -75,12 +75,13 @@ def agent_type(agent: str) -> str:
 
 
 def group_agents(agents: list[str], policies: str) -> dict[str, list[str]]:
-    """Policy name -> its agents (in the env's order), for a ``policies`` mode; sorted by name."""
+    """Policy name -> its agents (in the env's order), for a ``policies`` mode; sorted by name. A policy is
+    named by its agents' names as text (PettingZoo's agent IDs may be any hashable: ``0``, ``1``, ...)."""
     if policies in ("shared", "joint"):
         return {"shared": list(agents)}
     groups: dict[str, list[str]] = {}
     for agent in agents:
-        groups.setdefault(agent_type(agent) if policies == "type" else agent, []).append(agent)
+        groups.setdefault(agent_type(str(agent)) if policies == "type" else str(agent), []).append(agent)
     for name in groups:
         if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
             raise CanterError(f"agent name '{name}' cannot name a policy (letters, digits, '_' and '-' only)")
