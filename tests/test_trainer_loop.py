@@ -197,32 +197,41 @@ def test_flat_adam_follows_torch_adam_over_many_steps(fused, weight_decay, max_n
 
 
 # -- evaluation ------------------------------------------------------------------------------------
+class _Fixed(gym.Env):
+    """Episodes of ``length`` steps earning ``reward`` each."""
+
+    observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length, reward=1.0):
+        self.length, self.reward, self.t = length, reward, 0
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(1, np.float32), self.reward, self.t >= self.length, False, {}
+
+
+class _Zeros:
+    """A policy that always picks action 0."""
+
+    def predict(self, obs):
+        return np.zeros(len(obs), np.int64)
+
+
+def _fixed_envs(*envs):
+    return VecEnv(gym.vector.SyncVectorEnv(list(envs), autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
+
+
 def test_evaluate_runs_exactly_n_episodes_spread_evenly_over_the_sub_envs():
     """Sub-env 0's episodes last 2 steps, sub-env 1's 5 (reward 1 a step): 3 episodes on 2 envs are one
     of sub-env 0 and two of sub-env 1, although sub-env 0 finishes four more while it waits."""
-    class Fixed(gym.Env):
-        observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
-        action_space = gym.spaces.Discrete(2)
-
-        def __init__(self, length):
-            self.length, self.t = length, 0
-
-        def reset(self, seed=None, options=None):
-            super().reset(seed=seed)
-            self.t = 0
-            return np.zeros(1, np.float32), {}
-
-        def step(self, action):
-            self.t += 1
-            return np.zeros(1, np.float32), 1.0, self.t >= self.length, False, {}
-
-    class Zeros:
-        def predict(self, obs):
-            return np.zeros(len(obs), np.int64)
-
-    env = VecEnv(gym.vector.SyncVectorEnv([lambda: Fixed(2), lambda: Fixed(5)],
-                                          autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
-    result = evaluate(Zeros(), env, 3, seed=0)
+    env = _fixed_envs(lambda: _Fixed(2), lambda: _Fixed(5))
+    result = evaluate(_Zeros(), env, 3, seed=0)
     env.close()
     assert sorted(result.returns) == [2.0, 5.0, 5.0] and sorted(result.lengths) == [2, 5, 5]
     assert result.mean_return == pytest.approx(4.0) and result.episodes == 3
@@ -232,25 +241,8 @@ def test_episode_returns_add_the_envs_own_rewards_not_their_float32_roundings():
     """Rewards were cast to float32 before they were added up: ten rewards of 0.1 made a return of
     1.0000000149011612 (Pendulum: -1137.0425159931 for a raw -1137.0425133960) in the evaluation and in
     history.parquet, where SB3's Monitor adds the env's floats (0.9999999999999999, logged rounded: 1.0)."""
-    class Tenths(gym.Env):
-        observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
-        action_space = gym.spaces.Discrete(2)
-
-        def reset(self, seed=None, options=None):
-            super().reset(seed=seed)
-            self.t = 0
-            return np.zeros(1, np.float32), {}
-
-        def step(self, action):
-            self.t += 1
-            return np.zeros(1, np.float32), 0.1, self.t >= 10, False, {}
-
-    class Zeros:
-        def predict(self, obs):
-            return np.zeros(len(obs), np.int64)
-
-    env = VecEnv(gym.vector.SyncVectorEnv([Tenths], autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
-    result = evaluate(Zeros(), env, 1, seed=0)
+    env = _fixed_envs(lambda: _Fixed(10, 0.1))
+    result = evaluate(_Zeros(), env, 1, seed=0)
     step = env.step(np.zeros(1, np.int64))
     env.close()
     assert result.returns == [sum([0.1] * 10)]
