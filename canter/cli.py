@@ -244,22 +244,10 @@ def parse_env_kwargs(text: str | None) -> dict[str, Any]:
     return value
 
 
-def _bounds_note(agent: Any, env: Any) -> str:
-    """``"; bounds differ: action high[0] 3.0 vs 5.0"`` where the spaces' descriptions are the same
-    and only their bounds differ (else the mismatch message would show one description twice)."""
-    from canter.envs import bounds_difference
-
-    notes = [f"{name} {diff}" for name, diff in (
-        ("observation", bounds_difference(agent.observation_space, env.single_observation_space)),
-        ("action", bounds_difference(agent.action_space, env.single_action_space))) if diff]
-    return f"; bounds differ: {', '.join(notes)}" if notes else ""
-
-
 def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str, Any] | None = None,
                   ) -> tuple[Any, str, dict]:
     from canter.api import load
-    from canter.envs import describe_space as d
-    from canter.envs import make_vec_env, spaces_match
+    from canter.envs import make_vec_env, spaces_mismatch
 
     if env_override is not None and not env_override.strip():
         raise CanterError("--env needs an env id; leave it out to use the run's own env")
@@ -272,13 +260,10 @@ def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str
     probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies,
                          central_state=agent.run_config.central_state)
     try:
-        if not (spaces_match(probe.single_observation_space, agent.observation_space)
-                and spaces_match(probe.single_action_space, agent.action_space)):
-            raise CanterError(
-                f"checkpoint spaces do not match env '{env_id}': trained on {d(agent.observation_space)} -> "
-                f"{d(agent.action_space)}, env has {d(probe.single_observation_space)} -> {d(probe.single_action_space)}"
-                f"{_bounds_note(agent, probe)}"
-            )
+        mismatch = spaces_mismatch((agent.observation_space, agent.action_space),
+                                   (probe.single_observation_space, probe.single_action_space))
+        if mismatch:
+            raise CanterError(f"checkpoint spaces do not match env '{env_id}': {mismatch}")
     finally:
         probe.close()
     return agent, env_id, env_kwargs

@@ -180,3 +180,16 @@ def bounds_difference(trained: gym.Space, other: gym.Space) -> str:
 def spaces_match(a: gym.Space, b: gym.Space) -> bool:
     """True when two spaces have the same type, shape and bounds."""
     return space_to_dict(a) == space_to_dict(b)
+
+
+def spaces_mismatch(trained: tuple[gym.Space, gym.Space], env: tuple[gym.Space, gym.Space]) -> str | None:
+    """None when the (observation, action) spaces ``env`` has match ``trained``'s, else
+    ``"trained on OBS -> ACT, env has OBS -> ACT"`` with, where the descriptions alone are the same,
+    ``"; bounds differ: action high[0] 3.0 vs 5.0"``."""
+    if all(spaces_match(a, b) for a, b in zip(trained, env)):
+        return None
+    notes = [f"{name} {diff}" for name, a, b in zip(("observation", "action"), trained, env)
+             if (diff := bounds_difference(a, b))]
+    return (f"trained on {describe_space(trained[0])} -> {describe_space(trained[1])}, env has "
+            f"{describe_space(env[0])} -> {describe_space(env[1])}" + (f"; bounds differ: {', '.join(notes)}" if notes else ""))
+
