@@ -146,7 +146,7 @@ def test_a_trained_run_as_the_opponent(tmp_path):
     assert (pool.policy is None) == (pool.opponent == "random")  # the policy of the game's own opponent
     with pytest.raises(CanterError, match="empty list"):
         TurnBasedEnv(TTT, {"opponent": []})
-    with pytest.raises(CanterError, match="was trained on Box"):  # tic-tac-toe's policy cannot play connect four
+    with pytest.raises(CanterError, match="does not fit this game: trained on Box"):  # tic-tac-toe's policy cannot play connect four
         TurnBasedEnv(C4, {"opponent": str(run)})
 
 

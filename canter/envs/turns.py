@@ -220,7 +220,7 @@ def _names_checkpoint(path: str) -> bool:
 
 def _checkpoint_policy(path: str, observation_space: gym.Space, action_space: gym.Space) -> Callable[..., Any]:
     """The exploring (sampled) policy of a canter run directory or checkpoint trained on these spaces."""
-    from canter.envs.spaces import describe_space, spaces_match
+    from canter.envs.spaces import spaces_mismatch
 
     if not _names_checkpoint(path):
         raise CanterError(f"opponent '{path}' is neither {' nor '.join(OPPONENTS)} nor a canter run directory or "
@@ -229,10 +229,9 @@ def _checkpoint_policy(path: str, observation_space: gym.Space, action_space: gy
 
     agent = load(path)
     _check_memoryless(agent)
-    if not (spaces_match(agent.observation_space, observation_space) and spaces_match(agent.action_space, action_space)):
-        raise CanterError(f"opponent '{path}' was trained on {describe_space(agent.observation_space)} -> "
-                          f"{describe_space(agent.action_space)}, not this game's {describe_space(observation_space)} "
-                          f"-> {describe_space(action_space)}")
+    mismatch = spaces_mismatch((agent.observation_space, agent.action_space), (observation_space, action_space))
+    if mismatch:
+        raise CanterError(f"opponent '{path}' does not fit this game: {mismatch.replace('env has', 'the game has')}")
     return agent.explore
 
 
