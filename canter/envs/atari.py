@@ -53,6 +53,10 @@ FRAME_SKIP = 4
 NOOP_MAX = 30
 SCREEN_SIZE = 84
 MAX_FRAMES = 108_000
+#: frames per second of the Atari 2600 (NTSC) emulator: one agent step is ``FRAME_SKIP`` of them, so a
+#: preprocessed env's ``render_fps`` (the fps of ``canter play --video-dir`` / ``--record-every``
+#: videos, one frame per step) is ``EMULATOR_FPS // FRAME_SKIP`` = 15, which plays at the game's speed
+EMULATOR_FPS = 60
 _PREPROCESSING_KEYS = ("frameskip", "repeat_action_probability", "full_action_space", "max_num_frames_per_episode")
 
 
@@ -354,7 +358,10 @@ def wrap_deepmind(env: gym.Env, training: bool) -> gym.Env:
         env = FireReset(env if training else FireAfterLifeLoss(env))
     if training:
         env = TransformReward(env, _sign)
-    return FrameStackObservation(env, FRAME_STACK)
+    env = FrameStackObservation(env, FRAME_STACK)
+    # ale-py's metadata says 30 fps for any frameskip; one step here is FRAME_SKIP emulator frames
+    env.metadata = {**env.metadata, "render_fps": EMULATOR_FPS // FRAME_SKIP}
+    return env
 
 
 def make_atari_env(env_id: str, training: bool = False, render_mode: str | None = None,
