@@ -225,3 +225,28 @@ def test_report_does_not_embed_a_video_that_links_out_of_the_run(tmp_path):
     html_text = videos(types.SimpleNamespace(dir=tmp_path / "run"))
     assert base64.b64encode(b"SECRET").decode() not in html_text
     assert base64.b64encode(b"not really a video").decode() in html_text and "a.mp4" in html_text
+
+
+def test_report_distribution_of_non_finite_returns_is_a_caption_not_a_crash(tmp_path, monkeypatch):
+    """A NaN policy (divergence guard off) evaluates to NaN returns: np.histogram raised 'autodetected range of
+    [nan, nan] is not finite', a traceback from canter report. Only finite returns are drawn; the caption counts the rest."""
+    import types
+
+    import canter.api
+    import canter.envs
+    import canter.trainers.evaluation
+    from canter.tools import report
+
+    agent = types.SimpleNamespace(run_config=types.SimpleNamespace(
+        env="Pendulum-v1", eval_envs=1, vectorization="sync", env_kwargs={}, policies="shared", central_state=False))
+    monkeypatch.setattr(canter.api, "find_checkpoint", lambda d: tmp_path / "checkpoints" / "best")
+    monkeypatch.setattr(canter.api, "load", lambda d: agent)
+    monkeypatch.setattr(canter.envs, "make_vec_env", lambda *a, **k: types.SimpleNamespace(close=lambda: None))
+    run = types.SimpleNamespace(dir=tmp_path, target_reward=None)
+    for returns, want in (([np.nan] * 3, "every return was NaN"),
+                          ([np.nan, -1.0, -3.0, np.inf], "2 returned NaN or inf, left out: 2 shown: mean -2.00 ± 1.00")):
+        monkeypatch.setattr(canter.trainers.evaluation, "evaluate",
+                            lambda *a, r=returns, **k: types.SimpleNamespace(returns=r))
+        img, caption = report.eval_distribution(run, len(returns))
+        assert want in caption, caption
+        assert ("data:image/png" in img) == (want != "every return was NaN")

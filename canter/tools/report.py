@@ -103,22 +103,36 @@ def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[s
         result = evaluate(agent, env, episodes, seed=seed)
     finally:
         env.close()
-    returns = np.asarray(result.returns)
+    returns = np.asarray(result.returns, dtype=np.float64)
+    where = f"{episodes} deterministic episodes of checkpoint '{base.name}' (evaluation seed {seed})"
+    finite = returns[np.isfinite(returns)]  # a NaN policy or env (divergence guard off): no histogram range
+    bad = len(returns) - len(finite)
+    if not len(finite):
+        return ('<p class="note">No histogram: no return was a finite number.</p>',
+                f"{where}: every return was {_non_finite(returns)}")
+    if bad:
+        where += f"; {bad} returned {_non_finite(returns[~np.isfinite(returns)])}, left out: {len(finite)} shown"
     fig = new_figure(960, 340)
     ax = fig.add_subplot()
-    bins = min(20, max(5, len(np.unique(returns))))
-    ax.hist(returns, bins=bins, color="#2ca02c", alpha=0.8, edgecolor="white")
-    ax.axvline(returns.mean(), color="#1d2430", linewidth=1.5, label=f"mean {returns.mean():.1f}")
-    ax.axvline(np.median(returns), color="#1d2430", linestyle=":", linewidth=1.5, label=f"median {np.median(returns):.1f}")
+    bins = min(20, max(5, len(np.unique(finite))))
+    ax.hist(finite, bins=bins, color="#2ca02c", alpha=0.8, edgecolor="white")
+    ax.axvline(finite.mean(), color="#1d2430", linewidth=1.5, label=f"mean {finite.mean():.1f}")
+    ax.axvline(np.median(finite), color="#1d2430", linestyle=":", linewidth=1.5, label=f"median {np.median(finite):.1f}")
     ax.set_xlabel("episode return")
     ax.set_ylabel("episodes")
     legend(ax)
-    q25, q75 = np.quantile(returns, [0.25, 0.75])
+    q25, q75 = np.quantile(finite, [0.25, 0.75])
     target = "" if run.target_reward is None else f"; target {run.target_reward:g}"
-    caption = (f"{episodes} deterministic episodes of checkpoint '{base.name}' (evaluation seed {seed}): mean "
-               f"{returns.mean():.2f} ± {returns.std():.2f}, median {np.median(returns):.2f}, IQR [{q25:.2f}, {q75:.2f}], "
-               f"min {returns.min():.2f}, max {returns.max():.2f}{target}")
+    caption = (f"{where}: mean {finite.mean():.2f} ± {finite.std():.2f}, median {np.median(finite):.2f}, "
+               f"IQR [{q25:.2f}, {q75:.2f}], min {finite.min():.2f}, max {finite.max():.2f}{target}")
     return _img(fig, "evaluation return distribution"), caption
+
+
+def _non_finite(returns: np.ndarray) -> str:
+    """``NaN``, ``inf`` or ``-inf``, or the ones of these that ``returns`` (all non-finite) holds, joined by "or"."""
+    kinds = [k for k, hit in (("NaN", np.isnan(returns).any()), ("inf", (returns == np.inf).any()),
+                              ("-inf", (returns == -np.inf).any())) if hit]
+    return " or ".join(kinds)
 
 
 def update_stats(run: RunData) -> str:
