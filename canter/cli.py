@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import os
 import sys
 import warnings
@@ -308,11 +309,17 @@ def cmd_eval(argv: list[str]) -> int:
         from canter.api import find_checkpoint
 
         meta = getattr(agent, "metadata", {}) or {}
-        print(json.dumps({"env": env_id, "mean_return": result.mean_return, "std_return": result.std_return,
-                          "episodes": result.episodes, "returns": result.returns, "lengths": result.lengths,
+
+        def number(x: float) -> float | None:  # NaN / inf (a diverged policy) are not JSON: null, as JSON.stringify
+            return x if math.isfinite(x) else None
+
+        print(json.dumps({"env": env_id, "mean_return": number(result.mean_return),
+                          "std_return": number(result.std_return), "episodes": result.episodes,
+                          "returns": [number(r) for r in result.returns], "lengths": result.lengths,
                           "checkpoint": str(find_checkpoint(args.run_dir)), "algorithm": meta.get("algorithm"),
                           "step": meta.get("step"), "seed": args.seed,
-                          **({} if result.success_rate is None else {"success_rate": result.success_rate})}))
+                          **({} if result.success_rate is None else {"success_rate": result.success_rate})},
+                         allow_nan=False))
     else:
         success = "" if result.success_rate is None else f", success rate {result.success_rate:.0%}"
         print(f"{env_id}: mean return {result.mean_return:.2f} ± {result.std_return:.2f} over {result.episodes} "

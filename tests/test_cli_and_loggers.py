@@ -342,3 +342,27 @@ def test_play_video_of_an_env_without_image_frames_is_one_line(tmp_path, capsys)
     assert_one_line_error(code, capsys.readouterr().err, "'BitFlipping-v0' renders no image frames (its render modes: "
                                                          "ansi): recording video needs an env with rgb_array rendering")
     assert not (tmp_path / "vid").exists()
+
+
+def test_eval_json_of_a_diverged_policy_is_valid_json(monkeypatch, capsys):
+    """NaN returns (a NaN policy, divergence guard off) were printed as NaN, which is not JSON (JSON.parse, strict
+    parsers refuse it): they are null, as JSON.stringify writes them."""
+    import types
+
+    import canter.api
+    import canter.cli
+    import canter.envs
+    import canter.trainers.evaluation
+    from canter.trainers.evaluation import EvalResult
+
+    agent = types.SimpleNamespace(run_config=types.SimpleNamespace(
+        vectorization="sync", eval_envs=1, policies="shared", central_state=False), metadata={"step": 5})
+    monkeypatch.setattr(canter.cli, "_load_for_env", lambda *a: (agent, "Pendulum-v1", {}))
+    monkeypatch.setattr(canter.envs, "make_vec_env", lambda *a, **k: types.SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr(canter.api, "find_checkpoint", lambda d: "run/checkpoints/best")
+    nan = float("nan")
+    monkeypatch.setattr(canter.trainers.evaluation, "evaluate",
+                        lambda *a, **k: EvalResult(nan, nan, [nan, -3.0], [200, 200]))
+    assert main(["eval", "run", "--episodes", "2", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert result["mean_return"] is None and result["std_return"] is None and result["returns"] == [None, -3.0]
