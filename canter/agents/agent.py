@@ -89,16 +89,27 @@ class Agent:
         self._multi_dtype = self.action_space.dtype if multi else None
 
     # -- numpy <-> torch ------------------------------------------------------------------
-    def normalize_obs(self, obs: np.ndarray, update: bool = False) -> np.ndarray:
-        """Normalised observations (if configured; ``update`` folds them into the statistics first)."""
+    def normalize_obs(self, obs: np.ndarray, update: bool = False, observed: np.ndarray | None = None) -> np.ndarray:
+        """Normalised observations (if configured; ``update`` folds them into the statistics first:
+        only the rows ``observed`` marks, where given: see :attr:`VecEnv.observed <canter.envs.VecEnv.observed>`)."""
         if self.obs_rms is None:
             return obs
         if update:
-            self.obs_rms.update(obs)
+            self.update_obs_stats(obs, observed)
         out = np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -self.clip_obs, self.clip_obs)
         for cols in self._raw_columns:
             out[..., cols] = obs[..., cols]
         return out.astype(np.float32)
+
+    def update_obs_stats(self, obs: np.ndarray, observed: np.ndarray | None = None) -> None:
+        """Fold a batch of observations into the statistics (if configured): the rows ``observed``
+        marks, where given (a multi-agent env's departed agents repeat their final observation)."""
+        if self.obs_rms is None:
+            return
+        if observed is not None:
+            obs = obs[observed]
+        if len(obs):
+            self.obs_rms.update(obs)
 
     def obs_to_tensor(self, obs: np.ndarray, update: bool = False) -> torch.Tensor:
         """Normalise (if configured) and convert a batch of observations to a tensor."""
@@ -243,11 +254,13 @@ class Agent:
         actions = self.to_env_actions(out.actions)
         return actions[0] if single else actions
 
-    def sample(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray | torch.Tensor, ActOutput]:
+    def sample(self, obs: np.ndarray, observed: np.ndarray | None = None,
+               ) -> tuple[np.ndarray, np.ndarray | torch.Tensor, ActOutput]:
         """Exploring actions for training: ``(env_actions, obs, algorithm_output)``, where ``obs`` is
         the batch as the algorithm took it (normalised where configured): NumPy arrays throughout
-        where the algorithm's NumPy path acted (:meth:`Algorithm.act_numpy`), else tensors."""
-        x = np.ascontiguousarray(self.normalize_obs(obs, update=True))
+        where the algorithm's NumPy path acted (:meth:`Algorithm.act_numpy`), else tensors. The
+        observation statistics take in ``obs`` first (only the rows ``observed`` marks, where given)."""
+        x = np.ascontiguousarray(self.normalize_obs(obs, update=True, observed=observed))
         out = self._act_numpy(self.algorithm, x, False)
         if out is not None:
             return self.to_env_actions(out.actions), x, out

@@ -41,7 +41,7 @@ import numpy as np
 
 from canter.envs.masks import MaskedBox, mask_width
 from canter.envs.packing import ObservationPacker, needs_packing
-from canter.envs.vector import ACTIVE, _observation_error
+from canter.envs.vector import ACTIVE, OBSERVED, _observation_error
 from canter.errors import CanterError, bad_env_kwargs, raised_in, require
 
 PREFIX = "pettingzoo:"
@@ -288,11 +288,12 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                               f"{sorted(self.agents)}: canter needs every possible agent at the start of an episode")
 
     def step_groups(self, actions: list[np.ndarray],
-                    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+                    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Step every copy with each group's actions (rows as in the observations); a copy that
-        ended last step is reset. Per group: ``(obs, rewards, terminated, truncated, active)``,
+        ended last step is reset. Per group: ``(obs, rewards, terminated, truncated, active, observed)``,
         ``active`` False for the rows of agents that had left before this step and of copies
-        that this step reset."""
+        that this step reset, ``observed`` False for the rows of agents that had left before this step
+        (their observation repeats their final one) and True for the others (a reset copy's too)."""
         copies = len(self.envs)
         acts = [np.asarray(a).reshape(copies, len(members), *space.shape)
                 for a, members, space in zip(actions, self.group_agents, self.action_spaces)]
@@ -338,13 +339,15 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                     alive[n] = False
             self.ended[i] = not alive.any()
         np.logical_or(before, self.alive, out=self.in_state)  # a reset copy: every agent again
-        return list(zip(self._outputs(), rewards, terminated, truncated, active))
+        observed = [self.in_state[np.arange(rows) // len(members), ids]
+                    for rows, members, ids in zip(self.group_rows, self.group_agents, self._agent_ids)]
+        return list(zip(self._outputs(), rewards, terminated, truncated, active, observed))
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every copy (one group only; see :meth:`step_groups`)."""
         self._one_group()
-        obs, rewards, terminated, truncated, active = self.step_groups([actions])[0]
-        return obs, rewards, terminated, truncated, {ACTIVE: active}
+        obs, rewards, terminated, truncated, active, observed = self.step_groups([actions])[0]
+        return obs, rewards, terminated, truncated, {ACTIVE: active, OBSERVED: observed}
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every copy."""

@@ -78,8 +78,9 @@ class MultiPolicyVecEnv:
 
     def step(self, actions: dict[str, np.ndarray]) -> MultiStep:
         """Step every copy with each policy's actions."""
-        results = self.env.step_groups([actions[p] for p in self.policies])  # (obs, r, term, trunc, active)
-        steps = {p: view.record(*result) for p, view, result in zip(self.policies, self.views, results)}
+        results = self.env.step_groups([actions[p] for p in self.policies])  # (obs, r, term, trunc, active, seen)
+        steps = {p: view.record(*result[:5], observed=result[5])
+                 for p, view, result in zip(self.policies, self.views, results)}
         views = self.views
         self.finished_envs = np.concatenate([v.finished_envs + o for v, o in zip(views, self._offsets)])
         self.finished_returns = np.concatenate([v.finished_returns for v in views])

@@ -23,6 +23,9 @@ ACTIVE = "canter_active"
 #: the info key under which an env whose episodes are parts of a game (Atari training envs: one life
 #: each) reports a whole game's raw score on the step that ends the game (NaN or absent on other steps)
 GAME_RETURN = "canter_game_return"
+#: the info key under which a vector env reports which rows of a step's observations are real ones (a
+#: multi-agent env's rows of agents that had left before the step repeat their final observation: False)
+OBSERVED = "canter_observed"
 
 
 class Step(NamedTuple):
@@ -76,6 +79,10 @@ class VecEnv:
         #: per finished episode, 1.0 / 0.0 where the env reported ``info["is_success"]`` at its end (goal
         #: envs do), else NaN
         self.finished_success = np.zeros(0)
+        #: the rows of the last observations that are real ones, None where every row is (the trainers
+        #: fold only these into the observation statistics): False for the rows of a multi-agent env's
+        #: agents that had left their episode before the last step (padding that repeats a final observation)
+        self.observed: np.ndarray | None = None
 
     @property
     def row_labels(self) -> dict[str, np.ndarray]:
@@ -98,6 +105,7 @@ class VecEnv:
     def begin(self, seed: int | None = None) -> None:
         """Start fresh episode statistics (after the env was reset; :meth:`reset` calls it)."""
         self._prev_done[:] = False
+        self.observed = None
         self._ep_return[:] = 0.0
         self._ep_length[:] = 0
         if seed is not None:
@@ -113,17 +121,21 @@ class VecEnv:
             raise _observation_error(exc, self.single_observation_space) from None
         self._success = _success(info, self.num_envs) if info else None
         games = _game_returns(info, self.num_envs) if self.whole_games else None
-        return self.record(obs, reward, terminated, truncated, info.get(ACTIVE) if info else None, games)
+        return self.record(obs, reward, terminated, truncated, info.get(ACTIVE) if info else None, games,
+                           info.get(OBSERVED) if info else None)
 
     def record(self, obs: np.ndarray, reward: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
-               active: np.ndarray | None = None, games: np.ndarray | None = None) -> Step:
+               active: np.ndarray | None = None, games: np.ndarray | None = None,
+               observed: np.ndarray | None = None) -> Step:
         """Turn the env's step results into a :class:`Step` and update the episode statistics
         (:meth:`step` calls it; an env stepped elsewhere, such as one policy's agents of a
         multi-agent env, reports its results here). ``active`` (the ``canter_active`` entry of a
         step's info), where given, marks the rows that took part in the step: a multi-agent env's
         agents that left their episode early are not ``valid`` until their copy resets. ``games`` (envs
         with ``whole_games``): per sub-env the raw score of a game that ended on this step, NaN where none
-        did; the statistics then record whole games instead of episodes."""
+        did; the statistics then record whole games instead of episodes. ``observed`` (the ``canter_observed``
+        entry): the rows of ``obs`` that are real observations (:attr:`observed`; None: every row)."""
+        self.observed = None if observed is None or observed.all() else np.asarray(observed, dtype=bool)
         valid = ~self._prev_done
         if active is not None:
             valid &= active

@@ -165,12 +165,13 @@ class OffPolicyTrainer(StepwiseTrainer):
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Advance the schedules, then exploring actions (uniform random before ``learning_starts``)."""
         self.set_progress()
+        rows = getattr(self.env, "observed", None)  # None: every row is a real observation (single-agent envs)
         if self.step < self.config.learning_starts:
             if self.agent.obs_rms is not None:  # the statistics see the warm-up's observations too
-                self.agent.obs_rms.update(obs)
+                self.agent.update_obs_stats(obs, rows)
             env_actions, self._actions = self._random_actions()
         else:
-            env_actions, _, out = self.agent.sample(obs)
+            env_actions, _, out = self.agent.sample(obs) if rows is None else self.agent.sample(obs, rows)
             self._actions = out.actions if isinstance(out.actions, np.ndarray) else out.actions.numpy()
         return env_actions
 

@@ -69,7 +69,8 @@ class OnPolicyTrainer(StepwiseTrainer):
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Sample exploring actions (their log-probabilities and values are kept for the rollout)."""
-        actions, self._obs_t, self._out = self.agent.sample(obs)
+        rows = getattr(self.env, "observed", None)  # None: every row is a real observation (single-agent envs)
+        actions, self._obs_t, self._out = self.agent.sample(obs) if rows is None else self.agent.sample(obs, rows)
         return actions
 
     def observe(self, step: Step) -> bool:
