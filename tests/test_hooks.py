@@ -311,12 +311,34 @@ def test_reward_buffer_statistics():
     records = list(trainer())
     trainer.close()
     returns = [e.episode_return for r in records for e in r.episodes]
+    steps = [e.step for r in records for e in r.episodes]
     stats = trainer.reward_stats()
     assert stats["mean"] == pytest.approx(np.mean(returns[-5:]))
     assert stats["max"] == max(returns[-5:]) and stats["min"] == min(returns[-5:])
-    best = max(np.mean(returns[max(0, i - 4):i + 1]) for i in range(len(returns)))
+    # the best of the rolling means after each step's episodes (not between two that ended on one step)
+    best = max(np.mean(returns[max(0, i - 4):i + 1]) for i in range(len(returns))
+               if i + 1 == len(returns) or steps[i + 1] != steps[i])
     assert stats["best_mean"] == pytest.approx(best) == records[-1].best_rolling_return
     assert stats["episodes"] == len(returns)
+
+
+def test_the_best_rolling_return_does_not_depend_on_the_order_of_envs_that_end_on_one_step():
+    """Four Pendulum envs end their 200-step episodes on the same vector step: the best rolling return is
+    the mean after all four (-1172.6), not the mean after the first two in env order (-929.6 was)."""
+    from types import SimpleNamespace
+
+    returns = np.array([-960.51, -898.64, -1206.09, -1625.08])
+    bests = []
+    for order in (returns, returns[::-1]):
+        trainer = canter.make_trainer("ppo", "CartPole-v1", **TINY)
+        trainer.env.close()
+        trainer.env = SimpleNamespace(finished_envs=np.arange(4), finished_returns=order,
+                                      finished_lengths=np.full(4, 200), close=lambda: None)
+        trainer.record_episodes()
+        bests.append(trainer.best_rolling_return)
+        assert [e.episode_return for e in trainer._pending] == order.tolist()
+        trainer.close()
+    assert bests == [pytest.approx(returns.mean())] * 2
 
 
 def test_learner_explorer_trainers_call_the_hooks_too():
