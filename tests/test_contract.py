@@ -134,5 +134,7 @@ def test_agent_normalises_observations_once(algo):
         for call in (agent.sample, agent.predict):
             seen.clear()
             call(obs)  # sample updates the statistics first, predict uses them as they are
-            expected = np.clip((obs - agent.obs_rms.mean) / np.sqrt(agent.obs_rms.var + 1e-8), -10.0, 10.0)
+            var, eps = agent.obs_rms.var, agent.obs_std_eps  # eps: TD3+BC's paper normalisation, unclipped
+            std, clip = (np.sqrt(var + 1e-8), 10.0) if eps is None else (np.sqrt(var) + eps, np.inf)
+            expected = np.clip((obs - agent.obs_rms.mean) / std, -clip, clip)
             assert seen and all(np.allclose(s, expected, atol=1e-5) for s in seen), call.__name__

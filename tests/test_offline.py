@@ -374,6 +374,35 @@ def test_cql_loss_is_td_plus_alpha_times_the_logsumexp_gap():
         torch.testing.assert_close(got, expected)
 
 
+def test_td3bc_normalises_observations_as_the_paper(tmp_path):
+    """Fujimoto & Gu's normalize_states: ``(s - mean) / (std + 1e-3)`` over the dataset's states, unclipped;
+    canter used SB3's ``sqrt(var + 1e-8)`` clipped to 10, over states and next states. A checkpoint
+    without the setting (canter before 2026-11-26) keeps the normalisation it was trained with."""
+    collect("Pendulum-v1", 50, None, seed=0).save(tmp_path / "data")
+    trainer = canter.make_trainer("td3bc", dataset=str(tmp_path / "data"), max_steps=2, gradient_steps=2,
+                                  net_arch=[8], eval_every=0, eval_episodes=1)
+    list(trainer())
+    obs = trainer.dataset.obs.astype(np.float64)
+    agent = trainer.agent
+    x = np.array([[1.0, 0.0, 8.0], [0.0, 0.0, 500.0]], np.float32)  # 500: beyond 10 std
+    paper = (x - obs.mean(0)) / (obs.std(0) + 1e-3)
+    assert agent.obs_rms.count == len(obs)
+    np.testing.assert_allclose(agent.normalize_obs(x), paper, rtol=1e-5)
+    batch = trainer.sample(4)._replace(obs=torch.from_numpy(x[[0, 1, 0, 1]]))
+    np.testing.assert_allclose(agent.prepare_replay_batch(batch).obs.numpy(), paper[[0, 1, 0, 1]], rtol=1e-5)
+    state = agent.state_dict()
+    trainer.close()
+    run, cfg = resolve_config("td3bc", "Pendulum-v1", hparams={"net_arch": [8]})
+    loaded = make_agent(run, cfg, agent.observation_space, agent.action_space)
+    loaded.load_state_dict(state)
+    np.testing.assert_allclose(loaded.normalize_obs(x), paper, rtol=1e-5)
+    old = make_agent(run, cfg, agent.observation_space, agent.action_space)
+    old.load_state_dict({k: v for k, v in state.items() if k != "obs_std_eps"})
+    np.testing.assert_allclose(old.normalize_obs(x), np.clip((x - agent.obs_rms.mean) / np.sqrt(agent.obs_rms.var
+                                                                                                  + 1e-8), -10, 10),
+                               rtol=1e-5)
+
+
 def test_td3bc_policy_loss_is_the_papers():
     data = collect("Pendulum-v1", 512, None, seed=2)
     run, cfg = resolve_config("td3bc", "Pendulum-v1", seed=0, hparams={"net_arch": [32, 32]})

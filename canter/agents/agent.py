@@ -71,6 +71,9 @@ class Agent:
         width = mask_width(self.observation_space)
         self._raw_columns = [slice(-width, None)] if width else [
             cols for cols, _ in getattr(self.observation_space, "image_slices", list)()]
+        #: normalised observations are ``(obs - mean) / (std + obs_std_eps)``, unclipped, where the algorithm
+        #: sets it (TD3+BC), else ``(obs - mean) / sqrt(var + 1e-8)`` clipped to ``clip_obs``
+        self.obs_std_eps: float | None = getattr(algorithm, "obs_std_eps", None) if normalize_obs else None
         self.ret_rms = RunningMeanStd(()) if normalize_reward else None
         self._training_layout: Any = False  # resolved at the first prepare_rollout_batch
         self.gamma, self.clip_obs = gamma, clip_obs
@@ -96,10 +99,17 @@ class Agent:
             return obs
         if update:
             self.update_obs_stats(obs, observed)
-        out = np.clip((obs - self.obs_rms.mean) / np.sqrt(self.obs_rms.var + 1e-8), -self.clip_obs, self.clip_obs)
+        clip = self.clip_obs if self.obs_std_eps is None else np.inf
+        out = np.clip((obs - self.obs_rms.mean) / self.obs_std(), -clip, clip)
         for cols in self._raw_columns:
             out[..., cols] = obs[..., cols]
         return out.astype(np.float32)
+
+    def obs_std(self) -> np.ndarray:
+        """What normalised observations are divided by: ``sqrt(var + 1e-8)``, or ``std + obs_std_eps``."""
+        if self.obs_std_eps is None:
+            return np.sqrt(self.obs_rms.var + 1e-8)
+        return np.sqrt(self.obs_rms.var) + self.obs_std_eps
 
     def update_obs_stats(self, obs: np.ndarray, observed: np.ndarray | None = None) -> None:
         """Fold a batch of observations into the statistics (if configured): the rows ``observed``
@@ -323,10 +333,11 @@ class Agent:
         if self.obs_rms is None:
             return batch
         mean = torch.as_tensor(self.obs_rms.mean, dtype=torch.float32)
-        std = torch.as_tensor(np.sqrt(self.obs_rms.var + 1e-8), dtype=torch.float32)
+        std = torch.as_tensor(self.obs_std(), dtype=torch.float32)
+        clip = self.clip_obs if self.obs_std_eps is None else np.inf
 
         def norm(x: torch.Tensor) -> torch.Tensor:
-            out = ((x.float() - mean) / std).clamp(-self.clip_obs, self.clip_obs)
+            out = ((x.float() - mean) / std).clamp(-clip, clip)
             for cols in self._raw_columns:
                 out[..., cols] = x[..., cols]
             return out
@@ -353,18 +364,23 @@ class Agent:
     # -- state ----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Algorithm state plus normalisation statistics."""
-        return {
+        state = {
             "algorithm": self.algorithm.state_dict(),
             "obs_rms": self.obs_rms.state_dict() if self.obs_rms else None,
             "ret_rms": self.ret_rms.state_dict() if self.ret_rms else None,
             "returns": self._returns,
         }
+        if self.obs_std_eps is not None:
+            state["obs_std_eps"] = self.obs_std_eps
+        return state
 
     def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
         """Restore :meth:`state_dict`."""
         self.algorithm.load_state_dict(state["algorithm"], weights_only=weights_only)
         if self.obs_rms is not None and state.get("obs_rms"):
             self.obs_rms.load_state_dict(state["obs_rms"])
+            if self.obs_std_eps is not None:  # None: a TD3+BC checkpoint of canter before 2026-11-26, which
+                self.obs_std_eps = state.get("obs_std_eps")  # divided by sqrt(var + 1e-8) and clipped
         if weights_only:
             return
         if self.ret_rms is not None and state.get("ret_rms"):

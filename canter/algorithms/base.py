@@ -167,6 +167,11 @@ class Algorithm(ABC):
     #: models share method names across algorithms with other meanings, so they are named here
     #: rather than checked by their methods); a user's model is checked by :attr:`model_methods`
     builtin_models: ClassVar[tuple[str, ...]] = ()
+    #: with ``normalize_obs``: None divides by ``sqrt(var + 1e-8)`` and clips to ``[-10, 10]``
+    #: (Stable-Baselines3's ``VecNormalize``; offline, over the dataset's observations and next
+    #: observations); a number ``eps`` divides by ``std + eps`` without clipping, with the offline
+    #: statistics over the dataset's observations only (TD3+BC, Fujimoto & Gu 2021: 1e-3)
+    obs_std_eps: ClassVar[float | None] = None
 
     @property
     def numpy_products(self) -> bool:

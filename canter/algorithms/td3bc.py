@@ -3,7 +3,8 @@
 The critics learn exactly as in :class:`~canter.algorithms.td3.TD3`. The actor minimises
 ``-lambda * mean Q_1(s, mu(s)) + mean (mu(s) - a)^2`` with ``lambda = alpha / mean |Q_1(s, mu(s))|``
 (held constant in the gradient), so the policy improves on the data's actions while staying near
-them. Observations are normalised with the dataset's mean and std by default, as in the paper.
+them. Observations are normalised by default as in the paper: ``(s - mean) / (std + 1e-3)`` with the
+mean and std of the dataset's states, unclipped (:attr:`~canter.algorithms.base.Algorithm.obs_std_eps`).
 Actions are in the ``[-1, 1]`` scale (the Agent rescales to the env's bounds); every count
 (``policy_delay``, the offline trainer's steps) is in gradient updates.
 """
@@ -38,7 +39,7 @@ class TD3BCConfig:
     target_policy_noise: float = hp(0.2, "std of the smoothing noise on target actions (0: none)", low=0)
     target_noise_clip: float = hp(0.5, "clip of the target smoothing noise", low=0)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1)
-    normalize_obs: bool = hp(True, "normalise observations with the dataset's mean and std")
+    normalize_obs: bool = hp(True, "normalise observations with the dataset's mean and std (+ 1e-3, unclipped)")
     # TD3's exploration settings (properties, not hyperparameters): an offline policy never explores
     action_noise = property(lambda self: "none")
     noise_std = property(lambda self: 0.0)
@@ -51,6 +52,7 @@ class TD3BC(TD3):
     name = "td3bc"
     family = "offline"
     Config = TD3BCConfig
+    obs_std_eps = 1e-3  # the paper's normalize_states: std + 1e-3, no clipping
 
     def policy_loss(self, batch: ReplayBatch) -> torch.Tensor:
         """``-lambda * mean Q_1(s, mu(s)) + mean (mu(s) - a)^2``, ``lambda = alpha / mean |Q_1|``."""

@@ -52,7 +52,7 @@ class OfflineTrainer(Trainer):
 
     def setup(self) -> None:
         """Convert the dataset once: algorithm actions, float32 rewards and flags; observation
-        statistics (with ``normalize_obs``) from the whole dataset."""
+        statistics (with ``normalize_obs``) from the whole dataset (TD3+BC: its observations only)."""
         d, agent = self.dataset, self.agent
         self.data_obs, self.data_next_obs = d.obs, d.next_obs  # raw; the agent normalises each minibatch
         self.actions = agent.from_env_actions(d.actions)
@@ -60,7 +60,9 @@ class OfflineTrainer(Trainer):
         self.terminated = d.terminated.astype(np.float32)
         self.rng = stream_rng(self.run.seed, "offline")
         if agent.obs_rms is not None:  # set, not folded in: a resumed run has the same statistics already
-            mean, var, count = dataset_obs_moments((d.obs, d.next_obs))
+            # TD3+BC (obs_std_eps): the paper's, over the dataset's states only
+            parts = (d.obs,) if getattr(agent, "obs_std_eps", None) is not None else (d.obs, d.next_obs)
+            mean, var, count = dataset_obs_moments(parts)
             agent.obs_rms.load_state_dict({"mean": mean, "var": var, "count": count})
         self.gamma = float(getattr(self.config, "gamma", 1.0))  # behaviour cloning has no discount
         with minibatches_fit(self.config.batch_size):
