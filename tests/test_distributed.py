@@ -165,6 +165,45 @@ def test_an_in_process_explorers_multiagent_episodes_name_their_agent():
     assert max(agents.count(a) for a in set(agents)) - min(agents.count(a) for a in set(agents)) <= 2
 
 
+@pytest.mark.parametrize("algo", ["impala", "appo", "ppo", "dqn"])
+def test_observation_statistics_skip_the_rows_of_agents_that_left_in_an_explorers_env(algo, monkeypatch):
+    """The learner folded every row of an explorer's trajectory into the observation statistics, a departed
+    agent's repeated final observation included (256 rows where 224 were observations). PPO's synchronous
+    and DQN's Ape-X learners (--explorers) are driven by the in-process pool here."""
+    pytest.importorskip("pettingzoo")
+    from canter.distributed.pool import LocalPool
+    from canter.distributed.trainers import ApeXTrainer, SyncTrainer
+
+    valid = []
+    rollout = Explorer.rollout
+
+    def recorded(self, *args, **kwargs):
+        out = rollout(self, *args, **kwargs)
+        valid.extend(out["valid"])
+        return out
+
+    monkeypatch.setattr(Explorer, "rollout", recorded)
+    kwargs = {"n_agents": 2, "miss_leaves": True}
+    if algo in ("impala", "appo"):
+        trainer = canter.make_trainer(algo, "pettingzoo:tests.match_agents", env_kwargs=kwargs, seed=0, n_envs=1,
+                                      max_steps=256, normalize_obs=True, eval_every=0, eval_episodes=1)
+    else:
+        hp = {"n_steps": 16, "batch_size": 16} if algo == "ppo" else {"learning_starts": 64, "batch_size": 8}
+        run, cfg = resolve_config(algo, "pettingzoo:tests.match_agents", hparams={**hp, "normalize_obs": True},
+                                  n_envs=1, max_steps=256, eval_every=0, env_kwargs=kwargs)
+        env = make_vec_env(run.env, run.n_envs, env_kwargs=kwargs)
+        agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+        driver = SyncTrainer if algo == "ppo" else ApeXTrainer
+        trainer = driver(agent, LocalPool(Explorer(agent, env, seed=0)), None, run)
+    list(trainer())
+    trainer.close()
+    # one copy: after a step, the rows of the agents that took part in it hold observations (a final one
+    # included), and every row where none did (the step reset the copy)
+    real = 2 + sum(2 if not v.any() else int(v.sum()) for v in valid[:-1])
+    assert real < 2 * len(valid)  # agents left early
+    assert trainer.agent.obs_rms.count == pytest.approx(real)
+
+
 @pytest.mark.parametrize("algo", ["impala", "appo"])
 def test_reward_normalisation_tracks_one_return_per_agent_of_an_in_process_explorer(algo):
     """The learner's Agent was sized for n_envs copies (2), not their 4 agents' rows: a broadcast error."""

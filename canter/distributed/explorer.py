@@ -133,7 +133,8 @@ class Explorer:
         ``version``; ``None`` keeps the current ones. Keys: ``obs`` (raw, the env's dtype),
         ``actions`` (algorithm space), ``log_probs`` and ``values`` (when the algorithm returns
         them), ``rewards``, ``terminated``, ``dones``, ``valid`` — all ``[T, N, ...]`` — plus
-        ``last_obs``, ``last_values`` (with ``bootstrap``), finished ``episode_returns``,
+        ``last_obs``, ``last_values`` (with ``bootstrap``), ``observed`` (``[T, N]``, only where some
+        row of ``obs`` is not a real observation: :attr:`VecEnv.observed`), finished ``episode_returns``,
         ``episode_lengths`` and ``episode_envs`` (each one's sub-env), and ``version``, ``index``,
         ``pid``, ``steps``, ``seconds``.
         """
@@ -151,6 +152,7 @@ class Explorer:
         terminated = rollout_array((T, N), np.float32)
         dones = rollout_array((T, N), np.float32)
         valid = rollout_array((T, N), bool)
+        observed = None  # [T, N] where some observation is not a real one (a multi-agent env's departed agents)
         returns: list[float] = []
         lengths: list[int] = []
         successes: list[float] = []
@@ -172,9 +174,14 @@ class Explorer:
                 log_probs = rollout_array((T, N), np.float32, zeros=True)
             if value is not None and values is None:
                 values = rollout_array((T, N), np.float32, zeros=True)
+            seen = getattr(env, "observed", None)  # of self.obs, the observations acted on (the step replaces it)
             step = env.step(env_actions)
             if reset_noise is not None and (step.terminated | step.truncated).any():  # TD3/DDPG's OU noise
                 reset_noise(torch.from_numpy(step.terminated | step.truncated))
+            if seen is not None and observed is None:
+                observed = np.ones((T, N), bool)
+            if observed is not None:
+                observed[t] = True if seen is None else seen
             obs[t], actions[t] = self.obs, acts
             if logp is not None:
                 log_probs[t] = logp
@@ -195,6 +202,8 @@ class Explorer:
             "episode_returns": np.asarray(returns, np.float64), "episode_lengths": np.asarray(lengths, np.int64),
             "episode_successes": np.asarray(successes, np.float64), "episode_envs": np.asarray(ended, np.int64),
         }
+        if observed is not None:
+            out_data["observed"] = observed
         if log_probs is not None:
             out_data["log_probs"] = log_probs
         if values is not None:

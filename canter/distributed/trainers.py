@@ -68,10 +68,13 @@ def scale_rewards(agent: Agent, rewards: np.ndarray, dones: np.ndarray, valid: n
     return out
 
 
-def update_obs_stats(agent: Agent, obs: np.ndarray, lead: int) -> None:
-    """Fold raw observations into the learner's running statistics (if it normalises)."""
+def update_obs_stats(agent: Agent, obs: np.ndarray, lead: int, observed: np.ndarray | None = None) -> None:
+    """Fold raw observations into the learner's running statistics (if it normalises): the rows
+    ``observed`` marks, where given (a trajectory's ``observed``: a multi-agent env's departed agents
+    repeat their final observation)."""
     if agent.obs_rms is not None:
-        agent.obs_rms.update(obs.reshape((-1,) + obs.shape[lead:]))
+        rows = obs.reshape((-1,) + obs.shape[lead:])
+        agent.update_obs_stats(rows, None if observed is None else observed.reshape(-1))
 
 
 class Learner:
@@ -247,7 +250,10 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         if batch.obs.shape[0]:  # else every row only reset an env (tiny n_steps * n_envs): nothing to learn
             with self.updating():
                 stats = agent.learn(batch)
-        update_obs_stats(agent, data["obs"], 2)
+        observed = None  # every row a real observation, unless an explorer's env says otherwise (multi-agent)
+        if any("observed" in r for r in results):
+            observed = np.concatenate([r.get("observed", np.ones(r["valid"].shape, bool)) for r in results], axis=1)
+        update_obs_stats(agent, data["obs"], 2, observed)
         self.publish()
         return {**stats, **self.explorer_stats()}
 
@@ -281,7 +287,7 @@ class AsyncTrainer(Learner, Trainer):
         try:
             with self.updating():
                 stats = agent.learn(batch)
-            update_obs_stats(agent, r["obs"], 2)
+            update_obs_stats(agent, r["obs"], 2, r.get("observed"))
             self.publish()
         finally:  # also after a divergence the guard handles: the explorer keeps its queued calls
             self.pool.submit(slot, **self.rollout_kw())
@@ -359,7 +365,7 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         rewards = self.rewards_of(slot, r)
         self.buffer.add_rollout(slot, r["obs"], r["actions"], rewards, r["last_obs"], r["terminated"], r["valid"],
                                 r["dones"])
-        update_obs_stats(agent, r["obs"], 2)
+        update_obs_stats(agent, r["obs"], 2, r.get("observed"))
         stats: dict[str, float] = {}
         try:
             if self.step > c.learning_starts and len(self.buffer):  # as the single-process trainer
