@@ -191,6 +191,23 @@ def test_report_rolling_mean_label_names_the_runs_reward_window(tmp_path, monkey
     assert "rolling mean (10 episodes)" in labels
 
 
+def test_report_rolling_mean_takes_the_mean_after_all_episodes_that_ended_on_a_step(tmp_path, monkeypatch):
+    """Four Pendulum envs end their episodes on one step: four history rows, whose first three hold partial
+    means that depend on the envs' order. The report drew them all (its line peaked at -929.6, the mean
+    after two of the four), where canter plot's curve and summary.json's best_rolling_return say -1172.6."""
+    from canter.tools import report
+    from canter.tools.rundata import RunData
+
+    steps = np.array([800.0] * 4 + [1604.0] * 4)
+    rolling = np.array([-960.5, -929.6, -1021.7, -1172.6, -1260.8, -1293.3, -1305.1, -1307.4])
+    history = {"step": steps, "wall_time": steps / 100, "episode_return": rolling, "rolling_return": rolling}
+    monkeypatch.setattr(report, "_img", lambda fig, alt: fig)
+    fig = report.learning_curve(RunData(tmp_path, {"algo": "ppo", "env": "Pendulum-v1"}, {}, history))
+    line = fig.axes[0].get_lines()[0]
+    np.testing.assert_array_equal(line.get_xdata(), [800.0, 1604.0])
+    np.testing.assert_array_equal(line.get_ydata(), [-1172.6, -1307.4])
+
+
 def test_report_videos_are_newest_first(tmp_path):
     """'Newest first' sorted by name: a play --video-dir RUN_DIR/videos recording came after every
     step-* video of the training, however recent it was."""

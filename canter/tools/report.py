@@ -19,7 +19,7 @@ import yaml
 
 from canter.checkpoint import atomic_write
 from canter.errors import CanterError
-from canter.tools.plot import legend, new_figure
+from canter.tools.plot import legend, new_figure, run_curve
 from canter.tools.rundata import RunData, checkpoints, load_run
 
 MAX_VIDEO_BYTES = 20 * 1024 * 1024  # all embedded videos together
@@ -73,7 +73,9 @@ def learning_curve(run: RunData) -> str:
     if len(h.get("step", ())):
         ax.scatter(h["step"], h["episode_return"], s=6, alpha=0.25, color="#7f8ea3", label="training episode")
         window = run.config.get("reward_window", 100)  # the episodes history.parquet's rolling_return averages
-        ax.plot(h["step"], h["rolling_return"], color="#1f77b4", linewidth=1.8, label=f"rolling mean ({window} episodes)")
+        # one point per step, after all of its episodes (canter plot's curve): the rows between hold partial
+        # means that depend on the envs' order
+        ax.plot(*run_curve(run), color="#1f77b4", linewidth=1.8, label=f"rolling mean ({window} episodes)")
     if len(e.get("step", ())):
         ax.errorbar(e["step"], e["mean_return"], yerr=e["std_return"], fmt="o-", color="#d62728", markersize=4,
                     capsize=3, linewidth=1.2, label="evaluation mean ± std")
