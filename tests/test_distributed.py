@@ -534,7 +534,7 @@ def test_a_replaced_explorers_late_result_is_not_taken_for_a_ray_restart(caplog)
     class RayError(Exception):
         pass
 
-    outcomes = {"A": RayError("simulated env crash"), "B": {"pid": 100}, "C": {"pid": 200}}
+    outcomes = {"A": RayError("simulated env crash"), "B": {"pid": 100}, "C": {"pid": 200}, "up": 200}
 
     def get(ref):
         if isinstance(outcomes[ref], Exception):
@@ -544,12 +544,13 @@ def test_a_replaced_explorers_late_result_is_not_taken_for_a_ray_restart(caplog)
     pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
     pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError), get=get, kill=lambda *a, **k: None)
     pool.count, pool.actors, pool.generation, pool.failures, pool.pids, pool.restarts = 1, ["old"], [0], [0], [None], 0
-    pool._slot_version = [1]
-    pool._spawn = lambda slot: "replacement"
+    pool._slot_version, pool._starting = [1], {}
+    pool._spawn = lambda slot: SimpleNamespace(pid=SimpleNamespace(remote=lambda: "up"))  # the replacement
     pool.submit = lambda slot, **kw: None
     pool.in_flight = {"A": (0, 0, {}), "B": (0, 0, {})}  # two rollouts queued on the first process (pid 100)
     assert pool._receive("A") == (0, None)  # it raised: replaced (generation 1)
     assert pool._receive("B")[1]["pid"] == 100  # the old process had finished the next one: still learned from
+    assert pool._receive("up") == (0, None)  # the replacement is up
     pool.in_flight["C"] = (0, 1, {})
     with caplog.at_level("WARNING", logger="canter.distributed"):
         assert pool._receive("C")[1]["pid"] == 200  # the replacement's first result
@@ -577,3 +578,71 @@ def test_apex_rollout_too_big_for_memory_is_refused_in_setup_naming_train_freq()
         assert trainer.step == 0  # refused before any explorer stepped
     finally:
         trainer.close()
+
+
+def test_a_dead_explorers_lost_rollouts_run_on_a_fresh_replacement_with_the_weights_of_when_it_is_up(monkeypatch):
+    """Ray restarted a killed explorer (max_restarts) and re-ran its lost rollouts (max_task_retries): the
+    restarted actor re-ran its constructor with the run's start seeds (its first rollout began from the
+    run's very first observations) and the lost calls with the weights they were first given (measured:
+    IMPALA, 2 explorers, a SIGKILL: the next rollouts were 154 and 159 versions old). Ray now restarts
+    nothing; the pool replaces the dead explorer (a fresh seed block) and sends the lost rollouts once the
+    replacement is up, with the weights of then. Driven with a stand-in for Ray: no cluster needed."""
+    from types import SimpleNamespace
+
+    from canter.distributed import pool as pool_module
+
+    class RayError(Exception):
+        pass
+
+    class Ref:
+        def __init__(self, value):
+            self.value = value
+
+    class Actor:
+        def __init__(self, generation):
+            self.generation, self.rollouts = generation, []
+            self.rollout = SimpleNamespace(remote=self._rollout)
+            self.pid = SimpleNamespace(remote=lambda: Ref(1000 + generation))
+
+        def _rollout(self, weights_ref, version, **kw):
+            self.rollouts.append(version)
+            return Ref({"pid": 1000 + self.generation, "version": version})
+
+    options = {}
+
+    def remote(cls):
+        def with_options(**kw):
+            options.update(kw)
+            return SimpleNamespace(remote=lambda slot, count, run, cfg, generation: Actor(generation))
+        return SimpleNamespace(options=with_options)
+
+    def get(ref):
+        if isinstance(ref.value, Exception):
+            raise ref.value
+        return ref.value
+
+    ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError), get=get, put=lambda w: Ref(w),
+                          kill=lambda *a, **k: None, remote=remote, cluster_resources=lambda: {"CPU": 2.0})
+    monkeypatch.setattr(pool_module, "connect", lambda address: (ray, False))
+    run, cfg = resolve_config("impala", "CartPole-v1", n_envs=2)
+    pool = pool_module.RayPool(run, cfg, 1)
+    assert options["max_restarts"] == 0 and options["max_task_retries"] == 0  # Ray re-runs nothing
+    pool.publish({}, 1)
+    pool.submit(0, n_steps=8)
+    pool.submit(0, n_steps=8)
+    lost = list(pool.in_flight)
+    for ref in lost:  # the explorer's process died: both queued rollouts are lost
+        ref.value = RayError("The actor is dead because its worker process has died.")
+    assert pool._receive(lost[0]) == (0, None)
+    assert pool.generation == [1] and pool.restarts == 1  # a replacement, with a fresh seed block
+    pool.publish({}, 2)
+    assert pool._receive(lost[1]) == (0, None)
+    pool.publish({}, 3)  # the learner goes on with the other explorers while the replacement starts
+    pool.submit(0, n_steps=8)  # a rollout the learner queues meanwhile waits for the replacement as well
+    pool.publish({}, 4)
+    assert pool.actors[0].rollouts == []
+    (ready,) = pool.in_flight  # the replacement is up
+    assert pool._receive(ready) == (0, None) and pool.pids == [1001]
+    assert pool.actors[0].rollouts == [4, 4, 4]  # all three carry the weights of when it was up
+    results = [pool._receive(ref)[1] for ref in list(pool.in_flight)]
+    assert [r["version"] for r in results] == [4, 4, 4] and pool.restarts == 1 and pool.failures == [0]

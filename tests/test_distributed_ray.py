@@ -148,7 +148,7 @@ def test_killed_and_crashing_explorers_are_replaced_and_the_run_reaches_its_targ
     try:
         for rec in trainer():
             if not killed and rec.step >= 2048:
-                os.kill(trainer.pool.pids_now()[0], signal.SIGKILL)  # Ray restarts it and re-runs its rollout
+                os.kill(trainer.pool.pids_now()[0], signal.SIGKILL)  # the pool replaces it and resubmits its rollouts
                 killed = True
             elif killed and not crashed and rec.step >= 4096:
                 crash.touch()  # the next explorer env step raises: the learner starts a replacement

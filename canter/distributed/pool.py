@@ -22,9 +22,12 @@ from canter.errors import CanterError
 
 log = logging.getLogger("canter.distributed")
 
-#: Ray restarts a killed explorer this many times (re-running its last call); after that, and
-#: after an error raised inside a rollout, the pool starts a replacement itself
-MAX_RESTARTS = 2
+#: Ray restarts a dead explorer actor this many times, re-running its lost calls: never. A restarted
+#: actor re-ran its constructor with the run's start seeds (replaying its first episodes) and its lost
+#: calls with the weights they were first given (150 versions old after a restart of a few seconds). The
+#: pool replaces a dead explorer itself, as one whose rollout raised: a fresh seed block, and the lost
+#: calls resubmitted with the latest weights once the replacement is up
+MAX_RESTARTS = 0
 #: an explorer slot that fails this many times in a row without a result stops the run
 MAX_CONSECUTIVE_FAILURES = 4
 #: at the end of a run, wait at most this long for rollouts still in flight before stopping explorers
@@ -139,7 +142,9 @@ class RayPool(_Episodes):
         self.pids: list[int | None] = [None] * count
         self.failures = [0] * count
         self.restarts = 0
-        self.in_flight: dict[Any, tuple[int, int, dict[str, Any]]] = {}
+        #: each call's slot, generation and settings (``None``: a replacement's readiness call)
+        self.in_flight: dict[Any, tuple[int, int, dict[str, Any] | None]] = {}
+        self._starting: dict[int, list[dict[str, Any]]] = {}  # replacements not yet up: their rollouts' settings
         self.weights_ref: Any = None
         self.version = 0
         self.weights_nbytes = 0
@@ -162,7 +167,11 @@ class RayPool(_Episodes):
         self.version = version
 
     def submit(self, slot: int, **kw: Any) -> None:
-        """Start a rollout on explorer ``slot`` with the latest weights."""
+        """Start a rollout on explorer ``slot`` with the latest weights (on a replacement still starting:
+        once it is up, with the latest weights then, not those of now)."""
+        if slot in self._starting:
+            self._starting[slot].append(kw)
+            return
         if self._slot_version[slot] != self.version:
             self._slot_version[slot] = self.version
             self.weights_bytes += self.weights_nbytes
@@ -170,14 +179,22 @@ class RayPool(_Episodes):
         self.in_flight[ref] = (slot, self.generation[slot], kw)
 
     def _receive(self, ref: Any) -> tuple[int, dict[str, Any] | None]:
-        """Fetch one finished call; on failure replace the explorer and resubmit the call."""
+        """Fetch one finished call; on failure replace the explorer and resubmit the call (``None``: no
+        rollout came)."""
         slot, generation, kw = self.in_flight.pop(ref)
         try:
             result = self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:  # actor died, rollout raised, result lost
             if generation == self.generation[slot]:
                 self._replace(slot, exc)
-            self.submit(slot, **kw)
+            if kw is not None:
+                self.submit(slot, **kw)
+            return slot, None
+        if kw is None:  # a replacement is up: its rollouts start now, with the weights of now
+            if generation == self.generation[slot]:
+                self.pids[slot] = result
+                for queued in self._starting.pop(slot, []):
+                    self.submit(slot, **queued)
             return slot, None
         self.failures[slot] = 0
         if generation == self.generation[slot]:  # a replaced explorer's late result: not the new one's process
@@ -203,6 +220,9 @@ class RayPool(_Episodes):
         self.pids[slot] = None
         self._slot_version[slot] = -1
         self.actors[slot] = self._spawn(slot)
+        # its rollouts wait until it is built (seconds): sent now, they would carry the weights of now
+        self._starting.setdefault(slot, [])
+        self.in_flight[self.actors[slot].pid.remote()] = (slot, self.generation[slot], None)
 
     def wait(self) -> tuple[int, dict[str, Any]]:
         """The next finished rollout (failed calls are retried on a replacement explorer)."""
