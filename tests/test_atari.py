@@ -133,6 +133,20 @@ def test_training_episode_statistics_are_whole_games_with_the_raw_score(vectoriz
     assert env.finished_returns[0] % 5 == 0
 
 
+def test_native_env_takes_every_run_seed():
+    """ale-py's native env seeds copy i with seed + i as a 32-bit signed integer and raised a TypeError
+    past 2**31 - 1: a traceback for --seed 2147483647 with 2 envs (the run's seed may go to 2**32 - 1),
+    and for a Ray explorer's 22nd replacement (seed + 22 * 100,000,007). Such seeds now wrap; a seed the
+    env takes is unchanged."""
+    env = make_vec_env("ALE/Breakout-v5", 2, "native", training=True)
+    try:
+        assert env.reset(seed=2**32 - 1).shape == (2, 4, 84, 84)
+        assert atari.NativeSeedRange.wrapped(2**31 - 2, 2) == 2**31 - 2  # a seed the env takes: unchanged
+        assert atari.NativeSeedRange.wrapped(2**31 - 1, 2) == 0  # the last seed + 1 it takes: the first
+    finally:
+        env.close()
+
+
 def test_native_env_ends_training_episodes_on_life_loss_only():
     env = make_vec_env("ALE/Breakout-v5", 1, "native", training=True)
     env.reset(seed=0)

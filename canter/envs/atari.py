@@ -375,6 +375,23 @@ def make_atari_env(env_id: str, training: bool = False, render_mode: str | None 
     return wrap_deepmind(env, training)
 
 
+class NativeSeedRange(gym.vector.VectorWrapper):
+    """ale-py's native vector env seeds its copy ``i`` with ``seed + i`` as a 32-bit signed integer and
+    refuses a larger one with a ``TypeError``; the run's seed may go up to ``2**32 - 1``, and evaluation
+    and Ray explorer replacements add large offsets to it. A base seed past the last one the env takes
+    (``2**31 - num_envs``) is taken modulo ``2**31 - num_envs + 1``; the seeds it takes are unchanged."""
+
+    @staticmethod
+    def wrapped(seed: int, num_envs: int) -> int:
+        """The base seed the env gets for ``seed``."""
+        return int(seed) % (2**31 - num_envs + 1)
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:  # noqa: D102
+        if isinstance(seed, (int, np.integer)):
+            seed = self.wrapped(seed, self.num_envs)
+        return self.env.reset(seed=seed, options=options)
+
+
 def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any] | None) -> gym.vector.VectorEnv:
     """ale-py's C++ vector env with the same preprocessing (life loss ends training episodes only)."""
     from ale_py.vector_env import AtariVectorEnv
@@ -392,8 +409,9 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
         reward_clipping=False, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
     )
     actions = env.ale.get_action_set()
+    seeded = NativeSeedRange(env)
     # training: zero frames in place of the previous life's in a new episode's stacks; rewards clipped
-    wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(env)) if training else env
+    wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(seeded)) if training else seeded
     if len(actions) >= 3 and actions[1] == _ale_fire():
         return NativeFireAfterLifeLoss(wrapped, training)
     return wrapped
