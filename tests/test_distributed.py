@@ -666,8 +666,8 @@ def test_the_pool_hands_over_the_earliest_submitted_of_the_finished_rollouts():
 
     def result(ref):
         slot = 0 if ref[0] == "a" else 1
-        return {"pid": 10 + slot, "index": slot, "episode_returns": np.zeros(0), "episode_lengths": np.zeros(0, np.int64),
-                "episode_envs": np.zeros(0, np.int64), "name": ref}
+        return {"pid": 10 + slot, "index": slot, "episode_returns": np.zeros(0),
+                "episode_lengths": np.zeros(0, np.int64), "episode_envs": np.zeros(0, np.int64), "name": ref}
 
     pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
     pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RuntimeError), get=result, wait=wait)
