@@ -674,3 +674,31 @@ def test_the_pool_hands_over_the_earliest_submitted_of_the_finished_rollouts():
     pool.generation, pool.failures, pool.pids, pool.restarts = [0, 0], [0, 0], [10, 11], 0
     pool.in_flight = {ref: (0 if ref[0] == "a" else 1, 0, {}) for ref in ("a1", "b1", "a2", "b2")}
     assert [pool.wait()[1]["name"] for _ in range(3)] == ["a1", "b1", "a2"]
+
+
+def test_a_resumed_runs_replacement_explorer_does_not_replay_the_interrupted_runs_replacement(monkeypatch):
+    """A resumed Ray run resets its explorers' envs from a new seed (fresh episodes), but a replacement it
+    made later was built from the run's seed: slot i's g-th replacement got seed + i * n_envs + g *
+    100,000,007, the very seeds of the interrupted run's g-th replacement of that slot, and replayed its
+    episodes. Driven with a stand-in for Ray: no cluster needed."""
+    from types import SimpleNamespace
+
+    from canter.distributed import pool as pool_module
+
+    built = []
+
+    def remote(cls):
+        def actor(slot, count, run, cfg, generation):
+            built.append((generation, run.seed))
+            return SimpleNamespace(reset=SimpleNamespace(remote=lambda seed: None),
+                                   pid=SimpleNamespace(remote=lambda: None))
+        return SimpleNamespace(options=lambda **kw: SimpleNamespace(remote=actor))
+
+    ray = SimpleNamespace(get=lambda refs: refs, kill=lambda *a, **k: None, remote=remote,
+                          cluster_resources=lambda: {"CPU": 2.0})
+    monkeypatch.setattr(pool_module, "connect", lambda address: (ray, False))
+    run, cfg = resolve_config("impala", "CartPole-v1", n_envs=2, seed=3)
+    pool = pool_module.RayPool(run, cfg, 1)
+    pool.reset(3 + 7_777_777 + 4096)  # a resumed run's fresh episodes (Trainer.load_resume_state)
+    pool._replace(0, RuntimeError("explorer died"))
+    assert built == [(0, 3), (1, 3 + 7_777_777 + 4096)]

@@ -11,6 +11,7 @@ After each result the pool exposes the finished episodes as ``finished_returns``
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -156,9 +157,12 @@ class RayPool(_Episodes):
 
     def reset(self, seed: int | None = None) -> None:
         """Explorers reset their envs (seeded from the run's seed) when they are built; a different
-        ``seed`` (a resumed run's fresh episodes) resets each explorer's envs from its block of it."""
+        ``seed`` (a resumed run's fresh episodes) resets each explorer's envs from its block of it, and
+        replacements made after that take theirs from it too (from the run's seed, a resumed run's
+        replacement replayed the episodes of the interrupted run's replacement of that slot)."""
         if seed is not None and seed != self.run.seed:
             self.ray.get([actor.reset.remote(seed) for actor in self.actors])
+            self.run = dataclasses.replace(self.run, seed=seed)
 
     def publish(self, weights: dict[str, Any], version: int) -> None:
         """Put ``weights`` into the object store once; later submissions carry this reference."""
