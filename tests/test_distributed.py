@@ -544,7 +544,7 @@ def test_a_replaced_explorers_late_result_is_not_taken_for_a_ray_restart(caplog)
     pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
     pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError), get=get, kill=lambda *a, **k: None)
     pool.count, pool.actors, pool.generation, pool.failures, pool.pids, pool.restarts = 1, ["old"], [0], [0], [None], 0
-    pool._slot_version, pool._starting = [1], {}
+    pool._slot_version, pool._starting, pool._fresh = [1], {}, set()
     pool._spawn = lambda slot: SimpleNamespace(pid=SimpleNamespace(remote=lambda: "up"))  # the replacement
     pool.submit = lambda slot, **kw: None
     pool.in_flight = {"A": (0, 0, {}), "B": (0, 0, {})}  # two rollouts queued on the first process (pid 100)
@@ -672,6 +672,7 @@ def test_the_pool_hands_over_the_earliest_submitted_of_the_finished_rollouts():
     pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
     pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RuntimeError), get=result, wait=wait)
     pool.generation, pool.failures, pool.pids, pool.restarts = [0, 0], [0, 0], [10, 11], 0
+    pool._fresh = set()
     pool.in_flight = {ref: (0 if ref[0] == "a" else 1, 0, {}) for ref in ("a1", "b1", "a2", "b2")}
     assert [pool.wait()[1]["name"] for _ in range(3)] == ["a1", "b1", "a2"]
 
@@ -702,3 +703,37 @@ def test_a_resumed_runs_replacement_explorer_does_not_replay_the_interrupted_run
     pool.reset(3 + 7_777_777 + 4096)  # a resumed run's fresh episodes (Trainer.load_resume_state)
     pool._replace(0, RuntimeError("explorer died"))
     assert built == [(0, 3), (1, 3 + 7_777_777 + 4096)]
+
+
+def test_a_replacement_explorers_first_rollout_starts_its_envs_returns_from_zero():
+    """With normalize_reward, the learner keeps one running discounted return per env. A replacement
+    explorer's envs start new episodes, but their returns went on from the dead explorer's unfinished
+    episodes (no done between them), as if the new episodes continued the old ones; a resume's fresh
+    episodes zero them (reset_returns). The pool marks a replacement's first rollout and the learner
+    zeroes that explorer's returns. Driven with a stand-in for Ray and an in-process explorer's rollout."""
+    from types import SimpleNamespace
+
+    from canter.distributed.pool import RayPool
+
+    trainer = canter.make_trainer("impala", "CartPole-v1", n_envs=2, seed=0, normalize_reward=True, max_steps=10**4)
+    try:
+        rollout = trainer.pool.explorer.rollout(None, 0, n_steps=2)
+        assert not rollout["dones"].any()
+        pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
+        pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RuntimeError), kill=lambda *a, **k: None,
+                                   get=lambda ref: rollout if ref == "rollout" else 7)
+        pool.count, pool.actors, pool.generation, pool.failures, pool.pids, pool.restarts = 1, ["old"], [0], [0], [5], 0
+        pool._slot_version, pool._starting, pool._fresh, pool.in_flight = [1], {}, set(), {}
+        pool._spawn = lambda slot: SimpleNamespace(pid=SimpleNamespace(remote=lambda: "up"))
+        pool.submit = lambda slot, **kw: None
+        pool._replace(0, RuntimeError("explorer died"))
+        pool._receive("up")
+        pool.in_flight["rollout"] = (0, 1, {})
+        _, result = pool._receive("rollout")  # the replacement's first rollout
+        trainer.agent._returns[:] = 40.0  # the dead explorer's episodes, 40 steps in
+        trainer.receive([result])
+        scaled = trainer.rewards_of(0, result)
+        assert trainer.agent._returns.tolist() == pytest.approx([1 + trainer.agent.gamma] * 2)
+        assert scaled.shape == (2, 2)
+    finally:
+        trainer.close()

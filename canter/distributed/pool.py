@@ -146,6 +146,7 @@ class RayPool(_Episodes):
         #: each call's slot, generation and settings (``None``: a replacement's readiness call)
         self.in_flight: dict[Any, tuple[int, int, dict[str, Any] | None]] = {}
         self._starting: dict[int, list[dict[str, Any]]] = {}  # replacements not yet up: their rollouts' settings
+        self._fresh: set[int] = set()  # slots whose replacement has not yet returned a rollout
         self.weights_ref: Any = None
         self.version = 0
         self.weights_nbytes = 0
@@ -202,6 +203,9 @@ class RayPool(_Episodes):
             return slot, None
         self.failures[slot] = 0
         if generation == self.generation[slot]:  # a replaced explorer's late result: not the new one's process
+            if slot in self._fresh:  # a replacement's first rollout: its envs started new episodes
+                self._fresh.discard(slot)
+                result["fresh_episodes"] = True
             pid = result["pid"]
             if self.pids[slot] is not None and pid != self.pids[slot]:
                 self.restarts += 1
@@ -223,6 +227,7 @@ class RayPool(_Episodes):
         self.restarts += 1
         self.pids[slot] = None
         self._slot_version[slot] = -1
+        self._fresh.add(slot)
         self.actors[slot] = self._spawn(slot)
         # its rollouts wait until it is built (seconds): sent now, they would carry the weights of now
         self._starting.setdefault(slot, [])

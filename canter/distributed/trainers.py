@@ -148,10 +148,15 @@ class Learner:
 
     def receive(self, results: list[dict[str, Any]]) -> None:
         """Count the env steps, episodes, policy lag and bytes of the rollouts the pool just returned,
-        and check their env data (:meth:`check_rollout`) before anything reaches a buffer or network."""
+        and check their env data (:meth:`check_rollout`) before anything reaches a buffer or network.
+        A replacement explorer's first rollout (``fresh_episodes``) zeroes the running discounted returns
+        of its envs (``normalize_reward``), as fresh episodes after a resume do."""
         for r in results:
             self.step += r["steps"]
             self.check_rollout(r)
+            if r.get("fresh_episodes") and self.agent.ret_rms is not None:  # a replacement explorer's first
+                n = self.pool.envs_per_explorer  # rollout: its envs' episodes are new, their returns start at 0
+                self.agent._returns[r["index"] * n:(r["index"] + 1) * n] = 0.0
             self._explorer_steps[r["index"]] += r["steps"]
             if self.pool.remote:  # only remote explorers lag (explorer_stats reads and clears the list)
                 self._lags.append(self.version - r["version"])
