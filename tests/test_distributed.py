@@ -550,11 +550,12 @@ def test_a_replaced_explorers_late_result_is_not_taken_for_a_ray_restart(caplog)
     pool.in_flight = {"A": (0, 0, {}), "B": (0, 0, {})}  # two rollouts queued on the first process (pid 100)
     assert pool._receive("A") == (0, None)  # it raised: replaced (generation 1)
     assert pool._receive("B")[1]["pid"] == 100  # the old process had finished the next one: still learned from
+    assert pool.failures == [1]  # the old process's late success is no sign the replacement works
     assert pool._receive("up") == (0, None)  # the replacement is up
     pool.in_flight["C"] = (0, 1, {})
     with caplog.at_level("WARNING", logger="canter.distributed"):
         assert pool._receive("C")[1]["pid"] == 200  # the replacement's first result
-    assert pool.restarts == 1 and pool.pids == [200]
+    assert pool.restarts == 1 and pool.pids == [200] and pool.failures == [0]
     assert "restarted by Ray" not in caplog.text
 
 

@@ -201,8 +201,8 @@ class RayPool(_Episodes):
                 for queued in self._starting.pop(slot, []):
                     self.submit(slot, **queued)
             return slot, None
-        self.failures[slot] = 0
         if generation == self.generation[slot]:  # a replaced explorer's late result: not the new one's process
+            self.failures[slot] = 0  # (the failures count the current explorer's)
             if slot in self._fresh:  # a replacement's first rollout: its envs started new episodes
                 self._fresh.discard(slot)
                 result["fresh_episodes"] = True
