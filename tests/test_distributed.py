@@ -738,3 +738,24 @@ def test_a_replacement_explorers_first_rollout_starts_its_envs_returns_from_zero
         assert scaled.shape == (2, 2)
     finally:
         trainer.close()
+
+
+def test_a_resumed_runs_explorers_draw_new_action_streams_not_the_interrupted_runs():
+    """A resumed Ray run builds its explorers from the run's config (the original seed), then resets their
+    envs from a new seed; their random warm-up actions (``Explorer.rng``) and their agent's sampling
+    generator kept the streams of the original seed, so they replayed the interrupted run's draws from
+    its start (the same random actions, on new episodes)."""
+    from canter.distributed.explorer import ExplorerActor
+
+    run, cfg = resolve_config("dqn", "CartPole-v1", n_envs=2, seed=3)
+    first, resumed, again = (ExplorerActor(1, 2, run, cfg) for _ in range(3))
+    try:
+        resumed.reset(3 + 7_777_777 + 4096)  # a resumed run's fresh episodes (Trainer.load_resume_state)
+        again.reset(3)  # the start of training: the run's seed, nothing changes
+        generators = [a.explorer.agent.algorithm.generator.get_state() for a in (first, resumed, again)]
+        assert not torch.equal(generators[0], generators[1]) and torch.equal(generators[0], generators[2])
+        actions = [a.rollout(None, 0, 32, random=True)["actions"] for a in (first, resumed, again)]
+        assert not np.array_equal(actions[0], actions[1]) and np.array_equal(actions[0], actions[2])
+    finally:
+        for actor in (first, resumed, again):
+            actor.explorer.close()

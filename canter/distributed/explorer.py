@@ -120,9 +120,12 @@ class Explorer:
 
     def reset(self, seed: int) -> None:
         """Start fresh episodes in every env, seeded from ``seed`` (nothing to do if its envs were
-        just reset with it)."""
+        just reset with it), and draw random actions (Ape-X's warm-up) from a new stream of it: kept,
+        the stream of the seed it was built with would restart a resumed run's draws from the start
+        of the interrupted run's."""
         if seed != self.seed:
             self.seed = seed
+            self.rng = stream_rng(seed, "explorer")
             self.obs = self.env.reset(seed=seed)
 
     def rollout(self, weights: dict[str, Any] | None, version: int, n_steps: int, *, bootstrap: bool = False,
@@ -244,9 +247,10 @@ class ExplorerActor:
                            central_state=run.central_state)
         # a replacement's block lies far from the evaluation seeds (seed + 1_000_003 + 7919 k, trainers/base.py)
         self.offset = index * run.n_envs + generation * REPLACEMENT_SEED_STRIDE
+        self.agent_offset = 7919 * (index + 1) + generation
         seed = run.seed + self.offset
         try:
-            agent = make_agent(dataclasses.replace(run, seed=run.seed + 7919 * (index + 1) + generation),
+            agent = make_agent(dataclasses.replace(run, seed=run.seed + self.agent_offset),
                                algo_cfg, env.single_observation_space, env.single_action_space)
             bind_opponents(env, agent, run.env, run.env_kwargs)  # the explorer's copy of the policy
             self.explorer = Explorer(agent, env, index, count, seed=seed)
@@ -255,8 +259,15 @@ class ExplorerActor:
             raise
 
     def reset(self, seed: int) -> None:
-        """Fresh episodes from the run seed ``seed``: this explorer's block of it (as when built)."""
+        """Fresh episodes from the run seed ``seed``: this explorer's block of it (as when built), and
+        its agent's sampling generator(s) seeded from ``seed`` too (as when built), so that a resumed
+        run's explorer does not replay the interrupted run's action noise from its start."""
+        if seed + self.offset == self.explorer.seed:  # its envs were just reset (built) with it
+            return
         self.explorer.reset(seed + self.offset)
+        algorithm = self.explorer.agent.algorithm
+        for i, algo in enumerate(getattr(algorithm, "algorithms", {"": algorithm}).values()):
+            algo.generator.manual_seed(seed + self.agent_offset + i)  # policy i: seed + i (make_agent)
 
     def rollout(self, weights: dict[str, Any] | None, version: int, n_steps: int, **kw: Any) -> dict[str, Any]:
         """See :meth:`Explorer.rollout`."""
