@@ -3,7 +3,7 @@
 
 Both offer the same calls: ``publish(weights, version)`` (Ray: one ``ray.put``, every explorer
 reads the same reference), ``submit(slot, **kw)`` (queue a rollout carrying the latest weights
-reference and version, so a restarted explorer needs no separate sync), ``wait() -> (slot,
+reference and version, so a replacement explorer needs no separate sync), ``wait() -> (slot,
 result)`` (the next finished rollout) and ``gather(**kw)`` (one rollout from every explorer).
 After each result the pool exposes the finished episodes as ``finished_returns`` /
 ``finished_lengths`` / ``finished_envs`` / ``finished_success``, like a
@@ -108,7 +108,8 @@ class LocalPool(_Episodes):
 
 
 class RayPool(_Episodes):
-    """``count`` restartable explorer actors on a Ray cluster (local, or joined with ``address``)."""
+    """``count`` explorer actors on a Ray cluster (local, or joined with ``address``); one that dies or
+    fails is replaced by a new actor (``restarts`` counts the replacements), never restarted by Ray."""
 
     #: why a resumed run starts fresh episodes (see canter.envs.state.capture_env)
     resume_problem = "the envs live in the Ray explorer actors"
@@ -206,11 +207,7 @@ class RayPool(_Episodes):
             if slot in self._fresh:  # a replacement's first rollout: its envs started new episodes
                 self._fresh.discard(slot)
                 result["fresh_episodes"] = True
-            pid = result["pid"]
-            if self.pids[slot] is not None and pid != self.pids[slot]:
-                self.restarts += 1
-                log.warning("explorer %d restarted by Ray (process %s died); training goes on", slot, self.pids[slot])
-            self.pids[slot] = pid
+            self.pids[slot] = result["pid"]  # (Ray restarts no explorer: MAX_RESTARTS; replacements count in _replace)
         for k, v in result.items():  # own the arrays (object-store views are read-only)
             if isinstance(v, np.ndarray) and not v.flags.writeable:
                 result[k] = v.copy()
