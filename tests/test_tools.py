@@ -701,3 +701,33 @@ def test_tune_jobs_workers_import_the_configs_imports(tmp_path, capsys, monkeypa
     finally:
         sys.modules.pop("tune_jobs_algo", None)
         _REGISTRY["algorithm"].pop("tune_jobs_ppo_test", None)
+
+
+def test_video_recording_writes_frames_as_they_come(tmp_path, monkeypatch):
+    """play --video-dir / --record-every went through gymnasium's RecordVideo, which keeps every frame of
+    the episode in a list until it ends (an Atari episode of 27,000 steps: ~2.7 GB); the recorder now
+    writes each frame to the MP4 at once and holds none, and the video still has every frame."""
+    pytest.importorskip("moviepy")
+    import gymnasium as gym
+    import imageio
+
+    from canter.play import play
+
+    held = []
+    step = gym.wrappers.RecordVideo.step
+
+    def spy(self, action):
+        out = step(self, action)
+        held.append(len(self.recorded_frames))
+        return out
+
+    monkeypatch.setattr(gym.wrappers.RecordVideo, "step", spy)
+
+    class Upright:  # keeps the pole up: the episode lasts until the time limit
+        def predict(self, obs):
+            return np.array([int(obs[0, 2] + 0.5 * obs[0, 3] > 0)])
+
+    assert play(Upright(), "CartPole-v1", 1, video_dir=str(tmp_path), env_kwargs={"max_episode_steps": 20}) == [20.0]
+    assert len(held) == 20 and max(held) == 0  # RecordVideo: 2, 3, ..., 21 frames held
+    reader = imageio.get_reader(str(tmp_path / "play-episode-0.mp4"))
+    assert reader.get_meta_data()["fps"] == 50 and sum(1 for _ in reader) == 21  # the reset's frame and 20 steps

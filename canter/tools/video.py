@@ -4,7 +4,7 @@
 :mod:`canter.logging`), so the trainer loop and the run wrapper are unchanged. Every ``every``
 env steps, and once more at the end of training, it plays one episode with the deterministic
 policy (``agent.predict``, as evaluation does) on a separate rendering env, through gymnasium's
-``RecordVideo``, and keeps it as ``RUN_DIR/videos/step-000010000.mp4``. ``videos/index.json`` lists
+``RecordVideo`` (:class:`canter.play.StreamingRecordVideo`: each frame is written as it comes), and keeps it as ``RUN_DIR/videos/step-000010000.mp4``. ``videos/index.json`` lists
 the files with their step and episode return. Recording changes no training state: it uses its own
 env and ``predict`` neither samples nor updates observation statistics.
 
