@@ -48,6 +48,14 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
     return env
 
 
+def open_video(path: str, frame: np.ndarray, fps: float) -> Any:
+    """An MP4 writer (``write_frame``, ``close``) for frames shaped like ``frame``: moviepy's ffmpeg writer
+    with the settings gymnasium's ``RecordVideo`` and ``save_video`` use (libx264, preset medium)."""
+    from moviepy.video.io.ffmpeg_writer import FFMPEG_VideoWriter
+
+    return FFMPEG_VideoWriter(path, (frame.shape[1], frame.shape[0]), fps)
+
+
 class StreamingRecordVideo(gym.wrappers.RecordVideo):
     """gymnasium's ``RecordVideo`` (same files, names and fps) that writes each frame to the MP4 as it
     comes, with moviepy's ffmpeg writer and the settings ``RecordVideo`` uses, instead of keeping every
@@ -63,12 +71,12 @@ class StreamingRecordVideo(gym.wrappers.RecordVideo):
             frame = frame[-1] if frame else None
         if not isinstance(frame, np.ndarray):
             self.stop_recording()
+            gym.logger.warn(f"Recording stopped: expected type of frame returned by render to be a numpy array, "
+                            f"got instead {type(frame)}.")
             return
         if self._writer is None:
-            from moviepy.video.io.ffmpeg_writer import FFMPEG_VideoWriter
-
-            path = os.path.join(self.video_folder, f"{self._video_name}.mp4")
-            self._writer = FFMPEG_VideoWriter(path, (frame.shape[1], frame.shape[0]), self.frames_per_sec)
+            self._writer = open_video(os.path.join(self.video_folder, f"{self._video_name}.mp4"), frame,
+                                      self.frames_per_sec)
         self._writer.write_frame(np.asarray(frame, dtype=np.uint8))
 
     def stop_recording(self) -> None:
@@ -146,27 +154,34 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
                        central_state=getattr(run, "central_state", False))
     parallel = getattr(env.env, "inner", env.env)  # the ParallelVectorEnv (a joint env wraps one)
     copy = parallel.envs[0]
-    returns = []
+    returns, video = [], None
     try:
         for i in range(episodes):
             obs = env.reset(seed=seed + i)
             if hasattr(agent, "begin_episodes"):
                 agent.begin_episodes(np.ones(env.num_envs, dtype=bool))
-            frames, finished = [_frame(copy, mode, env_id)], []
-            while True:
-                step = env.step(agent.predict(obs))
-                finished.extend(env.finished_returns.tolist())
-                frames.append(_frame(copy, mode, env_id))
-                obs = step.obs
-                if parallel.ended[0]:  # every agent has ended: the next step would reset the copy
-                    break
-            returns.append(float(np.mean(finished)))
-            if video_dir:
-                from gymnasium.utils.save_video import save_video
-
+            frame, finished = _frame(copy, mode, env_id), []
+            if video_dir:  # each frame is written as it comes (none kept), play-episode-N.mp4 as save_video names it
+                os.makedirs(video_dir, exist_ok=True)
                 fps = getattr(copy, "metadata", {}).get("render_fps", 30)
-                save_video(frames, video_dir, episode_trigger=lambda _: True, name_prefix="play", episode_index=i,
-                           fps=fps)
+                video = open_video(os.path.join(os.path.abspath(video_dir), f"play-episode-{i}.mp4"), frame, fps)
+            try:
+                while True:
+                    if video is not None:
+                        video.write_frame(np.asarray(frame, dtype=np.uint8))
+                    step = env.step(agent.predict(obs))
+                    finished.extend(env.finished_returns.tolist())
+                    frame = _frame(copy, mode, env_id)
+                    obs = step.obs
+                    if parallel.ended[0]:  # every agent has ended: the next step would reset the copy
+                        break
+                if video is not None:
+                    video.write_frame(np.asarray(frame, dtype=np.uint8))
+            finally:
+                if video is not None:
+                    video.close()
+                    video = None
+            returns.append(float(np.mean(finished)))
     finally:
         env.close()
         if hasattr(agent, "begin_episodes"):  # the caller's next predict starts from empty memory, as after evaluate

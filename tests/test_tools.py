@@ -731,3 +731,36 @@ def test_video_recording_writes_frames_as_they_come(tmp_path, monkeypatch):
     assert len(held) == 20 and max(held) == 0  # RecordVideo: 2, 3, ..., 21 frames held
     reader = imageio.get_reader(str(tmp_path / "play-episode-0.mp4"))
     assert reader.get_meta_data()["fps"] == 50 and sum(1 for _ in reader) == 21  # the reset's frame and 20 steps
+
+
+def test_multiagent_video_writes_frames_as_they_come(tmp_path, monkeypatch):
+    """play --video-dir on a PettingZoo env kept every frame of the episode in a list and saved it at the end
+    (17 frames alive at the second episode's last render); frames are now written as they come."""
+    pytest.importorskip("moviepy")
+    import weakref
+
+    import imageio
+
+    import tests.match_agents as match_agents
+    from canter.play import play
+
+    alive, most = [], []
+    render = match_agents.MatchAgents.render
+
+    def spy(self):
+        frame = render(self)
+        most.append(sum(ref() is not None for ref in alive))  # earlier frames still in memory
+        alive.append(weakref.ref(frame))
+        return frame
+
+    monkeypatch.setattr(match_agents.MatchAgents, "render", spy)
+
+    class Match:
+        def predict(self, obs):
+            return np.asarray(obs).argmax(-1)
+
+    assert play(Match(), "pettingzoo:tests.match_agents", 2, video_dir=str(tmp_path)) == [8.0, 8.0]
+    assert max(most) <= 1
+    for i in range(2):  # the reset's frame and one per step, at the env's fps (30 without render_fps)
+        reader = imageio.get_reader(str(tmp_path / f"play-episode-{i}.mp4"))
+        assert reader.get_meta_data()["fps"] == 30 and sum(1 for _ in reader) == 9
