@@ -764,3 +764,56 @@ def test_multiagent_video_writes_frames_as_they_come(tmp_path, monkeypatch):
     for i in range(2):  # the reset's frame and one per step, at the env's fps (30 without render_fps)
         reader = imageio.get_reader(str(tmp_path / f"play-episode-{i}.mp4"))
         assert reader.get_meta_data()["fps"] == 30 and sum(1 for _ in reader) == 9
+
+
+class _GrayRamp:
+    """A 39-step env whose frame ``t`` is solid gray ``6 * t`` at 15 fps (Atari's video fps)."""
+
+    @staticmethod
+    def make(render_mode: str | None = None):
+        import gymnasium as gym
+
+        class GrayRamp(gym.Env):
+            metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
+            observation_space = gym.spaces.Box(0.0, 39.0, (1,), np.float32)
+            action_space = gym.spaces.Discrete(2)
+
+            def __init__(self):
+                self.render_mode, self.t = render_mode, 0
+
+            def reset(self, *, seed=None, options=None):
+                super().reset(seed=seed)
+                self.t = 0
+                return np.zeros(1, np.float32), {}
+
+            def step(self, action):
+                self.t += 1
+                return np.full(1, self.t, np.float32), 0.0, self.t == 39, False, {}
+
+            def render(self):
+                return np.full((32, 32, 3), 6 * self.t, np.uint8)
+
+        return GrayRamp()
+
+
+def test_video_has_every_frame_once_in_order(tmp_path):
+    """gymnasium's RecordVideo encoded through moviepy's ImageSequenceClip, which samples the frame list at
+    t * fps, which at 15 fps (Atari) duplicated and skipped frames (40 frames: ..., 34, 35, 35, 36, 38, 39)
+    and at some lengths dropped the last one (13 frames: 12); every frame is now written once, in order."""
+    pytest.importorskip("moviepy")
+    import gymnasium as gym
+    import imageio
+
+    from canter.play import play
+
+    if "CanterGrayRamp-v0" not in gym.registry:
+        gym.register("CanterGrayRamp-v0", entry_point=_GrayRamp.make, disable_env_checker=True)
+
+    class Zero:
+        def predict(self, obs):
+            return np.zeros(1, np.int64)
+
+    play(Zero(), "CanterGrayRamp-v0", 1, video_dir=str(tmp_path))
+    reader = imageio.get_reader(str(tmp_path / "play-episode-0.mp4"))
+    grays = [round(float(frame.mean()) / 6) for frame in reader]
+    assert reader.get_meta_data()["fps"] == 15 and grays == list(range(40))
