@@ -547,11 +547,11 @@ def test_a_game_without_noop_is_a_one_line_error_on_the_wrapper_path(capsys):
     env.close()
 
 
-def test_videos_play_at_the_game_s_speed_one_frame_per_agent_step():
+def test_videos_play_at_the_game_s_speed_one_frame_per_agent_step(tmp_path):
     """An agent step is FRAME_SKIP emulator frames at 60 per second: 15 video frames per second (ale-py says 30)."""
     env = canter.envs.make_env("ALE/Pong-v5", render_mode="rgb_array")
     try:
         assert env.metadata["render_fps"] == 60 // atari.FRAME_SKIP == 15
-        assert gym.wrappers.RecordVideo(env, "unused", disable_logger=True).frames_per_sec == 15
+        assert gym.wrappers.RecordVideo(env, str(tmp_path / "videos"), disable_logger=True).frames_per_sec == 15
     finally:
         env.close()
