@@ -4,6 +4,13 @@ import os
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+if "SB3_LOGDIR" not in os.environ:  # SB3's learn() makes a /tmp/SB3-<time> folder per model without it
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["SB3_LOGDIR"] = tempfile.mkdtemp(prefix="canter-tests-sb3-")
+    atexit.register(shutil.rmtree, os.environ["SB3_LOGDIR"], True)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
