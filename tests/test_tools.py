@@ -3,6 +3,7 @@ import csv
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -255,6 +256,39 @@ def test_tune_jobs_ctrl_c_prints_no_traceback(tmp_path):
     try:
         time.sleep(12)  # the workers are training their first trials
         assert proc.poll() is None
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    err = err.decode()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.splitlines()[-1].startswith("interrupted;"), err[-3000:]
+
+
+def test_tune_jobs_ctrl_c_while_the_workers_start_prints_no_traceback(tmp_path):
+    """Ctrl-C while the --jobs workers were still importing torch printed a KeyboardInterrupt traceback from
+    each of them (a loaded host made the test above hit this too); they now start deaf to SIGINT and the
+    parent ends them."""
+    import os
+    import signal
+    import time
+
+    pytest.importorskip("optuna")
+    children = Path(f"/proc/self/task/{os.getpid()}/children")
+    if not children.exists():
+        pytest.skip("needs /proc/PID/task/TID/children")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "canter", "tune", "ppo", "--env", "CartPole-v1", "--trials", "2",
+                             "--jobs", "2", "--out", str(tmp_path / "t"), "--max-steps", "10000000", "--quiet"],
+                            start_new_session=True, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        spawned = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(spawned.read_text().split()) < 3:  # resource tracker + 2 workers
+            time.sleep(0.02)
+        time.sleep(0.3)  # the workers are importing
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:

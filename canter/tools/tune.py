@@ -171,8 +171,17 @@ class _StopAfterFailures:
                 study.stop()
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    """A worker's SIGTERM handler: the parent passes a Ctrl-C on this way (:func:`_run_workers`)."""
+    raise KeyboardInterrupt
+
+
 def _worker(job: dict[str, Any], worker: int) -> None:
-    """Entry point of one ``--jobs`` process."""
+    """Entry point of one ``--jobs`` process (started deaf to SIGINT: a Ctrl-C comes from the parent as a
+    SIGTERM, raised here as KeyboardInterrupt so the running trial is marked failed)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         _optimize(job, worker)
     except KeyboardInterrupt:  # Ctrl-C reaches every worker: the parent says it, this process quietly ends
@@ -302,16 +311,33 @@ _STUDY_LINE = re.compile(r"^# study '(.*)' in (.*)$")
 
 
 def _run_workers(job: dict[str, Any], jobs: int) -> None:
+    """Run ``jobs`` worker processes on the study until they finish.
+
+    The workers start with SIGINT ignored (a process keeps an ignored SIGINT through Python's start-up),
+    so a Ctrl-C to the process group while they import torch prints no traceback from them; this
+    process catches it and sends each worker a SIGTERM: one still starting ends at once (it has no
+    trial yet), one training marks its trial failed and ends."""
     import multiprocessing as mp
+    import signal
+    import threading
 
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_worker, args=(job, i + 1), name=f"canter-tune-{i + 1}") for i in range(jobs)]
-    for p in procs:
-        p.start()
+    main = threading.current_thread() is threading.main_thread()  # signal.signal works only there
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, old)
     try:
         for p in procs:
             p.join()
-    except KeyboardInterrupt:  # the workers got the Ctrl-C too: let them mark their trials failed first
+    except KeyboardInterrupt:  # pass it on, and let the workers mark their trials failed first
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
         for p in procs:
             p.join(timeout=30)
         raise
