@@ -48,12 +48,35 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
     return env
 
 
-def open_video(path: str, frame: np.ndarray, fps: float) -> Any:
-    """An MP4 writer (``write_frame``, ``close``) for frames shaped like ``frame``: moviepy's ffmpeg writer
-    with the settings gymnasium's ``RecordVideo`` and ``save_video`` use (libx264, preset medium)."""
-    from moviepy.video.io.ffmpeg_writer import FFMPEG_VideoWriter
+class PartialVideo:
+    """An MP4 being written to ``path``: frames go to a hidden ``.NAME.partial.mp4`` beside it, which
+    ``close`` finishes and renames to ``path``. A process killed mid-episode (SIGKILL, power loss) so
+    leaves only the hidden file, which the next recording of that name overwrites, never a truncated
+    ``path`` that a rerun's ``--video-dir`` check would refuse."""
 
-    return FFMPEG_VideoWriter(path, (frame.shape[1], frame.shape[0]), fps)
+    def __init__(self, path: str, frame: np.ndarray, fps: float) -> None:
+        from moviepy.video.io.ffmpeg_writer import FFMPEG_VideoWriter
+
+        folder, name = os.path.split(path)
+        stem = name[:-4] if name.endswith(".mp4") else name
+        self.path, self.partial = path, os.path.join(folder, f".{stem}.partial.mp4")
+        self._writer = FFMPEG_VideoWriter(self.partial, (frame.shape[1], frame.shape[0]), fps)
+
+    def write_frame(self, frame: np.ndarray) -> None:
+        """Append one RGB frame."""
+        self._writer.write_frame(frame)
+
+    def close(self) -> None:
+        """Finish the file and give it its name."""
+        self._writer.close()
+        os.replace(self.partial, self.path)
+
+
+def open_video(path: str, frame: np.ndarray, fps: float) -> PartialVideo:
+    """An MP4 writer (``write_frame``, ``close``) for frames shaped like ``frame``: moviepy's ffmpeg writer
+    with the settings gymnasium's ``RecordVideo`` and ``save_video`` use (libx264, preset medium); the file
+    appears at ``path`` only once closed (:class:`PartialVideo`)."""
+    return PartialVideo(path, frame, fps)
 
 
 class StreamingRecordVideo(gym.wrappers.RecordVideo):

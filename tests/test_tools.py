@@ -767,6 +767,45 @@ def test_video_recording_writes_frames_as_they_come(tmp_path, monkeypatch):
     assert reader.get_meta_data()["fps"] == 50 and sum(1 for _ in reader) == 21  # the reset's frame and 20 steps
 
 
+def test_video_appears_under_its_name_only_when_finished(tmp_path):
+    """A play killed mid-episode (SIGKILL) left a truncated play-episode-0.mp4, which the rerun's --video-dir
+    check then refused; the frames now go to a hidden .partial.mp4 renamed when the video is closed, and a
+    partial file a killed process left is overwritten."""
+    pytest.importorskip("moviepy")
+    import imageio
+
+    from canter.play import play
+
+    (tmp_path / ".play-episode-0.partial.mp4").write_bytes(b"truncated")  # what a killed play leaves
+    seen = []
+
+    class Upright:
+        def predict(self, obs):
+            seen.append(sorted(p.name for p in tmp_path.iterdir()))
+            return np.array([int(obs[0, 2] + 0.5 * obs[0, 3] > 0)])
+
+    assert play(Upright(), "CartPole-v1", 1, video_dir=str(tmp_path), env_kwargs={"max_episode_steps": 5}) == [5.0]
+    assert seen[-1] == [".play-episode-0.partial.mp4"]  # while recording: no play-episode-0.mp4 to refuse
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["play-episode-0.mp4"]
+    assert sum(1 for _ in imageio.get_reader(str(tmp_path / "play-episode-0.mp4"))) == 6
+
+
+def test_record_every_removes_the_folder_of_a_killed_recording(tmp_path):
+    """--record-every records into videos/.rec-*/ and moves the file out; a process killed meanwhile left that
+    folder for good. The next start of the run's recorder removes it (and nothing else)."""
+    pytest.importorskip("moviepy")
+    from types import SimpleNamespace
+
+    from canter.tools.video import VideoRecorder
+
+    stale = tmp_path / "videos" / ".rec-abc123" / "video"
+    stale.mkdir(parents=True)
+    (stale / "play-episode-0.mp4").write_bytes(b"half")
+    (tmp_path / "videos" / "step-000000100.mp4").write_bytes(b"kept")
+    VideoRecorder(tmp_path, "CartPole-v1", 100).start(SimpleNamespace(agent=None))
+    assert sorted(p.name for p in (tmp_path / "videos").iterdir()) == ["step-000000100.mp4"]
+
+
 def test_multiagent_video_writes_frames_as_they_come(tmp_path, monkeypatch):
     """play --video-dir on a PettingZoo env kept every frame of the episode in a list and saved it at the end
     (17 frames alive at the second episode's last render); frames are now written as they come."""

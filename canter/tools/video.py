@@ -16,6 +16,7 @@ grid, not from the number of videos so far, so it is also the uninterrupted run'
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -71,9 +72,11 @@ class VideoRecorder:
         self._stored = read_video_index(self.dir / "index.json")
 
     def start(self, run: Any) -> None:
-        """Remember the run's agent; on a resumed run, reload the index up to the resumed step and
-        continue the grid after it."""
+        """Remember the run's agent and remove the temporary folders of recordings a killed process left;
+        on a resumed run, reload the index up to the resumed step and continue the grid after it."""
         self.agent = run.agent
+        for stale in self.dir.glob(".rec-*"):  # the temporary folder of a recording its process was killed in
+            shutil.rmtree(stale, ignore_errors=True)
         trainer = getattr(run, "trainer", None)
         self.log_every = int(getattr(getattr(trainer, "run", None), "log_every", 1))
         step = getattr(run, "resumed_step", None)
