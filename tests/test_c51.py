@@ -62,6 +62,15 @@ def test_a_support_beyond_float32_is_refused_in_one_line(bounds):
         canter.make_trainer("c51", "CartPole-v1", **bounds)
 
 
+
+@pytest.mark.parametrize("bounds", [dict(v_min=1e8, v_max=1e8 + 1), dict(v_min=1e7, v_max=1e7 + 10)])
+def test_a_support_too_narrow_for_distinct_float32_atoms_is_refused_in_one_line(bounds):
+    """51 float32 atoms from 1e8 to 1e8 + 1 are all 1e8: the first update divided by their spacing, 0,
+    and died with a RuntimeError traceback from scatter_add_ (index -9223372036854775808 out of bounds);
+    1e7 to 1e7 + 10 gave repeated atoms."""
+    with pytest.raises(CanterError, match="too close for 51 distinct float32 atoms"):
+        canter.make_trainer("c51", "CartPole-v1", **bounds)
+
 def test_c51_learns_cartpole(tmp_path):
     run = tmp_path / "c51"
     canter.train("c51", env="CartPole-v1", seed=1, run_dir=run, quiet=True)
