@@ -112,3 +112,26 @@ def test_the_target_bootstraps_after_a_truncation_not_after_a_termination():
     bootstrapped = categorical_projection(greedy[None], torch.tensor([0.5]), torch.tensor([0.99]), algo.q_target.support)
     torch.testing.assert_close(target[1:], bootstrapped)
     assert not torch.allclose(target[1], reward_only)
+
+
+@pytest.mark.parametrize("v_min", [-1e9, -3e38])
+def test_a_support_below_the_mask_value_still_acts_and_bootstraps_over_allowed_actions(v_min):
+    """Masked actions' Q values were -1e8 (MASKED) whatever the support: with v_min -1e9 every allowed
+    action's mean lay below it, so the greedy action and the bootstrapped one were disallowed ones."""
+    import numpy as np
+
+    from canter.algorithms.c51 import C51, C51Config
+    from canter.data.batch import ReplayBatch
+    from canter.envs.masks import MaskedBox
+
+    algo = C51(MaskedBox(np.zeros(8), np.ones(8), mask_width=4), gym.spaces.Discrete(4),
+               C51Config(net_arch=[8], n_atoms=11, v_min=v_min, v_max=0.0), seed=0)
+    obs = torch.zeros(6, 8)
+    obs[:, :4] = torch.rand(6, 4, generator=torch.Generator().manual_seed(0))
+    obs[:, 4 + 2] = 1.0  # only action 2 is allowed
+    assert algo.act(obs, deterministic=True).actions.tolist() == [2] * 6
+    ones = torch.ones(6)
+    batch = ReplayBatch(obs, torch.zeros(6, dtype=torch.long), ones * 0, obs, ones * 0, ones * 0.99, ones, ones)
+    probs = torch.softmax(algo.q_target.logits(obs), -1)[:, 2]
+    expected = categorical_projection(probs, ones * 0, ones * 0.99, algo.q_target.support)
+    torch.testing.assert_close(algo.td_target(batch), expected)

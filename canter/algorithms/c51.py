@@ -23,7 +23,7 @@ from torch import nn
 from canter.algorithms.dqn import DQN, DQNConfig
 from canter.config import hp
 from canter.data.batch import ReplayBatch
-from canter.envs.masks import apply_mask, split_mask
+from canter.envs.masks import apply_mask, masked_value_below, split_mask
 from canter.errors import CanterError
 from canter.registry import register
 
@@ -103,7 +103,8 @@ class C51(DQN):
             probs = self.target_values(batch.next_obs) if next_target is None else next_target
             means = (probs * self.q_target.support).sum(-1)
             if self.mask_width:  # the greedy next action must be allowed
-                means = apply_mask(means, split_mask(batch.next_obs, self.mask_width)[1])
+                means = apply_mask(means, split_mask(batch.next_obs, self.mask_width)[1],
+                                   masked_value_below(float(self.q_target.support[0])))
             best = self._next_action(batch, means)
             chosen = probs.gather(1, best.unsqueeze(-1).expand(-1, 1, probs.shape[2])).squeeze(1)
             return categorical_projection(chosen, batch.rewards, batch.discounts * (1.0 - batch.terminated),

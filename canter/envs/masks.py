@@ -101,12 +101,20 @@ def split_mask(obs: Any, width: int) -> tuple[Any, Any]:
     return x, allowed | ~allowed.any(-1, keepdims=True)
 
 
-def apply_mask(values: Any, allowed: Any) -> Any:
+def apply_mask(values: Any, allowed: Any, fill: float = MASKED) -> Any:
     """``values`` ``[..., n]`` (logits or Q values, torch or NumPy) with disallowed entries set to
-    :data:`MASKED` (autograd: no gradient reaches them)."""
+    ``fill``, :data:`MASKED` unless given (autograd: no gradient reaches them)."""
     if isinstance(values, torch.Tensor):
-        return values.masked_fill(~allowed, MASKED)
-    return np.where(allowed, values, np.float32(MASKED)).astype(values.dtype, copy=False)
+        return values.masked_fill(~allowed, fill)
+    return np.where(allowed, values, np.float32(fill)).astype(values.dtype, copy=False)
+
+
+def masked_value_below(lowest: float) -> float:
+    """What a masked action's Q value becomes where every Q value is at least ``lowest`` (a C51
+    support's first atom): :data:`MASKED`, or ``2 * lowest - 1`` (-inf past float32's range) where
+    ``lowest`` is not well above MASKED, so a masked action never ties or beats an allowed one."""
+    fill = min(MASKED, 2.0 * lowest - 1.0)
+    return fill if fill >= -float(np.finfo(np.float32).max) else float("-inf")
 
 
 def random_allowed(allowed: np.ndarray, generator: torch.Generator) -> np.ndarray:

@@ -10,7 +10,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.envs.masks import apply_mask, mask_width, split_mask
+from canter.envs.masks import apply_mask, mask_width, masked_value_below, split_mask
 from canter.errors import CanterError
 from canter.models.linear import Linear
 from canter.models.mlp import ACTIVATIONS, MLP, dueling_streams
@@ -89,6 +89,8 @@ class CategoricalQNetwork(QuantileQNetwork):
             # float32 cannot tell the atoms apart (e.g. 1e8 and 1e8 + 1): C51's projection divided by 0
             raise CanterError(f"'hparams.v_min' ({v_min}) and 'hparams.v_max' ({v_max}) are too close for {n_atoms} "
                               f"distinct float32 atoms at that magnitude; widen the support or lower 'hparams.n_atoms'")
+        #: masked actions' Q value: below every mean of the support (MASKED is not, for v_min <= -1e8)
+        self.masked_value = masked_value_below(float(self.support[0]))
 
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
         """Unnormalised log-probabilities of the atoms, ``[B, n_actions, n_atoms]``."""
@@ -97,7 +99,7 @@ class CategoricalQNetwork(QuantileQNetwork):
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Q values: the mean of each action's distribution, ``[B, n_actions]``."""
         q = (torch.softmax(self.logits(obs), -1) * self.support).sum(-1)
-        return apply_mask(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
+        return apply_mask(q, split_mask(obs, self.mask_width)[1], self.masked_value) if self.mask_width else q
 
 
 @register("model", "mlp_iqn")
