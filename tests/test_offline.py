@@ -201,6 +201,24 @@ def test_from_env_actions_inverts_to_env_actions():
     np.testing.assert_array_equal(discrete.to_env_actions(np.array([0, 1, 2])), [-1, 0, 1])
 
 
+def test_box_actions_reach_the_env_in_the_spaces_dtype():
+    """A Box of integers (or float64) takes actions of its own dtype: PPO's and SAC's float actions were
+    passed on as float64 (3.7, 0.2), which such a space does not contain."""
+    obs = gym.spaces.Box(-1, 1, (3,), np.float32)
+    ints = gym.spaces.Box(0, 10, (2,), np.int64)
+    for algo, actions, expected in [("ppo", [[3.7, 12.0], [-1.0, 0.2]], [[4, 10], [0, 0]]),
+                                    ("sac", [[0.5, 1.0], [-1.0, -0.86]], [[8, 10], [0, 1]])]:
+        run, cfg = resolve_config(algo, "Pendulum-v1")
+        agent = make_agent(run, cfg, obs, ints)
+        env_actions = agent.to_env_actions(np.array(actions, np.float32))
+        np.testing.assert_array_equal(env_actions, expected)
+        assert env_actions.dtype == np.int64 and all(ints.contains(a) for a in env_actions)
+        assert ints.contains(agent.predict(np.zeros(3, np.float32)))
+    run, cfg = resolve_config("ppo", "Pendulum-v1")
+    doubles = gym.spaces.Box(-1, 1, (2,), np.float64)
+    assert make_agent(run, cfg, obs, doubles).to_env_actions(np.zeros((1, 2), np.float32)).dtype == np.float64
+
+
 def test_a_box_dimension_with_equal_bounds_converts_to_a_finite_action():
     """low == high in one dimension: (a - low) / (high - low) was 0 / 0, NaN actions for TD3+BC's batches."""
     run, cfg = resolve_config("td3bc", "Pendulum-v1")

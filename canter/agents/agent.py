@@ -81,6 +81,8 @@ class Agent:
         box = isinstance(self.action_space, gym.spaces.Box)
         self._low = self.action_space.low if box else None
         self._high = self.action_space.high if box else None
+        #: a Box of integers (gymnasium allows any numeric dtype) contains only whole numbers of its dtype
+        self._box_integer = box and np.issubdtype(self.action_space.dtype, np.integer)
         start = np.asarray(0 if box else getattr(self.action_space, "start", 0))
         #: what the env's actions add to the algorithm's indices (MultiDiscrete: one per entry)
         self._start = start if start.ndim else int(start)
@@ -131,15 +133,19 @@ class Agent:
         return t if self.device.type == "cpu" else t.to(self.device)
 
     def to_env_actions(self, actions: torch.Tensor | np.ndarray) -> np.ndarray:
-        """Algorithm actions -> what ``env.step`` takes (clipped Box actions, offset Discrete,
-        MultiDiscrete / MultiBinary in the space's shape and dtype)."""
+        """Algorithm actions -> what ``env.step`` takes (Box actions clipped, in the space's dtype: the
+        nearest whole number for a Box of integers; offset Discrete; MultiDiscrete / MultiBinary in the
+        space's shape and dtype)."""
         a = actions if isinstance(actions, np.ndarray) else actions.cpu().numpy()
         if self._low is not None:
             if self._low.ndim != 1:  # the policy's actions are flat [B, prod(shape)]; a scalar space: [B, 1] -> [B]
                 a = a.reshape((len(a),) + self._low.shape)
             if self.algorithm.squashed_actions:
                 a = self._low + (np.clip(a, -1.0, 1.0) + 1.0) * 0.5 * (self._high - self._low)
-            return np.clip(a, self._low, self._high)
+            a = np.clip(a, self._low, self._high)
+            if self._box_integer:  # float actions are not in a Box of integers (gymnasium's contains)
+                a = np.rint(a)
+            return a.astype(self.action_space.dtype, copy=False)
         if self._multi_shape is not None:
             a = a.reshape((len(a),) + self._multi_shape)
         if self._multi_dtype is not None:
