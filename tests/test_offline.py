@@ -72,6 +72,17 @@ def test_random_collection_draws_apart_from_the_env():
         assert 1.5 < data.info["mean_return"] < 4.0, (seed, data.info)  # random play: 8/3
 
 
+def test_random_actions_of_an_integer_box_reach_its_upper_bound():
+    """A Box of integers: uniform floats truncated to the dtype drew 0..9 from Box(0, 10), never 10
+    (canter collect's random actions); gymnasium's Box.sample draws low..high, both included."""
+    from canter.envs.random_actions import random_env_actions
+
+    space = gym.spaces.Box(np.array([0, -3]), np.array([10, -1]), dtype=np.int64)
+    a = random_env_actions(space, 2000, np.random.default_rng(0))
+    assert a.dtype == np.int64 and all(space.contains(x) for x in a)
+    assert sorted(set(a[:, 0])) == list(range(11)) and sorted(set(a[:, 1])) == [-3, -2, -1]
+
+
 def test_random_actions_of_an_unbounded_box_are_finite_and_keep_the_finite_bounds(tmp_path):
     """Box actions with infinite bounds (PPO's Gaussian policies need none): a random collection, or
     --epsilon, raised numpy's OverflowError ('Range exceeds valid bounds') with a traceback. Unbounded

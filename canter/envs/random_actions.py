@@ -14,7 +14,8 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: 
     """``n`` uniform random actions as the env takes them (Discrete, MultiDiscrete, MultiBinary or Box); where
     ``obs_space`` packs an action mask (:mod:`canter.envs.masks`), uniform over the actions that
     each row of ``obs`` allows. A Box's unbounded dimensions draw as gymnasium's ``Box.sample``
-    does: a standard normal where both bounds are infinite, an exponential away from a single one."""
+    does: a standard normal where both bounds are infinite, an exponential away from a single one;
+    a Box of integers draws whole numbers from ``low`` to ``high``, both included."""
     width = mask_width(obs_space) if obs_space is not None else 0
     if width and obs is not None:
         allowed = split_mask(obs, width)[1]
@@ -28,6 +29,8 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: 
     if isinstance(space, gym.spaces.MultiBinary):
         return rng.integers(0, 2, size=(n, *space.shape)).astype(space.dtype)
     if isinstance(space, gym.spaces.Box):
+        if np.issubdtype(space.dtype, np.integer):  # low..high, both included, as gymnasium's Box.sample draws
+            return rng.integers(space.low, space.high, size=(n, *space.shape), endpoint=True).astype(space.dtype)
         if np.isfinite(space.low).all() and np.isfinite(space.high).all():
             return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
         return _unbounded_box_actions(space, n, rng)
