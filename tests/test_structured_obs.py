@@ -82,3 +82,48 @@ def test_masked_dict_observations_train(tmp_path):
 def test_entries_that_do_not_flatten_are_refused():
     with pytest.raises(CanterError, match="Text space"):
         ObservationPacker(gym.spaces.Dict({"mission": gym.spaces.Text(8)}), gym.spaces.Discrete(2))
+
+
+class _CategoricalObs(gym.Env):
+    """Observes a MultiDiscrete([3, 2], start=[1, 0]) or a MultiBinary((2, 2)) value; Discrete(2) actions."""
+
+    def __init__(self, binary: bool = False) -> None:
+        self.observation_space = (gym.spaces.MultiBinary((2, 2)) if binary
+                                  else gym.spaces.MultiDiscrete([3, 2], start=[1, 0]))
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        self.last = self.observation_space.sample()
+        return self.last, {}
+
+    def step(self, action):  # noqa: D102
+        self.last = self.observation_space.sample()
+        return self.last, 0.0, False, True, {}
+
+
+if "CategoricalObs-v0" not in gym.registry:
+    gym.register("CategoricalObs-v0", entry_point=_CategoricalObs, disable_env_checker=True)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_multidiscrete_and_multibinary_observations_are_flattened(binary):
+    """A plain MultiDiscrete / MultiBinary observation space was refused ('MLP models do not support
+    observation space MultiDiscrete'), though the same spaces train inside a Dict and SB3 takes them:
+    they are flattened as a Dict's entries are (one-hot per MultiDiscrete entry, MultiBinary as 0/1)."""
+    env = make_vec_env("CategoricalObs-v0", 2, env_kwargs={"binary": binary})
+    space = env.single_observation_space
+    assert type(space) is gym.spaces.Box and space.dtype == np.float32 and space.shape == ((4,) if binary else (5,))
+    obs = env.reset(seed=0)
+    for row, e in zip(obs, env.env.envs):
+        raw = e.unwrapped.last
+        expected = raw.reshape(-1) if binary else np.r_[np.eye(3)[raw[0] - 1], np.eye(2)[raw[1]]]
+        np.testing.assert_array_equal(row, expected)
+    env.close()
+    trainer = canter.make_trainer("dqn", "CategoricalObs-v0", env_kwargs={"binary": binary}, seed=0, max_steps=8,
+                                  learning_starts=4, batch_size=4, quiet=True, eval_every=0)
+    with trainer:
+        for _ in trainer():
+            pass
+    assert trainer.agent.predict(obs).shape == (2,)

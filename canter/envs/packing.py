@@ -1,4 +1,5 @@
-"""Structured observations (``Dict``, ``Tuple``) as one flat float32 vector per observation.
+"""Structured observations (``Dict``, ``Tuple``) as one flat float32 vector per observation (and
+``MultiBinary`` / ``MultiDiscrete`` observations, flattened as the same entries of a ``Dict`` are).
 
 canter's buffers, datasets and networks take arrays. An env whose observations are a ``Dict`` or
 ``Tuple`` of vectors (``Box``, ``Discrete`` one-hot, ``MultiBinary``, ``MultiDiscrete`` one-hot per
@@ -29,9 +30,15 @@ from canter.errors import CanterError
 STRUCTURED = (gym.spaces.Dict, gym.spaces.Tuple)
 
 
+#: observation spaces that are vectors of categories, flattened like a Dict's entries of the same
+#: spaces (MultiBinary as 0/1 floats, MultiDiscrete one-hot per entry), as Stable-Baselines3 takes them
+CATEGORICAL = (gym.spaces.MultiBinary, gym.spaces.MultiDiscrete)
+
+
 def needs_packing(space: gym.Space) -> bool:
-    """True for observation spaces that :class:`ObservationPacker` turns into vectors."""
-    return isinstance(space, STRUCTURED)
+    """True for observation spaces that :class:`ObservationPacker` turns into vectors: ``Dict``,
+    ``Tuple``, ``MultiBinary`` and ``MultiDiscrete``."""
+    return isinstance(space, STRUCTURED + CATEGORICAL)
 
 
 class PackedBox(gym.spaces.Box):
