@@ -67,3 +67,25 @@ def test_hyperparameter_tables_match_the_configs(page):
             continue  # not a hyperparameter table (e.g. a run-key table of a preset)
         problems = {a: _mismatches(a, table) for a in algos}
         assert any(not p for p in problems.values()), f"{page}.md table starting {table[0][0]}: {problems}"
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+#: README rows `| `algo`[, `algo`...] [note] | family | actions | details |`
+ALGO_ROW = re.compile(r"^\| ((?:`[a-z_0-9]+`(?:, )?)+)[^|]*\| [^|]+ \| ([^|]+) \|", re.M)
+
+
+def test_readme_algorithm_table_lists_each_algorithms_action_spaces():
+    """The README's actions column said 'Discrete, Box' for PPO, A2C, REINFORCE, TRPO, NPG, IMPALA and APPO,
+    which also train MultiDiscrete and MultiBinary actions (their action_spaces)."""
+    rows = ALGO_ROW.findall(README.read_text())
+    assert len(rows) >= 15
+    wrong = []
+    for algos, actions in rows:
+        shown = {a.strip() for a in actions.split(",")}
+        for algo in re.findall(r"`([a-z_0-9]+)`", algos):
+            if algo == "qmix":  # the joint MultiDiscrete action, written 'Discrete per agent'
+                continue
+            have = {t.__name__ for t in lookup("algorithm", algo).action_spaces}
+            if shown != have:
+                wrong.append(f"{algo}: README {sorted(shown)}, algorithm {sorted(have)}")
+    assert not wrong, wrong
