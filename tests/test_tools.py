@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -239,14 +240,12 @@ def test_tune_bad_input_exits_2(tmp_path, capsys, monkeypatch):
     assert not list(tmp_path.iterdir())  # nothing written
 
 
-def test_tune_jobs_ctrl_c_prints_no_traceback(tmp_path):
-    """Ctrl-C to the process group of `canter tune --jobs 2`: exit 130, one line, no worker traceback."""
+def _ctrl_c_tune_jobs(out: Path, wait: Any) -> None:
+    """Start `canter tune --jobs 2` in its own process group, call ``wait(proc)``, send the group a Ctrl-C
+    and check the exit: 130, one line, no traceback from any process."""
     import os
     import signal
-    import time
 
-    pytest.importorskip("optuna")
-    out = tmp_path / "t"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, "-m", "canter", "tune", "ppo", "--env", "CartPole-v1", "--trials", "4",
                              "--jobs", "2", "--out", str(out), "--max-steps", "10000000", "--eval-every", "256",
@@ -254,8 +253,7 @@ def test_tune_jobs_ctrl_c_prints_no_traceback(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        time.sleep(12)  # the workers are training their first trials
-        assert proc.poll() is None
+        wait(proc)
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -264,6 +262,19 @@ def test_tune_jobs_ctrl_c_prints_no_traceback(tmp_path):
     err = err.decode()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.splitlines()[-1].startswith("interrupted;"), err[-3000:]
+
+
+def test_tune_jobs_ctrl_c_prints_no_traceback(tmp_path):
+    """Ctrl-C to the process group of `canter tune --jobs 2`: exit 130, one line, no worker traceback."""
+    import time
+
+    pytest.importorskip("optuna")
+
+    def training(proc):
+        time.sleep(12)  # the workers are training their first trials
+        assert proc.poll() is None
+
+    _ctrl_c_tune_jobs(tmp_path / "t", training)
 
 
 def test_tune_jobs_ctrl_c_while_the_workers_start_prints_no_traceback(tmp_path):
@@ -271,32 +282,20 @@ def test_tune_jobs_ctrl_c_while_the_workers_start_prints_no_traceback(tmp_path):
     each of them (a loaded host made the test above hit this too); they now start deaf to SIGINT and the
     parent ends them."""
     import os
-    import signal
     import time
 
     pytest.importorskip("optuna")
-    children = Path(f"/proc/self/task/{os.getpid()}/children")
-    if not children.exists():
+    if not Path(f"/proc/self/task/{os.getpid()}/children").exists():
         pytest.skip("needs /proc/PID/task/TID/children")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-m", "canter", "tune", "ppo", "--env", "CartPole-v1", "--trials", "2",
-                             "--jobs", "2", "--out", str(tmp_path / "t"), "--max-steps", "10000000", "--quiet"],
-                            start_new_session=True, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
+
+    def starting(proc):
         spawned = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and len(spawned.read_text().split()) < 3:  # resource tracker + 2 workers
             time.sleep(0.02)
         time.sleep(0.3)  # the workers are importing
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    err = err.decode()
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err and err.splitlines()[-1].startswith("interrupted;"), err[-3000:]
+
+    _ctrl_c_tune_jobs(tmp_path / "t", starting)
 
 
 # -- benchmark ---------------------------------------------------------------------------------
