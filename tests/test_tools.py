@@ -625,6 +625,24 @@ def test_tune_failed_or_interrupted_trial_prints_no_traceback(tmp_path, capsys, 
     assert [t.state.name for t in optuna.load_study(study_name="s", storage=url).trials] == ["FAIL", "FAIL"]
 
 
+def test_tune_ctrl_c_inside_a_trials_final_storage_commit_exits_130(tmp_path, capsys, monkeypatch):
+    """Ctrl-C that lands in the storage commit of a trial's result (seen with `canter tune` + Ctrl-C):
+    Optuna's bookkeeping then raises UnboundLocalError from the KeyboardInterrupt, and the single-process
+    tune printed that traceback and exited 1 instead of 130 with its one line."""
+    optuna = pytest.importorskip("optuna")
+    real = optuna.storages.RDBStorage.set_trial_state_values
+
+    def interrupted(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        raise KeyboardInterrupt  # the signal arrives while the commit runs
+
+    monkeypatch.setattr(optuna.storages.RDBStorage, "set_trial_state_values", interrupted)
+    monkeypatch.setattr("canter.tools.tune._objective", lambda job, space: lambda trial: 1.0)  # no training
+    args = ["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / "t"), "--trials", "2", "--quiet"]
+    assert main(args) == 130
+    assert capsys.readouterr().err.splitlines()[-1].startswith("interrupted;")
+
+
 def test_tune_best_yaml_is_the_best_trials_own_config_after_a_resume(tmp_path, capsys):
     """best.yaml is the config the best trial trained with, also when the study was resumed with other
     flags (here --max-steps): training it gives the trial's value again."""

@@ -141,6 +141,12 @@ def _optimize(job: dict[str, Any], worker: int = 0) -> None:
         study.optimize(_objective(job, space), n_trials=None, timeout=job["timeout"], catch=(CanterError,),
                        callbacks=[optuna.study.MaxTrialsCallback(job["trials"], states=done),
                                   _StopAfterFailures(remaining)], gc_after_trial=False)
+    except Exception as exc:
+        # Ctrl-C inside a storage commit at a trial's end: Optuna's own bookkeeping then fails on it
+        # (UnboundLocalError or StorageInternalError raised from the KeyboardInterrupt); it is a Ctrl-C
+        if _caused_by_interrupt(exc):
+            raise KeyboardInterrupt from None
+        raise
     finally:
         log.removeFilter(quiet_failures)
 
