@@ -625,6 +625,27 @@ def test_tune_failed_or_interrupted_trial_prints_no_traceback(tmp_path, capsys, 
     assert [t.state.name for t in optuna.load_study(study_name="s", storage=url).trials] == ["FAIL", "FAIL"]
 
 
+def test_tune_a_trial_raising_any_exception_fails_alone(tmp_path, capsys, monkeypatch):
+    """A trial that raises an exception other than CanterError (a GPU out-of-memory error of a sampled
+    batch size, an error in the user's env) ended the whole study with a traceback and no best.yaml."""
+    optuna = pytest.importorskip("optuna")
+
+    def objective(job, space):
+        def run(trial):
+            if trial.number == 0:
+                raise RuntimeError("CUDA out of memory")
+            return float(trial.number)
+        return run
+
+    monkeypatch.setattr("canter.tools.tune._objective", objective)
+    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *args: {})
+    out = tmp_path / "t"
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--trials", "2", "--quiet"]) == 0
+    trials = optuna.load_study(study_name="ppo-CartPole-v1", storage=f"sqlite:///{out / 'study.db'}").trials
+    assert [t.state.name for t in trials] == ["FAIL", "COMPLETE", "COMPLETE"]
+    assert "2 complete, 0 pruned, 1 failed" in capsys.readouterr().out and (out / "best.yaml").exists()
+
+
 def test_tune_ctrl_c_inside_a_trials_final_storage_commit_exits_130(tmp_path, capsys, monkeypatch):
     """Ctrl-C that lands in the storage commit of a trial's result (seen with `canter tune` + Ctrl-C):
     Optuna's bookkeeping then raises UnboundLocalError from the KeyboardInterrupt, and the single-process

@@ -133,12 +133,14 @@ def _optimize(job: dict[str, Any], worker: int = 0) -> None:
     if remaining <= 0:
         return
     # n_trials would count failed trials too; run until the study has the finished trials wanted, but
-    # give up after as many failed trials (a search space whose samples keep failing)
+    # give up after as many failed trials (a search space whose samples keep failing). Any exception of
+    # a trial fails only that trial (a CanterError as one line, others with their traceback): a GPU
+    # out-of-memory error of one sampled batch size or network must not end the whole study
     log = optuna.logging.get_logger("optuna.study._optimize")  # the logger of "Trial N failed ..."
     quiet_failures = _NoTraceback()
     log.addFilter(quiet_failures)
     try:
-        study.optimize(_objective(job, space), n_trials=None, timeout=job["timeout"], catch=(CanterError,),
+        study.optimize(_objective(job, space), n_trials=None, timeout=job["timeout"], catch=(Exception,),
                        callbacks=[optuna.study.MaxTrialsCallback(job["trials"], states=done),
                                   _StopAfterFailures(remaining)], gc_after_trial=False)
     except Exception as exc:
