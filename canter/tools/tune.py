@@ -229,8 +229,9 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"--jobs must be >= 1, got {jobs}")
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):  # nan compares False
         raise CanterError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
-    if sampler_seed is not None and not 0 <= sampler_seed <= 2**32 - jobs:  # worker i samples with seed + i
-        raise CanterError(f"--sampler-seed must be between 0 and 2**32 - {jobs} (with --jobs {jobs}), got {sampler_seed}")
+    top = jobs if jobs > 1 else 0  # the highest worker number: --jobs workers 1..J sample with seed + worker
+    if sampler_seed is not None and not 0 <= sampler_seed <= 2**32 - 1 - top:
+        raise CanterError(f"--sampler-seed must be between 0 and 2**32 - {1 + top} (with --jobs {jobs}), got {sampler_seed}")
     if prune_startup < 0 or prune_warmup < 0:
         raise CanterError("--prune-startup and --prune-warmup must be >= 0")
     # the base config must be valid on its own (nothing is written if not); resolving it first imports
