@@ -339,6 +339,19 @@ def test_tune_bad_sampler_seed_or_timeout_is_one_line_before_the_study(tmp_path,
     assert list(tmp_path.iterdir()) == []
 
 
+def test_tune_refuses_a_study_made_beforehand_that_minimizes(tmp_path, capsys, monkeypatch):
+    """A study created with Optuna's defaults (to enqueue trials first) minimizes: tune ran it and reported
+    the trial with the lowest return as the best (seen: trials 211, 134, 107 -> 'best trial 2: 106.67')."""
+    optuna = pytest.importorskip("optuna")
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    optuna.create_study(study_name="s", storage=url)  # direction: minimize
+    monkeypatch.setattr("canter.tools.tune._objective", lambda job, space: lambda trial: 1.0)  # no training
+    code, _, err = run_cli(capsys, "tune", "ppo", "--env", "CartPole-v1", "--storage", url, "--study", "s",
+                           "--out", tmp_path / "t", "--trials", "1", "--quiet")
+    assert_one_line_error(code, err, "study 's'", "minimize", "maximize")
+    assert optuna.load_study(study_name="s", storage=url).trials == []
+
+
 def test_tune_resume_with_an_incompatible_space_is_refused(tmp_path, capsys):
     """A study resumed with a space whose parameter changes kind, scale or choices is refused before any
     trial (Optuna would fail every new trial with a traceback); a changed range is fine."""

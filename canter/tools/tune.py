@@ -271,6 +271,12 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
                 except OSError:
                     break
             raise
+        # a study made beforehand (to enqueue trials) has Optuna's default direction, minimize: its best
+        # trial would be the lowest return, and TPE would search for low returns
+        if [d.name for d in st.directions] != ["MAXIMIZE"]:
+            raise CanterError(f"study '{study_name}' in {url} has direction(s) "
+                              f"{', '.join(d.name.lower() for d in st.directions)}; canter tune maximizes the "
+                              "evaluation return: create it with direction='maximize' or choose another --study")
         owner = st.user_attrs.get("canter")
         if owner is None:
             st.set_user_attr("canter", {"algo": algo_name, "env": env_id})
