@@ -224,6 +224,52 @@ def test_tune_prunes_resumes_and_best_yaml_trains(tmp_path, capsys):
     assert trained["hparams"]["lr"] == best["hparams"]["lr"] and trained["n_envs"] == best["n_envs"]
 
 
+def test_tune_prunes_at_the_same_env_step_not_the_same_evaluation_count(tmp_path, capsys, monkeypatch):
+    """Intermediate values were numbered by evaluation count: a trial with 128-step rollouts was compared at
+    its 2nd evaluation (4,096 env steps) with the median of 4,096-step-rollout trials at their 2nd (8,192
+    steps), and pruned although it learned exactly as fast per step. They are now reported at env steps //
+    eval_every, so trials are compared at the same env step."""
+    optuna = pytest.importorskip("optuna")
+    from types import SimpleNamespace
+
+    import canter.api
+
+    class FakeTrainer:  # every trial's return is env steps / 100: all learn equally fast per env step
+        def __init__(self, *args: object, n_steps: int, **kwargs: object) -> None:
+            self.run, self.step, self.rollout = SimpleNamespace(eval_every=2048, max_steps=8192), 0, n_steps * 4
+
+        def __call__(self):
+            next_eval = self.run.eval_every
+            while self.step < self.run.max_steps:
+                self.step += self.rollout
+                result = None
+                if self.step >= next_eval:
+                    result = SimpleNamespace(mean_return=self.step / 100)
+                    while next_eval <= self.step:
+                        next_eval += self.run.eval_every
+                yield SimpleNamespace(step=self.step, evaluation=result)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(canter.api, "make_trainer", FakeTrainer)
+    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *args: {})
+    space = tmp_path / "space.yaml"
+    space.write_text("n_steps: {choices: [32, 1024]}\n" + "".join(
+        f"{k}: null\n" for k in ("lr", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef",
+                                 "vf_coef", "max_grad_norm")))
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    for n_steps in (1024, 1024, 32):
+        study.enqueue_trial({"n_steps": n_steps})
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--space", str(space), "--storage", url, "--study", "s",
+                 "--out", str(tmp_path / "t"), "--trials", "3", "--prune-startup", "2", "--quiet"]) == 0
+    trials = optuna.load_study(study_name="s", storage=url).trials
+    assert list(trials[0].intermediate_values) == [2, 4]  # evaluations at 4,096 and 8,192 env steps
+    assert list(trials[2].intermediate_values) == [1, 2, 3, 4]  # at 2,048, 4,096, 6,144 and 8,192
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "COMPLETE"]
+
+
 def test_tune_bad_input_exits_2(tmp_path, capsys, monkeypatch):
     pytest.importorskip("optuna")
     monkeypatch.chdir(tmp_path)

@@ -4,8 +4,8 @@ Each hyperparameter's search space lives on its config field (``hp(..., search={
 "high": 3e-3, "log": True})`` or ``search={"choices": [...]}``); ``--space FILE.yaml`` overrides
 entries by name (``name: null`` leaves that one untuned, run keys such as ``n_envs`` may be added).
 Trials are sampled by TPE and pruned by the median rule on the evaluation returns the trainer
-yields (reported per evaluation, numbered 1, 2, ...). The objective is a trial's last evaluation
-mean return. The study lives in an Optuna storage (SQLite in the output directory by default, or
+yields (reported at the eval_every interval reached, env steps // eval_every, so that trials are
+compared at the same env step). The objective is a trial's last evaluation mean return. The study lives in an Optuna storage (SQLite in the output directory by default, or
 any RDB URL so that several machines share it) and resumes when run again with the same storage
 and study name: ``--trials`` is the total number of finished (complete or pruned) trials wanted.
 A resumed study may change ranges but not the kind, log scale or choices of a parameter its trials
@@ -76,15 +76,24 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
             trial.set_user_attr("config", config)
         trainer = make_trainer(job["algo"], job["env"], config_file=job["config_file"], sets=job["sets"],
                                run_dir=None, quiet=True, **{**job["run_overrides"], **job["trial_overrides"], **params})
-        n_evals, last = 0, None
+        every = trainer.run.eval_every
+        n_evals, at, last = 0, 0, None
         try:
             for record in trainer():
                 if record.evaluation is None:
                     continue
                 n_evals += 1
                 last = record.evaluation.mean_return
-                trial.report(last, n_evals)
-                if trial.should_prune():
+                # reported at the eval_every interval reached (env steps // eval_every), not at the count of
+                # evaluations: a trial whose rollout spans 8 intervals evaluates once per 8, and the median rule
+                # must compare it with the others at the same env step. An evaluation in the interval of the
+                # previous one (the last, at max_steps) is not reported: the trial's value is it, and it ends
+                reached = record.step // every if every > 0 else n_evals
+                if reached <= at:
+                    continue
+                at = reached
+                trial.report(last, at)
+                if n_evals > job["prune_warmup"] and trial.should_prune():
                     trial.set_user_attr("steps", trainer.step)
                     raise optuna.TrialPruned(f"pruned at evaluation {n_evals} (step {trainer.step}): return {last:.2f}")
         finally:
@@ -123,7 +132,8 @@ def _optimize(job: dict[str, Any], worker: int = 0) -> None:
     # a --jobs worker is a fresh process: the config's imports may register the algorithm looked up next
     import_config_imports(job["config_file"], job["run_overrides"], job["sets"])
     space = search_space(job["algo"], job["space_file"])
-    pruner = (optuna.pruners.MedianPruner(n_startup_trials=job["prune_startup"], n_warmup_steps=job["prune_warmup"] + 1)
+    # the warm-up counts evaluations (the objective asks only after them), not the interval numbers reported
+    pruner = (optuna.pruners.MedianPruner(n_startup_trials=job["prune_startup"], n_warmup_steps=0)
               if job["prune"] else optuna.pruners.NopPruner())
     study = optuna.load_study(study_name=job["study"], storage=_storage(job["storage"]), pruner=pruner)
     study.sampler = optuna.samplers.TPESampler(
@@ -406,7 +416,7 @@ def save_plots(study: Any, out_dir: Path, n_params: int) -> dict[str, Path]:
     from optuna.visualization import matplotlib as ovm
 
     plots = {"history": ("optimization_history.png", ovm.plot_optimization_history, None),
-             "intermediate": ("intermediate_values.png", ovm.plot_intermediate_values, "evaluation")}
+             "intermediate": ("intermediate_values.png", ovm.plot_intermediate_values, "env steps / eval_every")}
     if n_params and len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))) >= 2:
         plots["importance"] = ("param_importances.png", ovm.plot_param_importances, None)
     files = {}
