@@ -692,6 +692,23 @@ def test_tune_a_trial_raising_any_exception_fails_alone(tmp_path, capsys, monkey
     assert "2 complete, 0 pruned, 1 failed" in capsys.readouterr().out and (out / "best.yaml").exists()
 
 
+def test_tune_an_error_caused_by_ctrl_c_in_a_trial_stops_the_study(tmp_path, capsys, monkeypatch):
+    """Every exception of a trial fails only that trial, but one raised while a Ctrl-C was handled (the
+    KeyboardInterrupt in its chain) is the Ctrl-C: the study went on with its next trial."""
+    pytest.importorskip("optuna")
+
+    def interrupted(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("a vector env worker died") from exc
+
+    monkeypatch.setattr("canter.api.make_trainer", interrupted)
+    args = ["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / "t"), "--trials", "2", "--quiet"]
+    assert main(args) == 130
+    assert capsys.readouterr().err.splitlines()[-1].startswith("interrupted;")
+
+
 def test_tune_ctrl_c_inside_a_trials_final_storage_commit_exits_130(tmp_path, capsys, monkeypatch):
     """Ctrl-C that lands in the storage commit of a trial's result (seen with `canter tune` + Ctrl-C):
     Optuna's bookkeeping then raises UnboundLocalError from the KeyboardInterrupt, and the single-process

@@ -62,6 +62,16 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
     from canter.api import make_trainer
 
     def objective(trial: Any) -> float:
+        """One trial; an error that a Ctrl-C caused (a vector env's worker, a storage commit) is the Ctrl-C:
+        every other exception only fails the trial (``catch``), this one must stop the study."""
+        try:
+            return train(trial)
+        except Exception as exc:
+            if _caused_by_interrupt(exc):
+                raise KeyboardInterrupt from None
+            raise
+
+    def train(trial: Any) -> float:
         """Train one trial; its value is the last evaluation's mean return."""
         params = {name: p.suggest(trial) for name, p in space.items()}
         # the trial's own config, for best.yaml: a resumed study may run with other flags (--max-steps, ...)
