@@ -709,6 +709,19 @@ def test_tune_an_error_caused_by_ctrl_c_in_a_trial_stops_the_study(tmp_path, cap
     assert capsys.readouterr().err.splitlines()[-1].startswith("interrupted;")
 
 
+def test_tune_default_storage_is_in_out_even_with_url_characters_in_its_path(tmp_path, capsys, monkeypatch):
+    """The default storage URL was the out path pasted after sqlite:///: with --out 't?x=1' the study was
+    written to a file 't' beside it ('?' starts a URL query), with 't%20b' to a missing 't b' (refused)."""
+    pytest.importorskip("optuna")
+    name = "t%41?x=1"  # was a file 'tA' beside it
+    monkeypatch.setattr("canter.tools.tune._objective", lambda job, space: lambda trial: 1.0)  # no training
+    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *args: {})
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / name), "--trials", "1",
+                 "--quiet"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    assert sorted(p.name for p in (tmp_path / name).iterdir()) == ["best.yaml", "study.db"]
+
+
 def test_tune_ctrl_c_inside_a_trials_final_storage_commit_exits_130(tmp_path, capsys, monkeypatch):
     """Ctrl-C that lands in the storage commit of a trial's result (seen with `canter tune` + Ctrl-C):
     Optuna's bookkeeping then raises UnboundLocalError from the KeyboardInterrupt, and the single-process

@@ -274,7 +274,9 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     study_name = study or f"{algo_name}-{env_id}"
     if out_dir.exists() and not out_dir.is_dir():
         raise CanterError(f"--out '{out_dir}' is a file, not a directory")
-    url = storage or f"sqlite:///{(out_dir / 'study.db').resolve()}"
+    # SQLAlchemy reads a URL's '?' as the start of its query and decodes '%XX': escape them in the path
+    db = str((out_dir / "study.db").resolve()).replace("%", "%25").replace("?", "%3F")
+    url = storage or f"sqlite:///{db}"
     _check_out_owner(out_dir, study_name, url, default_storage=storage is None)
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     verbosity = optuna.logging.get_verbosity()  # the caller's, given back at the end
