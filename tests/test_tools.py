@@ -283,6 +283,12 @@ def test_tune_bad_input_exits_2(tmp_path, capsys, monkeypatch):
     assert "Discrete action space" in capsys.readouterr().err
     assert main([*base, "--set", "record_every=1000"]) == 2  # trials write no run dir: it recorded nothing
     assert "'record_every' applies to a run directory" in capsys.readouterr().err
+    # an offline algorithm without a dataset: every trial failed on it (study.db written, Optuna's warnings),
+    # and the error's hint named a --dataset flag that tune did not have
+    assert main(["tune", "bc", "--env", "CartPole-v1", "--out", str(tmp_path / "t")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert main(["tune", "bc", "--env", "CartPole-v1", "--out", str(tmp_path / "t"), "--dataset", "nope"]) == 2
+    assert "dataset not found" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing written
 
 

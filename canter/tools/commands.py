@@ -7,7 +7,7 @@ from typing import Any
 
 from canter.errors import CanterError
 
-RUN_KEYS = ("seed", "n_envs", "max_steps", "target_reward", "eval_every", "eval_episodes")
+RUN_KEYS = ("seed", "n_envs", "max_steps", "target_reward", "eval_every", "eval_episodes", "dataset")
 
 
 def _parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -27,6 +27,7 @@ def _trial_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-reward", type=float, dest="target_reward", help="stop a trial at this evaluation return")
     p.add_argument("--eval-every", type=int, dest="eval_every", help="evaluate every N steps (the pruning points)")
     p.add_argument("--eval-episodes", type=int, dest="eval_episodes", help="episodes per evaluation")
+    p.add_argument("--dataset", help="offline algorithms (bc, cql, td3bc): dataset written by canter collect")
 
 
 def _refuse_empty(args: argparse.Namespace, *flags: str) -> None:

@@ -268,6 +268,14 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"'{clash[0]}' is both tuned and fixed; drop it from the flags/--set "
                           "or set it to null in --space")
     algo_name, env_id = run.algo, run.env
+    from canter.data.dataset import read_dataset_metadata
+    from canter.registry import lookup
+
+    if lookup("algorithm", algo_name).family == "offline":  # every trial would fail on it: say it once, first
+        if run.dataset is None:
+            raise CanterError(f"{algo_name} learns from a dataset: pass --dataset PATH (write one with: canter "
+                              "collect RUN_DIR --out PATH)")
+        read_dataset_metadata(run.dataset)  # one line for a missing file or a checkpoint given instead
     check_algo_env(algo_name, env_id, run.env_kwargs, run.policies, run.central_state)
     safe_env = env_id.replace("/", "-").replace(":", "-")
     out_dir = Path(out) if out is not None else Path("runs") / f"tune-{algo_name}-{safe_env}"
