@@ -5,8 +5,9 @@ Each hyperparameter's search space lives on its config field (``hp(..., search={
 entries by name (``name: null`` leaves that one untuned, run keys such as ``n_envs`` may be added).
 Trials are sampled by TPE and pruned by the median rule on the evaluation returns the trainer
 yields (reported at the eval_every interval reached, env steps // eval_every, so that trials are
-compared at the same env step). The objective is a trial's last evaluation mean return. The study lives in an Optuna storage (SQLite in the output directory by default, or
-any RDB URL so that several machines share it) and resumes when run again with the same storage
+compared at the same env step). The objective is a trial's last evaluation mean return. The study
+lives in an Optuna storage (SQLite in the output directory by default, or any RDB URL so that
+several machines share it) and resumes when run again with the same storage
 and study name: ``--trials`` is the total number of finished (complete or pruned) trials wanted.
 A resumed study may change ranges but not the kind, log scale or choices of a parameter its trials
 sampled (:func:`check_study_space` refuses that before any trial).
@@ -251,7 +252,8 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
     top = jobs if jobs > 1 else 0  # the highest worker number: --jobs workers 1..J sample with seed + worker
     if sampler_seed is not None and not 0 <= sampler_seed <= 2**32 - 1 - top:
-        raise CanterError(f"--sampler-seed must be between 0 and 2**32 - {1 + top} (with --jobs {jobs}), got {sampler_seed}")
+        raise CanterError(f"--sampler-seed must be between 0 and 2**32 - {1 + top} (with --jobs {jobs}), "
+                          f"got {sampler_seed}")
     if prune_startup < 0 or prune_warmup < 0:
         raise CanterError("--prune-startup and --prune-warmup must be >= 0")
     # the base config must be valid on its own (nothing is written if not); resolving it first imports
