@@ -213,7 +213,7 @@ def _worker(job: dict[str, Any], worker: int) -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         _optimize(job, worker)
-    except KeyboardInterrupt:  # Ctrl-C reaches every worker: the parent says it, this process quietly ends
+    except KeyboardInterrupt:  # the Ctrl-C the parent passed on: the parent says it, this process quietly ends
         raise SystemExit(130) from None
     except Exception as exc:
         if _caused_by_interrupt(exc):  # Ctrl-C inside a storage commit: Optuna raises StorageInternalError from it
