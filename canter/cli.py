@@ -206,7 +206,10 @@ def _drive(trainer: Any) -> int:
         for _ in trainer():
             pass
     except KeyboardInterrupt:
-        print(f"interrupted; continue with: canter train --resume {trainer.dir}", file=sys.stderr)
+        if (trainer.dir / "checkpoints" / "last.safetensors").is_file():
+            print(f"interrupted; continue with: canter train --resume {trainer.dir}", file=sys.stderr)
+        else:  # a new run stopped before its first 'last' (while its loggers started): its directory was removed
+            print("interrupted before training started; nothing was saved", file=sys.stderr)
         return 130
     except TrainingDiverged as exc:
         raise CanterError(f"{exc}; the last good checkpoint is kept in {trainer.dir / 'checkpoints' / 'last'}") from None

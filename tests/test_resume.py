@@ -276,6 +276,21 @@ def test_cli_ctrl_c_exits_130_and_resume_finishes(setup_dir, tmp_path, capsys):
     assert_same_history(run_dir, d / "dqn-reference", "(CLI Ctrl-C)")
 
 
+def test_cli_ctrl_c_before_training_starts_does_not_point_at_a_removed_run(tmp_path, capsys, monkeypatch):
+    """A Ctrl-C while the loggers start (W&B's init takes seconds) removes the new run's directory, but the CLI
+    said 'interrupted; continue with: canter train --resume DIR', which then failed: no such run directory."""
+    from canter.logging.tensorboard import TensorBoardLogger
+
+    def ctrl_c(self, run):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TensorBoardLogger, "start", ctrl_c)
+    run_dir = tmp_path / "run"
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--run-dir", str(run_dir), "--quiet"]) == 130
+    err = capsys.readouterr().err
+    assert not run_dir.exists() and "--resume" not in err and "nothing was saved" in err, err
+
+
 def test_resume_refuses_finished_runs_and_extends_them_on_request(setup_dir, tmp_path, capsys):
     import shutil
 
