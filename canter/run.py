@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import shutil
 import signal
@@ -115,6 +116,17 @@ def run_metadata(trainer: Trainer, config: dict[str, Any]) -> dict[str, Any]:
         "canter_version": canter_version(), "git_commit": git_commit(), "config": config,
         "user_modules": user_modules(config), "trainer": trainer.state(),
     }
+
+
+def _finite_or_null(value: Any) -> Any:
+    """``value`` with every NaN or infinite float (in dicts and lists too) replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(v) for v in value]
+    return value
 
 
 class _SaveAtStart(Callback):
@@ -266,7 +278,8 @@ class Run:
             "divergence_events": list(t.guard.events), "error": self.error,
             "canter_version": canter_version(), "git_commit": git_commit(),
         }
-        atomic_write(self.dir / "summary.json", json.dumps(self.summary, indent=2).encode())
+        # NaN / inf (an evaluation of a diverged policy) are not JSON: null, as `canter eval --json` writes them
+        atomic_write(self.dir / "summary.json", json.dumps(_finite_or_null(self.summary), indent=2).encode())
 
     def write_config(self) -> None:
         """Write the resolved ``config.yaml``."""

@@ -366,3 +366,19 @@ def test_eval_json_of_a_diverged_policy_is_valid_json(monkeypatch, capsys):
     assert main(["eval", "run", "--episodes", "2", "--json"]) == 0
     result = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     assert result["mean_return"] is None and result["std_return"] is None and result["returns"] == [None, -3.0]
+
+
+def test_summary_json_of_a_nan_evaluation_is_valid_json(tmp_path, monkeypatch):
+    """An evaluation whose returns were NaN (an env or policy gone non-finite: the eval env is not guarded) was
+    written to summary.json as "last_eval_return": NaN, which is not JSON (Node's JSON.parse refused the file);
+    it is null, as `canter eval --json` writes it."""
+    from canter.trainers.base import Trainer
+    from canter.trainers.evaluation import EvalResult
+
+    nan = float("nan")
+    monkeypatch.setattr(Trainer, "evaluate", lambda self: EvalResult(nan, nan, [nan], [9]))
+    run = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run, max_steps=128, n_envs=2, n_steps=64, eval_episodes=1)
+    text = (run / "summary.json").read_text()
+    summary = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert summary["last_eval_return"] is None and summary["best_eval_return"] is None and summary["steps"] == 128
