@@ -382,3 +382,24 @@ def test_summary_json_of_a_nan_evaluation_is_valid_json(tmp_path, monkeypatch):
     text = (run / "summary.json").read_text()
     summary = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     assert summary["last_eval_return"] is None and summary["best_eval_return"] is None and summary["steps"] == 128
+
+
+def test_wandb_run_of_a_failed_training_finishes_with_a_failing_exit_code(tmp_path, monkeypatch):
+    """A run stopped by a hook's exception (or a divergence) finished its W&B run with exit code 0, so W&B showed it
+    as finished like a successful one; it is 1 now (a clean run: 0)."""
+    import types
+
+    codes = []
+    fake_run = types.SimpleNamespace(log=lambda data, step: None, finish=lambda exit_code=None: codes.append(exit_code))
+    fake = types.SimpleNamespace(init=lambda **kw: fake_run, Settings=lambda **kw: None)
+    monkeypatch.setitem(__import__("sys").modules, "wandb", fake)
+    kw = dict(wandb=True, max_steps=256, n_envs=2, n_steps=64, eval_episodes=1, tensorboard=False)
+
+    def fail(trainer, losses):
+        if trainer.step >= 128:
+            raise RuntimeError("hook failed")
+
+    with pytest.raises(RuntimeError, match="hook failed"):
+        canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "failed", hooks={"after_update": fail}, **kw)
+    canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "ok", **kw)
+    assert codes == [1, 0]

@@ -19,6 +19,8 @@ class WandbLogger:
         require("wandb", "wandb", "--wandb")
         self.run_dir, self.project, self.config, self.name = str(run_dir), project, config or {}, name
         self.run: Any = None
+        #: the :class:`~canter.run.Run` being logged (its error or divergence marks the W&B run failed)
+        self.owner: Any = None
 
     #: the W&B run id, kept in ``RUN_DIR/wandb`` so a resumed run logs to the same W&B run
     ID_FILE = "canter-run-id"
@@ -30,6 +32,7 @@ class WandbLogger:
         SB3 users do by hand."""
         import wandb
 
+        self.owner = run
         id_file = Path(self.run_dir) / "wandb" / self.ID_FILE
         run_id = id_file.read_text().strip() if id_file.is_file() else ""
         if not run_id:
@@ -48,6 +51,11 @@ class WandbLogger:
             data["charts/episode_return"] = record.episodes[-1].episode_return
         self.run.log(data, step=record.step)
 
-    def close(self) -> None:  # noqa: D102
+    def close(self) -> None:
+        """Finish the W&B run: exit code 1 (W&B shows it failed) when training ended in an error, a divergence
+        or a second Ctrl-C, else 0 (also after a first Ctrl-C, which saves a resumable run)."""
         if self.run is not None:
-            self.run.finish()
+            owner = self.owner
+            failed = owner is not None and bool(getattr(owner, "error", None) or getattr(owner, "divergence", None)
+                                                or getattr(owner, "_abort", False))
+            self.run.finish(exit_code=1 if failed else 0)
