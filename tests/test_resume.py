@@ -539,6 +539,34 @@ def test_a_stop_between_logged_iterations_logs_nothing_the_uninterrupted_run_doe
         assert table(tmp_path / "part", name) == table(tmp_path / "whole", name), name
 
 
+def test_a_stop_between_logged_iterations_adds_no_tensorboard_point(tmp_path):
+    """The record a Ctrl-C makes between two logged iterations (log_every > 1) was written to TensorBoard with its
+    steps/s and rolling return at its off-grid step: the resumed run had a point the uninterrupted run has not."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    common = dict(n_envs=2, n_steps=8, max_steps=320, eval_every=0, eval_episodes=1, log_every=5,
+                  target_reward=None, seed=1)
+
+    def stop_off_the_log_grid(trainer, losses):  # at step 176, iteration 11: not a logged iteration
+        if trainer.step >= 170 and trainer.iteration_count % 5 and trainer.resume_exact is None \
+                and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "whole", **common)
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": stop_off_the_log_grid},
+                 **common)
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] == 176
+    canter.resume(tmp_path / "part")
+    steps = {}
+    for d in ("whole", "part"):
+        acc = EventAccumulator(str(tmp_path / d))
+        acc.Reload()
+        steps[d] = {t: [e.step for e in acc.Scalars(t)] for t in ("charts/steps_per_second", "charts/rolling_return",
+                                                                  "charts/episode_return")}
+    assert steps["part"] == steps["whole"]
+    assert steps["whole"]["charts/steps_per_second"] == list(range(80, 321, 80))
+
+
 def test_a_stop_between_logged_iterations_leaves_the_periodic_checkpoints_of_the_uninterrupted_run(tmp_path):
     """Periodic ``step-N`` checkpoints are saved at records; a record only a Ctrl-C made (log_every > 1)
     must not take the place of the uninterrupted run's next one (step-208 instead of step-240)."""

@@ -34,3 +34,10 @@ def scalars(record: TrainRecord) -> dict[str, float]:
         if record.evaluation.success_rate is not None:
             out["eval/success_rate"] = record.evaluation.success_rate
     return out
+
+
+def made_by_stop(record: TrainRecord, log_every: int) -> bool:
+    """Whether only a stop signal made ``record``: a Ctrl-C / SIGTERM between two logged iterations
+    (``log_every`` > 1). Its episodes are the run's, but its per-record scalars (steps/s, the rolling
+    return) are no points of the uninterrupted run, which a resumed run continues."""
+    return record.stop_reason == "interrupted" and record.evaluation is None and bool(record.iteration % log_every)

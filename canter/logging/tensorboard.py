@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from canter.callbacks import Callback
-from canter.logging.base import scalars
+from canter.logging.base import made_by_stop, scalars
 from canter.trainers.base import TrainRecord
 
 _FLUSH_SECONDS = 10.0
@@ -118,6 +118,7 @@ class TensorBoardLogger:
     def __init__(self, run_dir: str | Path) -> None:
         self.run_dir = Path(run_dir)
         self.writer: EventFileWriter | None = None
+        self.log_every = 1
 
     def start(self, run: Any) -> None:
         """Create the event file; on a resumed run, hide the events the killed run logged after the
@@ -128,7 +129,9 @@ class TensorBoardLogger:
             # the record at the checkpoint's own step was logged before the checkpoint was saved and is
             # not logged again: START at the next step, since TensorBoard drops events at or after it
             self.writer.restart_at(step + 1)
-        hooks = getattr(getattr(run, "trainer", None), "hooks", None)
+        trainer = getattr(run, "trainer", None)
+        self.log_every = int(getattr(getattr(trainer, "run", None), "log_every", 1))
+        hooks = getattr(trainer, "hooks", None)
         if hooks is not None:  # the events up to a resumable checkpoint must survive a kill after it
             hooks.add(_FlushOnCheckpoint(self.writer))
 
@@ -136,6 +139,8 @@ class TensorBoardLogger:
         for ep in record.episodes:
             self.writer.add_scalar("charts/episode_return", ep.episode_return, ep.step)
             self.writer.add_scalar("charts/episode_length", ep.episode_length, ep.step)
+        if made_by_stop(record, self.log_every):  # the uninterrupted run has no point here
+            return
         for k, v in scalars(record).items():
             self.writer.add_scalar(k, v, record.step)
 

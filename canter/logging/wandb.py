@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from canter.errors import require
-from canter.logging.base import scalars
+from canter.logging.base import made_by_stop, scalars
 from canter.trainers.base import TrainRecord
 
 
@@ -21,6 +21,7 @@ class WandbLogger:
         self.run: Any = None
         #: the :class:`~canter.run.Run` being logged (its error or divergence marks the W&B run failed)
         self.owner: Any = None
+        self.log_every = 1
 
     #: the W&B run id, kept in ``RUN_DIR/wandb`` so a resumed run logs to the same W&B run
     ID_FILE = "canter-run-id"
@@ -33,6 +34,7 @@ class WandbLogger:
         import wandb
 
         self.owner = run
+        self.log_every = int(getattr(getattr(getattr(run, "trainer", None), "run", None), "log_every", 1))
         id_file = Path(self.run_dir) / "wandb" / self.ID_FILE
         run_id = id_file.read_text().strip() if id_file.is_file() else ""
         if not run_id:
@@ -46,10 +48,11 @@ class WandbLogger:
         )
 
     def log(self, record: TrainRecord) -> None:  # noqa: D102
-        data = scalars(record)
+        data = {} if made_by_stop(record, self.log_every) else scalars(record)  # (no point of the uninterrupted run)
         if record.episodes:
             data["charts/episode_return"] = record.episodes[-1].episode_return
-        self.run.log(data, step=record.step)
+        if data:
+            self.run.log(data, step=record.step)
 
     def close(self) -> None:
         """Finish the W&B run: exit code 1 (W&B shows it failed) when training ended in an error, a divergence
