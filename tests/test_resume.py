@@ -232,6 +232,33 @@ def test_a_refused_resume_leaves_the_run_as_it_was(setup_dir, tmp_path, monkeypa
     assert snapshot(run_dir) == before  # config.yaml not rewritten, no new event file
 
 
+def test_a_resume_whose_logger_fails_to_start_leaves_the_run_as_it_was(tmp_path, monkeypatch):
+    """A resume that failed while its loggers started (a W&B init that raised: the console logger here) closed
+    the ones already started: history.parquet and updates.parquet were rewritten without the rows the stopped run
+    wrote after 'last', and a new TensorBoard file hid its events after that step."""
+    from canter.logging.console import ConsoleLogger
+    from tests.test_cli_errors import snapshot
+
+    def crash(trainer, losses):
+        if trainer.step >= 300:
+            raise RuntimeError("crash")
+
+    run_dir = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="crash"):
+        canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=1024, n_envs=2, n_steps=32, eval_every=0,
+                     eval_episodes=1, checkpoint_every=192, hooks={"after_update": crash})
+    assert read_metadata(run_dir / "checkpoints" / "last")["history_rows"]["updates"] < len(table(run_dir, "updates"))
+    before = snapshot(run_dir)
+
+    def fail(self, run):
+        raise RuntimeError("logger could not start")
+
+    monkeypatch.setattr(ConsoleLogger, "start", fail)
+    with pytest.raises(RuntimeError, match="could not start"):
+        canter.resume(run_dir, quiet=False)
+    assert snapshot(run_dir) == before
+
+
 @pytest.mark.parametrize("given", ["new", "nested", "empty", "auto"])
 def test_a_run_whose_setup_fails_leaves_no_half_written_directory(tmp_path, capsys, monkeypatch, given):
     """The directories the run made are removed (an empty run directory was left behind, and with

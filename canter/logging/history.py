@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from canter.callbacks import Callback
 from canter.checkpoint import atomic_write
 from canter.trainers.base import TrainRecord
 
@@ -65,6 +66,18 @@ def _read_rows(path: Path, n: int) -> list[dict[str, Any]]:
     return rows[:n]
 
 
+class _Started(Callback):
+    """Lets a resumed run's history files be rewritten once training has started (not part of the hook state)."""
+
+    internal = True
+
+    def __init__(self, logger: HistoryLogger) -> None:
+        self.logger = logger
+
+    def on_train_start(self, trainer: Any) -> None:  # noqa: D102
+        self.logger._write_at_close = True
+
+
 class HistoryLogger:
     """Writes ``history.parquet`` (one row per finished training episode), ``updates.parquet``
     (one row per logged iteration) and ``evaluations.parquet`` (one row per evaluation)."""
@@ -76,11 +89,18 @@ class HistoryLogger:
         self.updates: list[dict[str, Any]] = []
         self.evaluations: list[dict[str, Any]] = []
         self._last_flush = time.monotonic()
+        #: whether :meth:`close` rewrites the files: not for a resumed run whose training never started (a
+        #: logger's start failed, e.g. a W&B init that raised): its files keep the rows written after 'last'
+        self._write_at_close = True
 
     def start(self, run: Any) -> None:
         """Start timing flushes; on a resumed run, reload the rows the resumed checkpoint had."""
         self._last_flush = time.monotonic()
         rows = getattr(run, "history_rows", None)
+        self._write_at_close = not rows
+        hooks = getattr(getattr(run, "trainer", None), "hooks", None)
+        if rows and hooks is not None:
+            hooks.add(_Started(self))
         if rows:
             self.episodes = _read_rows(self.dir / "history.parquet", rows.get("history", 0))
             self.updates = _read_rows(self.dir / "updates.parquet", rows.get("updates", 0))
@@ -117,5 +137,7 @@ class HistoryLogger:
         write_parquet(self.dir / "evaluations.parquet", self.evaluations, EVALUATION_COLUMNS)
         self._last_flush = time.monotonic()
 
-    def close(self) -> None:  # noqa: D102
-        self.flush()
+    def close(self) -> None:
+        """Rewrite the files with every row (a resumed run whose training never started leaves them as they were)."""
+        if self._write_at_close:
+            self.flush()

@@ -97,52 +97,67 @@ class EventFileWriter:
 
 
 class _FlushOnCheckpoint(Callback):
-    """Flushes the event file when a checkpoint is saved (not part of the hook state)."""
+    """Opens the event file when training starts and flushes it when a checkpoint is saved (not part of
+    the hook state)."""
 
     internal = True
 
-    def __init__(self, writer: EventFileWriter) -> None:
-        self.writer = writer
+    def __init__(self, logger: TensorBoardLogger) -> None:
+        self.logger = logger
+
+    def on_train_start(self, trainer: Any) -> None:  # noqa: D102
+        self.logger._open()
 
     def on_checkpoint(self, trainer: Any, path: Any) -> None:  # noqa: D102
-        if not self.writer._file.closed:  # Run.save after the loop ended (its loggers closed) saves all the same
-            self.writer.flush()
+        writer = self.logger.writer  # None before training started
+        if writer is not None and not writer._file.closed:  # Run.save after the loop ended saves all the same
+            writer.flush()
 
 
 class TensorBoardLogger:
     """Writes episode returns/lengths and every record scalar as TensorBoard scalars.
 
-    The event file is created by :meth:`start`, when the run begins, so that a trainer that is built
-    and never run leaves nothing in the run directory."""
+    The event file is created when training starts (or at the first record), so that a trainer that is
+    built and never run, or a resume that fails before training (a W&B init that raised), leaves the run
+    directory as it was."""
 
     def __init__(self, run_dir: str | Path) -> None:
         self.run_dir = Path(run_dir)
         self.writer: EventFileWriter | None = None
         self.log_every = 1
+        #: a resumed run: the step from which TensorBoard drops the events the killed run logged (None: new run)
+        self._restart: int | None = None
 
     def start(self, run: Any) -> None:
-        """Create the event file; on a resumed run, hide the events the killed run logged after the
-        resumed checkpoint's step; flush the events to disk whenever the run saves a checkpoint."""
-        self.writer = EventFileWriter(self.run_dir)
+        """Remember the resumed checkpoint's step (the event file, made when training starts, hides the
+        killed run's events after it); flush the events to disk whenever the run saves a checkpoint."""
         step = getattr(run, "resumed_step", None)
-        if step is not None:
-            # the record at the checkpoint's own step was logged before the checkpoint was saved and is
-            # not logged again: START at the next step, since TensorBoard drops events at or after it
-            self.writer.restart_at(step + 1)
+        # the record at the checkpoint's own step was logged before the checkpoint was saved and is
+        # not logged again: START at the next step, since TensorBoard drops events at or after it
+        self._restart = None if step is None else step + 1
         trainer = getattr(run, "trainer", None)
         self.log_every = int(getattr(getattr(trainer, "run", None), "log_every", 1))
         hooks = getattr(trainer, "hooks", None)
         if hooks is not None:  # the events up to a resumable checkpoint must survive a kill after it
-            hooks.add(_FlushOnCheckpoint(self.writer))
+            hooks.add(_FlushOnCheckpoint(self))
+
+    def _open(self) -> EventFileWriter:
+        """The event file, created (with a resumed run's SessionLog START) at the first call."""
+        if self.writer is None:
+            self.writer = EventFileWriter(self.run_dir)
+            if self._restart is not None:
+                self.writer.restart_at(self._restart)
+        return self.writer
 
     def log(self, record: TrainRecord) -> None:  # noqa: D102
+        writer = self._open()
         for ep in record.episodes:
-            self.writer.add_scalar("charts/episode_return", ep.episode_return, ep.step)
-            self.writer.add_scalar("charts/episode_length", ep.episode_length, ep.step)
+            writer.add_scalar("charts/episode_return", ep.episode_return, ep.step)
+            writer.add_scalar("charts/episode_length", ep.episode_length, ep.step)
         if made_by_stop(record, self.log_every):  # the uninterrupted run has no point here
             return
         for k, v in scalars(record).items():
-            self.writer.add_scalar(k, v, record.step)
+            writer.add_scalar(k, v, record.step)
 
     def close(self) -> None:  # noqa: D102
         if self.writer is not None:
