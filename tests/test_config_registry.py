@@ -440,6 +440,20 @@ def test_make_trainer_with_imports_finds_the_algorithm_they_register(tmp_path, m
         forget()
 
 
+def test_no_shipped_preset_logs_more_than_100k_records():
+    """The loggers keep every record's row in memory and rewrite updates.parquet at each flush (and
+    TensorBoard takes ~300 bytes a record): DQN's and Rainbow's Atari presets logged every 4-step
+    iteration, 2.5 and 12.5 million rows over their budgets, SAC's MuJoCo presets a million. Each
+    preset's log_every keeps its budget at 100,000 logged records or fewer."""
+    from pathlib import Path
+
+    for path in sorted((Path(canter.__file__).parent / "configs").glob("*/*.yaml")):
+        env = {"atari": "ALE/Pong-v5", "ALE-Pong-v5": "ALE/Pong-v5"}.get(path.stem, path.stem)
+        run, hp = resolve_config(path.parent.name, env)
+        per_iteration = run.n_envs * (getattr(hp, "n_steps", None) or getattr(hp, "train_freq", None) or 1)
+        assert run.max_steps / (per_iteration * run.log_every) <= 100_000, path
+
+
 def test_every_shipped_preset_resolves():
     """Each ``canter/configs/ALGO/ENV.yaml`` is valid for its algorithm (keys, types, ranges, cross-field
     checks); ``atari.yaml`` is checked through an ALE id."""
