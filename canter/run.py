@@ -32,8 +32,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from canter.callbacks import Callback
 from canter.checkpoint import atomic_write, remove_temp_files, save_checkpoint
 from canter.envs.spaces import space_to_dict
@@ -43,6 +41,7 @@ from canter.run_lock import LOCK_NAME, acquire, release
 from canter.trainers.base import Trainer, TrainRecord
 from canter.trainers.guard import TrainingDiverged
 from canter.utils import canter_version, git_commit
+from canter.yaml_io import dump_yaml
 
 
 #: the directories :func:`new_run_dir` has handed out in this process (a run writes its directory only
@@ -283,7 +282,7 @@ class Run:
 
     def write_config(self) -> None:
         """Write the resolved ``config.yaml``."""
-        atomic_write(self.dir / "config.yaml", yaml.safe_dump(self.config, sort_keys=False).encode())
+        atomic_write(self.dir / "config.yaml", dump_yaml(self.config).encode())
 
     def _remove_unstarted(self) -> None:
         """A new run that failed before its first ``last`` (its setup or an ``on_train_start`` hook raised):

@@ -1,7 +1,13 @@
 """Reading YAML for configs: PyYAML's safe loader, refusing duplicate keys, with malformed input as
-one-line :class:`~canter.errors.CanterError` messages that name the file and line."""
+one-line :class:`~canter.errors.CanterError` messages that name the file and line.
+
+Numbers in exponent form without a dot or a signed exponent (``1e-3``, ``1e5``, ``2.5e3``) are floats, as
+in YAML 1.2 and JSON; PyYAML's YAML 1.1 rules read them as strings, which reached free-form values such
+as ``env_kwargs`` unconverted. :func:`dump_yaml` quotes strings that look like such numbers.
+"""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +34,25 @@ class _StrictLoader(yaml.SafeLoader):
                     raise yaml.constructor.ConstructorError(
                         None, None, f"duplicate key '{key}'", key_node.start_mark)
         return super().construct_mapping(node, deep=deep)
+
+
+#: YAML 1.1's floats (PyYAML's resolver) plus the exponent forms YAML 1.2 and JSON also read as floats
+_FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)
+    |[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+))$""", re.X)
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+class _Dumper(yaml.SafeDumper):
+    """``yaml.SafeDumper`` that quotes strings the loader would read as floats (``'1e5'``)."""
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+def dump_yaml(data: Any) -> str:
+    """``yaml.safe_dump(data, sort_keys=False)``, with strings that :func:`safe_load` would read as
+    numbers (``'1e5'``) quoted, so that the text reads back as ``data``."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
 
 
 def safe_load(text: str) -> Any:

@@ -466,3 +466,21 @@ def test_every_shipped_preset_resolves():
         env = {"atari": "ALE/Pong-v5", "ALE-Pong-v5": "ALE/Pong-v5"}.get(path.stem, path.stem)
         run, hp = resolve_config(path.parent.name, env)
         assert run.algo == path.parent.name, path
+
+
+def test_exponent_floats_without_a_dot_are_numbers_in_free_form_values(tmp_path):
+    """PyYAML's YAML 1.1 rules read ``1e1`` and ``2.5e-3`` (no dot / no exponent sign) as strings: typed fields
+    converted them, but ``env_kwargs`` passed ``{'g': '1e1'}`` to Pendulum, whose first step raised a TypeError."""
+    from canter.cli import parse_env_kwargs
+
+    f = tmp_path / "run.yaml"
+    f.write_text("env_kwargs: {g: 1e1}\nhparams:\n  lr: 2.5e-3\n")
+    run, hp = resolve_config("ppo", "Pendulum-v1", f)
+    assert run.env_kwargs == {"g": 10.0} and isinstance(run.env_kwargs["g"], float) and hp.lr == 0.0025
+    run, _ = resolve_config("ppo", "Pendulum-v1", sets=["env_kwargs={g: 2e1}"])
+    assert run.env_kwargs == {"g": 20.0}
+    assert parse_env_kwargs("{g: 1E-1}") == {"g": 0.1}
+    from canter.yaml_io import dump_yaml, safe_load
+
+    data = {"a": "1e5", "b": 1e5, "c": "x"}  # a string that looks like such a number is quoted in config.yaml
+    assert safe_load(dump_yaml(data)) == data

@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from canter.config import parse_set, resolve_config, resolved_dict
 from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
 
 from canter.tools.tune_space import Param, _decode, check_study_space, search_space  # noqa: F401  (re-exported)
+from canter.yaml_io import dump_yaml
 
 
 @dataclass
@@ -425,7 +424,7 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
               f"{files['best']}\n")
     from canter.checkpoint import atomic_write
 
-    atomic_write(files["best"], (header + yaml.safe_dump(config, sort_keys=False)).encode())
+    atomic_write(files["best"], (header + dump_yaml(config)).encode())
     files.update(save_plots(st, out_dir, n_params))
     return TuneResult(study_name, url, best.number, float(best.value), _decode(best.params), counts, files)
 
