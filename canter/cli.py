@@ -384,8 +384,25 @@ def cmd_list(argv: list[str]) -> int:
     print("presets:")
     root = Path(__file__).parent / "configs"
     for path in sorted(root.glob("*/*.yaml")):
-        print(f"  {path.parent.name} {path.stem}")
+        print(f"  {path.parent.name} {_preset_env(path.stem)}")
     return 0
+
+
+def _preset_env(stem: str) -> str:
+    """The env id (as ``--env`` takes it) whose preset file is ``stem``.yaml: ``ALE-Pong-v5`` is
+    ``ALE/Pong-v5`` (:func:`~canter.config.preset_path` writes '/' and ':' as '-'); ``atari`` is the
+    layer under every Atari game's settings."""
+    if stem == "atari":
+        return "atari (every Atari game: ALE/*, *NoFrameskip-v4, ...)"
+    import gymnasium as gym
+
+    from canter.config import preset_path
+    from canter.envs.atari import register_ale
+
+    if stem in gym.registry or not register_ale() or stem in gym.registry:
+        return stem
+    ids = [i for i in gym.registry if preset_path("", i).stem == stem]
+    return ids[0] if len(ids) == 1 else stem
 
 
 def _tool(name: str) -> Any:

@@ -424,6 +424,19 @@ def test_list_descriptions_are_complete_sentences(capsys):
         assert description.count("(") == description.count(")"), line
 
 
+def test_list_names_presets_by_the_env_id_that_uses_them(capsys, tmp_path):
+    """'canter list' printed the preset file's name, 'dqn ALE-Pong-v5', which --env refused with 'did you mean
+    'Ant-v5' or 'Walker2d-v5'?' (ale-py's ids were not among the close matches until an ALE/ id registered them)."""
+    pytest.importorskip("ale_py")
+    code, out, err = run_cli(capsys, "list")
+    presets = out.split("presets:\n", 1)[1].splitlines()
+    assert "  dqn ALE/Pong-v5" in presets and "  dqn CartPole-v1" in presets and "  dqn ALE-Pong-v5" not in presets
+    assert any(line.startswith("  dqn atari (every Atari game") for line in presets)
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", "ALE-Pong-v5", "--run-dir", tmp_path / "run")
+    assert_one_line_error(code, err, "did you mean 'ALE/Pong-v5'")
+    assert not (tmp_path / "run").exists()
+
+
 def test_tune_continues_its_own_study_in_a_moved_out_dir(tmp_path):
     """best.yaml names the study in the directory's old path: moved (or reached by another path), the
     same study may go on there; another study, or another storage, is still refused."""

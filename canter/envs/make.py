@@ -44,6 +44,7 @@ def check_env_id(env_id: str) -> None:
         # the namespace has no ids at all: its package is missing (else the id is a typo, answered below)
         extra = _EXTRA_FOR_NAMESPACE[namespace]
         raise CanterError(f"env '{env_id}' needs the '{extra}' extra: pip install 'canter[{extra}]'")
+    atari.register_ale()  # ale-py's ids are close matches too ('ALE-Pong-v5' is 'ALE/Pong-v5'); False without it
     err = unknown("env id", env_id, list(gym.registry) + list(_REGISTRY["env"]),
                   see="gymnasium.pprint_registry() lists Gymnasium's, 'canter list' canter's own")
     raise CanterError(f"{err} (an env of your own is found when a module the run imports registers it: "
