@@ -434,6 +434,16 @@ def resolve_config(
     run_values: dict[str, Any] = {}
     hp_values: dict[str, Any] = {}
     for _source, data in layers:
+        given: dict[str, str] = {}  # hyperparameter -> the key that set it in this layer
+
+        def set_hp(name: str, value: Any, key: str) -> None:
+            # one layer naming a hyperparameter twice ('lr: 0.1' and 'hparams: {lr: 0.2}' in one file) would keep
+            # whichever comes last, as a repeated YAML key would; a repeated --set is the documented exception
+            if name in given and _source != "--set":
+                raise CanterError(f"'{given[name]}' and '{key}' both set 'hparams.{name}' in {_source}; give it once")
+            given[name] = key
+            hp_values[name] = value
+
         for key, value in data.items():
             if not isinstance(key, str):
                 raise CanterError(f"config keys must be strings, got {key!r} in {_source}")
@@ -447,15 +457,15 @@ def resolve_config(
                 for k, v in value.items():
                     if k not in hp_keys:
                         raise _unknown_hparam(f"hparams.{k}", hp_keys, run_keys, algo_name)
-                    hp_values[k] = v
+                    set_hp(k, v, f"hparams: {{{k}: ...}}")
             elif key.startswith("hparams."):
                 if key[8:] not in hp_keys:
                     raise _unknown_hparam(key, hp_keys, run_keys, algo_name)
-                hp_values[key[8:]] = value
+                set_hp(key[8:], value, key)
             elif key in run_keys:
                 run_values[key] = value
             elif key in hp_keys:
-                hp_values[key] = value
+                set_hp(key, value, key)
             else:
                 raise unknown("config key", key, list(run_keys) + list(hp_keys),
                               see=_keys_hint(algo_name))

@@ -484,3 +484,18 @@ def test_exponent_floats_without_a_dot_are_numbers_in_free_form_values(tmp_path)
 
     data = {"a": "1e5", "b": 1e5, "c": "x"}  # a string that looks like such a number is quoted in config.yaml
     assert safe_load(dump_yaml(data)) == data
+
+
+def test_a_hyperparameter_given_twice_in_one_file_is_refused(tmp_path):
+    """'lr: 0.1' and 'hparams: {lr: 0.2}' in one file kept whichever came last (0.2 here, 0.1 with the lines
+    swapped), as a repeated YAML key would, which is refused; a repeated --set still wins as documented."""
+    f = tmp_path / "run.yaml"
+    f.write_text("lr: 0.1\nhparams:\n  lr: 0.2\n")
+    with pytest.raises(CanterError, match=r"'lr' and 'hparams: \{lr: ...\}' both set 'hparams.lr' in .*run.yaml"):
+        resolve_config("ppo", "CartPole-v1", f)
+    f.write_text("hparams.gamma: 0.9\ngamma: 0.8\n")
+    with pytest.raises(CanterError, match="'hparams.gamma' and 'gamma' both set"):
+        resolve_config("ppo", "CartPole-v1", f)
+    f.write_text("lr: 0.1\n")  # the file, a flag and --set are layers: each may override the one before
+    _, hp = resolve_config("ppo", "CartPole-v1", f, ["hparams.lr=0.3", "lr=0.4"], hparams={"lr": 0.2})
+    assert hp.lr == 0.4
