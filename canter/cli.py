@@ -47,21 +47,32 @@ class _Parser(argparse.ArgumentParser):
         raise CanterError(self.explain(message))
 
 
+def int_arg(text: str) -> int:
+    """The value of an integer flag; a whole number in exponent form (``--max-steps 1e6``) is taken as a
+    config file or ``--set max_steps=1e6`` takes it. Anything else is argparse's 'invalid int value'."""
+    from canter.config import coerce
+
+    try:
+        return coerce(int, text, "value")
+    except CanterError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+
+
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
     p.add_argument("--env-kwargs", dest="env_kwargs", help="env constructor arguments as a YAML mapping, e.g. "
                    "'{max_episode_steps: 200}' (as --set env_kwargs=...)")
-    p.add_argument("--seed", type=int, help="random seed (default 0)")
-    p.add_argument("--n-envs", type=int, dest="n_envs", help="parallel environments")
+    p.add_argument("--seed", type=int_arg, help="random seed (default 0)")
+    p.add_argument("--n-envs", type=int_arg, dest="n_envs", help="parallel environments")
     p.add_argument("--target-reward", type=float, dest="target_reward", help="stop at this mean evaluation return")
-    p.add_argument("--max-steps", type=int, dest="max_steps", help="environment-step budget")
+    p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="environment-step budget")
     p.add_argument("--max-seconds", type=float, dest="max_seconds", help="wall-clock budget in seconds")
-    p.add_argument("--eval-episodes", type=int, dest="eval_episodes", help="episodes per evaluation")
-    p.add_argument("--eval-every", type=int, dest="eval_every", help="evaluate every N env steps")
-    p.add_argument("--record-every", type=int, dest="record_every",
+    p.add_argument("--eval-episodes", type=int_arg, dest="eval_episodes", help="episodes per evaluation")
+    p.add_argument("--eval-every", type=int_arg, dest="eval_every", help="evaluate every N env steps")
+    p.add_argument("--record-every", type=int_arg, dest="record_every",
                    help="record an evaluation episode as MP4 in RUN_DIR/videos every N steps (needs the 'video' extra)")
     p.add_argument("--dataset", help="offline algorithms (bc, cql, td3bc): dataset written by canter collect")
-    p.add_argument("--explorers", type=int, help="run N explorer actors on Ray (needs the 'distributed' extra)")
+    p.add_argument("--explorers", type=int_arg, help="run N explorer actors on Ray (needs the 'distributed' extra)")
     p.add_argument("--ray-address", dest="ray_address", help="join this Ray cluster ('auto' or host:port)")
     p.add_argument("--vectorization", choices=("auto", "native", "sync", "async"), help="how to vectorise the env")
     p.add_argument("--run-dir", dest="run_dir", help="where to write the run (default runs/<algo>-<env>-<time>-<sha>)")
@@ -187,7 +198,7 @@ class _ResumeParser(_Parser):
 def _cmd_resume(argv: list[str]) -> int:
     p = _ResumeParser(prog="canter train", description="Continue a stopped run exactly where its last checkpoint is.")
     p.add_argument("--resume", required=True, metavar="RUN_DIR", help="run directory to continue")
-    p.add_argument("--max-steps", type=int, dest="max_steps", help="new step budget (extends a finished run)")
+    p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="new step budget (extends a finished run)")
     p.add_argument("--max-seconds", type=float, dest="max_seconds", help="new wall-clock budget")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     args = p.parse_args(argv)
@@ -284,10 +295,10 @@ def cmd_eval(argv: list[str]) -> int:
     """``canter eval RUN_DIR [--episodes N] [--json]``"""
     p = _Parser(prog="canter eval", description="Evaluate the deterministic policy of a run.")
     p.add_argument("run_dir", help="run directory or checkpoint")
-    p.add_argument("--episodes", type=int, default=10, help="episodes to run (default 10)")
+    p.add_argument("--episodes", type=int_arg, default=10, help="episodes to run (default 10)")
     p.add_argument("--env", help="evaluate on another env id with the same spaces")
     p.add_argument("--env-kwargs", dest="env_kwargs", help=ENV_KWARGS_HELP)
-    p.add_argument("--seed", type=int, default=12345, help="evaluation seed")
+    p.add_argument("--seed", type=int_arg, default=12345, help="evaluation seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--opponent", help="turn-based games: play against this opponent (random or a run directory)")
     p.add_argument("--seat", help="turn-based games: play this seat (random or an agent name)")
@@ -334,12 +345,12 @@ def cmd_play(argv: list[str]) -> int:
     """``canter play RUN_DIR [--episodes N] [--render] [--video-dir DIR]``"""
     p = _Parser(prog="canter play", description="Watch or record a trained agent.")
     p.add_argument("run_dir", help="run directory or checkpoint")
-    p.add_argument("--episodes", type=int, default=1, help="episodes to play (default 1)")
+    p.add_argument("--episodes", type=int_arg, default=1, help="episodes to play (default 1)")
     p.add_argument("--env", help="play on another env id with the same spaces")
     p.add_argument("--env-kwargs", dest="env_kwargs", help=ENV_KWARGS_HELP)
     p.add_argument("--render", action="store_true", help="open a window (render_mode human)")
     p.add_argument("--video-dir", dest="video_dir", help="record mp4 videos here (needs the 'video' extra)")
-    p.add_argument("--seed", type=int, default=0, help="episode seed")
+    p.add_argument("--seed", type=int_arg, default=0, help="episode seed")
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
     if args.video_dir is not None and not args.video_dir.strip():

@@ -925,3 +925,18 @@ def test_a_model_too_large_for_memory_is_one_line(capsys, workdir):
     assert_one_line_error(code, err, "cannot build model ActorCritic for ppo: one of its tensors needs",
                           "check the sizes in its hyperparameters (net_arch=[100000000000000]")
     assert list(workdir.iterdir()) == []
+
+
+def test_integer_flags_take_exponent_form_as_set_and_config_files_do(capsys, workdir):
+    """--set max_steps=1e6 and 'max_steps: 1e6' in a file are 1,000,000, but --max-steps 1e6 was refused
+    ('invalid int value'), as were --transitions 1e5 and --trials 1e2."""
+    from canter.cli import _train_parser
+    from canter.tools.collect import _collect_parser
+
+    args = _train_parser("canter train", "ppo").parse_args(["ppo", "--max-steps", "1e6", "--eval-every", "2.5e4"])
+    assert (args.max_steps, args.eval_every) == (1_000_000, 25_000)
+    assert _collect_parser().parse_args(["--out", "x", "--transitions", "1e5"]).transitions == 100_000
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--max-steps", "1.5e0",
+                           "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "argument --max-steps: invalid int value: '1.5e0'")
+    assert not (workdir / "run").exists()

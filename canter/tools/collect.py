@@ -9,7 +9,7 @@ from canter.errors import CanterError
 
 
 def _collect_parser() -> argparse.ArgumentParser:
-    from canter.cli import ENV_KWARGS_HELP, _Parser
+    from canter.cli import ENV_KWARGS_HELP, _Parser, int_arg
 
     p = _Parser(prog="canter collect", description="Write a dataset of transitions for offline training (bc, cql, "
                 "td3bc): a run's deterministic policy, each action random with probability --epsilon, a uniform "
@@ -19,9 +19,9 @@ def _collect_parser() -> argparse.ArgumentParser:
                    "local Minari dataset, the complete episodes; needs the 'offline' extra)")
     p.add_argument("--env", help="env id (default: the run's env; required without a run)")
     p.add_argument("--env-kwargs", dest="env_kwargs", help=ENV_KWARGS_HELP)
-    p.add_argument("--transitions", type=int, help="transitions to collect (default 50000)")
+    p.add_argument("--transitions", type=int_arg, help="transitions to collect (default 50000)")
     p.add_argument("--epsilon", type=float, help="probability of a random action instead of the policy's (default 0)")
-    p.add_argument("--seed", type=int, help="seed of the env and the random actions (default 0)")
+    p.add_argument("--seed", type=int_arg, help="seed of the env and the random actions (default 0)")
     p.add_argument("--from-replay", dest="from_replay", action="store_true",
                    help="write the replay buffer an off-policy run saved (checkpoints/last) instead of running a policy")
     return p

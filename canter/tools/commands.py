@@ -17,16 +17,18 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def _trial_flags(p: argparse.ArgumentParser) -> None:
+    from canter.cli import int_arg
+
     p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
     p.add_argument("-f", "--config", dest="config_file", help="base run config YAML for every trial")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="fix a config key or hyperparameter for every trial (repeatable)")
-    p.add_argument("--seed", type=int, help="seed of every trial (default 0)")
-    p.add_argument("--n-envs", type=int, dest="n_envs", help="parallel environments")
-    p.add_argument("--max-steps", type=int, dest="max_steps", help="env-step budget of each trial")
+    p.add_argument("--seed", type=int_arg, help="seed of every trial (default 0)")
+    p.add_argument("--n-envs", type=int_arg, dest="n_envs", help="parallel environments")
+    p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="env-step budget of each trial")
     p.add_argument("--target-reward", type=float, dest="target_reward", help="stop a trial at this evaluation return")
-    p.add_argument("--eval-every", type=int, dest="eval_every", help="evaluate every N steps (the pruning points)")
-    p.add_argument("--eval-episodes", type=int, dest="eval_episodes", help="episodes per evaluation")
+    p.add_argument("--eval-every", type=int_arg, dest="eval_every", help="evaluate every N steps (the pruning points)")
+    p.add_argument("--eval-episodes", type=int_arg, dest="eval_episodes", help="episodes per evaluation")
     p.add_argument("--dataset", help="offline algorithms (bc, cql, td3bc): dataset written by canter collect")
 
 
@@ -46,18 +48,20 @@ def _run_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_tune(argv: list[str]) -> int:
     """``canter tune ALGO --env ENV --trials N ...``"""
     p = _parser("canter tune", "Tune hyperparameters with Optuna (TPE sampler, median pruning).")
+    from canter.cli import int_arg
+
     p.add_argument("algo", help="algorithm (see 'canter list')")
-    p.add_argument("--trials", type=int, default=20, help="finished trials wanted in the study (default 20)")
+    p.add_argument("--trials", type=int_arg, default=20, help="finished trials wanted in the study (default 20)")
     p.add_argument("--out", help="output directory (default runs/tune-ALGO-ENV)")
     p.add_argument("--timeout", type=float, help="stop starting trials after this many seconds")
-    p.add_argument("--jobs", type=int, default=1, help="parallel worker processes, one torch thread each (default 1)")
+    p.add_argument("--jobs", type=int_arg, default=1, help="parallel worker processes, one torch thread each (default 1)")
     p.add_argument("--storage", help="Optuna storage URL (default sqlite:///OUT/study.db)")
     p.add_argument("--study", help="study name (default ALGO-ENV); same storage and name resume the study")
     p.add_argument("--space", dest="space_file", help="YAML overriding the declared search space (name: null drops one)")
     p.add_argument("--no-prune", dest="prune", action="store_false", help="do not prune trials")
-    p.add_argument("--prune-startup", type=int, default=5, help="complete trials before pruning starts (default 5)")
-    p.add_argument("--prune-warmup", type=int, default=1, help="evaluations a trial always gets (default 1)")
-    p.add_argument("--sampler-seed", type=int, default=0, help="TPE sampler seed (default 0)")
+    p.add_argument("--prune-startup", type=int_arg, default=5, help="complete trials before pruning starts (default 5)")
+    p.add_argument("--prune-warmup", type=int_arg, default=1, help="evaluations a trial always gets (default 1)")
+    p.add_argument("--sampler-seed", type=int_arg, default=0, help="TPE sampler seed (default 0)")
     p.add_argument("--quiet", action="store_true", help="no per-trial log lines")
     _trial_flags(p)
     args = p.parse_args(argv)
@@ -104,9 +108,11 @@ def cmd_plot(argv: list[str]) -> int:
 def cmd_benchmark(argv: list[str]) -> int:
     """``canter benchmark FILE.yaml [--out DIR] [--jobs J]``"""
     p = _parser("canter benchmark", "Run algorithms x environments x seeds; write a results table and a figure.")
+    from canter.cli import int_arg
+
     p.add_argument("file", help="benchmark YAML (e.g. benchmarks/classic.yaml)")
     p.add_argument("--out", help="output directory (default runs/benchmark-<file stem>)")
-    p.add_argument("--jobs", type=int, default=1, help="runs in parallel, one torch thread each (default 1)")
+    p.add_argument("--jobs", type=int_arg, default=1, help="runs in parallel, one torch thread each (default 1)")
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
     args = p.parse_args(argv)
     _refuse_empty(args, "--out")
@@ -126,9 +132,11 @@ def cmd_benchmark(argv: list[str]) -> int:
 def cmd_report(argv: list[str]) -> int:
     """``canter report RUN_DIR [--out FILE] [--eval-episodes N]``"""
     p = _parser("canter report", "Write a self-contained report.html for a run.")
+    from canter.cli import int_arg
+
     p.add_argument("run_dir", help="run directory")
     p.add_argument("--out", help="output file (default RUN_DIR/report.html)")
-    p.add_argument("--eval-episodes", type=int, default=20, dest="eval_episodes",
+    p.add_argument("--eval-episodes", type=int_arg, default=20, dest="eval_episodes",
                    help="episodes of the best checkpoint for the return distribution (0: skip; default 20)")
     args = p.parse_args(argv)
     if args.eval_episodes < 0:
