@@ -402,6 +402,7 @@ def resume_trainer(
         if read_dataset_metadata(run.dataset).get("checkpoint_id") != used:
             raise CanterError(f"cannot resume: dataset '{run.dataset}' was rewritten since this run started; "
                               f"an exact continuation needs the dataset it was trained on")
+    _check_config_unedited(run_dir, meta["config"])  # after the checks of the checkpoint itself
     run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), resumed=meta)
     assert isinstance(run_obj, Run)
     agent = run_obj.trainer.agent
@@ -412,6 +413,41 @@ def resume_trainer(
     agent.load_state_dict(state["agent"], weights_only=False)
     run_obj.trainer.resume_from(state["trainer"])
     return run_obj
+
+
+def _differing_key(found: Any, saved: Any, prefix: str = "") -> str | None:
+    """The first (dotted) key at which ``found`` and ``saved`` differ, or None when they are equal."""
+    if isinstance(found, dict) and isinstance(saved, dict):
+        for key in [*saved, *(k for k in found if k not in saved)]:
+            if key not in found or key not in saved:
+                return f"{prefix}{key}"
+            inner = _differing_key(found[key], saved[key], f"{prefix}{key}.")
+            if inner is not None:
+                return inner
+        return None
+    return None if found == saved else prefix.rstrip(".") or "the whole file"
+
+
+def _check_config_unedited(run_dir: Path, saved: dict[str, Any]) -> None:
+    """A one-line :class:`CanterError` when ``run_dir/config.yaml`` was edited since the run wrote it: resuming
+    continues with the config saved in ``checkpoints/last`` and rewrites the file, so the edit would be ignored
+    and lost without a word. ``max_steps`` and ``max_seconds`` (which ``--resume`` may change) are not compared;
+    a missing or unreadable file is left to be rewritten as before."""
+    from canter.yaml_io import load_yaml
+
+    path = run_dir / "config.yaml"
+    try:
+        found = load_yaml(path)
+    except CanterError:
+        return
+    resumable = ("max_steps", "max_seconds")
+    key = _differing_key({k: v for k, v in found.items() if k not in resumable},
+                         {k: v for k, v in saved.items() if k not in resumable})
+    if key is not None:
+        raise CanterError(f"{path} was edited since the run wrote it ('{key}' differs from the config saved in "
+                          f"checkpoints/last); --resume continues a run with its saved config (only --max-steps and "
+                          f"--max-seconds may change): undo the edit, or start a new run with that config: "
+                          f"canter train {saved.get('algo')} -f {path} --run-dir NEW_DIR")
 
 
 def _check_resume_metadata(meta: dict[str, Any], trainer_state: Any, base: Path) -> None:

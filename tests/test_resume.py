@@ -661,3 +661,25 @@ def test_hand_edited_resume_metadata_is_one_line_and_touches_nothing(good_run, t
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "cannot be resumed: its metadata was edited or is corrupt" in err, err
     assert snapshot(run_dir) == before
+
+
+def test_a_resume_refuses_an_edited_config_yaml_and_keeps_the_edit(tmp_path, capsys):
+    """--resume continues with the config saved in checkpoints/last; an edit to config.yaml (lr 0.5) was ignored
+    without a word, and the resumed run rewrote the file with the old lr, so the edit was lost too."""
+    from tests.test_cli_errors import snapshot
+
+    run_dir = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=64, n_envs=1, eval_episodes=1,
+                 sets=["n_steps=64", "n_epochs=1"])
+    text = (run_dir / "config.yaml").read_text()
+    (run_dir / "config.yaml").write_text(text.replace("  lr: 0.00166\n", "  lr: 0.5\n"))
+    before = snapshot(run_dir)
+    assert main(["train", "--resume", str(run_dir), "--max-steps", "128", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "config.yaml was edited since the run wrote it ('hparams.lr' differs" in err
+    assert snapshot(run_dir) == before
+    from canter.api import _check_config_unedited
+
+    saved = read_metadata(run_dir / "checkpoints" / "last")["config"]
+    (run_dir / "config.yaml").write_text(text.replace("max_steps: 64\n", "max_steps: 128\n"))  # a resume's rewrite
+    _check_config_unedited(run_dir, saved)
