@@ -47,6 +47,40 @@ class _Parser(argparse.ArgumentParser):
         raise CanterError(self.explain(message))
 
 
+class ConfigFileAction(argparse.Action):
+    """``-f/--config FILE``, given once: a second file replaced the first without a word (while the
+    ``imports`` of the first were imported)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        previous = getattr(namespace, self.dest, None)
+        if previous is not None:
+            raise _config_twice(previous, values)
+        setattr(namespace, self.dest, values)
+
+
+def _config_twice(first: str, second: str) -> CanterError:
+    return CanterError(f"-f/--config is given twice ('{first}', '{second}'); a run takes one config file: "
+                       "put the settings in one file, or give the other ones with --set KEY=VALUE")
+
+
+def _config_file_arg(argv: list[str]) -> str | None:
+    """The ``-f/--config`` file that ``argv`` gives (``-f F``, ``-fF``, ``-f=F``, ``--config F``, ``--config=F``),
+    as argparse will read it; given twice, the error :class:`ConfigFileAction` gives."""
+    files = []
+    for i, a in enumerate(argv):
+        if a in ("-f", "--config"):
+            if i + 1 < len(argv):
+                files.append(argv[i + 1])
+        elif a.startswith("--config="):
+            files.append(a.split("=", 1)[1])
+        elif a.startswith("-f") and not a.startswith("--"):
+            files.append(a[3:] if a.startswith("-f=") else a[2:])
+    if len(files) > 1:
+        raise _config_twice(files[0], files[1])
+    return files[0] if files else None
+
+
 def int_arg(text: str) -> int:
     """The value of an integer flag; a whole number in exponent form (``--max-steps 1e6``) is taken as a
     config file or ``--set max_steps=1e6`` takes it. Anything else is argparse's 'invalid int value'."""
@@ -76,7 +110,7 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", dest="ray_address", help="join this Ray cluster ('auto' or host:port)")
     p.add_argument("--vectorization", choices=("auto", "native", "sync", "async"), help="how to vectorise the env")
     p.add_argument("--run-dir", dest="run_dir", help="where to write the run (default runs/<algo>-<env>-<time>-<sha>)")
-    p.add_argument("-f", "--config", dest="config_file", help="run config YAML")
+    p.add_argument("-f", "--config", dest="config_file", action=ConfigFileAction, help="run config YAML")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override any config key or hyperparameter (repeatable)")
     p.add_argument("--wandb", action="store_const", const=True, default=None, help="also log to Weights & Biases")
@@ -134,7 +168,7 @@ def _import_early(argv: list[str]) -> None:
 
     sets = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--set"] + [
         a.split("=", 1)[1] for a in argv if a.startswith("--set=")]
-    import_config_imports(_flag_value(argv, "-f") or _flag_value(argv, "--config"), {}, sets)
+    import_config_imports(_config_file_arg(argv), {}, sets)
 
 
 def _algo_arg(argv: list[str]) -> str | None:

@@ -940,3 +940,14 @@ def test_integer_flags_take_exponent_form_as_set_and_config_files_do(capsys, wor
                            "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, "argument --max-steps: invalid int value: '1.5e0'")
     assert not (workdir / "run").exists()
+
+
+def test_a_second_config_file_is_refused_not_silently_replacing_the_first(capsys, workdir):
+    """-f a.yaml --config b.yaml trained with b.yaml alone (a's seed: 5 was dropped without a word), while the
+    imports of a.yaml, read before the arguments were parsed, were imported (an error from a file not used)."""
+    (workdir / "a.yaml").write_text("seed: 5\n")
+    (workdir / "imp.yaml").write_text("imports: [no_such_module_xyz]\n")
+    for files in (["-f", "a.yaml", "--config", "imp.yaml"], ["-f", "imp.yaml", "-fa.yaml"]):
+        code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *files, "--run-dir", str(workdir / "run"))
+        assert_one_line_error(code, err, "-f/--config is given twice")
+        assert not (workdir / "run").exists()

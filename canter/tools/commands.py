@@ -17,10 +17,10 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def _trial_flags(p: argparse.ArgumentParser) -> None:
-    from canter.cli import int_arg
+    from canter.cli import ConfigFileAction, int_arg
 
     p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
-    p.add_argument("-f", "--config", dest="config_file", help="base run config YAML for every trial")
+    p.add_argument("-f", "--config", dest="config_file", action=ConfigFileAction, help="base run config YAML for every trial")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="fix a config key or hyperparameter for every trial (repeatable)")
     p.add_argument("--seed", type=int_arg, help="seed of every trial (default 0)")
