@@ -948,6 +948,7 @@ def test_a_second_config_file_is_refused_not_silently_replacing_the_first(capsys
     (workdir / "a.yaml").write_text("seed: 5\n")
     (workdir / "imp.yaml").write_text("imports: [no_such_module_xyz]\n")
     for files in (["-f", "a.yaml", "--config", "imp.yaml"], ["-f", "imp.yaml", "-fa.yaml"]):
-        code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *files, "--run-dir", str(workdir / "run"))
+        code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *files,
+                               "--run-dir", str(workdir / "run"))
         assert_one_line_error(code, err, "-f/--config is given twice")
         assert not (workdir / "run").exists()

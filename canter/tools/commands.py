@@ -20,7 +20,8 @@ def _trial_flags(p: argparse.ArgumentParser) -> None:
     from canter.cli import ConfigFileAction, int_arg
 
     p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
-    p.add_argument("-f", "--config", dest="config_file", action=ConfigFileAction, help="base run config YAML for every trial")
+    p.add_argument("-f", "--config", dest="config_file", action=ConfigFileAction,
+                   help="base run config YAML for every trial")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="fix a config key or hyperparameter for every trial (repeatable)")
     p.add_argument("--seed", type=int_arg, help="seed of every trial (default 0)")
@@ -54,7 +55,8 @@ def cmd_tune(argv: list[str]) -> int:
     p.add_argument("--trials", type=int_arg, default=20, help="finished trials wanted in the study (default 20)")
     p.add_argument("--out", help="output directory (default runs/tune-ALGO-ENV)")
     p.add_argument("--timeout", type=float, help="stop starting trials after this many seconds")
-    p.add_argument("--jobs", type=int_arg, default=1, help="parallel worker processes, one torch thread each (default 1)")
+    p.add_argument("--jobs", type=int_arg, default=1,
+                   help="parallel worker processes, one torch thread each (default 1)")
     p.add_argument("--storage", help="Optuna storage URL (default sqlite:///OUT/study.db)")
     p.add_argument("--study", help="study name (default ALGO-ENV); same storage and name resume the study")
     p.add_argument("--space", dest="space_file", help="YAML overriding the declared search space (name: null drops one)")
