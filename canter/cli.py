@@ -182,7 +182,7 @@ def _algo_arg(argv: list[str]) -> str | None:
         if skip:
             skip = False
         elif a.startswith("-"):
-            skip = a not in no_value and "=" not in a
+            skip = a not in no_value and "=" not in a and (a.startswith("--") or len(a) == 2)  # -fFILE: attached
         else:
             return a
     return None

@@ -952,3 +952,12 @@ def test_a_second_config_file_is_refused_not_silently_replacing_the_first(capsys
                                "--run-dir", str(workdir / "run"))
         assert_one_line_error(code, err, "-f/--config is given twice")
         assert not (workdir / "run").exists()
+
+
+def test_the_algorithm_is_found_after_a_short_option_with_its_value_attached():
+    """'canter train -fa.yaml ppo --lr 0.01': the algorithm finder took '-fa.yaml' for a flag whose value comes
+    next, skipped 'ppo', and PPO's hyperparameter flags were 'unrecognized arguments: --lr 0.01'."""
+    from canter.cli import _algo_arg
+
+    assert _algo_arg(["-fa.yaml", "ppo", "--lr", "0.01"]) == "ppo"
+    assert _algo_arg(["-f", "a.yaml", "ppo"]) == "ppo" and _algo_arg(["--env", "CartPole-v1", "dqn"]) == "dqn"
