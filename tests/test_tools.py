@@ -292,6 +292,18 @@ def test_tune_bad_input_exits_2(tmp_path, capsys, monkeypatch):
     assert not list(tmp_path.iterdir())  # nothing written
 
 
+def test_tune_refuses_a_tuned_hyperparameter_fixed_in_an_hparams_mapping(tmp_path, capsys, monkeypatch):
+    """--set lr=0.01 is refused (tuned and fixed), but --set 'hparams={lr: 0.01}' was not: every trial trained
+    with lr 0.01 (the --set layer is over the sampled values) while the study recorded, and printed as the best,
+    the lr values it sampled."""
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    code = main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / "t"), "--set", "hparams={lr: 0.01}",
+                 "--trials", "1", "--max-steps", "64", "--eval-every", "64", "--quiet"])
+    assert code == 2 and "'lr' is both tuned and fixed" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
 def _ctrl_c_tune_jobs(out: Path, wait: Any) -> None:
     """Start `canter tune --jobs 2` in its own process group, call ``wait(proc)``, send the group a Ctrl-C
     and check the exit: 130, one line, no traceback from any process."""

@@ -29,7 +29,7 @@ from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
 
 from canter.tools.tune_space import Param, _decode, check_study_space, search_space  # noqa: F401  (re-exported)
-from canter.yaml_io import dump_yaml
+from canter.yaml_io import dump_yaml, parse_yaml_value
 
 
 @dataclass
@@ -263,8 +263,14 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"'{unused[0]}' applies to a run directory, which tune's trials do not write; drop it "
                           f"(train the best config with canter train to record it)")
     space = search_space(algo, space_file)
-    set_keys = {k[8:] if k.startswith("hparams.") else k for k, _ in (parse_set(s) for s in sets)}
-    clash = sorted((set(space) & set_keys) | (set(space) & set(run_overrides)))
+    fixed = set()  # the hyperparameters the flags and --set fix for every trial
+    for key, value in [*(parse_set(s) for s in sets), *run_overrides.items()]:
+        if key == "hparams":  # --set 'hparams={lr: 0.01}' (valid YAML: resolve_config read it above)
+            value = parse_yaml_value(value, key) if isinstance(value, str) else value
+            fixed.update(str(k) for k in (value if isinstance(value, dict) else {}))
+        else:
+            fixed.add(key[8:] if key.startswith("hparams.") else key)
+    clash = sorted(set(space) & fixed)
     if clash:
         raise CanterError(f"'{clash[0]}' is both tuned and fixed; drop it from the flags/--set "
                           "or set it to null in --space")
