@@ -526,6 +526,21 @@ def test_benchmark_bad_spec_is_refused_before_running(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_benchmark_refuses_a_hyperparameter_given_twice_in_one_set(tmp_path):
+    """set: {lr: 0.1, hparams: {lr: 0.2}} ran every cell with lr 0.2 (the last spelling), dropping 0.1 silently."""
+    from canter.tools.benchmark import load_spec
+
+    spec = tmp_path / "b.yaml"
+    spec.write_text("algos: [ppo]\nenvs: [CartPole-v1]\nset: {lr: 0.1, hparams: {lr: 0.2}}\n")
+    with pytest.raises(CanterError, match=r"set: 'lr' and 'hparams: \{lr: ...\}' both set 'lr'; give it once"):
+        load_spec(spec)
+    spec.write_text("algos: {ppo: {set: {hparams.gamma: 0.9, gamma: 0.8}}}\nenvs: [CartPole-v1]\n")
+    with pytest.raises(CanterError, match="'hparams.gamma' and 'gamma' both set 'gamma'"):
+        load_spec(spec)
+    spec.write_text("algos: {ppo: {set: {lr: 0.2}}}\nenvs: [CartPole-v1]\nset: {lr: 0.1}\n")  # layers override
+    assert load_spec(spec)[0].overrides == {"lr": 0.2}
+
+
 @pytest.mark.parametrize("name, content", [("summary.json", b"[1, 2]"), ("summary.json", b"\xff\xfe"),
                                            ("summary.json", b"{\"stop_reason\": "), ("config.yaml", b"- a\n- b\n"),
                                            ("config.yaml", b"algo: ppo\nenv: [CartPole\n")],

@@ -64,6 +64,14 @@ def _overrides(data: Any, where: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise CanterError(f"{where} must be a mapping of config keys to values, got {data!r}")
     out: dict[str, Any] = {}
+    given: dict[str, str] = {}  # name -> the key that set it ('lr', 'hparams.lr', 'hparams: {lr: }')
+
+    def put(name: str, value: Any, spelled: str) -> None:
+        if name in given:  # 'lr' and 'hparams: {lr: }' in one mapping: one of them would be dropped without a word
+            raise CanterError(f"{where}: '{given[name]}' and '{spelled}' both set '{name}'; give it once")
+        given[name] = spelled
+        out[name] = value
+
     for key, value in data.items():
         key = str(key)
         if key in ("algo", "env"):  # the grid's own: given twice to resolve_config, a TypeError traceback
@@ -73,9 +81,10 @@ def _overrides(data: Any, where: str) -> dict[str, Any]:
             if value is not None and not isinstance(value, dict):
                 raise CanterError(f"{where}: 'hparams' must be a mapping of hyperparameter names to values, "
                                   f"got {value!r}")
-            out.update({str(k): v for k, v in (value or {}).items()})
+            for k, v in (value or {}).items():
+                put(str(k), v, f"hparams: {{{k}: ...}}")
         else:
-            out[key[8:] if key.startswith("hparams.") else key] = value
+            put(key[8:] if key.startswith("hparams.") else key, value, key)
     return out
 
 
