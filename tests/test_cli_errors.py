@@ -786,6 +786,21 @@ def test_max_episode_steps_minus_one_is_no_time_limit_in_a_native_vector_env_too
         env.close()
 
 
+def test_a_whole_max_episode_steps_written_as_a_float_is_taken():
+    """max_episode_steps: 2e1 (or 20.0) was refused as 'must be a whole number >= 1 ..., got 20.0'."""
+    import numpy as np
+
+    from canter.envs import make_vec_env
+
+    env = make_vec_env("Pendulum-v1", 2, "sync", {"max_episode_steps": 2e1})  # Pendulum never terminates
+    try:
+        env.reset(seed=0)
+        truncated = [bool(env.step(np.zeros((2, 1), np.float32)).truncated.all()) for _ in range(20)]
+        assert truncated == [False] * 19 + [True]
+    finally:
+        env.close()
+
+
 def test_an_env_that_fails_without_env_kwargs_keeps_its_traceback():
     """Without env_kwargs a constructor's error is the env's bug: it is raised as it is."""
     from canter.errors import bad_env_kwargs

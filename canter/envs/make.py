@@ -173,6 +173,8 @@ def make_vec_env(
     gid = _gym_id(env_id)
     spec = gym.spec(gid)
     limit = kwargs.get("max_episode_steps")
+    if isinstance(limit, float) and limit.is_integer():  # 1e3 or 200.0 in YAML: a whole number, as the error says
+        limit = kwargs["max_episode_steps"] = int(limit)
     if limit is not None and limit != -1 and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise CanterError(f"env_kwargs max_episode_steps must be a whole number >= 1, or -1 for no time limit "
                           f"(gymnasium's), got {limit!r}")
