@@ -75,7 +75,8 @@ def import_object(path: str) -> Any:
             obj = getattr(obj, part)
     except AttributeError:
         names = [n for n in dir(module) if not n.startswith("_")]
-        raise unknown(f"name in module '{module_name}'", attr, names) from None
+        # 'canter list' shows registered names, not a module's attributes: no hint pointing there
+        raise unknown(f"name in module '{module_name}'", attr, names, see=None) from None
     return obj
 
 

@@ -133,7 +133,10 @@ def test_trust_region_on_images_says_why_it_is_refused(capsys, workdir, algo):
     (["train", "ppo", "--env", "Zqxjwv-v9"], "gymnasium.pprint_registry()"),
     # an env registered in the user's __main__ (trained in a script, evaluated by canter eval) got only close ids
     (["train", "ppo", "--env", "MyEnv-v0"], "an env of your own is found when a module the run imports registers it"),
-], ids=["config-key", "env-id", "own-env"])
+    # 'canter list' shows registered names, not a module's attributes
+    (["train", "ppo", "--env", "CartPole-v1", "--set", "encoder=canter.models:Zqxjwv"],
+     "unknown name in module 'canter.models' 'Zqxjwv'"),
+], ids=["config-key", "env-id", "own-env", "module-attribute"])
 def test_unknown_name_without_a_close_match_says_where_the_names_are(capsys, workdir, argv, see):
     """'canter list' shows algorithms, models, agents, canter's envs and presets, not config keys or
     Gymnasium's ids; the hint pointed there ('68 choices; run 'canter list' to see them')."""
