@@ -299,6 +299,8 @@ def test_draw_groups_without_curves_warns_nothing():
     ("lr: {low: 1.0e-5, high: 1.0e-3, log: 1}", "'log' must be true or false"),
     ("n_epochs: {low: 2, high: 6, step: 0}", "'step' must be > 0"),
     ("clip_range: {low: 0.1, high: 0.3, step: -0.1}", "'step' must be > 0"),
+    # pointed to 'canter list', which shows registered names, not hyperparameters
+    ("zqxjw: {low: 1, high: 2}", r"'zqxjw'; \d+ choices; 'canter train ppo --help' lists the hyperparameters"),
 ])
 def test_search_space_refuses_bad_ranges(tmp_path, text, message):
     from canter.tools.tune import search_space

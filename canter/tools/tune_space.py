@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from canter.config import RunConfig, check_range, coerce, fields_of, load_yaml
+from canter.config import RunConfig, _keys_hint, check_range, coerce, fields_of, load_yaml
 from canter.errors import CanterError, unknown
 from canter.registry import lookup
 
@@ -99,8 +99,10 @@ def _field(algo_cls: type, name: str) -> tuple[str, Any, Any]:
         return bare, *hp_fields[bare]
     if not name.startswith("hparams.") and name in run_fields and name not in ("algo", "env"):
         return name, *run_fields[name]
+    # 'canter list' shows registered names, not config keys: the hint says where they are
     raise unknown("hyperparameter in the search space", name,
-                  list(hp_fields) + [k for k in run_fields if k not in ("algo", "env")])
+                  list(hp_fields) + [k for k in run_fields if k not in ("algo", "env")],
+                  see=_keys_hint(getattr(algo_cls, "name", "ALGO")))
 
 
 def typing_inner(tp: Any) -> Any:
