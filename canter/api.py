@@ -44,7 +44,9 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
         policies = list(observation_space.spaces)
         for name in run.policy_hparams:
             if name not in policies:
-                raise unknown("policy in policy_hparams", name, policies)
+                kind = "agent" if run.policies == "agent" else "agent type"  # not names 'canter list' shows
+                raise unknown("policy in policy_hparams", name, policies,
+                              see=f"the policies are the env's {kind}s: {', '.join(policies[:3])}, ...")
         single = dataclasses.replace(run, policies="shared", policy_hparams={})
         group = MultiPolicyAgent({
             p: _make_single_agent(dataclasses.replace(single, seed=run.seed + i), policy_config(run, algo_cfg, p),

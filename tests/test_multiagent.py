@@ -486,6 +486,14 @@ def test_bad_policy_hparams_are_one_line(setting, needle, capsys, tmp_path):
                                             f"policy_hparams={setting}"], needle)
 
 
+def test_an_unknown_policy_among_many_says_what_the_policies_are(capsys, tmp_path):
+    """With more than 12 policies and no close name the hint was "run 'canter list' to see them", which lists
+    registered components, not an env's agents."""
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--env-kwargs", "{n_agents: 13}", "--set",
+                                            "policies=agent", "--set", "policy_hparams={zqxjw: {lr: 0.01}}"],
+                         "13 choices; the policies are the env's agents: agent_0, agent_1, ")
+
+
 def test_a_policys_encoder_under_a_central_state_must_be_split(capsys, tmp_path):
     """hparams.encoder=flat is refused with central_state; a policy's own encoder was not (its actor then
     read the global state)."""
