@@ -134,7 +134,7 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
     """The parser of ``canter train``, with ``algo``'s hyperparameters as flags. An algorithm that cannot be
     found leaves them out (the training that follows reports it), or, with ``strict`` (``--help`` after the
     algorithm's name), is the error."""
-    from canter.config import describe
+    from canter.config import describe, fields_of
     from canter.registry import lookup
 
     p = _Parser(prog=prog, description="Train an agent and write a run directory.",
@@ -155,7 +155,11 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
             return p
         group = p.add_argument_group(f"{cls.name.upper()} hyperparameters (also settable as --set KEY=VALUE)")
         preset = _preset_values(algo, env)
+        specs = fields_of(cls.Config)
         for name, tname, default, doc in describe(cls.Config):
+            choices = specs[name][0].metadata.get("choices")
+            if choices and not all(str(c) in doc for c in choices):  # 'hidden activation' named none of them
+                doc = f"{doc}: {', '.join(map(str, choices))}"
             used = f"; with --env {env}: {preset[name]}" if name in preset and preset[name] != default else ""
             group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp__{name}", metavar=tname.upper().replace(" ", "_"),
                                help=f"{doc} (default: {default}{used})")

@@ -206,6 +206,20 @@ def test_train_help_with_env_shows_the_presets_values(capsys, monkeypatch):
     assert "with --env" not in lines["--clip-range"]  # the preset keeps the default 0.2
 
 
+def test_train_help_names_the_choices_of_a_hyperparameter(capsys, monkeypatch):
+    """'--activation STR  hidden activation (default: relu)' did not say which values are valid."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_cli(capsys, "train", "dqn", "--help")
+    assert code == 0, err
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip().startswith("--")}
+    assert "hidden activation: tanh, relu, elu, gelu, silu (default: relu)" in lines["--activation"]
+    assert "(the same episode's later steps, its last step, or any of its steps): future, final, episode" in (
+        lines["--her-strategy"])
+    code, out, err = run_cli(capsys, "train", "ppo", "--help")
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip().startswith("--")}
+    assert lines["--lr-schedule"].endswith("constant or linear (to 0) (default: constant)")  # named in its doc
+
+
 # ---------------------------------------------------------------------------------------------- eval / play
 
 
