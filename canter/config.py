@@ -85,8 +85,9 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     if inner is bool:
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
-            return value.lower() in ("true", "yes", "1")
+        # YAML 1.1's words (a config file's 'on' is a bool), so --set and flags take what a file takes
+        if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no", "on", "off", "1", "0"):
+            return value.strip().lower() in ("true", "yes", "on", "1")
         raise bad()
     if inner is int:
         if isinstance(value, bool):

@@ -91,6 +91,19 @@ def test_coerce_types():
         coerce(int, True, "k")
 
 
+def test_set_takes_the_bool_words_a_config_file_takes(tmp_path):
+    """'tensorboard: off' in a file is false (YAML 1.1), but --set tensorboard=off and --normalize-obs on were
+    refused ('must be a bool, got 'off'')."""
+    f = tmp_path / "run.yaml"
+    f.write_text("tensorboard: off\nhparams: {normalize_obs: on}\n")
+    run, hp = resolve_config("ppo", "CartPole-v1", f)
+    assert run.tensorboard is False and hp.normalize_obs is True
+    run, hp = resolve_config("ppo", "CartPole-v1", sets=["tensorboard=off", "normalize_obs=On"])
+    assert run.tensorboard is False and hp.normalize_obs is True
+    with pytest.raises(CanterError, match="'tensorboard' must be a bool, got 'of'"):
+        resolve_config("ppo", "CartPole-v1", sets=["tensorboard=of"])
+
+
 def test_malformed_yaml_reports_line(tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text("seed: 1\nhparams:\n  lr: [1, 2\n  n_steps: 3\n")
