@@ -419,7 +419,10 @@ def resolve_config(
     layers: list[tuple[str, dict[str, Any]]] = []
     atari = looks_like_atari(str(env_id))
     presets = [preset_path(algo_name, "atari")] if atari else []  # shared Atari settings
-    game = str(env_id).split(":", 1)[-1] if atari else str(env_id)  # ale_py:ALE/Pong-v5 -> ALE/Pong-v5's preset
+    # module:EnvId (gymnasium's form: the module is imported, EnvId is made) gets EnvId's presets:
+    # ale_py:ALE/Pong-v5 -> ALE/Pong-v5's, gymnasium:CartPole-v1 -> CartPole-v1's; pettingzoo:MODULE names no env id
+    prefixed = ":" in str(env_id) and not str(env_id).startswith("pettingzoo:")
+    game = str(env_id).split(":", 1)[-1] if atari or prefixed else str(env_id)
     for preset in presets + [preset_path(algo_name, game)]:
         if os.path.isfile(preset):  # False (not an error) for odd names, e.g. too long
             layers.append((str(preset), load_yaml(preset)))

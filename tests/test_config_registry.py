@@ -17,6 +17,15 @@ def test_preset_is_used_and_overrides_compose(tmp_path):
     assert (run.seed, hp.n_steps, hp.lr, hp.n_epochs, run.max_steps) == (5, 24, 0.02, 3, 10000)
 
 
+def test_a_module_prefixed_env_id_gets_the_env_ids_preset():
+    """--env gymnasium:CartPole-v1 (gymnasium's module:EnvId form, which makes CartPole-v1) trained with PPO's
+    bare defaults (n_steps 2048, no target reward) where --env CartPole-v1 uses configs/ppo/CartPole-v1.yaml;
+    the Atari ids already got theirs (ale_py:ALE/Pong-v5)."""
+    plain, prefixed = resolve_config("ppo", "CartPole-v1"), resolve_config("ppo", "gymnasium:CartPole-v1")
+    assert (prefixed[0].n_envs, prefixed[0].target_reward, prefixed[1].n_steps) == (16, 475, 32)
+    assert prefixed[1] == plain[1] and prefixed[0].env == "gymnasium:CartPole-v1"
+
+
 def test_the_last_set_wins_over_an_alias_given_between():
     """--set lr=0.1 --set hparams.lr=0.5 --set lr=0.2 is lr 0.2 (the repeated key kept its first place, so the
     alias given between won: 0.5)."""
