@@ -38,6 +38,11 @@ def register(kind: str, name: str) -> Callable[[T], T]:
     re-executed notebook cell, a reloaded module) replaces the old one."""
     if kind not in _REGISTRY:
         raise ValueError(f"unknown registry kind {kind!r}; kinds: {', '.join(KINDS)}")
+    if not isinstance(name, str) or not name.strip() or (":" in name and kind != "env"):
+        # lookup() imports a name with ':' as module:Class: such a registration could never be found
+        raise ValueError(f"cannot register {kind} {name!r}: a name must be a non-empty string"
+                         + ("" if not isinstance(name, str) or not name.strip() else
+                            " without ':' (a name with ':' is looked up as module:Class)"))
 
     def deco(obj: T) -> T:
         existing = _REGISTRY[kind].get(name)

@@ -163,6 +163,18 @@ def test_register_decorator_and_duplicates():
         register("model", "test_only_model")(object)
 
 
+def test_a_name_lookup_could_never_find_is_refused_at_registration():
+    """@register("algorithm", "team:ppo") registered a class that 'canter train team:ppo' looked up as module
+    'team' ('cannot import module 'team''); an empty name could not be given either. Envs are looked up by
+    their whole id first, so an env name may hold ':'."""
+    from canter.registry import _REGISTRY
+
+    for kind, name in [("algorithm", "team:ppo"), ("model", "my:net"), ("encoder", ""), ("agent", " ")]:
+        with pytest.raises(ValueError, match=f"cannot register {kind} '{name}': a name must be a non-empty string"):
+            register(kind, name)(type("X", (), {}))
+        assert name not in _REGISTRY[kind]
+
+
 def test_a_registered_subclass_is_built_saved_and_loaded_as_itself(tmp_path):
     """@register("algorithm", "my_ppo") on a PPO subclass that keeps PPO's ``name`` class attribute: the run
     config said algo 'ppo', so PPO (with PPO's CartPole preset) was trained, saved and loaded instead."""
