@@ -165,6 +165,11 @@ def monitored_value(trainer: Any, result: Any, monitor: str) -> float | None:
     return None if result is None else result.mean_return
 
 
+def _number_in(value: Any, low: float, high: float) -> bool:
+    """True for a real number (not a bool) with ``low <= value <= high``; NaN is not."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and low <= value <= high
+
+
 class Patience(Callback):
     """Counts evaluations since the monitored return last improved by more than ``min_delta``."""
 
@@ -175,6 +180,8 @@ class Patience(Callback):
             raise CanterError(f"{type(self).__name__}: patience must be an int >= 1 (evaluations), got {patience!r}")
         if monitor not in ("eval", "rolling"):
             raise unknown(f"{type(self).__name__} monitor", str(monitor), ("eval", "rolling"))
+        if not _number_in(min_delta, 0.0, math.inf):  # the run key min_delta: >= 0
+            raise CanterError(f"{type(self).__name__}: min_delta must be a number >= 0, got {min_delta!r}")
         self.patience, self.monitor, self.min_delta = int(patience), monitor, float(min_delta)
         self.best: float | None = None
         self.bad = 0
@@ -211,6 +218,9 @@ class PlateauLR(Patience):
 
     def __init__(self, patience: int, factor: float = 0.5, monitor: str = "eval", min_delta: float = 0.0) -> None:
         super().__init__(patience, monitor, min_delta)
+        if not _number_in(factor, 0.0, 1.0) or factor == 0:  # the run key plateau_factor: in (0, 1]
+            raise CanterError(f"PlateauLR: factor must be a number in (0, 1], got {factor!r} (a factor above 1 "
+                              "would raise the learning rate at every plateau)")
         self.factor = float(factor)
         self.reductions: list[int] = []
 

@@ -215,6 +215,11 @@ def test_early_stopping_triggers_after_patience_evaluations_without_improvement(
     (lambda: PlateauLR(0), "patience must be an int >= 1"),  # reduced the learning rate at every evaluation
     (lambda: EarlyStopping(2.5), "patience must be an int >= 1"),
     (lambda: EarlyStopping(2, monitor="Eval"), "did you mean 'eval'"),  # silently watched the eval return
+    # plateau_factor: 5 is refused; PlateauLR(factor=5) multiplied the learning rate by 5 at every plateau
+    (lambda: PlateauLR(2, factor=5), r"factor must be a number in \(0, 1\]"),
+    (lambda: PlateauLR(2, factor=0.0), r"factor must be a number in \(0, 1\]"),
+    (lambda: EarlyStopping(2, min_delta=-1.0), "min_delta must be a number >= 0"),
+    (lambda: EarlyStopping(2, min_delta=float("nan")), "min_delta must be a number >= 0"),
 ])
 def test_patience_callbacks_made_in_python_check_their_arguments_as_the_run_keys_do(make, needle):
     with pytest.raises(CanterError, match=needle):
