@@ -58,12 +58,34 @@ def dump_yaml(data: Any) -> str:
 def safe_load(text: str) -> Any:
     """``yaml.safe_load`` that refuses duplicate keys."""
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except ValueError as exc:  # int() of a digit string over Python's limit (sys.get_int_max_str_digits)
         if "integer string conversion" not in str(exc):
             raise
         raise yaml.constructor.ConstructorError(
             None, None, f"an integer with more than {sys.get_int_max_str_digits()} digits") from None
+    except RecursionError:  # PyYAML parses nested collections recursively: [[[[...]]]] a few hundred deep
+        raise yaml.constructor.ConstructorError(None, None, f"{_NESTING_PROBLEM}") from None
+    _check_nesting(data)
+    return data
+
+
+#: deeper collections are refused: PyYAML's parser, and canter's checks of config values, recurse into them
+MAX_NESTING = 100
+_NESTING_PROBLEM = f"collections nested more than {MAX_NESTING} deep, or an alias inside its own anchor"
+
+
+def _check_nesting(data: Any) -> None:
+    """Refuse collections nested deeper than :data:`MAX_NESTING` and recursive aliases (``&a [*a]``, which
+    PyYAML builds as a list inside itself): the code that reads config values recurses into them."""
+    stack, deepest = [(data, 0)], {}  # deepest: id -> the greatest depth a shared (aliased) node was seen at
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (list, dict)) and deepest.get(id(node), -1) < depth:
+            if depth >= MAX_NESTING:  # a recursive alias is endlessly deep
+                raise yaml.constructor.ConstructorError(None, None, _NESTING_PROBLEM)
+            deepest[id(node)] = depth
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
 
 
 def parse_yaml_value(text: str, key: str) -> Any:

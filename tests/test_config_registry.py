@@ -216,6 +216,18 @@ def test_duplicate_yaml_keys_are_refused_with_their_line(tmp_path):
     assert load_yaml(f) == {"a": {"x": 1}, "b": {"x": 2}}
 
 
+def test_a_recursive_alias_or_a_deep_nesting_is_one_line(tmp_path):
+    """'env_kwargs: &a {x: *a}' (a mapping inside itself) and a few hundred nested lists were RecursionError
+    tracebacks (in canter's value checks, and in PyYAML's parser)."""
+    f = tmp_path / "run.yaml"
+    for text in ["env_kwargs: &a {x: *a}\n", "env_kwargs: {x: " + "[" * 500 + "]" * 500 + "}\n"]:
+        f.write_text(text)
+        with pytest.raises(CanterError, match=r"run.yaml: collections nested more than 100 deep, or an alias"):
+            resolve_config("ppo", "CartPole-v1", f)
+    f.write_text("base: &b [64, 64]\n")  # an alias used twice is no recursion
+    assert load_yaml(f) == {"base": [64, 64]}
+
+
 def test_type_errors_read_as_english():
     with pytest.raises(CanterError, match="'seed' must be an int, got 'abc'"):
         build(RunConfig, {"seed": "abc"})
