@@ -427,7 +427,13 @@ def _differing_key(found: Any, saved: Any, prefix: str = "") -> str | None:
             if inner is not None:
                 return inner
         return None
-    return None if found == saved else prefix.rstrip(".") or "the whole file"
+    if found == saved:
+        return None
+    from canter.yaml_io import written_unquoted_as
+
+    if isinstance(saved, str) and isinstance(found, float) and written_unquoted_as(saved) == found:
+        return None  # '1e5', written unquoted by an earlier canter, reads back as a number now
+    return prefix.rstrip(".") or "the whole file"
 
 
 def _check_config_unedited(run_dir: Path, saved: dict[str, Any]) -> None:

@@ -49,6 +49,12 @@ class _Dumper(yaml.SafeDumper):
 _Dumper.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
 
 
+def written_unquoted_as(text: str) -> Any:
+    """What the string ``text`` reads back as from a YAML file that wrote it unquoted (``yaml.safe_dump``
+    before :func:`dump_yaml`): a float for ``'1e5'``, which PyYAML's YAML 1.1 rules took for a string."""
+    return float(text) if _FLOAT.match(text) else text
+
+
 def dump_yaml(data: Any) -> str:
     """``yaml.safe_dump(data, sort_keys=False)``, with strings that :func:`safe_load` would read as
     numbers (``'1e5'``) quoted, so that the text reads back as ``data``."""
