@@ -35,7 +35,11 @@ class _Parser(argparse.ArgumentParser):
             for token in message.split(":", 1)[1].split():
                 if token.startswith("--"):
                     options = [o for o in self._option_string_actions if o.startswith("--") and o != "--help"]
-                    near = closest(token.split("=", 1)[0], options)
+                    from canter.config import OTHER_NAMES  # --learning-rate is --lr, not the closest spelling
+
+                    ours = OTHER_NAMES.get(token.split("=", 1)[0][2:].replace("-", "_"), "")
+                    near = [o for o in (f"--{ours.replace('_', '-')}",) if ours and o in options]
+                    near = near or closest(token.split("=", 1)[0], options)
                     if near:
                         return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + "?"
                     break

@@ -343,6 +343,22 @@ def _keys_hint(algo: str) -> str:
     return f"'canter train {algo} --help' lists the hyperparameters, a run's config.yaml every key"
 
 
+#: Stable-Baselines3 / rl-zoo3 names that canter spells otherwise: closest-spelling matches pointed elsewhere
+#: (learning_rate -> 'clip_range' for PPO, 'learning_starts' for DQN; n_timesteps -> PPO's rollout 'n_steps')
+OTHER_NAMES = {"learning_rate": "lr", "n_timesteps": "max_steps", "total_timesteps": "max_steps",
+               "stats_window_size": "reward_window", "eval_freq": "eval_every", "n_eval_episodes": "eval_episodes"}
+
+
+def _other_name(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
+    """The error for a key that Stable-Baselines3 / rl-zoo3 use for what canter calls otherwise, or None."""
+    name = key[len("hparams."):] if key.startswith("hparams.") else key
+    ours = OTHER_NAMES.get(name)
+    if ours is None or (ours not in run_keys and ours not in hp_keys):
+        return None
+    where = f"hparams.{ours}" if ours in hp_keys else ours
+    return CanterError(f"unknown config key '{key}'; canter calls it '{where}' (Stable-Baselines3's '{name}')")
+
+
 def _unknown_hparam(key: str, hp_keys: Any, run_keys: Any, algo: str) -> CanterError:
     """The error for ``hparams.<name>`` that is no hyperparameter of ``algo``: a run key put under
     ``hparams`` (``n_envs``, ``seed``, ``max_steps``) is named as one, else the closest hyperparameters."""
@@ -350,7 +366,8 @@ def _unknown_hparam(key: str, hp_keys: Any, run_keys: Any, algo: str) -> CanterE
     if name in run_keys:
         return CanterError(f"'{key}' is a run setting, not a hyperparameter of {algo}: give it at the top level "
                            f"('{name}: ...' in YAML, --set {name}=...)")
-    return unknown("hyperparameter", key, [f"hparams.{n}" for n in hp_keys], see=_keys_hint(algo))
+    return _other_name(key, run_keys, hp_keys) or unknown(
+        "hyperparameter", key, [f"hparams.{n}" for n in hp_keys], see=_keys_hint(algo))
 
 
 def preset_path(algo: str, env: str) -> Path:
@@ -471,8 +488,8 @@ def resolve_config(
             elif key in hp_keys:
                 set_hp(key, value, key)
             else:
-                raise unknown("config key", key, list(run_keys) + list(hp_keys),
-                              see=_keys_hint(algo_name))
+                raise _other_name(key, run_keys, hp_keys) or unknown(
+                    "config key", key, list(run_keys) + list(hp_keys), see=_keys_hint(algo_name))
     run_values["algo"] = algo_name
     run_values["env"] = str(env_id)
     run = build(RunConfig, run_values)

@@ -545,3 +545,18 @@ def test_a_hyperparameter_given_twice_in_one_file_is_refused(tmp_path):
     f.write_text("lr: 0.1\n")  # the file, a flag and --set are layers: each may override the one before
     _, hp = resolve_config("ppo", "CartPole-v1", f, ["hparams.lr=0.3", "lr=0.4"], hparams={"lr": 0.2})
     assert hp.lr == 0.4
+
+
+def test_stable_baselines3_names_point_to_canters(capsys):
+    """learning_rate was answered "did you mean 'clip_range'" (PPO) or "'learning_starts'" (DQN, a step count),
+    and n_timesteps "did you mean 'n_steps'" (PPO's rollout length): the closest spellings, not the settings."""
+    from canter.cli import main
+
+    with pytest.raises(CanterError, match=r"unknown config key 'learning_rate'; canter calls it 'hparams.lr'"):
+        resolve_config("dqn", "CartPole-v1", sets=["learning_rate=0.001"])
+    with pytest.raises(CanterError, match=r"'hparams.learning_rate'; canter calls it 'hparams.lr'"):
+        resolve_config("ppo", "CartPole-v1", sets=["hparams={learning_rate: 0.001}"])
+    with pytest.raises(CanterError, match=r"'n_timesteps'; canter calls it 'max_steps'"):
+        resolve_config("ppo", "CartPole-v1", sets=["n_timesteps=1e5"])
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--learning-rate", "0.001"]) == 2
+    assert capsys.readouterr().err.strip().endswith("did you mean '--lr'?")
