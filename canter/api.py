@@ -22,6 +22,7 @@ from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
+from canter.resume_checks import check_config_unedited, check_resume_metadata
 from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing, run_metadata
 from canter.run_lock import check_free
 from canter.utils import global_rngs_kept, threads_kept
@@ -370,7 +371,7 @@ def resume_trainer(
     state, meta = load_checkpoint(base)
     if not meta.get("resumable") or "trainer" not in state:
         raise CanterError(f"{base} is not a resumable checkpoint (written by an older canter)")
-    _check_resume_metadata(meta, state["trainer"], base)
+    check_resume_metadata(meta, state["trainer"], base)
     import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names
     cfg = dict(meta["config"])
     hp_values = cfg.pop("hparams", {})
@@ -404,7 +405,7 @@ def resume_trainer(
         if read_dataset_metadata(run.dataset).get("checkpoint_id") != used:
             raise CanterError(f"cannot resume: dataset '{run.dataset}' was rewritten since this run started; "
                               f"an exact continuation needs the dataset it was trained on")
-    _check_config_unedited(run_dir, meta["config"])  # after the checks of the checkpoint itself
+    check_config_unedited(run_dir, meta["config"])  # after the checks of the checkpoint itself
     run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), resumed=meta)
     assert isinstance(run_obj, Run)
     agent = run_obj.trainer.agent
@@ -415,75 +416,6 @@ def resume_trainer(
     agent.load_state_dict(state["agent"], weights_only=False)
     run_obj.trainer.resume_from(state["trainer"])
     return run_obj
-
-
-def _differing_key(found: Any, saved: Any, prefix: str = "") -> str | None:
-    """The first (dotted) key at which ``found`` and ``saved`` differ, or None when they are equal."""
-    if isinstance(found, dict) and isinstance(saved, dict):
-        for key in [*saved, *(k for k in found if k not in saved)]:
-            if key not in found or key not in saved:
-                return f"{prefix}{key}"
-            inner = _differing_key(found[key], saved[key], f"{prefix}{key}.")
-            if inner is not None:
-                return inner
-        return None
-    if found == saved:
-        return None
-    from canter.yaml_io import written_unquoted_as
-
-    if isinstance(saved, str) and isinstance(found, float) and written_unquoted_as(saved) == found:
-        return None  # '1e5', written unquoted by an earlier canter, reads back as a number now
-    return prefix.rstrip(".") or "the whole file"
-
-
-def _check_config_unedited(run_dir: Path, saved: dict[str, Any]) -> None:
-    """A one-line :class:`CanterError` when ``run_dir/config.yaml`` was edited since the run wrote it: resuming
-    continues with the config saved in ``checkpoints/last`` and rewrites the file, so the edit would be ignored
-    and lost without a word. ``max_steps`` and ``max_seconds`` (which ``--resume`` may change) are not compared;
-    a missing or unreadable file is left to be rewritten as before."""
-    from canter.yaml_io import load_yaml
-
-    path = run_dir / "config.yaml"
-    try:
-        found = load_yaml(path)
-    except CanterError:
-        return
-    resumable = ("max_steps", "max_seconds")
-    key = _differing_key({k: v for k, v in found.items() if k not in resumable},
-                         {k: v for k, v in saved.items() if k not in resumable})
-    if key is not None:
-        raise CanterError(f"{path} was edited since the run wrote it ('{key}' differs from the config saved in "
-                          f"checkpoints/last); --resume continues a run with its saved config (only --max-steps and "
-                          f"--max-seconds may change): undo the edit, or start a new run with that config: "
-                          f"canter train {saved.get('algo')} -f {path} --run-dir NEW_DIR")
-
-
-def _check_resume_metadata(meta: dict[str, Any], trainer_state: Any, base: Path) -> None:
-    """A one-line :class:`CanterError` for a hand-edited ``last`` whose counters or trainer state do not
-    have the types resuming reads (checked before anything of the run is touched; the sha256 covers
-    the tensors, not the JSON)."""
-    try:
-        if not isinstance(meta.get("config"), dict) or not isinstance(meta["config"].get("hparams", {}), dict):
-            raise ValueError("'config' is not a mapping")
-        int(meta["step"])
-        int(meta.get("resumes", 0))
-        float(meta.get("trainer", {}).get("wall_time", 0.0))
-        dict(meta.get("history_rows") or {})
-        if meta.get("next_checkpoint") is not None:
-            int(meta["next_checkpoint"])
-        counters = trainer_state["counters"]
-        for key in ("step", "iteration", "episodes", "evaluations"):
-            int(counters[key])
-        float(counters.get("wall_time", 0.0))
-        [float(r) for r in trainer_state["recent_returns"]]
-        if len(trainer_state["rng"]["python"]) != 3 or not {"numpy", "torch"} <= set(trainer_state["rng"]):
-            raise ValueError("the saved random states are incomplete")
-        missing = [k for k in ("hooks", "lr", "guard") if k not in trainer_state]
-        if missing:
-            raise KeyError(missing[0])
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise CanterError(f"checkpoint {base} cannot be resumed: its metadata was edited or is corrupt "
-                          f"({type(exc).__name__}: {exc})") from None
 
 
 def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:

@@ -13,87 +13,8 @@ import sys
 import warnings
 from typing import Any
 
+from canter.cli_args import ConfigFileAction, _config_file_arg, _flag_value, _Parser, int_arg  # noqa: F401
 from canter.errors import CanterError
-
-
-class _Parser(argparse.ArgumentParser):
-    """ArgumentParser whose errors are one line and exit code 2.
-
-    Long options must be spelled out: argparse's prefix matching would silently take e.g. ``--n-step``
-    (DQN's n-step return) for PPO's ``--n-steps``. An unknown option is answered with the closest one.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def explain(self, message: str) -> str:
-        """``message``, plus the closest valid option when it names an unrecognized one."""
-        if message.startswith("unrecognized arguments:"):
-            from canter.errors import closest
-
-            for token in message.split(":", 1)[1].split():
-                if token.startswith("--"):
-                    options = [o for o in self._option_string_actions if o.startswith("--") and o != "--help"]
-                    from canter.config import OTHER_NAMES  # --learning-rate is --lr, not the closest spelling
-
-                    ours = OTHER_NAMES.get(token.split("=", 1)[0][2:].replace("-", "_"), "")
-                    near = [o for o in (f"--{ours.replace('_', '-')}",) if ours and o in options]
-                    near = near or closest(token.split("=", 1)[0], options)
-                    if near:
-                        return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + "?"
-                    break
-                if "=" in token and "--set" in self._option_string_actions:  # '--set a=1 b=2'
-                    return f"{message}; one KEY=VALUE per --set: --set {token}"
-        return message
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise CanterError(self.explain(message))
-
-
-class ConfigFileAction(argparse.Action):
-    """``-f/--config FILE``, given once: a second file replaced the first without a word (while the
-    ``imports`` of the first were imported)."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        previous = getattr(namespace, self.dest, None)
-        if previous is not None:
-            raise _config_twice(previous, values)
-        setattr(namespace, self.dest, values)
-
-
-def _config_twice(first: str, second: str) -> CanterError:
-    return CanterError(f"-f/--config is given twice ('{first}', '{second}'); a run takes one config file: "
-                       "put the settings in one file, or give the other ones with --set KEY=VALUE")
-
-
-def _config_file_arg(argv: list[str]) -> str | None:
-    """The ``-f/--config`` file that ``argv`` gives (``-f F``, ``-fF``, ``-f=F``, ``--config F``, ``--config=F``),
-    as argparse will read it; given twice, the error :class:`ConfigFileAction` gives."""
-    files = []
-    for i, a in enumerate(argv):
-        if a in ("-f", "--config"):
-            if i + 1 < len(argv):
-                files.append(argv[i + 1])
-        elif a.startswith("--config="):
-            files.append(a.split("=", 1)[1])
-        elif a.startswith("-f") and not a.startswith("--"):
-            files.append(a[3:] if a.startswith("-f=") else a[2:])
-    if len(files) > 1:
-        raise _config_twice(files[0], files[1])
-    return files[0] if files else None
-
-
-def int_arg(text: str) -> int:
-    """The value of an integer flag; a whole number in exponent form (``--max-steps 1e6``) is taken as a
-    config file or ``--set max_steps=1e6`` takes it. Anything else is argparse's 'invalid int value'."""
-    from canter.config import coerce
-
-    try:
-        return coerce(int, text, "value")
-    except CanterError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
@@ -193,16 +114,6 @@ def _algo_arg(argv: list[str]) -> str | None:
             skip = a not in no_value and "=" not in a and (a.startswith("--") or len(a) == 2)  # -fFILE: attached
         else:
             return a
-    return None
-
-
-def _flag_value(argv: list[str], flag: str) -> str | None:
-    """The value given to ``flag`` (``--flag V`` or ``--flag=V``), if any."""
-    for i, a in enumerate(argv):
-        if a == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith(flag + "="):
-            return a.split("=", 1)[1]
     return None
 
 

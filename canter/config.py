@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from canter.config_errors import _keys_hint, _other_name, _unknown_hparam
 from canter.errors import CanterError, unknown
 from canter.config_imports import config_imports, layered_imports
 from canter.yaml_io import load_yaml, parse_yaml_value
@@ -336,38 +337,6 @@ class RunConfig:
 
         if self.ray_address is not None and not ray_address_ok(self.ray_address):
             raise CanterError(f"'ray_address' must be 'auto', host:port or ray://host:port, got '{self.ray_address}'")
-
-
-def _keys_hint(algo: str) -> str:
-    """Where the valid config keys are listed (for an unknown key without a close match)."""
-    return f"'canter train {algo} --help' lists the hyperparameters, a run's config.yaml every key"
-
-
-#: Stable-Baselines3 / rl-zoo3 names that canter spells otherwise: closest-spelling matches pointed elsewhere
-#: (learning_rate -> 'clip_range' for PPO, 'learning_starts' for DQN; n_timesteps -> PPO's rollout 'n_steps')
-OTHER_NAMES = {"learning_rate": "lr", "n_timesteps": "max_steps", "total_timesteps": "max_steps",
-               "stats_window_size": "reward_window", "eval_freq": "eval_every", "n_eval_episodes": "eval_episodes"}
-
-
-def _other_name(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
-    """The error for a key that Stable-Baselines3 / rl-zoo3 use for what canter calls otherwise, or None."""
-    name = key[len("hparams."):] if key.startswith("hparams.") else key
-    ours = OTHER_NAMES.get(name)
-    if ours is None or (ours not in run_keys and ours not in hp_keys):
-        return None
-    where = f"hparams.{ours}" if ours in hp_keys else ours
-    return CanterError(f"unknown config key '{key}'; canter calls it '{where}' (Stable-Baselines3's '{name}')")
-
-
-def _unknown_hparam(key: str, hp_keys: Any, run_keys: Any, algo: str) -> CanterError:
-    """The error for ``hparams.<name>`` that is no hyperparameter of ``algo``: a run key put under
-    ``hparams`` (``n_envs``, ``seed``, ``max_steps``) is named as one, else the closest hyperparameters."""
-    name = key[len("hparams."):]
-    if name in run_keys:
-        return CanterError(f"'{key}' is a run setting, not a hyperparameter of {algo}: give it at the top level "
-                           f"('{name}: ...' in YAML, --set {name}=...)")
-    return _other_name(key, run_keys, hp_keys) or unknown(
-        "hyperparameter", key, [f"hparams.{n}" for n in hp_keys], see=_keys_hint(algo))
 
 
 def preset_path(algo: str, env: str) -> Path:

@@ -678,11 +678,11 @@ def test_a_resume_refuses_an_edited_config_yaml_and_keeps_the_edit(tmp_path, cap
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "config.yaml was edited since the run wrote it ('hparams.lr' differs" in err
     assert snapshot(run_dir) == before
-    from canter.api import _check_config_unedited
+    from canter.resume_checks import check_config_unedited
 
     saved = read_metadata(run_dir / "checkpoints" / "last")["config"]
     (run_dir / "config.yaml").write_text(text.replace("max_steps: 64\n", "max_steps: 128\n"))  # a resume's rewrite
-    _check_config_unedited(run_dir, saved)
+    check_config_unedited(run_dir, saved)
     # an earlier canter wrote the string '1e1' unquoted; it reads back as the number 10.0 now: no edit
     (run_dir / "config.yaml").write_text(text.replace("env_kwargs: {}\n", "env_kwargs:\n  g: 1e1\n"))
-    _check_config_unedited(run_dir, {**saved, "env_kwargs": {"g": "1e1"}})
+    check_config_unedited(run_dir, {**saved, "env_kwargs": {"g": "1e1"}})
