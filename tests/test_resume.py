@@ -440,6 +440,7 @@ def test_truncated_safetensors_is_refused(good_run, tmp_path):
     {"type": "Teleporter"},
     ["not", "a", "mapping"],
     {"type": "Box", "shape": [7], "dtype": "float32", "low": -1, "high": 1},  # valid, but not the model's
+    {"type": "Box", "shape": [4], "dtype": "float32", "low": -1, "high": 1, "layout": "not a list of entries"},
 ])
 def test_checkpoint_json_with_wrong_spaces_is_refused(good_run, tmp_path, capsys, space):
     base = copy_checkpoint(good_run, tmp_path / "ck")

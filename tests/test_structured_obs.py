@@ -127,3 +127,30 @@ def test_multidiscrete_and_multibinary_observations_are_flattened(binary):
         for _ in trainer():
             pass
     assert trainer.agent.predict(obs).shape == (2,)
+
+
+def test_checkpoints_record_the_packed_structure():
+    """A packed Box's width and bounds alone once described a structured observation: a checkpoint of a
+    Dict{img, vec} was evaluated on a Tuple(img, vec) env, and Dicts with entries of other sizes (or
+    MultiDiscrete([3, 2]) and ([2, 3])) matched. The entries are recorded and compared, where both have them."""
+    from canter.envs.spaces import space_from_dict, space_to_dict, spaces_match, spaces_mismatch
+
+    img, vec = gym.spaces.Box(0, 255, (8, 8, 1), np.uint8), gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    box = lambda n: gym.spaces.Box(0.0, 1.0, (n,), np.float32)  # noqa: E731
+    act = gym.spaces.Discrete(2)
+    for trained, other, diff in (
+            (gym.spaces.Dict({"img": img, "vec": vec}), gym.spaces.Tuple((img, vec)),
+             "img: Box(8, 8, 1) vs [0]: Box(8, 8, 1)"),
+            (gym.spaces.Dict({"a": box(3), "b": box(1)}), gym.spaces.Dict({"a": box(1), "b": box(3)}),
+             "a: Box(3,) vs a: Box(1,)"),
+            (gym.spaces.MultiDiscrete([3, 2]), gym.spaces.MultiDiscrete([2, 3]),
+             "MultiDiscrete([3, 2]) vs MultiDiscrete([2, 3])")):
+        a, b = ObservationPacker(trained, act).space, ObservationPacker(other, act).space
+        saved = json.loads(json.dumps(space_to_dict(a)))
+        back = space_from_dict(saved)
+        assert spaces_match(back, a) and spaces_mismatch((back, act), (a, act)) is None
+        message = spaces_mismatch((back, act), (b, act))
+        assert message is not None and message.endswith(f"; packed observation entries differ: {diff}")
+        del saved["layout"]  # a checkpoint written before layouts were recorded compares as it did
+        old = space_from_dict(saved)
+        assert spaces_match(old, b) and spaces_mismatch((old, act), (b, act)) is None

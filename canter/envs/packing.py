@@ -88,6 +88,52 @@ def _fits_a_byte(space: gym.Space) -> bool:
             and bool(np.all(space.low >= 0)) and bool(np.all(space.high <= 255)))
 
 
+#: a packed space's structure: one JSON-safe description per entry, in the vector's order
+#: (:func:`layout_entry`), kept in the space's ``packed_layout`` attribute and written in checkpoints
+#: (:func:`canter.envs.spaces.space_to_dict`), so that two structures of the same width and bounds
+#: (a Dict and a Tuple of the same entries; entries of other sizes) are told apart
+Layout = tuple[dict[str, Any], ...]
+
+
+def layout_entry(path: str, leaf: gym.Space) -> dict[str, Any]:
+    """One entry of a packed layout: its ``path`` in the structure (``"img"``, ``"[0]"``, ``"a.b"``;
+    ``""`` for a plain MultiDiscrete / MultiBinary observation), its ``kind`` (the space's class) and
+    what fixes its columns: a Box's ``shape``, a Discrete's ``n`` (and ``start``), a MultiDiscrete's
+    ``nvec`` (and ``start``), a MultiBinary's ``n``."""
+    entry: dict[str, Any] = {"path": path, "kind": type(leaf).__name__}
+    if isinstance(leaf, gym.spaces.Discrete):
+        entry["n"] = int(leaf.n)
+        if leaf.start:
+            entry["start"] = int(leaf.start)
+    elif isinstance(leaf, gym.spaces.MultiDiscrete):
+        entry["nvec"] = leaf.nvec.tolist()
+        if leaf.start.any():
+            entry["start"] = leaf.start.tolist()
+    elif isinstance(leaf, gym.spaces.MultiBinary):
+        entry["n"] = np.asarray(leaf.n).tolist()
+    else:
+        entry["shape"] = [int(d) for d in leaf.shape]
+    return entry
+
+
+def packed_layout(space: gym.Space) -> Layout | None:
+    """The structure packed into ``space`` (its ``packed_layout``), or None for a space that
+    :class:`ObservationPacker` did not make (or one read from a checkpoint written before layouts
+    were recorded)."""
+    return getattr(space, "packed_layout", None)
+
+
+def describe_entry(entry: dict[str, Any]) -> str:
+    """A layout entry as ``"img: Box(8, 8, 1)"`` (no path for a plain MultiDiscrete observation)."""
+    kind = entry.get("kind")
+    if "shape" in entry:
+        what = f"{kind}({', '.join(str(d) for d in entry['shape'])}{',' if len(entry['shape']) == 1 else ''})"
+    else:
+        start = f", start={entry['start']}" if "start" in entry else ""
+        what = f"{kind}({entry.get('nvec', entry.get('n'))}{start})"
+    return f"{entry['path']}: {what}" if entry.get("path") else what
+
+
 def _check_entries(space: gym.Space, where: str) -> None:
     """Refuse entries that do not flatten into a feature vector (text, graphs...)."""
     for name, leaf in _leaves(space, where):
@@ -103,7 +149,8 @@ def _check_leaf(space: gym.Space, where: str) -> None:
 class ObservationPacker:
     """Flattens observations of a ``Dict`` / ``Tuple`` space into vectors of :attr:`space`: float32
     (a :class:`~canter.envs.masks.MaskedBox` when the space follows the action-mask convention), or
-    a :class:`PackedBox` when it has image entries."""
+    a :class:`PackedBox` when it has image entries. The space's ``packed_layout`` lists the entries
+    packed into it (:func:`layout_entry`), for checkpoints to record."""
 
     #: configuration only: an env's snapshot for exact resume (:mod:`canter.envs.state`) skips it
     resume_stateless = True
@@ -146,6 +193,7 @@ class ObservationPacker:
             self.space = PackedBox(low, high, dtype, images)
         else:
             self.space = gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+        self.space.packed_layout = tuple(layout_entry(name, leaf) for name, leaf in leaves)
         self._dtype = self.space.dtype
 
     def __call__(self, observation: Any) -> np.ndarray:

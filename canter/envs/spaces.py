@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 
 from canter.envs.masks import MaskedBox
-from canter.envs.packing import PackedBox
+from canter.envs.packing import Layout, PackedBox, describe_entry, packed_layout
 from canter.errors import CanterError
 
 _MAX_BOUNDS = 4096
@@ -43,9 +43,9 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
     if isinstance(space, PackedBox):  # pixels are 0-255: the bounds of the other columns only
         cols = _vector_columns(space)
-        return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
-                "images": [[o, list(shape)] for o, shape in space.images],
-                "low": _bound(space.low[cols]), "high": _bound(space.high[cols])}
+        return _with_layout({"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
+                             "images": [[o, list(shape)] for o, shape in space.images],
+                             "low": _bound(space.low[cols]), "high": _bound(space.high[cols])}, space)
     if isinstance(space, gym.spaces.Box):
         d = {
             "type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
@@ -53,7 +53,7 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
         }
         if isinstance(space, MaskedBox):  # the last entries are an action mask (canter.envs.masks)
             d["action_mask"] = space.mask_width
-        return d
+        return _with_layout(d, space)
     if isinstance(space, gym.spaces.MultiDiscrete):
         d: dict[str, Any] = {"type": "MultiDiscrete", "nvec": space.nvec.tolist()}
         if space.dtype != np.int64:  # written only where they differ from the defaults, which older
@@ -68,8 +68,33 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
     raise CanterError(f"unsupported space {space!r}")
 
 
+def _with_layout(d: dict[str, Any], space: gym.Space) -> dict[str, Any]:
+    """``d`` with the structure packed into ``space`` (``"layout"``), where it has one
+    (:func:`canter.envs.packing.packed_layout`): a packed Box's width and bounds alone do not tell a
+    ``Dict`` from a ``Tuple`` of the same entries, nor entries of other sizes apart."""
+    layout = packed_layout(space)
+    if layout is not None:
+        d["layout"] = [dict(entry) for entry in layout]
+    return d
+
+
+def _layout_from(value: Any) -> Layout:
+    """A ``"layout"`` read from a description, checked to be a list of entries."""
+    if not isinstance(value, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("kind"), str) for e in value):
+        raise CanterError(f"a packed layout is a list of entries with a path and a kind, got {value!r:.100}")
+    return tuple(dict(e) for e in value)
+
+
 def space_from_dict(d: dict[str, Any]) -> gym.Space:
     """Inverse of :func:`space_to_dict`."""
+    space = _space_from_dict(d)
+    if d.get("type") == "Box" and "layout" in d:
+        space.packed_layout = _layout_from(d["layout"])  # type: ignore[attr-defined]
+    return space
+
+
+def _space_from_dict(d: dict[str, Any]) -> gym.Space:
     kind = d.get("type")
     if kind == "Discrete":
         return gym.spaces.Discrete(d["n"], start=d.get("start", 0))
@@ -177,9 +202,40 @@ def bounds_difference(trained: gym.Space, other: gym.Space) -> str:
     return ""
 
 
+def _comparable(a: Any, b: Any) -> tuple[Any, Any]:
+    """Two space descriptions without their ``"layout"`` where only one has it (a checkpoint written
+    before layouts were recorded compares by type, shape and bounds, as it did)."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return a, b
+    if a.get("type") == b.get("type") == "Dict" and isinstance(a.get("spaces"), dict) and isinstance(b.get("spaces"), dict):
+        sa, sb = dict(a["spaces"]), dict(b["spaces"])  # a multi-policy agent's spaces, policy -> space
+        for k in sa.keys() & sb.keys():
+            sa[k], sb[k] = _comparable(sa[k], sb[k])
+        return {**a, "spaces": sa}, {**b, "spaces": sb}
+    if ("layout" in a) != ("layout" in b):
+        return ({k: v for k, v in a.items() if k != "layout"}, {k: v for k, v in b.items() if k != "layout"})
+    return a, b
+
+
 def spaces_match(a: gym.Space, b: gym.Space) -> bool:
-    """True when two spaces have the same type, shape and bounds."""
-    return space_to_dict(a) == space_to_dict(b)
+    """True when two spaces have the same type, shape and bounds and, where both record one, the same
+    structure packed into them (:func:`canter.envs.packing.packed_layout`)."""
+    x, y = _comparable(space_to_dict(a), space_to_dict(b))
+    return x == y
+
+
+def layout_difference(trained: gym.Space, other: gym.Space) -> str:
+    """The first entry in which the structures packed into two spaces differ, as
+    ``"img: Box(8, 8, 1) vs [0]: Box(8, 8, 1)"`` (``trained``'s first); ``""`` where they do not, or
+    where either space records none."""
+    a, b = packed_layout(trained), packed_layout(other)
+    if a is None or b is None or list(a) == list(b):
+        return ""
+    for i in range(max(len(a), len(b))):
+        x, y = (a[i] if i < len(a) else None), (b[i] if i < len(b) else None)
+        if x != y:
+            return f"{describe_entry(x) if x else 'nothing'} vs {describe_entry(y) if y else 'nothing'}"
+    return ""
 
 
 def spaces_mismatch(trained: tuple[gym.Space, gym.Space], env: tuple[gym.Space, gym.Space]) -> str | None:
@@ -188,8 +244,11 @@ def spaces_mismatch(trained: tuple[gym.Space, gym.Space], env: tuple[gym.Space, 
     ``"; bounds differ: action high[0] 3.0 vs 5.0"``."""
     if all(spaces_match(a, b) for a, b in zip(trained, env)):
         return None
+    layout = layout_difference(trained[0], env[0])
     notes = [f"{name} {diff}" for name, a, b in zip(("observation", "action"), trained, env)
              if (diff := bounds_difference(a, b))]
     return (f"trained on {describe_space(trained[0])} -> {describe_space(trained[1])}, env has "
-            f"{describe_space(env[0])} -> {describe_space(env[1])}" + (f"; bounds differ: {', '.join(notes)}" if notes else ""))
+            f"{describe_space(env[0])} -> {describe_space(env[1])}"
+            + (f"; packed observation entries differ: {layout}" if layout else "")
+            + (f"; bounds differ: {', '.join(notes)}" if notes else ""))
 
