@@ -3,6 +3,7 @@ those with images: tests/test_image_dict.py)."""
 from __future__ import annotations
 
 import json
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -127,6 +128,12 @@ def test_multidiscrete_and_multibinary_observations_are_flattened(binary):
         for _ in trainer():
             pass
     assert trainer.agent.predict(obs).shape == (2,)
+    # the raw observation (not one-hot / flattened): a hint to pack it, as for a Dict (once only the shapes)
+    what = r"MultiBinary\(\[2, 2\]\) observation is packed into one vector" if binary else \
+        r"MultiDiscrete\(\[3, 2\], start=\[1, 0\]\) observation is packed into one vector \(one-hot per entry\)"
+    with pytest.raises(CanterError, match=rf"got an array of shape {re.escape(str(raw.shape))}; a {what} first: .*"
+                                          r"pack_observations\(env\)$"):
+        trainer.agent.predict(raw)
 
 
 def test_checkpoints_record_the_packed_structure():

@@ -189,8 +189,10 @@ class Agent:
         elif x.shape[1:] == shape:
             single = False
         else:
+            from canter.envs.packing import packing_hint
+
             raise CanterError(f"expected one observation of shape {shape} or a batch of shape "
-                              f"{(-1, *shape)}, got an array of shape {x.shape}")
+                              f"{(-1, *shape)}, got an array of shape {x.shape}{packing_hint(self.observation_space)}")
         if isinstance(self.observation_space, gym.spaces.Discrete):
             self._check_discrete(x)
         if x.dtype != self.observation_space.dtype:

@@ -134,6 +134,19 @@ def describe_entry(entry: dict[str, Any]) -> str:
     return f"{entry['path']}: {what}" if entry.get("path") else what
 
 
+def packing_hint(space: gym.Space) -> str:
+    """For an error about an observation of the wrong shape: ``"; a ... observation is packed into one
+    vector first: ..."`` where ``space`` is a packed one, else ``""``."""
+    layout = packed_layout(space)
+    if not layout:
+        return ""
+    what, how = "Dict or Tuple", ""
+    if len(layout) == 1 and not layout[0].get("path") and layout[0].get("kind") in ("MultiDiscrete", "MultiBinary"):
+        what, how = describe_entry(layout[0]), " (one-hot per entry)" if layout[0]["kind"] == "MultiDiscrete" else ""
+    return (f"; a {what} observation is packed into one vector{how} first: wrap the env in "
+            f"canter.envs.packing.pack_observations(env)")
+
+
 def _check_entries(space: gym.Space, where: str) -> None:
     """Refuse entries that do not flatten into a feature vector (text, graphs...)."""
     for name, leaf in _leaves(space, where):
