@@ -1,7 +1,6 @@
 """Per-episode history (``history.parquet``), update and evaluation statistics in parquet."""
 from __future__ import annotations
 
-import io
 import time
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from canter.callbacks import Callback
-from canter.checkpoint import atomic_write
+from canter.checkpoint import atomic_file
 from canter.trainers.base import TrainRecord
 
 HISTORY_COLUMNS = ("step", "wall_time", "episode_return", "episode_length", "rolling_return")
@@ -24,20 +23,27 @@ COLUMN_TYPES = {"step": pa.int64(), "wall_time": pa.float64(), "episode_return":
                 "episodes": pa.int64(), "steps_per_second": pa.float64()}
 
 
-def write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> None:
-    """Atomically write ``rows`` (dicts) as a parquet table (``columns``: the fixed columns, typed by
-    :data:`COLUMN_TYPES`; None: the keys of the rows, types inferred)."""
+def _to_table(rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> pa.Table:
+    """``rows`` (dicts) as a table (``columns``: the fixed columns, typed by :data:`COLUMN_TYPES`; None: the
+    keys of the rows in the order they first appear, types inferred, a key missing from a row giving null)."""
     if columns is None:
         seen: dict[str, None] = {}
         for row in rows:
             seen.update(dict.fromkeys(row))
-        columns = tuple(seen)
-        table = pa.table({c: [row.get(c) for row in rows] for c in columns})
-    else:
-        table = pa.table({c: pa.array([row.get(c) for row in rows], type=COLUMN_TYPES.get(c)) for c in columns})
-    sink = io.BytesIO()
-    pq.write_table(table, sink)
-    atomic_write(path, sink.getvalue())
+        return pa.table({c: [row.get(c) for row in rows] for c in seen})
+    return pa.table({c: pa.array([row.get(c) for row in rows], type=COLUMN_TYPES.get(c)) for c in columns})
+
+
+def _write_table(path: Path, table: pa.Table) -> None:
+    """Atomically write ``table`` as the parquet file ``path``."""
+    with atomic_file(path) as f:
+        pq.write_table(table, f)
+
+
+def write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> None:
+    """Atomically write ``rows`` (dicts) as a parquet table (``columns``: the fixed columns, typed by
+    :data:`COLUMN_TYPES`; None: the keys of the rows, types inferred)."""
+    _write_table(path, _to_table(rows, columns))
 
 
 FILES = ("history", "updates", "evaluations")
@@ -49,21 +55,63 @@ def check_history(run_dir: Path, rows: dict[str, int]) -> None:
         _read_rows(Path(run_dir) / f"{name}.parquet", rows.get(name, 0))
 
 
-def _read_rows(path: Path, n: int) -> list[dict[str, Any]]:
-    """The first ``n`` rows of a parquet file as dicts (rows written after a checkpoint are dropped)."""
+def _read_rows(path: Path, n: int) -> pa.Table | None:
+    """The first ``n`` rows of a parquet file (rows written after a checkpoint are dropped; None for none)."""
     if n == 0:
-        return []
+        return None
     try:
-        rows = pq.read_table(path).to_pylist()
+        table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
         from canter.errors import CanterError
 
         raise CanterError(f"cannot resume: {path} is missing or unreadable ({exc})") from None
-    if len(rows) < n:
+    if table.num_rows < n:
         from canter.errors import CanterError
 
-        raise CanterError(f"cannot resume: {path} has {len(rows)} rows but the checkpoint expects {n}")
-    return rows[:n]
+        raise CanterError(f"cannot resume: {path} has {table.num_rows} rows but the checkpoint expects {n}")
+    return table.slice(0, n)
+
+
+class _Rows:
+    """One file's rows: those converted so far as a pyarrow table (columnar), the newest as dicts until
+    the next flush (or until :attr:`BATCH` of them wait), so a flush converts only the rows new since the
+    last one and memory does not hold a dict per row."""
+
+    #: dict rows that may wait before they are converted
+    BATCH = 10_000
+
+    def __init__(self, fixed: tuple[str, ...] | None, empty: tuple[str, ...], labels: tuple[str, ...] = ()) -> None:
+        self.fixed = fixed  # the typed columns; None: the rows' keys, types inferred
+        self.empty = empty  # the columns of a file with no rows
+        self.labels = labels  # optional columns, in the file where the first row has them
+        self.table: pa.Table | None = None
+        self.new: list[dict[str, Any]] = []
+
+    def __len__(self) -> int:
+        return (0 if self.table is None else self.table.num_rows) + len(self.new)
+
+    def _columns(self, first: Any) -> tuple[str, ...] | None:
+        """The file's columns: the fixed ones and the labels that ``first`` (a row's keys, or column names) has."""
+        return None if self.fixed is None else self.fixed + tuple(k for k in self.labels if k in first)
+
+    def resume(self, table: pa.Table | None) -> None:
+        """Start from ``table`` (the rows a checkpoint had; fixed columns cast to their types)."""
+        if table is not None and self.fixed is not None:
+            names, n = table.column_names, table.num_rows
+            table = pa.table({c: table[c].cast(COLUMN_TYPES[c]) if c in names and c in COLUMN_TYPES
+                              else table[c] if c in names else pa.nulls(n, COLUMN_TYPES.get(c))
+                              for c in self._columns(names) or ()})
+        self.table, self.new = table, []
+
+    def convert(self) -> pa.Table:
+        """Every row so far as a table (the waiting ones converted and appended to the others)."""
+        if self.new:
+            chunk = _to_table(self.new, self._columns(self.new[0] if self.table is None else self.table.column_names))
+            table = chunk if self.table is None else pa.concat_tables([self.table, chunk], promote_options="permissive")
+            if table.num_columns and table.column(0).num_chunks > 64:
+                table = table.combine_chunks()
+            self.table, self.new = table, []
+        return self.table if self.table is not None else _to_table([], self.empty)
 
 
 class _Started(Callback):
@@ -85,9 +133,10 @@ class HistoryLogger:
     def __init__(self, run_dir: str | Path, flush_seconds: float = 30.0) -> None:
         self.dir = Path(run_dir)
         self.flush_seconds = flush_seconds
-        self.episodes: list[dict[str, Any]] = []
-        self.updates: list[dict[str, Any]] = []
-        self.evaluations: list[dict[str, Any]] = []
+        # the losses' columns come with the first update; before it, the fixed ones
+        self._files = {"history": _Rows(HISTORY_COLUMNS, HISTORY_COLUMNS, LABEL_COLUMNS),
+                       "updates": _Rows(None, ("step", "wall_time", "steps_per_second")),
+                       "evaluations": _Rows(EVALUATION_COLUMNS, EVALUATION_COLUMNS)}
         self._last_flush = time.monotonic()
         #: whether :meth:`close` rewrites the files: not for a resumed run whose training never started (a
         #: logger's start failed, e.g. a W&B init that raised): its files keep the rows written after 'last'
@@ -102,39 +151,60 @@ class HistoryLogger:
         if rows and hooks is not None:
             hooks.add(_Started(self))
         if rows:
-            self.episodes = _read_rows(self.dir / "history.parquet", rows.get("history", 0))
-            self.updates = _read_rows(self.dir / "updates.parquet", rows.get("updates", 0))
-            self.evaluations = _read_rows(self.dir / "evaluations.parquet", rows.get("evaluations", 0))
+            for name, f in self._files.items():
+                f.resume(_read_rows(self.dir / f"{name}.parquet", rows.get(name, 0)))
 
     def rows(self) -> dict[str, int]:
         """Rows logged so far per file (saved with resumable checkpoints)."""
-        return {"history": len(self.episodes), "updates": len(self.updates), "evaluations": len(self.evaluations)}
+        return {name: len(f) for name, f in self._files.items()}
+
+    def table(self, name: str) -> pa.Table:
+        """The rows logged so far to ``name`` (``history``, ``updates`` or ``evaluations``) as written."""
+        return self._files[name].convert()
+
+    @property
+    def episodes(self) -> list[dict[str, Any]]:
+        """The history rows so far as dicts (built from :meth:`table`: slow for long runs)."""
+        return self.table("history").to_pylist()
+
+    @property
+    def updates(self) -> list[dict[str, Any]]:
+        """The update rows so far as dicts (built from :meth:`table`: slow for long runs)."""
+        return self.table("updates").to_pylist()
+
+    @property
+    def evaluations(self) -> list[dict[str, Any]]:
+        """The evaluation rows so far as dicts (built from :meth:`table`: slow for long runs)."""
+        return self.table("evaluations").to_pylist()
+
+    def _add(self, name: str, row: dict[str, Any]) -> None:
+        f = self._files[name]
+        f.new.append(row)
+        if len(f.new) >= f.BATCH:
+            f.convert()
 
     def log(self, record: TrainRecord) -> None:  # noqa: D102
         for ep in record.episodes:
-            self.episodes.append({
+            self._add("history", {
                 "step": ep.step, "wall_time": ep.wall_time, "episode_return": ep.episode_return,
                 "episode_length": ep.episode_length, "rolling_return": ep.rolling_return,
                 **{k: getattr(ep, k) for k in LABEL_COLUMNS if getattr(ep, k) is not None},
             })
         if record.losses:
-            self.updates.append({"step": record.step, "wall_time": record.wall_time,
-                                 "steps_per_second": record.steps_per_second, **record.losses})
+            self._add("updates", {"step": record.step, "wall_time": record.wall_time,
+                                  "steps_per_second": record.steps_per_second, **record.losses})
         if record.evaluation is not None:
             ev = record.evaluation
-            self.evaluations.append({"step": record.step, "wall_time": record.wall_time, "mean_return": ev.mean_return,
-                                     "std_return": ev.std_return, "episodes": ev.episodes})
+            self._add("evaluations", {"step": record.step, "wall_time": record.wall_time, "mean_return": ev.mean_return,
+                                      "std_return": ev.std_return, "episodes": ev.episodes})
         if time.monotonic() - self._last_flush > self.flush_seconds:
             self.flush()
 
     def flush(self) -> None:
-        """Rewrite the parquet files with everything logged so far."""
-        labels = tuple(k for k in LABEL_COLUMNS if self.episodes and k in self.episodes[0])
-        write_parquet(self.dir / "history.parquet", self.episodes, HISTORY_COLUMNS + labels)
-        # the losses' columns come with the first update; before it, the fixed ones
-        write_parquet(self.dir / "updates.parquet", self.updates,
-                      None if self.updates else ("step", "wall_time", "steps_per_second"))
-        write_parquet(self.dir / "evaluations.parquet", self.evaluations, EVALUATION_COLUMNS)
+        """Rewrite the parquet files with everything logged so far (converting only the rows new since the
+        last flush; the files are written from the tables)."""
+        for name, f in self._files.items():
+            _write_table(self.dir / f"{name}.parquet", f.convert())
         self._last_flush = time.monotonic()
 
     def close(self) -> None:
