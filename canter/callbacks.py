@@ -246,7 +246,13 @@ class TargetReward(Callback):
     """Stop when an evaluation's mean return reaches ``target`` (reason ``target_reward``)."""
 
     def __init__(self, target: float) -> None:
-        self.target = float(target)
+        try:
+            value = float(target)
+        except (TypeError, ValueError):
+            raise CanterError(f"TargetReward's target must be a number, got {target!r}") from None
+        if not math.isfinite(value):  # NaN is never reached, inf never, -inf at once: no target at all
+            raise CanterError(f"TargetReward's target must be a finite number, got {target!r}")
+        self.target = value
         self.reached = False
 
     def on_evaluate(self, trainer: Any, result: Any) -> None:  # noqa: D102
@@ -332,7 +338,7 @@ def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
                               f"Callback, or a class with hook methods {', '.join(HOOKS)}), got '{path}'")
         try:
             out.append(factory(**(kwargs or {})))
-        except TypeError as exc:
+        except (TypeError, CanterError) as exc:
             raise CanterError(f"cannot build callback '{path}': {exc}") from None
         except Exception as exc:  # the user's class refuses its arguments (a ValueError...): one line, as for models
             from canter.errors import raised_in

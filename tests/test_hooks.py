@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import canter
-from canter.callbacks import HOOKS, Callback, EarlyStopping, PlateauLR
+from canter.callbacks import HOOKS, Callback, EarlyStopping, PlateauLR, TargetReward, config_callbacks
 from canter.config import resolve_config
 from canter.errors import CanterError
 from canter.schedules import lr_decay
@@ -220,6 +220,12 @@ def test_early_stopping_triggers_after_patience_evaluations_without_improvement(
     (lambda: PlateauLR(2, factor=0.0), r"factor must be a number in \(0, 1\]"),
     (lambda: EarlyStopping(2, min_delta=-1.0), "min_delta must be a number >= 0"),
     (lambda: EarlyStopping(2, min_delta=float("nan")), "min_delta must be a number >= 0"),
+    # target_reward: .nan is refused; TargetReward(nan) (or {target: nan} in 'callbacks') never stopped the run
+    (lambda: TargetReward(float("nan")), "target must be a finite number, got nan"),
+    (lambda: TargetReward("inf"), "target must be a finite number, got 'inf'"),
+    (lambda: TargetReward(None), "target must be a number, got None"),
+    (lambda: config_callbacks([{"canter.callbacks:TargetReward": {"target": "nan"}}], {}),
+     r"^cannot build callback 'canter.callbacks:TargetReward': TargetReward's target must be a finite number"),
 ])
 def test_patience_callbacks_made_in_python_check_their_arguments_as_the_run_keys_do(make, needle):
     with pytest.raises(CanterError, match=needle):
