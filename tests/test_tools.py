@@ -270,6 +270,45 @@ def test_tune_prunes_at_the_same_env_step_not_the_same_evaluation_count(tmp_path
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "COMPLETE"]
 
 
+def test_tune_never_prunes_a_trial_at_the_evaluation_that_ends_its_budget(tmp_path, capsys, monkeypatch):
+    """A trial below the median was PRUNED at its last evaluation, after it had trained its whole budget:
+    that saved nothing and lost a complete result. It now completes."""
+    optuna = pytest.importorskip("optuna")
+    from types import SimpleNamespace
+
+    import canter.api
+
+    class FakeTrainer:  # one evaluation per 2,048-step rollout; the return is 100 for lr 0.1, else 1
+        def __init__(self, *args: object, lr: float, max_steps: int, **kwargs: object) -> None:
+            self.run, self.step = SimpleNamespace(eval_every=2048, max_steps=max_steps), 0
+            self.value = 100.0 if lr == 0.1 else 1.0
+
+        def __call__(self):
+            while self.step < self.run.max_steps:
+                self.step += 2048
+                yield SimpleNamespace(step=self.step, evaluation=SimpleNamespace(mean_return=self.value))
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(canter.api, "make_trainer", FakeTrainer)
+    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *args: {})
+    space = tmp_path / "space.yaml"
+    space.write_text("lr: {choices: [0.1, 0.001]}\n" + "".join(
+        f"{k}: null\n" for k in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef",
+                                 "vf_coef", "max_grad_norm")))
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    for lr in (0.1, 0.1, 0.001):
+        study.enqueue_trial({"lr": lr})
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--space", str(space), "--storage", url, "--study", "s",
+                 "--out", str(tmp_path / "t"), "--trials", "3", "--prune-startup", "2", "--max-steps", "4096",
+                 "--quiet"]) == 0
+    trials = optuna.load_study(study_name="s", storage=url).trials
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "COMPLETE"]
+    assert list(trials[2].intermediate_values) == [1, 2] and trials[2].value == 1.0
+
+
 def test_tune_bad_input_exits_2(tmp_path, capsys, monkeypatch):
     pytest.importorskip("optuna")
     monkeypatch.chdir(tmp_path)
