@@ -508,6 +508,21 @@ def test_a_budget_below_one_rollout_is_warned_about():
     trainer.close()
 
 
+def test_a_minibatch_larger_than_the_rollout_is_warned_about():
+    """batch_size 4096 with a 128-step rollout trained on whole-rollout minibatches without a word
+    (Stable-Baselines3 warns); a batch_size that fits gives no such warning."""
+    import warnings
+
+    from canter.errors import CanterWarning
+
+    for algo in ("ppo", "trpo"):
+        with pytest.warns(CanterWarning, match=r"batch_size \(4,096\) is larger than one rollout \(128 transitions"):
+            canter.make_trainer(algo, "CartPole-v1", n_envs=2, n_steps=64, batch_size=4096, eval_episodes=1).close()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*batch_size", category=CanterWarning)
+        canter.make_trainer("ppo", "CartPole-v1", n_envs=2, n_steps=64, batch_size=128, eval_episodes=1).close()
+
+
 def test_ppo_target_kl_stop_logs_the_minibatch_that_stopped_the_epochs():
     target = 1e-12
     # constant lr: the CartPole preset's linear schedule reaches 0 in the last rollout, whose policy

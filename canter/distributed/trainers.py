@@ -33,7 +33,7 @@ from canter.envs.vector import VecEnv
 from canter.trainers.base import Trainer
 from canter.trainers.guard import Divergence
 from canter.trainers.off_policy import OffPolicyTrainer, make_replay_buffer
-from canter.trainers.on_policy import OnPolicyTrainer
+from canter.trainers.on_policy import OnPolicyTrainer, warn_one_minibatch
 
 #: per-explorer throughput is logged individually up to this many explorers (min/max beyond)
 PER_EXPLORER_STATS = 8
@@ -274,6 +274,7 @@ class AsyncTrainer(Learner, Trainer):
         self.dropped = 0
         space = self.agent.observation_space  # a rollout too big for memory: refused before the run starts
         rollout_array((self.config.n_steps, self.pool.envs_per_explorer) + space.shape, space.dtype)
+        warn_one_minibatch(self.config, self.config.n_steps * self.pool.envs_per_explorer)  # APPO's minibatches
         self.start_explorers(2 if self.pool.remote else 1)
 
     def rollout_kw(self) -> dict[str, Any]:  # noqa: D102

@@ -77,6 +77,12 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
         # the trial's own config, for best.yaml: a resumed study may run with other flags (--max-steps, ...)
         run, algo_cfg = resolve_config(job["algo"], job["env"], job["config_file"], job["sets"],
                                        **{**job["run_overrides"], **params})
+        rows = rollout_rows(run, algo_cfg)
+        if isinstance(params.get("batch_size"), int) and rows and params["batch_size"] > rows:
+            # a sampled minibatch larger than the rollout is the whole rollout (rl-zoo3 clips it to n_steps too)
+            params["batch_size"] = rows
+            run, algo_cfg = resolve_config(job["algo"], job["env"], job["config_file"], job["sets"],
+                                           **{**job["run_overrides"], **params})
         config = resolved_dict(run, algo_cfg)
         try:  # Optuna keeps user attributes as JSON; a config it cannot hold is resolved again for best.yaml
             json.dumps(config, allow_nan=True)
@@ -117,6 +123,17 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
         return last
 
     return objective
+
+
+def rollout_rows(run: Any, algo_cfg: Any) -> int | None:
+    """The transitions of one rollout (``n_steps x n_envs``) of an algorithm that takes minibatches of it,
+    when the config alone tells it (a single-agent env in one process); else None."""
+    from canter.envs.multiagent import is_multiagent
+
+    n_steps = getattr(algo_cfg, "n_steps", None)
+    if not isinstance(n_steps, int) or run.explorers or is_multiagent(run.env):
+        return None
+    return n_steps * run.n_envs
 
 
 def sampler_seed(seed: int | None, worker: int, n_trials: int) -> int | None:

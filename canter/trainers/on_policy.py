@@ -29,6 +29,7 @@ class OnPolicyTrainer(StepwiseTrainer):
                 f"max_steps ({self.run.max_steps:,}) is less than one rollout (n_steps {self.config.n_steps} x "
                 f"{self.env.num_envs} envs = {rollout:,} steps): the run takes {rollout:,} steps"
             ), stacklevel=2)
+        warn_one_minibatch(self.config, rollout)
 
     def setup(self) -> None:  # noqa: D102
         super().setup()
@@ -93,3 +94,17 @@ class OnPolicyTrainer(StepwiseTrainer):
             return {}
         with self.updating():
             return agent.learn(batch)
+
+
+def warn_one_minibatch(config: Any, rows: int) -> None:
+    """Warn (as Stable-Baselines3 does) when ``config.batch_size`` (the minibatch size of PPO, APPO,
+    TRPO's critic, ...) exceeds ``rows``, the transitions of one rollout: every minibatch is then the whole
+    rollout, ``rows`` transitions, not ``batch_size``. Algorithms without ``batch_size`` are left alone."""
+    batch_size = getattr(config, "batch_size", None)
+    if isinstance(batch_size, int) and batch_size > rows > 0:
+        steps = getattr(config, "n_steps", None)
+        warnings.warn(CanterWarning(
+            f"hparams.batch_size ({batch_size:,}) is larger than one rollout ({rows:,} transitions: hparams.n_steps "
+            f"{steps} x {rows // steps if steps else '?'} envs): each minibatch is the whole rollout; lower "
+            f"hparams.batch_size or raise hparams.n_steps or n_envs"
+        ), stacklevel=3)
