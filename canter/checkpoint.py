@@ -261,5 +261,11 @@ def find_checkpoint(path: str | Path) -> Path:
         raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
     base = checkpoint_base(p)
     if not present(base):
+        if p.exists():  # a file of a run (config.yaml, summary.json, ...): name what to pass instead
+            run = next((d for d in (p.parent, p.parent.parent) if (d / "config.yaml").is_file()
+                        or (d / "checkpoints").is_dir()), None)
+            hint = f"pass its run directory '{run}'" if run is not None else "pass a run directory"
+            raise CanterError(f"'{path}' is neither a run directory nor a checkpoint; {hint} (or a checkpoint "
+                              f"such as RUN_DIR/checkpoints/best)")
         raise CanterError(f"no such run directory or checkpoint: '{path}'")
     return base

@@ -2,6 +2,7 @@
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 
@@ -315,3 +316,23 @@ def test_weights_of_another_dtype_are_refused_not_converted():
     with pytest.raises(CanterError, match=rf"does not fit the model .*{part}.{name} is torch.int8, the model's is "
                                           r"torch.float32"):
         load_agent_state(agent, state, Path("ckpt"))
+
+
+def test_a_file_of_a_run_directory_is_answered_with_the_run_directory_to_pass(tmp_path):
+    """`canter eval RUN_DIR/config.yaml` said 'no such run directory or checkpoint' although the file exists;
+    the error now names the run directory to pass instead."""
+    from canter.checkpoint import find_checkpoint
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.yaml").write_text("algo: ppo\n")
+    (run / "checkpoints" / "notes.txt").write_text("x")
+    (tmp_path / "other.yaml").write_text("x: 1\n")
+    for path in (run / "config.yaml", run / "checkpoints" / "notes.txt"):
+        with pytest.raises(CanterError, match=f"is neither a run directory nor a checkpoint; pass its run directory "
+                                              f"'{re.escape(str(run))}'"):
+            find_checkpoint(path)
+    with pytest.raises(CanterError, match="is neither a run directory nor a checkpoint; pass a run directory"):
+        find_checkpoint(tmp_path / "other.yaml")
+    with pytest.raises(CanterError, match="no such run directory or checkpoint"):
+        find_checkpoint(tmp_path / "missing")
