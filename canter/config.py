@@ -391,8 +391,10 @@ def resolve_config(
         raise CanterError(f"--env {env} and --set env={sets_dict['env']} disagree; give the env once")
     env_id = sets_dict.get("env") or env or file_data.get("env") or run_overrides.pop("env", None)
     if not env_id:  # an offline run: the dataset knows its env
-        dataset = sets_dict.get("dataset") or run_overrides.get("dataset") or file_data.get("dataset")
-        if isinstance(dataset, (str, Path)) and dataset:  # its JSON metadata (the arrays are not read)
+        # the first layer that gives one, '' too: an empty --dataset is refused naming it, not as a missing env
+        dataset = next((d for d in (sets_dict.get("dataset"), run_overrides.get("dataset"), file_data.get("dataset"))
+                        if d is not None), None)
+        if isinstance(dataset, (str, Path)):  # its JSON metadata (the arrays are not read)
             from canter.data.dataset import read_dataset_metadata
 
             env_id = str(read_dataset_metadata(dataset).get("env"))

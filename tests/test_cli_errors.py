@@ -645,11 +645,12 @@ def test_integer_too_long_to_read_is_one_line(capsys, workdir, where):
     assert snapshot(workdir) == before
 
 
-@pytest.mark.parametrize("algo", ["bc", "cql"])
-def test_empty_dataset_path_is_one_line(capsys, workdir, algo):
-    """--dataset '' reached Path('').with_name(...): a ValueError traceback ('PosixPath('.') has an empty name')."""
-    code, _, err = run_cli(capsys, "train", algo, "--env", "CartPole-v1", "--dataset", "", "--quiet",
-                           "--run-dir", str(workdir / "run"))
+@pytest.mark.parametrize("algo, env", [("bc", ["--env", "CartPole-v1"]), ("cql", ["--env", "CartPole-v1"]),
+                                       ("bc", []), ("bc", ["--set", "dataset= "])])
+def test_empty_dataset_path_is_one_line(capsys, workdir, algo, env):
+    """--dataset '' reached Path('').with_name(...): a ValueError traceback ('PosixPath('.') has an empty name');
+    without --env it said 'no environment given' instead of naming the empty --dataset."""
+    code, _, err = run_cli(capsys, "train", algo, *env, "--dataset", "", "--quiet", "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, "--dataset needs a dataset path")
     assert list(workdir.iterdir()) == []
 
