@@ -42,24 +42,25 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-def _preset_values(algo: str, env: str | None) -> dict[str, Any]:
-    """The hyperparameters that ``env``'s shipped preset (if any) sets for ``algo``, for ``--help``."""
+def _preset_values(algo: str, env: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run values and hyperparameters that ``algo`` uses on ``env`` (its shipped preset, if any, over
+    the defaults), for ``--help``."""
     if not env:
-        return {}
+        return {}, {}
     from canter.config import resolve_config
 
     try:
-        _, cfg = resolve_config(algo, env)
+        run, cfg = resolve_config(algo, env)
     except CanterError:
-        return {}
-    return vars(cfg)
+        return {}, {}
+    return vars(run), vars(cfg)
 
 
 def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: bool = False) -> _Parser:
     """The parser of ``canter train``, with ``algo``'s hyperparameters as flags. An algorithm that cannot be
     found leaves them out (the training that follows reports it), or, with ``strict`` (``--help`` after the
     algorithm's name), is the error."""
-    from canter.config import describe, fields_of
+    from canter.config import RunConfig, describe, fields_of
     from canter.registry import lookup
 
     p = _Parser(prog=prog, description="Train an agent and write a run directory.",
@@ -79,7 +80,14 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
                 raise
             return p
         group = p.add_argument_group(f"{cls.name.upper()} hyperparameters (also settable as --set KEY=VALUE)")
-        preset = _preset_values(algo, env)
+        run_preset, preset = _preset_values(algo, env)
+        run_defaults = {name: default for name, _, default, _ in describe(RunConfig)}
+        run_defaults["n_envs"] = cls.default_n_envs  # null: the algorithm's
+        for action in p._actions:  # the run values the env's preset sets (n_envs 16, target_reward 475, ...)
+            value = run_preset.get(action.dest)
+            if action.dest not in ("algo", "env", "dataset") and value is not None and value != run_defaults.get(
+                    action.dest):
+                action.help = f"{action.help} (with --env {env}: {value})"
         specs = fields_of(cls.Config)
         for name, tname, default, doc in describe(cls.Config):
             choices = specs[name][0].metadata.get("choices")

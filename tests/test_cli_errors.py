@@ -204,6 +204,11 @@ def test_train_help_with_env_shows_the_presets_values(capsys, monkeypatch):
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip().startswith("--")}
     assert "(default: 2048; with --env CartPole-v1: 32)" in lines["--n-steps"]  # configs/ppo/CartPole-v1.yaml
     assert "with --env" not in lines["--clip-range"]  # the preset keeps the default 0.2
+    # and the run values it sets (they were not shown): n_envs 16, target_reward 475, eval_every 4096
+    assert "parallel environments (with --env CartPole-v1: 16)" in out
+    assert "stop at this mean evaluation return (with --env CartPole-v1: 475.0)" in out
+    assert "evaluate every N env steps (with --env CartPole-v1: 4096)" in out
+    assert "with --env" not in lines["--seed"] and "with --env" not in out.split("--env ENV", 1)[1].split("\n")[0]
 
 
 def test_train_help_names_the_choices_of_a_hyperparameter(capsys, monkeypatch):
