@@ -13,7 +13,9 @@ from canter.agents.agent import Agent
 from canter.agents.recurrent import check_agent_fits
 from canter.algorithms.base import threads_for
 from canter.callbacks import as_callbacks, config_callbacks
-from canter.checkpoint import checkpoint_space, find_checkpoint, load_checkpoint  # noqa: F401 (find_checkpoint re-exported)
+from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
+    checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir,
+)
 from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
@@ -364,7 +366,7 @@ def resume_trainer(
     run_dir = Path(run_dir)
     base = run_dir / "checkpoints" / "last"
     if not run_dir.is_dir():
-        raise CanterError(f"no such run directory: '{run_dir}'")
+        raise no_run_dir(run_dir)
     if not (base.with_name("last.json").exists() or base.with_name("last.safetensors").exists()):
         raise CanterError(f"'{run_dir}' has no checkpoints/last to resume from")
     check_free(run_dir)  # another training writing it (in this process or another): nothing is touched

@@ -262,10 +262,23 @@ def find_checkpoint(path: str | Path) -> Path:
     base = checkpoint_base(p)
     if not present(base):
         if p.exists():  # a file of a run (config.yaml, summary.json, ...): name what to pass instead
-            run = next((d for d in (p.parent, p.parent.parent) if (d / "config.yaml").is_file()
-                        or (d / "checkpoints").is_dir()), None)
-            hint = f"pass its run directory '{run}'" if run is not None else "pass a run directory"
-            raise CanterError(f"'{path}' is neither a run directory nor a checkpoint; {hint} (or a checkpoint "
-                              f"such as RUN_DIR/checkpoints/best)")
+            raise CanterError(f"'{path}' is neither a run directory nor a checkpoint; {run_dir_hint(p)} (or a "
+                              f"checkpoint such as RUN_DIR/checkpoints/best)")
         raise CanterError(f"no such run directory or checkpoint: '{path}'")
     return base
+
+
+def run_dir_hint(path: Path) -> str:
+    """What to pass instead of ``path``, a file where a run directory is expected: the run directory
+    it lies in (``config.yaml``'s, or the one above ``checkpoints/``), when it is in one."""
+    run = next((d for d in (path.parent, path.parent.parent) if (d / "config.yaml").is_file()
+                or (d / "checkpoints").is_dir()), None)
+    return f"pass its run directory '{run}'" if run is not None else "pass a run directory"
+
+
+def no_run_dir(path: str | Path) -> CanterError:
+    """The error for ``path`` where a run directory is expected and none is: a file names the run
+    directory to pass (``canter plot RUN_DIR/config.yaml``), a missing path is 'no such run directory'."""
+    if Path(path).exists():
+        return CanterError(f"'{path}' is not a run directory; {run_dir_hint(Path(path))}")
+    return CanterError(f"no such run directory: '{path}'")

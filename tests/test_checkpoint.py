@@ -336,3 +336,18 @@ def test_a_file_of_a_run_directory_is_answered_with_the_run_directory_to_pass(tm
         find_checkpoint(tmp_path / "other.yaml")
     with pytest.raises(CanterError, match="no such run directory or checkpoint"):
         find_checkpoint(tmp_path / "missing")
+
+
+def test_plot_report_and_resume_name_the_run_directory_of_a_file_given_instead(tmp_path):
+    """`canter plot / report RUN_DIR/config.yaml` and `canter train --resume RUN_DIR/config.yaml` said
+    'no such run directory' although the file exists; they now name the run directory to pass."""
+    from canter.tools.rundata import load_run
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("algo: ppo\n")
+    for load in (load_run, canter.resume):
+        with pytest.raises(CanterError, match=f"is not a run directory; pass its run directory '{re.escape(str(run))}'"):
+            load(run / "config.yaml")
+        with pytest.raises(CanterError, match="no such run directory: "):
+            load(tmp_path / "missing")

@@ -109,7 +109,9 @@ def load_run(path: str | Path) -> RunData:
     """Load a run directory written by ``canter train``; a CanterError if it is not one."""
     p = Path(path)
     if not p.is_dir():
-        raise CanterError(f"no such run directory: '{path}'")
+        from canter.checkpoint import no_run_dir
+
+        raise no_run_dir(path)
     cfg_path = p / "config.yaml"
     if not cfg_path.exists():
         raise CanterError(f"'{path}' is not a canter run directory (no config.yaml)")
