@@ -567,6 +567,21 @@ def test_a_stop_between_logged_iterations_logs_nothing_the_uninterrupted_run_doe
         assert table(tmp_path / "part", name) == table(tmp_path / "whole", name), name
 
 
+def _whole_and_stopped_off_the_log_grid(tmp_path: Path, common: dict, after: int, stopped_at: int) -> None:
+    """Train A2C with ``common`` (log_every 5) into ``whole``, and into ``part`` stopped as by a Ctrl-C at the
+    first iteration past step ``after`` that is not a logged one (step ``stopped_at``), then resume ``part``."""
+    def stop_off_the_log_grid(trainer, losses):
+        if trainer.step >= after and trainer.iteration_count % 5 and trainer.resume_exact is None \
+                and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "whole", **common)
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": stop_off_the_log_grid},
+                 **common)
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] == stopped_at
+    canter.resume(tmp_path / "part")
+
+
 def test_a_stop_between_logged_iterations_adds_no_tensorboard_point(tmp_path):
     """The record a Ctrl-C makes between two logged iterations (log_every > 1) was written to TensorBoard with its
     steps/s and rolling return at its off-grid step: the resumed run had a point the uninterrupted run has not."""
@@ -575,16 +590,7 @@ def test_a_stop_between_logged_iterations_adds_no_tensorboard_point(tmp_path):
     common = dict(n_envs=2, n_steps=8, max_steps=320, eval_every=0, eval_episodes=1, log_every=5,
                   target_reward=None, seed=1)
 
-    def stop_off_the_log_grid(trainer, losses):  # at step 176, iteration 11: not a logged iteration
-        if trainer.step >= 170 and trainer.iteration_count % 5 and trainer.resume_exact is None \
-                and trainer.stop_requested is None:
-            trainer.stop_requested = "interrupted"
-
-    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "whole", **common)
-    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": stop_off_the_log_grid},
-                 **common)
-    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] == 176
-    canter.resume(tmp_path / "part")
+    _whole_and_stopped_off_the_log_grid(tmp_path, common, after=170, stopped_at=176)  # iteration 11
     steps = {}
     for d in ("whole", "part"):
         acc = EventAccumulator(str(tmp_path / d))
@@ -601,16 +607,7 @@ def test_a_stop_between_logged_iterations_leaves_the_periodic_checkpoints_of_the
     common = dict(n_envs=2, n_steps=8, max_steps=800, eval_every=300, eval_episodes=1, log_every=5,
                   checkpoint_every=200, tensorboard=False, target_reward=None, seed=1)
 
-    def stop_off_the_log_grid(trainer, losses):  # at step 208, iteration 13: not a logged iteration
-        if trainer.step >= 200 and trainer.iteration_count % 5 and trainer.resume_exact is None \
-                and trainer.stop_requested is None:
-            trainer.stop_requested = "interrupted"
-
-    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "whole", **common)
-    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": stop_off_the_log_grid},
-                 **common)
-    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] == 208
-    canter.resume(tmp_path / "part")
+    _whole_and_stopped_off_the_log_grid(tmp_path, common, after=200, stopped_at=208)  # iteration 13
     names = {d: sorted(p.name for p in (tmp_path / d / "checkpoints").glob("step-*.json")) for d in ("whole", "part")}
     assert names["part"] == names["whole"] == [f"step-{s:09d}.json" for s in (240, 400, 608, 800)]
 

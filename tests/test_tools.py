@@ -224,15 +224,36 @@ def test_tune_prunes_resumes_and_best_yaml_trains(tmp_path, capsys):
     assert trained["hparams"]["lr"] == best["hparams"]["lr"] and trained["n_envs"] == best["n_envs"]
 
 
+def _tune_three_enqueued(tmp_path: Path, monkeypatch: Any, trainer: Any, name: str, values: tuple, *args: str) -> list:
+    """Run `canter tune ppo` (``trainer`` as its make_trainer) on three enqueued trials that set PPO's ``name``
+    to ``values`` (the one hyperparameter tuned), prune-startup 2; the study's trials."""
+    import optuna
+
+    import canter.api
+
+    monkeypatch.setattr(canter.api, "make_trainer", trainer)
+    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *a: {})
+    space = tmp_path / "space.yaml"
+    others = ("lr", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef",
+              "max_grad_norm")
+    space.write_text(f"{name}: {{choices: {sorted(set(values))}}}\n" + "".join(f"{k}: null\n" for k in others
+                                                                              if k != name))
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    for value in values:
+        study.enqueue_trial({name: value})
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--space", str(space), "--storage", url, "--study", "s",
+                 "--out", str(tmp_path / "t"), "--trials", "3", "--prune-startup", "2", "--quiet", *args]) == 0
+    return optuna.load_study(study_name="s", storage=url).trials
+
+
 def test_tune_prunes_at_the_same_env_step_not_the_same_evaluation_count(tmp_path, capsys, monkeypatch):
     """Intermediate values were numbered by evaluation count: a trial with 128-step rollouts was compared at
     its 2nd evaluation (4,096 env steps) with the median of 4,096-step-rollout trials at their 2nd (8,192
     steps), and pruned although it learned exactly as fast per step. They are now reported at env steps //
     eval_every, so trials are compared at the same env step."""
-    optuna = pytest.importorskip("optuna")
+    pytest.importorskip("optuna")
     from types import SimpleNamespace
-
-    import canter.api
 
     class FakeTrainer:  # every trial's return is env steps / 100: all learn equally fast per env step
         def __init__(self, *args: object, n_steps: int, **kwargs: object) -> None:
@@ -252,19 +273,7 @@ def test_tune_prunes_at_the_same_env_step_not_the_same_evaluation_count(tmp_path
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(canter.api, "make_trainer", FakeTrainer)
-    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *args: {})
-    space = tmp_path / "space.yaml"
-    space.write_text("n_steps: {choices: [32, 1024]}\n" + "".join(
-        f"{k}: null\n" for k in ("lr", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef",
-                                 "vf_coef", "max_grad_norm")))
-    url = f"sqlite:///{tmp_path / 'study.db'}"
-    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
-    for n_steps in (1024, 1024, 32):
-        study.enqueue_trial({"n_steps": n_steps})
-    assert main(["tune", "ppo", "--env", "CartPole-v1", "--space", str(space), "--storage", url, "--study", "s",
-                 "--out", str(tmp_path / "t"), "--trials", "3", "--prune-startup", "2", "--quiet"]) == 0
-    trials = optuna.load_study(study_name="s", storage=url).trials
+    trials = _tune_three_enqueued(tmp_path, monkeypatch, FakeTrainer, "n_steps", (1024, 1024, 32))
     assert list(trials[0].intermediate_values) == [2, 4]  # evaluations at 4,096 and 8,192 env steps
     assert list(trials[2].intermediate_values) == [1, 2, 3, 4]  # at 2,048, 4,096, 6,144 and 8,192
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "COMPLETE"]
@@ -273,10 +282,8 @@ def test_tune_prunes_at_the_same_env_step_not_the_same_evaluation_count(tmp_path
 def test_tune_never_prunes_a_trial_at_the_evaluation_that_ends_its_budget(tmp_path, capsys, monkeypatch):
     """A trial below the median was PRUNED at its last evaluation, after it had trained its whole budget:
     that saved nothing and lost a complete result. It now completes."""
-    optuna = pytest.importorskip("optuna")
+    pytest.importorskip("optuna")
     from types import SimpleNamespace
-
-    import canter.api
 
     class FakeTrainer:  # one evaluation per 2,048-step rollout; the return is 100 for lr 0.1, else 1
         def __init__(self, *args: object, lr: float, max_steps: int, **kwargs: object) -> None:
@@ -291,20 +298,7 @@ def test_tune_never_prunes_a_trial_at_the_evaluation_that_ends_its_budget(tmp_pa
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(canter.api, "make_trainer", FakeTrainer)
-    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *args: {})
-    space = tmp_path / "space.yaml"
-    space.write_text("lr: {choices: [0.1, 0.001]}\n" + "".join(
-        f"{k}: null\n" for k in ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef",
-                                 "vf_coef", "max_grad_norm")))
-    url = f"sqlite:///{tmp_path / 'study.db'}"
-    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
-    for lr in (0.1, 0.1, 0.001):
-        study.enqueue_trial({"lr": lr})
-    assert main(["tune", "ppo", "--env", "CartPole-v1", "--space", str(space), "--storage", url, "--study", "s",
-                 "--out", str(tmp_path / "t"), "--trials", "3", "--prune-startup", "2", "--max-steps", "4096",
-                 "--quiet"]) == 0
-    trials = optuna.load_study(study_name="s", storage=url).trials
+    trials = _tune_three_enqueued(tmp_path, monkeypatch, FakeTrainer, "lr", (0.1, 0.1, 0.001), "--max-steps", "4096")
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "COMPLETE"]
     assert list(trials[2].intermediate_values) == [1, 2] and trials[2].value == 1.0
 
