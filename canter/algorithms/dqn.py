@@ -438,7 +438,7 @@ class RainbowConfig(DQNConfig):
 
 @register("algorithm", "rainbow")
 class Rainbow(DQN):
-    """Rainbow-style DQN (quantile head in place of C51, no noisy nets): every extension on."""
+    """Rainbow-style DQN (quantile head in place of C51; epsilon-greedy unless noisy=true): the other extensions on."""
 
     name = "rainbow"
     Config = RainbowConfig
