@@ -52,6 +52,19 @@ def test_predict_refuses_non_numeric_and_ragged_observations_in_one_line():
         agent.predict((np.zeros(2, np.float32), 1))  # a Tuple observation: was NumPy's inhomogeneous-shape ValueError
 
 
+def test_predict_on_a_raw_tuple_of_discretes_names_the_packing():
+    """Blackjack's env.reset() gives (11, 10, 0), a whole-number array of shape (3,), where the agent takes the
+    45-wide one-hot vector: the error named the shapes only, not the wrapper that makes it."""
+    agent = _agent("ppo", "Blackjack-v1", n_envs=1, n_steps=64)
+    obs, _ = gym.make("Blackjack-v1").reset(seed=0)
+    with pytest.raises(CanterError, match=r"shape \(45,\).*got an array of shape \(3,\).*pack_observations"):
+        agent.predict(obs)
+    from canter.envs.packing import pack_observations
+
+    packed, _ = pack_observations(gym.make("Blackjack-v1")).reset(seed=0)
+    assert np.shape(agent.predict(packed)) == ()
+
+
 def test_predict_refuses_discrete_observations_outside_the_space():
     agent = _agent("ppo", "FrozenLake-v1", n_envs=1, n_steps=64)
     assert np.shape(agent.predict(15)) == () and agent.predict([0, 15]).shape == (2,)

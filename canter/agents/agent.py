@@ -191,8 +191,15 @@ class Agent:
         else:
             from canter.envs.packing import packing_hint
 
+            # a Tuple of Discretes (Blackjack's (11, 10, 0)) or a MultiDiscrete observation: whole numbers that
+            # the env copies' wrapper one-hots, so the model's vector is longer (a checkpoint from before the
+            # packed layout was saved has no layout to name: the input's form tells)
+            hint = packing_hint(self.observation_space)
+            if not hint and (isinstance(obs, (tuple, dict)) or (x.dtype.kind in "biu" and len(shape) == 1)):
+                hint = ("; a Dict, Tuple or MultiDiscrete observation is packed into one vector first: wrap the env "
+                        "in canter.envs.packing.pack_observations(env)")
             raise CanterError(f"expected one observation of shape {shape} or a batch of shape "
-                              f"{(-1, *shape)}, got an array of shape {x.shape}{packing_hint(self.observation_space)}")
+                              f"{(-1, *shape)}, got an array of shape {x.shape}{hint}")
         if isinstance(self.observation_space, gym.spaces.Discrete):
             self._check_discrete(x)
         if x.dtype != self.observation_space.dtype:
