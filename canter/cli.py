@@ -340,7 +340,7 @@ def _run_dir_arg(run_dir: str | None) -> str:
 
 
 def cmd_list(argv: list[str]) -> int:
-    """``canter list``: registered algorithms, models, agents, envs and shipped presets."""
+    """``canter list``: registered algorithms, models, agents, envs, encoders and shipped presets."""
     _Parser(prog="canter list", description="List registered components and presets.").parse_args(argv)
     from pathlib import Path
 
@@ -351,7 +351,7 @@ def cmd_list(argv: list[str]) -> int:
     w1, w2 = max(len(n) for n, _ in algos), max(len(c.family) for _, c in algos)
     for n, cls in algos:
         print(f"  {n:<{w1}} {cls.family:<{w2}} {(cls.__doc__ or '').strip().splitlines()[0]}")
-    for kind in ("model", "agent", "env"):
+    for kind in ("model", "agent", "env", "encoder"):  # encoder: the names 'encoder' takes (--set encoder=impala)
         print(f"{kind}s: " + (", ".join(names(kind)) or "(none registered; any Gymnasium id works)"))
     print("presets:")
     root = Path(__file__).parent / "configs"

@@ -426,6 +426,14 @@ def test_list_descriptions_are_complete_sentences(capsys):
         assert description.count("(") == description.count(")"), line
 
 
+def test_list_names_the_registered_encoders(capsys):
+    """docs/architecture.md lists the encoders among canter list's built-ins, and 'encoder' takes a registered
+    name, but canter list printed algorithms, models, agents and envs only."""
+    code, out, err = run_cli(capsys, "list")
+    assert code == 0, err
+    assert "encoders: flat, impala, multi, nature, split" in out.splitlines()
+
+
 def test_list_names_presets_by_the_env_id_that_uses_them(capsys, tmp_path):
     """'canter list' printed the preset file's name, 'dqn ALE-Pong-v5', which --env refused with 'did you mean
     'Ant-v5' or 'Walker2d-v5'?' (ale-py's ids were not among the close matches until an ALE/ id registered them)."""
