@@ -824,6 +824,21 @@ def test_a_whole_max_episode_steps_written_as_a_float_is_taken():
         env.close()
 
 
+def test_play_and_video_envs_take_a_whole_max_episode_steps_written_as_a_float():
+    """make_env (canter play, --record-every) passed 20.0 on to gymnasium's TimeLimit: a TypeError traceback
+    (canter play RUN --env-kwargs '{max_episode_steps: 20.0}' exited 1); 20.5 is one line there too."""
+    from canter.envs import make_env
+    from canter.errors import CanterError
+
+    env = make_env("CartPole-v1", max_episode_steps=2e1)
+    try:
+        assert env.spec.max_episode_steps == 20
+    finally:
+        env.close()
+    with pytest.raises(CanterError, match="max_episode_steps must be a whole number"):
+        make_env("CartPole-v1", max_episode_steps=20.5)
+
+
 def test_an_env_that_fails_without_env_kwargs_keeps_its_traceback():
     """Without env_kwargs a constructor's error is the env's bug: it is raised as it is."""
     from canter.errors import bad_env_kwargs
