@@ -6,6 +6,7 @@ import json
 
 import gymnasium as gym
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import torch
 
@@ -288,6 +289,8 @@ def test_dqn_with_hindsight_solves_ten_bits_which_plain_replay_cannot(tmp_path, 
     An optimal policy averages about -4 (flip the ~5 differing bits; the last step earns 0)."""
     her = _dqn_bits(tmp_path, 4, "her")
     assert her["best_eval_return"] >= -5.0, her
+    evaluations = pq.read_table(tmp_path / "her" / "evaluations.parquet").to_pydict()  # as TensorBoard's
+    assert len(evaluations["success_rate"]) == 2 and evaluations["success_rate"][-1] >= 0.5, evaluations
     assert main(["eval", str(tmp_path / "her"), "--episodes", "40", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["success_rate"] >= 0.9 and result["mean_return"] >= -5.0, result

@@ -16,11 +16,13 @@ HISTORY_COLUMNS = ("step", "wall_time", "episode_return", "episode_length", "rol
 #: columns a multi-agent run adds: each episode's agent, and its policy where there are several
 LABEL_COLUMNS = ("agent", "policy")
 EVALUATION_COLUMNS = ("step", "wall_time", "mean_return", "std_return", "episodes")
+#: the column an evaluation adds where the env reports ``info["is_success"]`` (goal envs)
+SUCCESS_COLUMNS = ("success_rate",)
 #: the type of each fixed column, so that a file with no rows (no episode finished yet) has them too
 COLUMN_TYPES = {"step": pa.int64(), "wall_time": pa.float64(), "episode_return": pa.float64(),
                 "episode_length": pa.int64(), "rolling_return": pa.float64(),  # labels: as the env names them
                 "mean_return": pa.float64(), "std_return": pa.float64(),
-                "episodes": pa.int64(), "steps_per_second": pa.float64()}
+                "episodes": pa.int64(), "steps_per_second": pa.float64(), "success_rate": pa.float64()}
 
 
 def _to_table(rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> pa.Table:
@@ -136,7 +138,7 @@ class HistoryLogger:
         # the losses' columns come with the first update; before it, the fixed ones
         self._files = {"history": _Rows(HISTORY_COLUMNS, HISTORY_COLUMNS, LABEL_COLUMNS),
                        "updates": _Rows(None, ("step", "wall_time", "steps_per_second")),
-                       "evaluations": _Rows(EVALUATION_COLUMNS, EVALUATION_COLUMNS)}
+                       "evaluations": _Rows(EVALUATION_COLUMNS, EVALUATION_COLUMNS, SUCCESS_COLUMNS)}
         self._last_flush = time.monotonic()
         #: whether :meth:`close` rewrites the files: not for a resumed run whose training never started (a
         #: logger's start failed, e.g. a W&B init that raised): its files keep the rows written after 'last'
@@ -196,7 +198,8 @@ class HistoryLogger:
         if record.evaluation is not None:
             ev = record.evaluation
             self._add("evaluations", {"step": record.step, "wall_time": record.wall_time, "mean_return": ev.mean_return,
-                                      "std_return": ev.std_return, "episodes": ev.episodes})
+                                      "std_return": ev.std_return, "episodes": ev.episodes,
+                                      **({} if getattr(ev, "success_rate", None) is None else {"success_rate": ev.success_rate})})
         if time.monotonic() - self._last_flush > self.flush_seconds:
             self.flush()
 
