@@ -18,6 +18,11 @@ def _differing_key(found: Any, saved: Any, prefix: str = "") -> str | None:
             if inner is not None:
                 return inner
         return None
+    if isinstance(found, list) and isinstance(saved, list) and len(found) == len(saved):
+        # entry by entry, so that an earlier canter's unquoted '1e-3' inside a list (a callback's arguments in
+        # 'callbacks', env_kwargs' lists) counts as unchanged, as it does outside one; a difference names the list
+        same = all(_differing_key(f, s) is None for f, s in zip(found, saved))
+        return None if same else prefix.rstrip(".") or "the whole file"
     if found == saved:
         return None
     from canter.yaml_io import written_unquoted_as

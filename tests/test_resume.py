@@ -684,3 +684,10 @@ def test_a_resume_refuses_an_edited_config_yaml_and_keeps_the_edit(tmp_path, cap
     # an earlier canter wrote the string '1e1' unquoted; it reads back as the number 10.0 now: no edit
     (run_dir / "config.yaml").write_text(text.replace("env_kwargs: {}\n", "env_kwargs:\n  g: 1e1\n"))
     check_config_unedited(run_dir, {**saved, "env_kwargs": {"g": "1e1"}})
+    # ... and inside a list too (a callback's arguments; env_kwargs' lists), where it was refused as an edit
+    old = {"env_kwargs": {"gs": ["1e1", {"g": "2e1"}]}, "callbacks": [{"EarlyStopping": {"min_delta": "1e-3"}}]}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({**saved, **old}, sort_keys=False))
+    check_config_unedited(run_dir, {**saved, **old})
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({**saved, **old, "env_kwargs": {"gs": ["1e1", {"g": 3}]}}))
+    with pytest.raises(CanterError, match="'env_kwargs.gs' differs"):  # an edit inside a list is still one
+        check_config_unedited(run_dir, {**saved, **old})
