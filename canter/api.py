@@ -24,7 +24,7 @@ from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
-from canter.resume_checks import check_config_unedited, check_resume_metadata
+from canter.resume_checks import as_numbers_now, check_config_unedited, check_resume_metadata
 from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing, run_metadata
 from canter.run_lock import check_free
 from canter.utils import global_rngs_kept, threads_kept
@@ -376,6 +376,8 @@ def resume_trainer(
     check_resume_metadata(meta, state["trainer"], base)
     import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names
     cfg = dict(meta["config"])
+    if isinstance(cfg.get("callbacks"), list):  # a run saved before exponent forms were numbers ('1e-3')
+        cfg["callbacks"] = as_numbers_now(cfg["callbacks"])
     hp_values = cfg.pop("hparams", {})
     reason, step = meta.get("stop_reason"), int(meta["step"])
     if max_steps is not None:

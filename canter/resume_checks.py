@@ -32,6 +32,22 @@ def _differing_key(found: Any, saved: Any, prefix: str = "") -> str | None:
     return prefix.rstrip(".") or "the whole file"
 
 
+def as_numbers_now(callbacks: list[Any]) -> list[Any]:
+    """A saved config's ``callbacks`` with each string argument of canter's own callbacks that an earlier canter
+    read from YAML as a string but that reads as a number now (``min_delta: 1e-3``) as that number: they took
+    such strings through ``float()``, and refuse a string now (a run saved before would not resume). A user's
+    callback keeps what it was given."""
+    from canter.yaml_io import written_unquoted_as
+
+    def own(path: Any) -> bool:
+        return isinstance(path, str) and path.split(":", 1)[0].split(".", 1)[0] == "canter"
+
+    return [{path: {k: written_unquoted_as(v) if isinstance(v, str) else v for k, v in kwargs.items()}
+             for path, kwargs in entry.items()}
+            if isinstance(entry, dict) and len(entry) == 1 and own(next(iter(entry)))
+            and isinstance(next(iter(entry.values())), dict) else entry for entry in callbacks]
+
+
 def check_config_unedited(run_dir: Path, saved: dict[str, Any]) -> None:
     """A one-line :class:`CanterError` when ``run_dir/config.yaml`` was edited since the run wrote it: resuming
     continues with the config saved in ``checkpoints/last`` and rewrites the file, so the edit would be ignored

@@ -691,3 +691,23 @@ def test_a_resume_refuses_an_edited_config_yaml_and_keeps_the_edit(tmp_path, cap
     (run_dir / "config.yaml").write_text(yaml.safe_dump({**saved, **old, "env_kwargs": {"gs": ["1e1", {"g": 3}]}}))
     with pytest.raises(CanterError, match="'env_kwargs.gs' differs"):  # an edit inside a list is still one
         check_config_unedited(run_dir, {**saved, **old})
+
+
+def test_a_run_saved_with_exponent_strings_in_its_callbacks_resumes(tmp_path):
+    """A canter before exponent forms were numbers read 'min_delta: 1e-3' in a 'callbacks' entry as the string
+    '1e-3' (its callbacks took it through float()) and saved it so; EarlyStopping now refuses a string, so
+    such a run did not resume ('min_delta must be a number >= 0, got '1e-3'')."""
+    run_dir = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=64, n_envs=1, eval_episodes=1,
+                 sets=["n_steps=64", "n_epochs=1", "batch_size=64",
+                       "callbacks=[{canter.callbacks:EarlyStopping: {patience: 9, min_delta: 0.001}}]"])
+    meta_path = run_dir / "checkpoints" / "last.json"
+    meta = json.loads(meta_path.read_text())
+    meta["config"]["callbacks"] = [{"canter.callbacks:EarlyStopping": {"patience": 9, "min_delta": "1e-3"}}]
+    meta_path.write_text(json.dumps(meta))  # as the earlier canter saved it, and wrote config.yaml:
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(meta["config"], sort_keys=False))
+    assert main(["train", "--resume", str(run_dir), "--max-steps", "128", "--quiet"]) == 0
+    assert read_metadata(run_dir / "checkpoints" / "last")["step"] == 128
+    from canter.resume_checks import as_numbers_now
+
+    assert as_numbers_now([{"my_pkg:Tagger": {"tag": "1e3"}}]) == [{"my_pkg:Tagger": {"tag": "1e3"}}]  # as given
