@@ -231,6 +231,23 @@ def test_history_columns_that_appear_mid_run_read_back_null_before(tmp_path, mon
     assert logger.rows()["updates"] == 5 and logger.updates == table.to_pylist()
 
 
+def test_history_a_loss_logged_as_a_bool_then_a_number_is_written(tmp_path, monkeypatch):
+    """A loss that is a bool in some rows and a float in others was one float column (True as 1.0) while
+    every row was converted at once; converted a batch at a time, a batch that starts with the bool (or a
+    bool batch after float ones) raised ArrowInvalid / ArrowTypeError at the flush, ending the run."""
+    import pyarrow.parquet as pq
+
+    import canter.logging.history as history
+    from canter.trainers import TrainRecord
+
+    monkeypatch.setattr(history._Rows, "BATCH", 2)
+    logger = history.HistoryLogger(tmp_path)
+    for step, value in enumerate([0.5, 0.25, True, 2.0, False, False], 1):
+        logger.log(TrainRecord(step=step, iteration=step, wall_time=0.5, steps_per_second=1.0, losses={"a": value}))
+    logger.flush()
+    assert pq.read_table(tmp_path / "updates.parquet")["a"].to_pylist() == [0.5, 0.25, 1.0, 2.0, 0.0, 0.0]
+
+
 def test_plain_console_writes_status_lines_between_frequent_evaluations(monkeypatch):
     """The status line comes every plain_seconds even when evaluations come more often (each evaluation
     used to restart its timer, so a run evaluating every 5 s never printed one before its end)."""

@@ -108,8 +108,14 @@ class _Rows:
     def convert(self) -> pa.Table:
         """Every row so far as a table (the waiting ones converted and appended to the others)."""
         if self.new:
-            chunk = _to_table(self.new, self._columns(self.new[0] if self.table is None else self.table.column_names))
-            table = chunk if self.table is None else pa.concat_tables([self.table, chunk], promote_options="permissive")
+            columns = self._columns(self.new[0] if self.table is None else self.table.column_names)
+            try:
+                chunk = _to_table(self.new, columns)
+                table = (chunk if self.table is None
+                         else pa.concat_tables([self.table, chunk], promote_options="permissive"))
+            except (pa.ArrowTypeError, pa.ArrowInvalid):  # bools and numbers in a column, a batch starting with
+                # a bool: every row converted together, as before batches (True is 1.0 among earlier floats)
+                table = _to_table(self.new if self.table is None else self.table.to_pylist() + self.new, columns)
             if table.num_columns and table.column(0).num_chunks > 64:
                 table = table.combine_chunks()
             self.table, self.new = table, []
