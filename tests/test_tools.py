@@ -268,7 +268,7 @@ def test_tune_prunes_at_the_same_env_step_not_the_same_evaluation_count(tmp_path
                     result = SimpleNamespace(mean_return=self.step / 100)
                     while next_eval <= self.step:
                         next_eval += self.run.eval_every
-                yield SimpleNamespace(step=self.step, evaluation=result)
+                yield SimpleNamespace(step=self.step, evaluation=result, done=self.step >= self.run.max_steps)
 
         def close(self) -> None:
             pass
@@ -286,14 +286,18 @@ def test_tune_never_prunes_a_trial_at_the_evaluation_that_ends_its_budget(tmp_pa
     from types import SimpleNamespace
 
     class FakeTrainer:  # one evaluation per 2,048-step rollout; the return is 100 for lr 0.1, else 1
+        stop_at: int | None = None  # a step at which the trial stops before max_steps (early stopping...)
+
         def __init__(self, *args: object, lr: float, max_steps: int, **kwargs: object) -> None:
             self.run, self.step = SimpleNamespace(eval_every=2048, max_steps=max_steps), 0
             self.value = 100.0 if lr == 0.1 else 1.0
 
         def __call__(self):
-            while self.step < self.run.max_steps:
+            end = min(self.run.max_steps, self.stop_at or self.run.max_steps)
+            while self.step < end:
                 self.step += 2048
-                yield SimpleNamespace(step=self.step, evaluation=SimpleNamespace(mean_return=self.value))
+                yield SimpleNamespace(step=self.step, evaluation=SimpleNamespace(mean_return=self.value),
+                                      done=self.step >= end)
 
         def close(self) -> None:
             pass
@@ -301,6 +305,12 @@ def test_tune_never_prunes_a_trial_at_the_evaluation_that_ends_its_budget(tmp_pa
     trials = _tune_three_enqueued(tmp_path, monkeypatch, FakeTrainer, "lr", (0.1, 0.1, 0.001), "--max-steps", "4096")
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "COMPLETE"]
     assert list(trials[2].intermediate_values) == [1, 2] and trials[2].value == 1.0
+    # nor at the evaluation where something else ends it before max_steps (early stopping, max_seconds): the
+    # third trial, stopped at 4,096 of 8,192 steps, was PRUNED there
+    FakeTrainer.stop_at = 4096
+    (tmp_path / "study.db").unlink()
+    trials = _tune_three_enqueued(tmp_path, monkeypatch, FakeTrainer, "lr", (0.1, 0.1, 0.001), "--max-steps", "8192")
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "COMPLETE"] and trials[2].value == 1.0
 
 
 def test_tune_bad_input_exits_2(tmp_path, capsys, monkeypatch):

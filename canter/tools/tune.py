@@ -109,9 +109,10 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
                     continue
                 at = reached
                 trial.report(last, at)
-                # never at the evaluation that ends the budget: pruning saves nothing there, and it would throw
-                # away a complete result (rl-zoo3 prunes it; the trial is then PRUNED after all its steps)
-                spent = record.step >= trainer.run.max_steps
+                # never at the evaluation that ends the trial (its budget spent, or stopped by early stopping,
+                # a time budget or a callback): pruning saves nothing there, and it would throw away a complete
+                # result (rl-zoo3 prunes it; the trial is then PRUNED after all its steps)
+                spent = record.done or record.step >= trainer.run.max_steps
                 if n_evals > job["prune_warmup"] and not spent and trial.should_prune():
                     trial.set_user_attr("steps", trainer.step)
                     raise optuna.TrialPruned(f"pruned at evaluation {n_evals} (step {trainer.step}): return {last:.2f}")
