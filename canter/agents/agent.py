@@ -180,8 +180,9 @@ class Agent:
         except (ValueError, TypeError):  # ragged: a Tuple observation's entries of different lengths
             x = np.asarray(None)
         if x.dtype.kind not in "biuf":  # object (dicts, tuples, None), strings, complex numbers
-            hint = ("; a Dict or Tuple observation is packed into one vector first: wrap the env in "
-                    "canter.envs.packing.pack_observations(env)" if x.dtype == object else f", got {x.dtype} values")
+            from canter.envs.packing import packing_hint
+
+            hint = packing_hint(self.observation_space, True) if x.dtype == object else f", got {x.dtype} values"
             raise CanterError(f"observations must be numeric arrays of shape {shape} (one) or (B, *{shape}) "
                               f"(a batch){hint}")
         if x.shape == shape:
@@ -192,12 +193,9 @@ class Agent:
             from canter.envs.packing import packing_hint
 
             # a Tuple of Discretes (Blackjack's (11, 10, 0)) or a MultiDiscrete observation: whole numbers that
-            # the env copies' wrapper one-hots, so the model's vector is longer (a checkpoint from before the
-            # packed layout was saved has no layout to name: the input's form tells)
-            hint = packing_hint(self.observation_space)
-            if not hint and (isinstance(obs, (tuple, dict)) or (x.dtype.kind in "biu" and len(shape) == 1)):
-                hint = ("; a Dict, Tuple or MultiDiscrete observation is packed into one vector first: wrap the env "
-                        "in canter.envs.packing.pack_observations(env)")
+            # the env copies' wrapper one-hots, so the model's vector is longer
+            guess = isinstance(obs, (tuple, dict)) or (x.dtype.kind in "biu" and len(shape) == 1)
+            hint = packing_hint(self.observation_space, guess)
             raise CanterError(f"expected one observation of shape {shape} or a batch of shape "
                               f"{(-1, *shape)}, got an array of shape {x.shape}{hint}")
         if isinstance(self.observation_space, gym.spaces.Discrete):

@@ -134,14 +134,16 @@ def describe_entry(entry: dict[str, Any]) -> str:
     return f"{entry['path']}: {what}" if entry.get("path") else what
 
 
-def packing_hint(space: gym.Space) -> str:
+def packing_hint(space: gym.Space, guess: bool = False) -> str:
     """For an error about an observation of the wrong shape: ``"; a ... observation is packed into one
-    vector first: ..."`` where ``space`` is a packed one, else ``""``."""
+    vector first: ..."`` where ``space`` is a packed one; else, with ``guess`` (the input looked structured:
+    a tuple, a dict, whole numbers; a checkpoint from before layouts were saved has none to name), the
+    general form of it; else ``""``."""
     layout = packed_layout(space)
-    if not layout:
+    if not layout and not guess:
         return ""
-    what, how = "Dict or Tuple", ""
-    if len(layout) == 1 and not layout[0].get("path") and layout[0].get("kind") in ("MultiDiscrete", "MultiBinary"):
+    what, how = "Dict, Tuple or MultiDiscrete" if not layout else "Dict or Tuple", ""
+    if layout and len(layout) == 1 and not layout[0].get("path") and layout[0].get("kind") in ("MultiDiscrete", "MultiBinary"):
         what, how = describe_entry(layout[0]), " (one-hot per entry)" if layout[0]["kind"] == "MultiDiscrete" else ""
     return (f"; a {what} observation is packed into one vector{how} first: wrap the env in "
             f"canter.envs.packing.pack_observations(env)")
