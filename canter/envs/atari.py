@@ -44,6 +44,7 @@ import gymnasium as gym
 import numpy as np
 
 from canter.envs.vector import GAME_RETURN
+from canter.envs.workers import vector_env
 from canter.errors import CanterError, bad_env_kwargs
 from canter.utils import available_cpus
 
@@ -436,6 +437,5 @@ def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", traini
     if vectorization in ("auto", "native"):
         return _native(env_id, n_envs, training, env_kwargs)
     kwargs = dict(env_kwargs or {})
-    fns = [lambda: make_atari_env(env_id, training, env_kwargs=kwargs) for _ in range(n_envs)]
-    cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
-    return cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    return vector_env(lambda: make_atari_env(env_id, training, env_kwargs=kwargs), n_envs, vectorization == "async",
+                      env_id)

@@ -9,6 +9,7 @@ import gymnasium as gym
 from canter.envs import atari, multiagent, multiagent_views, turns
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
+from canter.envs.workers import vector_env
 from canter.errors import CanterError, bad_env_kwargs, raised_in, unknown
 from canter.registry import _REGISTRY
 
@@ -159,9 +160,8 @@ def make_vec_env(
         if vectorization == "native":
             raise CanterError(f"'{env_id}' is a turn-based game, with no native vectorised implementation; "
                               f"use --vectorization sync (or async)")
-        fns = [lambda: pack_observations(turns.TurnBasedEnv(env_id, kwargs, training)) for _ in range(n_envs)]
-        cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
-        return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
+        return VecEnv(vector_env(lambda: pack_observations(turns.TurnBasedEnv(env_id, kwargs, training)), n_envs,
+                                 vectorization == "async", env_id))
     if multiagent.is_multiagent(env_id):  # every agent of every copy is a sub-env, stepped in this process
         if vectorization in ("async", "native"):
             raise CanterError(f"'{env_id}' is a parallel multi-agent env, whose copies are stepped in this "
@@ -177,10 +177,9 @@ def make_vec_env(
     if factory is not None:
         if vectorization == "native":
             raise CanterError(f"env '{env_id}' has no native vectorised implementation; use --vectorization sync")
-        fns = [lambda: pack_observations(factory(**kwargs)) for _ in range(n_envs)]
-        cls = gym.vector.AsyncVectorEnv if vectorization == "async" else gym.vector.SyncVectorEnv
         try:
-            return VecEnv(cls(fns, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
+            return VecEnv(vector_env(lambda: pack_observations(factory(**kwargs)), n_envs, vectorization == "async",
+                                     env_id))
         except Exception as exc:  # noqa: BLE001 - a misspelled env_kwargs key or a bad value, as for a Gymnasium id below
             raise bad_env_kwargs(env_id, kwargs, exc) from None
     gid = _gym_id(env_id)
@@ -199,11 +198,15 @@ def make_vec_env(
             if next_step and not needs_packing(env.single_observation_space):
                 return VecEnv(env)
             env.close()  # structured observations are flattened per copy (canter.envs.packing)
-        mode = "async" if vectorization == "async" else "sync"
-        env = gym.make_vec(
-            _capped(spec, training), num_envs=n_envs, vectorization_mode=mode,
-            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}, wrappers=[pack_observations], **kwargs,
-        )
+        if vectorization == "async":  # canter's own copies, so that a worker's error is one line (canter.envs.workers)
+            spec = _capped(spec, training)
+            env = vector_env(lambda: pack_observations(gym.make(spec, **kwargs)), n_envs, True, env_id)
+        else:
+            env = gym.make_vec(
+                _capped(spec, training), num_envs=n_envs, vectorization_mode="sync",
+                vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}, wrappers=[pack_observations],
+                **kwargs,
+            )
     except gym.error.DependencyNotInstalled as exc:
         raise _missing_dependency(env_id, exc) from None
     except TypeError as exc:

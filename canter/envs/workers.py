@@ -1,0 +1,179 @@
+"""Async vectorisation (``vectorization: async``): an env's failure in a worker as one line, Ctrl-C left to the parent.
+
+Gymnasium's ``AsyncVectorEnv`` runs each env copy in a worker process. When a copy raises there,
+gymnasium logs the worker's traceback through ``gymnasium.logger`` (warnings on stderr) and raises
+``type(exc)(exc)`` again in the parent, whose traceback shows only gymnasium's frames; a constructor
+that fails in a worker prints the worker's traceback and kills it; a worker that dies leaves the parent
+an ``EOFError``, and the vector env cannot be closed after it (every close raises that again). And a
+terminal's Ctrl-C reaches every process of the group: the workers died of it while the parent's
+:class:`~canter.run.Run` was finishing the iteration to save the run.
+
+:func:`vector_env` builds every vector env canter makes from env copies. Its async one makes each copy
+through :class:`WorkerEnvFn` (in a worker: Ctrl-C ignored, the env's errors made one :class:`AsyncEnvError`
+line that names the error and where in the env's code it was raised), behind :class:`AsyncErrors`, which
+keeps ``gymnasium.logger`` quiet while the workers are called (its public ``min_level``), names the env in
+the error, says which worker died and how, and closes the workers after either.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import gymnasium as gym
+
+from canter.errors import CanterError, raised_in
+
+_NEXT_STEP = gym.vector.AutoresetMode.NEXT_STEP
+_SILENT = gym.logger.ERROR + 1  # a gymnasium.logger.min_level above every level it logs at
+
+
+class AsyncEnvError(CanterError):
+    """An env copy failed in an async worker process (its constructor, ``reset`` or ``step`` raised, or
+    the process died). One argument, the message: gymnasium raises ``type(exc)(exc)`` again in the parent."""
+
+
+def vector_env(make: Callable[[], gym.Env], n_envs: int, asynchronous: bool, env_id: str) -> gym.vector.VectorEnv:
+    """``n_envs`` copies of the env that ``make`` builds, in a ``SyncVectorEnv`` or (``asynchronous``) in
+    ``AsyncVectorEnv`` workers behind :class:`AsyncErrors`, whose errors name ``env_id``; ``NEXT_STEP`` autoreset."""
+    if not asynchronous:
+        return gym.vector.SyncVectorEnv([make] * n_envs, autoreset_mode=_NEXT_STEP)
+    fn = WorkerEnvFn(make)  # one for all copies: each worker's copy knows the spaces the parent's env had
+    try:
+        env = gym.vector.AsyncVectorEnv([fn] * n_envs, autoreset_mode=_NEXT_STEP)
+    except (EOFError, ConnectionError):  # a worker died before it could answer (os._exit in the constructor)
+        raise AsyncEnvError(f"env '{env_id}': an async worker process died while making the env") from None
+    return AsyncErrors(env, env_id)
+
+
+class WorkerEnvFn:
+    """Makes an env copy with ``make``: in the process that built this object (the parent's copy that
+    gymnasium reads the spaces from) as it is; in a worker process it ignores SIGINT (the parent stops
+    the run and closes the workers) and reports the copy's errors as :class:`AsyncEnvError`, a failed
+    constructor on the first ``reset`` (the worker must answer gymnasium's check of the spaces first)."""
+
+    def __init__(self, make: Callable[[], gym.Env]) -> None:
+        self.make = make
+        self.parent = os.getpid()
+        self.spaces: tuple[gym.Space, gym.Space] | None = None
+
+    def __call__(self) -> gym.Env:
+        """The env copy."""
+        if os.getpid() == self.parent:
+            env = self.make()
+            self.spaces = env.observation_space, env.action_space
+            return env
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            return _Reporting(self.make())
+        except Exception as exc:  # noqa: BLE001 - any error of the env's constructor, reported on reset
+            if self.spaces is None:
+                raise
+            return _Unmade(*self.spaces, f"its constructor raised {raised_in(exc)}")
+
+
+class _Reporting(gym.Wrapper):
+    """A worker's env copy whose ``reset`` and ``step`` errors are one-line :class:`AsyncEnvError`\\ s."""
+
+    def reset(self, **kwargs: Any) -> Any:  # noqa: D102
+        try:
+            return self.env.reset(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
+            raise AsyncEnvError(f"reset() raised {raised_in(exc)}") from None
+
+    def step(self, action: Any) -> Any:  # noqa: D102
+        try:
+            return self.env.step(action)
+        except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
+            raise AsyncEnvError(f"step() raised {raised_in(exc)}") from None
+
+
+class _Unmade(gym.Env):
+    """Stands in a worker for a copy whose constructor raised (with the spaces the parent's copy had);
+    its first ``reset`` reports the error."""
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, error: str) -> None:
+        self.observation_space, self.action_space, self.error = observation_space, action_space, error
+
+    def reset(self, **kwargs: Any) -> Any:  # noqa: D102
+        raise AsyncEnvError(self.error)
+
+    def step(self, action: Any) -> Any:  # noqa: D102
+        raise AsyncEnvError(self.error)
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Keep ``gymnasium.logger`` silent inside (the worker's errors are reported as one line instead)."""
+    level = gym.logger.min_level
+    gym.logger.min_level = _SILENT
+    try:
+        yield
+    finally:
+        gym.logger.min_level = level
+
+
+class AsyncErrors(gym.vector.VectorWrapper):
+    """An ``AsyncVectorEnv`` whose workers' failures are one-line :class:`AsyncEnvError`\\ s naming the env.
+
+    A worker that died (``os._exit``, a signal, a crash in C) is named with its exit code. After a
+    call that did not return (a dead worker, a Ctrl-C while the workers stepped), :meth:`close`
+    terminates the workers instead of waiting for answers that will not come."""
+
+    def __init__(self, env: gym.vector.AsyncVectorEnv, env_id: str) -> None:
+        super().__init__(env)
+        self.env_id = env_id
+        self.broken = False  # a call was left unanswered: close() terminates the workers
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> Any:
+        """Reset every copy (see :meth:`gymnasium.vector.VectorEnv.reset`)."""
+        return self._call("reset", self.env.reset, seed=seed, options=options)
+
+    def step(self, actions: Any) -> Any:
+        """Step every copy (see :meth:`gymnasium.vector.VectorEnv.step`)."""
+        return self._call("step", self.env.step, actions)
+
+    def _call(self, name: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        level = gym.logger.min_level  # as _quiet(), without a generator's cost on every step
+        gym.logger.min_level = _SILENT
+        try:
+            return method(*args, **kwargs)
+        except AsyncEnvError as exc:  # reported by the worker: the others are still answering
+            raise AsyncEnvError(f"env '{self.env_id}' failed in an async worker: {exc}") from None
+        except (EOFError, ConnectionError):  # a worker's pipe closed under the call
+            self.broken = True
+            raise AsyncEnvError(f"env '{self.env_id}': {self._dead_worker()} during {name}()") from None
+        except BaseException:  # Ctrl-C while the workers were called: their answers may never be read
+            self.broken = True
+            raise
+        finally:
+            gym.logger.min_level = level
+
+    def _dead_worker(self, wait: float = 1.0) -> str:
+        """Which worker process died, and how (its pipe may close a moment before its exit is seen)."""
+        deadline = time.monotonic() + wait
+        while True:
+            for i, process in enumerate(self.env.processes):
+                code = process.exitcode
+                if code is not None:
+                    how = f"exit code {code}" if code >= 0 else f"killed by {signal.Signals(-code).name}"
+                    return f"async worker {i} died ({how})"
+            if time.monotonic() > deadline:
+                return "an async worker process closed its pipe"
+            time.sleep(0.01)
+
+    def close(self, **kwargs: Any) -> None:
+        """Close the copies and their workers; terminate the workers after a call left unanswered."""
+        with _quiet():
+            if not self.broken:
+                try:
+                    return self.env.close(**kwargs)
+                except (EOFError, ConnectionError):  # a worker died since the last call
+                    pass
+            for pipe in self.env.parent_pipes:  # unanswered: gymnasium's close would wait for (or read) them
+                if pipe is not None:
+                    pipe.close()
+            self.env.close(terminate=True)
