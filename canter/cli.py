@@ -443,7 +443,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # output piped into e.g. `head`
+    except BrokenPipeError:  # output piped into e.g. `head`; any other pipe (an env's simulator) is an error
+        from canter.utils import stdout_gone
+
+        if not stdout_gone():
+            raise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:  # a path given on the command line that cannot be read or written

@@ -7,7 +7,9 @@ import ctypes.util
 import functools
 import os
 import random
+import select
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -163,3 +165,16 @@ def global_rngs_kept() -> Iterator[None]:
         torch.set_rng_state(states[2])
         if cuda is not None:  # torch.manual_seed reseeds every CUDA device too
             torch.cuda.set_rng_state_all(cuda)
+
+
+def stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (``canter list | head -1``)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a StringIO): writing to it breaks no pipe
+        return False
+    if not hasattr(select, "poll"):  # Windows: cannot tell, so as before
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))

@@ -1,0 +1,61 @@
+"""A BrokenPipeError ends the CLI quietly with exit 0 only when standard output is the pipe that broke
+(``canter list | head -1``). Before, any BrokenPipeError did: an env whose simulator connection closed,
+or an async vector env closed after its workers died, ended a run with exit 0 and no message."""
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+import pytest
+
+from canter import cli
+from canter.utils import stdout_gone
+
+
+@pytest.fixture
+def stdout_pipe(monkeypatch):
+    """Returns ``use()``, which makes sys.stdout the writing end of a real pipe (inside the test: pytest's
+    capture sets sys.stdout again after the fixtures) and returns the reading end's fd."""
+    opened = []
+
+    def use() -> int:
+        read_fd, write_fd = os.pipe()
+        stream = os.fdopen(write_fd, "w")
+        opened.append((read_fd, stream))
+        monkeypatch.setattr(sys, "stdout", stream)
+        return read_fd
+
+    yield use
+    for read_fd, stream in opened:
+        stream.close()
+        try:
+            os.close(read_fd)
+        except OSError:  # closed by the test
+            pass
+
+
+def _broken_pipe(argv):
+    raise BrokenPipeError(32, "Broken pipe")  # as a socket to an env's simulator that closed
+
+
+def test_stdout_gone_only_for_a_pipe_whose_reader_closed(stdout_pipe, monkeypatch):
+    read_fd = stdout_pipe()
+    assert not stdout_gone()
+    os.close(read_fd)
+    assert stdout_gone()
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert not stdout_gone()
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_raised(stdout_pipe, monkeypatch):
+    stdout_pipe()
+    monkeypatch.setitem(cli.COMMANDS, "list", _broken_pipe)
+    with pytest.raises(BrokenPipeError):
+        cli.main(["list"])
+
+
+def test_a_closed_stdout_pipe_still_exits_0(stdout_pipe, monkeypatch):
+    monkeypatch.setitem(cli.COMMANDS, "list", _broken_pipe)
+    os.close(stdout_pipe())
+    assert cli.main(["list"]) == 0
