@@ -5,7 +5,6 @@ Bad input exits with code 2 and one line on stderr (``canter: error: ...``), no 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import math
 import os
@@ -135,7 +134,7 @@ def cmd_train(argv: list[str]) -> int:
     p = _train_parser("canter train", algo, _flag_value(argv, "--env") if helping else None,
                       strict=algo is not None)  # an unknown algorithm is the error, not its flags
     args = p.parse_args(argv)
-    from canter.api import make_trainer
+    from canter import make_trainer  # torch with it, the garbage collector deferred (canter/__init__.py)
 
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
     run_flags = ("seed", "n_envs", "target_reward", "max_steps", "max_seconds", "eval_episodes", "eval_every",
@@ -165,8 +164,9 @@ def _cmd_resume(argv: list[str]) -> int:
     args = p.parse_args(argv)
     if not args.resume.strip():
         raise CanterError("--resume needs a run directory: canter train --resume RUN_DIR")
-    from canter.api import resume_trainer
+    from canter import _import_deferring_gc
 
+    resume_trainer = _import_deferring_gc("canter.api").resume_trainer  # as make_trainer above
     return _drive(resume_trainer(args.resume, quiet=args.quiet, max_steps=args.max_steps, max_seconds=args.max_seconds))
 
 
@@ -222,7 +222,7 @@ def parse_env_kwargs(text: str | None) -> dict[str, Any]:
 
 def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str, Any] | None = None,
                   ) -> tuple[Any, str, dict]:
-    from canter.api import load
+    from canter import load  # first: torch with it, the garbage collector deferred (canter/__init__.py)
     from canter.envs import make_vec_env, spaces_mismatch
 
     if env_override is not None and not env_override.strip():
@@ -265,11 +265,11 @@ def cmd_eval(argv: list[str]) -> int:
     p.add_argument("--seat", help="turn-based games: play this seat (random or an agent name)")
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
+    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs))
     from canter.envs import make_vec_env
     from canter.envs.turns import with_opponent
     from canter.trainers.evaluation import evaluate
 
-    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs))
     env_kwargs = with_opponent(env_id, env_kwargs, args.opponent, args.seat)
     # as many env copies as the training run's evaluations had, so the same seed gives the same episodes;
     # another env (--env) may have no native version of the run's vectorization
@@ -318,9 +318,9 @@ def cmd_play(argv: list[str]) -> int:
         raise CanterError("--video-dir needs a directory path; leave it out to play without recording")
     if args.video_dir is not None and os.path.exists(args.video_dir) and not os.path.isdir(args.video_dir):
         raise CanterError(f"--video-dir '{args.video_dir}' is a file, not a directory")
+    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs))
     from canter.play import play
 
-    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs))
     returns = play(agent, env_id, args.episodes, render=args.render, video_dir=args.video_dir, seed=args.seed,
                    env_kwargs=env_kwargs)
     for i, r in enumerate(returns):
@@ -459,18 +459,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The ``canter`` console script: :func:`main`, then a fast exit.
+    """The ``canter`` console script (and ``python -m canter``): :func:`main`, then a fast exit.
+
+    Importing this module is cheap: torch imports when a command needs it (``--help`` and argument
+    errors do not).
 
     Every file the command wrote is closed (and fsynced where it matters) before ``main`` returns,
     so the interpreter's teardown (unloading torch, pyarrow and their thread pools: 0.4-0.8 s
     measured here) does no useful work; ``os._exit`` skips it after flushing the standard streams.
     Runs that used W&B exit normally so its own exit handlers run.
 
-    The objects that exist once canter is imported (torch's, mostly) live as long as the process:
-    ``gc.freeze`` moves them out of the garbage collector's way, so its full passes during the
-    run skip them. The working directory joins the end of ``sys.path``, as ``python -m`` puts it at the start.
+    The objects that canter's imports create (torch's, mostly) live as long as the process: ``gc.freeze``
+    after those imports moves them out of the garbage collector's way, so its full passes skip them.
+    The working directory joins the end of ``sys.path``, as ``python -m`` puts it at the start.
     """
-    gc.freeze()
+    import canter
+
+    canter._freeze_imports = True
     # `module:Name` parts (an env, a model, a hook) from the working directory import as under
     # `python -m canter`; appended, so a local file never shadows an installed package
     if os.getcwd() not in sys.path:

@@ -55,12 +55,13 @@ def register(kind: str, name: str) -> Callable[[T], T]:
 
 
 def _load_builtins() -> None:
+    """Import canter's own components, which register themselves (torch with them), once."""
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
+        from canter import _import_deferring_gc
+
         _BUILTINS_LOADED = True
-        importlib.import_module("canter.algorithms")
-        importlib.import_module("canter.models")
-        importlib.import_module("canter.agents")
+        _import_deferring_gc("canter.algorithms", "canter.models", "canter.agents")
 
 
 def import_object(path: str) -> Any:

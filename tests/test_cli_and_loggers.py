@@ -367,7 +367,7 @@ def test_importing_canter_leaves_the_garbage_collector_as_it_found_it():
     import sys
 
     code = ("import gc, sys; before = sys.argv[1] == 'on'; (gc.enable if before else gc.disable)(); "
-            "import canter; print(gc.isenabled())")
+            "import canter; canter.train; print(gc.isenabled())")
     for before, expected in (("on", "True"), ("off", "False")):
         out = subprocess.run([sys.executable, "-c", code, before], capture_output=True, text=True, check=True)
         assert out.stdout.strip() == expected, (before, out.stdout, out.stderr)

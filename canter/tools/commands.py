@@ -118,7 +118,9 @@ def cmd_benchmark(argv: list[str]) -> int:
     p.add_argument("--quiet", action="store_true", help="no line per finished run")
     args = p.parse_args(argv)
     _refuse_empty(args, "--out")
-    from canter.tools.benchmark import benchmark
+    from canter import _import_deferring_gc
+
+    benchmark = _import_deferring_gc("canter.tools.benchmark").benchmark  # torch with it
 
     try:
         result = benchmark(args.file, out=args.out, jobs=args.jobs, quiet=args.quiet)
@@ -143,7 +145,9 @@ def cmd_report(argv: list[str]) -> int:
     args = p.parse_args(argv)
     if args.eval_episodes < 0:
         raise CanterError(f"--eval-episodes must be >= 0, got {args.eval_episodes}")
-    from canter.tools.report import write_report
+    from canter import _import_deferring_gc
+
+    write_report = _import_deferring_gc("canter.tools.report").write_report  # torch with it
 
     print(f"wrote {write_report(args.run_dir, out=args.out, eval_episodes=args.eval_episodes)}")
     return 0
