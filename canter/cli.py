@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from canter.cli_args import ConfigFileAction, _config_file_arg, _flag_value, _Parser, int_arg  # noqa: F401
-from canter.errors import CanterError
+from canter.errors import CanterError, interrupted
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
@@ -441,8 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     except CanterError as exc:
         print("canter: error: " + " ".join(str(exc).split()), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # one that no command handled: while canter's modules import, say
+        return interrupted()
     except BrokenPipeError:  # output piped into e.g. `head`; any other pipe (an env's simulator) is an error
         from canter.utils import stdout_gone
 
@@ -462,7 +462,7 @@ def entry() -> None:
     """The ``canter`` console script (and ``python -m canter``): :func:`main`, then a fast exit.
 
     Importing this module is cheap: torch imports when a command needs it (``--help`` and argument
-    errors do not).
+    errors do not), so a Ctrl-C while it imports gets one line and exit code 130, not a traceback.
 
     Every file the command wrote is closed (and fsynced where it matters) before ``main`` returns,
     so the interpreter's teardown (unloading torch, pyarrow and their thread pools: 0.4-0.8 s
@@ -473,14 +473,17 @@ def entry() -> None:
     after those imports moves them out of the garbage collector's way, so its full passes skip them.
     The working directory joins the end of ``sys.path``, as ``python -m`` puts it at the start.
     """
-    import canter
+    try:
+        import canter
 
-    canter._freeze_imports = True
-    # `module:Name` parts (an env, a model, a hook) from the working directory import as under
-    # `python -m canter`; appended, so a local file never shadows an installed package
-    if os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())
-    code = main()
+        canter._freeze_imports = True
+        # `module:Name` parts (an env, a model, a hook) from the working directory import as under
+        # `python -m canter`; appended, so a local file never shadows an installed package
+        if os.getcwd() not in sys.path:
+            sys.path.append(os.getcwd())
+        code = main()
+    except KeyboardInterrupt:  # outside the command (its usage line, its exit)
+        code = interrupted()
     if "wandb" in sys.modules:
         raise SystemExit(code)
     for stream in (sys.stdout, sys.stderr):

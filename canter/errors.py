@@ -32,6 +32,15 @@ class MissingExtraError(CanterError):
         return type(self), (self.feature, self.extra, self.module)
 
 
+def interrupted() -> int:
+    """Report a Ctrl-C that no command handled (while canter's modules import, say) in one line on
+    stderr; return the exit code, 130."""
+    import sys
+
+    print("interrupted", file=sys.stderr)
+    return 130
+
+
 def bad_env_kwargs(env_id: str, kwargs: dict | None, exc: Exception) -> Exception:
     """The error to raise when an env's constructor raised ``exc``: a one-line :class:`CanterError`
     when the user passed ``env_kwargs`` (a misspelled key is a TypeError; a bad value may be any

@@ -1,14 +1,49 @@
-"""Start-up of the ``canter`` command and of ``import canter``: help and argument errors do not import
-torch; the public API is imported on first use."""
+"""Start-up of the ``canter`` command and of ``import canter``: a Ctrl-C while torch imports is one line
+and exit code 130; help and argument errors do not import torch; the public API is imported on first use."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+#: the two ways in: the console script (pyproject's [project.scripts]) and ``python -m canter``
+WAYS_IN = {"console script": ["-c", "import sys; sys.argv[0] = 'canter'; from canter.__main__ import entry; entry()"],
+           "python -m canter": ["-m", "canter"]}
+
+
+def _loading_torch(pid: int) -> bool:
+    """True once process ``pid`` has mapped torch's shared library (it is inside ``import torch``)."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return "libtorch" in f.read()
+    except OSError:  # not started yet, or gone
+        return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc/PID/maps to see torch load")
+@pytest.mark.parametrize("way_in", list(WAYS_IN))
+def test_ctrl_c_while_torch_imports_is_one_line_and_exit_130(way_in):
+    """A Ctrl-C in the first second of `canter list`, while torch imported, printed a KeyboardInterrupt
+    traceback (torch was imported by `import canter`, before the command's Ctrl-C handling)."""
+    proc = subprocess.Popen([sys.executable, *WAYS_IN[way_in], "list"], env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _loading_torch(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert proc.poll() is None, "the command ended before torch was seen loading"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.splitlines() == ["interrupted"], err
 
 
 def _modules_after(code: str) -> set[str]:
