@@ -62,29 +62,50 @@ SUMMARY_NUMBERS = ("steps", "episodes", "updates", "wall_seconds", "best_eval_re
 SUMMARY_COUNTS = ("steps", "episodes", "updates", "wall_seconds")
 
 
-def read_table(path: Path, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
-    """A parquet file as ``{column: float array}`` (missing file: empty dict); a CanterError naming
-    the file if it cannot be read as parquet, or if it has rows but not each ``required`` column as numbers."""
-    if not path.exists():
-        return {}
+def _numeric(kind: Any) -> bool:
+    """Whether a column of arrow type ``kind`` holds numbers (booleans and all-null columns too)."""
+    import pyarrow as pa
+
+    return any(test(kind) for test in (pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean,
+                                       pa.types.is_decimal, pa.types.is_null))
+
+
+def _open_table(path: Path, required: tuple[str, ...]) -> tuple[Any, list[str]]:
+    """The parquet file ``path`` (only its footer read) and its numeric columns; a CanterError naming the file if it
+    is not parquet, or if it has rows but not each ``required`` column as numbers."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        parquet = pq.ParquetFile(path)
+        numeric = [f.name for f in parquet.schema_arrow if _numeric(f.type)]
     except (pa.ArrowException, OSError) as exc:
         raise CanterError(f"cannot read '{path}' as a parquet table: {_first_line(exc)}") from None
-    out = {}
-    for name in table.column_names:
-        values = table.column(name).to_pylist()
-        try:
-            out[name] = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-        except (TypeError, ValueError):
-            continue  # a non-numeric column: not plotted
-    missing = [c for c in required if c not in out]
-    if table.num_rows and missing:
+    missing = [c for c in required if c not in numeric]
+    if parquet.metadata.num_rows and missing:
+        parquet.close()
         raise CanterError(f"'{path}' is damaged: it has no numeric '{missing[0]}' column")
-    return out
+    return parquet, numeric
+
+
+def read_table(path: Path, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """A parquet file as ``{column: float64 array}`` (nulls as NaN; columns that are not numbers, such as a
+    multi-agent run's agent names, left out; missing file: empty dict); a CanterError naming the file if it
+    cannot be read as parquet, or if it has rows but not each ``required`` column as numbers. Columns are
+    converted by pyarrow, never row by row."""
+    if not path.exists():
+        return {}
+    import pyarrow as pa
+
+    parquet, numeric = _open_table(path, required)
+    try:
+        with parquet:
+            table = parquet.read(columns=numeric)
+        # safe=False: an int64 beyond 2**53 is rounded, as float64 holds it
+        columns = {name: table.column(name).cast(pa.float64(), safe=False) for name in numeric}
+        return {name: (c.fill_null(np.nan) if c.null_count else c).to_numpy() for name, c in columns.items()}
+    except (pa.ArrowException, OSError) as exc:
+        raise CanterError(f"cannot read '{path}' as a parquet table: {_first_line(exc)}") from None
 
 
 def _first_line(exc: BaseException) -> str:
