@@ -1,20 +1,22 @@
 """How long the tools that read run data take on a long run: ``canter report``, ``canter plot`` and the
 ``canter benchmark`` results of one run directory.
 
-A big run directory is made from a small real one (``canter train ppo --env CartPole-v1``: config,
+A big run directory is made from a small real one (``canter benchmark`` of PPO on CartPole-v1: config,
 summary, checkpoints), its three tables replaced by ones of the same schemas as
 ``canter.logging.history`` writes, with as many rows as asked (defaults: 200k episodes, 1M update
-rows with PPO's statistics, 500 evaluations). Each tool runs in its own fresh ``python`` process,
-three times; the median wall time is printed.
+rows with PPO's statistics, 500 evaluations). Each tool (``canter report``, ``plot``, and ``benchmark``
+reusing the finished run to write its results) runs in its own fresh ``python -m canter`` process, three
+times; the median wall and CPU times are printed.
 
 ```bash
 python benchmarks/bench_rundata.py                        # defaults, in a temporary directory
-python benchmarks/bench_rundata.py --keep /tmp/big-run    # keep the run directory to profile it
+python benchmarks/bench_rundata.py --keep /tmp/big         # keep the run (/tmp/big/bench/runs/...) to profile it
 ```
 """
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -66,23 +68,49 @@ def write_tables(run_dir: Path, episodes: int, updates: int, evaluations: int, s
                    run_dir / "evaluations.parquet")
 
 
-def make_run(run_dir: Path, episodes: int, updates: int, evaluations: int) -> Path:
-    """Train a small real run into ``run_dir``, then give it big tables."""
-    subprocess.run([sys.executable, "-m", "canter", "train", "ppo", "--env", "CartPole-v1", "--max-steps", "4096",
-                    "--eval-every", "2048", "--set", "tensorboard=false", "--quiet", "--run-dir", str(run_dir)],
-                   check=True)
+BENCH_FILE = "seeds: [0]\nset: {max_steps: 4096, eval_every: 2048, tensorboard: false}\nalgos: [ppo]\nenvs: [CartPole-v1]\n"
+
+
+#: the run that :data:`BENCH_FILE` makes, in the work directory
+RUN = "bench/runs/ppo-CartPole-v1-seed0"
+
+
+def make_run(work: Path, episodes: int, updates: int, evaluations: int) -> Path:
+    """Train a small real run with ``canter benchmark`` into ``work/bench``, give it big tables, and return it."""
+    (work / "bench.yaml").write_text(BENCH_FILE)
+    subprocess.run([sys.executable, "-m", "canter", "benchmark", "bench.yaml", "--out", "bench", "--quiet"], check=True,
+                   stdout=subprocess.DEVNULL, cwd=work)
+    run_dir = work / RUN
     write_tables(run_dir, episodes, updates, evaluations, steps=50_000_000)
     return run_dir
 
 
+#: each tool's command line (``canter ...``), given the work directory and the run directory
 TOOLS = {
-    "report": "from canter.tools.report import write_report; write_report({d!r}, eval_episodes=0)",
-    "report (20 eval episodes)": "from canter.tools.report import write_report; write_report({d!r})",
-    "plot": "from canter.tools.plot import plot_runs; plot_runs([{d!r}], out={d!r} + '/curve.png')",
-    "benchmark results": ("from pathlib import Path; from canter.tools.benchmark import save_figure; "
-                          "from canter.tools.rundata import load_run; r = load_run({d!r}); r.final_return(); "
-                          "save_figure([r], Path({d!r}) / 'bench.png')"),
+    "report": "report {run} --eval-episodes 0",
+    "report (20 eval episodes)": "report {run}",
+    "plot": "plot {run} --out {work}/curve.png",
+    "benchmark (reusing the run)": "benchmark {work}/bench.yaml --out {work}/bench --quiet",
 }
+
+
+def time_tools(work: Path, run_dir: Path, repeats: int = 3,
+               tools: list[str] | None = None) -> dict[str, list[tuple[float, float]]]:
+    """(wall, CPU) seconds of each tool's ``python -m canter`` process (the code on ``PYTHONPATH``), ``repeats``
+    times; CPU time (user + system) moves less than wall time on a host that others share."""
+    times: dict[str, list[tuple[float, float]]] = {}
+    for name in tools or list(TOOLS):
+        for _ in range(repeats):
+            start, cpu = time.perf_counter(), _children_cpu()
+            subprocess.run([sys.executable, "-m", "canter", *TOOLS[name].format(work=work, run=run_dir).split()],
+                           check=True, stdout=subprocess.DEVNULL, cwd=work)  # not here: -m puts the cwd first
+            times.setdefault(name, []).append((time.perf_counter() - start, _children_cpu() - cpu))
+    return times
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -92,18 +120,20 @@ def main() -> None:
     p.add_argument("--updates", type=int, default=1_000_000)
     p.add_argument("--evaluations", type=int, default=500)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--keep", help="make the run directory here and keep it")
+    p.add_argument("--keep", help="work in this directory and keep it (the run: DIR/bench/runs/ppo-CartPole-v1-seed0)")
+    p.add_argument("--reuse", action="store_true", help="time the run already in --keep DIR (another checkout's "
+                   "code on PYTHONPATH, say) instead of making one")
+    p.add_argument("--tools", nargs="+", choices=list(TOOLS), help="time only these")
     args = p.parse_args()
+    if args.reuse and not args.keep:
+        p.error("--reuse needs --keep DIR")
     with tempfile.TemporaryDirectory() as tmp:
-        run_dir = make_run(Path(args.keep or Path(tmp) / "run"), args.episodes, args.updates, args.evaluations)
-        for name, code in TOOLS.items():
-            times = []
-            for _ in range(args.repeats):
-                start = time.perf_counter()
-                subprocess.run([sys.executable, "-c", code.format(d=str(run_dir))], check=True)
-                times.append(time.perf_counter() - start)
-            print(f"{name}: median {statistics.median(times):.2f} s ({', '.join(f'{t:.2f}' for t in times)})",
-                  flush=True)
+        work = Path(args.keep or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        run_dir = (work / RUN if args.reuse else make_run(work, args.episodes, args.updates, args.evaluations))
+        for name, times in time_tools(work, run_dir, args.repeats, args.tools).items():
+            wall, cpu = (statistics.median(t[i] for t in times) for i in (0, 1))
+            print(f"{name}: median {wall:.2f} s wall ({', '.join(f'{t[0]:.2f}' for t in times)}), {cpu:.2f} s CPU")
 
 
 if __name__ == "__main__":

@@ -51,3 +51,23 @@ def test_read_table_keeps_nulls_as_nan_and_booleans_as_numbers(tmp_path):
     np.testing.assert_array_equal(table["step"], [1.0, np.nan])
     np.testing.assert_array_equal(table["flag"], [1.0, np.nan])
     assert np.isnan(table["none"]).all() and table["big"][0] == float(2**60)
+
+
+def test_plot_and_benchmark_results_do_not_read_the_update_table(big_tables, tmp_path, monkeypatch):
+    """canter plot and benchmark draw learning curves only, yet read every update row (1M in a long run)
+    too; they check that table's footer now (a damaged one is still refused: tests/test_tools_errors.py)."""
+    import shutil
+
+    import canter.tools.rundata as rundata
+    from canter.tools.benchmark import Cell, table_rows
+    from canter.tools.plot import plot_runs
+
+    run = tmp_path / "runs" / "ppo-CartPole-v1-seed0"
+    shutil.copytree(big_tables, run)
+    (run / "config.yaml").write_text("algo: ppo\nenv: CartPole-v1\nseed: 0\n")
+    read = []
+    real = rundata.read_table
+    monkeypatch.setattr(rundata, "read_table", lambda path, *a: read.append(path.name) or real(path, *a))
+    plot_runs([run], out=tmp_path / "curve.png")
+    table_rows([Cell("ppo", "CartPole-v1", 0, {})], tmp_path / "runs")
+    assert read and "updates.parquet" not in read

@@ -35,6 +35,7 @@ from canter.checkpoint import atomic_write
 from canter.config import load_yaml, resolve_config, resolved_dict
 from canter.errors import CanterError, unknown
 from canter.run_lock import check_free
+from canter.tools.plot import CURVE_TABLES
 from canter.tools.rundata import RunData, load_run, read_json_mapping
 from canter.tools.stats import summarize
 
@@ -244,7 +245,7 @@ def benchmark(path: str | Path, out: str | Path | None = None, jobs: int = 1, qu
     files = {"markdown": out_dir / "results.md", "csv": out_dir / "results.csv", "figure": out_dir / "benchmark.png"}
     atomic_write(files["markdown"], markdown.encode())
     atomic_write(files["csv"], to_csv(rows).encode())
-    save_figure([load_run(runs_dir / c.name) for c in cells], files["figure"])
+    save_figure([load_run(runs_dir / c.name, CURVE_TABLES) for c in cells], files["figure"])
     return BenchmarkResult(rows, markdown, files)
 
 
@@ -303,7 +304,7 @@ def table_rows(cells: list[Cell], runs_dir: Path) -> list[dict[str, Any]]:
     """One row per (algorithm, env): statistics across its seeds."""
     groups: dict[tuple[str, str], list[RunData]] = {}
     for cell in cells:
-        groups.setdefault((cell.algo, cell.env), []).append(load_run(runs_dir / cell.name))
+        groups.setdefault((cell.algo, cell.env), []).append(load_run(runs_dir / cell.name, CURVE_TABLES))
     rows = []
     for (algo, env), runs in groups.items():
         finals = [r.final_return() for r in runs]

@@ -21,6 +21,8 @@ from canter.tools.rundata import RunData, load_run
 
 FORMATS = ("png", "svg", "pdf")
 X_AXES = {"steps": ("step", "environment steps"), "time": ("wall_time", "wall-clock seconds")}
+#: the tables a learning curve is drawn from (:func:`run_curve`); a run's update statistics are not read
+CURVE_TABLES = ("history", "evaluations")
 
 
 def new_figure(width_px: int, height_px: int, dpi: int = 100) -> Any:
@@ -193,7 +195,7 @@ def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence
     if x not in X_AXES:
         raise CanterError(f"--x must be 'steps' or 'time', got '{x}'")
     path, fmt = check_output(out)
-    runs = [load_run(d) for d in run_dirs]
+    runs = [load_run(d, CURVE_TABLES) for d in run_dirs]
     groups = group_runs(runs, labels)
     for label, members in groups.items():  # a run given twice (overlapping globs) would count twice in the mean
         seen: dict[Path, Path] = {}

@@ -56,6 +56,10 @@ REQUIRED_COLUMNS = {"history.parquet": ("step", "wall_time", "episode_return", "
                     "updates.parquet": ("step", "wall_time")}
 
 
+#: the tables of a run directory, as :class:`RunData` names them (each in ``NAME.parquet``)
+TABLES = ("history", "evaluations", "updates")
+
+
 #: the numbers the tools read from ``summary.json`` (``canter.run`` writes them)
 SUMMARY_NUMBERS = ("steps", "episodes", "updates", "wall_seconds", "best_eval_return", "last_eval_return")
 #: ... of which these are never null (a run without an evaluation has null eval returns)
@@ -86,6 +90,12 @@ def _open_table(path: Path, required: tuple[str, ...]) -> tuple[Any, list[str]]:
         parquet.close()
         raise CanterError(f"'{path}' is damaged: it has no numeric '{missing[0]}' column")
     return parquet, numeric
+
+
+def check_table(path: Path, required: tuple[str, ...] = ()) -> None:
+    """Refuse, as :func:`read_table` would, a damaged parquet file ``path`` without reading its rows (missing: fine)."""
+    if path.exists():
+        _open_table(path, required)[0].close()
 
 
 def read_table(path: Path, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
@@ -126,8 +136,12 @@ def read_json_mapping(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_run(path: str | Path) -> RunData:
-    """Load a run directory written by ``canter train``; a CanterError if it is not one."""
+def load_run(path: str | Path, read: tuple[str, ...] = TABLES) -> RunData:
+    """Load a run directory written by ``canter train``; a CanterError if it is not one or a file is damaged.
+
+    ``read`` names the tables to read (``history``, ``evaluations``, ``updates``); the others are only
+    checked (their footer: parquet, with the columns canter writes) and left empty in the RunData, so a tool
+    that draws no update statistics does not read a long run's million update rows."""
     p = Path(path)
     if not p.is_dir():
         from canter.checkpoint import no_run_dir
@@ -148,9 +162,14 @@ def load_run(path: str | Path) -> RunData:
             raise CanterError(f"'{summary_path}' is damaged: '{key}' must be a number, got null")
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise CanterError(f"'{summary_path}' is damaged: '{key}' must be a number or null, got {value!r}")
-    history, evaluations, updates = (read_table(p / name, REQUIRED_COLUMNS[name]) for name in
-                                     ("history.parquet", "evaluations.parquet", "updates.parquet"))
-    return RunData(p, config, summary, history, evaluations, updates)
+    tables = {}
+    for name in TABLES:
+        file = p / f"{name}.parquet"
+        if name in read:
+            tables[name] = read_table(file, REQUIRED_COLUMNS[file.name])
+        else:
+            check_table(file, REQUIRED_COLUMNS[file.name])
+    return RunData(p, config, summary, **tables)
 
 
 def checkpoints(run_dir: Path) -> list[dict[str, Any]]:
