@@ -11,6 +11,7 @@ times; the median wall and CPU times are printed.
 ```bash
 python benchmarks/bench_rundata.py                        # defaults, in a temporary directory
 python benchmarks/bench_rundata.py --keep /tmp/big         # keep the run (/tmp/big/bench/runs/...) to profile it
+PYTHONPATH=../other-checkout python benchmarks/bench_rundata.py --keep /tmp/big --reuse   # the same run, other code
 ```
 """
 from __future__ import annotations

@@ -71,3 +71,54 @@ def test_plot_and_benchmark_results_do_not_read_the_update_table(big_tables, tmp
     plot_runs([run], out=tmp_path / "curve.png")
     table_rows([Cell("ppo", "CartPole-v1", 0, {})], tmp_path / "runs")
     assert read and "updates.parquet" not in read
+
+
+def _points(artist) -> int:
+    """The points an artist of a figure draws (a line's vertices, a scatter's dots, a band's outline)."""
+    if hasattr(artist, "get_xdata"):
+        return len(artist.get_xdata())
+    offsets = artist.get_offsets() if hasattr(artist, "get_offsets") else ()
+    return max(len(offsets), sum(len(p.vertices) for p in artist.get_paths()))
+
+
+def test_report_draws_a_bounded_number_of_points_of_a_long_run(big_tables, tmp_path, monkeypatch):
+    """The report drew every training episode as a dot and every update row into each panel (1M rows: ~11 s,
+    most of it matplotlib and the legend's placement); each curve is drawn through at most 4 points per
+    1/DRAW_BINS of the steps now, the episodes as a min-max band, the evaluations as a line in a ± std band."""
+    import shutil
+
+    from canter.tools import report
+    from canter.tools.plot import DRAW_BINS
+
+    run = tmp_path / "run"
+    shutil.copytree(big_tables, run)
+    (run / "config.yaml").write_text("algo: ppo\nenv: CartPole-v1\nseed: 0\n")
+    figures = []
+    monkeypatch.setattr(report, "_img", lambda fig, alt: figures.append(fig) or "")
+    monkeypatch.setattr(report, "MAX_MARKERS", 100)  # the fixture's 300 evaluations: the line and band
+    report.write_report(run, eval_episodes=0)
+    assert len(figures) == 3  # learning curve, update statistics, throughput
+    artists = [a for fig in figures for ax in fig.axes for a in [*ax.lines, *ax.collections]]
+    counts = [_points(a) for a in artists]
+    assert max(counts) <= 4 * DRAW_BINS + 8 and min(counts) > 0, counts
+    # episode band, rolling mean, evaluation band and line; a panel per statistic; throughput
+    assert len(artists) == 4 + len(PPO_STATS) + 1
+
+
+def test_envelope_rows_keep_every_row_of_a_short_curve_and_the_extremes_of_a_long_one():
+    from canter.tools.plot import envelope_band, envelope_rows
+
+    x = np.arange(400.0)
+    np.testing.assert_array_equal(envelope_rows(x, np.sin(x), bins=100), np.arange(400))  # small runs: unchanged
+    rng = np.random.default_rng(1)
+    x, y = np.sort(rng.uniform(0, 1e6, 50_000)), rng.normal(size=50_000)
+    y[::5] = np.nan
+    rows = envelope_rows(x, y, bins=100)
+    assert len(rows) <= 400 and rows[0] == 0 and rows[-1] == len(x) - 1 and np.all(np.diff(rows) > 0)
+    assert np.nanmax(y[rows]) == np.nanmax(y) and np.nanmin(y[rows]) == np.nanmin(y)
+    bins = np.minimum((x / 1e4).astype(int), 99)  # 100 equal stretches of x (x[0] ~ 0, x[-1] ~ 1e6)
+    assert all(np.nanmax(y[rows][bins[rows] == b]) == np.nanmax(y[bins == b]) for b in (0, 37, 99))
+    mid, lo, hi = envelope_band(x, y, bins=100)
+    assert len(mid) == 100 and np.all(lo <= hi) and lo.min() == np.nanmin(y) and hi.max() == np.nanmax(y)
+    shuffled = rng.permutation(x)  # x that goes back (wall time across a resume): stretches of rows
+    assert len(envelope_rows(shuffled, y, bins=100)) <= 400

@@ -52,6 +52,51 @@ def run_curve(run: RunData, x: str = "steps") -> tuple[np.ndarray, np.ndarray]:
     return xs[last], ys[last]
 
 
+#: the equal stretches of x a long curve is cut into for drawing (about one per pixel column of a report's plot)
+DRAW_BINS = 1000
+
+
+def _bins(x: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's bin (``bins`` equal stretches of ``x`` when it never decreases, else of the row numbers), a
+    contiguous run of rows, and the first row of each non-empty bin."""
+    n = len(x)
+    with np.errstate(invalid="ignore"):
+        ordered = n > 1 and bool(np.all(x[1:] >= x[:-1])) and x[-1] > x[0]  # NaN: False
+    if ordered:
+        which = np.searchsorted(np.linspace(x[0], x[-1], bins + 1)[1:-1], x, side="right")
+    else:
+        which = np.arange(n) * bins // max(n, 1)
+    return which, np.flatnonzero(np.r_[True, which[1:] != which[:-1]])
+
+
+def envelope_rows(x: np.ndarray, y: np.ndarray, bins: int = DRAW_BINS) -> np.ndarray:
+    """The rows of the curve ``(x, y)`` to draw: every row when there are at most ``4 * bins``; else the first,
+    last, lowest and highest of each of ``bins`` equal stretches of x (NaN rows are never the lowest or highest),
+    in order, so a line through them looks like the whole curve at about one stretch per pixel column."""
+    n = len(x)
+    if n <= 4 * bins:
+        return np.arange(n)
+    which, starts = _bins(x, bins)
+    ends = np.r_[starts[1:], n] - 1
+    keep = [starts, ends]
+    for reduce in (np.fmin, np.fmax):  # NaN-ignoring: a bin of NaN only has no lowest or highest row
+        extreme = reduce.reduceat(y, starts)
+        hits = np.flatnonzero(y == np.repeat(extreme, np.diff(np.r_[starts, n])))
+        keep.append(hits[np.r_[True, which[hits][1:] != which[hits][:-1]]] if len(hits) else hits)
+    return np.unique(np.concatenate(keep))
+
+
+def envelope_band(x: np.ndarray, y: np.ndarray, bins: int = DRAW_BINS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(middle x, lowest y, highest y) of each of ``bins`` equal stretches of x holding a finite y: the band that
+    stands for a scatter of more points than a plot can show."""
+    which, starts = _bins(x, bins)
+    ends = np.r_[starts[1:], len(x)] - 1
+    with np.errstate(invalid="ignore"):
+        lo, hi = np.fmin.reduceat(y, starts), np.fmax.reduceat(y, starts)
+    finite = np.isfinite(lo) & np.isfinite(hi)
+    return ((x[starts] + x[ends]) / 2)[finite], lo[finite], hi[finite]
+
+
 def mean_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
               hold: Sequence[bool] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Interpolate curves onto a shared grid; return (grid, mean, std) over the runs covering each point.

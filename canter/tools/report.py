@@ -19,13 +19,17 @@ import yaml
 
 from canter.checkpoint import atomic_write
 from canter.errors import CanterError
-from canter.tools.plot import legend, new_figure, run_curve
+from canter.tools.plot import DRAW_BINS, envelope_band, envelope_rows, legend, new_figure, run_curve
 from canter.tools.rundata import RunData, checkpoints, load_run
 
 MAX_VIDEO_BYTES = 20 * 1024 * 1024  # all embedded videos together
 #: in the head of every report: ``--out`` overwrites an existing file only if it has this mark
 GENERATOR = '<meta name="generator" content="canter report">'
 SKIP_UPDATE_COLUMNS = ("step", "wall_time", "steps_per_second")
+#: training episodes drawn as dots up to this many; more: the band they cover (a long run has millions)
+MAX_POINTS = 4 * DRAW_BINS
+#: evaluations drawn with error bars up to this many; more: a line in a band
+MAX_MARKERS = 200
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1d2430}
@@ -65,20 +69,37 @@ def _steps_label(run: RunData) -> str:
     return "gradient updates" if _offline(run) else "environment steps"
 
 
+def _drawn(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The points of the curve (x, y) to draw: all, or a long curve's :func:`~canter.tools.plot.envelope_rows`."""
+    rows = envelope_rows(x, y)
+    return x[rows], y[rows]
+
+
 def learning_curve(run: RunData) -> str:
     """Training episode returns, their rolling mean, evaluations (mean +- std) and the target."""
     fig = new_figure(960, 420)
     ax = fig.add_subplot()
     h, e = run.history, run.evaluations
     if len(h.get("step", ())):
-        ax.scatter(h["step"], h["episode_return"], s=6, alpha=0.25, color="#7f8ea3", label="training episode")
+        if len(h["step"]) <= MAX_POINTS:
+            ax.scatter(h["step"], h["episode_return"], s=6, alpha=0.25, color="#7f8ea3", label="training episode")
+        else:  # more dots than pixels: the band they cover
+            ax.fill_between(*envelope_band(h["step"], h["episode_return"]), color="#7f8ea3", alpha=0.45, linewidth=0,
+                            label=f"training episodes ({len(h['step']):,}; min–max band)")
         window = run.config.get("reward_window", 100)  # the episodes history.parquet's rolling_return averages
         # one point per step, after all of its episodes (canter plot's curve): the rows between hold partial
         # means that depend on the envs' order
-        ax.plot(*run_curve(run), color="#1f77b4", linewidth=1.8, label=f"rolling mean ({window} episodes)")
+        ax.plot(*_drawn(*run_curve(run)), color="#1f77b4", linewidth=1.8, label=f"rolling mean ({window} episodes)")
     if len(e.get("step", ())):
-        ax.errorbar(e["step"], e["mean_return"], yerr=e["std_return"], fmt="o-", color="#d62728", markersize=4,
-                    capsize=3, linewidth=1.2, label="evaluation mean ± std")
+        label = "evaluation mean ± std"
+        if len(e["step"]) <= MAX_MARKERS:
+            ax.errorbar(e["step"], e["mean_return"], yerr=e["std_return"], fmt="o-", color="#d62728", markersize=4,
+                        capsize=3, linewidth=1.2, label=label)
+        else:  # too many error bars to tell apart: the mean as a line in a band of ± std
+            rows = envelope_rows(e["step"], e["mean_return"])
+            step, mean, std = e["step"][rows], e["mean_return"][rows], e["std_return"][rows]
+            ax.fill_between(step, mean - std, mean + std, color="#d62728", alpha=0.2, linewidth=0)
+            ax.plot(step, mean, color="#d62728", linewidth=1.2, label=label)
     if run.target_reward is not None:
         ax.axhline(run.target_reward, color="0.35", linestyle="--", linewidth=1.0, label=f"target {run.target_reward:g}")
     ax.set_xlabel(_steps_label(run))
@@ -148,7 +169,7 @@ def update_stats(run: RunData) -> str:
     fig = new_figure(960, 230 * rows)
     for i, name in enumerate(names):
         ax = fig.add_subplot(rows, cols, i + 1)
-        ax.plot(u["step"], u[name], color="#9467bd", linewidth=1.0)
+        ax.plot(*_drawn(u["step"], u[name]), color="#9467bd", linewidth=1.0)
         ax.set_title(name, fontsize="small")
         ax.tick_params(labelsize="x-small")
         ax.grid(alpha=0.3)
@@ -162,7 +183,7 @@ def throughput(run: RunData) -> str:
         return '<p class="note">No throughput was logged.</p>'
     fig = new_figure(960, 300)
     ax = fig.add_subplot()
-    ax.plot(u["step"], u["steps_per_second"], color="#ff7f0e", linewidth=1.0, label="between records")
+    ax.plot(*_drawn(u["step"], u["steps_per_second"]), color="#ff7f0e", linewidth=1.0, label="between records")
     steps, wall = run.summary.get("steps"), run.summary.get("wall_seconds")
     if steps and wall:
         ax.axhline(steps / wall, color="0.35", linestyle="--", linewidth=1.0,
