@@ -17,6 +17,7 @@ from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
     checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir,
 )
 from canter.config import RunConfig, build, resolve_config, resolved_dict
+from canter.devices import load_device
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.turns import bind_opponents
@@ -434,14 +435,16 @@ def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
     return _trained_agent(run)
 
 
-def load(path: str | Path, weights_only: bool = True) -> Agent:
+def load(path: str | Path, weights_only: bool = True, device: str | None = None) -> Agent:
     """Load an agent from a run directory or a checkpoint (safetensors + JSON; nothing is unpickled).
 
     ``weights_only`` restores networks and observation statistics (what acting needs); pass
     False to restore optimizers, RNG and counters too. The caller's global random states (Python's,
     NumPy's, torch's) are left as they were; torch's thread count is set to the run's. The agent
     carries ``run_config``, ``metadata`` (the checkpoint's JSON) and ``run_dir`` (the run directory
-    the checkpoint lies in, None for a checkpoint outside one), as :func:`train`'s does.
+    the checkpoint lies in, None for a checkpoint outside one), as :func:`train`'s does. ``device``
+    (``cpu``, ``cuda``, ``cuda:N``, ``auto``) is where the agent goes; by default the device it was trained on
+    when this machine has it, else ``cpu`` (a checkpoint trained on a GPU loads on a CPU-only machine).
     """
     base = find_checkpoint(path)
     state, meta = load_checkpoint(base)
@@ -451,6 +454,7 @@ def load(path: str | Path, weights_only: bool = True) -> Agent:
     cfg = dict(cfg)
     hp_values = cfg.pop("hparams", {})
     import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names
+    cfg["device"] = load_device(cfg.get("device"), device)
     run = build(RunConfig, cfg)
     algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]

@@ -12,7 +12,8 @@ import sys
 import warnings
 from typing import Any
 
-from canter.cli_args import ConfigFileAction, _config_file_arg, _flag_value, _Parser, int_arg  # noqa: F401
+from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, ConfigFileAction, _config_file_arg,  # noqa: F401
+                             _flag_value, _Parser, int_arg)
 from canter.errors import CanterError, interrupted
 
 
@@ -203,10 +204,6 @@ def _drive(trainer: Any) -> int:
     return 0
 
 
-ENV_KWARGS_HELP = ("env constructor arguments as a YAML mapping, e.g. '{is_slippery: false}' (merged over the "
-                   "run's env_kwargs when the env is the run's own)")
-
-
 def parse_env_kwargs(text: str | None) -> dict[str, Any]:
     """``--env-kwargs`` (a YAML mapping) as a dict; {} when not given; anything else is a one-line error."""
     if text is None:
@@ -221,13 +218,13 @@ def parse_env_kwargs(text: str | None) -> dict[str, Any]:
 
 
 def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str, Any] | None = None,
-                  ) -> tuple[Any, str, dict]:
+                  device: str | None = None) -> tuple[Any, str, dict]:
     from canter import load  # first: torch with it, the garbage collector deferred (canter/__init__.py)
     from canter.envs import make_vec_env, spaces_mismatch
 
     if env_override is not None and not env_override.strip():
         raise CanterError("--env needs an env id; leave it out to use the run's own env")
-    agent = load(run_dir)
+    agent = load(run_dir, device=device)
     env_id = env_override or agent.run_config.env
     from canter.envs.turns import check_given_opponent
 
@@ -261,11 +258,12 @@ def cmd_eval(argv: list[str]) -> int:
     p.add_argument("--env-kwargs", dest="env_kwargs", help=ENV_KWARGS_HELP)
     p.add_argument("--seed", type=int_arg, default=12345, help="evaluation seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--device", help=DEVICE_HELP)
     p.add_argument("--opponent", help="turn-based games: play against this opponent (random or a run directory)")
     p.add_argument("--seat", help="turn-based games: play this seat (random or an agent name)")
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
-    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs))
+    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs), args.device)
     from canter.envs import make_vec_env
     from canter.envs.turns import with_opponent
     from canter.trainers.evaluation import evaluate
@@ -312,13 +310,14 @@ def cmd_play(argv: list[str]) -> int:
     p.add_argument("--render", action="store_true", help="open a window (render_mode human)")
     p.add_argument("--video-dir", dest="video_dir", help="record mp4 videos here (needs the 'video' extra)")
     p.add_argument("--seed", type=int_arg, default=0, help="episode seed")
+    p.add_argument("--device", help=DEVICE_HELP)
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
     if args.video_dir is not None and not args.video_dir.strip():
         raise CanterError("--video-dir needs a directory path; leave it out to play without recording")
     if args.video_dir is not None and os.path.exists(args.video_dir) and not os.path.isdir(args.video_dir):
         raise CanterError(f"--video-dir '{args.video_dir}' is a file, not a directory")
-    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs))
+    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs), args.device)
     from canter.play import play
 
     returns = play(agent, env_id, args.episodes, render=args.render, video_dir=args.video_dir, seed=args.seed,

@@ -8,6 +8,11 @@ from typing import Any
 
 from canter.errors import CanterError
 
+#: help strings of options several commands take
+ENV_KWARGS_HELP = ("env constructor arguments as a YAML mapping, e.g. '{is_slippery: false}' (merged over the "
+                   "run's env_kwargs when the env is the run's own)")
+DEVICE_HELP = "act on this torch device: cpu, cuda, cuda:N or auto (default: the run's, where present, else cpu)"
+
 
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser whose errors are one line and exit code 2.

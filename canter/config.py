@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from canter.config_errors import _keys_hint, _other_name, _unknown_hparam
+from canter.devices import resolve_device
 from canter.errors import CanterError, unknown
 from canter.config_imports import config_imports, layered_imports
 from canter.yaml_io import load_yaml, parse_yaml_value
@@ -273,7 +274,7 @@ class RunConfig:
     conv_precision: str = hp(
         "float32", "arithmetic of convolutional encoders: float32, or bfloat16 (torch.autocast inside the encoder; "
         "~2x faster on CPUs with AMX, less precise; the layers after it stay float32)", choices=("float32", "bfloat16"))
-    device: str = hp("cpu", "torch device (CPU only in this release)", choices=("cpu",))
+    device: str = hp("cpu", "torch device: cpu, cuda, cuda:N or auto (cuda if torch finds a GPU); runs record the result")
     max_seconds: float | None = hp(None, "wall-clock budget in seconds (null: none)", low=0, low_open=True)
     model: str | None = hp(None, "registered model name or 'module:Class' (null: the algorithm's default)")
     agent: str | None = hp(None, "registered agent name or 'module:Class' (null: the generic Agent)")
@@ -331,6 +332,7 @@ class RunConfig:
         from canter.multiagent_config import check_multiagent_run
 
         check_multiagent_run(self)
+        self.device = resolve_device(self.device)  # 'auto' is recorded as the device it chose
         if self.ray_address is not None and not self.explorers:
             raise CanterError("'ray_address' needs explorers: add --explorers N (e.g. --explorers 4)")
         from canter.distributed.cluster import ray_address_ok

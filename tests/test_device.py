@@ -1,0 +1,64 @@
+"""The ``device`` run option on any machine: ``auto``, refusals of a missing or misspelled device, and
+where a checkpoint loads (tests/test_cuda.py trains on a GPU). torch is made to report no GPU, so these
+behave the same on machines with one."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import canter
+from canter.devices import load_device, resolve_device
+from canter.errors import CanterError
+from tests.test_cli_errors import assert_one_line_error, run_cli
+
+TINY = dict(max_steps=64, n_envs=1, n_steps=32, batch_size=32, n_epochs=1, eval_every=0, eval_episodes=1)
+
+
+@pytest.fixture
+def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+def test_auto_resolves_to_cpu_without_a_gpu_and_the_run_records_it(no_gpu, tmp_path):
+    assert resolve_device("auto") == "cpu" and resolve_device(" CPU ") == "cpu"
+    agent = canter.train("ppo", env="CartPole-v1", device="auto", run_dir=tmp_path / "run", **TINY)
+    assert agent.algorithm.device == torch.device("cpu")
+    assert "device: cpu" in (tmp_path / "run" / "config.yaml").read_text().splitlines()
+    assert canter.load(tmp_path / "run").run_config.device == "cpu"
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:0"])
+def test_a_gpu_asked_for_where_there_is_none_is_refused_in_one_line(no_gpu, device, capsys, tmp_path):
+    with pytest.raises(CanterError, match=f"'device' is '{device}' but .* here; use device=cpu, or device=auto"):
+        canter.make_trainer("ppo", env="CartPole-v1", device=device)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", f"device={device}",
+                           "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, f"'device' is '{device}'", "device=cpu", "device=auto")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("device, near", [("gpu", "'cuda'"), ("cuda:abc", "'cuda"), ("cpu0", "'cpu'")])
+def test_a_misspelled_device_is_refused_with_the_closest_choice(device, near, capsys):
+    with pytest.raises(CanterError, match=f"unknown value for 'device' '{device}'; did you mean {near}"):
+        resolve_device(device)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", f"device={device}")
+    assert_one_line_error(code, err, f"unknown value for 'device' '{device}'", near)
+
+
+def test_a_checkpoint_loads_on_its_device_if_present_else_the_cpu(no_gpu, tmp_path):
+    assert load_device("cuda", None) == "cpu" and load_device("cuda:1", None) == "cpu"  # trained on a GPU
+    assert load_device("cpu", None) == "cpu" and load_device(None, None) == "cpu"
+    assert load_device("cuda", "cpu") == "cpu" and load_device("cpu", "auto") == "cpu"
+    canter.train("ppo", env="CartPole-v1", run_dir=tmp_path / "run", **TINY)
+    assert canter.load(tmp_path / "run", device="cpu").algorithm.device == torch.device("cpu")
+    with pytest.raises(CanterError, match="'device' is 'cuda' but"):
+        canter.load(tmp_path / "run", device="cuda")
+
+
+def test_eval_and_play_take_a_device(no_gpu, tmp_path, capsys):
+    canter.train("ppo", env="CartPole-v1", run_dir=tmp_path / "run", **TINY)
+    code, out, err = run_cli(capsys, "eval", str(tmp_path / "run"), "--episodes", "1", "--device", "cpu", "--json")
+    assert code == 0, err
+    for command in ("eval", "play"):
+        code, _, err = run_cli(capsys, command, str(tmp_path / "run"), "--episodes", "1", "--device", "cuda")
+        assert_one_line_error(code, err, "'device' is 'cuda' but", "device=cpu")
