@@ -178,3 +178,12 @@ def stdout_gone() -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLOUT)
     return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def to_numpy(x: torch.Tensor | np.ndarray) -> np.ndarray:
+    """``x`` as a NumPy array in host memory: an array as it is, a CPU tensor as a view sharing its memory
+    (detached), a tensor on another device (a GPU) copied to the host."""
+    if isinstance(x, np.ndarray):
+        return x
+    x = x.detach()
+    return x.numpy() if x.device.type == "cpu" else x.cpu().numpy()

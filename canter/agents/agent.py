@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from canter.algorithms.base import ActOutput, Algorithm, overridden_outside_canter
-from canter.data.batch import ReplayBatch
+from canter.data.batch import ReplayBatch, to_device
 from canter.envs.masks import mask_width
 from canter.errors import CanterError
 from canter.registry import register
@@ -367,12 +367,12 @@ class Agent:
         return batch if self._training_layout is None else batch._replace(obs=self._training_layout(batch.obs))
 
     def learn(self, batch: Any) -> dict[str, float]:
-        """One algorithm update."""
-        return self.algorithm.learn(batch)
+        """One algorithm update (the batch's tensors moved to the algorithm's device first)."""
+        return self.algorithm.learn(batch if self.device.type == "cpu" else to_device(batch, self.device))
 
     def learn_phase(self, batch: Any, steps: int) -> list[dict[str, float]]:
         """``steps`` updates on ``batch`` cut into equal minibatches (algorithms with ``learn_phase``)."""
-        return self.algorithm.learn_phase(batch, steps)
+        return self.algorithm.learn_phase(batch if self.device.type == "cpu" else to_device(batch, self.device), steps)
 
     # -- state ----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -42,7 +42,7 @@ class RecurrentAgent(Agent):
             self.memory[kind] = state = None
         if state is None or not starts.any():
             return
-        keep = torch.from_numpy(~starts).to(state[0].dtype).view(1, -1, 1)
+        keep = torch.from_numpy(~starts).to(state[0].device, state[0].dtype).view(1, -1, 1)
         self.memory[kind] = (state[0] * keep, state[1] * keep)
 
     def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None,  # type: ignore[override]

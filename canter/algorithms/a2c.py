@@ -102,7 +102,7 @@ class A2C(ActorCriticAlgorithm):
         loss = pg_loss - c.ent_coef * ent + c.vf_coef * v_loss
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        return torch.stack([pg_loss.detach(), v_loss.detach(), ent.detach()]).numpy()
+        return torch.stack([pg_loss.detach(), v_loss.detach(), ent.detach()]).cpu().numpy()
 
     def _grads_manual(self, obs: torch.Tensor, act: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor) -> np.ndarray:
         """The same loss and gradients as :meth:`_grads_autograd`, derived by hand (under ``no_grad``).

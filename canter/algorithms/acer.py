@@ -249,7 +249,7 @@ class ACER(Algorithm):
         if c.trust_region:
             g, adj = trust_region_projection(g, -avg_probs / (phi.detach() + EPS), c.delta)  # k = dKL(avg||pi)/dphi
         else:
-            adj = torch.zeros(n)
+            adj = torch.zeros(n, device=g.device)
         q_loss = 0.5 * ((q_ret - q_taken).pow(2) * mask).sum() / count
         loss = -(f * g.detach()).sum() / count + c.q_coef * q_loss
         self.optimizer.zero_grad(set_to_none=True)

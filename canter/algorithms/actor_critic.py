@@ -121,10 +121,10 @@ class ActorCriticAlgorithm(Algorithm):
     @property
     def uses_manual_backward(self) -> bool:
         """Whether the update takes the hand-derived gradients (PPO's, A2C's): ``manual_backward`` on, a
-        model that supports them, and canter's own :meth:`log_prob_entropy` (they reproduce it; a user's
+        model that supports them, the CPU (they run partly in NumPy), and canter's own :meth:`log_prob_entropy` (they reproduce it; a user's
         subclass overriding it gets autograd on its own)."""
         return bool(getattr(self.config, "manual_backward", False) and getattr(self.model, "manual_backward", False)
-                    and not overridden_outside_canter(self, "log_prob_entropy"))
+                    and self.device.type == "cpu" and not overridden_outside_canter(self, "log_prob_entropy"))
 
     def policy_terms(self, out: np.ndarray, actions: np.ndarray) -> CategoricalTerms | GaussianTerms:
         """For the hand-derived updates: log-probs and entropies of ``actions`` under the policy

@@ -59,7 +59,7 @@ class APPO(IMPALA):
         bs = min(c.batch_size, n)
         stats: list[torch.Tensor] = []
         for _ in range(c.n_epochs):
-            perm = torch.randperm(n, generator=self.generator)
+            perm = torch.randperm(n, generator=self.generator).to(obs.device)
             for start in range(0, n, bs):
                 idx = perm[start:start + bs]
                 mb_adv = adv[idx]

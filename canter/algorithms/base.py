@@ -187,6 +187,8 @@ class Algorithm(ABC):
         self.observation_space, self.action_space = observation_space, action_space
         self.config = config
         self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:  # 'cuda': the current one, named exactly
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self.generator = torch.Generator().manual_seed(seed)
         self.model_cls = lookup("model", model or self.default_model)
         self._check_builtin_model(model or self.default_model)

@@ -87,7 +87,8 @@ class BC(Algorithm):
             return ActOutput(out)
         if deterministic:
             return ActOutput(out.argmax(-1))
-        return ActOutput(torch.multinomial(torch.softmax(out, -1), 1, generator=self.generator).squeeze(-1))
+        probs = torch.softmax(out, -1).cpu()  # the algorithm's generator is a CPU one
+        return ActOutput(torch.multinomial(probs, 1, generator=self.generator).squeeze(-1).to(out.device))
 
     def learn(self, batch: ReplayBatch) -> dict[str, float]:
         """One gradient step on the cloning loss of ``batch.obs`` -> ``batch.actions``."""

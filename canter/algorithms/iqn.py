@@ -51,7 +51,7 @@ class IQN(DQN):
 
     def _fractions(self, rows: int) -> torch.Tensor:
         """``[rows, n_quantiles]`` fractions, uniform in [0, 1), from the algorithm's generator."""
-        return torch.rand(rows, self.config.n_quantiles, generator=self.generator)
+        return torch.rand(rows, self.config.n_quantiles, generator=self.generator).to(self.device)
 
     def target_values(self, next_obs: torch.Tensor) -> torch.Tensor:
         """The target network's quantiles at fresh fractions, ``[B, A, N']``."""

@@ -122,7 +122,7 @@ class PPO(ActorCriticAlgorithm):
             # the old values go back to the critic's own outputs, standardised by the statistics they were
             # computed with (value clipping's window is centred there, as MAPPO's reference ValueNorm does)
             old_mean, old_std = self._value_scale()
-            self.value_rms.update(batch.returns.numpy().astype(np.float64))
+            self.value_rms.update(batch.returns.cpu().numpy().astype(np.float64))
             mean, std = self._value_scale()
             batch = batch._replace(values=(batch.values - old_mean) / old_std, returns=(batch.returns - mean) / std)
         manual = self.uses_manual_backward
@@ -145,6 +145,7 @@ class PPO(ActorCriticAlgorithm):
         stats: list[np.ndarray] = []
         for _ in range(c.n_epochs):
             perm = None if whole is not None else torch.randperm(n, generator=self.generator)
+            perm = perm if perm is None else perm.to(batch.obs.device)  # the CPU generator's draw, on the batch's device
             for start in range(0, n, bs):
                 mb = whole if perm is None else self._normalized(RolloutBatch(*(x[perm[start:start + bs]] for x in batch)))
                 if not self._step(grads(mb), stats):
@@ -196,7 +197,7 @@ class PPO(ActorCriticAlgorithm):
         with torch.no_grad():
             approx_kl = ((ratio - 1.0) - log_ratio).mean()
             clip_frac = ((ratio - 1.0).abs() > self.clip).float().mean()
-            return torch.stack([pg_loss, v_loss, ent, approx_kl, clip_frac]).numpy()
+            return torch.stack([pg_loss, v_loss, ent, approx_kl, clip_frac]).cpu().numpy()
 
     def _grads_manual(self, mb: RolloutBatch, defer: bool = False) -> np.ndarray | PendingStats:
         """The same loss and gradients as :meth:`_grads_autograd`, derived by hand (call it under

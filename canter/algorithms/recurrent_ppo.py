@@ -127,7 +127,7 @@ class RecurrentPPO(PPO):
         per_mb = max(1, min(n_envs, c.batch_size // t_len))
         stats: list[np.ndarray] = []
         for _ in range(c.n_epochs):
-            perm = torch.randperm(n_envs, generator=self.generator)
+            perm = torch.randperm(n_envs, generator=self.generator).to(b.obs.device)
             for start in range(0, n_envs, per_mb):
                 envs = perm[start:start + per_mb]
                 state = (b.state[0][:, envs], b.state[1][:, envs])

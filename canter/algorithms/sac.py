@@ -25,6 +25,7 @@ from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, SoftUpdate
 from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.errors import CanterError
+from canter.models import distributions as D
 from canter.models.distributions import gaussian_log_prob
 from canter.registry import register
 
@@ -100,7 +101,7 @@ class SAC(Algorithm):
         if self.config.use_sde:
             noise = torch.bmm(latent.unsqueeze(1), self._exploration_weights(latent.shape[0])).squeeze(1)
         else:
-            noise = log_std.exp() * torch.randn(mean.shape, generator=self.generator, dtype=mean.dtype)
+            noise = log_std.exp() * D.randn(mean.shape, self.generator, mean)
         return ActOutput(torch.tanh(mean + noise))
 
     def new_phase(self) -> None:
@@ -119,7 +120,7 @@ class SAC(Algorithm):
         period = c.sde_sample_freq if c.sde_sample_freq > 0 else max(1, math.ceil(c.train_freq / n))
         if self.sde_weights is None or self.sde_weights.shape[0] != n or self.act_calls % period == 0:
             std = self.actor.sde_log_std.detach().exp()
-            self.sde_weights = std * torch.randn((n,) + tuple(std.shape), generator=self.generator, dtype=std.dtype)
+            self.sde_weights = std * D.randn((n,) + tuple(std.shape), self.generator, std)
         self.act_calls += 1
         return self.sde_weights
 
@@ -138,14 +139,14 @@ class SAC(Algorithm):
             log_sigma = 0.5 * torch.log((latent * latent) @ (std * std) + 1e-6)
             log_prob = gaussian_log_prob(mean, log_sigma, u)
             return torch.tanh(u), log_prob - tanh_log_det(u)
-        eps = torch.randn(mean.shape, generator=self.generator, dtype=mean.dtype)
+        eps = D.randn(mean.shape, self.generator, mean)
         u = mean + log_std.exp() * eps
         # log N(u; mean, std) - log|det d tanh(u)/du|, summed over action dims in one reduction
         log_prob = (-0.5 * eps * eps - log_std - 2.0 * (_LOG2 - u - F.softplus(-2.0 * u))).sum(-1)
         return torch.tanh(u), log_prob - _HALF_LOG_2PI * mean.shape[-1]
 
     def _train_weights(self, std: torch.Tensor) -> torch.Tensor:
-        return std * torch.randn(std.shape, generator=self.generator, dtype=std.dtype)
+        return std * D.randn(std.shape, self.generator, std)
 
     # -- learning -----------------------------------------------------------------------------
     def critic_loss(

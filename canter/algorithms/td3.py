@@ -22,6 +22,7 @@ from canter.algorithms.base import ActOutput, Algorithm, encoder_hp, encoder_kwa
 from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate, frozen, mean_over_critics
 from canter.config import hp
 from canter.data.batch import ReplayBatch
+from canter.models import distributions as D
 from canter.registry import register
 
 OU_THETA, OU_DT = 0.15, 1e-2  # Stable-Baselines3's OrnsteinUhlenbeckActionNoise defaults
@@ -79,7 +80,7 @@ class TD3(Algorithm):
         c = self.config
         if deterministic or c.action_noise == "none" or c.noise_std == 0:
             return ActOutput(actions)
-        randn = torch.randn(actions.shape, generator=self.generator, dtype=actions.dtype)
+        randn = D.randn(actions.shape, self.generator, actions)
         if c.action_noise == "normal":
             noise = c.noise_std * randn
         else:
@@ -92,7 +93,8 @@ class TD3(Algorithm):
     def reset_noise(self, done: torch.Tensor) -> None:
         """Restart the Ornstein-Uhlenbeck process of the envs whose episode ended."""
         if self.ou_state is not None and self.ou_state.shape[0] == done.shape[0]:
-            self.ou_state = torch.where(done.view(-1, 1), torch.zeros_like(self.ou_state), self.ou_state)
+            self.ou_state = torch.where(done.view(-1, 1).to(self.ou_state.device), torch.zeros_like(self.ou_state),
+                                        self.ou_state)
 
     # -- learning -----------------------------------------------------------------------------
     def critic_loss(self, batch: ReplayBatch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,7 +103,7 @@ class TD3(Algorithm):
         with torch.no_grad():
             next_actions = self.actor_target(batch.next_obs)
             if c.target_policy_noise > 0:
-                noise = torch.randn(next_actions.shape, generator=self.generator, dtype=next_actions.dtype)
+                noise = D.randn(next_actions.shape, self.generator, next_actions)
                 noise = (noise * c.target_policy_noise).clamp(-c.target_noise_clip, c.target_noise_clip)
                 next_actions = (next_actions + noise).clamp(-1.0, 1.0)
             next_q = self.critic_target(batch.next_obs, next_actions).min(0).values

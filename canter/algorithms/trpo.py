@@ -139,7 +139,8 @@ class NPG(ActorCriticAlgorithm):
         """Policy parameters (those the action head and log_std depend on) and critic parameters."""
         params = list(self.model.parameters())
         space = self.observation_space
-        obs = torch.full((1,), int(space.start)) if isinstance(space, gym.spaces.Discrete) else torch.zeros((1,) + space.shape)
+        obs = (torch.full((1,), int(space.start), device=self.device) if isinstance(space, gym.spaces.Discrete)
+               else torch.zeros((1,) + space.shape, device=self.device))
         out = self.model.action(obs)
         extra = self.model.log_std.sum() if self.continuous else 0.0
         used = torch.autograd.grad(out.sum() + extra, params, allow_unused=True)
@@ -216,7 +217,7 @@ class NPG(ActorCriticAlgorithm):
         bs = min(c.batch_size, n)
         losses = []
         for _ in range(c.n_critic_updates):
-            perm = torch.randperm(n, generator=self.generator)
+            perm = torch.randperm(n, generator=self.generator).to(batch.obs.device)
             for start in range(0, n, bs):
                 idx = perm[start:start + bs]
                 v_loss = (self.model.value(batch.obs[idx]) - batch.returns[idx]).pow(2).mean()

@@ -1,9 +1,20 @@
 """Batches with declared fields (NamedTuples of tensors): what algorithms' ``learn`` receives."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
+
+
+def to_device(batch: Any, device: torch.device) -> Any:
+    """``batch`` (a tensor, or a NamedTuple / tuple of them, nested) with every tensor on ``device``; other
+    fields are kept. Buffers live in host memory: a learner on a GPU gets its batches moved here."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, tuple):
+        items = [to_device(x, device) for x in batch]
+        return type(batch)(*items) if hasattr(batch, "_fields") else tuple(items)
+    return batch
 
 
 class RolloutBatch(NamedTuple):

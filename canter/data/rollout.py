@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from canter.data.batch import RolloutBatch, SequenceBatch
+from canter.utils import to_numpy
 
 
 def compute_gae(
@@ -67,11 +68,11 @@ class RolloutBuffer:
         rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, valid: np.ndarray,
     ) -> None:
         """Store one vector step (``valid`` False marks autoreset-only steps, dropped later)."""
-        t = self.pos  # NumPy arrays or CPU tensors (Agent.sample gives arrays where the NumPy path acted)
-        self._obs_np[t] = obs.numpy() if isinstance(obs, torch.Tensor) else obs
-        self._act_np[t] = actions.numpy() if isinstance(actions, torch.Tensor) else actions
-        self._logp_np[t] = log_probs.numpy() if isinstance(log_probs, torch.Tensor) else log_probs
-        self._values_np[t] = values.numpy() if isinstance(values, torch.Tensor) else values
+        t = self.pos  # NumPy arrays or tensors (Agent.sample gives arrays where the NumPy path acted; a GPU's
+        self._obs_np[t] = to_numpy(obs)  # tensors come to host memory here)
+        self._act_np[t] = to_numpy(actions)
+        self._logp_np[t] = to_numpy(log_probs)
+        self._values_np[t] = to_numpy(values)
         self.rewards[t] = rewards
         self.terminated[t] = terminated
         np.logical_or(terminated, truncated, out=self.dones[t], casting="unsafe")
@@ -102,7 +103,7 @@ class RolloutBuffer:
     def _advantages(self, last_values: torch.Tensor, gamma: float, gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE advantages and returns ``[T, N]``; empties the buffer."""
         adv = compute_gae(
-            self.rewards, self.values.numpy(), last_values.numpy(), self.terminated, self.dones, gamma, gae_lambda
+            self.rewards, self.values.numpy(), to_numpy(last_values), self.terminated, self.dones, gamma, gae_lambda
         )
         self.pos = 0
         adv_t = torch.from_numpy(adv)

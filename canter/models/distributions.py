@@ -9,9 +9,25 @@ import torch
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
+def on_device(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``x`` (drawn on the CPU) on ``like``'s device. The algorithms' generators are CPU generators, whose
+    state a checkpoint restores on any device; draws for tensors on a GPU are made there and moved."""
+    return x if x.device == like.device else x.to(like.device)
+
+
+def randn(shape: Any, generator: torch.Generator | None, like: torch.Tensor) -> torch.Tensor:
+    """Standard normal draws of ``shape`` from ``generator`` (a CPU one) in ``like``'s dtype, on its device."""
+    return on_device(torch.randn(shape, generator=generator, dtype=like.dtype), like)
+
+
+def exponential(like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """``Exp(1)`` draws shaped as ``like`` from ``generator`` (a CPU one), on ``like``'s device."""
+    return on_device(torch.empty_like(like, device="cpu").exponential_(generator=generator), like)
+
+
 def categorical_sample(logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """Sample actions from logits ``[B, n]``: Gumbel-max, ``argmax(logits - log E)`` with ``E ~ Exp(1)``."""
-    e = torch.empty_like(logits).exponential_(generator=generator)
+    e = exponential(logits, generator)
     return torch.argmax(logits - e.log_(), dim=-1)
 
 
@@ -28,7 +44,7 @@ def categorical_entropy(logp_all: torch.Tensor) -> torch.Tensor:
 
 def gaussian_sample(mean: torch.Tensor, log_std: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """Sample from a diagonal Gaussian."""
-    return mean + log_std.exp() * torch.randn(mean.shape, generator=generator, dtype=mean.dtype)
+    return mean + log_std.exp() * randn(mean.shape, generator, mean)
 
 
 def gaussian_log_prob(mean: torch.Tensor, log_std: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
@@ -53,7 +69,7 @@ def segments(nvec: Any) -> list[slice]:
 
 def multi_categorical_sample(logits: torch.Tensor, nvec: Any, generator: torch.Generator | None = None) -> torch.Tensor:
     """One action per entry ``[B, k]``: Gumbel-max within each entry's logits (one exponential draw for all)."""
-    e = torch.empty_like(logits).exponential_(generator=generator)
+    e = exponential(logits, generator)
     return multi_categorical_mode(logits - e.log_(), nvec)
 
 

@@ -40,7 +40,7 @@ class NoisyLinear(nn.Module):
     def reset_noise(self, generator: torch.Generator | None = None) -> None:
         """Draw new ``eps_in`` and ``eps_out``."""
         for eps in (self.eps_in, self.eps_out):
-            x = torch.randn(eps.shape, generator=generator)
+            x = torch.randn(eps.shape, generator=generator)  # a CPU generator: copy_ moves it to eps's device
             eps.copy_(x.sign() * x.abs().sqrt())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # noqa: D102

@@ -59,7 +59,8 @@ class LSTMActorCritic(nn.Module):
 
     def initial_state(self, batch: int) -> State:
         """Zero memory for ``batch`` envs."""
-        zeros = torch.zeros(1, batch, self.hidden * (1 if self.critic_lstm is None else 2))
+        zeros = torch.zeros(1, batch, self.hidden * (1 if self.critic_lstm is None else 2),
+                            device=self.lstm.weight_hh_l0.device)
         return zeros, zeros.clone()
 
     def _heads(self, y: torch.Tensor, allowed: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:

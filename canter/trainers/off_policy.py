@@ -22,7 +22,7 @@ from canter.envs.multiagent import is_multiagent
 from canter.errors import CanterError, CanterWarning
 from canter.envs.vector import Step
 from canter.trainers.base import StepwiseTrainer, mean_stats, minibatches_fit
-from canter.utils import stream_rng
+from canter.utils import stream_rng, to_numpy
 
 
 def random_actions(agent: Agent, n: int, rng: np.random.Generator,
@@ -172,7 +172,7 @@ class OffPolicyTrainer(StepwiseTrainer):
             env_actions, self._actions = self._random_actions()
         else:
             env_actions, _, out = self.agent.sample(obs) if rows is None else self.agent.sample(obs, rows)
-            self._actions = out.actions if isinstance(out.actions, np.ndarray) else out.actions.numpy()
+            self._actions = to_numpy(out.actions)
         return env_actions
 
     def observe(self, step: Step) -> bool:
