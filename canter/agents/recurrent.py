@@ -108,8 +108,8 @@ class RecurrentAgent(Agent):
         return h.clone(), c.clone()
 
     def set_training_memory(self, state: tuple[torch.Tensor, torch.Tensor]) -> None:
-        """Restore the training memory (exact resume)."""
-        self.memory["sample"] = (state[0].clone(), state[1].clone())
+        """Restore the training memory (exact resume), on the algorithm's device."""
+        self.memory["sample"] = (state[0].to(self.device, copy=True), state[1].to(self.device, copy=True))
 
 
 def check_agent_fits(algo_cls: type, agent_cls: type, agent_name: str) -> None:

@@ -214,4 +214,4 @@ class SAC(Algorithm):
         self.ent_coef.load(state.get("log_alpha"))
         self.act_calls = int(state.get("act_calls", 0))
         weights = state.get("sde_weights")
-        self.sde_weights = None if weights is None else torch.as_tensor(weights).clone()
+        self.sde_weights = None if weights is None else torch.as_tensor(weights, device=self.device).clone()

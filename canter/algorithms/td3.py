@@ -153,4 +153,4 @@ class TD3(Algorithm):
 
     def load_extra_state(self, state: dict[str, Any]) -> None:  # noqa: D102
         ou = state.get("ou_state")
-        self.ou_state = None if ou is None else torch.as_tensor(ou).clone()
+        self.ou_state = None if ou is None else torch.as_tensor(ou, device=self.device).clone()

@@ -54,7 +54,7 @@ class RecurrentOnPolicyTrainer(OnPolicyTrainer):
     def data_state(self) -> dict[str, Any]:
         """The training memory and the pending episode starts (a resumed run acts from them)."""
         h, c = self.agent.training_memory(self.env.num_envs)
-        return {"recurrent": {"h": h.numpy(), "c": c.numpy(), "starts": self.starts.copy()}}
+        return {"recurrent": {"h": h.cpu().numpy(), "c": c.cpu().numpy(), "starts": self.starts.copy()}}
 
     def load_data_state(self, state: dict[str, Any]) -> None:
         """Restore the training memory and pending starts; after a resume that could not restore the env
