@@ -45,8 +45,9 @@ def make_distributed_trainer(
         from canter.registry import user_modules
 
         # explorers are fresh processes: they import the modules that registered the run's names here
-        # (its ``imports``, and those a script imported), as loading a checkpoint does
-        explorer_run = dataclasses.replace(run, imports=user_modules(resolved_dict(run, algo_cfg)))
+        # (its ``imports``, and those a script imported), as loading a checkpoint does; they act on the CPU
+        # whatever the learner's device (their weights come as NumPy arrays; a node may have no GPU)
+        explorer_run = dataclasses.replace(run, imports=user_modules(resolved_dict(run, algo_cfg)), device="cpu")
         # ``env`` was made with one copy: its sub-envs per copy (a multi-agent env's agents)
         pool: Any = RayPool(explorer_run, algo_cfg, run.explorers, run.ray_address, rows_per_copy=env.num_envs,
                             copy_labels=getattr(env, "row_labels", None))

@@ -19,7 +19,7 @@ from canter.algorithms.base import Algorithm
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError
 from canter.trainers.off_policy import random_actions
-from canter.utils import stream_rng
+from canter.utils import stream_rng, to_numpy
 
 #: Ape-X exploration: explorer i of N uses epsilon = BASE ** (1 + ALPHA * i / (N - 1)) (Horgan et al. 2018)
 APEX_EPSILON, APEX_ALPHA = 0.4, 7.0
@@ -168,9 +168,9 @@ class Explorer:
                 with torch.inference_mode():
                     out = algorithm.act(agent.obs_to_tensor(self.obs), deterministic=False)
                 env_actions = agent.to_env_actions(out.actions)
-                acts = out.actions.numpy()
-                logp = None if out.log_probs is None else out.log_probs.numpy()
-                value = None if out.values is None else out.values.numpy()
+                acts = to_numpy(out.actions)  # in-process, the explorer acts with the learner's agent (maybe on a GPU)
+                logp = None if out.log_probs is None else to_numpy(out.log_probs)
+                value = None if out.values is None else to_numpy(out.values)
             if actions is None:
                 actions = rollout_array((T,) + acts.shape, acts.dtype)
             if logp is not None and log_probs is None:
@@ -212,7 +212,7 @@ class Explorer:
         if values is not None:
             out_data["values"] = values
         if bootstrap:
-            out_data["last_values"] = agent.value(self.obs).numpy().astype(np.float32)
+            out_data["last_values"] = to_numpy(agent.value(self.obs)).astype(np.float32)
         out_data.update(version=version, index=self.index, pid=os.getpid(), steps=T * N,
                         seconds=time.perf_counter() - start)
         return out_data
