@@ -1,0 +1,219 @@
+"""Training on a GPU (``device: cuda``): every registered algorithm trains there, writes a checkpoint that
+loads on the CPU with the same deterministic actions, resumes exactly, and PPO solves CartPole.
+
+The device comes from ``CANTER_TEST_DEVICE`` (default ``cuda``); every test is skipped when that is a CUDA
+device and torch finds none, so on a CPU-only machine the default suite skips this file. Run it with
+``CANTER_TEST_DEVICE=cpu`` to check the tests themselves (and canter's CPU path) without a GPU.
+Together the tests take about 3 minutes on one GPU (gymnasium needed; pettingzoo and ale-py tests are
+skipped without them).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+
+# cuBLAS needs this set before its first call to run deterministically (torch.use_deterministic_algorithms)
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+pytest.importorskip("gymnasium")
+
+import canter  # noqa: E402
+from canter.config import RunConfig  # noqa: E402
+from canter.registry import lookup, names  # noqa: E402
+
+DEVICE = os.environ.get("CANTER_TEST_DEVICE", "cuda")
+pytestmark = pytest.mark.skipif(DEVICE.startswith("cuda") and not torch.cuda.is_available(),
+                                reason=f"CANTER_TEST_DEVICE={DEVICE} but torch finds no CUDA GPU")
+
+MATCH = "pettingzoo:tests.match_agents"
+#: env (and env_kwargs) per algorithm; offline algorithms train on a small dataset of this env
+ENVS: dict[str, tuple[str, dict]] = {
+    "sac": ("Pendulum-v1", {}), "td3": ("Pendulum-v1", {}), "ddpg": ("Pendulum-v1", {}), "tqc": ("Pendulum-v1", {}),
+    "td3bc": ("Pendulum-v1", {}), "qmix": (MATCH, {"n_agents": 2, "team": True}),
+    "mappo": (MATCH, {"n_agents": 2, "team": True}),
+}
+#: small settings; each algorithm takes those its config (or the run config) has. manual_backward=False: the
+#: autograd updates a GPU run takes (the hand-derived ones are CPU-only), also under CANTER_TEST_DEVICE=cpu
+TINY = dict(manual_backward=False, n_envs=2, eval_every=0, eval_episodes=1, n_steps=32, batch_size=32, n_epochs=2,
+            learning_starts=64, buffer_size=2_000, train_freq=4, gradient_steps=1, net_arch=[32, 32], replay_start=64,
+            seed=0, target_reward=None, tensorboard=False)  # the GPU machine need not have google-crc32c
+STEPS = {"offline": 20, "on_policy": 256, "on_policy_recurrent": 256, "on_policy_replay": 256, "async": 256,
+         "off_policy": 300}
+
+
+def _algorithms() -> list[str]:
+    import canter.algorithms  # noqa: F401 - registers them
+
+    return sorted(names("algorithm"))
+
+
+def _settings(algo: str, **extra: object) -> dict:
+    """:data:`TINY` (plus ``extra``) restricted to the keys ``algo``'s config or the run config has."""
+    known = {f.name for f in dataclasses.fields(lookup("algorithm", algo).Config)}
+    known |= {f.name for f in dataclasses.fields(RunConfig)}
+    return {k: v for k, v in {**TINY, **extra}.items() if k in known}
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Small random-play datasets for the offline algorithms (as tests/test_offline.py makes them)."""
+    from canter.data.dataset import collect
+
+    root = tmp_path_factory.mktemp("datasets")
+    out = {}
+    for env in ("CartPole-v1", "Pendulum-v1"):
+        collect(env, 300, None, seed=0).save(root / env)
+        out[env] = str(root / env)
+    return out
+
+
+def _observations(env_id: str, env_kwargs: dict, run: RunConfig, n: int = 64) -> np.ndarray:
+    """A fixed batch of ``n`` real observations of ``env_id``: a seeded reset, then seeded random steps."""
+    from canter.envs import make_vec_env
+
+    env = make_vec_env(env_id, 4, "sync", env_kwargs, policies=run.policies, central_state=run.central_state)
+    try:
+        rows, obs = [], env.reset(seed=123)
+        space = env.single_action_space
+        space.seed(7)
+        while sum(len(o) for o in rows) < n:
+            rows.append(np.array(obs))
+            obs = env.step(np.stack([space.sample() for _ in range(env.num_envs)])).obs
+        return np.concatenate(rows)[:n]
+    finally:
+        env.close()
+
+
+def _on_device(agent: object) -> bool:
+    want = torch.device(DEVICE).type
+    params = [p for m in agent.algorithm.modules().values() for p in m.parameters()]
+    return bool(params) and all(p.device.type == want for p in params)
+
+
+def _train(algo: str, run_dir: object, datasets: dict[str, str] | None = None, **extra: object) -> tuple:
+    """Train ``algo`` briefly on :data:`DEVICE` into ``run_dir``; (agent, every logged loss value)."""
+    cls = lookup("algorithm", algo)
+    env_id, env_kwargs = ENVS.get(algo, ("CartPole-v1", {}))
+    kw = _settings(algo, **{"max_steps": STEPS[cls.family], **extra})
+    if cls.family == "offline":
+        kw.update(dataset=datasets[env_id])
+        kw.pop("n_envs", None)
+    else:
+        kw.update(env=env_id, env_kwargs=env_kwargs)
+    if env_id == MATCH:
+        pytest.importorskip("pettingzoo")
+    run = canter.make_trainer(algo, device=DEVICE, run_dir=run_dir, **kw)
+    losses = []
+    try:
+        for record in run():
+            losses += list(record.losses.values())
+    finally:
+        run.close()
+    agent = run.trainer.agent
+    agent.run_config = run.trainer.run
+    return agent, losses
+
+
+def _actions(agent: object, obs: np.ndarray) -> np.ndarray:
+    if hasattr(agent, "begin_episodes"):  # a recurrent agent: every row from empty memory
+        return agent.predict(obs, episode_start=np.ones(len(obs), bool))
+    return agent.predict(obs)
+
+
+@pytest.mark.parametrize("algo", _algorithms())
+def test_algorithm_trains_on_the_device_and_its_checkpoint_loads_on_the_cpu(algo, tmp_path, datasets):
+    agent, losses = _train(algo, tmp_path / "run", datasets)
+    assert losses, f"{algo} logged no losses"
+    assert all(math.isfinite(v) for v in losses), f"{algo}: non-finite losses {losses}"
+    assert _on_device(agent), f"{algo}'s parameters are not on {DEVICE}"
+    assert (tmp_path / "run" / "checkpoints" / "last.safetensors").exists()
+    meta = json.loads((tmp_path / "run" / "checkpoints" / "last.json").read_text())
+    assert meta["config"]["device"] == str(torch.device(DEVICE)), meta["config"]["device"]
+
+    cpu = canter.load(tmp_path / "run", device="cpu")
+    assert all(p.device.type == "cpu" for m in cpu.algorithm.modules().values() for p in m.parameters())
+    env_id, env_kwargs = ENVS.get(algo, ("CartPole-v1", {}))
+    obs = _observations(env_id, env_kwargs, agent.run_config)
+    here, there = _actions(agent, obs), _actions(cpu, obs)
+    assert here.shape == there.shape
+    if np.issubdtype(here.dtype, np.floating):
+        np.testing.assert_allclose(here, there, rtol=1e-4, atol=1e-4)
+    else:  # equal, but for near-ties that another device's float arithmetic may break the other way
+        same = (here == there).reshape(len(obs), -1).all(1)
+        assert same.sum() >= len(obs) - 2, f"{algo}: {int((~same).sum())} of {len(obs)} actions differ"
+
+
+def test_a_checkpoint_loads_on_its_own_device_by_default(tmp_path):
+    _train("ppo", tmp_path / "run")
+    agent = canter.load(tmp_path / "run")
+    assert _on_device(agent)
+    weights_and_optimizer = canter.load(tmp_path / "run", weights_only=False)
+    state = weights_and_optimizer.algorithm.optimizer.state_dict()["state"]
+    assert state["exp_avg"].device.type == torch.device(DEVICE).type
+
+
+@pytest.mark.parametrize("algo", ["ppo", "sac"])
+def test_exact_resume_on_the_device(algo, tmp_path):
+    """An interrupted run resumed equals the uninterrupted one (deterministic kernels where torch has them;
+    atomics-based GPU kernels may still differ in the last bits, hence the tolerance)."""
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        common = dict(max_steps=768 if algo == "ppo" else 400, checkpoint_every=256)
+        whole, _ = _train(algo, tmp_path / "whole", **common)
+        half = 384 if algo == "ppo" else 200
+
+        def interrupt(trainer: object, losses: object) -> None:
+            if trainer.step >= half and trainer.stop_requested is None:
+                trainer.stop_requested = "interrupted"
+
+        env_id, _ = ENVS.get(algo, ("CartPole-v1", {}))
+        run = canter.make_trainer(algo, env=env_id, device=DEVICE, run_dir=tmp_path / "part",
+                                  hooks={"after_update": interrupt}, **_settings(algo, **common))
+        try:
+            for _ in run():
+                pass
+        finally:
+            run.close()
+        resumed = canter.resume(tmp_path / "part")
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert _on_device(resumed)
+    for name, module in whole.algorithm.modules().items():
+        for (key, a), b in zip(module.state_dict().items(), resumed.algorithm.modules()[name].state_dict().values()):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=f"{algo} {name}.{key}")
+    summaries = [json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "part")]
+    assert summaries[1]["resume_exact"] is True and summaries[1]["updates"] == summaries[0]["updates"]
+
+
+def test_ppo_solves_cartpole_on_the_device_within_its_preset_budget():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", seed=1, device=DEVICE)
+    try:
+        for _ in trainer():
+            pass
+    finally:
+        trainer.close()
+    assert trainer.best_eval_return >= 475, f"PPO reached only {trainer.best_eval_return} in {trainer.step} steps"
+    assert trainer.step <= 100_000
+
+
+def test_ppo_with_the_nature_cnn_trains_on_pong(tmp_path):
+    pytest.importorskip("ale_py", reason="the 'atari' extra (ale-py) is not installed")
+    run = canter.make_trainer("ppo", "ALE/Pong-v5", device=DEVICE, run_dir=tmp_path / "run", seed=0, max_steps=256,
+                              n_envs=2, n_steps=64, batch_size=64, n_epochs=1, eval_every=0, eval_episodes=1,
+                              tensorboard=False)
+    losses = []
+    try:
+        for record in run():
+            losses += list(record.losses.values())
+    finally:
+        run.close()
+    agent = run.trainer.agent
+    assert losses and all(math.isfinite(v) for v in losses)
+    assert _on_device(agent)
+    assert type(agent.algorithm.model.encoder).__name__ == "NatureCNN"
