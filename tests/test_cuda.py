@@ -149,6 +149,27 @@ def test_algorithm_trains_on_the_device_and_its_checkpoint_loads_on_the_cpu(algo
         assert same.sum() >= len(obs) - 2, f"{algo}: {int((~same).sum())} of {len(obs)} actions differ"
 
 
+def test_a_policy_per_agent_type_trains_on_the_device(tmp_path):
+    """Several policies (MultiPolicyAgent): each on the device, each checkpointed and loaded on the CPU."""
+    pytest.importorskip("pettingzoo")
+    run = canter.make_trainer("mappo", env="pettingzoo:tests.mixed_agents", policies="type", device=DEVICE,
+                              run_dir=tmp_path / "run", **_settings("mappo", max_steps=256))
+    losses = []
+    try:
+        for record in run():
+            losses += list(record.losses.values())
+    finally:
+        run.close()
+    assert losses and all(math.isfinite(v) for v in losses)
+    agent = run.trainer.agent
+    assert len(agent.algorithm.modules()) >= 2 and _on_device(agent)
+    cpu = canter.load(tmp_path / "run", device="cpu")
+    for name, module in agent.algorithm.modules().items():
+        for (key, a), b in zip(module.state_dict().items(), cpu.algorithm.modules()[name].state_dict().values()):
+            assert b.device.type == "cpu"
+            torch.testing.assert_close(a.cpu(), b, msg=f"{name}.{key}")
+
+
 def test_a_checkpoint_loads_on_its_own_device_by_default(tmp_path):
     _train("ppo", tmp_path / "run")
     agent = canter.load(tmp_path / "run")
