@@ -17,7 +17,7 @@ from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
     checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir,
 )
 from canter.config import RunConfig, build, resolve_config, resolved_dict
-from canter.devices import load_device
+from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.turns import bind_opponents
@@ -385,6 +385,7 @@ def resume_trainer(
         cfg["max_steps"] = max_steps
     if max_seconds is not None:
         cfg["max_seconds"] = max_seconds
+    check_resume_device(cfg.get("device"), run_dir)
     run = build(RunConfig, cfg)
     algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
     extended = (reason == "max_steps" and run.max_steps > step) or (

@@ -52,6 +52,17 @@ def resolve_device(spec: str, key: str = "device") -> str:
     return name
 
 
+def check_resume_device(recorded: str | None, run_dir: object) -> None:
+    """A one-line :class:`CanterError` when the device a run trains on (``recorded``) is missing here: a resume
+    continues on the run's own device, so that it equals an uninterrupted run."""
+    try:
+        resolve_device(recorded or "cpu")
+    except CanterError:
+        raise CanterError(f"cannot resume '{run_dir}' on this machine: it trains on '{recorded}', which torch does "
+                          f"not find here (a resumed run continues on its own device, so that it equals an "
+                          f"uninterrupted one); canter.load, canter eval and canter play take device=cpu") from None
+
+
 def load_device(recorded: str | None, asked: str | None) -> str:
     """The device to load a checkpoint onto: ``asked`` when given (resolved as a run's), else the device it
     was trained on when that is usable here, else ``cpu`` (a CUDA-trained checkpoint on a CPU-only machine)."""

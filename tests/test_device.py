@@ -62,3 +62,17 @@ def test_eval_and_play_take_a_device(no_gpu, tmp_path, capsys):
     for command in ("eval", "play"):
         code, _, err = run_cli(capsys, command, str(tmp_path / "run"), "--episodes", "1", "--device", "cuda")
         assert_one_line_error(code, err, "'device' is 'cuda' but", "device=cpu")
+
+
+def test_a_run_on_a_device_missing_here_is_not_resumed(no_gpu, tmp_path, capsys):
+    """A resume continues on the run's own device (exact resume): one line saying so, nothing written."""
+    def interrupt(trainer, losses):
+        trainer.stop_requested = "interrupted"
+
+    canter.train("ppo", env="CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": interrupt}, **TINY)
+    for path in (tmp_path / "part" / "config.yaml", tmp_path / "part" / "checkpoints" / "last.json"):
+        path.write_text(path.read_text().replace("device: cpu", "device: cuda").replace('"device": "cpu"',
+                                                                                        '"device": "cuda"'))
+    code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "part"))
+    assert_one_line_error(code, err, f"cannot resume '{tmp_path / 'part'}' on this machine: it trains on 'cuda'",
+                          "device=cpu")
