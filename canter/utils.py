@@ -157,6 +157,9 @@ def global_rngs_kept() -> Iterator[None]:
     """Put Python's, NumPy's and torch's global random states back as they were on leaving."""
     states = random.getstate(), np.random.get_state(), torch.get_rng_state()
     cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    # CUDA not started yet: its generators will start from the last torch.manual_seed (queued until then; torch's
+    # default seed is the CPU's too), i.e. torch.initial_seed(); a seeding inside the block must not replace that
+    cuda_seed = torch.initial_seed() if cuda is None else None
     try:
         yield
     finally:
@@ -165,6 +168,8 @@ def global_rngs_kept() -> Iterator[None]:
         torch.set_rng_state(states[2])
         if cuda is not None:  # torch.manual_seed reseeds every CUDA device too
             torch.cuda.set_rng_state_all(cuda)
+        elif torch.cuda.is_available():  # started inside (a run on a GPU), or its seeding still queued
+            torch.cuda.manual_seed_all(cuda_seed)
 
 
 def stdout_gone() -> bool:

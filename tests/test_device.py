@@ -76,3 +76,23 @@ def test_a_run_on_a_device_missing_here_is_not_resumed(no_gpu, tmp_path, capsys)
     code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "part"))
     assert_one_line_error(code, err, f"cannot resume '{tmp_path / 'part'}' on this machine: it trains on 'cuda'",
                           "device=cpu")
+
+
+def test_the_callers_cuda_generators_keep_their_seed_when_cuda_starts_inside(monkeypatch):
+    """canter.train / load keep the caller's random states (utils.global_rngs_kept). CUDA not started yet has
+    no state to save: its generators start from the last torch.manual_seed when it starts. A run seeding torch
+    inside (and maybe starting CUDA, training on a GPU) must leave that seed, not its own, for the caller."""
+    from canter.utils import global_rngs_kept
+
+    seeds: list[int] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", seeds.append)  # what torch.manual_seed calls for CUDA
+    state = torch.get_rng_state()
+    try:
+        torch.manual_seed(11)  # the caller's seed
+        with global_rngs_kept():
+            torch.manual_seed(1234)  # the run's
+        assert seeds == [11, 1234, 11] and torch.initial_seed() == 11  # CUDA's queued seed: the caller's again
+    finally:
+        torch.set_rng_state(state)
