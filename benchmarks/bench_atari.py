@@ -51,14 +51,15 @@ DQN = dict(n_envs=1, lr=1e-4, batch_size=32, buffer_size=100_000, learning_start
            train_freq=4, gradient_steps=1, exploration_fraction=0.1, exploration_final_eps=0.01)
 
 
-def _canter(algo: str, seed: int, conv_precision: str = "float32") -> dict:
+def _canter(algo: str, seed: int, conv_precision: str = "float32", device: str = "cpu") -> dict:
     import canter
 
     cfg = PPO if algo == "ppo" else DQN
     hp = {k: v for k, v in cfg.items() if k != "n_envs"}
     trainer = canter.make_trainer(algo, ENV_ID, seed=seed, max_steps=STEPS[algo], n_envs=cfg["n_envs"],
                                   torch_threads=THREADS, eval_every=0, eval_episodes=1, eval_envs=1,
-                                  conv_precision=conv_precision, sets=["target_reward=null"], hparams=hp)
+                                  conv_precision=conv_precision, device=device, sets=["target_reward=null"],
+                                  hparams=hp)
     timed = timed_loop(trainer, ProgressReporter().update)
     steps, transitions = trainer.step, real_transitions(trainer)
     trainer.env.close()
@@ -68,7 +69,7 @@ def _canter(algo: str, seed: int, conv_precision: str = "float32") -> dict:
             "vectorization": type(trainer.env.env.unwrapped).__name__}
 
 
-def _sb3(algo: str, seed: int) -> dict:
+def _sb3(algo: str, seed: int, device: str = "cpu") -> dict:
     import ale_py
     import gymnasium
     from stable_baselines3 import DQN as SB3DQN
@@ -84,26 +85,29 @@ def _sb3(algo: str, seed: int) -> dict:
         lr0, clip0 = cfg["lr"], cfg["clip_range"]
         model = SB3PPO("CnnPolicy", env, n_steps=cfg["n_steps"], n_epochs=cfg["n_epochs"], batch_size=cfg["batch_size"],
                        learning_rate=lambda p: p * lr0, clip_range=lambda p: p * clip0, vf_coef=cfg["vf_coef"],
-                       ent_coef=cfg["ent_coef"], seed=seed, device="cpu", verbose=0)
+                       ent_coef=cfg["ent_coef"], seed=seed, device=device, verbose=0)
     else:
         model = SB3DQN("CnnPolicy", env, learning_rate=cfg["lr"], batch_size=cfg["batch_size"],
                        buffer_size=cfg["buffer_size"], learning_starts=cfg["learning_starts"],
                        target_update_interval=cfg["target_update_interval"], train_freq=cfg["train_freq"],
                        gradient_steps=cfg["gradient_steps"], exploration_fraction=cfg["exploration_fraction"],
-                       exploration_final_eps=cfg["exploration_final_eps"], seed=seed, device="cpu", verbose=0)
+                       exploration_final_eps=cfg["exploration_final_eps"], seed=seed, device=device, verbose=0)
     callback = sb3_progress_callback(ProgressReporter().update, STEPS[algo])
     timed = sb3_timed_learn(model, STEPS[algo], callback)
     return {"steps": int(model.num_timesteps), "train_s": timed["loop_s"], "loop_mono": timed["loop_mono"],
             "eval_mono": [], "vectorization": "DummyVecEnv"}
 
 
-def job(lib: str, algo: str, seed: int, conv_precision: str = "float32") -> dict:
+def job(lib: str, algo: str, seed: int, conv_precision: str = "float32", device: str = "cpu") -> dict:
     """Run one measurement in this process and return its result (``conv_precision``: canter's run
-    option, recorded in the result; SB3 always runs float32)."""
+    option, recorded in the result; SB3 always runs float32; ``device``: both libraries' torch device,
+    recorded when not the CPU, whose rows the report leaves out)."""
     import torch
 
     torch.set_num_threads(THREADS)
-    res = _canter(algo, seed, conv_precision) if lib == "canter" else _sb3(algo, seed)
+    res = _canter(algo, seed, conv_precision, device) if lib == "canter" else _sb3(algo, seed, device)
+    if device != "cpu":
+        res["device"] = device
     if lib == "canter" and conv_precision != "float32":
         res["conv_precision"] = conv_precision
     res.update(lib=lib, algo=algo, seed=seed, threads=torch.get_num_threads(), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -133,12 +137,12 @@ def _reproduce(rows: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def pair(algo: str, seed: int, conv_precision: str = "float32") -> list[dict]:
+def pair(algo: str, seed: int, conv_precision: str = "float32", device: str = "cpu") -> list[dict]:
     """canter's and SB3's jobs for ``algo``, run in turns (:func:`_interleave.run_interleaved`):
     each one's ``train_s`` is the part of its turns inside its training loop (canter's evaluation
     left out); ``wall_train_s`` keeps the loop's wall time, stopped turns included."""
     cmds = [[sys.executable, __file__, "--job", lib, algo, "--seed", str(seed), "--conv-precision", conv_precision,
-             "--in-process"] for lib in ("canter", "sb3")]
+             "--device", device, "--in-process"] for lib in ("canter", "sb3")]
     rows = results_in_turns(cmds, RESULT_TAG)
     for res in rows:
         res["wall_train_s"] = res["train_s"]
@@ -249,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--conv-precision", default="float32", choices=("float32", "bfloat16"),
                    help="canter's run option conv_precision (SB3 runs float32)")
+    p.add_argument("--device", default="cpu", help="torch device of both libraries (jobs off the CPU are recorded "
+                   "with it and left out of --report)")
+    p.add_argument("--jsonl", default=str(JSONL), help="where jobs append their results")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--report", action="store_true")
     p.add_argument("--out", default=str(HERE / "RESULTS.md"))
@@ -257,27 +264,30 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if (args.job and args.job[0] == "sb3") or args.pair:
         require_sb3()
+    jsonl = Path(args.jsonl)
     if args.job and args.in_process:
-        print(RESULT_TAG + json.dumps(job(*args.job, args.seed, args.conv_precision)), flush=True)
+        print(RESULT_TAG + json.dumps(job(*args.job, args.seed, args.conv_precision, args.device)), flush=True)
         return 0
     if args.job:
         proc = subprocess.run([sys.executable, __file__, "--job", *args.job, "--seed", str(args.seed),
-                               "--conv-precision", args.conv_precision, "--in-process"], capture_output=True, text=True)
+                               "--conv-precision", args.conv_precision, "--device", args.device, "--in-process"],
+                              capture_output=True, text=True)
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
             return proc.returncode
         res = tagged_json(proc.stdout, RESULT_TAG)
-        with JSONL.open("a") as f:
+        with jsonl.open("a") as f:
             f.write(json.dumps(res) + "\n")
         print(json.dumps(res))
     if args.pair:
-        rows = pair(args.pair, args.seed, args.conv_precision)
-        with JSONL.open("a") as f:
+        rows = pair(args.pair, args.seed, args.conv_precision, args.device)
+        with jsonl.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
         for r in rows:
             print(json.dumps(r))
     if args.report:
-        rows = [json.loads(l) for l in JSONL.read_text().splitlines() if l.strip()]
+        rows = [json.loads(l) for l in jsonl.read_text().splitlines() if l.strip()]
+        rows = [r for r in rows if r.get("device", "cpu") == "cpu"]  # the table is the CPU comparison
         # the date format sorts as text
         rows = [r for r in rows
                 if (not args.since or r["date"] >= args.since) and (not args.until or r["date"] < args.until)]
