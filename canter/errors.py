@@ -18,6 +18,11 @@ class CanterWarning(UserWarning):
     one line, ``canter: warning: <message>``."""
 
 
+class ExplorerError(CanterError):
+    """A Ray explorer failed in a way that stops the run (it could not start, or kept failing): the
+    message names the explorer and what it raised, on one line."""
+
+
 class MissingExtraError(CanterError):
     """A feature needs an optional dependency that is not installed."""
 

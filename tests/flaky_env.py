@@ -3,7 +3,8 @@
 ``gym.make("FlakyCartPole-v0", crash_file=PATH, spare_pid=PID)``: the first ``step`` in any process
 other than ``spare_pid`` (the learner's, whose evaluation env must not crash) that finds ``PATH``
 removes it and raises, so exactly one crash happens per file, whichever explorer sees it. With
-``always=True`` every step outside ``spare_pid`` raises.
+``always=True`` every step outside ``spare_pid`` raises. With ``broken_file=PATH`` the constructor raises
+outside ``spare_pid`` while ``PATH`` exists (an env that cannot be built on an explorer's node).
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ class FlakyCartPole(gym.Wrapper):
     """CartPole-v1 that raises once when ``crash_file`` exists."""
 
     def __init__(self, crash_file: str | None = None, spare_pid: int | None = None, always: bool = False,
-                 **kwargs: Any) -> None:
+                 broken_file: str | None = None, **kwargs: Any) -> None:
+        if broken_file and spare_pid != os.getpid() and os.path.exists(broken_file):
+            raise ValueError("cannot open the simulator")
         super().__init__(gym.make("CartPole-v1", **kwargs))
         self.crash_file = crash_file if spare_pid != os.getpid() else None
         self.always = always

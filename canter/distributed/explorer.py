@@ -234,9 +234,25 @@ class ExplorerActor:
     vectorisation its sub-env ``j`` gets ``seed + i * n_envs + j`` (the seeds a single process with
     all the envs would use); a native vectorised env seeds one generator for its sub-envs with that
     base seed. Replacement ``g`` of a slot (``generation``) adds ``g * REPLACEMENT_SEED_STRIDE``.
+
+    An exception of the constructor (an env that cannot be built on this node, a user module that
+    fails to import) is kept and raised by every call, the pool's first one included: Ray then hands
+    the pool that exception itself (``RayTaskError.cause``), where a constructor that raised would
+    leave only its traceback's text (``ActorDiedError``).
     """
 
     def __init__(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int = 0) -> None:
+        self.failure: Exception | None = None
+        try:
+            self._build(index, count, run, algo_cfg, generation)
+        except Exception as exc:  # noqa: BLE001 - raised by every call (see the class docstring)
+            self.failure = exc
+
+    def _check(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    def _build(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int) -> None:
         from canter.api import make_agent
         from canter.config_imports import config_imports
         from canter.envs import make_vec_env
@@ -262,6 +278,7 @@ class ExplorerActor:
         """Fresh episodes from the run seed ``seed``: this explorer's block of it (as when built), and
         its agent's sampling generator(s) seeded from ``seed`` too (as when built), so that a resumed
         run's explorer does not replay the interrupted run's action noise from its start."""
+        self._check()
         if seed + self.offset == self.explorer.seed:  # its envs were just reset (built) with it
             return
         self.explorer.reset(seed + self.offset)
@@ -271,8 +288,10 @@ class ExplorerActor:
 
     def rollout(self, weights: dict[str, Any] | None, version: int, n_steps: int, **kw: Any) -> dict[str, Any]:
         """See :meth:`Explorer.rollout`."""
+        self._check()
         return self.explorer.rollout(weights, version, n_steps, **kw)
 
     def pid(self) -> int:
-        """The actor's process id."""
+        """The actor's process id (the pool's first call: it raises what the constructor raised)."""
+        self._check()
         return os.getpid()

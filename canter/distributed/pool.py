@@ -19,7 +19,7 @@ import numpy as np
 
 from canter.distributed.cluster import connect, disconnect
 from canter.distributed.explorer import Explorer, ExplorerActor, nbytes
-from canter.errors import CanterError
+from canter.errors import CanterError, ExplorerError
 
 log = logging.getLogger("canter.distributed")
 
@@ -33,6 +33,31 @@ MAX_RESTARTS = 0
 MAX_CONSECUTIVE_FAILURES = 4
 #: at the end of a run, wait at most this long for rollouts still in flight before stopping explorers
 CLOSE_WAIT_SECONDS = 5.0
+
+
+def failure_reason(exc: BaseException) -> str:
+    """What went wrong in an explorer, in one line, from the error Ray raised for the call.
+
+    A call that raised (``RayTaskError``; also a constructor's exception, which
+    :class:`~canter.distributed.explorer.ExplorerActor` raises from every call) gives its cause
+    itself: a :class:`CanterError`'s message, else ``Type: first line of the message``. An actor
+    that died (``RayActorError``: killed, its node lost) or any other Ray error gives the last line
+    of Ray's message (its text ends with what happened), else the error's type.
+    """
+    cause = None
+    try:
+        from ray.exceptions import RayError, RayTaskError
+    except ImportError:  # a stand-in for Ray (tests): the message's last line
+        pass
+    else:
+        if isinstance(exc, RayTaskError) and not isinstance(exc.cause, RayError):  # (an unpicklable cause: text)
+            cause = exc.cause
+    if isinstance(cause, BaseException):
+        first = (str(cause).strip().splitlines() or [""])[0]
+        if isinstance(cause, CanterError) and first:
+            return first
+        return f"{type(cause).__name__}: {first}" if first else type(cause).__name__
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[-1].strip()
 
 
 class _Episodes:
@@ -137,11 +162,17 @@ class RayPool(_Episodes):
             self.num_envs = count * self.envs_per_explorer
             self.row_labels = {k: np.tile(np.asarray(v), count * run.n_envs) for k, v in (copy_labels or {}).items()}
             self.generation = [0] * count
-            self.actors = [self._spawn(i) for i in range(count)]
+            self.actors: list[Any] = []
+            self.actors.extend(self._spawn(i) for i in range(count))
+            # built in parallel; one whose constructor raised stops the run here, before anything is written
+            self.pids: list[int | None] = self._get_each([a.pid.remote() for a in self.actors], "could not start")
         except BaseException:
-            disconnect(self.ray, self._owns_connection)
+            try:
+                for actor in getattr(self, "actors", []):  # a connection this pool did not open outlives them
+                    ray.kill(actor, no_restart=True)
+            finally:
+                disconnect(self.ray, self._owns_connection)
             raise
-        self.pids: list[int | None] = [None] * count
         self.failures = [0] * count
         self.restarts = 0
         #: each call's slot, generation and settings (``None``: a replacement's readiness call)
@@ -163,7 +194,7 @@ class RayPool(_Episodes):
         replacements made after that take theirs from it too (from the run's seed, a resumed run's
         replacement replayed the episodes of the interrupted run's replacement of that slot)."""
         if seed is not None and seed != self.run.seed:
-            self.ray.get([actor.reset.remote(seed) for actor in self.actors])
+            self._get_each([actor.reset.remote(seed) for actor in self.actors], "could not start fresh episodes")
             self.run = dataclasses.replace(self.run, seed=seed)
 
     def publish(self, weights: dict[str, Any], version: int) -> None:
@@ -213,11 +244,22 @@ class RayPool(_Episodes):
                 result[k] = v.copy()
         return slot, result
 
+    def _get_each(self, refs: list[Any], failed: str) -> list[Any]:
+        """The results of one call per explorer, in explorer order; the first call that failed raises
+        :class:`ExplorerError` ``explorer <slot> <failed>: <what it raised>`` (:func:`failure_reason`)."""
+        results = []
+        for slot, ref in enumerate(refs):
+            try:
+                results.append(self.ray.get(ref))
+            except self.ray.exceptions.RayError as exc:
+                raise ExplorerError(f"explorer {slot} {failed}: {failure_reason(exc)}") from None
+        return results
+
     def _replace(self, slot: int, exc: BaseException) -> None:
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+        reason = failure_reason(exc)
         self.failures[slot] += 1
         if self.failures[slot] >= MAX_CONSECUTIVE_FAILURES:
-            raise CanterError(f"explorer {slot} failed {self.failures[slot]} times in a row; last error: {reason}")
+            raise ExplorerError(f"explorer {slot} failed {self.failures[slot]} times in a row; last error: {reason}")
         log.warning("explorer %d failed (%s); starting a replacement", slot, reason)
         self.ray.kill(self.actors[slot], no_restart=True)
         self.generation[slot] += 1
@@ -264,7 +306,7 @@ class RayPool(_Episodes):
 
     def pids_now(self) -> list[int]:
         """Process ids of the live explorers (asks each actor)."""
-        return self.ray.get([a.pid.remote() for a in self.actors])
+        return self._get_each([a.pid.remote() for a in self.actors], "did not answer")
 
     def close(self) -> None:
         """Stop the explorers; disconnect from (or stop) Ray if this pool connected."""

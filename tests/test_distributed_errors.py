@@ -1,0 +1,92 @@
+"""How explorer failures reach the user: one line naming what the explorer raised (no cluster needed;
+the runs that make explorers fail are in test_distributed_ray.py)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from canter.errors import CanterError
+
+exceptions = pytest.importorskip("ray.exceptions")
+
+from canter.distributed.pool import failure_reason  # noqa: E402
+
+
+def test_an_explorers_failure_is_told_in_one_line_from_what_it_raised():
+    """The pool named a failed explorer's error by the last line of Ray's text: a message of two lines
+    lost its first line and its type ('last error: see its log'), and a CanterError raised in the
+    explorer read 'canter.errors.CanterError: ...'. Now the exception the call raised (``.cause``)."""
+    def raised(cause: Exception) -> Exception:  # what ray.get raises for a call that raised ``cause``
+        trace = f"Traceback (most recent call last):\n  File \"env.py\", line 3, in step\n{type(cause).__name__}"
+        return exceptions.RayTaskError("rollout", trace, cause, proctitle="ray::ExplorerActor.rollout", pid=7,
+                                       ip="127.0.0.1").as_instanceof_cause()
+
+    assert failure_reason(raised(RuntimeError("simulator crashed\nsee its log"))) == "RuntimeError: simulator crashed"
+    assert failure_reason(raised(CanterError("unknown env id 'Foo-v0'"))) == "unknown env id 'Foo-v0'"
+    assert failure_reason(raised(KeyError())) == "KeyError"
+    died = exceptions.RayActorError(error_msg="The actor died unexpectedly before finishing this task.\n\tpid: 7\n"
+                                              "The actor is dead because its worker process has died.")
+    assert failure_reason(died) == "The actor is dead because its worker process has died."
+
+
+class _Ref:
+    def __init__(self, value):
+        self.value = value
+
+
+def _standin_ray(killed: list) -> SimpleNamespace:
+    """Enough of Ray for the pool: ``get`` raises what a call raised, as Ray does (RayTaskError)."""
+    def get(ref):
+        if isinstance(ref.value, Exception):
+            raise exceptions.RayTaskError("call", "Traceback", ref.value, proctitle="ray::ExplorerActor", pid=7,
+                                          ip="127.0.0.1").as_instanceof_cause()
+        return ref.value
+
+    def remote(cls):
+        def options(**kw):
+            return SimpleNamespace(remote=lambda slot, count, run, cfg, generation: _Actor(slot))
+        return SimpleNamespace(options=options)
+
+    return SimpleNamespace(exceptions=exceptions, get=get, remote=remote, cluster_resources=lambda: {"CPU": 2.0},
+                           kill=lambda actor, no_restart: killed.append(actor.slot))
+
+
+class _Actor:
+    """Explorer 1 could not be built (its env cannot be made), or cannot reset its envs."""
+
+    def __init__(self, slot):
+        self.slot = slot
+        self.pid = SimpleNamespace(remote=lambda: _Ref(ValueError("cannot open the simulator") if slot == 1 else 100))
+        self.reset = SimpleNamespace(remote=lambda seed: _Ref(OSError("the saved level is gone") if slot else None))
+
+
+def test_a_pool_whose_explorer_cannot_start_raises_one_line_and_gives_its_explorers_back(monkeypatch):
+    """An explorer whose constructor raised was found only at the first rollout (4 replacements later, after
+    the run directory was written). The pool now waits for its explorers, names the first that could not
+    start, and kills those it made (a connection it did not open outlives them) before it disconnects."""
+    from canter.config import resolve_config
+    from canter.distributed import pool as pool_module
+    from canter.errors import ExplorerError
+
+    killed, disconnected = [], []
+    monkeypatch.setattr(pool_module, "connect", lambda address: (_standin_ray(killed), False))
+    monkeypatch.setattr(pool_module, "disconnect", lambda ray, owns: disconnected.append(owns))
+    run, cfg = resolve_config("ppo", "CartPole-v1", n_envs=2)
+    with pytest.raises(ExplorerError, match=r"^explorer 1 could not start: ValueError: cannot open the simulator$"):
+        pool_module.RayPool(run, cfg, 3)
+    assert killed == [0, 1, 2] and disconnected == [False]
+
+
+def test_a_resumed_pool_whose_explorer_cannot_reset_raises_one_line():
+    """A resumed run's explorers start fresh episodes (``reset``); one whose env raised there surfaced as
+    Ray's RayTaskError with the remote traceback (CLI exit code 1). Now one line naming it."""
+    from canter.config import resolve_config
+    from canter.distributed import pool as pool_module
+    from canter.errors import ExplorerError
+
+    run, _ = resolve_config("ppo", "CartPole-v1", n_envs=2)
+    pool = object.__new__(pool_module.RayPool)  # the pool's bookkeeping only
+    pool.ray, pool.run, pool.actors = _standin_ray([]), run, [_Actor(0), _Actor(1)]
+    with pytest.raises(ExplorerError, match=r"^explorer 1 could not start fresh episodes: OSError: the saved level"):
+        pool.reset(run.seed + 1)
