@@ -90,3 +90,21 @@ def test_a_resumed_pool_whose_explorer_cannot_reset_raises_one_line():
     pool.ray, pool.run, pool.actors = _standin_ray([]), run, [_Actor(0), _Actor(1)]
     with pytest.raises(ExplorerError, match=r"^explorer 1 could not start fresh episodes: OSError: the saved level"):
         pool.reset(run.seed + 1)
+
+
+def test_more_explorers_than_ray_can_share_the_cpus_among_is_refused_with_one_line(monkeypatch):
+    """Explorers share the cluster's CPUs when there are more of them than CPUs, but Ray refuses a share
+    below 0.0001 CPU: ``--explorers 30000`` on 2 CPUs ended in Ray's ValueError and a traceback (exit
+    code 1) after starting Ray. Now one line naming the most the cluster can hold."""
+    from canter.config import resolve_config
+    from canter.distributed import pool as pool_module
+    from canter.errors import CanterError
+
+    disconnected = []
+    monkeypatch.setattr(pool_module, "connect", lambda address: (_standin_ray([]), True))
+    monkeypatch.setattr(pool_module, "disconnect", lambda ray, owns: disconnected.append(owns))
+    run, cfg = resolve_config("ppo", "CartPole-v1", n_envs=1)
+    with pytest.raises(CanterError, match=r"^30,000 explorers are too many for the 2 CPUs of this Ray cluster: each "
+                                          r"needs at least 0.0001 CPU \(Ray's smallest share\), so at most 20,000 explorers$"):
+        pool_module.RayPool(run, cfg, 30_000)
+    assert disconnected == [True]

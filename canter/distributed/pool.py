@@ -33,6 +33,8 @@ MAX_RESTARTS = 0
 MAX_CONSECUTIVE_FAILURES = 4
 #: at the end of a run, wait at most this long for rollouts still in flight before stopping explorers
 CLOSE_WAIT_SECONDS = 5.0
+#: Ray's smallest share of a resource: an actor cannot ask for less of a CPU
+MIN_CPU_SHARE = 1e-4
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -152,6 +154,10 @@ class RayPool(_Episodes):
             total_cpus = float(ray.cluster_resources().get("CPU", count))
             # never ask for more CPUs than the cluster has: actors would wait forever
             self.cpus = min(1.0, total_cpus / count)
+            if self.cpus and int(self.cpus * (1 / MIN_CPU_SHARE)) == 0:  # Ray's own test: a share it would refuse
+                raise CanterError(f"{count:,} explorers are too many for the {total_cpus:g} CPUs of this Ray cluster: "
+                                  f"each needs at least {MIN_CPU_SHARE:g} CPU (Ray's smallest share), so at most "
+                                  f"{int(total_cpus / MIN_CPU_SHARE):,} explorers")
             if self.cpus < 1.0:
                 log.info("%d explorers on %g CPUs: %.2f CPU each", count, total_cpus, self.cpus)
             self.actor_cls = ray.remote(ExplorerActor).options(
