@@ -108,3 +108,42 @@ def test_more_explorers_than_ray_can_share_the_cpus_among_is_refused_with_one_li
                                           r"needs at least 0.0001 CPU \(Ray's smallest share\), so at most 20,000 explorers$"):
         pool_module.RayPool(run, cfg, 30_000)
     assert disconnected == [True]
+
+
+def test_a_learner_that_cannot_be_made_gives_its_explorers_back(monkeypatch):
+    """The explorer pool (Ray started, explorers built) is made before the learner; a learner that could
+    not be made (here a callback object without hook methods) left Ray and its explorers running in the
+    process, where the next run would have joined that instance and left it open. Now the pool is closed."""
+    import canter
+    from canter.distributed import pool as pool_module
+
+    closed = []
+
+    class StandinPool:  # what make_distributed_trainer builds instead of Ray explorers
+        remote, count = True, 1
+
+        def __init__(self, run, algo_cfg, count, address=None, **kw):
+            pass
+
+        def close(self):
+            closed.append(True)
+
+    monkeypatch.setattr(pool_module, "RayPool", StandinPool)
+    with pytest.raises(CanterError, match="has none of the hook methods"):
+        canter.make_trainer("ppo", "CartPole-v1", explorers=1, n_envs=2, callbacks=[object()])
+    assert closed == [True]
+
+
+def test_closing_a_ray_pool_twice_stops_its_explorers_once(monkeypatch):
+    """A learner that fails in its constructor may close its env (the pool) itself before the pool is
+    closed again; Ray refuses ``kill`` once it is shut down, which would hide the first error."""
+    from canter.distributed import pool as pool_module
+
+    killed, disconnected = [], []
+    monkeypatch.setattr(pool_module, "disconnect", lambda ray, owns: disconnected.append(owns))
+    pool = object.__new__(pool_module.RayPool)  # the pool's bookkeeping only
+    pool.ray = SimpleNamespace(kill=lambda actor, no_restart: killed.append(actor))
+    pool.actors, pool.in_flight, pool._owns_connection = ["a", "b"], {}, True
+    pool.close()
+    pool.close()
+    assert killed == ["a", "b"] and disconnected == [True, True]

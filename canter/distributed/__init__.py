@@ -59,7 +59,11 @@ def make_distributed_trainer(
 
         bind_opponents(env, agent, run.env, run.env_kwargs)  # a turn-based game's opponent: self
         pool = LocalPool(Explorer(agent, env, seed=run.seed, per_explorer_exploration=False))
-    return driver(agent, pool, eval_env, run, callbacks=callbacks or [])
+    try:
+        return driver(agent, pool, eval_env, run, callbacks=callbacks or [])
+    except BaseException:  # (a callback without hook methods): Ray and the explorers are not left running
+        pool.close()
+        raise
 
 
 __all__ = ["make_distributed_trainer"]

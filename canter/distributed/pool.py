@@ -315,7 +315,8 @@ class RayPool(_Episodes):
         return self._get_each([a.pid.remote() for a in self.actors], "did not answer")
 
     def close(self) -> None:
-        """Stop the explorers; disconnect from (or stop) Ray if this pool connected."""
+        """Stop the explorers; disconnect from (or stop) Ray if this pool connected. A second call does
+        nothing more (Ray refuses ``kill`` once it is shut down)."""
         try:
             if self.in_flight:  # let running rollouts finish (briefly) so no call dies mid-flight
                 self.ray.wait(list(self.in_flight), num_returns=len(self.in_flight), timeout=CLOSE_WAIT_SECONDS)
@@ -323,4 +324,5 @@ class RayPool(_Episodes):
                 self.ray.kill(actor, no_restart=True)
         finally:
             self.in_flight.clear()
+            self.actors = []
             disconnect(self.ray, self._owns_connection)
