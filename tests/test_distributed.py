@@ -612,7 +612,7 @@ def test_a_dead_explorers_lost_rollouts_run_on_a_fresh_replacement_with_the_weig
     def remote(cls):
         def with_options(**kw):
             options.update(kw)
-            return SimpleNamespace(remote=lambda slot, count, run, cfg, generation: Actor(generation))
+            return SimpleNamespace(remote=lambda slot, count, run, cfg, generation, spaces: Actor(generation))
         return SimpleNamespace(options=with_options)
 
     def get(ref):
@@ -688,7 +688,7 @@ def test_a_resumed_runs_replacement_explorer_does_not_replay_the_interrupted_run
     built = []
 
     def remote(cls):
-        def actor(slot, count, run, cfg, generation):
+        def actor(slot, count, run, cfg, generation, spaces):
             built.append((generation, run.seed))
             return SimpleNamespace(reset=SimpleNamespace(remote=lambda seed: None),
                                    pid=SimpleNamespace(remote=lambda: None))

@@ -45,7 +45,7 @@ def _standin_ray(killed: list) -> SimpleNamespace:
 
     def remote(cls):
         def options(**kw):
-            return SimpleNamespace(remote=lambda slot, count, run, cfg, generation: _Actor(slot))
+            return SimpleNamespace(remote=lambda slot, count, run, cfg, generation, spaces: _Actor(slot))
         return SimpleNamespace(options=options)
 
     return SimpleNamespace(exceptions=exceptions, get=get, remote=remote, cluster_resources=lambda: {"CPU": 2.0},
@@ -147,3 +147,29 @@ def test_closing_a_ray_pool_twice_stops_its_explorers_once(monkeypatch):
     pool.close()
     pool.close()
     assert killed == ["a", "b"] and disconnected == [True, True]
+
+
+def test_an_explorer_whose_env_has_other_spaces_than_the_learners_cannot_start():
+    """An env that has other spaces in an explorer's process (another version of it on a node, a setting
+    read there) failed every rollout with 'RuntimeError: Error(s) in loading state_dict for ActorCritic:'
+    (4 replacements, then that line). The explorer now compares its env's spaces with the learner's when
+    it is built, and its first call raises the difference (in-process: no Ray needed)."""
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.config import resolve_config
+    from canter.distributed.explorer import ExplorerActor
+
+    run, cfg = resolve_config("ppo", "CartPole-v1", n_envs=1)
+    wide = gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
+    actor = ExplorerActor(0, 1, run, cfg, spaces=(wide, gym.spaces.Discrete(2)))
+    with pytest.raises(CanterError, match=r"^its env does not match the learner's: trained on Box\(shape=\(5,\), "
+                                          r"float32\) -> Discrete\(2\), env has Box\(shape=\(4,\), float32\)"):
+        actor.pid()
+    env = gym.make("CartPole-v1")
+    actor = ExplorerActor(0, 1, run, cfg, spaces=(env.observation_space, env.action_space))
+    try:
+        assert actor.rollout(None, 1, 4)["obs"].shape == (4, 1, 4)
+    finally:
+        actor.explorer.close()
+        env.close()

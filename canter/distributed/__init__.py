@@ -50,7 +50,7 @@ def make_distributed_trainer(
         explorer_run = dataclasses.replace(run, imports=user_modules(resolved_dict(run, algo_cfg)), device="cpu")
         # ``env`` was made with one copy: its sub-envs per copy (a multi-agent env's agents)
         pool: Any = RayPool(explorer_run, algo_cfg, run.explorers, run.ray_address, rows_per_copy=env.num_envs,
-                            copy_labels=getattr(env, "row_labels", None))
+                            copy_labels=getattr(env, "row_labels", None), spaces=(obs_space, act_space))
         env.close()
     else:
         from canter.distributed.explorer import Explorer

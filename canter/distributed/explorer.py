@@ -241,10 +241,13 @@ class ExplorerActor:
     leave only its traceback's text (``ActorDiedError``).
     """
 
-    def __init__(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int = 0) -> None:
+    def __init__(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int = 0,
+                 spaces: tuple[Any, Any] | None = None) -> None:
+        """``spaces``: the learner's (observation, action) spaces; an env with others cannot act with its
+        weights (the explorer fails to start, naming both)."""
         self.failure: Exception | None = None
         try:
-            self._build(index, count, run, algo_cfg, generation)
+            self._build(index, count, run, algo_cfg, generation, spaces)
         except Exception as exc:  # noqa: BLE001 - raised by every call (see the class docstring)
             self.failure = exc
 
@@ -252,10 +255,11 @@ class ExplorerActor:
         if self.failure is not None:
             raise self.failure
 
-    def _build(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int) -> None:
+    def _build(self, index: int, count: int, run: Any, algo_cfg: Any, generation: int,
+               spaces: tuple[Any, Any] | None) -> None:
         from canter.api import make_agent
         from canter.config_imports import config_imports
-        from canter.envs import make_vec_env
+        from canter.envs import make_vec_env, spaces_mismatch
         from canter.envs.turns import bind_opponents
 
         config_imports(run.imports)  # a fresh process: the user modules registering the run's names
@@ -266,6 +270,10 @@ class ExplorerActor:
         self.agent_offset = 7919 * (index + 1) + generation
         seed = run.seed + self.offset
         try:
+            here = (env.single_observation_space, env.single_action_space)
+            mismatch = None if spaces is None else spaces_mismatch(spaces, here)
+            if mismatch:  # (the weights would not load: 'Error(s) in loading state_dict', 4 replacements later)
+                raise CanterError(f"its env does not match the learner's: {mismatch}")
             agent = make_agent(dataclasses.replace(run, seed=run.seed + self.agent_offset),
                                algo_cfg, env.single_observation_space, env.single_action_space)
             bind_opponents(env, agent, run.env, run.env_kwargs)  # the explorer's copy of the policy

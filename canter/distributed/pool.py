@@ -144,10 +144,11 @@ class RayPool(_Episodes):
     remote = True
 
     def __init__(self, run: Any, algo_cfg: Any, count: int, address: str | None = None, rows_per_copy: int = 1,
-                 copy_labels: dict[str, np.ndarray] | None = None) -> None:
+                 copy_labels: dict[str, np.ndarray] | None = None, spaces: tuple[Any, Any] | None = None) -> None:
         """``rows_per_copy``: sub-envs per env copy (a multi-agent env's agents; 1 otherwise), so each
         explorer's vector env has ``run.n_envs * rows_per_copy`` of them; ``copy_labels``: the row
-        labels of one copy (a multi-agent env's agent names), repeated for every copy."""
+        labels of one copy (a multi-agent env's agent names), repeated for every copy; ``spaces``: the
+        learner's (observation, action) spaces, which each explorer's env must have."""
         self.ray, self._owns_connection = connect(address)
         ray = self.ray
         try:
@@ -163,7 +164,7 @@ class RayPool(_Episodes):
             self.actor_cls = ray.remote(ExplorerActor).options(
                 num_cpus=self.cpus, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS,
             )
-            self.run, self.algo_cfg, self.count = run, algo_cfg, count
+            self.run, self.algo_cfg, self.count, self.spaces = run, algo_cfg, count, spaces
             self.envs_per_explorer = run.n_envs * rows_per_copy
             self.num_envs = count * self.envs_per_explorer
             self.row_labels = {k: np.tile(np.asarray(v), count * run.n_envs) for k, v in (copy_labels or {}).items()}
@@ -192,7 +193,7 @@ class RayPool(_Episodes):
         self._slot_version = [-1] * count
 
     def _spawn(self, slot: int) -> Any:
-        return self.actor_cls.remote(slot, self.count, self.run, self.algo_cfg, self.generation[slot])
+        return self.actor_cls.remote(slot, self.count, self.run, self.algo_cfg, self.generation[slot], self.spaces)
 
     def reset(self, seed: int | None = None) -> None:
         """Explorers reset their envs (seeded from the run's seed) when they are built; a different
