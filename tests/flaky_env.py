@@ -4,14 +4,23 @@
 other than ``spare_pid`` (the learner's, whose evaluation env must not crash) that finds ``PATH``
 removes it and raises, so exactly one crash happens per file, whichever explorer sees it. With
 ``always=True`` every step outside ``spare_pid`` raises. With ``broken_file=PATH`` the constructor raises
-outside ``spare_pid`` while ``PATH`` exists (an env that cannot be built on an explorer's node).
+inside a Ray actor (an explorer) while ``PATH`` exists: an env that cannot be built on an explorer's node.
 """
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import gymnasium as gym
+
+
+def _in_ray_actor() -> bool:
+    if "ray" not in sys.modules:
+        return False
+    import ray
+
+    return ray.is_initialized() and ray.get_runtime_context().get_actor_id() is not None
 
 
 class FlakyCartPole(gym.Wrapper):
@@ -19,7 +28,7 @@ class FlakyCartPole(gym.Wrapper):
 
     def __init__(self, crash_file: str | None = None, spare_pid: int | None = None, always: bool = False,
                  broken_file: str | None = None, **kwargs: Any) -> None:
-        if broken_file and spare_pid != os.getpid() and os.path.exists(broken_file):
+        if broken_file and os.path.exists(broken_file) and _in_ray_actor():
             raise ValueError("cannot open the simulator")
         super().__init__(gym.make("CartPole-v1", **kwargs))
         self.crash_file = crash_file if spare_pid != os.getpid() else None

@@ -189,7 +189,7 @@ def test_explorers_that_cannot_start_stop_the_run_with_one_line_before_anything_
     with pytest.raises(ExplorerError, match=r"^explorer 0 could not start: bad env_kwargs for .*: ValueError: cannot open the simulator$"):
         canter.make_trainer("ppo", "flaky_env:FlakyCartPole-v0", ray_address=cluster, explorers=1, n_envs=2,
                             n_steps=16, run_dir=tmp_path / "run",
-                            env_kwargs={"broken_file": str(broken), "spare_pid": os.getpid()})
+                            env_kwargs={"broken_file": str(broken)})
     assert not (tmp_path / "run").exists() and not ray.is_initialized()
 
 
@@ -197,14 +197,30 @@ def test_a_resume_whose_explorers_cannot_start_fails_with_one_line_and_leaves_th
     """Resuming a run whose explorers could not be built raised Ray's ActorDiedError (a remote traceback)
     from the pool's reset; now one line, before anything is written."""
     run_dir, broken = tmp_path / "run", tmp_path / "broken"
-    kwargs = {"broken_file": str(broken), "spare_pid": os.getpid()}
     canter.train("ppo", "flaky_env:FlakyCartPole-v0", ray_address=cluster, explorers=1, n_envs=2, n_steps=32,
-                 max_steps=64, eval_every=0, run_dir=run_dir, env_kwargs=kwargs)
+                 max_steps=64, eval_every=0, run_dir=run_dir, env_kwargs={"broken_file": str(broken)})
     files = _tree(run_dir)
     broken.touch()
     with pytest.raises(ExplorerError, match=r"^explorer 0 could not start: bad env_kwargs for .*: ValueError: cannot open the simulator$"):
         canter.resume(run_dir, max_steps=128)
     assert _tree(run_dir) == files and not ray.is_initialized()  # its lock given back too (no .canter.lock)
+
+
+@pytest.mark.slow  # ~6 s: a CLI process joining the cluster (the API test above covers the default suite)
+def test_cli_resume_whose_explorers_cannot_start_exits_2_with_one_line(cluster, tmp_path):
+    """`canter train --resume` of such a run printed Ray's ActorDiedError traceback (67 lines, exit code 1)."""
+    run_dir, broken = tmp_path / "run", tmp_path / "broken"
+    canter.train("ppo", "flaky_env:FlakyCartPole-v0", ray_address=cluster, explorers=1, n_envs=2, n_steps=32,
+                 max_steps=64, eval_every=0, run_dir=run_dir, env_kwargs={"broken_file": str(broken)})
+    files = _tree(run_dir)
+    broken.touch()
+    out = subprocess.run([sys.executable, "-m", "canter", "train", "--resume", str(run_dir), "--max-steps", "128"],
+                         capture_output=True, text=True, timeout=240, env=_env())
+    lines = [line for line in out.stderr.splitlines() if not line.startswith("resume: ")]
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert lines[0].startswith("canter: error: explorer 0 could not start: bad env_kwargs for ")
+    assert lines[0].endswith("ValueError: cannot open the simulator")
+    assert _tree(run_dir) == files
 
 
 def test_explorers_act_on_the_learners_observation_statistics_box_actions(cluster):
