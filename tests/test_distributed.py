@@ -277,16 +277,17 @@ def test_a_malformed_ray_address_is_refused_with_one_line_before_ray_starts(caps
     assert not (tmp_path / "r").exists()
 
 
-def test_unreachable_ray_address_fails_fast_with_one_line(capsys, tmp_path):
+@pytest.mark.parametrize("scheme", ["", "ray://"])  # ray://: Ray's client timed out after 30 s, with its warning
+def test_unreachable_ray_address_fails_fast_with_one_line(capsys, tmp_path, scheme):
     pytest.importorskip("ray")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    run_dir = tmp_path / "run"
-    code = main(["train", "ppo", "--env", "CartPole-v1", "--explorers", "1", "--ray-address", f"127.0.0.1:{port}",
+    run_dir, address = tmp_path / "run", f"{scheme}127.0.0.1:{port}"
+    code = main(["train", "ppo", "--env", "CartPole-v1", "--explorers", "1", "--ray-address", address,
                  "--run-dir", str(run_dir), "--quiet"])
     err = capsys.readouterr().err
-    assert code == 2 and len(err.splitlines()) == 1 and f"no Ray cluster at '127.0.0.1:{port}'" in err
+    assert code == 2 and len(err.splitlines()) == 1 and f"no Ray cluster at '{address}'" in err
     assert not run_dir.exists()
 
 

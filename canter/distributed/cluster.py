@@ -40,14 +40,15 @@ def _auto_address() -> str | None:
 
 
 def _check_reachable(address: str, timeout: float = 5.0) -> None:
-    """Fail fast with one line when nothing listens at ``host:port`` (Ray itself retries for minutes);
-    ``auto`` is checked at the address it stands for (a stale record of a stopped cluster, or a
-    ``RAY_ADDRESS`` where nothing runs, would otherwise hang the same way)."""
+    """Fail fast with one line when nothing listens at ``host:port`` or ``ray://host:port`` (Ray itself
+    retries for minutes; its client for 30 s, then warns); ``auto`` is checked at the address it stands
+    for (a stale record of a stopped cluster, or a ``RAY_ADDRESS`` where nothing runs, would otherwise
+    hang the same way)."""
     target = _auto_address() if address == "auto" else address
     if target is None:
         return
-    host, sep, port = target.rpartition(":")
-    if target.startswith("ray://") or not sep or not port.isdigit():
+    host, sep, port = target.removeprefix("ray://").rpartition(":")  # a client address: its server's port
+    if not sep or not port.isdigit():
         return
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
