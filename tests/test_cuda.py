@@ -108,7 +108,12 @@ def _train(algo: str, run_dir: object, datasets: dict[str, str] | None = None, *
         kw.update(env=env_id, env_kwargs=env_kwargs)
     if env_id == MATCH:
         pytest.importorskip("pettingzoo")
-    run = canter.make_trainer(algo, device=DEVICE, run_dir=run_dir, **kw)
+    agent, losses = _losses(canter.make_trainer(algo, device=DEVICE, run_dir=run_dir, **kw))
+    return agent, losses
+
+
+def _losses(run: object) -> tuple[object, list[float]]:
+    """Run ``run`` (a :class:`canter.run.Run`) to its end; (its agent, every logged loss value)."""
     losses = []
     try:
         for record in run():
@@ -154,14 +159,8 @@ def test_a_policy_per_agent_type_trains_on_the_device(tmp_path):
     pytest.importorskip("pettingzoo")
     run = canter.make_trainer("mappo", env="pettingzoo:tests.mixed_agents", policies="type", device=DEVICE,
                               run_dir=tmp_path / "run", **_settings("mappo", max_steps=256))
-    losses = []
-    try:
-        for record in run():
-            losses += list(record.losses.values())
-    finally:
-        run.close()
+    agent, losses = _losses(run)
     assert losses and all(math.isfinite(v) for v in losses)
-    agent = run.trainer.agent
     assert len(agent.algorithm.modules()) >= 2 and _on_device(agent)
     cpu = canter.load(tmp_path / "run", device="cpu")
     for name, module in agent.algorithm.modules().items():
@@ -228,13 +227,7 @@ def test_ppo_with_the_nature_cnn_trains_on_pong(tmp_path):
     run = canter.make_trainer("ppo", "ALE/Pong-v5", device=DEVICE, run_dir=tmp_path / "run", seed=0, max_steps=256,
                               n_envs=2, n_steps=64, batch_size=64, n_epochs=1, eval_every=0, eval_episodes=1,
                               tensorboard=False)
-    losses = []
-    try:
-        for record in run():
-            losses += list(record.losses.values())
-    finally:
-        run.close()
-    agent = run.trainer.agent
+    agent, losses = _losses(run)
     assert losses and all(math.isfinite(v) for v in losses)
     assert _on_device(agent)
     assert type(agent.algorithm.model.encoder).__name__ == "NatureCNN"
