@@ -1,0 +1,228 @@
+"""canter benchmark: grids, tables and figures, resuming, Ctrl-C and bad specs, on a tiny budget."""
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from canter.cli import main
+from canter.errors import CanterError
+from canter.tools.rundata import load_run
+
+
+# -- benchmark ---------------------------------------------------------------------------------
+GRID = """
+seeds: 2
+set: {max_steps: 512, eval_episodes: 2, eval_every: 0, checkpoint_every: 0, tensorboard: false}
+envs: [CartPole-v1, MountainCar-v0]
+algos:
+  ppo:
+    set: {n_envs: 2, n_steps: 64, n_epochs: 2}
+  dqn:
+    set: {learning_starts: 100, buffer_size: 5000, train_freq: 4, gradient_steps: 1, target_update_interval: 100}
+"""
+
+
+def test_benchmark_grid_table_figure_and_resume(tmp_path, capsys):
+    spec = tmp_path / "grid.yaml"
+    spec.write_text(GRID)
+    out = tmp_path / "bench"
+    assert main(["benchmark", str(spec), "--out", str(out), "--jobs", "2"]) == 0
+    assert "[8/8]" in capsys.readouterr().out
+    with open(out / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["algo"], r["env"]) for r in rows] == [
+        ("ppo", "CartPole-v1"), ("ppo", "MountainCar-v0"), ("dqn", "CartPole-v1"), ("dqn", "MountainCar-v0")]
+    for r in rows:
+        runs = [load_run(out / "runs" / f"{r['algo']}-{r['env']}-seed{s}") for s in (0, 1)]
+        finals = [run.summary["last_eval_return"] for run in runs]
+        assert r["seeds"] == "2" and float(r["steps"]) == 512
+        assert float(r["final_median"]) == pytest.approx(np.median(finals))
+        assert float(r["final_iqm_low"]) <= float(r["final_iqm"]) <= float(r["final_iqm_high"])
+        assert all(run.summary["stop_reason"] == "max_steps" for run in runs)
+    for r in rows[1::2]:
+        assert float(r["final_median"]) == -200.0  # 512 steps cannot solve MountainCar
+    table = (out / "results.md").read_text()
+    assert sum(line.startswith("| ppo") or line.startswith("| dqn") for line in table.splitlines()) == 4
+    assert (out / "benchmark.png").stat().st_size > 10_000
+    # a second call reuses the finished runs
+    assert main(["benchmark", str(spec), "--out", str(out)]) == 0
+    assert "[1/8]" not in capsys.readouterr().out
+    with open(out / "results.csv") as fh:
+        assert list(csv.DictReader(fh)) == rows
+    # ... but not when the file now asks for something else
+    spec.write_text(GRID.replace("max_steps: 512", "max_steps: 1024"))
+    assert main(["benchmark", str(spec), "--out", str(out)]) == 2
+    assert "different 'max_steps'" in capsys.readouterr().err
+    # an unfinished cell that another live process is training into is neither deleted nor rerun
+    spec.write_text(GRID)
+    cell = out / "runs" / "ppo-CartPole-v1-seed0"
+    (cell / "summary.json").unlink()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        (cell / ".canter.lock").write_text(json.dumps({"pid": holder.pid, "token": "theirs"}))
+        assert main(["benchmark", str(spec), "--out", str(out)]) == 2
+        assert f"being written by process {holder.pid}" in capsys.readouterr().err
+        assert (cell / "history.parquet").exists() and not (cell / "summary.json").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(["benchmark", str(spec), "--out", str(out)]) == 0  # its process is gone: the cell runs again
+    assert (cell / "summary.json").exists() and not (cell / ".canter.lock").exists()
+
+
+def test_benchmark_ctrl_c_stops_it_and_writes_no_results(tmp_path, capsys):
+    """Ctrl-C stops the run under way (saved as interrupted, as canter train does) and the benchmark:
+    the other runs do not start and no results table is written; run again, it continues."""
+    import os
+    import signal
+
+    spec = tmp_path / "b.yaml"
+    spec.write_text("seeds: 2\nset: {max_steps: 10000000, max_seconds: 4, eval_every: 0, n_envs: 2, n_steps: 64, "
+                    "n_epochs: 1, tensorboard: false}\nenvs: [CartPole-v1]\nalgos: [ppo]\n")
+    out = tmp_path / "out"
+    old = signal.signal(signal.SIGALRM, lambda signum, frame: os.kill(os.getpid(), signal.SIGINT))
+    signal.setitimer(signal.ITIMER_REAL, 1.5)  # a Ctrl-C 1.5 s in: during the first run
+    try:
+        assert main(["benchmark", str(spec), "--out", str(out)]) == 130
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["ppo-CartPole-v1-seed0"]
+    assert json.loads((out / "runs" / "ppo-CartPole-v1-seed0" / "summary.json").read_text())["stop_reason"] == \
+        "interrupted"
+    assert not (out / "results.md").exists() and not (out / "results.csv").exists()
+    assert "run the same command again" in capsys.readouterr().err
+
+
+def test_benchmark_jobs_ctrl_c_starts_no_further_run(tmp_path):
+    """With --jobs, Ctrl-C (to the whole process group, as a terminal sends it) stops the running runs
+    and starts no other: the pool is never handed more runs than it has workers."""
+    import os
+    import signal
+    import time
+
+    spec = tmp_path / "b.yaml"
+    spec.write_text("seeds: 3\nset: {max_steps: 10000000, max_seconds: 40, eval_every: 0, n_envs: 2, n_steps: 64, "
+                    "n_epochs: 1, tensorboard: false, target_reward: null}\nenvs: [CartPole-v1]\nalgos: [ppo]\n")
+    out = tmp_path / "out"
+    runs = [out / "runs" / f"ppo-CartPole-v1-seed{s}" for s in range(3)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "canter", "benchmark", str(spec), "--out", str(out), "--jobs", "2",
+                             "--quiet"], start_new_session=True, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while not all((r / "config.yaml").exists() for r in runs[:2]):  # both workers are training
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(1.0)
+        started = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - started < 30  # no 40-second run started after the Ctrl-C
+    assert not runs[2].exists()
+    for r in runs[:2]:
+        assert json.loads((r / "summary.json").read_text())["stop_reason"] == "interrupted"
+
+
+def test_a_diverging_benchmark_run_is_a_result_not_the_end_of_the_benchmark(tmp_path):
+    """A run the divergence guard stopped ended the whole benchmark with exit 2 (the grid's other runs never
+    ran), while running the same command again reused that run as finished and wrote the table."""
+    from canter.tools.benchmark import Cell, run_cell
+
+    cell = Cell("dqn", "CartPole-v1", 0, {"lr": 1e30, "learning_starts": 32, "train_freq": 4, "buffer_size": 500,
+                                          "n_envs": 1, "max_steps": 400, "eval_every": 0, "tensorboard": False})
+    summary = run_cell(cell, str(tmp_path / cell.name), None)
+    assert summary["stop_reason"] == "diverged" and "training diverged at step" in summary["diverged"]
+
+
+def test_benchmark_jobs_worker_errors_reach_the_parent_as_they_are():
+    """A --jobs worker's error is pickled to the parent: TrainingDiverged (a run diverging) and MissingExtraError
+    could not be unpickled (their __init__ takes more than the message), so the parent got BrokenProcessPool
+    and a traceback (exit 1) instead of the one-line error that --jobs 1 gives."""
+    import pickle
+
+    from canter.errors import MissingExtraError
+    from canter.trainers.guard import TrainingDiverged
+
+    for err in (TrainingDiverged("training diverged at step 80: non-finite loss", "loss", 80),
+                MissingExtraError("--record-every", "video", "moviepy")):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err) and vars(back) == vars(err)
+
+
+def test_benchmark_bad_spec_is_refused_before_running(tmp_path, capsys):
+    spec = tmp_path / "bad.yaml"
+    for text, message in [("algos: [ppo, dqnn]\nenvs: [CartPole-v1]", "did you mean 'dqn'"),
+                          ("algos: [dqn]\nenvs: [Pendulum-v1]", "Discrete action space"),
+                          ("algos: [ppo]\nenvs: [CartPole-v1]\nseed: 3", "did you mean 'seeds'"),
+                          ("algos: [ppo]\nenvs: [CartPole-v1]\nset: {lrr: 0.1}", "did you mean 'lr'"),
+                          # these three were TypeError tracebacks (exit 1): env / algo reached resolve_config twice
+                          ("algos: [ppo]\nenvs: [CartPole-v1]\nset: {env: Acrobot-v1}", "'env' cannot be set here"),
+                          ("algos: {ppo: {set: {algo: dqn}}}\nenvs: [CartPole-v1]", "'algo' cannot be set here"),
+                          ("algos: [ppo]\nenvs: [CartPole-v1]\nset: {hparams: 5}", "'hparams' must be a mapping"),
+                          ("algos: [ppo]", "no envs")]:
+        spec.write_text(text)
+        assert main(["benchmark", str(spec), "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_benchmark_refuses_a_hyperparameter_given_twice_in_one_set(tmp_path):
+    """set: {lr: 0.1, hparams: {lr: 0.2}} ran every cell with lr 0.2 (the last spelling), dropping 0.1 silently."""
+    from canter.tools.benchmark import load_spec
+
+    spec = tmp_path / "b.yaml"
+    spec.write_text("algos: [ppo]\nenvs: [CartPole-v1]\nset: {lr: 0.1, hparams: {lr: 0.2}}\n")
+    with pytest.raises(CanterError, match=r"set: 'lr' and 'hparams: \{lr: ...\}' both set 'lr'; give it once"):
+        load_spec(spec)
+    spec.write_text("algos: {ppo: {set: {hparams.gamma: 0.9, gamma: 0.8}}}\nenvs: [CartPole-v1]\n")
+    with pytest.raises(CanterError, match="'hparams.gamma' and 'gamma' both set 'gamma'"):
+        load_spec(spec)
+    spec.write_text("algos: {ppo: {set: {lr: 0.2}}}\nenvs: [CartPole-v1]\nset: {lr: 0.1}\n")  # layers override
+    assert load_spec(spec)[0].overrides == {"lr": 0.2}
+
+
+@pytest.mark.parametrize("name, content", [("summary.json", b"[1, 2]"), ("summary.json", b"\xff\xfe"),
+                                           ("summary.json", b"{\"stop_reason\": "), ("config.yaml", b"- a\n- b\n"),
+                                           ("config.yaml", b"algo: ppo\nenv: [CartPole\n")],
+                         ids=["summary-list", "summary-binary", "summary-bad-json", "config-list", "config-bad-yaml"])
+def test_benchmark_refuses_a_damaged_run_file_and_keeps_the_run(tmp_path, capsys, name, content):
+    """A damaged summary.json of a grid run: a list or non-UTF-8 bytes were an AttributeError /
+    UnicodeDecodeError traceback; bad JSON counted as unfinished, so the run directory was deleted and rerun.
+    A finished run's damaged config.yaml (checked against the file) was an AttributeError / YAMLError traceback."""
+    spec = tmp_path / "b.yaml"
+    spec.write_text("seeds: 1\nalgos: [ppo]\nenvs: [CartPole-v1]\nset: {max_steps: 64}\n")
+    run = tmp_path / "out" / "runs" / "ppo-CartPole-v1-seed0"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps({"stop_reason": "max_steps"}))
+    (run / name).write_bytes(content)
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    assert main(["benchmark", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert name in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+
+def test_shipped_classic_benchmark_is_valid():
+    from pathlib import Path
+
+    from canter.registry import lookup, names
+    from canter.tools.benchmark import check_cells, load_spec
+
+    cells = load_spec(Path(__file__).parent.parent / "benchmarks" / "classic.yaml")
+    check_cells(cells)
+    # every algorithm that learns from a classic-control env is covered (offline ones need a dataset,
+    # which a shipped spec cannot assume; multi-agent ones, QMIX and MAPPO, need a multi-agent env)
+    online = {n for n in names("algorithm") if lookup("algorithm", n).family != "offline"
+              and not lookup("algorithm", n).multiagent_only}
+    assert {c.algo for c in cells} == online

@@ -1,0 +1,270 @@
+"""canter tune when something goes wrong: bad input and storage, failed or killed trials, Ctrl-C."""
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from canter.cli import main
+
+
+def test_tune_bad_input_exits_2(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    base = ["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / "t")]
+    assert main([*base, "--trials", "0"]) == 2
+    assert main([*base, "--set", "lr=0.001"]) == 2  # tuned and fixed at once
+    assert "both tuned and fixed" in capsys.readouterr().err
+    assert main(["tune", "ppo", "--env", "CartPole-v9"]) == 2
+    assert "CartPole-v1" in capsys.readouterr().err
+    assert main(["tune", "dqn", "--env", "Pendulum-v1"]) == 2
+    assert "Discrete action space" in capsys.readouterr().err
+    assert main([*base, "--set", "record_every=1000"]) == 2  # trials write no run dir: it recorded nothing
+    assert "'record_every' applies to a run directory" in capsys.readouterr().err
+    # an offline algorithm without a dataset: every trial failed on it (study.db written, Optuna's warnings),
+    # and the error's hint named a --dataset flag that tune did not have
+    assert main(["tune", "bc", "--env", "CartPole-v1", "--out", str(tmp_path / "t")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert main(["tune", "bc", "--env", "CartPole-v1", "--out", str(tmp_path / "t"), "--dataset", "nope"]) == 2
+    assert "dataset not found" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_tune_refuses_a_tuned_hyperparameter_fixed_in_an_hparams_mapping(tmp_path, capsys, monkeypatch):
+    """--set lr=0.01 is refused (tuned and fixed), but --set 'hparams={lr: 0.01}' was not: every trial trained
+    with lr 0.01 (the --set layer is over the sampled values) while the study recorded, and printed as the best,
+    the lr values it sampled."""
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    code = main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / "t"), "--set", "hparams={lr: 0.01}",
+                 "--trials", "1", "--max-steps", "64", "--eval-every", "64", "--quiet"])
+    assert code == 2 and "'lr' is both tuned and fixed" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def _ctrl_c_tune_jobs(out: Path, wait: Any) -> None:
+    """Start `canter tune --jobs 2` in its own process group, call ``wait(proc)``, send the group a Ctrl-C
+    and check the exit: 130, one line, no traceback from any process."""
+    import os
+    import signal
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "canter", "tune", "ppo", "--env", "CartPole-v1", "--trials", "4",
+                             "--jobs", "2", "--out", str(out), "--max-steps", "10000000", "--eval-every", "256",
+                             "--n-envs", "2", "--eval-episodes", "1", "--quiet"], start_new_session=True, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        wait(proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    err = err.decode()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.splitlines()[-1].startswith("interrupted;"), err[-3000:]
+
+
+def test_tune_jobs_ctrl_c_prints_no_traceback(tmp_path):
+    """Ctrl-C to the process group of `canter tune --jobs 2`: exit 130, one line, no worker traceback."""
+    import time
+
+    pytest.importorskip("optuna")
+
+    def training(proc):
+        time.sleep(12)  # the workers are training their first trials
+        assert proc.poll() is None
+
+    _ctrl_c_tune_jobs(tmp_path / "t", training)
+
+
+def test_tune_jobs_ctrl_c_while_the_workers_start_prints_no_traceback(tmp_path):
+    """Ctrl-C while the --jobs workers were still importing torch printed a KeyboardInterrupt traceback from
+    each of them (a loaded host made the test above hit this too); they now start deaf to SIGINT and the
+    parent ends them."""
+    import os
+    import time
+
+    pytest.importorskip("optuna")
+    if not Path(f"/proc/self/task/{os.getpid()}/children").exists():
+        pytest.skip("needs /proc/PID/task/TID/children")
+
+    def starting(proc):
+        spawned = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(spawned.read_text().split()) < 3:  # resource tracker + 2 workers
+            time.sleep(0.02)
+        time.sleep(0.3)  # the workers are importing
+
+    _ctrl_c_tune_jobs(tmp_path / "t", starting)
+
+
+def test_tune_bad_storage_or_out_writes_nothing(tmp_path, capsys, monkeypatch):
+    """A storage URL that cannot be opened, or an --out that is a file, is one line and leaves no directory."""
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("precious\n")
+    base = ["tune", "ppo", "--env", "CartPole-v1", "--trials", "1", "--max-steps", "512", "--quiet"]
+    assert main([*base, "--storage", "nosuchdialect://x", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "nosuchdialect" in err
+    assert main([*base, "--out", str(tmp_path / "notes.txt")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "notes.txt" in err and "not a directory" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "precious\n"
+
+
+def test_tune_marks_a_killed_runs_stale_trial_failed_even_when_no_trial_runs(tmp_path, capsys, monkeypatch):
+    """A trial left RUNNING by a killed ``canter tune`` (its heartbeat stopped) stayed RUNNING when the
+    study already had its finished trials: Optuna fails stale trials only when a new one starts."""
+    optuna = pytest.importorskip("optuna")
+    import time
+
+    from canter.tools import tune as tune_mod
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    args = ["tune", "ppo", "--env", "CartPole-v1", "--storage", url, "--study", "s", "--out", str(tmp_path / "t"),
+            "--trials", "1", "--max-steps", "64", "--set", "n_envs=2", "--eval-every", "64",
+            "--eval-episodes", "1", "--quiet"]
+    assert main(args) == 0
+    real = tune_mod._storage
+    monkeypatch.setattr(tune_mod, "_storage", lambda u: optuna.storages.RDBStorage(u, heartbeat_interval=1,
+                                                                                   grace_period=1))
+    study = optuna.load_study(study_name="s", storage=tune_mod._storage(url))
+    killed = study.ask()  # a trial whose process died: RUNNING, its last heartbeat now
+    study._storage.record_heartbeat(killed._trial_id)
+    time.sleep(2.5)
+    capsys.readouterr()
+    assert main(args) == 0  # one finished trial already: nothing new runs
+    states = [t.state.name for t in optuna.load_study(study_name="s", storage=real(url)).trials]
+    assert states == ["COMPLETE", "FAIL"], states
+
+
+def test_tune_failed_or_interrupted_trial_prints_no_traceback(tmp_path, capsys, monkeypatch):
+    """A trial that fails on a CanterError is one warning line (no traceback); Ctrl-C during a trial
+    exits 130 with one line saying how to continue, the trial marked failed."""
+    import io
+    import logging
+
+    optuna = pytest.importorskip("optuna")
+    from canter.tools.tune import search_space
+
+    log = io.StringIO()  # what Optuna's own handler prints (it keeps the stderr of the test that created it)
+    handler = logging.StreamHandler(log)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logging.getLogger("optuna").addHandler(handler)
+    space = tmp_path / "space.yaml"
+    space.write_text("".join(f"{n}: null\n" for n in search_space("dqn") if n != "buffer_size")
+                     + "buffer_size: {low: 16, high: 100000}\n")
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    optuna.create_study(study_name="s", storage=url, direction="maximize").enqueue_trial({"buffer_size": 16})
+    args = ["tune", "dqn", "--env", "CartPole-v1", "--space", str(space), "--storage", url, "--study", "s",
+            "--out", str(tmp_path / "t"), "--trials", "1", "--set", "batch_size=32", "--set", "learning_starts=1000",
+            "--max-steps", "64", "--eval-every", "64", "--eval-episodes", "1", "--quiet"]
+    try:
+        assert main(args) == 2  # its only trial failed
+        assert "Traceback" not in log.getvalue() and "smaller than 'hparams.batch_size'" in log.getvalue()
+
+        def interrupted(*args, **kwargs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr("canter.api.make_trainer", interrupted)
+        capsys.readouterr()
+        assert main([*args[:-1], "--trials", "2"]) == 130
+        assert "Traceback" not in log.getvalue() and "KeyboardInterrupt" in log.getvalue()
+        err = capsys.readouterr().err
+        assert err.splitlines()[-1].startswith("interrupted;")  # (Optuna's warnings may come before it)
+        assert "run the same command again" in err
+    finally:
+        logging.getLogger("optuna").removeHandler(handler)
+    assert [t.state.name for t in optuna.load_study(study_name="s", storage=url).trials] == ["FAIL", "FAIL"]
+
+
+def test_tune_a_trial_raising_any_exception_fails_alone(tmp_path, capsys, monkeypatch):
+    """A trial that raises an exception other than CanterError (a GPU out-of-memory error of a sampled
+    batch size, an error in the user's env) ended the whole study with a traceback and no best.yaml."""
+    optuna = pytest.importorskip("optuna")
+
+    def objective(job, space):
+        def run(trial):
+            if trial.number == 0:
+                raise RuntimeError("CUDA out of memory")
+            return float(trial.number)
+        return run
+
+    monkeypatch.setattr("canter.tools.tune._objective", objective)
+    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *args: {})
+    out = tmp_path / "t"
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--trials", "2", "--quiet"]) == 0
+    trials = optuna.load_study(study_name="ppo-CartPole-v1", storage=f"sqlite:///{out / 'study.db'}").trials
+    assert [t.state.name for t in trials] == ["FAIL", "COMPLETE", "COMPLETE"]
+    assert "2 complete, 0 pruned, 1 failed" in capsys.readouterr().out and (out / "best.yaml").exists()
+
+
+def test_tune_an_error_caused_by_ctrl_c_in_a_trial_stops_the_study(tmp_path, capsys, monkeypatch):
+    """Every exception of a trial fails only that trial, but one raised while a Ctrl-C was handled (the
+    KeyboardInterrupt in its chain) is the Ctrl-C: the study went on with its next trial."""
+    pytest.importorskip("optuna")
+
+    def interrupted(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("a vector env worker died") from exc
+
+    monkeypatch.setattr("canter.api.make_trainer", interrupted)
+    args = ["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / "t"), "--trials", "2", "--quiet"]
+    assert main(args) == 130
+    assert capsys.readouterr().err.splitlines()[-1].startswith("interrupted;")
+
+
+def test_tune_default_storage_is_in_out_even_with_url_characters_in_its_path(tmp_path, capsys, monkeypatch):
+    """The default storage URL was the out path pasted after sqlite:///: with --out 't?x=1' the study was
+    written to a file 't' beside it ('?' starts a URL query), with 't%20b' to a missing 't b' (refused)."""
+    pytest.importorskip("optuna")
+    name = "t%41?x=1"  # was a file 'tA' beside it
+    monkeypatch.setattr("canter.tools.tune._objective", lambda job, space: lambda trial: 1.0)  # no training
+    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *args: {})
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / name), "--trials", "1",
+                 "--quiet"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    assert sorted(p.name for p in (tmp_path / name).iterdir()) == ["best.yaml", "study.db"]
+
+
+def test_tune_ctrl_c_inside_a_trials_final_storage_commit_exits_130(tmp_path, capsys, monkeypatch):
+    """Ctrl-C that lands in the storage commit of a trial's result (seen with `canter tune` + Ctrl-C):
+    Optuna's bookkeeping then raises UnboundLocalError from the KeyboardInterrupt, and the single-process
+    tune printed that traceback and exited 1 instead of 130 with its one line."""
+    optuna = pytest.importorskip("optuna")
+    real = optuna.storages.RDBStorage.set_trial_state_values
+
+    def interrupted(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        raise KeyboardInterrupt  # the signal arrives while the commit runs
+
+    monkeypatch.setattr(optuna.storages.RDBStorage, "set_trial_state_values", interrupted)
+    monkeypatch.setattr("canter.tools.tune._objective", lambda job, space: lambda trial: 1.0)  # no training
+    args = ["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / "t"), "--trials", "2", "--quiet"]
+    assert main(args) == 130
+    assert capsys.readouterr().err.splitlines()[-1].startswith("interrupted;")
+
+
+def test_tune_and_benchmark_refuse_empty_out_study_storage(tmp_path, capsys, monkeypatch):
+    """`--out ''` is not the current directory (nor `--study ''` / `--storage ''` the defaults): one line, exit 2,
+    nothing written."""
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "b.yaml"
+    spec.write_text("seeds: 1\nset: {max_steps: 64, eval_episodes: 1, n_envs: 2, n_steps: 32, tensorboard: false}\n"
+                    "envs: [CartPole-v1]\nalgos: [ppo]\n")
+    tune = ["tune", "ppo", "--env", "CartPole-v1", "--trials", "1", "--max-steps", "64", "--n-envs", "2",
+            "--eval-episodes", "1", "--quiet"]
+    for argv in ([*tune, "--out", ""], [*tune, "--study", " "], [*tune, "--storage", ""],
+                 ["benchmark", str(spec), "--out", ""]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and "needs a value" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.yaml"]

@@ -1,0 +1,158 @@
+"""Video recording for canter play (--video-dir, --record-every): frames written as they come, every frame once."""
+import numpy as np
+import pytest
+
+
+def test_video_recording_writes_frames_as_they_come(tmp_path, monkeypatch):
+    """play --video-dir / --record-every went through gymnasium's RecordVideo, which keeps every frame of
+    the episode in a list until it ends (an Atari episode of 27,000 steps: ~2.7 GB); the recorder now
+    writes each frame to the MP4 at once and holds none, and the video still has every frame."""
+    pytest.importorskip("moviepy")
+    import gymnasium as gym
+    import imageio
+
+    from canter.play import play
+
+    held = []
+    step = gym.wrappers.RecordVideo.step
+
+    def spy(self, action):
+        out = step(self, action)
+        held.append(len(self.recorded_frames))
+        return out
+
+    monkeypatch.setattr(gym.wrappers.RecordVideo, "step", spy)
+
+    class Upright:  # keeps the pole up: the episode lasts until the time limit
+        def predict(self, obs):
+            return np.array([int(obs[0, 2] + 0.5 * obs[0, 3] > 0)])
+
+    assert play(Upright(), "CartPole-v1", 1, video_dir=str(tmp_path), env_kwargs={"max_episode_steps": 20}) == [20.0]
+    assert len(held) == 20 and max(held) == 0  # RecordVideo: 2, 3, ..., 21 frames held
+    reader = imageio.get_reader(str(tmp_path / "play-episode-0.mp4"))
+    assert reader.get_meta_data()["fps"] == 50 and sum(1 for _ in reader) == 21  # the reset's frame and 20 steps
+
+
+def test_video_appears_under_its_name_only_when_finished(tmp_path):
+    """A play killed mid-episode (SIGKILL) left a truncated play-episode-0.mp4, which the rerun's --video-dir
+    check then refused; the frames now go to a hidden .partial.mp4 renamed when the video is closed, and a
+    partial file a killed process left is overwritten."""
+    pytest.importorskip("moviepy")
+    import imageio
+
+    from canter.play import play
+
+    (tmp_path / ".play-episode-0.partial.mp4").write_bytes(b"truncated")  # what a killed play leaves
+    seen = []
+
+    class Upright:
+        def predict(self, obs):
+            seen.append(sorted(p.name for p in tmp_path.iterdir()))
+            return np.array([int(obs[0, 2] + 0.5 * obs[0, 3] > 0)])
+
+    assert play(Upright(), "CartPole-v1", 1, video_dir=str(tmp_path), env_kwargs={"max_episode_steps": 5}) == [5.0]
+    assert seen[-1] == [".play-episode-0.partial.mp4"]  # while recording: no play-episode-0.mp4 to refuse
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["play-episode-0.mp4"]
+    assert sum(1 for _ in imageio.get_reader(str(tmp_path / "play-episode-0.mp4"))) == 6
+
+
+def test_record_every_removes_the_folder_of_a_killed_recording(tmp_path):
+    """--record-every records into videos/.rec-*/ and moves the file out; a process killed meanwhile left that
+    folder for good. The next start of the run's recorder removes it (and nothing else)."""
+    pytest.importorskip("moviepy")
+    from types import SimpleNamespace
+
+    from canter.tools.video import VideoRecorder
+
+    stale = tmp_path / "videos" / ".rec-abc123" / "video"
+    stale.mkdir(parents=True)
+    (stale / "play-episode-0.mp4").write_bytes(b"half")
+    (tmp_path / "videos" / "step-000000100.mp4").write_bytes(b"kept")
+    VideoRecorder(tmp_path, "CartPole-v1", 100).start(SimpleNamespace(agent=None))
+    assert sorted(p.name for p in (tmp_path / "videos").iterdir()) == ["step-000000100.mp4"]
+
+
+def test_multiagent_video_writes_frames_as_they_come(tmp_path, monkeypatch):
+    """play --video-dir on a PettingZoo env kept every frame of the episode in a list and saved it at the end
+    (17 frames alive at the second episode's last render); frames are now written as they come."""
+    pytest.importorskip("moviepy")
+    import weakref
+
+    import imageio
+
+    import tests.match_agents as match_agents
+    from canter.play import play
+
+    alive, most = [], []
+    render = match_agents.MatchAgents.render
+
+    def spy(self):
+        frame = render(self)
+        most.append(sum(ref() is not None for ref in alive))  # earlier frames still in memory
+        alive.append(weakref.ref(frame))
+        return frame
+
+    monkeypatch.setattr(match_agents.MatchAgents, "render", spy)
+
+    class Match:
+        def predict(self, obs):
+            return np.asarray(obs).argmax(-1)
+
+    assert play(Match(), "pettingzoo:tests.match_agents", 2, video_dir=str(tmp_path)) == [8.0, 8.0]
+    assert max(most) <= 1
+    for i in range(2):  # the reset's frame and one per step, at the env's fps (30 without render_fps)
+        reader = imageio.get_reader(str(tmp_path / f"play-episode-{i}.mp4"))
+        assert reader.get_meta_data()["fps"] == 30 and sum(1 for _ in reader) == 9
+
+
+class _GrayRamp:
+    """A 39-step env whose frame ``t`` is solid gray ``6 * t`` at 15 fps (Atari's video fps)."""
+
+    @staticmethod
+    def make(render_mode: str | None = None):
+        import gymnasium as gym
+
+        class GrayRamp(gym.Env):
+            metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
+            observation_space = gym.spaces.Box(0.0, 39.0, (1,), np.float32)
+            action_space = gym.spaces.Discrete(2)
+
+            def __init__(self):
+                self.render_mode, self.t = render_mode, 0
+
+            def reset(self, *, seed=None, options=None):
+                super().reset(seed=seed)
+                self.t = 0
+                return np.zeros(1, np.float32), {}
+
+            def step(self, action):
+                self.t += 1
+                return np.full(1, self.t, np.float32), 0.0, self.t == 39, False, {}
+
+            def render(self):
+                return np.full((32, 32, 3), 6 * self.t, np.uint8)
+
+        return GrayRamp()
+
+
+def test_video_has_every_frame_once_in_order(tmp_path):
+    """gymnasium's RecordVideo encoded through moviepy's ImageSequenceClip, which samples the frame list at
+    t * fps, which at 15 fps (Atari) duplicated and skipped frames (40 frames: ..., 34, 35, 35, 36, 38, 39)
+    and at some lengths dropped the last one (13 frames: 12); every frame is now written once, in order."""
+    pytest.importorskip("moviepy")
+    import gymnasium as gym
+    import imageio
+
+    from canter.play import play
+
+    if "CanterGrayRamp-v0" not in gym.registry:
+        gym.register("CanterGrayRamp-v0", entry_point=_GrayRamp.make, disable_env_checker=True)
+
+    class Zero:
+        def predict(self, obs):
+            return np.zeros(1, np.int64)
+
+    play(Zero(), "CanterGrayRamp-v0", 1, video_dir=str(tmp_path))
+    reader = imageio.get_reader(str(tmp_path / "play-episode-0.mp4"))
+    grays = [round(float(frame.mean()) / 6) for frame in reader]
+    assert reader.get_meta_data()["fps"] == 15 and grays == list(range(40))
