@@ -4,6 +4,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+import canter
 from canter.trainers.evaluation import EvalResult
 
 
@@ -91,3 +92,14 @@ def state_after_inexact_resume(algo: str, base_id: str, name: str, probe, run_di
         between(run_dir)
     canter.resume(run_dir, hooks={hook: first})
     return seen[0]
+
+
+def best_eval(algo: str, **kwargs: object) -> tuple[float, object]:
+    """Run an offline trainer to its end; its best evaluation return and the trainer."""
+    trainer = canter.make_trainer(algo, **kwargs)
+    try:
+        for _ in trainer():
+            pass
+    finally:
+        trainer.close()
+    return trainer.best_eval_return, trainer

@@ -1,0 +1,139 @@
+"""Offline runs from the command line and from Python: dataset paths, env kwargs kept with a dataset,
+Minari writes, one-line CLI errors and benchmarks of a dataset."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import canter
+from canter.config import resolve_config
+from canter.data.dataset import TransitionDataset, collect
+from canter.errors import CanterError
+from tests.test_cli_errors import assert_one_line_error, run_cli, snapshot
+
+
+@pytest.mark.parametrize("store", ["canter", "minari"])
+def test_a_dataset_keeps_its_envs_kwargs_and_an_offline_run_evaluates_there(tmp_path, monkeypatch, store):
+    """Data collected with env_kwargs (another reward, a shorter time limit) evaluate on that env, not
+    on the id's default (the kwargs were dropped on save, Minari export and import)."""
+    kwargs = {"sutton_barto_reward": True, "max_episode_steps": 10}
+    data = collect("CartPole-v1", 300, None, seed=0, env_kwargs=kwargs)
+    if store == "minari":
+        pytest.importorskip("minari")
+        monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+        data.to_minari("cartpole/kwargs-v0")
+        path = "minari:cartpole/kwargs-v0"
+    else:
+        path = str(data.save(tmp_path / "data"))
+    assert TransitionDataset.load(path).env_kwargs == kwargs
+    trainer = canter.make_trainer("bc", None, dataset=path, max_steps=10, eval_every=10, eval_episodes=2)
+    result = trainer.evaluate()
+    trainer.close()
+    assert trainer.run.env_kwargs == kwargs and max(result.lengths) <= 10 and max(result.returns) <= 0
+    with pytest.raises(CanterError, match="collected with env_kwargs"):
+        canter.make_trainer("bc", None, dataset=path, env_kwargs={"max_episode_steps": 50})
+
+
+def test_minari_write_interrupted_by_ctrl_c_leaves_nothing(tmp_path, monkeypatch):
+    """Writing a Minari dataset takes most of a collect's time (~40 s for 20k CartPole transitions): a Ctrl-C then
+    left a half-written dataset that held no episode and blocked its id ('already exists')."""
+    minari = pytest.importorskip("minari")
+    from minari.storage import get_dataset_path
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    data = collect("CartPole-v1", 60, None, seed=0)
+    real = minari.create_dataset_from_buffers
+
+    def interrupted(dataset_id, buffers, **kwargs):
+        (Path(get_dataset_path(dataset_id)) / "data" / "0").mkdir(parents=True)  # the first episode, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(minari, "create_dataset_from_buffers", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        data.to_minari("cartpole/ctrl-c-v0")
+    assert not list((tmp_path / "minari").rglob("*"))  # Minari's own (empty) datasets folder at most
+    monkeypatch.setattr(minari, "create_dataset_from_buffers", real)
+    assert data.to_minari("cartpole/ctrl-c-v0") > 0  # the id is free
+
+
+@pytest.mark.parametrize("argv, needles", [
+    (["train", "bc", "--env", "CartPole-v1", "--quiet"], ["bc learns from a dataset", "--dataset"]),
+    (["train", "ppo", "--env", "CartPole-v1", "--dataset", "DATA", "--quiet"], ["only for offline", "bc, cql, td3bc"]),
+    (["train", "bc", "--env", "Acrobot-v1", "--dataset", "DATA", "--quiet"], ["collected on CartPole-v1",
+                                                                            "--env CartPole-v1"]),
+    (["train", "td3bc", "--dataset", "DATA", "--quiet"], ["TD3BC needs a Box action space"]),
+    (["train", "bc", "--dataset", "MISSING", "--quiet"], ["dataset not found"]),
+    (["train", "bc", "--dataset", "DATA", "--explorers", "2", "--quiet"], ["takes no explorers"]),
+    (["collect", "--out", "NEW"], ["--env ENV"]),
+    (["collect", "--env", "CartPole-v1", "--out", "DATA"], ["already exists", "--out"]),
+    (["collect", "--env", "CartPole-v1", "--out", "NEW", "--epsilon", "1.5"], ["--epsilon must be between 0 and 1"]),
+    (["collect", "--env", "CartPole-v1", "--out", "NEW", "--transitions", "0"], ["--transitions must be >= 1"]),
+    (["collect", "--env", "CartPol-v1", "--out", "NEW"], ["CartPole-v1"]),
+    (["collect", "--env", "CartPole-v1", "--out", "NODIR/x"], ["does not exist"]),
+    (["collect", "--env", "CartPole-v1", "--out", "DATAFILE/x"], ["is a file, not a directory"]),
+    (["train", "bc", "--dataset", "DATA", "--set", "monitor=rolling", "--set", "early_stopping=2", "--quiet"],
+     ["no rolling return", "monitor=eval"]),
+    (["train", "bc", "--dataset", "DATA", "--set", "env_kwargs={sutton_barto_reward: true}", "--quiet"],
+     ["collected with env_kwargs {}", "leave env_kwargs out"]),
+    (["train", "bc", "--dataset", "minari:", "--quiet"], ["is not a Minari dataset id"]),
+    (["collect", "--env", "CartPole-v1", "--out", "."], ["--out needs a file name"]),
+    (["collect", "--env", "CartPole-v1", "--out", ""], ["--out needs a file name"]),
+])
+def test_offline_cli_errors_are_one_line_and_write_nothing(tmp_path, capsys, argv, needles):
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
+    before = snapshot(tmp_path)
+    paths = {"DATA": str(tmp_path / "data"), "MISSING": str(tmp_path / "nope"), "NEW": str(tmp_path / "new"),
+             "NODIR/x": str(tmp_path / "nodir" / "x"), "DATAFILE/x": str(tmp_path / "data.json" / "x")}
+    code, _, err = run_cli(capsys, *[paths.get(a, a) for a in argv], *(["--run-dir", str(tmp_path / "run")]
+                                                                      if argv[0] == "train" else []))
+    assert_one_line_error(code, err, *needles)
+    assert snapshot(tmp_path) == before  # no run directory, no dataset, the existing dataset untouched
+
+
+def test_a_dataset_given_from_python_as_a_path_trains(tmp_path):
+    """``canter.train("bc", dataset=Path(...))`` (run_dir takes a Path) was refused: "'dataset' must be a
+    str or null, got PosixPath(...)", though the env was already read from that Path's dataset."""
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
+    agent = canter.train("bc", dataset=tmp_path / "data", max_steps=20, gradient_steps=10, eval_episodes=1,
+                         run_dir=tmp_path / "run")
+    assert agent.run_config.dataset == str(tmp_path / "data") and agent.run_config.env == "CartPole-v1"
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 20
+
+
+def test_an_offline_run_from_a_relative_dataset_path_resumes_from_another_directory(tmp_path, monkeypatch, capsys):
+    """The run recorded --dataset as given (data/random), so canter train --resume RUN from any other working
+    directory failed with 'dataset not found' (and --resume takes no --dataset); the resolved config holds the
+    absolute path."""
+    (tmp_path / "project").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
+    collect("CartPole-v1", 200, None, seed=0).save("data")
+    assert run_cli(capsys, "train", "bc", "--dataset", "data", "--max-steps", "20", "--set", "gradient_steps=10",
+                   "--set", "eval_episodes=1", "--run-dir", "run", "--quiet")[0] == 0
+    assert canter.load("run").run_config.dataset == str(tmp_path / "project" / "data")
+    # the resolved config says so too (canter benchmark compares it with a finished run's config.yaml)
+    assert resolve_config("bc", dataset="data")[0].dataset == str(tmp_path / "project" / "data")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "project" / "run"), "--max-steps", "40",
+                           "--quiet")
+    assert code == 0, err
+    assert json.loads((tmp_path / "project" / "run" / "summary.json").read_text())["steps"] == 40
+
+
+def test_a_benchmark_of_a_dataset_with_env_kwargs_reuses_its_finished_runs(tmp_path, monkeypatch):
+    """The dataset's env_kwargs became the run's only inside the trainer, so the resolved config said {}
+    while config.yaml held them: running the same benchmark file again (which reuses finished runs) was
+    refused with "was run with a different 'env_kwargs'"."""
+    from canter.tools.benchmark import benchmark
+
+    kwargs = {"is_slippery": False}
+    collect("FrozenLake-v1", 300, None, seed=0, env_kwargs=kwargs).save(tmp_path / "data")
+    assert resolve_config("bc", dataset=str(tmp_path / "data"))[0].env_kwargs == kwargs
+    spec = tmp_path / "bench.yaml"
+    spec.write_text(f"seeds: [0]\nenvs: [FrozenLake-v1]\nset: {{max_steps: 20, eval_episodes: 1}}\n"
+                    f"algos:\n  bc: {{set: {{dataset: '{tmp_path / 'data'}', gradient_steps: 10}}}}\n")
+    first = benchmark(spec, tmp_path / "out", quiet=True)
+    again = benchmark(spec, tmp_path / "out", quiet=True)  # the finished run is reused
+    assert first.rows == again.rows and len(first.rows) == 1

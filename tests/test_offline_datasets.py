@@ -1,0 +1,249 @@
+"""Offline datasets: collecting transitions, random actions, refusing bad data, converting actions
+between the env and the dataset, and reading a dataset's statistics."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from canter.agents.agent import Agent
+from canter.api import make_agent
+from canter.config import resolve_config
+from canter.checkpoint import load_checkpoint, save_checkpoint
+from canter.data.dataset import TransitionDataset, collect
+from canter.errors import CanterError
+from tests.test_cli_errors import assert_one_line_error, run_cli, snapshot
+
+
+# ---------------------------------------------------------------------------------------------- datasets
+
+
+def test_collect_stores_every_transition_once_in_order_with_real_final_observations():
+    data = collect("CartPole-v1", 3000, None, seed=7, env_kwargs={"max_episode_steps": 20})
+    assert len(data) == 3000 and data.obs.shape == (3000, 4) and data.actions.dtype == np.int64
+    assert set(np.unique(data.actions)) <= {0, 1} and np.all(data.rewards == 1.0)
+    ends = data.terminated | data.truncated
+    # inside an episode the next observation is the next row's observation; after an end it is not
+    # (the row after an end is the first observation of a new episode)
+    inside = np.flatnonzero(~ends[:-1])
+    np.testing.assert_array_equal(data.next_obs[inside], data.obs[inside + 1])
+    after_end = np.flatnonzero(ends[:-1])
+    assert len(after_end) > 50 and not np.any(np.all(data.next_obs[after_end] == data.obs[after_end + 1], axis=1))
+    assert (data.truncated & ~data.terminated).any() and (data.terminated & ~data.truncated).any()
+    lengths = np.diff(np.concatenate([[-1], np.flatnonzero(ends)]))
+    assert lengths.max() == 20 and np.all(lengths[data.truncated[ends]] == 20)  # truncation at the time limit
+    np.testing.assert_array_equal(data.episode_returns(), lengths.astype(float))
+    assert data.info["episodes"] == len(lengths) and data.info["policy"] == "random"
+    again = collect("CartPole-v1", 3000, None, seed=7, env_kwargs={"max_episode_steps": 20})
+    np.testing.assert_array_equal(again.obs, data.obs)  # seeded
+
+
+def test_random_collection_draws_apart_from_the_env():
+    """Uniform random actions must not share the env's seeded stream: on match_agents (the reward is 1
+    when the action is the argmax of the observation, drawn from the env's generator) a generator
+    seeded like the env's picked the target every time and earned the maximum, 8 per episode."""
+    for seed in (0, 1, 7):
+        data = collect("pettingzoo:tests.match_agents", 400, None, seed=seed)
+        assert 1.5 < data.info["mean_return"] < 4.0, (seed, data.info)  # random play: 8/3
+
+
+def test_random_actions_of_an_integer_box_reach_its_upper_bound():
+    """A Box of integers: uniform floats truncated to the dtype drew 0..9 from Box(0, 10), never 10
+    (canter collect's random actions); gymnasium's Box.sample draws low..high, both included."""
+    from canter.envs.random_actions import random_env_actions
+
+    space = gym.spaces.Box(np.array([0, -3]), np.array([10, -1]), dtype=np.int64)
+    a = random_env_actions(space, 2000, np.random.default_rng(0))
+    assert a.dtype == np.int64 and all(space.contains(x) for x in a)
+    assert sorted(set(a[:, 0])) == list(range(11)) and sorted(set(a[:, 1])) == [-3, -2, -1]
+
+
+def test_random_actions_of_an_unbounded_box_are_finite_and_keep_the_finite_bounds(tmp_path):
+    """Box actions with infinite bounds (PPO's Gaussian policies need none): a random collection, or
+    --epsilon, raised numpy's OverflowError ('Range exceeds valid bounds') with a traceback. Unbounded
+    dimensions now draw as gymnasium's Box.sample (normal, or exponential away from one bound)."""
+    from canter.envs.random_actions import random_env_actions
+    from canter.registry import register
+    from support import Box22Actions
+
+    low = np.array([[0.0, -np.inf], [-np.inf, -1.0]], np.float32)
+    high = np.array([[1.0, np.inf], [3.0, np.inf]], np.float32)
+    space = gym.spaces.Box(low, high, dtype=np.float32)
+    a = random_env_actions(space, 500, np.random.default_rng(0))
+    assert a.shape == (500, 2, 2) and a.dtype == np.float32 and np.isfinite(a).all()
+    assert all(space.contains(x) for x in a)
+    assert a[:, 0, 1].min() < -1 and a[:, 0, 1].max() > 1 and a[:, 1, 1].min() > -1.0 and a[:, 1, 0].max() <= 3.0
+    bounded = gym.spaces.Box(-1, 2, (3,), np.float32)  # finite bounds: the same uniform draws as before
+    np.testing.assert_array_equal(random_env_actions(bounded, 4, np.random.default_rng(1)),
+                                  np.random.default_rng(1).uniform(bounded.low, bounded.high, (4, 3)).astype(np.float32))
+
+    class Unbounded(Box22Actions):
+        action_space = space
+
+    register("env", "UnboundedActions-collect-test")(lambda render_mode=None, **kw: Unbounded())
+    data = collect("UnboundedActions-collect-test", 50, None, seed=0)
+    assert data.actions.shape == (50, 2, 2) and np.isfinite(data.actions).all()
+
+
+def test_a_multi_agent_collection_is_stored_agent_by_agent_in_whole_episodes():
+    """Each agent's episodes are contiguous (each row's next_obs is the next row's obs inside an
+    episode), so episode returns are one agent's: at most 8 on match_agents, whose agents leave on a
+    miss (random play earns ~0.5)."""
+    for kwargs in ({}, {"miss_leaves": True, "n_agents": 3}):
+        data = collect("pettingzoo:tests.match_agents", 300, None, seed=2, env_kwargs=kwargs)
+        assert len(data) == 300
+        ends = np.flatnonzero(data.terminated | data.truncated)
+        inside = np.setdiff1d(np.arange(ends[-1]), ends)
+        np.testing.assert_array_equal(data.next_obs[inside], data.obs[inside + 1])
+        returns = data.episode_returns()
+        assert returns.max() <= 8 and len(returns) == len(ends)
+        expected = 0.5 if kwargs else 8 / 3
+        assert abs(returns.mean() - expected) < 0.4, (kwargs, returns.mean())
+
+
+def test_discrete_actions_outside_the_space_are_refused_in_one_line(tmp_path, capsys):
+    """A Discrete action the space does not hold (a user's 0-based actions of a space with start 1,
+    a corrupt file) crashed the first update with IndexError (cross-entropy) or RuntimeError (CQL's
+    gather); the dataset is refused when built or loaded, and the CLI says so in one line."""
+    data = collect("CartPole-v1", 200, None, seed=0)
+    fields = dict(rewards=data.rewards, next_obs=data.next_obs, terminated=data.terminated, truncated=data.truncated,
+                  env_id="CartPole-v1", observation_space=data.observation_space, action_space=data.action_space)
+    for bad, shown in ((3, "3"), (-1, "-1"), (0.5, "0.5")):
+        actions = data.actions.astype(type(bad)).copy()
+        actions[7] = bad
+        with pytest.raises(CanterError, match=f"dataset action {shown} \\(row 7, one of 1\\) is not in the action space"):
+            TransitionDataset(data.obs, actions, **fields)
+    with pytest.raises(CanterError, match="integers from 1 to 2"):  # 0-based actions of a space starting at 1
+        TransitionDataset(data.obs, data.actions, **{**fields, "action_space": gym.spaces.Discrete(2, start=1)})
+    shifted = TransitionDataset(data.obs, data.actions + 1, **{**fields, "action_space": gym.spaces.Discrete(2, start=1)})
+    assert len(shifted) == 200
+    # a file written with such actions (by an older canter, or by hand) is refused when training from it
+    def edit(state):
+        state["actions"] = np.where(np.arange(200) == 7, 5, state["actions"])
+
+    code, err = _train_from_edited_dataset(tmp_path, capsys, data, "bc", edit)
+    assert_one_line_error(code, err, "dataset action 5 (row 7", "Discrete(2)")
+    assert not (tmp_path / "run").exists()
+
+
+def _train_from_edited_dataset(tmp_path, capsys, data, algo: str, edit) -> tuple[int, str]:
+    """Save ``data``, change its arrays with ``edit(state)`` as a file written by hand or by an older canter
+    could hold them, and train ``algo`` from that file through the CLI: ``(exit code, stderr)``."""
+    state, meta = load_checkpoint(data.save(tmp_path / "data"))
+    edit(state)
+    save_checkpoint(tmp_path / "bad", state, {k: v for k, v in meta.items() if k in ("kind", "env", "observation_space",
+                                                                                 "action_space", "info", "env_kwargs")})
+    code, _, err = run_cli(capsys, "train", algo, "--dataset", str(tmp_path / "bad"), "--max-steps", "10", "--quiet",
+                           "--run-dir", str(tmp_path / "run"))
+    return code, err
+
+
+def test_non_finite_dataset_values_are_refused_in_one_line(tmp_path, capsys):
+    """A NaN in a dataset's observations made training stop with 'training diverged ... try a lower
+    learning rate' after writing a run directory; the dataset is refused when built or loaded."""
+    data = collect("Pendulum-v1", 200, None, seed=0)
+    arrays = {k: getattr(data, k).copy() for k in ("obs", "actions", "rewards", "next_obs", "terminated", "truncated")}
+    spaces = dict(env_id="Pendulum-v1", observation_space=data.observation_space, action_space=data.action_space)
+    for name, value in (("obs", np.nan), ("next_obs", np.inf), ("actions", np.nan), ("rewards", -np.inf)):
+        bad = {k: v.copy() for k, v in arrays.items()}
+        bad[name][9] = value
+        with pytest.raises(CanterError, match=f"dataset {name} hold non-finite values .*row 9"):
+            TransitionDataset(**bad, **spaces)
+    code, err = _train_from_edited_dataset(tmp_path, capsys, data, "td3bc",
+                                           lambda state: state["obs"].__setitem__((3, 1), np.nan))
+    assert_one_line_error(code, err, "dataset obs hold non-finite values", "row 3")
+    assert not (tmp_path / "run").exists()
+
+
+def test_from_env_actions_inverts_to_env_actions():
+    run, cfg = resolve_config("td3bc", "Pendulum-v1")
+    box = gym.spaces.Box(np.array([-2.0, 0.0], dtype=np.float32), np.array([2.0, 5.0], dtype=np.float32))
+    agent = make_agent(run, cfg, gym.spaces.Box(-1, 1, (3,), np.float32), box)
+    squashed = np.array([[-1.0, 1.0], [0.5, -0.25]], dtype=np.float32)
+    env_actions = agent.to_env_actions(squashed)
+    np.testing.assert_allclose(env_actions, [[-2.0, 5.0], [1.0, 1.875]])
+    np.testing.assert_allclose(agent.from_env_actions(env_actions), squashed, atol=1e-6)
+    run, cfg = resolve_config("bc", "CartPole-v1")
+    discrete = Agent(make_agent(run, cfg, gym.spaces.Box(-1, 1, (4,), np.float32),
+                                gym.spaces.Discrete(3, start=-1)).algorithm)
+    np.testing.assert_array_equal(discrete.from_env_actions(np.array([-1, 0, 1])), [0, 1, 2])
+    np.testing.assert_array_equal(discrete.to_env_actions(np.array([0, 1, 2])), [-1, 0, 1])
+
+
+def test_box_actions_reach_the_env_in_the_spaces_dtype():
+    """A Box of integers (or float64) takes actions of its own dtype: PPO's and SAC's float actions were
+    passed on as float64 (3.7, 0.2), which such a space does not contain."""
+    obs = gym.spaces.Box(-1, 1, (3,), np.float32)
+    ints = gym.spaces.Box(0, 10, (2,), np.int64)
+    for algo, actions, expected in [("ppo", [[3.7, 12.0], [-1.0, 0.2]], [[4, 10], [0, 0]]),
+                                    ("sac", [[0.5, 1.0], [-1.0, -0.86]], [[8, 10], [0, 1]])]:
+        run, cfg = resolve_config(algo, "Pendulum-v1")
+        agent = make_agent(run, cfg, obs, ints)
+        env_actions = agent.to_env_actions(np.array(actions, np.float32))
+        np.testing.assert_array_equal(env_actions, expected)
+        assert env_actions.dtype == np.int64 and all(ints.contains(a) for a in env_actions)
+        assert ints.contains(agent.predict(np.zeros(3, np.float32)))
+    run, cfg = resolve_config("ppo", "Pendulum-v1")
+    doubles = gym.spaces.Box(-1, 1, (2,), np.float64)
+    assert make_agent(run, cfg, obs, doubles).to_env_actions(np.zeros((1, 2), np.float32)).dtype == np.float64
+
+
+def test_a_box_dimension_with_equal_bounds_converts_to_a_finite_action():
+    """low == high in one dimension: (a - low) / (high - low) was 0 / 0, NaN actions for TD3+BC's batches."""
+    run, cfg = resolve_config("td3bc", "Pendulum-v1")
+    box = gym.spaces.Box(np.array([-2.0, 3.0], dtype=np.float32), np.array([2.0, 3.0], dtype=np.float32))
+    agent = make_agent(run, cfg, gym.spaces.Box(-1, 1, (3,), np.float32), box)
+    with np.errstate(all="raise"):  # no 0 / 0 either
+        converted = agent.from_env_actions(np.array([[1.0, 3.0], [-2.0, 3.0]], dtype=np.float32))
+    np.testing.assert_array_equal(converted, [[0.5, 0.0], [-1.0, 0.0]])
+    np.testing.assert_allclose(agent.to_env_actions(converted), [[1.0, 3.0], [-2.0, 3.0]])
+
+
+def test_a_dataset_whose_tensors_are_gone_is_named_as_a_dataset(tmp_path, capsys):
+    """Only the JSON left (a half-copied dataset): the error said 'checkpoint tensors not found', for a new
+    run and for resuming one, though no checkpoint was missing."""
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
+    run = tmp_path / "run"
+    assert run_cli(capsys, "train", "bc", "--dataset", str(tmp_path / "data"), "--max-steps", "100", "--quiet",
+                   "--run-dir", str(run))[0] == 0
+    (tmp_path / "data.safetensors").unlink()
+    for argv in (["train", "bc", "--dataset", str(tmp_path / "data"), "--run-dir", str(tmp_path / "new")],
+                 ["train", "--resume", str(run), "--max-steps", "200"]):
+        before = snapshot(tmp_path)
+        code, _, err = run_cli(capsys, *argv, "--quiet")
+        assert_one_line_error(code, err, "dataset tensors not found", "data.safetensors", "data.json is there")
+        assert snapshot(tmp_path) == before
+
+
+def test_box_actions_outside_the_bounds_are_warned_about_once():
+    """Actions beyond a Box's bounds were clipped into [-1, 1] without a word (a dataset scaled x3 trained as if fine)."""
+    from canter.data.dataset import TransitionDataset
+    from canter.errors import CanterWarning
+
+    obs_space, act_space = gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Box(-2, 2, (1,), np.float32)
+    n = 10
+    obs = np.zeros((n, 3), np.float32)
+    actions = np.linspace(-6, 6, n, dtype=np.float32).reshape(n, 1)
+    with pytest.warns(CanterWarning, match="6 of 10 dataset actions lie outside the action space's bounds"):
+        TransitionDataset(obs, actions, np.zeros(n, np.float32), obs, np.zeros(n, bool), np.zeros(n, bool),
+                          "Pendulum-v1", obs_space, act_space)
+
+
+def test_dataset_observation_statistics_never_copy_the_whole_dataset_to_float64():
+    """normalize_obs concatenated obs and next_obs and cast them to float64 (8x a uint8 image dataset:
+    226 GB for 1M Atari frames); the moments are now computed a chunk of rows at a time, as NumPy's."""
+    import tracemalloc
+
+    from canter.trainers.offline import dataset_obs_moments
+
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (2000, 4, 16, 16), dtype=np.uint8)  # 2 MB; 16 MB as float64
+    tracemalloc.start()
+    mean, var, count = dataset_obs_moments((frames, frames[:500]), chunk_bytes=1 << 19)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 3 << 20, peak
+    both = np.concatenate([frames, frames[:500]]).astype(np.float64)
+    assert count == 2500
+    np.testing.assert_allclose(mean, both.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(var, both.var(axis=0), rtol=1e-10)
