@@ -1,0 +1,104 @@
+"""Env state across a resume: the env snapshot round trip, and fresh episodes when an env cannot be saved."""
+from __future__ import annotations
+
+import enum
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import canter
+from canter.checkpoint import load_checkpoint, read_metadata
+
+
+def test_env_that_cannot_be_saved_resumes_with_fresh_episodes(tmp_path, monkeypatch):
+    """An env holding an opaque object: the resumed run is valid (and says it is not exact)."""
+    from support import register_unsaveable, stop_at_300
+
+    env = register_unsaveable("CartPole-v1", "LockedCartPole-test")
+    run_dir = tmp_path / "run"
+    kw = dict(n_envs=2, n_steps=32, batch_size=64, n_epochs=1, max_steps=640, eval_every=0, eval_episodes=1,
+              tensorboard=False)
+    canter.train("ppo", env, run_dir=run_dir, hooks={"after_update": stop_at_300}, **kw)
+    meta = read_metadata(run_dir / "checkpoints" / "last")
+    assert meta["env_state_saved"] is False and meta["stop_reason"] == "interrupted"
+    canter.resume(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["resume_exact"] is False and summary["steps"] == 640 and summary["stop_reason"] == "max_steps"
+
+
+def test_fresh_episodes_after_a_resume_start_with_zero_discounted_returns(tmp_path):
+    """normalize_reward keeps a running discounted return per env; a resume that resets the envs (fresh
+    episodes) must zero it, as an episode end does, not carry the dropped episodes' returns into the new."""
+    from support import state_after_inexact_resume
+
+    def running_at_the_stop(run_dir):
+        state, _ = load_checkpoint(run_dir / "checkpoints" / "last")
+        assert np.abs(state["agent"]["returns"]).sum() > 0
+
+    exact, returns = state_after_inexact_resume(
+        "ppo", "CartPole-v1", "LockedCartPoleReturns-test", lambda t: t.agent._returns.copy(), tmp_path / "run",
+        between=running_at_the_stop, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, max_steps=640, eval_every=0,
+        eval_episodes=1, tensorboard=False, seed=0, normalize_reward=True)
+    assert exact is False and (returns == 0).all()
+
+
+# -- env state capture -------------------------------------------------------------------------------
+
+
+class _Phase(enum.Enum):
+    A = 0
+    B = 1
+
+
+class _PhaseEnv(gym.Env):
+    """A game whose state is an Enum member: action 1 toggles the phase; reward 1 in phase B."""
+
+    observation_space = gym.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        self.phase, self.t = _Phase.A, 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):  # noqa: D102
+        if action == 1:
+            self.phase = _Phase.B if self.phase is _Phase.A else _Phase.A
+        self.t += 1
+        return np.full(1, self.phase.value, np.float32), float(self.phase is _Phase.B), False, self.t >= 40, {}
+
+
+canter.register("env", "CanterTestPhase-v0")(lambda render_mode=None, **kw: _PhaseEnv())
+
+
+@pytest.mark.parametrize("env_id, mode", [("CartPole-v1", "native"), ("CartPole-v1", "sync"), ("Pendulum-v1", "sync"),
+                                          ("FrozenLake-v1", "sync"), ("CanterTestPhase-v0", "sync")])
+def test_env_state_round_trip_continues_identically(env_id, mode):
+    from safetensors.torch import load, save
+
+    from canter.checkpoint import flatten_state, unflatten_state
+    from canter.envs import make_vec_env
+    from canter.envs.state import capture_env, restore_env
+
+    env = make_vec_env(env_id, 3, mode)
+    env.reset(seed=5)
+    env.single_action_space.seed(0)
+    actions = [np.stack([env.single_action_space.sample() for _ in range(3)]) for _ in range(300)]
+    for a in actions[:150]:
+        env.step(a)
+    state, problems = capture_env(env)
+    assert problems == []
+    skeleton, tensors = flatten_state(state)
+    state = unflatten_state(json.loads(json.dumps(skeleton)), load(save(tensors)))
+    expected = [env.step(a) for a in actions[150:]]
+    fresh = make_vec_env(env_id, 3, mode)
+    fresh.reset(seed=123)
+    restore_env(fresh, state)
+    got = [fresh.step(a) for a in actions[150:]]
+    for e, g in zip(expected, got):
+        for x, y in zip(e, g):
+            np.testing.assert_array_equal(x, y)
+    env.close()
+    fresh.close()
