@@ -103,3 +103,14 @@ def best_eval(algo: str, **kwargs: object) -> tuple[float, object]:
     finally:
         trainer.close()
     return trainer.best_eval_return, trainer
+
+
+# -- the multi-agent tests' envs (tests/match_agents.py, tests/mixed_agents.py) and run settings --------------
+ENV = "pettingzoo:tests.match_agents"
+
+HPARAMS = {"ppo": dict(n_envs=4, eval_every=2048, n_steps=64, batch_size=128, n_epochs=4),
+           "dqn": dict(n_envs=2, eval_every=1000, learning_starts=500, exploration_fraction=0.3, train_freq=4,
+                       gradient_steps=1, net_arch=[32], target_update_interval=200, lr=1e-3)}
+
+# several policies (policies: type | agent)
+MIXED = "pettingzoo:tests.mixed_agents"

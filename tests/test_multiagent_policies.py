@@ -1,0 +1,235 @@
+"""Several policies (policies: type | agent): grouping agents, evaluation counts, policy modes, each
+policy's own schedules, statistics and hyperparameters, and play."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pettingzoo")
+
+import canter  # noqa: E402
+from canter.envs import make_vec_env  # noqa: E402
+from canter.errors import CanterError  # noqa: E402
+from canter.trainers.evaluation import evaluate  # noqa: E402
+from tests.test_cli_errors import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
+from support import ENV, HPARAMS, MIXED  # noqa: E402
+
+
+def test_policies_group_agents_by_type_with_their_own_spaces_and_rows():
+    env = make_vec_env(MIXED, 2, policies="type", env_kwargs={"n_listeners": 2})
+    assert env.policies == ["listener", "speaker"] and env.num_envs == 6
+    assert env.single_observation_space["listener"].shape == (4,) and env.single_action_space["speaker"].n == 3
+    obs = env.reset(seed=3)
+    assert obs["listener"].shape == (4, 4) and obs["speaker"].shape == (2, 3)  # 2 copies x 2 listeners, x 1 speaker
+    total = {"listener": np.zeros(4), "speaker": np.zeros(2)}
+    for _ in range(8):  # every agent answers correctly: 1 per agent and step
+        step = env.step({"listener": obs["listener"].argmax(1) % 2, "speaker": obs["speaker"].argmax(1)})
+        for p in total:
+            assert step.steps[p].valid.all() and np.all(step.steps[p].reward == 1.0)
+            total[p] += step.steps[p].reward
+        obs = step.obs
+    assert step.steps["speaker"].truncated.all() and step.steps["listener"].truncated.all()
+    assert env.finished_returns.tolist() == [8.0] * 6 and sorted(env.finished_envs.tolist()) == list(range(6))
+    reset = env.step({"listener": np.zeros(4, np.int64), "speaker": np.zeros(2, np.int64)})
+    assert not any(s.valid.any() for s in reset.steps.values()) and env.finished_envs.size == 0
+    env.close()
+    per_agent = make_vec_env(MIXED, 1, policies="agent")
+    assert per_agent.policies == ["listener_0", "listener_1", "speaker_0"]
+    per_agent.close()
+
+
+class _ListenersRightSpeakerSilent:
+    """Listeners answer correctly (8 per episode); the speaker names no target (0 per episode)."""
+
+    def predict(self, obs):
+        return {p: o.argmax(1) % 2 if p == "listener" else np.full(len(o), -1) for p, o in obs.items()}
+
+
+@pytest.mark.parametrize("copies, episodes", [(5, 5), (5, 10), (4, 6)])
+def test_evaluation_counts_every_agent_of_each_episode(copies, episodes):
+    """An evaluation episode is a copy's episode, and every agent's return in it counts, so the mean
+    averages over every agent (it counted sub-envs: the last rows, the speaker alone at 5 of 5)."""
+    env = make_vec_env(MIXED, copies, policies="type")  # rows: the copies' listeners, then their speakers
+    result = evaluate(_ListenersRightSpeakerSilent(), env, episodes, seed=0)
+    env.close()
+    assert sorted(result.returns) == [0.0] * episodes + [8.0] * (2 * episodes)
+    assert result.mean_return == pytest.approx(16 / 3)
+    assert result.episodes == episodes  # canter eval's 'over N episodes': it said 3 x episodes
+
+
+class _FirstAgentRight:
+    """agent_0 matches its target (8 per episode), agent_1 never acts validly (0 per episode)."""
+
+    def predict(self, obs):
+        actions = obs.argmax(1)
+        actions[1::2] = -1  # rows are copy-major: agent_1 of every copy
+        return actions
+
+
+def test_shared_policy_evaluation_counts_every_agent_of_each_episode():
+    env = make_vec_env(ENV, 3, env_kwargs={"n_agents": 2})
+    result = evaluate(_FirstAgentRight(), env, 4, seed=0)  # 4 episodes over 3 copies of 2 agents
+    env.close()
+    assert sorted(result.returns) == [0.0] * 4 + [8.0] * 4
+    assert result.episodes == 4
+
+
+def test_policy_modes_are_checked(capsys):
+    with pytest.raises(CanterError, match="pass --set policies=type"):
+        make_vec_env(MIXED, 1)  # one shared policy for agents with different spaces
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", "policies=type", "--quiet")
+    assert_one_line_error(code, err, "'policies: type' is for multi-agent envs")
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", MIXED, "--set", "policies=team", "--quiet")
+    assert_one_line_error(code, err, "policies")
+    code, _, err = run_cli(capsys, "train", "impala", "--env", MIXED, "--set", "policies=type", "--quiet")
+    assert_one_line_error(code, err, "cannot train several policies")
+    code, _, err = run_cli(capsys, "train", "ddpg", "--env", MIXED, "--set", "policies=type", "--quiet")
+    assert_one_line_error(code, err, "policy 'listener'")
+
+
+def test_learning_rate_control_reaches_every_policy_at_its_own_step():
+    trainer = canter.make_trainer("ppo", env=MIXED, policies="type", seed=0, max_steps=6_000, lr_decay="linear",
+                                  **HPARAMS["ppo"])
+    records = trainer()
+    next(records)
+    members = trainer.members
+    assert members["listener"].step == 2 * members["speaker"].step  # 2 listeners per copy, 1 speaker
+    rates = {p: m.algorithm.optimizers()["optimizer"].param_groups[0]["lr"] for p, m in members.items()}
+    # each policy's budget is its share of max_steps, so both are the same fraction into their decay
+    assert rates["listener"] == pytest.approx(rates["speaker"]) and rates["listener"] < HPARAMS["ppo"].get("lr", 3e-4)
+    trainer.lr.reduce(0.5)  # what a plateau or a divergence restore does
+    trainer.lr.apply(trainer.step)
+    halved = {p: m.algorithm.optimizers()["optimizer"].param_groups[0]["lr"] for p, m in members.items()}
+    assert halved == pytest.approx({p: r / 2 for p, r in rates.items()})
+    assert set(trainer.lr.current()) == {"listener.optimizer.0", "speaker.optimizer.0"}
+    trainer.close()
+
+
+def test_raising_max_steps_between_calls_stretches_every_policys_schedules():
+    """A later call after raising ``trainer.run.max_steps`` continues (Trainer.__call__); each policy's
+    budget is its share of the new budget, as a shared policy's is the whole (its linear learning rate
+    was stuck at 0, the old share's end, for the rest of the run)."""
+    trainer = canter.make_trainer("ppo", env=ENV, policies="agent", seed=0, max_steps=64, n_envs=1, n_steps=16,
+                                  batch_size=32, n_epochs=1, lr_schedule="linear", eval_every=10**9, eval_episodes=1)
+    for _ in trainer():
+        pass
+    rates = {p: m.algorithm.lr for p, m in trainer.members.items()}
+    assert trainer.step == 64 and rates == {"agent_0": 0.0, "agent_1": 0.0}
+    trainer.run.max_steps = 128
+    next(trainer())  # one more rollout per policy: 48 of its 64 steps, a quarter of its initial rate left
+    assert trainer.step == 96
+    assert {p: m.algorithm.lr for p, m in trainer.members.items()} == pytest.approx(
+        {"agent_0": 7.5e-5, "agent_1": 7.5e-5})
+    trainer.close()
+
+
+@pytest.mark.parametrize("env_id, policies", [(ENV, "shared"), (MIXED, "type")])
+def test_reward_normalisation_tracks_one_return_per_agent(env_id, policies):
+    """The discounted returns behind reward scaling are one per sub-env: 2 copies x 2 agents here,
+    not one per copy (that mismatch crashed before)."""
+    trainer = canter.make_trainer("ppo", env=env_id, policies=policies, n_envs=2, max_steps=512, normalize_reward=True,
+                                  n_steps=64, batch_size=64, n_epochs=1, eval_every=0, eval_episodes=1)
+    records = list(trainer())
+    assert records[-1].step >= 512
+    agents = [trainer.agent] if policies == "shared" else list(trainer.agent.agents.values())
+    assert sorted(len(a._returns) for a in agents) == ([4] if policies == "shared" else [2, 4])
+    trainer.close()
+
+
+@pytest.mark.parametrize("algo, policies", [("ppo", "shared"), ("ppo", "agent"), ("dqn", "shared")])
+def test_observation_statistics_skip_the_rows_of_agents_that_left(algo, policies):
+    """``normalize_obs`` counts each real observation once, as in a single-agent env (whose every row
+    counts, the final observation a reset-only step acts on included): a departed agent's rows, which
+    repeat its final observation until its copy resets, are not observations (DQN: its random warm-up too)."""
+    kwargs = dict(n_steps=8) if algo == "ppo" else dict(learning_starts=16, train_freq=4, batch_size=8)
+    trainer = canter.make_trainer(algo, ENV, env_kwargs={"n_agents": 2, "miss_leaves": True}, policies=policies,
+                                  seed=0, n_envs=1, max_steps=32, normalize_obs=True, eval_every=0, **kwargs)
+    steps = []
+    step = trainer.env.step
+    trainer.env.step = lambda actions: steps.append(step(actions)) or steps[-1]
+    list(trainer())
+    # rows acted on: the reset's 2, then after each step but the last the agents that took part in it (their
+    # next observation, a final one included) or 2 where the step reset the copy (every agent left before it)
+    real, alive = 2, np.ones(2, bool)
+    for s in steps[:-1]:
+        s = s if policies == "shared" else [*s.steps.values()]
+        valid = s.valid if policies == "shared" else np.concatenate([v.valid for v in s])
+        done = (s.terminated | s.truncated) if policies == "shared" else np.concatenate(
+            [v.terminated | v.truncated for v in s])
+        alive = np.ones(2, bool) if not alive.any() else alive & ~done
+        real += 2 if not valid.any() and alive.all() else int(valid.sum())
+    agents = [trainer.agent] if policies == "shared" else list(trainer.agent.agents.values())
+    counted = sum(a.obs_rms.count for a in agents) - 1e-4 * len(agents)
+    assert real < 2 * len(steps)  # agents left early
+    assert counted == pytest.approx(real)
+    trainer.close()
+
+
+@pytest.mark.parametrize("algo,policies", [("ppo", "shared"), ("dqn", "agent"), ("qmix", "joint")])
+def test_play_records_one_copy_with_every_policy(algo, policies, tmp_path, capsys):
+    """canter play on a multi-agent run: one env copy, its agents acting as in training; a video per episode."""
+    extra = {"policies": policies} if policies != "joint" else {}
+    canter.train(algo, env=ENV, env_kwargs={"n_agents": 2}, seed=0, max_steps=20_000, target_reward=7.5 if
+                 algo != "qmix" else 15.0, run_dir=tmp_path / "run", **extra,
+                 **(HPARAMS[algo] if algo in HPARAMS else {"n_envs": 4, "eval_every": 2_000}))
+    code, out, err = run_cli(capsys, "play", str(tmp_path / "run"), "--episodes", "2", "--video-dir",
+                             str(tmp_path / "vid"))
+    assert code == 0, err
+    returns = [float(line.split("return ")[1].split()[0]) for line in out.splitlines() if line.startswith("episode")]
+    assert len(returns) == 2 and min(returns) >= (7.0 if algo != "qmix" else 14.0)  # per agent; QMIX: the team's
+    videos = sorted(p.name for p in (tmp_path / "vid").iterdir())
+    assert videos == ["play-episode-0.mp4", "play-episode-1.mp4"]
+    assert all((tmp_path / "vid" / v).stat().st_size > 1000 for v in videos)
+
+
+def test_policy_hparams_set_each_policys_own_hyperparameters(tmp_path):
+    """policy_hparams over hparams, per policy: its own learning rate, network and rollout length,
+    kept by canter.load (the checkpoint's networks have each policy's widths)."""
+    overrides = {"agent_0": {"lr": 0.01, "net_arch": [16]}, "agent_1": {"n_steps": 32}}
+    trainer = canter.make_trainer("ppo", ENV, env_kwargs={"n_agents": 2}, policies="agent", policy_hparams=overrides,
+                                  seed=0, max_steps=2048, n_envs=2, n_steps=64, batch_size=64, eval_every=0,
+                                  run_dir=tmp_path / "run")
+    for _ in trainer():
+        pass
+    trainer.close()
+    members = trainer.trainer.members  # make_trainer with a run_dir gives the Run wrapping the trainer
+    cfg = {p: m.config for p, m in members.items()}
+    assert (cfg["agent_0"].lr, cfg["agent_0"].net_arch, cfg["agent_0"].n_steps) == (0.01, [16], 64)
+    assert (cfg["agent_1"].lr, cfg["agent_1"].net_arch, cfg["agent_1"].n_steps) == (3e-4, [64, 64], 32)
+    assert members["agent_1"].buffer.n_steps == 32 and members["agent_0"].buffer.n_steps == 64
+    loaded = canter.load(tmp_path / "run")
+    widths = {p: [w.shape[-1] for w in a.algorithm.model.body.weights] for p, a in loaded.agents.items()}
+    assert widths == {"agent_0": [16, 16], "agent_1": [64, 64, 64]}
+
+
+@pytest.mark.parametrize("setting,needle", [
+    ("{agent_9: {lr: 0.01}}", "unknown policy in policy_hparams 'agent_9'"),
+    ("{agent_0: {lrr: 0.01}}", "policy_hparams.agent_0.lr"),
+    ("{agent_0: {lr: -1}}", "policy_hparams.agent_0.lr"),
+    ("{agent_0: 3}", "'policy_hparams.agent_0' must be a mapping"),
+])
+def test_bad_policy_hparams_are_one_line(setting, needle, capsys, tmp_path):
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "policies=agent", "--set",
+                                            f"policy_hparams={setting}"], needle)
+
+
+def test_an_unknown_policy_among_many_says_what_the_policies_are(capsys, tmp_path):
+    """With more than 12 policies and no close name the hint was "run 'canter list' to see them", which lists
+    registered components, not an env's agents."""
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--env-kwargs", "{n_agents: 13}", "--set",
+                                            "policies=agent", "--set", "policy_hparams={zqxjw: {lr: 0.01}}"],
+                         "13 choices; the policies are the env's agents: agent_0, agent_1, ")
+
+
+def test_a_policys_encoder_under_a_central_state_must_be_split(capsys, tmp_path):
+    """hparams.encoder=flat is refused with central_state; a policy's own encoder was not (its actor then
+    read the global state)."""
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", MIXED, "--set", "policies=type", "--set",
+                                            "central_state=true", "--set", "encoder=split", "--set",
+                                            "policy_hparams={speaker: {encoder: flat}}"],
+                         "policy_hparams.speaker.encoder must be split")
+
+
+def test_policy_hparams_need_several_policies(capsys, tmp_path):
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "policy_hparams={agent_0: {lr: 1}}"],
+                         "needs policies: type or agent")
