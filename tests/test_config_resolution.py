@@ -1,0 +1,244 @@
+"""Config composition and validation: presets, overrides and config files, value coercion, one-line
+errors for bad values and YAML, and the shipped presets."""
+import pytest
+
+import canter
+from canter.config import RunConfig, build, coerce, load_yaml, resolve_config
+from canter.errors import CanterError
+
+
+def test_preset_is_used_and_overrides_compose(tmp_path):
+    run, hp = resolve_config("ppo", "CartPole-v1")
+    assert run.n_envs == 16 and hp.n_steps == 32 and run.target_reward == 475  # shipped preset
+    f = tmp_path / "run.yaml"
+    f.write_text("seed: 3\nhparams:\n  n_steps: 24\n  lr: 0.01\n")
+    run, hp = resolve_config("ppo", "CartPole-v1", f, ["lr=0.02", "hparams.n_epochs=3", "max_steps=1e4"], seed=5)
+    assert (run.seed, hp.n_steps, hp.lr, hp.n_epochs, run.max_steps) == (5, 24, 0.02, 3, 10000)
+
+
+def test_a_module_prefixed_env_id_gets_the_env_ids_preset():
+    """--env gymnasium:CartPole-v1 (gymnasium's module:EnvId form, which makes CartPole-v1) trained with PPO's
+    bare defaults (n_steps 2048, no target reward) where --env CartPole-v1 uses configs/ppo/CartPole-v1.yaml;
+    the Atari ids already got theirs (ale_py:ALE/Pong-v5)."""
+    plain, prefixed = resolve_config("ppo", "CartPole-v1"), resolve_config("ppo", "gymnasium:CartPole-v1")
+    assert (prefixed[0].n_envs, prefixed[0].target_reward, prefixed[1].n_steps) == (16, 475, 32)
+    assert prefixed[1] == plain[1] and prefixed[0].env == "gymnasium:CartPole-v1"
+
+
+def test_the_last_set_wins_over_an_alias_given_between():
+    """--set lr=0.1 --set hparams.lr=0.5 --set lr=0.2 is lr 0.2 (the repeated key kept its first place, so the
+    alias given between won: 0.5)."""
+    _, hp = resolve_config("ppo", "CartPole-v1", sets=["lr=0.1", "hparams.lr=0.5", "lr=0.2"])
+    assert hp.lr == 0.2
+    _, hp = resolve_config("ppo", "CartPole-v1", sets=["hparams={n_steps: 8}", "n_steps=16", "hparams={n_steps: 32}"])
+    assert hp.n_steps == 32
+
+
+def test_a_config_file_may_name_its_algorithm_in_any_case(tmp_path):
+    """'canter train PPO' finds ppo (lookup is case-insensitive), but a file saying 'algo: PPO' was refused for
+    'canter train ppo' ("is for algorithm 'PPO', not 'ppo'"); another algorithm still is."""
+    f = tmp_path / "run.yaml"
+    f.write_text("algo: PPO\nseed: 4\n")
+    assert resolve_config("ppo", "CartPole-v1", f)[0].seed == 4
+    assert resolve_config("ppo", "CartPole-v1", sets=["algo=Ppo"])[0].algo == "ppo"
+    f.write_text("algo: dqn\n")
+    with pytest.raises(CanterError, match="is for algorithm 'dqn', not 'ppo'"):
+        resolve_config("ppo", "CartPole-v1", f)
+
+
+def test_a_files_empty_hparams_section_is_no_hyperparameters(tmp_path):
+    """'hparams:' with every entry commented out is YAML null: it was refused as not a mapping."""
+    f = tmp_path / "run.yaml"
+    f.write_text("seed: 4\nhparams:\n  # lr: 0.01\n")
+    run, hp = resolve_config("ppo", "CartPole-v1", f)
+    assert run.seed == 4 and hp.lr == resolve_config("ppo", "CartPole-v1")[1].lr
+    with pytest.raises(CanterError, match="'hparams' must be a mapping"):
+        resolve_config("ppo", "CartPole-v1", sets=["hparams=3"])
+
+
+def test_defaults_without_preset():
+    run, hp = resolve_config("dqn", "MountainCar-v0")  # no shipped preset
+    assert run.n_envs == 1 and hp.lr == 1e-4
+
+
+@pytest.mark.parametrize("sets, fragment", [
+    (["lrr=0.1"], "did you mean 'lr'"),
+    (["hparams.n_step=4"], "hparams.n_steps"),
+    (["lr=abc"], "'hparams.lr' must be a float"),
+    (["lr=-1"], "'hparams.lr' must be > 0"),
+    (["n_envs=0"], "'n_envs' must be >= 1"),
+    (["gamma=1.5"], "'hparams.gamma' must be <= 1"),
+    (["lr_schedule=linaer"], "did you mean 'linear'"),
+    (["net_arch=[64, x]"], "net_arch"),
+    (["novalue"], "key=value"),
+    # a run key put under hparams is named as one (the closest hyperparameters, 'hparams.n_epochs'..., were offered)
+    (["hparams.n_envs=4"], "'hparams.n_envs' is a run setting, not a hyperparameter of ppo: give it at the top level"),
+    (["hparams={seed: 3}"], "'hparams.seed' is a run setting"),
+])
+def test_bad_values_name_the_key(sets, fragment):
+    with pytest.raises(CanterError) as exc:
+        resolve_config("ppo", "CartPole-v1", sets=sets)
+    assert fragment in str(exc.value)
+
+
+def test_qrdqn_needs_quantiles():
+    """qrdqn --n-quantiles 0 trained plain DQN under QR-DQN's name (dqn and rainbow keep 0: plain Q values)."""
+    with pytest.raises(CanterError, match="'hparams.n_quantiles' must be >= 1, got 0"):
+        resolve_config("qrdqn", "CartPole-v1", sets=["n_quantiles=0"])
+    assert resolve_config("rainbow", "CartPole-v1", sets=["n_quantiles=0"])[1].n_quantiles == 0
+
+
+def test_coerce_types():
+    assert coerce(int, "1e5", "k") == 100000
+    assert coerce(list[int], "64,64", "k") == [64, 64]
+    assert coerce(bool, "false", "k") is False
+    assert coerce(float | None, "null", "k") is None
+    with pytest.raises(CanterError):
+        coerce(int, 1.5, "k")
+    with pytest.raises(CanterError):
+        coerce(int, True, "k")
+
+
+def test_set_takes_the_bool_words_a_config_file_takes(tmp_path):
+    """'tensorboard: off' in a file is false (YAML 1.1), but --set tensorboard=off and --normalize-obs on were
+    refused ('must be a bool, got 'off'')."""
+    f = tmp_path / "run.yaml"
+    f.write_text("tensorboard: off\nhparams: {normalize_obs: on}\n")
+    run, hp = resolve_config("ppo", "CartPole-v1", f)
+    assert run.tensorboard is False and hp.normalize_obs is True
+    run, hp = resolve_config("ppo", "CartPole-v1", sets=["tensorboard=off", "normalize_obs=On"])
+    assert run.tensorboard is False and hp.normalize_obs is True
+    with pytest.raises(CanterError, match="'tensorboard' must be a bool, got 'of'"):
+        resolve_config("ppo", "CartPole-v1", sets=["tensorboard=of"])
+
+
+def test_malformed_yaml_reports_line(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text("seed: 1\nhparams:\n  lr: [1, 2\n  n_steps: 3\n")
+    with pytest.raises(CanterError, match=r"line \d+"):
+        load_yaml(f)
+
+
+def test_build_rejects_unknown_keys():
+    with pytest.raises(CanterError, match="did you mean 'seed'"):
+        build(RunConfig, {"sed": 1})
+
+
+def test_duplicate_yaml_keys_are_refused_with_their_line(tmp_path):
+    """YAML mappings may not repeat a key; PyYAML silently keeps the last one, so 'lr' given twice
+    (e.g. a line added at the end of a long file) would override the first without a word."""
+    f = tmp_path / "run.yaml"
+    f.write_text("seed: 1\nhparams:\n  lr: 0.01\n  n_steps: 8\n  lr: 0.5\n")
+    with pytest.raises(CanterError, match=r"run.yaml line 5, column 3: duplicate key 'lr'"):
+        load_yaml(f)
+    f.write_text("seed: 1\nhparams: {lr: 0.01}\nseed: 2\n")
+    with pytest.raises(CanterError, match=r"line 3, column 1: duplicate key 'seed'"):
+        resolve_config("ppo", "CartPole-v1", f)
+    f.write_text("a: {x: 1}\nb: {x: 2}\n")  # the same key in two mappings is fine
+    assert load_yaml(f) == {"a": {"x": 1}, "b": {"x": 2}}
+
+
+def test_a_recursive_alias_or_a_deep_nesting_is_one_line(tmp_path):
+    """'env_kwargs: &a {x: *a}' (a mapping inside itself) and a few hundred nested lists were RecursionError
+    tracebacks (in canter's value checks, and in PyYAML's parser)."""
+    f = tmp_path / "run.yaml"
+    for text in ["env_kwargs: &a {x: *a}\n", "env_kwargs: {x: " + "[" * 500 + "]" * 500 + "}\n"]:
+        f.write_text(text)
+        with pytest.raises(CanterError, match=r"run.yaml: collections nested more than 100 deep, or an alias"):
+            resolve_config("ppo", "CartPole-v1", f)
+    f.write_text("base: &b [64, 64]\n")  # an alias used twice is no recursion
+    assert load_yaml(f) == {"base": [64, 64]}
+
+
+def test_type_errors_read_as_english():
+    with pytest.raises(CanterError, match="'seed' must be an int, got 'abc'"):
+        build(RunConfig, {"seed": "abc"})
+
+
+def test_set_reaches_every_key_of_the_config():
+    """``--set`` has the highest precedence, for the env, a bare-list field and a whole hparams mapping."""
+    run, cfg = resolve_config("ppo", None, sets=["env=Pendulum-v1", "hparams={lr: 0.002, n_epochs: 3}",
+                                                 "callbacks=['canter.callbacks:StepBudget']"])
+    assert run.env == "Pendulum-v1" and cfg.lr == 0.002 and cfg.n_epochs == 3
+    assert run.callbacks == ["canter.callbacks:StepBudget"]
+    assert resolve_config("ppo", "CartPole-v1", sets=["env=CartPole-v1"])[0].env == "CartPole-v1"
+    with pytest.raises(CanterError, match="cannot change the algorithm"):
+        resolve_config("ppo", "CartPole-v1", sets=["algo=dqn"])
+    with pytest.raises(CanterError, match="disagree"):
+        resolve_config("ppo", "CartPole-v1", sets=["env=Pendulum-v1"])
+
+
+def test_no_shipped_preset_logs_more_than_100k_records():
+    """The loggers keep every record's row in memory and rewrite updates.parquet at each flush (and
+    TensorBoard takes ~300 bytes a record): DQN's and Rainbow's Atari presets logged every 4-step
+    iteration, 2.5 and 12.5 million rows over their budgets, SAC's MuJoCo presets a million. Each
+    preset's log_every keeps its budget at 100,000 logged records or fewer."""
+    from pathlib import Path
+
+    for path in sorted((Path(canter.__file__).parent / "configs").glob("*/*.yaml")):
+        env = {"atari": "ALE/Pong-v5", "ALE-Pong-v5": "ALE/Pong-v5"}.get(path.stem, path.stem)
+        run, hp = resolve_config(path.parent.name, env)
+        per_iteration = run.n_envs * (getattr(hp, "n_steps", None) or getattr(hp, "train_freq", None) or 1)
+        assert run.max_steps / (per_iteration * run.log_every) <= 100_000, path
+
+
+def test_every_shipped_preset_resolves():
+    """Each ``canter/configs/ALGO/ENV.yaml`` is valid for its algorithm (keys, types, ranges, cross-field
+    checks); ``atari.yaml`` is checked through an ALE id."""
+    from pathlib import Path
+
+    root = Path(canter.__file__).parent / "configs"
+    files = sorted(root.glob("*/*.yaml"))
+    assert len(files) > 30
+    for path in files:
+        env = {"atari": "ALE/Pong-v5", "ALE-Pong-v5": "ALE/Pong-v5"}.get(path.stem, path.stem)
+        run, hp = resolve_config(path.parent.name, env)
+        assert run.algo == path.parent.name, path
+
+
+def test_exponent_floats_without_a_dot_are_numbers_in_free_form_values(tmp_path):
+    """PyYAML's YAML 1.1 rules read ``1e1`` and ``2.5e-3`` (no dot / no exponent sign) as strings: typed fields
+    converted them, but ``env_kwargs`` passed ``{'g': '1e1'}`` to Pendulum, whose first step raised a TypeError."""
+    from canter.cli import parse_env_kwargs
+
+    f = tmp_path / "run.yaml"
+    f.write_text("env_kwargs: {g: 1e1}\nhparams:\n  lr: 2.5e-3\n")
+    run, hp = resolve_config("ppo", "Pendulum-v1", f)
+    assert run.env_kwargs == {"g": 10.0} and isinstance(run.env_kwargs["g"], float) and hp.lr == 0.0025
+    run, _ = resolve_config("ppo", "Pendulum-v1", sets=["env_kwargs={g: 2e1}"])
+    assert run.env_kwargs == {"g": 20.0}
+    assert parse_env_kwargs("{g: 1E-1}") == {"g": 0.1}
+    from canter.yaml_io import dump_yaml, safe_load
+
+    data = {"a": "1e5", "b": 1e5, "c": "x"}  # a string that looks like such a number is quoted in config.yaml
+    assert safe_load(dump_yaml(data)) == data
+
+
+def test_a_hyperparameter_given_twice_in_one_file_is_refused(tmp_path):
+    """'lr: 0.1' and 'hparams: {lr: 0.2}' in one file kept whichever came last (0.2 here, 0.1 with the lines
+    swapped), as a repeated YAML key would, which is refused; a repeated --set still wins as documented."""
+    f = tmp_path / "run.yaml"
+    f.write_text("lr: 0.1\nhparams:\n  lr: 0.2\n")
+    with pytest.raises(CanterError, match=r"'lr' and 'hparams: \{lr: ...\}' both set 'hparams.lr' in .*run.yaml"):
+        resolve_config("ppo", "CartPole-v1", f)
+    f.write_text("hparams.gamma: 0.9\ngamma: 0.8\n")
+    with pytest.raises(CanterError, match="'hparams.gamma' and 'gamma' both set"):
+        resolve_config("ppo", "CartPole-v1", f)
+    f.write_text("lr: 0.1\n")  # the file, a flag and --set are layers: each may override the one before
+    _, hp = resolve_config("ppo", "CartPole-v1", f, ["hparams.lr=0.3", "lr=0.4"], hparams={"lr": 0.2})
+    assert hp.lr == 0.4
+
+
+def test_stable_baselines3_names_point_to_canters(capsys):
+    """learning_rate was answered "did you mean 'clip_range'" (PPO) or "'learning_starts'" (DQN, a step count),
+    and n_timesteps "did you mean 'n_steps'" (PPO's rollout length): the closest spellings, not the settings."""
+    from canter.cli import main
+
+    with pytest.raises(CanterError, match=r"unknown config key 'learning_rate'; canter calls it 'hparams.lr'"):
+        resolve_config("dqn", "CartPole-v1", sets=["learning_rate=0.001"])
+    with pytest.raises(CanterError, match=r"'hparams.learning_rate'; canter calls it 'hparams.lr'"):
+        resolve_config("ppo", "CartPole-v1", sets=["hparams={learning_rate: 0.001}"])
+    with pytest.raises(CanterError, match=r"'n_timesteps'; canter calls it 'max_steps'"):
+        resolve_config("ppo", "CartPole-v1", sets=["n_timesteps=1e5"])
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--learning-rate", "0.001"]) == 2
+    assert capsys.readouterr().err.strip().endswith("did you mean '--lr'?")
