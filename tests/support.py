@@ -114,3 +114,7 @@ HPARAMS = {"ppo": dict(n_envs=4, eval_every=2048, n_steps=64, batch_size=128, n_
 
 # several policies (policies: type | agent)
 MIXED = "pettingzoo:tests.mixed_agents"
+
+
+# -- the Atari tests' observations: 4 stacked 84x84 frames --------------------------------------------------
+FRAMES = (4, 84, 84)
