@@ -118,3 +118,7 @@ MIXED = "pettingzoo:tests.mixed_agents"
 
 # -- the Atari tests' observations: 4 stacked 84x84 frames --------------------------------------------------
 FRAMES = (4, 84, 84)
+
+
+# -- the off-policy tests' tiny runs -------------------------------------------------------------------------
+TINY = dict(net_arch=[16], learning_starts=32, batch_size=16, eval_every=0, eval_episodes=1)

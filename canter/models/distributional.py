@@ -217,7 +217,7 @@ def quantile_huber_loss(current: torch.Tensor, target: torch.Tensor, kappa: floa
     ``where`` ran at 1-2 ns per element here, its arithmetic at ~0.15). TQC's gradient step (256
     samples, 2 x 25 quantiles; median of 8 alternated blocks): 16.5 -> 7.9 ms with 64-unit
     networks, 28.2 -> 19.3 ms with 256-unit ones. Tested against the autograd form in
-    ``tests/test_offpolicy.py``.
+    ``tests/test_offpolicy_losses.py``.
     """
     if target.requires_grad:
         raise ValueError("quantile_huber_loss treats the target as a constant: pass target.detach()")

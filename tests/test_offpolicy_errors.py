@@ -1,0 +1,94 @@
+"""Off-policy bad input: one-line errors for action spaces, buffer and minibatch sizes, entropy coefficients
+and missing extras, and a warning for learning_starts beyond the budget."""
+import sys
+
+import pytest
+
+import canter
+from canter.cli import main
+from canter.errors import CanterError, CanterWarning
+from support import TINY
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+
+
+def _cli_error(capsys, *argv: str) -> str:
+    capsys.readouterr()
+    code = main(list(argv))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("canter: error:") and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("algo, env, kind", [("sac", "CartPole-v1", "Box"), ("td3", "Acrobot-v1", "Box"),
+                                             ("ddpg", "CartPole-v1", "Box"), ("dqn", "Pendulum-v1", "Discrete"),
+                                             ("sac_discrete", "Pendulum-v1", "Discrete")])
+def test_wrong_action_space_is_a_one_line_error(capsys, tmp_path, algo, env, kind):
+    line = _cli_error(capsys, "train", algo, "--env", env, "--run-dir", str(tmp_path / "r"), "--quiet")
+    assert f"needs a {kind} action space" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_buffer_smaller_than_batch_is_a_one_line_error(capsys, tmp_path):
+    line = _cli_error(capsys, "train", "sac", "--env", "Pendulum-v1", "--set", "buffer_size=100",
+                      "--set", "batch_size=256", "--run-dir", str(tmp_path / "r"))
+    assert "buffer_size" in line and "batch_size" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_minibatch_too_large_for_memory_is_a_one_line_error(monkeypatch):
+    """A batch_size whose gradient step torch cannot allocate (batch_size=10**8: 95 GiB) ended the run
+    with torch's RuntimeError and a traceback of C++ frames; other errors still propagate as they are."""
+    trainer = canter.make_trainer("sac", "Pendulum-v1", max_steps=64, **TINY)
+    oom = RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+                       "you tried to allocate 102400000000 bytes. Error code 12 (Cannot allocate memory)")
+
+    def learn(batch):
+        raise oom
+
+    monkeypatch.setattr(trainer.agent, "learn", learn)
+    with pytest.raises(CanterError, match=r"batch_size 16 .*95\.4 GiB.*lower hparams\.batch_size"):
+        list(trainer())
+    oom = RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+    with pytest.raises(RuntimeError, match="shapes"):
+        trainer.train(1)
+    trainer.close()
+
+
+def test_bad_entropy_coefficient_is_a_one_line_error(capsys, tmp_path):
+    line = _cli_error(capsys, "train", "sac", "--env", "Pendulum-v1", "--set", "ent_coef=autox",
+                      "--run-dir", str(tmp_path / "r"))
+    assert "ent_coef" in line
+
+
+@pytest.mark.parametrize("env, module, extra", [("LunarLander-v3", "Box2D", "box2d"),
+                                                ("HalfCheetah-v5", "mujoco", "mujoco")])
+def test_missing_extra_is_a_one_line_error(capsys, monkeypatch, tmp_path, env, module, extra):
+    for name in list(sys.modules):
+        if name == module or name.startswith(module + ".") or name.startswith("gymnasium.envs.box2d") \
+                or name.startswith("gymnasium.envs.mujoco"):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as if the package were missing
+    line = _cli_error(capsys, "train", "sac", "--env", env, "--run-dir", str(tmp_path / "r"))
+    assert f"canter[{extra}]" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_learning_starts_beyond_the_budget_is_a_warning_not_an_error(capsys, tmp_path):
+    with pytest.warns(CanterWarning, match="learning_starts"):
+        trainer = canter.make_trainer("td3", "Pendulum-v1", max_steps=50, learning_starts=100, eval_every=0,
+                                      eval_episodes=1)
+    assert list(trainer())[-1].step == 50
+    trainer.close()
+    capsys.readouterr()
+    code = main(["train", "sac", "--env", "Pendulum-v1", "--max-steps", "20", "--set", "learning_starts=100",
+                 "--eval-episodes", "1", "--quiet", "--run-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "canter: warning: learning_starts (100) >= max_steps (20): the run only collects random actions and never "
+        "learns"
+    ]
