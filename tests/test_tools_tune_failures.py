@@ -52,6 +52,7 @@ def _ctrl_c_tune_jobs(out: Path, wait: Any) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, "-m", "canter", "tune", "ppo", "--env", "CartPole-v1", "--trials", "4",
                              "--jobs", "2", "--out", str(out), "--max-steps", "10000000", "--eval-every", "256",
+                             "--target-reward", "1e6",  # never met: the trials train until the Ctrl-C
                              "--n-envs", "2", "--eval-episodes", "1", "--quiet"], start_new_session=True, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
