@@ -12,6 +12,8 @@ if "SB3_LOGDIR" not in os.environ:  # SB3's learn() makes a /tmp/SB3-<time> fold
     os.environ["SB3_LOGDIR"] = tempfile.mkdtemp(prefix="canter-tests-sb3-")
     atexit.register(shutil.rmtree, os.environ["SB3_LOGDIR"], True)
 
+from pathlib import Path  # noqa: E402
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -37,3 +39,10 @@ def restore_global_rngs():
     random.setstate(states[0])
     np.random.set_state(states[1])
     torch.set_rng_state(states[2])
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty current directory, so an 'auto' run dir (runs/...) would show up here."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -1,10 +1,14 @@
 """Small pieces shared by several test files (not a test module itself)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
+import pytest
 
 import canter
+from canter.cli import main
 from canter.trainers.evaluation import EvalResult
 
 
@@ -122,3 +126,47 @@ FRAMES = (4, 84, 84)
 
 # -- the off-policy tests' tiny runs -------------------------------------------------------------------------
 TINY = dict(net_arch=[16], learning_starts=32, batch_size=16, eval_every=0, eval_episodes=1)
+
+
+# -- the CLI tests' helpers: run ``canter`` in-process, check its one-line errors, snapshot a directory ---------
+TINY_ARGV = ["--max-steps", "256", "--n-envs", "2", "--set", "n_steps=64", "--eval-episodes", "1", "--quiet"]
+"""The flags of a tiny PPO CartPole run from the CLI (the CLI tests import it as ``TINY``)."""
+
+
+def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    """Run ``canter ARGV`` in-process; return (exit code, stdout, stderr)."""
+    capsys.readouterr()  # drop anything printed before
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's --help exits through sys.exit
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, err: str, *needles: str) -> str:
+    """Exit 2, one stderr line starting with 'canter: error:', no traceback, containing every needle."""
+    assert code == 2, f"exit code {code}, stderr: {err!r}"
+    assert "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1, f"expected exactly one stderr line, got {len(lines)}: {err!r}"
+    line = lines[0]
+    assert line.startswith("canter: error:"), line
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in {line!r}"
+    return line
+
+
+def assert_train_refused(capsys: pytest.CaptureFixture, tmp_path: Path, argv: list[str], needle: str) -> None:
+    """``canter ARGV --quiet --run-dir <tmp>/run`` fails in one line naming ``needle`` and writes no run directory."""
+    code, _, err = run_cli(capsys, *argv, "--quiet", "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, needle)
+    assert not (tmp_path / "run").exists()
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` (relative) -> its bytes (None for directories)."""
+    return {
+        str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
+        for p in sorted(root.rglob("*"))
+    }

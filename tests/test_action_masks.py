@@ -17,7 +17,7 @@ from canter.envs.make import make_env, make_vec_env
 from canter.envs.masks import MASKED, MaskedBox, apply_mask, mask_width, split_mask
 from canter.envs.spaces import describe_space, space_from_dict, space_to_dict, spaces_match
 from canter.errors import CanterError
-from test_cli_errors import assert_train_refused
+from support import assert_train_refused
 from test_fast_paths import assert_manual_gradients_match_autograd
 
 ENV = "masked_env:MaskedPick-v0"

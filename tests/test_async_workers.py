@@ -21,7 +21,7 @@ import pytest
 
 from canter.envs import make_vec_env
 from canter.envs.workers import AsyncEnvError
-from test_cli_errors import assert_one_line_error
+from support import assert_one_line_error
 
 ENV = "broken_env:BrokenCartPole-v0"  # tests/broken_env.py: fails only in a worker process
 HERE = Path(__file__).resolve().parent

@@ -397,7 +397,7 @@ def test_the_console_script_imports_module_parts_from_the_working_directory(tmp_
 
 def test_play_video_of_an_env_without_image_frames_is_one_line(tmp_path, capsys):
     """BitFlipping renders text: RecordVideo warned once, recorded nothing, and play exited 0."""
-    from tests.test_cli_errors import assert_one_line_error
+    from support import assert_one_line_error
 
     run = tmp_path / "run"
     canter.train("dqn", "BitFlipping-v0", run_dir=run, max_steps=64, learning_starts=16, eval_every=0)

@@ -67,7 +67,7 @@ def test_bfloat16_input_is_made_directly_with_the_values_autocast_gave():
 
 
 def test_bfloat16_without_a_convolutional_encoder_is_refused(capsys, tmp_path):
-    from test_cli_errors import assert_train_refused
+    from support import assert_train_refused
 
     assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", "CartPole-v1", "--set", "conv_precision=bfloat16"],
                          "conv_precision=bfloat16 applies to convolutional encoders")

@@ -9,7 +9,7 @@ import torch
 import canter
 from canter.devices import load_device, resolve_device
 from canter.errors import CanterError
-from tests.test_cli_errors import assert_one_line_error, run_cli
+from support import assert_one_line_error, run_cli
 
 TINY = dict(max_steps=64, n_envs=1, n_steps=32, batch_size=32, n_epochs=1, eval_every=0, eval_episodes=1)
 

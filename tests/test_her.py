@@ -17,7 +17,7 @@ from canter.data.her import HerReplayBuffer
 from canter.envs.goals import BitFlippingEnv, GoalLayout
 from canter.envs.packing import pack_observations
 from goal_env import PointGoalEnv
-from test_cli_errors import assert_train_refused
+from support import assert_train_refused
 
 STORED_REWARD = 7.0  # real transitions' reward: tells them apart from relabelled ones (0 or -1)
 DESIRED = -5.0  # every real transition's desired goal

@@ -15,7 +15,7 @@ from canter.envs.packing import ObservationPacker, PackedBox
 from canter.envs.spaces import describe_space, space_from_dict, space_to_dict, spaces_match
 from canter.errors import CanterError
 from canter.models.cnn import ImpalaResNet, MultiInputEncoder, NatureCNN, make_encoder
-from test_cli_errors import assert_train_refused
+from support import assert_train_refused
 
 ENV = "image_dict_env:DictImageCue-v0"
 IMAGE = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)

@@ -16,7 +16,7 @@ from canter.algorithms.ppo import PPO, PPOConfig  # noqa: E402
 from canter.data.batch import RolloutBatch  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
 from canter.models.mlp import ActorCritic  # noqa: E402
-from tests.test_cli_errors import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
+from support import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
 
 ENV = "pettingzoo:tests.match_agents"
 MIXED = "pettingzoo:tests.mixed_agents"

@@ -9,8 +9,7 @@ pytest.importorskip("pettingzoo")
 
 from canter.envs import make_vec_env  # noqa: E402
 from canter.errors import CanterError  # noqa: E402
-from tests.test_cli_errors import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
-from support import ENV  # noqa: E402
+from support import ENV, assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
 
 
 def test_agents_of_every_copy_are_sub_envs_with_next_step_autoreset():

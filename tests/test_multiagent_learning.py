@@ -14,8 +14,7 @@ import canter  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
 from canter.errors import CanterError  # noqa: E402
 from canter.trainers.evaluation import evaluate  # noqa: E402
-from tests.test_cli_errors import assert_one_line_error, run_cli  # noqa: E402
-from support import ENV, HPARAMS, MIXED  # noqa: E402
+from support import ENV, HPARAMS, MIXED, assert_one_line_error, run_cli  # noqa: E402
 
 
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])

@@ -11,8 +11,7 @@ import canter  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
 from canter.errors import CanterError  # noqa: E402
 from canter.trainers.evaluation import evaluate  # noqa: E402
-from tests.test_cli_errors import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
-from support import ENV, HPARAMS, MIXED  # noqa: E402
+from support import ENV, HPARAMS, MIXED, assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
 
 
 def test_policies_group_agents_by_type_with_their_own_spaces_and_rows():

@@ -11,8 +11,7 @@ from canter.api import make_agent
 from canter.config import resolve_config
 from canter.data.dataset import collect
 from canter.errors import CanterError
-from tests.test_cli_errors import assert_one_line_error, run_cli
-from support import best_eval
+from support import assert_one_line_error, best_eval, run_cli
 
 
 def test_cql_learns_from_random_data_what_the_data_never_did(tmp_path):

@@ -11,7 +11,7 @@ import canter
 from canter.config import resolve_config
 from canter.data.dataset import TransitionDataset, collect
 from canter.errors import CanterError
-from tests.test_cli_errors import assert_one_line_error, run_cli, snapshot
+from support import assert_one_line_error, run_cli, snapshot
 
 
 @pytest.mark.parametrize("store", ["canter", "minari"])

@@ -12,7 +12,7 @@ from canter.config import resolve_config
 from canter.checkpoint import load_checkpoint, save_checkpoint
 from canter.data.dataset import TransitionDataset, collect
 from canter.errors import CanterError
-from tests.test_cli_errors import assert_one_line_error, run_cli, snapshot
+from support import assert_one_line_error, run_cli, snapshot
 
 
 # ---------------------------------------------------------------------------------------------- datasets

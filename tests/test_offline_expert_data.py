@@ -15,8 +15,7 @@ from canter.config import resolve_config
 from canter.checkpoint import load_checkpoint
 from canter.data.dataset import TransitionDataset, collect, from_replay
 from canter.errors import CanterError
-from tests.test_cli_errors import assert_one_line_error, run_cli, snapshot
-from support import best_eval
+from support import assert_one_line_error, best_eval, run_cli, snapshot
 
 
 @pytest.fixture(scope="module")

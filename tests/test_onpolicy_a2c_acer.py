@@ -164,7 +164,7 @@ def test_acer_refuses_a_model_without_q_values_in_one_line(capsys, tmp_path):
     """mlp_actor_critic takes ACER's model arguments but has no action_q: refused before training
     (it acted, then failed with an AttributeError traceback at the first update). It is canter's model
     for other algorithms, named as such (a user's model is checked by ACER's model_methods)."""
-    from tests.test_cli_errors import assert_train_refused
+    from support import assert_train_refused
 
     assert_train_refused(capsys, tmp_path, ["train", "acer", "--env", "CartPole-v1", "--set", "model=mlp_actor_critic",
                                             "--max-steps", "400"],

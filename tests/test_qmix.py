@@ -13,7 +13,7 @@ import canter  # noqa: E402
 from canter.algorithms.qmix import QMIX, QMIXConfig  # noqa: E402
 from canter.data.batch import ReplayBatch  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
-from tests.test_cli_errors import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
+from support import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
 
 ENV = "pettingzoo:tests.match_agents"
 

@@ -12,7 +12,7 @@ import torch
 import canter
 from canter.cli import main
 from canter.errors import CanterError
-from test_cli_errors import assert_train_refused
+from support import assert_train_refused
 
 ENV = "memory_env:Cue-v0"
 HP = dict(lr=1e-3, n_steps=64, batch_size=128, n_epochs=4, ent_coef=0.01, lstm_hidden=32, n_envs=8)

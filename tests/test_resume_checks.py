@@ -159,7 +159,7 @@ def test_weights_that_do_not_fit_the_model_are_refused_in_one_line(good_run, tmp
     load and eval say so in one line; resume refuses before writing anything."""
     import shutil
 
-    from tests.test_cli_errors import snapshot
+    from support import snapshot
 
     run_dir = tmp_path / "run"
     shutil.copytree(good_run, run_dir)
@@ -188,7 +188,7 @@ def test_hand_edited_resume_metadata_is_one_line_and_touches_nothing(good_run, t
     trainer counters gone) was a traceback (exit 1), some after a new event file was written."""
     import shutil
 
-    from tests.test_cli_errors import snapshot
+    from support import snapshot
 
     run_dir = tmp_path / "run"
     shutil.copytree(good_run, run_dir)
@@ -206,7 +206,7 @@ def test_hand_edited_resume_metadata_is_one_line_and_touches_nothing(good_run, t
 def test_a_resume_refuses_an_edited_config_yaml_and_keeps_the_edit(tmp_path, capsys):
     """--resume continues with the config saved in checkpoints/last; an edit to config.yaml (lr 0.5) was ignored
     without a word, and the resumed run rewrote the file with the old lr, so the edit was lost too."""
-    from tests.test_cli_errors import snapshot
+    from support import snapshot
 
     run_dir = tmp_path / "run"
     canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=64, n_envs=1, eval_episodes=1,

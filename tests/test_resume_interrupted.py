@@ -213,7 +213,7 @@ def test_ctrl_c_saves_then_second_ctrl_c_exits_at_once(setup_dir, tmp_path, monk
 
 
 def test_a_refused_resume_leaves_the_run_as_it_was(setup_dir, tmp_path, monkeypatch, capsys):
-    from tests.test_cli_errors import snapshot
+    from support import snapshot
 
     run_dir = tmp_path / "run"
     monkeypatch.setenv("CANTER_TEST_SIGINT_AT", "900")
@@ -236,7 +236,7 @@ def test_a_resume_whose_logger_fails_to_start_leaves_the_run_as_it_was(tmp_path,
     the ones already started: history.parquet and updates.parquet were rewritten without the rows the stopped run
     wrote after 'last', and a new TensorBoard file hid its events after that step."""
     from canter.logging.console import ConsoleLogger
-    from tests.test_cli_errors import snapshot
+    from support import snapshot
 
     def crash(trainer, losses):
         if trainer.step >= 300:

@@ -12,8 +12,8 @@ import yaml
 
 from canter.cli import main
 from canter.errors import CanterError
-from tests.test_cli_errors import assert_one_line_error
-from tests.test_cli_errors import run_cli as _run_cli
+from support import assert_one_line_error
+from support import run_cli as _run_cli
 
 TINY = ["--n-envs", "2", "--set", "n_steps=64", "--set", "n_epochs=2", "--eval-episodes", "1", "--quiet"]
 

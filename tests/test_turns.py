@@ -14,7 +14,7 @@ from canter.envs import make_vec_env
 from canter.envs.packing import pack_observations
 from canter.envs.turns import TurnBasedEnv, with_opponent
 from canter.errors import CanterError
-from test_cli_errors import assert_train_refused
+from support import assert_train_refused
 
 pytest.importorskip("pettingzoo")
 TTT = "pettingzoo:pettingzoo.classic.tictactoe_v3"

@@ -1,0 +1,141 @@
+"""Env arguments and envs that misbehave, from the CLI and below it: env_kwargs a factory or constructor
+refuses, max_episode_steps, ``--env-kwargs`` for train and collect, an observation outside the env's own
+space: one ``canter: error:`` line (exit 2) and nothing half-written."""
+from __future__ import annotations
+
+import pytest
+
+from support import assert_one_line_error, run_cli
+
+
+def test_collect_env_kwargs_reach_the_env_and_the_dataset(capsys, tmp_path):
+    from canter.data.dataset import TransitionDataset
+
+    code, out, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--env-kwargs", "{max_episode_steps: 5}",
+                             "--transitions", "20", "--out", str(tmp_path / "d"))
+    assert code == 0, err
+    data = TransitionDataset.load(tmp_path / "d")
+    assert data.env_kwargs == {"max_episode_steps": 5} and data.truncated.sum() >= 3  # every episode cut at 5
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "BitFlipping-v0"])
+def test_misspelled_env_kwargs_key_is_one_line(capsys, workdir, env):
+    """A canter-registered env (BitFlipping-v0, a user's factory) given an env_kwargs key its factory does not
+    take is one line, as a Gymnasium id is (it was a TypeError traceback, exit 1)."""
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", env, "--set", "env_kwargs={n_bitz: 4}",
+                           "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, f"bad env_kwargs for '{env}'", "n_bitz")
+    assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("env, kwargs, detail", [
+    ("FrozenLake-v1", "{map_name: 9x9}", "KeyError: '9x9'"),  # a Gymnasium id
+    ("pettingzoo:tests.match_agents", "{n_agents: -1}", "ValueError"),  # a PettingZoo parallel env
+])
+def test_an_env_kwargs_value_the_constructor_rejects_is_one_line(capsys, workdir, env, kwargs, detail):
+    """Only a TypeError (a misspelled key) was turned into one line: a bad value raising anything else in
+    the env's constructor was a traceback, exit 1."""
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", env, "--set", f"env_kwargs={kwargs}",
+                           "--max-steps", "64", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, f"bad env_kwargs for '{env}'", detail)
+    assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("limit", [0, 2.5])
+def test_a_max_episode_steps_gymnasium_refuses_is_one_line(capsys, workdir, limit):
+    """CartPole's native vector env (n_envs >= 16, vectorization auto) took max_episode_steps 0 and -1 as is:
+    every episode truncated after one step, where gymnasium refuses 0 and takes -1 for no time limit."""
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", f"env_kwargs={{max_episode_steps: {limit}}}",
+                           "--n-envs", "16", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "max_episode_steps must be a whole number >= 1, or -1 for no time limit")
+    assert list(workdir.iterdir()) == []
+
+
+def test_max_episode_steps_minus_one_is_no_time_limit_in_a_native_vector_env_too():
+    import numpy as np
+
+    from canter.envs import make_vec_env
+
+    env = make_vec_env("CartPole-v1", 16, "auto", {"max_episode_steps": -1})
+    try:
+        env.reset(seed=0)
+        assert not any(env.step(np.zeros(16, np.int64)).truncated.any() for _ in range(5))
+    finally:
+        env.close()
+
+
+def test_a_whole_max_episode_steps_written_as_a_float_is_taken():
+    """max_episode_steps: 2e1 (or 20.0) was refused as 'must be a whole number >= 1 ..., got 20.0'."""
+    import numpy as np
+
+    from canter.envs import make_vec_env
+
+    env = make_vec_env("Pendulum-v1", 2, "sync", {"max_episode_steps": 2e1})  # Pendulum never terminates
+    try:
+        env.reset(seed=0)
+        truncated = [bool(env.step(np.zeros((2, 1), np.float32)).truncated.all()) for _ in range(20)]
+        assert truncated == [False] * 19 + [True]
+    finally:
+        env.close()
+
+
+def test_play_and_video_envs_take_a_whole_max_episode_steps_written_as_a_float():
+    """make_env (canter play, --record-every) passed 20.0 on to gymnasium's TimeLimit: a TypeError traceback
+    (canter play RUN --env-kwargs '{max_episode_steps: 20.0}' exited 1); 20.5 is one line there too."""
+    from canter.envs import make_env
+    from canter.errors import CanterError
+
+    env = make_env("CartPole-v1", max_episode_steps=2e1)
+    try:
+        assert env.spec.max_episode_steps == 20
+    finally:
+        env.close()
+    with pytest.raises(CanterError, match="max_episode_steps must be a whole number"):
+        make_env("CartPole-v1", max_episode_steps=20.5)
+
+
+def test_an_env_that_fails_without_env_kwargs_keeps_its_traceback():
+    """Without env_kwargs a constructor's error is the env's bug: it is raised as it is."""
+    from canter.errors import bad_env_kwargs
+
+    exc = KeyError("x")
+    assert bad_env_kwargs("E-v0", {}, exc) is exc and bad_env_kwargs("E-v0", None, exc) is exc
+
+
+@pytest.mark.parametrize("when", ["reset", "step"])
+def test_an_observation_outside_the_envs_own_space_is_one_line(capsys, workdir, monkeypatch, when):
+    """An env returning a (1, 3) array for its Box(3,) space: NumPy's ValueError from the vector env's
+    stacking was a traceback (exit 1)."""
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.registry import _REGISTRY
+
+    class Bad(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            return np.zeros((1, 3) if when == "reset" else 3, np.float32), {}
+
+        def step(self, action):
+            return np.zeros((1, 3), np.float32), 0.0, False, False, {}
+
+    monkeypatch.setitem(_REGISTRY["env"], "CanterTestBadObs-v0", Bad)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CanterTestBadObs-v0", "--max-steps", "64",
+                           "--n-envs", "2", "--set", "n_steps=32", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "observation that does not fit its observation space Box(shape=(3,)",
+                          "wrong dimensionality")
+
+
+def test_train_takes_env_kwargs_as_eval_play_and_collect_do(capsys, workdir):
+    import yaml
+
+    run = workdir / "run"
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--env-kwargs", "{max_episode_steps: 9}",
+                           "--max-steps", "64", "--n-envs", "2", "--set", "n_steps=32", "--quiet", "--run-dir", str(run))
+    assert code == 0, err
+    assert yaml.safe_load((run / "config.yaml").read_text())["env_kwargs"] == {"max_episode_steps": 9}
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--env-kwargs", "[9]",
+                           "--run-dir", str(workdir / "run2"))
+    assert_one_line_error(code, err, "--env-kwargs needs a YAML mapping")
