@@ -45,6 +45,10 @@ def register(kind: str, name: str) -> Callable[[T], T]:
                             " without ':' (a name with ':' is looked up as module:Class)"))
 
     def deco(obj: T) -> T:
+        if not _BUILTINS_LOADED and not str(getattr(obj, "__module__", None)).startswith("canter."):
+            # a user's component: canter's own are registered first (import canter no longer does it), so that a
+            # taken name is refused here, not later inside canter's imports (which would leave the rest unregistered)
+            _load_builtins()
         existing = _REGISTRY[kind].get(name)
         if existing is not None and existing is not obj and not _same_definition(existing, obj):
             raise ValueError(f"{kind} '{name}' is already registered to {existing!r}")

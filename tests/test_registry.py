@@ -324,3 +324,24 @@ def test_make_trainer_with_imports_finds_the_algorithm_they_register(tmp_path, m
             trainer.close()
     finally:
         forget()
+
+
+def test_user_name_taken_by_a_builtin_is_refused_before_builtins_load():
+    """``import canter`` registers nothing: a user's ``register('algorithm', 'ppo')`` must still be refused at once,
+    and leave canter's own algorithms all registered (was: accepted, then ``lookup`` raised inside canter's
+    imports and every algorithm after ppo was unknown)."""
+    import subprocess
+    import sys
+
+    code = ("import canter\n"
+            "from canter.registry import _REGISTRY\n"
+            "assert not _REGISTRY['algorithm']\n"
+            "try:\n"
+            "    canter.register('algorithm', 'ppo')(type('MyPPO', (), {}))\n"
+            "except ValueError as exc:\n"
+            "    print('refused', exc)\n"
+            "print(canter.lookup('algorithm', 'ppo').__module__, canter.lookup('algorithm', 'sac').__module__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "refused algorithm 'ppo' is already registered" in out.stdout
+    assert "canter.algorithms.ppo canter.algorithms.sac" in out.stdout
