@@ -64,8 +64,12 @@ def _load_builtins() -> None:
     if not _BUILTINS_LOADED:
         from canter import _import_deferring_gc
 
-        _BUILTINS_LOADED = True
-        _import_deferring_gc("canter.algorithms", "canter.models", "canter.agents")
+        _BUILTINS_LOADED = True  # (set first: canter's modules register while they import)
+        try:
+            _import_deferring_gc("canter.algorithms", "canter.models", "canter.agents")
+        except BaseException:  # a Ctrl-C during the import (torch's, on a REPL's first lookup): the next call retries
+            _BUILTINS_LOADED = False
+            raise
 
 
 def import_object(path: str) -> Any:

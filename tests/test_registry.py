@@ -345,3 +345,27 @@ def test_user_name_taken_by_a_builtin_is_refused_before_builtins_load():
     assert out.returncode == 0, out.stderr
     assert "refused algorithm 'ppo' is already registered" in out.stdout
     assert "canter.algorithms.ppo canter.algorithms.sac" in out.stdout
+
+
+def test_builtins_interrupted_while_loading_load_on_the_next_lookup():
+    """A Ctrl-C while canter's own components import (the first lookup imports torch since ``import canter`` is
+    lazy) must not leave the registry empty for good (was: every later lookup 'unknown algorithm')."""
+    import subprocess
+    import sys
+
+    code = ("import canter, canter.registry as r\n"
+            "orig, calls = canter._import_deferring_gc, []\n"
+            "def flaky(*modules):\n"
+            "    if not calls:\n"
+            "        calls.append(1)\n"
+            "        raise KeyboardInterrupt\n"
+            "    return orig(*modules)\n"
+            "canter._import_deferring_gc = flaky\n"
+            "try:\n"
+            "    r.lookup('algorithm', 'ppo')\n"
+            "except KeyboardInterrupt:\n"
+            "    print('interrupted')\n"
+            "print(r.lookup('algorithm', 'ppo').__module__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["interrupted", "canter.algorithms.ppo"]
