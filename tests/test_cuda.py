@@ -231,3 +231,95 @@ def test_ppo_with_the_nature_cnn_trains_on_pong(tmp_path):
     assert losses and all(math.isfinite(v) for v in losses)
     assert _on_device(agent)
     assert type(agent.algorithm.model.encoder).__name__ == "NatureCNN"
+
+
+#: options the tests above leave at their defaults, each taking its own path on the device: observation, reward
+#: and value normalisation, value clipping, the hand-derived updates' default (on, and skipped off the CPU),
+#: factored and masked actions, recurrent memory, dueling / noisy / n-step / prioritized / quantile Q-learning,
+#: gSDE, Ornstein-Uhlenbeck noise, hindsight replay and the divergence guard's restore mode
+SHORT = dict(n_envs=2, eval_every=0, eval_episodes=1, seed=0, target_reward=None, tensorboard=False)
+ON = dict(SHORT, max_steps=256, n_steps=32, batch_size=32, n_epochs=2, net_arch=[32, 32])
+OFF = dict(SHORT, max_steps=300, learning_starts=64, buffer_size=2_000, train_freq=4, batch_size=32, net_arch=[32, 32])
+OPTIONS: dict[str, tuple[str, str, dict]] = {
+    "ppo-normalized": ("ppo", "CartPole-v1", dict(ON, normalize_obs=True, normalize_reward=True, normalize_value=True,
+                                                  clip_range_vf=0.2, target_kl=0.05, manual_backward=True)),
+    "ppo-box-manual": ("ppo", "Pendulum-v1", dict(ON, normalize_obs=True, manual_backward=True, lr_schedule="linear")),
+    "a2c-manual": ("a2c", "CartPole-v1", dict(ON, manual_backward=True, normalize_obs=True)),
+    "ppo-multidiscrete": ("ppo", "PickEntries-grid-test", ON),
+    "trpo-multibinary": ("trpo", "PickEntries-binary-test", ON),
+    "ppo-masked": ("ppo", "masked_env:MaskedPick-v0", ON),
+    "recurrent-box": ("recurrent_ppo", "Pendulum-v1", dict(ON, critic_lstm=True, normalize_obs=True, lstm_hidden=16)),
+    "dqn-rainbowish": ("dqn", "CartPole-v1", dict(OFF, dueling=True, double_q=True, n_step=3, prioritized=True,
+                                                  normalize_obs=True, normalize_reward=True)),
+    "dqn-noisy-phases": ("dqn", "CartPole-v1", dict(OFF, noisy=True, gradient_steps=2)),
+    "dqn-manual-phases": ("dqn", "CartPole-v1", dict(OFF, manual_backward=True, gradient_steps=2)),
+    "qrdqn-prioritized": ("dqn", "CartPole-v1", dict(OFF, n_quantiles=8, prioritized=True)),
+    "dqn-masked": ("dqn", "masked_env:MaskedPick-v0", dict(OFF, gradient_steps=2)),
+    "c51-masked": ("c51", "masked_env:MaskedPick-v0", OFF),
+    "sac-sde-per": ("sac", "Pendulum-v1", dict(OFF, use_sde=True, sde_sample_freq=4, prioritized=True, n_step=3,
+                                               normalize_obs=True, normalize_reward=True)),
+    "td3-ou": ("td3", "Pendulum-v1", dict(OFF, action_noise="ou")),
+    "sac-her": ("sac", "goal_env:PointGoal-v0", dict(OFF, her_goals=4)),
+    "ppo-guard-restore": ("ppo", "CartPole-v1", dict(ON, divergence_guard="restore")),
+}
+
+
+def _reset_observations(env_id: str, n: int = 64) -> np.ndarray:
+    """``n`` first observations of ``env_id`` (seeded resets: random actions would break its action masks)."""
+    from canter.envs import make_vec_env
+
+    env = make_vec_env(env_id, 4, "sync")
+    try:
+        return np.concatenate([np.array(env.reset(seed=100 + 4 * i)) for i in range(n // 4)])
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("case", list(OPTIONS))
+def test_options_train_on_the_device_and_resume_there(case, tmp_path):
+    """Each option's path trains on the device; the run resumes there (its state back on the device) and its
+    checkpoint loads on the CPU with the same deterministic actions."""
+    import test_factored_actions  # noqa: F401 - registers the PickEntries envs (MultiDiscrete, MultiBinary)
+
+    algo, env_id, kw = OPTIONS[case]
+    base = ON if lookup("algorithm", algo).family.startswith("on_policy") else OFF
+    known = {f.name for cls in (lookup("algorithm", algo).Config, RunConfig) for f in dataclasses.fields(cls)}
+    # the shared settings the algorithm has (manual_backward left at its default: on, taken only on the CPU), then
+    # the case's options, unfiltered (a misspelled one is an error)
+    kw = {**{k: v for k, v in base.items() if k in known}, **{k: v for k, v in kw.items() if k not in base}}
+    half = kw["max_steps"] // 2
+
+    def interrupt(trainer: object, losses: object) -> None:
+        if trainer.step >= half and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    run = canter.make_trainer(algo, env=env_id, device=DEVICE, run_dir=tmp_path / "run", checkpoint_every=half,
+                              hooks={"after_update": interrupt}, **kw)
+    _, losses = _losses(run)
+    resumed, more = _losses(canter.api.resume_trainer(tmp_path / "run"))
+    losses += more
+    assert _on_device(resumed), f"{case}: parameters not on {DEVICE} after the resume"
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["steps"] >= kw["max_steps"] and summary["updates"] > 0, summary
+    assert losses and all(math.isfinite(v) for v in losses), f"{case}: {losses}"
+    cpu = canter.load(tmp_path / "run", device="cpu")
+    obs = _reset_observations(env_id) if "masked" in env_id else _observations(env_id, {}, resumed.run_config)
+    here, there = _actions(resumed, obs), _actions(cpu, obs)
+    if np.issubdtype(here.dtype, np.floating):
+        np.testing.assert_allclose(here, there, rtol=1e-4, atol=1e-4)
+    else:
+        same = (here == there).reshape(len(obs), -1).all(1)
+        assert same.sum() >= len(obs) - 2, f"{case}: {int((~same).sum())} of {len(obs)} actions differ"
+
+
+def test_a_cpu_run_loads_and_acts_on_the_device(tmp_path, capsys):
+    """canter.load(device=...) and canter eval --device put a CPU-trained run (optimizers too) on the device."""
+    canter.train("sac", env="Pendulum-v1", run_dir=tmp_path / "run", **dict(OFF, use_sde=True))
+    agent = canter.load(tmp_path / "run", device=DEVICE, weights_only=False)
+    assert _on_device(agent) and agent.algorithm.ent_coef.log_alpha.device.type == torch.device(DEVICE).type
+    obs = _observations("Pendulum-v1", {}, agent.run_config, n=8)
+    assert np.isfinite(agent.predict(obs)).all() and np.isfinite(agent.explore(obs)).all()
+    from support import run_cli
+
+    code, out, err = run_cli(capsys, "eval", str(tmp_path / "run"), "--episodes", "1", "--device", DEVICE, "--json")
+    assert code == 0, err
