@@ -190,5 +190,6 @@ def to_numpy(x: torch.Tensor | np.ndarray) -> np.ndarray:
     (detached), a tensor on another device (a GPU) copied to the host."""
     if isinstance(x, np.ndarray):
         return x
-    x = x.detach()
+    if x.requires_grad:  # (detach() costs ~1 us per call: only where .numpy() needs it)
+        x = x.detach()
     return x.numpy() if x.device.type == "cpu" else x.cpu().numpy()
