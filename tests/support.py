@@ -1,6 +1,9 @@
 """Small pieces shared by several test files (not a test module itself)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -170,3 +173,10 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
         str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
         for p in sorted(root.rglob("*"))
     }
+
+
+def run_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``python -c code`` in a fresh process that imports this canter (the checkout these tests belong to)."""
+    root = Path(canter.__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(root)))

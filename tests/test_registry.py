@@ -7,6 +7,7 @@ import canter
 from canter.config import resolve_config
 from canter.errors import CanterError
 from canter.registry import lookup, names, register
+from support import run_python
 
 
 def test_unknown_names_suggest_close_matches():
@@ -330,9 +331,6 @@ def test_user_name_taken_by_a_builtin_is_refused_before_builtins_load():
     """``import canter`` registers nothing: a user's ``register('algorithm', 'ppo')`` must still be refused at once,
     and leave canter's own algorithms all registered (was: accepted, then ``lookup`` raised inside canter's
     imports and every algorithm after ppo was unknown)."""
-    import subprocess
-    import sys
-
     code = ("import canter\n"
             "from canter.registry import _REGISTRY\n"
             "assert not _REGISTRY['algorithm']\n"
@@ -341,7 +339,7 @@ def test_user_name_taken_by_a_builtin_is_refused_before_builtins_load():
             "except ValueError as exc:\n"
             "    print('refused', exc)\n"
             "print(canter.lookup('algorithm', 'ppo').__module__, canter.lookup('algorithm', 'sac').__module__)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = run_python(code)
     assert out.returncode == 0, out.stderr
     assert "refused algorithm 'ppo' is already registered" in out.stdout
     assert "canter.algorithms.ppo canter.algorithms.sac" in out.stdout
@@ -350,9 +348,6 @@ def test_user_name_taken_by_a_builtin_is_refused_before_builtins_load():
 def test_builtins_interrupted_while_loading_load_on_the_next_lookup():
     """A Ctrl-C while canter's own components import (the first lookup imports torch since ``import canter`` is
     lazy) must not leave the registry empty for good (was: every later lookup 'unknown algorithm')."""
-    import subprocess
-    import sys
-
     code = ("import canter, canter.registry as r\n"
             "orig, calls = canter._import_deferring_gc, []\n"
             "def flaky(*modules):\n"
@@ -366,6 +361,6 @@ def test_builtins_interrupted_while_loading_load_on_the_next_lookup():
             "except KeyboardInterrupt:\n"
             "    print('interrupted')\n"
             "print(r.lookup('algorithm', 'ppo').__module__)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = run_python(code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["interrupted", "canter.algorithms.ppo"]

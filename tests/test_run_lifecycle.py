@@ -21,16 +21,11 @@ from canter.checkpoint import read_metadata
 from canter.cli import main
 from canter.errors import CanterError
 from canter.run_lock import LOCK_NAME
+from support import run_python
 
 ROOT = Path(canter.__file__).resolve().parents[1]
 PPO = dict(n_envs=2, n_steps=64, batch_size=64, n_epochs=2, eval_every=512, eval_episodes=2, tensorboard=False,
            sets=["target_reward=null"])
-
-
-def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
-    """``python -c code`` in a fresh process that imports this canter."""
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
 def _summary(run_dir: Path) -> dict:
@@ -105,7 +100,7 @@ def test_a_loop_left_open_is_saved_when_the_interpreter_exits(tmp_path):
             "    if r.step >= 640:\n"
             "        print(r.step)\n"
             "        break\n")
-    proc = _python(code, tmp_path)
+    proc = run_python(code, tmp_path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
     run_dir, step = tmp_path / "run", int(proc.stdout.split()[-1])
     assert _summary(run_dir)["steps"] == read_metadata(run_dir / "checkpoints" / "last")["step"] == step
@@ -266,7 +261,7 @@ def test_a_forked_child_that_exits_leaves_the_parents_open_run_alone(tmp_path):
             "os.waitpid(pid, 0)\n"
             "print((run.dir / '.canter.lock').exists(), (run.dir / 'summary.json').exists())\n"
             "run.close()\n")
-    proc = _python(code, tmp_path)
+    proc = run_python(code, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "False"]  # the parent still holds its lock; the child saved nothing
     assert _summary(tmp_path / "run")["stop_reason"] == "interrupted"
@@ -344,7 +339,7 @@ def test_train_gives_numpys_blas_back_its_own_pool_size(tmp_path):
             "canter.train('dqn', 'CartPole-v1', run_dir=None, max_steps=300, learning_starts=100, torch_threads=2,"
             " seed=0)\n"
             "print(before, blas_pool_threads())\n")
-    proc = _python(code, tmp_path)
+    proc = run_python(code, tmp_path)
     assert proc.returncode == 0, proc.stderr
     before, after = proc.stdout.split()
     assert after == before, proc.stdout
