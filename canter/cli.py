@@ -34,6 +34,7 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--explorers", type=int_arg, help="run N explorer actors on Ray (needs the 'distributed' extra)")
     p.add_argument("--ray-address", dest="ray_address", help="join this Ray cluster ('auto' or host:port)")
     p.add_argument("--vectorization", choices=("auto", "native", "sync", "async"), help="how to vectorise the env")
+    p.add_argument("--device", help="torch device to train on: cpu (default), cuda, cuda:N or auto (cuda if available)")
     p.add_argument("--run-dir", dest="run_dir", help="where to write the run (default runs/<algo>-<env>-<time>-<sha>)")
     p.add_argument("-f", "--config", dest="config_file", action=ConfigFileAction, help="run config YAML")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
@@ -139,7 +140,7 @@ def cmd_train(argv: list[str]) -> int:
 
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
     run_flags = ("seed", "n_envs", "target_reward", "max_steps", "max_seconds", "eval_episodes", "eval_every",
-                 "vectorization", "wandb", "record_every", "explorers", "ray_address", "dataset")
+                 "vectorization", "device", "wandb", "record_every", "explorers", "ray_address", "dataset")
     overrides = {k: getattr(args, k) for k in run_flags if getattr(args, k) is not None}
     if args.env_kwargs is not None:
         overrides["env_kwargs"] = parse_env_kwargs(args.env_kwargs)

@@ -37,6 +37,19 @@ def test_a_gpu_asked_for_where_there_is_none_is_refused_in_one_line(no_gpu, devi
     assert not (tmp_path / "run").exists()
 
 
+def test_train_takes_a_device_flag(no_gpu, capsys, tmp_path):
+    """``canter train --device`` sets the run's device, as ``--set device=`` does (eval and play have the flag)."""
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--device", "cuda", "--run-dir",
+                           str(tmp_path / "refused"))
+    assert_one_line_error(code, err, "'device' is 'cuda'", "device=cpu")
+    assert not (tmp_path / "refused").exists()
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--device", "auto", "--max-steps", "64",
+                           "--n-envs", "1", "--eval-every", "0", "--eval-episodes", "1", "--set", "hparams.n_steps=32",
+                           "--set", "hparams.batch_size=32", "--quiet", "--run-dir", str(tmp_path / "run"))
+    assert code == 0, err
+    assert "device: cpu" in (tmp_path / "run" / "config.yaml").read_text().splitlines()
+
+
 @pytest.mark.parametrize("device, near", [("gpu", "'cuda'"), ("cuda:abc", "'cuda"), ("cpu0", "'cpu'")])
 def test_a_misspelled_device_is_refused_with_the_closest_choice(device, near, capsys):
     with pytest.raises(CanterError, match=f"unknown value for 'device' '{device}'; did you mean {near}"):
