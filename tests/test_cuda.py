@@ -323,3 +323,57 @@ def test_a_cpu_run_loads_and_acts_on_the_device(tmp_path, capsys):
 
     code, out, err = run_cli(capsys, "eval", str(tmp_path / "run"), "--episodes", "1", "--device", DEVICE, "--json")
     assert code == 0, err
+
+
+def _host(value: object) -> bool:
+    return isinstance(value, np.ndarray) or (isinstance(value, torch.Tensor) and value.device.type == "cpu")
+
+
+@pytest.mark.parametrize("algo", ["ppo", "recurrent_ppo", "dqn"])
+def test_sample_hands_the_trainers_host_arrays(algo, tmp_path):
+    """``Agent.sample`` gives the batch it acted on as the NumPy array it had (not the device copy) and the
+    algorithm's outputs copied to the host once, which the env, the rollout and the replay writes read."""
+    kw = _settings(algo, max_steps=64, manual_backward=False, learning_starts=0)
+    run = canter.make_trainer(algo, env="CartPole-v1", device=DEVICE, run_dir=tmp_path / "run", **kw)
+    try:
+        agent = run.trainer.agent
+        obs = _observations("CartPole-v1", {}, run.trainer.run, n=2)
+        if hasattr(agent, "begin_episodes"):
+            agent.begin_episodes(np.ones(2, bool))
+        actions, batch, out = agent.sample(obs)
+        assert isinstance(batch, np.ndarray) and isinstance(actions, np.ndarray)
+        assert all(v is None or _host(v) for v in out), [type(v) for v in out]
+    finally:
+        run.close()
+
+
+def test_distributed_observations_stay_on_the_host(tmp_path):
+    """The learner normalises explorers' observations into CPU tensors (its buffers live there; ``learn``
+    moves a batch to the device once) instead of sending them through the device and back."""
+    from canter.distributed.trainers import obs_tensor
+
+    run = canter.make_trainer("ppo", env="CartPole-v1", device=DEVICE, run_dir=tmp_path / "run",
+                              **_settings("ppo", max_steps=64, normalize_obs=True))
+    try:
+        obs = _observations("CartPole-v1", {}, run.trainer.run, n=8).reshape(2, 4, -1)
+        t = obs_tensor(run.trainer.agent, obs, 2)
+        assert t.device.type == "cpu" and t.shape == obs.shape
+    finally:
+        run.close()
+
+
+def test_a_recurrent_model_keeps_cudnn_weights_in_one_chunk(tmp_path):
+    """On a GPU, an LSTM's parameters stay in the buffer cuDNN laid out (torch's Adam updates them in place),
+    so no forward pass warns that the weights are not one contiguous chunk (and copies them); on the CPU the
+    flat optimizer is kept."""
+    import warnings
+
+    from canter.optim import FlatAdam
+
+    run = canter.make_trainer("recurrent_ppo", env="CartPole-v1", device=DEVICE, run_dir=tmp_path / "run",
+                              **_settings("recurrent_ppo", max_steps=128, lstm_hidden=16))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*contiguous chunk.*")
+        _losses(run)
+    optimizer = run.trainer.agent.algorithm.optimizer
+    assert isinstance(optimizer, FlatAdam) == (torch.device(DEVICE).type == "cpu")

@@ -127,6 +127,11 @@ class Agent:
         """Normalise (if configured) and convert a batch of observations to a tensor."""
         return self._tensor(np.ascontiguousarray(self.normalize_obs(obs, update)))
 
+    def obs_to_host(self, obs: np.ndarray) -> torch.Tensor:
+        """Normalised (if configured) observations as a CPU tensor, for the buffers in host memory
+        (:meth:`learn` moves a batch to the device)."""
+        return torch.from_numpy(np.ascontiguousarray(self.normalize_obs(obs)))
+
     def _tensor(self, x: np.ndarray) -> torch.Tensor:
         """An already normalised contiguous batch as a tensor on the algorithm's device."""
         t = torch.from_numpy(x)
@@ -278,19 +283,27 @@ class Agent:
         return actions[0] if single else actions
 
     def sample(self, obs: np.ndarray, observed: np.ndarray | None = None,
-               ) -> tuple[np.ndarray, np.ndarray | torch.Tensor, ActOutput]:
+               ) -> tuple[np.ndarray, np.ndarray, ActOutput]:
         """Exploring actions for training: ``(env_actions, obs, algorithm_output)``, where ``obs`` is
-        the batch as the algorithm took it (normalised where configured): NumPy arrays throughout
-        where the algorithm's NumPy path acted (:meth:`Algorithm.act_numpy`), else tensors. The
-        observation statistics take in ``obs`` first (only the rows ``observed`` marks, where given)."""
+        the batch as the algorithm took it (normalised where configured), a NumPy array in host memory,
+        and the output's fields are NumPy arrays where the algorithm's NumPy path acted
+        (:meth:`Algorithm.act_numpy`), else CPU tensors (copied once from another device: the rollout
+        and replay writes and the env all read them on the host). The observation statistics take in
+        ``obs`` first (only the rows ``observed`` marks, where given)."""
         x = np.ascontiguousarray(self.normalize_obs(obs, update=True, observed=observed))
         out = self._act_numpy(self.algorithm, x, False)
         if out is not None:
             return self.to_env_actions(out.actions), x, out
         with torch.inference_mode():
-            obs_t = self._tensor(x)
-            out = self.algorithm.act(obs_t, deterministic=False)
-        return self.to_env_actions(out.actions), obs_t, out
+            out = self.on_host(self.algorithm.act(self._tensor(x), deterministic=False))
+        return self.to_env_actions(out.actions), x, out
+
+    def on_host(self, out: ActOutput) -> ActOutput:
+        """``out`` with its tensors in host memory: as it is on the CPU; from another device, each
+        field copied once (the env's actions, the rollout's and replay's writes then read the copies)."""
+        if self.device.type == "cpu":
+            return out
+        return out._make(v.cpu() if isinstance(v, torch.Tensor) else v for v in out)
 
     def value(self, obs: np.ndarray) -> torch.Tensor:
         """State values from the algorithm's critic (on-policy algorithms)."""

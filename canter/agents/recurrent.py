@@ -88,12 +88,13 @@ class RecurrentAgent(Agent):
         actions = self.to_env_actions(out.actions)
         return actions[0] if single else actions
 
-    def sample(self, obs: np.ndarray, observed: np.ndarray | None = None) -> tuple[np.ndarray, torch.Tensor, ActOutput]:
+    def sample(self, obs: np.ndarray, observed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, ActOutput]:
         """Exploring actions, advancing the training memory (``observed`` as in :meth:`Agent.sample`)."""
-        x = self._tensor(np.ascontiguousarray(self.normalize_obs(obs, update=True, observed=observed)))
+        x = np.ascontiguousarray(self.normalize_obs(obs, update=True, observed=observed))
         state = self._memory("sample", len(x))
         with torch.inference_mode():
-            out, self.memory["sample"] = self.algorithm.act_recurrent(x, state, deterministic=False)
+            out, self.memory["sample"] = self.algorithm.act_recurrent(self._tensor(x), state, deterministic=False)
+        out = self.on_host(out)
         return self.to_env_actions(out.actions), x, out
 
     def value(self, obs: np.ndarray) -> torch.Tensor:

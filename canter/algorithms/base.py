@@ -278,9 +278,14 @@ class Algorithm(ABC):
             needed = ", ".join(self.required_model_methods())
             raise CanterError(f"{type(self).__name__} needs a model with the methods {needed}; model "
                               f"{type(model).__module__}:{type(model).__qualname__} has no {', '.join(missing)}")
-        if not all(type(m).__module__.split(".")[0] in ("canter", "torch") for m in model.modules()):
-            # a user's module may leave parameters out of a loss: torch's optimizers skip those (no
-            # gradient), canter's flat ones would still move them by momentum, so they get torch's
+        user_module = not all(type(m).__module__.split(".")[0] in ("canter", "torch") for m in model.modules())
+        cudnn_rnn = self.device.type == "cuda" and any(isinstance(m, nn.RNNBase) for m in model.modules())
+        if user_module or cudnn_rnn:
+            # A user's module may leave parameters out of a loss: torch's optimizers skip those (no
+            # gradient), canter's flat ones would still move them by momentum. On a GPU, cuDNN keeps
+            # a recurrent layer's weights in one buffer of its own layout (``flatten_parameters``,
+            # run by ``.to``); a flat optimizer's views would make it copy them every forward pass.
+            # Both get torch's optimizer.
             for p in model.parameters():
                 p._canter_exact_optimizer = True
         return model.to(self.device)

@@ -70,14 +70,15 @@ class SegmentReplay:
         return self.size * self.n_steps * self.n_envs
 
     def add(
-        self, t: int, obs: torch.Tensor, actions: torch.Tensor, probs: torch.Tensor, rewards: np.ndarray,
+        self, t: int, obs: torch.Tensor | np.ndarray, actions: torch.Tensor | np.ndarray,
+        probs: torch.Tensor | np.ndarray, rewards: np.ndarray,
         terminated: np.ndarray, dones: np.ndarray, valid: np.ndarray,
     ) -> None:
         """Store step ``t`` of the segment being collected."""
         s = self.pos
-        self.obs[s, t] = obs
-        self.actions[s, t] = actions
-        self.probs[s, t] = probs
+        self.obs[s, t] = torch.as_tensor(obs)  # NumPy from Agent.sample; tensors from other callers
+        self.actions[s, t] = torch.as_tensor(actions)
+        self.probs[s, t] = torch.as_tensor(probs)
         self.rewards[s, t] = torch.from_numpy(np.asarray(rewards, dtype=np.float32))
         self.terminated[s, t] = torch.from_numpy(np.asarray(terminated, dtype=np.float32))
         self.dones[s, t] = torch.from_numpy(np.asarray(dones, dtype=np.float32))

@@ -40,9 +40,10 @@ PER_EXPLORER_STATS = 8
 
 
 def obs_tensor(agent: Agent, obs: np.ndarray, lead: int) -> torch.Tensor:
-    """Normalise raw observations with the learner's statistics (no update), keeping ``lead`` dims."""
+    """Normalise raw observations with the learner's statistics (no update), keeping ``lead`` dims: a
+    CPU tensor, as the rollout buffer holds them (``Agent.learn`` moves the batch to the device)."""
     shape = obs.shape[:lead]
-    flat = agent.obs_to_tensor(obs.reshape((-1,) + obs.shape[lead:]))
+    flat = agent.obs_to_host(obs.reshape((-1,) + obs.shape[lead:]))
     return flat.reshape(shape + flat.shape[1:])
 
 

@@ -70,7 +70,7 @@ class SegmentReplayTrainer(Trainer):
             self.record_episodes()
             obs = step.obs
         self.obs = obs
-        batch = replay.finish(agent.obs_to_tensor(obs))
+        batch = replay.finish(agent.obs_to_host(obs))
         self.set_progress()  # the algorithm's schedules, then the run's LR control (lr_decay, plateaus, guard)
         with self.updating():
             stats = agent.learn(batch)
