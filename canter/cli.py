@@ -350,7 +350,8 @@ def cmd_list(argv: list[str]) -> int:
     algos = [(n, lookup("algorithm", n)) for n in names("algorithm")]
     w1, w2 = max(len(n) for n, _ in algos), max(len(c.family) for _, c in algos)
     for n, cls in algos:
-        print(f"  {n:<{w1}} {cls.family:<{w2}} {(cls.__doc__ or '').strip().splitlines()[0]}")
+        summary = ((cls.__doc__ or "").strip().splitlines() or [""])[0]  # a user's class may have no docstring
+        print(f"  {n:<{w1}} {cls.family:<{w2}} {summary}")
     for kind in ("model", "agent", "env", "encoder"):  # encoder: the names 'encoder' takes (--set encoder=impala)
         print(f"{kind}s: " + (", ".join(names(kind)) or "(none registered; any Gymnasium id works)"))
     print("presets:")
