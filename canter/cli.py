@@ -61,7 +61,8 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
     """The parser of ``canter train``, with ``algo``'s hyperparameters as flags. An algorithm that cannot be
     found leaves them out (the training that follows reports it), or, with ``strict`` (``--help`` after the
     algorithm's name), is the error."""
-    from canter.config import RunConfig, describe, fields_of
+    from canter.builtins import algorithm_info, describe_algorithm
+    from canter.config import RunConfig, describe
     from canter.registry import lookup
 
     p = _Parser(prog=prog, description="Train an agent and write a run directory.",
@@ -74,28 +75,26 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
                         "[--max-seconds S] [--quiet])")
     _add_run_flags(p)
     if algo is not None and not algo.startswith("-"):
-        try:
-            cls = lookup("algorithm", algo)
+        try:  # the env's preset needs the class; without one, canter's own algorithms are described without torch
+            cls = lookup("algorithm", algo) if env else None
+            info = describe_algorithm(cls) if cls is not None else algorithm_info(algo)
         except CanterError:
             if strict:  # else a misspelt name or a user module that fails to import gave help without a word
                 raise
             return p
-        group = p.add_argument_group(f"{cls.name.upper()} hyperparameters (also settable as --set KEY=VALUE)")
-        run_preset, preset = _preset_values(algo, env)
+        group = p.add_argument_group(f"{info['title']} hyperparameters (also settable as --set KEY=VALUE)")
+        run_preset, preset = _preset_values(algo, env)  # ({}, {}) without an env, and then cls is None
         run_defaults = {name: default for name, _, default, _ in describe(RunConfig)}
-        run_defaults["n_envs"] = cls.default_n_envs  # null: the algorithm's
+        run_defaults["n_envs"] = getattr(cls, "default_n_envs", None)  # null: the algorithm's
         for action in p._actions:  # the run values the env's preset sets (n_envs 16, target_reward 475, ...)
             value = run_preset.get(action.dest)
             if action.dest not in ("algo", "env", "dataset") and value is not None and value != run_defaults.get(
                     action.dest):
                 action.help = f"{action.help} (with --env {env}: {value})"
-        specs = fields_of(cls.Config)
-        for name, tname, default, doc in describe(cls.Config):
-            choices = specs[name][0].metadata.get("choices")
-            if choices and not all(str(c) in doc for c in choices):  # 'hidden activation' named none of them
-                doc = f"{doc}: {', '.join(map(str, choices))}"
-            used = f"; with --env {env}: {preset[name]}" if name in preset and preset[name] != default else ""
-            group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp__{name}", metavar=tname.upper().replace(" ", "_"),
+        defaults = {name: default for name, _, default, _ in describe(cls.Config)} if cls is not None else {}
+        for name, metavar, doc, default in info["hparams"]:
+            used = f"; with --env {env}: {preset[name]}" if name in preset and preset[name] != defaults[name] else ""
+            group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp__{name}", metavar=metavar,
                                help=f"{doc} (default: {default}{used})")
     return p
 
@@ -344,14 +343,14 @@ def cmd_list(argv: list[str]) -> int:
     _Parser(prog="canter list", description="List registered components and presets.").parse_args(argv)
     from pathlib import Path
 
-    from canter.registry import lookup, names
+    from canter.builtins import algorithm_info
+    from canter.registry import names
 
     print("algorithms:")
-    algos = [(n, lookup("algorithm", n)) for n in names("algorithm")]
-    w1, w2 = max(len(n) for n, _ in algos), max(len(c.family) for _, c in algos)
-    for n, cls in algos:
-        summary = ((cls.__doc__ or "").strip().splitlines() or [""])[0]  # a user's class may have no docstring
-        print(f"  {n:<{w1}} {cls.family:<{w2}} {summary}")
+    algos = [(n, algorithm_info(n)) for n in names("algorithm")]  # canter's own without importing them (torch)
+    w1, w2 = max(len(n) for n, _ in algos), max(len(a["family"]) for _, a in algos)
+    for n, a in algos:
+        print(f"  {n:<{w1}} {a['family']:<{w2}} {a['summary']}")
     for kind in ("model", "agent", "env", "encoder"):  # encoder: the names 'encoder' takes (--set encoder=impala)
         print(f"{kind}s: " + (", ".join(names(kind)) or "(none registered; any Gymnasium id works)"))
     print("presets:")
@@ -370,7 +369,7 @@ def _preset_env(stem: str) -> str:
     import gymnasium as gym
 
     from canter.config import preset_path
-    from canter.envs.atari import register_ale
+    from canter.ale import register_ale
 
     if stem in gym.registry or not register_ale() or stem in gym.registry:
         return stem

@@ -108,13 +108,19 @@ def lookup(kind: str, name: str) -> Any:
             article = "an" if kind[0] in "aeiou" else "a"
             raise CanterError(f"'{name}' is not {article} {kind} class (a subclass of {base.replace(':', '.')})")
         return obj
+    return match(kind, name, _REGISTRY[kind])
+
+
+def match(kind: str, name: str, entries: dict[str, T]) -> T:
+    """``entries[name]``, else the entry whose name is ``name`` but for case; else the ``unknown``
+    :class:`CanterError` for ``kind`` with the closest names."""
     try:
-        return _REGISTRY[kind][name]
+        return entries[name]
     except KeyError:
-        lowered = {k.lower(): v for k, v in _REGISTRY[kind].items()}
+        lowered = {k.lower(): v for k, v in entries.items()}
         if name.lower() in lowered:
             return lowered[name.lower()]
-        raise unknown(kind, name, _REGISTRY[kind]) from None
+        raise unknown(kind, name, entries) from None
 
 
 def registered_name(kind: str, name: str) -> str:
@@ -172,6 +178,10 @@ def import_modules(modules: list[str], why: str) -> None:
 
 
 def names(kind: str) -> list[str]:
-    """Sorted names registered under ``kind``."""
-    _load_builtins()
-    return sorted(_REGISTRY[kind])
+    """Sorted names registered under ``kind``; canter's own come from :mod:`canter.builtins` while
+    nothing else is registered, so that listing them does not import them (torch with them)."""
+    if _BUILTINS_LOADED:  # a user's component registered (or a lookup ran): the registry has them all
+        return sorted(_REGISTRY[kind])
+    from canter.builtins import builtin_names
+
+    return sorted({*builtin_names(kind), *_REGISTRY[kind]})

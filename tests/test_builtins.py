@@ -1,10 +1,15 @@
 """``canter list`` and ``canter train ALGO --help``: what they print of canter's own and of a user's components."""
 from __future__ import annotations
 
+import pytest
+
 import canter
+from canter import registry
 from canter.algorithms.ppo import PPO
-from canter.cli import main
-from canter.registry import _REGISTRY
+from canter.builtins import MANIFEST, algorithm_info, dumps, generate, manifest
+from canter.cli import _train_parser, main
+from canter.errors import CanterError
+from canter.registry import _REGISTRY, lookup
 
 
 def test_list_shows_a_user_algorithm_without_a_docstring(capsys, monkeypatch):
@@ -19,3 +24,52 @@ def test_list_shows_a_user_algorithm_without_a_docstring(capsys, monkeypatch):
     assert main(["list"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "undocumented_ppo" in x)
     assert line.split() == ["undocumented_ppo", "on_policy"]
+
+
+def _canter_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry as a fresh process has it (canter's components; what other tests registered is set aside
+    until the test ends), canter's components loaded."""
+    lookup("algorithm", "ppo")
+    for kind, entries in _REGISTRY.items():
+        monkeypatch.setitem(_REGISTRY, kind, {k: v for k, v in entries.items() if v.__module__.startswith("canter.")})
+
+
+def _no_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a fresh process, canter's components not loaded: builtins.json answers (and nothing is looked up)."""
+    monkeypatch.setattr(registry, "_BUILTINS_LOADED", False)
+    monkeypatch.setattr(registry, "lookup", None)
+
+
+def test_builtins_json_is_what_the_registry_gives():
+    """canter/builtins.json answers 'canter list' and 'train ALGO --help' without importing canter's components:
+    it must say what they register (their names, and each algorithm's family, summary and hyperparameters)."""
+    assert MANIFEST.read_text(encoding="utf-8") == dumps(generate()), (
+        "canter/builtins.json is out of date: write it again with 'python -m canter.builtins'")
+
+
+@pytest.mark.parametrize("algo", sorted(manifest()["algorithms"]) + ["PPO", "Dqn"])
+def test_train_help_from_builtins_json_is_the_help_the_classes_give(algo, monkeypatch):
+    """'canter train ALGO --help' from builtins.json (no torch) is the text it was when the registry's classes
+    gave it (after importing everything)."""
+    _canter_only(monkeypatch)
+    from_classes = _train_parser("canter train", algo, strict=True).format_help()
+    _no_lookups(monkeypatch)
+    assert _train_parser("canter train", algo, strict=True).format_help() == from_classes
+
+
+def test_list_from_builtins_json_is_the_list_the_classes_give(capsys, monkeypatch):
+    """'canter list' from builtins.json (no torch) prints what it printed from the registry's classes."""
+    _canter_only(monkeypatch)
+    assert main(["list"]) == 0
+    from_classes = capsys.readouterr().out
+    _no_lookups(monkeypatch)
+    assert main(["list"]) == 0
+    assert capsys.readouterr().out == from_classes
+
+
+def test_unknown_algorithm_from_builtins_json_suggests_close_names(monkeypatch):
+    """An unknown name is lookup's error, with the close names, without importing the algorithms."""
+    _canter_only(monkeypatch)
+    _no_lookups(monkeypatch)
+    with pytest.raises(CanterError, match=r"unknown algorithm 'ppoo'; did you mean 'ppo' or 'appo' or 'mappo'\?"):
+        algorithm_info("ppoo")

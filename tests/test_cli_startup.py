@@ -29,8 +29,9 @@ def _loading_torch(pid: int) -> bool:
 @pytest.mark.parametrize("way_in", list(WAYS_IN))
 def test_ctrl_c_while_torch_imports_is_one_line_and_exit_130(way_in):
     """A Ctrl-C in the first second of `canter list`, while torch imported, printed a KeyboardInterrupt
-    traceback (torch was imported by `import canter`, before the command's Ctrl-C handling)."""
-    proc = subprocess.Popen([sys.executable, *WAYS_IN[way_in], "list"], env=ENV, stdout=subprocess.PIPE,
+    traceback (torch was imported by `import canter`, before the command's Ctrl-C handling). `canter list`
+    no longer imports torch: `canter eval` does, to load the run, before it finds there is none."""
+    proc = subprocess.Popen([sys.executable, *WAYS_IN[way_in], "eval", "no-such-run"], env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -62,6 +63,22 @@ def test_help_and_argument_errors_do_not_import_torch():
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
             f"    for argv in {cases!r}:\n"
             "        try:\n            main(argv)\n        except SystemExit:\n            pass")
+    assert "torch" not in _modules_after(code)
+
+
+def test_list_and_algorithm_help_do_not_import_torch():
+    """`canter list` and `canter train ALGO --help` imported canter's algorithms (torch with them, ~1 s of a
+    ~1.2 s command) to list them and read their hyperparameters; canter/builtins.json says it now. An unknown
+    name gets its close matches without torch too."""
+    cases = [["list"], ["train", "ppo", "--help"], ["train", "dqn", "--help"],
+             ["train", "--lr", "0.1", "PPO", "-h"], ["train", "ppoo", "--help"], ["train", "nope", "--env", "CartPole-v1"]]
+    code = ("import contextlib, io\nfrom canter.cli import main\nout = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):\n"
+            f"    for argv in {cases!r}:\n"
+            "        try:\n            main(argv)\n        except SystemExit:\n            pass\n"
+            "assert 'presets:' in out.getvalue() and 'TD3 hyperparameters' not in out.getvalue(), out.getvalue()\n"
+            "assert out.getvalue().count('PPO hyperparameters') == 2 and 'DQN hyperparameters' in out.getvalue()\n"
+            "assert \"did you mean 'ppo' or 'appo' or 'mappo'?\" in out.getvalue() and \"'nope'; did\" in out.getvalue()")
     assert "torch" not in _modules_after(code)
 
 

@@ -43,6 +43,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from canter.ale import register_ale  # noqa: F401  (canter.envs.atari.register_ale, as before)
 from canter.envs.vector import GAME_RETURN
 from canter.envs.workers import vector_env
 from canter.errors import CanterError, bad_env_kwargs
@@ -59,17 +60,6 @@ MAX_FRAMES = 108_000
 #: videos, one frame per step) is ``EMULATOR_FPS // FRAME_SKIP`` = 15, which plays at the game's speed
 EMULATOR_FPS = 60
 _PREPROCESSING_KEYS = ("frameskip", "repeat_action_probability", "full_action_space", "max_num_frames_per_episode")
-
-
-def register_ale() -> bool:
-    """Register ale-py's envs with gymnasium; False when ale-py is not installed."""
-    try:
-        import ale_py
-    except ImportError:
-        return False
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner on every env creation
-    gym.register_envs(ale_py)
-    return True
 
 
 def looks_like_atari(env_id: str) -> bool:
