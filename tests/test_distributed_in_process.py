@@ -11,7 +11,7 @@ import canter
 from canter.config import resolve_config
 from canter.distributed.explorer import Explorer
 from canter.envs import make_vec_env
-from canter.errors import CanterWarning
+from canter.errors import CanterError, CanterWarning
 
 
 @pytest.mark.parametrize("algo", ["impala", "appo"])
@@ -265,3 +265,60 @@ def test_apex_rollout_too_big_for_memory_is_refused_in_setup_naming_train_freq()
         assert trainer.step == 0  # refused before any explorer stepped
     finally:
         trainer.close()
+
+
+@pytest.fixture
+def user_a2c_without():
+    """Register a user A2C whose ``act`` leaves out the outputs named; yields the registering function."""
+    from canter.algorithms.a2c import A2C
+    from canter.algorithms.base import ActOutput
+    from canter.registry import _REGISTRY, register
+
+    def make(*missing: str) -> str:
+        class Partial(A2C):  # noqa: D401
+            """A2C without some of act's outputs (its learn reads no log-probabilities)."""
+
+            def act(self, obs, deterministic=False):
+                out = super().act(obs, deterministic)
+                return ActOutput(out.actions, *(None if k in missing else getattr(out, k)
+                                                for k in ("log_probs", "values")))
+
+            def act_numpy(self, obs, deterministic=False):
+                return None
+
+        _REGISTRY["algorithm"].pop("test_only_partial_a2c", None)
+        register("algorithm", "test_only_partial_a2c")(Partial)
+        return "test_only_partial_a2c"
+
+    yield make
+    _REGISTRY["algorithm"].pop("test_only_partial_a2c", None)  # other tests go over every registered algorithm
+
+
+def _on_policy_trainer(algo: str, driver: str):
+    """``algo`` on CartPole in one process (``single``) or by the synchronous learner, in-process pool."""
+    from canter.distributed.pool import LocalPool
+    from canter.distributed.trainers import SyncTrainer
+
+    kw = dict(n_envs=2, max_steps=64, eval_every=0, eval_episodes=1)
+    if driver == "single":
+        return canter.make_trainer(algo, "CartPole-v1", n_steps=8, **kw)
+    run, cfg = resolve_config(algo, "CartPole-v1", hparams={"n_steps": 8}, **kw)
+    env = make_vec_env(run.env, run.n_envs)
+    agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+    return SyncTrainer(agent, LocalPool(Explorer(agent, env, seed=0)), None, run)
+
+
+@pytest.mark.parametrize("driver", ["single", "sync"])
+def test_an_on_policy_algorithm_without_log_probs_learns_in_one_process_and_on_explorers(user_a2c_without, driver):
+    """A user algorithm whose act returns no log-probabilities: the explorer leaves them out of its rollout
+    and the synchronous learner failed with KeyError: 'log_probs' (one process: AttributeError from
+    to_numpy(None)). Both store zeros now; values, which GAE needs, are refused in one line."""
+    trainer = _on_policy_trainer(user_a2c_without("log_probs"), driver)
+    records = list(trainer())
+    trainer.close()
+    assert records[-1].step == 64 and trainer.algorithm.updates == 4
+    assert not trainer.buffer.log_probs.any()
+    trainer = _on_policy_trainer(user_a2c_without("log_probs", "values"), driver)
+    with pytest.raises(CanterError, match="^algorithm 'test_only_partial_a2c' returned no values from act"):
+        list(trainer())
+    trainer.close()

@@ -63,15 +63,16 @@ class RolloutBuffer:
         self.pos = 0
 
     def add(
-        self, obs: torch.Tensor | np.ndarray, actions: torch.Tensor | np.ndarray, log_probs: torch.Tensor | np.ndarray,
-        values: torch.Tensor | np.ndarray,
+        self, obs: torch.Tensor | np.ndarray, actions: torch.Tensor | np.ndarray,
+        log_probs: torch.Tensor | np.ndarray | None, values: torch.Tensor | np.ndarray,
         rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, valid: np.ndarray,
     ) -> None:
-        """Store one vector step (``valid`` False marks autoreset-only steps, dropped later)."""
+        """Store one vector step (``valid`` False marks autoreset-only steps, dropped later). ``log_probs``
+        None (an algorithm whose ``act`` gives none, its ``learn`` not reading them) is stored as zeros."""
         t = self.pos  # NumPy arrays or tensors (Agent.sample gives arrays where the NumPy path acted; a GPU's
         self._obs_np[t] = to_numpy(obs)  # tensors come to host memory here)
         self._act_np[t] = to_numpy(actions)
-        self._logp_np[t] = to_numpy(log_probs)
+        self._logp_np[t] = 0.0 if log_probs is None else to_numpy(log_probs)
         self._values_np[t] = to_numpy(values)
         self.rewards[t] = rewards
         self.terminated[t] = terminated

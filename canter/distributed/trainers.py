@@ -33,7 +33,7 @@ from canter.envs.vector import VecEnv
 from canter.trainers.base import Trainer
 from canter.trainers.guard import Divergence
 from canter.trainers.off_policy import OffPolicyTrainer, make_replay_buffer
-from canter.trainers.on_policy import OnPolicyTrainer, warn_one_minibatch
+from canter.trainers.on_policy import OnPolicyTrainer, no_values_error, warn_one_minibatch
 
 #: per-explorer throughput is logged individually up to this many explorers (min/max beyond)
 PER_EXPLORER_STATS = 8
@@ -240,12 +240,20 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         agent, buf, c = self.agent, self.buffer, self.config
         results = self.pool.gather(n_steps=c.n_steps, bootstrap=True)
         self.receive(results)
+        if any("values" not in r for r in results):
+            raise no_values_error(self.run.algo)
+        # an algorithm whose act gives no log-probabilities: zeros, as the single-process trainer stores them
+        has_logp = all("log_probs" in r for r in results)
         data = {k: np.concatenate([r[k] for r in results], axis=1)
-                for k in ("obs", "actions", "log_probs", "values", "rewards", "terminated", "dones", "valid")}
+                for k in ("obs", "actions", "log_probs", "values", "rewards", "terminated", "dones", "valid")
+                if k != "log_probs" or has_logp}
         last_values = np.concatenate([r["last_values"] for r in results])
         buf.obs.copy_(obs_tensor(agent, data["obs"], 2))
         buf.actions.copy_(torch.from_numpy(data["actions"]))
-        buf.log_probs.copy_(torch.from_numpy(data["log_probs"]))
+        if has_logp:
+            buf.log_probs.copy_(torch.from_numpy(data["log_probs"]))
+        else:
+            buf.log_probs.zero_()
         buf.values.copy_(torch.from_numpy(data["values"]))
         buf.rewards[:] = scale_rewards(agent, data["rewards"], data["dones"], data["valid"], slice(None))
         buf.terminated[:], buf.dones[:], buf.valid[:] = data["terminated"], data["dones"], data["valid"]

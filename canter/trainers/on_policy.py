@@ -78,6 +78,8 @@ class OnPolicyTrainer(StepwiseTrainer):
         """Store the step in the rollout; True when it holds ``n_steps`` vector steps."""
         _, reward = self.count_step(step)
         out = self._out
+        if out.values is None:
+            raise no_values_error(self.run.algo)
         self.buffer.add(self._obs_t, out.actions, out.log_probs, out.values, reward, step.terminated, step.truncated,
                         step.valid)
         self.record_episodes()
@@ -94,6 +96,13 @@ class OnPolicyTrainer(StepwiseTrainer):
             return {}
         with self.updating():
             return agent.learn(batch)
+
+
+def no_values_error(algo: str) -> CanterError:
+    """The one-line error for an on-policy algorithm whose ``act`` returned no values: GAE needs V(obs) of
+    every step (log-probabilities may be missing: they are stored as zeros)."""
+    return CanterError(f"algorithm '{algo}' returned no values from act (ActOutput.values is None); an on-policy "
+                       f"algorithm's act must return V(obs) for GAE: ActOutput(actions, log_probs, values)")
 
 
 def warn_one_minibatch(config: Any, rows: int) -> None:
