@@ -21,7 +21,7 @@ import pytest
 
 from canter.envs import make_vec_env
 from canter.envs.workers import AsyncEnvError
-from support import assert_one_line_error
+from support import assert_one_line_error, run_python
 
 ENV = "broken_env:BrokenCartPole-v0"  # tests/broken_env.py: fails only in a worker process
 HERE = Path(__file__).resolve().parent
@@ -90,17 +90,29 @@ def test_a_worker_killed_between_calls_does_not_stop_close():
     assert not any(p.is_alive() for p in processes)
 
 
-def test_workers_ignore_ctrl_c_so_the_parent_decides_when_they_stop():
-    """A terminal's Ctrl-C reaches the whole process group; the run finishes its iteration, so the workers must live."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_workers_ignore_ctrl_c_and_sigterm_so_the_parent_decides_when_they_stop(sig):
+    """A terminal's Ctrl-C reaches the whole process group, as does a SIGTERM sent to it (``timeout``, a job
+    scheduler); the run finishes its iteration, so the workers must live. They died of SIGTERM."""
     env = make_vec_env(ENV, 2, "async", {"fail": "none"})
     try:
         env.reset(seed=0)
         for p in _processes(env):
-            os.kill(p.pid, signal.SIGINT)
+            os.kill(p.pid, sig)
         time.sleep(0.1)
         assert env.step(np.zeros(2, dtype=np.int64)).obs.shape == (2, 4)
     finally:
         env.close()
+
+
+@pytest.mark.slow  # ~2.2 s: a fresh interpreter
+def test_an_async_env_left_open_does_not_hold_up_the_interpreters_exit():
+    """The workers ignore SIGTERM, with which multiprocessing's exit hook stops them before it waits for them:
+    canter closes the async envs still open first."""
+    proc = run_python("import numpy as np\nfrom canter.envs import make_vec_env\n"
+                      "env = make_vec_env('CartPole-v1', 2, 'async')\nenv.reset(seed=0)\nprint('made')\n")
+    assert proc.returncode == 0 and proc.stdout == "made\n", proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
 
 
 def _canter(*argv: str, cwd: Path, **popen) -> subprocess.Popen:
@@ -142,3 +154,20 @@ def test_cli_second_ctrl_c_of_the_group_during_an_async_run_exits_130_and_ends_t
     while subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).returncode == 0:  # workers left
         assert time.monotonic() < deadline, "worker processes outlived the run"
         time.sleep(0.1)
+
+
+@pytest.mark.slow  # ~8 s: a run that is under way
+def test_cli_sigterm_to_the_group_during_an_async_run_saves_last_and_exits_130(tmp_path):
+    """``timeout`` or a job scheduler sends SIGTERM to every process of the group. The workers died of it while the
+    run finished its iteration: exit 2 with 'async worker 0 died (killed by SIGTERM)'. Now as one SIGTERM to canter."""
+    proc = _canter("train", "ppo", "--env", ENV, "--env-kwargs", "{fail: slow}", "--vectorization", "async",
+                   "--set", "n_envs=2", "--set", "n_steps=64", "--max-steps", "100000", "--run-dir", "run",
+                   "--quiet", cwd=tmp_path, start_new_session=True)
+    time.sleep(6)  # the first iteration is under way (each step sleeps 0.05 s)
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "died" not in err, err
+    assert err.splitlines()[-1].startswith("interrupted at step "), err
+    assert (tmp_path / "run" / "checkpoints" / "last.safetensors").exists()
+    assert subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).returncode != 0  # no worker left

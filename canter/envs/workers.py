@@ -5,20 +5,26 @@ gymnasium logs the worker's traceback through ``gymnasium.logger`` (warnings on 
 ``type(exc)(exc)`` again in the parent, whose traceback shows only gymnasium's frames; a constructor
 that fails in a worker prints the worker's traceback and kills it; a worker that dies leaves the parent
 an ``EOFError``, and the vector env cannot be closed after it (every close raises that again). And a
-terminal's Ctrl-C reaches every process of the group: the workers died of it while the parent's
-:class:`~canter.run.Run` was finishing the iteration to save the run.
+terminal's Ctrl-C reaches every process of the group, as does a SIGTERM sent to the group (``timeout``, a
+job scheduler, ``kill -TERM -PGID``): the workers died of it while the parent's :class:`~canter.run.Run`
+was finishing the iteration to save the run.
 
 :func:`vector_env` builds every vector env canter makes from env copies. Its async one makes each copy
-through :class:`WorkerEnvFn` (in a worker: Ctrl-C ignored, the env's errors made one :class:`AsyncEnvError`
+through :class:`WorkerEnvFn` (in a worker: Ctrl-C and SIGTERM ignored, the env's errors made one :class:`AsyncEnvError`
 line that names the error and where in the env's code it was raised), behind :class:`AsyncErrors`, which
 keeps ``gymnasium.logger`` quiet while the workers are called (its public ``min_level``), names the env in
-the error, says which worker died and how, and closes the workers after either.
+the error, says which worker died and how, and closes the workers after either. As the workers ignore
+SIGTERM, which is how ``Process.terminate`` stops them, the workers of an unanswered call are killed
+(SIGKILL), and the async envs still open when the interpreter exits are closed first (multiprocessing's
+own exit hook terminates its daemon processes and would then wait for them forever).
 """
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -46,13 +52,29 @@ def vector_env(make: Callable[[], gym.Env], n_envs: int, asynchronous: bool, env
         env = gym.vector.AsyncVectorEnv([fn] * n_envs, autoreset_mode=_NEXT_STEP)
     except (EOFError, ConnectionError):  # a worker died before it could answer (os._exit in the constructor)
         raise AsyncEnvError(f"env '{env_id}': an async worker process died while making the env") from None
-    return AsyncErrors(env, env_id)
+    wrapped = AsyncErrors(env, env_id)
+    _OPEN.add(wrapped)
+    # (again) after multiprocessing's exit hook, which the workers' start registered: atexit runs hooks last first
+    atexit.unregister(_close_open_envs)
+    atexit.register(_close_open_envs)
+    return wrapped
+
+
+#: the async envs not closed yet (:func:`_close_open_envs` closes them at the interpreter's exit)
+_OPEN: weakref.WeakSet[AsyncErrors] = weakref.WeakSet()
+
+
+def _close_open_envs() -> None:
+    """Close the async envs still open: their workers ignore the SIGTERM of multiprocessing's exit hook."""
+    for env in list(_OPEN):
+        env.close()
 
 
 class WorkerEnvFn:
     """Makes an env copy with ``make``: in the process that built this object (the parent's copy that
-    gymnasium reads the spaces from) as it is; in a worker process it ignores SIGINT (the parent stops
-    the run and closes the workers) and reports the copy's errors as :class:`AsyncEnvError`, a failed
+    gymnasium reads the spaces from) as it is; in a worker process it ignores SIGINT and SIGTERM (a terminal's
+    Ctrl-C and a SIGTERM sent to the process group reach the workers too: the parent stops the run after
+    its iteration and closes the workers) and reports the copy's errors as :class:`AsyncEnvError`, a failed
     constructor on the first ``reset`` (the worker must answer gymnasium's check of the spaces first)."""
 
     def __init__(self, make: Callable[[], gym.Env]) -> None:
@@ -67,6 +89,7 @@ class WorkerEnvFn:
             self.spaces = env.observation_space, env.action_space
             return env
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
             return _Reporting(self.make())
         except Exception as exc:  # noqa: BLE001 - any error of the env's constructor, reported on reset
@@ -166,7 +189,8 @@ class AsyncErrors(gym.vector.VectorWrapper):
             time.sleep(0.01)
 
     def close(self, **kwargs: Any) -> None:
-        """Close the copies and their workers; terminate the workers after a call left unanswered."""
+        """Close the copies and their workers; kill the workers after a call left unanswered."""
+        _OPEN.discard(self)
         with _quiet():
             if not self.broken:
                 try:
@@ -176,4 +200,7 @@ class AsyncErrors(gym.vector.VectorWrapper):
             for pipe in self.env.parent_pipes:  # unanswered: gymnasium's close would wait for (or read) them
                 if pipe is not None:
                     pipe.close()
+            for process in self.env.processes:  # they ignore gymnasium's terminate (SIGTERM)
+                if process.is_alive():
+                    process.kill()
             self.env.close(terminate=True)
