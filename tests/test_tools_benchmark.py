@@ -169,12 +169,28 @@ def test_benchmark_bad_spec_is_refused_before_running(tmp_path, capsys):
                           ("algos: [ppo]\nenvs: [CartPole-v1]\nset: {env: Acrobot-v1}", "'env' cannot be set here"),
                           ("algos: {ppo: {set: {algo: dqn}}}\nenvs: [CartPole-v1]", "'algo' cannot be set here"),
                           ("algos: [ppo]\nenvs: [CartPole-v1]\nset: {hparams: 5}", "'hparams' must be a mapping"),
-                          ("algos: [ppo]", "no envs")]:
+                          ("algos: [ppo]", "no envs"),
+                          ("seeds: 1.5\nalgos: [ppo]\nenvs: [CartPole-v1]", "'seeds' must be a count >= 1")]:
         spec.write_text(text)
         assert main(["benchmark", str(spec), "--out", str(tmp_path / "out")]) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_benchmark_seeds_in_exponent_form_are_whole_numbers_as_in_a_config_file(tmp_path):
+    """``seeds: 1e1`` (a float in YAML, as ``max_steps: 1e6`` is in a config file, which takes it) was refused."""
+    from canter.tools.benchmark import load_spec
+
+    spec = tmp_path / "b.yaml"
+    for seeds, expected in [("1e1", list(range(10))), ("[0, 1e0, 2.0e1]", [0, 1, 20]), ("2", [0, 1])]:
+        spec.write_text(f"seeds: {seeds}\nalgos: [ppo]\nenvs: [CartPole-v1]\n")
+        got = [c.seed for c in load_spec(spec)]
+        assert got == expected and all(type(s) is int for s in got)
+    for seeds in ("1.5", "[0, 1.5]", "0", "[-1e0]", "true"):
+        spec.write_text(f"seeds: {seeds}\nalgos: [ppo]\nenvs: [CartPole-v1]\n")
+        with pytest.raises(CanterError, match=r"^.*b\.yaml: 'seeds' must be a count >= 1 or a list of seeds >= 0, got"):
+            load_spec(spec)
 
 
 def test_benchmark_refuses_a_hyperparameter_given_twice_in_one_set(tmp_path):

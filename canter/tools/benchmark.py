@@ -2,7 +2,7 @@
 
 The benchmark file::
 
-    seeds: 3                       # or a list: [0, 1, 2]
+    seeds: 3                       # or a list: [0, 1, 2] (whole numbers; 1e1 is 10, as in a config file)
     set: {eval_episodes: 10}       # overrides for every run (run keys or hyperparameters)
     envs: [CartPole-v1]            # the env list of algorithms that do not name their own
     algos:                         # a list of names, or a mapping name -> options
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from canter.checkpoint import atomic_write
-from canter.config import load_yaml, resolve_config, resolved_dict
+from canter.config import coerce, load_yaml, resolve_config, resolved_dict
 from canter.errors import CanterError, unknown
 from canter.run_lock import check_free
 from canter.tools.plot import CURVE_TABLES
@@ -105,17 +105,36 @@ def _env_entries(envs: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _seeds(value: Any, path: str | Path) -> list[int]:
+    """The seeds of a benchmark file's ``seeds`` (a count, or a list of seeds). Each number is read as a config
+    file's integers are (:func:`~canter.config.coerce`): a whole number in exponent form (``1e1``) is one,
+    ``1.5`` is refused."""
+    bad = CanterError(f"{path}: 'seeds' must be a count >= 1 or a list of seeds >= 0, got {value!r}")
+
+    def whole(number: Any) -> int:
+        try:
+            return coerce(int, number, "seeds")
+        except CanterError:
+            raise bad from None
+
+    if isinstance(value, list):
+        seeds = [whole(s) for s in value]
+        if seeds and min(seeds) >= 0:
+            return seeds
+    else:
+        count = whole(value)
+        if count >= 1:
+            return list(range(count))
+    raise bad
+
+
 def load_spec(path: str | Path) -> list[Cell]:
     """Parse and validate a benchmark file into its grid of cells (nothing is run or written)."""
     data = load_yaml(path)
     for key in data:
         if key not in SPEC_KEYS:
             raise unknown(f"key in {path}", str(key), SPEC_KEYS)
-    seeds = data.get("seeds", 3)
-    if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1:
-        seeds = list(range(seeds))
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and s >= 0 for s in seeds):
-        raise CanterError(f"{path}: 'seeds' must be a count >= 1 or a list of seeds >= 0, got {data.get('seeds')!r}")
+    seeds = _seeds(data.get("seeds", 3), path)
     common = _overrides(data.get("set"), f"{path}: set")
     algos = data.get("algos")
     if isinstance(algos, list):
