@@ -312,13 +312,44 @@ def _on_policy_trainer(algo: str, driver: str):
 def test_an_on_policy_algorithm_without_log_probs_learns_in_one_process_and_on_explorers(user_a2c_without, driver):
     """A user algorithm whose act returns no log-probabilities: the explorer leaves them out of its rollout
     and the synchronous learner failed with KeyError: 'log_probs' (one process: AttributeError from
-    to_numpy(None)). Both store zeros now; values, which GAE needs, are refused in one line."""
+    to_numpy(None)). Both store NaN now (A2C's learn never reads them); values, which GAE needs, are
+    refused in one line."""
     trainer = _on_policy_trainer(user_a2c_without("log_probs"), driver)
     records = list(trainer())
     trainer.close()
     assert records[-1].step == 64 and trainer.algorithm.updates == 4
-    assert not trainer.buffer.log_probs.any()
+    assert trainer.buffer.log_probs.isnan().all()
     trainer = _on_policy_trainer(user_a2c_without("log_probs", "values"), driver)
     with pytest.raises(CanterError, match="^algorithm 'test_only_partial_a2c' returned no values from act"):
         list(trainer())
     trainer.close()
+
+
+def test_a_learn_that_reads_missing_log_probs_stops_at_once():
+    """PPO's learn reads the stored log-probabilities: from an act that gives none they are NaN, so the first
+    update's loss is not finite and the divergence guard stops the run (instead of training on zeros)."""
+    from canter.algorithms.base import ActOutput
+    from canter.algorithms.ppo import PPO
+    from canter.registry import _REGISTRY, register
+    from canter.trainers.guard import TrainingDiverged
+
+    class NoLogProbs(PPO):
+        """PPO whose act leaves out the log-probabilities."""
+
+        def act(self, obs, deterministic=False):
+            out = super().act(obs, deterministic)
+            return ActOutput(out.actions, None, out.values)
+
+        def act_numpy(self, obs, deterministic=False):
+            return None
+
+    register("algorithm", "test_only_ppo_no_logp")(NoLogProbs)
+    try:
+        trainer = canter.make_trainer("test_only_ppo_no_logp", "CartPole-v1", n_envs=2, max_steps=64, eval_every=0,
+                                      eval_episodes=1, n_steps=8, batch_size=16)
+        with pytest.raises(TrainingDiverged, match="non-finite loss 'policy_loss'"):
+            list(trainer())
+        assert trainer.step == 16  # the first rollout's update
+        trainer.close()
+    finally:
+        _REGISTRY["algorithm"].pop("test_only_ppo_no_logp", None)

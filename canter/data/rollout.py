@@ -68,11 +68,12 @@ class RolloutBuffer:
         rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray, valid: np.ndarray,
     ) -> None:
         """Store one vector step (``valid`` False marks autoreset-only steps, dropped later). ``log_probs``
-        None (an algorithm whose ``act`` gives none, its ``learn`` not reading them) is stored as zeros."""
+        None (an algorithm whose ``act`` gives none, its ``learn`` not reading them) is stored as NaN: a
+        ``learn`` that does read them gets a non-finite loss, which the divergence guard stops the run on."""
         t = self.pos  # NumPy arrays or tensors (Agent.sample gives arrays where the NumPy path acted; a GPU's
         self._obs_np[t] = to_numpy(obs)  # tensors come to host memory here)
         self._act_np[t] = to_numpy(actions)
-        self._logp_np[t] = 0.0 if log_probs is None else to_numpy(log_probs)
+        self._logp_np[t] = np.nan if log_probs is None else to_numpy(log_probs)
         self._values_np[t] = to_numpy(values)
         self.rewards[t] = rewards
         self.terminated[t] = terminated

@@ -242,7 +242,7 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         self.receive(results)
         if any("values" not in r for r in results):
             raise no_values_error(self.run.algo)
-        # an algorithm whose act gives no log-probabilities: zeros, as the single-process trainer stores them
+        # an algorithm whose act gives no log-probabilities: NaN, as the single-process trainer stores them
         has_logp = all("log_probs" in r for r in results)
         data = {k: np.concatenate([r[k] for r in results], axis=1)
                 for k in ("obs", "actions", "log_probs", "values", "rewards", "terminated", "dones", "valid")
@@ -253,7 +253,7 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         if has_logp:
             buf.log_probs.copy_(torch.from_numpy(data["log_probs"]))
         else:
-            buf.log_probs.zero_()
+            buf.log_probs.fill_(math.nan)
         buf.values.copy_(torch.from_numpy(data["values"]))
         buf.rewards[:] = scale_rewards(agent, data["rewards"], data["dones"], data["valid"], slice(None))
         buf.terminated[:], buf.dones[:], buf.valid[:] = data["terminated"], data["dones"], data["valid"]

@@ -100,7 +100,7 @@ class OnPolicyTrainer(StepwiseTrainer):
 
 def no_values_error(algo: str) -> CanterError:
     """The one-line error for an on-policy algorithm whose ``act`` returned no values: GAE needs V(obs) of
-    every step (log-probabilities may be missing: they are stored as zeros)."""
+    every step (log-probabilities may be missing: they are stored as NaN)."""
     return CanterError(f"algorithm '{algo}' returned no values from act (ActOutput.values is None); an on-policy "
                        f"algorithm's act must return V(obs) for GAE: ActOutput(actions, log_probs, values)")
 
