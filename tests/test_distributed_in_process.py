@@ -268,15 +268,18 @@ def test_apex_rollout_too_big_for_memory_is_refused_in_setup_naming_train_freq()
 
 
 @pytest.fixture
-def user_a2c_without():
-    """Register a user A2C whose ``act`` leaves out the outputs named; yields the registering function."""
+def user_algo_without():
+    """Register a user algorithm (A2C, or ``base``) whose ``act`` leaves out the outputs named; yields the
+    registering function, which returns its name."""
     from canter.algorithms.a2c import A2C
     from canter.algorithms.base import ActOutput
     from canter.registry import _REGISTRY, register
 
-    def make(*missing: str) -> str:
-        class Partial(A2C):  # noqa: D401
-            """A2C without some of act's outputs (its learn reads no log-probabilities)."""
+    names = []
+
+    def make(*missing: str, base: type = A2C) -> str:
+        class Partial(base):  # noqa: D401
+            """``base`` without some of act's outputs."""
 
             def act(self, obs, deterministic=False):
                 out = super().act(obs, deterministic)
@@ -286,18 +289,22 @@ def user_a2c_without():
             def act_numpy(self, obs, deterministic=False):
                 return None
 
-        _REGISTRY["algorithm"].pop("test_only_partial_a2c", None)
-        register("algorithm", "test_only_partial_a2c")(Partial)
-        return "test_only_partial_a2c"
+        name = f"test_only_partial_{base.name}"
+        _REGISTRY["algorithm"].pop(name, None)
+        register("algorithm", name)(Partial)
+        names.append(name)
+        return name
 
     yield make
-    _REGISTRY["algorithm"].pop("test_only_partial_a2c", None)  # other tests go over every registered algorithm
+    for name in names:  # other tests go over every registered algorithm
+        _REGISTRY["algorithm"].pop(name, None)
 
 
-def _on_policy_trainer(algo: str, driver: str):
-    """``algo`` on CartPole in one process (``single``) or by the synchronous learner, in-process pool."""
+def _explorer_trainer(algo: str, driver: str):
+    """``algo`` on CartPole in one process (``single``; IMPALA's in-process explorer) or by the synchronous
+    (``sync``) or asynchronous (``async``) learner with the in-process pool, as with Ray explorers."""
     from canter.distributed.pool import LocalPool
-    from canter.distributed.trainers import SyncTrainer
+    from canter.distributed.trainers import AsyncTrainer, SyncTrainer
 
     kw = dict(n_envs=2, max_steps=64, eval_every=0, eval_episodes=1)
     if driver == "single":
@@ -305,51 +312,53 @@ def _on_policy_trainer(algo: str, driver: str):
     run, cfg = resolve_config(algo, "CartPole-v1", hparams={"n_steps": 8}, **kw)
     env = make_vec_env(run.env, run.n_envs)
     agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
-    return SyncTrainer(agent, LocalPool(Explorer(agent, env, seed=0)), None, run)
+    return {"sync": SyncTrainer, "async": AsyncTrainer}[driver](agent, LocalPool(Explorer(agent, env, seed=0)),
+                                                                 None, run)
 
 
 @pytest.mark.parametrize("driver", ["single", "sync"])
-def test_an_on_policy_algorithm_without_log_probs_learns_in_one_process_and_on_explorers(user_a2c_without, driver):
+def test_an_on_policy_algorithm_without_log_probs_learns_in_one_process_and_on_explorers(user_algo_without, driver):
     """A user algorithm whose act returns no log-probabilities: the explorer leaves them out of its rollout
     and the synchronous learner failed with KeyError: 'log_probs' (one process: AttributeError from
     to_numpy(None)). Both store NaN now (A2C's learn never reads them); values, which GAE needs, are
     refused in one line."""
-    trainer = _on_policy_trainer(user_a2c_without("log_probs"), driver)
+    trainer = _explorer_trainer(user_algo_without("log_probs"), driver)
     records = list(trainer())
     trainer.close()
     assert records[-1].step == 64 and trainer.algorithm.updates == 4
     assert trainer.buffer.log_probs.isnan().all()
-    trainer = _on_policy_trainer(user_a2c_without("log_probs", "values"), driver)
+    trainer = _explorer_trainer(user_algo_without("log_probs", "values"), driver)
     with pytest.raises(CanterError, match="^algorithm 'test_only_partial_a2c' returned no values from act"):
         list(trainer())
     trainer.close()
 
 
-def test_a_learn_that_reads_missing_log_probs_stops_at_once():
+@pytest.mark.parametrize("driver", ["single", "async"])
+def test_an_async_algorithm_without_log_probs_is_refused_in_one_line(user_algo_without, driver):
+    """V-trace needs the behaviour policy's log-probabilities: a user IMPALA whose act returns none failed with
+    a raw KeyError: 'log_probs' (the explorer leaves them out of its rollout), in one process as on explorers."""
+    from canter.algorithms.impala import IMPALA
+
+    trainer = _explorer_trainer(user_algo_without("log_probs", base=IMPALA), driver)
+    try:
+        with pytest.raises(CanterError, match=r"^algorithm 'test_only_partial_impala' returned no log-probabilities "
+                                              r"from act \(ActOutput\.log_probs is None\); an asynchronous algorithm's "
+                                              r"act must return the behaviour policy's log-probabilities for V-trace"):
+            list(trainer())
+        assert trainer.algorithm.updates == 0
+    finally:
+        trainer.close()
+
+
+def test_a_learn_that_reads_missing_log_probs_stops_at_once(user_algo_without):
     """PPO's learn reads the stored log-probabilities: from an act that gives none they are NaN, so the first
     update's loss is not finite and the divergence guard stops the run (instead of training on zeros)."""
-    from canter.algorithms.base import ActOutput
     from canter.algorithms.ppo import PPO
-    from canter.registry import _REGISTRY, register
     from canter.trainers.guard import TrainingDiverged
 
-    class NoLogProbs(PPO):
-        """PPO whose act leaves out the log-probabilities."""
-
-        def act(self, obs, deterministic=False):
-            out = super().act(obs, deterministic)
-            return ActOutput(out.actions, None, out.values)
-
-        def act_numpy(self, obs, deterministic=False):
-            return None
-
-    register("algorithm", "test_only_ppo_no_logp")(NoLogProbs)
-    try:
-        trainer = canter.make_trainer("test_only_ppo_no_logp", "CartPole-v1", n_envs=2, max_steps=64, eval_every=0,
-                                      eval_episodes=1, n_steps=8, batch_size=16)
-        with pytest.raises(TrainingDiverged, match="non-finite loss 'policy_loss'"):
-            list(trainer())
-        assert trainer.step == 16  # the first rollout's update
-        trainer.close()
-    finally:
-        _REGISTRY["algorithm"].pop("test_only_ppo_no_logp", None)
+    trainer = canter.make_trainer(user_algo_without("log_probs", base=PPO), "CartPole-v1", n_envs=2, max_steps=64,
+                                  eval_every=0, eval_episodes=1, n_steps=8, batch_size=16)
+    with pytest.raises(TrainingDiverged, match="non-finite loss 'policy_loss'"):
+        list(trainer())
+    assert trainer.step == 16  # the first rollout's update
+    trainer.close()

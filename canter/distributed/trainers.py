@@ -30,6 +30,7 @@ from canter.data.sharded import ShardedReplay
 from canter.distributed.explorer import explorer_weights, nbytes, rollout_array
 from canter.envs.atari import is_atari
 from canter.envs.vector import VecEnv
+from canter.errors import CanterError
 from canter.trainers.base import Trainer
 from canter.trainers.guard import Divergence
 from canter.trainers.off_policy import OffPolicyTrainer, make_replay_buffer
@@ -67,6 +68,14 @@ def scale_rewards(agent: Agent, rewards: np.ndarray, dones: np.ndarray, valid: n
     finally:
         agent._returns = everything
     return out
+
+
+def no_log_probs_error(algo: str) -> CanterError:
+    """The one-line error for an asynchronous algorithm (IMPALA, APPO) whose ``act`` returned no
+    log-probabilities: V-trace weighs each step by pi/mu, so it needs the behaviour policy's log mu."""
+    return CanterError(f"algorithm '{algo}' returned no log-probabilities from act (ActOutput.log_probs is None); "
+                       f"an asynchronous algorithm's act must return the behaviour policy's log-probabilities "
+                       f"for V-trace: ActOutput(actions, log_probs, values)")
 
 
 def update_obs_stats(agent: Agent, obs: np.ndarray, lead: int, observed: np.ndarray | None = None) -> None:
@@ -293,6 +302,8 @@ class AsyncTrainer(Learner, Trainer):
         """Learn from the next finished rollout, then give that explorer new work."""
         agent = self.agent
         slot, r, rewards = self.next_fresh_rollout()
+        if "log_probs" not in r:  # the explorer leaves out what act did not return (in one process as on Ray)
+            raise no_log_probs_error(self.run.algo)
         batch = TrajectoryBatch(
             obs_tensor(agent, r["obs"], 2), torch.from_numpy(r["actions"]), torch.from_numpy(r["log_probs"]),
             torch.from_numpy(rewards), torch.from_numpy(r["terminated"]), torch.from_numpy(r["dones"]),
