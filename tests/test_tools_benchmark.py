@@ -193,6 +193,24 @@ def test_benchmark_seeds_in_exponent_form_are_whole_numbers_as_in_a_config_file(
             load_spec(spec)
 
 
+def test_benchmark_refuses_more_than_max_seeds_in_one_line(tmp_path, capsys):
+    """A huge count was an OverflowError traceback (1e300, 10**30: range() past ssize_t) or built a grid of a
+    billion cells (1e9); more than MAX_SEEDS seeds are now refused in one line (exit 2), as is a longer list."""
+    from canter.tools.benchmark import MAX_SEEDS, load_spec
+
+    spec = tmp_path / "b.yaml"
+    for seeds, shown in [("1e300", "1e+300"), (str(10**30), str(10**30)), ("1e9", "1e+09"),
+                         (str(MAX_SEEDS + 1), str(MAX_SEEDS + 1)), (str(list(range(MAX_SEEDS + 1))), "a list of 1001 seeds")]:
+        spec.write_text(f"seeds: {seeds}\nalgos: [ppo]\nenvs: [CartPole-v1]\n")
+        assert main(["benchmark", str(spec), "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert err == f"canter: error: {spec}: 'seeds' must be at most {MAX_SEEDS} seeds (runs per algorithm and env), " \
+                      f"got {shown}\n"
+    assert not (tmp_path / "out").exists()
+    spec.write_text(f"seeds: {MAX_SEEDS}\nalgos: [ppo]\nenvs: [CartPole-v1]\n")
+    assert [c.seed for c in load_spec(spec)] == list(range(MAX_SEEDS))
+
+
 def test_benchmark_refuses_a_hyperparameter_given_twice_in_one_set(tmp_path):
     """set: {lr: 0.1, hparams: {lr: 0.2}} ran every cell with lr 0.2 (the last spelling), dropping 0.1 silently."""
     from canter.tools.benchmark import load_spec

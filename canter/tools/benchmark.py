@@ -2,7 +2,7 @@
 
 The benchmark file::
 
-    seeds: 3                       # or a list: [0, 1, 2] (whole numbers; 1e1 is 10, as in a config file)
+    seeds: 3                       # or a list: [0, 1, 2] (whole numbers; 1e1 is 10, as in a config file; <= 1000)
     set: {eval_episodes: 10}       # overrides for every run (run keys or hyperparameters)
     envs: [CartPole-v1]            # the env list of algorithms that do not name their own
     algos:                         # a list of names, or a mapping name -> options
@@ -40,6 +40,9 @@ from canter.tools.rundata import RunData, load_run, read_json_mapping
 from canter.tools.stats import summarize
 
 SPEC_KEYS = ("seeds", "set", "envs", "algos")
+#: the most seeds (runs per algorithm and env) a benchmark file may ask for: a count such as 1e9 would build a
+#: grid of a billion cells before the first run (and 1e300 overflow)
+MAX_SEEDS = 1000
 ALGO_KEYS = ("envs", "set")
 
 
@@ -108,7 +111,7 @@ def _env_entries(envs: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
 def _seeds(value: Any, path: str | Path) -> list[int]:
     """The seeds of a benchmark file's ``seeds`` (a count, or a list of seeds). Each number is read as a config
     file's integers are (:func:`~canter.config.coerce`): a whole number in exponent form (``1e1``) is one,
-    ``1.5`` is refused."""
+    ``1.5`` is refused; more than :data:`MAX_SEEDS` seeds are refused."""
     bad = CanterError(f"{path}: 'seeds' must be a count >= 1 or a list of seeds >= 0, got {value!r}")
 
     def whole(number: Any) -> int:
@@ -117,14 +120,18 @@ def _seeds(value: Any, path: str | Path) -> list[int]:
         except CanterError:
             raise bad from None
 
+    count = len(value) if isinstance(value, list) else whole(value)
+    if count > MAX_SEEDS:  # before any list is built: range(1e300) overflows, range(1e9) fills the memory
+        shown = (f"a list of {count} seeds" if isinstance(value, list) else
+                 f"{value:g}" if isinstance(value, float) else repr(value))  # YAML's 1e9: 1e+09, not 1000000000.0
+        raise CanterError(f"{path}: 'seeds' must be at most {MAX_SEEDS} seeds (runs per algorithm and env), "
+                          f"got {shown}")
     if isinstance(value, list):
         seeds = [whole(s) for s in value]
         if seeds and min(seeds) >= 0:
             return seeds
-    else:
-        count = whole(value)
-        if count >= 1:
-            return list(range(count))
+    elif count >= 1:
+        return list(range(count))
     raise bad
 
 
