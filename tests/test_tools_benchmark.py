@@ -16,7 +16,7 @@ from canter.tools.rundata import load_run
 # -- benchmark ---------------------------------------------------------------------------------
 GRID = """
 seeds: 2
-set: {max_steps: 512, eval_episodes: 2, eval_every: 0, checkpoint_every: 0, tensorboard: false}
+set: {max_steps: 128, eval_episodes: 1, eval_every: 0, checkpoint_every: 0, tensorboard: false}
 envs: [CartPole-v1, MountainCar-v0]
 algos:
   ppo:
@@ -26,11 +26,14 @@ algos:
 """
 
 
-def test_benchmark_grid_table_figure_and_resume(tmp_path, capsys):
+@pytest.mark.parametrize("jobs", ["1", pytest.param("2", marks=pytest.mark.slow)])
+def test_benchmark_grid_table_figure_and_resume(tmp_path, capsys, jobs):
+    """The grid run, its table, CSV and figure, and a rerun's reuse. With --jobs 2 (slow: each spawned worker
+    imports torch); test_benchmark_jobs_never_hands_the_pool_more_runs_than_workers covers that scheduling."""
     spec = tmp_path / "grid.yaml"
     spec.write_text(GRID)
     out = tmp_path / "bench"
-    assert main(["benchmark", str(spec), "--out", str(out), "--jobs", "2"]) == 0
+    assert main(["benchmark", str(spec), "--out", str(out), "--jobs", jobs]) == 0
     assert "[8/8]" in capsys.readouterr().out
     with open(out / "results.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -39,12 +42,12 @@ def test_benchmark_grid_table_figure_and_resume(tmp_path, capsys):
     for r in rows:
         runs = [load_run(out / "runs" / f"{r['algo']}-{r['env']}-seed{s}") for s in (0, 1)]
         finals = [run.summary["last_eval_return"] for run in runs]
-        assert r["seeds"] == "2" and float(r["steps"]) == 512
+        assert r["seeds"] == "2" and float(r["steps"]) == 128
         assert float(r["final_median"]) == pytest.approx(np.median(finals))
         assert float(r["final_iqm_low"]) <= float(r["final_iqm"]) <= float(r["final_iqm_high"])
         assert all(run.summary["stop_reason"] == "max_steps" for run in runs)
     for r in rows[1::2]:
-        assert float(r["final_median"]) == -200.0  # 512 steps cannot solve MountainCar
+        assert float(r["final_median"]) == -200.0  # 128 steps cannot solve MountainCar
     table = (out / "results.md").read_text()
     assert sum(line.startswith("| ppo") or line.startswith("| dqn") for line in table.splitlines()) == 4
     assert (out / "benchmark.png").stat().st_size > 10_000
@@ -54,7 +57,7 @@ def test_benchmark_grid_table_figure_and_resume(tmp_path, capsys):
     with open(out / "results.csv") as fh:
         assert list(csv.DictReader(fh)) == rows
     # ... but not when the file now asks for something else
-    spec.write_text(GRID.replace("max_steps: 512", "max_steps: 1024"))
+    spec.write_text(GRID.replace("max_steps: 128", "max_steps: 1024"))
     assert main(["benchmark", str(spec), "--out", str(out)]) == 2
     assert "different 'max_steps'" in capsys.readouterr().err
     # an unfinished cell that another live process is training into is neither deleted nor rerun
@@ -98,9 +101,12 @@ def test_benchmark_ctrl_c_stops_it_and_writes_no_results(tmp_path, capsys):
     assert "run the same command again" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_benchmark_jobs_ctrl_c_starts_no_further_run(tmp_path):
     """With --jobs, Ctrl-C (to the whole process group, as a terminal sends it) stops the running runs
-    and starts no other: the pool is never handed more runs than it has workers."""
+    and starts no other: the pool is never handed more runs than it has workers. Slow (~6 s: a canter process
+    and two spawned workers import torch); test_benchmark_jobs_never_hands_the_pool_more_runs_than_workers
+    checks the same scheduling in-process."""
     import os
     import signal
     import time
@@ -131,6 +137,59 @@ def test_benchmark_jobs_ctrl_c_starts_no_further_run(tmp_path):
     assert not runs[2].exists()
     for r in runs[:2]:
         assert json.loads((r / "summary.json").read_text())["stop_reason"] == "interrupted"
+
+
+def test_benchmark_jobs_never_hands_the_pool_more_runs_than_workers(monkeypatch, capsys):
+    """--jobs's scheduling (_execute) with a thread pool in place of the spawned processes (whose start, a torch
+    import each, makes the --jobs tests slow) and a stand-in for run_cell: at most `jobs` runs are in the pool at a time, each with one torch thread (OMP_NUM_THREADS 1,
+    put back after), every run is reported; an interrupted run (Ctrl-C) stops the benchmark and no
+    further run is handed to the pool."""
+    import concurrent.futures
+    import os
+    import pickle
+    import threading
+    import time
+
+    from canter.tools import benchmark as bm
+
+    cell = bm.Cell("ppo", "CartPole-v1", 0, {"n_steps": 64})  # what a spawned worker is sent: it pickles
+    assert pickle.loads(pickle.dumps((bm.run_cell, cell))) == (bm.run_cell, cell)
+    submitted, lock = [], threading.Lock()
+
+    class ThreadPool(concurrent.futures.ThreadPoolExecutor):
+        def __init__(self, max_workers, mp_context):
+            assert mp_context.get_start_method() == "spawn"
+            super().__init__(max_workers)
+            self.jobs, self.futures = max_workers, []
+
+        def submit(self, fn, cell, *args):
+            assert sum(not f.done() for f in self.futures) < self.jobs  # a free worker for each run handed over
+            submitted.append(cell.seed)
+            self.futures.append(super().submit(fn, cell, *args))
+            return self.futures[-1]
+
+    def run_cell(cell, run_dir, threads):
+        assert threads == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+        time.sleep(0.02 * (cell.seed % 3))  # runs finish out of order
+        with lock:
+            stop = "interrupted" if cell.seed == interrupted else "max_steps"
+        return {"stop_reason": stop, "steps": 64, "last_eval_return": 1.0, "wall_seconds": 0.1}
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", ThreadPool)
+    monkeypatch.setattr(bm, "run_cell", run_cell)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cells = [bm.Cell("ppo", "CartPole-v1", seed, {}) for seed in range(5)]
+    interrupted = None
+    bm._execute(cells, Path("unused"), 2, False, 0, 5)
+    assert sorted(submitted) == list(range(5)) and "OMP_NUM_THREADS" not in os.environ
+    out = capsys.readouterr().out
+    assert sorted(out.count(f"[{k}/5]") for k in range(1, 6)) == [1] * 5
+    submitted.clear()
+    interrupted = 0  # the first run is stopped by Ctrl-C (it finishes first) while the second is still running
+    with pytest.raises(KeyboardInterrupt):
+        bm._execute(cells, Path("unused"), 2, True, 0, 5)
+    assert submitted == [0, 1] and "OMP_NUM_THREADS" not in os.environ
+    assert "ppo CartPole-v1 seed 0: interrupted at 64 steps" in capsys.readouterr().out
 
 
 def test_a_diverging_benchmark_run_is_a_result_not_the_end_of_the_benchmark(tmp_path):
