@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
+import numpy as np
 import torch
 
 
@@ -55,6 +56,8 @@ class FlatOptimizer:
                 offset += n
         self.param_groups: list[dict[str, Any]] = [{"params": self.params, **group}]
         self._finite_at: int | None = None  # self.grad's version when clipping last found a finite norm
+        # the gradients as a NumPy array (CPU float32 only), for the clipping norm
+        self._grad_np = self.grad.numpy() if device.type == "cpu" and dtype == torch.float32 else None
 
     def _attach_grads(self) -> None:
         """Re-point any ``p.grad`` that someone replaced (e.g. ``module.zero_grad()``) at its view."""
@@ -77,13 +80,22 @@ class FlatOptimizer:
             with torch.no_grad():
                 return type(self).clip_grad_norm_(self, max_norm)
         self._attach_grads()
-        norm = torch.linalg.vector_norm(self.grad)
-        value = norm.item()
+        value = self._norm()
         coef = max_norm / (value + 1e-6)  # Python arithmetic: one sync instead of three tensor ops
         if coef < 1.0:  # torch multiplies by the coefficient clamped to 1; times 1 changes nothing, so skip it
             self.grad.mul_(coef)
         self._finite_at = self.grad._version if math.isfinite(value) else None
-        return norm
+        if self._grad_np is not None:  # through NumPy: ~1.5 µs, where torch.tensor(value, dtype=...) took ~10
+            return torch.from_numpy(np.array(value, dtype=np.float32))
+        return torch.tensor(value, dtype=self.grad.dtype, device=self.grad.device)
+
+    def _norm(self) -> float:
+        """The gradients' global L2 norm. A CPU float32 buffer: BLAS's dot product through NumPy (DQN's
+        67k gradients: 3.2 µs against 8.6 for torch's norm and ``.item()``; 9k: 1.1 against 2.7). Its
+        float32 sum of squares is inf from norms of ~1.8e19 on, as torch's is."""
+        if self._grad_np is not None:
+            return math.sqrt(float(np.dot(self._grad_np, self._grad_np)))
+        return torch.linalg.vector_norm(self.grad).item()
 
     def grads_known_finite(self) -> bool:
         """True when :meth:`clip_grad_norm_` found a finite norm for the current gradients (then no

@@ -135,6 +135,9 @@ def test_numpy_products_match_torch(route, m, k, n):
     ref = x.astype(np.float64) @ w.T.astype(np.float64) + b
     assert close(torch.from_numpy(L.affine_np(x, w, b)), torch.from_numpy(ref))
     assert close(torch.from_numpy(L.affine_np(x, w)), torch.from_numpy(ref - b))
+    for bias, want in ((b, ref), (None, ref - b)):  # into a given array (MLP.forward_cached's reuse)
+        given = np.full((m, n), np.nan, dtype=np.float32)
+        assert L.affine_np(x, w, bias, out=given) is given and close(torch.from_numpy(given), torch.from_numpy(want))
     d = rng.standard_normal((m, n)).astype(np.float32)
     assert close(torch.from_numpy(L.matmul_np(d, w)), torch.from_numpy(d.astype(np.float64) @ w))
     out = np.full((n, k), np.nan, dtype=np.float32)
@@ -152,7 +155,10 @@ def blas_threads_restored():
 
 def test_blas_threads_route_every_numpy_product_to_numpy(blas_threads_restored, monkeypatch):
     """With OpenBLAS given threads, affine_np / matmul_np never call torch's kernels (whose second
-    thread would spin against OpenBLAS's); with one thread, large products go to torch again."""
+    thread would spin against OpenBLAS's); with one thread granted, large ``x @ w.T`` products go to
+    torch again (OpenBLAS is slower in that layout) and ``a @ b`` ones stay on NumPy; with OpenBLAS at
+    its own pool size (canter never limited it), large products of both go to torch (OpenBLAS would
+    start its own threads for them)."""
     calls = []
     real_linear = L.linear
     monkeypatch.setattr(L, "linear", lambda *a, **k: calls.append("linear") or real_linear(*a, **k))
@@ -173,6 +179,10 @@ def test_blas_threads_route_every_numpy_product_to_numpy(blas_threads_restored, 
     assert L.set_blas_threads(1) == 1
     assert L.blas_pool_threads() == 1
     assert close(torch.from_numpy(L.affine_np(x, w, b)), torch.from_numpy(ref))
+    L.matmul_np(x.T, x, out=out)
+    assert calls == ["linear"]
+    assert close(torch.from_numpy(out), torch.from_numpy(x.T.astype(np.float64) @ x))
+    monkeypatch.setattr(L, "_blas_limited", False)  # as before canter's first set_blas_threads
     L.matmul_np(x.T, x, out=out)
     assert calls == ["linear", "mm_into"]
     assert close(torch.from_numpy(out), torch.from_numpy(x.T.astype(np.float64) @ x))
@@ -237,3 +247,14 @@ def test_default_threads_are_two_only_for_wide_networks_with_cpus_to_spare():
     trainer = canter.make_trainer("dqn", "CartPole-v1", seed=0, max_steps=300, eval_every=0, learning_starts=100)
     assert trainer.agent.torch_threads == threads_for(256) == (2 if available_cpus() >= 4 else 1)
     trainer.close()
+
+
+def test_a_one_thread_run_multiplying_through_numpy_limits_openblas_to_one_thread(blas_threads_restored, monkeypatch):
+    """DQN's hand-derived update at one thread: OpenBLAS is limited to that thread (it would start its own
+    for products of 2^18 multiply-accumulates and more), so matmul_np may give it those products."""
+    from canter.algorithms.base import use_threads
+
+    monkeypatch.setattr(L, "_blas_limited", False)  # OpenBLAS at its own pool size, as in a fresh process
+    use_threads(1, numpy_products=True)
+    assert L.blas_limited() and L.blas_threads() == 1 and L.blas_pool_threads() == 1
+    assert L._matmul_on_numpy(64 * 256 * 256) and not L._on_numpy(64 * 256 * 256)

@@ -55,12 +55,16 @@ def use_threads(threads: int, numpy_products: bool) -> None:
     updates multiply through NumPy (``numpy_products``, see :attr:`Algorithm.numpy_products`); the
     other pool gets one thread, so the two never spin on the same cores at once
     (:func:`canter.models.linear.set_blas_threads` has the measurements)."""
-    from canter.models.linear import blas_threads, set_blas_threads
+    from canter.models.linear import blas_limited, blas_threads, set_blas_threads
 
     blas = numpy_products and threads > 1
     torch.set_num_threads(1 if blas else threads)
-    if blas or blas_threads() != 1:  # else nothing to change (and threadpoolctl's ~10 ms stay off start-up)
-        set_blas_threads(threads if blas else 1)
+    wanted = threads if blas else 1
+    # numpy_products at one thread too: OpenBLAS then multiplies every size on the calling thread, so the
+    # NumPy paths may take larger products (canter.models.linear._matmul_on_numpy). Otherwise nothing to
+    # change unless OpenBLAS has more threads (threadpoolctl's ~10 ms stay off start-up).
+    if blas_threads() != wanted or (numpy_products and not blas_limited()):
+        set_blas_threads(wanted)
 
 
 def linear(start: float, end: float, fraction: float, progress: float) -> float:

@@ -204,6 +204,7 @@ class DQN(EpsilonGreedyTargets, Algorithm):
             self.new_noise()
         self._manual: bool | None = None
         self._rows_cache = np.arange(0)  # see _rows
+        self._d_all: np.ndarray | None = None  # d(loss)/d(Q values) of the hand-derived step, reused
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
         """Greedy actions, or epsilon-greedy when exploring (no forward pass when every env explores).
@@ -340,15 +341,20 @@ class DQN(EpsilonGreedyTargets, Algorithm):
         put in the column of the taken action. ``actions`` (integers), ``target`` and ``weights``
         (None: all ones) are ``[B]`` arrays. Sets ``last_priorities``; returns ``q - target`` and
         the chosen Q values."""
-        q_all, cache = self.q.forward_cached(obs)
+        q_all, cache = self.q.forward_cached(obs, reuse=True)  # done with q_all and cache before the next step
         n = len(actions)
         rows = self._rows(n)
         q = q_all[rows, actions]
         diff = q - target
-        d_q = np.clip(diff, -1.0, 1.0) if self.config.huber else 2.0 * diff
+        # Huber's derivative clip(diff, -1, 1) through the ufuncs (np.clip's wrapper costs ~5 µs per call)
+        d_q = np.minimum(np.maximum(diff, -1.0), 1.0) if self.config.huber else 2.0 * diff
         if weights is not None:
             np.multiply(d_q, weights, out=d_q)
-        d_all = np.zeros_like(q_all)
+        d_all = self._d_all
+        if d_all is None or d_all.shape != q_all.shape:
+            d_all = self._d_all = np.zeros_like(q_all)
+        else:
+            d_all.fill(0.0)
         d_all[rows, actions] = d_q * (1.0 / n)
         self.q.backward_cached(cache, d_all)
         self.last_priorities = torch.from_numpy(np.abs(diff))
