@@ -91,18 +91,18 @@ def test_noisy_dqn_learns_dict_pick(tmp_path):
 
 
 @pytest.mark.slow
-def test_noisy_dqn_learns_cartpole_with_the_preset_and_solves_it_for_some_seeds(tmp_path):
+def test_noisy_dqn_solves_cartpole_with_the_preset_for_most_seeds(tmp_path):
     """rl-zoo3's CartPole settings with NoisyNet in place of epsilon-greedy solve CartPole for about
     two seeds in three, and which ones depends on float rounding (the CPU, the order of a sum): on a
     Zen 4 host seeds 1-3 reached 224 / 500 / 479 on 2026-11-25, and after the clipping norm became a
-    BLAS dot product (2026-11-26) seeds 1-6 reached 304 / 193 / 500 / 499 / 500 / 500. So: every one of
-    five seeds learns (random play scores ~20) and at least two solve (with two in three solving,
-    fewer than two of five happen about 5% of the time)."""
+    BLAS dot product (2026-11-26) seeds 1-6 reached 304 / 193 / 500 / 499 / 500 / 500. So: most of five
+    seeds solve (three; with two in three solving, fewer happen about 21% of the time, against 26% for
+    two of three seeds) and every one learns (random play scores ~20)."""
     best = []
     for seed in (1, 2, 3, 4, 5):
         canter.train("dqn", env="CartPole-v1", seed=seed, noisy=True, run_dir=tmp_path / f"run{seed}", quiet=True)
         best.append(json.loads((tmp_path / f"run{seed}" / "summary.json").read_text())["best_eval_return"])
-    assert min(best) >= 150 and sum(b >= 475 for b in best) >= 2, best
+    assert min(best) >= 150 and sum(b >= 475 for b in best) >= 3, best
 
 
 @pytest.mark.parametrize("algo", ["qrdqn", "iqn", "c51"])
