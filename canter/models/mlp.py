@@ -166,11 +166,12 @@ class MLP(nn.Sequential):
         return self._forward_manual(x, cache, self._workspace(len(x)) if reuse else None), cache
 
     def _workspace(self, rows: int) -> list[np.ndarray]:
-        """One float32 array ``[rows, width]`` per layer's output, kept for :meth:`forward_cached`'s ``reuse``."""
+        """One array ``[rows, width]`` per layer's output (the layer's dtype), kept for :meth:`forward_cached`'s
+        ``reuse``."""
         spaces = self.__dict__.setdefault("_spaces", {})
         if rows not in spaces:
             spaces.clear()  # one batch size at a time (a replay's minibatches)
-            spaces[rows] = [np.empty((rows, lin.out_features), dtype=np.float32) for lin in self._linears]
+            spaces[rows] = [torch.empty(rows, lin.out_features, dtype=lin.weight.dtype).numpy() for lin in self._linears]
         return spaces[rows]
 
     def _forward_manual(self, h: np.ndarray, cache: list[np.ndarray] | None,
