@@ -171,7 +171,8 @@ class MLP(nn.Sequential):
         spaces = self.__dict__.setdefault("_spaces", {})
         if rows not in spaces:
             spaces.clear()  # one batch size at a time (a replay's minibatches)
-            spaces[rows] = [torch.empty(rows, lin.out_features, dtype=lin.weight.dtype).numpy() for lin in self._linears]
+            spaces[rows] = [torch.empty(rows, lin.out_features, dtype=lin.weight.dtype).numpy()
+                            for lin in self._linears]
         return spaces[rows]
 
     def _forward_manual(self, h: np.ndarray, cache: list[np.ndarray] | None,
