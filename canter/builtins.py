@@ -65,7 +65,8 @@ def algorithm_info(name: str) -> dict[str, Any]:
     from canter import registry
 
     known = manifest()["algorithms"]
-    if ":" not in name and not registry._BUILTINS_LOADED and set(registry._REGISTRY["algorithm"]) <= set(known):
+    so_far = registry.registered_so_far("algorithm")
+    if ":" not in name and so_far is not None and set(so_far) <= set(known):
         return registry.match("algorithm", name, known)
     return describe_algorithm(registry.lookup("algorithm", name))
 
@@ -74,13 +75,13 @@ def generate() -> dict[str, Any]:
     """The contents :data:`MANIFEST` should have, from the registry after canter's components imported."""
     from canter import registry
 
-    registry._load_builtins()
+    everything = {kind: registry.registered(kind) for kind in registry.KINDS}
     components = {kind: {name: f"{obj.__module__}:{obj.__qualname__}"
-                         for name, obj in sorted(registry._REGISTRY[kind].items(), key=lambda item: item[0])
+                         for name, obj in sorted(everything[kind].items(), key=lambda item: item[0])
                          if obj.__module__.split(".")[0] == "canter"}
                   for kind in registry.KINDS}
     return {"components": components,
-            "algorithms": {name: describe_algorithm(registry._REGISTRY["algorithm"][name])
+            "algorithms": {name: describe_algorithm(everything["algorithm"][name])
                            for name in components["algorithm"]}}
 
 

@@ -177,11 +177,25 @@ def import_modules(modules: list[str], why: str) -> None:
             raise CanterError(f"cannot import module '{module}'{why}: {detail}") from None
 
 
+def registered(kind: str) -> dict[str, Any]:
+    """Every component registered under ``kind`` (canter's own imported first): name -> object."""
+    _load_builtins()
+    return dict(_REGISTRY[kind])
+
+
+def registered_so_far(kind: str) -> dict[str, Any] | None:
+    """While canter's own components are not all imported (no user's component registered, no lookup
+    run): what is registered under ``kind`` so far, by canter's modules imported directly; None once they
+    are (then :func:`registered` answers without importing anything)."""
+    return None if _BUILTINS_LOADED else dict(_REGISTRY[kind])
+
+
 def names(kind: str) -> list[str]:
     """Sorted names registered under ``kind``; canter's own come from :mod:`canter.builtins` while
     nothing else is registered, so that listing them does not import them (torch with them)."""
-    if _BUILTINS_LOADED:  # a user's component registered (or a lookup ran): the registry has them all
-        return sorted(_REGISTRY[kind])
+    so_far = registered_so_far(kind)
+    if so_far is None:  # a user's component registered (or a lookup ran): the registry has them all
+        return sorted(registered(kind))
     from canter.builtins import builtin_names
 
-    return sorted({*builtin_names(kind), *_REGISTRY[kind]})
+    return sorted({*builtin_names(kind), *so_far})

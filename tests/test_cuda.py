@@ -287,7 +287,7 @@ def test_options_train_on_the_device_and_resume_there(case, tmp_path):
     known = {f.name for cls in (lookup("algorithm", algo).Config, RunConfig) for f in dataclasses.fields(cls)}
     # the shared settings the algorithm has (manual_backward left at its default: on, taken only on the CPU), then
     # the case's own options and values, unfiltered (a misspelled one is an error)
-    kw = {**{k: v for k, v in base.items() if k in known}, **{k: v for k, v in kw.items() if base.get(k, kw) != v}}
+    kw = {**{k: v for k, v in base.items() if k in known}, **{k: v for k, v in kw.items() if k not in base or base[k] != v}}
     half = kw["max_steps"] // 2
 
     def interrupt(trainer: object, losses: object) -> None:
