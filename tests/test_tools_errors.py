@@ -479,10 +479,21 @@ def test_a_tune_worker_interrupted_inside_a_storage_commit_exits_quietly():
     def broken(job, worker):
         raise RuntimeError("a real error")
 
+    import signal
     import unittest.mock as mock
 
-    with mock.patch.object(tune_mod, "_optimize", interrupted_commit), pytest.raises(SystemExit) as exit_:
-        tune_mod._worker({}, 1)
-    assert exit_.value.code == 130
-    with mock.patch.object(tune_mod, "_optimize", broken), pytest.raises(RuntimeError, match="a real error"):
-        tune_mod._worker({}, 1)
+    from canter.tools import tune_workers
+
+    old = signal.getsignal(signal.SIGTERM)  # _worker installs its SIGTERM handler in this process
+    try:
+        with mock.patch.object(tune_mod, "_optimize", interrupted_commit), pytest.raises(SystemExit) as exit_:
+            tune_workers._worker({}, 1)
+        assert exit_.value.code == 130
+        with mock.patch.object(tune_mod, "_optimize", broken), pytest.raises(RuntimeError, match="a real error"):
+            tune_workers._worker({}, 1)
+        # any error after the parent's SIGTERM arrived is its doing (a commit it cut left SQLite locked)
+        with mock.patch.object(tune_mod, "_optimize", broken), mock.patch.object(tune_workers.INTERRUPTS, "pending",
+                                                                               True), pytest.raises(SystemExit):
+            tune_workers._worker({}, 1)
+    finally:
+        signal.signal(signal.SIGTERM, old)

@@ -66,6 +66,11 @@ def _ctrl_c_tune_jobs(out: Path, wait: Any) -> None:
     err = err.decode()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.splitlines()[-1].startswith("interrupted;"), err[-3000:]
+    import optuna
+
+    states = [t.state.name for t in optuna.load_study(study_name="ppo-CartPole-v1",
+                                                        storage=f"sqlite:///{out / 'study.db'}").trials]
+    assert "RUNNING" not in states, states  # the interrupted trials are marked failed
 
 
 def test_tune_jobs_ctrl_c_prints_no_traceback(tmp_path):
@@ -251,6 +256,58 @@ def test_tune_ctrl_c_inside_a_trials_final_storage_commit_exits_130(tmp_path, ca
     args = ["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / "t"), "--trials", "2", "--quiet"]
     assert main(args) == 130
     assert capsys.readouterr().err.splitlines()[-1].startswith("interrupted;")
+
+
+def test_tune_ctrl_c_signal_during_a_storage_write_waits_for_the_write(tmp_path, capsys, monkeypatch):
+    """A Ctrl-C that arrived while Optuna wrote a trial's result cut the write: the trial stayed RUNNING, and
+    with --jobs the cut commit left SQLite locked, so the other worker's write failed with a traceback (seen
+    in CI). The Ctrl-C is now held back until the write is done, then stops the study (exit 130)."""
+    import os
+    import signal
+
+    optuna = pytest.importorskip("optuna")
+    real = optuna.storages.RDBStorage.set_trial_state_values
+
+    def signalled(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # Python runs the handler before the next line
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(optuna.storages.RDBStorage, "set_trial_state_values", signalled)
+    monkeypatch.setattr("canter.tools.tune._objective", lambda job, space: lambda trial: 1.0)  # no training
+    out = tmp_path / "t"
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--trials", "3", "--quiet"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1].startswith("interrupted;")
+    trials = optuna.load_study(study_name="ppo-CartPole-v1", storage=f"sqlite:///{out / 'study.db'}").trials
+    assert [t.state.name for t in trials] == ["COMPLETE"]  # written whole; no second trial asked for
+
+
+def test_tune_ctrl_c_signal_during_training_stops_the_trial_at_once(tmp_path, capsys, monkeypatch):
+    """Held back only outside training: a Ctrl-C while a trial trains ends it there, marked failed."""
+    import os
+    import signal
+    import time
+
+    optuna = pytest.importorskip("optuna")
+
+    class Endless:
+        run = type("Run", (), {"eval_every": 64, "max_steps": 10**9})()
+        step = 0
+
+        def __call__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(500):  # 5 s: the signal must have ended it long before
+                time.sleep(0.01)
+                yield type("Record", (), {"evaluation": None})()
+            raise AssertionError("the Ctrl-C did not stop the training")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr("canter.api.make_trainer", lambda *args, **kwargs: Endless())
+    out = tmp_path / "t"
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--trials", "2", "--quiet"]) == 130
+    trials = optuna.load_study(study_name="ppo-CartPole-v1", storage=f"sqlite:///{out / 'study.db'}").trials
+    assert [t.state.name for t in trials] == ["FAIL"]
 
 
 def test_tune_and_benchmark_refuse_empty_out_study_storage(tmp_path, capsys, monkeypatch):

@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import re
+import signal
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from canter.config import parse_set, resolve_config, resolved_dict
 from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
+from canter.tools.tune_workers import INTERRUPTS, caused_by_interrupt, run_workers
 
 from canter.tools.tune_space import Param, _decode, check_study_space, search_space  # noqa: F401  (re-exported)
 from canter.yaml_io import dump_yaml, parse_yaml_value
@@ -67,7 +69,7 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
         try:
             return train(trial)
         except Exception as exc:
-            if _caused_by_interrupt(exc):
+            if INTERRUPTS.pending or caused_by_interrupt(exc):
                 raise KeyboardInterrupt from None
             raise
 
@@ -95,7 +97,12 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
         every = trainer.run.eval_every
         n_evals, at, last = 0, 0, None
         try:
-            for record in trainer():
+            records = trainer()
+            while True:
+                with INTERRUPTS.opened():  # a Ctrl-C stops the training at once, never a storage write below
+                    record = next(records, None)
+                if record is None:
+                    break
                 if record.evaluation is None:
                     continue
                 n_evals += 1
@@ -181,13 +188,16 @@ def _optimize(job: dict[str, Any], worker: int = 0) -> None:
     quiet_failures = _NoTraceback()
     log.addFilter(quiet_failures)
     try:
-        study.optimize(_objective(job, space), n_trials=None, timeout=job["timeout"], catch=(Exception,),
-                       callbacks=[optuna.study.MaxTrialsCallback(job["trials"], states=done),
-                                  _StopAfterFailures(remaining)], gc_after_trial=False)
+        # a Ctrl-C (a worker's SIGTERM) is held back while Optuna writes to the storage (tune_workers)
+        with INTERRUPTS.held(None if worker else signal.SIGINT):
+            study.optimize(_objective(job, space), n_trials=None, timeout=job["timeout"], catch=(Exception,),
+                           callbacks=[optuna.study.MaxTrialsCallback(job["trials"], states=done),
+                                      _StopAfterFailures(remaining), INTERRUPTS.stop_study], gc_after_trial=False)
     except Exception as exc:
-        # Ctrl-C inside a storage commit at a trial's end: Optuna's own bookkeeping then fails on it
-        # (UnboundLocalError or StorageInternalError raised from the KeyboardInterrupt); it is a Ctrl-C
-        if _caused_by_interrupt(exc):
+        # Ctrl-C inside a storage commit that was not held back (the calling thread is not the main one):
+        # Optuna's own bookkeeping then fails on it (UnboundLocalError or StorageInternalError raised from
+        # the KeyboardInterrupt); it is a Ctrl-C
+        if caused_by_interrupt(exc):
             raise KeyboardInterrupt from None
         raise
     finally:
@@ -218,38 +228,6 @@ class _StopAfterFailures:
             self.failed += 1
             if self.failed >= self.limit:
                 study.stop()
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    """A worker's SIGTERM handler: the parent passes a Ctrl-C on this way (:func:`_run_workers`)."""
-    raise KeyboardInterrupt
-
-
-def _worker(job: dict[str, Any], worker: int) -> None:
-    """Entry point of one ``--jobs`` process (started deaf to SIGINT: a Ctrl-C comes from the parent as a
-    SIGTERM, raised here as KeyboardInterrupt so the running trial is marked failed)."""
-    import signal
-
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        _optimize(job, worker)
-    except KeyboardInterrupt:  # the Ctrl-C the parent passed on: the parent says it, this process quietly ends
-        raise SystemExit(130) from None
-    except Exception as exc:
-        if _caused_by_interrupt(exc):  # Ctrl-C inside a storage commit: Optuna raises StorageInternalError from it
-            raise SystemExit(130) from None
-        raise
-
-
-def _caused_by_interrupt(exc: BaseException) -> bool:
-    """True when a KeyboardInterrupt is in ``exc``'s chain of causes and contexts."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path | None = None,
@@ -352,7 +330,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         if jobs == 1:
             _optimize(job)
         else:
-            _run_workers(job, jobs)
+            run_workers(job, jobs)
         return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir, len(space))
     finally:
         optuna.logging.set_verbosity(verbosity)
@@ -381,42 +359,6 @@ def _check_out_owner(out_dir: Path, study_name: str, url: str, default_storage: 
 
 #: the second line of the header :func:`_finish` writes into ``best.yaml``
 _STUDY_LINE = re.compile(r"^# study '(.*)' in (.*)$")
-
-
-def _run_workers(job: dict[str, Any], jobs: int) -> None:
-    """Run ``jobs`` worker processes on the study until they finish.
-
-    The workers start with SIGINT ignored (a process keeps an ignored SIGINT through Python's start-up),
-    so a Ctrl-C to the process group while they import torch prints no traceback from them; this
-    process catches it and sends each worker a SIGTERM: one still starting ends at once (it has no
-    trial yet), one training marks its trial failed and ends."""
-    import multiprocessing as mp
-    import signal
-    import threading
-
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_worker, args=(job, i + 1), name=f"canter-tune-{i + 1}") for i in range(jobs)]
-    main = threading.current_thread() is threading.main_thread()  # signal.signal works only there
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
-    try:
-        for p in procs:
-            p.start()
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, old)
-    try:
-        for p in procs:
-            p.join()
-    except KeyboardInterrupt:  # pass it on, and let the workers mark their trials failed first
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-        for p in procs:
-            p.join(timeout=30)
-        raise
-    failed = [p.name for p in procs if p.exitcode]
-    if failed:
-        raise CanterError(f"tune worker(s) {', '.join(failed)} exited with an error; the study keeps their finished trials")
 
 
 def _fail_stale_trials(study: Any) -> None:

@@ -1,0 +1,135 @@
+"""How ``canter tune`` stops on Ctrl-C: ``--jobs`` worker processes, and a Ctrl-C held back while the study
+writes to its storage.
+
+A Ctrl-C raised inside one of Optuna's storage commits (``ask``, ``report``, the ``tell`` that ends a trial)
+can leave the SQLite database locked: the trial that was interrupted could then not be marked failed, and
+Optuna's own bookkeeping failed on that (``UnboundLocalError`` after "database is locked"), with a traceback
+from each worker. :class:`Interrupts` raises the Ctrl-C only while a trial trains and keeps it for later
+elsewhere: the training stops at once, and the storage sees whole writes only.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+
+class Interrupts:
+    """A SIGINT / SIGTERM handler that raises KeyboardInterrupt only inside :meth:`opened` blocks (a trial's
+    training) and, everywhere else, remembers it (``pending``) for the next block or the caller to raise."""
+
+    def __init__(self) -> None:
+        self.open, self.pending = True, False
+
+    def handler(self, signum: int, frame: Any) -> None:
+        """The signal handler: raise now, or keep it for later."""
+        self.pending = True
+        if self.open:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[None]:
+        """A block a Ctrl-C may cut (one held back so far is raised on entry)."""
+        if self.pending:
+            raise KeyboardInterrupt
+        before, self.open = self.open, True
+        try:
+            yield
+        finally:
+            self.open = before
+
+    @contextlib.contextmanager
+    def held(self, signum: int | None) -> Iterator[None]:
+        """Install :meth:`handler` for ``signum`` (None: for the signal already routed here) with the Ctrl-C held
+        back outside :meth:`opened` blocks; on leaving, raise one held back. Outside the main thread (where
+        no handler can be set) nothing is held back."""
+        old, self.pending = None, False  # a Ctrl-C of an earlier study in this process is not this one's
+        if signum is not None:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            old = signal.signal(signum, self.handler)
+        before, self.open = self.open, False
+        try:
+            yield
+        finally:
+            self.open = before
+            if old is not None:
+                signal.signal(signum, old)
+        if self.pending:
+            raise KeyboardInterrupt
+
+    def stop_study(self, study: Any, trial: Any) -> None:
+        """Optuna callback: a Ctrl-C held back while a trial ended stops the study before it asks for another."""
+        if self.pending:
+            study.stop()
+
+
+INTERRUPTS = Interrupts()  # this process's: tune's single process, or one --jobs worker
+
+
+def caused_by_interrupt(exc: BaseException) -> bool:
+    """True when a KeyboardInterrupt is in ``exc``'s chain of causes and contexts."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _worker(job: dict[str, Any], worker: int) -> None:
+    """Entry point of one ``--jobs`` process (started deaf to SIGINT: a Ctrl-C comes from the parent as a
+    SIGTERM, held back while the study writes, so the running trial is marked failed)."""
+    from canter.tools.tune import _optimize
+
+    signal.signal(signal.SIGTERM, INTERRUPTS.handler)  # raises at once until _optimize holds it back
+    try:
+        _optimize(job, worker)
+    except KeyboardInterrupt:  # the Ctrl-C the parent passed on: the parent says it, this process quietly ends
+        raise SystemExit(130) from None
+    except Exception as exc:
+        # whatever failed after the parent asked this worker to stop (a storage commit the Ctrl-C cut) is the
+        # Ctrl-C's doing: the parent reports the interruption once
+        if INTERRUPTS.pending or caused_by_interrupt(exc):
+            raise SystemExit(130) from None
+        raise
+
+
+def run_workers(job: dict[str, Any], jobs: int) -> None:
+    """Run ``jobs`` worker processes on the study until they finish.
+
+    The workers start with SIGINT ignored (a process keeps an ignored SIGINT through Python's start-up),
+    so a Ctrl-C to the process group while they import torch prints no traceback from them; this
+    process catches it and sends each worker a SIGTERM: one still starting ends at once (it has no
+    trial yet), one training marks its trial failed and ends."""
+    import multiprocessing as mp
+
+    from canter.errors import CanterError
+
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_worker, args=(job, i + 1), name=f"canter-tune-{i + 1}") for i in range(jobs)]
+    main = threading.current_thread() is threading.main_thread()  # signal.signal works only there
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, old)
+    try:
+        for p in procs:
+            p.join()
+    except KeyboardInterrupt:  # pass it on, and let the workers mark their trials failed first
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(timeout=30)
+        raise
+    failed = [p.name for p in procs if p.exitcode]
+    if failed:
+        raise CanterError(f"tune worker(s) {', '.join(failed)} exited with an error; the study keeps their finished trials")
