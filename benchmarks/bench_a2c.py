@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from _common import real_transitions, replace_section, require_sb3, tagged_json, time_training
-from bench_cartpole import _fmt, _ratio, cpu_model, loadavg, versions
+from _report import cpu_model, fmt, loadavg, ratio, versions
 
 ENV_ID = "CartPole-v1"
 RESULT_TAG = "BENCH_RESULT "
@@ -87,7 +87,7 @@ def build_section(results: dict, cfg: dict, seeds: list[int], meta: dict, quick:
              f"Seeds: {' '.join(map(str, seeds))}; median (min–max) over seeds; ratio = canter / SB3 per seed, then"
              " median (above 1: canter is faster).\n",
              "| algorithm | budget | canter env-steps/s | SB3 env-steps/s | ratio canter/SB3 |", "|---|---|---|---|---|",
-             f"| A2C | {cfg['max_steps']:,} steps | {_fmt(a, 0)} | {_fmt(b, 0)} | {_ratio(a, b)} |", "",
+             f"| A2C | {cfg['max_steps']:,} steps | {fmt(a, 0)} | {fmt(b, 0)} | {ratio(a, b)} |", "",
              f"- Settings (rl-zoo3's CartPole-v1 entry on SB3's A2C defaults, identical in both): {cfg['n_envs']} envs,"
              f" n_steps {cfg['n_steps']}, RMSprop lr {cfg['lr']} (alpha {cfg['rms_alpha']}, eps {cfg['rms_eps']}),"
              f" gamma {cfg['gamma']}, n-step returns (GAE lambda {cfg['gae_lambda']}), ent_coef {cfg['ent_coef']},"

@@ -38,7 +38,7 @@ from pathlib import Path
 from _common import (real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json,
                      timed_loop, write_section)
 from _interleave import ProgressReporter, results_in_turns
-from bench_cartpole import cpu_model
+from _report import cpu_model
 
 HERE = Path(__file__).resolve().parent
 JSONL = HERE / "results_atari.jsonl"
