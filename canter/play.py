@@ -71,6 +71,14 @@ class PartialVideo:
         self._writer.close()
         os.replace(self.partial, self.path)
 
+    def discard(self) -> None:
+        """Stop writing and remove the unfinished file (an episode cut short: no video under its name)."""
+        try:
+            self._writer.close()
+        finally:
+            if os.path.exists(self.partial):
+                os.remove(self.partial)
+
 
 def open_video(path: str, frame: np.ndarray, fps: float) -> PartialVideo:
     """An MP4 writer (``write_frame``, ``close``) for frames shaped like ``frame``: moviepy's ffmpeg writer
@@ -82,9 +90,32 @@ def open_video(path: str, frame: np.ndarray, fps: float) -> PartialVideo:
 class StreamingRecordVideo(gym.wrappers.RecordVideo):
     """gymnasium's ``RecordVideo`` (same files, names and fps) that writes each frame to the MP4 as it
     comes, with moviepy's ffmpeg writer and the settings ``RecordVideo`` uses, instead of keeping every
-    frame of the episode in a list until it ends (an Atari episode of 27,000 steps: ~2.7 GB)."""
+    frame of the episode in a list until it ends (an Atari episode of 27,000 steps: ~2.7 GB).
+
+    A recording whose episode has not ended when the wrapper is closed (a Ctrl-C or an error in the
+    middle of an episode) is discarded, not saved under the episode's name as ``RecordVideo`` saves it:
+    a cut video would pass for a whole episode, and a rerun's ``--video-dir`` check would refuse it."""
 
     _writer: Any = None
+    _episode_over = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Reset the env (finishing the video of the episode before) and start the next recording."""
+        self._episode_over = False
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        """Step the env and write its frame; remember whether the episode ended."""
+        out = super().step(action)
+        self._episode_over = bool(out[2] or out[3])
+        return out
+
+    def close(self) -> None:
+        """Close the env; finish the open video if its episode ended, else discard it."""
+        if self._writer is not None and not self._episode_over:
+            writer, self._writer = self._writer, None
+            writer.discard()
+        super().close()
 
     def _capture_frame(self) -> None:
         """Render the frame and write it to the open video (opened at the recording's first frame)."""
@@ -200,9 +231,11 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
                         break
                 if video is not None:
                     video.write_frame(np.asarray(frame, dtype=np.uint8))
-            finally:
-                if video is not None:
                     video.close()
+                    video = None
+            finally:
+                if video is not None:  # the episode was cut short (Ctrl-C, an error): no video under its name
+                    video.discard()
                     video = None
             returns.append(float(np.mean(finished)))
     finally:

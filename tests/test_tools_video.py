@@ -156,3 +156,28 @@ def test_video_has_every_frame_once_in_order(tmp_path):
     reader = imageio.get_reader(str(tmp_path / "play-episode-0.mp4"))
     grays = [round(float(frame.mean()) / 6) for frame in reader]
     assert reader.get_meta_data()["fps"] == 15 and grays == list(range(40))
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "pettingzoo:tests.match_agents"])
+def test_video_of_an_episode_cut_short_is_not_kept(tmp_path, env_id):
+    """A Ctrl-C in the middle of an episode of play --video-dir closed the recording as if the episode had
+    ended: play-episode-1.mp4 held a cut episode (166 of 500 frames), looked like a whole one, and the rerun's
+    --video-dir check refused it. The cut recording is now discarded; the finished episodes' videos stay."""
+    pytest.importorskip("moviepy")
+    from canter.play import play
+
+    calls = []
+
+    class Interrupted:  # finishes the first episode, then is interrupted 3 steps into the second
+        def predict(self, obs):
+            calls.append(1)
+            if len(calls) == (5 if env_id == "CartPole-v1" else 8) + 3:
+                raise KeyboardInterrupt
+            if env_id != "CartPole-v1":
+                return np.asarray(obs).argmax(-1)
+            return np.array([int(obs[0, 2] + 0.5 * obs[0, 3] > 0)])
+
+    with pytest.raises(KeyboardInterrupt):
+        play(Interrupted(), env_id, 3, video_dir=str(tmp_path), env_kwargs={"max_episode_steps": 5}
+             if env_id == "CartPole-v1" else None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["play-episode-0.mp4"]
