@@ -320,12 +320,13 @@ def cmd_play(argv: list[str]) -> int:
     agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs), args.device)
     from canter.play import play
 
-    returns = play(agent, env_id, args.episodes, render=args.render, video_dir=args.video_dir, seed=args.seed,
-                   env_kwargs=env_kwargs)
-    for i, r in enumerate(returns):
+    def show(i: int, r: float) -> None:  # as each episode ends: a Ctrl-C keeps the lines of the finished ones
         video = os.path.join(args.video_dir, f"play-episode-{i}.mp4") if args.video_dir else None
         shown = f" ({video})" if video and os.path.exists(video) else ""  # gymnasium numbers its files from 0
-        print(f"episode {i + 1}: return {r:.2f}{shown}")
+        print(f"episode {i + 1}: return {r:.2f}{shown}", flush=True)
+
+    play(agent, env_id, args.episodes, render=args.render, video_dir=args.video_dir, seed=args.seed,
+         env_kwargs=env_kwargs, on_episode=show)
     return 0
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,27 +93,24 @@ class StreamingRecordVideo(gym.wrappers.RecordVideo):
     comes, with moviepy's ffmpeg writer and the settings ``RecordVideo`` uses, instead of keeping every
     frame of the episode in a list until it ends (an Atari episode of 27,000 steps: ~2.7 GB).
 
-    A recording whose episode has not ended when the wrapper is closed (a Ctrl-C or an error in the
-    middle of an episode) is discarded, not saved under the episode's name as ``RecordVideo`` saves it:
-    a cut video would pass for a whole episode, and a rerun's ``--video-dir`` check would refuse it."""
+    Each video is finished as soon as its episode ends (``RecordVideo`` finishes it at the next reset,
+    so a caller could not show it yet), and one whose episode has not ended when the wrapper is closed (a
+    Ctrl-C or an error in the middle of an episode) is discarded, not saved under the episode's name as
+    ``RecordVideo`` saves it: a cut video would pass for a whole episode, and a rerun's ``--video-dir``
+    check would refuse it."""
 
     _writer: Any = None
-    _episode_over = False
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Reset the env (finishing the video of the episode before) and start the next recording."""
-        self._episode_over = False
-        return super().reset(seed=seed, options=options)
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
-        """Step the env and write its frame; remember whether the episode ended."""
+        """Step the env and write its frame; finish the video when the episode ends."""
         out = super().step(action)
-        self._episode_over = bool(out[2] or out[3])
+        if (out[2] or out[3]) and self.recording:
+            self.stop_recording()
         return out
 
     def close(self) -> None:
-        """Close the env; finish the open video if its episode ended, else discard it."""
-        if self._writer is not None and not self._episode_over:
+        """Close the env; a video still open (its episode did not end) is discarded."""
+        if self._writer is not None:
             writer, self._writer = self._writer, None
             writer.discard()
         super().close()
@@ -156,15 +154,17 @@ def check_video_dir(video_dir: str) -> None:
 
 
 def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video_dir: str | None = None,
-         seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> list[float]:
+         seed: int = 0, env_kwargs: dict[str, Any] | None = None,
+         on_episode: Callable[[int, float], None] | None = None) -> list[float]:
     """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns (a multi-agent
-    env's: the mean over its agents, :func:`play_multiagent`). A recurrent agent's ``predict`` memory is
-    left empty afterwards, as :func:`~canter.trainers.evaluation.evaluate` leaves it."""
+    env's: the mean over its agents, :func:`play_multiagent`). ``on_episode(i, return)`` is called as
+    each episode ends (counted from 0; its video, if recorded, is finished by then). A recurrent agent's
+    ``predict`` memory is left empty afterwards, as :func:`~canter.trainers.evaluation.evaluate` leaves it."""
     mode = "rgb_array" if video_dir else ("human" if render else None)
     if video_dir:
         check_video_dir(video_dir)
     if is_multiagent(env_id) and not is_turn_based(env_id):  # a turn-based game is one seat's env
-        return play_multiagent(agent, env_id, episodes, mode, video_dir, seed, env_kwargs)
+        return play_multiagent(agent, env_id, episodes, mode, video_dir, seed, env_kwargs, on_episode)
     env = make_render_env(env_id, mode, seed, env_kwargs)
     if video_dir:
         require("moviepy", "video", "--video-dir")
@@ -185,6 +185,8 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
                 total += float(reward)
                 done = terminated or truncated
             returns.append(total)
+            if on_episode is not None:
+                on_episode(i, total)
     finally:
         env.close()
         if hasattr(agent, "begin_episodes"):  # the caller's next predict starts from empty memory, as after evaluate
@@ -193,7 +195,8 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
 
 
 def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, video_dir: str | None, seed: int,
-                    env_kwargs: dict[str, Any] | None) -> list[float]:
+                    env_kwargs: dict[str, Any] | None,
+                    on_episode: Callable[[int, float], None] | None = None) -> list[float]:
     """:func:`play` on one copy of a PettingZoo parallel env (``pettingzoo:MODULE``), its agents
     acting with the run's policies as in training (``policies``, ``central_state`` of the agent's
     run); the factory gets ``render_mode=mode``. Each episode's return is the mean of its agents'
@@ -238,6 +241,8 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
                     video.discard()
                     video = None
             returns.append(float(np.mean(finished)))
+            if on_episode is not None:
+                on_episode(i, returns[-1])
     finally:
         env.close()
         if hasattr(agent, "begin_episodes"):  # the caller's next predict starts from empty memory, as after evaluate

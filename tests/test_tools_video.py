@@ -181,3 +181,27 @@ def test_video_of_an_episode_cut_short_is_not_kept(tmp_path, env_id):
         play(Interrupted(), env_id, 3, video_dir=str(tmp_path), env_kwargs={"max_episode_steps": 5}
              if env_id == "CartPole-v1" else None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["play-episode-0.mp4"]
+
+
+def test_play_prints_each_episode_as_it_ends(capsys, tmp_path, monkeypatch):
+    """canter play printed the episodes' returns only after the last one: a long play showed nothing, and a
+    Ctrl-C lost the lines of the episodes already played. Each line now comes as its episode ends, naming
+    its video, which is finished by then."""
+    pytest.importorskip("moviepy")
+    import canter.cli
+    from canter.cli import main
+
+    calls = []
+
+    class Interrupted:  # two whole episodes of 5 steps, then a Ctrl-C 2 steps into the third
+        def predict(self, obs):
+            calls.append(1)
+            if len(calls) == 12:
+                raise KeyboardInterrupt
+            return np.array([int(obs[0, 2] + 0.5 * obs[0, 3] > 0)])
+
+    monkeypatch.setattr(canter.cli, "_load_for_env",
+                        lambda *a, **k: (Interrupted(), "CartPole-v1", {"max_episode_steps": 5}))
+    assert main(["play", "RUN", "--episodes", "3", "--video-dir", str(tmp_path)]) == 130
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"episode {i + 1}: return 5.00 ({tmp_path / f'play-episode-{i}.mp4'})" for i in range(2)]
