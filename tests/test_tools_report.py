@@ -267,3 +267,20 @@ def test_report_distribution_of_non_finite_returns_is_a_caption_not_a_crash(tmp_
         img, caption = report.eval_distribution(run, len(returns))
         assert want in caption, caption
         assert ("data:image/png" in img) == (want != "every return was NaN")
+
+
+def test_report_title_names_the_run_given_as_dot(tmp_path, monkeypatch):
+    """canter report . (from inside the run directory) titled the page 'ppo on CartPole-v1: ' (Path('.').name is
+    ''); the title names the directory itself."""
+    from canter.tools.report import render
+    from canter.tools.rundata import RunData
+
+    run = tmp_path / "ppo-run"
+    (run / "sub").mkdir(parents=True)
+    monkeypatch.chdir(run / "sub")
+    for given in (Path(".."), Path("../sub/..")):
+        page = render(RunData(given, {"algo": "ppo", "env": "CartPole-v1"}, {}), eval_episodes=0)
+        assert "<title>ppo on CartPole-v1: ppo-run</title>" in page
+    monkeypatch.chdir(run)
+    page = render(RunData(Path("."), {"algo": "ppo", "env": "CartPole-v1"}, {}), eval_episodes=0)
+    assert "<title>ppo on CartPole-v1: ppo-run</title>" in page

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import os
 from pathlib import Path
 from typing import Any
 
@@ -272,7 +273,7 @@ def _cards(run: RunData) -> str:
 def render(run: RunData, eval_episodes: int = 20) -> str:
     """The report's HTML text."""
     s, c = run.summary, run.config
-    title = f"{run.algo} on {run.env}: {run.dir.name}"
+    title = f"{run.algo} on {run.env}: {Path(os.path.abspath(run.dir)).name}"  # '.' and '..' have no name
     dist = '<p class="note">Skipped (no checkpoint, or --eval-episodes 0).</p>'
     if eval_episodes and checkpoints(run.dir):
         dist_img, dist_caption = eval_distribution(run, eval_episodes)
