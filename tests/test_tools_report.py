@@ -284,3 +284,17 @@ def test_report_title_names_the_run_given_as_dot(tmp_path, monkeypatch):
     monkeypatch.chdir(run)
     page = render(RunData(Path("."), {"algo": "ppo", "env": "CartPole-v1"}, {}), eval_episodes=0)
     assert "<title>ppo on CartPole-v1: ppo-run</title>" in page
+
+
+@pytest.mark.parametrize("episodes", [-3, 2.5, True])
+def test_report_refuses_a_bad_episode_count_from_python_too(recorded_run, tmp_path, episodes):
+    """Only the command line checked --eval-episodes: write_report(run, eval_episodes=-3) raised an IndexError
+    from the evaluation, 2.5 a 'bad env_kwargs' error. write_report checks it, before anything is written."""
+    from canter.errors import CanterError
+    from canter.tools.report import write_report
+
+    with pytest.raises(CanterError, match="--eval-episodes must be a whole number >= 0"):
+        write_report(recorded_run, out=tmp_path / "r.html", eval_episodes=episodes)
+    assert not (tmp_path / "r.html").exists()
+    code = main(["report", str(recorded_run), "--out", str(tmp_path / "r.html"), "--eval-episodes", "-1"])
+    assert code == 2 and not (tmp_path / "r.html").exists()

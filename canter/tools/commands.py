@@ -143,8 +143,6 @@ def cmd_report(argv: list[str]) -> int:
     p.add_argument("--eval-episodes", type=int_arg, default=20, dest="eval_episodes",
                    help="episodes of the best checkpoint for the return distribution (0: skip; default 20)")
     args = p.parse_args(argv)
-    if args.eval_episodes < 0:
-        raise CanterError(f"--eval-episodes must be >= 0, got {args.eval_episodes}")
     from canter import _import_deferring_gc
 
     write_report = _import_deferring_gc("canter.tools.report").write_report  # torch with it

@@ -334,8 +334,11 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, eval_episod
 
     The default ``out`` is ``RUN_DIR/report.html``. Another ``out`` must end in ``.html`` and, if it
     exists, be an earlier canter report (anything else, such as a run's ``config.yaml`` or a page of
-    one's own, is refused with a CanterError before anything is written).
+    one's own, is refused with a CanterError before anything is written), and so is an ``eval_episodes``
+    that is not a whole number >= 0.
     """
+    if isinstance(eval_episodes, bool) or not isinstance(eval_episodes, int) or eval_episodes < 0:
+        raise CanterError(f"--eval-episodes must be a whole number >= 0, got {eval_episodes!r}")
     run = load_run(run_dir)
     default = run.dir / "report.html"
     path = check_out(default if out is None else out, default)
