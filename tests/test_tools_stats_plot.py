@@ -137,3 +137,15 @@ def test_parse_size():
     assert parse_size("800x500") == (800, 500)
     with pytest.raises(CanterError):
         parse_size("800")
+
+
+@pytest.mark.parametrize("size", [(0, 0), (100_000, 100_000), (-5, 300), (800.5, 500), (800,)])
+def test_plot_runs_refuses_a_bad_size_from_python_too(two_seeds, tmp_path, size):
+    """Only canter plot's --size was checked: plot_runs(..., size=(0, 0)) raised matplotlib's SystemError, and
+    (100000, 100000) a MemoryError after trying to allocate 40 GB; plot_runs refuses them before drawing."""
+    from canter.errors import CanterError
+    from canter.tools.plot import plot_runs
+
+    with pytest.raises(CanterError, match=r"size must be \(WIDTH, HEIGHT\)"):
+        plot_runs(two_seeds, out=tmp_path / "c.png", size=size)
+    assert not (tmp_path / "c.png").exists()

@@ -203,16 +203,27 @@ def save_figure_atomic(fig: Any, path: Path, fmt: str = "png") -> Path:
     return path
 
 
+#: the smallest and largest image side ``--size`` takes, in pixels
+SIZE_RANGE = (100, 10000)
+
+
+def _size_ok(size: Any) -> bool:
+    """Whether ``size`` is a (width, height) pair of whole numbers of pixels within :data:`SIZE_RANGE`."""
+    return (isinstance(size, (tuple, list)) and len(size) == 2 and all(
+        isinstance(v, int) and not isinstance(v, bool) and SIZE_RANGE[0] <= v <= SIZE_RANGE[1] for v in size))
+
+
 def parse_size(text: str) -> tuple[int, int]:
     """``"800x500"`` -> (800, 500) pixels."""
     w, sep, h = text.lower().partition("x")
     try:
-        width, height = int(w), int(h)
+        size = (int(w), int(h))
     except ValueError:
-        width = height = 0
-    if not sep or width < 100 or height < 100 or width > 10000 or height > 10000:
-        raise CanterError(f"--size must be WIDTHxHEIGHT in pixels between 100 and 10000, e.g. 800x500, got '{text}'")
-    return width, height
+        size = None
+    if not sep or not _size_ok(size):
+        raise CanterError(f"--size must be WIDTHxHEIGHT in pixels between {SIZE_RANGE[0]} and {SIZE_RANGE[1]}, "
+                          f"e.g. 800x500, got '{text}'")
+    return size
 
 
 def check_output(out: str | Path) -> tuple[Path, str]:
@@ -233,8 +244,12 @@ def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence
     """Plot the learning curves of ``run_dirs`` into ``out`` (PNG, SVG or PDF); returns the path.
 
     Raises :class:`CanterError` for a missing run directory or one given twice, a bad ``x``, a label
-    count that does not match, or an unknown image format -- before anything is written.
+    count that does not match, an unknown image format or a ``size`` outside 100 to 10000 pixels -- before
+    anything is written.
     """
+    if not _size_ok(size):  # matplotlib: a SystemError for (0, 0), a MemoryError for (100000, 100000)
+        raise CanterError(f"size must be (WIDTH, HEIGHT) in whole pixels between {SIZE_RANGE[0]} and {SIZE_RANGE[1]}, "
+                          f"e.g. (800, 500), got {size!r}")
     if not run_dirs:
         raise CanterError("give at least one run directory")
     if x not in X_AXES:
