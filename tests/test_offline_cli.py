@@ -69,7 +69,7 @@ def test_minari_write_interrupted_by_ctrl_c_leaves_nothing(tmp_path, monkeypatch
     (["collect", "--out", "NEW"], ["--env ENV"]),
     (["collect", "--env", "CartPole-v1", "--out", "DATA"], ["already exists", "--out"]),
     (["collect", "--env", "CartPole-v1", "--out", "NEW", "--epsilon", "1.5"], ["--epsilon must be between 0 and 1"]),
-    (["collect", "--env", "CartPole-v1", "--out", "NEW", "--transitions", "0"], ["--transitions must be >= 1"]),
+    (["collect", "--env", "CartPole-v1", "--out", "NEW", "--transitions", "0"], ["--transitions must be a whole number >= 1"]),
     (["collect", "--env", "CartPol-v1", "--out", "NEW"], ["CartPole-v1"]),
     (["collect", "--env", "CartPole-v1", "--out", "NODIR/x"], ["does not exist"]),
     (["collect", "--env", "CartPole-v1", "--out", "DATAFILE/x"], ["is a file, not a directory"]),

@@ -247,3 +247,16 @@ def test_dataset_observation_statistics_never_copy_the_whole_dataset_to_float64(
     assert count == 2500
     np.testing.assert_allclose(mean, both.mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(var, both.var(axis=0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("kwargs", [{"transitions": 2.5}, {"transitions": True}, {"transitions": 10, "seed": -1},
+                                    {"transitions": 10, "seed": 2**32}, {"transitions": 10, "epsilon": float("nan")}])
+def test_collect_refuses_bad_settings_from_python_too(kwargs):
+    """canter collect checked its flags, collect() only some of them: transitions=2.5 raised a TypeError while
+    slicing the arrays, seed=-1 numpy's ValueError, seed=2**32 was taken though the flag refuses it. The flags
+    and the arguments go through one check (canter.tools.checks.check_collect_settings)."""
+    from canter.data.dataset import collect
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match=r"^--(transitions|seed|epsilon) must be"):
+        collect("CartPole-v1", **kwargs)

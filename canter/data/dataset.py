@@ -310,10 +310,9 @@ def collect(
 
     if agent is not None:
         check_dataset_agent(agent, "the agent")
-    if transitions < 1:
-        raise CanterError(f"the number of transitions must be >= 1, got {transitions}")
-    if not 0.0 <= epsilon <= 1.0:
-        raise CanterError(f"epsilon must be between 0 and 1, got {epsilon}")
+    from canter.tools.checks import check_collect_settings
+
+    check_collect_settings(transitions, epsilon, seed)
     env = make_vec_env(env_id, 1, "sync", env_kwargs)
     try:
         obs_space, act_space = env.single_observation_space, env.single_action_space

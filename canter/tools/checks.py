@@ -1,6 +1,7 @@
 """Checks the tools run before starting any training, so bad input fails early and writes nothing."""
 from __future__ import annotations
 
+from numbers import Integral, Real
 from typing import Any
 
 from canter.errors import CanterError
@@ -21,3 +22,18 @@ def check_algo_env(algo: str, env: str, env_kwargs: dict[str, Any] | None = None
         raise CanterError(f"{algo} on {env}: {exc}") from None
     finally:
         probe.close()
+
+
+def check_collect_settings(transitions: Any, epsilon: Any, seed: Any) -> None:
+    """A one-line CanterError unless ``transitions`` is a whole number >= 1, ``epsilon`` a number from 0 to 1 and
+    ``seed`` a whole number from 0 to 2**32 - 1 (the flags of ``canter collect``, the arguments of
+    :func:`canter.data.dataset.collect`)."""
+    def whole(v: Any) -> bool:
+        return isinstance(v, Integral) and not isinstance(v, bool)
+
+    if not whole(transitions) or transitions < 1:
+        raise CanterError(f"--transitions must be a whole number >= 1, got {transitions!r}")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not 0.0 <= epsilon <= 1.0:
+        raise CanterError(f"--epsilon must be between 0 and 1, got {epsilon!r}")
+    if not whole(seed) or not 0 <= seed < 2**32:
+        raise CanterError(f"--seed must be a whole number between 0 and 2**32 - 1, got {seed!r}")

@@ -40,15 +40,12 @@ def _check_collect_args(args: argparse.Namespace) -> None:
     args.transitions = 50_000 if args.transitions is None else args.transitions
     args.epsilon = 0.0 if args.epsilon is None else args.epsilon
     args.seed = 0 if args.seed is None else args.seed
-    if args.transitions < 1:
-        raise CanterError(f"--transitions must be >= 1, got {args.transitions}")
-    if not 0.0 <= args.epsilon <= 1.0:
-        raise CanterError(f"--epsilon must be between 0 and 1, got {args.epsilon}")
+    from canter.tools.checks import check_collect_settings
+
+    check_collect_settings(args.transitions, args.epsilon, args.seed)
     if args.run_dir is None and args.epsilon and not args.from_replay:
         raise CanterError("--epsilon mixes random actions into a run's policy; without a run directory every "
                           "action is already random: drop --epsilon, or give the run directory")
-    if not 0 <= args.seed < 2**32:
-        raise CanterError(f"--seed must be between 0 and 2**32 - 1, got {args.seed}")
 
 
 def _collect_destination(out: str) -> tuple[str | None, Any]:
