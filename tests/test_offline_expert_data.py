@@ -279,3 +279,20 @@ def test_minari_dataset_loads_as_the_same_transitions(tmp_path, expert, monkeypa
                            str(tmp_path / "none"))
     assert_one_line_error(code, err, "no local Minari dataset 'cartpole/none-v0'", "minari download")
     assert not (tmp_path / "none").exists()
+
+
+def test_from_replay_takes_the_checkpoints_folder_or_a_checkpoint_path(tmp_path, capsys):
+    """canter collect takes a run directory or a checkpoint; with --from-replay a checkpoint path (or the
+    checkpoints folder) read '<path>/checkpoints/last' and failed with 'checkpoint not found:
+    runs/x/checkpoints/last/checkpoints/last.json'. They now name the checkpoint whose buffer is read, and one
+    that keeps none (best) says that only checkpoints/last does."""
+    run = tmp_path / "dqn"
+    canter.train("dqn", env="CartPole-v1", run_dir=run, seed=0, max_steps=300, learning_starts=50, train_freq=4,
+                 gradient_steps=1, net_arch=[16], eval_every=0, eval_episodes=1)
+    whole = from_replay(run)
+    for given in (run / "checkpoints", run / "checkpoints" / "last", run / "checkpoints" / "last.json"):
+        np.testing.assert_array_equal(from_replay(given).obs, whole.obs)
+    code, _, err = run_cli(capsys, "collect", str(run / "checkpoints" / "best"), "--from-replay", "--out",
+                           str(tmp_path / "x"))
+    assert_one_line_error(code, err, "holds no replay buffer", "checkpoints/last")
+    assert not (tmp_path / "x.json").exists()

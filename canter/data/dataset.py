@@ -170,15 +170,19 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     each env's unfinished last episode, are left out and counted in ``info``), so episode returns
     and Minari exports see real episodes; actions are converted back to what the env took. Rewards
     are the env's (a run that normalised rewards scaled them when sampling; older canter runs stored
-    them scaled, which ``info["reward_scaled"]`` says)."""
+    them scaled, which ``info["reward_scaled"]`` says). ``run_dir`` may also be the run's ``checkpoints``
+    folder or a checkpoint path (only ``last`` keeps the buffer)."""
     from canter.api import load
 
-    agent = load(run_dir)  # a clear error for anything that is not a canter run
+    base = _replay_checkpoint(run_dir)
+    agent = load(base)
     check_dataset_agent(agent, f"run '{run_dir}'")
-    base = Path(run_dir) / "checkpoints" / "last"
     state, meta = load_checkpoint(base)
     saved = (state.get("trainer") or {}).get("buffer")
     if saved is None:
+        if base.name != "last":
+            raise CanterError(f"checkpoint '{base}' holds no replay buffer: only a run's checkpoints/last keeps one "
+                              f"(give the run directory)")
         raise CanterError(f"run '{run_dir}' kept no replay buffer in checkpoints/last (only off-policy runs do)")
     obs_space, act_space = agent.observation_space, agent.action_space
     env_id = agent.run_config.env
@@ -204,6 +208,21 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     returns = data.episode_returns()  # whole episodes only, env by env
     data.info["mean_return"] = float(returns.mean()) if len(returns) else None
     return data
+
+
+def _replay_checkpoint(run_dir: str | Path) -> Path:
+    """The checkpoint whose replay buffer :func:`from_replay` reads: the ``last`` of a run directory (or of
+    its ``checkpoints`` folder), or the checkpoint ``run_dir`` names."""
+    from canter.checkpoint import find_checkpoint
+
+    p = Path(run_dir)
+    if not p.is_dir():
+        return find_checkpoint(p)  # a checkpoint path, or a clear error
+    find_checkpoint(p)  # a clear error for a directory that is not a run or has no checkpoint yet
+    folder = p / "checkpoints" if (p / "checkpoints").is_dir() else p
+    if not any((folder / f"last{ext}").exists() for ext in (".json", ".safetensors")):
+        raise CanterError(f"run '{run_dir}' has no checkpoints/last, the checkpoint that keeps the replay buffer")
+    return folder / "last"
 
 
 def _whole_transitions(saved: dict[str, Any], obs_space: gym.Space, act_space: gym.Space,
