@@ -278,7 +278,10 @@ def run_dir_hint(path: Path) -> str:
 
 def no_run_dir(path: str | Path) -> CanterError:
     """The error for ``path`` where a run directory is expected and none is: a file names the run
-    directory to pass (``canter plot RUN_DIR/config.yaml``), a missing path is 'no such run directory'."""
-    if Path(path).exists():
+    directory to pass (``canter plot RUN_DIR/config.yaml``), and so does a checkpoint named without its
+    suffix (``RUN_DIR/checkpoints/best``, which ``canter eval`` and ``play`` take); a missing path is 'no such
+    run directory'."""
+    base = checkpoint_base(path)
+    if Path(path).exists() or (base.name and base.with_name(base.name + ".json").is_file()):
         return CanterError(f"'{path}' is not a run directory; {run_dir_hint(Path(path))}")
     return CanterError(f"no such run directory: '{path}'")

@@ -351,3 +351,17 @@ def test_plot_report_and_resume_name_the_run_directory_of_a_file_given_instead(t
             load(run / "config.yaml")
         with pytest.raises(CanterError, match="no such run directory: "):
             load(tmp_path / "missing")
+
+
+def test_plot_report_and_resume_name_the_run_directory_of_a_checkpoint_given_instead(tmp_path):
+    """`canter report RUN_DIR/checkpoints/best` (a checkpoint as eval and play take it) said 'no such run
+    directory', as if nothing were there; it now names the run directory to pass."""
+    from canter.tools.rundata import load_run
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.yaml").write_text("algo: ppo\n")
+    (run / "checkpoints" / "best.json").write_text("{}")
+    for load in (load_run, canter.resume):
+        with pytest.raises(CanterError, match=f"is not a run directory; pass its run directory '{re.escape(str(run))}'"):
+            load(run / "checkpoints" / "best")
