@@ -362,6 +362,7 @@ def test_plot_report_and_resume_name_the_run_directory_of_a_checkpoint_given_ins
     (run / "checkpoints").mkdir(parents=True)
     (run / "config.yaml").write_text("algo: ppo\n")
     (run / "checkpoints" / "best.json").write_text("{}")
+    hint = f"is not a run directory; pass its run directory '{re.escape(str(run))}'"
     for load in (load_run, canter.resume):
-        with pytest.raises(CanterError, match=f"is not a run directory; pass its run directory '{re.escape(str(run))}'"):
+        with pytest.raises(CanterError, match=hint):
             load(run / "checkpoints" / "best")
