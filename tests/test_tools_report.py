@@ -298,3 +298,16 @@ def test_report_refuses_a_bad_episode_count_from_python_too(recorded_run, tmp_pa
     assert not (tmp_path / "r.html").exists()
     code = main(["report", str(recorded_run), "--out", str(tmp_path / "r.html"), "--eval-episodes", "-1"])
     assert code == 2 and not (tmp_path / "r.html").exists()
+
+
+def test_report_cards_of_an_offline_run_give_updates_per_second(tmp_path):
+    """An offline run's steps are gradient updates, and the report's cards said so for the count but called
+    the rate 'steps / s' (its throughput panel says 'updates / s')."""
+    from canter.tools.report import _cards
+    from canter.tools.rundata import RunData
+
+    summary = {"steps": 1000, "wall_seconds": 2.0, "stop_reason": "max_steps"}
+    offline = _cards(RunData(tmp_path, {"algo": "bc", "env": "CartPole-v1", "dataset": "/data/cp"}, summary))
+    assert '<b class="">500.00</b><span>updates / s</span>' in offline and "steps / s" not in offline
+    online = _cards(RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, summary))
+    assert "<span>steps / s</span>" in online

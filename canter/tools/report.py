@@ -262,7 +262,8 @@ def _cards(run: RunData) -> str:
         (_cell(s.get("episodes")), "episodes", ""),
         (_cell(s.get("updates")), "updates", ""),
         (f"{s.get('wall_seconds', 0):,.1f} s" if s else "–", "wall time", ""),
-        (_cell(s["steps"] / s["wall_seconds"]) if s.get("wall_seconds") else "–", "steps / s", ""),
+        (_cell(s["steps"] / s["wall_seconds"]) if s.get("wall_seconds") else "–",
+         "updates / s" if _offline(run) else "steps / s", ""),
         (str(s.get("stop_reason") or "–"), "stop reason", ""),
     ] + ([(str(s["error"]), "stopped by an error", "no")] if s.get("error") else [])
     return '<div class="cards">' + "".join(
