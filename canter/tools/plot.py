@@ -11,6 +11,7 @@ is a dashed line.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -210,7 +211,7 @@ SIZE_RANGE = (100, 10000)
 def _size_ok(size: Any) -> bool:
     """Whether ``size`` is a (width, height) pair of whole numbers of pixels within :data:`SIZE_RANGE`."""
     return (isinstance(size, (tuple, list)) and len(size) == 2 and all(
-        isinstance(v, int) and not isinstance(v, bool) and SIZE_RANGE[0] <= v <= SIZE_RANGE[1] for v in size))
+        isinstance(v, Integral) and not isinstance(v, bool) and SIZE_RANGE[0] <= v <= SIZE_RANGE[1] for v in size))
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -223,7 +224,7 @@ def parse_size(text: str) -> tuple[int, int]:
     if not sep or not _size_ok(size):
         raise CanterError(f"--size must be WIDTHxHEIGHT in pixels between {SIZE_RANGE[0]} and {SIZE_RANGE[1]}, "
                           f"e.g. 800x500, got '{text}'")
-    return size
+    return size  # type: ignore[return-value]  # _size_ok: two ints
 
 
 def check_output(out: str | Path) -> tuple[Path, str]:

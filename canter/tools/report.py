@@ -12,6 +12,7 @@ import base64
 import html
 import io
 import os
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -338,7 +339,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, eval_episod
     one's own, is refused with a CanterError before anything is written), and so is an ``eval_episodes``
     that is not a whole number >= 0.
     """
-    if isinstance(eval_episodes, bool) or not isinstance(eval_episodes, int) or eval_episodes < 0:
+    if isinstance(eval_episodes, bool) or not isinstance(eval_episodes, Integral) or eval_episodes < 0:
         raise CanterError(f"--eval-episodes must be a whole number >= 0, got {eval_episodes!r}")
     run = load_run(run_dir)
     default = run.dir / "report.html"
