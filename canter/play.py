@@ -204,11 +204,18 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
     if video_dir:
         require("moviepy", "video", "--video-dir")
     run = getattr(agent, "run_config", None)
+    settings = {"policies": getattr(run, "policies", "shared"), "central_state": getattr(run, "central_state", False)}
     kwargs = dict(env_kwargs or {})
     if mode is not None:
         kwargs["render_mode"] = mode
-    env = make_vec_env(env_id, 1, env_kwargs=kwargs, policies=getattr(run, "policies", "shared"),
-                       central_state=getattr(run, "central_state", False))
+    try:
+        env = make_vec_env(env_id, 1, env_kwargs=kwargs, **settings)
+    except CanterError:
+        if mode is None or "render_mode" in (env_kwargs or {}):
+            raise
+        make_vec_env(env_id, 1, env_kwargs=env_kwargs, **settings).close()  # fails too: that error is the one
+        raise CanterError(f"'{env_id}' cannot render: its parallel_env() takes no render_mode, which --render and "
+                          f"--video-dir pass") from None
     parallel = getattr(env.env, "inner", env.env)  # the ParallelVectorEnv (a joint env wraps one)
     copy = parallel.envs[0]
     returns, video = [], None

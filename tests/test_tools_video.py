@@ -205,3 +205,26 @@ def test_play_prints_each_episode_as_it_ends(capsys, tmp_path, monkeypatch):
     assert main(["play", "RUN", "--episodes", "3", "--video-dir", str(tmp_path)]) == 130
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"episode {i + 1}: return 5.00 ({tmp_path / f'play-episode-{i}.mp4'})" for i in range(2)]
+
+
+def test_play_on_a_multiagent_env_that_cannot_render_says_so(tmp_path):
+    """play --render / --video-dir on a PettingZoo env whose parallel_env() takes no render_mode blamed the
+    user's env_kwargs ('bad env_kwargs ...: unexpected keyword argument render_mode') though none were given;
+    it now says that the env cannot render. A real bad env_kwarg is still named as such."""
+    import types
+
+    from canter.errors import CanterError
+    from canter.play import play
+
+    class Speaker:  # one policy per agent type, as the env needs
+        run_config = types.SimpleNamespace(policies="type", central_state=False)
+
+        def predict(self, obs):
+            return np.zeros(len(obs), np.int64)
+
+    for kw in ({"render": True}, {"video_dir": str(tmp_path / "v")}):
+        with pytest.raises(CanterError, match=r"cannot render: its parallel_env\(\) takes no render_mode"):
+            play(Speaker(), "pettingzoo:tests.mixed_agents", 1, **kw)
+    assert not (tmp_path / "v").exists()
+    with pytest.raises(CanterError, match="bad env_kwargs.*bogus"):
+        play(Speaker(), "pettingzoo:tests.mixed_agents", 1, render=True, env_kwargs={"bogus": 1})
