@@ -340,6 +340,54 @@ def test_ale_py_s_plain_v0_and_v4_ids_are_atari_envs():
     env.close()
 
 
+def test_is_atari_registers_ale_py_s_envs_for_an_unknown_id(monkeypatch):
+    """is_atari read gymnasium's registry, where ale-py's ids appear only once ale-py is imported: in a process
+    that had made no env (canter collect RUN --from-replay) 'ALE/Pong-v5' was not Atari, so the replay buffer
+    was rebuilt as one of whole stacks and the saved frame-once buffer refused ('observations do not match').
+    Here the registry is made to lack the id until register_ale runs, as in a fresh process."""
+    atari.register_ale()
+    spec = gym.registry["ALE/Pong-v5"]
+    monkeypatch.delitem(gym.registry, "ALE/Pong-v5")
+    calls = []
+
+    def register() -> bool:
+        calls.append(1)
+        gym.registry["ALE/Pong-v5"] = spec
+        return True
+
+    monkeypatch.setattr(atari, "register_ale", register)
+    assert atari.is_atari("ALE/Pong-v5") and calls == [1]
+    assert not atari.is_atari("CartPole-v1") and calls == [1]  # a known id registers nothing
+
+
+@pytest.mark.slow  # ~3 s: a fresh interpreter
+def test_an_ale_id_is_atari_in_a_process_that_has_made_no_env():
+    import subprocess
+
+    code = ("from canter.envs import atari\n"
+            "print(*(atari.is_atari(i) for i in ('ALE/Pong-v5', 'ale_py:ALE/Pong-v5', 'CartPole-v1')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["True", "True", "False"]
+
+
+@pytest.mark.slow  # ~15 s: a short Atari DQN run, then canter collect in a fresh interpreter
+def test_collect_from_replay_of_an_atari_run_in_a_fresh_process(tmp_path):
+    import subprocess
+
+    run = tmp_path / "pong"
+    assert main(["train", "dqn", "--env", "ALE/Pong-v5", "--max-steps", "600", "--n-envs", "2", "--set",
+                 "learning_starts=200", "--set", "buffer_size=1000", "--eval-episodes", "1", "--eval-every", "0",
+                 "--env-kwargs", "{max_num_frames_per_episode: 400}", "--quiet", "--run-dir", str(run)]) == 0
+    proc = subprocess.run([sys.executable, "-m", "canter", "collect", str(run), "--from-replay", "--out",
+                           str(tmp_path / "replay")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from canter.data.dataset import TransitionDataset
+
+    data = TransitionDataset.load(tmp_path / "replay")
+    assert data.obs.shape[1:] == FRAMES and data.info["episodes"] >= 1
+
+
 def test_a_game_without_noop_is_a_one_line_error_on_the_wrapper_path(capsys):
     # Backgammon's actions are FIRE, RIGHT, LEFT: gymnasium's no-op reset raised a bare ValueError (a traceback)
     with pytest.raises(CanterError, match="action 0 to be NOOP.*--vectorization native"):

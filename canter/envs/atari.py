@@ -70,14 +70,21 @@ def looks_like_atari(env_id: str) -> bool:
     if env_id.startswith("ALE/") or env_id.endswith(("NoFrameskip-v4", "Deterministic-v4", "NoFrameskip-v0")):
         return True
     if env_id.endswith(("-v0", "-v4")) and "/" not in env_id:
-        return is_atari(env_id) or (env_id not in gym.registry and register_ale() and is_atari(env_id))
+        return is_atari(env_id)
     return False
 
 
 def is_atari(env_id: str) -> bool:
-    """True when ``env_id`` (or the id after its ``module:`` prefix) is a registered ALE env (ale-py's ``AtariEnv``)."""
+    """True when ``env_id`` (or the id after its ``module:`` prefix) is an ALE env (ale-py's ``AtariEnv``).
+
+    An id that gymnasium does not know yet registers ale-py's envs first: they are registered when ale-py is
+    imported, which a process that has made no env has not done (``canter collect RUN --from-replay`` took
+    an Atari run's frame-once replay buffer for one of whole stacks and refused it)."""
+    gym_id = env_id.split(":", 1)[-1]
+    if gym_id not in gym.registry:
+        register_ale()
     try:
-        spec = gym.spec(env_id.split(":", 1)[-1])
+        spec = gym.spec(gym_id)
     except gym.error.Error:
         return False
     return "ale_py" in str(spec.entry_point)
