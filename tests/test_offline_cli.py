@@ -138,3 +138,32 @@ def test_a_benchmark_of_a_dataset_with_env_kwargs_reuses_its_finished_runs(tmp_p
     first = benchmark(spec, tmp_path / "out", quiet=True)
     again = benchmark(spec, tmp_path / "out", quiet=True)  # the finished run is reused
     assert first.rows == again.rows and len(first.rows) == 1
+
+
+def test_minari_keeps_image_observations_exactly(tmp_path, monkeypatch):
+    """Minari JPEG-encodes image observations (uint8, at least 32 x 32) unless told not to: RGB frames written
+    with to_minari read back with pixels moved (by up to 244 on random images), so an offline run learnt from
+    other observations than the ones collected, and one-channel frames (ImageReach's 36 x 36 x 1) could not be
+    written at all ('Cannot handle this data type: (1, 1, 1), |u1'). They are now stored as they are."""
+    pytest.importorskip("minari")
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.data.minari import from_minari
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    if "CanterImageReach-v0" not in gym.registry:  # Minari records the env by its entry point's name
+        gym.register("CanterImageReach-v0", entry_point="image_dict_env:ImageReachEnv", disable_env_checker=True)
+    data = collect("CanterImageReach-v0", 30, None, seed=0)
+    assert data.obs.shape[1:] == (36, 36, 1) and data.obs.dtype == np.uint8
+    assert data.to_minari("reach/images-v0") == 30
+    back = from_minari("reach/images-v0")
+    np.testing.assert_array_equal(back.obs, data.obs)
+    np.testing.assert_array_equal(back.next_obs, data.next_obs)
+    rgb = gym.spaces.Box(0, 255, (48, 48, 3), np.uint8)
+    frames = np.random.default_rng(0).integers(0, 256, (11, 48, 48, 3), dtype=np.uint8)
+    data = TransitionDataset(obs=frames[:-1], actions=np.zeros((10, 1), np.float32), rewards=np.zeros(10, np.float32),
+                             next_obs=frames[1:], terminated=np.arange(10) == 9, truncated=np.zeros(10, bool),
+                             env_id="CanterImageReach-v0", observation_space=rgb, action_space=data.action_space)
+    assert data.to_minari("reach/rgb-v0") == 10
+    np.testing.assert_array_equal(from_minari("reach/rgb-v0").obs, frames[:-1])

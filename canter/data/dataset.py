@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from canter.ale import registered_spec
 from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata, save_checkpoint
 from canter.data.minari import (  # noqa: F401  (check_minari_id, minari_exists: re-exported)
     _load_minari, _minari_spec, _spec_kwargs, check_minari_id, from_minari, minari_exists, write_minari,
@@ -133,7 +134,7 @@ class TransitionDataset:
     def env_spec(self) -> Any:
         """The env id, or with ``env_kwargs`` the gymnasium spec that carries them (for Minari)."""
         try:
-            spec = gym.spec(self.env_id)
+            spec = registered_spec(self.env_id)
         except gym.error.Error:
             raise CanterError(f"a Minari dataset records a gymnasium env; '{self.env_id}' is not registered with "
                               f"gymnasium (multi-agent and canter-only envs are saved as canter datasets: "

@@ -2,6 +2,7 @@
 (``--dataset minari:ID``) and write one from it (``canter collect --out minari:ID``)."""
 from __future__ import annotations
 
+import inspect
 import shutil
 import warnings
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from canter.ale import registered_spec
 from canter.errors import CanterError
 
 
@@ -43,12 +45,20 @@ def write_minari(dataset: Any, dataset_id: str) -> int:
 
     path = Path(get_dataset_path(dataset_id))
     made = outermost_missing(path)
+    # the data's own spaces (an Atari dataset holds preprocessed [4, 84, 84] stacks, not the game's RGB
+    # screens that the env spec's space describes), and image frames stored as they are: Minari JPEG-encodes
+    # image observations by default, which changed every frame of an image dataset (a round trip moved
+    # pixels by up to 244) and failed on channel-first stacks
+    lossless = {"jpeg_encoding": False} if "jpeg_encoding" in inspect.signature(
+        minari.create_dataset_from_buffers).parameters else {}  # Minari before it encoded nothing
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # Minari asks for an author, a description, ...
         try:
+            algorithm = str(dataset.info.get("algorithm") or dataset.info.get("policy") or "unknown")
             minari.create_dataset_from_buffers(dataset_id, buffers, env=env, data_format="arrow",
-                                               algorithm_name=str(dataset.info.get("algorithm") or
-                                                                  dataset.info.get("policy") or "unknown"))
+                                               observation_space=dataset.observation_space,
+                                               action_space=dataset.action_space, algorithm_name=algorithm,
+                                               **lossless)
         except BaseException as exc:  # an existing id, an env Minari cannot describe, ..., or a Ctrl-C
             # during the write (most of a collect's time: ~40 s for 20k CartPole transitions): nothing
             # half-written stays, which would hold no episode and block the id
@@ -108,7 +118,7 @@ def _minari_spec(data: Any) -> Any:
 def _spec_kwargs(spec: Any) -> dict[str, Any]:
     """What a recorded env spec sets beyond its id's registered defaults (``gymnasium.make`` kwargs)."""
     try:
-        registered = gym.spec(spec.id)
+        registered = registered_spec(spec.id)
     except gym.error.Error:  # an env this machine does not register: everything the spec says
         return {**spec.kwargs, "max_episode_steps": spec.max_episode_steps}
     kwargs = {k: v for k, v in spec.kwargs.items() if registered.kwargs.get(k, object()) != v}

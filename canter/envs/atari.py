@@ -43,7 +43,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from canter.ale import register_ale  # noqa: F401  (canter.envs.atari.register_ale, as before)
+from canter.ale import register_ale, registered_spec  # noqa: F401  (canter.envs.atari.register_ale, as before)
 from canter.envs.vector import GAME_RETURN
 from canter.envs.workers import vector_env
 from canter.errors import CanterError, bad_env_kwargs
@@ -80,11 +80,8 @@ def is_atari(env_id: str) -> bool:
     An id that gymnasium does not know yet registers ale-py's envs first: they are registered when ale-py is
     imported, which a process that has made no env has not done (``canter collect RUN --from-replay`` took
     an Atari run's frame-once replay buffer for one of whole stacks and refused it)."""
-    gym_id = env_id.split(":", 1)[-1]
-    if gym_id not in gym.registry:
-        register_ale()
     try:
-        spec = gym.spec(gym_id)
+        spec = registered_spec(env_id.split(":", 1)[-1])
     except gym.error.Error:
         return False
     return "ale_py" in str(spec.entry_point)
