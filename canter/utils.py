@@ -119,7 +119,10 @@ class RunningMeanStd:
         self.count = 1e-4
 
     def update(self, x: np.ndarray) -> None:
-        """Fold a batch ``[B, *shape]`` into the statistics."""
+        """Fold a batch ``[B, *shape]`` into the statistics (the same ones whatever the batch's memory layout)."""
+        # row-major first: NumPy reduces a column-major batch (a native vector env's observations) pairwise and
+        # a row-major one (a resumed run's first batch, from the checkpoint) row by row, an ulp apart
+        x = np.ascontiguousarray(x)
         b_mean, b_var, b_count = x.mean(axis=0), x.var(axis=0), x.shape[0]
         delta = b_mean - self.mean
         total = self.count + b_count

@@ -224,3 +224,39 @@ def test_ppo_epochs_stop_when_the_approximate_kl_exceeds_one_and_a_half_times_ta
     assert len(stats) == 1 and algo.updates == int(steps)  # the stopping minibatch is logged, not applied
     changed = any(not torch.equal(a, b) for a, b in zip(before, algo.model.parameters()))
     assert changed is steps
+
+
+def test_running_statistics_do_not_depend_on_the_batchs_memory_layout():
+    """A native vector env's observations are column-major (``[n_envs, dim]`` with strides ``(4, 4 * n_envs)``);
+    a resumed run's first batch is the checkpoint's row-major copy. NumPy sums a column-major axis pairwise and a
+    row-major one row by row, so the statistics (and every later update) differed by an ulp after a resume."""
+    from canter.agents.agent import RunningMeanStd
+
+    batch = np.asfortranarray(np.random.default_rng(3).normal(size=(16, 4)).astype(np.float32))
+    column_major, row_major = RunningMeanStd((4,)), RunningMeanStd((4,))
+    for rms in (column_major, row_major):
+        rms.update(np.zeros((3, 4), np.float32))  # a mean to move away from
+    column_major.update(batch)
+    row_major.update(np.ascontiguousarray(batch))
+    assert np.array_equal(column_major.mean, row_major.mean) and np.array_equal(column_major.var, row_major.var)
+
+
+def test_ppo_with_observation_normalisation_on_eight_native_envs_resumes_exactly(tmp_path):
+    """An interrupted PPO run with normalised observations on 8 native CartPole envs, resumed, ends with
+    the uninterrupted run's weights and statistics (the first batch after the resume used to move the
+    observation mean by an ulp)."""
+    from canter.checkpoint import flatten_state
+
+    common = dict(n_envs=8, n_steps=16, n_epochs=1, batch_size=64, normalize_obs=True, eval_every=10_000,
+                  eval_episodes=1, quiet=True, tensorboard=False)
+    whole = canter.train("ppo", "CartPole-v1", max_steps=512, run_dir=tmp_path / "whole", **common)
+
+    def interrupt(trainer, losses):  # as Ctrl-C would: the run saves its resume state and stops
+        if trainer.step >= 256 and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    canter.train("ppo", "CartPole-v1", max_steps=512, run_dir=tmp_path / "part", hooks={"after_update": interrupt},
+                 **common)
+    resumed = canter.resume(tmp_path / "part")
+    a, b = flatten_state(whole.state_dict())[1], flatten_state(resumed.state_dict())[1]
+    assert [k for k in a if not torch.equal(a[k], b[k])] == []
