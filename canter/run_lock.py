@@ -7,7 +7,9 @@ closing it, gets a one-line :class:`~canter.errors.CanterError` before anything 
 
 The file holds the writer's host name, pid and a random token. A lock whose process is gone
 (killed with ``kill -9``) is stale and is taken over, so ``--resume`` after a hard kill works as
-before. A lock with this process's pid counts only while this process really holds it. A lock
+before. A lock with this process's pid counts only while this process really holds it. Processes of
+one host judge and write the lock one at a time (a ``flock`` on the directory), so two resumes of a
+killed run that start together never both take its stale lock over. A lock
 written on another host (a run directory on a shared filesystem) cannot be checked from here, so
 it counts as held: the error names the host and says to delete the lock if nothing trains there.
 """
@@ -17,6 +19,8 @@ import json
 import os
 import secrets
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from canter.checkpoint import atomic_write
@@ -92,11 +96,35 @@ def acquire(run_dir: str | Path) -> str:
     token = secrets.token_hex(8)
     path = Path(run_dir) / LOCK_NAME
     data = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "token": token}).encode()
-    if not _create(path, data, token):  # a lock is there: a stale one, or another writer's since check_free
+    with _one_taker(Path(run_dir)):  # two takers of one stale lock both found it stale and both wrote theirs
         check_free(run_dir)
-        atomic_write(path, data)  # taking over a stale lock: old lock or new, never half
+        if not _create(path, data, token):  # a lock is there: a stale one, or another writer's since check_free
+            check_free(run_dir)
+            atomic_write(path, data)  # taking over a stale lock: old lock or new, never half
     _HELD[_key(run_dir)] = token
     return token
+
+
+@contextmanager
+def _one_taker(run_dir: Path) -> Iterator[None]:
+    """Let one process of this host at a time judge and write ``run_dir``'s lock: an exclusive ``flock`` on the
+    directory itself (no file is made; the kernel gives it back when the process dies). Where there is no
+    ``flock`` (another OS, a file system without it) nothing is held: the lock is then as safe as before."""
+    try:
+        import fcntl
+
+        fd = os.open(run_dir, os.O_RDONLY)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # gives the flock back
 
 
 def _create(path: Path, data: bytes, token: str) -> bool:

@@ -7,9 +7,11 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -437,3 +439,39 @@ def test_trainers_made_in_the_same_second_with_run_dir_auto_get_directories_of_t
     second = canter.make_trainer("ppo", "CartPole-v1", run_dir="auto", max_steps=64, **PPO)
     first.close(), second.close()
     assert first.dir != second.dir
+
+
+def _take_lock(run_dir: Path, barrier: Any, results: Any) -> None:
+    """A process resuming ``run_dir``: take its lock at the barrier, hold it a moment, report whether it got it."""
+    from canter.run_lock import acquire
+
+    barrier.wait()
+    try:
+        acquire(run_dir)
+    except CanterError:
+        results.put("refused")
+        return
+    results.put("took")
+    import time
+
+    time.sleep(0.3)  # alive while the other one decides
+
+
+def test_two_processes_taking_over_a_stale_lock_at_once_never_both_take_it(tmp_path):
+    """Two resumes of a killed run (its lock names a dead process) starting together: one takes the lock, the
+    other is refused. Both judged the lock stale and both wrote theirs over it, so both trained into the run."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    for trial in range(3):
+        run_dir = tmp_path / f"run{trial}"
+        run_dir.mkdir()
+        (run_dir / LOCK_NAME).write_text(json.dumps({"host": socket.gethostname(), "pid": 2 ** 22 + 1,
+                                                     "token": "dead"}))
+        barrier, results = ctx.Barrier(2), ctx.Queue()
+        procs = [ctx.Process(target=_take_lock, args=(run_dir, barrier, results)) for _ in range(2)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(10)
+        assert sorted(results.get(timeout=5) for _ in procs) == ["refused", "took"]
