@@ -117,6 +117,11 @@ def run_metadata(trainer: Trainer, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _one_line(exc: BaseException) -> str:
+    """``"Type: message"`` of ``exc``, its first line (the type alone for an empty message), for ``summary.json``."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+
+
 def _finite_or_null(value: Any) -> Any:
     """``value`` with every NaN or infinite float (in dicts and lists too) replaced by None."""
     if isinstance(value, float):
@@ -280,6 +285,21 @@ class Run:
         # NaN / inf (an evaluation of a diverged policy) are not JSON: null, as `canter eval --json` writes them
         atomic_write(self.dir / "summary.json", json.dumps(_finite_or_null(self.summary), indent=2).encode())
 
+    def _save_last_and_summary(self, stop_reason: str | None) -> None:
+        """Save ``last`` with ``stop_reason``, then the summary. When ``last`` cannot be saved (a full disk, a
+        read-only ``checkpoints/``), the previous one stays and the summary still says so ('interrupted', with
+        the error and the counters of the last record) before the error is raised."""
+        try:
+            self.save_resumable(stop_reason=stop_reason)
+        except Exception as exc:
+            self.error = self.error or _one_line(exc)
+            try:
+                self._write_summary("interrupted", self._good)
+            except Exception:  # noqa: BLE001 - the save's error is the one to report
+                pass
+            raise
+        self._write_summary(stop_reason)
+
     def write_config(self) -> None:
         """Write the resolved ``config.yaml``."""
         atomic_write(self.dir / "config.yaml", dump_yaml(self.config).encode())
@@ -406,7 +426,7 @@ class Run:
             outcome, self.divergence = "diverged", exc
             raise
         except Exception as exc:  # stop_reason stays "interrupted" (resumable); the summary says why
-            self.error = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+            self.error = _one_line(exc)
             raise
         finally:
             for sig, handler in old_handlers.items():
@@ -422,14 +442,11 @@ class Run:
                 if gone is not None or unstarted:
                     pass
                 elif outcome == "done":
-                    reason = getattr(self.last_record, "stop_reason", None)
-                    self.save_resumable(stop_reason=reason)
-                    self._write_summary(reason)
+                    self._save_last_and_summary(getattr(self.last_record, "stop_reason", None))
                 elif outcome == "diverged":  # the counters of the last good state, which the files hold
                     self._write_summary("diverged", self._good)
                 elif started and not self._abort and not inside:  # stopped between iterations: state is consistent
-                    self.save_resumable(stop_reason="interrupted")
-                    self._write_summary("interrupted")
+                    self._save_last_and_summary("interrupted")
                 elif started:  # an error or a second Ctrl-C inside an iteration: the previous 'last' stays
                     self._write_summary("interrupted", self._good)
             finally:

@@ -475,3 +475,29 @@ def test_two_processes_taking_over_a_stale_lock_at_once_never_both_take_it(tmp_p
         for p in procs:
             p.join(10)
         assert sorted(results.get(timeout=5) for _ in procs) == ["refused", "took"]
+
+
+def test_a_run_that_cannot_save_its_checkpoints_says_so_in_its_summary(tmp_path, monkeypatch):
+    """A full disk (or a read-only checkpoints folder) fails the periodic save and then the final 'last': the
+    summary was not written (a resumed run kept the previous run's, 'max_steps' and no error). It now says
+    'interrupted' with the error, the previous 'last' stays, and the run resumes once the disk has room."""
+    import canter.run as run_module
+
+    real, calls = run_module.save_checkpoint, []
+
+    def full_disk(path, state, metadata):
+        calls.append(path)
+        if len(calls) > 1:  # the 'last' saved when training starts is written, nothing after
+            raise OSError(28, "No space left on device", str(path))
+        return real(path, state, metadata)
+
+    run_dir = tmp_path / "run"
+    monkeypatch.setattr(run_module, "save_checkpoint", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=512, checkpoint_every=256, **PPO)
+    summary = _summary(run_dir)
+    assert summary["stop_reason"] == "interrupted" and summary["error"].startswith("OSError: [Errno 28] No space left")
+    assert summary["steps"] >= 256 and read_metadata(run_dir / "checkpoints" / "last")["step"] == 0
+    monkeypatch.setattr(run_module, "save_checkpoint", real)
+    canter.resume(run_dir)
+    assert _summary(run_dir)["stop_reason"] == "max_steps" and _summary(run_dir)["error"] is None
