@@ -14,7 +14,7 @@ from canter.agents.recurrent import check_agent_fits
 from canter.algorithms.base import threads_for
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
-    checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir,
+    checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint,
 )
 from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.devices import check_resume_device, load_device
@@ -368,7 +368,10 @@ def resume_trainer(
     base = run_dir / "checkpoints" / "last"
     if not run_dir.is_dir():
         raise no_run_dir(run_dir)
-    if not (base.with_name("last.json").exists() or base.with_name("last.safetensors").exists()):
+    if not checkpoint_present(base):
+        if checkpoint_present(run_dir / "last"):  # RUN_DIR/checkpoints given
+            raise CanterError(f"'{run_dir}' is a checkpoints folder, not a run directory; "
+                              f"{run_dir_hint(run_dir / 'last')}")
         raise CanterError(f"'{run_dir}' has no checkpoints/last to resume from")
     check_free(run_dir)  # another training writing it (in this process or another): nothing is touched
     state, meta = load_checkpoint(base)

@@ -241,16 +241,18 @@ def checkpoint_space(meta: dict[str, Any], which: str, where: Any) -> Any:
         raise CanterError(f"checkpoint {where} has an invalid {which}: {desc!r:.200} ({exc})") from None
 
 
+def checkpoint_present(base: Path) -> bool:
+    """Whether checkpoint ``base`` has a file (a ``.safetensors`` alone is complete: it carries its JSON in its header)."""
+    return base.with_name(base.name + ".json").exists() or base.with_name(base.name + ".safetensors").exists()
+
+
 def find_checkpoint(path: str | Path) -> Path:
     """A run directory or its ``checkpoints`` folder (the ``best``, else the ``last`` checkpoint) or a
     checkpoint path -> checkpoint base."""
     if not isinstance(path, (str, os.PathLike)):
         raise CanterError(f"expected a run directory or checkpoint path (a str or pathlib.Path), got {path!r}")
     p = Path(path)
-
-    def present(base: Path) -> bool:  # a .safetensors alone is complete: it carries its JSON in its header
-        return base.with_name(base.name + ".json").exists() or base.with_name(base.name + ".safetensors").exists()
-
+    present = checkpoint_present
     if p.is_dir():
         for name in ("best", "last"):
             for base in (p / "checkpoints" / name, p / name):  # a run directory, or its checkpoints/ folder
@@ -277,11 +279,12 @@ def run_dir_hint(path: Path) -> str:
 
 
 def no_run_dir(path: str | Path) -> CanterError:
-    """The error for ``path`` where a run directory is expected and none is: a file names the run
-    directory to pass (``canter plot RUN_DIR/config.yaml``), and so does a checkpoint named without its
-    suffix (``RUN_DIR/checkpoints/best``, which ``canter eval`` and ``play`` take); a missing path is 'no such
-    run directory'."""
-    base = checkpoint_base(path)
-    if Path(path).exists() or (base.name and base.with_name(base.name + ".json").is_file()):
+    """The error for ``path`` where a run directory is expected and none is: a file or a checkpoint's name names
+    the run directory to pass (``canter plot RUN_DIR/config.yaml``, ``canter train --resume RUN_DIR/checkpoints/last``),
+    a missing path is 'no such run directory'."""
+    if Path(path).exists():
         return CanterError(f"'{path}' is not a run directory; {run_dir_hint(Path(path))}")
+    base = checkpoint_base(Path(path))
+    if checkpoint_present(base):  # RUN_DIR/checkpoints/last: a checkpoint's name, whose files exist
+        return CanterError(f"'{path}' is a checkpoint, not a run directory; {run_dir_hint(base)}")
     return CanterError(f"no such run directory: '{path}'")

@@ -338,6 +338,22 @@ def test_a_file_of_a_run_directory_is_answered_with_the_run_directory_to_pass(tm
         find_checkpoint(tmp_path / "missing")
 
 
+def test_resume_of_a_checkpoint_or_the_checkpoints_folder_names_the_run_directory(tmp_path):
+    """`canter train --resume RUN_DIR/checkpoints/last` said 'no such run directory' (the checkpoint's files exist)
+    and `--resume RUN_DIR/checkpoints` 'has no checkpoints/last'; both now name the run directory to pass."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.yaml").write_text("algo: ppo\n")
+    (run / "checkpoints" / "last.json").write_text("{}")
+    (run / "checkpoints" / "last.safetensors").write_bytes(b"")
+    with pytest.raises(CanterError, match=f"is a checkpoint, not a run directory; pass its run directory "
+                                          f"'{re.escape(str(run))}'"):
+        canter.resume(run / "checkpoints" / "last")
+    with pytest.raises(CanterError, match=f"is a checkpoints folder, not a run directory; pass its run directory "
+                                          f"'{re.escape(str(run))}'"):
+        canter.resume(run / "checkpoints")
+
+
 def test_plot_report_and_resume_name_the_run_directory_of_a_file_given_instead(tmp_path):
     """`canter plot / report RUN_DIR/config.yaml` and `canter train --resume RUN_DIR/config.yaml` said
     'no such run directory' although the file exists; they now name the run directory to pass."""
@@ -347,7 +363,8 @@ def test_plot_report_and_resume_name_the_run_directory_of_a_file_given_instead(t
     run.mkdir()
     (run / "config.yaml").write_text("algo: ppo\n")
     for load in (load_run, canter.resume):
-        with pytest.raises(CanterError, match=f"is not a run directory; pass its run directory '{re.escape(str(run))}'"):
+        with pytest.raises(CanterError, match=f"is a checkpoint, not a run directory; pass its run directory "
+                                              f"'{re.escape(str(run))}'"):
             load(run / "config.yaml")
         with pytest.raises(CanterError, match="no such run directory: "):
             load(tmp_path / "missing")
