@@ -396,14 +396,15 @@ def resume_trainer(
     if reason not in (None, "interrupted") and not extended:
         hint = {"max_steps": "; pass --max-steps N to extend it",
                 "max_seconds": "; pass --max-seconds S to extend it"}.get(reason, "")
-        if reason == "max_steps" and max_steps is not None:
-            hint = f"; --max-steps must be more than its {step} steps to extend it, got {max_steps}"
+        if reason == "max_steps" and max_steps is not None:  # run's budgets: validated ('512' is 512, as in train)
+            hint = f"; --max-steps must be more than its {step} steps to extend it, got {run.max_steps}"
         elif reason == "max_seconds" and max_seconds is not None:
             hint = (f"; --max-seconds must be more than its {meta['trainer']['wall_time']:.1f} s to extend it, "
-                    f"got {max_seconds:g}")
+                    f"got {run.max_seconds:g}")
         raise CanterError(f"run '{run_dir}' already finished (stop reason: {reason}); nothing to resume{hint}")
-    if max_steps is not None and max_steps <= step:
-        raise CanterError(f"--max-steps must be more than the {step} steps run '{run_dir}' has taken, got {max_steps}")
+    if max_steps is not None and run.max_steps <= step:
+        raise CanterError(f"--max-steps must be more than the {step} steps run '{run_dir}' has taken, "
+                          f"got {run.max_steps}")
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
     load_agent_state(make_agent(run, algo_cfg, *spaces), state, base)  # the weights fit: checked before writing

@@ -253,3 +253,23 @@ def test_a_run_saved_with_exponent_strings_in_its_callbacks_resumes(tmp_path):
     from canter.resume_checks import as_numbers_now
 
     assert as_numbers_now([{"my_pkg:Tagger": {"tag": "1e3"}}]) == [{"my_pkg:Tagger": {"tag": "1e3"}}]  # as given
+
+
+@pytest.mark.parametrize("budget, needle", [
+    ({"max_steps": "100"}, "--max-steps must be more than its 256 steps to extend it, got 100"),
+    ({"max_steps": "512"}, None),
+    ({"max_seconds": "1"}, "pass --max-steps N to extend it"),
+])
+def test_resume_takes_budgets_as_strings_as_train_does(good_run, tmp_path, budget, needle):
+    """``canter.train(max_steps='512')`` is read as YAML reads it; ``canter.resume(max_steps='512')`` compared the
+    string with the step count and raised a TypeError traceback (``max_seconds='1'``: a ValueError formatting it)."""
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(good_run, run_dir)
+    if needle is None:
+        canter.resume(run_dir, **budget)
+        assert json.loads((run_dir / "summary.json").read_text())["steps"] == 512
+    else:
+        with pytest.raises(CanterError, match=needle):
+            canter.resume(run_dir, **budget)
