@@ -25,7 +25,7 @@ from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
-from canter.resume_checks import as_numbers_now, check_config_unedited, check_resume_metadata
+from canter.resume_checks import as_numbers_now, check_config_unedited, check_resume_metadata, check_writable
 from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing, run_metadata
 from canter.run_lock import check_free
 from canter.utils import global_rngs_kept, threads_kept
@@ -374,6 +374,7 @@ def resume_trainer(
                               f"{run_dir_hint(run_dir / 'last')}")
         raise CanterError(f"'{run_dir}' has no checkpoints/last to resume from")
     check_free(run_dir)  # another training writing it (in this process or another): nothing is touched
+    check_writable(run_dir)  # not after training up to the first checkpoint, which could not be saved
     state, meta = load_checkpoint(base)
     if not meta.get("resumable") or "trainer" not in state:
         raise CanterError(f"{base} is not a resumable checkpoint (written by an older canter)")

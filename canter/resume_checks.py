@@ -2,6 +2,7 @@
 the types resuming reads, and ``config.yaml`` was not edited since the run wrote it."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +97,11 @@ def check_resume_metadata(meta: dict[str, Any], trainer_state: Any, base: Path) 
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CanterError(f"checkpoint {base} cannot be resumed: its metadata was edited or is corrupt "
                           f"({type(exc).__name__}: {exc})") from None
+
+
+def check_writable(run_dir: Path) -> None:
+    """A one-line :class:`CanterError` when ``run_dir`` or its ``checkpoints/`` cannot be written (a read-only
+    file system or permissions): the resumed run would train up to its first checkpoint and then fail to save it."""
+    for directory in (run_dir, run_dir / "checkpoints"):
+        if directory.is_dir() and not os.access(directory, os.W_OK | os.X_OK):
+            raise CanterError(f"cannot resume '{run_dir}': '{directory}' is not writable")

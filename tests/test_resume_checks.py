@@ -273,3 +273,20 @@ def test_resume_takes_budgets_as_strings_as_train_does(good_run, tmp_path, budge
     else:
         with pytest.raises(CanterError, match=needle):
             canter.resume(run_dir, **budget)
+
+
+@pytest.mark.parametrize("read_only", ["run", "checkpoints"])
+def test_resuming_a_run_that_cannot_be_written_is_refused_before_training(good_run, tmp_path, monkeypatch, read_only):
+    """A read-only run directory failed on its lock's temp file; a read-only checkpoints/ trained up to the first
+    checkpoint and failed to save it. Both are refused first, naming the directory."""
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(good_run, run_dir)
+    blocked = run_dir if read_only == "run" else run_dir / "checkpoints"
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != blocked and real_access(path, mode))
+    before = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+    with pytest.raises(CanterError, match=f"cannot resume '{run_dir}': '{blocked}' is not writable"):
+        canter.resume(run_dir, max_steps=512)
+    assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
