@@ -242,7 +242,8 @@ def checkpoint_space(meta: dict[str, Any], which: str, where: Any) -> Any:
 
 
 def checkpoint_present(base: Path) -> bool:
-    """Whether checkpoint ``base`` has a file (a ``.safetensors`` alone is complete: it carries its JSON in its header)."""
+    """Whether checkpoint ``base`` has a file (a ``.safetensors`` alone is complete: it carries its JSON in its
+    header)."""
     return base.with_name(base.name + ".json").exists() or base.with_name(base.name + ".safetensors").exists()
 
 
