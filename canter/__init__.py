@@ -42,6 +42,10 @@ def _import_deferring_gc(*modules: str) -> _ModuleType:
     was_enabled = _gc.isenabled()
     _gc.disable()
     try:
+        # NumPy first, on its own: torch's extension imports it while it initialises and clears whatever
+        # that import raises, so a Ctrl-C landing inside it was swallowed and left a half-imported NumPy
+        # (no ``np.matrix``) that the command tripped over later (a resumed run's first step)
+        _importlib.import_module("numpy")
         return [_importlib.import_module(module) for module in modules][-1]
     finally:
         if _freeze_imports:

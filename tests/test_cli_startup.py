@@ -95,3 +95,23 @@ def test_import_canter_is_lazy_and_the_public_api_is_whole():
     assert canter.envs.make_vec_env and canter.api.find_checkpoint and set(canter.__all__) <= set(dir(canter))
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         canter.nope
+
+
+def test_ctrl_c_while_torch_imports_numpy_is_not_swallowed():
+    """torch's extension imports NumPy while it initialises and clears any error that import raises: a Ctrl-C
+    landing inside it was swallowed, the command went on with a half-imported NumPy and failed later with a
+    traceback ('module numpy has no attribute matrix' in a resumed run's first step, or 'cannot load module
+    more than once'). NumPy is imported first, on its own, so the Ctrl-C is one line and exit code 130."""
+    hook = ("import sys, importlib.abc\n"
+            "class CtrlC(importlib.abc.MetaPathFinder):\n"
+            "    fired = False\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'numpy.matrixlib' and not CtrlC.fired:  # a Ctrl-C while NumPy imports\n"
+            "            CtrlC.fired = True\n"
+            "            raise KeyboardInterrupt\n"
+            "sys.meta_path.insert(0, CtrlC())\n"
+            "sys.argv = ['canter', 'eval', 'no-such-run']\n"
+            "from canter.__main__ import entry\nentry()\n")
+    out = subprocess.run([sys.executable, "-c", hook], env=ENV, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 130, out.stderr
+    assert "Traceback" not in out.stderr and out.stderr.splitlines() == ["interrupted"], out.stderr
