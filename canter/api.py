@@ -25,7 +25,9 @@ from canter.errors import CanterError, CanterWarning, require, unknown
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
-from canter.resume_checks import as_numbers_now, check_config_unedited, check_resume_metadata, check_writable
+from canter.resume_checks import (
+    as_numbers_now, check_config_unedited, check_resume_metadata, check_same_run, check_writable,
+)
 from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing, run_metadata
 from canter.run_lock import check_free
 from canter.utils import global_rngs_kept, threads_kept
@@ -379,6 +381,7 @@ def resume_trainer(
     if not meta.get("resumable") or "trainer" not in state:
         raise CanterError(f"{base} is not a resumable checkpoint (written by an older canter)")
     check_resume_metadata(meta, state["trainer"], base)
+    check_same_run(run_dir, meta["config"], base)  # a checkpoint copied from another run: before its modules import
     import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names
     cfg = dict(meta["config"])
     if isinstance(cfg.get("callbacks"), list):  # a run saved before exponent forms were numbers ('1e-3')

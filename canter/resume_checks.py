@@ -49,17 +49,41 @@ def as_numbers_now(callbacks: list[Any]) -> list[Any]:
             and isinstance(next(iter(entry.values())), dict) else entry for entry in callbacks]
 
 
+def _written_config(path: Path) -> dict[str, Any] | None:
+    """The mapping in ``path`` (a run's ``config.yaml``), or None when it is missing or unreadable."""
+    from canter.yaml_io import load_yaml
+
+    try:
+        found = load_yaml(path)
+    except CanterError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def check_same_run(run_dir: Path, saved: dict[str, Any], base: Path) -> None:
+    """A one-line :class:`CanterError` when ``checkpoints/last`` and ``config.yaml`` name another algorithm, env or
+    seed: the checkpoint was copied from another run (its history files then disagree too, which said only that
+    a file had too few rows). Checked before the history files; a missing or unreadable file is left as above."""
+    found = _written_config(run_dir / "config.yaml")
+    if found is None:
+        return
+
+    def run_of(config: dict[str, Any]) -> str:
+        return f"{config.get('algo')} on {config.get('env')}, seed {config.get('seed')}"
+
+    if any(found.get(k) != saved.get(k) for k in ("algo", "env", "seed")):
+        raise CanterError(f"checkpoint {base} ({run_of(saved)}) and {run_dir / 'config.yaml'} ({run_of(found)}) are "
+                          f"of different runs: put back this run's checkpoints/last (or undo the edit to config.yaml)")
+
+
 def check_config_unedited(run_dir: Path, saved: dict[str, Any]) -> None:
     """A one-line :class:`CanterError` when ``run_dir/config.yaml`` was edited since the run wrote it: resuming
     continues with the config saved in ``checkpoints/last`` and rewrites the file, so the edit would be ignored
     and lost without a word. ``max_steps`` and ``max_seconds`` (which ``--resume`` may change) are not compared;
     a missing or unreadable file is left to be rewritten as before."""
-    from canter.yaml_io import load_yaml
-
     path = run_dir / "config.yaml"
-    try:
-        found = load_yaml(path)
-    except CanterError:
+    found = _written_config(path)
+    if found is None:
         return
     resumable = ("max_steps", "max_seconds")
     key = _differing_key({k: v for k, v in found.items() if k not in resumable},

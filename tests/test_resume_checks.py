@@ -290,3 +290,24 @@ def test_resuming_a_run_that_cannot_be_written_is_refused_before_training(good_r
     with pytest.raises(CanterError, match=f"cannot resume '{run_dir}': '{blocked}' is not writable"):
         canter.resume(run_dir, max_steps=512)
     assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == before
+
+
+def test_a_checkpoint_copied_from_another_run_is_named_as_such(good_run, tmp_path, capsys):
+    """A DQN run's checkpoints/last copied into a PPO run was refused because 'history.parquet has 8 rows but the
+    checkpoint expects 17', which does not say what is wrong; the error now names both runs."""
+    import shutil
+
+    from support import snapshot
+
+    run_dir, other = tmp_path / "run", tmp_path / "other"
+    shutil.copytree(good_run, run_dir)
+    canter.train("dqn", "CartPole-v1", run_dir=other, max_steps=200, learning_starts=50, eval_episodes=1,
+                 eval_every=0, tensorboard=False)
+    for suffix in (".json", ".safetensors"):
+        shutil.copy(other / "checkpoints" / f"last{suffix}", run_dir / "checkpoints" / f"last{suffix}")
+    before = snapshot(run_dir)
+    assert main(["train", "--resume", str(run_dir), "--max-steps", "512", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "(dqn on CartPole-v1, seed 0) and " in err, err
+    assert "(ppo on CartPole-v1, seed 0) are of different runs" in err, err
+    assert snapshot(run_dir) == before
