@@ -253,17 +253,16 @@ def find_checkpoint(path: str | Path) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise CanterError(f"expected a run directory or checkpoint path (a str or pathlib.Path), got {path!r}")
     p = Path(path)
-    present = checkpoint_present
     if p.is_dir():
         for name in ("best", "last"):
             for base in (p / "checkpoints" / name, p / name):  # a run directory, or its checkpoints/ folder
-                if present(base):
+                if checkpoint_present(base):
                     return base
         if not (p / "config.yaml").exists():
             raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
         raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
     base = checkpoint_base(p)
-    if not present(base):
+    if not checkpoint_present(base):
         if p.exists():  # a file of a run (config.yaml, summary.json, ...): name what to pass instead
             raise CanterError(f"'{path}' is neither a run directory nor a checkpoint; {run_dir_hint(p)} (or a "
                               f"checkpoint such as RUN_DIR/checkpoints/best)")
@@ -281,8 +280,8 @@ def run_dir_hint(path: Path) -> str:
 
 def no_run_dir(path: str | Path) -> CanterError:
     """The error for ``path`` where a run directory is expected and none is: a file or a checkpoint's name names
-    the run directory to pass (``canter plot RUN_DIR/config.yaml``, ``canter train --resume RUN_DIR/checkpoints/last``),
-    a missing path is 'no such run directory'."""
+    the run directory to pass (``canter plot RUN_DIR/config.yaml``, ``--resume RUN_DIR/checkpoints/last``), a
+    missing path is 'no such run directory'."""
     if Path(path).exists():
         return CanterError(f"'{path}' is not a run directory; {run_dir_hint(Path(path))}")
     base = checkpoint_base(Path(path))

@@ -9,9 +9,9 @@ The file holds the writer's host name, pid and a random token. A lock whose proc
 (killed with ``kill -9``) is stale and is taken over, so ``--resume`` after a hard kill works as
 before. A lock with this process's pid counts only while this process really holds it. Processes of
 one host judge and write the lock one at a time (a ``flock`` on the directory), so two resumes of a
-killed run that start together never both take its stale lock over. A lock
-written on another host (a run directory on a shared filesystem) cannot be checked from here, so
-it counts as held: the error names the host and says to delete the lock if nothing trains there.
+killed run that start together never both take its stale lock over. A lock written on another host
+(a run directory on a shared filesystem) cannot be checked from here, so it counts as held: the
+error names the host and says to delete the lock if nothing trains there.
 """
 from __future__ import annotations
 
