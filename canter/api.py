@@ -379,7 +379,8 @@ def resume_trainer(
     check_writable(run_dir)  # not after training up to the first checkpoint, which could not be saved
     state, meta = load_checkpoint(base)
     if not meta.get("resumable") or "trainer" not in state:
-        raise CanterError(f"{base} is not a resumable checkpoint (written by an older canter)")
+        raise CanterError(f"{base} is not a resumable checkpoint: it holds no trainer state (a best or step-N "
+                          f"checkpoint copied over last is for loading only; or it was written by an older canter)")
     check_resume_metadata(meta, state["trainer"], base)
     check_same_run(run_dir, meta["config"], base)  # a checkpoint copied from another run: before its modules import
     import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names

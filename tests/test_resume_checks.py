@@ -311,3 +311,17 @@ def test_a_checkpoint_copied_from_another_run_is_named_as_such(good_run, tmp_pat
     assert len(err.splitlines()) == 1 and "(dqn on CartPole-v1, seed 0) and " in err, err
     assert "(ppo on CartPole-v1, seed 0) are of different runs" in err, err
     assert snapshot(run_dir) == before
+
+
+def test_a_step_checkpoint_copied_over_last_is_named_for_what_it_is(good_run, tmp_path, capsys):
+    """Rolling a run back by copying its best (or a step-N) checkpoint over last (neither holds trainer state) was
+    refused as 'written by an older canter'; the error now says such a checkpoint is for loading only."""
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(good_run, run_dir)
+    for suffix in (".json", ".safetensors"):
+        shutil.copy(run_dir / "checkpoints" / f"best{suffix}", run_dir / "checkpoints" / f"last{suffix}")
+    assert main(["train", "--resume", str(run_dir), "--max-steps", "512", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "copied over last is for loading only" in err, err
