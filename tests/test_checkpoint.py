@@ -363,7 +363,7 @@ def test_plot_report_and_resume_name_the_run_directory_of_a_file_given_instead(t
     run.mkdir()
     (run / "config.yaml").write_text("algo: ppo\n")
     for load in (load_run, canter.resume):
-        with pytest.raises(CanterError, match=f"is a checkpoint, not a run directory; pass its run directory "
+        with pytest.raises(CanterError, match=f"is not a run directory; pass its run directory "
                                               f"'{re.escape(str(run))}'"):
             load(run / "config.yaml")
         with pytest.raises(CanterError, match="no such run directory: "):
@@ -379,7 +379,7 @@ def test_plot_report_and_resume_name_the_run_directory_of_a_checkpoint_given_ins
     (run / "checkpoints").mkdir(parents=True)
     (run / "config.yaml").write_text("algo: ppo\n")
     (run / "checkpoints" / "best.json").write_text("{}")
-    hint = f"is not a run directory; pass its run directory '{re.escape(str(run))}'"
+    hint = f"is a checkpoint, not a run directory; pass its run directory '{re.escape(str(run))}'"
     for load in (load_run, canter.resume):
         with pytest.raises(CanterError, match=hint):
             load(run / "checkpoints" / "best")
