@@ -17,7 +17,7 @@ from typing import Any, Union
 
 from canter.config_errors import _keys_hint, _other_name, _unknown_hparam
 from canter.devices import resolve_device
-from canter.errors import CanterError, unknown
+from canter.errors import CanterError, shown, unknown
 from canter.config_imports import config_imports, layered_imports
 from canter.yaml_io import load_yaml, parse_yaml_value
 
@@ -82,7 +82,7 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
 
     def bad() -> CanterError:
         name = type_name(tp)
-        return CanterError(f"'{key}' must be {'an' if name[0] in 'aeiou' else 'a'} {name}, got {value!r}")
+        return CanterError(f"'{key}' must be {'an' if name[0] in 'aeiou' else 'a'} {name}, got {shown(value)}")
 
     if inner is bool:
         if isinstance(value, bool):
@@ -116,7 +116,7 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
         except (TypeError, ValueError, OverflowError):
             raise bad() from None
         if not math.isfinite(number):
-            raise CanterError(f"'{key}' must be a finite number, got {value!r}")
+            raise CanterError(f"'{key}' must be a finite number, got {shown(value)}")
         return number
     if inner is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
@@ -149,16 +149,16 @@ def _plain(value: Any, key: str) -> Any:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise CanterError(f"'{key}' must hold finite numbers, got {value!r}")
+            raise CanterError(f"'{key}' must hold finite numbers, got {shown(value)}")
         return value
     if isinstance(value, (list, tuple)):
         return [_plain(v, key) for v in value]
     if isinstance(value, dict):
         for k in value:
             if not isinstance(k, str):
-                raise CanterError(f"'{key}' must have string keys, got {k!r}")
+                raise CanterError(f"'{key}' must have string keys, got {shown(k)}")
         return {k: _plain(v, key) for k, v in value.items()}
-    raise CanterError(f"'{key}' holds a {type(value).__name__} ({value!r}); use strings, numbers, lists or mappings")
+    raise CanterError(f"'{key}' holds a {type(value).__name__} ({shown(value)}); use strings, numbers, lists or mappings")
 
 
 def check_range(f: dataclasses.Field, value: Any, key: str) -> None:
@@ -170,7 +170,7 @@ def check_range(f: dataclasses.Field, value: Any, key: str) -> None:
     if choices is not None and value not in choices:
         near = [c for c in choices if isinstance(c, str)]
         raise unknown(f"value for '{key}'", str(value), near) if near else CanterError(
-            f"'{key}' must be one of {list(choices)}, got {value!r}"
+            f"'{key}' must be one of {list(choices)}, got {shown(value)}"
         )
     low, high = meta.get("low"), meta.get("high")
     values = value if isinstance(value, list) else [value]
@@ -179,9 +179,9 @@ def check_range(f: dataclasses.Field, value: Any, key: str) -> None:
             continue
         if low is not None and (v < low or (meta.get("low_open") and v == low)):
             op = ">" if meta.get("low_open") else ">="
-            raise CanterError(f"'{key}' must be {op} {low}, got {v!r}")
+            raise CanterError(f"'{key}' must be {op} {low}, got {shown(v)}")
         if high is not None and v > high:
-            raise CanterError(f"'{key}' must be <= {high}, got {v!r}")
+            raise CanterError(f"'{key}' must be <= {high}, got {shown(v)}")
 
 
 def fields_of(cls: type) -> dict[str, tuple[dataclasses.Field, Any]]:

@@ -60,6 +60,24 @@ def bad_env_kwargs(env_id: str, kwargs: dict | None, exc: Exception) -> Exceptio
     return CanterError(f"bad env_kwargs for '{env_id}': {detail}")
 
 
+def shown(value: object, limit: int = 120) -> str:
+    """``repr(value)`` for an error message, kept readable: an integer of more than 15 digits in exponent
+    form (``1e+300``, as a float prints, not 301 digits), and a text longer than ``limit`` characters cut
+    with ``...``."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+        try:
+            return f"{value:.6g}"
+        except OverflowError:  # beyond a float's range
+            return f"{'-' if value < 0 else ''}a number of more than 308 digits"
+    return cut(repr(value), limit)
+
+
+def cut(text: str, limit: int = 120) -> str:
+    """``text``, cut to ``limit`` characters with ``...`` when longer (a value echoed in an error message)."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
+
+
 def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """Return up to ``n`` valid choices that look most like ``name`` (case-insensitive)."""
     choices = list(choices)
@@ -83,7 +101,7 @@ def unknown(kind: str, name: str, choices: Iterable[str], see: str | None = "run
         hint = "choices: " + ", ".join(choices)
     else:
         hint = f"{len(choices)} choices" + (f"; {see}" if see else "")
-    return CanterError(f"unknown {kind} '{name}'; {hint}")
+    return CanterError(f"unknown {kind} '{cut(name)}'; {hint}")
 
 
 def require(module: str, extra: str, feature: str) -> ModuleType:

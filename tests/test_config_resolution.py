@@ -242,3 +242,20 @@ def test_stable_baselines3_names_point_to_canters(capsys):
         resolve_config("ppo", "CartPole-v1", sets=["n_timesteps=1e5"])
     assert main(["train", "ppo", "--env", "CartPole-v1", "--learning-rate", "0.001"]) == 2
     assert capsys.readouterr().err.strip().endswith("did you mean '--lr'?")
+
+
+def test_values_in_errors_stay_readable(tmp_path):
+    """--set seed=1e300 printed the whole 301-digit integer it became, and a 100,000-character value was
+    echoed whole: huge integers are shown in exponent form, long values cut."""
+    with pytest.raises(CanterError, match=r"'seed' must be <= 4294967295, got 1e\+300$"):
+        resolve_config("ppo", "CartPole-v1", sets=["seed=1e300"])
+    with pytest.raises(CanterError, match=r"'max_steps' must be >= 1, got -1e\+300$"):
+        resolve_config("ppo", "CartPole-v1", sets=["max_steps=-1e300"])
+    f = tmp_path / "run.yaml"
+    f.write_text("lr: " + "a" * 100_000 + "\n")
+    with pytest.raises(CanterError, match=r"'hparams.lr' must be a float, got 'a+\.\.\.$") as exc:
+        resolve_config("ppo", "CartPole-v1", f)
+    assert len(str(exc.value)) < 200
+    with pytest.raises(CanterError, match=r"unknown value for 'hparams.activation' 'x+\.\.\.'; choices") as exc:
+        resolve_config("ppo", "CartPole-v1", sets=["activation=" + "x" * 5000])
+    assert len(str(exc.value)) < 250
