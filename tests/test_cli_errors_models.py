@@ -44,9 +44,11 @@ def test_user_model_that_raises_in_init_is_one_line(capsys, workdir, monkeypatch
     assert {k: v for k, v in snapshot(workdir).items() if "__pycache__" not in k} == before
 
 
-@pytest.mark.parametrize("n_steps", ["100000000000", "1e30"])
+@pytest.mark.parametrize("n_steps", ["100000000000", "1e18", "1e30"])
 def test_rollout_buffer_too_big_for_memory_is_one_line(capsys, workdir, n_steps):
-    """torch's allocator failure was a RuntimeError traceback with C++ frames (the replay buffer's was one line)."""
+    """torch's allocator failure was a RuntimeError traceback with C++ frames (the replay buffer's was one line),
+    and so was its size calculation's overflow (n_steps 1e18 x 2 envs x 4 floats: 'Storage size calculation
+    overflowed')."""
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--n-envs", "2", "--max-steps", "256",
                            "--set", f"n_steps={n_steps}", "--quiet", "--run-dir", str(workdir / "run"))
     lines = [ln for ln in err.splitlines() if not ln.startswith("canter: warning:")]  # max_steps < one rollout

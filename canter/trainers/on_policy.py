@@ -51,8 +51,8 @@ class OnPolicyTrainer(StepwiseTrainer):
         except (MemoryError, RuntimeError, OverflowError, TypeError) as exc:  # torch's: many lines of C++ frames
             if isinstance(exc, TypeError) and "Overflow" not in str(exc):  # a size beyond int64 is a TypeError
                 raise
-            if isinstance(exc, RuntimeError) and "alloc" not in str(exc).lower():  # torch's allocator only
-                raise
+            if isinstance(exc, RuntimeError) and not any(word in str(exc).lower() for word in ("alloc", "overflow")):
+                raise  # torch's allocator, or its size calculation ('Storage size calculation overflowed') only
             steps = self.config.n_steps * self.env.num_envs
             gib = steps * (int(np.prod(obs_space.shape)) * torch.empty((), dtype=obs_dtype).element_size() + 32) / 2**30
             raise CanterError(f"the rollout buffer does not fit in memory (hparams.n_steps {self.config.n_steps:,} x "
