@@ -162,7 +162,8 @@ def _plain(value: Any, key: str) -> Any:
 
 
 def check_range(f: dataclasses.Field, value: Any, key: str) -> None:
-    """Raise a CanterError if ``value`` breaks the range or choices declared on field ``f``."""
+    """Raise a CanterError if ``value`` breaks the range or choices declared on field ``f``, or is an integer
+    that does not fit 64 bits."""
     meta = f.metadata
     if value is None:
         return
@@ -182,6 +183,10 @@ def check_range(f: dataclasses.Field, value: Any, key: str) -> None:
             raise CanterError(f"'{key}' must be {op} {low}, got {shown(v)}")
         if high is not None and v > high:
             raise CanterError(f"'{key}' must be <= {high}, got {shown(v)}")
+        if isinstance(v, int) and not -(2**63) <= v < 2**63:
+            # integer settings become NumPy array and torch tensor sizes, counters and seeds, which hold no more
+            # (net_arch: [1e300] was a C++ stack trace from torch)
+            raise CanterError(f"'{key}' must fit a 64-bit integer (at most {2**63 - 1:.3g} in size), got {shown(v)}")
 
 
 def fields_of(cls: type) -> dict[str, tuple[dataclasses.Field, Any]]:

@@ -259,3 +259,16 @@ def test_values_in_errors_stay_readable(tmp_path):
     with pytest.raises(CanterError, match=r"unknown value for 'hparams.activation' 'x+\.\.\.'; choices") as exc:
         resolve_config("ppo", "CartPole-v1", sets=["activation=" + "x" * 5000])
     assert len(str(exc.value)) < 250
+
+
+@pytest.mark.parametrize("item", ["net_arch=[64, 1e300]", "n_steps=1e19", "eval_every=2**70"])
+def test_integer_settings_must_fit_64_bits(item):
+    """net_arch: [1e300] reached torch and came back as a C++ stack trace in one line ('Overflow when unpacking
+    long long Exception raised from THPUtils_unpackLong ... frame #0: ...'); n_steps 1e300 printed 301-digit
+    warnings. Integer settings are array sizes, counters and seeds: beyond 64 bits they are refused."""
+    item = item.replace("2**70", str(2**70))
+    key = item.split("=")[0]
+    message = rf"'(hparams\.)?{key}' must fit a 64-bit integer \(at most 9.22e\+18 in size\), got [0-9.]+e\+"
+    with pytest.raises(CanterError, match=message):
+        resolve_config("ppo", "CartPole-v1", sets=[item])
+    assert resolve_config("ppo", "CartPole-v1", sets=[f"max_steps={2**63 - 1}"])[0].max_steps == 2**63 - 1
