@@ -69,6 +69,11 @@ def type_name(tp: Any) -> str:
     return f"{name} or null" if optional else name
 
 
+def _a(name: str) -> str:
+    """``name`` with its indefinite article: 'an int', 'a float'."""
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
 def coerce(tp: Any, value: Any, key: str) -> Any:
     """Convert ``value`` (from YAML or a ``--set`` string) to type ``tp`` or raise a CanterError."""
     optional, inner = _is_optional(tp)
@@ -77,12 +82,11 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     if value is None:
         if optional:
             return None
-        raise CanterError(f"'{key}' must be a {type_name(tp)}, got null")
+        raise CanterError(f"'{key}' must be {_a(type_name(tp))}, got null")
     origin, args = _origin_args(inner)
 
     def bad() -> CanterError:
-        name = type_name(tp)
-        return CanterError(f"'{key}' must be {'an' if name[0] in 'aeiou' else 'a'} {name}, got {shown(value)}")
+        return CanterError(f"'{key}' must be {_a(type_name(tp))}, got {shown(value)}")
 
     if inner is bool:
         if isinstance(value, bool):

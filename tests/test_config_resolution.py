@@ -272,3 +272,9 @@ def test_integer_settings_must_fit_64_bits(item):
     with pytest.raises(CanterError, match=message):
         resolve_config("ppo", "CartPole-v1", sets=[item])
     assert resolve_config("ppo", "CartPole-v1", sets=[f"max_steps={2**63 - 1}"])[0].max_steps == 2**63 - 1
+
+
+def test_a_null_item_reads_as_english():
+    """net_arch: [64, null] was refused with ''hparams.net_arch' must be a int, got null'."""
+    with pytest.raises(CanterError, match="'hparams.net_arch' must be an int, got null"):
+        resolve_config("ppo", "CartPole-v1", sets=["net_arch=[64, null]"])
