@@ -77,13 +77,14 @@ def _a(name: str) -> str:
 def coerce(tp: Any, value: Any, key: str) -> Any:
     """Convert ``value`` (from YAML or a ``--set`` string) to type ``tp`` or raise a CanterError."""
     optional, inner = _is_optional(tp)
-    if isinstance(value, str) and value.strip().lower() in ("null", "none", "~") and optional:
-        return None
+    origin, args = _origin_args(inner)
+    container = list in (origin, inner) or dict in (origin, inner)
+    if isinstance(value, str) and value.strip().lower() in ("null", "none", "~") and (optional or container):
+        value = None  # --set KEY=null is a file's 'KEY: null' (a list's was the list [null], a mapping's 'got None')
     if value is None:
         if optional:
             return None
         raise CanterError(f"'{key}' must be {_a(type_name(tp))}, got null")
-    origin, args = _origin_args(inner)
 
     def bad() -> CanterError:
         return CanterError(f"'{key}' must be {_a(type_name(tp))}, got {shown(value)}")

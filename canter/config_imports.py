@@ -6,19 +6,20 @@ from pathlib import Path
 from typing import Any
 
 from canter.errors import CanterError
-from canter.yaml_io import load_yaml, parse_yaml_value
+from canter.yaml_io import load_yaml
 
 
 def config_imports(value: Any, where: str = "imports") -> list[str]:
     """Import the modules of a config's ``imports`` (a list of module names, or one name; a ``--set``
     string is YAML) and return them; a malformed entry or a module that fails to import is a one-line
     :class:`CanterError`."""
+    from canter.config import coerce
     from canter.registry import import_modules
 
-    if isinstance(value, str):
-        value = parse_yaml_value(value, where) if value.lstrip().startswith("[") else [value]
     if value is None:
         return []
+    if isinstance(value, str):  # read as the run config will read it ('a, b' is two modules; 'null' is no list)
+        value = coerce(list, value, where)
     if not isinstance(value, list) or not all(isinstance(m, str) and m.strip() for m in value):
         raise CanterError(f"'{where}' must be a list of module names, e.g. [my_pkg.components], got {value!r:.200}")
     modules = [m.strip() for m in value]

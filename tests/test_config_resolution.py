@@ -1,5 +1,7 @@
 """Config composition and validation: presets, overrides and config files, value coercion, one-line
 errors for bad values and YAML, and the shipped presets."""
+import re
+
 import pytest
 
 import canter
@@ -278,3 +280,17 @@ def test_a_null_item_reads_as_english():
     """net_arch: [64, null] was refused with ''hparams.net_arch' must be a int, got null'."""
     with pytest.raises(CanterError, match="'hparams.net_arch' must be an int, got null"):
         resolve_config("ppo", "CartPole-v1", sets=["net_arch=[64, null]"])
+
+
+@pytest.mark.parametrize("item, message", [
+    ("imports=null", "'imports' must be a list, got null"),  # was: cannot import module 'null'
+    ("imports={a: 1}", "'imports' must be a list of module names"),  # was: cannot import module '{a: 1}'
+    ("env_kwargs=null", "'env_kwargs' must be a dict, got null"),  # was: ... got None
+    ("callbacks=~", "'callbacks' must be a list, got null"),  # was: the list [None]
+])
+def test_set_null_and_imports_read_as_a_file_reads_them(item, message):
+    """--set KEY=null for a list or mapping is a file's 'KEY: null' (a list's was [null]); --set imports=VALUE is
+    read as the run config reads it (it was imported as one module named VALUE unless it began with '[')."""
+    with pytest.raises(CanterError, match=f"^{re.escape(message)}"):
+        resolve_config("ppo", "CartPole-v1", sets=[item])
+    assert resolve_config("ppo", "CartPole-v1", sets=["imports=json, math"])[0].imports == ["json", "math"]
