@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, TypeVar
 
 from canter.errors import CanterError, raised_in, unknown
@@ -72,17 +73,32 @@ def _load_builtins() -> None:
             raise
 
 
+def import_user_module(name: str, why: str) -> ModuleType:
+    """Import the user's module ``name``; one that cannot be imported is :func:`import_failure`'s error."""
+    try:
+        return importlib.import_module(name)
+    except (Exception, SystemExit) as exc:
+        raise import_failure(name, why, exc) from None
+
+
+def import_failure(name: str, why: str, exc: BaseException) -> CanterError:
+    """The one-line error ``cannot import module 'NAME'{why}: ...`` for ``exc``, raised while importing ``name``:
+    an ImportError's message, else the error with its file and line in the user's code (:func:`raised_in`).
+    A SystemExit (a script's ``parse_args()`` or ``sys.exit()`` run at import) says so: it ended the process
+    with its own usage line or none."""
+    if isinstance(exc, ImportError) or (isinstance(exc, Exception) and (not name.strip(".") or name.startswith("."))):
+        detail = str(exc)  # a missing module, or a name importlib refused itself
+    else:
+        detail = raised_in(exc)
+    if isinstance(exc, SystemExit):
+        detail += "; the module exits when imported (put its script part under if __name__ == '__main__')"
+    return CanterError(f"cannot import module '{name}'{why}: {detail}")
+
+
 def import_object(path: str) -> Any:
     """Import ``"package.module:Attribute"``; errors are :class:`CanterError`."""
     module_name, _, attr = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise CanterError(f"cannot import module '{module_name}' (from '{path}'): {exc}") from None
-    except Exception as exc:  # the module itself fails: a SyntaxError, a NameError, a ValueError at import...
-        if not module_name.strip(".") or module_name.startswith("."):  # importlib refused the name itself
-            raise CanterError(f"cannot import module '{module_name}' (from '{path}'): {exc}") from None
-        raise CanterError(f"cannot import module '{module_name}' (from '{path}'): {raised_in(exc)}") from None
+    module = import_user_module(module_name, f" (from '{path}')")
     try:
         obj = module
         for part in attr.split("."):
@@ -170,11 +186,7 @@ def import_modules(modules: list[str], why: str) -> None:
     """Import each module of ``modules``; one that fails is a one-line :class:`CanterError`
     ``cannot import module 'NAME'{why}: the error`` (its file and line for an error other than ImportError)."""
     for module in modules:
-        try:
-            importlib.import_module(module)
-        except Exception as exc:  # noqa: BLE001 - the user's module: one line naming it
-            detail = exc if isinstance(exc, ImportError) else raised_in(exc)
-            raise CanterError(f"cannot import module '{module}'{why}: {detail}") from None
+        import_user_module(module, why)
 
 
 def registered(kind: str) -> dict[str, Any]:

@@ -364,3 +364,30 @@ def test_builtins_interrupted_while_loading_load_on_the_next_lookup():
     out = run_python(code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["interrupted", "canter.algorithms.ppo"]
+
+
+def test_a_module_that_exits_or_raises_as_it_imports_is_one_line(tmp_path, monkeypatch):
+    """A module of ``imports`` (or a ``module:Class``, a ``module:EnvId``) that calls sys.exit() as it imports (a
+    script's parse_args()) ended canter with its exit code and no word of canter's; a ``pettingzoo:MODULE`` that
+    raised as it imported was a traceback (turns.aec_factory caught ImportError only)."""
+    import sys
+
+    from canter.envs.make import check_env_id
+
+    (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(3)\n")
+    (tmp_path / "raises_on_import.py").write_text("raise ValueError('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    exits = r"cannot import module 'exits_on_import'{}: SystemExit: 3 \(.*exits_on_import.py, line 2\); the module exits"
+    try:
+        with pytest.raises(CanterError, match=exits.format(r" \(imports\)")):
+            resolve_config("ppo", "CartPole-v1", sets=["imports=[exits_on_import]"])
+        with pytest.raises(CanterError, match=exits.format(r" \(from 'exits_on_import:X'\)")):
+            lookup("model", "exits_on_import:X")
+        with pytest.raises(CanterError, match=exits.format(" for env 'exits_on_import:X'")):
+            check_env_id("exits_on_import:X")
+        with pytest.raises(CanterError, match=r"cannot import module 'raises_on_import' for env 'pettingzoo:raises_on_"
+                                              r"import': ValueError: boom \(.*raises_on_import.py, line 1\)$"):
+            check_env_id("pettingzoo:raises_on_import")
+    finally:
+        sys.modules.pop("exits_on_import", None)
+        sys.modules.pop("raises_on_import", None)

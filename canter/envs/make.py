@@ -1,7 +1,6 @@
 """Make single and vectorised environments from a Gymnasium id or a canter-registered factory."""
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import gymnasium as gym
@@ -10,8 +9,8 @@ from canter.envs import atari, multiagent, multiagent_views, turns
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
-from canter.errors import CanterError, bad_env_kwargs, raised_in, unknown
-from canter.registry import _REGISTRY
+from canter.errors import CanterError, bad_env_kwargs, unknown
+from canter.registry import _REGISTRY, import_user_module
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
 _EXTRA_FOR_ENTRY = {"box2d": ("box2d", "Box2D"), "mujoco": ("mujoco", "mujoco")}
@@ -26,13 +25,7 @@ def check_env_id(env_id: str) -> None:
             multiagent.parallel_factory(env_id)
         return
     if ":" in env_id:
-        module = env_id.split(":", 1)[0]
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise CanterError(f"cannot import module '{module}' for env '{env_id}': {exc}") from None
-        except Exception as exc:  # the module itself fails: a SyntaxError, a NameError at import...
-            raise CanterError(f"cannot import module '{module}' for env '{env_id}': {raised_in(exc)}") from None
+        import_user_module(env_id.split(":", 1)[0], f" for env '{env_id}'")
         env_id = env_id.split(":", 1)[1]
     if env_id in gym.registry or env_id in _REGISTRY["env"]:  # the module may register either kind
         return

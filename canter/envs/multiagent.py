@@ -32,7 +32,6 @@ replaces pygame, the ``video`` extra's dependency; it ran installed with ``--no-
 """
 from __future__ import annotations
 
-import importlib
 import re
 from typing import Any
 
@@ -42,7 +41,8 @@ import numpy as np
 from canter.envs.masks import MaskedBox, mask_width
 from canter.envs.packing import ObservationPacker, needs_packing
 from canter.envs.vector import ACTIVE, OBSERVED, _observation_error
-from canter.errors import CanterError, bad_env_kwargs, raised_in, require
+from canter.errors import CanterError, bad_env_kwargs, require
+from canter.registry import import_user_module
 
 PREFIX = "pettingzoo:"
 
@@ -56,12 +56,7 @@ def parallel_factory(env_id: str) -> Any:
     """The ``parallel_env`` factory of ``pettingzoo:MODULE`` (a clear error when it is missing)."""
     require("pettingzoo", "multiagent", "PettingZoo environments")
     module_name = env_id[len(PREFIX):]
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise CanterError(f"cannot import module '{module_name}' for env '{env_id}': {exc}") from None
-    except Exception as exc:  # the module itself fails: a SyntaxError, a NameError at import...
-        raise CanterError(f"cannot import module '{module_name}' for env '{env_id}': {raised_in(exc)}") from None
+    module = import_user_module(module_name, f" for env '{env_id}'")
     factory = getattr(module, "parallel_env", None)
     if not callable(factory):
         raise CanterError(f"module '{module_name}' has neither a parallel_env() factory (PettingZoo's parallel API) "

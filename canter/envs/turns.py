@@ -35,6 +35,7 @@ import torch
 from canter.envs.masks import MASK_KEY
 from canter.envs.packing import ObservationPacker, needs_packing
 from canter.errors import CanterError, bad_env_kwargs, unknown
+from canter.registry import import_failure
 
 PREFIX = "pettingzoo:"
 OPPONENTS = ("random", "self")
@@ -47,7 +48,9 @@ def aec_factory(env_id: str) -> Callable[..., Any] | None:
     try:
         module = importlib.import_module(env_id[len(PREFIX):])
     except ImportError:
-        return None
+        return None  # parallel_factory names the missing module (or PettingZoo's extra)
+    except (Exception, SystemExit) as exc:  # the module itself fails: a ValueError, a SyntaxError at import...
+        raise import_failure(env_id[len(PREFIX):], f" for env '{env_id}'", exc) from None
     if callable(getattr(module, "parallel_env", None)) or not callable(getattr(module, "env", None)):
         return None
     return module.env
