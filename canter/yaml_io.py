@@ -3,7 +3,8 @@ one-line :class:`~canter.errors.CanterError` messages that name the file and lin
 
 Numbers in exponent form without a dot or a signed exponent (``1e-3``, ``1e5``, ``2.5e3``) are floats, as
 in YAML 1.2 and JSON; PyYAML's YAML 1.1 rules read them as strings, which reached free-form values such
-as ``env_kwargs`` unconverted. :func:`dump_yaml` quotes strings that look like such numbers.
+as ``env_kwargs`` unconverted. :func:`dump_yaml` quotes strings that look like such numbers. YAML 1.1's
+octal (``010``) and base-60 (``1:30``) numbers are refused (:func:`_refuse_ambiguous_number`).
 """
 from __future__ import annotations
 
@@ -35,6 +36,27 @@ class _StrictLoader(yaml.SafeLoader):
                         None, None, f"duplicate key '{key}'", key_node.start_mark)
         return super().construct_mapping(node, deep=deep)
 
+
+def _refuse_ambiguous_number(loader: yaml.SafeLoader, node: yaml.ScalarNode, number: Any) -> Any:
+    """``number``, the value of ``node`` by YAML 1.1's rules, unless those read it in a way nobody writing a config
+    means and YAML 1.2 (or Python, as ``--set`` reads it) would not: a leading zero as octal (``seed: 010`` was 8,
+    ``--set seed=010`` 10) or colons as base 60 (``max_steps: 1:30`` was 90). Such a number is refused, naming it."""
+    text = str(node.value)
+    digits = text.replace("_", "").lstrip("+-")
+    if ":" in digits:
+        problem = f"'{text}' is a base-60 number in YAML 1.1 ({number}); write the number, or quote it for text"
+    elif node.tag.endswith(":int") and len(digits) > 1 and digits[0] == "0" and digits[1] not in "bx":
+        problem = (f"'{text}' is an octal number in YAML 1.1 ({number}); write it without the leading zero, "
+                   "or quote it for text")
+    else:
+        return number
+    raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", lambda loader, node: _refuse_ambiguous_number(
+    loader, node, loader.construct_yaml_int(node)))
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", lambda loader, node: _refuse_ambiguous_number(
+    loader, node, loader.construct_yaml_float(node)))
 
 #: YAML 1.1's floats (PyYAML's resolver) plus the exponent forms YAML 1.2 and JSON also read as floats
 _FLOAT = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)

@@ -294,3 +294,19 @@ def test_set_null_and_imports_read_as_a_file_reads_them(item, message):
     with pytest.raises(CanterError, match=f"^{re.escape(message)}"):
         resolve_config("ppo", "CartPole-v1", sets=[item])
     assert resolve_config("ppo", "CartPole-v1", sets=["imports=json, math"])[0].imports == ["json", "math"]
+
+
+def test_yaml_1_1_octal_and_base_60_numbers_are_refused(tmp_path):
+    """'seed: 010' in a file was 8 (YAML 1.1's octal) where --set seed=010 is 10, and 'max_steps: 1:30' was 90
+    (base 60), without a word; both are refused naming the number. Quoted, they are text; 0x10 stays 16."""
+    f = tmp_path / "run.yaml"
+    for text, problem in [("seed: 010\n", r"line 1, column 7: '010' is an octal number in YAML 1.1 \(8\)"),
+                          ("max_steps: 1:30\n", r"line 1, column 12: '1:30' is a base-60 number in YAML 1.1 \(90\)"),
+                          ("env_kwargs: {a: [1, -0_7]}\n", r"'-0_7' is an octal number")]:
+        f.write_text(text)
+        with pytest.raises(CanterError, match=problem):
+            resolve_config("ppo", "CartPole-v1", f)
+    f.write_text("seed: 0x10\nmax_steps: 0\nenv_kwargs: {t: '1:30', n: '010', z: 0.5, w: 09}\n")
+    assert load_yaml(f) == {"seed": 16, "max_steps": 0, "env_kwargs": {"t": "1:30", "n": "010", "z": 0.5, "w": "09"}}
+    with pytest.raises(CanterError, match=r"'hparams.net_arch': cannot parse '\[064\]' as YAML: '064' is an octal"):
+        resolve_config("ppo", "CartPole-v1", sets=["net_arch=[064]"])
