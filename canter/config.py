@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from canter.config_errors import _keys_hint, _other_name, _unknown_hparam
+from canter.config_errors import _another_algorithms, _keys_hint, _other_name, _unknown_hparam
 from canter.devices import resolve_device
 from canter.errors import CanterError, shown, unknown
 from canter.config_imports import config_imports, layered_imports
@@ -471,8 +471,9 @@ def resolve_config(
             elif key in hp_keys:
                 set_hp(key, value, key)
             else:
-                raise _other_name(key, run_keys, hp_keys) or unknown(
-                    "config key", key, list(run_keys) + list(hp_keys), see=_keys_hint(algo_name))
+                keys = list(run_keys) + list(hp_keys)
+                raise _other_name(key, run_keys, hp_keys) or _another_algorithms(key, keys, algo_name) or unknown(
+                    "config key", key, keys, see=_keys_hint(algo_name))
     run_values["algo"] = algo_name
     run_values["env"] = str(env_id)
     run = build(RunConfig, run_values)

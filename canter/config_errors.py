@@ -2,9 +2,10 @@
 and Stable-Baselines3 / rl-zoo3 names that canter spells otherwise (:func:`canter.config.resolve_config`)."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from canter.errors import CanterError, unknown
+from canter.errors import CanterError, closest, unknown
 
 
 def _keys_hint(algo: str) -> str:
@@ -28,6 +29,25 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
     return CanterError(f"unknown config key '{key}'; canter calls it '{where}' (Stable-Baselines3's '{name}')")
 
 
+def _another_algorithms(key: str, keys: list[str], algo: str) -> CanterError | None:
+    """The error for a key that is none of ``keys`` (``algo``'s run's) but a hyperparameter of other registered
+    algorithms (``tau`` for PPO: a config written for SAC), naming some of them, then the closest of ``keys``
+    (``n_step``, DQN's, for PPO's ``n_steps``); None when no other algorithm has it. Without the owners, the close
+    spellings alone misled (DQN's buffer_size for PPO: 'did you mean batch_size?')."""
+    from canter.registry import registered
+
+    name = key[len("hparams."):] if key.startswith("hparams.") else key
+    configs = {n: getattr(cls, "Config", None) for n, cls in registered("algorithm").items() if n != algo}
+    owners = sorted(n for n, c in configs.items() if dataclasses.is_dataclass(c) and name in c.__dataclass_fields__)
+    if not owners:
+        return None
+    shown = ", ".join(owners[:4]) + (f" and {len(owners) - 4} more" if len(owners) > 4 else "")
+    near = closest(key, keys)
+    hint = ("did you mean " + " or ".join(f"'{k}'" for k in near) + "?") if near else f"{_keys_hint(algo)}"
+    return CanterError(f"unknown config key '{key}': {algo} has no hyperparameter '{name}', {shown} "
+                       f"{'has' if len(owners) == 1 else 'have'} one (a config written for another algorithm?); {hint}")
+
+
 def _unknown_hparam(key: str, hp_keys: Any, run_keys: Any, algo: str) -> CanterError:
     """The error for ``hparams.<name>`` that is no hyperparameter of ``algo``: a run key put under
     ``hparams`` (``n_envs``, ``seed``, ``max_steps``) is named as one, else the closest hyperparameters."""
@@ -35,5 +55,6 @@ def _unknown_hparam(key: str, hp_keys: Any, run_keys: Any, algo: str) -> CanterE
     if name in run_keys:
         return CanterError(f"'{key}' is a run setting, not a hyperparameter of {algo}: give it at the top level "
                            f"('{name}: ...' in YAML, --set {name}=...)")
-    return _other_name(key, run_keys, hp_keys) or unknown(
-        "hyperparameter", key, [f"hparams.{n}" for n in hp_keys], see=_keys_hint(algo))
+    keys = [f"hparams.{n}" for n in hp_keys]
+    return _other_name(key, run_keys, hp_keys) or _another_algorithms(key, keys, algo) or unknown(
+        "hyperparameter", key, keys, see=_keys_hint(algo))

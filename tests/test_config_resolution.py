@@ -310,3 +310,19 @@ def test_yaml_1_1_octal_and_base_60_numbers_are_refused(tmp_path):
     assert load_yaml(f) == {"seed": 16, "max_steps": 0, "env_kwargs": {"t": "1:30", "n": "010", "z": 0.5, "w": "09"}}
     with pytest.raises(CanterError, match=r"'hparams.net_arch': cannot parse '\[064\]' as YAML: '064' is an octal"):
         resolve_config("ppo", "CartPole-v1", sets=["net_arch=[064]"])
+
+
+def test_a_hyperparameter_of_another_algorithm_is_named_as_one(tmp_path):
+    """DQN's preset given to PPO ('canter train ppo -f configs/dqn/CartPole-v1.yaml') was answered "unknown
+    hyperparameter 'hparams.buffer_size'; did you mean 'hparams.batch_size'?", and SAC's tau '75 choices': the
+    key is now named as other algorithms' hyperparameter; the close spellings stay for a typo (PPO's n_step)."""
+    f = tmp_path / "run.yaml"
+    f.write_text("hparams:\n  lr: 0.001\n  buffer_size: 100000\n")
+    with pytest.raises(CanterError, match=r"^unknown config key 'hparams.buffer_size': ppo has no hyperparameter "
+                                          r"'buffer_size', acer, c51, ddpg, dqn and \d+ more have one \(a config "
+                                          r"written for another algorithm\?\)"):
+        resolve_config("ppo", "CartPole-v1", f)
+    with pytest.raises(CanterError, match=r"^unknown config key 'tau': ppo has no hyperparameter 'tau', c51, cql, ddpg, dqn and"):
+        resolve_config("ppo", "CartPole-v1", sets=["tau=0.1"])
+    with pytest.raises(CanterError, match=r"dqn, .* have one .*; did you mean 'hparams.n_steps'"):
+        resolve_config("ppo", "CartPole-v1", sets=["hparams.n_step=4"])
