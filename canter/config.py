@@ -358,6 +358,8 @@ def preset_path(algo: str, env: str) -> Path:
 
 def parse_set(item: str) -> tuple[str, str]:
     """Split one ``--set key=value`` item."""
+    if not isinstance(item, str):  # make_trainer(sets=[...]) from Python
+        raise CanterError(f"--set expects key=value strings, got {shown(item)}")
     key, sep, value = item.partition("=")
     if not sep or not key.strip():
         raise CanterError(f"--set expects key=value, got '{item}'")

@@ -326,3 +326,11 @@ def test_a_hyperparameter_of_another_algorithm_is_named_as_one(tmp_path):
         resolve_config("ppo", "CartPole-v1", sets=["tau=0.1"])
     with pytest.raises(CanterError, match=r"dqn, .* have one .*; did you mean 'hparams.n_steps'"):
         resolve_config("ppo", "CartPole-v1", sets=["hparams.n_step=4"])
+
+
+def test_a_set_item_that_is_no_string_is_one_line():
+    """make_trainer(sets=[5]) was an AttributeError traceback ('int' object has no attribute 'partition')."""
+    with pytest.raises(CanterError, match=r"^--set expects key=value strings, got 5$"):
+        resolve_config("ppo", "CartPole-v1", sets=[5])
+    with pytest.raises(CanterError, match=r"^--set expects key=value strings, got \('lr', 0.1\)$"):
+        canter.make_trainer("ppo", "CartPole-v1", sets=[("lr", 0.1)])
