@@ -125,15 +125,27 @@ def parse_yaml_value(text: str, key: str) -> Any:
         raise CanterError(f"'{key}': cannot parse {text!r} as YAML: {problem}") from None
 
 
+#: larger YAML files are refused unread: a config is a few kilobytes, PyYAML reads ~50 kB a second, and a wrong
+#: path (-f /dev/zero, a checkpoint, a dataset) was read whole into memory before anything was said
+MAX_BYTES = 1 << 20
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping; malformed YAML is a CanterError that names the file and line."""
+    """Read a YAML mapping; malformed YAML is a CanterError that names the file and line, as is a file
+    larger than :data:`MAX_BYTES`."""
     path = Path(path)
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise CanterError(f"config file not found: {path}") from None
     except OSError as exc:
         raise CanterError(f"cannot read config file {path}: {exc.strerror}") from None
+    if len(data) > MAX_BYTES:
+        raise CanterError(f"config file {path} is larger than {MAX_BYTES // 2**20} MiB; a config is a few "
+                          "key: value lines (is it the right file?)")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise CanterError(f"config file {path} is not UTF-8 text") from None
     try:

@@ -334,3 +334,17 @@ def test_a_set_item_that_is_no_string_is_one_line():
         resolve_config("ppo", "CartPole-v1", sets=[5])
     with pytest.raises(CanterError, match=r"^--set expects key=value strings, got \('lr', 0.1\)$"):
         canter.make_trainer("ppo", "CartPole-v1", sets=[("lr", 0.1)])
+
+
+def test_a_config_file_over_the_size_limit_is_refused_unread(tmp_path):
+    """-f /dev/zero was read until memory ran out (a MemoryError traceback), and a few megabytes of YAML took
+    minutes and gigabytes in PyYAML; files over yaml_io.MAX_BYTES are refused in one line, before parsing."""
+    from canter.yaml_io import MAX_BYTES
+
+    f = tmp_path / "run.yaml"
+    f.write_text("seed: 1\n" + "#" * MAX_BYTES + "\n")
+    for path in (f, "/dev/zero"):
+        with pytest.raises(CanterError, match=r"is larger than 1 MiB; a config is a few key: value lines"):
+            resolve_config("ppo", "CartPole-v1", path)
+    f.write_text("seed: 1\n" + "#" * (MAX_BYTES - 20) + "\n")  # just under: read as before
+    assert resolve_config("ppo", "CartPole-v1", f)[0].seed == 1
