@@ -348,3 +348,12 @@ def test_a_config_file_over_the_size_limit_is_refused_unread(tmp_path):
             resolve_config("ppo", "CartPole-v1", path)
     f.write_text("seed: 1\n" + "#" * (MAX_BYTES - 20) + "\n")  # just under: read as before
     assert resolve_config("ppo", "CartPole-v1", f)[0].seed == 1
+
+
+@pytest.mark.parametrize("algo, value, bound", [("a2c", "-1e300", ">= -20"), ("ppo", "1e300", "<= 20"),
+                                                ("sac", "1e39", "<= 20")])
+def test_log_std_init_is_bounded(algo, value, bound):
+    """log_std_init had no range: -1e300 or 1e300 (beyond float32) was a RuntimeError traceback from torch as the
+    policy was built ('value cannot be converted to type float without overflow')."""
+    with pytest.raises(CanterError, match=rf"'hparams.log_std_init' must be {bound}, got"):
+        resolve_config(algo, "Pendulum-v1", sets=[f"log_std_init={value}"])

@@ -35,7 +35,7 @@ class PolicyNetConfig:
     net_arch: list[int] = hp([64, 64], "hidden layer sizes of actor and critic", low=1)
     activation: str = hp("tanh", "hidden activation", choices=("tanh", "relu", "elu", "gelu", "silu"))
     ortho_init: bool = hp(True, "orthogonal initialisation (gain sqrt 2, 0.01 policy head, 1 value head)")
-    log_std_init: float = hp(0.0, "initial log std of the Gaussian policy (Box actions)")
+    log_std_init: float = hp(0.0, "initial log std of the Gaussian policy (Box actions)", low=-20, high=20)
 
     def validate(self) -> None:
         """Cross-field checks."""

@@ -48,7 +48,7 @@ class SACConfig(OffPolicyConfig):
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1)
     use_sde: bool = hp(False, "gSDE: state-dependent exploration noise instead of independent Gaussian noise")
     sde_sample_freq: int = hp(-1, "gSDE: resample the noise every N vector steps of a collection phase (-1: once per phase)", low=-1)
-    log_std_init: float = hp(-3.0, "gSDE: initial log std of the exploration weights")
+    log_std_init: float = hp(-3.0, "gSDE: initial log std of the exploration weights", low=-20, high=20)
     encoder: str = encoder_hp()
 
     def validate(self) -> None:
