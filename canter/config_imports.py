@@ -13,7 +13,7 @@ def config_imports(value: Any, where: str = "imports") -> list[str]:
     """Import the modules of a config's ``imports`` (a list of module names, or one name; a ``--set``
     string is YAML) and return them; a malformed entry or a module that fails to import is a one-line
     :class:`CanterError`."""
-    from canter.config import coerce
+    from canter.config_values import coerce
     from canter.registry import import_modules
 
     if value is None:

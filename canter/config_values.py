@@ -1,0 +1,187 @@
+"""Config values: the :func:`hp` field declaration, and reading a value from YAML or a ``--set`` string
+(:func:`coerce`) and checking it against its field's range or choices (:func:`check_range`); used by
+:mod:`canter.config`, which re-exports them."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import types
+import typing
+from dataclasses import field
+from typing import Any, Union
+
+from canter.errors import CanterError, shown, unknown
+from canter.yaml_io import parse_yaml_value
+
+
+def hp(
+    default: Any,
+    doc: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    choices: tuple[Any, ...] | None = None,
+    search: dict[str, Any] | None = None,
+) -> Any:
+    """Declare a config field with a default, a one-line doc and its valid values.
+
+    ``low``/``high`` bound numbers (``low_open`` makes the lower bound exclusive), ``choices``
+    lists valid values, and ``search`` declares a tuning search space.
+    """
+    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open, "choices": choices, "search": search}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _origin_args(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+    origin = typing.get_origin(tp)
+    return origin, typing.get_args(tp)
+
+
+def _is_optional(tp: Any) -> tuple[bool, Any]:
+    origin, args = _origin_args(tp)
+    if origin in (Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return True, rest[0] if len(rest) == 1 else Union[tuple(rest)]  # type: ignore[return-value]
+    return False, tp
+
+
+def type_name(tp: Any) -> str:
+    """A short human name for a field type (``float``, ``list[int]``, ``int or null``)."""
+    optional, inner = _is_optional(tp)
+    origin, args = _origin_args(inner)
+    if origin is list:
+        name = f"list[{args[0].__name__}]" if args else "list"
+    elif origin is dict:
+        name = "mapping"
+    else:
+        name = getattr(inner, "__name__", str(inner))
+    return f"{name} or null" if optional else name
+
+
+def _a(name: str) -> str:
+    """``name`` with its indefinite article: 'an int', 'a float'."""
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def coerce(tp: Any, value: Any, key: str) -> Any:
+    """Convert ``value`` (from YAML or a ``--set`` string) to type ``tp`` or raise a CanterError."""
+    optional, inner = _is_optional(tp)
+    origin, args = _origin_args(inner)
+    container = list in (origin, inner) or dict in (origin, inner)
+    if isinstance(value, str) and value.strip().lower() in ("null", "none", "~") and (optional or container):
+        value = None  # --set KEY=null is a file's 'KEY: null' (a list's was the list [null], a mapping's 'got None')
+    if value is None:
+        if optional:
+            return None
+        raise CanterError(f"'{key}' must be {_a(type_name(tp))}, got null")
+
+    def bad() -> CanterError:
+        return CanterError(f"'{key}' must be {_a(type_name(tp))}, got {shown(value)}")
+
+    if inner is bool:
+        if isinstance(value, bool):
+            return value
+        # YAML 1.1's words (a config file's 'on' is a bool), so --set and flags take what a file takes
+        if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no", "on", "off", "1", "0"):
+            return value.strip().lower() in ("true", "yes", "on", "1")
+        raise bad()
+    if inner is int:
+        if isinstance(value, bool):
+            raise bad()
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise bad() from None
+        if not number.is_integer():
+            raise bad()
+        return int(number)
+    if inner is float:
+        if isinstance(value, bool):
+            raise bad()
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise bad() from None
+        if not math.isfinite(number):
+            raise CanterError(f"'{key}' must be a finite number, got {shown(value)}")
+        return number
+    if inner is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        if isinstance(value, os.PathLike):  # a path given from Python (dataset=Path(...)), as run_dir takes one
+            return os.fspath(value)
+        raise bad()
+    if origin is list or inner is list:  # ``list[T]`` or a bare ``list``
+        if isinstance(value, str):
+            text = value.strip()
+            value = parse_yaml_value(text if text.startswith("[") else f"[{text}]", key)
+        if not isinstance(value, (list, tuple)):
+            raise bad()
+        item = args[0] if args else Any
+        if item is Any:
+            return [_plain(v, key) for v in value]
+        return [coerce(item, v, key) for v in value]
+    if origin is dict or inner is dict:
+        if isinstance(value, str):
+            value = parse_yaml_value(value, key)
+        if not isinstance(value, dict):
+            raise bad()
+        return _plain(dict(value), key)
+    return value
+
+
+def _plain(value: Any, key: str) -> Any:
+    """Check that ``value`` is plain data (what YAML and JSON both hold: string keys, finite numbers)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CanterError(f"'{key}' must hold finite numbers, got {shown(value)}")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, key) for v in value]
+    if isinstance(value, dict):
+        for k in value:
+            if not isinstance(k, str):
+                raise CanterError(f"'{key}' must have string keys, got {shown(k)}")
+        return {k: _plain(v, key) for k, v in value.items()}
+    raise CanterError(f"'{key}' holds a {type(value).__name__} ({shown(value)}); use strings, numbers, lists or mappings")
+
+
+def check_range(f: dataclasses.Field, value: Any, key: str) -> None:
+    """Raise a CanterError if ``value`` breaks the range or choices declared on field ``f``, or is an integer
+    that does not fit 64 bits."""
+    meta = f.metadata
+    if value is None:
+        return
+    choices = meta.get("choices")
+    if choices is not None and value not in choices:
+        near = [c for c in choices if isinstance(c, str)]
+        raise unknown(f"value for '{key}'", str(value), near) if near else CanterError(
+            f"'{key}' must be one of {list(choices)}, got {shown(value)}"
+        )
+    low, high = meta.get("low"), meta.get("high")
+    values = value if isinstance(value, list) else [value]
+    for v in values:
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            continue
+        if low is not None and (v < low or (meta.get("low_open") and v == low)):
+            op = ">" if meta.get("low_open") else ">="
+            raise CanterError(f"'{key}' must be {op} {low}, got {shown(v)}")
+        if high is not None and v > high:
+            raise CanterError(f"'{key}' must be <= {high}, got {shown(v)}")
+        if isinstance(v, int) and not -(2**63) <= v < 2**63:
+            # integer settings become NumPy array and torch tensor sizes, counters and seeds, which hold no more
+            # (net_arch: [1e300] was a C++ stack trace from torch)
+            raise CanterError(f"'{key}' must fit a 64-bit integer (at most {2**63 - 1:.3g} in size), got {shown(v)}")
