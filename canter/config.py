@@ -28,8 +28,10 @@ def fields_of(cls: type) -> dict[str, tuple[dataclasses.Field, Any]]:
 
 
 def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
-    """Create config ``cls`` from a mapping, coercing and validating every value."""
+    """Create config ``cls`` from a mapping, coercing and validating every value. A ``section``
+    (``hparams.``) marks an algorithm's hyperparameters, whose floats must fit float32."""
     specs = fields_of(cls)
+    float32 = bool(section)
     kwargs = {}
     for key, raw in values.items():
         full = f"{section}{key}"
@@ -37,12 +39,12 @@ def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
             raise unknown("config key", full, [f"{section}{k}" for k in specs], see=None)
         f, tp = specs[key]
         value = coerce(tp, raw, full)
-        check_range(f, value, full)
+        check_range(f, value, full, float32)
         kwargs[key] = value
     obj = cls(**kwargs)
     for key, (f, _) in specs.items():
         if key not in kwargs:
-            check_range(f, getattr(obj, key), f"{section}{key}")
+            check_range(f, getattr(obj, key), f"{section}{key}", float32)
     validate = getattr(obj, "validate", None)
     if validate is not None:
         validate()

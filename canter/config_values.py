@@ -159,9 +159,13 @@ def _plain(value: Any, key: str) -> Any:
     raise CanterError(f"'{key}' holds a {type(value).__name__} ({shown(value)}); use strings, numbers, lists or mappings")
 
 
-def check_range(f: dataclasses.Field, value: Any, key: str) -> None:
+#: the largest float32 (numpy.finfo(numpy.float32).max): hyperparameters meet float32 tensors
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def check_range(f: dataclasses.Field, value: Any, key: str, float32: bool = False) -> None:
     """Raise a CanterError if ``value`` breaks the range or choices declared on field ``f``, or is an integer
-    that does not fit 64 bits."""
+    that does not fit 64 bits, or (``float32``: an algorithm's hyperparameter) a float beyond float32's range."""
     meta = f.metadata
     if value is None:
         return
@@ -185,3 +189,7 @@ def check_range(f: dataclasses.Field, value: Any, key: str) -> None:
             # integer settings become NumPy array and torch tensor sizes, counters and seeds, which hold no more
             # (net_arch: [1e300] was a C++ stack trace from torch)
             raise CanterError(f"'{key}' must fit a 64-bit integer (at most {2**63 - 1:.3g} in size), got {shown(v)}")
+        if float32 and isinstance(v, float) and abs(v) > FLOAT32_MAX:
+            # torch's float32 arithmetic cannot take it (td3's target_noise_clip or acer's correction_c 1e300
+            # were RuntimeError tracebacks: 'value cannot be converted to type float without overflow')
+            raise CanterError(f"'{key}' must fit a 32-bit float (at most {FLOAT32_MAX:.3g} in size), got {shown(v)}")

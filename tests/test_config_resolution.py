@@ -357,3 +357,16 @@ def test_log_std_init_is_bounded(algo, value, bound):
     policy was built ('value cannot be converted to type float without overflow')."""
     with pytest.raises(CanterError, match=rf"'hparams.log_std_init' must be {bound}, got"):
         resolve_config(algo, "Pendulum-v1", sets=[f"log_std_init={value}"])
+
+
+@pytest.mark.parametrize("algo, env, item", [("td3", "Pendulum-v1", "target_noise_clip=1e300"),
+                                             ("acer", "CartPole-v1", "correction_c=1e300"),
+                                             ("ppo", "CartPole-v1", "lr=1e39")])
+def test_hyperparameter_floats_must_fit_float32(algo, env, item):
+    """td3 --set target_noise_clip=1e300 and acer --set correction_c=1e300 were RuntimeError tracebacks from
+    torch ('value cannot be converted to type float without overflow'): hyperparameters meet float32 tensors.
+    A run setting (target_reward 1e300) is plain Python and stays free."""
+    key = item.split("=")[0]
+    with pytest.raises(CanterError, match=rf"'hparams.{key}' must fit a 32-bit float \(at most 3.4e\+38 in size\)"):
+        resolve_config(algo, env, sets=[item])
+    assert resolve_config("ppo", "CartPole-v1", sets=["target_reward=1e300"])[0].target_reward == 1e300
