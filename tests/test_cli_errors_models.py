@@ -56,6 +56,15 @@ def test_rollout_buffer_too_big_for_memory_is_one_line(capsys, workdir, n_steps)
     assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
 
 
+def test_replay_buffer_past_numpys_size_limit_is_one_line(capsys, workdir):
+    """DQN's replay buffer of 1e18 transitions: NumPy's size limit ('array is too big') is a ValueError, which was a
+    traceback (the buffer's MemoryError alone was one line)."""
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", "CartPole-v1", "--max-steps", "256", "--set",
+                           "learning_starts=64", "--set", "buffer_size=1e18", "--quiet", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "replay buffer does not fit in memory (array is too big", "hparams.buffer_size")
+    assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
+
+
 @pytest.mark.parametrize("buffer_size", ["1000000000000", "1e18"])
 def test_acer_segment_replay_too_big_for_memory_is_one_line(capsys, workdir, buffer_size):
     """ACER's segment replay: torch's allocator failure (or its size overflow) was a RuntimeError traceback."""

@@ -134,7 +134,9 @@ class OffPolicyTrainer(StepwiseTrainer):
         super().setup()
         try:
             self.buffer = self.make_buffer()
-        except MemoryError as exc:  # NumPy's allocation error names the size
+        except (MemoryError, ValueError) as exc:  # NumPy's allocation error names the size, as its size limit does
+            if isinstance(exc, ValueError) and not any(w in str(exc) for w in ("too big", "dimension exceeded")):
+                raise  # not NumPy's 'array is too big' (buffer_size 1e18 was that ValueError's traceback)
             raise CanterError(f"the replay buffer does not fit in memory ({exc}); lower hparams.buffer_size "
                               f"(it is {self.config.buffer_size})") from None
         self.rng = stream_rng(self.run.seed, "warmup")
