@@ -56,6 +56,15 @@ def test_rollout_buffer_too_big_for_memory_is_one_line(capsys, workdir, n_steps)
     assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
 
 
+def test_model_past_a_64_bit_byte_count_is_one_line(capsys, workdir):
+    """QR-DQN's head of n_quantiles 1e18 x 2 actions: torch's size calculation overflowed, a RuntimeError traceback
+    (its allocator's failure was already one line)."""
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", "CartPole-v1", "--max-steps", "256",
+                           "--set", "n_quantiles=1e18", "--quiet", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "cannot build model QuantileQNetwork for dqn: one of its tensors needs more "
+                          "bytes than 64 bits count", "n_quantiles=1000000000000000000")
+
+
 def test_replay_buffer_past_numpys_size_limit_is_one_line(capsys, workdir):
     """DQN's replay buffer of 1e18 transitions: NumPy's size limit ('array is too big') is a ValueError, which was a
     traceback (the buffer's MemoryError alone was one line)."""

@@ -265,8 +265,11 @@ class Algorithm(ABC):
                               f"default model is '{self.default_model}'") from None
         except Exception as exc:
             too_big = re.search(r"can't allocate memory: you tried to allocate (\d+) bytes", str(exc))
-            if isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and too_big):  # sizes too large
-                size = f"needs {int(too_big.group(1)) / 2**30:,.1f} GiB" if too_big else "needs"
+            # torch's size calculation overflows past 64-bit byte counts (n_quantiles 1e18 was its traceback)
+            overflow = isinstance(exc, RuntimeError) and "size calculation overflowed" in str(exc)
+            if isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and too_big) or overflow:
+                size = (f"needs {int(too_big.group(1)) / 2**30:,.1f} GiB" if too_big else
+                        "needs more bytes than 64 bits count" if overflow else "needs")
                 raise CanterError(f"cannot build model {self.model_cls.__name__} for {self.name}: one of its tensors "
                                   f"{size}, more memory than there is; check the "
                                   f"sizes in its hyperparameters ({', '.join(f'{k}={v}' for k, v in kwargs.items())})"
