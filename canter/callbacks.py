@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from canter.errors import CanterError, unknown
+from canter.errors import CanterError, keyword_hint, unknown
 
 HOOKS = ("on_train_start", "before_collect", "after_update", "on_evaluate", "on_best", "on_checkpoint", "should_stop")
 
@@ -338,8 +338,8 @@ def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
                               f"Callback, or a class with hook methods {', '.join(HOOKS)}), got '{path}'")
         try:
             out.append(factory(**(kwargs or {})))
-        except (TypeError, CanterError) as exc:
-            raise CanterError(f"cannot build callback '{path}': {exc}") from None
+        except (TypeError, CanterError) as exc:  # a misspelled argument is answered with the closest one
+            raise CanterError(f"cannot build callback '{path}': {exc}{keyword_hint(factory, exc)}") from None
         except Exception as exc:  # the user's class refuses its arguments (a ValueError...): one line, as for models
             from canter.errors import raised_in
 

@@ -86,6 +86,21 @@ def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     return [lowered[h] for h in hits]
 
 
+def keyword_hint(fn: object, exc: BaseException) -> str:
+    """For ``exc``, a TypeError from calling ``fn`` with an unexpected keyword argument: ``"; did you mean
+    'patience'?"``, naming ``fn``'s closest parameters; ``""`` when there is none (or no such error)."""
+    import inspect
+    import re
+
+    found = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
+    try:
+        params = [p for p in inspect.signature(fn).parameters if p != "self"] if found else []  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # no signature to read (a builtin)
+        params = []
+    near = closest(found.group(1), params) if found else []
+    return "; did you mean " + " or ".join(f"'{p}'" for p in near) + "?" if near else ""
+
+
 def unknown(kind: str, name: str, choices: Iterable[str], see: str | None = "run 'canter list' to see them",
             ) -> CanterError:
     """Build the error for an unknown ``kind`` called ``name``, suggesting close valid choices.

@@ -362,3 +362,12 @@ def test_learner_explorer_trainers_call_the_hooks_too():
     trainer.close()
     assert steps == [32, 64, 96]
     assert records[-1].stop_reason == "should_stop"  # a lambda is named by its hook (was '<lambda>')
+
+
+def test_a_misspelled_callback_argument_is_answered_with_the_closest():
+    """callbacks: [{canter.callbacks:EarlyStopping: {patiense: 2}}] said only "Patience.__init__() got an unexpected
+    keyword argument 'patiense'"; the closest parameter is named now."""
+    with pytest.raises(CanterError, match=r"unexpected keyword argument 'patiense'; did you mean 'patience'\?$"):
+        config_callbacks([{"canter.callbacks:EarlyStopping": {"patiense": 2}}], {})
+    with pytest.raises(CanterError, match=r"unexpected keyword argument 'zzz'$"):  # nothing close: as before
+        config_callbacks([{"canter.callbacks:PlateauLR": {"zzz": 2}}], {})
