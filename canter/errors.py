@@ -57,7 +57,30 @@ def bad_env_kwargs(env_id: str, kwargs: dict | None, exc: Exception) -> Exceptio
     if not isinstance(exc, TypeError):
         detail = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
         return CanterError(f"bad env_kwargs for '{env_id}' {kwargs}: {detail}")
-    return CanterError(f"bad env_kwargs for '{env_id}': {detail}")
+    return CanterError(f"bad env_kwargs for '{env_id}': {detail}{keyword_hint(env_constructors(env_id), exc)}")
+
+
+def env_constructors(env_id: str) -> list[object]:
+    """What ``env_kwargs`` of ``env_id`` are passed to: its canter-registered factory, or its Gymnasium entry points
+    (single and vectorised) and ``gymnasium.make``; [] when none is found."""
+    from canter.registry import registered
+
+    factory = registered("env").get(env_id)
+    if factory is not None:
+        return [factory]
+    import gymnasium as gym
+    from gymnasium.envs.registration import load_env_creator
+
+    gym_id = env_id.split(":", 1)[-1]
+    spec = gym.registry.get(gym_id)
+    points = [p for p in (spec.entry_point, getattr(spec, "vector_entry_point", None)) if p] if spec else []
+    found: list[object] = [gym.make]
+    for point in points:
+        try:
+            found.append(load_env_creator(point) if isinstance(point, str) else point)
+        except Exception:  # noqa: BLE001 - an entry point that does not import: no hint from it
+            pass
+    return found
 
 
 def shown(value: object, limit: int = 120) -> str:
@@ -87,17 +110,21 @@ def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
 
 
 def keyword_hint(fn: object, exc: BaseException) -> str:
-    """For ``exc``, a TypeError from calling ``fn`` with an unexpected keyword argument: ``"; did you mean
-    'patience'?"``, naming ``fn``'s closest parameters; ``""`` when there is none (or no such error)."""
+    """For ``exc``, a TypeError from calling ``fn`` (a callable, or a list of those it may have reached) with an
+    unexpected keyword argument: ``"; did you mean 'patience'?"``, naming the closest parameters; ``""`` when
+    there is none (or no such error)."""
     import inspect
     import re
 
     found = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
-    try:
-        params = [p for p in inspect.signature(fn).parameters if p != "self"] if found else []  # type: ignore[arg-type]
-    except (TypeError, ValueError):  # no signature to read (a builtin)
-        params = []
-    near = closest(found.group(1), params) if found else []
+    params: set[str] = set()
+    for f in (fn if isinstance(fn, list) else [fn]) if found else []:
+        try:
+            params.update(p for p, v in inspect.signature(f).parameters.items()  # type: ignore[arg-type]
+                          if p != "self" and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD))
+        except (TypeError, ValueError):  # no signature to read (a builtin)
+            pass
+    near = closest(found.group(1), sorted(params)) if found else []
     return "; did you mean " + " or ".join(f"'{p}'" for p in near) + "?" if near else ""
 
 

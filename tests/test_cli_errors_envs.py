@@ -139,3 +139,16 @@ def test_train_takes_env_kwargs_as_eval_play_and_collect_do(capsys, workdir):
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--env-kwargs", "[9]",
                            "--run-dir", str(workdir / "run2"))
     assert_one_line_error(code, err, "--env-kwargs needs a YAML mapping")
+
+
+@pytest.mark.parametrize("env, kwargs, near", [("CartPole-v1", {"sutton_barto_rewrd": True}, "sutton_barto_reward"),
+                                               ("CartPole-v1", {"max_episode_step": 20}, "max_episode_steps"),
+                                               ("FrozenLake-v1", {"is_slipery": False}, "is_slippery")])
+def test_a_misspelled_env_kwarg_is_answered_with_the_closest(env, kwargs, near):
+    """env_kwargs: {sutton_barto_rewrd: true} said only "CartPoleVectorEnv.__init__() got an unexpected keyword
+    argument 'sutton_barto_rewrd'"; the closest argument of the env's constructors (or gymnasium.make's) is named."""
+    import canter
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match=rf"unexpected keyword argument .*; did you mean '{near}'"):
+        canter.make_trainer("ppo", env, env_kwargs=kwargs, max_steps=64, n_envs=2, run_dir=None)

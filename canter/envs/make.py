@@ -9,7 +9,7 @@ from canter.envs import atari, multiagent, multiagent_views, turns
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
-from canter.errors import CanterError, bad_env_kwargs, unknown
+from canter.errors import CanterError, bad_env_kwargs, env_constructors, keyword_hint, unknown
 from canter.registry import _REGISTRY, import_user_module
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
@@ -202,8 +202,9 @@ def make_vec_env(
             )
     except gym.error.DependencyNotInstalled as exc:
         raise _missing_dependency(env_id, exc) from None
-    except TypeError as exc:
-        raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+    except TypeError as exc:  # a misspelled argument: answered with the closest one
+        hint = keyword_hint(env_constructors(env_id), exc)
+        raise CanterError(f"bad env_kwargs for '{env_id}': {exc}{hint}") from None
     except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value (FrozenLake's map_name: 9x9 is a KeyError)
         raise bad_env_kwargs(env_id, kwargs, exc) from None
     return VecEnv(env)

@@ -41,7 +41,7 @@ import numpy as np
 from canter.envs.masks import MaskedBox, mask_width
 from canter.envs.packing import ObservationPacker, needs_packing
 from canter.envs.vector import ACTIVE, OBSERVED, _observation_error
-from canter.errors import CanterError, bad_env_kwargs, require
+from canter.errors import CanterError, bad_env_kwargs, keyword_hint, require
 from canter.registry import import_user_module
 
 PREFIX = "pettingzoo:"
@@ -102,8 +102,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         factory = parallel_factory(env_id)
         try:
             self.envs = [factory(**(env_kwargs or {})) for _ in range(copies)]
-        except TypeError as exc:
-            raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+        except TypeError as exc:  # a misspelled argument: answered with the closest one
+            raise CanterError(f"bad env_kwargs for '{env_id}': {exc}{keyword_hint(factory, exc)}") from None
         except ImportError as exc:  # an env that imports its backend when made, not when its module is imported
             raise CanterError(f"env '{env_id}' is missing a dependency: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value

@@ -34,7 +34,7 @@ import torch
 
 from canter.envs.masks import MASK_KEY
 from canter.envs.packing import ObservationPacker, needs_packing
-from canter.errors import CanterError, bad_env_kwargs, unknown
+from canter.errors import CanterError, bad_env_kwargs, keyword_hint, unknown
 from canter.registry import import_failure
 
 PREFIX = "pettingzoo:"
@@ -115,8 +115,8 @@ class TurnBasedEnv(gym.Env):
         opponents, seat, kwargs = split_kwargs(env_kwargs)
         try:
             self.game = factory(render_mode=render_mode, **kwargs) if render_mode else factory(**kwargs)
-        except TypeError as exc:
-            raise CanterError(f"bad env_kwargs for '{env_id}': {exc}") from None
+        except TypeError as exc:  # a misspelled argument: answered with the closest one
+            raise CanterError(f"bad env_kwargs for '{env_id}': {exc}{keyword_hint(factory, exc)}") from None
         except ImportError as exc:  # a game that imports its backend when made (hanabi: open_spiel via shimmy)
             raise CanterError(f"env '{env_id}' is missing a dependency: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value
