@@ -19,9 +19,17 @@ OTHER_NAMES = {"learning_rate": "lr", "n_timesteps": "max_steps", "total_timeste
                "stats_window_size": "reward_window", "eval_freq": "eval_every", "n_eval_episodes": "eval_episodes"}
 
 
+#: command-line options that are no config keys ('run_dir: runs/x' in a -f file was answered '75 choices')
+FLAG_ONLY = {"run_dir": "--run-dir DIR (make_trainer(..., run_dir=DIR) from Python)", "quiet": "--quiet",
+             "resume": "canter train --resume RUN_DIR", "config": "-f FILE", "config_file": "-f FILE"}
+
+
 def _other_name(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
-    """The error for a key that Stable-Baselines3 / rl-zoo3 use for what canter calls otherwise, or None."""
+    """The error for a key that Stable-Baselines3 / rl-zoo3 use for what canter calls otherwise, or for a
+    command-line option given as a config key (``run_dir``), or None."""
     name = key[len("hparams."):] if key.startswith("hparams.") else key
+    if name in FLAG_ONLY and name not in run_keys and name not in hp_keys:
+        return CanterError(f"unknown config key '{key}': it is an option of the command, {FLAG_ONLY[name]}")
     ours = OTHER_NAMES.get(name)
     if ours is None or (ours not in run_keys and ours not in hp_keys):
         return None

@@ -370,3 +370,13 @@ def test_hyperparameter_floats_must_fit_float32(algo, env, item):
     with pytest.raises(CanterError, match=rf"'hparams.{key}' must fit a 32-bit float \(at most 3.4e\+38 in size\)"):
         resolve_config(algo, env, sets=[item])
     assert resolve_config("ppo", "CartPole-v1", sets=["target_reward=1e300"])[0].target_reward == 1e300
+
+
+def test_a_command_option_given_as_a_config_key_is_named_as_one(tmp_path):
+    """'run_dir: runs/x' in a -f file (or --set run_dir=...) was answered "unknown config key 'run_dir'; 75 choices"."""
+    f = tmp_path / "run.yaml"
+    f.write_text("run_dir: runs/x\n")
+    with pytest.raises(CanterError, match=r"^unknown config key 'run_dir': it is an option of the command, --run-dir"):
+        resolve_config("ppo", "CartPole-v1", f)
+    with pytest.raises(CanterError, match=r"'quiet': it is an option of the command, --quiet$"):
+        resolve_config("ppo", "CartPole-v1", sets=["quiet=true"])
