@@ -16,19 +16,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from canter.algorithms.dqn import DQN, DQNConfig
 from canter.config import hp
+from canter.config_values import FLOAT32_MAX  # the atoms' support, their spacing and the shifted atoms are float32
 from canter.data.batch import ReplayBatch
 from canter.envs.masks import apply_mask, masked_value_below, split_mask
 from canter.errors import CanterError
 from canter.registry import register
-
-#: the largest float32: the atoms' support, their spacing and the shifted atoms are float32
-FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def categorical_projection(probs: torch.Tensor, rewards: torch.Tensor, not_done: torch.Tensor,
