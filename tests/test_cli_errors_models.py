@@ -74,6 +74,15 @@ def test_replay_buffer_past_numpys_size_limit_is_one_line(capsys, workdir):
     assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
 
 
+def test_replay_buffer_too_big_for_its_n_step_names_n_step(capsys, workdir):
+    """dqn --set n_step=1e18: the n-step buffer's arrays did not fit, and the line said only 'lower
+    hparams.buffer_size (it is 100000)', a setting that was not the cause."""
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", "CartPole-v1", "--max-steps", "256", "--set",
+                           "learning_starts=64", "--set", "n_step=1e18", "--quiet", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "replay buffer does not fit in memory", "or hparams.n_step (it is "
+                          "1000000000000000000)")
+
+
 @pytest.mark.parametrize("buffer_size", ["1000000000000", "1e18"])
 def test_acer_segment_replay_too_big_for_memory_is_one_line(capsys, workdir, buffer_size):
     """ACER's segment replay: torch's allocator failure (or its size overflow) was a RuntimeError traceback."""

@@ -137,8 +137,10 @@ class OffPolicyTrainer(StepwiseTrainer):
         except (MemoryError, ValueError) as exc:  # NumPy's allocation error names the size, as its size limit does
             if isinstance(exc, ValueError) and not any(w in str(exc) for w in ("too big", "dimension exceeded")):
                 raise  # not NumPy's 'array is too big' (buffer_size 1e18 was that ValueError's traceback)
+            n_step = getattr(self.config, "n_step", 1)  # the n-step buffer holds n_step transitions per env too
+            also = f" or hparams.n_step (it is {n_step})" if n_step > 1 else ""
             raise CanterError(f"the replay buffer does not fit in memory ({exc}); lower hparams.buffer_size "
-                              f"(it is {self.config.buffer_size})") from None
+                              f"(it is {self.config.buffer_size}){also}") from None
         self.rng = stream_rng(self.run.seed, "warmup")
         self.vec_steps = max(1, math.ceil(self.config.train_freq / self.env.num_envs))
         self._reset_noise = getattr(self.algorithm, "reset_noise", None)
