@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -24,9 +25,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as st_load
-from safetensors.torch import save as st_save
+from safetensors.torch import save_file as st_save_file
 
 from canter.errors import CanterError
 
@@ -37,13 +38,19 @@ FORMAT_VERSION = 1
 def flatten_state(tree: Any, prefix: str = "") -> tuple[Any, dict[str, torch.Tensor]]:
     """Split ``tree`` into a JSON-safe skeleton and a dict of tensors."""
     tensors: dict[str, torch.Tensor] = {}
+    seen: set[tuple[int, int]] = set()
 
     def walk(node: Any, path: str) -> Any:
         if isinstance(node, torch.Tensor):
             tensors[path] = node.detach().cpu().contiguous()
             return {"__tensor__": path}
         if isinstance(node, np.ndarray):
-            tensors[path] = torch.from_numpy(np.ascontiguousarray(node)).clone()
+            # the array's own memory (saving streams from it); a copy only where it would share memory
+            # with a tensor taken before (overlapping views of one array cannot be saved as two tensors)
+            data = np.ascontiguousarray(node)
+            key = (data.__array_interface__["data"][0], data.nbytes)
+            tensors[path] = torch.from_numpy(data.copy() if key in seen else data)
+            seen.add(key)
             return {"__ndarray__": path}
         if isinstance(node, dict):
             if all(isinstance(k, str) for k in node):
@@ -90,8 +97,9 @@ def _umask() -> int:
 
 
 @contextmanager
-def atomic_file(path: Path) -> Iterator[BinaryIO]:
-    """A temporary file next to ``path`` that replaces ``path`` (fsynced) when the block succeeds.
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path next to ``path``, for a writer that opens files by name; the file written there
+    replaces ``path`` (fsynced) when the block succeeds.
 
     A kill at any point leaves either the old file or the new one; on an error the temporary
     file is removed and ``path`` is untouched.
@@ -102,19 +110,31 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
     except OSError as exc:  # name the file the caller asked for, not the temporary one
         raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600 files; give what open() would
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
+        os.close(fd)
+        yield Path(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            # mkstemp makes 0600 files (and a writer may make its own): give what open() would
+            os.fchmod(fd, 0o666 & ~_umask())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
-            # a full disk (ENOSPC) or an I/O error from write/fsync names no file: name the caller's
+        if isinstance(exc, OSError) and exc.filename in (None, tmp) and exc.errno is not None:
+            # a full disk (ENOSPC) or an I/O error from write/fsync: name the caller's file
             raise type(exc)(exc.errno, exc.strerror, str(path)) from None
         raise
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A temporary file next to ``path`` (open for writing) that replaces ``path`` (fsynced) when the block
+    succeeds: as :func:`atomic_path`."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        yield f
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -135,12 +155,35 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str,
         previous = str(json.loads(json_path.read_text()).get("checkpoint_id", ""))
     except (OSError, ValueError, AttributeError):
         previous = ""
-    blob = st_save(tensors, metadata={"format": FORMAT, "checkpoint_id": ckpt_id, "replaces": previous,
-                                      "canter_meta": text})
-    text = json.dumps({**meta, "sha256": hashlib.sha256(blob).hexdigest()}, indent=1, allow_nan=True)
-    atomic_write(base.with_name(base.name + ".safetensors"), blob)
+    st_path = base.with_name(base.name + ".safetensors")
+    with atomic_path(st_path) as tmp:  # streamed from the tensors' memory: no copy of a replay buffer in memory
+        _save_tensors(tensors, tmp, {"format": FORMAT, "checkpoint_id": ckpt_id, "replaces": previous,
+                                     "canter_meta": text})
+        digest = _sha256(tmp)
+    text = json.dumps({**meta, "sha256": digest}, indent=1, allow_nan=True)
     atomic_write(json_path, text.encode())
     return base
+
+
+def _save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str]) -> None:
+    """``safetensors.torch.save_file``, its I/O failures (a full disk) raised as the ``OSError`` they are."""
+    try:
+        st_save_file(tensors, path, metadata=metadata)
+    except SafetensorError as exc:  # the OS error's number is only in the text: "... (os error 28)"
+        code = re.search(r"\(os error (\d+)\)", str(exc))
+        if code is None:
+            raise
+        errno_ = int(code.group(1))
+        raise OSError(errno_, os.strerror(errno_), str(path)) from None
+
+
+def _sha256(path: Path) -> str:
+    """The SHA-256 of the file ``path`` (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def checkpoint_base(path: str | Path) -> Path:
