@@ -456,6 +456,8 @@ def load(path: str | Path, weights_only: bool = True, device: str | None = None)
     (``cpu``, ``cuda``, ``cuda:N``, ``auto``) is where the agent goes; by default the device it was trained on
     when this machine has it, else ``cpu`` (a checkpoint trained on a GPU loads on a CPU-only machine).
     """
+    if not isinstance(weights_only, bool):  # 'no' would be truthy: the whole state restored
+        raise CanterError(f"weights_only must be True or False, got {weights_only!r}")
     base = find_checkpoint(path)
     state, meta = load_checkpoint(base)
     cfg = meta.get("config")

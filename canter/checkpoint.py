@@ -208,8 +208,8 @@ def _read_json_file(json_path: Path) -> dict[str, Any] | None:
         return None
     except (ValueError, RecursionError, OSError) as exc:  # ValueError: bad JSON or UTF-8, an int over 4300 digits
         raise CanterError(f"checkpoint metadata {json_path} is not valid JSON: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CanterError(f"{json_path} is not a canter checkpoint")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:  # e.g. a run's summary.json given instead
+        raise CanterError(f"{json_path} is not a canter checkpoint; {run_dir_hint(json_path)}")
     return meta
 
 

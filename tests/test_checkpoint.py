@@ -436,3 +436,16 @@ def test_save_checkpoint_on_a_full_disk_raises_the_os_error_and_keeps_the_old_ch
         save_checkpoint(tmp_path / "ck", {"w": torch.zeros(3)}, {"step": 2})
     assert info.value.errno == errno.ENOSPC and info.value.filename == str(tmp_path / "ck.safetensors")
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no temporary file left either
+
+
+def test_load_of_a_runs_summary_json_names_the_run_directory_and_weights_only_must_be_a_bool(tmp_path):
+    """`canter.load('RUN/summary.json')` (or `canter eval` of it) said only 'is not a canter checkpoint';
+    ``weights_only='no'`` (a truthy string) restored the whole state."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.yaml").write_text("algo: ppo\n")
+    (run / "summary.json").write_text('{"steps": 1}')
+    with pytest.raises(CanterError, match=f"is not a canter checkpoint; pass its run directory '{re.escape(str(run))}'"):
+        canter.load(run / "summary.json")
+    with pytest.raises(CanterError, match="weights_only must be True or False, got 'no'"):
+        canter.load(run, weights_only="no")
