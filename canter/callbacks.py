@@ -65,7 +65,12 @@ class Callback:
     @property
     def stop_name(self) -> str:
         """The stop reason used when ``should_stop`` returns True (the class name in snake case)."""
-        return re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
+        return snake_case(type(self).__name__)
+
+
+def snake_case(name: str) -> str:
+    """``name`` (a class name) in snake case: ``StopWhenStable`` -> ``stop_when_stable``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 class FunctionHook(Callback):
@@ -128,7 +133,9 @@ class Hooks:
         for cb, fn in self._by_hook["should_stop"]:
             reason = fn(trainer)
             if reason and first is None:
-                first = reason if isinstance(reason, str) else getattr(cb, "stop_name", "callback")
+                # a duck-typed callback (no Callback base) has no stop_name: its class name, as a Callback's
+                first = reason if isinstance(reason, str) else getattr(cb, "stop_name", None) or snake_case(
+                    type(cb).__name__)
         return first
 
     def _keyed(self) -> dict[str, Any]:

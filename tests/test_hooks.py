@@ -100,6 +100,17 @@ def test_plain_callables_and_stop_reasons():
     assert records[-1].stop_reason == "stop_at_96" and records[-1].done
 
 
+def test_a_duck_typed_callback_that_returns_true_is_named_by_its_class():
+    class StopAtSixtyFour:  # no Callback base: a class with hook methods is a callback too
+        def should_stop(self, trainer):
+            return trainer.step >= 64
+
+    trainer = canter.make_trainer("ppo", "CartPole-v1", callbacks=[StopAtSixtyFour()], **TINY)
+    records = list(trainer())
+    trainer.close()
+    assert records[-1].stop_reason == "stop_at_sixty_four" and records[-1].step == 64  # was 'callback'
+
+
 def test_hooks_and_callbacks_named_in_yaml(tmp_path, monkeypatch):
     (tmp_path / "my_hooks.py").write_text(textwrap.dedent("""
         from canter.callbacks import Callback
