@@ -19,7 +19,8 @@ from canter.config import RunConfig
 from canter.data.batch import ReplayBatch
 from canter.data.dataset import TransitionDataset
 from canter.envs.vector import VecEnv
-from canter.trainers.base import Trainer, mean_stats, minibatches_fit
+from canter.trainers.base import Trainer
+from canter.trainers.updates import mean_stats, minibatches_fit
 from canter.utils import stream_rng
 
 
