@@ -139,6 +139,17 @@ def test_calling_the_trainer_again_continues_where_it_stopped(tiny_ppo):
     trainer.close()
 
 
+def test_a_loop_over_an_earlier_call_is_refused_once_a_later_call_went_on(tiny_ppo):
+    trainer = canter.make_trainer("ppo", "CartPole-v1", seed=1, **tiny_ppo)
+    old = trainer()
+    assert next(old).step == 128
+    assert _records(trainer)[-1][-1] == "max_steps"  # a later call trains to the end of the budget
+    with pytest.raises(CanterError, match="later trainer\\(\\) call"):
+        next(old)  # it went on training past max_steps (640 of 512)
+    assert trainer.step == tiny_ppo["max_steps"]
+    trainer.close()
+
+
 def test_a_trainer_without_a_run_dir_is_a_context_manager_too(tiny_ppo):
     # make_trainer returns a Run with run_dir (a context manager) and a Trainer without: both take ``with``
     with canter.make_trainer("ppo", "CartPole-v1", seed=1, **tiny_ppo) as trainer:

@@ -19,6 +19,7 @@ from canter.callbacks import Hooks, builtin_callbacks
 from canter.config import RunConfig
 from canter.envs.state import capture_env, restore_env
 from canter.envs.vector import VecEnv
+from canter.errors import CanterError
 from canter.schedules import LRControl
 from canter.trainers.evaluation import EvalResult, evaluate
 from canter.trainers.guard import Divergence, DivergenceGuard
@@ -102,6 +103,8 @@ class Trainer:
         self._resume: dict[str, Any] | None = None
         #: set by the first call: a later call continues from here (no new setup, env reset or on_train_start)
         self._started = False
+        #: calls of ``__call__`` that started iterating: a generator whose call is not the latest is stale
+        self._calls = 0
         self._yielded_wall = 0.0
         self._clock_stopped = False
 
@@ -367,6 +370,7 @@ class Trainer:
         threads = getattr(self.agent, "torch_threads", None)
         threads = self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width())
         use_threads(threads, self.blas_takes_threads())
+        self._calls = call = self._calls + 1
         if self._started:
             self.stop_requested = None  # honoured by the last call, which it stopped: this call is asked to go on
             self.elapsed_before = self._yielded_wall  # up to the last record: the pause is not training
@@ -427,6 +431,9 @@ class Trainer:
                 stop_reason=reason, best_rolling_return=self.best_rolling_return,
                 success_rate=float(np.mean(self.recent_successes)) if self.recent_successes else None,
             )
+            if call != self._calls:  # a later call went on with the training (maybe to its end) meanwhile
+                raise CanterError("this loop over trainer() was left for a later trainer() call, which continues "
+                                  "the same training; iterate only the latest call's records")
             if reason is not None:
                 return
 
