@@ -165,6 +165,10 @@ class RunConfig:
         """Cross-field checks."""
         if self.target_reward is not None and self.eval_every == 0 and self.max_steps > 10_000_000:
             raise CanterError("'target_reward' is only checked at evaluations; set 'eval_every' > 0 for long runs")
+        for key in ("early_stopping", "plateau_patience"):  # they count evaluations: with one, at the end, none acts
+            if getattr(self, key) is not None and self.eval_every == 0:
+                raise CanterError(f"'{key}' counts evaluations, but eval_every: 0 evaluates only at the end; set "
+                                  f"'eval_every' > 0 (e.g. --eval-every 10000)")
         from canter.callbacks import check_callback_config
 
         check_callback_config(self.callbacks, self.hooks)

@@ -243,6 +243,13 @@ def test_patience_callbacks_made_in_python_check_their_arguments_as_the_run_keys
         make()
 
 
+@pytest.mark.parametrize("key", ["early_stopping", "plateau_patience"])
+def test_patience_without_periodic_evaluations_is_refused(key):
+    # eval_every: 0 evaluates only at the end, so the patience never ran out: the setting silently did nothing
+    with pytest.raises(CanterError, match=f"'{key}' counts evaluations, but eval_every: 0"):
+        canter.make_trainer("ppo", "CartPole-v1", **{**TINY, "eval_every": 0, key: 1})
+
+
 def test_early_stopping_min_delta():
     trainer = canter.make_trainer("ppo", "CartPole-v1", early_stopping=2, min_delta=0.5, **TINY)
     seen = scripted(trainer, [1.0, 1.4, 1.6, 1.9, 2.0, 5.0])  # 1.4: +0.4 is no improvement; 1.6: +0.6 is
