@@ -233,6 +233,9 @@ class Run:
 
     def save(self, name: str) -> Path:
         """Save the agent as checkpoint ``name`` under ``checkpoints/`` (for loading, not resuming)."""
+        if name == "last":  # an agent-only 'last' replaced the resumable one: the run could not be resumed
+            raise CanterError(f"checkpoints/last of '{self.dir}' is the run's resumable checkpoint, which the run "
+                              f"saves itself (save_resumable(), between iterations); give save() another name")
         state = {"agent": self.trainer.agent.state_dict()}
         path = save_checkpoint(self.dir / "checkpoints" / name, state, self.metadata())
         self.trainer.hooks.call("on_checkpoint", self.trainer, path)

@@ -293,6 +293,21 @@ def test_a_loop_left_with_break_can_still_save_a_named_checkpoint(tiny_ppo, tmp_
     assert agent.metadata["step"] == 256 and (agent.predict(obs) == run.agent.predict(obs)).all()
 
 
+def test_saving_a_named_checkpoint_as_last_is_refused_and_the_run_still_resumes(tiny_ppo, tmp_path):
+    """``run.save("last")`` wrote an agent-only checkpoint over the resumable one: resuming then failed with
+    'checkpoints/last is not a resumable checkpoint'."""
+    run = canter.make_trainer("ppo", "CartPole-v1", seed=1, run_dir=tmp_path / "run", **tiny_ppo)
+    for record in run():
+        if record.step >= 256:
+            break
+    with pytest.raises(CanterError, match="is the run's resumable checkpoint"):
+        run.save("last")
+    run.close()
+    resumed = canter.api.resume_trainer(tmp_path / "run")
+    assert [r.step for r in resumed()][-1] == tiny_ppo["max_steps"]
+    resumed.close()
+
+
 def test_predict_takes_sb3s_deterministic_keyword(tmp_path):
     """``agent.predict(obs, deterministic=True)`` (Stable-Baselines3's spelling) raised a TypeError."""
     agent = canter.train("ppo", "CartPole-v1", max_steps=256, n_envs=2, n_steps=64, eval_every=0, eval_episodes=1,
