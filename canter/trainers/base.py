@@ -365,7 +365,8 @@ class Trainer:
         A later call (after breaking out of the loop, or after raising ``trainer.run.max_steps``)
         continues where the last one stopped: the same buffers, episodes and counters, with the
         wall-clock time between the calls not counted. A trainer that has met its stop condition
-        (budget, target, a callback's ``should_stop``) yields nothing more.
+        (budget, target, a callback's ``should_stop``) yields nothing more. An earlier call's generator,
+        resumed after a later call started, raises a :class:`CanterError` instead of training on.
         """
         threads = getattr(self.agent, "torch_threads", None)
         threads = self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width())
