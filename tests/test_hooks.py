@@ -111,6 +111,19 @@ def test_a_duck_typed_callback_that_returns_true_is_named_by_its_class():
     assert records[-1].stop_reason == "stop_at_sixty_four" and records[-1].step == 64  # was 'callback'
 
 
+@pytest.mark.parametrize("value, want", [(True, [(64, "stop_requested")]), (False, [(640, "max_steps")])])
+def test_stop_requested_set_by_a_hook_to_a_bool(value, want):
+    # True stopped with stop_reason True (summary.json: true); False stopped the run after its first iteration
+    def request(trainer, losses):
+        if trainer.step >= 64:
+            trainer.stop_requested = value
+
+    trainer = canter.make_trainer("ppo", "CartPole-v1", hooks={"after_update": request}, **TINY)
+    records = list(trainer())
+    trainer.close()
+    assert [(r.step, r.stop_reason) for r in records if r.done] == want
+
+
 def test_hooks_and_callbacks_named_in_yaml(tmp_path, monkeypatch):
     (tmp_path / "my_hooks.py").write_text(textwrap.dedent("""
         from canter.callbacks import Callback

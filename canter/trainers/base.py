@@ -97,8 +97,8 @@ class Trainer:
         self.hooks = Hooks([*builtin_callbacks(run), *callbacks])
         self.lr = LRControl(self.algorithm, run)
         self.guard = DivergenceGuard(self, run.divergence_guard, run.divergence_lr_factor, run.divergence_max_restores)
-        #: set (e.g. by a signal handler) to stop cleanly after the current iteration
-        self.stop_requested: str | None = None
+        #: set (e.g. by a signal handler, or a hook: a reason, or True) to stop cleanly after the current iteration
+        self.stop_requested: str | bool | None = None
         self.resume_exact: bool | None = None
         self._resume: dict[str, Any] | None = None
         #: set by the first call: a later call continues from here (no new setup, env reset or on_train_start)
@@ -353,6 +353,14 @@ class Trainer:
             losses["learning_rate"] = next(iter(self.lr.current().values()))
         return losses
 
+    def requested_stop(self) -> str | None:
+        """:attr:`stop_requested` as a stop reason: a string as it is, ``True`` as ``"stop_requested"`` (as a
+        callback's True is named), a false value (``False``, ``""``) as no request."""
+        asked = self.stop_requested
+        if not asked:
+            return None
+        return asked if isinstance(asked, str) else "stop_requested"
+
     def blas_takes_threads(self) -> bool:
         """Whether the run's threads go to NumPy's BLAS (:func:`~canter.algorithms.base.use_threads`):
         the algorithm multiplies through NumPy and no explorers run beside the learner (OpenBLAS's
@@ -407,7 +415,7 @@ class Trainer:
                     self._next_eval += self.run.eval_every
             # a budget or target met in this iteration wins over a stop signal that came in it: the run
             # is finished (a resume would otherwise take one more iteration past max_steps)
-            reason = self.hooks.should_stop(self) or self.stop_requested
+            reason = self.hooks.should_stop(self) or self.requested_stop()
             if reason is not None and result is None and self.eval_env is not None and reason != "interrupted":
                 # training ends here (time budget, a callback): evaluate the final policy, as at max_steps.
                 # Not after Ctrl-C: that stops promptly and an evaluation would change the resumed run
