@@ -81,6 +81,9 @@ class FunctionHook(Callback):
             raise unknown("hook", hook, HOOKS)
         if not callable(fn):
             raise CanterError(f"hook '{hook}' needs a callable, got {fn!r}")
+        if isinstance(fn, type):  # it was called as the hook, building an object each time (truthy: a stop)
+            raise CanterError(f"hook '{hook}' needs a function, got the class {fn.__qualname__}; a callback class goes "
+                              f"in callbacks (an object from Python, '{fn.__module__}:{fn.__qualname__}' in YAML)")
         self.hook, self.fn = hook, fn
         setattr(self, hook, fn)
 

@@ -182,6 +182,15 @@ def test_unimportable_hook_is_a_clear_error():
         canter.make_trainer("ppo", "CartPole-v1", sets=["hooks={after_update: 'no_such_mod_xyz:fn'}"], **TINY)
 
 
+@pytest.mark.parametrize("how", ["yaml", "python"])
+def test_a_callback_class_given_as_a_hook_is_refused(how):
+    # it was called as the hook: should_stop built a (truthy) object, so the run stopped after one iteration
+    kwargs = ({"sets": ["hooks={should_stop: 'canter.callbacks:StepBudget'}"]} if how == "yaml"
+              else {"hooks": {"should_stop": EarlyStopping}})
+    with pytest.raises(CanterError, match="needs a function, got the class .*goes in callbacks"):
+        canter.make_trainer("ppo", "CartPole-v1", **kwargs, **TINY)
+
+
 def test_callback_whose_constructor_refuses_its_arguments_is_one_line(tmp_path, monkeypatch):
     """A YAML-named callback class raising (a ValueError for a bad kwarg value) is a CanterError naming the
     callback and the user's file and line, as a user model's is (it used to escape as a traceback)."""
