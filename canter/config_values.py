@@ -153,8 +153,9 @@ def _plain(value: Any, key: str) -> Any:
         return [_plain(v, key) for v in value]
     if isinstance(value, dict):
         for k in value:
-            if not isinstance(k, str):
-                raise CanterError(f"'{key}' must have string keys, got {shown(k)}")
+            if not isinstance(k, str):  # a number named as YAML writes it unquoted (policy '0' of agent ID 0)
+                quote = f": quote it, '{k}'" if isinstance(k, (int, float)) and not isinstance(k, bool) else ""
+                raise CanterError(f"'{key}' must have string keys, got {shown(k)}{quote}")
         return {k: _plain(v, key) for k, v in value.items()}
     raise CanterError(f"'{key}' holds a {type(value).__name__} ({shown(value)}); use strings, numbers, lists or mappings")
 

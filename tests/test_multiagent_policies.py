@@ -206,6 +206,8 @@ def test_policy_hparams_set_each_policys_own_hyperparameters(tmp_path):
     ("{agent_0: {lrr: 0.01}}", "policy_hparams.agent_0.lr"),
     ("{agent_0: {lr: -1}}", "policy_hparams.agent_0.lr"),
     ("{agent_0: 3}", "'policy_hparams.agent_0' must be a mapping"),
+    # policies of agent IDs 0 and 1 are named '0' and '1', but YAML reads an unquoted 0 as a number
+    ("{0: {lr: 0.01}}", "'policy_hparams' must have string keys, got 0: quote it, '0'"),
 ])
 def test_bad_policy_hparams_are_one_line(setting, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "policies=agent", "--set",
