@@ -259,3 +259,21 @@ def test_native_vectorization_of_a_turn_based_game_or_a_canter_env_is_refused():
     # an env canter registers (CartPoleNoVel-v1) quietly ran sync, as a gymnasium id without one is refused
     with pytest.raises(CanterError, match="env 'CartPoleNoVel-v1' has no native vectorised implementation"):
         make_vec_env("CartPoleNoVel-v1", 2, vectorization="native")
+
+
+def test_a_game_over_before_the_learners_first_move_is_not_its_episode():
+    """An opponent that resigns on the game's first move ends it before the learner's seat has moved: reset
+    returned that finished game's observation as a start, and the learner's move then reached PettingZoo
+    as a dead player's action ('when an agent is dead, the only valid action is None')."""
+    env = TurnBasedEnv("pettingzoo:tests.resign_game", {"seat": "player_1"}, training=True)
+    for seed in range(20):
+        env.reset(seed=seed)
+        assert not (env.game.terminations[env.learner] or env.game.truncations[env.learner])
+        env.step(1)  # the learner plays on: a live move in every game
+
+
+def test_a_seat_that_never_gets_a_move_is_one_line(monkeypatch):
+    env = TurnBasedEnv("pettingzoo:tests.resign_game", {"seat": "player_1"}, training=True)
+    monkeypatch.setattr(env, "_opponent_move", lambda *args: 0)  # the first player always resigns at once
+    with pytest.raises(CanterError, match="1000 games in a row ended before seat player_1 moved"):
+        env.reset(seed=0)

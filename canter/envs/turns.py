@@ -39,6 +39,8 @@ from canter.registry import import_failure
 
 PREFIX = "pettingzoo:"
 OPPONENTS = ("random", "self")
+#: games in a row that may end before the learner's first move before reset gives up
+MAX_UNPLAYED_GAMES = 1000
 
 
 def aec_factory(env_id: str) -> Callable[..., Any] | None:
@@ -162,15 +164,22 @@ class TurnBasedEnv(gym.Env):
 
     # -- the game ------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """A new game; opponents move until the learner's first turn."""
+        """A new game; opponents move until the learner's first turn. A game that the opponents end before
+        that turn (a resignation, a fold, the other seats' win) holds no move of the learner's: the next
+        game is played instead."""
         super().reset(seed=seed)
         self.game.reset(seed=None if seed is None else int(seed))
-        if self.seat_choice == "random":
-            self.learner = self.agents[int(self.np_random.integers(len(self.agents)))]
-        if len(self._pool.specs) > 1:
-            self.current = int(self.np_random.integers(len(self._pool.specs)))
-        obs, _, _, _, info = self._until_learner()
-        return obs, {**info, "seat": self.learner, "opponent": self.opponent}
+        for _ in range(MAX_UNPLAYED_GAMES):
+            if self.seat_choice == "random":
+                self.learner = self.agents[int(self.np_random.integers(len(self.agents)))]
+            if len(self._pool.specs) > 1:
+                self.current = int(self.np_random.integers(len(self._pool.specs)))
+            obs, _, terminated, truncated, info = self._until_learner()
+            if not (terminated or truncated):
+                return obs, {**info, "seat": self.learner, "opponent": self.opponent}
+            self.game.reset()  # the game's own generator goes on (seeded above)
+        raise CanterError(f"{MAX_UNPLAYED_GAMES} games in a row ended before seat {self.learner} moved: it never "
+                          f"gets a turn against this opponent (env_kwargs seat, opponent)")
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """The learner's move, then the others' until its next turn (or its game's end)."""
