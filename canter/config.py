@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,12 @@ def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
             check_range(f, getattr(obj, key), f"{section}{key}", float32)
     validate = getattr(obj, "validate", None)
     if validate is not None:
-        validate()
+        try:
+            validate()
+        except CanterError as exc:  # a config's validate() names its keys 'hparams.KEY': name them in this section
+            if not section or section == "hparams.":
+                raise
+            raise CanterError(re.sub(r"\bhparams\.", section, str(exc))) from None
     return obj
 
 

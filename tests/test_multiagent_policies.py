@@ -208,6 +208,8 @@ def test_policy_hparams_set_each_policys_own_hyperparameters(tmp_path):
     ("{agent_0: 3}", "'policy_hparams.agent_0' must be a mapping"),
     # policies of agent IDs 0 and 1 are named '0' and '1', but YAML reads an unquoted 0 as a number
     ("{0: {lr: 0.01}}", "'policy_hparams' must have string keys, got 0: quote it, '0'"),
+    # the algorithm config's own checks named the key 'hparams.net_arch', which the user had not set
+    ("{agent_0: {net_arch: []}}", "'policy_hparams.agent_0.net_arch' needs at least one hidden layer"),
 ])
 def test_bad_policy_hparams_are_one_line(setting, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "policies=agent", "--set",
