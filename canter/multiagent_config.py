@@ -6,6 +6,7 @@ QMIX (``joint_agents``) runs with ``policies: joint`` and MAPPO (``central_criti
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from canter.envs.multiagent import PREFIX, is_multiagent
@@ -96,3 +97,11 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
                           f"policy_hparams.{policy}.encoder must be split, not {cfg.encoder} (its actor would see "
                           f"the global state)")
     return cfg
+
+
+def policy_message(run: RunConfig, policy: str, message: str) -> str:
+    """``message`` (an error or warning of one policy's trainer) told as that policy's: prefixed with its name,
+    and each ``hparams.KEY`` that the policy's ``policy_hparams`` set named ``policy_hparams.<policy>.KEY``."""
+    own = run.policy_hparams.get(policy) or {}
+    told = re.sub(r"\bhparams\.(\w+)", lambda m: f"policy_hparams.{policy}.{m[1]}" if m[1] in own else m[0], message)
+    return f"policy '{policy}': {told}"

@@ -236,3 +236,13 @@ def test_a_policys_encoder_under_a_central_state_must_be_split(capsys, tmp_path)
 def test_policy_hparams_need_several_policies(capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "policy_hparams={agent_0: {lr: 1}}"],
                          "needs policies: type or agent")
+
+
+def test_a_policys_buffer_too_big_for_memory_names_the_policy_and_its_setting(capsys, tmp_path):
+    """The error said 'lower hparams.buffer_size' for a buffer_size set in policy_hparams, naming no policy."""
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", MIXED, "--set", "policies=type", "--set",
+                           "policy_hparams={speaker: {buffer_size: 1000000000000}}", "--quiet", "--run-dir",
+                           str(tmp_path / "run"))
+    assert_one_line_error(code, err, "policy 'speaker': the replay buffer does not fit in memory")
+    assert "lower policy_hparams.speaker.buffer_size (it is 1000000000000)" in err
+    assert not (tmp_path / "run").exists()

@@ -16,10 +16,11 @@ Its ``learning_starts`` and ``train_freq`` count its own agents' steps.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from canter.agents.multi import MultiPolicyAgent
@@ -27,6 +28,7 @@ from canter.data.rollout import RolloutBuffer
 from canter.config import RunConfig
 from canter.envs.multiagent_views import MultiPolicyVecEnv
 from canter.errors import CanterError
+from canter.multiagent_config import policy_message
 from canter.schedules import LRControl
 from canter.trainers.base import StepwiseTrainer, Trainer
 from canter.trainers.guard import Divergence
@@ -87,7 +89,8 @@ class MultiPolicyTrainer(Trainer):
             member_run = dataclasses.replace(run, seed=run.seed + i, max_steps=self.member_budget(policy))
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                self.members[policy] = member_cls(agent.agents[policy], view, None, member_run)
+                with self._told_as(policy):
+                    self.members[policy] = member_cls(agent.agents[policy], view, None, member_run)
             for w in caught:  # a member's budget warnings speak of its share of the steps
                 warnings.warn(type(w.message)(f"policy '{policy}' ({view.num_envs} of {env.num_envs} agents, so "
                                               f"{member_run.max_steps:,} of the run's steps): {w.message}"),
@@ -99,9 +102,18 @@ class MultiPolicyTrainer(Trainer):
         raised ``trainer.run.max_steps`` stretches every policy's schedules too)."""
         return max(1, math.ceil(self.run.max_steps * self.shares[policy]))
 
+    @contextlib.contextmanager
+    def _told_as(self, policy: str) -> Iterator[None]:
+        """A member's errors (a buffer too big for memory) named as its policy's, and its own settings'."""
+        try:
+            yield
+        except CanterError as exc:
+            raise CanterError(policy_message(self.run, policy, str(exc))) from None
+
     def setup(self) -> None:  # noqa: D102
-        for m in self.members.values():
-            m.setup()
+        for p, m in self.members.items():
+            with self._told_as(p):
+                m.setup()
 
     def iteration(self) -> dict[str, float]:
         """Lockstep vector steps until every member has updated once (a member whose cycle is
