@@ -99,9 +99,10 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
     return cfg
 
 
-def policy_message(run: RunConfig, policy: str, message: str) -> str:
-    """``message`` (an error or warning of one policy's trainer) told as that policy's: prefixed with its name,
-    and each ``hparams.KEY`` that the policy's ``policy_hparams`` set named ``policy_hparams.<policy>.KEY``."""
+def policy_message(run: RunConfig, policy: str, message: str, detail: str = "") -> str:
+    """``message`` (an error or warning of one policy's trainer) told as that policy's: prefixed with its name
+    (and ``detail``), and each ``hparams.KEY`` that the policy's ``policy_hparams`` set named
+    ``policy_hparams.<policy>.KEY``."""
     own = run.policy_hparams.get(policy) or {}
     told = re.sub(r"\bhparams\.(\w+)", lambda m: f"policy_hparams.{policy}.{m[1]}" if m[1] in own else m[0], message)
-    return f"policy '{policy}': {told}"
+    return f"policy '{policy}'{detail}: {told}"

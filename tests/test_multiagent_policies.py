@@ -246,3 +246,12 @@ def test_a_policys_buffer_too_big_for_memory_names_the_policy_and_its_setting(ca
     assert_one_line_error(code, err, "policy 'speaker': the replay buffer does not fit in memory")
     assert "lower policy_hparams.speaker.buffer_size (it is 1000000000000)" in err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_policys_budget_warning_names_its_own_setting():
+    """The warning said 'hparams.batch_size (100,000) is larger than one rollout' for a batch_size that
+    policy_hparams had set."""
+    with pytest.warns(UserWarning, match=r"policy 'speaker' .*: policy_hparams\.speaker\.batch_size \(100,000\)"):
+        trainer = canter.make_trainer("ppo", MIXED, policies="type", n_envs=1, n_steps=16, max_steps=48,
+                                      policy_hparams={"speaker": {"batch_size": 100_000}})
+    trainer.close()
