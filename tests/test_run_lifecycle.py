@@ -7,11 +7,9 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -311,24 +309,6 @@ def test_a_logger_failing_to_close_does_not_keep_the_runs_lock(tmp_path, monkeyp
     check_free(run_dir)
 
 
-def test_two_writers_starting_at_once_never_both_take_the_lock(tmp_path, monkeypatch):
-    """Another process writes its lock between this one's check and its write: this one is refused."""
-    import canter.run_lock as rl
-
-    real, came = rl.check_free, []
-
-    def racing(run_dir):
-        real(run_dir)
-        if not came:  # the other process (this one's parent, alive) takes the lock right after the check
-            came.append(True)
-            (Path(run_dir) / LOCK_NAME).write_text(json.dumps({"pid": os.getppid(), "token": "theirs"}))
-
-    monkeypatch.setattr(rl, "check_free", racing)
-    with pytest.raises(CanterError, match=f"being written by process {os.getppid()}"):
-        rl.acquire(tmp_path)
-    assert json.loads((tmp_path / LOCK_NAME).read_text())["token"] == "theirs"
-    assert [p.name for p in tmp_path.iterdir()] == [LOCK_NAME]
-
 
 def test_train_gives_numpys_blas_back_its_own_pool_size(tmp_path):
     """A caller that never limited OpenBLAS keeps its pool size after a run that gave BLAS its threads."""
@@ -440,41 +420,6 @@ def test_trainers_made_in_the_same_second_with_run_dir_auto_get_directories_of_t
     first.close(), second.close()
     assert first.dir != second.dir
 
-
-def _take_lock(run_dir: Path, barrier: Any, results: Any) -> None:
-    """A process resuming ``run_dir``: take its lock at the barrier, hold it a moment, report whether it got it."""
-    from canter.run_lock import acquire
-
-    barrier.wait()
-    try:
-        acquire(run_dir)
-    except CanterError:
-        results.put("refused")
-        return
-    results.put("took")
-    import time
-
-    time.sleep(0.3)  # alive while the other one decides
-
-
-def test_two_processes_taking_over_a_stale_lock_at_once_never_both_take_it(tmp_path):
-    """Two resumes of a killed run (its lock names a dead process) starting together: one takes the lock, the
-    other is refused. Both judged the lock stale and both wrote theirs over it, so both trained into the run."""
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork")
-    for trial in range(3):
-        run_dir = tmp_path / f"run{trial}"
-        run_dir.mkdir()
-        (run_dir / LOCK_NAME).write_text(json.dumps({"host": socket.gethostname(), "pid": 2 ** 22 + 1,
-                                                     "token": "dead"}))
-        barrier, results = ctx.Barrier(2), ctx.Queue()
-        procs = [ctx.Process(target=_take_lock, args=(run_dir, barrier, results)) for _ in range(2)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(10)
-        assert sorted(results.get(timeout=5) for _ in procs) == ["refused", "took"]
 
 
 def test_a_run_that_cannot_save_its_checkpoints_says_so_in_its_summary(tmp_path, monkeypatch):
