@@ -160,6 +160,9 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
     env's: the mean over its agents, :func:`play_multiagent`). ``on_episode(i, return)`` is called as
     each episode ends (counted from 0; its video, if recorded, is finished by then). A recurrent agent's
     ``predict`` memory is left empty afterwards, as :func:`~canter.trainers.evaluation.evaluate` leaves it."""
+    if render and video_dir:  # an env renders in one mode: the window was silently not opened
+        raise CanterError("render (--render) and video_dir (--video-dir) cannot be combined: an env renders to a "
+                          "window or to frames; give one of them")
     mode = "rgb_array" if video_dir else ("human" if render else None)
     if video_dir:
         check_video_dir(video_dir)

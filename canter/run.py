@@ -233,6 +233,8 @@ class Run:
 
     def save(self, name: str) -> Path:
         """Save the agent as checkpoint ``name`` under ``checkpoints/`` (for loading, not resuming)."""
+        if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or os.sep in name:
+            raise CanterError(f"a checkpoint name is a plain file name such as 'best' or 'step-1000', got {name!r}")
         if name == "last":  # an agent-only 'last' replaced the resumable one: the run could not be resumed
             raise CanterError(f"checkpoints/last of '{self.dir}' is the run's resumable checkpoint, which the run "
                               f"saves itself (save_resumable(), between iterations); give save() another name")

@@ -308,6 +308,16 @@ def test_saving_a_named_checkpoint_as_last_is_refused_and_the_run_still_resumes(
     resumed.close()
 
 
+def test_run_save_takes_a_plain_checkpoint_name(tiny_ppo, tmp_path):
+    """``run.save("../x")`` wrote a checkpoint outside the run's checkpoints folder."""
+    run = canter.make_trainer("ppo", "CartPole-v1", seed=1, run_dir=tmp_path / "run", **tiny_ppo)
+    for name in ("../x", "", "a/b", ".."):
+        with pytest.raises(CanterError, match="a plain file name"):
+            run.save(name)
+    run.close()
+    assert not (tmp_path / "run" / "x.json").exists()
+
+
 def test_predict_takes_sb3s_deterministic_keyword(tmp_path):
     """``agent.predict(obs, deterministic=True)`` (Stable-Baselines3's spelling) raised a TypeError."""
     agent = canter.train("ppo", "CartPole-v1", max_steps=256, n_envs=2, n_steps=64, eval_every=0, eval_episodes=1,

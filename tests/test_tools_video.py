@@ -228,3 +228,19 @@ def test_play_on_a_multiagent_env_that_cannot_render_says_so(tmp_path):
     assert not (tmp_path / "v").exists()
     with pytest.raises(CanterError, match="bad env_kwargs.*bogus"):
         play(Speaker(), "pettingzoo:tests.mixed_agents", 1, render=True, env_kwargs={"bogus": 1})
+
+
+def test_play_refuses_render_with_video_dir(tmp_path, capsys):
+    """`canter play RUN --render --video-dir DIR` recorded the video and silently opened no window (the env
+    renders in one mode); it is refused in one line before anything is written."""
+    import canter
+    from canter.cli import main
+
+    run = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run, max_steps=64, n_envs=1, n_steps=64, batch_size=64, eval_every=0,
+                 eval_episodes=1, quiet=True, tensorboard=False)
+    assert main(["play", str(run), "--render", "--video-dir", str(tmp_path / "v")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "cannot be combined" in err
+    assert not (tmp_path / "v").exists()
+
