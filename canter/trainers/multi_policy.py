@@ -92,7 +92,8 @@ class MultiPolicyTrainer(Trainer):
                 with self._told_as(policy):
                     self.members[policy] = member_cls(agent.agents[policy], view, None, member_run)
             for w in caught:  # a member's budget warnings speak of its share of the steps
-                detail = f" ({view.num_envs} of {env.num_envs} agents, so {member_run.max_steps:,} of the run's steps)"
+                detail = (f" ({view.num_envs} of the {env.num_envs} agent rows of all env copies, so "
+                          f"{member_run.max_steps:,} of the run's steps)")
                 warnings.warn(type(w.message)(policy_message(run, policy, str(w.message), detail)), stacklevel=2)
         self.lr = LRGroup(self.members)
 
