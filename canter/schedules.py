@@ -82,10 +82,12 @@ class LRControl:
         return {f"{name}.{i}": float(g["lr"]) for name, opt in self.algorithm.optimizers().items()
                 for i, g in enumerate(opt.param_groups)}
 
-    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+    def state_dict(self) -> dict[str, Any]:
+        """The scale and the last raw and written rates, for exact resume."""
         return {"scale": self.scale, "raw": dict(self._raw), "written": dict(self._written)}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved."""
         self.scale = float(state["scale"])
         self._raw = {k: float(v) for k, v in state["raw"].items()}
         self._written = {k: float(v) for k, v in state["written"].items()}

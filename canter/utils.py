@@ -133,10 +133,12 @@ class RunningMeanStd:
         self.var = np.asarray(m2 / total, dtype=np.float64)
         self.count = total
 
-    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+    def state_dict(self) -> dict[str, Any]:
+        """Mean, variance and count, for checkpoints."""
         return {"mean": self.mean, "var": self.var, "count": self.count}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved, in these statistics' own shape."""
         # reshaped to the statistics' own shape: a saved 0-d array (the return's) comes back 1-d
         self.mean = np.asarray(state["mean"], dtype=np.float64).reshape(np.shape(self.mean)).copy()
         self.var = np.asarray(state["var"], dtype=np.float64).reshape(np.shape(self.var)).copy()

@@ -108,10 +108,12 @@ class EpsilonGreedyTargets:
         self.target_syncs = 0
         self.last_priorities: torch.Tensor | None = None
 
-    def modules(self) -> dict[str, nn.Module]:  # noqa: D102
+    def modules(self) -> dict[str, nn.Module]:
+        """The online and target Q-networks."""
         return {"q": self.q, "q_target": self.q_target}
 
-    def optimizers(self) -> dict[str, Any]:  # noqa: D102
+    def optimizers(self) -> dict[str, Any]:
+        """The Q-network's optimizer."""
         return {"optimizer": self.optimizer}
 
     def _epsilon_greedy(self, greedy: Callable[[], np.ndarray], n: int, deterministic: bool,
@@ -149,10 +151,12 @@ class EpsilonGreedyTargets:
         """Hard copy (tau = 1) or Polyak step towards the online network."""
         self._update_target(self.config.tau)
 
-    def extra_state(self) -> dict[str, Any]:  # noqa: D102
+    def extra_state(self) -> dict[str, Any]:
+        """Epsilon and the count of target syncs, for exact resume."""
         return {"epsilon": self.epsilon, "target_syncs": self.target_syncs}
 
-    def load_extra_state(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`extra_state` saved."""
         self.epsilon = float(state.get("epsilon", self.epsilon))
         self.target_syncs = int(state.get("target_syncs", 0))
 

@@ -108,15 +108,18 @@ class FrameStackMixin:
                 lost[:] = False
                 self._cleared(r)
 
-    def nbytes(self) -> int:  # noqa: D102
+    def nbytes(self) -> int:
+        """Bytes held, the head-of-stack frames included."""
         return super().nbytes() + self.head_stack.nbytes
 
-    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+    def state_dict(self) -> dict[str, Any]:
+        """The buffer's state plus the head-of-stack frames."""
         state = super().state_dict()
         state["head_stack"] = self.head_stack.copy()
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved."""
         super().load_state_dict(state)
         self.head_stack[:] = np.asarray(state["head_stack"])
 

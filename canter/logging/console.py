@@ -54,7 +54,8 @@ class ConsoleLogger:
         self.console.print(f"[{time.monotonic() - self._start:7.1f}s] {text}", soft_wrap=True, markup=False,
                            highlight=False)
 
-    def start(self, run: Any) -> None:  # noqa: D102
+    def start(self, run: Any) -> None:
+        """Open the progress display for ``run``."""
         self._last = self._line_time = time.monotonic()
         self._start = self._last - getattr(run, "resumed_wall", 0.0)  # a resumed run's clock goes on
         self._line_step = getattr(run, "resumed_step", None) or 0  # steps/s counts this process's steps
@@ -72,7 +73,8 @@ class ConsoleLogger:
                                            completed=min(self._line_step, self.total), steps=f"{self._line_step:,}",
                                            sps="-", ret="-", eval="-", losses="")
 
-    def log(self, record: TrainRecord) -> None:  # noqa: D102
+    def log(self, record: TrainRecord) -> None:
+        """Update the progress display (and print a line when due) from ``record``."""
         if record.evaluation is not None:
             ev = record.evaluation
             self._eval = f"{ev.mean_return:.1f}"
@@ -112,6 +114,7 @@ class ConsoleLogger:
         self.progress.update(self.task, completed=min(record.step, self.total), steps=f"{record.step:,}", sps=sps,
                              ret=ret, eval=self._eval, losses=losses)
 
-    def close(self) -> None:  # noqa: D102
+    def close(self) -> None:
+        """Stop the progress display."""
         if self.progress is not None:
             self.progress.stop()

@@ -191,7 +191,9 @@ class HistoryLogger:
         if len(f.new) >= f.BATCH:
             f.convert()
 
-    def log(self, record: TrainRecord) -> None:  # noqa: D102
+    def log(self, record: TrainRecord) -> None:
+        """Queue ``record``'s rows: one per finished episode, its losses, its evaluation (flushed every
+        ``flush_seconds``)."""
         for ep in record.episodes:
             self._add("history", {
                 "step": ep.step, "wall_time": ep.wall_time, "episode_return": ep.episode_return,

@@ -149,7 +149,8 @@ class TensorBoardLogger:
                 self.writer.restart_at(self._restart)
         return self.writer
 
-    def log(self, record: TrainRecord) -> None:  # noqa: D102
+    def log(self, record: TrainRecord) -> None:
+        """Write ``record``'s episodes and scalars as TensorBoard scalars."""
         writer = self._open()
         for ep in record.episodes:
             writer.add_scalar("charts/episode_return", ep.episode_return, ep.step)
@@ -159,6 +160,7 @@ class TensorBoardLogger:
         for k, v in scalars(record).items():
             writer.add_scalar(k, v, record.step)
 
-    def close(self) -> None:  # noqa: D102
+    def close(self) -> None:
+        """Flush and close the event file."""
         if self.writer is not None:
             self.writer.close()

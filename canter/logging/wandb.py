@@ -47,7 +47,8 @@ class WandbLogger:
             settings=wandb.Settings(silent=True, console="off", x_disable_stats=True),
         )
 
-    def log(self, record: TrainRecord) -> None:  # noqa: D102
+    def log(self, record: TrainRecord) -> None:
+        """Send ``record``'s scalars and its last episode's return to the W&B run."""
         data = {} if made_by_stop(record, self.log_every) else scalars(record)  # (no point of the uninterrupted run)
         if record.episodes:
             data["charts/episode_return"] = record.episodes[-1].episode_return

@@ -120,7 +120,8 @@ class DivergenceGuard:
         self._checked_updates: int | None = None
 
     @property
-    def enabled(self) -> bool:  # noqa: D102
+    def enabled(self) -> bool:
+        """Whether the guard checks anything (``mode`` is not ``'off'``)."""
         return self.mode != "off"
 
     # -- checks ------------------------------------------------------------------------------

@@ -42,15 +42,18 @@ class LRGroup:
         self.members = members
 
     @property
-    def controls(self) -> list[LRControl]:  # noqa: D102
+    def controls(self) -> list[LRControl]:
+        """Each member policy's learning-rate controller."""
         return [m.lr for m in self.members.values()]
 
     @property
-    def active(self) -> bool:  # noqa: D102
+    def active(self) -> bool:
+        """Whether any member's rate is being changed by a schedule or reduction."""
         return any(c.active for c in self.controls)
 
     @property
-    def scale(self) -> float:  # noqa: D102
+    def scale(self) -> float:
+        """The shared reduction scale (the same for every member)."""
         return self.controls[0].scale
 
     def apply(self, step: int) -> None:
@@ -58,17 +61,21 @@ class LRGroup:
         for m in self.members.values():
             m.lr.apply(m.step)
 
-    def reduce(self, factor: float) -> None:  # noqa: D102
+    def reduce(self, factor: float) -> None:
+        """Multiply every member's rates by ``factor``."""
         for c in self.controls:
             c.reduce(factor)
 
-    def current(self) -> dict[str, float]:  # noqa: D102
+    def current(self) -> dict[str, float]:
+        """Every member's rates, ``policy.optimizer.index -> lr``."""
         return {f"{p}.{k}": v for p, m in self.members.items() for k, v in m.lr.current().items()}
 
-    def state_dict(self) -> dict[str, Any]:  # noqa: D102
+    def state_dict(self) -> dict[str, Any]:
+        """Each member's controller state, by policy name."""
         return {p: m.lr.state_dict() for p, m in self.members.items()}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved."""
         for p, m in self.members.items():
             m.lr.load_state_dict(state[p])
 
