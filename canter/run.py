@@ -186,6 +186,8 @@ class Run:
         self.divergence: TrainingDiverged | None = None
         #: the error that ended the run, ``"Type: message"`` (a hook or logger raised), for ``summary.json``
         self.error: str | None = None
+        #: why training ended (``max_steps``, ``interrupted``...), once ``last`` was saved at its end; None before
+        self.stop_reason: str | None = None
         self._signals = 0
         self._abort = False
         self._called = False
@@ -244,7 +246,11 @@ class Run:
         return path
 
     def save_resumable(self, name: str = "last", stop_reason: str | None = None) -> Path:
-        """Flush the history, then save agent + trainer state (call only between iterations)."""
+        """Flush the history, then save agent + trainer state (call only between iterations).
+
+        ``stop_reason`` None records the run's own: :attr:`stop_reason` once training has ended (a call
+        after the loop keeps why it ended, which ``--resume`` reads), else None (training goes on)."""
+        stop_reason = self.stop_reason if stop_reason is None else stop_reason
         rows = {}
         for lg in self.loggers:
             if hasattr(lg, "rows"):
@@ -296,6 +302,7 @@ class Run:
         the error and the counters of the last record) before the error is raised."""
         try:
             self.save_resumable(stop_reason=stop_reason)
+            self.stop_reason = stop_reason  # a later save_resumable() keeps it
         except Exception as exc:
             self.error = self.error or _one_line(exc)
             try:

@@ -446,3 +446,17 @@ def test_a_run_that_cannot_save_its_checkpoints_says_so_in_its_summary(tmp_path,
     monkeypatch.setattr(run_module, "save_checkpoint", real)
     canter.resume(run_dir)
     assert _summary(run_dir)["stop_reason"] == "max_steps" and _summary(run_dir)["error"] is None
+
+
+def test_save_resumable_after_the_loop_keeps_why_training_ended(tmp_path):
+    """``run.save_resumable()`` after a finished loop saved ``last`` with stop_reason None: the finished run
+    read as unfinished, and ``--resume`` trained one more iteration past its max_steps."""
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", max_steps=128, seed=1, **PPO)
+    with run:
+        for _ in run():
+            pass
+        run.save_resumable()
+    assert read_metadata(tmp_path / "run" / "checkpoints" / "last")["stop_reason"] == "max_steps"
+    assert _summary(tmp_path / "run")["stop_reason"] == "max_steps"
+    with pytest.raises(CanterError, match=r"already finished \(stop reason: max_steps\)"):
+        canter.resume(tmp_path / "run")
