@@ -289,7 +289,7 @@ def test_plain_console_counts_a_resumed_runs_rate_from_its_checkpoint_step():
     logger.start(SimpleNamespace(resumed_step=50_000))
     time.sleep(0.2)
     logger.log(TrainRecord(step=50_100, iteration=1, wall_time=0.2, steps_per_second=500.0, done=True))
-    rate = int(out.getvalue().split(" steps, ")[1].split(" steps/s")[0].replace(",", ""))
+    rate = int(out.getvalue().split(" steps, avg ")[1].split(" steps/s")[0].replace(",", ""))
     assert rate <= 100 / 0.2  # 100 steps in this process, not 50,100
 
 
@@ -311,7 +311,7 @@ def test_console_logger_shows_a_live_bar_on_a_terminal():
 
     raw = out.getvalue()
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)
-    assert "\x1b[" in raw and "8,192 steps 700 steps/s" in text and "eval return 480.00 ± 5.00" in text
+    assert "\x1b[" in raw and "8,192 steps avg 4,096 steps/s" in text and "eval return 480.00 ± 5.00" in text
 
 
 def test_a_resumed_runs_live_bar_clock_goes_on():
@@ -353,7 +353,7 @@ def test_the_live_bar_gives_the_steps_taken_past_the_budget():
         logger.log(record)
     logger.close()
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
-    assert "8,192 steps 700 steps/s" in text.strip().splitlines()[-1]
+    assert "8,192 steps avg 4,096 steps/s" in text.strip().splitlines()[-1]
     logger = ConsoleLogger(8_000, "ppo", console=Console(file=io.StringIO(), width=200, force_terminal=True))
     logger.start(SimpleNamespace(resumed_step=4096, resumed_wall=1.0))
     assert logger.progress.tasks[0].completed == 4096 and logger.progress.tasks[0].fields["steps"] == "4,096"
@@ -467,3 +467,29 @@ def test_wandb_run_of_a_failed_training_finishes_with_a_failing_exit_code(tmp_pa
         canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "failed", hooks={"after_update": fail}, **kw)
     canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "ok", **kw)
     assert codes == [1, 0]
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_the_final_progress_line_gives_the_runs_average_steps_per_second(terminal):
+    """The last line showed the last iteration's rate (100 steps/s for an iteration slowed by its evaluation)
+    as the run's; it now gives the average, 3,000 steps in 12 s. Live lines keep the recent rate."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+    from canter.trainers.base import TrainRecord
+
+    out = io.StringIO()
+    logger = ConsoleLogger(3000, "ppo", console=Console(file=out, width=200, force_terminal=terminal),
+                           refresh_seconds=0, plain_seconds=0)
+    logger.start(None)
+    logger.log(TrainRecord(step=1000, iteration=1, wall_time=1.0, steps_per_second=1000.0))
+    if logger.progress is not None:
+        logger.progress.refresh()  # drawn now, not by rich's refresh thread later
+    live = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    logger.log(TrainRecord(step=3000, iteration=2, wall_time=12.0, steps_per_second=100.0, done=True))
+    logger.close()
+    assert "avg" not in live and (" 1,000 steps/s" in live or not terminal)  # plain: the rate since the last line
+    assert "avg 250 steps/s" in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).strip().splitlines()[-1]

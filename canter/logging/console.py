@@ -34,6 +34,10 @@ class ConsoleLogger:
     When stderr is not a terminal (a pipe, a log file, CI), a live bar would only be printed once,
     cut to 80 columns; there the logger writes whole plain lines instead: one per evaluation and a
     status line every ``plain_seconds`` and at the end.
+
+    While training, steps/s is recent: the last record's rate on the bar, the rate since the previous line
+    in plain lines. The final line gives the average since training started in this process
+    (``avg N steps/s``: its steps over its training seconds, a resumed run's from its checkpoint on).
     """
 
     def __init__(self, total_steps: int, description: str = "train", console: Console | None = None,
@@ -45,6 +49,7 @@ class ConsoleLogger:
         self.refresh = plain_seconds if self.plain else refresh_seconds
         self._last = self._start = self._line_time = time.monotonic()
         self._line_step = 0  # plain mode: step and time of the last status line
+        self._first_step, self._first_wall = 0, 0.0  # where this process's training started: its average
         self.progress: Progress | None = None
         self.task: TaskID | None = None
         self._eval = "-"
@@ -59,6 +64,7 @@ class ConsoleLogger:
         self._last = self._line_time = time.monotonic()
         self._start = self._last - getattr(run, "resumed_wall", 0.0)  # a resumed run's clock goes on
         self._line_step = getattr(run, "resumed_step", None) or 0  # steps/s counts this process's steps
+        self._first_step, self._first_wall = self._line_step, getattr(run, "resumed_wall", 0.0)
         if self.plain:
             return
         self.progress = Progress(
@@ -100,10 +106,14 @@ class ConsoleLogger:
         if record.best_rolling_return is not None:
             ret += f" (best {record.best_rolling_return:.1f})"
         sps = f"{record.steps_per_second:,.0f}"
-        if self.plain:
+        if record.done:  # the run's average, not its last iteration's rate (an evaluation in it, say)
+            seconds = record.wall_time - self._first_wall
+            sps = "avg " + ("-" if seconds <= 0 else f"{(record.step - self._first_step) / seconds:,.0f}")
+        elif self.plain:
             # the rate since the last status line (a record's own rate covers one iteration,
             # and an evaluation in it)
             sps = f"{(record.step - self._line_step) / max(now - self._line_time, 1e-9):,.0f}"
+        if self.plain:
             self._line_step, self._line_time = record.step, now
             # the steps taken: a run ends on a whole iteration, which may pass max_steps (3,072/3,000)
             self._line(f"{self.description}: {record.step:,}/{self.total:,} steps, {sps} steps/s, "
