@@ -225,11 +225,11 @@ def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str
     if env_override is not None and not env_override.strip():
         raise CanterError("--env needs an env id; leave it out to use the run's own env")
     agent = load(run_dir, device=device)
-    env_id = env_override or agent.run_config.env
+    env_id = env_override or agent.run_config.env  # the run's own id, given or not: its env as the run built it
     from canter.envs.turns import check_given_opponent
 
     check_given_opponent(env_id, extra_kwargs)  # else a turn-based game would meet a random opponent, silently
-    env_kwargs = {**(agent.run_config.env_kwargs if env_override is None else {}), **(extra_kwargs or {})}
+    env_kwargs = {**(agent.run_config.env_kwargs if env_id == agent.run_config.env else {}), **(extra_kwargs or {})}
     probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies,
                          central_state=agent.run_config.central_state)
     try:
@@ -271,7 +271,7 @@ def cmd_eval(argv: list[str]) -> int:
     env_kwargs = with_opponent(env_id, env_kwargs, args.opponent, args.seat)
     # as many env copies as the training run's evaluations had, so the same seed gives the same episodes;
     # another env (--env) may have no native version of the run's vectorization
-    vectorization = agent.run_config.vectorization if args.env is None else "auto"
+    vectorization = agent.run_config.vectorization if env_id == agent.run_config.env else "auto"
     env = make_vec_env(env_id, min(args.episodes, agent.run_config.eval_envs), vectorization,
                        env_kwargs, policies=agent.run_config.policies, central_state=agent.run_config.central_state)
     try:

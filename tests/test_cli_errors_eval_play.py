@@ -118,6 +118,26 @@ def test_env_kwargs_reach_the_env_of_eval_and_play(capsys, runs, cmd):
         assert_one_line_error(code, err, "--env-kwargs", problem)
 
 
+def test_the_runs_own_env_id_given_to_eval_play_and_collect_keeps_its_env_kwargs(capsys, tmp_path):
+    """``--env`` naming the run's own env dropped the env_kwargs it was trained with (CartPole cut at 7 steps
+    played to CartPole's 500); another id starts from none, and --env-kwargs are merged over the run's."""
+    from canter.data.dataset import read_dataset_metadata
+
+    run = tmp_path / "run"
+    train_tiny(capsys, run, "--env-kwargs", "{max_episode_steps: 7}")
+    code, out, err = run_cli(capsys, "eval", str(run), "--env", "CartPole-v1", "--episodes", "2", "--json")
+    assert code == 0 and json.loads(out)["lengths"] == [7, 7], err
+    code, out, err = run_cli(capsys, "play", str(run), "--env", "CartPole-v1", "--episodes", "1")
+    assert (code, out) == (0, "episode 1: return 7.00\n"), err
+    code, out, err = run_cli(capsys, "eval", str(run), "--env", "CartPole-v1", "--env-kwargs", "{max_episode_steps: 5}",
+                             "--episodes", "2", "--json")
+    assert code == 0 and json.loads(out)["lengths"] == [5, 5], err
+    for env, kwargs in (("CartPole-v1", {"max_episode_steps": 7}), ("CartPole-v0", {})):
+        data = tmp_path / env
+        code, out, err = run_cli(capsys, "collect", str(run), "--env", env, "--transitions", "20", "--out", str(data))
+        assert code == 0 and read_dataset_metadata(data)["env_kwargs"] == kwargs, err
+
+
 def test_eval_bad_episodes(capsys, runs):
     good, _ = runs
     code, out, err = run_cli(capsys, "eval", str(good), "--episodes", "0")
