@@ -26,7 +26,7 @@ from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
 from canter.resume_checks import (
-    as_numbers_now, check_config_unedited, check_resume_metadata, check_same_run, check_writable,
+    as_numbers_now, check_config_unedited, check_resume_metadata, check_same_run, check_writable, resume_dataset,
 )
 from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing, run_metadata
 from canter.run_lock import check_free
@@ -355,7 +355,7 @@ def load_agent_state(agent: Agent, state: dict[str, Any], base: Path, weights_on
 
 def resume_trainer(
     run_dir: str | Path, *, quiet: bool = True, max_steps: int | None = None, max_seconds: float | None = None,
-    callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None,
+    callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None, dataset: str | Path | None = None,
 ) -> Run:
     """Rebuild the :class:`~canter.run.Run` of ``run_dir`` from its ``last`` checkpoint, ready to continue.
 
@@ -363,6 +363,7 @@ def resume_trainer(
     state and (off-policy) the replay buffer are restored, and the history files are trimmed to
     the rows the checkpoint had, so the continuation equals an uninterrupted run. ``max_steps`` /
     ``max_seconds`` extend a finished run. Python ``callbacks``/``hooks`` must be given again.
+    ``dataset``: an offline run's dataset at a new path (moved or copied), checked to be the same data.
     """
     if not isinstance(run_dir, (str, os.PathLike)):
         raise CanterError(f"expected a run directory (a str or pathlib.Path), got {run_dir!r}")
@@ -413,14 +414,9 @@ def resume_trainer(
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
     load_agent_state(make_agent(run, algo_cfg, *spaces), state, base)  # the weights fit: checked before writing
-    used = state["trainer"]["counters"].get("dataset_id")
-    if run.dataset is not None and used is not None:  # checked before anything is written
-        from canter.data.dataset import read_dataset_metadata
-
-        if read_dataset_metadata(run.dataset).get("checkpoint_id") != used:
-            raise CanterError(f"cannot resume: dataset '{run.dataset}' was rewritten since this run started; "
-                              f"an exact continuation needs the dataset it was trained on")
-    check_config_unedited(run_dir, meta["config"])  # after the checks of the checkpoint itself
+    resume_dataset(run_dir, cfg, state["trainer"], dataset)  # before anything is written
+    run.dataset = cfg.get("dataset")  # a moved dataset's new path
+    check_config_unedited(run_dir, meta["config"], ("dataset",) if dataset is not None else ())  # after the checkpoint
     run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), resumed=meta)
     assert isinstance(run_obj, Run)
     agent = run_obj.trainer.agent

@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, ConfigFileAction, _config_file_arg,  # noqa: F401
-                             _flag_value, _Parser, int_arg)
+                             ResumeParser, _flag_value, _Parser, int_arg)
 from canter.errors import CanterError, interrupted
 
 
@@ -150,25 +150,21 @@ def cmd_train(argv: list[str]) -> int:
     return _drive(trainer)
 
 
-class _ResumeParser(_Parser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise CanterError(f"{self.explain(message)} (--resume continues a run with its saved config; only "
-                          "--max-steps, --max-seconds and --quiet may be given with it)")
-
-
 def _cmd_resume(argv: list[str]) -> int:
-    p = _ResumeParser(prog="canter train", description="Continue a stopped run exactly where its last checkpoint is.")
+    p = ResumeParser(prog="canter train", description="Continue a stopped run exactly where its last checkpoint is.")
     p.add_argument("--resume", required=True, metavar="RUN_DIR", help="run directory to continue")
     p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="new step budget (extends a finished run)")
     p.add_argument("--max-seconds", type=float, dest="max_seconds", help="new wall-clock budget")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--dataset", help="offline runs: the run's dataset at its new path (moved; checked to be the same)")
     args = p.parse_args(argv)
     if not args.resume.strip():
         raise CanterError("--resume needs a run directory: canter train --resume RUN_DIR")
     from canter import _import_deferring_gc
 
     resume_trainer = _import_deferring_gc("canter.api").resume_trainer  # as make_trainer above
-    return _drive(resume_trainer(args.resume, quiet=args.quiet, max_steps=args.max_steps, max_seconds=args.max_seconds))
+    return _drive(resume_trainer(args.resume, quiet=args.quiet, max_steps=args.max_steps, max_seconds=args.max_seconds,
+                                 dataset=args.dataset))
 
 
 def _drive(trainer: Any) -> int:

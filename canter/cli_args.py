@@ -49,6 +49,14 @@ class _Parser(argparse.ArgumentParser):
         raise CanterError(self.explain(message))
 
 
+class ResumeParser(_Parser):
+    """The parser of ``canter train --resume``: its errors say which options may come with ``--resume``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CanterError(f"{self.explain(message)} (--resume continues a run with its saved config; only "
+                          "--max-steps, --max-seconds, --dataset and --quiet may be given with it)")
+
+
 class ConfigFileAction(argparse.Action):
     """``-f/--config FILE``, given once: a second file replaced the first without a word (while the
     ``imports`` of the first were imported)."""

@@ -76,23 +76,25 @@ def check_same_run(run_dir: Path, saved: dict[str, Any], base: Path) -> None:
                           f"of different runs: put back this run's checkpoints/last (or undo the edit to config.yaml)")
 
 
-def check_config_unedited(run_dir: Path, saved: dict[str, Any]) -> None:
+def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str, ...] = ()) -> None:
     """A one-line :class:`CanterError` when ``run_dir/config.yaml`` was edited since the run wrote it: resuming
     continues with the config saved in ``checkpoints/last`` and rewrites the file, so the edit would be ignored
-    and lost without a word. ``max_steps`` and ``max_seconds`` (which ``--resume`` may change) are not compared;
-    a missing or unreadable file is left to be rewritten as before."""
+    and lost without a word. ``max_steps`` and ``max_seconds`` (which ``--resume`` may change) are not compared,
+    nor the keys ``given`` to this resume (``dataset``: a moved dataset's path, which a resumed run killed
+    before its next ``last`` has written to the file already); a missing or unreadable file is left to be
+    rewritten as before."""
     path = run_dir / "config.yaml"
     found = _written_config(path)
     if found is None:
         return
-    resumable = ("max_steps", "max_seconds")
+    resumable = ("max_steps", "max_seconds", *given)
     key = _differing_key({k: v for k, v in found.items() if k not in resumable},
                          {k: v for k, v in saved.items() if k not in resumable})
     if key is not None:
         raise CanterError(f"{path} was edited since the run wrote it ('{key}' differs from the config saved in "
-                          f"checkpoints/last); --resume continues a run with its saved config (only --max-steps and "
-                          f"--max-seconds may change): undo the edit, or start a new run with that config: "
-                          f"canter train {saved.get('algo')} -f {path} --run-dir NEW_DIR")
+                          f"checkpoints/last); --resume continues a run with its saved config (only --max-steps, "
+                          f"--max-seconds and a moved dataset's --dataset may change): undo the edit, or start a new "
+                          f"run with that config: canter train {saved.get('algo')} -f {path} --run-dir NEW_DIR")
 
 
 def check_resume_metadata(meta: dict[str, Any], trainer_state: Any, base: Path) -> None:
@@ -129,3 +131,39 @@ def check_writable(run_dir: Path) -> None:
     for directory in (run_dir, run_dir / "checkpoints"):
         if directory.is_dir() and not os.access(directory, os.W_OK | os.X_OK):
             raise CanterError(f"cannot resume '{run_dir}': '{directory}' is not writable")
+
+
+def resume_dataset(run_dir: Path, cfg: dict[str, Any], trainer_state: dict[str, Any], dataset: Any) -> None:
+    """Check the dataset an offline run continues on, before anything is written. ``dataset`` (``--resume RUN
+    --dataset PATH``: the run's dataset moved or copied) replaces ``cfg["dataset"]`` once it is found to be the
+    data the run was trained on: the dataset's ``checkpoint_id``, which the run recorded, a random id in its JSON
+    and its safetensors header that loading checks against each other and the tensors' sha256. One-line errors:
+    ``dataset`` for a run without one, another dataset, the run's dataset gone (pass ``--dataset``) or rewritten."""
+    from canter.data.dataset import MINARI_PREFIX, dataset_missing, read_dataset_metadata
+
+    recorded, used = cfg.get("dataset"), trainer_state["counters"].get("dataset_id")
+    fix = f"canter train --resume {run_dir} --dataset NEW_PATH"
+    if dataset is not None:
+        if not isinstance(dataset, (str, os.PathLike)) or not str(dataset).strip():
+            raise CanterError(f"--dataset needs the path the run's dataset was moved to, got {dataset!r}: {fix}")
+        if not recorded:
+            raise CanterError(f"--dataset is for runs of offline algorithms (bc, cql, td3bc); run '{run_dir}' "
+                              f"({cfg.get('algo')}) learns from its env: drop --dataset")
+        if str(recorded).startswith(MINARI_PREFIX) or str(dataset).startswith(MINARI_PREFIX):
+            raise CanterError(f"run '{run_dir}' learns from '{recorded}'; --dataset gives a moved dataset file, not "
+                              f"another source ('{dataset}'): drop --dataset")
+        if used is None:
+            raise CanterError(f"run '{run_dir}' recorded no id of its dataset (an older canter), so '{dataset}' "
+                              f"cannot be checked to be the data it was trained on; put it back at '{recorded}'")
+        found = read_dataset_metadata(dataset).get("checkpoint_id")  # one-line errors: not there, not a dataset
+        if found != used:
+            raise CanterError(f"cannot resume: dataset '{dataset}' is not the one run '{run_dir}' was trained on "
+                              f"('{recorded}': dataset id {used}, this one {found}); give that dataset's new path")
+        cfg["dataset"] = str(Path(dataset).absolute())  # recorded as the run's: later resumes find it there
+        return
+    if recorded and dataset_missing(recorded):
+        raise CanterError(f"cannot resume: the dataset of run '{run_dir}', '{recorded}', is not there any more; "
+                          f"if it was moved, give its new path: {fix}")
+    if recorded and used is not None and read_dataset_metadata(recorded).get("checkpoint_id") != used:
+        raise CanterError(f"cannot resume: dataset '{recorded}' was rewritten since this run started; "
+                          f"an exact continuation needs the dataset it was trained on")

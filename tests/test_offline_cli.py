@@ -123,6 +123,35 @@ def test_an_offline_run_from_a_relative_dataset_path_resumes_from_another_direct
     assert json.loads((tmp_path / "project" / "run" / "summary.json").read_text())["steps"] == 40
 
 
+def test_an_offline_run_whose_dataset_was_moved_resumes_with_its_new_path(tmp_path, capsys):
+    """A run whose dataset was moved could not be resumed ('dataset not found', and --resume took no --dataset);
+    ``--resume RUN --dataset NEW`` now continues it when NEW is the same dataset (the id the run recorded), which
+    the run then records; without it, or with another dataset, one line says what to do and nothing is written."""
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "again")  # the same transitions, another dataset
+    run = tmp_path / "run"
+    assert run_cli(capsys, "train", "bc", "--dataset", str(tmp_path / "data"), "--max-steps", "20", "--set",
+                   "gradient_steps=10", "--set", "eval_episodes=1", "--run-dir", str(run), "--quiet")[0] == 0
+    (tmp_path / "moved").mkdir()
+    for ext in (".json", ".safetensors"):
+        (tmp_path / f"data{ext}").rename(tmp_path / "moved" / f"data{ext}")
+    before = snapshot(run)
+    resume = ["train", "--resume", str(run), "--max-steps", "40", "--quiet"]
+    for extra, needles in (([], ["is not there any more", "--dataset NEW_PATH"]),
+                           (["--dataset", str(tmp_path / "again")], ["is not the one run", "new path"]),
+                           (["--dataset", str(tmp_path / "nowhere")], ["dataset not found"])):
+        assert_one_line_error(*run_cli(capsys, *resume, *extra)[::2], *needles)
+        assert snapshot(run) == before
+    # as a resumed run killed before its next checkpoint leaves config.yaml: the new path, last the old one
+    config = (run / "config.yaml").read_text()
+    (run / "config.yaml").write_text(config.replace(str(tmp_path / "data"), str(tmp_path / "moved" / "data")))
+    code, _, err = run_cli(capsys, *resume, "--dataset", str(tmp_path / "moved" / "data"))
+    assert code == 0, err
+    assert json.loads((run / "summary.json").read_text())["steps"] == 40
+    assert canter.load(run).run_config.dataset == str(tmp_path / "moved" / "data")  # a later resume finds it
+    assert run_cli(capsys, "train", "--resume", str(run), "--max-steps", "60", "--quiet")[0] == 0
+
+
 def test_a_benchmark_of_a_dataset_with_env_kwargs_reuses_its_finished_runs(tmp_path, monkeypatch):
     """The dataset's env_kwargs became the run's only inside the trainer, so the resolved config said {}
     while config.yaml held them: running the same benchmark file again (which reuses finished runs) was

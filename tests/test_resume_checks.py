@@ -70,6 +70,16 @@ def good_run(tmp_path_factory):
     return run_dir
 
 
+def test_resume_dataset_of_a_run_that_learns_from_its_env_is_one_line(good_run, capsys):
+    from support import snapshot
+
+    before = snapshot(good_run)
+    code = main(["train", "--resume", str(good_run), "--max-steps", "512", "--dataset", "data", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "learns from its env: drop --dataset" in err, err
+    assert snapshot(good_run) == before
+
+
 class Evil:
     """Unpickling this runs ``os.system``: the loader must never get that far."""
 

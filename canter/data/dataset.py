@@ -271,6 +271,15 @@ def _whole_episodes(idx: np.ndarray, buffer: Any) -> np.ndarray:
     return idx[keep]
 
 
+def dataset_missing(path: str | Path) -> bool:
+    """Whether neither file of the dataset saved as ``path`` (``PATH.json``, ``PATH.safetensors``) is there
+    (a Minari id is never missing here: it is looked up in the local Minari store)."""
+    if str(path).startswith(MINARI_PREFIX):
+        return False
+    base = checkpoint_base(path)
+    return not any(base.with_name(base.name + ext).exists() for ext in (".json", ".safetensors"))
+
+
 def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     """A dataset's JSON metadata (its tensors are not read); a clear error if ``path`` is not a dataset.
     For ``minari:ID``: the env id and its ``env_kwargs`` only."""
@@ -280,7 +289,7 @@ def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     if not str(path).strip():  # Path('') is '.', which has no name to add .json to
         raise CanterError(f"--dataset needs a dataset path, got '{path}' (write one with canter collect RUN_DIR --out PATH)")
     base = checkpoint_base(path)
-    if not any(base.with_name(base.name + ext).exists() for ext in (".json", ".safetensors")):
+    if dataset_missing(path):
         raise CanterError(f"dataset not found: '{path}' (expected {base}.safetensors and {base}.json; "
                           f"write one with canter collect)")
     tensors = base.with_name(base.name + ".safetensors")
