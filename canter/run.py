@@ -249,7 +249,11 @@ class Run:
         """Flush the history, then save agent + trainer state (call only between iterations).
 
         ``stop_reason`` None records the run's own: :attr:`stop_reason` once training has ended (a call
-        after the loop keeps why it ended, which ``--resume`` reads), else None (training goes on)."""
+        after the loop keeps why it ended, which ``--resume`` reads), else None (training goes on).
+        Refused after a divergence: ``last`` holds the last good state, which the diverged one would replace."""
+        if self.divergence is not None:
+            raise CanterError(f"cannot save a resumable checkpoint: {self.divergence}; the last good state is "
+                              f"{self.dir / 'checkpoints' / 'last'} (canter train --resume {self.dir} continues from it)")
         stop_reason = self.stop_reason if stop_reason is None else stop_reason
         rows = {}
         for lg in self.loggers:

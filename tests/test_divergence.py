@@ -17,6 +17,7 @@ import torch
 import canter
 from canter.callbacks import FunctionHook
 from canter.checkpoint import load_checkpoint
+from canter.errors import CanterError
 from canter.cli import main
 from canter.registry import register
 from canter.trainers.guard import TrainingDiverged
@@ -101,6 +102,9 @@ def test_nan_loss_stops_before_the_update(tmp_path, algo):
     with pytest.raises(TrainingDiverged, match=r"diverged at step \d+: non-finite gradient") as info:
         list(run())
     run.close()
+    # saving the diverged state by hand is refused: it would replace the last good 'last' (checked below)
+    with pytest.raises(CanterError, match=r"cannot save a resumable checkpoint: .*diverged.*last good state"):
+        run.save_resumable()
     alg = run.trainer.algorithm
     assert alg.updates == record["updates"]  # no optimizer step was taken after the poison
     for name, module in alg.modules().items():
