@@ -53,15 +53,17 @@ def test_replay_keeps_raw_data_and_normalises_batches_with_the_statistics_of_the
     agent, raw, seen = trainer.agent, [], []
     count_step, prepare = trainer.count_step, agent.prepare_replay_batch
     trainer.count_step = lambda step: (raw.append(step.reward.copy()), count_step(step))[1]
-    agent.prepare_replay_batch = lambda batch: (seen.append(agent.obs_rms.count), prepare(batch))[1]
+    agent.prepare_replay_batch = lambda batch, *rest: (seen.append(agent.obs_rms.count), prepare(batch, *rest))[1]
     for _ in trainer():
         pass
     assert seen and seen[0] >= 500  # the warm-up's observations are in the statistics of the first update
     np.testing.assert_array_equal(trainer.buffer.rewards[:trainer.step, 0], np.concatenate(raw))  # the env's rewards
-    batch = trainer.buffer.sample(64)
+    batch = trainer.buffer.sample(64)  # the buffer scales each raw reward it samples, the agent leaves them
     scale = 1.0 / np.sqrt(agent.ret_rms.var + 1e-8)
     assert scale != pytest.approx(1.0, abs=0.05)
-    torch.testing.assert_close(agent.prepare_replay_batch(batch).rewards, batch.rewards * float(scale))
+    raw_rewards = torch.from_numpy(trainer.buffer.rewards.reshape(-1)[batch.indices.numpy()])
+    torch.testing.assert_close(batch.rewards, raw_rewards * float(scale))
+    torch.testing.assert_close(agent.prepare_replay_batch(batch, False).rewards, batch.rewards)
 
 
 # -- schedules, acting and what the off-policy trainer hands the replay buffer -----------------------

@@ -272,3 +272,26 @@ def test_chronological_indices_env_by_env_oldest_first_after_wrapping():
     assert len(idx) == len(buf) == 6
     np.testing.assert_array_equal(buf._obs[idx, 0], [2, 3, 4, 102, 103, 104])
     assert ReplayBuffer(4, (1,), ()).chronological_indices().size == 0
+
+
+def test_reward_scaling_clips_each_step_of_an_n_step_sum():
+    """normalize_reward with n-step returns: each step's reward is scaled and clipped at 10 on its own, as a
+    one-step transition's is (the sum used to be clipped as one: 3 rewards of 3 at scale 4 gave 10, not
+    10 + 0.5 * 10 + 0.25 * 10)."""
+    trainer = canter.make_trainer("dqn", "CartPole-v1", n_step=3, gamma=G, normalize_reward=True, net_arch=[8],
+                                  learning_starts=10, batch_size=16, eval_every=0)
+    trainer.setup()
+    trainer.agent.ret_rms.var = np.float64(1 / 16.0)  # scale 4 (up to the 1e-8 in the square root)
+    obs, no = np.zeros((1, 4), np.float32), np.zeros(1, bool)
+    for r in [3.0, 3.0, 3.0, -0.5, 1.0]:
+        trainer.buffer.add(obs, np.zeros(1, np.int64), np.array([r], np.float32), obs + 1, no, ~no, no)
+        obs = obs + 1
+    seen = []
+    trainer.agent.learn = lambda batch: seen.append(batch) or {}  # the batch the trainer's update gets
+    trainer.train(1)
+    by_row = {0: 10 + G * 10 + G * G * 10, 1: 10 + G * 10 + G * G * -2, 2: 10 + G * -2 + G * G * 4,
+              3: -2 + G * 4, 4: 4.0}  # scaled 3 -> 12 -> clipped to 10; the last window ends at the newest data
+    (batch,) = seen
+    expected = [by_row[int(i)] for i in batch.indices]
+    np.testing.assert_allclose(batch.rewards.numpy(), expected, rtol=1e-6)
+    trainer.close()

@@ -318,7 +318,7 @@ class Agent:
                      scale: bool = True) -> np.ndarray:
         """Fold a vector step's rewards into the running discounted-return statistics and divide them
         by the return's running std (if configured; ``scale=False``: the raw rewards, for a replay
-        buffer, which scales them when sampled, :meth:`prepare_replay_batch`).
+        buffer, which scales them when sampled through :meth:`scaled`, its ``reward_transform``).
 
         ``valid`` (the vector step's mask) keeps the steps that only reset an env (reward 0) out of
         the return statistics, as Stable-Baselines3's ``VecNormalize``, which never sees them, does.
@@ -351,10 +351,13 @@ class Agent:
         ``normalize_reward``)."""
         return 1.0 if self.ret_rms is None else float(1.0 / np.sqrt(self.ret_rms.var + 1e-8))
 
-    def prepare_replay_batch(self, batch: ReplayBatch) -> ReplayBatch:
-        """Normalise a replay batch's raw observations and scale its raw rewards (n-step sums scale
-        as one) with the current statistics, as Stable-Baselines3 does with ``VecNormalize``."""
-        if self.ret_rms is not None:
+    def prepare_replay_batch(self, batch: ReplayBatch, scale_rewards: bool = True) -> ReplayBatch:
+        """Normalise a replay batch's raw observations and scale its raw rewards with the current
+        statistics, as Stable-Baselines3 does with ``VecNormalize``. ``scale_rewards=False``: the
+        rewards are scaled already (a buffer whose ``reward_transform`` is :meth:`scaled`, which scales
+        and clips each step of an n-step sum on its own, as :func:`make_replay_buffer
+        <canter.trainers.off_policy.make_replay_buffer>` sets it)."""
+        if self.ret_rms is not None and scale_rewards:
             batch = batch._replace(rewards=self.scaled(batch.rewards))
         if self.obs_rms is None:
             return batch

@@ -109,7 +109,8 @@ class HerReplayBuffer(ReplayBuffer):
         self.layout.set_desired(sub_next, goals)
         obs[pick], next_obs[pick] = sub_obs, sub_next
         reached = self.layout.goals(sub_next, "achieved_goal")
-        batch.rewards.numpy()[pick] = _per_transition(self.layout.compute_reward, reached, goals, np.float32)
+        rewards = _per_transition(self.layout.compute_reward, reached, goals, np.float32)
+        batch.rewards.numpy()[pick] = rewards if self.reward_transform is None else self.reward_transform(rewards)
         if self.layout.compute_terminated is not None:
             try:
                 terminated = _per_transition(self.layout.compute_terminated, reached, goals, bool)

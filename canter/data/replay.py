@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -42,7 +42,15 @@ class ReplayBuffer:
     up to ``n_step`` rewards, cut at the episode's end (terminated: no bootstrap; truncated:
     bootstrap from the real final observation) and at the newest data; ``discounts`` is then
     ``gamma ** k`` for the ``k`` rewards used.
+
+    The stored rewards are raw. :attr:`reward_transform` (None: none), when set, maps each stored
+    reward before the n-step sum: the off-policy trainer sets the agent's reward scaling there
+    (``normalize_reward``), so each step's reward is scaled and clipped on its own, as a one-step
+    transition's is, rather than the sum being clipped as one.
     """
+
+    #: applied to every stored reward of a sampled transition before the n-step sum (see the class docstring)
+    reward_transform: Callable[[np.ndarray], np.ndarray] | None = None
 
     #: the ``[T, n_envs, ...]`` arrays saved with the buffer
     ARRAYS: tuple[str, ...] = _ARRAYS
@@ -191,7 +199,7 @@ class ReplayBuffer:
         row, env = np.divmod(idx, n)
         if self.n_step == 1:
             last_row, last = row, idx
-            rewards = self._rewards[idx]
+            rewards = self._step_rewards(idx).astype(np.float32, copy=False)
             discounts = np.full(len(idx), self.gamma, dtype=np.float32)
         else:
             rows = (row[:, None] + np.arange(self.n_step)) % length  # [B, n_step]
@@ -200,7 +208,7 @@ class ReplayBuffer:
             keep[:, 1:] &= ~self._done[flat[:, :-1]]  # stop after an episode's last step
             keep = np.logical_and.accumulate(keep, axis=1)
             steps = keep.sum(1)
-            rewards = (self._rewards[flat] * keep * self._powers).sum(1).astype(np.float32)
+            rewards = (self._step_rewards(flat) * keep * self._powers).sum(1).astype(np.float32)
             last_row = rows[np.arange(len(idx)), steps - 1]
             last = last_row * n + env
             discounts = (self.gamma ** steps).astype(np.float32)
@@ -216,6 +224,11 @@ class ReplayBuffer:
             w,
             torch.from_numpy(idx),
         )
+
+    def _step_rewards(self, idx: np.ndarray) -> np.ndarray:
+        """The stored rewards at flat indices ``idx`` (any shape), through :attr:`reward_transform`."""
+        rewards = self._rewards[idx]
+        return rewards if self.reward_transform is None else self.reward_transform(rewards)
 
     def chronological_indices(self) -> np.ndarray:
         """Flat indices of every valid transition, env by env, each env's oldest first."""

@@ -42,6 +42,11 @@ class ShardedReplay:
     def __len__(self) -> int:
         return sum(len(s) for s in self.shards)
 
+    @property
+    def reward_transform(self) -> Any:
+        """The shards' :attr:`ReplayBuffer.reward_transform` (each shard applies its own when sampled)."""
+        return self.shards[0].reward_transform
+
     def add_rollout(
         self, shard: int, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, last_obs: np.ndarray,
         terminated: np.ndarray, valid: np.ndarray, truncated: np.ndarray | None = None,

@@ -64,11 +64,16 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
     if getattr(config, "her_goals", 0):
         if goals is None:
             raise ValueError("hindsight replay needs the goal env's layout")
-        return HerReplayBuffer(*args, layout=goals, her_goals=config.her_goals, strategy=config.her_strategy, **kwargs)
-    if getattr(config, "prioritized", False):
+        buffer: ReplayBuffer = HerReplayBuffer(*args, layout=goals, her_goals=config.her_goals,
+                                               strategy=config.her_strategy, **kwargs)
+    elif getattr(config, "prioritized", False):
         cls = PrioritizedFrameStackReplay if frame_stack else PrioritizedReplayBuffer
-        return cls(*args, alpha=config.per_alpha, beta0=config.per_beta0, eps=config.per_eps, **kwargs)
-    return (FrameStackReplay if frame_stack else ReplayBuffer)(*args, **kwargs)
+        buffer = cls(*args, alpha=config.per_alpha, beta0=config.per_beta0, eps=config.per_eps, **kwargs)
+    else:
+        buffer = (FrameStackReplay if frame_stack else ReplayBuffer)(*args, **kwargs)
+    if getattr(agent, "ret_rms", None) is not None:  # normalize_reward: each step's raw reward scaled and clipped when sampled
+        buffer.reward_transform = agent.scaled
+    return buffer
 
 
 #: the most rows a training phase draws at once (phase batching); larger phases (huge batches) draw
@@ -149,6 +154,8 @@ class OffPolicyTrainer(StepwiseTrainer):
         self._buffer_progress = getattr(self.buffer, "set_progress", None)
         self._update_priorities = getattr(self.buffer, "update_priorities", None)
         self._phase_batching = getattr(self.algorithm, "phase_batching", False) and self._update_priorities is None
+        #: the buffer scales the rewards it samples (normalize_reward): the agent leaves them as they are
+        self._buffer_scales = getattr(self.buffer, "reward_transform", None) is not None
 
     def data_state(self) -> dict[str, Any]:
         """The replay buffer (raw rewards: ``rewards_raw``; canter before 2026-11-25 stored them
@@ -214,12 +221,12 @@ class OffPolicyTrainer(StepwiseTrainer):
             if self._phase_batching and 1 < gradient_steps and c.batch_size * gradient_steps <= PHASE_ROWS:
                 # uniform replay: one draw of all the phase's minibatches is distributed exactly like
                 # ``gradient_steps`` separate draws, and lets the algorithm batch its target pass
-                batch = agent.prepare_replay_batch(buf.sample(c.batch_size * gradient_steps))
+                batch = agent.prepare_replay_batch(buf.sample(c.batch_size * gradient_steps), not self._buffer_scales)
                 all_stats = agent.learn_phase(batch, gradient_steps)
             else:
                 all_stats = []
                 for _ in range(gradient_steps):
-                    batch = agent.prepare_replay_batch(buf.sample(c.batch_size))
+                    batch = agent.prepare_replay_batch(buf.sample(c.batch_size), not self._buffer_scales)
                     all_stats.append(agent.learn(batch))
                     if self._update_priorities is not None and self.algorithm.last_priorities is not None:
                         self._update_priorities(batch.indices, self.algorithm.last_priorities)
