@@ -12,7 +12,8 @@ Sticky actions are off (``repeat_action_probability = 0``) and the base env skip
 (``frameskip = 1``; the preprocessing's skip of 4 is the only one), which is what the ``NoFrameskip-v4``
 ids mean and what rl-zoo3's published Atari settings use; pass ``env_kwargs:
 {repeat_action_probability: 0.25}`` for Machado et al. (2018)'s protocol. Episodes are cut at
-108,000 frames (27,000 agent steps, 30 minutes of play).
+108,000 frames (27,000 agent steps, 30 minutes of play). ``env_kwargs: {max_episode_steps: N}`` cuts each
+game after N agent steps (:func:`wrap_deepmind`).
 
 Vectorisation (``--vectorization``): ``auto``/``native`` use ale-py's C++ ``AtariVectorEnv``,
 which does the same preprocessing natively in threads (``auto`` falls back to the wrappers for
@@ -335,9 +336,10 @@ def _sign(reward: float) -> float:
     return float(np.sign(reward))
 
 
-def wrap_deepmind(env: gym.Env, training: bool) -> gym.Env:
-    """DeepMind preprocessing around a raw (``frameskip=1``) ALE env; see the module docstring."""
-    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TransformReward
+def wrap_deepmind(env: gym.Env, training: bool, max_episode_steps: int | None = None) -> gym.Env:
+    """DeepMind preprocessing around a raw (``frameskip=1``) ALE env; see the module docstring.
+    ``max_episode_steps`` (None or -1: none) truncates each game after that many agent steps."""
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TimeLimit, TransformReward
 
     meanings = env.unwrapped.get_action_meanings()
     if meanings[0] != "NOOP":  # gymnasium's no-op reset raises a bare ValueError for these (Backgammon, VideoCheckers)
@@ -347,6 +349,8 @@ def wrap_deepmind(env: gym.Env, training: bool) -> gym.Env:
         env, noop_max=NOOP_MAX, frame_skip=FRAME_SKIP, screen_size=SCREEN_SIZE, terminal_on_life_loss=False,
         grayscale_obs=True, scale_obs=False,
     )
+    if max_episode_steps is not None and max_episode_steps != -1:  # agent steps of a whole game, lives included
+        env = TimeLimit(env, max_episode_steps)
     if training:
         env = EpisodicLife(GameScore(env))
     if "FIRE" in env.unwrapped.get_action_meanings():
@@ -361,13 +365,16 @@ def wrap_deepmind(env: gym.Env, training: bool) -> gym.Env:
 
 def make_atari_env(env_id: str, training: bool = False, render_mode: str | None = None,
                    env_kwargs: dict[str, Any] | None = None) -> gym.Env:
-    """One preprocessed ALE env (gymnasium wrappers); ``training`` adds episodic life and reward clipping."""
+    """One preprocessed ALE env (gymnasium wrappers); ``training`` adds episodic life and reward clipping.
+    ``env_kwargs``' ``max_episode_steps`` counts agent steps (gymnasium's ``TimeLimit`` around the raw
+    ``frameskip=1`` game would count emulator frames, the reset's no-ops included)."""
     kwargs = _base_kwargs(env_id, env_kwargs)
+    limit = kwargs.pop("max_episode_steps", None)
     try:
         env = gym.make(env_id, render_mode=render_mode, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a bad value is ale-py's RuntimeError (mode: 99) or TypeError
         raise bad_env_kwargs(env_id, env_kwargs, exc) from None
-    return wrap_deepmind(env, training)
+    return wrap_deepmind(env, training, limit)
 
 
 class NativeSeedRange(gym.vector.VectorWrapper):

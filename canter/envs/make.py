@@ -74,6 +74,7 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
             raise bad_env_kwargs(env_id, kwargs, exc) from None
         return pack_observations(env)
     if atari.is_atari(_gym_id(env_id)):
+        _time_limit(kwargs)  # agent steps (atari.make_atari_env)
         return atari.make_atari_env(_gym_id(env_id), training=False, render_mode=render_mode, env_kwargs=kwargs)
     _time_limit(kwargs)  # canter play / --record-every: 2e1 or 20.0 was gymnasium's TypeError traceback
     try:
@@ -164,6 +165,7 @@ def make_vec_env(
         env = multiagent.ParallelVectorEnv(env_id, n_envs, kwargs, policies, central_state)
         return VecEnv(env) if policies == "shared" else multiagent_views.MultiPolicyVecEnv(env)
     if atari.is_atari(_gym_id(env_id)):
+        _time_limit(kwargs)  # agent steps on the wrapper path, which auto picks for it (atari.make_atari_env)
         env = atari.make_atari_vec(_gym_id(env_id), n_envs, vectorization, training, kwargs)
         return VecEnv(env, check_actions=True, whole_games=training)  # statistics per game, not per life
     factory = _registered_factory(env_id)
