@@ -118,7 +118,9 @@ class GameScore(gym.Wrapper):
     game, reported in ``info[GAME_RETURN]`` on the step that ends the game (game over or truncation),
     for the episode statistics (:class:`~canter.envs.vector.VecEnv` ``whole_games``), as
     Stable-Baselines3's ``Monitor`` under its ``AtariWrapper`` reports it. The FIRE and no-op steps that
-    follow a lost life count (they are steps of the game); the no-ops of a new game's reset do not."""
+    follow a lost life count (they are steps of the game); the no-ops of a new game's reset do not. A game
+    that ends on one of those steps, inside ``EpisodicLife``'s or ``FireReset``'s reset, is reported in the
+    reset's info (:func:`_game_kept`), so on the vector env's reset step."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
@@ -240,8 +242,8 @@ class EpisodicLife(gym.Wrapper):
             obs, info = self.env.reset(**kwargs)
         else:
             obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:
-                obs, info = self.env.reset(**kwargs)
+            if terminated or truncated:  # the game ended on the no-op: its score goes with the reset's info
+                obs, info = _game_kept(self.env.reset(**kwargs), info)
         self.game_over = False
         self.lives = self.env.unwrapped.ale.lives()
         return obs, info
@@ -257,13 +259,25 @@ class FireReset(gym.Wrapper):
             raise CanterError(f"FireReset needs a game whose action 1 is FIRE, got {meanings[:3]}")
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:  # noqa: D102
-        self.env.reset(**kwargs)
-        obs, info = None, {}
+        _, info = self.env.reset(**kwargs)
+        ended = info  # a game that ended inside a reset (training: GameScore's info) is reported with this one
         for action in (1, 2):
             obs, _, terminated, truncated, info = self.env.step(action)
             if terminated or truncated:
-                obs, info = self.env.reset(**kwargs)
-        return obs, info
+                ended = info if GAME_RETURN in info else ended  # a lost life (training) ends no game
+                obs, info = _game_kept(self.env.reset(**kwargs), ended)
+        return _game_kept((obs, info), ended)
+
+
+def _game_kept(reset: tuple[Any, dict[str, Any]], ended: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """A reset's ``(obs, info)`` with the :data:`GAME_RETURN` of ``ended``, the info of a step that a wrapper
+    took inside its ``reset`` (training envs: a game that ended there is reported on the vector env's reset
+    step, which ``NEXT_STEP`` autoreset gives this info; without it the game went unrecorded and its steps
+    were counted in the next game's)."""
+    obs, info = reset
+    if GAME_RETURN in ended and GAME_RETURN not in info:
+        info = {**info, GAME_RETURN: ended[GAME_RETURN]}
+    return obs, info
 
 
 class FireAfterLifeLoss(gym.Wrapper):
