@@ -144,3 +144,26 @@ def test_evaluation_of_an_env_without_a_time_limit_ends():
     cartpole = make_vec_env("CartPole-v1", 1)  # an env's own limit stays
     assert cartpole.env.envs[0].spec.max_episode_steps == 500
     cartpole.close()
+
+
+def test_evaluation_of_an_env_whose_time_limit_env_kwargs_removed_ends(monkeypatch):
+    """``env_kwargs: {max_episode_steps: -1}`` (gymnasium's: no time limit) removed the eval cap with the
+    env's own limit: a CartPole policy that balances never ended its evaluation episode, and the run hung."""
+    from canter.envs import make
+    from canter.trainers.evaluation import evaluate
+
+    monkeypatch.setattr(make, "EVAL_EPISODE_CAP", 200)
+
+    class Balance:  # push towards the side the pole falls to: CartPole stays up for thousands of steps
+        def predict(self, obs):
+            return (obs[..., 2] + 0.5 * obs[..., 3] > 0).astype(np.int64)
+
+    for vectorization in ("sync", "async"):
+        env = make.make_vec_env("CartPole-v1", 1, vectorization, env_kwargs={"max_episode_steps": -1})
+        result = evaluate(Balance(), env, 1, seed=0)
+        env.close()
+        assert result.lengths == [200]
+    assert make.make_env("CartPole-v1", max_episode_steps=-1).spec.max_episode_steps == 200
+    train = make.make_vec_env("CartPole-v1", 1, "sync", env_kwargs={"max_episode_steps": -1}, training=True)
+    assert train.env.envs[0].spec.max_episode_steps is None  # training keeps what env_kwargs asked for
+    train.close()

@@ -76,22 +76,26 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
     if atari.is_atari(_gym_id(env_id)):
         _time_limit(kwargs)  # agent steps (atari.make_atari_env)
         return atari.make_atari_env(_gym_id(env_id), training=False, render_mode=render_mode, env_kwargs=kwargs)
-    _time_limit(kwargs)  # canter play / --record-every: 2e1 or 20.0 was gymnasium's TypeError traceback
+    _time_limit(kwargs, training=False)  # canter play / --record-every: 2e1 or 20.0 was gymnasium's TypeError traceback
     try:
         return pack_observations(gym.make(_capped(gym.spec(_gym_id(env_id)), False), render_mode=render_mode, **kwargs))
     except gym.error.DependencyNotInstalled as exc:
         raise _missing_dependency(env_id, exc) from None
 
 
-def _time_limit(kwargs: dict[str, Any]) -> Any:
+def _time_limit(kwargs: dict[str, Any], training: bool = True) -> Any:
     """``kwargs``' ``max_episode_steps`` (None if absent), a whole float (``1e3`` or ``200.0`` in YAML) made an int
-    in ``kwargs``; a CanterError for anything but a whole number >= 1 or -1 (gymnasium's: no time limit)."""
+    in ``kwargs``; a CanterError for anything but a whole number >= 1 or -1 (gymnasium's: no time limit). An env
+    that is not ``training`` gets :data:`EVAL_EPISODE_CAP` in ``kwargs`` for -1, as an env registered without a
+    time limit does (:func:`_capped`): an evaluation episode of a policy that never fails would never end."""
     limit = kwargs.get("max_episode_steps")
     if isinstance(limit, float) and limit.is_integer():  # 1e3 or 200.0 in YAML: a whole number, as the error says
         limit = kwargs["max_episode_steps"] = int(limit)
     if limit is not None and limit != -1 and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise CanterError(f"env_kwargs max_episode_steps must be a whole number >= 1, or -1 for no time limit "
                           f"(gymnasium's), got {limit!r}")
+    if limit == -1 and not training:
+        limit = kwargs["max_episode_steps"] = EVAL_EPISODE_CAP
     return limit
 
 
@@ -106,7 +110,8 @@ def _missing_dependency(env_id: str, exc: Exception) -> CanterError:
 #: ``vectorization: auto`` uses an env's native vectorised implementation from this many copies on
 NATIVE_MIN_ENVS = 4
 #: steps after which an evaluation (or play) episode of an env registered without a time limit
-#: (``CliffWalking-v1``) is truncated: a deterministic policy that loops would never end it
+#: (``CliffWalking-v1``), or whose env_kwargs remove it (``max_episode_steps: -1``), is truncated: a
+#: deterministic policy that loops (or never fails) would never end it
 EVAL_EPISODE_CAP = 10_000
 
 
@@ -179,7 +184,7 @@ def make_vec_env(
             raise bad_env_kwargs(env_id, kwargs, exc) from None
     gid = _gym_id(env_id)
     spec = gym.spec(gid)
-    limit = _time_limit(kwargs)
+    limit = _time_limit(kwargs, training)
     # gymnasium's native vector envs take the limit as is: 0 and -1 truncated every episode after one step
     has_native = spec.vector_entry_point is not None and limit != -1
     if vectorization == "native" and not has_native:
