@@ -167,3 +167,43 @@ def test_evaluation_of_an_env_whose_time_limit_env_kwargs_removed_ends(monkeypat
     train = make.make_vec_env("CartPole-v1", 1, "sync", env_kwargs={"max_episode_steps": -1}, training=True)
     assert train.env.envs[0].spec.max_episode_steps is None  # training keeps what env_kwargs asked for
     train.close()
+
+
+def test_evaluation_of_a_canter_registered_env_without_a_time_limit_ends(monkeypatch):
+    """A factory registered with ``register("env", ...)`` got no eval cap (only Gymnasium ids did): an env
+    without a time limit never ended the evaluation episode of a policy that avoids its terminal action."""
+    import gymnasium as gym
+
+    from canter.envs import make
+    from canter.registry import register
+
+    class Forever(gym.Env):  # ends only on action 1
+        observation_space, action_space = gym.spaces.Box(-1, 1, (2,), np.float32), gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            return np.zeros(2, np.float32), {}
+
+        def step(self, action):
+            return np.zeros(2, np.float32), 1.0, bool(action == 1), False, {}
+
+    monkeypatch.setattr(make, "EVAL_EPISODE_CAP", 50)
+    register("env", "Forever-options-test")(lambda render_mode=None, **kw: Forever())
+    for vectorization in ("sync", "async"):
+        env = make.make_vec_env("Forever-options-test", 1, vectorization)
+        env.reset(seed=0)
+        lengths = []
+        for _ in range(60):
+            env.step(np.zeros(1, np.int64))
+            lengths += env.finished_lengths.tolist()
+        env.close()
+        assert lengths == [50]  # (evaluate() never returned)
+    single = make.make_env("Forever-options-test")  # play, --record-every
+    single.reset(seed=0)
+    assert [single.step(0)[3] for _ in range(50)] == [False] * 49 + [True]
+    train = make.make_vec_env("Forever-options-test", 1, "sync", training=True)
+    assert isinstance(train.env.envs[0], Forever)  # training envs are the factory's own
+    train.close()
+    capped = make.make_vec_env("CartPoleNoVel-v1", 1, "sync")  # a factory env with its own limit keeps it
+    assert capped.env.envs[0].spec.max_episode_steps == 500  # (50 with a TimeLimit of the cap around it)
+    capped.close()

@@ -115,7 +115,7 @@ def test_env_module_path_imports_a_canter_registered_factory(tmp_path, monkeypat
         assert env.num_envs == 2 and env.single_observation_space.shape == (3,)
     finally:
         env.close()
-    assert make_env("my_chain_envs:RegisteredChain-v0").n == 3
+    assert make_env("my_chain_envs:RegisteredChain-v0").unwrapped.n == 3  # (inside the eval cap's TimeLimit)
     trainer = canter.make_trainer("ppo", "my_chain_envs:RegisteredChain-v0", max_steps=64, n_envs=2, n_steps=32,
                                   eval_every=0, eval_episodes=1)
     records = list(trainer())

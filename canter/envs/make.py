@@ -72,7 +72,7 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
             raise CanterError(f"cannot make env '{env_id}' ({given}env_kwargs {kwargs}): {exc}") from None
         except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value: any error of the env's constructor
             raise bad_env_kwargs(env_id, kwargs, exc) from None
-        return pack_observations(env)
+        return pack_observations(_capped_env(env, False))
     if atari.is_atari(_gym_id(env_id)):
         _time_limit(kwargs)  # agent steps (atari.make_atari_env)
         return atari.make_atari_env(_gym_id(env_id), training=False, render_mode=render_mode, env_kwargs=kwargs)
@@ -123,6 +123,19 @@ def _capped(spec: Any, training: bool) -> Any:
     import dataclasses
 
     return dataclasses.replace(spec, max_episode_steps=EVAL_EPISODE_CAP)
+
+
+def _capped_env(env: gym.Env, training: bool) -> gym.Env:
+    """A canter-registered factory's ``env``, or for one that is not training and has no ``TimeLimit``
+    wrapper the env truncated at :data:`EVAL_EPISODE_CAP` steps (as :func:`_capped` does for Gymnasium ids)."""
+    if training:
+        return env
+    inner: Any = env
+    while isinstance(inner, gym.Wrapper):
+        if isinstance(inner, gym.wrappers.TimeLimit):
+            return env
+        inner = inner.env
+    return gym.wrappers.TimeLimit(env, EVAL_EPISODE_CAP)
 
 
 def make_vec_env(
@@ -178,8 +191,8 @@ def make_vec_env(
         if vectorization == "native":
             raise CanterError(f"env '{env_id}' has no native vectorised implementation; use --vectorization sync")
         try:
-            return VecEnv(vector_env(lambda: pack_observations(factory(**kwargs)), n_envs, vectorization == "async",
-                                     env_id))
+            return VecEnv(vector_env(lambda: pack_observations(_capped_env(factory(**kwargs), training)), n_envs,
+                                     vectorization == "async", env_id))
         except Exception as exc:  # noqa: BLE001 - a misspelled env_kwargs key or a bad value, as for a Gymnasium id below
             raise bad_env_kwargs(env_id, kwargs, exc) from None
     gid = _gym_id(env_id)
