@@ -146,3 +146,28 @@ def test_a_list_of_seeds_seeds_each_copy_as_gymnasium_vector_envs_do():
     assert not np.array_equal(env.reset(seed=[9, 5])[0], by_list)  # each copy got its own seed
     with pytest.raises(ValueError, match="3 seeds for 2 env copies"):
         env.reset(seed=[1, 2, 3])
+
+
+@pytest.mark.parametrize("policies", ["shared", "type", "joint"])
+def test_evaluation_episodes_of_an_env_without_a_time_limit_end(monkeypatch, policies):
+    """A parallel env with no time limit never ended the evaluation (or play) episode of a policy that
+    never leaves it, and the run's first evaluation never returned: evaluation envs truncate a copy's
+    episode after EVAL_EPISODE_CAP steps, as they do single-agent envs; training envs keep the env's ending."""
+    import importlib
+
+    from canter.envs import make
+
+    monkeypatch.setattr(importlib.import_module(ENV.split(":")[1]), "LENGTH", 10**9)
+    monkeypatch.setattr(make, "EVAL_EPISODE_CAP", 12)
+    for training in (False, True):
+        env = make_vec_env(ENV, 2, env_kwargs={"n_agents": 2}, training=training, policies=policies)
+        obs = env.reset(seed=0)
+        lengths = []
+        for _ in range(14):
+            step = env.step({k: np.zeros(len(v), np.int64) for k, v in obs.items()} if isinstance(obs, dict)
+                            else np.zeros((len(obs), 2) if policies == "joint" else len(obs), np.int64))
+            lengths += env.finished_lengths.tolist()
+            obs = step.obs
+        env.close()
+        copies_agents = 2 if policies == "joint" else 4
+        assert lengths == ([] if training else [12] * copies_agents)

@@ -178,9 +178,10 @@ def make_vec_env(
         if vectorization in ("async", "native"):
             raise CanterError(f"'{env_id}' is a parallel multi-agent env, whose copies are stepped in this "
                               f"process: vectorization '{vectorization}' does not apply; use sync (or auto)")
+        cap = None if training else EVAL_EPISODE_CAP  # an env without a time limit: evaluation episodes end
         if policies == "joint":
-            return VecEnv(multiagent_views.JointParallelEnv(env_id, n_envs, kwargs))
-        env = multiagent.ParallelVectorEnv(env_id, n_envs, kwargs, policies, central_state)
+            return VecEnv(multiagent_views.JointParallelEnv(env_id, n_envs, kwargs, max_steps=cap))
+        env = multiagent.ParallelVectorEnv(env_id, n_envs, kwargs, policies, central_state, max_steps=cap)
         return VecEnv(env) if policies == "shared" else multiagent_views.MultiPolicyVecEnv(env)
     if atari.is_atari(_gym_id(env_id)):
         _time_limit(kwargs)  # agent steps on the wrapper path, which auto picks for it (atari.make_atari_env)

@@ -98,7 +98,11 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
     resume_skip = ("_packers",)
 
     def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None,
-                 policies: str = "shared", central_state: bool = False) -> None:
+                 policies: str = "shared", central_state: bool = False, max_steps: int | None = None) -> None:
+        #: ``max_steps`` (evaluation and play envs: :data:`~canter.envs.make.EVAL_EPISODE_CAP`): a copy's
+        #: episode is truncated for every agent still in it after that many steps (None: the env's own ending)
+        self.max_steps = max_steps
+        self.steps = np.zeros(copies, dtype=np.int64)  # steps of each copy's episode
         factory = parallel_factory(env_id)
         try:
             self.envs = [factory(**(env_kwargs or {})) for _ in range(copies)]
@@ -263,6 +267,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             self._check_agents(env, "after reset")
             self._put(i, observations)
         self.ended[:] = False
+        self.steps[:] = 0
         self.alive[:] = True
         self.in_state[:] = True
         return self._outputs()
@@ -303,6 +308,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                 observations, _ = env.reset()
                 self._check_agents(env, "after reset")
                 self.ended[i] = False
+                self.steps[i] = 0
                 self.alive[i] = True
                 self._put(i, observations)
                 continue
@@ -320,6 +326,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                 step_actions[agent] = acts[g][i, j]
             observations, rew, term, trunc, _ = env.step(step_actions)
             self._put(i, observations)
+            self.steps[i] += 1
+            capped = self.max_steps is not None and self.steps[i] >= self.max_steps
             for n, agent in enumerate(self.agents):
                 if not alive[n]:
                     continue
@@ -329,8 +337,9 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                 row = i * len(self.group_agents[g]) + j
                 active[g][row] = True
                 rewards[g][row] = rew[agent]
-                terminated[g][row], truncated[g][row] = term[agent], trunc[agent]
-                if term[agent] or trunc[agent]:
+                terminated[g][row] = term[agent]
+                truncated[g][row] = trunc[agent] or (capped and not term[agent])
+                if terminated[g][row] or truncated[g][row]:
                     alive[n] = False
             self.ended[i] = not alive.any()
         np.logical_or(before, self.alive, out=self.in_state)  # a reset copy: every agent again

@@ -110,8 +110,9 @@ class JointParallelEnv(gym.vector.VectorEnv):
     terminated on it (as PyMARL, whose time-limit step is never terminal), else terminated.
     """
 
-    def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None) -> None:
-        self.inner = ParallelVectorEnv(env_id, copies, env_kwargs, "joint")
+    def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None,
+                 max_steps: int | None = None) -> None:
+        self.inner = ParallelVectorEnv(env_id, copies, env_kwargs, "joint", max_steps=max_steps)
         obs_space, act_space = self.inner.single_observation_space, self.inner.single_action_space
         if not isinstance(obs_space, gym.spaces.Box) or not isinstance(act_space, gym.spaces.Discrete):
             raise CanterError(f"joint control of '{env_id}' needs Box observations and Discrete actions, not "
