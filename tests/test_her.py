@@ -387,3 +387,15 @@ def test_goal_columns_follow_the_packed_order_with_an_action_mask_and_unsorted_k
     layout = GoalLayout(env, "MaskedGoal")
     np.testing.assert_array_equal(layout.goals(obs[None], "desired_goal"), [[1.0, 2.0]])
     np.testing.assert_array_equal(layout.goals(obs[None], "achieved_goal"), [[3.0, 4.0]])
+
+
+def test_a_misspelled_bit_flipping_kwarg_names_the_closest_one():
+    # the factory took **kwargs, so the error (training, and canter play's single env) named no valid key
+    from canter.envs import make_env, make_vec_env
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match=r"'n_bit'; did you mean 'n_bits'\?$"):
+        make_vec_env("BitFlipping-v0", 1, "sync", env_kwargs={"n_bit": 5})
+    with pytest.raises(CanterError, match=r"'max_step'; did you mean 'max_steps'\?$"):
+        make_env("BitFlipping-v0", max_step=5)
+    assert make_env("BitFlipping-v0", n_bits=4).observation_space.shape == (12,)

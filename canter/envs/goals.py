@@ -146,6 +146,7 @@ class BitFlippingEnv(gym.Env):
 
 
 @register("env", "BitFlipping-v0")
-def bit_flipping(render_mode: str | None = None, **kwargs: Any) -> gym.Env:
-    """The bit-flipping goal task (``n_bits``, default 10; ``max_steps``, default ``n_bits``)."""
-    return BitFlippingEnv(render_mode=render_mode, **kwargs)
+def bit_flipping(n_bits: int = 10, max_steps: int | None = None, render_mode: str | None = None) -> gym.Env:
+    """The bit-flipping goal task (``n_bits``, default 10; ``max_steps``, default ``n_bits``). Its parameters
+    are named here, so that a misspelled ``env_kwargs`` key is answered with the closest one."""
+    return BitFlippingEnv(n_bits=n_bits, max_steps=max_steps, render_mode=render_mode)

@@ -69,7 +69,8 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
             env = factory(**kwargs) if render_mode is None else factory(render_mode=render_mode, **kwargs)
         except TypeError as exc:
             given = f"render_mode={render_mode!r}, " if render_mode is not None else ""
-            raise CanterError(f"cannot make env '{env_id}' ({given}env_kwargs {kwargs}): {exc}") from None
+            raise CanterError(f"cannot make env '{env_id}' ({given}env_kwargs {kwargs}): {exc}"
+                              f"{keyword_hint(factory, exc)}") from None
         except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value: any error of the env's constructor
             raise bad_env_kwargs(env_id, kwargs, exc) from None
         return pack_observations(_capped_env(env, False))
