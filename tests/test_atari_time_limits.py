@@ -1,4 +1,4 @@
-"""Atari envs: the time limits of ``env_kwargs`` count agent steps, and games that end inside a reset."""
+"""Atari envs: what env_kwargs mean on the wrapper path (max_episode_steps counts agent steps; render_mode)."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,3 +46,16 @@ def test_max_episode_steps_of_a_single_atari_env_counts_agent_steps():
 def test_a_bad_atari_max_episode_steps_is_a_one_line_error(limit):
     with pytest.raises(CanterError, match="max_episode_steps must be a whole number >= 1"):
         make_vec_env("ALE/Pong-v5", 1, "sync", env_kwargs={"max_episode_steps": limit})
+
+
+def test_a_render_mode_in_env_kwargs_is_taken_as_other_envs_take_it():
+    # it reached gymnasium.make twice: "make() got multiple values for keyword argument 'render_mode'"
+    env = make_vec_env("ALE/Pong-v5", 1, "sync", training=True, env_kwargs={"render_mode": "rgb_array"})
+    try:
+        env.reset(seed=0)
+        assert env.env.envs[0].render().shape == (210, 160, 3)
+    finally:
+        env.close()
+    single = make_env("ALE/Pong-v5", render_mode="rgb_array")  # canter play's own mode (it drops env_kwargs')
+    assert single.render_mode == "rgb_array"
+    single.close()

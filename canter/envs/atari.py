@@ -380,12 +380,14 @@ def wrap_deepmind(env: gym.Env, training: bool, max_episode_steps: int | None = 
 def make_atari_env(env_id: str, training: bool = False, render_mode: str | None = None,
                    env_kwargs: dict[str, Any] | None = None) -> gym.Env:
     """One preprocessed ALE env (gymnasium wrappers); ``training`` adds episodic life and reward clipping.
-    ``env_kwargs``' ``max_episode_steps`` counts agent steps (gymnasium's ``TimeLimit`` around the raw
+    A ``render_mode`` in ``env_kwargs`` is used where ``render_mode`` is None (it was passed to ``gymnasium.make``
+    twice). ``env_kwargs``' ``max_episode_steps`` counts agent steps (gymnasium's ``TimeLimit`` around the raw
     ``frameskip=1`` game would count emulator frames, the reset's no-ops included)."""
     kwargs = _base_kwargs(env_id, env_kwargs)
     limit = kwargs.pop("max_episode_steps", None)
+    given = kwargs.pop("render_mode", None)  # env_kwargs' render_mode, as other envs take it; ``render_mode`` wins
     try:
-        env = gym.make(env_id, render_mode=render_mode, **kwargs)
+        env = gym.make(env_id, render_mode=given if render_mode is None else render_mode, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a bad value is ale-py's RuntimeError (mode: 99) or TypeError
         raise bad_env_kwargs(env_id, env_kwargs, exc) from None
     return wrap_deepmind(env, training, limit)
