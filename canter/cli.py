@@ -260,14 +260,14 @@ def cmd_eval(argv: list[str]) -> int:
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
     agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs), args.device)
-    from canter.envs import make_vec_env
+    from canter.envs.make import inherited_vectorization, make_vec_env
     from canter.envs.turns import with_opponent
     from canter.trainers.evaluation import evaluate
 
     env_kwargs = with_opponent(env_id, env_kwargs, args.opponent, args.seat)
-    # as many env copies as the training run's evaluations had, so the same seed gives the same episodes;
-    # another env (--env) may have no native version of the run's vectorization
+    # the run's evaluations' env copies (the same seed gives the same episodes); another env (--env): auto
     vectorization = agent.run_config.vectorization if env_id == agent.run_config.env else "auto"
+    vectorization = inherited_vectorization(vectorization, env_id, env_kwargs)  # Atari's mode: not native
     env = make_vec_env(env_id, min(args.episodes, agent.run_config.eval_envs), vectorization,
                        env_kwargs, policies=agent.run_config.policies, central_state=agent.run_config.central_state)
     try:

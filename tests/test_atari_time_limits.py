@@ -59,3 +59,18 @@ def test_a_render_mode_in_env_kwargs_is_taken_as_other_envs_take_it():
     single = make_env("ALE/Pong-v5", render_mode="rgb_array")  # canter play's own mode (it drops env_kwargs')
     assert single.render_mode == "rgb_array"
     single.close()
+
+
+@pytest.mark.filterwarnings("ignore:learning_starts")  # a run that only saves a checkpoint
+def test_canter_eval_of_a_native_run_takes_env_kwargs_only_the_wrapper_path_takes(tmp_path, capsys):
+    # canter eval used the run's own vectorization, native, which refuses mode: "use --vectorization auto, sync
+    # or async", a flag that canter eval does not have
+    import canter
+    from support import run_cli
+
+    run = tmp_path / "pong"
+    canter.train("dqn", "ALE/Pong-v5", run_dir=run, vectorization="native", n_envs=1, max_steps=8, learning_starts=100,
+                 buffer_size=200, eval_episodes=1, eval_envs=1, eval_every=0,
+                 env_kwargs={"max_num_frames_per_episode": 100})
+    code, out, err = run_cli(capsys, "eval", str(run), "--episodes", "1", "--env-kwargs", "{mode: 1}")
+    assert code == 0 and out.startswith("ALE/Pong-v5: mean return"), err

@@ -442,14 +442,19 @@ def _ale_fire() -> Any:
     return Action.FIRE
 
 
+def native_takes(env_kwargs: dict[str, Any] | None) -> bool:
+    """Whether ale-py's native vector env takes every key of ``env_kwargs`` (else only the wrapper path does:
+    ``mode``, ``difficulty``, ``max_episode_steps``, ...)."""
+    return not set(env_kwargs or {}) - {"frameskip", *_PREPROCESSING_KEYS}
+
+
 def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", training: bool = False,
                    env_kwargs: dict[str, Any] | None = None) -> gym.vector.VectorEnv:
     """``n_envs`` preprocessed copies of an ALE game: native (ale-py's C++ vector env) for
     ``auto``/``native``, else gymnasium wrappers in ``sync`` or ``async`` (subprocess) vector envs.
     ``auto`` with ``env_kwargs`` the native env does not take (``mode``, ``difficulty``, ...) uses the
     wrappers instead (``sync`` for one copy, else ``async``), where ``native`` refuses them."""
-    native_keys = {"frameskip", *_PREPROCESSING_KEYS}
-    if vectorization == "auto" and set(env_kwargs or {}) - native_keys:
+    if vectorization == "auto" and not native_takes(env_kwargs):
         vectorization = "sync" if n_envs == 1 else "async"
     if vectorization in ("auto", "native"):
         return _native(env_id, n_envs, training, env_kwargs)

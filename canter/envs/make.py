@@ -139,6 +139,15 @@ def _capped_env(env: gym.Env, training: bool) -> gym.Env:
     return gym.wrappers.TimeLimit(env, EVAL_EPISODE_CAP)
 
 
+def inherited_vectorization(vectorization: str, env_id: str, env_kwargs: dict[str, Any] | None) -> str:
+    """``vectorization``, a run's own, for an env made with it where the user cannot choose one (``canter eval``
+    has no ``--vectorization``): ``auto`` in place of ``native`` where the native env cannot take ``env_kwargs``
+    (an Atari game's ``mode``, which only the wrapper path takes; ``auto`` picks that path for it)."""
+    if vectorization == "native" and atari.is_atari(_gym_id(env_id)) and not atari.native_takes(env_kwargs):
+        return "auto"
+    return vectorization
+
+
 def make_vec_env(
     env_id: str, n_envs: int, vectorization: str = "auto", env_kwargs: dict[str, Any] | None = None,
     training: bool = False, policies: str = "shared", central_state: bool = False,
