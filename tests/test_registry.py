@@ -1,5 +1,6 @@
 """The registry: looking names up, registering user models, envs, agents and algorithms (by decorator,
 by module path, by a config's imports), and runs that name them loading in a fresh process."""
+import numpy as np
 import pytest
 import torch
 
@@ -391,3 +392,25 @@ def test_a_module_that_exits_or_raises_as_it_imports_is_one_line(tmp_path, monke
     finally:
         sys.modules.pop("exits_on_import", None)
         sys.modules.pop("raises_on_import", None)
+
+
+def test_a_user_model_gets_observations_in_the_spaces_dtype_from_predict(tmp_path, monkeypatch):
+    """``predict([0.0, 0.0, 0.0, 0.0])`` (a list: float64) reached a user's model as a float64 tensor, where it
+    trains on the env's float32: torch's 'mat1 and mat2 must have the same dtype' traceback (canter's own
+    models cast inside their encoders). A Discrete observation given as 3.0 reached it as a float too."""
+    _user_module(tmp_path, monkeypatch, "my_dtype_models", [
+        "import torch", "from torch import nn", "class StrictQ(nn.Module):",
+        "    def __init__(self, observation_space, action_space, **kw):", "        super().__init__()",
+        "        self.space = observation_space",
+        "        self.net = nn.Linear(getattr(observation_space, 'n', 0) or observation_space.shape[0], action_space.n)",
+        "    def value(self, obs):", "        if obs.dtype != torch.float32:",
+        "            assert obs.dtype == torch.int64, obs.dtype",
+        "            obs = nn.functional.one_hot(obs, self.space.n).float()", "        return self.net(obs)"])
+    with canter.make_trainer("dqn", "CartPole-v1", model="my_dtype_models:StrictQ", max_steps=64) as trainer:
+        agent = trainer.agent
+    for obs in ([0.0, 0.1, 0.0, 0.0], [[0, 0, 0, 0]], np.zeros(4), torch.zeros(4, dtype=torch.float64)):
+        assert np.shape(agent.predict(obs)) == np.shape(obs)[:-1]
+        agent.predict(obs, deterministic=False)
+    with canter.make_trainer("dqn", "FrozenLake-v1", model="my_dtype_models:StrictQ", max_steps=64) as trainer:
+        agent = trainer.agent
+    assert np.shape(agent.predict(3.0)) == () and agent.predict([1.0, 2.0]).shape == (2,)

@@ -206,8 +206,18 @@ class Agent:
         if isinstance(self.observation_space, gym.spaces.Discrete):
             self._check_discrete(x)
         if x.dtype != self.observation_space.dtype:
-            x = self._as_image_pixels(x)
+            x = self._in_space_dtype(x)
         return (x[None] if single else x), single
+
+    def _in_space_dtype(self, x: np.ndarray) -> np.ndarray:
+        """``x`` in the observation space's dtype, as the env gives observations and the model trains on them:
+        a float Box's values and Discrete indices (checked whole) converted (a list is float64, which a user's
+        model, unlike canter's encoders, may not take), image pixels checked (:meth:`_as_image_pixels`)."""
+        space = self.observation_space
+        if isinstance(space, gym.spaces.Discrete) or (
+                isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.floating)):
+            return x.astype(space.dtype)
+        return self._as_image_pixels(x)
 
     def _check_discrete(self, x: np.ndarray) -> None:
         """A :class:`CanterError` unless every entry of ``x`` is one of the Discrete observation space's
