@@ -149,3 +149,20 @@ def test_plot_runs_refuses_a_bad_size_from_python_too(two_seeds, tmp_path, size)
     with pytest.raises(CanterError, match=r"size must be \(WIDTH, HEIGHT\)"):
         plot_runs(two_seeds, out=tmp_path / "c.png", size=size)
     assert not (tmp_path / "c.png").exists()
+
+
+def test_plot_labels_given_with_repeated_flags_all_count(two_seeds, tmp_path, capsys, monkeypatch):
+    """``--label a --label b`` kept the last flag's labels alone: 'got 1 labels for 2 runs' for two runs, and one
+    run drawn silently as 'b'. Repeated flags add up, as ``--label a b`` does."""
+    import canter.tools.plot as plot
+
+    seen = []
+    monkeypatch.setattr(plot, "plot_runs", lambda run_dirs, labels=None, **kw: seen.append(labels) or "x.png")
+    runs = list(map(str, two_seeds))
+    assert main(["plot", *runs, "--label", "a", "--label", "b"]) == 0
+    assert main(["plot", *runs, "--label", "a", "b"]) == 0
+    assert seen == [["a", "b"], ["a", "b"]]
+    monkeypatch.undo()
+    monkeypatch.chdir(tmp_path)
+    assert main(["plot", runs[0], "--label", "a", "--label", "b"]) == 2
+    assert "got 2 labels for 1 runs" in capsys.readouterr().err

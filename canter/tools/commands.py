@@ -94,7 +94,8 @@ def cmd_plot(argv: list[str]) -> int:
     p = _parser("canter plot", "Plot learning curves; runs with the same label are averaged with a band.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
     p.add_argument("--x", default="steps", choices=("steps", "time"), help="x axis (default steps)")
-    p.add_argument("--label", nargs="+", dest="labels", help="one label per run dir (same label = one group)")
+    p.add_argument("--label", nargs="+", action="extend", dest="labels",
+                   help="one label per run dir, in order (same label = one group); repeated flags add up")
     p.add_argument("--out", default="curves.png", help="output image: .png, .svg or .pdf (default curves.png)")
     p.add_argument("--size", default="800x500", help="image size in pixels, WIDTHxHEIGHT (default 800x500)")
     p.add_argument("--title", help="plot title (default: the env ids)")
