@@ -253,6 +253,10 @@ def resolve_config(
             env_id = str(read_dataset_metadata(dataset).get("env"))
     if not env_id:
         raise CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1)")
+    if not isinstance(env_id, (str, list, dict, tuple, int, float)) and env_id is not None:  # an env, class, factory
+        from canter.config_errors import env_object_error
+
+        raise env_object_error(env_id)
     if not isinstance(env_id, str) or not env_id.isprintable():
         raise CanterError(f"'env' must be an environment id string, got {env_id!r}")
     from canter.envs.atari import looks_like_atari

@@ -66,3 +66,28 @@ def _unknown_hparam(key: str, hp_keys: Any, run_keys: Any, algo: str) -> CanterE
     keys = [f"hparams.{n}" for n in hp_keys]
     return _other_name(key, run_keys, hp_keys) or _another_algorithms(key, keys, algo) or unknown(
         "hyperparameter", key, keys, see=_keys_hint(algo))
+
+
+def env_object_error(env: Any) -> CanterError:
+    """The error for an env given as an object (an env, its class, a factory function) where canter takes an id:
+    canter makes its env copies, evaluation envs and a resumed run's envs from the id, so the object has to be
+    registered. An env made by ``gymnasium.make`` is pointed at its id (it was a bare 'must be an environment id
+    string' that named no way to pass one's own env)."""
+    why = "canter makes its env copies, evaluation envs and a resumed run's envs from an id"
+    spec_id = getattr(getattr(env, "spec", None), "id", None)
+    if not isinstance(env, type) and isinstance(spec_id, str) and hasattr(env, "step"):
+        return CanterError(f"'env' must be an environment id string ({why}), got an env made from '{spec_id}': pass "
+                           f"env='{spec_id}' (its keyword arguments as env_kwargs; wrappers of your own go in a "
+                           f"registered factory: gymnasium.register(ID, entry_point=...))")
+    target = env if isinstance(env, type) or not hasattr(env, "step") else type(getattr(env, "unwrapped", env))
+    module, name = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
+    entry = f"'{module}:{name}'" if callable(target) and module and name.isidentifier() else "..."
+    return CanterError(f"'env' must be an environment id string ({why}), got {shown_env(env)}: register it in a "
+                       f"module, e.g. gymnasium.register('MyEnv-v0', entry_point={entry}) in my_pkg/envs.py, and pass "
+                       f"env='my_pkg.envs:MyEnv-v0'")
+
+
+def shown_env(env: Any) -> str:
+    """``repr(env)``, cut to 100 characters."""
+    text = repr(env)
+    return text if len(text) <= 100 else text[:97] + "..."

@@ -152,3 +152,30 @@ def test_a_misspelled_env_kwarg_is_answered_with_the_closest(env, kwargs, near):
 
     with pytest.raises(CanterError, match=rf"unexpected keyword argument .*; did you mean '{near}'"):
         canter.make_trainer("ppo", env, env_kwargs=kwargs, max_steps=64, n_envs=2, run_dir=None)
+
+
+def test_an_env_given_as_an_object_or_entry_point_names_how_to_register_it(capsys, tmp_path, monkeypatch):
+    """An SB3 user's env instance, class or factory was 'must be an environment id string, got <...>', naming no
+    way to pass one's own env; --env my_envs:Corridor (gymnasium's entry point form, not an id) was 'unknown env
+    id' with the hint '--env my_pkg.envs:Corridor', the form just given."""
+    import gymnasium as gym
+
+    import canter
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match=r"got an env made from 'CartPole-v1': pass env='CartPole-v1'"):
+        canter.make_trainer("ppo", env=gym.make("CartPole-v1"))
+    with pytest.raises(CanterError, match=r"register it in a module, e\.g\. gymnasium\.register\('MyEnv-v0', "
+                                          r"entry_point='gymnasium\.envs\.classic_control\.cartpole:CartPoleEnv'\)"):
+        canter.make_trainer("ppo", env=gym.envs.classic_control.CartPoleEnv)
+    with pytest.raises(CanterError, match=r"entry_point=\.\.\.\) in my_pkg/envs\.py, and pass env='my_pkg"):
+        canter.make_trainer("ppo", env=lambda: gym.make("CartPole-v1"))
+    (tmp_path / "my_corridors.py").write_text(
+        "import gymnasium as gym\nclass Corridor(gym.Env):\n    pass\nclass Unregistered(gym.Env):\n    pass\n"
+        "gym.register('TestsCorridor-v0', entry_point='my_corridors:Corridor')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "my_corridors:Corridor")
+    assert_one_line_error(code, err, "it is registered as 'TestsCorridor-v0': pass --env my_corridors:TestsCorridor-v0")
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "my_corridors:Unregistered")
+    assert_one_line_error(code, err, "gymnasium.register('Unregistered-v0', entry_point='my_corridors:Unregistered')")

@@ -24,11 +24,14 @@ def check_env_id(env_id: str) -> None:
         if not turns.is_turn_based(env_id):
             multiagent.parallel_factory(env_id)
         return
+    module = None
     if ":" in env_id:
-        import_user_module(env_id.split(":", 1)[0], f" for env '{env_id}'")
+        module = import_user_module(env_id.split(":", 1)[0], f" for env '{env_id}'")
         env_id = env_id.split(":", 1)[1]
     if env_id in gym.registry or env_id in _REGISTRY["env"]:  # the module may register either kind
         return
+    if module is not None and env_id.isidentifier() and callable(getattr(module, env_id, None)):
+        raise _entry_point_given(module, env_id)
     if atari.looks_like_atari(env_id) and not atari.register_ale():
         raise atari.missing_extra(env_id)
     if env_id in gym.registry:
@@ -43,6 +46,19 @@ def check_env_id(env_id: str) -> None:
                   see="gymnasium.pprint_registry() lists Gymnasium's, 'canter list' canter's own")
     raise CanterError(f"{err} (an env of your own is found when a module the run imports registers it: "
                       f"--env my_pkg.envs:{env_id}, or 'imports: [my_pkg.envs]')")
+
+
+def _entry_point_given(module: Any, name: str) -> CanterError:
+    """The error for ``--env module:Name`` where ``Name`` is the module's env class or factory, not an env id
+    that it registers (gymnasium's entry point form: it was 'unknown env id', whose hint showed that same form)."""
+    obj, module = getattr(module, name), module.__name__
+    ids = [i for i, spec in gym.registry.items() if spec.entry_point in (f"{module}:{name}", obj)]
+    if ids:
+        return CanterError(f"'{module}:{name}' names an object of {module}, not an env id; it is registered as "
+                           f"'{ids[0]}': pass --env {module}:{ids[0]}")
+    return CanterError(f"'{module}:{name}' names an object of {module}, not an env id it registers: register it "
+                       f"there, e.g. gymnasium.register('{name}-v0', entry_point='{module}:{name}'), and pass "
+                       f"--env {module}:{name}-v0 (or @canter.register('env', '{name}-v0') on a factory)")
 
 
 def _gym_id(env_id: str) -> str:
