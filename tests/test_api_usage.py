@@ -364,3 +364,16 @@ def test_sampling_predict_leaves_the_training_gsde_matrices_alone():
     weights, calls = a.sde_weights, a.act_calls
     agent.predict(np.zeros(3, np.float32), deterministic=False)
     assert a.sde_weights is weights and a.act_calls == calls
+
+
+@pytest.mark.parametrize("algo,env_id", [("dqn", "CartPole-v1"), ("ppo", "CartPole-v1"), ("recurrent_ppo", "CartPole-v1")])
+def test_sample_refuses_one_observation_in_one_line(algo, env_id):
+    """``agent.sample(obs)`` with one observation (sample takes the training envs' batch): DQN took the 4 numbers of
+    a CartPole observation as 4 observations and returned 4 actions; PPO and SAC raised NumPy's or torch's
+    shape errors."""
+    agent = _agent(algo, env_id)
+    obs = np.zeros(4, np.float32)
+    with pytest.raises(CanterError, match=r"sample takes a batch .* \(B, \*\(4,\)\).*use predict\(obs, determ"):
+        agent.sample(obs)
+    actions, _, _ = agent.sample(obs[None])
+    assert np.shape(actions) == (1,)

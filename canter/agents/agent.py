@@ -300,6 +300,7 @@ class Agent:
         (:meth:`Algorithm.act_numpy`), else CPU tensors (copied once from another device: the rollout
         and replay writes and the env all read them on the host). The observation statistics take in
         ``obs`` first (only the rows ``observed`` marks, where given)."""
+        self.check_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(obs, update=True, observed=observed))
         out = self._act_numpy(self.algorithm, x, False)
         if out is not None:
@@ -307,6 +308,14 @@ class Agent:
         with torch.inference_mode():
             out = self.on_host(self.algorithm.act(self._tensor(x), deterministic=False))
         return self.to_env_actions(out.actions), x, out
+
+    def check_batch(self, obs: Any) -> None:
+        """A :class:`CanterError` for one observation given to :meth:`sample`, which takes the training envs' batch
+        ``[B, *shape]`` (DQN took the 4 numbers of one CartPole observation as 4 observations and gave 4 actions)."""
+        if np.ndim(obs) == len(self.observation_space.shape):
+            raise CanterError(f"sample takes a batch of observations of shape (B, *{self.observation_space.shape}), "
+                              f"as the training envs give them, got one of shape {np.shape(obs)}; for one "
+                              f"observation use predict(obs, deterministic=False)")
 
     def on_host(self, out: ActOutput) -> ActOutput:
         """``out`` with its tensors in host memory: as it is on the CPU; from another device, each

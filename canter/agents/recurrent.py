@@ -90,6 +90,7 @@ class RecurrentAgent(Agent):
 
     def sample(self, obs: np.ndarray, observed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, ActOutput]:
         """Exploring actions, advancing the training memory (``observed`` as in :meth:`Agent.sample`)."""
+        self.check_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(obs, update=True, observed=observed))
         state = self._memory("sample", len(x))
         with torch.inference_mode():
