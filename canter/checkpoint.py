@@ -309,8 +309,28 @@ def find_checkpoint(path: str | Path) -> Path:
         if p.exists():  # a file of a run (config.yaml, summary.json, ...): name what to pass instead
             raise CanterError(f"'{path}' is neither a run directory nor a checkpoint; {run_dir_hint(p)} (or a "
                               f"checkpoint such as RUN_DIR/checkpoints/best)")
-        raise CanterError(f"no such run directory or checkpoint: '{path}'")
+        raise CanterError(f"no such run directory or checkpoint: '{path}'{_closest_checkpoints(base)}")
     return base
+
+
+def _closest_checkpoints(base: Path) -> str:
+    """``"; did you mean ..."`` naming the checkpoints beside the missing ``base`` that look most like it (its step
+    number, zero-padded as the run writes it: ``step-1024`` is ``step-000001024``), or ``""`` when there are none."""
+    from canter.errors import closest
+
+    folder = base.parent
+    names = sorted({f.name.rsplit(".", 1)[0] for f in folder.glob("*.json")} |
+                   {f.name.rsplit(".", 1)[0] for f in folder.glob("*.safetensors")}) if folder.is_dir() else []
+    step = re.fullmatch(r"step-0*(\d+)", base.name)
+    steps = sorted(int(n[5:]) for n in names if re.fullmatch(r"step-\d+", n))
+    if step and steps:  # the checkpoints saved nearest that step: the one at or before it, and the one after
+        n = int(step.group(1))
+        near = [f"step-{k:09d}" for k in ([k for k in steps if k <= n][-1:] + [k for k in steps if k > n][:1])
+                if f"step-{k:09d}" in names]
+        near = near[:1] if near and near[0] == f"step-{n:09d}" else near
+    else:
+        near = closest(base.name, [n for n in names if not n.startswith(".")])
+    return ("; did you mean " + " or ".join(f"'{folder / n}'" for n in near) + "?") if near else ""
 
 
 def run_dir_hint(path: Path) -> str:

@@ -449,3 +449,20 @@ def test_load_of_a_runs_summary_json_names_the_run_directory_and_weights_only_mu
         canter.load(run / "summary.json")
     with pytest.raises(CanterError, match="weights_only must be True or False, got 'no'"):
         canter.load(run, weights_only="no")
+
+
+def test_a_missing_checkpoint_name_is_answered_with_the_closest_saved_ones(tmp_path):
+    """``canter.load('RUN/checkpoints/step-1024')`` (the run writes step-000001024) or a misspelled 'bset' said
+    'no such run directory or checkpoint' and named none of the checkpoints there."""
+    from canter.checkpoint import find_checkpoint
+
+    ckpts = tmp_path / "checkpoints"
+    ckpts.mkdir()
+    for name in ("best", "last", "step-000001024", "step-000002048"):
+        (ckpts / f"{name}.json").write_text("{}")
+    for given, near in (("step-1024", "/step-000001024'"), ("step-2048.json", "/step-000002048'"),
+                        ("step-1500", "/step-000001024' or .*/step-000002048'"), ("bset", "/best'( or .*)?")):
+        with pytest.raises(CanterError, match=rf"no such run directory or checkpoint: .*; did you mean .*{near}\?"):
+            find_checkpoint(ckpts / given)
+    with pytest.raises(CanterError, match=r"checkpoint: '[^']*zzz'$"):
+        find_checkpoint(ckpts / "zzz")
