@@ -21,7 +21,7 @@ from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.turns import bind_opponents
-from canter.errors import CanterError, CanterWarning, require, unknown
+from canter.errors import CanterError, CanterWarning, unknown
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
@@ -286,7 +286,9 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
 
         video = VideoRecorder(run_dir, run.env, run.record_every, run.env_kwargs, run.seed)
     if run.wandb:
-        require("wandb", "wandb", "--wandb")
+        from canter.logging.wandb import require_wandb
+
+        require_wandb()
     loggers: list[Any] = [HistoryLogger(run_dir)]
     if run.tensorboard:
         loggers.append(TensorBoardLogger(run_dir))

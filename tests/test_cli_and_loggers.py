@@ -493,3 +493,18 @@ def test_the_final_progress_line_gives_the_runs_average_steps_per_second(termina
     logger.close()
     assert "avg" not in live and (" 1,000 steps/s" in live or not terminal)  # plain: the rate since the last line
     assert "avg 250 steps/s" in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).strip().splitlines()[-1]
+
+
+def test_a_wandb_too_old_for_the_logger_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys):
+    """The wandb extra asked for wandb>=0.16, but the logger passes reinit='create_new' (wandb 0.19.10) and the
+    x_disable_stats setting: an older wandb failed inside wandb.init once training had started."""
+    import types
+
+    from support import assert_one_line_error, run_cli
+
+    fake = types.SimpleNamespace(__version__="0.16.6", init=lambda **kw: pytest.fail("wandb.init reached"))
+    monkeypatch.setitem(__import__("sys").modules, "wandb", fake)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--wandb", "--run-dir", "run", "--quiet")
+    assert_one_line_error(code, err, "--wandb needs wandb>=0.19.10, found 0.16.6; upgrade it with: pip install -U")
+    assert not (tmp_path / "run").exists()

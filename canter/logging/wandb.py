@@ -2,13 +2,30 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from canter.errors import require
+from canter.errors import CanterError, require
 from canter.logging.base import made_by_stop, scalars
 from canter.trainers.base import TrainRecord
+
+#: the oldest wandb that takes what :meth:`WandbLogger.start` passes: ``reinit="create_new"`` (wandb 0.19.10)
+#: and the ``x_disable_stats`` setting
+MIN_WANDB = (0, 19, 10)
+
+
+def require_wandb() -> ModuleType:
+    """Import wandb, or a one-line :class:`~canter.errors.CanterError` when it is missing or older than
+    :data:`MIN_WANDB` (which failed only when training started, inside ``wandb.init``)."""
+    wandb = require("wandb", "wandb", "--wandb")
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", str(getattr(wandb, "__version__", "")))
+    if found and tuple(map(int, found.groups())) < MIN_WANDB:
+        raise CanterError(f"--wandb needs wandb>={'.'.join(map(str, MIN_WANDB))}, found {wandb.__version__}; "
+                          f"upgrade it with: pip install -U 'canter[wandb]'")
+    return wandb
 
 
 class WandbLogger:
@@ -16,7 +33,7 @@ class WandbLogger:
 
     def __init__(self, run_dir: str | Path, project: str = "canter", config: dict[str, Any] | None = None,
                  name: str | None = None) -> None:
-        require("wandb", "wandb", "--wandb")
+        require_wandb()
         self.run_dir, self.project, self.config, self.name = str(run_dir), project, config or {}, name
         self.run: Any = None
         #: the :class:`~canter.run.Run` being logged (its error or divergence marks the W&B run failed)
