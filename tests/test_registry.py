@@ -414,3 +414,24 @@ def test_a_user_model_gets_observations_in_the_spaces_dtype_from_predict(tmp_pat
     with canter.make_trainer("dqn", "FrozenLake-v1", model="my_dtype_models:StrictQ", max_steps=64) as trainer:
         agent = trainer.agent
     assert np.shape(agent.predict(3.0)) == () and agent.predict([1.0, 2.0]).shape == (2,)
+
+
+def test_a_user_model_for_box_actions_without_log_std_is_refused_when_built(tmp_path, monkeypatch):
+    """PPO, A2C, TRPO, REINFORCE (and their kin) read the Gaussian's ``model.log_std`` for Box actions; a user's
+    model with the methods they call but no log_std was built and failed in the first rollout with an
+    AttributeError traceback."""
+    _user_module(tmp_path, monkeypatch, "my_box_models", [
+        "import torch", "from torch import nn", "class NoStd(nn.Module):",
+        "    def __init__(self, observation_space, action_space, **kw):", "        super().__init__()",
+        "        self.pi, self.v = nn.Linear(3, 1), nn.Linear(3, 1)", "    def action(self, obs):",
+        "        return self.pi(obs)", "    def value(self, obs):", "        return self.v(obs).squeeze(-1)",
+        "    def action_value(self, obs):", "        return self.action(obs), self.value(obs)",
+        "class WithStd(NoStd):", "    def __init__(self, *a, **kw):", "        super().__init__(*a, **kw)",
+        "        self.log_std = nn.Parameter(torch.zeros(1))"])
+    for algo in ("ppo", "a2c"):
+        with pytest.raises(CanterError, match=rf"{algo.upper()} needs a model with a 'log_std' parameter for Box "
+                                              r"actions .* model my_box_models:NoStd has none$"):
+            canter.make_trainer(algo, "Pendulum-v1", model="my_box_models:NoStd", max_steps=64)
+    with canter.make_trainer("ppo", "Pendulum-v1", model="my_box_models:WithStd", max_steps=64, n_envs=1,
+                             n_steps=32, eval_episodes=1) as trainer:
+        next(trainer())

@@ -97,6 +97,11 @@ class ActorCriticAlgorithm(Algorithm):
         super().__init__(observation_space, action_space, config, **kw)
         self.model = self.make_model(**self.model_kwargs(config))
         self.continuous = isinstance(action_space, gym.spaces.Box)
+        if self.continuous and not isinstance(getattr(self.model, "log_std", None), torch.Tensor):
+            model = type(self.model)  # a user's model: it was an AttributeError traceback inside the first rollout
+            raise CanterError(f"{type(self).__name__} needs a model with a 'log_std' parameter for Box actions (the "
+                              f"Gaussian policy's log standard deviations, one per action dimension: "
+                              f"nn.Parameter(torch.zeros(n))); model {model.__module__}:{model.__qualname__} has none")
         #: the categories of each entry of MultiDiscrete / MultiBinary actions (None for other spaces)
         self.nvec = action_nvec(action_space)
 
