@@ -435,3 +435,17 @@ def test_a_user_model_for_box_actions_without_log_std_is_refused_when_built(tmp_
     with canter.make_trainer("ppo", "Pendulum-v1", model="my_box_models:WithStd", max_steps=64, n_envs=1,
                              n_steps=32, eval_episodes=1) as trainer:
         next(trainer())
+
+
+def test_a_user_model_that_refuses_the_model_keywords_is_told_which_to_take(tmp_path, monkeypatch):
+    """A user's model whose __init__ did not take the algorithm's model keywords was 'cannot build model StrictQ
+    for dqn: ... unexpected keyword argument 'activation'; dqn's default model is 'mlp_q'', which said nothing of
+    what to change."""
+    _user_module(tmp_path, monkeypatch, "my_strict_models", [
+        "from torch import nn", "class StrictQ(nn.Module):",
+        "    def __init__(self, observation_space, action_space, net_arch=(64,)):", "        super().__init__()",
+        "        self.net = nn.Linear(4, 2)", "    def value(self, obs):", "        return self.net(obs)"])
+    with pytest.raises(CanterError, match=r"cannot build model my_strict_models:StrictQ for dqn: .*'activation'; it "
+                                          r"is built as Model\(observation_space, action_space, \*\*kwargs\) with "
+                                          r"net_arch, activation, dueling: take them \(or \*\*kwargs\)$"):
+        canter.make_trainer("dqn", "CartPole-v1", model="my_strict_models:StrictQ", max_steps=64)

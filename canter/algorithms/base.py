@@ -261,6 +261,12 @@ class Algorithm(ABC):
         try:
             model = self.model_cls(self.observation_space, self.action_space, **kwargs)
         except TypeError as exc:  # e.g. a model made for another algorithm (lstm_actor_critic for ppo)
+            if self.model_cls.__module__.split(".")[0] != "canter" and "keyword argument" in str(exc):
+                # a user's model: the default model's name did not say what to change (take the keywords)
+                cls = self.model_cls
+                raise CanterError(f"cannot build model {cls.__module__}:{cls.__qualname__} for {self.name}: {exc}; "
+                                  f"it is built as Model(observation_space, action_space, **kwargs) with "
+                                  f"{', '.join(kwargs)}: take them (or **kwargs)") from None
             raise CanterError(f"cannot build model {self.model_cls.__name__} for {self.name}: {exc}; {self.name}'s "
                               f"default model is '{self.default_model}'") from None
         except Exception as exc:
