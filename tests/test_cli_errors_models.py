@@ -44,6 +44,24 @@ def test_user_model_that_raises_in_init_is_one_line(capsys, workdir, monkeypatch
     assert {k: v for k, v in snapshot(workdir).items() if "__pycache__" not in k} == before
 
 
+@pytest.mark.parametrize("algo,env", [("dqn", "CartPole-v1"), ("sac", "Pendulum-v1")])
+def test_user_encoder_that_cannot_be_built_is_named(capsys, workdir, monkeypatch, algo, env):
+    """--set encoder=module:Class whose __init__ refused ortho_init was 'cannot build model QNetwork for dqn: ...;
+    dqn's default model is mlp_q', naming the wrong part, and one that raised was a traceback."""
+    (workdir / "my_encoders.py").write_text(
+        "import torch\n\n\nclass Strict(torch.nn.Module):\n    def __init__(self, space):\n        super().__init__()\n"
+        "\n\nclass Raising(torch.nn.Module):\n    def __init__(self, space, ortho_init=False):\n"
+        "        raise ValueError('needs images')\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    for name, needles in (("Strict", ["unexpected keyword argument 'ortho_init'",
+                                      "an encoder is built as Encoder(observation_space, ortho_init=...)"]),
+                          ("Raising", ["ValueError: needs images", "my_encoders.py, line 11"])):
+        code, _, err = run_cli(capsys, "train", algo, "--env", env, "--set", f"encoder=my_encoders:{name}",
+                               "--quiet", "--run-dir", str(workdir / "run"))
+        assert_one_line_error(code, err, f"cannot build encoder 'my_encoders:{name}': ", *needles)
+        assert not (workdir / "run").exists()
+
+
 @pytest.mark.parametrize("n_steps", ["100000000000", "1e18"])
 def test_rollout_buffer_too_big_for_memory_is_one_line(capsys, workdir, n_steps):
     """torch's allocator failure was a RuntimeError traceback with C++ frames (the replay buffer's was one line),

@@ -343,7 +343,19 @@ def make_encoder(space: gym.Space, kind: str = "auto", ortho_init: bool = False)
     else:
         if kind == "auto":
             kind = auto_image_encoder(space) if is_image_space(space) else "flat"
-        encoder = lookup("encoder", kind)(space, ortho_init=ortho_init)
+        cls = lookup("encoder", kind)
+        try:
+            encoder = cls(space, ortho_init=ortho_init)
+        except Exception as exc:  # a user's encoder: it was the model's error (naming the default model) or,
+            # under canter's own model, a traceback
+            if cls.__module__.split(".")[0] == "canter" or isinstance(exc, CanterError):
+                raise
+            from canter.errors import raised_in
+
+            if isinstance(exc, TypeError) and "argument" in str(exc):
+                raise CanterError(f"cannot build encoder '{kind}': {exc}; an encoder is built as "
+                                  f"Encoder(observation_space, ortho_init=...)") from None
+            raise CanterError(f"cannot build encoder '{kind}': {raised_in(exc)}") from None
     if not isinstance(getattr(encoder, "out_dim", None), int):
         raise CanterError(f"encoder '{kind}' must set an integer 'out_dim'")
     return encoder
