@@ -375,6 +375,13 @@ def as_callbacks(callbacks: Iterable[Any] | None = None, hooks: dict[str, Any] |
         if isinstance(cb, type):  # its hooks would be called unbound, the trainer taken for ``self``
             raise CanterError(f"callbacks takes callback objects, not classes: pass {cb.__name__}() instead of "
                               f"{cb.__name__}")
+        if isinstance(cb, str):  # the YAML form: it was 'has none of the hook methods'
+            raise CanterError(f"callbacks takes callback objects; a path such as {cb!r} goes in the run config's "
+                              f"callbacks (YAML, or sets=\"callbacks=[{cb}]\")")
+        if callable(cb) and not any(_overrides(cb, h) for h in HOOKS):  # a function: which hook it is for is unsaid
+            raise CanterError(f"callbacks takes callback objects, got the function {getattr(cb, '__name__', cb)!r}; "
+                              f"a function goes in hooks, by the hook it is for: hooks={{'after_update': fn}} "
+                              f"(hooks: {', '.join(HOOKS)})")
     for hook, fns in (hooks or {}).items():
         for fn in fns if isinstance(fns, (list, tuple)) else [fns]:
             out.append(FunctionHook(hook, fn))

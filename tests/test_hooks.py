@@ -411,3 +411,28 @@ def test_a_misspelled_callback_argument_is_answered_with_the_closest():
         config_callbacks([{"canter.callbacks:EarlyStopping": {"patiense": 2}}], {})
     with pytest.raises(CanterError, match=r"unexpected keyword argument 'zzz'$"):  # nothing close: as before
         config_callbacks([{"canter.callbacks:PlateauLR": {"zzz": 2}}], {})
+
+
+def test_a_function_or_a_path_in_python_callbacks_says_where_it_goes():
+    """``callbacks=[fn]`` or ``callbacks=["my.mod:Cb"]`` (the YAML form) was '<...> has none of the hook methods',
+    naming neither hooks= nor the run config's callbacks."""
+    from canter.callbacks import as_callbacks
+
+    def log_losses(trainer, losses):
+        pass
+
+    with pytest.raises(CanterError, match=r"got the function 'log_losses'; a function goes in hooks, by the hook it "
+                                          r"is for: hooks=\{'after_update': fn\}"):
+        as_callbacks([log_losses])
+    with pytest.raises(CanterError, match=r"a path such as 'my\.mod:Cb' goes in the run config's callbacks \(YAML, or "
+                                          r"sets=\"callbacks=\[my\.mod:Cb\]\"\)"):
+        as_callbacks(["my.mod:Cb"])
+
+    class Both:  # a callable object with hook methods is a callback
+        def __call__(self):
+            pass
+
+        def after_update(self, trainer, losses):
+            pass
+
+    assert len(as_callbacks([Both()])) == 1
