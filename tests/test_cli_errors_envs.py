@@ -179,3 +179,26 @@ def test_an_env_given_as_an_object_or_entry_point_names_how_to_register_it(capsy
     assert_one_line_error(code, err, "it is registered as 'TestsCorridor-v0': pass --env my_corridors:TestsCorridor-v0")
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "my_corridors:Unregistered")
     assert_one_line_error(code, err, "gymnasium.register('Unregistered-v0', entry_point='my_corridors:Unregistered')")
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_an_env_written_for_the_old_gym_api_is_one_line(capsys, workdir, monkeypatch, vectorization):
+    """An env whose reset() returns obs alone or whose step() returns (obs, reward, done, info), as gym before 0.26
+    (and Stable-Baselines3 1.x) had them: gymnasium's vector env unpacked them and failed with "'numpy.float32'
+    object has no attribute 'items'" (a traceback, also from the async parent) or 'not enough values to unpack'."""
+    (workdir / "old_gym_envs.py").write_text(
+        "import gymnasium as gym\nimport numpy as np\n\n\nclass OldReset(gym.Env):\n"
+        "    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)\n    action_space = gym.spaces.Discrete(2)\n\n"
+        "    def reset(self, seed=None, options=None):\n        return np.zeros(2, np.float32)\n\n"
+        "    def step(self, action):\n        return np.zeros(2, np.float32), 1.0, True, False, {}\n\n\n"
+        "class OldStep(OldReset):\n    def reset(self, seed=None, options=None):\n        return np.zeros(2, np.float32), {}\n\n"
+        "    def step(self, action):\n        return np.zeros(2, np.float32), 1.0, True, {}\n\n\n"
+        "gym.register('TestsOldReset-v0', entry_point=OldReset, max_episode_steps=10)\n"
+        "gym.register('TestsOldStep-v0', entry_point=OldStep, max_episode_steps=10)\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    for env, needle in (("TestsOldReset-v0", "reset() returned ndarray, not (obs, info): gymnasium's API"),
+                        ("TestsOldStep-v0", "step() returned 4 values, not 5: gymnasium's API")):
+        code, _, err = run_cli(capsys, "train", "ppo", "--env", f"old_gym_envs:{env}", "--vectorization",
+                               vectorization, "--set", "n_envs=2", "--set", "n_steps=32", "--set", "batch_size=64",
+                               "--max-steps", "64", "--quiet", "--run-dir", "run")
+        assert_one_line_error(code, err, needle, "(obs, reward, done, info)")

@@ -50,6 +50,36 @@ def _observation_error(exc: ValueError, space: gym.Space) -> Exception:
                        f"{describe_space(space)}: {text.splitlines()[0]}")
 
 
+#: what gymnasium's API returns, which envs written for the old gym API (before 0.26) do not
+GYM_API = ("gymnasium's API: reset() returns (obs, info) and step() returns (obs, reward, terminated, truncated, "
+           "info); an env written for the old gym API returns obs alone and (obs, reward, done, info)")
+
+
+def reset_result(result: Any) -> str:
+    """What a ``reset()`` that did not return ``(obs, info)`` returned, for the error: ``ndarray``, ``a tuple of 3``,
+    ``(obs, NoneType)`` (an info that is not a dict)."""
+    if isinstance(result, tuple) and len(result) == 2:
+        return f"(obs, {type(result[1]).__name__}) where info must be a dict"
+    return f"a tuple of {len(result)}" if isinstance(result, tuple) else type(result).__name__
+
+
+def _old_api_reset(env: Any, seed: int | None) -> CanterError | None:
+    """After a vector reset failed: the error for a sub-env whose ``reset`` returns anything but ``(obs, info)``
+    (an old gym env's obs alone was unpacked into two numbers: "'numpy.float32' object has no attribute
+    'items'"), or None. Only in-process copies (sync) are asked."""
+    envs = getattr(env, "envs", None)
+    if not envs:
+        return None
+    try:
+        result = envs[0].reset(seed=seed)
+    except Exception:  # noqa: BLE001 - the vector env's own error is the one to report
+        return None
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+        return None
+    what = reset_result(result)
+    return CanterError(f"the env's reset() returned {what}, not (obs, info): {GYM_API}")
+
+
 class VecEnv:
     """Vector env adapter: NEXT_STEP autoreset, validity mask and per-episode statistics."""
 
@@ -97,7 +127,12 @@ class VecEnv:
         env (e.g. ``CartPoleVectorEnv``) seeds one generator for all its sub-envs with ``seed``."""
         try:
             obs, _ = self.env.reset(seed=seed)
-        except ValueError as exc:
+        except (ValueError, AttributeError, TypeError) as exc:
+            old_api = _old_api_reset(self.env, seed)
+            if old_api is not None:
+                raise old_api from None
+            if not isinstance(exc, ValueError):
+                raise
             raise _observation_error(exc, self.single_observation_space) from None
         self.begin(seed)
         return obs
@@ -118,6 +153,8 @@ class VecEnv:
         try:
             obs, reward, terminated, truncated, info = self.env.step(actions)
         except ValueError as exc:
+            if "(expected 5, got 4)" in str(exc):  # unpacking an old gym env's (obs, reward, done, info)
+                raise CanterError(f"the env's step() returned 4 values, not 5: {GYM_API}") from None
             raise _observation_error(exc, self.single_observation_space) from None
         self._success = _success(info, self.num_envs) if info else None
         games = _game_returns(info, self.num_envs) if self.whole_games else None

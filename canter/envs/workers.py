@@ -103,14 +103,24 @@ class _Reporting(gym.Wrapper):
 
     def reset(self, **kwargs: Any) -> Any:  # noqa: D102
         try:
-            return self.env.reset(**kwargs)
+            result = self.env.reset(**kwargs)
         except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
             raise AsyncEnvError(f"reset() raised {raised_in(exc)}") from None
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
+            from canter.envs.vector import GYM_API, reset_result  # an old gym env's obs alone: the parent's traceback
+
+            what = reset_result(result)
+            raise AsyncEnvError(f"reset() returned {what}, not (obs, info): {GYM_API}")
+        return result
 
     def step(self, action: Any) -> Any:  # noqa: D102
         try:
             return self.env.step(action)
         except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
+            if isinstance(exc, ValueError) and "(expected 5, got 4)" in str(exc):  # an old gym env's 4 values
+                from canter.envs.vector import GYM_API
+
+                raise AsyncEnvError(f"step() returned 4 values, not 5: {GYM_API}") from None
             raise AsyncEnvError(f"step() raised {raised_in(exc)}") from None
 
 
