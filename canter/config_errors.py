@@ -24,12 +24,24 @@ FLAG_ONLY = {"run_dir": "--run-dir DIR (make_trainer(..., run_dir=DIR) from Pyth
              "resume": "canter train --resume RUN_DIR", "config": "-f FILE", "config_file": "-f FILE"}
 
 
+#: Stable-Baselines3 arguments that are several canter keys, or none: the closest spellings misled
+#: (policy_kwargs -> 'policy_hparams', a multi-agent run's per-policy settings; verbose -> '75 choices')
+SB3_ONLY = {
+    "policy_kwargs": "its entries are hyperparameters of their own, such as net_arch (a list of layer widths) and "
+                     "activation (for activation_fn: 'tanh', 'relu', ...); 'canter train ALGO --help' lists them",
+    "verbose": "canter shows progress unless --quiet (Python: quiet=False shows it)",
+    "tensorboard_log": "TensorBoard event files go to the run directory (run_dir), on unless tensorboard: false",
+}
+
+
 def _other_name(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
     """The error for a key that Stable-Baselines3 / rl-zoo3 use for what canter calls otherwise, or for a
     command-line option given as a config key (``run_dir``), or None."""
     name = key[len("hparams."):] if key.startswith("hparams.") else key
     if name in FLAG_ONLY and name not in run_keys and name not in hp_keys:
         return CanterError(f"unknown config key '{key}': it is an option of the command, {FLAG_ONLY[name]}")
+    if name in SB3_ONLY and name not in run_keys and name not in hp_keys:
+        return CanterError(f"unknown config key '{key}' (Stable-Baselines3's): {SB3_ONLY[name]}")
     ours = OTHER_NAMES.get(name)
     if ours is None or (ours not in run_keys and ours not in hp_keys):
         return None

@@ -380,3 +380,15 @@ def test_a_command_option_given_as_a_config_key_is_named_as_one(tmp_path):
         resolve_config("ppo", "CartPole-v1", f)
     with pytest.raises(CanterError, match=r"'quiet': it is an option of the command, --quiet$"):
         resolve_config("ppo", "CartPole-v1", sets=["quiet=true"])
+
+
+def test_stable_baselines3_arguments_that_are_no_single_key_say_what_they_are_here():
+    """policy_kwargs was answered "did you mean 'policy_hparams'" (a multi-agent run's per-policy settings), verbose
+    '75 choices' and tensorboard_log "did you mean 'tensorboard'" (a switch, not a folder)."""
+    for kwargs, needle in (({"policy_kwargs": {"net_arch": [64]}}, r"its entries are .*such as net_arch .* and activation \(for "
+                                                                    r"activation_fn"),
+                           ({"verbose": 1}, r"canter shows progress unless --quiet"),
+                           ({"tensorboard_log": "tb"}, r"TensorBoard event files go to the run directory \(run_dir\)")):
+        with pytest.raises(CanterError, match=rf"unknown config key '{next(iter(kwargs))}' \(Stable-Baselines3's\): "
+                                              rf"{needle}"):
+            resolve_config("dqn", "CartPole-v1", **kwargs)
