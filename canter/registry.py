@@ -115,8 +115,14 @@ def lookup(kind: str, name: str) -> Any:
     _load_builtins()
     if not isinstance(name, str):
         what = f"the class {name.__module__}.{name.__qualname__}" if isinstance(name, type) else repr(name)
+        known = [k for k, v in _REGISTRY[kind].items() if v is name] if isinstance(name, type) else []
+        if known:  # canter.train(PPO, ...): its name, not how to register a class that already is
+            raise CanterError(f"{kind} must be a registered name or a 'module:Class' string, got {what:.200}; pass its "
+                              f"registered name '{known[0]}'")
+        path = (f" or '{name.__module__}:{name.__qualname__}'"
+                if isinstance(name, type) and name.__module__ != "__main__" else "")  # __main__: not again elsewhere
         raise CanterError(f"{kind} must be a registered name or a 'module:Class' string, got {what:.200}; register a "
-                          f"class with @canter.register('{kind}', 'name') and pass its name")
+                          f"class with @canter.register('{kind}', 'name') and pass its name{path}")
     if ":" in name:
         obj = import_object(name)
         base = _BASES.get(kind)

@@ -194,10 +194,14 @@ def test_a_class_object_in_place_of_a_name_is_a_one_line_error():
     from canter.algorithms.dqn import DQN
 
     with pytest.raises(CanterError, match=r"algorithm must be a registered name or a 'module:Class' string, got "
-                                          r"the class canter.algorithms.dqn.DQN"):
-        canter.make_trainer(DQN, "CartPole-v1")
+                                          r"the class canter.algorithms.dqn.DQN; pass its registered name 'dqn'$"):
+        canter.make_trainer(DQN, "CartPole-v1")  # was told to register the class, which is registered
     with pytest.raises(CanterError, match="model must be a registered name"):
         lookup("model", 3)
+    with pytest.raises(CanterError, match=r"got the class torch.nn.modules.linear.Linear; register a class with "
+                                          r"@canter.register\('model', 'name'\) and pass its name or "
+                                          r"'torch.nn.modules.linear:Linear'$"):
+        lookup("model", torch.nn.Linear)
 
 
 def _user_module(tmp_path, monkeypatch, name: str, lines: list[str]) -> None:
