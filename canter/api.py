@@ -134,6 +134,9 @@ def make_trainer(
     if isinstance(algo, str):
         import_config_imports(config_file, overrides, sets)  # they may register ``algo``, looked up next
     hp_keys = set(lookup("algorithm", algo).Config.__dataclass_fields__) if isinstance(algo, str) else set()
+    for kind in ("model", "agent"):
+        if isinstance(overrides.get(kind), type):  # model=MyModel: lookup's error names what to pass instead
+            lookup(kind, overrides[kind])
     for k, v in overrides.items():
         # neither kind (a typo): a top-level key, so the error offers the closest run key or hyperparameter
         (hp_over if k in hp_keys and k not in run_keys else run_over)[k] = v

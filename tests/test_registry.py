@@ -202,6 +202,10 @@ def test_a_class_object_in_place_of_a_name_is_a_one_line_error():
                                           r"@canter.register\('model', 'name'\) and pass its name or "
                                           r"'torch.nn.modules.linear:Linear'$"):
         lookup("model", torch.nn.Linear)
+    from canter.models.mlp import QNetwork
+
+    with pytest.raises(CanterError, match=r"got the class canter.models.mlp.QNetwork; pass its registered name 'mlp_q'"):
+        canter.make_trainer("dqn", "CartPole-v1", model=QNetwork)  # was "'model' must be a str or null, got <class"
 
 
 def _user_module(tmp_path, monkeypatch, name: str, lines: list[str]) -> None:
