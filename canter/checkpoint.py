@@ -165,6 +165,38 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str,
     return base
 
 
+#: what a checkpoint's JSON says of its agent (:func:`canter.run.run_metadata`); a resumable ``last`` adds the
+#: trainer's keys, which a saved agent does not carry
+AGENT_METADATA = ("algorithm", "env", "step", "observation_space", "action_space", "canter_version", "git_commit",
+                  "config", "user_modules", "trainer")
+
+
+def save_agent(agent: Any, path: str | Path) -> Path:
+    """Save ``agent`` (one that ``canter.train`` or ``canter.load`` returned: it carries its run's ``metadata``) as
+    the checkpoint pair ``path.safetensors`` + ``path.json``, which ``canter.load`` reads: weights, observation
+    statistics and optimizer state, with the run's config, spaces and step. A directory, or a run's resumable
+    ``last`` (its trainer state would be lost), is refused."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise CanterError(f"expected a checkpoint path (a str or pathlib.Path), got {path!r}")
+    meta = getattr(agent, "metadata", None)
+    if not isinstance(meta, dict) or not all(k in meta for k in ("config", "observation_space", "action_space")):
+        raise CanterError("this agent carries no run metadata (config, spaces) to save with it: save an agent that "
+                          "canter.train or canter.load returned")
+    base = checkpoint_base(path)
+    if base.is_dir():
+        raise CanterError(f"'{path}' is a directory; an agent is saved as a file pair: give a name, such as "
+                          f"'{base / 'agent'}'")
+    try:
+        resumable = json.loads(base.with_name(base.name + ".json").read_text()).get("resumable")
+    except (OSError, ValueError, AttributeError):
+        resumable = False
+    if resumable:
+        raise CanterError(f"'{base}' is a run's resumable checkpoint, which saving the agent over would replace; "
+                          f"give another name")
+    base.parent.mkdir(parents=True, exist_ok=True)
+    return save_checkpoint(base, {"agent": agent.state_dict()}, {k: meta[k] for k in AGENT_METADATA if k in meta})
+
+
 def _save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[str, str]) -> None:
     """``safetensors.torch.save_file``, its I/O failures (a full disk) raised as the ``OSError`` they are."""
     try:

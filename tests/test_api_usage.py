@@ -377,3 +377,22 @@ def test_sample_refuses_one_observation_in_one_line(algo, env_id):
         agent.sample(obs)
     actions, _, _ = agent.sample(obs[None])
     assert np.shape(actions) == (1,)
+
+
+def test_an_agent_saves_as_sb3s_model_save_and_loads_again(tmp_path):
+    """An agent trained without a run directory (``run_dir=None``) could not be kept: there was no ``save`` (SB3's
+    ``model.save(path)``). It now writes path.safetensors + path.json, which canter.load reads; a directory and a
+    run's resumable last are refused."""
+    agent = canter.train("dqn", "CartPole-v1", run_dir=None, max_steps=256, learning_starts=64, eval_episodes=1)
+    assert agent.save(tmp_path / "models" / "dqn") == tmp_path / "models" / "dqn"
+    loaded = canter.load(tmp_path / "models" / "dqn")
+    obs = np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32)
+    np.testing.assert_array_equal(loaded.predict(obs), agent.predict(obs))
+    assert loaded.metadata["step"] == agent.metadata["step"] and loaded.run_dir is None
+    assert canter.load(tmp_path / "models" / "dqn", weights_only=False).algorithm.updates == agent.algorithm.updates
+    with pytest.raises(CanterError, match="is a directory; an agent is saved as a file pair"):
+        agent.save(tmp_path / "models")
+    (tmp_path / "last.json").write_text('{"resumable": true}')
+    with pytest.raises(CanterError, match="is a run's resumable checkpoint"):
+        agent.save(tmp_path / "last")
+    assert (tmp_path / "last.json").read_text() == '{"resumable": true}'

@@ -410,6 +410,13 @@ class Agent:
         return self.algorithm.learn_phase(batch if self.device.type == "cpu" else to_device(batch, self.device), steps)
 
     # -- state ----------------------------------------------------------------------------
+    def save(self, path: Any) -> Any:
+        """Save the agent as ``path.safetensors`` + ``path.json``, which ``canter.load(path)`` reads, as
+        Stable-Baselines3's ``model.save``; see :func:`canter.checkpoint.save_agent`. Returns the path (no suffix)."""
+        from canter.checkpoint import save_agent
+
+        return save_agent(self, path)
+
     def state_dict(self) -> dict[str, Any]:
         """Algorithm state plus normalisation statistics."""
         state = {

@@ -78,6 +78,8 @@ class MultiPolicyAgent:
         for agent in self.agents.values():
             agent.reset_returns()
 
+    save = Agent.save
+
     def state_dict(self) -> dict[str, Any]:
         """Every policy's agent state."""
         return {"policies": {p: agent.state_dict() for p, agent in self.agents.items()}}
