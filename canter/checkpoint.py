@@ -181,7 +181,7 @@ def save_agent(agent: Any, path: str | Path) -> Path:
     meta = getattr(agent, "metadata", None)
     if not isinstance(meta, dict) or not all(k in meta for k in ("config", "observation_space", "action_space")):
         raise CanterError("this agent carries no run metadata (config, spaces) to save with it: save an agent that "
-                          "canter.train or canter.load returned")
+                          "canter.train or canter.load returned, or in a make_trainer loop call trainer.save_agent(path)")
     base = checkpoint_base(path)
     if base.is_dir():
         raise CanterError(f"'{path}' is a directory; an agent is saved as a file pair: give a name, such as "

@@ -233,6 +233,11 @@ class Run:
         """Checkpoint metadata: what produced it and for which spaces."""
         return run_metadata(self.trainer, self.config)
 
+    def save_agent(self, path: Any) -> Any:
+        """:meth:`Trainer.save_agent <canter.trainers.Trainer.save_agent>` with this run's metadata (any path)."""
+        self.trainer.resolved_config = self.config
+        return self.trainer.save_agent(path)
+
     def save(self, name: str) -> Path:
         """Save the agent as checkpoint ``name`` under ``checkpoints/`` (for loading, not resuming)."""
         if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or os.sep in name:

@@ -396,3 +396,15 @@ def test_an_agent_saves_as_sb3s_model_save_and_loads_again(tmp_path):
     with pytest.raises(CanterError, match="is a run's resumable checkpoint"):
         agent.save(tmp_path / "last")
     assert (tmp_path / "last.json").read_text() == '{"resumable": true}'
+
+
+def test_a_make_trainer_loops_agent_saves_through_the_trainer(tiny_ppo, tmp_path):
+    """A make_trainer loop's agent carries no run metadata (only canter.train's and canter.load's do): its save is
+    refused naming trainer.save_agent(path), which saves it with the run's metadata as of now."""
+    with canter.make_trainer("ppo", "CartPole-v1", **tiny_ppo) as trainer:
+        for _ in trainer():
+            pass
+        with pytest.raises(CanterError, match=r"in a make_trainer loop call trainer\.save_agent\(path\)"):
+            trainer.agent.save(tmp_path / "agent")
+        trainer.save_agent(tmp_path / "agent")
+    assert canter.load(tmp_path / "agent").metadata["step"] == trainer.step

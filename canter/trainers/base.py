@@ -144,6 +144,13 @@ class Trainer:
         self.algorithm.set_progress(self.step, self.run.max_steps)
         self.lr.apply(self.step)
 
+    def save_agent(self, path: Any) -> Any:
+        """Save the agent as ``path.safetensors`` + ``path.json`` with this run's metadata as of now (a ``make_trainer``
+        loop's agent has none of its own): :meth:`Agent.save <canter.agents.Agent.save>`."""
+        from canter.api import _trained_agent
+
+        return _trained_agent(self).save(path)
+
     def rolling_return(self) -> float | None:
         """Mean return of the last ``reward_window`` training episodes (None before the first)."""
         return float(np.mean(self.recent_returns)) if self.recent_returns else None
