@@ -235,8 +235,9 @@ class Run:
 
     def save_agent(self, path: Any) -> Any:
         """:meth:`Trainer.save_agent <canter.trainers.Trainer.save_agent>` with this run's metadata (any path)."""
-        self.trainer.resolved_config = self.config
-        return self.trainer.save_agent(path)
+        from canter.api import _trained_agent
+
+        return _trained_agent(self).save(path)
 
     def save(self, name: str) -> Path:
         """Save the agent as checkpoint ``name`` under ``checkpoints/`` (for loading, not resuming)."""

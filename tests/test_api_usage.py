@@ -408,3 +408,9 @@ def test_a_make_trainer_loops_agent_saves_through_the_trainer(tiny_ppo, tmp_path
             trainer.agent.save(tmp_path / "agent")
         trainer.save_agent(tmp_path / "agent")
     assert canter.load(tmp_path / "agent").metadata["step"] == trainer.step
+    with canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", **tiny_ppo) as run:
+        for _ in run():
+            pass
+        run.save_agent(tmp_path / "from_run")  # a Run's agent: its run directory kept
+        assert run.trainer.agent.run_dir == run.dir
+    assert canter.load(tmp_path / "from_run").metadata["config"]["algo"] == "ppo"
