@@ -28,7 +28,8 @@ from canter.registry import import_user_modules, lookup
 from canter.resume_checks import (
     as_numbers_now, check_config_unedited, check_resume_metadata, check_same_run, check_writable, resume_dataset,
 )
-from canter.run import Run, check_new_run_dir, new_run_dir, outermost_missing, run_metadata
+from canter.run import Run, run_metadata
+from canter.run_dirs import check_new_run_dir, new_run_dir, outermost_missing
 from canter.run_lock import check_free
 from canter.utils import global_rngs_kept, threads_kept
 from canter.trainers import TRAINERS, Trainer

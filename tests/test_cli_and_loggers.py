@@ -125,46 +125,6 @@ def test_train_max_seconds_flag_stops_on_the_wall_clock(tmp_path, capsys):
     assert summary["stop_reason"] == "max_seconds" and 0.5 <= summary["wall_seconds"] < 5
 
 
-def _records():
-    from canter.trainers import EvalResult, TrainRecord
-
-    yield TrainRecord(step=4096, iteration=1, wall_time=1.0, steps_per_second=5000.0, rolling_return=20.0,
-                      losses={"value_loss": 0.5, "entropy": 0.6})
-    yield TrainRecord(step=8192, iteration=2, wall_time=2.0, steps_per_second=700.0, rolling_return=40.0,
-                      evaluation=EvalResult(480.0, 5.0, [475.0, 485.0], [475, 485]), new_best=True,
-                      losses={"value_loss": 0.25}, done=True, stop_reason="target_reward")
-
-
-def test_console_logger_writes_whole_plain_lines_when_not_a_terminal():
-    """Piped to a file or CI log, a live bar would be printed once and cut to 80 columns: whole lines instead."""
-    import io
-
-    from rich.console import Console
-
-    from canter.logging.console import ConsoleLogger
-
-    out = io.StringIO()
-    logger = ConsoleLogger(100_000, "ppo CartPole-v1", console=Console(file=out, width=80), plain_seconds=0.0)
-    logger.start(None)
-    for record in _records():
-        logger.log(record)
-    logger.close()
-    lines = out.getvalue().splitlines()
-    assert len(lines) == 3, lines
-    assert lines[0].endswith("ppo CartPole-v1: 4,096/100,000 steps, " + lines[0].split("steps, ")[1])
-    assert "return 20.0, eval -, value_loss 0.5 entropy 0.6" in lines[0] and len(lines[0]) > 80
-    assert lines[1].endswith("step 8,192: eval return 480.00 ± 5.00 over 2 episodes (new best)")
-    assert "8,192/100,000 steps" in lines[2] and "eval 480.0" in lines[2] and "…" not in out.getvalue()
-
-    out = io.StringIO()  # a run that ends on a whole iteration past its budget says how many steps it took
-    logger = ConsoleLogger(8_000, "ppo CartPole-v1", console=Console(file=out, width=80), plain_seconds=0.0)
-    logger.start(None)
-    for record in _records():
-        logger.log(record)
-    logger.close()
-    assert "8,192/8,000 steps" in out.getvalue().splitlines()[-1]  # it said 8,000/8,000
-
-
 def test_history_files_without_rows_have_typed_columns(tmp_path):
     """A run that has finished no episode (or update) yet wrote history.parquet with columns of type null,
     and updates.parquet with no columns at all."""
@@ -248,118 +208,6 @@ def test_history_a_loss_logged_as_a_bool_then_a_number_is_written(tmp_path, monk
     assert pq.read_table(tmp_path / "updates.parquet")["a"].to_pylist() == [0.5, 0.25, 1.0, 2.0, 0.0, 0.0]
 
 
-def test_plain_console_writes_status_lines_between_frequent_evaluations(monkeypatch):
-    """The status line comes every plain_seconds even when evaluations come more often (each evaluation
-    used to restart its timer, so a run evaluating every 5 s never printed one before its end)."""
-    import io
-
-    from rich.console import Console
-
-    import canter.logging.console as console_mod
-    from canter.logging.console import ConsoleLogger
-    from canter.trainers import EvalResult, TrainRecord
-
-    clock = [0.0]
-    monkeypatch.setattr(console_mod.time, "monotonic", lambda: clock[0])
-    out = io.StringIO()
-    logger = ConsoleLogger(1_000_000, "ppo", console=Console(file=out, width=200), plain_seconds=10.0)
-    logger.start(None)
-    for i in range(1, 61):  # a record each second, an evaluation every 5 s
-        clock[0] = float(i)
-        ev = EvalResult(1.0, 0.0, [1.0], [1]) if i % 5 == 0 else None
-        logger.log(TrainRecord(step=1000 * i, iteration=i, wall_time=float(i), steps_per_second=1000.0,
-                               rolling_return=1.0, evaluation=ev))
-    status = [line for line in out.getvalue().splitlines() if "steps/s" in line]
-    assert len(status) == 6, out.getvalue()
-    assert all("1,000 steps/s" in line for line in status)
-
-
-def test_plain_console_counts_a_resumed_runs_rate_from_its_checkpoint_step():
-    import io
-    import time
-    from types import SimpleNamespace
-
-    from rich.console import Console
-
-    from canter.logging.console import ConsoleLogger
-    from canter.trainers.base import TrainRecord
-
-    out = io.StringIO()
-    logger = ConsoleLogger(100_000, "ppo", console=Console(file=out, width=200), plain_seconds=0.0)
-    logger.start(SimpleNamespace(resumed_step=50_000))
-    time.sleep(0.2)
-    logger.log(TrainRecord(step=50_100, iteration=1, wall_time=0.2, steps_per_second=500.0, done=True))
-    rate = int(out.getvalue().split(" steps, avg ")[1].split(" steps/s")[0].replace(",", ""))
-    assert rate <= 100 / 0.2  # 100 steps in this process, not 50,100
-
-
-def test_console_logger_shows_a_live_bar_on_a_terminal():
-    import io
-
-    from rich.console import Console
-
-    from canter.logging.console import ConsoleLogger
-
-    out = io.StringIO()
-    logger = ConsoleLogger(100_000, "ppo", console=Console(file=out, width=200, force_terminal=True))
-    logger.start(None)
-    assert logger.progress is not None
-    for record in _records():
-        logger.log(record)
-    logger.close()
-    import re
-
-    raw = out.getvalue()
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)
-    assert "\x1b[" in raw and "8,192 steps avg 4,096 steps/s" in text and "eval return 480.00 ± 5.00" in text
-
-
-def test_a_resumed_runs_live_bar_clock_goes_on():
-    """The live bar's elapsed time started at 0:00:00 on a resumed run (the plain lines went on from its
-    training seconds)."""
-    import io
-    import re
-    from types import SimpleNamespace
-
-    from rich.console import Console
-
-    from canter.logging.console import ConsoleLogger
-    from canter.trainers.base import TrainRecord
-
-    out = io.StringIO()
-    logger = ConsoleLogger(100_000, "ppo", console=Console(file=out, width=200, force_terminal=True))
-    logger.start(SimpleNamespace(resumed_wall=125.0, resumed_step=50_000))
-    logger.log(TrainRecord(step=50_100, iteration=1, wall_time=125.2, steps_per_second=500.0, done=True))
-    logger.close()
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
-    assert text.strip().splitlines()[-1].endswith("0:02:05")
-
-
-def test_the_live_bar_gives_the_steps_taken_past_the_budget():
-    """A run ends on a whole iteration: the bar said 8,000 steps for a run of 8,192 (the plain lines said
-    8,192/8,000); a resumed run's bar starts at its checkpoint's step, not 0."""
-    import io
-    import re
-    from types import SimpleNamespace
-
-    from rich.console import Console
-
-    from canter.logging.console import ConsoleLogger
-
-    out = io.StringIO()
-    logger = ConsoleLogger(8_000, "ppo", console=Console(file=out, width=200, force_terminal=True))
-    logger.start(None)
-    for record in _records():
-        logger.log(record)
-    logger.close()
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
-    assert "8,192 steps avg 4,096 steps/s" in text.strip().splitlines()[-1]
-    logger = ConsoleLogger(8_000, "ppo", console=Console(file=io.StringIO(), width=200, force_terminal=True))
-    logger.start(SimpleNamespace(resumed_step=4096, resumed_wall=1.0))
-    assert logger.progress.tasks[0].completed == 4096 and logger.progress.tasks[0].fields["steps"] == "4,096"
-    logger.close()
-
-
 def test_importing_canter_leaves_the_garbage_collector_as_it_found_it():
     """canter defers garbage collection while it imports (torch's objects make its full passes slow)
     and restores the caller's setting afterwards: enabled stays enabled, disabled stays disabled."""
@@ -415,14 +263,14 @@ def test_eval_json_of_a_diverged_policy_is_valid_json(monkeypatch, capsys):
 
     import canter.api
     import canter.cli
-    import canter.envs
+    import canter.envs.make
     import canter.trainers.evaluation
     from canter.trainers.evaluation import EvalResult
 
     agent = types.SimpleNamespace(run_config=types.SimpleNamespace(
-        vectorization="sync", eval_envs=1, policies="shared", central_state=False), metadata={"step": 5})
+        env="Pendulum-v1", vectorization="sync", eval_envs=1, policies="shared", central_state=False), metadata={"step": 5})
     monkeypatch.setattr(canter.cli, "_load_for_env", lambda *a: (agent, "Pendulum-v1", {}))
-    monkeypatch.setattr(canter.envs, "make_vec_env", lambda *a, **k: types.SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr(canter.envs.make, "make_vec_env", lambda *a, **k: types.SimpleNamespace(close=lambda: None))
     monkeypatch.setattr(canter.api, "find_checkpoint", lambda d: "run/checkpoints/best")
     nan = float("nan")
     monkeypatch.setattr(canter.trainers.evaluation, "evaluate",
@@ -467,32 +315,6 @@ def test_wandb_run_of_a_failed_training_finishes_with_a_failing_exit_code(tmp_pa
         canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "failed", hooks={"after_update": fail}, **kw)
     canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "ok", **kw)
     assert codes == [1, 0]
-
-
-@pytest.mark.parametrize("terminal", [True, False])
-def test_the_final_progress_line_gives_the_runs_average_steps_per_second(terminal):
-    """The last line showed the last iteration's rate (100 steps/s for an iteration slowed by its evaluation)
-    as the run's; it now gives the average, 3,000 steps in 12 s. Live lines keep the recent rate."""
-    import io
-    import re
-
-    from rich.console import Console
-
-    from canter.logging.console import ConsoleLogger
-    from canter.trainers.base import TrainRecord
-
-    out = io.StringIO()
-    logger = ConsoleLogger(3000, "ppo", console=Console(file=out, width=200, force_terminal=terminal),
-                           refresh_seconds=0, plain_seconds=0)
-    logger.start(None)
-    logger.log(TrainRecord(step=1000, iteration=1, wall_time=1.0, steps_per_second=1000.0))
-    if logger.progress is not None:
-        logger.progress.refresh()  # drawn now, not by rich's refresh thread later
-    live = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
-    logger.log(TrainRecord(step=3000, iteration=2, wall_time=12.0, steps_per_second=100.0, done=True))
-    logger.close()
-    assert "avg" not in live and (" 1,000 steps/s" in live or not terminal)  # plain: the rate since the last line
-    assert "avg 250 steps/s" in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).strip().splitlines()[-1]
 
 
 def test_a_wandb_too_old_for_the_logger_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys):

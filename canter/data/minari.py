@@ -41,7 +41,7 @@ def write_minari(dataset: Any, dataset_id: str) -> int:
     env = dataset.env_spec()
     from minari.storage import get_dataset_path
 
-    from canter.run import outermost_missing
+    from canter.run_dirs import outermost_missing
 
     path = Path(get_dataset_path(dataset_id))
     made = outermost_missing(path)

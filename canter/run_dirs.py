@@ -1,0 +1,70 @@
+"""Run directories: a new run's name (``runs/<algo>-<env>-<time>-<gitsha8>``), the checks before one is
+written, and the part of a path that does not exist yet (removed again when a new run fails)."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from canter.errors import CanterError
+from canter.utils import git_commit
+
+
+#: the directories :func:`new_run_dir` has handed out in this process (a run writes its directory only
+#: when it starts, so two trainers made in the same second would otherwise get the same one)
+_HANDED_OUT: set[Path] = set()
+
+
+def new_run_dir(algo: str, env: str, base: str | Path = "runs") -> Path:
+    """``runs/<algo>-<env>-<timestamp>-<gitsha8>``, made unique if it exists or was handed out before."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    name = f"{algo.replace(':', '-')}-{env.replace('/', '-').replace(':', '-')}-{stamp}-{git_commit() or 'nogit'}"
+    path = Path(base) / name
+    i = 1
+    while path.exists() or path.absolute() in _HANDED_OUT:
+        path = Path(base) / f"{name}-{i}"
+        i += 1
+    _HANDED_OUT.add(path.absolute())
+    return path
+
+
+def check_new_run_dir(path: str | Path) -> Path:
+    """Refuse to write into a directory that already holds files (nothing is overwritten), or one
+    that cannot be created (a file in its path, a parent that is not writable)."""
+    if not str(path).strip():  # Path('') is the current directory
+        raise CanterError(f"run_dir needs a directory path, got {str(path)!r}; give 'auto' for runs/<algo>-<env>-<time>")
+    path = _as_created(Path(path))
+    if path.exists() and not path.is_dir():
+        raise CanterError(f"run directory '{path}' is a file; choose another --run-dir")
+    if path.exists() and any(path.iterdir()):
+        raise CanterError(f"run directory '{path}' already exists and is not empty; choose another --run-dir")
+    parent = path if path.exists() else path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise CanterError(f"cannot create run directory '{path}': '{parent}' is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CanterError(f"cannot create run directory '{path}': '{parent}' is not writable")
+    return path
+
+
+def _as_created(path: Path) -> Path:
+    """``path`` as it reads once its missing directories are made: a ``..`` after a directory that
+    does not exist yet cancels it (``new/../old`` is ``old``, an existing directory whose files
+    :func:`check_new_run_dir` must see, and which a failed run's cleanup would otherwise remove).
+    The part that exists is left to the file system (a symlink's ``..`` is its target's parent)."""
+    parts = path.parts
+    i = len(parts)
+    while i > 0 and not Path(*parts[:i]).exists():
+        i -= 1
+    if ".." not in parts[i:]:
+        return path
+    return Path(*parts[:i]) / os.path.normpath(Path(*parts[i:])) if i else Path(os.path.normpath(path))
+
+
+def outermost_missing(path: str | Path) -> Path | None:
+    """The outermost directory of ``path`` (absolute) that does not exist yet; None if ``path`` exists."""
+    made, missing = None, Path(path).absolute()
+    while not missing.exists() and missing != missing.parent:
+        made, missing = missing, missing.parent
+    return made
