@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,26 @@ def hparam_rows(config_cls: type) -> list[list[str]]:
     return rows
 
 
+#: a reStructuredText cross-reference (``:class:`~pkg.mod.Name```, ``:meth:`Name.method```) or literal (````x````)
+_REST = re.compile(r":[a-z]+:`(~?)([^`]+)`|``([^`]+)``")
+
+
+def plain_text(line: str) -> str:
+    """``line`` of a docstring as a terminal shows it: reST roles become their target (only its last
+    name after ``~``, as Sphinx renders it) and literals lose their backquotes."""
+    def shown(m: re.Match[str]) -> str:
+        if m.group(3) is not None:
+            return m.group(3)
+        return m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2)
+
+    return _REST.sub(shown, line)
+
+
 def describe_algorithm(cls: type) -> dict[str, Any]:
     """What ``canter list`` and ``--help`` show of algorithm class ``cls``: its ``title``, ``family``,
-    ``summary`` (the docstring's first line) and ``hparams`` (:func:`hparam_rows`)."""
+    ``summary`` (the docstring's first line, as plain text) and ``hparams`` (:func:`hparam_rows`)."""
     return {"title": cls.name.upper(), "family": cls.family,
-            "summary": ((cls.__doc__ or "").strip().splitlines() or [""])[0],
+            "summary": plain_text(((cls.__doc__ or "").strip().splitlines() or [""])[0]),
             "hparams": hparam_rows(cls.Config)}
 
 

@@ -73,3 +73,21 @@ def test_unknown_algorithm_from_builtins_json_suggests_close_names(monkeypatch):
     _no_lookups(monkeypatch)
     with pytest.raises(CanterError, match=r"unknown algorithm 'ppoo'; did you mean 'ppo' or 'appo' or 'mappo'\?"):
         algorithm_info("ppoo")
+
+
+def test_list_shows_docstring_summaries_as_plain_text(capsys, monkeypatch):
+    """QMIX's line read 'QMIX with feed-forward agents on a :class:`~canter.envs.multiagent_views.JointParallelEnv`.':
+    the docstring's reST markup went to the terminal as it was."""
+    monkeypatch.setitem(_REGISTRY, "algorithm", dict(_REGISTRY["algorithm"]))
+
+    @canter.register("algorithm", "marked_up_ppo")
+    class MarkedUp(PPO):
+        """PPO on a :class:`~canter.envs.VecEnv` via :meth:`canter.agents.Agent.sample` with ``n_steps``."""
+
+        name = "marked_up_ppo"
+
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "PPO on a VecEnv via canter.agents.Agent.sample with n_steps." in out
+    assert "QMIX with feed-forward agents on a JointParallelEnv." in out
+    assert ":class:" not in out and "``" not in out
