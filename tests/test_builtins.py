@@ -91,3 +91,21 @@ def test_list_shows_docstring_summaries_as_plain_text(capsys, monkeypatch):
     assert "PPO on a VecEnv via canter.agents.Agent.sample with n_steps." in out
     assert "QMIX with feed-forward agents on a JointParallelEnv." in out
     assert ":class:" not in out and "``" not in out
+
+
+@pytest.mark.parametrize("algo", sorted(manifest()["algorithms"]))
+def test_help_does_not_offer_a_setting_the_algorithm_always_refuses(algo):
+    """recurrent_ppo's --help described --normalize-value as MAPPO's ValueNorm and --shared-trunk as sharing the
+    hidden layers, c51's --n-quantiles as a QR-DQN head and --huber false as a squared error, all of which those
+    algorithms refuse whatever else is set: a flag whose other value is refused must say so in its help."""
+    from canter.config import build, describe
+
+    config_cls = lookup("algorithm", algo).Config
+    for name, tname, default, doc in describe(config_cls):
+        other = (not default) if tname == "bool" else (1 if tname == "int" and default == 0 else None)
+        if other is None:
+            continue
+        try:
+            build(config_cls, {name: other}, "hparams")
+        except CanterError:
+            assert "not" in doc, f"{algo} --{name.replace('_', '-')}: '{doc}'"

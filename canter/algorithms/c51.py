@@ -54,6 +54,8 @@ class C51Config(DQNConfig):
     n_atoms: int = hp(51, "C51: atoms of the categorical return distribution", low=2)
     v_min: float = hp(-10.0, "C51: the smallest atom (returns below it count as v_min)")
     v_max: float = hp(10.0, "C51: the largest atom (returns above it count as v_max)")
+    n_quantiles: int = hp(0, "not used by c51, whose head is categorical (must be 0; qrdqn learns quantiles)",
+                          low=0)
 
     def validate(self) -> None:
         """Cross-field checks."""

@@ -52,7 +52,8 @@ class EpsilonGreedyConfig(OffPolicyConfig):
     max_grad_norm: float | None = hp(10.0, "global gradient-norm clip (null: none, as sb3-contrib's QR-DQN)", low=0,
                                      low_open=True)
     adam_eps: float = hp(1e-8, "Adam epsilon (Rainbow's Atari setting: 1.5e-4)", low=0, low_open=True)
-    huber: bool = hp(True, "Huber (smooth L1) TD loss; false: squared error")
+    huber: bool = hp(True, "Huber (smooth L1) TD loss; false: squared error (plain Q values only: not with "
+                                "n_quantiles > 0, iqn or c51)")
     double_q: bool = hp(False, "Double DQN: online net picks the next action, target net values it")
 
 

@@ -43,7 +43,8 @@ class OffPolicyConfig:
     per_beta0: float = hp(0.4, "prioritized replay: initial importance-weight exponent (annealed to 1)", low=0, high=1)
     per_eps: float = hp(1e-6, "prioritized replay: added to the absolute TD error", low=0, low_open=True)
     her_goals: int = hp(0, "hindsight experience replay: relabelled goals per real transition (0: off; needs a goal "
-                           "env: Dict observations with achieved_goal, desired_goal and compute_reward)", low=0)
+                           "env: Dict observations with achieved_goal, desired_goal and compute_reward; not with n_step > 1 or "
+                           "prioritized)", low=0)
     her_strategy: str = hp("future", "hindsight experience replay: where relabelled goals come from (the same "
                            "episode's later steps, its last step, or any of its steps)", choices=STRATEGIES)
     net_arch: list[int] = hp([256, 256], "hidden layer sizes", low=1)

@@ -44,6 +44,11 @@ class RecurrentPPOConfig(PPOConfig):
                          search={"choices": [128, 256, 512, 1024]})
     n_epochs: int = hp(4, "passes over each rollout", low=1, search={"low": 1, "high": 10})
     manual_backward: bool = hp(False, "not available for recurrent models (autograd)")
+    normalize_value: bool = hp(False, "not available for recurrent_ppo (no value normalisation)")
+    shared_trunk: bool = hp(False, "not available for recurrent_ppo: actor and critic share the LSTM already "
+                                   "(critic_lstm: one each)")
+    ortho_init: bool = hp(True, "orthogonal initialisation (the LSTM's weights gain 1, biases 0; heads gain sqrt 2, "
+                                "0.01 policy output, 1 value output)")
 
     def validate(self) -> None:  # noqa: D102
         if self.manual_backward:
