@@ -300,3 +300,43 @@ def test_an_evaluation_leaves_the_callers_predict_memory_empty():
     assert state is not None and all(float(t.abs().max()) == 0.0 for t in state)
     env.close()
     trainer.close()
+
+
+GRU_MODELS = '''
+from torch import nn
+from canter.models.recurrent import LSTMActorCritic
+
+
+class GRUPair(LSTMActorCritic):
+    """A GRU whose memory is the pair (h, c) the agent carries; c is ignored."""
+
+    def __init__(self, observation_space, action_space, lstm_hidden=8, **kw):
+        super().__init__(observation_space, action_space, lstm_hidden=lstm_hidden, **kw)
+        self.lstm = nn.GRU(self.encoder.out_dim, lstm_hidden)
+
+    def _run(self, x, state):
+        y, h = self.lstm(x, state[0].contiguous())
+        return y, (h, state[1])
+
+
+class GRUTensor(GRUPair):
+    """The same GRU with its memory one tensor."""
+
+    def initial_state(self, batch):
+        return super().initial_state(batch)[0]
+'''
+
+
+def test_a_model_whose_memory_is_not_an_h_c_pair_is_refused_in_one_line(capsys, tmp_path, monkeypatch):
+    """A user's GRU whose initial_state returned one tensor failed in the first step with a traceback
+    ('ValueError: not enough values to unpack' in RecurrentAgent.training_memory); a GRU that pairs its h
+    with an unused tensor trains and carries its memory."""
+    (tmp_path / "gru_models.py").write_text(GRU_MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert_train_refused(capsys, tmp_path, ["train", "recurrent_ppo", "--env", ENV, "--set", "model=gru_models:GRUTensor"],
+                         "initial_state(batch) must return the memory as a pair (h, c)")
+    trainer = canter.make_trainer("recurrent_ppo", ENV, seed=0, max_steps=64, n_envs=2, n_steps=32, eval_every=0,
+                                  model="gru_models:GRUPair")
+    with trainer:
+        list(trainer())
+        assert trainer.algorithm.updates > 0 and trainer.agent.memory["sample"][0].abs().sum() > 0

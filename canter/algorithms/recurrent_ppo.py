@@ -59,6 +59,20 @@ class RecurrentPPOConfig(PPOConfig):
             raise CanterError("recurrent_ppo's actor and critic share the LSTM already; set hparams.shared_trunk=false")
 
 
+def _check_memory(model: torch.nn.Module) -> None:
+    """Refuse a model whose memory is not what the agent, the trainer and their checkpoints carry: a pair
+    ``(h, c)`` of tensors with the envs on their second axis (an LSTM's hidden and cell states)."""
+    state = model.initial_state(2)
+    if (isinstance(state, tuple) and len(state) == 2
+            and all(isinstance(s, torch.Tensor) and s.dim() >= 2 and s.shape[1] == 2 for s in state)):
+        return
+    got = (f"a {type(state).__name__} of {len(state)}" if isinstance(state, (tuple, list)) else
+           f"a tensor of shape {tuple(state.shape)}" if isinstance(state, torch.Tensor) else type(state).__name__)
+    raise CanterError(f"model {type(model).__name__}: initial_state(batch) must return the memory as a pair (h, c) "
+                      f"of tensors [layers, batch, units] (a GRU pairs its h with a tensor it ignores); initial_state(2) "
+                      f"gave {got}")
+
+
 @register("algorithm", "recurrent_ppo")
 class RecurrentPPO(PPO):
     """PPO with an LSTM actor-critic, trained on whole env sequences."""
@@ -79,6 +93,7 @@ class RecurrentPPO(PPO):
         if not getattr(self.model, "recurrent", False):
             raise CanterError(f"recurrent_ppo needs a recurrent model (with step, sequence and initial_state), "
                               f"not {type(self.model).__name__}")
+        _check_memory(self.model)
 
     def model_kwargs(self, c: Any) -> dict[str, Any]:  # noqa: D102
         kw = super().model_kwargs(c)
