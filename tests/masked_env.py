@@ -64,6 +64,28 @@ if "TaxiMasked-v4" not in gym.registry:  # gymnasium's Taxi, whose info carries 
                  disable_env_checker=True)
 
 
+class MethodPick(MaskedPick):
+    """MaskedPick as sb3-contrib's MaskablePPO takes it: a plain Box observation and the mask from an
+    ``action_masks()`` method (bools); registered as ``MethodPick-v0`` wrapped in MethodActionMask."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.observation_space = self.observation_space["observation"]
+
+    def _draw(self) -> Any:  # noqa: D102
+        return super()._draw()["observation"]
+
+    def action_masks(self) -> np.ndarray:
+        """Which actions are allowed now."""
+        return self.mask.astype(bool)
+
+
+if "MethodPick-v0" not in gym.registry:
+    from canter.envs.masks import MethodActionMask
+
+    gym.register("MethodPick-v0", entry_point=lambda **kw: MethodActionMask(MethodPick(**kw)), disable_env_checker=True)
+
+
 class DictPick(gym.Env):
     """Structured observations: ``{"target": Discrete(n), "noise": Box(2), "flags": MultiBinary(2)}``
     (``tuple_obs=True``: the same three as a Tuple; ``image=True``: an image entry too). Picking the

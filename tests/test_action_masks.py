@@ -59,6 +59,28 @@ def test_env_observations_are_packed_with_their_mask(discrete_obs):
     assert isinstance(make_env(ENV).observation_space, MaskedBox)  # the single env of play / video too
 
 
+def test_a_mask_from_the_envs_action_masks_method_is_packed_and_kept_to(tmp_path):
+    """sb3-contrib's MaskablePPO reads masks from an action_masks() method; such an env trained unmasked
+    here (nothing read the method). MethodActionMask packs its answer after every reset and step, and
+    PPO on it never takes a masked action (the env raises on one)."""
+    from canter.envs.masks import MethodActionMask
+
+    env = make_vec_env("masked_env:MethodPick-v0", 2)
+    assert mask_width(env.single_observation_space) == N
+    obs = env.reset(seed=0)
+    for _ in range(3):
+        for row, e in zip(obs, env.env.envs):
+            np.testing.assert_array_equal(row[N:], e.unwrapped.mask)
+        obs = env.step(np.array([e.unwrapped.target for e in env.env.envs])).obs
+    env.close()
+    trainer = canter.make_trainer("ppo", "masked_env:MethodPick-v0", seed=0, max_steps=256, n_envs=2, n_steps=64,
+                                  eval_every=0, eval_episodes=2)
+    with trainer:
+        list(trainer())  # the strict env raised on any masked action
+    with pytest.raises(CanterError, match=r"the env has no action_masks\(\) method"):
+        MethodActionMask(gym.make("CartPole-v1"))
+
+
 def test_masked_space_round_trips_and_never_matches_an_unmasked_one():
     space = make_vec_env(ENV, 1).single_observation_space
     back = space_from_dict(json.loads(json.dumps(space_to_dict(space))))

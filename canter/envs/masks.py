@@ -76,10 +76,14 @@ class InfoActionMask(gym.Wrapper):
         self.observation_space = gym.spaces.Dict(
             {OBS_KEY: env.observation_space, MASK_KEY: gym.spaces.MultiBinary(int(env.action_space.n))})
 
-    def _with_mask(self, obs: Any, info: dict[str, Any]) -> dict[str, Any]:
+    def _mask(self, info: dict[str, Any]) -> Any:
+        """The mask of the observation that came with ``info``."""
         if self.key not in info:
             raise CanterError(f"the env's info has no '{self.key}' entry (InfoActionMask reads the mask there)")
-        return {OBS_KEY: obs, MASK_KEY: np.asarray(info[self.key], np.int8)}
+        return info[self.key]
+
+    def _with_mask(self, obs: Any, info: dict[str, Any]) -> dict[str, Any]:
+        return {OBS_KEY: obs, MASK_KEY: np.asarray(self._mask(info), np.int8)}
 
     def reset(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:  # noqa: D102
         obs, info = self.env.reset(**kwargs)
@@ -88,6 +92,29 @@ class InfoActionMask(gym.Wrapper):
     def step(self, action: Any) -> tuple[dict[str, Any], Any, bool, bool, dict[str, Any]]:  # noqa: D102
         obs, reward, terminated, truncated, info = self.env.step(action)
         return self._with_mask(obs, info), reward, terminated, truncated, info
+
+
+class MethodActionMask(InfoActionMask):
+    """An env whose ``action_masks()`` method (``method``) answers which actions are allowed now, as
+    sb3-contrib's ``MaskablePPO`` asks it (its ``ActionMasker`` wrapper adds the method to any env): the
+    mask moved into the observations, as :class:`InfoActionMask` does with a mask in ``info``. It is
+    called after every ``reset`` and ``step``, through the env's wrappers. Register the wrapped env::
+
+        gym.register("MyMasked-v0", entry_point=lambda **kw: MethodActionMask(MyEnv(**kw)))
+    """
+
+    def __init__(self, env: gym.Env, method: str = "action_masks") -> None:
+        try:
+            found = env.get_wrapper_attr(method)
+        except AttributeError:
+            found = None
+        if not callable(found):
+            raise CanterError(f"the env has no {method}() method (MethodActionMask calls it for the action mask)")
+        super().__init__(env, key=method)
+
+    def _mask(self, info: dict[str, Any]) -> Any:
+        """What the env's mask method answers now."""
+        return self.env.get_wrapper_attr(self.key)()
 
 
 # -- the models' side ---------------------------------------------------------------------------
