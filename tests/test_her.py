@@ -399,3 +399,42 @@ def test_a_misspelled_bit_flipping_kwarg_names_the_closest_one():
     with pytest.raises(CanterError, match=r"'max_step'; did you mean 'max_steps'\?$"):
         make_env("BitFlipping-v0", max_step=5)
     assert make_env("BitFlipping-v0", n_bits=4).observation_space.shape == (12,)
+
+
+class InfoReadingPoint(PointGoalEnv):
+    """PointGoal whose reward reads a key of its step info, which relabelling cannot give it."""
+
+    def step(self, action):
+        obs, _, terminated, truncated, info = super().step(action)
+        info["scale"] = 2.0
+        return obs, float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], info)), terminated, truncated, info
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        scale = np.array([i["scale"] for i in info]) if isinstance(info, list) else info.get("scale", 2.0)
+        return super().compute_reward(achieved_goal, desired_goal, {}) * scale
+
+
+class UnwrittenReward(PointGoalEnv):
+    """A goal env that declares compute_reward without writing it (gymnasium-robotics' GoalEnv's own)."""
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("env_cls, message", [
+    (InfoReadingPoint, "compute_reward(achieved_goal, desired_goal, info) of 'info-point' fails on a batch of goals "
+                       "with empty infos, as hindsight replay calls it (the replay buffer keeps no step infos): "
+                       "KeyError: 'scale'"),
+    (UnwrittenReward, "needs the env's compute_reward, which 'info-point' does not implement"),
+])
+def test_a_reward_relabelling_cannot_compute_is_refused_before_the_run_starts(tmp_path, capsys, env_cls, message,
+                                                                             monkeypatch):
+    """A compute_reward that reads its infos (relabelling passes empty ones) was a KeyError traceback at the
+    first update, after the run had started writing."""
+    monkeypatch.delitem(gym.registry, "info-point", raising=False)
+    gym.register("info-point", entry_point=env_cls, disable_env_checker=True)
+    try:
+        assert_train_refused(capsys, tmp_path, ["train", "sac", "--env", "info-point", "--set", "her_goals=4",
+                                                "--set", "learning_starts=10", "--max-steps", "40"], message)
+    finally:
+        gym.registry.pop("info-point", None)

@@ -30,6 +30,7 @@ import numpy as np
 from canter.data.batch import ReplayBatch
 from canter.data.replay import ReplayBuffer
 from canter.envs.goals import GoalLayout
+from canter.errors import CanterError
 
 STRATEGIES = ("future", "final", "episode")
 
@@ -145,6 +146,27 @@ class HerReplayBuffer(ReplayBuffer):
             self._len[:] = np.asarray(state["her_len"], dtype=np.int64)
         else:  # saved before the count was kept: the rows from each running episode's first to its last
             self._len[:] = np.where(self._open >= 0, (self._last - self._open) % self.length + 1, 0)
+
+
+def check_goal_functions(layout: GoalLayout, env_id: str) -> None:
+    """Call the env's ``compute_reward`` (and ``compute_terminated``) once as relabelling calls them, on a
+    batch of two goals with empty infos, so that one that cannot run so (it reads its step infos, which the
+    buffer does not keep) stops the run in one line before it starts rather than at its first update."""
+    goals = np.stack([layout.goal_example] * 2)
+    for name, dtype in (("compute_reward", np.float32), ("compute_terminated", bool)):
+        fn = getattr(layout, name)
+        if fn is None:
+            continue
+        try:
+            _per_transition(fn, goals, goals, dtype)
+        except NotImplementedError:
+            if name == "compute_reward":
+                raise CanterError(f"her_goals needs the env's compute_reward, which '{env_id}' does not "
+                                  f"implement (NotImplementedError)") from None
+        except Exception as exc:  # the env's own code: any error it raises
+            raise CanterError(f"her_goals: {name}(achieved_goal, desired_goal, info) of '{env_id}' fails on a batch "
+                              f"of goals with empty infos, as hindsight replay calls it (the replay buffer keeps no "
+                              f"step infos): {type(exc).__name__}: {exc}") from None
 
 
 def _per_transition(fn: Any, achieved: np.ndarray, desired: np.ndarray, dtype: type) -> np.ndarray:

@@ -60,6 +60,9 @@ class GoalLayout:
             raise CanterError(f"her_goals needs Box (or MultiBinary) goals of one shape; '{env_id}' has achieved_goal "
                               f"{achieved} and desired_goal {desired}")
         self.goal_shape, self.goal_dtype = tuple(desired.shape), desired.dtype
+        #: a goal inside the desired-goal space (0 where its bounds allow it), for trying the env's functions once
+        low, high = (np.broadcast_to(getattr(desired, k, v), desired.shape) for k, v in (("low", 0), ("high", 1)))
+        self.goal_example = np.clip(np.zeros(self.goal_shape), low, high).astype(self.goal_dtype)
         self.compute_reward: Callable[..., Any] = _env_method(env, "compute_reward", env_id)
         try:
             self.compute_terminated: Callable[..., Any] | None = env.get_wrapper_attr("compute_terminated")

@@ -12,7 +12,7 @@ import torch
 from canter.agents.agent import Agent
 from canter.envs.random_actions import random_env_actions
 from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
-from canter.data.her import HerReplayBuffer
+from canter.data.her import HerReplayBuffer, check_goal_functions
 from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
 from canter.envs.atari import is_atari
@@ -126,7 +126,9 @@ class OffPolicyTrainer(StepwiseTrainer):
             raise CanterError(f"her_goals needs a single-agent goal env; '{run.env}' is a multi-agent env")
         if self._goal_env is None:
             self._goal_env = make_env(run.env, **run.env_kwargs)
-        return GoalLayout(self._goal_env, run.env)
+        layout = GoalLayout(self._goal_env, run.env)
+        check_goal_functions(layout, run.env)
+        return layout
 
     def close(self) -> None:  # noqa: D102
         super().close()
