@@ -67,7 +67,7 @@ def test_ppo_learns_a_multidiscrete_task():
     assert result.mean_return >= 38.0, result
 
 
-@pytest.mark.parametrize("algo", ["ppo", "a2c", "reinforce", "trpo", "npg", "impala", "appo"])
+@pytest.mark.parametrize("algo", ["ppo", "a2c", "reinforce", "trpo", "npg", "impala", "appo", "recurrent_ppo"])
 @pytest.mark.parametrize("kind", ["binary", "grid"])
 def test_factored_actions_reach_the_env_in_its_space_and_survive_a_checkpoint(tmp_path, algo, kind):
     env = f"PickEntries-{kind}-test"
@@ -90,7 +90,7 @@ def test_play_and_eval_run_on_a_multibinary_run(tmp_path, capsys):
     assert "episode 1: return" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("algo", ["recurrent_ppo", "dqn", "sac"])
+@pytest.mark.parametrize("algo", ["c51", "dqn", "sac"])
 def test_algorithms_without_factored_actions_refuse_them_in_one_line(tmp_path, capsys, algo):
     assert main(["train", algo, "--env", "PickEntries-pair-test", "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -77,22 +77,31 @@ def linear(start: float, end: float, fraction: float, progress: float) -> float:
 def sample_actor_critic(algorithm: Any, obs: torch.Tensor, deterministic: bool = False) -> ActOutput:
     """``act`` of every actor-critic (PPO, A2C, IMPALA, ...): the policy's mode, or a sample with
     its log-probability and the critic's value, from ``algorithm.model`` (an ``ActorCritic``)."""
+    model = algorithm.model
+    if deterministic:
+        return policy_sample(algorithm, model.action(obs), None, True)
+    out, value = model.action_value(obs)
+    return policy_sample(algorithm, out, value)
+
+
+def policy_sample(algorithm: Any, out: torch.Tensor, value: torch.Tensor | None,
+                  deterministic: bool = False) -> ActOutput:
+    """The policy's mode, or a sample with its log-probability and ``value``, from the policy head's
+    output ``out`` (logits, per-entry logits of MultiDiscrete / MultiBinary actions, or the Gaussian
+    mean with ``algorithm.model.log_std``), drawn from ``algorithm.generator``."""
     from canter.models import distributions as D
 
-    model = algorithm.model
     nvec = getattr(algorithm, "nvec", None)  # MultiDiscrete / MultiBinary: one categorical per entry
     if deterministic:
-        out = model.action(obs)
         if nvec is not None:
             return ActOutput(D.multi_categorical_mode(out, nvec))
         return ActOutput(out if algorithm.continuous else out.argmax(-1))
-    out, value = model.action_value(obs)
     if nvec is not None:
         actions = D.multi_categorical_sample(out, nvec, algorithm.generator)
         logp, _ = D.multi_categorical_log_prob_entropy(out, actions, nvec)
     elif algorithm.continuous:
-        actions = D.gaussian_sample(out, model.log_std, algorithm.generator)
-        logp = D.gaussian_log_prob(out, model.log_std, actions)
+        actions = D.gaussian_sample(out, algorithm.model.log_std, algorithm.generator)
+        logp = D.gaussian_log_prob(out, algorithm.model.log_std, actions)
     else:
         actions = D.categorical_sample(out, algorithm.generator)
         logp = torch.log_softmax(out, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)

@@ -19,12 +19,11 @@ import numpy as np
 import torch
 
 from canter.algorithms.actor_critic import explained_variance
-from canter.algorithms.base import ActOutput
+from canter.algorithms.base import ActOutput, policy_sample
 from canter.algorithms.ppo import PPO, PPOConfig
 from canter.config import hp
 from canter.data.batch import RolloutBatch, SequenceBatch
 from canter.errors import CanterError
-from canter.models import distributions as D
 from canter.registry import register
 
 
@@ -77,8 +76,9 @@ def _check_memory(model: torch.nn.Module) -> None:
 class RecurrentPPO(PPO):
     """PPO with an LSTM actor-critic, trained on whole env sequences."""
 
-    #: its LSTM model acts on Discrete and Box actions only
-    action_spaces: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete, gym.spaces.Box)
+    #: PPO's: Discrete, Box, and MultiDiscrete / MultiBinary (one categorical per entry)
+    action_spaces: ClassVar[tuple[type, ...]] = (gym.spaces.Discrete, gym.spaces.Box, gym.spaces.MultiDiscrete,
+                                                 gym.spaces.MultiBinary)
 
     name = "recurrent_ppo"
     family = "on_policy_recurrent"
@@ -104,15 +104,7 @@ class RecurrentPPO(PPO):
     def act_recurrent(self, obs: torch.Tensor, state: Any, deterministic: bool = False) -> tuple[ActOutput, Any]:
         """:meth:`act` from the memory ``state``; also returns the new memory."""
         out, value, new = self.model.step(obs, state)
-        if deterministic:
-            return ActOutput(out if self.continuous else out.argmax(-1)), new
-        if self.continuous:
-            actions = D.gaussian_sample(out, self.model.log_std, self.generator)
-            logp = D.gaussian_log_prob(out, self.model.log_std, actions)
-        else:
-            actions = D.categorical_sample(out, self.generator)
-            logp = torch.log_softmax(out, -1).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
-        return ActOutput(actions, logp, value), new
+        return policy_sample(self, out, value, deterministic), new
 
     def value_recurrent(self, obs: torch.Tensor, state: Any) -> torch.Tensor:
         """V(obs) from the memory ``state`` (the memory is not advanced)."""
