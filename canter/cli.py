@@ -67,7 +67,8 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
 
     p = _Parser(prog=prog, description="Train an agent and write a run directory.",
                 epilog="Hyperparameter defaults are the algorithm's own; a shipped preset for the env (canter list) "
-                       "overrides some of them.\nGive --env with --help to see the values the preset uses.",
+                       "overrides some of them.\n" + (f"Values marked 'with --env {env}' are the ones its preset sets."
+                                                      if env else "Give --env with --help to see the values the preset uses."),
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("algo", help="algorithm (see 'canter list')")
     p.add_argument("--resume", metavar="RUN_DIR",

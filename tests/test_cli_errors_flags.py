@@ -41,6 +41,8 @@ def test_train_help_with_env_shows_the_presets_values(capsys, monkeypatch):
     assert "stop at this mean evaluation return (with --env CartPole-v1: 475.0)" in out
     assert "evaluate every N env steps (with --env CartPole-v1: 4096)" in out
     assert "with --env" not in lines["--seed"] and "with --env" not in out.split("--env ENV", 1)[1].split("\n")[0]
+    # the closing note told the reader to give --env, which they had; it now says what the marked values are
+    assert "Give --env with --help" not in out and "Values marked 'with --env CartPole-v1' are the ones its preset" in out
 
 
 def test_train_help_names_the_choices_of_a_hyperparameter(capsys, monkeypatch):
