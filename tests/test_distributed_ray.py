@@ -452,3 +452,26 @@ def test_apex_keeps_the_fraction_of_a_gradient_step_it_owes_across_a_resume(clus
     assert 0 < owed < 1  # a third of a gradient step paid for, not yet taken
     resumed = canter.resume(tmp_path / "part", max_steps=808)
     assert resumed.algorithm.updates == whole.algorithm.updates
+
+
+SIGTERM_AFTER_CONNECT = """
+import os, signal, sys, time
+from canter.distributed.cluster import connect, disconnect
+ray, owns = connect(sys.argv[1])
+try:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+finally:
+    disconnect(ray, owns)
+    print("disconnected", flush=True)
+"""
+
+
+@pytest.mark.slow  # ~5-8 s: a fresh Python process importing Ray and joining the cluster
+def test_a_sigterm_after_connecting_exits_through_python_not_rays_native_crash_handler(cluster):
+    # ray.init leaves a native fatal-signal handler in force for SIGTERM: a SIGTERM while the explorers
+    # started (before the run's own handlers) printed a native stack trace and aborted (exit code 134)
+    out = subprocess.run([sys.executable, "-c", SIGTERM_AFTER_CONNECT, cluster], capture_output=True, text=True,
+                         timeout=120, env=_env())
+    assert "SIGTERM received" not in out.stderr
+    assert out.returncode == 15 and "disconnected" in out.stdout, (out.returncode, out.stderr[-2000:])

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
+import threading
 from typing import Any
 
 from canter.errors import CanterError, require
@@ -173,7 +175,24 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
         where = "start a local Ray instance" if address is None else f"connect to Ray at '{address}'"
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise CanterError(f"cannot {where}: {first}") from None
+    _python_sigterm_handler()
     return ray, True
+
+
+def _python_sigterm_handler() -> None:
+    """Put the Python-level SIGTERM handler back in force after ``ray.init``.
+
+    ``ray.init`` sets a Python handler (``sys.exit(15)``), but the driver's core worker then installs a
+    native fatal-signal handler over it: a SIGTERM before the run's own handlers were installed (while
+    the explorers start, seconds) printed a native stack trace and aborted the process (exit code 134),
+    with nothing closed. Installed again, the Python handler raises ``SystemExit``, and the pool stops its
+    explorers and disconnects on the way out (exit code 15).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    handler = signal.getsignal(signal.SIGTERM)
+    if handler is not None:  # (None: not set from Python; nothing to put back)
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _restore_auth_mode() -> None:
