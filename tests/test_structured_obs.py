@@ -85,6 +85,15 @@ def test_entries_that_do_not_flatten_are_refused():
         ObservationPacker(gym.spaces.Dict({"mission": gym.spaces.Text(8)}), gym.spaces.Discrete(2))
 
 
+def test_an_unsupported_observation_space_names_the_supported_ones():
+    """The error named only the refused space ('MLP models do not support observation space Text')."""
+    from canter.models.mlp import obs_dim
+
+    with pytest.raises(CanterError, match=r"^observation space Text is not supported: canter's models take Box, "
+                                          r"Discrete, MultiDiscrete and MultiBinary observations, and Dict or Tuple"):
+        obs_dim(gym.spaces.Text(5))
+
+
 class _CategoricalObs(gym.Env):
     """Observes a MultiDiscrete([3, 2], start=[1, 0]) or a MultiBinary((2, 2)) value; Discrete(2) actions."""
 

@@ -31,7 +31,8 @@ def obs_dim(space: gym.Space) -> int:
         return int(space.n)
     if isinstance(space, gym.spaces.Box):
         return int(np.prod(space.shape))
-    raise CanterError(f"MLP models do not support observation space {type(space).__name__}")
+    raise CanterError(f"observation space {type(space).__name__} is not supported: canter's models take Box, Discrete, "
+                      f"MultiDiscrete and MultiBinary observations, and Dict or Tuple spaces of them")
 
 
 class ObsEncoder(nn.Module):
