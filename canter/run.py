@@ -14,7 +14,8 @@ buffer) and the number of history rows written so far. It is saved when training
 ``checkpoint_every`` steps and at the end, always between two iterations, after the history
 files were flushed, so ``--resume`` continues from a consistent point and trims the history
 files to the rows that point had. A first Ctrl-C (or SIGTERM) stops after the current iteration
-and saves ``last``; a second one exits at once, keeping the previous ``last``.
+and saves ``last``; a second one, or an iteration still under way 5 s later (:mod:`canter.stop_grace`),
+exits at once, keeping the previous ``last``.
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ import os
 import shutil
 import signal
 import sys
-import threading
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +38,7 @@ from canter.errors import CanterError
 from canter.registry import user_modules
 from canter.run_dirs import outermost_missing
 from canter.run_lock import LOCK_NAME, acquire, release
+from canter.stop_grace import STOP_GRACE_SECONDS, install_stop_handlers, start_grace
 from canter.trainers.base import Trainer, TrainRecord
 from canter.trainers.guard import TrainingDiverged
 from canter.utils import canter_version, git_commit
@@ -130,6 +131,7 @@ class Run:
         self.stop_reason: str | None = None
         self._signals = 0
         self._abort = False
+        self._cancel_grace: Any = None  # stops the grace timer of a first stop signal (canter/stop_grace.py)
         self._called = False
         #: whether this Run has saved a resumable ``last`` (a new run's first is saved when training starts)
         self._saved_last = False
@@ -287,19 +289,21 @@ class Run:
         self._signals += 1
         if self._signals == 1:
             self.trainer.stop_requested = "interrupted"
-            print("canter: stopping after this iteration and saving the run (press Ctrl-C again to quit now)",
-                  file=sys.stderr, flush=True)
+            self._cancel_grace = start_grace(STOP_GRACE_SECONDS, self._on_grace_over)
+            print("canter: stopping after this iteration and saving the run (press Ctrl-C again to quit now; an "
+                  f"iteration not done in {STOP_GRACE_SECONDS:g} s is dropped)", file=sys.stderr, flush=True)
             return
         self._abort = True
         raise KeyboardInterrupt
 
-    def _install_signals(self) -> dict[int, Any]:
-        if threading.current_thread() is not threading.main_thread():
-            return {}
-        old = {}
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old[sig] = signal.signal(sig, self._on_signal)
-        return old
+    def _on_grace_over(self, signum: int, frame: Any) -> None:
+        print(f"canter: the iteration did not end within {STOP_GRACE_SECONDS:g} s of the stop request; quitting "
+              "without it (the last checkpoint stays)", file=sys.stderr, flush=True)
+        self._on_signal(signum, frame)  # as a second Ctrl-C
+
+    def _grace_ended(self) -> None:
+        cancel, self._cancel_grace = self._cancel_grace, None
+        cancel and cancel()
 
     # -- the run -------------------------------------------------------------------------------
     def __call__(self) -> Iterator[TrainRecord]:
@@ -336,7 +340,7 @@ class Run:
             for lg in self.loggers:
                 lg.start(self)
                 started.append(lg)
-            old_handlers = self._install_signals()
+            old_handlers = install_stop_handlers(self._on_signal)
         except BaseException:
             _OPEN_RUNS.discard(self)
             release(self.dir, token)
@@ -361,6 +365,8 @@ class Run:
                     record = next(records)
                 except StopIteration:
                     break
+                finally:  # the iteration has ended (its state is consistent): no grace timer may stop the save
+                    self._grace_ended()
                 inside = False
                 self.last_record = record
                 self._remember_counters()
@@ -391,6 +397,7 @@ class Run:
             self.error = _one_line(exc)
             raise
         finally:
+            self._grace_ended()
             for sig, handler in old_handlers.items():
                 signal.signal(sig, handler)
             # the directory was deleted while the run was open (a loop left early, closed at exit):

@@ -1,0 +1,51 @@
+"""The grace period of a stop request (:class:`canter.run.Run`'s first Ctrl-C or SIGTERM).
+
+A first stop signal asks the trainer to stop after the current iteration, so ``last`` can be saved
+at an iteration boundary (the only state that resumes exactly). An iteration can be long (PPO with
+``n_epochs: 200``, DQN with ``gradient_steps: 10000``, a big evaluation), and a job scheduler or
+``docker stop`` sends SIGKILL some seconds after its SIGTERM. So the first signal also starts a
+timer: when the iteration has not ended :data:`STOP_GRACE_SECONDS` later, the run quits as a second
+Ctrl-C does (the half-done iteration is dropped and the previous ``last`` stays, so the resumed run
+redoes the work since then identically).
+
+The timer is ``SIGALRM`` (``signal.setitimer``): its handler runs on the main thread between two
+Python bytecodes, so the run stops within one torch operation or env step of the grace's end.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+#: seconds an iteration under way may take to end after a first stop signal, before the run quits without
+#: saving it (under ``docker stop``'s 10 s and Slurm's 30 s between SIGTERM and SIGKILL)
+STOP_GRACE_SECONDS = 5.0
+
+
+def install_stop_handlers(handler: Callable[[int, Any], None]) -> dict[int, Any]:
+    """Make ``handler`` take SIGINT and SIGTERM (on the main thread only: elsewhere nothing); returns the
+    handlers it replaced, to give back."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def start_grace(seconds: float, on_expiry: Callable[[int, Any], None]) -> Callable[[], None] | None:
+    """Call ``on_expiry`` (a signal handler: ``(signum, frame)``) ``seconds`` from now, on the main thread.
+
+    Returns the function that cancels it (and gives back the previous ``SIGALRM`` handler), or None
+    where no timer is started: off the main thread, on a platform without ``setitimer``, or while
+    another timer of the process runs (the program's own ``SIGALRM`` is left alone).
+    """
+    if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer")
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+        return None
+    old = signal.signal(signal.SIGALRM, on_expiry)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def cancel() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old if old is not None else signal.SIG_DFL)
+
+    return cancel

@@ -1,0 +1,54 @@
+"""A stop signal inside a long iteration: the run waits STOP_GRACE_SECONDS for the iteration to end, then quits
+as a second Ctrl-C does, keeping the last checkpoint (canter/stop_grace.py)."""
+import json
+import os
+import signal
+import time
+
+import pytest
+
+import canter
+import canter.run
+from canter.checkpoint import read_metadata
+
+
+def test_sigterm_in_a_long_iteration_quits_after_the_grace_keeping_last(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(canter.run, "STOP_GRACE_SECONDS", 0.3, raising=False)
+    sent = []
+
+    def sigterm_in_first_iteration(trainer):
+        if not sent:
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGTERM)  # handled at once: a stop request for the iteration that begins
+
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, n_envs=2, n_steps=16, batch_size=32,
+                              n_epochs=100_000, max_steps=320, eval_every=0,  # each iteration: minutes
+                              hooks={"before_collect": sigterm_in_first_iteration})
+    with pytest.raises(KeyboardInterrupt):
+        for _ in run():
+            pass
+    waited = time.perf_counter() - sent[0]
+    run.close()
+    assert waited < 5.0, f"the run went on for {waited:.1f} s after SIGTERM"
+    assert "did not end within 0.3 s" in capsys.readouterr().err
+    meta = read_metadata(run_dir / "checkpoints" / "last")
+    assert meta["step"] == 0 and meta["stop_reason"] is None  # saved at the start: nothing half-done is saved
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "interrupted"
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0 and signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+
+
+def test_an_iteration_that_ends_within_the_grace_is_saved(tmp_path, monkeypatch):
+    def sigterm_once(trainer):
+        if trainer.iteration_count == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, n_envs=2, n_steps=16, batch_size=32,
+                              max_steps=320, eval_every=0, hooks={"before_collect": sigterm_once})
+    for _ in run():
+        pass
+    run.close()
+    meta = read_metadata(run_dir / "checkpoints" / "last")
+    assert meta["step"] == 64 and meta["stop_reason"] == "interrupted"  # stopped after the iteration, and saved it
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0 and signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
