@@ -16,7 +16,8 @@ from typing import Any
 
 from canter.config_errors import _another_algorithms, _keys_hint, _other_name, _unknown_hparam
 from canter.config_imports import config_imports, layered_imports
-from canter.config_values import check_range, coerce, hp, type_name  # noqa: F401 - re-exported
+from canter.config_values import (MAX_CRITICS, MAX_GRADIENT_STEPS, MAX_PASSES, check_range, coerce, hp,  # noqa: F401
+                                  type_name)  # re-exported
 from canter.devices import resolve_device
 from canter.errors import CanterError, shown, unknown
 from canter.yaml_io import load_yaml, parse_yaml_value

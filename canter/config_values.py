@@ -160,6 +160,12 @@ def _plain(value: Any, key: str) -> Any:
     raise CanterError(f"'{key}' holds a {type(value).__name__} ({shown(value)}); use strings, numbers, lists or mappings")
 
 
+#: limits of per-iteration counts, far above any setting that is meant (published ones stay under 1/100 of them);
+#: past them one iteration would run for days or build more networks than memory holds (n_epochs 1e9 hung)
+MAX_PASSES = 100_000  # n_epochs and alike: passes over one rollout, critic epochs, solver iterations
+MAX_GRADIENT_STEPS = 10_000_000  # gradient steps of one training phase or offline iteration
+MAX_CRITICS = 1_000  # Q networks of an ensemble (REDQ's 10; 100,000 filled memory)
+
 #: the largest float32 (numpy.finfo(numpy.float32).max): hyperparameters meet float32 tensors
 FLOAT32_MAX = 3.4028234663852886e38
 

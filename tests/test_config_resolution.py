@@ -276,6 +276,17 @@ def test_integer_settings_must_fit_64_bits(item):
     assert resolve_config("ppo", "CartPole-v1", sets=[f"max_steps={2**63 - 1}"])[0].max_steps == 2**63 - 1
 
 
+@pytest.mark.parametrize("algo, env, key, limit, meant", [
+    ("ppo", "CartPole-v1", "n_epochs", 100_000, 200), ("dqn", "CartPole-v1", "gradient_steps", 10_000_000, 10_000),
+    ("sac", "Pendulum-v1", "n_critics", 1_000, 10), ("trpo", "CartPole-v1", "cg_max_steps", 100_000, 100)])
+def test_per_iteration_counts_past_any_meant_setting_are_refused(algo, env, key, limit, meant):
+    """PPO's n_epochs: 1e9 was taken, and its first iteration never ended; SAC's n_critics: 100000 filled memory.
+    Such counts are refused in one line naming the key, the value and the limit; large settings that are meant
+    still resolve."""
+    with pytest.raises(CanterError, match=rf"^'hparams\.{key}' must be <= {limit}, got {limit + 1}$"):
+        resolve_config(algo, env, sets=[f"{key}={limit + 1}"])
+    assert getattr(resolve_config(algo, env, sets=[f"{key}={meant}"])[1], key) == meant
+
 def test_a_null_item_reads_as_english():
     """net_arch: [64, null] was refused with ''hparams.net_arch' must be a int, got null'."""
     with pytest.raises(CanterError, match="'hparams.net_arch' must be an int, got null"):

@@ -16,7 +16,7 @@ import torch
 
 from canter.algorithms.actor_critic import explained_variance
 from canter.algorithms.impala import IMPALA, IMPALAConfig
-from canter.config import hp
+from canter.config import MAX_PASSES, hp
 from canter.data.batch import TrajectoryBatch
 from canter.registry import register
 
@@ -25,7 +25,8 @@ from canter.registry import register
 class APPOConfig(IMPALAConfig):
     """APPO hyperparameters: IMPALA's plus PPO's epochs, minibatches and clip range."""
 
-    n_epochs: int = hp(2, "passes over each batch (few: async batches are stale)", low=1, search={"low": 1, "high": 20})
+    n_epochs: int = hp(2, "passes over each batch (few: async batches are stale)", low=1, high=MAX_PASSES,
+                       search={"low": 1, "high": 20})
     batch_size: int = hp(256, "minibatch size (rows of the flattened batch)", low=1,
                          search={"choices": [64, 128, 256, 512]})
     clip_range: float = hp(0.2, "policy ratio clip range", low=0, low_open=True, search={"choices": [0.1, 0.2, 0.3]})

@@ -19,7 +19,7 @@ from torch.nn import functional as F
 
 from canter.algorithms.base import ActOutput, Algorithm, clip_grad_norm_, encoder_hp, encoder_kwargs, make_adam
 from canter.algorithms.offpolicy import ACTIVATION_CHOICES
-from canter.config import hp
+from canter.config import MAX_GRADIENT_STEPS, hp
 from canter.data.batch import ReplayBatch
 from canter.models.mlp import MLP
 from canter.registry import register
@@ -53,7 +53,8 @@ class BCConfig:
 
     lr: float = hp(1e-3, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 1e-2, "log": True})
     batch_size: int = hp(256, "minibatch size", low=1, search={"choices": [64, 128, 256, 512]})
-    gradient_steps: int = hp(500, "gradient steps per trainer iteration (one log record each)", low=1)
+    gradient_steps: int = hp(500, "gradient steps per trainer iteration (one log record each)", low=1,
+                             high=MAX_GRADIENT_STEPS)
     net_arch: list[int] = hp([256, 256], "hidden layer sizes", low=1)
     activation: str = hp("relu", "hidden activation", choices=ACTIVATION_CHOICES)
     max_grad_norm: float = hp(10.0, "global gradient-norm clip", low=0, low_open=True)

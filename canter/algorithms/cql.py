@@ -16,7 +16,7 @@ from torch.nn import functional as F
 from canter.algorithms.base import clip_grad_norm_, encoder_hp
 from canter.algorithms.dqn import DQN
 from canter.algorithms.offpolicy import ACTIVATION_CHOICES
-from canter.config import hp
+from canter.config import MAX_GRADIENT_STEPS, hp
 from canter.data.batch import ReplayBatch
 from canter.registry import register
 
@@ -27,7 +27,8 @@ class CQLConfig:
 
     lr: float = hp(1e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 1e-2, "log": True})
     batch_size: int = hp(256, "minibatch size", low=1, search={"choices": [64, 128, 256, 512]})
-    gradient_steps: int = hp(500, "gradient steps per trainer iteration (one log record each)", low=1)
+    gradient_steps: int = hp(500, "gradient steps per trainer iteration (one log record each)", low=1,
+                             high=MAX_GRADIENT_STEPS)
     gamma: float = hp(0.99, "discount factor", low=0, high=1)
     cql_alpha: float = hp(1.0, "weight of the conservative regulariser (0: plain offline DQN)", low=0,
                           search={"choices": [0.1, 0.5, 1.0, 2.0, 4.0]})

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from canter.algorithms.td3 import TD3, TD3Config
-from canter.config import hp
+from canter.config import MAX_CRITICS, hp
 from canter.registry import register
 
 
@@ -19,7 +19,7 @@ class DDPGConfig(TD3Config):
 
     policy_delay: int = hp(1, "critic updates per actor and target update", low=1)
     target_policy_noise: float = hp(0.0, "std of the smoothing noise on target actions (0: none)", low=0)
-    n_critics: int = hp(1, "Q networks; targets use their minimum", low=1)
+    n_critics: int = hp(1, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
 
 
 @register("algorithm", "ddpg")

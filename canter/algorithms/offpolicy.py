@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from canter.algorithms.base import make_adam
-from canter.config import hp
+from canter.config import MAX_GRADIENT_STEPS, hp
 from canter.data.her import STRATEGIES
 from canter.errors import CanterError
 
@@ -36,7 +36,8 @@ class OffPolicyConfig:
     tau: float = hp(0.005, "target-network Polyak rate (1: hard copy)", low=0, high=1, low_open=True,
                     search={"choices": [0.001, 0.005, 0.01, 0.02, 0.05]})
     train_freq: int = hp(1, "env steps collected between training phases", low=1, search={"choices": [1, 4, 8, 16, 64]})
-    gradient_steps: int = hp(1, "gradient steps per training phase", low=1, search={"choices": [1, 4, 8, 16, 64]})
+    gradient_steps: int = hp(1, "gradient steps per training phase", low=1, high=MAX_GRADIENT_STEPS,
+                             search={"choices": [1, 4, 8, 16, 64]})
     n_step: int = hp(1, "n-step returns: rewards summed before bootstrapping", low=1, search={"choices": [1, 3, 5]})
     prioritized: bool = hp(False, "prioritized experience replay (proportional, sum tree)")
     per_alpha: float = hp(0.6, "prioritized replay: priority exponent alpha", low=0, high=1)

@@ -17,7 +17,7 @@ import torch
 from canter.algorithms.actor_critic import ActorCriticAlgorithm, PolicyNetConfig, explained_variance
 from canter.algorithms.base import ActOutput, encoder_hp
 from canter.algorithms.policy_terms import signed_means
-from canter.config import hp
+from canter.config import MAX_PASSES, hp
 from canter.data.batch import RolloutBatch
 from canter.optim import clip_grad_norm_, make_adam
 from canter.registry import register
@@ -32,7 +32,7 @@ class PPOConfig(PolicyNetConfig):
     lr_schedule: str = hp("constant", "learning-rate schedule: constant or linear (to 0)", choices=("constant", "linear"))
     n_steps: int = hp(2048, "steps per env per rollout", low=1, search={"choices": [32, 64, 128, 256, 512, 1024, 2048]})
     batch_size: int = hp(64, "minibatch size", low=1, search={"choices": [32, 64, 128, 256, 512]})
-    n_epochs: int = hp(10, "passes over each rollout", low=1, search={"low": 1, "high": 20})
+    n_epochs: int = hp(10, "passes over each rollout", low=1, high=MAX_PASSES, search={"low": 1, "high": 20})
     gamma: float = hp(0.99, "discount factor", low=0, high=1, search={"choices": [0.95, 0.98, 0.99, 0.995, 0.999]})
     gae_lambda: float = hp(0.95, "GAE lambda", low=0, high=1, search={"choices": [0.8, 0.9, 0.95, 0.98, 1.0]})
     clip_range: float = hp(0.2, "policy ratio clip range", low=0, low_open=True, search={"choices": [0.1, 0.2, 0.3]})

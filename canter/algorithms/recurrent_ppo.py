@@ -21,7 +21,7 @@ import torch
 from canter.algorithms.actor_critic import explained_variance
 from canter.algorithms.base import ActOutput, policy_sample
 from canter.algorithms.ppo import PPO, PPOConfig
-from canter.config import hp
+from canter.config import MAX_PASSES, hp
 from canter.data.batch import RolloutBatch, SequenceBatch
 from canter.errors import CanterError
 from canter.registry import register
@@ -41,7 +41,7 @@ class RecurrentPPOConfig(PPOConfig):
                       search={"choices": [32, 64, 128, 256, 512]})
     batch_size: int = hp(256, "transitions per minibatch, rounded to whole env sequences (at least one)", low=1,
                          search={"choices": [128, 256, 512, 1024]})
-    n_epochs: int = hp(4, "passes over each rollout", low=1, search={"low": 1, "high": 10})
+    n_epochs: int = hp(4, "passes over each rollout", low=1, high=MAX_PASSES, search={"low": 1, "high": 10})
     manual_backward: bool = hp(False, "not available for recurrent models (autograd)")
     normalize_value: bool = hp(False, "not available for recurrent_ppo (no value normalisation)")
     shared_trunk: bool = hp(False, "not available for recurrent_ppo: actor and critic share the LSTM already "

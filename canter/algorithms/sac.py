@@ -22,7 +22,7 @@ from torch.nn import functional as F
 
 from canter.algorithms.base import ActOutput, Algorithm, encoder_hp, encoder_kwargs, make_adam
 from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, SoftUpdate, frozen, mean_over_critics, parse_ent_coef
-from canter.config import hp
+from canter.config import MAX_CRITICS, hp
 from canter.data.batch import ReplayBatch
 from canter.errors import CanterError
 from canter.models import distributions as D
@@ -45,7 +45,7 @@ class SACConfig(OffPolicyConfig):
     ent_coef: str = hp("auto", "entropy coefficient: 'auto' (learned, starts at 1), 'auto_<init>', or a fixed number")
     target_entropy: float | None = hp(None, "entropy target of the learned coefficient (null: -action_dim)")
     target_update_interval: int = hp(1, "gradient steps between target-network updates", low=1)
-    n_critics: int = hp(2, "Q networks; targets use their minimum", low=1)
+    n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
     use_sde: bool = hp(False, "gSDE: state-dependent exploration noise instead of independent Gaussian noise")
     sde_sample_freq: int = hp(-1, "gSDE: resample the noise every N vector steps of a collection phase (-1: once per phase)", low=-1)
     log_std_init: float = hp(-3.0, "gSDE: initial log std of the exploration weights", low=-20, high=20)

@@ -19,7 +19,7 @@ from torch import nn
 
 from canter.algorithms.base import ActOutput, Algorithm, encoder_hp, encoder_kwargs, make_adam
 from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, SoftUpdate, mean_over_critics, parse_ent_coef
-from canter.config import hp
+from canter.config import MAX_CRITICS, hp
 from canter.data.batch import ReplayBatch
 from canter.models import distributions as D
 from canter.registry import register
@@ -32,7 +32,7 @@ class DiscreteSACConfig(OffPolicyConfig):
     ent_coef: str = hp("auto", "entropy coefficient: 'auto' (learned, starts at 1), 'auto_<init>', or a fixed number")
     target_entropy_scale: float = hp(0.89, "entropy target as a fraction of the maximum, log(n_actions)", low=0, high=1)
     target_update_interval: int = hp(1, "gradient steps between target-network updates", low=1)
-    n_critics: int = hp(2, "Q networks; targets use their minimum", low=1)
+    n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
     encoder: str = encoder_hp()
 
     def validate(self) -> None:

@@ -20,7 +20,7 @@ from torch import nn
 
 from canter.algorithms.base import ActOutput, Algorithm, encoder_hp, encoder_kwargs, make_adam
 from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate, frozen, mean_over_critics
-from canter.config import hp
+from canter.config import MAX_CRITICS, hp
 from canter.data.batch import ReplayBatch
 from canter.models import distributions as D
 from canter.registry import register
@@ -41,7 +41,7 @@ class TD3Config(OffPolicyConfig):
     action_noise: str = hp("normal", "exploration noise: normal, ou (Ornstein-Uhlenbeck) or none",
                            choices=("normal", "ou", "none"))
     noise_std: float = hp(0.1, "exploration noise std (action scale [-1, 1])", low=0)
-    n_critics: int = hp(2, "Q networks; targets use their minimum", low=1)
+    n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
     encoder: str = encoder_hp()
 
 

@@ -16,7 +16,7 @@ from torch.nn import functional as F
 
 from canter.algorithms.offpolicy import ACTIVATION_CHOICES, frozen
 from canter.algorithms.td3 import TD3
-from canter.config import hp
+from canter.config import MAX_CRITICS, MAX_GRADIENT_STEPS, hp
 from canter.data.batch import ReplayBatch
 from canter.registry import register
 
@@ -28,7 +28,8 @@ class TD3BCConfig:
     lr: float = hp(3e-4, "Adam learning rate (actor and critics)", low=0, low_open=True,
                    search={"low": 1e-5, "high": 3e-3, "log": True})
     batch_size: int = hp(256, "minibatch size", low=1, search={"choices": [64, 128, 256, 512]})
-    gradient_steps: int = hp(1_000, "gradient steps per trainer iteration (one log record each)", low=1)
+    gradient_steps: int = hp(1_000, "gradient steps per trainer iteration (one log record each)", low=1,
+                             high=MAX_GRADIENT_STEPS)
     gamma: float = hp(0.99, "discount factor", low=0, high=1)
     tau: float = hp(0.005, "target-network Polyak rate", low=0, high=1, low_open=True)
     alpha: float = hp(2.5, "weight of the Q term against behaviour cloning (0: pure BC)", low=0,
@@ -38,7 +39,7 @@ class TD3BCConfig:
     policy_delay: int = hp(2, "critic updates per actor and target update", low=1)
     target_policy_noise: float = hp(0.2, "std of the smoothing noise on target actions (0: none)", low=0)
     target_noise_clip: float = hp(0.5, "clip of the target smoothing noise", low=0)
-    n_critics: int = hp(2, "Q networks; targets use their minimum", low=1)
+    n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
     normalize_obs: bool = hp(True, "normalise observations with the dataset's mean and std (+ 1e-3, unclipped)")
     # TD3's exploration settings (properties, not hyperparameters): an offline policy never explores
     action_noise = property(lambda self: "none")

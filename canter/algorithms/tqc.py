@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from canter.algorithms.sac import SAC, SACConfig
-from canter.config import hp
+from canter.config import MAX_CRITICS, hp
 from canter.data.batch import ReplayBatch
 from canter.errors import CanterError
 from canter.models.distributional import quantile_huber_loss
@@ -31,7 +31,8 @@ from canter.registry import register
 class TQCConfig(SACConfig):
     """TQC hyperparameters (sb3-contrib's defaults: 25 quantiles per network, 2 dropped per network)."""
 
-    n_critics: int = hp(2, "quantile critic networks; the target pools their quantiles", low=1)
+    n_critics: int = hp(2, "quantile critic networks; the target pools their quantiles", low=1,
+                        high=MAX_CRITICS)
     n_quantiles: int = hp(25, "return quantiles predicted by each critic network", low=1)
     top_quantiles_to_drop_per_net: int = hp(2, "largest target quantiles dropped per critic network (the "
                                                "truncation that counters overestimation)", low=0)

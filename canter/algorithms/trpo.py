@@ -23,7 +23,7 @@ from canter.algorithms.actor_critic import (
     ActorCriticAlgorithm, PolicyNetConfig, assign_flat, explained_variance, flat, linear_decay, set_lr,
 )
 from canter.algorithms.base import make_adam
-from canter.config import hp
+from canter.config import MAX_PASSES, hp
 from canter.data.batch import RolloutBatch
 from canter.errors import CanterError
 from canter.registry import register
@@ -98,12 +98,12 @@ class NPGConfig(PolicyNetConfig):
     gamma: float = hp(0.99, "discount factor", low=0, high=1, search={"choices": [0.9, 0.95, 0.98, 0.99, 0.995]})
     gae_lambda: float = hp(0.95, "GAE lambda", low=0, high=1, search={"choices": [0.9, 0.95, 0.98, 1.0]})
     normalize_advantage: bool = hp(True, "normalise advantages over the rollout")
-    cg_max_steps: int = hp(15, "conjugate-gradient iterations", low=1)
+    cg_max_steps: int = hp(15, "conjugate-gradient iterations", low=1, high=MAX_PASSES)
     cg_damping: float = hp(0.1, "damping added to the Fisher-vector product", low=0)
     lr: float = hp(1e-3, "critic Adam learning rate", low=0, low_open=True, search={"low": 1e-4, "high": 3e-3, "log": True})
     lr_schedule: str = hp("constant", "critic learning-rate schedule: constant or linear (to 0)", choices=("constant", "linear"))
     adam_eps: float = hp(1e-5, "critic Adam epsilon", low=0, low_open=True)
-    n_critic_updates: int = hp(10, "critic epochs per rollout", low=1, search={"low": 1, "high": 30})
+    n_critic_updates: int = hp(10, "critic epochs per rollout", low=1, high=MAX_PASSES, search={"low": 1, "high": 30})
     batch_size: int = hp(128, "critic minibatch size", low=1, search={"choices": [64, 128, 256, 512]})
 
 
@@ -115,7 +115,7 @@ class TRPOConfig(NPGConfig):
                           low=0, low_open=True, search={"low": 1e-3, "high": 0.1, "log": True})
     line_search_shrinking_factor: float = hp(0.8, "step fraction multiplier per backtracking try", low=0, high=1,
                                              low_open=True)
-    line_search_max_iter: int = hp(10, "backtracking tries before the step is rejected", low=1)
+    line_search_max_iter: int = hp(10, "backtracking tries before the step is rejected", low=1, high=MAX_PASSES)
 
 
 @register("algorithm", "npg")
