@@ -8,7 +8,7 @@ import canter
 from canter.errors import CanterError
 
 # the agents here are built by short trainers that never train: their budget warnings say nothing
-pytestmark = pytest.mark.filterwarnings("ignore:.*(less than one rollout|never learns).*")
+pytestmark = pytest.mark.filterwarnings("ignore:.*(less than one (rollout|training phase)|never learns).*")
 
 
 def _agent(algo: str, env: str, **kw):

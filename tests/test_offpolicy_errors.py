@@ -92,3 +92,17 @@ def test_learning_starts_beyond_the_budget_is_a_warning_not_an_error(capsys, tmp
         "canter: warning: learning_starts (100) >= max_steps (20): the run only collects random actions and never "
         "learns"
     ]
+
+
+def test_a_training_phase_longer_than_the_budget_is_warned_about():
+    """train_freq 64 with max_steps 20 took 64 env steps without a word (on-policy runs warned of a rollout
+    longer than the budget); and a learning_starts inside that one phase was said never to learn, though the
+    phase's end (step 64 > 30) trains."""
+    with pytest.warns(CanterWarning) as caught:
+        trainer = canter.make_trainer("dqn", "CartPole-v1", max_steps=20, train_freq=64, learning_starts=30,
+                                      eval_every=0, eval_episodes=1)
+    assert [str(w.message) for w in caught] == [
+        "max_steps (20) is less than one training phase (train_freq 64 on 1 env = 64 steps): the run takes 64 steps"]
+    records = list(trainer())
+    trainer.close()
+    assert records[-1].step == 64 and records[-1].losses  # one whole phase, which trained

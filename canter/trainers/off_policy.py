@@ -104,7 +104,14 @@ class OffPolicyTrainer(StepwiseTrainer):
             self.close()
             raise
         starts, budget = self.config.learning_starts, self.run.max_steps
-        if starts >= budget:
+        n_envs = self.env.num_envs if self.env is not None else 1
+        phase = max(1, math.ceil(self.config.train_freq / n_envs)) * n_envs  # whole vector steps, as setup() counts
+        if phase > budget:  # the budget is checked between phases, as on-policy between rollouts
+            warnings.warn(CanterWarning(
+                f"max_steps ({budget:,}) is less than one training phase (train_freq {self.config.train_freq:,} on "
+                f"{n_envs} env{'s' if n_envs > 1 else ''} = {phase:,} steps): the run takes {phase:,} steps"
+            ), stacklevel=2)
+        if starts >= -(-budget // phase) * phase:  # the step of the last phase's end: its training is the first
             warnings.warn(CanterWarning(
                 f"learning_starts ({starts}) >= max_steps ({budget}): the run only collects random actions and "
                 f"never learns"
