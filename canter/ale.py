@@ -1,5 +1,6 @@
 """ale-py's Atari envs in Gymnasium's registry. Apart from :mod:`canter.envs.atari`, which re-exports
-:func:`register_ale`, so that ``canter list`` can name the Atari presets' env ids without importing
+:func:`register_ale`, :func:`is_atari` and :func:`looks_like_atari`, so that ``canter list`` can name the Atari
+presets' env ids, and ``canter train ALGO --help --env ENV`` find the presets, without importing
 :mod:`canter.envs` (whose package imports torch)."""
 from __future__ import annotations
 
@@ -29,3 +30,30 @@ def registered_spec(env_id: str) -> Any:
     if env_id not in gym.registry:
         register_ale()
     return gym.spec(env_id)
+
+
+def looks_like_atari(env_id: str) -> bool:
+    """True for ids that name an ALE game (``ALE/...``, ``...NoFrameskip-v4``, ``...Deterministic-v4``), also
+    after a ``module:`` prefix (``ale_py:ALE/Pong-v5``); and for ale-py's plain ``<Game>-v0`` / ``<Game>-v4``
+    ids, which need ale-py's registry to tell them from other envs (``Pong-v4`` but not ``CartPole-v0``)."""
+    env_id = env_id.split(":", 1)[-1]
+    if env_id.startswith("ALE/") or env_id.endswith(("NoFrameskip-v4", "Deterministic-v4", "NoFrameskip-v0")):
+        return True
+    if env_id.endswith(("-v0", "-v4")) and "/" not in env_id:
+        return is_atari(env_id)
+    return False
+
+
+def is_atari(env_id: str) -> bool:
+    """True when ``env_id`` (or the id after its ``module:`` prefix) is an ALE env (ale-py's ``AtariEnv``).
+
+    An id that gymnasium does not know yet registers ale-py's envs first: they are registered when ale-py is
+    imported, which a process that has made no env has not done (``canter collect RUN --from-replay`` took
+    an Atari run's frame-once replay buffer for one of whole stacks and refused it)."""
+    import gymnasium as gym
+
+    try:
+        spec = registered_spec(env_id.split(":", 1)[-1])
+    except gym.error.Error:
+        return False
+    return "ale_py" in str(spec.entry_point)

@@ -56,10 +56,10 @@ def plain_text(line: str) -> str:
 
 def describe_algorithm(cls: type) -> dict[str, Any]:
     """What ``canter list`` and ``--help`` show of algorithm class ``cls``: its ``title``, ``family``,
-    ``summary`` (the docstring's first line, as plain text) and ``hparams`` (:func:`hparam_rows`)."""
+    ``summary`` (the docstring's first line, as plain text), ``hparams`` (:func:`hparam_rows`) and ``default_n_envs``."""
     return {"title": cls.name.upper(), "family": cls.family,
             "summary": plain_text(((cls.__doc__ or "").strip().splitlines() or [""])[0]),
-            "hparams": hparam_rows(cls.Config)}
+            "hparams": hparam_rows(cls.Config), "default_n_envs": getattr(cls, "default_n_envs", None)}
 
 
 @functools.cache
@@ -74,17 +74,34 @@ def builtin_names(kind: str) -> list[str]:
     return list(manifest()["components"].get(kind, {}))
 
 
+def _manifest_answers(name: str) -> bool:
+    """Whether :data:`MANIFEST` answers for the algorithm ``name``: a registered name, while canter's
+    components are all that is registered."""
+    from canter import registry
+
+    so_far = registry.registered_so_far("algorithm")
+    return ":" not in name and so_far is not None and set(so_far) <= set(manifest()["algorithms"])
+
+
 def algorithm_info(name: str) -> dict[str, Any]:
     """:func:`describe_algorithm` of the algorithm ``name`` names (``lookup``'s match: exact, then
     case-insensitive; ``module:Class`` imports it); from :data:`MANIFEST`, without importing it, while
     canter's components are all that is registered. An unknown name is ``lookup``'s error."""
     from canter import registry
 
-    known = manifest()["algorithms"]
-    so_far = registry.registered_so_far("algorithm")
-    if ":" not in name and so_far is not None and set(so_far) <= set(known):
-        return registry.match("algorithm", name, known)
+    if _manifest_answers(name):
+        return registry.match("algorithm", name, manifest()["algorithms"])
     return describe_algorithm(registry.lookup("algorithm", name))
+
+
+def algorithm_name(name: str) -> str:
+    """The name the algorithm ``name`` names is registered under (``ppo`` for ``PPO``; a ``module:Class``
+    as given), from :data:`MANIFEST` when it answers (:func:`algorithm_info`), else from the registry."""
+    from canter import registry
+
+    if _manifest_answers(name):
+        return registry.match("algorithm", name, {k: k for k in manifest()["algorithms"]})
+    return registry.registered_name("algorithm", name)
 
 
 def generate() -> dict[str, Any]:

@@ -43,27 +43,41 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-def _preset_values(algo: str, env: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The run values and hyperparameters that ``algo`` uses on ``env`` (its shipped preset, if any, over
-    the defaults), for ``--help``."""
+def _preset_values(algo: str, env: str | None, info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run values and hyperparameters that ``algo``'s shipped presets for ``env`` set, for ``--help``; read
+    from the YAML files with ``info``'s (:func:`~canter.builtins.algorithm_info`) types, so that canter's own
+    algorithms are not imported (torch with them: 1.4 s, where --help without --env took 0.2 s)."""
     if not env:
         return {}, {}
-    from canter.config import resolve_config
+    from canter.builtins import algorithm_name
+    from canter.config import RunConfig, coerce, fields_of, preset_layers
 
+    run_types = {name: tp for name, (_, tp) in fields_of(RunConfig).items()}
+    hp_types = {name: {"INT": int, "FLOAT": float, "INT_OR_NULL": int | None, "FLOAT_OR_NULL": float | None}.get(
+        metavar, Any) for name, metavar, _, _ in info["hparams"]}
+    run_values: dict[str, Any] = {}
+    hp_values: dict[str, Any] = {}
     try:
-        run, cfg = resolve_config(algo, env)
+        for _, data in preset_layers(algorithm_name(algo), env):
+            for key, value in data.items():
+                if key == "hparams" and isinstance(value, dict):
+                    hp_values.update({k: coerce(hp_types.get(k, Any), v, k) for k, v in value.items()})
+                elif key in run_types:
+                    run_values[key] = coerce(run_types[key], value, key)
+                elif key.removeprefix("hparams.") in hp_types:
+                    name = key.removeprefix("hparams.")
+                    hp_values[name] = coerce(hp_types[name], value, key)
     except CanterError:
         return {}, {}
-    return vars(run), vars(cfg)
+    return run_values, hp_values
 
 
 def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: bool = False) -> _Parser:
     """The parser of ``canter train``, with ``algo``'s hyperparameters as flags. An algorithm that cannot be
     found leaves them out (the training that follows reports it), or, with ``strict`` (``--help`` after the
     algorithm's name), is the error."""
-    from canter.builtins import algorithm_info, describe_algorithm
+    from canter.builtins import algorithm_info
     from canter.config import RunConfig, describe
-    from canter.registry import lookup
 
     p = _Parser(prog=prog, description="Train an agent and write a run directory.",
                 epilog="Hyperparameter defaults are the algorithm's own; a shipped preset for the env (canter list) "
@@ -76,25 +90,23 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
                         "[--max-seconds S] [--quiet])")
     _add_run_flags(p)
     if algo is not None and not algo.startswith("-"):
-        try:  # the env's preset needs the class; without one, canter's own algorithms are described without torch
-            cls = lookup("algorithm", algo) if env else None
-            info = describe_algorithm(cls) if cls is not None else algorithm_info(algo)
+        try:  # canter's own algorithms are described without torch, with the env's presets too
+            info = algorithm_info(algo)
         except CanterError:
             if strict:  # else a misspelt name or a user module that fails to import gave help without a word
                 raise
             return p
         group = p.add_argument_group(f"{info['title']} hyperparameters (also settable as --set KEY=VALUE)")
-        run_preset, preset = _preset_values(algo, env)  # ({}, {}) without an env, and then cls is None
+        run_preset, preset = _preset_values(algo, env, info)  # ({}, {}) without an env
         run_defaults = {name: default for name, _, default, _ in describe(RunConfig)}
-        run_defaults["n_envs"] = getattr(cls, "default_n_envs", None)  # null: the algorithm's
+        run_defaults["n_envs"] = info.get("default_n_envs")  # null: the algorithm's
         for action in p._actions:  # the run values the env's preset sets (n_envs 16, target_reward 475, ...)
             value = run_preset.get(action.dest)
             if action.dest not in ("algo", "env", "dataset") and value is not None and value != run_defaults.get(
                     action.dest):
                 action.help = f"{action.help} (with --env {env}: {value})"
-        defaults = {name: default for name, _, default, _ in describe(cls.Config)} if cls is not None else {}
         for name, metavar, doc, default in info["hparams"]:
-            used = f"; with --env {env}: {preset[name]}" if name in preset and preset[name] != defaults[name] else ""
+            used = f"; with --env {env}: {preset[name]}" if name in preset and f"{preset[name]}" != default else ""
             group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp__{name}", metavar=metavar,
                                help=f"{doc} (default: {default}{used})")
     return p

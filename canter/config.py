@@ -196,6 +196,21 @@ def preset_path(algo: str, env: str) -> Path:
     return Path(__file__).parent / "configs" / algo / f"{env.replace('/', '-').replace(':', '-')}.yaml"
 
 
+def preset_layers(algo: str, env_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(path, contents)`` of the shipped presets of registered algorithm ``algo`` on ``env_id``, in the
+    order they apply (an Atari game's shared ``atari.yaml`` first); none where canter ships none."""
+    from canter.ale import looks_like_atari  # not canter.envs.atari: its package imports torch (--help)
+
+    atari = looks_like_atari(str(env_id))
+    presets = [preset_path(algo, "atari")] if atari else []  # shared Atari settings
+    # module:EnvId (gymnasium's form: the module is imported, EnvId is made) gets EnvId's presets:
+    # ale_py:ALE/Pong-v5 -> ALE/Pong-v5's, gymnasium:CartPole-v1 -> CartPole-v1's; pettingzoo:MODULE names no env id
+    prefixed = ":" in str(env_id) and not str(env_id).startswith("pettingzoo:")
+    game = str(env_id).split(":", 1)[-1] if atari or prefixed else str(env_id)
+    # os.path.isfile is False (not an error) for odd names, e.g. too long
+    return [(str(p), load_yaml(p)) for p in presets + [preset_path(algo, game)] if os.path.isfile(p)]
+
+
 def parse_set(item: str) -> tuple[str, str]:
     """Split one ``--set key=value`` item."""
     if not isinstance(item, str):  # make_trainer(sets=[...]) from Python
@@ -260,18 +275,7 @@ def resolve_config(
         raise env_object_error(env_id)
     if not isinstance(env_id, str) or not env_id.isprintable():
         raise CanterError(f"'env' must be an environment id string, got {env_id!r}")
-    from canter.envs.atari import looks_like_atari
-
-    layers: list[tuple[str, dict[str, Any]]] = []
-    atari = looks_like_atari(str(env_id))
-    presets = [preset_path(algo_name, "atari")] if atari else []  # shared Atari settings
-    # module:EnvId (gymnasium's form: the module is imported, EnvId is made) gets EnvId's presets:
-    # ale_py:ALE/Pong-v5 -> ALE/Pong-v5's, gymnasium:CartPole-v1 -> CartPole-v1's; pettingzoo:MODULE names no env id
-    prefixed = ":" in str(env_id) and not str(env_id).startswith("pettingzoo:")
-    game = str(env_id).split(":", 1)[-1] if atari or prefixed else str(env_id)
-    for preset in presets + [preset_path(algo_name, game)]:
-        if os.path.isfile(preset):  # False (not an error) for odd names, e.g. too long
-            layers.append((str(preset), load_yaml(preset)))
+    layers = preset_layers(algo_name, env_id)
     if file_data:
         layers.append((str(config_file), file_data))
     overrides = dict(run_overrides)

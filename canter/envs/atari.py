@@ -44,7 +44,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from canter.ale import register_ale, registered_spec  # noqa: F401  (canter.envs.atari.register_ale, as before)
+from canter.ale import is_atari, looks_like_atari, register_ale, registered_spec  # noqa: F401  (re-exported, as before)
 from canter.envs.vector import GAME_RETURN
 from canter.envs.workers import vector_env
 from canter.errors import CanterError, bad_env_kwargs
@@ -61,31 +61,6 @@ MAX_FRAMES = 108_000
 #: videos, one frame per step) is ``EMULATOR_FPS // FRAME_SKIP`` = 15, which plays at the game's speed
 EMULATOR_FPS = 60
 _PREPROCESSING_KEYS = ("frameskip", "repeat_action_probability", "full_action_space", "max_num_frames_per_episode")
-
-
-def looks_like_atari(env_id: str) -> bool:
-    """True for ids that name an ALE game (``ALE/...``, ``...NoFrameskip-v4``, ``...Deterministic-v4``), also
-    after a ``module:`` prefix (``ale_py:ALE/Pong-v5``); and for ale-py's plain ``<Game>-v0`` / ``<Game>-v4``
-    ids, which need ale-py's registry to tell them from other envs (``Pong-v4`` but not ``CartPole-v0``)."""
-    env_id = env_id.split(":", 1)[-1]
-    if env_id.startswith("ALE/") or env_id.endswith(("NoFrameskip-v4", "Deterministic-v4", "NoFrameskip-v0")):
-        return True
-    if env_id.endswith(("-v0", "-v4")) and "/" not in env_id:
-        return is_atari(env_id)
-    return False
-
-
-def is_atari(env_id: str) -> bool:
-    """True when ``env_id`` (or the id after its ``module:`` prefix) is an ALE env (ale-py's ``AtariEnv``).
-
-    An id that gymnasium does not know yet registers ale-py's envs first: they are registered when ale-py is
-    imported, which a process that has made no env has not done (``canter collect RUN --from-replay`` took
-    an Atari run's frame-once replay buffer for one of whole stacks and refused it)."""
-    try:
-        spec = registered_spec(env_id.split(":", 1)[-1])
-    except gym.error.Error:
-        return False
-    return "ale_py" in str(spec.entry_point)
 
 
 def missing_extra(env_id: str) -> CanterError:
