@@ -385,10 +385,10 @@ def resume_trainer(
     check_free(run_dir)  # another training writing it (in this process or another): nothing is touched
     check_writable(run_dir)  # not after training up to the first checkpoint, which could not be saved
     state, meta = load_checkpoint(base)
-    if not meta.get("resumable") or "trainer" not in state:
+    if not meta.get("resumable") or not isinstance(state, dict) or not isinstance(state.get("trainer"), dict):
         raise CanterError(f"{base} is not a resumable checkpoint: it holds no trainer state (a best or step-N "
                           f"checkpoint copied over last is for loading only; or it was written by an older canter)")
-    check_resume_metadata(meta, state["trainer"], base)
+    check_resume_metadata(meta, state, base)
     check_same_run(run_dir, meta["config"], base)  # a checkpoint copied from another run: before its modules import
     import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names
     cfg = dict(meta["config"])
@@ -432,6 +432,7 @@ def resume_trainer(
             raise CanterError(f"cannot resume: the env's {which.replace('_', ' ')} differs from the checkpoint's")
     agent.load_state_dict(state["agent"], weights_only=False)
     run_obj.trainer.resume_from(state["trainer"])
+    run_obj.trainer.resume_source = base  # named by an error while the trainer restores its state
     return run_obj
 
 

@@ -2,11 +2,13 @@
 the types resuming reads, and ``config.yaml`` was not edited since the run wrote it."""
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from canter.errors import CanterError
+from canter.errors import CanterError, shown
 
 
 def _differing_key(found: Any, saved: Any, prefix: str = "") -> str | None:
@@ -97,31 +99,128 @@ def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str
                           f"run with that config: canter train {saved.get('algo')} -f {path} --run-dir NEW_DIR")
 
 
-def check_resume_metadata(meta: dict[str, Any], trainer_state: Any, base: Path) -> None:
-    """A one-line :class:`CanterError` for a hand-edited ``last`` whose counters or trainer state do not
-    have the types resuming reads (checked before anything of the run is touched; the sha256 covers
-    the tensors, not the JSON)."""
+def _json(value: Any) -> str:
+    """``value`` shown as the JSON file has it (``null``, not ``None``)."""
+    return "null" if value is None else shown(value)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_numbers(v: Any) -> bool:
+    return hasattr(v, "__len__") and not isinstance(v, (str, dict)) and all(_is_number(x) for x in list(v))
+
+
+#: the fields of a resumable checkpoint that resuming reads as it finds them: (path under the JSON, whether the
+#: value fits, what it must be); ``?`` ends a path that may be missing, ``*`` takes every value of a mapping
+_FIELDS: list[tuple[str, Any, str]] = [
+    ("trainer?", lambda v: isinstance(v, dict), "a mapping"),
+    ("stop_reason?", lambda v: v is None or isinstance(v, str), "a string or null"),
+    ("history_rows?.*", lambda v: _is_int(v) and v >= 0, "a row count"),
+    ("trainer?.best_eval_return?", lambda v: v is None or _is_number(v), "a number or null"),
+    ("state.trainer.counters", lambda v: isinstance(v, dict), "a mapping"),
+    *((f"state.trainer.counters.{k}?", lambda v: v is None or _is_number(v), "a number or null")
+      for k in ("best_eval_return", "last_eval_return", "best_rolling_return")),
+    ("state.trainer.counters.next_eval?", lambda v: v is None or _is_int(v), "an integer or null"),
+    ("state.trainer.recent_returns", _is_numbers, "a list of numbers"),
+    ("state.trainer.recent_successes?", _is_numbers, "a list of numbers"),
+    ("state.trainer.last_eval?", lambda v: v is None or (isinstance(v, dict) and _is_number(v.get("mean_return"))
+                                                          and _is_number(v.get("std_return"))
+                                                          and _is_numbers(v.get("returns"))
+                                                          and _is_numbers(v.get("lengths"))), "an evaluation or null"),
+    *((f"state.trainer.{k}", lambda v: isinstance(v, dict), "a mapping") for k in ("hooks", "lr", "guard", "rng")),
+    ("state.trainer.hooks.*", lambda v: isinstance(v, dict), "a mapping"),
+    ("state.trainer.lr.scale?", _is_number, "a number"),  # optional: a multi-policy run keeps one per policy
+    *((f"state.trainer.lr.{k}?", lambda v: isinstance(v, dict) and all(map(_is_number, v.values())),
+       "a mapping of numbers") for k in ("raw", "written")),
+    ("state.trainer.guard.restores?", _is_int, "an integer"),
+    ("state.trainer.guard.events?", lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v),
+     "a list of mappings"),
+    ("state.trainer.env?", lambda v: v is None or isinstance(v, dict), "a mapping or null"),
+    ("state.trainer.rng.python", lambda v: isinstance(v, list) and len(v) == 3 and isinstance(v[1], list),
+     "Python's random state"),
+    ("state.trainer.rng.numpy", lambda v: isinstance(v, dict), "NumPy's random state"),
+    ("state.trainer.rng.torch", lambda v: type(v).__name__ == "Tensor", "torch's random state (a tensor)"),
+    ("state.trainer.rollout?", lambda v: isinstance(v, dict) and _is_int(v.get("pos")), "a rollout's state"),
+]
+
+
+def _values(tree: Any, path: str) -> list[tuple[str, Any]]:
+    """``(name, value)`` of what ``path`` (a :data:`_FIELDS` path) names in ``tree``; a ValueError naming a value
+    that is not a mapping where the path goes on (a KeyError naming a field that is missing)."""
+    found = [("", tree)]
+    for part in path.split("."):
+        optional, part = part.endswith("?"), part.rstrip("?")
+        step = []
+        for name, node in found:
+            if node is None and part == "*":  # an empty mapping written as null
+                continue
+            if not isinstance(node, dict):
+                raise ValueError(f"'{name}' must be a mapping, got {_json(node)}")
+            if part == "*":
+                step += [(f"{name}.{k}".lstrip("."), v) for k, v in node.items()]
+            elif part in node:
+                step.append((f"{name}.{part}".lstrip("."), node[part]))
+            elif not optional:
+                raise KeyError(f"{name}.{part}".lstrip("."))
+        found = step
+    return found
+
+
+def check_resume_metadata(meta: dict[str, Any], state: Any, base: Path) -> None:
+    """A one-line :class:`CanterError` naming the first field of a hand-edited ``last`` (``meta`` its JSON,
+    ``state`` what it holds) that has not the type resuming reads (checked before anything of the run is touched;
+    the sha256 covers the tensors, not the JSON)."""
     try:
         if not isinstance(meta.get("config"), dict) or not isinstance(meta["config"].get("hparams", {}), dict):
             raise ValueError("'config' is not a mapping")
-        int(meta["step"])
-        int(meta.get("resumes", 0))
-        float(meta.get("trainer", {}).get("wall_time", 0.0))
-        dict(meta.get("history_rows") or {})
-        if meta.get("next_checkpoint") is not None:
-            int(meta["next_checkpoint"])
-        counters = trainer_state["counters"]
-        for key in ("step", "iteration", "episodes", "evaluations"):
-            int(counters[key])
-        float(counters.get("wall_time", 0.0))
-        [float(r) for r in trainer_state["recent_returns"]]
-        if len(trainer_state["rng"]["python"]) != 3 or not {"numpy", "torch"} <= set(trainer_state["rng"]):
-            raise ValueError("the saved random states are incomplete")
-        missing = [k for k in ("hooks", "lr", "guard") if k not in trainer_state]
-        if missing:
-            raise KeyError(missing[0])
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        for path, fits, what in _FIELDS:
+            for name, value in _values({**meta, "state": state}, path):
+                if not fits(value):
+                    raise ValueError(f"'{name}' must be {what}, got {_json(value)}")
+        counters = state["trainer"]["counters"]  # a mapping: checked above
+        every = meta["config"].get("eval_every")
+        if counters.get("next_eval") is not None and not (_is_int(every) and every > 0):  # it would never be passed
+            raise ValueError(f"'state.trainer.counters.next_eval' must be null for a run with eval_every {every}")
+        numbers = [("step", meta["step"], int), ("resumes", meta.get("resumes", 0), int),
+                   ("trainer.wall_time", meta.get("trainer", {}).get("wall_time", 0.0), float),
+                   ("next_checkpoint", meta.get("next_checkpoint") or 0, int),
+                   ("state.trainer.counters.wall_time", counters.get("wall_time", 0.0), float),
+                   *((f"state.trainer.counters.{k}", counters.get(k), int)
+                     for k in ("step", "iteration", "episodes", "evaluations"))]
+        for name, value, kind in numbers:  # as resuming converts them (a '5' written by hand is 5)
+            try:
+                kind(value)
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(f"'{name}' must be a number, got {_json(value)}") from None
+    except KeyError as exc:
         raise CanterError(f"checkpoint {base} cannot be resumed: its metadata was edited or is corrupt "
+                          f"('{exc.args[0]}' is missing)") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise CanterError(f"checkpoint {base} cannot be resumed: its metadata was edited or is corrupt "
+                          f"({exc})") from None
+
+
+@contextlib.contextmanager
+def restoring(base: Any) -> Iterator[None]:
+    """Turn an error while a resumed trainer restores the checkpoint ``base``'s state (one deeper than
+    :func:`check_resume_metadata` looks: an env's or a buffer's own fields) into a one-line :class:`CanterError`
+    naming the file."""
+    try:
+        yield
+    except CanterError as exc:  # a field it names ('state.trainer.env.env.state'), or a callback's state
+        if base is None:
+            raise
+        raise CanterError(f"checkpoint {base} cannot be resumed: {exc}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError) as exc:
+        if base is None:
+            raise
+        raise CanterError(f"checkpoint {base} cannot be resumed: its trainer state was edited or is corrupt "
                           f"({type(exc).__name__}: {exc})") from None
 
 

@@ -186,16 +186,49 @@ def test_weights_that_do_not_fit_the_model_are_refused_in_one_line(good_run, tmp
     assert snapshot(run_dir) == before
 
 
-@pytest.mark.parametrize("edit", [
-    lambda m: m.update(step="abc"),
-    lambda m: m.update(resumes="x"),
-    lambda m: m.update(config=3),
-    lambda m: m["state"]["trainer"].update(counters={}),
-    lambda m: m["state"]["trainer"]["rng"].update(python=[1, 2]),
-], ids=["step", "resumes", "config", "counters", "rng"])
-def test_hand_edited_resume_metadata_is_one_line_and_touches_nothing(good_run, tmp_path, capsys, edit):
+def _set(path: str, value):
+    def edit(meta):
+        node = meta
+        for key in path.split(".")[:-1]:
+            node = node[key]
+        node[path.split(".")[-1]] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (_set("step", "abc"), "'step' must be a number, got 'abc'"),
+    (_set("resumes", "x"), "'resumes' must be a number"),
+    (_set("config", 3), "'config' is not a mapping"),
+    (_set("state.trainer.counters", {}), "'state.trainer.counters.step' must be a number, got null"),
+    (_set("state.trainer.rng.python", [1, 2]), "'state.trainer.rng.python' must be Python's random state"),
+    # these were tracebacks (TypeError, AttributeError, ValueError from NumPy or torch), some after training began
+    (_set("stop_reason", [1]), "'stop_reason' must be a string or null, got [1]"),
+    (_set("history_rows.history", [1]), "'history_rows.history' must be a row count"),
+    (_set("state.trainer.counters.next_eval", "x"), "'state.trainer.counters.next_eval' must be an integer or null"),
+    (_set("state.trainer.counters.next_eval", 5), "'state.trainer.counters.next_eval' must be null for a run with "
+                                                  "eval_every 0"),  # the resumed run hung, adding 0 to it
+    (_set("state.trainer.counters.best_eval_return", [1]), "'state.trainer.counters.best_eval_return' must be a "),
+    (_set("state.trainer.last_eval", "x"), "'state.trainer.last_eval' must be an evaluation or null"),
+    (_set("state.trainer.recent_successes", None), "'state.trainer.recent_successes' must be a list of numbers"),
+    (_set("state.trainer.hooks.TargetReward#0", 1), "'state.trainer.hooks.TargetReward#0' must be a mapping"),
+    (_set("state.trainer.lr.raw", "x"), "'state.trainer.lr.raw' must be a mapping of numbers"),
+    (_set("state.trainer.guard", None), "'state.trainer.guard' must be a mapping, got null"),
+    (_set("state.trainer.guard.restores", None), "'state.trainer.guard.restores' must be an integer"),
+    (_set("state.trainer.env", "x"), "'state.trainer.env' must be a mapping or null"),
+    (_set("state.trainer.rng.numpy", None), "'state.trainer.rng.numpy' must be NumPy's random state"),
+    (_set("state.trainer.rng.torch", [1]), "'state.trainer.rng.torch' must be torch's random state"),
+    (_set("state.trainer.rollout.pos", "x"), "'state.trainer.rollout' must be a rollout's state"),
+    # found as the trainer restores its state
+    (_set("state.trainer.obs", "x"), "'state.trainer.obs' must be the env's observations, of shape (2, 4)"),
+    (_set("state.trainer.obs", None), "'state.trainer.obs' must be the env's observations"),
+    (_set("state.trainer.env.env", "x"), "'state.trainer.env.env' must be an object, as the env has it, got a string"),
+    (_set("state.trainer.env._ep_return", "x"), "'state.trainer.env._ep_return' must be a number or array, as the env"),
+    (_set("state.trainer.rollout", {"pos": 5}), "its trainer state was edited or is corrupt (KeyError: 'obs')"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_hand_edited_resume_metadata_is_one_line_and_touches_nothing(good_run, tmp_path, capsys, edit, needle):
     """The sha256 covers the tensors, not the JSON: a last.json edited by hand (a step that is no number,
-    trainer counters gone) was a traceback (exit 1), some after a new event file was written."""
+    trainer counters gone, a mapping or a random state of another type) was a traceback (exit 1), some after a
+    new event file was written. The line names the file and the field."""
     import shutil
 
     from support import snapshot
@@ -209,7 +242,8 @@ def test_hand_edited_resume_metadata_is_one_line_and_touches_nothing(good_run, t
     before = snapshot(run_dir)
     assert main(["train", "--resume", str(run_dir), "--max-steps", "512", "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and "cannot be resumed: its metadata was edited or is corrupt" in err, err
+    assert len(err.splitlines()) == 1 and f"checkpoint {run_dir / 'checkpoints' / 'last'} cannot be resumed" in err, err
+    assert needle in err, err
     assert snapshot(run_dir) == before
 
 

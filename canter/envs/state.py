@@ -177,26 +177,47 @@ def _restore_value(current: Any, saved: Any) -> Any:
     return saved
 
 
-def restore_env(env: Any, state: dict[str, Any]) -> None:
-    """Write a :func:`capture_env` snapshot back into ``env`` (built like the captured one)."""
+def _kind(value: Any) -> str | None:
+    """What sort of data ``value`` is, for :func:`restore_env`'s check: numbers, arrays, lists and tuples are one
+    sort (an env may keep its state as an array at reset and a tuple after a step: MountainCar); None: anything
+    may replace it."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, int, float, np.number, np.bool_, np.ndarray, list, tuple)):
+        return "a number or array"
+    if isinstance(value, (str, dict)):
+        return "a string" if isinstance(value, str) else "a mapping"
+    return f"a {type(value).__name__}" if isinstance(value, (np.random.Generator, enum.Enum)) else "an object"
 
-    def walk(obj: Any, saved: dict[str, Any]) -> None:
+
+def restore_env(env: Any, state: dict[str, Any], where: str = "env") -> None:
+    """Write a :func:`capture_env` snapshot back into ``env`` (built like the captured one). A value of another
+    sort than the attribute it replaces (a hand-edited checkpoint) is a :class:`CanterError` naming it, as
+    ``where`` (the snapshot's place in the checkpoint) and the attribute path."""
+
+    def walk(obj: Any, saved: dict[str, Any], path: str) -> None:
+        if not isinstance(saved, dict):
+            raise CanterError(f"'{path}' must be a mapping, got {type(saved).__name__}")
         for name, value in saved.items():
-            current = getattr(obj, name, None)
+            current, here = getattr(obj, name, None), f"{path}.{name}"
             if isinstance(value, dict) and "__env__" in value:
-                walk(current, value["__env__"])
+                walk(current, value["__env__"], here)
             elif isinstance(value, dict) and "__envs__" in value:
-                for sub, sub_state in zip(current, value["__envs__"]):
-                    walk(sub, sub_state)
+                for i, (sub, sub_state) in enumerate(zip(current, value["__envs__"])):
+                    walk(sub, sub_state, f"{here}.{i}")
             elif isinstance(value, dict) and "__object__" in value:
                 if type(current).__qualname__ != value["class"]:
                     raise CanterError(f"cannot restore the env's '{name}': saved a {value['class']}, "
                                       f"this env has a {type(current).__qualname__}")
-                walk(current, value["__object__"])
+                walk(current, value["__object__"], here)
             elif isinstance(value, dict) and "__space__" in value:
                 if value["__space__"] is not None:
                     current._np_random = _restore_value(current._np_random, {"__generator__": value["__space__"]})
             else:
-                setattr(obj, name, _restore_value(current, value))
+                restored = _restore_value(current, value)
+                was, now = _kind(current), _kind(restored)
+                if was is not None and now is not None and was != now:
+                    raise CanterError(f"'{here}' must be {was}, as the env has it, got {now}")
+                setattr(obj, name, restored)
 
-    walk(env, state)
+    walk(env, state, where)

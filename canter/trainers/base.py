@@ -20,6 +20,7 @@ from canter.config import RunConfig
 from canter.envs.state import capture_env, restore_env
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError
+from canter.resume_checks import restoring
 from canter.schedules import LRControl
 from canter.trainers.evaluation import EvalResult, evaluate
 from canter.trainers.guard import Divergence, DivergenceGuard
@@ -296,10 +297,14 @@ class Trainer:
         if self.env is None:  # offline: no training env, nothing of one to restore
             self.resume_exact = True
         elif state.get("env") is not None:
-            restore_env(self.env, state["env"])
+            restore_env(self.env, state["env"], "state.trainer.env")
             obs = state["obs"]  # a dict policy -> rows with several policies; None where explorers act
-            self.obs = ({k: np.array(v) for k, v in obs.items()} if isinstance(obs, dict)
-                        else None if obs is None else np.array(obs))
+            obs = ({k: np.array(v) for k, v in obs.items()} if isinstance(obs, dict)
+                   else None if obs is None else np.array(obs))
+            if isinstance(self.obs, np.ndarray) and not (isinstance(obs, np.ndarray) and obs.shape == self.obs.shape
+                                                         and obs.dtype.kind in "biuf"):
+                raise CanterError(f"'state.trainer.obs' must be the env's observations, of shape {self.obs.shape}")
+            self.obs = obs
             self.resume_exact = True
         else:  # the env holds state that cannot be saved: start fresh episodes with a new seed
             log.warning("resume: the env's state could not be saved (%s); continuing with fresh episodes, so the "
@@ -315,6 +320,9 @@ class Trainer:
         np.random.set_state(state["rng"]["numpy"])
         torch.set_rng_state(state["rng"]["torch"])
         self.load_data_state(state)
+
+    #: the checkpoint that :meth:`resume_from` was given the state of, named by errors while it is restored
+    resume_source: Any = None
 
     def resume_from(self, state: dict[str, Any]) -> None:
         """Continue from ``state`` (a :meth:`resume_state`) when the generator starts."""
@@ -400,7 +408,8 @@ class Trainer:
             self.setup()
             self.obs = self.env.reset(seed=self.run.seed) if self.env is not None else None
             if self._resume is not None:
-                self.load_resume_state(self._resume)
+                with restoring(self.resume_source):
+                    self.load_resume_state(self._resume)
                 self._resume = None
             self._started = True
             self.wall_start = time.perf_counter()
