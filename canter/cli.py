@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, ConfigFileAction, _config_file_arg,  # noqa: F401
-                             ResumeParser, _flag_value, _Parser, int_arg)
+                             ResumeParser, _flag_value, _Parser, int_arg, preset_values)
 from canter.errors import CanterError, interrupted
 
 
@@ -43,35 +43,6 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-def _preset_values(algo: str, env: str | None, info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The run values and hyperparameters that ``algo``'s shipped presets for ``env`` set, for ``--help``; read
-    from the YAML files with ``info``'s (:func:`~canter.builtins.algorithm_info`) types, so that canter's own
-    algorithms are not imported (torch with them: 1.4 s, where --help without --env took 0.2 s)."""
-    if not env:
-        return {}, {}
-    from canter.builtins import algorithm_name
-    from canter.config import RunConfig, coerce, fields_of, preset_layers
-
-    run_types = {name: tp for name, (_, tp) in fields_of(RunConfig).items()}
-    hp_types = {name: {"INT": int, "FLOAT": float, "INT_OR_NULL": int | None, "FLOAT_OR_NULL": float | None}.get(
-        metavar, Any) for name, metavar, _, _ in info["hparams"]}
-    run_values: dict[str, Any] = {}
-    hp_values: dict[str, Any] = {}
-    try:
-        for _, data in preset_layers(algorithm_name(algo), env):
-            for key, value in data.items():
-                if key == "hparams" and isinstance(value, dict):
-                    hp_values.update({k: coerce(hp_types.get(k, Any), v, k) for k, v in value.items()})
-                elif key in run_types:
-                    run_values[key] = coerce(run_types[key], value, key)
-                elif key.removeprefix("hparams.") in hp_types:
-                    name = key.removeprefix("hparams.")
-                    hp_values[name] = coerce(hp_types[name], value, key)
-    except CanterError:
-        return {}, {}
-    return run_values, hp_values
-
-
 def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: bool = False) -> _Parser:
     """The parser of ``canter train``, with ``algo``'s hyperparameters as flags. An algorithm that cannot be
     found leaves them out (the training that follows reports it), or, with ``strict`` (``--help`` after the
@@ -97,7 +68,7 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
                 raise
             return p
         group = p.add_argument_group(f"{info['title']} hyperparameters (also settable as --set KEY=VALUE)")
-        run_preset, preset = _preset_values(algo, env, info)  # ({}, {}) without an env
+        run_preset, preset = preset_values(algo, env, info)  # ({}, {}) without an env
         run_defaults = {name: default for name, _, default, _ in describe(RunConfig)}
         run_defaults["n_envs"] = info.get("default_n_envs")  # null: the algorithm's
         for action in p._actions:  # the run values the env's preset sets (n_envs 16, target_reward 475, ...)

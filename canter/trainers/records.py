@@ -1,0 +1,43 @@
+"""What a trainer yields: one :class:`TrainRecord` per iteration, with the :class:`EpisodeInfo` of every
+training episode that ended in it (typed training statistics, as loggers and user loops read them)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from canter.trainers.evaluation import EvalResult
+
+
+@dataclass(frozen=True)
+class EpisodeInfo:
+    """A finished training episode."""
+
+    step: int
+    wall_time: float
+    episode_return: float
+    episode_length: int
+    rolling_return: float
+    #: multi-agent runs: the agent whose episode this was (and its policy, with several policies)
+    agent: str | None = None
+    policy: str | None = None
+
+
+@dataclass
+class TrainRecord:
+    """One log record, yielded by a trainer after each iteration."""
+
+    step: int
+    iteration: int
+    wall_time: float
+    steps_per_second: float
+    episodes: list[EpisodeInfo] = field(default_factory=list)
+    rolling_return: float | None = None
+    losses: dict[str, float] = field(default_factory=dict)
+    evaluation: EvalResult | None = None
+    best_eval_return: float | None = None
+    new_best: bool = False
+    done: bool = False
+    stop_reason: str | None = None
+    best_rolling_return: float | None = None
+    #: the fraction of the last ``reward_window`` training episodes whose env reported
+    #: ``info["is_success"]`` true at their end (None where the env reports no success)
+    success_rate: float | None = None
