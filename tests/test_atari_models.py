@@ -212,3 +212,20 @@ def test_short_training_run_on_pong(tmp_path, algo, overrides):
     actions = agent.predict(env.reset(seed=0))
     env.close()
     assert actions.shape == (1,) and 0 <= actions[0] < 6
+
+
+@pytest.mark.parametrize("encoder, cls", [("auto", NatureCNN), ("impala", ImpalaResNet)])
+def test_acer_reads_images_through_a_cnn(encoder, cls, tmp_path):
+    """ACER's mlp_actor_q had no encoder option: an image entered its MLP flattened, as 0-255 values."""
+    from canter.algorithms.acer import ACER, ACERConfig
+
+    space, actions = gym.spaces.Box(0, 255, FRAMES, np.uint8), gym.spaces.Discrete(6)
+    alg = ACER(space, actions, ACERConfig(net_arch=[64], encoder=encoder))
+    assert isinstance(alg.model.encoder, cls) and isinstance(alg.avg_model.encoder, cls)
+    obs = torch.randint(0, 256, (3,) + FRAMES, dtype=torch.uint8)
+    logits, q = alg.model.action_q(obs)
+    (logits.sum() + q.sum()).backward()
+    assert logits.shape == q.shape == (3, 6)
+    assert next(alg.model.encoder.parameters()).grad.abs().sum() > 0  # gradients reach the CNN
+    flat = ACER(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), ACERConfig(net_arch=[8]))
+    assert flat.model.trunk[0].in_features == 4  # vectors: the flat encoder, as before

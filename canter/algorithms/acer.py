@@ -31,12 +31,12 @@ import torch
 from torch import nn
 
 from canter.algorithms.actor_critic import linear_decay, make_optimizer, set_lr
-from canter.algorithms.base import Algorithm
+from canter.algorithms.base import Algorithm, encoder_hp, encoder_kwargs
 from canter.config import hp
 from canter.data.segments import SegmentBatch
 from canter.errors import CanterError
 from canter.models import distributions as D
-from canter.models.mlp import ACTIVATIONS, MLP, ObsEncoder, obs_dim
+from canter.models.mlp import ACTIVATIONS, MLP
 from canter.registry import register
 
 EPS = 1e-6
@@ -53,7 +53,8 @@ class ACEROutput(NamedTuple):
 
 @register("model", "mlp_actor_q")
 class ActorQ(nn.Module):
-    """Policy logits and Q-values for every action, from a shared MLP trunk (or two MLPs).
+    """Policy logits and Q-values for every action, from a shared MLP trunk (or two MLPs) on an observation
+    encoder (:func:`canter.models.cnn.make_encoder`: the Nature CNN for images, shared by both heads).
 
     ``action(obs)`` -> logits ``[B, n]``, ``q_values(obs)`` -> Q ``[B, n]``, ``action_q(obs)``
     both in one pass, ``value(obs)`` -> ``V = sum_a pi(a) Q(a)`` ``[B]``.
@@ -61,13 +62,15 @@ class ActorQ(nn.Module):
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
-        activation: str = "tanh", ortho_init: bool = True, shared_trunk: bool = True,
+        activation: str = "tanh", ortho_init: bool = True, shared_trunk: bool = True, encoder: str = "auto",
     ) -> None:
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
             raise CanterError(f"ActorQ needs a Discrete action space, got {type(action_space).__name__}")
-        self.encoder = ObsEncoder(observation_space)
-        n_in, n_act, arch = obs_dim(observation_space), int(action_space.n), list(net_arch)
+        from canter.models.cnn import make_encoder
+
+        self.encoder = make_encoder(observation_space, encoder, ortho_init)
+        n_in, n_act, arch = self.encoder.out_dim, int(action_space.n), list(net_arch)
         self.shared = shared_trunk
         if shared_trunk:
             self.trunk = MLP([n_in] + arch, activation, ortho_init, out_gain=math.sqrt(2))
@@ -162,6 +165,7 @@ class ACERConfig:
     activation: str = hp("tanh", "hidden activation", choices=("tanh", "relu", "elu", "gelu", "silu"))
     ortho_init: bool = hp(True, "orthogonal initialisation (gain sqrt 2, 0.01 policy head, 1 Q head)")
     shared_trunk: bool = hp(True, "one trunk for the policy and Q heads (as in the paper)")
+    encoder: str = encoder_hp()
 
     def validate(self) -> None:
         """Cross-field checks."""
@@ -185,7 +189,7 @@ class ACER(Algorithm):
         super().__init__(observation_space, action_space, config, **kw)
         c = config
         self.model = self.make_model(net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
-                                     shared_trunk=c.shared_trunk)
+                                     shared_trunk=c.shared_trunk, **encoder_kwargs(c))
         self.avg_model = copy.deepcopy(self.model).requires_grad_(False)
         self.params = list(self.model.parameters())
         self.optimizer = make_optimizer(self.params, c.optimizer, c.lr, c.optimizer_eps, c.rms_alpha)
