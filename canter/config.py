@@ -16,8 +16,8 @@ from typing import Any
 
 from canter.config_errors import _another_algorithms, _keys_hint, _other_name, _unknown_hparam
 from canter.config_imports import config_imports, layered_imports
-from canter.config_values import (MAX_CRITICS, MAX_GRADIENT_STEPS, MAX_PASSES, check_range, coerce, hp,  # noqa: F401
-                                  type_name)  # re-exported
+from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
+                                  check_range, coerce, hp, type_name)  # re-exported
 from canter.devices import resolve_device
 from canter.errors import CanterError, shown, unknown
 from canter.yaml_io import load_yaml, parse_yaml_value
@@ -81,12 +81,13 @@ class RunConfig:
                        "algorithms, models, agents, envs or encoders by name, e.g. [my_pkg.components]")
     env: str = hp("CartPole-v1", "Gymnasium environment id (or a canter-registered env)")
     seed: int = hp(0, "random seed for torch, numpy, python and the environments", low=0, high=2**32 - 1)
-    n_envs: int | None = hp(None, "parallel environments (null: the algorithm's default)", low=1)
+    n_envs: int | None = hp(None, "parallel environments (null: the algorithm's default)", low=1, high=MAX_ENVS)
     max_steps: int = hp(100_000, "environment-step budget", low=1)
     target_reward: float | None = hp(None, "stop when the mean evaluation return reaches this (null: never)")
-    eval_episodes: int = hp(10, "episodes per evaluation with the deterministic policy", low=1)
+    eval_episodes: int = hp(10, "episodes per evaluation with the deterministic policy", low=1,
+                            high=MAX_EPISODES)
     eval_every: int = hp(10_000, "evaluate every this many environment steps (0: only at the end)", low=0)
-    eval_envs: int = hp(5, "parallel environments used for evaluation", low=1)
+    eval_envs: int = hp(5, "parallel environments used for evaluation", low=1, high=MAX_ENVS)
     checkpoint_every: int = hp(50_000, "save a periodic checkpoint every this many steps (0: never)", low=0)
     vectorization: str = hp(
         "auto", "how to vectorise the env: auto (the env's native vectorised version where it has one: Atari always, "

@@ -165,6 +165,8 @@ def _plain(value: Any, key: str) -> Any:
 MAX_PASSES = 100_000  # n_epochs and alike: passes over one rollout, critic epochs, solver iterations
 MAX_GRADIENT_STEPS = 10_000_000  # gradient steps of one training phase or offline iteration
 MAX_CRITICS = 1_000  # Q networks of an ensemble (REDQ's 10; 100,000 filled memory)
+MAX_ENVS = 100_000  # env copies of one process (EnvPool's and GPU simulators' thousands; 1e9 was NumPy's memory traceback)
+MAX_EPISODES = 1_000_000  # episodes of one evaluation (1e9 hung in the evaluation)
 
 #: the largest float32 (numpy.finfo(numpy.float32).max): hyperparameters meet float32 tensors
 FLOAT32_MAX = 3.4028234663852886e38

@@ -287,6 +287,16 @@ def test_per_iteration_counts_past_any_meant_setting_are_refused(algo, env, key,
         resolve_config(algo, env, sets=[f"{key}={limit + 1}"])
     assert getattr(resolve_config(algo, env, sets=[f"{key}={meant}"])[1], key) == meant
 
+
+@pytest.mark.parametrize("key, limit, meant", [("n_envs", 100_000, 4096), ("eval_envs", 100_000, 64),
+                                               ("eval_episodes", 1_000_000, 1000)])
+def test_env_and_episode_counts_past_any_meant_setting_are_refused(key, limit, meant):
+    """n_envs / eval_envs 1e9 were NumPy's ArrayMemoryError traceback from inside gymnasium's vector env;
+    eval_episodes 1e9 hung in the first evaluation."""
+    with pytest.raises(CanterError, match=rf"^'{key}' must be <= {limit}, got {limit + 1}$"):
+        resolve_config("ppo", "CartPole-v1", sets=[f"{key}={limit + 1}"])
+    assert getattr(resolve_config("ppo", "CartPole-v1", sets=[f"{key}={meant}"])[0], key) == meant
+
 def test_a_null_item_reads_as_english():
     """net_arch: [64, null] was refused with ''hparams.net_arch' must be a int, got null'."""
     with pytest.raises(CanterError, match="'hparams.net_arch' must be an int, got null"):
