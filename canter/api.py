@@ -240,7 +240,7 @@ def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str 
 def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: list[Any]) -> Trainer:
     """An :class:`~canter.trainers.OfflineTrainer` on ``run.dataset``, checked against the run's env."""
     from canter.data.dataset import TransitionDataset
-    from canter.envs import describe_space as d
+    from canter.envs import spaces_mismatch
     from canter.registry import names
     from canter.trainers import OfflineTrainer
 
@@ -267,9 +267,10 @@ def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: li
     eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs)
     try:
         obs_space, act_space = eval_env.single_observation_space, eval_env.single_action_space
-        if not (spaces_match(obs_space, data.observation_space) and spaces_match(act_space, data.action_space)):
-            raise CanterError(f"dataset '{run.dataset}' holds {d(data.observation_space)} -> {d(data.action_space)}, "
-                              f"but {run.env} has {d(obs_space)} -> {d(act_space)}")
+        mismatch = spaces_mismatch((data.observation_space, data.action_space), (obs_space, act_space), "holds",
+                                   run.env)
+        if mismatch is not None:  # with the bound that differs where the descriptions are the same
+            raise CanterError(f"dataset '{run.dataset}' {mismatch}")
         algo_cls.check_spaces(obs_space, act_space)
         agent = make_agent(run, algo_cfg, obs_space, act_space)
     except BaseException:

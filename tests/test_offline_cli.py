@@ -196,3 +196,20 @@ def test_minari_keeps_image_observations_exactly(tmp_path, monkeypatch):
                              env_id="CanterImageReach-v0", observation_space=rgb, action_space=data.action_space)
     assert data.to_minari("reach/rgb-v0") == 10
     np.testing.assert_array_equal(from_minari("reach/rgb-v0").obs, frames[:-1])
+
+
+def test_a_dataset_whose_action_bounds_differ_from_the_env_names_the_bound(tmp_path, capsys):
+    """A dataset of Pendulum-v1 stored with actions in [-1, 1] (as d3rlpy and others normalise them) was refused
+    as 'holds Box(shape=(3,), float32) -> Box(shape=(1,), float32), but Pendulum-v1 has Box(shape=(3,), float32)
+    -> Box(shape=(1,), float32)': the same description twice, without saying what differs."""
+    import gymnasium as gym
+    import numpy as np
+
+    data = collect("Pendulum-v1", 20, None, seed=0)
+    data.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    data.actions = data.actions / 2
+    data.save(tmp_path / "data")
+    code, _, err = run_cli(capsys, "train", "td3bc", "--dataset", str(tmp_path / "data"), "--quiet",
+                           "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, "holds", "Pendulum-v1 has", "bounds differ: action low[0] -1.0 vs -2.0")
+    assert not (tmp_path / "run").exists()

@@ -238,16 +238,18 @@ def layout_difference(trained: gym.Space, other: gym.Space) -> str:
     return ""
 
 
-def spaces_mismatch(trained: tuple[gym.Space, gym.Space], env: tuple[gym.Space, gym.Space]) -> str | None:
+def spaces_mismatch(trained: tuple[gym.Space, gym.Space], env: tuple[gym.Space, gym.Space],
+                    held: str = "trained on", env_name: str = "env") -> str | None:
     """None when the (observation, action) spaces ``env`` has match ``trained``'s, else
     ``"trained on OBS -> ACT, env has OBS -> ACT"`` with, where the descriptions alone are the same,
-    ``"; bounds differ: action high[0] 3.0 vs 5.0"``."""
+    ``"; bounds differ: action high[0] 3.0 vs 5.0"``. ``held`` and ``env_name`` replace ``"trained on"``
+    and ``"env"`` (a dataset ``"holds"`` its spaces)."""
     if all(spaces_match(a, b) for a, b in zip(trained, env)):
         return None
     layout = layout_difference(trained[0], env[0])
     notes = [f"{name} {diff}" for name, a, b in zip(("observation", "action"), trained, env)
              if (diff := bounds_difference(a, b))]
-    return (f"trained on {describe_space(trained[0])} -> {describe_space(trained[1])}, env has "
+    return (f"{held} {describe_space(trained[0])} -> {describe_space(trained[1])}, {env_name} has "
             f"{describe_space(env[0])} -> {describe_space(env[1])}"
             + (f"; packed observation entries differ: {layout}" if layout else "")
             + (f"; bounds differ: {', '.join(notes)}" if notes else ""))
