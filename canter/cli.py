@@ -12,8 +12,8 @@ import sys
 import warnings
 from typing import Any
 
-from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, ConfigFileAction, _config_file_arg,  # noqa: F401
-                             ResumeParser, _flag_value, _Parser, int_arg, preset_values)
+from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, OFFLINE_RUN_HELP, ConfigFileAction,  # noqa: F401
+                             _config_file_arg, ResumeParser, _flag_value, _Parser, int_arg, preset_values)
 from canter.errors import CanterError, interrupted
 
 
@@ -72,6 +72,8 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
         run_defaults = {name: default for name, _, default, _ in describe(RunConfig)}
         run_defaults["n_envs"] = info.get("default_n_envs")  # null: the algorithm's
         for action in p._actions:  # the run values the env's preset sets (n_envs 16, target_reward 475, ...)
+            if info.get("family") == "offline":  # its steps are gradient updates
+                action.help = OFFLINE_RUN_HELP.get(action.dest, action.help)
             value = run_preset.get(action.dest)
             if action.dest not in ("algo", "env", "dataset") and value is not None and value != run_defaults.get(
                     action.dest):

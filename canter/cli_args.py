@@ -12,6 +12,13 @@ from canter.errors import CanterError
 ENV_KWARGS_HELP = ("env constructor arguments as a YAML mapping, e.g. '{is_slippery: false}' (merged over the "
                    "run's env_kwargs when the env is the run's own)")
 DEVICE_HELP = "act on this torch device: cpu, cuda, cuda:N or auto (default: the run's, where present, else cpu)"
+#: ``canter train ALGO --help`` of an offline algorithm (bc, cql, td3bc): its steps are gradient updates
+OFFLINE_RUN_HELP = {
+    "max_steps": "gradient-update budget (an offline run steps no env: its steps are updates)",
+    "eval_every": "evaluate every N gradient updates",
+    "record_every": "record an evaluation episode as MP4 in RUN_DIR/videos every N gradient updates (needs the "
+                    "'video' extra)",
+}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -196,3 +196,19 @@ def test_the_algorithm_is_found_after_a_short_option_with_its_value_attached():
 
     assert _algo_arg(["-fa.yaml", "ppo", "--lr", "0.01"]) == "ppo"
     assert _algo_arg(["-f", "a.yaml", "ppo"]) == "ppo" and _algo_arg(["--env", "CartPole-v1", "dqn"]) == "dqn"
+
+
+def test_train_help_of_an_offline_algorithm_counts_gradient_updates(capsys, monkeypatch):
+    """'canter train bc --help' described --max-steps as an 'environment-step budget' and --eval-every as 'every N
+    env steps', though an offline run steps no env: its steps are gradient updates (offline.md, the trainer)."""
+    monkeypatch.setenv("COLUMNS", "200")
+    for argv in (("train", "bc", "--help"), ("train", "cql", "--env", "CartPole-v1", "--help")):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 0, err
+        text = " ".join(out.split())  # a long metavar puts the help on the next line
+        assert "--max-steps MAX_STEPS gradient-update budget" in text and "environment-step" not in text
+        assert "--eval-every EVAL_EVERY evaluate every N gradient updates" in text and "N env steps" not in text
+        assert "videos every N gradient updates" in text
+    assert "evaluate every N gradient updates (with --env CartPole-v1: " in text  # the preset's value still shown
+    code, out, err = run_cli(capsys, "train", "ppo", "--help")
+    assert "environment-step budget" in out  # online runs keep theirs
