@@ -126,6 +126,29 @@ def test_discrete_actions_outside_the_space_are_refused_in_one_line(tmp_path, ca
     assert not (tmp_path / "run").exists()
 
 
+def test_discrete_observations_outside_the_space_are_refused_in_one_line(tmp_path, capsys):
+    """A Discrete observation the space does not hold (FrozenLake's 20 of Discrete(16), a -1 marking a
+    missing value) crashed the first update that sampled it with a RuntimeError traceback from the one-hot
+    encoder ('Class values must be smaller than num_classes'), after the run directory was written; the
+    dataset is refused when built or loaded, as Discrete actions are."""
+    data = collect("FrozenLake-v1", 200, None, seed=0)
+    fields = dict(actions=data.actions, rewards=data.rewards, terminated=data.terminated, truncated=data.truncated,
+                  env_id="FrozenLake-v1", observation_space=data.observation_space, action_space=data.action_space)
+    for name, bad in (("obs", 20), ("next_obs", -1), ("obs", 2.5)):
+        arrays = {"obs": data.obs.astype(type(bad)), "next_obs": data.next_obs.astype(type(bad))}
+        arrays[name][4] = bad
+        with pytest.raises(CanterError, match=f"dataset {name} {bad} \\(row 4, one of 1\\) is not in the observation "
+                                              f"space Discrete\\(16\\).* integers from 0 to 15"):
+            TransitionDataset(**arrays, **fields)
+
+    def edit(state):
+        state["next_obs"] = np.where(np.arange(200) == 7, 16, state["next_obs"])
+
+    code, err = _train_from_edited_dataset(tmp_path, capsys, data, "cql", edit)
+    assert_one_line_error(code, err, "dataset next_obs 16 (row 7", "Discrete(16)")
+    assert not (tmp_path / "run").exists()
+
+
 def _train_from_edited_dataset(tmp_path, capsys, data, algo: str, edit) -> tuple[int, str]:
     """Save ``data``, change its arrays with ``edit(state)`` as a file written by hand or by an older canter
     could hold them, and train ``algo`` from that file through the CLI: ``(exit code, stderr)``."""

@@ -79,14 +79,10 @@ class TransitionDataset:
                 row = int(np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))[0])
                 raise CanterError(f"dataset {name} hold non-finite values (NaN or inf), first at row {row}; "
                                   f"offline training needs finite data")
-        if isinstance(self.action_space, gym.spaces.Discrete):  # as the env takes them: start .. start + n - 1
-            start, n = int(self.action_space.start), int(self.action_space.n)
-            actions = np.asarray(self.actions)
-            bad = np.flatnonzero((actions < start) | (actions >= start + n) | (actions != np.round(actions)))
-            if len(bad):
-                raise CanterError(f"dataset action {actions[bad[0]].item()} (row {bad[0]}, one of {len(bad)}) is not in the "
-                                  f"action space {self.action_space}: Discrete actions are stored as the env takes "
-                                  f"them, integers from {start} to {start + n - 1}")
+        # as the env takes and gives them: start .. start + n - 1 (the one-hot encoder and the losses fail otherwise)
+        _check_discrete(self.actions, self.action_space, "action", "action", "are stored as the env takes them, ")
+        for name in ("obs", "next_obs"):
+            _check_discrete(getattr(self, name), self.observation_space, name, "observation")
         if isinstance(self.action_space, gym.spaces.Box):  # converted into [-1, 1] by clipping: say so once
             low, high = self.action_space.low.reshape(1, -1), self.action_space.high.reshape(1, -1)
             flat = np.asarray(self.actions).reshape(len(self.actions), -1)
@@ -162,6 +158,19 @@ class TransitionDataset:
         return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
                    info=dict(meta.get("info") or {}), env_kwargs=dict(meta.get("env_kwargs") or {}),
                    dataset_id=meta.get("checkpoint_id"))
+
+
+def _check_discrete(values: np.ndarray, space: gym.Space, name: str, what: str, how: str = "are ") -> None:
+    """Refuse, in one line, ``values`` outside a Discrete ``space`` (not integers from ``start`` to
+    ``start + n - 1``), naming the first row; any other space is not checked."""
+    if not isinstance(space, gym.spaces.Discrete):
+        return
+    start, n = int(space.start), int(space.n)
+    values = np.asarray(values)
+    bad = np.flatnonzero((values < start) | (values >= start + n) | (values != np.round(values)))
+    if len(bad):
+        raise CanterError(f"dataset {name} {values[bad[0]].item()} (row {bad[0]}, one of {len(bad)}) is not in the "
+                          f"{what} space {space}: Discrete {what}s {how}integers from {start} to {start + n - 1}")
 
 
 def from_replay(run_dir: str | Path) -> TransitionDataset:
