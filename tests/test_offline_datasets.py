@@ -149,6 +149,23 @@ def test_discrete_observations_outside_the_space_are_refused_in_one_line(tmp_pat
     assert not (tmp_path / "run").exists()
 
 
+def test_float_image_observations_become_the_pixels_the_encoder_scales():
+    """Image observations given as floats of the same 0-255 pixels (a float32 array from another library) were
+    kept as floats, which the convolutional encoders take as already scaled: training saw pixels 255 times larger
+    than the uint8 frames the eval env gives (and the encoder divides by 255). They are stored as uint8 now, and
+    floats that are not pixels ([0, 1] images) are refused in one line, as Agent.predict refuses them."""
+    space = gym.spaces.Box(0, 255, (1, 8, 8), np.uint8)
+    pixels = np.random.default_rng(0).integers(0, 256, (6, 1, 8, 8)).astype(np.uint8)
+    fields = dict(actions=np.zeros(6, np.int64), rewards=np.zeros(6), terminated=np.zeros(6, bool),
+                  truncated=np.zeros(6, bool), env_id="X-v0", observation_space=space,
+                  action_space=gym.spaces.Discrete(2))
+    data = TransitionDataset(obs=pixels.astype(np.float32), next_obs=pixels.astype(np.float64), **fields)
+    assert data.obs.dtype == data.next_obs.dtype == np.uint8 and np.array_equal(data.obs, pixels)
+    with pytest.raises(CanterError, match=r"dataset next_obs: image observations are uint8 pixel values 0..255.*"
+                                          r"float32 values that are not \(min 0.0, max 1.0\)"):
+        TransitionDataset(obs=pixels, next_obs=pixels.astype(np.float32) / 255, **fields)
+
+
 def _train_from_edited_dataset(tmp_path, capsys, data, algo: str, edit) -> tuple[int, str]:
     """Save ``data``, change its arrays with ``edit(state)`` as a file written by hand or by an older canter
     could hold them, and train ``algo`` from that file through the CLI: ``(exit code, stderr)``."""

@@ -229,18 +229,10 @@ class Agent:
             raise CanterError(f"Discrete observations are integers {low}..{high}, got {got}")
 
     def _as_image_pixels(self, x: np.ndarray) -> np.ndarray:
-        """``x`` as uint8 when the observations are images: the convolutional encoders divide uint8 pixels by
-        255 and take other dtypes as already scaled, so a nested list (int64) or a float array of the same
-        0-255 values would otherwise act on unscaled input. Non-image observations are returned as they are."""
-        from canter.models.cnn import is_image_space
+        """``x`` as uint8 when the observations are images (:func:`~canter.models.cnn.image_pixels`)."""
+        from canter.models.cnn import image_pixels
 
-        if not is_image_space(self.observation_space):
-            return x
-        pixels = x.astype(np.uint8)
-        if not np.array_equal(pixels, x):
-            raise CanterError(f"image observations are uint8 pixel values 0..255, as the env gives them; got "
-                              f"{x.dtype} values that are not (min {x.min()}, max {x.max()})")
-        return pixels
+        return image_pixels(x, self.observation_space)
 
     def predict(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray:
         """Deterministic actions (no statistics are updated) for one observation, as ``env.step``

@@ -79,6 +79,10 @@ class TransitionDataset:
                 row = int(np.flatnonzero(~np.isfinite(values.reshape(len(values), -1)).all(axis=1))[0])
                 raise CanterError(f"dataset {name} hold non-finite values (NaN or inf), first at row {row}; "
                                   f"offline training needs finite data")
+        from canter.models.cnn import image_pixels
+
+        for name in ("obs", "next_obs"):  # float images of 0-255 pixels: the encoders take floats as scaled
+            setattr(self, name, image_pixels(np.asarray(getattr(self, name)), self.observation_space, f"dataset {name}: "))
         # as the env takes and gives them: start .. start + n - 1 (the one-hot encoder and the losses fail otherwise)
         _check_discrete(self.actions, self.action_space, "action", "action", "are stored as the env takes them, ")
         for name in ("obs", "next_obs"):

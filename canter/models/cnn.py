@@ -66,6 +66,20 @@ def is_image_space(space: gym.Space) -> bool:
     return image_layout(space) is not None
 
 
+def image_pixels(x: np.ndarray, space: gym.Space, what: str = "") -> np.ndarray:
+    """``x`` as uint8 when ``space`` holds images: the convolutional encoders divide uint8 pixels by 255 and
+    take other dtypes as already scaled, so a nested list (int64) or a float array of the same 0-255 values
+    would otherwise act on unscaled input. Values that are not pixels are refused (``what`` starts the
+    message); observations of any other space are returned as they are."""
+    if not is_image_space(space) or x.dtype == np.uint8:
+        return x
+    pixels = x.astype(np.uint8)
+    if not np.array_equal(pixels, x):
+        raise CanterError(f"{what}image observations are uint8 pixel values 0..255, as the env gives them; got "
+                          f"{x.dtype} values that are not (min {x.min()}, max {x.max()})")
+    return pixels
+
+
 #: the smallest image side the ``nature`` encoder takes (its convolutions leave nothing of a smaller one)
 NATURE_MIN_SIDE = 36
 
