@@ -252,6 +252,10 @@ def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: li
                           f"(write one with: canter collect RUN_DIR --out PATH)")
     if run.explorers:
         raise CanterError(f"{run.algo} learns from a dataset and takes no explorers; drop --explorers")
+    if run.n_envs != 1:  # nothing to vectorise: taken without a word, and recorded in config.yaml
+        warnings.warn(CanterWarning(f"n_envs sets the training envs; {run.algo} learns from a dataset and steps none "
+                                    f"(evaluation runs eval_envs copies), so this run ignores n_envs={run.n_envs}"),
+                      stacklevel=2)
     if run.monitor == "rolling" and (run.early_stopping or run.plateau_patience):
         raise CanterError("an offline run plays no training episodes, so there is no rolling return to monitor: "
                           "set monitor=eval")

@@ -213,3 +213,18 @@ def test_a_dataset_whose_action_bounds_differ_from_the_env_names_the_bound(tmp_p
                            "--run-dir", str(tmp_path / "run"))
     assert_one_line_error(code, err, "holds", "Pendulum-v1 has", "bounds differ: action low[0] -1.0 vs -2.0")
     assert not (tmp_path / "run").exists()
+
+
+def test_n_envs_of_an_offline_run_is_warned_about_as_ignored(tmp_path):
+    """``--n-envs 4`` on an offline run was taken without a word and recorded in config.yaml, though the run
+    steps no training env (its evaluation runs eval_envs copies): it now warns that the run ignores it."""
+    from canter.errors import CanterWarning
+
+    path = collect("CartPole-v1", 50, None, seed=0).save(tmp_path / "data")
+    with pytest.warns(CanterWarning, match="bc learns from a dataset .* ignores n_envs=4"):
+        canter.make_trainer("bc", None, dataset=str(path), n_envs=4, max_steps=10).close()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CanterWarning)  # the default (one env) says nothing
+        canter.make_trainer("bc", None, dataset=str(path), max_steps=10).close()
