@@ -212,3 +212,13 @@ def test_train_help_of_an_offline_algorithm_counts_gradient_updates(capsys, monk
     assert "evaluate every N gradient updates (with --env CartPole-v1: " in text  # the preset's value still shown
     code, out, err = run_cli(capsys, "train", "ppo", "--help")
     assert "environment-step budget" in out  # online runs keep theirs
+
+
+def test_tune_help_says_an_offline_trials_steps_are_gradient_updates(capsys, monkeypatch):
+    """'canter tune bc --help' gave --max-steps as the 'env-step budget of each trial'; an offline trial steps no
+    env (its steps are gradient updates). tune's parser reads the algorithm with the flags, so the help names both."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_cli(capsys, "tune", "bc", "--help")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "--max-steps MAX_STEPS step budget of each trial (env steps; gradient updates for an offline algorithm" in text

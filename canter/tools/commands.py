@@ -26,7 +26,8 @@ def _trial_flags(p: argparse.ArgumentParser) -> None:
                    help="fix a config key or hyperparameter for every trial (repeatable)")
     p.add_argument("--seed", type=int_arg, help="seed of every trial (default 0)")
     p.add_argument("--n-envs", type=int_arg, dest="n_envs", help="parallel environments")
-    p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="env-step budget of each trial")
+    p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="step budget of each trial (env steps; gradient "
+                   "updates for an offline algorithm: bc, cql, td3bc)")
     p.add_argument("--target-reward", type=float, dest="target_reward", help="stop a trial at this evaluation return")
     p.add_argument("--eval-every", type=int_arg, dest="eval_every", help="evaluate every N steps (the pruning points)")
     p.add_argument("--eval-episodes", type=int_arg, dest="eval_episodes", help="episodes per evaluation")
