@@ -255,6 +255,26 @@ def test_a_dataset_whose_tensors_are_gone_is_named_as_a_dataset(tmp_path, capsys
         assert snapshot(tmp_path) == before
 
 
+def test_a_directory_given_as_the_dataset_is_named_with_what_to_give(tmp_path, capsys):
+    """A run directory, or a folder of datasets, given as --dataset (as other libraries take a dataset folder)
+    was only 'dataset not found: RUN (expected RUN.safetensors and RUN.json ...)': the line now says it is a run
+    to collect from, or names the datasets in the folder."""
+    data = tmp_path / "data"
+    data.mkdir()
+    collect("CartPole-v1", 20, None, seed=0).save(data / "cartpole")
+    (data / "notes.json").write_text("{}")
+    run = tmp_path / "run"
+    assert run_cli(capsys, "train", "bc", "--dataset", str(data / "cartpole"), "--max-steps", "10", "--quiet",
+                   "--run-dir", str(run))[0] == 0
+    for given, needles in ((run, ["is a run directory", f"canter collect {run} --out PATH"]),
+                           (data, ["is a directory", f"its datasets: {data / 'cartpole'}"]),
+                           (tmp_path / "run" / "checkpoints", ["is a directory holding no dataset"])):
+        before = snapshot(tmp_path)
+        code, _, err = run_cli(capsys, "train", "bc", "--dataset", str(given), "--quiet", "--run-dir", str(tmp_path / "new"))
+        assert_one_line_error(code, err, "dataset not found", *needles)
+        assert "notes" not in err and snapshot(tmp_path) == before
+
+
 def test_box_actions_outside_the_bounds_are_warned_about_once():
     """Actions beyond a Box's bounds were clipped into [-1, 1] without a word (a dataset scaled x3 trained as if fine)."""
     from canter.data.dataset import TransitionDataset

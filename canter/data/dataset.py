@@ -10,6 +10,7 @@ learns from it. ``canter collect`` writes one from a trained run or a random pol
 from __future__ import annotations
 
 import dataclasses
+import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,6 +294,26 @@ def dataset_missing(path: str | Path) -> bool:
     return not any(base.with_name(base.name + ext).exists() for ext in (".json", ".safetensors"))
 
 
+def _missing_dataset_hint(path: str | Path) -> str:
+    """What to do about a dataset not found at ``path``: where ``path`` is a directory, that it is a run to
+    collect from, or the datasets the folder holds (other libraries take a dataset folder)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return "write one with canter collect"
+    if (folder / "checkpoints").is_dir() or (folder / "config.yaml").is_file():
+        return f"'{path}' is a run directory: write a dataset from its policy with canter collect {path} --out PATH"
+    found = []
+    for meta in sorted(folder.glob("*.json"))[:200]:
+        try:
+            if json.loads(meta.read_text()).get("kind") == KIND and meta.with_suffix(".safetensors").exists():
+                found.append(str(folder / meta.stem))
+        except (OSError, ValueError, AttributeError):  # unreadable, not JSON, or not a JSON object
+            continue
+    if not found:
+        return f"'{path}' is a directory holding no dataset; write one with canter collect"
+    return f"'{path}' is a directory; its datasets: {', '.join(found[:5])}{', ...' if len(found) > 5 else ''}"
+
+
 def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     """A dataset's JSON metadata (its tensors are not read); a clear error if ``path`` is not a dataset.
     For ``minari:ID``: the env id and its ``env_kwargs`` only."""
@@ -304,7 +325,7 @@ def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     base = checkpoint_base(path)
     if dataset_missing(path):
         raise CanterError(f"dataset not found: '{path}' (expected {base}.safetensors and {base}.json; "
-                          f"write one with canter collect)")
+                          f"{_missing_dataset_hint(path)})")
     tensors = base.with_name(base.name + ".safetensors")
     if not tensors.exists():  # only its JSON is there: a half-copied or moved dataset
         raise CanterError(f"dataset tensors not found: {tensors} (its {base.name}.json is there; copy the "
