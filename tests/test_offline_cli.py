@@ -228,3 +228,20 @@ def test_n_envs_of_an_offline_run_is_warned_about_as_ignored(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", CanterWarning)  # the default (one env) says nothing
         canter.make_trainer("bc", None, dataset=str(path), max_steps=10).close()
+
+
+def test_a_dataset_records_its_source_run_by_its_absolute_path(tmp_path, monkeypatch, capsys):
+    """'canter collect runs/x --out ...' from the project directory recorded info.checkpoint as
+    'runs/x/checkpoints/best' (and --from-replay info.run as 'runs/x'), paths that say nothing once the dataset
+    is read from anywhere else; the dataset path an offline run records is absolute for the same reason."""
+    collect("CartPole-v1", 40, None, seed=0).save(tmp_path / "data")
+    canter.train("bc", dataset=str(tmp_path / "data"), max_steps=10, gradient_steps=10, eval_episodes=1,
+                 run_dir=tmp_path / "bc")
+    canter.train("dqn", env="CartPole-v1", run_dir=tmp_path / "dqn", max_steps=100, learning_starts=50,
+                 net_arch=[8], eval_every=0, eval_episodes=1)
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(capsys, "collect", "bc", "--out", "policy", "--transitions", "20")[0] == 0
+    assert run_cli(capsys, "collect", "dqn", "--from-replay", "--out", "replay")[0] == 0
+    policy, replay = TransitionDataset.load(tmp_path / "policy").info, TransitionDataset.load(tmp_path / "replay").info
+    assert Path(policy["checkpoint"]).is_absolute() and Path(policy["checkpoint"]).parent == tmp_path / "bc" / "checkpoints"
+    assert replay["run"] == str(tmp_path / "dqn")

@@ -210,7 +210,7 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     obs, actions, rewards, next_obs, terminated = (np.concatenate([getattr(b, k).numpy() for b, _ in parts])
                                                    for k in ("obs", "actions", "rewards", "next_obs", "terminated"))
     truncated = np.concatenate([t for _, t in parts])
-    info = {"policy": "replay", "run": str(run_dir), "algorithm": meta.get("algorithm"), "checkpoint_step":
+    info = {"policy": "replay", "run": str(Path(run_dir).absolute()), "algorithm": meta.get("algorithm"), "checkpoint_step":
             meta.get("step"), "episodes": int((terminated.astype(bool) | truncated).sum()),
             "partial_episode_transitions_left_out": held - len(rewards),
             "reward_scaled": bool(getattr(agent.algorithm.config, "normalize_reward", False))

@@ -98,7 +98,7 @@ def cmd_collect(argv: list[str]) -> int:
         agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, extra_kwargs)
         check_dataset_agent(agent, f"run '{args.run_dir}'")
         meta = getattr(agent, "metadata", {}) or {}
-        source = {"checkpoint": str(find_checkpoint(args.run_dir)), "algorithm": meta.get("algorithm"),
+        source = {"checkpoint": str(find_checkpoint(args.run_dir).absolute()), "algorithm": meta.get("algorithm"),
                   "checkpoint_step": meta.get("step")}
         data = collect(env_id, args.transitions, agent, epsilon=args.epsilon, seed=args.seed, env_kwargs=env_kwargs,
                        info=source)
