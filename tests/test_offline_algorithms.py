@@ -148,3 +148,17 @@ def test_td3bc_learns_pendulum_from_a_mixed_dataset(tmp_path):
     data.save(tmp_path / "mixed")
     best, _ = best_eval("td3bc", dataset=str(tmp_path / "mixed"), seed=0, max_steps=10_000, eval_every=2000)
     assert best >= -300
+
+
+def test_td3bc_takes_the_encoder_setting_of_td3_bc_and_cql():
+    """TD3+BC (TD3's models) had no 'encoder' hyperparameter, which TD3, BC and CQL have: '--set encoder=flat'
+    was refused as an unknown config key, so an image dataset could not choose its encoder (impala, flat)."""
+    import gymnasium as gym
+
+    run, cfg = resolve_config("td3bc", "Pendulum-v1", encoder="flat")
+    assert cfg.encoder == "flat"
+    space = gym.spaces.Box(0, 255, (1, 8, 8), np.uint8)
+    agent = make_agent(run, cfg, space, gym.spaces.Box(-1, 1, (1,), np.float32))
+    for net in (agent.algorithm.actor, agent.algorithm.critic):  # auto would take ImpalaResNet for these images
+        names = {type(m).__name__ for m in net.modules()}
+        assert "FlatEncoder" in names and "ImpalaResNet" not in names

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
+from canter.algorithms.base import encoder_hp
 from canter.algorithms.offpolicy import ACTIVATION_CHOICES, frozen
 from canter.algorithms.td3 import TD3
 from canter.config import MAX_CRITICS, MAX_GRADIENT_STEPS, hp
@@ -41,6 +42,7 @@ class TD3BCConfig:
     target_noise_clip: float = hp(0.5, "clip of the target smoothing noise", low=0)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
     normalize_obs: bool = hp(True, "normalise observations with the dataset's mean and std (+ 1e-3, unclipped)")
+    encoder: str = encoder_hp()
     # TD3's exploration settings (properties, not hyperparameters): an offline policy never explores
     action_noise = property(lambda self: "none")
     noise_std = property(lambda self: 0.0)
