@@ -16,6 +16,7 @@ DEVICE_HELP = "act on this torch device: cpu, cuda, cuda:N or auto (default: the
 OFFLINE_RUN_HELP = {
     "max_steps": "gradient-update budget (an offline run steps no env: its steps are updates)",
     "eval_every": "evaluate every N gradient updates",
+    "n_envs": "unused: an offline run steps no training env (a value other than 1 is warned about)",
     "record_every": "record an evaluation episode as MP4 in RUN_DIR/videos every N gradient updates (needs the "
                     "'video' extra)",
 }

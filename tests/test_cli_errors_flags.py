@@ -209,6 +209,7 @@ def test_train_help_of_an_offline_algorithm_counts_gradient_updates(capsys, monk
         assert "--max-steps MAX_STEPS gradient-update budget" in text and "environment-step" not in text
         assert "--eval-every EVAL_EVERY evaluate every N gradient updates" in text and "N env steps" not in text
         assert "videos every N gradient updates" in text
+        assert "--n-envs N_ENVS unused: an offline run steps no training env" in text
     assert "evaluate every N gradient updates (with --env CartPole-v1: " in text  # the preset's value still shown
     code, out, err = run_cli(capsys, "train", "ppo", "--help")
     assert "environment-step budget" in out  # online runs keep theirs
