@@ -166,6 +166,29 @@ def test_float_image_observations_become_the_pixels_the_encoder_scales():
         TransitionDataset(obs=pixels, next_obs=pixels.astype(np.float32) / 255, **fields)
 
 
+def test_rewards_and_flags_of_one_column_become_one_value_per_transition(tmp_path):
+    """Rewards and terminal flags of shape [N, 1] (d3rlpy's layout) were taken as they were: a minibatch's
+    rewards were then [B, 1] and CQL's TD target [B, B] (broadcast against [B] next values), a silently wrong
+    loss. One column is one value per transition, so it is flattened; any other shape is refused in one line."""
+    data = collect("CartPole-v1", 50, None, seed=0)
+    spaces = dict(env_id="CartPole-v1", observation_space=data.observation_space, action_space=data.action_space)
+    column = TransitionDataset(obs=data.obs, actions=data.actions, next_obs=data.next_obs, **spaces,
+                               **{k: getattr(data, k).reshape(-1, 1) for k in ("rewards", "terminated", "truncated")})
+    for name in ("rewards", "terminated", "truncated"):
+        np.testing.assert_array_equal(getattr(column, name), getattr(data, name))
+    import canter
+
+    trainer = canter.make_trainer("cql", None, dataset=str(column.save(tmp_path / "column")), max_steps=1,
+                                  batch_size=8, run_dir=None)
+    trainer.setup()
+    batch = trainer.agent.prepare_replay_batch(trainer.sample(8))
+    assert tuple(trainer.agent.algorithm.td_target(batch).shape) == (8,)
+    trainer.close()
+    with pytest.raises(CanterError, match=r"dataset rewards have shape \(50, 2\); .* one value per transition"):
+        TransitionDataset(obs=data.obs, actions=data.actions, next_obs=data.next_obs, terminated=data.terminated,
+                          truncated=data.truncated, rewards=np.zeros((50, 2)), **spaces)
+
+
 def _train_from_edited_dataset(tmp_path, capsys, data, algo: str, edit) -> tuple[int, str]:
     """Save ``data``, change its arrays with ``edit(state)`` as a file written by hand or by an older canter
     could hold them, and train ``algo`` from that file through the CLI: ``(exit code, stderr)``."""

@@ -58,6 +58,14 @@ class TransitionDataset:
     dataset_id: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("rewards", "terminated", "truncated"):  # one value a row: [N, 1] (d3rlpy's) broadcast wrongly
+            values = np.asarray(getattr(self, name))
+            if values.ndim == 2 and values.shape[1] == 1:
+                values = values.reshape(-1)
+            if values.ndim != 1:
+                raise CanterError(f"dataset {name} have shape {values.shape}; a dataset holds one value per transition "
+                                  f"(shape [N], or [N, 1])")
+            setattr(self, name, values)
         n = len(self.rewards)
         if n == 0:
             raise CanterError("a dataset needs at least one transition")
