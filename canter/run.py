@@ -14,7 +14,8 @@ buffer) and the number of history rows written so far. It is saved when training
 ``checkpoint_every`` steps and at the end, always between two iterations, after the history
 files were flushed, so ``--resume`` continues from a consistent point and trims the history
 files to the rows that point had. A first Ctrl-C (or SIGTERM) stops after the current iteration
-and saves ``last``; a second one, or an iteration still under way 5 s later (:mod:`canter.stop_grace`),
+and saves ``last``; a second one, or an iteration still under way 5 s later (or 3 of the run's longest
+iterations, where longer: :mod:`canter.stop_grace`),
 exits at once, keeping the previous ``last``.
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,7 +40,7 @@ from canter.errors import CanterError
 from canter.registry import user_modules
 from canter.run_dirs import outermost_missing
 from canter.run_lock import LOCK_NAME, acquire, release
-from canter.stop_grace import STOP_GRACE_SECONDS, install_stop_handlers, start_grace
+from canter.stop_grace import STOP_GRACE_SECONDS, grace_seconds, install_stop_handlers, start_grace
 from canter.trainers.base import Trainer, TrainRecord
 from canter.trainers.guard import TrainingDiverged
 from canter.utils import canter_version, git_commit
@@ -132,6 +134,8 @@ class Run:
         self._signals = 0
         self._abort = False
         self._cancel_grace: Any = None  # stops the grace timer of a first stop signal (canter/stop_grace.py)
+        self._grace = STOP_GRACE_SECONDS  # its length: longer once the run has had long iterations
+        self._longest_iteration = 0.0  # seconds, of this process's iterations
         self._called = False
         #: whether this Run has saved a resumable ``last`` (a new run's first is saved when training starts)
         self._saved_last = False
@@ -289,15 +293,16 @@ class Run:
         self._signals += 1
         if self._signals == 1:
             self.trainer.stop_requested = "interrupted"
-            self._cancel_grace = start_grace(STOP_GRACE_SECONDS, self._on_grace_over)
+            self._grace = grace_seconds(self._longest_iteration, STOP_GRACE_SECONDS)
+            self._cancel_grace = start_grace(self._grace, self._on_grace_over)
             print("canter: stopping after this iteration and saving the run (press Ctrl-C again to quit now; an "
-                  f"iteration not done in {STOP_GRACE_SECONDS:g} s is dropped)", file=sys.stderr, flush=True)
+                  f"iteration not done in {self._grace:.3g} s is dropped)", file=sys.stderr, flush=True)
             return
         self._abort = True
         raise KeyboardInterrupt
 
     def _on_grace_over(self, signum: int, frame: Any) -> None:
-        print(f"canter: the iteration did not end within {STOP_GRACE_SECONDS:g} s of the stop request; quitting "
+        print(f"canter: the iteration did not end within {self._grace:.3g} s of the stop request; quitting "
               "without it (the last checkpoint stays)", file=sys.stderr, flush=True)
         self._on_signal(signum, frame)  # as a second Ctrl-C
 
@@ -360,13 +365,14 @@ class Run:
         try:
             records = self.trainer()
             while True:
-                inside = True
+                inside, began = True, time.monotonic()
                 try:
                     record = next(records)
                 except StopIteration:
                     break
                 finally:  # the iteration has ended (its state is consistent): no grace timer may stop the save
                     self._grace_ended()
+                self._longest_iteration = max(self._longest_iteration, time.monotonic() - began)
                 inside = False
                 self.last_record = record
                 self._remember_counters()

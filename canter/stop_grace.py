@@ -4,8 +4,8 @@ A first stop signal asks the trainer to stop after the current iteration, so ``l
 at an iteration boundary (the only state that resumes exactly). An iteration can be long (PPO with
 ``n_epochs: 200``, DQN with ``gradient_steps: 10000``, a big evaluation), and a job scheduler or
 ``docker stop`` sends SIGKILL some seconds after its SIGTERM. So the first signal also starts a
-timer: when the iteration has not ended :data:`STOP_GRACE_SECONDS` later, the run quits as a second
-Ctrl-C does (the half-done iteration is dropped and the previous ``last`` stays, so the resumed run
+timer: when the iteration has not ended :data:`STOP_GRACE_SECONDS` later (or three times the run's
+longest iteration so far, where that is longer: :func:`grace_seconds`), the run quits as a second Ctrl-C does (the half-done iteration is dropped and the previous ``last`` stays, so the resumed run
 redoes the work since then identically).
 
 The timer is ``SIGALRM`` (``signal.setitimer``): its handler runs on the main thread between two
@@ -21,6 +21,16 @@ from typing import Any
 #: seconds an iteration under way may take to end after a first stop signal, before the run quits without
 #: saving it (under ``docker stop``'s 10 s and Slurm's 30 s between SIGTERM and SIGKILL)
 STOP_GRACE_SECONDS = 5.0
+#: the grace is at least this many times the longest iteration the run has taken so far: an iteration of the
+#: usual length (an Atari PPO update of several seconds on a CPU, an evaluation) always ends within it and is
+#: saved, where dropping it would lose everything since the last periodic checkpoint
+GRACE_ITERATIONS = 3.0
+
+
+def grace_seconds(longest_iteration: float, minimum: float = STOP_GRACE_SECONDS) -> float:
+    """The grace of a stop request in a run whose longest iteration so far took ``longest_iteration`` seconds:
+    ``minimum``, or :data:`GRACE_ITERATIONS` such iterations where that is longer."""
+    return max(minimum, GRACE_ITERATIONS * longest_iteration)
 
 
 def install_stop_handlers(handler: Callable[[int, Any], None]) -> dict[int, Any]:

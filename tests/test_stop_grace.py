@@ -52,3 +52,30 @@ def test_an_iteration_that_ends_within_the_grace_is_saved(tmp_path, monkeypatch)
     meta = read_metadata(run_dir / "checkpoints" / "last")
     assert meta["step"] == 64 and meta["stop_reason"] == "interrupted"  # stopped after the iteration, and saved it
     assert signal.getitimer(signal.ITIMER_REAL)[0] == 0 and signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+
+
+def test_the_grace_is_three_of_the_runs_longest_iterations_where_that_is_longer():
+    from canter.stop_grace import STOP_GRACE_SECONDS, grace_seconds
+
+    assert grace_seconds(0.0) == grace_seconds(1.0) == STOP_GRACE_SECONDS
+    assert grace_seconds(10.0) == 30.0
+
+
+def test_an_iteration_of_the_usual_length_is_saved_after_the_minimum_grace(tmp_path, monkeypatch):
+    """With a fixed 5 s grace, a first Ctrl-C in a run whose iterations take longer (Atari PPO on a CPU) dropped
+    the iteration under way and everything since the last periodic checkpoint with it."""
+    monkeypatch.setattr(canter.run, "STOP_GRACE_SECONDS", 0.05)
+
+    def slow_iterations(trainer):
+        if trainer.iteration_count == 2:
+            os.kill(os.getpid(), signal.SIGTERM)  # grace: 3 x the first iteration's 0.2 s, not 0.05 s
+        time.sleep(0.2)
+
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, n_envs=2, n_steps=16, batch_size=32,
+                              max_steps=320, eval_every=0, checkpoint_every=0, hooks={"before_collect": slow_iterations})
+    for _ in run():
+        pass
+    run.close()
+    meta = read_metadata(run_dir / "checkpoints" / "last")
+    assert meta["step"] == 96 and meta["stop_reason"] == "interrupted"  # the signalled iteration ended and was saved
