@@ -343,3 +343,15 @@ def test_collect_refuses_bad_settings_from_python_too(kwargs):
 
     with pytest.raises(CanterError, match=r"^--(transitions|seed|epsilon) must be"):
         collect("CartPole-v1", **kwargs)
+
+
+def test_dataset_info_with_numpy_values_is_saved_and_other_objects_are_one_line(tmp_path):
+    """info={'eps': np.float32(0.5)} was json's TypeError traceback from save, with nothing written."""
+    data = collect("CartPole-v1", 20, None, seed=0)
+    data.info = {"eps": np.float32(0.5), "steps": np.arange(3), "note": "ok"}
+    data.save(tmp_path / "d")
+    assert TransitionDataset.load(tmp_path / "d").info == {"eps": 0.5, "steps": [0, 1, 2], "note": "ok"}
+    data.info = {"env": object()}
+    with pytest.raises(CanterError, match=r"^dataset info holds <object object at .* \(type object\); it is saved as JSON"):
+        data.save(tmp_path / "e")
+    assert not list(tmp_path.glob("e*"))

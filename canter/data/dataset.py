@@ -127,7 +127,7 @@ class TransitionDataset:
             "kind": KIND, "env": self.env_id, "transitions": len(self),
             "observation_space": space_to_dict(self.observation_space),
             "action_space": space_to_dict(self.action_space),
-            "canter_version": canter_version(), "git_commit": git_commit(), "info": self.info,
+            "canter_version": canter_version(), "git_commit": git_commit(), "info": _json_info(self.info),
             "env_kwargs": self.env_kwargs,
         }
         base = save_checkpoint(path, state, meta)
@@ -171,6 +171,22 @@ class TransitionDataset:
         return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
                    info=dict(meta.get("info") or {}), env_kwargs=dict(meta.get("env_kwargs") or {}),
                    dataset_id=meta.get("checkpoint_id"))
+
+
+def _json_info(info: dict[str, Any]) -> dict[str, Any]:
+    """``info`` as JSON values: NumPy scalars and arrays (``np.float32(0.5)``, a step count from an array) become
+    Python numbers and lists; anything else that JSON cannot hold is a one-line :class:`CanterError` (it was
+    ``json``'s TypeError traceback, with nothing saved)."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, (np.generic, np.ndarray)):
+            return value.tolist()
+        raise TypeError(f"dataset info holds {value!r:.60} (type {type(value).__name__}); it is saved as JSON: use "
+                        f"strings, numbers, lists and mappings")
+
+    try:
+        return json.loads(json.dumps(info, default=plain, allow_nan=True))
+    except (TypeError, ValueError) as exc:
+        raise CanterError(str(exc)) from None
 
 
 def _check_discrete(values: np.ndarray, space: gym.Space, name: str, what: str, how: str = "are ") -> None:
