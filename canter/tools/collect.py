@@ -109,6 +109,7 @@ def cmd_collect(argv: list[str]) -> int:
         written = len(data)
     mean = data.info.get("mean_return")
     where = args.out if minari_id is not None else f"{base}.safetensors"
-    print(f"wrote {written:,} transitions of {data.env_id} ({data.info['episodes']} complete episodes, mean return "
-          f"{'n/a' if mean is None else f'{mean:.2f}'}) to {where}")
+    episodes = data.info["episodes"]
+    print(f"wrote {written:,} transition{'' if written == 1 else 's'} of {data.env_id} ({episodes} complete "
+          f"episode{'' if episodes == 1 else 's'}, mean return {'n/a' if mean is None else f'{mean:.2f}'}) to {where}")
     return 0
