@@ -23,7 +23,8 @@ _warnings.filterwarnings("ignore", message=r"(overflow|invalid value|divide by z
                          category=RuntimeWarning, module=r"canter\.", append=True)
 
 #: where each public name is defined (imported when first asked for)
-_PUBLIC = {"load": "canter.api", "make_agent": "canter.api", "make_trainer": "canter.api", "resume": "canter.api",
+_PUBLIC = {"evaluate": "canter.trainers.evaluation:evaluate_agent", "load": "canter.api", "make_agent": "canter.api",
+           "make_trainer": "canter.api", "resume": "canter.api",
            "train": "canter.api", "lookup": "canter.registry", "names": "canter.registry",
            "register": "canter.registry"}
 #: set by the ``canter`` console script: ``gc.freeze()`` after each :func:`_import_deferring_gc`
@@ -58,7 +59,8 @@ def __getattr__(name: str) -> _Any:
     """PEP 562: the public API and canter's subpackages (``canter.envs``), imported on first use."""
     module = _PUBLIC.get(name)
     if module is not None:
-        value = getattr(_import_deferring_gc(module), name)
+        module, _, attr = module.partition(":")  # "module:attr" where the function has another name there
+        value = getattr(_import_deferring_gc(module), attr or name)
         globals()[name] = value  # later lookups do not come here
         return value
     if not name.startswith("_"):
@@ -75,4 +77,4 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_PUBLIC})
 
 
-__all__ = ["__version__", "load", "lookup", "make_agent", "make_trainer", "names", "register", "resume", "train"]
+__all__ = ["__version__", "evaluate", "load", "lookup", "make_agent", "make_trainer", "names", "register", "resume", "train"]

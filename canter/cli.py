@@ -246,20 +246,12 @@ def cmd_eval(argv: list[str]) -> int:
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
     agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs), args.device)
-    from canter.envs.make import inherited_vectorization, make_vec_env
     from canter.envs.turns import with_opponent
-    from canter.trainers.evaluation import evaluate
+    from canter.trainers.evaluation import evaluate_agent
 
     env_kwargs = with_opponent(env_id, env_kwargs, args.opponent, args.seat)
-    # the run's evaluations' env copies (the same seed gives the same episodes); another env (--env): auto
-    vectorization = agent.run_config.vectorization if env_id == agent.run_config.env else "auto"
-    vectorization = inherited_vectorization(vectorization, env_id, env_kwargs)  # Atari's mode: not native
-    env = make_vec_env(env_id, min(args.episodes, agent.run_config.eval_envs), vectorization,
-                       env_kwargs, policies=agent.run_config.policies, central_state=agent.run_config.central_state)
-    try:
-        result = evaluate(agent, env, args.episodes, seed=args.seed)
-    finally:
-        env.close()
+    # the run's evaluations' env copies, so the same seed gives the same episodes (canter.evaluate)
+    result = evaluate_agent(agent, env_id, args.episodes, args.seed, env_kwargs)
     if args.json:
         from canter.api import find_checkpoint
 

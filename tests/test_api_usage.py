@@ -414,3 +414,25 @@ def test_a_make_trainer_loops_agent_saves_through_the_trainer(tiny_ppo, tmp_path
         run.save_agent(tmp_path / "from_run")  # a Run's agent: its run directory kept
         assert run.trainer.agent.run_dir == run.dir
     assert canter.load(tmp_path / "from_run").metadata["config"]["algo"] == "ppo"
+
+
+def test_evaluate_runs_the_runs_env_as_canter_eval_does(tmp_path, capsys):
+    """There was no public evaluation (Stable-Baselines3's evaluate_policy): only canter eval or internals."""
+    import json
+
+    from canter.cli import main
+
+    run = tmp_path / "run"
+    agent = canter.train("ppo", env="CartPole-v1", env_kwargs={"max_episode_steps": 7}, max_steps=256, n_envs=2,
+                         n_steps=64, run_dir=run, quiet=True, eval_episodes=2)
+    result = canter.evaluate(agent, episodes=3, seed=5)
+    assert result.episodes == 3 and result.lengths == [7, 7, 7]  # the run's env_kwargs: its 7-step limit
+    assert main(["eval", str(run), "--episodes", "3", "--seed", "5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["returns"] == result.returns  # the same episodes
+    assert canter.evaluate(canter.load(run), episodes=3, seed=5).returns == result.returns
+    assert canter.evaluate(agent, env_kwargs={"max_episode_steps": 3}, episodes=2).lengths == [3, 3]
+    assert max(canter.evaluate(agent, env="CartPole-v0", episodes=3).lengths) > 7  # another id: its own limit
+    with pytest.raises(CanterError, match="episodes must be a whole number >= 1, got 0"):
+        canter.evaluate(agent, episodes=0)
+    with pytest.raises(CanterError, match="evaluate takes an agent that canter.train or canter.load returned"):
+        canter.evaluate(object())

@@ -268,7 +268,7 @@ def test_eval_json_of_a_diverged_policy_is_valid_json(monkeypatch, capsys):
     from canter.trainers.evaluation import EvalResult
 
     agent = types.SimpleNamespace(run_config=types.SimpleNamespace(
-        env="Pendulum-v1", vectorization="sync", eval_envs=1, policies="shared", central_state=False), metadata={"step": 5})
+        env="Pendulum-v1", env_kwargs={}, vectorization="sync", eval_envs=1, policies="shared", central_state=False), metadata={"step": 5})
     monkeypatch.setattr(canter.cli, "_load_for_env", lambda *a: (agent, "Pendulum-v1", {}))
     monkeypatch.setattr(canter.envs.make, "make_vec_env", lambda *a, **k: types.SimpleNamespace(close=lambda: None))
     monkeypatch.setattr(canter.api, "find_checkpoint", lambda d: "run/checkpoints/best")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -80,3 +80,37 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
     arr = np.asarray(returns, dtype=np.float64)
     return EvalResult(float(arr.mean()), float(arr.std()), returns, lengths, successes,
                       n_episodes=int(per_copy.sum()) if n != copies else None)
+
+
+def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed: int = 12345,
+                   env_kwargs: dict[str, Any] | None = None) -> EvalResult:
+    """``canter.evaluate``: ``episodes`` episodes of the deterministic policy of ``agent`` (one that
+    ``canter.train`` or ``canter.load`` returned), as ``canter eval`` runs them and Stable-Baselines3's
+    ``evaluate_policy`` does. ``env``: another env id with the same spaces (default: the run's own, built
+    with the run's ``env_kwargs`` and vectorization); ``env_kwargs`` are merged over the run's.
+    Returns an :class:`EvalResult` (``mean_return``, ``std_return``, ``returns``, ``lengths``)."""
+    from canter.envs.make import inherited_vectorization, make_vec_env
+    from canter.errors import CanterError
+
+    run = getattr(agent, "run_config", None)
+    if run is None:
+        raise CanterError("evaluate takes an agent that canter.train or canter.load returned (it carries its run's "
+                          "env); for another agent, call canter.trainers.evaluation.evaluate(agent, vec_env, episodes)")
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise CanterError(f"episodes must be a whole number >= 1, got {episodes!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise CanterError(f"seed must be a whole number between 0 and 2**32 - 1, got {seed!r}")
+    if env is not None and (not isinstance(env, str) or not env.strip()):
+        raise CanterError(f"env must be an env id (leave it out for the run's own), got {env!r}")
+    if env_kwargs is not None and not isinstance(env_kwargs, dict):
+        raise CanterError(f"env_kwargs must be a mapping, got {env_kwargs!r}")
+    env_id = env or run.env
+    own = env_id == run.env  # the run's env as the run built it; another id: its own defaults
+    kwargs = {**(run.env_kwargs if own else {}), **(env_kwargs or {})}
+    vectorization = inherited_vectorization(run.vectorization if own else "auto", env_id, kwargs)
+    vec = make_vec_env(env_id, min(episodes, run.eval_envs), vectorization, kwargs, policies=run.policies,
+                       central_state=run.central_state)
+    try:
+        return evaluate(agent, vec, episodes, seed=seed)
+    finally:
+        vec.close()
