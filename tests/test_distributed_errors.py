@@ -110,6 +110,25 @@ def test_more_explorers_than_ray_can_share_the_cpus_among_is_refused_with_one_li
     assert disconnected == [True]
 
 
+def test_more_explorers_than_the_clusters_memory_holds_are_refused_with_one_line(monkeypatch):
+    """--explorers 5000 on a small machine was taken: Ray started 5000 actors of ~0.2 GiB each and waited."""
+    from canter.config import resolve_config
+    from canter.distributed import pool as pool_module
+    from canter.errors import CanterError
+
+    disconnected = []
+    ray = _standin_ray([])
+    ray.cluster_resources = lambda: {"CPU": 2.0, "memory": 16 * 2**30}
+    monkeypatch.setattr(pool_module, "connect", lambda address: (ray, True))
+    monkeypatch.setattr(pool_module, "disconnect", lambda ray, owns: disconnected.append(owns))
+    run, cfg = resolve_config("ppo", "CartPole-v1", n_envs=1)
+    with pytest.raises(CanterError, match=r"^5,000 explorers need about 1,000 GiB \(0.2 GiB each: a Python process "
+                                          r"with torch and its envs\), more than the 16.0 GiB this Ray cluster gives "
+                                          r"actors; at most 80 explorers$"):
+        pool_module.RayPool(run, cfg, 5000)
+    assert disconnected == [True]
+
+
 def test_a_learner_that_cannot_be_made_gives_its_explorers_back(monkeypatch):
     """The explorer pool (Ray started, explorers built) is made before the learner; a learner that could
     not be made (here a callback object without hook methods) left Ray and its explorers running in the

@@ -35,6 +35,9 @@ MAX_CONSECUTIVE_FAILURES = 4
 CLOSE_WAIT_SECONDS = 5.0
 #: Ray's smallest share of a resource: an actor cannot ask for less of a CPU
 MIN_CPU_SHARE = 1e-4
+#: memory of one explorer actor: a Python process with torch, gymnasium and its envs (~0.19 GiB measured for
+#: CartPole PPO explorers on the development machine; envs with more state take more)
+EXPLORER_GIB = 0.2
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -159,6 +162,11 @@ class RayPool(_Episodes):
                 raise CanterError(f"{count:,} explorers are too many for the {total_cpus:g} CPUs of this Ray cluster: "
                                   f"each needs at least {MIN_CPU_SHARE:g} CPU (Ray's smallest share), so at most "
                                   f"{int(total_cpus / MIN_CPU_SHARE):,} explorers")
+            memory = float(ray.cluster_resources().get("memory", 0.0)) / 2**30  # what Ray gives actors, GiB
+            if memory and count * EXPLORER_GIB > memory:  # they would fill memory long before all had started
+                raise CanterError(f"{count:,} explorers need about {count * EXPLORER_GIB:,.0f} GiB ({EXPLORER_GIB:g} GiB "
+                                  f"each: a Python process with torch and its envs), more than the {memory:,.1f} GiB "
+                                  f"this Ray cluster gives actors; at most {int(memory / EXPLORER_GIB):,} explorers")
             if self.cpus < 1.0:
                 log.info("%d explorers on %g CPUs: %.2f CPU each", count, total_cpus, self.cpus)
             self.actor_cls = ray.remote(ExplorerActor).options(
