@@ -213,6 +213,32 @@ def test_predict_on_a_batch_takes_one_episode_start_for_all_rows_or_one_per_row(
         agent.predict(obs, episode_start=np.zeros(3, bool))
 
 
+def test_predict_with_state_keeps_the_memory_with_the_caller():
+    """predict's memory is the agent's own, so two loops sharing an agent corrupted each other's memory;
+    sb3-contrib's predict(obs, state, episode_start) gives each caller its own."""
+    trainer = canter.make_trainer("recurrent_ppo", "CartPole-v1", seed=0, max_steps=256, n_envs=2, n_steps=64,
+                                  lstm_hidden=8, critic_lstm=True)
+    agent = trainer.agent
+    trainer.close()
+    rng = np.random.default_rng(0)
+    a_obs, b_obs = (rng.normal(size=(5, 4)).astype(np.float32) for _ in range(2))
+    expected = [agent.predict(o, episode_start=i == 0) for i, o in enumerate(a_obs)]  # one loop alone
+    agent.memory["predict"] = None
+    a_state = b_state = None
+    got = []
+    for i in range(5):  # two loops interleaved, each with its own state: loop a acts as it did alone
+        action, a_state = agent.predict_with_state(a_obs[i], a_state, episode_start=i == 0)
+        _, b_state = agent.predict_with_state(b_obs[i], b_state, episode_start=i == 0)
+        got.append(action)
+    assert got == expected and agent.memory["predict"] is None  # the agent's own memory untouched
+    assert a_state[0].shape == (1, 1, 16) and isinstance(a_state[0], np.ndarray)
+    _, fresh = agent.predict_with_state(a_obs[0])
+    _, zeroed = agent.predict_with_state(a_obs[0], a_state, episode_start=True)
+    np.testing.assert_array_equal(fresh[0], zeroed[0])
+    with pytest.raises(CanterError, match=r"state must be the \(h, c\) pair a previous call returned for 2 obs"):
+        agent.predict_with_state(a_obs[:2], a_state)
+
+
 def test_explore_carries_a_memory_of_its_own():
     """explore (e.g. an opponent's sampled moves) started every call from empty memory: the agent
     acted memorylessly. Now it carries its own memory, as predict does, and leaves the others alone."""

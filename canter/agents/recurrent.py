@@ -42,8 +42,7 @@ class RecurrentAgent(Agent):
             self.memory[kind] = state = None
         if state is None or not starts.any():
             return
-        keep = torch.from_numpy(~starts).to(state[0].device, state[0].dtype).view(1, -1, 1)
-        self.memory[kind] = (state[0] * keep, state[1] * keep)
+        self.memory[kind] = _zeroed(state, starts)
 
     def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None,  # type: ignore[override]
                 *, deterministic: bool = True) -> np.ndarray:
@@ -55,6 +54,48 @@ class RecurrentAgent(Agent):
         if not deterministic:
             return self.explore(obs, episode_start=episode_start)
         return self._act_with_memory("predict", obs, episode_start, deterministic=True)
+
+    def predict_with_state(self, obs: np.ndarray, state: tuple[Any, Any] | None = None,
+                           episode_start: np.ndarray | bool | None = None, *,
+                           deterministic: bool = True) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """Actions and the memory after them, from a memory the caller keeps (sb3-contrib's
+        ``predict(obs, state, episode_start)``): several loops can share the agent, which :meth:`predict`'s
+        own memory does not allow. ``state`` None (the first call) starts from empty memory; else the
+        ``(h, c)`` pair (NumPy arrays or tensors ``[layers, batch, units]``) a previous call returned.
+        ``episode_start`` zeroes those rows first. The agent's own memories stay as they are."""
+        obs, single = self.as_batch(obs)
+        x = self._tensor(np.ascontiguousarray(self.normalize_obs(obs)))
+        if state is None:
+            memory = self.algorithm.model.initial_state(len(x))
+        else:
+            fresh = self.algorithm.model.initial_state(len(x))
+            try:
+                memory = tuple(torch.as_tensor(np.asarray(s) if not isinstance(s, torch.Tensor) else s,
+                                               dtype=f.dtype, device=f.device) for s, f in zip(state, fresh))
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise CanterError(f"state must be the (h, c) pair a previous call returned, got {type(state).__name__}: "
+                                  f"{exc}") from None
+            if len(memory) != 2 or any(m.shape != f.shape for m, f in zip(memory, fresh)):
+                got = [tuple(m.shape) for m in memory]
+                raise CanterError(f"state must be the (h, c) pair a previous call returned for {len(x)} observation"
+                                  f"{'' if len(x) == 1 else 's'}: shapes {[tuple(f.shape) for f in fresh]}, got {got}")
+        if episode_start is not None:
+            memory = _zeroed(memory, self._starts(episode_start, len(x)))
+        with torch.inference_mode():
+            out, new = self.algorithm.act_recurrent(x, memory, deterministic=deterministic)
+        actions = self.to_env_actions(out.actions)
+        return (actions[0] if single else actions), (new[0].cpu().numpy(), new[1].cpu().numpy())
+
+    @staticmethod
+    def _starts(episode_start: np.ndarray | bool, batch: int) -> np.ndarray:
+        """``episode_start`` as one bool per row of a ``batch`` (a single bool applies to every row)."""
+        starts = np.atleast_1d(np.asarray(episode_start, dtype=bool))
+        if starts.shape == (1,):
+            starts = np.repeat(starts, batch)
+        if starts.shape != (batch,):
+            raise CanterError(f"episode_start needs one bool per observation of the batch ({batch}), got "
+                              f"shape {starts.shape}")
+        return starts
 
     def explore(self, obs: np.ndarray, generator: torch.Generator | None = None,
                 episode_start: np.ndarray | bool | None = None) -> np.ndarray:
@@ -75,13 +116,7 @@ class RecurrentAgent(Agent):
         x = self._tensor(np.ascontiguousarray(self.normalize_obs(obs)))
         state = self._memory(kind, len(x))
         if episode_start is not None:
-            starts = np.atleast_1d(np.asarray(episode_start, dtype=bool))
-            if starts.shape == (1,):
-                starts = np.repeat(starts, len(x))
-            if starts.shape != (len(x),):
-                raise CanterError(f"episode_start needs one bool per observation of the batch ({len(x)}), got "
-                                  f"shape {starts.shape}")
-            self._zero_memory(kind, starts)
+            self._zero_memory(kind, self._starts(episode_start, len(x)))
             state = self.memory[kind]
         with torch.inference_mode():
             out, self.memory[kind] = self.algorithm.act_recurrent(x, state, deterministic=deterministic)
@@ -112,6 +147,12 @@ class RecurrentAgent(Agent):
     def set_training_memory(self, state: tuple[torch.Tensor, torch.Tensor]) -> None:
         """Restore the training memory (exact resume), on the algorithm's device."""
         self.memory["sample"] = (state[0].to(self.device, copy=True), state[1].to(self.device, copy=True))
+
+
+def _zeroed(state: tuple[torch.Tensor, torch.Tensor], starts: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """The memory ``state`` with the rows (envs) where ``starts`` is true zeroed."""
+    keep = torch.from_numpy(~starts).to(state[0].device, state[0].dtype).view(1, -1, 1)
+    return state[0] * keep, state[1] * keep
 
 
 def check_agent_fits(algo_cls: type, agent_cls: type, agent_name: str) -> None:
