@@ -245,13 +245,15 @@ def cmd_eval(argv: list[str]) -> int:
     p.add_argument("--seat", help="turn-based games: play this seat (random or an agent name)")
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
-    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs), args.device)
+    given = parse_env_kwargs(args.env_kwargs)
+    agent, env_id, _ = _load_for_env(args.run_dir, args.env, given, args.device)
     from canter.envs.turns import with_opponent
     from canter.trainers.evaluation import evaluate_agent
 
-    env_kwargs = with_opponent(env_id, env_kwargs, args.opponent, args.seat)
+    # the caller's kwargs only: canter.evaluate adds the run's own (a self-play run's 'opponent: self' among them)
+    given = with_opponent(env_id, given or {}, args.opponent, args.seat)
     # the run's evaluations' env copies, so the same seed gives the same episodes (canter.evaluate)
-    result = evaluate_agent(agent, env_id, args.episodes, args.seed, env_kwargs)
+    result = evaluate_agent(agent, env_id, args.episodes, args.seed, given)
     if args.json:
         from canter.api import find_checkpoint
 

@@ -108,6 +108,18 @@ def test_self_play_binds_the_learner_and_evaluates_against_random():
     trainer.close()
 
 
+def test_canter_evaluate_refuses_a_self_opponent_as_canter_eval_does(tmp_path, capsys):
+    """``canter.evaluate(agent, env_kwargs={'opponent': 'self'})`` met a random opponent, silently; a self-play
+    run's own recorded ``opponent: self`` still evaluates (against random), through the API and the CLI."""
+    run = tmp_path / "run"
+    agent = canter.train("ppo", "pettingzoo:tests.resign_game", run_dir=run, max_steps=128, n_envs=2, eval_every=0,
+                         n_steps=64, batch_size=64, n_epochs=1, env_kwargs={"opponent": "self"})
+    with pytest.raises(CanterError, match="env_kwargs opponent: self plays only in training"):
+        canter.evaluate(agent, episodes=2, env_kwargs={"opponent": ["random", "self"]})
+    assert canter.evaluate(agent, episodes=2).episodes == 2
+    assert main(["eval", str(run), "--episodes", "2"]) == 0 and "over 2 episodes" in capsys.readouterr().out
+
+
 def test_self_play_with_impala_in_one_process():
     """IMPALA without explorers acts through an in-process explorer, whose env needs the binding too
     (its first opponent move once raised 'opponent: self has no policy yet')."""

@@ -267,14 +267,15 @@ def with_opponent(env_id: str, env_kwargs: dict[str, Any], opponent: str | None,
     return {**env_kwargs, **{k: v for k, v in given.items() if v is not None}}
 
 
-def check_given_opponent(env_id: str, env_kwargs: dict[str, Any] | None) -> None:
-    """Refuse ``opponent: self`` in ``--env-kwargs`` given to ``canter eval`` / ``play`` / ``collect``: outside
-    training a ``self`` opponent is a random one (module docstring), which would answer another question
-    than the one asked, silently (``--opponent self`` is refused the same way by :func:`with_opponent`)."""
+def check_given_opponent(env_id: str, env_kwargs: dict[str, Any] | None, given: str = "--env-kwargs") -> None:
+    """Refuse ``opponent: self`` in ``--env-kwargs`` given to ``canter eval`` / ``play`` / ``collect`` (and in
+    ``env_kwargs`` given to ``canter.evaluate``, ``given`` naming it): outside training a ``self`` opponent is a
+    random one (module docstring), which would answer another question than the one asked, silently
+    (``--opponent self`` is refused the same way by :func:`with_opponent`)."""
     if not env_kwargs or "opponent" not in env_kwargs or not is_turn_based(env_id):
         return
     if "self" in split_kwargs({"opponent": env_kwargs["opponent"]})[0]:
-        raise CanterError("--env-kwargs opponent: self plays only in training (here it would be a random opponent), "
+        raise CanterError(f"{given} opponent: self plays only in training (here it would be a random opponent), "
                           "and a policy against itself scores about 0 by symmetry; name a run directory or "
                           "checkpoint (this run's earlier one, say) or random")
 

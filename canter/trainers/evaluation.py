@@ -105,6 +105,9 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
     if env_kwargs is not None and not isinstance(env_kwargs, dict):
         raise CanterError(f"env_kwargs must be a mapping, got {env_kwargs!r}")
     env_id = env or run.env
+    from canter.envs.turns import check_given_opponent
+
+    check_given_opponent(env_id, env_kwargs, "env_kwargs")  # else a random opponent, silently (canter eval's rule)
     own = env_id == run.env  # the run's env as the run built it; another id: its own defaults
     kwargs = {**(run.env_kwargs if own else {}), **(env_kwargs or {})}
     vectorization = inherited_vectorization(run.vectorization if own else "auto", env_id, kwargs)
