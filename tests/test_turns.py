@@ -10,7 +10,7 @@ import pytest
 
 import canter
 from canter.cli import main
-from canter.envs import make_vec_env
+from canter.envs import make_env, make_vec_env
 from canter.envs.packing import pack_observations
 from canter.envs.turns import TurnBasedEnv, with_opponent
 from canter.errors import CanterError
@@ -289,3 +289,27 @@ def test_a_seat_that_never_gets_a_move_is_one_line(monkeypatch):
     monkeypatch.setattr(env, "_opponent_move", lambda *args: 0)  # the first player always resigns at once
     with pytest.raises(CanterError, match="1000 games in a row ended before seat player_1 moved"):
         env.reset(seed=0)
+
+
+def test_evaluation_and_play_of_a_game_without_a_move_limit_end(monkeypatch):
+    """A game that never ends (no move limit, nobody resigns): an evaluation or play episode is truncated after
+    EVAL_EPISODE_CAP moves of the learner's (it hung, as a parallel env's did before its cap); training plays on."""
+    monkeypatch.setattr("canter.envs.make.EVAL_EPISODE_CAP", 5)
+    endless = {"max_moves": None, "resign": False}
+    one = make_env("pettingzoo:tests.resign_game", **endless)
+    one.reset(seed=0)
+    assert [one.step(1)[3] for _ in range(5)] == [False] * 4 + [True]
+    env = make_vec_env("pettingzoo:tests.resign_game", 2, env_kwargs=endless)
+
+    class _PlayOn:
+        def predict(self, obs):
+            return np.ones(len(obs), np.int64)
+
+    from canter.trainers.evaluation import evaluate
+
+    assert evaluate(_PlayOn(), env, 3, seed=0).lengths == [5, 5, 5]
+    env.close()
+    train = make_vec_env("pettingzoo:tests.resign_game", 1, env_kwargs=endless, training=True)
+    train.reset(seed=0)
+    assert not any(train.step(np.ones(1, np.int64)).truncated.any() for _ in range(8))
+    train.close()

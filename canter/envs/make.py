@@ -75,7 +75,8 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
     """Create one environment (used for rendering and video)."""
     check_env_id(env_id)
     if turns.is_turn_based(env_id):
-        return pack_observations(turns.TurnBasedEnv(env_id, kwargs, render_mode=render_mode))
+        # a game without a move limit: a play episode ends after EVAL_EPISODE_CAP moves of the learner's
+        return pack_observations(_capped_env(turns.TurnBasedEnv(env_id, kwargs, render_mode=render_mode), False))
     if multiagent.is_multiagent(env_id):
         raise CanterError(f"'{env_id}' is a multi-agent env: it has no single-agent env to record during training "
                           f"(--record-every); watch or record a trained run with canter play RUN_DIR")
@@ -198,8 +199,10 @@ def make_vec_env(
         if vectorization == "native":
             raise CanterError(f"'{env_id}' is a turn-based game, with no native vectorised implementation; "
                               f"use --vectorization sync (or async)")
-        return VecEnv(vector_env(lambda: pack_observations(turns.TurnBasedEnv(env_id, kwargs, training)), n_envs,
-                                 vectorization == "async", env_id))
+        # evaluation: a game without a move limit ends after EVAL_EPISODE_CAP moves of the learner's (truncated)
+        return VecEnv(vector_env(lambda: pack_observations(_capped_env(turns.TurnBasedEnv(env_id, kwargs, training),
+                                                                       training)),
+                                 n_envs, vectorization == "async", env_id))
     if multiagent.is_multiagent(env_id):  # every agent of every copy is a sub-env, stepped in this process
         if vectorization in ("async", "native"):
             raise CanterError(f"'{env_id}' is a parallel multi-agent env, whose copies are stepped in this "
