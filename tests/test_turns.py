@@ -205,6 +205,10 @@ def test_eval_against_a_chosen_opponent_and_seat(tmp_path, capsys):
     for command in ("eval", "play"):  # the same asked through --env-kwargs once met a random opponent, silently
         assert main([command, str(run), "--env-kwargs", "{opponent: [random, self]}"]) == 2
         assert "--env-kwargs opponent: self plays only in training" in capsys.readouterr().err
+    out = tmp_path / "data"  # collect without a run (random moves) wrote a dataset against a random opponent
+    assert main(["collect", "--env", TTT, "--env-kwargs", "{opponent: self}", "--out", str(out)]) == 2
+    assert "--env-kwargs opponent: self plays only in training" in capsys.readouterr().err
+    assert not list(tmp_path.glob("data*"))
     with pytest.raises(CanterError, match="for turn-based PettingZoo games; 'CartPole-v1' is not one"):
         with_opponent("CartPole-v1", {}, "random", None)
     assert with_opponent(TTT, {"seat": "player_1"}, "random", None) == {"seat": "player_1", "opponent": "random"}

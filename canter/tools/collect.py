@@ -87,6 +87,9 @@ def cmd_collect(argv: list[str]) -> int:
     if args.from_replay:
         data = from_replay(args.run_dir)
     elif args.run_dir is None:
+        from canter.envs.turns import check_given_opponent
+
+        check_given_opponent(args.env, extra_kwargs)  # as with a run: else a random opponent, silently
         data = collect(args.env, args.transitions, None, seed=args.seed, env_kwargs=extra_kwargs)
     else:
         from canter.api import find_checkpoint
