@@ -90,6 +90,12 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
         return algo_cfg
     if not isinstance(overrides, dict):
         raise CanterError(f"'policy_hparams.{policy}' must be a mapping of hyperparameter names to values")
+    from canter.config import RunConfig as Run, fields_of
+
+    for key in overrides:  # a run key here ('n_envs'): said as hparams says it, not 'did you mean n_epochs'
+        if key in fields_of(Run) and key not in fields_of(type(algo_cfg)):
+            raise CanterError(f"'policy_hparams.{policy}.{key}' is a run setting, shared by every policy, not a "
+                              f"hyperparameter: give it at the top level ('{key}: ...' in YAML, --set {key}=...)")
     values = {**to_dict(algo_cfg), **overrides}
     cfg = build(type(algo_cfg), values, section=f"policy_hparams.{policy}.")
     if run.central_state and getattr(cfg, "encoder", "split") != "split":  # as resolve_multiagent_modes for hparams

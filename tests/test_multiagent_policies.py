@@ -210,6 +210,8 @@ def test_policy_hparams_set_each_policys_own_hyperparameters(tmp_path):
     ("{0: {lr: 0.01}}", "'policy_hparams' must have string keys, got 0: quote it, '0'"),
     # the algorithm config's own checks named the key 'hparams.net_arch', which the user had not set
     ("{agent_0: {net_arch: []}}", "'policy_hparams.agent_0.net_arch' needs at least one hidden layer"),
+    # a run key was 'unknown config key ... did you mean n_epochs?', where hparams.n_envs names it a run setting
+    ("{agent_0: {n_envs: 4}}", "'policy_hparams.agent_0.n_envs' is a run setting, shared by every policy"),
 ])
 def test_bad_policy_hparams_are_one_line(setting, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", ENV, "--set", "policies=agent", "--set",
