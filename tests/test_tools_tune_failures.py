@@ -326,3 +326,43 @@ def test_tune_and_benchmark_refuse_empty_out_study_storage(tmp_path, capsys, mon
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1 and "needs a value" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.yaml"]
+
+
+
+def test_tune_error_lines_show_a_storage_password_as_stars(tmp_path):
+    """tune's error lines gave the --storage URL as typed, password and all; they show it as SQLAlchemy does."""
+    pytest.importorskip("optuna")
+    from canter.errors import CanterError
+    from canter.tools.tune import _check_out_owner, _storage
+
+    url = "postgresql://user:s3cret@dbhost/studies"
+    with pytest.raises(CanterError) as exc:  # no driver for it here: the error line names the URL
+        _storage(url)
+    assert "s3cret" not in str(exc.value) and "user:***@dbhost" in str(exc.value)
+    (tmp_path / "best.yaml").write_text("# canter tune: ...\n# study 's' in postgresql://user:***@dbhost/studies\n")
+    _check_out_owner(tmp_path, "s", url)  # the header this study wrote: its own --out
+    with pytest.raises(CanterError) as exc:  # another study's --out: named without the password
+        _check_out_owner(tmp_path, "s", f"sqlite:///{tmp_path / 'x.db'}")
+    assert "user:***@dbhost" in str(exc.value)
+    (tmp_path / "best.yaml").write_text(f"# canter tune: ...\n# study 's' in {url}\n")  # an earlier canter's
+    _check_out_owner(tmp_path, "s", url)
+    with pytest.raises(CanterError) as exc:
+        _check_out_owner(tmp_path, "s", f"sqlite:///{tmp_path / 'x.db'}")
+    assert "s3cret" not in str(exc.value)
+
+
+def test_tune_best_yaml_shows_a_storage_password_as_stars(tmp_path, monkeypatch):
+    """best.yaml's header named the --storage URL as typed, password and all (a file made to be shared)."""
+    optuna = pytest.importorskip("optuna")
+    import canter.tools.tune as tune_mod
+
+    url = "postgresql://user:s3cret@dbhost/studies"
+    real, db = tune_mod._storage, f"sqlite:///{tmp_path / 'study.db'}"
+    monkeypatch.setattr(tune_mod, "_storage", lambda u: real(db if u == url else u))  # a server stood in for
+    study = optuna.create_study(study_name="s", storage=db, direction="maximize")  # one finished trial
+    study.add_trial(optuna.trial.create_trial(value=1.0, params={}, distributions={},
+                                              user_attrs={"config": {"algo": "ppo", "env": "CartPole-v1"}}))
+    (tmp_path / "t").mkdir()
+    tune_mod._finish("s", url, "ppo", "CartPole-v1", None, [], {}, tmp_path / "t", 0)
+    best = (tmp_path / "t" / "best.yaml").read_text()
+    assert "s3cret" not in best and "# study 's' in postgresql://user:***@dbhost/studies" in best

@@ -47,6 +47,19 @@ class TuneResult:
     files: dict[str, Path] = field(default_factory=dict)
 
 
+def shown_url(url: str) -> str:
+    """``url`` as tune prints it and writes it into ``best.yaml``: a password in it as ``***`` (SQLAlchemy's
+    ``render_as_string(hide_password=True)``), so that a shared best.yaml or a log holds no credential; a URL
+    without a password, or one SQLAlchemy cannot parse, as given."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - not a URL: _storage says so in its own line
+        return url
+    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
+
+
 def _storage(url: str) -> Any:
     optuna = require("optuna", "tune", "canter tune")
     try:
@@ -54,7 +67,7 @@ def _storage(url: str) -> Any:
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return optuna.storages.RDBStorage(url, heartbeat_interval=60, grace_period=180)
     except Exception as exc:  # noqa: BLE001 - sqlalchemy/optuna raise many kinds; one line for the user
-        raise CanterError(f"cannot open Optuna storage '{url}': {str(exc).splitlines()[0]}") from None
+        raise CanterError(f"cannot open Optuna storage '{shown_url(url)}': {str(exc).splitlines()[0]}") from None
 
 
 def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
@@ -310,14 +323,14 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         # a study made beforehand (to enqueue trials) has Optuna's default direction, minimize: its best
         # trial would be the lowest return, and TPE would search for low returns
         if [d.name for d in st.directions] != ["MAXIMIZE"]:
-            raise CanterError(f"study '{study_name}' in {url} has direction(s) "
+            raise CanterError(f"study '{study_name}' in {shown_url(url)} has direction(s) "
                               f"{', '.join(d.name.lower() for d in st.directions)}; canter tune maximizes the "
                               "evaluation return: create it with direction='maximize' or choose another --study")
         owner = st.user_attrs.get("canter")
         if owner is None:
             st.set_user_attr("canter", {"algo": algo_name, "env": env_id})
         elif owner != {"algo": algo_name, "env": env_id}:
-            raise CanterError(f"study '{study_name}' in {url} tunes {owner['algo']} on {owner['env']}; choose another --study")
+            raise CanterError(f"study '{study_name}' in {shown_url(url)} tunes {owner['algo']} on {owner['env']}; choose another --study")
         check_study_space(st, space)
         job = {
             "algo": algo_name, "env": env_id, "config_file": None if config_file is None else str(config_file),
@@ -351,8 +364,9 @@ def _check_out_owner(out_dir: Path, study_name: str, url: str, default_storage: 
     owner = next((m.groups() for m in map(_STUDY_LINE.match, head) if m), None)
     moved = (default_storage and owner is not None and owner[0] == study_name and owner[1].startswith("sqlite:///")
              and owner[1].replace("\\", "/").rsplit("/", 1)[-1] == "study.db" and (out_dir / "study.db").exists())
-    if owner != (study_name, url) and not moved:
-        what = f"study '{owner[0]}' in {owner[1]}" if owner else "a file canter tune did not write"
+    # the header shows the URL without its password (an earlier canter wrote it as given)
+    if owner not in ((study_name, url), (study_name, shown_url(url))) and not moved:
+        what = f"study '{owner[0]}' in {shown_url(owner[1])}" if owner else "a file canter tune did not write"
         raise CanterError(f"--out '{out_dir}' holds best.yaml of {what}; choose another --out (this would "
                           f"overwrite it)")
 
@@ -389,7 +403,7 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
         config = resolved_dict(*resolve_config(algo, env, config_file, sets, **{**run_overrides, **_decode(best.params)}))
     files = {"best": out_dir / "best.yaml"}
     header = (f"# canter tune: best of {counts['complete']} complete trials (trial {best.number}, last evaluation "
-              f"return {best.value:.4g})\n# study '{study_name}' in {url}\n# train it with: canter train {algo} -f "
+              f"return {best.value:.4g})\n# study '{study_name}' in {shown_url(url)}\n# train it with: canter train {algo} -f "
               f"{files['best']}\n")
     from canter.checkpoint import atomic_write
 
