@@ -319,3 +319,29 @@ def test_shipped_classic_benchmark_is_valid():
     online = {n for n in names("algorithm") if lookup("algorithm", n).family != "offline"
               and not lookup("algorithm", n).multiagent_only}
     assert {c.algo for c in cells} == online
+
+
+def test_a_run_that_never_evaluated_has_no_final_return_not_its_training_return(tmp_path):
+    """A run that diverged before its first evaluation was given its rolling training return (stochastic actions,
+    training episodes) as its 'final return' in results.md and results.csv, beside the other seeds' evaluation
+    returns, while its progress line said 'final eval return n/a' (measured: PPO Pendulum lr 3.0, diverged at step
+    1,536 after 6 episodes, row -1,416.7). It is n/a now, and left out of the statistics over seeds."""
+    from canter.logging.history import HISTORY_COLUMNS, EVALUATION_COLUMNS, write_parquet
+    from canter.tools.benchmark import Cell, table_rows
+
+    cells = [Cell("ppo", "Pendulum-v1", seed, {}) for seed in (0, 1)]
+    for cell, last_eval in zip(cells, (-150.0, None)):
+        run = tmp_path / cell.name
+        run.mkdir()
+        (run / "config.yaml").write_text("algo: ppo\nenv: Pendulum-v1\ntarget_reward: -200\n")
+        (run / "summary.json").write_text(json.dumps({
+            "steps": 1536, "episodes": 6, "updates": 3, "wall_seconds": 1.0, "last_eval_return": last_eval,
+            "stop_reason": "max_steps" if last_eval is not None else "diverged"}))
+        write_parquet(run / "history.parquet", [{"step": 1536, "wall_time": 1.0, "episode_return": -1416.7,
+                                                 "episode_length": 200, "rolling_return": -1416.7}], HISTORY_COLUMNS)
+        rows = [] if last_eval is None else [{"step": 1536, "wall_time": 1.0, "mean_return": last_eval,
+                                              "std_return": 0.0, "episodes": 2}]
+        write_parquet(run / "evaluations.parquet", rows, EVALUATION_COLUMNS)
+    assert load_run(tmp_path / cells[1].name).final_return() is None
+    (row,) = table_rows(cells, tmp_path)
+    assert row["seeds"] == 2 and row["final_median"] == row["final_iqm"] == -150.0

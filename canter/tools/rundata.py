@@ -40,13 +40,13 @@ class RunData:
         return None if value is None else float(value)  # a number: load_run checked it
 
     def final_return(self) -> float | None:
-        """The last evaluation's mean return, else the last rolling training return, else None."""
+        """The last evaluation's mean return (``summary.json``'s, else the evaluation table's last row); None for a
+        run that never evaluated (one that diverged first): its rolling training return, of sampled actions, is
+        not an evaluation return and must not stand beside the other runs' in a benchmark's statistics."""
         if self.summary.get("last_eval_return") is not None:
             return float(self.summary["last_eval_return"])
         if len(self.evaluations.get("mean_return", ())):
             return float(self.evaluations["mean_return"][-1])
-        if len(self.history.get("rolling_return", ())):
-            return float(self.history["rolling_return"][-1])
         return None
 
 
