@@ -345,3 +345,20 @@ def test_a_run_that_never_evaluated_has_no_final_return_not_its_training_return(
     assert load_run(tmp_path / cells[1].name).final_return() is None
     (row,) = table_rows(cells, tmp_path)
     assert row["seeds"] == 2 and row["final_median"] == row["final_iqm"] == -150.0
+
+
+def test_results_md_shows_a_fractional_target_and_small_returns_as_they_are():
+    """results.md rounded the target to a whole number and returns to one decimal: FrozenLake's target 0.75 read
+    '1' (and -0.4 read '0'), so a row solved 3/3 showed a median of '0.8 [0.7, 0.8]' under a target of '1'."""
+    from canter.tools.benchmark import to_markdown
+
+    row = {"algo": "ppo", "env": "FrozenLake-v1", "seeds": 3, "final_median": 0.76, "final_q25": 0.755,
+           "final_q75": 0.8, "final_iqm": 0.76, "final_iqm_low": 0.75, "final_iqm_high": 0.8, "solved": 3,
+           "target_reward": 0.75, "steps": 1e5, "wall_seconds": 10.0, "steps_per_second": 1e4}
+    big = {**row, "final_median": 475.25, "final_q25": 470.0, "final_q75": 500.0, "final_iqm": 480.04,
+           "final_iqm_low": 470.0, "final_iqm_high": 500.0, "target_reward": 475.0}
+    lines = to_markdown([row, {**row, "target_reward": -0.4, "solved": 0}, big],
+                        {"file": "x.yaml", "jobs": 1, "seconds": 1.0}).splitlines()
+    assert "| 0.76 [0.755, 0.8] | 0.76 [0.75, 0.8] | 3/3 | 0.75 |" in lines[-3]
+    assert "| 0/3 | -0.4 |" in lines[-2]
+    assert "| 475.2 [470.0, 500.0] | 480.0 [470.0, 500.0] | 3/3 | 475 |" in lines[-1]  # as before

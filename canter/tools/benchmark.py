@@ -352,6 +352,31 @@ def _fmt(x: Any, digits: int = 1) -> str:
     return f"{round(x, digits) + 0.0:,.{digits}f}"  # + 0.0 turns -0.0 into 0.0
 
 
+#: the return columns of a results row
+RETURN_KEYS = ("final_median", "final_q25", "final_q75", "final_iqm", "final_iqm_low", "final_iqm_high")
+
+
+def _return_fmt(row: dict[str, Any]) -> Any:
+    """How the returns of ``row`` are shown: one decimal, or, where every return and the target is below 10 in size
+    (success rates, FrozenLake's 0/1 episodes), up to three (0.755, 0.8), which one decimal would blur."""
+    values = [row.get(k) for k in (*RETURN_KEYS, "target_reward")]
+    small = all(v is None or not math.isfinite(v) or abs(v) < 10 for v in values)
+    return _short if small else _fmt
+
+
+def _short(x: Any) -> str:
+    """``x`` with up to three decimals, trailing zeros dropped (0.755, 0.8, 0)."""
+    text = _fmt(x, 3)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _target(x: Any) -> str:
+    """The target reward as it was set: 475, 0.75, -0.4 (a whole number without decimals, as before)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)) or float(x).is_integer():
+        return _fmt(x, 0)
+    return f"{x:,.6g}"
+
+
 def to_markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     """The results table in markdown, with how it was produced."""
     from canter.utils import canter_version, git_commit
@@ -366,10 +391,11 @@ def to_markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "|---|---|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
+        ret = _return_fmt(r)
         lines.append(
-            f"| {r['algo']} | {r['env']} | {r['seeds']} | {_fmt(r['final_median'])} [{_fmt(r['final_q25'])}, "
-            f"{_fmt(r['final_q75'])}] | {_fmt(r['final_iqm'])} [{_fmt(r['final_iqm_low'])}, {_fmt(r['final_iqm_high'])}] "
-            f"| {r['solved']}/{r['seeds']} | {_fmt(r['target_reward'], 0)} | {_fmt(r['steps'], 0)} "
+            f"| {r['algo']} | {r['env']} | {r['seeds']} | {ret(r['final_median'])} [{ret(r['final_q25'])}, "
+            f"{ret(r['final_q75'])}] | {ret(r['final_iqm'])} [{ret(r['final_iqm_low'])}, {ret(r['final_iqm_high'])}] "
+            f"| {r['solved']}/{r['seeds']} | {_target(r['target_reward'])} | {_fmt(r['steps'], 0)} "
             f"| {_fmt(r['wall_seconds'])} | {_fmt(r['steps_per_second'], 0)} |")
     return "\n".join(lines) + "\n"
 
