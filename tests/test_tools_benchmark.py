@@ -362,3 +362,25 @@ def test_results_md_shows_a_fractional_target_and_small_returns_as_they_are():
     assert "| 0.76 [0.755, 0.8] | 0.76 [0.75, 0.8] | 3/3 | 0.75 |" in lines[-3]
     assert "| 0/3 | -0.4 |" in lines[-2]
     assert "| 475.2 [470.0, 500.0] | 480.0 [470.0, 500.0] | 3/3 | 475 |" in lines[-1]  # as before
+
+
+def test_benchmark_refuses_an_out_holding_results_files_it_did_not_write(tmp_path, capsys):
+    """--out DIR overwrote a results.md, results.csv or benchmark.png of one's own in DIR (--out . in a project)
+    without a word; they are refused in one line before anything runs, and a benchmark's own are replaced."""
+    spec = tmp_path / "grid.yaml"
+    spec.write_text("seeds: 1\nset: {max_steps: 64, n_envs: 2, n_steps: 32, eval_episodes: 1, eval_every: 0, "
+                    "checkpoint_every: 0, tensorboard: false}\nenvs: [CartPole-v1]\nalgos: [ppo]\n")
+    out = tmp_path / "mine"
+    out.mkdir()
+    for name, text in [("results.csv", "my,data\n"), ("results.md", "# My notes\n")]:
+        (out / name).write_text(text)
+        assert main(["benchmark", str(spec), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "which canter benchmark did not write" in err
+        assert (out / name).read_text() == text and not (out / "runs").exists()
+        (out / name).unlink()
+    assert main(["benchmark", str(spec), "--out", str(out)]) == 0
+    assert main(["benchmark", str(spec), "--out", str(out)]) == 0  # its own results: replaced
+    assert (out / "results.md").read_text().startswith("# Benchmark: ")
+    assert main(["benchmark", str(spec), "--out", str(spec)]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err

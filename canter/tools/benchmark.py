@@ -206,6 +206,31 @@ def _same_config(run_dir: Path, expected: dict[str, Any]) -> None:
                               "use another --out or delete that run directory")
 
 
+#: the start of every results.md that :func:`to_markdown` writes
+RESULTS_HEAD = "# Benchmark: "
+#: the files a benchmark writes into its output directory (each replaced by the next run of it)
+RESULT_FILES = ("results.md", "results.csv", "benchmark.png")
+
+
+def check_out(out_dir: Path) -> None:
+    """Refuse (CanterError) an ``out_dir`` that is a file, or that holds a results file no benchmark wrote: a
+    ``results.md`` that does not start as :func:`to_markdown`'s, or a ``results.csv`` or ``benchmark.png`` without
+    one that does (``--out .`` in a project of one's own would overwrite them)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CanterError(f"--out '{out_dir}' is a file, not a directory")
+    present = [name for name in RESULT_FILES if (out_dir / name).exists()]
+    if not present:
+        return
+    try:
+        with open(out_dir / "results.md", "rb") as f:
+            ours = f.read(len(RESULTS_HEAD)) == RESULTS_HEAD.encode()
+    except OSError:  # missing, or not a file
+        ours = False
+    if not ours:
+        raise CanterError(f"--out '{out_dir}' holds {present[0]}, which canter benchmark did not write; choose another "
+                          "--out (this would overwrite it)")
+
+
 def _finished(run_dir: Path) -> bool:
     """Whether the run finished (not interrupted); a damaged summary.json is refused in one line naming it
     (it was a traceback for a non-object or non-UTF-8 file, and a rerun, deleting the run, for bad JSON)."""
@@ -249,6 +274,7 @@ def benchmark(path: str | Path, out: str | Path | None = None, jobs: int = 1, qu
     cells = load_spec(path)
     configs = check_cells(cells)
     out_dir = Path(out) if out is not None else Path("runs") / f"benchmark-{Path(path).stem}"
+    check_out(out_dir)
     runs_dir = out_dir / "runs"
     todo = []
     for cell in cells:
@@ -382,7 +408,7 @@ def to_markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     from canter.utils import canter_version, git_commit
 
     lines = [
-        f"# Benchmark: {meta['file']}", "",
+        f"{RESULTS_HEAD}{meta['file']}", "",
         f"canter {canter_version()} ({git_commit() or 'no git'}), {os.cpu_count()} CPUs, --jobs {meta['jobs']}, "
         f"{time.strftime('%Y-%m-%d %H:%M')}, {meta['seconds']} s for the runs not reused.", "",
         "Final return = last evaluation's mean return of a run. IQM = interquartile mean across seeds; "
