@@ -232,12 +232,12 @@ def test_tune_best_yaml_is_the_best_trials_own_config_after_a_resume(tmp_path, c
                                                        "clip_range", "ent_coef", "vf_coef", "max_grad_norm")))
     out = tmp_path / "t"
     base = ["tune", "ppo", "--env", "CartPole-v1", "--space", str(space), "--n-envs", "2", "--set", "n_steps=64",
-            "--eval-every", "256", "--eval-episodes", "2", "--out", str(out), "--no-prune", "--quiet"]
+            "--eval-every", "256", "--eval-episodes", "2", "--out", str(out), "--no-prune", "--quiet", "--sampler-seed", "3"]
     assert main([*base, "--max-steps", "1024", "--trials", "1"]) == 0
     assert main([*base, "--max-steps", "256", "--trials", "2"]) == 0
     study = optuna.load_study(study_name="ppo-CartPole-v1", storage=f"sqlite:///{out / 'study.db'}")
     best = study.best_trial
-    assert best.number == 0  # the longer-trained trial (deterministic with the default seeds)
+    assert best.number == 0  # the longer-trained trial (deterministic with these seeds)
     config = yaml.safe_load((out / "best.yaml").read_text())
     assert config["max_steps"] == 1024 and config["hparams"]["lr"] == best.params["lr"]
     run = tmp_path / "run"
@@ -314,3 +314,44 @@ def test_tune_jobs_workers_import_the_configs_imports(tmp_path, capsys, monkeypa
     finally:
         sys.modules.pop("tune_jobs_algo", None)
         _REGISTRY["algorithm"].pop("tune_jobs_ppo_test", None)
+
+
+def test_tune_processes_starting_on_one_study_at_once_sample_different_parameters(tmp_path, monkeypatch):
+    """Each process seeded TPE from --sampler-seed and the study's trial count when it started, so machines (or
+    --jobs workers' counterparts on other machines) starting on one shared study at once drew the same values
+    trial after trial: every trial was run twice. Seeds now follow each trial's number, which the storage gives
+    one process only; one process reproduces the same values."""
+    optuna = pytest.importorskip("optuna")
+    import threading
+
+    import canter.tools.tune as tune_mod
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    optuna.create_study(study_name="s", storage=url, direction="maximize")
+    sampled: list[float] = []
+    monkeypatch.setattr(tune_mod, "_objective", lambda job, space: lambda trial: sampled.append(
+        space["lr"].suggest(trial)) or 1.0)
+    both_loaded, load = threading.Barrier(2), optuna.load_study
+
+    def load_together(**kw: Any) -> Any:  # two machines: both open the study before either has a trial
+        study = load(**kw)
+        both_loaded.wait(timeout=30)
+        return study
+
+    monkeypatch.setattr(optuna, "load_study", load_together)
+    job = {"quiet": True, "config_file": None, "run_overrides": {}, "sets": [], "algo": "ppo", "space_file": None,
+           "prune": False, "prune_startup": 0, "study": "s", "storage": url, "sampler_seed": 0, "trials": 6,
+           "timeout": None}
+    tune_mod.search_space("ppo")  # the built-ins registered before the threads look them up
+    machines = [threading.Thread(target=tune_mod._optimize, args=(job,)) for _ in range(2)]
+    for m in machines:
+        m.start()
+    for m in machines:
+        m.join(timeout=60)
+    assert len(sampled) >= 6 and len(set(sampled)) == len(sampled)
+    monkeypatch.setattr(optuna, "load_study", load)
+    optuna.create_study(study_name="again", storage=url, direction="maximize")
+    by_number = {t.number: t.params["lr"] for t in optuna.load_study(study_name="s", storage=url).trials}
+    sampled.clear()
+    tune_mod._optimize({**job, "study": "again", "trials": len(by_number)})
+    assert sampled == [by_number[n] for n in sorted(by_number)]  # one process, the same seed: the same values

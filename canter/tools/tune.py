@@ -30,7 +30,8 @@ from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
 from canter.tools.tune_workers import INTERRUPTS, caused_by_interrupt, run_workers
 
-from canter.tools.tune_space import Param, _decode, check_study_space, search_space  # noqa: F401  (re-exported)
+from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_study_space,  # noqa: F401
+                                     search_space)  # (Param, _decode re-exported)
 from canter.yaml_io import dump_yaml, parse_yaml_value
 
 
@@ -157,22 +158,6 @@ def rollout_rows(run: Any, algo_cfg: Any) -> int | None:
     return n_steps * run.n_envs
 
 
-def sampler_seed(seed: int | None, worker: int, n_trials: int) -> int | None:
-    """The TPE seed of ``worker`` (0: the only process, 1..J: ``--jobs`` workers) on a study that holds
-    ``n_trials`` trials: ``seed + worker`` for a new study, else one drawn from all three.
-
-    A resumed study must not restart the sampler's random stream: with the seed of the first call,
-    its random startup trials would repeat the parameters of the trials the study already has.
-    """
-    if seed is None:
-        return None
-    if n_trials == 0:
-        return seed + worker
-    import numpy as np
-
-    return int(np.random.SeedSequence([seed, worker, n_trials]).generate_state(1)[0])
-
-
 def _optimize(job: dict[str, Any], worker: int = 0) -> None:
     """Run trials until the study has ``job['trials']`` finished ones (one process)."""
     import optuna
@@ -187,8 +172,8 @@ def _optimize(job: dict[str, Any], worker: int = 0) -> None:
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=job["prune_startup"], n_warmup_steps=0)
               if job["prune"] else optuna.pruners.NopPruner())
     study = optuna.load_study(study_name=job["study"], storage=_storage(job["storage"]), pruner=pruner)
-    study.sampler = optuna.samplers.TPESampler(
-        seed=sampler_seed(job["sampler_seed"], worker, len(study.get_trials(deepcopy=False))))
+    # seeded per trial number: workers and machines starting on one study at once sampled the same values
+    study.sampler = TrialSeededSampler(job["sampler_seed"])
     done = (TrialState.COMPLETE, TrialState.PRUNED)
     remaining = job["trials"] - len(study.get_trials(deepcopy=False, states=done))
     if remaining <= 0:
@@ -261,10 +246,8 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"--jobs must be >= 1, got {jobs}")
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):  # nan compares False
         raise CanterError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
-    top = jobs if jobs > 1 else 0  # the highest worker number: --jobs workers 1..J sample with seed + worker
-    if sampler_seed is not None and not 0 <= sampler_seed <= 2**32 - 1 - top:
-        raise CanterError(f"--sampler-seed must be between 0 and 2**32 - {1 + top} (with --jobs {jobs}), "
-                          f"got {sampler_seed}")
+    if sampler_seed is not None and not 0 <= sampler_seed <= 2**32 - 1:
+        raise CanterError(f"--sampler-seed must be between 0 and 2**32 - 1, got {sampler_seed}")
     if prune_startup < 0 or prune_warmup < 0:
         raise CanterError("--prune-startup and --prune-warmup must be >= 0")
     # the base config must be valid on its own (nothing is written if not); resolving it first imports

@@ -185,3 +185,52 @@ def _decode(params: dict[str, Any]) -> dict[str, Any]:
                 pass
         out[k] = v
     return out
+
+
+def trial_seed(seed: int, number: int) -> int:
+    """The TPE seed of trial ``number`` of a study tuned with ``--sampler-seed seed``."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([seed, number]).generate_state(1)[0])
+
+
+class TrialSeededSampler:
+    """Optuna's TPE sampler, seeded again before each trial from ``seed`` and the trial's number.
+
+    The storage numbers a study's trials, one number per trial whichever process asks for it, so each trial draws
+    its own values: processes that start on one study at once (several machines on a shared ``--storage``, or
+    ``--jobs`` workers) do not sample the same parameters, a resumed study does not repeat its first trials, and
+    one process reproduces its study from the seed. ``seed`` None: Optuna's unseeded TPE."""
+
+    def __init__(self, seed: int | None) -> None:
+        from optuna.samplers import TPESampler
+
+        self.seed, self.inner = seed, TPESampler(seed=seed)
+
+    def before_trial(self, study: Any, trial: Any) -> None:
+        """Seed a new TPE sampler for ``trial`` (its history is the study's, so nothing is lost)."""
+        from optuna.samplers import TPESampler
+
+        if self.seed is not None:
+            self.inner = TPESampler(seed=trial_seed(self.seed, trial.number))
+        self.inner.before_trial(study, trial)
+
+    def infer_relative_search_space(self, study: Any, trial: Any) -> Any:
+        """TPE's."""
+        return self.inner.infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study: Any, trial: Any, search_space: Any) -> Any:
+        """TPE's."""
+        return self.inner.sample_relative(study, trial, search_space)
+
+    def sample_independent(self, study: Any, trial: Any, param_name: str, param_distribution: Any) -> Any:
+        """TPE's."""
+        return self.inner.sample_independent(study, trial, param_name, param_distribution)
+
+    def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+        """TPE's."""
+        self.inner.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        """TPE's (Optuna calls it for samplers shared by threads)."""
+        self.inner.reseed_rng()
