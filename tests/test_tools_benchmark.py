@@ -344,7 +344,21 @@ def test_a_run_that_never_evaluated_has_no_final_return_not_its_training_return(
         write_parquet(run / "evaluations.parquet", rows, EVALUATION_COLUMNS)
     assert load_run(tmp_path / cells[1].name).final_return() is None
     (row,) = table_rows(cells, tmp_path)
-    assert row["seeds"] == 2 and row["final_median"] == row["final_iqm"] == -150.0
+    assert row["seeds"] == 2 and row["scored"] == 1 and row["final_median"] == row["final_iqm"] == -150.0
+
+
+def test_results_say_over_how_many_seeds_the_statistics_are_when_a_run_has_no_final_return():
+    """A run without a final return (diverged before its first evaluation) is left out of the median, quartiles and
+    IQM, but results.md and results.csv gave only 'seeds 3', as if the IQM and its CI were over all three."""
+    from canter.tools.benchmark import to_csv, to_markdown
+
+    row = {"algo": "ppo", "env": "Pendulum-v1", "seeds": 3, "scored": 2, "final_median": -150.0, "final_q25": -160.0,
+           "final_q75": -140.0, "final_iqm": -150.0, "final_iqm_low": -160.0, "final_iqm_high": -140.0, "solved": 2,
+           "target_reward": -200.0, "steps": 1e4, "wall_seconds": 1.0, "steps_per_second": 1e4}
+    meta = {"file": "x.yaml", "jobs": 1, "seconds": 1.0}
+    assert "| ppo | Pendulum-v1 | 3 (2 with a final return) | -150.0 [" in to_markdown([row], meta)
+    assert "| ppo | Pendulum-v1 | 3 | -150.0 [" in to_markdown([{**row, "scored": 3}], meta)
+    assert to_csv([row]).splitlines()[0].startswith("algo,env,seeds,scored,")
 
 
 def test_results_md_shows_a_fractional_target_and_small_returns_as_they_are():

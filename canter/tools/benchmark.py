@@ -364,7 +364,9 @@ def table_rows(cells: list[Cell], runs_dir: Path) -> list[dict[str, Any]]:
         steps = [float(r.summary.get("steps", 0)) for r in runs]
         walls = [float(r.summary.get("wall_seconds", 0.0)) for r in runs]
         rows.append({
-            "algo": algo, "env": env, "seeds": len(runs), **{f"final_{k}": v for k, v in stats.items()},
+            # scored: the runs with a final return, which the statistics are over (not one that never evaluated)
+            "algo": algo, "env": env, "seeds": len(runs), "scored": sum(f is not None for f in finals),
+            **{f"final_{k}": v for k, v in stats.items()},
             "solved": sum(bool(r.summary.get("solved")) for r in runs), "target_reward": runs[0].target_reward,
             "steps": _mean(steps), "wall_seconds": _mean(walls),
             "steps_per_second": sum(steps) / sum(walls) if sum(walls) > 0 else float("nan"),
@@ -396,6 +398,12 @@ def _short(x: Any) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def _seeds_cell(row: dict[str, Any]) -> str:
+    """The seeds cell: their count, and how many have a final return where that is fewer (the statistics' n)."""
+    scored = row.get("scored", row["seeds"])
+    return str(row["seeds"]) if scored == row["seeds"] else f"{row['seeds']} ({scored} with a final return)"
+
+
 def _target(x: Any) -> str:
     """The target reward as it was set: 475, 0.75, -0.4 (a whole number without decimals, as before)."""
     if x is None or (isinstance(x, float) and math.isnan(x)) or float(x).is_integer():
@@ -419,7 +427,7 @@ def to_markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     for r in rows:
         ret = _return_fmt(r)
         lines.append(
-            f"| {r['algo']} | {r['env']} | {r['seeds']} | {ret(r['final_median'])} [{ret(r['final_q25'])}, "
+            f"| {r['algo']} | {r['env']} | {_seeds_cell(r)} | {ret(r['final_median'])} [{ret(r['final_q25'])}, "
             f"{ret(r['final_q75'])}] | {ret(r['final_iqm'])} [{ret(r['final_iqm_low'])}, {ret(r['final_iqm_high'])}] "
             f"| {r['solved']}/{r['seeds']} | {_target(r['target_reward'])} | {_fmt(r['steps'], 0)} "
             f"| {_fmt(r['wall_seconds'])} | {_fmt(r['steps_per_second'], 0)} |")
