@@ -366,3 +366,21 @@ def test_tune_best_yaml_shows_a_storage_password_as_stars(tmp_path, monkeypatch)
     tune_mod._finish("s", url, "ppo", "CartPole-v1", None, [], {}, tmp_path / "t", 0)
     best = (tmp_path / "t" / "best.yaml").read_text()
     assert "s3cret" not in best and "# study 's' in postgresql://user:***@dbhost/studies" in best
+
+
+def test_tune_jobs_worker_error_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch):
+    """A --jobs worker that met a CanterError the parent had not (a storage it could not open, a --space file gone
+    by the time it started) printed the whole traceback before the parent's 'exited with an error' line."""
+    pytest.importorskip("optuna")
+    import signal
+
+    from canter.tools import tune_workers
+
+    monkeypatch.setattr(signal, "signal", lambda *a: None)  # the worker's SIGTERM handler, not this process's
+    monkeypatch.setattr(tune_workers.INTERRUPTS, "pending", False)  # a fresh worker's (an earlier test's Ctrl-C)
+    job = {"quiet": True, "config_file": None, "run_overrides": {}, "sets": [], "algo": "ppo",
+           "space_file": str(tmp_path / "gone.yaml"), "storage": f"sqlite:///{tmp_path / 'study.db'}"}
+    with pytest.raises(SystemExit) as exc:
+        tune_workers._worker(job, 1)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and err.startswith("canter: error: ") and "gone.yaml" in err

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
+
+from canter.errors import CanterError
 
 
 class Interrupts:
@@ -91,6 +94,11 @@ def _worker(job: dict[str, Any], worker: int) -> None:
         _optimize(job, worker)
     except KeyboardInterrupt:  # the Ctrl-C the parent passed on: the parent says it, this process quietly ends
         raise SystemExit(130) from None
+    except CanterError as exc:  # one line, as the parent's own (a storage this worker cannot open, ...)
+        if INTERRUPTS.pending or caused_by_interrupt(exc):
+            raise SystemExit(130) from None
+        print("canter: error: " + " ".join(str(exc).split()), file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
     except Exception as exc:
         # whatever failed after the parent asked this worker to stop (a storage commit the Ctrl-C cut) is the
         # Ctrl-C's doing: the parent reports the interruption once
@@ -107,8 +115,6 @@ def run_workers(job: dict[str, Any], jobs: int) -> None:
     process catches it and sends each worker a SIGTERM: one still starting ends at once (it has no
     trial yet), one training marks its trial failed and ends."""
     import multiprocessing as mp
-
-    from canter.errors import CanterError
 
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_worker, args=(job, i + 1), name=f"canter-tune-{i + 1}") for i in range(jobs)]
