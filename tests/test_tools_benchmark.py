@@ -398,3 +398,18 @@ def test_benchmark_refuses_an_out_holding_results_files_it_did_not_write(tmp_pat
     assert (out / "results.md").read_text().startswith("# Benchmark: ")
     assert main(["benchmark", str(spec), "--out", str(spec)]) == 2
     assert "is a file, not a directory" in capsys.readouterr().err
+
+
+def test_benchmark_never_deletes_a_folder_that_is_not_a_run_named_as_one_of_its_runs(tmp_path, capsys):
+    """An unfinished run is deleted and run again; OUT/runs/ppo-CartPole-v1-seed0 holding files of one's own (no
+    config.yaml) was deleted the same way, without a word."""
+    spec = tmp_path / "grid.yaml"
+    spec.write_text("seeds: 1\nset: {max_steps: 64, n_envs: 2, n_steps: 32, eval_episodes: 1, eval_every: 0, "
+                    "checkpoint_every: 0, tensorboard: false}\nenvs: [CartPole-v1]\nalgos: [ppo]\n")
+    mine = tmp_path / "out" / "runs" / "ppo-CartPole-v1-seed0"
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("precious")
+    assert main(["benchmark", str(spec), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a canter run directory" in err
+    assert (mine / "notes.txt").read_text() == "precious"

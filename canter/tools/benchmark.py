@@ -231,6 +231,15 @@ def check_out(out_dir: Path) -> None:
                           "--out (this would overwrite it)")
 
 
+def _check_deletable(run_dir: Path) -> None:
+    """Refuse (CanterError) to delete, for a fresh start of its run, a ``run_dir`` that is not an unfinished canter run
+    directory (a file, or a folder of one's own named as a run of the grid, without ``config.yaml``)."""
+    if run_dir.is_dir() and ((run_dir / "config.yaml").exists() or not any(run_dir.iterdir())):
+        return
+    raise CanterError(f"'{run_dir}' is not a canter run directory (no config.yaml), and the benchmark would delete it "
+                      "to run it again; move it or choose another --out")
+
+
 def _finished(run_dir: Path) -> bool:
     """Whether the run finished (not interrupted); a damaged summary.json is refused in one line naming it
     (it was a traceback for a non-object or non-UTF-8 file, and a rerun, deleting the run, for bad JSON)."""
@@ -284,6 +293,7 @@ def benchmark(path: str | Path, out: str | Path | None = None, jobs: int = 1, qu
             continue
         if run_dir.exists():
             check_free(run_dir)  # another benchmark on this --out is training it: nothing is deleted
+            _check_deletable(run_dir)
         todo.append(cell)
     for cell in todo:
         if (runs_dir / cell.name).exists():  # left by an interrupted benchmark: start that run again
