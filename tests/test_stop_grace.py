@@ -68,8 +68,8 @@ def test_an_iteration_of_the_usual_length_is_saved_after_the_minimum_grace(tmp_p
 
     def slow_iterations(trainer):
         if trainer.iteration_count == 2:
-            os.kill(os.getpid(), signal.SIGTERM)  # grace: 3 x the first iteration's 0.2 s, not 0.05 s
-        time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGTERM)  # grace: 3 x the first iteration's 0.4 s+, not 0.05 s
+        time.sleep(0.4 if trainer.iteration_count == 0 else 0.1)
 
     run_dir = tmp_path / "run"
     run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, n_envs=2, n_steps=16, batch_size=32,
