@@ -198,3 +198,12 @@ def to_numpy(x: torch.Tensor | np.ndarray) -> np.ndarray:
     if x.requires_grad:  # (detach() costs ~1 us per call: only where .numpy() needs it)
         x = x.detach()
     return x.numpy() if x.device.type == "cpu" else x.cpu().numpy()
+
+
+def wrapper_method(env: Any, name: str) -> Any:
+    """The callable ``name`` of ``env`` or of an env it wraps (gymnasium's ``get_wrapper_attr``), or None."""
+    try:
+        method = env.get_wrapper_attr(name)
+    except AttributeError:
+        return None
+    return method if callable(method) else None

@@ -24,6 +24,7 @@ from canter.envs.packing import PackObservations
 from canter.envs.spaces import describe_space
 from canter.errors import CanterError
 from canter.registry import register
+from canter.utils import wrapper_method
 
 GOAL_KEYS = ("achieved_goal", "desired_goal")
 
@@ -88,11 +89,8 @@ def _packed_space(env: gym.Env) -> gym.Space | None:
 
 
 def _env_method(env: gym.Env, name: str, env_id: str) -> Callable[..., Any]:
-    try:
-        method = env.get_wrapper_attr(name)
-    except AttributeError:
-        method = None
-    if not callable(method):
+    method = wrapper_method(env, name)
+    if method is None:
         raise CanterError(f"her_goals needs the env's {name}(achieved_goal, desired_goal, info); '{env_id}' has none")
     return method
 

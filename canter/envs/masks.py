@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from canter.errors import CanterError
+from canter.utils import wrapper_method
 
 #: what a masked action's logit or Q value becomes: exp() of it is exactly 0 in float32, and it
 #: stays finite, so ``p * log p`` terms are 0 rather than NaN (SB3-contrib's MaskablePPO uses the same)
@@ -104,11 +105,7 @@ class MethodActionMask(InfoActionMask):
     """
 
     def __init__(self, env: gym.Env, method: str = "action_masks") -> None:
-        try:
-            found = env.get_wrapper_attr(method)
-        except AttributeError:
-            found = None
-        if not callable(found):
+        if wrapper_method(env, method) is None:
             raise CanterError(f"the env has no {method}() method (MethodActionMask calls it for the action mask)")
         super().__init__(env, key=method)
 
