@@ -84,6 +84,41 @@ def test_episode_ends_terminated_cuts_truncated_bootstraps_from_final_observatio
     assert term.vs[3, 0].item() == pytest.approx(4 + 0.5 * 50)  # the next episode is unaffected
 
 
+
+def test_off_policy_targets_with_episode_ends_match_the_sum_definition_per_episode():
+    """Clipped rho and c with terminations and truncations inside the rollout (one on its last row):
+    each row's target is the paper's sum over its own episode only, ending in 0 after a termination
+    and in V(final observation) (the next row's value, or the bootstrap value) after a truncation."""
+    rng = np.random.default_rng(3)
+    T, N, gamma, lam, rho_bar, c_bar, pg_bar = 9, 4, 0.9, 0.8, 1.1, 0.7, 1.4
+    log_rhos = rng.normal(scale=0.8, size=(T, N))
+    rewards, values, boot = rng.normal(size=(T, N)), rng.normal(size=(T, N)), rng.normal(size=N)
+    dones = (rng.random((T, N)) < 0.25).astype(float)
+    terminated = dones * (rng.random((T, N)) < 0.5)
+    dones[-1, 0], terminated[-1, 0] = 1.0, 0.0  # truncated on the last row: bootstraps from boot
+    assert terminated.sum() > 1 and (dones - terminated).sum() > 1
+    out = vtrace(_t(log_rhos), _t(rewards), _t(values), _t(boot), _t(terminated), _t(dones), gamma, lam, rho_bar,
+                 c_bar, pg_bar)
+    ratio = np.exp(log_rhos)
+    rho, c = np.minimum(rho_bar, ratio), lam * np.minimum(c_bar, ratio)
+    v_after = np.concatenate([values[1:], boot[None]]) * (1 - terminated)  # value after each step's transition
+    vs, pg = np.zeros((T, N)), np.zeros((T, N))
+    for n in range(N):
+        for s in range(T):
+            end = s
+            while end < T - 1 and not dones[end, n]:
+                end += 1
+            vs[s, n] = values[s, n] + sum(
+                gamma ** (t - s) * np.prod(c[s:t, n]) * rho[t, n] * (rewards[t, n] + gamma * v_after[t, n] - values[t, n])
+                for t in range(s, end + 1))
+    for n in range(N):
+        for s in range(T):
+            inside = s < T - 1 and not dones[s, n]
+            v_next = vs[s + 1, n] if inside else v_after[s, n]  # v_{s+1}, or what the episode ends in
+            pg[s, n] = min(pg_bar, ratio[s, n]) * (rewards[s, n] + gamma * v_next - values[s, n])
+    np.testing.assert_allclose(out.vs.numpy(), vs, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out.pg_advantages.numpy(), pg, rtol=1e-12, atol=1e-12)
+
 @pytest.mark.parametrize("lam", [1.0, 0.9, 0.0])
 def test_on_policy_vtrace_with_lambda_equals_gae(lam):
     """With pi == mu, V-trace(lambda) targets minus V are canter's GAE(lambda) advantages."""
