@@ -8,9 +8,10 @@ import pytest
 import torch
 
 import canter
-from canter.algorithms.acer import retrace_targets, trust_region_projection
+from canter.algorithms.acer import ACER, retrace_targets, trust_region_projection
+from canter.config import build
 from canter.data.rollout import compute_gae
-from canter.data.segments import SegmentReplay
+from canter.data.segments import SegmentBatch, SegmentReplay
 from canter.errors import CanterError
 
 
@@ -73,6 +74,96 @@ def test_retrace_with_untruncated_weights_and_q_equal_v_is_the_monte_carlo_retur
                                                           term, dones)), 0.95)
     torch.testing.assert_close(q_ret, torch.from_numpy(adv + values[:T]), rtol=1e-5, atol=1e-5)
 
+
+
+def _retrace_by_sum(rewards, q_taken, values, rho_bar, terminated, dones, gamma):
+    """Munos et al.'s Retrace in its sum form, each row's sum stopping at its episode's end:
+    ``Q_ret_t = Q_t + sum_{s>=t} gamma^(s-t) (rho_bar_{t+1} ... rho_bar_s) delta_s`` with
+    ``delta_s = r_s + gamma (1 - terminated_s) V_{s+1} - Q_s``."""
+    T, N = rewards.shape
+    out = np.zeros((T, N))
+    for n in range(N):
+        for t in range(T):
+            total, weight = q_taken[t, n], 1.0
+            for s in range(t, T):
+                weight *= gamma * rho_bar[s, n] if s > t else 1.0
+                total += weight * (rewards[s, n] + gamma * (1 - terminated[s, n]) * values[s + 1, n] - q_taken[s, n])
+                if dones[s, n]:
+                    break
+            out[t, n] = total
+    return out
+
+
+def test_retrace_targets_equal_the_sum_form_with_truncated_weights_and_episode_ends():
+    rng = np.random.default_rng(4)
+    T, N, gamma = 8, 4, 0.9
+    rewards, q_taken, values = rng.normal(size=(T, N)), rng.normal(size=(T, N)), rng.normal(size=(T + 1, N))
+    rho_bar = np.minimum(1.0, np.exp(rng.normal(scale=0.7, size=(T, N))))
+    dones = (rng.random((T, N)) < 0.25).astype(float)
+    terminated = dones * (rng.random((T, N)) < 0.5)
+    assert terminated.sum() > 1 and (dones - terminated).sum() > 1 and (rho_bar < 1).any()
+    got = retrace_targets(*(torch.from_numpy(x) for x in (rewards, q_taken, values, rho_bar, terminated, dones)), gamma)
+    np.testing.assert_allclose(got.numpy(), _retrace_by_sum(rewards, q_taken, values, rho_bar, terminated, dones, gamma),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("trust_region", [False, True])
+def test_acer_gradient_is_the_papers_with_bias_correction_and_trust_region(trust_region):
+    """One ACER update against Wang et al. 2017 written from the paper: Retrace targets (sum form),
+    ``min(c, rho) (Q_ret - V) grad log pi(a)`` plus the bias correction ``sum_a [1 - c / rho(a)]_+
+    pi(a) (Q(a) - V) grad log pi(a)`` and the entropy bonus, as a gradient g w.r.t. each row's
+    probabilities, projected to ``k . z <= delta`` (``k = -pi_avg / pi``) when the trust region is
+    on, then back-propagated; plus the Q regression. Episode ends: a termination and a truncation."""
+    T, N, n_act, c, gamma, ent, q_coef, delta = 5, 3, 4, 1.3, 0.9, 0.05, 0.7, 0.02
+    cfg = build(ACER.Config, dict(net_arch=[16], trust_region=trust_region, max_grad_norm=1e9, correction_c=c,
+                                  ent_coef=ent, q_coef=q_coef, gamma=gamma, delta=delta, optimizer="adam"))
+    algo = ACER(gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(n_act), cfg, seed=0)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in algo.avg_model.parameters():  # an average policy away from the current one
+            p.add_(0.3 * torch.randn(p.shape, generator=g))
+    obs = torch.randn(T + 1, N, 3, generator=g)
+    actions = torch.randint(0, n_act, (T, N), generator=g)
+    mu = torch.softmax(2 * torch.randn(T, N, n_act, generator=g), -1)  # ratios far above and below c
+    rewards = torch.randn(T, N, generator=g)
+    dones, terminated, valid = torch.zeros(T, N), torch.zeros(T, N), torch.ones(T, N, dtype=torch.bool)
+    dones[1, 0] = terminated[1, 0] = 1.0
+    valid[2, 0] = False
+    dones[2, 1] = 1.0  # truncated
+    valid[3, 1] = False
+    batch = SegmentBatch(obs, actions, mu, rewards, terminated, dones, valid)
+
+    params = list(algo.model.parameters())
+    logits, q = algo.model.action_q(obs.reshape(-1, 3))
+    pi = torch.softmax(logits, -1)
+    v = (pi * q).sum(-1).detach().view(T + 1, N)
+    pi_t, q_t = pi.view(T + 1, N, n_act)[:T], q.view(T + 1, N, n_act)[:T]
+    take = lambda x: x.gather(2, actions[..., None]).squeeze(-1)  # noqa: E731
+    rho_all = pi_t.detach() / mu
+    q_ret = torch.from_numpy(_retrace_by_sum(rewards.numpy(), take(q_t).detach().numpy(), v.numpy(),
+                                             take(rho_all).clamp(max=1.0).numpy(), terminated.numpy(), dones.numpy(),
+                                             gamma)).float()
+    prob = pi_t.detach().clone().requires_grad_(True)  # the policy's statistics phi
+    objective = (torch.log(take(prob)) * take(rho_all).clamp(max=c) * (q_ret - v[:T])
+                 + (torch.log(prob) * (torch.relu(1 - c / rho_all) * pi_t.detach() * (q_t.detach() - v[:T, :, None]))).sum(-1)
+                 - ent * (prob * torch.log(prob)).sum(-1))
+    (grad_phi,) = torch.autograd.grad((objective * valid).sum(), prob)
+    if trust_region:
+        with torch.no_grad():
+            k = -torch.softmax(algo.avg_model.action(obs[:T].reshape(-1, 3)), -1).view(T, N, n_act) / pi_t.detach()
+            scale = (((k * grad_phi).sum(-1) - delta) / (k * k).sum(-1)).clamp(min=0)
+        assert ((scale > 0) & valid).any() and ((scale == 0) & valid).any()  # the region binds on some rows only
+        grad_phi = grad_phi - scale[..., None] * k
+    count = valid.sum()
+    q_loss = 0.5 * ((q_ret - take(q_t)).pow(2) * valid).sum() / count
+    expected = torch.autograd.grad(-(pi_t * grad_phi).sum() / count + q_coef * q_loss, params)
+    avg_before = [p.detach().clone() for p in algo.avg_model.parameters()]
+    stats = algo.learn(batch)
+    for p, want in zip(params, expected):
+        torch.testing.assert_close(p.grad, want, rtol=1e-4, atol=1e-6)
+    assert (stats["trust_region_active"] > 0) == trust_region
+    for before, avg, p in zip(avg_before, algo.avg_model.parameters(), params):  # after the step, alpha = 0.99
+        torch.testing.assert_close(avg, 0.99 * before + 0.01 * p.detach())
 
 def test_trust_region_projection_bounds_the_linearised_kl_step():
     g = torch.tensor([[1.0, 2.0], [0.1, 0.0], [-3.0, 1.0]])
