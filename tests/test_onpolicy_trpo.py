@@ -9,6 +9,7 @@ import canter
 from canter.algorithms.actor_critic import flat
 from canter.algorithms.trpo import NPG, TRPO, conjugate_gradient, fisher_vector_product, line_search
 from canter.config import build
+from canter.data.batch import RolloutBatch
 from canter.errors import CanterError
 
 
@@ -81,6 +82,38 @@ def test_fisher_vector_product_matches_explicit_fisher_gaussian():
     v = torch.randn(n_mean + 2, generator=torch.Generator().manual_seed(3))
     torch.testing.assert_close(fvp(v), fisher @ v, rtol=1e-4, atol=1e-6)
 
+
+
+def test_npg_step_is_the_direct_solution_of_the_damped_fisher_system():
+    """With as many CG iterations as parameters, NPG's step is ``sqrt(2 delta / x^T A x) x`` for
+    ``x = A^-1 g``, ``A = F + damping I``, with F the Fisher matrix enumerated over the actions and g
+    the surrogate's gradient (the score times the advantage at the old policy), solved directly."""
+    damping, target_kl = 0.05, 0.01
+    algo = _npg(gym.spaces.Discrete(3), cg_max_steps=100, cg_damping=damping, target_kl=target_kl,
+                normalize_advantage=False)
+    params = algo.actor_params
+    g = torch.Generator().manual_seed(1)
+    B = 6
+    obs = torch.randn(B, 3, generator=g)
+    logp = torch.log_softmax(algo.model.action(obs), -1)
+    actions = torch.multinomial(logp.detach().exp(), 1, generator=g).squeeze(1)
+    adv = torch.randn(B, generator=g)
+    n = flat(params).numel()
+    fisher, grad = torch.zeros(n, n, dtype=torch.float64), torch.zeros(n, dtype=torch.float64)
+    for s in range(B):
+        for a in range(3):
+            score = flat(torch.autograd.grad(logp[s, a], params, retain_graph=True)).double()
+            fisher += logp[s, a].exp().item() * torch.outer(score, score) / B
+            if a == actions[s]:
+                grad += adv[s].item() * score / B
+    system = fisher + damping * torch.eye(n, dtype=torch.float64)
+    x = torch.linalg.solve(system, grad)
+    expected = torch.sqrt(2 * target_kl / (x @ system @ x)) * x
+    before = flat([p.detach() for p in params]).clone()
+    zeros = torch.zeros(B)
+    algo._policy_step(RolloutBatch(obs, actions, logp.detach().gather(1, actions[:, None]).squeeze(1), zeros, adv, zeros))
+    step = (flat([p.detach() for p in params]) - before).double()
+    torch.testing.assert_close(step, expected, rtol=1e-3, atol=1e-4 * expected.abs().max().item())
 
 def test_trpo_and_npg_refuse_a_shared_trunk_model():
     obs_space, act_space = gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2)
