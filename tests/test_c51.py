@@ -43,6 +43,30 @@ def test_projection_keeps_mass_and_the_mean_inside_the_support():
     torch.testing.assert_close((out * support).sum(-1)[inside], (r + d * (p * support).sum(-1))[inside])
 
 
+
+@pytest.mark.parametrize("v_min, v_max, n", [(-10.0, 10.0, 51), (-1.0, 1.0, 3), (-3.3, 5.1, 11), (0.0, 7.0, 8)])
+def test_projection_equals_the_brute_force_triangular_kernel(v_min, v_max, n):
+    """Bellemare et al.'s projection written as a sum over every atom pair: atom j, moved to
+    ``clip(r + d z_j)``, gives atom i the share ``max(0, 1 - |Tz_j - z_i| / dz)`` of its probability.
+    Terminal rows (d = 0), rewards at and beyond both edges, and moved atoms landing exactly on atoms."""
+    g = torch.Generator().manual_seed(n)
+    support = torch.linspace(v_min, v_max, n, dtype=torch.float64)
+    B = 24
+    probs = torch.softmax(torch.randn(B, n, generator=g, dtype=torch.float64), -1)
+    rewards = torch.randn(B, generator=g, dtype=torch.float64) * (v_max - v_min) / 2
+    not_done = torch.rand(B, generator=g, dtype=torch.float64)
+    not_done[:6] = 0.0  # terminal: everything on (the clipped) r
+    rewards[3:6] = support[torch.tensor([0, 1, n - 1])]  # terminal on atoms, the edges included
+    rewards[6:10] = torch.tensor([v_max, v_min, 2 * v_max + 1, 2 * v_min - 1], dtype=torch.float64)
+    not_done[6:10] = torch.tensor([1.0, 1.0, 0.5, 0.99], dtype=torch.float64)  # pushed past the edges
+    rewards[10:12], not_done[10:12] = 0.0, 1.0  # the identity: each atom onto itself
+    moved = (rewards[:, None] + not_done[:, None] * support).clamp(v_min, v_max)  # [B, j]
+    share = (1 - (moved[:, :, None] - support).abs() / (support[1] - support[0])).clamp(min=0)  # [B, j, i]
+    expected = (probs[:, :, None] * share).sum(1)
+    out = categorical_projection(probs, rewards, not_done, support)
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(out[10:12], probs[10:12], rtol=1e-12, atol=1e-12)
+
 def test_the_network_and_config():
     net = CategoricalQNetwork(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3), net_arch=[16], dueling=True,
                               n_atoms=11, v_min=-5, v_max=5)
