@@ -295,3 +295,58 @@ def test_reward_scaling_clips_each_step_of_an_n_step_sum():
     expected = [by_row[int(i)] for i in batch.indices]
     np.testing.assert_allclose(batch.rewards.numpy(), expected, rtol=1e-6)
     trainer.close()
+
+
+def test_prioritized_n_step_batches_match_a_brute_force_reference():
+    """Two NEXT_STEP streams with terminations and truncations, wrapped around a small prioritized
+    n-step buffer: each sampled transition's n-step reward, ``gamma^k``, terminated flag and next
+    observation, walked from the stream's log; its importance weight ``(N P(i))^-beta / max_k (N P(k))^-beta``
+    over the N stored transitions with ``P(i) ~ p_i^alpha`` and beta annealed linearly from beta0 to 1;
+    and how often each is drawn (stratified: within 2 of ``batch * P(i)``)."""
+    gamma, n_step, alpha, beta0, eps = 0.8, 3, 0.7, 0.4, 1e-6
+    buf = PrioritizedReplayBuffer(20, (1,), (), gamma=gamma, n_envs=2, n_step=n_step, alpha=alpha, beta0=beta0,
+                                  eps=eps, seed=1)
+    rng = np.random.default_rng(0)
+    log = {0: [], 1: []}  # per env, per step: (reward, terminated, done, valid)
+    prev_done = np.zeros(2, bool)
+    for t in range(40):
+        obs = np.array([[t], [1000 + t]], np.float32)  # env e's observation before step t: 1000 e + t
+        term = rng.random(2) < 0.12
+        trunc = (rng.random(2) < 0.12) & ~term
+        reward = rng.normal(size=2).astype(np.float32)
+        buf.add(obs, np.array([t, t]), reward, obs + 1, term, ~prev_done, trunc)
+        for e in range(2):
+            log[e].append((float(reward[e]), bool(term[e]), bool(term[e] | trunc[e]), not prev_done[e]))
+        prev_done = term | trunc
+    stored = buf.chronological_indices()
+    assert buf.full and len(stored) < 40  # wrapped around: the oldest steps are gone
+    td = rng.random(len(stored)) * 3
+    buf.update_priorities(stored, td)
+    p = dict(zip(stored.tolist(), (np.abs(td) + eps) ** alpha))
+    total = sum(p.values())
+    for step, beta in ((0, beta0), (300, beta0 + 0.3 * (1 - beta0)), (1000, 1.0), (5000, 1.0)):
+        buf.set_progress(step, 1000)
+        b = buf.sample(64)
+        max_w = max((len(p) * q / total) ** -beta for q in p.values())
+        want = [(len(p) * p[i] / total) ** -beta / max_w for i in b.indices.tolist()]
+        np.testing.assert_allclose(b.weights.numpy(), want, rtol=1e-5)
+    cuts = set()
+    for i, start in enumerate(b.obs[:, 0].tolist()):
+        e, t = divmod(int(start), 1000)
+        assert log[e][t][3]  # never a reset row
+        ret, k = 0.0, 0
+        while k < n_step and t + k < len(log[e]) and log[e][t + k][3]:
+            ret += gamma ** k * log[e][t + k][0]
+            k += 1
+            if log[e][t + k - 1][2]:
+                break
+        assert b.rewards[i].item() == pytest.approx(ret, rel=1e-5, abs=1e-6)
+        assert b.discounts[i].item() == pytest.approx(gamma ** k)
+        assert b.terminated[i].item() == log[e][t + k - 1][1]
+        assert b.next_obs[i, 0].item() == 1000 * e + t + k
+        cuts.add((k < n_step, log[e][t + k - 1][1], log[e][t + k - 1][2]))
+    assert {(True, True, True), (True, False, True), (False, False, False)} <= cuts  # terminated, truncated, full
+    counts = np.bincount(buf.sample(4000).indices.numpy(), minlength=buf.sums.capacity)
+    for i, q in p.items():
+        assert abs(counts[i] - 4000 * q / total) <= 2
+    assert counts.sum() == 4000 and set(np.flatnonzero(counts)) <= set(p)
