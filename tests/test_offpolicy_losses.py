@@ -158,6 +158,18 @@ def test_quantile_huber_loss_gradient_equals_autograd(kappa):
         quantile_huber_loss(current, current.detach().requires_grad_())
 
 
+
+@pytest.mark.parametrize("algo", ["sac", "tqc"])
+@pytest.mark.parametrize("act_dim", [1, 3])
+def test_the_default_entropy_target_is_minus_the_action_dimension(algo, act_dim):
+    """Haarnoja et al. (and SB3): ``-dim(A)`` for a ``Box(act_dim)``; ``target_entropy`` overrides it."""
+    from canter.registry import lookup
+
+    cls = lookup("algorithm", algo)
+    spaces = gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Box(-2, 2, (act_dim,), np.float32)
+    assert cls(*spaces, cls.Config(net_arch=[8]), seed=0).ent_coef.target_entropy == -float(act_dim)
+    assert cls(*spaces, cls.Config(net_arch=[8], target_entropy=0.5), seed=0).ent_coef.target_entropy == 0.5
+
 def test_ent_coef_parsing():
     from canter.algorithms.offpolicy import parse_ent_coef
 
