@@ -17,13 +17,13 @@ combination is validated (config, env id, action space) before the first run. Ru
 continues where it stopped. Results: ``results.md`` and ``results.csv`` (final return median and
 IQR, IQM with a 95% stratified-bootstrap CI across seeds as in rliable, solved count, steps, wall
 time, steps/s) and ``benchmark.png`` (learning curves, one panel per env).
+
+The grid is parsed in :mod:`canter.tools.bench_spec`, the results are tabled and drawn in
+:mod:`canter.tools.bench_results`; this module runs the grid and manages ``OUT``.
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
-import math
 import os
 import shutil
 import time
@@ -32,161 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from canter.checkpoint import atomic_write
-from canter.config import coerce, load_yaml, resolve_config, resolved_dict
-from canter.errors import CanterError, unknown
+from canter.config import load_yaml
+from canter.errors import CanterError
 from canter.run_lock import check_free
+from canter.tools.bench_results import RESULT_FILES, RESULTS_HEAD, save_figure, table_rows, to_csv, to_markdown
+from canter.tools.bench_spec import MAX_SEEDS, Cell, check_cells, load_spec  # noqa: F401 (the benchmark's API)
 from canter.tools.plot import CURVE_TABLES
-from canter.tools.rundata import RunData, load_run, read_json_mapping
-from canter.tools.stats import summarize
-
-SPEC_KEYS = ("seeds", "set", "envs", "algos")
-#: the most seeds (runs per algorithm and env) a benchmark file may ask for: a count such as 1e9 would build a
-#: grid of a billion cells before the first run (and 1e300 overflow)
-MAX_SEEDS = 1000
-ALGO_KEYS = ("envs", "set")
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One run of the grid."""
-
-    algo: str
-    env: str
-    seed: int
-    overrides: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        """Run directory name."""
-        return f"{self.algo}-{self.env.replace('/', '-').replace(':', '-')}-seed{self.seed}"
-
-
-def _overrides(data: Any, where: str) -> dict[str, Any]:
-    """A ``set`` mapping as make_trainer keyword arguments (``hparams.lr`` / ``hparams: {lr: }`` -> ``lr``)."""
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise CanterError(f"{where} must be a mapping of config keys to values, got {data!r}")
-    out: dict[str, Any] = {}
-    given: dict[str, str] = {}  # name -> the key that set it ('lr', 'hparams.lr', 'hparams: {lr: }')
-
-    def put(name: str, value: Any, spelled: str) -> None:
-        if name in given:  # 'lr' and 'hparams: {lr: }' in one mapping: one of them would be dropped without a word
-            raise CanterError(f"{where}: '{given[name]}' and '{spelled}' both set '{name}'; give it once")
-        given[name] = spelled
-        out[name] = value
-
-    for key, value in data.items():
-        key = str(key)
-        if key in ("algo", "env"):  # the grid's own: given twice to resolve_config, a TypeError traceback
-            raise CanterError(f"{where}: '{key}' cannot be set here; the grid takes it from "
-                              f"{'algos' if key == 'algo' else 'envs'}")
-        if key == "hparams":
-            if value is not None and not isinstance(value, dict):
-                raise CanterError(f"{where}: 'hparams' must be a mapping of hyperparameter names to values, "
-                                  f"got {value!r}")
-            for k, v in (value or {}).items():
-                put(str(k), v, f"hparams: {{{k}: ...}}")
-        else:
-            put(key[8:] if key.startswith("hparams.") else key, value, key)
-    return out
-
-
-def _env_entries(envs: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
-    if isinstance(envs, (str, dict)):
-        envs = [envs]
-    if not isinstance(envs, list) or not envs:
-        raise CanterError(f"{where} must be a non-empty list of env ids")
-    out = []
-    for item in envs:
-        if isinstance(item, str):
-            out.append((item, {}))
-        elif isinstance(item, dict):
-            out.extend((str(k), _overrides(v, f"{where}: {k}")) for k, v in item.items())
-        else:
-            raise CanterError(f"{where}: expected an env id or 'ENV: {{overrides}}', got {item!r}")
-    return out
-
-
-def _seeds(value: Any, path: str | Path) -> list[int]:
-    """The seeds of a benchmark file's ``seeds`` (a count, or a list of seeds). Each number is read as a config
-    file's integers are (:func:`~canter.config.coerce`): a whole number in exponent form (``1e1``) is one,
-    ``1.5`` is refused; more than :data:`MAX_SEEDS` seeds are refused."""
-    bad = CanterError(f"{path}: 'seeds' must be a count >= 1 or a list of seeds >= 0, got {value!r}")
-
-    def whole(number: Any) -> int:
-        try:
-            return coerce(int, number, "seeds")
-        except CanterError:
-            raise bad from None
-
-    count = len(value) if isinstance(value, list) else whole(value)
-    if count > MAX_SEEDS:  # before any list is built: range(1e300) overflows, range(1e9) fills the memory
-        shown = (f"a list of {count} seeds" if isinstance(value, list) else
-                 f"{value:g}" if isinstance(value, float) else repr(value))  # YAML's 1e9: 1e+09, not 1000000000.0
-        raise CanterError(f"{path}: 'seeds' must be at most {MAX_SEEDS} seeds (runs per algorithm and env), "
-                          f"got {shown}")
-    if isinstance(value, list):
-        seeds = [whole(s) for s in value]
-        if seeds and min(seeds) >= 0:
-            return seeds
-    elif count >= 1:
-        return list(range(count))
-    raise bad
-
-
-def load_spec(path: str | Path) -> list[Cell]:
-    """Parse and validate a benchmark file into its grid of cells (nothing is run or written)."""
-    data = load_yaml(path)
-    for key in data:
-        if key not in SPEC_KEYS:
-            raise unknown(f"key in {path}", str(key), SPEC_KEYS)
-    seeds = _seeds(data.get("seeds", 3), path)
-    common = _overrides(data.get("set"), f"{path}: set")
-    algos = data.get("algos")
-    if isinstance(algos, list):
-        algos = {str(a): {} for a in algos}
-    if not isinstance(algos, dict) or not algos:
-        raise CanterError(f"{path}: 'algos' must list at least one algorithm")
-    cells = []
-    for algo, opts in algos.items():
-        opts = opts or {}
-        if not isinstance(opts, dict):
-            raise CanterError(f"{path}: options of '{algo}' must be a mapping with 'envs' and/or 'set'")
-        for key in opts:
-            if key not in ALGO_KEYS:
-                raise unknown(f"key under algos.{algo} in {path}", str(key), ALGO_KEYS)
-        if "envs" not in opts and "envs" not in data:
-            raise CanterError(f"{path}: no envs for '{algo}'; add a top-level 'envs' list or algos.{algo}.envs")
-        algo_over = _overrides(opts.get("set"), f"{path}: algos.{algo}.set")
-        for env, env_over in _env_entries(opts.get("envs", data.get("envs")), f"{path}: envs of '{algo}'"):
-            overrides = {**common, **algo_over, **env_over}
-            if "seed" in overrides:
-                raise CanterError(f"{path}: set the seeds with the top-level 'seeds', not 'seed' ({algo} on {env})")
-            cells.extend(Cell(algo, env, seed, overrides) for seed in seeds)
-    names = [c.name for c in cells]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise CanterError(f"{path}: the run '{dup}' appears twice in the grid")
-    return cells
-
-
-def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
-    """Resolve every cell's config and check the algorithm can act in its env (CanterError if not).
-
-    Returns each cell's resolved config (as in ``config.yaml``) by run name.
-    """
-    from canter.tools.checks import check_algo_env
-
-    checked: set[tuple[str, str]] = set()
-    configs = {}
-    for cell in cells:
-        run, algo_cfg = resolve_config(cell.algo, cell.env, seed=cell.seed, **cell.overrides)
-        configs[cell.name] = resolved_dict(run, algo_cfg)
-        if (cell.algo, cell.env) not in checked:
-            checked.add((cell.algo, cell.env))
-            check_algo_env(run.algo, run.env, run.env_kwargs, run.policies, run.central_state)
-    return configs
+from canter.tools.rundata import load_run, read_json_mapping
 
 
 def _same_config(run_dir: Path, expected: dict[str, Any]) -> None:
@@ -204,12 +56,6 @@ def _same_config(run_dir: Path, expected: dict[str, Any]) -> None:
         if key is not None:
             raise CanterError(f"{run_dir} was run with a different '{key}' than the benchmark file now sets; "
                               "use another --out or delete that run directory")
-
-
-#: the start of every results.md that :func:`to_markdown` writes
-RESULTS_HEAD = "# Benchmark: "
-#: the files a benchmark writes into its output directory (each replaced by the next run of it)
-RESULT_FILES = ("results.md", "results.csv", "benchmark.png")
 
 
 def check_out(out_dir: Path) -> None:
@@ -356,115 +202,3 @@ def _execute(todo: list[Cell], runs_dir: Path, jobs: int, quiet: bool, done: int
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-def _mean(values: list[float]) -> float:
-    return float(sum(values) / len(values)) if values else float("nan")
-
-
-def table_rows(cells: list[Cell], runs_dir: Path) -> list[dict[str, Any]]:
-    """One row per (algorithm, env): statistics across its seeds."""
-    groups: dict[tuple[str, str], list[RunData]] = {}
-    for cell in cells:
-        groups.setdefault((cell.algo, cell.env), []).append(load_run(runs_dir / cell.name, CURVE_TABLES))
-    rows = []
-    for (algo, env), runs in groups.items():
-        finals = [r.final_return() for r in runs]
-        stats = summarize([f for f in finals if f is not None])
-        steps = [float(r.summary.get("steps", 0)) for r in runs]
-        walls = [float(r.summary.get("wall_seconds", 0.0)) for r in runs]
-        rows.append({
-            # scored: the runs with a final return, which the statistics are over (not one that never evaluated)
-            "algo": algo, "env": env, "seeds": len(runs), "scored": sum(f is not None for f in finals),
-            **{f"final_{k}": v for k, v in stats.items()},
-            "solved": sum(bool(r.summary.get("solved")) for r in runs), "target_reward": runs[0].target_reward,
-            "steps": _mean(steps), "wall_seconds": _mean(walls),
-            "steps_per_second": sum(steps) / sum(walls) if sum(walls) > 0 else float("nan"),
-        })
-    return rows
-
-
-def _fmt(x: Any, digits: int = 1) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    return f"{round(x, digits) + 0.0:,.{digits}f}"  # + 0.0 turns -0.0 into 0.0
-
-
-#: the return columns of a results row
-RETURN_KEYS = ("final_median", "final_q25", "final_q75", "final_iqm", "final_iqm_low", "final_iqm_high")
-
-
-def _return_fmt(row: dict[str, Any]) -> Any:
-    """How the returns of ``row`` are shown: one decimal, or, where every return and the target is below 10 in size
-    (success rates, FrozenLake's 0/1 episodes), up to three (0.755, 0.8), which one decimal would blur."""
-    values = [row.get(k) for k in (*RETURN_KEYS, "target_reward")]
-    small = all(v is None or not math.isfinite(v) or abs(v) < 10 for v in values)
-    return _short if small else _fmt
-
-
-def _short(x: Any) -> str:
-    """``x`` with up to three decimals, trailing zeros dropped (0.755, 0.8, 0)."""
-    text = _fmt(x, 3)
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def _seeds_cell(row: dict[str, Any]) -> str:
-    """The seeds cell: their count, and how many have a final return where that is fewer (the statistics' n)."""
-    scored = row.get("scored", row["seeds"])
-    return str(row["seeds"]) if scored == row["seeds"] else f"{row['seeds']} ({scored} with a final return)"
-
-
-def _target(x: Any) -> str:
-    """The target reward as it was set: 475, 0.75, -0.4 (a whole number without decimals, as before)."""
-    if x is None or (isinstance(x, float) and math.isnan(x)) or float(x).is_integer():
-        return _fmt(x, 0)
-    return f"{x:,.6g}"
-
-
-def to_markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    """The results table in markdown, with how it was produced."""
-    from canter.utils import canter_version, git_commit
-
-    lines = [
-        f"{RESULTS_HEAD}{meta['file']}", "",
-        f"canter {canter_version()} ({git_commit() or 'no git'}), {os.cpu_count()} CPUs, --jobs {meta['jobs']}, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}, {meta['seconds']} s for the runs not reused.", "",
-        "Final return = last evaluation's mean return of a run. IQM = interquartile mean across seeds; "
-        "CI = 95% percentile bootstrap over seeds (as rliable).", "",
-        "| algo | env | seeds | final return median [q25, q75] | IQM [95% CI] | solved | target | steps | wall s | steps/s |",
-        "|---|---|---:|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        ret = _return_fmt(r)
-        lines.append(
-            f"| {r['algo']} | {r['env']} | {_seeds_cell(r)} | {ret(r['final_median'])} [{ret(r['final_q25'])}, "
-            f"{ret(r['final_q75'])}] | {ret(r['final_iqm'])} [{ret(r['final_iqm_low'])}, {ret(r['final_iqm_high'])}] "
-            f"| {r['solved']}/{r['seeds']} | {_target(r['target_reward'])} | {_fmt(r['steps'], 0)} "
-            f"| {_fmt(r['wall_seconds'])} | {_fmt(r['steps_per_second'], 0)} |")
-    return "\n".join(lines) + "\n"
-
-
-def to_csv(rows: list[dict[str, Any]]) -> str:
-    """The results table as CSV (one row per algorithm and env, all numeric columns)."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["algo", "env"], lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
-
-
-def save_figure(runs: list[RunData], path: Path) -> Path:
-    """Learning curves, one panel per env, one mean-and-band curve per algorithm."""
-    from canter.tools.plot import draw_groups, group_runs, new_figure, save_figure_atomic
-
-    envs = list(dict.fromkeys(r.env for r in runs))
-    colors = {algo: f"C{i % 10}" for i, algo in enumerate(dict.fromkeys(r.algo for r in runs))}
-    cols = min(3, len(envs))
-    nrows = math.ceil(len(envs) / cols)
-    fig = new_figure(440 * cols, 340 * nrows)
-    for i, env in enumerate(envs):
-        ax = fig.add_subplot(nrows, cols, i + 1)
-        env_runs = [r for r in runs if r.env == env]
-        draw_groups(ax, group_runs(env_runs, [r.algo for r in env_runs]), colors=colors)
-        ax.set_title(env)
-    return save_figure_atomic(fig, path)
