@@ -162,3 +162,22 @@ def test_td3bc_takes_the_encoder_setting_of_td3_bc_and_cql():
     for net in (agent.algorithm.actor, agent.algorithm.critic):  # auto would take ImpalaResNet for these images
         names = {type(m).__name__ for m in net.modules()}
         assert "FlatEncoder" in names and "ImpalaResNet" not in names
+
+
+def test_offline_evaluations_come_after_exactly_eval_every_updates(tmp_path):
+    """An offline iteration took all its gradient_steps before an evaluation could run, so eval_every 20 with
+    50 updates an iteration evaluated at 50 and 100 only; an iteration now ends where an evaluation is due,
+    and the updates (their minibatches) are those of a run without evaluations."""
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
+    kw = dict(dataset=str(tmp_path / "data"), max_steps=100, gradient_steps=50, eval_episodes=1, net_arch=[16])
+    trainer = canter.make_trainer("bc", eval_every=20, **kw)
+    with trainer:
+        steps = [(r.step, r.evaluation is not None) for r in trainer()]
+    assert [s for s, evaluated in steps if evaluated] == [20, 40, 60, 80, 100]
+    assert [s for s, _ in steps] == [20, 40, 60, 80, 100]
+    plain = canter.make_trainer("bc", eval_every=0, **kw)
+    with plain:
+        assert [r.step for r in plain()] == [50, 100]
+    for a, b in zip(trainer.algorithm.modules().values(), plain.algorithm.modules().values()):
+        for p, q in zip(a.parameters(), b.parameters()):
+            torch.testing.assert_close(p, q, rtol=0, atol=0)

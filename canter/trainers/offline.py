@@ -5,7 +5,10 @@ is converted once to the algorithm's action representation; each iteration takes
 ``gradient_steps`` updates on uniformly drawn minibatches of ``batch_size`` transitions. The
 trainer's ``step`` counts gradient updates, so ``max_steps``, ``eval_every``,
 ``checkpoint_every`` and the algorithm's schedules (DQN's ``target_update_interval``) are all
-in updates. Evaluation runs the deterministic policy on the eval env, as online.
+in updates. Evaluation runs the deterministic policy on the eval env, as online, after exactly
+every ``eval_every`` updates: an iteration ends early where an evaluation is due (the updates, and
+the minibatches drawn, are the same as without it). Periodic checkpoints are saved between
+iterations, at the first iteration's end at or past each ``checkpoint_every``.
 """
 from __future__ import annotations
 
@@ -83,10 +86,12 @@ class OfflineTrainer(Trainer):
         )
 
     def iteration(self) -> dict[str, float]:
-        """``gradient_steps`` updates (fewer if the budget ends sooner); ``step`` advances by one per
-        update, and the schedules (target syncs, learning rates) follow it update by update."""
+        """``gradient_steps`` updates (fewer if the budget ends sooner, or an evaluation is due sooner: it
+        runs after exactly ``eval_every`` updates); ``step`` advances by one per update, and the schedules
+        (target syncs, learning rates) follow it update by update."""
         agent, c = self.agent, self.config
-        updates = max(1, min(c.gradient_steps, self.run.max_steps - self.step))
+        due = [] if self._next_eval is None or self.eval_env is None else [self._next_eval - self.step]
+        updates = max(1, min(c.gradient_steps, self.run.max_steps - self.step, *due))
         stats = []
         with self.updating(), minibatches_fit(c.batch_size):
             for _ in range(updates):
