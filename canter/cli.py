@@ -14,6 +14,7 @@ from typing import Any
 
 from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, OFFLINE_RUN_HELP, ConfigFileAction,  # noqa: F401
                              _config_file_arg, ResumeParser, _flag_value, _Parser, int_arg, preset_values)
+from canter.cli_list import cmd_list
 from canter.errors import CanterError, interrupted
 
 
@@ -315,45 +316,6 @@ def _run_dir_arg(run_dir: str | None) -> str:
     return run_dir
 
 
-def cmd_list(argv: list[str]) -> int:
-    """``canter list``: registered algorithms, models, agents, envs, encoders and shipped presets."""
-    _Parser(prog="canter list", description="List registered components and presets.").parse_args(argv)
-    from pathlib import Path
-
-    from canter.builtins import algorithm_info
-    from canter.registry import names
-
-    print("algorithms:")
-    algos = [(n, algorithm_info(n)) for n in names("algorithm")]  # canter's own without importing them (torch)
-    w1, w2 = max(len(n) for n, _ in algos), max(len(a["family"]) for _, a in algos)
-    for n, a in algos:
-        print(f"  {n:<{w1}} {a['family']:<{w2}} {a['summary']}")
-    for kind in ("model", "agent", "env", "encoder"):  # encoder: the names 'encoder' takes (--set encoder=impala)
-        print(f"{kind}s: " + (", ".join(names(kind)) or "(none registered; any Gymnasium id works)"))
-    print("presets:")
-    root = Path(__file__).parent / "configs"
-    for path in sorted(root.glob("*/*.yaml")):
-        print(f"  {path.parent.name} {_preset_env(path.stem)}")
-    return 0
-
-
-def _preset_env(stem: str) -> str:
-    """The env id (as ``--env`` takes it) whose preset file is ``stem``.yaml: ``ALE-Pong-v5`` is
-    ``ALE/Pong-v5`` (:func:`~canter.config.preset_path` writes '/' and ':' as '-'); ``atari`` is the
-    layer under every Atari game's settings."""
-    if stem == "atari":
-        return "atari (every Atari game: ALE/*, *NoFrameskip-v4, ...)"
-    import gymnasium as gym
-
-    from canter.config import preset_path
-    from canter.ale import register_ale
-
-    if stem in gym.registry or not register_ale() or stem in gym.registry:
-        return stem
-    ids = [i for i in gym.registry if preset_path("", i).stem == stem]
-    return ids[0] if len(ids) == 1 else stem
-
-
 def _tool(name: str) -> Any:
     """A subcommand implemented in :mod:`canter.tools.commands` (imported when used)."""
 
@@ -397,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
               "  eval RUN_DIR           evaluate a trained agent\n"
               "  play RUN_DIR           watch or record a trained agent\n"
               "  collect [RUN_DIR]      write a dataset for offline training (bc, cql, td3bc)\n"
-              "  list                   registered algorithms, models and presets\n"
+              "  list                   registered algorithms, models and presets (--import MODULE: a user's too)\n"
               "  tune ALGO --env ENV    tune hyperparameters with Optuna, write best.yaml\n"
               "  plot RUN_DIR...        learning curves, seeds averaged with a band\n"
               "  benchmark FILE.yaml    algorithms x envs x seeds: results table and figure\n"

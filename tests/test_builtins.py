@@ -10,6 +10,7 @@ from canter.builtins import MANIFEST, algorithm_info, dumps, generate, manifest
 from canter.cli import _train_parser, main
 from canter.errors import CanterError
 from canter.registry import _REGISTRY, lookup
+from support import assert_one_line_error, run_cli
 
 
 def test_list_shows_a_user_algorithm_without_a_docstring(capsys, monkeypatch):
@@ -109,3 +110,46 @@ def test_help_does_not_offer_a_setting_the_algorithm_always_refuses(algo):
             build(config_cls, {name: other}, "hparams")
         except CanterError:
             assert "not" in doc, f"{algo} --{name.replace('_', '-')}: '{doc}'"
+
+
+USER_PARTS = """import torch.nn as nn
+import canter
+from canter.algorithms.ppo import PPO
+
+@canter.register("algorithm", "listed_user_ppo")
+class ListedPPO(PPO):
+    \"\"\"PPO of a user's module.\"\"\"
+    name = "listed_user_ppo"
+
+@canter.register("model", "listed_user_net")
+class ListedNet(nn.Module):
+    pass
+"""
+
+
+@pytest.mark.parametrize("how", ["--import", "-f"])
+def test_list_shows_the_components_of_a_users_module_marked(how, capsys, monkeypatch, tmp_path):
+    """'canter list' showed canter's components only: those that a module in a config's 'imports' registers
+    could not be listed (--import and -f were refused). They are listed now, each marked with its module."""
+    for kind in ("algorithm", "model"):  # the registrations are undone after
+        monkeypatch.setitem(_REGISTRY, kind, dict(_REGISTRY[kind]))
+    (tmp_path / "listed_user_parts.py").write_text(USER_PARTS)
+    (tmp_path / "run.yaml").write_text("imports: [listed_user_parts]\nenv: CartPole-v1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, "listed_user_parts", raising=False)
+    code, out, err = run_cli(capsys, "list", *(["--import", "listed_user_parts"] if how == "--import"
+                                               else ["-f", str(tmp_path / "run.yaml")]))
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "listed_user_ppo" in x)
+    assert line.split() == ["listed_user_ppo", "on_policy", "PPO", "of", "a", "user's", "module.", "[user:",
+                            "listed_user_parts]"]
+    models = next(x for x in out.splitlines() if x.startswith("models: "))
+    assert "listed_user_net [user: listed_user_parts]" in models and "mlp_q," in models  # canter's: unmarked
+    assert "  ppo " in out and "[user: canter" not in out
+
+
+def test_list_of_a_module_that_cannot_be_imported_is_one_line(capsys):
+    code, out, err = run_cli(capsys, "list", "--import", "no_such_module_here")
+    assert_one_line_error(code, err, "cannot import module 'no_such_module_here'")
+    assert not out
+    assert_one_line_error(*run_cli(capsys, "list", "--import", " ")[::2], "--import needs a module name")
