@@ -167,7 +167,7 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     try:
         check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space)
         eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs,
-                                policies=run.policies, central_state=run.central_state)
+                                policies=run.policies, central_state=run.central_state) if run.eval_episodes else None
     except BaseException:
         envs.close()
         raise
@@ -179,8 +179,7 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
             trainer = MultiPolicyTrainer(agent, envs, eval_env, run, TRAINERS.get(algo_cls.family, Trainer),
                                          callbacks=callbacks)
         except BaseException:
-            envs.close()
-            eval_env.close()
+            _close(envs, eval_env)
             raise
         return trainer if run_dir is None else _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
     if run.explorers or algo_cls.family not in TRAINERS:
@@ -189,16 +188,14 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         try:
             trainer = make_distributed_trainer(run, algo_cfg, envs, eval_env, callbacks)
         except BaseException:
-            envs.close()
-            eval_env.close()
+            _close(envs, eval_env)
             raise
     else:
         try:
             agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
             bind_opponents(envs, agent, run.env, run.env_kwargs)  # a turn-based game's opponent: self
         except BaseException:
-            envs.close()
-            eval_env.close()
+            _close(envs, eval_env)
             raise
         trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run, callbacks=callbacks)
     if run_dir is None:
@@ -268,7 +265,8 @@ def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: li
     elif run.env_kwargs and run.env_kwargs != data.env_kwargs:  # also kwargs the data was not collected with
         raise CanterError(f"dataset '{run.dataset}' was collected with env_kwargs {data.env_kwargs}, not "
                           f"{run.env_kwargs}; leave env_kwargs out to evaluate on the data's env")
-    eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs)
+    # made for its spaces where eval_episodes is 0 (no evaluations), then closed
+    eval_env = make_vec_env(run.env, max(1, min(run.eval_envs, run.eval_episodes)), run.vectorization, run.env_kwargs)
     try:
         obs_space, act_space = eval_env.single_observation_space, eval_env.single_action_space
         mismatch = spaces_mismatch((data.observation_space, data.action_space), (obs_space, act_space), "holds",
@@ -280,7 +278,16 @@ def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: li
     except BaseException:
         eval_env.close()
         raise
-    return OfflineTrainer(agent, data, eval_env, run, callbacks=callbacks)
+    if not run.eval_episodes:
+        eval_env.close()
+    return OfflineTrainer(agent, data, eval_env if run.eval_episodes else None, run, callbacks=callbacks)
+
+
+def _close(*envs: Any) -> None:
+    """Close each of ``envs`` that is there (the eval env is None where eval_episodes is 0)."""
+    for env in envs:
+        if env is not None:
+            env.close()
 
 
 def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path, quiet: bool) -> list[Any]:

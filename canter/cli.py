@@ -27,7 +27,8 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-reward", type=float, dest="target_reward", help="stop at this mean evaluation return")
     p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="environment-step budget")
     p.add_argument("--max-seconds", type=float, dest="max_seconds", help="wall-clock budget in seconds")
-    p.add_argument("--eval-episodes", type=int_arg, dest="eval_episodes", help="episodes per evaluation")
+    p.add_argument("--eval-episodes", type=int_arg, dest="eval_episodes",
+                   help="episodes per evaluation (0: no evaluation at all)")
     p.add_argument("--eval-every", type=int_arg, dest="eval_every", help="evaluate every N env steps")
     p.add_argument("--record-every", type=int_arg, dest="record_every",
                    help="record an evaluation episode as MP4 in RUN_DIR/videos every N steps (needs the 'video' extra)")
@@ -181,8 +182,13 @@ def _drive(trainer: Any) -> int:
     else:
         verdict = "solved" if s.get("solved") else "not solved"
     best = s.get("best_eval_return")
-    best_txt = "n/a" if best is None else f"{best:.2f}"
-    print(f"{verdict}: best eval return {best_txt} after {s.get('steps', 0):,} steps in {s.get('wall_seconds', 0):.1f}s"
+    if trainer.config.get("eval_episodes") == 0:  # nothing was evaluated: the training episodes' return
+        rolling = s.get("best_rolling_return")  # none offline: no training episodes either
+        best_txt = "no evaluations (eval_episodes 0)" + ("" if rolling is None else
+                                                         f", best rolling return {rolling:.2f}")
+    else:
+        best_txt = "best eval return " + ("n/a" if best is None else f"{best:.2f}")
+    print(f"{verdict}: {best_txt} after {s.get('steps', 0):,} steps in {s.get('wall_seconds', 0):.1f}s"
           f" -> {trainer.dir}")
     return 0
 

@@ -84,8 +84,8 @@ class RunConfig:
     n_envs: int | None = hp(None, "parallel environments (null: the algorithm's default)", low=1, high=MAX_ENVS)
     max_steps: int = hp(100_000, "environment-step budget", low=1)
     target_reward: float | None = hp(None, "stop when the mean evaluation return reaches this (null: never)")
-    eval_episodes: int = hp(10, "episodes per evaluation with the deterministic policy", low=1,
-                            high=MAX_EPISODES)
+    eval_episodes: int = hp(10, "episodes per evaluation with the deterministic policy (0: no evaluation at all, "
+                            "not even at the end: no best checkpoint, no target_reward)", low=0, high=MAX_EPISODES)
     eval_every: int = hp(10_000, "evaluate every this many environment steps (0: only at the end)", low=0)
     eval_envs: int = hp(5, "parallel environments used for evaluation", low=1, high=MAX_ENVS)
     checkpoint_every: int = hp(50_000, "save a periodic checkpoint every this many steps (0: never)", low=0)
@@ -171,6 +171,15 @@ class RunConfig:
 
     def validate(self) -> None:
         """Cross-field checks."""
+        if self.eval_episodes == 0:  # no evaluations: what acts on them would silently never act
+            for key, why in (("target_reward", "is checked at evaluations"), ("early_stopping", "counts evaluations"),
+                             ("plateau_patience", "counts evaluations")):
+                if getattr(self, key) is not None:
+                    raise CanterError(f"'{key}' {why}, but eval_episodes: 0 runs none; drop it (--set {key}=null) or "
+                                      f"set 'eval_episodes' >= 1")
+            if self.divergence_guard == "restore":
+                raise CanterError("divergence_guard: restore goes back to the state of the last evaluation, but "
+                                  "eval_episodes: 0 runs none; use divergence_guard: stop, or 'eval_episodes' >= 1")
         if self.target_reward is not None and self.eval_every == 0 and self.max_steps > 10_000_000:
             raise CanterError("'target_reward' is only checked at evaluations; set 'eval_every' > 0 for long runs")
         for key in ("early_stopping", "plateau_patience"):  # they count evaluations: with one, at the end, none acts
@@ -277,6 +286,7 @@ def resolve_config(
     if not isinstance(env_id, str) or not env_id.isprintable():
         raise CanterError(f"'env' must be an environment id string, got {env_id!r}")
     layers = preset_layers(algo_name, env_id)
+    n_presets = len(layers)
     if file_data:
         layers.append((str(config_file), file_data))
     overrides = dict(run_overrides)
@@ -288,7 +298,8 @@ def resolve_config(
     run_keys, hp_keys = fields_of(RunConfig), fields_of(algo_cls.Config)
     run_values: dict[str, Any] = {}
     hp_values: dict[str, Any] = {}
-    for _source, data in layers:
+    preset_keys: set[str] = set()  # the run keys whose value is a shipped preset's
+    for layer, (_source, data) in enumerate(layers):
         given: dict[str, str] = {}  # hyperparameter -> the key that set it in this layer
 
         def set_hp(name: str, value: Any, key: str) -> None:
@@ -319,6 +330,10 @@ def resolve_config(
                 set_hp(key[8:], value, key)
             elif key in run_keys:
                 run_values[key] = value
+                if layer < n_presets:
+                    preset_keys.add(key)
+                else:
+                    preset_keys.discard(key)
             elif key in hp_keys:
                 set_hp(key, value, key)
             else:
@@ -327,6 +342,8 @@ def resolve_config(
                     "config key", key, keys, see=_keys_hint(algo_name))
     run_values["algo"] = algo_name
     run_values["env"] = str(env_id)
+    if "target_reward" in preset_keys and _no_evaluations(run_values.get("eval_episodes")):
+        run_values.pop("target_reward")  # a preset's target, which no evaluation would check: the run has none
     run = build(RunConfig, run_values)
     algo_cfg = build(algo_cls.Config, hp_values, section="hparams.")
     from canter.multiagent_config import resolve_multiagent_modes
@@ -354,6 +371,14 @@ def resolve_config(
         if meta.get("env") == run.env and meta.get("env_kwargs"):
             run.env_kwargs = dict(meta["env_kwargs"])
     return run, algo_cfg
+
+
+def _no_evaluations(eval_episodes: Any) -> bool:
+    """Whether an ``eval_episodes`` value as given (``0``, ``--set``'s ``'0'``) switches evaluation off."""
+    try:
+        return eval_episodes is not None and coerce(int, eval_episodes, "eval_episodes") == 0
+    except CanterError:  # refused when the config is built, naming it
+        return False
 
 
 def resolved_dict(run: RunConfig, algo_cfg: Any) -> dict[str, Any]:

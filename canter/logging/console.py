@@ -65,6 +65,8 @@ class ConsoleLogger:
         self._start = self._last - getattr(run, "resumed_wall", 0.0)  # a resumed run's clock goes on
         self._line_step = getattr(run, "resumed_step", None) or 0  # steps/s counts this process's steps
         self._first_step, self._first_wall = self._line_step, getattr(run, "resumed_wall", 0.0)
+        if not getattr(getattr(run, "trainer", run), "evaluates", True):  # eval_episodes 0: no evaluation comes
+            self._eval = "off"
         if self.plain:
             return
         self.progress = Progress(
@@ -77,7 +79,7 @@ class ConsoleLogger:
         self.progress.start()
         self.task = self.progress.add_task(self.description, total=self.total,
                                            completed=min(self._line_step, self.total), steps=f"{self._line_step:,}",
-                                           sps="-", ret="-", eval="-", losses="")
+                                           sps="-", ret="-", eval=self._eval, losses="")
 
     def log(self, record: TrainRecord) -> None:
         """Update the progress display (and print a line when due) from ``record``."""

@@ -253,6 +253,9 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     # the base config must be valid on its own (nothing is written if not); resolving it first imports
     # its ``imports``, which may register the algorithm whose search space is read next
     run, _ = resolve_config(algo, env, config_file, list(sets), **run_overrides)
+    if run.eval_episodes == 0:
+        raise CanterError("tune scores each trial by its evaluations, but eval_episodes: 0 runs none; set "
+                          "'eval_episodes' >= 1 (e.g. --eval-episodes 10)")
     unused = [k for k, on in (("record_every", run.record_every), ("wandb", run.wandb)) if on]
     if unused:  # trials train without a run directory (or loggers): these would do nothing
         raise CanterError(f"'{unused[0]}' applies to a run directory, which tune's trials do not write; drop it "

@@ -55,7 +55,9 @@ class Trainer:
         self.recent_returns: deque[float] = deque(maxlen=run.reward_window)
         self.recent_successes: deque[float] = deque(maxlen=run.reward_window)
         self._pending: list[EpisodeInfo] = []
-        self._next_eval = run.eval_every if run.eval_every > 0 else None
+        #: whether the trainer evaluates (an eval env, and eval_episodes > 0; 0 switches evaluation off)
+        self.evaluates = eval_env is not None and run.eval_episodes > 0
+        self._next_eval = run.eval_every if run.eval_every > 0 and self.evaluates else None
         self.obs: np.ndarray | None = None
         self.wall_start = 0.0
         self.elapsed_before = 0.0
@@ -389,14 +391,14 @@ class Trainer:
             result, new_best = None, False
             due_eval = self._next_eval is not None and self.step >= self._next_eval
             at_end = self.step >= self.run.max_steps
-            if self.eval_env is not None and (due_eval or at_end):
+            if self.evaluates and (due_eval or at_end):
                 result, new_best = self._evaluation()
                 while self._next_eval is not None and self._next_eval <= self.step:
                     self._next_eval += self.run.eval_every
             # a budget or target met in this iteration wins over a stop signal that came in it: the run
             # is finished (a resume would otherwise take one more iteration past max_steps)
             reason = self.hooks.should_stop(self) or self.requested_stop()
-            if reason is not None and result is None and self.eval_env is not None and reason != "interrupted":
+            if reason is not None and result is None and self.evaluates and reason != "interrupted":
                 # training ends here (time budget, a callback): evaluate the final policy, as at max_steps.
                 # Not after Ctrl-C: that stops promptly and an evaluation would change the resumed run
                 result, new_best = self._evaluation()

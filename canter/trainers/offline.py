@@ -90,7 +90,7 @@ class OfflineTrainer(Trainer):
         runs after exactly ``eval_every`` updates); ``step`` advances by one per update, and the schedules
         (target syncs, learning rates) follow it update by update."""
         agent, c = self.agent, self.config
-        due = [] if self._next_eval is None or self.eval_env is None else [self._next_eval - self.step]
+        due = [] if self._next_eval is None or not self.evaluates else [self._next_eval - self.step]
         updates = max(1, min(c.gradient_steps, self.run.max_steps - self.step, *due))
         stats = []
         with self.updating(), minibatches_fit(c.batch_size):

@@ -1,0 +1,73 @@
+"""``eval_episodes: 0`` switches evaluation off entirely (eval_every 0 still evaluated at the end, and 0 episodes
+were refused): no evaluation, no best checkpoint, and what needs evaluations is refused in one line."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import canter
+from canter.data.dataset import collect
+from support import TINY_ARGV, assert_one_line_error, run_cli
+
+NO_EVAL = [a if a != "1" or TINY_ARGV[i - 1] != "--eval-episodes" else "0" for i, a in enumerate(TINY_ARGV)]
+
+
+def test_a_run_without_evaluations_writes_no_best_and_says_so(capsys, tmp_path):
+    """The preset's target_reward (ppo on CartPole-v1: 475) needs evaluations: the run has none; the final line
+    names no best evaluation return (there is none) but the training episodes' return."""
+    assert "0" in NO_EVAL
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *NO_EVAL, "--run-dir", str(tmp_path / "r"))
+    assert code == 0, err
+    assert "no evaluations (eval_episodes 0), best rolling return" in out and "best eval return" not in out
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["best_eval_return"] is None and summary["last_eval_return"] is None
+    assert summary["target_reward"] is None and summary["stop_reason"] == "max_steps"
+    assert summary["best_rolling_return"] is not None
+    assert not (tmp_path / "r" / "checkpoints" / "best.json").exists()
+    assert (tmp_path / "r" / "checkpoints" / "last.json").exists()
+    assert canter.load(tmp_path / "r").run_config.eval_episodes == 0  # eval/play take the last checkpoint
+
+
+@pytest.mark.parametrize("stop", [{}, {"max_seconds": 1e-9}])
+def test_no_evaluation_runs_even_at_the_end(stop):
+    """eval_every 0 evaluates once, at the end (also a run stopped by its clock); eval_episodes 0 never."""
+    trainer = canter.make_trainer("ppo", "CartPole-v1", max_steps=128, n_envs=2, n_steps=64, eval_every=0,
+                                  eval_episodes=0, **stop)
+    with trainer:
+        records = list(trainer())
+    assert records[-1].done and all(r.evaluation is None for r in records)
+    assert trainer.evaluations == 0 and trainer.best_eval_return is None and trainer.eval_env is None
+
+
+def test_an_offline_run_without_evaluations_takes_its_blocks_whole(tmp_path, capsys):
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
+    trainer = canter.make_trainer("bc", dataset=str(tmp_path / "data"), max_steps=100, gradient_steps=50,
+                                  eval_every=20, eval_episodes=0)
+    with trainer:
+        assert [(r.step, r.evaluation) for r in trainer()] == [(50, None), (100, None)]
+    code, out, err = run_cli(capsys, "train", "bc", "--dataset", str(tmp_path / "data"), "--max-steps", "20",
+                             "--eval-episodes", "0", "--run-dir", str(tmp_path / "r"))
+    assert code == 0, err
+    assert "eval off" in err and "no evaluations (eval_episodes 0) after 20 steps" in out
+
+
+@pytest.mark.parametrize("argv,needles", [
+    (["--target-reward", "100"], ["'target_reward' is checked at evaluations", "--set target_reward=null"]),
+    (["--set", "early_stopping=3"], ["'early_stopping' counts evaluations"]),
+    (["--set", "plateau_patience=3"], ["'plateau_patience' counts evaluations"]),
+    (["--set", "divergence_guard=restore"], ["divergence_guard: restore", "divergence_guard: stop"]),
+], ids=["target_reward", "early_stopping", "plateau_patience", "restore"])
+def test_what_needs_evaluations_is_refused_in_one_line(capsys, tmp_path, argv, needles):
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *NO_EVAL, *argv,
+                           "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(code, err, "eval_episodes: 0 runs none", *needles)
+    assert not (tmp_path / "r").exists()
+
+
+def test_tune_refuses_trials_without_evaluations(capsys, tmp_path):
+    pytest.importorskip("optuna")
+    code, _, err = run_cli(capsys, "tune", "ppo", "--env", "CartPole-v1", "--trials", "1", "--eval-episodes", "0",
+                           "--out", str(tmp_path / "t"))
+    assert_one_line_error(code, err, "tune scores each trial by its evaluations", "eval_episodes: 0")
+    assert not (tmp_path / "t").exists()
