@@ -361,6 +361,7 @@ class Run:
         start = self.trainer.step if self.resumed_step is None else self.resumed_step
         if every and (self.resumed_step is None or self.next_checkpoint is None):  # (a checkpoint before it was saved)
             self.next_checkpoint = (start // every + 1) * every  # the uninterrupted run's grid
+        self.trainer.checkpoint_due = self.next_checkpoint
         outcome, inside = "error", False
         try:
             records = self.trainer()
@@ -386,6 +387,7 @@ class Run:
                     self.save(f"step-{record.step:09d}")
                     while self.next_checkpoint <= record.step:
                         self.next_checkpoint += every
+                    self.trainer.checkpoint_due = self.next_checkpoint
                     if not record.done:  # the last record's 'last' is saved when the loop ends
                         self.save_resumable()
                 if record.done:  # the trainer ends after this record: a loop that stops here finished the run

@@ -166,18 +166,36 @@ def test_td3bc_takes_the_encoder_setting_of_td3_bc_and_cql():
 
 def test_offline_evaluations_come_after_exactly_eval_every_updates(tmp_path):
     """An offline iteration took all its gradient_steps before an evaluation could run, so eval_every 20 with
-    50 updates an iteration evaluated at 50 and 100 only; an iteration now ends where an evaluation is due,
+    40 updates an iteration evaluated at 40 and 60 only; an iteration now ends where an evaluation is due,
     and the updates (their minibatches) are those of a run without evaluations."""
     collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
-    kw = dict(dataset=str(tmp_path / "data"), max_steps=100, gradient_steps=50, eval_episodes=1, net_arch=[16])
+    kw = dict(dataset=str(tmp_path / "data"), max_steps=60, gradient_steps=40, eval_episodes=1, net_arch=[16])
     trainer = canter.make_trainer("bc", eval_every=20, **kw)
     with trainer:
         steps = [(r.step, r.evaluation is not None) for r in trainer()]
-    assert [s for s, evaluated in steps if evaluated] == [20, 40, 60, 80, 100]
-    assert [s for s, _ in steps] == [20, 40, 60, 80, 100]
+    assert steps == [(20, True), (40, True), (60, True)]
     plain = canter.make_trainer("bc", eval_every=0, **kw)
     with plain:
-        assert [r.step for r in plain()] == [50, 100]
+        assert [r.step for r in plain()] == [40, 60]
     for a, b in zip(trainer.algorithm.modules().values(), plain.algorithm.modules().values()):
+        for p, q in zip(a.parameters(), b.parameters()):
+            torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
+def test_offline_periodic_checkpoints_come_after_exactly_checkpoint_every_updates(tmp_path):
+    """checkpoint_every 30 with 50 updates an iteration saved step-50 and step-100 (the first iteration end past
+    each multiple); an iteration now ends where a periodic checkpoint is due, with the same updates."""
+    collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
+    kw = dict(dataset=str(tmp_path / "data"), max_steps=100, gradient_steps=50, eval_every=0, eval_episodes=1,
+              net_arch=[16], quiet=True)
+    run = canter.make_trainer("bc", checkpoint_every=30, run_dir=tmp_path / "run", **kw)
+    assert [r.step for r in run()] == [30, 60, 90, 100]
+    run.close()
+    saved = sorted(p.name for p in (tmp_path / "run" / "checkpoints").glob("step-*.json"))
+    assert saved == ["step-000000030.json", "step-000000060.json", "step-000000090.json"]
+    plain = canter.make_trainer("bc", **kw)
+    with plain:
+        assert [r.step for r in plain()] == [50, 100]
+    for a, b in zip(run.trainer.algorithm.modules().values(), plain.algorithm.modules().values()):
         for p, q in zip(a.parameters(), b.parameters()):
             torch.testing.assert_close(p, q, rtol=0, atol=0)

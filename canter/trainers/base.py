@@ -58,6 +58,9 @@ class Trainer:
         #: whether the trainer evaluates (an eval env, and eval_episodes > 0; 0 switches evaluation off)
         self.evaluates = eval_env is not None and run.eval_episodes > 0
         self._next_eval = run.eval_every if run.eval_every > 0 and self.evaluates else None
+        #: the step of the next periodic checkpoint of the :class:`~canter.run.Run` around this trainer (set by it;
+        #: None: none due), where an offline iteration ends too
+        self.checkpoint_due: int | None = None
         self.obs: np.ndarray | None = None
         self.wall_start = 0.0
         self.elapsed_before = 0.0

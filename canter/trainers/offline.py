@@ -7,8 +7,9 @@ trainer's ``step`` counts gradient updates, so ``max_steps``, ``eval_every``,
 ``checkpoint_every`` and the algorithm's schedules (DQN's ``target_update_interval``) are all
 in updates. Evaluation runs the deterministic policy on the eval env, as online, after exactly
 every ``eval_every`` updates: an iteration ends early where an evaluation is due (the updates, and
-the minibatches drawn, are the same as without it). Periodic checkpoints are saved between
-iterations, at the first iteration's end at or past each ``checkpoint_every``.
+the minibatches drawn, are the same as without it). So is a periodic checkpoint (``checkpoint_every``) of
+the :class:`~canter.run.Run` around the trainer (:attr:`Trainer.checkpoint_due`), where a record is yielded there
+(``log_every`` 1).
 """
 from __future__ import annotations
 
@@ -86,11 +87,12 @@ class OfflineTrainer(Trainer):
         )
 
     def iteration(self) -> dict[str, float]:
-        """``gradient_steps`` updates (fewer if the budget ends sooner, or an evaluation is due sooner: it
-        runs after exactly ``eval_every`` updates); ``step`` advances by one per update, and the schedules
-        (target syncs, learning rates) follow it update by update."""
+        """``gradient_steps`` updates (fewer if the budget ends sooner, or an evaluation or a periodic checkpoint
+        is due sooner: they come after exactly ``eval_every`` and ``checkpoint_every`` updates); ``step`` advances
+        by one per update, and the schedules (target syncs, learning rates) follow it update by update."""
         agent, c = self.agent, self.config
-        due = [] if self._next_eval is None or not self.evaluates else [self._next_eval - self.step]
+        marks = (self._next_eval if self.evaluates else None, self.checkpoint_due)
+        due = [m - self.step for m in marks if m is not None and m > self.step]  # (one passed: log_every > 1)
         updates = max(1, min(c.gradient_steps, self.run.max_steps - self.step, *due))
         stats = []
         with self.updating(), minibatches_fit(c.batch_size):
