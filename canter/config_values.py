@@ -95,6 +95,7 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
         if isinstance(value, int):
             return value
         if isinstance(value, str):
+            _refuse_leading_zero(value, key)
             try:
                 return int(value.strip())
             except ValueError:
@@ -109,6 +110,8 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     if inner is float:
         if isinstance(value, bool):
             raise bad()
+        if isinstance(value, str):
+            _refuse_leading_zero(value, key)
         try:
             number = float(value)
         except (TypeError, ValueError, OverflowError):
@@ -139,6 +142,16 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
             raise bad()
         return _plain(dict(value), key)
     return value
+
+
+def _refuse_leading_zero(text: str, key: str) -> None:
+    """Refuse an integer written with a leading zero (``--set n_steps=010``, a quoted ``'010'``): Python read it
+    as 10 where YAML 1.1 reads ``010`` as octal 8, which a config file's unquoted ``010`` is refused for
+    (:mod:`canter.yaml_io`); the error suggests the plain number."""
+    digits = text.strip().replace("_", "").lstrip("+-")
+    if len(digits) > 1 and digits[0] == "0" and digits.isdigit():
+        raise CanterError(f"'{key}': {text.strip()!r} has a leading zero, which YAML 1.1 reads as an octal number "
+                          f"(010 is 8); write {int(text.strip().replace('_', ''))}")
 
 
 def _plain(value: Any, key: str) -> Any:

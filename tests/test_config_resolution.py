@@ -413,3 +413,18 @@ def test_stable_baselines3_arguments_that_are_no_single_key_say_what_they_are_he
         with pytest.raises(CanterError, match=rf"unknown config key '{next(iter(kwargs))}' \(Stable-Baselines3's\): "
                                               rf"{needle}"):
             resolve_config("dqn", "CartPole-v1", **kwargs)
+
+
+@pytest.mark.parametrize("item, plain", [("n_steps=010", "10"), ("seed=00", "0"), ("lr=-0_5", "-5"),
+                                         ("hparams.n_epochs=007", "7")])
+def test_a_number_setting_with_a_leading_zero_is_refused_as_in_a_file(item, plain):
+    """'--set n_steps=010' was read as 10 without a word, where a config file's 'n_steps: 010' is refused (YAML 1.1
+    reads it as octal 8): now refused too, suggesting the plain number; as is a file's quoted '09' for an int."""
+    key = item.split("=")[0]
+    with pytest.raises(CanterError, match=rf"^'(hparams\.)?{re.escape(key.removeprefix('hparams.'))}': .* has a "
+                                          rf"leading zero, .*octal.*; write {plain}$"):
+        resolve_config("ppo", "CartPole-v1", sets=[item])
+    with pytest.raises(CanterError, match="leading zero"):
+        resolve_config("ppo", "CartPole-v1", hparams={"n_steps": "09"})
+    run, hp = resolve_config("ppo", "CartPole-v1", sets=["n_steps=10", "seed=0", "lr=00.5", "n_epochs=1e1"])
+    assert (hp.n_steps, run.seed, hp.lr, hp.n_epochs) == (10, 0, 0.5, 10)
