@@ -405,42 +405,51 @@ class Run:
             self.error = _one_line(exc)
             raise
         finally:
-            self._grace_ended()
-            for sig, handler in old_handlers.items():
-                signal.signal(sig, handler)
-            # the directory was deleted while the run was open (a loop left early, closed at exit):
-            # nothing is written back into it
-            gone = outermost_missing(self.dir)
-            # a new run that failed before its first 'last' (its setup, or an on_train_start hook, raised):
-            # nothing in it to resume, and the directory would refuse a second try, so it is removed
-            unstarted = outcome == "error" and self.resumed_step is None and not self._saved_last
             try:
-                started = bool(self.trainer.wall_start)
-                if gone is not None or unstarted:
-                    pass
-                elif outcome == "done":
-                    self._save_last_and_summary(getattr(self.last_record, "stop_reason", None))
-                elif outcome == "diverged":  # the counters of the last good state, which the files hold
-                    self._write_summary("diverged", self._good)
-                elif started and not self._abort and not inside:  # stopped between iterations: state is consistent
-                    self._save_last_and_summary("interrupted")
-                elif started:  # an error or a second Ctrl-C inside an iteration: the previous 'last' stays
-                    self._write_summary("interrupted", self._good)
-            finally:
-                close_error: Exception | None = None
-                for lg in self.loggers:  # each one closed, and the lock given back, when one fails (a full disk)
-                    try:
-                        lg.close()
-                    except Exception as exc:  # noqa: BLE001 - raised below, once the run is given back
-                        close_error = close_error or exc
+                self._finish(outcome, inside, old_handlers, token)
+            finally:  # a Ctrl-C during the cleanup (the handlers given back raise it again) skipped its release
                 _OPEN_RUNS.discard(self)
-                release(self.dir, token)
-                if gone is not None:
-                    shutil.rmtree(gone, ignore_errors=True)  # what the loggers' last flush made again
-                elif unstarted:
-                    self._remove_unstarted()  # nothing of this new run is worth keeping
-                if close_error is not None:
-                    raise close_error
+                release(self.dir, token)  # (a no-op when _finish gave it back)
+
+    def _finish(self, outcome: str, inside: bool, old_handlers: dict[int, Any], token: str) -> None:
+        """The end of :meth:`_records`: give back the signal handlers, save what the outcome allows, close the
+        loggers and give back the directory's lock (``token``)."""
+        self._grace_ended()
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+        # the directory was deleted while the run was open (a loop left early, closed at exit):
+        # nothing is written back into it
+        gone = outermost_missing(self.dir)
+        # a new run that failed before its first 'last' (its setup, or an on_train_start hook, raised):
+        # nothing in it to resume, and the directory would refuse a second try, so it is removed
+        unstarted = outcome == "error" and self.resumed_step is None and not self._saved_last
+        try:
+            started = bool(self.trainer.wall_start)
+            if gone is not None or unstarted:
+                pass
+            elif outcome == "done":
+                self._save_last_and_summary(getattr(self.last_record, "stop_reason", None))
+            elif outcome == "diverged":  # the counters of the last good state, which the files hold
+                self._write_summary("diverged", self._good)
+            elif started and not self._abort and not inside:  # stopped between iterations: state is consistent
+                self._save_last_and_summary("interrupted")
+            elif started:  # an error or a second Ctrl-C inside an iteration: the previous 'last' stays
+                self._write_summary("interrupted", self._good)
+        finally:
+            close_error: Exception | None = None
+            for lg in self.loggers:  # each one closed, and the lock given back, when one fails (a full disk)
+                try:
+                    lg.close()
+                except Exception as exc:  # noqa: BLE001 - raised below, once the run is given back
+                    close_error = close_error or exc
+            _OPEN_RUNS.discard(self)
+            release(self.dir, token)
+            if gone is not None:
+                shutil.rmtree(gone, ignore_errors=True)  # what the loggers' last flush made again
+            elif unstarted:
+                self._remove_unstarted()  # nothing of this new run is worth keeping
+            if close_error is not None:
+                raise close_error
 
 
 #: runs whose generator has started and not ended: closed at the interpreter's exit, while saving

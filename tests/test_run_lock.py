@@ -66,3 +66,35 @@ def test_two_processes_taking_over_a_stale_lock_at_once_never_both_take_it(tmp_p
         for p in procs:
             p.join(10)
         assert sorted(results.get(timeout=5) for _ in procs) == ["refused", "took"]
+
+
+class _CtrlCAtClose:
+    """A logger whose close() meets a Ctrl-C, as a third one pressed while a run quits after its second (the
+    default SIGINT handler is back by then): the cleanup stops there."""
+
+    def start(self, run):
+        pass
+
+    def log(self, record):
+        pass
+
+    def close(self):
+        raise KeyboardInterrupt
+
+
+def test_a_ctrl_c_during_the_cleanup_still_gives_the_lock_back(tmp_path, tiny_ppo):
+    """The lock was given back after the loggers' close(): a Ctrl-C there left RUN_DIR/.canter.lock behind, and a
+    resume in the same process was refused as 'still open in this process' (another process took it over as stale)."""
+    import canter
+    from canter.run_lock import holder
+
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, **{**tiny_ppo, "max_steps": 128},
+                              tensorboard=False)
+    run.loggers.append(_CtrlCAtClose())
+    with pytest.raises(KeyboardInterrupt):
+        for _ in run():
+            pass
+    run.trainer.close()
+    assert not (run_dir / LOCK_NAME).exists() and holder(run_dir) is None
+    assert (run_dir / "checkpoints" / "last.json").exists()
