@@ -257,3 +257,18 @@ def test_a_policys_budget_warning_names_its_own_setting():
         trainer = canter.make_trainer("ppo", MIXED, policies="type", n_envs=1, n_steps=16, max_steps=48,
                                       policy_hparams={"speaker": {"batch_size": 100_000}})
     trainer.close()
+
+
+def test_one_policy_of_a_multi_policy_run_saves_as_a_single_agent(tmp_path):
+    """agents['speaker'] of a loaded multi-policy run had no run metadata, so its save() was refused ('save an
+    agent that canter.train or canter.load returned', which it was); it now saves as a run of that one policy,
+    with its own hyperparameters and spaces, and loads back as a single Agent that acts as it did."""
+    canter.train("ppo", MIXED, run_dir=tmp_path / "run", max_steps=128, n_envs=2, n_steps=32, batch_size=64,
+                 n_epochs=1, eval_every=0, tensorboard=False, sets=["policies=type", "policy_hparams={speaker: {lr: 0.01}}"])
+    speaker = canter.load(tmp_path / "run").agents["speaker"]
+    speaker.save(tmp_path / "speaker")
+    one = canter.load(tmp_path / "speaker")
+    assert type(one) is canter.agents.Agent and one.run_config.policies == "shared" and one.algorithm.config.lr == 0.01
+    assert one.observation_space == speaker.observation_space and one.action_space == speaker.action_space
+    obs = np.random.default_rng(0).random((5, 3), dtype=np.float32)
+    assert np.array_equal(one.predict(obs), speaker.predict(obs))

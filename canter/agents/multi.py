@@ -57,6 +57,20 @@ class MultiPolicyAgent:
         self.observation_space = gym.spaces.Dict({p: a.observation_space for p, a in agents.items()})
         self.action_space = gym.spaces.Dict({p: a.action_space for p, a in agents.items()})
         self.torch_threads = max(getattr(a, "torch_threads", 1) or 1 for a in agents.values())
+        self._metadata: dict[str, Any] | None = None
+
+    @property
+    def metadata(self) -> dict[str, Any] | None:
+        """The run's checkpoint metadata, which ``canter.train`` and ``canter.load`` set (None before)."""
+        return self._metadata
+
+    @metadata.setter
+    def metadata(self, meta: dict[str, Any] | None) -> None:
+        # each policy's agent gets a single-policy run's metadata, so that ``agents[p].save(path)`` writes a
+        # checkpoint that ``canter.load`` reads back as a single agent (it had none: save was refused)
+        self._metadata = meta
+        for agent in self.agents.values():
+            agent.metadata = policy_metadata(meta, agent)
 
     @property
     def policies(self) -> list[str]:
@@ -91,3 +105,17 @@ class MultiPolicyAgent:
             raise KeyError(f"the checkpoint holds policies {sorted(saved)}, the env gives {sorted(self.agents)}")
         for p, agent in self.agents.items():
             agent.load_state_dict(saved[p], weights_only=weights_only)
+
+
+def policy_metadata(meta: dict[str, Any] | None, agent: Agent) -> dict[str, Any] | None:
+    """The checkpoint metadata of one policy's ``agent`` of a multi-policy run whose metadata is ``meta``: the run's,
+    as a run of that one policy (``policies: shared``, its own hyperparameters and spaces), so that
+    :func:`canter.load` builds a single :class:`~canter.agents.Agent` from it."""
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+        return None
+    from canter.config import to_dict
+    from canter.envs.spaces import space_to_dict
+
+    config = {**meta["config"], "policies": "shared", "policy_hparams": {}, "hparams": to_dict(agent.algorithm.config)}
+    return {**meta, "config": config, "observation_space": space_to_dict(agent.observation_space),
+            "action_space": space_to_dict(agent.action_space)}
