@@ -20,13 +20,14 @@ from canter.config import RunConfig, build, resolve_config, resolved_dict
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
-from canter.envs.turns import bind_opponents
+from canter.envs.turns import bind_opponents, opponent_ids
 from canter.errors import CanterError, CanterWarning, unknown
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
 from canter.resume_checks import (
-    as_numbers_now, check_config_unedited, check_resume_metadata, check_same_run, check_writable, resume_dataset,
+    as_numbers_now, check_config_unedited, check_opponents, check_resume_metadata, check_same_run, check_writable,
+    resume_dataset,
 )
 from canter.run import Run, run_metadata
 from canter.run_dirs import check_new_run_dir, new_run_dir, outermost_missing
@@ -198,6 +199,7 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
             _close(envs, eval_env)
             raise
         trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run, callbacks=callbacks)
+    trainer.opponents = opponent_ids(run.env, run.env_kwargs)  # as the envs just loaded them; --resume checks them
     if run_dir is None:
         return trainer
     return _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
@@ -444,6 +446,7 @@ def resume_trainer(
             raise CanterError(f"cannot resume: the env's {which.replace('_', ' ')} differs from the checkpoint's")
     agent.load_state_dict(state["agent"], weights_only=False)
     run_obj.trainer.resume_from(state["trainer"])
+    check_opponents(meta, run_obj.trainer)  # a frozen opponent's run trained further: warned, not exact
     run_obj.trainer.resume_source = base  # named by an error while the trainer restores its state
     return run_obj
 

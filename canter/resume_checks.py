@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from canter.errors import CanterError, shown
+from canter.errors import CanterError, CanterWarning, shown
 
 
 def _differing_key(found: Any, saved: Any, prefix: str = "") -> str | None:
@@ -142,6 +143,7 @@ _FIELDS: list[tuple[str, Any, str]] = [
     ("state.trainer.guard.events?", lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v),
      "a list of mappings"),
     ("state.trainer.env?", lambda v: v is None or isinstance(v, dict), "a mapping or null"),
+    ("trainer?.opponents?.*", lambda v: isinstance(v, str), "a checkpoint id"),
     ("state.trainer.rng.python", lambda v: isinstance(v, list) and len(v) == 3 and isinstance(v[1], list),
      "Python's random state"),
     ("state.trainer.rng.numpy", lambda v: isinstance(v, dict), "NumPy's random state"),
@@ -266,3 +268,17 @@ def resume_dataset(run_dir: Path, cfg: dict[str, Any], trainer_state: dict[str, 
     if recorded and used is not None and read_dataset_metadata(recorded).get("checkpoint_id") != used:
         raise CanterError(f"cannot resume: dataset '{recorded}' was rewritten since this run started; "
                           f"an exact continuation needs the dataset it was trained on")
+
+
+def check_opponents(meta: dict[str, Any], trainer: Any) -> None:
+    """Warn, in one line, when a frozen opponent of a turn-based game (a run directory or checkpoint) loads as
+    another checkpoint than the one the run played until its ``last`` (``meta``; that run trained further), and
+    mark the resume not exact (``resume_exact: false``): the resumed ``trainer`` plays the opponent as it is now."""
+    recorded = (meta.get("trainer") or {}).get("opponents") or {}
+    changed = [spec for spec, cid in recorded.items() if trainer.opponents.get(spec, cid) != cid]
+    if changed:
+        warnings.warn(CanterWarning(
+            f"resume: opponent '{changed[0]}' has saved another checkpoint since this run last saved (trained "
+            f"further?); the run goes on against it as it is now, so it does not continue exactly (resume_exact: "
+            f"false){'; so have ' + ', '.join(changed[1:]) if changed[1:] else ''}"), stacklevel=3)
+        trainer.opponents_changed = changed

@@ -266,6 +266,31 @@ def test_a_turn_based_run_resumes_exactly(tmp_path):
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["resume_exact"] is True
 
 
+def test_an_opponent_run_that_changed_since_makes_the_resume_inexact_with_a_warning(tmp_path):
+    """A run against another run's policy reloads it on --resume; that run trained further meanwhile (its best was
+    saved again), so the resumed run played another opponent while summary.json said resume_exact: true. The
+    opponent's checkpoint id is recorded in 'last' now: a changed one is a one-line warning naming it, and inexact."""
+    import torch
+
+    from canter.errors import CanterWarning
+
+    tiny = dict(env=TTT, n_envs=2, n_steps=32, batch_size=64, n_epochs=1, eval_every=0, eval_episodes=1,
+                tensorboard=False)
+    canter.train("ppo", max_steps=64, run_dir=tmp_path / "opponent", **tiny)
+    canter.train("ppo", max_steps=64, run_dir=tmp_path / "run", env_kwargs={"opponent": str(tmp_path / "opponent")},
+                 **tiny)
+    best = json.loads((tmp_path / "opponent" / "checkpoints" / "best.json").read_text())["checkpoint_id"]
+    last = json.loads((tmp_path / "run" / "checkpoints" / "last.json").read_text())
+    assert last["trainer"]["opponents"] == {str(tmp_path / "opponent"): best}  # the checkpoint the envs loaded
+    opponent = canter.load(tmp_path / "opponent")  # its run trains further: a new best
+    with torch.no_grad():
+        next(opponent.algorithm.model.parameters()).add_(0.5)
+    opponent.save(tmp_path / "opponent" / "checkpoints" / "best")
+    with pytest.warns(CanterWarning, match=f"opponent '{tmp_path / 'opponent'}' has saved another checkpoint"):
+        canter.resume(tmp_path / "run", max_steps=128)
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["resume_exact"] is False
+
+
 def test_native_vectorization_of_a_turn_based_game_or_a_canter_env_is_refused():
     """--vectorization native on a turn-based game (or an env canter registers) silently stepped sync copies."""
     from canter.errors import CanterError

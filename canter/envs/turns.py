@@ -93,6 +93,18 @@ def absolute_opponents(env_id: str, env_kwargs: dict[str, Any]) -> dict[str, Any
     return {**env_kwargs, "opponent": opponent}
 
 
+def opponent_ids(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, str]:
+    """Each run directory or checkpoint among a turn-based game's opponents -> the ``checkpoint_id`` of the
+    checkpoint it loads as now (a run's ``best``, else its ``last``): a run trained further since has saved another.
+    Empty for other envs and opponents."""
+    if not env_kwargs or "opponent" not in env_kwargs or not is_turn_based(env_id):
+        return {}
+    from canter.checkpoint import find_checkpoint, read_metadata
+
+    return {spec: str(read_metadata(find_checkpoint(spec)).get("checkpoint_id"))
+            for spec in split_kwargs(env_kwargs)[0] if spec not in OPPONENTS}
+
+
 class _Pool:
     """The opponents' policies, one per ``opponent`` spec: None for uniform legal moves, else a function
     of a batch of packed observations and a torch generator to draw from

@@ -71,6 +71,10 @@ class Trainer:
         self.stop_requested: str | bool | None = None
         self.resume_exact: bool | None = None
         self._resume: dict[str, Any] | None = None
+        #: a turn-based game's frozen opponents (run directories, checkpoints) -> the checkpoint id each was loaded
+        #: from (``envs.turns.opponent_ids``), saved with the counters; those a resume found changed since
+        self.opponents: dict[str, str] = {}
+        self.opponents_changed: list[str] = []
         #: set by the first call: a later call continues from here (no new setup, env reset or on_train_start)
         self._started = False
         #: calls of ``__call__`` that started iterating: a generator whose call is not the latest is stale
@@ -201,6 +205,7 @@ class Trainer:
             "last_eval_return": None if self.last_eval is None else self.last_eval.mean_return,
             "best_rolling_return": self.best_rolling_return, "wall_time": self.wall_time(),
             "lr_scale": self.lr.scale, "divergence_events": list(self.guard.events),
+            **({"opponents": dict(self.opponents)} if self.opponents else {}),
         }
 
     # -- exact resume ------------------------------------------------------------------------
@@ -289,6 +294,8 @@ class Trainer:
         np.random.set_state(state["rng"]["numpy"])
         torch.set_rng_state(state["rng"]["torch"])
         self.load_data_state(state)
+        if self.opponents_changed:  # another opponent than the uninterrupted run's plays on (resume_checks)
+            self.resume_exact = False
 
     #: the checkpoint that :meth:`resume_from` was given the state of, named by errors while it is restored
     resume_source: Any = None
