@@ -362,3 +362,17 @@ def test_a_learn_that_reads_missing_log_probs_stops_at_once(user_algo_without):
         list(trainer())
     assert trainer.step == 16  # the first rollout's update
     trainer.close()
+
+
+def test_an_explorers_episodes_are_stamped_with_the_step_they_ended_on():
+    """history.parquet's ``step`` of an IMPALA / APPO episode was the learner's step after the whole rollout
+    (every episode of a 32-step rollout at 32, 64, ...), where the single-process trainers give the env step
+    the episode ended on. With one env, episode ``k`` ends after its own and the earlier episodes' steps plus
+    the ``k`` reset-only steps between them."""
+    trainer = canter.make_trainer("impala", "CartPole-v1", seed=0, n_envs=1, n_steps=32, max_steps=600,
+                                  eval_every=0, eval_episodes=1)
+    episodes = [e for r in trainer() for e in r.episodes]
+    trainer.close()
+    lengths = np.array([e.episode_length for e in episodes])
+    assert len(episodes) > 5
+    assert [e.step for e in episodes] == (np.cumsum(lengths) + np.arange(len(lengths))).tolist()

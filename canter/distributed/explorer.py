@@ -138,8 +138,8 @@ class Explorer:
         them), ``rewards``, ``terminated``, ``dones``, ``valid`` — all ``[T, N, ...]`` — plus
         ``last_obs``, ``last_values`` (with ``bootstrap``), ``observed`` (``[T, N]``, only where some
         row of ``obs`` is not a real observation: :attr:`VecEnv.observed`), finished ``episode_returns``,
-        ``episode_lengths`` and ``episode_envs`` (each one's sub-env), and ``version``, ``index``,
-        ``pid``, ``steps``, ``seconds``.
+        ``episode_lengths``, ``episode_envs`` (each one's sub-env) and ``episode_rows`` (the row ``t`` it
+        ended on), and ``version``, ``index``, ``pid``, ``steps``, ``seconds``.
         """
         start = time.perf_counter()
         if weights is not None and version != self.version:
@@ -160,6 +160,7 @@ class Explorer:
         lengths: list[int] = []
         successes: list[float] = []
         ended: list[int] = []  # each finished episode's sub-env (a multi-agent env's: which agent)
+        ended_rows: list[int] = []  # ... and the rollout row (vector step) it ended on
         for t in range(T):
             if random:
                 env_actions, acts = random_actions(agent, N, self.rng, self.obs)
@@ -195,6 +196,7 @@ class Explorer:
             returns += env.finished_returns.tolist()
             lengths += env.finished_lengths.tolist()
             ended += env.finished_envs.tolist()
+            ended_rows += [t] * len(env.finished_envs)
             success = getattr(env, "finished_success", None)  # NaN where the env reports no is_success
             ok = success is not None and len(success) == len(env.finished_returns)
             successes += success.tolist() if ok else [float("nan")] * len(env.finished_returns)
@@ -204,6 +206,7 @@ class Explorer:
             "valid": valid, "last_obs": np.array(self.obs),
             "episode_returns": np.asarray(returns, np.float64), "episode_lengths": np.asarray(lengths, np.int64),
             "episode_successes": np.asarray(successes, np.float64), "episode_envs": np.asarray(ended, np.int64),
+            "episode_rows": np.asarray(ended_rows, np.int64),
         }
         if observed is not None:
             out_data["observed"] = observed

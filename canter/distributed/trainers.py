@@ -160,8 +160,14 @@ class Learner:
         """Count the env steps, episodes, policy lag and bytes of the rollouts the pool just returned,
         and check their env data (:meth:`check_rollout`) before anything reaches a buffer or network.
         A replacement explorer's first rollout (``fresh_episodes``) zeroes the running discounted returns
-        of its envs (``normalize_reward``), as fresh episodes after a resume do."""
+        of its envs (``normalize_reward``), as fresh episodes after a resume do. Each finished episode is
+        stamped with the step of the vector step it ended on (as :meth:`check_rollout` names a step)."""
+        ended = []
         for r in results:
+            rows = r.get("episode_rows")  # None: a result from an older explorer, its episodes at its rollout's end
+            n = r["steps"] // max(len(r["rewards"]), 1)  # the explorer's envs
+            ended.append(np.full(len(r["episode_returns"]), self.step + r["steps"]) if rows is None
+                         else self.step + (np.asarray(rows, np.int64) + 1) * n)
             self.step += r["steps"]
             self.check_rollout(r)
             if r.get("fresh_episodes") and self.agent.ret_rms is not None:  # a replacement explorer's first
@@ -171,7 +177,7 @@ class Learner:
             if self.pool.remote:  # only remote explorers lag (explorer_stats reads and clears the list)
                 self._lags.append(self.version - r["version"])
             self.trajectory_bytes += nbytes(r)
-        self.record_episodes()  # reads the pool's finished_* arrays
+        self.record_episodes(np.concatenate(ended) if ended else None)  # the pool's finished_* arrays, in this order
 
     def check_rollout(self, result: dict[str, Any]) -> None:
         """The divergence guard's env-data check, which the single-process trainers make on every vector

@@ -168,9 +168,10 @@ class Trainer:
         done = step.terminated | step.truncated
         return done, self.agent.scale_reward(step.reward, done, step.valid, self.scaled_rewards)
 
-    def record_episodes(self) -> None:
-        """Collect episodes the env finished in its last step. The best rolling return is updated once,
-        with the rolling mean after all of them: the means between (after some of the envs that ended on
+    def record_episodes(self, steps: np.ndarray | None = None) -> None:
+        """Collect episodes the env finished in its last step (``steps``: each one's step, where they ended on
+        different ones: an explorer's rollout; None: all on :attr:`step`). The best rolling return is updated
+        once, with the rolling mean after all of them: the means between (after some of the envs that ended on
         the step) depend on the envs' order (Stable-Baselines3's ``ep_rew_mean`` is also a mean after
         whole vector steps)."""
         env = self.env
@@ -185,7 +186,7 @@ class Trainer:
                 self.recent_returns.append(ret)
                 self.episode_count += 1
                 rolling = float(np.mean(self.recent_returns))
-                self._pending.append(EpisodeInfo(self.step, now, ret, length, rolling,
+                self._pending.append(EpisodeInfo(self.step if steps is None else int(steps[i]), now, ret, length, rolling,
                                                  **{k: v[i] for k, v in names.items()}))
             if self.best_rolling_return is None or rolling > self.best_rolling_return:
                 self.best_rolling_return = rolling
