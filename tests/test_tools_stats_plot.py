@@ -166,3 +166,17 @@ def test_plot_labels_given_with_repeated_flags_all_count(two_seeds, tmp_path, ca
     monkeypatch.chdir(tmp_path)
     assert main(["plot", runs[0], "--label", "a", "--label", "b"]) == 2
     assert "got 2 labels for 1 runs" in capsys.readouterr().err
+
+
+def test_a_curve_with_nan_returns_keeps_its_gap():
+    """A NaN reward (divergence_guard off) makes the rolling return NaN for the next reward_window episodes:
+    canter plot dropped the grid points where it was NaN, and the line went straight over them, as though the
+    return had been 1 throughout. The points stay, NaN (a gap in the line); a range no run covers is still left out."""
+    xs, ys = np.arange(5.0), np.array([1.0, np.nan, np.nan, np.nan, 1.0])
+    grid, mean, std = mean_band([(xs, ys)], points=5)
+    np.testing.assert_array_equal(grid, xs)
+    np.testing.assert_array_equal(mean, ys)
+    other = (np.array([10.0, 14.0]), np.array([2.0, 2.0]))  # nothing between 4 and 10
+    grid, mean, _ = mean_band([(xs, ys), other], points=15)
+    np.testing.assert_array_equal(grid, [0, 1, 2, 3, 4, 10, 11, 12, 13, 14])
+    np.testing.assert_array_equal(mean, [1, np.nan, np.nan, np.nan, 1, 2, 2, 2, 2, 2])

@@ -10,6 +10,7 @@ is a dashed line.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from numbers import Integral
 from pathlib import Path
@@ -106,7 +107,8 @@ def mean_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200
     up to the end of the grid (a run that stopped because it reached its target).
     """
     grid, stack = _stack(curves, points, hold)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a point where every covering run is NaN: NaN, a gap
         mean = np.nanmean(stack, axis=0)
         std = np.nanstd(stack, axis=0)
     return grid, mean, std
@@ -114,7 +116,9 @@ def mean_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200
 
 def _stack(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
            hold: Sequence[bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The grid of :func:`mean_band` and each non-empty curve's values on it (NaN outside its range), ``[runs, grid]``."""
+    """The grid of :func:`mean_band` and each non-empty curve's values on it (NaN outside its range), ``[runs, grid]``.
+    The grid's points inside no curve's range are left out; those inside one where it is NaN (a NaN reward's
+    rolling returns) are kept, so the line has a gap there instead of going straight over them."""
     hold = [False] * len(curves) if hold is None else list(hold)
     kept = [(c, h) for c, h in zip(curves, hold) if len(c[0])]
     if not kept:
@@ -123,10 +127,11 @@ def _stack(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
     hi = max(float(xs[-1]) for (xs, _), _ in kept)
     grid = np.linspace(lo, hi, points) if hi > lo else np.array([lo])
     stack = np.full((len(kept), grid.size), np.nan)
+    covered = np.zeros(grid.size, dtype=bool)
     for i, ((xs, ys), held) in enumerate(kept):
         inside = (grid >= xs[0]) & ((grid <= xs[-1]) | held)
         stack[i, inside] = np.interp(grid[inside], xs, ys)  # np.interp holds the last value beyond xs[-1]
-    covered = np.isfinite(stack).any(axis=0)
+        covered |= inside
     return grid[covered], stack[:, covered]
 
 
