@@ -4,6 +4,13 @@ of resumed runs, the final line."""
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _a_terminal_that_redraws(monkeypatch):
+    """``force_terminal=True`` below stands for a terminal with a live bar, which a TERM=dumb shell running the
+    tests is not (its consoles get plain lines: test_a_dumb_terminal_gets_whole_plain_lines)."""
+    monkeypatch.setenv("TERM", "xterm")
+
+
 def _records():
     from canter.trainers import EvalResult, TrainRecord
 
@@ -180,3 +187,27 @@ def test_the_final_progress_line_gives_the_runs_average_steps_per_second(termina
     logger.close()
     assert "avg" not in live and (" 1,000 steps/s" in live or not terminal)  # plain: the rate since the last line
     assert "avg 250 steps/s" in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()).strip().splitlines()[-1]
+
+
+def test_a_dumb_terminal_gets_whole_plain_lines(monkeypatch):
+    """TERM=dumb (Emacs' shell, some CI ptys): a terminal that cannot move the cursor, where rich draws a live bar
+    only once, at the end, cut to 80 columns ('ppo Cart… 20,480… avg 4,883 …', measured under `script`), and the
+    evaluation lines wrapped with rich's 'console.py:95' log path. It now gets the plain lines a pipe gets."""
+    import io
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+
+    monkeypatch.setenv("TERM", "dumb")
+    out = io.StringIO()
+    logger = ConsoleLogger(100_000, "ppo CartPole-v1", console=Console(file=out, width=80, force_terminal=True),
+                           plain_seconds=0.0)
+    logger.start(None)
+    for record in _records():
+        logger.log(record)
+    logger.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3 and "ppo CartPole-v1: 4,096/100,000 steps" in lines[0], lines
+    assert lines[1].endswith("step 8,192: eval return 480.00 ± 5.00 over 2 episodes (new best)")
+    assert "…" not in out.getvalue() and "console.py" not in out.getvalue()

@@ -31,9 +31,9 @@ class _RunClock(TimeElapsedColumn):
 class ConsoleLogger:
     """A rich progress bar (on stderr) plus one line per evaluation.
 
-    When stderr is not a terminal (a pipe, a log file, CI), a live bar would only be printed once,
-    cut to 80 columns; there the logger writes whole plain lines instead: one per evaluation and a
-    status line every ``plain_seconds`` and at the end.
+    When stderr is not a terminal (a pipe, a log file, CI) or is one that cannot move the cursor
+    (``TERM=dumb``), a live bar would only be printed once, cut to 80 columns; there the logger writes
+    whole plain lines instead: one per evaluation and a status line every ``plain_seconds`` and at the end.
 
     While training, steps/s is recent: the last record's rate on the bar, the rate since the previous line
     in plain lines. The final line gives the average since training started in this process
@@ -45,7 +45,8 @@ class ConsoleLogger:
         self.total = total_steps
         self.description = description
         self.console = console or Console(stderr=True)
-        self.plain = not (self.console.is_terminal or self.console.is_jupyter)
+        # is_interactive: a terminal that is not dumb (rich redraws a live display only there)
+        self.plain = not (self.console.is_interactive or self.console.is_jupyter)
         self.refresh = plain_seconds if self.plain else refresh_seconds
         self._last = self._start = self._line_time = time.monotonic()
         self._line_step = 0  # plain mode: step and time of the last status line
