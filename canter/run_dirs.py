@@ -29,10 +29,15 @@ def new_run_dir(algo: str, env: str, base: str | Path = "runs") -> Path:
 
 
 def check_new_run_dir(path: str | Path) -> Path:
-    """Refuse to write into a directory that already holds files (nothing is overwritten), or one
-    that cannot be created (a file in its path, a parent that is not writable)."""
+    """Refuse to write into a directory that already holds files (nothing is overwritten), one
+    that cannot be created (a file in its path, a parent that is not writable), or one whose path is not UTF-8."""
     if not str(path).strip():  # Path('') is the current directory
         raise CanterError(f"run_dir needs a directory path, got {str(path)!r}; give 'auto' for runs/<algo>-<env>-<time>")
+    try:  # bytes that are not UTF-8 (os.fsdecode's surrogates): safetensors and pyarrow could not read the run back
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise CanterError(f"run directory {str(path)!r} is not valid UTF-8: its checkpoints and tables could not be "
+                          f"read back (canter eval, play, plot, --resume); choose another --run-dir") from None
     path = _as_created(Path(path))
     if path.exists() and not path.is_dir():
         raise CanterError(f"run directory '{path}' is a file; choose another --run-dir")

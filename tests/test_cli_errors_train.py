@@ -198,3 +198,14 @@ def test_a_second_config_file_is_refused_not_silently_replacing_the_first(capsys
                                "--run-dir", str(workdir / "run"))
         assert_one_line_error(code, err, "-f/--config is given twice")
         assert not (workdir / "run").exists()
+
+
+def test_a_run_dir_path_that_is_not_utf8_is_refused_before_training(capsys, workdir):
+    """A --run-dir of bytes that are not UTF-8 (a Latin-1 'café' made by another tool) trained and wrote its
+    files, but nothing could read them back: canter eval, play and train --resume failed on the checkpoint
+    ('... is not valid UTF-8', safetensors), canter plot and report with a UnicodeEncodeError traceback
+    (pyarrow). It is refused in one line before anything is written."""
+    bad = os.fsdecode(os.fsencode(str(workdir)) + b"/caf\xe9")
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--quiet", "--run-dir", bad)
+    assert_one_line_error(code, err, "is not valid UTF-8", "choose another --run-dir")
+    assert list(workdir.iterdir()) == []
