@@ -277,9 +277,7 @@ def cmd_eval(argv: list[str]) -> int:
                           **({} if result.success_rate is None else {"success_rate": result.success_rate})},
                          allow_nan=False))
     else:
-        success = "" if result.success_rate is None else f", success rate {result.success_rate:.0%}"
-        print(f"{env_id}: mean return {result.mean_return:.2f} ± {result.std_return:.2f} over {result.episodes} "
-              f"episodes{success}")
+        print(f"{env_id}: mean return {result.describe()}")
     return 0
 
 

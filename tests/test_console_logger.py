@@ -211,3 +211,23 @@ def test_a_dumb_terminal_gets_whole_plain_lines(monkeypatch):
     assert len(lines) == 3 and "ppo CartPole-v1: 4,096/100,000 steps" in lines[0], lines
     assert lines[1].endswith("step 8,192: eval return 480.00 ± 5.00 over 2 episodes (new best)")
     assert "…" not in out.getvalue() and "console.py" not in out.getvalue()
+
+
+def test_an_evaluation_of_one_episode_is_one_episode_not_one_episodes(capsys):
+    """'over 1 episodes' in the evaluation line of canter train (--eval-episodes 1) and in canter eval's."""
+    import io
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+    from canter.trainers import EvalResult, TrainRecord
+
+    out = io.StringIO()
+    logger = ConsoleLogger(1000, "ppo", console=Console(file=out, width=200), plain_seconds=0.0)
+    logger.start(None)
+    logger.log(TrainRecord(step=512, iteration=1, wall_time=1.0, steps_per_second=500.0,
+                           evaluation=EvalResult(453.0, 0.0, [453.0], [453])))
+    logger.close()
+    assert "step 512: eval return 453.00 ± 0.00 over 1 episode\n" in out.getvalue()
+    result = EvalResult(0.5, 0.5, [0.0, 1.0], [3, 4], successes=[0.0, 1.0])
+    assert result.describe() == "0.50 ± 0.50 over 2 episodes, success rate 50%"

@@ -88,9 +88,7 @@ class ConsoleLogger:
             ev = record.evaluation
             self._eval = f"{ev.mean_return:.1f}"
             best = " (new best)" if record.new_best else ""
-            success = "" if ev.success_rate is None else f", success rate {ev.success_rate:.0%}"
-            line = (f"step {record.step:,}: eval return {ev.mean_return:.2f} ± {ev.std_return:.2f} "
-                    f"over {ev.episodes} episodes{success}{best}")
+            line = f"step {record.step:,}: eval return {ev.describe()}{best}"
             if self.plain:
                 self._line(line)
             else:

@@ -35,6 +35,13 @@ class EvalResult:
         """The fraction of successful episodes, where the env reports success (else None)."""
         return float(np.mean(self.successes)) if self.successes else None
 
+    def describe(self) -> str:
+        """``"480.00 ± 5.00 over 2 episodes"`` (``1 episode``), with ``", success rate 50%"`` where the env
+        reports success: the evaluation as ``canter train``'s and ``canter eval``'s lines give it."""
+        n = self.episodes
+        success = "" if self.success_rate is None else f", success rate {self.success_rate:.0%}"
+        return f"{self.mean_return:.2f} ± {self.std_return:.2f} over {n} episode{'' if n == 1 else 's'}{success}"
+
 
 def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None) -> EvalResult:
     """Run exactly ``n_episodes`` episodes with ``agent.predict`` and summarise the returns.
