@@ -231,3 +231,22 @@ def test_an_evaluation_of_one_episode_is_one_episode_not_one_episodes(capsys):
     assert "step 512: eval return 453.00 ± 0.00 over 1 episode\n" in out.getvalue()
     result = EvalResult(0.5, 0.5, [0.0, 1.0], [3, 4], successes=[0.0, 1.0])
     assert result.describe() == "0.50 ± 0.50 over 2 episodes, success rate 50%"
+
+
+def test_the_status_line_shows_an_actor_critic_algorithms_critic_loss():
+    """SAC, TD3, DDPG and TQC report critic_loss / actor_loss, none of which the status line showed: their
+    runs' lines ended at 'eval -1266.3' with no loss at all (PPO's show value_loss and entropy)."""
+    import io
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+    from canter.trainers import TrainRecord
+
+    out = io.StringIO()
+    logger = ConsoleLogger(1000, "sac", console=Console(file=out, width=200), plain_seconds=0.0)
+    logger.start(None)
+    logger.log(TrainRecord(step=500, iteration=1, wall_time=1.0, steps_per_second=500.0,
+                           losses={"ent_coef": 0.9, "ent_coef_loss": -0.1, "critic_loss": 12.5, "actor_loss": 3.25}))
+    logger.close()
+    assert out.getvalue().rstrip().endswith("eval -, critic_loss 12.5")

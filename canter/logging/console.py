@@ -11,7 +11,9 @@ from rich.text import Text
 
 from canter.trainers.base import TrainRecord
 
-_SHOWN_LOSSES = ("value_loss", "entropy", "loss", "q_mean", "policy_lag")
+#: the statistics the status line shows, where the algorithm reports them (PPO kin: value_loss and entropy;
+#: DQN kin: loss and q_mean; SAC, TD3, DDPG, TQC: critic_loss; ACER: q_loss)
+_SHOWN_LOSSES = ("value_loss", "critic_loss", "q_loss", "entropy", "loss", "q_mean", "policy_lag")
 
 
 class _RunClock(TimeElapsedColumn):
