@@ -351,6 +351,9 @@ _default_showwarning = warnings.showwarning
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     warnings.showwarning = _show_warning
+    for stream in (sys.stdout, sys.stderr):  # an ASCII terminal gets "\\xb1" for "±" (as rich prints), not a traceback
+        if hasattr(stream, "reconfigure") and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         print("canter: error: no command given; choose from " + ", ".join(COMMANDS) + " (canter --help)",

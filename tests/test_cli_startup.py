@@ -130,3 +130,18 @@ def test_ctrl_c_while_torch_imports_numpy_is_not_swallowed():
     out = subprocess.run([sys.executable, "-c", hook], env=ENV, capture_output=True, text=True, timeout=60)
     assert out.returncode == 130, out.stderr
     assert "Traceback" not in out.stderr and out.stderr.splitlines() == ["interrupted"], out.stderr
+
+
+def test_a_terminal_that_cannot_encode_a_character_gets_an_escape_not_a_traceback(monkeypatch):
+    """PYTHONIOENCODING=ascii: canter eval's '480.00 ± 5.00' raised UnicodeEncodeError after the evaluation ran."""
+    import io
+
+    from canter.cli import main
+
+    raw = io.BytesIO()
+    ascii_out = io.TextIOWrapper(raw, encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", ascii_out)
+    assert main(["--version"]) == 0
+    print("480.00 ± 5.00")
+    ascii_out.flush()
+    assert raw.getvalue().decode().endswith("480.00 \\xb1 5.00\n")
