@@ -250,3 +250,23 @@ def test_the_status_line_shows_an_actor_critic_algorithms_critic_loss():
                            losses={"ent_coef": 0.9, "ent_coef_loss": -0.1, "critic_loss": 12.5, "actor_loss": 3.25}))
     logger.close()
     assert out.getvalue().rstrip().endswith("eval -, critic_loss 12.5")
+
+
+def test_the_status_line_shows_each_policys_losses_in_a_multi_policy_run():
+    """A multi-policy run logs 'policy/name' keys (speaker/value_loss): its status line showed no loss at all."""
+    import io
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+    from canter.trainers import TrainRecord
+
+    out = io.StringIO()
+    logger = ConsoleLogger(1000, "mappo", console=Console(file=out, width=300), plain_seconds=0.0)
+    logger.start(None)
+    logger.log(TrainRecord(step=500, iteration=1, wall_time=1.0, steps_per_second=500.0,
+                           losses={"speaker/entropy": 1.5, "speaker/value_loss": 0.25, "speaker/clip_fraction": 0.1,
+                                   "listener/value_loss": 2.0}))
+    logger.close()
+    assert out.getvalue().rstrip().endswith(
+        "eval -, speaker/value_loss 0.25 speaker/entropy 1.5 listener/value_loss 2")

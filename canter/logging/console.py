@@ -16,6 +16,15 @@ from canter.trainers.base import TrainRecord
 _SHOWN_LOSSES = ("value_loss", "critic_loss", "q_loss", "entropy", "loss", "q_mean", "policy_lag")
 
 
+def shown_losses(losses: dict[str, float]) -> list[str]:
+    """The keys of ``losses`` the status line shows, in ``_SHOWN_LOSSES``' order; a multi-policy run's
+    ``policy/name`` keys by policy, each policy's in that order."""
+    keys = [k for k in _SHOWN_LOSSES if k in losses]
+    policies = dict.fromkeys(k.split("/", 1)[0] for k in losses if "/" in k)
+    keys += [f"{p}/{k}" for p in policies for k in _SHOWN_LOSSES if f"{p}/{k}" in losses]
+    return keys
+
+
 class _RunClock(TimeElapsedColumn):
     """Rich's elapsed-time column, counted from ``offset`` seconds (a resumed run's clock goes on)."""
 
@@ -104,7 +113,7 @@ class ConsoleLogger:
         if not due and not record.done:
             return
         self._last = now
-        losses = " ".join(f"{k} {record.losses[k]:.3g}" for k in _SHOWN_LOSSES if k in record.losses)
+        losses = " ".join(f"{k} {record.losses[k]:.3g}" for k in shown_losses(record.losses))
         ret = "-" if record.rolling_return is None else f"{record.rolling_return:.1f}"
         if record.best_rolling_return is not None:
             ret += f" (best {record.best_rolling_return:.1f})"
