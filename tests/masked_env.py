@@ -1,4 +1,5 @@
-"""A toy env with invalid-action masks for tests: ``masked_env:MaskedPick-v0``.
+"""Toy envs with invalid-action masks for tests: ``masked_env:MaskedPick-v0`` (and ``FactoredPick-v0``, its
+MultiDiscrete / MultiBinary kin, below).
 
 Each step shows a target among ``n`` actions (one-hot, or its index with ``discrete_obs=True``)
 and an ``action_mask`` allowing the target and 1-3 random others. Picking the target earns 1,
@@ -129,3 +130,71 @@ class DictPick(gym.Env):
 
 if "DictPick-v0" not in gym.registry:
     gym.register("DictPick-v0", entry_point=DictPick, disable_env_checker=True)
+
+
+
+class FactoredPick(gym.Env):
+    """MaskedPick for factored actions: ``MultiDiscrete(nvec)``, or ``MultiBinary(len(nvec))`` with
+    ``binary=True``. Each step shows a target per sub-action (one-hot, concatenated) and a mask in
+    sb3-contrib's layout (``sum(nvec)`` entries; ``2 * n`` for MultiBinary, "0 allowed" then "1 allowed"
+    per entry) allowing each target and, each with probability 1/2, the other choices. Each matched
+    sub-action earns ``1 / k``; a masked one raises (``strict``), else is counted in ``disallowed``.
+    The mask comes with the observation (``source="obs"``, a ``Dict``), in ``info`` (``"info"``) or
+    from ``action_masks()`` (``"method"``); ``extra`` appends that many entries to it (drops them
+    where negative: a mask of the wrong length). ``start``: the MultiDiscrete's first action of each entry. 10 steps per episode."""
+
+    def __init__(self, nvec: tuple[int, ...] = (3, 4, 2), binary: bool = False, source: str = "obs",
+                 strict: bool = True, extra: int = 0, start: int = 0, render_mode: str | None = None) -> None:
+        self.nvec = np.array([2] * len(nvec) if binary else nvec, np.int64)
+        self.start = 0 if binary else start
+        self.action_space = (gym.spaces.MultiBinary(len(nvec)) if binary
+                             else gym.spaces.MultiDiscrete(self.nvec, start=[start] * len(nvec)))
+        self.width, self.source, self.strict, self.extra = int(self.nvec.sum()), source, strict, extra
+        self.starts = np.r_[0, np.cumsum(self.nvec)[:-1]]
+        self.render_mode = render_mode
+        obs = gym.spaces.Box(0.0, 1.0, (self.width,), np.float32)
+        self.observation_space = (gym.spaces.Dict({"observation": obs, "action_mask": gym.spaces.MultiBinary(self.width)})
+                                  if source == "obs" else obs)
+        self.disallowed = 0  # masked sub-actions taken (only without strict)
+
+    def action_masks(self) -> np.ndarray:
+        """Which choices of each sub-action are allowed now (sb3-contrib's layout), with ``extra`` entries."""
+        return np.r_[self.mask, np.ones(max(self.extra, 0), np.int8)][:self.width + self.extra].astype(bool)
+
+    def _draw(self) -> tuple[Any, dict]:
+        self.targets = np.array([self.np_random.integers(n) for n in self.nvec])
+        obs = np.zeros(self.width, np.float32)
+        obs[self.starts + self.targets] = 1.0
+        self.mask = (self.np_random.random(self.width) < 0.5).astype(np.int8)
+        self.mask[self.starts + self.targets] = 1
+        shown = self.action_masks().astype(np.int8)
+        if self.source == "obs":
+            return {"observation": obs, "action_mask": shown}, {}
+        return obs, ({"action_mask": shown} if self.source == "info" else {})
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:  # noqa: D102
+        super().reset(seed=seed)
+        self.t = 0
+        return self._draw()
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:  # noqa: D102
+        a = np.asarray(action, np.int64).reshape(-1) - self.start
+        bad = ~self.mask[self.starts + a].astype(bool)
+        if bad.any():
+            if self.strict:
+                raise ValueError(f"action {a.tolist()} is masked (mask {self.mask.tolist()})")
+            self.disallowed += int(bad.sum())
+        reward = float((a == self.targets).mean())
+        self.t += 1
+        obs, info = self._draw()
+        return obs, reward, self.t >= 10, False, info
+
+
+if "FactoredPick-v0" not in gym.registry:
+    from canter.envs.masks import InfoActionMask, MethodActionMask
+
+    gym.register("FactoredPick-v0", entry_point=FactoredPick, disable_env_checker=True)
+    gym.register("FactoredPickInfo-v0", disable_env_checker=True,
+                 entry_point=lambda **kw: InfoActionMask(FactoredPick(source="info", **kw)))
+    gym.register("FactoredPickMethod-v0", disable_env_checker=True,
+                 entry_point=lambda **kw: MethodActionMask(FactoredPick(source="method", **kw)))

@@ -7,7 +7,9 @@ With ``miss_leaves=True`` an agent whose action misses its target leaves the epi
 (terminated, reward 0), so random play earns about 0.5 per agent; the env refuses actions for
 agents that have left, as PettingZoo envs may. With ``masked=True`` observations are PettingZoo's
 ``{"observation", "action_mask"}`` dicts whose mask allows the target and one other action, and
-the env raises on a masked action. With ``revive=True`` (and ``miss_leaves``) an agent that left is back
+the env raises on a masked action; with ``factored=True`` too, the action is ``MultiDiscrete([3, 2])``
+(the choice, then a second sub-action that earns nothing) and the mask sb3-contrib's 3 + 2 entries,
+the second part allowing one of the two at random. With ``revive=True`` (and ``miss_leaves``) an agent that left is back
 in ``agents`` at the next step, which PettingZoo's API forbids ("agent cannot be revived once dead").
 """
 from __future__ import annotations
@@ -27,10 +29,11 @@ class MatchAgents(ParallelEnv):
     metadata = {"name": "match_agents_v0"}
 
     def __init__(self, n_agents: int = 2, miss_leaves: bool = False, team: bool = False, state: bool = True,
-                 masked: bool = False, render_mode: str | None = None, revive: bool = False) -> None:
+                 masked: bool = False, render_mode: str | None = None, revive: bool = False,
+                 factored: bool = False) -> None:
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.render_mode = render_mode
-        self.masked = masked
+        self.masked, self.factored = masked, factored
         self.miss_leaves = miss_leaves  # an agent that misses its target leaves the episode
         self.team = team  # every agent earns 1 only when all match (a reward no agent earns alone)
         self.revive = revive  # an agent that left is back in agents at the next step (not PettingZoo's API)
@@ -41,11 +44,12 @@ class MatchAgents(ParallelEnv):
     @functools.lru_cache(maxsize=None)
     def observation_space(self, agent: str) -> spaces.Space:  # noqa: D102
         box = spaces.Box(0.0, 1.0, (3,), np.float32)
-        return spaces.Dict({"observation": box, "action_mask": spaces.MultiBinary(3)}) if self.masked else box
+        mask = spaces.MultiBinary(5 if self.factored else 3)
+        return spaces.Dict({"observation": box, "action_mask": mask}) if self.masked else box
 
     @functools.lru_cache(maxsize=None)
-    def action_space(self, agent: str) -> spaces.Discrete:  # noqa: D102
-        return spaces.Discrete(3)
+    def action_space(self, agent: str) -> spaces.Space:  # noqa: D102
+        return spaces.MultiDiscrete([3, 2]) if self.factored else spaces.Discrete(3)
 
     def _observe(self) -> dict:
         obs = {a: np.eye(3, dtype=np.float32)[self.targets[a]] for a in self.agents}
@@ -55,6 +59,8 @@ class MatchAgents(ParallelEnv):
         for a in self.agents:
             mask = np.zeros(3, np.int8)
             mask[[self.targets[a], (self.targets[a] + int(self.rng.integers(1, 3))) % 3]] = 1
+            if self.factored:  # the second sub-action: one of its two choices allowed
+                mask = np.r_[mask, np.eye(2, dtype=np.int8)[int(self.rng.integers(0, 2))]]
             self.masks[a] = mask
         return {a: {"observation": obs[a], "action_mask": self.masks[a].copy()} for a in self.agents}
 
@@ -76,7 +82,12 @@ class MatchAgents(ParallelEnv):
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:  # noqa: D102
         if sorted(actions) != sorted(self.agents):
             raise ValueError(f"actions for {sorted(actions)}, but the agents are {sorted(self.agents)}")
-        if self.masked and any(not self.masks[a][int(actions[a])] for a in self.agents):
+        if self.factored:  # the second sub-action's choice j is mask entry 3 + j
+            entries = {a: np.asarray(actions[a]).reshape(-1) + [0, 3] for a in self.agents}
+            actions = {a: int(np.asarray(actions[a]).reshape(-1)[0]) for a in self.agents}
+            if self.masked and any(not self.masks[a][entries[a]].all() for a in self.agents):
+                raise ValueError(f"a masked action in {entries} (masks {self.masks})")
+        elif self.masked and any(not self.masks[a][int(actions[a])] for a in self.agents):
             raise ValueError(f"a masked action in {actions} (masks {self.masks})")
         hits = {a: bool(actions[a] == self.targets[a]) for a in self.agents}
         rewards = {a: float(hit) for a, hit in hits.items()}

@@ -1,7 +1,9 @@
 """Invalid-action masks: envs whose observations say which actions are allowed.
 
 An env with a ``Dict`` observation space holding ``"observation"`` and ``"action_mask"`` (the
-PettingZoo convention; ``action_mask[a]`` is 1 where action ``a`` is allowed) is wrapped by
+PettingZoo convention; ``action_mask[a]`` is 1 where action ``a`` is allowed; for ``MultiDiscrete``
+and ``MultiBinary`` actions one entry per choice of each sub-action, concatenated, as sb3-contrib's
+MaskablePPO takes them: :func:`mask_size`) is wrapped by
 :class:`~canter.envs.packing.PackObservations`: each observation becomes one flat float32 vector,
 the observation's values followed by the mask, in a :class:`MaskedBox` space that records the
 mask's width. So
@@ -14,7 +16,7 @@ observation, and the policy's logits (or the Q values used to pick and bootstrap
 masked actions are replaced by :data:`MASKED` (:func:`apply_mask`), so sampling, the greedy
 action, log-probabilities, entropies and TD targets all range over the allowed actions only.
 A row whose mask allows nothing (a final observation, where some envs clear the mask) is
-treated as unmasked.
+treated as unmasked; with factored actions, each sub-action's part of the mask on its own.
 """
 from __future__ import annotations
 
@@ -55,6 +57,39 @@ def mask_width(space: gym.Space) -> int:
     return getattr(space, "mask_width", 0) if isinstance(space, MaskedBox) else 0
 
 
+def mask_size(action_space: gym.Space) -> int:
+    """How many entries an action mask for ``action_space`` holds: one per action of a ``Discrete``;
+    one per choice of each sub-action, concatenated, for ``MultiDiscrete`` (``sum(nvec)``) and
+    ``MultiBinary`` (``2 * n``: "0 allowed", "1 allowed" per entry), as sb3-contrib's MaskablePPO
+    reads them. Other action spaces cannot be masked (a one-line :class:`CanterError`)."""
+    from canter.envs.spaces import action_nvec
+
+    nvec = action_nvec(action_space)
+    if nvec is not None:
+        return int(nvec.sum())
+    if isinstance(action_space, gym.spaces.Discrete):
+        return int(action_space.n)
+    raise CanterError(f"action masks need a Discrete, MultiDiscrete or MultiBinary action space, not "
+                      f"{type(action_space).__name__}")
+
+
+def mask_layout(action_space: gym.Space) -> str:
+    """What the entries of ``action_space``'s mask are, for error messages."""
+    if isinstance(action_space, gym.spaces.MultiDiscrete):
+        return f"sum(nvec) of MultiDiscrete({np.asarray(action_space.nvec).reshape(-1).tolist()})"
+    if isinstance(action_space, gym.spaces.MultiBinary):
+        return f"2 per entry of MultiBinary({np.asarray(action_space.n).tolist()})"
+    return "one per action"
+
+
+def check_mask_length(size: int, action_space: gym.Space, where: str = "the action mask") -> None:
+    """Refuse a mask of ``size`` entries for ``action_space`` in one line giving the expected and
+    actual lengths."""
+    expected = mask_size(action_space)
+    if size != expected:
+        raise CanterError(f"{where} has {size} entries, expected {expected} ({mask_layout(action_space)})")
+
+
 def has_action_mask(space: gym.Space) -> bool:
     """True for a ``Dict`` observation space in the mask convention: an ``action_mask`` entry and the
     observation in the others (usually one, ``observation``)."""
@@ -71,11 +106,9 @@ class InfoActionMask(gym.Wrapper):
 
     def __init__(self, env: gym.Env, key: str = MASK_KEY) -> None:
         super().__init__(env)
-        if not isinstance(env.action_space, gym.spaces.Discrete):
-            raise CanterError(f"action masks need a Discrete action space, not {type(env.action_space).__name__}")
         self.key = key
         self.observation_space = gym.spaces.Dict(
-            {OBS_KEY: env.observation_space, MASK_KEY: gym.spaces.MultiBinary(int(env.action_space.n))})
+            {OBS_KEY: env.observation_space, MASK_KEY: gym.spaces.MultiBinary(mask_size(env.action_space))})
 
     def _mask(self, info: dict[str, Any]) -> Any:
         """The mask of the observation that came with ``info``."""
@@ -115,14 +148,28 @@ class MethodActionMask(InfoActionMask):
 
 
 # -- the models' side ---------------------------------------------------------------------------
-def split_mask(obs: Any, width: int) -> tuple[Any, Any]:
+def split_mask(obs: Any, width: int, nvec: Any = None) -> tuple[Any, Any]:
     """``(observation part, allowed)`` of a packed batch ``[..., d + width]`` (torch or NumPy):
-    ``allowed`` is a bool ``[..., width]``, all true where the mask allows nothing."""
-    x, m = obs[..., :-width], obs[..., -width:]
-    allowed = m > 0.5
-    if isinstance(allowed, torch.Tensor):
-        return x, allowed | ~allowed.any(-1, keepdim=True)
-    return x, allowed | ~allowed.any(-1, keepdims=True)
+    ``allowed`` is a bool ``[..., width]``, all true where the mask allows nothing (with factored
+    actions, ``nvec`` the categories of each sub-action: in each sub-action's entries on their own)."""
+    return obs[..., :-width], allowed_actions(obs[..., -width:], nvec)
+
+
+def allowed_actions(mask: Any, nvec: Any = None) -> Any:
+    """The bool ``[..., width]`` of the 0/1 ``mask`` (torch or NumPy), all true where it allows
+    nothing: over the whole row, or (``nvec``: a factored action's categories per sub-action) over
+    each sub-action's entries on their own (sb3-contrib's masked MultiCategorical would make such a
+    sub-action uniform; here, as a Discrete row that allows nothing, it is left unmasked)."""
+    allowed = mask > 0.5
+    torch_ = isinstance(allowed, torch.Tensor)
+    if nvec is None or len(nvec) == 1:
+        return allowed | (~allowed.any(-1, keepdim=True) if torch_ else ~allowed.any(-1, keepdims=True))
+    from canter.models.distributions import segments
+
+    parts = [allowed[..., s] for s in segments(nvec)]
+    if torch_:
+        return torch.cat([p | ~p.any(-1, keepdim=True) for p in parts], -1)
+    return np.concatenate([p | ~p.any(-1, keepdims=True) for p in parts], -1)
 
 
 def apply_mask(values: Any, allowed: Any, fill: float = MASKED) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from canter.envs.masks import MASK_KEY, OBS_KEY, MaskedBox, has_action_mask
+from canter.envs.masks import MASK_KEY, OBS_KEY, MaskedBox, check_mask_length, has_action_mask, mask_size
 from canter.errors import CanterError
 
 STRUCTURED = (gym.spaces.Dict, gym.spaces.Tuple)
@@ -175,14 +175,13 @@ class ObservationPacker:
 
         self.mask = has_action_mask(space)
         if self.mask:
-            if not isinstance(action_space, gym.spaces.Discrete):
-                raise CanterError(f"action masks need a Discrete action space, not {type(action_space).__name__}")
+            width = mask_size(action_space)  # refuses action spaces that cannot be masked
             rest = {k: v for k, v in space.spaces.items() if k != MASK_KEY}
             mask = space[MASK_KEY]
-            width = int(np.prod(getattr(mask, "shape", ()) or (0,)))
-            if not isinstance(mask, (gym.spaces.Box, gym.spaces.MultiBinary)) or width != int(action_space.n):
-                raise CanterError(f"the '{MASK_KEY}' entry must hold one 0/1 value per action "
-                                  f"({int(action_space.n)}), got {mask}")
+            if not isinstance(mask, (gym.spaces.Box, gym.spaces.MultiBinary)):
+                raise CanterError(f"the '{MASK_KEY}' entry must be a MultiBinary or Box of 0/1 values, got {mask}")
+            check_mask_length(int(np.prod(mask.shape)), action_space, f"the '{MASK_KEY}' entry {mask}")
+            self._action_space = action_space
             # the usual single 'observation' entry is flattened on its own (the same layout as before)
             # the env's own key order, as without a mask (gymnasium's Dict would sort the keys again)
             self._single = set(rest) == {OBS_KEY}
@@ -218,7 +217,10 @@ class ObservationPacker:
         # the 'observation' entry (itself a Dict or Tuple, possibly), or every entry but the mask
         rest = observation[OBS_KEY] if self._single else {k: v for k, v in observation.items() if k != MASK_KEY}
         x = np.asarray(gym.spaces.flatten(self._inner, rest), np.float32)
-        return np.concatenate([x, np.asarray(observation[MASK_KEY], np.float32).reshape(-1)])
+        mask = np.asarray(observation[MASK_KEY], np.float32).reshape(-1)
+        if mask.size != self.space.mask_width:  # else a wrong-shape error for the whole observation, later
+            check_mask_length(mask.size, self._action_space, "the env's action mask")
+        return np.concatenate([x, mask])
 
 
 class PackObservations(gym.ObservationWrapper):

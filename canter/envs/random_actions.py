@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 
 from canter.envs.masks import mask_width, split_mask
+from canter.envs.spaces import action_nvec
 from canter.errors import CanterError
 
 
@@ -18,10 +19,10 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: 
     a Box of integers draws whole numbers from ``low`` to ``high``, both included."""
     width = mask_width(obs_space) if obs_space is not None else 0
     if width and obs is not None:
-        allowed = split_mask(obs, width)[1]
-        if isinstance(space, gym.spaces.MultiDiscrete):  # a joint observation: the agents' rows, then the state's
-            allowed = allowed[:, :len(space.nvec)]
-        return np.where(allowed, rng.random(allowed.shape), -1.0).argmax(-1) + space.start
+        joint = len(obs_space.shape) == 2 and isinstance(space, gym.spaces.MultiDiscrete)
+        if joint:  # a joint observation (QMIX): each agent's mask in its row, then the state's row
+            return allowed_choice(split_mask(obs, width)[1][:, :len(space.nvec)], rng) + space.start
+        return allowed_choice(split_mask(obs, width, action_nvec(space))[1], rng, space)
     if isinstance(space, gym.spaces.Discrete):
         return rng.integers(0, int(space.n), size=n) + int(space.start)
     if isinstance(space, gym.spaces.MultiDiscrete):
@@ -35,6 +36,20 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: 
             return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
         return _unbounded_box_actions(space, n, rng)
     raise CanterError(f"cannot draw random actions for a {type(space).__name__} action space")
+
+
+def allowed_choice(allowed: np.ndarray, rng: np.random.Generator, space: gym.Space | None = None) -> np.ndarray:
+    """A uniformly random allowed action per row of ``allowed`` ``[..., n]`` (indices), or with a
+    factored ``space`` (MultiDiscrete / MultiBinary, ``allowed`` ``[B, sum(nvec)]``: each sub-action's
+    entries), each sub-action's among its allowed ones, as the env takes them; else ``space``'s actions."""
+    score = np.where(allowed, rng.random(allowed.shape), -1.0)
+    nvec = action_nvec(space) if space is not None else None
+    if nvec is None:
+        return score.argmax(-1) + (int(space.start) if space is not None else 0)
+    from canter.models.distributions import segments
+
+    picks = np.stack([score[:, s].argmax(-1) for s in segments(nvec)], -1).reshape(len(score), *space.shape)
+    return (picks + getattr(space, "start", 0)).astype(space.dtype)
 
 
 def _unbounded_box_actions(space: gym.spaces.Box, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -32,8 +32,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from canter.envs.masks import MASK_KEY
+from canter.envs.masks import MASK_KEY, allowed_actions
 from canter.envs.packing import ObservationPacker, needs_packing
+from canter.envs.random_actions import allowed_choice
+from canter.envs.spaces import action_nvec
 from canter.errors import CanterError, bad_env_kwargs, keyword_hint, unknown
 from canter.registry import import_failure
 
@@ -218,7 +220,11 @@ class TurnBasedEnv(gym.Env):
                 space = self.game.action_space(agent)
                 space.seed(int(self.np_random.integers(2**31)))
                 return space.sample()
-            return int(self.np_random.choice(np.flatnonzero(mask)))
+            space = self.game.action_space(agent)
+            if isinstance(space, gym.spaces.Discrete):
+                return int(self.np_random.choice(np.flatnonzero(mask)))
+            # MultiDiscrete / MultiBinary: each sub-action among its allowed choices
+            return allowed_choice(allowed_actions(np.asarray(mask)[None], action_nvec(space)), self.np_random, space)[0]
         x = self._pack(obs) if self._pack is not None else np.asarray(obs, dtype=np.float32)
         # the opponent's draws come from this env's generator (saved with the env), not the learner's
         generator = torch.Generator().manual_seed(int(self.np_random.integers(2**62)))

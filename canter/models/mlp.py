@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from canter.envs.masks import apply_mask, mask_width, split_mask
+from canter.envs.masks import apply_mask, check_mask_length, mask_width, split_mask
 from canter.errors import CanterError
 from canter.models.activations import tanh_
 from canter.models.linear import Linear, affine_np, matmul_np
@@ -253,6 +253,8 @@ def policy_head(model: nn.Module, action_space: gym.Space, log_std_init: float) 
     from canter.envs.spaces import action_nvec
 
     model.nvec = action_nvec(action_space)  # factored discrete actions: one categorical per entry
+    if getattr(model, "mask_width", 0):  # masked logits: one mask entry per logit
+        check_mask_length(model.mask_width, action_space, "the observations' action mask")
     if model.nvec is not None:
         model.continuous = False
         return int(model.nvec.sum())
@@ -324,7 +326,7 @@ class ActorCritic(nn.Module):
         critic's ``[B, 2, w]`` observations carry the mask in the actor's row)."""
         if not self.mask_width:
             return obs, None
-        x, allowed = split_mask(obs, self.mask_width)
+        x, allowed = split_mask(obs, self.mask_width, self.nvec)
         return x, (allowed[:, 0] if self.per_network else allowed)
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:

@@ -84,7 +84,7 @@ class LSTMActorCritic(nn.Module):
         values ``[B]`` and the new memory."""
         allowed = None
         if self.mask_width:
-            obs, allowed = split_mask(obs, self.mask_width)
+            obs, allowed = split_mask(obs, self.mask_width, self.nvec)
         x = self.encoder(obs).unsqueeze(0)
         y, new = self._run(x, state)
         out, value = self._heads(y[0], allowed)
@@ -96,7 +96,7 @@ class LSTMActorCritic(nn.Module):
         t_len, b = obs.shape[:2]
         allowed = None
         if self.mask_width:
-            obs, allowed = split_mask(obs, self.mask_width)
+            obs, allowed = split_mask(obs, self.mask_width, self.nvec)
         x = self.encoder(obs.reshape(t_len * b, *obs.shape[2:])).reshape(t_len, b, -1)
         keep = (~starts).to(x.dtype).view(t_len, 1, b, 1)
         h, c = state
