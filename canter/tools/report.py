@@ -114,20 +114,12 @@ def learning_curve(run: RunData) -> str:
 def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[str, str]:
     """Histogram of ``episodes`` fresh deterministic episodes of the best checkpoint (HTML, caption)."""
     from canter.api import find_checkpoint, load
-    from canter.envs import make_vec_env
-    from canter.trainers.evaluation import evaluate
+    from canter.trainers.evaluation import evaluate_agent
 
     base = find_checkpoint(run.dir)
-    agent = load(run.dir)
-    # the env copies and vectorization of `canter eval` (the run's evaluations'), so that the same seed gives
-    # the same episodes as `canter eval RUN_DIR --episodes N`
-    env = make_vec_env(agent.run_config.env, min(episodes, agent.run_config.eval_envs), agent.run_config.vectorization,
-                       agent.run_config.env_kwargs, policies=agent.run_config.policies,
-                       central_state=agent.run_config.central_state)
-    try:
-        result = evaluate(agent, env, episodes, seed=seed)
-    finally:
-        env.close()
+    # canter eval's episodes (its env copies and vectorization): the same seed gives the same episodes as
+    # `canter eval RUN_DIR --episodes N`
+    result = evaluate_agent(load(run.dir), episodes=episodes, seed=seed)
     returns = np.asarray(result.returns, dtype=np.float64)
     where = f"{episodes} deterministic episodes of checkpoint '{base.name}' (evaluation seed {seed})"
     finite = returns[np.isfinite(returns)]  # a NaN policy or env (divergence guard off): no histogram range
