@@ -14,8 +14,10 @@ canter's reset-only step with the stack SB3 returned from the ending step.
 
 Games: Breakout (5 lives, needs FIRE after every reset and lost life), SpaceInvaders (3 lives, FIRE
 in its action set, so both libraries press it at reset, and raw rewards of 5 to 30 points: random
-play in Breakout only scores 1-point bricks and Pong's rewards are +-1, where clipping is invisible)
-and Pong (where the order of grayscale and max-pool shows, below).
+play in Breakout only scores 1-point bricks and Pong's rewards are +-1, where clipping is invisible),
+Asterix (3 lives, no FIRE: neither library presses it, at a reset or after a lost life; the references
+follow SB3's own test, ``"FIRE" in get_action_meanings()``) and Pong (where the order of grayscale and
+max-pool shows, below).
 
 What is equal and what is not (each difference is asserted or bounded, none is skipped):
 
@@ -70,6 +72,7 @@ atari.register_ale()
 # the reference's settings, written out (not read from canter, so that changing canter's cannot pass unseen)
 STACK, SKIP, SIZE, NOOP_MAX, MAX_FRAMES = 4, 4, 84, 30, 108_000
 BREAKOUT, INVADERS, PONG = "BreakoutNoFrameskip-v4", "SpaceInvadersNoFrameskip-v4", "PongNoFrameskip-v4"
+ASTERIX = "AsterixNoFrameskip-v4"  # 3 lives and no FIRE: neither library presses it, at a reset or a lost life
 
 
 # --------------------------------------------------------------------------------------- references
@@ -83,12 +86,18 @@ class _GrayAsRGB(gym.ObservationWrapper):
 
 
 class _FireOneFrame(gym.Wrapper):
-    """ale-py's native reset on a raw (frameskip 1) env: reset, then FIRE for one frame."""
+    """ale-py's native reset on a raw (frameskip 1) env: reset, then FIRE for one frame (games with FIRE)."""
 
     def reset(self, **kwargs):  # noqa: D102
-        self.env.reset(**kwargs)
-        obs, *_ = self.env.step(1)
+        obs, _ = self.env.reset(**kwargs)
+        if _has_fire(self.env):
+            obs, *_ = self.env.step(1)
         return obs, {}
+
+
+def _has_fire(env: gym.Env) -> bool:
+    """SB3's test for a game that waits for FIRE (``AtariWrapper`` adds ``FireResetEnv`` then)."""
+    return "FIRE" in env.unwrapped.get_action_meanings()
 
 
 class _EpisodicLifeFire(EpisodicLifeEnv):
@@ -140,7 +149,9 @@ def _sb3_atari(game: str, training: bool, max_frames: int, gray_first: bool = Tr
     def make() -> gym.Env:
         env = AtariWrapper(_raw(game, max_frames, gray_first), noop_max=NOOP_MAX, frame_skip=SKIP, screen_size=SIZE,
                            terminal_on_life_loss=training, clip_reward=training)
-        return env if training else atari.FireAfterLifeLoss(env)  # serving after a lost life: tested on its own
+        if training or not _has_fire(env):
+            return env
+        return atari.FireAfterLifeLoss(env)  # serving after a lost life: tested on its own
     return _stacked(make)
 
 
@@ -148,7 +159,10 @@ def _sb3_native_like(game: str, training: bool, max_frames: int) -> VecFrameStac
     """SB3's wrapper classes around ale-py's native reset (one FIRE frame, no no-ops) and its FIRE after a lost life."""
     def make() -> gym.Env:
         env: gym.Env = MaxAndSkipEnv(_FireOneFrame(_raw(game, max_frames, True)), skip=SKIP)
-        env = _EpisodicLifeFire(env) if training else _PressAfterLifeLoss(env)
+        if _has_fire(env):  # canter's NativeFireAfterLifeLoss
+            env = _EpisodicLifeFire(env) if training else _PressAfterLifeLoss(env)
+        elif training:
+            env = EpisodicLifeEnv(env)
         env = WarpFrame(env, SIZE, SIZE)
         return ClipRewardEnv(env) if training else env
     return _stacked(make)
@@ -274,6 +288,7 @@ def noop_max(monkeypatch, vectorization):
 @pytest.mark.parametrize("game, action_seed, games, min_life_losses, min_rewards", [
     (BREAKOUT, 3, 2, 8, 4),
     (INVADERS, 0, 1, 2, 5),
+    (ASTERIX, 1, 1, 2, 3),
 ])
 def test_training_env_matches_sb3_atari_wrapper(noop_max, vectorization, game, action_seed, games, min_life_losses,
                                                  min_rewards):
@@ -281,6 +296,14 @@ def test_training_env_matches_sb3_atari_wrapper(noop_max, vectorization, game, a
     seen = _compare(game, vectorization, True, seed=5, action_seed=action_seed, n_steps=2000, games=games)
     assert seen["life_losses"] >= min_life_losses and seen["game_overs"] == games and seen["silent_life_losses"] == 0
     assert len(seen["rewards"]) >= min_rewards and set(seen["rewards"]) <= {-1.0, 1.0}
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "native"])
+def test_evaluation_of_a_game_without_fire_matches_sb3(noop_max, vectorization):
+    """No FIRE in the game (Asterix): neither library presses it at the reset nor after a lost life."""
+    seen = _compare(ASTERIX, vectorization, False, seed=5, action_seed=1, n_steps=2000, games=1)
+    assert seen["game_overs"] == 1 and seen["life_losses"] == 0 and seen["silent_life_losses"] == 2
+    assert max(seen["rewards"]) > 1.0
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "native"])
