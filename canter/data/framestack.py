@@ -9,9 +9,9 @@ the row is written, by comparing the incoming stack with the stored frames, so a
 is always exactly the observation the agent saw:
 
 - After an episode start nothing from the previous episode leaks into a stack: gymnasium's
-  ``FrameStackObservation`` (the wrapper path) pads with copies of the first frame (as
-  Stable-Baselines3's ``VecFrameStack`` and DQN Zoo do), ale-py's native vector env pads with
-  zero frames; both are stored as ``hist = 0`` plus the padding kind and rebuilt the same way.
+  ``FrameStackObservation`` (the wrapper path) pads with copies of the first frame (as DQN
+  Zoo does), ale-py's native vector env with zero frames (as Stable-Baselines3's ``VecFrameStack``
+  does); both are stored as ``hist = 0`` plus the padding kind and rebuilt the same way.
 - When the ring buffer overwrites its oldest row, the ``S - 1`` rows after it lose part of their
   history; they stop being sampleable at that moment (3 transitions out of the capacity).
 
