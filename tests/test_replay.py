@@ -350,3 +350,54 @@ def test_prioritized_n_step_batches_match_a_brute_force_reference():
     for i, q in p.items():
         assert abs(counts[i] - 4000 * q / total) <= 2
     assert counts.sum() == 4000 and set(np.flatnonzero(counts)) <= set(p)
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_frame_stack_n_step_samples_match_the_stream_across_episode_ends_and_wraps(prioritized):
+    """Frame-once storage with 3-step returns, uniform and prioritized, sampled while the ring wraps and
+    episodes end (terminated or truncated) and start (copy or zero padding): every sampled stack, next
+    stack, n-step reward, discount and terminal is the stream's own, none from two episodes."""
+    from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
+
+    n, stack, rng = 2, 4, np.random.default_rng(1)
+    cls = PrioritizedFrameStackReplay if prioritized else FrameStackReplay
+    buf = cls(30, (stack, 2), (), obs_dtype=np.uint8, act_dtype=np.int64, gamma=G, n_envs=n, n_step=3, seed=0)
+    frames, episodes, zeros, log = iter(range(1, 10**6)), [[] for _ in range(n)], np.zeros(n, bool), []
+
+    def stacks(new: np.ndarray) -> np.ndarray:  # each env's last frames, padded with copies or zeros (per episode)
+        for e in range(n):
+            f = next(frames) % 251
+            episodes[e] = [f] if new[e] else episodes[e] + [f]
+            zeros[e] = rng.random() < 0.5 if new[e] else zeros[e]
+        pad = lambda e: [None if zeros[e] else episodes[e][0]] * (stack - len(episodes[e][-stack:]))  # noqa: E731
+        return np.array([[[0, 0] if f is None else [f, 255 - f] for f in pad(e) + episodes[e][-stack:]]
+                         for e in range(n)], np.uint8)
+
+    obs, prev_done, checked = stacks(np.ones(n, bool)), np.zeros(n, bool), 0
+    for t in range(160):
+        term, trunc = rng.random(n) < 0.12, rng.random(n) < 0.06
+        term, trunc = term & ~prev_done, trunc & ~prev_done
+        nxt = stacks(prev_done)
+        reward = rng.integers(1, 9, n).astype(np.float32)
+        buf.add(obs, np.full(n, t), reward, nxt, term, ~prev_done, trunc)
+        log.append((obs, nxt, reward, term, trunc, ~prev_done))
+        obs, prev_done = nxt, term | trunc
+        if t < 12:
+            continue
+        b = buf.sample(16)
+        for i, (s, e) in enumerate(zip(b.actions.tolist(), (b.indices.numpy() % n).tolist())):
+            assert log[s][5][e]  # a real transition
+            np.testing.assert_array_equal(b.obs[i].numpy(), log[s][0][e])
+            total, k = 0.0, 0
+            while True:  # the window: up to 3 steps of the episode, no further than the newest step
+                total += G**k * log[s + k][2][e]
+                k += 1
+                if k == 3 or log[s + k - 1][3][e] or log[s + k - 1][4][e] or s + k > t:
+                    break
+            np.testing.assert_array_equal(b.next_obs[i].numpy(), log[s + k - 1][1][e])
+            assert (b.rewards[i].item(), b.discounts[i].item(), bool(b.terminated[i])) == \
+                   (pytest.approx(total), pytest.approx(G**k), bool(log[s + k - 1][3][e]))
+            checked += 1
+        if prioritized:
+            buf.update_priorities(b.indices, rng.random(16) * 5)
+    assert buf.full and checked == 16 * 148
