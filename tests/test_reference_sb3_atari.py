@@ -45,6 +45,8 @@ What is equal and what is not (each difference is asserted or bounded, none is s
   ``ClipRewardEnv``) around that reset (``_FireOneFrame``), with ``noop_max=0`` on both sides, FIRE in
   place of ``EpisodicLifeEnv.reset``'s NOOP after a lost life (``_EpisodicLifeFire``), and in
   evaluation ``_PressAfterLifeLoss`` replacing the next two actions after a lost life. ale-py resizes with OpenCV's ``INTER_AREA`` too: the frames are bitwise equal.
+* Sticky actions (``repeat_action_probability``, wrapper path only): ALE's own on both sides, drawn from the
+  ALE's generator that both seed the same way; the native env has a generator of its own.
 * The wrapper path keeps ``noop_max=30`` on both sides: gymnasium's wrapper and SB3's
   ``NoopResetEnv`` draw the count from the same seeded ``np_random`` of the ALE env (equal frame
   counters after every reset show it).
@@ -134,8 +136,8 @@ class _PressAfterLifeLoss(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-def _raw(game: str, max_frames: int, gray_first: bool) -> gym.Env:
-    env = gym.make(game, frameskip=1, repeat_action_probability=0.0, max_num_frames_per_episode=max_frames)
+def _raw(game: str, max_frames: int, gray_first: bool, sticky: float = 0.0) -> gym.Env:
+    env = gym.make(game, frameskip=1, repeat_action_probability=sticky, max_num_frames_per_episode=max_frames)
     env = Monitor(env)  # whole games and their raw score, as in SB3's make_atari_env
     return _GrayAsRGB(env) if gray_first else env
 
@@ -144,10 +146,11 @@ def _stacked(make) -> VecFrameStack:
     return VecFrameStack(DummyVecEnv([make]), STACK, channels_order="last")
 
 
-def _sb3_atari(game: str, training: bool, max_frames: int, gray_first: bool = True) -> VecFrameStack:
-    """SB3's AtariWrapper, configured as canter's wrapper path (evaluation: serving after a lost life)."""
+def _sb3_atari(game: str, training: bool, max_frames: int, gray_first: bool = True, sticky: float = 0.0) -> VecFrameStack:
+    """SB3's AtariWrapper, configured as canter's wrapper path (evaluation: serving after a lost life);
+    ``sticky``: ALE's own sticky actions (``repeat_action_probability``), as canter's env_kwargs pass them."""
     def make() -> gym.Env:
-        env = AtariWrapper(_raw(game, max_frames, gray_first), noop_max=NOOP_MAX, frame_skip=SKIP, screen_size=SIZE,
+        env = AtariWrapper(_raw(game, max_frames, gray_first, sticky), noop_max=NOOP_MAX, frame_skip=SKIP, screen_size=SIZE,
                            terminal_on_life_loss=training, clip_reward=training)
         if training or not _has_fire(env):
             return env
@@ -200,15 +203,20 @@ def _check_stack(mine: np.ndarray, ref: np.ndarray, ref_age: int, padding: str, 
 
 
 def _compare(game: str, vectorization: str, training: bool, seed: int, action_seed: int, n_steps: int,
-             max_frames: int = MAX_FRAMES, games: int | None = None) -> dict:
+             max_frames: int = MAX_FRAMES, games: int | None = None, sticky: float = 0.0) -> dict:
     """Play ``n_steps`` real transitions (or until ``games`` games have ended) in canter's env and
-    the SB3 reference; assert each; return what happened."""
+    the SB3 reference; assert each; return what happened. ``sticky``: the wrapper path only (ale-py's
+    native env draws its sticky actions from a generator of its own)."""
     native = vectorization == "native"
+    assert not (native and sticky)
     kwargs = {} if max_frames == MAX_FRAMES else {"max_num_frames_per_episode": max_frames}
+    if sticky:
+        kwargs["repeat_action_probability"] = sticky
     mine = make_vec_env(game, 1, vectorization, env_kwargs=kwargs, training=training)
     # ALE counts a game's frames from its reset (no-ops and FIRE included), ale-py's native env from
     # the end of its reset (one FIRE frame with noop_max 0)
-    ref = _sb3_native_like(game, training, max_frames + 1) if native else _sb3_atari(game, training, max_frames)
+    ref = _sb3_native_like(game, training, max_frames + 1) if native else _sb3_atari(game, training, max_frames,
+                                                                                      sticky=sticky)
     mine_ale = None if native else mine.env.envs[0].unwrapped.ale
     ref_ale = _base(ref).unwrapped.ale
     rng = np.random.default_rng(action_seed)
@@ -296,6 +304,15 @@ def test_training_env_matches_sb3_atari_wrapper(noop_max, vectorization, game, a
     seen = _compare(game, vectorization, True, seed=5, action_seed=action_seed, n_steps=2000, games=games)
     assert seen["life_losses"] >= min_life_losses and seen["game_overs"] == games and seen["silent_life_losses"] == 0
     assert len(seen["rewards"]) >= min_rewards and set(seen["rewards"]) <= {-1.0, 1.0}
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_sticky_actions_match_sb3_on_the_wrapper_path(training):
+    """``repeat_action_probability: 0.25`` (Machado et al.'s protocol): ALE repeats the previous action on
+    each emulator frame with that probability, from its own seeded generator, under both libraries' frame
+    skip, no-op and FIRE resets alike; equal frames, rewards and flags over 300 Breakout steps."""
+    seen = _compare(BREAKOUT, "sync", training, seed=5, action_seed=1, n_steps=300, sticky=0.25)
+    assert seen["life_losses" if training else "silent_life_losses"] >= 2
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "native"])
