@@ -51,3 +51,31 @@ class PointGoalEnv(gym.Env):
 
 if "PointGoal-v0" not in gym.registry:
     gym.register("PointGoal-v0", entry_point=PointGoalEnv, disable_env_checker=True)
+
+
+class PenaltyPointEnv(PointGoalEnv):
+    """PointGoal whose reward reads its step info: ``penalty`` (-0.01 times the step's number ``t`` in its
+    episode, reported every step) and ``bonus`` (1, reported on an episode's last step only), both read with
+    ``info.get`` so that a missing entry is silently 0. The observation entry is ``(t, 0)``, so a
+    transition's next observation names the step whose info its reward needs."""
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {**super()._obs(), "observation": np.array([self.t, 0], np.float32)}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.pos = np.clip(self.pos + 0.1 * np.clip(action, -1, 1), -1, 1).astype(np.float32)
+        self.t += 1
+        truncated = self.t >= self.steps
+        info = {"is_success": bool(np.linalg.norm(self.pos - self.goal) <= RADIUS), "penalty": -0.01 * self.t}
+        if truncated:
+            info["bonus"] = 1.0
+        reward = float(self.compute_reward(self.pos[None], self.goal[None], [info])[0])
+        return self._obs(), reward, False, truncated, info
+
+    def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
+        extra = np.array([i.get("penalty", 0.0) + i.get("bonus", 0.0) for i in info], np.float32)
+        return super().compute_reward(achieved_goal, desired_goal, info) + extra
+
+
+if "PenaltyPoint-v0" not in gym.registry:
+    gym.register("PenaltyPoint-v0", entry_point=PenaltyPointEnv, disable_env_checker=True)

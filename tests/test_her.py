@@ -402,12 +402,8 @@ def test_a_misspelled_bit_flipping_kwarg_names_the_closest_one():
 
 
 class InfoReadingPoint(PointGoalEnv):
-    """PointGoal whose reward reads a key of its step info, which relabelling cannot give it."""
-
-    def step(self, action):
-        obs, _, terminated, truncated, info = super().step(action)
-        info["scale"] = 2.0
-        return obs, float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], info)), terminated, truncated, info
+    """PointGoal whose batched reward reads an info key its steps never report (relabelling gives each
+    transition its own step's info, without it)."""
 
     def compute_reward(self, achieved_goal, desired_goal, info):
         scale = np.array([i["scale"] for i in info]) if isinstance(info, list) else info.get("scale", 2.0)
@@ -423,14 +419,13 @@ class UnwrittenReward(PointGoalEnv):
 
 @pytest.mark.parametrize("env_cls, message", [
     (InfoReadingPoint, "compute_reward(achieved_goal, desired_goal, info) of 'info-point' fails on a batch of goals "
-                       "with empty infos, as hindsight replay calls it (the replay buffer keeps no step infos): "
-                       "KeyError: 'scale'"),
+                       "with a step's infos, as hindsight replay calls it: KeyError: 'scale'"),
     (UnwrittenReward, "needs the env's compute_reward, which 'info-point' does not implement"),
 ])
 def test_a_reward_relabelling_cannot_compute_is_refused_before_the_run_starts(tmp_path, capsys, env_cls, message,
                                                                              monkeypatch):
-    """A compute_reward that reads its infos (relabelling passes empty ones) was a KeyError traceback at the
-    first update, after the run had started writing."""
+    """A compute_reward that fails on a step's infos (reads a key no step reports) was a KeyError traceback at
+    the first update, after the run had started writing."""
     monkeypatch.delitem(gym.registry, "info-point", raising=False)
     gym.register("info-point", entry_point=env_cls, disable_env_checker=True)
     try:

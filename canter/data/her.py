@@ -17,14 +17,18 @@ stored flag (as Stable-Baselines3 keeps it; also where ``compute_terminated`` ra
 ``NotImplementedError``, as ``GoalEnv``'s own does in a subclass that writes ``compute_reward``
 only). Both are asked for the whole batch at once, and row by
 row where a function answers a batch with one value (a per-step ``compute_terminated``); ``info``
-is an empty dict (the buffer keeps no infos). An episode still running counts up to its newest
-transition. Each row records its episode's first and last rows (``ep_start``, ``ep_end``; -1 while
+holds, per relabelled transition, the entries of that transition's own step info that the functions
+read (:attr:`GoalLayout.info_keys <canter.envs.goals.GoalLayout>`, found by :func:`check_goal_functions`;
+numeric values only, stored as ``[T, n_envs, ...]`` arrays with a flag per row telling whether the step
+reported the key, so a key a step left out is left out of its dict too). An episode still running counts
+up to its newest transition. Each row records its episode's first and last rows (``ep_start``, ``ep_end``; -1 while
 the episode runs), saved with the buffer, so a resumed run relabels as an uninterrupted one.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
+import gymnasium as gym
 import numpy as np
 
 from canter.data.batch import ReplayBatch
@@ -55,9 +59,70 @@ class HerReplayBuffer(ReplayBuffer):
         self._open = np.full(self.n_envs, -1, dtype=np.int64)  # first row of each env's running episode
         self._last = np.full(self.n_envs, -1, dtype=np.int64)  # the row each env wrote last
         self._len = np.zeros(self.n_envs, dtype=np.int64)  # rows of each env's running episode so far
+        #: the info keys the env's goal functions read, and per key its values and whether each row's step
+        #: reported it (``[T, n_envs, ...]`` / ``[T, n_envs]``; allocated when the key is first reported)
+        self.info_keys: tuple[str, ...] = tuple(getattr(layout, "info_keys", ()))
+        self.infos: dict[str, np.ndarray] = {}
+        self.info_set: dict[str, np.ndarray] = {}
+        self._step_info: dict[str, Any] | None = None  # the vector info of the step add() is storing
+
+    def add(self, *args: Any, info: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """:meth:`ReplayBuffer.add`, plus the step's vector ``info`` (gymnasium's: a key's values per sub-env
+        and its ``_key`` mask), of which the :attr:`info_keys` entries are kept with the transitions."""
+        self._step_info = info
+        try:
+            super().add(*args, **kwargs)
+        finally:
+            self._step_info = None
+
+    def nbytes(self) -> int:  # noqa: D102
+        return super().nbytes() + sum(a.nbytes for d in (self.infos, self.info_set) for a in d.values())
+
+    def _store_infos(self, row: int) -> None:
+        """Keep the :attr:`info_keys` entries of the step being added in ``row`` (unreported ones marked so)."""
+        for key in self.info_keys:
+            if key in self.info_set:
+                self.info_set[key][row] = False
+            values = None if self._step_info is None else self._step_info.get(key)
+            if values is None:
+                continue
+            values = np.asarray(values)
+            if values.dtype.kind not in "biuf" or values.shape[:1] != (self.n_envs,):
+                raise CanterError(f"her_goals: the env's info['{key}'], which its goal functions read, came as "
+                                  f"{_kind(values)} of shape {values.shape} from {self.n_envs} envs; the replay "
+                                  f"buffer keeps numeric values only, one per env")
+            reported = self._step_info.get("_" + key)
+            mask = np.ones(self.n_envs, bool) if reported is None else np.asarray(reported, dtype=bool)
+            stored = self._info_array(key, values)
+            stored[row][mask] = values[mask]
+            self.info_set[key][row] = mask
+
+    def _info_array(self, key: str, values: np.ndarray) -> np.ndarray:
+        """The storage of info ``key``, allocated (or widened to a dtype that holds ``values``) as needed."""
+        stored = self.infos.get(key)
+        if stored is None:
+            self.info_set[key] = np.zeros((self.length, self.n_envs), dtype=bool)
+            stored = self.infos[key] = np.zeros((self.length,) + values.shape, dtype=values.dtype)
+        elif stored.shape[2:] != values.shape[1:]:
+            raise CanterError(f"her_goals: the env's info['{key}'] changed shape from {stored.shape[2:]} to "
+                              f"{values.shape[1:]} between steps; the replay buffer keeps one shape per key")
+        elif np.result_type(stored, values) != stored.dtype:
+            stored = self.infos[key] = stored.astype(np.result_type(stored, values))
+        return stored
+
+    def _infos(self, row: np.ndarray, env: np.ndarray) -> list[dict[str, Any]]:
+        """The stored info entries of the transitions at ``row``, ``env``: one dict per transition."""
+        infos: list[dict[str, Any]] = [{} for _ in range(len(row))]
+        for key, values in self.infos.items():
+            picked, reported = values[row, env], self.info_set[key][row, env]
+            for i in np.flatnonzero(reported):
+                infos[i][key] = picked[i]
+        return infos
 
     # -- episode bookkeeping ------------------------------------------------------------------
     def _written(self, row: int) -> None:
+        if self.info_keys:
+            self._store_infos(row)
         valid, done = self.valid[row], self.done[row]
         prev = (row - 1) % self.length
         for e in range(self.n_envs):
@@ -110,11 +175,12 @@ class HerReplayBuffer(ReplayBuffer):
         self.layout.set_desired(sub_next, goals)
         obs[pick], next_obs[pick] = sub_obs, sub_next
         reached = self.layout.goals(sub_next, "achieved_goal")
-        rewards = _per_transition(self.layout.compute_reward, reached, goals, np.float32)
+        infos = self._infos(row, env) if self.infos else None  # each transition's own step info
+        rewards = _per_transition(self.layout.compute_reward, reached, goals, np.float32, infos)
         batch.rewards.numpy()[pick] = rewards if self.reward_transform is None else self.reward_transform(rewards)
         if self.layout.compute_terminated is not None:
             try:
-                terminated = _per_transition(self.layout.compute_terminated, reached, goals, bool)
+                terminated = _per_transition(self.layout.compute_terminated, reached, goals, bool, infos)
             except NotImplementedError:  # declared, not written (gymnasium-robotics' GoalEnv's own): the stored flags
                 self.layout.compute_terminated = None
             else:
@@ -133,13 +199,22 @@ class HerReplayBuffer(ReplayBuffer):
     # -- state --------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:  # noqa: D102
         state = super().state_dict()
-        state.update(her_open=self._open.tolist(), her_last=self._last.tolist(), her_len=self._len.tolist())
+        state.update(her_open=self._open.tolist(), her_last=self._last.tolist(), her_len=self._len.tolist(),
+                     her_info_keys=list(self.infos))
+        rows = len(state["obs"])
+        for i, key in enumerate(self.infos):  # top-level arrays: names are the env's, kept in the JSON part
+            state[f"her_info_{i}"], state[f"her_info_set_{i}"] = self.infos[key][:rows], self.info_set[key][:rows]
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
         super().load_state_dict(state)
         rows = len(state["obs"])  # the rows never written hold no episode, as in a new buffer
         self.ep_start[rows:] = self.ep_end[rows:] = -1
+        self.infos, self.info_set = {}, {}
+        for i, key in enumerate(state.get("her_info_keys", [])):
+            values, reported = np.asarray(state[f"her_info_{i}"]), np.asarray(state[f"her_info_set_{i}"], dtype=bool)
+            self._info_array(key, values[0])[:rows] = values
+            self.info_set[key][:rows] = reported
         self._open[:] = np.asarray(state["her_open"], dtype=np.int64)
         self._last[:] = np.asarray(state["her_last"], dtype=np.int64)
         if "her_len" in state:
@@ -148,34 +223,106 @@ class HerReplayBuffer(ReplayBuffer):
             self._len[:] = np.where(self._open >= 0, (self._last - self._open) % self.length + 1, 0)
 
 
-def check_goal_functions(layout: GoalLayout, env_id: str) -> None:
+class _ReadKeys(dict):
+    """A step's info that records the keys a goal function reads (all of them where it reads the whole dict)."""
+
+    def __init__(self, data: dict[str, Any], read: set[str]) -> None:
+        super().__init__(data)
+        self.read = read
+
+    def __getitem__(self, key: Any) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:  # noqa: D102
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: Any) -> bool:
+        self.read.add(key)
+        return super().__contains__(key)
+
+    def _all(self) -> None:
+        self.read.update(super().keys())
+
+    def __iter__(self) -> Iterator[Any]:
+        self._all()
+        return super().__iter__()
+
+    def keys(self) -> Any:  # noqa: D102
+        self._all()
+        return super().keys()
+
+    def values(self) -> Any:  # noqa: D102
+        self._all()
+        return super().values()
+
+    def items(self) -> Any:  # noqa: D102
+        self._all()
+        return super().items()
+
+
+def step_info(env: gym.Env) -> dict[str, Any]:
+    """The info of one step of ``env`` (reset with seed 0, then a random action; the reset's info where
+    that step fails, e.g. an action its mask forbids): an example of what the goal functions are given."""
+    _, info = env.reset(seed=0)
+    env.action_space.seed(0)
+    try:
+        info = {**info, **env.step(env.action_space.sample())[4]}
+    except Exception:  # noqa: BLE001 - the env's own code: the reset's info is example enough
+        pass
+    return info
+
+
+def check_goal_functions(layout: GoalLayout, env_id: str, info: dict[str, Any] | None = None) -> None:
     """Call the env's ``compute_reward`` (and ``compute_terminated``) once as relabelling calls them, on a
-    batch of two goals with empty infos, so that one that cannot run so (it reads its step infos, which the
-    buffer does not keep) stops the run in one line before it starts rather than at its first update."""
+    batch of two goals with ``info`` (a real step's, :func:`step_info`), and set ``layout.info_keys`` to the
+    info keys they read, which the replay buffer then keeps per transition. One that cannot run so, or
+    reads an info value that is not numeric, stops the run in one line before it starts rather than at
+    its first update."""
     goals = np.stack([layout.goal_example] * 2)
+    read: set[str] = set()
+    info = {} if info is None else info
     for name, dtype in (("compute_reward", np.float32), ("compute_terminated", bool)):
         fn = getattr(layout, name)
         if fn is None:
             continue
         try:
-            _per_transition(fn, goals, goals, dtype)
+            _per_transition(fn, goals, goals, dtype, [_ReadKeys(info, read) for _ in goals])
         except NotImplementedError:
             if name == "compute_reward":
                 raise CanterError(f"her_goals needs the env's compute_reward, which '{env_id}' does not "
                                   f"implement (NotImplementedError)") from None
         except Exception as exc:  # the env's own code: any error it raises
             raise CanterError(f"her_goals: {name}(achieved_goal, desired_goal, info) of '{env_id}' fails on a batch "
-                              f"of goals with empty infos, as hindsight replay calls it (the replay buffer keeps no "
-                              f"step infos): {type(exc).__name__}: {exc}") from None
+                              f"of goals with a step's infos, as hindsight replay calls it: "
+                              f"{type(exc).__name__}: {exc}") from None
+    for key in sorted(k for k in read if k in info):
+        value = np.asarray(info[key])
+        if value.dtype.kind not in "biuf":
+            raise CanterError(f"her_goals: the goal functions of '{env_id}' read info['{key}'], which is "
+                              f"{_kind(value)}; the replay buffer keeps numeric info values only (it is saved "
+                              f"as safetensors): report it as a number or an array of numbers")
+    layout.info_keys = tuple(sorted(k for k in read if isinstance(k, str)))
 
 
-def _per_transition(fn: Any, achieved: np.ndarray, desired: np.ndarray, dtype: type) -> np.ndarray:
-    """``fn(achieved, desired, infos)`` for a batch of goals, one value per row (``infos`` are empty
-    dicts: the stored transitions keep no info). gymnasium-robotics asks ``compute_reward`` to take
+def _kind(value: np.ndarray) -> str:
+    """What a non-numeric info value is, for an error: ``a str``, ``a dict``, ``an object array``."""
+    if value.dtype == object and value.ndim == 0:
+        name = type(value.item()).__name__
+        return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+    return "a str" if value.dtype.kind in "US" else f"an array of {value.dtype}"
+
+
+def _per_transition(fn: Any, achieved: np.ndarray, desired: np.ndarray, dtype: type,
+                    infos: list[dict[str, Any]] | None = None) -> np.ndarray:
+    """``fn(achieved, desired, infos)`` for a batch of goals, one value per row (``infos``: each
+    transition's info entries; empty dicts where None). gymnasium-robotics asks ``compute_reward`` to take
     batches, but some envs' ``compute_terminated`` handle one step only and return a single value for
-    the whole batch: then each row is asked on its own."""
+    the whole batch: then each row is asked on its own, with its own info."""
     n = len(achieved)
-    out = np.asarray(fn(achieved, desired, [{} for _ in range(n)]))
+    infos = [{} for _ in range(n)] if infos is None else infos
+    out = np.asarray(fn(achieved, desired, infos))
     if out.shape != (n,):
-        out = np.array([np.asarray(fn(achieved[i], desired[i], {})).item() for i in range(n)])
+        out = np.array([np.asarray(fn(achieved[i], desired[i], infos[i])).item() for i in range(n)])
     return out.astype(dtype)

@@ -69,6 +69,9 @@ class GoalLayout:
             self.compute_terminated: Callable[..., Any] | None = env.get_wrapper_attr("compute_terminated")
         except AttributeError:
             self.compute_terminated = None
+        #: the step-info keys the two functions read (set by :func:`canter.data.her.check_goal_functions`):
+        #: the replay buffer keeps these entries of each transition's info to give them back when relabelling
+        self.info_keys: tuple[str, ...] = ()
 
     def goals(self, obs: np.ndarray, key: str) -> np.ndarray:
         """The ``key`` goals of flat observations ``obs`` ``[B, dim]``, in the env's shape ``[B, *goal_shape]``."""

@@ -156,6 +156,7 @@ class VecEnv:
             if "(expected 5, got 4)" in str(exc):  # unpacking an old gym env's (obs, reward, done, info)
                 raise CanterError(f"the env's step() returned 4 values, not 5: {GYM_API}") from None
             raise _observation_error(exc, self.single_observation_space) from None
+        self.info = info
         self._success = _success(info, self.num_envs) if info else None
         games = _game_returns(info, self.num_envs) if self.whole_games else None
         return self.record(obs, reward, terminated, truncated, info.get(ACTIVE) if info else None, games,
@@ -204,6 +205,9 @@ class VecEnv:
         return Step(obs, reward, terminated, truncated, valid)
 
     _success: np.ndarray | None = None  # the last step's ``is_success`` per sub-env (NaN: not reported)
+    #: the info dict of the last :meth:`step` as the vector env returned it (gymnasium's: each key's values per
+    #: sub-env, with a ``_key`` mask of the sub-envs that reported it); hindsight replay keeps entries of it
+    info: dict[str, Any] = {}
 
     def _check_actions(self, actions: np.ndarray) -> None:
         """Raise a :class:`CanterError` naming the first action outside the Discrete action space."""

@@ -12,7 +12,7 @@ import torch
 from canter.agents.agent import Agent
 from canter.envs.random_actions import random_env_actions
 from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
-from canter.data.her import HerReplayBuffer, check_goal_functions
+from canter.data.her import HerReplayBuffer, check_goal_functions, step_info
 from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
 from canter.envs.atari import is_atari
@@ -134,7 +134,7 @@ class OffPolicyTrainer(StepwiseTrainer):
         if self._goal_env is None:
             self._goal_env = make_env(run.env, **run.env_kwargs)
         layout = GoalLayout(self._goal_env, run.env)
-        check_goal_functions(layout, run.env)
+        check_goal_functions(layout, run.env, step_info(self._goal_env))
         return layout
 
     def close(self) -> None:  # noqa: D102
@@ -165,6 +165,7 @@ class OffPolicyTrainer(StepwiseTrainer):
         self._phase_batching = getattr(self.algorithm, "phase_batching", False) and self._update_priorities is None
         #: the buffer scales the rewards it samples (normalize_reward): the agent leaves them as they are
         self._buffer_scales = getattr(self.buffer, "reward_transform", None) is not None
+        self._keeps_infos = bool(getattr(self.buffer, "info_keys", ()))
 
     def data_state(self) -> dict[str, Any]:
         """The replay buffer (raw rewards: ``rewards_raw``; canter before 2026-11-25 stored them
@@ -199,7 +200,8 @@ class OffPolicyTrainer(StepwiseTrainer):
     def observe(self, step: Step) -> bool:
         """Store the step in the replay buffer; True every ``train_freq`` env steps."""
         done, reward = self.count_step(step)
-        self.buffer.add(self.obs, self._actions, reward, step.obs, step.terminated, step.valid, step.truncated)
+        infos = {"info": self.env.info} if self._keeps_infos else {}  # hindsight replay: the keys compute_reward reads
+        self.buffer.add(self.obs, self._actions, reward, step.obs, step.terminated, step.valid, step.truncated, **infos)
         if self._reset_noise is not None and done.any():
             self._reset_noise(torch.from_numpy(done))
         self.record_episodes()

@@ -1,0 +1,170 @@
+"""Hindsight replay of a goal env whose reward reads its step infos: the replay buffer keeps the entries
+compute_reward reads, and each relabelled transition's reward gets its own step's info back (as
+Stable-Baselines3's HerReplayBuffer with copy_info_dict=True), across vector envs, episode ends and a resume."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import canter
+from canter.checkpoint import flatten_state, unflatten_state
+from canter.data.her import HerReplayBuffer, check_goal_functions, step_info
+from canter.envs import make_env, make_vec_env
+from canter.envs.goals import GoalLayout
+from goal_env import PenaltyPointEnv
+from support import assert_train_refused
+
+STEPS = 5  # PenaltyPoint's episode length in these tests
+ENV = "goal_env:PenaltyPoint-v0"
+
+
+def _layout() -> GoalLayout:
+    env = make_env(ENV, steps=STEPS)
+    layout = GoalLayout(env, "penalty")
+    check_goal_functions(layout, "penalty", step_info(env))
+    return layout
+
+
+def _filled(strategy: str = "future", n_envs: int = 2, steps: int = 23, seed: int = 0) -> HerReplayBuffer:
+    """A buffer fed ``steps`` vector steps of PenaltyPoint (NEXT_STEP streams with their step infos)."""
+    buf = HerReplayBuffer(1000, (6,), (2,), n_envs=n_envs, layout=_layout(), strategy=strategy, seed=seed)
+    venv = make_vec_env(ENV, n_envs, "sync", env_kwargs={"steps": STEPS})
+    obs, rng = venv.reset(seed=seed), np.random.default_rng(seed)
+    for _ in range(steps):
+        actions = rng.uniform(-1, 1, (n_envs, 2)).astype(np.float32)
+        step = venv.step(actions)
+        buf.add(obs, actions, step.reward, step.obs, step.terminated, step.valid, step.truncated, info=venv.info)
+        obs = step.obs
+    venv.close()
+    return buf
+
+
+def _expected(next_obs: np.ndarray) -> np.ndarray:
+    """Brute force: the reward of reaching next_obs's achieved goal for its desired goal, with the info of
+    the step that produced next_obs (its t: penalty -0.01 t, bonus 1 on the episode's last step)."""
+    t = next_obs[:, 4]
+    base = -(np.linalg.norm(next_obs[:, 0:2] - next_obs[:, 2:4], axis=1) > 0.1).astype(np.float32)
+    return base - np.float32(0.01) * t + (t == STEPS)
+
+
+def test_only_the_info_keys_the_reward_reads_are_kept():
+    layout = _layout()
+    assert layout.info_keys == ("bonus", "penalty")  # not is_success, which compute_reward does not read
+    bits = GoalLayout(make_env("BitFlipping-v0"), "bits")
+    check_goal_functions(bits, "bits", step_info(make_env("BitFlipping-v0")))
+    assert bits.info_keys == ()
+
+
+@pytest.mark.parametrize("reads, kept", [
+    (lambda i: i["a"], ("a",)), (lambda i: i.get("c", 0), ("c",)), (lambda i: "b" in i, ("b",)),
+    (lambda i: len({**i}), ("a", "b")), (lambda i: len(list(i.values())), ("a", "b")), (lambda i: 0, ()),
+], ids=["item", "get-missing", "contains", "unpacked", "values", "none"])
+def test_the_keys_a_reward_reads_are_recorded(reads, kept):
+    layout = _layout()
+    layout.compute_reward = lambda achieved, desired, info: np.array([reads(i) for i in info], np.float32)
+    check_goal_functions(layout, "p", {"a": 1.0, "b": np.array([2, 3])})
+    assert layout.info_keys == kept
+
+
+@pytest.mark.parametrize("strategy", ["future", "final", "episode"])
+def test_relabelled_rewards_read_each_transitions_own_step_info(strategy):
+    """Two envs, 5-step episodes: the penalty of the step that gave the next observation, and the bonus only
+    on an episode's last transition (where the other env's step reported none)."""
+    buf = _filled(strategy)
+    buf.relabel_fraction = 1.0
+    batch = buf.sample(600)
+    next_obs = batch.next_obs.numpy()
+    assert set(next_obs[:, 4]) == set(range(1, STEPS + 1))  # every step of an episode, its last included
+    assert (next_obs[:, 2:4] != -5).any()  # relabelled: goals achieved in the episode
+    np.testing.assert_allclose(batch.rewards.numpy(), _expected(next_obs), atol=1e-6)
+
+
+def test_a_trainers_buffer_gets_the_vector_envs_step_infos():
+    trainer = canter.make_trainer("sac", ENV, env_kwargs={"steps": STEPS}, n_envs=2, her_goals=4, seed=0,
+                                  max_steps=40, learning_starts=1000, eval_every=0)
+    list(trainer())
+    trainer.close()
+    buf = trainer.buffer
+    buf.relabel_fraction = 1.0
+    batch = buf.sample(300)
+    np.testing.assert_allclose(batch.rewards.numpy(), _expected(batch.next_obs.numpy()), atol=1e-6)
+    assert set(buf.infos) == {"bonus", "penalty"}  # is_success, which it does not read, is not kept
+
+
+def test_relabelled_rewards_match_stable_baselines3():
+    """The same transitions in SB3's HerReplayBuffer (copy_info_dict=True), strategy final (the new goal
+    is fixed): its relabelled reward of each equals canter's."""
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import DummyVecEnv
+    from stable_baselines3.her import HerReplayBuffer as SB3Her
+
+    n = 2
+    buf = _filled("final", n_envs=n, steps=3 * (STEPS + 1))  # both envs' episodes end together
+    one = PenaltyPointEnv(steps=STEPS)
+    sb3 = SB3Her(100, one.observation_space, one.action_space, DummyVecEnv([lambda: PenaltyPointEnv(steps=STEPS)]),
+                 device="cpu", n_envs=n, goal_selection_strategy="final", copy_info_dict=True)
+    rows = np.flatnonzero(buf.valid[:-1].all(1))  # the steps that were transitions in both envs
+    for r in rows:
+        obs, nxt = buf.obs[r], buf.obs[r + 1]
+        split = [{"achieved_goal": o[:, 0:2], "desired_goal": o[:, 2:4], "observation": o[:, 4:6]} for o in (obs, nxt)]
+        infos = [{k: buf.infos[k][r, e] for k in buf.infos if buf.info_set[k][r, e]} for e in range(n)]
+        for e in range(n):
+            infos[e]["TimeLimit.truncated"] = bool(buf.done[r, e])
+        sb3.add(*split, buf.actions[r], buf.rewards[r], buf.done[r], infos)
+    positions, envs = np.meshgrid(np.arange(len(rows)), np.arange(n), indexing="ij")
+    theirs = sb3._get_virtual_samples(positions.ravel(), envs.ravel()).rewards.numpy().ravel()
+    buf.relabel_fraction = 1.0
+    ours = buf.transitions(rows[positions.ravel()] * n + envs.ravel()).rewards.numpy()
+    np.testing.assert_array_equal(ours, theirs)
+    assert len(set(np.round(ours, 3))) > 3  # penalties and bonuses differ from transition to transition
+
+
+def test_step_infos_survive_a_checkpoint_round_trip(tmp_path):
+    buf = _filled("future")
+    skeleton, tensors = flatten_state(buf.state_dict())  # as a checkpoint saves it: safetensors + JSON
+    other = _filled("future", steps=3, seed=5)
+    other.load_state_dict(unflatten_state(skeleton, tensors))
+    for key in buf.infos:
+        np.testing.assert_array_equal(other.infos[key], buf.infos[key])
+        np.testing.assert_array_equal(other.info_set[key], buf.info_set[key])
+    a, b = buf.sample(200), other.sample(200)
+    for x, y in zip(a, b):
+        assert np.array_equal(x.numpy(), y.numpy())
+    buf.save(tmp_path / "buffer.npz")  # the buffer's own file (no pickled objects) too
+    third = _filled("future", steps=3, seed=5)
+    third.load(tmp_path / "buffer.npz")
+    np.testing.assert_array_equal(third.infos["penalty"], buf.infos["penalty"])
+
+
+def test_an_info_value_of_another_dtype_widens_its_storage():
+    buf = HerReplayBuffer(10, (6,), (2,), layout=_layout())
+    obs = np.zeros((1, 6), np.float32)
+    for value in (np.array([3]), np.array([-0.5])):  # an int first (a Python 0), then a float
+        buf.add(obs, np.zeros((1, 2), np.float32), np.zeros(1), obs.copy(), np.zeros(1), info={"penalty": value})
+    assert buf.infos["penalty"].dtype == np.float64 and list(buf.infos["penalty"][:2, 0]) == [3.0, -0.5]
+    assert "bonus" not in buf.infos  # never reported: nothing allocated
+
+
+class ModePoint(PenaltyPointEnv):
+    """A reward that reads a string from its infos, which the replay buffer cannot keep."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "mode": "fast"}
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        fast = np.array([i.get("mode", "fast") == "fast" for i in info])
+        return super().compute_reward(achieved_goal, desired_goal, info) * fast
+
+
+def test_a_reward_reading_a_non_numeric_info_is_refused_before_the_run_starts(tmp_path, capsys, monkeypatch):
+    monkeypatch.delitem(gym.registry, "mode-point", raising=False)
+    gym.register("mode-point", entry_point=ModePoint, disable_env_checker=True)
+    try:
+        assert_train_refused(capsys, tmp_path, ["train", "sac", "--env", "mode-point", "--set", "her_goals=4",
+                                                "--max-steps", "40"],
+                             "her_goals: the goal functions of 'mode-point' read info['mode'], which is a str; the "
+                             "replay buffer keeps numeric info values only")
+    finally:
+        gym.registry.pop("mode-point", None)
