@@ -168,3 +168,25 @@ def test_a_reward_reading_a_non_numeric_info_is_refused_before_the_run_starts(tm
                              "replay buffer keeps numeric info values only")
     finally:
         gym.registry.pop("mode-point", None)
+
+
+@pytest.mark.filterwarnings("ignore:learning_starts")  # collection only
+def test_ape_x_explorers_bring_the_step_infos_to_their_shards():
+    """An Ape-X explorer's rollout carries the entries compute_reward reads (in-process pool; Ray's explorers
+    run the same Explorer.rollout), and each shard relabels with them."""
+    from canter.config import resolve_config
+    from canter.distributed.explorer import Explorer
+    from canter.distributed.pool import LocalPool
+    from canter.distributed.trainers import ApeXTrainer
+
+    run, cfg = resolve_config("sac", ENV, hparams={"her_goals": 4, "learning_starts": 1000, "train_freq": 4},
+                              n_envs=2, max_steps=40, eval_every=0, env_kwargs={"steps": STEPS})
+    env = make_vec_env(run.env, run.n_envs, env_kwargs=run.env_kwargs)
+    agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+    trainer = ApeXTrainer(agent, LocalPool(Explorer(agent, env, seed=0)), None, run)
+    list(trainer())
+    trainer.close()
+    shard = trainer.buffer.shards[0]
+    shard.relabel_fraction = 1.0
+    batch = shard.sample(300)
+    np.testing.assert_allclose(batch.rewards.numpy(), _expected(batch.next_obs.numpy()), atol=1e-6)

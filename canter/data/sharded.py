@@ -50,13 +50,16 @@ class ShardedReplay:
     def add_rollout(
         self, shard: int, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, last_obs: np.ndarray,
         terminated: np.ndarray, valid: np.ndarray, truncated: np.ndarray | None = None,
+        infos: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Store a time-major rollout ``[T, n_envs, ...]`` of one source, step by step, in its shard."""
+        """Store a time-major rollout ``[T, n_envs, ...]`` of one source, step by step, in its shard
+        (``infos``: each step's vector info, for hindsight shards that keep some of its entries)."""
         buf = self.shards[shard]
         for t in range(len(rewards)):
             next_obs = obs[t + 1] if t + 1 < len(rewards) else last_obs
+            info = {} if infos is None else {"info": infos[t]}
             buf.add(obs[t], actions[t], rewards[t], next_obs, terminated[t], valid[t],
-                    None if truncated is None else truncated[t])
+                    None if truncated is None else truncated[t], **info)
 
     def set_progress(self, step: int, total_steps: int) -> None:
         """Anneal every prioritized shard's importance-sampling exponent."""

@@ -86,6 +86,11 @@ def rollout_array(shape: tuple[int, ...], dtype: Any, zeros: bool = False, knob:
                           f"({exc}); lower hparams.{knob}") from None
 
 
+def info_entries(info: dict[str, Any], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The entries ``keys`` of a vector step's ``info``, each with its ``_key`` mask where the env gave one."""
+    return {k: np.array(info[k]) for key in keys for k in (key, "_" + key) if k in info}
+
+
 def nbytes(tree: Any) -> int:
     """Total bytes of the numpy arrays in a nested dict/list."""
     if isinstance(tree, np.ndarray):
@@ -129,7 +134,7 @@ class Explorer:
             self.obs = self.env.reset(seed=seed)
 
     def rollout(self, weights: dict[str, Any] | None, version: int, n_steps: int, *, bootstrap: bool = False,
-                random: bool = False) -> dict[str, Any]:
+                random: bool = False, info_keys: tuple[str, ...] = ()) -> dict[str, Any]:
         """Act for ``n_steps`` vector steps and return the trajectory as numpy arrays.
 
         ``weights`` (from :func:`explorer_weights`) are loaded unless this explorer already has
@@ -161,6 +166,7 @@ class Explorer:
         successes: list[float] = []
         ended: list[int] = []  # each finished episode's sub-env (a multi-agent env's: which agent)
         ended_rows: list[int] = []  # ... and the rollout row (vector step) it ended on
+        infos: list[dict[str, np.ndarray]] = []
         for t in range(T):
             if random:
                 env_actions, acts = random_actions(agent, N, self.rng, self.obs)
@@ -192,6 +198,8 @@ class Explorer:
             if value is not None:
                 values[t] = value
             rewards[t], terminated[t], valid[t] = step.reward, step.terminated, step.valid
+            if info_keys:
+                infos.append(info_entries(env.info, info_keys))
             dones[t] = step.terminated | step.truncated
             returns += env.finished_returns.tolist()
             lengths += env.finished_lengths.tolist()
@@ -210,6 +218,8 @@ class Explorer:
         }
         if observed is not None:
             out_data["observed"] = observed
+        if info_keys:
+            out_data["infos"] = infos
         if log_probs is not None:
             out_data["log_probs"] = log_probs
         if values is not None:

@@ -378,7 +378,10 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         self.start_explorers(2)
 
     def rollout_kw(self) -> dict[str, Any]:  # noqa: D102
-        return {"n_steps": self.explorer_steps, "random": self.step < self.config.learning_starts}
+        kw = {"n_steps": self.explorer_steps, "random": self.step < self.config.learning_starts}
+        if self.goals is not None and self.goals.info_keys:  # hindsight replay: the step infos compute_reward reads
+            kw["info_keys"] = self.goals.info_keys
+        return kw
 
     def state(self) -> dict[str, Any]:
         """The learner's counters plus the fraction of a gradient step the arrived steps have paid for
@@ -396,7 +399,7 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         self.receive([r])
         rewards = self.rewards_of(slot, r)
         self.buffer.add_rollout(slot, r["obs"], r["actions"], rewards, r["last_obs"], r["terminated"], r["valid"],
-                                r["dones"])
+                                r["dones"], r.get("infos"))
         update_obs_stats(agent, r["obs"], 2, r.get("observed"))
         stats: dict[str, float] = {}
         try:
