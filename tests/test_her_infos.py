@@ -6,6 +6,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 import canter
 from canter.checkpoint import flatten_state, unflatten_state
@@ -190,3 +191,21 @@ def test_ape_x_explorers_bring_the_step_infos_to_their_shards():
     shard.relabel_fraction = 1.0
     batch = shard.sample(300)
     np.testing.assert_allclose(batch.rewards.numpy(), _expected(batch.next_obs.numpy()), atol=1e-6)
+
+
+def test_resume_continues_exactly_with_step_infos(tmp_path):
+    """The kept info entries are saved with the checkpoint: a resumed run relabels with the same rewards."""
+    from canter.api import resume_trainer
+
+    common = dict(env=ENV, env_kwargs={"steps": STEPS}, n_envs=2, seed=3, eval_every=0, quiet=True, her_goals=4,
+                  learning_starts=30, batch_size=16, net_arch=[8], checkpoint_every=50)
+    whole = canter.make_trainer("sac", max_steps=100, run_dir=tmp_path / "whole", **common)
+    list(whole())
+    whole.close()
+    canter.train("sac", max_steps=50, run_dir=tmp_path / "part", **common)
+    part = resume_trainer(tmp_path / "part", max_steps=100)
+    list(part())
+    part.close()
+    for name, module in whole.agent.algorithm.modules().items():
+        for a, b in zip(module.parameters(), part.agent.algorithm.modules()[name].parameters()):
+            assert torch.equal(a, b), name
