@@ -55,12 +55,23 @@ if "PointGoal-v0" not in gym.registry:
 
 class PenaltyPointEnv(PointGoalEnv):
     """PointGoal whose reward reads its step info: ``penalty`` (-0.01 times the step's number ``t`` in its
-    episode, reported every step) and ``bonus`` (1, reported on an episode's last step only), both read with
-    ``info.get`` so that a missing entry is silently 0. The observation entry is ``(t, 0)``, so a
-    transition's next observation names the step whose info its reward needs."""
+    episode, reported every step; read with ``info.get``, so that a missing entry is silently 0) and 1 more
+    where the info has a ``bonus`` entry (reported on an episode's last step only). Episodes last ``steps``
+    plus a random ``0..vary`` steps (so that the sub-envs of a vector env end at different steps). The
+    observation entry is ``(t, episode length)``, so a transition's next observation names the step whose
+    info its reward needs."""
+
+    def __init__(self, steps: int = 20, vary: int = 0, render_mode: str | None = None) -> None:
+        super().__init__(steps, render_mode)
+        self.base_steps, self.vary = steps, vary
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        obs, info = super().reset(seed=seed, options=options)
+        self.steps = self.base_steps + int(self.np_random.integers(0, self.vary + 1))
+        return self._obs(), info
 
     def _obs(self) -> dict[str, np.ndarray]:
-        return {**super()._obs(), "observation": np.array([self.t, 0], np.float32)}
+        return {**super()._obs(), "observation": np.array([self.t, self.steps], np.float32)}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         self.pos = np.clip(self.pos + 0.1 * np.clip(action, -1, 1), -1, 1).astype(np.float32)
@@ -73,7 +84,7 @@ class PenaltyPointEnv(PointGoalEnv):
         return self._obs(), reward, False, truncated, info
 
     def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
-        extra = np.array([i.get("penalty", 0.0) + i.get("bonus", 0.0) for i in info], np.float32)
+        extra = np.array([i.get("penalty", 0.0) + ("bonus" in i) for i in info], np.float32)
         return super().compute_reward(achieved_goal, desired_goal, info) + extra
 
 
