@@ -150,6 +150,22 @@ def test_an_info_value_of_another_dtype_widens_its_storage():
     assert "bonus" not in buf.infos  # never reported: nothing allocated
 
 
+
+@pytest.mark.parametrize("value, message", [
+    (np.array(["slow"], dtype=object), r"info\['penalty'\], which its goal functions read, came as an array of object"),
+    (np.array([[1.0, 2.0]]), r"info\['penalty'\] changed shape from \(\) to \(2,\)"),
+])
+def test_a_kept_info_that_turns_unstorable_mid_run_is_a_one_line_error(value, message):
+    from canter.errors import CanterError
+
+    buf = HerReplayBuffer(10, (6,), (2,), layout=_layout())
+    obs = np.zeros((1, 6), np.float32)
+    args = (obs, np.zeros((1, 2), np.float32), np.zeros(1), obs.copy(), np.zeros(1))
+    buf.add(*args, info={"penalty": np.array([-0.5])})
+    with pytest.raises(CanterError, match=message):
+        buf.add(obs.copy(), *args[1:], info={"penalty": value})
+    assert buf.infos["penalty"][0, 0] == -0.5 and buf.pos == 1 and len(buf) == 1  # refused before anything was written
+
 class ModePoint(PenaltyPointEnv):
     """A reward that reads a string from its infos, which the replay buffer cannot keep."""
 

@@ -68,8 +68,9 @@ class HerReplayBuffer(ReplayBuffer):
 
     def add(self, *args: Any, info: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """:meth:`ReplayBuffer.add`, plus the step's vector ``info`` (gymnasium's: a key's values per sub-env
-        and its ``_key`` mask), of which the :attr:`info_keys` entries are kept with the transitions."""
-        self._step_info = info
+        and its ``_key`` mask), of which the :attr:`info_keys` entries are kept with the transitions. An entry
+        that cannot be kept is refused before anything of the step is written."""
+        self._step_info = self._kept_infos(info) if self.info_keys else None
         try:
             super().add(*args, **kwargs)
         finally:
@@ -78,12 +79,12 @@ class HerReplayBuffer(ReplayBuffer):
     def nbytes(self) -> int:  # noqa: D102
         return super().nbytes() + sum(a.nbytes for d in (self.infos, self.info_set) for a in d.values())
 
-    def _store_infos(self, row: int) -> None:
-        """Keep the :attr:`info_keys` entries of the step being added in ``row`` (unreported ones marked so)."""
+    def _kept_infos(self, info: dict[str, Any] | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The :attr:`info_keys` entries of a vector step's ``info``: per reported key, its values and the
+        sub-envs that reported it (their storage allocated or widened to hold them)."""
+        kept = {}
         for key in self.info_keys:
-            if key in self.info_set:
-                self.info_set[key][row] = False
-            values = None if self._step_info is None else self._step_info.get(key)
+            values = None if info is None else info.get(key)
             if values is None:
                 continue
             values = np.asarray(values)
@@ -91,11 +92,19 @@ class HerReplayBuffer(ReplayBuffer):
                 raise CanterError(f"her_goals: the env's info['{key}'], which its goal functions read, came as "
                                   f"{_kind(values)} of shape {values.shape} from {self.n_envs} envs; the replay "
                                   f"buffer keeps numeric values only, one per env")
-            reported = self._step_info.get("_" + key)
+            reported = info.get("_" + key)
             mask = np.ones(self.n_envs, bool) if reported is None else np.asarray(reported, dtype=bool)
-            stored = self._info_array(key, values)
-            stored[row][mask] = values[mask]
-            self.info_set[key][row] = mask
+            self._info_array(key, values)
+            kept[key] = values, mask
+        return kept
+
+    def _store_infos(self, row: int) -> None:
+        """Keep the step's entries (:meth:`_kept_infos`) in ``row``; the keys it did not report are marked so."""
+        for key, reported in self.info_set.items():
+            values, mask = self._step_info.get(key, (None, None)) if self._step_info else (None, None)
+            reported[row] = False if mask is None else mask
+            if values is not None:
+                self.infos[key][row][mask] = values[mask]
 
     def _info_array(self, key: str, values: np.ndarray) -> np.ndarray:
         """The storage of info ``key``, allocated (or widened to a dtype that holds ``values``) as needed."""
