@@ -29,9 +29,9 @@ def _layout() -> GoalLayout:
 
 
 def _filled(strategy: str = "future", n_envs: int = 2, steps: int = 23, seed: int = 0,
-            vary: int = VARY) -> HerReplayBuffer:
+            vary: int = VARY, capacity: int = 1000) -> HerReplayBuffer:
     """A buffer fed ``steps`` vector steps of PenaltyPoint (NEXT_STEP streams with their step infos)."""
-    buf = HerReplayBuffer(1000, (6,), (2,), n_envs=n_envs, layout=_layout(), strategy=strategy, seed=seed)
+    buf = HerReplayBuffer(capacity, (6,), (2,), n_envs=n_envs, layout=_layout(), strategy=strategy, seed=seed)
     venv = make_vec_env(ENV, n_envs, "sync", env_kwargs={"steps": STEPS, "vary": vary})
     obs, rng = venv.reset(seed=seed), np.random.default_rng(seed)
     for _ in range(steps):
@@ -70,11 +70,13 @@ def test_the_keys_a_reward_reads_are_recorded(reads, kept):
     assert layout.info_keys == kept
 
 
+@pytest.mark.parametrize("capacity", [1000, 30], ids=["", "ring-wrapped"])
 @pytest.mark.parametrize("strategy", ["future", "final", "episode"])
-def test_relabelled_rewards_read_each_transitions_own_step_info(strategy):
+def test_relabelled_rewards_read_each_transitions_own_step_info(strategy, capacity):
     """Two envs, episodes of 5 to 8 steps: the penalty of the step that gave the next observation, and the
-    bonus only on an episode's last transition (where the other env's step may have reported none)."""
-    buf = _filled(strategy, steps=40)
+    bonus only on an episode's last transition (where the other env's step may have reported none); also
+    once the ring has written over its oldest rows (capacity 30: 16 rows per env, 40 steps)."""
+    buf = _filled(strategy, steps=40, capacity=capacity)
     assert (buf.info_set["bonus"].sum(1) == 1).any()  # one env's episode ended while the other's went on
     buf.relabel_fraction = 1.0
     batch = buf.sample(600)
