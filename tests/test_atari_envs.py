@@ -302,12 +302,29 @@ def test_ram_observations_are_refused_not_silently_replaced_by_screens(vectoriza
     ("native", {"max_num_frames_per_episode": -5}, "max_num_frames_per_episode must be a whole number >= 1"),
     ("sync", {"full_action_space": 3}, "full_action_space must be true or false"),
     ("sync", {"mode": 99}, r"bad env_kwargs for 'ALE/Pong-v5' \{'mode': 99\}: RuntimeError: Invalid game mode"),
+    ("native", {"terminal_on_life_loss": "no"}, "terminal_on_life_loss must be true or false, got 'no'"),
+    ("sync", {"terminal_on_life_loss": 0}, "terminal_on_life_loss must be true or false, got 0"),
 ])
 def test_bad_env_kwargs_values_are_one_line_errors(vectorization, kwargs, message):
     # these were tracebacks from ale-py (TypeError, RuntimeError), or accepted: a probability of 2 repeated
     # every action, the agent's never reached the game; -5 frames ended the native env's games at once
     with pytest.raises(CanterError, match=message):
         make_vec_env("ALE/Pong-v5", 1, vectorization, training=True, env_kwargs=kwargs)
+
+
+@pytest.mark.parametrize("vectorization", ["native", "sync"])
+@pytest.mark.parametrize("training", [True, False])
+def test_no_terminal_on_life_loss_and_no_fire_after_it(vectorization, training):
+    """``terminal_on_life_loss: false`` (SB3's ``AtariWrapper`` switch): a lost life ends no training episode and
+    nothing presses FIRE after it, so a NOOP-only Breakout policy serves once (the reset's FIRE), loses that ball
+    and then stands still: the same frame, no terminal (ale-py took the key as an unknown argument before)."""
+    env = make_vec_env("BreakoutNoFrameskip-v4", 1, vectorization, training=training,
+                       env_kwargs={"terminal_on_life_loss": False})
+    env.reset(seed=0)
+    steps = [env.step(np.zeros(1, dtype=np.int64)) for _ in range(250)]
+    env.close()
+    assert not any(s.terminated[0] or s.truncated[0] for s in steps) and all(s.valid[0] for s in steps)
+    assert all((s.obs == steps[-1].obs).all() for s in steps[-60:])  # stalled: the ball is never served again
 
 
 def test_auto_vectorization_takes_env_kwargs_the_native_env_does_not():

@@ -17,7 +17,8 @@ in its action set, so both libraries press it at reset, and raw rewards of 5 to 
 play in Breakout only scores 1-point bricks and Pong's rewards are +-1, where clipping is invisible),
 Asterix (3 lives, no FIRE: neither library presses it, at a reset or after a lost life; the references
 follow SB3's own test, ``"FIRE" in get_action_meanings()``) and Pong (where the order of grayscale and
-max-pool shows, below).
+max-pool shows, below). Breakout again with canter's ``terminal_on_life_loss: false`` against SB3's
+``AtariWrapper(terminal_on_life_loss=False)`` (no terminal and no FIRE after a lost life; whole games).
 
 What is equal and what is not (each difference is asserted or bounded, none is skipped):
 
@@ -146,23 +147,28 @@ def _stacked(make) -> VecFrameStack:
     return VecFrameStack(DummyVecEnv([make]), STACK, channels_order="last")
 
 
-def _sb3_atari(game: str, training: bool, max_frames: int, gray_first: bool = True, sticky: float = 0.0) -> VecFrameStack:
+def _sb3_atari(game: str, training: bool, max_frames: int, gray_first: bool = True, sticky: float = 0.0,
+               life_loss: bool = True) -> VecFrameStack:
     """SB3's AtariWrapper, configured as canter's wrapper path (evaluation: serving after a lost life);
-    ``sticky``: ALE's own sticky actions (``repeat_action_probability``), as canter's env_kwargs pass them."""
+    ``sticky``: ALE's own sticky actions (``repeat_action_probability``), as canter's env_kwargs pass them;
+    ``life_loss`` false: ``terminal_on_life_loss=False`` in training and evaluation, no FIRE after a lost life."""
     def make() -> gym.Env:
         env = AtariWrapper(_raw(game, max_frames, gray_first, sticky), noop_max=NOOP_MAX, frame_skip=SKIP, screen_size=SIZE,
-                           terminal_on_life_loss=training, clip_reward=training)
-        if training or not _has_fire(env):
+                           terminal_on_life_loss=training and life_loss, clip_reward=training)
+        if training or not life_loss or not _has_fire(env):
             return env
         return atari.FireAfterLifeLoss(env)  # serving after a lost life: tested on its own
     return _stacked(make)
 
 
-def _sb3_native_like(game: str, training: bool, max_frames: int) -> VecFrameStack:
-    """SB3's wrapper classes around ale-py's native reset (one FIRE frame, no no-ops) and its FIRE after a lost life."""
+def _sb3_native_like(game: str, training: bool, max_frames: int, life_loss: bool = True) -> VecFrameStack:
+    """SB3's wrapper classes around ale-py's native reset (one FIRE frame, no no-ops) and its FIRE after a lost life
+    (``life_loss`` false: no episodic life, no FIRE after a lost life, as ``terminal_on_life_loss=False``)."""
     def make() -> gym.Env:
         env: gym.Env = MaxAndSkipEnv(_FireOneFrame(_raw(game, max_frames, True)), skip=SKIP)
-        if _has_fire(env):  # canter's NativeFireAfterLifeLoss
+        if not life_loss:
+            pass
+        elif _has_fire(env):  # canter's NativeFireAfterLifeLoss
             env = _EpisodicLifeFire(env) if training else _PressAfterLifeLoss(env)
         elif training:
             env = EpisodicLifeEnv(env)
@@ -203,20 +209,23 @@ def _check_stack(mine: np.ndarray, ref: np.ndarray, ref_age: int, padding: str, 
 
 
 def _compare(game: str, vectorization: str, training: bool, seed: int, action_seed: int, n_steps: int,
-             max_frames: int = MAX_FRAMES, games: int | None = None, sticky: float = 0.0) -> dict:
+             max_frames: int = MAX_FRAMES, games: int | None = None, sticky: float = 0.0, life_loss: bool = True) -> dict:
     """Play ``n_steps`` real transitions (or until ``games`` games have ended) in canter's env and
     the SB3 reference; assert each; return what happened. ``sticky``: the wrapper path only (ale-py's
-    native env draws its sticky actions from a generator of its own)."""
+    native env draws its sticky actions from a generator of its own). ``life_loss`` false: canter's
+    ``terminal_on_life_loss: false`` against SB3's ``AtariWrapper(terminal_on_life_loss=False)``."""
     native = vectorization == "native"
     assert not (native and sticky)
     kwargs = {} if max_frames == MAX_FRAMES else {"max_num_frames_per_episode": max_frames}
     if sticky:
         kwargs["repeat_action_probability"] = sticky
+    if not life_loss:
+        kwargs["terminal_on_life_loss"] = False
     mine = make_vec_env(game, 1, vectorization, env_kwargs=kwargs, training=training)
     # ALE counts a game's frames from its reset (no-ops and FIRE included), ale-py's native env from
     # the end of its reset (one FIRE frame with noop_max 0)
-    ref = _sb3_native_like(game, training, max_frames + 1) if native else _sb3_atari(game, training, max_frames,
-                                                                                      sticky=sticky)
+    ref = _sb3_native_like(game, training, max_frames + 1, life_loss) if native \
+        else _sb3_atari(game, training, max_frames, sticky=sticky, life_loss=life_loss)
     mine_ale = None if native else mine.env.envs[0].unwrapped.ale
     ref_ale = _base(ref).unwrapped.ale
     rng = np.random.default_rng(action_seed)
@@ -313,6 +322,17 @@ def test_sticky_actions_match_sb3_on_the_wrapper_path(training):
     skip, no-op and FIRE resets alike; equal frames, rewards and flags over 300 Breakout steps."""
     seen = _compare(BREAKOUT, "sync", training, seed=5, action_seed=1, n_steps=300, sticky=0.25)
     assert seen["life_losses" if training else "silent_life_losses"] >= 2
+
+
+@pytest.mark.slow  # ~3.4 s each: whole 5-life Breakout games
+@pytest.mark.parametrize("vectorization", ["sync", "native"])
+@pytest.mark.parametrize("training", [True, False])
+def test_no_terminal_on_life_loss_matches_sb3(noop_max, vectorization, training):
+    """``terminal_on_life_loss: false`` against SB3's ``AtariWrapper(terminal_on_life_loss=False)`` on Breakout
+    (5 lives, FIRE): no terminal at a lost life, FIRE pressed only at a game's reset (never after a lost life,
+    in training or evaluation), equal frames and rewards, and the episode statistics whole games."""
+    seen = _compare(BREAKOUT, vectorization, training, seed=5, action_seed=3, n_steps=3000, games=1, life_loss=False)
+    assert seen["game_overs"] == 1 and seen["life_losses"] == 0 and seen["silent_life_losses"] == 4
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "native"])

@@ -7,6 +7,9 @@ it, a stack of the last 4 frames (``uint8 [4, 84, 84]``), and, for *training* en
 life (a lost life ends the training episode) and rewards clipped to their sign. Evaluation envs
 play whole games and report the raw game score; so do the training envs' episode statistics
 (:class:`GameScore`, :class:`NativeGameScore`: ``history.parquet`` has one row per game).
+``env_kwargs: {terminal_on_life_loss: false}`` (Stable-Baselines3's ``AtariWrapper`` switch) makes training
+episodes whole games and presses FIRE only at a game's reset, never after a lost life, in training and
+evaluation, on both paths (:func:`life_loss_ends_episode`).
 
 Sticky actions are off (``repeat_action_probability = 0``) and the base env skips no frames
 (``frameskip = 1``; the preprocessing's skip of 4 is the only one), which is what the ``NoFrameskip-v4``
@@ -68,9 +71,20 @@ def missing_extra(env_id: str) -> CanterError:
     return CanterError(f"env '{env_id}' needs the 'atari' extra: pip install 'canter[atari]'")
 
 
+def life_loss_ends_episode(env_id: str, env_kwargs: dict[str, Any] | None) -> bool:
+    """``env_kwargs``' ``terminal_on_life_loss`` (default true, as Stable-Baselines3's ``AtariWrapper``): whether a
+    lost life ends a training episode (then FIRE is pressed after it, in training and evaluation); a CanterError
+    for anything but true/false."""
+    value = (env_kwargs or {}).get("terminal_on_life_loss", True)
+    if not isinstance(value, bool):
+        raise CanterError(f"env '{env_id}': terminal_on_life_loss must be true or false, got {value!r}")
+    return value
+
+
 def _base_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
     """gymnasium.make kwargs of the raw game: no frame skip, no sticky actions unless asked."""
     kwargs = {"repeat_action_probability": 0.0, "max_num_frames_per_episode": MAX_FRAMES, **(env_kwargs or {})}
+    kwargs.pop("terminal_on_life_loss", None)  # canter's (life_loss_ends_episode), not ale-py's
     if kwargs.pop("frameskip", 1) != 1:
         raise CanterError(f"env '{env_id}': frameskip is set by the Atari preprocessing ({FRAME_SKIP}); drop it from env_kwargs")
     kwargs["frameskip"] = 1
@@ -325,9 +339,12 @@ def _sign(reward: float) -> float:
     return float(np.sign(reward))
 
 
-def wrap_deepmind(env: gym.Env, training: bool, max_episode_steps: int | None = None) -> gym.Env:
+def wrap_deepmind(env: gym.Env, training: bool, max_episode_steps: int | None = None,
+                  life_loss: bool = True) -> gym.Env:
     """DeepMind preprocessing around a raw (``frameskip=1``) ALE env; see the module docstring.
-    ``max_episode_steps`` (None or -1: none) truncates each game after that many agent steps."""
+    ``max_episode_steps`` (None or -1: none) truncates each game after that many agent steps. ``life_loss``
+    false (``terminal_on_life_loss: false``): training episodes are whole games, and FIRE is pressed only at a
+    game's reset, in training and evaluation (SB3's ``AtariWrapper(terminal_on_life_loss=False)``)."""
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TimeLimit, TransformReward
 
     meanings = env.unwrapped.get_action_meanings()
@@ -341,9 +358,9 @@ def wrap_deepmind(env: gym.Env, training: bool, max_episode_steps: int | None = 
     if max_episode_steps is not None and max_episode_steps != -1:  # agent steps of a whole game, lives included
         env = TimeLimit(env, max_episode_steps)
     if training:
-        env = EpisodicLife(GameScore(env))
+        env = EpisodicLife(GameScore(env)) if life_loss else GameScore(env)
     if "FIRE" in env.unwrapped.get_action_meanings():
-        env = FireReset(env if training else FireAfterLifeLoss(env))
+        env = FireReset(env if training or not life_loss else FireAfterLifeLoss(env))
     if training:
         env = TransformReward(env, _sign)
     env = FrameStackObservation(env, FRAME_STACK)
@@ -358,6 +375,7 @@ def make_atari_env(env_id: str, training: bool = False, render_mode: str | None 
     A ``render_mode`` in ``env_kwargs`` is used where ``render_mode`` is None (it was passed to ``gymnasium.make``
     twice). ``env_kwargs``' ``max_episode_steps`` counts agent steps (gymnasium's ``TimeLimit`` around the raw
     ``frameskip=1`` game would count emulator frames, the reset's no-ops included)."""
+    life_loss = life_loss_ends_episode(env_id, env_kwargs)
     kwargs = _base_kwargs(env_id, env_kwargs)
     limit = kwargs.pop("max_episode_steps", None)
     given = kwargs.pop("render_mode", None)  # env_kwargs' render_mode, as other envs take it; ``render_mode`` wins
@@ -365,7 +383,7 @@ def make_atari_env(env_id: str, training: bool = False, render_mode: str | None 
         env = gym.make(env_id, render_mode=given if render_mode is None else render_mode, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a bad value is ale-py's RuntimeError (mode: 99) or TypeError
         raise bad_env_kwargs(env_id, env_kwargs, exc) from None
-    return wrap_deepmind(env, training, limit)
+    return wrap_deepmind(env, training, limit, life_loss)
 
 
 class NativeSeedRange(gym.vector.VectorWrapper):
@@ -389,6 +407,7 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
     """ale-py's C++ vector env with the same preprocessing (life loss ends training episodes only)."""
     from ale_py.vector_env import AtariVectorEnv
 
+    life_loss = life_loss_ends_episode(env_id, env_kwargs)
     kwargs = _base_kwargs(env_id, env_kwargs)
     kwargs.pop("frameskip")
     unknown = set(kwargs) - set(_PREPROCESSING_KEYS)
@@ -398,14 +417,14 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
     env = AtariVectorEnv(
         gym.spec(env_id).kwargs["game"], n_envs, num_threads=min(n_envs, available_cpus()),
         img_height=SCREEN_SIZE, img_width=SCREEN_SIZE, grayscale=True, stack_num=FRAME_STACK, frameskip=FRAME_SKIP,
-        maxpool=True, noop_max=NOOP_MAX, use_fire_reset=True, episodic_life=False, life_loss_info=training,
-        reward_clipping=False, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
+        maxpool=True, noop_max=NOOP_MAX, use_fire_reset=True, episodic_life=False,
+        life_loss_info=training and life_loss, reward_clipping=False, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
     )
     actions = env.ale.get_action_set()
     seeded = NativeSeedRange(env)
     # training: zero frames in place of the previous life's in a new episode's stacks; rewards clipped
     wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(seeded)) if training else seeded
-    if len(actions) >= 3 and actions[1] == _ale_fire():
+    if life_loss and len(actions) >= 3 and actions[1] == _ale_fire():
         return NativeFireAfterLifeLoss(wrapped, training)
     return wrapped
 
@@ -420,7 +439,7 @@ def _ale_fire() -> Any:
 def native_takes(env_kwargs: dict[str, Any] | None) -> bool:
     """Whether ale-py's native vector env takes every key of ``env_kwargs`` (else only the wrapper path does:
     ``mode``, ``difficulty``, ``max_episode_steps``, ...)."""
-    return not set(env_kwargs or {}) - {"frameskip", *_PREPROCESSING_KEYS}
+    return not set(env_kwargs or {}) - {"frameskip", "terminal_on_life_loss", *_PREPROCESSING_KEYS}
 
 
 def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", training: bool = False,
@@ -429,6 +448,7 @@ def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", traini
     ``auto``/``native``, else gymnasium wrappers in ``sync`` or ``async`` (subprocess) vector envs.
     ``auto`` with ``env_kwargs`` the native env does not take (``mode``, ``difficulty``, ...) uses the
     wrappers instead (``sync`` for one copy, else ``async``), where ``native`` refuses them."""
+    life_loss_ends_episode(env_id, env_kwargs)  # a bad value: one line here, not in each subprocess
     if vectorization == "auto" and not native_takes(env_kwargs):
         vectorization = "sync" if n_envs == 1 else "async"
     if vectorization in ("auto", "native"):
