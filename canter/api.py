@@ -302,7 +302,7 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
     if run.record_every:
         from canter.tools.video import VideoRecorder
 
-        video = VideoRecorder(run_dir, run.env, run.record_every, run.env_kwargs, run.seed)
+        video = VideoRecorder(run_dir, run.env, run.record_every, run.env_kwargs, run.seed, run.vectorization)
     if run.wandb:
         from canter.logging.wandb import require_wandb
 

@@ -11,23 +11,36 @@ import numpy as np
 
 import gymnasium as gym
 
-from canter.envs import make_env, make_vec_env
+from canter.envs import check_env_id, make_env, make_vec_env
+from canter.envs.make import run_vectorization
 from canter.envs.multiagent import is_multiagent
 from canter.envs.turns import is_turn_based
 from canter.errors import CanterError, require
 
 
-def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> gym.Env:
+def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
+                    vectorization: str = "sync") -> gym.Env:
     """``make_env`` with ``render_mode=mode``, checked by rendering one frame (CanterError if it cannot).
 
     A ``render_mode`` in ``env_kwargs`` (a run trained with it, ``--env-kwargs``) is used when ``mode`` is
-    None; a ``mode`` (``--render``, ``--video-dir``, ``--record-every``) wins over it."""
+    None; a ``mode`` (``--render``, ``--video-dir``, ``--record-every``) wins over it. An Atari game with
+    ``vectorization`` ``auto`` or ``native`` (and ``env_kwargs`` the native env takes) is one copy of ale-py's
+    native env (:class:`canter.envs.atari_play.NativePlayEnv`), as a run trained so is evaluated; else the
+    gymnasium-wrapper path."""
+    from canter.envs.atari import is_atari, native_takes
+
     kwargs = dict(env_kwargs or {})
     given = kwargs.pop("render_mode", None)  # passed beside render_mode=: a TypeError traceback
     mode = given if mode is None else mode
     if mode == "rgb_array" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # off-screen frames need no display (quiets SDL)
-    env = make_env(env_id, render_mode=mode, **kwargs)
+    if vectorization in ("auto", "native") and is_atari(env_id) and native_takes(kwargs):
+        from canter.envs.atari_play import make_native_play_env
+
+        check_env_id(env_id)
+        env = make_native_play_env(env_id.split(":", 1)[-1], mode, kwargs)
+    else:
+        env = make_env(env_id, render_mode=mode, **kwargs)
     if mode is not None:
         try:
             env.reset(seed=seed)
@@ -155,11 +168,14 @@ def check_video_dir(video_dir: str) -> None:
 
 def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video_dir: str | None = None,
          seed: int = 0, env_kwargs: dict[str, Any] | None = None,
-         on_episode: Callable[[int, float], None] | None = None) -> list[float]:
+         on_episode: Callable[[int, float], None] | None = None, vectorization: str | None = None) -> list[float]:
     """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns (a multi-agent
     env's: the mean over its agents, :func:`play_multiagent`). ``on_episode(i, return)`` is called as
     each episode ends (counted from 0; its video, if recorded, is finished by then). A recurrent agent's
-    ``predict`` memory is left empty afterwards, as :func:`~canter.trainers.evaluation.evaluate` leaves it."""
+    ``predict`` memory is left empty afterwards, as :func:`~canter.trainers.evaluation.evaluate` leaves it.
+    ``vectorization`` (None: the run's own for its env, ``agent.run_config``, else ``auto``, as ``canter eval``
+    picks it) chooses an Atari game's path (:func:`make_render_env`): a run trained on ale-py's native env is
+    played on it, with the reset and frame stacks of its evaluations."""
     if render and video_dir:  # an env renders in one mode: the window was silently not opened
         raise CanterError("render (--render) and video_dir (--video-dir) cannot be combined: an env renders to a "
                           "window or to frames; give one of them")
@@ -168,7 +184,9 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
         check_video_dir(video_dir)
     if is_multiagent(env_id) and not is_turn_based(env_id):  # a turn-based game is one seat's env
         return play_multiagent(agent, env_id, episodes, mode, video_dir, seed, env_kwargs, on_episode)
-    env = make_render_env(env_id, mode, seed, env_kwargs)
+    if vectorization is None:
+        vectorization = run_vectorization(getattr(agent, "run_config", None), env_id, env_kwargs)
+    env = make_render_env(env_id, mode, seed, env_kwargs, vectorization)
     if video_dir:
         require("moviepy", "video", "--video-dir")
         with warnings.catch_warnings():  # an existing folder: check_video_dir made sure no video of ours is in it

@@ -403,8 +403,11 @@ class NativeSeedRange(gym.vector.VectorWrapper):
         return self.env.reset(seed=seed, options=options)
 
 
-def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any] | None) -> gym.vector.VectorEnv:
-    """ale-py's C++ vector env with the same preprocessing (life loss ends training episodes only)."""
+def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any] | None,
+            screen: bool = False) -> gym.vector.VectorEnv:
+    """ale-py's C++ vector env with the same preprocessing (life loss ends training episodes only). ``screen``:
+    the same game with the full RGB screen of each step's last frame as its observation (``[n, 1, 210, 160, 3]``;
+    the same seeds, no-ops and forced FIRE presses), which :class:`canter.envs.atari_play.NativePlayEnv` renders."""
     from ale_py.vector_env import AtariVectorEnv
 
     life_loss = life_loss_ends_episode(env_id, env_kwargs)
@@ -416,9 +419,10 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
                           f"use --vectorization auto, sync or async")
     env = AtariVectorEnv(
         gym.spec(env_id).kwargs["game"], n_envs, num_threads=min(n_envs, available_cpus()),
-        img_height=SCREEN_SIZE, img_width=SCREEN_SIZE, grayscale=True, stack_num=FRAME_STACK, frameskip=FRAME_SKIP,
-        maxpool=True, noop_max=NOOP_MAX, use_fire_reset=True, episodic_life=False,
-        life_loss_info=training and life_loss, reward_clipping=False, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
+        img_height=210 if screen else SCREEN_SIZE, img_width=160 if screen else SCREEN_SIZE, grayscale=not screen,
+        stack_num=1 if screen else FRAME_STACK, maxpool=not screen, frameskip=FRAME_SKIP, noop_max=NOOP_MAX,
+        use_fire_reset=True, episodic_life=False, life_loss_info=training and life_loss, reward_clipping=False,
+        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
     )
     actions = env.ale.get_action_set()
     seeded = NativeSeedRange(env)

@@ -165,6 +165,14 @@ def inherited_vectorization(vectorization: str, env_id: str, env_kwargs: dict[st
     return vectorization
 
 
+def run_vectorization(run: Any, env_id: str, env_kwargs: dict[str, Any] | None) -> str:
+    """The vectorization to build ``env_id`` with for a run's agent where the user cannot choose one (``canter
+    eval``, ``canter play``, ``--record-every``): the run's own (``run``: its ``RunConfig``, or None for an agent
+    without one) for the run's env, else ``auto``; passed through :func:`inherited_vectorization`."""
+    own = run is not None and env_id == run.env
+    return inherited_vectorization(run.vectorization if own else "auto", env_id, env_kwargs)
+
+
 def make_vec_env(
     env_id: str, n_envs: int, vectorization: str = "auto", env_kwargs: dict[str, Any] | None = None,
     training: bool = False, policies: str = "shared", central_state: bool = False,

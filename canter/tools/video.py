@@ -26,12 +26,12 @@ from canter.errors import CanterError, require
 from canter.trainers.base import TrainRecord
 
 
-def check_video_support(env_id: str, env_kwargs: dict[str, Any] | None = None) -> None:
+def check_video_support(env_id: str, env_kwargs: dict[str, Any] | None = None, vectorization: str = "sync") -> None:
     """Raise a CanterError now (before training) if moviepy or rendering ``env_id`` is unavailable."""
     from canter.play import make_render_env
 
     require("moviepy", "video", "--record-every")
-    make_render_env(env_id, "rgb_array", 0, env_kwargs).close()
+    make_render_env(env_id, "rgb_array", 0, env_kwargs, vectorization).close()
 
 
 def read_video_index(path: Path) -> list[dict[str, Any]]:
@@ -57,11 +57,15 @@ def video_index(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 class VideoRecorder:
-    """Logger that records one deterministic episode every ``every`` env steps and at the end."""
+    """Logger that records one deterministic episode every ``every`` env steps and at the end, on the run's
+    own env path (``vectorization``, the run's: an Atari run trained on ale-py's native env is recorded there)."""
 
     def __init__(self, run_dir: str | Path, env_id: str, every: int, env_kwargs: dict[str, Any] | None = None,
-                 seed: int = 0) -> None:
-        check_video_support(env_id, env_kwargs)
+                 seed: int = 0, vectorization: str = "auto") -> None:
+        from canter.envs.make import inherited_vectorization
+
+        self.vectorization = inherited_vectorization(vectorization, env_id, env_kwargs)
+        check_video_support(env_id, env_kwargs, self.vectorization)
         self.dir = Path(run_dir) / "videos"
         self.env_id, self.every, self.env_kwargs, self.seed = env_id, every, dict(env_kwargs or {}), seed
         self.next_step = every
@@ -117,7 +121,8 @@ class VideoRecorder:
         seed = self.seed + 10_007 + self.next_step // self.every - 1
         with tempfile.TemporaryDirectory(dir=self.dir, prefix=".rec-") as tmp:
             folder = Path(tmp) / "video"
-            (ret,) = play(self.agent, self.env_id, 1, video_dir=str(folder), seed=seed, env_kwargs=self.env_kwargs)
+            (ret,) = play(self.agent, self.env_id, 1, video_dir=str(folder), seed=seed, env_kwargs=self.env_kwargs,
+                          vectorization=self.vectorization)
             (mp4,) = folder.glob("*.mp4")
             mp4.replace(target)
         self.last_step = step

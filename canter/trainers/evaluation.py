@@ -96,7 +96,7 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
     ``evaluate_policy`` does. ``env``: another env id with the same spaces (default: the run's own, built
     with the run's ``env_kwargs`` and vectorization); ``env_kwargs`` are merged over the run's.
     Returns an :class:`EvalResult` (``mean_return``, ``std_return``, ``returns``, ``lengths``)."""
-    from canter.envs.make import inherited_vectorization, make_vec_env
+    from canter.envs.make import make_vec_env, run_vectorization
     from canter.errors import CanterError
 
     run = getattr(agent, "run_config", None)
@@ -117,7 +117,7 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
     check_given_opponent(env_id, env_kwargs, "env_kwargs")  # else a random opponent, silently (canter eval's rule)
     own = env_id == run.env  # the run's env as the run built it; another id: its own defaults
     kwargs = {**(run.env_kwargs if own else {}), **(env_kwargs or {})}
-    vectorization = inherited_vectorization(run.vectorization if own else "auto", env_id, kwargs)
+    vectorization = run_vectorization(run, env_id, kwargs)
     vec = make_vec_env(env_id, min(episodes, run.eval_envs), vectorization, kwargs, policies=run.policies,
                        central_state=run.central_state)
     try:
