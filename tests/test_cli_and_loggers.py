@@ -330,3 +330,55 @@ def test_a_wandb_too_old_for_the_logger_is_one_line_before_anything_is_written(t
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--wandb", "--run-dir", "run", "--quiet")
     assert_one_line_error(code, err, "--wandb needs wandb>=0.19.10, found 0.16.6; upgrade it with: pip install -U")
     assert not (tmp_path / "run").exists()
+
+
+def _fake_wandb(monkeypatch, logged: list) -> None:
+    """A wandb module whose runs append (run number, step) to ``logged``, as W&B offline does (starting_step 0)."""
+    import types
+
+    runs = []
+
+    def init(**kw):
+        runs.append(kw)
+        n = len(runs)
+        return types.SimpleNamespace(log=lambda data, step: logged.append((n, step)), starting_step=0,
+                                     finish=lambda exit_code=None: None)
+
+    monkeypatch.setitem(__import__("sys").modules, "wandb", types.SimpleNamespace(init=init, Settings=lambda **kw: None))
+
+
+def test_a_resumed_run_logs_no_wandb_step_its_killed_part_logged(tmp_path, monkeypatch):
+    """A run stopped inside an iteration (a kill -9, an error) had logged its records after the last checkpoint to
+    W&B; the resumed run logged those steps again, which W&B (at sync) renumbers to keep its steps increasing:
+    points at steps the run never had. The resumed run now logs only the steps after those W&B has."""
+    logged: list = []
+    _fake_wandb(monkeypatch, logged)
+    kw = dict(wandb=True, max_steps=1024, n_envs=2, n_steps=64, eval_episodes=1, eval_every=0, tensorboard=False,
+              checkpoint_every=256)
+
+    def fail(trainer, losses):
+        if trainer.step >= 768:
+            raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "run", hooks={"after_update": fail}, **kw)
+    assert [s for n, s in logged] == [128, 256, 384, 512, 640]  # the last checkpoint is at 512
+    canter.resume(tmp_path / "run")
+    steps = [s for _, s in logged]
+    assert steps == list(range(128, 1025, 128)) and logged[-1][0] == 2
+
+
+def test_a_bad_wandb_step_file_is_one_line_and_the_run_stays_as_it_was(tmp_path, monkeypatch, capsys):
+    from support import assert_one_line_error, run_cli
+
+    logged: list = []
+    _fake_wandb(monkeypatch, logged)
+    run = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run, wandb=True, max_steps=256, n_envs=2, n_steps=64,
+                 eval_episodes=1, tensorboard=False)
+    step_file = run / "wandb" / "canter-logged-step"
+    step_file.write_text(step_file.read_text()[:10])  # truncated: it read as step 0
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    code, _, err = run_cli(capsys, "train", "--resume", str(run), "--max-steps", "512", "--quiet")
+    assert_one_line_error(code, err, str(step_file))
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before

@@ -39,17 +39,43 @@ class WandbLogger:
         #: the :class:`~canter.run.Run` being logged (its error or divergence marks the W&B run failed)
         self.owner: Any = None
         self.log_every = 1
+        #: the first step this W&B run has not had yet: a record below it was logged by a part of the run
+        #: that a kill (or an error inside an iteration) stopped after its last checkpoint
+        self.next_step = 0
+        self._step_fd: int | None = None  # STEP_FILE, open for writing once a record was logged
 
     #: the W&B run id, kept in ``RUN_DIR/wandb`` so a resumed run logs to the same W&B run
     ID_FILE = "canter-run-id"
+    #: the last step logged to the W&B run (``RUN_DIR/wandb``), so a resumed run logs no step twice
+    STEP_FILE = "canter-logged-step"
+
+    def _logged_step(self) -> int:
+        """The last step an earlier part of the run logged (STEP_FILE), -1 for none; a one-line
+        :class:`CanterError` naming the file when it holds no step number."""
+        path = Path(self.run_dir) / "wandb" / self.STEP_FILE
+        try:
+            text = path.read_text().split("\n", 1)[0].strip()  # (a longer file: the first line is ours)
+        except FileNotFoundError:
+            return -1
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CanterError(f"cannot read {path}: {exc}") from None
+        if not text:  # made, and killed before its first step was written
+            return -1
+        if not (text.isdigit() and len(text) == 20):  # as written: a truncated number would read as a smaller one
+            raise CanterError(f"{path} should hold the last step logged to W&B (20 digits), got {text[:40]!r}; "
+                              f"restore it, or "
+                              f"delete it to log again from the checkpoint's step (W&B renumbers steps it has had)")
+        return int(text)
 
     def start(self, run: Any) -> None:
         """Start the W&B run (its files go to ``RUN_DIR/wandb``) when training begins, so that a trainer
         that is built and never run leaves nothing in the run directory. A resumed run (``canter train
         --resume``) continues the W&B run its first part started (same id, ``resume="allow"``), as
-        SB3 users do by hand."""
+        SB3 users do by hand. It logs no step the W&B run has had: those the killed part logged after its last
+        checkpoint are skipped (W&B would renumber them to keep its steps increasing)."""
         import wandb
 
+        logged = self._logged_step()  # (before wandb.init: a bad file leaves the run directory as it was)
         self.owner = run
         self.log_every = int(getattr(getattr(getattr(run, "trainer", None), "run", None), "log_every", 1))
         id_file = Path(self.run_dir) / "wandb" / self.ID_FILE
@@ -63,18 +89,33 @@ class WandbLogger:
             mode=os.environ.get("WANDB_MODE", "offline"), reinit="create_new",
             settings=wandb.Settings(silent=True, console="off", x_disable_stats=True),
         )
+        # online, W&B knows the steps it has (starting_step); offline, only this run directory does
+        self.next_step = max(logged + 1, int(getattr(self.run, "starting_step", 0) or 0))
 
     def log(self, record: TrainRecord) -> None:
-        """Send ``record``'s scalars and its last episode's return to the W&B run."""
+        """Send ``record``'s scalars and its last episode's return to the W&B run (not those of a step it has had)."""
+        if record.step < self.next_step:
+            return
         data = {} if made_by_stop(record, self.log_every) else scalars(record)  # (no point of the uninterrupted run)
         if record.episodes:
             data["charts/episode_return"] = record.episodes[-1].episode_return
         if data:
+            self._write_step(record.step)  # first: a kill in between loses this point, never renumbers it
             self.run.log(data, step=record.step)
+            self.next_step = record.step + 1
+
+    def _write_step(self, step: int) -> None:
+        """Record ``step`` in STEP_FILE: one fixed-width write in place (a kill leaves the old or the new step)."""
+        if self._step_fd is None:
+            self._step_fd = os.open(Path(self.run_dir) / "wandb" / self.STEP_FILE, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.pwrite(self._step_fd, f"{step:020d}\n".encode(), 0)
 
     def close(self) -> None:
         """Finish the W&B run: exit code 1 (W&B shows it failed) when training ended in an error, a divergence
         or a second Ctrl-C, else 0 (also after a first Ctrl-C, which saves a resumable run)."""
+        if self._step_fd is not None:
+            os.close(self._step_fd)
+            self._step_fd = None
         if self.run is not None:
             owner = self.owner
             failed = owner is not None and bool(getattr(owner, "error", None) or getattr(owner, "divergence", None)
