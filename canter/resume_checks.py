@@ -53,20 +53,28 @@ def as_numbers_now(callbacks: list[Any]) -> list[Any]:
 
 
 def _written_config(path: Path) -> dict[str, Any] | None:
-    """The mapping in ``path`` (a run's ``config.yaml``), or None when it is missing or unreadable."""
+    """The mapping in ``path`` (a run's ``config.yaml``), or None when it is missing (``--resume`` writes it again
+    from ``checkpoints/last``). One that cannot be read as a config mapping (a hand edit with a YAML error, a
+    damaged or emptied file) is a one-line :class:`CanterError` naming it: rewriting it would lose it."""
     from canter.yaml_io import load_yaml
 
+    if not os.path.lexists(path):
+        return None
+    hint = ("--resume would replace it with the config saved in checkpoints/last: repair it, or delete it to "
+            "have it written again from there")
     try:
         found = load_yaml(path)
-    except CanterError:
-        return None
-    return found if isinstance(found, dict) else None
+    except CanterError as exc:
+        raise CanterError(f"{exc}; {hint}") from None
+    if not found:
+        raise CanterError(f"{path} is empty, not the config the run wrote; {hint}")
+    return found
 
 
 def check_same_run(run_dir: Path, saved: dict[str, Any], base: Path) -> None:
     """A one-line :class:`CanterError` when ``checkpoints/last`` and ``config.yaml`` name another algorithm, env or
     seed: the checkpoint was copied from another run (its history files then disagree too, which said only that
-    a file had too few rows). Checked before the history files; a missing or unreadable file is left as above."""
+    a file had too few rows). Checked before the history files; a missing file is left as above."""
     found = _written_config(run_dir / "config.yaml")
     if found is None:
         return
@@ -84,8 +92,7 @@ def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str
     continues with the config saved in ``checkpoints/last`` and rewrites the file, so the edit would be ignored
     and lost without a word. ``max_steps`` and ``max_seconds`` (which ``--resume`` may change) are not compared,
     nor the keys ``given`` to this resume (``dataset``: a moved dataset's path, which a resumed run killed
-    before its next ``last`` has written to the file already); a missing or unreadable file is left to be
-    rewritten as before."""
+    before its next ``last`` has written to the file already); a missing file is written again."""
     path = run_dir / "config.yaml"
     found = _written_config(path)
     if found is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -277,6 +278,29 @@ def test_a_resume_refuses_an_edited_config_yaml_and_keeps_the_edit(tmp_path, cap
     (run_dir / "config.yaml").write_text(yaml.safe_dump({**saved, **old, "env_kwargs": {"gs": ["1e1", {"g": 3}]}}))
     with pytest.raises(CanterError, match="'env_kwargs.gs' differs"):  # an edit inside a list is still one
         check_config_unedited(run_dir, {**saved, **old})
+
+
+@pytest.mark.parametrize("damage, needle", [
+    (lambda t: t[: len(t) // 2] + "lr", "malformed YAML in"),  # a hand edit with a YAML error; a truncated file
+    (lambda t: "", "is empty, not the config the run wrote"),  # was: 'None on None, seed None' are of different runs
+    (lambda t: "- a list\n", "must hold a YAML mapping"),
+])
+def test_a_damaged_config_yaml_is_refused_in_one_line_and_kept(good_run, tmp_path, capsys, damage, needle):
+    """A config.yaml that no longer read as a mapping was taken as missing: --resume trained and rewrote it from
+    the checkpoint, so a hand edit with a YAML error (or the damaged file) was lost without a word."""
+    from support import assert_one_line_error, snapshot
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(good_run, run_dir)
+    path = run_dir / "config.yaml"
+    path.write_text(damage(path.read_text()))
+    before = snapshot(run_dir)
+    code = main(["train", "--resume", str(run_dir), "--max-steps", "512", "--quiet"])
+    assert_one_line_error(code, capsys.readouterr().err, str(path), needle, "delete it to have it written again")
+    assert snapshot(run_dir) == before
+    path.unlink()  # a missing config.yaml is written again from checkpoints/last
+    canter.resume(run_dir, max_steps=320)
+    assert yaml.safe_load(path.read_text())["max_steps"] == 320
 
 
 def test_a_run_saved_with_exponent_strings_in_its_callbacks_resumes(tmp_path):
