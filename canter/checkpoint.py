@@ -276,14 +276,48 @@ def _choose_metadata(base: Path) -> tuple[dict[str, Any], bool]:
     raise CanterError(f"checkpoint {base} is incomplete: its .json and .safetensors files do not belong together")
 
 
+def _files_now(base: Path) -> tuple[Any, ...]:
+    """(inode, size, mtime) of checkpoint ``base``'s two files (None for a missing one): a save replaces both."""
+    out: list[Any] = []
+    for suffix in (".json", ".safetensors"):
+        try:
+            st = os.stat(base.with_name(base.name + suffix))
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+#: how often a read of a checkpoint that its run saved again meanwhile is tried (``canter eval`` of a live run)
+READ_TRIES = 5
+
+
+def _read_unchanged(base: Path, read: Any) -> Any:
+    """``read(base)``; again when it failed while a save replaced the checkpoint's files (its parts were read from
+    two saves: the .json and the tensors, or the tensors' header and bytes). A read the files did not change
+    under raises its error."""
+    for _ in range(READ_TRIES - 1):
+        before = _files_now(base)
+        try:
+            return read(base)
+        except CanterError:
+            if _files_now(base) == before:
+                raise
+    return read(base)
+
+
 def read_metadata(path: str | Path) -> dict[str, Any]:
     """Read and check a checkpoint's JSON metadata (without loading its tensors)."""
-    return _choose_metadata(checkpoint_base(path))[0]
+    return _read_unchanged(checkpoint_base(path), lambda base: _choose_metadata(base)[0])
 
 
 def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Load ``(state, metadata)``; tensors come from safetensors only (nothing is unpickled)."""
-    base = checkpoint_base(path)
+    """Load ``(state, metadata)``; tensors come from safetensors only (nothing is unpickled). A checkpoint that
+    its run saves again while it is read is read again."""
+    return _read_unchanged(checkpoint_base(path), _load_checkpoint)
+
+
+def _load_checkpoint(base: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     meta, from_json = _choose_metadata(base)
     st_path = base.with_name(base.name + ".safetensors")
     blob = st_path.read_bytes()
