@@ -7,7 +7,7 @@
     RUN_DIR/updates.parquet        update statistics; evaluations.parquet: evaluations
     RUN_DIR/events.out.tfevents.*  TensorBoard
     RUN_DIR/checkpoints/           best, last, step-000050000 (.safetensors + .json)
-    RUN_DIR/summary.json           written at the end (also after Ctrl-C)
+    RUN_DIR/summary.json           written at the end (also after Ctrl-C; 'interrupted' while a resumed run trains)
 
 ``last`` is the resumable checkpoint: agent, trainer state (RNGs, env state, counters, replay
 buffer) and the number of history rows written so far. It is saved when training starts, every
@@ -90,6 +90,9 @@ class _SaveAtStart(Callback):
             self.run.save_resumable()
         else:  # the resumed run's settings (a new max_steps...) replace the file once it has started
             self.run.write_config()
+            # the summary said how the earlier part ended (finished, for a run extended now): until this one ends
+            # it says what a kill would leave, a run interrupted at the checkpoint (as a Ctrl-C there writes it)
+            self.run._write_summary("interrupted", self.run._good)
 
 
 class _SaveBest(Callback):

@@ -460,3 +460,22 @@ def test_save_resumable_after_the_loop_keeps_why_training_ended(tmp_path):
     assert _summary(tmp_path / "run")["stop_reason"] == "max_steps"
     with pytest.raises(CanterError, match=r"already finished \(stop reason: max_steps\)"):
         canter.resume(tmp_path / "run")
+
+
+def test_a_resumed_run_no_longer_says_it_finished_while_it_trains(tmp_path):
+    """summary.json of a finished run said 'max_steps, 256 steps' all through a resume that extended it: a kill -9
+    then left a run that trained on (its last resumable at a later step) which its summary called finished
+    (measured: 'max_steps 2048' with last at 5120). Once the resumed run trains, it says 'interrupted' at the
+    checkpoint's counters, as after a Ctrl-C there, until the run ends."""
+    run_dir = tmp_path / "run"
+    kw = dict(n_envs=2, n_steps=64, eval_episodes=1, eval_every=0, tensorboard=False, target_reward=None)
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, **kw)
+    seen = []
+
+    def read_summary(trainer, losses):
+        seen.append(json.loads((run_dir / "summary.json").read_text()))
+
+    canter.resume(run_dir, max_steps=512, hooks={"after_update": read_summary})
+    assert (seen[0]["stop_reason"], seen[0]["steps"], seen[0]["resumes"]) == ("interrupted", 256, 1)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["stop_reason"], summary["steps"]) == ("max_steps", 512)
