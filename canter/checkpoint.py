@@ -224,12 +224,19 @@ def checkpoint_base(path: str | Path) -> Path:
     return base.with_suffix("") if base.suffix in (".safetensors", ".json") else base
 
 
-def remove_temp_files(directory: str | Path) -> list[Path]:
-    """Delete temp files that a killed :func:`atomic_write` left in ``directory``; returns them."""
+#: the name of an atomic write's temp file (``mkstemp(prefix=".NAME.", suffix=".tmp")``): NAME, random letters
+_TEMP_NAME = re.compile(r"\.(.+)\.[a-z0-9_]+\.tmp")
+
+
+def remove_temp_files(directory: str | Path, names: tuple[str, ...]) -> list[Path]:
+    """Delete the temp files that a killed :func:`atomic_write` of a file whose name ends with one of ``names`` left
+    in ``directory`` (another ``.*.tmp``, a user's own file, stays); returns them."""
     removed = []
     for p in Path(directory).glob(".*.tmp"):
-        p.unlink(missing_ok=True)
-        removed.append(p)
+        found = _TEMP_NAME.fullmatch(p.name)
+        if found and found.group(1).endswith(names):
+            p.unlink(missing_ok=True)
+            removed.append(p)
     return removed
 
 

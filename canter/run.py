@@ -341,8 +341,8 @@ class Run:
         started: list[Any] = []  # the loggers whose start() returned
         try:  # an error (or Ctrl-C) here must give the lock back: a later resume in this process needs it
             if self.resumed_step is not None:
-                remove_temp_files(self.dir / "checkpoints")
-                remove_temp_files(self.dir)
+                remove_temp_files(self.dir / "checkpoints", (".safetensors", ".json"))
+                remove_temp_files(self.dir, (".parquet", "config.yaml", "summary.json", "report.html", LOCK_NAME))
             else:  # a resumed run rewrites it once it has started (a failed resume leaves the run as it was)
                 self.write_config()
             for lg in self.loggers:

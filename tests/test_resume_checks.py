@@ -393,3 +393,17 @@ def test_a_step_checkpoint_copied_over_last_is_named_for_what_it_is(good_run, tm
     assert main(["train", "--resume", str(run_dir), "--max-steps", "512", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "copied over last is for loading only" in err, err
+
+
+def test_a_resume_removes_the_temp_files_of_killed_saves_and_keeps_files_of_ones_own(good_run, tmp_path):
+    """Resuming removed every '.*.tmp' in the run directory and checkpoints/: a user's '.notes.tmp' was deleted
+    with the temp files that a kill in the middle of an atomic write leaves."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(good_run, run_dir)
+    own = [run_dir / ".notes.tmp", run_dir / "checkpoints" / ".todo.tmp", run_dir / ".my.data.tmp"]
+    killed = [run_dir / ".history.parquet.k2j4h5g6.tmp", run_dir / "checkpoints" / ".last.safetensors.a_9bc1de.tmp",
+              run_dir / ".summary.json.x1y2z3w4.tmp"]
+    for p in own + killed:
+        p.write_text("text")
+    canter.resume(run_dir, max_steps=320)
+    assert all(p.read_text() == "text" for p in own) and not any(p.exists() for p in killed)
