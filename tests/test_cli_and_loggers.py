@@ -368,7 +368,12 @@ def test_a_resumed_run_logs_no_wandb_step_its_killed_part_logged(tmp_path, monke
     assert steps == list(range(128, 1025, 128)) and logged[-1][0] == 2
 
 
-def test_a_bad_wandb_step_file_is_one_line_and_the_run_stays_as_it_was(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("name, damage", [
+    ("canter-logged-step", lambda text: text[:10]),  # truncated: it read as step 0
+    ("canter-run-id", lambda text: b"a/b\n"),  # was: W&B's UsageError (no '/' in a run id), a traceback and exit 1
+    ("canter-run-id", lambda text: b"\xff\xfe"),  # was: a UnicodeDecodeError traceback
+])
+def test_a_damaged_wandb_file_is_one_line_and_the_run_stays_as_it_was(tmp_path, monkeypatch, capsys, name, damage):
     from support import assert_one_line_error, run_cli
 
     logged: list = []
@@ -376,9 +381,9 @@ def test_a_bad_wandb_step_file_is_one_line_and_the_run_stays_as_it_was(tmp_path,
     run = tmp_path / "run"
     canter.train("ppo", "CartPole-v1", run_dir=run, wandb=True, max_steps=256, n_envs=2, n_steps=64,
                  eval_episodes=1, tensorboard=False)
-    step_file = run / "wandb" / "canter-logged-step"
-    step_file.write_text(step_file.read_text()[:10])  # truncated: it read as step 0
+    path = run / "wandb" / name
+    path.write_bytes(damage(path.read_bytes()))
     before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
     code, _, err = run_cli(capsys, "train", "--resume", str(run), "--max-steps", "512", "--quiet")
-    assert_one_line_error(code, err, str(step_file))
+    assert_one_line_error(code, err, str(path))
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before

@@ -49,23 +49,28 @@ class WandbLogger:
     #: the last step logged to the W&B run (``RUN_DIR/wandb``), so a resumed run logs no step twice
     STEP_FILE = "canter-logged-step"
 
-    def _logged_step(self) -> int:
-        """The last step an earlier part of the run logged (STEP_FILE), -1 for none; a one-line
-        :class:`CanterError` naming the file when it holds no step number."""
-        path = Path(self.run_dir) / "wandb" / self.STEP_FILE
+    def _own_file(self, name: str, pattern: str, holds: str, deleted: str) -> str:
+        """The first line of ``RUN_DIR/wandb/NAME``, "" when it is missing or empty (made, and killed before it was
+        written); a one-line :class:`CanterError` naming it when it cannot be read or does not match ``pattern``
+        (a damaged file: W&B refused a bad id with a traceback, a truncated step read as a smaller one)."""
+        path = Path(self.run_dir) / "wandb" / name
         try:
-            text = path.read_text().split("\n", 1)[0].strip()  # (a longer file: the first line is ours)
+            text = path.read_bytes().decode("utf-8").split("\n", 1)[0].strip()  # (a longer file: the first line)
         except FileNotFoundError:
-            return -1
+            return ""
         except (OSError, UnicodeDecodeError) as exc:
-            raise CanterError(f"cannot read {path}: {exc}") from None
-        if not text:  # made, and killed before its first step was written
-            return -1
-        if not (text.isdigit() and len(text) == 20):  # as written: a truncated number would read as a smaller one
-            raise CanterError(f"{path} should hold the last step logged to W&B (20 digits), got {text[:40]!r}; "
-                              f"restore it, or "
-                              f"delete it to log again from the checkpoint's step (W&B renumbers steps it has had)")
-        return int(text)
+            got = f"a file that cannot be read ({exc})"
+        else:
+            if not text or re.fullmatch(pattern, text):
+                return text
+            got = repr(text[:40])
+        raise CanterError(f"{path} should hold {holds}, got {got}; restore it, or delete it to {deleted}")
+
+    def _logged_step(self) -> int:
+        """The last step an earlier part of the run logged (STEP_FILE), -1 for none."""
+        text = self._own_file(self.STEP_FILE, r"\d{20}", "the last step logged to W&B (20 digits)",
+                              "log again from the checkpoint's step (W&B renumbers steps it has had)")
+        return int(text) if text else -1
 
     def start(self, run: Any) -> None:
         """Start the W&B run (its files go to ``RUN_DIR/wandb``) when training begins, so that a trainer
@@ -79,7 +84,8 @@ class WandbLogger:
         self.owner = run
         self.log_every = int(getattr(getattr(getattr(run, "trainer", None), "run", None), "log_every", 1))
         id_file = Path(self.run_dir) / "wandb" / self.ID_FILE
-        run_id = id_file.read_text().strip() if id_file.is_file() else ""
+        run_id = self._own_file(self.ID_FILE, r"[A-Za-z0-9_-]{1,128}", "the id of the W&B run this run logs to",
+                                "log to a new W&B run")
         if not run_id:
             run_id = secrets.token_hex(4)  # 8 lowercase characters, as W&B's own ids
             id_file.parent.mkdir(parents=True, exist_ok=True)
