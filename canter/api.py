@@ -16,7 +16,7 @@ from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
     checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint,
 )
-from canter.config import RunConfig, build, resolve_config, resolved_dict
+from canter.config import RunConfig, build, build_saved_hparams, resolve_config, resolved_dict
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
@@ -416,7 +416,7 @@ def resume_trainer(
         cfg["max_seconds"] = max_seconds
     check_resume_device(cfg.get("device"), run_dir)
     run = build(RunConfig, cfg)
-    algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
+    algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values)
     extended = (reason == "max_steps" and run.max_steps > step) or (
         reason == "max_seconds" and (run.max_seconds is None or run.max_seconds > meta["trainer"]["wall_time"]))
     if reason not in (None, "interrupted") and not extended:
@@ -486,7 +486,7 @@ def load(path: str | Path, weights_only: bool = True, device: str | None = None)
     import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names
     cfg["device"] = load_device(cfg.get("device"), device)
     run = build(RunConfig, cfg)
-    algo_cfg = build(lookup("algorithm", run.algo).Config, hp_values, section="hparams.")
+    algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values)
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
     with global_rngs_kept():  # building the agent seeds them, for initial weights the checkpoint replaces
         agent = make_agent(run, algo_cfg, *spaces)

@@ -58,6 +58,13 @@ def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
     return obj
 
 
+def build_saved_hparams(cls: type, values: dict[str, Any]) -> Any:
+    """Config ``cls`` from a checkpoint's hyperparameters ``values``, those it predates as they were then:
+    ``cls.former_defaults`` maps a hyperparameter whose default changed after checkpoints first went without
+    it to the value such a checkpoint was trained with (a checkpoint saves every hyperparameter it knew)."""
+    return build(cls, {**getattr(cls, "former_defaults", {}), **values}, section="hparams.")
+
+
 def to_dict(cfg: Any) -> dict[str, Any]:
     """Plain-data (YAML/JSON-safe) view of a config dataclass."""
     return dataclasses.asdict(cfg)

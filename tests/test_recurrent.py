@@ -92,6 +92,46 @@ def test_a_critic_lstm_of_its_own_keeps_the_value_loss_out_of_the_actors_memory(
     assert best >= 0.9, best  # the cue task is still solved
 
 
+def test_the_critic_has_an_lstm_of_its_own_by_default():
+    """The default was one LSTM for both (CleanRL's layout) until 2026-11-27; the critic's own LSTM
+    (sb3-contrib's default) learned CartPoleNoVel-v1 and PickEntries better (docs/algorithms/recurrent_ppo.md)."""
+    from canter.algorithms.recurrent_ppo import RecurrentPPOConfig
+
+    assert RecurrentPPOConfig().critic_lstm is True
+    trainer = canter.make_trainer("recurrent_ppo", ENV, seed=0, max_steps=64, n_envs=2, n_steps=32, lstm_hidden=8)
+    trainer.close()
+    assert trainer.agent.algorithm.model.critic_lstm is not None
+
+
+def _drop_critic_lstm(path) -> None:
+    """Remove hparams.critic_lstm from a checkpoint's JSON, as checkpoints saved before it existed were."""
+    meta = json.loads(path.read_text())
+    del meta["config"]["hparams"]["critic_lstm"]
+    path.write_text(json.dumps(meta))
+
+
+def test_checkpoints_of_a_shared_lstm_load_and_resume_with_one_lstm(tmp_path):
+    """A run saved with critic_lstm false, and one saved before the key existed (one shared LSTM then),
+    load and resume as they were trained, whatever the default is now."""
+    run = tmp_path / "run"
+    trained = canter.train("recurrent_ppo", env=ENV, seed=0, max_steps=64, n_envs=2, n_steps=32, lstm_hidden=8,
+                           eval_every=0, run_dir=run, quiet=True, critic_lstm=False)
+    obs = np.eye(3, dtype=np.float32)
+    expected = trained.algorithm.model.step(torch.from_numpy(obs), trained.algorithm.model.initial_state(3))[0]
+    for keyless in (False, True):
+        if keyless:
+            for path in (run / "checkpoints").glob("*.json"):
+                _drop_critic_lstm(path)
+            config = run / "config.yaml"
+            config.write_text(config.read_text().replace("  critic_lstm: false\n", ""))
+        agent = canter.load(run)
+        model = agent.algorithm.model
+        assert model.critic_lstm is None
+        torch.testing.assert_close(model.step(torch.from_numpy(obs), model.initial_state(3))[0], expected)
+    resumed = canter.resume(run, max_steps=128)
+    assert resumed.algorithm.model.critic_lstm is None and resumed.algorithm.config.critic_lstm is False
+
+
 def test_checkpoint_eval_play_and_predict_carry_memory(tmp_path, capsys):
     run = tmp_path / "run"
     canter.train("recurrent_ppo", env=ENV, seed=0, max_steps=20_000, target_reward=0.95, eval_every=2048,
@@ -362,7 +402,7 @@ def test_a_model_whose_memory_is_not_an_h_c_pair_is_refused_in_one_line(capsys, 
     assert_train_refused(capsys, tmp_path, ["train", "recurrent_ppo", "--env", ENV, "--set", "model=gru_models:GRUTensor"],
                          "initial_state(batch) must return the memory as a pair (h, c)")
     trainer = canter.make_trainer("recurrent_ppo", ENV, seed=0, max_steps=64, n_envs=2, n_steps=32, eval_every=0,
-                                  model="gru_models:GRUPair")
+                                  model="gru_models:GRUPair", critic_lstm=False)  # one GRU in place of the one LSTM
     with trainer:
         list(trainer())
         assert trainer.algorithm.updates > 0 and trainer.agent.memory["sample"][0].abs().sum() > 0

@@ -31,10 +31,14 @@ from canter.registry import register
 class RecurrentPPOConfig(PPOConfig):
     """Recurrent PPO hyperparameters: PPO's, with a minibatch of whole env sequences."""
 
-    lstm_hidden: int = hp(128, "LSTM hidden units (one layer, shared by actor and critic unless critic_lstm)", low=1,
-                          search={"choices": [32, 64, 128, 256]})
-    critic_lstm: bool = hp(False, "give the critic an LSTM of its own (sb3-contrib's default), so the value loss "
-                                  "does not shape the actor's memory; false: one LSTM for both (CleanRL's layout)")
+    #: checkpoints saved before ``critic_lstm`` existed (2026-11-25) shared one LSTM; its default was false until
+    #: 2026-11-27 (:func:`canter.config.build_saved_hparams`)
+    former_defaults = {"critic_lstm": False}  # not annotated: no dataclass field, no flag
+
+    lstm_hidden: int = hp(128, "LSTM hidden units (one layer each for actor and critic; one shared with critic_lstm "
+                               "false)", low=1, search={"choices": [32, 64, 128, 256]})
+    critic_lstm: bool = hp(True, "give the critic an LSTM of its own (sb3-contrib's default), so the value loss "
+                                 "does not shape the actor's memory; false: one LSTM for both (CleanRL's layout)")
     net_arch: list[int] = hp([], "hidden layers of the actor and critic heads after the LSTM (empty: linear heads)",
                              low=1)
     n_steps: int = hp(128, "steps per env per rollout (the length of the sequences the LSTM learns through)", low=1,
@@ -44,8 +48,8 @@ class RecurrentPPOConfig(PPOConfig):
     n_epochs: int = hp(4, "passes over each rollout", low=1, high=MAX_PASSES, search={"low": 1, "high": 10})
     manual_backward: bool = hp(False, "not available for recurrent models (autograd)")
     normalize_value: bool = hp(False, "not available for recurrent_ppo (no value normalisation)")
-    shared_trunk: bool = hp(False, "not available for recurrent_ppo: actor and critic share the LSTM already "
-                                   "(critic_lstm: one each)")
+    shared_trunk: bool = hp(False, "not available for recurrent_ppo: actor and critic share the observation "
+                                   "encoder already (and the LSTM with critic_lstm false)")
     ortho_init: bool = hp(True, "orthogonal initialisation (the LSTM's weights gain 1, biases 0; heads gain sqrt 2, "
                                 "0.01 policy output, 1 value output)")
 
@@ -55,7 +59,8 @@ class RecurrentPPOConfig(PPOConfig):
         if self.normalize_value:
             raise CanterError("recurrent_ppo has no value normalisation; set hparams.normalize_value=false")
         if self.shared_trunk:
-            raise CanterError("recurrent_ppo's actor and critic share the LSTM already; set hparams.shared_trunk=false")
+            raise CanterError("recurrent_ppo's actor and critic share the observation encoder already (and the LSTM "
+                              "with critic_lstm false); set hparams.shared_trunk=false")
 
 
 def _check_memory(model: torch.nn.Module) -> None:

@@ -1,5 +1,5 @@
-"""A recurrent actor-critic: observation encoder, one LSTM layer shared by actor and critic (CleanRL's
-``ppo_atari_lstm`` layout) or one each (sb3-contrib's ``RecurrentPPO`` default), and their heads
+"""A recurrent actor-critic: observation encoder, one LSTM layer each for actor and critic (sb3-contrib's
+``RecurrentPPO`` default) or one shared by both (CleanRL's ``ppo_atari_lstm`` layout), and their heads
 (:mod:`canter.algorithms.recurrent_ppo`)."""
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ State = tuple[torch.Tensor, torch.Tensor]
 class LSTMActorCritic(nn.Module):
     """``encoder -> LSTM -> actor head / critic head``. The actor head gives logits (Discrete, masked
     under action masks) or the Gaussian mean (Box, with a free ``log_std``); the critic head V.
-    With ``critic_lstm`` the critic head reads an LSTM of its own (on the same encoder), so the
-    value loss does not shape the actor's memory.
+    With ``critic_lstm`` (the default) the critic head reads an LSTM of its own (on the same encoder), so
+    the value loss does not shape the actor's memory; without it both heads read one LSTM.
 
     :meth:`step` advances every env's memory by one observation; :meth:`sequence` runs a rollout
     ``[T, B]`` from its initial memory, zeroing it where an episode starts, so training sees the
@@ -35,7 +35,7 @@ class LSTMActorCritic(nn.Module):
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, lstm_hidden: int = 128,
         net_arch: list[int] = (), activation: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0,
-        encoder: str = "auto", critic_lstm: bool = False,
+        encoder: str = "auto", critic_lstm: bool = True,
     ) -> None:
         super().__init__()
         from canter.models.cnn import make_encoder
