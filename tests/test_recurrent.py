@@ -92,6 +92,15 @@ def test_a_critic_lstm_of_its_own_keeps_the_value_loss_out_of_the_actors_memory(
     assert best >= 0.9, best  # the cue task is still solved
 
 
+def test_a_model_whose_run_takes_one_memory_is_refused_with_a_critic_lstm(capsys, tmp_path, monkeypatch):
+    """A user's GRU with one memory for actor and critic, trained with critic_lstm true (the default), failed
+    in its first step with torch's traceback ('Expected hidden size (1, 2, 8), got [1, 2, 16]')."""
+    (tmp_path / "gru_models.py").write_text(GRU_MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert_train_refused(capsys, tmp_path, ["train", "recurrent_ppo", "--env", ENV, "--set", "model=gru_models:GRUPair"],
+                         "a _run with one memory for actor and critic needs hparams.critic_lstm=false")
+
+
 def test_the_critic_has_an_lstm_of_its_own_by_default():
     """The default was one LSTM for both (CleanRL's layout) until 2026-11-27; the critic's own LSTM
     (sb3-contrib's default) learned CartPoleNoVel-v1 and PickEntries better (docs/algorithms/recurrent_ppo.md)."""

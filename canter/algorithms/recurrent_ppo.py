@@ -69,6 +69,10 @@ def _check_memory(model: torch.nn.Module) -> None:
     state = model.initial_state(2)
     if (isinstance(state, tuple) and len(state) == 2
             and all(isinstance(s, torch.Tensor) and s.dim() >= 2 and s.shape[1] == 2 for s in state)):
+        from canter.models.recurrent import LSTMActorCritic
+
+        if isinstance(model, LSTMActorCritic):  # a subclass's _run (a user's GRU) takes and gives that memory
+            model.check_run(state)
         return
     got = (f"a {type(state).__name__} of {len(state)}" if isinstance(state, (tuple, list)) else
            f"a tensor of shape {tuple(state.shape)}" if isinstance(state, torch.Tensor) else type(state).__name__)

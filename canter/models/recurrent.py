@@ -63,6 +63,27 @@ class LSTMActorCritic(nn.Module):
                             device=self.lstm.weight_hh_l0.device)
         return zeros, zeros.clone()
 
+    def check_run(self, state: State) -> None:
+        """Refuse in one line a subclass whose :meth:`_run` does not take the memory ``state`` (from
+        :meth:`initial_state`) and give it back with outputs as wide (a user's GRU written for one memory
+        for actor and critic, trained with ``critic_lstm``, whose memory is twice as wide, failed in its first
+        step with torch's traceback)."""
+        width = state[0].shape[-1]
+        x = torch.zeros(1, state[0].shape[1], self.encoder.out_dim, device=state[0].device)
+        try:
+            with torch.no_grad():
+                y, new = self._run(x, state)
+            ok = y.shape[-1] == width and [tuple(n.shape) for n in new] == [tuple(s.shape) for s in state]
+            problem = "" if ok else f"it gave outputs {tuple(y.shape)} and a memory {[tuple(n.shape) for n in new]}"
+        except (RuntimeError, ValueError, TypeError) as exc:
+            problem = f"it failed ({type(exc).__name__}: {(str(exc).splitlines() or [''])[0]})"
+        if problem:
+            layout = "the actor's LSTM units, then the critic's" if self.critic_lstm is not None else "one LSTM's units"
+            raise CanterError(f"model {type(self).__name__}: _run(x, state) must take the memory initial_state gives "
+                              f"({width} units: {layout}) and return it, with outputs as wide; {problem}"
+                              + ("; a _run with one memory for actor and critic needs hparams.critic_lstm=false"
+                                 if self.critic_lstm is not None else ""))
+
     def _heads(self, y: torch.Tensor, allowed: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """Policy outputs and values from the LSTM outputs ``y`` (with a critic LSTM: the actor's
         units, then the critic's, on the last axis)."""
