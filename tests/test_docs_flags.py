@@ -1,0 +1,80 @@
+"""Every flag that the documentation gives a ``canter`` command exists in that command's parser.
+
+In README.md and docs/, each ``canter CMD ...`` in a code block or an inline code span is read up to the
+end of its line (a trailing ``\\`` continues it); every ``--flag`` (and ``-f``) written after it must be
+one that ``canter CMD --help`` lists. For ``canter train ALGO`` with a registered algorithm, its
+hyperparameter flags count too. Cheap: the parsers are built from their descriptions, no torch, no env.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from canter.builtins import algorithm_info
+from canter.cli import _train_parser
+from canter.cli import main as cli_main
+from canter.errors import CanterError
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+COMMANDS = ("train", "eval", "play", "collect", "list", "tune", "plot", "benchmark", "report")
+INVOCATION = re.compile(r"\bcanter (" + "|".join(COMMANDS) + r")\b([^`\n]*)")
+FLAG = re.compile(r"(?<![\w\-./:])(--[a-z][a-z0-9-]*|-f)(?![\w-])")
+
+
+def _invocations(text: str) -> list[tuple[str, str, list[str]]]:
+    """(command, first word after it, flags) of each ``canter CMD ...`` in the page's code."""
+    spans = re.findall(r"```.*?```", text, re.S)
+    inline = re.sub(r"```.*?```", "", text, flags=re.S)
+    spans += [s.replace("\n", " ") for s in re.findall(r"(?<!`)`([^`]+)`(?!`)", inline)]
+    out = []
+    for span in spans:
+        for match in INVOCATION.finditer(span.replace("\\\n", " ")):
+            args = match.group(2).split("#", 1)[0]  # a shell comment is prose
+            words = args.split()
+            out.append((match.group(1), words[0] if words else "", FLAG.findall(args)))
+    return out
+
+
+def _options(command: str, word: str) -> set[str]:
+    """The option strings of ``canter COMMAND`` (``canter train WORD``'s hyperparameters where WORD names an
+    algorithm)."""
+    if command == "train":
+        try:
+            algorithm_info(word)
+            parser = _train_parser("canter train", word)
+        except CanterError:
+            parser = _train_parser("canter train", None)
+        return {s for action in parser._actions for s in action.option_strings}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        cli_main([command, "--help"])
+    return set(FLAG.findall(out.getvalue())) | {"--help"}
+
+
+def _unknown(text: str) -> list[str]:
+    """'canter CMD --flag' for each documented flag that the command does not take."""
+    cache: dict[tuple[str, str], set[str]] = {}
+    bad = []
+    for command, word, flags in _invocations(text):
+        key = (command, word if command == "train" else "")
+        if key not in cache:
+            cache[key] = _options(*key)
+        bad += [f"canter {command} {flag}" for flag in flags if flag not in cache[key]]
+    return bad
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_documented_flags_exist(page: Path) -> None:
+    assert _unknown(page.read_text()) == []
+
+
+def test_an_unknown_flag_is_caught() -> None:
+    text = ("```bash\ncanter train ppo --env CartPole-v1 --n-epochs 4 --lr-typo 1 \\\n    --max-step 5\n```\n"
+            "Then `canter eval RUN --episodes 3 --jason`; `canter plot A --x time`  # --not-a-flag\n")
+    assert _unknown(text) == ["canter train --lr-typo", "canter train --max-step", "canter eval --jason"]
