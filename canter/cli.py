@@ -60,7 +60,7 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
     p.add_argument("algo", help="algorithm (see 'canter list')")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue a stopped run instead (canter train --resume RUN_DIR [--max-steps N] "
-                        "[--max-seconds S] [--quiet])")
+                        "[--max-seconds S] [--dataset PATH] [--quiet])")
     _add_run_flags(p)
     if algo is not None and not algo.startswith("-"):
         try:  # canter's own algorithms are described without torch, with the env's presets too
@@ -138,14 +138,19 @@ def cmd_train(argv: list[str]) -> int:
     return _drive(trainer)
 
 
-def _cmd_resume(argv: list[str]) -> int:
+def _resume_parser() -> ResumeParser:
+    """The parser of ``canter train --resume RUN_DIR``: the options a resume takes."""
     p = ResumeParser(prog="canter train", description="Continue a stopped run exactly where its last checkpoint is.")
     p.add_argument("--resume", required=True, metavar="RUN_DIR", help="run directory to continue")
     p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="new step budget (extends a finished run)")
     p.add_argument("--max-seconds", type=float, dest="max_seconds", help="new wall-clock budget")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--dataset", help="offline runs: the run's dataset at its new path (moved; checked to be the same)")
-    args = p.parse_args(argv)
+    return p
+
+
+def _cmd_resume(argv: list[str]) -> int:
+    args = _resume_parser().parse_args(argv)
     if not args.resume.strip():
         raise CanterError("--resume needs a run directory: canter train --resume RUN_DIR")
     from canter import _import_deferring_gc

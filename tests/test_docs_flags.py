@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from canter.builtins import algorithm_info
-from canter.cli import _train_parser
+from canter.cli import _resume_parser, _train_parser
 from canter.cli import main as cli_main
 from canter.errors import CanterError
 
@@ -44,6 +44,8 @@ def _invocations(text: str) -> list[tuple[str, str, list[str]]]:
 def _options(command: str, word: str) -> set[str]:
     """The option strings of ``canter COMMAND`` (``canter train WORD``'s hyperparameters where WORD names an
     algorithm)."""
+    if command == "train" and word == "--resume":
+        return {s for action in _resume_parser()._actions for s in action.option_strings}
     if command == "train":
         try:
             algorithm_info(word)
@@ -78,3 +80,18 @@ def test_an_unknown_flag_is_caught() -> None:
     text = ("```bash\ncanter train ppo --env CartPole-v1 --n-epochs 4 --lr-typo 1 \\\n    --max-step 5\n```\n"
             "Then `canter eval RUN --episodes 3 --jason`; `canter plot A --x time`  # --not-a-flag\n")
     assert _unknown(text) == ["canter train --lr-typo", "canter train --max-step", "canter eval --jason"]
+
+
+def test_each_resume_synopsis_names_every_resume_option() -> None:
+    """``canter train --help``'s line for ``--resume``, README's and training-control.md's synopses name every
+    option that ``canter train --resume`` takes (the help line and training-control.md left out ``--dataset``,
+    README ``--max-seconds`` and ``--quiet``)."""
+    options = {s for action in _resume_parser()._actions for s in action.option_strings if s.startswith("--")}
+    options -= {"--help"}
+    help_line = next(a.help for a in _train_parser("canter train", None)._actions if "--resume" in a.option_strings)
+    synopses = {"canter train --help": help_line}
+    for page in (ROOT / "README.md", ROOT / "docs" / "training-control.md"):
+        synopses[page.name] = next(line for line in page.read_text().splitlines()
+                                   if re.search(r"canter train --resume RUN_DIR \[", line))
+    missing = {where: sorted(options - set(FLAG.findall(text))) for where, text in synopses.items()}
+    assert missing == {where: [] for where in synopses}
