@@ -272,3 +272,17 @@ def test_one_policy_of_a_multi_policy_run_saves_as_a_single_agent(tmp_path):
     assert one.observation_space == speaker.observation_space and one.action_space == speaker.action_space
     obs = np.random.default_rng(0).random((5, 3), dtype=np.float32)
     assert np.array_equal(one.predict(obs), speaker.predict(obs))
+
+
+def test_a_policys_budget_warning_gives_the_run_its_steps():
+    """A policy's budget warning ended 'the run takes 16 steps', the policy's own rollout: the run took 48 (its
+    3 agent rows step together, 16 vector steps each). It now gives both."""
+    with pytest.warns(UserWarning) as caught:
+        trainer = canter.make_trainer("ppo", MIXED, policies="type", n_envs=1, n_steps=16, max_steps=30,
+                                      eval_episodes=0)
+    with trainer:
+        steps = [record.step for record in trainer()]
+    said = [str(w.message) for w in caught if "max_steps" in str(w.message)]
+    assert steps[-1] == 48
+    assert said and all(m.endswith("the run at least 48") for m in said), said
+    assert any("policy 'speaker'" in m and "this policy takes 16 of its steps" in m for m in said), said

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import re
 import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -80,6 +81,16 @@ class LRGroup:
             m.lr.load_state_dict(state[p])
 
 
+def _run_steps(message: str, rows: int, all_rows: int) -> str:
+    """A member's "the run takes N steps" (its whole rollout or training phase, of its own ``rows``) told as the
+    policy's steps and the run's: every agent row steps with it, so the run takes ``N / rows * all_rows`` or more."""
+    def told(match: re.Match[str]) -> str:
+        steps = int(match[1].replace(",", ""))
+        return f"this policy takes {steps:,} of its steps, the run at least {-(-steps // rows) * all_rows:,}"
+
+    return re.sub(r"the run takes ([\d,]+) steps$", told, message)
+
+
 class MultiPolicyTrainer(Trainer):
     """One member trainer per policy, stepped in lockstep on one multi-agent env (module docstring)."""
 
@@ -101,7 +112,8 @@ class MultiPolicyTrainer(Trainer):
             for w in caught:  # a member's budget warnings speak of its share of the steps
                 detail = (f" ({view.num_envs} of the {env.num_envs} agent rows of all env copies, so "
                           f"{member_run.max_steps:,} of the run's steps)")
-                warnings.warn(type(w.message)(policy_message(run, policy, str(w.message), detail)), stacklevel=2)
+                message = _run_steps(str(w.message), view.num_envs, env.num_envs)
+                warnings.warn(type(w.message)(policy_message(run, policy, message, detail)), stacklevel=2)
         self.lr = LRGroup(self.members)
 
     def member_budget(self, policy: str) -> int:
