@@ -1,11 +1,12 @@
 """Every flag that the documentation gives a ``canter`` command exists in that command's parser.
 
 In README.md and docs/, each ``canter CMD ...`` in a code block or an inline code span is read up to the
-end of its line (a trailing ``\\`` continues it); every ``--flag`` (and ``-f``) written after it must be
-one that ``canter CMD --help`` lists. For ``canter train ALGO`` with a registered algorithm, its
-hyperparameter flags count too. Every ``--set KEY=...`` of ``canter train`` and ``canter tune`` names a run key
-or a hyperparameter (of ALGO where it is a registered algorithm's name, else of any algorithm; ``hparams.KEY``
-a hyperparameter). Cheap: the parsers are built from their descriptions, no torch, no env.
+end of its line (a trailing ``\\`` continues it, and in a code block so does an indented line of options);
+every ``--flag`` (and ``-f``) written after it must be one that ``canter CMD --help`` lists. For
+``canter train ALGO`` with a registered algorithm, its hyperparameter flags count too. Every ``--set KEY=...``
+of ``canter train`` and ``canter tune`` names a run key or a hyperparameter (of ALGO where it is a registered
+algorithm's name, else of any algorithm; ``hparams.KEY`` a hyperparameter). Cheap: the parsers are built from
+their descriptions, no torch, no env.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ SET_KEY = re.compile(r"""--set[ =]["']?([A-Za-z_][\w.]*)=""")
 
 def _invocations(text: str) -> list[tuple[str, str, str]]:
     """(command, first word after it, the rest of the line) of each ``canter CMD ...`` in the page's code."""
-    spans = re.findall(r"```.*?```", text, re.S)
+    # in a code block, an indented line of options continues a synopsis (README's 'canter train ALGO ...')
+    spans = [re.sub(r"\n\s+(?=\[|--)", " ", s) for s in re.findall(r"```.*?```", text, re.S)]
     inline = re.sub(r"```.*?```", "", text, flags=re.S)
     spans += [s.replace("\n", " ") for s in re.findall(r"(?<!`)`([^`]+)`(?!`)", inline)]
     out = []
@@ -73,7 +75,8 @@ def _unknown(text: str) -> list[str]:
             cache[key] = _options(*key)
         bad += [f"canter {command} {flag}" for flag in FLAG.findall(args) if flag not in cache[key]]
         if command in ("train", "tune"):
-            bad += [f"canter {command} --set {name}" for name in SET_KEY.findall(args) if not _settable(name, word)]
+            bad += [f"canter {command} --set {name}" for name in SET_KEY.findall(args)
+                    if not name.isupper() and not _settable(name, word)]  # KEY=VALUE is a placeholder
     return bad
 
 
