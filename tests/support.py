@@ -180,3 +180,14 @@ def run_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProces
     root = Path(canter.__file__).resolve().parents[1]
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, PYTHONPATH=str(root)))
+
+
+def assert_masks_packed(env, width: int, targets, steps: int = 3) -> None:
+    """``env`` (a canter VecEnv of the masked test envs) packs each sub-env's current mask after its
+    observation's first ``width`` entries, at the reset and ``steps`` steps on (acting ``targets(sub_env)``)."""
+    obs = env.reset(seed=0)
+    for _ in range(steps):
+        for row, e in zip(obs, env.env.envs):
+            np.testing.assert_array_equal(row[width:], e.unwrapped.mask)
+        obs = env.step(np.stack([targets(e.unwrapped) for e in env.env.envs])).obs
+    env.close()

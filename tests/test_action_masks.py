@@ -17,7 +17,7 @@ from canter.envs.make import make_env, make_vec_env
 from canter.envs.masks import MASKED, MaskedBox, apply_mask, mask_width, split_mask
 from canter.envs.spaces import describe_space, space_from_dict, space_to_dict, spaces_match
 from canter.errors import CanterError
-from support import assert_train_refused
+from support import assert_masks_packed, assert_train_refused
 from test_fast_paths import assert_manual_gradients_match_autograd
 
 ENV = "masked_env:MaskedPick-v0"
@@ -67,12 +67,7 @@ def test_a_mask_from_the_envs_action_masks_method_is_packed_and_kept_to(tmp_path
 
     env = make_vec_env("masked_env:MethodPick-v0", 2)
     assert mask_width(env.single_observation_space) == N
-    obs = env.reset(seed=0)
-    for _ in range(3):
-        for row, e in zip(obs, env.env.envs):
-            np.testing.assert_array_equal(row[N:], e.unwrapped.mask)
-        obs = env.step(np.array([e.unwrapped.target for e in env.env.envs])).obs
-    env.close()
+    assert_masks_packed(env, N, lambda e: e.target)
     trainer = canter.make_trainer("ppo", "masked_env:MethodPick-v0", seed=0, max_steps=256, n_envs=2, n_steps=64,
                                   eval_every=0, eval_episodes=2)
     with trainer:

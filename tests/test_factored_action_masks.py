@@ -18,7 +18,7 @@ from canter.envs.make import make_env, make_vec_env
 from canter.envs.masks import MASKED, MaskedBox, mask_width, split_mask
 from canter.envs.packing import ObservationPacker
 from canter.errors import CanterError
-from support import assert_train_refused
+from support import assert_masks_packed, assert_train_refused
 from test_fast_paths import assert_manual_gradients_match_autograd
 
 ENV = "masked_env:FactoredPick-v0"
@@ -62,12 +62,7 @@ def test_factored_masks_are_packed_from_every_source(source, binary):
     env = make_vec_env(SOURCES[source], 2, env_kwargs={"binary": binary})
     w = 6 if binary else 9
     assert mask_width(env.single_observation_space) == w and env.single_observation_space.shape == (2 * w,)
-    obs = env.reset(seed=0)
-    for _ in range(3):
-        for row, e in zip(obs, env.env.envs):
-            np.testing.assert_array_equal(row[w:], e.unwrapped.mask)
-        obs = env.step(np.stack([e.unwrapped.targets for e in env.env.envs])).obs
-    env.close()
+    assert_masks_packed(env, w, lambda e: e.targets)
 
 
 @pytest.mark.parametrize("source", list(SOURCES))
