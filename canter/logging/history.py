@@ -37,9 +37,10 @@ def _to_table(rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None
 
 
 def _write_table(path: Path, table: pa.Table) -> None:
-    """Atomically write ``table`` as the parquet file ``path``."""
+    """Atomically write ``table`` as the parquet file ``path``, with a CRC checksum on each page (checked
+    when canter reads it back, so a changed byte is an error rather than a wrong number)."""
     with atomic_file(path) as f:
-        pq.write_table(table, f)
+        pq.write_table(table, f, write_page_checksum=True)
 
 
 def write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> None:
@@ -62,7 +63,7 @@ def _read_rows(path: Path, n: int) -> pa.Table | None:
     if n == 0:
         return None
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(path, page_checksum_verification=True)  # files without checksums read too
     except (OSError, pa.ArrowException) as exc:
         from canter.errors import CanterError
 

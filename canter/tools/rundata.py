@@ -81,7 +81,7 @@ def _open_table(path: Path, required: tuple[str, ...]) -> tuple[Any, list[str]]:
     import pyarrow.parquet as pq
 
     try:
-        parquet = pq.ParquetFile(path)
+        parquet = pq.ParquetFile(path, page_checksum_verification=True)  # pages without a checksum: not checked
         numeric = [f.name for f in parquet.schema_arrow if _numeric(f.type)]
     except (pa.ArrowException, OSError) as exc:
         raise CanterError(f"cannot read '{path}' as a parquet table: {_first_line(exc)}") from None
