@@ -240,37 +240,39 @@ def remove_temp_files(directory: str | Path, names: tuple[str, ...]) -> list[Pat
     return removed
 
 
-def _read_json_file(json_path: Path) -> dict[str, Any] | None:
+def _read_json_file(json_path: Path, what: str) -> dict[str, Any] | None:
     try:
         meta = json.loads(json_path.read_text())
     except FileNotFoundError:
         return None
     except (ValueError, RecursionError, OSError) as exc:  # ValueError: bad JSON or UTF-8, an int over 4300 digits
-        raise CanterError(f"checkpoint metadata {json_path} is not valid JSON: {exc}") from None
+        raise CanterError(f"{what} metadata {json_path} is not valid JSON: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:  # e.g. a run's summary.json given instead
-        raise CanterError(f"{json_path} is not a canter checkpoint; {run_dir_hint(json_path)}")
+        hint = run_dir_hint(json_path) if what == "checkpoint" else "write it again with canter collect"
+        raise CanterError(f"{json_path} is not a canter {what}; {hint}")
     return meta
 
 
-def _read_header(st_path: Path) -> dict[str, str]:
+def _read_header(st_path: Path, what: str) -> dict[str, str]:
     try:
         with safe_open(str(st_path), framework="pt") as f:
             return f.metadata() or {}
     except FileNotFoundError:
-        raise CanterError(f"checkpoint tensors not found: {st_path}") from None
+        raise CanterError(f"{what} tensors not found: {st_path}") from None
     except Exception as exc:  # safetensors raises its own error types for files that are not safetensors
-        raise CanterError(f"checkpoint tensors {st_path} are not a readable safetensors file: {exc}") from None
+        raise CanterError(f"{what} tensors {st_path} are not a readable safetensors file: {exc}") from None
 
 
-def _choose_metadata(base: Path) -> tuple[dict[str, Any], bool]:
-    """``(metadata, from_json)``: the .json if it belongs to the tensors file, else the header's copy."""
+def _choose_metadata(base: Path, what: str) -> tuple[dict[str, Any], bool]:
+    """``(metadata, from_json)``: the .json if it belongs to the tensors file, else the header's copy (``what``:
+    the word errors use for the pair, checkpoint or dataset)."""
     json_path, st_path = base.with_name(base.name + ".json"), base.with_name(base.name + ".safetensors")
     if not json_path.exists() and not st_path.exists():
-        raise CanterError(f"checkpoint not found: {json_path}")
-    meta = _read_json_file(json_path)
-    header = _read_header(st_path)
+        raise CanterError(f"{what} not found: {json_path}")
+    meta = _read_json_file(json_path, what)
+    header = _read_header(st_path, what)
     if header.get("format") != FORMAT:
-        raise CanterError(f"{st_path} is not a canter checkpoint")
+        raise CanterError(f"{st_path} is not a canter {what}")
     if meta is not None and meta.get("checkpoint_id") == header.get("checkpoint_id"):
         return meta, True
     behind = meta is None or (header.get("replaces") and header.get("replaces") == meta.get("checkpoint_id"))
@@ -278,9 +280,9 @@ def _choose_metadata(base: Path) -> tuple[dict[str, Any], bool]:
         try:
             meta = json.loads(header["canter_meta"])
         except (ValueError, RecursionError) as exc:
-            raise CanterError(f"checkpoint {st_path} has a corrupt header: {exc}") from None
+            raise CanterError(f"{what} {st_path} has a corrupt header: {exc}") from None
         return meta, False
-    raise CanterError(f"checkpoint {base} is incomplete: its .json and .safetensors files do not belong together")
+    raise CanterError(f"{what} {base} is incomplete: its .json and .safetensors files do not belong together")
 
 
 def _files_now(base: Path) -> tuple[Any, ...]:
@@ -313,34 +315,35 @@ def _read_unchanged(base: Path, read: Any) -> Any:
     return read(base)
 
 
-def read_metadata(path: str | Path) -> dict[str, Any]:
-    """Read and check a checkpoint's JSON metadata (without loading its tensors)."""
-    return _read_unchanged(checkpoint_base(path), lambda base: _choose_metadata(base)[0])
+def read_metadata(path: str | Path, what: str = "checkpoint") -> dict[str, Any]:
+    """Read and check a checkpoint's JSON metadata (without loading its tensors; ``what``: the word its errors
+    call the file pair, "dataset" for an offline dataset stored the same way)."""
+    return _read_unchanged(checkpoint_base(path), lambda base: _choose_metadata(base, what)[0])
 
 
-def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def load_checkpoint(path: str | Path, what: str = "checkpoint") -> tuple[dict[str, Any], dict[str, Any]]:
     """Load ``(state, metadata)``; tensors come from safetensors only (nothing is unpickled). A checkpoint that
-    its run saves again while it is read is read again."""
-    return _read_unchanged(checkpoint_base(path), _load_checkpoint)
+    its run saves again while it is read is read again (``what``: as :func:`read_metadata`)."""
+    return _read_unchanged(checkpoint_base(path), lambda base: _load_checkpoint(base, what))
 
 
-def _load_checkpoint(base: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    meta, from_json = _choose_metadata(base)
+def _load_checkpoint(base: Path, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    meta, from_json = _choose_metadata(base, what)
     st_path = base.with_name(base.name + ".safetensors")
     blob = st_path.read_bytes()
     if from_json and "sha256" not in meta:  # every canter save writes it: without it nothing vouches for the tensors
-        raise CanterError(f"checkpoint {base}.json has no sha256 of its tensors (edited by hand?); "
-                          f"restore it or load another checkpoint")
+        raise CanterError(f"{what} {base}.json has no sha256 of its tensors (edited by hand?); "
+                          f"restore it or load another {what}")
     if from_json and meta["sha256"] != hashlib.sha256(blob).hexdigest():
-        raise CanterError(f"checkpoint {st_path} is corrupt: its sha256 differs from the one in {base.name}.json")
+        raise CanterError(f"{what} {st_path} is corrupt: its sha256 differs from the one in {base.name}.json")
     try:
         tensors = st_load(blob)
     except Exception as exc:  # safetensors raises its own error types for corrupt files
-        raise CanterError(f"checkpoint tensors {st_path} are unreadable: {exc}") from None
+        raise CanterError(f"{what} tensors {st_path} are unreadable: {exc}") from None
     try:
         state = unflatten_state(meta["state"], tensors)
     except (KeyError, TypeError, ValueError) as exc:
-        raise CanterError(f"checkpoint {base} is corrupt: its metadata and tensors disagree ({exc!r})") from None
+        raise CanterError(f"{what} {base} is corrupt: its metadata and tensors disagree ({exc!r})") from None
     return state, meta
 
 

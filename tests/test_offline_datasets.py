@@ -355,3 +355,34 @@ def test_dataset_info_with_numpy_values_is_saved_and_other_objects_are_one_line(
     with pytest.raises(CanterError, match=r"^dataset info holds <object object at .* \(type object\); it is saved as JSON"):
         data.save(tmp_path / "e")
     assert not list(tmp_path.glob("e*"))
+
+
+@pytest.mark.parametrize("damage, needles", [
+    ("flip", ["dataset", "data.safetensors is corrupt: its sha256 differs"]),
+    ("bad-json", ["dataset metadata", "data.json is not valid JSON"]),
+    ("garbage", ["dataset tensors", "data.safetensors are not a readable safetensors file"]),
+    ("bad-space", ["dataset", "data is corrupt: unsupported space description"]),
+])
+def test_a_corrupt_dataset_is_called_a_dataset_and_named(tmp_path, capsys, damage, needles):
+    """A damaged dataset file was reported with the checkpoint loader's words ('checkpoint ... is corrupt',
+    'checkpoint metadata ... is not valid JSON'), though the user gave no checkpoint; a bad space description
+    did not name the file."""
+    import json
+
+    collect("CartPole-v1", 20, None, seed=0).save(tmp_path / "data")
+    tensors, meta = tmp_path / "data.safetensors", tmp_path / "data.json"
+    if damage == "flip":
+        blob = bytearray(tensors.read_bytes())
+        blob[-5] ^= 1
+        tensors.write_bytes(bytes(blob))
+    elif damage == "bad-json":
+        meta.write_text(meta.read_text()[:-10])
+    elif damage == "garbage":
+        tensors.write_bytes(b"garbage")
+    else:
+        meta.write_text(json.dumps({**json.loads(meta.read_text()), "observation_space": {"type": "Nope"}}))
+    before = snapshot(tmp_path)
+    code, _, err = run_cli(capsys, "train", "bc", "--dataset", str(tmp_path / "data"), "--quiet",
+                           "--run-dir", str(tmp_path / "new"))
+    assert_one_line_error(code, err, *needles)
+    assert "checkpoint" not in err and snapshot(tmp_path) == before

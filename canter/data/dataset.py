@@ -131,7 +131,7 @@ class TransitionDataset:
             "env_kwargs": self.env_kwargs,
         }
         base = save_checkpoint(path, state, meta)
-        self.dataset_id = read_metadata(base)["checkpoint_id"]
+        self.dataset_id = read_metadata(base, "dataset")["checkpoint_id"]
         return base
 
     def to_minari(self, dataset_id: str) -> int:
@@ -162,12 +162,12 @@ class TransitionDataset:
             return from_minari(str(path)[len(MINARI_PREFIX):])
         read_dataset_metadata(path)  # clear errors for a missing file or a checkpoint given instead
         base = checkpoint_base(path)
-        state, meta = load_checkpoint(base)
+        state, meta = load_checkpoint(base, "dataset")
         try:
             spaces = [space_from_dict(meta[k]) for k in ("observation_space", "action_space")]
             arrays = {name: np.asarray(state[name]) for name in ARRAYS}
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise CanterError(f"dataset {base} is corrupt: {exc!r}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, CanterError) as exc:  # CanterError: a bad space
+            raise CanterError(f"dataset {base} is corrupt: {exc if isinstance(exc, CanterError) else repr(exc)}") from None
         return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
                    info=dict(meta.get("info") or {}), env_kwargs=dict(meta.get("env_kwargs") or {}),
                    dataset_id=meta.get("checkpoint_id"))
@@ -354,7 +354,7 @@ def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     if not tensors.exists():  # only its JSON is there: a half-copied or moved dataset
         raise CanterError(f"dataset tensors not found: {tensors} (its {base.name}.json is there; copy the "
                           f".safetensors file beside it, or write the dataset again with canter collect)")
-    meta = read_metadata(base)
+    meta = read_metadata(base, "dataset")
     if meta.get("kind") != KIND:
         raise CanterError(f"'{path}' is a canter checkpoint, not a dataset (write one with canter collect)")
     return meta
