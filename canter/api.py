@@ -30,7 +30,7 @@ from canter.resume_checks import (
     resume_dataset,
 )
 from canter.run import Run, run_metadata
-from canter.run_dirs import check_new_run_dir, new_run_dir, outermost_missing
+from canter.run_dirs import check_new_run_dir, new_run_dir, nothing_to_resume, outermost_missing
 from canter.run_lock import check_free
 from canter.utils import global_rngs_kept, threads_kept
 from canter.trainers import TRAINERS, Trainer
@@ -395,7 +395,7 @@ def resume_trainer(
         if checkpoint_present(run_dir / "last"):  # RUN_DIR/checkpoints given
             raise CanterError(f"'{run_dir}' is a checkpoints folder, not a run directory; "
                               f"{run_dir_hint(run_dir / 'last')}")
-        raise CanterError(f"'{run_dir}' has no checkpoints/last to resume from")
+        raise nothing_to_resume(run_dir)
     check_free(run_dir)  # another training writing it (in this process or another): nothing is touched
     check_writable(run_dir)  # not after training up to the first checkpoint, which could not be saved
     state, meta = load_checkpoint(base)

@@ -42,7 +42,9 @@ def check_new_run_dir(path: str | Path) -> Path:
     if path.exists() and not path.is_dir():
         raise CanterError(f"run directory '{path}' is a file; choose another --run-dir")
     if path.exists() and any(path.iterdir()):
-        raise CanterError(f"run directory '{path}' already exists and is not empty; choose another --run-dir")
+        stopped = stopped_before_checkpoint(path)
+        raise CanterError(f"run directory '{path}' already exists and is not empty; "
+                          + (f"it holds a run that {stopped}" if stopped else "choose another --run-dir"))
     parent = path if path.exists() else path.absolute().parent
     while not parent.exists():
         parent = parent.parent
@@ -73,3 +75,34 @@ def outermost_missing(path: str | Path) -> Path | None:
     while not missing.exists() and missing != missing.parent:
         made, missing = missing, missing.parent
     return made
+
+
+def stopped_before_checkpoint(run_dir: Path) -> str | None:
+    """Where ``run_dir`` holds a run that stopped (a kill, a crash) before it saved its first checkpoint (its
+    ``config.yaml``, no checkpoint, no live process writing it), the rest of a sentence saying so and what to do
+    (nothing is deleted here); None otherwise."""
+    from canter.run_lock import holder
+
+    config = run_dir / "config.yaml"
+    saved = (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())
+    if not config.is_file() or saved or holder(run_dir) is not None:
+        return None
+    try:
+        import yaml
+
+        algo = yaml.safe_load(config.read_text()).get("algo")
+    except Exception:  # a damaged config.yaml: the command is still the one to give
+        algo = None
+    algo = algo if isinstance(algo, str) and algo.strip() else "ALGO"
+    return (f"stopped before its first checkpoint, so there is nothing to resume: start it again with "
+            f"'canter train {algo} -f {config} --run-dir NEW_DIR', or delete '{run_dir}' and train into it again")
+
+
+def nothing_to_resume(run_dir: Path) -> CanterError:
+    """The error for resuming ``run_dir``, which has no ``checkpoints/last``: what to do where its run stopped
+    before its first checkpoint (a one-line error of its own where a process is writing it: a run still starting)."""
+    from canter.run_lock import check_free
+
+    check_free(run_dir)
+    stopped = stopped_before_checkpoint(run_dir)
+    return CanterError(f"'{run_dir}' has no checkpoints/last to resume from" + (f": its run {stopped}" if stopped else ""))

@@ -6,6 +6,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -379,3 +380,34 @@ def test_a_stop_between_logged_iterations_leaves_the_periodic_checkpoints_of_the
     _whole_and_stopped_off_the_log_grid(tmp_path, common, after=200, stopped_at=208)  # iteration 13
     names = {d: sorted(p.name for p in (tmp_path / d / "checkpoints").glob("step-*.json")) for d in ("whole", "part")}
     assert names["part"] == names["whole"] == [f"step-{s:09d}.json" for s in (240, 400, 608, 800)]
+
+
+def _run_killed_before_its_first_checkpoint(run_dir: Path, pid: int) -> None:
+    """What a run killed (SIGKILL) before it saved ``last`` leaves: its config.yaml and its lock (of ``pid``)."""
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text("algo: ppo\nenv: CartPole-v1\nmax_steps: 4096\n")
+    (run_dir / ".canter.lock").write_text(json.dumps({"host": socket.gethostname(), "pid": pid, "token": "t"}))
+
+
+def test_a_run_killed_before_its_first_checkpoint_says_how_to_proceed(tmp_path, capsys):
+    """Resuming such a run said only 'has no checkpoints/last to resume from', training into it again 'already
+    exists and is not empty; choose another --run-dir': accurate, but neither said the run cannot be continued
+    and how to start it again. Nothing is deleted; a run still starting (its process alive) is not called dead."""
+    from support import assert_one_line_error, run_cli, snapshot
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run_dir = tmp_path / "run"
+    _run_killed_before_its_first_checkpoint(run_dir, dead.pid)
+    before = snapshot(tmp_path)
+    for argv in (["train", "--resume", str(run_dir)], ["train", "ppo", "--env", "CartPole-v1", "--run-dir", str(run_dir)]):
+        code, _, err = run_cli(capsys, *argv, "--quiet")
+        assert_one_line_error(code, err, "stopped before its first checkpoint", "nothing to resume",
+                              f"canter train ppo -f {run_dir / 'config.yaml'} --run-dir NEW_DIR", f"delete '{run_dir}'")
+        assert snapshot(tmp_path) == before
+    (run_dir / ".canter.lock").write_text(json.dumps({"host": socket.gethostname(), "pid": os.getppid(), "token": "t"}))
+    code, _, err = run_cli(capsys, "train", "--resume", str(run_dir), "--quiet")  # a live process: still starting
+    assert_one_line_error(code, err, "is being written by process")
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--run-dir", str(run_dir), "--quiet")
+    assert_one_line_error(code, err, "choose another --run-dir")
+    assert "delete" not in err
