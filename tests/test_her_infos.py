@@ -13,6 +13,7 @@ from canter.checkpoint import flatten_state, unflatten_state
 from canter.data.her import HerReplayBuffer, check_goal_functions, step_info
 from canter.envs import make_env, make_vec_env
 from canter.envs.goals import GoalLayout
+from canter.errors import CanterError
 from goal_env import PenaltyPointEnv
 from support import assert_train_refused
 
@@ -230,3 +231,48 @@ def test_resume_continues_exactly_with_step_infos(tmp_path):
     for name, module in whole.agent.algorithm.modules().items():
         for a, b in zip(module.parameters(), part.agent.algorithm.modules()[name].parameters()):
             assert torch.equal(a, b), name
+
+
+class _MaskedPenaltyGoal(PenaltyPointEnv):
+    """PenaltyPoint with 8 discrete moves, of which its action mask allows only the last: another one raises, and
+    its reward indexes ``info["penalty"]`` (which only a step reports)."""
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        super().__init__(steps=STEPS, render_mode=render_mode)
+        self.observation_space = gym.spaces.Dict({**self.observation_space.spaces,
+                                                  "action_mask": gym.spaces.MultiBinary(8)})
+        self.action_space = gym.spaces.Discrete(8)
+
+    def _obs(self) -> dict:
+        return {**super()._obs(), "action_mask": np.eye(8, dtype=np.int8)[7]}
+
+    def step(self, action):
+        if int(action) != 7:
+            raise ValueError(f"action {action} is masked")
+        return super().step(np.zeros(2, np.float32))
+
+    def compute_reward(self, achieved_goal, desired_goal, info):
+        return super().compute_reward(achieved_goal, desired_goal, info) + np.array([i["penalty"] for i in info])
+
+
+class _FailingGoal(PenaltyPointEnv):
+    def step(self, action):
+        raise RuntimeError("simulator diverged\nsecond line")
+
+
+def test_the_info_probe_steps_with_an_allowed_action_and_reports_an_env_error_in_one_line():
+    """The probe step (one random action before the run, to see which info entries compute_reward reads) that
+    raised was swallowed and the reset's info used: a masked env's refused random action then looked like a
+    reward that cannot read info['penalty'], and a real env error was hidden behind whatever came next. The probe
+    now draws among the allowed actions, and an error of its step is the env's: one line naming env and error."""
+    gym.register("test-her-masked-goal-v0", entry_point=_MaskedPenaltyGoal, disable_env_checker=True)
+    try:
+        env = make_env("test-her-masked-goal-v0")
+        layout = GoalLayout(env, "masked")
+        check_goal_functions(layout, "masked", step_info(env))
+        assert layout.info_keys == ("bonus", "penalty")
+    finally:
+        del gym.registry["test-her-masked-goal-v0"]
+    with pytest.raises(CanterError, match=r"^her_goals: a step of 'failing' raised RuntimeError: simulator diverged "
+                                          r"\(after reset\(seed=0\), with a random action[^\n]*$"):
+        step_info(_FailingGoal(steps=STEPS), "failing")

@@ -271,16 +271,46 @@ class _ReadKeys(dict):
         return super().items()
 
 
-def step_info(env: gym.Env) -> dict[str, Any]:
-    """The info of one step of ``env`` (reset with seed 0, then a random action; the reset's info where
-    that step fails, e.g. an action its mask forbids): an example of what the goal functions are given."""
-    _, info = env.reset(seed=0)
-    env.action_space.seed(0)
+def step_info(env: gym.Env, env_id: str | None = None) -> dict[str, Any]:
+    """The info of one step of ``env`` (reset with seed 0, then a random action, among the allowed ones where
+    its observations carry an action mask, as the off-policy warm-up draws them): an example of what the goal
+    functions are given. A step that raises is the env's own error, which the run's first steps would meet
+    too: a one-line CanterError naming the env (``env_id``) and the error, before the run starts."""
+    from canter.envs.random_actions import random_env_actions
+
+    obs, info = env.reset(seed=0)
+    action = random_env_actions(env.action_space, 1, np.random.default_rng(0), np.asarray(obs)[None],
+                                env.observation_space)[0]
     try:
-        info = {**info, **env.step(env.action_space.sample())[4]}
-    except Exception:  # noqa: BLE001 - the env's own code: the reset's info is example enough
-        pass
-    return info
+        return {**info, **env.step(action)[4]}
+    except Exception as exc:  # the env's own code: any error it raises
+        name = env_id or (env.spec.id if env.spec is not None else type(env.unwrapped).__name__)
+        lines = str(exc).strip().splitlines()
+        raise CanterError(f"her_goals: a step of '{name}' raised {type(exc).__name__}{': ' + lines[0] if lines else ''} "
+                          f"(after reset(seed=0), with a random action: the step canter takes before the run to "
+                          f"see which info entries compute_reward reads)") from None
+
+
+def _not_implemented(env_id: str) -> CanterError:
+    return CanterError(f"her_goals needs the env's compute_reward, which '{env_id}' does not implement "
+                       f"(NotImplementedError)")
+
+
+def check_goal_env(layout: GoalLayout, env: gym.Env, env_id: str) -> None:
+    """:func:`check_goal_functions` with the info of a step of ``env`` (:func:`step_info`); where that step
+    raises because ``compute_reward``, which the step calls, is not implemented, the error says so."""
+    try:
+        info = step_info(env, env_id)
+    except CanterError as exc:
+        goals = np.stack([layout.goal_example] * 2)
+        try:
+            _per_transition(layout.compute_reward, goals, goals, np.float32)
+        except NotImplementedError:
+            raise _not_implemented(env_id) from None
+        except Exception:  # noqa: BLE001 - any other failure: the step's error says what went wrong
+            pass
+        raise exc from None
+    check_goal_functions(layout, env_id, info)
 
 
 def check_goal_functions(layout: GoalLayout, env_id: str, info: dict[str, Any] | None = None) -> None:
@@ -300,8 +330,7 @@ def check_goal_functions(layout: GoalLayout, env_id: str, info: dict[str, Any] |
             _per_transition(fn, goals, goals, dtype, [_ReadKeys(info, read) for _ in goals])
         except NotImplementedError:
             if name == "compute_reward":
-                raise CanterError(f"her_goals needs the env's compute_reward, which '{env_id}' does not "
-                                  f"implement (NotImplementedError)") from None
+                raise _not_implemented(env_id) from None
         except Exception as exc:  # the env's own code: any error it raises
             raise CanterError(f"her_goals: {name}(achieved_goal, desired_goal, info) of '{env_id}' fails on a batch "
                               f"of goals with a step's infos, as hindsight replay calls it: "

@@ -12,7 +12,7 @@ import torch
 from canter.agents.agent import Agent
 from canter.envs.random_actions import random_env_actions
 from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
-from canter.data.her import HerReplayBuffer, check_goal_functions, step_info
+from canter.data.her import HerReplayBuffer, check_goal_env
 from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
 from canter.envs.atari import is_atari
@@ -134,7 +134,7 @@ class OffPolicyTrainer(StepwiseTrainer):
         if self._goal_env is None:
             self._goal_env = make_env(run.env, **run.env_kwargs)
         layout = GoalLayout(self._goal_env, run.env)
-        check_goal_functions(layout, run.env, step_info(self._goal_env))
+        check_goal_env(layout, self._goal_env, run.env)
         return layout
 
     def close(self) -> None:  # noqa: D102
