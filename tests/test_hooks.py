@@ -436,3 +436,18 @@ def test_a_function_or_a_path_in_python_callbacks_says_where_it_goes():
             pass
 
     assert len(as_callbacks([Both()])) == 1
+
+
+@pytest.mark.parametrize("stop", ["max_steps", "callback"])
+def test_a_final_evaluation_that_reaches_the_target_is_a_target_reward_stop(stop):
+    """The evaluation made when a time budget or a callback ends the run between two evaluations counts
+    for the target, as the last evaluation at max_steps does (it said 'max_seconds' / the callback's reason
+    with solved true, and an extended run then stopped for the target after one more iteration)."""
+    hooks = {} if stop == "max_steps" else {"should_stop": lambda t: "mine" if t.step >= 96 else None}
+    trainer = canter.make_trainer("ppo", "CartPole-v1", target_reward=5.0, hooks=hooks,
+                                  **{**TINY, "eval_every": 320, "max_steps": 96 if stop == "max_steps" else 640})
+    seen = scripted(trainer, [9.0])
+    records = list(trainer())
+    trainer.close()
+    assert seen == [9.0] and records[-1].step == 96
+    assert records[-1].stop_reason == "target_reward"

@@ -14,7 +14,7 @@ import torch
 
 from canter.agents.agent import Agent
 from canter.algorithms.base import threads_for, use_threads
-from canter.callbacks import Hooks, builtin_callbacks
+from canter.callbacks import Hooks, TargetReward, builtin_callbacks
 from canter.config import RunConfig
 from canter.envs.state import capture_env, restore_env
 from canter.envs.vector import VecEnv
@@ -413,6 +413,9 @@ class Trainer:
                 # training ends here (time budget, a callback): evaluate the final policy, as at max_steps.
                 # Not after Ctrl-C: that stops promptly and an evaluation would change the resumed run
                 result, new_best = self._evaluation()
+                target = self.hooks.find(TargetReward)
+                if target is not None and target.reached:  # as at max_steps, whose last evaluation comes before
+                    reason = "target_reward"  # the stop check: the target, first of the stop reasons, wins
             off_grid = self.iteration_count % self.run.log_every and result is None
             if reason is None and off_grid:
                 continue
