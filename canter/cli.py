@@ -185,7 +185,8 @@ def _drive(trainer: Any) -> int:
     if s.get("target_reward") is None:  # nothing to solve: say why it stopped
         verdict = f"finished ({s.get('stop_reason')})"
     else:
-        verdict = "solved" if s.get("solved") else "not solved"
+        # a run that missed its target says what stopped it (early stopping, a time budget, a callback)
+        verdict = "solved" if s.get("solved") else f"not solved ({s.get('stop_reason')})"
     best = s.get("best_eval_return")
     if trainer.config.get("eval_episodes") == 0:  # nothing was evaluated: the training episodes' return
         rolling = s.get("best_rolling_return")  # none offline: no training episodes either

@@ -125,6 +125,17 @@ def test_train_max_seconds_flag_stops_on_the_wall_clock(tmp_path, capsys):
     assert summary["stop_reason"] == "max_seconds" and 0.5 <= summary["wall_seconds"] < 5
 
 
+def test_a_run_that_misses_its_target_says_what_stopped_it(tmp_path, capsys):
+    """With a target, the last line said only 'not solved', whether max_steps, early stopping or a time budget
+    ended the run (summary.json's stop_reason)."""
+    code = main(["train", "ppo", "--env", "CartPole-v1", "--max-steps", "3200", "--n-envs", "2", "--set", "n_steps=16",
+                 "--set", "batch_size=32", "--eval-every", "32", "--eval-episodes", "1", "--set", "early_stopping=1",
+                 "--target-reward", "1000", "--run-dir", str(tmp_path / "run"), "--quiet"])
+    reason = json.loads((tmp_path / "run" / "summary.json").read_text())["stop_reason"]
+    assert code == 0 and reason == "early_stopping"
+    assert capsys.readouterr().out.startswith(f"not solved ({reason}): best eval return ")
+
+
 def test_history_files_without_rows_have_typed_columns(tmp_path):
     """A run that has finished no episode (or update) yet wrote history.parquet with columns of type null,
     and updates.parquet with no columns at all."""
