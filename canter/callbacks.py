@@ -197,10 +197,11 @@ class Patience(Callback):
         self.bad = 0
 
     def update(self, value: float | None) -> bool:
-        """Fold in one evaluation; True if it improved."""
-        if value is None or not math.isfinite(value):
+        """Fold in one evaluation; True if it improved. A NaN or infinite value (a diverged policy) is an
+        evaluation without improvement; None (no training episode yet, ``monitor: rolling``) is not counted."""
+        if value is None:
             return False
-        if self.best is None or value > self.best + self.min_delta:
+        if math.isfinite(value) and (self.best is None or value > self.best + self.min_delta):
             self.best, self.bad = value, 0
             return True
         self.bad += 1

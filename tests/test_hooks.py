@@ -451,3 +451,15 @@ def test_a_final_evaluation_that_reaches_the_target_is_a_target_reward_stop(stop
     trainer.close()
     assert seen == [9.0] and records[-1].step == 96
     assert records[-1].stop_reason == "target_reward"
+
+
+def test_non_finite_evaluations_count_as_evaluations_without_improvement():
+    """A diverged policy's NaN returns (divergence_guard: off) were skipped: neither early stopping nor the
+    plateau ever acted on them, and the run trained on to max_steps."""
+    nan = float("nan")
+    trainer = canter.make_trainer("ppo", "CartPole-v1", early_stopping=3, plateau_patience=2, **TINY)
+    seen = scripted(trainer, [1.0, nan, float("-inf"), nan, 5.0, 5.0])
+    records = list(trainer())
+    trainer.close()
+    assert seen == [1.0, nan, float("-inf"), nan] and records[-1].stop_reason == "early_stopping"
+    assert trainer.lr.scale == 0.5  # after the 2nd evaluation without improvement (then the count restarts)
