@@ -45,13 +45,30 @@ class _Parser(argparse.ArgumentParser):
 
                     ours = OTHER_NAMES.get(token.split("=", 1)[0][2:].replace("-", "_"), "")
                     near = [o for o in (f"--{ours.replace('_', '-')}",) if ours and o in options]
-                    near = near or closest(token.split("=", 1)[0], options)
+                    # a run key without a flag of its own (--early-stopping) is given with --set: it was answered
+                    # with flags that only looked alike ('--log-std-init')
+                    set_only = self._set_only_keys(options)
+                    flag = token.split("=", 1)[0]
+                    near = near or ([flag] if flag in set_only else closest(flag, [*options, *set_only]))
+                    near = [set_only.get(o, o) for o in near]
                     if near:
                         return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + "?"
                     break
                 if "=" in token and "--set" in self._option_string_actions:  # '--set a=1 b=2'
                     return f"{message}; one KEY=VALUE per --set: --set {token}"
         return message
+
+    def _set_only_keys(self, options: list[str]) -> dict[str, str]:
+        """Run-config keys that this parser takes only through ``--set``: ``--early-stopping`` -> how to give it
+        (``--set early_stopping=VALUE``); none where the parser has no ``--set``."""
+        if "--set" not in self._option_string_actions:
+            return {}
+        import dataclasses
+
+        from canter.config import RunConfig
+
+        dashed = {f"--{f.name.replace('_', '-')}": f.name for f in dataclasses.fields(RunConfig)}
+        return {o: f"--set {k}=VALUE" for o, k in dashed.items() if o not in options}
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise CanterError(self.explain(message))

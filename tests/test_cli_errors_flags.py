@@ -94,7 +94,12 @@ def test_abbreviated_flag_is_not_silently_taken_for_another(capsys, workdir):
     (["train", "ppo", "--env", "CartPole-v1", "--lrr", "1e-3"], ["--lrr", "'--lr'"]),
     (["eval", "x", "--episode", "3"], ["--episode", "'--episodes'"]),
     (["train", "--resume", "x", "--max-step", "3"], ["--max-step", "'--max-steps'"]),
-], ids=["train-typo", "train-hparam-typo", "eval-prefix", "resume-prefix"])
+    # run keys without a flag of their own: they were answered '--log-std-init' or '--max-steps' (xagents'
+    # --early-stop-patience, --plateau-reduce-patience)
+    (["train", "ppo", "--env", "CartPole-v1", "--early-stopping", "3"], ["did you mean '--set early_stopping=VALUE'?"]),
+    (["train", "ppo", "--env", "CartPole-v1", "--early-stop-patience", "3"], ["'--set early_stopping=VALUE'"]),
+    (["tune", "ppo", "--env", "CartPole-v1", "--plateau-reduce-patience", "3"], ["'--set plateau_patience=VALUE'"]),
+], ids=["train-typo", "train-hparam-typo", "eval-prefix", "resume-prefix", "run-key", "run-key-typo", "tune-run-key"])
 def test_unknown_flag_suggests_closest(capsys, workdir, argv, needles):
     code, out, err = run_cli(capsys, *argv)
     assert_one_line_error(code, err, *needles)
