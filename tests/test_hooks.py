@@ -463,3 +463,14 @@ def test_non_finite_evaluations_count_as_evaluations_without_improvement():
     trainer.close()
     assert seen == [1.0, nan, float("-inf"), nan] and records[-1].stop_reason == "early_stopping"
     assert trainer.lr.scale == 0.5  # after the 2nd evaluation without improvement (then the count restarts)
+
+
+def test_a_plateau_shows_in_the_learning_rate_of_an_algorithm_that_reports_none():
+    """DQN reports no learning_rate: its plateau reductions were seen nowhere (updates, TensorBoard, console)."""
+    trainer = canter.make_trainer("dqn", "CartPole-v1", plateau_patience=1, n_envs=2, train_freq=32, learning_starts=0,
+                                  gradient_steps=1, batch_size=16, eval_every=32, eval_episodes=1, max_steps=128,
+                                  tensorboard=False, lr=1e-3)
+    scripted(trainer, [1.0, 1.0, 1.0, 1.0])
+    rates = [r.losses.get("learning_rate") for r in trainer()]
+    trainer.close()
+    assert rates == pytest.approx([1e-3, 1e-3, 5e-4, 2.5e-4])  # each reduction applies from the next iteration

@@ -341,9 +341,18 @@ class Trainer:
             self.guard.check_update(losses)
         except Divergence as err:
             return self.guard.handle(err)
-        if "learning_rate" in losses and self.lr.active:
+        reported = "learning_rate" in losses
+        if losses and (self.lr.active if reported else self._shows_lr()):
             losses["learning_rate"] = next(iter(self.lr.current().values()))
         return losses
+
+    def _shows_lr(self) -> bool:
+        """Whether the run's LR control may change the rates of an algorithm that reports none (DQN, SAC, ...):
+        plateau reductions, ``lr_decay`` or ``min_lr``. Its updates then carry ``learning_rate``, the first
+        optimizer's rate, so a reduction shows in ``updates.parquet`` and TensorBoard (one policy only)."""
+        r = self.run
+        return isinstance(self.lr, LRControl) and (r.plateau_patience is not None or r.lr_decay != "constant"
+                                                   or r.min_lr > 0)
 
     def requested_stop(self) -> str | None:
         """:attr:`stop_requested` as a stop reason: a string as it is, ``True`` as ``"stop_requested"`` (as a
