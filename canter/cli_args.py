@@ -67,7 +67,7 @@ class _Parser(argparse.ArgumentParser):
 
         from canter.config import RunConfig
 
-        dashed = {f"--{f.name.replace('_', '-')}": f.name for f in dataclasses.fields(RunConfig)}
+        dashed = {f"--{f.name.replace('_', '-')}": f.name for f in dataclasses.fields(RunConfig) if f.name != "algo"}
         return {o: f"--set {k}=VALUE" for o, k in dashed.items() if o not in options}
 
     def error(self, message: str) -> None:  # type: ignore[override]
