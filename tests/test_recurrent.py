@@ -311,7 +311,8 @@ def test_explore_carries_a_memory_of_its_own():
         algo.generator = own
         want.append(out.actions.numpy())
     np.testing.assert_array_equal(np.stack(got), np.stack(want))
-    torch.testing.assert_close(agent.memory["explore"][0], state[0])
+    torch.testing.assert_close(agent.memory["explore"][0][..., :8], state[0][..., :8])  # the actor's half (the
+    # critic's is not advanced by acting without values)
     assert agent.memory["sample"] is trained and agent.memory["predict"] is evaluating
     agent.explore(obs[0], episode_start=np.array([True] + [False] * 5))
     with pytest.raises(CanterError, match="one bool per observation"):
@@ -415,3 +416,61 @@ def test_a_model_whose_memory_is_not_an_h_c_pair_is_refused_in_one_line(capsys, 
     with trainer:
         list(trainer())
         assert trainer.algorithm.updates > 0 and trainer.agent.memory["sample"][0].abs().sum() > 0
+
+
+def test_acting_without_values_skips_the_critic_with_the_same_actions():
+    """predict and explore store no values, yet ran the critic's LSTM and head every step (with critic_lstm,
+    half of acting's LSTM work). They now skip them: the same policy outputs, actions and actor memory as
+    the full step; sample still runs the critic (its values feed GAE)."""
+    from canter.agents.recurrent import _zeroed
+
+    trainer = canter.make_trainer("recurrent_ppo", "CartPole-v1", seed=0, max_steps=256, n_envs=2, n_steps=64,
+                                  lstm_hidden=8)
+    agent, algo = trainer.agent, trainer.agent.algorithm
+    trainer.close()
+    model, calls = algo.model, []
+    model.critic_lstm.register_forward_hook(lambda *_: calls.append(1))
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(8, 3, 4)).astype(np.float32)
+    starts = rng.random((8, 3)) < 0.3
+    state = model.initial_state(3)
+    for o, start in zip(obs, starts):
+        before = len(calls)
+        got = agent.predict(o, episode_start=start)
+        agent.explore(o, episode_start=start)
+        assert len(calls) == before  # no critic LSTM while acting without values
+        state = _zeroed(state, start)
+        with torch.inference_mode():
+            full, _, _ = model.step(torch.from_numpy(o), state)
+            skipped, _ = model.policy_step(torch.from_numpy(o), state)
+            out, state = algo.act_recurrent(torch.from_numpy(o), state, deterministic=True)
+        assert torch.equal(full, skipped)
+        np.testing.assert_array_equal(got, out.actions.numpy())
+        for mine, ref in zip(agent.memory["predict"], state):  # the actor's half: as the full step's
+            assert torch.equal(mine[..., :8], ref[..., :8])
+    agent.sample(obs[0])
+    assert len(calls) > before
+
+
+def test_a_run_is_the_same_whether_acting_skips_the_critic_or_not(tmp_path, monkeypatch):
+    """Skipping the critic in predict (the evaluations here) changes no result: the checkpoints' tensors and
+    the evaluations are those of a run whose acting runs the whole model."""
+    from safetensors.numpy import load_file
+
+    from canter.models.recurrent import LSTMActorCritic
+
+    def run(name: str) -> tuple[dict, list[float]]:
+        canter.train("recurrent_ppo", env="CartPole-v1", seed=2, max_steps=512, eval_every=256, eval_episodes=2,
+                     n_envs=2, n_steps=32, batch_size=64, n_epochs=2, lstm_hidden=8, run_dir=tmp_path / name,
+                     quiet=True, tensorboard=False)
+        ckpt = tmp_path / name / "checkpoints"
+        return {f: load_file(ckpt / f) for f in ("best.safetensors", "last.safetensors")}, _evals(tmp_path / name)
+
+    skipped, skipped_evals = run("skipped")
+    monkeypatch.setattr(LSTMActorCritic, "policy_step", None)  # acting without it: the whole step
+    whole, whole_evals = run("whole")
+    assert skipped_evals == whole_evals and len(whole_evals) == 2
+    for f, tensors in whole.items():
+        assert tensors.keys() == skipped[f].keys()
+        for key, value in tensors.items():
+            np.testing.assert_array_equal(value, skipped[f][key], err_msg=f"{f}: {key}")

@@ -62,7 +62,8 @@ class RecurrentAgent(Agent):
         ``predict(obs, state, episode_start)``): several loops can share the agent, which :meth:`predict`'s
         own memory does not allow. ``state`` None (the first call) starts from empty memory; else the
         ``(h, c)`` pair (NumPy arrays or tensors ``[layers, batch, units]``) a previous call returned.
-        ``episode_start`` zeroes those rows first. The agent's own memories stay as they are."""
+        ``episode_start`` zeroes those rows first. The agent's own memories stay as they are. Acting needs no
+        values: a critic LSTM's half of the memory comes back as it went in."""
         obs, single = self.as_batch(obs)
         x = self._tensor(np.ascontiguousarray(self.normalize_obs(obs)))
         if state is None:
@@ -82,7 +83,7 @@ class RecurrentAgent(Agent):
         if episode_start is not None:
             memory = _zeroed(memory, self._starts(episode_start, len(x)))
         with torch.inference_mode():
-            out, new = self.algorithm.act_recurrent(x, memory, deterministic=deterministic)
+            out, new = self.algorithm.act_recurrent(x, memory, deterministic=deterministic, values=False)
         actions = self.to_env_actions(out.actions)
         return (actions[0] if single else actions), (new[0].cpu().numpy(), new[1].cpu().numpy())
 
@@ -119,7 +120,8 @@ class RecurrentAgent(Agent):
             self._zero_memory(kind, self._starts(episode_start, len(x)))
             state = self.memory[kind]
         with torch.inference_mode():
-            out, self.memory[kind] = self.algorithm.act_recurrent(x, state, deterministic=deterministic)
+            out, self.memory[kind] = self.algorithm.act_recurrent(x, state, deterministic=deterministic,
+                                                                  values=False)
         actions = self.to_env_actions(out.actions)
         return actions[0] if single else actions
 

@@ -110,8 +110,15 @@ class RecurrentPPO(PPO):
         return {**kw, "lstm_hidden": c.lstm_hidden, "critic_lstm": c.critic_lstm}
 
     # -- acting ------------------------------------------------------------------------------------
-    def act_recurrent(self, obs: torch.Tensor, state: Any, deterministic: bool = False) -> tuple[ActOutput, Any]:
-        """:meth:`act` from the memory ``state``; also returns the new memory."""
+    def act_recurrent(self, obs: torch.Tensor, state: Any, deterministic: bool = False,
+                      values: bool = True) -> tuple[ActOutput, Any]:
+        """:meth:`act` from the memory ``state``; also returns the new memory. ``values`` False (acting
+        that stores none: ``predict``, ``explore``): no values, and a model with ``policy_step`` skips its
+        critic (the same actions; a critic LSTM's half of the memory is not advanced)."""
+        policy_step = getattr(self.model, "policy_step", None)
+        if not values and policy_step is not None:
+            out, new = policy_step(obs, state)
+            return policy_sample(self, out, None, deterministic), new
         out, value, new = self.model.step(obs, state)
         return policy_sample(self, out, value, deterministic), new
 

@@ -88,14 +88,30 @@ class LSTMActorCritic(nn.Module):
         """Policy outputs and values from the LSTM outputs ``y`` (with a critic LSTM: the actor's
         units, then the critic's, on the last axis)."""
         actor_in, critic_in = (y, y) if self.critic_lstm is None else y.split(self.hidden, dim=-1)
+        return self._policy(actor_in, allowed), self.critic(critic_in).squeeze(-1)
+
+    def _policy(self, actor_in: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+        """The actor head's output from the actor's LSTM outputs (masked under action masks)."""
         out = self.actor(actor_in)
-        return (out if allowed is None else apply_mask(out, allowed)), self.critic(critic_in).squeeze(-1)
+        return out if allowed is None else apply_mask(out, allowed)
+
+    def _encode(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One observation per env ``[B, ...]`` encoded as the LSTM's input ``[1, B, in]``, and the allowed
+        actions (None without action masks)."""
+        allowed = None
+        if self.mask_width:
+            obs, allowed = split_mask(obs, self.mask_width, self.nvec)
+        return self.encoder(obs).unsqueeze(0), allowed
+
+    def _halves(self, state: State) -> tuple[State, State]:
+        """A critic LSTM's memory split into the actor's ``(h, c)`` and the critic's ``(h, c)`` halves."""
+        return tuple(part.split(self.hidden, dim=-1) for part in state)  # type: ignore[return-value]
 
     def _run(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         """The LSTM(s) over inputs ``x`` ``[T, B, in]`` from ``state``: outputs and the new memory."""
         if self.critic_lstm is None:
             return self.lstm(x, state)
-        (ha, hc), (ca, cc) = (part.split(self.hidden, dim=-1) for part in state)
+        (ha, hc), (ca, cc) = self._halves(state)
         ya, (ha, ca) = self.lstm(x, (ha.contiguous(), ca.contiguous()))
         yc, (hc, cc) = self.critic_lstm(x, (hc.contiguous(), cc.contiguous()))
         return torch.cat([ya, yc], -1), (torch.cat([ha, hc], -1), torch.cat([ca, cc], -1))
@@ -103,13 +119,27 @@ class LSTMActorCritic(nn.Module):
     def step(self, obs: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
         """One observation per env ``[B, ...]`` from memory ``state``: policy output ``[B, n]``,
         values ``[B]`` and the new memory."""
-        allowed = None
-        if self.mask_width:
-            obs, allowed = split_mask(obs, self.mask_width, self.nvec)
-        x = self.encoder(obs).unsqueeze(0)
+        x, allowed = self._encode(obs)
         y, new = self._run(x, state)
         out, value = self._heads(y[0], allowed)
         return out, value, new
+
+    def policy_step(self, obs: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        """:meth:`step` without values, for acting that needs none (``predict``, ``explore``): the policy
+        output and the new memory, the same as :meth:`step`'s, except that the critic's head does not run,
+        nor its LSTM (``critic_lstm``), whose half of the memory stays as it was: values must not be computed
+        from a memory advanced here (the trainer advances the training memory with :meth:`step`). A
+        subclass's own ``step``, ``_run`` or ``_heads`` runs whole."""
+        if any(getattr(type(self), n) is not getattr(LSTMActorCritic, n) for n in ("step", "_run", "_heads")):
+            out, _, new = self.step(obs, state)  # a subclass's own (a user's GRU): all of it
+            return out, new
+        x, allowed = self._encode(obs)
+        if self.critic_lstm is None:
+            y, new = self.lstm(x, state)
+            return self._policy(y[0], allowed), new
+        (ha, hc), (ca, cc) = self._halves(state)
+        ya, (ha, ca) = self.lstm(x, (ha.contiguous(), ca.contiguous()))
+        return self._policy(ya[0], allowed), (torch.cat([ha, hc], -1), torch.cat([ca, cc], -1))
 
     def sequence(self, obs: torch.Tensor, state: State, starts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A rollout ``obs [T, B, ...]`` from memory ``state``, the memory zeroed before each step where
