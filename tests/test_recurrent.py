@@ -26,7 +26,8 @@ def _evals(run_dir) -> list[float]:
 def test_recurrent_ppo_remembers_what_ppo_cannot(tmp_path):
     """The cue is seen 5 steps before the query: +1 for naming it, -1 otherwise (no memory: ~0)."""
     canter.train("recurrent_ppo", env=ENV, seed=0, max_steps=20_000, target_reward=0.95, eval_every=2048,
-                 eval_episodes=20, run_dir=tmp_path / "rppo", quiet=True, **HP)
+                 eval_episodes=20, run_dir=tmp_path / "rppo", quiet=True, critic_lstm=False, **HP)  # memory, not
+    # the critic's LSTM (which doubles the cost; its own test solves this task too)
     summary = json.loads((tmp_path / "rppo" / "summary.json").read_text())
     assert summary["solved"] and summary["best_eval_return"] >= 0.95, summary
     ppo = {k: v for k, v in HP.items() if k != "lstm_hidden"}
@@ -87,7 +88,12 @@ def test_a_critic_lstm_of_its_own_keeps_the_value_loss_out_of_the_actors_memory(
     n_actor = len(list(model.lstm.parameters()))
     assert all(g is None or not g.any() for g in grads[:n_actor])  # the actor's LSTM gets no value gradient
     assert all(g is not None and g.any() for g in grads[n_actor:])
-    best = max(r.evaluation.mean_return for r in trainer() if r.evaluation is not None)
+    best = -1.0
+    for record in trainer():
+        if record.evaluation is not None:
+            best = max(best, record.evaluation.mean_return)
+        if best >= 0.9:
+            break  # solved: the rest of the budget would not change the assertion
     trainer.close()
     assert best >= 0.9, best  # the cue task is still solved
 
@@ -210,16 +216,18 @@ def test_a_shared_recurrent_policy_on_a_multiagent_env_whose_agents_leave(tmp_pa
     pytest.importorskip("pettingzoo")
     canter.train("recurrent_ppo", env="pettingzoo:tests.match_agents", env_kwargs={"n_agents": 2, "miss_leaves": True},
                  seed=0, max_steps=30_000, target_reward=7.5, eval_every=2048, run_dir=tmp_path / "run", quiet=True,
-                 **{**HP, "n_envs": 4})
+                 critic_lstm=False, **{**HP, "n_envs": 4})  # about the rows' memory, not the critic's LSTM
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["solved"] and summary["best_eval_return"] >= 7.5  # random play: ~0.5 of 8
 
 
 def test_image_observations_go_through_the_cnn_encoder(tmp_path):
     """uint8 frames: the Nature CNN encodes each frame before the LSTM; a cue shown in the first
-    frame is named two frames later (no memory: ~0)."""
-    agent = canter.train("recurrent_ppo", env="memory_env:ImageCue-v0", seed=0, max_steps=4096, n_envs=4, n_steps=32,
-                         batch_size=64, lr=1e-3, eval_every=0, eval_episodes=10, run_dir=tmp_path / "run", quiet=True)
+    frame is named two frames later (no memory: ~0). One LSTM (the encoder path is the subject: a critic
+    LSTM doubled the run's time)."""
+    agent = canter.train("recurrent_ppo", env="memory_env:ImageCue-v0", seed=0, max_steps=2048, n_envs=4, n_steps=32,
+                         batch_size=64, lr=1e-3, eval_every=0, eval_episodes=10, run_dir=tmp_path / "run", quiet=True,
+                         critic_lstm=False)
     assert type(agent.algorithm.model.encoder).__name__ == "NatureCNN"
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["last_eval_return"] >= 0.9
 
