@@ -20,8 +20,8 @@ def test_a_checkpoint_saved_again_while_it_is_read_is_read_whole(tmp_path, monke
     save_checkpoint(base, {"w": torch.zeros(3)}, {"step": 0})
     real, done = getattr(ckpt, after), []
 
-    def read_then_save(path):
-        result = real(path)
+    def read_then_save(path, *rest):
+        result = real(path, *rest)
         if not done:  # the run saves just after the reader took this part
             done.append(path)
             for step in range(1, saves + 1):
