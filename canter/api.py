@@ -436,7 +436,8 @@ def resume_trainer(
     load_agent_state(make_agent(run, algo_cfg, *spaces), state, base)  # the weights fit: checked before writing
     resume_dataset(run_dir, cfg, state["trainer"], dataset)  # before anything is written
     run.dataset = cfg.get("dataset")  # a moved dataset's new path
-    check_config_unedited(run_dir, meta["config"], ("dataset",) if dataset is not None else ())  # after the checkpoint
+    check_config_unedited(run_dir, meta["config"], ("dataset",) if dataset is not None else (),  # after the checkpoint
+                          resolved_dict(run, algo_cfg))
     run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), resumed=meta)
     assert isinstance(run_obj, Run)
     agent = run_obj.trainer.agent

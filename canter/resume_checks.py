@@ -87,16 +87,24 @@ def check_same_run(run_dir: Path, saved: dict[str, Any], base: Path) -> None:
                           f"of different runs: put back this run's checkpoints/last (or undo the edit to config.yaml)")
 
 
-def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str, ...] = ()) -> None:
+def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str, ...] = (),
+                          resolved: dict[str, Any] | None = None) -> None:
     """A one-line :class:`CanterError` when ``run_dir/config.yaml`` was edited since the run wrote it: resuming
     continues with the config saved in ``checkpoints/last`` and rewrites the file, so the edit would be ignored
     and lost without a word. ``max_steps`` and ``max_seconds`` (which ``--resume`` may change) are not compared,
     nor the keys ``given`` to this resume (``dataset``: a moved dataset's path, which a resumed run killed
-    before its next ``last`` has written to the file already); a missing file is written again."""
+    before its next ``last`` has written to the file already); a missing file is written again. A key (or
+    hyperparameter) that the saved config predates counts as saved with its value in ``resolved``, the config
+    that resuming builds from it (and writes to the file when it starts, before its next ``last``)."""
     path = run_dir / "config.yaml"
     found = _written_config(path)
     if found is None:
         return
+    if resolved is not None:  # (a file without the key, as the old run wrote it, is no edit either)
+        saved = {**{k: resolved[k] for k in found if k not in saved and k in resolved}, **saved}
+        inner = [d.get("hparams") for d in (found, saved, resolved)]
+        if all(isinstance(d, dict) for d in inner):
+            saved["hparams"] = {**{k: inner[2][k] for k in inner[0] if k not in inner[1] and k in inner[2]}, **inner[1]}
     resumable = ("max_steps", "max_seconds", *given)
     key = _differing_key({k: v for k, v in found.items() if k not in resumable},
                          {k: v for k, v in saved.items() if k not in resumable})

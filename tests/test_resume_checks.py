@@ -407,3 +407,31 @@ def test_a_resume_removes_the_temp_files_of_killed_saves_and_keeps_files_of_ones
         p.write_text("text")
     canter.resume(run_dir, max_steps=320)
     assert all(p.read_text() == "text" for p in own) and not any(p.exists() for p in killed)
+
+
+def test_a_run_saved_before_a_config_key_existed_resumes_twice(tmp_path):
+    """A run whose checkpoints predate a run key or hyperparameter (here max_policy_lag, hparams.clip_range_vf) is
+    resumed: the resumed run writes config.yaml with the key's value when it starts. Killed before its next
+    'last', a second resume compared that file with the old checkpoint's config, which lacks the key, and refused
+    it as a hand edit ("'max_policy_lag' differs"). A value other than the one resuming takes is still an edit."""
+    from canter.config import resolve_config, resolved_dict
+    from canter.resume_checks import check_config_unedited
+
+    run_dir = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=64, n_envs=1, eval_episodes=1, tensorboard=False,
+                 sets=["n_steps=64", "n_epochs=1", "batch_size=64"])
+    meta_path = run_dir / "checkpoints" / "last.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["config"]["max_policy_lag"], meta["config"]["hparams"]["clip_range_vf"]  # as an older canter saved it
+    meta_path.write_text(json.dumps(meta))
+    written = yaml.safe_load((run_dir / "config.yaml").read_text())  # as the resumed run rewrote it, with both keys
+    old = {k: v for k, v in written.items() if k != "max_policy_lag"}  # as the older canter wrote it: no edit
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({**old, "hparams": {k: v for k, v in old["hparams"].items()
+                                                                            if k != "clip_range_vf"}}, sort_keys=False))
+    check_config_unedited(run_dir, meta["config"], (), resolved_dict(*resolve_config("ppo", "CartPole-v1")))
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({**written, "max_policy_lag": 3}, sort_keys=False))
+    with pytest.raises(CanterError, match="'max_policy_lag' differs"):  # not what resuming takes: an edit
+        canter.resume(run_dir, max_steps=128)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(written, sort_keys=False))
+    canter.resume(run_dir, max_steps=128)
+    assert read_metadata(run_dir / "checkpoints" / "last")["step"] == 128
