@@ -30,6 +30,9 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-episodes", type=int_arg, dest="eval_episodes",
                    help="episodes per evaluation (0: no evaluation at all)")
     p.add_argument("--eval-every", type=int_arg, dest="eval_every", help="evaluate every N env steps")
+    p.add_argument("--keep-checkpoints", type=int_arg, dest="keep_checkpoints", metavar="K",
+                   help="keep only the newest K periodic checkpoints (step-N, saved every checkpoint_every steps); "
+                        "best and last are always kept (default: keep all)")
     p.add_argument("--record-every", type=int_arg, dest="record_every",
                    help="record an evaluation episode as MP4 in RUN_DIR/videos every N steps (needs the 'video' extra)")
     p.add_argument("--dataset", help="offline algorithms (bc, cql, td3bc): dataset written by canter collect")
@@ -127,7 +130,8 @@ def cmd_train(argv: list[str]) -> int:
 
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
     run_flags = ("seed", "n_envs", "target_reward", "max_steps", "max_seconds", "eval_episodes", "eval_every",
-                 "vectorization", "device", "wandb", "record_every", "explorers", "ray_address", "dataset")
+                 "vectorization", "device", "wandb", "record_every", "explorers", "ray_address", "dataset",
+                 "keep_checkpoints")
     overrides = {k: getattr(args, k) for k in run_flags if getattr(args, k) is not None}
     if args.env_kwargs is not None:
         overrides["env_kwargs"] = parse_env_kwargs(args.env_kwargs)

@@ -19,6 +19,8 @@ OFFLINE_RUN_HELP = {
     "n_envs": "unused: an offline run steps no training env (a value other than 1 is warned about)",
     "record_every": "record an evaluation episode as MP4 in RUN_DIR/videos every N gradient updates (needs the "
                     "'video' extra)",
+    "keep_checkpoints": "keep only the newest K periodic checkpoints (step-N, saved every checkpoint_every gradient "
+                        "updates); best and last are always kept (default: keep all)",
 }
 
 

@@ -96,6 +96,9 @@ class RunConfig:
     eval_every: int = hp(10_000, "evaluate every this many environment steps (0: only at the end)", low=0)
     eval_envs: int = hp(5, "parallel environments used for evaluation", low=1, high=MAX_ENVS)
     checkpoint_every: int = hp(50_000, "save a periodic checkpoint every this many steps (0: never)", low=0)
+    keep_checkpoints: int | None = hp(
+        None, "keep only the newest this many periodic step-N checkpoints: an older one is deleted once a newer one "
+        "is completely written; best, last and other names are never deleted (null: keep all)", low=1)
     vectorization: str = hp(
         "auto", "how to vectorise the env: auto (the env's native vectorised version where it has one: Atari always, "
         "others from 4 copies; else sync), native, sync, async",
@@ -189,6 +192,9 @@ class RunConfig:
                                   "eval_episodes: 0 runs none; use divergence_guard: stop, or 'eval_episodes' >= 1")
         if self.target_reward is not None and self.eval_every == 0 and self.max_steps > 10_000_000:
             raise CanterError("'target_reward' is only checked at evaluations; set 'eval_every' > 0 for long runs")
+        if self.keep_checkpoints is not None and self.checkpoint_every == 0:  # nothing to keep or delete
+            raise CanterError("'keep_checkpoints' keeps the newest periodic checkpoints, but checkpoint_every: 0 saves "
+                              "none; drop it (--set keep_checkpoints=null) or set 'checkpoint_every' > 0")
         for key in ("early_stopping", "plateau_patience"):  # they count evaluations: with one, at the end, none acts
             if getattr(self, key) is not None and self.eval_every == 0:
                 raise CanterError(f"'{key}' counts evaluations, but eval_every: 0 evaluates only at the end; set "

@@ -6,7 +6,8 @@
     RUN_DIR/history.parquet        one row per finished training episode
     RUN_DIR/updates.parquet        update statistics; evaluations.parquet: evaluations
     RUN_DIR/events.out.tfevents.*  TensorBoard
-    RUN_DIR/checkpoints/           best, last, step-000050000 (.safetensors + .json)
+    RUN_DIR/checkpoints/           best, last, step-000050000 (.safetensors + .json; keep_checkpoints: K keeps
+                                   the newest K step-N, :mod:`canter.checkpoint_keep`)
     RUN_DIR/summary.json           written at the end (also after Ctrl-C; 'interrupted' while a resumed run trains)
 
 ``last`` is the resumable checkpoint: agent, trainer state (RNGs, env state, counters, replay
@@ -35,6 +36,7 @@ from typing import Any
 
 from canter.callbacks import Callback
 from canter.checkpoint import atomic_write, remove_temp_files, save_checkpoint
+from canter.checkpoint_keep import prune_periodic
 from canter.envs.spaces import space_to_dict
 from canter.errors import CanterError
 from canter.registry import user_modules
@@ -118,6 +120,8 @@ class Run:
         self.config = config
         self.loggers = list(loggers)
         self.checkpoint_every = checkpoint_every
+        #: how many periodic checkpoints to keep (``config``'s ``keep_checkpoints``; None: all)
+        self.keep_checkpoints: int | None = config.get("keep_checkpoints")
         self.summary: dict[str, Any] | None = None
         self.last_record: TrainRecord | None = None
         #: when resuming: the step of the checkpoint and the history rows it had
@@ -388,6 +392,8 @@ class Run:
                     record.iteration % self.trainer.run.log_every)
                 if self.next_checkpoint is not None and record.step >= self.next_checkpoint and not extra:
                     self.save(f"step-{record.step:09d}")
+                    if self.keep_checkpoints:  # the new one is complete: older ones beyond the newest K go
+                        prune_periodic(self.dir / "checkpoints", self.keep_checkpoints, record.step)
                     while self.next_checkpoint <= record.step:
                         self.next_checkpoint += every
                     self.trainer.checkpoint_due = self.next_checkpoint
