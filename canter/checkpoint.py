@@ -29,7 +29,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as st_load
 from safetensors.torch import save_file as st_save_file
 
-from canter.errors import CanterError
+from canter.errors import CanterError, check_utf8_path
 
 FORMAT = "canter-checkpoint"
 FORMAT_VERSION = 1
@@ -269,6 +269,7 @@ def _choose_metadata(base: Path, what: str) -> tuple[dict[str, Any], bool]:
     json_path, st_path = base.with_name(base.name + ".json"), base.with_name(base.name + ".safetensors")
     if not json_path.exists() and not st_path.exists():
         raise CanterError(f"{what} not found: {json_path}")
+    check_utf8_path(st_path, what)
     meta = _read_json_file(json_path, what)
     header = _read_header(st_path, what)
     if header.get("format") != FORMAT:

@@ -37,6 +37,21 @@ class MissingExtraError(CanterError):
         return type(self), (self.feature, self.extra, self.module)
 
 
+def shown_path(path: object) -> str:
+    """``path`` as text to print: bytes that are not UTF-8 (``os.fsdecode``'s surrogates) as ``\\xff`` escapes."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def check_utf8_path(path: object, what: str = "path") -> None:
+    """Raise a one-line :class:`CanterError` if ``path`` is not valid UTF-8 (a directory renamed to such bytes):
+    safetensors and pyarrow, which read checkpoints and a run's tables, cannot open it."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise CanterError(f"{what} '{shown_path(path)}' is not valid UTF-8, which safetensors and pyarrow cannot "
+                          f"open; give it (and the directories holding it) a UTF-8 name") from None
+
+
 def interrupted() -> int:
     """Report a Ctrl-C that no command handled (while canter's modules import, say) in one line on
     stderr; return the exit code, 130."""

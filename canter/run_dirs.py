@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from canter.errors import CanterError
+from canter.errors import CanterError, shown_path
 from canter.utils import git_commit
 
 
@@ -36,7 +36,7 @@ def check_new_run_dir(path: str | Path) -> Path:
     try:  # bytes that are not UTF-8 (os.fsdecode's surrogates): safetensors and pyarrow could not read the run back
         str(path).encode("utf-8")
     except UnicodeEncodeError:
-        raise CanterError(f"run directory {str(path)!r} is not valid UTF-8: its checkpoints and tables could not be "
+        raise CanterError(f"run directory '{shown_path(path)}' is not valid UTF-8: its checkpoints and tables could not be "
                           f"read back (canter eval, play, plot, --resume); choose another --run-dir") from None
     path = _as_created(Path(path))
     if path.exists() and not path.is_dir():

@@ -347,3 +347,29 @@ def test_play_video_dir_with_other_files_records_quietly(capsys, runs, tmp_path,
     assert not [w for w in recwarn if "Overwriting existing videos" in str(w.message)]  # nothing of ours was there
     assert sorted(p.name for p in videos.iterdir()) == ["notes.txt", "play-episode-0.mp4", "play-episode-1.mp4"]
     assert (videos / "notes.txt").read_bytes() == b"kept"
+
+
+@pytest.mark.parametrize("argv", [["report", "{run}", "--eval-episodes", "0"], ["plot", "{run}", "--out", "{tmp}/p.png"],
+                                  ["eval", "{run}"], ["play", "{run}", "--episodes", "1"],
+                                  ["train", "--resume", "{run}", "--max-steps", "512"],
+                                  ["collect", "{run}", "--out", "{tmp}/d", "--transitions", "8"]],
+                         ids=["report", "plot", "eval", "play", "resume", "collect"])
+def test_a_run_dir_renamed_to_bytes_that_are_not_utf8(capsys, runs, tmp_path, argv):
+    """A run directory renamed to a name that is not UTF-8 (b'run\\xff'): report and plot printed a
+    UnicodeEncodeError traceback (pyarrow); eval, play, resume and collect said its checkpoint was 'not a readable
+    safetensors file'. Each says in one line that the path is not UTF-8 (shown with \\xff), and writes nothing."""
+    run = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/run\xff"))
+    shutil.copytree(runs[0], run)
+    before = snapshot(tmp_path)
+    code, _, err = run_cli(capsys, *(a.format(run=run, tmp=tmp_path) for a in argv))
+    assert_one_line_error(code, err, "run\\xff", "is not valid UTF-8")
+    assert snapshot(tmp_path) == before
+
+
+def test_collect_refuses_an_out_path_that_is_not_utf8(capsys, runs, tmp_path):
+    """collect --out b'data\\xff' wrote the dataset's two files, then failed reading them back (safetensors):
+    refused in one line before anything is written."""
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/data\xff")
+    code, _, err = run_cli(capsys, "collect", str(runs[0]), "--out", out, "--transitions", "8")
+    assert_one_line_error(code, err, "--out", "data\\xff", "is not valid UTF-8")
+    assert list(tmp_path.iterdir()) == []

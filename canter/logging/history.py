@@ -62,6 +62,9 @@ def _read_rows(path: Path, n: int) -> pa.Table | None:
     """The first ``n`` rows of a parquet file (rows written after a checkpoint are dropped; None for none)."""
     if n == 0:
         return None
+    from canter.errors import check_utf8_path
+
+    check_utf8_path(path, "table")
     try:
         table = pq.read_table(path, page_checksum_verification=True)  # files without checksums read too
     except (OSError, pa.ArrowException) as exc:

@@ -5,7 +5,7 @@ import argparse
 import os
 from typing import Any
 
-from canter.errors import CanterError
+from canter.errors import CanterError, check_utf8_path
 
 
 def _collect_parser() -> argparse.ArgumentParser:
@@ -62,6 +62,7 @@ def _collect_destination(out: str) -> tuple[str | None, Any]:
     if not name or name in (".", ".."):
         raise CanterError(f"--out needs a file name (the dataset's .safetensors and .json are named after it), "
                           f"got '{out}'; e.g. --out data/cartpole")
+    check_utf8_path(out, "--out")  # written, the dataset could not be read back (safetensors)
     base = checkpoint_base(out)
     for existing in (base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")):
         if existing.exists():

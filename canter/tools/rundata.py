@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from canter.config import load_yaml
-from canter.errors import CanterError
+from canter.errors import CanterError, check_utf8_path
 
 
 @dataclass
@@ -80,6 +80,7 @@ def _open_table(path: Path, required: tuple[str, ...]) -> tuple[Any, list[str]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    check_utf8_path(path, "table")
     try:
         parquet = pq.ParquetFile(path, page_checksum_verification=True)  # pages without a checksum: not checked
         numeric = [f.name for f in parquet.schema_arrow if _numeric(f.type)]
