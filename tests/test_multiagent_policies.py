@@ -104,6 +104,26 @@ def test_learning_rate_control_reaches_every_policy_at_its_own_step():
     trainer.close()
 
 
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_each_policy_logs_the_learning_rate_its_optimizer_uses(algo):
+    """A single-policy run logs ``learning_rate``, the rate its optimizer uses under ``lr_decay`` (DQN, which
+    reports none, gets one). A multi-policy run logged PPO's configured rate (3e-4 all along) and nothing for DQN:
+    each policy's now, as ``policy/learning_rate``, as its other statistics are named."""
+    hp = {**HPARAMS[algo], "learning_starts": 64} if algo == "dqn" else HPARAMS[algo]
+    trainer = canter.make_trainer(algo, env=MIXED, policies="type", seed=0, max_steps=3_000, lr_decay="linear",
+                                  **{**hp, "eval_every": 10**9})
+    base = hp.get("lr", 3e-4)
+    try:
+        losses = next(r.losses for r in trainer() if all(f"{p}/loss" in r.losses or f"{p}/value_loss" in r.losses
+                                                         for p in trainer.members))
+        assert "learning_rate" not in losses
+        for p, m in trainer.members.items():
+            used = next(iter(m.lr.current().values()))
+            assert losses[f"{p}/learning_rate"] == pytest.approx(used) and used < base
+    finally:
+        trainer.close()
+
+
 def test_raising_max_steps_between_calls_stretches_every_policys_schedules():
     """A later call after raising ``trainer.run.max_steps`` continues (Trainer.__call__); each policy's
     budget is its share of the new budget, as a shared policy's is the whole (its linear learning rate

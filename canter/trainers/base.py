@@ -341,6 +341,12 @@ class Trainer:
             self.guard.check_update(losses)
         except Divergence as err:
             return self.guard.handle(err)
+        return self.with_lr(losses)
+
+    def with_lr(self, losses: dict[str, float]) -> dict[str, float]:
+        """``losses`` with its ``learning_rate`` the first optimizer's rate now, where the LR control changes it
+        (an algorithm reports its configured ``lr``) or may change it (:meth:`_shows_lr`); a multi-policy run's
+        members each give theirs, logged as ``policy/learning_rate``."""
         reported = "learning_rate" in losses
         if losses and (self.lr.active if reported else self._shows_lr()):
             losses["learning_rate"] = next(iter(self.lr.current().values()))
@@ -349,7 +355,7 @@ class Trainer:
     def _shows_lr(self) -> bool:
         """Whether the run's LR control may change the rates of an algorithm that reports none (DQN, SAC, ...):
         plateau reductions, ``lr_decay`` or ``min_lr``. Its updates then carry ``learning_rate``, the first
-        optimizer's rate, so a reduction shows in ``updates.parquet`` and TensorBoard (one policy only)."""
+        optimizer's rate, so a reduction shows in ``updates.parquet`` and TensorBoard."""
         r = self.run
         return isinstance(self.lr, LRControl) and (r.plateau_patience is not None or r.lr_decay != "constant"
                                                    or r.min_lr > 0)

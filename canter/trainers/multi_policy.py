@@ -164,7 +164,8 @@ class MultiPolicyTrainer(Trainer):
             diverged = None
             for p in due:  # every due member updates, so none is left with a full, unused rollout
                 try:
-                    stats.update({f"{p}/{k}": v for k, v in self.members[p].update().items()})
+                    member = self.members[p]  # its rate as its optimizer has it (decayed, reduced), as a single run's
+                    stats.update({f"{p}/{k}": v for k, v in member.with_lr(member.update()).items()})
                     waiting.discard(p)
                 except Divergence as err:
                     diverged = diverged or Divergence(f"{err.quantity} of policy '{p}'", self.step)
