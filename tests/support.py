@@ -123,6 +123,11 @@ HPARAMS = {"ppo": dict(n_envs=4, eval_every=2048, n_steps=64, batch_size=128, n_
 MIXED = "pettingzoo:tests.mixed_agents"
 
 
+# -- the recurrent tests' memory task (tests/memory_env.py: name a cue shown steps before) and its settings -----
+CUE = "memory_env:Cue-v0"
+CUE_HP = dict(lr=1e-3, n_steps=64, batch_size=128, n_epochs=4, ent_coef=0.01, lstm_hidden=32, n_envs=8)
+
+
 # -- the Atari tests' observations: 4 stacked 84x84 frames --------------------------------------------------
 FRAMES = (4, 84, 84)
 
