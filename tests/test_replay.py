@@ -401,3 +401,12 @@ def test_frame_stack_n_step_samples_match_the_stream_across_episode_ends_and_wra
         if prioritized:
             buf.update_priorities(b.indices, rng.random(16) * 5)
     assert buf.full and checked == 16 * 148
+
+
+def test_load_refuses_a_buffer_of_other_actions_in_one_line(tmp_path):
+    path = ReplayBuffer(16, (2,), (), act_dtype=np.int64).save(tmp_path / "discrete.npz")  # a DQN run's actions
+    with pytest.raises(CanterError, match=r"actions do not match: saved \(\) int64, this buffer \(2,\) float32"):
+        ReplayBuffer(16, (2,), (2,)).load(path)  # was NumPy's 'could not broadcast' ValueError
+    with pytest.raises(CanterError, match="actions do not match"):
+        ReplayBuffer(16, (2,), (), act_dtype=np.float32).load(path)
+

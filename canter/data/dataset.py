@@ -275,7 +275,8 @@ def _whole_transitions(saved: dict[str, Any], obs_space: gym.Space, act_space: g
     discrete = isinstance(act_space, gym.spaces.Discrete)
     buffer = (FrameStackReplay if is_atari(env_id) else ReplayBuffer)(
         int(saved["capacity"]), obs_space.shape, () if discrete else (int(np.prod(act_space.shape)),),
-        obs_dtype=obs_space.dtype, act_dtype=np.int64 if discrete else np.float32, n_envs=int(saved["n_envs"]))
+        obs_dtype=obs_space.dtype, n_envs=int(saved["n_envs"]),  # integer actions as make_replay_buffer stores them
+        act_dtype=np.int64 if isinstance(act_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) else np.float32)
     buffer.load_state_dict(saved)
     held = buffer.chronological_indices()
     idx = _whole_episodes(held, buffer)

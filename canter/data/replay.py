@@ -266,6 +266,12 @@ class ReplayBuffer:
                 f"replay buffer observations do not match: saved {obs.shape[1:]} {obs.dtype}, "
                 f"this buffer {self.obs.shape[1:]} {self.obs.dtype}"
             )
+        actions = np.asarray(state["actions"])
+        if actions.shape[2:] != self.actions.shape[2:] or actions.dtype.kind != self.actions.dtype.kind:
+            raise CanterError(  # a Discrete run's buffer into a Box run's one was NumPy's broadcast error
+                f"replay buffer actions do not match: saved {actions.shape[2:]} {actions.dtype}, "
+                f"this buffer {self.actions.shape[2:]} {self.actions.dtype}"
+            )
         rows = len(obs)
         for key in self.ARRAYS:
             arr = getattr(self, key)
