@@ -410,3 +410,21 @@ def test_load_refuses_a_buffer_of_other_actions_in_one_line(tmp_path):
     with pytest.raises(CanterError, match="actions do not match"):
         ReplayBuffer(16, (2,), (), act_dtype=np.float32).load(path)
 
+
+def test_a_prioritized_buffer_loads_a_uniform_buffers_file_with_equal_priorities(tmp_path):
+    uniform = ReplayBuffer(16, (1,), (), act_dtype=np.int64, n_envs=2)
+    obs = np.zeros((2, 1), np.float32)
+    for t in range(5):
+        uniform.add(obs, np.array([t, t]), np.ones(2, np.float32), obs + 1, np.zeros(2, bool), np.array([True, t != 2]))
+        obs = obs + 1
+    path = uniform.save(tmp_path / "uniform.npz")
+    per = PrioritizedReplayBuffer(16, (1,), (), act_dtype=np.int64, n_envs=2, alpha=0.6)
+    per.load(path)  # was KeyError: 'priorities'
+    assert len(per) == len(uniform) == 9
+    np.testing.assert_array_equal(per.sums.leaves > 0, per._valid[:per.sums.capacity])
+    assert per.sums.total == pytest.approx(9.0) and per.mins.min == 1.0
+    batch = per.sample(64)
+    assert per._valid[batch.indices.numpy()].all()
+    torch.testing.assert_close(batch.weights, torch.ones(64))  # equal priorities: equal weights
+    per.update_priorities(batch.indices[:1], torch.tensor([3.0]))  # the loaded buffer learns on as a new one
+    assert per.max_priority == pytest.approx(3.0 + per.eps)

@@ -97,10 +97,15 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         state.update(priorities=self.sums.leaves.copy(), max_priority=self.max_priority, beta=self.beta)
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`; a uniform buffer's state (no priorities: ``ReplayBuffer.save``'s file)
+        gives every stored transition the priority a new one gets, the largest so far (1 for it)."""
         super().load_state_dict(state)
-        leaves = np.asarray(state["priorities"], dtype=np.float64)
+        self.max_priority = float(state.get("max_priority", 1.0))
+        if "priorities" in state:
+            leaves = np.asarray(state["priorities"], dtype=np.float64)
+        else:  # it was a KeyError traceback
+            leaves = np.where(self._valid, self.max_priority ** self.alpha, 0.0)
         self.sums.set_all(leaves)
         self.mins.set_all(np.where(leaves > 0, leaves, np.inf))
-        self.max_priority = float(state["max_priority"])
         self.beta = float(state.get("beta", self.beta))
