@@ -373,3 +373,41 @@ def test_collect_refuses_an_out_path_that_is_not_utf8(capsys, runs, tmp_path):
     code, _, err = run_cli(capsys, "collect", str(runs[0]), "--out", out, "--transitions", "8")
     assert_one_line_error(code, err, "--out", "data\\xff", "is not valid UTF-8")
     assert list(tmp_path.iterdir()) == []
+
+
+def _no_render_mode_env() -> object:
+    import gymnasium as gym
+    import numpy as np
+
+    class Plain(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return np.zeros(2, np.float32), {}
+
+        def step(self, action):
+            self.t += 1
+            return np.zeros(2, np.float32), 1.0, False, self.t >= 5, {}
+
+    return Plain
+
+
+def test_play_an_env_whose_constructor_takes_no_render_mode(capsys, tmp_path):
+    import gymnasium as gym
+
+    gym.register("CanterTestNoRenderMode-v0", entry_point=_no_render_mode_env())
+    try:
+        run_dir = tmp_path / "run"
+        code, _, err = run_cli(capsys, "train", "ppo", "--env", "CanterTestNoRenderMode-v0", *TINY, "--run-dir",
+                               str(run_dir))
+        assert code == 0, err
+        code, out, err = run_cli(capsys, "play", str(run_dir), "--episodes", "2")  # was gymnasium's TypeError traceback
+        assert code == 0, err
+        assert out.splitlines() == ["episode 1: return 5.00", "episode 2: return 5.00"]
+        code, out, err = run_cli(capsys, "play", str(run_dir), "--render")
+        assert_one_line_error(code, err, "CanterTestNoRenderMode-v0", "cannot render", "takes no render_mode")
+    finally:
+        gym.registry.pop("CanterTestNoRenderMode-v0", None)

@@ -95,10 +95,25 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
         _time_limit(kwargs)  # agent steps (atari.make_atari_env)
         return atari.make_atari_env(_gym_id(env_id), training=False, render_mode=render_mode, env_kwargs=kwargs)
     _time_limit(kwargs, training=False)  # canter play / --record-every: 2e1 or 20.0 was gymnasium's TypeError traceback
+    # render_mode only when asked, as training and evaluation make the env: gymnasium passes render_mode=None on to
+    # the constructor, and an env whose __init__ takes no render_mode trained and evaluated but failed canter play
+    spec = _capped(gym.spec(_gym_id(env_id)), False)
     try:
-        return pack_observations(gym.make(_capped(gym.spec(_gym_id(env_id)), False), render_mode=render_mode, **kwargs))
+        return pack_observations(gym.make(spec, **({} if render_mode is None else {"render_mode": render_mode}), **kwargs))
     except gym.error.DependencyNotInstalled as exc:
         raise _missing_dependency(env_id, exc) from None
+    except TypeError:
+        if render_mode is None:
+            raise
+        try:  # made without render_mode, the env is fine: its constructor takes none (else the error is another's)
+            gym.make(spec, **kwargs).close()
+        except Exception:  # noqa: BLE001 - the first error, a bad env_kwargs say, is the one to report
+            pass
+        else:
+            raise CanterError(f"'{env_id}' cannot render: its constructor takes no render_mode argument, which "
+                              f"--render, --video-dir and --record-every pass (render_mode={render_mode!r}), as "
+                              f"gymnasium's envs take it") from None
+        raise
 
 
 def _time_limit(kwargs: dict[str, Any], training: bool = True) -> Any:
