@@ -43,13 +43,15 @@ class _Parser(argparse.ArgumentParser):
             for token in message.split(":", 1)[1].split():
                 if token.startswith("--"):
                     options = [o for o in self._option_string_actions if o.startswith("--") and o != "--help"]
-                    from canter.config_errors import OTHER_NAMES  # --learning-rate is --lr, not the closest spelling
+                    # --learning-rate is --lr, not the closest spelling (Tianshou's --test-num: --eval-envs)
+                    from canter.config_errors import OTHER_NAMES, TIANSHOU_NAMES
 
-                    ours = OTHER_NAMES.get(token.split("=", 1)[0][2:].replace("-", "_"), "")
-                    near = [o for o in (f"--{ours.replace('_', '-')}",) if ours and o in options]
+                    name = token.split("=", 1)[0][2:].replace("-", "_")
+                    ours = OTHER_NAMES.get(name) or TIANSHOU_NAMES.get(name, "")
                     # a run key without a flag of its own (--early-stopping) is given with --set: it was answered
                     # with flags that only looked alike ('--log-std-init')
                     set_only = self._set_only_keys(options)
+                    near = [o for o in (f"--{ours.replace('_', '-')}",) if ours and (o in options or o in set_only)]
                     flag = token.split("=", 1)[0]
                     near = near or ([flag] if flag in set_only else closest(flag, [*options, *set_only]))
                     near = [set_only.get(o, o) for o in near]

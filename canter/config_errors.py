@@ -34,19 +34,51 @@ SB3_ONLY = {
 }
 
 
+#: Tianshou's trainer, collector and policy arguments that canter spells otherwise (the closest spellings misled:
+#: episode_per_test -> 'per_eps', test_num -> nothing)
+TIANSHOU_NAMES = {"episode_per_test": "eval_episodes", "test_num": "eval_envs", "training_num": "n_envs",
+                  "discount_factor": "gamma", "estimation_step": "n_step", "target_update_freq": "target_update_interval",
+                  "repeat_per_collect": "n_epochs"}
+
+#: Tianshou's arguments that are several canter settings, or a hook: step_per_epoch was answered "did you mean
+#: 'per_eps'?", update_per_step "'per_eps' or 'plateau_patience'", stop_fn and save_best_fn with "82 choices"
+TIANSHOU_ONLY = {
+    "max_epoch": "canter trains for max_steps env steps (max_epoch x step_per_epoch) and evaluates every eval_every",
+    "epoch": "canter trains for max_steps env steps (max_epoch x step_per_epoch) and evaluates every eval_every",
+    "step_per_epoch": "canter evaluates every eval_every env steps (a Tianshou epoch's test) until max_steps",
+    "step_per_collect": "the env steps collected between updates are hparams.train_freq (off-policy) or hparams.n_steps "
+                        "per env (on-policy)",
+    "episode_per_collect": "canter collects env steps, not episodes: hparams.train_freq (off-policy) or hparams.n_steps "
+                           "per env (on-policy)",
+    "update_per_step": "an off-policy run takes hparams.gradient_steps updates every hparams.train_freq env steps",
+    "stop_fn": "give target_reward, or a should_stop hook returning a reason (hooks={'should_stop': fn})",
+    "save_best_fn": "a run directory (run_dir) saves checkpoints/best at each new best evaluation; a function of your "
+                    "own is an on_best hook (hooks={'on_best': fn})",
+    "save_checkpoint_fn": "a run directory (run_dir) saves checkpoints every checkpoint_every steps; a function of your "
+                          "own is an on_checkpoint hook (hooks={'on_checkpoint': fn})",
+    "resume_from_log": "continue a run directory with canter.resume(run_dir) (canter train --resume RUN_DIR)",
+    "train_fn": "a function called before each collection is a before_collect hook (hooks={'before_collect': fn})",
+    "test_fn": "a function called after each evaluation is an on_evaluate hook (hooks={'on_evaluate': fn})",
+    "logger": "TensorBoard event files go to the run directory (run_dir), on unless tensorboard: false",
+}
+
+
 def _other_name(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
-    """The error for a key that Stable-Baselines3 / rl-zoo3 use for what canter calls otherwise, or for a
-    command-line option given as a config key (``run_dir``), or None."""
+    """The error for a key that Stable-Baselines3 / rl-zoo3 or Tianshou use for what canter calls otherwise, or
+    for a command-line option given as a config key (``run_dir``), or None."""
     name = key[len("hparams."):] if key.startswith("hparams.") else key
     if name in FLAG_ONLY and name not in run_keys and name not in hp_keys:
         return CanterError(f"unknown config key '{key}': it is an option of the command, {FLAG_ONLY[name]}")
-    if name in SB3_ONLY and name not in run_keys and name not in hp_keys:
-        return CanterError(f"unknown config key '{key}' (Stable-Baselines3's): {SB3_ONLY[name]}")
-    ours = OTHER_NAMES.get(name)
+    for only, library in ((SB3_ONLY, "Stable-Baselines3"), (TIANSHOU_ONLY, "Tianshou")):
+        if name in only and name not in run_keys and name not in hp_keys:
+            return CanterError(f"unknown config key '{key}' ({library}'s): {only[name]}")
+    ours, library = OTHER_NAMES.get(name), "Stable-Baselines3"
+    if ours is None:
+        ours, library = TIANSHOU_NAMES.get(name), "Tianshou"
     if ours is None or (ours not in run_keys and ours not in hp_keys):
         return None
     where = f"hparams.{ours}" if ours in hp_keys else ours
-    return CanterError(f"unknown config key '{key}'; canter calls it '{where}' (Stable-Baselines3's '{name}')")
+    return CanterError(f"unknown config key '{key}'; canter calls it '{where}' ({library}'s '{name}')")
 
 
 def _another_algorithms(key: str, keys: list[str], algo: str) -> CanterError | None:

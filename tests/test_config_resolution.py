@@ -246,6 +246,28 @@ def test_stable_baselines3_names_point_to_canters(capsys):
     assert capsys.readouterr().err.strip().endswith("did you mean '--lr'?")
 
 
+def test_tianshou_names_point_to_canters(capsys):
+    """A Tianshou user's trainer and policy arguments were answered with the closest spellings: step_per_epoch
+    "did you mean 'per_eps'?", update_per_step "'per_eps' or 'plateau_patience'", test_num and stop_fn "82 choices"."""
+    from canter.cli import main
+
+    with pytest.raises(CanterError, match=r"'episode_per_test'; canter calls it 'eval_episodes' \(Tianshou's"):
+        resolve_config("dqn", "CartPole-v1", sets=["episode_per_test=5"])
+    with pytest.raises(CanterError, match=r"'estimation_step'; canter calls it 'hparams.n_step'"):
+        resolve_config("dqn", "CartPole-v1", sets=["estimation_step=3"])
+    with pytest.raises(CanterError, match=r"'repeat_per_collect'; canter calls it 'hparams.n_epochs'"):
+        resolve_config("ppo", "CartPole-v1", sets=["repeat_per_collect=4"])
+    with pytest.raises(CanterError, match=r"'step_per_epoch' \(Tianshou's\): canter evaluates every eval_every"):
+        resolve_config("dqn", "CartPole-v1", sets=["step_per_epoch=1000"])
+    with pytest.raises(CanterError, match=r"'update_per_step' \(Tianshou's\): .*gradient_steps .*train_freq"):
+        resolve_config("dqn", "CartPole-v1", sets=["update_per_step=0.1"])
+    with pytest.raises(CanterError, match=r"'save_best_fn' \(Tianshou's\): .*checkpoints/best.*on_best"):
+        resolve_config("dqn", "CartPole-v1", sets=["save_best_fn=x"])
+    assert main(["train", "dqn", "--env", "CartPole-v1", "--test-num", "3"]) == 2
+    assert capsys.readouterr().err.strip().endswith("did you mean '--set eval_envs=VALUE'?")
+    assert main(["train", "dqn", "--env", "CartPole-v1", "--estimation-step", "3"]) == 2
+    assert capsys.readouterr().err.strip().endswith("did you mean '--n-step'?")
+
 def test_values_in_errors_stay_readable(tmp_path):
     """--set seed=1e300 printed the whole 301-digit integer it became, and a 100,000-character value was
     echoed whole: huge integers are shown in exponent form, long values cut."""
