@@ -433,3 +433,21 @@ def test_a_reward_relabelling_cannot_compute_is_refused_before_the_run_starts(tm
                                                 "--set", "learning_starts=10", "--max-steps", "40"], message)
     finally:
         gym.registry.pop("info-point", None)
+
+
+
+def test_a_plain_buffers_file_is_refused_by_a_hindsight_buffer_before_anything_is_overwritten(tmp_path):
+    from canter.data import ReplayBuffer
+    from canter.errors import CanterError
+
+    plain = ReplayBuffer(10_000, (6,), (2,), n_envs=1)
+    _fill(plain, [[5]], 10)
+    path = plain.save(tmp_path / "plain.npz")
+    buf = _buffer()
+    _fill(buf, [[3]], 12)
+    kept, held = {k: np.copy(getattr(buf, k)) for k in buf.ARRAYS}, len(buf)
+    with pytest.raises(CanterError, match="saved by another kind of buffer than this HerReplayBuffer: it holds no "
+                                          "ep_start, ep_end"):
+        buf.load(path)  # was KeyError: 'ep_start', after the plain arrays had replaced the buffer's
+    assert all(np.array_equal(kept[k], getattr(buf, k)) for k in buf.ARRAYS)
+    assert len(buf) == held == 9 and len(buf.sample(8).obs) == 8  # still the buffer it was

@@ -260,6 +260,10 @@ class ReplayBuffer:
         for key in ("capacity", "n_envs"):
             if key in state and int(state[key]) != getattr(self, key):
                 raise CanterError(f"replay buffer {key} mismatch: saved {int(state[key])}, this buffer {getattr(self, key)}")
+        missing = [key for key in self.ARRAYS if key not in state]
+        if missing:  # checked before anything is overwritten (a hindsight buffer given a plain one's file: KeyError)
+            raise CanterError(f"the replay buffer was saved by another kind of buffer than this {type(self).__name__}: "
+                              f"it holds no {', '.join(missing)}")
         obs = np.asarray(state["obs"])
         if obs.shape[1:] != self.obs.shape[1:] or obs.dtype != self.obs.dtype:
             raise CanterError(
