@@ -29,6 +29,7 @@ from canter.resume_checks import (
     as_numbers_now, check_config_unedited, check_opponents, check_resume_metadata, check_same_run, check_writable,
     resume_dataset,
 )
+from canter.resume_settings import check_continues, check_settings, resumed_metadata
 from canter.run import Run, run_metadata
 from canter.run_dirs import check_new_run_dir, new_run_dir, nothing_to_resume, outermost_missing
 from canter.run_lock import check_free
@@ -376,6 +377,7 @@ def load_agent_state(agent: Agent, state: dict[str, Any], base: Path, weights_on
 def resume_trainer(
     run_dir: str | Path, *, quiet: bool = True, max_steps: int | None = None, max_seconds: float | None = None,
     callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None, dataset: str | Path | None = None,
+    **settings: Any,
 ) -> Run:
     """Rebuild the :class:`~canter.run.Run` of ``run_dir`` from its ``last`` checkpoint, ready to continue.
 
@@ -384,6 +386,8 @@ def resume_trainer(
     the rows the checkpoint had, so the continuation equals an uninterrupted run. ``max_steps`` /
     ``max_seconds`` extend a finished run. Python ``callbacks``/``hooks`` must be given again.
     ``dataset``: an offline run's dataset at a new path (moved or copied), checked to be the same data.
+    ``settings``: new values of the run settings that change no learning (:data:`canter.resume_settings.CHANGEABLE`:
+    ``keep_checkpoints``, ``checkpoint_every``, ``wandb``), kept by the run's config from then on.
     """
     if not isinstance(run_dir, (str, os.PathLike)):
         raise CanterError(f"expected a run directory (a str or pathlib.Path), got {run_dir!r}")
@@ -409,7 +413,8 @@ def resume_trainer(
     if isinstance(cfg.get("callbacks"), list):  # a run saved before exponent forms were numbers ('1e-3')
         cfg["callbacks"] = as_numbers_now(cfg["callbacks"])
     hp_values = cfg.pop("hparams", {})
-    reason, step = meta.get("stop_reason"), int(meta["step"])
+    check_settings(settings, hp_values)
+    cfg.update(settings)  # written to config.yaml and the next 'last': a later resume keeps them
     if max_steps is not None:
         cfg["max_steps"] = max_steps
     if max_seconds is not None:
@@ -417,28 +422,16 @@ def resume_trainer(
     check_resume_device(cfg.get("device"), run_dir)
     run = build(RunConfig, cfg)
     algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values)
-    extended = (reason == "max_steps" and run.max_steps > step) or (
-        reason == "max_seconds" and (run.max_seconds is None or run.max_seconds > meta["trainer"]["wall_time"]))
-    if reason not in (None, "interrupted") and not extended:
-        hint = {"max_steps": "; pass --max-steps N to extend it",
-                "max_seconds": "; pass --max-seconds S to extend it"}.get(reason, "")
-        if reason == "max_steps" and max_steps is not None:  # run's budgets: validated ('512' is 512, as in train)
-            hint = f"; --max-steps must be more than its {step} steps to extend it, got {run.max_steps}"
-        elif reason == "max_seconds" and max_seconds is not None:
-            hint = (f"; --max-seconds must be more than its {meta['trainer']['wall_time']:.1f} s to extend it, "
-                    f"got {run.max_seconds:g}")
-        raise CanterError(f"run '{run_dir}' already finished (stop reason: {reason}); nothing to resume{hint}")
-    if max_steps is not None and run.max_steps <= step:
-        raise CanterError(f"--max-steps must be more than the {step} steps run '{run_dir}' has taken, "
-                          f"got {run.max_steps}")
+    check_continues(run_dir, meta, run, max_steps, max_seconds)
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
     load_agent_state(make_agent(run, algo_cfg, *spaces), state, base)  # the weights fit: checked before writing
     resume_dataset(run_dir, cfg, state["trainer"], dataset)  # before anything is written
     run.dataset = cfg.get("dataset")  # a moved dataset's new path
-    check_config_unedited(run_dir, meta["config"], ("dataset",) if dataset is not None else (),  # after the checkpoint
-                          resolved_dict(run, algo_cfg))
-    run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), resumed=meta)
+    check_config_unedited(run_dir, meta["config"], (*settings, *(("dataset",) if dataset is not None else ())),
+                          resolved_dict(run, algo_cfg))  # after the checkpoint
+    run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks),
+                     resumed=resumed_metadata(meta, settings, run.checkpoint_every))
     assert isinstance(run_obj, Run)
     agent = run_obj.trainer.agent
     for which in ("observation_space", "action_space"):

@@ -16,6 +16,7 @@ from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, OFFLINE_RUN_HELP, Con
                              _config_file_arg, ResumeParser, _flag_value, _Parser, int_arg, preset_values)
 from canter.cli_list import cmd_list
 from canter.errors import CanterError, interrupted
+from canter.resume_settings import CHANGEABLE, keep_arg
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
@@ -33,6 +34,8 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-checkpoints", type=int_arg, dest="keep_checkpoints", metavar="K",
                    help="keep only the newest K periodic checkpoints (step-N, saved every checkpoint_every steps); "
                         "best and last are always kept (default: keep all)")
+    p.add_argument("--checkpoint-every", type=int_arg, dest="checkpoint_every", metavar="N",
+                   help="save a periodic checkpoint (step-N) every N env steps (default 50000; 0: none)")
     p.add_argument("--record-every", type=int_arg, dest="record_every",
                    help="record an evaluation episode as MP4 in RUN_DIR/videos every N steps (needs the 'video' extra)")
     p.add_argument("--dataset", help="offline algorithms (bc, cql, td3bc): dataset written by canter collect")
@@ -63,7 +66,8 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
     p.add_argument("algo", help="algorithm (see 'canter list')")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue a stopped run instead (canter train --resume RUN_DIR [--max-steps N] "
-                        "[--max-seconds S] [--dataset PATH] [--quiet])")
+                        "[--max-seconds S] [--dataset PATH] [--keep-checkpoints K] [--checkpoint-every N] "
+                        "[--wandb | --no-wandb] [--quiet])")
     _add_run_flags(p)
     if algo is not None and not algo.startswith("-"):
         try:  # canter's own algorithms are described without torch, with the env's presets too
@@ -131,7 +135,7 @@ def cmd_train(argv: list[str]) -> int:
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
     run_flags = ("seed", "n_envs", "target_reward", "max_steps", "max_seconds", "eval_episodes", "eval_every",
                  "vectorization", "device", "wandb", "record_every", "explorers", "ray_address", "dataset",
-                 "keep_checkpoints")
+                 "keep_checkpoints", "checkpoint_every")
     overrides = {k: getattr(args, k) for k in run_flags if getattr(args, k) is not None}
     if args.env_kwargs is not None:
         overrides["env_kwargs"] = parse_env_kwargs(args.env_kwargs)
@@ -144,12 +148,23 @@ def cmd_train(argv: list[str]) -> int:
 
 def _resume_parser() -> ResumeParser:
     """The parser of ``canter train --resume RUN_DIR``: the options a resume takes."""
-    p = ResumeParser(prog="canter train", description="Continue a stopped run exactly where its last checkpoint is.")
+    p = ResumeParser(prog="canter train", description=(
+        "Continue a stopped run exactly where its last checkpoint is, with its saved config: only the budgets, a "
+        "moved dataset and the settings that change nothing it learns (checkpoints kept and saved, W&B) may change; "
+        "the run keeps them from then on."))
     p.add_argument("--resume", required=True, metavar="RUN_DIR", help="run directory to continue")
     p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="new step budget (extends a finished run)")
     p.add_argument("--max-seconds", type=float, dest="max_seconds", help="new wall-clock budget")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--dataset", help="offline runs: the run's dataset at its new path (moved; checked to be the same)")
+    # what changes no learning (canter/resume_settings.py): kept by the run's config from then on
+    p.add_argument("--keep-checkpoints", type=keep_arg, dest="keep_checkpoints", metavar="K",
+                   default=argparse.SUPPRESS,
+                   help="keep only the newest K periodic checkpoints from now on ('all': keep every one)")
+    p.add_argument("--checkpoint-every", type=int_arg, dest="checkpoint_every", metavar="N",
+                   default=argparse.SUPPRESS, help="save a periodic checkpoint every N steps from now on (0: none)")
+    p.add_argument("--wandb", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
+                   help="log to Weights & Biases from now on (--no-wandb: stop)")
     return p
 
 
@@ -160,8 +175,9 @@ def _cmd_resume(argv: list[str]) -> int:
     from canter import _import_deferring_gc
 
     resume_trainer = _import_deferring_gc("canter.api").resume_trainer  # as make_trainer above
+    settings = {k: getattr(args, k) for k in CHANGEABLE if hasattr(args, k)}  # those given (default: SUPPRESS)
     return _drive(resume_trainer(args.resume, quiet=args.quiet, max_steps=args.max_steps, max_seconds=args.max_seconds,
-                                 dataset=args.dataset))
+                                 dataset=args.dataset, **settings))
 
 
 def _drive(trainer: Any) -> int:

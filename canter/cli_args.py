@@ -16,6 +16,7 @@ DEVICE_HELP = "act on this torch device: cpu, cuda, cuda:N or auto (default: the
 OFFLINE_RUN_HELP = {
     "max_steps": "gradient-update budget (an offline run steps no env: its steps are updates)",
     "eval_every": "evaluate every N gradient updates",
+    "checkpoint_every": "save a periodic checkpoint (step-N) every N gradient updates (default 50000; 0: none)",
     "n_envs": "unused: an offline run steps no training env (a value other than 1 is warned about)",
     "record_every": "record an evaluation episode as MP4 in RUN_DIR/videos every N gradient updates (needs the "
                     "'video' extra)",
@@ -82,8 +83,10 @@ class ResumeParser(_Parser):
     """The parser of ``canter train --resume``: its errors say which options may come with ``--resume``."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        from canter.resume_settings import RESUME_OPTIONS
+
         raise CanterError(f"{self.explain(message)} (--resume continues a run with its saved config; only "
-                          "--max-steps, --max-seconds, --dataset and --quiet may be given with it)")
+                          f"{RESUME_OPTIONS} may be given with it)")
 
 
 class ConfigFileAction(argparse.Action):

@@ -92,10 +92,12 @@ def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str
     """A one-line :class:`CanterError` when ``run_dir/config.yaml`` was edited since the run wrote it: resuming
     continues with the config saved in ``checkpoints/last`` and rewrites the file, so the edit would be ignored
     and lost without a word. ``max_steps`` and ``max_seconds`` (which ``--resume`` may change) are not compared,
-    nor the keys ``given`` to this resume (``dataset``: a moved dataset's path, which a resumed run killed
-    before its next ``last`` has written to the file already); a missing file is written again. A key (or
-    hyperparameter) that the saved config predates counts as saved with its value in ``resolved``, the config
-    that resuming builds from it (and writes to the file when it starts, before its next ``last``)."""
+    nor the keys ``given`` to this resume (``dataset``: a moved dataset's path, and the settings of
+    :data:`~canter.resume_settings.CHANGEABLE`, which a resumed run killed before its next ``last`` has written to
+    the file already: one of those not given again is refused with the flag that gives it); a missing file is
+    written again. A key (or hyperparameter) that the saved config predates counts as saved with its value in
+    ``resolved``, the config that resuming builds from it (and writes to the file when it starts, before its next
+    ``last``)."""
     path = run_dir / "config.yaml"
     found = _written_config(path)
     if found is None:
@@ -108,11 +110,18 @@ def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str
     resumable = ("max_steps", "max_seconds", *given)
     key = _differing_key({k: v for k, v in found.items() if k not in resumable},
                          {k: v for k, v in saved.items() if k not in resumable})
+    from canter.resume_settings import CHANGEABLE, flag_for, listed
+
+    if key in CHANGEABLE and key in found:  # a hand edit, or a resume given it that was killed before its next 'last'
+        raise CanterError(f"{path} says {key}: {_json(found.get(key))}, the run's checkpoints/last {key}: "
+                          f"{_json(saved.get(key))}; --resume continues with the saved value unless it is given "
+                          f"again: canter train --resume {run_dir} {flag_for(key, found.get(key))} (or undo the edit)")
     if key is not None:
+        may = listed(["--max-seconds", "a moved dataset's --dataset", *CHANGEABLE.values()])
         raise CanterError(f"{path} was edited since the run wrote it ('{key}' differs from the config saved in "
                           f"checkpoints/last); --resume continues a run with its saved config (only --max-steps, "
-                          f"--max-seconds and a moved dataset's --dataset may change): undo the edit, or start a new "
-                          f"run with that config: canter train {saved.get('algo')} -f {path} --run-dir NEW_DIR")
+                          f"{may} may change): undo the edit, or start a new run with that config: "
+                          f"canter train {saved.get('algo')} -f {path} --run-dir NEW_DIR")
 
 
 def _json(value: Any) -> str:

@@ -1,0 +1,101 @@
+"""What ``canter train --resume`` (and :func:`canter.api.resume_trainer`) may change besides the budgets
+(``max_steps``, ``max_seconds``) and a moved offline dataset: the run settings that change nothing the run
+learns, only what it writes (:data:`CHANGEABLE`). Everything else continues as the checkpoint saved it, so
+the resumed run stays the uninterrupted run's exact continuation.
+
+A setting given is written into the resumed run's config, so it is what ``config.yaml`` says once the run
+starts and what its next ``last`` saves (a later resume keeps it). A changed ``checkpoint_every`` moves the
+next periodic checkpoint to the new grid: the next multiple of the new value after the resumed step.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from canter.errors import CanterError, closest
+
+#: run key -> the ``canter train --resume`` flag that changes it: the settings that change no learning
+CHANGEABLE: dict[str, str] = {
+    "keep_checkpoints": "--keep-checkpoints",  # which periodic checkpoints are deleted
+    "checkpoint_every": "--checkpoint-every",  # when periodic checkpoints are saved
+    "wandb": "--wandb",  # whether the scalars also go to Weights & Biases
+}
+
+
+def listed(names: list[str]) -> str:
+    """``a, b and c``."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+#: the options ``canter train --resume`` takes, for its one-line errors
+RESUME_OPTIONS = listed(["--max-steps", "--max-seconds", "--dataset", *CHANGEABLE.values(), "--quiet"])
+
+
+def flag_for(key: str, value: Any) -> str:
+    """The ``canter train --resume`` option that sets ``key`` (one of :data:`CHANGEABLE`) to ``value``."""
+    if key == "wandb":
+        return "--wandb" if value else "--no-wandb"
+    return f"{CHANGEABLE[key]} {'all' if value is None else value}"
+
+
+def keep_arg(text: str) -> int | None:
+    """The value of ``--resume``'s ``--keep-checkpoints``: K, or ``all`` (keep every periodic checkpoint again)."""
+    from canter.cli_args import int_arg
+
+    return None if text.strip().lower() in ("all", "null") else int_arg(text)
+
+
+def check_settings(settings: dict[str, Any], hparams: Any = ()) -> None:
+    """A one-line :class:`CanterError` for a key of ``settings`` (keyword arguments of a resume) that a resume may
+    not change: a run key other than those of :data:`CHANGEABLE` (the seed, ``n_envs``, the evaluations: those that
+    change what the run learns, and those not yet shown not to), one of the run's ``hparams``, or no setting at all
+    (naming the closest argument a resume takes)."""
+    from canter.config import RunConfig
+
+    keys = [f.name for f in dataclasses.fields(RunConfig)]
+    for key in settings:
+        if key in CHANGEABLE:
+            continue
+        if key in keys or key == "hparams" or key in hparams:
+            raise CanterError(f"'{key}' cannot change when a run is resumed: it continues with its saved config, "
+                              f"exactly as it would have gone on (only max_steps, max_seconds, dataset, "
+                              f"{listed(list(CHANGEABLE))}, which change nothing "
+                              f"it learns, may change); to train with "
+                              f"other settings, start a new run: canter train ALGO -f RUN_DIR/config.yaml "
+                              f"--run-dir NEW_DIR")
+        near = closest(key, [*CHANGEABLE, "max_steps", "max_seconds", "dataset", "quiet", "callbacks", "hooks"])
+        hint = "did you mean " + " or ".join(f"'{n}'" for n in near) + "?" if near else (
+            f"it takes {listed(['max_steps', 'max_seconds', 'dataset', *CHANGEABLE, 'quiet', 'callbacks', 'hooks'])}")
+        raise CanterError(f"unknown resume argument '{key}'; {hint}")
+
+
+def resumed_metadata(meta: dict[str, Any], settings: dict[str, Any], checkpoint_every: int) -> dict[str, Any]:
+    """``meta`` (``last``'s JSON) as the resumed :class:`~canter.run.Run` takes it: where ``settings`` change
+    ``checkpoint_every`` (the run's value now: ``checkpoint_every``), no periodic checkpoint is due on the old
+    grid any more (the run computes the next one on the new grid; with 0, none)."""
+    if "checkpoint_every" not in settings or meta["config"].get("checkpoint_every") == checkpoint_every:
+        return meta
+    return {**meta, "next_checkpoint": None}
+
+
+def check_continues(run_dir: Path, meta: dict[str, Any], run: Any, max_steps: int | None,
+                    max_seconds: float | None) -> None:
+    """A one-line :class:`CanterError` when the run in ``run_dir`` (``meta``: its ``last``'s JSON; ``run``: the
+    resumed :class:`~canter.config.RunConfig`, with the budgets given) has nothing left to train: it finished,
+    and ``max_steps`` / ``max_seconds`` do not extend it (or ``max_steps`` is not above its steps)."""
+    reason, step = meta.get("stop_reason"), int(meta["step"])
+    extended = (reason == "max_steps" and run.max_steps > step) or (
+        reason == "max_seconds" and (run.max_seconds is None or run.max_seconds > meta["trainer"]["wall_time"]))
+    if reason not in (None, "interrupted") and not extended:
+        hint = {"max_steps": "; pass --max-steps N to extend it",
+                "max_seconds": "; pass --max-seconds S to extend it"}.get(reason, "")
+        if reason == "max_steps" and max_steps is not None:  # run's budgets: validated ('512' is 512, as in train)
+            hint = f"; --max-steps must be more than its {step} steps to extend it, got {run.max_steps}"
+        elif reason == "max_seconds" and max_seconds is not None:
+            hint = (f"; --max-seconds must be more than its {meta['trainer']['wall_time']:.1f} s to extend it, "
+                    f"got {run.max_seconds:g}")
+        raise CanterError(f"run '{run_dir}' already finished (stop reason: {reason}); nothing to resume{hint}")
+    if max_steps is not None and run.max_steps <= step:
+        raise CanterError(f"--max-steps must be more than the {step} steps run '{run_dir}' has taken, "
+                          f"got {run.max_steps}")
