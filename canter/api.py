@@ -29,7 +29,7 @@ from canter.resume_checks import (
     as_numbers_now, check_config_unedited, check_opponents, check_resume_metadata, check_same_run, check_writable,
     resume_dataset,
 )
-from canter.resume_settings import check_continues, check_settings, resumed_metadata
+from canter.resume_settings import check_continues, check_keep_has_checkpoints, check_settings, resumed_metadata
 from canter.run import Run, run_metadata
 from canter.run_dirs import check_new_run_dir, new_run_dir, nothing_to_resume, outermost_missing
 from canter.run_lock import check_free
@@ -415,6 +415,7 @@ def resume_trainer(
     hp_values = cfg.pop("hparams", {})
     check_settings(settings, hp_values)
     cfg.update(settings)  # written to config.yaml and the next 'last': a later resume keeps them
+    check_keep_has_checkpoints(settings, cfg.get("checkpoint_every"))
     if max_steps is not None:
         cfg["max_steps"] = max_steps
     if max_seconds is not None:

@@ -70,6 +70,15 @@ def check_settings(settings: dict[str, Any], hparams: Any = ()) -> None:
         raise CanterError(f"unknown resume argument '{key}'; {hint}")
 
 
+def check_keep_has_checkpoints(settings: dict[str, Any], checkpoint_every: Any) -> None:
+    """A one-line :class:`CanterError` for a resume given ``keep_checkpoints`` of a run that saves no periodic
+    checkpoints (``checkpoint_every``: the value it resumes with, 0), saying what to give with it (the config's own
+    check answers with ``--set``, which ``--resume`` does not take)."""
+    if settings.get("keep_checkpoints") is not None and checkpoint_every == 0:
+        raise CanterError("--keep-checkpoints keeps the newest periodic checkpoints, but this run saves none "
+                          "(checkpoint_every: 0): give --checkpoint-every N too")
+
+
 def resumed_metadata(meta: dict[str, Any], settings: dict[str, Any], checkpoint_every: int) -> dict[str, Any]:
     """``meta`` (``last``'s JSON) as the resumed :class:`~canter.run.Run` takes it: where ``settings`` change
     ``checkpoint_every`` (the run's value now: ``checkpoint_every``), no periodic checkpoint is due on the old

@@ -170,7 +170,7 @@ def test_settings_that_change_learning_stay_refused(stopped, tmp_path, capsys):
     assert_one_line_error(code, err, "keep_checkpoints")
     code, _, err = run_cli(capsys, "train", "--resume", str(run_dir), "--keep-checkpoints", "2",
                            "--checkpoint-every", "0")
-    assert_one_line_error(code, err, "keep_checkpoints", "checkpoint_every: 0")
+    assert_one_line_error(code, err, "--keep-checkpoints", "checkpoint_every: 0")
     assert (run_dir / "checkpoints" / "last.json").read_bytes() == before
 
 
@@ -194,3 +194,15 @@ def test_a_new_run_takes_checkpoint_every_as_a_flag(tmp_path, capsys):
     assert code == 0, err
     assert sorted(periodic_checkpoints(run_dir / "checkpoints")) == [256]
     assert all((config["checkpoint_every"], config["keep_checkpoints"]) == (128, 1) for config in _saved(run_dir))
+
+
+def test_keep_checkpoints_on_a_run_without_periodic_checkpoints_says_to_give_checkpoint_every(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, hooks={"after_update": _stop_at_128},
+                 **{**PPO, "checkpoint_every": 0})
+    code, _, err = run_cli(capsys, "train", "--resume", str(run_dir), "--keep-checkpoints", "1")
+    assert_one_line_error(code, err, "checkpoint_every: 0", "give --checkpoint-every N too")
+    code, _, err = run_cli(capsys, "train", "--resume", str(run_dir), "--keep-checkpoints", "1",
+                           "--checkpoint-every", "64", "--quiet")
+    assert code == 0, err
+    assert sorted(periodic_checkpoints(run_dir / "checkpoints")) == [256]
