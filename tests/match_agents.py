@@ -9,7 +9,9 @@ agents that have left, as PettingZoo envs may. With ``masked=True`` observations
 ``{"observation", "action_mask"}`` dicts whose mask allows the target and one other action, and
 the env raises on a masked action; with ``factored=True`` too, the action is ``MultiDiscrete([3, 2])``
 (the choice, then a second sub-action that earns nothing) and the mask sb3-contrib's 3 + 2 entries,
-the second part allowing one of the two at random. With ``revive=True`` (and ``miss_leaves``) an agent that left is back
+the second part allowing one of the two at random. With ``image_obs=True`` each agent observes an 8 x 8 RGB
+uint8 image, its target's channel lit (255); with ``image_state=True`` ``state()`` is such images, one per agent,
+side by side. With ``revive=True`` (and ``miss_leaves``) an agent that left is back
 in ``agents`` at the next step, which PettingZoo's API forbids ("agent cannot be revived once dead").
 """
 from __future__ import annotations
@@ -30,19 +32,23 @@ class MatchAgents(ParallelEnv):
 
     def __init__(self, n_agents: int = 2, miss_leaves: bool = False, team: bool = False, state: bool = True,
                  masked: bool = False, render_mode: str | None = None, revive: bool = False,
-                 factored: bool = False) -> None:
+                 factored: bool = False, image_obs: bool = False, image_state: bool = False) -> None:
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.render_mode = render_mode
         self.masked, self.factored = masked, factored
         self.miss_leaves = miss_leaves  # an agent that misses its target leaves the episode
         self.team = team  # every agent earns 1 only when all match (a reward no agent earns alone)
         self.revive = revive  # an agent that left is back in agents at the next step (not PettingZoo's API)
+        self.image_obs, self.image_state = image_obs, image_state
         if state:  # PettingZoo's global state: every agent's target
-            self.state_space = spaces.Box(0.0, 1.0, (3 * n_agents,), np.float32)
+            self.state_space = (spaces.Box(0, 255, (8, 8 * n_agents, 3), np.uint8) if image_state
+                                else spaces.Box(0.0, 1.0, (3 * n_agents,), np.float32))
         self.rng = np.random.default_rng()
 
     @functools.lru_cache(maxsize=None)
     def observation_space(self, agent: str) -> spaces.Space:  # noqa: D102
+        if self.image_obs:
+            return spaces.Box(0, 255, (8, 8, 3), np.uint8)
         box = spaces.Box(0.0, 1.0, (3,), np.float32)
         mask = spaces.MultiBinary(5 if self.factored else 3)
         return spaces.Dict({"observation": box, "action_mask": mask}) if self.masked else box
@@ -52,6 +58,8 @@ class MatchAgents(ParallelEnv):
         return spaces.MultiDiscrete([3, 2]) if self.factored else spaces.Discrete(3)
 
     def _observe(self) -> dict:
+        if self.image_obs:
+            return {a: self._image(self.targets[a]) for a in self.agents}
         obs = {a: np.eye(3, dtype=np.float32)[self.targets[a]] for a in self.agents}
         if not self.masked:
             return obs
@@ -75,7 +83,15 @@ class MatchAgents(ParallelEnv):
         self._draw()
         return self._observe(), {a: {} for a in self.agents}
 
+    @staticmethod
+    def _image(target: int) -> np.ndarray:
+        frame = np.zeros((8, 8, 3), np.uint8)
+        frame[..., target] = 255
+        return frame
+
     def state(self) -> np.ndarray:  # noqa: D102
+        if self.image_state:
+            return np.concatenate([self._image(self.targets[a]) * (a in self.agents) for a in self.possible_agents], 1)
         return np.stack([np.eye(3, dtype=np.float32)[self.targets[a]] * (a in self.agents)
                          for a in self.possible_agents]).reshape(-1)
 

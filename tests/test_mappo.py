@@ -15,6 +15,7 @@ from canter.algorithms.mappo import MAPPO, MAPPOConfig  # noqa: E402
 from canter.algorithms.ppo import PPO, PPOConfig  # noqa: E402
 from canter.data.batch import RolloutBatch  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
+from canter.errors import CanterError  # noqa: E402
 from canter.models.mlp import ActorCritic  # noqa: E402
 from support import assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
 
@@ -165,6 +166,27 @@ def test_mappo_learns(env_id, kwargs, policies, tmp_path, capsys):
     (["train", "mappo", "--env", ENV, "--explorers", "2"], "normalize_value"),
     (["train", "recurrent_ppo", "--env", ENV, "--set", "central_state=true"], "has no centralised critic"),
     (["train", "mappo", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v3"], "is a turn-based game (train ppo"),
+    # images reached the split encoder's fully connected layers as raw pixels (KAZ's image mode: 354M parameters)
+    (["train", "mappo", "--env", ENV, "--env-kwargs", "{image_obs: true}", "--max-steps", "64"],
+     "agent 'agent_0' of 'pettingzoo:tests"),
+    (["train", "mappo", "--env", ENV, "--env-kwargs", "{image_obs: true}", "--set", "policies=agent",
+      "--max-steps", "64"], "observes images Box(0, 255, (8, 8, 3), uint8)"),
+    (["train", "ppo", "--env", ENV, "--env-kwargs", "{image_obs: true}", "--set", "central_state=true", "--set",
+      "hparams.encoder=split", "--max-steps", "64"], "train ppo without central_state"),
+    (["train", "mappo", "--env", ENV, "--env-kwargs", "{image_state: true}", "--max-steps", "64"],
+     "its state() is an image"),
 ])
 def test_mappo_bad_input_is_one_line(argv, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, argv, needle)
+
+
+def test_image_observations_and_state_are_refused_only_where_rows_are_flat():
+    """A centralised critic and QMIX read flat rows; one shared policy (a CNN) takes the same env's images."""
+    kwargs = {"n_agents": 2, "image_obs": True, "image_state": True}
+    env = make_vec_env(ENV, 2, env_kwargs=kwargs)
+    assert env.single_observation_space == gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+    assert env.reset(seed=0).dtype == np.uint8
+    env.close()
+    for settings in ({"central_state": True}, {"policies": "joint"}):
+        with pytest.raises(CanterError, match="observes images"):
+            make_vec_env(ENV, 2, env_kwargs=kwargs, **settings)

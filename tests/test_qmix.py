@@ -153,6 +153,10 @@ def test_qmix_run_resumes_exactly(tmp_path, capsys):
     # the error named 'policies: joint', which qmix sets itself, for the user to drop
     (["train", "qmix", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v3"],
      "is a turn-based game (train dqn or ppo"),
+    # images reached QMIX's fully connected agent network and hypernetworks as raw pixels
+    (["train", "qmix", "--env", ENV, "--env-kwargs", "{image_obs: true}", "--max-steps", "64"], "observes images"),
+    (["train", "qmix", "--env", ENV, "--env-kwargs", "{image_state: true}", "--max-steps", "64"],
+     "its state() is an image"),
 ])
 def test_qmix_bad_input_is_one_line(argv, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, argv, needle)

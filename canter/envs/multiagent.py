@@ -142,6 +142,13 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         self.state_size = (int(np.prod(first.state_space.shape)) if self.has_state
                            else sum(width[a] for a in self.agents))
         self.central_state = central_state
+        if central_state:
+            try:
+                self.refuse_images("a centralised critic (central_state, which mappo sets)",
+                                   "train ppo without central_state (a CNN per policy: policies shared, type or agent)")
+            except CanterError:
+                self.close_extras()
+                raise
         self.observation_spaces = ([self._central_space(space) for space in self.local_spaces] if central_state
                                    else self.local_spaces)
         self.num_envs = copies * self.n_agents
@@ -170,6 +177,25 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         self.copy_index = np.concatenate([np.repeat(np.arange(copies), len(m)) for m in self.group_agents])
         #: per group, each row's agent name (the ``agent`` column of ``history.parquet``)
         self.row_agents = [np.tile(np.array(members, dtype=str), copies) for members in self.group_agents]
+
+    def refuse_images(self, reader: str, instead: str) -> None:
+        """A one-line error where an agent observes images or the env's ``state()`` is one: ``reader`` (a
+        centralised critic's ``[2, w]`` rows, QMIX's joint rows) takes flat rows through fully connected
+        layers, so every pixel would be a raw input (KAZ's image mode: a 354M-parameter MAPPO)."""
+        from canter.models.cnn import is_image_space
+
+        lead = f"{reader} reads each agent's observation and the global state as flat rows through fully connected "
+        for members, space in zip(self.group_agents, self.local_spaces):
+            images = [shape for _, shape in getattr(space, "images", ())]  # a Dict observation's image entries
+            if is_image_space(space) or images:
+                what = f"images {space}" if not images else f"Dict / Tuple observations with image entries {images}"
+                raise CanterError(f"{lead}layers, not a CNN: agent '{members[0]}' of '{self.env_id}' observes {what}, "
+                                  f"whose {int(np.prod(space.shape)):,} raw values would be inputs; {instead}")
+        state_space = getattr(self.envs[0], "state_space", None) if self.has_state else None
+        if state_space is not None and is_image_space(state_space):
+            raise CanterError(f"{lead}layers, not a CNN: '{self.env_id}' declares a state_space, and its state() is "
+                              f"an image {state_space}, whose {int(np.prod(state_space.shape)):,} raw pixel values "
+                              f"would be inputs; {instead}")
 
     def _central_space(self, local: gym.Space) -> gym.Space:
         """``Box[2, w]``: an agent's own observation, then the critic's input (the global state and the

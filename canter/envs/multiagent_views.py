@@ -113,6 +113,12 @@ class JointParallelEnv(gym.vector.VectorEnv):
     def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None,
                  max_steps: int | None = None) -> None:
         self.inner = ParallelVectorEnv(env_id, copies, env_kwargs, "joint", max_steps=max_steps)
+        try:
+            self.inner.refuse_images("joint control (qmix's agent network and mixer)", "train ppo or dqn (a CNN), "
+                                     "with one shared policy or policies: type or agent")
+        except CanterError:
+            self.inner.close()
+            raise
         obs_space, act_space = self.inner.single_observation_space, self.inner.single_action_space
         if not isinstance(obs_space, gym.spaces.Box) or not isinstance(act_space, gym.spaces.Discrete):
             raise CanterError(f"joint control of '{env_id}' needs Box observations and Discrete actions, not "
