@@ -306,3 +306,17 @@ def test_a_policys_budget_warning_gives_the_run_its_steps():
     assert steps[-1] == 48
     assert said and all(m.endswith("the run at least 48") for m in said), said
     assert any("policy 'speaker'" in m and "this policy takes 16 of its steps" in m for m in said), said
+
+
+def test_a_bad_observation_given_to_predict_names_its_policy():
+    """predict's error for one policy's observations did not say whose they were ('expected one observation of
+    shape (3,) ...' among several policies); it now names the policy."""
+    trainer = canter.make_trainer("ppo", MIXED, policies="type", n_envs=1, n_steps=16, max_steps=48, eval_episodes=0)
+    with trainer:
+        agent = trainer.agent
+        good = {"listener": np.zeros((2, 4), np.float32), "speaker": np.zeros((1, 3), np.float32)}
+        assert set(agent.predict(good)) == {"listener", "speaker"}
+        with pytest.raises(CanterError, match=r"^policy 'speaker': expected one observation of shape \(3,\)"):
+            agent.predict({**good, "speaker": np.zeros(4, np.float32)})
+        with pytest.raises(CanterError, match=r"^policy 'listener': "):
+            agent.predict({"listener": np.zeros((2, 3), np.float32)}, deterministic=False)

@@ -85,7 +85,13 @@ class MultiPolicyAgent:
             got = f"a {type(obs).__name__}" if unknown is None else f"policies {unknown}"
             raise CanterError(f"predict takes a dict of observations keyed by policy ({', '.join(self.agents)}), "
                               f"got {got}")
-        return {p: self.agents[p].predict(o, deterministic=deterministic) for p, o in obs.items()}
+        actions = {}
+        for p, o in obs.items():
+            try:
+                actions[p] = self.agents[p].predict(o, deterministic=deterministic)
+            except CanterError as exc:  # which policy's observations they were: several may share a shape
+                raise CanterError(f"policy '{p}': {exc}") from None
+        return actions
 
     def reset_returns(self) -> None:
         """Every policy's :meth:`~canter.agents.Agent.reset_returns`."""
