@@ -153,6 +153,9 @@ def test_qmix_run_resumes_exactly(tmp_path, capsys):
     # the error named 'policies: joint', which qmix sets itself, for the user to drop
     (["train", "qmix", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v3"],
      "is a turn-based game (train dqn or ppo"),
+    # the error named the masked Box observations as wrong too ('not MaskedBox and MultiDiscrete')
+    (["train", "qmix", "--env", ENV, "--env-kwargs", "{masked: true, factored: true}"],
+     "needs Box observations and Discrete actions; its agents act in MultiDiscrete([3, 2])"),
     # images reached QMIX's fully connected agent network and hypernetworks as raw pixels
     (["train", "qmix", "--env", ENV, "--env-kwargs", "{image_obs: true}", "--max-steps", "64"], "observes images"),
     (["train", "qmix", "--env", ENV, "--env-kwargs", "{image_state: true}", "--max-steps", "64"],

@@ -16,6 +16,7 @@ import numpy as np
 
 from canter.envs.masks import MaskedBox, mask_width
 from canter.envs.multiagent import ParallelVectorEnv
+from canter.envs.spaces import describe_space
 from canter.envs.vector import Step, VecEnv
 from canter.errors import CanterError
 
@@ -120,9 +121,12 @@ class JointParallelEnv(gym.vector.VectorEnv):
             self.inner.close()
             raise
         obs_space, act_space = self.inner.single_observation_space, self.inner.single_action_space
-        if not isinstance(obs_space, gym.spaces.Box) or not isinstance(act_space, gym.spaces.Discrete):
-            raise CanterError(f"joint control of '{env_id}' needs Box observations and Discrete actions, not "
-                              f"{type(obs_space).__name__} and {type(act_space).__name__}")
+        wrong = ([f"observe {describe_space(obs_space)}"] if not isinstance(obs_space, gym.spaces.Box) else []) + (
+            [f"act in {describe_space(act_space)}"] if not isinstance(act_space, gym.spaces.Discrete) else [])
+        if wrong:  # only what is wrong (a masked Box observation was named as wrong with the actions)
+            self.inner.close()
+            raise CanterError(f"joint control of '{env_id}' needs Box observations and Discrete actions; its agents "
+                              f"{' and '.join(wrong)}")
         self.k, self.copies = self.inner.n_agents, copies
         #: an action mask packed in each agent's observation goes to the last columns of its row
         self.mask = mask_width(obs_space)
