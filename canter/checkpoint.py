@@ -172,16 +172,23 @@ AGENT_METADATA = ("algorithm", "env", "step", "observation_space", "action_space
 
 
 def save_agent(agent: Any, path: str | Path) -> Path:
-    """Save ``agent`` (one that ``canter.train`` or ``canter.load`` returned: it carries its run's ``metadata``) as
+    """Save ``agent`` (one that ``canter.train`` or ``canter.load`` returned: it carries its run's ``metadata``; or
+    one that a ``canter.make_trainer`` trainer trains, in its loop or a callback: the run's metadata as of now) as
     the checkpoint pair ``path.safetensors`` + ``path.json``, which ``canter.load`` reads: weights, observation
     statistics and optimizer state, with the run's config, spaces and step. A directory, or a run's resumable
     ``last`` (its trainer state would be lost), is refused."""
     if not isinstance(path, (str, os.PathLike)):
         raise CanterError(f"expected a checkpoint path (a str or pathlib.Path), got {path!r}")
     meta = getattr(agent, "metadata", None)
+    trainer = getattr(agent, "trainer_ref", None)
+    trainer = trainer() if trainer is not None else None  # a trainer training it: the run's metadata as of now
+    if trainer is not None and trainer.agent is agent and trainer.resolved_config is not None:
+        from canter.run import run_metadata
+
+        meta = run_metadata(trainer, trainer.resolved_config)
     if not isinstance(meta, dict) or not all(k in meta for k in ("config", "observation_space", "action_space")):
         raise CanterError("this agent carries no run metadata (config, spaces) to save with it: save an agent that "
-                          "canter.train or canter.load returned, or in a make_trainer loop call trainer.save_agent(path)")
+                          "canter.train or canter.load returned, or one that a canter.make_trainer trainer trains")
     base = checkpoint_base(path)
     if base.is_dir():
         raise CanterError(f"'{path}' is a directory; an agent is saved as a file pair: give a name, such as "

@@ -118,6 +118,7 @@ class Run:
         self.trainer = trainer
         self.dir = Path(run_dir)
         self.config = config
+        trainer.resolved_config, trainer.agent.run_dir = config, self.dir  # a resumed run's too (agent.save reads it)
         self.loggers = list(loggers)
         self.checkpoint_every = checkpoint_every
         #: how many periodic checkpoints to keep (``config``'s ``keep_checkpoints``; None: all)
@@ -188,9 +189,7 @@ class Run:
 
     def save_agent(self, path: Any) -> Any:
         """:meth:`Trainer.save_agent <canter.trainers.Trainer.save_agent>` with this run's metadata (any path)."""
-        from canter.api import _trained_agent
-
-        return _trained_agent(self).save(path)
+        return self.trainer.save_agent(path)
 
     def save(self, name: str) -> Path:
         """Save the agent as checkpoint ``name`` under ``checkpoints/`` (for loading, not resuming)."""

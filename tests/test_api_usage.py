@@ -399,21 +399,46 @@ def test_an_agent_saves_as_sb3s_model_save_and_loads_again(tmp_path):
 
 
 def test_a_make_trainer_loops_agent_saves_through_the_trainer(tiny_ppo, tmp_path):
-    """A make_trainer loop's agent carries no run metadata (only canter.train's and canter.load's do): its save is
-    refused naming trainer.save_agent(path), which saves it with the run's metadata as of now."""
+    """A make_trainer loop's agent (a callback's trainer.agent, SB3's self.model) saves with the run's metadata as of
+    the call. It used to be refused, and once trainer.save_agent had run, a later agent.save wrote that call's step
+    and counters beside the newer weights (saved at 128 steps, then at 512: the second file said 128)."""
     with canter.make_trainer("ppo", "CartPole-v1", **tiny_ppo) as trainer:
-        for _ in trainer():
-            pass
-        with pytest.raises(CanterError, match=r"in a make_trainer loop call trainer\.save_agent\(path\)"):
-            trainer.agent.save(tmp_path / "agent")
-        trainer.save_agent(tmp_path / "agent")
-    assert canter.load(tmp_path / "agent").metadata["step"] == trainer.step
+        for record in trainer():
+            if record.step == 128:
+                trainer.save_agent(tmp_path / "early")
+        trainer.agent.save(tmp_path / "agent")
+        assert canter.evaluate(trainer.agent, episodes=1).episodes == 1  # SB3's evaluate_policy(self.model)
+    assert canter.load(tmp_path / "early").metadata["step"] == 128
+    assert canter.load(tmp_path / "agent").metadata["step"] == trainer.step == 512
     with canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", **tiny_ppo) as run:
         for _ in run():
             pass
         run.save_agent(tmp_path / "from_run")  # a Run's agent: its run directory kept
         assert run.trainer.agent.run_dir == run.dir
     assert canter.load(tmp_path / "from_run").metadata["config"]["algo"] == "ppo"
+    from canter.agents.agent import Agent
+
+    bare = canter.load(tmp_path / "agent")
+    bare.metadata = None
+    with pytest.raises(CanterError, match="carries no run metadata"):
+        Agent.save(bare, tmp_path / "bare")
+
+
+def test_a_resumed_runs_callback_saves_the_agent(tiny_ppo, tmp_path):
+    """trainer.save_agent in a hook of a resumed run raised AttributeError ('OnPolicyTrainer' object has no attribute
+    'resolved_config'): only make_trainer set it, and a resumed Run's trainer is built without make_trainer."""
+    canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "run", **tiny_ppo)
+    saved = []
+
+    def on_evaluate(trainer, result):
+        saved.append(trainer.step)
+        trainer.save_agent(tmp_path / "via_trainer")
+        trainer.agent.save(tmp_path / "via_agent")
+
+    canter.resume(tmp_path / "run", max_steps=640, hooks={"on_evaluate": on_evaluate})
+    assert saved == [640]
+    for name in ("via_trainer", "via_agent"):
+        assert canter.load(tmp_path / name).metadata["step"] == 640
 
 
 def test_evaluate_runs_the_runs_env_as_canter_eval_does(tmp_path, capsys):

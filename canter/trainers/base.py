@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -38,11 +39,16 @@ class Trainer:
     :mod:`canter.run`); they are not part of it. Between iterations the whole training state is
     :meth:`resume_state`, which :meth:`load_resume_state` restores for an exact continuation.
     """
+    #: the run's resolved config (``make_trainer`` and a :class:`~canter.run.Run` set it), for saved agents' metadata
+    resolved_config: dict[str, Any] | None = None
 
     def __init__(
         self, agent: Agent, env: VecEnv | None, eval_env: VecEnv | None, run: RunConfig, callbacks: Iterable[Any] = (),
     ) -> None:
         self.agent, self.env, self.eval_env, self.run = agent, env, eval_env, run
+        # what canter.evaluate and agent.save read (a callback's trainer.agent is SB3's self.model): the run, and
+        # this trainer, whose metadata as of the call a save writes (weakly: a kept agent frees its trainer)
+        agent.run_config, agent.trainer_ref = run, weakref.ref(self)
         self.algorithm = agent.algorithm
         self.config = agent.algorithm.config
         self.step = 0
@@ -119,11 +125,9 @@ class Trainer:
         self.lr.apply(self.step)
 
     def save_agent(self, path: Any) -> Any:
-        """Save the agent as ``path.safetensors`` + ``path.json`` with this run's metadata as of now (a ``make_trainer``
-        loop's agent has none of its own): :meth:`Agent.save <canter.agents.Agent.save>`."""
-        from canter.api import _trained_agent
-
-        return _trained_agent(self).save(path)
+        """Save the agent as ``path.safetensors`` + ``path.json`` with this run's metadata as of now, as
+        ``self.agent.save(path)`` does: :meth:`Agent.save <canter.agents.Agent.save>`."""
+        return self.agent.save(path)
 
     def rolling_return(self) -> float | None:
         """Mean return of the last ``reward_window`` training episodes (None before the first)."""

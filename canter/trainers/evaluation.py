@@ -92,7 +92,8 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
 def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed: int = 12345,
                    env_kwargs: dict[str, Any] | None = None) -> EvalResult:
     """``canter.evaluate``: ``episodes`` episodes of the deterministic policy of ``agent`` (one that
-    ``canter.train`` or ``canter.load`` returned), as ``canter eval`` runs them and Stable-Baselines3's
+    ``canter.train`` or ``canter.load`` returned, or a trainer's, in its loop or a callback), as ``canter eval`` runs
+    them and Stable-Baselines3's
     ``evaluate_policy`` does. ``env``: another env id with the same spaces (default: the run's own, built
     with the run's ``env_kwargs`` and vectorization); ``env_kwargs`` are merged over the run's.
     Returns an :class:`EvalResult` (``mean_return``, ``std_return``, ``returns``, ``lengths``)."""
