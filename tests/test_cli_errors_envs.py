@@ -202,3 +202,26 @@ def test_an_env_written_for_the_old_gym_api_is_one_line(capsys, workdir, monkeyp
                                vectorization, "--set", "n_envs=2", "--set", "n_steps=32", "--set", "batch_size=64",
                                "--max-steps", "64", "--quiet", "--run-dir", "run")
         assert_one_line_error(code, err, needle, "(obs, reward, done, info)")
+
+
+@pytest.mark.parametrize("vectorization, value", [("sync", "reward"), ("async", "reward"), ("async", "terminated")])
+def test_a_reward_or_flag_returned_as_an_array_is_one_line(capsys, workdir, monkeypatch, vectorization, value):
+    """A step() returning its reward as np.array([r]) (or terminated as np.array([t])), a common slip that
+    Stable-Baselines3's check_env warns about, was a traceback: "ValueError: setting an array element with a
+    sequence." from gymnasium's sync vector env, and from the async one's stacked (2, 1) arrays a broadcasting
+    error deep in canter's episode statistics or rollout buffer."""
+    (workdir / "array_step_envs.py").write_text(
+        "import gymnasium as gym\nimport numpy as np\n\n\nclass ArrayStep(gym.Env):\n"
+        "    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)\n    action_space = gym.spaces.Discrete(2)\n\n"
+        "    def __init__(self, value='reward'):\n        self.value = value\n\n"
+        "    def reset(self, seed=None, options=None):\n        return np.zeros(2, np.float32), {}\n\n"
+        "    def step(self, action):\n        out = {'reward': 1.0, 'terminated': False}\n"
+        "        out[self.value] = np.array([out[self.value]])\n"
+        "        return np.zeros(2, np.float32), out['reward'], out['terminated'], False, {}\n\n\n"
+        "gym.register('TestsArrayStep-v0', entry_point=ArrayStep, max_episode_steps=10, disable_env_checker=True)\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "array_step_envs:TestsArrayStep-v0", "--env-kwargs",
+                           f"{{value: {value}}}", "--vectorization", vectorization, "--set", "n_envs=2", "--set",
+                           "n_steps=32", "--set", "batch_size=64", "--max-steps", "64", "--quiet", "--run-dir", "run")
+    assert_one_line_error(code, err, f"the env's step() returned a {value} ", "where one value belongs"
+                          if vectorization == "async" else "a sequence (an array or list)", "gymnasium's API")

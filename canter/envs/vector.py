@@ -11,6 +11,7 @@ memories need.
 """
 from __future__ import annotations
 
+import linecache
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -48,6 +49,37 @@ def _observation_error(exc: ValueError, space: gym.Space) -> Exception:
 
     return CanterError(f"the env returned an observation that does not fit its observation space "
                        f"{describe_space(space)}: {text.splitlines()[0]}")
+
+
+#: what step() returns besides the observation, as gymnasium's API has them
+STEP_VALUES = "gymnasium's API: step() returns one number as the reward and a bool each as terminated and truncated"
+
+
+def _scalar_error(exc: ValueError) -> CanterError | None:
+    """A one-line error where gymnasium's sync vector env could not store a sub-env's reward (or flag) in its
+    array: one returned as an array (NumPy 2: "setting an array element with a sequence"); else None. Which value
+    is read from the line that raised (``self._rewards[i]`` of the tuple the sub-env's step is unpacked into)."""
+    tb = exc.__traceback__
+    if tb is None or "setting an array element with a sequence" not in str(exc):
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+    for attr, what in (("_rewards", "reward"), ("_terminations", "terminated"), ("_truncations", "truncated")):
+        if f"self.{attr}[" in line:
+            return CanterError(f"the env's step() returned a {what} that is a sequence (an array or list), not one "
+                               f"value; {STEP_VALUES}")
+    return None
+
+
+def _step_values_error(n: int, **values: Any) -> CanterError | None:
+    """The error for a reward, terminated or truncated array (of all sub-envs) whose shape is not ``(n,)``: a sub-env
+    returned an array where one value belongs (AsyncVectorEnv stacks them without a word); None if all fit."""
+    what, shape = next(((k, np.shape(v)) for k, v in values.items() if np.shape(v) != (n,)), (None, None))
+    if what is None:
+        return None
+    per_env = f"of shape {shape[1:]}" if len(shape) > 1 and shape[0] == n else f"stacked to shape {shape}"
+    return CanterError(f"the env's step() returned a {what} {per_env} where one value belongs; {STEP_VALUES}")
 
 
 #: what gymnasium's API returns, which envs written for the old gym API (before 0.26) do not
@@ -155,7 +187,13 @@ class VecEnv:
         except ValueError as exc:
             if "(expected 5, got 4)" in str(exc):  # unpacking an old gym env's (obs, reward, done, info)
                 raise CanterError(f"the env's step() returned 4 values, not 5: {GYM_API}") from None
-            raise _observation_error(exc, self.single_observation_space) from None
+            raise (_scalar_error(exc) or _observation_error(exc, self.single_observation_space)) from None
+        n = (self.num_envs,)  # a sub-env's array where one value belongs: stacked by AsyncVectorEnv without a word
+        if getattr(reward, "shape", None) != n or getattr(terminated, "shape", None) != n or getattr(
+                truncated, "shape", None) != n:
+            error = _step_values_error(self.num_envs, reward=reward, terminated=terminated, truncated=truncated)
+            if error is not None:
+                raise error
         self.info = info
         self._success = _success(info, self.num_envs) if info else None
         games = _game_returns(info, self.num_envs) if self.whole_games else None
