@@ -14,9 +14,11 @@ def _keys_hint(algo: str) -> str:
 
 
 #: Stable-Baselines3 / rl-zoo3 names that canter spells otherwise: closest-spelling matches pointed elsewhere
-#: (learning_rate -> 'clip_range' for PPO, 'learning_starts' for DQN; n_timesteps -> PPO's rollout 'n_steps')
+#: (learning_rate -> 'clip_range' for PPO, 'learning_starts' for DQN; n_timesteps -> PPO's rollout 'n_steps';
+#: activation_fn -> 'activation' or 'vectorization')
 OTHER_NAMES = {"learning_rate": "lr", "n_timesteps": "max_steps", "total_timesteps": "max_steps",
-               "stats_window_size": "reward_window", "eval_freq": "eval_every", "n_eval_episodes": "eval_episodes"}
+               "stats_window_size": "reward_window", "eval_freq": "eval_every", "n_eval_episodes": "eval_episodes",
+               "activation_fn": "activation"}
 
 
 #: command-line options that are no config keys ('run_dir: runs/x' in a -f file was answered '75 choices')

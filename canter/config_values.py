@@ -67,6 +67,25 @@ def _a(name: str) -> str:
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
+def sb3_value_hint(key: str, value: Any) -> str:
+    """What a value written as Stable-Baselines3 takes it is here (appended to a type error), or "": a schedule
+    function for a number (``learning_rate=lambda progress: ...``), an activation class (``activation_fn=nn.ReLU``),
+    separate actor and critic widths (``net_arch=dict(pi=[...], vf=[...])``)."""
+    name = key.rsplit(".", 1)[-1]
+    if isinstance(value, type) and name == "activation":
+        named = value.__name__.lower()
+        named = f"'{named}'" if named in ("tanh", "relu", "elu", "gelu", "silu") else "tanh, relu, elu, gelu or silu"
+        return f" (Stable-Baselines3's activation_fn class; canter names it: {named})"
+    if callable(value) and not isinstance(value, type):
+        return (" (a Stable-Baselines3 schedule function? canter's schedules are named settings: lr_decay linear, "
+                "cosine or step for every algorithm's learning rates, and some algorithms' lr_schedule)")
+    if name == "net_arch" and (isinstance(value, dict) or (isinstance(value, (list, tuple)) and any(
+            isinstance(v, dict) for v in value))):
+        return (" (Stable-Baselines3's dict(pi=..., vf=...): canter's net_arch is one list of layer widths, for the "
+                "actor and the critic alike)")
+    return ""
+
+
 def coerce(tp: Any, value: Any, key: str) -> Any:
     """Convert ``value`` (from YAML or a ``--set`` string) to type ``tp`` or raise a CanterError."""
     optional, inner = _is_optional(tp)
@@ -80,7 +99,7 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
         raise CanterError(f"'{key}' must be {_a(type_name(tp))}, got null")
 
     def bad() -> CanterError:
-        return CanterError(f"'{key}' must be {_a(type_name(tp))}, got {shown(value)}")
+        return CanterError(f"'{key}' must be {_a(type_name(tp))}, got {shown(value)}{sb3_value_hint(key, value)}")
 
     if inner is bool:
         if isinstance(value, bool):

@@ -450,3 +450,25 @@ def test_a_number_setting_with_a_leading_zero_is_refused_as_in_a_file(item, plai
         resolve_config("ppo", "CartPole-v1", hparams={"n_steps": "09"})
     run, hp = resolve_config("ppo", "CartPole-v1", sets=["n_steps=10", "seed=0", "lr=00.5", "n_epochs=1e1"])
     assert (hp.n_steps, run.seed, hp.lr, hp.n_epochs) == (10, 0, 0.5, 10)
+
+
+def test_values_written_as_stable_baselines3_takes_them_say_what_they_are_here():
+    """A schedule function for lr, an activation class and net_arch=dict(pi=..., vf=...) were answered with a bare
+    type error ("'hparams.lr' must be a float, got <function <lambda> ...>"; for [dict(pi=..., vf=...)] "must be an
+    int"), and activation_fn with "did you mean 'activation' or 'vectorization'?"."""
+    import torch
+
+    for kwargs, needle in (({"lr": lambda progress: 3e-4 * progress}, r"must be a float, got <function .*\(a "
+                            r"Stable-Baselines3 schedule function\? canter's schedules are named settings: lr_decay"),
+                           ({"activation": torch.nn.ReLU}, r"must be a str, got .*ReLU'> \(Stable-Baselines3's "
+                            r"activation_fn class; canter names it: 'relu'\)$"),
+                           ({"activation": torch.nn.LeakyReLU}, r"must be a str, got .*canter names it: tanh, relu, elu, gelu or silu\)$"),
+                           ({"net_arch": {"pi": [32], "vf": [64]}}, r"must be a list\[int\], got .*\(Stable-Baselines3's "
+                            r"dict\(pi=\.\.\., vf=\.\.\.\): canter's net_arch is one list"),
+                           ({"net_arch": [{"pi": [32], "vf": [64]}]}, r"must be an int, got .*dict\(pi=\.\.\., vf")):
+        with pytest.raises(CanterError, match=rf"^'hparams\.{next(iter(kwargs))}' {needle}"):
+            resolve_config("ppo", "CartPole-v1", **kwargs)
+    with pytest.raises(CanterError, match=r"^unknown config key 'activation_fn'; canter calls it 'hparams.activation' "
+                                          r"\(Stable-Baselines3's 'activation_fn'\)$"):
+        resolve_config("ppo", "CartPole-v1", activation_fn="relu")
+    assert resolve_config("ppo", "CartPole-v1", activation="relu", net_arch=[32])[1].net_arch == [32]
