@@ -18,7 +18,8 @@ def _keys_hint(algo: str) -> str:
 #: activation_fn -> 'activation' or 'vectorization')
 OTHER_NAMES = {"learning_rate": "lr", "n_timesteps": "max_steps", "total_timesteps": "max_steps",
                "stats_window_size": "reward_window", "eval_freq": "eval_every", "n_eval_episodes": "eval_episodes",
-               "activation_fn": "activation"}
+               "activation_fn": "activation", "callback": "callbacks", "n_sampled_goal": "her_goals",
+               "goal_selection_strategy": "her_strategy"}
 
 
 #: command-line options that are no config keys ('run_dir: runs/x' in a -f file was answered '75 choices')
@@ -33,6 +34,14 @@ SB3_ONLY = {
                      "activation (for activation_fn: 'tanh', 'relu', ...); 'canter train ALGO --help' lists them",
     "verbose": "canter shows progress unless --quiet (Python: quiet=False shows it)",
     "tensorboard_log": "TensorBoard event files go to the run directory (run_dir), on unless tensorboard: false",
+    "policy": "the networks follow the observations (MlpPolicy; CnnPolicy for images, MultiInputPolicy for Dict "
+              "observations: the encoder hyperparameter, auto by default); a model of one's own is model: NAME (a multi-agent run's "
+              "shared, type or agent is policies)",
+    "vec_env_cls": "vectorization: async for SubprocVecEnv (a process per env copy), sync for DummyVecEnv",
+    "replay_buffer_class": "HerReplayBuffer is her_goals: N (SB3's n_sampled_goal) with her_strategy "
+                           "(goal_selection_strategy) on any off-policy algorithm",
+    "replay_buffer_kwargs": "HerReplayBuffer's n_sampled_goal is her_goals, goal_selection_strategy her_strategy",
+    "monitor_wrapper": "canter records every training episode's return and length itself (history.parquet)",
 }
 
 

@@ -70,7 +70,8 @@ def _a(name: str) -> str:
 def sb3_value_hint(key: str, value: Any) -> str:
     """What a value written as Stable-Baselines3 takes it is here (appended to a type error), or "": a schedule
     function for a number (``learning_rate=lambda progress: ...``), an activation class (``activation_fn=nn.ReLU``),
-    separate actor and critic widths (``net_arch=dict(pi=[...], vf=[...])``)."""
+    separate actor and critic widths (``net_arch=dict(pi=[...], vf=[...])``), ``target_entropy='auto'``,
+    ``gradient_steps=-1``."""
     name = key.rsplit(".", 1)[-1]
     if isinstance(value, type) and name == "activation":
         named = value.__name__.lower()
@@ -79,6 +80,11 @@ def sb3_value_hint(key: str, value: Any) -> str:
     if callable(value) and not isinstance(value, type):
         return (" (a Stable-Baselines3 schedule function? canter's schedules are named settings: lr_decay linear, "
                 "cosine or step for every algorithm's learning rates, and some algorithms' lr_schedule)")
+    if name == "target_entropy" and value == "auto":
+        return " (Stable-Baselines3's 'auto' is null here: -action_dim)"
+    if name == "gradient_steps" and value == -1:
+        return (" (Stable-Baselines3's -1, a gradient step per env step of the phase, is gradient_steps equal to "
+                "train_freq here, which counts the steps of all env copies)")
     if name == "net_arch" and (isinstance(value, dict) or (isinstance(value, (list, tuple)) and any(
             isinstance(v, dict) for v in value))):
         return (" (Stable-Baselines3's dict(pi=..., vf=...): canter's net_arch is one list of layer widths, for the "
@@ -223,7 +229,7 @@ def check_range(f: dataclasses.Field, value: Any, key: str, float32: bool = Fals
             continue
         if low is not None and (v < low or (meta.get("low_open") and v == low)):
             op = ">" if meta.get("low_open") else ">="
-            raise CanterError(f"'{key}' must be {op} {low}, got {shown(v)}")
+            raise CanterError(f"'{key}' must be {op} {low}, got {shown(v)}{sb3_value_hint(key, v)}")
         if high is not None and v > high:
             raise CanterError(f"'{key}' must be <= {high}, got {shown(v)}")
         if isinstance(v, int) and not -(2**63) <= v < 2**63:

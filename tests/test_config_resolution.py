@@ -472,3 +472,23 @@ def test_values_written_as_stable_baselines3_takes_them_say_what_they_are_here()
                                           r"\(Stable-Baselines3's 'activation_fn'\)$"):
         resolve_config("ppo", "CartPole-v1", activation_fn="relu")
     assert resolve_config("ppo", "CartPole-v1", activation="relu", net_arch=[32])[1].net_arch == [32]
+
+
+def test_more_stable_baselines3_arguments_are_pointed_at_canters():
+    """policy='MlpPolicy' was answered "did you mean 'policies'?" (multi-agent), callback "'callbacks' or
+    'manual_backward'", vec_env_cls "'eval_envs' or 'n_envs'", replay_buffer_class "'buffer_size'", monitor_wrapper
+    "'monitor'" (early stopping's), gradient_steps=-1 and target_entropy='auto' with a bare range or type error."""
+    for algo, kwargs, needle in (
+            ("ppo", {"policy": "MlpPolicy"}, r"'policy' \(Stable-Baselines3's\): the networks follow the observations"),
+            ("ppo", {"callback": "my:Cb"}, r"'callback'; canter calls it 'callbacks' \(Stable-Baselines3's 'callback'\)"),
+            ("ppo", {"vec_env_cls": "SubprocVecEnv"}, r"vectorization: async for SubprocVecEnv"),
+            ("ppo", {"monitor_wrapper": True}, r"canter records every training episode's return"),
+            ("dqn", {"replay_buffer_class": "HerReplayBuffer"}, r"HerReplayBuffer is her_goals: N"),
+            ("dqn", {"replay_buffer_kwargs": {}}, r"n_sampled_goal is her_goals, goal_selection_strategy her_strategy"),
+            ("dqn", {"goal_selection_strategy": "future"}, r"canter calls it 'hparams.her_strategy'"),
+            ("dqn", {"gradient_steps": -1}, r"must be >= 1, got -1 \(Stable-Baselines3's -1, .* is gradient_steps equal "
+                                            r"to train_freq here"),
+            ("sac", {"target_entropy": "auto"}, r"must be a float or null, got 'auto' \(Stable-Baselines3's 'auto' is "
+                                                r"null here: -action_dim\)$")):
+        with pytest.raises(CanterError, match=needle):
+            resolve_config(algo, "Pendulum-v1" if algo == "sac" else "CartPole-v1", **kwargs)
