@@ -14,14 +14,14 @@ from canter.agents.recurrent import check_agent_fits
 from canter.algorithms.base import threads_for
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
-    checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint,
-)
+    checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint)
 from canter.config import RunConfig, build, build_saved_hparams, resolve_config, resolved_dict
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.turns import bind_opponents, opponent_ids
 from canter.errors import CanterError, CanterWarning, unknown
+from canter.init_from import init_agent
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
@@ -33,9 +33,8 @@ from canter.resume_settings import check_continues, check_keep_has_checkpoints, 
 from canter.run import Run, run_metadata
 from canter.run_dirs import check_new_run_dir, new_run_dir, nothing_to_resume, outermost_missing
 from canter.run_lock import check_free
-from canter.utils import global_rngs_kept, threads_kept
+from canter.utils import global_rngs_kept, seed_everything, threads_kept
 from canter.trainers import TRAINERS, Trainer
-from canter.utils import seed_everything
 
 
 def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
@@ -148,6 +147,8 @@ def make_trainer(
         run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)
     built = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks))
     (built.trainer if isinstance(built, Run) else built).resolved_config = resolved_dict(run, algo_cfg)
+    if run.init_from is not None:  # a new run only: a resumed one has its own weights (resume_trainer)
+        init_agent(built, run.init_from)
     return built
 
 

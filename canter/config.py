@@ -172,6 +172,10 @@ class RunConfig:
     dataset: str | None = hp(
         None, "offline algorithms (bc, cql, td3bc): the dataset to learn from, written by canter collect; their steps "
         "(max_steps, eval_every, checkpoint_every) then count gradient updates")
+    init_from: str | None = hp(
+        None, "a run directory or checkpoint whose weights and observation statistics a new run starts from (same "
+        "algorithm and spaces; counters, optimizers and buffers start fresh; SB3's PPO.load(path, env=...) then "
+        "learn); null: new weights")
     explorers: int = hp(0, "explorer actors on Ray, each with n_envs envs (0: one process, no Ray)", low=0)
     ray_address: str | None = hp(None, "Ray cluster to join with explorers: 'auto' or host:port (null: a local Ray)")
     max_policy_lag: int | None = hp(

@@ -1,0 +1,61 @@
+"""``init_from``: a new run that starts from a saved agent's weights, on the same env or another one with the
+same spaces (Stable-Baselines3's ``PPO.load(path, env=new_env)`` followed by ``model.learn``).
+
+The run is new in every other way: its own seed, counters (step 0, so schedules start over), optimizers,
+buffers and run directory. What is taken over is what ``canter.load`` restores by default
+(``weights_only``): the networks and the observation-normalisation statistics. A run resumed with
+``--resume`` continues from its own ``last`` checkpoint and does not read ``init_from`` again.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from canter.errors import CanterError
+
+
+def init_agent(built: Any, path: str) -> None:
+    """Load the networks and observation statistics of the checkpoint at ``path`` (a run directory: its ``best``,
+    else ``last``; or a checkpoint) into the agent of ``built`` (a trainer, or a :class:`~canter.run.Run`) before
+    it trains. Another algorithm, other spaces or networks of other shapes are refused in one line (``built`` is
+    closed then)."""
+    from canter.checkpoint import checkpoint_space, find_checkpoint, load_checkpoint
+    from canter.envs import spaces_mismatch
+
+    trainer = getattr(built, "trainer", built)
+    agent, run = trainer.agent, trainer.run
+    try:
+        try:
+            base = find_checkpoint(path)
+            state, meta = load_checkpoint(base)
+        except CanterError as exc:
+            raise CanterError(f"init_from: {exc}") from None
+        config = meta.get("config") or {}
+        algo = config.get("algo", meta.get("algorithm"))
+        if algo != run.algo:
+            raise CanterError(f"init_from '{path}' holds a {algo} agent, not {run.algo}: train {algo} from it, or "
+                              f"name a {run.algo} run")
+        weights = state.get("agent") if isinstance(state, dict) else None
+        theirs = bool(isinstance(weights, dict) and weights.get("obs_rms"))  # its networks take normalised observations
+        if theirs != (getattr(agent, "obs_rms", None) is not None):
+            raise CanterError(f"init_from '{path}': its run {'normalised' if theirs else 'did not normalise'} "
+                              f"observations, and its networks expect them so: set normalize_obs={str(theirs).lower()}")
+        act = (config.get("hparams") or {}).get("activation")
+        ours = getattr(getattr(agent.algorithm, "config", None), "activation", act)
+        if act != ours:  # the same shapes: loaded without a word, into networks that compute something else
+            raise CanterError(f"init_from '{path}': its networks use activation {act}, this run's {ours}: set "
+                              f"activation={act}")
+        saved = tuple(checkpoint_space(meta, w, base) for w in ("observation_space", "action_space"))
+        mismatch = spaces_mismatch(saved, (agent.observation_space, agent.action_space), "was trained on",
+                                   f"{run.env}")
+        if mismatch is not None:
+            raise CanterError(f"init_from '{path}' {mismatch}")
+        try:
+            agent.load_state_dict(state["agent"], weights_only=True)
+        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+            detail = " ".join(str(exc).split())
+            raise CanterError(f"init_from '{path}': its networks do not fit this run's (give the hyperparameters "
+                              f"that shape them, net_arch, activation, ..., as its run had them): "
+                              f"{detail[:200] + '...' if len(detail) > 200 else detail}") from None
+    except BaseException:
+        built.close()
+        raise
