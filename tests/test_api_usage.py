@@ -52,6 +52,17 @@ def test_predict_refuses_non_numeric_and_ragged_observations_in_one_line():
         agent.predict((np.zeros(2, np.float32), 1))  # a Tuple observation: was NumPy's inhomogeneous-shape ValueError
 
 
+def test_predict_on_env_resets_obs_info_pair_says_to_pass_the_observation_alone():
+    """agent.predict(env.reset()) (SB3's VecEnv.reset returns the observation alone; gymnasium's reset (obs, info))
+    was answered with the packing of Dict and Tuple observations, which the CartPole agent does not need."""
+    agent = _agent("ppo", "CartPole-v1")
+    pair = gym.make("CartPole-v1").reset(seed=0)
+    with pytest.raises(CanterError, match=r"got a pair ending in a dict, as env\.reset\(\) returns \(obs, info\): "
+                                          r"pass the observation alone \(obs, info = env\.reset\(\)\)$"):
+        agent.predict(pair)
+    assert np.shape(agent.predict(pair[0])) == ()
+
+
 def test_predict_on_a_raw_tuple_of_discretes_names_the_packing():
     """Blackjack's env.reset() gives (11, 10, 0), a whole-number array of shape (3,), where the agent takes the
     45-wide one-hot vector: the error named the shapes only, not the wrapper that makes it."""

@@ -188,6 +188,9 @@ class Agent:
             from canter.envs.packing import packing_hint
 
             hint = packing_hint(self.observation_space, True) if x.dtype == object else f", got {x.dtype} values"
+            if isinstance(obs, tuple) and len(obs) == 2 and isinstance(obs[1], dict):  # gymnasium's, not SB3's reset
+                hint = ("; got a pair ending in a dict, as env.reset() returns (obs, info): pass the observation "
+                        "alone (obs, info = env.reset())")
             raise CanterError(f"observations must be numeric arrays of shape {shape} (one) or (B, *{shape}) "
                               f"(a batch){hint}")
         if x.shape == shape:
