@@ -472,3 +472,4 @@ def test_evaluate_runs_the_runs_env_as_canter_eval_does(tmp_path, capsys):
         canter.evaluate(agent, episodes=0)
     with pytest.raises(CanterError, match="evaluate takes an agent that canter.train or canter.load returned"):
         canter.evaluate(object())
+

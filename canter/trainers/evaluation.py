@@ -43,8 +43,27 @@ class EvalResult:
         return f"{self.mean_return:.2f} ± {self.std_return:.2f} over {n} episode{'' if n == 1 else 's'}{success}"
 
 
-def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None) -> EvalResult:
-    """Run exactly ``n_episodes`` episodes with ``agent.predict`` and summarise the returns.
+def _policy(agent: Any, deterministic: bool, seed: int | None) -> Any:
+    """``act(obs, starts)`` for :func:`evaluate`: ``agent.predict``, or (``deterministic`` False) the agent's samples
+    from a generator of their own seeded with ``seed`` (the agent's own stream untouched; a recurrent agent's
+    exploring memory zeroed where ``starts``, the rows that begin an episode, says)."""
+    if deterministic:
+        return lambda obs, starts: agent.predict(obs)
+    explore = getattr(agent, "explore", None)
+    if explore is None:  # several policies: each samples from its own stream
+        return lambda obs, starts: agent.predict(obs, deterministic=False)
+    import torch
+
+    generator = torch.Generator().manual_seed(seed or 0)
+    if hasattr(agent, "begin_episodes"):
+        return lambda obs, starts: explore(obs, generator=generator, episode_start=starts)
+    return lambda obs, starts: explore(obs, generator=generator)
+
+
+def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None,
+             deterministic: bool = True) -> EvalResult:
+    """Run exactly ``n_episodes`` episodes with ``agent.predict`` (``deterministic`` False: the policy's samples,
+    reproducible with ``seed``) and summarise the returns.
 
     Episodes are spread evenly over the env's copies (copy ``c`` of ``C`` runs ``(n_episodes + c) // C``
     of them), so the result does not favour short episodes. A multi-agent env's copy has a sub-env
@@ -65,12 +84,14 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
     successes: list[float] = []
     begin = getattr(agent, "begin_episodes", None)  # a recurrent agent's memory starts empty each episode
     obs = env.reset(seed=seed)
+    act, starts = _policy(agent, deterministic, seed), np.ones(n, dtype=bool)
     if begin is not None:
-        begin(np.ones(n, dtype=bool))
+        begin(starts)
     while (counts < targets).any():
-        step = env.step(agent.predict(obs))
+        step = env.step(act(obs, starts))
+        starts = ~step.valid  # a reset step's observation is a new episode's first
         if begin is not None:
-            begin(~step.valid)  # a reset step's observation is a new episode's first
+            begin(starts)
         success_of = getattr(env, "finished_success", None)  # envs that report no success have none
         if success_of is None or len(success_of) != len(env.finished_envs):
             success_of = np.full(len(env.finished_envs), np.nan)
@@ -90,12 +111,13 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
 
 
 def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed: int = 12345,
-                   env_kwargs: dict[str, Any] | None = None) -> EvalResult:
+                   env_kwargs: dict[str, Any] | None = None, deterministic: bool = True) -> EvalResult:
     """``canter.evaluate``: ``episodes`` episodes of the deterministic policy of ``agent`` (one that
     ``canter.train`` or ``canter.load`` returned, or a trainer's, in its loop or a callback), as ``canter eval`` runs
     them and Stable-Baselines3's
     ``evaluate_policy`` does. ``env``: another env id with the same spaces (default: the run's own, built
-    with the run's ``env_kwargs`` and vectorization); ``env_kwargs`` are merged over the run's.
+    with the run's ``env_kwargs`` and vectorization); ``env_kwargs`` are merged over the run's. ``deterministic=False``
+    (SB3's keyword) samples the policy's actions instead, from a stream seeded with ``seed``.
     Returns an :class:`EvalResult` (``mean_return``, ``std_return``, ``returns``, ``lengths``)."""
     from canter.envs.make import make_vec_env, run_vectorization
     from canter.errors import CanterError
@@ -108,6 +130,8 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
         raise CanterError(f"episodes must be a whole number >= 1, got {episodes!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         raise CanterError(f"seed must be a whole number between 0 and 2**32 - 1, got {seed!r}")
+    if not isinstance(deterministic, bool):
+        raise CanterError(f"deterministic must be True or False, got {deterministic!r}")
     if env is not None and (not isinstance(env, str) or not env.strip()):
         raise CanterError(f"env must be an env id (leave it out for the run's own), got {env!r}")
     if env_kwargs is not None and not isinstance(env_kwargs, dict):
@@ -122,6 +146,6 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
     vec = make_vec_env(env_id, min(episodes, run.eval_envs), vectorization, kwargs, policies=run.policies,
                        central_state=run.central_state)
     try:
-        return evaluate(agent, vec, episodes, seed=seed)
+        return evaluate(agent, vec, episodes, seed=seed, deterministic=deterministic)
     finally:
         vec.close()

@@ -1,0 +1,41 @@
+"""canter.evaluate(agent, deterministic=False): the policy's samples, as Stable-Baselines3's evaluate_policy takes
+the keyword."""
+import numpy as np
+import pytest
+import torch
+
+import canter
+from canter.errors import CanterError
+
+
+def test_evaluate_samples_the_policy_with_deterministic_false(tiny_ppo):
+    """canter.evaluate had no deterministic=False (SB3's evaluate_policy keyword, used for policies whose argmax gets
+    stuck): TypeError. The samples come from a stream seeded with the evaluation's seed, not the agent's own."""
+    tiny_ppo = {**tiny_ppo, "max_steps": 128}
+    agent = canter.train("ppo", "CartPole-v1", run_dir=None, **tiny_ppo)
+    own = agent.algorithm.generator.get_state()
+    sampled = canter.evaluate(agent, episodes=6, seed=1, deterministic=False)
+    assert torch.equal(agent.algorithm.generator.get_state(), own)
+    assert canter.evaluate(agent, episodes=6, seed=1, deterministic=False).returns == sampled.returns
+    assert sampled.returns != canter.evaluate(agent, episodes=6, seed=1).returns
+    with pytest.raises(CanterError, match="deterministic must be True or False, got 'no'"):
+        canter.evaluate(agent, deterministic="no")
+
+
+def test_evaluate_with_deterministic_false_starts_a_recurrent_agents_memory_at_each_episode(tiny_ppo):
+    """The samples of a recurrent agent come from its exploring memory, zeroed where an episode begins (the first
+    step of each copy, and the step after each episode's end), so a second evaluation with the same seed, after the
+    memory was filled with other values, gives the same returns."""
+    recurrent = canter.train("recurrent_ppo", "CartPole-v1", run_dir=None, **{**tiny_ppo, "max_steps": 128})
+    first = canter.evaluate(recurrent, episodes=3, seed=2, deterministic=False)
+    h, c = recurrent.memory["explore"]
+    recurrent.memory["explore"] = (torch.full_like(h, 5.0), torch.full_like(c, -5.0))
+    starts, explore = [], recurrent.explore
+
+    def spy(obs, generator=None, episode_start=None):
+        starts.append(np.array(episode_start, dtype=bool))
+        return explore(obs, generator=generator, episode_start=episode_start)
+
+    recurrent.explore = spy
+    assert canter.evaluate(recurrent, episodes=3, seed=2, deterministic=False).returns == first.returns
+    assert starts[0].all() and sum(int(s.sum()) for s in starts[1:]) >= 1  # a new episode after one ended
