@@ -48,6 +48,13 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
         except gym.error.DependencyNotInstalled as exc:
             env.close()
             raise CanterError(f"rendering '{env_id}' needs pygame: pip install 'canter[video]' ({exc})") from None
+        except NotImplementedError as exc:  # gymnasium.Env.render's own: the env has no render method
+            env.close()
+            need = "recording video needs" if mode == "rgb_array" else "--render needs"
+            detail = f" ({' '.join(str(exc).split())})" if str(exc).strip() else ""
+            raise CanterError(f"'{env_id}' cannot render: its render() raised NotImplementedError{detail}, as an env "
+                              f"without a render method does; {need} an env that renders in render_mode "
+                              f"{mode!r}") from None
         except Exception as exc:  # noqa: BLE001 - a render_mode from env_kwargs the env cannot render in
             env.close()
             if given is None or mode != given:

@@ -411,3 +411,34 @@ def test_play_an_env_whose_constructor_takes_no_render_mode(capsys, tmp_path):
         assert_one_line_error(code, err, "CanterTestNoRenderMode-v0", "cannot render", "takes no render_mode")
     finally:
         gym.registry.pop("CanterTestNoRenderMode-v0", None)
+
+
+def test_an_env_without_a_render_method_is_one_line_for_video_and_render(capsys, tmp_path, monkeypatch):
+    """A custom env that never overrode render() (Stable-Baselines3's custom-env tutorial has one that prints):
+    play --video-dir, play --render and train --record-every ended in gymnasium.Env.render's bare
+    NotImplementedError traceback."""
+    pytest.importorskip("moviepy")
+    from canter.errors import CanterError
+    from canter.play import play
+
+    (tmp_path / "norender_envs.py").write_text(
+        "import gymnasium as gym\nimport numpy as np\n\n\nclass NoRender(gym.Env):\n"
+        "    metadata = {'render_modes': ['human', 'rgb_array']}\n"
+        "    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)\n    action_space = gym.spaces.Discrete(2)\n\n"
+        "    def __init__(self, render_mode=None):\n        self.render_mode = render_mode\n\n"
+        "    def reset(self, seed=None, options=None):\n        return np.zeros(2, np.float32), {}\n\n"
+        "    def step(self, action):\n        return np.zeros(2, np.float32), 1.0, True, False, {}\n\n\n"
+        "gym.register('TestsNoRender-v0', entry_point=NoRender, max_episode_steps=10, disable_env_checker=True)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = "norender_envs:TestsNoRender-v0"
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", env, *TINY, "--record-every", "64", "--run-dir",
+                           str(tmp_path / "rec"))
+    assert_one_line_error(code, err, f"'{env}' cannot render: its render() raised NotImplementedError, as an env "
+                                     f"without a render method does; recording video needs an env that renders in "
+                                     f"render_mode 'rgb_array'")
+    assert not (tmp_path / "rec").exists()
+    with pytest.raises(CanterError, match=r"cannot render: .*; --render needs an env that renders in render_mode 'human'"):
+        play(None, env, render=True)
+    with pytest.raises(CanterError, match="recording video needs"):
+        play(None, env, video_dir=str(tmp_path / "videos"))
+    assert not (tmp_path / "videos").exists()
