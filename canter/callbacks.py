@@ -102,6 +102,20 @@ def _overrides(cb: Any, hook: str) -> bool:
     return getattr(type(cb), hook, None) is not getattr(Callback, hook) or not isinstance(cb, Callback)
 
 
+def _check_logged(fn: Any, losses: Any) -> None:
+    """A one-line error when an ``after_update`` hook (``fn``) left something in ``losses`` that the loggers cannot
+    write as a number (TensorBoard's ``float(value)`` raised in the middle of a record)."""
+    for key, value in losses.items():
+        try:
+            ok = isinstance(key, str) and not isinstance(value, (str, bytes)) and float(value) is not None
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            name = getattr(fn, "__qualname__", None) or type(fn).__name__
+            raise CanterError(f"after_update hook {name} left losses[{key!r}] = {value!r:.60}: the values in losses are "
+                              f"logged as numbers (a name str -> an int or float)")
+
+
 class Hooks:
     """The callbacks of one trainer, dispatched by hook name (only overridden hooks are called)."""
 
@@ -126,9 +140,13 @@ class Hooks:
         return next((cb for cb in self.callbacks if isinstance(cb, cls)), None)
 
     def call(self, hook: str, trainer: Any, *args: Any) -> None:
-        """Call every callback that implements ``hook``."""
+        """Call every callback that implements ``hook``. ``after_update`` hooks may add numbers to ``losses``, which
+        are logged with the algorithm's (Stable-Baselines3's ``self.logger.record``); anything else is refused."""
         for _, fn in self._by_hook[hook]:
             fn(trainer, *args)
+            if hook == "after_update":
+                _check_logged(fn, args[0])
+
 
     def should_stop(self, trainer: Any) -> str | None:
         """Ask every callback; the first reason given wins (True becomes the callback's name)."""

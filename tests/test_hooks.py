@@ -474,3 +474,24 @@ def test_a_plateau_shows_in_the_learning_rate_of_an_algorithm_that_reports_none(
     rates = [r.losses.get("learning_rate") for r in trainer()]
     trainer.close()
     assert rates == pytest.approx([1e-3, 1e-3, 5e-4, 2.5e-4])  # each reduction applies from the next iteration
+
+
+def test_an_after_update_hook_logs_numbers_it_adds_to_losses_and_is_refused_anything_else(tmp_path):
+    """Stable-Baselines3's self.logger.record: numbers an after_update hook adds to losses are logged with the
+    algorithm's (updates.parquet, TensorBoard). A string there ended the run in TensorBoard's float() traceback."""
+    import pyarrow.parquet as pq
+
+    def count(trainer, losses):
+        losses["custom/episodes"] = trainer.episode_count
+
+    quick = {**TINY, "max_steps": 128, "eval_every": 0}
+    canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "run", hooks={"after_update": count}, **quick)
+    logged = pq.read_table(tmp_path / "run" / "updates.parquet").to_pydict()["custom/episodes"]
+    assert len(logged) > 1 and logged == sorted(logged) and logged[-1] > 0
+
+    def note(trainer, losses):
+        losses["note"] = "slow"
+
+    with pytest.raises(CanterError, match=r"^after_update hook .*note left losses\['note'\] = 'slow': the values in "
+                                          r"losses are logged as numbers"):
+        canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "bad", hooks={"after_update": note}, **quick)
