@@ -53,9 +53,28 @@ def init_agent(built: Any, path: str) -> None:
             agent.load_state_dict(state["agent"], weights_only=True)
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
             detail = " ".join(str(exc).split())
+            differ = _differing(config.get("hparams") or {}, agent.algorithm.config)
             raise CanterError(f"init_from '{path}': its networks do not fit this run's (give the hyperparameters "
-                              f"that shape them, net_arch, activation, ..., as its run had them): "
-                              f"{detail[:200] + '...' if len(detail) > 200 else detail}") from None
+                              f"that shape them as its run had them{differ}): "
+                              f"{detail[:160] + '...' if len(detail) > 160 else detail}") from None
     except BaseException:
         built.close()
         raise
+
+
+#: words in the names of hyperparameters that shape networks: those differing are named alone
+_SHAPING = ("arch", "hidden", "lstm", "critic", "atoms", "quantile", "dueling", "noisy", "encoder", "trunk")
+
+
+def _differing(theirs: dict[str, Any], config: Any) -> str:
+    """``"; differing: net_arch [256, 256] there, [64, 64] here, ..."``: the hyperparameters of this run's ``config``
+    that the source run had otherwise (a shipped preset of the source's env, absent here): those that shape
+    networks where some do, at most four; ``""`` where none differ."""
+    import dataclasses
+
+    ours = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else {}
+    names = [k for k in ours if k in theirs and theirs[k] != ours[k]]
+    shaping = [k for k in names if any(word in k for word in _SHAPING)]
+    names = shaping or names
+    shown = ", ".join(f"{k} {theirs[k]} there, {ours[k]} here" for k in names[:4])
+    return f"; differing: {shown}{', ...' if len(names) > 4 else ''}" if names else ""

@@ -51,7 +51,8 @@ def test_a_run_from_init_from_resumes_without_its_source(source, tmp_path):
     ("dqn", "CartPole-v1", {}, "holds a ppo agent, not dqn"),
     ("ppo", "Acrobot-v1", {"normalize_obs": True}, "was trained on Box(shape=(4,), float32) -> Discrete(2), "
                                                    "Acrobot-v1 has Box(shape=(6,), float32) -> Discrete(3)"),
-    ("ppo", "CartPole-v1", {"normalize_obs": True, "net_arch": [16]}, "its networks do not fit this run's"),
+    ("ppo", "CartPole-v1", {"normalize_obs": True, "net_arch": [16]}, "its networks do not fit this run's (give "
+     "the hyperparameters that shape them as its run had them; differing: net_arch [64, 64] there, [16] here)"),
     ("ppo", "CartPole-v1", {"normalize_obs": True, "activation": "relu"}, "activation tanh, this run's relu: "
                                                                          "set activation=tanh"),
     ("ppo", "CartPole-v1", {}, "its run normalised observations, and its networks expect them so: set "
