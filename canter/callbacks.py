@@ -379,9 +379,34 @@ def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
     return out
 
 
+#: Stable-Baselines3's callbacks, by class name -> what canter does instead
+SB3_CALLBACKS = {
+    "StopTrainingOnRewardThreshold": "target_reward=R", "EvalCallback": "eval_every=N and eval_episodes=E (each new "
+    "best is saved as checkpoints/best)", "CheckpointCallback": "checkpoint_every=N (checkpoints/step-N)",
+    "StopTrainingOnNoModelImprovement": "early_stopping=P", "ProgressBarCallback": "quiet=False",
+    "CallbackList": "a list of canter callbacks", "StopTrainingOnMaxEpisodes": "a Callback whose should_stop reads "
+    "trainer.episode_count", "EveryNTimesteps": "a Callback whose after_update reads trainer.step",
+}
+
+
+def _sb3_callback(cb: Any) -> CanterError | None:
+    """The error for a Stable-Baselines3 callback (its ``BaseCallback``'s ``_on_step``), which no canter hook calls;
+    None for anything else."""
+    if not (hasattr(cb, "_on_step") and hasattr(cb, "init_callback")):
+        return None
+    name = type(cb).__name__
+    instead = SB3_CALLBACKS.get(name, "a canter Callback (docs/training-control.md): its hooks run between "
+                                      "iterations, with the trainer (trainer.agent is SB3's self.model)")
+    return CanterError(f"{name} is a Stable-Baselines3 callback, which canter does not call (its hooks are "
+                       f"{', '.join(HOOKS)}); use {instead}")
+
+
 def as_callbacks(callbacks: Iterable[Any] | None = None, hooks: dict[str, Any] | None = None) -> list[Any]:
     """Python-side callbacks: objects as given (one object alone, as Stable-Baselines3's ``callback``
     takes it, or a list), ``hooks`` (name -> callable or list) wrapped."""
+    for cb in callbacks if isinstance(callbacks, (list, tuple)) else [callbacks]:
+        if _sb3_callback(cb) is not None:
+            raise _sb3_callback(cb)
     if callbacks is not None and not isinstance(callbacks, (list, tuple)):
         if not any(hasattr(callbacks, h) for h in HOOKS):
             raise CanterError(f"callbacks takes a list of callback objects, got {type(callbacks).__name__}")
