@@ -71,12 +71,15 @@ def sb3_value_hint(key: str, value: Any) -> str:
     """What a value written as Stable-Baselines3 takes it is here (appended to a type error), or "": a schedule
     function for a number (``learning_rate=lambda progress: ...``), an activation class (``activation_fn=nn.ReLU``),
     separate actor and critic widths (``net_arch=dict(pi=[...], vf=[...])``), ``target_entropy='auto'``,
-    ``gradient_steps=-1``."""
+    ``gradient_steps=-1``, an action noise object."""
     name = key.rsplit(".", 1)[-1]
     if isinstance(value, type) and name == "activation":
         named = value.__name__.lower()
         named = f"'{named}'" if named in ("tanh", "relu", "elu", "gelu", "silu") else "tanh, relu, elu, gelu or silu"
         return f" (Stable-Baselines3's activation_fn class; canter names it: {named})"
+    if name == "action_noise" and not isinstance(value, str):  # SB3's noise objects are callable too
+        return (" (Stable-Baselines3's NormalActionNoise or OrnsteinUhlenbeckActionNoise object: canter names the "
+                "kind, normal or ou, and takes its sigma as noise_std, in the [-1, 1] action scale as SB3 adds it)")
     if callable(value) and not isinstance(value, type):
         return (" (a Stable-Baselines3 schedule function? canter's schedules are named settings: lr_decay linear, "
                 "cosine or step for every algorithm's learning rates, and some algorithms' lr_schedule)")

@@ -468,6 +468,15 @@ def test_values_written_as_stable_baselines3_takes_them_say_what_they_are_here()
                            ({"net_arch": [{"pi": [32], "vf": [64]}]}, r"must be an int, got .*dict\(pi=\.\.\., vf")):
         with pytest.raises(CanterError, match=rf"^'hparams\.{next(iter(kwargs))}' {needle}"):
             resolve_config("ppo", "CartPole-v1", **kwargs)
+
+    class NormalActionNoise:  # SB3's noise objects are callable: the schedule hint was given for them at first
+        def __call__(self):
+            return 0.0
+
+    with pytest.raises(CanterError, match=r"must be a str, got .*\(Stable-Baselines3's NormalActionNoise or "
+                                          r"OrnsteinUhlenbeckActionNoise object: canter names the kind, normal or ou, "
+                                          r"and takes its sigma as noise_std"):
+        resolve_config("td3", "Pendulum-v1", action_noise=NormalActionNoise())
     with pytest.raises(CanterError, match=r"^unknown config key 'activation_fn'; canter calls it 'hparams.activation' "
                                           r"\(Stable-Baselines3's 'activation_fn'\)$"):
         resolve_config("ppo", "CartPole-v1", activation_fn="relu")
