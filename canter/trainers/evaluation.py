@@ -89,8 +89,8 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
         begin(starts)
     while (counts < targets).any():
         step = env.step(act(obs, starts))
-        starts = ~step.valid  # a reset step's observation is a new episode's first
-        if begin is not None:
+        if begin is not None:  # a recurrent agent (a multi-policy env's steps have no ``valid``)
+            starts = ~step.valid  # a reset step's observation is a new episode's first
             begin(starts)
         success_of = getattr(env, "finished_success", None)  # envs that report no success have none
         if success_of is None or len(success_of) != len(env.finished_envs):
