@@ -294,6 +294,17 @@ def test_one_policy_of_a_multi_policy_run_saves_as_a_single_agent(tmp_path):
     assert np.array_equal(one.predict(obs), speaker.predict(obs))
 
 
+def test_one_policys_agent_of_a_training_run_is_not_evaluated_on_the_runs_env():
+    """Since trainers give their agent its run_config (canter.evaluate(trainer.agent) in a loop or callback), each
+    policy's agent got its member trainer's, and canter.evaluate of it ran the multi-agent env with one policy's
+    agent: the packing error of a Dict observation. It is refused as before; the group evaluates."""
+    group = canter.train("ppo", MIXED, run_dir=None, max_steps=64, n_envs=1, n_steps=32, batch_size=32, n_epochs=1,
+                         eval_every=0, eval_episodes=1, sets=["policies=type"])
+    with pytest.raises(CanterError, match="evaluate takes an agent that canter.train or canter.load returned"):
+        canter.evaluate(group.agents["speaker"], episodes=1)
+    assert canter.evaluate(group, episodes=1).episodes == 1
+
+
 def test_a_policys_budget_warning_gives_the_run_its_steps():
     """A policy's budget warning ended 'the run takes 16 steps', the policy's own rollout: the run took 48 (its
     3 agent rows step together, 16 vector steps each). It now gives both."""

@@ -109,6 +109,7 @@ class MultiPolicyTrainer(Trainer):
                 warnings.simplefilter("always")
                 with self._told_as(policy):
                     self.members[policy] = member_cls(agent.agents[policy], view, None, member_run)
+                agent.agents[policy].run_config = None  # a member's run: not an env canter.evaluate could act on
             for w in caught:  # a member's budget warnings speak of its share of the steps
                 detail = (f" ({view.num_envs} of the {env.num_envs} agent rows of all env copies, so "
                           f"{member_run.max_steps:,} of the run's steps)")
