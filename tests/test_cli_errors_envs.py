@@ -225,3 +225,21 @@ def test_a_reward_or_flag_returned_as_an_array_is_one_line(capsys, workdir, monk
                            "n_steps=32", "--set", "batch_size=64", "--max-steps", "64", "--quiet", "--run-dir", "run")
     assert_one_line_error(code, err, f"the env's step() returned a {value} ", "where one value belongs"
                           if vectorization == "async" else "a sequence (an array or list)", "gymnasium's API")
+
+
+def test_an_env_whose_reset_takes_no_seed_is_one_line(capsys, workdir, monkeypatch):
+    """reset(self) without seed (gym before 0.22, which Stable-Baselines3's check_env flags) was gymnasium's
+    TypeError traceback ('NoSeed.reset() got an unexpected keyword argument ...') with sync vectorization."""
+    (workdir / "no_seed_envs.py").write_text(
+        "import gymnasium as gym\nimport numpy as np\n\n\nclass NoSeed(gym.Env):\n"
+        "    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)\n    action_space = gym.spaces.Discrete(2)\n\n"
+        "    def reset(self):\n        return np.zeros(2, np.float32), {}\n\n"
+        "    def step(self, action):\n        return np.zeros(2, np.float32), 1.0, True, False, {}\n\n\n"
+        "gym.register('TestsNoSeed-v0', entry_point=NoSeed, max_episode_steps=10, disable_env_checker=True)\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "no_seed_envs:TestsNoSeed-v0", "--vectorization", "sync",
+                           "--set", "n_envs=2", "--set", "n_steps=32", "--set", "batch_size=64", "--max-steps", "64",
+                           "--quiet", "--run-dir", "run")
+    assert_one_line_error(code, err, "the env's reset() takes no 'seed' (NoSeed.reset() got an unexpected keyword "
+                                     "argument 'seed'): gymnasium's API is reset(self, seed=None, options=None)")
+    assert not (workdir / "run").exists()

@@ -98,12 +98,18 @@ def reset_result(result: Any) -> str:
 def _old_api_reset(env: Any, seed: int | None) -> CanterError | None:
     """After a vector reset failed: the error for a sub-env whose ``reset`` returns anything but ``(obs, info)``
     (an old gym env's obs alone was unpacked into two numbers: "'numpy.float32' object has no attribute
-    'items'"), or None. Only in-process copies (sync) are asked."""
+    'items'") or takes no ``seed`` keyword, or None. Only in-process copies (sync) are asked."""
     envs = getattr(env, "envs", None)
     if not envs:
         return None
     try:
         result = envs[0].reset(seed=seed)
+    except TypeError as exc:  # reset(self) of gym before 0.22: the seed (or options) keyword refused by the call
+        own = f"{type(getattr(envs[0], 'unwrapped', envs[0])).__qualname__}.reset() got an unexpected keyword argument"
+        if own not in str(exc):
+            return None
+        return CanterError(f"the env's reset() takes no {str(exc).rsplit(' ', 1)[-1]} ({exc}): gymnasium's API is "
+                           f"reset(self, seed=None, options=None), calling super().reset(seed=seed) first")
     except Exception:  # noqa: BLE001 - the vector env's own error is the one to report
         return None
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
