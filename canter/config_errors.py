@@ -42,6 +42,13 @@ SB3_ONLY = {
                            "(goal_selection_strategy) on any off-policy algorithm",
     "replay_buffer_kwargs": "HerReplayBuffer's n_sampled_goal is her_goals, goal_selection_strategy her_strategy",
     "monitor_wrapper": "canter records every training episode's return and length itself (history.parquet)",
+    "features_extractor_class": "the observation encoder is the encoder hyperparameter of the algorithms that have "
+                                "one (auto, nature, impala, flat, multi, or module:Class of one's own)",
+    "features_extractor_kwargs": "an encoder of one's own (encoder: module:Class) keeps its settings in its class",
+    "optimizer_class": "each algorithm has its optimizer (Adam; A2C and ACER: the optimizer hyperparameter, rmsprop "
+                       "or adam), its settings hyperparameters such as adam_eps; 'canter train ALGO --help' lists them",
+    "optimizer_kwargs": "the optimizer's settings are hyperparameters (lr, adam_eps, optimizer_eps, ...); "
+                        "'canter train ALGO --help' lists them",
 }
 
 

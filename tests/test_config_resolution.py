@@ -486,12 +486,16 @@ def test_values_written_as_stable_baselines3_takes_them_say_what_they_are_here()
 def test_more_stable_baselines3_arguments_are_pointed_at_canters():
     """policy='MlpPolicy' was answered "did you mean 'policies'?" (multi-agent), callback "'callbacks' or
     'manual_backward'", vec_env_cls "'eval_envs' or 'n_envs'", replay_buffer_class "'buffer_size'", monitor_wrapper
-    "'monitor'" (early stopping's), gradient_steps=-1 and target_entropy='auto' with a bare range or type error."""
+    "'monitor'" (early stopping's), optimizer_class "'normalize_obs'", features_extractor_class '76 choices',
+    gradient_steps=-1 and target_entropy='auto' with a bare range or type error."""
     for algo, kwargs, needle in (
             ("ppo", {"policy": "MlpPolicy"}, r"'policy' \(Stable-Baselines3's\): the networks follow the observations"),
             ("ppo", {"callback": "my:Cb"}, r"'callback'; canter calls it 'callbacks' \(Stable-Baselines3's 'callback'\)"),
             ("ppo", {"vec_env_cls": "SubprocVecEnv"}, r"vectorization: async for SubprocVecEnv"),
             ("ppo", {"monitor_wrapper": True}, r"canter records every training episode's return"),
+            ("ppo", {"features_extractor_class": "my:Cnn"}, r"the observation encoder is the encoder hyperparameter"),
+            ("sac", {"optimizer_kwargs": {"eps": 1e-5}}, r"the optimizer's settings are hyperparameters"),
+            ("a2c", {"optimizer_class": "Adam"}, r"A2C and ACER: the optimizer hyperparameter, rmsprop or adam"),
             ("dqn", {"replay_buffer_class": "HerReplayBuffer"}, r"HerReplayBuffer is her_goals: N"),
             ("dqn", {"replay_buffer_kwargs": {}}, r"n_sampled_goal is her_goals, goal_selection_strategy her_strategy"),
             ("dqn", {"goal_selection_strategy": "future"}, r"canter calls it 'hparams.her_strategy'"),
