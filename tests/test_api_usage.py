@@ -473,3 +473,13 @@ def test_evaluate_runs_the_runs_env_as_canter_eval_does(tmp_path, capsys):
     with pytest.raises(CanterError, match="evaluate takes an agent that canter.train or canter.load returned"):
         canter.evaluate(object())
 
+
+
+def test_agent_learn_given_a_step_count_names_what_trains_an_agent(tiny_ppo):
+    """A loaded agent's learn(total_timesteps=N) (SB3's model.learn) was a TypeError, and learn(1000)
+    "'int' object has no attribute 'obs'" from inside the algorithm."""
+    agent = canter.train("ppo", "CartPole-v1", run_dir=None, **{**tiny_ppo, "max_steps": 128})
+    for call in (lambda: agent.learn(total_timesteps=1000), lambda: agent.learn(1000)):
+        with pytest.raises(CanterError, match=r"^agent\.learn\(batch\) is one update .*model\.learn\(total_timesteps=N\) "
+                                              r"is canter\.train\(ALGO, env=ID, max_steps=N\) \(init_from=PATH"):
+            call()

@@ -396,8 +396,13 @@ class Agent:
             self._training_layout = _training_layout(self.algorithm)
         return batch if self._training_layout is None else batch._replace(obs=self._training_layout(batch.obs))
 
-    def learn(self, batch: Any) -> dict[str, float]:
-        """One algorithm update (the batch's tensors moved to the algorithm's device first)."""
+    def learn(self, batch: Any = None, *, total_timesteps: Any = None) -> dict[str, float]:
+        """One algorithm update (the batch's tensors moved to the algorithm's device first). A step count
+        (Stable-Baselines3's ``model.learn(total_timesteps=N)``) is refused, naming what trains an agent here."""
+        if total_timesteps is not None or batch is None or isinstance(batch, (int, float)):
+            raise CanterError("agent.learn(batch) is one update from a batch of transitions; Stable-Baselines3's "
+                              "model.learn(total_timesteps=N) is canter.train(ALGO, env=ID, max_steps=N) (init_from=PATH "
+                              "to start from a saved agent's weights), or a canter.make_trainer loop")
         return self.algorithm.learn(batch if self.device.type == "cpu" else to_device(batch, self.device))
 
     def learn_phase(self, batch: Any, steps: int) -> list[dict[str, float]]:
