@@ -231,43 +231,6 @@ def test_a_hyperparameter_given_twice_in_one_file_is_refused(tmp_path):
     assert hp.lr == 0.4
 
 
-def test_stable_baselines3_names_point_to_canters(capsys):
-    """learning_rate was answered "did you mean 'clip_range'" (PPO) or "'learning_starts'" (DQN, a step count),
-    and n_timesteps "did you mean 'n_steps'" (PPO's rollout length): the closest spellings, not the settings."""
-    from canter.cli import main
-
-    with pytest.raises(CanterError, match=r"unknown config key 'learning_rate'; canter calls it 'hparams.lr'"):
-        resolve_config("dqn", "CartPole-v1", sets=["learning_rate=0.001"])
-    with pytest.raises(CanterError, match=r"'hparams.learning_rate'; canter calls it 'hparams.lr'"):
-        resolve_config("ppo", "CartPole-v1", sets=["hparams={learning_rate: 0.001}"])
-    with pytest.raises(CanterError, match=r"'n_timesteps'; canter calls it 'max_steps'"):
-        resolve_config("ppo", "CartPole-v1", sets=["n_timesteps=1e5"])
-    assert main(["train", "ppo", "--env", "CartPole-v1", "--learning-rate", "0.001"]) == 2
-    assert capsys.readouterr().err.strip().endswith("did you mean '--lr'?")
-
-
-def test_tianshou_names_point_to_canters(capsys):
-    """A Tianshou user's trainer and policy arguments were answered with the closest spellings: step_per_epoch
-    "did you mean 'per_eps'?", update_per_step "'per_eps' or 'plateau_patience'", test_num and stop_fn "82 choices"."""
-    from canter.cli import main
-
-    with pytest.raises(CanterError, match=r"'episode_per_test'; canter calls it 'eval_episodes' \(Tianshou's"):
-        resolve_config("dqn", "CartPole-v1", sets=["episode_per_test=5"])
-    with pytest.raises(CanterError, match=r"'estimation_step'; canter calls it 'hparams.n_step'"):
-        resolve_config("dqn", "CartPole-v1", sets=["estimation_step=3"])
-    with pytest.raises(CanterError, match=r"'repeat_per_collect'; canter calls it 'hparams.n_epochs'"):
-        resolve_config("ppo", "CartPole-v1", sets=["repeat_per_collect=4"])
-    with pytest.raises(CanterError, match=r"'step_per_epoch' \(Tianshou's\): canter evaluates every eval_every"):
-        resolve_config("dqn", "CartPole-v1", sets=["step_per_epoch=1000"])
-    with pytest.raises(CanterError, match=r"'update_per_step' \(Tianshou's\): .*gradient_steps .*train_freq"):
-        resolve_config("dqn", "CartPole-v1", sets=["update_per_step=0.1"])
-    with pytest.raises(CanterError, match=r"'save_best_fn' \(Tianshou's\): .*checkpoints/best.*on_best"):
-        resolve_config("dqn", "CartPole-v1", sets=["save_best_fn=x"])
-    assert main(["train", "dqn", "--env", "CartPole-v1", "--test-num", "3"]) == 2
-    assert capsys.readouterr().err.strip().endswith("did you mean '--set eval_envs=VALUE'?")
-    assert main(["train", "dqn", "--env", "CartPole-v1", "--estimation-step", "3"]) == 2
-    assert capsys.readouterr().err.strip().endswith("did you mean '--n-step'?")
-
 def test_values_in_errors_stay_readable(tmp_path):
     """--set seed=1e300 printed the whole 301-digit integer it became, and a 100,000-character value was
     echoed whole: huge integers are shown in exponent form, long values cut."""
@@ -425,18 +388,6 @@ def test_a_command_option_given_as_a_config_key_is_named_as_one(tmp_path):
         resolve_config("ppo", "CartPole-v1", sets=["quiet=true"])
 
 
-def test_stable_baselines3_arguments_that_are_no_single_key_say_what_they_are_here():
-    """policy_kwargs was answered "did you mean 'policy_hparams'" (a multi-agent run's per-policy settings), verbose
-    '75 choices' and tensorboard_log "did you mean 'tensorboard'" (a switch, not a folder)."""
-    for kwargs, needle in (({"policy_kwargs": {"net_arch": [64]}}, r"its entries are .*such as net_arch .* and activation \(for "
-                                                                    r"activation_fn"),
-                           ({"verbose": 1}, r"canter shows progress unless --quiet"),
-                           ({"tensorboard_log": "tb"}, r"TensorBoard event files go to the run directory \(run_dir\)")):
-        with pytest.raises(CanterError, match=rf"unknown config key '{next(iter(kwargs))}' \(Stable-Baselines3's\): "
-                                              rf"{needle}"):
-            resolve_config("dqn", "CartPole-v1", **kwargs)
-
-
 @pytest.mark.parametrize("item, plain", [("n_steps=010", "10"), ("seed=00", "0"), ("lr=-0_5", "-5"),
                                          ("hparams.n_epochs=007", "7")])
 def test_a_number_setting_with_a_leading_zero_is_refused_as_in_a_file(item, plain):
@@ -452,56 +403,3 @@ def test_a_number_setting_with_a_leading_zero_is_refused_as_in_a_file(item, plai
     assert (hp.n_steps, run.seed, hp.lr, hp.n_epochs) == (10, 0, 0.5, 10)
 
 
-def test_values_written_as_stable_baselines3_takes_them_say_what_they_are_here():
-    """A schedule function for lr, an activation class and net_arch=dict(pi=..., vf=...) were answered with a bare
-    type error ("'hparams.lr' must be a float, got <function <lambda> ...>"; for [dict(pi=..., vf=...)] "must be an
-    int"), and activation_fn with "did you mean 'activation' or 'vectorization'?"."""
-    import torch
-
-    for kwargs, needle in (({"lr": lambda progress: 3e-4 * progress}, r"must be a float, got <function .*\(a "
-                            r"Stable-Baselines3 schedule function\? canter's schedules are named settings: lr_decay"),
-                           ({"activation": torch.nn.ReLU}, r"must be a str, got .*ReLU'> \(Stable-Baselines3's "
-                            r"activation_fn class; canter names it: 'relu'\)$"),
-                           ({"activation": torch.nn.LeakyReLU}, r"must be a str, got .*canter names it: tanh, relu, elu, gelu or silu\)$"),
-                           ({"net_arch": {"pi": [32], "vf": [64]}}, r"must be a list\[int\], got .*\(Stable-Baselines3's "
-                            r"dict\(pi=\.\.\., vf=\.\.\.\): canter's net_arch is one list"),
-                           ({"net_arch": [{"pi": [32], "vf": [64]}]}, r"must be an int, got .*dict\(pi=\.\.\., vf")):
-        with pytest.raises(CanterError, match=rf"^'hparams\.{next(iter(kwargs))}' {needle}"):
-            resolve_config("ppo", "CartPole-v1", **kwargs)
-
-    class NormalActionNoise:  # SB3's noise objects are callable: the schedule hint was given for them at first
-        def __call__(self):
-            return 0.0
-
-    with pytest.raises(CanterError, match=r"must be a str, got .*\(Stable-Baselines3's NormalActionNoise or "
-                                          r"OrnsteinUhlenbeckActionNoise object: canter names the kind, normal or ou, "
-                                          r"and takes its sigma as noise_std"):
-        resolve_config("td3", "Pendulum-v1", action_noise=NormalActionNoise())
-    with pytest.raises(CanterError, match=r"^unknown config key 'activation_fn'; canter calls it 'hparams.activation' "
-                                          r"\(Stable-Baselines3's 'activation_fn'\)$"):
-        resolve_config("ppo", "CartPole-v1", activation_fn="relu")
-    assert resolve_config("ppo", "CartPole-v1", activation="relu", net_arch=[32])[1].net_arch == [32]
-
-
-def test_more_stable_baselines3_arguments_are_pointed_at_canters():
-    """policy='MlpPolicy' was answered "did you mean 'policies'?" (multi-agent), callback "'callbacks' or
-    'manual_backward'", vec_env_cls "'eval_envs' or 'n_envs'", replay_buffer_class "'buffer_size'", monitor_wrapper
-    "'monitor'" (early stopping's), optimizer_class "'normalize_obs'", features_extractor_class '76 choices',
-    gradient_steps=-1 and target_entropy='auto' with a bare range or type error."""
-    for algo, kwargs, needle in (
-            ("ppo", {"policy": "MlpPolicy"}, r"'policy' \(Stable-Baselines3's\): the networks follow the observations"),
-            ("ppo", {"callback": "my:Cb"}, r"'callback'; canter calls it 'callbacks' \(Stable-Baselines3's 'callback'\)"),
-            ("ppo", {"vec_env_cls": "SubprocVecEnv"}, r"vectorization: async for SubprocVecEnv"),
-            ("ppo", {"monitor_wrapper": True}, r"canter records every training episode's return"),
-            ("ppo", {"features_extractor_class": "my:Cnn"}, r"the observation encoder is the encoder hyperparameter"),
-            ("sac", {"optimizer_kwargs": {"eps": 1e-5}}, r"the optimizer's settings are hyperparameters"),
-            ("a2c", {"optimizer_class": "Adam"}, r"A2C and ACER: the optimizer hyperparameter, rmsprop or adam"),
-            ("dqn", {"replay_buffer_class": "HerReplayBuffer"}, r"HerReplayBuffer is her_goals: N"),
-            ("dqn", {"replay_buffer_kwargs": {}}, r"n_sampled_goal is her_goals, goal_selection_strategy her_strategy"),
-            ("dqn", {"goal_selection_strategy": "future"}, r"canter calls it 'hparams.her_strategy'"),
-            ("dqn", {"gradient_steps": -1}, r"must be >= 1, got -1 \(Stable-Baselines3's -1, .* is gradient_steps equal "
-                                            r"to train_freq here"),
-            ("sac", {"target_entropy": "auto"}, r"must be a float or null, got 'auto' \(Stable-Baselines3's 'auto' is "
-                                                r"null here: -action_dim\)$")):
-        with pytest.raises(CanterError, match=needle):
-            resolve_config(algo, "Pendulum-v1" if algo == "sac" else "CartPole-v1", **kwargs)

@@ -31,7 +31,8 @@ from canter.envs.multiagent_views import MultiPolicyVecEnv
 from canter.errors import CanterError
 from canter.multiagent_config import policy_message
 from canter.schedules import LRControl
-from canter.trainers.base import StepwiseTrainer, Trainer
+from canter.trainers.base import Trainer
+from canter.trainers.stepwise import StepwiseTrainer
 from canter.trainers.guard import Divergence
 
 

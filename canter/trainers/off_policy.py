@@ -21,7 +21,7 @@ from canter.envs.make import make_env
 from canter.envs.multiagent import is_multiagent
 from canter.errors import CanterError, CanterWarning
 from canter.envs.vector import Step
-from canter.trainers.base import StepwiseTrainer
+from canter.trainers.stepwise import StepwiseTrainer
 from canter.trainers.updates import mean_stats, minibatches_fit
 from canter.utils import stream_rng, to_numpy
 

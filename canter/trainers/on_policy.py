@@ -11,7 +11,7 @@ import torch
 from canter.data.rollout import RolloutBuffer
 from canter.errors import CanterError, CanterWarning
 from canter.envs.vector import Step
-from canter.trainers.base import StepwiseTrainer
+from canter.trainers.stepwise import StepwiseTrainer
 
 
 class OnPolicyTrainer(StepwiseTrainer):

@@ -1,0 +1,48 @@
+"""The trainer whose iteration is vector steps until its next update: the base of the on- and off-policy
+trainers, whose ``act`` / ``observe`` / ``update`` a multi-policy run steps in lockstep."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from canter.trainers.base import Trainer
+
+
+class StepwiseTrainer(Trainer):
+    """A trainer whose iteration is vector steps until its next update (on- and off-policy).
+
+    :meth:`act`, :meth:`observe` and :meth:`update` split the iteration, so a multi-policy run
+    (:mod:`canter.trainers.multi_policy`) can step one env for several such trainers in lockstep.
+    """
+
+    def setup(self) -> None:  # noqa: D102
+        #: vector steps collected since the last update
+        self.collected = 0
+
+    def act(self, obs: Any) -> np.ndarray:
+        """The env actions for ``obs``; what :meth:`observe` needs of them is kept."""
+        raise NotImplementedError
+
+    def observe(self, step: Any) -> bool:
+        """Take in the vector step that followed :meth:`act`; True when an update is due."""
+        raise NotImplementedError
+
+    def update(self) -> dict[str, float]:
+        """Learn from what was collected; update statistics."""
+        raise NotImplementedError
+
+    def due(self, vec_steps: int) -> bool:
+        """Count one collected vector step; True (and restart the count) at ``vec_steps``."""
+        self.collected += 1
+        if self.collected < vec_steps:
+            return False
+        self.collected = 0
+        return True
+
+    def iteration(self) -> dict[str, float]:
+        """Vector steps until an update is due, then the update."""
+        env = self.env
+        while not self.observe(env.step(self.act(self.obs))):
+            pass
+        return self.update()
