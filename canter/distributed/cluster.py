@@ -5,11 +5,14 @@ instance is bound to the loopback interface, has no dashboard and reports no usa
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import socket
+import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from canter.errors import CanterError, require
@@ -161,12 +164,13 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     _auth_before[:] = [os.environ.get(AUTH_MODE_ENV)]
     try:
-        if address is None:
-            ray.init(address="local", num_cpus=available_cpus(), **kwargs)
-        else:
-            _check_reachable(address)
-            _match_cluster_auth(address)
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+        with _no_native_crash_handler(), _sigterm_held() as held:
+            if address is None:
+                ray.init(address="local", num_cpus=available_cpus(), **kwargs)
+            else:
+                _check_reachable(address)
+                _match_cluster_auth(address)
+                ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except CanterError:
         _restore_auth_mode()
         raise
@@ -176,7 +180,79 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise CanterError(f"cannot {where}: {first}") from None
     _python_sigterm_handler()
+    if held:  # a SIGTERM came while Ray started; now that it has, the handler ray.init set takes it (sys.exit)
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        except BaseException:
+            disconnect(ray, True)
+            raise
     return ray, True
+
+
+@contextlib.contextmanager
+def _sigterm_held() -> Iterator[list[int]]:
+    """Hold a SIGTERM that arrives while ``ray.init`` runs (the yielded list records it) until it returns.
+
+    ``ray.init`` installs a SIGTERM handler that calls ``sys.exit`` and then starts Ray's processes and
+    builds the driver's core worker (seconds on a loaded machine). A ``SystemExit`` raised in the middle
+    of that left Ray half started: the process crashed on its way out (exit code 139) or left Ray's
+    agent processes running for a minute. The handler ``ray.init`` asks for is installed when it
+    returns, and :func:`connect` then hands it the held signal. A second SIGTERM exits at once.
+    """
+    held: list[int] = []
+    try:
+        from ray._private import utils as ray_utils
+        set_handler = ray_utils.set_sigterm_handler
+    except (ImportError, AttributeError):  # another Ray layout: its own handler acts at once
+        set_handler = None
+    if set_handler is None or threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    wanted: list[Any] = []  # the handler(s) ray.init set
+
+    def hold(signum: int, frame: Any) -> None:
+        if held:
+            sys.exit(signum)
+        held.append(signum)
+
+    before = signal.signal(signal.SIGTERM, hold)
+    ray_utils.set_sigterm_handler = wanted.append
+    try:
+        yield held
+    finally:
+        ray_utils.set_sigterm_handler = set_handler
+        handler = wanted[-1] if wanted else before
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if handler is None else handler)
+
+
+#: Ray's switch for the native fatal-signal handler its core worker installs (``ray_constants`` reads it at import)
+NATIVE_HANDLER_ENV = "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"
+
+
+@contextlib.contextmanager
+def _no_native_crash_handler() -> Iterator[None]:
+    """Keep Ray's native fatal-signal handler out of this (the driver's) process while ``ray.init`` runs.
+
+    The driver's core worker, built inside ``ray.init`` (a native call of seconds on a loaded machine),
+    installed absl's failure handler for SIGTERM (and SIGSEGV, SIGABRT...) over Python's: a SIGTERM in that
+    window printed a native stack trace, and the handler's 3 s alarm then aborted the process (exit code
+    134) while Ray was still shutting down. Without it, the signal reaches Python (:func:`_sigterm_held`).
+    Only this process's setting changes (explorer processes keep theirs), and only while ``ray.init``
+    runs; a ``RAY_DISABLE_FAILURE_SIGNAL_HANDLER`` set in the environment is used as it is.
+    """
+    try:
+        from ray._private import ray_constants
+    except ImportError:  # another Ray layout: nothing to change
+        ray_constants = None
+    if NATIVE_HANDLER_ENV in os.environ or not hasattr(ray_constants, NATIVE_HANDLER_ENV):
+        yield
+        return
+    before = getattr(ray_constants, NATIVE_HANDLER_ENV)
+    setattr(ray_constants, NATIVE_HANDLER_ENV, True)
+    try:
+        yield
+    finally:
+        setattr(ray_constants, NATIVE_HANDLER_ENV, before)
 
 
 def _python_sigterm_handler() -> None:
