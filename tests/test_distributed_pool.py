@@ -10,18 +10,20 @@ import canter
 from canter.config import resolve_config
 
 
-def test_a_replaced_explorers_late_result_counts_no_second_replacement():
+def test_a_replaced_explorers_late_result_counts_no_second_replacement(monkeypatch):
     """An explorer's rollout raised (the pool replaced it) while its next queued rollout had already
     finished on the old process: that late result is still learned from, and one replacement counts
     once in explorer_restarts (once, the pool took the process change for a Ray restart and counted
     2). Driven with a stand-in for Ray: no cluster needed."""
     from types import SimpleNamespace
 
+    from canter.distributed import pool as pool_module
     from canter.distributed.pool import RayPool
 
     class RayError(Exception):
         pass
 
+    monkeypatch.setattr(pool_module, "STEADY_SECONDS", 0.0)  # any result of the current explorer clears its failures
     outcomes = {"A": RayError("simulated env crash"), "B": {"pid": 100}, "C": {"pid": 200}, "up": 200}
 
     def get(ref):
@@ -32,6 +34,7 @@ def test_a_replaced_explorers_late_result_counts_no_second_replacement():
     pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
     pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError), get=get, kill=lambda *a, **k: None)
     pool.count, pool.actors, pool.generation, pool.failures, pool.pids, pool.restarts = 1, ["old"], [0], [0], [None], 0
+    pool._built_at = [0.0]
     pool._slot_version, pool._starting, pool._fresh = [1], {}, set()
     pool._spawn = lambda slot: SimpleNamespace(pid=SimpleNamespace(remote=lambda: "up"))  # the replacement
     pool.submit = lambda slot, **kw: None
@@ -89,6 +92,7 @@ def test_a_dead_explorers_lost_rollouts_run_on_a_fresh_replacement_with_the_weig
     ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError), get=get, put=lambda w: Ref(w),
                           kill=lambda *a, **k: None, remote=remote, cluster_resources=lambda: {"CPU": 2.0})
     monkeypatch.setattr(pool_module, "connect", lambda address: (ray, False))
+    monkeypatch.setattr(pool_module, "STEADY_SECONDS", 0.0)  # any result of the current explorer clears its failures
     run, cfg = resolve_config("impala", "CartPole-v1", n_envs=2)
     pool = pool_module.RayPool(run, cfg, 1)
     assert options["max_restarts"] == 0 and options["max_task_retries"] == 0  # Ray re-runs nothing
@@ -111,6 +115,66 @@ def test_a_dead_explorers_lost_rollouts_run_on_a_fresh_replacement_with_the_weig
     assert pool.actors[0].rollouts == [4, 4, 4]  # all three carry the weights of when it was up
     results = [pool._receive(ref)[1] for ref in list(pool.in_flight)]
     assert [r["version"] for r in results] == [4, 4, 4] and pool.restarts == 1 and pool.failures == [0]
+
+
+def test_explorers_that_fail_soon_after_each_result_stop_the_run(monkeypatch):
+    """An env that raises at its 50th step, with 32 steps a rollout: each replacement's first rollout came
+    back, its second raised. Each result cleared the slot's failures, so the run replaced explorers forever
+    (the learner got one rollout per replacement, a few seconds each) and never stopped. Results from an
+    explorer that has not run STEADY_SECONDS clear nothing now: the 4th failure stops the run, naming the
+    env's error. Driven with a stand-in for Ray: no cluster needed."""
+    from types import SimpleNamespace
+
+    from canter.distributed import pool as pool_module
+    from canter.errors import ExplorerError
+
+    class RayError(Exception):
+        pass
+
+    class Ref:
+        def __init__(self, value):
+            self.value = value
+
+    class Actor:  # its first rollout returns, every later one raises
+        def __init__(self, generation):
+            self.generation, self.calls = generation, 0
+            self.rollout = SimpleNamespace(remote=self._rollout)
+            self.pid = SimpleNamespace(remote=lambda: Ref(1000 + generation))
+
+        def _rollout(self, weights_ref, version, **kw):
+            self.calls += 1
+            if self.calls > 1:
+                return Ref(RayError("RuntimeError: simulated simulator crash at step 50"))
+            none = np.zeros(0, np.int64)
+            return Ref({"pid": 1000 + self.generation, "version": version, "index": 0, "episode_returns": none,
+                        "episode_lengths": none, "episode_envs": none})
+
+    def remote(cls):
+        return SimpleNamespace(options=lambda **kw: SimpleNamespace(
+            remote=lambda slot, count, run, cfg, generation, spaces: Actor(generation)))
+
+    def get(ref):
+        if isinstance(ref.value, Exception):
+            raise ref.value
+        return ref.value
+
+    def wait(refs, num_returns=1, timeout=None):
+        return refs[:num_returns], refs[num_returns:]
+
+    ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError), get=get, put=lambda w: Ref(w), wait=wait,
+                          kill=lambda *a, **k: None, remote=remote, cluster_resources=lambda: {"CPU": 2.0})
+    monkeypatch.setattr(pool_module, "connect", lambda address: (ray, False))
+    run, cfg = resolve_config("impala", "CartPole-v1", n_envs=2)
+    pool = pool_module.RayPool(run, cfg, 1)
+    pool.publish({}, 1)
+    results = 0
+    with pytest.raises(ExplorerError, match="^explorer 0 failed 4 times in a row; last error: RuntimeError: "
+                                            "simulated simulator crash at step 50$"):
+        for _ in range(100):  # as the asynchronous learner: new work after each result
+            pool.submit(0, n_steps=32)
+            pool.wait()
+            results += 1
+    assert results == 4 and pool.restarts == 3  # the first explorer's result and each replacement's
 
 
 def test_the_pool_hands_over_the_earliest_submitted_of_the_finished_rollouts():
@@ -137,7 +201,7 @@ def test_the_pool_hands_over_the_earliest_submitted_of_the_finished_rollouts():
     pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
     pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RuntimeError), get=result, wait=wait)
     pool.generation, pool.failures, pool.pids, pool.restarts = [0, 0], [0, 0], [10, 11], 0
-    pool._fresh = set()
+    pool._fresh, pool._built_at = set(), [0.0, 0.0]
     pool.in_flight = {ref: (0 if ref[0] == "a" else 1, 0, {}) for ref in ("a1", "b1", "a2", "b2")}
     assert [pool.wait()[1]["name"] for _ in range(3)] == ["a1", "b1", "a2"]
 
@@ -188,7 +252,7 @@ def test_a_replacement_explorers_first_rollout_starts_its_envs_returns_from_zero
         pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RuntimeError), kill=lambda *a, **k: None,
                                    get=lambda ref: rollout if ref == "rollout" else 7)
         pool.count, pool.actors, pool.generation, pool.failures, pool.pids, pool.restarts = 1, ["old"], [0], [0], [5], 0
-        pool._slot_version, pool._starting, pool._fresh, pool.in_flight = [1], {}, set(), {}
+        pool._slot_version, pool._starting, pool._fresh, pool.in_flight, pool._built_at = [1], {}, set(), {}, [0.0]
         pool._spawn = lambda slot: SimpleNamespace(pid=SimpleNamespace(remote=lambda: "up"))
         pool.submit = lambda slot, **kw: None
         pool._replace(0, RuntimeError("explorer died"))

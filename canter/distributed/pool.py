@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from typing import Any
 
 import numpy as np
@@ -29,8 +30,12 @@ log = logging.getLogger("canter.distributed")
 #: pool replaces a dead explorer itself, as one whose rollout raised: a fresh seed block, and the lost
 #: calls resubmitted with the latest weights once the replacement is up
 MAX_RESTARTS = 0
-#: an explorer slot that fails this many times in a row without a result stops the run
+#: an explorer slot that fails this many times in a row stops the run: failures of explorers that had not
+#: run STEADY_SECONDS yet count in a row even when results came between them (an env that raises at its
+#: 50th step, with 32 steps a rollout, alternated results and failures: replaced forever, never stopped)
 MAX_CONSECUTIVE_FAILURES = 4
+#: an explorer that returns a rollout after running this long (since it was built) clears its slot's failures
+STEADY_SECONDS = 60.0
 #: at the end of a run, wait at most this long for rollouts still in flight before stopping explorers
 CLOSE_WAIT_SECONDS = 5.0
 #: Ray's smallest share of a resource: an actor cannot ask for less of a CPU
@@ -189,6 +194,7 @@ class RayPool(_Episodes):
                 disconnect(self.ray, self._owns_connection)
             raise
         self.failures = [0] * count
+        self._built_at = [time.monotonic()] * count  # when each slot's explorer was started (its failures)
         self.restarts = 0
         #: each call's slot, generation and settings (``None``: a replacement's readiness call)
         self.in_flight: dict[Any, tuple[int, int, dict[str, Any] | None]] = {}
@@ -249,7 +255,8 @@ class RayPool(_Episodes):
                     self.submit(slot, **queued)
             return slot, None
         if generation == self.generation[slot]:  # a replaced explorer's late result: not the new one's process
-            self.failures[slot] = 0  # (the failures count the current explorer's)
+            if time.monotonic() - self._built_at[slot] >= STEADY_SECONDS:  # (the failures count the current
+                self.failures[slot] = 0  # explorer's; one that fails soon after its results is no recovery)
             if slot in self._fresh:  # a replacement's first rollout: its envs started new episodes
                 self._fresh.discard(slot)
                 result["fresh_episodes"] = True
@@ -282,6 +289,7 @@ class RayPool(_Episodes):
         self.pids[slot] = None
         self._slot_version[slot] = -1
         self._fresh.add(slot)
+        self._built_at[slot] = time.monotonic()
         self.actors[slot] = self._spawn(slot)
         # its rollouts wait until it is built (seconds): sent now, they would carry the weights of now
         self._starting.setdefault(slot, [])
