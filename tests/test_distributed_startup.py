@@ -1,6 +1,6 @@
 """Starting explorers, checked without a cluster: no Ray import on the default path, the missing extra,
 --ray-address refused or unreachable (one line, fast), a run's private Ray kept on loopback, and a
-SIGTERM while that Ray starts."""
+SIGTERM or Ctrl-C while that Ray starts."""
 from __future__ import annotations
 
 import os
@@ -113,16 +113,16 @@ def test_private_ray_stays_on_loopback_even_when_ray_was_imported_first():
     assert out.stdout.split() == ["127.0.0.1", "127.0.0.1", "0", "False", "local"]
 
 
-SIGTERM_WHILE_STARTING_RAY = """
+SIGNAL_WHILE_STARTING_RAY = """
 import os, signal, sys
 import ray
 from canter.distributed.cluster import connect
 
 built = ray._raylet.CoreWorker
 
-def core_worker(*args, **kwargs):  # the driver's core worker, built inside ray.init (seconds); then a SIGTERM
+def core_worker(*args, **kwargs):  # the driver's core worker, built inside ray.init (seconds); then a signal
     worker = built(*args, **kwargs)
-    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), getattr(signal, sys.argv[1]))
     return worker
 
 ray._raylet.CoreWorker = core_worker
@@ -132,14 +132,16 @@ print("connected", flush=True)
 
 
 @pytest.mark.slow  # ~10-15 s: a fresh Python process starting a private Ray
-def test_a_sigterm_while_ray_init_runs_exits_cleanly_through_python():
+@pytest.mark.parametrize("sig, code", [("SIGTERM", 15), ("SIGINT", -2)])  # -2: an uncaught KeyboardInterrupt
+def test_a_signal_while_ray_init_runs_exits_cleanly_through_python(sig, code):
     # building the core worker installed Ray's native crash handler: a SIGTERM then printed a native stack
-    # trace and its 3 s alarm aborted the exit (code 134); without that handler, the SystemExit raised
-    # inside ray.init left Ray half started and the process crashed on its way out (code 139)
+    # trace and its 3 s alarm aborted the exit (code 134); without that handler, the SystemExit (or a
+    # Ctrl-C's KeyboardInterrupt) raised inside ray.init left Ray half started and the process crashed on
+    # its way out (code 139)
     pytest.importorskip("ray")
     env = {k: v for k, v in os.environ.items() if k != "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"}
     env.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_USAGE_STATS_ENABLED="0")  # loopback, no reports
-    out = subprocess.run([sys.executable, "-c", SIGTERM_WHILE_STARTING_RAY], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", SIGNAL_WHILE_STARTING_RAY, sig], capture_output=True, text=True,
                          timeout=120, env=env)
     assert "SIGTERM received" not in out.stderr, out.stderr[-2000:]
-    assert out.returncode == 15 and "connected" not in out.stdout, (out.returncode, out.stderr[-2000:])
+    assert out.returncode == code and "connected" not in out.stdout, (out.returncode, out.stderr[-2000:])

@@ -164,7 +164,7 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     _auth_before[:] = [os.environ.get(AUTH_MODE_ENV)]
     try:
-        with _no_native_crash_handler(), _sigterm_held() as held:
+        with _no_native_crash_handler(), _signals_held() as held:
             if address is None:
                 ray.init(address="local", num_cpus=available_cpus(), **kwargs)
             else:
@@ -180,9 +180,9 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise CanterError(f"cannot {where}: {first}") from None
     _python_sigterm_handler()
-    if held:  # a SIGTERM came while Ray started; now that it has, the handler ray.init set takes it (sys.exit)
+    if held:  # a signal came while Ray started; now that it has, the handler in force takes it
         try:
-            signal.raise_signal(signal.SIGTERM)
+            signal.raise_signal(held[0])
         except BaseException:
             disconnect(ray, True)
             raise
@@ -190,14 +190,16 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
 
 
 @contextlib.contextmanager
-def _sigterm_held() -> Iterator[list[int]]:
-    """Hold a SIGTERM that arrives while ``ray.init`` runs (the yielded list records it) until it returns.
+def _signals_held() -> Iterator[list[int]]:
+    """Hold a SIGTERM or Ctrl-C (SIGINT) that arrives while ``ray.init`` runs (the yielded list records
+    them) until it returns.
 
     ``ray.init`` installs a SIGTERM handler that calls ``sys.exit`` and then starts Ray's processes and
-    builds the driver's core worker (seconds on a loaded machine). A ``SystemExit`` raised in the middle
-    of that left Ray half started: the process crashed on its way out (exit code 139) or left Ray's
-    agent processes running for a minute. The handler ``ray.init`` asks for is installed when it
-    returns, and :func:`connect` then hands it the held signal. A second SIGTERM exits at once.
+    builds the driver's core worker (seconds on a loaded machine). A ``SystemExit`` or
+    ``KeyboardInterrupt`` raised in the middle of that left Ray half started: the process crashed on its
+    way out (exit code 139) or left Ray's agent processes running for a minute. The handlers in force when
+    it returns (for SIGTERM the one ``ray.init`` asks for) are installed then, and :func:`connect` hands
+    them the held signals. A second signal acts at once.
     """
     held: list[int] = []
     try:
@@ -208,21 +210,25 @@ def _sigterm_held() -> Iterator[list[int]]:
     if set_handler is None or threading.current_thread() is not threading.main_thread():
         yield held
         return
-    wanted: list[Any] = []  # the handler(s) ray.init set
+    wanted: list[Any] = []  # the SIGTERM handler(s) ray.init set
 
     def hold(signum: int, frame: Any) -> None:
-        if held:
+        if held:  # a second signal: at once
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
             sys.exit(signum)
         held.append(signum)
 
-    before = signal.signal(signal.SIGTERM, hold)
+    before = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
     ray_utils.set_sigterm_handler = wanted.append
     try:
         yield held
     finally:
         ray_utils.set_sigterm_handler = set_handler
-        handler = wanted[-1] if wanted else before
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if handler is None else handler)
+        if wanted:
+            before[signal.SIGTERM] = wanted[-1]
+        for sig, handler in before.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 #: Ray's switch for the native fatal-signal handler its core worker installs (``ray_constants`` reads it at import)
@@ -236,7 +242,7 @@ def _no_native_crash_handler() -> Iterator[None]:
     The driver's core worker, built inside ``ray.init`` (a native call of seconds on a loaded machine),
     installed absl's failure handler for SIGTERM (and SIGSEGV, SIGABRT...) over Python's: a SIGTERM in that
     window printed a native stack trace, and the handler's 3 s alarm then aborted the process (exit code
-    134) while Ray was still shutting down. Without it, the signal reaches Python (:func:`_sigterm_held`).
+    134) while Ray was still shutting down. Without it, the signal reaches Python (:func:`_signals_held`).
     Only this process's setting changes (explorer processes keep theirs), and only while ``ray.init``
     runs; a ``RAY_DISABLE_FAILURE_SIGNAL_HANDLER`` set in the environment is used as it is.
     """
