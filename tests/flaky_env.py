@@ -5,11 +5,13 @@ other than ``spare_pid`` (the learner's, whose evaluation env must not crash) th
 removes it and raises, so exactly one crash happens per file, whichever explorer sees it. With
 ``always=True`` every step outside ``spare_pid`` raises. With ``broken_file=PATH`` the constructor raises
 inside a Ray actor (an explorer) while ``PATH`` exists: an env that cannot be built on an explorer's node.
+With ``slow_start=S`` the constructor sleeps S seconds inside a Ray actor: explorers that take long to build.
 """
 from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -27,9 +29,11 @@ class FlakyCartPole(gym.Wrapper):
     """CartPole-v1 that raises once when ``crash_file`` exists."""
 
     def __init__(self, crash_file: str | None = None, spare_pid: int | None = None, always: bool = False,
-                 broken_file: str | None = None, **kwargs: Any) -> None:
+                 broken_file: str | None = None, slow_start: float = 0.0, **kwargs: Any) -> None:
         if broken_file and os.path.exists(broken_file) and _in_ray_actor():
             raise ValueError("cannot open the simulator")
+        if slow_start and _in_ray_actor():
+            time.sleep(slow_start)
         super().__init__(gym.make("CartPole-v1", **kwargs))
         self.crash_file = crash_file if spare_pid != os.getpid() else None
         self.always = always

@@ -145,3 +145,33 @@ def test_a_signal_while_ray_init_runs_exits_cleanly_through_python(sig, code):
                          timeout=120, env=env)
     assert "SIGTERM received" not in out.stderr, out.stderr[-2000:]
     assert out.returncode == code and "connected" not in out.stdout, (out.returncode, out.stderr[-2000:])
+
+
+SIGTERM_WHILE_EXPLORERS_ARE_BUILT = """
+import os, signal, threading
+from canter.distributed import pool
+import canter
+
+wait_for_explorers = pool.RayPool._get_each
+
+def get_each(self, refs, failed):  # a SIGTERM while the pool waits for its explorers to be built
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    return wait_for_explorers(self, refs, failed)
+
+pool.RayPool._get_each = get_each
+canter.make_trainer("impala", "flaky_env:FlakyCartPole-v0", explorers=1, n_envs=1, env_kwargs={"slow_start": 60})
+print("built", flush=True)
+"""
+
+
+@pytest.mark.slow  # ~15-20 s: a fresh Python process starting a private Ray and an explorer
+def test_a_sigterm_while_the_explorers_are_built_exits_with_code_15():
+    # Ray turns the SystemExit(15) raised while ray.get waits into SystemExit(1): the run ended with exit
+    # code 1 and no message, as a failure, where a SIGTERM a moment earlier or later gave 15
+    pytest.importorskip("ray")
+    tests = os.path.dirname(__file__)
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
+           "PYTHONPATH": os.pathsep.join([tests, *sys.path])}  # flaky_env, importable by the explorer
+    out = subprocess.run([sys.executable, "-c", SIGTERM_WHILE_EXPLORERS_ARE_BUILT], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 15 and "built" not in out.stdout, (out.returncode, out.stderr[-2000:])

@@ -261,20 +261,47 @@ def _no_native_crash_handler() -> Iterator[None]:
         setattr(ray_constants, NATIVE_HANDLER_ENV, before)
 
 
+#: SIGTERMs taken by the handler :func:`_python_sigterm_handler` installs (see :func:`sigterm_code`)
+_sigterms: list[int] = []
+
+
 def _python_sigterm_handler() -> None:
-    """Put the Python-level SIGTERM handler back in force after ``ray.init``.
+    """Put the Python-level SIGTERM handler back in force after ``ray.init``, noting each signal it takes.
 
     ``ray.init`` sets a Python handler (``sys.exit(15)``), but the driver's core worker then installs a
     native fatal-signal handler over it: a SIGTERM before the run's own handlers were installed (while
     the explorers start, seconds) printed a native stack trace and aborted the process (exit code 134),
     with nothing closed. Installed again, the Python handler raises ``SystemExit``, and the pool stops its
-    explorers and disconnects on the way out (exit code 15).
+    explorers and disconnects on the way out (exit code 15; :func:`sigterm_code` keeps it 15 where a
+    blocking Ray call would make it 1).
     """
+    _sigterms.clear()
     if threading.current_thread() is not threading.main_thread():
         return
     handler = signal.getsignal(signal.SIGTERM)
-    if handler is not None:  # (None: not set from Python; nothing to put back)
+    if callable(handler):
+        def on_sigterm(signum: int, frame: Any) -> None:
+            _sigterms.append(signum)
+            handler(signum, frame)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+    elif handler is not None:  # (None: not set from Python; nothing to put back)
         signal.signal(signal.SIGTERM, handler)
+
+
+@contextlib.contextmanager
+def sigterm_code() -> Iterator[None]:
+    """Around a blocking Ray call (``ray.get``, ``ray.wait``): the ``SystemExit`` of a SIGTERM keeps its code.
+
+    Ray turns the ``SystemExit(15)`` that the SIGTERM handler raises while it waits into ``SystemExit(1)``:
+    a SIGTERM while the explorers were built ended the process with exit code 1 and no message, as a failure.
+    """
+    try:
+        yield
+    except SystemExit as exc:
+        if _sigterms and exc.code == 1:
+            raise SystemExit(_sigterms[-1]) from None
+        raise
 
 
 def _restore_auth_mode() -> None:

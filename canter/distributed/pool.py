@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from canter.distributed.cluster import connect, disconnect
+from canter.distributed.cluster import connect, disconnect, sigterm_code
 from canter.distributed.explorer import Explorer, ExplorerActor, nbytes
 from canter.errors import CanterError, ExplorerError
 
@@ -272,7 +272,8 @@ class RayPool(_Episodes):
         results = []
         for slot, ref in enumerate(refs):
             try:
-                results.append(self.ray.get(ref))
+                with sigterm_code():
+                    results.append(self.ray.get(ref))
             except self.ray.exceptions.RayError as exc:
                 raise ExplorerError(f"explorer {slot} {failed}: {failure_reason(exc)}") from None
         return results
@@ -301,7 +302,8 @@ class RayPool(_Episodes):
         order (a tenth of IMPALA's, measured), one waited there for seconds (lag 86) and an explorer whose
         results were passed over got no new work (Ape-X: 6 rollouts from one explorer, 34 from the other)."""
         refs = list(self.in_flight)
-        done = set(self.ray.wait(refs, num_returns=1)[0])
+        with sigterm_code():
+            done = set(self.ray.wait(refs, num_returns=1)[0])
         done.update(self.ray.wait(refs, num_returns=len(refs), timeout=0)[0])
         return next(ref for ref in refs if ref in done)
 
@@ -336,7 +338,8 @@ class RayPool(_Episodes):
         nothing more (Ray refuses ``kill`` once it is shut down)."""
         try:
             if self.in_flight:  # let running rollouts finish (briefly) so no call dies mid-flight
-                self.ray.wait(list(self.in_flight), num_returns=len(self.in_flight), timeout=CLOSE_WAIT_SECONDS)
+                with sigterm_code():
+                    self.ray.wait(list(self.in_flight), num_returns=len(self.in_flight), timeout=CLOSE_WAIT_SECONDS)
             for actor in self.actors:
                 self.ray.kill(actor, no_restart=True)
         finally:
