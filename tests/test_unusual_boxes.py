@@ -22,3 +22,19 @@ def test_an_env_without_render_mode_is_made_for_play_without_one():
 def test_rendering_an_env_without_render_mode_is_a_canter_error():
     with pytest.raises(CanterError, match="cannot render: its constructor takes no render_mode"):
         make_render_env(ENV, "rgb_array")
+
+
+def test_the_unbounded_action_hint_names_a_wrapper_that_takes_infinite_bounds():
+    # the hint was gymnasium's RescaleAction, which raises ValueError on an unbounded Box
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.registry import lookup
+
+    env = gym.make("UnusualBox-v0", act_low=[-np.inf, 0.0], act_high=[np.inf, 1.0])
+    with pytest.raises(ValueError, match="unbounded"):
+        gym.wrappers.RescaleAction(env, -1.0, 1.0)
+    with pytest.raises(CanterError, match="is unbounded") as info:
+        lookup("algorithm", "sac").check_spaces(env.observation_space, env.action_space)
+    assert "RescaleAction wrapper)" not in str(info.value)
+    assert "ActionWrapper" in str(info.value)

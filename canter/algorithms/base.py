@@ -248,8 +248,8 @@ class Algorithm(ABC):
                      else " or use ppo / a2c / trpo, whose Gaussian actions need none")
             raise CanterError(
                 f"{cls.name.upper()} scales its actions into the env's bounds, but the action space "
-                f"{describe_space(action_space)} is unbounded; give it finite bounds (gymnasium's RescaleAction "
-                f"wrapper){other}"
+                f"{describe_space(action_space)} is unbounded; give it finite bounds (a gymnasium.ActionWrapper "
+                f"whose action_space is a bounded Box; gymnasium's RescaleAction refuses infinite bounds){other}"
             )
         from canter.envs.masks import mask_width
 
