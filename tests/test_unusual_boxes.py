@@ -3,6 +3,7 @@ evaluation, ``canter play`` and loading: tests/unusual_box_env.py's env, which t
 from __future__ import annotations
 
 import pytest
+import unusual_box_env  # noqa: F401 - registers UnusualBox-v0
 
 from canter.envs.make import make_env
 from canter.errors import CanterError
@@ -38,3 +39,26 @@ def test_the_unbounded_action_hint_names_a_wrapper_that_takes_infinite_bounds():
         lookup("algorithm", "sac").check_spaces(env.observation_space, env.action_space)
     assert "RescaleAction wrapper)" not in str(info.value)
     assert "ActionWrapper" in str(info.value)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("algo", ["sac", "td3bc"])
+def test_squashed_actions_fill_a_box_as_wide_as_its_dtype(algo, dtype):
+    # low + (a + 1) / 2 * (high - low) overflowed: -1 was NaN and every other action the top bound
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.agents.agent import Agent
+    from canter.registry import lookup
+
+    top = float(np.finfo(dtype).max)
+    env = gym.make("UnusualBox-v0", act_low=[-top, -1e38], act_high=[top, 1e38], act_dtype=dtype)
+    space = env.action_space
+    algo_cls = lookup("algorithm", algo)
+    agent = Agent(algo_cls(env.observation_space, space, algo_cls.Config(net_arch=[8])))
+    actions = np.array([[-1, -1], [-0.5, 0.0], [0, 0], [0.5, 0.5], [1, 1]], np.float32)
+    out = agent.to_env_actions(actions)
+    assert out.dtype == space.dtype and all(space.contains(a) for a in out)
+    np.testing.assert_allclose(out[:, 0], [-top, -top / 2, 0.0, top / 2, top], rtol=1e-6)
+    np.testing.assert_allclose(out[:, 1], [-1e38, 0.0, 0.0, 5e37, 1e38], rtol=1e-6)
+    np.testing.assert_allclose(agent.from_env_actions(out), actions, atol=1e-6)

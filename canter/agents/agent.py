@@ -81,6 +81,12 @@ class Agent:
         box = isinstance(self.action_space, gym.spaces.Box)
         self._low = self.action_space.low if box else None
         self._high = self.action_space.high if box else None
+        #: squashed actions of a Box whose ``high - low`` overflows its dtype (float32's -3.4e38..3.4e38, gymnasium's
+        #: finite stand-in for no bound) are scaled about the middle: ``low + (a + 1) / 2 * (high - low)`` was NaN or
+        #: the top bound for every action there
+        with np.errstate(over="ignore"):
+            self._wide = box and not np.isfinite(self._high - self._low).all() and bool(
+                np.isfinite(self._low).all() and np.isfinite(self._high).all())
         #: a Box of integers (gymnasium allows any numeric dtype) contains only whole numbers of its dtype
         self._box_integer = box and np.issubdtype(self.action_space.dtype, np.integer)
         start = np.asarray(0 if box else getattr(self.action_space, "start", 0))
@@ -145,7 +151,10 @@ class Agent:
         if self._low is not None:
             if self._low.ndim != 1:  # the policy's actions are flat [B, prod(shape)]; a scalar space: [B, 1] -> [B]
                 a = a.reshape((len(a),) + self._low.shape)
-            if self.algorithm.squashed_actions:
+            if self.algorithm.squashed_actions and self._wide:
+                half_low, half_high = 0.5 * self._low, 0.5 * self._high  # half the span and the middle never overflow
+                a = (half_high + half_low) + np.clip(a, -1.0, 1.0) * (half_high - half_low)
+            elif self.algorithm.squashed_actions:
                 a = self._low + (np.clip(a, -1.0, 1.0) + 1.0) * 0.5 * (self._high - self._low)
             a = np.clip(a, self._low, self._high)
             if self._box_integer:  # float actions are not in a Box of integers (gymnasium's contains)
@@ -164,13 +173,19 @@ class Agent:
         a = np.asarray(actions)
         if self._low is None:
             return a.astype(np.int64) - self._start
-        a = a.reshape(len(a), -1).astype(np.float32)
+        # a float64 Box's actions are scaled before they are made float32 (its bounds may be beyond float32's)
+        a = a.reshape(len(a), -1).astype(np.float64 if self._low.dtype == np.float64 else np.float32)
+        if self.algorithm.squashed_actions and self._wide:  # about the middle (to_env_actions), never overflowing
+            half_low, half_high = 0.5 * self._low.reshape(-1), 0.5 * self._high.reshape(-1)
+            fixed = half_high - half_low <= 0
+            scaled = (a - (half_high + half_low)) / np.where(fixed, 1.0, half_high - half_low)
+            return np.clip(np.where(fixed, 0.0, scaled), -1.0, 1.0).astype(np.float32)
         if self.algorithm.squashed_actions:
             low, span = self._low.reshape(-1), (self._high - self._low).reshape(-1)
             fixed = span <= 0  # a dimension with low == high: every action is that value; 0 in [-1, 1] (not 0/0)
             scaled = 2.0 * (a - low) / np.where(fixed, 1.0, span) - 1.0
-            a = np.clip(np.where(fixed, 0.0, scaled), -1.0, 1.0).astype(np.float32)
-        return a
+            a = np.clip(np.where(fixed, 0.0, scaled), -1.0, 1.0)
+        return a.astype(np.float32, copy=False)
 
     # -- acting ---------------------------------------------------------------------------
     def as_batch(self, obs: Any) -> tuple[np.ndarray, bool]:
