@@ -62,3 +62,17 @@ def test_squashed_actions_fill_a_box_as_wide_as_its_dtype(algo, dtype):
     np.testing.assert_allclose(out[:, 0], [-top, -top / 2, 0.0, top / 2, top], rtol=1e-6)
     np.testing.assert_allclose(out[:, 1], [-1e38, 0.0, 0.0, 5e37, 1e38], rtol=1e-6)
     np.testing.assert_allclose(agent.from_env_actions(out), actions, atol=1e-6)
+
+
+@pytest.mark.parametrize("algo, needs", [("sac", "a Box action space"), ("ppo", "Discrete or Box or MultiDiscrete")])
+def test_a_tuple_action_space_is_refused_naming_its_entries(algo, needs):
+    # the refusal described it as "Tuple(shape=None)"
+    import gymnasium as gym
+
+    from canter.registry import lookup
+
+    actions = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Box(-1, 1, (2,))))
+    with pytest.raises(CanterError) as info:
+        lookup("algorithm", algo).check_spaces(gym.spaces.Box(-1, 1, (3,)), actions)
+    assert needs in str(info.value)
+    assert str(info.value).endswith("action space is Tuple(Discrete(2), Box(shape=(2,), float32))")

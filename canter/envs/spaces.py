@@ -182,7 +182,10 @@ def describe_space(space: gym.Space) -> str:
         return f"Box(shape={tuple(space.shape)}, {space.dtype})"
     if isinstance(space, gym.spaces.Dict):
         return "{" + ", ".join(f"{k}: {describe_space(v)}" for k, v in space.spaces.items()) + "}"
-    return f"{type(space).__name__}(shape={getattr(space, 'shape', None)})"
+    if isinstance(space, gym.spaces.Tuple):  # an action space no algorithm takes: its entries, not "shape=None"
+        return f"Tuple({', '.join(describe_space(s) for s in space.spaces)})"
+    shape = getattr(space, "shape", None)
+    return type(space).__name__ if shape is None else f"{type(space).__name__}(shape={shape})"
 
 
 def bounds_difference(trained: gym.Space, other: gym.Space) -> str:
