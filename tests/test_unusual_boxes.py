@@ -76,3 +76,21 @@ def test_a_tuple_action_space_is_refused_naming_its_entries(algo, needs):
         lookup("algorithm", algo).check_spaces(gym.spaces.Box(-1, 1, (3,)), actions)
     assert needs in str(info.value)
     assert str(info.value).endswith("action space is Tuple(Discrete(2), Box(shape=(2,), float32))")
+
+
+def test_a_float64_box_as_wide_as_its_dtype_round_trips_through_checkpoint_json():
+    # bounds of 1e308 or more were read back as infinite: the run's own env no longer matched its checkpoint
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.envs.spaces import space_from_dict, space_to_dict, spaces_match
+
+    top = float(np.finfo(np.float64).max)
+    space = gym.spaces.Box(np.array([-top, -np.inf, -1.0]), np.array([top, np.inf, 1.5e308]), dtype=np.float64)
+    back = space_from_dict(space_to_dict(space))
+    np.testing.assert_array_equal(back.low, space.low)
+    np.testing.assert_array_equal(back.high, space.high)
+    assert spaces_match(space, back)
+    # what checkpoints have always written for infinite bounds is still read as infinite
+    old = {"type": "Box", "shape": [2], "dtype": "float64", "low": [-1e308, 0.0], "high": [1e308, 1.0]}
+    assert space_from_dict(old).low[0] == -np.inf and space_from_dict(old).high[0] == np.inf

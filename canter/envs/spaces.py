@@ -37,6 +37,13 @@ def _unbound(value: Any, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
 
 
+def _infinities(values: np.ndarray) -> np.ndarray:
+    """The +-1e308 that :func:`_bound` writes for infinite bounds as infinities again. Only those: a finite float64
+    bound beyond them (``np.finfo(np.float64).max``, a common stand-in for no bound) stays itself; read as infinite,
+    the run's own env no longer matched its checkpoint (``canter eval`` and ``--resume`` refused it)."""
+    return np.where(values == -1e308, -np.inf, np.where(values == 1e308, np.inf, values))
+
+
 def space_to_dict(space: gym.Space) -> dict[str, Any]:
     """A JSON-safe description of ``space``."""
     if isinstance(space, gym.spaces.Discrete):
@@ -107,8 +114,7 @@ def _space_from_dict(d: dict[str, Any]) -> gym.Space:
         if np.issubdtype(dtype, np.floating):
             info = np.finfo(dtype)
             low, high = np.clip(low, -np.inf if (low < info.min).any() else info.min, None), high
-            low = np.where(low <= -1e308, -np.inf, low)
-            high = np.where(high >= 1e308, np.inf, high)
+            low, high = _infinities(low), _infinities(high)
         elif np.issubdtype(dtype, np.integer):
             low, high = _integers(low, dtype), _integers(high, dtype)
         if d.get("action_mask"):
@@ -147,7 +153,7 @@ def _packed_from_dict(d: dict[str, Any], dtype: np.dtype) -> PackedBox:
     cols = _vector_columns(probe)
     for arr, key in ((low, "low"), (high, "high")):
         vals = _unbound(d[key], cols.shape)
-        arr[cols] = np.where(vals <= -1e308, -np.inf, np.where(vals >= 1e308, np.inf, vals))
+        arr[cols] = _infinities(vals)
     return PackedBox(low, high, dtype, images)
 
 
