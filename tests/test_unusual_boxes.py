@@ -94,3 +94,18 @@ def test_a_float64_box_as_wide_as_its_dtype_round_trips_through_checkpoint_json(
     # what checkpoints have always written for infinite bounds is still read as infinite
     old = {"type": "Box", "shape": [2], "dtype": "float64", "low": [-1e308, 0.0], "high": [1e308, 1.0]}
     assert space_from_dict(old).low[0] == -np.inf and space_from_dict(old).high[0] == np.inf
+
+
+def test_random_actions_fill_a_float64_box_as_wide_as_its_dtype():
+    # NumPy's uniform raised OverflowError (a traceback from canter collect without a policy, or with --epsilon)
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.envs.random_actions import random_env_actions
+
+    top = float(np.finfo(np.float64).max)
+    space = gym.spaces.Box(np.array([-top, 0.0]), np.array([top, 1.0]), dtype=np.float64)
+    actions = random_env_actions(space, 2000, np.random.default_rng(0))
+    assert actions.dtype == np.float64 and all(space.contains(a) for a in actions)
+    assert (actions[:, 0] < -top / 2).any() and (actions[:, 0] > top / 2).any()  # spread over the whole range
+    assert 0.0 <= actions[:, 1].min() < 0.1 and 0.9 < actions[:, 1].max() <= 1.0

@@ -47,7 +47,8 @@ class UnusualBox(gym.Env):
         self.t += 1
         low = np.where(np.isfinite(space.low), space.low, -1.0)
         high = np.where(np.isfinite(space.high), space.high, 1.0)
-        reward = -float(np.mean((action.astype(np.float64) - (low + 0.75 * (high - low))) ** 2))
+        scale = np.maximum(1.0, 0.5 * high - 0.5 * low)  # finite for bounds as wide as float64's
+        reward = -float(np.mean((action.astype(np.float64) / scale - (0.25 * low + 0.75 * high) / scale) ** 2))
         return self._obs(), reward, False, self.t >= self.horizon, {}
 
 

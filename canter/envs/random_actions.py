@@ -33,6 +33,13 @@ def random_env_actions(space: gym.Space, n: int, rng: np.random.Generator, obs: 
         if np.issubdtype(space.dtype, np.integer):  # low..high, both included, as gymnasium's Box.sample draws
             return rng.integers(space.low, space.high, size=(n, *space.shape), endpoint=True).astype(space.dtype)
         if np.isfinite(space.low).all() and np.isfinite(space.high).all():
+            low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+            with np.errstate(over="ignore"):
+                wide = not np.isfinite(high - low).all()
+            if wide:  # float64's -1.8e308..1.8e308: NumPy's uniform (and gymnasium's Box.sample) raise OverflowError
+                half_low, half_high = 0.5 * low, 0.5 * high  # about the middle, as canter's squashed actions
+                u = rng.uniform(-1.0, 1.0, size=(n, *space.shape))
+                return np.clip((half_high + half_low) + u * (half_high - half_low), low, high).astype(space.dtype)
             return rng.uniform(space.low, space.high, size=(n, *space.shape)).astype(space.dtype)
         return _unbounded_box_actions(space, n, rng)
     raise CanterError(f"cannot draw random actions for a {type(space).__name__} action space")
