@@ -23,7 +23,7 @@ def cmd_list(argv: list[str]) -> int:
     args = p.parse_args(argv)
     from canter.builtins import algorithm_info, builtin_names
     from canter.config_imports import config_imports, import_config_imports
-    from canter.registry import names, registered
+    from canter.registry import names, registered_by
 
     if any(not m.strip() for m in args.imports):
         raise CanterError("--import needs a module name, e.g. --import my_pkg.components")
@@ -36,7 +36,7 @@ def cmd_list(argv: list[str]) -> int:
         """``name``, marked with the module that registered it where that is not canter."""
         if not user or name in builtin_names(kind):
             return name
-        return f"{name} {USER_MARK.format(getattr(registered(kind)[name], '__module__', '?'))}"
+        return f"{name} {USER_MARK.format(registered_by(kind, name) or '?')}"
 
     print("algorithms:")
     algos = [(n, algorithm_info(n)) for n in names("algorithm")]  # canter's own without importing them (torch)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
@@ -17,6 +18,9 @@ KINDS = ("algorithm", "model", "agent", "env", "encoder")
 _BASES = {"algorithm": "canter.algorithms.base:Algorithm", "model": "torch.nn:Module", "agent": "canter.agents.agent:Agent",
           "encoder": "torch.nn:Module"}
 _REGISTRY: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
+#: (kind, name) -> the module whose code called :func:`register` (importing it registers the name again; a
+#: class defined in one module can be registered by another, so the object's own ``__module__`` may not)
+_REGISTERED_BY: dict[tuple[str, str], str] = {}
 _BUILTINS_LOADED = False
 T = TypeVar("T")
 
@@ -44,6 +48,7 @@ def register(kind: str, name: str) -> Callable[[T], T]:
         raise ValueError(f"cannot register {kind} {name!r}: a name must be a non-empty string"
                          + ("" if not isinstance(name, str) or not name.strip() else
                             " without ':' (a name with ':' is looked up as module:Class)"))
+    caller = sys._getframe(1).f_globals.get("__name__")  # the module registering (@register or register(...)(obj))
 
     def deco(obj: T) -> T:
         if not _BUILTINS_LOADED and not str(getattr(obj, "__module__", None)).startswith("canter."):
@@ -54,6 +59,9 @@ def register(kind: str, name: str) -> Callable[[T], T]:
         if existing is not None and existing is not obj and not _same_definition(existing, obj):
             raise ValueError(f"{kind} '{name}' is already registered to {existing!r}")
         _REGISTRY[kind][name] = obj
+        module = caller if isinstance(caller, str) else getattr(obj, "__module__", None)
+        if isinstance(module, str):
+            _REGISTERED_BY[(kind, name)] = module
         return obj
 
     return deco
@@ -170,13 +178,22 @@ def user_modules(config: dict[str, Any]) -> list[str]:
     for kind, name in named:
         if not isinstance(name, str) or ":" in name:
             continue
-        obj = _REGISTRY[kind].get(name)
-        if obj is None:
-            obj = {k.lower(): v for k, v in _REGISTRY[kind].items()}.get(name.lower())
-        module = getattr(obj, "__module__", None)
+        module = registered_by(kind, name)
         if isinstance(module, str) and module.split(".", 1)[0] not in ("canter", "__main__") and module not in modules:
             modules.append(module)
     return modules
+
+
+def registered_by(kind: str, name: str) -> str | None:
+    """The module that registered ``kind``/``name`` (exact, then case-insensitive, as :func:`lookup` matches):
+    the one whose code called :func:`register`, which may differ from the object's ``__module__`` (a module
+    registering a class defined in another); None for a name not registered."""
+    if name not in _REGISTRY[kind]:
+        name = next((k for k in _REGISTRY[kind] if k.lower() == name.lower()), name)
+    if name not in _REGISTRY[kind]:
+        return None
+    module = _REGISTERED_BY.get((kind, name), getattr(_REGISTRY[kind][name], "__module__", None))
+    return module if isinstance(module, str) else None
 
 
 def import_user_modules(modules: Any, where: str) -> None:
