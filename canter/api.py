@@ -20,7 +20,7 @@ from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.turns import bind_opponents, opponent_ids
-from canter.errors import CanterError, CanterWarning, unknown
+from canter.errors import CanterError, CanterWarning, build_user_class, unknown
 from canter.init_from import init_agent
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
@@ -80,29 +80,19 @@ def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, ac
     torch.set_num_threads(threads)
     seed_everything(run.seed)
     algo_cls = lookup("algorithm", run.algo)
-    algorithm = algo_cls(observation_space, action_space, algo_cfg, model=run.model, seed=run.seed, device=run.device)
+    algorithm = build_user_class(
+        "algorithm", algo_cls, "an Algorithm subclass's __init__ takes (observation_space, action_space, config) and "
+        "the keyword arguments model, seed and device", observation_space, action_space, algo_cfg, model=run.model,
+        seed=run.seed, device=run.device)
     set_conv_precision(algorithm.modules().values(), run.conv_precision)
     agent_name = run.agent or getattr(algo_cls, "agent_class", None)  # recurrent_ppo: its RecurrentAgent
     agent_cls = lookup("agent", agent_name) if agent_name else Agent
     check_agent_fits(algo_cls, agent_cls, agent_name or "agent")
-    try:
-        agent = agent_cls(
-            algorithm, normalize_obs=getattr(algo_cfg, "normalize_obs", False),
-            normalize_reward=getattr(algo_cfg, "normalize_reward", False), gamma=getattr(algo_cfg, "gamma", 0.99),
-            n_envs=run.n_envs or 1,
-        )
-    except CanterError:
-        raise
-    except Exception as exc:
-        if agent_cls.__module__.split(".")[0] == "canter":
-            raise  # canter's own agent: a bug, whose traceback is wanted
-        from canter.errors import raised_in
-
-        what = f"cannot build agent {agent_cls.__module__}:{agent_cls.__qualname__}"
-        if isinstance(exc, TypeError) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
-            raise CanterError(f"{what}: {exc} (an Agent subclass's __init__ takes Agent's keyword arguments "
-                              f"normalize_obs, normalize_reward, gamma and n_envs: pass them on with **kwargs)") from None
-        raise CanterError(f"{what}: {raised_in(exc)}") from None
+    agent = build_user_class(
+        "agent", agent_cls, "an Agent subclass's __init__ takes Agent's keyword arguments normalize_obs, "
+        "normalize_reward, gamma and n_envs", algorithm, normalize_obs=getattr(algo_cfg, "normalize_obs", False),
+        normalize_reward=getattr(algo_cfg, "normalize_reward", False), gamma=getattr(algo_cfg, "gamma", 0.99),
+        n_envs=run.n_envs or 1)
     agent.torch_threads = threads
     return agent
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from types import ModuleType
+from typing import Any
 
 
 class CanterError(Exception):
@@ -199,3 +200,27 @@ def raised_in(exc: BaseException) -> str:
         filename, lineno = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
     where = f" ({filename}, line {lineno})" if filename else ""
     return f"{type(exc).__name__}: {message}{where}"
+
+
+def user_class_error(kind: str, cls: type, exc: Exception, arguments: str) -> CanterError | None:
+    """The one-line error for ``exc``, which building a user's ``kind`` class ``cls`` raised (a ``module:Class``
+    or a registered class outside canter): ``cannot build KIND module:Class: ...``, the user's file and line
+    (:func:`raised_in`), or for a call its ``__init__`` does not accept, what it is called with (``arguments``).
+    None for a :class:`CanterError` (already one line) and for canter's own classes (a bug: the traceback)."""
+    if isinstance(exc, CanterError) or cls.__module__.split(".")[0] == "canter":
+        return None
+    what = f"cannot build {kind} {cls.__module__}:{cls.__qualname__}"
+    if isinstance(exc, TypeError) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
+        return CanterError(f"{what}: {exc} ({arguments}: pass them on with **kwargs)")  # the call itself failed
+    return CanterError(f"{what}: {raised_in(exc)}")
+
+
+def build_user_class(kind: str, cls: type, arguments: str, *args: Any, **kwargs: Any) -> Any:
+    """``cls(*args, **kwargs)``, where an error of a user's class is :func:`user_class_error`'s one line."""
+    try:
+        return cls(*args, **kwargs)
+    except Exception as exc:
+        error = user_class_error(kind, cls, exc, arguments)
+        if error is None:
+            raise  # a CanterError, or canter's own class: a bug, whose traceback is wanted
+        raise error from None

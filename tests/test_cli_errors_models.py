@@ -44,6 +44,25 @@ def test_user_model_that_raises_in_init_is_one_line(capsys, workdir, monkeypatch
     assert {k: v for k, v in snapshot(workdir).items() if "__pycache__" not in k} == before
 
 
+def test_user_algorithm_that_raises_in_init_or_refuses_its_arguments_is_one_line(capsys, workdir, monkeypatch):
+    """A user's algorithm (``module:Class``) whose __init__ raised, or did not take the keyword arguments it is
+    built with, was a traceback, where a model, an encoder, an agent or a callback that did so is one line."""
+    (workdir / "raising_algo.py").write_text(
+        "from canter.algorithms.ppo import PPO\n\n\nclass Algo(PPO):\n    def __init__(self, *args, **kw):\n"
+        "        raise ValueError('needs a wider net')\n\n\nclass Narrow(PPO):\n"
+        "    def __init__(self, observation_space, action_space, config):\n"
+        "        super().__init__(observation_space, action_space, config)\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    before = snapshot(workdir)
+    for name, needles in (("Algo", ["ValueError: needs a wider net", "raising_algo.py, line 6"]),
+                          ("Narrow", ["unexpected keyword argument 'model'",
+                                      "the keyword arguments model, seed and device: pass them on with **kwargs"])):
+        code, _, err = run_cli(capsys, "train", f"raising_algo:{name}", "--env", "CartPole-v1", "--quiet",
+                               "--run-dir", str(workdir / "run"))
+        assert_one_line_error(code, err, f"cannot build algorithm raising_algo:{name}: ", *needles)
+        assert {k: v for k, v in snapshot(workdir).items() if "__pycache__" not in k} == before
+
+
 @pytest.mark.parametrize("algo,env", [("dqn", "CartPole-v1"), ("sac", "Pendulum-v1")])
 def test_user_encoder_that_cannot_be_built_is_named(capsys, workdir, monkeypatch, algo, env):
     """--set encoder=module:Class whose __init__ refused ortho_init was 'cannot build model QNetwork for dqn: ...;
