@@ -89,3 +89,30 @@ def test_readme_algorithm_table_lists_each_algorithms_action_spaces():
             if shown != have:
                 wrong.append(f"{algo}: README {sorted(shown)}, algorithm {sorted(have)}")
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("part", ["Agent", "Algorithm"])
+def test_the_interfaces_in_architecture_md_name_every_argument_canter_passes(part):
+    """The Model/Algorithm/Agent table of docs/architecture.md is what a subclass overrides: each method it writes
+    as ``name(args)`` must list the method's positional parameters, which canter may pass. It wrote the Agent's
+    ``scale_reward(reward, done)``, and a subclass overriding it so failed with 'takes 3 positional arguments but 5
+    were given' on its first step (also ``sample(obs)``, ``load_state_dict()``, ``load_extra_state()``)."""
+    import inspect
+
+    from canter.agents.agent import Agent
+    from canter.algorithms.base import Algorithm
+
+    cls = {"Agent": Agent, "Algorithm": Algorithm}[part]
+    text = (DOCS.parent / "architecture.md").read_text()
+    start = text.index(f"| **{part}** (")
+    row = text[start:text.index("\n|", start)]  # a row may wrap over several lines
+    checked = 0
+    for name, params in re.findall(r"`(\w+)\(([^)]*)\)", row):
+        method = getattr(cls, name, None)
+        if method is None or params.strip().startswith("**"):  # PPO's value(obs); make_model(**kw)
+            continue
+        wanted = [p.name for p in inspect.signature(method).parameters.values()
+                  if p.kind is p.POSITIONAL_OR_KEYWORD and p.name not in ("self", "cls")]
+        assert [p.split("=")[0].strip() for p in params.split(",") if p.strip()] == wanted, f"{part}.{name}"
+        checked += 1
+    assert checked >= 8
