@@ -210,8 +210,11 @@ def user_class_error(kind: str, cls: type, exc: Exception, arguments: str) -> Ca
     if isinstance(exc, CanterError) or cls.__module__.split(".")[0] == "canter":
         return None
     what = f"cannot build {kind} {cls.__module__}:{cls.__qualname__}"
-    if isinstance(exc, TypeError) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
-        return CanterError(f"{what}: {exc} ({arguments}: pass them on with **kwargs)")  # the call itself failed
+    if (isinstance(exc, TypeError) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None
+            and "argument" in str(exc)):  # the call itself failed on its arguments (not: an abstract class)
+        return CanterError(f"{what}: {exc} ({arguments}: pass them on with **kwargs)")
+    if isinstance(exc, TypeError) and "abstract" in str(exc):
+        return CanterError(f"{what}: {exc}")
     return CanterError(f"{what}: {raised_in(exc)}")
 
 

@@ -23,6 +23,10 @@ _REGISTRY: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
 _REGISTERED_BY: dict[tuple[str, str], str] = {}
 _BUILTINS_LOADED = False
 T = TypeVar("T")
+#: the algorithm families canter trains (an algorithm's ``family`` picks its trainer: ``canter.trainers.TRAINERS``,
+#: the distributed drivers for ``async``, the offline trainer)
+FAMILIES = ("on_policy", "off_policy", "on_policy_replay", "on_policy_recurrent", "async", "offline")
+_CHECKED: set[type] = set()  # user algorithm classes found complete by _check_user_algorithm
 
 
 def _same_definition(a: Any, b: Any) -> bool:
@@ -137,8 +141,30 @@ def lookup(kind: str, name: str) -> Any:
         if base is not None and not (isinstance(obj, type) and issubclass(obj, import_object(base))):
             article = "an" if kind[0] in "aeiou" else "a"
             raise CanterError(f"'{name}' is not {article} {kind} class (a subclass of {base.replace(':', '.')})")
-        return obj
-    return match(kind, name, _REGISTRY[kind])
+    else:
+        obj = match(kind, name, _REGISTRY[kind])
+    if kind == "algorithm":
+        _check_user_algorithm(obj, name)
+    return obj
+
+
+def _check_user_algorithm(cls: Any, name: str) -> None:
+    """Refuse a user's algorithm class without what canter reads from it before building it: a ``Config``
+    dataclass (its hyperparameters) and a ``family`` a trainer runs (one was an AttributeError traceback from
+    ``--help``'s flags, the other "cannot run on explorers" for a run without any)."""
+    if cls in _CHECKED or not isinstance(cls, type) or cls.__module__.split(".")[0] == "canter":
+        return
+    import dataclasses
+
+    config = getattr(cls, "Config", None)
+    if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
+        raise CanterError(f"algorithm '{name}' has no Config dataclass (Config = {config!r:.80}): an Algorithm subclass "
+                          f"sets Config to the @dataclass of its hyperparameters, declared with canter.config.hp")
+    family = getattr(cls, "family", None)
+    if family not in FAMILIES:
+        hint = str(unknown("family", str(family), FAMILIES)).split("; ", 1)[1]
+        raise CanterError(f"algorithm '{name}' has family {family!r}, which no trainer runs; {hint}")
+    _CHECKED.add(cls)
 
 
 def match(kind: str, name: str, entries: dict[str, T]) -> T:

@@ -63,6 +63,51 @@ def test_user_algorithm_that_raises_in_init_or_refuses_its_arguments_is_one_line
         assert {k: v for k, v in snapshot(workdir).items() if "__pycache__" not in k} == before
 
 
+@pytest.mark.parametrize("body,needles", [
+    ("    family = 'onpolicy'\n", ["has family 'onpolicy', which no trainer runs; did you mean 'on_policy'"]),
+    ("    family = ''\n", ["has family '', which no trainer runs; choices: async, off_policy, offline, on_policy,"]),
+    ("    Config = None\n", ["has no Config dataclass (Config = None): an Algorithm subclass sets Config"]),
+    ("    def act(self, obs, deterministic=False): ...\n    def learn(self, batch): ...\n",
+     ["has no Config dataclass"]),  # an Algorithm subclass that never set one
+], ids=["family-typo", "no-family", "config-none", "no-config"])
+@pytest.mark.parametrize("how", ["train", "help", "list"])
+def test_user_algorithm_without_a_family_or_config_is_one_line(capsys, workdir, monkeypatch, request, body, needles,
+                                                               how):
+    """A user's algorithm whose family no trainer runs was told it 'cannot run on explorers' (none were asked for);
+    one without a Config dataclass was an AttributeError traceback from building train's flags."""
+    import sys
+
+    from canter.registry import _REGISTRY
+
+    name = "odd_" + request.node.callspec.id.replace("-", "_")
+    base = "PPO" if "Config" in body or "family" in body else "Algorithm"
+    (workdir / f"{name}.py").write_text(
+        "import canter\nfrom canter.algorithms.ppo import PPO\nfrom canter.algorithms.base import Algorithm\n\n\n"
+        f"@canter.register('algorithm', '{name}')\nclass Odd({base}):\n{body}")
+    monkeypatch.syspath_prepend(str(workdir))
+    request.addfinalizer(lambda: sys.modules.pop(name, None))  # the module and its registration: this test's only
+    monkeypatch.setitem(_REGISTRY, "algorithm", dict(_REGISTRY["algorithm"]))
+    argv = {"train": ["train", f"{name}:Odd", "--env", "CartPole-v1", "--quiet", "--run-dir", str(workdir / "run")],
+            "help": ["train", f"{name}:Odd", "--help"], "list": ["list", "--import", name]}[how]
+    before = snapshot(workdir)
+    code, _, err = run_cli(capsys, *argv)
+    assert_one_line_error(code, err, f"algorithm '{name}", *needles)
+    assert {k: v for k, v in snapshot(workdir).items() if "__pycache__" not in k} == before
+
+
+def test_user_algorithm_left_abstract_is_one_line(capsys, workdir, monkeypatch):
+    """An Algorithm subclass without modules() and optimizers(): Python's "Can't instantiate abstract class", and no
+    hint about __init__'s arguments (the call's TypeError is not about them)."""
+    (workdir / "abstract_algo.py").write_text(
+        "from dataclasses import dataclass\nfrom canter.algorithms.base import Algorithm\n\n\n@dataclass\n"
+        "class C:\n    pass\n\n\nclass Abstract(Algorithm):\n    Config = C\n    family = 'on_policy'\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    code, _, err = run_cli(capsys, "train", "abstract_algo:Abstract", "--env", "CartPole-v1", "--quiet",
+                           "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "cannot build algorithm abstract_algo:Abstract: Can't instantiate abstract class")
+    assert "**kwargs" not in err
+
+
 @pytest.mark.parametrize("algo,env", [("dqn", "CartPole-v1"), ("sac", "Pendulum-v1")])
 def test_user_encoder_that_cannot_be_built_is_named(capsys, workdir, monkeypatch, algo, env):
     """--set encoder=module:Class whose __init__ refused ortho_init was 'cannot build model QNetwork for dqn: ...;
