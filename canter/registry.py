@@ -23,9 +23,15 @@ _REGISTRY: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
 _REGISTERED_BY: dict[tuple[str, str], str] = {}
 _BUILTINS_LOADED = False
 T = TypeVar("T")
+_ON_POLICY = ("n_steps", "gamma", "gae_lambda")
 #: the algorithm families canter trains (an algorithm's ``family`` picks its trainer: ``canter.trainers.TRAINERS``,
-#: the distributed drivers for ``async``, the offline trainer)
-FAMILIES = ("on_policy", "off_policy", "on_policy_replay", "on_policy_recurrent", "async", "offline")
+#: the distributed drivers for ``async``, the offline trainer), each with the hyperparameters its trainer reads
+#: from the algorithm's ``Config``
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "on_policy": _ON_POLICY, "on_policy_recurrent": _ON_POLICY, "async": ("n_steps",),
+    "off_policy": ("buffer_size", "learning_starts", "train_freq", "gradient_steps", "batch_size", "gamma"),
+    "on_policy_replay": ("n_steps", "buffer_size", "replay_ratio", "replay_start"),
+    "offline": ("batch_size", "gradient_steps")}
 _CHECKED: set[type] = set()  # user algorithm classes found complete by _check_user_algorithm
 
 
@@ -150,8 +156,9 @@ def lookup(kind: str, name: str) -> Any:
 
 def _check_user_algorithm(cls: Any, name: str) -> None:
     """Refuse a user's algorithm class without what canter reads from it before building it: a ``Config``
-    dataclass (its hyperparameters) and a ``family`` a trainer runs (one was an AttributeError traceback from
-    ``--help``'s flags, the other "cannot run on explorers" for a run without any)."""
+    dataclass (its hyperparameters), a ``family`` a trainer runs and the hyperparameters that trainer reads (the
+    first and last were AttributeError tracebacks, from ``--help``'s flags and the trainer; the family was "cannot
+    run on explorers" for a run without any)."""
     if cls in _CHECKED or not isinstance(cls, type) or cls.__module__.split(".")[0] == "canter":
         return
     import dataclasses
@@ -164,6 +171,10 @@ def _check_user_algorithm(cls: Any, name: str) -> None:
     if family not in FAMILIES:
         hint = str(unknown("family", str(family), FAMILIES)).split("; ", 1)[1]
         raise CanterError(f"algorithm '{name}' has family {family!r}, which no trainer runs; {hint}")
+    missing = [f for f in FAMILIES[family] if f not in {x.name for x in dataclasses.fields(config)}]
+    if missing:
+        raise CanterError(f"algorithm '{name}' has no hyperparameter {', '.join(missing)}, which the {family} trainer "
+                          f"reads: declare {'it' if len(missing) == 1 else 'them'} in its Config with canter.config.hp")
     _CHECKED.add(cls)
 
 

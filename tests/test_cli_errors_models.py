@@ -69,12 +69,15 @@ def test_user_algorithm_that_raises_in_init_or_refuses_its_arguments_is_one_line
     ("    Config = None\n", ["has no Config dataclass (Config = None): an Algorithm subclass sets Config"]),
     ("    def act(self, obs, deterministic=False): ...\n    def learn(self, batch): ...\n",
      ["has no Config dataclass"]),  # an Algorithm subclass that never set one
-], ids=["family-typo", "no-family", "config-none", "no-config"])
+    ("    @dataclasses.dataclass\n    class Config:\n        lr: float = 0.001\n",
+     ["has no hyperparameter n_steps, gamma, gae_lambda, which the on_policy trainer reads: declare them"]),
+], ids=["family-typo", "no-family", "config-none", "no-config", "no-rollout-fields"])
 @pytest.mark.parametrize("how", ["train", "help", "list"])
 def test_user_algorithm_without_a_family_or_config_is_one_line(capsys, workdir, monkeypatch, request, body, needles,
                                                                how):
     """A user's algorithm whose family no trainer runs was told it 'cannot run on explorers' (none were asked for);
-    one without a Config dataclass was an AttributeError traceback from building train's flags."""
+    one without a Config dataclass was an AttributeError traceback from building train's flags, and one whose
+    Config lacks what its family's trainer reads (n_steps) an AttributeError traceback from the trainer."""
     import sys
 
     from canter.registry import _REGISTRY
@@ -82,7 +85,8 @@ def test_user_algorithm_without_a_family_or_config_is_one_line(capsys, workdir, 
     name = "odd_" + request.node.callspec.id.replace("-", "_")
     base = "PPO" if "Config" in body or "family" in body else "Algorithm"
     (workdir / f"{name}.py").write_text(
-        "import canter\nfrom canter.algorithms.ppo import PPO\nfrom canter.algorithms.base import Algorithm\n\n\n"
+        "import dataclasses\nimport canter\nfrom canter.algorithms.ppo import PPO\n"
+        "from canter.algorithms.base import Algorithm\n\n\n"
         f"@canter.register('algorithm', '{name}')\nclass Odd({base}):\n{body}")
     monkeypatch.syspath_prepend(str(workdir))
     request.addfinalizer(lambda: sys.modules.pop(name, None))  # the module and its registration: this test's only
@@ -100,7 +104,7 @@ def test_user_algorithm_left_abstract_is_one_line(capsys, workdir, monkeypatch):
     hint about __init__'s arguments (the call's TypeError is not about them)."""
     (workdir / "abstract_algo.py").write_text(
         "from dataclasses import dataclass\nfrom canter.algorithms.base import Algorithm\n\n\n@dataclass\n"
-        "class C:\n    pass\n\n\nclass Abstract(Algorithm):\n    Config = C\n    family = 'on_policy'\n")
+        "class C:\n    n_steps: int = 8\n    gamma: float = 0.99\n    gae_lambda: float = 0.95\n\n\nclass Abstract(Algorithm):\n    Config = C\n    family = 'on_policy'\n")
     monkeypatch.syspath_prepend(str(workdir))
     code, _, err = run_cli(capsys, "train", "abstract_algo:Abstract", "--env", "CartPole-v1", "--quiet",
                            "--run-dir", str(workdir / "run"))

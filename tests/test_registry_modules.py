@@ -6,6 +6,7 @@ import sys
 import pytest
 
 import canter
+from canter.errors import CanterError
 from canter.cli import main
 
 
@@ -53,3 +54,30 @@ def test_canter_list_marks_a_component_with_the_module_that_registered_it(regist
     does not register it."""
     assert main(["list", "--import", "my_registrar"]) == 0
     assert "tiny_q_elsewhere [user: my_registrar]" in capsys.readouterr().out
+
+
+def test_an_algorithm_without_a_model_builds_its_own_networks(tmp_path, monkeypatch):
+    """An Algorithm subclass with no ``default_model`` (its networks its own) failed to build with "unknown model
+    ''"; one that calls make_model without naming a model is told to set default_model or model."""
+    (tmp_path / "my_modelless.py").write_text(
+        "import dataclasses\nimport torch\nfrom canter.algorithms.base import ActOutput, Algorithm\n\n\n"
+        "@dataclasses.dataclass\nclass C:\n    n_steps: int = 8\n    gamma: float = 0.99\n    gae_lambda: float = 0.95\n"
+        "\n\nclass Own(Algorithm):\n    Config = C\n    family = 'on_policy'\n\n"
+        "    def __init__(self, *args, **kw):\n        super().__init__(*args, **kw)\n"
+        "        self.net = torch.nn.Linear(4, 2)\n\n"
+        "    def act(self, obs, deterministic=False):\n        n = len(obs)\n"
+        "        return ActOutput(self.net(obs).argmax(-1), torch.zeros(n), torch.zeros(n))\n\n"
+        "    def value(self, obs):\n        return torch.zeros(len(obs))\n\n"
+        "    def learn(self, batch):\n        return {}\n\n"
+        "    def modules(self):\n        return {'net': self.net}\n\n"
+        "    def optimizers(self):\n        return {}\n\n\n"
+        "class Asks(Own):\n    def __init__(self, *args, **kw):\n        super().__init__(*args, **kw)\n"
+        "        self.make_model()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    trainer = canter.make_trainer("my_modelless:Own", "CartPole-v1", max_steps=16, n_envs=1, eval_episodes=0)
+    assert trainer.algorithm.model_cls is None
+    list(trainer())
+    assert trainer.step == 16
+    with pytest.raises(CanterError, match="Asks builds a model, but names none: set default_model on the class, or "
+                                          "model: NAME"):
+        canter.make_trainer("my_modelless:Asks", "CartPole-v1", eval_episodes=0)

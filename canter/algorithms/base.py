@@ -203,8 +203,11 @@ class Algorithm(ABC):
         if self.device.type == "cuda" and self.device.index is None:  # 'cuda': the current one, named exactly
             self.device = torch.device("cuda", torch.cuda.current_device())
         self.generator = torch.Generator().manual_seed(seed)
-        self.model_cls = lookup("model", model or self.default_model)
-        self._check_builtin_model(model or self.default_model)
+        #: the model class :meth:`make_model` builds (None: the config names none and the class has no
+        #: ``default_model``, as an algorithm that builds its own networks)
+        self.model_cls = lookup("model", model or self.default_model) if model or self.default_model else None
+        if self.model_cls is not None:
+            self._check_builtin_model(model or self.default_model)
         self.updates = 0
 
     @classmethod
@@ -264,6 +267,9 @@ class Algorithm(ABC):
         """Build the configured model class with the spaces and ``kwargs``."""
         from canter.envs.masks import mask_width
 
+        if self.model_cls is None:
+            raise CanterError(f"{type(self).__name__} builds a model, but names none: set default_model on the "
+                              f"class, or model: NAME (or module:Class) in the run config")
         if mask_width(self.observation_space) and not getattr(self.model_cls, "action_masks", False):
             raise CanterError(f"model {self.model_cls.__name__} does not apply action masks (the env's observations "
                               f"carry one); set 'action_masks = True' on a model class that does")
