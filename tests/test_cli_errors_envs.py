@@ -242,4 +242,23 @@ def test_an_env_whose_reset_takes_no_seed_is_one_line(capsys, workdir, monkeypat
                            "--quiet", "--run-dir", "run")
     assert_one_line_error(code, err, "the env's reset() takes no 'seed' (NoSeed.reset() got an unexpected keyword "
                                      "argument 'seed'): gymnasium's API is reset(self, seed=None, options=None)")
+
+
+@pytest.mark.parametrize("env_id, near", [
+    ("Gridwalk-v1", "did you mean 'my_typo_envs:GridWalk-v1' or 'my_typo_envs:GridWalk-v0'?"),
+    ("CartPole-v2", "did you mean 'CartPole-v1'"),
+    ("Zqxjwv-v9", "the module registers no env of that id (gymnasium.register('Zqxjwv-v9', entry_point=...)"),
+], ids=["own-id", "gymnasium-id", "none"])
+def test_a_misspelled_id_after_its_module_suggests_the_modules_ids(capsys, workdir, monkeypatch, env_id, near):
+    """'--env my_pkg.envs:Gridwalk-v1' (the module imported, the id misspelled) was told to pass
+    '--env my_pkg.envs:Gridwalk-v1', what it had passed, and offered the bare 'GridWalk-v1' among Atari's ids."""
+    (workdir / "my_typo_envs.py").write_text(
+        "import gymnasium as gym\nimport canter\nfrom gymnasium.envs.classic_control import CartPoleEnv\n"
+        "class GridWalk(CartPoleEnv):\n    pass\n"
+        "gym.register('GridWalk-v1', entry_point='my_typo_envs:GridWalk')\n"
+        "@canter.register('env', 'GridWalk-v0')\ndef make(**kw):\n    return gym.make('CartPole-v1', **kw)\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", f"my_typo_envs:{env_id}", "--run-dir", str(workdir / "run"))
+    line = assert_one_line_error(code, err, f"unknown env id '{env_id}' after importing module 'my_typo_envs'", near)
+    assert "an env of your own is found" not in line
     assert not (workdir / "run").exists()

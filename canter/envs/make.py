@@ -9,11 +9,18 @@ from canter.envs import atari, multiagent, multiagent_views, turns
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
-from canter.errors import CanterError, bad_env_kwargs, env_constructors, keyword_hint, unknown
-from canter.registry import _REGISTRY, import_user_module
+from canter.errors import CanterError, bad_env_kwargs, closest, env_constructors, keyword_hint, unknown
+from canter.registry import _REGISTRY, import_user_module, registered_by
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
 _EXTRA_FOR_ENTRY = {"box2d": ("box2d", "Box2D"), "mujoco": ("mujoco", "mujoco")}
+
+
+def _entry_module(entry_point: Any) -> str | None:
+    """The module a Gymnasium spec's entry point comes from (``"pkg.mod:Class"``, or a callable's module)."""
+    if isinstance(entry_point, str):
+        return entry_point.split(":", 1)[0]
+    return getattr(entry_point, "__module__", None)
 
 
 def check_env_id(env_id: str) -> None:
@@ -42,6 +49,15 @@ def check_env_id(env_id: str) -> None:
         extra = _EXTRA_FOR_NAMESPACE[namespace]
         raise CanterError(f"env '{env_id}' needs the '{extra}' extra: pip install 'canter[{extra}]'")
     atari.register_ale()  # ale-py's ids are close matches too ('ALE-Pong-v5' is 'ALE/Pong-v5'); False without it
+    if module is not None:  # the module was imported: the id is a typo (hinting at 'module:Id' repeats the input)
+        name = module.__name__
+        own = [i for i, spec in gym.registry.items() if _entry_module(spec.entry_point) == name]
+        own += [i for i in _REGISTRY["env"] if registered_by("env", i) == name]
+        near = [f"{name}:{c}" for c in closest(env_id, own)] or closest(env_id, list(gym.registry))
+        hint = ("did you mean " + " or ".join(f"'{c}'" for c in near) + "?" if near else
+                f"the module registers no env of that id (gymnasium.register('{env_id}', entry_point=...) "
+                f"or @canter.register('env', '{env_id}') in it)")
+        raise CanterError(f"unknown env id '{env_id}' after importing module '{name}'; {hint}")
     err = unknown("env id", env_id, list(gym.registry) + list(_REGISTRY["env"]),
                   see="gymnasium.pprint_registry() lists Gymnasium's, 'canter list' canter's own")
     raise CanterError(f"{err} (an env of your own is found when a module the run imports registers it: "
