@@ -122,7 +122,7 @@ def import_object(path: str) -> Any:
         for part in attr.split("."):
             obj = getattr(obj, part)
     except AttributeError:
-        names = [n for n in dir(module) if not n.startswith("_")]
+        names = [n for n in dir(module) if not n.startswith("_") and not isinstance(getattr(module, n), ModuleType)]
         # 'canter list' shows registered names, not a module's attributes: no hint pointing there
         raise unknown(f"name in module '{module_name}'", attr, names, see=None) from None
     return obj

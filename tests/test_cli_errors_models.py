@@ -112,6 +112,27 @@ def test_user_algorithm_left_abstract_is_one_line(capsys, workdir, monkeypatch):
     assert "**kwargs" not in err
 
 
+@pytest.mark.parametrize("encoder,needles", [
+    ("flatt", ["canter: error: unknown encoder 'flatt'; did you mean 'flat'?"]),
+    ("encoding_model:Nope", ["canter: error: unknown name in module 'encoding_model' 'Nope'; choices: Model, "
+                             "make_encoder"]),
+], ids=["registered-name", "module-attribute"])
+def test_a_bad_encoder_name_a_user_model_builds_is_the_encoders_line(capsys, workdir, monkeypatch, encoder, needles):
+    """A user's model that builds the configured encoder (make_encoder) with a name that does not exist was
+    'cannot build model encoding_model:Model: CanterError: unknown encoder ... (encoding_model.py, line 9)', and a
+    module's attributes were offered with the modules it imports (choices: Model, make_encoder, nn, torch)."""
+    (workdir / "encoding_model.py").write_text(
+        "import torch\nfrom torch import nn\nfrom canter.models.cnn import make_encoder\n\n\n"
+        "class Model(nn.Module):\n    def __init__(self, observation_space, action_space, encoder='auto', **kw):\n"
+        "        super().__init__()\n        self.enc = make_encoder(observation_space, encoder)\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", "CartPole-v1", "--set", "model=encoding_model:Model",
+                           "--set", f"encoder={encoder}", "--quiet", "--run-dir", str(workdir / "run"))
+    line = assert_one_line_error(code, err, *needles)
+    assert "cannot build model" not in line and "torch" not in line
+    assert not (workdir / "run").exists()
+
+
 @pytest.mark.parametrize("algo,env", [("dqn", "CartPole-v1"), ("sac", "Pendulum-v1")])
 def test_user_encoder_that_cannot_be_built_is_named(capsys, workdir, monkeypatch, algo, env):
     """--set encoder=module:Class whose __init__ refused ortho_init was 'cannot build model QNetwork for dqn: ...;

@@ -295,8 +295,9 @@ class Algorithm(ABC):
                                   f"{size}, more memory than there is; check the "
                                   f"sizes in its hyperparameters ({', '.join(f'{k}={v}' for k, v in kwargs.items())})"
                                   ) from None
-            if self.model_cls.__module__.split(".")[0] == "canter":
-                raise  # canter's own model: a bug, whose traceback is wanted
+            if self.model_cls.__module__.split(".")[0] == "canter" or isinstance(exc, CanterError):
+                raise  # canter's own model: a bug, whose traceback is wanted; a CanterError (the user's model called
+                # canter, make_encoder with a bad encoder name) is one line already
             from canter.errors import raised_in
 
             raise CanterError(f"cannot build model {self.model_cls.__module__}:{self.model_cls.__qualname__}: "
