@@ -399,7 +399,7 @@ def resume_trainer(
                           f"checkpoint copied over last is for loading only; or it was written by an older canter)")
     check_resume_metadata(meta, state, base)
     check_same_run(run_dir, meta["config"], base)  # a checkpoint copied from another run: before its modules import
-    import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names
+    import_user_modules(meta.get("user_modules", []), f"checkpoint {base}", meta.get("config"))  # register its names
     cfg = dict(meta["config"])
     if isinstance(cfg.get("callbacks"), list):  # a run saved before exponent forms were numbers ('1e-3')
         cfg["callbacks"] = as_numbers_now(cfg["callbacks"])
@@ -469,7 +469,7 @@ def load(path: str | Path, weights_only: bool = True, device: str | None = None)
         raise CanterError(f"checkpoint {base} has no valid 'config' in its metadata")
     cfg = dict(cfg)
     hp_values = cfg.pop("hparams", {})
-    import_user_modules(meta.get("user_modules", []), f"checkpoint {base}")  # they register the config's names
+    import_user_modules(meta.get("user_modules", []), f"checkpoint {base}", meta.get("config"))  # register its names
     cfg["device"] = load_device(cfg.get("device"), device)
     run = build(RunConfig, cfg)
     algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values)

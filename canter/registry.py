@@ -11,7 +11,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
-from canter.errors import CanterError, raised_in, unknown
+from canter.errors import CanterError, closest, raised_in, unknown
 
 KINDS = ("algorithm", "model", "agent", "env", "encoder")
 #: what an imported ``module:Class`` must subclass, per kind (checked before anything is called)
@@ -165,8 +165,8 @@ def _check_user_algorithm(cls: Any, name: str) -> None:
 
     config = getattr(cls, "Config", None)
     if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
-        raise CanterError(f"algorithm '{name}' has no Config dataclass (Config = {config!r:.80}): an Algorithm subclass "
-                          f"sets Config to the @dataclass of its hyperparameters, declared with canter.config.hp")
+        raise CanterError(f"algorithm '{name}' has no Config dataclass (Config = {config!r:.80}): an Algorithm "
+                          f"subclass sets Config to the @dataclass of its hyperparameters, declared with canter.config.hp")
     family = getattr(cls, "family", None)
     if family not in FAMILIES:
         hint = str(unknown("family", str(family), FAMILIES)).split("; ", 1)[1]
@@ -210,15 +210,20 @@ def user_modules(config: dict[str, Any]) -> list[str]:
     _load_builtins()
     imports = config.get("imports")
     modules: list[str] = [m for m in imports if isinstance(m, str)] if isinstance(imports, list) else []
-    named = [("algorithm", config.get("algo")), ("model", config.get("model")), ("agent", config.get("agent")),
-             ("env", config.get("env")), ("encoder", (config.get("hparams") or {}).get("encoder"))]
-    for kind, name in named:
-        if not isinstance(name, str) or ":" in name:
-            continue
+    for kind, name in _config_names(config):
         module = registered_by(kind, name)
         if isinstance(module, str) and module.split(".", 1)[0] not in ("canter", "__main__") and module not in modules:
             modules.append(module)
     return modules
+
+
+def _config_names(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (kind, registered name) pairs a run config names: its ``algo``, ``model``, ``agent``, ``env`` and
+    ``hparams.encoder`` that are names, not ``module:Class`` paths."""
+    hparams = config.get("hparams")
+    named = [("algorithm", config.get("algo")), ("model", config.get("model")), ("agent", config.get("agent")),
+             ("env", config.get("env")), ("encoder", hparams.get("encoder") if isinstance(hparams, dict) else None)]
+    return [(kind, name) for kind, name in named if isinstance(name, str) and ":" not in name]
 
 
 def registered_by(kind: str, name: str) -> str | None:
@@ -233,13 +238,27 @@ def registered_by(kind: str, name: str) -> str | None:
     return module if isinstance(module, str) else None
 
 
-def import_user_modules(modules: Any, where: str) -> None:
+def import_user_modules(modules: Any, where: str, config: Any = None) -> None:
     """Import the modules :func:`user_modules` recorded for a run (``where`` names the run or checkpoint
     in the error), so that the registered names of its config are found; a module that cannot be
-    imported is a one-line :class:`CanterError`."""
+    imported is a one-line :class:`CanterError`. A name of ``config`` (the run's) that is still not
+    registered then (a component registered in a script's ``__main__``, which no module records) is one
+    line saying how to make it found."""
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
         raise CanterError(f"{where} has an invalid 'user_modules' entry: {modules!r:.200}")
     import_modules(modules, f", which registered components that {where} was trained with")
+    for kind, name in _config_names(config) if isinstance(config, dict) else []:
+        if kind == "env" or (kind == "encoder" and name == "auto"):  # env: a Gymnasium id too, made later, where
+            continue  # an unknown id has its own line; encoder auto: picked by the models
+        try:
+            match(kind, name, registered(kind))
+        except CanterError:
+            near = closest(name, registered(kind))
+            hint = " (did you mean " + " or ".join(f"'{n}'" for n in near) + "?)" if near else ""
+            raise CanterError(f"{where} was trained with {kind} '{name}', which nothing registers in this process"
+                              f"{hint}: one registered in a script or notebook (__main__) "
+                              f"is not recorded; register it again before loading (import or run its definition), "
+                              f"or train with it in a module ('imports: [my_pkg.parts]') or as module:Class") from None
 
 
 def import_modules(modules: list[str], why: str) -> None:

@@ -81,3 +81,24 @@ def test_an_algorithm_without_a_model_builds_its_own_networks(tmp_path, monkeypa
     with pytest.raises(CanterError, match="Asks builds a model, but names none: set default_model on the class, or "
                                           "model: NAME"):
         canter.make_trainer("my_modelless:Asks", "CartPole-v1", eval_episodes=0)
+
+
+def test_loading_a_run_whose_component_was_registered_in_main_says_why_it_is_unknown(tmp_path):
+    """A model registered in a script (``__main__``) is not recorded, so loading the run in another process failed
+    with "unknown model 'main_tiny_q'; did you mean 'mlp_qr'?", as if the name were a typo."""
+    from canter.registry import _REGISTRY
+
+    script = ("import canter\nfrom canter.models.mlp import QNetwork\n"
+              "@canter.register('model', 'main_tiny_q')\nclass MainTinyQ(QNetwork):\n    pass\n")
+    exec(compile(script, "train_script.py", "exec"), {"__name__": "__main__"})  # as `python train_script.py` runs it
+    try:
+        trainer = canter.make_trainer("dqn", "CartPole-v1", model="main_tiny_q", eval_episodes=0)
+        trainer.save_agent(tmp_path / "agent")
+        trainer.close()
+    finally:
+        _REGISTRY["model"].pop("main_tiny_q", None)  # as another process: never registered
+    assert json.loads((tmp_path / "agent.json").read_text())["user_modules"] == []
+    with pytest.raises(CanterError, match=r"was trained with model 'main_tiny_q', which nothing registers in this "
+                                          r"process: one registered in a script or notebook "
+                                          r"\(__main__\) is not recorded; register it again before loading"):
+        canter.load(tmp_path / "agent")
