@@ -134,7 +134,8 @@ def keyword_hint(fn: object, exc: BaseException) -> str:
 
     found = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
     params: set[str] = set()
-    for f in (fn if isinstance(fn, list) else [fn]) if found else []:
+    callees = [*(fn if isinstance(fn, list) else [fn]), *_refusing_callee(exc)] if found else []
+    for f in callees:
         try:
             params.update(p for p, v in inspect.signature(f).parameters.items()  # type: ignore[arg-type]
                           if p != "self" and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD))
@@ -142,6 +143,25 @@ def keyword_hint(fn: object, exc: BaseException) -> str:
             pass
     near = closest(found.group(1), sorted(params)) if found else []
     return "; did you mean " + " or ".join(f"'{p}'" for p in near) + "?" if near else ""
+
+
+def _refusing_callee(exc: BaseException) -> list[object]:
+    """The callable that refused a keyword in ``exc`` (``"Corridor.__init__() got an unexpected keyword ..."``),
+    found by its name in the globals of the innermost frame that called it (a factory passing ``**kwargs`` on to
+    a class: the factory's own signature names none); [] when it cannot be found."""
+    import re
+
+    named = re.match(r"([\w.]+)\(\) got an unexpected keyword argument", str(exc))
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if named is None or tb is None:
+        return []
+    parts = [p for p in named.group(1).split(".") if p != "<locals>"]
+    obj = tb.tb_frame.f_locals.get(parts[0], tb.tb_frame.f_globals.get(parts[0]))
+    for part in parts[1:]:
+        obj = getattr(obj, part, None)
+    return [obj] if callable(obj) else []
 
 
 def unknown(kind: str, name: str, choices: Iterable[str], see: str | None = "run 'canter list' to see them",

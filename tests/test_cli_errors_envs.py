@@ -262,3 +262,19 @@ def test_a_misspelled_id_after_its_module_suggests_the_modules_ids(capsys, workd
     line = assert_one_line_error(code, err, f"unknown env id '{env_id}' after importing module 'my_typo_envs'", near)
     assert "an env of your own is found" not in line
     assert not (workdir / "run").exists()
+
+
+def test_a_misspelled_env_kwarg_of_a_factory_passing_them_on_names_the_closest(capsys, workdir, monkeypatch):
+    """A canter-registered factory ``make(**kw)`` that passes its keywords on to its env class: the factory's
+    signature names none, so a misspelled key got "Walk.__init__() got an unexpected keyword argument 'lenght'"
+    alone; the refusing class's parameters are found from the error."""
+    (workdir / "my_factory_envs.py").write_text(
+        "import gymnasium as gym\nimport canter\nfrom gymnasium.envs.classic_control import CartPoleEnv\n\n\n"
+        "class Walk(CartPoleEnv):\n    def __init__(self, length=5, render_mode=None):\n"
+        "        super().__init__(render_mode=render_mode)\n\n\n"
+        "@canter.register('env', 'FactoryWalk-v0')\ndef make(**kw):\n    return gym.wrappers.TimeLimit(Walk(**kw), 50)\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "my_factory_envs:FactoryWalk-v0", "--env-kwargs",
+                           "{lenght: 3}", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "Walk.__init__() got an unexpected keyword argument 'lenght'; did you mean 'length'?")
+    assert not (workdir / "run").exists()
