@@ -58,9 +58,11 @@ def register(kind: str, name: str) -> Callable[[T], T]:
         raise ValueError(f"cannot register {kind} {name!r}: a name must be a non-empty string"
                          + ("" if not isinstance(name, str) or not name.strip() else
                             " without ':' (a name with ':' is looked up as module:Class)"))
-    caller = sys._getframe(1).f_globals.get("__name__")  # the module registering (@register or register(...)(obj))
 
     def deco(obj: T) -> T:
+        # the module registering: where the decorator is applied (@register, register(...)(obj), or a helper's
+        # decorator made with register), whose import registers the name again
+        caller = sys._getframe(1).f_globals.get("__name__")
         if not _BUILTINS_LOADED and not str(getattr(obj, "__module__", None)).startswith("canter."):
             # a user's component: canter's own are registered first (import canter no longer does it), so that a
             # taken name is refused here, not later inside canter's imports (which would leave the rest unregistered)
@@ -166,7 +168,7 @@ def _check_user_algorithm(cls: Any, name: str) -> None:
     config = getattr(cls, "Config", None)
     if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
         raise CanterError(f"algorithm '{name}' has no Config dataclass (Config = {config!r:.80}): an Algorithm "
-                          f"subclass sets Config to the @dataclass of its hyperparameters, declared with canter.config.hp")
+                          f"subclass sets Config to the @dataclass of its hyperparameters (canter.config.hp fields)")
     family = getattr(cls, "family", None)
     if family not in FAMILIES:
         hint = str(unknown("family", str(family), FAMILIES)).split("; ", 1)[1]
@@ -211,9 +213,12 @@ def user_modules(config: dict[str, Any]) -> list[str]:
     imports = config.get("imports")
     modules: list[str] = [m for m in imports if isinstance(m, str)] if isinstance(imports, list) else []
     for kind, name in _config_names(config):
-        module = registered_by(kind, name)
-        if isinstance(module, str) and module.split(".", 1)[0] not in ("canter", "__main__") and module not in modules:
-            modules.append(module)
+        obj = _REGISTRY[kind].get(name) or {k.lower(): v for k, v in _REGISTRY[kind].items()}.get(name.lower())
+        # the registering module, and the object's own (the registering one, where a helper function of
+        # another module called register for it)
+        for module in (registered_by(kind, name), getattr(obj, "__module__", None)):
+            if isinstance(module, str) and module.split(".", 1)[0] not in ("canter", "__main__"):
+                modules += [module] if module not in modules else []
     return modules
 
 

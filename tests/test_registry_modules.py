@@ -13,8 +13,9 @@ from canter.cli import main
 @pytest.fixture
 def registrar(tmp_path, monkeypatch):
     """``my_home_parts`` defines a model and registers nothing; ``my_registrar`` registers it as
-    'tiny_q_elsewhere' (a plugin module registering a class defined in another). Yields a function that
-    forgets both, as a fresh process would not have them."""
+    'tiny_q_elsewhere' (a plugin module registering a class defined in another). ``my_helped_parts`` registers
+    'helped_q' with a decorator that a helper function of ``my_reg_helpers`` makes. Yields a function that
+    forgets them all, as a fresh process would not have them."""
     from canter.registry import _REGISTRY
 
     (tmp_path / "my_home_parts.py").write_text(
@@ -22,31 +23,42 @@ def registrar(tmp_path, monkeypatch):
     (tmp_path / "my_registrar.py").write_text(
         "import canter\nfrom my_home_parts import TinyQElsewhere\n"
         "canter.register('model', 'tiny_q_elsewhere')(TinyQElsewhere)\n")
+    (tmp_path / "my_reg_helpers.py").write_text("import canter\ndef model(name):\n"
+                                                "    return canter.register('model', name)\n")
+    (tmp_path / "my_helped_parts.py").write_text(
+        "from canter.models.mlp import QNetwork\nfrom my_reg_helpers import model\n"
+        "@model('helped_q')\nclass HelpedQ(QNetwork):\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
 
     def forget() -> None:
-        for name in ("my_home_parts", "my_registrar"):
+        for name in ("my_home_parts", "my_registrar", "my_reg_helpers", "my_helped_parts"):
             sys.modules.pop(name, None)
-        _REGISTRY["model"].pop("tiny_q_elsewhere", None)
+        for name in ("tiny_q_elsewhere", "helped_q"):
+            _REGISTRY["model"].pop(name, None)
 
     yield forget
     forget()
 
 
-def test_a_class_registered_by_another_module_loads_in_a_fresh_process(tmp_path, registrar):
+@pytest.mark.parametrize("module, model, recorded, cls", [
+    ("my_registrar", "tiny_q_elsewhere", ["my_registrar", "my_home_parts"], "TinyQElsewhere"),
+    ("my_helped_parts", "helped_q", ["my_helped_parts"], "HelpedQ"),
+], ids=["plugin-module", "helper-decorator"])
+def test_a_class_registered_by_another_module_loads_in_a_fresh_process(tmp_path, registrar, module, model, recorded,
+                                                                        cls):
     """A model class defined in one module and registered by another: the run recorded the class's module
     (``my_home_parts``), whose import registers nothing, so loading it in a fresh process (canter.load,
-    canter eval) failed with "unknown model 'tiny_q_elsewhere'"."""
-    import my_registrar  # noqa: F401
-
-    trainer = canter.make_trainer("dqn", "CartPole-v1", model="tiny_q_elsewhere", eval_episodes=0)
+    canter eval) failed with "unknown model 'tiny_q_elsewhere'". A class registered through a helper's decorator
+    is recorded with the module that applies it, not the helper's."""
+    __import__(module)
+    trainer = canter.make_trainer("dqn", "CartPole-v1", model=model, eval_episodes=0)
     trainer.save_agent(tmp_path / "agent")
     trainer.close()
     meta = json.loads((tmp_path / "agent.json").read_text())
-    assert meta["user_modules"] == ["my_registrar"]
+    assert meta["user_modules"] == recorded
     registrar()
     agent = canter.load(tmp_path / "agent")
-    assert type(agent.algorithm.q).__name__ == "TinyQElsewhere"
+    assert type(agent.algorithm.q).__name__ == cls
 
 
 def test_canter_list_marks_a_component_with_the_module_that_registered_it(registrar, capsys):
