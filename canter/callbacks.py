@@ -28,6 +28,8 @@ from typing import Any
 from canter.errors import CanterError, keyword_hint, unknown
 
 HOOKS = ("on_train_start", "before_collect", "after_update", "on_evaluate", "on_best", "on_checkpoint", "should_stop")
+#: what each hook is called with after the trainer (the others: the trainer alone)
+HOOK_ARGS = {"after_update": "losses", "on_evaluate": "result", "on_best": "result", "on_checkpoint": "path"}
 
 
 class Callback:
@@ -116,6 +118,25 @@ def _check_logged(fn: Any, losses: Any) -> None:
                               f"logged as numbers (a name str -> an int or float)")
 
 
+def _check_callable_as(cb: Any, hook: str) -> None:
+    """Refuse ``cb``'s ``hook`` when it cannot take what the trainer calls it with (``after_update(trainer)``
+    without ``losses`` was a TypeError traceback at the first update)."""
+    import inspect
+
+    fn = getattr(cb, hook)
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to read (a builtin): called as it is
+        return
+    args = ["trainer", *([HOOK_ARGS[hook]] if hook in HOOK_ARGS else [])]
+    try:
+        signature.bind(*args)
+    except TypeError as exc:
+        target = cb.fn if isinstance(cb, FunctionHook) else fn
+        name = f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', repr(target))}"
+        raise CanterError(f"hook {hook} '{name}' cannot be called as {hook}({', '.join(args)}): {exc}") from None
+
+
 class Hooks:
     """The callbacks of one trainer, dispatched by hook name (only overridden hooks are called)."""
 
@@ -131,6 +152,8 @@ class Hooks:
         hooks = [h for h in HOOKS if _overrides(cb, h)]
         if not hooks:
             raise CanterError(f"{cb!r} has none of the hook methods {', '.join(HOOKS)}")
+        for h in hooks:
+            _check_callable_as(cb, h)
         self.callbacks.insert(0, cb) if first else self.callbacks.append(cb)
         for h in hooks:
             self._by_hook[h].insert(0 if first else len(self._by_hook[h]), (cb, getattr(cb, h)))
