@@ -361,8 +361,11 @@ def load_agent_state(agent: Agent, state: dict[str, Any], base: Path, weights_on
         detail = " ".join(str(exc).split())
         if len(detail) > 300:
             detail = detail[:297] + "..."
-        raise CanterError(f"checkpoint {base} does not fit the model its config describes (saved by another "
-                          f"canter version?): {detail}") from None
+        users = sorted({f"{type(m).__module__}:{type(m).__qualname__}" for module in agent.algorithm.modules().values()
+                        for m in module.modules() if type(m).__module__.split(".")[0] not in ("canter", "torch")})
+        why = (f"did {', '.join(users)}, of your code, change since it was trained?" if users else
+               "saved by another canter version?")
+        raise CanterError(f"checkpoint {base} does not fit the model its config describes ({why}): {detail}") from None
 
 
 def resume_trainer(

@@ -114,3 +114,21 @@ def test_loading_a_run_whose_component_was_registered_in_main_says_why_it_is_unk
                                           r"process: one registered in a script or notebook "
                                           r"\(__main__\) is not recorded; register it again before loading"):
         canter.load(tmp_path / "agent")
+
+
+def test_a_user_model_changed_since_training_is_named_when_the_checkpoint_does_not_fit(tmp_path, monkeypatch):
+    """A checkpoint whose user model gained a layer since it was trained was 'does not fit the model its config
+    describes (saved by another canter version?)', blaming canter."""
+    source = "from canter.models.mlp import QNetwork\nclass GrowingQ(QNetwork):\n    pass\n"
+    (tmp_path / "my_growing_model.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    trainer = canter.make_trainer("dqn", "CartPole-v1", model="my_growing_model:GrowingQ", eval_episodes=0)
+    trainer.save_agent(tmp_path / "agent")
+    trainer.close()
+    (tmp_path / "my_growing_model.py").write_text(source.replace(
+        "    pass\n", "    def __init__(self, *a, **kw):\n        super().__init__(*a, **kw)\n"
+                     "        self.extra = __import__('torch').nn.Linear(2, 2)\n"))
+    sys.modules.pop("my_growing_model", None)
+    with pytest.raises(CanterError, match=r"does not fit the model its config describes \(did "
+                                          r"my_growing_model:GrowingQ, of your code, change since it was trained\?\)"):
+        canter.load(tmp_path / "agent")
