@@ -55,6 +55,11 @@ def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
             if not section or section == "hparams.":
                 raise
             raise CanterError(re.sub(r"\bhparams\.", section, str(exc))) from None
+        except ValueError as exc:  # a user's Config refusing a value as Python does: its message, in one line
+            if cls.__module__.split(".")[0] == "canter":
+                raise  # canter's own validate() raises CanterError: anything else is a bug, whose traceback is wanted
+            raise CanterError(f"invalid {section.rstrip('.') or 'config'} ({cls.__module__}:{cls.__qualname__}."
+                              f"validate): {exc}") from None
     return obj
 
 

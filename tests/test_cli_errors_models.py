@@ -259,3 +259,19 @@ def test_a_model_too_large_for_memory_is_one_line(capsys, workdir):
     assert_one_line_error(code, err, "cannot build model ActorCritic for ppo: one of its tensors needs",
                           "check the sizes in its hyperparameters (net_arch=[100000000000000]")
     assert list(workdir.iterdir()) == []
+
+
+def test_a_user_configs_validate_refusing_a_value_is_one_line(capsys, workdir, monkeypatch):
+    """A user's algorithm Config whose validate() raises ValueError (Python's way to refuse a value; canter's own
+    raise CanterError) was a traceback."""
+    (workdir / "validating_algo.py").write_text(
+        "import dataclasses\nfrom canter.algorithms.ppo import PPO, PPOConfig\n\n\n@dataclasses.dataclass\n"
+        "class EvenConfig(PPOConfig):\n    def validate(self):\n        super().validate()\n"
+        "        if self.n_steps % 2:\n            raise ValueError(f'n_steps must be even, got {self.n_steps}')\n\n\n"
+        "class Even(PPO):\n    Config = EvenConfig\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    code, _, err = run_cli(capsys, "train", "validating_algo:Even", "--env", "CartPole-v1", "--set", "n_steps=33",
+                           "--quiet", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "invalid hparams (validating_algo:EvenConfig.validate): n_steps must be even, "
+                                     "got 33")
+    assert not (workdir / "run").exists()
