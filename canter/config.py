@@ -386,12 +386,16 @@ def resolve_config(
         from canter.envs.turns import absolute_opponents
 
         run.env_kwargs = absolute_opponents(run.env, run.env_kwargs)  # eval, play and --resume from anywhere
-    if run.dataset and run.dataset.strip() and algo_cls.family == "offline" and not run.env_kwargs:
+    if run.dataset and run.dataset.strip() and algo_cls.family == "offline":
         from canter.data.dataset import read_dataset_metadata
+        from canter.registry import import_user_modules
 
         meta = read_dataset_metadata(run.dataset)  # an offline run evaluates on the env the data came from
-        if meta.get("env") == run.env and meta.get("env_kwargs"):
+        if meta.get("env") == run.env and meta.get("env_kwargs") and not run.env_kwargs:
             run.env_kwargs = dict(meta["env_kwargs"])
+        modules = meta.get("user_modules") or []  # they register its env by name: imported, and recorded with the run
+        import_user_modules(modules, f"dataset {run.dataset}")
+        run.imports = [*run.imports, *(m for m in modules if m not in run.imports)]
     return run, algo_cfg
 
 

@@ -56,6 +56,9 @@ class TransitionDataset:
     #: the ``checkpoint_id`` of the file it was loaded from or last saved to (None before that): an
     #: offline run records it, so ``--resume`` can refuse a dataset rewritten since
     dataset_id: str | None = None
+    #: the user modules that register the env (and the run's components) it came from: an offline run
+    #: imports them, so that a registered env id is found in a new process (``registry.user_modules``)
+    user_modules: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for name in ("rewards", "terminated", "truncated"):  # one value a row: [N, 1] (d3rlpy's) broadcast wrongly
@@ -128,7 +131,7 @@ class TransitionDataset:
             "observation_space": space_to_dict(self.observation_space),
             "action_space": space_to_dict(self.action_space),
             "canter_version": canter_version(), "git_commit": git_commit(), "info": _json_info(self.info),
-            "env_kwargs": self.env_kwargs,
+            "env_kwargs": self.env_kwargs, "user_modules": list(self.user_modules),
         }
         base = save_checkpoint(path, state, meta)
         self.dataset_id = read_metadata(base, "dataset")["checkpoint_id"]
@@ -170,7 +173,7 @@ class TransitionDataset:
             raise CanterError(f"dataset {base} is corrupt: {exc if isinstance(exc, CanterError) else repr(exc)}") from None
         return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
                    info=dict(meta.get("info") or {}), env_kwargs=dict(meta.get("env_kwargs") or {}),
-                   dataset_id=meta.get("checkpoint_id"))
+                   dataset_id=meta.get("checkpoint_id"), user_modules=list(meta.get("user_modules") or []))
 
 
 def _json_info(info: dict[str, Any]) -> dict[str, Any]:

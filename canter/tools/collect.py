@@ -106,6 +106,7 @@ def cmd_collect(argv: list[str]) -> int:
                   "checkpoint_step": meta.get("step")}
         data = collect(env_id, args.transitions, agent, epsilon=args.epsilon, seed=args.seed, env_kwargs=env_kwargs,
                        info=source)
+    data.user_modules = _user_modules(args.run_dir, data.env_id)
     if minari_id is not None:
         written = data.to_minari(minari_id)  # whole episodes only
     else:
@@ -117,3 +118,17 @@ def cmd_collect(argv: list[str]) -> int:
     print(f"wrote {written:,} transition{'' if written == 1 else 's'} of {data.env_id} ({episodes} complete "
           f"episode{'' if episodes == 1 else 's'}, mean return {'n/a' if mean is None else f'{mean:.2f}'}) to {where}")
     return 0
+
+
+def _user_modules(run_dir: str | None, env_id: str) -> list[str]:
+    """The user modules a dataset of ``env_id`` records (``TransitionDataset.user_modules``): those of the run it
+    came from (its checkpoint's, which imported them to load it), then the one that registered the env by name."""
+    from canter.registry import user_modules
+
+    modules: list[str] = []
+    if run_dir is not None:
+        from canter.checkpoint import find_checkpoint, read_metadata
+
+        recorded = read_metadata(find_checkpoint(run_dir)).get("user_modules")
+        modules = [m for m in recorded if isinstance(m, str)] if isinstance(recorded, list) else []
+    return modules + [m for m in user_modules({"env": env_id}) if m not in modules]
