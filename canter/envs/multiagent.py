@@ -27,8 +27,8 @@ sub-env. ``central_state`` (MAPPO) adds the global state to every agent's observ
 Checked by hand with mpe2 1.1.1's ``simple_spread_v3`` (3 agents, 18 observations, Discrete(5)):
 PPO with 4 copies (12 sub-envs), n_steps 128, batch 256, 4 epochs, lr 3e-4, ent_coef 0.01 went
 from a uniform random policy's -26.2 per agent and episode (120 episodes) to -19.8 (30 evaluation
-episodes) in 300k agent-steps, 74 s on this 2-core host. (mpe2 depends on pygame-ce, which
-replaces pygame, the ``video`` extra's dependency; it ran installed with ``--no-deps``.)
+episodes) in 300k agent-steps, 74 s on this 2-core host. (mpe2 depends on pygame-ce; it ran installed with
+``--no-deps``, when the ``video`` extra still named pygame, which installs the same ``pygame`` package.)
 """
 from __future__ import annotations
 

@@ -1,0 +1,32 @@
+"""pyproject.toml's extras: what ``pip install 'canter[EXTRA]'`` brings."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _extras() -> dict[str, list[str]]:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["optional-dependencies"]
+
+
+def _name(requirement: str) -> str:
+    """A requirement's distribution name with its extras, lowercased: ``gymnasium[box2d]>=1.1`` -> ``gymnasium[box2d]``."""
+    return re.match(r"[A-Za-z0-9_.\-]+(\[[^\]]*\])?", requirement.strip()).group(0).lower()
+
+
+def test_no_extra_names_a_pygame_distribution() -> None:
+    # pygame and pygame-ce both install the package `pygame`; gymnasium's box2d extra installs pygame-ce from
+    # gymnasium 1.3 on, so an extra naming pygame made canter[video,box2d] install both, each overwriting the
+    # other's files (and uninstalling either broke `import pygame`). The flavour comes from gymnasium's extras.
+    named = {extra: [r for r in reqs if _name(r).split("[")[0] in ("pygame", "pygame-ce")]
+             for extra, reqs in _extras().items()}
+    assert {extra: reqs for extra, reqs in named.items() if reqs} == {}
+    for extra in ("video", "test"):
+        assert "gymnasium[classic-control]" in [_name(r) for r in _extras()[extra]]
