@@ -134,6 +134,24 @@ def test_a_module_without_parallel_env_is_refused(capsys):
     assert_one_line_error(code, err, "cannot import module 'no_such_module_x'")
 
 
+def test_a_pettingzoo_game_missing_a_dependency_names_pettingzoos_extra(capsys, monkeypatch, tmp_path):
+    """tictactoe_v3 imports pygame: without it (the multiagent extra did not install it) the error named the
+    missing module but not what to install."""
+    import sys
+
+    for name in [m for m in sys.modules if m.startswith("pettingzoo.classic")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "pygame", None)  # import pygame: ModuleNotFoundError
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v3", "--quiet",
+                           "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, "cannot import module 'pettingzoo.classic.tictactoe_v3'", "pygame",
+                          "PettingZoo's classic envs need their dependencies: pip install 'pettingzoo[classic]'")
+    assert not (tmp_path / "run").exists()
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "pettingzoo:pettingzoo.classic.no_such_game_v1", "--quiet")
+    line = assert_one_line_error(code, err, "cannot import module 'pettingzoo.classic.no_such_game_v1'")
+    assert "pip install" not in line  # a misspelled game is not a missing dependency
+
+
 def test_a_list_of_seeds_seeds_each_copy_as_gymnasium_vector_envs_do():
     from canter.envs.multiagent import ParallelVectorEnv
 

@@ -30,3 +30,10 @@ def test_no_extra_names_a_pygame_distribution() -> None:
     assert {extra: reqs for extra, reqs in named.items() if reqs} == {}
     for extra in ("video", "test"):
         assert "gymnasium[classic-control]" in [_name(r) for r in _extras()[extra]]
+
+
+def test_multiagent_installs_what_the_readmes_pettingzoo_games_import() -> None:
+    # pistonball_v6 (butterfly) imports pygame and pymunk, tictactoe_v3 and connect_four_v3 (classic) pygame;
+    # the extra was PettingZoo alone, so 'pip install canter[multiagent]' left every README example failing
+    names = [_name(r) for r in _extras()["multiagent"]]
+    assert "pettingzoo" in names and "gymnasium[classic-control]" in names and "pymunk" in names

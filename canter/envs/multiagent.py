@@ -32,6 +32,7 @@ episodes) in 300k agent-steps, 74 s on this 2-core host. (mpe2 depends on pygame
 """
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any
 
@@ -42,7 +43,7 @@ from canter.envs.masks import MaskedBox, mask_width
 from canter.envs.packing import ObservationPacker, needs_packing
 from canter.envs.vector import ACTIVE, OBSERVED, _observation_error
 from canter.errors import CanterError, bad_env_kwargs, keyword_hint, require
-from canter.registry import import_user_module
+from canter.registry import import_failure
 
 PREFIX = "pettingzoo:"
 
@@ -52,11 +53,31 @@ def is_multiagent(env_id: str) -> bool:
     return env_id.startswith(PREFIX)
 
 
+#: PettingZoo's env families whose dependencies its own extras install (``pip install 'pettingzoo[sisl]'``)
+PETTINGZOO_FAMILIES = ("atari", "butterfly", "classic", "sisl")
+
+
+def family_hint(module_name: str, exc: BaseException) -> str:
+    """For a module of PettingZoo's env families that failed to import for a missing dependency (not a
+    missing module of PettingZoo itself), ``"; ... pip install 'pettingzoo[FAMILY]'"``; else ``""``."""
+    parts = module_name.split(".")
+    missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    if len(parts) < 3 or parts[0] != "pettingzoo" or parts[1] not in PETTINGZOO_FAMILIES or not missing:
+        return ""
+    if missing.split(".")[0] == "pettingzoo":  # a misspelled game, not a missing dependency
+        return ""
+    return f"; PettingZoo's {parts[1]} envs need their dependencies: pip install 'pettingzoo[{parts[1]}]'"
+
+
 def parallel_factory(env_id: str) -> Any:
     """The ``parallel_env`` factory of ``pettingzoo:MODULE`` (a clear error when it is missing)."""
-    require("pettingzoo", "multiagent", "PettingZoo environments")
+    require("pettingzoo", "multiagent", "a PettingZoo env")
     module_name = env_id[len(PREFIX):]
-    module = import_user_module(module_name, f" for env '{env_id}'")
+    try:
+        module = importlib.import_module(module_name)
+    except (Exception, SystemExit) as exc:
+        error = import_failure(module_name, f" for env '{env_id}'", exc)
+        raise CanterError(f"{error}{family_hint(module_name, exc)}") from None
     factory = getattr(module, "parallel_env", None)
     if not callable(factory):
         raise CanterError(f"module '{module_name}' has neither a parallel_env() factory (PettingZoo's parallel API) "
