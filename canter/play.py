@@ -32,8 +32,11 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
     kwargs = dict(env_kwargs or {})
     given = kwargs.pop("render_mode", None)  # passed beside render_mode=: a TypeError traceback
     mode = given if mode is None else mode
-    if mode == "rgb_array" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    display = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    if mode == "rgb_array" and not display:
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # off-screen frames need no display (quiets SDL)
+        # gymnasium's MuJoCo renderer tries GLFW first, which needs a display: EGL renders without one
+        os.environ.setdefault("MUJOCO_GL", "egl")
     if vectorization in ("auto", "native") and is_atari(env_id) and native_takes(kwargs):
         from canter.envs.atari_play import make_native_play_env
 
@@ -41,6 +44,10 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
         env = make_native_play_env(env_id.split(":", 1)[-1], mode, kwargs)
     else:
         env = make_env(env_id, render_mode=mode, **kwargs)
+    if mode == "human" and not display and _is_mujoco(env):  # GLFW would abort the process (a C assertion)
+        env.close()
+        raise CanterError(f"rendering '{env_id}' in a window (--render) needs a display, and there is none "
+                          f"(DISPLAY is not set); record it with --video-dir instead")
     if mode is not None:
         try:
             env.reset(seed=seed)
@@ -57,6 +64,11 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
                               f"{mode!r}") from None
         except Exception as exc:  # noqa: BLE001 - a render_mode from env_kwargs the env cannot render in
             env.close()
+            if _is_mujoco(env):  # no OpenGL for MuJoCo: mujoco.FatalError, or PyOpenGL's errors, were a traceback
+                detail = " ".join(str(exc).split()) or type(exc).__name__
+                raise CanterError(f"rendering '{env_id}' failed: {detail}; MuJoCo renders through OpenGL: set "
+                                  f"MUJOCO_GL=egl or MUJOCO_GL=osmesa (the system's EGL or OSMesa library) where "
+                                  f"there is no display") from None
             if given is None or mode != given:
                 raise
             detail = " ".join(str(exc).split()) or type(exc).__name__
@@ -67,6 +79,14 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
             raise CanterError(f"'{env_id}' renders no image frames (its render modes: {', '.join(modes) or 'none'}): "
                               f"recording video needs an env with rgb_array rendering")
     return env
+
+
+def _is_mujoco(env: gym.Env) -> bool:
+    """Whether ``env`` is one of gymnasium's MuJoCo envs (a subclass of its ``MujocoEnv``)."""
+    import sys
+
+    module = sys.modules.get("gymnasium.envs.mujoco.mujoco_env")  # imported by every MuJoCo env
+    return module is not None and isinstance(env.unwrapped, module.MujocoEnv)
 
 
 class PartialVideo:
