@@ -187,9 +187,14 @@ def require(module: str, extra: str, feature: str) -> ModuleType:
     import importlib
 
     try:
-        return importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise MissingExtraError(feature, extra, module.split(".")[0]) from exc
+    if getattr(imported, "__file__", None) is None and hasattr(imported, "__path__"):
+        # a namespace package: a bare folder of that name on sys.path (the working directory of python -m canter
+        # or a notebook: ./wandb, which wandb writes, or /tmp/ray, which Ray does), not the package
+        raise MissingExtraError(feature, extra, module.split(".")[0])
+    return imported
 
 
 def _library_file(filename: str) -> bool:

@@ -1,4 +1,4 @@
-"""pyproject.toml's extras: what ``pip install 'canter[EXTRA]'`` brings."""
+"""pyproject.toml's extras: what ``pip install 'canter[EXTRA]'`` brings, and the error when one is missing."""
 from __future__ import annotations
 
 import re
@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+from canter.errors import MissingExtraError, require
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _extras() -> dict[str, list[str]]:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     with open(ROOT / "pyproject.toml", "rb") as f:
         return tomllib.load(f)["project"]["optional-dependencies"]
 
@@ -37,3 +38,15 @@ def test_multiagent_installs_what_the_readmes_pettingzoo_games_import() -> None:
     # the extra was PettingZoo alone, so 'pip install canter[multiagent]' left every README example failing
     names = [_name(r) for r in _extras()["multiagent"]]
     assert "pettingzoo" in names and "gymnasium[classic-control]" in names and "pymunk" in names
+
+
+def test_a_bare_folder_named_like_the_package_is_a_missing_extra(tmp_path, monkeypatch) -> None:
+    # `python -m canter` (or a notebook) puts the working directory on sys.path: its ./wandb, which wandb writes,
+    # or /tmp/ray, which Ray does, imported as a namespace package and gave "AttributeError: module 'wandb' has
+    # no attribute 'init'" (a traceback, exit 1) where wandb was not installed
+    (tmp_path / "canter_no_such_extra_pkg").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(MissingExtraError, match=r"--feature needs the 'canter_no_such_extra_pkg' package; install "
+                                                r"it with: pip install 'canter\[extra\]'"):
+        require("canter_no_such_extra_pkg", "extra", "--feature")
+    assert require("json", "extra", "--feature").dumps  # a real module is returned
