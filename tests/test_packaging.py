@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from canter.errors import MissingExtraError, require
+from support import assert_train_refused
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,3 +51,15 @@ def test_a_bare_folder_named_like_the_package_is_a_missing_extra(tmp_path, monke
                                                 r"it with: pip install 'canter\[extra\]'"):
         require("canter_no_such_extra_pkg", "extra", "--feature")
     assert require("json", "extra", "--feature").dumps  # a real module is returned
+
+
+@pytest.mark.parametrize("module, argv, message", [
+    ("minari", ["train", "bc", "--dataset", "minari:cartpole/expert-v0"],
+     "a Minari dataset needs the 'minari' package; install it with: pip install 'canter[offline]'"),
+    ("pettingzoo", ["train", "ppo", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v3"],
+     "a PettingZoo env needs the 'pettingzoo' package; install it with: pip install 'canter[multiagent]'"),
+])
+def test_a_missing_extra_is_one_line_naming_it(module, argv, message, capsys, monkeypatch, tmp_path) -> None:
+    # they read "Minari datasets needs" and "PettingZoo environments needs"
+    monkeypatch.setitem(__import__("sys").modules, module, None)  # import MODULE: ModuleNotFoundError
+    assert_train_refused(capsys, tmp_path, argv, message)

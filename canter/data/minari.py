@@ -20,7 +20,7 @@ def write_minari(dataset: Any, dataset_id: str) -> int:
     return how many transitions it holds (:meth:`TransitionDataset.to_minari`)."""
     from canter.errors import require
 
-    minari = require("minari", "offline", "Minari datasets")
+    minari = require("minari", "offline", "a Minari dataset")
     from minari.data_collector import EpisodeBuffer
 
     ends = np.flatnonzero(dataset.terminated | dataset.truncated)
@@ -74,7 +74,7 @@ def _load_minari(dataset_id: str, missing_ok: bool = False) -> Any:
     """A local Minari dataset (its arrays are read lazily); None if it is missing and ``missing_ok``."""
     from canter.errors import require
 
-    minari = require("minari", "offline", "Minari datasets")
+    minari = require("minari", "offline", "a Minari dataset")
     check_minari_id(dataset_id)
     try:
         return minari.load_dataset(dataset_id)
@@ -91,7 +91,7 @@ def check_minari_id(dataset_id: str) -> None:
     """Refuse a malformed Minari dataset id in one line (Minari raises ValueError or TypeError)."""
     from canter.errors import require
 
-    require("minari", "offline", "Minari datasets")
+    require("minari", "offline", "a Minari dataset")
     from minari.dataset.minari_dataset import parse_dataset_id
 
     try:
