@@ -63,3 +63,22 @@ def test_a_missing_extra_is_one_line_naming_it(module, argv, message, capsys, mo
     # they read "Minari datasets needs" and "PettingZoo environments needs"
     monkeypatch.setitem(__import__("sys").modules, module, None)  # import MODULE: ModuleNotFoundError
     assert_train_refused(capsys, tmp_path, argv, message)
+
+
+def test_a_plain_atari_id_without_ale_py_names_the_atari_extra(monkeypatch) -> None:
+    # ale-py registers Breakout-v4, Pong-ram-v0, ...: without it they were only 'unknown env id ...; did you mean
+    # 'Ant-v4'?'; ALE/... and ...NoFrameskip-v4 ids already named the extra
+    import gymnasium as gym
+
+    from canter.envs import check_env_id
+    from canter.errors import CanterError
+
+    monkeypatch.setitem(__import__("sys").modules, "ale_py", None)  # import ale_py: ModuleNotFoundError
+    for env_id in ("Breakout-v4", "Pong-ram-v0"):
+        monkeypatch.delitem(gym.registry, env_id, raising=False)
+        with pytest.raises(CanterError, match=rf"unknown env id '{env_id}'.*; an Atari game's id needs the 'atari' "
+                                              r"extra: pip install 'canter\[atari\]'$"):
+            check_env_id(env_id)
+    with pytest.raises(CanterError) as typo:
+        check_env_id("CartPol-v1")
+    assert "atari" not in str(typo.value)

@@ -1,6 +1,7 @@
 """Make single and vectorised environments from a Gymnasium id or a canter-registered factory."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import gymnasium as gym
@@ -48,7 +49,7 @@ def check_env_id(env_id: str) -> None:
         # the namespace has no ids at all: its package is missing (else the id is a typo, answered below)
         extra = _EXTRA_FOR_NAMESPACE[namespace]
         raise CanterError(f"env '{env_id}' needs the '{extra}' extra: pip install 'canter[{extra}]'")
-    atari.register_ale()  # ale-py's ids are close matches too ('ALE-Pong-v5' is 'ALE/Pong-v5'); False without it
+    ale = atari.register_ale()  # ale-py's ids are close matches too ('ALE-Pong-v5' is 'ALE/Pong-v5'); False without it
     if module is not None:  # the module was imported: the id is a typo (hinting at 'module:Id' repeats the input)
         name = module.__name__
         own = [i for i, spec in gym.registry.items() if _entry_module(spec.entry_point) == name]
@@ -60,8 +61,11 @@ def check_env_id(env_id: str) -> None:
         raise CanterError(f"unknown env id '{env_id}' after importing module '{name}'; {hint}")
     err = unknown("env id", env_id, list(gym.registry) + list(_REGISTRY["env"]),
                   see="gymnasium.pprint_registry() lists Gymnasium's, 'canter list' canter's own")
+    atari_hint = ""
+    if not ale and re.fullmatch(r"[A-Z][A-Za-z]*(-ram)?-v[04]", env_id):  # ale-py's Pong-v4, Breakout-ram-v0
+        atari_hint = "; an Atari game's id needs the 'atari' extra: pip install 'canter[atari]'"
     raise CanterError(f"{err} (an env of your own is found when a module the run imports registers it: "
-                      f"--env my_pkg.envs:{env_id}, or 'imports: [my_pkg.envs]')")
+                      f"--env my_pkg.envs:{env_id}, or 'imports: [my_pkg.envs]'){atari_hint}")
 
 
 def _entry_point_given(module: Any, name: str) -> CanterError:
