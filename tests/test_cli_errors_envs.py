@@ -7,6 +7,10 @@ import pytest
 
 from support import assert_one_line_error, run_cli
 
+#: one PPO update of two envs, into ./run (the tests of envs that break gymnasium's API)
+_ONE_UPDATE = ["--set", "n_envs=2", "--set", "n_steps=32", "--set", "batch_size=64", "--max-steps", "64", "--quiet",
+               "--run-dir", "run"]
+
 
 def test_collect_env_kwargs_reach_the_env_and_the_dataset(capsys, tmp_path):
     from canter.data.dataset import TransitionDataset
@@ -221,8 +225,7 @@ def test_a_reward_or_flag_returned_as_an_array_is_one_line(capsys, workdir, monk
         "gym.register('TestsArrayStep-v0', entry_point=ArrayStep, max_episode_steps=10, disable_env_checker=True)\n")
     monkeypatch.syspath_prepend(str(workdir))
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "array_step_envs:TestsArrayStep-v0", "--env-kwargs",
-                           f"{{value: {value}}}", "--vectorization", vectorization, "--set", "n_envs=2", "--set",
-                           "n_steps=32", "--set", "batch_size=64", "--max-steps", "64", "--quiet", "--run-dir", "run")
+                           f"{{value: {value}}}", "--vectorization", vectorization, *_ONE_UPDATE)
     assert_one_line_error(code, err, f"the env's step() returned a {value} ", "where one value belongs"
                           if vectorization == "async" else "a sequence (an array or list)", "gymnasium's API")
 
@@ -238,8 +241,7 @@ def test_an_env_whose_reset_takes_no_seed_is_one_line(capsys, workdir, monkeypat
         "gym.register('TestsNoSeed-v0', entry_point=NoSeed, max_episode_steps=10, disable_env_checker=True)\n")
     monkeypatch.syspath_prepend(str(workdir))
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "no_seed_envs:TestsNoSeed-v0", "--vectorization", "sync",
-                           "--set", "n_envs=2", "--set", "n_steps=32", "--set", "batch_size=64", "--max-steps", "64",
-                           "--quiet", "--run-dir", "run")
+                           *_ONE_UPDATE)
     assert_one_line_error(code, err, "the env's reset() takes no 'seed' (NoSeed.reset() got an unexpected keyword "
                                      "argument 'seed'): gymnasium's API is reset(self, seed=None, options=None)")
 
