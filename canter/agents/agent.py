@@ -13,7 +13,7 @@ from canter.data.batch import ReplayBatch, to_device
 from canter.envs.masks import mask_width
 from canter.errors import CanterError
 from canter.registry import register
-from canter.utils import RunningMeanStd
+from canter.utils import RunningMeanStd, set_torch_threads
 
 
 #: scaled rewards are clipped to +-this (Stable-Baselines3 VecNormalize's default clip_reward)
@@ -53,6 +53,10 @@ class Agent:
     observation statistics, ``learn`` forwards a batch to the algorithm. Box actions are clipped
     to the space's bounds here, never inside the algorithm.
     """
+
+    #: the run's compute threads (:func:`canter.api.make_agent` sets them): predict and explore act at this count,
+    #: putting the caller's back after (None: at the caller's)
+    torch_threads: int | None = None
 
     def __init__(
         self, algorithm: Algorithm, normalize_obs: bool = False, normalize_reward: bool = False,
@@ -261,12 +265,17 @@ class Agent:
             return self.explore(obs)
         x, single = self.as_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(x))
-        out = self._act_numpy(self.algorithm, x, True)  # the NumPy shortcut, where there is one
-        if out is not None:
-            actions = self.to_env_actions(out.actions)
-        else:
-            with torch.inference_mode():
-                actions = self.to_env_actions(self.algorithm.predict(self._tensor(x)))
+        caller = set_torch_threads(self.torch_threads)  # the run's count, not the caller's (put back below)
+        try:
+            out = self._act_numpy(self.algorithm, x, True)  # the NumPy shortcut, where there is one
+            if out is not None:
+                actions = self.to_env_actions(out.actions)
+            else:
+                with torch.inference_mode():
+                    actions = self.to_env_actions(self.algorithm.predict(self._tensor(x)))
+        finally:
+            if caller is not None:
+                torch.set_num_threads(caller)
         return actions[0] if single else actions
 
     @staticmethod
@@ -290,6 +299,7 @@ class Agent:
         # the training envs' exploration noise: TD3/DDPG's Ornstein-Uhlenbeck process, SAC's gSDE
         # matrices and their resampling count
         noise = {k: getattr(algorithm, k) for k in _TRAINING_NOISE if hasattr(algorithm, k)}
+        caller = set_torch_threads(self.torch_threads)
         try:
             out = self._act_numpy(algorithm, x, False)
             if out is None:
@@ -299,6 +309,8 @@ class Agent:
             algorithm.generator = own
             for key, value in noise.items():
                 setattr(algorithm, key, value)
+            if caller is not None:
+                torch.set_num_threads(caller)
         actions = self.to_env_actions(out.actions)
         return actions[0] if single else actions
 

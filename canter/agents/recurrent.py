@@ -10,6 +10,7 @@ from canter.agents.agent import Agent
 from canter.algorithms.base import ActOutput
 from canter.errors import CanterError
 from canter.registry import lookup, register
+from canter.utils import set_torch_threads
 
 
 @register("agent", "recurrent_agent")
@@ -82,8 +83,13 @@ class RecurrentAgent(Agent):
                                   f"{'' if len(x) == 1 else 's'}: shapes {[tuple(f.shape) for f in fresh]}, got {got}")
         if episode_start is not None:
             memory = _zeroed(memory, self._starts(episode_start, len(x)))
-        with torch.inference_mode():
-            out, new = self.algorithm.act_recurrent(x, memory, deterministic=deterministic, values=False)
+        caller = set_torch_threads(self.torch_threads)
+        try:
+            with torch.inference_mode():
+                out, new = self.algorithm.act_recurrent(x, memory, deterministic=deterministic, values=False)
+        finally:
+            if caller is not None:
+                torch.set_num_threads(caller)
         actions = self.to_env_actions(out.actions)
         return (actions[0] if single else actions), (new[0].cpu().numpy(), new[1].cpu().numpy())
 
@@ -119,9 +125,14 @@ class RecurrentAgent(Agent):
         if episode_start is not None:
             self._zero_memory(kind, self._starts(episode_start, len(x)))
             state = self.memory[kind]
-        with torch.inference_mode():
-            out, self.memory[kind] = self.algorithm.act_recurrent(x, state, deterministic=deterministic,
-                                                                  values=False)
+        caller = set_torch_threads(self.torch_threads)  # the run's count, not the caller's
+        try:
+            with torch.inference_mode():
+                out, self.memory[kind] = self.algorithm.act_recurrent(x, state, deterministic=deterministic,
+                                                                      values=False)
+        finally:
+            if caller is not None:
+                torch.set_num_threads(caller)
         actions = self.to_env_actions(out.actions)
         return actions[0] if single else actions
 

@@ -68,8 +68,17 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
     Episodes are spread evenly over the env's copies (copy ``c`` of ``C`` runs ``(n_episodes + c) // C``
     of them), so the result does not favour short episodes. A multi-agent env's copy has a sub-env
     per agent (``copy_index``): each of its episodes counts every agent's return, so the mean
-    averages over every agent and ``returns`` holds ``n_episodes`` entries per agent.
+    averages over every agent and ``returns`` holds ``n_episodes`` entries per agent. The episodes run at the
+    agent's ``torch_threads`` (its run's count), the caller's count put back after.
     """
+    from canter.utils import agent_threads
+
+    with agent_threads(agent):  # the run's torch_threads, not the caller's count (each predict's own switch skipped)
+        return _evaluate(agent, env, n_episodes, seed, deterministic)
+
+
+def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, deterministic: bool) -> EvalResult:
+    """:func:`evaluate`, at whatever thread count the caller set."""
     n = env.num_envs
     copy_of = getattr(env, "copy_index", None)
     if copy_of is None:
