@@ -56,6 +56,18 @@ class NaNAfter(gym.Wrapper):
 register("env", "NaNAfterCartPole-test")(NaNAfter)
 
 
+class NoneRewardAfter(NaNAfter):
+    """CartPole whose step() returns None as the reward after ``after`` steps (a step() that forgot its reward)."""
+
+    def step(self, action):
+        obs, reward, term, trunc, info = self.env.step(action)
+        self.count += 1
+        return obs, None if self.count > self.after else reward, term, trunc, info
+
+
+register("env", "NoneRewardAfterCartPole-test")(NoneRewardAfter)
+
+
 def poison_loss(algo: str, record: dict):
     """A before_collect hook that makes the next loss NaN from POISON_AT on, remembering the weights then."""
 
@@ -131,6 +143,19 @@ def test_nan_observation_from_a_faulty_env_stops_in_every_mode(tmp_path, algo):
     assert info.value.step >= 2 * 301  # no sub-env has taken 301 steps before (resets are not steps)
     assert run.trainer.algorithm.updates == before[-1]  # the NaN never reached an update
     assert_consistent_run_dir(run_dir, info.value.step, "observation from the env")
+
+
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_a_none_reward_from_the_env_is_named_as_steps_return_value_not_a_divergence(tmp_path, capsys, algo):
+    args = ["train", algo, "--env", "NoneRewardAfterCartPole-test", "--env-kwargs", "{after: 40}", "--quiet",
+            "--run-dir", str(tmp_path / "run"), "--max-steps", "1280", "--set", "target_reward=null"]
+    for key, value in KW[algo].items():
+        args += ["--set", f"{key}={value}"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "diverged" not in err, err
+    assert re.search(r"the env's step\(\) returned a reward that is not a finite number \(None, NaN or inf\) at step "
+                     r"\d+ \(sub-env \d\); gymnasium's API: step\(\) returns one number as the reward", err), err
 
 
 def test_non_finite_parameter_after_an_update_is_caught(tmp_path):

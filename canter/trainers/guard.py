@@ -231,6 +231,12 @@ class DivergenceGuard:
         event["action"] = "stopped"
         hint = "" if env_fault else (" (restores exhausted)" if self.mode == "restore" else
                                      f"; try {_hint(t)} or divergence_guard: restore")
+        if err.quantity.startswith("reward from the env"):  # the env's fault, not training's: what step() returned
+            from canter.envs.vector import STEP_VALUES
+
+            where = err.quantity.removeprefix("reward from the env").strip()
+            raise TrainingDiverged(f"the env's step() returned a reward that is not a finite number (None, NaN or inf) "
+                                   f"at step {err.step} {where}; {STEP_VALUES}", err.quantity, err.step)
         raise TrainingDiverged(f"training diverged at step {err.step}: non-finite {err.quantity}{hint}",
                                err.quantity, err.step)
 
