@@ -19,6 +19,7 @@ from canter.config import RunConfig, build, build_saved_hparams, resolve_config,
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
+from canter.envs.make import warn_env_of_main
 from canter.envs.turns import bind_opponents, opponent_ids
 from canter.errors import CanterError, CanterWarning, build_user_class, unknown
 from canter.init_from import init_agent
@@ -214,6 +215,7 @@ def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any) -> No
 def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str | Path, quiet: bool,
                   resumed: dict[str, Any] | None) -> Run:
     """Wrap ``trainer`` in a :class:`Run` writing ``run_dir`` (closing the trainer if that fails)."""
+    warn_env_of_main(run.env)  # the run trains, but later commands would not find its env
     config = resolved_dict(run, algo_cfg)
     made_dir = outermost_missing(run_dir)  # before the run starts: its start makes the directory
     try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -10,7 +11,7 @@ from canter.envs import atari, multiagent, multiagent_views, turns
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
-from canter.errors import CanterError, bad_env_kwargs, closest, env_constructors, keyword_hint, unknown
+from canter.errors import CanterError, CanterWarning, bad_env_kwargs, closest, env_constructors, keyword_hint, unknown
 from canter.registry import _REGISTRY, import_user_module, registered_by
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
@@ -79,6 +80,37 @@ def _entry_point_given(module: Any, name: str) -> CanterError:
     return CanterError(f"'{module}:{name}' names an object of {module}, not an env id it registers: register it "
                        f"there, e.g. gymnasium.register('{name}-v0', entry_point='{module}:{name}'), and pass "
                        f"--env {module}:{name}-v0 (or @canter.register('env', '{name}-v0') on a factory)")
+
+
+def registered_in_main(env_id: str) -> bool:
+    """Whether ``env_id`` (an id without ``module:``) is registered from ``__main__`` (a script, a notebook): by
+    ``canter.register`` or ``gymnasium.register`` of a factory, class or entry-point string of ``__main__``, which
+    another process (``canter eval``, ``--resume``) does not run, so that it does not know the id."""
+    if ":" in env_id:
+        return False  # 'module:Id': later commands import the module again
+    factory = _REGISTRY["env"].get(env_id)
+    if factory is None:
+        spec = gym.registry.get(env_id)
+        factory = None if spec is None else spec.entry_point
+    if isinstance(factory, str):
+        return factory.split(":", 1)[0] == "__main__"
+    return getattr(factory, "__module__", None) == "__main__"
+
+
+#: env ids :func:`warn_env_of_main` has warned about in this process
+_MAIN_ENVS_WARNED: set[str] = set()
+
+
+def warn_env_of_main(env_id: str) -> None:
+    """Warn once per env id that a run directory's env is registered in ``__main__`` (:func:`registered_in_main`):
+    the run trains, but ``canter eval``, ``canter play`` and ``--resume`` of it would stop at 'unknown env id'."""
+    if env_id in _MAIN_ENVS_WARNED or not registered_in_main(env_id):
+        return
+    _MAIN_ENVS_WARNED.add(env_id)
+    warnings.warn(CanterWarning(
+        f"env '{env_id}' is registered in __main__ (this script or notebook): canter eval, canter play and --resume "
+        f"of this run will not find it; register it in an importable module and pass env 'module:{env_id}' "
+        f"(or list the module in imports)"), stacklevel=2)
 
 
 def _gym_id(env_id: str) -> str:
