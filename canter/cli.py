@@ -233,7 +233,7 @@ def parse_env_kwargs(text: str | None) -> dict[str, Any]:
 
 
 def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str, Any] | None = None,
-                  device: str | None = None) -> tuple[Any, str, dict]:
+                  device: str | None = None, multi_policy: bool = True) -> tuple[Any, str, dict]:
     from canter import load  # first: torch with it, the garbage collector deferred (canter/__init__.py)
     from canter.envs import make_vec_env, spaces_mismatch
 
@@ -245,8 +245,12 @@ def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str
 
     check_given_opponent(env_id, extra_kwargs)  # else a turn-based game would meet a random opponent, silently
     env_kwargs = {**(agent.run_config.env_kwargs if env_id == agent.run_config.env else {}), **(extra_kwargs or {})}
-    probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies,
-                         central_state=agent.run_config.central_state)
+    from canter.envs.multiagent import trained_policies
+
+    with trained_policies(multi_policy):  # a policy mode that does not fit: no --set policies here (multi_policy:
+        # the command acts with a multi-policy run, which collect does not)
+        probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies,
+                             central_state=agent.run_config.central_state)
     try:
         mismatch = spaces_mismatch((agent.observation_space, agent.action_space),
                                    (probe.single_observation_space, probe.single_action_space))

@@ -256,12 +256,16 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
     kwargs = dict(env_kwargs or {})
     if mode is not None:
         kwargs["render_mode"] = mode
+    from canter.envs.multiagent import trained_policies
+
     try:
-        env = make_vec_env(env_id, 1, env_kwargs=kwargs, **settings)
+        with trained_policies():  # a policy mode that does not fit: play takes no --set policies
+            env = make_vec_env(env_id, 1, env_kwargs=kwargs, **settings)
     except CanterError:
         if mode is None or "render_mode" in (env_kwargs or {}):
             raise
-        make_vec_env(env_id, 1, env_kwargs=env_kwargs, **settings).close()  # fails too: that error is the one
+        with trained_policies():
+            make_vec_env(env_id, 1, env_kwargs=env_kwargs, **settings).close()  # fails too: that error is the one
         raise CanterError(f"'{env_id}' cannot render: its parallel_env() takes no render_mode, which --render and "
                           f"--video-dir pass") from None
     parallel = getattr(env.env, "inner", env.env)  # the ParallelVectorEnv (a joint env wraps one)

@@ -331,3 +331,45 @@ def test_a_bad_observation_given_to_predict_names_its_policy():
             agent.predict({**good, "speaker": np.zeros(4, np.float32)})
         with pytest.raises(CanterError, match=r"^policy 'listener': "):
             agent.predict({"listener": np.zeros((2, 3), np.float32)}, deterministic=False)
+
+
+ODD_LISTENERS = '''
+import functools
+from gymnasium import spaces
+from tests.mixed_agents import MixedAgents
+
+
+class OddListeners(MixedAgents):
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent):
+        return spaces.Box(0.0, 1.0, (5,), "float32") if agent == "listener_1" else super().observation_space(agent)
+
+
+def parallel_env(**kwargs):
+    return OddListeners(**kwargs)
+'''
+
+
+def test_a_policy_mode_that_does_not_fit_names_no_set_flag_to_commands_that_act(tmp_path, capsys, monkeypatch):
+    """eval, play and collect (and canter.evaluate) of one policy saved out of a multi-policy run said 'pass --set
+    policies=type', a flag those commands refuse; they now say what fits them (training keeps the flag's hint)."""
+    canter.train("ppo", MIXED, run_dir=tmp_path / "run", max_steps=96, n_envs=1, n_steps=32, batch_size=32,
+                 n_epochs=1, eval_every=0, tensorboard=False, sets=["policies=type"])
+    canter.load(tmp_path / "run").agents["speaker"].save(tmp_path / "speaker")
+    shared = "have different observation spaces; one shared policy needs one: pad them"
+    multi = "a single policy saved out of a multi-policy run acts there only: use that run's own checkpoint"
+    with pytest.raises(CanterError) as info:
+        canter.evaluate(canter.load(tmp_path / "speaker"), episodes=1)
+    assert shared in str(info.value) and multi in str(info.value) and "--set" not in str(info.value)
+    for command in (["eval"], ["play", "--episodes", "1"]):
+        err = assert_one_line_error(*run_cli(capsys, *command, str(tmp_path / "speaker"))[::2], shared, multi)
+        assert "--set" not in err
+    for run in ([str(tmp_path / "speaker")], ["--env", MIXED]):  # collect acts with one policy: no multi-policy hint
+        err = assert_one_line_error(*run_cli(capsys, "collect", *run, "--out", str(tmp_path / "data"),
+                                             "--transitions", "8")[::2], shared)
+        assert "--set" not in err and "multi-policy" not in err
+    (tmp_path / "odd_listeners.py").write_text(ODD_LISTENERS)  # the run's 'listener' agents of different spaces
+    monkeypatch.syspath_prepend(str(tmp_path))
+    err = assert_one_line_error(*run_cli(capsys, "eval", str(tmp_path / "run"), "--env",
+                                         "pettingzoo:odd_listeners")[::2], "'listener' agents", "policies: type")
+    assert "--set" not in err

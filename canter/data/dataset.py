@@ -404,7 +404,10 @@ def collect(
     from canter.tools.checks import check_collect_settings
 
     check_collect_settings(transitions, epsilon, seed)
-    env = make_vec_env(env_id, 1, "sync", env_kwargs)
+    from canter.envs.multiagent import trained_policies
+
+    with trained_policies(multi_policy=False):  # one shared policy acts (or random actions): no --set policies
+        env = make_vec_env(env_id, 1, "sync", env_kwargs)
     try:
         obs_space, act_space = env.single_observation_space, env.single_action_space
         rng = stream_rng(seed, "dataset")  # not default_rng(seed): that is the env's own stream

@@ -32,8 +32,10 @@ episodes) in 300k agent-steps, 74 s on this 2-core host. (mpe2 depends on pygame
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -103,6 +105,28 @@ def group_agents(agents: list[str], policies: str) -> dict[str, list[str]]:
             raise CanterError(f"agent name '{name}' cannot name a policy (letters, digits, '_' and '-' only)")
     return dict(sorted(groups.items()))
 
+
+
+class PolicyModeError(CanterError):
+    """The agents of a multi-agent env do not fit the policy mode (``policies``): the error names the setting
+    that would fit, which training takes (``--set policies=...``); :attr:`acting` is the error for commands that
+    act with a trained agent (eval, play, collect, ``canter.evaluate``), which take no such setting
+    (:func:`trained_policies`), followed by :attr:`multi_policy` where the command takes a multi-policy run."""
+
+    def __init__(self, message: str, acting: str, multi_policy: str = "") -> None:
+        super().__init__(message)
+        self.acting, self.multi_policy = acting, multi_policy
+
+
+@contextlib.contextmanager
+def trained_policies(multi_policy: bool = True) -> Iterator[None]:
+    """Around making a multi-agent env for an agent that is trained already: a :class:`PolicyModeError` becomes
+    its :attr:`~PolicyModeError.acting` error (no ``--set policies``, which those commands refuse), with the hint
+    to act with a multi-policy run's checkpoint where the command takes one (``multi_policy``: not collect's)."""
+    try:
+        yield
+    except PolicyModeError as exc:
+        raise CanterError(exc.acting + (exc.multi_policy if multi_policy else "")) from None
 
 class ParallelVectorEnv(gym.vector.VectorEnv):
     """``copies`` PettingZoo parallel envs stepped together, their agents grouped by policy.
@@ -282,10 +306,14 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             raise CanterError(f"the agents of '{self.env_id}' have different {kind} spaces; joint control (qmix) "
                               f"needs one: {pad}")
         if policies == "shared":
-            raise CanterError(f"the agents of '{self.env_id}' have different {kind} spaces; one shared policy needs "
-                              f"one: pass --set policies=type (one policy per agent type) or {pad}")
-        raise CanterError(f"the '{name}' agents of '{self.env_id}' ({', '.join(members)}) have different {kind} "
-                          f"spaces; pass --set policies=agent (one policy per agent)")
+            what = f"the agents of '{self.env_id}' have different {kind} spaces; one shared policy needs one"
+            raise PolicyModeError(f"{what}: pass --set policies=type (one policy per agent type) or {pad}",
+                                  f"{what}: {pad}", "; a single policy saved out of a multi-policy run acts there only: "
+                                  "use that run's own checkpoint, which acts with each policy")
+        what = f"the '{name}' agents of '{self.env_id}' ({', '.join(members)}) have different {kind} spaces"
+        raise PolicyModeError(f"{what}; pass --set policies=agent (one policy per agent)",
+                              f"{what}; this run has one policy per agent type (policies: type): it acts on an env "
+                              f"whose agents of a type share their spaces (one per agent: train with policies: agent)")
 
     def _put(self, copy: int, observations: dict[str, Any]) -> None:
         """Write one copy's observations into each group's rows (a departed agent's row keeps its

@@ -99,7 +99,7 @@ def cmd_collect(argv: list[str]) -> int:
 
         from canter.cli import _load_for_env
 
-        agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, extra_kwargs)
+        agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, extra_kwargs, multi_policy=False)
         check_dataset_agent(agent, f"run '{args.run_dir}'")
         meta = getattr(agent, "metadata", {}) or {}
         source = {"checkpoint": str(find_checkpoint(args.run_dir).absolute()), "algorithm": meta.get("algorithm"),

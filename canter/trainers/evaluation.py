@@ -152,8 +152,11 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
     own = env_id == run.env  # the run's env as the run built it; another id: its own defaults
     kwargs = {**(run.env_kwargs if own else {}), **(env_kwargs or {})}
     vectorization = run_vectorization(run, env_id, kwargs)
-    vec = make_vec_env(env_id, min(episodes, run.eval_envs), vectorization, kwargs, policies=run.policies,
-                       central_state=run.central_state)
+    from canter.envs.multiagent import trained_policies
+
+    with trained_policies():  # a policy mode that does not fit: no --set policies for a trained agent
+        vec = make_vec_env(env_id, min(episodes, run.eval_envs), vectorization, kwargs, policies=run.policies,
+                           central_state=run.central_state)
     try:
         return evaluate(agent, vec, episodes, seed=seed, deterministic=deterministic)
     finally:
