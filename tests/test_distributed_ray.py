@@ -166,13 +166,18 @@ def test_an_explorer_that_keeps_failing_stops_the_run_with_one_line(cluster, tmp
     trainer = canter.make_trainer(
         "ppo", "flaky_env:FlakyCartPole-v0", ray_address=cluster, explorers=1, n_envs=2, n_steps=16,
         env_kwargs={"crash_file": str(tmp_path / "x"), "spare_pid": os.getpid(), "always": True},
+        run_dir=tmp_path / "run",
     )
+    message = "explorer 0 failed 4 times in a row; last error: RuntimeError: simulated simulator crash"
     try:
-        with pytest.raises(CanterError, match="^explorer 0 failed 4 times in a row; last error: RuntimeError: simulated simulator crash$"):
+        with pytest.raises(CanterError, match=f"^{message}$"):
             next(iter(trainer()))
     finally:
         trainer.close()
     assert not ray.is_initialized()
+    # as a local run whose env raised: resumable ('interrupted'), the error named (docs/distributed.md)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["stop_reason"] == "interrupted" and summary["error"] == f"ExplorerError: {message}"
 
 
 def _tree(path: Path) -> dict[str, bytes]:
