@@ -428,3 +428,20 @@ def test_a_prioritized_buffer_loads_a_uniform_buffers_file_with_equal_priorities
     torch.testing.assert_close(batch.weights, torch.ones(64))  # equal priorities: equal weights
     per.update_priorities(batch.indices[:1], torch.tensor([3.0]))  # the loaded buffer learns on as a new one
     assert per.max_priority == pytest.approx(3.0 + per.eps)
+
+
+@pytest.mark.parametrize("batch_size", [0, -3, 2.5, True])
+def test_sample_refuses_a_batch_size_below_one_in_one_line(batch_size):
+    """A prioritized buffer's sample(0) divided by zero (ZeroDivisionError), a negative size was NumPy's 'negative
+    dimensions', a uniform buffer's sample(0) an empty batch; every buffer now refuses them, sharded ones too."""
+    from canter.data.sharded import ShardedReplay
+
+    buffers = [cls(16, (1,), (), act_dtype=np.int64, n_envs=1) for cls in (PrioritizedReplayBuffer, ReplayBuffer)]
+    obs = np.zeros((1, 1), np.float32)
+    for buf in buffers:
+        for t in range(5):
+            buf.add(obs, np.array([t]), np.ones(1, np.float32), obs + 1, np.zeros(1, bool), np.ones(1, bool))
+        assert buf.sample(np.int64(2)).rewards.shape == (2,)
+    for buf in [*buffers, ShardedReplay(buffers[:1])]:
+        with pytest.raises(CanterError, match=rf"^batch_size must be a whole number >= 1, got {batch_size!r}$"):
+            buf.sample(batch_size)

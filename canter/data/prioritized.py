@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from canter.data.batch import ReplayBatch
-from canter.data.replay import ReplayBuffer
+from canter.data.replay import ReplayBuffer, check_batch_size
 from canter.data.sumtree import MinTree, SumTree
 
 
@@ -64,6 +64,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def sample(self, batch_size: int) -> ReplayBatch:
         """Draw ``batch_size`` transitions by priority, with normalised importance weights."""
+        check_batch_size(batch_size)
         idx = self.sample_indices(batch_size)
         total = self.sums.total
         probs = self.sums.leaves[idx] / total

@@ -31,6 +31,12 @@ _ARRAYS = ("obs", "actions", "rewards", "terminated", "done", "valid")
 _MAX_REJECTION_ROUNDS = 8
 
 
+def check_batch_size(batch_size: Any) -> None:
+    """A one-line :class:`CanterError` unless ``batch_size`` (of a replay buffer's ``sample``) is a whole number >= 1
+    (a prioritized buffer's sample(0) divided by zero)."""
+    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise CanterError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
+
 class ReplayBuffer:
     """Ring buffer of ``n_envs`` transition streams with uniform sampling.
 
@@ -191,6 +197,7 @@ class ReplayBuffer:
 
     def sample(self, batch_size: int) -> ReplayBatch:
         """Draw ``batch_size`` transitions uniformly (with replacement)."""
+        check_batch_size(batch_size)
         return self.transitions(self.sample_indices(batch_size))
 
     def transitions(self, idx: np.ndarray, weights: np.ndarray | None = None) -> ReplayBatch:

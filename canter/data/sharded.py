@@ -17,7 +17,7 @@ import torch
 
 from canter.data.batch import ReplayBatch
 from canter.data.prioritized import PrioritizedReplayBuffer
-from canter.data.replay import ReplayBuffer
+from canter.data.replay import ReplayBuffer, check_batch_size
 from canter.errors import CanterError
 from canter.utils import stream_rng
 
@@ -74,6 +74,7 @@ class ShardedReplay:
 
     def sample(self, batch_size: int) -> ReplayBatch:
         """Draw ``batch_size`` transitions; shards are chosen in proportion to their mass."""
+        check_batch_size(batch_size)
         mass = self._mass()
         if mass.sum() <= 0:
             raise CanterError("cannot sample from an empty replay buffer")
