@@ -161,9 +161,9 @@ def set_torch_threads(threads: int | None) -> int | None:
 
 @contextlib.contextmanager
 def agent_threads(agent: Any) -> Iterator[None]:
-    """Run the block at ``agent``'s ``torch_threads`` (the count its run trained with; none: the caller's), putting the
-    caller's count back on leaving."""
-    caller = set_torch_threads(getattr(agent, "torch_threads", None))
+    """Run the block at ``agent``'s ``acting_threads`` (torch's count as its run trained; none: the caller's), putting
+    the caller's count back on leaving."""
+    caller = set_torch_threads(getattr(agent, "acting_threads", None))
     try:
         yield
     finally:

@@ -68,3 +68,22 @@ def test_predict_and_explore_act_at_the_runs_threads_and_put_the_callers_back(ag
         agent.predict_with_state(obs)
         assert torch.get_num_threads() == 2
     assert seen and explored and set(seen) | set(explored) == {1}
+
+
+def test_an_agent_multiplying_through_numpy_acts_at_one_torch_thread_as_its_trainer_does(caller_at_two, monkeypatch):
+    """DQN's hand-derived path gives a two-thread run's threads to NumPy's BLAS and torch one (use_threads): acting
+    at torch_threads (2) would spin both pools at once in the trainer's own evaluations."""
+    trainer = canter.make_trainer("dqn", "CartPole-v1", run_dir=None, max_steps=64, torch_threads=2,
+                                  learning_starts=32, eval_every=64, eval_episodes=1, sets=["target_reward=null"])
+    agent = trainer.agent
+    assert agent.algorithm.numpy_products and agent.torch_threads == 2 and agent.acting_threads == 1
+    seen, real = [], agent._act_numpy
+    monkeypatch.setattr(agent, "_act_numpy", lambda *args: seen.append(torch.get_num_threads()) or real(*args))
+    with trainer:
+        for _ in trainer():
+            pass
+    assert seen and set(seen) == {1}  # the training steps' and the evaluation's
+    seen.clear()
+    torch.set_num_threads(2)  # a trainer leaves torch at its own count (canter.train puts the caller's back)
+    canter.evaluate(agent, episodes=1)
+    assert seen and set(seen) == {1} and torch.get_num_threads() == 2

@@ -54,9 +54,17 @@ class Agent:
     to the space's bounds here, never inside the algorithm.
     """
 
-    #: the run's compute threads (:func:`canter.api.make_agent` sets them): predict and explore act at this count,
-    #: putting the caller's back after (None: at the caller's)
+    #: the run's compute threads (:func:`canter.api.make_agent` sets them): predict and explore act at the torch
+    #: count they give (:attr:`acting_threads`), putting the caller's back after (None: at the caller's)
     torch_threads: int | None = None
+
+    @property
+    def acting_threads(self) -> int | None:
+        """Torch's thread count for acting: the run's ``torch_threads`` as its trainer gives them to torch, that is
+        1 where the algorithm multiplies through NumPy, whose BLAS then has the threads (the two pools never spin on
+        the same cores, :func:`~canter.algorithms.base.use_threads`); None: the caller's count."""
+        threads = self.torch_threads
+        return 1 if threads is not None and threads > 1 and self.algorithm.numpy_products else threads
 
     def __init__(
         self, algorithm: Algorithm, normalize_obs: bool = False, normalize_reward: bool = False,
@@ -265,7 +273,7 @@ class Agent:
             return self.explore(obs)
         x, single = self.as_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(x))
-        caller = set_torch_threads(self.torch_threads)  # the run's count, not the caller's (put back below)
+        caller = set_torch_threads(self.acting_threads)  # the run's count, not the caller's (put back below)
         try:
             out = self._act_numpy(self.algorithm, x, True)  # the NumPy shortcut, where there is one
             if out is not None:
@@ -299,7 +307,7 @@ class Agent:
         # the training envs' exploration noise: TD3/DDPG's Ornstein-Uhlenbeck process, SAC's gSDE
         # matrices and their resampling count
         noise = {k: getattr(algorithm, k) for k in _TRAINING_NOISE if hasattr(algorithm, k)}
-        caller = set_torch_threads(self.torch_threads)
+        caller = set_torch_threads(self.acting_threads)
         try:
             out = self._act_numpy(algorithm, x, False)
             if out is None:

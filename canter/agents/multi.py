@@ -73,6 +73,13 @@ class MultiPolicyAgent:
             agent.metadata = policy_metadata(meta, agent)
 
     @property
+    def acting_threads(self) -> int | None:
+        """Torch's thread count for acting (:attr:`Agent.acting_threads <canter.agents.Agent.acting_threads>`): the
+        largest of the policies' (each policy's predict switches to its own where they differ)."""
+        counts = [a.acting_threads for a in self.agents.values() if getattr(a, "acting_threads", None)]
+        return max(counts) if counts else None
+
+    @property
     def policies(self) -> list[str]:
         """Policy names, in the env's order."""
         return list(self.agents)

@@ -83,7 +83,7 @@ class RecurrentAgent(Agent):
                                   f"{'' if len(x) == 1 else 's'}: shapes {[tuple(f.shape) for f in fresh]}, got {got}")
         if episode_start is not None:
             memory = _zeroed(memory, self._starts(episode_start, len(x)))
-        caller = set_torch_threads(self.torch_threads)
+        caller = set_torch_threads(self.acting_threads)
         try:
             with torch.inference_mode():
                 out, new = self.algorithm.act_recurrent(x, memory, deterministic=deterministic, values=False)
@@ -125,7 +125,7 @@ class RecurrentAgent(Agent):
         if episode_start is not None:
             self._zero_memory(kind, self._starts(episode_start, len(x)))
             state = self.memory[kind]
-        caller = set_torch_threads(self.torch_threads)  # the run's count, not the caller's
+        caller = set_torch_threads(self.acting_threads)  # the run's count, not the caller's
         try:
             with torch.inference_mode():
                 out, self.memory[kind] = self.algorithm.act_recurrent(x, state, deterministic=deterministic,

@@ -69,7 +69,7 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
     of them), so the result does not favour short episodes. A multi-agent env's copy has a sub-env
     per agent (``copy_index``): each of its episodes counts every agent's return, so the mean
     averages over every agent and ``returns`` holds ``n_episodes`` entries per agent. The episodes run at the
-    agent's ``torch_threads`` (its run's count), the caller's count put back after.
+    agent's ``acting_threads`` (torch's count as its run trained), the caller's count put back after.
     """
     from canter.utils import agent_threads
 
