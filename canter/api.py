@@ -19,7 +19,7 @@ from canter.config import RunConfig, build, build_saved_hparams, resolve_config,
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
-from canter.envs.make import warn_env_of_main
+from canter.envs.make import eval_env_kwargs, make_eval_env, warn_env_of_main
 from canter.envs.turns import bind_opponents, opponent_ids
 from canter.errors import CanterError, CanterWarning, build_user_class, unknown
 from canter.init_from import init_agent
@@ -160,8 +160,8 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
                         policies=run.policies, central_state=run.central_state)
     try:
         check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space)
-        eval_env = make_vec_env(run.env, min(run.eval_envs, run.eval_episodes), run.vectorization, run.env_kwargs,
-                                policies=run.policies, central_state=run.central_state) if run.eval_episodes else None
+        eval_env = make_eval_env(run, min(run.eval_envs, run.eval_episodes), (
+            envs.single_observation_space, envs.single_action_space)) if run.eval_episodes else None
     except BaseException:
         envs.close()
         raise
@@ -262,7 +262,7 @@ def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: li
         raise CanterError(f"dataset '{run.dataset}' was collected with env_kwargs {data.env_kwargs}, not "
                           f"{run.env_kwargs}; leave env_kwargs out to evaluate on the data's env")
     # made for its spaces where eval_episodes is 0 (no evaluations), then closed
-    eval_env = make_vec_env(run.env, max(1, min(run.eval_envs, run.eval_episodes)), run.vectorization, run.env_kwargs)
+    eval_env = make_eval_env(run, max(1, min(run.eval_envs, run.eval_episodes)))  # with its eval_env_kwargs
     try:
         obs_space, act_space = eval_env.single_observation_space, eval_env.single_action_space
         mismatch = spaces_mismatch((data.observation_space, data.action_space), (obs_space, act_space), "holds",
@@ -296,7 +296,7 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
     if run.record_every:
         from canter.tools.video import VideoRecorder
 
-        video = VideoRecorder(run_dir, run.env, run.record_every, run.env_kwargs, run.seed, run.vectorization)
+        video = VideoRecorder(run_dir, run.env, run.record_every, eval_env_kwargs(run), run.seed, run.vectorization)
     if run.wandb:
         from canter.logging.wandb import require_wandb
 

@@ -23,6 +23,8 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
     p.add_argument("--env-kwargs", dest="env_kwargs", help="env constructor arguments as a YAML mapping, e.g. "
                    "'{max_episode_steps: 200}' (as --set env_kwargs=...)")
+    p.add_argument("--eval-env-kwargs", dest="eval_env_kwargs", help="the evaluation env's own arguments, merged "
+                   "over --env-kwargs, as a YAML mapping (as --set eval_env_kwargs=...)")
     p.add_argument("--seed", type=int_arg, help="random seed (default 0)")
     p.add_argument("--n-envs", type=int_arg, dest="n_envs", help="parallel environments")
     p.add_argument("--target-reward", type=float, dest="target_reward", help="stop at this mean evaluation return")
@@ -139,6 +141,8 @@ def cmd_train(argv: list[str]) -> int:
     overrides = {k: getattr(args, k) for k in run_flags if getattr(args, k) is not None}
     if args.env_kwargs is not None:
         overrides["env_kwargs"] = parse_env_kwargs(args.env_kwargs)
+    if args.eval_env_kwargs is not None:
+        overrides["eval_env_kwargs"] = parse_env_kwargs(args.eval_env_kwargs, "--eval-env-kwargs")
     trainer = make_trainer(
         args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=_run_dir_arg(args.run_dir),
         quiet=args.quiet, hparams=hparams, **overrides,
@@ -219,21 +223,23 @@ def _drive(trainer: Any) -> int:
     return 0
 
 
-def parse_env_kwargs(text: str | None) -> dict[str, Any]:
-    """``--env-kwargs`` (a YAML mapping) as a dict; {} when not given; anything else is a one-line error."""
+def parse_env_kwargs(text: str | None, flag: str = "--env-kwargs") -> dict[str, Any]:
+    """``--env-kwargs`` (a YAML mapping; ``flag`` names the option) as a dict; {} when not given; anything else is
+    a one-line error."""
     if text is None:
         return {}
     from canter.yaml_io import parse_yaml_value
 
-    value = parse_yaml_value(text, "--env-kwargs")
+    value = parse_yaml_value(text, flag)
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise CanterError(f"--env-kwargs needs a YAML mapping of argument names to values, e.g. "
+        raise CanterError(f"{flag} needs a YAML mapping of argument names to values, e.g. "
                           f"'{{max_episode_steps: 200}}', got {text!r}")
     return value
 
 
 def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str, Any] | None = None,
-                  device: str | None = None, multi_policy: bool = True) -> tuple[Any, str, dict]:
+                  device: str | None = None, evaluation: bool = False, multi_policy: bool = True,
+                  ) -> tuple[Any, str, dict]:
     from canter import load  # first: torch with it, the garbage collector deferred (canter/__init__.py)
     from canter.envs import make_vec_env, spaces_mismatch
 
@@ -244,9 +250,11 @@ def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str
     from canter.envs.turns import check_given_opponent
 
     check_given_opponent(env_id, extra_kwargs)  # else a turn-based game would meet a random opponent, silently
-    env_kwargs = {**(agent.run_config.env_kwargs if env_id == agent.run_config.env else {}), **(extra_kwargs or {})}
+    from canter.envs.make import eval_env_kwargs
     from canter.envs.multiagent import trained_policies
 
+    own = eval_env_kwargs(agent.run_config) if evaluation else agent.run_config.env_kwargs  # eval: the run's eval env
+    env_kwargs = {**(own if env_id == agent.run_config.env else {}), **(extra_kwargs or {})}
     with trained_policies(multi_policy):  # a policy mode that does not fit: no --set policies here (multi_policy:
         # the command acts with a multi-policy run, which collect does not)
         probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies,
@@ -283,7 +291,7 @@ def cmd_eval(argv: list[str]) -> int:
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
     given = parse_env_kwargs(args.env_kwargs)
-    agent, env_id, _ = _load_for_env(args.run_dir, args.env, given, args.device)
+    agent, env_id, _ = _load_for_env(args.run_dir, args.env, given, args.device, True)  # evaluation: its eval env
     from canter.envs.turns import with_opponent
     from canter.trainers.evaluation import evaluate_agent
 

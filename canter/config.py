@@ -110,6 +110,10 @@ class RunConfig:
         choices=("auto", "native", "sync", "async"),
     )
     env_kwargs: dict = hp({}, "keyword arguments passed to gymnasium.make")
+    eval_env_kwargs: dict = hp(
+        {}, "the evaluation env only: keyword arguments merged over env_kwargs (a key here wins), as "
+        "Stable-Baselines3's EvalCallback on its own eval_env, e.g. {max_episode_steps: 1000}; canter eval and "
+        "--record-every use them too")
     policies: str = hp(
         "shared", "multi-agent (pettingzoo:) envs: shared (one policy acts for every agent), type (one policy per "
         "agent type, the name before a trailing _N: adversary_0 -> adversary), agent (one policy per agent) or joint "
@@ -382,10 +386,12 @@ def resolve_config(
         run.n_envs = algo_cls.default_n_envs
     if run.dataset and run.dataset.strip() and not run.dataset.startswith("minari:"):
         run.dataset = str(Path(run.dataset).absolute())  # the run records where it is: --resume from anywhere
-    if run.env.startswith("pettingzoo:") and isinstance(run.env_kwargs, dict) and "opponent" in run.env_kwargs:
-        from canter.envs.turns import absolute_opponents
+    for key in ("env_kwargs", "eval_env_kwargs"):  # eval, play and --resume from anywhere
+        kwargs = getattr(run, key)
+        if run.env.startswith("pettingzoo:") and isinstance(kwargs, dict) and "opponent" in kwargs:
+            from canter.envs.turns import absolute_opponents
 
-        run.env_kwargs = absolute_opponents(run.env, run.env_kwargs)  # eval, play and --resume from anywhere
+            setattr(run, key, absolute_opponents(run.env, kwargs))
     if run.dataset and run.dataset.strip() and algo_cls.family == "offline":
         from canter.data.dataset import read_dataset_metadata
         from canter.registry import import_user_modules

@@ -269,7 +269,7 @@ def test_a_resume_refuses_an_edited_config_yaml_and_keeps_the_edit(tmp_path, cap
     (run_dir / "config.yaml").write_text(text.replace("max_steps: 64\n", "max_steps: 128\n"))  # a resume's rewrite
     check_config_unedited(run_dir, saved)
     # an earlier canter wrote the string '1e1' unquoted; it reads back as the number 10.0 now: no edit
-    (run_dir / "config.yaml").write_text(text.replace("env_kwargs: {}\n", "env_kwargs:\n  g: 1e1\n"))
+    (run_dir / "config.yaml").write_text(text.replace("\nenv_kwargs: {}\n", "\nenv_kwargs:\n  g: 1e1\n"))
     check_config_unedited(run_dir, {**saved, "env_kwargs": {"g": "1e1"}})
     # ... and inside a list too (a callback's arguments; env_kwargs' lists), where it was refused as an edit
     old = {"env_kwargs": {"gs": ["1e1", {"g": "2e1"}]}, "callbacks": [{"EarlyStopping": {"min_delta": "1e-3"}}]}

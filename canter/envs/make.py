@@ -333,3 +333,36 @@ def make_vec_env(
     except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value (FrozenLake's map_name: 9x9 is a KeyError)
         raise bad_env_kwargs(env_id, kwargs, exc) from None
     return VecEnv(env)
+
+
+def eval_env_kwargs(run: Any) -> dict[str, Any]:
+    """The keyword arguments of a run's evaluation env: its ``env_kwargs`` with its ``eval_env_kwargs`` merged over
+    them (a key of the latter wins; a run saved before the key existed has none)."""
+    return {**(run.env_kwargs or {}), **(getattr(run, "eval_env_kwargs", None) or {})}
+
+
+def make_eval_env(run: Any, n_envs: int,
+                  spaces: tuple[Any, Any] | None = None) -> VecEnv | multiagent_views.MultiPolicyVecEnv:
+    """``n_envs`` copies of a run's evaluation env (its evaluations in training, an offline run's too): ``run.env``
+    with :func:`eval_env_kwargs`, on the run's vectorization as ``canter eval`` picks it
+    (:func:`inherited_vectorization`). Where the run has ``eval_env_kwargs``, an error making the env names them,
+    and an env whose (observation, action) spaces differ from ``spaces`` (the training env's) is refused."""
+    given = getattr(run, "eval_env_kwargs", None) or {}
+    kwargs = eval_env_kwargs(run)
+    try:
+        env = make_vec_env(run.env, n_envs, inherited_vectorization(run.vectorization, run.env, kwargs), kwargs,
+                           policies=run.policies, central_state=run.central_state)
+    except CanterError as exc:
+        if not given:
+            raise
+        raise CanterError(f"eval_env_kwargs {given}: {exc}") from None
+    if given and spaces is not None:
+        from canter.envs.spaces import spaces_mismatch
+
+        mismatch = spaces_mismatch(spaces, (env.single_observation_space, env.single_action_space),
+                                   "the training env has", "the evaluation env")
+        if mismatch:
+            env.close()
+            raise CanterError(f"eval_env_kwargs {given} change the env's spaces, which the policy cannot act in: "
+                              f"{mismatch}")
+    return env

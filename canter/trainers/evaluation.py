@@ -125,10 +125,11 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
     ``canter.train`` or ``canter.load`` returned, or a trainer's, in its loop or a callback), as ``canter eval`` runs
     them and Stable-Baselines3's
     ``evaluate_policy`` does. ``env``: another env id with the same spaces (default: the run's own, built
-    with the run's ``env_kwargs`` and vectorization); ``env_kwargs`` are merged over the run's. ``deterministic=False``
+    with the run's ``env_kwargs``, its ``eval_env_kwargs`` merged over them, and its vectorization, as its
+    evaluations in training); ``env_kwargs`` are merged over the run's. ``deterministic=False``
     (SB3's keyword) samples the policy's actions instead, from a stream seeded with ``seed``.
     Returns an :class:`EvalResult` (``mean_return``, ``std_return``, ``returns``, ``lengths``)."""
-    from canter.envs.make import make_vec_env, run_vectorization
+    from canter.envs.make import eval_env_kwargs, make_vec_env, run_vectorization
     from canter.errors import CanterError
 
     run = getattr(agent, "run_config", None)
@@ -150,7 +151,7 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
 
     check_given_opponent(env_id, env_kwargs, "env_kwargs")  # else a random opponent, silently (canter eval's rule)
     own = env_id == run.env  # the run's env as the run built it; another id: its own defaults
-    kwargs = {**(run.env_kwargs if own else {}), **(env_kwargs or {})}
+    kwargs = {**(eval_env_kwargs(run) if own else {}), **(env_kwargs or {})}  # its evaluations' env
     vectorization = run_vectorization(run, env_id, kwargs)
     from canter.envs.multiagent import trained_policies
 
