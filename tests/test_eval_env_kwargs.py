@@ -184,3 +184,17 @@ def test_record_every_videos_are_evaluation_episodes_on_the_eval_env(tmp_path, m
                             env_kwargs={"max_episode_steps": 50, "sutton_barto_reward": True},
                             eval_env_kwargs={"max_episode_steps": 5})
     assert made == [{"max_episode_steps": 5, "sutton_barto_reward": True}]
+
+
+def test_a_turn_based_game_evaluates_against_the_eval_env_s_opponent_and_not_against_self():
+    pytest.importorskip("pettingzoo")
+    game = "pettingzoo:pettingzoo.classic.tictactoe_v3"
+    trainer = canter.make_trainer("ppo", game, run_dir=None, vectorization="sync", env_kwargs={"opponent": "self"},
+                                  eval_env_kwargs={"opponent": "random", "seat": "player_2"}, eval_envs=1)
+    try:
+        assert trainer.eval_env.env.envs[0].get_wrapper_attr("seat_choice") == "player_2"
+        assert trainer.env.env.envs[0].get_wrapper_attr("seat_choice") == "random"
+    finally:
+        trainer.close()
+    with pytest.raises(CanterError, match="eval_env_kwargs opponent: self plays only in training"):
+        canter.make_trainer("ppo", game, run_dir=None, vectorization="sync", eval_env_kwargs={"opponent": "self"})

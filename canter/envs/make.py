@@ -348,6 +348,7 @@ def make_eval_env(run: Any, n_envs: int,
     (:func:`inherited_vectorization`). Where the run has ``eval_env_kwargs``, an error making the env names them,
     and an env whose (observation, action) spaces differ from ``spaces`` (the training env's) is refused."""
     given = getattr(run, "eval_env_kwargs", None) or {}
+    turns.check_given_opponent(run.env, given, "eval_env_kwargs")  # an evaluation's 'self' would be a random one
     kwargs = eval_env_kwargs(run)
     try:
         env = make_vec_env(run.env, n_envs, inherited_vectorization(run.vectorization, run.env, kwargs), kwargs,
