@@ -109,7 +109,8 @@ def make_trainer(
     ...) or hyperparameter names (``lr=1e-3``); ``sets`` are ``--set`` strings ``"key=value"`` (a
     list, or one alone). With ``run_dir`` the trainer is wrapped in a
     :class:`~canter.run.Run` that writes the run directory (``run_dir="auto"`` picks
-    ``runs/<algo>-<env>-<time>-<sha>``); without it nothing is written. ``callbacks`` are
+    ``runs/<algo>-<env>-<time>-<sha>``); without it nothing is written (``wandb`` and ``record_every``, which
+    only a run directory's loggers take, are refused in one line). ``callbacks`` are
     :class:`~canter.callbacks.Callback` objects and ``hooks`` maps hook names to callables (see
     :mod:`canter.callbacks`); they come after those named in the config. ``quiet=False`` adds the
     console progress to a run directory's loggers (without ``run_dir`` the records are yours to show).
@@ -134,6 +135,10 @@ def make_trainer(
         # neither kind (a typo): a top-level key, so the error offers the closest run key or hyperparameter
         (hp_over if k in hp_keys and k not in run_keys else run_over)[k] = v
     run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over, **run_over)
+    unused = [k for k, on in (("wandb", run.wandb), ("record_every", run.record_every)) if on]
+    if run_dir is None and unused:  # written only with a run directory, as tune's trials refuse them
+        raise CanterError(f"'{unused[0]}' applies to a run directory, and run_dir=None writes none: drop it, or pass "
+                          f"run_dir (a path, or \"auto\" for runs/<algo>-<env>-<time>)")
     if run_dir is not None:
         run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)
     built = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks))

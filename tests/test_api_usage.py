@@ -174,6 +174,18 @@ def test_train_shows_progress_when_not_quiet_also_without_a_run_dir(tiny_ppo, ca
     assert "ppo CartPole-v1: 512/512 steps" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("setting, kwargs", [("wandb", {"wandb": True}), ("record_every", {"record_every": 256}),
+                                             ("wandb", {"sets": ["wandb=true"]})])
+def test_wandb_or_record_every_without_a_run_dir_is_a_one_line_error(workdir, setting, kwargs, tiny_ppo):
+    # they were skipped without a word: no run directory, so no loggers (make_trainer's default run_dir is None)
+    for call in (lambda: canter.train("ppo", "CartPole-v1", run_dir=None, **tiny_ppo, **kwargs),
+                 lambda: canter.make_trainer("ppo", "CartPole-v1", **tiny_ppo, **kwargs)):
+        with pytest.raises(CanterError, match=f"'{setting}' applies to a run directory, and run_dir=None writes "
+                                              f"none: drop it, or pass run_dir"):
+            call()
+    assert not list(workdir.iterdir())
+
+
 def test_raising_run_max_seconds_continues_a_trainer_it_stopped(tiny_ppo):
     trainer = canter.make_trainer("ppo", "CartPole-v1", seed=1, **{**tiny_ppo, "max_steps": 10**6}, max_seconds=0.05)
     assert [r for r in trainer()][-1].stop_reason == "max_seconds"
