@@ -26,7 +26,7 @@ _warnings.filterwarnings("ignore", message=r"(overflow|invalid value|divide by z
 _PUBLIC = {"evaluate": "canter.trainers.evaluation:evaluate_agent", "load": "canter.api", "make_agent": "canter.api",
            "make_trainer": "canter.api", "resume": "canter.api",
            "train": "canter.api", "lookup": "canter.registry", "names": "canter.registry",
-           "register": "canter.registry"}
+           "register": "canter.registry", "CanterError": "canter.errors", "CanterWarning": "canter.errors"}
 #: set by the ``canter`` console script: ``gc.freeze()`` after each :func:`_import_deferring_gc`
 _freeze_imports = False
 
@@ -77,4 +77,4 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_PUBLIC})
 
 
-__all__ = ["__version__", "evaluate", "load", "lookup", "make_agent", "make_trainer", "names", "register", "resume", "train"]
+__all__ = ["CanterError", "CanterWarning", "__version__", "evaluate", "load", "lookup", "make_agent", "make_trainer", "names", "register", "resume", "train"]

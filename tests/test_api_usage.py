@@ -495,3 +495,14 @@ def test_agent_learn_given_a_step_count_names_what_trains_an_agent(tiny_ppo):
         with pytest.raises(CanterError, match=r"^agent\.learn\(batch\) is one update .*model\.learn\(total_timesteps=N\) "
                                               r"is canter\.train\(ALGO, env=ID, max_steps=N\) \(init_from=PATH"):
             call()
+
+
+def test_canter_errors_are_caught_through_the_top_level_package():
+    """``except canter.CanterError`` (the error every one-line refusal raises) works without knowing the
+    ``canter.errors`` module; it was an AttributeError."""
+    import canter
+    from canter.errors import CanterError, CanterWarning
+
+    assert canter.CanterError is CanterError and canter.CanterWarning is CanterWarning
+    with pytest.raises(canter.CanterError, match="unknown algorithm 'ppoo'"):
+        canter.make_trainer("ppoo", "CartPole-v1", run_dir=None)
