@@ -61,7 +61,11 @@ def test_a_bare_folder_named_like_the_package_is_a_missing_extra(tmp_path, monke
 ])
 def test_a_missing_extra_is_one_line_naming_it(module, argv, message, capsys, monkeypatch, tmp_path) -> None:
     # they read "Minari datasets needs" and "PettingZoo environments needs"
-    monkeypatch.setitem(__import__("sys").modules, module, None)  # import MODULE: ModuleNotFoundError
+    import sys
+
+    monkeypatch.setitem(sys.modules, module, None)  # import MODULE: ModuleNotFoundError
+    for name in [m for m in sys.modules if m.startswith(f"{module}.")]:  # as uninstalled: no submodule an earlier
+        monkeypatch.delitem(sys.modules, name)  # test imported (pettingzoo.classic.tictactoe_v3) is still there
     assert_train_refused(capsys, tmp_path, argv, message)
 
 

@@ -281,7 +281,9 @@ def test_a_resume_refuses_an_edited_config_yaml_and_keeps_the_edit(tmp_path, cap
 
 
 @pytest.mark.parametrize("damage, needle", [
-    (lambda t: t[: len(t) // 2] + "lr", "malformed YAML in"),  # a hand edit with a YAML error; a truncated file
+    # a truncated file with a hand edit that is a YAML error (an unclosed list: malformed wherever the cut falls; a
+    # cut alone may leave valid YAML, which the edit check then answers)
+    (lambda t: t[: len(t) // 2] + "\nlr: [1e-3,", "malformed YAML in"),
     (lambda t: "", "is empty, not the config the run wrote"),  # was: 'None on None, seed None' are of different runs
     (lambda t: "- a list\n", "must hold a YAML mapping"),
 ])
