@@ -15,6 +15,25 @@ from canter.cli import main
 from canter.trainers.evaluation import EvalResult
 
 
+class FixedLengthEnv(gym.Env):
+    """Episodes of ``length`` steps of reward 1, ending truncated (``truncates``) or terminated; zero observations.
+    Its constructor takes no arguments (no ``render_mode`` either)."""
+
+    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+    length, truncates = 5, True
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        end = self.t >= self.length
+        return np.zeros(2, np.float32), 1.0, end and not self.truncates, end and self.truncates, {}
+
+
 class Box22Actions(gym.Env):
     """Actions of shape (2, 2); the reward is highest at 0.5 everywhere; truncated after 20 steps."""
 

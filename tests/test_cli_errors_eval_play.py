@@ -376,23 +376,9 @@ def test_collect_refuses_an_out_path_that_is_not_utf8(capsys, runs, tmp_path):
 
 
 def _no_render_mode_env() -> object:
-    import gymnasium as gym
-    import numpy as np
+    from support import FixedLengthEnv
 
-    class Plain(gym.Env):
-        observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
-        action_space = gym.spaces.Discrete(2)
-
-        def reset(self, seed=None, options=None):
-            super().reset(seed=seed)
-            self.t = 0
-            return np.zeros(2, np.float32), {}
-
-        def step(self, action):
-            self.t += 1
-            return np.zeros(2, np.float32), 1.0, False, self.t >= 5, {}
-
-    return Plain
+    return FixedLengthEnv  # 5 steps, then truncated
 
 
 def test_play_an_env_whose_constructor_takes_no_render_mode(capsys, tmp_path):

@@ -3,28 +3,18 @@
 import warnings
 
 import gymnasium as gym
-import numpy as np
 import pytest
 
 import canter
 from canter.envs import make as env_make
 from canter.errors import CanterWarning
+from support import FixedLengthEnv
 
 
-class TenSteps(gym.Env):
+class TenSteps(FixedLengthEnv):
     """Ten steps of reward 1."""
 
-    observation_space = gym.spaces.Box(-1, 1, (2,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def reset(self, seed=None, options=None):
-        super().reset(seed=seed)
-        self.t = 0
-        return np.zeros(2, np.float32), {}
-
-    def step(self, action):
-        self.t += 1
-        return np.zeros(2, np.float32), 1.0, self.t >= 10, False, {}
+    length, truncates = 10, False
 
 
 class ScriptEnv(TenSteps):
