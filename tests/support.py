@@ -15,6 +15,13 @@ from canter.cli import main
 from canter.trainers.evaluation import EvalResult
 
 
+def untrained_agent(algo: str, env: str, **kw):
+    """The agent of a short trainer that is made and closed, never run (seed 0)."""
+    trainer = canter.make_trainer(algo, env, seed=0, max_steps=64, **kw)
+    trainer.close()
+    return trainer.agent
+
+
 class FixedLengthEnv(gym.Env):
     """Episodes of ``length`` steps of reward 1, ending truncated (``truncates``) or terminated; zero observations.
     Its constructor takes no arguments (no ``render_mode`` either)."""
