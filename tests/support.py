@@ -15,6 +15,23 @@ from canter.cli import main
 from canter.trainers.evaluation import EvalResult
 
 
+def forget_run_key(run_dir: Path, key: str) -> None:
+    """Make ``run_dir`` look as a canter saved it before the run setting ``key`` existed: the key leaves its
+    ``checkpoints/last.json`` config and its ``config.yaml``."""
+    import json
+
+    import yaml
+
+    meta_path = Path(run_dir) / "checkpoints" / "last.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["config"][key]
+    meta_path.write_text(json.dumps(meta))
+    config_path = Path(run_dir) / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    del config[key]
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
 def untrained_agent(algo: str, env: str, **kw):
     """The agent of a short trainer that is made and closed, never run (seed 0)."""
     trainer = canter.make_trainer(algo, env, seed=0, max_steps=64, **kw)

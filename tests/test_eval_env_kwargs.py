@@ -14,7 +14,7 @@ import canter
 from canter.api import resume_trainer
 from canter.errors import CanterError
 from canter.registry import register
-from support import assert_one_line_error, run_cli
+from support import assert_one_line_error, forget_run_key, run_cli
 
 TINY = dict(max_steps=256, n_envs=2, eval_episodes=2, eval_envs=2, eval_every=0, n_steps=64, batch_size=64,
             n_epochs=1, net_arch=[8], tensorboard=False)
@@ -93,13 +93,7 @@ def test_canter_eval_evaluates_on_the_run_s_eval_env_and_the_run_keeps_it_when_r
 def test_a_run_saved_before_eval_env_kwargs_existed_resumes(tmp_path):
     run = tmp_path / "run"
     canter.train("ppo", "CartPole-v1", run_dir=run, **{**TINY, "max_steps": 128, "checkpoint_every": 64})
-    meta_path = run / "checkpoints" / "last.json"
-    meta = json.loads(meta_path.read_text())
-    del meta["config"]["eval_env_kwargs"]
-    meta_path.write_text(json.dumps(meta))
-    config = yaml.safe_load((run / "config.yaml").read_text())
-    del config["eval_env_kwargs"]
-    (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    forget_run_key(run, "eval_env_kwargs")
     agent = canter.resume(run, max_steps=256)
     assert agent.run_config.eval_env_kwargs == {}
     assert yaml.safe_load((run / "config.yaml").read_text())["eval_env_kwargs"] == {}

@@ -14,7 +14,7 @@ import canter
 from canter.checkpoint import load_checkpoint
 from canter.checkpoint_keep import periodic_checkpoints, prune_periodic
 from canter.errors import CanterError, CanterWarning
-from support import assert_one_line_error, run_cli
+from support import assert_one_line_error, forget_run_key, run_cli
 
 #: a tiny PPO run: one 64-step iteration per record, a periodic checkpoint every 64 steps
 PPO = dict(n_envs=1, n_steps=64, batch_size=64, n_epochs=1, net_arch=[8], eval_every=128, eval_episodes=1,
@@ -82,13 +82,7 @@ def test_an_old_run_without_the_key_resumes_and_keeps_every_checkpoint(tmp_path)
     as before, deleting nothing; a second resume after the first rewrote config.yaml (with the key) is no edit."""
     run_dir = tmp_path / "run"
     canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=192, **PPO)
-    meta_path = run_dir / "checkpoints" / "last.json"
-    meta = json.loads(meta_path.read_text())
-    del meta["config"]["keep_checkpoints"]
-    meta_path.write_text(json.dumps(meta))
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    del config["keep_checkpoints"]
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    forget_run_key(run_dir, "keep_checkpoints")
     stop = {"before_collect": lambda trainer: setattr(trainer, "stop_requested", "interrupted")}
     canter.resume(run_dir, max_steps=320, hooks=stop)  # writes config.yaml anew, keeps the old last: a kill
     assert yaml.safe_load((run_dir / "config.yaml").read_text())["keep_checkpoints"] is None
