@@ -35,7 +35,10 @@ def test_wandb_offline_logging(tmp_path, monkeypatch):
     assert offline and any(offline[0].glob("*.wandb"))
     # a resumed run continues the same W&B run (it opened a new one with a new id)
     canter.resume(run, max_steps=512)
-    ids = {p.name.rsplit("-", 1)[-1] for p in (run / "wandb").glob("offline-run-*")}
+    # the id from each transaction log's name (run-<id>.wandb): a resume that starts in the same second as the
+    # first run gets the directory offline-run-<time>-<id>-1, so the directory name's last part is not the id
+    ids = {p.name[len("run-"):-len(".wandb")] for p in (run / "wandb").glob("offline-run-*/run-*.wandb")}
+    assert len(list((run / "wandb").glob("offline-run-*"))) == 2
     assert ids == {(run / "wandb" / "canter-run-id").read_text().strip()}
 
 
