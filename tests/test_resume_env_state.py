@@ -102,3 +102,43 @@ def test_env_state_round_trip_continues_identically(env_id, mode):
             np.testing.assert_array_equal(x, y)
     env.close()
     fresh.close()
+
+
+
+def _lowest_legal(obs: np.ndarray) -> np.ndarray:
+    """Each tic-tac-toe row's lowest legal square (its mask is the packed observation's last 9 columns; a finished
+    game's final observation has none: its next step only resets it)."""
+    return np.array([int(np.flatnonzero(np.append(row[-9:], 1))[0]) % 9 for row in obs])
+
+
+def test_a_turn_based_games_info_of_strings_is_saved():
+    """A turn-based game reports its new game's seat and opponent at reset: the vector env keeps them as object
+    arrays of strings, which the capture once called unsaveable ('VecEnv.info (dict)'), so a turn-based run whose
+    checkpoint fell on a step that reset a game resumed with fresh episodes, not exactly."""
+    pytest.importorskip("pettingzoo")
+    from safetensors.torch import load, save
+
+    from canter.checkpoint import flatten_state, unflatten_state
+    from canter.envs import make_vec_env
+    from canter.envs.state import capture_env, restore_env
+
+    game = "pettingzoo:pettingzoo.classic.tictactoe_v3"
+    env, fresh = make_vec_env(game, 2, "sync"), make_vec_env(game, 2, "sync")
+    obs = env.reset(seed=5)  # VecEnv.reset: the observations only
+    fresh.reset(seed=9)
+    obs = env.step(_lowest_legal(obs))[0]
+    while "seat" not in env.info:  # until a game was reset on this step
+        obs = env.step(_lowest_legal(obs))[0]
+    state, problems = capture_env(env)
+    assert problems == [] and env.info["seat"].dtype == object
+    skeleton, tensors = flatten_state(state)
+    restore_env(fresh, unflatten_state(json.loads(json.dumps(skeleton)), load(save(tensors))))
+    np.testing.assert_array_equal(fresh.info["seat"], env.info["seat"])
+    other = obs
+    for _ in range(20):
+        a, b = env.step(_lowest_legal(obs)), fresh.step(_lowest_legal(other))
+        for x, y in zip(a[:4], b[:4]):
+            np.testing.assert_array_equal(x, y)
+        obs, other = a[0], b[0]
+    env.close()
+    fresh.close()

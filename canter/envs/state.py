@@ -5,7 +5,7 @@ is the plain data on its objects: the vector env, every sub-env, every wrapper (
 step counters, ``OrderEnforcing`` flags), the base env (CartPole's ``state`` array), their
 ``np_random`` generators and the action/observation spaces' generators. :func:`capture_env` walks
 that object graph and copies every attribute that is plain data (numbers, strings, numpy arrays,
-numpy generators, lists/tuples/dicts of those), walking into plain Python objects (a board game's
+object arrays of such items, numpy generators, lists/tuples/dicts of those), walking into plain Python objects (a board game's
 ``Board``, PettingZoo's ``AgentSelector``) the same way; :func:`restore_env` writes them back into a fresh
 env of the same id, built and reset with the same arguments.
 
@@ -63,8 +63,11 @@ def _data(value: Any) -> tuple[bool, Any]:
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "SU":  # e.g. FrozenLake's map
             return True, {"__strings__": value.astype(str).tolist(), "dtype": value.dtype.str}
-        if value.dtype == object:
-            return False, None
+        if value.dtype == object:  # a vector env's info of strings (a turn-based game's seats): plain items only
+            items = [_data(v) for v in value.ravel().tolist()]
+            if not all(ok for ok, _ in items):
+                return False, None
+            return True, {"__objects__": [v for _, v in items], "shape": list(value.shape)}
         return True, value.copy()
     if isinstance(value, np.random.Generator):
         return True, _generator_state(value)
@@ -167,6 +170,11 @@ def _restore_value(current: Any, saved: Any) -> Any:
             return {k: _restore_value(None, v) for k, v in saved["__kvs__"]}
         if "__strings__" in saved:
             return np.array(saved["__strings__"], dtype=saved["dtype"])
+        if "__objects__" in saved:
+            out = np.empty(len(saved["__objects__"]), dtype=object)
+            for i, v in enumerate(saved["__objects__"]):  # one by one: numpy would spread a list item over rows
+                out[i] = _restore_value(None, v)
+            return out.reshape(saved["shape"])
     if isinstance(saved, list):
         return [_restore_value(None, v) for v in saved]
     if isinstance(saved, np.ndarray):
