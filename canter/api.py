@@ -20,6 +20,7 @@ from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.make import eval_env_kwargs, make_eval_env, warn_env_of_main
+from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
 from canter.envs.turns import bind_opponents, opponent_ids
 from canter.errors import CanterError, CanterWarning, build_user_class, unknown
 from canter.init_from import init_agent
@@ -139,9 +140,12 @@ def make_trainer(
     if run_dir is None and unused:  # written only with a run directory, as tune's trials refuse them
         raise CanterError(f"'{unused[0]}' applies to a run directory, and run_dir=None writes none: drop it, or pass "
                           f"run_dir (a path, or \"auto\" for runs/<algo>-<env>-<time>)")
+    snapshots = None
     if run_dir is not None:
         run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)
-    built = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks))
+        specs = frozen_specs(run.env, run.env_kwargs, run.eval_env_kwargs)  # copied now: the run plays them as they are
+        snapshots = Snapshots(specs) if specs else None
+    built = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), snapshots=snapshots)
     (built.trainer if isinstance(built, Run) else built).resolved_config = resolved_dict(run, algo_cfg)
     if run.init_from is not None:  # a new run only: a resumed one has its own weights (resume_trainer)
         init_agent(built, run.init_from)
@@ -149,8 +153,11 @@ def make_trainer(
 
 
 def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: bool, callbacks: list[Any],
-           resumed: dict[str, Any] | None = None) -> Trainer | Run:
+           resumed: dict[str, Any] | None = None, snapshots: Snapshots | None = None) -> Trainer | Run:
+    """The trainer of ``run`` (a :class:`Run` writing ``run_dir`` where given). Its envs play the frozen opponents of
+    a turn-based game from ``snapshots`` (a new run's, staged) or a resumed run's own (canter.envs.opponents)."""
     callbacks = config_callbacks(run.callbacks, run.hooks) + callbacks
+    files = snapshots.files() if snapshots else run_snapshots(run_dir) if resumed is not None else {}
     algo_cls = lookup("algorithm", run.algo)
     if run.max_policy_lag is not None and not (run.explorers and algo_cls.family == "async"):
         warnings.warn(CanterWarning(
@@ -158,15 +165,18 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
             f"this {run.algo} run{'' if run.explorers else ' without explorers'} ignores it"
         ), stacklevel=2)
     if algo_cls.family == "offline" or run.dataset is not None:
-        trainer: Trainer = _offline_trainer(run, algo_cfg, algo_cls, callbacks)
-        return trainer if run_dir is None else _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
+        from canter.offline_setup import offline_trainer
+
+        trainer: Trainer = offline_trainer(run, algo_cfg, algo_cls, callbacks, files)
+        return trainer if run_dir is None else _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed, snapshots)
     # with explorers, each explorer makes its own envs; this one only tells the spaces
-    envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, run.env_kwargs, training=True,
+    env_kwargs = with_snapshots(run.env_kwargs, files)  # what the envs are made with (config.yaml: run.env_kwargs)
+    envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, env_kwargs, training=True,
                         policies=run.policies, central_state=run.central_state)
     try:
         check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space)
         eval_env = make_eval_env(run, min(run.eval_envs, run.eval_episodes), (
-            envs.single_observation_space, envs.single_action_space)) if run.eval_episodes else None
+            envs.single_observation_space, envs.single_action_space), files) if run.eval_episodes else None
     except BaseException:
         envs.close()
         raise
@@ -180,12 +190,12 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         except BaseException:
             _close(envs, eval_env)
             raise
-        return trainer if run_dir is None else _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
+        return trainer if run_dir is None else _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed, snapshots)
     if run.explorers or algo_cls.family not in TRAINERS:
         from canter.distributed import make_distributed_trainer  # imports Ray only with explorers
 
         try:
-            trainer = make_distributed_trainer(run, algo_cfg, envs, eval_env, callbacks)
+            trainer = make_distributed_trainer(run, algo_cfg, envs, eval_env, callbacks, env_kwargs)
         except BaseException:
             _close(envs, eval_env)
             raise
@@ -197,10 +207,10 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
             _close(envs, eval_env)
             raise
         trainer = TRAINERS[algo_cls.family](agent, envs, eval_env, run, callbacks=callbacks)
-    trainer.opponents = opponent_ids(run.env, run.env_kwargs)  # as the envs just loaded them; --resume checks them
+    trainer.opponents = opponent_ids(run.env, env_kwargs)  # as the envs just loaded them; --resume checks them
     if run_dir is None:
         return trainer
-    return _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed)
+    return _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed, snapshots)
 
 
 def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any) -> None:
@@ -218,70 +228,24 @@ def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any) -> No
 
 
 def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str | Path, quiet: bool,
-                  resumed: dict[str, Any] | None) -> Run:
-    """Wrap ``trainer`` in a :class:`Run` writing ``run_dir`` (closing the trainer if that fails)."""
+                  resumed: dict[str, Any] | None, snapshots: Snapshots | None = None) -> Run:
+    """Wrap ``trainer`` in a :class:`Run` writing ``run_dir`` (closing the trainer if that fails), which writes a new
+    run's opponent ``snapshots`` when it starts."""
     warn_env_of_main(run.env)  # the run trains, but later commands would not find its env
     config = resolved_dict(run, algo_cfg)
     made_dir = outermost_missing(run_dir)  # before the run starts: its start makes the directory
     try:
-        loggers = default_loggers(run, config, run_dir, quiet)
+        loggers = default_loggers(run, config, run_dir, quiet, snapshots.files() if snapshots else None)
     except BaseException as exc:
         trainer.close()
         if isinstance(exc, OSError) and exc.filename is not None:
             raise CanterError(f"cannot write the run directory '{run_dir}': {exc.strerror or exc}") from None
         raise
     wrapped = Run(trainer, run_dir, config, loggers, run.checkpoint_every, resumed=resumed)
-    wrapped.made_dir = made_dir
+    wrapped.made_dir, wrapped.snapshots = made_dir, snapshots
+    wrapped.opponent_snapshots = {spec: f"opponents/{e['file']}" for spec, e in  # for summary.json
+                                  (snapshots.index if snapshots else read_index(run_dir)).items()}
     return wrapped
-
-
-def _offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: list[Any]) -> Trainer:
-    """An :class:`~canter.trainers.OfflineTrainer` on ``run.dataset``, checked against the run's env."""
-    from canter.data.dataset import TransitionDataset
-    from canter.envs import spaces_mismatch
-    from canter.registry import names
-    from canter.trainers import OfflineTrainer
-
-    offline = ", ".join(n for n in names("algorithm") if lookup("algorithm", n).family == "offline")
-    if algo_cls.family != "offline":
-        raise CanterError(f"'dataset' is only for offline algorithms ({offline}); {run.algo} learns from the env")
-    if run.dataset is None:
-        raise CanterError(f"{run.algo} learns from a dataset: pass --dataset PATH "
-                          f"(write one with: canter collect RUN_DIR --out PATH)")
-    if run.explorers:
-        raise CanterError(f"{run.algo} learns from a dataset and takes no explorers; drop --explorers")
-    if run.n_envs != 1:  # nothing to vectorise: taken without a word, and recorded in config.yaml
-        warnings.warn(CanterWarning(f"n_envs sets the training envs; {run.algo} learns from a dataset and steps none "
-                                    f"(evaluation runs eval_envs copies), so this run ignores n_envs={run.n_envs}"),
-                      stacklevel=2)
-    if run.monitor == "rolling" and (run.early_stopping or run.plateau_patience):
-        raise CanterError("an offline run plays no training episodes, so there is no rolling return to monitor: "
-                          "set monitor=eval")
-    data = TransitionDataset.load(run.dataset)
-    if data.env_id != run.env:
-        raise CanterError(f"dataset '{run.dataset}' was collected on {data.env_id}, not {run.env}; "
-                          f"pass --env {data.env_id} (or leave --env out)")
-    if data.env_kwargs and not run.env_kwargs:  # evaluate on the env the data came from
-        run.env_kwargs = dict(data.env_kwargs)
-    elif run.env_kwargs and run.env_kwargs != data.env_kwargs:  # also kwargs the data was not collected with
-        raise CanterError(f"dataset '{run.dataset}' was collected with env_kwargs {data.env_kwargs}, not "
-                          f"{run.env_kwargs}; leave env_kwargs out to evaluate on the data's env")
-    # made for its spaces where eval_episodes is 0 (no evaluations), then closed
-    eval_env = make_eval_env(run, max(1, min(run.eval_envs, run.eval_episodes)))  # with its eval_env_kwargs
-    try:
-        obs_space, act_space = eval_env.single_observation_space, eval_env.single_action_space
-        mismatch = spaces_mismatch((data.observation_space, data.action_space), (obs_space, act_space), "holds",
-                                   run.env)
-        if mismatch is not None:  # with the bound that differs where the descriptions are the same
-            raise CanterError(f"dataset '{run.dataset}' {mismatch}")
-        algo_cls.check_spaces(obs_space, act_space)
-        agent = make_agent(run, algo_cfg, obs_space, act_space)
-    except BaseException:
-        eval_env.close()
-        raise
-    if not run.eval_episodes:
-        eval_env.close()
-    return OfflineTrainer(agent, data, eval_env if run.eval_episodes else None, run, callbacks=callbacks)
 
 
 def _close(*envs: Any) -> None:
@@ -291,8 +255,10 @@ def _close(*envs: Any) -> None:
             env.close()
 
 
-def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path, quiet: bool) -> list[Any]:
-    """History always; TensorBoard and W&B as configured; the console unless ``quiet``."""
+def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path, quiet: bool,
+                    snapshots: dict[str, str] | None = None) -> list[Any]:
+    """History always; TensorBoard and W&B as configured; the console unless ``quiet``. Videos play the run's
+    opponent ``snapshots`` (a new run's staged ones; else its run directory's)."""
     from canter.logging import ConsoleLogger, HistoryLogger, TensorBoardLogger, WandbLogger
 
     # the loggers that can fail for a missing extra (or an env that cannot render) come first: nothing
@@ -301,7 +267,9 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
     if run.record_every:
         from canter.tools.video import VideoRecorder
 
-        video = VideoRecorder(run_dir, run.env, run.record_every, eval_env_kwargs(run), run.seed, run.vectorization)
+        files = run_snapshots(run_dir) if snapshots is None else snapshots
+        video = VideoRecorder(run_dir, run.env, run.record_every, with_snapshots(eval_env_kwargs(run), files), run.seed,
+                              run.vectorization)
     if run.wandb:
         from canter.logging.wandb import require_wandb
 

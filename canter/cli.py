@@ -254,7 +254,10 @@ def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str
     from canter.envs.multiagent import trained_policies
 
     own = eval_env_kwargs(agent.run_config) if evaluation else agent.run_config.env_kwargs  # eval: the run's eval env
-    env_kwargs = {**(own if env_id == agent.run_config.env else {}), **(extra_kwargs or {})}
+    from canter.envs.opponents import run_env_kwargs
+
+    # the run's own kwargs on its own env; a turn-based game's frozen opponents from the run's copies of them
+    env_kwargs = run_env_kwargs(env_id, own if env_id == agent.run_config.env else {}, extra_kwargs, agent.run_dir)
     with trained_policies(multi_policy):  # a policy mode that does not fit: no --set policies here (multi_policy:
         # the command acts with a multi-policy run, which collect does not)
         probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies,

@@ -389,7 +389,9 @@ def resolve_config(
     for key in ("env_kwargs", "eval_env_kwargs"):  # eval, play and --resume from anywhere
         kwargs = getattr(run, key)
         if run.env.startswith("pettingzoo:") and isinstance(kwargs, dict) and "opponent" in kwargs:
-            from canter.envs.turns import absolute_opponents
+            from canter.envs.turns import absolute_opponents, refuse_snapshots_key
+
+            refuse_snapshots_key(key, kwargs)
 
             setattr(run, key, absolute_opponents(run.env, kwargs))
     if run.dataset and run.dataset.strip() and algo_cls.family == "offline":

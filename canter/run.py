@@ -153,6 +153,10 @@ class Run:
         #: the outermost directory of ``run_dir``'s path that did not exist before this run (None: it
         #: existed), so a run that fails before training removes what it made, not an empty one it was given
         self.made_dir: Path | None = outermost_missing(self.dir)
+        #: a new run's frozen opponents, staged (``canter.envs.opponents.Snapshots``), written when it starts; and
+        #: each one's snapshot in the run directory (spec -> ``opponents/NAME``), which ``summary.json`` lists
+        self.snapshots: Any = None
+        self.opponent_snapshots: dict[str, str] = {}
         trainer.hooks.add(_SaveAtStart(self))
         trainer.hooks.add(_SaveBest(self), first=True)
 
@@ -254,6 +258,7 @@ class Run:
             "stop_reason": stop_reason, "resumes": self.resumes, "resume_exact": t.resume_exact,
             "divergence_events": list(t.guard.events), "error": self.error,
             "canter_version": canter_version(), "git_commit": git_commit(),
+            **({"opponent_snapshots": dict(self.opponent_snapshots)} if self.opponent_snapshots else {}),
         }
         # NaN / inf (an evaluation of a diverged policy) are not JSON: null, as `canter eval --json` writes them
         atomic_write(self.dir / "summary.json", json.dumps(_finite_or_null(self.summary), indent=2).encode())
@@ -348,6 +353,8 @@ class Run:
                 remove_temp_files(self.dir, (".parquet", "config.yaml", "summary.json", "report.html", LOCK_NAME))
             else:  # a resumed run rewrites it once it has started (a failed resume leaves the run as it was)
                 self.write_config()
+                if self.snapshots is not None:
+                    self.snapshots.write(self.dir)
             for lg in self.loggers:
                 lg.start(self)
                 started.append(lg)

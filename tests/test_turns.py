@@ -266,10 +266,13 @@ def test_a_turn_based_run_resumes_exactly(tmp_path):
     assert json.loads((tmp_path / "part" / "summary.json").read_text())["resume_exact"] is True
 
 
-def test_an_opponent_run_that_changed_since_makes_the_resume_inexact_with_a_warning(tmp_path):
-    """A run against another run's policy reloads it on --resume; that run trained further meanwhile (its best was
-    saved again), so the resumed run played another opponent while summary.json said resume_exact: true. The
-    opponent's checkpoint id is recorded in 'last' now: a changed one is a one-line warning naming it, and inexact."""
+def test_an_old_run_whose_opponent_changed_since_resumes_inexact_with_a_warning(tmp_path):
+    """A run saved before runs kept copies of their opponents (no RUN_DIR/opponents/, canter.envs.opponents) reloads
+    its opponent on --resume; that run trained further meanwhile (its best was saved again), so the resumed run
+    played another opponent while summary.json said resume_exact: true. The opponent's checkpoint id is recorded
+    in 'last': a changed one is a one-line warning naming it, and inexact."""
+    import shutil
+
     import torch
 
     from canter.errors import CanterWarning
@@ -282,6 +285,7 @@ def test_an_opponent_run_that_changed_since_makes_the_resume_inexact_with_a_warn
     best = json.loads((tmp_path / "opponent" / "checkpoints" / "best.json").read_text())["checkpoint_id"]
     last = json.loads((tmp_path / "run" / "checkpoints" / "last.json").read_text())
     assert last["trainer"]["opponents"] == {str(tmp_path / "opponent"): best}  # the checkpoint the envs loaded
+    shutil.rmtree(tmp_path / "run" / "opponents")  # as an older canter wrote the run
     opponent = canter.load(tmp_path / "opponent")  # its run trains further: a new best
     with torch.no_grad():
         next(opponent.algorithm.model.parameters()).add_(0.5)

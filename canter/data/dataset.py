@@ -25,6 +25,7 @@ from canter.data.minari import (  # noqa: F401  (check_minari_id, minari_exists:
     _load_minari, _minari_spec, _spec_kwargs, check_minari_id, from_minari, minari_exists, write_minari,
 )
 from canter.envs.spaces import space_from_dict, space_to_dict
+from canter.envs.opponents import SNAPSHOTS_KEY
 from canter.envs.random_actions import random_env_actions
 from canter.envs.spaces import describe_space
 from canter.errors import CanterError, CanterWarning
@@ -461,7 +462,8 @@ def collect(
     arrays = {k: stacked[k][:transitions].astype(dtype, copy=False) for k, dtype in dtypes.items()}
     policy = {"policy": "random"} if agent is None else {"policy": "agent", "epsilon": epsilon}
     data = TransitionDataset(**arrays, env_id=env_id, observation_space=obs_space, action_space=act_space,
-                             info={**policy, "seed": seed, **(info or {})}, env_kwargs=dict(env_kwargs or {}))
-    returns = data.episode_returns()
+                             info={**policy, "seed": seed, **(info or {})},
+                             env_kwargs={k: v for k, v in (env_kwargs or {}).items() if k != SNAPSHOTS_KEY})
+    returns = data.episode_returns()  # (a run's opponent snapshots, where it played them: not part of the env's id)
     data.info.update(episodes=len(returns), mean_return=float(returns.mean()) if len(returns) else None)
     return data

@@ -15,6 +15,7 @@ from canter.errors import CanterError
 
 def make_distributed_trainer(
     run: Any, algo_cfg: Any, env: Any, eval_env: Any, callbacks: list[Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> Any:
     """Build the learner for ``run``: explorers on Ray when ``run.explorers > 0``, else in-process.
 
@@ -47,7 +48,9 @@ def make_distributed_trainer(
         # explorers are fresh processes: they import the modules that registered the run's names here
         # (its ``imports``, and those a script imported), as loading a checkpoint does; they act on the CPU
         # whatever the learner's device (their weights come as NumPy arrays; a node may have no GPU)
-        explorer_run = dataclasses.replace(run, imports=user_modules(resolved_dict(run, algo_cfg)), device="cpu")
+        # (``env_kwargs``: the run's, playing a turn-based game's frozen opponents from the run's copies of them)
+        explorer_run = dataclasses.replace(run, imports=user_modules(resolved_dict(run, algo_cfg)), device="cpu",
+                                           env_kwargs=run.env_kwargs if env_kwargs is None else env_kwargs)
         # ``env`` was made with one copy: its sub-envs per copy (a multi-agent env's agents)
         pool: Any = RayPool(explorer_run, algo_cfg, run.explorers, run.ray_address, rows_per_copy=env.num_envs,
                             copy_labels=getattr(env, "row_labels", None), spaces=(obs_space, act_space))

@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 
 from canter.envs import atari, multiagent, multiagent_views, turns
+from canter.envs.opponents import with_snapshots
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
@@ -341,15 +342,16 @@ def eval_env_kwargs(run: Any) -> dict[str, Any]:
     return {**(run.env_kwargs or {}), **(getattr(run, "eval_env_kwargs", None) or {})}
 
 
-def make_eval_env(run: Any, n_envs: int,
-                  spaces: tuple[Any, Any] | None = None) -> VecEnv | multiagent_views.MultiPolicyVecEnv:
+def make_eval_env(run: Any, n_envs: int, spaces: tuple[Any, Any] | None = None,
+                  snapshots: dict[str, str] | None = None) -> VecEnv | multiagent_views.MultiPolicyVecEnv:
     """``n_envs`` copies of a run's evaluation env (its evaluations in training, an offline run's too): ``run.env``
     with :func:`eval_env_kwargs`, on the run's vectorization as ``canter eval`` picks it
     (:func:`inherited_vectorization`). Where the run has ``eval_env_kwargs``, an error making the env names them,
-    and an env whose (observation, action) spaces differ from ``spaces`` (the training env's) is refused."""
+    and an env whose (observation, action) spaces differ from ``spaces`` (the training env's) is refused. A turn-based
+    game plays the run's frozen opponents from their ``snapshots`` (spec -> path, :mod:`canter.envs.opponents`)."""
     given = getattr(run, "eval_env_kwargs", None) or {}
     turns.check_given_opponent(run.env, given, "eval_env_kwargs")  # an evaluation's 'self' would be a random one
-    kwargs = eval_env_kwargs(run)
+    kwargs = with_snapshots(eval_env_kwargs(run), snapshots or {})
     try:
         env = make_vec_env(run.env, n_envs, inherited_vectorization(run.vectorization, run.env, kwargs), kwargs,
                            policies=run.policies, central_state=run.central_state)

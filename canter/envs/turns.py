@@ -15,7 +15,8 @@ Two ``env_kwargs`` are the adapter's own; the rest go to ``env()``:
   sampled moves, :meth:`~canter.agents.Agent.explore`, as it learns; training envs only, in this
   process: evaluation, ``canter eval`` and ``play`` then meet a random opponent, since a policy
   against itself scores about 0 by symmetry), or a canter run directory or checkpoint (its trained
-  policy's sampled moves, loaded once per env copy). A deterministic opponent would play one
+  policy's sampled moves, loaded once per env copy; a run plays the copy it made when it started,
+  :mod:`canter.envs.opponents`). A deterministic opponent would play one
   line a learner can memorise; sampled moves keep it varied. A list of these is a pool: each
   game draws its opponent from it (``[self, random, runs/old]``);
 - ``seat``: ``random`` (default: drawn at every reset, so the learner plays every side) or an
@@ -33,6 +34,7 @@ import numpy as np
 import torch
 
 from canter.envs.masks import MASK_KEY, allowed_actions
+from canter.envs.opponents import SNAPSHOTS_KEY
 from canter.envs.packing import ObservationPacker, needs_packing
 from canter.envs.random_actions import allowed_choice
 from canter.envs.spaces import action_nvec
@@ -95,29 +97,44 @@ def absolute_opponents(env_id: str, env_kwargs: dict[str, Any]) -> dict[str, Any
     return {**env_kwargs, "opponent": opponent}
 
 
+def refuse_snapshots_key(given: str, env_kwargs: dict[str, Any]) -> None:
+    """Refuse :data:`~canter.envs.opponents.SNAPSHOTS_KEY` in a run's ``env_kwargs`` / ``eval_env_kwargs`` (``given``):
+    canter sets it when it makes a run's envs; the run's ``opponent`` paths are what to give."""
+    if SNAPSHOTS_KEY in env_kwargs:
+        raise CanterError(f"{given} {SNAPSHOTS_KEY} is canter's own (a run's copies of its opponents, set when its envs "
+                          f"are made): drop it and name the opponents with 'opponent'")
+
+
 def opponent_ids(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, str]:
     """Each run directory or checkpoint among a turn-based game's opponents -> the ``checkpoint_id`` of the
     checkpoint it loads as now (a run's ``best``, else its ``last``): a run trained further since has saved another.
-    Empty for other envs and opponents."""
+    One that ``env_kwargs`` plays from a snapshot (:data:`~canter.envs.opponents.SNAPSHOTS_KEY`): the id of the
+    checkpoint the snapshot copied, which never changes. Empty for other envs and opponents."""
     if not env_kwargs or "opponent" not in env_kwargs or not is_turn_based(env_id):
         return {}
     from canter.checkpoint import find_checkpoint, read_metadata
 
-    return {spec: str(read_metadata(find_checkpoint(spec)).get("checkpoint_id"))
+    files = env_kwargs.get(SNAPSHOTS_KEY) or {}
+    return {spec: str(read_metadata(files[spec])["snapshot_of"]["checkpoint_id"] if spec in files else
+                      read_metadata(find_checkpoint(spec)).get("checkpoint_id"))
             for spec in split_kwargs(env_kwargs)[0] if spec not in OPPONENTS}
 
 
 class _Pool:
     """The opponents' policies, one per ``opponent`` spec: None for uniform legal moves, else a function
     of a batch of packed observations and a torch generator to draw from
-    (:meth:`canter.agents.Agent.explore`). Code, not state: an env snapshot skips it."""
+    (:meth:`canter.agents.Agent.explore`), loaded from the spec's snapshot in ``files`` where it has one (the
+    run's copy, :mod:`canter.envs.opponents`), else from the spec's path. Code, not state: an env snapshot skips it."""
 
     resume_stateless = True
 
-    def __init__(self, specs: list[str], observation_space: gym.Space, action_space: gym.Space) -> None:
+    def __init__(self, specs: list[str], observation_space: gym.Space, action_space: gym.Space,
+                 files: dict[str, str] | None = None) -> None:
         self.specs = specs
+        files = files or {}
         self.policies: list[Callable[[np.ndarray, torch.Generator], Any] | None] = [
-            None if spec in OPPONENTS else _checkpoint_policy(spec, observation_space, action_space) for spec in specs]
+            None if spec in OPPONENTS else _checkpoint_policy(spec, observation_space, action_space, files.get(spec))
+            for spec in specs]
 
 
 class TurnBasedEnv(gym.Env):
@@ -128,7 +145,9 @@ class TurnBasedEnv(gym.Env):
         factory = aec_factory(env_id)
         if factory is None:
             raise CanterError(f"'{env_id}' is not a turn-based PettingZoo game (a module with env() and no parallel_env())")
-        opponents, seat, kwargs = split_kwargs(env_kwargs)
+        kwargs = dict(env_kwargs or {})
+        files = kwargs.pop(SNAPSHOTS_KEY, None)  # the run's copies of its frozen opponents (canter.envs.opponents)
+        opponents, seat, kwargs = split_kwargs(kwargs)
         try:
             self.game = factory(render_mode=render_mode, **kwargs) if render_mode else factory(**kwargs)
         except TypeError as exc:  # a misspelled argument: answered with the closest one
@@ -156,7 +175,7 @@ class TurnBasedEnv(gym.Env):
         self._pack = ObservationPacker(obs_space, act_space) if needs_packing(obs_space) else None
         if not training:  # module docstring: outside training a policy meets a random opponent, not itself
             opponents = ["random" if spec == "self" else spec for spec in opponents]
-        self._pool = _Pool(opponents, self._pack.space if self._pack is not None else obs_space, act_space)
+        self._pool = _Pool(opponents, self._pack.space if self._pack is not None else obs_space, act_space, files)
         self.current = 0  # the index of this game's opponent in the pool (drawn at reset)
         self.learner = seats[0]
 
@@ -248,16 +267,24 @@ def _names_checkpoint(path: str) -> bool:
     return Path(path).exists() or any(base.with_name(base.name + ext).exists() for ext in (".json", ".safetensors"))
 
 
-def _checkpoint_policy(path: str, observation_space: gym.Space, action_space: gym.Space) -> Callable[..., Any]:
-    """The exploring (sampled) policy of a canter run directory or checkpoint trained on these spaces."""
-    from canter.envs.spaces import spaces_mismatch
-
+def check_opponent_path(path: str) -> None:
+    """Refuse an opponent spec that names no run directory or checkpoint (nor ``random`` or ``self``)."""
     if not _names_checkpoint(path):
         raise CanterError(f"opponent '{path}' is neither {' nor '.join(OPPONENTS)} nor a canter run directory or "
                           f"checkpoint")
+
+
+def _checkpoint_policy(path: str, observation_space: gym.Space, action_space: gym.Space,
+                       snapshot: str | None = None) -> Callable[..., Any]:
+    """The exploring (sampled) policy of a canter run directory or checkpoint trained on these spaces (loaded from
+    ``snapshot``, the run's copy of it, where given)."""
+    from canter.envs.spaces import spaces_mismatch
+
+    if snapshot is None:
+        check_opponent_path(path)
     from canter.api import load
 
-    agent = load(path)
+    agent = load(snapshot or path)
     _check_memoryless(agent)
     mismatch = spaces_mismatch((agent.observation_space, agent.action_space), (observation_space, action_space))
     if mismatch:

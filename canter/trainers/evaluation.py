@@ -151,7 +151,10 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
 
     check_given_opponent(env_id, env_kwargs, "env_kwargs")  # else a random opponent, silently (canter eval's rule)
     own = env_id == run.env  # the run's env as the run built it; another id: its own defaults
-    kwargs = {**(eval_env_kwargs(run) if own else {}), **(env_kwargs or {})}  # its evaluations' env
+    from canter.envs.opponents import run_env_kwargs
+
+    # its evaluations' env, playing the run's copies of its frozen opponents (unless env_kwargs name another)
+    kwargs = run_env_kwargs(env_id, eval_env_kwargs(run) if own else {}, env_kwargs, getattr(agent, "run_dir", None))
     vectorization = run_vectorization(run, env_id, kwargs)
     from canter.envs.multiagent import trained_policies
 
