@@ -388,11 +388,10 @@ def resolve_config(
         run.dataset = str(Path(run.dataset).absolute())  # the run records where it is: --resume from anywhere
     for key in ("env_kwargs", "eval_env_kwargs"):  # eval, play and --resume from anywhere
         kwargs = getattr(run, key)
-        if run.env.startswith("pettingzoo:") and isinstance(kwargs, dict) and "opponent" in kwargs:
+        if run.env.startswith("pettingzoo:") and isinstance(kwargs, dict):
             from canter.envs.turns import absolute_opponents, refuse_snapshots_key
 
-            refuse_snapshots_key(key, kwargs)
-
+            refuse_snapshots_key(run.env, key, kwargs)  # canter's own key, never recorded (canter.envs.opponents)
             setattr(run, key, absolute_opponents(run.env, kwargs))
     if run.dataset and run.dataset.strip() and algo_cls.family == "offline":
         from canter.data.dataset import read_dataset_metadata

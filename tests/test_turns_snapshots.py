@@ -112,8 +112,8 @@ def test_bad_opponents_and_a_missing_copy_are_one_line(tmp_path, capsys):
     argv = ["train", "ppo", "--env", TTT, "--max-steps", "64", "--set", "n_steps=32", "--n-envs", "2"]
     assert_train_refused(capsys, tmp_path, [*argv, "--set", f"env_kwargs={{opponent: {tmp_path / 'empty'}}}"],
                          "has no checkpoint yet")
-    assert_train_refused(capsys, tmp_path, [*argv, "--set", "env_kwargs={opponent: random, opponent_snapshots: {}}"],
-                         "opponent_snapshots is canter's own")
+    for given in ("env_kwargs={opponent: random, opponent_snapshots: {}}", "eval_env_kwargs={opponent_snapshots: {}}"):
+        assert_train_refused(capsys, tmp_path, [*argv, "--set", given], "opponent_snapshots is canter's own")
     canter.train("ppo", max_steps=32, run_dir=tmp_path / "opp", **TINY)
     canter.train("ppo", max_steps=32, run_dir=tmp_path / "run", env_kwargs={"opponent": str(tmp_path / "opp")},
                  **TINY)

@@ -97,10 +97,10 @@ def absolute_opponents(env_id: str, env_kwargs: dict[str, Any]) -> dict[str, Any
     return {**env_kwargs, "opponent": opponent}
 
 
-def refuse_snapshots_key(given: str, env_kwargs: dict[str, Any]) -> None:
-    """Refuse :data:`~canter.envs.opponents.SNAPSHOTS_KEY` in a run's ``env_kwargs`` / ``eval_env_kwargs`` (``given``):
-    canter sets it when it makes a run's envs; the run's ``opponent`` paths are what to give."""
-    if SNAPSHOTS_KEY in env_kwargs:
+def refuse_snapshots_key(env_id: str, given: str, env_kwargs: dict[str, Any]) -> None:
+    """Refuse :data:`~canter.envs.opponents.SNAPSHOTS_KEY` in a turn-based run's ``env_kwargs`` / ``eval_env_kwargs``
+    (``given``): canter sets it when it makes a run's envs; the run's ``opponent`` paths are what to give."""
+    if SNAPSHOTS_KEY in env_kwargs and is_turn_based(env_id):
         raise CanterError(f"{given} {SNAPSHOTS_KEY} is canter's own (a run's copies of its opponents, set when its envs "
                           f"are made): drop it and name the opponents with 'opponent'")
 
