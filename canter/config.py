@@ -17,7 +17,7 @@ from typing import Any
 from canter.config_errors import _another_algorithms, _keys_hint, _other_name, _unknown_hparam
 from canter.config_imports import config_imports, layered_imports
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
-                                  check_range, coerce, hp, type_name)  # re-exported
+                                  check_range, coerce, hp, split_train_freq, type_name)  # re-exported
 from canter.devices import resolve_device
 from canter.errors import CanterError, shown, unknown
 from canter.yaml_io import load_yaml, parse_yaml_value
@@ -35,6 +35,10 @@ def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
     specs = fields_of(cls)
     float32 = bool(section)
     kwargs = {}
+    if "train_freq" in values and "train_freq_unit" in specs:  # SB3's train_freq: [N, episode]: its unit wins
+        pair = split_train_freq(values["train_freq"], f"{section}train_freq")
+        if pair is not None:
+            values = {**values, "train_freq": pair[0], "train_freq_unit": pair[1]}
     for key, raw in values.items():
         full = f"{section}{key}"
         if key not in specs:
@@ -382,6 +386,9 @@ def resolve_config(
     if getattr(algo_cfg, "normalize_value", False) and run.explorers:
         raise CanterError("normalize_value keeps its return statistics in the learner, which explorers do not get; "
                           "set hparams.normalize_value=false or drop --explorers")
+    if run.explorers and getattr(algo_cfg, "train_freq_unit", "step") == "episode":
+        raise CanterError("train_freq_unit: episode counts the episodes of one process's envs, but explorers collect "
+                          "train_freq env steps per rollout; use train_freq_unit: step with --explorers")
     if run.n_envs is None:
         run.n_envs = algo_cls.default_n_envs
     if run.dataset and run.dataset.strip() and not run.dataset.startswith("minari:"):

@@ -66,8 +66,9 @@ TIANSHOU_ONLY = {
     "step_per_epoch": "canter evaluates every eval_every env steps (a Tianshou epoch's test) until max_steps",
     "step_per_collect": "the env steps collected between updates are hparams.train_freq (off-policy) or hparams.n_steps "
                         "per env (on-policy)",
-    "episode_per_collect": "canter collects env steps, not episodes: hparams.train_freq (off-policy) or hparams.n_steps "
-                           "per env (on-policy)",
+    "episode_per_collect": "an off-policy run collects hparams.train_freq episodes between training phases with "
+                           "hparams.train_freq_unit: episode (train_freq: [N, episode]); on-policy rollouts are "
+                           "hparams.n_steps per env",
     "update_per_step": "an off-policy run takes hparams.gradient_steps updates every hparams.train_freq env steps",
     "stop_fn": "give target_reward, or a should_stop hook returning a reason (hooks={'should_stop': fn})",
     "save_best_fn": "a run directory (run_dir) saves checkpoints/best at each new best evaluation; a function of your "

@@ -11,7 +11,7 @@ import typing
 from dataclasses import field
 from typing import Any, Union
 
-from canter.errors import CanterError, shown, unknown
+from canter.errors import CanterError, closest, shown, unknown
 from canter.yaml_io import parse_yaml_value
 
 
@@ -85,14 +85,40 @@ def sb3_value_hint(key: str, value: Any) -> str:
                 "cosine or step for every algorithm's learning rates, and some algorithms' lr_schedule)")
     if name == "target_entropy" and value == "auto":
         return " (Stable-Baselines3's 'auto' is null here: -action_dim)"
-    if name == "gradient_steps" and value == -1:
-        return (" (Stable-Baselines3's -1, a gradient step per env step of the phase, is gradient_steps equal to "
-                "train_freq here, which counts the steps of all env copies)")
+    if name == "gradient_steps" and value == -1:  # off-policy algorithms take it; an offline one's count is its own
+        return (" (Stable-Baselines3's -1, a gradient step per env step collected, is an off-policy setting; here "
+                "gradient_steps counts the updates of one iteration)")
     if name == "net_arch" and (isinstance(value, dict) or (isinstance(value, (list, tuple)) and any(
             isinstance(v, dict) for v in value))):
         return (" (Stable-Baselines3's dict(pi=..., vf=...): canter's net_arch is one list of layer widths, for the "
                 "actor and the critic alike)")
     return ""
+
+
+#: what an off-policy ``train_freq`` counts (``train_freq_unit``): env steps or finished episodes, of all env copies
+TRAIN_FREQ_UNITS = ("step", "episode")
+
+
+def split_train_freq(value: Any, key: str) -> tuple[Any, str] | None:
+    """Stable-Baselines3's ``train_freq=(N, "episode")`` (a list or tuple, its ``TrainFreq``, or the text
+    ``[N, episode]`` / ``(N, 'step')`` of ``--set``) as ``(N, unit)``; None for any other value (a plain count)."""
+    if isinstance(value, str) and value.strip()[:1] in ("[", "("):
+        text = value.strip()
+        if text.startswith("(") and text.endswith(")"):
+            text = f"[{text[1:-1]}]"
+        value = parse_yaml_value(text, key)
+    if not isinstance(value, (list, tuple)):
+        return None
+    if len(value) != 2:
+        raise CanterError(f"'{key}' must be a count, or Stable-Baselines3's pair [N, step] or [N, episode], got "
+                          f"{shown(value)}")
+    count, unit = value
+    unit = getattr(unit, "value", unit)  # SB3's TrainFrequencyUnit.EPISODE
+    if unit not in TRAIN_FREQ_UNITS:
+        near = closest(str(unit), TRAIN_FREQ_UNITS, n=1) or ["step"]
+        raise CanterError(f"'{key}': unknown unit {shown(unit)} (step or episode); did you mean [{shown(count)}, "
+                          f"{near[0]}]?")
+    return count, unit
 
 
 def coerce(tp: Any, value: Any, key: str) -> Any:

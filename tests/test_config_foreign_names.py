@@ -91,7 +91,8 @@ def test_more_stable_baselines3_arguments_are_pointed_at_canters():
     """policy='MlpPolicy' was answered "did you mean 'policies'?" (multi-agent), callback "'callbacks' or
     'manual_backward'", vec_env_cls "'eval_envs' or 'n_envs'", replay_buffer_class "'buffer_size'", monitor_wrapper
     "'monitor'" (early stopping's), optimizer_class "'normalize_obs'", features_extractor_class '76 choices',
-    gradient_steps=-1 and target_entropy='auto' with a bare range or type error."""
+    gradient_steps=-1 (an off-policy setting, which offline algorithms refuse) and target_entropy='auto' with a bare
+    range or type error."""
     for algo, kwargs, needle in (
             ("ppo", {"policy": "MlpPolicy"}, r"'policy' \(Stable-Baselines3's\): the networks follow the observations"),
             ("ppo", {"callback": "my:Cb"}, r"'callback'; canter calls it 'callbacks' \(Stable-Baselines3's 'callback'\)"),
@@ -103,8 +104,8 @@ def test_more_stable_baselines3_arguments_are_pointed_at_canters():
             ("dqn", {"replay_buffer_class": "HerReplayBuffer"}, r"HerReplayBuffer is her_goals: N"),
             ("dqn", {"replay_buffer_kwargs": {}}, r"n_sampled_goal is her_goals, goal_selection_strategy her_strategy"),
             ("dqn", {"goal_selection_strategy": "future"}, r"canter calls it 'hparams.her_strategy'"),
-            ("dqn", {"gradient_steps": -1}, r"must be >= 1, got -1 \(Stable-Baselines3's -1, .* is gradient_steps equal "
-                                            r"to train_freq here"),
+            ("bc", {"gradient_steps": -1}, r"must be >= 1, got -1 \(Stable-Baselines3's -1, .* is an off-policy "
+                                           r"setting; here gradient_steps counts the updates of one iteration\)$"),
             ("sac", {"target_entropy": "auto"}, r"must be a float or null, got 'auto' \(Stable-Baselines3's 'auto' is "
                                                 r"null here: -action_dim\)$")):
         with pytest.raises(CanterError, match=needle):

@@ -24,8 +24,8 @@ from canter.algorithms.base import (
     ActOutput, Algorithm, clip_grad_norm_, encoder_hp, encoder_kwargs, linear, make_adam, minibatches,
     overridden_outside_canter,
 )
-from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate
-from canter.config import MAX_GRADIENT_STEPS, hp
+from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate, gradient_steps_hp
+from canter.config import hp
 from canter.data.batch import ReplayBatch
 from canter.envs.masks import apply_mask, mask_width, random_allowed, split_mask
 from canter.errors import CanterError
@@ -63,9 +63,9 @@ class DQNConfig(EpsilonGreedyConfig):
 
     lr: float = hp(1e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 1e-2, "log": True})
     batch_size: int = hp(32, "minibatch size", low=1, search={"choices": [32, 64, 128, 256]})
-    train_freq: int = hp(4, "env steps between training phases", low=1, search={"choices": [1, 4, 16, 64, 256]})
-    gradient_steps: int = hp(1, "gradient steps per training phase", low=1, high=MAX_GRADIENT_STEPS,
-                             search={"choices": [1, 4, 16, 64, 128]})
+    train_freq: int = hp(4, "env steps (or episodes: train_freq_unit) between training phases", low=1,
+                         search={"choices": [1, 4, 16, 64, 256]})
+    gradient_steps: int = gradient_steps_hp(1, [1, 4, 16, 64, 128])
     net_arch: list[int] = hp([64, 64], "hidden layer sizes", low=1)
     dueling: bool = hp(False, "dueling value/advantage heads")
     n_quantiles: int = hp(0, "QR-DQN distributional head with this many quantiles (0: plain Q values)", low=0)

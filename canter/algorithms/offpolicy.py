@@ -18,10 +18,30 @@ from torch import nn
 
 from canter.algorithms.base import make_adam
 from canter.config import MAX_GRADIENT_STEPS, hp
+from canter.config_values import TRAIN_FREQ_UNITS
 from canter.data.her import STRATEGIES
 from canter.errors import CanterError
 
 ACTIVATION_CHOICES = ("tanh", "relu", "elu", "gelu", "silu")
+
+
+def train_freq_unit_hp() -> Any:
+    """The ``train_freq_unit`` field: what ``train_freq`` counts (docs/training-control.md, "Training frequency")."""
+    return hp("step", "what train_freq counts: env steps, or episodes finished (both summed over the env copies, "
+                      "checked after each vector step; a phase also ends at max_steps); Stable-Baselines3's "
+                      "train_freq: [N, episode] sets both", choices=TRAIN_FREQ_UNITS)
+
+
+def gradient_steps_hp(default: int, choices: list[int]) -> Any:
+    """The ``gradient_steps`` field: updates per training phase, or -1 for one per env step the phase collected."""
+    return hp(default, "gradient steps per training phase (-1: one per env step the phase collected, of all env "
+                       "copies, as Stable-Baselines3's -1)", high=MAX_GRADIENT_STEPS, search={"choices": choices})
+
+
+def phase_gradient_steps(config: Any, env_steps: int) -> int:
+    """The gradient steps of a training phase that collected ``env_steps`` env steps: ``gradient_steps``, or
+    ``env_steps`` for -1."""
+    return env_steps if config.gradient_steps == -1 else config.gradient_steps
 
 
 @dataclass
@@ -35,9 +55,10 @@ class OffPolicyConfig:
     gamma: float = hp(0.99, "discount factor", low=0, high=1, search={"choices": [0.9, 0.95, 0.98, 0.99, 0.995]})
     tau: float = hp(0.005, "target-network Polyak rate (1: hard copy)", low=0, high=1, low_open=True,
                     search={"choices": [0.001, 0.005, 0.01, 0.02, 0.05]})
-    train_freq: int = hp(1, "env steps collected between training phases", low=1, search={"choices": [1, 4, 8, 16, 64]})
-    gradient_steps: int = hp(1, "gradient steps per training phase", low=1, high=MAX_GRADIENT_STEPS,
-                             search={"choices": [1, 4, 8, 16, 64]})
+    train_freq: int = hp(1, "env steps (or episodes: train_freq_unit) collected between training phases", low=1,
+                         search={"choices": [1, 4, 8, 16, 64]})
+    train_freq_unit: str = train_freq_unit_hp()
+    gradient_steps: int = gradient_steps_hp(1, [1, 4, 8, 16, 64])
     n_step: int = hp(1, "n-step returns: rewards summed before bootstrapping", low=1, search={"choices": [1, 3, 5]})
     prioritized: bool = hp(False, "prioritized experience replay (proportional, sum tree)")
     per_alpha: float = hp(0.6, "prioritized replay: priority exponent alpha", low=0, high=1)
@@ -67,6 +88,9 @@ class OffPolicyConfig:
             )
         if not self.net_arch:
             raise CanterError("'hparams.net_arch' needs at least one hidden layer")
+        if self.gradient_steps < 1 and self.gradient_steps != -1:  # (the field's range: validate() names -1)
+            raise CanterError(f"'hparams.gradient_steps' must be >= 1, or -1 (one per env step the phase collected), "
+                              f"got {self.gradient_steps}")
         if self.her_goals:
             for name, value, plain in (("n_step", self.n_step, 1), ("prioritized", self.prioritized, False)):
                 if value != plain:

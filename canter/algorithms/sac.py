@@ -117,8 +117,13 @@ class SAC(Algorithm):
         """gSDE: per-env noise matrices, drawn at each collection phase's first action and then every
         ``sde_sample_freq`` acting calls of the phase (-1: once per phase)."""
         c = self.config
-        period = c.sde_sample_freq if c.sde_sample_freq > 0 else max(1, math.ceil(c.train_freq / n))
-        if self.sde_weights is None or self.sde_weights.shape[0] != n or self.act_calls % period == 0:
+        if c.sde_sample_freq > 0:
+            fresh = self.act_calls % c.sde_sample_freq == 0
+        elif c.train_freq_unit == "episode":  # -1: once per phase, whose length is not known in advance
+            fresh = self.act_calls == 0
+        else:
+            fresh = self.act_calls % max(1, math.ceil(c.train_freq / n)) == 0
+        if self.sde_weights is None or self.sde_weights.shape[0] != n or fresh:
             std = self.actor.sde_log_std.detach().exp()
             self.sde_weights = std * D.randn((n,) + tuple(std.shape), self.generator, std)
         self.act_calls += 1

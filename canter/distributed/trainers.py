@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
+from canter.algorithms.offpolicy import phase_gradient_steps
 from canter.config import RunConfig
 from canter.data.batch import TrajectoryBatch
 from canter.data.sharded import ShardedReplay
@@ -404,7 +405,7 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         stats: dict[str, float] = {}
         try:
             if self.step > c.learning_starts and len(self.buffer):  # as the single-process trainer
-                self._owed += r["steps"] * c.gradient_steps / c.train_freq
+                self._owed += r["steps"] * phase_gradient_steps(c, c.train_freq) / c.train_freq  # -1: one per step
                 updates = int(self._owed)
                 self._owed -= updates
                 if updates:

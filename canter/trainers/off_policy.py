@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
+from canter.algorithms.offpolicy import phase_gradient_steps
 from canter.envs.random_actions import random_env_actions
 from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
 from canter.data.her import HerReplayBuffer, check_goal_env
@@ -84,6 +85,11 @@ PHASE_ROWS = 1 << 16
 class OffPolicyTrainer(StepwiseTrainer):
     """Each iteration collects ``train_freq`` env steps, then takes ``gradient_steps`` updates.
 
+    With ``train_freq_unit: episode`` a collection phase lasts until ``train_freq`` episodes have
+    finished since it began, summed over the env copies and checked after each vector step (several
+    copies ending on one step may take it past ``train_freq``; the count restarts at 0), or until the
+    run's ``max_steps``; ``gradient_steps: -1`` takes one update per env step the phase collected.
+
     Before ``learning_starts`` env steps, actions are uniform random; the first training phase is
     the first to end past ``learning_starts`` (``step > learning_starts``, as in Stable-Baselines3,
     so a phase ending exactly there does not train yet). Every vector step enters
@@ -105,8 +111,10 @@ class OffPolicyTrainer(StepwiseTrainer):
             raise
         starts, budget = self.config.learning_starts, self.run.max_steps
         n_envs = self.env.num_envs if self.env is not None else 1
-        phase = max(1, math.ceil(self.config.train_freq / n_envs)) * n_envs  # whole vector steps, as setup() counts
-        if phase > budget:  # the budget is checked between phases, as on-policy between rollouts
+        by_episode = getattr(self.config, "train_freq_unit", "step") == "episode"
+        # whole vector steps, as setup() counts; an episode phase ends at the budget at the latest
+        phase = n_envs if by_episode else max(1, math.ceil(self.config.train_freq / n_envs)) * n_envs
+        if phase > budget and not by_episode:  # the budget is checked between phases, as on-policy between rollouts
             warnings.warn(CanterWarning(
                 f"max_steps ({budget:,}) is less than one training phase (train_freq {self.config.train_freq:,} on "
                 f"{n_envs} env{'s' if n_envs > 1 else ''} = {phase:,} steps): the run takes {phase:,} steps"
@@ -158,6 +166,9 @@ class OffPolicyTrainer(StepwiseTrainer):
                               f"(it is {self.config.buffer_size}){also}") from None
         self.rng = stream_rng(self.run.seed, "warmup")
         self.vec_steps = max(1, math.ceil(self.config.train_freq / self.env.num_envs))
+        self.by_episode = getattr(self.config, "train_freq_unit", "step") == "episode"
+        #: episodes finished in the phase under way (``train_freq_unit: episode``); env steps of the phase that ended
+        self.phase_episodes = self.phase_steps = 0
         self._reset_noise = getattr(self.algorithm, "reset_noise", None)
         self._new_phase = getattr(self.algorithm, "new_phase", None)  # SAC's gSDE resamples per phase
         self._buffer_progress = getattr(self.buffer, "set_progress", None)
@@ -170,7 +181,8 @@ class OffPolicyTrainer(StepwiseTrainer):
     def data_state(self) -> dict[str, Any]:
         """The replay buffer (raw rewards: ``rewards_raw``; canter before 2026-11-25 stored them
         scaled) and the warm-up action generator."""
-        return {"buffer": self.buffer.state_dict(), "warmup_rng": self.rng.bit_generator.state, "rewards_raw": True}
+        return {"buffer": self.buffer.state_dict(), "warmup_rng": self.rng.bit_generator.state, "rewards_raw": True,
+                "phase_episodes": self.phase_episodes}
 
     def load_data_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`data_state`; after a resume that reset the env (fresh episodes, :attr:`resume_exact`
@@ -178,6 +190,7 @@ class OffPolicyTrainer(StepwiseTrainer):
         an episode end."""
         self.buffer.load_state_dict(state["buffer"])
         self.rng.bit_generator.state = state["warmup_rng"]
+        self.phase_episodes = int(state.get("phase_episodes", 0))  # a multi-policy member's phase under way
         if self.resume_exact is False and self._reset_noise is not None:
             self._reset_noise(torch.ones(self.env.num_envs, dtype=torch.bool))
 
@@ -198,15 +211,31 @@ class OffPolicyTrainer(StepwiseTrainer):
         return env_actions
 
     def observe(self, step: Step) -> bool:
-        """Store the step in the replay buffer; True every ``train_freq`` env steps."""
+        """Store the step in the replay buffer; True at the end of a collection phase (:meth:`phase_over`)."""
         done, reward = self.count_step(step)
         infos = {"info": self.env.info} if self._keeps_infos else {}  # hindsight replay: the keys compute_reward reads
         self.buffer.add(self.obs, self._actions, reward, step.obs, step.terminated, step.valid, step.truncated, **infos)
         if self._reset_noise is not None and done.any():
             self._reset_noise(torch.from_numpy(done))
+        finished = self.env.finished_envs.size
         self.record_episodes()
         self.obs = step.obs
-        return self.due(self.vec_steps)
+        return self.phase_over(finished)
+
+    def phase_over(self, finished: int) -> bool:
+        """Count a vector step of the phase and the ``finished`` episodes it ended; True at the phase's end (after
+        ``train_freq`` env steps; ``train_freq_unit: episode``: ``train_freq`` episodes, or ``max_steps``), with
+        :attr:`phase_steps` the env steps it collected."""
+        n = self.env.num_envs
+        if not self.by_episode:
+            self.phase_steps = self.vec_steps * n
+            return self.due(self.vec_steps)
+        self.collected += 1
+        self.phase_episodes += finished
+        if self.phase_episodes < self.config.train_freq and self.step < self.run.max_steps:
+            return False
+        self.phase_steps, self.collected, self.phase_episodes = self.collected * n, 0, 0
+        return True
 
     def update(self) -> dict[str, float]:
         """The gradient steps (none before ``learning_starts``); the next collection phase starts after them."""
@@ -214,7 +243,7 @@ class OffPolicyTrainer(StepwiseTrainer):
             self._new_phase()
         if self.step <= self.config.learning_starts or len(self.buffer) == 0:
             return {}  # as Stable-Baselines3: the first phase trains once step > learning_starts
-        return self.train(self.config.gradient_steps)
+        return self.train(phase_gradient_steps(self.config, self.phase_steps))
 
     def train(self, gradient_steps: int) -> dict[str, float]:
         """Advance the schedules to the current step, then take ``gradient_steps`` updates; mean stats."""
