@@ -74,6 +74,32 @@ def test_fixed_gradient_steps_and_learning_starts_count_per_episode_phase():
         (11, 2, 0), (23, 4, 3), (35, 6, 6), (47, 8, 9), (59, 10, 12), (60, 10, 15)]
 
 
+@pytest.mark.usefixtures("restore_global_rngs")  # SB3's seed= reseeds the global generators
+def test_episode_phases_end_after_the_episodes_stable_baselines3s_do():
+    """One env, train_freq=(2, "episode"), gradient_steps=-1 in SB3 and canter: the phases end after the same
+    episodes (2, 4, 6, ...); each takes SB3's updates (its env steps, 10) plus canter's reset-only steps (one per
+    episode the phase began after: 1 in the first phase, 2 later)."""
+    sb3 = pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class Phases(BaseCallback):
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            ends.append((self.model._episode_num, self.model._n_updates))
+
+    ends: list[tuple[int, int]] = []  # (episodes, updates) when each phase's collection ends, before its training
+    model = sb3.DQN("MlpPolicy", FixedLengthEnv(), train_freq=(2, "episode"), gradient_steps=-1, learning_starts=0,
+                    batch_size=4, seed=0)
+    model.learn(50, callback=Phases())
+    ours = _phases(train_freq=2, gradient_steps=-1, max_steps=59)
+    assert [e for e, _ in ends] == [e for _, e, _ in ours] == [2, 4, 6, 8, 10]
+    sb3_updates = np.diff([u for _, u in ends] + [model._n_updates])
+    assert list(sb3_updates) == [10] * 5
+    assert list(np.diff([0] + [u for _, _, u in ours])) == [10 + 1, 10 + 2, 10 + 2, 10 + 2, 10 + 2]
+
+
 def test_gradient_steps_minus_one_with_step_phases():
     """-1 with train_freq 5 on 2 envs: 3 vector steps a phase (6 env steps), 6 updates each."""
     assert _phases(n_envs=2, train_freq=5, train_freq_unit="step", gradient_steps=-1, max_steps=30) == [
