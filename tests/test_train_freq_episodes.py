@@ -292,3 +292,24 @@ def test_sac_learns_pendulum_training_after_each_episode():
     trainer.close()
     assert trainer.best_eval_return >= -300, f"reached only {trainer.best_eval_return:.1f} in {trainer.step} steps"
     assert trainer.algorithm.updates == trainer.step  # every phase trained (the first ends at 201 > 100)
+
+
+def test_apex_takes_one_update_per_arriving_env_step_for_minus_one():
+    """--explorers (here the in-process pool, the same ApeXTrainer): gradient_steps -1 pays one update per env
+    step of each rollout once the learner is past learning_starts (64: the rollout ending at 68 is the first)."""
+    from canter.distributed.explorer import Explorer
+    from canter.distributed.pool import LocalPool
+    from canter.distributed.trainers import ApeXTrainer
+    from canter.envs import make_vec_env
+
+    run, cfg = resolve_config("dqn", "CartPole-v1", hparams={"train_freq": 4, "gradient_steps": -1, "batch_size": 8,
+                                                             "learning_starts": 64, "net_arch": [8]},
+                              n_envs=1, max_steps=200, eval_every=0, eval_episodes=0)
+    env = make_vec_env(run.env, run.n_envs)
+    agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+    trainer = ApeXTrainer(agent, LocalPool(Explorer(agent, env, seed=0)), None, run)
+    try:
+        list(trainer())
+    finally:
+        trainer.close()
+    assert trainer.step == 200 and trainer.algorithm.updates == 200 - 64
