@@ -11,7 +11,7 @@ import torch
 
 from canter.agents.agent import Agent
 from canter.agents.recurrent import check_agent_fits
-from canter.algorithms.base import threads_for
+from canter.algorithms.base import threads_for, widest_layer
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
     checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint)
@@ -78,7 +78,7 @@ def _check_conv_precision(run: RunConfig, modules: Any) -> None:
 
 def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
     """:func:`make_agent` for one policy."""
-    threads = run.torch_threads or threads_for(max(getattr(algo_cfg, "net_arch", [64]) or [64]))
+    threads = run.torch_threads or threads_for(widest_layer(algo_cfg))
     torch.set_num_threads(threads)
     seed_everything(run.seed)
     algo_cls = lookup("algorithm", run.algo)

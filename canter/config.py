@@ -17,7 +17,7 @@ from typing import Any
 from canter.config_errors import _another_algorithms, _keys_hint, _other_name, _unknown_hparam
 from canter.config_imports import config_imports, layered_imports
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
-                                  check_range, coerce, hp, split_train_freq, type_name)  # re-exported
+                                  check_range, coerce, hp, sb3_net_arch, split_train_freq, type_name)  # re-exported
 from canter.devices import resolve_device
 from canter.errors import CanterError, shown, unknown
 from canter.yaml_io import load_yaml, parse_yaml_value
@@ -335,10 +335,12 @@ def resolve_config(
         def set_hp(name: str, value: Any, key: str) -> None:
             # one layer naming a hyperparameter twice ('lr: 0.1' and 'hparams: {lr: 0.2}' in one file) would keep
             # whichever comes last, as a repeated YAML key would; a repeated --set is the documented exception
-            if name in given and _source != "--set":
-                raise CanterError(f"'{given[name]}' and '{key}' both set 'hparams.{name}' in {_source}; give it once")
-            given[name] = key
-            hp_values[name] = value
+            for name, value in sb3_net_arch(algo_cls.Config, name, value, f"hparams.{name}"):  # dict(pi=, vf=)
+                if name in given and _source != "--set":
+                    raise CanterError(f"'{given[name]}' and '{key}' both set 'hparams.{name}' in {_source}; give it "
+                                      f"once")
+                given[name] = key
+                hp_values[name] = value
 
         for key, value in data.items():
             if not isinstance(key, str):

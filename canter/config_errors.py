@@ -30,8 +30,9 @@ FLAG_ONLY = {"run_dir": "--run-dir DIR (make_trainer(..., run_dir=DIR) from Pyth
 #: Stable-Baselines3 arguments that are several canter keys, or none: the closest spellings misled
 #: (policy_kwargs -> 'policy_hparams', a multi-agent run's per-policy settings; verbose -> '75 choices')
 SB3_ONLY = {
-    "policy_kwargs": "its entries are hyperparameters of their own, such as net_arch (a list of layer widths) and "
-                     "activation (for activation_fn: 'tanh', 'relu', ...); 'canter train ALGO --help' lists them",
+    "policy_kwargs": "its entries are hyperparameters of their own, such as net_arch (a list of layer widths, or "
+                     "dict(pi=[...], vf=[...]) for actor and critic) and activation (for activation_fn: 'tanh', "
+                     "'relu', ...); 'canter train ALGO --help' lists them",
     "verbose": "canter shows progress unless --quiet (Python: quiet=False shows it)",
     "tensorboard_log": "TensorBoard event files go to the run directory (run_dir), on unless tensorboard: false",
     "policy": "the networks follow the observations (MlpPolicy; CnnPolicy for images, MultiInputPolicy for Dict "

@@ -70,8 +70,8 @@ def _a(name: str) -> str:
 def sb3_value_hint(key: str, value: Any) -> str:
     """What a value written as Stable-Baselines3 takes it is here (appended to a type error), or "": a schedule
     function for a number (``learning_rate=lambda progress: ...``), an activation class (``activation_fn=nn.ReLU``),
-    separate actor and critic widths (``net_arch=dict(pi=[...], vf=[...])``), ``target_entropy='auto'``,
-    ``gradient_steps=-1``, an action noise object."""
+    separate actor and critic widths for an algorithm without them (``net_arch=dict(pi=[...], vf=[...])``),
+    ``target_entropy='auto'``, ``gradient_steps=-1``, an action noise object."""
     name = key.rsplit(".", 1)[-1]
     if isinstance(value, type) and name == "activation":
         named = value.__name__.lower()
@@ -89,9 +89,9 @@ def sb3_value_hint(key: str, value: Any) -> str:
         return (" (Stable-Baselines3's -1, a gradient step per env step collected, is an off-policy setting; here "
                 "gradient_steps counts the updates of one iteration)")
     if name == "net_arch" and (isinstance(value, dict) or (isinstance(value, (list, tuple)) and any(
-            isinstance(v, dict) for v in value))):
-        return (" (Stable-Baselines3's dict(pi=..., vf=...): canter's net_arch is one list of layer widths, for the "
-                "actor and the critic alike)")
+            isinstance(v, dict) for v in value))):  # an algorithm without critic_net_arch: sb3_net_arch took the others'
+        return (" (Stable-Baselines3's dict(pi=..., vf=...): this algorithm has no separate actor and critic "
+                "networks; its net_arch is one list of layer widths)")
     return ""
 
 
@@ -119,6 +119,35 @@ def split_train_freq(value: Any, key: str) -> tuple[Any, str] | None:
         raise CanterError(f"'{key}': unknown unit {shown(unit)} (step or episode); did you mean [{shown(count)}, "
                           f"{near[0]}]?")
     return count, unit
+
+
+def sb3_net_arch(cls: type, name: str, value: Any, key: str) -> list[tuple[str, Any]]:
+    """``[(name, value)]``, or for Stable-Baselines3's ``net_arch`` mapping given to a config ``cls`` that has
+    ``critic_net_arch`` (its ``sb3_critic_key``: ``dict(pi=[...], vf=[...])`` on-policy, ``dict(pi=[...],
+    qf=[...])`` off-policy; a mapping's YAML text from ``--set`` too), its entries as ``net_arch`` (pi) and
+    ``critic_net_arch``. Other keys, or one of the two missing, are refused naming ``key``."""
+    critic = getattr(cls, "sb3_critic_key", None)
+    if name != "net_arch" or critic is None:
+        return [(name, value)]
+    parsed = parse_yaml_value(value, key) if isinstance(value, str) and value.strip()[:1] in ("{", "[") else value
+    owner = "critics'" if critic == "qf" else "critic's"
+    form = f"pi the actor's hidden layers, {critic} the {owner}"
+    if isinstance(parsed, (list, tuple)) and any(isinstance(v, dict) for v in parsed):
+        raise CanterError(f"'{key}' is in Stable-Baselines3's older list form ([dict(...)], or shared layers then a "
+                          f"dict): write net_arch={{pi: [...], {critic}: [...]}} ({form})")
+    if not isinstance(parsed, dict):
+        return [(name, value)]
+    form = f"Stable-Baselines3's dict(pi=[...], {critic}=[...]): {form}"
+    for k in parsed:
+        if k not in ("pi", critic):
+            near = closest(str(k), ["pi", critic])
+            hint = f"did you mean '{near[0]}'?" if near else f"its keys are pi and {critic}"
+            raise CanterError(f"'{key}' has an unknown key {shown(k)}; {hint} ({form})")
+    missing = [k for k in ("pi", critic) if k not in parsed]
+    if missing:
+        raise CanterError(f"'{key}' as a mapping needs both pi and {critic}, {missing[0]} is missing ({form}; "
+                          f"one list, net_arch: [...], is both)")
+    return [("net_arch", parsed["pi"]), ("critic_net_arch", parsed[critic])]
 
 
 def coerce(tp: Any, value: Any, key: str) -> Any:

@@ -96,7 +96,11 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
         if key in fields_of(Run) and key not in fields_of(type(algo_cfg)):
             raise CanterError(f"'policy_hparams.{policy}.{key}' is a run setting, shared by every policy, not a "
                               f"hyperparameter: give it at the top level ('{key}: ...' in YAML, --set {key}=...)")
-    values = {**to_dict(algo_cfg), **overrides}
+    from canter.config import sb3_net_arch
+
+    given = [pair for k, v in overrides.items()
+             for pair in sb3_net_arch(type(algo_cfg), k, v, f"policy_hparams.{policy}.{k}")]  # dict(pi=, vf=)
+    values = {**to_dict(algo_cfg), **dict(given)}
     cfg = build(type(algo_cfg), values, section=f"policy_hparams.{policy}.")
     if run.central_state and getattr(cfg, "encoder", "split") != "split":  # as resolve_multiagent_modes for hparams
         raise CanterError(f"'central_state' gives actor and critic inputs of their own: "

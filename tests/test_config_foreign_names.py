@@ -66,12 +66,15 @@ def test_values_written_as_stable_baselines3_takes_them_say_what_they_are_here()
                             r"Stable-Baselines3 schedule function\? canter's schedules are named settings: lr_decay"),
                            ({"activation": torch.nn.ReLU}, r"must be a str, got .*ReLU'> \(Stable-Baselines3's "
                             r"activation_fn class; canter names it: 'relu'\)$"),
-                           ({"activation": torch.nn.LeakyReLU}, r"must be a str, got .*canter names it: tanh, relu, elu, gelu or silu\)$"),
-                           ({"net_arch": {"pi": [32], "vf": [64]}}, r"must be a list\[int\], got .*\(Stable-Baselines3's "
-                            r"dict\(pi=\.\.\., vf=\.\.\.\): canter's net_arch is one list"),
-                           ({"net_arch": [{"pi": [32], "vf": [64]}]}, r"must be an int, got .*dict\(pi=\.\.\., vf")):
+                           ({"activation": torch.nn.LeakyReLU}, r"must be a str, got .*canter names it: tanh, relu, elu, gelu or silu\)$")):
         with pytest.raises(CanterError, match=rf"^'hparams\.{next(iter(kwargs))}' {needle}"):
             resolve_config("ppo", "CartPole-v1", **kwargs)
+    # actor-critic algorithms take SB3's dict(pi=..., vf=...) (tests/test_critic_net_arch.py); DQN has one network
+    for net_arch, needle in (({"pi": [32], "vf": [64]}, r"must be a list\[int\], got .*\(Stable-Baselines3's "
+                              r"dict\(pi=\.\.\., vf=\.\.\.\): this algorithm has no separate actor and critic"),
+                             ([{"pi": [32], "vf": [64]}], r"must be an int, got .*dict\(pi=\.\.\., vf")):
+        with pytest.raises(CanterError, match=rf"^'hparams\.net_arch' {needle}"):
+            resolve_config("dqn", "CartPole-v1", net_arch=net_arch)
 
     class NormalActionNoise:  # SB3's noise objects are callable: the schedule hint was given for them at first
         def __call__(self):

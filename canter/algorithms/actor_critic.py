@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from canter.algorithms.base import (
-    ActOutput, Algorithm, encoder_kwargs, make_adam, overridden_outside_canter, sample_actor_critic,
+    ActOutput, Algorithm, check_net_archs, critic_arch_hp, critic_arch_kwargs, encoder_kwargs, make_adam,
+    overridden_outside_canter, sample_actor_critic,
 )
 from canter.algorithms.policy_terms import CategoricalTerms, GaussianTerms, MultiCategoricalTerms, categorical_log_prob
 from canter.optim import make_rmsprop
@@ -32,15 +33,22 @@ class PolicyNetConfig:
 
     normalize_obs: bool = hp(False, "normalise observations with running mean/std")
     normalize_reward: bool = hp(False, "scale rewards by the running std of the discounted return")
-    net_arch: list[int] = hp([64, 64], "hidden layer sizes of actor and critic", low=1)
+    net_arch: list[int] = hp([64, 64], "hidden layer sizes of the actor, and of the critic unless critic_net_arch", low=1)
+    critic_net_arch: list[int] | None = critic_arch_hp("vf")
     activation: str = hp("tanh", "hidden activation", choices=("tanh", "relu", "elu", "gelu", "silu"))
     ortho_init: bool = hp(True, "orthogonal initialisation (gain sqrt 2, 0.01 policy head, 1 value head)")
     log_std_init: float = hp(0.0, "initial log std of the Gaussian policy (Box actions)", low=-20, high=20)
 
+    #: the critic's key in Stable-Baselines3's net_arch mapping, dict(pi=[...], vf=[...])
+    sb3_critic_key = "vf"
+
     def validate(self) -> None:
         """Cross-field checks."""
-        if not self.net_arch:
-            raise CanterError("'hparams.net_arch' needs at least one hidden layer")
+        check_net_archs(self)
+        if getattr(self, "shared_trunk", False) and self.critic_net_arch not in (None, self.net_arch):
+            raise CanterError(f"shared_trunk shares net_arch's hidden layers between actor and critic, so "
+                              f"critic_net_arch must be null, not {self.critic_net_arch}; set "
+                              f"hparams.shared_trunk=false to give the critic layers of its own")
 
 
 def make_optimizer(params: list[nn.Parameter], name: str, lr: float, eps: float, alpha: float = 0.99) -> torch.optim.Optimizer:
@@ -110,7 +118,7 @@ class ActorCriticAlgorithm(Algorithm):
         extra = {"stacked": False} if self.separate_networks and self.model_cls is ActorCritic else {}
         return dict(net_arch=c.net_arch, activation=c.activation, ortho_init=c.ortho_init,
                     log_std_init=c.log_std_init, shared_trunk=getattr(c, "shared_trunk", False), **extra,
-                    **encoder_kwargs(c))
+                    **encoder_kwargs(c), **critic_arch_kwargs(c))
 
     # -- distributions -------------------------------------------------------------------------
     def log_prob_entropy(self, out: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -134,6 +134,41 @@ def encoder_kwargs(config: Any) -> dict[str, Any]:
     return {} if name == "auto" else {"encoder": name}
 
 
+def critic_arch_hp(sb3_key: str) -> Any:
+    """The ``critic_net_arch`` hyperparameter of the actor-critic algorithms: the critic's hidden layers (null:
+    ``net_arch``'s). ``sb3_key`` is the critic's key in Stable-Baselines3's ``net_arch`` mapping (``vf`` for a
+    value network, ``qf`` for Q networks); the config class names it as ``sb3_critic_key``, and
+    :func:`canter.config_values.sb3_net_arch` reads such a mapping into ``net_arch`` and ``critic_net_arch``."""
+    from canter.config import hp
+
+    return hp(None, f"hidden layer sizes of the critic{'s' if sb3_key == 'qf' else ''} (null: net_arch's); "
+                    f"Stable-Baselines3's net_arch=dict(pi=[...], {sb3_key}=[...]) is net_arch pi, critic_net_arch "
+                    f"{sb3_key}", low=1)
+
+
+def critic_arch_kwargs(config: Any) -> dict[str, Any]:
+    """``{"critic_net_arch": widths}`` when the config gives the critic hidden layers of its own (left out for
+    null, so models without a ``critic_net_arch`` argument, a user's, keep working)."""
+    widths = getattr(config, "critic_net_arch", None)
+    return {} if widths is None else {"critic_net_arch": list(widths)}
+
+
+def check_net_archs(config: Any, names: tuple[str, ...] = ("net_arch", "critic_net_arch")) -> None:
+    """Refuse (CanterError) an empty ``net_arch`` or ``critic_net_arch`` (its null is net_arch's) of ``config``."""
+    for name in names:
+        widths = getattr(config, name, None)
+        if widths is not None and not widths:
+            raise CanterError(f"'hparams.{name}' needs at least one hidden layer"
+                              + (" (null: net_arch's)" if name == "critic_net_arch" else ""))
+
+
+def widest_layer(config: Any) -> int:
+    """The widest hidden layer an algorithm config asks for (``net_arch``, ``critic_net_arch``; 64 without
+    either), which :func:`threads_for` picks the thread count from."""
+    widths = [*(getattr(config, "net_arch", None) or []), *(getattr(config, "critic_net_arch", None) or [])]
+    return max(widths or [64])
+
+
 def overridden_outside_canter(obj: Any, name: str) -> bool:
     """True when the method ``name`` of ``obj`` (an instance or a class) comes from a class outside
     canter (a user's subclass overriding it): canter's fast paths reproduce canter's own methods and

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from canter.algorithms.base import make_adam
+from canter.algorithms.base import check_net_archs, make_adam
 from canter.config import MAX_GRADIENT_STEPS, hp
 from canter.config_values import TRAIN_FREQ_UNITS
 from canter.data.her import STRATEGIES
@@ -86,8 +86,7 @@ class OffPolicyConfig:
                 f"'hparams.buffer_size' ({self.buffer_size}) is smaller than 'hparams.batch_size' ({self.batch_size}); "
                 f"use buffer_size >= {self.batch_size}"
             )
-        if not self.net_arch:
-            raise CanterError("'hparams.net_arch' needs at least one hidden layer")
+        check_net_archs(self)
         if self.gradient_steps < 1 and self.gradient_steps != -1:  # (the field's range: validate() names -1)
             raise CanterError(f"'hparams.gradient_steps' must be >= 1, or -1 (one per env step the phase collected), "
                               f"got {self.gradient_steps}")

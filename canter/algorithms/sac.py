@@ -20,7 +20,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from canter.algorithms.base import ActOutput, Algorithm, encoder_hp, encoder_kwargs, make_adam
+from canter.algorithms.base import (
+    ActOutput, Algorithm, critic_arch_hp, critic_arch_kwargs, encoder_hp, encoder_kwargs, make_adam,
+)
 from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, SoftUpdate, frozen, mean_over_critics, parse_ent_coef
 from canter.config import MAX_CRITICS, hp
 from canter.data.batch import ReplayBatch
@@ -46,6 +48,8 @@ class SACConfig(OffPolicyConfig):
     target_entropy: float | None = hp(None, "entropy target of the learned coefficient (null: -action_dim)")
     target_update_interval: int = hp(1, "gradient steps between target-network updates", low=1)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
+    critic_net_arch: list[int] | None = critic_arch_hp("qf")
+    sb3_critic_key = "qf"  # the critics' key in Stable-Baselines3's net_arch mapping, dict(pi=[...], qf=[...])
     use_sde: bool = hp(False, "gSDE: state-dependent exploration noise instead of independent Gaussian noise")
     sde_sample_freq: int = hp(-1, "gSDE: resample the noise every N vector steps of a collection phase (-1: once per phase)", low=-1)
     log_std_init: float = hp(-3.0, "gSDE: initial log std of the exploration weights", low=-20, high=20)
@@ -77,7 +81,7 @@ class SAC(Algorithm):
         c = config
         self.model = self.make_model(
             net_arch=c.net_arch, activation=c.activation, n_critics=c.n_critics, use_sde=c.use_sde,
-            log_std_init=c.log_std_init, **encoder_kwargs(c),
+            log_std_init=c.log_std_init, **encoder_kwargs(c), **critic_arch_kwargs(c),
         )
         self.actor, self.critic = self.model.actor, self.model.critic
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)

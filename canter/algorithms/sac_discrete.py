@@ -17,7 +17,9 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, encoder_hp, encoder_kwargs, make_adam
+from canter.algorithms.base import (
+    ActOutput, Algorithm, critic_arch_hp, critic_arch_kwargs, encoder_hp, encoder_kwargs, make_adam,
+)
 from canter.algorithms.offpolicy import EntropyCoef, OffPolicyConfig, SoftUpdate, mean_over_critics, parse_ent_coef
 from canter.config import MAX_CRITICS, hp
 from canter.data.batch import ReplayBatch
@@ -33,6 +35,8 @@ class DiscreteSACConfig(OffPolicyConfig):
     target_entropy_scale: float = hp(0.89, "entropy target as a fraction of the maximum, log(n_actions)", low=0, high=1)
     target_update_interval: int = hp(1, "gradient steps between target-network updates", low=1)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
+    critic_net_arch: list[int] | None = critic_arch_hp("qf")
+    sb3_critic_key = "qf"  # the critics' key in Stable-Baselines3's net_arch mapping, dict(pi=[...], qf=[...])
     encoder: str = encoder_hp()
 
     def validate(self) -> None:
@@ -58,7 +62,7 @@ class DiscreteSAC(Algorithm):
         super().__init__(observation_space, action_space, config, **kw)
         c = config
         self.model = self.make_model(net_arch=c.net_arch, activation=c.activation, n_critics=c.n_critics,
-                                     **encoder_kwargs(c))
+                                     **encoder_kwargs(c), **critic_arch_kwargs(c))
         # the target is the Q networks, and with a convolutional encoder the critic's encoder before them
         critic_encoder = getattr(self.model, "critic_encoder", None)
         critic = self.model.q if critic_encoder is None else nn.Sequential(critic_encoder, self.model.q)

@@ -18,7 +18,9 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.algorithms.base import ActOutput, Algorithm, encoder_hp, encoder_kwargs, make_adam
+from canter.algorithms.base import (
+    ActOutput, Algorithm, critic_arch_hp, critic_arch_kwargs, encoder_hp, encoder_kwargs, make_adam,
+)
 from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate, frozen, mean_over_critics
 from canter.config import MAX_CRITICS, hp
 from canter.data.batch import ReplayBatch
@@ -42,6 +44,8 @@ class TD3Config(OffPolicyConfig):
                            choices=("normal", "ou", "none"))
     noise_std: float = hp(0.1, "exploration noise std (action scale [-1, 1])", low=0)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
+    critic_net_arch: list[int] | None = critic_arch_hp("qf")
+    sb3_critic_key = "qf"  # the critics' key in Stable-Baselines3's net_arch mapping, dict(pi=[...], qf=[...])
     encoder: str = encoder_hp()
 
 
@@ -62,7 +66,7 @@ class TD3(Algorithm):
         super().__init__(observation_space, action_space, config, **kw)
         c = config
         self.model = self.make_model(net_arch=c.net_arch, activation=c.activation, n_critics=c.n_critics,
-                                     **encoder_kwargs(c))
+                                     **encoder_kwargs(c), **critic_arch_kwargs(c))
         self.actor, self.critic = self.model.actor, self.model.critic
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
-from canter.algorithms.base import encoder_hp
+from canter.algorithms.base import check_net_archs, critic_arch_hp, encoder_hp
 from canter.algorithms.offpolicy import ACTIVATION_CHOICES, frozen
 from canter.algorithms.td3 import TD3
 from canter.config import MAX_CRITICS, MAX_GRADIENT_STEPS, hp
@@ -41,11 +41,17 @@ class TD3BCConfig:
     target_policy_noise: float = hp(0.2, "std of the smoothing noise on target actions (0: none)", low=0)
     target_noise_clip: float = hp(0.5, "clip of the target smoothing noise", low=0)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
+    critic_net_arch: list[int] | None = critic_arch_hp("qf")
+    sb3_critic_key = "qf"  # the critics' key in Stable-Baselines3's net_arch mapping, dict(pi=[...], qf=[...])
     normalize_obs: bool = hp(True, "normalise observations with the dataset's mean and std (+ 1e-3, unclipped)")
     encoder: str = encoder_hp()
     # TD3's exploration settings (properties, not hyperparameters): an offline policy never explores
     action_noise = property(lambda self: "none")
     noise_std = property(lambda self: 0.0)
+
+    def validate(self) -> None:
+        """Cross-field checks."""
+        check_net_archs(self)
 
 
 @register("algorithm", "td3bc")

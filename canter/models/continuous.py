@@ -40,6 +40,11 @@ def _box_dim(action_space: gym.Space, who: str) -> int:
     return int(np.prod(action_space.shape))
 
 
+def _critic_arch(net_arch: list[int], critic_net_arch: list[int] | None) -> list[int]:
+    """The critics' hidden widths: ``critic_net_arch``, or the actor's ``net_arch`` where it is None."""
+    return list(net_arch if critic_net_arch is None else critic_net_arch)
+
+
 class ContinuousCritic(nn.Module):
     """``n_critics`` Q(s, a) networks on ``concat(obs, action)``; :meth:`forward` -> ``[E, B]``, or
     ``[E, B, n_quantiles]`` return quantiles per network with ``n_quantiles`` (TQC)."""
@@ -117,12 +122,13 @@ class DeterministicActorCritic(nn.Module):
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (400, 300),
-        activation: str = "relu", n_critics: int = 2, encoder: str = "auto",
+        activation: str = "relu", n_critics: int = 2, encoder: str = "auto", critic_net_arch: list[int] | None = None,
     ) -> None:
         super().__init__()
         dim = _box_dim(action_space, "DeterministicActorCritic")
         self.actor = DeterministicActor(observation_space, dim, list(net_arch), activation, encoder)
-        self.critic = ContinuousCritic(observation_space, dim, list(net_arch), activation, n_critics, encoder=encoder)
+        self.critic = ContinuousCritic(observation_space, dim, _critic_arch(net_arch, critic_net_arch), activation,
+                                       n_critics, encoder=encoder)
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action in ``[-1, 1]``."""
@@ -141,14 +147,14 @@ class SquashedGaussianActorCritic(nn.Module):
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (256, 256),
         activation: str = "relu", n_critics: int = 2, use_sde: bool = False, log_std_init: float = -3.0,
-        n_quantiles: int = 0, encoder: str = "auto",
+        n_quantiles: int = 0, encoder: str = "auto", critic_net_arch: list[int] | None = None,
     ) -> None:
         super().__init__()
         dim = _box_dim(action_space, "SquashedGaussianActorCritic")
         self.actor = SquashedGaussianActor(observation_space, dim, list(net_arch), activation, use_sde, log_std_init,
                                            encoder)
-        self.critic = ContinuousCritic(observation_space, dim, list(net_arch), activation, n_critics, n_quantiles,
-                                       encoder)
+        self.critic = ContinuousCritic(observation_space, dim, _critic_arch(net_arch, critic_net_arch), activation,
+                                       n_critics, n_quantiles, encoder)
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic action ``tanh(mean)``."""
@@ -170,7 +176,7 @@ class DiscreteActorCritic(nn.Module):
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (256, 256),
-        activation: str = "relu", n_critics: int = 2, encoder: str = "auto",
+        activation: str = "relu", n_critics: int = 2, encoder: str = "auto", critic_net_arch: list[int] | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(action_space, gym.spaces.Discrete):
@@ -182,7 +188,7 @@ class DiscreteActorCritic(nn.Module):
         self.critic_encoder = make_encoder(observation_space, encoder) if has_parameters(self.encoder) else None
         n_in, n_act, arch = self.encoder.out_dim, int(action_space.n), list(net_arch)
         self.actor = MLP([n_in] + arch + [n_act], activation)
-        self.q = QEnsemble(n_critics, [n_in] + arch + [n_act], activation)
+        self.q = QEnsemble(n_critics, [n_in] + _critic_arch(arch, critic_net_arch) + [n_act], activation)
 
     def action(self, obs: torch.Tensor) -> torch.Tensor:
         """Action logits, ``[B, n_actions]``."""

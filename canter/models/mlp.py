@@ -271,10 +271,10 @@ def policy_head(model: nn.Module, action_space: gym.Space, log_std_init: float) 
 
 @register("model", "mlp_actor_critic")
 class ActorCritic(nn.Module):
-    """Actor and critic MLPs (separate trunks by default, or a shared one) on an observation encoder.
-
-    The encoder (:func:`canter.models.cnn.make_encoder`) is shared by actor and critic: the flat
-    one for vectors, a convolutional one (``nature`` by default) for images.
+    """Actor and critic MLPs (separate trunks by default, or a shared one) on an observation encoder
+    (:func:`canter.models.cnn.make_encoder`, shared: flat for vectors, ``nature`` CNN for images).
+    Separate trunks of the same widths are stacked (:class:`StackedMLP`); a ``critic_net_arch``
+    other than ``net_arch`` makes them two MLPs, trained through autograd.
 
     ``action(obs)`` returns logits (Discrete) or the Gaussian mean (Box); ``log_std`` is a free
     parameter for Box actions. ``value(obs)`` returns V(obs) with shape ``[B]``. Observations that
@@ -288,7 +288,7 @@ class ActorCritic(nn.Module):
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, net_arch: list[int] = (64, 64),
         activation: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0, shared_trunk: bool = False,
-        stacked: bool = True, encoder: str = "auto",
+        stacked: bool = True, encoder: str = "auto", critic_net_arch: list[int] | None = None,
     ) -> None:
         super().__init__()
         from canter.models.cnn import has_parameters, make_encoder
@@ -306,7 +306,10 @@ class ActorCritic(nn.Module):
                               "centralised critic); set hparams.shared_trunk=false")
         n_out = policy_head(self, action_space, log_std_init)
         arch = list(net_arch)
-        self.shared = shared_trunk
+        critic_arch = arch if critic_net_arch is None else list(critic_net_arch)
+        if shared_trunk and critic_arch != arch:
+            raise CanterError("a shared trunk has one net_arch for actor and critic; set critic_net_arch=null")
+        self.shared, stacked = shared_trunk, stacked and critic_arch == arch  # other widths: two MLPs
         if shared_trunk:
             self.trunk = MLP([n_in] + arch, activation, ortho_init, out_gain=math.sqrt(2))
             self.trunk.append(ACTIVATIONS[activation]())
@@ -316,7 +319,7 @@ class ActorCritic(nn.Module):
             self.body = StackedMLP(2, n_in, arch, [n_out, 1], activation, ortho_init, out_gains=[0.01, 1.0])
         else:  # two separate networks (algorithms that optimise actor and critic parameters apart)
             self.actor = MLP([n_in] + arch + [n_out], activation, ortho_init, out_gain=0.01)
-            self.critic = MLP([n_in] + arch + [1], activation, ortho_init, out_gain=1.0)
+            self.critic = MLP([n_in] + critic_arch + [1], activation, ortho_init, out_gain=1.0)
         self.stacked = stacked and not shared_trunk
         self.n_out = n_out
         self._d_out: torch.Tensor | None = None  # gradient buffer for backward_cached

@@ -35,7 +35,7 @@ class LSTMActorCritic(nn.Module):
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, lstm_hidden: int = 128,
         net_arch: list[int] = (), activation: str = "tanh", ortho_init: bool = True, log_std_init: float = 0.0,
-        encoder: str = "auto", critic_lstm: bool = True,
+        encoder: str = "auto", critic_lstm: bool = True, critic_net_arch: list[int] | None = None,
     ) -> None:
         super().__init__()
         from canter.models.cnn import make_encoder
@@ -54,7 +54,8 @@ class LSTMActorCritic(nn.Module):
                 nn.init.zeros_(p) if "bias" in name else nn.init.orthogonal_(p, 1.0)
         arch = list(net_arch)
         self.actor = MLP([lstm_hidden, *arch, n_out], activation, ortho_init, out_gain=0.01)
-        self.critic = MLP([lstm_hidden, *arch, 1], activation, ortho_init, out_gain=1.0)
+        critic_arch = arch if critic_net_arch is None else list(critic_net_arch)  # the critic head's own widths
+        self.critic = MLP([lstm_hidden, *critic_arch, 1], activation, ortho_init, out_gain=1.0)
         self.n_out = n_out
 
     def initial_state(self, batch: int) -> State:
