@@ -100,12 +100,17 @@ def test_split_and_apply_mask():
 def _favour_action(algo: PPO, action: int) -> None:
     """Make the policy head strongly prefer ``action`` (its bias), whatever the observation."""
     with torch.no_grad():
-        algo.model.body.biases[-1][0, 0, action] = 50.0
+        if algo.model.stacked:
+            algo.model.body.biases[-1][0, 0, action] = 50.0
+        else:  # two MLPs of their own widths
+            algo.model.actor[-1].bias[action] = 50.0
 
 
-@pytest.mark.parametrize("stacked", [True, False])
+@pytest.mark.parametrize("stacked", [True, "two MLPs", False])
 def test_actor_critic_never_picks_a_masked_action(stacked):
-    algo = PPO(*SPACES, PPOConfig(net_arch=[16]), seed=0)
+    """``stacked`` True: one stacked network; "two MLPs": a critic_net_arch of its own (their NumPy paths too);
+    False: the separate networks' torch branches alone."""
+    algo = PPO(*SPACES, PPOConfig(net_arch=[16], critic_net_arch=[8] if stacked == "two MLPs" else None), seed=0)
     if stacked:
         _favour_action(algo, 0)  # the unmasked policy would pick action 0 almost always
     else:
@@ -131,10 +136,11 @@ def test_actor_critic_never_picks_a_masked_action(stacked):
 
 
 @pytest.mark.parametrize("ent", [0.0, 0.01])
-def test_masked_ppo_gradients_match_autograd(ent):
+@pytest.mark.parametrize("critic", [None, [8]])  # [8]: two MLPs of their own widths
+def test_masked_ppo_gradients_match_autograd(ent, critic):
     """The hand-derived gradient through masked logits equals autograd's through masked_fill (rows
     that allow nothing included)."""
-    algo = PPO(*SPACES, PPOConfig(net_arch=[16, 16], ent_coef=ent, clip_range_vf=0.2), seed=3)
+    algo = PPO(*SPACES, PPOConfig(net_arch=[16, 16], ent_coef=ent, clip_range_vf=0.2, critic_net_arch=critic), seed=3)
     assert_manual_gradients_match_autograd(algo, masked_obs(64, seed=5, allow_none_every=7))
 
 

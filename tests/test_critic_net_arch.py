@@ -1,6 +1,8 @@
 """critic_net_arch: the critic's hidden layers apart from the actor's, Stable-Baselines3's
 ``net_arch=dict(pi=[...], vf=[...])`` (on-policy) and ``dict(pi=[...], qf=[...])`` (off-policy), which canter refused
-(net_arch was one list for both). Different widths take the two-MLP autograd path, not the stacked fast path."""
+(net_arch was one list for both). Different widths make actor and critic two MLPs, not one stacked network: their
+hand-derived gradients and NumPy acting are checked against autograd and torch in tests/test_fast_paths.py and
+tests/test_onpolicy_fast_paths.py."""
 from __future__ import annotations
 
 import json
@@ -99,7 +101,7 @@ def test_bad_critic_widths_are_one_line_errors(capsys, tmp_path, argv, needle):
     assert_train_refused(capsys, tmp_path, ["train", *argv[:1], *env, *argv[1:]], needle)
 
 
-def test_other_widths_take_the_autograd_path_and_equal_ones_stay_stacked():
+def test_other_widths_make_two_mlps_and_equal_ones_stay_stacked():
     obs = torch.randn(5, 4)
     torch.manual_seed(0)
     stacked = PPO(*DISCRETE, PPOConfig(net_arch=[16], critic_net_arch=[16]), seed=0)
@@ -109,7 +111,9 @@ def test_other_widths_take_the_autograd_path_and_equal_ones_stay_stacked():
     sa, da = flatten_state(stacked.model.state_dict())[1], flatten_state(default.model.state_dict())[1]
     assert sa.keys() == da.keys() and all(torch.equal(sa[k], da[k]) for k in sa)
     apart = PPO(*DISCRETE, PPOConfig(net_arch=[16], critic_net_arch=[32]), seed=0)
-    assert not apart.model.stacked and not apart.uses_manual_backward and apart.act_numpy(obs.numpy()) is None
+    assert not apart.model.stacked and apart.uses_manual_backward and apart.act_numpy(obs.numpy()) is not None
+    elu = PPO(*DISCRETE, PPOConfig(net_arch=[16], critic_net_arch=[32], activation="elu"), seed=0)
+    assert not elu.uses_manual_backward and elu.act_numpy(obs.numpy()) is None  # no NumPy pass: autograd, torch
     out, value = apart.model.action_value(obs)
     torch.testing.assert_close(value, apart.model.critic(obs).squeeze(-1))
     torch.testing.assert_close(out, apart.model.actor(obs))
@@ -148,19 +152,20 @@ def test_a_checkpoint_round_trips_through_load_eval_play_and_init_from(capsys, t
 
 @pytest.mark.parametrize("algo, env, kw", [
     ("ppo", "CartPole-v1", dict(TINY_PPO, net_arch={"pi": [16], "vf": [32]})),
-    ("sac", "Pendulum-v1", dict(net_arch={"pi": [16], "qf": [32, 8]}, learning_starts=64, batch_size=32, n_envs=2,
+    ("sac", "Pendulum-v1", dict(net_arch={"pi": [16], "qf": [32, 8]}, learning_starts=32, batch_size=16, n_envs=2,
                                 eval_every=0, eval_episodes=1, quiet=True)),
 ])
 def test_a_resumed_run_equals_the_uninterrupted_one(algo, env, kw, tmp_path):
     """tests/test_determinism.py's contract, with actor and critic of different widths."""
-    whole = canter.train(algo, env, seed=5, max_steps=512, run_dir=tmp_path / "whole", **kw)
+    steps = 512 if algo == "ppo" else 192
+    whole = canter.train(algo, env, seed=5, max_steps=steps, run_dir=tmp_path / "whole", **kw)
 
     def interrupt(trainer, losses):
-        if trainer.step >= 256 and trainer.stop_requested is None:
+        if trainer.step >= steps // 2 and trainer.stop_requested is None:
             trainer.stop_requested = "interrupted"
 
-    canter.train(algo, env, seed=5, max_steps=512, run_dir=tmp_path / "part", hooks={"after_update": interrupt}, **kw)
-    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] < 512
+    canter.train(algo, env, seed=5, max_steps=steps, run_dir=tmp_path / "part", hooks={"after_update": interrupt}, **kw)
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] < steps
     resumed = canter.resume(tmp_path / "part")
     skeleton_a, a = flatten_state(whole.state_dict())
     skeleton_b, b = flatten_state(resumed.state_dict())
@@ -170,7 +175,7 @@ def test_a_resumed_run_equals_the_uninterrupted_one(algo, env, kw, tmp_path):
 
 
 def test_ppo_learns_cartpole_with_a_wider_critic():
-    """PPO's CartPole preset with pi [64, 64] and vf [128, 128] (the autograd path) reaches a return of 200."""
+    """PPO's CartPole preset with pi [64, 64] and vf [128, 128] (two MLPs) reaches a return of 200."""
     trainer = canter.make_trainer("ppo", "CartPole-v1", seed=0, max_steps=16_384, eval_every=4096, eval_episodes=5,
                                   target_reward=200, net_arch={"pi": [64, 64], "vf": [128, 128]})
     with trainer:

@@ -35,16 +35,21 @@ def _batch(algo: PPO, n: int, seed: int, obs: torch.Tensor | None = None) -> Rol
                          ids=["discrete", "continuous", "multidiscrete", "multibinary"])
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 @pytest.mark.parametrize("clip_vf,ent", [(None, 0.0), (0.2, 0.01)])
-def test_manual_ppo_gradients_match_autograd(spaces, activation, clip_vf, ent):
-    cfg = PPOConfig(activation=activation, clip_range_vf=clip_vf, ent_coef=ent, net_arch=[16, 16])
-    assert_manual_gradients_match_autograd(PPO(*spaces, cfg, seed=3))
+@pytest.mark.parametrize("critic", [None, [24]], ids=["stacked", "critic_net_arch"])  # the latter: two MLPs
+def test_manual_ppo_gradients_match_autograd(spaces, activation, clip_vf, ent, critic):
+    cfg = PPOConfig(activation=activation, clip_range_vf=clip_vf, ent_coef=ent, net_arch=[16, 16], critic_net_arch=critic)
+    algo = PPO(*spaces, cfg, seed=3)
+    assert algo.uses_manual_backward and algo.model.stacked == (critic is None)
+    assert_manual_gradients_match_autograd(algo)
 
 
 @pytest.mark.parametrize("discrete", [True, False])
-def test_manual_gradients_match_autograd_with_a_centralised_critic(discrete):
-    """MAPPO's split input (the actor's row, the critic's row) through the stacked networks."""
+@pytest.mark.parametrize("critic", [None, [8, 24]])
+def test_manual_gradients_match_autograd_with_a_centralised_critic(discrete, critic):
+    """MAPPO's split input (the actor's row, the critic's row) through the stacked networks (or two MLPs)."""
     action_space = DISCRETE[1] if discrete else CONTINUOUS[1]
-    algo = MAPPO(gym.spaces.Box(-1, 1, (2, 7)), action_space, MAPPOConfig(net_arch=[16, 16], ent_coef=0.01), seed=3)
+    cfg = MAPPOConfig(net_arch=[16, 16], ent_coef=0.01, critic_net_arch=critic)
+    algo = MAPPO(gym.spaces.Box(-1, 1, (2, 7)), action_space, cfg, seed=3)
     assert_manual_gradients_match_autograd(algo)
 
 
@@ -52,10 +57,12 @@ def test_manual_gradients_match_autograd_with_a_centralised_critic(discrete):
 def test_manual_gradients_stay_exact_as_the_batch_size_changes(activation):
     """The hand-derived pass reuses its activation buffers from call to call (re-viewed when the row
     count changes, as an on-policy rollout's does by the rows that only reset an env): each call
-    still gives autograd's gradients."""
+    still gives autograd's gradients. So do two MLPs of their own widths (critic_net_arch)."""
+    apart = PPO(*DISCRETE, PPOConfig(activation=activation, net_arch=[16, 16], critic_net_arch=[32]), seed=3)
     algo = PPO(*DISCRETE, PPOConfig(activation=activation, net_arch=[16, 16]), seed=3)
     for rows in (64, 50, 64, 80):
         assert_manual_gradients_match_autograd(algo, rows=rows)
+        assert_manual_gradients_match_autograd(apart, rows=rows)
     bufs = algo.model.body._bufs
     assert bufs.rows == 80 and bufs.storage.numel() >= 2 * 80 * (16 + 16 + 3 + 16 + 16)  # grown to fit 80 rows
 
@@ -75,10 +82,12 @@ def assert_manual_gradients_match_autograd(algo: PPO, obs: torch.Tensor | None =
     torch.testing.assert_close(row_manual, row_auto, rtol=1e-5, atol=1e-6)
 
 
-def test_manual_and_autograd_ppo_learn_the_same():
+@pytest.mark.parametrize("critic", [None, [32]])
+def test_manual_and_autograd_ppo_learn_the_same(critic):
     def run(manual: bool) -> list[torch.Tensor]:
         torch.manual_seed(0)  # model initialisation
-        algo = PPO(*DISCRETE, PPOConfig(manual_backward=manual, batch_size=32, n_epochs=3), seed=0)
+        cfg = PPOConfig(manual_backward=manual, batch_size=32, n_epochs=3, critic_net_arch=critic)
+        algo = PPO(*DISCRETE, cfg, seed=0)
         algo.learn(_batch(algo, 64, seed=1))
         return [p.detach().clone() for p in algo.model.parameters()]
 

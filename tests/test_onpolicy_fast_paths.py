@@ -28,8 +28,11 @@ def _batch(algo: A2C, n: int, seed: int) -> RolloutBatch:
 @pytest.mark.parametrize("spaces", [DISCRETE, CONTINUOUS, MULTI_DISCRETE], ids=["discrete", "continuous", "multidiscrete"])
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
 @pytest.mark.parametrize("ent", [0.0, 0.01])
-def test_manual_a2c_gradients_match_autograd(spaces, activation, ent):
-    algo = A2C(*spaces, A2CConfig(activation=activation, ent_coef=ent, net_arch=[16, 16]), seed=3)
+@pytest.mark.parametrize("critic", [None, [24]], ids=["stacked", "critic_net_arch"])  # the latter: two MLPs
+def test_manual_a2c_gradients_match_autograd(spaces, activation, ent, critic):
+    algo = A2C(*spaces, A2CConfig(activation=activation, ent_coef=ent, net_arch=[16, 16], critic_net_arch=critic),
+               seed=3)
+    assert algo.uses_manual_backward
     obs, act, _, _, adv, ret = _batch(algo, 40, seed=4)
     row_auto = algo._grads_autograd(obs, act, adv, ret)
     g_auto = algo.optimizer.grad.clone()
@@ -78,11 +81,12 @@ def test_flat_rmsprop_state_round_trip():  # its steps equal torch's: tests/test
 
 @pytest.mark.parametrize("spaces", [DISCRETE, CONTINUOUS], ids=["discrete", "continuous"])
 @pytest.mark.parametrize("activation", ["tanh", "relu"])
-def test_numpy_acting_equals_torch_acting(spaces, activation):
+@pytest.mark.parametrize("critic", [None, [24, 8]], ids=["stacked", "critic_net_arch"])  # the latter: two MLPs
+def test_numpy_acting_equals_torch_acting(spaces, activation, critic):
     """ActorCriticAlgorithm.act_numpy (the Agent's shortcut) samples what act samples, from the same
     random draws, with the same log-probabilities and values, and leaves the generator where act does."""
-    a, b = (A2C(*spaces, A2CConfig(activation=activation, net_arch=[16, 16], log_std_init=-0.3), seed=7)
-            for _ in range(2))
+    cfg = A2CConfig(activation=activation, net_arch=[16, 16], log_std_init=-0.3, critic_net_arch=critic)
+    a, b = (A2C(*spaces, cfg, seed=7) for _ in range(2))
     b.model.load_state_dict(a.model.state_dict())
     obs = np.random.default_rng(0).standard_normal((32, spaces[0].shape[0])).astype(np.float32)
     for deterministic in (True, False, False):

@@ -9,9 +9,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from canter.envs.masks import apply_mask, check_mask_length, mask_width, split_mask
+from canter.envs.masks import apply_mask, mask_width, split_mask
 from canter.errors import CanterError
 from canter.models.activations import tanh_
+from canter.models.heads import policy_head  # noqa: F401  (re-exported)
 from canter.models.linear import Linear, affine_np, matmul_np
 from canter.models.stacked import StackedMLP
 from canter.registry import register
@@ -246,29 +247,6 @@ def dueling_streams(widths: list[int], n_adv: int, n_value: int, activation: str
     return trunk, MLP(ends + [n_adv], activation, layer=layer), MLP(ends + [n_value], activation, layer=layer)
 
 
-def policy_head(model: nn.Module, action_space: gym.Space, log_std_init: float) -> int:
-    """The policy head's width for ``action_space`` (logits, or the Gaussian mean); sets
-    ``model.continuous``, ``model.nvec`` (MultiDiscrete / MultiBinary: the categories of each entry,
-    whose logits the head concatenates; else None) and, for Box actions, the free ``model.log_std``."""
-    from canter.envs.spaces import action_nvec
-
-    model.nvec = action_nvec(action_space)  # factored discrete actions: one categorical per entry
-    if getattr(model, "mask_width", 0):  # masked logits: one mask entry per logit
-        check_mask_length(model.mask_width, action_space, "the observations' action mask")
-    if model.nvec is not None:
-        model.continuous = False
-        return int(model.nvec.sum())
-    if isinstance(action_space, gym.spaces.Discrete):
-        model.continuous = False
-        return int(action_space.n)
-    if isinstance(action_space, gym.spaces.Box):
-        n_out = int(np.prod(action_space.shape))
-        model.continuous = True
-        model.log_std = nn.Parameter(torch.full((n_out,), float(log_std_init)))
-        return n_out
-    raise CanterError(f"{type(model).__name__} does not support action space {type(action_space).__name__}")
-
-
 @register("model", "mlp_actor_critic")
 class ActorCritic(nn.Module):
     """Actor and critic MLPs (separate trunks by default, or a shared one) on an observation encoder
@@ -321,6 +299,9 @@ class ActorCritic(nn.Module):
             self.actor = MLP([n_in] + arch + [n_out], activation, ortho_init, out_gain=0.01)
             self.critic = MLP([n_in] + critic_arch + [1], activation, ortho_init, out_gain=1.0)
         self.stacked = stacked and not shared_trunk
+        #: actor and critic are two MLPs because their widths differ: MLP's NumPy passes replace StackedMLP's
+        self._apart = (not shared_trunk and critic_arch != arch and self.actor.manual_backward
+                       and self.critic.manual_backward)
         self.n_out = n_out
         self._d_out: torch.Tensor | None = None  # gradient buffer for backward_cached
 
@@ -354,17 +335,21 @@ class ActorCritic(nn.Module):
     def action_value_numpy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """:meth:`action_value` of a NumPy batch by NumPy's kernels (for acting: torch's per-op cost
         dominates at a few observations), as NumPy arrays; None where this model has no such path
-        (a shared trunk, separate networks, an encoder with parameters, an activation other than
-        tanh / relu, or layers too large for NumPy's single-threaded products)."""
-        if (not self.stacked or self._encoder_params or not isinstance(self.encoder, ObsEncoder)
+        (a shared trunk, separate networks of the same widths, an encoder with parameters, an activation other
+        than tanh / relu, or stacked layers too large for NumPy's single-threaded products)."""
+        if (not (self.stacked or self._apart) or self._encoder_params or not isinstance(self.encoder, ObsEncoder)
                 or not self._own_classes):
             return None
         obs, allowed = self._split(obs)
-        out = self.body.infer_numpy(self.encoder.numpy(np.ascontiguousarray(obs) if allowed is not None else obs))
-        if out is None:
-            return None
-        action = out[0, :, : self.n_out]
-        return action if allowed is None else apply_mask(action, allowed), out[1, :, 0]
+        x = self.encoder.numpy(np.ascontiguousarray(obs) if allowed is not None else obs)
+        if self._apart:  # two MLPs of their own widths
+            action, value = self.actor.infer(x), self.critic.infer(x)[:, 0]
+        else:
+            out = self.body.infer_numpy(x)
+            if out is None:
+                return None
+            action, value = out[0, :, : self.n_out], out[1, :, 0]
+        return action if allowed is None else apply_mask(action, allowed), value
 
     def action_value(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Both heads in one call (one encoder pass, one trunk pass when shared)."""
@@ -385,21 +370,33 @@ class ActorCritic(nn.Module):
     @property
     def manual_backward(self) -> bool:
         """True when :meth:`forward_cached` / :meth:`backward_cached` can replace autograd (canter's
-        own model, not a user's subclass)."""
-        return self.stacked and self.body.manual_backward and not self._encoder_params and self._own_classes
+        own model, not a user's subclass): stacked, or two MLPs of their own widths."""
+        return ((self.body.manual_backward if self.stacked else self._apart) and not self._encoder_params
+                and self._own_classes)
 
     def forward_cached(self, obs: torch.Tensor) -> tuple[np.ndarray, np.ndarray, list[torch.Tensor]]:
         """Policy output ``[B, n]`` and values ``[B]`` as NumPy arrays (the algorithms' loss terms
         run in NumPy, :mod:`canter.algorithms.policy_terms`), and the cache for
         :meth:`backward_cached` (no autograd)."""
         obs, allowed = self._split(obs)
-        out, cache = self.body.forward_cached(self.encoder.forward(obs))
-        out_np = out.numpy()
-        action = out_np[0, :, : self.n_out]
-        return (action if allowed is None else apply_mask(action, allowed.numpy())), out_np[1, :, 0], cache
+        x = self.encoder.forward(obs)
+        if self.stacked:
+            out, cache = self.body.forward_cached(x)
+            out_np = out.numpy()
+            action, value = out_np[0, :, : self.n_out], out_np[1, :, 0]
+        else:  # two MLPs of their own widths (MLP.forward_cached: NumPy, buffers kept until the next call)
+            a, c = (x[0], x[1]) if self.per_network else (x, x)
+            (action, cache_a), (value, cache_c) = (net.forward_cached(h.numpy(), reuse=True)
+                                                   for net, h in ((self.actor, a), (self.critic, c)))
+            cache, value = [cache_a, cache_c], value[:, 0]
+        return (action if allowed is None else apply_mask(action, allowed.numpy())), value, cache
 
     def backward_cached(self, cache: list[torch.Tensor], d_action: np.ndarray, d_value: np.ndarray) -> None:
         """Set the networks' ``.grad`` from d(loss)/d(policy output) and d(loss)/d(value) (NumPy)."""
+        if not self.stacked:  # two MLPs of their own widths
+            self.actor.backward_cached(cache[0], np.asarray(d_action, np.float32))
+            self.critic.backward_cached(cache[1], np.asarray(d_value, np.float32).reshape(-1, 1))
+            return
         n, width = d_action.shape[0], max(self.body.outs)
         d_out = self._d_out
         if d_out is None or d_out.shape[1] != n:  # reused: padded columns stay zero
