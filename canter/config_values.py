@@ -89,9 +89,10 @@ def sb3_value_hint(key: str, value: Any) -> str:
         return (" (Stable-Baselines3's -1, a gradient step per env step collected, is an off-policy setting; here "
                 "gradient_steps counts the updates of one iteration)")
     if name == "net_arch" and (isinstance(value, dict) or (isinstance(value, (list, tuple)) and any(
-            isinstance(v, dict) for v in value))):  # an algorithm without critic_net_arch: sb3_net_arch took the others'
-        return (" (Stable-Baselines3's dict(pi=..., vf=...): this algorithm has no separate actor and critic "
-                "networks; its net_arch is one list of layer widths)")
+            isinstance(v, dict) for v in value))):  # sb3_net_arch reads it where the config has critic_net_arch
+        return (" (Stable-Baselines3's dict(pi=..., vf=...): the actor-critic algorithms read it as net_arch and "
+                "critic_net_arch; here net_arch is one list of layer widths, the critic's, where there is one, "
+                "critic_net_arch)")
     return ""
 
 

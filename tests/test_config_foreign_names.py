@@ -71,7 +71,8 @@ def test_values_written_as_stable_baselines3_takes_them_say_what_they_are_here()
             resolve_config("ppo", "CartPole-v1", **kwargs)
     # actor-critic algorithms take SB3's dict(pi=..., vf=...) (tests/test_critic_net_arch.py); DQN has one network
     for net_arch, needle in (({"pi": [32], "vf": [64]}, r"must be a list\[int\], got .*\(Stable-Baselines3's "
-                              r"dict\(pi=\.\.\., vf=\.\.\.\): this algorithm has no separate actor and critic"),
+                              r"dict\(pi=\.\.\., vf=\.\.\.\): the actor-critic algorithms read it as net_arch and critic_net_arch; "
+                              r"here net_arch is one list"),
                              ([{"pi": [32], "vf": [64]}], r"must be an int, got .*dict\(pi=\.\.\., vf")):
         with pytest.raises(CanterError, match=rf"^'hparams\.net_arch' {needle}"):
             resolve_config("dqn", "CartPole-v1", net_arch=net_arch)

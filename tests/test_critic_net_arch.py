@@ -94,7 +94,7 @@ def test_the_sb3_mapping_is_net_arch_and_critic_net_arch_in_every_layer_and_form
     (["ppo", "--set", "net_arch=[{pi: [64], vf: [64]}]"], "Stable-Baselines3's older list form"),
     (["ppo", "--set", "shared_trunk=true", "--set", "critic_net_arch=[128]"], "shared_trunk shares net_arch's hidden "
                                                                              "layers between actor and critic"),
-    (["dqn", "--set", "net_arch={pi: [64], vf: [64]}"], "this algorithm has no separate actor and critic networks"),
+    (["dqn", "--set", "net_arch={pi: [64], vf: [64]}"], "the actor-critic algorithms read it as net_arch and critic_net_arch"),
 ])
 def test_bad_critic_widths_are_one_line_errors(capsys, tmp_path, argv, needle):
     env = [] if "--env" in argv else ["--env", "CartPole-v1"]
@@ -148,6 +148,27 @@ def test_a_checkpoint_round_trips_through_load_eval_play_and_init_from(capsys, t
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", f"init_from={run_dir}", "--set",
                            "net_arch=[16]", "--quiet", "--run-dir", str(tmp_path / "other"))
     assert_one_line_error(code, err, "differing: critic_net_arch [40, 24] there, None here")
+
+
+def test_an_explorer_builds_the_learners_widths_and_loads_its_weights():
+    """IMPALA's explorers (Ray actors; ExplorerActor is their body, built here in-process) make their agent from
+    the run's config: the same two widths, so the learner's weights load."""
+    from canter.distributed.explorer import ExplorerActor, explorer_weights
+
+    with canter.make_trainer("impala", "CartPole-v1", seed=0, n_envs=2, max_steps=64,
+                             net_arch={"pi": [16], "vf": [40]}) as trainer:
+        learner = trainer.agent
+        algorithm = learner.algorithm
+        actor = ExplorerActor(0, 1, trainer.run, algorithm.config,
+                              spaces=(algorithm.observation_space, algorithm.action_space))
+        try:
+            actor.rollout(explorer_weights(learner), version=1, n_steps=4)
+            model = actor.explorer.agent.algorithm.model
+            assert _hidden(model.critic) == [40] and _hidden(model.actor) == [16]
+            for (name, a), b in zip(algorithm.model.state_dict().items(), model.state_dict().values()):
+                assert torch.equal(a, b), name
+        finally:
+            actor.explorer.env.close()
 
 
 @pytest.mark.parametrize("algo, env, kw", [
