@@ -153,9 +153,9 @@ def critic_arch_kwargs(config: Any) -> dict[str, Any]:
     return {} if widths is None else {"critic_net_arch": list(widths)}
 
 
-def check_net_archs(config: Any, names: tuple[str, ...] = ("net_arch", "critic_net_arch")) -> None:
+def check_net_archs(config: Any) -> None:
     """Refuse (CanterError) an empty ``net_arch`` or ``critic_net_arch`` (its null is net_arch's) of ``config``."""
-    for name in names:
+    for name in ("net_arch", "critic_net_arch"):
         widths = getattr(config, name, None)
         if widths is not None and not widths:
             raise CanterError(f"'hparams.{name}' needs at least one hidden layer"

@@ -252,7 +252,7 @@ class ActorCritic(nn.Module):
     """Actor and critic MLPs (separate trunks by default, or a shared one) on an observation encoder
     (:func:`canter.models.cnn.make_encoder`, shared: flat for vectors, ``nature`` CNN for images).
     Separate trunks of the same widths are stacked (:class:`StackedMLP`); a ``critic_net_arch``
-    other than ``net_arch`` makes them two MLPs, trained through autograd.
+    other than ``net_arch`` makes them two MLPs, each with :class:`MLP`'s NumPy passes.
 
     ``action(obs)`` returns logits (Discrete) or the Gaussian mean (Box); ``log_std`` is a free
     parameter for Box actions. ``value(obs)`` returns V(obs) with shape ``[B]``. Observations that
