@@ -204,3 +204,16 @@ def test_ppo_learns_cartpole_with_a_wider_critic():
             pass
     assert _hidden(trainer.agent.algorithm.model.critic) == [128, 128]
     assert trainer.best_eval_return >= 200, f"reached only {trainer.best_eval_return} in {trainer.step} steps"
+
+
+@pytest.mark.slow
+def test_sac_learns_pendulum_with_a_wider_critic():
+    """tests/test_offpolicy_learning.py's fast Pendulum run with pi [64, 64] and qf [128, 128] reaches -300."""
+    trainer = canter.make_trainer("sac", "Pendulum-v1", seed=1, learning_starts=100, target_reward=-300,
+                                  eval_every=1000, eval_episodes=10, max_steps=15_000,
+                                  net_arch={"pi": [64, 64], "qf": [128, 128]})
+    with trainer:
+        for _ in trainer():
+            pass
+    assert _hidden(_critic(trainer.agent.algorithm.model)) == [128, 128]
+    assert trainer.best_eval_return >= -300, f"reached only {trainer.best_eval_return:.1f} in {trainer.step} steps"
