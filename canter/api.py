@@ -164,6 +164,10 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
             f"max_policy_lag applies only to asynchronous algorithms (impala, appo) with --explorers; "
             f"this {run.algo} run{'' if run.explorers else ' without explorers'} ignores it"
         ), stacklevel=2)
+    if run.explorer_timeout is not None and not run.explorers:  # (IMPALA/APPO's in-process explorer cannot be killed)
+        warnings.warn(CanterWarning(
+            f"explorer_timeout applies only to runs with --explorers (Ray explorers); this {run.algo} run ignores it"
+        ), stacklevel=2)
     if algo_cls.family == "offline" or run.dataset is not None:
         from canter.offline_setup import offline_trainer
 

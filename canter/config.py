@@ -195,6 +195,11 @@ class RunConfig:
         None, "asynchronous explorers (IMPALA, APPO): drop rollouts collected with weights more than this many "
         "versions old (null: learn from every rollout)", low=0,
     )
+    explorer_timeout: float | None = hp(
+        None, "seconds a Ray explorer may take to return a rollout (or a new one to start, at least 60 s) before it "
+        "counts as failed: killed and replaced (null: 10x the run's slowest rollout so far, at least 60 s, and 600 s "
+        "before its first; 0: wait forever)", low=0,
+    )
 
     def validate(self) -> None:
         """Cross-field checks."""

@@ -46,3 +46,18 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty current directory, so an 'auto' run dir (runs/...) would show up here."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory):
+    """``host:port`` of the test session's Ray cluster (2 CPUs on loopback, shared by the test modules of Ray
+    explorers; started once, stopped at the end; skipped without Ray), without token authentication whether or not
+    ``~/.ray/auth_token`` exists (``ray start`` turns it on when that file exists, and a local ``ray.init``
+    writes it). Test modules that use it import Ray with ``pytest.importorskip`` first."""
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # every listener on 127.0.0.1
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    pytest.importorskip("ray")
+    from support import ray_cluster
+
+    with ray_cluster(tmp_path_factory.mktemp("ray") / "ray-start.log", "disabled") as address:
+        yield address

@@ -6,6 +6,7 @@ removes it and raises, so exactly one crash happens per file, whichever explorer
 ``always=True`` every step outside ``spare_pid`` raises. With ``broken_file=PATH`` the constructor raises
 inside a Ray actor (an explorer) while ``PATH`` exists: an env that cannot be built on an explorer's node.
 With ``slow_start=S`` the constructor sleeps S seconds inside a Ray actor: explorers that take long to build.
+With ``hang=True`` a crash is a ``step`` that never returns instead (a deadlocked simulator, a network env).
 """
 from __future__ import annotations
 
@@ -29,26 +30,31 @@ class FlakyCartPole(gym.Wrapper):
     """CartPole-v1 that raises once when ``crash_file`` exists."""
 
     def __init__(self, crash_file: str | None = None, spare_pid: int | None = None, always: bool = False,
-                 broken_file: str | None = None, slow_start: float = 0.0, **kwargs: Any) -> None:
+                 broken_file: str | None = None, slow_start: float = 0.0, hang: bool = False, **kwargs: Any) -> None:
         if broken_file and os.path.exists(broken_file) and _in_ray_actor():
             raise ValueError("cannot open the simulator")
         if slow_start and _in_ray_actor():
             time.sleep(slow_start)
         super().__init__(gym.make("CartPole-v1", **kwargs))
         self.crash_file = crash_file if spare_pid != os.getpid() else None
-        self.always = always
+        self.always, self.hang = always, hang
 
     def step(self, action: Any) -> Any:  # noqa: D102
         if self.always and self.crash_file:
-            raise RuntimeError("simulated simulator crash")
+            self._crash()
         if self.crash_file and os.path.exists(self.crash_file):
             try:
                 os.remove(self.crash_file)
             except FileNotFoundError:
                 pass
             else:
-                raise RuntimeError("simulated simulator crash")
+                self._crash()
         return self.env.step(action)
+
+    def _crash(self) -> None:
+        while self.hang:  # (the explorer is killed)
+            time.sleep(3600)
+        raise RuntimeError("simulated simulator crash")
 
 
 if "FlakyCartPole-v0" not in gym.registry:

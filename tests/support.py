@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import gymnasium as gym
@@ -239,3 +242,55 @@ def assert_masks_packed(env, width: int, targets, steps: int = 3) -> None:
             np.testing.assert_array_equal(row[width:], e.unwrapped.mask)
         obs = env.step(np.stack([targets(e.unwrapped) for e in env.env.envs])).obs
     env.close()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def listening(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:``port``."""
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def ray_test_env() -> dict[str, str]:
+    """The environment of a process that Ray workers of the test cluster must import test modules in."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+
+
+@contextmanager
+def ray_cluster(log_path: Path, auth_mode: str):
+    """``host:port`` of a 2-CPU Ray cluster on loopback with ``RAY_AUTH_MODE=auth_mode``, stopped
+    (all its processes) afterwards (docs: /work/shared/RAY.md's rules)."""
+    import ray
+
+    from canter.distributed.cluster import AUTH_MODE_ENV
+
+    port = free_port()
+    ray_cli = Path(sys.executable).with_name("ray")
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        [str(ray_cli), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
+         "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
+        env={**ray_test_env(), AUTH_MODE_ENV: auth_mode}, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not listening(port):
+            assert proc.poll() is None and time.monotonic() < deadline, "ray start --head failed"
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        proc.terminate()  # `ray start --block` stops every process of the cluster when it ends
+        proc.wait(60)
+        log.close()
+    time.sleep(1)
+    assert not listening(port), "the test cluster is still running"

@@ -1,7 +1,10 @@
 """The Ray explorer pool's bookkeeping, driven with a stand-in for Ray (no cluster): replacing a dead
 explorer, a replaced explorer's late result, the order finished rollouts are handed over in, the seeds of a
-resumed run's replacements, and the reward returns of a replacement's first rollout."""
+resumed run's replacements, the reward returns of a replacement's first rollout, and explorers that return no
+rollout within explorer_timeout."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -34,7 +37,7 @@ def test_a_replaced_explorers_late_result_counts_no_second_replacement(monkeypat
     pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
     pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError), get=get, kill=lambda *a, **k: None)
     pool.count, pool.actors, pool.generation, pool.failures, pool.pids, pool.restarts = 1, ["old"], [0], [0], [None], 0
-    pool._built_at = [0.0]
+    pool._built_at, pool._answered, pool._slowest = [0.0], [0.0], 0.0
     pool._slot_version, pool._starting, pool._fresh = [1], {}, set()
     pool._spawn = lambda slot: SimpleNamespace(pid=SimpleNamespace(remote=lambda: "up"))  # the replacement
     pool.submit = lambda slot, **kw: None
@@ -201,7 +204,8 @@ def test_the_pool_hands_over_the_earliest_submitted_of_the_finished_rollouts():
     pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
     pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RuntimeError), get=result, wait=wait)
     pool.generation, pool.failures, pool.pids, pool.restarts = [0, 0], [0, 0], [10, 11], 0
-    pool._fresh, pool._built_at = set(), [0.0, 0.0]
+    pool._fresh, pool._built_at, pool._answered, pool._slowest, pool._starting = set(), [0.0, 0.0], [0.0, 0.0], 0.0, {}
+    pool.count, pool.run = 2, SimpleNamespace(explorer_timeout=0)
     pool.in_flight = {ref: (0 if ref[0] == "a" else 1, 0, {}) for ref in ("a1", "b1", "a2", "b2")}
     assert [pool.wait()[1]["name"] for _ in range(3)] == ["a1", "b1", "a2"]
 
@@ -230,7 +234,7 @@ def test_a_resumed_runs_replacement_explorer_does_not_replay_the_interrupted_run
     run, cfg = resolve_config("impala", "CartPole-v1", n_envs=2, seed=3)
     pool = pool_module.RayPool(run, cfg, 1)
     pool.reset(3 + 7_777_777 + 4096)  # a resumed run's fresh episodes (Trainer.load_resume_state)
-    pool._replace(0, RuntimeError("explorer died"))
+    pool._replace(0, "RuntimeError: explorer died")
     assert built == [(0, 3), (1, 3 + 7_777_777 + 4096)]
 
 
@@ -253,9 +257,10 @@ def test_a_replacement_explorers_first_rollout_starts_its_envs_returns_from_zero
                                    get=lambda ref: rollout if ref == "rollout" else 7)
         pool.count, pool.actors, pool.generation, pool.failures, pool.pids, pool.restarts = 1, ["old"], [0], [0], [5], 0
         pool._slot_version, pool._starting, pool._fresh, pool.in_flight, pool._built_at = [1], {}, set(), {}, [0.0]
+        pool._answered, pool._slowest = [0.0], 0.0
         pool._spawn = lambda slot: SimpleNamespace(pid=SimpleNamespace(remote=lambda: "up"))
         pool.submit = lambda slot, **kw: None
-        pool._replace(0, RuntimeError("explorer died"))
+        pool._replace(0, "RuntimeError: explorer died")
         pool._receive("up")
         pool.in_flight["rollout"] = (0, 1, {})
         _, result = pool._receive("rollout")  # the replacement's first rollout
@@ -266,3 +271,88 @@ def test_a_replacement_explorers_first_rollout_starts_its_envs_returns_from_zero
         assert scaled.shape == (2, 2)
     finally:
         trainer.close()
+
+
+def _stand_in_ray(monkeypatch, hangs, explorer_timeout):
+    """A one-explorer RayPool on a stand-in for Ray whose explorer ``g`` (its ``g``-th replacement) never returns a
+    rollout when ``hangs(g)``: the stand-in's ``wait`` sleeps out a timeout and refuses to wait forever."""
+    import time
+    from types import SimpleNamespace
+
+    from canter.distributed import pool as pool_module
+
+    class Ref:
+        def __init__(self, value, done=True):
+            self.value, self.done = value, done
+
+    class Actor:
+        def __init__(self, generation):
+            self.generation = generation
+            self.rollout = SimpleNamespace(remote=self._rollout)
+            self.pid = SimpleNamespace(remote=lambda: Ref(1000 + generation))
+
+        def _rollout(self, weights_ref, version, **kw):
+            none = np.zeros(0, np.int64)
+            return Ref({"pid": 1000 + self.generation, "version": version, "index": 0, "seconds": 0.001,
+                        "episode_returns": none, "episode_lengths": none, "episode_envs": none},
+                       done=not hangs(self.generation))
+
+    def wait(refs, num_returns=1, timeout=None):
+        ready = [r for r in refs if r.done]
+        assert ready or timeout is not None, "the pool would wait forever for a hung explorer"
+        if not ready:
+            time.sleep(timeout)
+        return ready[:num_returns], []
+
+    killed = []
+    ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RuntimeError), get=lambda ref: ref.value, wait=wait,
+                          put=lambda w: Ref(w), kill=lambda actor, **k: killed.append(actor.generation),
+                          remote=lambda cls: SimpleNamespace(options=lambda **kw: SimpleNamespace(
+                              remote=lambda slot, count, run, cfg, generation, spaces: Actor(generation))),
+                          cluster_resources=lambda: {"CPU": 2.0})
+    monkeypatch.setattr(pool_module, "connect", lambda address: (ray, False))
+    run, cfg = resolve_config("ppo", "CartPole-v1", n_envs=2, explorer_timeout=explorer_timeout)
+    pool = pool_module.RayPool(run, cfg, 1)
+    pool.publish({}, 1)
+    return pool, killed
+
+
+def test_an_explorer_whose_rollout_never_returns_is_replaced_after_explorer_timeout(monkeypatch, caplog):
+    """An explorer whose env's step() never returns (a deadlocked simulator) never failed: the synchronous
+    learner waited for its rollout forever. After ``explorer_timeout`` seconds without a rollout it is killed and
+    replaced as a crashed one is, and the rollout runs on the replacement with the weights of then. Driven with a
+    stand-in for Ray: no cluster needed."""
+    pool, killed = _stand_in_ray(monkeypatch, lambda generation: generation == 0, explorer_timeout=0.05)
+    (result,) = pool.gather(n_steps=8)
+    assert result["pid"] == 1001 and result["version"] == 1  # the replacement's, with the current weights
+    assert killed == [0] and pool.restarts == 1 and pool.failures == [1] and not pool.in_flight
+    assert "explorer 0 failed: no rollout within 0.05 s (explorer_timeout: 0.05); starting a replacement" in [
+        r.getMessage() for r in caplog.records]
+
+
+def test_an_explorer_slot_that_hangs_every_time_stops_the_run(monkeypatch):
+    """Each replacement hangs too: the 4th timeout in a row stops the run with one line, as crashes do."""
+    from canter.errors import ExplorerError
+
+    pool, killed = _stand_in_ray(monkeypatch, lambda generation: True, explorer_timeout=0.02)
+    with pytest.raises(ExplorerError, match=r"^explorer 0 failed 4 times in a row; last error: no rollout within "
+                                            r"0.02 s \(explorer_timeout: 0.02\)$"):
+        pool.gather(n_steps=8)
+    assert killed == [0, 1, 2]  # (the last is killed when the run closes its pool)
+
+
+def test_explorer_timeout_limits(monkeypatch):
+    """null: 10x the slowest rollout so far, at least 60 s, 600 s before the first; a value: that, and at least
+    60 s for a new explorer to start; 0: none."""
+    pool, _ = _stand_in_ray(monkeypatch, lambda generation: False, explorer_timeout=None)
+    assert pool.time_limit(0) == 600
+    pool.gather(n_steps=8)  # a rollout of 0.001 s
+    assert pool.time_limit(0) == 60
+    pool._slowest = 30.0
+    assert pool.time_limit(0) == 300
+    pool.run = dataclasses.replace(pool.run, explorer_timeout=5.0)
+    assert pool.time_limit(0) == 5
+    pool._starting[0] = []  # a replacement starting
+    assert pool.time_limit(0) == 60
+    pool.run = dataclasses.replace(pool.run, explorer_timeout=0.0)
+    assert pool.time_limit(0) is None

@@ -1,16 +1,13 @@
-"""Explorers on Ray. The module starts one test cluster on 127.0.0.1 with 2 CPUs
-(``ray start --head --block``), the runs join it with ``ray_address``, and it is stopped at the end."""
+"""Explorers on Ray. The runs join the test session's cluster on 127.0.0.1 with 2 CPUs (the ``cluster`` fixture
+of conftest.py: ``ray start --head --block``) with ``ray_address``; it is stopped at the session's end."""
 from __future__ import annotations
 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -27,65 +24,13 @@ import canter  # noqa: E402
 from canter.config import preset_path  # noqa: E402
 from canter.distributed.cluster import AUTH_MODE_ENV, cluster_uses_token_auth  # noqa: E402
 from canter.errors import CanterError, ExplorerError  # noqa: E402
+from support import ray_cluster, ray_test_env  # noqa: E402
 
-TESTS = str(Path(__file__).parent)
 PPO_PRESET = str(preset_path("ppo", "CartPole-v1"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([TESTS, *sys.path])}
 
 
 def _sessions() -> set[Path]:
     return set((Path(tempfile.gettempdir()) / "ray").glob("session_2*"))
-
-
-@contextmanager
-def _ray_cluster(log_path: Path, auth_mode: str):
-    """``host:port`` of a 2-CPU Ray cluster on loopback with ``RAY_AUTH_MODE=auth_mode``, stopped
-    (all its processes) afterwards."""
-    port = _free_port()
-    ray_cli = Path(sys.executable).with_name("ray")
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [str(ray_cli), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
-         "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"],
-        env={**_env(), AUTH_MODE_ENV: auth_mode}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not _listening(port):
-            assert proc.poll() is None and time.monotonic() < deadline, "ray start --head failed"
-            time.sleep(0.2)
-        yield f"127.0.0.1:{port}"
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
-        proc.terminate()  # `ray start --block` stops every process of the cluster when it ends
-        proc.wait(60)
-        log.close()
-    time.sleep(1)
-    assert not _listening(port), "the test cluster is still running"
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """The module's cluster, without token authentication whether or not ``~/.ray/auth_token``
-    exists (``ray start`` turns it on when that file exists, and a local ``ray.init`` writes it)."""
-    with _ray_cluster(tmp_path_factory.mktemp("ray") / "ray-start.log", "disabled") as address:
-        yield address
 
 
 def _train(cluster: str, algo: str, env: str = "CartPole-v1", **kw):
@@ -220,7 +165,7 @@ def test_cli_resume_whose_explorers_cannot_start_exits_2_with_one_line(cluster, 
     files = _tree(run_dir)
     broken.touch()
     out = subprocess.run([sys.executable, "-m", "canter", "train", "--resume", str(run_dir), "--max-steps", "128"],
-                         capture_output=True, text=True, timeout=240, env=_env())
+                         capture_output=True, text=True, timeout=240, env=ray_test_env())
     lines = [line for line in out.stderr.splitlines() if not line.startswith("resume: ")]
     assert out.returncode == 2 and len(lines) == 1, out.stderr
     assert lines[0].startswith("canter: error: explorer 0 could not start: bad env_kwargs for ")
@@ -285,7 +230,7 @@ def test_cli_ray_address_joins_the_cluster_and_writes_the_usual_run(cluster, tmp
         [sys.executable, "-m", "canter", "train", "ppo", "--env", "CartPole-v1", "--explorers", "2",
          "--ray-address", cluster, "--max-steps", "2048", "--n-envs", "2", "--set", "n_steps=64",
          "--eval-episodes", "2", "--quiet", "--run-dir", str(run_dir)],
-        capture_output=True, text=True, timeout=240, env=_env(),
+        capture_output=True, text=True, timeout=240, env=ray_test_env(),
     )
     assert out.returncode == 0, out.stderr
     assert "->" in out.stdout
@@ -427,7 +372,7 @@ def test_a_private_instance_leaves_no_token_mode_behind_for_a_cluster_without_it
 
 def test_a_run_joins_a_cluster_with_token_auth_and_restores_the_mode(tmp_path):
     assert AUTH_MODE_ENV not in os.environ
-    with _ray_cluster(tmp_path / "ray-start.log", "token") as address:
+    with ray_cluster(tmp_path / "ray-start.log", "token") as address:
         assert cluster_uses_token_auth(address) is True
         trainer, records = _train(address, "ppo", n_envs=2, max_steps=512, n_steps=64, eval_every=0,
                                   eval_episodes=1)
@@ -479,6 +424,6 @@ def test_a_sigterm_after_connecting_exits_through_python_not_rays_native_crash_h
     # ray.init leaves a native fatal-signal handler in force for SIGTERM: a SIGTERM while the explorers
     # started (before the run's own handlers) printed a native stack trace and aborted (exit code 134)
     out = subprocess.run([sys.executable, "-c", SIGTERM_AFTER_CONNECT, cluster], capture_output=True, text=True,
-                         timeout=120, env=_env())
+                         timeout=120, env=ray_test_env())
     assert "SIGTERM received" not in out.stderr
     assert out.returncode == 15 and "disconnected" in out.stdout, (out.returncode, out.stderr[-2000:])

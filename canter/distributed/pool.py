@@ -36,6 +36,13 @@ MAX_RESTARTS = 0
 MAX_CONSECUTIVE_FAILURES = 4
 #: an explorer that returns a rollout after running this long (since it was built) clears its slot's failures
 STEADY_SECONDS = 60.0
+#: ``explorer_timeout: null`` (automatic): a rollout may take this many times the slowest the run has had so far...
+AUTO_TIMEOUT_FACTOR = 10.0
+#: ... and at least this long; a new explorer (a replacement) always gets at least this long to start (a Python
+#: process importing torch and building its envs: ~1.3 s measured on an idle machine, much more on a loaded node)
+MIN_TIMEOUT_SECONDS = 60.0
+#: ``explorer_timeout: null`` before any rollout of the run has returned (no rollout time to scale yet)
+FIRST_ROLLOUT_TIMEOUT_SECONDS = 600.0
 #: at the end of a run, wait at most this long for rollouts still in flight before stopping explorers
 CLOSE_WAIT_SECONDS = 5.0
 #: Ray's smallest share of a resource: an actor cannot ask for less of a CPU
@@ -200,6 +207,9 @@ class RayPool(_Episodes):
         self.in_flight: dict[Any, tuple[int, int, dict[str, Any] | None]] = {}
         self._starting: dict[int, list[dict[str, Any]]] = {}  # replacements not yet up: their rollouts' settings
         self._fresh: set[int] = set()  # slots whose replacement has not yet returned a rollout
+        #: since when each slot has been working without answering (explorer_timeout), and the slowest rollout
+        self._answered = [time.monotonic()] * count
+        self._slowest = 0.0
         self.weights_ref: Any = None
         self.version = 0
         self.weights_nbytes = 0
@@ -230,6 +240,8 @@ class RayPool(_Episodes):
         if slot in self._starting:
             self._starting[slot].append(kw)
             return
+        if not any(s == slot and g == self.generation[slot] for s, g, _ in self.in_flight.values()):
+            self._answered[slot] = time.monotonic()  # an idle explorer's clock starts now, not while the learner learned
         if self._slot_version[slot] != self.version:
             self._slot_version[slot] = self.version
             self.weights_bytes += self.weights_nbytes
@@ -244,17 +256,20 @@ class RayPool(_Episodes):
             result = self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:  # actor died, rollout raised, result lost
             if generation == self.generation[slot]:
-                self._replace(slot, exc)
+                self._replace(slot, failure_reason(exc))
             if kw is not None:
                 self.submit(slot, **kw)
             return slot, None
         if kw is None:  # a replacement is up: its rollouts start now, with the weights of now
             if generation == self.generation[slot]:
                 self.pids[slot] = result
+                self._answered[slot] = time.monotonic()
                 for queued in self._starting.pop(slot, []):
                     self.submit(slot, **queued)
             return slot, None
+        self._slowest = max(self._slowest, float(result.get("seconds", 0.0)))
         if generation == self.generation[slot]:  # a replaced explorer's late result: not the new one's process
+            self._answered[slot] = time.monotonic()
             if time.monotonic() - self._built_at[slot] >= STEADY_SECONDS:  # (the failures count the current
                 self.failures[slot] = 0  # explorer's; one that fails soon after its results is no recovery)
             if slot in self._fresh:  # a replacement's first rollout: its envs started new episodes
@@ -278,34 +293,85 @@ class RayPool(_Episodes):
                 raise ExplorerError(f"explorer {slot} {failed}: {failure_reason(exc)}") from None
         return results
 
-    def _replace(self, slot: int, exc: BaseException) -> None:
-        reason = failure_reason(exc)
+    def _replace(self, slot: int, reason: str) -> None:
+        """Count a failure of explorer ``slot`` (``reason``: what went wrong, one line) and start a replacement;
+        the slot's last failure in a row (MAX_CONSECUTIVE_FAILURES) raises :class:`ExplorerError` instead."""
         self.failures[slot] += 1
         if self.failures[slot] >= MAX_CONSECUTIVE_FAILURES:
             raise ExplorerError(f"explorer {slot} failed {self.failures[slot]} times in a row; last error: {reason}")
-        log.warning("explorer %d failed (%s); starting a replacement", slot, reason)
+        log.warning("explorer %d failed: %s; starting a replacement", slot, reason)
         self.ray.kill(self.actors[slot], no_restart=True)
         self.generation[slot] += 1
         self.restarts += 1
         self.pids[slot] = None
         self._slot_version[slot] = -1
         self._fresh.add(slot)
-        self._built_at[slot] = time.monotonic()
+        self._built_at[slot] = self._answered[slot] = time.monotonic()
         self.actors[slot] = self._spawn(slot)
         # its rollouts wait until it is built (seconds): sent now, they would carry the weights of now
         self._starting.setdefault(slot, [])
         self.in_flight[self.actors[slot].pid.remote()] = (slot, self.generation[slot], None)
 
+    def time_limit(self, slot: int) -> float | None:
+        """Seconds explorer ``slot`` may work without answering (``run.explorer_timeout``; None: no limit):
+        a rollout, or a new explorer's start (at least MIN_TIMEOUT_SECONDS)."""
+        limit = self.run.explorer_timeout
+        if limit == 0:
+            return None
+        if limit is None:  # automatic: a generous multiple of the rollout times seen, none too short
+            limit = AUTO_TIMEOUT_FACTOR * self._slowest if self._slowest else FIRST_ROLLOUT_TIMEOUT_SECONDS
+            return max(limit, MIN_TIMEOUT_SECONDS)
+        return max(limit, MIN_TIMEOUT_SECONDS) if slot in self._starting else limit
+
+    def _timeout_reason(self, slot: int, limit: float) -> str:
+        setting = self.run.explorer_timeout
+        if setting is not None:
+            how = f"{setting:g}"
+        elif self._slowest:
+            how = f"null, {AUTO_TIMEOUT_FACTOR:g}x the slowest rollout so far, at least {MIN_TIMEOUT_SECONDS:g} s"
+        else:
+            how = "null, before the run's first rollout"
+        what = "not started" if slot in self._starting else "no rollout"
+        return f"{what} within {limit:g} s (explorer_timeout: {how})"
+
+    def _expire(self, done: set[Any]) -> float | None:
+        """Replace the explorers that have worked longer than their :meth:`time_limit` without answering (none of
+        their calls in ``done``): killed, counted as failed, their calls sent again to the replacement. Returns
+        the seconds until the next explorer's limit (None: no limit to wait for)."""
+        now, wait = time.monotonic(), None
+        working: dict[int, list[Any]] = {}  # each explorer's calls (one pass: hundreds of explorers)
+        for ref, (slot, generation, _) in self.in_flight.items():
+            if generation == self.generation[slot]:
+                working.setdefault(slot, []).append(ref)
+        for slot, calls in working.items():
+            limit = self.time_limit(slot)
+            if limit is None or any(ref in done for ref in calls):
+                continue
+            if self._answered[slot] + limit <= now:
+                lost = [self.in_flight.pop(ref)[2] for ref in calls]  # (the killed actor's calls are never fetched)
+                self._replace(slot, self._timeout_reason(slot, limit))
+                for kw in lost:
+                    if kw is not None:  # (a timed-out start's readiness call: the replacement makes its own)
+                        self.submit(slot, **kw)
+                limit = self.time_limit(slot) or limit  # the replacement's start
+            left = max(self._answered[slot] + limit - now, 0.0)
+            wait = left if wait is None else min(wait, left)
+        return wait
+
     def _next_ready(self) -> Any:
-        """The earliest submitted of the finished calls. ``ray.wait(num_returns=1)`` returns any one of
+        """The earliest submitted of the finished calls, replacing meanwhile the explorers that exceed their
+        :meth:`time_limit` (an env whose step never returns). ``ray.wait(num_returns=1)`` returns any one of
         those finished, not the first in its list: an explorer's rollouts reached the learner out of
         order (a tenth of IMPALA's, measured), one waited there for seconds (lag 86) and an explorer whose
         results were passed over got no new work (Ape-X: 6 rollouts from one explorer, 34 from the other)."""
-        refs = list(self.in_flight)
-        with sigterm_code():
-            done = set(self.ray.wait(refs, num_returns=1)[0])
-        done.update(self.ray.wait(refs, num_returns=len(refs), timeout=0)[0])
-        return next(ref for ref in refs if ref in done)
+        while True:
+            refs = list(self.in_flight)
+            done = set(self.ray.wait(refs, num_returns=len(refs), timeout=0)[0])  # all those finished by now
+            wait = self._expire(done)
+            if done:
+                return next(ref for ref in refs if ref in done)
+            with sigterm_code():  # until one finishes, or the next explorer's limit
+                self.ray.wait(list(self.in_flight), num_returns=1, timeout=wait)
 
     def wait(self) -> tuple[int, dict[str, Any]]:
         """The next finished rollout, the earliest submitted first (failed calls are retried on a
