@@ -16,7 +16,7 @@ from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, OFFLINE_RUN_HELP, Con
                              _config_file_arg, ResumeParser, _flag_value, _Parser, int_arg, preset_values)
 from canter.cli_list import cmd_list
 from canter.errors import CanterError, interrupted
-from canter.resume_settings import CHANGEABLE, keep_arg
+from canter.resume_settings import CHANGEABLE, keep_arg, seconds_arg
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
@@ -43,6 +43,9 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", help="offline algorithms (bc, cql, td3bc): dataset written by canter collect")
     p.add_argument("--explorers", type=int_arg, help="run N explorer actors on Ray (needs the 'distributed' extra)")
     p.add_argument("--ray-address", dest="ray_address", help="join this Ray cluster ('auto' or host:port)")
+    p.add_argument("--explorer-timeout", type=seconds_arg, dest="explorer_timeout", metavar="SECONDS",
+                   help="replace a Ray explorer that returns no rollout within SECONDS (default null: 10x the slowest "
+                        "rollout so far, at least 60 s; 0: wait forever)")
     p.add_argument("--vectorization", choices=("auto", "native", "sync", "async"), help="how to vectorise the env")
     p.add_argument("--device", help="torch device to train on: cpu (default), cuda, cuda:N or auto (cuda if available)")
     p.add_argument("--run-dir", dest="run_dir", help="where to write the run (default runs/<algo>-<env>-<time>-<sha>)")
@@ -69,7 +72,7 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue a stopped run instead (canter train --resume RUN_DIR [--max-steps N] "
                         "[--max-seconds S] [--dataset PATH] [--keep-checkpoints K] [--checkpoint-every N] "
-                        "[--wandb | --no-wandb] [--quiet])")
+                        "[--wandb | --no-wandb] [--explorer-timeout SECONDS] [--quiet])")
     _add_run_flags(p)
     if algo is not None and not algo.startswith("-"):
         try:  # canter's own algorithms are described without torch, with the env's presets too
@@ -137,7 +140,7 @@ def cmd_train(argv: list[str]) -> int:
     hparams = {k[4:]: v for k, v in vars(args).items() if k.startswith("hp__") and v is not None}
     run_flags = ("seed", "n_envs", "target_reward", "max_steps", "max_seconds", "eval_episodes", "eval_every",
                  "vectorization", "device", "wandb", "record_every", "explorers", "ray_address", "dataset",
-                 "keep_checkpoints", "checkpoint_every")
+                 "keep_checkpoints", "checkpoint_every", "explorer_timeout")
     overrides = {k: getattr(args, k) for k in run_flags if getattr(args, k) is not None}
     if args.env_kwargs is not None:
         overrides["env_kwargs"] = parse_env_kwargs(args.env_kwargs)
@@ -154,7 +157,8 @@ def _resume_parser() -> ResumeParser:
     """The parser of ``canter train --resume RUN_DIR``: the options a resume takes."""
     p = ResumeParser(prog="canter train", description=(
         "Continue a stopped run exactly where its last checkpoint is, with its saved config: only the budgets, a "
-        "moved dataset and the settings that change nothing it learns (checkpoints kept and saved, W&B) may change; "
+        "moved dataset and the settings that change nothing it learns (checkpoints kept and saved, W&B, "
+        "the Ray explorers' timeout) may change; "
         "the run keeps them from then on."))
     p.add_argument("--resume", required=True, metavar="RUN_DIR", help="run directory to continue")
     p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="new step budget (extends a finished run)")
@@ -169,6 +173,9 @@ def _resume_parser() -> ResumeParser:
                    default=argparse.SUPPRESS, help="save a periodic checkpoint every N steps from now on (0: none)")
     p.add_argument("--wandb", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
                    help="log to Weights & Biases from now on (--no-wandb: stop)")
+    p.add_argument("--explorer-timeout", type=seconds_arg, dest="explorer_timeout", metavar="SECONDS",
+                   default=argparse.SUPPRESS, help="replace a Ray explorer that returns no rollout within SECONDS "
+                                                   "from now on (null: automatic; 0: wait forever)")
     return p
 
 

@@ -20,6 +20,9 @@ CHANGEABLE: dict[str, str] = {
     "keep_checkpoints": "--keep-checkpoints",  # which periodic checkpoints are deleted
     "checkpoint_every": "--checkpoint-every",  # when periodic checkpoints are saved
     "wandb": "--wandb",  # whether the scalars also go to Weights & Biases
+    # how long a Ray explorer may take before it is replaced (a run stopped by a limit too short for its env
+    # continues with a longer one; a run with explorers is no exact continuation anyway, docs/distributed.md)
+    "explorer_timeout": "--explorer-timeout",
 }
 
 
@@ -36,7 +39,21 @@ def flag_for(key: str, value: Any) -> str:
     """The ``canter train --resume`` option that sets ``key`` (one of :data:`CHANGEABLE`) to ``value``."""
     if key == "wandb":
         return "--wandb" if value else "--no-wandb"
-    return f"{CHANGEABLE[key]} {'all' if value is None else value}"
+    if value is None:
+        return f"{CHANGEABLE[key]} {'all' if key == 'keep_checkpoints' else 'null'}"
+    return f"{CHANGEABLE[key]} {value}"
+
+
+def seconds_arg(text: str) -> float | None:
+    """The value of ``--explorer-timeout``: seconds, or ``null`` (automatic); the range is the config's to check."""
+    from canter.config import coerce
+
+    try:
+        return coerce(float | None, text, "value")
+    except CanterError:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"invalid value: {text!r} (seconds, or null)") from None
 
 
 def keep_arg(text: str) -> int | None:

@@ -16,7 +16,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import canter  # noqa: E402
 from canter.errors import CanterWarning  # noqa: E402
-from support import assert_one_line_error, run_cli  # noqa: E402
+from support import assert_one_line_error, run_cli, snapshot  # noqa: E402
 
 HANG = "flaky_env:FlakyCartPole-v0"
 
@@ -94,3 +94,20 @@ def test_explorer_timeout_without_explorers_is_ignored_with_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", CanterWarning)
         canter.make_trainer("impala", "CartPole-v1", max_steps=64, explorer_timeout=None).close()
+
+
+def test_a_resume_may_give_a_longer_explorer_timeout(tmp_path, capsys, tiny_ppo):
+    """A run stopped because its explorers' env was slower than the explorer_timeout it was given could not go on:
+    a resume refused the key ('cannot change when a run is resumed'). It is a setting a resume may change."""
+    run_dir = tmp_path / "run"
+    with pytest.warns(CanterWarning, match="ignores it"):  # (no explorers here: the resume's plumbing is the same)
+        canter.train("ppo", "CartPole-v1", run_dir=run_dir, quiet=True, explorer_timeout=2, **tiny_ppo)
+    before = snapshot(run_dir)
+    code, _, err = run_cli(capsys, "train", "--resume", str(run_dir), "--explorer-timeout", "-1", "--quiet")
+    assert_one_line_error(code, err, "'explorer_timeout' must be >= 0, got -1")
+    assert snapshot(run_dir) == before
+    code, _, err = run_cli(capsys, "train", "--resume", str(run_dir), "--explorer-timeout", "600", "--max-steps",
+                           "640", "--quiet")
+    assert code == 0, err
+    saved = json.loads((run_dir / "checkpoints" / "last.json").read_text())["config"]
+    assert saved["explorer_timeout"] == 600 and "explorer_timeout: 600.0" in (run_dir / "config.yaml").read_text()
