@@ -87,12 +87,13 @@ def test_a_dead_explorers_lost_rollouts_run_on_a_fresh_replacement_with_the_weig
             return SimpleNamespace(remote=lambda slot, count, run, cfg, generation, spaces: Actor(generation))
         return SimpleNamespace(options=with_options)
 
-    def get(ref):
+    def get(ref, timeout=None):
         if isinstance(ref.value, Exception):
             raise ref.value
         return ref.value
 
-    ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError), get=get, put=lambda w: Ref(w),
+    ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError, GetTimeoutError=TimeoutError),
+                          get=get, put=lambda w: Ref(w),
                           kill=lambda *a, **k: None, remote=remote, cluster_resources=lambda: {"CPU": 2.0})
     monkeypatch.setattr(pool_module, "connect", lambda address: (ray, False))
     monkeypatch.setattr(pool_module, "STEADY_SECONDS", 0.0)  # any result of the current explorer clears its failures
@@ -156,7 +157,7 @@ def test_explorers_that_fail_soon_after_each_result_stop_the_run(monkeypatch):
         return SimpleNamespace(options=lambda **kw: SimpleNamespace(
             remote=lambda slot, count, run, cfg, generation, spaces: Actor(generation)))
 
-    def get(ref):
+    def get(ref, timeout=None):
         if isinstance(ref.value, Exception):
             raise ref.value
         return ref.value
@@ -164,7 +165,8 @@ def test_explorers_that_fail_soon_after_each_result_stop_the_run(monkeypatch):
     def wait(refs, num_returns=1, timeout=None):
         return refs[:num_returns], refs[num_returns:]
 
-    ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError), get=get, put=lambda w: Ref(w), wait=wait,
+    ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RayError, GetTimeoutError=TimeoutError),
+                          get=get, put=lambda w: Ref(w), wait=wait,
                           kill=lambda *a, **k: None, remote=remote, cluster_resources=lambda: {"CPU": 2.0})
     monkeypatch.setattr(pool_module, "connect", lambda address: (ray, False))
     run, cfg = resolve_config("impala", "CartPole-v1", n_envs=2)
@@ -228,7 +230,7 @@ def test_a_resumed_runs_replacement_explorer_does_not_replay_the_interrupted_run
                                    pid=SimpleNamespace(remote=lambda: None))
         return SimpleNamespace(options=lambda **kw: SimpleNamespace(remote=actor))
 
-    ray = SimpleNamespace(get=lambda refs: refs, kill=lambda *a, **k: None, remote=remote,
+    ray = SimpleNamespace(get=lambda refs, timeout=None: refs, kill=lambda *a, **k: None, remote=remote,
                           cluster_resources=lambda: {"CPU": 2.0})
     monkeypatch.setattr(pool_module, "connect", lambda address: (ray, False))
     run, cfg = resolve_config("impala", "CartPole-v1", n_envs=2, seed=3)
@@ -273,9 +275,10 @@ def test_a_replacement_explorers_first_rollout_starts_its_envs_returns_from_zero
         trainer.close()
 
 
-def _stand_in_ray(monkeypatch, hangs, explorer_timeout):
+def _stand_in_ray(monkeypatch, hangs, explorer_timeout, starts=True):
     """A one-explorer RayPool on a stand-in for Ray whose explorer ``g`` (its ``g``-th replacement) never returns a
-    rollout when ``hangs(g)``: the stand-in's ``wait`` sleeps out a timeout and refuses to wait forever."""
+    rollout when ``hangs(g)`` (never starts unless ``starts``): the stand-in's ``wait`` and ``get`` sleep out a
+    timeout and refuse to wait forever."""
     import time
     from types import SimpleNamespace
 
@@ -289,7 +292,7 @@ def _stand_in_ray(monkeypatch, hangs, explorer_timeout):
         def __init__(self, generation):
             self.generation = generation
             self.rollout = SimpleNamespace(remote=self._rollout)
-            self.pid = SimpleNamespace(remote=lambda: Ref(1000 + generation))
+            self.pid = SimpleNamespace(remote=lambda: Ref(1000 + generation, done=starts))
 
         def _rollout(self, weights_ref, version, **kw):
             none = np.zeros(0, np.int64)
@@ -304,8 +307,16 @@ def _stand_in_ray(monkeypatch, hangs, explorer_timeout):
             time.sleep(timeout)
         return ready[:num_returns], []
 
+    def get(ref, timeout=None):
+        if not ref.done:
+            assert timeout is not None, "the pool would wait forever for a hung explorer"
+            time.sleep(timeout)
+            raise TimeoutError
+        return ref.value
+
     killed = []
-    ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RuntimeError), get=lambda ref: ref.value, wait=wait,
+    ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RuntimeError, GetTimeoutError=TimeoutError),
+                          get=get, wait=wait,
                           put=lambda w: Ref(w), kill=lambda actor, **k: killed.append(actor.generation),
                           remote=lambda cls: SimpleNamespace(options=lambda **kw: SimpleNamespace(
                               remote=lambda slot, count, run, cfg, generation, spaces: Actor(generation))),
@@ -315,6 +326,18 @@ def _stand_in_ray(monkeypatch, hangs, explorer_timeout):
     pool = pool_module.RayPool(run, cfg, 1)
     pool.publish({}, 1)
     return pool, killed
+
+
+def test_an_explorer_that_never_starts_stops_the_run_with_one_line(monkeypatch):
+    """An env whose constructor never returns (a simulator that cannot be reached) left make_trainer waiting for its
+    explorers forever; a new explorer gets explorer_timeout, and at least MIN_TIMEOUT_SECONDS (shortened here)."""
+    from canter.distributed import pool as pool_module
+    from canter.errors import ExplorerError
+
+    monkeypatch.setattr(pool_module, "MIN_TIMEOUT_SECONDS", 0.05)
+    with pytest.raises(ExplorerError, match=r"^explorer 0 could not start: no answer within 0.05 s "
+                                            r"\(explorer_timeout: 0.01, and at least 0.05 s to start\)$"):
+        _stand_in_ray(monkeypatch, lambda generation: False, explorer_timeout=0.01, starts=False)
 
 
 def test_an_explorer_whose_rollout_never_returns_is_replaced_after_explorer_timeout(monkeypatch, caplog):

@@ -185,6 +185,7 @@ class RayPool(_Episodes):
                 num_cpus=self.cpus, max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS,
             )
             self.run, self.algo_cfg, self.count, self.spaces = run, algo_cfg, count, spaces
+            self._slowest = 0.0  # the slowest rollout so far (explorer_timeout: null)
             self.envs_per_explorer = run.n_envs * rows_per_copy
             self.num_envs = count * self.envs_per_explorer
             self.row_labels = {k: np.tile(np.asarray(v), count * run.n_envs) for k, v in (copy_labels or {}).items()}
@@ -207,9 +208,8 @@ class RayPool(_Episodes):
         self.in_flight: dict[Any, tuple[int, int, dict[str, Any] | None]] = {}
         self._starting: dict[int, list[dict[str, Any]]] = {}  # replacements not yet up: their rollouts' settings
         self._fresh: set[int] = set()  # slots whose replacement has not yet returned a rollout
-        #: since when each slot has been working without answering (explorer_timeout), and the slowest rollout
+        #: since when each slot has been working without answering (explorer_timeout)
         self._answered = [time.monotonic()] * count
-        self._slowest = 0.0
         self.weights_ref: Any = None
         self.version = 0
         self.weights_nbytes = 0
@@ -283,12 +283,18 @@ class RayPool(_Episodes):
 
     def _get_each(self, refs: list[Any], failed: str) -> list[Any]:
         """The results of one call per explorer, in explorer order; the first call that failed raises
-        :class:`ExplorerError` ``explorer <slot> <failed>: <what it raised>`` (:func:`failure_reason`)."""
+        :class:`ExplorerError` ``explorer <slot> <failed>: <what it raised>`` (:func:`failure_reason`), and so
+        does one still unanswered after the limit of a start (an env whose constructor never returns)."""
+        limit = self._start_limit()
+        deadline = None if limit is None else time.monotonic() + limit  # (the calls run in parallel)
         results = []
         for slot, ref in enumerate(refs):
             try:
                 with sigterm_code():
-                    results.append(self.ray.get(ref))
+                    results.append(self.ray.get(ref, timeout=None if deadline is None
+                                                else max(deadline - time.monotonic(), 0.0)))
+            except self.ray.exceptions.GetTimeoutError:
+                raise ExplorerError(f"explorer {slot} {failed}: {self._timeout_reason('no answer', limit)}") from None
             except self.ray.exceptions.RayError as exc:
                 raise ExplorerError(f"explorer {slot} {failed}: {failure_reason(exc)}") from None
         return results
@@ -316,22 +322,25 @@ class RayPool(_Episodes):
         """Seconds explorer ``slot`` may work without answering (``run.explorer_timeout``; None: no limit):
         a rollout, or a new explorer's start (at least MIN_TIMEOUT_SECONDS)."""
         limit = self.run.explorer_timeout
-        if limit == 0:
-            return None
-        if limit is None:  # automatic: a generous multiple of the rollout times seen, none too short
-            limit = AUTO_TIMEOUT_FACTOR * self._slowest if self._slowest else FIRST_ROLLOUT_TIMEOUT_SECONDS
-            return max(limit, MIN_TIMEOUT_SECONDS)
-        return max(limit, MIN_TIMEOUT_SECONDS) if slot in self._starting else limit
+        if limit is None and self._slowest:  # automatic: a generous multiple of the rollout times seen
+            return max(AUTO_TIMEOUT_FACTOR * self._slowest, MIN_TIMEOUT_SECONDS)
+        return self._start_limit() if limit is None or slot in self._starting else limit or None
 
-    def _timeout_reason(self, slot: int, limit: float) -> str:
+    def _start_limit(self) -> float | None:
+        """Seconds a new explorer may take to start (and any explorer before the run's first rollout, while
+        ``explorer_timeout`` is null): ``explorer_timeout``, at least MIN_TIMEOUT_SECONDS; None for 0."""
+        limit = self.run.explorer_timeout
+        return None if limit == 0 else max(limit or FIRST_ROLLOUT_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS)
+
+    def _timeout_reason(self, what: str, limit: float) -> str:
+        """``<what> within <limit> s (explorer_timeout: <how the limit was set>)``, one line."""
         setting = self.run.explorer_timeout
         if setting is not None:
-            how = f"{setting:g}"
+            how = f"{setting:g}" + (f", and at least {MIN_TIMEOUT_SECONDS:g} s to start" if limit != setting else "")
         elif self._slowest:
             how = f"null, {AUTO_TIMEOUT_FACTOR:g}x the slowest rollout so far, at least {MIN_TIMEOUT_SECONDS:g} s"
         else:
             how = "null, before the run's first rollout"
-        what = "not started" if slot in self._starting else "no rollout"
         return f"{what} within {limit:g} s (explorer_timeout: {how})"
 
     def _expire(self, done: set[Any]) -> float | None:
@@ -349,7 +358,8 @@ class RayPool(_Episodes):
                 continue
             if self._answered[slot] + limit <= now:
                 lost = [self.in_flight.pop(ref)[2] for ref in calls]  # (the killed actor's calls are never fetched)
-                self._replace(slot, self._timeout_reason(slot, limit))
+                self._replace(slot, self._timeout_reason("not started" if slot in self._starting else "no rollout",
+                                                         limit))
                 for kw in lost:
                     if kw is not None:  # (a timed-out start's readiness call: the replacement makes its own)
                         self.submit(slot, **kw)
