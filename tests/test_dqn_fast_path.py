@@ -336,3 +336,22 @@ def test_a_subclass_td_target_reading_the_online_network_learns_the_same_in_a_ph
         b.learn(ReplayBatch(*(t[i * 16:(i + 1) * 16] for t in big)))
     for x, y in zip(a.q.parameters(), b.q.parameters()):
         torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_acting_chain_is_the_layer_by_layer_pass(activation):
+    """Batches whose every product runs on NumPy (acting) take ``ChainNp``: bit for bit the layer-by-layer pass."""
+    from canter.models.mlp import MLP
+
+    torch.manual_seed(0)
+    mlp = MLP([4, 256, 256, 2], activation)
+    x = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    mlp._arrays()
+    assert mlp._np_chain.on_numpy(1) and mlp._np_chain.on_numpy(3) and not mlp._np_chain.on_numpy(64)
+    for rows in (1, 3):
+        np.testing.assert_array_equal(mlp.infer(x[:rows]), mlp._forward_manual(x[:rows].copy(), None))
+    with torch.no_grad():
+        mlp[0].weight.data = mlp[0].weight.data * 2.0  # new storage: the chain is rebuilt on it
+    np.testing.assert_array_equal(mlp.infer(x[:1]), mlp._forward_manual(x[:1].copy(), None))
+    with torch.no_grad():
+        np.testing.assert_allclose(mlp.infer(x[:1]), mlp(torch.from_numpy(x[:1])).numpy(), rtol=1e-5, atol=1e-6)

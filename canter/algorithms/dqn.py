@@ -129,9 +129,10 @@ class EpsilonGreedyTargets:
         if deterministic or self.epsilon <= 0:
             return greedy()
         explore = torch.rand(n, generator=self.generator).numpy() < self.epsilon
-        if not explore.any():  # most steps once epsilon is small: no random actions drawn
+        exploring = np.count_nonzero(explore)  # (any() and all() cost ~1 µs each)
+        if not exploring:  # most steps once epsilon is small: no random actions drawn
             return greedy()
-        chosen = None if explore.all() else greedy()  # early on, most steps: no forward pass at all
+        chosen = None if exploring == n else greedy()  # early on, most steps: no forward pass at all
         if allowed is None:
             random_actions = torch.randint(self.n_actions, (n,), generator=self.generator).numpy()
         else:

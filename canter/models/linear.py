@@ -245,6 +245,32 @@ def affine_np(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, out: np
     return out
 
 
+class ChainNp:
+    """Affine layers ``(w, b)`` (NumPy, ``w`` ``[out, in]``) with an in-place ``activate`` between them, for
+    batches whose every product runs on NumPy (:meth:`on_numpy`; acting on a few envs): the calls
+    :func:`affine_np` makes for such products, without its per-call checks (one CartPole observation
+    through 256-256 units: each check cost about what a product does)."""
+
+    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], activate: Any) -> None:
+        self.layers = [(w.T, b) for w, b in layers]
+        self.activate = activate
+        self.row_macs = max(w.size for w, _ in layers)
+
+    def on_numpy(self, rows: int) -> bool:
+        """Whether :func:`affine_np` would multiply every layer of a batch of ``rows`` on NumPy."""
+        return _on_numpy(rows * self.row_macs)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The layers' output for ``x`` ``[B, in]``."""
+        last = len(self.layers) - 1
+        for i, (w_t, b) in enumerate(self.layers):
+            x = np.matmul(x, w_t)
+            np.add(x, b, out=x)
+            if i < last:
+                self.activate(x)
+        return x
+
+
 def matmul_np(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``a @ b`` for NumPy arrays ``a`` ``[m, k]``, ``b`` ``[k, n]`` (views such as transposes are
     fine), written into ``out`` when given."""

@@ -13,7 +13,7 @@ from canter.envs.masks import apply_mask, mask_width, split_mask
 from canter.errors import CanterError
 from canter.models.activations import tanh_
 from canter.models.heads import policy_head  # noqa: F401  (re-exported)
-from canter.models.linear import Linear, affine_np, matmul_np
+from canter.models.linear import ChainNp, Linear, affine_np, matmul_np
 from canter.models.stacked import StackedMLP
 from canter.registry import register
 
@@ -122,10 +122,11 @@ class MLP(nn.Sequential):
         params = self.__dict__.get("_np_params")
         if params is None:  # the Parameter objects stay the same when their storage moves
             params = self._np_params = tuple(t for lin in self._linears for t in (lin.weight, lin.bias))
-        key = [p.data_ptr() for p in params]
+        key = list(map(torch.Tensor.data_ptr, params))
         if key != self.__dict__.get("_np_key"):
             arrays = [p.detach().numpy() for p in params]
             self._np_arrays = list(zip(arrays[0::2], arrays[1::2]))
+            self._np_chain = ChainNp(self._np_arrays, _relu_ if self.activation == "relu" else tanh_)
             self._np_key = key
         return self._np_arrays
 
@@ -155,7 +156,8 @@ class MLP(nn.Sequential):
     def infer(self, x: np.ndarray) -> np.ndarray:
         """The forward pass on a NumPy batch ``[B, in]`` (CPU parameters, relu / tanh, see
         :attr:`manual_backward`): for acting and target values, where per-call overhead dominates."""
-        return self._forward_manual(x, None)
+        self._arrays()
+        return self._np_chain(x) if self._np_chain.on_numpy(len(x)) else self._forward_manual(x, None)
 
     def forward_cached(self, x: np.ndarray, reuse: bool = False) -> tuple[np.ndarray, list[np.ndarray]]:
         """Output ``[B, out]`` for a NumPy batch ``[B, in]``, and per layer its input and the
