@@ -400,3 +400,22 @@ def test_a_divergence_stop_names_what_sets_the_policy_step(algo, hint):
     guard = DivergenceGuard(SimpleNamespace(algorithm=lookup("algorithm", algo)))
     with pytest.raises(TrainingDiverged, match=f"non-finite kl; try {hint}"):
         guard.handle(Divergence("kl", 64))
+
+
+def test_the_env_data_check_of_a_small_step_finds_nan_and_inf_only():
+    """One env's observation is summed in Python floats (guard._finite_sum): NaN and inf are still found, and
+    finite float64 values whose sum overflows are not taken for them."""
+    from types import SimpleNamespace
+
+    from canter.trainers.guard import Divergence, DivergenceGuard
+
+    guard = DivergenceGuard(SimpleNamespace(step=7))
+    reward = np.ones(1, dtype=np.float32)
+    guard.check_env_data(np.full((1, 4), 1e308), reward)  # the sum overflows; every value is finite
+    for bad in (np.nan, np.inf, -np.inf):
+        obs = np.zeros((1, 4), dtype=np.float32)
+        obs[0, 2] = bad
+        with pytest.raises(Divergence, match="observation"):
+            guard.check_env_data(obs, reward)
+        with pytest.raises(Divergence, match="reward"):
+            guard.check_env_data(np.zeros((1, 4), dtype=np.float32), np.array([bad], dtype=np.float32))

@@ -226,12 +226,12 @@ class VecEnv:
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)
         done = terminated | truncated
-        self._ep_return += np.where(valid, raw, 0.0)
+        np.add(self._ep_return, raw, out=self._ep_return, where=valid)  # (np.where and += took ~3x as long)
         self._ep_length += valid
         ended, returns = done, self._ep_return
         if games is not None:  # a lost life ends an episode, not the game: the statistics are per game
             ended, returns = ~np.isnan(games), games
-        if ended.any():
+        if np.count_nonzero(ended):  # (ended.any() costs ~1 µs more: a step of one env takes ~10)
             idx = np.flatnonzero(ended)
             self.finished_envs = idx
             self.finished_returns = returns[idx].astype(np.float64)

@@ -103,6 +103,18 @@ class _GradCheck:
         return _all_finite(grads)
 
 
+#: arrays up to this size are summed in Python floats by :func:`_finite_sum` (NumPy's reduction costs ~1.5 µs a call)
+SMALL_SUM = 64
+
+
+def _finite_sum(a: np.ndarray) -> bool:
+    """Whether the sum of ``a`` is finite: False where ``a`` holds NaN or inf, and where the sum overflows
+    (the caller then looks at the values). Small arrays (one env's observation) are summed as Python floats."""
+    if a.size <= SMALL_SUM:
+        return math.isfinite(sum(a.ravel().tolist()))
+    return math.isfinite(a.sum())
+
+
 class DivergenceGuard:
     """Watches one trainer's data and algorithm (see the module docstring)."""
 
@@ -162,7 +174,7 @@ class DivergenceGuard:
         if not self.enabled:
             return
         floats = isinstance(obs, np.ndarray) and obs.dtype.kind == "f"
-        if (not floats or math.isfinite(obs.sum())) and math.isfinite(reward.sum()):
+        if (not floats or _finite_sum(obs)) and _finite_sum(reward):
             return  # the common case: one reduction per array (a sum overflowing is confirmed below)
         if floats and not np.isfinite(obs).all():
             bad = np.flatnonzero(~np.isfinite(obs.reshape(len(obs), -1)).all(axis=1))
