@@ -66,7 +66,7 @@ def _scalar_error(exc: ValueError) -> CanterError | None:
         tb = tb.tb_next
     line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
     for attr, what in (("_rewards", "reward"), ("_terminations", "terminated"), ("_truncations", "truncated")):
-        if f"self.{attr}[" in line:
+        if f".{attr}[" in line:  # gymnasium's ``self._rewards[i]``, :func:`_step_one`'s ``env._rewards[0]``
             return CanterError(f"the env's step() returned a {what} that is a sequence (an array or list), not one "
                                f"value; {STEP_VALUES}")
     return None
@@ -118,6 +118,41 @@ def _old_api_reset(env: Any, seed: int | None) -> CanterError | None:
     return CanterError(f"the env's reset() returned {what}, not (obs, info): {GYM_API}")
 
 
+def _steps_one(env: Any) -> bool:
+    """Whether :func:`_step_one` may stand in for ``env.step``: gymnasium's own sync vector env (1.x) of one
+    copy in ``NEXT_STEP`` autoreset, with array observations and actions (Box, Discrete and the like)."""
+    base = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+    return (type(env) is gym.vector.SyncVectorEnv and env.num_envs == 1 and gym.__version__.startswith("1.")
+            and getattr(env, "autoreset_mode", None) == gym.vector.AutoresetMode.NEXT_STEP
+            and type(env.single_observation_space) in base and type(env.single_action_space) in base
+            and all(hasattr(env, a) for a in ("_env_obs", "_observations", "_rewards", "_terminations",
+                                               "_truncations", "_autoreset_envs", "_add_info", "copy")))
+
+
+def _step_one(env: Any, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+    """``env.step(actions)`` of a one-copy ``SyncVectorEnv`` (:func:`_steps_one`): the same statements as
+    gymnasium 1.x's for its ``NEXT_STEP`` mode, without the loop and the space dispatch of ``iterate`` and
+    ``concatenate`` around its one copy (~8 of its ~14 µs per CartPole step)."""
+    if env._autoreset_envs[0]:
+        env._env_obs[0], info = env.envs[0].reset()
+        env._rewards[0] = 0.0
+        env._terminations[0] = False
+        env._truncations[0] = False
+    else:
+        (
+            env._env_obs[0],
+            env._rewards[0],
+            env._terminations[0],
+            env._truncations[0],
+            info,
+        ) = env.envs[0].step(actions[0])
+    infos = {} if type(info) is dict and not info else env._add_info({}, info, 0)
+    obs = np.stack(env._env_obs, axis=0, out=env._observations)  # gymnasium's concatenate for these spaces
+    env._autoreset_envs = np.logical_or(env._terminations, env._truncations)
+    return (obs.copy() if env.copy else obs, env._rewards.copy(), env._terminations.copy(),
+            env._truncations.copy(), infos)
+
+
 class VecEnv:
     """Vector env adapter: NEXT_STEP autoreset, validity mask and per-episode statistics."""
 
@@ -137,6 +172,7 @@ class VecEnv:
         #: given an action outside the game's action set)
         discrete = check_actions and isinstance(space, gym.spaces.Discrete)
         self._action_range = (int(space.start), int(space.start) + int(space.n)) if discrete else None
+        self._one = _steps_one(env)  # step through _step_one
         self._prev_done = np.zeros(self.num_envs, dtype=bool)
         self._ep_return = np.zeros(self.num_envs, dtype=np.float64)
         self._ep_length = np.zeros(self.num_envs, dtype=np.int64)
@@ -189,7 +225,10 @@ class VecEnv:
         if self._action_range is not None:
             self._check_actions(actions)
         try:
-            obs, reward, terminated, truncated, info = self.env.step(actions)
+            if self._one and isinstance(actions, np.ndarray) and actions.shape[:1] == (1,):
+                obs, reward, terminated, truncated, info = _step_one(self.env, actions)
+            else:
+                obs, reward, terminated, truncated, info = self.env.step(actions)
         except ValueError as exc:
             if "(expected 5, got 4)" in str(exc):  # unpacking an old gym env's (obs, reward, done, info)
                 raise CanterError(f"the env's step() returned 4 values, not 5: {GYM_API}") from None
