@@ -1,6 +1,6 @@
 """Trainer hooks: plain callables or :class:`Callback` objects, given in Python or named in YAML.
 
-Every trainer calls seven hooks; each receives the trainer first::
+Every trainer calls these hooks; each receives the trainer first::
 
     on_train_start(trainer)              once, after setup (and after a resume restored the state)
     before_collect(trainer)              before each iteration collects data
@@ -9,6 +9,8 @@ Every trainer calls seven hooks; each receives the trainer first::
     on_best(trainer, result)             after an evaluation that beat the best so far
     on_checkpoint(trainer, path)         after the run directory saved a checkpoint
     should_stop(trainer) -> reason       a string (or True) ends training after this iteration
+    on_env_step(trainer, step) -> reason after every vector env step (an :class:`EnvStep`); a reason ends
+                                         training at that step (Stable-Baselines3's ``_on_step``)
 
 The built-in stop criteria are callbacks too (:class:`TargetReward`, :class:`StepBudget`,
 :class:`TimeBudget`, :class:`EarlyStopping`), as is :class:`PlateauLR`. A callback with state
@@ -23,13 +25,32 @@ import math
 import numbers
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from canter.errors import CanterError, keyword_hint, unknown
 
-HOOKS = ("on_train_start", "before_collect", "after_update", "on_evaluate", "on_best", "on_checkpoint", "should_stop")
+HOOKS = ("on_train_start", "before_collect", "after_update", "on_evaluate", "on_best", "on_checkpoint", "should_stop",
+         "on_env_step")
 #: what each hook is called with after the trainer (the others: the trainer alone)
-HOOK_ARGS = {"after_update": "losses", "on_evaluate": "result", "on_best": "result", "on_checkpoint": "path"}
+HOOK_ARGS = {"after_update": "losses", "on_evaluate": "result", "on_best": "result", "on_checkpoint": "path",
+             "on_env_step": "step"}
+
+
+class EnvStep(NamedTuple):
+    """One vector env step as the trainer took it (an ``on_env_step`` hook's ``step``, Stable-Baselines3's
+    ``self.locals``). Arrays have one row per sub-env (a multi-policy run: dicts policy -> rows); nothing is
+    copied, so keep a copy of what you store. ``valid`` is False on the rows of a reset-only step (NEXT_STEP
+    autoreset, docs/architecture.md section 3): the sub-env's episode ended on the step before, its action
+    was ignored, its reward is 0 and ``next_obs`` is the new episode's first observation."""
+
+    obs: Any  #: the observations the actions were chosen for
+    actions: Any  #: the actions the env was given
+    rewards: Any  #: the env's rewards (float32, not scaled by ``normalize_reward``)
+    terminated: Any
+    truncated: Any
+    valid: Any  #: False where the row only reset its sub-env
+    infos: dict[str, Any]  #: the vector env's info dict (gymnasium's: values per sub-env, ``_key`` masks)
+    next_obs: Any  #: the observations the step returned
 
 
 class Callback:
@@ -55,6 +76,10 @@ class Callback:
 
     def should_stop(self, trainer: Any) -> str | bool | None:
         """Return a reason (or True) to stop training after this iteration."""
+        return None
+
+    def on_env_step(self, trainer: Any, step: EnvStep) -> str | bool | None:
+        """Called after every vector env step; return a reason (or True) to stop training at that step."""
         return None
 
     def state_dict(self) -> dict[str, Any]:
@@ -171,11 +196,16 @@ class Hooks:
                 _check_logged(fn, args[0])
 
 
-    def should_stop(self, trainer: Any) -> str | None:
-        """Ask every callback; the first reason given wins (True becomes the callback's name)."""
+    def env_step_hooks(self) -> list[tuple[Any, Callable[..., Any]]]:
+        """The ``on_env_step`` hooks (empty: the trainers take their fast loops)."""
+        return self._by_hook["on_env_step"]
+
+    def should_stop(self, trainer: Any, hook: str = "should_stop", *args: Any) -> str | None:
+        """Ask every callback; the first reason given wins (True becomes the callback's name). ``hook``:
+        ``on_env_step`` asks those hooks, with ``args``."""
         first = None
-        for cb, fn in self._by_hook["should_stop"]:
-            reason = fn(trainer)
+        for cb, fn in self._by_hook[hook]:
+            reason = fn(trainer, *args)
             if reason and first is None:
                 # a duck-typed callback (no Callback base) has no stop_name: its class name, as a Callback's
                 first = reason if isinstance(reason, str) else getattr(cb, "stop_name", None) or snake_case(
@@ -418,8 +448,9 @@ def _sb3_callback(cb: Any) -> CanterError | None:
     if not (hasattr(cb, "_on_step") and hasattr(cb, "init_callback")):
         return None
     name = type(cb).__name__
-    instead = SB3_CALLBACKS.get(name, "a canter Callback (docs/training-control.md): its hooks run between "
-                                      "iterations, with the trainer (trainer.agent is SB3's self.model)")
+    instead = SB3_CALLBACKS.get(name, "a canter Callback (docs/training-control.md): its on_env_step(trainer, step) "
+                                      "is _on_step (step: self.locals), the other hooks run between iterations "
+                                      "(trainer.agent is SB3's self.model)")
     return CanterError(f"{name} is a Stable-Baselines3 callback, which canter does not call (its hooks are "
                        f"{', '.join(HOOKS)}); use {instead}")
 

@@ -33,8 +33,9 @@ def test_a_stable_baselines3_callback_names_canters_equivalent():
     with SB3's class names and methods: importing SB3 takes longer than the test may.)"""
     for given, needle in ((StopTrainingOnRewardThreshold(), "use target_reward=R$"),
                           ([CheckpointCallback()], "use checkpoint_every=N"),
-                          (Mine(), r"use a canter Callback \(docs/training-control\.md\)")):
+                          (Mine(), r"use a canter Callback \(docs/training-control\.md\): its "
+                                   r"on_env_step\(trainer, step\) is _on_step \(step: self\.locals\)")):
         name = type(given[0] if isinstance(given, list) else given).__name__
         with pytest.raises(CanterError, match=rf"^{name} is a Stable-Baselines3 callback, which canter does not call "
-                                              rf"\(its hooks are on_train_start, .*, should_stop\); {needle}"):
+                                              rf"\(its hooks are on_train_start, .*, on_env_step\); {needle}"):
             canter.make_trainer("ppo", "CartPole-v1", callbacks=given)

@@ -84,6 +84,16 @@ class SegmentReplay:
         self.dones[s, t] = torch.from_numpy(np.asarray(dones, dtype=np.float32))
         self.valid[s, t] = torch.from_numpy(np.asarray(valid, dtype=bool))
 
+    def slot_copy(self) -> dict[str, torch.Tensor]:
+        """Copies of the slot being filled (an older segment, once the ring is full), which
+        :meth:`restore_slot` puts back where the segment under way is dropped."""
+        return {key: getattr(self, key)[self.pos].clone() for key in self.ARRAYS}
+
+    def restore_slot(self, saved: dict[str, torch.Tensor]) -> None:
+        """Put back what :meth:`slot_copy` copied."""
+        for key, value in saved.items():
+            getattr(self, key)[self.pos] = value
+
     def finish(self, next_obs: torch.Tensor) -> SegmentBatch:
         """Store the observation after the last step, close the segment and return it."""
         s = self.pos

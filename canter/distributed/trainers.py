@@ -91,6 +91,8 @@ def update_obs_stats(agent: Agent, obs: np.ndarray, lead: int, observed: np.ndar
 class Learner:
     """Mixin for the drivers: the explorer pool as ``env``, weight broadcasts, explorer statistics."""
 
+    no_env_steps = "a learner/explorer run (--explorers, IMPALA, APPO) steps its envs in its explorers, not the trainer"
+
     def __init__(self, agent: Agent, pool: Any, eval_env: VecEnv | None, run: RunConfig,
                  callbacks: Iterable[Any] = ()) -> None:
         super().__init__(agent, pool, eval_env, run, callbacks=callbacks)  # the Trainer: the pool is its env

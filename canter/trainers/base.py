@@ -15,7 +15,7 @@ import torch
 
 from canter.agents.agent import Agent
 from canter.algorithms.base import threads_for, use_threads
-from canter.callbacks import Hooks, TargetReward, builtin_callbacks
+from canter.callbacks import EnvStep, Hooks, TargetReward, builtin_callbacks
 from canter.config import RunConfig
 from canter.envs.state import capture_env, restore_env
 from canter.envs.vector import VecEnv
@@ -71,6 +71,9 @@ class Trainer:
         self.wall_start = 0.0
         self.elapsed_before = 0.0
         self.hooks = Hooks([*builtin_callbacks(run), *callbacks])
+        if self.no_env_steps and self.hooks.env_step_hooks():
+            raise CanterError(f"on_env_step hooks are not called here: {self.no_env_steps}; use after_update or "
+                              f"should_stop (they run between iterations)")
         self.lr = LRControl(self.algorithm, run)
         self.guard = DivergenceGuard(self, run.divergence_guard, run.divergence_lr_factor, run.divergence_max_restores)
         #: set (e.g. by a signal handler, or a hook: a reason, or True) to stop cleanly after the current iteration
@@ -159,6 +162,26 @@ class Trainer:
             if self.run.flush_denormal:
                 torch.set_flush_denormal(False)
             torch.set_float32_matmul_precision(precision)
+
+    #: why this trainer calls no ``on_env_step`` hook (None: it does), which it then refuses in one line
+    no_env_steps: str | None = None
+
+    def stop_at_env_step(self, obs: Any, actions: Any, step: Any) -> bool:
+        """Call the ``on_env_step`` hooks with the vector step just taken (``step``, after ``obs`` and
+        ``actions``); True when one stopped training there: :attr:`stop_requested` holds its reason and the
+        iteration under way is dropped (:meth:`drop_partial`), so the trainer returns without an update."""
+        record = EnvStep(obs, actions, step.reward, step.terminated, step.truncated, step.valid,
+                         getattr(self.env, "info", {}), step.obs)
+        reason = self.hooks.should_stop(self, "on_env_step", record)
+        if reason is None:
+            return False
+        self.stop_requested = reason
+        self.drop_partial()
+        return True
+
+    def drop_partial(self) -> None:
+        """Forget the part of an iteration collected so far (a stop at an env step), as Stable-Baselines3 drops
+        a rollout that ``_on_step`` stopped: a continued or resumed run starts a new one where the env is."""
 
     #: the rewards ``count_step`` returns are scaled (``normalize_reward``); a replay keeps raw ones
     #: and scales them when sampled, with the statistics of that time

@@ -28,6 +28,7 @@ from canter.agents.multi import MultiPolicyAgent
 from canter.data.rollout import RolloutBuffer
 from canter.config import RunConfig
 from canter.envs.multiagent_views import MultiPolicyVecEnv
+from canter.envs.vector import Step
 from canter.errors import CanterError
 from canter.multiagent_config import policy_message
 from canter.schedules import LRControl
@@ -143,10 +144,12 @@ class MultiPolicyTrainer(Trainer):
             m.run.max_steps = self.member_budget(p)
         waiting = set(self.members)
         stats: dict[str, float] = {}
+        hooked = bool(self.hooks.env_step_hooks())
         while waiting:
             actions = {}
+            obs = self.obs
             for p, m in self.members.items():
-                m.obs = self.obs[p]  # what the member acts on and (off-policy) stores
+                m.obs = obs[p]  # what the member acts on and (off-policy) stores
                 actions[p] = m.act(m.obs)
             step = self.env.step(actions)
             due = []
@@ -163,6 +166,8 @@ class MultiPolicyTrainer(Trainer):
             self.step = sum(m.step for m in self.members.values())
             self.record_episodes()
             self.obs = step.obs
+            if hooked and self.stop_at_env_step(obs, actions, _by_policy(step)):
+                return stats
             diverged = None
             for p in due:  # every due member updates, so none is left with a full, unused rollout
                 try:
@@ -177,6 +182,11 @@ class MultiPolicyTrainer(Trainer):
             if m.recent_returns:
                 stats[f"{p}/rolling_return"] = float(m.rolling_return())
         return stats
+
+    def drop_partial(self) -> None:
+        """Every member drops the part of its cycle under way (a stop at an env step)."""
+        for m in self.members.values():
+            m.drop_partial()
 
     def data_state(self) -> dict[str, Any]:
         """Each member's counters, reward buffer, position in its cycle and data."""
@@ -194,3 +204,9 @@ class MultiPolicyTrainer(Trainer):
             m.load_data_state(saved)
             if not self.resume_exact and isinstance(getattr(m, "buffer", None), RolloutBuffer):
                 m.buffer.pos = m.collected = 0
+
+
+def _by_policy(step: Any) -> Step:
+    """A multi-policy env's vector step as one :class:`Step` whose fields are dicts policy -> rows (what an
+    ``on_env_step`` hook is given)."""
+    return Step(*({p: getattr(s, field) for p, s in step.steps.items()} for field in Step._fields))

@@ -194,6 +194,11 @@ class OffPolicyTrainer(StepwiseTrainer):
         if self.resume_exact is False and self._reset_noise is not None:
             self._reset_noise(torch.ones(self.env.num_envs, dtype=torch.bool))
 
+    def drop_partial(self) -> None:
+        """End the collection phase under way (a stop at an env step); its transitions stay in the replay."""
+        super().drop_partial()
+        self.phase_episodes = 0
+
     def _random_actions(self) -> tuple[np.ndarray, np.ndarray]:
         return random_actions(self.agent, self.env.num_envs, self.rng, self.obs)
 

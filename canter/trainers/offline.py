@@ -50,6 +50,8 @@ def dataset_obs_moments(parts: tuple[np.ndarray, ...], chunk_bytes: int = 1 << 2
 class OfflineTrainer(Trainer):
     """Learns from ``dataset`` only; ``env`` is None (the eval env still runs the policy)."""
 
+    no_env_steps = "an offline run steps no env (it learns from its dataset)"
+
     def __init__(self, agent: Agent, dataset: TransitionDataset, eval_env: VecEnv | None, run: RunConfig,
                  callbacks: Any = ()) -> None:
         super().__init__(agent, None, eval_env, run, callbacks)

@@ -68,6 +68,11 @@ class OnPolicyTrainer(StepwiseTrainer):
         if "rollout" in state:
             self.buffer.load_state_dict(state["rollout"])
 
+    def drop_partial(self) -> None:
+        """Drop the rollout under way (a stop at an env step)."""
+        super().drop_partial()
+        self.buffer.pos = 0
+
     def act(self, obs: np.ndarray) -> np.ndarray:
         """Sample exploring actions (their log-probabilities and values are kept for the rollout)."""
         rows = getattr(self.env, "observed", None)  # None: every row is a real observation (single-agent envs)

@@ -62,12 +62,17 @@ class SegmentReplayTrainer(Trainer):
         """One segment, one on-policy update, then the replayed updates."""
         agent, env, replay, c = self.agent, self.env, self.replay, self.config
         obs = self.obs
+        kept = replay.slot_copy() if self.hooks.env_step_hooks() else None  # on_env_step hooks are called
         for t in range(c.n_steps):
             actions, obs_t, out = agent.sample(obs)
             step = env.step(actions)
             done, reward = self.count_step(step)
             replay.add(t, obs_t, out.actions, out.probs, reward, step.terminated, done, step.valid)
             self.record_episodes()
+            if kept is not None and self.stop_at_env_step(obs, actions, step):
+                self.obs = step.obs  # the segment under way is dropped: the next one starts here
+                replay.restore_slot(kept)
+                return {}
             obs = step.obs
         self.obs = obs
         batch = replay.finish(agent.obs_to_host(obs))

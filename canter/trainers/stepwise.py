@@ -40,9 +40,27 @@ class StepwiseTrainer(Trainer):
         self.collected = 0
         return True
 
+    def drop_partial(self) -> None:  # noqa: D102
+        self.collected = 0
+
     def iteration(self) -> dict[str, float]:
-        """Vector steps until an update is due, then the update."""
+        """Vector steps until an update is due, then the update (none where an ``on_env_step`` hook stopped)."""
         env = self.env
+        if self.hooks.env_step_hooks():  # a separate loop: without such hooks this one is as fast as before
+            return self._hooked_iteration()
         while not self.observe(env.step(self.act(self.obs))):
             pass
         return self.update()
+
+    def _hooked_iteration(self) -> dict[str, float]:
+        """:meth:`iteration` calling the ``on_env_step`` hooks after each vector step."""
+        env = self.env
+        while True:
+            obs = self.obs
+            actions = self.act(obs)
+            step = env.step(actions)
+            due = self.observe(step)
+            if self.stop_at_env_step(obs, actions, step):
+                return {}
+            if due:
+                return self.update()
