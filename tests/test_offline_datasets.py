@@ -298,6 +298,19 @@ def test_a_directory_given_as_the_dataset_is_named_with_what_to_give(tmp_path, c
         assert "notes" not in err and snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("given", [".", "./", "/", ".."])
+def test_a_nameless_directory_given_as_the_dataset_is_one_line(tmp_path, capsys, monkeypatch, given):
+    """'--dataset .' (or '/', './') was a ValueError traceback from pathlib ("PosixPath('.') has an empty name",
+    found by a bug hunt); '..' said it expected '...safetensors'. Each is now the one line of a directory."""
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    collect("CartPole-v1", 20, None, seed=0).save("cartpole")
+    before = snapshot(tmp_path)
+    code, _, err = run_cli(capsys, "train", "bc", "--dataset", given, "--quiet", "--run-dir", str(tmp_path / "new"))
+    assert_one_line_error(code, err, "dataset not found", f"'{given}' is a directory")
+    assert "..." not in err and snapshot(tmp_path) == before
+
+
 def test_box_actions_outside_the_bounds_are_warned_about_once():
     """Actions beyond a Box's bounds were clipped into [-1, 1] without a word (a dataset scaled x3 trained as if fine)."""
     from canter.data.dataset import TransitionDataset

@@ -319,6 +319,8 @@ def dataset_missing(path: str | Path) -> bool:
     (a Minari id is never missing here: it is looked up in the local Minari store)."""
     if str(path).startswith(MINARI_PREFIX):
         return False
+    if Path(path).name in ("", ".."):  # '.', '/', '..': a directory, which has no name to add .json to
+        return True
     base = checkpoint_base(path)
     return not any(base.with_name(base.name + ext).exists() for ext in (".json", ".safetensors"))
 
@@ -351,6 +353,8 @@ def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
         return {"kind": KIND, "env": str(spec.id), "env_kwargs": _spec_kwargs(spec)}
     if not str(path).strip():  # Path('') is '.', which has no name to add .json to
         raise CanterError(f"--dataset needs a dataset path, got '{path}' (write one with canter collect RUN_DIR --out PATH)")
+    if Path(path).name in ("", ".."):  # '.', '/', '..': a directory, and no dataset name (Path.with_name failed)
+        raise CanterError(f"dataset not found: {_missing_dataset_hint(path)}")
     base = checkpoint_base(path)
     if dataset_missing(path):
         raise CanterError(f"dataset not found: '{path}' (expected {base}.safetensors and {base}.json; "
