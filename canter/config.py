@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from canter.config_errors import _another_algorithms, _keys_hint, _other_name, _unknown_hparam
+from canter.config_errors import _another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_dataset_argument
 from canter.config_imports import config_imports, layered_imports
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_range, coerce, hp, sb3_net_arch, split_train_freq, type_name)  # re-exported
@@ -303,6 +303,7 @@ def resolve_config(
                           f"argument: canter train {sets_dict['algo']} ...")
     if sets_dict.get("env") and env and sets_dict["env"] != env:
         raise CanterError(f"--env {env} and --set env={sets_dict['env']} disagree; give the env once")
+    check_dataset_argument(run_overrides.get("dataset"))
     env_id = sets_dict.get("env") or env or file_data.get("env") or run_overrides.pop("env", None)
     if not env_id:  # an offline run: the dataset knows its env
         # the first layer that gives one, '' too: an empty --dataset is refused naming it, not as a missing env

@@ -3,6 +3,7 @@ and Stable-Baselines3 / rl-zoo3 names that canter spells otherwise (:func:`cante
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 from canter.errors import CanterError, closest, unknown
@@ -155,3 +156,13 @@ def shown_env(env: Any) -> str:
     """``repr(env)``, cut to 100 characters."""
     text = repr(env)
     return text if len(text) <= 100 else text[:97] + "..."
+
+
+def check_dataset_argument(dataset: Any) -> None:
+    """Refuse a dataset given as an object (a :class:`~canter.data.dataset.TransitionDataset`, arrays) where canter
+    takes its path: the run records the path, which ``--resume`` reloads and checks. It was 'no environment given;
+    pass --env', or with ``env`` a 'must be a str' line holding the arrays' repr."""
+    module = sys.modules.get("canter.data.dataset")  # not loaded: no TransitionDataset exists (a cold start stays light)
+    if module is not None and isinstance(dataset, module.TransitionDataset):
+        raise CanterError("'dataset' takes a dataset's path (the run records it, and --resume reads it again), got a "
+                          "TransitionDataset: save it first, data.save('data/name'), and pass dataset='data/name'")

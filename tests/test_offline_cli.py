@@ -103,6 +103,17 @@ def test_a_dataset_given_from_python_as_a_path_trains(tmp_path):
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 20
 
 
+@pytest.mark.parametrize("env", [None, "CartPole-v1"])
+def test_a_dataset_object_given_from_python_is_told_to_be_saved_first(tmp_path, env):
+    """``canter.train("bc", dataset=data)`` with a TransitionDataset (d3rlpy's ``fit(dataset)``) said 'no environment
+    given; pass --env', and with env='CartPole-v1' "'dataset' must be a str or null, got TransitionDataset(obs=array(
+    [[...": found by the offline bug hunt. One line now says to save it and pass its path; nothing is written."""
+    data = collect("CartPole-v1", 20, None, seed=0)
+    with pytest.raises(CanterError, match=r"takes a dataset's path .* data.save\('data/name'\)") as info:
+        canter.train("bc", env=env, dataset=data, max_steps=10, run_dir=tmp_path / "run")
+    assert "\n" not in str(info.value) and "array" not in str(info.value) and not (tmp_path / "run").exists()
+
+
 def test_an_offline_run_from_a_relative_dataset_path_resumes_from_another_directory(tmp_path, monkeypatch, capsys):
     """The run recorded --dataset as given (data/random), so canter train --resume RUN from any other working
     directory failed with 'dataset not found' (and --resume takes no --dataset); the resolved config holds the
