@@ -166,6 +166,38 @@ def test_float_image_observations_become_the_pixels_the_encoder_scales():
         TransitionDataset(obs=pixels, next_obs=pixels.astype(np.float32) / 255, **fields)
 
 
+def test_dict_and_tuple_observations_are_packed_as_the_env_gives_them(tmp_path):
+    """A dataset built from a Dict env's own observations (a dict of arrays, or a list of dicts) was refused as
+    'dataset arrays differ in length: obs has 2, rewards 3' (the Dict's entry count): found by the offline bug
+    hunt. They are packed now into the vectors canter's env gives (its space), so such a dataset trains."""
+    import canter
+    from canter.envs.make import make_vec_env
+    import image_dict_env  # noqa: F401  (registers DictImageCue-v0)
+
+    env = gym.make("DictImageCue-v0", float_flip=True)
+    raw = env.reset(seed=3)[0]
+    vec = make_vec_env("image_dict_env:DictImageCue-v0", 1, "sync", {"float_flip": True})
+    packed = vec.reset(seed=3)[0]
+    fields = dict(actions=np.array([0, 1, 0]), rewards=np.ones(3), terminated=np.zeros(3, bool),
+                  truncated=np.array([False, False, True]), observation_space=env.observation_space,
+                  action_space=env.action_space, env_kwargs={"float_flip": True})
+    data = TransitionDataset(obs={k: np.stack([v] * 3) for k, v in raw.items()}, next_obs=[raw] * 3,
+                             env_id="image_dict_env:DictImageCue-v0", **fields)
+    assert data.observation_space == vec.single_observation_space and data.obs.shape == (3, packed.size)
+    assert np.array_equal(data.obs[1], packed) and np.array_equal(data.next_obs, data.obs)
+    vec.close()
+    data.save(tmp_path / "data")
+    agent = canter.train("bc", dataset=tmp_path / "data", max_steps=2, gradient_steps=1, batch_size=2,
+                         eval_episodes=1, run_dir=tmp_path / "run")
+    assert agent.observation_space == data.observation_space
+    with pytest.raises(CanterError, match=r"dataset obs row 0 is not an observation .*KeyError: 'flip'"):
+        TransitionDataset(obs={"image": np.stack([raw["image"]] * 3)}, next_obs=[raw] * 3, env_id="X-v0", **fields)
+    tuple_space = gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,))))
+    data = TransitionDataset(obs=(np.array([0, 2, 1]), np.zeros((3, 2))), next_obs=[(1, np.ones(2))] * 3,
+                             env_id="X-v0", **{**fields, "observation_space": tuple_space, "env_kwargs": {}})
+    assert data.obs.tolist()[1] == [0, 0, 1, 0, 0] and data.next_obs.tolist()[0] == [0, 1, 0, 1, 1]
+
+
 def test_rewards_and_flags_of_one_column_become_one_value_per_transition(tmp_path):
     """Rewards and terminal flags of shape [N, 1] (d3rlpy's layout) were taken as they were: a minibatch's
     rewards were then [B, 1] and CQL's TD target [B, B] (broadcast against [B] next values), a silently wrong

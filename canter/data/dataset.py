@@ -62,6 +62,10 @@ class TransitionDataset:
     user_modules: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        from canter.envs.packing import needs_packing
+
+        if needs_packing(self.observation_space):  # Dict / Tuple / MultiBinary / MultiDiscrete: as the env gives them
+            self._pack_observations()
         for name in ("rewards", "terminated", "truncated"):  # one value a row: [N, 1] (d3rlpy's) broadcast wrongly
             values = np.asarray(getattr(self, name))
             if values.ndim == 2 and values.shape[1] == 1:
@@ -115,6 +119,17 @@ class TransitionDataset:
 
     def __len__(self) -> int:
         return len(self.rewards)
+
+    def _pack_observations(self) -> None:
+        """Structured observations packed into vectors of the space canter's envs give, which the space becomes
+        (:func:`~canter.envs.packing.pack_rows`): it was 'dataset arrays differ in length: obs has 2' (a Dict's
+        entry count)."""
+        from canter.envs.packing import ObservationPacker, pack_rows
+
+        packer = ObservationPacker(self.observation_space, self.action_space)
+        for name in ("obs", "next_obs"):
+            setattr(self, name, pack_rows(getattr(self, name), packer, f"dataset {name}"))
+        self.observation_space = packer.space
 
     def episode_returns(self) -> np.ndarray:
         """Returns of the complete episodes, assuming transitions are stored in order per env

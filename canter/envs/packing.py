@@ -238,3 +238,39 @@ class PackObservations(gym.ObservationWrapper):
 def pack_observations(env: gym.Env) -> gym.Env:
     """``env`` wrapped in :class:`PackObservations` when its observations are structured, else ``env``."""
     return PackObservations(env) if needs_packing(env.observation_space) else env
+
+
+def pack_rows(values: Any, packer: ObservationPacker, what: str) -> np.ndarray:
+    """Observations ``[N]`` of a structured space packed into ``[N, ...]`` rows of ``packer.space``: ``values`` is a
+    ``Dict``'s entries as a dict of arrays ``[N, ...]`` (nested for a nested Dict; a ``Tuple``'s as a tuple of
+    them), a list of per-row observations, or ``[N, k]`` MultiBinary / MultiDiscrete rows. A row that does not
+    fit the space is a one-line :class:`CanterError` naming ``what`` and the row."""
+    columns = isinstance(values, (dict, tuple))
+    n = len(_first_leaf(values, what)) if columns else len(values)
+    rows = []
+    for i in range(n):
+        try:
+            rows.append(packer(_row(values, i) if columns else values[i]))
+        except (KeyError, IndexError, TypeError, ValueError, AssertionError, AttributeError) as exc:
+            raise CanterError(f"{what} row {i} is not an observation of the structured space packed into "
+                              f"{packer.space.shape[0]} values ({type(exc).__name__}: {exc}); give a Dict's entries as a "
+                              f"dict of arrays [N, ...] (a Tuple's as a tuple of them)") from None
+    return np.stack(rows) if rows else np.zeros((0, *packer.space.shape), packer.space.dtype)
+
+
+def _first_leaf(values: Any, what: str) -> Any:
+    """The first array of a nested dict / tuple of arrays."""
+    while isinstance(values, (dict, tuple)):
+        if not values:
+            raise CanterError(f"{what} hold an empty dict or tuple; give each entry's array [N, ...]")
+        values = next(iter(values.values())) if isinstance(values, dict) else values[0]
+    return values
+
+
+def _row(values: Any, i: int) -> Any:
+    """Row ``i`` of a nested dict / tuple of arrays, as one observation of that structure."""
+    if isinstance(values, dict):
+        return {k: _row(v, i) for k, v in values.items()}
+    if isinstance(values, tuple):
+        return tuple(_row(v, i) for v in values)
+    return np.asarray(values[i])
