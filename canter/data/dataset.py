@@ -21,6 +21,7 @@ import numpy as np
 
 from canter.ale import registered_spec
 from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata, save_checkpoint
+from canter.data.columns import GrowingColumns
 from canter.data.minari import (  # noqa: F401  (check_minari_id, minari_exists: re-exported)
     _load_minari, _minari_spec, _spec_kwargs, check_minari_id, from_minari, minari_exists, write_minari,
 )
@@ -432,8 +433,11 @@ def collect(
         obs_space, act_space = env.single_observation_space, env.single_action_space
         rng = stream_rng(seed, "dataset")  # not default_rng(seed): that is the env's own stream
         slots = env.num_envs  # a multi-agent env's agents
-        arrays: dict[str, list] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated",
-                                                   "truncated", "slot")}
+        obs_shape, act_shape = tuple(obs_space.shape or ()), tuple(act_space.shape or ())
+        columns = GrowingColumns({  # as many rows as transitions for one agent; several agents grow it
+            "obs": (obs_shape, obs_space.dtype), "actions": (act_shape, act_space.dtype), "rewards": ((), np.float32),
+            "next_obs": (obs_shape, obs_space.dtype), "terminated": ((), bool), "truncated": ((), bool),
+            "slot": ((), np.int64)}, transitions if slots == 1 else 2 * transitions, f"collecting {env_id}")
         obs = env.reset(seed=seed)
         count, whole, steps = 0, 0, 0
         open_rows = np.zeros(slots, np.int64)  # per agent: transitions of its unfinished episode
@@ -454,11 +458,9 @@ def collect(
                                    random_env_actions(act_space, env.num_envs, rng, obs, obs_space), actions)
             step = env.step(actions)
             rows = np.flatnonzero(step.valid)  # reset-only steps carry no transition
-            for name, values in (("obs", obs), ("actions", actions), ("rewards", step.reward),
-                                 ("next_obs", step.obs), ("terminated", step.terminated),
-                                 ("truncated", step.truncated)):
-                arrays[name].append(np.asarray(values)[rows])
-            arrays["slot"].append(rows)
+            columns.add(slot=rows, **{name: np.asarray(values)[rows] for name, values in (
+                ("obs", obs), ("actions", actions), ("rewards", step.reward), ("next_obs", step.obs),
+                ("terminated", step.terminated), ("truncated", step.truncated))})
             count += len(rows)
             open_rows[rows] += 1
             ended = rows[(np.asarray(step.terminated) | np.asarray(step.truncated))[rows]]
@@ -467,7 +469,7 @@ def collect(
             obs = step.obs
     finally:
         env.close()
-    stacked = {k: np.concatenate(v) if v else np.zeros(0) for k, v in arrays.items()}
+    stacked = columns.arrays()
     if slots > 1:  # agent by agent, whole episodes first; cut at ``transitions`` like one agent's stream
         slot = stacked.pop("slot")
         done = stacked["terminated"] | stacked["truncated"]
@@ -476,9 +478,7 @@ def collect(
         order = np.concatenate(keep)
         stacked = {k: v[order] for k, v in stacked.items()}
     stacked.pop("slot", None)
-    dtypes = {"obs": obs_space.dtype, "actions": act_space.dtype, "rewards": np.float32,
-              "next_obs": obs_space.dtype, "terminated": bool, "truncated": bool}
-    arrays = {k: stacked[k][:transitions].astype(dtype, copy=False) for k, dtype in dtypes.items()}
+    arrays = {k: v[:transitions] for k, v in stacked.items()}  # in the spaces' dtypes already
     policy = {"policy": "random"} if agent is None else {"policy": "agent", "epsilon": epsilon}
     data = TransitionDataset(**arrays, env_id=env_id, observation_space=obs_space, action_space=act_space,
                              info={**policy, "seed": seed, **(info or {})},
