@@ -114,6 +114,24 @@ def test_a_dataset_object_given_from_python_is_told_to_be_saved_first(tmp_path, 
     assert "\n" not in str(info.value) and "array" not in str(info.value) and not (tmp_path / "run").exists()
 
 
+def test_collect_never_overwrites_a_dataset_written_while_it_ran(tmp_path, capsys, monkeypatch):
+    """--out was checked only before collecting: a second collect to the same path that finished first (a 100k
+    collect takes ~25 s here) was silently overwritten, against 'never overwrites' (found by the offline bug
+    hunt, with two collects). It is checked again before saving; the other's dataset stays."""
+    import canter.data.dataset as dataset
+
+    real = dataset.collect
+
+    def racing(*args, **kwargs):  # another collect writes the same --out meanwhile
+        real("CartPole-v1", 7, None, seed=1).save(tmp_path / "data")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dataset, "collect", racing)
+    code, _, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--transitions", "20", "--out", str(tmp_path / "data"))
+    assert_one_line_error(code, err, "data.safetensors' already exists", "written while this collect ran")
+    assert len(TransitionDataset.load(tmp_path / "data")) == 7
+
+
 def test_an_offline_run_from_a_relative_dataset_path_resumes_from_another_directory(tmp_path, monkeypatch, capsys):
     """The run recorded --dataset as given (data/random), so canter train --resume RUN from any other working
     directory failed with 'dataset not found' (and --resume takes no --dataset); the resolved config holds the

@@ -110,6 +110,10 @@ def cmd_collect(argv: list[str]) -> int:
     if minari_id is not None:
         written = data.to_minari(minari_id)  # whole episodes only
     else:
+        try:  # again: another collect to the same --out may have finished while this one ran
+            _collect_destination(args.out)
+        except CanterError as exc:
+            raise CanterError(f"{exc} (it was written while this collect ran; nothing was saved)") from None
         data.save(base)
         written = len(data)
     mean = data.info.get("mean_return")
