@@ -227,6 +227,40 @@ def test_minari_keeps_image_observations_exactly(tmp_path, monkeypatch):
     np.testing.assert_array_equal(from_minari("reach/rgb-v0").obs, frames[:-1])
 
 
+def test_a_minari_dataset_of_dict_observations_is_packed_and_trains(tmp_path, monkeypatch):
+    """A Minari dataset of a Dict env (D4RL's mazes and other goal envs) was refused ('has a Dict observation space;
+    canter learns offline from Box or Discrete spaces'), though canter trains on such envs by packing their
+    observations: found by the offline bug hunt. Its dict of arrays is packed as the env's observations are."""
+    pytest.importorskip("minari")
+    import gymnasium as gym
+    import minari
+    import numpy as np
+    from minari.data_collector import EpisodeBuffer
+
+    from canter.envs.make import make_vec_env
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    if "CanterDictCue-v0" not in gym.registry:  # Minari records the env by its entry point's name
+        gym.register("CanterDictCue-v0", entry_point="image_dict_env:ImageCueEnv", disable_env_checker=True)
+    env = gym.make("CanterDictCue-v0", float_flip=True)
+    first = env.reset(seed=0)[0]
+    steps = [env.step(i % 2) for i in range(10)]  # one episode, truncated after 10 steps
+    observations = {k: np.stack([first[k]] + [s[0][k] for s in steps]) for k in first}
+    minari.create_dataset_from_buffers("cue/dict-v0", [EpisodeBuffer(
+        id=0, observations=observations, actions=np.arange(10) % 2, rewards=np.array([s[1] for s in steps]),
+        terminations=np.zeros(10, bool), truncations=np.arange(10) == 9, infos={})], env=env.spec, data_format="arrow",
+        observation_space=env.observation_space, action_space=env.action_space, jpeg_encoding=False)
+    data = TransitionDataset.load("minari:cue/dict-v0")
+    vec = make_vec_env("CanterDictCue-v0", 1, "sync", {"float_flip": True})
+    assert data.observation_space == vec.single_observation_space and data.env_kwargs == {"float_flip": True}
+    np.testing.assert_array_equal(data.obs[0], vec.reset(seed=0)[0])
+    np.testing.assert_array_equal(data.next_obs[:-1], data.obs[1:])
+    vec.close()
+    agent = canter.train("bc", dataset="minari:cue/dict-v0", max_steps=2, gradient_steps=1, batch_size=4,
+                         eval_episodes=1, run_dir=tmp_path / "run")
+    assert agent.observation_space == data.observation_space
+
+
 def test_a_dataset_whose_action_bounds_differ_from_the_env_names_the_bound(tmp_path, capsys):
     """A dataset of Pendulum-v1 stored with actions in [-1, 1] (as d3rlpy and others normalise them) was refused
     as 'holds Box(shape=(3,), float32) -> Box(shape=(1,), float32), but Pendulum-v1 has Box(shape=(3,), float32)

@@ -129,21 +129,24 @@ def _spec_kwargs(spec: Any) -> dict[str, Any]:
 
 def from_minari(dataset_id: str) -> Any:
     """A local Minari dataset as a :class:`TransitionDataset`: each episode's ``T + 1`` observations
-    become ``T`` (obs, next obs) pairs. Box or Discrete observations and actions only."""
+    become ``T`` (obs, next obs) pairs. Box or Discrete actions; Box, Discrete or structured observations (packed)."""
     from canter.data.dataset import ARRAYS, MINARI_PREFIX, TransitionDataset
+    from canter.envs.packing import needs_packing
 
     data = _load_minari(dataset_id)
     obs_space, act_space = data.observation_space, data.action_space
+    structured = needs_packing(obs_space)  # Dict (goal envs: D4RL's mazes), Tuple, ...: packed as canter's env packs them
     for what, space in (("observation", obs_space), ("action", act_space)):
-        if not isinstance(space, (gym.spaces.Box, gym.spaces.Discrete)):
+        if not isinstance(space, (gym.spaces.Box, gym.spaces.Discrete)) and not (what == "observation" and structured):
             raise CanterError(f"Minari dataset '{dataset_id}' has a {type(space).__name__} {what} space; canter "
-                              f"learns offline from Box or Discrete spaces")
-    parts: dict[str, list[np.ndarray]] = {name: [] for name in ARRAYS}
+                              f"learns offline from Box or Discrete {what}s" + (
+                                  ", and Dict, Tuple, MultiBinary or MultiDiscrete observations" if what == "observation" else ""))
+    parts: dict[str, list[Any]] = {name: [] for name in ARRAYS}
     returns = []
     for episode in data.iterate_episodes():
-        observations = np.asarray(episode.observations)
-        parts["obs"].append(observations[:-1])
-        parts["next_obs"].append(observations[1:])
+        observations = _tree(np.asarray, episode.observations)
+        parts["obs"].append(_tree(lambda x: x[:-1], observations))
+        parts["next_obs"].append(_tree(lambda x: x[1:], observations))
         parts["actions"].append(np.asarray(episode.actions, dtype=act_space.dtype).reshape(-1, *act_space.shape))
         parts["rewards"].append(np.asarray(episode.rewards, dtype=np.float32))
         parts["terminated"].append(np.asarray(episode.terminations, dtype=bool))
@@ -151,12 +154,24 @@ def from_minari(dataset_id: str) -> Any:
         returns.append(float(np.sum(episode.rewards)))
     if not returns:
         raise CanterError(f"Minari dataset '{dataset_id}' holds no episodes")
-    arrays = {name: np.concatenate(chunks) for name, chunks in parts.items()}
-    arrays["obs"] = arrays["obs"].astype(obs_space.dtype, copy=False)
-    arrays["next_obs"] = arrays["next_obs"].astype(obs_space.dtype, copy=False)
+    arrays = {name: _tree(lambda *xs: np.concatenate(xs), *chunks) for name, chunks in parts.items()}
+    if not structured:  # a structured space's entries are cast as they are packed
+        arrays["obs"] = arrays["obs"].astype(obs_space.dtype, copy=False)
+        arrays["next_obs"] = arrays["next_obs"].astype(obs_space.dtype, copy=False)
     info = {"source": MINARI_PREFIX + dataset_id, "algorithm": data.storage.metadata.get("algorithm_name"), "episodes": len(returns),
             "mean_return": float(np.mean(returns))}
     spec = _minari_spec(data)
     return TransitionDataset(**arrays, env_id=str(spec.id), env_kwargs=_spec_kwargs(spec),
                              observation_space=obs_space, action_space=act_space,
                              info=info)
+
+
+def _tree(fn: Any, *trees: Any) -> Any:
+    """``fn`` applied leaf by leaf to trees of one structure (Minari keeps a Dict's observations as a dict of
+    arrays, a Tuple's as a tuple of them; a leaf is an array)."""
+    first = trees[0]
+    if isinstance(first, dict):
+        return {k: _tree(fn, *(t[k] for t in trees)) for k in first}
+    if isinstance(first, tuple):
+        return tuple(_tree(fn, *(t[i] for t in trees)) for i in range(len(first)))
+    return fn(*trees)
