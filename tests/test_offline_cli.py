@@ -132,6 +132,30 @@ def test_collect_never_overwrites_a_dataset_written_while_it_ran(tmp_path, capsy
     assert len(TransitionDataset.load(tmp_path / "data")) == 7
 
 
+def test_a_dataset_from_a_gymnasium_loops_lists_is_taken_and_bad_values_are_one_line():
+    """Transitions recorded in Python lists (a gymnasium loop's obs, actions, ...) were an AttributeError traceback
+    ("'list' object has no attribute 'shape'"), found by the offline bug hunt: lists are taken as arrays now, and
+    rows of different shapes or values that are not numbers are one line naming the array."""
+    import gymnasium as gym
+    import numpy as np
+
+    env = gym.make("CartPole-v1")
+    obs, lists = env.reset(seed=0)[0], {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated", "truncated")}
+    for _ in range(5):
+        action = int(env.action_space.sample())
+        nxt, reward, terminated, truncated, _ = env.step(action)
+        for k, v in zip(lists, (obs, action, reward, nxt, terminated, truncated)):
+            lists[k].append(v)
+        obs = nxt
+    spaces = dict(env_id="CartPole-v1", observation_space=env.observation_space, action_space=env.action_space)
+    data = TransitionDataset(**lists, **spaces)
+    assert data.obs.shape == (5, 4) and data.actions.tolist() == lists["actions"] and data.rewards.dtype == np.float32
+    for bad, needle in (({"obs": lists["obs"][:4] + [obs[:3]]}, "dataset obs are not an array of numbers"),
+                        ({"actions": [None] * 5}, "dataset actions hold values of dtype object")):
+        with pytest.raises(CanterError, match=needle):
+            TransitionDataset(**{**lists, **bad}, **spaces)
+
+
 def test_an_offline_run_from_a_relative_dataset_path_resumes_from_another_directory(tmp_path, monkeypatch, capsys):
     """The run recorded --dataset as given (data/random), so canter train --resume RUN from any other working
     directory failed with 'dataset not found' (and --resume takes no --dataset); the resolved config holds the

@@ -22,6 +22,7 @@ import numpy as np
 from canter.ale import registered_spec
 from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata, save_checkpoint
 from canter.data.columns import GrowingColumns
+from canter.data.dataset_checks import check_discrete, json_info, numeric_array
 from canter.data.minari import (  # noqa: F401  (check_minari_id, minari_exists: re-exported)
     _load_minari, _minari_spec, _spec_kwargs, check_minari_id, from_minari, minari_exists, write_minari,
 )
@@ -67,8 +68,10 @@ class TransitionDataset:
 
         if needs_packing(self.observation_space):  # Dict / Tuple / MultiBinary / MultiDiscrete: as the env gives them
             self._pack_observations()
+        for name in ARRAYS:  # lists (a gymnasium loop's) as arrays: they had no .shape (an AttributeError traceback)
+            setattr(self, name, numeric_array(getattr(self, name), name))
         for name in ("rewards", "terminated", "truncated"):  # one value a row: [N, 1] (d3rlpy's) broadcast wrongly
-            values = np.asarray(getattr(self, name))
+            values = getattr(self, name)
             if values.ndim == 2 and values.shape[1] == 1:
                 values = values.reshape(-1)
             if values.ndim != 1:
@@ -102,9 +105,9 @@ class TransitionDataset:
         for name in ("obs", "next_obs"):  # float images of 0-255 pixels: the encoders take floats as scaled
             setattr(self, name, image_pixels(np.asarray(getattr(self, name)), self.observation_space, f"dataset {name}: "))
         # as the env takes and gives them: start .. start + n - 1 (the one-hot encoder and the losses fail otherwise)
-        _check_discrete(self.actions, self.action_space, "action", "action", "are stored as the env takes them, ")
+        check_discrete(self.actions, self.action_space, "action", "action", "are stored as the env takes them, ")
         for name in ("obs", "next_obs"):
-            _check_discrete(getattr(self, name), self.observation_space, name, "observation")
+            check_discrete(getattr(self, name), self.observation_space, name, "observation")
         if isinstance(self.action_space, gym.spaces.Box):  # converted into [-1, 1] by clipping: say so once
             low, high = self.action_space.low.reshape(1, -1), self.action_space.high.reshape(1, -1)
             flat = np.asarray(self.actions).reshape(len(self.actions), -1)
@@ -147,7 +150,7 @@ class TransitionDataset:
             "kind": KIND, "env": self.env_id, "transitions": len(self),
             "observation_space": space_to_dict(self.observation_space),
             "action_space": space_to_dict(self.action_space),
-            "canter_version": canter_version(), "git_commit": git_commit(), "info": _json_info(self.info),
+            "canter_version": canter_version(), "git_commit": git_commit(), "info": json_info(self.info),
             "env_kwargs": self.env_kwargs, "user_modules": list(self.user_modules),
         }
         base = save_checkpoint(path, state, meta)
@@ -191,35 +194,6 @@ class TransitionDataset:
         return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
                    info=dict(meta.get("info") or {}), env_kwargs=dict(meta.get("env_kwargs") or {}),
                    dataset_id=meta.get("checkpoint_id"), user_modules=list(meta.get("user_modules") or []))
-
-
-def _json_info(info: dict[str, Any]) -> dict[str, Any]:
-    """``info`` as JSON values: NumPy scalars and arrays (``np.float32(0.5)``, a step count from an array) become
-    Python numbers and lists; anything else that JSON cannot hold is a one-line :class:`CanterError` (it was
-    ``json``'s TypeError traceback, with nothing saved)."""
-    def plain(value: Any) -> Any:
-        if isinstance(value, (np.generic, np.ndarray)):
-            return value.tolist()
-        raise TypeError(f"dataset info holds {value!r:.60} (type {type(value).__name__}); it is saved as JSON: use "
-                        f"strings, numbers, lists and mappings")
-
-    try:
-        return json.loads(json.dumps(info, default=plain, allow_nan=True))
-    except (TypeError, ValueError) as exc:
-        raise CanterError(str(exc)) from None
-
-
-def _check_discrete(values: np.ndarray, space: gym.Space, name: str, what: str, how: str = "are ") -> None:
-    """Refuse, in one line, ``values`` outside a Discrete ``space`` (not integers from ``start`` to
-    ``start + n - 1``), naming the first row; any other space is not checked."""
-    if not isinstance(space, gym.spaces.Discrete):
-        return
-    start, n = int(space.start), int(space.n)
-    values = np.asarray(values)
-    bad = np.flatnonzero((values < start) | (values >= start + n) | (values != np.round(values)))
-    if len(bad):
-        raise CanterError(f"dataset {name} {values[bad[0]].item()} (row {bad[0]}, one of {len(bad)}) is not in the "
-                          f"{what} space {space}: Discrete {what}s {how}integers from {start} to {start + n - 1}")
 
 
 def from_replay(run_dir: str | Path) -> TransitionDataset:

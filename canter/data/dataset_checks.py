@@ -1,0 +1,51 @@
+"""Checks of the values a :class:`~canter.data.dataset.TransitionDataset` is built from (one-line errors)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from canter.errors import CanterError
+
+
+def numeric_array(values: Any, name: str) -> np.ndarray:
+    """``values`` (an array, or a list of rows) as an array of numbers or booleans, else a one-line error."""
+    try:
+        array = np.asarray(values)
+    except (ValueError, TypeError) as exc:  # rows of different lengths
+        raise CanterError(f"dataset {name} are not an array of numbers ({exc})") from None
+    if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        raise CanterError(f"dataset {name} hold values of dtype {array.dtype}; a dataset holds numbers (rows of one "
+                          f"shape)")
+    return array
+
+
+def json_info(info: dict[str, Any]) -> dict[str, Any]:
+    """``info`` as JSON values: NumPy scalars and arrays (``np.float32(0.5)``, a step count from an array) become
+    Python numbers and lists; anything else that JSON cannot hold is a one-line :class:`CanterError` (it was
+    ``json``'s TypeError traceback, with nothing saved)."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, (np.generic, np.ndarray)):
+            return value.tolist()
+        raise TypeError(f"dataset info holds {value!r:.60} (type {type(value).__name__}); it is saved as JSON: use "
+                        f"strings, numbers, lists and mappings")
+
+    try:
+        return json.loads(json.dumps(info, default=plain, allow_nan=True))
+    except (TypeError, ValueError) as exc:
+        raise CanterError(str(exc)) from None
+
+
+def check_discrete(values: np.ndarray, space: gym.Space, name: str, what: str, how: str = "are ") -> None:
+    """Refuse, in one line, ``values`` outside a Discrete ``space`` (not integers from ``start`` to
+    ``start + n - 1``), naming the first row; any other space is not checked."""
+    if not isinstance(space, gym.spaces.Discrete):
+        return
+    start, n = int(space.start), int(space.n)
+    values = np.asarray(values)
+    bad = np.flatnonzero((values < start) | (values >= start + n) | (values != np.round(values)))
+    if len(bad):
+        raise CanterError(f"dataset {name} {values[bad[0]].item()} (row {bad[0]}, one of {len(bad)}) is not in the "
+                          f"{what} space {space}: Discrete {what}s {how}integers from {start} to {start + n - 1}")
