@@ -285,6 +285,31 @@ def test_a_minari_dataset_of_dict_observations_is_packed_and_trains(tmp_path, mo
     assert agent.observation_space == data.observation_space
 
 
+def test_dict_observations_of_boxes_are_packed_at_once_as_row_by_row():
+    """Packing a dataset's Dict observations a row at a time took 13 us a row (26 s for a million transitions, at
+    every load of a Minari maze dataset): Box entries are now packed at once, to the same values."""
+    import time
+
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.envs.packing import ObservationPacker, pack_rows
+
+    space = gym.spaces.Dict({"observation": gym.spaces.Box(-1, 1, (4,)), "goal": gym.spaces.Tuple((
+        gym.spaces.Box(-1, 1, (2,), np.float64), gym.spaces.Box(0, 9, (1, 2), np.int64)))})
+    packer, n = ObservationPacker(space, gym.spaces.Discrete(2)), 50_000
+    rng = np.random.default_rng(0)
+    values = {"observation": rng.random((n, 4)), "goal": (rng.random((n, 2)), rng.integers(0, 9, (n, 1, 2)))}
+    start = time.perf_counter()
+    packed = pack_rows(values, packer, "dataset obs")
+    assert time.perf_counter() - start < 0.5
+    rows = [0, 1, 777, n - 1]
+    expected = [packer({"observation": values["observation"][i], "goal": tuple(v[i] for v in values["goal"])})
+                for i in rows]
+    np.testing.assert_array_equal(packed[rows], np.stack(expected))
+    assert packed.dtype == packer.space.dtype and packed.shape == (n, 8)
+
+
 def test_a_dataset_whose_action_bounds_differ_from_the_env_names_the_bound(tmp_path, capsys):
     """A dataset of Pendulum-v1 stored with actions in [-1, 1] (as d3rlpy and others normalise them) was refused
     as 'holds Box(shape=(3,), float32) -> Box(shape=(1,), float32), but Pendulum-v1 has Box(shape=(3,), float32)

@@ -247,6 +247,9 @@ def pack_rows(values: Any, packer: ObservationPacker, what: str) -> np.ndarray:
     fit the space is a one-line :class:`CanterError` naming ``what`` and the row."""
     columns = isinstance(values, (dict, tuple))
     n = len(_first_leaf(values, what)) if columns else len(values)
+    fast = _pack_boxes(values, packer, n) if columns and not packer.mask else None
+    if fast is not None:
+        return fast
     rows = []
     for i in range(n):
         try:
@@ -274,3 +277,26 @@ def _row(values: Any, i: int) -> Any:
     if isinstance(values, tuple):
         return tuple(_row(v, i) for v in values)
     return np.asarray(values[i])
+
+
+def _pack_boxes(values: Any, packer: ObservationPacker, n: int) -> np.ndarray | None:
+    """:func:`pack_rows` of a Dict / Tuple of Box entries at once (a row at a time took 13 us: 26 s for a million
+    transitions' obs and next obs), checked against the packer on three rows; None for other entries."""
+    def columns(space: gym.Space, part: Any) -> list[np.ndarray] | None:
+        if isinstance(space, gym.spaces.Dict) and isinstance(part, dict) and set(space.spaces) <= set(part):
+            found = [columns(sub, part[key]) for key, sub in space.spaces.items()]
+        elif isinstance(space, gym.spaces.Tuple) and isinstance(part, tuple) and len(part) == len(space.spaces):
+            found = [columns(sub, p) for sub, p in zip(space.spaces, part)]
+        elif isinstance(space, gym.spaces.Box) and np.shape(part) == (n, *space.shape):
+            return [np.asarray(part, space.dtype).reshape(n, -1)]  # as gymnasium's flatten casts each entry
+        else:
+            return None
+        return None if any(f is None for f in found) else [c for f in found for c in f]
+
+    found = columns(packer._inner, values)
+    if not found or not n:
+        return None
+    packed = np.concatenate(found, axis=1).astype(packer.space.dtype, copy=False)
+    if all(np.array_equal(packed[i], packer(_row(values, i)), equal_nan=True) for i in {0, n // 2, n - 1}):
+        return packed
+    return None
