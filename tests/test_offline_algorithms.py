@@ -199,3 +199,21 @@ def test_offline_periodic_checkpoints_come_after_exactly_checkpoint_every_update
     for a, b in zip(run.trainer.algorithm.modules().values(), plain.algorithm.modules().values()):
         for p, q in zip(a.parameters(), b.parameters()):
             torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
+def test_an_offline_run_started_from_a_saved_agent_keeps_its_observation_statistics(tmp_path):
+    """init_from starts a run from a saved agent's networks and observation statistics, but the offline trainer
+    replaced the statistics with the new dataset's at its start (found by the offline bug hunt: the networks then
+    saw inputs normalised otherwise than they were trained on). They are kept now, through a resume too."""
+    collect("CartPole-v1", 300, None, seed=0).save(tmp_path / "random")
+    collect("CartPole-v1", 300, None, seed=1, env_kwargs={"max_episode_steps": 5}).save(tmp_path / "short")
+    common = dict(normalize_obs=True, gradient_steps=10, eval_episodes=1, target_reward=None)
+    source = canter.train("bc", dataset=tmp_path / "random", max_steps=10, run_dir=tmp_path / "a", **common)
+    started = canter.train("bc", dataset=tmp_path / "short", max_steps=20, checkpoint_every=10,
+                           run_dir=tmp_path / "b", init_from=str(tmp_path / "a"), **common)
+    np.testing.assert_array_equal(started.obs_rms.mean, source.obs_rms.mean)
+    run = canter.api.resume_trainer(tmp_path / "b", max_steps=30)
+    for _ in run():
+        pass
+    run.close()
+    np.testing.assert_array_equal(run.agent.obs_rms.var, source.obs_rms.var)

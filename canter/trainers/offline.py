@@ -66,7 +66,9 @@ class OfflineTrainer(Trainer):
         self.rewards = d.rewards.astype(np.float32)
         self.terminated = d.terminated.astype(np.float32)
         self.rng = stream_rng(self.run.seed, "offline")
-        if agent.obs_rms is not None:  # set, not folded in: a resumed run has the same statistics already
+        # set, not folded in: a resumed run has the same statistics already; a run started from a saved agent
+        # (init_from) keeps that agent's, which its networks were trained with (they were replaced here)
+        if agent.obs_rms is not None and not self.run.init_from:
             # TD3+BC (obs_std_eps): the paper's, over the dataset's states only
             parts = (d.obs,) if getattr(agent, "obs_std_eps", None) is not None else (d.obs, d.next_obs)
             mean, var, count = dataset_obs_moments(parts)
