@@ -243,6 +243,13 @@ def test_rewards_and_flags_of_one_column_become_one_value_per_transition(tmp_pat
     with pytest.raises(CanterError, match=r"dataset rewards have shape \(50, 2\); .* one value per transition"):
         TransitionDataset(obs=data.obs, actions=data.actions, next_obs=data.next_obs, terminated=data.terminated,
                           truncated=data.truncated, rewards=np.zeros((50, 2)), **spaces)
+    # d3rlpy's Discrete actions [N, 1] were refused ('actions have shape (1,), but the action space has ()'; the
+    # offline bug hunt), and so was a one-value Box action given flat: one value a row is taken either way
+    column = TransitionDataset(**{**data.__dict__, "actions": data.actions.reshape(-1, 1), "dataset_id": None})
+    np.testing.assert_array_equal(column.actions, data.actions)
+    box = gym.spaces.Box(-2, 2, (1,), np.float32)
+    flat = TransitionDataset(**{**data.__dict__, "actions": np.linspace(-2, 2, 50), "action_space": box})
+    assert flat.actions.shape == (50, 1) and flat.actions[-1, 0] == 2
 
 
 def _train_from_edited_dataset(tmp_path, capsys, data, algo: str, edit) -> tuple[int, str]:

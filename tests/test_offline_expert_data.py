@@ -39,8 +39,8 @@ def test_dataset_round_trip_and_refusals(tmp_path, expert):
         TransitionDataset.load(tmp_path / "missing")
     with pytest.raises(CanterError, match="checkpoint, not a dataset"):
         TransitionDataset.load(expert / "checkpoints" / "best")
-    with pytest.raises(CanterError, match="actions have shape"):
-        TransitionDataset(data.obs, data.actions[:, 0], data.rewards, data.next_obs, data.terminated,
+    with pytest.raises(CanterError, match="actions have shape"):  # (a flat [N] of one-value actions is taken)
+        TransitionDataset(data.obs, np.repeat(data.actions, 2, axis=1), data.rewards, data.next_obs, data.terminated,
                           data.truncated, "Pendulum-v1", data.observation_space, data.action_space)
 
 

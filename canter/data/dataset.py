@@ -91,6 +91,8 @@ class TransitionDataset:
                 raise CanterError(f"dataset {name} have shape {getattr(self, name).shape[1:]}, but the observation "
                                   f"space has {obs_shape}")
         act_shape = tuple(self.action_space.shape or ())
+        if self.actions.shape[1:] != act_shape and np.prod(self.actions.shape[1:]) == np.prod(act_shape) == 1:
+            self.actions = self.actions.reshape(n, *act_shape)  # one value a row: d3rlpy's [N, 1] Discrete actions
         if self.actions.shape[1:] != act_shape:
             raise CanterError(f"dataset actions have shape {self.actions.shape[1:]}, but the action space has "
                               f"{act_shape}")
