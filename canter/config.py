@@ -413,7 +413,9 @@ def resolve_config(
         from canter.registry import import_user_modules
 
         meta = read_dataset_metadata(run.dataset)  # an offline run evaluates on the env the data came from
-        if meta.get("env") == run.env and meta.get("env_kwargs") and not run.env_kwargs:
+        from canter.envs.make import same_env_id
+
+        if same_env_id(str(meta.get("env")), run.env) and meta.get("env_kwargs") and not run.env_kwargs:
             run.env_kwargs = dict(meta["env_kwargs"])
         modules = meta.get("user_modules") or []  # they register its env by name: imported, and recorded with the run
         import_user_modules(modules, f"dataset {run.dataset}")

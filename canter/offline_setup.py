@@ -17,6 +17,7 @@ def offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: lis
     from canter.api import make_agent
     from canter.data.dataset import TransitionDataset
     from canter.envs import spaces_mismatch
+    from canter.envs.make import same_env_id
     from canter.registry import names
     from canter.trainers import OfflineTrainer
 
@@ -36,7 +37,7 @@ def offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: lis
         raise CanterError("an offline run plays no training episodes, so there is no rolling return to monitor: "
                           "set monitor=eval")
     data = TransitionDataset.load(run.dataset)
-    if data.env_id != run.env:
+    if not same_env_id(data.env_id, run.env):  # 'module:EnvId' names the dataset's EnvId, registered by module
         raise CanterError(f"dataset '{run.dataset}' was collected on {data.env_id}, not {run.env}; "
                           f"pass --env {data.env_id} (or leave --env out)")
     if data.env_kwargs and not run.env_kwargs:  # evaluate on the env the data came from

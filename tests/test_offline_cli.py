@@ -156,6 +156,19 @@ def test_a_dataset_from_a_gymnasium_loops_lists_is_taken_and_bad_values_are_one_
             TransitionDataset(**{**lists, **bad}, **spaces)
 
 
+def test_a_dataset_trains_with_its_env_named_with_the_module_that_registers_it(tmp_path):
+    """A dataset of an env that a module registers (or a Minari dataset of one) records the bare id; in a new process
+    the id is unknown, and the error says to pass --env my_pkg.envs:ID, which was then refused: 'collected on ID,
+    not my_pkg.envs:ID' (found by the offline bug hunt). 'module:ID' names the same env now, and the dataset's
+    env_kwargs still come with it."""
+    collect("CartPole-v1", 50, None, seed=0, env_kwargs={"max_episode_steps": 7}).save(tmp_path / "data")
+    agent = canter.train("bc", env="gymnasium:CartPole-v1", dataset=tmp_path / "data", max_steps=2, gradient_steps=1,
+                         eval_episodes=1, run_dir=tmp_path / "run")
+    assert agent.run_config.env == "gymnasium:CartPole-v1" and agent.run_config.env_kwargs == {"max_episode_steps": 7}
+    with pytest.raises(CanterError, match="was collected on CartPole-v1, not gymnasium:Acrobot-v1"):
+        canter.train("bc", env="gymnasium:Acrobot-v1", dataset=tmp_path / "data", max_steps=2)
+
+
 def test_an_offline_run_from_a_relative_dataset_path_resumes_from_another_directory(tmp_path, monkeypatch, capsys):
     """The run recorded --dataset as given (data/random), so canter train --resume RUN from any other working
     directory failed with 'dataset not found' (and --resume takes no --dataset); the resolved config holds the

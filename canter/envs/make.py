@@ -118,6 +118,14 @@ def _gym_id(env_id: str) -> str:
     return env_id.split(":", 1)[1] if ":" in env_id else env_id
 
 
+def same_env_id(a: str, b: str) -> bool:
+    """Whether two env ids name one env: equal, or ``module:EnvId`` and ``EnvId`` (the module only says what to
+    import to register it; a ``pettingzoo:`` prefix is part of the id)."""
+    if a == b:
+        return True
+    return not (multiagent.is_multiagent(a) or multiagent.is_multiagent(b)) and _gym_id(a) == _gym_id(b)
+
+
 def _registered_factory(env_id: str) -> Any:
     """The canter-registered factory ``env_id`` names (``name``, or ``module:name`` once
     :func:`check_env_id` imported the module), or None."""
