@@ -14,8 +14,12 @@ once it is terminated or truncated). A departed agent's row keeps its final obse
 0 and is not ``valid`` (an *active mask*: trainers drop its rows, as they drop reset-only rows),
 and the env gets no action for it. A copy's episode ends when every agent has ended; autoreset
 is gymnasium's ``NEXT_STEP``: the step after that resets the copy, with reward 0 and its
-agents' ``valid`` flags False. Agents cannot join mid-episode: every possible agent must be
-present after a reset, and one that left cannot come back before its copy resets.
+agents' ``valid`` flags False. Agents may also join after the reset (in ``possible_agents``, not
+in ``agents`` at the reset: spawning units), and leave and rejoin (respawn, after at least one
+step away): until it joins, an agent's row is zeros, not ``valid`` and not observed; the step it
+joins in is not ``valid`` either (it took no action; a reward the env gives it there is left
+out, as on a reset-only step), and its observation from that step on starts its trajectory.
+A copy's episode ends when no agent is left in it.
 
 With ``policies: type`` (one policy per agent type, the name before a trailing ``_N``) or
 ``policies: agent`` (one per agent), :class:`~canter.envs.multiagent_views.MultiPolicyVecEnv`
@@ -204,15 +208,17 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
         #: copies whose every agent has ended (the next step resets them)
         self.ended = np.zeros(copies, dtype=bool)
-        #: ``[copies, n_agents]``: agents still in their copy's episode (in ``agents`` order)
+        #: ``[copies, n_agents]``: agents in their copy's episode now (in ``agents`` order): present at its
+        #: reset or joined since, not ended
         self.alive = np.ones((copies, self.n_agents), dtype=bool)
         #: ``[copies, n_agents]``: agents whose observation is still shown (in the concatenated global
-        #: state, and in QMIX's joint view): those alive before the last step, so an agent's final
+        #: state, and in QMIX's joint view): those alive before or after the last step, so an agent's final
         #: observation stays in the step it leaves in (the value that bootstraps a truncation sees it),
-        #: zeros from the step after
+        #: and a joiner's first one in the step it joins in; zeros otherwise (left earlier, not yet joined)
         self.in_state = np.ones((copies, self.n_agents), dtype=bool)
         #: agent -> (group, position among the group's agents)
         self._where = {a: (g, j) for g, members in enumerate(self.group_agents) for j, a in enumerate(members)}
+        self._index = {a: n for n, a in enumerate(self.agents)}  # agent -> its index in ``agents`` order
         self._obs = [np.zeros((rows, *space.shape), space.dtype)
                      for rows, space in zip(self.group_rows, self.local_spaces)]
         #: per group, each row's agent index (in ``agents`` order)
@@ -339,36 +345,71 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         for i, env in enumerate(self.envs):
             s = seed if seed is None else int(seed[i]) if isinstance(seed, (list, tuple)) else int(seed) + i
             observations, _ = env.reset(seed=s, options=options)
-            self._check_agents(env, "after reset")
-            self._put(i, observations)
+            self._start(i, env, observations)
         self.ended[:] = False
         self.steps[:] = 0
-        self.alive[:] = True
-        self.in_state[:] = True
+        self.in_state[:] = self.alive
         return self._outputs()
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None,
               ) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset every copy (one group only; see :meth:`reset_groups`)."""
         self._one_group()
-        return self.reset_groups(seed, options)[0], {}
+        return self.reset_groups(seed, options)[0], {OBSERVED: self.observed_rows()[0]}
 
     def _one_group(self) -> None:
         if len(self.policies) != 1:
             raise TypeError("an env of several policies is stepped through MultiPolicyVecEnv")
 
-    def _check_agents(self, env: Any, when: str) -> None:
-        if sorted(env.agents) != sorted(self.agents):
-            raise CanterError(f"'{self.env_id}' has agents {sorted(env.agents)} {when}, not all of "
-                              f"{sorted(self.agents)}: canter needs every possible agent at the start of an episode")
+    def _start(self, copy: int, env: Any, observations: dict[str, Any]) -> None:
+        """A copy's new episode: the agents in ``env.agents`` after its reset are in it; the rows of the others
+        (agents that join later) are absent, zeros, until they join."""
+        present = [a for a in env.agents if a in self._where]
+        if not present or len(present) != len(env.agents):
+            raise CanterError(f"'{self.env_id}' has agents {sorted(map(str, env.agents))} after reset; canter needs "
+                              f"at least one, and only agents of its possible_agents {sorted(map(str, self.agents))}")
+        for obs, members in zip(self._obs, self.group_agents):
+            k = len(members)
+            obs[copy * k:(copy + 1) * k] = 0  # an absent agent's row: a placeholder that no transition uses
+        self.alive[copy] = [a in present for a in self.agents]
+        self._put(copy, self._observed(present, observations, "after reset"))
+
+    def _observed(self, agents: list[Any], observations: dict[str, Any], when: str) -> dict[str, Any]:
+        """``observations``, checked to hold those of ``agents`` (agents that start or join an episode)."""
+        missing = [str(a) for a in agents if a not in observations]
+        if missing:
+            raise CanterError(f"agents {missing} of '{self.env_id}' are in its agents {when} but have no "
+                              f"observation: an agent that starts or joins an episode needs one")
+        return observations
+
+    def _joined(self, copy: int, env: Any, before: np.ndarray, observations: dict[str, Any]) -> None:
+        """Agents in ``env.agents`` after a step that were not in the episode before it join (or, having left,
+        rejoin) it: their observation is the first of a new trajectory; the step itself is not theirs."""
+        alive = self.alive[copy]
+        joining = []
+        for agent in env.agents:
+            if agent not in self._where:
+                raise CanterError(f"agent '{agent}' joined '{self.env_id}' during an episode, but it is not one of "
+                                  f"its possible_agents {sorted(map(str, self.agents))}")
+            n = self._index[agent]
+            if before[n] and not alive[n]:
+                raise CanterError(f"agent '{agent}' is still in the agents of '{self.env_id}' after its episode ended "
+                                  f"(terminated or truncated) on this step; PettingZoo removes an agent that ended, "
+                                  f"and one that comes back (a respawn) must be absent for at least one step")
+            if not before[n]:
+                alive[n] = True
+                joining.append(agent)
+        if joining:
+            self._put(copy, {a: self._observed(joining, observations, "after a step")[a] for a in joining})
 
     def step_groups(self, actions: list[np.ndarray],
                     ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Step every copy with each group's actions (rows as in the observations); a copy that
         ended last step is reset. Per group: ``(obs, rewards, terminated, truncated, active, observed)``,
-        ``active`` False for the rows of agents that had left before this step and of copies
-        that this step reset, ``observed`` False for the rows of agents that had left before this step
-        (their observation repeats their final one) and True for the others (a reset copy's too)."""
+        ``active`` False for the rows of agents that were not in their copy's episode before this step (left,
+        not yet joined, or joining on it) and of copies that this step reset, ``observed`` False for the rows
+        of agents that had left before this step (their observation repeats their final one) or are not in
+        the episode after it (zeros), True for the others (a reset copy's present agents too)."""
         copies = len(self.envs)
         acts = [np.asarray(a).reshape(copies, len(members), *space.shape)
                 for a, members, space in zip(actions, self.group_agents, self.action_spaces)]
@@ -381,26 +422,17 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         for i, env in enumerate(self.envs):
             if self.ended[i]:
                 observations, _ = env.reset()
-                self._check_agents(env, "after reset")
+                self._start(i, env, observations)
                 self.ended[i] = False
                 self.steps[i] = 0
-                self.alive[i] = True
-                self._put(i, observations)
                 continue
             alive = self.alive[i]
             step_actions = {}
-            for agent in env.agents:
-                if agent not in where:
-                    raise CanterError(f"agent '{agent}' joined '{self.env_id}' during an episode; canter needs every "
-                                      f"agent of possible_agents at the start of the episode, and only those")
+            for agent in env.agents:  # each is in the episode: it started in it or joined it (_joined)
                 g, j = where[agent]
-                if not alive[self._agent_ids[g][j]]:  # its rows would be dropped: nothing it does would count
-                    raise CanterError(f"agent '{agent}' is in the agents of '{self.env_id}' again after its episode "
-                                      f"ended (terminated or truncated); PettingZoo never revives an agent, and "
-                                      f"canter needs every agent at the start of an episode and none joining later")
                 step_actions[agent] = acts[g][i, j]
             observations, rew, term, trunc, _ = env.step(step_actions)
-            self._put(i, observations)
+            self._put(i, {a: o for a, o in observations.items() if a in where and alive[self._index[a]]})
             self.steps[i] += 1
             capped = self.max_steps is not None and self.steps[i] >= self.max_steps
             for n, agent in enumerate(self.agents):
@@ -416,11 +448,18 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                 truncated[g][row] = trunc[agent] or (capped and not term[agent])
                 if terminated[g][row] or truncated[g][row]:
                     alive[n] = False
+            if not capped:  # else the cap ended the copy's episode for every agent, in env.agents or joining
+                self._joined(i, env, before[i], observations)
             self.ended[i] = not alive.any()
-        np.logical_or(before, self.alive, out=self.in_state)  # a reset copy: every agent again
-        observed = [self.in_state[np.arange(rows) // len(members), ids]
-                    for rows, members, ids in zip(self.group_rows, self.group_agents, self._agent_ids)]
-        return list(zip(self._outputs(), rewards, terminated, truncated, active, observed))
+        np.logical_or(before, self.alive, out=self.in_state)  # a reset copy: every agent present at its reset
+        return list(zip(self._outputs(), rewards, terminated, truncated, active, self.observed_rows()))
+
+    def observed_rows(self) -> list[np.ndarray]:
+        """Per group, the rows of the last observations that are real ones (:data:`~canter.envs.vector.OBSERVED`):
+        False for agents that had left before the last step (a repeated final observation) and for agents not
+        yet in the episode (a placeholder of zeros)."""
+        return [self.in_state[np.arange(rows) // len(members), ids]
+                for rows, members, ids in zip(self.group_rows, self.group_agents, self._agent_ids)]
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every copy (one group only; see :meth:`step_groups`)."""

@@ -73,8 +73,9 @@ class MultiPolicyVecEnv:
     def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
         """Reset every copy (copy ``i`` with ``seed + i``)."""
         obs = self.env.reset_groups(seed)
-        for i, view in enumerate(self.views):
+        for i, (view, observed) in enumerate(zip(self.views, self.env.observed_rows())):
             view.begin(None if seed is None else seed + i)
+            view.observed = None if observed.all() else observed  # agents that join later: placeholder rows
         return dict(zip(self.policies, obs))
 
     def step(self, actions: dict[str, np.ndarray]) -> MultiStep:

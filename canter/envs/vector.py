@@ -200,7 +200,7 @@ class VecEnv:
         with sync or async vectorisation sub-env ``i`` is reset with ``seed + i``; a native vectorised
         env (e.g. ``CartPoleVectorEnv``) seeds one generator for all its sub-envs with ``seed``."""
         try:
-            obs, _ = self.env.reset(seed=seed)
+            obs, info = self.env.reset(seed=seed)
         except (ValueError, AttributeError, TypeError) as exc:
             old_api = _old_api_reset(self.env, seed)
             if old_api is not None:
@@ -209,6 +209,8 @@ class VecEnv:
                 raise
             raise _observation_error(exc, self.single_observation_space) from None
         self.begin(seed)
+        observed = info.get(OBSERVED) if isinstance(info, dict) else None  # a multi-agent env's absent agents
+        self.observed = None if observed is None or observed.all() else np.asarray(observed, dtype=bool)
         return obs
 
     def begin(self, seed: int | None = None) -> None:

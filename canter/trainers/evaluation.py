@@ -67,8 +67,10 @@ def evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None = None
 
     Episodes are spread evenly over the env's copies (copy ``c`` of ``C`` runs ``(n_episodes + c) // C``
     of them), so the result does not favour short episodes. A multi-agent env's copy has a sub-env
-    per agent (``copy_index``): each of its episodes counts every agent's return, so the mean
-    averages over every agent and ``returns`` holds ``n_episodes`` entries per agent. The episodes run at the
+    per agent (``copy_index``): each of its episodes counts the return of every agent's episode in it, so the
+    mean averages over agents' episodes and ``returns`` holds ``n_episodes`` entries per agent where every
+    agent plays every episode once (an agent that joins late and never does has none; one that leaves and
+    rejoins has one per stay). The episodes run at the
     agent's ``acting_threads`` (torch's count as its run trained), the caller's count put back after.
     """
     from canter.utils import agent_threads
@@ -86,6 +88,10 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
     copy_of = np.arange(n) if copy_of is None else np.asarray(copy_of)
     copies = int(copy_of.max()) + 1
     per_copy = np.array([(n_episodes + c) // copies for c in range(copies)])
+    # a multi-agent env's copies end their episodes (``ended``) when no agent is left in them: an agent's episodes
+    # count while its copy's do (agents that join late or rejoin have none, or several, in one of the copy's)
+    ended = getattr(getattr(env, "env", None), "ended", None) if n != copies else None
+    done = np.zeros(copies, dtype=np.int64)  # the copies' finished episodes (with ``ended``)
     targets = per_copy[copy_of]
     counts = np.zeros(n, dtype=np.int64)
     returns: list[float] = []
@@ -96,7 +102,7 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
     act, starts = _policy(agent, deterministic, seed), np.ones(n, dtype=bool)
     if begin is not None:
         begin(starts)
-    while (counts < targets).any():
+    while (counts < targets).any() if ended is None else (done < per_copy).any():
         step = env.step(act(obs, starts))
         if begin is not None:  # a recurrent agent (a multi-policy env's steps have no ``valid``)
             starts = ~step.valid  # a reset step's observation is a new episode's first
@@ -105,12 +111,14 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
         if success_of is None or len(success_of) != len(env.finished_envs):
             success_of = np.full(len(env.finished_envs), np.nan)
         for i, ret, length, success in zip(env.finished_envs, env.finished_returns, env.finished_lengths, success_of):
-            if counts[i] < targets[i]:
+            if (counts[i] < targets[i]) if ended is None else (done[copy_of[i]] < per_copy[copy_of[i]]):
                 counts[i] += 1
                 returns.append(float(ret))
                 lengths.append(int(length))
                 if success == success:  # not NaN: the env reported it
                     successes.append(float(success))
+        if ended is not None:
+            done += ended
         obs = step.obs
     if begin is not None:  # the caller's next predict starts from empty memory, not the last episode's
         begin(np.ones(n, dtype=bool))
