@@ -196,3 +196,27 @@ def test_a_central_critic_and_a_mixer_see_absent_agents_as_zeros(algo, capsys, t
     assert code == 0 and json.loads(out)["episodes"] == 2, err
     code, out, err = run_cli(capsys, "play", str(tmp_path / "run"), "--episodes", "1")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("policies", ["shared", "agent"])
+def test_observation_statistics_skip_the_placeholders_of_agents_not_yet_joined(policies):
+    """``normalize_obs`` counts the real observations acted on: the reset reported every row as one (a placeholder
+    of zeros counted for each agent that joins later)."""
+    trainer = canter.make_trainer("ppo", LATE, policies=policies, seed=0, n_envs=1, max_steps=64, n_steps=8,
+                                  normalize_obs=True, eval_every=0)
+    seen = []  # the observations acted on, every policy's rows together
+
+    def keep(obs):
+        seen.append(np.concatenate(list(obs.values())) if isinstance(obs, dict) else obs)
+
+    env, step, reset = trainer.env, trainer.env.step, trainer.env.reset
+    env.reset = lambda *a, **k: (keep(out := reset(*a, **k)), out)[1]
+    env.step = lambda actions: (keep((out := step(actions)).obs), out)[1]
+    list(trainer())
+    obs = seen[:-1]  # the last step's observations: not acted on
+    real = sum(int((o.sum(-1) == 1).sum()) for o in obs)  # one-hot targets; placeholders are zeros
+    agents = [trainer.agent] if policies == "shared" else list(trainer.agent.agents.values())
+    counted = sum(a.obs_rms.count for a in agents) - 1e-4 * len(agents)
+    assert real < 2 * len(obs)  # placeholders were acted on
+    assert counted == pytest.approx(real)
+    trainer.close()
