@@ -79,6 +79,21 @@ def test_an_agent_that_is_not_a_possible_agent_is_refused_in_one_line():
     env.close()
 
 
+def test_a_joiner_without_an_observation_and_a_reset_without_agents_are_refused_in_one_line():
+    env = make_vec_env(LATE, 1, env_kwargs={"join_at": 1})
+    obs = env.reset(seed=0)
+    game = env.env.envs[0]
+    observe = game._observe
+    game._observe = lambda: {a: o for a, o in observe().items() if a != "agent_1"}
+    with pytest.raises(CanterError, match=r"agents \['agent_1'\] of .* are in its agents after a step but have no "
+                                          r"observation"):
+        env.step(obs.argmax(1))
+    game.reset = lambda seed=None, options=None: (setattr(game, "agents", []), ({}, {}))[1]
+    with pytest.raises(CanterError, match=r"has agents \[\] after reset; canter needs at least one"):
+        env.reset(seed=0)
+    env.close()
+
+
 def _acted_steps(vector_steps: int, join_at: int = 3) -> int:
     """agent_1's transitions in ``vector_steps`` steps of one copy: 9 per episode (8 and the reset step), it acts
     on steps ``join_at + 1`` to 8."""
