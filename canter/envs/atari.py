@@ -48,6 +48,7 @@ import gymnasium as gym
 import numpy as np
 
 from canter.ale import is_atari, looks_like_atari, register_ale, registered_spec  # noqa: F401  (re-exported, as before)
+from canter.envs.atari_kwargs import check_atari_kwargs
 from canter.envs.vector import GAME_RETURN
 from canter.envs.workers import vector_env
 from canter.errors import CanterError, bad_env_kwargs
@@ -83,6 +84,7 @@ def life_loss_ends_episode(env_id: str, env_kwargs: dict[str, Any] | None) -> bo
 
 def _base_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
     """gymnasium.make kwargs of the raw game: no frame skip, no sticky actions unless asked."""
+    check_atari_kwargs(env_id, env_kwargs)
     kwargs = {"repeat_action_probability": 0.0, "max_num_frames_per_episode": MAX_FRAMES, **(env_kwargs or {})}
     kwargs.pop("terminal_on_life_loss", None)  # canter's (life_loss_ends_episode), not ale-py's
     if kwargs.pop("frameskip", 1) != 1:
@@ -453,6 +455,7 @@ def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", traini
     ``auto`` with ``env_kwargs`` the native env does not take (``mode``, ``difficulty``, ...) uses the
     wrappers instead (``sync`` for one copy, else ``async``), where ``native`` refuses them."""
     life_loss_ends_episode(env_id, env_kwargs)  # a bad value: one line here, not in each subprocess
+    _base_kwargs(env_id, env_kwargs)
     if vectorization == "auto" and not native_takes(env_kwargs):
         vectorization = "sync" if n_envs == 1 else "async"
     if vectorization in ("auto", "native"):

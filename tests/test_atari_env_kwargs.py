@@ -1,0 +1,52 @@
+"""The env_kwargs an ALE id takes: keys it does not take are one line naming what to do instead."""
+import pytest
+
+from canter import CanterError
+from canter.cli import main
+from canter.envs import make_vec_env
+
+pytest.importorskip("ale_py")
+
+
+@pytest.mark.parametrize("vectorization", ["auto", "native", "sync", "async"])
+@pytest.mark.parametrize("key,value", [("noop_max", 0), ("frame_stack", 1), ("screen_size", 64),
+                                       ("grayscale_obs", False), ("stack_num", 1), ("clip_reward", False)])
+def test_a_preprocessing_setting_says_the_preprocessing_is_fixed(vectorization, key, value):
+    # gymnasium's TypeError was hinted from ale-py's native env's signature: noop_max got "did you mean
+    # 'noop_max'?", frame_stack "'stack_num'"; --vectorization native said to use auto, which refused it too
+    with pytest.raises(CanterError) as err:
+        make_vec_env("ALE/Pong-v5", 2, vectorization, training=True, env_kwargs={key: value})
+    message = str(err.value)
+    assert f"'{key}' is not a setting: canter's Atari preprocessing is fixed" in message, message
+    assert "did you mean" not in message and "use --vectorization" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize("vectorization", ["native", "sync"])
+def test_a_misspelled_key_names_the_closest_key_taken(vectorization):
+    with pytest.raises(CanterError, match=r"unknown env_kwargs key 'repeat_action_probabilty'; did you mean "
+                                          r"'repeat_action_probability'\?"):
+        make_vec_env("ALE/Pong-v5", 1, vectorization, env_kwargs={"repeat_action_probabilty": 0.25})
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"sound_obs": True}, r"sound_obs: True is not supported: sound observations"),  # was a TypeError traceback
+    ({"continuous": True}, r"continuous: True is not supported: continuous actions"),  # was an AssertionError
+    ({"game": "breakout"}, r"game: 'breakout' is not supported: the game is the env id's"),  # played Breakout
+])
+def test_ale_py_arguments_the_preprocessing_cannot_take_are_one_line_errors(kwargs, message):
+    with pytest.raises(CanterError, match=message):
+        make_vec_env("ALE/Pong-v5", 1, "sync", env_kwargs=kwargs)
+
+
+def test_their_off_values_are_taken():
+    env = make_vec_env("ALE/Pong-v5", 1, "sync", env_kwargs={"sound_obs": False, "continuous": False})
+    assert env.single_observation_space.shape == (4, 84, 84)
+    env.close()
+
+
+def test_the_cli_refuses_sound_obs_in_one_line(tmp_path, capsys):
+    code = main(["train", "ppo", "--env", "ALE/Pong-v5", "--env-kwargs", "{sound_obs: true}", "--max-steps", "8",
+                 "--run-dir", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "sound_obs: True is not supported" in err, err
+    assert not (tmp_path / "run").exists()
