@@ -57,3 +57,22 @@ def is_atari(env_id: str) -> bool:
     except gym.error.Error:
         return False
     return "ale_py" in str(spec.entry_point)
+
+
+def retired_id_hint(env_id: str) -> str | None:
+    """For an ALE-style id that ale-py (0.9 on) does not register, ``<Game>Deterministic-v4`` or a ``-ram`` id
+    (``Pong-ramNoFrameskip-v4``, ``ALE/Pong-ram-v5``), what to use instead when ``<Game>NoFrameskip-v4`` is registered;
+    else None. Their close-match suggestions alone misled: ``PongDeterministic-v4`` got 'Tennis-v4', 'Phoenix-v4'."""
+    import re
+
+    import gymnasium as gym
+
+    found = re.fullmatch(r"(?:ALE/)?([A-Z][A-Za-z]*?)(Deterministic|-ram(?:Deterministic|NoFrameskip)?)-v[045]", env_id)
+    if not found or f"{found[1]}NoFrameskip-v4" not in gym.registry:
+        return None
+    game = found[1]
+    why = ("ale-py registers no Deterministic ids; canter's Atari preprocessing skips 4 frames on every ALE id, so "
+           if found[2] == "Deterministic" else
+           "ale-py registers no -ram ids, and canter's Atari envs give screen frames (RAM observations are not "
+           "supported); ")
+    return f"{why}'{game}NoFrameskip-v4' or 'ALE/{game}-v5' is the game"

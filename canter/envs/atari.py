@@ -47,7 +47,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from canter.ale import is_atari, looks_like_atari, register_ale, registered_spec  # noqa: F401  (re-exported, as before)
+from canter.ale import is_atari, looks_like_atari, register_ale, registered_spec, retired_id_hint  # noqa: F401  (re-exported)
 from canter.envs.atari_kwargs import check_atari_kwargs
 from canter.envs.vector import GAME_RETURN
 from canter.envs.workers import vector_env

@@ -61,6 +61,9 @@ def check_env_id(env_id: str) -> None:
                 f"the module registers no env of that id (gymnasium.register('{env_id}', entry_point=...) "
                 f"or @canter.register('env', '{env_id}') in it)")
         raise CanterError(f"unknown env id '{env_id}' after importing module '{name}'; {hint}")
+    retired = atari.retired_id_hint(env_id) if ale else None  # PongDeterministic-v4: 'Tennis-v4' was the hint
+    if retired:
+        raise CanterError(f"unknown env id '{env_id}': {retired}")
     err = unknown("env id", env_id, list(gym.registry) + list(_REGISTRY["env"]),
                   see="gymnasium.pprint_registry() lists Gymnasium's, 'canter list' canter's own")
     atari_hint = ""
