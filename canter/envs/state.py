@@ -10,16 +10,18 @@ object arrays of such items, numpy generators, lists/tuples/dicts of those), wal
 env of the same id, built and reset with the same arguments.
 
 The capture is *exact* only when nothing it met was opaque. Objects it cannot copy (a Box2D
-world, MuJoCo's ``MjData``, an ALE interface, the pipes of an ``AsyncVectorEnv``) are listed in
+world, MuJoCo's ``MjData``, the pipes of an ``AsyncVectorEnv``) are listed in
 ``problems``; the trainer then resets the env with a new seed on resume instead (a valid run,
 but not bitwise identical to an uninterrupted one). Exact: classic control (CartPole, Pendulum,
 MountainCar, Acrobot), toy text, and canter-registered pure-Python envs, with native or sync
-vectorisation, pure-Python PettingZoo parallel envs (:mod:`canter.envs.multiagent`) and turn-based
+vectorisation, Atari games on the wrapper path (``sync``, no sticky actions: the emulator's state through ale-py's
+``cloneState``; ale-py's native vector env cannot be saved), pure-Python PettingZoo parallel envs (:mod:`canter.envs.multiagent`) and turn-based
 games (:mod:`canter.envs.turns`: tic-tac-toe, connect four).
 """
 from __future__ import annotations
 
 import abc
+import collections
 import enum
 import sys
 import types
@@ -37,6 +39,7 @@ _SKIP = frozenset({
     "_ezpickle_args", "_ezpickle_kwargs", "copy",
     "observation_spaces", "action_spaces", "local_spaces",  # multi-agent envs' spaces per agent or policy (fixed)
     "row_agents", "row_labels",  # multi-agent envs' names of each row's agent and policy (fixed)
+    "_action_set",  # an Atari game's actions (ale-py's Action members; fixed)
 })
 _PLAIN = (bool, int, float, str, type(None))
 
@@ -73,6 +76,13 @@ def _data(value: Any) -> tuple[bool, Any]:
         return True, _generator_state(value)
     if isinstance(value, enum.Enum):  # a game's phase, say: restored by name into the same Enum class
         return True, {"__enum__": value.name}
+    if _is_ale(value):  # the emulator, its generator included: ale-py's own serialised state. Not with sticky
+        if value.getFloat("repeat_action_probability") > 0:  # actions: they repeat the last action, not in it
+            return False, None
+        return True, {"__ale__": np.frombuffer(value.cloneState(include_rng=True).serialize(), np.uint8).copy()}
+    if isinstance(value, collections.deque):  # gymnasium's FrameStackObservation keeps its frames in one
+        ok, items = _data(list(value))
+        return ok, {"__deque__": items, "maxlen": value.maxlen} if ok else None
     if isinstance(value, (list, tuple)):
         items = [_data(v) for v in value]
         if not all(ok for ok, _ in items):
@@ -85,6 +95,15 @@ def _data(value: Any) -> tuple[bool, Any]:
             return False, None
         return True, {"__kvs__": [[k, v] for k, (_, v) in items]}
     return False, None
+
+
+def _is_ale(value: Any) -> bool:
+    """ale-py's emulator interface (an Atari env's ``ale``), whose state :func:`_data` saves through its own
+    ``cloneState``: the Atari wrapper path resumes exactly (it was the one thing ``capture_env`` could not copy).
+    Not with sticky actions: ALE repeats the previous action, which ``cloneState`` leaves out (a restored game's
+    next frame differed)."""
+    ale_py = sys.modules.get("ale_py")
+    return ale_py is not None and isinstance(value, ale_py.ALEInterface)
 
 
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class created at run time (Python code), not a C extension's static type
@@ -158,6 +177,13 @@ def _restore_value(current: Any, saved: Any) -> Any:
                 current = np.random.Generator(getattr(np.random, state["bit_generator"])())
             current.bit_generator.state = state
             return current
+        if "__ale__" in saved:
+            if not _is_ale(current):
+                raise CanterError(f"cannot restore an Atari emulator's state into {type(current).__name__}")
+            current.restoreState(sys.modules["ale_py"].ALEState(np.asarray(saved["__ale__"], np.uint8).tobytes()))
+            return current
+        if "__deque__" in saved:
+            return collections.deque(_restore_value(None, saved["__deque__"]), maxlen=saved["maxlen"])
         if "__enum__" in saved:
             if not isinstance(current, enum.Enum):
                 raise CanterError(f"cannot restore the env's enum member '{saved['__enum__']}' into {current!r}")
