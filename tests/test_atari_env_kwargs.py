@@ -50,3 +50,12 @@ def test_the_cli_refuses_sound_obs_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and "sound_obs: True is not supported" in err, err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("key,taken", [("action_repeat_probability", "repeat_action_probability"),
+                                       ("episodic_life", "terminal_on_life_loss")])
+def test_other_wrappers_names_of_settings_taken_name_canter_s_key(key, taken):
+    # SB3's AtariWrapper(action_repeat_probability=...) was told the preprocessing is fixed, though sticky actions are
+    # a setting here
+    with pytest.raises(CanterError, match=f"env_kwargs '{key}' is {taken} here"):
+        make_vec_env("ALE/Pong-v5", 1, "sync", env_kwargs={key: 0.25})

@@ -19,7 +19,10 @@ TAKEN = ("mode", "difficulty", "repeat_action_probability", "full_action_space",
 #: settings of other Atari wrappers (gymnasium's, SB3's, ale-py's native env's) that canter's preprocessing fixes
 FIXED = ("noop_max", "frame_skip", "screen_size", "grayscale_obs", "grayscale", "grayscale_newaxis", "scale_obs",
          "frame_stack", "stack_num", "n_stack", "num_stack", "stack_size", "clip_reward", "reward_clipping",
-         "episodic_life", "img_height", "img_width", "maxpool", "use_fire_reset", "action_repeat_probability")
+         "img_height", "img_width", "maxpool", "use_fire_reset")
+#: other wrappers' names of settings canter takes under its own name (SB3's AtariWrapper, ale-py's native env)
+ALIASES = {"action_repeat_probability": "repeat_action_probability", "sticky_actions": "repeat_action_probability",
+           "episodic_life": "terminal_on_life_loss"}
 #: ale-py's arguments that the preprocessing cannot take (value given: the one it can)
 REFUSED = {"continuous": (False, "continuous actions (the preprocessing presses the discrete no-op and FIRE)"),
            "continuous_action_threshold": (None, "it applies to continuous actions, which the preprocessing does "
@@ -42,6 +45,8 @@ def check_atari_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> None:
             if allowed is not None and value is allowed:
                 continue
             raise CanterError(f"env '{env_id}': env_kwargs {key}: {value!r} is not supported: {why}")
+        if key in ALIASES:
+            raise CanterError(f"env '{env_id}': env_kwargs '{key}' is {ALIASES[key]} here")
         if key in FIXED:
             raise CanterError(f"env '{env_id}': env_kwargs '{key}' is not a setting: canter's Atari preprocessing is "
                               f"fixed ({_PREPROCESSING}); the env_kwargs it takes: {', '.join(TAKEN)}")
