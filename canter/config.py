@@ -252,6 +252,9 @@ def preset_layers(algo: str, env_id: str) -> list[tuple[str, dict[str, Any]]]:
     # ale_py:ALE/Pong-v5 -> ALE/Pong-v5's, gymnasium:CartPole-v1 -> CartPole-v1's; pettingzoo:MODULE names no env id
     prefixed = ":" in str(env_id) and not str(env_id).startswith("pettingzoo:")
     game = str(env_id).split(":", 1)[-1] if atari or prefixed else str(env_id)
+    older = re.fullmatch(r"([A-Z][A-Za-z]*?)(?:NoFrameskip)?-v[04]", game) if atari else None
+    if older and not os.path.isfile(preset_path(algo, game)):  # Pong-v4, PongNoFrameskip-v0: the same game under
+        game = f"{older[1]}NoFrameskip-v4"  # canter's preprocessing (frame skip and sticky actions are its own)
     # os.path.isfile is False (not an error) for odd names, e.g. too long
     return [(str(p), load_yaml(p)) for p in presets + [preset_path(algo, game)] if os.path.isfile(p)]
 

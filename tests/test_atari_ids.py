@@ -23,3 +23,14 @@ def test_a_retired_ale_id_names_the_same_game_s_ids(env_id, why, tmp_path, capsy
 def test_an_unknown_game_still_gets_the_close_ids(capsys):
     assert main(["train", "ppo", "--env", "PongNoFrameskp-v4", "--max-steps", "8"]) == 2
     assert "did you mean 'PongNoFrameskip-v4'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("env_id", ["Pong-v4", "PongNoFrameskip-v0", "Pong-v0", "ale_py:Pong-v4"])
+@pytest.mark.parametrize("algo", ["ppo", "dqn", "impala"])
+def test_ale_py_s_older_ids_of_a_game_get_its_preset(env_id, algo):
+    # the same game under canter's preprocessing: Pong-v4 ran without Pong's target_reward (never 'solved')
+    from canter.config import preset_layers
+
+    layers = preset_layers(algo, env_id)
+    assert [p.rsplit("/", 1)[-1] for p, _ in layers] == ["atari.yaml", "PongNoFrameskip-v4.yaml"]
+    assert layers[-1][1]["target_reward"] == 20
