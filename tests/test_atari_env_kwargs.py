@@ -59,3 +59,16 @@ def test_other_wrappers_names_of_settings_taken_name_canter_s_key(key, taken):
     # a setting here
     with pytest.raises(CanterError, match=f"env_kwargs '{key}' is {taken} here"):
         make_vec_env("ALE/Pong-v5", 1, "sync", env_kwargs={key: 0.25})
+
+
+@pytest.mark.parametrize("kwargs", [{"obs_type": "grayscale"}, {"obs_type": "rgb"}, {"sound_obs": False}])
+def test_keys_the_preprocessing_makes_no_ops_keep_the_native_env(kwargs):
+    # the frames are the preprocessed screen whatever obs_type says: auto took such a key to the wrapper path (async
+    # subprocesses for 2 envs), and --vectorization native refused it
+    from ale_py.vector_env import AtariVectorEnv
+
+    for vectorization in ("auto", "native"):
+        env = make_vec_env("ALE/Pong-v5", 2, vectorization, env_kwargs=kwargs)
+        native, shape = isinstance(env.env.unwrapped, AtariVectorEnv), env.single_observation_space.shape
+        env.close()
+        assert native and shape == (4, 84, 84), vectorization

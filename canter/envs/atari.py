@@ -65,6 +65,9 @@ MAX_FRAMES = 108_000
 #: videos, one frame per step) is ``EMULATOR_FPS // FRAME_SKIP`` = 15, which plays at the game's speed
 EMULATOR_FPS = 60
 _PREPROCESSING_KEYS = ("frameskip", "repeat_action_probability", "full_action_space", "max_num_frames_per_episode")
+#: ale-py keys whose values the preprocessing makes no-ops (it reads the screen itself; sound_obs and continuous are
+#: taken only false): the native env drops them, where they used to send ``auto`` to the slower wrapper path
+_NATIVE_DROPS = ("obs_type", "sound_obs", "continuous")
 
 
 def missing_extra(env_id: str) -> CanterError:
@@ -415,6 +418,8 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
     life_loss = life_loss_ends_episode(env_id, env_kwargs)
     kwargs = _base_kwargs(env_id, env_kwargs)
     kwargs.pop("frameskip")
+    for key in _NATIVE_DROPS:
+        kwargs.pop(key, None)
     unknown = set(kwargs) - set(_PREPROCESSING_KEYS)
     if unknown:
         raise CanterError(f"env_kwargs {sorted(unknown)} are not supported by the native Atari vector env; "
@@ -445,7 +450,7 @@ def _ale_fire() -> Any:
 def native_takes(env_kwargs: dict[str, Any] | None) -> bool:
     """Whether ale-py's native vector env takes every key of ``env_kwargs`` (else only the wrapper path does:
     ``mode``, ``difficulty``, ``max_episode_steps``, ...)."""
-    return not set(env_kwargs or {}) - {"frameskip", "terminal_on_life_loss", *_PREPROCESSING_KEYS}
+    return not set(env_kwargs or {}) - {"frameskip", "terminal_on_life_loss", *_PREPROCESSING_KEYS, *_NATIVE_DROPS}
 
 
 def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", training: bool = False,
