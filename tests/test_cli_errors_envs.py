@@ -280,3 +280,19 @@ def test_a_misspelled_env_kwarg_of_a_factory_passing_them_on_names_the_closest(c
                            "{lenght: 3}", "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, "Walk.__init__() got an unexpected keyword argument 'lenght'; did you mean 'length'?")
     assert not (workdir / "run").exists()
+
+
+@pytest.mark.parametrize("env, near", [("phys2d/CartPole-v1", "CartPole-v1"), ("phys2d/Pendulum-v0", "Pendulum-v1")])
+def test_an_env_whose_module_cannot_import_a_dependency_is_one_line(capsys, monkeypatch, workdir, env, near):
+    """gymnasium's phys2d envs import jax, which gymnasium does not raise DependencyNotInstalled for: without jax,
+    training (one env, and 4: native vectorisation) was a ModuleNotFoundError traceback (found by a sweep over
+    gymnasium's registry). The line names the module and the numpy env of that name."""
+    import sys
+
+    for name in [n for n in sys.modules if n == "jax" or n.startswith(("jax.", "gymnasium.envs.phys2d"))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "jax", None)  # import jax fails as if it were not installed
+    for n_envs in ("1", "4"):
+        code, _, err = run_cli(capsys, "train", "ppo", "--env", env, "--n-envs", n_envs, "--run-dir", "run")
+        assert_one_line_error(code, err, f"env '{env}' is missing a dependency", "pip install jax", f"use '{near}'")
+    assert list(workdir.iterdir()) == []

@@ -164,7 +164,7 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
     spec = _capped(gym.spec(_gym_id(env_id)), False)
     try:
         return pack_observations(gym.make(spec, **({} if render_mode is None else {"render_mode": render_mode}), **kwargs))
-    except gym.error.DependencyNotInstalled as exc:
+    except (gym.error.DependencyNotInstalled, ModuleNotFoundError) as exc:
         raise _missing_dependency(env_id, exc) from None
     except TypeError:
         if render_mode is None:
@@ -201,6 +201,12 @@ def _missing_dependency(env_id: str, exc: Exception) -> CanterError:
     for key, (extra, _) in _EXTRA_FOR_ENTRY.items():
         if key in entry:
             return CanterError(f"env '{env_id}' needs the '{extra}' extra: pip install 'canter[{extra}]'")
+    if isinstance(exc, ModuleNotFoundError) and exc.name:  # an import of the env's module failed (phys2d/*: jax)
+        gid = _gym_id(env_id)
+        near = closest(gid.split("/", 1)[1], [i for i in gym.registry if "/" not in i], 1) if "/" in gid else []
+        other = f", or use '{near[0]}' (gymnasium's env of that name without it)" if near else ""
+        return CanterError(f"env '{env_id}' is missing a dependency: {exc}: pip install {exc.name.split('.')[0]}"
+                           f"{other}")
     return CanterError(f"env '{env_id}' is missing a dependency: {exc}")
 
 
@@ -337,7 +343,7 @@ def make_vec_env(
                 vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}, wrappers=[pack_observations],
                 **kwargs,
             )
-    except gym.error.DependencyNotInstalled as exc:
+    except (gym.error.DependencyNotInstalled, ModuleNotFoundError) as exc:  # jax for phys2d/*: was a traceback
         raise _missing_dependency(env_id, exc) from None
     except TypeError as exc:  # a misspelled argument: answered with the closest one
         hint = keyword_hint(env_constructors(env_id), exc)
