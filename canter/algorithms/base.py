@@ -268,6 +268,26 @@ class Algorithm(ABC):
                           f"model{'s' if len(usable) > 1 else ''}: {', '.join(usable)}")
 
     @classmethod
+    def _algorithms_for(cls, action_space: gym.Space) -> str:
+        """The hint of a wrong action space: the algorithms of ``cls``'s family (else the on-policy ones) that act
+        in ``action_space``, a variant of ``cls`` first (``sac`` on Discrete actions: sac_discrete)."""
+        from canter.registry import registered
+
+        algos = registered("algorithm")
+        for family in (cls.family, "on_policy"):
+            able = sorted(n for n, a in algos.items() if a.family == family and not a.multiagent_only
+                          and isinstance(action_space, a.action_spaces))
+            if able:
+                break
+        if not able:
+            return ""
+        variant = [n for n in able if n.split("_")[0] == cls.name.split("_")[0]]
+        if variant:
+            rest = [n for n in able if n != variant[0]]
+            return f"; for {type(action_space).__name__} actions use {variant[0]} (or {', '.join(rest)})"
+        return f"; algorithms for {type(action_space).__name__} actions: {', '.join(able)}"
+
+    @classmethod
     def check_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> None:
         """Raise a CanterError if the algorithm cannot act in ``action_space``."""
         if not isinstance(action_space, cls.action_spaces):
@@ -276,7 +296,7 @@ class Algorithm(ABC):
 
             raise CanterError(
                 f"{cls.name.upper()} needs a {kinds} action space, but the env's action space is "
-                f"{describe_space(action_space)}"
+                f"{describe_space(action_space)}{cls._algorithms_for(action_space)}"
             )
         bounds = (action_space.low, action_space.high) if isinstance(action_space, gym.spaces.Box) else ()
         if cls.squashed_actions and not all(np.isfinite(b).all() for b in bounds):
