@@ -119,10 +119,39 @@ def _check_nesting(data: Any) -> None:
 def parse_yaml_value(text: str, key: str) -> Any:
     """``text`` (a ``--set`` value) as YAML; malformed YAML is a one-line CanterError naming ``key``."""
     try:
-        return safe_load(text)
+        value = safe_load(text)
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise CanterError(f"'{key}': cannot parse {text!r} as YAML: {problem}") from None
+    _refuse_glued_key(value, text, f"'{key}'", f" in {text!r}")
+    return value
+
+
+def _refuse_glued_key(value: Any, text: str, where: str, within: str = "") -> None:
+    """Raise a CanterError naming ``where`` if ``value``, parsed from ``text``, has a :func:`_glued_key`."""
+    glued = _glued_key(value, text)
+    if glued is not None:
+        name, rest = glued.split(":", 1)
+        raise CanterError(f"{where}: YAML reads {glued!r}{within} as one key without a value: a key's colon needs "
+                          f"a space after it ({name}: {rest})")
+
+
+def _glued_key(value: Any, text: str) -> str | None:
+    """A key of a flow mapping in ``value`` written as an unquoted ``name:value`` with no colon of its own
+    (``{is_slippery:false}``: without a space after the colon YAML reads one key ``'is_slippery:false'`` of value
+    null, which reached the env's constructor as an unknown argument), or None."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                if (v is None and isinstance(k, str) and re.fullmatch(r"[A-Za-z_]\w*:\S.*", k)
+                        and re.search(r"(^|[{,\s])" + re.escape(k) + r"\s*[,}]", text)):  # no colon of its own
+                    return k
+                stack.append(v)
+    return None
 
 
 #: larger YAML files are refused unread: a config is a few kilobytes, PyYAML reads ~50 kB a second, and a wrong
@@ -155,6 +184,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise CanterError(f"malformed YAML in {path}{where}: {problem}") from None
+    _refuse_glued_key(data, text, str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):

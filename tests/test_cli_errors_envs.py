@@ -296,3 +296,22 @@ def test_an_env_whose_module_cannot_import_a_dependency_is_one_line(capsys, monk
         code, _, err = run_cli(capsys, "train", "ppo", "--env", env, "--n-envs", n_envs, "--run-dir", "run")
         assert_one_line_error(code, err, f"env '{env}' is missing a dependency", "pip install jax", f"use '{near}'")
     assert list(workdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("flags", [["--env-kwargs", "{is_slippery:false}"],
+                                   ["--set", "env_kwargs={map_name: 4x4, is_slippery:false}"],
+                                   ["-f", "config.yaml"]])
+def test_a_key_glued_to_its_value_in_yaml_is_one_line_naming_the_spacing(capsys, workdir, flags):
+    """'{is_slippery:false}' is one YAML key 'is_slippery:false' of value null: FrozenLake refused it with
+    'unexpected keyword argument ...; did you mean 'is_slippery'?', naming what the user had written (found by
+    a sweep over gymnasium's envs). The line now says a colon needs a space after it."""
+    (workdir / "config.yaml").write_text("env_kwargs: {is_slippery:false}\n")
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", "FrozenLake-v1", *flags, "--run-dir", "run")
+    assert_one_line_error(code, err, "YAML reads 'is_slippery:false'", "(is_slippery: false)")
+    assert sorted(p.name for p in workdir.iterdir()) == ["config.yaml"]
+
+
+def test_a_quoted_key_with_a_colon_or_a_colon_of_its_own_is_kept():
+    from canter.yaml_io import parse_yaml_value
+
+    assert parse_yaml_value('{"a:b": null, my_mod:Wrap: null}', "k") == {"a:b": None, "my_mod:Wrap": None}
