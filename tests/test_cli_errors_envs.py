@@ -315,3 +315,12 @@ def test_a_quoted_key_with_a_colon_or_a_colon_of_its_own_is_kept():
     from canter.yaml_io import parse_yaml_value
 
     assert parse_yaml_value('{"a:b": null, my_mod:Wrap: null}', "k") == {"a:b": None, "my_mod:Wrap": None}
+
+
+@pytest.mark.parametrize("env, newer", [("Hopper-v3", "Hopper-v5"), ("Ant-v2", "Ant-v5")])
+def test_a_retired_gymnasium_id_is_one_line_naming_its_newest_version(capsys, workdir, env, newer):
+    """gymnasium keeps MuJoCo's v2/v3 ids as stubs raising ImportError ('moved to gymnasium-robotics'): training
+    one was that ImportError's traceback, exit 1 (found by a sweep over gymnasium's registry)."""
+    code, _, err = run_cli(capsys, "train", "sac", "--env", env, "--run-dir", "run")
+    assert_one_line_error(code, err, f"env '{env}' cannot be made", "gymnasium-robotics", f"use '{newer}'")
+    assert list(workdir.iterdir()) == []

@@ -164,7 +164,7 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
     spec = _capped(gym.spec(_gym_id(env_id)), False)
     try:
         return pack_observations(gym.make(spec, **({} if render_mode is None else {"render_mode": render_mode}), **kwargs))
-    except (gym.error.DependencyNotInstalled, ModuleNotFoundError) as exc:
+    except (gym.error.DependencyNotInstalled, ImportError) as exc:
         raise _missing_dependency(env_id, exc) from None
     except TypeError:
         if render_mode is None:
@@ -198,6 +198,9 @@ def _time_limit(kwargs: dict[str, Any], training: bool = True) -> Any:
 
 def _missing_dependency(env_id: str, exc: Exception) -> CanterError:
     entry = str(getattr(gym.spec(_gym_id(env_id)), "entry_point", ""))
+    if isinstance(exc, ImportError) and not isinstance(exc, ModuleNotFoundError):  # Hopper-v3: gone from gymnasium
+        detail = " ".join(str(exc).split()).rstrip(".")
+        return CanterError(f"env '{env_id}' cannot be made: {detail}{_newest(env_id)}")
     for key, (extra, _) in _EXTRA_FOR_ENTRY.items():
         if key in entry:
             return CanterError(f"env '{env_id}' needs the '{extra}' extra: pip install 'canter[{extra}]'")
@@ -208,6 +211,22 @@ def _missing_dependency(env_id: str, exc: Exception) -> CanterError:
         return CanterError(f"env '{env_id}' is missing a dependency: {exc}: pip install {exc.name.split('.')[0]}"
                            f"{other}")
     return CanterError(f"env '{env_id}' is missing a dependency: {exc}")
+
+
+def _newest(env_id: str) -> str:
+    """'; use 'Hopper-v5'': the newest version gymnasium registers of ``env_id``'s name when ``env_id`` is older,
+    with the extra its entry point needs; '' when there is none."""
+    from gymnasium.envs.registration import find_highest_version, parse_env_id
+
+    namespace, name, version = parse_env_id(_gym_id(env_id))
+    newest = find_highest_version(namespace, name)
+    if version is None or newest is None or newest <= version:
+        return ""
+    newer = f"{namespace + '/' if namespace else ''}{name}-v{newest}"
+    entry = str(gym.spec(newer).entry_point)
+    extra = next((f" (the '{e}' extra: pip install 'canter[{e}]')" for k, (e, _) in _EXTRA_FOR_ENTRY.items()
+                  if k in entry), "")
+    return f"; use '{newer}'{extra}"
 
 
 #: ``vectorization: auto`` uses an env's native vectorised implementation from this many copies on
@@ -343,7 +362,7 @@ def make_vec_env(
                 vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}, wrappers=[pack_observations],
                 **kwargs,
             )
-    except (gym.error.DependencyNotInstalled, ModuleNotFoundError) as exc:  # jax for phys2d/*: was a traceback
+    except (gym.error.DependencyNotInstalled, ImportError) as exc:  # jax for phys2d/*, Hopper-v3: tracebacks
         raise _missing_dependency(env_id, exc) from None
     except TypeError as exc:  # a misspelled argument: answered with the closest one
         hint = keyword_hint(env_constructors(env_id), exc)
