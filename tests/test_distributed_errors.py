@@ -37,7 +37,7 @@ class _Ref:
 
 def _standin_ray(killed: list) -> SimpleNamespace:
     """Enough of Ray for the pool: ``get`` raises what a call raised, as Ray does (RayTaskError)."""
-    def get(ref):
+    def get(ref, timeout=None):  # (the pool passes a start limit)
         if isinstance(ref.value, Exception):
             raise exceptions.RayTaskError("call", "Traceback", ref.value, proctitle="ray::ExplorerActor", pid=7,
                                           ip="127.0.0.1").as_instanceof_cause()
