@@ -306,15 +306,15 @@ class Run:
             self.trainer.stop_requested = "interrupted"
             self._grace = grace_seconds(self._longest_iteration, STOP_GRACE_SECONDS)
             self._cancel_grace = start_grace(self._grace, self._on_grace_over)
-            print("canter: stopping after this iteration and saving the run (press Ctrl-C again to quit now; an "
-                  f"iteration not done in {self._grace:.3g} s is dropped)", file=sys.stderr, flush=True)
+            _notice("canter: stopping after this iteration and saving the run (press Ctrl-C again to quit now; an "
+                    f"iteration not done in {self._grace:.3g} s is dropped)")
             return
         self._abort = True
         raise KeyboardInterrupt
 
     def _on_grace_over(self, signum: int, frame: Any) -> None:
-        print(f"canter: the iteration did not end within {self._grace:.3g} s of the stop request; quitting "
-              "without it (the last checkpoint stays)", file=sys.stderr, flush=True)
+        _notice(f"canter: the iteration did not end within {self._grace:.3g} s of the stop request; quitting "
+                "without it (the last checkpoint stays)")
         self._on_signal(signum, frame)  # as a second Ctrl-C
 
     def _grace_ended(self) -> None:
@@ -465,6 +465,16 @@ class Run:
                 self._remove_unstarted()  # nothing of this new run is worth keeping
             if close_error is not None:
                 raise close_error
+
+
+def _notice(text: str) -> None:
+    """One line on stderr from a signal handler; a stderr that is gone (a pipe whose reader a terminal's Ctrl-C or
+    a process group's SIGTERM also ended: ``canter train ... | tee log``) must not raise in the middle of an
+    iteration and so cost the stop's save."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # BrokenPipeError; ValueError: a closed stream
+        pass
 
 
 #: runs whose generator has started and not ended: closed at the interpreter's exit, while saving

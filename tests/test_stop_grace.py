@@ -3,6 +3,7 @@ as a second Ctrl-C does, keeping the last checkpoint (canter/stop_grace.py)."""
 import json
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -79,3 +80,33 @@ def test_an_iteration_of_the_usual_length_is_saved_after_the_minimum_grace(tmp_p
     run.close()
     meta = read_metadata(run_dir / "checkpoints" / "last")
     assert meta["step"] == 96 and meta["stop_reason"] == "interrupted"  # the signalled iteration ended and was saved
+
+
+class _BrokenPipe:
+    """A stderr whose reader is gone (``canter train ... | tee log`` after a terminal's Ctrl-C killed ``tee``)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_stop_signal_with_stderr_gone_still_saves_last(tmp_path, monkeypatch):
+    """The stop handler's notice, printed to a broken pipe, raised BrokenPipeError inside the iteration: the run
+    ended with that error, its summary said 'interrupted', yet ``last`` stayed at step 0 and a resume started over
+    (found running docs/algorithms/offline.md's td3bc command as ``... | tail``, stopped with ``kill -TERM -PGID``)."""
+    def sigterm_once(trainer):
+        if trainer.iteration_count == 1:
+            monkeypatch.setattr(sys, "stderr", _BrokenPipe())
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, n_envs=2, n_steps=16, batch_size=32,
+                              max_steps=320, eval_every=0, hooks={"before_collect": sigterm_once})
+    for _ in run():
+        pass
+    run.close()
+    meta = read_metadata(run_dir / "checkpoints" / "last")
+    assert meta["step"] == 64 and meta["stop_reason"] == "interrupted"
+    assert json.loads((run_dir / "summary.json").read_text())["error"] is None
