@@ -193,6 +193,7 @@ def _cmd_resume(argv: list[str]) -> int:
 
 def _drive(trainer: Any) -> int:
     """Run a :class:`~canter.run.Run` to its end and report; Ctrl-C saves the run and exits 130."""
+    from canter.errors import notice
     from canter.trainers.guard import TrainingDiverged
 
     try:
@@ -200,9 +201,9 @@ def _drive(trainer: Any) -> int:
             pass
     except KeyboardInterrupt:
         if (trainer.dir / "checkpoints" / "last.safetensors").is_file():
-            print(f"interrupted; continue with: canter train --resume {trainer.dir}", file=sys.stderr)
+            notice(f"interrupted; continue with: canter train --resume {trainer.dir}")
         else:  # a new run stopped before its first 'last' (while its loggers started): its directory was removed
-            print("interrupted before training started; nothing was saved", file=sys.stderr)
+            notice("interrupted before training started; nothing was saved")
         return 130
     except TrainingDiverged as exc:
         raise CanterError(f"{exc}; the last good checkpoint is kept in {trainer.dir / 'checkpoints' / 'last'}") from None
@@ -210,8 +211,7 @@ def _drive(trainer: Any) -> int:
         trainer.close()
     s = trainer.summary or {}
     if s.get("stop_reason") == "interrupted":
-        print(f"interrupted at step {s.get('steps', 0):,}; run saved, continue with: canter train --resume {trainer.dir}",
-              file=sys.stderr)
+        notice(f"interrupted at step {s.get('steps', 0):,}; run saved, continue with: canter train --resume {trainer.dir}")
         return 130
     if s.get("target_reward") is None:  # nothing to solve: say why it stopped
         verdict = f"finished ({s.get('stop_reason')})"

@@ -62,6 +62,18 @@ def interrupted() -> int:
     return 130
 
 
+def notice(text: str) -> None:
+    """One line on stderr that a stderr gone (a pipe whose reader the same Ctrl-C or process-group SIGTERM ended:
+    ``canter train ... | tee log``) does not turn into an error: a stop signal's notices and ``canter train``'s
+    closing line must not cost the stop's save or its exit code."""
+    import sys
+
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # BrokenPipeError; ValueError: a closed stream
+        pass
+
+
 def bad_env_kwargs(env_id: str, kwargs: dict | None, exc: Exception) -> Exception:
     """The error to raise when an env's constructor raised ``exc``: a one-line :class:`CanterError`
     when the user passed ``env_kwargs`` (a misspelled key is a TypeError; a bad value may be any

@@ -38,7 +38,7 @@ from canter.callbacks import Callback
 from canter.checkpoint import atomic_write, remove_temp_files, save_checkpoint
 from canter.checkpoint_keep import prune_periodic
 from canter.envs.spaces import space_to_dict
-from canter.errors import CanterError
+from canter.errors import CanterError, notice
 from canter.registry import user_modules
 from canter.run_dirs import outermost_missing
 from canter.run_lock import LOCK_NAME, acquire, release
@@ -306,14 +306,14 @@ class Run:
             self.trainer.stop_requested = "interrupted"
             self._grace = grace_seconds(self._longest_iteration, STOP_GRACE_SECONDS)
             self._cancel_grace = start_grace(self._grace, self._on_grace_over)
-            _notice("canter: stopping after this iteration and saving the run (press Ctrl-C again to quit now; an "
+            notice("canter: stopping after this iteration and saving the run (press Ctrl-C again to quit now; an "
                     f"iteration not done in {self._grace:.3g} s is dropped)")
             return
         self._abort = True
         raise KeyboardInterrupt
 
     def _on_grace_over(self, signum: int, frame: Any) -> None:
-        _notice(f"canter: the iteration did not end within {self._grace:.3g} s of the stop request; quitting "
+        notice(f"canter: the iteration did not end within {self._grace:.3g} s of the stop request; quitting "
                 "without it (the last checkpoint stays)")
         self._on_signal(signum, frame)  # as a second Ctrl-C
 
@@ -465,16 +465,6 @@ class Run:
                 self._remove_unstarted()  # nothing of this new run is worth keeping
             if close_error is not None:
                 raise close_error
-
-
-def _notice(text: str) -> None:
-    """One line on stderr from a signal handler; a stderr that is gone (a pipe whose reader a terminal's Ctrl-C or
-    a process group's SIGTERM also ended: ``canter train ... | tee log``) must not raise in the middle of an
-    iteration and so cost the stop's save."""
-    try:
-        print(text, file=sys.stderr, flush=True)
-    except (OSError, ValueError):  # BrokenPipeError; ValueError: a closed stream
-        pass
 
 
 #: runs whose generator has started and not ended: closed at the interpreter's exit, while saving

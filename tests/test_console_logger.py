@@ -270,3 +270,29 @@ def test_the_status_line_shows_each_policys_losses_in_a_multi_policy_run():
     logger.close()
     assert out.getvalue().rstrip().endswith(
         "eval -, speaker/value_loss 0.25 speaker/entropy 1.5 listener/value_loss 2")
+
+
+def test_a_stderr_gone_silences_the_logger_without_ending_the_run(monkeypatch):
+    """rich's answer to a broken pipe (``canter train ... | tee log`` whose tee a Ctrl-C or a closed terminal ended)
+    was SystemExit(1) out of the progress line, after pointing *stdout* at /dev/null: a run stopped by that Ctrl-C
+    exited 1 instead of 130 (found running the docs' commands as ``... | tail`` under ``kill -TERM -PGID``), and a
+    ``nohup`` run lost its stdout and ended. The logger's console goes quiet instead and the run goes on."""
+    import io
+    import os
+    import sys
+
+    from canter.logging.console import ConsoleLogger
+
+    class Gone(io.TextIOBase):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    dups = []
+    monkeypatch.setattr(os, "dup2", lambda *a: dups.append(a))
+    monkeypatch.setattr(sys, "stderr", Gone())
+    logger = ConsoleLogger(100_000, "ppo CartPole-v1", plain_seconds=0.0)
+    logger.start(None)
+    for record in _records():
+        logger.log(record)
+    logger.close()
+    assert logger.console.quiet and dups == []

@@ -110,3 +110,20 @@ def test_a_stop_signal_with_stderr_gone_still_saves_last(tmp_path, monkeypatch):
     meta = read_metadata(run_dir / "checkpoints" / "last")
     assert meta["step"] == 64 and meta["stop_reason"] == "interrupted"
     assert json.loads((run_dir / "summary.json").read_text())["error"] is None
+
+
+def test_canter_train_stopped_with_stderr_gone_exits_130(tmp_path, monkeypatch):
+    """``canter train``'s closing 'interrupted at step N' line, printed to a stderr that is gone, raised
+    BrokenPipeError out of the command: exit code 1 and a traceback (to nowhere), not 130, for a run that was
+    saved."""
+    from canter.cli import _drive
+
+    def sigterm_once(trainer):
+        if trainer.iteration_count == 1:
+            monkeypatch.setattr(sys, "stderr", _BrokenPipe())
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", n_envs=2, n_steps=16, batch_size=32,
+                              max_steps=320, eval_every=0, hooks={"before_collect": sigterm_once})
+    assert _drive(run) == 130
+    assert read_metadata(tmp_path / "run" / "checkpoints" / "last")["step"] == 64

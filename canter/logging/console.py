@@ -39,6 +39,15 @@ class _RunClock(TimeElapsedColumn):
         return Text(str(timedelta(seconds=max(0, int(elapsed + self.offset)))), style="progress.elapsed")
 
 
+class _StderrConsole(Console):
+    """rich's console on stderr, going quiet when stderr is gone (a pipe whose reader ended: ``canter train ... |
+    tee log`` after a Ctrl-C or a closed terminal ended ``tee``). rich's own answer was SystemExit(1) out of the
+    progress line, after pointing stdout (not stderr) at /dev/null: the run ended with exit code 1."""
+
+    def on_broken_pipe(self) -> None:  # noqa: D102
+        self.quiet = True
+
+
 class ConsoleLogger:
     """A rich progress bar (on stderr) plus one line per evaluation.
 
@@ -55,7 +64,7 @@ class ConsoleLogger:
                  refresh_seconds: float = 0.25, plain_seconds: float = 10.0) -> None:
         self.total = total_steps
         self.description = description
-        self.console = console or Console(stderr=True)
+        self.console = console or _StderrConsole(stderr=True)
         # is_interactive: a terminal that is not dumb (rich redraws a live display only there)
         self.plain = not (self.console.is_interactive or self.console.is_jupyter)
         self.refresh = plain_seconds if self.plain else refresh_seconds
