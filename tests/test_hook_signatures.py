@@ -50,11 +50,14 @@ def test_hooks_that_take_more_or_fewer_by_default_are_kept():
     assert len(Hooks([Flexible()]).callbacks) == 1
 
 
-def test_a_yaml_hook_of_the_wrong_arity_is_one_line_and_writes_nothing(capsys, tmp_path, monkeypatch):
-    (tmp_path / "my_arity_hooks.py").write_text("def log(trainer):\n    pass\n")
+@pytest.mark.parametrize("hook, signature", [("after_update", "after_update(trainer, losses)"),
+                                             ("on_env_step", "on_env_step(trainer, step)")])
+def test_a_yaml_hook_of_the_wrong_arity_is_one_line_and_writes_nothing(capsys, tmp_path, monkeypatch, hook,
+                                                                        signature):
+    (tmp_path / f"my_arity_hooks_{hook}.py").write_text("def log(trainer):\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set",
-                           "hooks={after_update: my_arity_hooks:log}", "--quiet", "--run-dir", str(tmp_path / "run"))
-    assert_one_line_error(code, err, "hook after_update 'my_arity_hooks:log' cannot be called as "
-                                     "after_update(trainer, losses): too many positional arguments")
+                           f"hooks={{{hook}: my_arity_hooks_{hook}:log}}", "--quiet", "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, f"hook {hook} 'my_arity_hooks_{hook}:log' cannot be called as "
+                                     f"{signature}: too many positional arguments")
     assert not (tmp_path / "run").exists()

@@ -39,14 +39,22 @@ def test_sigterm_in_a_long_iteration_quits_after_the_grace_keeping_last(tmp_path
     assert signal.getitimer(signal.ITIMER_REAL)[0] == 0 and signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
 
 
-def test_an_iteration_that_ends_within_the_grace_is_saved(tmp_path, monkeypatch):
+def _stopped_at_the_second_iteration(run_dir, monkeypatch=None):
+    """A PPO run (32 steps an iteration) sent SIGTERM before its second iteration's collection, with stderr made a
+    broken pipe first where ``monkeypatch`` is given; the run, not yet driven."""
     def sigterm_once(trainer):
         if trainer.iteration_count == 1:
+            if monkeypatch is not None:
+                monkeypatch.setattr(sys, "stderr", _BrokenPipe())
             os.kill(os.getpid(), signal.SIGTERM)
 
+    return canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, n_envs=2, n_steps=16, batch_size=32,
+                               max_steps=320, eval_every=0, hooks={"before_collect": sigterm_once})
+
+
+def test_an_iteration_that_ends_within_the_grace_is_saved(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
-    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, n_envs=2, n_steps=16, batch_size=32,
-                              max_steps=320, eval_every=0, hooks={"before_collect": sigterm_once})
+    run = _stopped_at_the_second_iteration(run_dir)
     for _ in run():
         pass
     run.close()
@@ -96,14 +104,8 @@ def test_a_stop_signal_with_stderr_gone_still_saves_last(tmp_path, monkeypatch):
     """The stop handler's notice, printed to a broken pipe, raised BrokenPipeError inside the iteration: the run
     ended with that error, its summary said 'interrupted', yet ``last`` stayed at step 0 and a resume started over
     (found running docs/algorithms/offline.md's td3bc command as ``... | tail``, stopped with ``kill -TERM -PGID``)."""
-    def sigterm_once(trainer):
-        if trainer.iteration_count == 1:
-            monkeypatch.setattr(sys, "stderr", _BrokenPipe())
-            os.kill(os.getpid(), signal.SIGTERM)
-
     run_dir = tmp_path / "run"
-    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, n_envs=2, n_steps=16, batch_size=32,
-                              max_steps=320, eval_every=0, hooks={"before_collect": sigterm_once})
+    run = _stopped_at_the_second_iteration(run_dir, monkeypatch)
     for _ in run():
         pass
     run.close()
@@ -118,12 +120,6 @@ def test_canter_train_stopped_with_stderr_gone_exits_130(tmp_path, monkeypatch):
     saved."""
     from canter.cli import _drive
 
-    def sigterm_once(trainer):
-        if trainer.iteration_count == 1:
-            monkeypatch.setattr(sys, "stderr", _BrokenPipe())
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", n_envs=2, n_steps=16, batch_size=32,
-                              max_steps=320, eval_every=0, hooks={"before_collect": sigterm_once})
+    run = _stopped_at_the_second_iteration(tmp_path / "run", monkeypatch)
     assert _drive(run) == 130
     assert read_metadata(tmp_path / "run" / "checkpoints" / "last")["step"] == 64
