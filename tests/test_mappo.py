@@ -166,6 +166,8 @@ def test_mappo_learns(env_id, kwargs, policies, tmp_path, capsys):
     (["train", "mappo", "--env", ENV, "--explorers", "2"], "normalize_value"),
     (["train", "recurrent_ppo", "--env", ENV, "--set", "central_state=true"], "has no centralised critic"),
     (["train", "mappo", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v3"], "is a turn-based game (train ppo"),
+    # Discrete observations (rps_v2) were refused without naming what to train instead
+    (["train", "mappo", "--env", "pettingzoo:pettingzoo.classic.rps_v2"], "observe Discrete; train ppo without"),
     # images reached the split encoder's fully connected layers as raw pixels (KAZ's image mode: 354M parameters)
     (["train", "mappo", "--env", ENV, "--env-kwargs", "{image_obs: true}", "--max-steps", "64"],
      "agent 'agent_0' of 'pettingzoo:tests"),

@@ -156,6 +156,8 @@ def test_qmix_run_resumes_exactly(tmp_path, capsys):
     # the error named the masked Box observations as wrong too ('not MaskedBox and MultiDiscrete')
     (["train", "qmix", "--env", ENV, "--env-kwargs", "{masked: true, factored: true}"],
      "needs Box observations and Discrete actions; its agents act in MultiDiscrete([3, 2])"),
+    # Discrete observations (rps_v2) were refused without naming what to train instead
+    (["train", "qmix", "--env", "pettingzoo:pettingzoo.classic.rps_v2"], "observe Discrete(4); train dqn or ppo"),
     # images reached QMIX's fully connected agent network and hypernetworks as raw pixels
     (["train", "qmix", "--env", ENV, "--env-kwargs", "{image_obs: true}", "--max-steps", "64"], "observes images"),
     (["train", "qmix", "--env", ENV, "--env-kwargs", "{image_state: true}", "--max-steps", "64"],

@@ -254,7 +254,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         observation goes to the last columns of the first row (a :class:`MaskedBox`)."""
         if not isinstance(local, gym.spaces.Box):
             raise CanterError(f"a centralised critic needs Box observations; the agents of '{self.env_id}' observe "
-                              f"{type(local).__name__}")
+                              f"{type(local).__name__}; train ppo without central_state (each policy its own critic)")
         m = mask_width(local)
         width = max(int(np.prod(local.shape)) - m, self.state_size + self.n_agents) + m
         if not m:

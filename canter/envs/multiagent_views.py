@@ -126,8 +126,9 @@ class JointParallelEnv(gym.vector.VectorEnv):
             [f"act in {describe_space(act_space)}"] if not isinstance(act_space, gym.spaces.Discrete) else [])
         if wrong:  # only what is wrong (a masked Box observation was named as wrong with the actions)
             self.inner.close()
+            instead = "train dqn or ppo" if isinstance(act_space, gym.spaces.Discrete) else "train ppo"
             raise CanterError(f"joint control of '{env_id}' needs Box observations and Discrete actions; its agents "
-                              f"{' and '.join(wrong)}")
+                              f"{' and '.join(wrong)}; {instead} (independent policies) instead")
         self.k, self.copies = self.inner.n_agents, copies
         #: an action mask packed in each agent's observation goes to the last columns of its row
         self.mask = mask_width(obs_space)
