@@ -2,6 +2,8 @@
 seeds per copy, and the one-line refusals of envs that do not fit."""
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -188,3 +190,16 @@ def test_evaluation_episodes_of_an_env_without_a_time_limit_end(monkeypatch, pol
         env.close()
         copies_agents = 2 if policies == "joint" else 4
         assert lengths == ([] if training else [12] * copies_agents)
+
+
+@pytest.mark.parametrize("env, needle", [
+    # an older version of a game (PettingZoo 1.27 has knights_archers_zombies_v11) named no valid one
+    ("pettingzoo.butterfly.knights_archers_zombies_v10", "did you mean pettingzoo.butterfly.knights_archers_zombies_v11"),
+    ("pettingzoo.classic.gin_rummy_v4", "pettingzoo.classic's games: chess_v6, connect_four_v3"),
+    # MPE moved to its own package; the error did not say what to install
+    pytest.param("mpe2.simple_spread_v3", "MPE is the mpe2 package: pip install mpe2",
+                 marks=pytest.mark.skipif(importlib.util.find_spec("mpe2") is not None, reason="mpe2 installed")),
+])
+def test_an_unknown_pettingzoo_game_names_the_closest_one(env, needle, capsys, tmp_path):
+    """A sweep over PettingZoo 1.27 found these refused without a valid choice."""
+    assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", f"pettingzoo:{env}"], needle)

@@ -37,7 +37,10 @@ episodes) in 300k agent-steps, 74 s on this 2-core host. (mpe2 depends on pygame
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
+import importlib.util
+import pkgutil
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -68,11 +71,29 @@ def family_hint(module_name: str, exc: BaseException) -> str:
     missing module of PettingZoo itself), ``"; ... pip install 'pettingzoo[FAMILY]'"``; else ``""``."""
     parts = module_name.split(".")
     missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    if missing == "mpe2" and parts[0] == "mpe2":
+        return "; MPE is the mpe2 package: pip install mpe2"
+    if missing and len(parts) > 1 and missing == module_name and importlib.util.find_spec(parts[0]) is not None:
+        return _game_hint(parts)  # a misspelled game or one of another version
     if len(parts) < 3 or parts[0] != "pettingzoo" or parts[1] not in PETTINGZOO_FAMILIES or not missing:
         return ""
     if missing.split(".")[0] == "pettingzoo":  # a misspelled game, not a missing dependency
         return ""
     return f"; PettingZoo's {parts[1]} envs need their dependencies: pip install 'pettingzoo[{parts[1]}]'"
+
+
+def _game_hint(parts: list[str]) -> str:
+    """``"; did you mean PACKAGE.GAME"`` (or the package's games) for a module ``parts`` its package lacks."""
+    package = ".".join(parts[:-1])
+    try:
+        names = sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(package).__path__))
+    except Exception:  # noqa: BLE001 - a package that cannot import: no suggestion
+        return ""
+    close = difflib.get_close_matches(parts[-1], names, n=1, cutoff=0.8)
+    if close:
+        return f"; did you mean {package}.{close[0]}"
+    games = [n for n in names if re.search(r"_v\d+$", n)]  # PettingZoo's games are versioned modules
+    return f"; {package}'s games: {', '.join(games)}" if parts[0] == "pettingzoo" and games else ""
 
 
 def parallel_factory(env_id: str) -> Any:
