@@ -265,6 +265,9 @@ OPTIONS: dict[str, tuple[str, str, dict]] = {
     "td3-ou": ("td3", "Pendulum-v1", dict(OFF, action_noise="ou")),
     "sac-her": ("sac", "goal_env:PointGoal-v0", dict(OFF, her_goals=4)),
     "ppo-guard-restore": ("ppo", "CartPole-v1", dict(ON, divergence_guard="restore")),
+    "ppo-critic-arch": ("ppo", "CartPole-v1", dict(ON, critic_net_arch=[48, 24])),
+    "sac-critic-arch-episodes": ("sac", "Pendulum-v1", dict(OFF, critic_net_arch=[48], train_freq=1, max_steps=1000,
+                                                            train_freq_unit="episode", gradient_steps=-1)),
 }
 
 
