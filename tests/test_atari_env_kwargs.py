@@ -9,15 +9,17 @@ pytest.importorskip("ale_py")
 
 
 @pytest.mark.parametrize("vectorization", ["auto", "native", "sync", "async"])
-@pytest.mark.parametrize("key,value", [("noop_max", 0), ("frame_stack", 1), ("screen_size", 64),
-                                       ("grayscale_obs", False), ("stack_num", 1), ("clip_reward", False)])
-def test_a_preprocessing_setting_says_the_preprocessing_is_fixed(vectorization, key, value):
+@pytest.mark.parametrize("key,value", [("grayscale_obs", False), ("grayscale", False), ("scale_obs", True),
+                                       ("maxpool", False)])
+def test_a_fixed_part_of_the_preprocessing_says_so(vectorization, key, value):
     # gymnasium's TypeError was hinted from ale-py's native env's signature: noop_max got "did you mean
-    # 'noop_max'?", frame_stack "'stack_num'"; --vectorization native said to use auto, which refused it too
+    # 'noop_max'?", frame_stack "'stack_num'"; --vectorization native said to use auto, which refused it too.
+    # noop_max, frame_skip, screen_size, frame_stack and clip_reward are settings now (tests/test_atari_settings.py)
     with pytest.raises(CanterError) as err:
         make_vec_env("ALE/Pong-v5", 2, vectorization, training=True, env_kwargs={key: value})
     message = str(err.value)
-    assert f"'{key}' is not a setting: canter's Atari preprocessing is fixed" in message, message
+    assert f"'{key}' is not a setting: frames are always grayscale" in message, message
+    assert "RGB frames are not supported" in message and "noop_max, frame_skip, screen_size" in message
     assert "did you mean" not in message and "use --vectorization" not in message and "\n" not in message
 
 
@@ -52,13 +54,25 @@ def test_the_cli_refuses_sound_obs_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("key,taken", [("action_repeat_probability", "repeat_action_probability"),
-                                       ("episodic_life", "terminal_on_life_loss")])
+@pytest.mark.parametrize("key,taken", [("episodic_life", "terminal_on_life_loss"), ("stack_num", "frame_stack"),
+                                       ("img_height", "screen_size"), ("reward_clipping", "clip_reward")])
 def test_other_wrappers_names_of_settings_taken_name_canter_s_key(key, taken):
-    # SB3's AtariWrapper(action_repeat_probability=...) was told the preprocessing is fixed, though sticky actions are
-    # a setting here
     with pytest.raises(CanterError, match=f"env_kwargs '{key}' is {taken} here"):
         make_vec_env("ALE/Pong-v5", 1, "sync", env_kwargs={key: 0.25})
+
+
+@pytest.mark.parametrize("vectorization", ["native", "sync"])
+def test_sb3_s_action_repeat_probability_is_taken_for_sticky_actions(vectorization):
+    # SB3's AtariWrapper(action_repeat_probability=...) was told to use repeat_action_probability; it is the same
+    # setting (sticky actions), so it is taken under SB3's name too, as n_stack is for frame_stack
+    from canter.envs.atari import _base_kwargs, make_atari_vec
+
+    assert _base_kwargs("ALE/Pong-v5", {"action_repeat_probability": 0.25})["repeat_action_probability"] == 0.25
+    env = make_atari_vec("ALE/Pong-v5", 1, vectorization, env_kwargs={"action_repeat_probability": 0.25})
+    native = type(env.unwrapped).__name__ == "AtariVectorEnv"
+    sticky = None if native else env.envs[0].unwrapped.ale.getFloat("repeat_action_probability")
+    env.close()
+    assert native == (vectorization == "native") and sticky in (None, 0.25)
 
 
 @pytest.mark.parametrize("kwargs", [{"obs_type": "grayscale"}, {"obs_type": "rgb"}, {"sound_obs": False}])

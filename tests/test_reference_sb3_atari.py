@@ -209,14 +209,18 @@ def _check_stack(mine: np.ndarray, ref: np.ndarray, ref_age: int, padding: str, 
 
 
 def _compare(game: str, vectorization: str, training: bool, seed: int, action_seed: int, n_steps: int,
-             max_frames: int = MAX_FRAMES, games: int | None = None, sticky: float = 0.0, life_loss: bool = True) -> dict:
+             max_frames: int = MAX_FRAMES, games: int | None = None, sticky: float = 0.0, life_loss: bool = True,
+             settings: dict | None = None) -> dict:
     """Play ``n_steps`` real transitions (or until ``games`` games have ended) in canter's env and
     the SB3 reference; assert each; return what happened. ``sticky``: the wrapper path only (ale-py's
     native env draws its sticky actions from a generator of its own). ``life_loss`` false: canter's
-    ``terminal_on_life_loss: false`` against SB3's ``AtariWrapper(terminal_on_life_loss=False)``."""
+    ``terminal_on_life_loss: false`` against SB3's ``AtariWrapper(terminal_on_life_loss=False)``. ``settings``:
+    canter's preprocessing env_kwargs, the reference's numbers (``STACK``, ``SKIP``, ... above) patched to match."""
     native = vectorization == "native"
     assert not (native and sticky)
-    kwargs = {} if max_frames == MAX_FRAMES else {"max_num_frames_per_episode": max_frames}
+    kwargs = {**(settings or {}), **_env_kwargs(vectorization)}
+    if max_frames != MAX_FRAMES:
+        kwargs["max_num_frames_per_episode"] = max_frames
     if sticky:
         kwargs["repeat_action_probability"] = sticky
     if not life_loss:
@@ -293,11 +297,10 @@ def _compare(game: str, vectorization: str, training: bool, seed: int, action_se
     return seen
 
 
-@pytest.fixture
-def noop_max(monkeypatch, vectorization):
-    """ale-py's native env draws its no-ops from its own generator: none on either side there."""
-    if vectorization == "native":
-        monkeypatch.setattr(atari, "NOOP_MAX", 0)
+def _env_kwargs(vectorization: str) -> dict:
+    """ale-py's native env draws its no-ops from its own generator: none on either side there (``noop_max: 0``,
+    the setting; the test patched ``atari.NOOP_MAX`` when the preprocessing was fixed)."""
+    return {"noop_max": 0} if vectorization == "native" else {}
 
 
 # -------------------------------------------------------------------------------------------- tests
@@ -307,12 +310,28 @@ def noop_max(monkeypatch, vectorization):
     (INVADERS, 0, 1, 2, 5),
     (ASTERIX, 1, 1, 2, 3),
 ])
-def test_training_env_matches_sb3_atari_wrapper(noop_max, vectorization, game, action_seed, games, min_life_losses,
+def test_training_env_matches_sb3_atari_wrapper(vectorization, game, action_seed, games, min_life_losses,
                                                  min_rewards):
     """Frames, clipped rewards, a terminal at every lost life, the game going on until game over."""
     seen = _compare(game, vectorization, True, seed=5, action_seed=action_seed, n_steps=2000, games=games)
     assert seen["life_losses"] >= min_life_losses and seen["game_overs"] == games and seen["silent_life_losses"] == 0
     assert len(seen["rewards"]) >= min_rewards and set(seen["rewards"]) <= {-1.0, 1.0}
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "native"])
+@pytest.mark.parametrize("training", [True, False])
+def test_other_preprocessing_settings_match_sb3_with_the_same_settings(monkeypatch, vectorization, training):
+    """``env_kwargs: {frame_stack: 2, frame_skip: 3, screen_size: 64, noop_max: 10}`` against SB3's
+    ``AtariWrapper(noop_max=10, frame_skip=3, screen_size=64)`` + ``VecFrameStack(n_stack=2)`` (the native env
+    without no-ops on both sides, as above): the same frames, rewards and flags over 300 Breakout steps."""
+    import sys
+
+    module = sys.modules[__name__]
+    for name, value in (("STACK", 2), ("SKIP", 3), ("SIZE", 64), ("NOOP_MAX", 10)):
+        monkeypatch.setattr(module, name, value)
+    settings = {"frame_stack": 2, "frame_skip": 3, "screen_size": 64, "noop_max": 10}
+    seen = _compare(BREAKOUT, vectorization, training, seed=5, action_seed=1, n_steps=300, settings=settings)
+    assert seen["life_losses" if training else "silent_life_losses"] >= 2
 
 
 @pytest.mark.parametrize("training", [True, False])
@@ -327,7 +346,7 @@ def test_sticky_actions_match_sb3_on_the_wrapper_path(training):
 @pytest.mark.slow  # ~3.4 s each: whole 5-life Breakout games
 @pytest.mark.parametrize("vectorization", ["sync", "native"])
 @pytest.mark.parametrize("training", [True, False])
-def test_no_terminal_on_life_loss_matches_sb3(noop_max, vectorization, training):
+def test_no_terminal_on_life_loss_matches_sb3(vectorization, training):
     """``terminal_on_life_loss: false`` against SB3's ``AtariWrapper(terminal_on_life_loss=False)`` on Breakout
     (5 lives, FIRE): no terminal at a lost life, FIRE pressed only at a game's reset (never after a lost life,
     in training or evaluation), equal frames and rewards, and the episode statistics whole games."""
@@ -336,7 +355,7 @@ def test_no_terminal_on_life_loss_matches_sb3(noop_max, vectorization, training)
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "native"])
-def test_evaluation_of_a_game_without_fire_matches_sb3(noop_max, vectorization):
+def test_evaluation_of_a_game_without_fire_matches_sb3(vectorization):
     """No FIRE in the game (Asterix): neither library presses it at the reset nor after a lost life."""
     seen = _compare(ASTERIX, vectorization, False, seed=5, action_seed=1, n_steps=2000, games=1)
     assert seen["game_overs"] == 1 and seen["life_losses"] == 0 and seen["silent_life_losses"] == 2
@@ -344,7 +363,7 @@ def test_evaluation_of_a_game_without_fire_matches_sb3(noop_max, vectorization):
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "native"])
-def test_truncation_flags_and_final_frame(noop_max, vectorization):
+def test_truncation_flags_and_final_frame(vectorization):
     """Games cut at 600 frames: ``truncated`` (not ``terminated``), a real reset afterwards, lives refilled."""
     # action seeds whose games are not cut on the step right after a lost life (the reference resets
     # inside EpisodicLifeEnv.reset there; canter's reset-only step is itself the truncated one)
@@ -359,7 +378,7 @@ def test_truncation_flags_and_final_frame(noop_max, vectorization):
 
 
 @pytest.mark.parametrize("vectorization", ["sync", "native"])
-def test_evaluation_env_reports_the_unclipped_game_score(noop_max, vectorization):
+def test_evaluation_env_reports_the_unclipped_game_score(vectorization):
     """Evaluation envs: raw rewards, no terminal at a lost life, and ``evaluate`` returns SB3's Monitor score."""
     seen = _compare(INVADERS, vectorization, False, seed=5, action_seed=0, n_steps=2000, games=1)
     assert seen["game_overs"] == 1 and seen["life_losses"] == 0 and seen["silent_life_losses"] >= 2
@@ -374,7 +393,7 @@ def test_evaluation_env_reports_the_unclipped_game_score(noop_max, vectorization
             self.actions.append(action)
             return action
 
-    env = make_vec_env(INVADERS, 1, vectorization, training=False)
+    env = make_vec_env(INVADERS, 1, vectorization, training=False, env_kwargs=_env_kwargs(vectorization))
     agent = Scripted()
     result = evaluate(agent, env, 1, seed=11)
     env.close()

@@ -1,6 +1,7 @@
 """Replay buffers for frame-stacked observations that store each frame once.
 
-An Atari observation is a stack of the last ``S = 4`` frames (``uint8 [4, 84, 84]``); storing
+An Atari observation is a stack of the last ``S`` frames (``uint8 [4, 84, 84]`` by default; ``env_kwargs``'
+``frame_stack`` and ``screen_size`` change ``S`` and the frame's shape, which this buffer takes as they come); storing
 whole stacks keeps every frame ``S`` times (28 KB per transition, 28 GB per million). Here row
 ``t`` of the stream stores only the newest frame of its stack (7 KB), plus one byte ``hist``: how
 many of the stack's older frames are the frames of the rows just before it (0 to ``S - 1``), and
@@ -38,7 +39,7 @@ class FrameStackMixin:
     ARRAYS = ReplayBuffer.ARRAYS + ("hist", "pad_zero")
 
     def _obs_storage(self, shape: tuple[int, int], obs_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        if len(obs_shape) < 2 or obs_shape[0] < 2:
+        if len(obs_shape) < 2:  # a stack of 1 (env_kwargs frame_stack: 1) stores its frames as they are
             raise CanterError(f"a frame-stack replay buffer needs [stack, ...] observations, got shape {obs_shape}")
         self.stack, self.frame_shape = int(obs_shape[0]), tuple(obs_shape[1:])
         if shape[0] - 1 < self.stack:  # a stack would reach back onto its own row; or none would survive a wrap

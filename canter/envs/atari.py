@@ -9,7 +9,9 @@ play whole games and report the raw game score; so do the training envs' episode
 (:class:`GameScore`, :class:`NativeGameScore`: ``history.parquet`` has one row per game).
 ``env_kwargs: {terminal_on_life_loss: false}`` (Stable-Baselines3's ``AtariWrapper`` switch) makes training
 episodes whole games and presses FIRE only at a game's reset, never after a lost life, in training and
-evaluation, on both paths (:func:`life_loss_ends_episode`).
+evaluation, on both paths. The other numbers are settings too, under SB3's names, on both paths
+(:class:`canter.envs.atari_kwargs.Preprocessing`): ``noop_max``, ``frame_skip``, ``screen_size`` (an int or
+``[height, width]``), ``frame_stack`` (or ``n_stack``) and ``clip_reward`` (training rewards).
 
 Sticky actions are off (``repeat_action_probability = 0``) and the base env skips no frames
 (``frameskip = 1``; the preprocessing's skip of 4 is the only one), which is what the ``NoFrameskip-v4``
@@ -48,21 +50,21 @@ import gymnasium as gym
 import numpy as np
 
 from canter.ale import is_atari, looks_like_atari, register_ale, registered_spec, retired_id_hint  # noqa: F401  (re-exported)
-from canter.envs.atari_kwargs import check_atari_kwargs
+from canter.envs.atari_kwargs import SETTINGS, Preprocessing, canonical, preprocessing
 from canter.envs.vector import GAME_RETURN
 from canter.envs.workers import vector_env
 from canter.errors import CanterError, bad_env_kwargs
 from canter.utils import available_cpus
 
-#: frames per observation stack, and the preprocessing settings shared by both paths
-FRAME_STACK = 4
-FRAME_SKIP = 4
-NOOP_MAX = 30
-SCREEN_SIZE = 84
+#: the default preprocessing (``env_kwargs`` change it: :func:`canter.envs.atari_kwargs.preprocessing`)
+FRAME_STACK = SETTINGS["frame_stack"]
+FRAME_SKIP = SETTINGS["frame_skip"]
+NOOP_MAX = SETTINGS["noop_max"]
+SCREEN_SIZE = SETTINGS["screen_size"]
 MAX_FRAMES = 108_000
-#: frames per second of the Atari 2600 (NTSC) emulator: one agent step is ``FRAME_SKIP`` of them, so a
+#: frames per second of the Atari 2600 (NTSC) emulator: one agent step is ``frame_skip`` of them, so a
 #: preprocessed env's ``render_fps`` (the fps of ``canter play --video-dir`` / ``--record-every``
-#: videos, one frame per step) is ``EMULATOR_FPS // FRAME_SKIP`` = 15, which plays at the game's speed
+#: videos, one frame per step) is ``EMULATOR_FPS / frame_skip`` (15 by default), the game's speed
 EMULATOR_FPS = 60
 _PREPROCESSING_KEYS = ("frameskip", "repeat_action_probability", "full_action_space", "max_num_frames_per_episode")
 #: ale-py keys whose values the preprocessing makes no-ops (it reads the screen itself; sound_obs and continuous are
@@ -75,23 +77,22 @@ def missing_extra(env_id: str) -> CanterError:
     return CanterError(f"env '{env_id}' needs the 'atari' extra: pip install 'canter[atari]'")
 
 
-def life_loss_ends_episode(env_id: str, env_kwargs: dict[str, Any] | None) -> bool:
-    """``env_kwargs``' ``terminal_on_life_loss`` (default true, as Stable-Baselines3's ``AtariWrapper``): whether a
-    lost life ends a training episode (then FIRE is pressed after it, in training and evaluation); a CanterError
-    for anything but true/false."""
-    value = (env_kwargs or {}).get("terminal_on_life_loss", True)
-    if not isinstance(value, bool):
-        raise CanterError(f"env '{env_id}': terminal_on_life_loss must be true or false, got {value!r}")
-    return value
+def step_fps(frame_skip: int) -> float:
+    """Agent steps per second of game time (one step is ``frame_skip`` emulator frames): a video's fps."""
+    return EMULATOR_FPS / frame_skip
 
 
 def _base_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, Any]:
-    """gymnasium.make kwargs of the raw game: no frame skip, no sticky actions unless asked."""
-    check_atari_kwargs(env_id, env_kwargs)
-    kwargs = {"repeat_action_probability": 0.0, "max_num_frames_per_episode": MAX_FRAMES, **(env_kwargs or {})}
-    kwargs.pop("terminal_on_life_loss", None)  # canter's (life_loss_ends_episode), not ale-py's
+    """gymnasium.make kwargs of the raw game: no frame skip, no sticky actions unless asked; canter's preprocessing
+    settings checked (:func:`~canter.envs.atari_kwargs.preprocessing`) and left out."""
+    preprocessing(env_id, env_kwargs)
+    kwargs = {"repeat_action_probability": 0.0, "max_num_frames_per_episode": MAX_FRAMES,
+              **canonical(env_id, env_kwargs)}
+    for key in SETTINGS:  # canter's, not ale-py's
+        kwargs.pop(key, None)
     if kwargs.pop("frameskip", 1) != 1:
-        raise CanterError(f"env '{env_id}': frameskip is set by the Atari preprocessing ({FRAME_SKIP}); drop it from env_kwargs")
+        raise CanterError(f"env '{env_id}': env_kwargs frameskip is the raw game's, which the preprocessing needs at "
+                          f"1; set frame_skip (default {FRAME_SKIP}) instead")
     kwargs["frameskip"] = 1
     p = kwargs["repeat_action_probability"]
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
@@ -157,13 +158,15 @@ class _NativeLives(gym.vector.VectorWrapper):
 
 class NativeGameScore(_NativeLives):
     """ale-py's native training env, built without its reward clipping: clips rewards to their sign here
-    and reports each whole game's raw score in ``info[GAME_RETURN]`` (NaN for the copies whose game did
-    not end on the step), as :class:`GameScore` does on the wrapper path. A game ends with a truncation
-    or with a ``terminated`` that is not a lost life (lives left and fewer than before)."""
+    (``clip``: env_kwargs' ``clip_reward``) and reports each whole game's raw score in ``info[GAME_RETURN]``
+    (NaN for the copies whose game did not end on the step), as :class:`GameScore` does on the wrapper path.
+    A game ends with a truncation or with a ``terminated`` that is not a lost life (lives left and fewer than
+    before)."""
 
-    def __init__(self, env: gym.vector.VectorEnv) -> None:
+    def __init__(self, env: gym.vector.VectorEnv, clip: bool = True) -> None:
         super().__init__(env)
         self.score = np.zeros(env.num_envs)
+        self.clip = clip
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:  # noqa: D102
         obs, info = self.env.reset(seed=seed, options=options)
@@ -177,7 +180,9 @@ class NativeGameScore(_NativeLives):
         ended = np.asarray(truncated, dtype=bool) | (np.asarray(terminated, dtype=bool) & ~self.lost_lives(info))
         info = {**info, GAME_RETURN: np.where(ended, self.score, np.nan)}
         self.score[ended] = 0.0  # the next step resets the game (NEXT_STEP), with reward 0
-        return obs, np.sign(raw).astype(np.asarray(reward).dtype), terminated, truncated, info
+        if self.clip:
+            reward = np.sign(raw).astype(np.asarray(reward).dtype)
+        return obs, reward, terminated, truncated, info
 
 
 class NativeNewLifeStack(_NativeLives):
@@ -185,28 +190,29 @@ class NativeNewLifeStack(_NativeLives):
     the first stacks of the next training episode held frames of the life before. Here those older
     slots become zero frames, as Stable-Baselines3's ``VecFrameStack`` pads at every episode end and as
     the native env pads after a game's reset: the episode's first stack is three zero frames and its
-    first frame, the next one two zero frames, then one."""
+    first frame, the next one two zero frames, then one (for the default stack of 4)."""
 
     def __init__(self, env: gym.vector.VectorEnv) -> None:
         super().__init__(env)
-        self.age = np.full(env.num_envs, FRAME_STACK - 1)  # frames of the episode in the stack, less one (capped)
+        self.depth = int(env.single_observation_space.shape[0])  # env_kwargs' frame_stack
+        self.age = np.full(env.num_envs, self.depth - 1)  # frames of the episode in the stack, less one (capped)
         self.starts = np.zeros(env.num_envs, dtype=bool)  # a life was lost: the next step begins an episode
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:  # noqa: D102
         obs, info = self.env.reset(seed=seed, options=options)
         mask = self.reset_mask(options, info)
-        self.age[mask], self.starts[mask] = FRAME_STACK - 1, False
+        self.age[mask], self.starts[mask] = self.depth - 1, False
         return obs, info
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:  # noqa: D102
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        self.age = np.minimum(self.age + 1, FRAME_STACK - 1)
+        self.age = np.minimum(self.age + 1, self.depth - 1)
         self.age[self.starts] = 0  # this step's frame is the new episode's first
-        clear = np.flatnonzero(self.age < FRAME_STACK - 1)
+        clear = np.flatnonzero(self.age < self.depth - 1)
         if clear.size:
             obs = np.array(obs, copy=True)
             for e in clear:
-                obs[e, : FRAME_STACK - 1 - self.age[e]] = 0
+                obs[e, : self.depth - 1 - self.age[e]] = 0
         self.starts = self.lost_lives(info) & np.asarray(terminated, dtype=bool) & ~np.asarray(truncated, dtype=bool)
         return obs, reward, terminated, truncated, info
 
@@ -345,20 +351,22 @@ def _sign(reward: float) -> float:
 
 
 def wrap_deepmind(env: gym.Env, training: bool, max_episode_steps: int | None = None,
-                  life_loss: bool = True) -> gym.Env:
+                  settings: Preprocessing = Preprocessing()) -> gym.Env:
     """DeepMind preprocessing around a raw (``frameskip=1``) ALE env; see the module docstring.
-    ``max_episode_steps`` (None or -1: none) truncates each game after that many agent steps. ``life_loss``
-    false (``terminal_on_life_loss: false``): training episodes are whole games, and FIRE is pressed only at a
-    game's reset, in training and evaluation (SB3's ``AtariWrapper(terminal_on_life_loss=False)``)."""
+    ``max_episode_steps`` (None or -1: none) truncates each game after that many agent steps. ``settings``: the
+    no-ops, frame skip, screen size, stack and reward clipping; its ``life_loss`` false (``terminal_on_life_loss:
+    false``): training episodes are whole games, and FIRE is pressed only at a game's reset, in training and
+    evaluation (SB3's ``AtariWrapper(terminal_on_life_loss=False)``)."""
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation, TimeLimit, TransformReward
 
     meanings = env.unwrapped.get_action_meanings()
     if meanings[0] != "NOOP":  # gymnasium's no-op reset raises a bare ValueError for these (Backgammon, VideoCheckers)
         raise CanterError(f"{env.spec.id if env.spec else 'this game'}: the wrapper path's no-op reset needs action 0 "
                           f"to be NOOP, this game's actions are {meanings}; use --vectorization native")
-    env = AtariPreprocessing(
-        env, noop_max=NOOP_MAX, frame_skip=FRAME_SKIP, screen_size=SCREEN_SIZE, terminal_on_life_loss=False,
-        grayscale_obs=True, scale_obs=False,
+    life_loss = settings.life_loss
+    env = AtariPreprocessing(  # gymnasium's screen_size is (width, height)
+        env, noop_max=settings.noop_max, frame_skip=settings.frame_skip, screen_size=(settings.width, settings.height),
+        terminal_on_life_loss=False, grayscale_obs=True, scale_obs=False,
     )
     if max_episode_steps is not None and max_episode_steps != -1:  # agent steps of a whole game, lives included
         env = TimeLimit(env, max_episode_steps)
@@ -366,11 +374,11 @@ def wrap_deepmind(env: gym.Env, training: bool, max_episode_steps: int | None = 
         env = EpisodicLife(GameScore(env)) if life_loss else GameScore(env)
     if "FIRE" in env.unwrapped.get_action_meanings():
         env = FireReset(env if training or not life_loss else FireAfterLifeLoss(env))
-    if training:
+    if training and settings.clip_reward:
         env = TransformReward(env, _sign)
-    env = FrameStackObservation(env, FRAME_STACK)
-    # ale-py's metadata says 30 fps for any frameskip; one step here is FRAME_SKIP emulator frames
-    env.metadata = {**env.metadata, "render_fps": EMULATOR_FPS // FRAME_SKIP}
+    env = FrameStackObservation(env, settings.frame_stack)
+    # ale-py's metadata says 30 fps for any frameskip; one step here is frame_skip emulator frames
+    env.metadata = {**env.metadata, "render_fps": step_fps(settings.frame_skip)}
     return env
 
 
@@ -380,7 +388,7 @@ def make_atari_env(env_id: str, training: bool = False, render_mode: str | None 
     A ``render_mode`` in ``env_kwargs`` is used where ``render_mode`` is None (it was passed to ``gymnasium.make``
     twice). ``env_kwargs``' ``max_episode_steps`` counts agent steps (gymnasium's ``TimeLimit`` around the raw
     ``frameskip=1`` game would count emulator frames, the reset's no-ops included)."""
-    life_loss = life_loss_ends_episode(env_id, env_kwargs)
+    settings = preprocessing(env_id, env_kwargs)
     kwargs = _base_kwargs(env_id, env_kwargs)
     limit = kwargs.pop("max_episode_steps", None)
     given = kwargs.pop("render_mode", None)  # env_kwargs' render_mode, as other envs take it; ``render_mode`` wins
@@ -388,7 +396,7 @@ def make_atari_env(env_id: str, training: bool = False, render_mode: str | None 
         env = gym.make(env_id, render_mode=given if render_mode is None else render_mode, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a bad value is ale-py's RuntimeError (mode: 99) or TypeError
         raise bad_env_kwargs(env_id, env_kwargs, exc) from None
-    return wrap_deepmind(env, training, limit, life_loss)
+    return wrap_deepmind(env, training, limit, settings)
 
 
 class NativeSeedRange(gym.vector.VectorWrapper):
@@ -415,7 +423,8 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
     the same seeds, no-ops and forced FIRE presses), which :class:`canter.envs.atari_play.NativePlayEnv` renders."""
     from ale_py.vector_env import AtariVectorEnv
 
-    life_loss = life_loss_ends_episode(env_id, env_kwargs)
+    settings = preprocessing(env_id, env_kwargs)
+    life_loss = settings.life_loss
     kwargs = _base_kwargs(env_id, env_kwargs)
     kwargs.pop("frameskip")
     for key in _NATIVE_DROPS:
@@ -426,15 +435,17 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
                           f"use --vectorization auto, sync or async")
     env = AtariVectorEnv(
         gym.spec(env_id).kwargs["game"], n_envs, num_threads=min(n_envs, available_cpus()),
-        img_height=210 if screen else SCREEN_SIZE, img_width=160 if screen else SCREEN_SIZE, grayscale=not screen,
-        stack_num=1 if screen else FRAME_STACK, maxpool=not screen, frameskip=FRAME_SKIP, noop_max=NOOP_MAX,
+        img_height=210 if screen else settings.height, img_width=160 if screen else settings.width,
+        grayscale=not screen, stack_num=1 if screen else settings.frame_stack, maxpool=not screen,
+        frameskip=settings.frame_skip, noop_max=settings.noop_max,
         use_fire_reset=True, episodic_life=False, life_loss_info=training and life_loss, reward_clipping=False,
         autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
     )
     actions = env.ale.get_action_set()
     seeded = NativeSeedRange(env)
     # training: zero frames in place of the previous life's in a new episode's stacks; rewards clipped
-    wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(seeded)) if training else seeded
+    wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(seeded), settings.clip_reward) if training \
+        else seeded
     if life_loss and len(actions) >= 3 and actions[1] == _ale_fire():
         return NativeFireAfterLifeLoss(wrapped, training)
     return wrapped
@@ -450,7 +461,8 @@ def _ale_fire() -> Any:
 def native_takes(env_kwargs: dict[str, Any] | None) -> bool:
     """Whether ale-py's native vector env takes every key of ``env_kwargs`` (else only the wrapper path does:
     ``mode``, ``difficulty``, ``max_episode_steps``, ...)."""
-    return not set(env_kwargs or {}) - {"frameskip", "terminal_on_life_loss", *_PREPROCESSING_KEYS, *_NATIVE_DROPS}
+    return not set(env_kwargs or {}) - {"frameskip", *SETTINGS, "n_stack", "action_repeat_probability",
+                                        *_PREPROCESSING_KEYS, *_NATIVE_DROPS}
 
 
 def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", training: bool = False,
@@ -459,8 +471,7 @@ def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", traini
     ``auto``/``native``, else gymnasium wrappers in ``sync`` or ``async`` (subprocess) vector envs.
     ``auto`` with ``env_kwargs`` the native env does not take (``mode``, ``difficulty``, ...) uses the
     wrappers instead (``sync`` for one copy, else ``async``), where ``native`` refuses them."""
-    life_loss_ends_episode(env_id, env_kwargs)  # a bad value: one line here, not in each subprocess
-    _base_kwargs(env_id, env_kwargs)
+    _base_kwargs(env_id, env_kwargs)  # a bad value: one line here, not in each subprocess
     if vectorization == "auto" and not native_takes(env_kwargs):
         vectorization = "sync" if n_envs == 1 else "async"
     if vectorization in ("auto", "native"):

@@ -19,10 +19,12 @@ class NativePlayEnv(gym.Env):
     same seed and actions, its observation the RGB screen of each step's last frame), and :meth:`render`
     returns that screen, as the wrapper path's ``AtariEnv.render`` does."""
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": atari.EMULATOR_FPS // atari.FRAME_SKIP}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": atari.step_fps(atari.FRAME_SKIP)}
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any] | None = None, render_mode: str | None = None) -> None:
         self.vec = VecEnv(atari.make_atari_vec(env_id, 1, "native", env_kwargs=env_kwargs), check_actions=True)
+        skip = atari.preprocessing(env_id, env_kwargs).frame_skip  # env_kwargs' frame_skip: the game's speed
+        self.metadata = {**self.metadata, "render_fps": atari.step_fps(skip)}
         self.observation_space = self.vec.single_observation_space
         self.action_space = self.vec.single_action_space
         self.render_mode = render_mode
