@@ -56,22 +56,28 @@ def test_play_uses_the_run_s_own_atari_path(vectorization):
     assert (not first[0].any()) == (vectorization != "sync")  # zero padding: the native env's
 
 
-def test_native_play_renders_the_game_it_plays():
+@pytest.mark.parametrize("kwargs,size,fps,most", [
+    ({}, (84, 84), 15, 2),  # measured 0.27 (another game: tens)
+    ({"frame_skip": 3, "screen_size": [60, 48], "frame_stack": 2}, (60, 48), 20, 0.6),  # 0.35; 1.0 skipping 4
+])
+def test_native_play_renders_the_game_it_plays(kwargs, size, fps, most):
     """The native env cannot render: a second native env plays the same game beside it and its RGB screen is the
-    frame; downscaled to grey it is the observation's newest frame, up to the max-pool over two frames."""
+    frame; downscaled to grey it is the observation's newest frame, up to the max-pool over two frames. With other
+    env_kwargs settings (tests/test_atari_settings.py) the screen env skips the same frames, and the fps follows."""
     import cv2
 
-    env = make_render_env(GAME, "rgb_array", vectorization="auto")
+    env = make_render_env(GAME, "rgb_array", vectorization="auto", env_kwargs=kwargs)
     obs, _ = env.reset(seed=3)
     rng, worst = np.random.default_rng(1), 0.0
     for _ in range(120):
         obs, *_ = env.step(int(rng.integers(4)))
         frame = env.render()
         assert frame.shape == (210, 160, 3) and frame.dtype == np.uint8
-        grey = cv2.resize(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY), (84, 84), interpolation=cv2.INTER_AREA)
+        grey = cv2.resize(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY), size[::-1], interpolation=cv2.INTER_AREA)
         worst = max(worst, float(np.abs(grey.astype(int) - obs[-1]).mean()))
     env.close()
-    assert env.metadata["render_fps"] == 15 and worst < 2  # measured 0.27 (another game: tens)
+    assert obs.shape == (kwargs.get("frame_stack", 4), *size)
+    assert env.metadata["render_fps"] == fps and worst < most
 
 
 @pytest.mark.slow  # ~3 s: two recordings with ffmpeg

@@ -180,3 +180,12 @@ def test_ppo_on_single_32x32_frames_stores_uint8_and_picks_the_encoder_for_them(
     encoder = agent.algorithm.model.encoder
     assert isinstance(encoder, ImpalaResNet) and encoder.in_shape == (1, 32, 32)
     assert trainer.buffer.obs.dtype == torch.uint8 and tuple(trainer.buffer.obs.shape[2:]) == (1, 32, 32)
+
+
+def test_the_wrapper_path_s_video_fps_follows_frame_skip():
+    from canter.play import make_render_env
+
+    env = make_render_env(GAME, "rgb_array", vectorization="sync", env_kwargs={"frame_skip": 3})
+    fps, frame = env.metadata["render_fps"], env.render()
+    env.close()
+    assert fps == 20 and frame.shape == (210, 160, 3)  # 60 emulator frames a second, 3 a step
