@@ -437,3 +437,31 @@ def test_a_run_saved_before_a_config_key_existed_resumes_twice(tmp_path):
     (run_dir / "config.yaml").write_text(yaml.safe_dump(written, sort_keys=False))
     canter.resume(run_dir, max_steps=128)
     assert read_metadata(run_dir / "checkpoints" / "last")["step"] == 128
+
+
+@pytest.mark.parametrize("name, columns, needle", [
+    ("history", {"r": 1.0, "l": 10, "t": 0.1}, "it has no 'step' column (columns: r, l, t)"),
+    ("history", {"step": "a", "wall_time": 0.0, "episode_return": 1.0, "episode_length": 1, "rolling_return": 1.0},
+     "its 'step' column holds string, not int64"),
+    ("updates", {"step": 1, "loss": 0.5}, "it has no 'wall_time' column"),
+])
+def test_a_history_file_of_another_format_is_refused_in_one_line_and_kept(good_run, tmp_path, capsys, name, columns,
+                                                                         needle):
+    """A history.parquet that another tool wrote in a run's place (as many rows as 'last' expects) was resumed as
+    rows of nulls, the other tool's rows overwritten, exit 0; one whose step column held text failed with a pyarrow
+    traceback (ArrowInvalid). Both are now one line naming the file and the column, and nothing is written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from support import snapshot
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(good_run, run_dir)
+    n = read_metadata(run_dir / "checkpoints" / "last")["history_rows"][name] + 5
+    assert n > 5
+    pq.write_table(pa.table({k: [v] * n for k, v in columns.items()}), run_dir / f"{name}.parquet")
+    before = snapshot(run_dir)
+    assert main(["train", "--resume", str(run_dir), "--max-steps", "512", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"{name}.parquet is not a table canter wrote: {needle}" in err, err
+    assert snapshot(run_dir) == before

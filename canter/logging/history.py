@@ -16,6 +16,8 @@ HISTORY_COLUMNS = ("step", "wall_time", "episode_return", "episode_length", "rol
 #: columns a multi-agent run adds: each episode's agent, and its policy where there are several
 LABEL_COLUMNS = ("agent", "policy")
 EVALUATION_COLUMNS = ("step", "wall_time", "mean_return", "std_return", "episodes")
+#: the columns of every update row (the losses' come with them)
+UPDATE_COLUMNS = ("step", "wall_time", "steps_per_second")
 #: the column an evaluation adds where the env reports ``info["is_success"]`` (goal envs)
 SUCCESS_COLUMNS = ("success_rate",)
 #: the type of each fixed column, so that a file with no rows (no episode finished yet) has them too
@@ -52,14 +54,35 @@ def write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ..
 FILES = ("history", "updates", "evaluations")
 
 
+#: the columns each file's rows have, which a resumed run reads back
+REQUIRED = {"history": HISTORY_COLUMNS, "updates": UPDATE_COLUMNS, "evaluations": EVALUATION_COLUMNS}
+
+
 def check_history(run_dir: Path, rows: dict[str, int]) -> None:
     """Raise a CanterError unless each history file of ``run_dir`` holds the ``rows`` a checkpoint expects."""
     for name in FILES:
-        _read_rows(Path(run_dir) / f"{name}.parquet", rows.get(name, 0))
+        _read_rows(Path(run_dir) / f"{name}.parquet", rows.get(name, 0), REQUIRED[name])
 
 
-def _read_rows(path: Path, n: int) -> pa.Table | None:
-    """The first ``n`` rows of a parquet file (rows written after a checkpoint are dropped; None for none)."""
+def _check_columns(path: Path, table: pa.Table, required: tuple[str, ...]) -> None:
+    """Raise a CanterError unless ``table`` has each ``required`` column, as numbers of its type (a file another
+    tool wrote in its place would otherwise be resumed as rows of nulls, or fail with a pyarrow traceback)."""
+    from canter.errors import CanterError
+
+    for c in required:
+        if c not in table.column_names:
+            raise CanterError(f"cannot resume: {path} is not a table canter wrote: it has no '{c}' column "
+                              f"(columns: {', '.join(table.column_names) or 'none'})")
+        try:
+            table[c].cast(COLUMN_TYPES[c])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise CanterError(f"cannot resume: {path} is not a table canter wrote: its '{c}' column holds "
+                              f"{table[c].type}, not {COLUMN_TYPES[c]}") from None
+
+
+def _read_rows(path: Path, n: int, required: tuple[str, ...]) -> pa.Table | None:
+    """The first ``n`` rows of a parquet file (rows written after a checkpoint are dropped; None for none),
+    which must have the ``required`` columns."""
     if n == 0:
         return None
     from canter.errors import check_utf8_path
@@ -75,7 +98,9 @@ def _read_rows(path: Path, n: int) -> pa.Table | None:
         from canter.errors import CanterError
 
         raise CanterError(f"cannot resume: {path} has {table.num_rows} rows but the checkpoint expects {n}")
-    return table.slice(0, n)
+    table = table.slice(0, n)
+    _check_columns(path, table, required)
+    return table
 
 
 class _Rows:
@@ -147,7 +172,7 @@ class HistoryLogger:
         self.flush_seconds = flush_seconds
         # the losses' columns come with the first update; before it, the fixed ones
         self._files = {"history": _Rows(HISTORY_COLUMNS, HISTORY_COLUMNS, LABEL_COLUMNS),
-                       "updates": _Rows(None, ("step", "wall_time", "steps_per_second")),
+                       "updates": _Rows(None, UPDATE_COLUMNS),
                        "evaluations": _Rows(EVALUATION_COLUMNS, EVALUATION_COLUMNS, SUCCESS_COLUMNS)}
         self._last_flush = time.monotonic()
         #: whether :meth:`close` rewrites the files: not for a resumed run whose training never started (a
@@ -164,7 +189,7 @@ class HistoryLogger:
             hooks.add(_Started(self))
         if rows:
             for name, f in self._files.items():
-                f.resume(_read_rows(self.dir / f"{name}.parquet", rows.get(name, 0)))
+                f.resume(_read_rows(self.dir / f"{name}.parquet", rows.get(name, 0), REQUIRED[name]))
 
     def rows(self) -> dict[str, int]:
         """Rows logged so far per file (saved with resumable checkpoints)."""
