@@ -12,6 +12,7 @@ one; any other mix of two files (e.g. copied from two runs) is refused.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -106,6 +107,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:  # a file where a directory of the path should be: name it as such
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), exc.filename) from None
+    try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:  # name the file the caller asked for, not the temporary one
         raise type(exc)(exc.errno, exc.strerror, str(path)) from None
