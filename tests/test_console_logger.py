@@ -96,6 +96,37 @@ def test_plain_console_counts_a_resumed_runs_rate_from_its_checkpoint_step():
     assert rate <= 100 / 0.2  # 100 steps in this process, not 50,100
 
 
+@pytest.mark.parametrize("terminal", [False, True])
+def test_a_resumed_run_shows_its_last_evaluation_until_the_next(terminal):
+    """A resumed run's status line and live bar read 'eval -' (no evaluation yet) until its next evaluation,
+    eval_every steps later, though the run had evaluated before its checkpoint (found by resuming a PPO
+    CartPole run under script(1)); they now show the checkpoint's last evaluation until a new one comes."""
+    import io
+    import re
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from canter.logging.console import ConsoleLogger
+    from canter.trainers import EvalResult, TrainRecord
+
+    out = io.StringIO()
+    logger = ConsoleLogger(100_000, "ppo", console=Console(file=out, width=200, force_terminal=terminal),
+                           plain_seconds=0.0)
+    added: list = []
+    trainer = SimpleNamespace(evaluates=True, last_eval=None, hooks=SimpleNamespace(add=added.append))
+    logger.start(SimpleNamespace(trainer=trainer, resumed_step=50_000, resumed_wall=10.0))
+    # the trainer restores its state when its generator starts, after the loggers started
+    trainer.last_eval = EvalResult(451.5, 3.0, [448.5, 454.5], [448, 454])
+    for callback in added:
+        callback.on_train_start(trainer)
+    logger.log(TrainRecord(step=50_100, iteration=1, wall_time=10.2, steps_per_second=500.0, done=True))
+    logger.close()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    status = text.replace("\r", "\n").strip().splitlines()[-1]  # the line (or bar) after the first record
+    assert "eval 451.5" in status, text
+
+
 def test_console_logger_shows_a_live_bar_on_a_terminal():
     import io
 

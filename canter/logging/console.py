@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from canter.callbacks import Callback
 from canter.trainers.base import TrainRecord
 
 #: the statistics the status line shows, where the algorithm reports them (PPO kin: value_loss and entropy;
@@ -46,6 +47,24 @@ class _StderrConsole(Console):
 
     def on_broken_pipe(self) -> None:  # noqa: D102
         self.quiet = True
+
+
+class _LastEvaluation(Callback):
+    """Shows a resumed run's last evaluation (restored when training starts) until its next one; the status
+    read 'eval -', as though the run had never evaluated, for up to ``eval_every`` steps (not part of the hook
+    state)."""
+
+    internal = True
+
+    def __init__(self, logger: ConsoleLogger) -> None:
+        self.logger = logger
+
+    def on_train_start(self, trainer: Any) -> None:  # noqa: D102
+        last = getattr(trainer, "last_eval", None)
+        if last is not None:
+            self.logger._eval = f"{last.mean_return:.1f}"
+            if self.logger.progress is not None and self.logger.task is not None:
+                self.logger.progress.update(self.logger.task, eval=self.logger._eval)
 
 
 class ConsoleLogger:
@@ -86,8 +105,12 @@ class ConsoleLogger:
         self._start = self._last - getattr(run, "resumed_wall", 0.0)  # a resumed run's clock goes on
         self._line_step = getattr(run, "resumed_step", None) or 0  # steps/s counts this process's steps
         self._first_step, self._first_wall = self._line_step, getattr(run, "resumed_wall", 0.0)
-        if not getattr(getattr(run, "trainer", run), "evaluates", True):  # eval_episodes 0: no evaluation comes
+        trainer = getattr(run, "trainer", run)
+        if not getattr(trainer, "evaluates", True):  # eval_episodes 0: no evaluation comes
             self._eval = "off"
+        hooks = getattr(trainer, "hooks", None)
+        if hooks is not None:  # a resumed run's last evaluation is restored when training starts
+            hooks.add(_LastEvaluation(self))
         if self.plain:
             return
         self.progress = Progress(
