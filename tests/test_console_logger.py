@@ -327,3 +327,22 @@ def test_a_stderr_gone_silences_the_logger_without_ending_the_run(monkeypatch):
         logger.log(record)
     logger.close()
     assert logger.console.quiet and dups == []
+
+
+def test_an_evaluation_line_on_a_terminal_names_no_source_file(monkeypatch, capsys):
+    """On a terminal each evaluation line above the live bar ended with rich's log path, canter's own source
+    position ('console.py:116'), which says nothing to the user (seen under script(1))."""
+    from canter.logging.console import ConsoleLogger
+
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("TTY_INTERACTIVE", "1")
+    logger = ConsoleLogger(100_000, "ppo")
+    logger.start(None)
+    assert logger.progress is not None  # a live bar: the terminal's case
+    for record in _records():
+        logger.log(record)
+    logger.close()
+    import re
+
+    err = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", capsys.readouterr().err)
+    assert "eval return 480.00" in err and "console.py" not in err, err

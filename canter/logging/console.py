@@ -83,7 +83,8 @@ class ConsoleLogger:
                  refresh_seconds: float = 0.25, plain_seconds: float = 10.0) -> None:
         self.total = total_steps
         self.description = description
-        self.console = console or _StderrConsole(stderr=True)
+        # log_path off: each evaluation line ended with canter's own source position ('console.py:116')
+        self.console = console or _StderrConsole(stderr=True, log_path=False)
         # is_interactive: a terminal that is not dumb (rich redraws a live display only there)
         self.plain = not (self.console.is_interactive or self.console.is_jupyter)
         self.refresh = plain_seconds if self.plain else refresh_seconds
