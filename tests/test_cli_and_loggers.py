@@ -346,6 +346,31 @@ def test_a_wandb_too_old_for_the_logger_is_one_line_before_anything_is_written(t
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("mode, needle", [("offlin", "did you mean 'offline'"), ("", "choices: disabled, dryrun")])
+def test_a_wandb_mode_wandb_does_not_have_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys, mode,
+                                                                               needle):
+    """WANDB_MODE=offlin (or set but empty) reached wandb.init once training had started: a pydantic ValidationError
+    traceback, exit 1. It is now one line naming WANDB_MODE, exit 2, for a new run (nothing made) and a resume
+    (the run as it was)."""
+    import types
+
+    from support import assert_one_line_error, run_cli, snapshot
+
+    fake = types.SimpleNamespace(__version__="0.31.0", init=lambda **kw: pytest.fail("wandb.init reached"))
+    monkeypatch.setitem(__import__("sys").modules, "wandb", fake)
+    monkeypatch.chdir(tmp_path)
+    canter.train("ppo", "CartPole-v1", run_dir="old", max_steps=128, n_envs=2, n_steps=64, eval_episodes=1,
+                 tensorboard=False)
+    before = snapshot(tmp_path / "old")
+    monkeypatch.setenv("WANDB_MODE", mode)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--wandb", "--run-dir", "new", "--quiet")
+    assert_one_line_error(code, err, f"unknown WANDB_MODE '{mode}'; {needle}")
+    assert not (tmp_path / "new").exists()
+    code, _, err = run_cli(capsys, "train", "--resume", "old", "--max-steps", "256", "--wandb", "--quiet")
+    assert_one_line_error(code, err, f"unknown WANDB_MODE '{mode}'; {needle}")
+    assert snapshot(tmp_path / "old") == before
+
+
 def _fake_wandb(monkeypatch, logged: list) -> None:
     """A wandb module whose runs append (run number, step) to ``logged``, as W&B offline does (starting_step 0)."""
     import types

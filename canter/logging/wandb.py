@@ -28,12 +28,29 @@ def require_wandb() -> ModuleType:
     return wandb
 
 
+#: the modes ``wandb.init`` takes (``WANDB_MODE``; canter's default is offline)
+MODES = ("offline", "online", "disabled", "dryrun", "run", "shared")
+
+
+def wandb_mode() -> str:
+    """``WANDB_MODE`` (offline where it is unset), or a one-line :class:`CanterError` for a mode W&B does not have,
+    an empty one too (``wandb.init``, which reads it itself, raised a pydantic ValidationError traceback once
+    training started)."""
+    mode = os.environ.get("WANDB_MODE", "offline")
+    if mode not in MODES:
+        from canter.errors import unknown
+
+        raise unknown("WANDB_MODE", mode, MODES, see=None)
+    return mode
+
+
 class WandbLogger:
     """Logs the same scalars as TensorBoard to a W&B run stored in the run directory."""
 
     def __init__(self, run_dir: str | Path, project: str = "canter", config: dict[str, Any] | None = None,
                  name: str | None = None) -> None:
         require_wandb()
+        wandb_mode()  # (before anything is written)
         self.run_dir, self.project, self.config, self.name = str(run_dir), project, config or {}, name
         self.run: Any = None
         #: the :class:`~canter.run.Run` being logged (its error or divergence marks the W&B run failed)
@@ -92,7 +109,7 @@ class WandbLogger:
             id_file.write_text(run_id + "\n")
         self.run = wandb.init(
             project=self.project, dir=self.run_dir, config=self.config, name=self.name, id=run_id, resume="allow",
-            mode=os.environ.get("WANDB_MODE", "offline"), reinit="create_new",
+            mode=wandb_mode(), reinit="create_new",
             settings=wandb.Settings(silent=True, console="off", x_disable_stats=True),
         )
         # online, W&B knows the steps it has (starting_step); offline, only this run directory does
