@@ -371,6 +371,27 @@ def test_a_wandb_mode_wandb_does_not_have_is_one_line_before_anything_is_written
     assert snapshot(tmp_path / "old") == before
 
 
+@pytest.mark.parametrize("project, needle", [
+    ("team/proj", "it holds / (none of / \\ # ? % : may appear); e.g. 'team-proj'"),
+    ("p" * 129, "is longer than the 128 characters W&B allows (129)"),
+])
+def test_a_wandb_project_wandb_refuses_is_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys, project,
+                                                                            needle):
+    """--set wandb_project=team/proj (a '/', '#', ':' ... or over 128 characters) reached wandb.init once training had
+    started: W&B's UsageError ('Invalid project name') as a traceback, exit 1."""
+    import types
+
+    from support import assert_one_line_error, run_cli
+
+    fake = types.SimpleNamespace(__version__="0.31.0", init=lambda **kw: pytest.fail("wandb.init reached"))
+    monkeypatch.setitem(__import__("sys").modules, "wandb", fake)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--wandb", "--run-dir", "run", "--quiet",
+                           "--set", f"wandb_project={project}")
+    assert_one_line_error(code, err, needle)
+    assert not (tmp_path / "run").exists()
+
+
 def _fake_wandb(monkeypatch, logged: list) -> None:
     """A wandb module whose runs append (run number, step) to ``logged``, as W&B offline does (starting_step 0)."""
     import types

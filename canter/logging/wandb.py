@@ -44,6 +44,23 @@ def wandb_mode() -> str:
     return mode
 
 
+#: the characters a W&B project name may not hold, and its longest length (wandb's Settings.validate_project)
+PROJECT_FORBIDDEN, PROJECT_MAX = "/\\#?%:", 128
+
+
+def check_project(project: str) -> None:
+    """A one-line :class:`CanterError` for a ``wandb_project`` W&B refuses (``wandb.init`` raised its UsageError
+    with a traceback once training had started)."""
+    found = "".join(c for c in PROJECT_FORBIDDEN if c in project)
+    if found:
+        fixed = "".join("-" if c in PROJECT_FORBIDDEN else c for c in project)
+        raise CanterError(f"wandb_project '{project}' is not a W&B project name: it holds {' '.join(found)} (none of "
+                          f"{' '.join(PROJECT_FORBIDDEN)} may appear); e.g. '{fixed}'")
+    if len(project) > PROJECT_MAX:
+        raise CanterError(f"wandb_project '{project[:40]}...' is longer than the {PROJECT_MAX} characters W&B allows "
+                          f"({len(project)}); e.g. '{project[:PROJECT_MAX]}'")
+
+
 class WandbLogger:
     """Logs the same scalars as TensorBoard to a W&B run stored in the run directory."""
 
@@ -51,6 +68,7 @@ class WandbLogger:
                  name: str | None = None) -> None:
         require_wandb()
         wandb_mode()  # (before anything is written)
+        check_project(project)
         self.run_dir, self.project, self.config, self.name = str(run_dir), project, config or {}, name
         self.run: Any = None
         #: the :class:`~canter.run.Run` being logged (its error or divergence marks the W&B run failed)
