@@ -481,6 +481,8 @@ def entry() -> None:
     if "wandb" in sys.modules:
         raise SystemExit(code)
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # a stream closed when the process started (`canter train ... >&-`): Python's is None
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):

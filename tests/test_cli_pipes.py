@@ -59,3 +59,17 @@ def test_a_closed_stdout_pipe_still_exits_0(stdout_pipe, monkeypatch):
     monkeypatch.setitem(cli.COMMANDS, "list", _broken_pipe)
     os.close(stdout_pipe())
     assert cli.main(["list"]) == 0
+
+
+@pytest.mark.parametrize("closed", [1, 2])
+def test_a_standard_stream_closed_before_the_command_started_is_no_error(closed):
+    """`canter --help >&-` (stdout closed when the process started, as by a daemon or `>&-`: Python's sys.stdout is
+    None) exited 1 with AttributeError 'NoneType' object has no attribute 'flush' from the command's exit, whatever
+    the command had done (a whole training run too)."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-m", "canter", "--help"], preexec_fn=lambda: os.close(closed), env=env,
+                          stdout=subprocess.PIPE if closed == 2 else None, stderr=subprocess.PIPE if closed == 1 else None,
+                          timeout=60)
+    assert done.returncode == 0, (done.stderr or b"").decode()
