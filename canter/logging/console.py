@@ -1,6 +1,7 @@
 """Live progress in the terminal with rich: steps, steps/s, returns, evaluation, losses."""
 from __future__ import annotations
 
+import errno
 import time
 from datetime import timedelta
 from typing import Any
@@ -47,6 +48,18 @@ class _StderrConsole(Console):
 
     def on_broken_pipe(self) -> None:  # noqa: D102
         self.quiet = True
+
+    def _check_buffer(self) -> None:
+        """rich's write, going quiet as on a broken pipe where stderr was closed before the process started
+        (``canter train ... 2>&-``: EBADF) or its terminal is gone (EIO), which ended the run at its first line
+        with the OSError (exit code 1, its summary 'interrupted')."""
+        try:
+            super()._check_buffer()
+        except OSError as exc:
+            if exc.errno not in (errno.EBADF, errno.EIO):
+                raise
+            del self._buffer[:]
+            self.quiet = True
 
 
 class _LastEvaluation(Callback):
