@@ -15,6 +15,7 @@ from canter.algorithms.base import threads_for, widest_layer
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
     checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint)
+from canter.config_errors import misspelled_argument
 from canter.config import RunConfig, build, build_saved_hparams, resolve_config, resolved_dict
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
@@ -22,7 +23,7 @@ from canter.envs import make_vec_env, spaces_match
 from canter.envs.make import eval_env_kwargs, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
 from canter.envs.turns import bind_opponents, opponent_ids
-from canter.errors import CanterError, CanterWarning, build_user_class, unknown
+from canter.errors import CanterError, CanterWarning, build_user_class, keywords_checked, unknown
 from canter.init_from import init_agent
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
@@ -99,6 +100,10 @@ def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, ac
     return agent
 
 
+#: make_trainer's (and train's) own keyword arguments, besides the run keys and hyperparameters it takes
+_ARGUMENTS = ["config_file", "sets", "run_dir", "quiet", "hparams", "callbacks", "hooks"]
+
+
 def make_trainer(
     algo: str = "ppo", env: str | None = None, *, config_file: str | Path | None = None, sets: list[str] = (),
     run_dir: str | Path | None = None, quiet: bool = True, hparams: dict[str, Any] | None = None,
@@ -132,6 +137,8 @@ def make_trainer(
     for kind in ("model", "agent"):
         if isinstance(overrides.get(kind), type):  # model=MyModel: lookup's error names what to pass instead
             lookup(kind, overrides[kind])
+    for k in overrides:
+        misspelled_argument(k, _ARGUMENTS, run_keys, hp_keys, "canter.train (make_trainer)")
     for k, v in overrides.items():
         # neither kind (a typo): a top-level key, so the error offers the closest run key or hyperparameter
         (hp_over if k in hp_keys and k not in run_keys else run_over)[k] = v
@@ -431,6 +438,10 @@ def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
     return _trained_agent(run)
 
 
+@keywords_checked("canter.load", {
+    "env": "an agent loads without an env; canter.evaluate(agent, env=ID) evaluates it on another, and "
+           "canter.train(ALGO, env=ID, init_from=PATH) trains on from its weights",
+    "custom_objects": "nothing is unpickled; a component of your own is imported again by the module that registered it"})
 def load(path: str | Path, weights_only: bool = True, device: str | None = None) -> Agent:
     """Load an agent from a run directory or a checkpoint (safetensors + JSON; nothing is unpickled).
 

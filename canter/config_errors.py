@@ -102,6 +102,20 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
     return CanterError(f"unknown config key '{key}'; canter calls it '{where}' ({library}'s '{name}')")
 
 
+def misspelled_argument(key: str, arguments: list[str], run_keys: Any, hp_keys: Any, function: str) -> None:
+    """Raise a one-line :class:`CanterError` for a keyword argument ``key`` of ``function`` (``canter.make_trainer``)
+    that is neither a run key nor a hyperparameter but looks most like one of the function's own ``arguments``
+    (``quite``: 'quiet', ``rundir``: 'run_dir'), which the unknown config key's error, naming config keys only,
+    never offered; otherwise return (that error, or another library's name, comes later)."""
+    if key in run_keys or key in hp_keys or key.startswith("hparams.") or any(
+            key in names for names in (OTHER_NAMES, SB3_ONLY, TIANSHOU_ONLY, TIANSHOU_NAMES)):
+        return
+    near = closest(key, [*arguments, *run_keys, *hp_keys])
+    if near and near[0] in arguments:
+        raise CanterError(f"{function} got an unknown keyword argument '{key}'; did you mean "
+                          + " or ".join(f"'{n}'" for n in near if n in arguments) + "?")
+
+
 def _another_algorithms(key: str, keys: list[str], algo: str) -> CanterError | None:
     """The error for a key that is none of ``keys`` (``algo``'s run's) but a hyperparameter of other registered
     algorithms (``tau`` for PPO: a config written for SAC), naming some of them, then the closest of ``keys``

@@ -264,3 +264,44 @@ def build_user_class(kind: str, cls: type, arguments: str, *args: Any, **kwargs:
         if error is None:
             raise  # a CanterError, or canter's own class: a bug, whose traceback is wanted
         raise error from None
+
+
+def keywords_checked(name: str, other_names: dict[str, str] | None = None, positional: str = "") -> Any:
+    """Decorate a public function or method (called ``name`` in messages, ``canter.load``) so that a call it cannot
+    take (a misspelled keyword, ``weight_only=True``) is a one-line :class:`CanterError` naming the closest parameter,
+    or what canter calls an argument of Stable-Baselines3's (``other_names``: its name -> the hint), not a
+    ``TypeError`` traceback (``positional``: what to add to an error about positional arguments). Only the call's own
+    binding is caught: a ``TypeError`` raised inside is left alone."""
+    import functools
+    import inspect
+    import re
+
+    def decorate(fn: Any) -> Any:
+        params = [p for p, v in inspect.signature(fn).parameters.items()
+                  if p != "self" and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)]
+
+        @functools.wraps(fn)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except TypeError as exc:
+                if exc.__traceback__ is None or exc.__traceback__.tb_next is not None:
+                    raise  # raised inside the function: not the call's arguments
+                raise call_error(name, exc, params, other_names or {}) from None
+
+        return checked
+
+    def call_error(name: str, exc: TypeError, params: list[str], others: dict[str, str]) -> CanterError:
+        found = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
+        if found is None:  # too many positional arguments, a missing one: Python's words, as one line
+            return CanterError(re.sub(r"^[\w.]+\(\)", f"{name}()", str(exc)) + (
+                f"; {positional}" if positional and "were given" in str(exc) else ""))
+        key = found.group(1)
+        if key in others:
+            return CanterError(f"{name}() has no argument '{key}' (Stable-Baselines3's): {others[key]}")
+        near = closest(key, params)
+        hint = ("did you mean " + " or ".join(f"'{p}'" for p in near) + "?") if near else (
+            "it takes " + ", ".join(params))
+        return CanterError(f"{name}() got an unexpected keyword argument '{key}'; {hint}")
+
+    return decorate

@@ -11,7 +11,7 @@ import torch
 from canter.algorithms.base import ActOutput, Algorithm, overridden_outside_canter
 from canter.data.batch import ReplayBatch, to_device
 from canter.envs.masks import mask_width
-from canter.errors import CanterError
+from canter.errors import CanterError, keywords_checked
 from canter.registry import register
 from canter.utils import RunningMeanStd, set_torch_threads
 
@@ -264,6 +264,7 @@ class Agent:
 
         return image_pixels(x, self.observation_space)
 
+    @keywords_checked("agent.predict", positional="deterministic is a keyword: predict(obs, deterministic=False)")
     def predict(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray:
         """Deterministic actions (no statistics are updated) for one observation, as ``env.step``
         takes it (a Discrete action is a NumPy integer), or for a batch ``[B, *shape]`` (an array of
@@ -295,6 +296,7 @@ class Agent:
             return None
         return algorithm.act_numpy(x, deterministic=deterministic)
 
+    @keywords_checked("agent.explore")
     def explore(self, obs: np.ndarray, generator: torch.Generator | None = None) -> np.ndarray:
         """Exploring actions (the policy's samples, DQN's epsilon-greedy moves) for one observation or a
         batch (as :meth:`predict`), updating no statistics and leaving the training envs' exploration
@@ -445,6 +447,7 @@ class Agent:
         return self.algorithm.learn_phase(batch if self.device.type == "cpu" else to_device(batch, self.device), steps)
 
     # -- state ----------------------------------------------------------------------------
+    @keywords_checked("agent.save")
     def save(self, path: Any) -> Any:
         """Save the agent as ``path.safetensors`` + ``path.json``, which ``canter.load(path)`` reads, as
         Stable-Baselines3's ``model.save``; see :func:`canter.checkpoint.save_agent`. Returns the path (no suffix)."""

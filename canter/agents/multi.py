@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from canter.agents.agent import Agent
-from canter.errors import CanterError
+from canter.errors import CanterError, keywords_checked
 
 
 class PolicyGroup:
@@ -84,6 +84,7 @@ class MultiPolicyAgent:
         """Policy names, in the env's order."""
         return list(self.agents)
 
+    @keywords_checked("agent.predict", positional="deterministic is a keyword: predict(obs, deterministic=False)")
     def predict(self, obs: dict[str, np.ndarray], *, deterministic: bool = True) -> dict[str, np.ndarray]:
         """Deterministic (or, ``deterministic=False``, sampled) actions for ``{policy: its agents'
         observations}`` (some or all policies)."""

@@ -8,7 +8,7 @@ import torch
 
 from canter.agents.agent import Agent
 from canter.algorithms.base import ActOutput
-from canter.errors import CanterError
+from canter.errors import CanterError, keywords_checked
 from canter.registry import lookup, register
 from canter.utils import set_torch_threads
 
@@ -45,6 +45,7 @@ class RecurrentAgent(Agent):
             return
         self.memory[kind] = _zeroed(state, starts)
 
+    @keywords_checked("agent.predict")
     def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None,  # type: ignore[override]
                 *, deterministic: bool = True) -> np.ndarray:
         """Deterministic actions, advancing the evaluation memory (``episode_start``: zero those rows
@@ -56,6 +57,7 @@ class RecurrentAgent(Agent):
             return self.explore(obs, episode_start=episode_start)
         return self._act_with_memory("predict", obs, episode_start, deterministic=True)
 
+    @keywords_checked("agent.predict_with_state")
     def predict_with_state(self, obs: np.ndarray, state: tuple[Any, Any] | None = None,
                            episode_start: np.ndarray | bool | None = None, *,
                            deterministic: bool = True) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
@@ -104,6 +106,7 @@ class RecurrentAgent(Agent):
                               f"shape {starts.shape}")
         return starts
 
+    @keywords_checked("agent.explore")
     def explore(self, obs: np.ndarray, generator: torch.Generator | None = None,
                 episode_start: np.ndarray | bool | None = None) -> np.ndarray:
         """Sampled actions, as :meth:`predict` but exploring and with a memory of their own (the

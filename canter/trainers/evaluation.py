@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from canter.envs.vector import VecEnv
+from canter.errors import keywords_checked
 
 if TYPE_CHECKING:
     from canter.agents.agent import Agent
@@ -127,6 +128,10 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
                       n_episodes=int(per_copy.sum()) if n != copies else None)
 
 
+@keywords_checked("canter.evaluate", {
+    "n_eval_episodes": "canter calls it 'episodes'",
+    "return_episode_rewards": "the EvalResult it returns holds every episode's returns and lengths",
+    "render": "canter play RUN_DIR --render shows the episodes"})
 def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed: int = 12345,
                    env_kwargs: dict[str, Any] | None = None, deterministic: bool = True) -> EvalResult:
     """``canter.evaluate``: ``episodes`` episodes of the deterministic policy of ``agent`` (one that

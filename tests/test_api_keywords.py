@@ -1,0 +1,64 @@
+"""A misspelled keyword argument of the Python API is a one-line CanterError naming the closest argument (it was
+a TypeError traceback, or, for make_trainer's own arguments, an unknown config key with no close match)."""
+import numpy as np
+import pytest
+
+import canter
+from canter.errors import CanterError
+from support import untrained_agent
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*(less than one (rollout|training phase)|never learns).*")
+
+
+@pytest.mark.parametrize("kwargs, near", [
+    ({"quite": True}, "'quiet'"),            # was: unknown config key 'quite'; 80 choices
+    ({"rundir": None}, "'run_dir'"),
+    ({"set": ["lr=0.1"]}, "'sets'"),          # was: did you mean 'dataset' or 'seed' or 'agent'?
+    ({"config": "run.yaml"}, "'config_file'"),  # was: an option of the command, -f FILE
+    ({"hook": {}}, "'hooks'"),
+])
+@pytest.mark.parametrize("call", [canter.make_trainer, canter.train])
+def test_a_misspelled_argument_of_make_trainer_or_train_names_it(call, kwargs, near):
+    with pytest.raises(CanterError, match=rf"unknown keyword argument '{next(iter(kwargs))}'; did you mean {near}"):
+        call("ppo", "CartPole-v1", max_steps=64, **kwargs)
+
+
+def test_hparams_dotted_keywords_and_other_libraries_names_keep_their_answers():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", max_steps=64, **{"hparams.lr": 0.0123})
+    trainer.close()
+    assert trainer.config.lr == 0.0123
+    with pytest.raises(CanterError, match="canter calls it 'callbacks'"):
+        canter.make_trainer("ppo", "CartPole-v1", callback=[])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a: canter.load("no/such/run", weight_only=True),
+     r"canter.load\(\) got an unexpected keyword argument 'weight_only'; did you mean 'weights_only'\?$"),
+    (lambda a: canter.load("no/such/run", devcie="cpu"), "did you mean 'device'"),
+    (lambda a: canter.load("no/such/run", env="CartPole-v1"), r"has no argument 'env' \(Stable-Baselines3's\)"),
+    (lambda a: canter.evaluate(a, episode=3), "canter.evaluate.* 'episode'; did you mean 'episodes'"),
+    (lambda a: canter.evaluate(a, n_eval_episodes=3), "canter calls it 'episodes'"),
+    (lambda a: a.predict(np.zeros(4), determinstic=False), "did you mean 'deterministic'"),
+    (lambda a: a.predict(np.zeros(4), False), "deterministic is a keyword"),
+    (lambda a: a.explore(np.zeros(4), gen=None), "did you mean 'generator'"),
+    (lambda a: a.save("somewhere", overwrite=True), r"agent.save\(\) .* 'overwrite'; it takes path$"),
+])
+def test_a_misspelled_keyword_of_load_evaluate_predict_or_save_is_one_line(call, message):
+    agent = untrained_agent("ppo", "CartPole-v1")
+    with pytest.raises(CanterError, match=message) as info:
+        call(agent)
+    assert "\n" not in str(info.value)
+
+
+def test_a_type_error_inside_a_checked_function_is_left_alone():
+    from canter.errors import keywords_checked
+
+    @keywords_checked("f")
+    def f(x):
+        return len(x)
+
+    assert f(x=[1, 2]) == 2
+    with pytest.raises(TypeError, match="has no len"):
+        f(3)
+    with pytest.raises(CanterError, match=r"f\(\) got an unexpected keyword argument 'z'; it takes x$"):
+        f(z=3)
