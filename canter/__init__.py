@@ -39,9 +39,13 @@ def _import_deferring_gc(*modules: str) -> _ModuleType:
     them cost ~0.2 s of the ~1.1 s import on the 2-core development machine (1.09-1.16 s against
     0.92-0.96 with collection deferred). Nothing created by an import is garbage, so collection waits
     until the imports are done; frozen, later full passes of a CLI command skip those objects.
+    Python's global random state is put back after (``canter.train``'s first call changed it otherwise).
     """
+    import random
+
     was_enabled = _gc.isenabled()
     _gc.disable()
+    state = random.getstate()  # rich (the console logger) draws getrandbits(24) as it imports: the caller's stream
     try:
         # NumPy first, on its own: torch's extension imports it while it initialises and clears whatever
         # that import raises, so a Ctrl-C landing inside it was swallowed and left a half-imported NumPy
@@ -49,6 +53,7 @@ def _import_deferring_gc(*modules: str) -> _ModuleType:
         _importlib.import_module("numpy")
         return [_importlib.import_module(module) for module in modules][-1]
     finally:
+        random.setstate(state)
         if _freeze_imports:
             _gc.freeze()
         if was_enabled:
