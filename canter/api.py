@@ -137,6 +137,8 @@ def make_trainer(
     for kind in ("model", "agent"):
         if isinstance(overrides.get(kind), type):  # model=MyModel: lookup's error names what to pass instead
             lookup(kind, overrides[kind])
+    if isinstance(overrides.get("device"), torch.device):  # SB3's device=th.device("cuda"), as canter.load takes it
+        overrides["device"] = str(overrides["device"])
     for k in overrides:
         misspelled_argument(k, _ARGUMENTS, run_keys, hp_keys, "canter.train (make_trainer)")
     for k, v in overrides.items():

@@ -27,6 +27,15 @@ def test_auto_resolves_to_cpu_without_a_gpu_and_the_run_records_it(no_gpu, tmp_p
     assert canter.load(tmp_path / "run").run_config.device == "cpu"
 
 
+def test_make_trainer_takes_a_torch_device_as_load_does(no_gpu):
+    """SB3's device=th.device(...): make_trainer said "'device' must be a str", canter.load took it."""
+    trainer = canter.make_trainer("ppo", "CartPole-v1", device=torch.device("cpu"), **TINY)
+    trainer.close()
+    assert trainer.run.device == "cpu" and trainer.agent.algorithm.device == torch.device("cpu")
+    with pytest.raises(CanterError, match="no CUDA support here|finds no CUDA GPU"):
+        canter.make_trainer("ppo", "CartPole-v1", device=torch.device("cuda"), **TINY)
+
+
 @pytest.mark.parametrize("device", ["cuda", "cuda:0"])
 def test_a_gpu_asked_for_where_there_is_none_is_refused_in_one_line(no_gpu, device, capsys, tmp_path):
     with pytest.raises(CanterError, match=f"'device' is '{device}' but .* here; use device=cpu, or device=auto"):
