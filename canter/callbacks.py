@@ -27,13 +27,17 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from canter.errors import CanterError, keyword_hint, unknown
+from canter.errors import CanterError, CanterWarning, keyword_hint, unknown, warn_misspelled_methods
 
 HOOKS = ("on_train_start", "before_collect", "after_update", "on_evaluate", "on_best", "on_checkpoint", "should_stop",
          "on_env_step")
 #: what each hook is called with after the trainer (the others: the trainer alone)
 HOOK_ARGS = {"after_update": "losses", "on_evaluate": "result", "on_best": "result", "on_checkpoint": "path",
              "on_env_step": "step"}
+
+
+#: Stable-Baselines3's BaseCallback methods -> the hook that is called where they were
+SB3_METHODS = {"_on_step": "on_env_step", "_on_training_start": "on_train_start", "_on_rollout_start": "before_collect"}
 
 
 class EnvStep(NamedTuple):
@@ -179,6 +183,7 @@ class Hooks:
             raise CanterError(f"{cb!r} has none of the hook methods {', '.join(HOOKS)}")
         for h in hooks:
             _check_callable_as(cb, h)
+        warn_misspelled_methods(cb, HOOKS, Callback, SB3_METHODS)  # never called: said when attached
         self.callbacks.insert(0, cb) if first else self.callbacks.append(cb)
         for h in hooks:
             self._by_hook[h].insert(0 if first else len(self._by_hook[h]), (cb, getattr(cb, h)))

@@ -305,3 +305,21 @@ def keywords_checked(name: str, other_names: dict[str, str] | None = None, posit
         return CanterError(f"{name}() got an unexpected keyword argument '{key}'; {hint}")
 
     return decorate
+
+
+def warn_misspelled_methods(obj: Any, names: Iterable[str], base: type = object,
+                            aliases: dict[str, str] | None = None) -> None:
+    """Warn (a :class:`CanterWarning`) about each method of ``obj``'s class (not of ``base``) that is none of ``names``
+    but spelled much like one (``on_evalute``), or named in ``aliases`` (another library's name -> ours:
+    Stable-Baselines3's ``_on_step``; other private names are skipped): nothing calls it."""
+    import warnings
+
+    names, aliases = list(names), aliases or {}
+    for attr in dir(type(obj)):
+        if attr in names or hasattr(base, attr) or not callable(getattr(type(obj), attr, None)):
+            continue
+        near = [aliases[attr]] if attr in aliases else [] if attr.startswith("_") else difflib.get_close_matches(
+            attr, names, n=1, cutoff=0.85)
+        if near:
+            warnings.warn(CanterWarning(f"{type(obj).__name__}.{attr} is no hook, so it is never called; did you "
+                                        f"mean '{near[0]}'?"), stacklevel=5)

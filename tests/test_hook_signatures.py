@@ -61,3 +61,28 @@ def test_a_yaml_hook_of_the_wrong_arity_is_one_line_and_writes_nothing(capsys, t
     assert_one_line_error(code, err, f"hook {hook} 'my_arity_hooks_{hook}:log' cannot be called as "
                                      f"{signature}: too many positional arguments")
     assert not (tmp_path / "run").exists()
+
+
+class Misspelled(Callback):
+    """A callback with one hook and methods named almost as hooks, which no trainer calls."""
+
+    def after_update(self, trainer, losses):  # noqa: D102
+        pass
+
+    def on_evalute(self, trainer, result):  # noqa: D102
+        pass
+
+    def _on_step(self):  # noqa: D102 (Stable-Baselines3's name)
+        pass
+
+    def should_stop_now(self):  # noqa: D102 (a helper of its own: not near enough to warn)
+        pass
+
+
+def test_a_callback_method_named_almost_as_a_hook_is_warned_about_when_attached():
+    """A misspelled hook method (on_evalute) was silently never called, as was SB3's _on_step beside a real hook."""
+    with pytest.warns(canter.CanterWarning) as record:
+        Hooks([Misspelled()])
+    assert sorted(str(w.message) for w in record) == [
+        "Misspelled._on_step is no hook, so it is never called; did you mean 'on_env_step'?",
+        "Misspelled.on_evalute is no hook, so it is never called; did you mean 'on_evaluate'?"]
