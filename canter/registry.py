@@ -215,11 +215,29 @@ def user_modules(config: dict[str, Any]) -> list[str]:
     for kind, name in _config_names(config):
         obj = _REGISTRY[kind].get(name) or {k.lower(): v for k, v in _REGISTRY[kind].items()}.get(name.lower())
         # the registering module, and the object's own (the registering one, where a helper function of
-        # another module called register for it)
-        for module in (registered_by(kind, name), getattr(obj, "__module__", None)):
-            if isinstance(module, str) and module.split(".", 1)[0] not in ("canter", "__main__"):
+        # another module called register for it); a Gymnasium id's entry point's module, which registers it
+        # where gymnasium.register sits beside the env (or in its package), as the README shows
+        found = (registered_by(kind, name), getattr(obj, "__module__", None)) if obj is not None else (
+            _gym_entry_module(name),) if kind == "env" else ()
+        for module in found:
+            if isinstance(module, str) and module.split(".", 1)[0] not in ("canter", "__main__", *_REGISTER_THEMSELVES):
                 modules += [module] if module not in modules else []
     return modules
+
+
+#: packages whose env ids every process knows without a user's import: Gymnasium's own, and ale-py's, which canter
+#: imports for ALE ids
+_REGISTER_THEMSELVES = ("gymnasium", "ale_py")
+
+
+def _gym_entry_module(env_id: str) -> str | None:
+    """The module of the entry point of Gymnasium id ``env_id`` (``"pkg.envs:MyEnv"`` -> ``pkg.envs``, or a
+    factory's module), or None for an id Gymnasium does not know."""
+    import gymnasium
+
+    spec = gymnasium.registry.get(env_id)
+    entry = None if spec is None else spec.entry_point
+    return entry.split(":", 1)[0] if isinstance(entry, str) else getattr(entry, "__module__", None)
 
 
 def _config_names(config: dict[str, Any]) -> list[tuple[str, str]]:

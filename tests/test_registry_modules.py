@@ -132,3 +132,34 @@ def test_a_user_model_changed_since_training_is_named_when_the_checkpoint_does_n
     with pytest.raises(CanterError, match=r"does not fit the model its config describes \(did "
                                           r"my_growing_model:GrowingQ, of your code, change since it was trained\?\)"):
         canter.load(tmp_path / "agent")
+
+
+def test_a_gymnasium_id_registered_by_a_users_module_and_given_bare_is_recorded(tmp_path, monkeypatch):
+    """gymnasium.register('MyEnv-v0', entry_point='my_pkg.envs:MyEnv') in my_pkg/envs.py, imported by the script and
+    trained as env='MyEnv-v0' (no module: prefix): the run trained, and canter.load / canter.evaluate / canter eval in
+    a fresh process stopped at 'unknown env id'. The entry point's module is recorded, imported on loading."""
+    import gymnasium as gym
+
+    (tmp_path / "my_bare_envs.py").write_text(
+        "import gymnasium as gym\nfrom support import FixedLengthEnv\n"
+        "gym.register('BareUserEnv-v0', entry_point='my_bare_envs:FixedLengthEnv')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def forget() -> None:
+        sys.modules.pop("my_bare_envs", None)
+        gym.registry.pop("BareUserEnv-v0", None)
+
+    try:
+        import my_bare_envs  # noqa: F401 (registers the id)
+
+        canter.train("ppo", "BareUserEnv-v0", seed=0, max_steps=64, n_envs=1, n_steps=64, batch_size=64, n_epochs=1,
+                     eval_episodes=1, run_dir=tmp_path / "run")
+        assert json.loads((tmp_path / "run/checkpoints/last.json").read_text())["user_modules"] == ["my_bare_envs"]
+        forget()
+        assert canter.evaluate(canter.load(tmp_path / "run"), episodes=1).mean_return == 5.0
+    finally:
+        forget()
+    # canter's and Gymnasium's own ids record nothing
+    canter.train("ppo", "CartPole-v1", seed=0, max_steps=64, n_envs=1, n_steps=64, batch_size=64, n_epochs=1,
+                 eval_episodes=1, run_dir=tmp_path / "run2")
+    assert json.loads((tmp_path / "run2/checkpoints/last.json").read_text())["user_modules"] == []
