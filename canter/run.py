@@ -165,6 +165,16 @@ class Run:
         """The trained agent."""
         return self.trainer.agent
 
+    def __getattr__(self, name: str) -> Any:
+        """The trainer's attributes (``step``, ``episode_count``, ``last_eval``, ``run``...), as without ``run_dir``."""
+        if "trainer" not in self.__dict__ or name.startswith("_"):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return getattr(self.__dict__["trainer"], name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """``run.stop_requested = reason`` asks the trainer (it was kept by the Run, which no trainer reads)."""
+        object.__setattr__(self.trainer if name == "stop_requested" else self, name, value)
+
     def close(self) -> None:
         """Finish a loop over this run that was left early (``break``): save ``last`` and the
         summary as a Ctrl-C would, close the loggers, give back the signal handlers and the

@@ -439,3 +439,16 @@ def test_canter_errors_are_caught_through_the_top_level_package():
     assert canter.CanterError is CanterError and canter.CanterWarning is CanterWarning
     with pytest.raises(canter.CanterError, match="unknown algorithm 'ppoo'"):
         canter.make_trainer("ppoo", "CartPole-v1", run_dir=None)
+
+
+def test_a_run_dir_trainer_reads_and_stops_as_one_without(tiny_ppo, tmp_path):
+    """make_trainer(..., run_dir=...) returns a Run: trainer.step / episode_count / run were AttributeErrors there,
+    and trainer.stop_requested = reason, set on the Run, was never read (the run went on to max_steps)."""
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", **{**tiny_ppo, "max_steps": 2048})
+    for record in run():
+        if record.step >= 256:
+            run.stop_requested = "enough"
+    assert (run.step, record.stop_reason, run.run.max_steps) == (384, "enough", 2048)  # the iteration under way ends
+    assert run.episode_count == run.trainer.episode_count > 0
+    with pytest.raises(AttributeError):
+        run.no_such_attribute
