@@ -15,7 +15,7 @@ from canter.algorithms.base import threads_for, widest_layer
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
     checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint)
-from canter.config_errors import misspelled_argument
+from canter.config_errors import check_positions, misspelled_argument
 from canter.config import RunConfig, build, build_saved_hparams, resolve_config, resolved_dict
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import import_config_imports
@@ -133,6 +133,7 @@ def make_trainer(
     run_keys = set(RunConfig.__dataclass_fields__)
     if isinstance(algo, str):
         import_config_imports(config_file, overrides, sets)  # they may register ``algo``, looked up next
+        check_positions(algo, env)
     hp_keys = set(lookup("algorithm", algo).Config.__dataclass_fields__) if isinstance(algo, str) else set()
     for kind in ("model", "agent"):
         if isinstance(overrides.get(kind), type):  # model=MyModel: lookup's error names what to pass instead

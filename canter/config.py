@@ -317,7 +317,8 @@ def resolve_config(
 
             env_id = str(read_dataset_metadata(dataset).get("env"))
     if not env_id:
-        raise CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1)")
+        raise CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1; in Python "
+                          "canter.train('ppo', 'CartPole-v1') or env='CartPole-v1')")
     if not isinstance(env_id, (str, list, dict, tuple, int, float)) and env_id is not None:  # an env, class, factory
         from canter.config_errors import env_object_error
 

@@ -116,6 +116,33 @@ def misspelled_argument(key: str, arguments: list[str], run_keys: Any, hp_keys: 
                           + " or ".join(f"'{n}'" for n in near if n in arguments) + "?")
 
 
+def check_positions(algo: str, env: Any) -> None:
+    """A one-line :class:`CanterError` for an env id given as the algorithm (``train("CartPole-v1")``, or the two
+    swapped), which was 'unknown algorithm; 24 choices', and for Stable-Baselines3's policy name given as the env
+    (``PPO("MlpPolicy", env)`` written ``train("ppo", "MlpPolicy")``), which was an unknown env id."""
+    from canter.registry import registered
+
+    if isinstance(env, str) and env in SB3_POLICIES:
+        raise CanterError(f"'{env}' is a Stable-Baselines3 policy, not an env: {SB3_ONLY['policy']}; pass the env id, "
+                          f"canter.train('{algo}', 'CartPole-v1')")
+    if algo in registered("algorithm") or not _is_env_id(algo):
+        return
+    algos = [env] if isinstance(env, str) and env in registered("algorithm") else ["ppo"]
+    raise CanterError(f"'{algo}' is an env id, not an algorithm; the algorithm comes first: "
+                      f"canter.train('{algos[0]}', '{algo}')")
+
+
+#: Stable-Baselines3's policy names (its models' first argument)
+SB3_POLICIES = ("MlpPolicy", "CnnPolicy", "MultiInputPolicy", "MlpLstmPolicy", "CnnLstmPolicy", "MultiInputLstmPolicy")
+
+
+def _is_env_id(name: str) -> bool:
+    """Whether ``name`` is a Gymnasium id this process knows (``module:EnvId`` ids are not looked into)."""
+    import gymnasium
+
+    return name in gymnasium.registry
+
+
 def _another_algorithms(key: str, keys: list[str], algo: str) -> CanterError | None:
     """The error for a key that is none of ``keys`` (``algo``'s run's) but a hyperparameter of other registered
     algorithms (``tau`` for PPO: a config written for SAC), naming some of them, then the closest of ``keys``

@@ -62,3 +62,15 @@ def test_a_type_error_inside_a_checked_function_is_left_alone():
         f(3)
     with pytest.raises(CanterError, match=r"f\(\) got an unexpected keyword argument 'z'; it takes x$"):
         f(z=3)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("CartPole-v1",), r"'CartPole-v1' is an env id, not an algorithm; the algorithm comes first: "
+                       r"canter.train\('ppo', 'CartPole-v1'\)"),            # was: unknown algorithm; 24 choices
+    (("CartPole-v1", "dqn"), r"comes first: canter.train\('dqn', 'CartPole-v1'\)"),
+    (("ppo", "MlpPolicy"), "'MlpPolicy' is a Stable-Baselines3 policy, not an env"),  # was: unknown env id
+    (("ppo",), r"no environment given; .* in Python canter.train\('ppo', 'CartPole-v1'\) or env="),
+])
+def test_arguments_in_sb3s_places_name_the_order_canter_takes(args, message):
+    with pytest.raises(CanterError, match=message):
+        canter.make_trainer(*args)
