@@ -155,7 +155,8 @@ def make_trainer(
         run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)
         specs = frozen_specs(run.env, run.env_kwargs, run.eval_env_kwargs)  # copied now: the run plays them as they are
         snapshots = Snapshots(specs) if specs else None
-    built = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), snapshots=snapshots)
+    with threads_kept():  # building seeds and sets them for the initial weights; training sets them again
+        built = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks), snapshots=snapshots)
     (built.trainer if isinstance(built, Run) else built).resolved_config = resolved_dict(run, algo_cfg)
     if run.init_from is not None:  # a new run only: a resumed one has its own weights (resume_trainer)
         init_agent(built, run.init_from)
@@ -409,13 +410,15 @@ def resume_trainer(
     check_continues(run_dir, meta, run, max_steps, max_seconds)
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
-    load_agent_state(make_agent(run, algo_cfg, *spaces), state, base)  # the weights fit: checked before writing
+    with threads_kept():  # as make_trainer: the caller's thread counts until the run trains
+        load_agent_state(make_agent(run, algo_cfg, *spaces), state, base)  # the weights fit: checked before writing
     resume_dataset(run_dir, cfg, state["trainer"], dataset)  # before anything is written
     run.dataset = cfg.get("dataset")  # a moved dataset's new path
     check_config_unedited(run_dir, meta["config"], (*settings, *(("dataset",) if dataset is not None else ())),
                           resolved_dict(run, algo_cfg))  # after the checkpoint
-    run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks),
-                     resumed=resumed_metadata(meta, settings, run.checkpoint_every))
+    with threads_kept():
+        run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks),
+                         resumed=resumed_metadata(meta, settings, run.checkpoint_every))
     assert isinstance(run_obj, Run)
     agent = run_obj.trainer.agent
     for which in ("observation_space", "action_space"):

@@ -87,3 +87,29 @@ def test_an_agent_multiplying_through_numpy_acts_at_one_torch_thread_as_its_trai
     torch.set_num_threads(2)  # a trainer leaves torch at its own count (canter.train puts the caller's back)
     canter.evaluate(agent, episodes=1)
     assert seen and set(seen) == {1} and torch.get_num_threads() == 2
+
+
+def test_a_make_trainer_loop_trains_at_the_runs_threads_and_puts_the_callers_back(caller_at_two, tmp_path):
+    """make_trainer left torch at the run's count for the process, and so did a loop over trainer() (train and
+    resume put the caller's back; make_trainer and resume_trainer did not)."""
+    seen = []
+    kw = dict(max_steps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=1, eval_episodes=1, torch_threads=1,
+              hooks={"after_update": lambda trainer, losses: seen.append(torch.get_num_threads())})
+    trainer = canter.make_trainer("ppo", "CartPole-v1", **kw)
+    assert torch.get_num_threads() == 2
+    for _ in trainer():
+        break  # closed here, its generator dropped
+    assert seen == [1] and torch.get_num_threads() == 2
+    list(trainer())
+    assert set(seen) == {1} and len(seen) == 2 and torch.get_num_threads() == 2
+    trainer.close()
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", **kw)
+    with run:
+        for _ in run():
+            break
+    assert torch.get_num_threads() == 2
+    resumed = canter.api.resume_trainer(tmp_path / "run", hooks=kw["hooks"])
+    assert torch.get_num_threads() == 2
+    with resumed:
+        list(resumed())
+    assert set(seen) == {1} and torch.get_num_threads() == 2

@@ -25,7 +25,7 @@ from canter.schedules import LRControl
 from canter.trainers.evaluation import EvalResult, evaluate
 from canter.trainers.guard import Divergence, DivergenceGuard
 from canter.trainers.records import EpisodeInfo, TrainRecord
-from canter.utils import keep_freed_memory
+from canter.utils import keep_freed_memory, threads_kept
 
 log = logging.getLogger("canter")
 
@@ -409,7 +409,14 @@ class Trainer:
         wall-clock time between the calls not counted. A trainer that has met its stop condition
         (budget, target, a callback's ``should_stop``) yields nothing more. An earlier call's generator,
         resumed after a later call started, raises a :class:`CanterError` instead of training on.
+        It trains at the run's thread counts (torch's, NumPy's BLAS), putting the caller's back when it ends
+        (or is closed: a loop left with ``break``).
         """
+        with threads_kept():
+            yield from self._call_records()
+
+    def _call_records(self) -> Iterator[TrainRecord]:
+        """:meth:`__call__`'s generator, at the run's thread counts."""
         threads = getattr(self.agent, "torch_threads", None)
         threads = self.run.torch_threads or threads or threads_for(self.algorithm.hidden_width())
         use_threads(threads, self.blas_takes_threads())
