@@ -452,3 +452,20 @@ def test_a_run_dir_trainer_reads_and_stops_as_one_without(tiny_ppo, tmp_path):
     assert run.episode_count == run.trainer.episode_count > 0
     with pytest.raises(AttributeError):
         run.no_such_attribute
+
+
+def test_evaluate_gives_the_returns_of_a_loop_by_hand_over_seeded_gym_envs():
+    """README: copy c of min(N, eval_envs) reset with seed + c, then unseeded, playing (N + c) // C episodes."""
+    agent = _agent("ppo", "Pendulum-v1", eval_envs=2)  # returns that differ with every start
+    result = canter.evaluate(agent, episodes=5, seed=7)
+    by_hand = []
+    for c in range(2):
+        env = gym.make("Pendulum-v1")
+        for k in range((5 + c) // 2):
+            obs, _ = env.reset(seed=7 + c) if k == 0 else env.reset()
+            done, total = False, 0.0
+            while not done:
+                obs, reward, terminated, truncated, _ = env.step(agent.predict(obs))
+                total, done = total + reward, terminated or truncated
+            by_hand.append(total)
+    assert sorted(result.returns) == pytest.approx(sorted(by_hand), rel=1e-9) and len(set(by_hand)) == 5
