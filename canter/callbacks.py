@@ -211,6 +211,12 @@ class Hooks:
         first = None
         for cb, fn in self._by_hook[hook]:
             reason = fn(trainer, *args)
+            if reason is True and hook == "on_env_step" and trainer.step <= getattr(trainer.env, "num_envs", 1):
+                import warnings  # an SB3 port's 'return True' (go on, there) stopped the run at its first step
+
+                warnings.warn(CanterWarning("on_env_step returned True at the first env step, which stops training "
+                                            "(return None to go on; Stable-Baselines3's _on_step returns True to go "
+                                            "on)"), stacklevel=2)
             if reason and first is None:
                 # a duck-typed callback (no Callback base) has no stop_name: its class name, as a Callback's
                 first = reason if isinstance(reason, str) else getattr(cb, "stop_name", None) or snake_case(

@@ -85,6 +85,19 @@ def test_the_stop_reason_is_recorded_in_summary_json_and_true_is_named_by_the_ca
     assert (summary["steps"], summary["stop_reason"]) == (40, "step_log")
 
 
+def test_true_at_the_first_step_as_sb3s_go_on_is_warned_about():
+    """An SB3 port's on_env_step returning True (its _on_step's 'go on') stopped the run at step 2 without a word."""
+    with pytest.warns(canter.CanterWarning, match="returned True at the first env step, which stops training"):
+        trainer, _ = _train("ppo", hooks={"on_env_step": lambda trainer, step: True})
+    assert trainer.step == 2
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", canter.CanterWarning)
+        trainer, _ = _train("ppo", StepLog(stop_at=40))  # True later: a stop meant
+    assert trainer.step == 40
+
+
 def _leaves(state, prefix=""):
     """The tensors and arrays of a nested state dict, by path."""
     if isinstance(state, dict):
