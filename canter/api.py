@@ -100,10 +100,13 @@ def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, ac
     return agent
 
 
+#: what a call of make_trainer or train with more than the algorithm and the env as positional arguments is told
+_KEYWORDS = "the other arguments are keywords: canter.train('ppo', 'CartPole-v1', max_steps=10_000)"
 #: make_trainer's (and train's) own keyword arguments, besides the run keys and hyperparameters it takes
 _ARGUMENTS = ["config_file", "sets", "run_dir", "quiet", "hparams", "callbacks", "hooks"]
 
 
+@keywords_checked("canter.make_trainer", positional=_KEYWORDS)
 def make_trainer(
     algo: str = "ppo", env: str | None = None, *, config_file: str | Path | None = None, sets: list[str] = (),
     run_dir: str | Path | None = None, quiet: bool = True, hparams: dict[str, Any] | None = None,
@@ -301,6 +304,7 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
     return loggers
 
 
+@keywords_checked("canter.train", positional=_KEYWORDS)
 def train(algo: str = "ppo", env: str | None = None, *, run_dir: str | Path | None = "auto", quiet: bool = True,
           **kwargs: Any) -> Agent:
     """Train and return the agent. Same arguments as :func:`make_trainer`; writes ``run_dir``
@@ -358,6 +362,7 @@ def load_agent_state(agent: Agent, state: dict[str, Any], base: Path, weights_on
         raise CanterError(f"checkpoint {base} does not fit the model its config describes ({why}): {detail}") from None
 
 
+@keywords_checked("canter.api.resume_trainer", positional="max_steps and the rest are keywords (max_steps=N)")
 def resume_trainer(
     run_dir: str | Path, *, quiet: bool = True, max_steps: int | None = None, max_seconds: float | None = None,
     callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None, dataset: str | Path | None = None,
@@ -432,6 +437,7 @@ def resume_trainer(
     return run_obj
 
 
+@keywords_checked("canter.resume", positional="max_steps and the rest are keywords: canter.resume(run_dir, max_steps=N)")
 def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
     """Continue the run in ``run_dir`` to its end and return the agent (see :func:`resume_trainer`)."""
     with global_rngs_kept(), threads_kept():

@@ -74,3 +74,14 @@ def test_a_type_error_inside_a_checked_function_is_left_alone():
 def test_arguments_in_sb3s_places_name_the_order_canter_takes(args, message):
     with pytest.raises(CanterError, match=message):
         canter.make_trainer(*args)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: canter.train("ppo", "CartPole-v1", 10_000),  # SB3's learn(10_000)
+     r"canter.train\(\) takes from 0 to 2 positional arguments but 3 were given; the other arguments are keywords"),
+    (lambda: canter.make_trainer("ppo", "CartPole-v1", "run.yaml"), r"canter.make_trainer\(\) takes from 0 to 2"),
+    (lambda: canter.resume("no/such/run", 2000), r"canter.resume\(\) takes 1 positional .* canter.resume\(run_dir, max"),
+])
+def test_too_many_positional_arguments_say_which_are_keywords(call, message):
+    with pytest.raises(CanterError, match=message):  # was a TypeError traceback
+        call()
