@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from canter.agents.agent import Agent
@@ -465,8 +466,9 @@ def load(path: str | Path, weights_only: bool = True, device: str | None = None)
     (``cpu``, ``cuda``, ``cuda:N``, ``auto``) is where the agent goes; by default the device it was trained on
     when this machine has it, else ``cpu`` (a checkpoint trained on a GPU loads on a CPU-only machine).
     """
-    if not isinstance(weights_only, bool):  # 'no' would be truthy: the whole state restored
+    if not isinstance(weights_only, (bool, np.bool_)):  # 'no' would be truthy: the whole state restored
         raise CanterError(f"weights_only must be True or False, got {weights_only!r}")
+    weights_only = bool(weights_only)
     base = find_checkpoint(path)
     state, meta = load_checkpoint(base)
     cfg = meta.get("config")

@@ -85,3 +85,16 @@ def test_arguments_in_sb3s_places_name_the_order_canter_takes(args, message):
 def test_too_many_positional_arguments_say_which_are_keywords(call, message):
     with pytest.raises(CanterError, match=message):  # was a TypeError traceback
         call()
+
+
+def test_evaluate_and_load_take_numpy_integers_and_bools(tmp_path):
+    """canter.evaluate(agent, episodes=np.int64(3)) said 'episodes must be a whole number >= 1, got np.int64(3)'
+    (make_trainer takes NumPy numbers: a sweep over np.arange)."""
+    agent = untrained_agent("ppo", "CartPole-v1")
+    result = canter.evaluate(agent, episodes=np.int64(3), seed=np.uint32(5), deterministic=np.True_)
+    assert result.episodes == 3 and result.returns == canter.evaluate(agent, episodes=3, seed=5).returns
+    canter.train("ppo", "CartPole-v1", max_steps=64, n_envs=1, n_steps=64, batch_size=64, n_epochs=1, eval_episodes=1,
+                 run_dir=tmp_path / "run")
+    assert canter.load(tmp_path / "run", weights_only=np.True_).run_config.env == "CartPole-v1"
+    with pytest.raises(CanterError, match="episodes must be a whole number >= 1, got 3.5"):
+        canter.evaluate(agent, episodes=3.5)

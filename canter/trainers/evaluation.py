@@ -149,12 +149,16 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
     if run is None:
         raise CanterError("evaluate takes an agent that canter.train or canter.load returned (it carries its run's "
                           "env); for another agent, call canter.trainers.evaluation.evaluate(agent, vec_env, episodes)")
-    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+    import numbers
+
+    # NumPy's integers and bools too (np.int64 from np.arange was "must be a whole number, got np.int64(3)")
+    if isinstance(episodes, (bool, np.bool_)) or not isinstance(episodes, numbers.Integral) or episodes < 1:
         raise CanterError(f"episodes must be a whole number >= 1, got {episodes!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**32:
         raise CanterError(f"seed must be a whole number between 0 and 2**32 - 1, got {seed!r}")
-    if not isinstance(deterministic, bool):
+    if not isinstance(deterministic, (bool, np.bool_)):
         raise CanterError(f"deterministic must be True or False, got {deterministic!r}")
+    episodes, seed, deterministic = int(episodes), int(seed), bool(deterministic)
     if env is not None and (not isinstance(env, str) or not env.strip()):
         raise CanterError(f"env must be an env id (leave it out for the run's own), got {env!r}")
     if env_kwargs is not None and not isinstance(env_kwargs, dict):
