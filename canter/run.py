@@ -26,7 +26,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import sys
 import time
 import weakref
@@ -42,7 +41,8 @@ from canter.errors import CanterError, notice
 from canter.registry import user_modules
 from canter.run_dirs import outermost_missing
 from canter.run_lock import LOCK_NAME, acquire, release
-from canter.stop_grace import STOP_GRACE_SECONDS, grace_seconds, install_stop_handlers, start_grace
+from canter.stop_grace import (
+    STOP_GRACE_SECONDS, give_back_stop_handlers, grace_seconds, install_stop_handlers, start_grace)
 from canter.trainers.base import Trainer, TrainRecord
 from canter.trainers.guard import TrainingDiverged
 from canter.utils import canter_version, git_commit
@@ -440,8 +440,7 @@ class Run:
         """The end of :meth:`_records`: give back the signal handlers, save what the outcome allows, close the
         loggers and give back the directory's lock (``token``)."""
         self._grace_ended()
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
+        give_back_stop_handlers(self._on_signal, old_handlers)
         # the directory was deleted while the run was open (a loop left early, closed at exit):
         # nothing is written back into it
         gone = outermost_missing(self.dir)

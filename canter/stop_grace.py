@@ -33,12 +33,35 @@ def grace_seconds(longest_iteration: float, minimum: float = STOP_GRACE_SECONDS)
     return max(minimum, GRACE_ITERATIONS * longest_iteration)
 
 
+#: the stop handlers installed and not given back yet, oldest first, each with the dict of those it replaced
+_INSTALLED: list[tuple[Callable[[int, Any], None], dict[int, Any]]] = []
+
+
 def install_stop_handlers(handler: Callable[[int, Any], None]) -> dict[int, Any]:
     """Make ``handler`` take SIGINT and SIGTERM (on the main thread only: elsewhere nothing); returns the
-    handlers it replaced, to give back."""
+    handlers it replaced, to give back with :func:`give_back_stop_handlers`."""
     if threading.current_thread() is not threading.main_thread():
         return {}
-    return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    replaced = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    _INSTALLED.append((handler, replaced))
+    return replaced
+
+
+def give_back_stop_handlers(handler: Callable[[int, Any], None], replaced: dict[int, Any]) -> None:
+    """Put back the handlers that installing ``handler`` replaced. Where a later install replaced ``handler`` in
+    turn (two runs of one process, interleaved, the first ending first), that install gives back ``replaced``
+    when it ends instead of ``handler``: a finished run's handler stayed installed, and took the next Ctrl-C."""
+    index = next((i for i, (h, _) in enumerate(_INSTALLED) if h == handler), None)
+    if index is not None:
+        _INSTALLED.pop(index)
+        if index < len(_INSTALLED):  # a later one is installed over it: it is given back when that one ends
+            later = _INSTALLED[index][1]
+            for sig, old in replaced.items():
+                if later.get(sig) == handler:
+                    later[sig] = old
+            return
+    for sig, old in replaced.items():
+        signal.signal(sig, old)
 
 
 def start_grace(seconds: float, on_expiry: Callable[[int, Any], None]) -> Callable[[], None] | None:

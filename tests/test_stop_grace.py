@@ -123,3 +123,20 @@ def test_canter_train_stopped_with_stderr_gone_exits_130(tmp_path, monkeypatch):
     run = _stopped_at_the_second_iteration(tmp_path / "run", monkeypatch)
     assert _drive(run) == 130
     assert read_metadata(tmp_path / "run" / "checkpoints" / "last")["step"] == 64
+
+
+@pytest.mark.parametrize("first_ends_first", [True, False])
+def test_two_interleaved_runs_give_the_callers_stop_handlers_back(tmp_path, first_ends_first):
+    """Two make_trainer runs of one process, iterated in turn: when the first ended first, the second gave back
+    the first's handler, which stayed installed after both and took the next Ctrl-C ('stopping after this
+    iteration' for a run long finished) instead of Python's KeyboardInterrupt."""
+    tiny = dict(n_envs=2, n_steps=64, batch_size=64, n_epochs=1, eval_every=0, eval_episodes=1, tensorboard=False)
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    first = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "a", max_steps=256, **tiny)
+    second = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "b", max_steps=256, **tiny)
+    loops = [first(), second()]
+    next(loops[0]), next(loops[1])
+    for loop in loops if first_ends_first else loops[::-1]:
+        for _ in loop:
+            pass
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
