@@ -171,6 +171,31 @@ def agent_threads(agent: Any) -> Iterator[None]:
             torch.set_num_threads(caller)
 
 
+#: the thread counts each open :func:`threads_kept_in_turn` block found on entering, in the order they were entered
+_KEPT_IN_TURN: list[list[Any]] = []
+
+
+@contextlib.contextmanager
+def threads_kept_in_turn() -> Iterator[None]:
+    """:func:`threads_kept` for blocks that may be left in any order (the loops of two trainers of one process,
+    iterated in turn): a block left while one entered after it is still open hands that one what it found, so the
+    caller's counts are back once all are left (the first trainer's count stayed, handed back by the second)."""
+    from canter.models.linear import blas_state, restore_blas_threads
+
+    entry = [torch.get_num_threads(), blas_state()]
+    _KEPT_IN_TURN.append(entry)
+    try:
+        yield
+    finally:
+        index = next(i for i, e in enumerate(_KEPT_IN_TURN) if e is entry)
+        _KEPT_IN_TURN.pop(index)
+        if index < len(_KEPT_IN_TURN):
+            _KEPT_IN_TURN[index][:] = entry  # the block entered after it found this one's counts: it gives back these
+        else:
+            torch.set_num_threads(entry[0])
+            restore_blas_threads(entry[1])
+
+
 @contextlib.contextmanager
 def threads_kept() -> Iterator[None]:
     """Put torch's intra-op thread count and NumPy's BLAS thread count back as they were on leaving."""

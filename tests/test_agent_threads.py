@@ -113,3 +113,18 @@ def test_a_make_trainer_loop_trains_at_the_runs_threads_and_puts_the_callers_bac
     with resumed:
         list(resumed())
     assert set(seen) == {1} and torch.get_num_threads() == 2
+
+
+def test_two_trainers_iterated_in_turn_give_the_callers_threads_back(caller_at_two):
+    """The first loop to end gave back the count it found (the caller's) while the second trained at its own; the
+    second then gave back the first's, which stayed: the ends must hand the caller's count on."""
+    kw = dict(max_steps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=1, eval_episodes=1)
+    first = canter.make_trainer("ppo", "CartPole-v1", torch_threads=1, **kw)
+    second = canter.make_trainer("ppo", "CartPole-v1", torch_threads=3, **{**kw, "max_steps": 384})
+    loops = [first(), second()]
+    next(loops[0]), next(loops[1])
+    list(loops[0])
+    assert torch.get_num_threads() == 3  # the second trains on at its count
+    list(loops[1])
+    assert torch.get_num_threads() == 2
+    first.close(), second.close()

@@ -25,7 +25,7 @@ from canter.schedules import LRControl
 from canter.trainers.evaluation import EvalResult, evaluate
 from canter.trainers.guard import Divergence, DivergenceGuard
 from canter.trainers.records import EpisodeInfo, TrainRecord
-from canter.utils import keep_freed_memory, threads_kept
+from canter.utils import keep_freed_memory, threads_kept_in_turn
 
 log = logging.getLogger("canter")
 
@@ -412,7 +412,7 @@ class Trainer:
         It trains at the run's thread counts (torch's, NumPy's BLAS), putting the caller's back when it ends
         (or is closed: a loop left with ``break``).
         """
-        with threads_kept():
+        with threads_kept_in_turn():  # another trainer's loop may run between this one's records
             yield from self._call_records()
 
     def _call_records(self) -> Iterator[TrainRecord]:
