@@ -339,6 +339,9 @@ class Run:
         left early is closed (:meth:`close`, the ``with`` block's end, or the interpreter's exit),
         so a second call is a :class:`CanterError` pointing at ``canter.resume`` /
         ``canter.api.resume_trainer``, which continue the run from its ``last`` checkpoint."""
+        if self.trainer.closed and not self._called:
+            raise CanterError(f"this Run of '{self.dir}' was closed before it trained (nothing was written): make it "
+                              f"again with canter.make_trainer(..., run_dir=...)")
         if self._called:
             raise CanterError(f"this Run of '{self.dir}' has already been iterated (its loggers are closed); "
                               f"continue it with canter.api.resume_trainer('{self.dir}') or canter.resume('{self.dir}')")

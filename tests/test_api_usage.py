@@ -469,3 +469,18 @@ def test_evaluate_gives_the_returns_of_a_loop_by_hand_over_seeded_gym_envs():
                 total, done = total + reward, terminated or truncated
             by_hand.append(total)
     assert sorted(result.returns) == pytest.approx(sorted(by_hand), rel=1e-9) and len(set(by_hand)) == 5
+
+
+def test_a_closed_trainer_or_run_is_not_trained_again(tiny_ppo, tmp_path):
+    """After trainer.close() (or its with block), trainer() stepped the closed envs: in-process ones trained on,
+    an async one was gymnasium's ClosedEnvironmentError traceback; a Run closed before training wrote its run."""
+    with canter.make_trainer("ppo", "CartPole-v1", **tiny_ppo) as trainer:
+        list(trainer())
+    trainer.run.max_steps *= 2
+    with pytest.raises(CanterError, match=r"this trainer is closed .* make a new one"):
+        list(trainer())
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", **tiny_ppo)
+    run.close()
+    with pytest.raises(CanterError, match="was closed before it trained"):
+        run()
+    assert not (tmp_path / "run").exists()

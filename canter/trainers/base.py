@@ -332,8 +332,12 @@ class Trainer:
         """Continue from ``state`` (a :meth:`resume_state`) when the generator starts."""
         self._resume = state
 
+    #: whether :meth:`close` closed the envs: a later call is refused (closed envs were stepped on, or a traceback)
+    closed: bool = False
+
     def close(self) -> None:
         """Close the training and evaluation envs."""
+        self.closed = True
         if self.env is not None:
             self.env.close()
         if self.eval_env is not None:
@@ -412,6 +416,9 @@ class Trainer:
         It trains at the run's thread counts (torch's, NumPy's BLAS), putting the caller's back when it ends
         (or is closed: a loop left with ``break``).
         """
+        if self.closed:
+            raise CanterError("this trainer is closed (trainer.close(), or its with block ended): its envs are closed; "
+                              "make a new one, or continue a run directory with canter.resume(run_dir)")
         with threads_kept_in_turn():  # another trainer's loop may run between this one's records
             yield from self._call_records()
 
