@@ -19,7 +19,7 @@ from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
 from canter.config_errors import check_positions, misspelled_argument
 from canter.config import RunConfig, build, build_saved_hparams, resolve_config, resolved_dict
 from canter.devices import check_resume_device, load_device
-from canter.config_imports import import_config_imports
+from canter.config_imports import config_algo, import_config_imports
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.make import eval_env_kwargs, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
@@ -109,11 +109,13 @@ _ARGUMENTS = ["config_file", "sets", "run_dir", "quiet", "hparams", "callbacks",
 
 @keywords_checked("canter.make_trainer", positional=_KEYWORDS)
 def make_trainer(
-    algo: str = "ppo", env: str | None = None, *, config_file: str | Path | None = None, sets: list[str] = (),
+    algo: str | None = None, env: str | None = None, *, config_file: str | Path | None = None, sets: list[str] = (),
     run_dir: str | Path | None = None, quiet: bool = True, hparams: dict[str, Any] | None = None,
     callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None, **overrides: Any,
 ) -> Trainer | Run:
     """Build a trainer; ``for record in make_trainer(...)(): ...`` runs it.
+
+    ``algo`` None is the ``algo`` of ``config_file`` (a run's ``config.yaml`` names it), else ``"ppo"``.
 
     ``overrides`` are run-config keys (``seed``, ``n_envs``, ``max_steps``, ``target_reward``,
     ...) or hyperparameter names (``lr=1e-3``); ``sets`` are ``--set`` strings ``"key=value"`` (a
@@ -132,6 +134,8 @@ def make_trainer(
     for name, path in (("run_dir", run_dir), ("config_file", config_file)):
         if path is not None and not isinstance(path, (str, os.PathLike)):
             raise CanterError(f"{name} must be a path (a str or pathlib.Path), got {path!r}")
+    if algo is None:
+        algo = config_algo(config_file) or "ppo"
     hp_over = dict(hparams or {})
     run_over: dict[str, Any] = {}
     run_keys = set(RunConfig.__dataclass_fields__)
@@ -306,7 +310,7 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
 
 
 @keywords_checked("canter.train", positional=_KEYWORDS)
-def train(algo: str = "ppo", env: str | None = None, *, run_dir: str | Path | None = "auto", quiet: bool = True,
+def train(algo: str | None = None, env: str | None = None, *, run_dir: str | Path | None = "auto", quiet: bool = True,
           **kwargs: Any) -> Agent:
     """Train and return the agent. Same arguments as :func:`make_trainer`; writes ``run_dir``
     (``"auto"``: a new directory under ``runs/``; ``None``: nothing). ``quiet=False`` shows the

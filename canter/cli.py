@@ -13,7 +13,8 @@ import warnings
 from typing import Any
 
 from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, OFFLINE_RUN_HELP, ConfigFileAction,  # noqa: F401
-                             _config_file_arg, ResumeParser, _flag_value, _Parser, int_arg, preset_values)
+                             _config_file_arg, ResumeParser, _flag_value, _Parser, file_algo, int_arg,
+                             preset_values)
 from canter.cli_list import cmd_list
 from canter.errors import CanterError, interrupted
 from canter.resume_settings import CHANGEABLE, keep_arg, seconds_arg
@@ -130,6 +131,9 @@ def cmd_train(argv: list[str]) -> int:
     if any(a == "--resume" or a.startswith("--resume=") for a in argv):
         return _cmd_resume(argv)
     algo = _algo_arg(argv)
+    if algo is None and _config_file_arg(argv) is not None:  # canter train -f RUN/config.yaml: the file's algo
+        algo = file_algo(_config_file_arg(argv))
+        argv = [algo, *argv]
     _import_early(argv)  # modules registering the algorithm by name: its hyperparameters become flags
     helping = "-h" in argv or "--help" in argv  # only then are the preset's values looked up
     p = _train_parser("canter train", algo, _flag_value(argv, "--env") if helping else None,

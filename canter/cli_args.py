@@ -123,6 +123,18 @@ def _config_file_arg(argv: list[str]) -> str | None:
     return files[0] if files else None
 
 
+def file_algo(config_file: str) -> str:
+    """The algorithm named by ``config_file``'s ``algo`` key, for ``canter train -f FILE`` without an algorithm;
+    a file without one is a one-line error saying how to name it."""
+    from canter.config_imports import config_algo
+
+    algo = config_algo(config_file)
+    if algo is None:
+        raise CanterError(f"no algorithm given, and {config_file} has no 'algo' key: name it, canter train ALGO -f "
+                          f"{config_file} (canter list shows the algorithms), or add 'algo: ALGO' to the file")
+    return algo
+
+
 def int_arg(text: str) -> int:
     """The value of an integer flag; a whole number in exponent form (``--max-steps 1e6``) is taken as a
     config file or ``--set max_steps=1e6`` takes it. Anything else is argparse's 'invalid int value'."""

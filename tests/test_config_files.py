@@ -1,0 +1,38 @@
+"""A run's config.yaml given back with -f: the run again, from any directory, without naming its algorithm."""
+import pyarrow.parquet as pq
+import yaml
+
+import canter
+from canter.cli import main
+from tests.support import TINY_ARGV, assert_one_line_error, run_cli
+
+
+def _losses(run_dir):
+    """The first logged iteration's losses of a run (its timing columns left out)."""
+    row = pq.read_table(run_dir / "updates.parquet").to_pylist()[0]
+    return {k: v for k, v in row.items() if k not in ("wall_time", "steps_per_second")}
+
+
+def test_a_runs_config_yaml_alone_reproduces_it(tmp_path, capsys):
+    """'canter train -f RUN/config.yaml' (the algorithm is in the file, as its env is) was refused with argparse's
+    'the following arguments are required: algo', and make_trainer(config_file=...) of a DQN run said the file
+    'is for algorithm dqn, not ppo' (its default). Both now take the file's algorithm: same config, same losses."""
+    first, again = tmp_path / "first", tmp_path / "again"
+    assert main(["train", "dqn", "--env", "CartPole-v1", "--seed", "5", "--run-dir", str(first), "--max-steps", "96",
+                 "--n-envs", "1", "--eval-episodes", "0", "--set", "learning_starts=64", "--set", "lr=3e-4",
+                 "--quiet"]) == 0
+    assert main(["train", "-f", str(first / "config.yaml"), "--run-dir", str(again), "--quiet"]) == 0
+    assert yaml.safe_load((again / "config.yaml").read_text()) == yaml.safe_load((first / "config.yaml").read_text())
+    assert _losses(again) == _losses(first)
+    trainer = canter.make_trainer(config_file=first / "config.yaml")
+    trainer.close()
+    assert (trainer.run.algo, trainer.config.lr) == ("dqn", 3e-4)
+
+
+def test_a_config_file_without_algo_needs_the_algorithm_named(tmp_path, capsys):
+    """A file with no 'algo' key and no algorithm argument says how to name one; with the argument it trains."""
+    f = tmp_path / "run.yaml"
+    f.write_text("env: CartPole-v1\n")
+    code, _, err = run_cli(capsys, "train", "-f", str(f), "--quiet")
+    assert_one_line_error(code, err, "has no 'algo' key", f"canter train ALGO -f {f}")
+    assert main(["train", "ppo", "-f", str(f), "--run-dir", str(tmp_path / "run"), *TINY_ARGV]) == 0
