@@ -36,3 +36,11 @@ def test_a_config_file_without_algo_needs_the_algorithm_named(tmp_path, capsys):
     code, _, err = run_cli(capsys, "train", "-f", str(f), "--quiet")
     assert_one_line_error(code, err, "has no 'algo' key", f"canter train ALGO -f {f}")
     assert main(["train", "ppo", "-f", str(f), "--run-dir", str(tmp_path / "run"), *TINY_ARGV]) == 0
+
+
+def test_init_from_is_recorded_where_it_is(tmp_path, monkeypatch):
+    """A relative init_from went into config.yaml as given: '-f RUN/config.yaml' from another directory was refused
+    ('no such run directory or checkpoint'). It is recorded absolute, as dataset is."""
+    monkeypatch.chdir(tmp_path)
+    run, _ = canter.config.resolve_config("ppo", "CartPole-v1", sets=["init_from=runs/source"])
+    assert run.init_from == str(tmp_path / "runs" / "source")
