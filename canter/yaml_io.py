@@ -121,10 +121,19 @@ def parse_yaml_value(text: str, key: str) -> Any:
     try:
         value = safe_load(text)
     except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise CanterError(f"'{key}': cannot parse {text!r} as YAML: {problem}") from None
+        raise CanterError(f"'{key}': cannot parse {text!r} as YAML: {_problem(exc)}") from None
     _refuse_glued_key(value, text, f"'{key}'", f" in {text!r}")
     return value
+
+
+def _problem(exc: yaml.YAMLError) -> str:
+    """What PyYAML's error ``exc`` says is wrong, in one line; a tab it cannot take (PyYAML's words: "found character
+    '\\t' that cannot start any token") is named as one, with what to write instead."""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if "'\\t'" in problem:
+        problem = ("a tab, which YAML does not take for indentation (nor PyYAML after a colon or comma, or at the end "
+                   "of a line): use spaces")
+    return problem
 
 
 def _refuse_glued_key(value: Any, text: str, where: str, within: str = "") -> None:
@@ -182,8 +191,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise CanterError(f"malformed YAML in {path}{where}: {problem}") from None
+        raise CanterError(f"malformed YAML in {path}{where}: {_problem(exc)}") from None
     _refuse_glued_key(data, text, str(path))
     if data is None:
         return {}

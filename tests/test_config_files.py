@@ -1,9 +1,13 @@
-"""A run's config.yaml given back with -f: the run again, from any directory, without naming its algorithm."""
+"""Run config files: a run's config.yaml given back with -f (the run again, from any directory, without naming its
+algorithm), and odd YAML in them."""
 import pyarrow.parquet as pq
+import pytest
 import yaml
 
 import canter
 from canter.cli import main
+from canter.errors import CanterError
+from canter.yaml_io import load_yaml, parse_yaml_value
 from tests.support import TINY_ARGV, assert_one_line_error, run_cli
 
 
@@ -44,3 +48,16 @@ def test_init_from_is_recorded_where_it_is(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run, _ = canter.config.resolve_config("ppo", "CartPole-v1", sets=["init_from=runs/source"])
     assert run.init_from == str(tmp_path / "runs" / "source")
+
+
+@pytest.mark.parametrize("text, where", [("hparams:\n\tlr: 0.001\n", "line 2, column 1"),
+                                         ("lr:\t0.001\n", "line 1, column 4")])
+def test_a_tab_in_a_config_file_is_named(tmp_path, text, where):
+    """A tab indenting a line, or after a key's colon (PyYAML takes neither), was PyYAML's "found character '\\t'
+    that cannot start any token"; the error says it is a tab and to use spaces."""
+    f = tmp_path / "run.yaml"
+    f.write_text(text)
+    with pytest.raises(CanterError, match=f"{where}: a tab, which YAML does not take for indentation.*use spaces"):
+        load_yaml(f)
+    with pytest.raises(CanterError, match="'env_kwargs': cannot parse .* a tab, .*use spaces"):
+        parse_yaml_value("{a:\t1}", "env_kwargs")
