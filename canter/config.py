@@ -17,7 +17,8 @@ from typing import Any
 from canter.config_errors import _another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_dataset_argument
 from canter.config_imports import config_imports, layered_imports
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
-                                  check_range, coerce, hp, sb3_net_arch, split_train_freq, type_name)  # re-exported
+                                  check_range, coerce, hp, sb3_net_arch, set_nested, split_train_freq,  # re-exported
+                                  type_name)
 from canter.devices import resolve_device
 from canter.errors import CanterError, shown, unknown
 from canter.yaml_io import load_yaml, parse_yaml_value
@@ -378,6 +379,10 @@ def resolve_config(
                     preset_keys.discard(key)
             elif key in hp_keys:
                 set_hp(key, value, key)
+            elif key.split(".", 1)[0] in run_keys:  # env_kwargs.max_episode_steps: an entry of a mapping setting
+                head = key.split(".", 1)[0]
+                run_values[head] = set_nested(run_keys, run_values, key, value, text=_source == "--set")
+                (preset_keys.add if layer < n_presets else preset_keys.discard)(head)
             else:
                 keys = list(run_keys) + list(hp_keys)
                 raise _other_name(key, run_keys, hp_keys) or _another_algorithms(key, keys, algo_name) or unknown(

@@ -299,3 +299,31 @@ def check_range(f: dataclasses.Field, value: Any, key: str, float32: bool = Fals
             # torch's float32 arithmetic cannot take it (td3's target_noise_clip or acer's correction_c 1e300
             # were RuntimeError tracebacks: 'value cannot be converted to type float without overflow')
             raise CanterError(f"'{key}' must fit a 32-bit float (at most {FLOAT32_MAX:.3g} in size), got {shown(v)}")
+
+
+def set_nested(fields: dict[str, tuple[dataclasses.Field, Any]], current: dict[str, Any], key: str, value: Any,
+               text: bool) -> Any:
+    """``key`` (``env_kwargs.max_episode_steps``: a mapping setting of ``fields``, then entry names) set to ``value``
+    in that setting's value so far, ``current[head]`` (else its default): the new value of the setting. ``text``:
+    ``value`` is a ``--set`` string, read as YAML. A head that is no mapping setting, or an entry that holds no
+    mapping where the key goes on, is a :class:`CanterError` saying how to give the key."""
+    head, *path = key.split(".")
+    tp = fields[head][1]
+    if dict not in (tp, typing.get_origin(tp)):
+        raise CanterError(f"'{key}': '{head}' is {_a(type_name(tp))}, not a mapping of entries; give it whole "
+                          f"('{head}: VALUE' in YAML, --set {head}=VALUE)")
+    if not all(path):
+        raise CanterError(f"'{key}' has an empty entry name; write {head}.NAME=VALUE (e.g. --set env_kwargs."
+                          f"max_episode_steps=200)")
+    f = fields[head][0]
+    whole = coerce(tp, current[head], head) if head in current else f.default_factory()  # type: ignore[misc]
+    node = whole = dict(whole)
+    for i, name in enumerate(path[:-1]):
+        inner = node.get(name, {})
+        if isinstance(inner, str):
+            inner = coerce(dict, inner, ".".join([head, *path[:i + 1]]))
+        if not isinstance(inner, dict):
+            raise CanterError(f"'{key}': '{'.'.join([head, *path[:i + 1]])}' is {shown(inner)}, not a mapping")
+        node[name] = node = dict(inner)
+    node[path[-1]] = parse_yaml_value(value, key) if text and isinstance(value, str) else value
+    return whole

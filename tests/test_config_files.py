@@ -61,3 +61,24 @@ def test_a_tab_in_a_config_file_is_named(tmp_path, text, where):
         load_yaml(f)
     with pytest.raises(CanterError, match="'env_kwargs': cannot parse .* a tab, .*use spaces"):
         parse_yaml_value("{a:\t1}", "env_kwargs")
+
+
+def test_set_reaches_into_a_mapping_setting(tmp_path):
+    """--set env_kwargs.max_episode_steps=100 was an unknown key ('did you mean env_kwargs?'), hooks.after_update one
+    with '80 choices': a file's env_kwargs could only be replaced whole from the command line. A dotted key sets one
+    entry, over the entries the layers below gave."""
+    f = tmp_path / "run.yaml"
+    f.write_text("env_kwargs: {max_episode_steps: 50, sutton_barto_reward: true}\n")
+    run, _ = canter.config.resolve_config("ppo", "CartPole-v1", f, sets=[
+        "env_kwargs.max_episode_steps=1_000", "eval_env_kwargs.render_mode=rgb_array",
+        "hooks.after_update=my_pkg.hooks:log"])
+    assert run.env_kwargs == {"max_episode_steps": 1000, "sutton_barto_reward": True}
+    assert (run.eval_env_kwargs, run.hooks) == ({"render_mode": "rgb_array"}, {"after_update": "my_pkg.hooks:log"})
+    run, _ = canter.config.resolve_config("ppo", "pettingzoo:tests.mixed_agents", sets=[
+        "policies=type", "policy_hparams={a: {lr: 0.1}}", "policy_hparams.a.n_epochs=3", "policy_hparams.b.lr=1e-3"])
+    assert run.policy_hparams == {"a": {"lr": 0.1, "n_epochs": 3}, "b": {"lr": 0.001}}
+    with pytest.raises(CanterError, match=r"'seed.x': 'seed' is an int, not a mapping .*--set seed=VALUE"):
+        canter.config.resolve_config("ppo", "CartPole-v1", sets=["seed.x=1"])
+    with pytest.raises(CanterError, match=r"'env_kwargs.max_episode_steps.x': 'env_kwargs.max_episode_steps' is 50, "
+                                          r"not a mapping"):
+        canter.config.resolve_config("ppo", "CartPole-v1", f, sets=["env_kwargs.max_episode_steps.x=1"])
