@@ -132,6 +132,9 @@ def file_algo(config_file: str) -> str:
     if algo is None:
         raise CanterError(f"no algorithm given, and {config_file} has no 'algo' key: name it, canter train ALGO -f "
                           f"{config_file} (canter list shows the algorithms), or add 'algo: ALGO' to the file")
+    if not isinstance(algo, str):
+        raise CanterError(f"'algo' in {config_file} must be an algorithm's name (canter list shows them), got "
+                          f"{algo!r:.100}")
     return algo
 
 

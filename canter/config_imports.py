@@ -35,13 +35,13 @@ def import_config_imports(config_file: str | Path | None, run_overrides: dict[st
     return config_imports(layered_imports(file_data, run_overrides, sets))
 
 
-def config_algo(config_file: str | Path | None) -> str | None:
+def config_algo(config_file: str | Path | None) -> Any:
     """The algorithm that the config file ``config_file`` names (its ``algo`` key: a run's ``config.yaml`` has one),
     for a run that names none itself (``canter train -f RUN/config.yaml``); None without a file or an ``algo``."""
     if config_file is None or not str(config_file).strip():
         return None
     algo = load_yaml(config_file).get("algo")
-    return algo if isinstance(algo, str) and algo.strip() else None
+    return None if isinstance(algo, str) and not algo.strip() else algo
 
 
 def layered_imports(file_data: dict[str, Any], run_overrides: dict[str, Any], sets: list[str] | tuple) -> Any:
