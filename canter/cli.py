@@ -82,6 +82,9 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
             if strict:  # else a misspelt name or a user module that fails to import gave help without a word
                 raise
             return p
+        from canter.builtins import algorithm_name
+
+        p.algo = algorithm_name(algo)  # an unknown flag that is another algorithm's hyperparameter is named so
         group = p.add_argument_group(f"{info['title']} hyperparameters (also settable as --set KEY=VALUE)")
         run_preset, preset = preset_values(algo, env, info)  # ({}, {}) without an env
         run_defaults = {name: default for name, _, default, _ in describe(RunConfig)}

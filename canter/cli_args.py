@@ -56,6 +56,12 @@ class _Parser(argparse.ArgumentParser):
                     flag = token.split("=", 1)[0]
                     near = near or ([flag] if flag in set_only else closest(flag, [*options, *set_only]))
                     near = [set_only.get(o, o) for o in near]
+                    algo = getattr(self, "algo", None)  # canter train ALGO's: --tau for ppo is sac's, td3's, ...
+                    if algo is not None and not ours and flag not in set_only:
+                        from canter.config_errors import other_owners
+
+                        owners = other_owners(name, algo)
+                        message += f": {owners} (a flag of another algorithm?)" if owners else ""
                     if near:
                         return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + "?"
                     break

@@ -148,18 +148,26 @@ def _another_algorithms(key: str, keys: list[str], algo: str) -> CanterError | N
     algorithms (``tau`` for PPO: a config written for SAC), naming some of them, then the closest of ``keys``
     (``n_step``, DQN's, for PPO's ``n_steps``); None when no other algorithm has it. Without the owners, the close
     spellings alone misled (DQN's buffer_size for PPO: 'did you mean batch_size?')."""
+    name = key[len("hparams."):] if key.startswith("hparams.") else key
+    owners = other_owners(name, algo)
+    if owners is None:
+        return None
+    near = closest(key, keys)
+    hint = ("did you mean " + " or ".join(f"'{k}'" for k in near) + "?") if near else f"{_keys_hint(algo)}"
+    return CanterError(f"unknown config key '{key}': {owners} (a config written for another algorithm?); {hint}")
+
+
+def other_owners(name: str, algo: str) -> str | None:
+    """``"ppo has no hyperparameter 'tau', c51, cql, ddpg, dqn and 9 more have one"`` for a hyperparameter ``name``
+    of registered algorithms other than ``algo``; None when none has it."""
     from canter.registry import registered
 
-    name = key[len("hparams."):] if key.startswith("hparams.") else key
     configs = {n: getattr(cls, "Config", None) for n, cls in registered("algorithm").items() if n != algo}
     owners = sorted(n for n, c in configs.items() if dataclasses.is_dataclass(c) and name in c.__dataclass_fields__)
     if not owners:
         return None
     shown = ", ".join(owners[:4]) + (f" and {len(owners) - 4} more" if len(owners) > 4 else "")
-    near = closest(key, keys)
-    hint = ("did you mean " + " or ".join(f"'{k}'" for k in near) + "?") if near else f"{_keys_hint(algo)}"
-    return CanterError(f"unknown config key '{key}': {algo} has no hyperparameter '{name}', {shown} "
-                       f"{'has' if len(owners) == 1 else 'have'} one (a config written for another algorithm?); {hint}")
+    return f"{algo} has no hyperparameter '{name}', {shown} {'has' if len(owners) == 1 else 'have'} one"
 
 
 def _unknown_hparam(key: str, hp_keys: Any, run_keys: Any, algo: str) -> CanterError:

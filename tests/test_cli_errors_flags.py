@@ -99,7 +99,14 @@ def test_abbreviated_flag_is_not_silently_taken_for_another(capsys, workdir):
     (["train", "ppo", "--env", "CartPole-v1", "--early-stopping", "3"], ["did you mean '--set early_stopping=VALUE'?"]),
     (["train", "ppo", "--env", "CartPole-v1", "--early-stop-patience", "3"], ["'--set early_stopping=VALUE'"]),
     (["tune", "ppo", "--env", "CartPole-v1", "--plateau-reduce-patience", "3"], ["'--set plateau_patience=VALUE'"]),
-], ids=["train-typo", "train-hparam-typo", "eval-prefix", "resume-prefix", "run-key", "run-key-typo", "tune-run-key"])
+    # another algorithm's hyperparameter was answered with close spellings alone ('--set' or '--dataset' for --tau),
+    # where --set tau=... and a config file's tau: name the algorithms that have it
+    (["train", "ppo", "--env", "CartPole-v1", "--tau", "0.01"],
+     ["--tau 0.01: ppo has no hyperparameter 'tau', c51, cql, ddpg, dqn and", "(a flag of another algorithm?)"]),
+    (["train", "dqn", "--env", "CartPole-v1", "--n-steps=8"],
+     ["dqn has no hyperparameter 'n_steps', a2c, acer", "did you mean '--n-step'"]),
+], ids=["train-typo", "train-hparam-typo", "eval-prefix", "resume-prefix", "run-key", "run-key-typo", "tune-run-key",
+        "other-algorithm", "other-algorithm-close"])
 def test_unknown_flag_suggests_closest(capsys, workdir, argv, needles):
     code, out, err = run_cli(capsys, *argv)
     assert_one_line_error(code, err, *needles)
