@@ -407,6 +407,10 @@ def check_callback_config(callbacks: list, hooks: dict) -> None:
             if len(entry) != 1 or not isinstance(next(iter(entry.values())), (dict, type(None))):
                 raise CanterError(f"a 'callbacks' mapping entry must be {{'module:Name': {{kwargs}}}}, got {entry!r}")
             entry = next(iter(entry))
+        module, _, name = str(entry).replace(":", ".").rpartition(".")
+        if name in SB3_CALLBACKS and module.split(".")[0] in ("", "stable_baselines3"):  # SB3's, not a user's class
+            raise CanterError(f"'callbacks' entry {entry!r} is a Stable-Baselines3 callback, which canter does not "
+                              f"call; use {SB3_CALLBACKS[name]}")
         if not isinstance(entry, str) or ":" not in entry:
             raise CanterError(f"'callbacks' entries must be import paths 'module:Name', got {entry!r}")
     for hook, paths in hooks.items():

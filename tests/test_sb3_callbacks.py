@@ -39,3 +39,21 @@ def test_a_stable_baselines3_callback_names_canters_equivalent():
         with pytest.raises(CanterError, match=rf"^{name} is a Stable-Baselines3 callback, which canter does not call "
                                               rf"\(its hooks are on_train_start, .*, on_env_step\); {needle}"):
             canter.make_trainer("ppo", "CartPole-v1", callbacks=given)
+
+
+@pytest.mark.parametrize("entry, needle", [
+    ("EvalCallback", "eval_every=N and eval_episodes=E"),
+    ("stable_baselines3.common.callbacks.CheckpointCallback", "checkpoint_every=N"),
+    ("{'stable_baselines3.common.callbacks:StopTrainingOnRewardThreshold': {reward_threshold: 200}}", "target_reward=R"),
+])
+def test_a_stable_baselines3_callback_named_in_a_config_names_canters_equivalent(entry, needle):
+    """callbacks: [EvalCallback] in YAML was "entries must be import paths 'module:Name'", and SB3's import path
+    'not a callback class': neither said what canter does instead, as for the objects above."""
+    with pytest.raises(CanterError, match=f"is a Stable-Baselines3 callback, which canter does not call; use {needle}"):
+        canter.config.resolve_config("ppo", "CartPole-v1", sets=[f"callbacks=[{entry}]"])
+
+
+def test_a_users_callback_class_of_an_sb3_name_is_not_taken_for_sb3s():
+    """my_pkg:EvalCallback is the user's own class, imported when the run is built."""
+    run, _ = canter.config.resolve_config("ppo", "CartPole-v1", sets=["callbacks=[my_pkg.cbs:EvalCallback]"])
+    assert run.callbacks == ["my_pkg.cbs:EvalCallback"]
