@@ -95,6 +95,7 @@ def safe_load(text: str) -> Any:
     except RecursionError:  # PyYAML parses nested collections recursively: [[[[...]]]] a few hundred deep
         raise yaml.constructor.ConstructorError(None, None, f"{_NESTING_PROBLEM}") from None
     _check_nesting(data)
+    _check_size(data)
     return data
 
 
@@ -114,6 +115,32 @@ def _check_nesting(data: Any) -> None:
                 raise yaml.constructor.ConstructorError(None, None, _NESTING_PROBLEM)
             deepest[id(node)] = depth
             stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+
+
+#: more values, counting each alias as a copy of its anchor's, are refused: canter's checks of config values and
+#: config.yaml walk every copy (ten lists of ten aliases, nine deep, were 541 bytes and a billion values: a hang)
+MAX_VALUES = 1_000_000
+
+
+def _check_size(data: Any) -> None:
+    """Refuse a document of more than :data:`MAX_VALUES` values once its aliases are expanded (after
+    :func:`_check_nesting`, which refuses the recursive ones); each shared collection is counted once, by id."""
+    sizes: dict[int, int] = {}  # id of a collection -> its values, aliases expanded
+    stack = [(data, False)]
+    while stack:
+        node, done = stack.pop()
+        if not isinstance(node, (list, dict)) or (not done and id(node) in sizes):
+            continue
+        children = list(node.values()) if isinstance(node, dict) else node
+        if not done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
+            continue
+        sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in children)
+        if sizes[id(node)] > MAX_VALUES:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"aliases repeat their anchors into more than {MAX_VALUES:,} values; a config holds a "
+                            "few hundred")
 
 
 def parse_yaml_value(text: str, key: str) -> Any:

@@ -85,3 +85,23 @@ def test_set_reaches_into_a_mapping_setting(tmp_path):
     with pytest.raises(CanterError, match=r"'env_kwargs.max_episode_steps.x': 'env_kwargs.max_episode_steps' is 50, "
                                           r"not a mapping"):
         canter.config.resolve_config("ppo", "CartPole-v1", f, sets=["env_kwargs.max_episode_steps.x=1"])
+
+
+def _aliases(levels: int) -> str:
+    """A flow list of ten aliases of the level below, ``levels`` deep over ten ones: 10**(levels + 1) values."""
+    lines = ["l0: &l0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, levels + 1)]
+    return "{" + ", ".join(lines) + "}"
+
+
+def test_aliases_that_expand_to_a_billion_values_are_refused(tmp_path):
+    """541 bytes of anchors and aliases (ten aliases of the level below, nine levels) hung 'canter train -f' in
+    canter's walk over the values (the loader shares aliased lists; every check of the values copies them)."""
+    f = tmp_path / "run.yaml"
+    f.write_text(f"env_kwargs: {_aliases(8)}\n")
+    with pytest.raises(CanterError, match="aliases repeat their anchors into more than 1,000,000 values"):
+        load_yaml(f)
+    with pytest.raises(CanterError, match="'env_kwargs': cannot parse .* more than 1,000,000 values"):
+        parse_yaml_value(_aliases(8), "env_kwargs")
+    f.write_text(f"env_kwargs: {{layout: {_aliases(3)}}}\n")  # 10,000 values: a big env argument, read as before
+    assert len(load_yaml(f)["env_kwargs"]["layout"]["l3"][9][9][9]) == 10
