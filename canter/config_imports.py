@@ -9,6 +9,21 @@ from canter.errors import CanterError
 from canter.yaml_io import load_yaml
 
 
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """A run config file (``-f FILE``) as a mapping; a file of a run that is no config (a checkpoint's JSON, which
+    YAML reads too, or ``summary.json``) is a one-line :class:`CanterError` naming the run's ``config.yaml``."""
+    data = load_yaml(path)
+    what = ("a checkpoint's metadata" if isinstance(data.get("config"), dict) and "format" in data else
+            "a run's summary" if "stop_reason" in data and "wall_seconds" in data else None)
+    if what is not None:
+        folder = Path(path).absolute().parent
+        run = next((d for d in (folder, folder.parent) if (d / "config.yaml").is_file()), None)
+        instead = f"-f {run / 'config.yaml'}" if run is not None else "-f RUN_DIR/config.yaml"
+        raise CanterError(f"{path} is {what}, not a run config: give its run's config ({instead}); a new run from "
+                          f"a checkpoint's weights is --set init_from=CHECKPOINT")
+    return data
+
+
 def config_imports(value: Any, where: str = "imports") -> list[str]:
     """Import the modules of a config's ``imports`` (a list of module names, or one name; a ``--set``
     string is YAML) and return them; a malformed entry or a module that fails to import is a one-line
@@ -31,7 +46,7 @@ def import_config_imports(config_file: str | Path | None, run_overrides: dict[st
                           sets: list[str] | tuple = ()) -> list[str]:
     """Import the ``imports`` a run config will have (``config_file`` < ``run_overrides`` < ``sets``)
     before anything looks a name up (:func:`resolve_config` does it too); returns the modules."""
-    file_data = load_yaml(config_file) if config_file is not None and str(config_file).strip() else {}
+    file_data = load_config_file(config_file) if config_file is not None and str(config_file).strip() else {}
     return config_imports(layered_imports(file_data, run_overrides, sets))
 
 
@@ -40,7 +55,7 @@ def config_algo(config_file: str | Path | None) -> Any:
     for a run that names none itself (``canter train -f RUN/config.yaml``); None without a file or an ``algo``."""
     if config_file is None or not str(config_file).strip():
         return None
-    algo = load_yaml(config_file).get("algo")
+    algo = load_config_file(config_file).get("algo")
     return None if isinstance(algo, str) and not algo.strip() else algo
 
 

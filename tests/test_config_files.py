@@ -105,3 +105,18 @@ def test_aliases_that_expand_to_a_billion_values_are_refused(tmp_path):
         parse_yaml_value(_aliases(8), "env_kwargs")
     f.write_text(f"env_kwargs: {{layout: {_aliases(3)}}}\n")  # 10,000 values: a big env argument, read as before
     assert len(load_yaml(f)["env_kwargs"]["layout"]["l3"][9][9][9]) == 10
+
+
+def test_a_runs_checkpoint_json_or_summary_given_as_config_names_its_config_yaml(tmp_path, capsys):
+    """-f RUN/checkpoints/last.json (JSON is YAML) was "unknown config key 'format'; did you mean 'flush_denormal'?",
+    summary.json "unknown config key 'algorithm'": the error names the run's config.yaml."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.yaml").write_text("algo: ppo\n")
+    (run / "checkpoints" / "last.json").write_text('{"format": "canter-checkpoint", "algorithm": "ppo", "config": {}}')
+    (run / "summary.json").write_text('{"algorithm": "ppo", "steps": 1, "wall_seconds": 1.0, "stop_reason": "x"}')
+    for name, what in (("checkpoints/last.json", "a checkpoint's metadata"), ("summary.json", "a run's summary")):
+        for algo in (["ppo"], []):
+            code, _, err = run_cli(capsys, "train", *algo, "-f", str(run / name), "--env", "CartPole-v1", "--quiet")
+            assert_one_line_error(code, err, f"is {what}, not a run config: give its run's config (-f "
+                                             f"{run / 'config.yaml'})")
