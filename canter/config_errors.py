@@ -90,6 +90,9 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
     name = key[len("hparams."):] if key.startswith("hparams.") else key
     if name in FLAG_ONLY and name not in run_keys and name not in hp_keys:
         return CanterError(f"unknown config key '{key}': it is an option of the command, {FLAG_ONLY[name]}")
+    if name == "user_modules" and "imports" in run_keys:  # the closest spelling was 'lr_schedule'
+        return CanterError(f"unknown config key '{key}'; a config lists the modules to import as 'imports' (a "
+                           "checkpoint's JSON records them as user_modules)")
     for only, library in ((SB3_ONLY, "Stable-Baselines3"), (TIANSHOU_ONLY, "Tianshou")):
         if name in only and name not in run_keys and name not in hp_keys:
             return CanterError(f"unknown config key '{key}' ({library}'s): {only[name]}")

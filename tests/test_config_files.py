@@ -120,3 +120,10 @@ def test_a_runs_checkpoint_json_or_summary_given_as_config_names_its_config_yaml
             code, _, err = run_cli(capsys, "train", *algo, "-f", str(run / name), "--env", "CartPole-v1", "--quiet")
             assert_one_line_error(code, err, f"is {what}, not a run config: give its run's config (-f "
                                              f"{run / 'config.yaml'})")
+
+
+def test_a_checkpoints_user_modules_key_in_a_config_points_to_imports():
+    """user_modules (what a checkpoint's JSON records beside its config) was answered "did you mean 'lr_schedule'?"."""
+    with pytest.raises(CanterError, match=r"unknown config key 'user_modules'; a config lists the modules to import "
+                                          r"as 'imports'"):
+        canter.config.resolve_config("ppo", "CartPole-v1", sets=["user_modules=[my_pkg.parts]"])
