@@ -301,6 +301,9 @@ def test_draw_groups_without_curves_warns_nothing():
     ("clip_range: {low: 0.1, high: 0.3, step: -0.1}", "'step' must be > 0"),
     # pointed to 'canter list', which shows registered names, not hyperparameters
     ("zqxjw: {low: 1, high: 2}", r"'zqxjw'; \d+ choices; 'canter train ppo --help' lists the hyperparameters"),
+    # another algorithm's hyperparameter was '78 choices' too (a config key names the algorithms that have it)
+    ("tau: {low: 0.01, high: 0.1}", r"'tau': ppo has no hyperparameter 'tau', c51, .*\(a search space written for"),
+    ("hparams.buffer_size: {low: 10, high: 20}", r"acer, c51, ddpg, dqn and \d+ more .*did you mean 'batch_size'"),
 ])
 def test_search_space_refuses_bad_ranges(tmp_path, text, message):
     from canter.tools.tune import search_space

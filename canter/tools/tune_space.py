@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from canter.config import RunConfig, _keys_hint, check_range, coerce, fields_of, load_yaml
-from canter.errors import CanterError, unknown
+from canter.config_errors import other_owners
+from canter.errors import CanterError, closest, unknown
 from canter.registry import lookup
 
 SPEC_KEYS = ("low", "high", "log", "step", "choices")
@@ -100,9 +101,14 @@ def _field(algo_cls: type, name: str) -> tuple[str, Any, Any]:
     if not name.startswith("hparams.") and name in run_fields and name not in ("algo", "env"):
         return name, *run_fields[name]
     # 'canter list' shows registered names, not config keys: the hint says where they are
-    raise unknown("hyperparameter in the search space", name,
-                  list(hp_fields) + [k for k in run_fields if k not in ("algo", "env")],
-                  see=_keys_hint(getattr(algo_cls, "name", "ALGO")))
+    keys, algo = list(hp_fields) + [k for k in run_fields if k not in ("algo", "env")], getattr(algo_cls, "name", "ALGO")
+    owners = other_owners(bare, algo)  # tau for ppo: SAC's, TD3's, ... (a space written for another algorithm)
+    if owners is not None:
+        near = closest(bare, keys)
+        hint = ("did you mean " + " or ".join(f"'{k}'" for k in near) + "?") if near else _keys_hint(algo)
+        raise CanterError(f"unknown hyperparameter in the search space '{name}': {owners} (a search space written for "
+                          f"another algorithm?); {hint}")
+    raise unknown("hyperparameter in the search space", name, keys, see=_keys_hint(algo))
 
 
 def typing_inner(tp: Any) -> Any:
