@@ -12,7 +12,7 @@ from dataclasses import field
 from typing import Any, Union
 
 from canter.errors import CanterError, closest, shown, unknown
-from canter.yaml_io import parse_yaml_value
+from canter.yaml_io import glued_word, parse_yaml_value
 
 
 def hp(
@@ -164,7 +164,8 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
         raise CanterError(f"'{key}' must be {_a(type_name(tp))}, got null")
 
     def bad() -> CanterError:
-        return CanterError(f"'{key}' must be {_a(type_name(tp))}, got {shown(value)}{sb3_value_hint(key, value)}")
+        glued = glued_word(value) if dict in (origin, inner) else ""  # env_kwargs:\n  max_episode_steps:200
+        return CanterError(f"'{key}' must be {_a(type_name(tp))}, got {shown(value)}{sb3_value_hint(key, value)}{glued}")
 
     if inner is bool:
         if isinstance(value, bool):

@@ -163,6 +163,27 @@ def _problem(exc: yaml.YAMLError) -> str:
     return problem
 
 
+def glued_word(text: Any) -> str:
+    """``"; YAML reads 'lr:0.001' as one word: a key's colon needs a space after it (lr: 0.001)"`` where the string
+    ``text`` starts with a key glued to its value (a mapping entry written without the space), else ``""``."""
+    words = text.split() if isinstance(text, str) else []
+    match = re.fullmatch(r"([A-Za-z_]\w*):([^\s:].*)", words[0]) if words else None
+    return (f"; YAML reads '{words[0]}' as one word: a key's colon needs a space after it ({match[1]}: {match[2]})"
+            if match else "")
+
+
+def _glued_line(text: str, mark: Any) -> str | None:
+    """`` line N: ...`` naming the line at or just before PyYAML's error ``mark`` that starts with a key glued to its
+    value (``lr:0.001`` below ``seed: 1`` is 'could not find expected ':'' on the next line), or None."""
+    lines = text.splitlines()
+    for index in (mark.line, mark.line - 1) if mark is not None else ():
+        if 0 <= index < len(lines) and not lines[index].lstrip().startswith(("-", "#")):
+            hint = glued_word(lines[index])
+            if hint:
+                return f" line {index + 1}: {hint[2:]}"
+    return None
+
+
 def _refuse_glued_key(value: Any, text: str, where: str, within: str = "") -> None:
     """Raise a CanterError naming ``where`` if ``value``, parsed from ``text``, has a :func:`_glued_key`."""
     glued = _glued_key(value, text)
@@ -217,11 +238,15 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         data = safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
+        glued = _glued_line(text, mark)
+        if glued is not None:
+            raise CanterError(f"malformed YAML in {path}{glued}") from None
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         raise CanterError(f"malformed YAML in {path}{where}: {_problem(exc)}") from None
     _refuse_glued_key(data, text, str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise CanterError(f"{path} must hold a YAML mapping (key: value lines), got {type(data).__name__}")
+        raise CanterError(f"{path} must hold a YAML mapping (key: value lines), got {type(data).__name__}"
+                          f"{glued_word(data)}")
     return data

@@ -1,5 +1,7 @@
 """Run config files: a run's config.yaml given back with -f (the run again, from any directory, without naming its
 algorithm), and odd YAML in them."""
+import re
+
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -127,3 +129,28 @@ def test_a_checkpoints_user_modules_key_in_a_config_points_to_imports():
     with pytest.raises(CanterError, match=r"unknown config key 'user_modules'; a config lists the modules to import "
                                           r"as 'imports'"):
         canter.config.resolve_config("ppo", "CartPole-v1", sets=["user_modules=[my_pkg.parts]"])
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("lr:0.001\nn_steps:64\n", "must hold a YAML mapping (key: value lines), got str; YAML reads 'lr:0.001'"),
+    ("seed: 1\nlr:0.001\n", "line 2: YAML reads 'lr:0.001'"),  # was line 3: could not find expected ':'
+    ("hparams:\n  lr:0.001\n  n_steps: 8\n", "line 2: YAML reads 'lr:0.001'"),  # was: mapping values are not allowed
+    ("hparams:\n  lr:0.001\n", "'hparams' must be a mapping of hyperparameter names to values; YAML reads 'lr:0.001'"),
+    ("env_kwargs:\n  max_episode_steps:200\n", "got 'max_episode_steps:200'; YAML reads 'max_episode_steps:200'"),
+])
+def test_a_key_written_without_the_space_after_its_colon_is_named(tmp_path, text, needle):
+    """'lr:0.001' on its own line is one word to YAML: the errors were about its consequences (a string where a
+    mapping was expected, 'could not find expected ':'' a line further) without naming it, as the flow form was."""
+    f = tmp_path / "run.yaml"
+    f.write_text(text)
+    hint = "as one word: a key's colon needs a space after it ("
+    with pytest.raises(CanterError, match=re.escape(needle) + ".*" + re.escape(hint)):
+        canter.config.resolve_config("ppo", "CartPole-v1", f)
+
+
+def test_module_class_values_are_not_taken_for_glued_keys(tmp_path):
+    """model: pkg.mod:Class, a block list of callbacks and a flow list over several lines are read as before."""
+    f = tmp_path / "run.yaml"
+    f.write_text("model: canter.models.mlp:ActorCritic\ncallbacks:\n  - a.b:C\nhooks: {after_update: [\n  a.b:f,\n]}\n")
+    run, _ = canter.config.resolve_config("ppo", "CartPole-v1", f)
+    assert (run.model, run.callbacks, run.hooks) == ("canter.models.mlp:ActorCritic", ["a.b:C"], {"after_update": ["a.b:f"]})
