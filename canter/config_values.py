@@ -164,7 +164,8 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
         raise CanterError(f"'{key}' must be {_a(type_name(tp))}, got null")
 
     def bad() -> CanterError:
-        glued = glued_word(value) if dict in (origin, inner) else ""  # env_kwargs:\n  max_episode_steps:200
+        # env_kwargs:\n  max_episode_steps:200 (hooks: my_pkg:fn is a path given without its hook's name, not glued)
+        glued = glued_word(value) if dict in (origin, inner) and (key != "hooks" or str(value).count(":") > 1) else ""
         return CanterError(f"'{key}' must be {_a(type_name(tp))}, got {shown(value)}{sb3_value_hint(key, value)}{glued}")
 
     if inner is bool:

@@ -154,3 +154,5 @@ def test_module_class_values_are_not_taken_for_glued_keys(tmp_path):
     f.write_text("model: canter.models.mlp:ActorCritic\ncallbacks:\n  - a.b:C\nhooks: {after_update: [\n  a.b:f,\n]}\n")
     run, _ = canter.config.resolve_config("ppo", "CartPole-v1", f)
     assert (run.model, run.callbacks, run.hooks) == ("canter.models.mlp:ActorCritic", ["a.b:C"], {"after_update": ["a.b:f"]})
+    with pytest.raises(CanterError, match=r"'hooks' must be a dict, got 'my_pkg:fn'$"):  # no hook: not 'my_pkg: fn'
+        canter.config.resolve_config("ppo", "CartPole-v1", sets=["hooks=my_pkg:fn"])
