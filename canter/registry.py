@@ -70,6 +70,11 @@ def register(kind: str, name: str) -> Callable[[T], T]:
         existing = _REGISTRY[kind].get(name)
         if existing is not None and existing is not obj and not _same_definition(existing, obj):
             raise ValueError(f"{kind} '{name}' is already registered to {existing!r}")
+        twin = next((k for k, v in _REGISTRY[kind].items() if k != name and k.lower() == name.lower()
+                     and v is not obj and not _same_definition(v, obj)), None)
+        if twin is not None:  # lookup('Ppo') would find either: 'PPO' of a user's, or canter's 'ppo'
+            raise ValueError(f"{kind} '{name}' differs only in case from the registered '{twin}', and names are "
+                             f"found case-insensitively; choose another name")
         _REGISTRY[kind][name] = obj
         module = caller if isinstance(caller, str) else getattr(obj, "__module__", None)
         if isinstance(module, str):

@@ -54,6 +54,19 @@ def test_register_decorator_and_duplicates():
         register("model", "test_only_model")(object)
 
 
+def test_a_name_that_differs_only_in_case_from_a_taken_one_is_refused():
+    """register('algorithm', 'PPO') was accepted beside canter's 'ppo': lookup('Ppo'), case-insensitive, then found the
+    user's class, lookup('ppo') canter's, and a config saying algo: PPO passed for 'canter train ppo'."""
+    from canter.registry import _REGISTRY
+
+    for kind, name, twin in [("algorithm", "PPO", "ppo"), ("model", "MLP_Actor_Critic", "mlp_actor_critic")]:
+        with pytest.raises(ValueError, match=f"{kind} '{name}' differs only in case from the registered '{twin}'"):
+            register(kind, name)(type("X", (), {}))
+        assert name not in _REGISTRY[kind]
+    register("model", "test_case_model")(M := type("M", (), {}))
+    register("model", "test_case_model")(M)  # the same object again (a reloaded module) stays allowed
+
+
 def test_a_name_lookup_could_never_find_is_refused_at_registration():
     """@register("algorithm", "team:ppo") registered a class that 'canter train team:ppo' looked up as module
     'team' ('cannot import module 'team''); an empty name could not be given either. Envs are looked up by
