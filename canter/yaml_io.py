@@ -216,6 +216,20 @@ def _glued_key(value: Any, text: str) -> str | None:
 MAX_BYTES = 1 << 20
 
 
+def _nearby_yaml(path: Path) -> str:
+    """``"; did you mean 'run.yaml'?"`` naming the YAML files beside the missing ``path`` that look most like it
+    (``config.yml`` for a run's ``config.yaml``), or ``""``."""
+    from canter.errors import closest
+
+    try:
+        files = [p for p in path.parent.iterdir() if p.suffix in (".yaml", ".yml")] if path.parent.is_dir() else []
+    except OSError:
+        return ""
+    stems = {p.stem: p for p in files}  # compared without the suffix every one of them shares
+    near = closest(path.stem, stems)
+    return ("; did you mean " + " or ".join(f"'{stems[n]}'" for n in near) + "?") if near else ""
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping; malformed YAML is a CanterError that names the file and line, as is a file
     larger than :data:`MAX_BYTES`."""
@@ -224,7 +238,11 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         with path.open("rb") as f:
             data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
-        raise CanterError(f"config file not found: {path}") from None
+        raise CanterError(f"config file not found: {path}{_nearby_yaml(path)}") from None
+    except IsADirectoryError:  # -f RUN_DIR
+        inside = path / "config.yaml"
+        hint = f"; its run config is {inside}" if inside.is_file() else "; give a YAML file"
+        raise CanterError(f"config file {path} is a directory{hint}") from None
     except OSError as exc:
         raise CanterError(f"cannot read config file {path}: {exc.strerror}") from None
     if len(data) > MAX_BYTES:

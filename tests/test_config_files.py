@@ -156,3 +156,17 @@ def test_module_class_values_are_not_taken_for_glued_keys(tmp_path):
     assert (run.model, run.callbacks, run.hooks) == ("canter.models.mlp:ActorCritic", ["a.b:C"], {"after_update": ["a.b:f"]})
     with pytest.raises(CanterError, match=r"'hooks' must be a dict, got 'my_pkg:fn'$"):  # no hook: not 'my_pkg: fn'
         canter.config.resolve_config("ppo", "CartPole-v1", sets=["hooks=my_pkg:fn"])
+
+
+def test_a_config_path_that_is_a_run_directory_or_misspelt_names_the_file(tmp_path):
+    """-f RUN_DIR was 'cannot read config file RUN_DIR: Is a directory', -f RUN_DIR/config.yml 'config file not
+    found' alone: the run's config.yaml is named."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("algo: ppo\n")
+    with pytest.raises(CanterError, match=f"config file {run} is a directory; its run config is {run / 'config.yaml'}"):
+        load_yaml(run)
+    with pytest.raises(CanterError, match=f"not found: {run / 'config.yml'}; did you mean '{run / 'config.yaml'}'"):
+        load_yaml(run / "config.yml")
+    with pytest.raises(CanterError, match=r"not found: .*nothing\.yaml$"):
+        load_yaml(tmp_path / "nothing.yaml")
