@@ -214,6 +214,8 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     if origin is list or inner is list:  # ``list[T]`` or a bare ``list``
         if isinstance(value, str):
             text = value.strip()
+            if text.startswith("(") and text.endswith(")"):  # a Python tuple, as SB3's net_arch=(64, 64) is written
+                text = f"[{text[1:-1]}]"
             value = parse_yaml_value(text if text.startswith("[") else f"[{text}]", key)
         if not isinstance(value, (list, tuple)):
             raise bad()

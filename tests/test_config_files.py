@@ -170,3 +170,12 @@ def test_a_config_path_that_is_a_run_directory_or_misspelt_names_the_file(tmp_pa
         load_yaml(run / "config.yml")
     with pytest.raises(CanterError, match=r"not found: .*nothing\.yaml$"):
         load_yaml(tmp_path / "nothing.yaml")
+
+
+def test_a_list_written_as_a_python_tuple_is_a_list(tmp_path):
+    """net_arch: (64, 64), as Stable-Baselines3's policy_kwargs write it (in a file, --set or --net-arch), was
+    "'hparams.net_arch' must be an int, got '(64'"."""
+    f = tmp_path / "run.yaml"
+    f.write_text("net_arch: (64, 32)\n")
+    assert canter.config.resolve_config("ppo", "CartPole-v1", f)[1].net_arch == [64, 32]
+    assert canter.config.resolve_config("ppo", "CartPole-v1", sets=["critic_net_arch=(16,)"])[1].critic_net_arch == [16]
