@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from canter.config_errors import _another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_dataset_argument
+from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_dataset_argument,
+                                  zoo_section)
 from canter.config_imports import config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_range, coerce, hp, sb3_net_arch, set_nested, split_train_freq,  # re-exported
@@ -385,7 +386,8 @@ def resolve_config(
                 (preset_keys.add if layer < n_presets else preset_keys.discard)(head)
             else:
                 keys = list(run_keys) + list(hp_keys)
-                raise _other_name(key, run_keys, hp_keys) or _another_algorithms(key, keys, algo_name) or unknown(
+                raise zoo_section(key, value, _source) or _other_name(key, run_keys, hp_keys) or _another_algorithms(
+                    key, keys, algo_name) or unknown(
                     "config key", key, keys, see=_keys_hint(algo_name))
     run_values["algo"] = algo_name
     run_values["env"] = str(env_id)

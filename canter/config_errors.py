@@ -3,6 +3,7 @@ and Stable-Baselines3 / rl-zoo3 names that canter spells otherwise (:func:`cante
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from typing import Any
 
@@ -144,6 +145,16 @@ def _is_env_id(name: str) -> bool:
     import gymnasium
 
     return name in gymnasium.registry
+
+
+def zoo_section(key: str, value: Any, source: str) -> CanterError | None:
+    """The error for a top-level key that is an env id holding a mapping (``CartPole-v1: {n_envs: 8, ...}``), as
+    rl-zoo3's hyperparameter files nest their settings; None for any other key."""
+    if not (isinstance(value, dict) and re.search(r"-v\d+$", key)):
+        return None
+    return CanterError(f"{source} sets '{key}' to a mapping of settings, as rl-zoo3's hyperparameter files do (one "
+                       f"section per env); a canter config has them at the top level: env: {key}, then the settings "
+                       "(n_timesteps is max_steps, learning_rate lr)")
 
 
 def _another_algorithms(key: str, keys: list[str], algo: str) -> CanterError | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import types
 import typing
 from dataclasses import field
@@ -83,6 +84,12 @@ def sb3_value_hint(key: str, value: Any) -> str:
     if callable(value) and not isinstance(value, type):
         return (" (a Stable-Baselines3 schedule function? canter's schedules are named settings: lr_decay linear, "
                 "cosine or step for every algorithm's learning rates, and some algorithms' lr_schedule)")
+    zoo = re.fullmatch(r"lin_([-+.\deE]+)", value.strip()) if isinstance(value, str) else None
+    if zoo:  # rl-zoo3's linear schedules: lin_0.001
+        how = {"lr": "lr_decay: linear (every algorithm; PPO's lr_schedule: linear too)",
+               "clip_range": "clip_schedule: linear"}.get(name)
+        return (f" (rl-zoo3's linear schedule from {zoo[1]}: here {name}: {zoo[1]} with {how})" if how else
+                f" (rl-zoo3's linear schedule: here the number, {zoo[1]}; canter schedules lr and clip_range)")
     if name == "target_entropy" and value == "auto":
         return " (Stable-Baselines3's 'auto' is null here: -action_dim)"
     if name == "gradient_steps" and value == -1:  # off-policy algorithms take it; an offline one's count is its own

@@ -114,3 +114,18 @@ def test_more_stable_baselines3_arguments_are_pointed_at_canters():
                                                 r"null here: -action_dim\)$")):
         with pytest.raises(CanterError, match=needle):
             resolve_config(algo, "Pendulum-v1" if algo == "sac" else "CartPole-v1", **kwargs)
+
+
+def test_an_rl_zoo3_hyperparameter_file_says_how_canter_holds_it(tmp_path):
+    """rl-zoo3's files nest the settings under the env id ('unknown config key CartPole-v1; 80 choices') and write
+    linear schedules as lin_0.001 ("must be a float, got 'lin_0.001'"): both are answered with canter's form."""
+    f = tmp_path / "ppo.yml"
+    f.write_text("CartPole-v1:\n  n_envs: 8\n  n_steps: 32\n")
+    with pytest.raises(CanterError, match=r"sets 'CartPole-v1' to a mapping of settings, as rl-zoo3's hyperparameter "
+                                          r"files do .* at the top level: env: CartPole-v1"):
+        resolve_config("ppo", "CartPole-v1", f)
+    with pytest.raises(CanterError, match=r"got 'lin_0.001' \(rl-zoo3's linear schedule from 0.001: here lr: 0.001 "
+                                          r"with lr_decay: linear"):
+        resolve_config("ppo", "CartPole-v1", sets=["lr=lin_0.001"])
+    with pytest.raises(CanterError, match=r"clip_range: 0.2 with clip_schedule: linear"):
+        resolve_config("ppo", "CartPole-v1", sets=["clip_range=lin_0.2"])
