@@ -162,7 +162,7 @@ def _another_algorithms(key: str, keys: list[str], algo: str) -> CanterError | N
     algorithms (``tau`` for PPO: a config written for SAC), naming some of them, then the closest of ``keys``
     (``n_step``, DQN's, for PPO's ``n_steps``); None when no other algorithm has it. Without the owners, the close
     spellings alone misled (DQN's buffer_size for PPO: 'did you mean batch_size?')."""
-    name = key[len("hparams."):] if key.startswith("hparams.") else key
+    name = re.sub(r"^(hparams\.|policy_hparams\.[^.]+\.)", "", key)  # tau of hparams.tau, policy_hparams.NAME.tau
     owners = other_owners(name, algo)
     if owners is None:
         return None

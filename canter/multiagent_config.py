@@ -92,10 +92,18 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
         raise CanterError(f"'policy_hparams.{policy}' must be a mapping of hyperparameter names to values")
     from canter.config import RunConfig as Run, fields_of
 
+    hp_keys = fields_of(type(algo_cfg))
     for key in overrides:  # a run key here ('n_envs'): said as hparams says it, not 'did you mean n_epochs'
-        if key in fields_of(Run) and key not in fields_of(type(algo_cfg)):
+        if key in fields_of(Run) and key not in hp_keys:
             raise CanterError(f"'policy_hparams.{policy}.{key}' is a run setting, shared by every policy, not a "
                               f"hyperparameter: give it at the top level ('{key}: ...' in YAML, --set {key}=...)")
+        if isinstance(key, str) and key not in hp_keys:  # tau for ppo: the algorithms that have it, as hparams.tau
+            from canter.config_errors import _another_algorithms
+
+            error = _another_algorithms(f"policy_hparams.{policy}.{key}", [f"policy_hparams.{policy}.{k}"
+                                                                            for k in hp_keys], run.algo)
+            if error is not None:
+                raise error
     from canter.config import sb3_net_arch
 
     given = [pair for k, v in overrides.items()

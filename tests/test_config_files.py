@@ -179,3 +179,12 @@ def test_a_list_written_as_a_python_tuple_is_a_list(tmp_path):
     f.write_text("net_arch: (64, 32)\n")
     assert canter.config.resolve_config("ppo", "CartPole-v1", f)[1].net_arch == [64, 32]
     assert canter.config.resolve_config("ppo", "CartPole-v1", sets=["critic_net_arch=(16,)"])[1].critic_net_arch == [16]
+
+
+def test_a_policys_hyperparameter_of_another_algorithm_names_them():
+    """policy_hparams: {a: {tau: 0.01}} for PPO was answered with PPO's close spellings alone ('did you mean lr?'),
+    where hparams.tau names the algorithms that have it."""
+    with pytest.raises(CanterError, match=r"unknown config key 'policy_hparams.a.tau': ppo has no hyperparameter 'tau', "
+                                          r"c51, .*did you mean 'policy_hparams.a.lr'"):
+        canter.config.resolve_config("ppo", "pettingzoo:tests.mixed_agents",
+                                     sets=["policies=type", "policy_hparams={a: {tau: 0.01}}"])
