@@ -413,7 +413,7 @@ def resolve_config(
     if run.dataset and run.dataset.strip() and not run.dataset.startswith("minari:"):
         run.dataset = str(Path(run.dataset).absolute())  # the run records where it is: --resume from anywhere
     if run.init_from and run.init_from.strip():  # config.yaml given back with -f from another directory
-        run.init_from = str(Path(run.init_from).absolute())
+        run.init_from = str(Path(run.init_from).expanduser().absolute())
     for key in ("env_kwargs", "eval_env_kwargs"):  # eval, play and --resume from anywhere
         kwargs = getattr(run, key)
         if run.env.startswith("pettingzoo:") and isinstance(kwargs, dict):

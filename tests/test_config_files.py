@@ -188,3 +188,10 @@ def test_a_policys_hyperparameter_of_another_algorithm_names_them():
                                           r"c51, .*did you mean 'policy_hparams.a.lr'"):
         canter.config.resolve_config("ppo", "pettingzoo:tests.mixed_agents",
                                      sets=["policies=type", "policy_hparams={a: {tau: 0.01}}"])
+
+
+def test_init_from_under_the_home_directory_is_expanded(tmp_path, monkeypatch):
+    """init_from: ~/runs/source in a config file (no shell expands it there) became CWD/~/runs/source."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    run, _ = canter.config.resolve_config("ppo", "CartPole-v1", sets=["init_from=~/runs/source"])
+    assert run.init_from == str(tmp_path / "runs" / "source")
