@@ -178,6 +178,8 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     if inner is bool:
         if isinstance(value, bool):
             return value
+        if type(value) is int and value in (0, 1):  # a file's 1 or 0, as --set normalize_obs=1 and flags take it
+            return bool(value)
         # YAML 1.1's words (a config file's 'on' is a bool), so --set and flags take what a file takes
         if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no", "on", "off", "1", "0"):
             return value.strip().lower() in ("true", "yes", "on", "1")

@@ -112,6 +112,12 @@ def test_set_takes_the_bool_words_a_config_file_takes(tmp_path):
     assert run.tensorboard is False and hp.normalize_obs is True
     with pytest.raises(CanterError, match="'tensorboard' must be a bool, got 'of'"):
         resolve_config("ppo", "CartPole-v1", sets=["tensorboard=of"])
+    f.write_text("tensorboard: 0\nhparams: {normalize_obs: 1}\n")  # refused as 'must be a bool', where --set took 0, 1
+    run, hp = resolve_config("ppo", "CartPole-v1", f)
+    assert run.tensorboard is False and hp.normalize_obs is True
+    for value in (2, 1.0):
+        with pytest.raises(CanterError, match=f"'tensorboard' must be a bool, got {value}"):
+            resolve_config("ppo", "CartPole-v1", tensorboard=value)
 
 
 def test_malformed_yaml_reports_line(tmp_path):
