@@ -22,7 +22,7 @@ from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADI
                                   type_name)
 from canter.devices import resolve_device
 from canter.errors import CanterError, shown, unknown
-from canter.yaml_io import glued_word, load_yaml, parse_yaml_value
+from canter.yaml_io import dashed_pairs, glued_word, load_yaml, parse_yaml_value
 
 
 def fields_of(cls: type) -> dict[str, tuple[dataclasses.Field, Any]]:
@@ -363,7 +363,8 @@ def resolve_config(
                 if value is None and _source not in ("arguments", "--set"):  # a file's 'hparams:' left empty
                     value = {}
                 if not isinstance(value, dict):
-                    raise CanterError(f"'hparams' must be a mapping of hyperparameter names to values{glued_word(value)}")
+                    raise CanterError(f"'hparams' must be a mapping of hyperparameter names to values{glued_word(value)}"
+                                      f"{dashed_pairs(value)}")
                 for k, v in value.items():
                     if k not in hp_keys:
                         raise _unknown_hparam(f"hparams.{k}", hp_keys, run_keys, algo_name)

@@ -13,7 +13,7 @@ from dataclasses import field
 from typing import Any, Union
 
 from canter.errors import CanterError, closest, shown, unknown
-from canter.yaml_io import glued_word, parse_yaml_value
+from canter.yaml_io import dashed_pairs, glued_word, parse_yaml_value
 
 
 def hp(
@@ -173,6 +173,7 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     def bad() -> CanterError:
         # env_kwargs:\n  max_episode_steps:200 (hooks: my_pkg:fn is a path given without its hook's name, not glued)
         glued = glued_word(value) if dict in (origin, inner) and (key != "hooks" or str(value).count(":") > 1) else ""
+        glued += dashed_pairs(value) if dict in (origin, inner) else ""  # env_kwargs:\n  - max_episode_steps: 200
         return CanterError(f"'{key}' must be {_a(type_name(tp))}, got {shown(value)}{sb3_value_hint(key, value)}{glued}")
 
     if inner is bool:

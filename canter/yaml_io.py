@@ -172,6 +172,14 @@ def glued_word(text: Any) -> str:
             if match else "")
 
 
+def dashed_pairs(value: Any) -> str:
+    """``"; its entries are written as list items ('- lr: ...'): drop the '- ' before each"`` where ``value`` (read
+    where a mapping belongs) is a list of one-entry mappings, the mapping's lines written with dashes; else ``""``."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) and len(v) == 1 for v in value):
+        return f"; its entries are written as list items ('- {next(iter(value[0]))}: ...'): drop the '- ' before each"
+    return ""
+
+
 def _glued_line(text: str, mark: Any) -> str | None:
     """`` line N: ...`` naming the line at or just before PyYAML's error ``mark`` that starts with a key glued to its
     value (``lr:0.001`` below ``seed: 1`` is 'could not find expected ':'' on the next line), or None."""
@@ -266,5 +274,5 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise CanterError(f"{path} must hold a YAML mapping (key: value lines), got {type(data).__name__}"
-                          f"{glued_word(data)}")
+                          f"{glued_word(data)}{dashed_pairs(data)}")
     return data

@@ -195,3 +195,17 @@ def test_init_from_under_the_home_directory_is_expanded(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     run, _ = canter.config.resolve_config("ppo", "CartPole-v1", sets=["init_from=~/runs/source"])
     assert run.init_from == str(tmp_path / "runs" / "source")
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("hparams:\n  - lr: 0.001\n  - n_steps: 8\n", "'hparams' must be a mapping of hyperparameter names to values; "),
+    ("env_kwargs:\n  - max_episode_steps: 100\n", "'env_kwargs' must be a dict, got [{'max_episode_steps': 100}]; "),
+    ("- lr: 0.001\n- n_steps: 8\n", "must hold a YAML mapping (key: value lines), got list; "),
+])
+def test_a_mapping_written_as_dashed_list_items_says_to_drop_the_dashes(tmp_path, text, needle):
+    """A mapping's lines written as list items ('- lr: 0.001') was refused as not a mapping without saying why."""
+    f = tmp_path / "run.yaml"
+    f.write_text(text)
+    with pytest.raises(CanterError, match=re.escape(needle) + r"its entries are written as list items \('- \w+: "
+                                                             r"\.\.\.'\): drop the '- ' before each"):
+        canter.config.resolve_config("ppo", "CartPole-v1", f)
