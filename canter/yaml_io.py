@@ -83,10 +83,37 @@ def dump_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
 
 
+def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, refusing a repeated key as the YAML loader does."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key '{key}'")
+        out[key] = value
+    return out
+
+
+def _as_json(text: str, exc: yaml.YAMLError) -> Any:
+    """``text`` read as JSON, which PyYAML refused (``exc``, raised again if JSON does not read it either): JSON is
+    YAML 1.2, but PyYAML takes no tab in it, and JSON files are often indented with tabs (``json.dump(indent='\\t')``)."""
+    import json
+
+    if not text.lstrip().startswith(("{", "[")):
+        raise exc
+    try:
+        return json.loads(text, object_pairs_hook=_json_pairs)
+    except (ValueError, RecursionError):
+        raise exc from None
+
+
 def safe_load(text: str) -> Any:
-    """``yaml.safe_load`` that refuses duplicate keys."""
+    """``yaml.safe_load`` that refuses duplicate keys (and reads JSON indented with tabs, which PyYAML refuses)."""
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        if "'\\t'" not in str(getattr(exc, "problem", "")):
+            raise
+        data = _as_json(text, exc)
     except ValueError as exc:  # int() of a digit string over Python's limit (sys.get_int_max_str_digits)
         if "integer string conversion" not in str(exc):
             raise

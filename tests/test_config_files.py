@@ -209,3 +209,17 @@ def test_a_mapping_written_as_dashed_list_items_says_to_drop_the_dashes(tmp_path
     with pytest.raises(CanterError, match=re.escape(needle) + r"its entries are written as list items \('- \w+: "
                                                              r"\.\.\.'\): drop the '- ' before each"):
         canter.config.resolve_config("ppo", "CartPole-v1", f)
+
+
+def test_a_json_config_indented_with_tabs_is_read(tmp_path):
+    """JSON is YAML 1.2, but PyYAML takes no tab: a config written by json.dump(..., indent='\\t') was refused (a tab
+    at line 2). It is read as JSON, a repeated key refused as in YAML; a tab in YAML proper is still named."""
+    import json
+
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps({"seed": 3, "hparams": {"lr": 1e-3, "net_arch": [32]}}, indent="\t"))
+    run, hp = canter.config.resolve_config("ppo", "CartPole-v1", f)
+    assert (run.seed, hp.lr, hp.net_arch) == (3, 1e-3, [32])
+    f.write_text('{\n\t"seed": 3,\n\t"seed": 4\n}\n')
+    with pytest.raises(CanterError, match="duplicate key 'seed'"):
+        load_yaml(f)
