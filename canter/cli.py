@@ -13,8 +13,7 @@ import warnings
 from typing import Any
 
 from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, OFFLINE_RUN_HELP, ConfigFileAction,  # noqa: F401
-                             _config_file_arg, ResumeParser, _flag_value, _Parser, file_algo, int_arg,
-                             preset_values)
+                             _config_file_arg, ResumeParser, _flag_value, _Parser, int_arg, preset_values, with_file_algo)
 from canter.cli_list import cmd_list
 from canter.errors import CanterError, interrupted
 from canter.resume_settings import CHANGEABLE, keep_arg, seconds_arg
@@ -61,7 +60,7 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
     """The parser of ``canter train``, with ``algo``'s hyperparameters as flags. An algorithm that cannot be
     found leaves them out (the training that follows reports it), or, with ``strict`` (``--help`` after the
     algorithm's name), is the error."""
-    from canter.builtins import algorithm_info
+    from canter.builtins import algorithm_info, algorithm_name
     from canter.config import RunConfig, describe
 
     p = _Parser(prog=prog, description="Train an agent and write a run directory.",
@@ -82,8 +81,6 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
             if strict:  # else a misspelt name or a user module that fails to import gave help without a word
                 raise
             return p
-        from canter.builtins import algorithm_name
-
         p.algo = algorithm_name(algo)  # an unknown flag that is another algorithm's hyperparameter is named so
         group = p.add_argument_group(f"{info['title']} hyperparameters (also settable as --set KEY=VALUE)")
         run_preset, preset = preset_values(algo, env, info)  # ({}, {}) without an env
@@ -133,10 +130,7 @@ def cmd_train(argv: list[str]) -> int:
     """``canter train ALGO --env ENV ...`` or ``canter train --resume RUN_DIR``"""
     if any(a == "--resume" or a.startswith("--resume=") for a in argv):
         return _cmd_resume(argv)
-    algo = _algo_arg(argv)
-    if algo is None and _config_file_arg(argv) is not None:  # canter train -f RUN/config.yaml: the file's algo
-        algo = file_algo(_config_file_arg(argv))
-        argv = [algo, *argv]
+    argv, algo = with_file_algo(argv, _algo_arg(argv))  # canter train -f RUN/config.yaml: the file's algo
     _import_early(argv)  # modules registering the algorithm by name: its hyperparameters become flags
     helping = "-h" in argv or "--help" in argv  # only then are the preset's values looked up
     p = _train_parser("canter train", algo, _flag_value(argv, "--env") if helping else None,

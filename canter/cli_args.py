@@ -144,6 +144,15 @@ def file_algo(config_file: str) -> str:
     return algo
 
 
+def with_file_algo(argv: list[str], algo: str | None) -> tuple[list[str], str | None]:
+    """``(argv, algo)`` of ``canter train``, where ``algo`` is the algorithm its arguments name: when they name none
+    and give ``-f FILE``, FILE's algorithm (:func:`file_algo`) is put first in ``argv``."""
+    if algo is not None or _config_file_arg(argv) is None:
+        return argv, algo
+    algo = file_algo(_config_file_arg(argv))
+    return [algo, *argv], algo
+
+
 def int_arg(text: str) -> int:
     """The value of an integer flag; a whole number in exponent form (``--max-steps 1e6``) is taken as a
     config file or ``--set max_steps=1e6`` takes it. Anything else is argparse's 'invalid int value'."""
