@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -34,8 +35,6 @@ HOOKS = ("on_train_start", "before_collect", "after_update", "on_evaluate", "on_
 #: what each hook is called with after the trainer (the others: the trainer alone)
 HOOK_ARGS = {"after_update": "losses", "on_evaluate": "result", "on_best": "result", "on_checkpoint": "path",
              "on_env_step": "step"}
-
-
 #: Stable-Baselines3's BaseCallback methods -> the hook that is called where they were
 SB3_METHODS = {"_on_step": "on_env_step", "_on_training_start": "on_train_start", "_on_rollout_start": "before_collect"}
 
@@ -212,8 +211,7 @@ class Hooks:
         for cb, fn in self._by_hook[hook]:
             reason = fn(trainer, *args)
             if reason is True and hook == "on_env_step" and trainer.step <= getattr(trainer.env, "num_envs", 1):
-                import warnings  # an SB3 port's 'return True' (go on, there) stopped the run at its first step
-
+                # an SB3 port's 'return True' (go on, there) stopped the run at its first step
                 warnings.warn(CanterWarning("on_env_step returned True at the first env step, which stops training "
                                             "(return None to go on; Stable-Baselines3's _on_step returns True to go "
                                             "on)"), stacklevel=2)
