@@ -347,7 +347,8 @@ def cmd_play(argv: list[str]) -> int:
         raise CanterError("--video-dir needs a directory path; leave it out to play without recording")
     if args.video_dir is not None and os.path.exists(args.video_dir) and not os.path.isdir(args.video_dir):
         raise CanterError(f"--video-dir '{args.video_dir}' is a file, not a directory")
-    agent, env_id, env_kwargs = _load_for_env(args.run_dir, args.env, parse_env_kwargs(args.env_kwargs), args.device)
+    given = parse_env_kwargs(args.env_kwargs)
+    agent, env_id, _ = _load_for_env(args.run_dir, args.env, given, args.device)
     from canter.play import play
 
     def show(i: int, r: float) -> None:  # as each episode ends: a Ctrl-C keeps the lines of the finished ones
@@ -355,8 +356,9 @@ def cmd_play(argv: list[str]) -> int:
         shown = f" ({video})" if video and os.path.exists(video) else ""  # gymnasium numbers its files from 0
         print(f"episode {i + 1}: return {r:.2f}{shown}", flush=True)
 
+    # the caller's kwargs only: play merges them over the run's own (a self-play run's 'opponent: self' among them)
     play(agent, env_id, args.episodes, render=args.render, video_dir=args.video_dir, seed=args.seed,
-         env_kwargs=env_kwargs, on_episode=show)
+         env_kwargs=given, on_episode=show)
     return 0
 
 

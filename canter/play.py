@@ -193,16 +193,27 @@ def check_video_dir(video_dir: str) -> None:
                           "they are not overwritten: move them or choose another --video-dir")
 
 
-def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video_dir: str | None = None,
-         seed: int = 0, env_kwargs: dict[str, Any] | None = None,
+def play(agent: Any, env_id: str | None = None, episodes: int = 1, render: bool = False,
+         video_dir: str | None = None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
          on_episode: Callable[[int, float], None] | None = None, vectorization: str | None = None) -> list[float]:
     """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns (a multi-agent
-    env's: the mean over its agents, :func:`play_multiagent`). ``on_episode(i, return)`` is called as
+    env's: the mean over its agents, :func:`play_multiagent`). The env is the one ``canter play`` plays
+    (:func:`play_env`): ``env_id`` (None: the run's own) with the run's ``env_kwargs`` for its own env and
+    ``env_kwargs`` merged over them. ``on_episode(i, return)`` is called as
     each episode ends (counted from 0; its video, if recorded, is finished by then). A recurrent agent's
     ``predict`` memory is left empty afterwards, as :func:`~canter.trainers.evaluation.evaluate` leaves it.
     ``vectorization`` (None: the run's own for its env, ``agent.run_config``, else ``auto``, as ``canter eval``
     picks it) chooses an Atari game's path (:func:`make_render_env`): a run trained on ale-py's native env is
     played on it, with the reset and frame stacks of its evaluations."""
+    from canter.trainers.evaluation import check_episodes_and_seed
+
+    check_episodes_and_seed(episodes, seed)
+    if not isinstance(render, bool):  # 'no' would be truthy: a window opened
+        raise CanterError(f"render must be True or False, got {render!r}")
+    if video_dir is not None and (not isinstance(video_dir, (str, os.PathLike)) or not str(video_dir).strip()):
+        raise CanterError(f"video_dir must be a directory path (leave it out, None, to play without recording), "
+                          f"got {video_dir!r}")
+    env_id, env_kwargs = play_env(agent, env_id, env_kwargs)
     if render and video_dir:  # an env renders in one mode: the window was silently not opened
         raise CanterError("render (--render) and video_dir (--video-dir) cannot be combined: an env renders to a "
                           "window or to frames; give one of them")
@@ -240,6 +251,29 @@ def play(agent: Any, env_id: str, episodes: int = 1, render: bool = False, video
         if hasattr(agent, "begin_episodes"):  # the caller's next predict starts from empty memory, as after evaluate
             agent.begin_episodes(np.ones(1, dtype=bool))
     return returns
+
+
+def play_env(agent: Any, env_id: str | None, env_kwargs: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """The env id and kwargs :func:`play` acts on, as ``canter play`` picks them: ``env_id`` (None: the run's own,
+    ``agent.run_config.env``), built with the run's ``env_kwargs`` where it is the run's own env (a
+    ``max_episode_steps`` it trained with, a turn-based game's copies of its frozen opponents) and ``env_kwargs``
+    merged over them (``opponent: self`` refused, as :func:`canter.evaluate` refuses it)."""
+    from canter.envs.opponents import run_env_kwargs
+    from canter.envs.turns import check_given_opponent
+
+    run = getattr(agent, "run_config", None)
+    own_id = getattr(run, "env", None)  # a run's env id (None: an agent without a run)
+    if env_id is None and own_id is None:
+        raise CanterError("play needs an env id for an agent without a run (one that canter.train or canter.load "
+                          "returned plays its run's own env)")
+    if env_id is not None and (not isinstance(env_id, str) or not env_id.strip()):
+        raise CanterError(f"env must be an env id (leave it out for the run's own), got {env_id!r}")
+    if env_kwargs is not None and not isinstance(env_kwargs, dict):
+        raise CanterError(f"env_kwargs must be a mapping, got {env_kwargs!r}")
+    env_id = env_id or own_id
+    check_given_opponent(env_id, env_kwargs, "env_kwargs")
+    own = (getattr(run, "env_kwargs", None) or {}) if env_id == own_id else {}
+    return env_id, run_env_kwargs(env_id, own, env_kwargs, getattr(agent, "run_dir", None))
 
 
 def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, video_dir: str | None, seed: int,

@@ -188,19 +188,23 @@ def test_play_prints_each_episode_as_it_ends(capsys, tmp_path, monkeypatch):
     Ctrl-C lost the lines of the episodes already played. Each line now comes as its episode ends, naming
     its video, which is finished by then."""
     pytest.importorskip("moviepy")
+    import types
+
     import canter.cli
     from canter.cli import main
 
     calls = []
 
     class Interrupted:  # two whole episodes of 5 steps, then a Ctrl-C 2 steps into the third
+        run_config = types.SimpleNamespace(env="CartPole-v1", env_kwargs={"max_episode_steps": 5}, vectorization="auto")
+
         def predict(self, obs):
             calls.append(1)
             if len(calls) == 12:
                 raise KeyboardInterrupt
             return np.array([int(obs[0, 2] + 0.5 * obs[0, 3] > 0)])
 
-    monkeypatch.setattr(canter.cli, "_load_for_env",
+    monkeypatch.setattr(canter.cli, "_load_for_env",  # the run's env_kwargs: play merges them (its run_config's)
                         lambda *a, **k: (Interrupted(), "CartPole-v1", {"max_episode_steps": 5}))
     assert main(["play", "RUN", "--episodes", "3", "--video-dir", str(tmp_path)]) == 130
     lines = capsys.readouterr().out.splitlines()

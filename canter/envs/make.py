@@ -166,18 +166,19 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
         return pack_observations(gym.make(spec, **({} if render_mode is None else {"render_mode": render_mode}), **kwargs))
     except (gym.error.DependencyNotInstalled, ImportError) as exc:
         raise _missing_dependency(env_id, exc) from None
-    except TypeError:
-        if render_mode is None:
-            raise
-        try:  # made without render_mode, the env is fine: its constructor takes none (else the error is another's)
-            gym.make(spec, **kwargs).close()
-        except Exception:  # noqa: BLE001 - the first error, a bad env_kwargs say, is the one to report
-            pass
-        else:
-            raise CanterError(f"'{env_id}' cannot render: its constructor takes no render_mode argument, which "
-                              f"--render, --video-dir and --record-every pass (render_mode={render_mode!r}), as "
-                              f"gymnasium's envs take it") from None
-        raise
+    except TypeError as exc:
+        if render_mode is not None:
+            try:  # made without render_mode, the env is fine: its constructor takes none (else the error is another's)
+                gym.make(spec, **kwargs).close()
+            except Exception:  # noqa: BLE001 - the first error, a bad env_kwargs say, is the one to report
+                pass
+            else:
+                raise CanterError(f"'{env_id}' cannot render: its constructor takes no render_mode argument, which "
+                                  f"--render, --video-dir and --record-every pass (render_mode={render_mode!r}), as "
+                                  f"gymnasium's envs take it") from None
+        raise bad_env_kwargs(env_id, kwargs, exc) from None  # canter.play.play's env_kwargs: a misspelled key
+    except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value (FrozenLake's map_name: 9x9 is a KeyError)
+        raise bad_env_kwargs(env_id, kwargs, exc) from None
 
 
 def _time_limit(kwargs: dict[str, Any], training: bool = True) -> Any:

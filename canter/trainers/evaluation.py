@@ -128,6 +128,20 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
                       n_episodes=int(per_copy.sum()) if n != copies else None)
 
 
+def check_episodes_and_seed(episodes: Any, seed: Any) -> None:
+    """Refuse (:class:`~canter.errors.CanterError`, one line) an ``episodes`` that is not a whole number >= 1 or a
+    ``seed`` outside 0 .. 2**32 - 1: the arguments of :func:`evaluate_agent` and :func:`canter.play.play`."""
+    import numbers
+
+    from canter.errors import CanterError
+
+    # NumPy's integers and bools too (np.int64 from np.arange was "must be a whole number, got np.int64(3)")
+    if isinstance(episodes, (bool, np.bool_)) or not isinstance(episodes, numbers.Integral) or episodes < 1:
+        raise CanterError(f"episodes must be a whole number >= 1, got {episodes!r}")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**32:
+        raise CanterError(f"seed must be a whole number between 0 and 2**32 - 1, got {seed!r}")
+
+
 @keywords_checked("canter.evaluate", {
     "n_eval_episodes": "canter calls it 'episodes'",
     "return_episode_rewards": "the EvalResult it returns holds every episode's returns and lengths",
@@ -149,13 +163,7 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
     if run is None:
         raise CanterError("evaluate takes an agent that canter.train or canter.load returned (it carries its run's "
                           "env); for another agent, call canter.trainers.evaluation.evaluate(agent, vec_env, episodes)")
-    import numbers
-
-    # NumPy's integers and bools too (np.int64 from np.arange was "must be a whole number, got np.int64(3)")
-    if isinstance(episodes, (bool, np.bool_)) or not isinstance(episodes, numbers.Integral) or episodes < 1:
-        raise CanterError(f"episodes must be a whole number >= 1, got {episodes!r}")
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**32:
-        raise CanterError(f"seed must be a whole number between 0 and 2**32 - 1, got {seed!r}")
+    check_episodes_and_seed(episodes, seed)
     if not isinstance(deterministic, (bool, np.bool_)):
         raise CanterError(f"deterministic must be True or False, got {deterministic!r}")
     episodes, seed, deterministic = int(episodes), int(seed), bool(deterministic)

@@ -1,0 +1,52 @@
+"""``canter.play.play``, the Python side of ``canter play`` (docs/tools.md): the run's env as the command builds
+it, and bad arguments refused in one line as ``canter.evaluate`` refuses them."""
+import pytest
+
+from canter.errors import CanterError
+from canter.play import play
+from support import untrained_agent
+
+# the agents here are built by short trainers that never train: their budget warnings say nothing
+pytestmark = pytest.mark.filterwarnings("ignore:.*(less than one (rollout|training phase)|never learns).*")
+
+
+@pytest.fixture(scope="module")
+def short_episodes():
+    """A PPO agent of a CartPole run trained with ``max_episode_steps: 5`` (its untrained policy's episodes last
+    8 steps or more without it)."""
+    return untrained_agent("ppo", "CartPole-v1", n_envs=1, n_steps=64, env_kwargs={"max_episode_steps": 5})
+
+
+def test_play_plays_the_runs_own_env_kwargs(short_episodes):
+    """``play(agent, "CartPole-v1")`` of a run trained with ``max_episode_steps: 5`` played CartPole's own 500-step
+    limit (episodes of 9 and 10 steps), where ``canter play RUN`` played the run's env (5 steps); the env id may now
+    be left out, as ``canter.evaluate`` takes it, and ``env_kwargs`` are merged over the run's."""
+    assert play(short_episodes, "CartPole-v1", 2) == [5.0, 5.0]
+    assert play(short_episodes, episodes=2) == [5.0, 5.0]
+    assert play(short_episodes, env_kwargs={"max_episode_steps": 3}) == [3.0]
+    assert play(short_episodes, "CartPole-v0", seed=3)[0] > 5  # another id: its own defaults, as canter play --env
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(episodes=0), "episodes must be a whole number >= 1, got 0"),  # was [] (nothing played, no error)
+    (dict(episodes="2"), "episodes must be a whole number >= 1, got '2'"),  # TypeError traceback
+    (dict(seed=-1), r"seed must be a whole number between 0 and 2\*\*32 - 1, got -1"),  # gymnasium's error.Error
+    (dict(seed=None), "seed must be a whole number"),  # TypeError: None + int
+    (dict(video_dir=""), "video_dir must be a directory path"),  # played without recording, silently
+    (dict(render="no"), "render must be True or False, got 'no'"),  # truthy: a window opened
+    (dict(env_id=""), "env must be an env id"),  # AttributeError
+    (dict(env_kwargs=[1]), "env_kwargs must be a mapping, got \\[1\\]"),  # TypeError from dict()
+    (dict(env_kwargs={"max_episode_step": 3}), "bad env_kwargs for 'CartPole-v1': .*did you mean 'max_episode_steps'"),
+])
+def test_play_refuses_bad_arguments_in_one_line(short_episodes, kwargs, needle):
+    """Bad arguments of ``canter.play.play`` were tracebacks (TypeError, AttributeError, gymnasium's error.Error)
+    or were ignored; they are now one-line CanterErrors, as ``canter.evaluate``'s are."""
+    with pytest.raises(CanterError, match=needle) as info:
+        play(short_episodes, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_play_needs_an_env_for_an_agent_without_a_run():
+    """An agent that carries no run (``run_config``) has no env of its own to play."""
+    with pytest.raises(CanterError, match="play needs an env id for an agent without a run"):
+        play(object())
