@@ -31,6 +31,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save_file as st_save_file
 
 from canter.errors import CanterError, check_utf8_path
+from canter.run_dirs import closest_run_dirs
 
 FORMAT = "canter-checkpoint"
 FORMAT_VERSION = 1
@@ -467,7 +468,8 @@ def _closest_checkpoints(base: Path) -> str:
         near = near[:1] if near and near[0] == f"step-{n:09d}" else near
     else:
         near = closest(base.name, [n for n in names if not n.startswith(".")])
-    return ("; did you mean " + " or ".join(f"'{folder / n}'" for n in near) + "?") if near else ""
+    near = [str(folder / n) for n in near] or closest_run_dirs(base)  # else a mistyped run directory's name
+    return ("; did you mean " + " or ".join(f"'{n}'" for n in near) + "?") if near else ""
 
 
 def run_dir_hint(path: Path) -> str:
@@ -487,4 +489,6 @@ def no_run_dir(path: str | Path) -> CanterError:
     base = checkpoint_base(Path(path))
     if checkpoint_present(base):  # RUN_DIR/checkpoints/last: a checkpoint's name, whose files exist
         return CanterError(f"'{path}' is a checkpoint, not a run directory; {run_dir_hint(base)}")
-    return CanterError(f"no such run directory: '{path}'")
+    near = closest_run_dirs(path)
+    return CanterError(f"no such run directory: '{path}'" + ("; did you mean " + " or ".join(f"'{n}'" for n in near)
+                                                            + "?" if near else ""))

@@ -106,3 +106,17 @@ def nothing_to_resume(run_dir: Path) -> CanterError:
     check_free(run_dir)
     stopped = stopped_before_checkpoint(run_dir)
     return CanterError(f"'{run_dir}' has no checkpoints/last to resume from" + (f": its run {stopped}" if stopped else ""))
+
+
+def closest_run_dirs(path: str | Path) -> list[str]:
+    """The run directories beside the missing ``path`` (folders with a ``config.yaml`` or ``checkpoints/``) whose
+    names look most like its name (``runs/ppo-CartPole-v1-2026...`` mistyped), as paths; [] when none does."""
+    from canter.errors import closest
+
+    folder = Path(path).parent
+    try:
+        runs = [d.name for d in folder.iterdir() if d.is_dir() and not d.name.startswith(".")
+                and ((d / "config.yaml").is_file() or (d / "checkpoints").is_dir())]
+    except OSError:  # no such folder, or one that cannot be listed: nothing to suggest
+        return []
+    return [str(folder / name) for name in closest(Path(path).name, runs)]

@@ -491,3 +491,26 @@ def test_a_missing_checkpoint_name_is_answered_with_the_closest_saved_ones(tmp_p
             find_checkpoint(ckpts / given)
     with pytest.raises(CanterError, match=r"checkpoint: '[^']*zzz'$"):
         find_checkpoint(ckpts / "zzz")
+
+
+def test_a_mistyped_run_directory_is_answered_with_the_closest_run_directories(tmp_path):
+    """``canter eval runs/ppo-CartPole-v1-20261127-140521`` (a digit off) or ``--resume runs/pp`` said only 'no such
+    run directory' and named none of the runs beside it; the closest run directories are now named (folders that
+    are not runs, without config.yaml or checkpoints/, never)."""
+    from canter.checkpoint import find_checkpoint, no_run_dir
+
+    runs = tmp_path / "runs"
+    for name, part in (("ppo-CartPole-v1-20261127-140512", "config.yaml"), ("dqn-CartPole-v1-20261127-141000",
+                                                                              "checkpoints"), ("ppo-notes", None)):
+        (runs / name).mkdir(parents=True)
+        if part == "config.yaml":
+            (runs / name / part).write_text("algo: ppo\n")
+        elif part:
+            (runs / name / part).mkdir()
+    ppo = f"did you mean '{runs / 'ppo-CartPole-v1-20261127-140512'}'"
+    with pytest.raises(CanterError, match=rf"checkpoint: '.*140521'; {ppo}"):  # the closest first
+        find_checkpoint(runs / "ppo-CartPole-v1-20261127-140521")
+    given = runs / "ppo-CartPole-v1-20261127-14051"
+    assert f"directory: '{given}'; {ppo}" in str(no_run_dir(given))
+    assert "ppo-notes" not in str(no_run_dir(runs / "ppo-note"))
+    assert str(no_run_dir(runs / "zzz")) == f"no such run directory: '{runs / 'zzz'}'"
