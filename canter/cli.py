@@ -302,7 +302,11 @@ def cmd_eval(argv: list[str]) -> int:
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
     given = parse_env_kwargs(args.env_kwargs)
-    agent, env_id, _ = _load_for_env(args.run_dir, args.env, given, args.device, True)  # evaluation: its eval env
+    from canter.api import find_checkpoint
+
+    # the checkpoint, once: a run still training may save its first best while this one is evaluated
+    checkpoint = find_checkpoint(args.run_dir)
+    agent, env_id, _ = _load_for_env(str(checkpoint), args.env, given, args.device, True)  # evaluation: its eval env
     from canter.envs.turns import with_opponent
     from canter.trainers.evaluation import evaluate_agent
 
@@ -311,8 +315,6 @@ def cmd_eval(argv: list[str]) -> int:
     # the run's evaluations' env copies, so the same seed gives the same episodes (canter.evaluate)
     result = evaluate_agent(agent, env_id, args.episodes, args.seed, given)
     if args.json:
-        from canter.api import find_checkpoint
-
         meta = getattr(agent, "metadata", {}) or {}
 
         def number(x: float) -> float | None:  # NaN / inf (a diverged policy) are not JSON: null, as JSON.stringify
@@ -321,7 +323,7 @@ def cmd_eval(argv: list[str]) -> int:
         print(json.dumps({"env": env_id, "mean_return": number(result.mean_return),
                           "std_return": number(result.std_return), "episodes": result.episodes,
                           "returns": [number(r) for r in result.returns], "lengths": result.lengths,
-                          "checkpoint": str(find_checkpoint(args.run_dir)), "algorithm": meta.get("algorithm"),
+                          "checkpoint": str(checkpoint), "algorithm": meta.get("algorithm"),
                           "step": meta.get("step"), "seed": args.seed,
                           **({} if result.success_rate is None else {"success_rate": result.success_rate})},
                          allow_nan=False))

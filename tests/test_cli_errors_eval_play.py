@@ -318,6 +318,33 @@ def test_eval_json_says_what_was_evaluated(capsys, runs):
     assert obj["env"] == "CartPole-v1" and obj["episodes"] == 1
 
 
+def test_eval_json_names_the_checkpoint_it_evaluated_when_a_best_appears_meanwhile(capsys, runs, tmp_path,
+                                                                                    monkeypatch):
+    """A run still training that has only its ``last`` (no evaluation yet) was evaluated from ``last``, and --json
+    looked the checkpoint up again afterwards: a ``best`` saved meanwhile (the run's first evaluation) was named,
+    beside ``last``'s step. It names the checkpoint that was loaded."""
+    import canter.trainers.evaluation as evaluation
+    from canter.checkpoint import load_checkpoint, save_checkpoint
+
+    run = tmp_path / "run"
+    shutil.copytree(runs[0], run)
+    for f in (run / "checkpoints").glob("best.*"):
+        f.unlink()
+    real = evaluation.evaluate_agent
+
+    def evaluate_while_the_run_saves_a_best(*args, **kwargs):
+        state, meta = load_checkpoint(run / "checkpoints" / "last")
+        save_checkpoint(run / "checkpoints" / "best", state, {k: v for k, v in meta.items() if k not in
+                                                              ("sha256", "checkpoint_id", "state")} | {"step": 1})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "evaluate_agent", evaluate_while_the_run_saves_a_best)
+    code, out, err = run_cli(capsys, "eval", str(run), "--json", "--episodes", "1")
+    assert code == 0, err
+    obj = json.loads(out)
+    assert (obj["checkpoint"], obj["step"]) == (str(run / "checkpoints" / "last"), 256)
+
+
 def test_play_video_dir_with_earlier_videos_is_not_overwritten(capsys, runs, tmp_path):
     """play names its videos play-episode-N.mp4: a second play into the same --video-dir replaced the first
     one's files (with only Gymnasium's two-line warning)."""
