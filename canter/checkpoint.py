@@ -277,7 +277,16 @@ def _read_header(st_path: Path, what: str) -> dict[str, str]:
 
 def _choose_metadata(base: Path, what: str) -> tuple[dict[str, Any], bool]:
     """``(metadata, from_json)``: the .json if it belongs to the tensors file, else the header's copy (``what``:
-    the word errors use for the pair, checkpoint or dataset)."""
+    the word errors use for the pair, checkpoint or dataset); a ``format_version`` above this canter's is refused."""
+    meta, from_json = _pick_metadata(base, what)
+    version = meta.get("format_version", 1)  # a newer canter's layout: read as this one's, it would fail obscurely
+    if isinstance(version, bool) or not isinstance(version, int) or version > FORMAT_VERSION:
+        raise CanterError(f"{what} {base} has format_version {version!r}; this canter reads format_version "
+                          f"{FORMAT_VERSION} and before: it was written by a newer canter (pip install -U canter)")
+    return meta, from_json
+
+
+def _pick_metadata(base: Path, what: str) -> tuple[dict[str, Any], bool]:  # _choose_metadata, version unchecked
     json_path, st_path = base.with_name(base.name + ".json"), base.with_name(base.name + ".safetensors")
     if not json_path.exists() and not st_path.exists():
         raise CanterError(f"{what} not found: {json_path}")
