@@ -39,3 +39,17 @@ def test_evaluate_with_deterministic_false_starts_a_recurrent_agents_memory_at_e
     recurrent.explore = spy
     assert canter.evaluate(recurrent, episodes=3, seed=2, deterministic=False).returns == first.returns
     assert starts[0].all() and sum(int(s.sum()) for s in starts[1:]) >= 1  # a new episode after one ended
+
+
+def test_evaluate_with_deterministic_false_is_seeded_for_several_policies():
+    """A multi-policy agent (``policies: agent``) sampled from each policy's own stream: a second evaluation with the
+    same seed gave other returns ([3, 2, 1, 3, 7, 2] then [3, 2, 2, 5, 4, 5] on match_agents) and moved the
+    policies' streams. Each policy now draws from a generator of its own seeded from the evaluation's seed."""
+    from support import ENV, untrained_agent
+
+    agent = untrained_agent("ppo", ENV, policies="agent", n_envs=2, n_steps=16, batch_size=32)
+    own = {p: a.algorithm.generator.get_state() for p, a in agent.agents.items()}
+    first = canter.evaluate(agent, episodes=4, seed=3, deterministic=False).returns
+    assert all(torch.equal(a.algorithm.generator.get_state(), own[p]) for p, a in agent.agents.items())
+    assert canter.evaluate(agent, episodes=4, seed=3, deterministic=False).returns == first
+    assert canter.evaluate(agent, episodes=4, seed=4, deterministic=False).returns != first

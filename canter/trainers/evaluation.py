@@ -50,11 +50,16 @@ def _policy(agent: Any, deterministic: bool, seed: int | None) -> Any:
     exploring memory zeroed where ``starts``, the rows that begin an episode, says)."""
     if deterministic:
         return lambda obs, starts: agent.predict(obs)
-    explore = getattr(agent, "explore", None)
-    if explore is None:  # several policies: each samples from its own stream
-        return lambda obs, starts: agent.predict(obs, deterministic=False)
     import torch
 
+    explore = getattr(agent, "explore", None)
+    agents = getattr(agent, "agents", None)  # several policies (a MultiPolicyAgent): a generator each, from ``seed``
+    if explore is None and isinstance(agents, dict):  # (their own streams drawn from, the result was not repeatable)
+        seeds = np.random.SeedSequence(seed or 0).generate_state(len(agents))
+        gens = {p: torch.Generator().manual_seed(int(s)) for p, s in zip(agents, seeds)}
+        return lambda obs, starts: {p: agents[p].explore(o, generator=gens[p]) for p, o in obs.items()}
+    if explore is None:  # another agent, without explore: its own samples
+        return lambda obs, starts: agent.predict(obs, deterministic=False)
     generator = torch.Generator().manual_seed(seed or 0)
     if hasattr(agent, "begin_episodes"):
         return lambda obs, starts: explore(obs, generator=generator, episode_start=starts)
