@@ -233,6 +233,22 @@ def test_refusals(tmp_path, capsys, argv, needle):
     assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", TTT, *argv], needle)
 
 
+def test_a_mistyped_opponent_is_answered_with_the_closest_choices(tmp_path):
+    """``--opponent rando`` or a run directory a letter off (``runs/ttt-selfpla``) said only 'is neither random nor self
+    nor a canter run directory or checkpoint'; the closest of random and self, or of the run directories beside the
+    path, are now named."""
+    from canter.envs.turns import check_opponent_path
+
+    (tmp_path / "ttt-selfplay").mkdir()
+    (tmp_path / "ttt-selfplay" / "config.yaml").write_text("algo: ppo\n")
+    with pytest.raises(CanterError, match=r"opponent 'rando' is neither .*; did you mean 'random'\?$"):
+        check_opponent_path("rando")
+    with pytest.raises(CanterError, match=rf"checkpoint; did you mean '{tmp_path / 'ttt-selfplay'}'\?$"):
+        check_opponent_path(str(tmp_path / "ttt-selfpla"))
+    with pytest.raises(CanterError, match="nor a canter run directory or checkpoint$"):
+        check_opponent_path(str(tmp_path / "zzzzzz"))
+
+
 @pytest.mark.parametrize("factory", ["env", "parallel_env"])
 def test_a_game_missing_a_dependency_when_made_is_one_line(factory, tmp_path, capsys, monkeypatch):
     """PettingZoo's hanabi imports open_spiel (through shimmy) only when made: a traceback before."""

@@ -38,7 +38,7 @@ from canter.envs.opponents import SNAPSHOTS_KEY
 from canter.envs.packing import ObservationPacker, needs_packing
 from canter.envs.random_actions import allowed_choice
 from canter.envs.spaces import action_nvec
-from canter.errors import CanterError, bad_env_kwargs, keyword_hint, unknown
+from canter.errors import CanterError, bad_env_kwargs, closest, keyword_hint, unknown
 from canter.registry import import_failure
 
 PREFIX = "pettingzoo:"
@@ -270,8 +270,12 @@ def _names_checkpoint(path: str) -> bool:
 def check_opponent_path(path: str) -> None:
     """Refuse an opponent spec that names no run directory or checkpoint (nor ``random`` or ``self``)."""
     if not _names_checkpoint(path):
+        from canter.run_dirs import closest_run_dirs
+
+        near = [*closest(path, OPPONENTS), *closest_run_dirs(path)][:3]  # 'rando', a mistyped run directory
+        hint = "; did you mean " + " or ".join(f"'{n}'" for n in near) + "?" if near else ""
         raise CanterError(f"opponent '{path}' is neither {' nor '.join(OPPONENTS)} nor a canter run directory or "
-                          f"checkpoint")
+                          f"checkpoint{hint}")
 
 
 def _checkpoint_policy(path: str, observation_space: gym.Space, action_space: gym.Space,
