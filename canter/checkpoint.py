@@ -12,17 +12,13 @@ one; any other mix of two files (e.g. copied from two runs) is refused.
 """
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
 import re
-import tempfile
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,6 +26,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load as st_load
 from safetensors.torch import save_file as st_save_file
 
+
+from canter.atomic import atomic_path, atomic_write
 from canter.errors import CanterError, check_utf8_path
 from canter.run_dirs import closest_run_dirs
 
@@ -82,70 +80,6 @@ def unflatten_state(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
     if isinstance(skeleton, list):
         return [unflatten_state(v, tensors) for v in skeleton]
     return skeleton
-
-
-def _umask() -> int:
-    """The process's umask, read without changing it where Linux allows (no race with other threads)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-@contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path next to ``path``, for a writer that opens files by name; the file written there
-    replaces ``path`` (fsynced) when the block succeeds.
-
-    A kill at any point leaves either the old file or the new one; on an error the temporary
-    file is removed and ``path`` is untouched.
-    """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except FileExistsError as exc:  # a file where a directory of the path should be: name it as such
-        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), exc.filename) from None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:  # name the file the caller asked for, not the temporary one
-        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
-    try:
-        os.close(fd)
-        yield Path(tmp)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            # mkstemp makes 0600 files (and a writer may make its own): give what open() would
-            os.fchmod(fd, 0o666 & ~_umask())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.filename in (None, tmp) and exc.errno is not None:
-            # a full disk (ENOSPC) or an I/O error from write/fsync: name the caller's file
-            raise type(exc)(exc.errno, exc.strerror, str(path)) from None
-        raise
-
-
-@contextmanager
-def atomic_file(path: Path) -> Iterator[BinaryIO]:
-    """A temporary file next to ``path`` (open for writing) that replaces ``path`` (fsynced) when the block
-    succeeds: as :func:`atomic_path`."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        yield f
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a kill leaves either the old file or the new one."""
-    with atomic_file(path) as f:
-        f.write(data)
 
 
 def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str, Any]) -> Path:

@@ -208,6 +208,7 @@ def play(agent: Any, env_id: str | None = None, episodes: int = 1, render: bool 
     from canter.trainers.evaluation import check_episodes_and_seed
 
     check_episodes_and_seed(episodes, seed)
+    episodes, seed = int(episodes), int(seed)  # NumPy's integers too (gymnasium's seeding takes int only)
     if not isinstance(render, bool):  # 'no' would be truthy: a window opened
         raise CanterError(f"render must be True or False, got {render!r}")
     if video_dir is not None and (not isinstance(video_dir, (str, os.PathLike)) or not str(video_dir).strip()):

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from canter.callbacks import Callback
-from canter.checkpoint import atomic_write, remove_temp_files, save_checkpoint
+from canter.atomic import atomic_write
+from canter.checkpoint import remove_temp_files, save_checkpoint
 from canter.checkpoint_keep import prune_periodic
 from canter.envs.spaces import space_to_dict
 from canter.errors import CanterError, notice

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from canter.checkpoint import atomic_write
+from canter.atomic import atomic_write
 from canter.errors import CanterError
 
 LOCK_NAME = ".canter.lock"

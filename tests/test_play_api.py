@@ -27,6 +27,14 @@ def test_play_plays_the_runs_own_env_kwargs(short_episodes):
     assert play(short_episodes, "CartPole-v0", seed=3)[0] > 5  # another id: its own defaults, as canter play --env
 
 
+def test_play_takes_numpy_integers(short_episodes):
+    """NumPy's integers pass the shared episodes/seed check (canter.evaluate takes them); play hands gymnasium's
+    seeding, which takes Python ints only, their int."""
+    import numpy as np
+
+    assert play(short_episodes, episodes=np.int64(2), seed=np.int64(3)) == play(short_episodes, episodes=2, seed=3)
+
+
 @pytest.mark.parametrize("kwargs, needle", [
     (dict(episodes=0), "episodes must be a whole number >= 1, got 0"),  # was [] (nothing played, no error)
     (dict(episodes="2"), "episodes must be a whole number >= 1, got '2'"),  # TypeError traceback

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from canter.checkpoint import atomic_file
+from canter.atomic import atomic_file
 from canter.data.batch import ReplayBatch
 from canter.errors import CanterError
 from canter.utils import stream_rng

@@ -100,7 +100,7 @@ class Snapshots:
         for name in sorted({entry["file"] for entry in self.index.values()}):
             for suffix in (".safetensors", ".json"):
                 shutil.copyfile(self.folder / f"{name}{suffix}", folder / f"{name}{suffix}")
-        from canter.checkpoint import atomic_write
+        from canter.atomic import atomic_write
 
         index = {"format": _INDEX_FORMAT, "version": 1, "opponents": self.index}
         atomic_write(folder / INDEX_NAME, json.dumps(index, indent=1).encode())

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from canter.callbacks import Callback
-from canter.checkpoint import atomic_file
+from canter.atomic import atomic_file
 from canter.trainers.base import TrainRecord
 
 HISTORY_COLUMNS = ("step", "wall_time", "episode_return", "episode_length", "rolling_return")

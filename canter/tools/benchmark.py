@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from canter.checkpoint import atomic_write
+from canter.atomic import atomic_write
 from canter.config import load_yaml
 from canter.errors import CanterError
 from canter.run_lock import check_free

@@ -198,10 +198,10 @@ def legend(ax: Any) -> None:
 
 
 def save_figure_atomic(fig: Any, path: Path, fmt: str = "png") -> Path:
-    """Render ``fig`` and write it with :func:`~canter.checkpoint.atomic_write` (no half-written image)."""
+    """Render ``fig`` and write it with :func:`~canter.atomic.atomic_write` (no half-written image)."""
     import io
 
-    from canter.checkpoint import atomic_write
+    from canter.atomic import atomic_write
 
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt)

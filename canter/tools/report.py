@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from canter.checkpoint import atomic_write
+from canter.atomic import atomic_write
 from canter.errors import CanterError
 from canter.tools.plot import DRAW_BINS, envelope_band, envelope_rows, legend, new_figure, run_curve
 from canter.tools.rundata import RunData, checkpoints, load_run

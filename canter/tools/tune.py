@@ -391,7 +391,7 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     header = (f"# canter tune: best of {counts['complete']} complete trials (trial {best.number}, last evaluation "
               f"return {best.value:.4g})\n# study '{study_name}' in {shown_url(url)}\n# train it with: canter train {algo} -f "
               f"{files['best']}\n")
-    from canter.checkpoint import atomic_write
+    from canter.atomic import atomic_write
 
     atomic_write(files["best"], (header + dump_yaml(config)).encode())
     files.update(save_plots(st, out_dir, n_params))

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from canter.checkpoint import atomic_write
+from canter.atomic import atomic_write
 from canter.errors import CanterError, require
 from canter.trainers.base import TrainRecord
 
