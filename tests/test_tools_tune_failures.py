@@ -384,3 +384,27 @@ def test_tune_jobs_worker_error_is_one_line_not_a_traceback(tmp_path, capsys, mo
         tune_workers._worker(job, 1)
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1 and err.startswith("canter: error: ") and "gone.yaml" in err
+
+
+def test_tune_in_memory_sqlite_storage_runs_in_one_process_and_is_refused_for_jobs(tmp_path, capsys, monkeypatch):
+    """--storage sqlite:// (rl-zoo3's default: a study in memory) raised KeyError('Record does not exist.') with a
+    traceback: tune opened a new storage, a new empty in-memory database, to run the trials and another for the
+    result. --jobs workers cannot share such a database: refused in one line, nothing written."""
+    pytest.importorskip("optuna")
+    from canter.tools import tune as tune_mod
+    from tests.support import assert_one_line_error, run_cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tune_mod, "save_plots", lambda *a: {})  # not what this test is about (seconds)
+    (tmp_path / "space.yaml").write_text("n_steps: {choices: [32]}\nn_epochs: {choices: [1]}\n")
+    args = ["tune", "ppo", "--env", "CartPole-v1", "--trials", "1", "--max-steps", "64", "--set", "n_envs=2",
+            "--eval-every", "64", "--eval-episodes", "1", "--space", "space.yaml", "--quiet", "--storage", "sqlite://"]
+    code, out, err = run_cli(capsys, *args, "--out", "mem")
+    assert code == 0 and "Traceback" not in err, err  # the heartbeat thread had a database of its own
+    assert "1 complete" in out and (tmp_path / "mem" / "best.yaml").exists()
+    assert not (tmp_path / "mem" / "study.db").exists()
+    code, _, err = run_cli(capsys, *args, "--jobs", "2", "--out", "jobs")
+    assert_one_line_error(code, err, "in-memory", "--jobs")
+    assert not (tmp_path / "jobs").exists()
+    assert all(map(tune_mod.in_memory, ("sqlite://", "sqlite:///:memory:", "sqlite:///file:x?mode=memory&uri=true")))
+    assert not any(map(tune_mod.in_memory, ("sqlite:///study.db", "postgresql://u@h/db", "not a url")))

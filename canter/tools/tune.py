@@ -61,12 +61,28 @@ def shown_url(url: str) -> str:
     return url if parsed.password is None else parsed.render_as_string(hide_password=True)
 
 
+def in_memory(url: str) -> bool:
+    """Whether ``url`` is an in-memory SQLite database (``sqlite://``, ``sqlite:///:memory:``), which lives in one
+    storage object of one process: another process (a ``--jobs`` worker) or a later run cannot see it."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - not a URL: _storage says so in its own line
+        return False
+    return parsed.get_backend_name() == "sqlite" and (parsed.database in (None, "", ":memory:")
+                                                       or parsed.query.get("mode") == "memory")
+
+
 def _storage(url: str) -> Any:
     optuna = require("optuna", "tune", "canter tune")
+    # no heartbeat in memory: no later run sees a stale trial there, and the heartbeat's thread would get a
+    # database of its own (SQLAlchemy gives each thread its own in-memory SQLite connection)
+    heartbeat = {} if in_memory(url) else {"heartbeat_interval": 60, "grace_period": 180}
     try:
         with warnings.catch_warnings():  # the heartbeat (stale RUNNING trials -> FAIL on resume) is "experimental"
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(url, heartbeat_interval=60, grace_period=180)
+            return optuna.storages.RDBStorage(url, **heartbeat)
     except Exception as exc:  # noqa: BLE001 - sqlalchemy/optuna raise many kinds; one line for the user
         raise CanterError(f"cannot open Optuna storage '{shown_url(url)}': {str(exc).splitlines()[0]}") from None
 
@@ -158,8 +174,9 @@ def rollout_rows(run: Any, algo_cfg: Any) -> int | None:
     return n_steps * run.n_envs
 
 
-def _optimize(job: dict[str, Any], worker: int = 0) -> None:
-    """Run trials until the study has ``job['trials']`` finished ones (one process)."""
+def _optimize(job: dict[str, Any], worker: int = 0, storage: Any = None) -> None:
+    """Run trials until the study has ``job['trials']`` finished ones (one process), on ``storage`` (default: a
+    storage opened on ``job['storage']``)."""
     import optuna
     from optuna.trial import TrialState
 
@@ -171,7 +188,8 @@ def _optimize(job: dict[str, Any], worker: int = 0) -> None:
     # the warm-up counts evaluations (the objective asks only after them), not the interval numbers reported
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=job["prune_startup"], n_warmup_steps=0)
               if job["prune"] else optuna.pruners.NopPruner())
-    study = optuna.load_study(study_name=job["study"], storage=_storage(job["storage"]), pruner=pruner)
+    storage = storage if storage is not None else _storage(job["storage"])
+    study = optuna.load_study(study_name=job["study"], storage=storage, pruner=pruner)
     # seeded per trial number: workers and machines starting on one study at once sampled the same values
     study.sampler = TrialSeededSampler(job["sampler_seed"])
     done = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -244,6 +262,9 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"--trials must be >= 1, got {trials}")
     if jobs < 1:
         raise CanterError(f"--jobs must be >= 1, got {jobs}")
+    if jobs > 1 and storage is not None and in_memory(storage):
+        raise CanterError(f"--storage '{shown_url(storage)}' is an in-memory SQLite database, which --jobs workers "
+                          "cannot share; give a file (sqlite:///PATH) or leave --storage out (OUT/study.db)")
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):  # nan compares False
         raise CanterError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
     if sampler_seed is not None and not 0 <= sampler_seed <= 2**32 - 1:
@@ -297,7 +318,9 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     try:
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
-            st = optuna.create_study(study_name=study_name, storage=_storage(url), direction="maximize",
+            # one storage for the study in this process: an in-memory SQLite database lives in it alone
+            opened = _storage(url)
+            st = optuna.create_study(study_name=study_name, storage=opened, direction="maximize",
                                      load_if_exists=True)
         except BaseException:
             for p in created:  # the directories made for the study, innermost first, if still empty
@@ -327,10 +350,11 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
             "trial_overrides": {} if jobs == 1 else {"torch_threads": 1},
         }
         if jobs == 1:
-            _optimize(job)
+            _optimize(job, storage=opened)
         else:
             run_workers(job, jobs)
-        return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir, len(space))
+        return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir, len(space),
+                       storage=opened)
     finally:
         optuna.logging.set_verbosity(verbosity)
 
@@ -372,11 +396,11 @@ def _fail_stale_trials(study: Any) -> None:
 
 
 def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, sets: list[str],
-            run_overrides: dict[str, Any], out_dir: Path, n_params: int) -> TuneResult:
+            run_overrides: dict[str, Any], out_dir: Path, n_params: int, storage: Any = None) -> TuneResult:
     import optuna
     from optuna.trial import TrialState
 
-    st = optuna.load_study(study_name=study_name, storage=_storage(url))
+    st = optuna.load_study(study_name=study_name, storage=storage if storage is not None else _storage(url))
     _fail_stale_trials(st)  # a killed run's trial, also when no trial ran now (the study had enough)
     counts = {s.name.lower(): len(st.get_trials(deepcopy=False, states=(s,)))
               for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)}
