@@ -43,11 +43,12 @@ def test_tune_refuses_a_tuned_hyperparameter_fixed_in_an_hparams_mapping(tmp_pat
     assert not list(tmp_path.iterdir())  # nothing written
 
 
-def _ctrl_c_tune_jobs(out: Path, wait: Any) -> None:
-    """Start `canter tune --jobs 2` in its own process group, call ``wait(proc)``, send the group a Ctrl-C
-    and check the exit: 130, one line, no traceback from any process."""
+def _ctrl_c_tune_jobs(out: Path, wait: Any, sig: str = "SIGINT", to_group: bool = True) -> None:
+    """Start `canter tune --jobs 2` in its own process group, call ``wait(proc)``, send the group (or the parent
+    alone) a Ctrl-C (or ``sig``) and check the exit: 130, one line, no traceback from any process, no process left."""
     import os
     import signal
+    import time
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, "-m", "canter", "tune", "ppo", "--env", "CartPole-v1", "--trials", "4",
@@ -58,13 +59,23 @@ def _ctrl_c_tune_jobs(out: Path, wait: Any) -> None:
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         wait(proc)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        (os.killpg if to_group else os.kill)(proc.pid, getattr(signal, sig))
+        _, err = proc.communicate(timeout=60)  # (a worker left running keeps the pipe open: a timeout)
+        for _ in range(100):  # multiprocessing's resource tracker ends a moment after the parent
+            left = [line for line in subprocess.run(["ps", "-o", "pid=,stat=,args=", "-g", str(proc.pid)],
+                                                     capture_output=True, text=True).stdout.splitlines()
+                    if "Z" not in line.split()[1]]
+            if not left:
+                break
+            time.sleep(0.1)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group
+        except ProcessLookupError:
+            pass
     err = err.decode()
     assert proc.returncode == 130, err
+    assert not left, f"processes left training: {left}"
     assert "Traceback" not in err and err.splitlines()[-1].startswith("interrupted;"), err[-3000:]
     import optuna
 
@@ -84,6 +95,21 @@ def test_tune_jobs_ctrl_c_prints_no_traceback(tmp_path):
         assert proc.poll() is None
 
     _ctrl_c_tune_jobs(tmp_path / "t", training)
+
+
+@pytest.mark.slow
+def test_tune_jobs_sigterm_to_the_parent_alone_stops_its_workers(tmp_path):
+    """A SIGTERM to `canter tune --jobs 2` itself (kill PID, a scheduler) ended it at once and left its workers
+    training on as orphans; it now stops as a Ctrl-C: the workers mark their trials failed and end."""
+    import time
+
+    pytest.importorskip("optuna")
+
+    def training(proc):
+        time.sleep(12)  # the workers are training their first trials
+        assert proc.poll() is None
+
+    _ctrl_c_tune_jobs(tmp_path / "t", training, sig="SIGTERM", to_group=False)
 
 
 def test_tune_jobs_ctrl_c_while_the_workers_start_prints_no_traceback(tmp_path):
@@ -281,20 +307,27 @@ def test_tune_ctrl_c_signal_during_a_storage_write_waits_for_the_write(tmp_path,
     assert [t.state.name for t in trials] == ["COMPLETE"]  # written whole; no second trial asked for
 
 
-def test_tune_ctrl_c_signal_during_training_stops_the_trial_at_once(tmp_path, capsys, monkeypatch):
-    """Held back only outside training: a Ctrl-C while a trial trains ends it there, marked failed."""
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_tune_ctrl_c_signal_during_training_stops_the_trial_at_once(tmp_path, capsys, monkeypatch, signame):
+    """Held back only outside training: a Ctrl-C while a trial trains ends it there, marked failed. A SIGTERM
+    (kill, a job scheduler) killed tune at once, as canter train does not: the trial stayed RUNNING; it is a Ctrl-C."""
     import os
     import signal
     import time
 
     optuna = pytest.importorskip("optuna")
 
+    def unhandled(signum, frame):  # in place of the default action, which would end pytest
+        raise RuntimeError(f"tune left signal {signum} to the default action")
+
+    old = signal.signal(signal.SIGTERM, unhandled)
+
     class Endless:
         run = type("Run", (), {"eval_every": 64, "max_steps": 10**9})()
         step = 0
 
         def __call__(self):
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), getattr(signal, signame))
             for _ in range(500):  # 5 s: the signal must have ended it long before
                 time.sleep(0.01)
                 yield type("Record", (), {"evaluation": None})()
@@ -305,7 +338,11 @@ def test_tune_ctrl_c_signal_during_training_stops_the_trial_at_once(tmp_path, ca
 
     monkeypatch.setattr("canter.api.make_trainer", lambda *args, **kwargs: Endless())
     out = tmp_path / "t"
-    assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--trials", "2", "--quiet"]) == 130
+    try:
+        assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--trials", "2", "--quiet"]) == 130
+        assert signal.getsignal(signal.SIGTERM) is unhandled  # given back
+    finally:
+        signal.signal(signal.SIGTERM, old)
     trials = optuna.load_study(study_name="ppo-CartPole-v1", storage=f"sqlite:///{out / 'study.db'}").trials
     assert [t.state.name for t in trials] == ["FAIL"]
 

@@ -18,7 +18,6 @@ import json
 import logging
 import math
 import re
-import signal
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from canter.config import parse_set, resolve_config, resolved_dict
 from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
-from canter.tools.tune_workers import INTERRUPTS, caused_by_interrupt, run_workers
+from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interrupt, run_workers
 
 from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_study_space,  # noqa: F401
                                      search_space)  # (Param, _decode re-exported)
@@ -204,8 +203,9 @@ def _optimize(job: dict[str, Any], worker: int = 0, storage: Any = None) -> None
     quiet_failures = _NoTraceback()
     log.addFilter(quiet_failures)
     try:
-        # a Ctrl-C (a worker's SIGTERM) is held back while Optuna writes to the storage (tune_workers)
-        with INTERRUPTS.held(None if worker else signal.SIGINT):
+        # a Ctrl-C or SIGTERM is held back while Optuna writes to the storage (tune_workers); a worker's SIGTERM
+        # is routed to INTERRUPTS already
+        with INTERRUPTS.held(() if worker else STOP_SIGNALS):
             study.optimize(_objective(job, space), n_trials=None, timeout=job["timeout"], catch=(Exception,),
                            callbacks=[optuna.study.MaxTrialsCallback(job["trials"], states=done),
                                       _StopAfterFailures(remaining), INTERRUPTS.stop_study], gc_after_trial=False)

@@ -44,23 +44,24 @@ class Interrupts:
             self.open = before
 
     @contextlib.contextmanager
-    def held(self, signum: int | None) -> Iterator[None]:
-        """Install :meth:`handler` for ``signum`` (None: for the signal already routed here) with the Ctrl-C held
+    def held(self, signums: tuple[int, ...] = ()) -> Iterator[None]:
+        """Install :meth:`handler` for ``signums`` (none: for the signals already routed here) with the Ctrl-C held
         back outside :meth:`opened` blocks; on leaving, raise one held back. Outside the main thread (where
         no handler can be set) nothing is held back."""
-        old, self.pending = None, False  # a Ctrl-C of an earlier study in this process is not this one's
-        if signum is not None:
+        old, self.pending = {}, False  # a Ctrl-C of an earlier study in this process is not this one's
+        if signums:
             if threading.current_thread() is not threading.main_thread():
                 yield
                 return
-            old = signal.signal(signum, self.handler)
+            old = {signum: signal.signal(signum, self.handler) for signum in signums}
         before, self.open = self.open, False
         try:
             yield
         finally:
             self.open = before
-            if old is not None:
-                signal.signal(signum, old)
+            for signum, handler in old.items():
+                if handler is not None:
+                    signal.signal(signum, handler)
         if self.pending:
             raise KeyboardInterrupt
 
@@ -107,26 +108,37 @@ def _worker(job: dict[str, Any], worker: int) -> None:
         raise
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    """A SIGTERM handler: stop as a Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
+#: the signals that stop ``canter tune`` as a Ctrl-C: a SIGTERM (``kill``, a job scheduler, ``docker stop``) too,
+#: as it stops ``canter train``
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def run_workers(job: dict[str, Any], jobs: int) -> None:
     """Run ``jobs`` worker processes on the study until they finish.
 
     The workers start with SIGINT ignored (a process keeps an ignored SIGINT through Python's start-up),
     so a Ctrl-C to the process group while they import torch prints no traceback from them; this
-    process catches it and sends each worker a SIGTERM: one still starting ends at once (it has no
-    trial yet), one training marks its trial failed and ends."""
+    process catches it, or a SIGTERM sent to it alone, and sends each worker a SIGTERM: one still starting
+    ends at once (it has no trial yet), one training marks its trial failed and ends."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_worker, args=(job, i + 1), name=f"canter-tune-{i + 1}") for i in range(jobs)]
     main = threading.current_thread() is threading.main_thread()  # signal.signal works only there
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    old_term = signal.signal(signal.SIGTERM, _interrupt) if main else None
     try:
-        for p in procs:
-            p.start()
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, old)
-    try:
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            for p in procs:
+                p.start()
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, old)
         for p in procs:
             p.join()
     except KeyboardInterrupt:  # pass it on, and let the workers mark their trials failed first
@@ -134,8 +146,12 @@ def run_workers(job: dict[str, Any], jobs: int) -> None:
             if p.is_alive():
                 p.terminate()
         for p in procs:
-            p.join(timeout=30)
+            if p.pid is not None:  # started
+                p.join(timeout=30)
         raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old_term)
     failed = [p.name for p in procs if p.exitcode]
     if failed:
         raise CanterError(f"tune worker(s) {', '.join(failed)} exited with an error; the study keeps their finished trials")
