@@ -445,3 +445,42 @@ def test_tune_in_memory_sqlite_storage_runs_in_one_process_and_is_refused_for_jo
     assert not (tmp_path / "jobs").exists()
     assert all(map(tune_mod.in_memory, ("sqlite://", "sqlite:///:memory:", "sqlite:///file:x?mode=memory&uri=true")))
     assert not any(map(tune_mod.in_memory, ("sqlite:///study.db", "postgresql://u@h/db", "not a url")))
+
+
+def test_tune_ctrl_c_writes_the_best_of_the_trials_completed_so_far(tmp_path, capsys, monkeypatch):
+    """Ctrl-C after some trials had completed exited 130 with no best.yaml and no result printed (rl-zoo3 prints
+    the best trial and writes its report after a Ctrl-C); one had to rerun the study with a lower --trials to get
+    them. Now the best so far is printed and written, and the exit is still 130."""
+    import os
+    import signal
+
+    pytest.importorskip("optuna")
+    from canter.tools import tune as tune_mod
+
+    calls = []
+
+    class OneEvaluation:
+        """Trial 0 ends after one evaluation (return 42); trial 1 is interrupted while it trains."""
+
+        run = type("Run", (), {"eval_every": 64, "max_steps": 64})()
+        step = 64
+
+        def __call__(self):
+            calls.append(1)
+            if len(calls) > 1:
+                os.kill(os.getpid(), signal.SIGINT)
+            evaluation = type("Evaluation", (), {"mean_return": 42.0})()
+            yield type("Record", (), {"evaluation": evaluation, "step": 64, "done": True})()
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr("canter.api.make_trainer", lambda *args, **kwargs: OneEvaluation())
+    monkeypatch.setattr(tune_mod, "save_plots", lambda *a: {})  # not what this test is about (seconds)
+    out = tmp_path / "t"
+    capsys.readouterr()
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--trials", "3", "--quiet"]) == 130
+    stdout, err = capsys.readouterr()
+    assert "1 complete, 0 pruned, 1 failed" in stdout and "best trial 0: last evaluation return 42.00" in stdout
+    assert (out / "best.yaml").read_text().startswith("# canter tune: best of 1 complete trials (trial 0")
+    assert err.splitlines()[-1].startswith("interrupted;")

@@ -77,17 +77,24 @@ def cmd_tune(argv: list[str]) -> int:
                       config_file=args.config_file, sets=args.sets, prune=args.prune,
                       prune_startup=args.prune_startup, prune_warmup=args.prune_warmup,
                       sampler_seed=args.sampler_seed, quiet=args.quiet, **_run_overrides(args))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if getattr(exc, "result", None) is not None:  # the best so far, written
+            _print_result(exc.result)
         print("interrupted; the study keeps its finished trials (the interrupted one is marked failed): run the same "
               "command again to continue it", file=sys.stderr)
         return 130
+    _print_result(result)
+    return 0
+
+
+def _print_result(result: Any) -> None:
+    """The study's counts, its best trial and the files written (a :class:`canter.tools.tune.TuneResult`)."""
     c = result.counts
     print(f"study '{result.study_name}': {c['complete']} complete, {c['pruned']} pruned, {c['fail']} failed trials")
     print(f"best trial {result.best_trial}: last evaluation return {result.best_value:.2f}")
     for k, v in result.best_params.items():
         print(f"  {k}: {v}")
     print("wrote " + ", ".join(str(f) for f in result.files.values()))
-    return 0
 
 
 def cmd_plot(argv: list[str]) -> int:

@@ -47,6 +47,13 @@ class TuneResult:
     files: dict[str, Path] = field(default_factory=dict)
 
 
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C (or SIGTERM) that stopped ``tune``; ``result`` is the study's best so far, written to ``best.yaml``
+    (None when no trial has completed)."""
+
+    result: TuneResult | None = None
+
+
 def shown_url(url: str) -> str:
     """``url`` as tune prints it and writes it into ``best.yaml``: a password in it as ``***`` (SQLAlchemy's
     ``render_as_string(hide_password=True)``), so that a shared best.yaml or a log holds no credential; a URL
@@ -255,7 +262,8 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
 
     ``run_overrides`` are run-config keys for every trial (``max_steps``, ``seed``, ``eval_every``,
     ...). ``jobs`` > 1 runs that many worker processes on the same storage, each with one torch
-    thread. Returns the best trial; raises :class:`CanterError` for bad input before any trial.
+    thread. Returns the best trial; raises :class:`CanterError` for bad input before any trial, and
+    :class:`Interrupted` (a KeyboardInterrupt) on a Ctrl-C or SIGTERM, after writing the best trial so far.
     """
     optuna = require("optuna", "tune", "canter tune")
     if trials < 1:
@@ -349,12 +357,24 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
             "prune_startup": prune_startup, "prune_warmup": prune_warmup, "sampler_seed": sampler_seed, "quiet": quiet,
             "trial_overrides": {} if jobs == 1 else {"torch_threads": 1},
         }
-        if jobs == 1:
-            _optimize(job, storage=opened)
-        else:
-            run_workers(job, jobs)
-        return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir, len(space),
-                       storage=opened)
+        def finish() -> TuneResult:
+            return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir,
+                           len(space), storage=opened)
+
+        try:
+            if jobs == 1:
+                _optimize(job, storage=opened)
+            else:
+                run_workers(job, jobs)
+        except KeyboardInterrupt:
+            # as rl-zoo3 does: the best of the trials finished so far is written (none complete: nothing)
+            stopped = Interrupted()
+            try:
+                stopped.result = finish()
+            except CanterError:
+                pass
+            raise stopped from None
+        return finish()
     finally:
         optuna.logging.set_verbosity(verbosity)
 
