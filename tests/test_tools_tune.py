@@ -31,7 +31,10 @@ def test_search_space_is_declared_on_config_fields_and_overridable(tmp_path):
                           ("clip_range: {low: -1, high: 0.3}", "must be > 0"),
                           ("gamma: {choices: [0.9, 1.5]}", "must be <= 1"),
                           ("lr: {low: 0.1, hi: 0.2}", "did you mean 'high'"),
-                          ("activation: {low: 1, high: 2}", "give 'choices'")]:
+                          ("activation: {low: 1, high: 2}", "give 'choices'"),
+                          # the range (or log) given beside choices was dropped without a word
+                          ("n_steps: {low: 32, high: 64, choices: [32, 64]}", "cannot be combined with 'low'"),
+                          ("lr: {choices: [0.001, 0.01], log: true}", "cannot be combined with 'log'")]:
         f.write_text(text)
         with pytest.raises(CanterError, match=message):
             search_space("ppo", f)

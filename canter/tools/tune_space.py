@@ -129,6 +129,10 @@ def make_param(algo_cls: type, name: str, spec: Any, source: str) -> Param:
         if k not in SPEC_KEYS:
             raise unknown(f"key in the {where}", str(k), SPEC_KEYS)
     if "choices" in spec:
+        mixed = [k for k in spec if k != "choices"]
+        if mixed:  # either would be dropped without a word: the range, or the choices
+            raise CanterError(f"{where}: 'choices' cannot be combined with '{mixed[0]}'; give either 'choices' or a "
+                              "range ('low', 'high' and optionally 'log' or 'step')")
         choices = spec["choices"]
         if not isinstance(choices, list) or not choices:
             raise CanterError(f"{where}: 'choices' must be a non-empty list")
