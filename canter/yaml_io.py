@@ -265,28 +265,28 @@ def _nearby_yaml(path: Path) -> str:
     return ("; did you mean " + " or ".join(f"'{stems[n]}'" for n in near) + "?") if near else ""
 
 
-def load_yaml(path: str | Path) -> dict[str, Any]:
+def load_yaml(path: str | Path, what: str = "config file") -> dict[str, Any]:
     """Read a YAML mapping; malformed YAML is a CanterError that names the file and line, as is a file
-    larger than :data:`MAX_BYTES`."""
+    larger than :data:`MAX_BYTES`. ``what`` names the file in those errors (``--space file``)."""
     path = Path(path)
     try:
         with path.open("rb") as f:
             data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
-        raise CanterError(f"config file not found: {path}{_nearby_yaml(path)}") from None
+        raise CanterError(f"{what} not found: {path}{_nearby_yaml(path)}") from None
     except IsADirectoryError:  # -f RUN_DIR
         inside = path / "config.yaml"
         hint = f"; its run config is {inside}" if inside.is_file() else "; give a YAML file"
-        raise CanterError(f"config file {path} is a directory{hint}") from None
+        raise CanterError(f"{what} {path} is a directory{hint}") from None
     except OSError as exc:
-        raise CanterError(f"cannot read config file {path}: {exc.strerror}") from None
+        raise CanterError(f"cannot read {what} {path}: {exc.strerror}") from None
     if len(data) > MAX_BYTES:
-        raise CanterError(f"config file {path} is larger than {MAX_BYTES // 2**20} MiB; a config is a few "
+        raise CanterError(f"{what} {path} is larger than {MAX_BYTES // 2**20} MiB; a config is a few "
                           "key: value lines (is it the right file?)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise CanterError(f"config file {path} is not UTF-8 text") from None
+        raise CanterError(f"{what} {path} is not UTF-8 text") from None
     try:
         data = safe_load(text)
     except yaml.YAMLError as exc:

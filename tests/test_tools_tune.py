@@ -38,6 +38,8 @@ def test_search_space_is_declared_on_config_fields_and_overridable(tmp_path):
         f.write_text(text)
         with pytest.raises(CanterError, match=message):
             search_space("ppo", f)
+    with pytest.raises(CanterError, match="^--space file not found: "):  # it said 'config file', as for -f
+        search_space("ppo", tmp_path / "nope.yaml")
 
 
 def test_tune_prunes_resumes_and_best_yaml_trains(tmp_path, capsys):

@@ -173,7 +173,7 @@ def search_space(algo: str, space_file: str | Path | None = None) -> dict[str, P
         if f.metadata.get("search"):
             specs[name] = (f.metadata["search"], f"declared on {algo_cls.__name__}.Config")
     if space_file is not None:
-        for name, spec in load_yaml(space_file).items():
+        for name, spec in load_yaml(space_file, "--space file").items():
             key = _field(algo_cls, str(name))[0]
             if spec is None:
                 specs.pop(key, None)
