@@ -79,19 +79,35 @@ def test_tune_prunes_resumes_and_best_yaml_trains(tmp_path, capsys):
     assert best["algo"] == "ppo" and best["env"] == "CartPole-v1" and best["max_steps"] == 3000
     for k, v in best_trial.params.items():
         assert best["hparams"][k] == v
+    _assert_best_agent_kept(out, best_trial.number, best)
     # resuming: the study has its 3 trials, so nothing runs; asking for 4 runs exactly one more
     assert main(args) == 0
     assert len(optuna.load_study(study_name="s", storage=url).trials) == 3
     more = list(args)
     more[args.index("--trials") + 1] = "4"
     assert main(more) == 0
-    assert len(optuna.load_study(study_name="s", storage=url).trials) == 4
+    trials = optuna.load_study(study_name="s", storage=url).trials
+    assert len(trials) == 4
+    best_trial = max((t for t in trials if t.state == TrialState.COMPLETE), key=lambda t: t.value)
+    _assert_best_agent_kept(out, best_trial.number, yaml.safe_load((out / "best.yaml").read_text()))
     # best.yaml is accepted by `canter train -f` as it is
     run = tmp_path / "run"
     assert main(["train", "ppo", "-f", str(out / "best.yaml"), "--max-steps", "256", "--run-dir", str(run),
                  "--quiet"]) == 0
     trained = yaml.safe_load((run / "config.yaml").read_text())
     assert trained["hparams"]["lr"] == best["hparams"]["lr"] and trained["n_envs"] == best["n_envs"]
+
+
+def _assert_best_agent_kept(out: Path, number: int, best: dict) -> None:
+    """OUT/agents holds the agent of trial ``number`` alone (tune wrote no agent at all, and `canter play` had no
+    checkpoint to play), as canter.load reads it, named in best.yaml's header."""
+    import canter
+
+    path = out / "agents" / f"trial-{number}"
+    assert sorted(p.name for p in (out / "agents").iterdir()) == [f"trial-{number}.json", f"trial-{number}.safetensors"]
+    assert f"# its agent: canter play {path}\n" in (out / "best.yaml").read_text()
+    agent = canter.load(path)
+    assert agent.metadata["step"] >= best["max_steps"] and agent.metadata["config"]["hparams"] == best["hparams"]
 
 
 def _tune_three_enqueued(tmp_path: Path, monkeypatch: Any, trainer: Any, name: str, values: tuple, *args: str) -> list:
@@ -103,6 +119,7 @@ def _tune_three_enqueued(tmp_path: Path, monkeypatch: Any, trainer: Any, name: s
 
     monkeypatch.setattr(canter.api, "make_trainer", trainer)
     monkeypatch.setattr("canter.tools.tune.save_plots", lambda *a: {})
+    monkeypatch.setattr("canter.tools.tune.save_if_best", lambda *a: None)  # ``trainer`` has no agent to save
     space = tmp_path / "space.yaml"
     others = ("lr", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef",
               "max_grad_norm")

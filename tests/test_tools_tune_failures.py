@@ -477,10 +477,12 @@ def test_tune_ctrl_c_writes_the_best_of_the_trials_completed_so_far(tmp_path, ca
 
     monkeypatch.setattr("canter.api.make_trainer", lambda *args, **kwargs: OneEvaluation())
     monkeypatch.setattr(tune_mod, "save_plots", lambda *a: {})  # not what this test is about (seconds)
+    monkeypatch.setattr(tune_mod, "save_if_best", lambda *a: None)  # OneEvaluation has no agent to save
     out = tmp_path / "t"
     capsys.readouterr()
     assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--trials", "3", "--quiet"]) == 130
     stdout, err = capsys.readouterr()
-    assert "1 complete, 0 pruned, 1 failed" in stdout and "best trial 0: last evaluation return 42.00" in stdout
+    assert "1 complete, 0 pruned, 1 failed" in stdout, err
+    assert "best trial 0: last evaluation return 42.00" in stdout
     assert (out / "best.yaml").read_text().startswith("# canter tune: best of 1 complete trials (trial 0")
     assert err.splitlines()[-1].startswith("interrupted;")

@@ -27,6 +27,7 @@ from canter.config import parse_set, resolve_config, resolved_dict
 from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
+from canter.tools.tune_agents import keep_best_agent, save_if_best
 from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interrupt, run_workers
 
 from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_study_space,  # noqa: F401
@@ -159,6 +160,8 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
                 if n_evals > job["prune_warmup"] and not spent and trial.should_prune():
                     trial.set_user_attr("steps", trainer.step)
                     raise optuna.TrialPruned(f"pruned at evaluation {n_evals} (step {trainer.step}): return {last:.2f}")
+            if last is not None and job.get("out") is not None:
+                save_if_best(trial, trainer, Path(job["out"]), last)
         finally:
             trainer.close()
         trial.set_user_attr("steps", trainer.step)
@@ -355,7 +358,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
             "space_file": None if space_file is None else str(space_file),
             "trials": trials, "timeout": timeout, "storage": url, "study": study_name, "prune": prune,
             "prune_startup": prune_startup, "prune_warmup": prune_warmup, "sampler_seed": sampler_seed, "quiet": quiet,
-            "trial_overrides": {} if jobs == 1 else {"torch_threads": 1},
+            "trial_overrides": {} if jobs == 1 else {"torch_threads": 1}, "out": str(out_dir),
         }
         def finish() -> TuneResult:
             return _finish(st.study_name, url, algo_name, env_id, config_file, list(sets), run_overrides, out_dir,
@@ -432,9 +435,12 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     if config is None:  # a trial of an earlier canter, which did not keep it
         config = resolved_dict(*resolve_config(algo, env, config_file, sets, **{**run_overrides, **_decode(best.params)}))
     files = {"best": out_dir / "best.yaml"}
+    agent = keep_best_agent(st, out_dir, best.number)
     header = (f"# canter tune: best of {counts['complete']} complete trials (trial {best.number}, last evaluation "
               f"return {best.value:.4g})\n# study '{study_name}' in {shown_url(url)}\n# train it with: canter train {algo} -f "
-              f"{files['best']}\n")
+              f"{files['best']}\n" + (f"# its agent: canter play {agent}\n" if agent else ""))
+    if agent:
+        files["agent"] = agent
     from canter.atomic import atomic_write
 
     atomic_write(files["best"], (header + dump_yaml(config)).encode())

@@ -1,0 +1,58 @@
+"""The best trial's agent of ``canter tune``: ``OUT/agents/trial-N`` (safetensors + JSON), which ``canter play``,
+``canter eval`` and ``canter.load`` read.
+
+A trial that completes better than every complete trial before it saves its agent as it ends (the agent its
+value, its last evaluation, was measured on); one no better saves nothing, so the directory holds a few agents
+while the study runs. At the end (:func:`keep_best_agent`), the agents of the other finished trials are removed.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from canter.errors import CanterError
+
+_AGENT = re.compile(r"^trial-(\d+)\.(safetensors|json)$")
+
+
+def agent_path(out_dir: Path, number: int) -> Path:
+    """The checkpoint (without its extensions) of trial ``number``'s agent."""
+    return Path(out_dir) / "agents" / f"trial-{number}"
+
+
+def save_if_best(trial: Any, trainer: Any, out_dir: Path, value: float) -> None:
+    """Save the agent of the trial's ``trainer`` as :func:`agent_path` when ``value`` beats every complete trial of
+    the study so far."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from canter.checkpoint import save_agent
+
+    complete = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if complete and value <= max(t.value for t in complete):
+        return
+    try:
+        save_agent(trainer.agent, agent_path(out_dir, trial.number))
+    except (OSError, CanterError) as exc:  # a full disk must not throw away the trial's result
+        optuna.logging.get_logger("optuna").warning(f"trial {trial.number}: its agent was not saved: {exc}")
+
+
+def keep_best_agent(study: Any, out_dir: Path, best: int) -> Path | None:
+    """Remove the saved agents of the study's finished trials other than ``best``; return ``best``'s, if saved
+    (an earlier canter, or another machine on a shared storage, may have run it)."""
+    from optuna.trial import TrialState
+
+    from canter.checkpoint import checkpoint_present
+
+    agents = Path(out_dir) / "agents"
+    if not agents.is_dir():
+        return None
+    finished = {t.number for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
+                                                                          TrialState.FAIL))}
+    for f in agents.iterdir():
+        m = _AGENT.match(f.name)
+        if m and int(m.group(1)) != best and int(m.group(1)) in finished:
+            f.unlink(missing_ok=True)
+    path = agent_path(out_dir, best)
+    return path if checkpoint_present(path) else None
