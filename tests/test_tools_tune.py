@@ -80,6 +80,13 @@ def test_tune_prunes_resumes_and_best_yaml_trains(tmp_path, capsys):
     for k, v in best_trial.params.items():
         assert best["hparams"][k] == v
     _assert_best_agent_kept(out, best_trial.number, best)
+    # the trials table (rl-zoo3's report; tune wrote none): one row per trial, its state, value and parameters
+    import csv
+
+    rows = list(csv.DictReader((out / "trials.csv").open()))
+    assert [(int(r["number"]), r["state"]) for r in rows] == [(t.number, t.state.name.lower()) for t in trials]
+    assert float(rows[0]["value"]) == trials[0].value and int(rows[0]["steps"]) >= 3000
+    assert float(rows[1]["lr"]) == 1e-6 and rows[1]["n_epochs"] == "2"
     # resuming: the study has its 3 trials, so nothing runs; asking for 4 runs exactly one more
     assert main(args) == 0
     assert len(optuna.load_study(study_name="s", storage=url).trials) == 3

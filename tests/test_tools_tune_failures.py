@@ -263,7 +263,7 @@ def test_tune_default_storage_is_in_out_even_with_url_characters_in_its_path(tmp
     assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(tmp_path / name), "--trials", "1",
                  "--quiet"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
-    assert sorted(p.name for p in (tmp_path / name).iterdir()) == ["best.yaml", "study.db"]
+    assert sorted(p.name for p in (tmp_path / name).iterdir()) == ["best.yaml", "study.db", "trials.csv"]
 
 
 def test_tune_ctrl_c_inside_a_trials_final_storage_commit_exits_130(tmp_path, capsys, monkeypatch):

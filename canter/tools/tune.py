@@ -27,7 +27,7 @@ from canter.config import parse_set, resolve_config, resolved_dict
 from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
-from canter.tools.tune_agents import keep_best_agent, save_if_best
+from canter.tools.tune_agents import keep_best_agent, save_if_best, trial_rows
 from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interrupt, run_workers
 
 from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_study_space,  # noqa: F401
@@ -444,6 +444,10 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     from canter.atomic import atomic_write
 
     atomic_write(files["best"], (header + dump_yaml(config)).encode())
+    from canter.tools.bench_results import to_csv
+
+    files["trials"] = out_dir / "trials.csv"  # every trial, as rl-zoo3's report
+    atomic_write(files["trials"], to_csv(trial_rows(st)).encode())
     files.update(save_plots(st, out_dir, n_params))
     return TuneResult(study_name, url, best.number, float(best.value), _decode(best.params), counts, files)
 

@@ -1,4 +1,5 @@
-"""The best trial's agent of ``canter tune``: ``OUT/agents/trial-N`` (safetensors + JSON), which ``canter play``,
+"""What ``canter tune`` writes besides best.yaml: the trials table (:func:`trial_rows`, ``OUT/trials.csv``) and the
+best trial's agent: ``OUT/agents/trial-N`` (safetensors + JSON), which ``canter play``,
 ``canter eval`` and ``canter.load`` read.
 
 A trial that completes better than every complete trial before it saves its agent as it ends (the agent its
@@ -56,3 +57,26 @@ def keep_best_agent(study: Any, out_dir: Path, best: int) -> Path | None:
             f.unlink(missing_ok=True)
     path = agent_path(out_dir, best)
     return path if checkpoint_present(path) else None
+
+
+def trial_rows(study: Any) -> list[dict[str, Any]]:
+    """One row per trial of ``study`` (rl-zoo3's report): number, state, value, env steps trained, seconds and the
+    sampled parameters (lists as JSON; a parameter a trial did not sample left empty)."""
+    import json
+
+    from canter.tools.tune_space import _decode
+
+    trials = study.get_trials(deepcopy=False)
+    names = list(dict.fromkeys(name for t in trials for name in t.params))
+    rows = []
+    for t in trials:
+        params = _decode(t.params)
+        seconds = (t.datetime_complete - t.datetime_start).total_seconds() if t.datetime_complete and t.datetime_start \
+            else ""
+        row = {"number": t.number, "state": t.state.name.lower(), "value": "" if t.value is None else t.value,
+               "steps": t.user_attrs.get("steps", ""), "seconds": seconds}
+        for name in names:
+            value = params.get(name, "")
+            row[name] = json.dumps(value) if isinstance(value, (list, dict)) else value
+        rows.append(row)
+    return rows
