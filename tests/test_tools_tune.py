@@ -384,3 +384,16 @@ def test_tune_processes_starting_on_one_study_at_once_sample_different_parameter
     sampled.clear()
     tune_mod._optimize({**job, "study": "again", "trials": len(by_number)})
     assert sampled == [by_number[n] for n in sorted(by_number)]  # one process, the same seed: the same values
+
+
+def test_tune_draws_no_intermediate_values_plot_when_no_trial_reported_one(tmp_path, capsys, monkeypatch):
+    """With --eval-every past --max-steps a trial's one evaluation is its value, never reported: Optuna warned
+    'You need to set up the pruning feature to utilize plot_intermediate_values()' and tune wrote an empty
+    intermediate_values.png, listed among the files written."""
+    pytest.importorskip("optuna")
+    monkeypatch.setattr("canter.tools.tune._objective", lambda job, space: lambda trial: 1.0)  # reports nothing
+    out = tmp_path / "t"
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--trials", "1", "--quiet"]) == 0
+    printed, err = capsys.readouterr()
+    assert "pruning feature" not in err and "intermediate_values" not in printed
+    assert not (out / "intermediate_values.png").exists() and (out / "optimization_history.png").exists()

@@ -459,8 +459,9 @@ def save_plots(study: Any, out_dir: Path, n_params: int) -> dict[str, Path]:
     from optuna.trial import TrialState
     from optuna.visualization import matplotlib as ovm
 
-    plots = {"history": ("optimization_history.png", ovm.plot_optimization_history, None),
-             "intermediate": ("intermediate_values.png", ovm.plot_intermediate_values, "env steps / eval_every")}
+    plots = {"history": ("optimization_history.png", ovm.plot_optimization_history, None)}
+    if any(t.intermediate_values for t in study.get_trials(deepcopy=False)):  # else an empty plot and a warning
+        plots["intermediate"] = ("intermediate_values.png", ovm.plot_intermediate_values, "env steps / eval_every")
     if n_params and len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))) >= 2:
         plots["importance"] = ("param_importances.png", ovm.plot_param_importances, None)
     files = {}
