@@ -397,3 +397,43 @@ def test_tune_draws_no_intermediate_values_plot_when_no_trial_reported_one(tmp_p
     printed, err = capsys.readouterr()
     assert "pruning feature" not in err and "intermediate_values" not in printed
     assert not (out / "intermediate_values.png").exists() and (out / "optimization_history.png").exists()
+
+
+@pytest.mark.slow
+def test_tune_jobs_workers_stop_when_the_parent_is_killed(tmp_path):
+    """kill -9 of `canter tune --jobs 2` left its two workers training on as orphans (the parent can pass on a
+    Ctrl-C or SIGTERM, not a SIGKILL); they now notice and stop as on a Ctrl-C, their trials marked failed."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    optuna = pytest.importorskip("optuna")
+    children = Path("/proc/self/task/{0}/children".format(os.getpid()))
+    if not children.exists():
+        pytest.skip("needs /proc/PID/task/TID/children")
+    out = tmp_path / "t"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "canter", "tune", "ppo", "--env", "CartPole-v1", "--trials", "4",
+                             "--jobs", "2", "--out", str(out), "--max-steps", "10000000", "--eval-every", "256",
+                             "--target-reward", "1e6", "--n-envs", "2", "--eval-episodes", "1", "--quiet"],
+                            start_new_session=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(12)  # the workers are training their first trials
+        kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(Path(f"/proc/{k}").exists() for k in kids):
+            time.sleep(0.2)
+        alive = [k for k in kids if Path(f"/proc/{k}").exists() and "Z" not in Path(f"/proc/{k}/stat").read_text()
+                 .split(")")[-1].split()[0]]
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group
+        except ProcessLookupError:
+            pass
+    assert not alive, f"workers still running after their parent was killed: {alive}"
+    states = [t.state.name for t in optuna.load_study(study_name="ppo-CartPole-v1",
+                                                        storage=f"sqlite:///{out / 'study.db'}").trials]
+    assert states and "RUNNING" not in states, states  # marked failed as they stopped

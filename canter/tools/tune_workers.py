@@ -10,9 +10,11 @@ elsewhere: the training stops at once, and the storage sees whole writes only.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -85,12 +87,23 @@ def caused_by_interrupt(exc: BaseException) -> bool:
     return False
 
 
-def _worker(job: dict[str, Any], worker: int) -> None:
+def _watch_parent(parent: int, every: float = 0.5) -> None:
+    """Send this process a SIGTERM, as the parent does on a Ctrl-C, once ``parent`` is no longer its parent (it was
+    killed with SIGKILL, which it cannot pass on: the worker trained on alone, an orphan)."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _worker(job: dict[str, Any], worker: int, parent: int | None = None) -> None:
     """Entry point of one ``--jobs`` process (started deaf to SIGINT: a Ctrl-C comes from the parent as a
-    SIGTERM, held back while the study writes, so the running trial is marked failed)."""
+    SIGTERM, held back while the study writes, so the running trial is marked failed). With ``parent`` (its
+    pid), the worker stops in the same way when that process dies."""
     from canter.tools.tune import _optimize
 
     signal.signal(signal.SIGTERM, INTERRUPTS.handler)  # raises at once until _optimize holds it back
+    if parent is not None:
+        threading.Thread(target=_watch_parent, args=(parent,), name="canter-tune-parent", daemon=True).start()
     try:
         _optimize(job, worker)
     except KeyboardInterrupt:  # the Ctrl-C the parent passed on: the parent says it, this process quietly ends
@@ -128,7 +141,8 @@ def run_workers(job: dict[str, Any], jobs: int) -> None:
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_worker, args=(job, i + 1), name=f"canter-tune-{i + 1}") for i in range(jobs)]
+    procs = [ctx.Process(target=_worker, args=(job, i + 1, os.getpid()), name=f"canter-tune-{i + 1}")
+             for i in range(jobs)]
     main = threading.current_thread() is threading.main_thread()  # signal.signal works only there
     old_term = signal.signal(signal.SIGTERM, _interrupt) if main else None
     try:
