@@ -261,7 +261,8 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
          space_file: str | Path | None = None, config_file: str | Path | None = None, sets: list[str] = (),
          prune: bool = True, prune_startup: int = 5, prune_warmup: int = 1, sampler_seed: int | None = 0,
          quiet: bool = False, **run_overrides: Any) -> TuneResult:
-    """Run (or resume) an Optuna study for ``algo`` on ``env`` and write ``best.yaml`` and plots to ``out``.
+    """Run (or resume) an Optuna study for ``algo`` on ``env`` and write ``best.yaml``, the best trial's agent
+    (``agents/trial-N``), ``trials.csv`` and plots to ``out``.
 
     ``run_overrides`` are run-config keys for every trial (``max_steps``, ``seed``, ``eval_every``,
     ...). ``jobs`` > 1 runs that many worker processes on the same storage, each with one torch
