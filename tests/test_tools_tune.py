@@ -437,3 +437,22 @@ def test_tune_jobs_workers_stop_when_the_parent_is_killed(tmp_path):
     states = [t.state.name for t in optuna.load_study(study_name="ppo-CartPole-v1",
                                                         storage=f"sqlite:///{out / 'study.db'}").trials]
     assert states and "RUNNING" not in states, states  # marked failed as they stopped
+
+
+def test_tune_a_trial_whose_agent_cannot_be_saved_keeps_its_result(tmp_path, capsys):
+    """Saving the best trial's agent caught only OSError and CanterError: any other error of an agent's state_dict
+    (a user's algorithm) failed a trial that had trained to the end. It is now a warning; the trial completes."""
+    from types import SimpleNamespace
+
+    from canter.tools.tune_agents import save_if_best
+
+    class Unsaveable:
+        metadata = {"config": {}, "observation_space": None, "action_space": None}
+
+        def state_dict(self):
+            raise RuntimeError("cannot copy this buffer")
+
+    trial = SimpleNamespace(number=3, study=SimpleNamespace(get_trials=lambda **kwargs: []))
+    save_if_best(trial, SimpleNamespace(agent=Unsaveable()), tmp_path, 1.0)  # raised RuntimeError
+    assert "trial 3: its agent was not saved: RuntimeError: cannot copy this buffer" in capsys.readouterr().err
+    assert not list((tmp_path / "agents").glob("trial-3.*"))

@@ -12,8 +12,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from canter.errors import CanterError
-
 _AGENT = re.compile(r"^trial-(\d+)\.(safetensors|json)$")
 
 
@@ -35,8 +33,9 @@ def save_if_best(trial: Any, trainer: Any, out_dir: Path, value: float) -> None:
         return
     try:
         save_agent(trainer.agent, agent_path(out_dir, trial.number))
-    except (OSError, CanterError) as exc:  # a full disk must not throw away the trial's result
-        optuna.logging.get_logger("optuna").warning(f"trial {trial.number}: its agent was not saved: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a full disk, an agent that cannot be saved: the result stays
+        optuna.logging.get_logger("optuna").warning(f"trial {trial.number}: its agent was not saved: "
+                                                    f"{type(exc).__name__}: {exc}")
 
 
 def keep_best_agent(study: Any, out_dir: Path, best: int) -> Path | None:
