@@ -31,7 +31,7 @@ from canter.tools.tune_agents import keep_best_agent, save_if_best, trial_rows
 from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interrupt, run_workers
 
 from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_study_space,  # noqa: F401
-                                     search_space)  # (Param, _decode re-exported)
+                                     fit_params, search_space)  # (Param, _decode re-exported)
 from canter.yaml_io import dump_yaml, parse_yaml_value
 
 
@@ -116,10 +116,9 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
         # the trial's own config, for best.yaml: a resumed study may run with other flags (--max-steps, ...)
         run, algo_cfg = resolve_config(job["algo"], job["env"], job["config_file"], job["sets"],
                                        **{**job["run_overrides"], **params})
-        rows = rollout_rows(run, algo_cfg)
-        if isinstance(params.get("batch_size"), int) and rows and params["batch_size"] > rows:
-            # a sampled minibatch larger than the rollout is the whole rollout (rl-zoo3 clips it to n_steps too)
-            params["batch_size"] = rows
+        fitted = fit_params(params, run, algo_cfg)
+        if fitted != params:
+            params = fitted
             run, algo_cfg = resolve_config(job["algo"], job["env"], job["config_file"], job["sets"],
                                            **{**job["run_overrides"], **params})
         config = resolved_dict(run, algo_cfg)
@@ -170,17 +169,6 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
         return last
 
     return objective
-
-
-def rollout_rows(run: Any, algo_cfg: Any) -> int | None:
-    """The transitions of one rollout (``n_steps x n_envs``) of an algorithm that takes minibatches of it,
-    when the config alone tells it (a single-agent env in one process); else None."""
-    from canter.envs.multiagent import is_multiagent
-
-    n_steps = getattr(algo_cfg, "n_steps", None)
-    if not isinstance(n_steps, int) or run.explorers or is_multiagent(run.env):
-        return None
-    return n_steps * run.n_envs
 
 
 def _optimize(job: dict[str, Any], worker: int = 0, storage: Any = None) -> None:
