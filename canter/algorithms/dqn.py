@@ -30,6 +30,7 @@ from canter.data.batch import ReplayBatch
 from canter.envs.masks import apply_mask, mask_width, random_allowed, split_mask
 from canter.errors import CanterError
 from canter.models.distributional import quantile_huber_loss
+from canter.models.mlp_passes import MLPPasses, q_network_passes
 from canter.models.noisy import noiseless, noisy_layers, reset_noise
 from canter.registry import register
 
@@ -341,14 +342,16 @@ class DQN(EpsilonGreedyTargets, Algorithm):
             per_sample = diff * diff
         return (per_sample if weights is None else weights * per_sample).mean(-1)
 
-    def _manual_step(self, obs: torch.Tensor, actions: np.ndarray, target: np.ndarray,
-                     weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _manual_step(self, obs: torch.Tensor | np.ndarray, actions: np.ndarray, target: np.ndarray,
+                     weights: np.ndarray | None, passes: MLPPasses | None = None) -> tuple[np.ndarray, np.ndarray]:
         """One update with the autograd path's gradients derived by hand (no graph is recorded), in
         NumPy: Huber: d/dq = clamp(q - y, -1, 1); squared error: 2 (q - y); both times weight / B,
         put in the column of the taken action. ``actions`` (integers), ``target`` and ``weights``
         (None: all ones) are ``[B]`` arrays. Sets ``last_priorities``; returns ``q - target`` and
-        the chosen Q values."""
-        q_all, cache = self.q.forward_cached(obs, reuse=True)  # done with q_all and cache before the next step
+        the chosen Q values. ``passes``: the Q-network's passes bound for the phase (:meth:`learn_phase`),
+        ``obs`` then the network's NumPy input."""
+        # done with q_all and cache before the next step
+        q_all, cache = self.q.forward_cached(obs, reuse=True) if passes is None else passes.forward(obs)
         n = len(actions)
         rows = self._rows(n)
         q = q_all[rows, actions]
@@ -363,7 +366,10 @@ class DQN(EpsilonGreedyTargets, Algorithm):
         else:
             d_all.fill(0.0)
         d_all[rows, actions] = d_q * (1.0 / n)
-        self.q.backward_cached(cache, d_all)
+        if passes is None:
+            self.q.backward_cached(cache, d_all)
+        else:
+            passes.backward(d_all)
         self.last_priorities = torch.from_numpy(np.abs(diff))
         clip_grad_norm_(self.optimizer, self.params, self.config.max_grad_norm)
         self.optimizer.step()
@@ -406,14 +412,16 @@ class DQN(EpsilonGreedyTargets, Algorithm):
             actions = _action_indices(batch.actions)
             weights = None if bool((batch.weights == 1.0).all()) else batch.weights.numpy()
             diffs, qs = [], []
+            # canter's QNetwork: its MLP's passes bound once and its input features for the whole phase
+            passes, features = q_network_passes(self.q, batch.obs, n) or (None, batch.obs)
             for i in range(steps):
                 part = slice(i * n, (i + 1) * n)
                 if targets is None:  # Double DQN: the online network (changing every step) picks the action
                     target = self.td_target(ReplayBatch(*(t[part] for t in batch)), next_target[part]).numpy()
                 else:
                     target = targets[part]
-                diff, q = self._manual_step(batch.obs[part], actions[part], target,
-                                            None if weights is None else weights[part])
+                diff, q = self._manual_step(features[part], actions[part], target,
+                                            None if weights is None else weights[part], passes)
                 diffs.append(diff)
                 qs.append(q)
             losses = self._weighted_loss(np.stack(diffs), None if weights is None else weights.reshape(steps, n))
