@@ -1,5 +1,5 @@
 """DQN's training-phase shortcuts compute exactly what the per-step paths do: the MLP passes bound
-once per phase (canter.models.mlp_passes)."""
+once per phase (canter.models.mlp_passes) and the target values of repeated draws computed once."""
 from __future__ import annotations
 
 import gymnasium as gym
@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from canter.algorithms.dqn import DQN, DQNConfig
+from canter.data.batch import ReplayBatch, distinct_draws
 from canter.models.mlp import QNetwork
 from canter.models.mlp_passes import mlp_passes, q_network_passes
 from canter.optim import FlatAdam
@@ -64,3 +66,52 @@ def test_bound_passes_are_rebuilt_when_storage_moves():
     with torch.no_grad():
         np.testing.assert_allclose(again.forward(x)[0], net.q(torch.from_numpy(x)).numpy(), rtol=1e-6, atol=1e-6)
     assert not np.allclose(again.forward(x)[0], expected)
+
+
+def test_distinct_draws():
+    idx = np.array([5, 2, 5, 9, 2, 2, 0])
+    first, inverse = distinct_draws(idx)
+    assert sorted(idx[first]) == [0, 2, 5, 9]
+    np.testing.assert_array_equal(idx[first][inverse], idx)
+    assert distinct_draws(np.arange(100)) is None  # nothing repeated: not worth the gathers
+    assert distinct_draws(np.array([], dtype=np.int64)) is None
+
+
+def _phase_batch(n: int, seed: int, relabelled: bool = False) -> ReplayBatch:
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randint(n // 2, (n,), generator=g)  # drawn with replacement: repeats
+    table = torch.randn(n // 2, 4, generator=g)  # one next observation per buffer index
+    next_obs = table[idx] + (torch.randn(n, 4, generator=g) if relabelled else 0.0)
+    return ReplayBatch(obs=torch.randn(n, 4, generator=g), actions=torch.randint(3, (n,), generator=g),
+                       rewards=torch.randn(n, generator=g), next_obs=next_obs,
+                       terminated=(torch.rand(n, generator=g) < 0.2).float(), discounts=torch.full((n,), 0.99),
+                       weights=torch.ones(n), indices=idx)
+
+
+@pytest.mark.parametrize("relabelled", [False, True])
+@pytest.mark.parametrize("n_quantiles", [0, 4])
+def test_phase_target_values_of_repeated_draws(relabelled, n_quantiles, monkeypatch):
+    """Each distinct draw's target values computed once are the values of every row; a buffer whose
+    draws of one index differ (relabelled goals) gets every row computed."""
+    algo = DQN(*SPACES, DQNConfig(net_arch=[16, 16], n_quantiles=n_quantiles), seed=0)
+    batch = _phase_batch(64, seed=1, relabelled=relabelled)
+    rows = []
+    target_values = algo.target_values
+    monkeypatch.setattr(algo, "target_values", lambda x: rows.append(len(x)) or target_values(x))
+    got = algo._phase_target_values(batch)
+    torch.testing.assert_close(got, target_values(batch.next_obs), rtol=1e-6, atol=1e-6)
+    distinct = len(np.unique(batch.indices.numpy()))
+    assert rows == [64 if relabelled else distinct] and distinct < 48
+
+
+def test_learn_phase_with_repeated_draws_equals_one_minibatch_at_a_time():
+    big = _phase_batch(4 * 16, seed=2)
+    a, b = (DQN(*SPACES, DQNConfig(net_arch=[16, 16], lr=1e-2, max_grad_norm=0.5), seed=0) for _ in range(2))
+    b.q.load_state_dict(a.q.state_dict())
+    b.q_target.load_state_dict(a.q_target.state_dict())
+    stats_phase = a.learn_phase(big, 4)
+    stats_one = [b.learn(ReplayBatch(*(t[i * 16:(i + 1) * 16] for t in big))) for i in range(4)]
+    for x, y in zip(a.q.parameters(), b.q.parameters()):
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
+    for x, y in zip(stats_phase, stats_one):
+        assert x == pytest.approx(y, rel=1e-5, abs=1e-6)

@@ -26,10 +26,11 @@ from canter.algorithms.base import (
 )
 from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate, gradient_steps_hp
 from canter.config import hp
-from canter.data.batch import ReplayBatch
+from canter.data.batch import ReplayBatch, distinct_draws
 from canter.envs.masks import apply_mask, mask_width, random_allowed, split_mask
 from canter.errors import CanterError
 from canter.models.distributional import quantile_huber_loss
+from canter.models.mlp import canter_class
 from canter.models.mlp_passes import MLPPasses, q_network_passes
 from canter.models.noisy import noiseless, noisy_layers, reset_noise
 from canter.registry import register
@@ -387,6 +388,22 @@ class DQN(EpsilonGreedyTargets, Algorithm):
     #: minibatch of a phase can be computed in one batched forward pass before the gradient steps
     phase_batching = True
 
+    def _phase_target_values(self, batch: ReplayBatch) -> torch.Tensor:
+        """:meth:`target_values` of ``batch.next_obs``, computed once per distinct transition where the
+        phase drew some more than once (:func:`distinct_draws`) and canter's model (row by row, no
+        batch statistics) computes them: the same values, gathered. A buffer whose draws of one index
+        differ (relabelled goals) is found by comparing the rows, and gets every row computed."""
+        nxt, idx = batch.next_obs, batch.indices
+        draws = (distinct_draws(idx.numpy()) if idx is not None and len(idx) == len(nxt) and idx.device.type == "cpu"
+                 and canter_class(self.q_target) else None)
+        if draws is None:
+            return self.target_values(nxt)
+        first, inverse = (torch.from_numpy(a).to(nxt.device) for a in draws)
+        distinct = nxt[first]
+        if not torch.equal(distinct[inverse], nxt):
+            return self.target_values(nxt)
+        return self.target_values(distinct)[inverse]
+
     def learn_phase(self, batch: ReplayBatch, steps: int) -> list[dict[str, float]]:
         """``steps`` gradient steps on ``batch`` cut into ``steps`` equal minibatches, in order.
 
@@ -401,7 +418,7 @@ class DQN(EpsilonGreedyTargets, Algorithm):
             return Algorithm.learn_phase(self, batch, steps)
         if self.noisy:  # the target's noise changes every step: its values are not batched
             return [self.learn(mb) for mb, _ in minibatches(batch, steps)]
-        next_target = self.target_values(batch.next_obs)
+        next_target = self._phase_target_values(batch)
         if not self.uses_manual_backward:
             return [self.learn(mb, next_target[part]) for mb, part in minibatches(batch, steps)]
         with torch.no_grad():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 
@@ -80,3 +81,27 @@ class SequenceBatch(NamedTuple):
     valid: torch.Tensor
     starts: torch.Tensor
     state: tuple[torch.Tensor, torch.Tensor]
+
+
+#: :func:`distinct_draws` gives up when more than this fraction of the draws are distinct (the
+#: gathers and the check would then cost about what the repeated rows save)
+DISTINCT_MAX_FRACTION = 0.95
+
+
+def distinct_draws(indices: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """For buffer indices drawn with replacement: ``(first, inverse)`` with ``indices[first]`` each
+    distinct index once and ``indices[first][inverse] == indices``; None when nearly all are distinct
+    (:data:`DISTINCT_MAX_FRACTION`). A training phase of 128 minibatches of 64 drawn from a buffer
+    of N transitions repeats ``1 - N (1 - exp(-8192 / N)) / 8192`` of its rows: 45% at N = 6,000,
+    21% on average over a 50k-step CartPole run. O(n), no sort; ``first`` ascending."""
+    n = len(indices)
+    if n == 0 or indices.min() < 0:
+        return None
+    seen = np.empty(int(indices.max()) + 1, np.int64)
+    seen[indices] = np.arange(n)  # one position per index wins, whichever: all its draws then agree on it
+    rep = seen[indices]
+    first = np.flatnonzero(rep == np.arange(n))
+    if len(first) > DISTINCT_MAX_FRACTION * n:
+        return None
+    seen[indices[first]] = np.arange(len(first))
+    return first, seen[indices]
