@@ -178,6 +178,31 @@ CUE_HP = dict(lr=1e-3, n_steps=64, batch_size=128, n_epochs=4, ent_coef=0.01, ls
 FRAMES = (4, 84, 84)
 
 
+def filled_frame_replays(env_id: str, n: int, vectorization: str, capacity: int, steps: int,
+                         env_kwargs: dict | None = None) -> tuple:
+    """A frame-once ``FrameStackReplay`` and a plain ``ReplayBuffer`` filled with the same ``steps`` random-action
+    vector steps of an Atari env's training preprocessing (episodic life: many episode starts); returns
+    ``(lean, full, observation shape, episode ends seen)``."""
+    from canter.data.framestack import FrameStackReplay
+    from canter.data.replay import ReplayBuffer
+    from canter.envs import make_vec_env
+
+    env = make_vec_env(env_id, n, vectorization, training=True, env_kwargs=env_kwargs)
+    shape = env.single_observation_space.shape
+    lean = FrameStackReplay(capacity, shape, (), np.uint8, np.int64, n_envs=n, seed=0)
+    full = ReplayBuffer(capacity, shape, (), np.uint8, np.int64, n_envs=n, seed=0)
+    obs, rng, ends = env.reset(seed=0), np.random.default_rng(0), 0
+    for _ in range(steps):
+        a = rng.integers(0, 4, size=n)
+        step = env.step(a)
+        for buf in (lean, full):
+            buf.add(obs, a, step.reward, step.obs, step.terminated, step.valid, step.truncated)
+        ends += int((step.terminated | step.truncated).sum())
+        obs = step.obs
+    env.close()
+    return lean, full, shape, ends
+
+
 # -- the off-policy tests' tiny runs -------------------------------------------------------------------------
 TINY = dict(net_arch=[16], learning_starts=32, batch_size=16, eval_every=0, eval_episodes=1)
 

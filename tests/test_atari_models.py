@@ -19,12 +19,11 @@ from canter.algorithms.dqn import DQN, DQNConfig  # noqa: E402
 from canter.algorithms.ppo import PPO, PPOConfig  # noqa: E402
 from canter.data.batch import RolloutBatch  # noqa: E402
 from canter.data.framestack import FrameStackReplay, bytes_per_transition  # noqa: E402
-from canter.data.replay import ReplayBuffer  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
 from canter.errors import CanterError  # noqa: E402
 from canter.models.cnn import ImpalaResNet, NatureCNN, make_encoder  # noqa: E402
 from canter.models.mlp import ActorCritic, QNetwork  # noqa: E402
-from support import FRAMES  # noqa: E402
+from support import FRAMES, filled_frame_replays  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------- models
@@ -161,21 +160,8 @@ def test_predict_takes_image_observations_as_lists_and_floats_of_the_same_pixels
 @pytest.mark.parametrize("vectorization", ["native", "sync"])
 def test_frame_stack_replay_rebuilds_exact_stacks_and_stores_each_frame_once(vectorization, tmp_path):
     n, capacity = 2, 600
-    env = make_vec_env("ALE/Breakout-v5", n, vectorization, training=True)  # episodic life: many starts
-    lean = FrameStackReplay(capacity, FRAMES, (), np.uint8, np.int64, n_envs=n, seed=0)
-    full = ReplayBuffer(capacity, FRAMES, (), np.uint8, np.int64, n_envs=n, seed=0)
-    obs = env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    starts = 0
-    for _ in range(900):  # wraps the ring buffer
-        a = rng.integers(0, 4, size=n)
-        step = env.step(a)
-        for buf in (lean, full):
-            buf.add(obs, a, step.reward, step.obs, step.terminated, step.valid, step.truncated)
-        starts += int((~step.valid).sum())
-        obs = step.obs
-    env.close()
-    assert starts >= 4
+    lean, full, _, ends = filled_frame_replays("ALE/Breakout-v5", n, vectorization, capacity, 900)  # wraps the ring
+    assert ends >= 4
     idx = lean.sample_indices(1000)
     a, b = lean.transitions(idx), full.transitions(idx)
     assert torch.equal(a.obs, b.obs) and torch.equal(a.next_obs, b.next_obs) and torch.equal(a.rewards, b.rewards)

@@ -15,10 +15,8 @@ pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (
 
 from canter import CanterError  # noqa: E402
 from canter.cli import main  # noqa: E402
-from canter.data.framestack import FrameStackReplay  # noqa: E402
-from canter.data.replay import ReplayBuffer  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
-from support import assert_one_line_error, run_cli  # noqa: E402
+from support import assert_one_line_error, filled_frame_replays, run_cli  # noqa: E402
 
 GAME = "BreakoutNoFrameskip-v4"
 PATHS = ["native", "sync"]
@@ -107,23 +105,8 @@ def test_the_cli_refuses_a_bad_setting_in_one_line(tmp_path, capsys):
     ("sync", {"frame_stack": 1, "screen_size": 40}),
 ])
 def test_frame_once_replay_gives_the_plain_buffer_s_stacks(vectorization, kwargs):
-    n, capacity = 2, 90
-    env = make_vec_env(GAME, n, vectorization, training=True, env_kwargs=kwargs)  # episodic life: many starts
-    shape = env.single_observation_space.shape
-    lean = FrameStackReplay(capacity, shape, (), np.uint8, np.int64, n_envs=n, seed=0)
-    full = ReplayBuffer(capacity, shape, (), np.uint8, np.int64, n_envs=n, seed=0)
-    obs = env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    starts = 0
-    for _ in range(180):  # wraps the ring buffer
-        a = rng.integers(0, 4, size=n)
-        step = env.step(a)
-        for buf in (lean, full):
-            buf.add(obs, a, step.reward, step.obs, step.terminated, step.valid, step.truncated)
-        starts += int(step.terminated.sum())
-        obs = step.obs
-    env.close()
-    assert starts >= 2
+    lean, full, shape, ends = filled_frame_replays(GAME, 2, vectorization, 90, 180, kwargs)  # 180 steps wrap it
+    assert ends >= 2
     idx = lean.sample_indices(500)
     a, b = lean.transitions(idx), full.transitions(idx)
     assert torch.equal(a.obs, b.obs) and torch.equal(a.next_obs, b.next_obs)
