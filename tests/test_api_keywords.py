@@ -40,6 +40,7 @@ def test_hparams_dotted_keywords_and_other_libraries_names_keep_their_answers():
     (lambda a: canter.evaluate(a, n_eval_episodes=3), "canter calls it 'episodes'"),
     (lambda a: a.predict(np.zeros(4), determinstic=False), "did you mean 'deterministic'"),
     (lambda a: a.predict(np.zeros(4), False), "deterministic is a keyword"),
+    (lambda a: a.predict(np.zeros(4), deterministic="no"), "deterministic must be True or False, got 'no'"),
     (lambda a: a.explore(np.zeros(4), gen=None), "did you mean 'generator'"),
     (lambda a: a.save("somewhere", overwrite=True), r"agent.save\(\) .* 'overwrite'; it takes path$"),
 ])
@@ -48,6 +49,13 @@ def test_a_misspelled_keyword_of_load_evaluate_predict_or_save_is_one_line(call,
     with pytest.raises(CanterError, match=message) as info:
         call(agent)
     assert "\n" not in str(info.value)
+
+
+def test_predict_takes_numpy_bools_for_deterministic():
+    """deterministic='no' (truthy) was silently deterministic; NumPy's bools stay taken, as evaluate takes them."""
+    agent = untrained_agent("ppo", "CartPole-v1")
+    obs = np.zeros(4, dtype=np.float32)
+    assert agent.predict(obs, deterministic=np.True_) == agent.predict(obs, deterministic=True)
 
 
 def test_a_type_error_inside_a_checked_function_is_left_alone():

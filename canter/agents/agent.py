@@ -270,6 +270,8 @@ class Agent:
         takes it (a Discrete action is a NumPy integer), or for a batch ``[B, *shape]`` (an array of
         ``B`` actions). ``deterministic=False`` samples instead (:meth:`explore`), as
         Stable-Baselines3's keyword does; unlike SB3's, the actions alone are returned."""
+        if deterministic is not True and deterministic is not False and not isinstance(deterministic, np.bool_):
+            raise CanterError(f"deterministic must be True or False, got {deterministic!r}")  # 'no' was truthy
         if not deterministic:
             return self.explore(obs)
         x, single = self.as_batch(obs)
