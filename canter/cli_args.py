@@ -129,14 +129,14 @@ def _config_file_arg(argv: list[str]) -> str | None:
     return files[0] if files else None
 
 
-def file_algo(config_file: str) -> str:
-    """The algorithm named by ``config_file``'s ``algo`` key, for ``canter train -f FILE`` without an algorithm;
-    a file without one is a one-line error saying how to name it."""
+def file_algo(config_file: str, command: str = "canter train") -> str:
+    """The algorithm named by ``config_file``'s ``algo`` key, for ``canter train -f FILE`` (``command``) without an
+    algorithm; a file without one is a one-line error saying how to name it."""
     from canter.config_imports import config_algo
 
     algo = config_algo(config_file)
     if algo is None:
-        raise CanterError(f"no algorithm given, and {config_file} has no 'algo' key: name it, canter train ALGO -f "
+        raise CanterError(f"no algorithm given, and {config_file} has no 'algo' key: name it, {command} ALGO -f "
                           f"{config_file} (canter list shows the algorithms), or add 'algo: ALGO' to the file")
     if not isinstance(algo, str):
         raise CanterError(f"'algo' in {config_file} must be an algorithm's name (canter list shows them), got "

@@ -456,22 +456,3 @@ def test_tune_a_trial_whose_agent_cannot_be_saved_keeps_its_result(tmp_path, cap
     save_if_best(trial, SimpleNamespace(agent=Unsaveable()), tmp_path, 1.0)  # raised RuntimeError
     assert "trial 3: its agent was not saved: RuntimeError: cannot copy this buffer" in capsys.readouterr().err
     assert not list((tmp_path / "agents").glob("trial-3.*"))
-
-
-def test_a_sampled_off_policy_phase_takes_at_most_a_gradient_step_per_env_step():
-    """gradient_steps and train_freq were sampled independently (DQN: train_freq 1 with gradient_steps 64, one
-    trial taking 3.5 of a study's 4 minutes for 3,000 steps); as rl-zoo3's samplers do, a trial's gradient_steps is
-    now at most its train_freq env steps (not for train_freq in episodes), and a minibatch larger than the rollout
-    is still the rollout."""
-    from canter.config import resolve_config
-    from canter.tools.tune_space import fit_params
-
-    run, cfg = resolve_config("dqn", "CartPole-v1", train_freq=4, gradient_steps=64)
-    assert fit_params({"train_freq": 4, "gradient_steps": 64, "lr": 1e-3}, run, cfg) == {
-        "train_freq": 4, "gradient_steps": 4, "lr": 1e-3}
-    assert fit_params({"train_freq": 64, "gradient_steps": 16}, run, cfg) == {"train_freq": 64, "gradient_steps": 16}
-    assert fit_params({"gradient_steps": 64}, run, cfg) == {"gradient_steps": 64}  # train_freq not sampled: as set
-    run, cfg = resolve_config("sac", "Pendulum-v1", train_freq=1, train_freq_unit="episode", gradient_steps=64)
-    assert fit_params({"train_freq": 1, "gradient_steps": 64}, run, cfg) == {"train_freq": 1, "gradient_steps": 64}
-    run, cfg = resolve_config("ppo", "CartPole-v1", n_steps=32, n_envs=2)
-    assert fit_params({"batch_size": 256}, run, cfg) == {"batch_size": 64}

@@ -52,7 +52,7 @@ def cmd_tune(argv: list[str]) -> int:
     p = _parser("canter tune", "Tune hyperparameters with Optuna (TPE sampler, median pruning).")
     from canter.cli import int_arg
 
-    p.add_argument("algo", help="algorithm (see 'canter list')")
+    p.add_argument("algo", nargs="?", help="algorithm (see 'canter list'; default: the -f file's algo)")
     p.add_argument("--trials", type=int_arg, default=20, help="finished trials wanted in the study (default 20)")
     p.add_argument("--out", help="output directory (default runs/tune-ALGO-ENV)")
     p.add_argument("--timeout", type=float, help="stop starting trials after this many seconds")
@@ -68,6 +68,12 @@ def cmd_tune(argv: list[str]) -> int:
     p.add_argument("--quiet", action="store_true", help="no per-trial log lines")
     _trial_flags(p)
     args = p.parse_args(argv)
+    if args.algo is None:  # canter tune -f best.yaml (or a run's config.yaml): the file's algorithm, as train takes it
+        if not args.config_file:
+            p.error("the following arguments are required: algo")
+        from canter.cli_args import file_algo
+
+        args.algo = file_algo(args.config_file, "canter tune")
     _refuse_empty(args, "--out", "--storage", "--study")
     from canter.tools.tune import tune
 

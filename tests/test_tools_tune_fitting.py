@@ -1,0 +1,48 @@
+"""canter tune's trial settings: sampled values fitted to each other, and the algorithm read from -f's file."""
+from typing import Any
+
+from canter.cli import main
+from canter.errors import CanterError
+
+
+def test_a_sampled_off_policy_phase_takes_at_most_a_gradient_step_per_env_step():
+    """gradient_steps and train_freq were sampled independently (DQN: train_freq 1 with gradient_steps 64, one
+    trial taking 3.5 of a study's 4 minutes for 3,000 steps); as rl-zoo3's samplers do, a trial's gradient_steps is
+    now at most its train_freq env steps (not for train_freq in episodes), and a minibatch larger than the rollout
+    is still the rollout."""
+    from canter.config import resolve_config
+    from canter.tools.tune_space import fit_params
+
+    run, cfg = resolve_config("dqn", "CartPole-v1", train_freq=4, gradient_steps=64)
+    assert fit_params({"train_freq": 4, "gradient_steps": 64, "lr": 1e-3}, run, cfg) == {
+        "train_freq": 4, "gradient_steps": 4, "lr": 1e-3}
+    assert fit_params({"train_freq": 64, "gradient_steps": 16}, run, cfg) == {"train_freq": 64, "gradient_steps": 16}
+    assert fit_params({"gradient_steps": 64}, run, cfg) == {"gradient_steps": 64}  # train_freq not sampled: as set
+    run, cfg = resolve_config("sac", "Pendulum-v1", train_freq=1, train_freq_unit="episode", gradient_steps=64)
+    assert fit_params({"train_freq": 1, "gradient_steps": 64}, run, cfg) == {"train_freq": 1, "gradient_steps": 64}
+    run, cfg = resolve_config("ppo", "CartPole-v1", n_steps=32, n_envs=2)
+    assert fit_params({"batch_size": 256}, run, cfg) == {"batch_size": 64}
+
+
+def test_tune_takes_the_algorithm_of_its_config_file(tmp_path, capsys, monkeypatch):
+    """canter tune -f FILE without an algorithm needed one ('the following arguments are required: algo') where
+    canter train -f FILE takes the file's (a best.yaml or a run's config.yaml names it); a file without one is a
+    one-line error saying how to name it."""
+    import canter.tools.tune as tune_module
+
+    seen = []
+
+    def tune(algo: str, env: Any, trials: int, **kw: Any) -> None:
+        seen.append((algo, kw["config_file"]))
+        raise CanterError("stop here")  # the study itself is the other tests'
+
+    monkeypatch.setattr(tune_module, "tune", tune)
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("algo: dqn\nenv: CartPole-v1\n")
+    assert main(["tune", "-f", str(cfg), "--trials", "1"]) == 2
+    assert seen == [("dqn", str(cfg))] and "stop here" in capsys.readouterr().err
+    (tmp_path / "bare.yaml").write_text("env: CartPole-v1\n")
+    assert main(["tune", "-f", str(tmp_path / "bare.yaml")]) == 2
+    assert "has no 'algo' key: name it, canter tune ALGO -f" in capsys.readouterr().err
+    assert main(["tune", "--env", "CartPole-v1"]) == 2
+    assert "the following arguments are required: algo" in capsys.readouterr().err
