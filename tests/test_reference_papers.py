@@ -1,0 +1,120 @@
+"""One update of canter's value-based and offline algorithms against a reference written here from
+the papers' equations (not canter's code): from identical weights and one fixed minibatch, the loss,
+the per-sample priorities where the algorithm keeps them, and the gradient every parameter gets
+(after the gradient-norm clip) must agree. The minibatches mix 1-step and 3-step discounts,
+terminated and bootstrapped rows and unequal importance weights, so a discount, a termination or a
+weight applied to the wrong term fails."""
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import torch
+
+from canter.data.batch import ReplayBatch
+
+OBS = gym.spaces.Box(-1.0, 1.0, (4,))
+ACTIONS = gym.spaces.Discrete(3)
+B = 16
+
+
+def _batch(seed: int, reward_scale: float = 1.0) -> ReplayBatch:
+    """``B`` transitions on OBS x ACTIONS: a quarter terminated, half 3-step (discount 0.99 ** 3),
+    importance weights in [0.2, 1]."""
+    g = torch.Generator().manual_seed(seed)
+    terminated = (torch.arange(B) % 4 == 0).float()
+    discounts = torch.where(torch.arange(B) % 2 == 0, torch.tensor(0.99), torch.tensor(0.99 ** 3))
+    return ReplayBatch(torch.rand(B, 4, generator=g) * 2 - 1, torch.randint(3, (B,), generator=g),
+                       torch.randn(B, generator=g) * reward_scale, torch.rand(B, 4, generator=g) * 2 - 1, terminated,
+                       discounts, 0.2 + 0.8 * torch.rand(B, generator=g), torch.arange(B))
+
+
+def _perturb(net: torch.nn.Module, seed: int, scale: float = 0.3) -> None:
+    """Move ``net``'s parameters (a target network made equal to its online one) somewhere else."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(scale * torch.randn(p.shape, generator=g))
+
+
+def _canter_grads(optimizer, params: list[torch.Tensor]) -> dict:  # noqa: ANN001
+    """Record the gradients ``optimizer.step`` sees (after canter's clip); returns the record."""
+    seen: dict = {}
+    step = optimizer.step
+    optimizer.step = lambda *a, **k: (seen.update(grads=[p.grad.clone() for p in params]), step(*a, **k))[1]
+    return seen
+
+
+def _reference_grads(loss: torch.Tensor, params: list[torch.Tensor], max_norm: float | None) -> list[torch.Tensor]:
+    """d loss / d params, scaled down to global norm ``max_norm`` as torch's clip_grad_norm_ does."""
+    grads = torch.autograd.grad(loss, params)
+    if max_norm is not None:
+        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+        grads = [g * min(1.0, max_norm / (float(norm) + 1e-6)) for g in grads]
+    return grads
+
+
+def _close(got: torch.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: float = 1e-7) -> None:
+    """``got`` equals ``want`` elementwise within ``atol + rtol * |want|`` (torch.testing's first call
+    imports torch.distributed, ~2 s)."""
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert torch.allclose(got, want, rtol=rtol, atol=atol), f"largest difference {(got - want).abs().max():.3g}"
+
+
+def _assert_grads(seen: dict, expected: list[torch.Tensor]) -> None:
+    assert len(seen["grads"]) == len(expected)
+    for got, want in zip(seen["grads"], expected):
+        _close(got, want)
+
+
+# -- C51 (Bellemare et al. 2017, Algorithm 1) -------------------------------------------------------
+def _c51_reference_target(online, target, batch: ReplayBatch, support: torch.Tensor, double_q: bool) -> torch.Tensor:
+    """Algorithm 1 of the paper, atom by atom: ``a* = argmax_a Q(x', a)`` (the online network's with
+    Double DQN), each atom's probability ``p_j(x', a*)`` moved to ``Tz_j = clip(r + gamma_t z_j)``
+    and split over its neighbours ``l = floor(b_j)``, ``u = ceil(b_j)`` as ``(u - b_j)`` and
+    ``(b_j - l)`` (all of it to ``l`` when ``b_j`` is an atom)."""
+    v_min, v_max, n = float(support[0]), float(support[-1]), len(support)
+    dz = (v_max - v_min) / (n - 1)
+    with torch.no_grad():
+        p_next = torch.softmax(target.logits(batch.next_obs), -1)  # [B, A, N]
+        chooser = torch.softmax(online.logits(batch.next_obs), -1) if double_q else p_next
+        best = (chooser * support).sum(-1).argmax(1)
+        p_best = p_next[torch.arange(B), best].double()  # [B, N]
+        gamma_t = batch.discounts.double() * (1.0 - batch.terminated.double())
+        m = torch.zeros(B, n, dtype=torch.float64)
+        rows = torch.arange(B)
+        for j in range(n):  # the paper's loop over atoms, every row at once
+            tz = (batch.rewards.double() + gamma_t * float(support[j])).clamp(v_min, v_max)
+            b = (tz - v_min) / dz
+            lo, up = b.floor().long(), b.ceil().long()
+            on_atom = (lo == up).double()
+            m.index_put_((rows, lo), p_best[:, j] * (up - b + on_atom), accumulate=True)
+            m.index_put_((rows, up), p_best[:, j] * (b - lo), accumulate=True)
+    return m.float()
+
+
+def test_c51_update_is_algorithm_1_of_the_paper_with_double_q_and_importance_weights():
+    """The cross-entropy ``-sum_i m_i log p_i(x_t, a_t)`` against Algorithm 1's projected target,
+    weighted per sample by the importance weights (the priorities are the unweighted cross-entropies);
+    with and without Double DQN, rewards reaching past both ends of the support."""
+    from canter.algorithms.c51 import C51, C51Config
+
+    for double_q in (False, True):
+        algo = C51(OBS, ACTIONS, C51Config(net_arch=[16], n_atoms=11, v_min=-2.0, v_max=2.0, double_q=double_q),
+                   seed=0)
+        _perturb(algo.q_target, 1)
+        batch = _batch(2, reward_scale=1.5)
+        online, target = copy.deepcopy(algo.q), copy.deepcopy(algo.q_target)
+        m = _c51_reference_target(online, target, batch, algo.q.support, double_q)
+        if double_q:  # the two networks' greedy next actions differ on some rows
+            assert (online.value(batch.next_obs).argmax(1) != target.value(batch.next_obs).argmax(1)).any()
+        assert torch.allclose(m.sum(-1), torch.ones(B), atol=1e-5)
+        logp = torch.log_softmax(online.logits(batch.obs), -1)[torch.arange(B), batch.actions]
+        per_sample = -(m * logp).sum(-1)
+        loss = (batch.weights * per_sample).mean()
+        expected = _reference_grads(loss, list(online.parameters()), algo.config.max_grad_norm)
+        seen = _canter_grads(algo.optimizer, algo.params)
+        info = algo.learn(batch)
+        assert abs(info["loss"] - loss.item()) <= 1e-5 * abs(loss.item())
+        _close(algo.last_priorities, per_sample.detach(), atol=1e-6)
+        _assert_grads(seen, expected)
