@@ -29,6 +29,14 @@ def _batch(seed: int, reward_scale: float = 1.0) -> ReplayBatch:
                        discounts, 0.2 + 0.8 * torch.rand(B, generator=g), torch.arange(B))
 
 
+def _build(cls, config):  # noqa: ANN001, ANN202
+    """``cls(OBS, ACTIONS, config)`` with its weights drawn from torch's global generator seeded 0
+    (restored afterwards), so the test does not depend on what ran before it."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return cls(OBS, ACTIONS, config, seed=0)
+
+
 def _perturb(net: torch.nn.Module, seed: int, scale: float = 0.3) -> None:
     """Move ``net``'s parameters (a target network made equal to its online one) somewhere else."""
     g = torch.Generator().manual_seed(seed)
@@ -100,8 +108,7 @@ def test_c51_update_is_algorithm_1_of_the_paper_with_double_q_and_importance_wei
     from canter.algorithms.c51 import C51, C51Config
 
     for double_q in (False, True):
-        algo = C51(OBS, ACTIONS, C51Config(net_arch=[16], n_atoms=11, v_min=-2.0, v_max=2.0, double_q=double_q),
-                   seed=0)
+        algo = _build(C51, C51Config(net_arch=[16], n_atoms=11, v_min=-2.0, v_max=2.0, double_q=double_q))
         _perturb(algo.q_target, 1)
         batch = _batch(2, reward_scale=1.5)
         online, target = copy.deepcopy(algo.q), copy.deepcopy(algo.q_target)
@@ -111,6 +118,53 @@ def test_c51_update_is_algorithm_1_of_the_paper_with_double_q_and_importance_wei
         assert torch.allclose(m.sum(-1), torch.ones(B), atol=1e-5)
         logp = torch.log_softmax(online.logits(batch.obs), -1)[torch.arange(B), batch.actions]
         per_sample = -(m * logp).sum(-1)
+        loss = (batch.weights * per_sample).mean()
+        expected = _reference_grads(loss, list(online.parameters()), algo.config.max_grad_norm)
+        seen = _canter_grads(algo.optimizer, algo.params)
+        info = algo.learn(batch)
+        assert abs(info["loss"] - loss.item()) <= 1e-5 * abs(loss.item())
+        _close(algo.last_priorities, per_sample.detach(), atol=1e-6)
+        _assert_grads(seen, expected)
+
+
+# -- IQN (Dabney et al. 2018b, eq. 3 and Algorithm 1) -----------------------------------------------
+def _quantile_huber_reference(current: torch.Tensor, target: torch.Tensor, taus: torch.Tensor,
+                              kappa: float = 1.0) -> torch.Tensor:
+    """``1/N' sum_i sum_j rho^kappa_{tau_i}(delta_ij)`` per row, ``delta_ij = target_j - current_i``,
+    ``rho^kappa_tau(d) = |tau - 1{d < 0}| L_kappa(d) / kappa`` (Huber ``L_kappa``)."""
+    delta = target[:, None, :] - current[:, :, None]  # [B, N, N']
+    huber = torch.where(delta.abs() <= kappa, 0.5 * delta ** 2, kappa * (delta.abs() - 0.5 * kappa))
+    rho = (taus[:, :, None] - (delta.detach() < 0).float()).abs() * huber / kappa
+    return rho.sum(1).mean(1)
+
+
+def test_iqn_update_is_the_papers_quantile_huber_loss_at_the_sampled_fractions():
+    """N online fractions and N' target fractions drawn uniformly (here replayed from a copy of the
+    algorithm's generator: the target's first), the greedy next action by the mean target quantile (the
+    online network's Q values with Double DQN), ``delta_ij = r + gamma_t Z_{tau'_j}(x', a*) - Z_{tau_i}(x, a)``
+    with ``gamma_t`` 0 on terminated rows, the per-sample loss weighted by the importance weights.
+    The defaults are the paper's: N = N' = 64, K = 32, 64 cosines."""
+    from canter.algorithms.iqn import IQN, IQNConfig
+
+    c = IQNConfig()
+    assert (c.n_quantiles, c.n_act_quantiles, c.n_cosines) == (64, 32, 64)
+    for double_q in (False, True):
+        algo = _build(IQN, IQNConfig(net_arch=[16], double_q=double_q))
+        _perturb(algo.q_target, 3)
+        batch = _batch(4, reward_scale=3.0)
+        online, target = copy.deepcopy(algo.q), copy.deepcopy(algo.q_target)
+        g = torch.Generator()
+        g.set_state(algo.generator.get_state())
+        target_taus, taus = torch.rand(B, 64, generator=g), torch.rand(B, 64, generator=g)
+        with torch.no_grad():
+            z_next = target.quantiles(batch.next_obs, target_taus)  # [B, A, N']
+            best = (online.value(batch.next_obs) if double_q else z_next.mean(-1)).argmax(1)
+            if double_q:
+                assert (best != z_next.mean(-1).argmax(1)).any()
+            gamma_t = batch.discounts * (1.0 - batch.terminated)
+            y = batch.rewards[:, None] + gamma_t[:, None] * z_next[torch.arange(B), best]
+        current = online.quantiles(batch.obs, taus)[torch.arange(B), batch.actions]  # [B, N]
+        per_sample = _quantile_huber_reference(current, y, taus)
         loss = (batch.weights * per_sample).mean()
         expected = _reference_grads(loss, list(online.parameters()), algo.config.max_grad_norm)
         seen = _canter_grads(algo.optimizer, algo.params)
