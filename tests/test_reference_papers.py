@@ -46,10 +46,16 @@ def _perturb(net: torch.nn.Module, seed: int, scale: float = 0.3) -> None:
 
 
 def _canter_grads(optimizer, params: list[torch.Tensor]) -> dict:  # noqa: ANN001
-    """Record the gradients ``optimizer.step`` sees (after canter's clip); returns the record."""
-    seen: dict = {}
+    """Record the gradients ``optimizer.step`` sees (after canter's clip): ``grads`` the last step's,
+    ``steps`` every step's; returns the record."""
+    seen: dict = {"steps": []}
+
+    def record() -> None:
+        seen["grads"] = [p.grad.clone() for p in params]
+        seen["steps"].append(seen["grads"])
+
     step = optimizer.step
-    optimizer.step = lambda *a, **k: (seen.update(grads=[p.grad.clone() for p in params]), step(*a, **k))[1]
+    optimizer.step = lambda *a, **k: (record(), step(*a, **k))[1]
     return seen
 
 
@@ -67,6 +73,23 @@ def _close(got: torch.Tensor, want: torch.Tensor, rtol: float = 1e-5, atol: floa
     imports torch.distributed, ~2 s)."""
     assert got.shape == want.shape, (got.shape, want.shape)
     assert torch.allclose(got, want, rtol=rtol, atol=atol), f"largest difference {(got - want).abs().max():.3g}"
+
+
+class _Adam:
+    """Kingma & Ba's Adam (betas 0.9, 0.999), bias-corrected, on a list of parameters."""
+
+    def __init__(self, params: list[torch.Tensor], lr: float, eps: float) -> None:
+        self.params, self.lr, self.eps, self.t = params, lr, eps, 0
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+
+    def step(self, grads: list[torch.Tensor]) -> None:
+        self.t += 1
+        with torch.no_grad():
+            for p, g, m, v in zip(self.params, grads, self.m, self.v):
+                m.mul_(0.9).add_(0.1 * g)
+                v.mul_(0.999).add_(0.001 * g * g)
+                p.sub_(self.lr * (m / (1 - 0.9 ** self.t)) / ((v / (1 - 0.999 ** self.t)).sqrt() + self.eps))
 
 
 def _assert_grads(seen: dict, expected: list[torch.Tensor]) -> None:
@@ -172,3 +195,48 @@ def test_iqn_update_is_the_papers_quantile_huber_loss_at_the_sampled_fractions()
         assert abs(info["loss"] - loss.item()) <= 1e-5 * abs(loss.item())
         _close(algo.last_priorities, per_sample.detach(), atol=1e-6)
         _assert_grads(seen, expected)
+
+
+# -- Rainbow as canter registers it: Double, dueling, 3-step, prioritized, QR-DQN head ----------------
+def test_rainbow_phase_is_double_qr_dqn_on_n_step_returns_with_importance_weights():
+    """canter's ``rainbow`` (Hessel et al.'s agent with Dabney et al. 2018a's quantile head in place of
+    C51's): two gradient steps of one training phase (``learn_phase``, the trainer's path) against two
+    plain steps: the online network's mean quantile picks ``a*``, the target network's quantiles at it
+    give ``y_j = r + gamma_t theta'_j``, the quantile Huber loss at the midpoints ``(2i + 1) / 2N``
+    is weighted per sample by the importance weights, torch's Adam with canter's lr and epsilon."""
+    from canter.algorithms.base import minibatches
+    from canter.algorithms.dqn import Rainbow, RainbowConfig
+
+    config = RainbowConfig(net_arch=[16], n_quantiles=10)
+    assert config.double_q and config.dueling and config.prioritized and config.n_step == 3
+    algo = _build(Rainbow, config)
+    _perturb(algo.q_target, 3)
+    parts = [_batch(5, reward_scale=3.0), _batch(6, reward_scale=3.0)]
+    batch = ReplayBatch(*(torch.cat(t) for t in zip(*parts)))._replace(indices=torch.arange(2 * B))
+    online, target = copy.deepcopy(algo.q), copy.deepcopy(algo.q_target)
+    adam = _Adam(list(online.parameters()), config.lr, config.adam_eps)
+    taus = ((2 * torch.arange(10) + 1) / 20.0).expand(B, -1)
+    losses, grads, priorities = [], [], []
+    for mb, _ in minibatches(batch, 2):
+        with torch.no_grad():
+            best = online.quantiles(mb.next_obs).mean(-1).argmax(1)
+            assert (best != target.quantiles(mb.next_obs).mean(-1).argmax(1)).any()
+            y = mb.rewards[:, None] + (mb.discounts * (1 - mb.terminated))[:, None] * target.quantiles(
+                mb.next_obs)[torch.arange(B), best]
+        current = online.quantiles(mb.obs)[torch.arange(B), mb.actions]
+        per_sample = _quantile_huber_reference(current, y, taus)
+        loss = (mb.weights * per_sample).mean()
+        step_grads = _reference_grads(loss, list(online.parameters()), config.max_grad_norm)
+        adam.step(step_grads)
+        losses.append(loss.item())
+        grads.append(step_grads)
+        priorities.append(per_sample.detach())
+    seen = _canter_grads(algo.optimizer, algo.params)
+    stats = algo.learn_phase(batch, 2)
+    for got, want in zip([s["loss"] for s in stats], losses):
+        assert abs(got - want) <= 1e-5 * abs(want)
+    _close(algo.last_priorities, priorities[1], atol=1e-6)
+    for got, want in zip(seen["steps"], grads):
+        _assert_grads({"grads": got}, want)
+    for got, want in zip(algo.q.parameters(), online.parameters()):
+        _close(got, want, rtol=1e-5, atol=1e-6)
