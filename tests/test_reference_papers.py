@@ -240,3 +240,60 @@ def test_rainbow_phase_is_double_qr_dqn_on_n_step_returns_with_importance_weight
         _assert_grads({"grads": got}, want)
     for got, want in zip(algo.q.parameters(), online.parameters()):
         _close(got, want, rtol=1e-5, atol=1e-6)
+
+
+# -- SAC for discrete actions (Christodoulou 2019) ----------------------------------------------------
+def test_sac_discrete_update_is_christodoulous_with_exact_expectations_over_actions():
+    """One update from the paper's equations: the soft target
+    ``y = r + gamma_t sum_a' pi(a'|s') (min_i Q'_i(s', a') - alpha log pi(a'|s'))``, the critics'
+    ``sum_i 0.5 mean(w (Q_i(s, a) - y)^2)`` (importance weights per sample), then the actor's
+    ``mean_s sum_a pi(a|s) (alpha log pi(a|s) - min_i Q_i(s, a))`` on the updated critics, alpha's
+    gradient ``mean(H(pi(.|s)) - target_entropy_scale * log |A|)`` on log alpha, and the Polyak target
+    step; Adam for each. Compared: losses, priorities, every gradient and every parameter afterwards."""
+    import math
+
+    from canter.algorithms.sac_discrete import DiscreteSAC, DiscreteSACConfig
+
+    config = DiscreteSACConfig(net_arch=[16])
+    algo = _build(DiscreteSAC, config)
+    _perturb(algo.critic_target, 3)
+    batch = _batch(7, reward_scale=2.0)
+    ref, target = copy.deepcopy(algo.model), copy.deepcopy(algo.critic_target)
+    critic_params, actor_params = list(ref.q.parameters()), list(ref.actor.parameters())
+    alpha, log_alpha = float(algo.ent_coef.value), algo.ent_coef.log_alpha.item()
+    with torch.no_grad():
+        next_logp = torch.log_softmax(ref.action(batch.next_obs), -1)
+        soft_v = (next_logp.exp() * (target(ref.encoder(batch.next_obs)).min(0).values - alpha * next_logp)).sum(-1)
+        y = batch.rewards + batch.discounts * (1 - batch.terminated) * soft_v
+    q = ref.value(batch.obs)[:, torch.arange(B), batch.actions]  # [E, B]
+    critic_loss = sum(0.5 * (batch.weights * (q_i - y) ** 2).mean() for q_i in q)
+    critic_grads = _reference_grads(critic_loss, critic_params, None)
+    _Adam(critic_params, config.lr, 1e-8).step(critic_grads)
+    logp = torch.log_softmax(ref.action(batch.obs), -1)
+    with torch.no_grad():
+        q_min = ref.value(batch.obs).min(0).values  # the updated critics
+    actor_loss = (logp.exp() * (alpha * logp - q_min)).sum(-1).mean()
+    actor_grads = _reference_grads(actor_loss, actor_params, None)
+    _Adam(actor_params, config.lr, 1e-8).step(actor_grads)
+    entropy = -(logp.exp() * logp).sum(-1).detach()
+    alpha_param = torch.tensor([log_alpha])
+    _Adam([alpha_param], config.lr, 1e-8).step([(entropy - 0.89 * math.log(3)).mean().reshape(1)])
+    with torch.no_grad():
+        for t, p in zip(target.parameters(), critic_params):
+            t.mul_(1 - config.tau).add_(config.tau * p)
+
+    seen_critic = _canter_grads(algo.critic_optimizer, list(algo.model.q.parameters()))
+    seen_actor = _canter_grads(algo.actor_optimizer, list(algo.model.actor.parameters()))
+    stats = algo.learn(batch)
+    assert config.target_entropy_scale == 0.89 and algo.ent_coef.target_entropy == 0.89 * math.log(3)
+    assert abs(stats["critic_loss"] - critic_loss.item()) <= 1e-5 * abs(critic_loss.item())
+    assert abs(stats["actor_loss"] - actor_loss.item()) <= 1e-5 * abs(actor_loss.item())
+    _close(algo.last_priorities, (q - y).abs().mean(0).detach(), atol=1e-6)
+    _assert_grads(seen_critic, critic_grads)
+    _assert_grads(seen_actor, actor_grads)
+    for got, want in zip(algo.model.parameters(), ref.parameters()):
+        _close(got, want, atol=1e-6)
+    for got, want in zip(algo.critic_target.parameters(), target.parameters()):
+        _close(got, want, atol=1e-6)
+    assert abs(algo.ent_coef.log_alpha.item() - float(alpha_param)) <= 1e-7
+    assert algo.ent_coef.log_alpha.item() != log_alpha
