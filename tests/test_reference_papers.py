@@ -29,12 +29,12 @@ def _batch(seed: int, reward_scale: float = 1.0) -> ReplayBatch:
                        discounts, 0.2 + 0.8 * torch.rand(B, generator=g), torch.arange(B))
 
 
-def _build(cls, config):  # noqa: ANN001, ANN202
-    """``cls(OBS, ACTIONS, config)`` with its weights drawn from torch's global generator seeded 0
+def _build(cls, config, actions: gym.Space = ACTIONS):  # noqa: ANN001, ANN202
+    """``cls(OBS, actions, config)`` with its weights drawn from torch's global generator seeded 0
     (restored afterwards), so the test does not depend on what ran before it."""
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        return cls(OBS, ACTIONS, config, seed=0)
+        return cls(OBS, actions, config, seed=0)
 
 
 def _perturb(net: torch.nn.Module, seed: int, scale: float = 0.3) -> None:
@@ -297,3 +297,36 @@ def test_sac_discrete_update_is_christodoulous_with_exact_expectations_over_acti
         _close(got, want, atol=1e-6)
     assert abs(algo.ent_coef.log_alpha.item() - float(alpha_param)) <= 1e-7
     assert algo.ent_coef.log_alpha.item() != log_alpha
+
+
+# -- behaviour cloning ----------------------------------------------------------------------------------
+def test_bc_update_is_maximum_likelihood_of_the_datas_actions():
+    """Discrete: ``-mean log softmax(f(s))[a]``; Box: ``mean (tanh f(s) - a)^2`` on actions in
+    [-1, 1]; the global gradient-norm clip at ``max_grad_norm`` (here acting: 0.05), then Adam. The
+    loss, the clipped gradients and the parameters afterwards agree."""
+    from canter.algorithms.bc import BC, BCConfig
+
+    config = BCConfig(net_arch=[16], max_grad_norm=0.05)
+    for space in (ACTIONS, gym.spaces.Box(-2.0, 2.0, (2,))):
+        algo = _build(BC, config, space)
+        batch = _batch(8)
+        if isinstance(space, gym.spaces.Box):
+            batch = batch._replace(actions=torch.rand(B, 2, generator=torch.Generator().manual_seed(9)) * 2 - 1)
+        ref = copy.deepcopy(algo.policy)
+        params = list(ref.parameters())
+        out = ref(batch.obs)
+        if isinstance(space, gym.spaces.Discrete):
+            loss = -torch.log_softmax(out, -1)[torch.arange(B), batch.actions].mean()
+        else:
+            loss = ((out - batch.actions) ** 2).mean()
+        norm = torch.linalg.vector_norm(torch.cat([g.flatten() for g in torch.autograd.grad(loss, params,
+                                                                                            retain_graph=True)]))
+        assert norm > config.max_grad_norm  # the clip acts
+        grads = _reference_grads(loss, params, config.max_grad_norm)
+        _Adam(params, config.lr, 1e-8).step(grads)
+        seen = _canter_grads(algo.optimizer, algo.params)
+        info = algo.learn(batch)
+        assert abs(info["loss"] - loss.item()) <= 1e-6 * abs(loss.item())
+        _assert_grads(seen, grads)
+        for got, want in zip(algo.policy.parameters(), params):
+            _close(got, want, atol=1e-6)
