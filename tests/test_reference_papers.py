@@ -330,3 +330,60 @@ def test_bc_update_is_maximum_likelihood_of_the_datas_actions():
         _assert_grads(seen, grads)
         for got, want in zip(algo.policy.parameters(), params):
             _close(got, want, atol=1e-6)
+
+
+# -- TD3+BC (Fujimoto & Gu 2021) -------------------------------------------------------------------------
+def test_td3bc_two_updates_are_the_papers():
+    """Two updates from the paper's algorithm: each a critic step on
+    ``sum_i mean((Q_i(s, a) - y)^2)``, ``y = r + gamma_t min_i Q'_i(s', clip(mu'(s') + clip(sigma eps, -0.5, 0.5), -1, 1))``
+    (sigma 0.4 here, the paper's 0.2 the default; eps replayed from a copy of the algorithm's generator); the second (policy delay 2) also an actor
+    step on ``-lambda mean Q_1(s, mu(s)) + mean (mu(s) - a)^2``, ``lambda = 2.5 / mean|Q_1|`` held
+    constant, on the updated critics, then Polyak steps (0.005) of both targets. Losses and every
+    parameter afterwards (online and target) agree; the defaults are the paper's."""
+    from canter.algorithms.td3bc import TD3BC, TD3BCConfig
+
+    box = gym.spaces.Box(-1.0, 1.0, (2,))
+    c = TD3BCConfig()
+    assert (c.alpha, c.lr, c.batch_size, c.tau, c.policy_delay, c.target_policy_noise, c.target_noise_clip,
+            c.net_arch, c.gamma, c.normalize_obs) == (2.5, 3e-4, 256, 0.005, 2, 0.2, 0.5, [256, 256], 0.99, True)
+    config = TD3BCConfig(net_arch=[16], target_policy_noise=0.4)  # 0.4: the clip at 0.5 acts on ~20% of draws
+    algo = _build(TD3BC, config, box)
+    _perturb(algo.actor_target, 3)
+    _perturb(algo.critic_target, 4)
+    g = torch.Generator().manual_seed(10)
+    batches = [_batch(11 + k)._replace(actions=torch.rand(B, 2, generator=g) * 2 - 1, weights=torch.ones(B))
+               for k in range(2)]
+    actor, critic = copy.deepcopy(algo.actor), copy.deepcopy(algo.critic)
+    actor_t, critic_t = copy.deepcopy(algo.actor_target), copy.deepcopy(algo.critic_target)
+    actor_adam = _Adam(list(actor.parameters()), config.lr, 1e-8)
+    critic_adam = _Adam(list(critic.parameters()), config.lr, 1e-8)
+    noise = torch.Generator()
+    noise.set_state(algo.generator.get_state())
+    critic_losses = []
+    for batch in batches:
+        with torch.no_grad():
+            eps = 0.4 * torch.randn(B, 2, generator=noise)
+            assert (eps.abs() > 0.5).any()
+            next_a = (actor_t(batch.next_obs) + eps.clamp(-0.5, 0.5)).clamp(-1.0, 1.0)
+            y = batch.rewards + batch.discounts * (1 - batch.terminated) * critic_t(batch.next_obs, next_a).min(0).values
+        loss = sum(((q_i - y) ** 2).mean() for q_i in critic(batch.obs, batch.actions))
+        critic_adam.step(_reference_grads(loss, list(critic.parameters()), None))
+        critic_losses.append(loss.item())
+    pi = actor(batches[1].obs)
+    q1 = critic(batches[1].obs, pi)[0]
+    actor_loss = -2.5 / q1.abs().mean().detach() * q1.mean() + ((pi - batches[1].actions) ** 2).mean()
+    actor_adam.step(_reference_grads(actor_loss, list(actor.parameters()), None))
+    with torch.no_grad():
+        for net, target in ((actor, actor_t), (critic, critic_t)):
+            for t, p in zip(target.parameters(), net.parameters()):
+                t.mul_(1 - config.tau).add_(config.tau * p)
+
+    stats = [algo.learn(b) for b in batches]
+    for got, want in zip([s["critic_loss"] for s in stats], critic_losses):
+        assert abs(got - want) <= 1e-5 * abs(want)
+    assert "actor_loss" not in stats[0] and abs(stats[1]["actor_loss"] - actor_loss.item()) <= 1e-5 * abs(
+        actor_loss.item())
+    for mine, ref in ((algo.actor, actor), (algo.critic, critic), (algo.actor_target, actor_t),
+                      (algo.critic_target, critic_t)):
+        for got, want in zip(mine.parameters(), ref.parameters()):
+            _close(got, want, atol=1e-6)
