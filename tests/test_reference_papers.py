@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 
 import gymnasium as gym
+import pytest
 import torch
 
 from canter.data.batch import ReplayBatch
@@ -198,12 +199,14 @@ def test_iqn_update_is_the_papers_quantile_huber_loss_at_the_sampled_fractions()
 
 
 # -- Rainbow as canter registers it: Double, dueling, 3-step, prioritized, QR-DQN head ----------------
-def test_rainbow_phase_is_double_qr_dqn_on_n_step_returns_with_importance_weights():
+@pytest.mark.parametrize("path", ["learn", "phase"])
+def test_rainbow_steps_are_double_qr_dqn_on_n_step_returns_with_importance_weights(path):
     """canter's ``rainbow`` (Hessel et al.'s agent with Dabney et al. 2018a's quantile head in place of
-    C51's): two gradient steps of one training phase (``learn_phase``, the trainer's path) against two
-    plain steps: the online network's mean quantile picks ``a*``, the target network's quantiles at it
-    give ``y_j = r + gamma_t theta'_j``, the quantile Huber loss at the midpoints ``(2i + 1) / 2N``
-    is weighted per sample by the importance weights, torch's Adam with canter's lr and epsilon."""
+    C51's): two gradient steps, one ``learn`` per minibatch (the trainer's path with prioritized replay)
+    or one ``learn_phase`` (its path with ``prioritized=false``), against two plain steps: the online
+    network's mean quantile picks ``a*``, the target network's quantiles at it give
+    ``y_j = r + gamma_t theta'_j``, the quantile Huber loss at the midpoints ``(2i + 1) / 2N`` is
+    weighted per sample by the importance weights, Adam with canter's lr and epsilon."""
     from canter.algorithms.base import minibatches
     from canter.algorithms.dqn import Rainbow, RainbowConfig
 
@@ -232,7 +235,7 @@ def test_rainbow_phase_is_double_qr_dqn_on_n_step_returns_with_importance_weight
         grads.append(step_grads)
         priorities.append(per_sample.detach())
     seen = _canter_grads(algo.optimizer, algo.params)
-    stats = algo.learn_phase(batch, 2)
+    stats = algo.learn_phase(batch, 2) if path == "phase" else [algo.learn(mb) for mb, _ in minibatches(batch, 2)]
     for got, want in zip([s["loss"] for s in stats], losses):
         assert abs(got - want) <= 1e-5 * abs(want)
     _close(algo.last_priorities, priorities[1], atol=1e-6)
