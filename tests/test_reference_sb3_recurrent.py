@@ -51,18 +51,20 @@ def _pairs(algo: RecurrentPPO, model) -> list[tuple[str, torch.Tensor, torch.Ten
     return pairs
 
 
-def _pair(n_epochs: int, batch_size: int):
-    """canter's and sb3-contrib's recurrent PPO configured alike, canter's weights copied into SB3's."""
-    hp = dict(n_steps=T, batch_size=batch_size, n_epochs=n_epochs, gamma=0.99, gae_lambda=0.95, clip_range=0.2,
+def _pair(n_epochs: int, envs_per_minibatch: int, canter_steps: int = T):
+    """canter's and sb3-contrib's recurrent PPO configured alike (canter's rollout ``canter_steps`` long),
+    canter's weights copied into SB3's."""
+    hp = dict(n_epochs=n_epochs, gamma=0.99, gae_lambda=0.95, clip_range=0.2,
               ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, normalize_advantage=True)
     env = gym.make("CartPole-v1")
     torch.manual_seed(0)
     algo = RecurrentPPO(env.observation_space, env.action_space,
-                        RecurrentPPOConfig(lr=3e-3, lstm_hidden=HIDDEN, net_arch=[], critic_lstm=True, **hp), seed=0)
+                        RecurrentPPOConfig(lr=3e-3, lstm_hidden=HIDDEN, net_arch=[], critic_lstm=True, n_steps=canter_steps,
+                                           batch_size=envs_per_minibatch * canter_steps, **hp), seed=0)
     model = SB3RecurrentPPO("MlpLstmPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")] * N), device="cpu",
                             seed=0, learning_rate=3e-3,
                             policy_kwargs=dict(lstm_hidden_size=HIDDEN, net_arch=[], enable_critic_lstm=True,
-                                               shared_lstm=False), **hp)
+                                               shared_lstm=False), n_steps=T, batch_size=envs_per_minibatch * T, **hp)
     model.set_logger(Logger(None, []))
     opt = model.policy.optimizer
     assert type(opt) is torch.optim.Adam and opt.defaults["eps"] == algo.config.adam_eps
@@ -106,12 +108,35 @@ def _rollout(algo: RecurrentPPO, model) -> SequenceBatch:
                          starts, state0)
 
 
-@pytest.mark.parametrize("n_epochs, batch_size", [(1, T * N), (3, T * N), (2, T)])
-def test_recurrent_ppo_update_matches_sb3_contrib(n_epochs, batch_size, monkeypatch):
+def _with_autoreset_rows(b: SequenceBatch) -> SequenceBatch:
+    """``b`` in gymnasium's NEXT_STEP layout: before each env's first episode start inside the rollout, a row
+    that is no transition (``valid`` False: the previous episode's final observation, the action ignored),
+    with advantages and returns that would dominate the loss and its normalisation were it not masked."""
+    def insert(x: torch.Tensor, filler: torch.Tensor) -> torch.Tensor:
+        cols = [torch.cat([x[:at, n], filler[None], x[at:, n]]) for n, at in ((n, STARTS[n][-1] if n else STARTS[0][0])
+                                                                             for n in range(N))]
+        return torch.stack(cols, 1)
+
+    g = torch.Generator().manual_seed(2)
+    return SequenceBatch(insert(b.obs, torch.randn(4, generator=g)), insert(b.actions, torch.tensor(1)),
+                         insert(b.log_probs, torch.tensor(-5.0)), insert(b.values, torch.tensor(3.0)),
+                         insert(b.advantages, torch.tensor(1e3)), insert(b.returns, torch.tensor(1e3)),
+                         insert(b.valid, torch.tensor(False)), insert(b.starts, torch.tensor(False)), b.state)
+
+
+@pytest.mark.parametrize("n_epochs, envs_per_minibatch, autoreset_rows", [
+    (1, N, False), (3, N, False), (2, 1, False), (2, N, True), (2, 1, True)])
+def test_recurrent_ppo_update_matches_sb3_contrib(n_epochs, envs_per_minibatch, autoreset_rows, monkeypatch):
     """Epochs of minibatches of whole env sequences, from the same weights on the same rollout: every
-    gradient (the last minibatch's), every parameter afterwards and the mean losses match sb3-contrib's."""
-    algo, model, pairs = _pair(n_epochs, batch_size)
+    gradient (the last minibatch's), every parameter afterwards and the mean losses match sb3-contrib's.
+    ``autoreset_rows``: canter's rollout has a NEXT_STEP row (not a transition) before an episode start in
+    each env, one row longer than SB3's, which has none (its autoreset is same-step): masked out of the
+    loss and the advantage normalisation, and forgotten at the start after it, it changes nothing."""
+    algo, model, pairs = _pair(n_epochs, envs_per_minibatch, T + autoreset_rows)
     batch = _rollout(algo, model)
+    if autoreset_rows:
+        batch = _with_autoreset_rows(batch)
+        assert batch.starts[1:][~batch.valid[:-1]].all() and (~batch.valid).sum() == N
     monkeypatch.setattr(np.random, "randint", lambda n: 0)  # sb3-contrib's split_index: no cut mid-sequence
     randperm = torch.randperm
     monkeypatch.setattr(torch, "randperm", lambda n, **kw: torch.arange(n))  # SB3's order: env 0, then env 1
