@@ -9,7 +9,8 @@ NEXT_STEP autoreset, whose own row is masked out), and the loss (canter's docume
 over real rows, value loss ``vf_coef (v_s - V)^2``, entropy bonus). APPO: the same targets under the
 policy when the batch arrives, then PPO's clipped surrogate (Schulman et al. 2017) with
 ``r = pi / pi_old``. Log-probabilities and entropies come from ``torch.distributions``; the
-network is a copy of the algorithm's. Compared: every parameter's gradient after the update.
+network is a copy of the algorithm's (Discrete actions, and for IMPALA Box ones: a diagonal Gaussian with its
+free ``log_std``). Compared: every parameter's gradient after the update.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ CLIPS = dict(gamma=0.9, vtrace_lambda=0.8, rho_clip=1.3, c_clip=0.7, pg_rho_clip
              max_grad_norm=1e6)
 
 
-def _batch() -> TrajectoryBatch:
+def _batch(continuous: bool = False) -> TrajectoryBatch:
     """A batch with terminations and truncations inside the unroll and on its last row, each episode end
     followed by its autoreset row (invalid), and behaviour log-probs far from the learner's."""
     g = torch.Generator().manual_seed(0)
@@ -42,16 +43,22 @@ def _batch() -> TrajectoryBatch:
     dones[2, 2] = terminated[2, 2] = 1.0
     valid = torch.ones(T, N, dtype=torch.bool)
     valid[1:][dones[:-1].bool()] = False
-    return TrajectoryBatch(torch.randn(T, N, OBS, generator=g), torch.randint(0, ACTIONS, (T, N), generator=g),
-                           -1.1 + 0.8 * torch.randn(T, N, generator=g), torch.randn(T, N, generator=g), terminated,
+    actions = torch.randn(T, N, 2, generator=g) if continuous else torch.randint(0, ACTIONS, (T, N), generator=g)
+    return TrajectoryBatch(torch.randn(T, N, OBS, generator=g), actions,
+                           -1.1 - 1.4 * continuous + 0.8 * torch.randn(T, N, generator=g), torch.randn(T, N, generator=g), terminated,
                            dones, valid, torch.randn(N, OBS, generator=g))
 
 
 def _forward(model, batch: TrajectoryBatch):
     """Log-probs, entropies and values ``[T, N]`` and bootstrap values ``[N]`` by ``torch.distributions``."""
-    logits, v = model.action_value(batch.obs.reshape(T * N, OBS))
-    dist = torch.distributions.Categorical(logits=logits.view(T, N, ACTIONS))
-    return dist.log_prob(batch.actions), dist.entropy(), v.view(T, N), model.action_value(batch.last_obs)[1]
+    out, v = model.action_value(batch.obs.reshape(T * N, OBS))
+    if batch.actions.dim() == 3:  # a diagonal Gaussian (Box actions): the mean and the free log_std
+        dist = torch.distributions.Normal(out.view(T, N, -1), model.log_std.exp())
+        logp, ent = dist.log_prob(batch.actions).sum(-1), dist.entropy().sum(-1)
+    else:
+        dist = torch.distributions.Categorical(logits=out.view(T, N, ACTIONS))
+        logp, ent = dist.log_prob(batch.actions), dist.entropy()
+    return logp, ent, v.view(T, N), model.action_value(batch.last_obs)[1]
 
 
 def _vtrace(batch: TrajectoryBatch, log_rho: torch.Tensor, values: torch.Tensor, boot: torch.Tensor, c: dict):
@@ -74,9 +81,10 @@ def _vtrace(batch: TrajectoryBatch, log_rho: torch.Tensor, values: torch.Tensor,
     return vs, adv
 
 
-def _algo(cls, **kw):
+def _algo(cls, continuous: bool = False, **kw):
     cfg = build(cls.Config, dict(net_arch=[8], **CLIPS, **kw))
-    return cls(gym.spaces.Box(-5, 5, (OBS,), np.float32), gym.spaces.Discrete(ACTIONS), cfg, seed=0)
+    actions = gym.spaces.Box(-1, 1, (2,), np.float32) if continuous else gym.spaces.Discrete(ACTIONS)
+    return cls(gym.spaces.Box(-5, 5, (OBS,), np.float32), actions, cfg, seed=0)
 
 
 def _assert_same_grads(algo, ref) -> None:
@@ -85,11 +93,11 @@ def _assert_same_grads(algo, ref) -> None:
         torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-5, atol=1e-7, msg=lambda m, n=name: f"grad {n}: {m}")
 
 
-@pytest.mark.parametrize("normalize", [False, True])
-def test_impala_gradient_matches_the_papers_vtrace_loss(normalize):
-    algo = _algo(IMPALA, normalize_advantage=normalize)
+@pytest.mark.parametrize("normalize, continuous", [(False, False), (True, False), (False, True)])
+def test_impala_gradient_matches_the_papers_vtrace_loss(normalize, continuous):
+    algo = _algo(IMPALA, continuous, normalize_advantage=normalize)
     ref = copy.deepcopy(algo.model)
-    batch = _batch()
+    batch = _batch(continuous)
     logp, ent, values, boot = _forward(ref, batch)
     vs, adv = _vtrace(batch, logp.detach() - batch.behaviour_log_probs, values.detach(), boot.detach(), CLIPS)
     m = batch.valid
