@@ -4,7 +4,8 @@ The same LSTM actor-critic (sb3-contrib's ``MlpLstmPolicy`` with an LSTM each fo
 linear heads, ``net_arch=[]``; canter's ``lstm_actor_critic`` with ``critic_lstm`` and no hidden
 layers) from the same weights, trained on the same rollout: observations, actions, old log-probs and
 values (from stepping the network as acting does), advantages and returns, with episodes starting
-inside the rollout and a non-zero memory at its start. Compared: every parameter's gradient after
+inside the rollout and a non-zero memory at its start, Discrete (CartPole-v1) and Box (Pendulum-v1, a
+Gaussian with a free ``log_std``) actions. Compared: every parameter's gradient after
 the last minibatch, every parameter after the update and the logged losses.
 
 Where the libraries differ by design the comparison is set up around it: sb3-contrib cuts its
@@ -47,21 +48,23 @@ def _pairs(algo: RecurrentPPO, model) -> list[tuple[str, torch.Tensor, torch.Ten
         linear = [layer for layer in ours.modules() if isinstance(layer, torch.nn.Linear)]
         assert len(linear) == 1, f"{tag}: a linear head expected"
         pairs += [(f"{tag}.weight", linear[0].weight, theirs.weight), (f"{tag}.bias", linear[0].bias, theirs.bias)]
+    if algo.continuous:
+        pairs.append(("log_std", m.log_std, p.log_std))
     assert len(pairs) == len(list(m.parameters())) == len(list(p.parameters()))
     return pairs
 
 
-def _pair(n_epochs: int, envs_per_minibatch: int, canter_steps: int = T):
+def _pair(n_epochs: int, envs_per_minibatch: int, canter_steps: int = T, env_id: str = "CartPole-v1"):
     """canter's and sb3-contrib's recurrent PPO configured alike (canter's rollout ``canter_steps`` long),
     canter's weights copied into SB3's."""
     hp = dict(n_epochs=n_epochs, gamma=0.99, gae_lambda=0.95, clip_range=0.2,
               ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, normalize_advantage=True)
-    env = gym.make("CartPole-v1")
+    env = gym.make(env_id)
     torch.manual_seed(0)
     algo = RecurrentPPO(env.observation_space, env.action_space,
                         RecurrentPPOConfig(lr=3e-3, lstm_hidden=HIDDEN, net_arch=[], critic_lstm=True, n_steps=canter_steps,
                                            batch_size=envs_per_minibatch * canter_steps, **hp), seed=0)
-    model = SB3RecurrentPPO("MlpLstmPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")] * N), device="cpu",
+    model = SB3RecurrentPPO("MlpLstmPolicy", DummyVecEnv([lambda: gym.make(env_id)] * N), device="cpu",
                             seed=0, learning_rate=3e-3,
                             policy_kwargs=dict(lstm_hidden_size=HIDDEN, net_arch=[], enable_critic_lstm=True,
                                                shared_lstm=False), n_steps=T, batch_size=envs_per_minibatch * T, **hp)
@@ -82,8 +85,8 @@ def _rollout(algo: RecurrentPPO, model) -> SequenceBatch:
     """A rollout stepped through canter's network (acting's log-probs and values), written into SB3's buffer
     with the memory before each step; advantages and returns are drawn (both buffers get the same)."""
     g = torch.Generator().manual_seed(1)
-    obs = torch.randn(T, N, 4, generator=g)
-    actions = torch.randint(0, 2, (T, N), generator=g)
+    obs = torch.randn(T, N, algo.observation_space.shape[0], generator=g)
+    actions = torch.randn(T, N, 1, generator=g) if algo.continuous else torch.randint(0, 2, (T, N), generator=g)
     starts = torch.zeros(T, N, dtype=torch.bool)
     for env, steps in STARTS.items():
         starts[steps, env] = True
@@ -97,9 +100,12 @@ def _rollout(algo: RecurrentPPO, model) -> SequenceBatch:
             lstm_states = RNNStates((ha.clone(), ca.clone()), (hc.clone(), cc.clone()))
             keep = (~starts[t]).float().view(1, N, 1)
             out, v, state = algo.model.step(obs[t], (state[0] * keep, state[1] * keep))
-            dist = torch.distributions.Categorical(logits=out)
-            log_probs[t], values[t] = dist.log_prob(actions[t]), v
-            buf.add(obs[t].numpy(), actions[t].numpy()[:, None], np.zeros(N, np.float32),
+            if algo.continuous:  # a diagonal Gaussian: the mean and the free log_std
+                log_probs[t] = torch.distributions.Normal(out, algo.model.log_std.exp()).log_prob(actions[t]).sum(-1)
+            else:
+                log_probs[t] = torch.distributions.Categorical(logits=out).log_prob(actions[t])
+            values[t] = v
+            buf.add(obs[t].numpy(), actions[t].reshape(N, -1).numpy(), np.zeros(N, np.float32),
                     starts[t].float().numpy(), v.clone(), log_probs[t].clone(), lstm_states=lstm_states)
     assert buf.full
     advantages, returns = torch.randn(T, N, generator=g), values + torch.randn(T, N, generator=g)
@@ -118,21 +124,23 @@ def _with_autoreset_rows(b: SequenceBatch) -> SequenceBatch:
         return torch.stack(cols, 1)
 
     g = torch.Generator().manual_seed(2)
-    return SequenceBatch(insert(b.obs, torch.randn(4, generator=g)), insert(b.actions, torch.tensor(1)),
+    return SequenceBatch(insert(b.obs, torch.randn(b.obs.shape[-1], generator=g)),
+                         insert(b.actions, torch.ones(b.actions.shape[2:], dtype=b.actions.dtype)),
                          insert(b.log_probs, torch.tensor(-5.0)), insert(b.values, torch.tensor(3.0)),
                          insert(b.advantages, torch.tensor(1e3)), insert(b.returns, torch.tensor(1e3)),
                          insert(b.valid, torch.tensor(False)), insert(b.starts, torch.tensor(False)), b.state)
 
 
-@pytest.mark.parametrize("n_epochs, envs_per_minibatch, autoreset_rows", [
-    (1, N, False), (3, N, False), (2, 1, False), (2, N, True), (2, 1, True)])
-def test_recurrent_ppo_update_matches_sb3_contrib(n_epochs, envs_per_minibatch, autoreset_rows, monkeypatch):
+@pytest.mark.parametrize("n_epochs, envs_per_minibatch, autoreset_rows, env_id", [
+    (1, N, False, "CartPole-v1"), (3, N, False, "CartPole-v1"), (2, 1, False, "CartPole-v1"),
+    (2, N, True, "CartPole-v1"), (2, 1, True, "CartPole-v1"), (3, N, False, "Pendulum-v1"), (2, 1, True, "Pendulum-v1")])
+def test_recurrent_ppo_update_matches_sb3_contrib(n_epochs, envs_per_minibatch, autoreset_rows, env_id, monkeypatch):
     """Epochs of minibatches of whole env sequences, from the same weights on the same rollout: every
     gradient (the last minibatch's), every parameter afterwards and the mean losses match sb3-contrib's.
     ``autoreset_rows``: canter's rollout has a NEXT_STEP row (not a transition) before an episode start in
     each env, one row longer than SB3's, which has none (its autoreset is same-step): masked out of the
     loss and the advantage normalisation, and forgotten at the start after it, it changes nothing."""
-    algo, model, pairs = _pair(n_epochs, envs_per_minibatch, T + autoreset_rows)
+    algo, model, pairs = _pair(n_epochs, envs_per_minibatch, T + autoreset_rows, env_id)
     batch = _rollout(algo, model)
     if autoreset_rows:
         batch = _with_autoreset_rows(batch)
