@@ -7,7 +7,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from canter.agents.agent import Agent
@@ -24,7 +23,7 @@ from canter.envs import make_vec_env, spaces_match
 from canter.envs.make import eval_env_kwargs, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
 from canter.envs.turns import bind_opponents, opponent_ids
-from canter.errors import CanterError, CanterWarning, build_user_class, keywords_checked, unknown
+from canter.errors import CanterError, CanterWarning, bool_argument, build_user_class, keywords_checked, unknown
 from canter.init_from import init_agent
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
@@ -470,9 +469,7 @@ def load(path: str | Path, weights_only: bool = True, device: str | None = None)
     (``cpu``, ``cuda``, ``cuda:N``, ``auto``) is where the agent goes; by default the device it was trained on
     when this machine has it, else ``cpu`` (a checkpoint trained on a GPU loads on a CPU-only machine).
     """
-    if not isinstance(weights_only, (bool, np.bool_)):  # 'no' would be truthy: the whole state restored
-        raise CanterError(f"weights_only must be True or False, got {weights_only!r}")
-    weights_only = bool(weights_only)
+    weights_only = bool_argument("weights_only", weights_only)  # 'no' would be truthy: the whole state restored
     base = find_checkpoint(path)
     state, meta = load_checkpoint(base)
     cfg = meta.get("config")

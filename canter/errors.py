@@ -323,3 +323,16 @@ def warn_misspelled_methods(obj: Any, names: Iterable[str], base: type = object,
         if near:
             warnings.warn(CanterWarning(f"{type(obj).__name__}.{attr} is no hook, so it is never called; did you "
                                         f"mean '{near[0]}'?"), stacklevel=5)
+
+
+def bool_argument(name: str, value: Any) -> bool:
+    """``value`` of the Python API's boolean argument ``name`` (``deterministic``, ``render``, ``weights_only``) as a
+    bool, NumPy's bools taken; anything else is a one-line :class:`CanterError` (``'no'`` or ``0.5`` would be read as
+    true, ``None`` as false)."""
+    if value is True or value is False:
+        return value
+    import numpy as np
+
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise CanterError(f"{name} must be True or False, got {value!r}")

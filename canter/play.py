@@ -15,7 +15,7 @@ from canter.envs import check_env_id, make_env, make_vec_env
 from canter.envs.make import run_vectorization
 from canter.envs.multiagent import is_multiagent
 from canter.envs.turns import is_turn_based
-from canter.errors import CanterError, require
+from canter.errors import CanterError, bool_argument, require
 
 
 def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
@@ -209,8 +209,7 @@ def play(agent: Any, env_id: str | None = None, episodes: int = 1, render: bool 
 
     check_episodes_and_seed(episodes, seed)
     episodes, seed = int(episodes), int(seed)  # NumPy's integers too (gymnasium's seeding takes int only)
-    if not isinstance(render, bool):  # 'no' would be truthy: a window opened
-        raise CanterError(f"render must be True or False, got {render!r}")
+    render = bool_argument("render", render)  # 'no' would be truthy: a window opened
     if video_dir is not None and (not isinstance(video_dir, (str, os.PathLike)) or not str(video_dir).strip()):
         raise CanterError(f"video_dir must be a directory path (leave it out, None, to play without recording), "
                           f"got {video_dir!r}")

@@ -58,6 +58,29 @@ def test_predict_takes_numpy_bools_for_deterministic():
     assert agent.predict(obs, deterministic=np.True_) == agent.predict(obs, deterministic=True)
 
 
+@pytest.mark.parametrize("value", ["no", 0.5, None])
+@pytest.mark.parametrize("method", ["predict", "predict_with_state"])
+def test_a_recurrent_agents_deterministic_must_be_a_bool(method, value):
+    """RecurrentAgent.predict took deterministic='no' or 0.5 (truthy) as True and None as False (it sampled), as
+    Agent.predict did before 30e760c; predict_with_state handed the value to the model as it was."""
+    agent = untrained_agent("recurrent_ppo", "CartPole-v1")
+    obs = np.zeros(4, dtype=np.float32)
+    with pytest.raises(CanterError, match=f"^deterministic must be True or False, got {value!r}$"):
+        getattr(agent, method)(obs, deterministic=value)
+    getattr(agent, method)(obs, deterministic=np.False_)  # NumPy's bools, as Agent.predict takes them
+
+
+def test_play_takes_numpy_bools_for_render_as_evaluate_and_load_take_theirs():
+    """play(render=np.False_) was refused ('render must be True or False'), where evaluate's deterministic and
+    load's weights_only take NumPy's bools; one helper checks all of them now."""
+    from canter.play import play
+
+    agent = untrained_agent("ppo", "CartPole-v1", env_kwargs={"max_episode_steps": 5})
+    assert len(play(agent, episodes=1, render=np.False_)) == 1
+    with pytest.raises(CanterError, match="^render must be True or False, got 'no'$"):
+        play(agent, episodes=1, render="no")
+
+
 def test_a_type_error_inside_a_checked_function_is_left_alone():
     from canter.errors import keywords_checked
 

@@ -11,7 +11,7 @@ import torch
 from canter.algorithms.base import ActOutput, Algorithm, overridden_outside_canter
 from canter.data.batch import ReplayBatch, to_device
 from canter.envs.masks import mask_width
-from canter.errors import CanterError, keywords_checked
+from canter.errors import CanterError, bool_argument, keywords_checked
 from canter.registry import register
 from canter.utils import RunningMeanStd, set_torch_threads
 
@@ -270,9 +270,7 @@ class Agent:
         takes it (a Discrete action is a NumPy integer), or for a batch ``[B, *shape]`` (an array of
         ``B`` actions). ``deterministic=False`` samples instead (:meth:`explore`), as
         Stable-Baselines3's keyword does; unlike SB3's, the actions alone are returned."""
-        if deterministic is not True and deterministic is not False and not isinstance(deterministic, np.bool_):
-            raise CanterError(f"deterministic must be True or False, got {deterministic!r}")  # 'no' was truthy
-        if not deterministic:
+        if not bool_argument("deterministic", deterministic):  # 'no' was truthy: deterministic
             return self.explore(obs)
         x, single = self.as_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(x))

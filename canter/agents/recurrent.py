@@ -8,7 +8,7 @@ import torch
 
 from canter.agents.agent import Agent
 from canter.algorithms.base import ActOutput
-from canter.errors import CanterError, keywords_checked
+from canter.errors import CanterError, bool_argument, keywords_checked
 from canter.registry import lookup, register
 from canter.utils import set_torch_threads
 
@@ -53,7 +53,7 @@ class RecurrentAgent(Agent):
         :meth:`Agent.predict <canter.agents.Agent.predict>`; one observation is a batch of one env.
         For a batch, ``episode_start`` is one bool per row (a single bool applies to every row).
         ``deterministic=False``: :meth:`explore` (sampled actions, with the exploring memory)."""
-        if not deterministic:
+        if not bool_argument("deterministic", deterministic):  # 'no' was truthy, None falsy
             return self.explore(obs, episode_start=episode_start)
         return self._act_with_memory("predict", obs, episode_start, deterministic=True)
 
@@ -67,6 +67,7 @@ class RecurrentAgent(Agent):
         ``(h, c)`` pair (NumPy arrays or tensors ``[layers, batch, units]``) a previous call returned.
         ``episode_start`` zeroes those rows first. The agent's own memories stay as they are. Acting needs no
         values: a critic LSTM's half of the memory comes back as it went in."""
+        deterministic = bool_argument("deterministic", deterministic)
         obs, single = self.as_batch(obs)
         x = self._tensor(np.ascontiguousarray(self.normalize_obs(obs)))
         if state is None:

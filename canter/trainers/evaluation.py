@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from canter.envs.vector import VecEnv
-from canter.errors import keywords_checked
+from canter.errors import bool_argument, keywords_checked
 
 if TYPE_CHECKING:
     from canter.agents.agent import Agent
@@ -169,9 +169,7 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
         raise CanterError("evaluate takes an agent that canter.train or canter.load returned (it carries its run's "
                           "env); for another agent, call canter.trainers.evaluation.evaluate(agent, vec_env, episodes)")
     check_episodes_and_seed(episodes, seed)
-    if not isinstance(deterministic, (bool, np.bool_)):
-        raise CanterError(f"deterministic must be True or False, got {deterministic!r}")
-    episodes, seed, deterministic = int(episodes), int(seed), bool(deterministic)
+    episodes, seed, deterministic = int(episodes), int(seed), bool_argument("deterministic", deterministic)
     if env is not None and (not isinstance(env, str) or not env.strip()):
         raise CanterError(f"env must be an env id (leave it out for the run's own), got {env!r}")
     if env_kwargs is not None and not isinstance(env_kwargs, dict):
