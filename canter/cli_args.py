@@ -132,8 +132,9 @@ def _config_file_arg(argv: list[str]) -> str | None:
 def file_algo(config_file: str, command: str = "canter train") -> str:
     """The algorithm named by ``config_file``'s ``algo`` key, for ``canter train -f FILE`` (``command``) without an
     algorithm; a file without one is a one-line error saying how to name it."""
-    from canter.config_imports import config_algo
+    from canter.config_imports import check_config_path, config_algo
 
+    check_config_path(config_file)  # -f '' was "no algorithm given, and  has no 'algo' key", the path left blank
     algo = config_algo(config_file)
     if algo is None:
         raise CanterError(f"no algorithm given, and {config_file} has no 'algo' key: name it, {command} ALGO -f "

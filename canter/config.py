@@ -16,7 +16,7 @@ from typing import Any
 
 from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_dataset_argument,
                                   zoo_section)
-from canter.config_imports import config_imports, layered_imports, load_config_file
+from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_range, coerce, hp, sb3_net_arch, set_nested, split_train_freq,  # re-exported
                                   type_name)
@@ -283,8 +283,8 @@ def resolve_config(
     """
     from canter.registry import lookup, registered_name
 
-    if config_file is not None and not str(config_file).strip():
-        raise CanterError(f"-f/--config needs a config file path, got {str(config_file)!r}")
+    if config_file is not None:
+        check_config_path(config_file)
     file_data = load_config_file(config_file) if config_file else {}
     config_imports(layered_imports(file_data, run_overrides, sets))  # they register the names looked up below
     algo_cls = lookup("algorithm", algo)

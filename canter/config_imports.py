@@ -9,6 +9,13 @@ from canter.errors import CanterError
 from canter.yaml_io import load_yaml
 
 
+def check_config_path(config_file: str | Path) -> None:
+    """A one-line :class:`CanterError` for a blank ``-f/--config`` path (``-f ''``, which would otherwise be taken as
+    no config file, or named blank in an error about the file)."""
+    if not str(config_file).strip():
+        raise CanterError(f"-f/--config needs a config file path, got {str(config_file)!r}")
+
+
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """A run config file (``-f FILE``) as a mapping; a file of a run that is no config (a checkpoint's JSON, which
     YAML reads too, or ``summary.json``) is a one-line :class:`CanterError` naming the run's ``config.yaml``."""

@@ -188,6 +188,15 @@ def test_empty_config_file_path_is_refused_not_ignored(capsys, workdir):
     assert list(workdir.iterdir()) == []
 
 
+@pytest.mark.parametrize("command, path", [("train", ""), ("train", "  "), ("tune", "  ")])
+def test_an_empty_config_file_path_without_an_algorithm_says_so(capsys, workdir, command, path):
+    """With no algorithm, -f '' looked for the file's algo (fff7ebb, a2db5df) and said "no algorithm given, and  has
+    no 'algo' key: name it, canter train ALGO -f  (...)", the path blank in the sentence."""
+    code, _, err = run_cli(capsys, command, "--env", "CartPole-v1", "-f", path)
+    assert_one_line_error(code, err, "-f/--config needs a config file path, got '")
+    assert list(workdir.iterdir()) == []
+
+
 def test_a_second_config_file_is_refused_not_silently_replacing_the_first(capsys, workdir):
     """-f a.yaml --config b.yaml trained with b.yaml alone (a's seed: 5 was dropped without a word), while the
     imports of a.yaml, read before the arguments were parsed, were imported (an error from a file not used)."""
