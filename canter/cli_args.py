@@ -148,9 +148,15 @@ def file_algo(config_file: str, command: str = "canter train") -> str:
 def with_file_algo(argv: list[str], algo: str | None) -> tuple[list[str], str | None]:
     """``(argv, algo)`` of ``canter train``, where ``algo`` is the algorithm its arguments name: when they name none
     and give ``-f FILE``, FILE's algorithm (:func:`file_algo`) is put first in ``argv``."""
-    if algo is not None or _config_file_arg(argv) is None:
+    config_file = _config_file_arg(argv)
+    if algo is not None or config_file is None:
         return argv, algo
-    algo = file_algo(_config_file_arg(argv))
+    if ("-h" in argv or "--help" in argv) and str(config_file).strip():
+        from canter.config_imports import config_algo
+
+        if config_algo(config_file) is None:  # the help, without an algorithm's flags (not 'no algorithm given')
+            return argv, None
+    algo = file_algo(config_file)
     return [algo, *argv], algo
 
 

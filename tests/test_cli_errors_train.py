@@ -197,6 +197,18 @@ def test_an_empty_config_file_path_without_an_algorithm_says_so(capsys, workdir,
     assert list(workdir.iterdir()) == []
 
 
+def test_help_with_a_config_file_that_names_no_algorithm_is_the_help(capsys, tmp_path):
+    """canter train -f FILE --help, FILE without 'algo', printed the help until fff7ebb; then it was the error 'no
+    algorithm given, and FILE has no 'algo' key' (a file that names one still shows its algorithm's flags)."""
+    plain, named = tmp_path / "plain.yaml", tmp_path / "named.yaml"
+    plain.write_text("seed: 3\n")
+    named.write_text("algo: dqn\n")
+    code, out, err = run_cli(capsys, "train", "-f", str(plain), "--help")
+    assert (code, err) == (0, "") and out.startswith("usage: canter train")
+    code, out, _ = run_cli(capsys, "train", "-f", str(named), "--help")
+    assert code == 0 and "--exploration-fraction" in out
+
+
 def test_a_second_config_file_is_refused_not_silently_replacing_the_first(capsys, workdir):
     """-f a.yaml --config b.yaml trained with b.yaml alone (a's seed: 5 was dropped without a word), while the
     imports of a.yaml, read before the arguments were parsed, were imported (an error from a file not used)."""
