@@ -302,8 +302,8 @@ def cmd_eval(argv: list[str]) -> int:
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
     given = parse_env_kwargs(args.env_kwargs)
+    from canter import load  # noqa: F401 - first: torch imported as canter/__init__.py does it (NumPy on its own)
     from canter.api import find_checkpoint
-
     # the checkpoint, once: a run still training may save its first best while this one is evaluated
     checkpoint = find_checkpoint(args.run_dir)
     agent, env_id, _ = _load_for_env(str(checkpoint), args.env, given, args.device, True)  # evaluation: its eval env
