@@ -142,13 +142,19 @@ def test_c51_update_is_algorithm_1_of_the_paper_with_double_q_and_importance_wei
         assert torch.allclose(m.sum(-1), torch.ones(B), atol=1e-5)
         logp = torch.log_softmax(online.logits(batch.obs), -1)[torch.arange(B), batch.actions]
         per_sample = -(m * logp).sum(-1)
-        loss = (batch.weights * per_sample).mean()
-        expected = _reference_grads(loss, list(online.parameters()), algo.config.max_grad_norm)
-        seen = _canter_grads(algo.optimizer, algo.params)
-        info = algo.learn(batch)
-        assert abs(info["loss"] - loss.item()) <= 1e-5 * abs(loss.item())
-        _close(algo.last_priorities, per_sample.detach(), atol=1e-6)
-        _assert_grads(seen, expected)
+        _assert_learn_matches(algo, online, batch, per_sample)
+
+
+def _assert_learn_matches(algo, online, batch, per_sample: torch.Tensor) -> None:
+    """``algo.learn(batch)``'s loss, priorities and clipped gradients are the reference's: the importance-weighted
+    mean of ``per_sample`` (computed through ``online``, a copy of the algorithm's online network)."""
+    loss = (batch.weights * per_sample).mean()
+    expected = _reference_grads(loss, list(online.parameters()), algo.config.max_grad_norm)
+    seen = _canter_grads(algo.optimizer, algo.params)
+    info = algo.learn(batch)
+    assert abs(info["loss"] - loss.item()) <= 1e-5 * abs(loss.item())
+    _close(algo.last_priorities, per_sample.detach(), atol=1e-6)
+    _assert_grads(seen, expected)
 
 
 # -- IQN (Dabney et al. 2018b, eq. 3 and Algorithm 1) -----------------------------------------------
@@ -189,13 +195,7 @@ def test_iqn_update_is_the_papers_quantile_huber_loss_at_the_sampled_fractions()
             y = batch.rewards[:, None] + gamma_t[:, None] * z_next[torch.arange(B), best]
         current = online.quantiles(batch.obs, taus)[torch.arange(B), batch.actions]  # [B, N]
         per_sample = _quantile_huber_reference(current, y, taus)
-        loss = (batch.weights * per_sample).mean()
-        expected = _reference_grads(loss, list(online.parameters()), algo.config.max_grad_norm)
-        seen = _canter_grads(algo.optimizer, algo.params)
-        info = algo.learn(batch)
-        assert abs(info["loss"] - loss.item()) <= 1e-5 * abs(loss.item())
-        _close(algo.last_priorities, per_sample.detach(), atol=1e-6)
-        _assert_grads(seen, expected)
+        _assert_learn_matches(algo, online, batch, per_sample)
 
 
 # -- Rainbow as canter registers it: Double, dueling, 3-step, prioritized, QR-DQN head ----------------
