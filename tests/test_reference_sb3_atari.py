@@ -46,8 +46,10 @@ What is equal and what is not (each difference is asserted or bounded, none is s
   ``ClipRewardEnv``) around that reset (``_FireOneFrame``), with ``noop_max=0`` on both sides, FIRE in
   place of ``EpisodicLifeEnv.reset``'s NOOP after a lost life (``_EpisodicLifeFire``), and in
   evaluation ``_PressAfterLifeLoss`` replacing the next two actions after a lost life. ale-py resizes with OpenCV's ``INTER_AREA`` too: the frames are bitwise equal.
-* Sticky actions (``repeat_action_probability``, wrapper path only): ALE's own on both sides, drawn from the
-  ALE's generator that both seed the same way; the native env has a generator of its own.
+* Sticky actions (``repeat_action_probability``, wrapper path only): canter's ``StickyActions`` against SB3's
+  ``StickyActionEnv`` (``AtariWrapper(action_repeat_probability=...)``), both around the raw game and drawing
+  from its seeded ``np_random`` (ALE's own sticky actions cannot be saved for an exact resume); the native env
+  keeps ALE's, from a generator of its own.
 * The wrapper path keeps ``noop_max=30`` on both sides: gymnasium's wrapper and SB3's
   ``NoopResetEnv`` draw the count from the same seeded ``np_random`` of the ALE env (equal frame
   counters after every reset show it).
@@ -137,8 +139,8 @@ class _PressAfterLifeLoss(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-def _raw(game: str, max_frames: int, gray_first: bool, sticky: float = 0.0) -> gym.Env:
-    env = gym.make(game, frameskip=1, repeat_action_probability=sticky, max_num_frames_per_episode=max_frames)
+def _raw(game: str, max_frames: int, gray_first: bool) -> gym.Env:
+    env = gym.make(game, frameskip=1, repeat_action_probability=0.0, max_num_frames_per_episode=max_frames)
     env = Monitor(env)  # whole games and their raw score, as in SB3's make_atari_env
     return _GrayAsRGB(env) if gray_first else env
 
@@ -150,11 +152,12 @@ def _stacked(make) -> VecFrameStack:
 def _sb3_atari(game: str, training: bool, max_frames: int, gray_first: bool = True, sticky: float = 0.0,
                life_loss: bool = True) -> VecFrameStack:
     """SB3's AtariWrapper, configured as canter's wrapper path (evaluation: serving after a lost life);
-    ``sticky``: ALE's own sticky actions (``repeat_action_probability``), as canter's env_kwargs pass them;
+    ``sticky``: SB3's own sticky actions (``action_repeat_probability``: its ``StickyActionEnv`` around the raw game);
     ``life_loss`` false: ``terminal_on_life_loss=False`` in training and evaluation, no FIRE after a lost life."""
     def make() -> gym.Env:
-        env = AtariWrapper(_raw(game, max_frames, gray_first, sticky), noop_max=NOOP_MAX, frame_skip=SKIP, screen_size=SIZE,
-                           terminal_on_life_loss=training and life_loss, clip_reward=training)
+        env = AtariWrapper(_raw(game, max_frames, gray_first), noop_max=NOOP_MAX, frame_skip=SKIP, screen_size=SIZE,
+                           terminal_on_life_loss=training and life_loss, clip_reward=training,
+                           action_repeat_probability=sticky)
         if training or not life_loss or not _has_fire(env):
             return env
         return atari.FireAfterLifeLoss(env)  # serving after a lost life: tested on its own
@@ -336,9 +339,9 @@ def test_other_preprocessing_settings_match_sb3_with_the_same_settings(monkeypat
 
 @pytest.mark.parametrize("training", [True, False])
 def test_sticky_actions_match_sb3_on_the_wrapper_path(training):
-    """``repeat_action_probability: 0.25`` (Machado et al.'s protocol): ALE repeats the previous action on
-    each emulator frame with that probability, from its own seeded generator, under both libraries' frame
-    skip, no-op and FIRE resets alike; equal frames, rewards and flags over 300 Breakout steps."""
+    """``repeat_action_probability: 0.25`` (Machado et al.'s protocol): the previous action is repeated on
+    each emulator frame with that probability, drawn from the game's seeded ``np_random`` under both libraries'
+    frame skip, no-op and FIRE resets alike; equal frames, rewards and flags over 300 Breakout steps."""
     seen = _compare(BREAKOUT, "sync", training, seed=5, action_seed=1, n_steps=300, sticky=0.25)
     assert seen["life_losses" if training else "silent_life_losses"] >= 2
 

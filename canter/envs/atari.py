@@ -16,7 +16,8 @@ evaluation, on both paths. The other numbers are settings too, under SB3's names
 Sticky actions are off (``repeat_action_probability = 0``) and the base env skips no frames
 (``frameskip = 1``; the preprocessing's skip of 4 is the only one), which is what the ``NoFrameskip-v4``
 ids mean and what rl-zoo3's published Atari settings use; pass ``env_kwargs:
-{repeat_action_probability: 0.25}`` for Machado et al. (2018)'s protocol. Episodes are cut at
+{repeat_action_probability: 0.25}`` for Machado et al. (2018)'s protocol (the wrapper path draws them in Python,
+:class:`~canter.envs.atari_sticky.StickyActions`, so its games can be saved; the native env in ALE). Episodes are cut at
 108,000 frames (27,000 agent steps, 30 minutes of play). ``env_kwargs: {max_episode_steps: N}`` cuts each
 game after N agent steps (:func:`wrap_deepmind`).
 
@@ -51,6 +52,7 @@ import numpy as np
 
 from canter.ale import is_atari, looks_like_atari, register_ale, registered_spec, retired_id_hint  # noqa: F401  (re-exported)
 from canter.envs.atari_kwargs import SETTINGS, Preprocessing, canonical, preprocessing
+from canter.envs.atari_sticky import StickyActions
 from canter.envs.vector import GAME_RETURN
 from canter.envs.workers import vector_env
 from canter.errors import CanterError, bad_env_kwargs
@@ -392,11 +394,13 @@ def make_atari_env(env_id: str, training: bool = False, render_mode: str | None 
     kwargs = _base_kwargs(env_id, env_kwargs)
     limit = kwargs.pop("max_episode_steps", None)
     given = kwargs.pop("render_mode", None)  # env_kwargs' render_mode, as other envs take it; ``render_mode`` wins
+    sticky = kwargs.pop("repeat_action_probability")  # drawn in Python (StickyActions), so the game can be saved
     try:
-        env = gym.make(env_id, render_mode=given if render_mode is None else render_mode, **kwargs)
+        env = gym.make(env_id, render_mode=given if render_mode is None else render_mode,
+                       repeat_action_probability=0.0, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a bad value is ale-py's RuntimeError (mode: 99) or TypeError
         raise bad_env_kwargs(env_id, env_kwargs, exc) from None
-    return wrap_deepmind(env, training, limit, settings)
+    return wrap_deepmind(StickyActions(env, sticky) if sticky > 0 else env, training, limit, settings)
 
 
 class NativeSeedRange(gym.vector.VectorWrapper):

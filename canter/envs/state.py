@@ -14,7 +14,7 @@ world, MuJoCo's ``MjData``, the pipes of an ``AsyncVectorEnv``) are listed in
 ``problems``; the trainer then resets the env with a new seed on resume instead (a valid run,
 but not bitwise identical to an uninterrupted one). Exact: classic control (CartPole, Pendulum,
 MountainCar, Acrobot), toy text, and canter-registered pure-Python envs, with native or sync
-vectorisation, Atari games on the wrapper path (``sync``, no sticky actions: the emulator's state through ale-py's
+vectorisation, Atari games on the wrapper path (``sync``, sticky actions included: the emulator's state through ale-py's
 ``cloneState``; ale-py's native vector env cannot be saved), pure-Python PettingZoo parallel envs (:mod:`canter.envs.multiagent`) and turn-based
 games (:mod:`canter.envs.turns`: tic-tac-toe, connect four).
 """
@@ -100,8 +100,8 @@ def _data(value: Any) -> tuple[bool, Any]:
 def _is_ale(value: Any) -> bool:
     """ale-py's emulator interface (an Atari env's ``ale``), whose state :func:`_data` saves through its own
     ``cloneState``: the Atari wrapper path resumes exactly (it was the one thing ``capture_env`` could not copy).
-    Not with sticky actions: ALE repeats the previous action, which ``cloneState`` leaves out (a restored game's
-    next frame differed)."""
+    Not with ALE's own sticky actions: ALE repeats the previous action, which ``cloneState`` leaves out (a restored
+    game's next frame differed); canter's Atari envs draw them in Python instead (:mod:`canter.envs.atari_sticky`)."""
     ale_py = sys.modules.get("ale_py")
     return ale_py is not None and isinstance(value, ale_py.ALEInterface)
 
