@@ -70,10 +70,11 @@ def test_sticky_actions_repeat_about_the_asked_share_of_frames():
 
 
 @pytest.mark.slow
-def test_a_resumed_dqn_atari_run_is_the_uninterrupted_one(tmp_path):
+@pytest.mark.parametrize("env_kwargs", [[], ["--set", "env_kwargs={repeat_action_probability: 0.25}"]])
+def test_a_resumed_dqn_atari_run_is_the_uninterrupted_one(tmp_path, env_kwargs):
     from canter.cli import main
 
-    common = ["--env", "BreakoutNoFrameskip-v4", "--n-envs", "2", "--vectorization", "sync", "--set",
+    common = [*env_kwargs, "--env", "BreakoutNoFrameskip-v4", "--n-envs", "2", "--vectorization", "sync", "--set",
               "buffer_size=101", "--set", "learning_starts=50", "--set", "exploration_final_eps=0.5", "--set",
               "exploration_initial_eps=0.5", "--eval-episodes", "0", "--quiet"]
     assert main(["train", "dqn", *common, "--max-steps", "300", "--run-dir", str(tmp_path / "a")]) == 0
