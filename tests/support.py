@@ -181,15 +181,18 @@ FRAMES = (4, 84, 84)
 def filled_frame_replays(env_id: str, n: int, vectorization: str, capacity: int, steps: int,
                          env_kwargs: dict | None = None) -> tuple:
     """A frame-once ``FrameStackReplay`` and a plain ``ReplayBuffer`` filled with the same ``steps`` random-action
-    vector steps of an Atari env's training preprocessing (episodic life: many episode starts); returns
+    vector steps of an Atari env's training preprocessing (episodic life: many episode starts; RGB frames with
+    ``env_kwargs`` ``grayscale: false``); returns
     ``(lean, full, observation shape, episode ends seen)``."""
     from canter.data.framestack import FrameStackReplay
     from canter.data.replay import ReplayBuffer
     from canter.envs import make_vec_env
+    from canter.envs.atari_rgb import frame_channels
 
     env = make_vec_env(env_id, n, vectorization, training=True, env_kwargs=env_kwargs)
     shape = env.single_observation_space.shape
-    lean = FrameStackReplay(capacity, shape, (), np.uint8, np.int64, n_envs=n, seed=0)
+    lean = FrameStackReplay(capacity, shape, (), np.uint8, np.int64, n_envs=n, seed=0,
+                            frame_channels=frame_channels(env_id, env_kwargs))  # RGB (grayscale: false): 3
     full = ReplayBuffer(capacity, shape, (), np.uint8, np.int64, n_envs=n, seed=0)
     obs, rng, ends = env.reset(seed=0), np.random.default_rng(0), 0
     for _ in range(steps):

@@ -9,17 +9,17 @@ pytest.importorskip("ale_py")
 
 
 @pytest.mark.parametrize("vectorization", ["auto", "native", "sync", "async"])
-@pytest.mark.parametrize("key,value", [("grayscale_obs", False), ("grayscale", False), ("scale_obs", True),
-                                       ("maxpool", False)])
+@pytest.mark.parametrize("key,value", [("grayscale_newaxis", True), ("scale_obs", True), ("maxpool", False)])
 def test_a_fixed_part_of_the_preprocessing_says_so(vectorization, key, value):
     # gymnasium's TypeError was hinted from ale-py's native env's signature: noop_max got "did you mean
     # 'noop_max'?", frame_stack "'stack_num'"; --vectorization native said to use auto, which refused it too.
-    # noop_max, frame_skip, screen_size, frame_stack and clip_reward are settings now (tests/test_atari_settings.py)
+    # noop_max, frame_skip, screen_size, frame_stack and clip_reward are settings now (tests/test_atari_settings.py),
+    # and so is grayscale (tests/test_atari_rgb.py)
     with pytest.raises(CanterError) as err:
         make_vec_env("ALE/Pong-v5", 2, vectorization, training=True, env_kwargs={key: value})
     message = str(err.value)
-    assert f"'{key}' is not a setting: frames are always grayscale" in message, message
-    assert "RGB frames are not supported" in message and "noop_max, frame_skip, screen_size" in message
+    assert f"'{key}' is not a setting: frames are always uint8" in message, message
+    assert "grayscale: false for RGB" in message and "noop_max, frame_skip, screen_size" in message
     assert "did you mean" not in message and "use --vectorization" not in message and "\n" not in message
 
 
@@ -55,7 +55,8 @@ def test_the_cli_refuses_sound_obs_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("key,taken", [("episodic_life", "terminal_on_life_loss"), ("stack_num", "frame_stack"),
-                                       ("img_height", "screen_size"), ("reward_clipping", "clip_reward")])
+                                       ("img_height", "screen_size"), ("reward_clipping", "clip_reward"),
+                                       ("grayscale_obs", "grayscale"), ("gray_scale", "grayscale")])
 def test_other_wrappers_names_of_settings_taken_name_canter_s_key(key, taken):
     with pytest.raises(CanterError, match=f"env_kwargs '{key}' is {taken} here"):
         make_vec_env("ALE/Pong-v5", 1, "sync", env_kwargs={key: 0.25})

@@ -88,9 +88,14 @@ def test_ape_x_stores_atari_frames_once_like_the_single_process_trainer() -> Non
                             action_space=gym.spaces.Discrete(6))
     config = SimpleNamespace(gamma=0.99, n_step=3, buffer_size=200, her_goals=0, prioritized=False)
     trainer = SimpleNamespace(config=config, pool=SimpleNamespace(count=2, envs_per_explorer=2), agent=agent,
-                              run=SimpleNamespace(seed=0, env="ALE/Pong-v5"), goals=None)
+                              run=SimpleNamespace(seed=0, env="ALE/Pong-v5", env_kwargs={}), goals=None)
     lean = ApeXTrainer.make_buffer(trainer)
-    assert all(isinstance(s, FrameStackReplay) for s in lean.shards)
+    assert all(isinstance(s, FrameStackReplay) and s.frame_channels == 1 for s in lean.shards)
+    rgb = SimpleNamespace(**{**vars(trainer), "run": SimpleNamespace(seed=0, env="ALE/Pong-v5",
+                                                                     env_kwargs={"grayscale": False}),
+                             "agent": SimpleNamespace(observation_space=gym.spaces.Box(0, 255, (12, 84, 84), np.uint8),
+                                                      action_space=agent.action_space)})
+    assert all(s.frame_channels == 3 and s.obs.shape[2:] == (3, 84, 84) for s in ApeXTrainer.make_buffer(rgb).shards)
     trainer.run.env = "CartPole-v1"
     full = ApeXTrainer.make_buffer(trainer)  # the same arrays as whole stacks
     assert not any(isinstance(s, FrameStackReplay) for s in full.shards)

@@ -269,10 +269,12 @@ def _whole_transitions(saved: dict[str, Any], obs_space: gym.Space, act_space: g
     from canter.envs.atari import is_atari
 
     discrete = isinstance(act_space, gym.spaces.Discrete)
-    buffer = (FrameStackReplay if is_atari(env_id) else ReplayBuffer)(
+    frames = {"frame_channels": int(saved.get("frame_channels", 1))} if is_atari(env_id) else {}  # RGB: 3
+    buffer = (FrameStackReplay if frames else ReplayBuffer)(
         int(saved["capacity"]), obs_space.shape, () if discrete else (int(np.prod(act_space.shape)),),
         obs_dtype=obs_space.dtype, n_envs=int(saved["n_envs"]),  # integer actions as make_replay_buffer stores them
-        act_dtype=np.int64 if isinstance(act_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) else np.float32)
+        act_dtype=np.int64 if isinstance(act_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) else np.float32,
+        **frames)
     buffer.load_state_dict(saved)
     held = buffer.chronological_indices()
     idx = _whole_episodes(held, buffer)

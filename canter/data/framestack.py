@@ -33,15 +33,27 @@ from canter.errors import CanterError
 class FrameStackMixin:
     """Frame-once storage for :class:`ReplayBuffer` subclasses (see the module docstring).
 
-    Observations are ``[S, *frame_shape]`` stacks, newest frame last.
+    Observations are ``[S, *frame_shape]`` stacks, newest frame last; with ``frame_channels`` C > 1 (RGB Atari
+    frames, :mod:`canter.envs.atari_rgb`) they are ``[S * C, *rest]``, each frame's C channels together, and a
+    row stores one ``[C, *rest]`` frame.
     """
 
     ARRAYS = ReplayBuffer.ARRAYS + ("hist", "pad_zero")
 
+    def __init__(self, *args: Any, frame_channels: int = 1, **kwargs: Any) -> None:
+        if isinstance(frame_channels, bool) or not isinstance(frame_channels, int) or frame_channels < 1:
+            raise ValueError(f"frame_channels must be a whole number >= 1, got {frame_channels!r}")
+        self.frame_channels = frame_channels
+        super().__init__(*args, **kwargs)
+
     def _obs_storage(self, shape: tuple[int, int], obs_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        if len(obs_shape) < 2:  # a stack of 1 (env_kwargs frame_stack: 1) stores its frames as they are
-            raise CanterError(f"a frame-stack replay buffer needs [stack, ...] observations, got shape {obs_shape}")
-        self.stack, self.frame_shape = int(obs_shape[0]), tuple(obs_shape[1:])
+        c = self.frame_channels
+        # a stack of 1 (env_kwargs frame_stack: 1) stores its frames as they are
+        if len(obs_shape) < 2 or obs_shape[0] % c:
+            raise CanterError(f"a frame-stack replay buffer needs [stack{' x ' + str(c) if c > 1 else ''}, ...] "
+                              f"observations, got shape {obs_shape}")
+        self.stack, self.frame_shape = int(obs_shape[0]) // c, ((c,) if c > 1 else ()) + tuple(obs_shape[1:])
+        self.obs_shape = tuple(obs_shape)
         if shape[0] - 1 < self.stack:  # a stack would reach back onto its own row; or none would survive a wrap
             n = shape[1]
             raise CanterError(
@@ -63,20 +75,21 @@ class FrameStackMixin:
         return np.array_equal(self.head_stack, obs)
 
     def _write_obs(self, row: int, obs: np.ndarray) -> None:
-        obs = np.asarray(obs)
+        stacks = np.asarray(obs)
         n, S = self.n_envs, self.stack
-        self.obs[row] = obs[:, -1]
+        frames = stacks.reshape((n, S) + self.frame_shape)  # RGB: [n, S * 3, H, W] -> [n, S, 3, H, W]
+        self.obs[row] = frames[:, -1]
         hist = np.zeros(n, dtype=np.uint8)
         going = np.ones(n, dtype=bool)
         for k in range(1, S):
             if not self.full and row - k < 0:  # no earlier row in the stream yet
                 break
             prev = self.obs[(row - k) % self.length]
-            going &= (obs[:, -1 - k] == prev).reshape(n, -1).all(1)
+            going &= (frames[:, -1 - k] == prev).reshape(n, -1).all(1)
             hist += going
         pad_zero = np.zeros(n, dtype=bool)
         for e in np.flatnonzero(hist < S - 1):
-            pad, oldest = obs[e, : S - 1 - hist[e]], obs[e, S - 1 - hist[e]]
+            pad, oldest = frames[e, : S - 1 - hist[e]], frames[e, S - 1 - hist[e]]
             if not pad.any():
                 pad_zero[e] = True
             elif not (pad == oldest).all():
@@ -85,7 +98,7 @@ class FrameStackMixin:
                     "padding); use a plain replay buffer for this env"
                 )
         self.hist[row], self.pad_zero[row] = hist, pad_zero
-        self.head_stack[:] = obs
+        self.head_stack[:] = stacks
 
     def _gather_obs(self, idx: np.ndarray) -> np.ndarray:
         row, env = np.divmod(idx, self.n_envs)
@@ -95,7 +108,7 @@ class FrameStackMixin:
         zero = (self._lags[None, :] > hist[:, None]) & self._pad_zero[idx][:, None]
         if zero.any():
             out[zero] = 0
-        return out
+        return out.reshape((len(idx),) + self.obs_shape)  # RGB: each frame's channels back in the stack's
 
     def _advance(self) -> None:
         super()._advance()
@@ -117,10 +130,15 @@ class FrameStackMixin:
         """The buffer's state plus the head-of-stack frames."""
         state = super().state_dict()
         state["head_stack"] = self.head_stack.copy()
+        state["frame_channels"] = self.frame_channels
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved."""
+        saved = int(state.get("frame_channels", 1))  # buffers saved before RGB frames: 1
+        if saved != self.frame_channels:
+            raise CanterError(f"replay buffer frame_channels mismatch: saved {saved} channels a frame, this buffer "
+                              f"{self.frame_channels}")
         super().load_state_dict(state)
         self.head_stack[:] = np.asarray(state["head_stack"])
 

@@ -29,7 +29,7 @@ from canter.config import RunConfig
 from canter.data.batch import TrajectoryBatch
 from canter.data.sharded import ShardedReplay
 from canter.distributed.explorer import explorer_weights, nbytes, rollout_array
-from canter.envs.atari import is_atari
+from canter.envs.atari_rgb import frame_channels
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError
 from canter.trainers.base import Trainer
@@ -365,7 +365,7 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         """One buffer per explorer, each with that explorer's envs and its share of the capacity."""
         c, k = self.config, self.pool.count
         per = self.pool.envs_per_explorer
-        frame_stack = is_atari(self.run.env)  # Atari: each frame stored once, as in a single-process run
+        frame_stack = frame_channels(self.run.env, self.run.env_kwargs)  # Atari: each frame stored once, as alone
         shards = [make_replay_buffer(self.agent, c, max(per, c.buffer_size // k), per, self.run.seed + 7919 * i,
                                      frame_stack=frame_stack, goals=self.goals) for i in range(k)]
         return ShardedReplay(shards, seed=self.run.seed)

@@ -11,7 +11,9 @@ play whole games and report the raw game score; so do the training envs' episode
 episodes whole games and presses FIRE only at a game's reset, never after a lost life, in training and
 evaluation, on both paths. The other numbers are settings too, under SB3's names, on both paths
 (:class:`canter.envs.atari_kwargs.Preprocessing`): ``noop_max``, ``frame_skip``, ``screen_size`` (an int or
-``[height, width]``), ``frame_stack`` (or ``n_stack``) and ``clip_reward`` (training rewards).
+``[height, width]``), ``frame_stack`` (or ``n_stack``) and ``clip_reward`` (training rewards); ``grayscale: false``
+keeps the RGB screen (``uint8 [3 * frame_stack, 84, 84]``, each frame's 3 channels together;
+:mod:`canter.envs.atari_rgb`).
 
 Sticky actions are off (``repeat_action_probability = 0``) and the base env skips no frames
 (``frameskip = 1``; the preprocessing's skip of 4 is the only one), which is what the ``NoFrameskip-v4``
@@ -52,6 +54,7 @@ import numpy as np
 
 from canter.ale import is_atari, looks_like_atari, register_ale, registered_spec, retired_id_hint  # noqa: F401  (re-exported)
 from canter.envs.atari_kwargs import SETTINGS, Preprocessing, canonical, preprocessing
+from canter.envs.atari_rgb import NativeStackedRGB, StackedRGB
 from canter.envs.atari_sticky import StickyActions
 from canter.envs.vector import GAME_RETURN
 from canter.envs.workers import vector_env
@@ -106,7 +109,7 @@ def _base_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> dict[str, An
         raise CanterError(f"env '{env_id}': full_action_space must be true or false, got {kwargs['full_action_space']!r}")
     if kwargs.get("obs_type", "rgb") not in ("rgb", "grayscale"):  # the preprocessing reads the screen itself
         raise CanterError(f"env '{env_id}': obs_type {kwargs['obs_type']!r} is not supported; the Atari preprocessing "
-                          f"gives 84x84 grayscale screen frames whatever obs_type is")
+                          f"gives screen frames whatever obs_type is (grayscale: false for RGB ones)")
     return kwargs
 
 
@@ -368,7 +371,7 @@ def wrap_deepmind(env: gym.Env, training: bool, max_episode_steps: int | None = 
     life_loss = settings.life_loss
     env = AtariPreprocessing(  # gymnasium's screen_size is (width, height)
         env, noop_max=settings.noop_max, frame_skip=settings.frame_skip, screen_size=(settings.width, settings.height),
-        terminal_on_life_loss=False, grayscale_obs=True, scale_obs=False,
+        terminal_on_life_loss=False, grayscale_obs=settings.grayscale, scale_obs=False,
     )
     if max_episode_steps is not None and max_episode_steps != -1:  # agent steps of a whole game, lives included
         env = TimeLimit(env, max_episode_steps)
@@ -379,6 +382,8 @@ def wrap_deepmind(env: gym.Env, training: bool, max_episode_steps: int | None = 
     if training and settings.clip_reward:
         env = TransformReward(env, _sign)
     env = FrameStackObservation(env, settings.frame_stack)
+    if not settings.grayscale:  # [S, H, W, 3] -> [3 * S, H, W]
+        env = StackedRGB(env)
     # ale-py's metadata says 30 fps for any frameskip; one step here is frame_skip emulator frames
     env.metadata = {**env.metadata, "render_fps": step_fps(settings.frame_skip)}
     return env
@@ -440,7 +445,8 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
     env = AtariVectorEnv(
         gym.spec(env_id).kwargs["game"], n_envs, num_threads=min(n_envs, available_cpus()),
         img_height=210 if screen else settings.height, img_width=160 if screen else settings.width,
-        grayscale=not screen, stack_num=1 if screen else settings.frame_stack, maxpool=not screen,
+        grayscale=settings.grayscale and not screen, stack_num=1 if screen else settings.frame_stack,
+        maxpool=not screen,
         frameskip=settings.frame_skip, noop_max=settings.noop_max,
         use_fire_reset=True, episodic_life=False, life_loss_info=training and life_loss, reward_clipping=False,
         autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
@@ -451,8 +457,8 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
     wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(seeded), settings.clip_reward) if training \
         else seeded
     if life_loss and len(actions) >= 3 and actions[1] == _ale_fire():
-        return NativeFireAfterLifeLoss(wrapped, training)
-    return wrapped
+        wrapped = NativeFireAfterLifeLoss(wrapped, training)
+    return wrapped if settings.grayscale or screen else NativeStackedRGB(wrapped)  # RGB: [n, 3 * S, H, W]
 
 
 def _ale_fire() -> Any:

@@ -3,8 +3,11 @@ and the preprocessing settings among them (:class:`Preprocessing`).
 
 The preprocessing's settings are Stable-Baselines3's ``AtariWrapper`` / ``VecFrameStack`` names: ``noop_max``,
 ``frame_skip``, ``screen_size`` (an int or ``[height, width]``), ``frame_stack`` (SB3's ``n_stack`` is taken for it),
-``clip_reward`` and ``terminal_on_life_loss``. They used to be fixed (a stack of 4 84x84 frames, ...) and refused
-with a one-line error; before that gymnasium's long TypeError named keys of ale-py's native env's signature.
+``clip_reward`` and ``terminal_on_life_loss``; and ``grayscale`` (ale-py's native env's name; SB3 has no such switch):
+false keeps the RGB screen, each frame 3 channels of the stack (``uint8 [3 * frame_stack, height, width]``, as SB3's
+``VecFrameStack`` + ``VecTransposeImage`` and EnvPool's ``gray_scale=False`` give). The numbers used to be
+fixed (a stack of 4 84x84 frames, ...) and refused with a one-line error (RGB frames too: "RGB frames are not
+supported"); before that gymnasium's long TypeError named keys of ale-py's native env's signature.
 A key that is not taken is one line naming what to do instead: ``sound_obs: true`` was a traceback from gymnasium's
 ``AtariPreprocessing`` and ``continuous: true`` an ``AssertionError`` from the first no-op at reset.
 """
@@ -17,7 +20,7 @@ from canter.errors import CanterError, closest
 
 #: canter's preprocessing settings (Stable-Baselines3's ``AtariWrapper`` names) and their defaults
 SETTINGS: dict[str, Any] = {"noop_max": 30, "frame_skip": 4, "screen_size": 84, "frame_stack": 4, "clip_reward": True,
-                            "terminal_on_life_loss": True}
+                            "terminal_on_life_loss": True, "grayscale": True}
 #: the keys taken: ale-py's ``AtariEnv`` arguments passed on, and canter's own
 TAKEN = ("mode", "difficulty", "repeat_action_probability", "full_action_space", "max_num_frames_per_episode",
          "obs_type", "render_mode", "frameskip", *SETTINGS, "max_episode_steps")
@@ -26,17 +29,19 @@ SAME = {"n_stack": "frame_stack", "action_repeat_probability": "repeat_action_pr
 #: other wrappers' names of settings canter takes under its own name (ale-py's native env's, gymnasium's, ...)
 ALIASES = {"sticky_actions": "repeat_action_probability", "episodic_life": "terminal_on_life_loss",
            "stack_num": "frame_stack", "num_stack": "frame_stack", "stack_size": "frame_stack",
-           "reward_clipping": "clip_reward", "img_height": "screen_size", "img_width": "screen_size"}
+           "reward_clipping": "clip_reward", "img_height": "screen_size", "img_width": "screen_size",
+           "grayscale_obs": "grayscale", "gray_scale": "grayscale"}
 #: settings of other Atari wrappers that canter's preprocessing fixes
-FIXED = ("grayscale_obs", "grayscale", "grayscale_newaxis", "scale_obs", "maxpool", "use_fire_reset")
+FIXED = ("grayscale_newaxis", "scale_obs", "maxpool", "use_fire_reset")
 #: ale-py's arguments that the preprocessing cannot take (value given: the one it can)
 REFUSED = {"continuous": (False, "continuous actions (the preprocessing presses the discrete no-op and FIRE)"),
            "continuous_action_threshold": (None, "it applies to continuous actions, which the preprocessing does "
                                                  "not take"),
            "sound_obs": (False, "sound observations (the preprocessing reads the screen)"),
            "game": (None, "the game is the env id's")}
-_FIXED = ("frames are always grayscale uint8 (divided by 255 in the network), each the max over the last two frames "
-          "of its frame skip, and FIRE is pressed at reset in games that have it; RGB frames are not supported")
+_FIXED = ("frames are always uint8 (divided by 255 in the network), [channels, height, width] (grayscale: false for "
+          "RGB), each the max over the last two frames of its frame skip, and FIRE is pressed at reset in games that "
+          "have it")
 #: the smallest screen side taken (a convolutional encoder's image, and not a channel count)
 MIN_SIDE = 8
 
@@ -52,6 +57,12 @@ class Preprocessing:
     frame_stack: int = 4
     clip_reward: bool = True
     life_loss: bool = True
+    grayscale: bool = True
+
+    @property
+    def channels(self) -> int:
+        """Channels of each stacked frame: 1 (grayscale) or 3 (RGB); the observation has ``frame_stack`` times this."""
+        return 1 if self.grayscale else 3
 
 
 def check_atari_kwargs(env_id: str, env_kwargs: dict[str, Any] | None) -> None:
@@ -116,4 +127,5 @@ def preprocessing(env_id: str, env_kwargs: dict[str, Any] | None) -> Preprocessi
     return Preprocessing(noop_max=_whole(env_id, kwargs, "noop_max", 0), frame_skip=_whole(env_id, kwargs, "frame_skip", 1),
                          height=height, width=width, frame_stack=_whole(env_id, kwargs, "frame_stack", 1),
                          clip_reward=_flag(env_id, kwargs, "clip_reward"),
-                         life_loss=_flag(env_id, kwargs, "terminal_on_life_loss"))
+                         life_loss=_flag(env_id, kwargs, "terminal_on_life_loss"),
+                         grayscale=_flag(env_id, kwargs, "grayscale"))

@@ -16,7 +16,7 @@ from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
 from canter.data.her import HerReplayBuffer, check_goal_env
 from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
-from canter.envs.atari import is_atari
+from canter.envs.atari_rgb import frame_channels
 from canter.envs.goals import GoalLayout
 from canter.envs.make import make_env
 from canter.envs.multiagent import is_multiagent
@@ -47,11 +47,12 @@ def random_actions(agent: Agent, n: int, rng: np.random.Generator,
 
 
 def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, seed: int,
-                       frame_stack: bool = False, goals: GoalLayout | None = None) -> ReplayBuffer:
+                       frame_stack: int = 0, goals: GoalLayout | None = None) -> ReplayBuffer:
     """The replay buffer ``config`` asks for (uniform or prioritized, 1- or n-step) for ``n_envs`` streams.
 
-    ``frame_stack``: observations are frame stacks (Atari); each frame is then stored once
-    (:mod:`canter.data.framestack`). ``goals``: the goal env's layout, for hindsight replay
+    ``frame_stack`` > 0: observations are frame stacks (Atari) of frames of that many channels (1 grayscale, 3 RGB:
+    :func:`canter.envs.atari_rgb.frame_channels`); each frame is then stored once (:mod:`canter.data.framestack`).
+    ``goals``: the goal env's layout, for hindsight replay
     (``her_goals`` > 0, :class:`~canter.data.her.HerReplayBuffer`).
     """
     obs_space, act_space = agent.observation_space, agent.action_space
@@ -69,9 +70,11 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
                                                strategy=config.her_strategy, **kwargs)
     elif getattr(config, "prioritized", False):
         cls = PrioritizedFrameStackReplay if frame_stack else PrioritizedReplayBuffer
-        buffer = cls(*args, alpha=config.per_alpha, beta0=config.per_beta0, eps=config.per_eps, **kwargs)
+        buffer = cls(*args, alpha=config.per_alpha, beta0=config.per_beta0, eps=config.per_eps, **kwargs,
+                     **({"frame_channels": int(frame_stack)} if frame_stack else {}))
     else:
-        buffer = (FrameStackReplay if frame_stack else ReplayBuffer)(*args, **kwargs)
+        buffer = (FrameStackReplay(*args, frame_channels=int(frame_stack), **kwargs) if frame_stack
+                  else ReplayBuffer(*args, **kwargs))
     if getattr(agent, "ret_rms", None) is not None:  # normalize_reward: each step's raw reward scaled and clipped when sampled
         buffer.reward_transform = agent.scaled
     return buffer
@@ -128,7 +131,7 @@ class OffPolicyTrainer(StepwiseTrainer):
     def make_buffer(self) -> ReplayBuffer:
         """Build the replay buffer the config asks for (uniform or prioritized, 1- or n-step)."""
         return make_replay_buffer(self.agent, self.config, self.config.buffer_size, self.env.num_envs, self.run.seed,
-                                  frame_stack=is_atari(self.run.env), goals=self.goals)
+                                  frame_stack=frame_channels(self.run.env, self.run.env_kwargs), goals=self.goals)
 
     def goal_layout(self) -> GoalLayout | None:
         """The goal env's layout when the run uses hindsight replay (``her_goals`` > 0), else None
