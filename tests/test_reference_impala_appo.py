@@ -106,7 +106,7 @@ def test_impala_gradient_matches_the_papers_vtrace_loss(normalize, continuous):
     assert ((logp - batch.behaviour_log_probs).exp() > 1.3).any() and ((logp - batch.behaviour_log_probs).exp() < 0.7).any()
     a = adv[m]
     if normalize:
-        a = (a - a.mean()) / a.std(unbiased=False)
+        a = (a - a.mean()) / (a.std() + 1e-8)  # PPO's and APPO's normalisation (it was the population std)
     loss = -(a * logp[m]).mean() + CLIPS["vf_coef"] * (vs[m] - values[m]).pow(2).mean() - CLIPS["ent_coef"] * ent[m].mean()
     loss.backward()
     stats = algo.learn(batch)

@@ -101,8 +101,8 @@ class IMPALA(ActorCriticAlgorithm):
         n = mask.sum().clamp(min=1.0)
         adv = vt.pg_advantages
         if c.normalize_advantage and n > 1:  # one valid row would normalise to 0 (PPO leaves one row as it is)
-            mean = (adv * mask).sum() / n
-            adv = (adv - mean) / (((adv - mean).pow(2) * mask).sum() / n).sqrt().clamp(min=1e-8)
+            real = adv[batch.valid]  # as PPO, APPO and A2C (Stable-Baselines3's): the sample std (n - 1), plus 1e-8
+            adv = (adv - real.mean()) / (real.std() + 1e-8)
         pg_loss = -(adv * logp * mask).sum() / n
         v_loss = ((vt.vs - values).pow(2) * mask).sum() / n
         entropy = (ent * mask).sum() / n
