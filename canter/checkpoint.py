@@ -266,7 +266,8 @@ def _read_unchanged(base: Path, read: Any) -> Any:
         try:
             return read(base)
         except CanterError:
-            if _files_now(base) == before:
+            now = _files_now(base)
+            if now == before or now == (None, None):  # unchanged, or deleted: nothing to read again
                 raise
     return read(base)
 
@@ -286,7 +287,11 @@ def load_checkpoint(path: str | Path, what: str = "checkpoint") -> tuple[dict[st
 def _load_checkpoint(base: Path, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
     meta, from_json = _choose_metadata(base, what)
     st_path = base.with_name(base.name + ".safetensors")
-    blob = _read_file(st_path)
+    try:
+        blob = _read_file(st_path)
+    except FileNotFoundError:  # deleted since its header was read: a running run's keep_checkpoints pruned it
+        raise CanterError(f"{what} {base} was deleted while it was read (a run keeping only its newest step-N "
+                          f"checkpoints, keep_checkpoints, removes the older ones){_closest_checkpoints(base)}") from None
     if from_json and "sha256" not in meta:  # every canter save writes it: without it nothing vouches for the tensors
         raise CanterError(f"{what} {base}.json has no sha256 of its tensors (edited by hand?); "
                           f"restore it or load another {what}")
