@@ -9,6 +9,7 @@ import yaml
 
 from canter.cli import main
 from canter.errors import CanterError
+from support import assert_one_line_error, run_cli, snapshot
 
 
 # -- tune --------------------------------------------------------------------------------------
@@ -456,3 +457,21 @@ def test_tune_a_trial_whose_agent_cannot_be_saved_keeps_its_result(tmp_path, cap
     save_if_best(trial, SimpleNamespace(agent=Unsaveable()), tmp_path, 1.0)  # raised RuntimeError
     assert "trial 3: its agent was not saved: RuntimeError: cannot copy this buffer" in capsys.readouterr().err
     assert not list((tmp_path / "agents").glob("trial-3.*"))
+
+
+@pytest.mark.parametrize("storage", ["default", "sqlite:///:memory:"])
+def test_tune_refuses_a_new_study_beside_an_earlier_studys_agents(tmp_path, capsys, monkeypatch, storage):
+    """With OUT/study.db deleted (or a new --storage / --study), a new study started in OUT beside the earlier one's
+    agents/trial-N: its trial-0 overwrote theirs, the others stayed mixed with its own. Now refused before any trial,
+    nothing written or removed."""
+    pytest.importorskip("optuna")
+    out = tmp_path / "t"
+    (out / "agents").mkdir(parents=True)
+    for name in ("trial-7.json", "trial-7.safetensors"):
+        (out / "agents" / name).write_text("an earlier study's")
+    before = snapshot(tmp_path)
+    monkeypatch.setattr("canter.tools.tune._optimize", lambda *a, **k: pytest.fail("a trial ran"))
+    flags = [] if storage == "default" else ["--storage", storage]
+    code, _, err = run_cli(capsys, "tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--quiet", *flags)
+    assert_one_line_error(code, err, "agents/trial-7", "has no trials", "choose another --out")
+    assert snapshot(tmp_path) == before

@@ -27,7 +27,7 @@ from canter.config import parse_set, resolve_config, resolved_dict
 from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
-from canter.tools.tune_agents import keep_best_agent, save_if_best, trial_rows
+from canter.tools.tune_agents import check_agents_belong, keep_best_agent, save_if_best, trial_rows
 from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interrupt, run_workers
 
 from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_study_space,  # noqa: F401
@@ -318,8 +318,13 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     try:
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
+            fresh = storage is None and not (out_dir / "study.db").exists()
+            if fresh:  # refused before study.db is written
+                check_agents_belong(out_dir, study_name, None, shown_url(url))
             # one storage for the study in this process: an in-memory SQLite database lives in it alone
             opened = _storage(url)
+            if not fresh:
+                check_agents_belong(out_dir, study_name, opened, shown_url(url))
             st = optuna.create_study(study_name=study_name, storage=opened, direction="maximize",
                                      load_if_exists=True)
         except BaseException:

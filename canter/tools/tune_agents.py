@@ -38,6 +38,28 @@ def save_if_best(trial: Any, trainer: Any, out_dir: Path, value: float) -> None:
                                                     f"{type(exc).__name__}: {exc}")
 
 
+def check_agents_belong(out_dir: Path, study_name: str, storage: Any, shown: str) -> None:
+    """Refuse (CanterError) an ``out_dir`` whose ``agents/`` holds trial agents while the study (``storage``: an
+    Optuna storage; None where it does not exist yet, shown as ``shown``) has no trials: they are an earlier study's
+    (its study.db deleted, another --storage or --study), whose trial-N this study's would be mixed with (and a best
+    trial whose agent was not saved would be shown one of theirs). Nothing is removed."""
+    from canter.errors import CanterError
+
+    agents = Path(out_dir) / "agents"
+    found = sorted(f.name for f in agents.iterdir() if _AGENT.match(f.name)) if agents.is_dir() else []
+    if not found:
+        return
+    if storage is not None:
+        import optuna
+
+        summaries = optuna.study.get_all_study_summaries(storage, include_best_trial=False)
+        if any(s.study_name == study_name and s.n_trials for s in summaries):
+            return
+    raise CanterError(f"--out '{out_dir}' holds {agents / found[0]} of an earlier study, but study '{study_name}' in "
+                      f"{shown} has no trials (was its study.db deleted?); choose another --out, or move {agents} "
+                      f"away to start the study there")
+
+
 def keep_best_agent(study: Any, out_dir: Path, best: int) -> Path | None:
     """Remove the saved agents of the study's finished trials other than ``best``; return ``best``'s, if saved
     (an earlier canter, or another machine on a shared storage, may have run it)."""
