@@ -90,3 +90,43 @@ class PenaltyPointEnv(PointGoalEnv):
 
 if "PenaltyPoint-v0" not in gym.registry:
     gym.register("PenaltyPoint-v0", entry_point=PenaltyPointEnv, disable_env_checker=True)
+
+
+class LineGoalEnv(gym.Env):
+    """Walk along a line of ``n`` cells (numbered from ``start``) to a random target cell: ``Discrete`` goals (a
+    ``MultiDiscrete([n])`` goal with ``multi``), actions 0 left and 1 right, reward -1 per step until the target
+    (0 there, the episode ends), at most ``2 n`` steps."""
+
+    def __init__(self, n: int = 5, start: int = 0, multi: bool = False, render_mode: str | None = None) -> None:
+        self.n, self.start, self.multi, self.render_mode = n, start, multi, render_mode
+        goal = gym.spaces.MultiDiscrete([n], start=[start]) if multi else gym.spaces.Discrete(n, start=start)
+        self.observation_space = gym.spaces.Dict({"observation": gym.spaces.Discrete(2 * n + 1), "achieved_goal": goal,
+                                                  "desired_goal": goal})
+        self.action_space = gym.spaces.Discrete(2)
+        self.pos = self.goal = self.t = 0
+
+    def _goal(self, cell: int) -> Any:
+        return np.array([cell + self.start]) if self.multi else cell + self.start
+
+    def _obs(self) -> dict[str, Any]:
+        return {"observation": self.t, "achieved_goal": self._goal(self.pos), "desired_goal": self._goal(self.goal)}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.pos, self.goal = (int(c) for c in self.np_random.choice(self.n, 2, replace=False))
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.pos = min(max(self.pos + (1 if int(action) else -1), 0), self.n - 1)
+        self.t += 1
+        reward = float(self.compute_reward(self._goal(self.pos), self._goal(self.goal), {}))
+        return self._obs(), reward, reward == 0.0, self.t >= 2 * self.n, {"is_success": reward == 0.0}
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        differ = np.asarray(achieved_goal) != np.asarray(desired_goal)
+        return -(differ.any(-1) if self.multi else differ).astype(np.float32)
+
+
+if "LineGoal-v0" not in gym.registry:
+    gym.register("LineGoal-v0", entry_point=LineGoalEnv, disable_env_checker=True)

@@ -451,3 +451,36 @@ def test_a_plain_buffers_file_is_refused_by_a_hindsight_buffer_before_anything_i
         buf.load(path)  # was KeyError: 'ep_start', after the plain arrays had replaced the buffer's
     assert all(np.array_equal(kept[k], getattr(buf, k)) for k in buf.ARRAYS)
     assert len(buf) == held == 9 and len(buf.sample(8).obs) == 8  # still the buffer it was
+
+
+@pytest.mark.parametrize("multi", [False, True], ids=["Discrete", "MultiDiscrete"])
+def test_discrete_goals_are_relabelled_one_hot_and_rewarded_as_the_envs_integers(multi):
+    """Discrete and MultiDiscrete goals were refused ('needs Box (or MultiBinary) goals of one shape') though they
+    flatten one-hot like the rest of the observation. Their columns are read back as the env's integers (``start``
+    included) for compute_reward, and a relabelled goal is written one-hot."""
+    from goal_env import LineGoalEnv
+
+    env = pack_observations(LineGoalEnv(n=5, start=2, multi=multi))
+    layout = GoalLayout(env, "test")
+    buf = HerReplayBuffer(1000, env.observation_space.shape, (), np.float32, np.int64, seed=0, layout=layout,
+                          her_goals=4)
+    obs, _ = env.reset(seed=0)
+    rng, ended = np.random.default_rng(0), False
+    for _ in range(300):
+        if ended:
+            nxt, _ = env.reset()
+            reward, terminated, truncated, valid = 0.0, False, False, False
+        else:
+            nxt, reward, terminated, truncated, _ = env.step(rng.integers(2))
+            valid = True
+        buf.add(obs[None], np.zeros(1, np.int64), np.array([reward]), nxt[None], np.array([terminated]),
+                np.array([valid]), np.array([truncated]))
+        obs, ended = nxt, terminated or truncated
+    batch = buf.sample(512)
+    unpacked = [gym.spaces.unflatten(env.unwrapped.observation_space, row) for row in batch.next_obs.numpy()]
+    desired = np.array([u["desired_goal"] for u in unpacked])
+    assert np.array_equal(layout.goals(batch.next_obs.numpy(), "desired_goal"), desired.astype(np.int64))
+    assert ((desired >= 2) & (desired < 7)).all()  # one-hot rows that unflatten to goals of the space
+    reached = np.array([u["achieved_goal"] for u in unpacked])
+    want = -(reached != desired).reshape(len(desired), -1).any(1).astype(np.float32)
+    assert np.array_equal(batch.rewards.numpy(), want) and (want == 0).mean() > 0.2  # relabelled ones reach theirs

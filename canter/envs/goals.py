@@ -57,13 +57,17 @@ class GoalLayout:
             start += width
         achieved, desired = space["achieved_goal"], space["desired_goal"]
         vector_goals = all(isinstance(g, (gym.spaces.Box, gym.spaces.MultiBinary)) for g in (achieved, desired))
-        if not vector_goals or achieved.shape != desired.shape:  # both flatten to one column per goal entry
-            raise CanterError(f"her_goals needs Box (or MultiBinary) goals of one shape; '{env_id}' has achieved_goal "
-                              f"{achieved} and desired_goal {desired}")
+        #: Discrete / MultiDiscrete goals (one space for both): each entry's size and first value, flattened
+        #: one-hot entry by entry (gymnasium's flatten, as the observation encoder takes them); None for vectors
+        self.categories: tuple[np.ndarray, np.ndarray] | None = _categories(desired) if achieved == desired else None
+        if not (vector_goals and achieved.shape == desired.shape) and self.categories is None:
+            raise CanterError(f"her_goals needs Box (or MultiBinary) goals of one shape, or Discrete (or MultiDiscrete) "
+                              f"goals of one space; '{env_id}' has achieved_goal {achieved} and desired_goal {desired}")
         self.goal_shape, self.goal_dtype = tuple(desired.shape), desired.dtype
         #: a goal inside the desired-goal space (0 where its bounds allow it), for trying the env's functions once
         low, high = (np.broadcast_to(getattr(desired, k, v), desired.shape) for k, v in (("low", 0), ("high", 1)))
-        self.goal_example = np.clip(np.zeros(self.goal_shape), low, high).astype(self.goal_dtype)
+        first = self.categories[1].reshape(self.goal_shape) if self.categories is not None else 0
+        self.goal_example = (first + np.clip(np.zeros(self.goal_shape), low, high)).astype(self.goal_dtype)
         self.compute_reward: Callable[..., Any] = _env_method(env, "compute_reward", env_id)
         try:
             self.compute_terminated: Callable[..., Any] | None = env.get_wrapper_attr("compute_terminated")
@@ -74,12 +78,33 @@ class GoalLayout:
         self.info_keys: tuple[str, ...] = ()
 
     def goals(self, obs: np.ndarray, key: str) -> np.ndarray:
-        """The ``key`` goals of flat observations ``obs`` ``[B, dim]``, in the env's shape ``[B, *goal_shape]``."""
-        return obs[:, self.columns[key]].reshape((len(obs),) + self.goal_shape).astype(self.goal_dtype, copy=False)
+        """The ``key`` goals of flat observations ``obs`` ``[B, dim]``, in the env's shape ``[B, *goal_shape]``
+        (Discrete / MultiDiscrete goals as the env's integers, read from their one-hot columns)."""
+        cols = obs[:, self.columns[key]]
+        if self.categories is not None:
+            sizes, first = self.categories
+            cols = np.stack([part.argmax(1) for part in np.split(cols, np.cumsum(sizes)[:-1], axis=1)], 1) + first
+        return cols.reshape((len(obs),) + self.goal_shape).astype(self.goal_dtype, copy=False)
 
     def set_desired(self, obs: np.ndarray, goals: np.ndarray) -> None:
-        """Write ``goals`` ``[B, *goal_shape]`` into the desired-goal columns of ``obs`` (in place)."""
-        obs[:, self.columns["desired_goal"]] = goals.reshape(len(goals), -1)
+        """Write ``goals`` ``[B, *goal_shape]`` into the desired-goal columns of ``obs`` (in place; Discrete /
+        MultiDiscrete goals one-hot, entry by entry)."""
+        goals = goals.reshape(len(goals), -1)
+        if self.categories is not None:
+            sizes, first = self.categories
+            hot = np.zeros((len(goals), int(sizes.sum())), obs.dtype)
+            hot[np.arange(len(goals))[:, None], np.cumsum(sizes) - sizes + (goals - first)] = 1
+            goals = hot
+        obs[:, self.columns["desired_goal"]] = goals
+
+
+def _categories(space: gym.Space) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(sizes, first values)`` of the entries of a Discrete or MultiDiscrete ``space``, flattened; else None."""
+    if isinstance(space, gym.spaces.Discrete):
+        return np.array([space.n], np.int64), np.array([space.start], np.int64)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return space.nvec.astype(np.int64).ravel(), space.start.astype(np.int64).ravel()
+    return None
 
 
 def _packed_space(env: gym.Env) -> gym.Space | None:
