@@ -12,6 +12,7 @@ import torch
 from canter.agents.agent import Agent
 from canter.agents.recurrent import check_agent_fits
 from canter.algorithms.base import threads_for, widest_layer
+from canter.algorithms.seeding import seeded_by_caller
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
     checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint)
@@ -83,10 +84,11 @@ def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, ac
     torch.set_num_threads(threads)
     seed_everything(run.seed)
     algo_cls = lookup("algorithm", run.algo)
-    algorithm = build_user_class(
-        "algorithm", algo_cls, "an Algorithm subclass's __init__ takes (observation_space, action_space, config) and "
-        "the keyword arguments model, seed and device", observation_space, action_space, algo_cfg, model=run.model,
-        seed=run.seed, device=run.device)
+    with seeded_by_caller():  # weights from the streams seeded above, left where the initialisation took them
+        algorithm = build_user_class(
+            "algorithm", algo_cls, "an Algorithm subclass's __init__ takes (observation_space, action_space, config) "
+            "and the keyword arguments model, seed and device", observation_space, action_space, algo_cfg,
+            model=run.model, seed=run.seed, device=run.device)
     set_conv_precision(algorithm.modules().values(), run.conv_precision)
     agent_name = run.agent or getattr(algo_cls, "agent_class", None)  # recurrent_ppo: its RecurrentAgent
     agent_cls = lookup("agent", agent_name) if agent_name else Agent

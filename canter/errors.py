@@ -239,6 +239,18 @@ def raised_in(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}{where}"
 
 
+def _the_call_failed(exc: BaseException) -> bool:
+    """True when ``exc`` was raised by the call in the frame that caught it, not inside the callee: no frame
+    follows but those of canter's seeded construction of algorithms (:mod:`canter.algorithms.seeding`)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    tb = tb.tb_next
+    while tb is not None and tb.tb_frame.f_globals.get("__name__") == "canter.algorithms.seeding":
+        tb = tb.tb_next
+    return tb is None
+
+
 def user_class_error(kind: str, cls: type, exc: Exception, arguments: str) -> CanterError | None:
     """The one-line error for ``exc``, which building a user's ``kind`` class ``cls`` raised (a ``module:Class``
     or a registered class outside canter): ``cannot build KIND module:Class: ...``, the user's file and line
@@ -247,8 +259,8 @@ def user_class_error(kind: str, cls: type, exc: Exception, arguments: str) -> Ca
     if isinstance(exc, CanterError) or cls.__module__.split(".")[0] == "canter":
         return None
     what = f"cannot build {kind} {cls.__module__}:{cls.__qualname__}"
-    if (isinstance(exc, TypeError) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None
-            and "argument" in str(exc)):  # the call itself failed on its arguments (not: an abstract class)
+    if isinstance(exc, TypeError) and _the_call_failed(exc) and "argument" in str(exc):
+        # the call itself failed on its arguments (not: an abstract class)
         return CanterError(f"{what}: {exc} ({arguments}: pass them on with **kwargs)")
     if isinstance(exc, TypeError) and "abstract" in str(exc):
         return CanterError(f"{what}: {exc}")

@@ -84,9 +84,8 @@ def _vtrace(batch: TrajectoryBatch, log_rho: torch.Tensor, values: torch.Tensor,
 def _algo(cls, continuous: bool = False, **kw):
     cfg = build(cls.Config, dict(net_arch=[8], **CLIPS, **kw))
     actions = gym.spaces.Box(-1, 1, (2,), np.float32) if continuous else gym.spaces.Discrete(ACTIONS)
-    with torch.random.fork_rng():  # initial weights from torch's global stream (the trainer seeds it): seeded here
-        torch.manual_seed(0)  # so the clips this test needs to bite do not depend on the tests run before it
-        return cls(gym.spaces.Box(-5, 5, (OBS,), np.float32), actions, cfg, seed=0)
+    # seed=0 seeds the initial weights too, so the clips this test needs to bite do not depend on the tests run before
+    return cls(gym.spaces.Box(-5, 5, (OBS,), np.float32), actions, cfg, seed=0)
 
 
 def _assert_same_grads(algo, ref) -> None:

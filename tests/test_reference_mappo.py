@@ -26,12 +26,10 @@ B, W, ACTIONS = 48, 5, 3
 @pytest.mark.parametrize("manual", [True, False])
 def test_mappo_epochs_match_the_papers_loss_with_value_norm_and_clipping(manual):
     clip, clip_vf, lr, epochs, ent_coef, vf_coef = 0.2, 0.05, 0.03, 3, 0.02, 0.7
-    with torch.random.fork_rng():  # initial weights seeded (torch's global stream): the clips bite in any test order
-        torch.manual_seed(0)
-        algo = MAPPO(gym.spaces.Box(-3, 3, (2, W)), gym.spaces.Discrete(ACTIONS),
-                     MAPPOConfig(net_arch=[16], lr=lr, n_epochs=epochs, batch_size=B, clip_range=clip,
-                                 clip_range_vf=clip_vf, ent_coef=ent_coef, vf_coef=vf_coef, max_grad_norm=1e6,
-                                 manual_backward=manual), seed=0)
+    algo = MAPPO(gym.spaces.Box(-3, 3, (2, W)), gym.spaces.Discrete(ACTIONS),  # seeded weights: the clips bite
+                 MAPPOConfig(net_arch=[16], lr=lr, n_epochs=epochs, batch_size=B, clip_range=clip,
+                             clip_range_vf=clip_vf, ent_coef=ent_coef, vf_coef=vf_coef, max_grad_norm=1e6,
+                             manual_backward=manual), seed=0)
     assert algo.config.normalize_value and algo.uses_manual_backward == manual
     ref = copy.deepcopy(algo.model)
     opt = torch.optim.Adam(ref.parameters(), lr=lr, eps=algo.config.adam_eps)

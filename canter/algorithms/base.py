@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from canter.algorithms.seeding import SeededBuild, seed_init
 from canter.errors import CanterError
 from canter.optim import clip_grad_norm_, make_adam  # noqa: F401  (re-exported for algorithms)
 from canter.registry import lookup, registered_name
@@ -184,8 +185,12 @@ def _overridden_outside_canter(cls: type, name: str) -> bool:
     return False
 
 
-class Algorithm(ABC):
-    """Base class: subclasses set the class attributes and implement ``act`` and ``learn``."""
+class Algorithm(ABC, metaclass=SeededBuild):
+    """Base class: subclasses set the class attributes and implement ``act`` and ``learn``.
+
+    ``seed`` seeds the algorithm's generator and its initial weights (:mod:`canter.algorithms.seeding`: the
+    caller's global random states are given back); None: the weights come from torch's global stream as it is,
+    and the generator is seeded with 0."""
 
     #: registered name, e.g. ``"ppo"``
     name: ClassVar[str] = ""
@@ -229,15 +234,16 @@ class Algorithm(ABC):
 
     def __init__(
         self, observation_space: gym.Space, action_space: gym.Space, config: Any,
-        model: str | None = None, seed: int = 0, device: str = "cpu",
+        model: str | None = None, seed: int | None = None, device: str = "cpu",
     ) -> None:
         self.check_spaces(observation_space, action_space)
+        seed_init(seed)
         self.observation_space, self.action_space = observation_space, action_space
         self.config = config
         self.device = torch.device(device)
         if self.device.type == "cuda" and self.device.index is None:  # 'cuda': the current one, named exactly
             self.device = torch.device("cuda", torch.cuda.current_device())
-        self.generator = torch.Generator().manual_seed(seed)
+        self.generator = torch.Generator().manual_seed(0 if seed is None else seed)
         #: the model class :meth:`make_model` builds (None: the config names none and the class has no
         #: ``default_model``, as an algorithm that builds its own networks)
         self.model_cls = lookup("model", model or self.default_model) if model or self.default_model else None
