@@ -320,6 +320,9 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
                     if video is not None:
                         video.write_frame(np.asarray(frame, dtype=np.uint8))
                     step = env.step(agent.predict(obs))
+                    valid = getattr(step, "valid", None)  # (a multi-policy env's steps have none)
+                    if valid is not None and hasattr(agent, "begin_episodes"):  # an agent that joins or rejoins
+                        agent.begin_episodes(~np.asarray(valid, dtype=bool))  # starts a trajectory with empty memory
                     finished.extend(env.finished_returns.tolist())
                     frame = _frame(copy, mode, env_id)
                     obs = step.obs

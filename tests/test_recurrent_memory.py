@@ -154,6 +154,32 @@ def test_an_evaluation_leaves_the_callers_predict_memory_empty():
     trainer.close()
 
 
+def test_play_starts_an_agent_that_rejoins_a_multiagent_episode_with_empty_memory():
+    """A multi-agent episode whose agents leave and rejoin (respawn) or join late: evaluations zero an agent's
+    memory when it starts a trajectory (its row's ``valid`` False), but ``play`` (``canter play``, the videos of
+    ``--record-every``) zeroed it only at the episode's start, so a rejoining agent acted from the memory of its
+    last stay and play's returns differed from an evaluation's on the same seed (3 of seeds 0-7; found by the
+    recurrent bug hunt). Untrained weights, scaled up so the memory sways the actions."""
+    from canter.envs import make_vec_env
+    from canter.play import play
+    from canter.trainers.evaluation import evaluate
+
+    env_id, kwargs = "pettingzoo:tests.late_agents", {"respawn": True, "join_at": 2}
+    trainer = canter.make_trainer("recurrent_ppo", env_id, seed=0, max_steps=64, n_steps=16, lstm_hidden=8,
+                                  env_kwargs=kwargs, quiet=True)
+    agent = trainer.agent
+    with torch.no_grad():
+        for p in agent.algorithm.model.parameters():
+            p.mul_(3.0)
+    for seed in (0, 4, 7):
+        env = make_vec_env(env_id, 1, "sync", kwargs)
+        evaluated = evaluate(agent, env, 1, seed=seed)
+        env.close()
+        assert len(evaluated.returns) > 2  # an agent rejoined
+        assert play(agent, env_id, 1, seed=seed, env_kwargs=kwargs) == [pytest.approx(np.mean(evaluated.returns))]
+    trainer.close()
+
+
 def test_acting_without_values_skips_the_critic_with_the_same_actions():
     """predict and explore store no values, yet ran the critic's LSTM and head every step (with critic_lstm,
     half of acting's LSTM work). They now skip them: the same policy outputs, actions and actor memory as
