@@ -154,6 +154,29 @@ def test_an_evaluation_leaves_the_callers_predict_memory_empty():
     trainer.close()
 
 
+def test_a_sampled_evaluation_leaves_the_callers_exploring_memory_empty():
+    """``canter.evaluate(agent, deterministic=False)`` samples with the agent's exploring memory (``explore``), and left
+    it at its last episode's end (found by the recurrent bug hunt): the caller's next ``agent.explore(obs)`` or
+    ``agent.predict(obs, deterministic=False)`` went on from it, where a deterministic evaluation leaves ``predict``'s
+    memory empty (and SB3's ``predict`` with ``state=None`` starts from zeros)."""
+    from canter.envs import make_vec_env
+    from canter.trainers.evaluation import evaluate
+
+    trainer = canter.make_trainer("recurrent_ppo", ENV, seed=0, max_steps=64, **HP)
+    agent = trainer.agent
+    env = make_vec_env(ENV, 2, "sync")
+    evaluate(agent, env, 3, seed=1, deterministic=False)
+    env.close()
+    for kind in ("explore", "predict"):
+        state = agent.memory[kind]
+        assert state is None or all(float(t.abs().max()) == 0.0 for t in state), kind
+    obs = np.eye(3, dtype=np.float32)[:2]
+    first = agent.algorithm.model.policy_step(torch.from_numpy(obs), agent.algorithm.model.initial_state(2))[1]
+    agent.explore(obs)  # from empty memory: the memory after it is a first step's
+    torch.testing.assert_close(agent.memory["explore"][0], first[0], rtol=0, atol=0)
+    trainer.close()
+
+
 def test_play_starts_an_agent_that_rejoins_a_multiagent_episode_with_empty_memory():
     """A multi-agent episode whose agents leave and rejoin (respawn) or join late: evaluations zero an agent's
     memory when it starts a trajectory (its row's ``valid`` False), but ``play`` (``canter play``, the videos of

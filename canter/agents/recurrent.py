@@ -31,9 +31,11 @@ class RecurrentAgent(Agent):
             state = self.memory[kind] = self.algorithm.model.initial_state(batch)
         return state
 
-    def begin_episodes(self, starts: np.ndarray | list[bool], training: bool = False) -> None:
-        """Zero the memory of the envs where ``starts`` (bool ``[B]``: an array, list or tuple) is true."""
-        self._zero_memory("sample" if training else "predict", starts)
+    def begin_episodes(self, starts: np.ndarray | list[bool], training: bool = False, exploring: bool = False) -> None:
+        """Zero the memory of the envs where ``starts`` (bool ``[B]``: an array, list or tuple) is true: the
+        evaluation memory of :meth:`predict`, or ``training`` the one of :meth:`sample`, or ``exploring`` the one
+        of :meth:`explore`."""
+        self._zero_memory("sample" if training else "explore" if exploring else "predict", starts)
 
     def _zero_memory(self, kind: str, starts: np.ndarray | list[bool]) -> None:
         """Zero memory ``kind``'s rows where ``starts``; a batch of another size empties it."""

@@ -128,6 +128,8 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
         obs = step.obs
     if begin is not None:  # the caller's next predict starts from empty memory, not the last episode's
         begin(np.ones(n, dtype=bool))
+        if not deterministic and getattr(agent, "explore", None) is not None:  # and so does its next explore
+            begin(np.ones(n, dtype=bool), exploring=True)
     arr = np.asarray(returns, dtype=np.float64)
     return EvalResult(float(arr.mean()), float(arr.std()), returns, lengths, successes,
                       n_episodes=int(per_copy.sum()) if n != copies else None)
