@@ -76,6 +76,12 @@ def test_predict_with_state_keeps_the_memory_with_the_caller():
     np.testing.assert_array_equal(fresh[0], zeroed[0])
     with pytest.raises(CanterError, match=r"state must be the \(h, c\) pair a previous call returned for 2 obs"):
         agent.predict_with_state(a_obs[:2], a_state)
+    # sb3-contrib's call on predict: the error names predict_with_state (it said only "it takes obs, episode_start,
+    # deterministic", or "takes from 2 to 3 positional arguments")
+    for call in (lambda: agent.predict(a_obs[0], state=a_state, episode_start=True),
+                 lambda: agent.predict(a_obs[0], a_state, True)):
+        with pytest.raises(CanterError, match=r"is agent.predict_with_state\(obs, state, episode_start\)"):
+            call()
 
 
 def test_explore_carries_a_memory_of_its_own():

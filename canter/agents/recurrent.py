@@ -13,6 +13,11 @@ from canter.registry import lookup, register
 from canter.utils import set_torch_threads
 
 
+#: the hint for sb3-contrib's ``predict(obs, state, episode_start)`` given to :meth:`RecurrentAgent.predict`
+_WITH_STATE = ("sb3-contrib's predict(obs, state, episode_start), with the memory kept by the caller, is "
+               "agent.predict_with_state(obs, state, episode_start), which returns (actions, state)")
+
+
 @register("agent", "recurrent_agent")
 class RecurrentAgent(Agent):
     """An :class:`~canter.agents.Agent` for recurrent algorithms (``act_recurrent``): ``sample``
@@ -47,7 +52,7 @@ class RecurrentAgent(Agent):
             return
         self.memory[kind] = _zeroed(state, starts)
 
-    @keywords_checked("agent.predict")
+    @keywords_checked("agent.predict", {"state": _WITH_STATE}, positional=_WITH_STATE)
     def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None,  # type: ignore[override]
                 *, deterministic: bool = True) -> np.ndarray:
         """Deterministic actions, advancing the evaluation memory (``episode_start``: zero those rows
