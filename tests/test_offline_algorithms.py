@@ -217,3 +217,43 @@ def test_an_offline_run_started_from_a_saved_agent_keeps_its_observation_statist
         pass
     run.close()
     np.testing.assert_array_equal(run.agent.obs_rms.var, source.obs_rms.var)
+
+
+@pytest.mark.parametrize("algo, env_id", [("cql", "CartPole-v1"), ("td3bc", "Pendulum-v1")])
+def test_offline_targets_bootstrap_through_truncations_not_terminations(tmp_path, algo, env_id):
+    """Five hand-made transitions through the offline trainer's minibatch (dataset -> sample -> normalised batch):
+    the targets are ``r + gamma * (1 - terminated) * next value``, so a truncated row (3) and the cut-off last row (4)
+    bootstrap from their next observations, a terminated one (1) does not (checked by the offline bug hunt)."""
+    import gymnasium as gym
+
+    from canter.data.dataset import TransitionDataset
+
+    env = gym.make(env_id)
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-0.5, 0.5, (5, *env.observation_space.shape)).astype(np.float32)
+    actions = np.array([0, 1, 1, 0, 1]) if algo == "cql" else np.linspace(-2, 2, 5, dtype=np.float32).reshape(5, 1)
+    rewards = np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32)
+    terminated, truncated = np.array([0, 1, 0, 0, 0], bool), np.array([0, 0, 0, 1, 0], bool)
+    TransitionDataset(obs=obs, actions=actions, rewards=rewards, next_obs=obs + 0.1, terminated=terminated,
+                      truncated=truncated, env_id=env_id, observation_space=env.observation_space,
+                      action_space=env.action_space).save(tmp_path / "five")
+    extra = {"target_policy_noise": 0.0} if algo == "td3bc" else {"normalize_obs": True}
+    trainer = canter.make_trainer(algo, dataset=str(tmp_path / "five"), max_steps=1, gradient_steps=1, net_arch=[8],
+                                  eval_every=0, eval_episodes=1, gamma=0.9, batch_size=5, **extra)
+    trainer.setup()
+    drawn = trainer.sample(5)
+    idx = drawn.indices.numpy()
+    batch = trainer.agent.prepare_replay_batch(drawn)
+    algo_ = trainer.agent.algorithm
+    with torch.no_grad():
+        if algo == "cql":
+            next_value = algo_.q_target.value(batch.next_obs).max(1).values
+            got = algo_.td_target(batch)
+        else:
+            next_value = algo_.critic_target(batch.next_obs, algo_.actor_target(batch.next_obs)).min(0).values
+            got = algo_.critic(batch.obs, batch.actions) - algo_.critic_loss(batch)[1]  # Q - (Q - target)
+    not_done = torch.from_numpy(1.0 - terminated[idx].astype(np.float32))
+    want = torch.from_numpy(rewards[idx]) + 0.9 * not_done * next_value
+    torch.testing.assert_close(got, want.expand_as(got), rtol=1e-5, atol=1e-5)  # td3bc: each critic's
+    assert {1, 3} <= set(idx.tolist())  # the terminated and the truncated row were drawn
+    trainer.close()
