@@ -370,3 +370,20 @@ def test_a_dataset_records_its_source_run_by_its_absolute_path(tmp_path, monkeyp
     policy, replay = TransitionDataset.load(tmp_path / "policy").info, TransitionDataset.load(tmp_path / "replay").info
     assert Path(policy["checkpoint"]).is_absolute() and Path(policy["checkpoint"]).parent == tmp_path / "bc" / "checkpoints"
     assert replay["run"] == str(tmp_path / "dqn")
+
+
+def test_a_dataset_file_holding_no_transition_or_bad_values_is_named_in_the_error(tmp_path, capsys):
+    """A dataset file emptied or edited (written by another tool, by hand) was refused in one line that did not say
+    which file: 'a dataset needs at least one transition' (found by the offline bug hunt). The line names it now."""
+    from canter.checkpoint import load_checkpoint, save_checkpoint
+
+    state, meta = load_checkpoint(collect("CartPole-v1", 20, None, seed=0).save(tmp_path / "data"))
+    kept = {k: v for k, v in meta.items() if k in ("kind", "env", "observation_space", "action_space", "info")}
+    save_checkpoint(tmp_path / "empty", {k: v[:0] for k, v in state.items()}, kept)
+    save_checkpoint(tmp_path / "third", {**state, "actions": state["actions"] * 0 + 2}, kept)
+    for name, needle in (("empty", "a dataset needs at least one transition"), ("third", "dataset action 2 (row 0")):
+        before = snapshot(tmp_path)
+        code, _, err = run_cli(capsys, "train", "bc", "--dataset", str(tmp_path / name), "--max-steps", "4", "--quiet",
+                               "--run-dir", str(tmp_path / "run"))
+        assert_one_line_error(code, err, needle, f"(dataset {tmp_path / name})")
+        assert snapshot(tmp_path) == before

@@ -193,9 +193,12 @@ class TransitionDataset:
             arrays = {name: np.asarray(state[name]) for name in ARRAYS}
         except (KeyError, TypeError, ValueError, AttributeError, CanterError) as exc:  # CanterError: a bad space
             raise CanterError(f"dataset {base} is corrupt: {exc if isinstance(exc, CanterError) else repr(exc)}") from None
-        return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
-                   info=dict(meta.get("info") or {}), env_kwargs=dict(meta.get("env_kwargs") or {}),
-                   dataset_id=meta.get("checkpoint_id"), user_modules=list(meta.get("user_modules") or []))
+        try:
+            return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
+                       info=dict(meta.get("info") or {}), env_kwargs=dict(meta.get("env_kwargs") or {}),
+                       dataset_id=meta.get("checkpoint_id"), user_modules=list(meta.get("user_modules") or []))
+        except CanterError as exc:  # what the file holds (no transition, NaN, a Discrete action outside the space)
+            raise CanterError(f"{exc} (dataset {base})") from None
 
 
 def from_replay(run_dir: str | Path) -> TransitionDataset:
