@@ -387,3 +387,23 @@ def test_a_dataset_file_holding_no_transition_or_bad_values_is_named_in_the_erro
                                "--run-dir", str(tmp_path / "run"))
         assert_one_line_error(code, err, needle, f"(dataset {tmp_path / name})")
         assert snapshot(tmp_path) == before
+
+
+def test_a_minari_dataset_holding_bad_values_is_named_in_the_error(tmp_path, monkeypatch):
+    """The same for a Minari dataset: a NaN reward was refused without naming the dataset."""
+    pytest.importorskip("minari")
+    import gymnasium as gym
+    import minari
+    import numpy as np
+    from minari.data_collector import EpisodeBuffer
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    env = gym.make("CartPole-v1")
+    rewards = np.ones(3)
+    rewards[1] = np.nan
+    minari.create_dataset_from_buffers("cartpole/nan-v0", [EpisodeBuffer(
+        id=0, observations=np.zeros((4, 4), np.float32), actions=np.array([0, 1, 0]), rewards=rewards,
+        terminations=np.array([False, False, True]), truncations=np.zeros(3, bool), infos={})], env=env.spec,
+        data_format="arrow", algorithm_name="test")
+    with pytest.raises(CanterError, match=r"rewards hold non-finite .*\(Minari dataset 'cartpole/nan-v0'\)$"):
+        TransitionDataset.load("minari:cartpole/nan-v0")

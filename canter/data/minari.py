@@ -161,9 +161,11 @@ def from_minari(dataset_id: str) -> Any:
     info = {"source": MINARI_PREFIX + dataset_id, "algorithm": data.storage.metadata.get("algorithm_name"), "episodes": len(returns),
             "mean_return": float(np.mean(returns))}
     spec = _minari_spec(data)
-    return TransitionDataset(**arrays, env_id=str(spec.id), env_kwargs=_spec_kwargs(spec),
-                             observation_space=obs_space, action_space=act_space,
-                             info=info)
+    try:
+        return TransitionDataset(**arrays, env_id=str(spec.id), env_kwargs=_spec_kwargs(spec),
+                                 observation_space=obs_space, action_space=act_space, info=info)
+    except CanterError as exc:  # values the dataset refuses (NaN, a Discrete action outside the space): say where
+        raise CanterError(f"{exc} (Minari dataset '{dataset_id}')") from None
 
 
 def _tree(fn: Any, *trees: Any) -> Any:
