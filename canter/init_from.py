@@ -39,11 +39,12 @@ def init_agent(built: Any, path: str) -> None:
         if theirs != (getattr(agent, "obs_rms", None) is not None):
             raise CanterError(f"init_from '{path}': its run {'normalised' if theirs else 'did not normalise'} "
                               f"observations, and its networks expect them so: set normalize_obs={str(theirs).lower()}")
-        act = (config.get("hparams") or {}).get("activation")
-        ours = getattr(getattr(agent.algorithm, "config", None), "activation", act)
-        if act != ours:  # the same shapes: loaded without a word, into networks that compute something else
-            raise CanterError(f"init_from '{path}': its networks use activation {act}, this run's {ours}: set "
-                              f"activation={act}")
+        for policy, act, ours in _activations(config, agent):
+            if act != ours:  # the same shapes: loaded without a word, into networks that compute something else
+                whose, key = ("its networks use", "") if policy is None else (f"its policy '{policy}' uses",
+                                                                               f"policy_hparams.{policy}.")
+                raise CanterError(f"init_from '{path}': {whose} activation {act}, this run's {ours}: set "
+                                  f"{key}activation={act}")
         saved = tuple(checkpoint_space(meta, w, base) for w in ("observation_space", "action_space"))
         mismatch = spaces_mismatch(saved, (agent.observation_space, agent.action_space), "was trained on",
                                    f"{run.env}")
@@ -60,6 +61,22 @@ def init_agent(built: Any, path: str) -> None:
     except BaseException:
         built.close()
         raise
+
+
+def _activations(config: dict[str, Any], agent: Any) -> list[tuple[str | None, Any, Any]]:
+    """``(policy, the source's activation, this run's)`` for the agent (policy None), or for each policy of a
+    multi-policy agent: the source run's ``policy_hparams`` entry of that policy, else its ``hparams``."""
+    act = (config.get("hparams") or {}).get("activation")
+    policies = getattr(agent, "agents", None)
+    if not isinstance(policies, dict):
+        return [(None, act, getattr(getattr(agent.algorithm, "config", None), "activation", act))]
+    own = config.get("policy_hparams") or {}
+    found = []
+    for policy, member in policies.items():
+        saved = own.get(policy) if isinstance(own.get(policy), dict) else {}
+        theirs = saved.get("activation", act)
+        found.append((policy, theirs, getattr(member.algorithm.config, "activation", theirs)))
+    return found
 
 
 #: words in the names of hyperparameters that shape networks: those differing are named alone

@@ -6,6 +6,7 @@ import shutil
 
 import numpy as np
 import pytest
+import torch
 from support import assert_one_line_error, run_cli
 
 import canter
@@ -69,3 +70,22 @@ def test_the_cli_refuses_a_missing_source_before_writing_anything(capsys, tmp_pa
                            "--run-dir", str(tmp_path / "run"), "--quiet")
     assert_one_line_error(code, err, "init_from: no such run directory or checkpoint")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_multi_policy_run_starts_from_one_whose_policies_have_their_own_activations(tmp_path):
+    """Each policy's activation is checked against that policy's in the source: a policy_hparams activation of the
+    first policy was compared with the run's hparams (refused: 'activation tanh, this run's relu')."""
+    pytest.importorskip("pettingzoo")
+    from support import MIXED
+
+    common = dict(env=MIXED, policies="type", policy_hparams={"listener": {"activation": "relu"}}, n_envs=2,
+                  n_steps=16, max_steps=96, eval_episodes=0)
+    source = canter.train("ppo", run_dir=tmp_path / "source", **common)
+    trainer = canter.make_trainer("ppo", init_from=str(tmp_path / "source"), **common)
+    for p, policy in source.agents.items():
+        for a, b in zip(policy.algorithm.modules().values(), trainer.agent.agents[p].algorithm.modules().values()):
+            assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))
+    trainer.close()
+    with pytest.raises(CanterError, match="policy 'listener' uses activation relu, this run's tanh: set "
+                                          "policy_hparams.listener.activation=relu"):
+        canter.train("ppo", init_from=str(tmp_path / "source"), **{**common, "policy_hparams": {}})
