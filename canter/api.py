@@ -51,7 +51,7 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     """
     if run.policies in ("type", "agent"):
         from canter.agents.multi import MultiPolicyAgent
-        from canter.multiagent_config import policy_config
+        from canter.multiagent_config import policy_config, policy_run
 
         policies = list(observation_space.spaces)
         for name in run.policy_hparams:
@@ -59,10 +59,9 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
                 kind = "agent" if run.policies == "agent" else "agent type"  # not names 'canter list' shows
                 raise unknown("policy in policy_hparams", name, policies,
                               see=f"the policies are the env's {kind}s: {', '.join(policies[:3])}, ...")
-        single = dataclasses.replace(run, policies="shared", policy_hparams={})
         group = MultiPolicyAgent({
-            p: _make_single_agent(dataclasses.replace(single, seed=run.seed + i), policy_config(run, algo_cfg, p),
-                                  space, action_space[p])
+            p: _make_single_agent(policy_run(run, p, run.seed + i), policy_config(run, algo_cfg, p), space,
+                                  action_space[p])
             for i, (p, space) in enumerate(observation_space.spaces.items())})
         _check_conv_precision(run, group.algorithm.modules().values())
         return group
@@ -198,7 +197,7 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, env_kwargs, training=True,
                         policies=run.policies, central_state=run.central_state)
     try:
-        check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space)
+        check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space, run)
         eval_env = make_eval_env(run, min(run.eval_envs, run.eval_episodes), (
             envs.single_observation_space, envs.single_action_space), files) if run.eval_episodes else None
     except BaseException:
@@ -209,8 +208,8 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
 
         try:
             agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
-            trainer = MultiPolicyTrainer(agent, envs, eval_env, run, TRAINERS.get(algo_cls.family, Trainer),
-                                         callbacks=callbacks)
+            members = {p: TRAINERS.get(a.algorithm.family, Trainer) for p, a in agent.agents.items()}
+            trainer = MultiPolicyTrainer(agent, envs, eval_env, run, members, callbacks=callbacks)
         except BaseException:
             _close(envs, eval_env)
             raise
@@ -237,16 +236,19 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     return _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed, snapshots)
 
 
-def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any) -> None:
-    """``algo_cls.check_spaces`` for one policy's spaces, or for each policy's (dicts policy -> space)."""
+def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any, run: RunConfig | None = None) -> None:
+    """``algo_cls.check_spaces`` for one policy's spaces, or for each policy's (dicts policy -> space; with ``run``,
+    a policy's own algorithm, ``policy_hparams.<policy>.algo``, checks its spaces)."""
     from gymnasium.spaces import Dict
 
     if not isinstance(observation_space, Dict):
         algo_cls.check_spaces(observation_space, action_space)
         return
+    from canter.multiagent_config import policy_algorithm_class
+
     for policy, space in observation_space.spaces.items():
         try:
-            algo_cls.check_spaces(space, action_space[policy])
+            (algo_cls if run is None else policy_algorithm_class(run, policy)).check_spaces(space, action_space[policy])
         except CanterError as exc:
             raise CanterError(f"policy '{policy}': {exc}") from None
 

@@ -74,7 +74,12 @@ def _activations(config: dict[str, Any], agent: Any) -> list[tuple[str | None, A
     found = []
     for policy, member in policies.items():
         saved = own.get(policy) if isinstance(own.get(policy), dict) else {}
-        theirs = saved.get("activation", act)
+        default = act
+        if saved.get("algo", config.get("algo")) != config.get("algo"):  # a policy of its own algorithm: its default
+            from canter.registry import lookup
+
+            default = getattr(lookup("algorithm", saved["algo"]).Config, "activation", None)
+        theirs = saved.get("activation", default)
         found.append((policy, theirs, getattr(member.algorithm.config, "activation", theirs)))
     return found
 

@@ -90,6 +90,10 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
         return algo_cfg
     if not isinstance(overrides, dict):
         raise CanterError(f"'policy_hparams.{policy}' must be a mapping of hyperparameter names to values")
+    algo_name = policy_algo(run, policy)
+    overrides = {k: v for k, v in overrides.items() if k != "algo"}
+    if algo_name != run.algo:  # a policy of its own algorithm: that algorithm's defaults, not the run's hparams
+        algo_cfg = build(policy_algorithm_class(run, policy).Config, {}, section=f"policy_hparams.{policy}.")
     from canter.config import RunConfig as Run, fields_of
 
     hp_keys = fields_of(type(algo_cfg))
@@ -101,7 +105,7 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
             from canter.config_errors import _another_algorithms
 
             error = _another_algorithms(f"policy_hparams.{policy}.{key}", [f"policy_hparams.{policy}.{k}"
-                                                                            for k in hp_keys], run.algo)
+                                                                            for k in hp_keys], algo_name)
             if error is not None:
                 raise error
     from canter.config import sb3_net_arch
@@ -115,6 +119,46 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
                           f"policy_hparams.{policy}.encoder must be split, not {cfg.encoder} (its actor would see "
                           f"the global state)")
     return cfg
+
+
+def policy_algo(run: RunConfig, policy: str) -> str:
+    """The algorithm that trains ``policy`` of a multi-policy run: its ``policy_hparams`` entry ``algo``, else the
+    run's."""
+    own = run.policy_hparams.get(policy)
+    return own.get("algo", run.algo) if isinstance(own, dict) else run.algo
+
+
+def policy_run(run: RunConfig, policy: str, seed: int) -> RunConfig:
+    """The run one policy's agent is built with: ``run`` as one shared policy, seeded ``seed``; a policy of its own
+    algorithm (:func:`policy_algo`) takes that algorithm's own model and agent, not the run's."""
+    import dataclasses
+
+    single = dataclasses.replace(run, policies="shared", policy_hparams={}, seed=seed)
+    algo = policy_algo(run, policy)
+    return single if algo == run.algo else dataclasses.replace(single, algo=algo, model=None, agent=None)
+
+
+def policy_algorithm_class(run: RunConfig, policy: str) -> Any:
+    """The algorithm class of ``policy`` (:func:`policy_algo`); one of another algorithm than the run's must train
+    as an independent learner of the on- or off-policy family (the trainers that step in lockstep)."""
+    from canter.registry import lookup
+
+    name = policy_algo(run, policy)
+    key = f"policy_hparams.{policy}.algo"
+    if not isinstance(name, str) or not name.strip():
+        raise CanterError(f"'{key}' must be an algorithm's name (ppo, dqn, ...), got {name!r}")
+    try:
+        cls = lookup("algorithm", name)
+    except CanterError as exc:
+        raise CanterError(f"'{key}': {exc}") from None
+    if name != run.algo:
+        if run.central_state or getattr(cls, "central_critic", False) or getattr(cls, "joint_agents", False):
+            raise CanterError(f"'{key}: {name}': a policy of its own algorithm is an independent learner; "
+                              f"central_state, mappo and qmix train every policy with the run's algorithm")
+        if cls.family not in ("on_policy", "off_policy"):
+            raise CanterError(f"'{key}: {name}': {name} ({cls.family}) cannot train one of several policies; "
+                              f"a policy's own algorithm must be an on- or off-policy one (ppo, a2c, dqn, sac, ...)")
+    return cls
 
 
 def policy_message(run: RunConfig, policy: str, message: str, detail: str = "") -> str:

@@ -24,8 +24,8 @@ class PolicyGroup:
     def __init__(self, algorithms: dict[str, Any]) -> None:
         self.algorithms = algorithms
         first = next(iter(algorithms.values()))
-        #: the first policy's hyperparameters (every policy runs the same algorithm; ``policy_hparams``
-        #: may change some per policy, which each policy's own trainer reads)
+        #: the first policy's hyperparameters (``policy_hparams`` may change some per policy, or a policy's
+        #: algorithm, which each policy's own trainer reads)
         self.config = first.config
         self.family = first.family
         self.numpy_products = any(a.numpy_products for a in algorithms.values())
@@ -69,8 +69,8 @@ class MultiPolicyAgent:
         # each policy's agent gets a single-policy run's metadata, so that ``agents[p].save(path)`` writes a
         # checkpoint that ``canter.load`` reads back as a single agent (it had none: save was refused)
         self._metadata = meta
-        for agent in self.agents.values():
-            agent.metadata = policy_metadata(meta, agent)
+        for policy, agent in self.agents.items():
+            agent.metadata = policy_metadata(meta, agent, policy)
 
     @property
     def acting_threads(self) -> int | None:
@@ -121,9 +121,9 @@ class MultiPolicyAgent:
             agent.load_state_dict(saved[p], weights_only=weights_only)
 
 
-def policy_metadata(meta: dict[str, Any] | None, agent: Agent) -> dict[str, Any] | None:
-    """The checkpoint metadata of one policy's ``agent`` of a multi-policy run whose metadata is ``meta``: the run's,
-    as a run of that one policy (``policies: shared``, its own hyperparameters and spaces), so that
+def policy_metadata(meta: dict[str, Any] | None, agent: Agent, policy: str) -> dict[str, Any] | None:
+    """The checkpoint metadata of ``policy``'s ``agent`` of a multi-policy run whose metadata is ``meta``: the run's,
+    as a run of that one policy (``policies: shared``, its own algorithm, hyperparameters and spaces), so that
     :func:`canter.load` builds a single :class:`~canter.agents.Agent` from it."""
     if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
         return None
@@ -131,5 +131,8 @@ def policy_metadata(meta: dict[str, Any] | None, agent: Agent) -> dict[str, Any]
     from canter.envs.spaces import space_to_dict
 
     config = {**meta["config"], "policies": "shared", "policy_hparams": {}, "hparams": to_dict(agent.algorithm.config)}
+    own = (meta["config"].get("policy_hparams") or {}).get(policy)
+    if isinstance(own, dict) and own.get("algo", config.get("algo")) != config.get("algo"):  # its own algorithm
+        config.update(algo=own["algo"], model=None, agent=None)
     return {**meta, "config": config, "observation_space": space_to_dict(agent.observation_space),
             "action_space": space_to_dict(agent.action_space)}

@@ -94,11 +94,14 @@ def _run_steps(message: str, rows: int, all_rows: int) -> str:
 
 
 class MultiPolicyTrainer(Trainer):
-    """One member trainer per policy, stepped in lockstep on one multi-agent env (module docstring)."""
+    """One member trainer per policy (``member_cls``: one class for all, or one per policy, the family's of its
+    algorithm), stepped in lockstep on one multi-agent env (module docstring)."""
 
     def __init__(self, agent: MultiPolicyAgent, env: MultiPolicyVecEnv, eval_env: Any, run: RunConfig,
-                 member_cls: type[StepwiseTrainer], callbacks: Iterable[Any] = ()) -> None:
-        if not issubclass(member_cls, StepwiseTrainer):
+                 member_cls: type[StepwiseTrainer] | dict[str, type[StepwiseTrainer]],
+                 callbacks: Iterable[Any] = ()) -> None:
+        classes = member_cls if isinstance(member_cls, dict) else dict.fromkeys(env.policies, member_cls)
+        if not all(issubclass(cls, StepwiseTrainer) for cls in classes.values()):
             raise CanterError(f"{run.algo} cannot train several policies (its trainer steps the env its own way); "
                               f"use policies: shared")
         super().__init__(agent, env, eval_env, run, callbacks=callbacks)
@@ -110,7 +113,7 @@ class MultiPolicyTrainer(Trainer):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 with self._told_as(policy):
-                    self.members[policy] = member_cls(agent.agents[policy], view, None, member_run)
+                    self.members[policy] = classes[policy](agent.agents[policy], view, None, member_run)
                 agent.agents[policy].run_config = None  # a member's run: not an env canter.evaluate could act on
             for w in caught:  # a member's budget warnings speak of its share of the steps
                 detail = (f" ({view.num_envs} of the {env.num_envs} agent rows of all env copies, so "
