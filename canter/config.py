@@ -404,6 +404,9 @@ def resolve_config(
 
     for policy in run.policy_hparams:  # every key and value checked now; the policy names once the env is made
         policy_config(run, algo_cfg, policy)
+    from canter.multiagent_config import recorded_policy_algos
+
+    run.policy_hparams = recorded_policy_algos(run)
     if getattr(algo_cfg, "normalize_value", False) and run.explorers:
         raise CanterError("normalize_value keeps its return statistics in the learner, which explorers do not get; "
                           "set hparams.normalize_value=false or drop --explorers")

@@ -125,7 +125,22 @@ def policy_algo(run: RunConfig, policy: str) -> str:
     """The algorithm that trains ``policy`` of a multi-policy run: its ``policy_hparams`` entry ``algo``, else the
     run's."""
     own = run.policy_hparams.get(policy)
-    return own.get("algo", run.algo) if isinstance(own, dict) else run.algo
+    name = own.get("algo", run.algo) if isinstance(own, dict) else run.algo
+    if not isinstance(name, str) or name == run.algo:
+        return name
+    from canter.registry import registered_name
+
+    try:  # as the run's algo is recorded: 'PPO' is the run's ppo (an unknown name: policy_algorithm_class says so)
+        return registered_name("algorithm", name)
+    except CanterError:
+        return name
+
+
+def recorded_policy_algos(run: RunConfig) -> dict[str, Any]:
+    """``run.policy_hparams`` with each ``algo`` entry as the algorithm is registered (``DQN`` -> ``dqn``), as the run's
+    own ``algo`` is recorded (a new mapping: the caller's is left as it was)."""
+    return {p: {**own, "algo": policy_algo(run, p)} if isinstance(own, dict) and "algo" in own else own
+            for p, own in run.policy_hparams.items()}
 
 
 def policy_run(run: RunConfig, policy: str, seed: int) -> RunConfig:

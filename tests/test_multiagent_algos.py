@@ -75,3 +75,14 @@ def test_policies_of_different_algorithms_resume_exactly(tmp_path):
 def test_a_policy_algorithm_that_cannot_train_it_is_refused(listener, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", "ppo", "--env", MIXED, "--set", "policies=type", "--set",
                                             f"policy_hparams={json.dumps({'listener': listener})}"], needle)
+
+
+def test_a_policy_algorithm_named_as_the_runs_is_the_runs():
+    """'PPO' in a ppo run is the run's algorithm, with its hparams (it was a policy of its own, from PPO's
+    defaults: lr 0.0003, not the run's 0.001)."""
+    trainer = canter.make_trainer("ppo", env=MIXED, policies="type", lr=1e-3, n_envs=1, eval_episodes=0,
+                                  policy_hparams={"listener": {"algo": "PPO"}, "speaker": {"algo": "DQN"}})
+    assert trainer.agent.agents["listener"].algorithm.config.lr == 1e-3
+    assert isinstance(trainer.agent.agents["speaker"].algorithm, DQN)
+    assert trainer.run.policy_hparams == {"listener": {"algo": "ppo"}, "speaker": {"algo": "dqn"}}  # as recorded
+    trainer.close()
