@@ -86,3 +86,17 @@ def test_a_policy_algorithm_named_as_the_runs_is_the_runs():
     assert isinstance(trainer.agent.agents["speaker"].algorithm, DQN)
     assert trainer.run.policy_hparams == {"listener": {"algo": "ppo"}, "speaker": {"algo": "dqn"}}  # as recorded
     trainer.close()
+
+
+def test_tune_and_benchmark_check_each_policy_with_its_own_algorithm():
+    """Their check of the algorithm against the env's spaces refused a sac run whose Discrete policies are dqn's,
+    which canter train runs ('policy 'listener': SAC needs a Box action space')."""
+    from canter.config import resolve_config
+    from canter.tools.checks import check_algo_env
+
+    both = {"listener": {"algo": "dqn"}, "speaker": {"algo": "dqn"}}
+    run, _ = resolve_config("sac", MIXED, policies="type", policy_hparams=both)
+    check_algo_env(run.algo, run.env, run.env_kwargs, run.policies, run.central_state, run)
+    run, _ = resolve_config("sac", MIXED, policies="type", policy_hparams={"listener": {"algo": "dqn"}})
+    with pytest.raises(canter.CanterError, match="policy 'speaker': SAC needs a Box action space"):
+        check_algo_env(run.algo, run.env, run.env_kwargs, run.policies, run.central_state, run)

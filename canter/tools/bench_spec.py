@@ -155,5 +155,5 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
         configs[cell.name] = resolved_dict(run, algo_cfg)
         if (cell.algo, cell.env) not in checked:
             checked.add((cell.algo, cell.env))
-            check_algo_env(run.algo, run.env, run.env_kwargs, run.policies, run.central_state)
+            check_algo_env(run.algo, run.env, run.env_kwargs, run.policies, run.central_state, run)
     return configs

@@ -8,16 +8,16 @@ from canter.errors import CanterError
 
 
 def check_algo_env(algo: str, env: str, env_kwargs: dict[str, Any] | None = None, policies: str = "shared",
-                   central_state: bool = False) -> None:
+                   central_state: bool = False, run: Any = None) -> None:
     """Raise a CanterError unless ``env`` can be made and ``algo`` can act in its action space
-    (each policy's, with several policies)."""
+    (each policy's, with several policies: with the ``run`` config, a policy of its own algorithm in its own)."""
     from canter.api import check_spaces
     from canter.envs import make_vec_env
     from canter.registry import lookup
 
     probe = make_vec_env(env, 1, "sync", env_kwargs, policies=policies, central_state=central_state)
     try:
-        check_spaces(lookup("algorithm", algo), probe.single_observation_space, probe.single_action_space)
+        check_spaces(lookup("algorithm", algo), probe.single_observation_space, probe.single_action_space, run)
     except CanterError as exc:
         raise CanterError(f"{algo} on {env}: {exc}") from None
     finally:

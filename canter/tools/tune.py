@@ -302,7 +302,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
             raise CanterError(f"{algo_name} learns from a dataset: pass --dataset PATH (write one with: canter "
                               "collect RUN_DIR --out PATH)")
         read_dataset_metadata(run.dataset)  # one line for a missing file or a checkpoint given instead
-    check_algo_env(algo_name, env_id, run.env_kwargs, run.policies, run.central_state)
+    check_algo_env(algo_name, env_id, run.env_kwargs, run.policies, run.central_state, run)
     safe_env = env_id.replace("/", "-").replace(":", "-")
     out_dir = Path(out) if out is not None else Path("runs") / f"tune-{algo_name}-{safe_env}"
     study_name = study or f"{algo_name}-{env_id}"
