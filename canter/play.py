@@ -193,12 +193,12 @@ def check_video_dir(video_dir: str) -> None:
                           "they are not overwritten: move them or choose another --video-dir")
 
 
-def play(agent: Any, env_id: str | None = None, episodes: int = 1, render: bool = False,
+def play(agent: Any, env: str | None = None, episodes: int = 1, render: bool = False,
          video_dir: str | None = None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
          on_episode: Callable[[int, float], None] | None = None, vectorization: str | None = None) -> list[float]:
     """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns (a multi-agent
     env's: the mean over its agents, :func:`play_multiagent`). The env is the one ``canter play`` plays
-    (:func:`play_env`): ``env_id`` (None: the run's own) with the run's ``env_kwargs`` for its own env and
+    (:func:`play_env`): ``env``, an env id (None: the run's own), with the run's ``env_kwargs`` for its own env and
     ``env_kwargs`` merged over them. ``on_episode(i, return)`` is called as
     each episode ends (counted from 0; its video, if recorded, is finished by then). A recurrent agent's
     ``predict`` memory is left empty afterwards, as :func:`~canter.trainers.evaluation.evaluate` leaves it.
@@ -213,7 +213,7 @@ def play(agent: Any, env_id: str | None = None, episodes: int = 1, render: bool 
     if video_dir is not None and (not isinstance(video_dir, (str, os.PathLike)) or not str(video_dir).strip()):
         raise CanterError(f"video_dir must be a directory path (leave it out, None, to play without recording), "
                           f"got {video_dir!r}")
-    env_id, env_kwargs = play_env(agent, env_id, env_kwargs)
+    env_id, env_kwargs = play_env(agent, env, env_kwargs)
     if render and video_dir:  # an env renders in one mode: the window was silently not opened
         raise CanterError("render (--render) and video_dir (--video-dir) cannot be combined: an env renders to a "
                           "window or to frames; give one of them")

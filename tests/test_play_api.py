@@ -27,6 +27,13 @@ def test_play_plays_the_runs_own_env_kwargs(short_episodes):
     assert play(short_episodes, "CartPole-v0", seed=3)[0] > 5  # another id: its own defaults, as canter play --env
 
 
+def test_play_takes_the_env_keyword_that_tools_md_documents(short_episodes):
+    """docs/tools.md documents ``play(agent, env=None, episodes=1, ...)``, the keyword ``canter.evaluate`` takes,
+    and its own error says 'env must be an env id'; the parameter was ``env_id``, so ``play(agent, env=...)`` was a
+    TypeError."""
+    assert play(short_episodes, env="CartPole-v1", episodes=2) == [5.0, 5.0]
+
+
 def test_play_takes_numpy_integers(short_episodes):
     """NumPy's integers pass the shared episodes/seed check (canter.evaluate takes them); play hands gymnasium's
     seeding, which takes Python ints only, their int."""
@@ -42,7 +49,7 @@ def test_play_takes_numpy_integers(short_episodes):
     (dict(seed=None), "seed must be a whole number"),  # TypeError: None + int
     (dict(video_dir=""), "video_dir must be a directory path"),  # played without recording, silently
     (dict(render="no"), "render must be True or False, got 'no'"),  # truthy: a window opened
-    (dict(env_id=""), "env must be an env id"),  # AttributeError
+    (dict(env=""), "env must be an env id"),  # AttributeError
     (dict(env_kwargs=[1]), "env_kwargs must be a mapping, got \\[1\\]"),  # TypeError from dict()
     (dict(env_kwargs={"max_episode_step": 3}), "bad env_kwargs for 'CartPole-v1': .*did you mean 'max_episode_steps'"),
 ])
