@@ -5,7 +5,8 @@ dedented first) and every ```yaml block parses; the README's run.yaml names only
 hyperparameters. The cheap Python examples (README's, training-control.md's, action-masks.md's) are executed in
 a scratch directory with every training budget cut to a few hundred steps (``canter.train`` and
 ``canter.make_trainer`` are wrapped to lower ``max_steps``); the offline pipeline of docs/algorithms/offline.md
-runs command by command under ``@pytest.mark.slow``. What flags the documented ``canter`` commands take is
+runs command by command under ``@pytest.mark.slow``. Every ``canter.f(..., kw=...)`` written in a page passes a
+keyword that ``f`` takes (functions with ``**kwargs`` aside). What flags the documented ``canter`` commands take is
 tests/test_docs_flags.py's job, and the preset and hyperparameter tables are tests/test_docs_tables.py's and
 tests/test_docs_presets.py's.
 """
@@ -155,3 +156,56 @@ def test_offline_pipeline_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert {p.name for p in (tmp_path / "data").iterdir()} == {
         f"{name}.{ext}" for name in ("cartpole", "random", "replay", "pendulum") for ext in ("safetensors", "json")}
     assert {p.name.split("-")[0] for p in (tmp_path / "runs").iterdir()} >= {"bc", "cql", "td3bc"}
+
+
+CALL = re.compile(r"\b(canter(?:\.[a-z_]+)+)\(([^()`]*(?:\([^()`]*\)[^()`]*)*)\)")
+#: calls written to show a refusal: SB3's keywords, answered with canter's (README's 'Coming from Stable-Baselines3')
+REFUSED = {("canter.evaluate", "n_eval_episodes"), ("canter.load", "env")}
+
+
+def _callable(dotted: str) -> Any:
+    """The object a dotted ``canter.x.y`` name reaches (module prefix imported), or None."""
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr, None)
+        return obj
+    return None
+
+
+def _unknown_keywords(text: str) -> list[str]:
+    """'canter.f(kw=)' for each keyword a page passes to a canter function that does not take it (functions with
+    ``**kwargs``, such as ``canter.train``, take any)."""
+    import inspect
+
+    bad = []
+    for name, args in CALL.findall(text):
+        fn = _callable(name)
+        if not callable(fn):
+            bad.append(f"{name}: no such function")
+            continue
+        params = inspect.signature(fn).parameters
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            continue
+        bad += [f"{name}({kw}=)" for kw in re.findall(r"(?:^|,)\s*([a-z_]\w*)=", args)
+                if kw not in params and (name, kw) not in REFUSED]
+    return bad
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_documented_keywords_exist(page: Path) -> None:
+    """Each ``canter.f(..., kw=...)`` a page writes passes a keyword that ``f`` takes: docs/tools.md wrote
+    ``canter.play.play(agent, env=None, ...)`` where the parameter was ``env_id`` (a TypeError)."""
+    assert _unknown_keywords(page.read_text()) == []
+
+
+def test_an_unknown_keyword_is_caught() -> None:
+    text = ("`canter.evaluate(agent, episodez=3)` and `canter.evaluate(agent, episodes=3)`, `canter.nope()`, "
+            "`canter.train('ppo', anything=1)`")
+    assert _unknown_keywords(text) == ["canter.evaluate(episodez=)", "canter.nope: no such function"]
