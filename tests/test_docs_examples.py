@@ -6,7 +6,8 @@ hyperparameters. The cheap Python examples (README's, training-control.md's, act
 a scratch directory with every training budget cut to a few hundred steps (``canter.train`` and
 ``canter.make_trainer`` are wrapped to lower ``max_steps``); the offline pipeline of docs/algorithms/offline.md
 runs command by command under ``@pytest.mark.slow``. Every ``canter.f(..., kw=...)`` written in a page passes a
-keyword that ``f`` takes (functions with ``**kwargs`` aside). What flags the documented ``canter`` commands take is
+keyword that ``f`` takes (functions with ``**kwargs`` aside), and every ``module.name`` in backticks whose module is
+canter's names something in it. What flags the documented ``canter`` commands take is
 tests/test_docs_flags.py's job, and the preset and hyperparameter tables are tests/test_docs_tables.py's and
 tests/test_docs_presets.py's.
 """
@@ -209,3 +210,49 @@ def test_an_unknown_keyword_is_caught() -> None:
     text = ("`canter.evaluate(agent, episodez=3)` and `canter.evaluate(agent, episodes=3)`, `canter.nope()`, "
             "`canter.train('ppo', anything=1)`")
     assert _unknown_keywords(text) == ["canter.evaluate(episodez=)", "canter.nope: no such function"]
+
+
+#: a dotted name in backticks whose first part is a canter module: `config_values.set_nested`, `pool.STEADY_SECONDS`
+DOTTED = re.compile(r"`((?:canter\.)?[a-z_]+(?:\.[A-Za-z_]\w*)+)(?:\([^`]*\))?`")
+#: first parts that name an object in the prose, not the module of that name (`agent.save`, `run.close`)
+INSTANCES = {"agent", "run", "trainer", "batch", "spaces"}
+FILE_SUFFIXES = {"py", "md", "yaml", "yml", "json", "parquet", "png", "svg", "html", "csv", "mp4"}
+
+
+def _canter_modules() -> dict[str, str]:
+    """Each canter module's last name -> its dotted path (where the last name is unique)."""
+    import pkgutil
+
+    found: dict[str, list[str]] = {}
+    for info in pkgutil.walk_packages(canter.__path__, "canter."):
+        found.setdefault(info.name.rsplit(".", 1)[-1], []).append(info.name)
+    return {short: paths[0] for short, paths in found.items() if len(paths) == 1}
+
+
+def _missing_code_names(text: str, modules: dict[str, str]) -> list[str]:
+    """The ``module.name`` references of a page that name nothing in that canter module."""
+    bad = []
+    for name in dict.fromkeys(DOTTED.findall(text)):
+        parts = name.split(".")
+        if parts[-1] in FILE_SUFFIXES or parts[0] in INSTANCES:
+            continue
+        if parts[0] != "canter":
+            if parts[0] not in modules:
+                continue
+            parts = modules[parts[0]].split(".") + parts[1:]
+        if _callable(".".join(parts)) is None:
+            bad.append(name)
+    return bad
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_documented_code_names_exist(page: Path) -> None:
+    """``module.name`` in backticks names a thing of that canter module: docs/architecture.md said offline runs
+    were built by ``api._offline_trainer``, which had moved to ``offline_setup.offline_trainer``."""
+    assert _missing_code_names(page.read_text(), _canter_modules()) == []
+
+
+def test_a_missing_code_name_is_caught() -> None:
+    text = ("`api._offline_trainer` `offline_setup.offline_trainer` `pool.STEADY_SECONDS` `agent.save(path)` "
+            "`run.py` `canter.utils.stream_rng(seed)` `canter.utils.nope`")
+    assert _missing_code_names(text, _canter_modules()) == ["api._offline_trainer", "canter.utils.nope"]
