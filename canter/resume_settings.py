@@ -31,8 +31,10 @@ def listed(names: list[str]) -> str:
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
-#: the options ``canter train --resume`` takes, for its one-line errors
-RESUME_OPTIONS = listed(["--max-steps", "--max-seconds", "--dataset", *CHANGEABLE.values(), "--quiet"])
+#: the options ``canter train --resume`` takes, for its one-line errors (``--wandb``'s off switch too)
+RESUME_OPTIONS = listed(["--max-steps", "--max-seconds", "--dataset",
+                         *(f"{flag} / --no-wandb" if key == "wandb" else flag for key, flag in CHANGEABLE.items()),
+                         "--quiet"])
 
 
 def flag_for(key: str, value: Any) -> str:
