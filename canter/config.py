@@ -388,7 +388,7 @@ def resolve_config(
                 (preset_keys.add if layer < n_presets else preset_keys.discard)(head)
             else:
                 keys = list(run_keys) + list(hp_keys)
-                raise zoo_section(key, value, _source) or _other_name(key, run_keys, hp_keys) or _another_algorithms(
+                raise zoo_section(key, value, _source) or _other_name(key, run_keys, hp_keys, algo_name) or _another_algorithms(
                     key, keys, algo_name) or unknown(
                     "config key", key, keys, see=_keys_hint(algo_name))
     run_values["algo"] = algo_name

@@ -85,8 +85,9 @@ TIANSHOU_ONLY = {
 }
 
 
-def _other_name(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
-    """The error for a key that Stable-Baselines3 / rl-zoo3 or Tianshou use for what canter calls otherwise, or
+def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) -> CanterError | None:
+    """The error for a key that Stable-Baselines3 / rl-zoo3 or Tianshou use for what canter calls otherwise (where
+    canter's name is another algorithm's hyperparameter, ``estimation_step`` for PPO, naming those algorithms), or
     for a command-line option given as a config key (``run_dir``), or None."""
     name = key[len("hparams."):] if key.startswith("hparams.") else key
     if name in FLAG_ONLY and name not in run_keys and name not in hp_keys:
@@ -100,8 +101,12 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
     ours, library = OTHER_NAMES.get(name), "Stable-Baselines3"
     if ours is None:
         ours, library = TIANSHOU_NAMES.get(name), "Tianshou"
-    if ours is None or (ours not in run_keys and ours not in hp_keys):
+    if ours is None:
         return None
+    if ours not in run_keys and ours not in hp_keys:  # was the closest spellings: 'max_steps' for PPO's n_step
+        owners = other_owners(ours, algo) if algo else None
+        return None if owners is None else CanterError(
+            f"unknown config key '{key}'; canter calls it 'hparams.{ours}' ({library}'s '{name}'), but {owners}")
     where = f"hparams.{ours}" if ours in hp_keys else ours
     return CanterError(f"unknown config key '{key}'; canter calls it '{where}' ({library}'s '{name}')")
 
@@ -192,7 +197,7 @@ def _unknown_hparam(key: str, hp_keys: Any, run_keys: Any, algo: str) -> CanterE
         return CanterError(f"'{key}' is a run setting, not a hyperparameter of {algo}: give it at the top level "
                            f"('{name}: ...' in YAML, --set {name}=...)")
     keys = [f"hparams.{n}" for n in hp_keys]
-    return _other_name(key, run_keys, hp_keys) or _another_algorithms(key, keys, algo) or unknown(
+    return _other_name(key, run_keys, hp_keys, algo) or _another_algorithms(key, keys, algo) or unknown(
         "hyperparameter", key, keys, see=_keys_hint(algo))
 
 

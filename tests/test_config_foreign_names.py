@@ -38,6 +38,17 @@ def test_tianshou_names_point_to_canters(capsys):
         resolve_config("dqn", "CartPole-v1", sets=["update_per_step=0.1"])
     with pytest.raises(CanterError, match=r"'save_best_fn' \(Tianshou's\): .*checkpoints/best.*on_best"):
         resolve_config("dqn", "CartPole-v1", sets=["save_best_fn=x"])
+    # PPO has no n_step: estimation_step was answered "did you mean 'max_steps' or 'vectorization'", where
+    # docs/training-control.md says Tianshou's names are answered with canter's (found auditing the docs)
+    with pytest.raises(CanterError, match=r"'estimation_step'; canter calls it 'hparams.n_step' \(Tianshou's "
+                                          r"'estimation_step'\), but ppo has no hyperparameter 'n_step', c51, "):
+        resolve_config("ppo", "CartPole-v1", sets=["estimation_step=3"])
+    with pytest.raises(CanterError, match=r"'hparams.target_update_freq'; canter calls it "
+                                          r"'hparams.target_update_interval' .*, but ppo has no hyperparameter"):
+        resolve_config("ppo", "CartPole-v1", sets=["hparams.target_update_freq=100"])
+    with pytest.raises(CanterError, match=r"'n_sampled_goal'; canter calls it 'hparams.her_goals' "
+                                          r"\(Stable-Baselines3's 'n_sampled_goal'\), but ppo has no"):
+        resolve_config("ppo", "CartPole-v1", sets=["n_sampled_goal=4"])
     assert main(["train", "dqn", "--env", "CartPole-v1", "--test-num", "3"]) == 2
     assert capsys.readouterr().err.strip().endswith("did you mean '--set eval_envs=VALUE'?")
     assert main(["train", "dqn", "--env", "CartPole-v1", "--estimation-step", "3"]) == 2
