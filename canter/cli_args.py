@@ -53,15 +53,18 @@ class _Parser(argparse.ArgumentParser):
                     # with flags that only looked alike ('--log-std-init')
                     set_only = self._set_only_keys(options)
                     near = [o for o in (f"--{ours.replace('_', '-')}",) if ours and (o in options or o in set_only)]
+                    # Tianshou's --estimation-step for ppo: canter's --n-step is dqn's, c51's, ...
+                    theirs = f"--{ours.replace('_', '-')}" if ours and not near else None
                     flag = token.split("=", 1)[0]
                     near = near or ([flag] if flag in set_only else closest(flag, [*options, *set_only]))
                     near = [set_only.get(o, o) for o in near]
                     algo = getattr(self, "algo", None)  # canter train ALGO's: --tau for ppo is sac's, td3's, ...
-                    if algo is not None and not ours and flag not in set_only:
+                    if algo is not None and flag not in set_only:
                         from canter.config_errors import other_owners
 
-                        owners = other_owners(name, algo)
-                        message += f": {owners} (a flag of another algorithm?)" if owners else ""
+                        owners = other_owners(ours if theirs else name, algo) if theirs or not ours else None
+                        message += ("" if owners is None else f": canter calls it {theirs}, but {owners}" if theirs
+                                    else f": {owners} (a flag of another algorithm?)")
                     if near:
                         return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + "?"
                     break

@@ -53,6 +53,9 @@ def test_tianshou_names_point_to_canters(capsys):
     assert capsys.readouterr().err.strip().endswith("did you mean '--set eval_envs=VALUE'?")
     assert main(["train", "dqn", "--env", "CartPole-v1", "--estimation-step", "3"]) == 2
     assert capsys.readouterr().err.strip().endswith("did you mean '--n-step'?")
+    assert main(["train", "ppo", "--env", "CartPole-v1", "--estimation-step", "3"]) == 2  # was '--max-steps' alone
+    assert ("--estimation-step 3: canter calls it --n-step, but ppo has no hyperparameter 'n_step', c51, "
+            in capsys.readouterr().err)
 
 
 def test_stable_baselines3_arguments_that_are_no_single_key_say_what_they_are_here():
