@@ -25,7 +25,7 @@ from canter.envs.make import eval_env_kwargs, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
 from canter.envs.turns import bind_opponents, opponent_ids
 from canter.errors import CanterError, CanterWarning, bool_argument, build_user_class, keywords_checked, unknown
-from canter.init_from import init_agent
+from canter.init_from import check_source, init_agent
 from canter.logging.history import check_history
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
@@ -158,6 +158,8 @@ def make_trainer(
     if run_dir is None and unused:  # written only with a run directory, as tune's trials refuse them
         raise CanterError(f"'{unused[0]}' applies to a run directory, and run_dir=None writes none: drop it, or pass "
                           f"run_dir (a path, or \"auto\" for runs/<algo>-<env>-<time>)")
+    if run.init_from is not None:  # its algorithm before the build, whose warnings would come before the error
+        check_source(run.init_from, run.algo)
     snapshots = None
     if run_dir is not None:
         run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)

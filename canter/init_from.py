@@ -13,6 +13,27 @@ from typing import Any
 from canter.errors import CanterError
 
 
+def check_source(path: str, algo: str) -> None:
+    """The checks of :func:`init_agent` that need only the checkpoint's JSON (that it exists, and holds an ``algo``
+    agent), made before the trainer is built: they came after its envs and networks were built, and after its own
+    warnings (a budget below one rollout, a warm-up that never learns), so the one-line error was a second line."""
+    from canter.checkpoint import find_checkpoint, read_metadata
+
+    try:
+        meta = read_metadata(find_checkpoint(path))
+    except CanterError as exc:
+        raise CanterError(f"init_from: {exc}") from None
+    _check_algorithm(path, meta, algo)
+
+
+def _check_algorithm(path: str, meta: dict[str, Any], algo: str) -> None:
+    """Refuse a checkpoint (its JSON ``meta``) of another algorithm than ``algo``."""
+    found = (meta.get("config") or {}).get("algo", meta.get("algorithm"))
+    if found != algo:
+        raise CanterError(f"init_from '{path}' holds a {found} agent, not {algo}: train {found} from it, or "
+                          f"name a {algo} run")
+
+
 def init_agent(built: Any, path: str) -> None:
     """Load the networks and observation statistics of the checkpoint at ``path`` (a run directory: its ``best``,
     else ``last``; or a checkpoint) into the agent of ``built`` (a trainer, or a :class:`~canter.run.Run`) before
@@ -30,10 +51,7 @@ def init_agent(built: Any, path: str) -> None:
         except CanterError as exc:
             raise CanterError(f"init_from: {exc}") from None
         config = meta.get("config") or {}
-        algo = config.get("algo", meta.get("algorithm"))
-        if algo != run.algo:
-            raise CanterError(f"init_from '{path}' holds a {algo} agent, not {run.algo}: train {algo} from it, or "
-                              f"name a {run.algo} run")
+        _check_algorithm(path, meta, run.algo)  # checked before the build too (check_source): the files may change
         weights = state.get("agent") if isinstance(state, dict) else None
         theirs = bool(isinstance(weights, dict) and weights.get("obs_rms"))  # its networks take normalised observations
         if theirs != (getattr(agent, "obs_rms", None) is not None):

@@ -89,3 +89,12 @@ def test_a_multi_policy_run_starts_from_one_whose_policies_have_their_own_activa
     with pytest.raises(CanterError, match="policy 'listener' uses activation relu, this run's tanh: set "
                                           "policy_hparams.listener.activation=relu"):
         canter.train("ppo", init_from=str(tmp_path / "source"), **{**common, "policy_hparams": {}})
+
+
+def test_the_cli_refuses_another_algorithms_source_in_one_line(source, capsys, tmp_path):
+    """The source's algorithm was checked after the trainer was built, so DQN's warning for a budget below its
+    learning_starts came first: two lines on stderr (found auditing training-control.md's 'refused in one line')."""
+    code, _, err = run_cli(capsys, "train", "dqn", "--env", "CartPole-v1", "--set", f"init_from={source[0]}",
+                           "--max-steps", "100", "--run-dir", str(tmp_path / "run"), "--quiet")
+    assert_one_line_error(code, err, "holds a ppo agent, not dqn")
+    assert not (tmp_path / "run").exists()
