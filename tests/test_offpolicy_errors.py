@@ -29,7 +29,8 @@ def _cli_error(capsys, *argv: str) -> str:
     ("ddpg", "CartPole-v1", "Box", "algorithms for Discrete actions: c51, dqn, iqn, qrdqn, rainbow, sac_discrete"),
     ("dqn", "Pendulum-v1", "Discrete", "algorithms for Box actions: ddpg, sac, td3, tqc"),
     ("sac_discrete", "Pendulum-v1", "Discrete", "for Box actions use sac (or ddpg, td3, tqc)"),
-    ("acer", "Pendulum-v1", "Discrete", "algorithms for Box actions: a2c, npg, ppo, reinforce, trpo")])
+    ("acer", "Pendulum-v1", "Discrete",
+     "algorithms for Box actions: a2c, appo, ddpg, impala, npg, ppo, recurrent_ppo, reinforce, sac, td3, tqc, trpo")])
 def test_wrong_action_space_is_a_one_line_error(capsys, tmp_path, algo, env, kind, hint):
     """The line names the algorithms that do act in the env's space (sac on CartPole named none: a user had to
     know of sac_discrete; found by a sweep of algorithms over gymnasium's envs)."""

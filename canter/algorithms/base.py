@@ -275,14 +275,15 @@ class Algorithm(ABC, metaclass=SeededBuild):
 
     @classmethod
     def _algorithms_for(cls, action_space: gym.Space) -> str:
-        """The hint of a wrong action space: the algorithms of ``cls``'s family (else the on-policy ones) that act
-        in ``action_space``, a variant of ``cls`` first (``sac`` on Discrete actions: sac_discrete)."""
+        """The hint of a wrong action space: the algorithms of ``cls``'s family (else those of every family that
+        trains in an env: not the offline ones) that act in ``action_space``, a variant of ``cls`` first (``sac``
+        on Discrete actions: sac_discrete)."""
         from canter.registry import registered
 
         algos = registered("algorithm")
-        for family in (cls.family, "on_policy"):
-            able = sorted(n for n, a in algos.items() if a.family == family and not a.multiagent_only
-                          and isinstance(action_space, a.action_spaces))
+        for same in (True, False):
+            able = sorted(n for n, a in algos.items() if (a.family == cls.family if same else a.family != "offline")
+                          and not a.multiagent_only and isinstance(action_space, a.action_spaces))
             if able:
                 break
         if not able:
