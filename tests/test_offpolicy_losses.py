@@ -176,9 +176,21 @@ def test_ent_coef_parsing():
     assert parse_ent_coef("auto") == (True, 1.0)
     assert parse_ent_coef("auto_0.1") == (True, 0.1)
     assert parse_ent_coef("0.2") == (False, 0.2)
-    for bad in ("-1", "auto_", "x", "0"):
+    assert parse_ent_coef("0") == (False, 0.0)  # no entropy bonus: Stable-Baselines3 takes ent_coef=0.0 (was refused)
+    for bad in ("-1", "auto_", "x", "auto_0", "nan", "inf"):
         with pytest.raises(CanterError):
             parse_ent_coef(bad)
+
+
+@pytest.mark.parametrize("algo, env", [("sac", "Pendulum-v1"), ("sac_discrete", "CartPole-v1")])
+def test_a_zero_entropy_coefficient_trains_with_finite_losses(algo, env):
+    import canter
+
+    trainer = canter.make_trainer(algo, env=env, ent_coef="0", max_steps=160, learning_starts=100, batch_size=16,
+                                  net_arch=[16], eval_episodes=0)
+    losses = [r.losses for r in trainer() if r.losses]
+    trainer.close()
+    assert losses and all(np.isfinite(list(r.values())).all() and r["ent_coef"] == 0.0 for r in losses), losses
 
 
 def test_learned_entropy_coefficient_takes_the_autograd_adam_step():

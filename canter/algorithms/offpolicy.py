@@ -141,7 +141,7 @@ def mean_over_critics(td: torch.Tensor) -> torch.Tensor:
 
 
 def parse_ent_coef(value: str, key: str = "hparams.ent_coef") -> tuple[bool, float]:
-    """``'auto'`` -> (learned, 1.0); ``'auto_0.1'`` -> (learned, 0.1); ``'0.2'`` -> (fixed, 0.2)."""
+    """``'auto'`` -> (learned, 1.0); ``'auto_0.1'`` -> (learned, 0.1); ``'0.2'`` -> (fixed, 0.2); ``'0'`` -> (fixed, 0.0)."""
     text = str(value).strip().lower()
     learned = text.startswith("auto")
     number = text[5:] if text.startswith("auto_") else ("1.0" if text == "auto" else text)
@@ -149,8 +149,9 @@ def parse_ent_coef(value: str, key: str = "hparams.ent_coef") -> tuple[bool, flo
         init = float(number)
     except ValueError:
         init = -1.0
-    if not init > 0 or not math.isfinite(init):
-        raise CanterError(f"'{key}' must be 'auto', 'auto_<initial value>' or a positive number, got {value!r}")
+    if not (init > 0 or (init == 0 and not learned)) or not math.isfinite(init):
+        raise CanterError(f"'{key}' must be 'auto', 'auto_<positive initial value>' or a number >= 0 (0: no entropy "
+                          f"bonus, as Stable-Baselines3's ent_coef=0.0), got {value!r}")
     return learned, init
 
 
@@ -163,7 +164,7 @@ class EntropyCoef:
 
     def __init__(self, spec: str, lr: float, target_entropy: float, device: torch.device) -> None:
         learned, init = parse_ent_coef(spec)
-        self.log_alpha = torch.tensor(math.log(init), device=device, requires_grad=learned)
+        self.log_alpha = torch.tensor(math.log(init) if init > 0 else -math.inf, device=device, requires_grad=learned)
         self.optimizer = make_adam([self.log_alpha], lr) if learned else None
         self.target_entropy = target_entropy
 
