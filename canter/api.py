@@ -39,6 +39,7 @@ from canter.run_dirs import check_new_run_dir, new_run_dir, nothing_to_resume, o
 from canter.run_lock import check_free
 from canter.utils import global_rngs_kept, seed_everything, threads_kept
 from canter.trainers import TRAINERS, Trainer
+from canter.trainers.fixed import member_classes
 
 
 def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
@@ -50,8 +51,9 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     :class:`~canter.agents.multi.MultiPolicyAgent` (policy ``i`` seeded with ``run.seed + i``).
     """
     if run.policies in ("type", "agent"):
+        from canter.agents.fixed import RANDOM, RandomPolicy
         from canter.agents.multi import MultiPolicyAgent
-        from canter.multiagent_config import policy_config, policy_run
+        from canter.multiagent_config import fixed_policies, policy_config, policy_run
 
         policies = list(observation_space.spaces)
         for name in run.policy_hparams:
@@ -59,9 +61,10 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
                 kind = "agent" if run.policies == "agent" else "agent type"  # not names 'canter list' shows
                 raise unknown("policy in policy_hparams", name, policies,
                               see=f"the policies are the env's {kind}s: {', '.join(policies[:3])}, ...")
+        fixed = fixed_policies(run, policies)  # a random policy has no Agent of an algorithm
         group = MultiPolicyAgent({
-            p: _make_single_agent(policy_run(run, p, run.seed + i), policy_config(run, algo_cfg, p), space,
-                                  action_space[p])
+            p: RandomPolicy(space, action_space[p], run.seed + i) if fixed[p] == RANDOM else _make_single_agent(
+                policy_run(run, p, run.seed + i), policy_config(run, algo_cfg, p), space, action_space[p])
             for i, (p, space) in enumerate(observation_space.spaces.items())})
         _check_conv_precision(run, group.algorithm.modules().values())
         return group
@@ -210,8 +213,7 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
 
         try:
             agent = make_agent(run, algo_cfg, envs.single_observation_space, envs.single_action_space)
-            members = {p: TRAINERS.get(a.algorithm.family, Trainer) for p, a in agent.agents.items()}
-            trainer = MultiPolicyTrainer(agent, envs, eval_env, run, members, callbacks=callbacks)
+            trainer = MultiPolicyTrainer(agent, envs, eval_env, run, member_classes(run, agent, TRAINERS), callbacks)
         except BaseException:
             _close(envs, eval_env)
             raise

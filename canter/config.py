@@ -129,7 +129,8 @@ class RunConfig:
     policy_hparams: dict = hp(
         {}, "multi-agent runs with several policies (policies: type | agent): hyperparameters of single policies over "
         "hparams, {policy: {name: value}} (e.g. {adversary: {lr: 0.001}}); 'algo' trains one with another on- or "
-        "off-policy algorithm, from that algorithm's defaults (e.g. {adversary: {algo: dqn}})")
+        "off-policy algorithm, from that algorithm's defaults (e.g. {adversary: {algo: dqn}}); a policy held fixed: "
+        "algo: random (uniform random actions) or frozen: true (init_from's weights, never trained)")
     central_state: bool = hp(
         False, "multi-agent (pettingzoo:) envs: each agent's observation also carries the global state and the "
         "agent's index, which only the critic sees (a centralised critic; needs hparams.encoder=split; set for mappo)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from canter.agents.fixed import RANDOM
 from canter.envs.multiagent import PREFIX, is_multiagent
 from canter.errors import CanterError
 
@@ -91,7 +92,9 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
     if not isinstance(overrides, dict):
         raise CanterError(f"'policy_hparams.{policy}' must be a mapping of hyperparameter names to values")
     algo_name = policy_algo(run, policy)
-    overrides = {k: v for k, v in overrides.items() if k != "algo"}
+    if fixed_policy(run, policy) == RANDOM:
+        return None
+    overrides = {k: v for k, v in overrides.items() if k not in ("algo", "frozen")}
     if algo_name != run.algo:  # a policy of its own algorithm: that algorithm's defaults, not the run's hparams
         algo_cfg = build(policy_algorithm_class(run, policy).Config, {}, section=f"policy_hparams.{policy}.")
     from canter.config import RunConfig as Run, fields_of
@@ -121,6 +124,42 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
     return cfg
 
 
+def fixed_policy(run: RunConfig, policy: str) -> str | None:
+    """How ``policy`` of a multi-policy run is held fixed: ``random`` (``algo: random``: uniform random actions),
+    ``frozen`` (``frozen: true``: the weights ``init_from`` loads, never trained), or None (it learns). Bad values
+    are one-line errors."""
+    own = run.policy_hparams.get(policy)
+    if not isinstance(own, dict):
+        return None
+    frozen = own.get("frozen", False)
+    if not isinstance(frozen, bool):
+        raise CanterError(f"'policy_hparams.{policy}.frozen' is true or false, got {frozen!r}")
+    if policy_algo(run, policy) == RANDOM:
+        if run.central_state:
+            raise CanterError(f"'policy_hparams.{policy}.algo: random' acts on an agent's own observations; "
+                              f"central_state packs the global state into them (drop central_state)")
+        extra = sorted(str(k) for k in own if k != "algo")
+        if extra:
+            raise CanterError(f"'policy_hparams.{policy}.algo: random' acts uniformly at random and takes no "
+                              f"hyperparameters; drop {', '.join(extra)}")
+        return RANDOM
+    if not frozen:
+        return None
+    if not run.init_from:
+        raise CanterError(f"'policy_hparams.{policy}.frozen: true' keeps the weights that init_from loads: give "
+                          f"init_from (a run that trained policy '{policy}'), or algo: random for a random policy")
+    return "frozen"
+
+
+def fixed_policies(run: RunConfig, policies: list[str]) -> dict[str, str | None]:
+    """:func:`fixed_policy` of each of ``policies``; a run in which none would learn is refused."""
+    fixed = {p: fixed_policy(run, p) for p in policies}
+    if all(fixed.values()):
+        raise CanterError(f"every policy is fixed ({', '.join(f'{p}: {k}' for p, k in fixed.items())}): nothing "
+                          f"would learn; let one train (drop its algo: random or frozen: true)")
+    return fixed
+
+
 def policy_algo(run: RunConfig, policy: str) -> str:
     """The algorithm that trains ``policy`` of a multi-policy run: its ``policy_hparams`` entry ``algo``, else the
     run's."""
@@ -128,6 +167,8 @@ def policy_algo(run: RunConfig, policy: str) -> str:
     name = own.get("algo", run.algo) if isinstance(own, dict) else run.algo
     if not isinstance(name, str) or name == run.algo:
         return name
+    if name.lower() == RANDOM:
+        return RANDOM
     from canter.registry import registered_name
 
     try:  # as the run's algo is recorded: 'PPO' is the run's ppo (an unknown name: policy_algorithm_class says so)
@@ -154,18 +195,26 @@ def policy_run(run: RunConfig, policy: str, seed: int) -> RunConfig:
 
 
 def policy_algorithm_class(run: RunConfig, policy: str) -> Any:
-    """The algorithm class of ``policy`` (:func:`policy_algo`); one of another algorithm than the run's must train
-    as an independent learner of the on- or off-policy family (the trainers that step in lockstep)."""
+    """The algorithm class of ``policy`` (:func:`policy_algo`; a random policy's is
+    :class:`~canter.agents.fixed.RandomPolicy`, whose ``check_spaces`` takes any); one of another algorithm than the
+    run's must train as an independent learner of the on- or off-policy family (the trainers that step in lockstep)."""
     from canter.registry import lookup
 
     name = policy_algo(run, policy)
     key = f"policy_hparams.{policy}.algo"
     if not isinstance(name, str) or not name.strip():
-        raise CanterError(f"'{key}' must be an algorithm's name (ppo, dqn, ...), got {name!r}")
+        raise CanterError(f"'{key}' must be an algorithm's name (ppo, dqn, ...) or random, got {name!r}")
+    if name == RANDOM:  # acts in any space (its check_spaces accepts them)
+        from canter.agents.fixed import RandomPolicy
+
+        return RandomPolicy
     try:
         cls = lookup("algorithm", name)
-    except CanterError as exc:
-        raise CanterError(f"'{key}': {exc}") from None
+    except CanterError:
+        from canter.errors import unknown
+        from canter.registry import names
+
+        raise CanterError(f"'{key}': {unknown('algorithm', name, [*names('algorithm'), RANDOM])}") from None
     if name != run.algo:
         if run.central_state or getattr(cls, "central_critic", False) or getattr(cls, "joint_agents", False):
             raise CanterError(f"'{key}: {name}': a policy of its own algorithm is an independent learner; "

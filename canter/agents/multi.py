@@ -23,7 +23,8 @@ class PolicyGroup:
 
     def __init__(self, algorithms: dict[str, Any]) -> None:
         self.algorithms = algorithms
-        first = next(iter(algorithms.values()))
+        # a learning policy's (a random policy has no config)
+        first = next((a for a in algorithms.values() if a.config is not None), next(iter(algorithms.values())))
         #: the first policy's hyperparameters (``policy_hparams`` may change some per policy, or a policy's
         #: algorithm, which each policy's own trainer reads)
         self.config = first.config
@@ -125,8 +126,8 @@ def policy_metadata(meta: dict[str, Any] | None, agent: Agent, policy: str) -> d
     """The checkpoint metadata of ``policy``'s ``agent`` of a multi-policy run whose metadata is ``meta``: the run's,
     as a run of that one policy (``policies: shared``, its own algorithm, hyperparameters and spaces), so that
     :func:`canter.load` builds a single :class:`~canter.agents.Agent` from it."""
-    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
-        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict) or agent.algorithm.config is None:
+        return None  # a random policy (no config) has nothing to save
     from canter.config import to_dict
     from canter.envs.spaces import space_to_dict
 

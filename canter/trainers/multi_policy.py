@@ -1,6 +1,7 @@
 """Several policies in one multi-agent env (run config ``policies: type | agent``).
 
-Each policy gets a *member*: an ordinary trainer of its algorithm's family (on- or off-policy)
+Each policy gets a *member*: an ordinary trainer of its algorithm's family (on- or off-policy; a
+policy held fixed, ``algo: random`` or ``frozen: true``, a :class:`~canter.trainers.fixed.FixedTrainer`)
 with its own :class:`~canter.agents.Agent`, buffer, schedules and updates, whose env is the view
 of its agents' rows (:class:`~canter.envs.multiagent_views.MultiPolicyVecEnv`). The
 :class:`MultiPolicyTrainer` steps the one env for all members in lockstep (every member acts,
