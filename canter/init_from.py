@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from canter.agents.fixed import RANDOM
 from canter.errors import CanterError
 
 
@@ -92,6 +93,12 @@ def _activations(config: dict[str, Any], agent: Any) -> list[tuple[str | None, A
     found = []
     for policy, member in policies.items():
         saved = own.get(policy) if isinstance(own.get(policy), dict) else {}
+        if saved.get("algo") == RANDOM or member.algorithm.config is None:  # a random policy: no networks
+            if member.algorithm.config is not None:
+                raise CanterError(f"init_from: its policy '{policy}' acted at random (algo: random) and has no "
+                                  f"networks to load: give policy_hparams.{policy}.algo=random here too, or name a "
+                                  f"run that trained it")
+            continue
         default = act
         if saved.get("algo", config.get("algo")) != config.get("algo"):  # a policy of its own algorithm: its default
             from canter.registry import lookup

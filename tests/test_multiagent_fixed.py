@@ -122,3 +122,16 @@ def test_a_random_policy_acts_under_action_masks(factored, tmp_path, capsys):
     history = pq.read_table(tmp_path / "run" / "history.parquet").to_pydict()
     random_returns = [r for r, a in zip(history["episode_return"], history["agent"]) if a == "agent_1"]
     assert len(random_returns) > 50 and 3.4 <= np.mean(random_returns) <= 4.6
+
+
+def test_init_from_a_run_whose_policy_was_random(tmp_path, capsys):
+    """Such a policy has no networks: learning it from there is refused in one line (it was 'unknown algorithm
+    'random'; did you mean 'rainbow'?'); a run that keeps it random starts from the other policy's networks."""
+    canter.train("ppo", run_dir=tmp_path / "first", max_steps=300, policy_hparams=RANDOM_LISTENERS, **SHORT)
+    argv = ["train", "ppo", "--env", MIXED, "--set", "policies=type", "--set", f"init_from={tmp_path / 'first'}"]
+    assert_train_refused(capsys, tmp_path, argv, "its policy 'listener' acted at random (algo: random) and has no "
+                                                 "networks to load: give policy_hparams.listener.algo=random here too")
+    trainer = canter.make_trainer("ppo", init_from=str(tmp_path / "first"), max_steps=300,
+                                  policy_hparams=RANDOM_LISTENERS, **SHORT)
+    assert _same(canter.load(tmp_path / "first").agents["speaker"], trainer.agent.agents["speaker"])
+    trainer.close()
