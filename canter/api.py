@@ -1,7 +1,6 @@
 """The Python API: ``make_trainer``, ``train``, ``resume``, ``load``, ``make_agent``."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -10,9 +9,6 @@ from typing import Any
 import torch
 
 from canter.agents.agent import Agent
-from canter.agents.recurrent import check_agent_fits
-from canter.algorithms.base import threads_for, widest_layer
-from canter.algorithms.seeding import seeded_by_caller
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
     checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint)
@@ -24,10 +20,9 @@ from canter.envs import make_vec_env, spaces_match
 from canter.envs.make import eval_env_kwargs, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
 from canter.envs.turns import bind_opponents, opponent_ids
-from canter.errors import CanterError, CanterWarning, bool_argument, build_user_class, keywords_checked, unknown
+from canter.errors import CanterError, CanterWarning, bool_argument, keywords_checked
 from canter.init_from import check_source, init_agent
 from canter.logging.history import check_history
-from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import import_user_modules, lookup
 from canter.resume_checks import (
     as_numbers_now, check_config_unedited, check_opponents, check_resume_metadata, check_same_run, check_writable,
@@ -37,71 +32,10 @@ from canter.resume_settings import check_continues, check_keep_has_checkpoints, 
 from canter.run import Run, run_metadata
 from canter.run_dirs import check_new_run_dir, new_run_dir, nothing_to_resume, outermost_missing
 from canter.run_lock import check_free
-from canter.utils import global_rngs_kept, seed_everything, threads_kept
+from canter.utils import global_rngs_kept, threads_kept
 from canter.trainers import TRAINERS, Trainer
 from canter.trainers.fixed import member_classes
-
-
-def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
-    """Build Model -> Algorithm -> Agent for the given spaces (seeded by ``run.seed``).
-
-    Torch's thread count is fixed first: initialisation results depend on it, and the same
-    seed must give the same run whatever the caller's thread setting was. With several policies
-    (``run.policies`` not ``shared``) the spaces are dicts policy -> space, and the result is a
-    :class:`~canter.agents.multi.MultiPolicyAgent` (policy ``i`` seeded with ``run.seed + i``).
-    """
-    if run.policies in ("type", "agent"):
-        from canter.agents.fixed import RANDOM, RandomPolicy
-        from canter.agents.multi import MultiPolicyAgent
-        from canter.multiagent_config import fixed_policies, policy_config, policy_run
-
-        policies = list(observation_space.spaces)
-        for name in run.policy_hparams:
-            if name not in policies:
-                kind = "agent" if run.policies == "agent" else "agent type"  # not names 'canter list' shows
-                raise unknown("policy in policy_hparams", name, policies,
-                              see=f"the policies are the env's {kind}s: {', '.join(policies[:3])}, ...")
-        fixed = fixed_policies(run, policies)  # a random policy has no Agent of an algorithm
-        group = MultiPolicyAgent({
-            p: RandomPolicy(space, action_space[p], run.seed + i) if fixed[p] == RANDOM else _make_single_agent(
-                policy_run(run, p, run.seed + i), policy_config(run, algo_cfg, p), space, action_space[p])
-            for i, (p, space) in enumerate(observation_space.spaces.items())})
-        _check_conv_precision(run, group.algorithm.modules().values())
-        return group
-    agent = _make_single_agent(run, algo_cfg, observation_space, action_space)
-    _check_conv_precision(run, agent.algorithm.modules().values())
-    return agent
-
-
-def _check_conv_precision(run: RunConfig, modules: Any) -> None:
-    """Refuse ``conv_precision`` other than float32 when no network of the run has a convolutional encoder."""
-    if run.conv_precision != "float32" and not count_conv_encoders(modules):
-        raise CanterError(f"conv_precision={run.conv_precision} applies to convolutional encoders (image "
-                          f"observations); this run's networks have none (use conv_precision=float32)")
-
-
-def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
-    """:func:`make_agent` for one policy."""
-    threads = run.torch_threads or threads_for(widest_layer(algo_cfg))
-    torch.set_num_threads(threads)
-    seed_everything(run.seed)
-    algo_cls = lookup("algorithm", run.algo)
-    with seeded_by_caller():  # weights from the streams seeded above, left where the initialisation took them
-        algorithm = build_user_class(
-            "algorithm", algo_cls, "an Algorithm subclass's __init__ takes (observation_space, action_space, config) "
-            "and the keyword arguments model, seed and device", observation_space, action_space, algo_cfg,
-            model=run.model, seed=run.seed, device=run.device)
-    set_conv_precision(algorithm.modules().values(), run.conv_precision)
-    agent_name = run.agent or getattr(algo_cls, "agent_class", None)  # recurrent_ppo: its RecurrentAgent
-    agent_cls = lookup("agent", agent_name) if agent_name else Agent
-    check_agent_fits(algo_cls, agent_cls, agent_name or "agent")
-    agent = build_user_class(
-        "agent", agent_cls, "an Agent subclass's __init__ takes Agent's keyword arguments normalize_obs, "
-        "normalize_reward, gamma and n_envs", algorithm, normalize_obs=getattr(algo_cfg, "normalize_obs", False),
-        normalize_reward=getattr(algo_cfg, "normalize_reward", False), gamma=getattr(algo_cfg, "gamma", 0.99),
-        n_envs=run.n_envs or 1)
-    agent.torch_threads = threads
-    return agent
+from canter.agent_factory import make_agent  # noqa: F401 (re-exported: canter.api.make_agent)
 
 
 #: what a call of make_trainer or train with more than the algorithm and the env as positional arguments is told

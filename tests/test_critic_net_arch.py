@@ -121,10 +121,10 @@ def test_other_widths_make_two_mlps_and_equal_ones_stay_stacked():
 
 
 def test_threads_follow_the_widest_network(monkeypatch):
-    import canter.api
+    import canter.agent_factory
 
     seen = []
-    monkeypatch.setattr(canter.api, "threads_for", lambda width: seen.append(width) or 1)
+    monkeypatch.setattr(canter.agent_factory, "threads_for", lambda width: seen.append(width) or 1)
     canter.make_trainer("ppo", "CartPole-v1", net_arch={"pi": [16], "vf": [300]}, max_steps=64, n_envs=1).close()
     assert seen == [300]
 
