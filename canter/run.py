@@ -408,9 +408,7 @@ class Run:
                     lg.log(record)
                 # a record that only a stop signal made (between two logged iterations, log_every > 1) is not
                 # one of the uninterrupted run's: the periodic checkpoint waits for the resumed run's next record
-                extra = record.stop_reason == "interrupted" and record.evaluation is None and bool(
-                    record.iteration % self.trainer.run.log_every)
-                if self.next_checkpoint is not None and record.step >= self.next_checkpoint and not extra:
+                if self.next_checkpoint is not None and record.step >= self.next_checkpoint and not record.stop_only:
                     self.save(f"step-{record.step:09d}")
                     if self.keep_checkpoints:  # the new one is complete: older ones beyond the newest K go
                         prune_periodic(self.dir / "checkpoints", self.keep_checkpoints, record.step)

@@ -373,13 +373,14 @@ def test_a_stop_between_logged_iterations_adds_no_tensorboard_point(tmp_path):
 
 def test_a_stop_between_logged_iterations_leaves_the_periodic_checkpoints_of_the_uninterrupted_run(tmp_path):
     """Periodic ``step-N`` checkpoints are saved at records; a record only a Ctrl-C made (log_every > 1)
-    must not take the place of the uninterrupted run's next one (step-208 instead of step-240)."""
+    must not take the place of the uninterrupted run's next one. The iteration that reaches a checkpoint's
+    step is always a record (step-208, not the next logged one at 240), so the stop there is one too."""
     common = dict(n_envs=2, n_steps=8, max_steps=800, eval_every=300, eval_episodes=1, log_every=5,
                   checkpoint_every=200, tensorboard=False, target_reward=None, seed=1)
 
     _whole_and_stopped_off_the_log_grid(tmp_path, common, after=200, stopped_at=208)  # iteration 13
     names = {d: sorted(p.name for p in (tmp_path / d / "checkpoints").glob("step-*.json")) for d in ("whole", "part")}
-    assert names["part"] == names["whole"] == [f"step-{s:09d}.json" for s in (240, 400, 608, 800)]
+    assert names["part"] == names["whole"] == [f"step-{s:09d}.json" for s in (208, 400, 608, 800)]
 
 
 def _run_killed_before_its_first_checkpoint(run_dir: Path, pid: int) -> None:

@@ -259,3 +259,18 @@ def test_deterministic_prediction_leaves_the_observation_statistics_alone():
     assert actions.shape == (8,)
     for k, v in agent.obs_rms.state_dict().items():
         np.testing.assert_array_equal(v, before[k])
+
+
+# -- periodic checkpoints and log_every ---------------------------------------------------------------
+
+
+def test_log_every_does_not_thin_the_periodic_checkpoints(tmp_path):
+    """``log_every`` is a logging setting: with it at 4, the checkpoints of ``checkpoint_every: 64`` (32 env steps an
+    iteration) were saved only at the logged records (step-128, step-256), and step-64, step-192 never were, nor
+    were their ``on_checkpoint`` hooks called."""
+    saved = []
+    canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "run", max_steps=256, eval_every=0, checkpoint_every=64,
+                 log_every=4, hooks={"on_checkpoint": lambda trainer, path: saved.append(path.name)}, **TINY)
+    assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").glob("step-*.json")) == \
+        [f"step-{s:09d}.json" for s in (64, 128, 192, 256)]
+    assert [n for n in saved if n.startswith("step-")] == [f"step-{s:09d}" for s in (64, 128, 192, 256)]

@@ -36,8 +36,8 @@ def scalars(record: TrainRecord) -> dict[str, float]:
     return out
 
 
-def made_by_stop(record: TrainRecord, log_every: int) -> bool:
-    """Whether only a stop signal made ``record``: a Ctrl-C / SIGTERM between two logged iterations
-    (``log_every`` > 1). Its episodes are the run's, but its per-record scalars (steps/s, the rolling
-    return) are no points of the uninterrupted run, which a resumed run continues."""
-    return record.stop_reason == "interrupted" and record.evaluation is None and bool(record.iteration % log_every)
+def made_by_stop(record: TrainRecord) -> bool:
+    """Whether only a stop signal made ``record`` (:attr:`TrainRecord.stop_only`): a Ctrl-C / SIGTERM between two
+    logged iterations (``log_every`` > 1). Its episodes are the run's, but its per-record scalars (steps/s, the
+    rolling return) are no points of the uninterrupted run, which a resumed run continues."""
+    return record.stop_only

@@ -124,7 +124,6 @@ class TensorBoardLogger:
     def __init__(self, run_dir: str | Path) -> None:
         self.run_dir = Path(run_dir)
         self.writer: EventFileWriter | None = None
-        self.log_every = 1
         #: a resumed run: the step from which TensorBoard drops the events the killed run logged (None: new run)
         self._restart: int | None = None
 
@@ -136,7 +135,6 @@ class TensorBoardLogger:
         # not logged again: START at the next step, since TensorBoard drops events at or after it
         self._restart = None if step is None else step + 1
         trainer = getattr(run, "trainer", None)
-        self.log_every = int(getattr(getattr(trainer, "run", None), "log_every", 1))
         hooks = getattr(trainer, "hooks", None)
         if hooks is not None:  # the events up to a resumable checkpoint must survive a kill after it
             hooks.add(_FlushOnCheckpoint(self))
@@ -155,7 +153,7 @@ class TensorBoardLogger:
         for ep in record.episodes:
             writer.add_scalar("charts/episode_return", ep.episode_return, ep.step)
             writer.add_scalar("charts/episode_length", ep.episode_length, ep.step)
-        if made_by_stop(record, self.log_every):  # the uninterrupted run has no point here
+        if made_by_stop(record):  # the uninterrupted run has no point here
             return
         for k, v in scalars(record).items():
             writer.add_scalar(k, v, record.step)

@@ -73,7 +73,6 @@ class WandbLogger:
         self.run: Any = None
         #: the :class:`~canter.run.Run` being logged (its error or divergence marks the W&B run failed)
         self.owner: Any = None
-        self.log_every = 1
         #: the first step this W&B run has not had yet: a record below it was logged by a part of the run
         #: that a kill (or an error inside an iteration) stopped after its last checkpoint
         self.next_step = 0
@@ -117,7 +116,6 @@ class WandbLogger:
 
         logged = self._logged_step()  # (before wandb.init: a bad file leaves the run directory as it was)
         self.owner = run
-        self.log_every = int(getattr(getattr(getattr(run, "trainer", None), "run", None), "log_every", 1))
         id_file = Path(self.run_dir) / "wandb" / self.ID_FILE
         run_id = self._own_file(self.ID_FILE, r"[A-Za-z0-9_-]{1,128}", "the id of the W&B run this run logs to",
                                 "log to a new W&B run")
@@ -137,7 +135,7 @@ class WandbLogger:
         """Send ``record``'s scalars and its last episode's return to the W&B run (not those of a step it has had)."""
         if record.step < self.next_step:
             return
-        data = {} if made_by_stop(record, self.log_every) else scalars(record)  # (no point of the uninterrupted run)
+        data = {} if made_by_stop(record) else scalars(record)  # (no point of the uninterrupted run)
         if record.episodes:
             data["charts/episode_return"] = record.episodes[-1].episode_return
         if data:

@@ -81,16 +81,12 @@ class VideoRecorder:
         self.agent = run.agent
         for stale in self.dir.glob(".rec-*"):  # the temporary folder of a recording its process was killed in
             shutil.rmtree(stale, ignore_errors=True)
-        trainer = getattr(run, "trainer", None)
-        self.log_every = int(getattr(getattr(trainer, "run", None), "log_every", 1))
         step = getattr(run, "resumed_step", None)
         if step is not None:
             self.entries = [e for e in self._stored if e["step"] <= step]
             self.last_step = self.entries[-1]["step"] if self.entries else None
             # the grid goes on after the last recording (a stop that recorded nothing left its point due)
             self.next_step = (self.last_step // self.every + 1) * self.every if self.entries else self.every
-
-    log_every = 1
 
     def log(self, record: TrainRecord) -> None:
         """Record when ``record.step`` has passed the next multiple of ``every``, or training is done.
@@ -99,8 +95,7 @@ class VideoRecorder:
         stop made (between two logged iterations) is not one of an uninterrupted run's: neither records,
         so a resumed run's videos are the uninterrupted run's."""
         interrupted = record.stop_reason == "interrupted"
-        extra = interrupted and record.evaluation is None and bool(record.iteration % self.log_every)
-        if (record.step >= self.next_step and not extra) or (
+        if (record.step >= self.next_step and not record.stop_only) or (
                 record.done and not interrupted and record.step != self.last_step):
             self.record(record.step)
             while self.next_step <= record.step:

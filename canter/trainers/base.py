@@ -472,14 +472,14 @@ class Trainer:
                 target = self.hooks.find(TargetReward)
                 if target is not None and target.reached:  # as at max_steps, whose last evaluation comes before
                     reason = "target_reward"  # the stop check: the target, first of the stop reasons, wins
-            off_grid = self.iteration_count % self.run.log_every and result is None
+            # a record every log_every iterations, at each evaluation and where a periodic checkpoint is due (the
+            # Run saves it at a record: log_every, a logging setting, had thinned the checkpoints)
+            due = self.checkpoint_due is not None and self.step >= self.checkpoint_due
+            off_grid = bool(self.iteration_count % self.run.log_every) and result is None and not due
             if reason is None and off_grid:
                 continue
-            if off_grid and reason == "interrupted":
-                # a stop signal between two logged iterations: the record carries the pending episodes, but
-                # not this iteration's losses, which an uninterrupted run does not log either (a resumed
-                # run's updates.parquet would otherwise hold an extra row)
-                losses = {}
+            if off_grid and reason == "interrupted":  # a stop signal between two logged iterations: the record
+                losses = {}  # has the pending episodes, not the losses an uninterrupted run does not log either
             now = time.perf_counter()
             sps = (self.step - last_step) / max(now - last_time, 1e-9)
             last_time, last_step = now, self.step
@@ -491,7 +491,7 @@ class Trainer:
                 best_eval_return=self.best_eval_return, new_best=new_best, done=reason is not None,
                 stop_reason=reason, best_rolling_return=self.best_rolling_return,
                 success_rate=float(np.mean(self.recent_successes)) if self.recent_successes else None,
-            )
+                stop_only=bool(off_grid and reason == "interrupted"))
             if call != self._calls:  # a later call went on with the training (maybe to its end) meanwhile
                 raise CanterError("this loop over trainer() was left for a later trainer() call, which continues "
                                   "the same training; iterate only the latest call's records")

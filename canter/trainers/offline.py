@@ -9,7 +9,7 @@ in updates. Evaluation runs the deterministic policy on the eval env, as online,
 every ``eval_every`` updates: an iteration ends early where an evaluation is due (the updates, and
 the minibatches drawn, are the same as without it). So is a periodic checkpoint (``checkpoint_every``) of
 the :class:`~canter.run.Run` around the trainer (:attr:`Trainer.checkpoint_due`), where a record is yielded there
-(``log_every`` 1).
+(whatever ``log_every`` says).
 """
 from __future__ import annotations
 

@@ -41,3 +41,6 @@ class TrainRecord:
     #: the fraction of the last ``reward_window`` training episodes whose env reported
     #: ``info["is_success"]`` true at their end (None where the env reports no success)
     success_rate: float | None = None
+    #: yielded only because a stop signal (Ctrl-C, SIGTERM) came between two logged iterations (``log_every`` > 1):
+    #: no record of the uninterrupted run, so its losses are left out and no logger writes its per-record scalars
+    stop_only: bool = False
