@@ -133,11 +133,12 @@ def _overrides(cb: Any, hook: str) -> bool:
 
 
 def _check_logged(fn: Any, losses: Any) -> None:
-    """A one-line error when an ``after_update`` hook (``fn``) left something in ``losses`` that the loggers cannot
-    write as a number (TensorBoard's ``float(value)`` raised in the middle of a record)."""
-    for key, value in losses.items():
-        try:
-            ok = isinstance(key, str) and not isinstance(value, (str, bytes)) and float(value) is not None
+    """Refuse in one line what an ``after_update`` hook ``fn`` left in ``losses`` that is not a number to log."""
+    for key, value in losses.items():  # a 0-d tensor or NumPy value as its number (updates.parquet took no tensor)
+        losses[key] = value = value.item() if getattr(value, "ndim", None) == 0 and hasattr(value, "item") else value
+        try:  # (an array, even of one value, is no number)
+            ok = isinstance(key, str) and not isinstance(value, (str, bytes)) and not getattr(value, "ndim", 0) and \
+                float(value) is not None
         except (TypeError, ValueError):
             ok = False
         if not ok:
@@ -198,7 +199,6 @@ class Hooks:
             fn(trainer, *args)
             if hook == "after_update":
                 _check_logged(fn, args[0])
-
 
     def env_step_hooks(self) -> list[tuple[Any, Callable[..., Any]]]:
         """The ``on_env_step`` hooks (empty: the trainers take their fast loops)."""

@@ -57,3 +57,33 @@ def test_a_users_callback_class_of_an_sb3_name_is_not_taken_for_sb3s():
     """my_pkg:EvalCallback is the user's own class, imported when the run is built."""
     run, _ = canter.config.resolve_config("ppo", "CartPole-v1", sets=["callbacks=[my_pkg.cbs:EvalCallback]"])
     assert run.callbacks == ["my_pkg.cbs:EvalCallback"]
+
+
+def test_tensors_and_numpy_scalars_an_after_update_hook_logs_are_written_as_numbers(tmp_path):
+    """An SB3 port's ``self.logger.record("custom/loss", loss)`` as an after_update hook's ``losses["custom/loss"] =
+    loss``: a 0-d torch tensor passed the number check (``float()`` takes it), then updates.parquet could not be
+    written (pyarrow's ArrowInvalid traceback when the run ended, summary 'interrupted'). It is logged as its number;
+    a tensor of several values is refused in one line."""
+    import numpy as np
+    import pyarrow.parquet as pq
+    import torch
+
+    def record(trainer, losses):
+        losses["custom/loss"], losses["custom/np"] = torch.tensor(0.5, requires_grad=True) * 1, np.float32(0.25)
+
+    quick = dict(n_envs=2, n_steps=16, batch_size=32, n_epochs=1, max_steps=64, eval_every=0, eval_episodes=1,
+                 tensorboard=False)
+    trainer = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "run", hooks={"after_update": record},
+                                  **quick)
+    records = list(trainer())
+    trainer.close()
+    assert all(type(r.losses["custom/loss"]) is float and type(r.losses["custom/np"]) is float for r in records)
+    logged = pq.read_table(tmp_path / "run" / "updates.parquet").to_pydict()
+    assert logged["custom/loss"] == [0.5, 0.5] and logged["custom/np"] == [0.25, 0.25]
+
+    def several(trainer, losses):
+        losses["custom/v"] = torch.tensor([1.0])
+
+    with pytest.raises(CanterError, match=r"left losses\['custom/v'\] = tensor\(\[1\.\]\): the values in losses are "
+                                          r"logged as numbers"):
+        canter.train("ppo", "CartPole-v1", run_dir=None, hooks={"after_update": several}, **quick)
