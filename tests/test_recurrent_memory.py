@@ -78,8 +78,11 @@ def test_predict_with_state_keeps_the_memory_with_the_caller():
         agent.predict_with_state(a_obs[:2], a_state)
     # sb3-contrib's call on predict: the error names predict_with_state (it said only "it takes obs, episode_start,
     # deterministic", or "takes from 2 to 3 positional arguments")
+    # (and predict(obs, state): the state went to episode_start, 'needs one bool per observation ... got shape
+    # (2, 1, 1, 16)', naming no predict_with_state)
     for call in (lambda: agent.predict(a_obs[0], state=a_state, episode_start=True),
-                 lambda: agent.predict(a_obs[0], a_state, True)):
+                 lambda: agent.predict(a_obs[0], a_state, True), lambda: agent.predict(a_obs[0], a_state),
+                 lambda: agent.predict(a_obs[0], tuple(torch.as_tensor(s) for s in a_state))):
         with pytest.raises(CanterError, match=r"is agent.predict_with_state\(obs, state, episode_start\)"):
             call()
 

@@ -18,6 +18,12 @@ _WITH_STATE = ("sb3-contrib's predict(obs, state, episode_start), with the memor
                "agent.predict_with_state(obs, state, episode_start), which returns (actions, state)")
 
 
+def _memory_pair(value: Any) -> bool:
+    """Whether ``value`` is a recurrent memory, an ``(h, c)`` pair of ``[layers, batch, units]`` arrays or tensors (as
+    :meth:`RecurrentAgent.predict_with_state` returns), rather than episode starts."""
+    return isinstance(value, (tuple, list)) and len(value) == 2 and all(np.ndim(v) == 3 for v in value)
+
+
 @register("agent", "recurrent_agent")
 class RecurrentAgent(Agent):
     """An :class:`~canter.agents.Agent` for recurrent algorithms (``act_recurrent``): ``sample``
@@ -60,6 +66,8 @@ class RecurrentAgent(Agent):
         :meth:`Agent.predict <canter.agents.Agent.predict>`; one observation is a batch of one env.
         For a batch, ``episode_start`` is one bool per row (a single bool applies to every row).
         ``deterministic=False``: :meth:`explore` (sampled actions, with the exploring memory)."""
+        if _memory_pair(episode_start):  # sb3-contrib's predict(obs, state): the state went to episode_start
+            raise CanterError(f"agent.predict() got an (h, c) memory pair for episode_start; {_WITH_STATE}")
         if not bool_argument("deterministic", deterministic):  # 'no' was truthy, None falsy
             return self.explore(obs, episode_start=episode_start)
         return self._act_with_memory("predict", obs, episode_start, deterministic=True)
