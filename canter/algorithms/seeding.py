@@ -5,7 +5,8 @@ Models initialise their weights from torch's global generator. The trainer seeds
 (:func:`canter.api.make_agent`: ``seed_everything(run.seed)``, then the algorithm with ``seed=run.seed``), and
 builds inside :func:`seeded_by_caller`, so its runs are as they were: the global streams are left where the
 initialisation took them. An algorithm built directly with a seed gets the same weights as a trainer's of that
-seed: the build seeds Python's, NumPy's and torch's global generators with it (``seed_everything``) under
+seed at the same torch thread count (the trainer builds at the run's ``torch_threads``; orthogonal initialisation's
+QR rounds differently at another count: PPO's 64x64 layer differed by ~2e-7 at 2 threads against 1): the build seeds Python's, NumPy's and torch's global generators with it (``seed_everything``) under
 :func:`canter.utils.global_rngs_kept`. Built without a seed (``seed=None``), the weights come from the global
 stream as it is, and advance it (two unseeded builds differ; Stable-Baselines3's ``seed=None``)."""
 from __future__ import annotations
