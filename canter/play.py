@@ -15,7 +15,7 @@ from canter.envs import check_env_id, make_env, make_vec_env
 from canter.envs.make import run_vectorization
 from canter.envs.multiagent import is_multiagent
 from canter.envs.turns import is_turn_based
-from canter.errors import CanterError, bool_argument, require
+from canter.errors import CanterError, bool_argument, keywords_checked, require
 
 
 def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
@@ -193,6 +193,7 @@ def check_video_dir(video_dir: str) -> None:
                           "they are not overwritten: move them or choose another --video-dir")
 
 
+@keywords_checked("canter.play.play")
 def play(agent: Any, env: str | None = None, episodes: int = 1, render: bool = False,
          video_dir: str | None = None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
          on_episode: Callable[[int, float], None] | None = None, vectorization: str | None = None) -> list[float]:

@@ -52,6 +52,10 @@ def test_play_takes_numpy_integers(short_episodes):
     (dict(env=""), "env must be an env id"),  # AttributeError
     (dict(env_kwargs=[1]), "env_kwargs must be a mapping, got \\[1\\]"),  # TypeError from dict()
     (dict(env_kwargs={"max_episode_step": 3}), "bad env_kwargs for 'CartPole-v1': .*did you mean 'max_episode_steps'"),
+    # TypeError tracebacks: env_id was the parameter's name until ac73024; misspellings
+    (dict(env_id="CartPole-v1"), "play.play\\(\\) got an unexpected keyword argument 'env_id'; did you mean 'env'"),
+    (dict(n_episodes=2), "unexpected keyword argument 'n_episodes'; did you mean .*'episodes'"),
+    (dict(vidoe_dir="v"), "unexpected keyword argument 'vidoe_dir'; did you mean 'video_dir'"),
 ])
 def test_play_refuses_bad_arguments_in_one_line(short_episodes, kwargs, needle):
     """Bad arguments of ``canter.play.play`` were tracebacks (TypeError, AttributeError, gymnasium's error.Error)
