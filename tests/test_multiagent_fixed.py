@@ -135,3 +135,16 @@ def test_init_from_a_run_whose_policy_was_random(tmp_path, capsys):
                                   policy_hparams=RANDOM_LISTENERS, **SHORT)
     assert _same(canter.load(tmp_path / "first").agents["speaker"], trainer.agent.agents["speaker"])
     trainer.close()
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_an_evaluation_with_a_seed_repeats_a_random_policys_actions(deterministic):
+    """canter.evaluate(agent, seed=0) of an agent with a random policy gave other returns each time (the random
+    policy drew from generators of its own, and a sampled evaluation's seeded generator was ignored), where its
+    docstring says the samples are reproducible with the seed: its draws now start from the seed."""
+    trainer = canter.make_trainer("ppo", policy_hparams=RANDOM_LISTENERS, max_steps=64, **SHORT)
+    agent = trainer.agent
+    trainer.close()
+    first, again = (canter.evaluate(agent, env=MIXED, episodes=6, seed=0, deterministic=deterministic).returns
+                    for _ in range(2))
+    assert first == again

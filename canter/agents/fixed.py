@@ -59,21 +59,27 @@ class RandomPolicy:
     def check_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> None:
         """Any spaces: random actions are drawn for every action space canter trains on."""
 
-    def _draw(self, obs: np.ndarray, which: str) -> np.ndarray:
+    def _draw(self, obs: np.ndarray, generator: torch.Generator) -> np.ndarray:
         obs = np.asarray(obs)
         single = obs.shape == self.observation_space.shape
         batch = obs[None] if single else obs
-        rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=self.generators[which])))
+        rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=generator)))
         actions = random_env_actions(self.action_space, len(batch), rng, batch, self.observation_space)
         return actions[0] if single else actions
 
     def predict(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray:
         """Uniform random actions (``deterministic`` changes nothing: the policy is random)."""
-        return self._draw(obs, "eval")
+        return self._draw(obs, self.generators["eval"])
 
     def explore(self, obs: np.ndarray, generator: torch.Generator | None = None) -> np.ndarray:
-        """Uniform random actions for training."""
-        return self._draw(obs, "train")
+        """Uniform random actions for training, drawn from ``generator`` where given (as
+        :meth:`Agent.explore <canter.agents.Agent.explore>`: a sampled evaluation's own, seeded one)."""
+        return self._draw(obs, self.generators["train"] if generator is None else generator)
+
+    def seed_evaluation(self, seed: int) -> None:
+        """Restart :meth:`predict`'s draws from ``seed``: an evaluation with a seed (``canter.evaluate``, the run's
+        evaluations) plays the same random actions each time, as it plays the same env episodes."""
+        self.generators["eval"].manual_seed(int(seed))
 
     def reset_returns(self) -> None:
         """Nothing to reset (no reward statistics)."""

@@ -44,6 +44,17 @@ class EvalResult:
         return f"{self.mean_return:.2f} ± {self.std_return:.2f} over {n} episode{'' if n == 1 else 's'}{success}"
 
 
+def _seed_random_policies(agent: Any, seed: int | None) -> None:
+    """Seed the draws of a multi-policy agent's random policies (``algo: random``) from ``seed``, one stream each,
+    so that an evaluation with a seed is repeatable (None: they draw on)."""
+    agents = getattr(agent, "agents", None)
+    if seed is None or not isinstance(agents, dict):
+        return
+    for s, member in zip(np.random.SeedSequence(seed).generate_state(len(agents)), agents.values()):
+        if hasattr(member, "seed_evaluation"):
+            member.seed_evaluation(int(s))
+
+
 def _policy(agent: Any, deterministic: bool, seed: int | None) -> Any:
     """``act(obs, starts)`` for :func:`evaluate`: ``agent.predict``, or (``deterministic`` False) the agent's samples
     from a generator of their own seeded with ``seed`` (the agent's own stream untouched; a recurrent agent's
@@ -104,6 +115,7 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
     lengths: list[int] = []
     successes: list[float] = []
     begin = getattr(agent, "begin_episodes", None)  # a recurrent agent's memory starts empty each episode
+    _seed_random_policies(agent, seed)
     obs = env.reset(seed=seed)
     act, starts = _policy(agent, deterministic, seed), np.ones(n, dtype=bool)
     if begin is not None:
