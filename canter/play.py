@@ -16,6 +16,7 @@ from canter.envs.make import run_vectorization
 from canter.envs.multiagent import is_multiagent
 from canter.envs.turns import is_turn_based
 from canter.errors import CanterError, bool_argument, keywords_checked, require
+from canter.trainers.evaluation import seed_random_policies
 
 
 def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
@@ -309,6 +310,7 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
     try:
         for i in range(episodes):
             obs = env.reset(seed=seed + i)
+            seed_random_policies(agent, seed + i)  # a random policy's moves too are the episode's seed's
             if hasattr(agent, "begin_episodes"):
                 agent.begin_episodes(np.ones(env.num_envs, dtype=bool))
             frame, finished = _frame(copy, mode, env_id), []

@@ -148,3 +148,15 @@ def test_an_evaluation_with_a_seed_repeats_a_random_policys_actions(deterministi
     first, again = (canter.evaluate(agent, env=MIXED, episodes=6, seed=0, deterministic=deterministic).returns
                     for _ in range(2))
     assert first == again
+
+
+def test_play_with_a_seed_repeats_a_random_policys_actions():
+    """canter.play.play(agent, seed=3) twice gave other returns (the random listeners drew on from their own
+    generator); each episode's random moves now follow its seed, as its env does."""
+    from canter.play import play
+
+    trainer = canter.make_trainer("ppo", policy_hparams=RANDOM_LISTENERS, max_steps=64, **SHORT)
+    agent = trainer.agent
+    trainer.close()
+    assert play(agent, episodes=3, seed=3) == play(agent, episodes=3, seed=3)
+    assert play(agent, episodes=3, seed=3)[1:] == play(agent, episodes=2, seed=4)  # episode i: seed + i's

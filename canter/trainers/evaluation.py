@@ -44,7 +44,7 @@ class EvalResult:
         return f"{self.mean_return:.2f} ± {self.std_return:.2f} over {n} episode{'' if n == 1 else 's'}{success}"
 
 
-def _seed_random_policies(agent: Any, seed: int | None) -> None:
+def seed_random_policies(agent: Any, seed: int | None) -> None:
     """Seed the draws of a multi-policy agent's random policies (``algo: random``) from ``seed``, one stream each,
     so that an evaluation with a seed is repeatable (None: they draw on)."""
     agents = getattr(agent, "agents", None)
@@ -115,7 +115,7 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
     lengths: list[int] = []
     successes: list[float] = []
     begin = getattr(agent, "begin_episodes", None)  # a recurrent agent's memory starts empty each episode
-    _seed_random_policies(agent, seed)
+    seed_random_policies(agent, seed)
     obs = env.reset(seed=seed)
     act, starts = _policy(agent, deterministic, seed), np.ones(n, dtype=bool)
     if begin is not None:
