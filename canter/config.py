@@ -193,7 +193,8 @@ class RunConfig:
         None, "a run directory or checkpoint whose weights and observation statistics a new run starts from (same "
         "algorithm and spaces; counters, optimizers and buffers start fresh; SB3's PPO.load(path, env=...) then "
         "learn); null: new weights")
-    explorers: int = hp(0, "explorer actors on Ray, each with n_envs envs (0: one process, no Ray)", low=0)
+    explorers: int = hp(0, "explorer actors on Ray, each with n_envs envs (0: one process, no Ray)", low=0,
+                        high=MAX_ENVS)
     ray_address: str | None = hp(None, "Ray cluster to join with explorers: 'auto' or host:port (null: a local Ray)")
     max_policy_lag: int | None = hp(
         None, "asynchronous explorers (IMPALA, APPO): drop rollouts collected with weights more than this many "
@@ -416,6 +417,10 @@ def resolve_config(
                           "train_freq env steps per rollout; use train_freq_unit: step with --explorers")
     if run.n_envs is None:
         run.n_envs = algo_cls.default_n_envs
+    if run.explorers * run.n_envs > MAX_ENVS:  # the learner keeps per-env statistics of every explorer's envs
+        raise CanterError(f"{run.explorers:,} explorers x n_envs {run.n_envs:,} = {run.explorers * run.n_envs:,} envs, "
+                          f"more than the {MAX_ENVS:,} one run holds; at most {MAX_ENVS // run.n_envs:,} explorers "
+                          f"with n_envs {run.n_envs:,}")
     if run.dataset and run.dataset.strip() and not run.dataset.startswith("minari:"):
         run.dataset = str(Path(run.dataset).absolute())  # the run records where it is: --resume from anywhere
     if run.init_from and run.init_from.strip():  # config.yaml given back with -f from another directory

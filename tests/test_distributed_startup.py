@@ -44,6 +44,20 @@ def test_ray_address_needs_explorers(capsys, tmp_path):
     assert code == 2 and "--explorers" in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--explorers", "1000000000"], "'explorers' must be <= 100000, got 1000000000"),
+    (["--explorers", "50000", "--n-envs", "4"], "50,000 explorers x n_envs 4 = 200,000 envs, more than the 100,000 "
+                                                "one run holds; at most 25,000 explorers with n_envs 4"),
+])
+def test_more_envs_over_all_explorers_than_one_run_holds_are_refused_with_one_line(capsys, tmp_path, flags, message):
+    """The learner keeps a return statistic per env of every explorer: --explorers 1000000000 ended in NumPy's
+    ArrayMemoryError traceback (exit code 1) while the learner's Agent was built, before Ray's own checks."""
+    code = main(["train", "impala", "--env", "CartPole-v1", *flags, "--run-dir", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.splitlines() == [f"canter: error: {message}"]
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.parametrize("address", ["nonsense", "127.0.0.1", "host:port", ":6379"])
 def test_a_malformed_ray_address_is_refused_with_one_line_before_ray_starts(capsys, tmp_path, address):
     """Before, Ray was imported and printed its token-authentication warning above the error."""
