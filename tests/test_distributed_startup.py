@@ -145,6 +145,32 @@ print("connected", flush=True)
 """
 
 
+def test_a_ctrl_c_while_ray_shuts_down_is_taken_once_ray_is_down():
+    """A second Ctrl-C ("quit now") that landed while a stopped run shut its private Ray down raised
+    KeyboardInterrupt in the middle of ``ray.shutdown``: the run exited with 130, but Ray's dashboard and
+    runtime-env agents were left running, orphaned, for 1-2 minutes (seen with ps after a double Ctrl-C)."""
+    pytest.importorskip("ray")
+    import signal
+    import time
+
+    from canter.distributed.cluster import disconnect
+
+    done = []
+
+    class ShuttingDown:  # a connected Ray whose shutdown gets a Ctrl-C halfway
+        def is_initialized(self) -> bool:
+            return True
+
+        def shutdown(self) -> None:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # Python runs the handler here
+            done.append("shut down")
+
+    with pytest.raises(KeyboardInterrupt):  # still taken, once Ray is down
+        disconnect(ShuttingDown(), True)
+    assert done == ["shut down"]
+
+
 @pytest.mark.slow  # ~10-15 s: a fresh Python process starting a private Ray
 @pytest.mark.parametrize("sig, code", [("SIGTERM", 15), ("SIGINT", -2)])  # -2: an uncaught KeyboardInterrupt
 def test_a_signal_while_ray_init_runs_exits_cleanly_through_python(sig, code):

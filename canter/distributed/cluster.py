@@ -191,15 +191,17 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[list[int]]:
-    """Hold a SIGTERM or Ctrl-C (SIGINT) that arrives while ``ray.init`` runs (the yielded list records
-    them) until it returns.
+    """Hold a SIGTERM or Ctrl-C (SIGINT) that arrives while ``ray.init`` (or ``ray.shutdown``, in
+    :func:`disconnect`) runs (the yielded list records them) until it returns.
 
     ``ray.init`` installs a SIGTERM handler that calls ``sys.exit`` and then starts Ray's processes and
     builds the driver's core worker (seconds on a loaded machine). A ``SystemExit`` or
     ``KeyboardInterrupt`` raised in the middle of that left Ray half started: the process crashed on its
     way out (exit code 139) or left Ray's agent processes running for a minute. The handlers in force when
     it returns (for SIGTERM the one ``ray.init`` asks for) are installed then, and :func:`connect` hands
-    them the held signals. A second signal acts at once.
+    them the held signals. A second signal acts at once. Likewise a Ctrl-C in the middle of ``ray.shutdown``
+    (a second Ctrl-C, "quit now", while a stopped run shut its Ray down) left Ray's dashboard and runtime-env
+    agents running, orphaned, for 1-2 minutes.
     """
     held: list[int] = []
     try:
@@ -315,6 +317,11 @@ def _restore_auth_mode() -> None:
 def disconnect(ray: Any, owns_connection: bool) -> None:
     """Shut down the local instance, or disconnect from a joined cluster (which keeps running)."""
     if owns_connection:
-        if ray.is_initialized():
-            ray.shutdown()
-        _restore_auth_mode()  # a later run in this process may join a cluster without token auth
+        try:
+            if ray.is_initialized():
+                with _signals_held() as held:  # a Ctrl-C in the middle left Ray's agents running for minutes
+                    ray.shutdown()
+                if held:  # now that Ray is down, the handler in force takes it (a second Ctrl-C: KeyboardInterrupt)
+                    signal.raise_signal(held[0])
+        finally:
+            _restore_auth_mode()  # a later run in this process may join a cluster without token auth
