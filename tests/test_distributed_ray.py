@@ -69,6 +69,28 @@ def test_impala_two_explorers_solves_cartpole(cluster):
     assert last["weights_mb"] > 0 and last["trajectory_mb"] > 0
 
 
+@pytest.mark.slow  # ~30 s: four short runs
+@pytest.mark.parametrize("algo, explorers", [("ppo", 2), ("impala", 1)])
+def test_runs_whose_rollouts_arrive_in_a_fixed_order_are_reproducible_from_their_seed(cluster, algo, explorers):
+    """docs/distributed.md said runs with explorers are not bitwise reproducible; a synchronous run with any
+    number of explorers, and an asynchronous one with one explorer, take the rollouts in an order that does
+    not depend on timing (each call carries the weights of its submission), so two runs of a seed are the same."""
+    def run():
+        trainer = canter.make_trainer(algo, "CartPole-v1", ray_address=cluster, explorers=explorers, n_envs=2,
+                                      seed=3, max_steps=1024, eval_episodes=2, eval_every=512)
+        try:
+            records = list(trainer())
+        finally:
+            trainer.close()
+        losses = [{k: v for k, v in r.losses.items() if "second" not in k} for r in records]  # (timings)
+        evals = [r.evaluation.mean_return for r in records if r.evaluation]
+        return losses, evals, torch.cat([p.flatten() for m in trainer.agent.algorithm.modules().values()
+                                         for p in m.parameters()])
+
+    (losses, evals, weights), (losses2, evals2, weights2) = run(), run()
+    assert losses == losses2 and evals == evals2 and torch.equal(weights, weights2)
+
+
 def test_max_policy_lag_drops_stale_rollouts_and_learns_only_from_fresh_ones(cluster):
     # 2 explorers with 2 calls queued each: most rollouts arrive 1-3 versions old, so a limit of 0
     # drops many; the dropped ones still count as env steps, and no update comes from a dropped one
