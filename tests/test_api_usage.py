@@ -58,17 +58,18 @@ def test_predict_on_env_resets_obs_info_pair_says_to_pass_the_observation_alone(
     assert np.shape(agent.predict(pair[0])) == ()
 
 
-def test_predict_on_a_raw_tuple_of_discretes_names_the_packing():
-    """Blackjack's env.reset() gives (11, 10, 0), a whole-number array of shape (3,), where the agent takes the
-    45-wide one-hot vector: the error named the shapes only, not the wrapper that makes it."""
+def test_predict_takes_a_raw_tuple_of_discretes():
+    """Blackjack's env.reset() gives (11, 10, 0), where the agent takes the 45-wide one-hot vector: the error
+    named the shapes only, then the wrapper that packs it; the agent now packs it as the wrapper does (from its
+    space's packed_layout, canter.envs.raw_observations). A list of those numbers is still a wrong shape."""
     agent = _agent("ppo", "Blackjack-v1", n_envs=1, n_steps=64)
     obs, _ = gym.make("Blackjack-v1").reset(seed=0)
-    with pytest.raises(CanterError, match=r"shape \(45,\).*got an array of shape \(3,\).*pack_observations"):
-        agent.predict(obs)
     from canter.envs.packing import pack_observations
 
     packed, _ = pack_observations(gym.make("Blackjack-v1")).reset(seed=0)
-    assert np.shape(agent.predict(packed)) == ()
+    assert np.shape(agent.predict(packed)) == () and agent.predict(obs) == agent.predict(packed)
+    with pytest.raises(CanterError, match=r"shape \(45,\).*got an array of shape \(3,\).*pack_observations"):
+        agent.predict(list(obs))
 
 
 def test_predict_refuses_discrete_observations_outside_the_space():

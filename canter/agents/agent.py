@@ -11,6 +11,7 @@ import torch
 from canter.algorithms.base import ActOutput, Algorithm, overridden_outside_canter
 from canter.data.batch import ReplayBatch, to_device
 from canter.envs.masks import mask_width
+from canter.envs.raw_observations import is_raw, pack_raw
 from canter.errors import CanterError, bool_argument, keywords_checked
 from canter.registry import register
 from canter.utils import RunningMeanStd, set_torch_threads
@@ -203,9 +204,13 @@ class Agent:
     def as_batch(self, obs: Any) -> tuple[np.ndarray, bool]:
         """``obs`` (NumPy array, nested list or torch tensor) as a NumPy batch ``[B, *shape]``, and
         whether it was one observation (the observation space's shape, as ``env.reset()`` of a single
-        env returns it) rather than a batch. Anything else is a :class:`CanterError` naming the shapes."""
+        env returns it) rather than a batch. Anything else is a :class:`CanterError` naming the shapes.
+        Where the space packs a Dict / Tuple / MultiDiscrete observation (its ``packed_layout``), raw ones
+        (one, a dict of ``[B, ...]`` entries, a list) are packed as training did (:mod:`canter.envs.raw_observations`)."""
         if isinstance(obs, torch.Tensor):
             obs = obs.detach().cpu().numpy()
+        if is_raw(self.observation_space, obs):
+            return pack_raw(self.observation_space, obs)
         shape = self.observation_space.shape
         try:
             x = np.asarray(obs)
