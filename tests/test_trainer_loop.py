@@ -274,3 +274,38 @@ def test_log_every_does_not_thin_the_periodic_checkpoints(tmp_path):
     assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").glob("step-*.json")) == \
         [f"step-{s:09d}.json" for s in (64, 128, 192, 256)]
     assert [n for n in saved if n.startswith("step-")] == [f"step-{s:09d}" for s in (64, 128, 192, 256)]
+
+
+# -- what an algorithm's learn() reports ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reported, outcome", [(0.5, "logged"), (float("nan"), "diverged"), ([0.5], "refused")])
+def test_a_tensor_reported_by_learn_is_logged_as_its_number(tmp_path, reported, outcome):
+    """A registered algorithm whose ``learn`` reports ``{"custom": torch.tensor(x)}`` (not ``.item()``) ended its run in
+    pyarrow's ArrowInvalid traceback writing updates.parquet (summary.json ``stop_reason: interrupted``), and a NaN in
+    such a tensor passed the divergence guard, which checks floats. A 0-d tensor is now its number; a tensor of shape
+    (1,) is refused in one line, as from an ``after_update`` hook."""
+    import pyarrow.parquet as pq
+
+    from canter.algorithms.ppo import PPO
+    from canter.registry import _REGISTRY, register
+    from canter.trainers.guard import TrainingDiverged
+
+    @register("algorithm", "test_only_tensor_ppo")
+    class TensorPPO(PPO):
+        """PPO whose learn reports one statistic as a tensor."""
+
+        def learn(self, *args, **kwargs):  # noqa: D102
+            return {**super().learn(*args, **kwargs), "custom": torch.tensor(reported)}
+
+    try:
+        if outcome == "logged":
+            canter.train("test_only_tensor_ppo", "CartPole-v1", run_dir=tmp_path / "run", max_steps=64, **TINY)
+            assert pq.read_table(tmp_path / "run" / "updates.parquet").column("custom").to_pylist() == [0.5, 0.5]
+            return
+        error = TrainingDiverged if outcome == "diverged" else canter.CanterError
+        with pytest.raises(error, match="custom") as exc:
+            canter.train("test_only_tensor_ppo", "CartPole-v1", max_steps=64, **TINY)
+        assert "\n" not in str(exc.value)
+    finally:  # other tests go over every registered algorithm
+        _REGISTRY["algorithm"].pop("test_only_tensor_ppo", None)

@@ -24,7 +24,7 @@ from canter.resume_checks import restoring
 from canter.schedules import LRControl
 from canter.trainers.evaluation import EvalResult, evaluate
 from canter.trainers.guard import Divergence, DivergenceGuard
-from canter.trainers.records import EpisodeInfo, TrainRecord
+from canter.trainers.records import EpisodeInfo, TrainRecord, logged_numbers
 from canter.utils import keep_freed_memory, threads_kept_in_turn
 
 log = logging.getLogger("canter")
@@ -368,7 +368,7 @@ class Trainer:
 
     def _iterate(self) -> dict[str, float]:
         try:
-            losses = self.iteration()
+            losses = logged_numbers(self.iteration(), self.run.algo)  # a 0-d tensor from learn() as its number
             self.guard.check_update(losses)
         except Divergence as err:
             return self.guard.handle(err)

@@ -3,7 +3,11 @@ training episode that ended in it (typed training statistics, as loggers and use
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+import torch
+
+from canter.errors import CanterError
 from canter.trainers.evaluation import EvalResult
 
 
@@ -44,3 +48,19 @@ class TrainRecord:
     #: yielded only because a stop signal (Ctrl-C, SIGTERM) came between two logged iterations (``log_every`` > 1):
     #: no record of the uninterrupted run, so its losses are left out and no logger writes its per-record scalars
     stop_only: bool = False
+
+
+def logged_numbers(losses: dict[str, Any], algo: str) -> dict[str, Any]:
+    """``losses`` (an iteration's, from algorithm ``algo``'s ``learn``) with each 0-d torch tensor as its number.
+
+    A ``learn`` that reported ``{"loss": loss}`` rather than ``loss.item()`` ended the run in pyarrow's traceback
+    writing ``updates.parquet`` (summary.json ``stop_reason: interrupted``), and the divergence guard, which checks
+    floats, never saw a NaN in it. Another tensor, even of one value, is refused in one line (as an ``after_update``
+    hook's is)."""
+    for key, value in losses.items():
+        if isinstance(value, torch.Tensor):
+            if value.ndim:
+                raise CanterError(f"algorithm '{algo}' reported losses[{key!r}] as a tensor of shape "
+                                  f"{tuple(value.shape)}: learn() reports numbers (a float, or a 0-d tensor)")
+            losses[key] = value.item()
+    return losses
