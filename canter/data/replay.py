@@ -40,9 +40,11 @@ def check_batch_size(batch_size: Any) -> None:
 class ReplayBuffer:
     """Ring buffer of ``n_envs`` transition streams with uniform sampling.
 
-    ``capacity`` transitions are kept (``ceil(capacity / n_envs)`` rows per env, plus the head
-    row). ``add`` takes one vector step for all envs, including the rows that ``valid`` marks as
-    reset-only; those are stored as episode boundaries and never sampled. ``sample`` draws
+    ``ceil(capacity / n_envs)`` rows per env are kept (plus the head row), each holding one vector
+    step. ``add`` takes one vector step for all envs, including the rows that ``valid`` marks as
+    reset-only; those are stored as episode boundaries and never sampled, so each episode end in the
+    ring takes a row that holds no transition: ``capacity`` 1000 on 2 envs holds 908 transitions of
+    10-step episodes, 964 of random CartPole's and 994 of Pendulum's 200-step ones. ``sample`` draws
     uniformly (with replacement) from the buffer's own seeded generator, so sampling is
     reproducible and resumable. With ``n_step > 1`` the sampled reward is the discounted sum of
     up to ``n_step`` rewards, cut at the episode's end (terminated: no bootstrap; truncated:
