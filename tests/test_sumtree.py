@@ -114,6 +114,13 @@ def test_new_transitions_get_the_largest_priority_and_overwritten_ones_lose_thei
     assert buf.sums.leaves[0] == 0
 
 
+def test_an_index_drawn_twice_keeps_its_last_priority_and_the_max_counts_both():
+    buf = _filled_per(4, alpha=0.5)
+    buf.update_priorities(np.array([2, 1, 2]), np.array([9.0, 1.0, 4.0]))  # as Tianshou's update_weight
+    assert buf.sums.leaves[2] == pytest.approx((4.0 + buf.eps) ** 0.5)
+    assert buf.sums.total == pytest.approx(buf.sums.leaves.sum())
+    assert buf.max_priority == pytest.approx(9.0 + buf.eps)  # what the next new transition gets
+
 def test_beta_anneals_to_one():
     buf = _filled_per(4, alpha=0.6)
     buf.set_progress(0, 100)

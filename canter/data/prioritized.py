@@ -78,7 +78,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
         Call it before adding more transitions: a slot that has since been overwritten with a new
         valid transition would get the old one's priority (the trainers, Ape-X's shards included,
-        update right after each gradient step). Slots that have since become invalid are skipped.
+        update right after each gradient step). Slots that have since become invalid are skipped. An index that
+        appears more than once keeps its last error's priority (as Tianshou's ``update_weight``), while
+        :attr:`max_priority`, which new transitions get, takes the largest of them all.
         """
         idx = np.asarray(indices.cpu().numpy() if isinstance(indices, torch.Tensor) else indices, dtype=np.int64)
         err = np.asarray(td.detach().cpu().numpy() if isinstance(td, torch.Tensor) else td, dtype=np.float64)
