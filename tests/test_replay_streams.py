@@ -1,12 +1,16 @@
 """What the off-policy trainer's replay holds, checked by hand against the env's own log: two env copies whose
 episodes end at different steps (one terminated, one truncated), n-step windows cut inside them, the ring
-wrapping, and the training phases of ``train_freq_unit: episode`` with ``gradient_steps: -1``."""
+wrapping, the training phases of ``train_freq_unit: episode`` with ``gradient_steps: -1``, and prioritized
+n-step replay resumed from a checkpoint."""
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 import canter
+from canter.api import resume_trainer
 from canter.registry import register
+from support import stop_at_300
 
 GAMMA, N_STEP = 0.5, 3
 LENGTHS, TERMINATES = (3, 5), (True, False)  # copy 0: 3 steps, terminated; copy 1: 5 steps, truncated
@@ -104,3 +108,28 @@ def test_episode_phases_of_two_copies_take_one_update_per_env_step(algo):
     list(trainer())
     assert phases == [(10, 10, 10), (22, 12, 12), (34, 12, 12), (40, 6, 6)]  # the last phase cut by max_steps
     trainer.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo, env, kw", [
+    ("dqn", "CartPole-v1", dict(train_freq=4, gradient_steps=2)),
+    ("sac", "Pendulum-v1", dict(train_freq=2, train_freq_unit="episode", gradient_steps=-1)),
+])
+def test_prioritized_n_step_replay_resumes_as_the_uninterrupted_run(tmp_path, algo, env, kw):
+    common = dict(env=env, seed=3, max_steps=600, n_envs=2, prioritized=True, n_step=N_STEP, buffer_size=300,
+                  learning_starts=50, batch_size=16, net_arch=[16], eval_every=0, quiet=True, checkpoint_every=300, **kw)
+    whole = canter.make_trainer(algo, run_dir=tmp_path / "whole", **common)
+    list(whole())
+    whole.close()
+    canter.train(algo, run_dir=tmp_path / "part", hooks={"after_update": stop_at_300}, **common)
+    part = resume_trainer(tmp_path / "part")
+    list(part())
+    part.close()
+    assert part.resume_exact is True and part.buffer.full  # the ring wrapped after the resume
+    saved, resumed = whole.buffer.state_dict(), part.buffer.state_dict()
+    for key, value in saved.items():  # the stored stream, its priorities, beta (1 at the end), the sampling generator
+        assert np.array_equal(value, resumed[key]) if isinstance(value, np.ndarray) else value == resumed[key], key
+    assert saved["beta"] == 1.0
+    for name, module in whole.algorithm.modules().items():
+        for a, b in zip(module.parameters(), part.algorithm.modules()[name].parameters()):
+            assert torch.equal(a, b), name
