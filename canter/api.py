@@ -288,6 +288,7 @@ def _trained_agent(trainer: Trainer | Run) -> Agent:
     agent.run_config = inner.run
     agent.metadata = trainer.metadata() if isinstance(trainer, Run) else run_metadata(inner, inner.resolved_config)
     agent.run_dir, agent.trainer_ref = getattr(trainer, "dir", None), None  # metadata fixed: saved as it is
+    agent.run_metadata_snapshot = None
     return agent
 
 

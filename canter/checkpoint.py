@@ -112,7 +112,8 @@ AGENT_METADATA = ("algorithm", "env", "step", "observation_space", "action_space
 
 def save_agent(agent: Any, path: str | Path) -> Path:
     """Save ``agent`` (one that ``canter.train`` or ``canter.load`` returned: it carries its run's ``metadata``; or
-    one that a ``canter.make_trainer`` trainer trains, in its loop or a callback: the run's metadata as of now) as
+    one that a ``canter.make_trainer`` trainer trains, in its loop or a callback: the run's metadata as of now; or
+    as of its trainer's last iteration or ``close()``, once that trainer is gone) as
     the checkpoint pair ``path.safetensors`` + ``path.json``, which ``canter.load`` reads: weights, observation
     statistics and optimizer state, with the run's config, spaces and step. A directory, or a run's resumable
     ``last`` (its trainer state would be lost), is refused."""
@@ -125,6 +126,8 @@ def save_agent(agent: Any, path: str | Path) -> Path:
         from canter.run import run_metadata
 
         meta = run_metadata(trainer, trainer.resolved_config)
+    elif getattr(agent, "run_metadata_snapshot", None) is not None:  # its trainer is gone: its last metadata
+        meta = agent.run_metadata_snapshot
     if not isinstance(meta, dict) or not all(k in meta for k in ("config", "observation_space", "action_space")):
         raise CanterError("this agent carries no run metadata (config, spaces) to save with it: save an agent that "
                           "canter.train or canter.load returned, or one that a canter.make_trainer trainer trains")

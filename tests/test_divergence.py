@@ -297,7 +297,8 @@ def test_clipping_that_saw_a_finite_norm_spares_the_guard_a_pass_and_nothing_els
         step = 0
         algorithm = type("A", (), {"modules": lambda self: {"net": net}, "optimizers": lambda self: {"opt": opt}})()
 
-    DivergenceGuard(Owner()).arm()
+    guard = DivergenceGuard(Owner())  # kept, as its trainer keeps it: a freed guard's hooks are removed
+    guard.arm()
     checks = []
 
     def fill(value: float) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from canter.envs.vector import VecEnv
 from canter.errors import CanterError
 from canter.resume_checks import restoring
 from canter.schedules import LRControl
+from canter.trainers.agent_metadata import AgentMetadata
 from canter.trainers.evaluation import EvalResult, evaluate
 from canter.trainers.guard import Divergence, DivergenceGuard
 from canter.trainers.records import EpisodeInfo, TrainRecord, logged_numbers
@@ -30,7 +30,7 @@ from canter.utils import keep_freed_memory, threads_kept_in_turn
 log = logging.getLogger("canter")
 
 
-class Trainer:
+class Trainer(AgentMetadata):
     """Base trainer. Subclasses implement :meth:`iteration` (collect, store, learn).
 
     ``for record in trainer(): ...`` runs training; the loop stops when a ``should_stop`` hook
@@ -39,16 +39,11 @@ class Trainer:
     :mod:`canter.run`); they are not part of it. Between iterations the whole training state is
     :meth:`resume_state`, which :meth:`load_resume_state` restores for an exact continuation.
     """
-    #: the run's resolved config (``make_trainer`` and a :class:`~canter.run.Run` set it), for saved agents' metadata
-    resolved_config: dict[str, Any] | None = None
-
     def __init__(
         self, agent: Agent, env: VecEnv | None, eval_env: VecEnv | None, run: RunConfig, callbacks: Iterable[Any] = (),
     ) -> None:
         self.agent, self.env, self.eval_env, self.run = agent, env, eval_env, run
-        # what canter.evaluate and agent.save read (a callback's trainer.agent is SB3's self.model): the run, and
-        # this trainer, whose metadata as of the call a save writes (weakly: a kept agent frees its trainer)
-        agent.run_config, agent.trainer_ref = run, weakref.ref(self)
+        self.link_agent(agent, run)
         self.algorithm = agent.algorithm
         self.config = agent.algorithm.config
         self.step = 0
@@ -338,6 +333,7 @@ class Trainer:
     def close(self) -> None:
         """Close the training and evaluation envs."""
         self.closed = True
+        self.remember_metadata(strict=False)
         if self.env is not None:
             self.env.close()
         if self.eval_env is not None:
@@ -472,6 +468,7 @@ class Trainer:
                 target = self.hooks.find(TargetReward)
                 if target is not None and target.reached:  # as at max_steps, whose last evaluation comes before
                     reason = "target_reward"  # the stop check: the target, first of the stop reasons, wins
+            self.remember_metadata()  # what agent.save writes once this trainer is gone
             # a record every log_every iterations, at each evaluation and where a periodic checkpoint is due (the
             # Run saves it at a record: log_every, a logging setting, had thinned the checkpoints)
             due = self.checkpoint_due is not None and self.step >= self.checkpoint_due

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -147,18 +148,21 @@ class DivergenceGuard:
             finite = _GradCheck(params)
 
             known = getattr(opt, "grads_known_finite", None)  # flat optimizers: clipping already looked
+            guard = weakref.ref(self)  # the optimizer (the agent's) must not keep the trainer and its envs alive
 
             def check(*_: Any, params: list = params, opt_name: str = opt_name, finite: _GradCheck = finite,
-                      known: Any = known) -> None:
-                if known is not None and known():
+                      known: Any = known, guard: Any = guard) -> None:
+                alive = guard()
+                if alive is None or (known is not None and known()):  # a gone trainer's hook checks nothing
                     return
                 if not finite([p.grad for p in params if p.grad is not None]):
                     bad = next(p for p in params if p.grad is not None and not torch.isfinite(p.grad).all())
                     raise Divergence(f"gradient of {names.get(bad, opt_name)} (the loss or its gradient is not "
-                                     f"finite; optimizer '{opt_name}' did not step)", self.trainer.step)
+                                     f"finite; optimizer '{opt_name}' did not step)", alive.trainer.step)
 
             if hasattr(opt, "register_step_pre_hook"):
                 self._handles.append(opt.register_step_pre_hook(check))
+                weakref.finalize(self, self._handles[-1].remove)  # gone with its trainer
             else:  # an optimizer-like object without torch's hook API: wrap its step
                 step = opt.step
 

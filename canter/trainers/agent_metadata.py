@@ -1,0 +1,52 @@
+"""What a trainer leaves on its agent for ``agent.save``: a weak link to itself, and the run's last metadata."""
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+
+class AgentMetadata:
+    """A :class:`~canter.trainers.base.Trainer` part: links the trainer's agent to it (weakly: a kept agent frees
+    its trainer and envs), so that ``agent.save`` writes the run's metadata as of now while the trainer lives, and
+    keeps on the agent (``agent.run_metadata_snapshot``) that metadata as of the last iteration's end (or
+    ``close()``), which ``agent.save`` writes once the trainer is gone."""
+
+    agent: Any
+    step: int
+    _resolved_config: dict[str, Any] | None = None
+    _metadata_of: tuple[dict[str, Any], dict[str, Any]] | None = None  # (config, run_metadata) worked out for it
+
+    def link_agent(self, agent: Any, run: Any) -> None:
+        """Give ``agent`` what ``canter.evaluate`` and ``agent.save`` read (a callback's ``trainer.agent`` is SB3's
+        ``self.model``): the run config and a weak reference to this trainer."""
+        agent.run_config, agent.trainer_ref = run, weakref.ref(self)
+
+    @property
+    def resolved_config(self) -> dict[str, Any] | None:
+        """The run's resolved config (``make_trainer`` and a :class:`~canter.run.Run` set it), for saved agents'
+        metadata; setting it remembers that metadata on the agent (:meth:`remember_metadata`)."""
+        return self._resolved_config
+
+    @resolved_config.setter
+    def resolved_config(self, config: dict[str, Any] | None) -> None:
+        self._resolved_config = config
+        self.remember_metadata()
+
+    def remember_metadata(self, strict: bool = True) -> None:
+        """Keep the run's metadata as of now on the agent: the config, spaces, canter's version and commit, worked
+        out once per config, with the step and counters (``state()``: cheap, refreshed at each iteration's end).
+        ``strict=False`` (``close()``, which runs in ``finally`` blocks, maybe after a failure it must not hide):
+        where they cannot be read, the last remembered stay."""
+        config = self._resolved_config
+        if config is None:
+            return
+        try:
+            if self._metadata_of is None or self._metadata_of[0] is not config:
+                from canter.run import run_metadata
+
+                self._metadata_of = (config, run_metadata(self, config))  # type: ignore[arg-type]
+            self.agent.run_metadata_snapshot = {**self._metadata_of[1], "step": self.step,
+                                               "trainer": self.state()}  # type: ignore[attr-defined]
+        except Exception:
+            if strict:
+                raise
