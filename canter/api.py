@@ -126,6 +126,8 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         warnings.warn(CanterWarning(
             f"explorer_timeout applies only to runs with --explorers (Ray explorers); this {run.algo} run ignores it"
         ), stacklevel=2)
+    if resumed is None:  # a resumed run's patience counts its earlier evaluations, and a longer budget adds one
+        _warn_idle_patience(run)
     if algo_cls.family == "offline" or run.dataset is not None:
         from canter.offline_setup import offline_trainer
 
@@ -172,6 +174,19 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     if run_dir is None:
         return trainer
     return _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed, snapshots)
+
+
+def _warn_idle_patience(run: RunConfig) -> None:
+    """Warn where ``early_stopping`` or ``plateau_patience`` can never act: both count evaluations without improvement
+    after a first one, whatever the ``monitor`` (``rolling`` reads the training return at each evaluation), and
+    ``eval_every >= max_steps`` evaluates once, at the end (``eval_every: 0`` and ``eval_episodes: 0`` are refused)."""
+    keys = [k for k in ("early_stopping", "plateau_patience") if getattr(run, k) is not None]
+    if keys and run.eval_episodes > 0 and run.eval_every >= run.max_steps:
+        warnings.warn(CanterWarning(
+            f"{' and '.join(keys)} count{'' if len(keys) > 1 else 's'} evaluations, but eval_every ({run.eval_every}) "
+            f">= max_steps ({run.max_steps}) evaluates only at the end, so {'they' if len(keys) > 1 else 'it'} can "
+            f"never act; set eval_every below max_steps (e.g. --eval-every {max(1, run.max_steps // 10)})"),
+            stacklevel=3)
 
 
 def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any, run: RunConfig | None = None) -> None:

@@ -3,6 +3,7 @@ were refused): no evaluation, no best checkpoint, and what needs evaluations is 
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
@@ -71,3 +72,31 @@ def test_tune_refuses_trials_without_evaluations(capsys, tmp_path):
                            "--out", str(tmp_path / "t"))
     assert_one_line_error(code, err, "tune scores each trial by its evaluations", "eval_episodes: 0")
     assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("monitor", ["eval", "rolling"])
+def test_a_patience_that_one_evaluation_at_the_end_leaves_idle_is_warned_about_once(monitor):
+    """early_stopping / plateau_patience with eval_every >= max_steps (one evaluation, at the end) were taken without
+    a word, and never acted. Each counts evaluations whatever its monitor (rolling reads the training return at
+    each), so both are warned about, in one line; with eval_every below max_steps, nothing is said."""
+    tiny = dict(n_envs=2, n_steps=32, batch_size=64, eval_episodes=1, monitor=monitor)
+    with pytest.warns(canter.CanterWarning) as seen:
+        canter.make_trainer("ppo", "CartPole-v1", max_steps=128, eval_every=128, early_stopping=2, **tiny).close()
+    idle = [str(w.message) for w in seen if "can never act" in str(w.message)]
+    assert idle == ["early_stopping counts evaluations, but eval_every (128) >= max_steps (128) evaluates only at the "
+                    "end, so it can never act; set eval_every below max_steps (e.g. --eval-every 12)"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", canter.CanterWarning)
+        canter.make_trainer("ppo", "CartPole-v1", max_steps=128, eval_every=64, plateau_patience=1, **tiny).close()
+
+
+def test_a_resumed_runs_patience_is_not_warned_about(tmp_path):
+    """A resume is not warned about: its patience counts the run's earlier evaluations, and a longer budget adds an
+    evaluation at its end (here plateau_patience 1 lowers the rate at 256 after the evaluation at 128)."""
+    tiny = dict(n_envs=2, n_steps=32, batch_size=64, eval_episodes=1, eval_every=128, plateau_patience=1, min_delta=1e9)
+    with pytest.warns(canter.CanterWarning, match="plateau_patience counts evaluations"):
+        canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "r", max_steps=128, **tiny)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", canter.CanterWarning)
+        agent = canter.resume(tmp_path / "r", max_steps=256)
+    assert agent.metadata["trainer"]["lr_scale"] == 0.5
