@@ -139,10 +139,13 @@ def test_multidiscrete_and_multibinary_observations_are_flattened(binary):
     assert trainer.agent.predict(obs).shape == (2,)
     # the raw observation (not one-hot / flattened) is packed as the env packs it (canter.envs.raw_observations)
     assert trainer.agent.predict(raw) == trainer.agent.predict(obs[-1])
-    # one of another shape: a hint to pack it, as for a Dict (once only the shapes)
-    what = r"MultiBinary\(\[2, 2\]\) observation is packed into one vector" if binary else \
-        r"MultiDiscrete\(\[3, 2\], start=\[1, 0\]\) observation is packed into one vector \(one-hot per entry\)"
-    with pytest.raises(CanterError, match=rf"got an array of shape \(3,\); a {what} first: .*pack_observations\(env\)$"):
+    # one of another shape: a hint naming both forms predict takes, raw (as the env gives it) and packed (it once
+    # said to wrap the env in pack_observations, as if a raw one were refused; once only the shapes)
+    what = r"MultiBinary\(\[2, 2\]\)" if binary else r"MultiDiscrete\(\[3, 2\], start=\[1, 0\]\)"
+    how = "" if binary else r" \(one-hot per entry\)"
+    with pytest.raises(CanterError, match=rf"got an array of shape \(3,\); a {what} observation is taken as the env "
+                                          rf"gives it, or packed into one vector{how} as .*pack_observations\(env\) "
+                                          rf"gives it$"):
         trainer.agent.predict(np.ones(3, np.int64))
 
 

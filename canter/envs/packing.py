@@ -135,17 +135,21 @@ def describe_entry(entry: dict[str, Any]) -> str:
 
 
 def packing_hint(space: gym.Space, guess: bool = False) -> str:
-    """For an error about an observation of the wrong shape: ``"; a ... observation is packed into one
-    vector first: ..."`` where ``space`` is a packed one; else, with ``guess`` (the input looked structured:
-    a tuple, a dict, whole numbers; a checkpoint from before layouts were saved has none to name), the
-    general form of it; else ``""``."""
+    """For an error about an observation of the wrong shape: ``"; a ... observation is taken as the env gives it, or
+    packed into one vector ..."`` where ``space`` is a packed one (whose agent packs raw observations itself); else,
+    with ``guess`` (the input looked structured: a tuple, a dict, whole numbers; a checkpoint from before layouts
+    were saved has none to name, and packs nothing), ``"; a ... observation is packed into one vector first: wrap
+    the env in ..."``; else ``""``."""
     layout = packed_layout(space)
     if not layout and not guess:
         return ""
     what, how = "Dict, Tuple or MultiDiscrete" if not layout else "Dict or Tuple", ""
     if layout and len(layout) == 1 and not layout[0].get("path") and layout[0].get("kind") in ("MultiDiscrete", "MultiBinary"):
         what, how = describe_entry(layout[0]), " (one-hot per entry)" if layout[0]["kind"] == "MultiDiscrete" else ""
-    return (f"; a {what} observation is packed into one vector{how} first: wrap the env in "
+    if layout:  # predict packs raw ones itself (canter.envs.raw_observations)
+        return (f"; a {what} observation is taken as the env gives it, or packed into one vector{how} as "
+                f"canter.envs.packing.pack_observations(env) gives it")
+    return (f"; a {what} observation is packed into one vector first: wrap the env in "
             f"canter.envs.packing.pack_observations(env)")
 
 
