@@ -53,3 +53,27 @@ def test_evaluate_with_deterministic_false_is_seeded_for_several_policies():
     assert all(torch.equal(a.algorithm.generator.get_state(), own[p]) for p, a in agent.agents.items())
     assert canter.evaluate(agent, episodes=4, seed=3, deterministic=False).returns == first
     assert canter.evaluate(agent, episodes=4, seed=4, deterministic=False).returns != first
+
+
+def test_evaluate_takes_a_begin_episodes_override_without_the_exploring_keyword():
+    """A RecurrentAgent subclass overriding begin_episodes(self, starts, training=False), as written before the
+    exploring keyword, broke canter.evaluate(agent, deterministic=False) with a TypeError (evaluate zeroes the
+    exploring memory at its end with exploring=True). The override is called as it was written, and the base class
+    zeroes the exploring memory: the same returns as the base class's, and that memory empty after."""
+    from support import untrained_agent
+
+    from canter.agents.recurrent import RecurrentAgent
+
+    calls = []
+
+    class OldStyle(RecurrentAgent):
+        def begin_episodes(self, starts, training=False):
+            calls.append(training)
+            super().begin_episodes(starts, training)
+
+    agent = untrained_agent("recurrent_ppo", "CartPole-v1", n_envs=2, n_steps=32, batch_size=64)
+    base = canter.evaluate(agent, episodes=2, seed=0, deterministic=False).returns
+    agent.__class__ = OldStyle
+    assert canter.evaluate(agent, episodes=2, seed=0, deterministic=False).returns == base
+    assert calls and not any(calls)
+    assert all(float(t.abs().sum()) == 0 for t in agent.memory["explore"])

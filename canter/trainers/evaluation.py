@@ -141,10 +141,30 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
     if begin is not None:  # the caller's next predict starts from empty memory, not the last episode's
         begin(np.ones(n, dtype=bool))
         if not deterministic and getattr(agent, "explore", None) is not None:  # and so does its next explore
-            begin(np.ones(n, dtype=bool), exploring=True)
+            _begin_exploring(agent, begin, n)
     arr = np.asarray(returns, dtype=np.float64)
     return EvalResult(float(arr.mean()), float(arr.std()), returns, lengths, successes,
                       n_episodes=int(per_copy.sum()) if n != copies else None)
+
+
+def _begin_exploring(agent: Any, begin: Any, n: int) -> None:
+    """Zero the ``n`` rows of a recurrent agent's exploring memory: ``begin(starts, exploring=True)``. An override of
+    ``begin_episodes`` written before that keyword (``def begin_episodes(self, starts, training=False)``) is not
+    called with it (a TypeError): :class:`~canter.agents.RecurrentAgent`'s own zeroes that memory, which the
+    override does not know of."""
+    import inspect
+
+    try:
+        params = inspect.signature(begin).parameters.values()
+    except (TypeError, ValueError):  # a callable without a signature to read: taken as the base class's
+        params = None
+    if params is None or any(p.name == "exploring" or p.kind is p.VAR_KEYWORD for p in params):
+        begin(np.ones(n, dtype=bool), exploring=True)
+        return
+    from canter.agents.recurrent import RecurrentAgent
+
+    if isinstance(agent, RecurrentAgent):
+        RecurrentAgent.begin_episodes(agent, np.ones(n, dtype=bool), exploring=True)
 
 
 def check_episodes_and_seed(episodes: Any, seed: Any) -> None:
