@@ -49,7 +49,7 @@ class OffPolicyConfig:
     """Replay buffer, update-to-data ratio and network fields shared by off-policy algorithms."""
 
     lr: float = hp(3e-4, "Adam learning rate", low=0, low_open=True, search={"low": 1e-5, "high": 3e-3, "log": True})
-    buffer_size: int = hp(1_000_000, "replay buffer capacity (transitions)", low=1)
+    buffer_size: int = hp(1_000_000, "replay buffer capacity: rows of env steps (each episode end also takes a reset-only row, so short episodes keep fewer transitions)", low=1)
     learning_starts: int = hp(100, "env steps of uniform random actions before learning starts", low=0)
     batch_size: int = hp(256, "minibatch size", low=1, search={"choices": [64, 128, 256, 512]})
     gamma: float = hp(0.99, "discount factor", low=0, high=1, search={"choices": [0.9, 0.95, 0.98, 0.99, 0.995]})
