@@ -322,3 +322,27 @@ def ray_cluster(log_path: Path, auth_mode: str):
         log.close()
     time.sleep(1)
     assert not listening(port), "the test cluster is still running"
+
+
+def atari_dqn_argv(game: str, env_kwargs: str, vectorization: str, run_dir, steps: int) -> list[str]:
+    """``canter train dqn`` on a small Atari setup (2 envs, tiny buffer and network, no evaluation)."""
+    return ["train", "dqn", "--env", game, "--n-envs", "2", "--vectorization", vectorization, "--env-kwargs",
+            env_kwargs, "--set", "buffer_size=61", "--set", "learning_starts=10", "--set", "batch_size=4", "--set",
+            "train_freq=2", "--set", "net_arch=[32]", "--eval-episodes", "0", "--quiet", "--max-steps", str(steps),
+            "--run-dir", str(run_dir)]
+
+
+def assert_resumed_atari_dqn_is_uninterrupted(tmp_path: Path, game: str, env_kwargs: str) -> dict[str, np.ndarray]:
+    """Train 20 steps and resume to 60, then train 60 in one go (sync wrapper path): the resume is exact and both
+    ``last`` checkpoints are equal; returns the resumed run's (run dir ``tmp_path / 'a'``)."""
+    import json
+
+    from safetensors.numpy import load_file
+
+    assert main(atari_dqn_argv(game, env_kwargs, "sync", tmp_path / "a", 20)) == 0
+    assert main(["train", "--resume", str(tmp_path / "a"), "--max-steps", "60", "--quiet"]) == 0
+    assert main(atari_dqn_argv(game, env_kwargs, "sync", tmp_path / "b", 60)) == 0
+    assert json.loads((tmp_path / "a" / "summary.json").read_text())["resume_exact"] is True
+    a, b = (load_file(str(tmp_path / r / "checkpoints" / "last.safetensors")) for r in "ab")
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    return a

@@ -18,7 +18,8 @@ pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (
 from canter import CanterError  # noqa: E402
 from canter.cli import main  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
-from support import assert_one_line_error, filled_frame_replays, run_cli  # noqa: E402
+from support import (  # noqa: E402
+    assert_one_line_error, assert_resumed_atari_dqn_is_uninterrupted, atari_dqn_argv, filled_frame_replays, run_cli)
 
 PONG = "ALE/Pong-v5"
 PATHS = ["native", "sync"]
@@ -127,23 +128,16 @@ def test_dqn_and_ppo_train_and_evaluate_on_rgb_frames(tmp_path, algo, overrides)
     assert actions.shape == (1,) and 0 <= actions[0] < 6
 
 
+_RGB = "{grayscale: false, frame_stack: 2, screen_size: 64}"
+
+
 def _dqn_argv(vectorization: str, run_dir, steps: int) -> list[str]:
-    return ["train", "dqn", "--env", "BreakoutNoFrameskip-v4", "--n-envs", "2", "--vectorization", vectorization,
-            "--env-kwargs", "{grayscale: false, frame_stack: 2, screen_size: 64}", "--set", "buffer_size=61", "--set",
-            "learning_starts=10", "--set", "batch_size=4", "--set", "train_freq=2", "--set", "net_arch=[32]",
-            "--eval-episodes", "0", "--quiet", "--max-steps", str(steps), "--run-dir", str(run_dir)]
+    return atari_dqn_argv("BreakoutNoFrameskip-v4", _RGB, vectorization, run_dir, steps)
 
 
 @pytest.mark.slow  # three short runs and a dataset of the replay buffer: ~9 s
 def test_an_rgb_dqn_run_resumes_exactly_with_its_frames_stored_once(tmp_path):
-    from safetensors.numpy import load_file
-
-    assert main(_dqn_argv("sync", tmp_path / "a", 20)) == 0
-    assert main(["train", "--resume", str(tmp_path / "a"), "--max-steps", "60", "--quiet"]) == 0
-    assert main(_dqn_argv("sync", tmp_path / "b", 60)) == 0
-    assert json.loads((tmp_path / "a" / "summary.json").read_text())["resume_exact"] is True
-    a, b = (load_file(str(tmp_path / r / "checkpoints" / "last.safetensors")) for r in "ab")
-    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    a = assert_resumed_atari_dqn_is_uninterrupted(tmp_path, "BreakoutNoFrameskip-v4", _RGB)
     assert a["agent.algorithm.modules.q.encoder.net.0.weight"].shape[1] == 6  # 2 RGB frames: 6 input channels
     assert a["trainer.buffer.obs"].shape[1:] == (2, 3, 64, 64)  # rows x envs x one RGB frame
     saved = json.loads((tmp_path / "a" / "checkpoints" / "last.json").read_text())

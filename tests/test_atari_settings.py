@@ -16,7 +16,8 @@ pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (
 from canter import CanterError  # noqa: E402
 from canter.cli import main  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
-from support import assert_one_line_error, filled_frame_replays, run_cli  # noqa: E402
+from support import (  # noqa: E402
+    assert_one_line_error, assert_resumed_atari_dqn_is_uninterrupted, atari_dqn_argv, filled_frame_replays, run_cli)
 
 GAME = "BreakoutNoFrameskip-v4"
 PATHS = ["native", "sync"]
@@ -116,22 +117,12 @@ def test_frame_once_replay_gives_the_plain_buffer_s_stacks(vectorization, kwargs
 
 
 def _dqn_argv(vectorization: str, run_dir, steps: int) -> list[str]:
-    return ["train", "dqn", "--env", GAME, "--n-envs", "2", "--vectorization", vectorization, "--env-kwargs",
-            "{frame_stack: 2, screen_size: 64}", "--set", "buffer_size=61", "--set", "learning_starts=10", "--set",
-            "batch_size=4", "--set", "train_freq=2", "--set", "net_arch=[32]", "--eval-episodes", "0", "--quiet",
-            "--max-steps", str(steps), "--run-dir", str(run_dir)]
+    return atari_dqn_argv(GAME, "{frame_stack: 2, screen_size: 64}", vectorization, run_dir, steps)
 
 
 @pytest.mark.slow  # three short runs: 2-6 s
 def test_a_frame_stack_2_screen_64_dqn_run_trains_and_resumes_exactly(tmp_path):
-    from safetensors.numpy import load_file
-
-    assert main(_dqn_argv("sync", tmp_path / "a", 20)) == 0
-    assert main(["train", "--resume", str(tmp_path / "a"), "--max-steps", "60", "--quiet"]) == 0
-    assert main(_dqn_argv("sync", tmp_path / "b", 60)) == 0
-    assert json.loads((tmp_path / "a" / "summary.json").read_text())["resume_exact"] is True
-    a, b = (load_file(str(tmp_path / r / "checkpoints" / "last.safetensors")) for r in "ab")
-    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    a = assert_resumed_atari_dqn_is_uninterrupted(tmp_path, GAME, "{frame_stack: 2, screen_size: 64}")
     assert a["agent.algorithm.modules.q.encoder.net.0.weight"].shape[1] == 2  # the Nature CNN's input channels
     assert a["trainer.buffer.obs"].shape[1:] == (2, 64, 64)  # rows x envs x one 64x64 frame
     assert a["agent.algorithm.modules.q.q.0.weight"].shape == (32, 1024)  # 64 conv channels x 4 x 4 at 64x64
