@@ -346,3 +346,15 @@ def assert_resumed_atari_dqn_is_uninterrupted(tmp_path: Path, game: str, env_kwa
     a, b = (load_file(str(tmp_path / r / "checkpoints" / "last.safetensors")) for r in "ab")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
     return a
+
+
+def native_atari_run_reaches_eval_and_play(capsys: pytest.CaptureFixture, run: Path, argv: list[str]) -> None:
+    """Train ``argv`` (an :func:`atari_dqn_argv` on the native path) into ``run`` with 400-frame evaluation games,
+    then ``canter eval --json`` and ``canter play`` of one episode each succeed."""
+    import json
+
+    assert main(argv + ["--set", "eval_env_kwargs={max_num_frames_per_episode: 400}"]) == 0
+    code, out, err = run_cli(capsys, "eval", str(run), "--episodes", "1", "--json")
+    assert code == 0 and json.loads(out)["episodes"] == 1, err
+    code, out, err = run_cli(capsys, "play", str(run), "--episodes", "1")
+    assert code == 0 and out.startswith("episode 1: return"), err

@@ -19,7 +19,8 @@ from canter import CanterError  # noqa: E402
 from canter.cli import main  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
 from support import (  # noqa: E402
-    assert_one_line_error, assert_resumed_atari_dqn_is_uninterrupted, atari_dqn_argv, filled_frame_replays, run_cli)
+    assert_one_line_error, assert_resumed_atari_dqn_is_uninterrupted, atari_dqn_argv, filled_frame_replays,
+    native_atari_run_reaches_eval_and_play, run_cli)
 
 PONG = "ALE/Pong-v5"
 PATHS = ["native", "sync"]
@@ -153,11 +154,7 @@ def test_an_rgb_dqn_run_resumes_exactly_with_its_frames_stored_once(tmp_path):
 @pytest.mark.slow  # a short native run, an evaluation, two games played: ~8 s
 def test_an_rgb_run_s_setting_reaches_eval_and_play(tmp_path, capsys):
     run = tmp_path / "run"
-    assert main(_dqn_argv("native", run, 20) + ["--set", "eval_env_kwargs={max_num_frames_per_episode: 400}"]) == 0
-    code, out, err = run_cli(capsys, "eval", str(run), "--episodes", "1", "--json")
-    assert code == 0 and json.loads(out)["episodes"] == 1, err
-    code, out, err = run_cli(capsys, "play", str(run), "--episodes", "1")
-    assert code == 0 and out.startswith("episode 1: return"), err
+    native_atari_run_reaches_eval_and_play(capsys, run, _dqn_argv("native", run, 20))
     if importlib.util.find_spec("moviepy"):  # a video of the game (the RGB screen, as for grey frames)
         code, out, err = run_cli(capsys, "play", str(run), "--episodes", "1", "--video-dir", str(tmp_path / "video"))
         assert code == 0 and (tmp_path / "video" / "play-episode-0.mp4").stat().st_size > 0, err

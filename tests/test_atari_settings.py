@@ -4,7 +4,6 @@ and everything downstream of them: the spaces, the frame-once replay buffer, the
 were refused in one line ("canter's Atari preprocessing is fixed")."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
@@ -14,10 +13,10 @@ pytest.importorskip("ale_py", reason="the 'atari' extra (ale-py) is not installe
 pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (part of the 'atari' extra)")
 
 from canter import CanterError  # noqa: E402
-from canter.cli import main  # noqa: E402
 from canter.envs import make_vec_env  # noqa: E402
 from support import (  # noqa: E402
-    assert_one_line_error, assert_resumed_atari_dqn_is_uninterrupted, atari_dqn_argv, filled_frame_replays, run_cli)
+    assert_one_line_error, assert_resumed_atari_dqn_is_uninterrupted, atari_dqn_argv, filled_frame_replays,
+    native_atari_run_reaches_eval_and_play, run_cli)
 
 GAME = "BreakoutNoFrameskip-v4"
 PATHS = ["native", "sync"]
@@ -131,11 +130,7 @@ def test_a_frame_stack_2_screen_64_dqn_run_trains_and_resumes_exactly(tmp_path):
 @pytest.mark.slow  # a short run, an evaluation and a game played: 2-5 s
 def test_a_native_run_s_settings_reach_eval_and_play(tmp_path, capsys):
     run = tmp_path / "run"
-    assert main(_dqn_argv("native", run, 20) + ["--set", "eval_env_kwargs={max_num_frames_per_episode: 400}"]) == 0
-    code, out, err = run_cli(capsys, "eval", str(run), "--episodes", "1", "--json")
-    assert code == 0 and json.loads(out)["episodes"] == 1, err
-    code, out, err = run_cli(capsys, "play", str(run), "--episodes", "1")
-    assert code == 0 and out.startswith("episode 1: return"), err
+    native_atari_run_reaches_eval_and_play(capsys, run, _dqn_argv("native", run, 20))
     code, _, err = run_cli(capsys, "eval", str(run), "--episodes", "1", "--env-kwargs", "{frame_stack: 3}")
     assert_one_line_error(code, err, "spaces")  # another stack is another observation space
 
