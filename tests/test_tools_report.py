@@ -311,3 +311,24 @@ def test_report_cards_of_an_offline_run_give_updates_per_second(tmp_path):
     assert '<b class="">500.00</b><span>updates / s</span>' in offline and "steps / s" not in offline
     online = _cards(RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, summary))
     assert "<span>steps / s</span>" in online
+
+
+def test_report_cards_of_a_run_without_summary_give_what_its_tables_saved(tmp_path):
+    """A killed run (no summary.json) had the cards '–' for best and last evaluation, steps, episodes and wall
+    time beside plots of its saved tables (best 225.67 at step 12,032, 210 episodes), and a red 'not solved'."""
+    from canter.tools.report import _cards
+    from canter.tools.rundata import RunData
+
+    history = {"step": np.array([100.0, 250.0, 250.0]), "wall_time": np.array([0.5, 1.0, 1.0]),
+               "episode_return": np.array([9.0, 20.0, 30.0]), "rolling_return": np.array([9.0, 14.5, 19.7])}
+    evaluations = {"step": np.array([200.0, 300.0]), "wall_time": np.array([0.8, 1.5]),
+                   "mean_return": np.array([50.0, 40.0]), "std_return": np.array([1.0, 2.0])}
+    updates = {"step": np.array([128.0, 256.0]), "wall_time": np.array([0.6, 1.2])}
+    cards = _cards(RunData(tmp_path, {"algo": "dqn", "env": "CartPole-v1", "target_reward": 475}, {},
+                           history, evaluations, updates))
+    for value, name in (("unfinished", "outcome"), ("50.00", "best eval return"), ("40.00", "last eval return"),
+                        ("300", "env steps"), ("3", "episodes"), ("1.5 s", "wall time"), ("200.00", "steps / s")):
+        assert f"<b class=\"\">{value}</b><span>{name}</span>" in cards, (value, name)
+    assert "not solved" not in cards
+    empty = _cards(RunData(tmp_path, {"algo": "dqn", "env": "CartPole-v1", "target_reward": 475}, {}))
+    assert '<b class="">–</b><span>best eval return</span>' in empty and '<b class="">0</b><span>episodes</span>' in empty

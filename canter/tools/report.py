@@ -240,12 +240,28 @@ def videos(run: RunData) -> str:
     return "".join(parts)
 
 
+def saved_counts(run: RunData) -> dict[str, Any]:
+    """The numbers of a run without ``summary.json`` (still going, or killed) that its saved tables give: the last
+    step and wall time in them, the history's episodes and the evaluation table's best and last mean return."""
+    tables = (run.history, run.evaluations, run.updates)
+    steps = [t["step"][-1] for t in tables if len(t.get("step", ()))]
+    walls = [np.nanmax(t["wall_time"]) for t in tables if np.isfinite(t.get("wall_time", np.zeros(0))).any()]
+    means = run.evaluations.get("mean_return", np.zeros(0))
+    finite = means[np.isfinite(means)]
+    return {"steps": int(max(steps)) if steps else None, "episodes": len(run.history.get("step", ())),
+            "wall_seconds": float(max(walls)) if walls else None,
+            "best_eval_return": float(finite.max()) if len(finite) else None,
+            "last_eval_return": float(means[-1]) if len(finite) and np.isfinite(means[-1]) else None}
+
+
 def _cards(run: RunData) -> str:
-    s = run.summary
+    s = run.summary or saved_counts(run)  # no summary.json: what the saved tables hold, not dashes beside their plots
     solved = s.get("solved")
     # a run without a target reward has nothing to solve (as canter train says 'finished', not 'not solved')
     outcome = ("no target", "outcome", "") if run.target_reward is None else (
         "solved" if solved else "not solved", "outcome", "ok" if solved else "no")
+    if not run.summary:  # still going or killed: not (yet) solved or not solved
+        outcome = ("unfinished", "outcome", "")
     items = [
         outcome,
         (_cell(s.get("best_eval_return")), "best eval return", ""),
@@ -254,7 +270,7 @@ def _cards(run: RunData) -> str:
         (_cell(s.get("steps")), "gradient updates (steps)" if _offline(run) else "env steps", ""),
         (_cell(s.get("episodes")), "episodes", ""),
         (_cell(s.get("updates")), "updates", ""),
-        (f"{s.get('wall_seconds', 0):,.1f} s" if s else "–", "wall time", ""),
+        (f"{s['wall_seconds']:,.1f} s" if s.get("wall_seconds") is not None else "–", "wall time", ""),
         (_cell(s["steps"] / s["wall_seconds"]) if s.get("wall_seconds") else "–",
          "updates / s" if _offline(run) else "steps / s", ""),
         (str(s.get("stop_reason") or "–"), "stop reason", ""),
@@ -279,7 +295,7 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
                                ("last_eval_return", "last eval return"), ("kib", "KiB"), ("sha256", "sha256")]) \
         if ckpt_rows else '<p class="note">No checkpoints.</p>'
     note = "" if s else ('<p class="note">No summary.json: the run is still going or was killed; '
-                         "the report shows what was saved.</p>")
+                         "the report shows what was saved (its numbers from the saved tables).</p>")
     sub = (f"seed {c.get('seed')} · canter {s.get('canter_version', '?')} · commit {s.get('git_commit') or 'none'} · "
            f"{c.get('n_envs')} envs")
     return f"""<!DOCTYPE html>
