@@ -180,3 +180,23 @@ def test_a_curve_with_nan_returns_keeps_its_gap():
     grid, mean, _ = mean_band([(xs, ys), other], points=15)
     np.testing.assert_array_equal(grid, [0, 1, 2, 3, 4, 10, 11, 12, 13, 14])
     np.testing.assert_array_equal(mean, [1, np.nan, np.nan, np.nan, 1, 2, 2, 2, 2, 2])
+
+
+def test_benchmark_panel_y_label_fits_in_its_figure(tmp_path):
+    """benchmark.png's panels are 340 pixels high and the y label 'return (rolling mean of 100 training episodes)'
+    one 322-pixel line: its first word was cut off at the top of the image (as in any plot --size below ~330
+    pixels high). The label wraps where it would not fit."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from canter.tools.plot import draw_groups, new_figure
+    from canter.tools.rundata import RunData
+
+    steps = np.array([10.0, 500.0, 3000.0])
+    history = {"step": steps, "wall_time": steps / 100, "episode_return": steps / 10, "rolling_return": steps / 10}
+    fig = new_figure(440, 340)
+    ax = fig.add_subplot()
+    draw_groups(ax, group_runs([RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, {}, history)]))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    box = ax.yaxis.label.get_window_extent(canvas.get_renderer())
+    assert 0 <= box.y0 and box.y1 <= fig.bbox.height, (box.y0, box.y1)

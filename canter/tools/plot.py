@@ -186,7 +186,7 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
     window = {r.config.get("reward_window", 100) for r in every}
     rolling = f"rolling mean of {window.pop() if len(window) == 1 else 'the last'} training episodes"
     ax.set_ylabel(f"return ({rolling})" if all(training) else "mean evaluation return" if not any(training)
-                  else "return (training rolling mean, or evaluation mean)")
+                  else "return (training rolling mean, or evaluation mean)", wrap=True)  # a short panel: two lines
     ax.grid(alpha=0.3)
     legend(ax)
 
