@@ -245,7 +245,7 @@ def test_report_does_not_embed_a_video_that_links_out_of_the_run(tmp_path):
 
 
 def test_report_distribution_of_non_finite_returns_is_a_caption_not_a_crash(tmp_path, monkeypatch):
-    """A NaN policy (divergence guard off) evaluates to NaN returns: np.histogram raised 'autodetected range of
+    """(Also: a multi-agent run's caption counts its returns.) A NaN policy (divergence guard off) evaluates to NaN returns: np.histogram raised 'autodetected range of
     [nan, nan] is not finite', a traceback from canter report. Only finite returns are drawn; the caption counts the rest."""
     import types
 
@@ -267,6 +267,11 @@ def test_report_distribution_of_non_finite_returns_is_a_caption_not_a_crash(tmp_
         img, caption = report.eval_distribution(run, len(returns))
         assert want in caption, caption
         assert ("data:image/png" in img) == (want != "every return was NaN")
+    # a 3-agent env: 2 episodes give 6 returns, all in the histogram; the caption said '2 deterministic episodes'
+    monkeypatch.setattr(canter.trainers.evaluation, "evaluate",
+                        lambda *a, **k: types.SimpleNamespace(returns=[8.0, 7.0, 8.0, 6.0, 8.0, 8.0]))
+    caption = report.eval_distribution(run, 2)[1]
+    assert caption.startswith("2 deterministic episodes (6 returns, one per agent and episode) of checkpoint"), caption
 
 
 def test_report_title_names_the_run_given_as_dot(tmp_path, monkeypatch):

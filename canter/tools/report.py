@@ -121,7 +121,9 @@ def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[s
     # `canter eval RUN_DIR --episodes N`
     result = evaluate_agent(load(run.dir), episodes=episodes, seed=seed)
     returns = np.asarray(result.returns, dtype=np.float64)
-    where = f"{episodes} deterministic episodes of checkpoint '{base.name}' (evaluation seed {seed})"
+    # a multi-agent env: each episode gives every agent's return, and the histogram and statistics are over them all
+    per = f" ({len(returns)} returns, one per agent and episode)" if len(returns) != episodes else ""
+    where = f"{episodes} deterministic episodes{per} of checkpoint '{base.name}' (evaluation seed {seed})"
     finite = returns[np.isfinite(returns)]  # a NaN policy or env (divergence guard off): no histogram range
     bad = len(returns) - len(finite)
     if not len(finite):
