@@ -318,7 +318,7 @@ def test_report_cards_of_an_offline_run_give_updates_per_second(tmp_path):
     assert "<span>steps / s</span>" in online
 
 
-def test_report_cards_of_a_run_without_summary_give_what_its_tables_saved(tmp_path):
+def test_report_cards_of_a_run_without_summary_give_what_its_tables_saved(tmp_path, monkeypatch):
     """A killed run (no summary.json) had the cards '–' for best and last evaluation, steps, episodes and wall
     time beside plots of its saved tables (best 225.67 at step 12,032, 210 episodes), and a red 'not solved'."""
     from canter.tools.report import _cards
@@ -335,5 +335,12 @@ def test_report_cards_of_a_run_without_summary_give_what_its_tables_saved(tmp_pa
                         ("300", "env steps"), ("3", "episodes"), ("1.5 s", "wall time"), ("200.00", "steps / s")):
         assert f"<b class=\"\">{value}</b><span>{name}</span>" in cards, (value, name)
     assert "not solved" not in cards
+    # ... and the throughput panel its whole-run rate, which it left out
+    from canter.tools import report
+    drawn = []
+    monkeypatch.setattr(report, "_img", lambda fig, alt: drawn.append(fig) or "")
+    report.throughput(RunData(tmp_path, {"algo": "dqn", "env": "CartPole-v1"}, {}, history, evaluations,
+                              dict(updates, steps_per_second=np.array([200.0, 210.0]))))
+    assert "whole run, with evaluations 200" in drawn[0].axes[0].get_legend_handles_labels()[1]
     empty = _cards(RunData(tmp_path, {"algo": "dqn", "env": "CartPole-v1", "target_reward": 475}, {}))
     assert '<b class="">–</b><span>best eval return</span>' in empty and '<b class="">0</b><span>episodes</span>' in empty

@@ -180,7 +180,8 @@ def throughput(run: RunData) -> str:
     fig = new_figure(960, 300)
     ax = fig.add_subplot()
     ax.plot(*_drawn(u["step"], u["steps_per_second"]), color="#ff7f0e", linewidth=1.0, label="between records")
-    steps, wall = run.summary.get("steps"), run.summary.get("wall_seconds")
+    counts = run.summary or saved_counts(run)  # no summary.json: the saved tables, as the cards
+    steps, wall = counts.get("steps"), counts.get("wall_seconds")
     if steps and wall:
         ax.axhline(steps / wall, color="0.35", linestyle="--", linewidth=1.0,
                    label=f"whole run, with evaluations {steps / wall:,.0f}")
