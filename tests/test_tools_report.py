@@ -344,3 +344,31 @@ def test_report_cards_of_a_run_without_summary_give_what_its_tables_saved(tmp_pa
     assert "whole run, with evaluations 200" in drawn[0].axes[0].get_legend_handles_labels()[1]
     empty = _cards(RunData(tmp_path, {"algo": "dqn", "env": "CartPole-v1", "target_reward": 475}, {}))
     assert '<b class="">–</b><span>best eval return</span>' in empty and '<b class="">0</b><span>episodes</span>' in empty
+
+
+def test_report_of_a_resumed_run_killed_since_does_not_show_its_earlier_stop(tmp_path):
+    """A resumed run keeps the summary.json of its previous stop (interrupted) while it trains: killed at step 9,216
+    after a resume from 4,096, its report's cards said 'not solved', 4,096 steps, 138 episodes and last evaluation
+    182.67 beside plots of tables that went on to 181 episodes and a last evaluation of 115.00 at 8,192."""
+    from canter.tools.report import _cards, current_summary, render
+    from canter.tools.rundata import RunData
+
+    history = {"step": np.array([90.0, 250.0]), "wall_time": np.array([0.5, 1.0]),
+               "episode_return": np.array([9.0, 20.0]), "rolling_return": np.array([9.0, 14.5])}
+    evaluations = {"step": np.array([100.0, 200.0]), "wall_time": np.array([0.6, 0.9]),
+                   "mean_return": np.array([50.0, 40.0]), "std_return": np.array([1.0, 2.0])}
+    config = {"algo": "dqn", "env": "CartPole-v1", "target_reward": 475}
+    stop = {"steps": 100, "episodes": 1, "updates": 5, "wall_seconds": 0.6, "best_eval_return": 50.0,
+            "last_eval_return": 50.0, "solved": False, "stop_reason": "interrupted"}
+    went_on = RunData(tmp_path, config, stop, history, evaluations)
+    assert current_summary(went_on) == {}
+    cards = _cards(went_on)
+    for value, name in (("unfinished", "outcome"), ("40.00", "last eval return"), ("250", "env steps"),
+                        ("2", "episodes"), ("–", "updates"), ("–", "stop reason")):
+        assert f"<b class=\"\">{value}</b><span>{name}</span>" in cards, (value, name)
+    assert "summary.json is from the stop at step 100 before the run was resumed" in render(went_on, 0)
+    # an interrupted run not resumed (its tables end at its stop) and a finished one keep their summary
+    stopped = RunData(tmp_path, config, dict(stop, steps=250), history, evaluations)
+    assert current_summary(stopped) == dict(stop, steps=250) and "<b class=\"no\">not solved</b>" in _cards(stopped)
+    finished = RunData(tmp_path, config, dict(stop, stop_reason="max_steps"), history, evaluations)
+    assert current_summary(finished)["stop_reason"] == "max_steps"

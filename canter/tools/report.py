@@ -180,7 +180,7 @@ def throughput(run: RunData) -> str:
     fig = new_figure(960, 300)
     ax = fig.add_subplot()
     ax.plot(*_drawn(u["step"], u["steps_per_second"]), color="#ff7f0e", linewidth=1.0, label="between records")
-    counts = run.summary or saved_counts(run)  # no summary.json: the saved tables, as the cards
+    counts = current_summary(run) or saved_counts(run)  # none: the saved tables, as the cards
     steps, wall = counts.get("steps"), counts.get("wall_seconds")
     if steps and wall:
         ax.axhline(steps / wall, color="0.35", linestyle="--", linewidth=1.0,
@@ -257,13 +257,25 @@ def saved_counts(run: RunData) -> dict[str, Any]:
             "last_eval_return": float(means[-1]) if len(finite) and np.isfinite(means[-1]) else None}
 
 
+def current_summary(run: RunData) -> dict[str, Any]:
+    """``summary.json``, unless there is none or it is out of date: a resumed run keeps the summary of its previous
+    stop (stop_reason ``interrupted``) while it trains, and one killed then leaves it beside tables that went on."""
+    s = run.summary
+    if s.get("stop_reason") == "interrupted" and isinstance(s.get("steps"), (int, float)):
+        saved = saved_counts(run)["steps"]
+        if saved is not None and saved > s["steps"]:
+            return {}
+    return s
+
+
 def _cards(run: RunData) -> str:
-    s = run.summary or saved_counts(run)  # no summary.json: what the saved tables hold, not dashes beside their plots
+    # no (current) summary.json: what the saved tables hold, not dashes or an earlier stop's numbers beside their plots
+    s = current_summary(run) or saved_counts(run)
     solved = s.get("solved")
     # a run without a target reward has nothing to solve (as canter train says 'finished', not 'not solved')
     outcome = ("no target", "outcome", "") if run.target_reward is None else (
         "solved" if solved else "not solved", "outcome", "ok" if solved else "no")
-    if not run.summary:  # still going or killed: not (yet) solved or not solved
+    if not current_summary(run):  # still going or killed: not (yet) solved or not solved
         outcome = ("unfinished", "outcome", "")
     items = [
         outcome,
@@ -299,6 +311,10 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
         if ckpt_rows else '<p class="note">No checkpoints.</p>'
     note = "" if s else ('<p class="note">No summary.json: the run is still going or was killed; '
                          "the report shows what was saved (its numbers from the saved tables).</p>")
+    if s and not current_summary(run):
+        note = (f'<p class="note">summary.json is from the stop at step {s["steps"]:,} before the run was resumed: '
+                "the run is still going or was killed since; the report shows what was saved (its numbers from the "
+                "saved tables).</p>")
     sub = (f"seed {c.get('seed')} · canter {s.get('canter_version', '?')} · commit {s.get('git_commit') or 'none'} · "
            f"{c.get('n_envs')} envs")
     return f"""<!DOCTYPE html>
