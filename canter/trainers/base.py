@@ -84,7 +84,7 @@ class Trainer(AgentMetadata):
         #: calls of ``__call__`` that started iterating: a generator whose call is not the latest is stale
         self._calls = 0
         self._yielded_wall = 0.0
-        self._clock_stopped = False
+        self._clock_stopped = self._at_record = False  # _at_record: the loop's consumer has a record
 
     @property
     def max_seconds(self) -> float | None:
@@ -114,8 +114,7 @@ class Trainer(AgentMetadata):
     def stop_clock(self) -> None:
         """Stop the training clock at the last record: a loop left there (``break``) is closed later, and
         the time until then (the checkpoint's and summary's wall time, a resumed run's clock) is no training."""
-        self.elapsed_before = self._yielded_wall
-        self._clock_stopped = True
+        self.elapsed_before, self._clock_stopped = self._yielded_wall, True
 
     def set_progress(self) -> None:
         """Advance the algorithm's schedules to the current step, then apply the run's LR control."""
@@ -226,8 +225,9 @@ class Trainer(AgentMetadata):
             "step": self.step, "iteration": self.iteration_count, "episodes": self.episode_count,
             "best_eval_return": self.best_eval_return, "evaluations": self.evaluations,
             "last_eval_return": None if self.last_eval is None else self.last_eval.mean_return,
-            "best_rolling_return": self.best_rolling_return, "wall_time": self.wall_time(),
-            "lr_scale": self.lr.scale, "divergence_events": list(self.guard.events),
+            "best_rolling_return": self.best_rolling_return, "lr_scale": self.lr.scale,
+            "wall_time": self._yielded_wall if self._at_record else self.wall_time(),  # a record's: no save time
+            "divergence_events": list(self.guard.events),
             **({"opponents": dict(self.opponents)} if self.opponents else {}),
         }
 
@@ -430,6 +430,7 @@ class Trainer(AgentMetadata):
             self._clock_stopped = False
             self.wall_start = time.perf_counter()  # before the stop check: a time budget must not count the pause
             if self.hooks.should_stop(self) is not None:
+                self.stop_clock()
                 return
         else:
             if self.run.keep_freed_memory:
@@ -481,7 +482,7 @@ class Trainer(AgentMetadata):
             sps = (self.step - last_step) / max(now - last_time, 1e-9)
             last_time, last_step = now, self.step
             episodes, self._pending = self._pending, []
-            self._yielded_wall = self.wall_time()
+            self._yielded_wall, self._at_record = self.wall_time(), True
             yield TrainRecord(
                 step=self.step, iteration=self.iteration_count, wall_time=self._yielded_wall, steps_per_second=sps,
                 episodes=episodes, rolling_return=self.rolling_return(), losses=losses, evaluation=result,
@@ -489,8 +490,10 @@ class Trainer(AgentMetadata):
                 stop_reason=reason, best_rolling_return=self.best_rolling_return,
                 success_rate=float(np.mean(self.recent_successes)) if self.recent_successes else None,
                 stop_only=bool(off_grid and reason == "interrupted"))
+            self._at_record = False
             if call != self._calls:  # a later call went on with the training (maybe to its end) meanwhile
                 raise CanterError("this loop over trainer() was left for a later trainer() call, which continues "
                                   "the same training; iterate only the latest call's records")
-            if reason is not None:
+            if reason is not None:  # the clock stops at this record: saving 'last' and the summary is no training
+                self.stop_clock()
                 return
