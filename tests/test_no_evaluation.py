@@ -100,3 +100,18 @@ def test_a_resumed_runs_patience_is_not_warned_about(tmp_path):
         warnings.simplefilter("error", canter.CanterWarning)
         agent = canter.resume(tmp_path / "r", max_steps=256)
     assert agent.metadata["trainer"]["lr_scale"] == 0.5
+
+
+def test_a_patience_that_whole_rollouts_leave_idle_is_warned_about():
+    """An on-policy run evaluates at rollouts' ends: eval_every below max_steps still gave one evaluation, at the end,
+    where the first rollout ending at or after eval_every is the last one (eval_every 100, rollouts of 64 steps,
+    max_steps 128: first at 128) or the run is one rollout; nothing was said. Now warned; eval_every 64 is not."""
+    tiny = dict(n_envs=2, n_steps=32, batch_size=64, eval_episodes=1, early_stopping=1)
+    for max_steps, eval_every, needle in ((128, 100, "evaluates first at step 128, the run's end (max_steps 128)"),
+                                          (64, 32, "max_steps (64) is one rollout (n_steps 32 x 2 envs = 64 steps)")):
+        with pytest.warns(canter.CanterWarning) as seen:
+            canter.make_trainer("ppo", "CartPole-v1", max_steps=max_steps, eval_every=eval_every, **tiny).close()
+        assert [needle in str(w.message) for w in seen if "can never act" in str(w.message)] == [True]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", canter.CanterWarning)
+        canter.make_trainer("ppo", "CartPole-v1", max_steps=128, eval_every=64, **tiny).close()
