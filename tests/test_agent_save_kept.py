@@ -3,8 +3,10 @@ import gc
 import weakref
 
 import numpy as np
+import pytest
 
 import canter
+from canter.trainers import OnPolicyTrainer
 
 
 def test_an_agent_saves_before_its_trainer_trained_once_the_trainer_is_gone(tmp_path):
@@ -39,3 +41,23 @@ def test_an_agent_saves_its_last_iterations_metadata_once_its_trainer_is_gone(ti
     meta = canter.load(tmp_path / "agent").metadata
     assert meta["step"] == meta["trainer"]["step"] == 256 and meta["trainer"]["iteration"] == 2
     assert meta["observation_space"]["type"] == "Box" and meta["git_commit"] == canter.utils.git_commit()
+
+
+def test_a_new_trainer_of_a_kept_agent_drops_the_metadata_its_last_trainer_left(tiny_ppo, tmp_path):
+    """A trainer built by hand around a kept agent (no resolved config: no metadata of its own) saved, while it
+    trained the agent, the metadata the agent's previous, gone trainer had left (its step 256, not this one's 128).
+    The snapshot is dropped when a trainer takes the agent, so the save is refused in one line, as before 8cd22d5."""
+    first = canter.make_trainer("ppo", "CartPole-v1", **tiny_ppo)
+    for record in first():
+        if record.step >= 256:
+            break
+    agent = first.agent
+    del first, record
+    gc.collect()
+    other = canter.make_trainer("ppo", "CartPole-v1", **{**tiny_ppo, "max_steps": 128})
+    trainer = OnPolicyTrainer(agent, other.env, None, other.run)
+    for _ in trainer():
+        pass
+    assert trainer.step == 128 and trainer.resolved_config is None
+    with pytest.raises(canter.CanterError, match="this agent carries no run metadata"):
+        agent.save(tmp_path / "agent")

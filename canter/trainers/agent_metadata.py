@@ -18,8 +18,10 @@ class AgentMetadata:
 
     def link_agent(self, agent: Any, run: Any) -> None:
         """Give ``agent`` what ``canter.evaluate`` and ``agent.save`` read (a callback's ``trainer.agent`` is SB3's
-        ``self.model``): the run config and a weak reference to this trainer."""
+        ``self.model``): the run config and a weak reference to this trainer. A metadata snapshot an earlier trainer
+        left on it is dropped: it no longer describes the agent, which this trainer's own snapshot will."""
         agent.run_config, agent.trainer_ref = run, weakref.ref(self)
+        agent.run_metadata_snapshot = None
 
     @property
     def resolved_config(self) -> dict[str, Any] | None:
