@@ -361,6 +361,10 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
     explorer's envs stay continuous streams for n-step returns and truncation bootstrapping.
     """
 
+    #: the fraction of a gradient step the arrived steps have paid for but not yet taken (:meth:`state` reads it,
+    #: also before :meth:`setup`, when make_trainer has the agent remember the run's metadata)
+    _owed: float = 0.0
+
     def make_buffer(self) -> ShardedReplay:  # type: ignore[override]
         """One buffer per explorer, each with that explorer's envs and its share of the capacity."""
         c, k = self.config, self.pool.count
