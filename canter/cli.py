@@ -12,92 +12,11 @@ import sys
 import warnings
 from typing import Any
 
-from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, OFFLINE_RUN_HELP, ConfigFileAction,  # noqa: F401
-                             _config_file_arg, ResumeParser, _flag_value, _Parser, int_arg, preset_values, with_file_algo)
+from canter.cli_args import DEVICE_HELP, ENV_KWARGS_HELP, _config_file_arg, _flag_value, _Parser, int_arg, with_file_algo
 from canter.cli_list import cmd_list
+from canter.cli_parsers import _algo_arg, _resume_parser, _train_parser  # noqa: F401 (tests import them here)
 from canter.errors import CanterError, interrupted
-from canter.resume_settings import CHANGEABLE, keep_arg, seconds_arg
-
-
-def _add_run_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
-    p.add_argument("--env-kwargs", dest="env_kwargs", help="env constructor arguments as a YAML mapping, e.g. "
-                   "'{max_episode_steps: 200}' (as --set env_kwargs=...)")
-    p.add_argument("--eval-env-kwargs", dest="eval_env_kwargs", help="the evaluation env's own arguments, merged "
-                   "over --env-kwargs, as a YAML mapping (as --set eval_env_kwargs=...)")
-    p.add_argument("--seed", type=int_arg, help="random seed (default 0)")
-    p.add_argument("--n-envs", type=int_arg, dest="n_envs", help="parallel environments")
-    p.add_argument("--target-reward", type=float, dest="target_reward", help="stop at this mean evaluation return")
-    p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="environment-step budget")
-    p.add_argument("--max-seconds", type=float, dest="max_seconds", help="wall-clock budget in seconds")
-    p.add_argument("--eval-episodes", type=int_arg, dest="eval_episodes",
-                   help="episodes per evaluation (0: no evaluation at all)")
-    p.add_argument("--eval-every", type=int_arg, dest="eval_every", help="evaluate every N env steps")
-    p.add_argument("--keep-checkpoints", type=int_arg, dest="keep_checkpoints", metavar="K",
-                   help="keep only the newest K periodic checkpoints (step-N, saved every checkpoint_every steps); "
-                        "best and last are always kept (default: keep all)")
-    p.add_argument("--checkpoint-every", type=int_arg, dest="checkpoint_every", metavar="N",
-                   help="save a periodic checkpoint (step-N) every N env steps (default 50000; 0: none)")
-    p.add_argument("--record-every", type=int_arg, dest="record_every",
-                   help="record an evaluation episode as MP4 in RUN_DIR/videos every N steps (needs the 'video' extra)")
-    p.add_argument("--dataset", help="offline algorithms (bc, cql, td3bc): dataset written by canter collect")
-    p.add_argument("--explorers", type=int_arg, help="run N explorer actors on Ray (needs the 'distributed' extra)")
-    p.add_argument("--ray-address", dest="ray_address", help="join this Ray cluster ('auto' or host:port)")
-    p.add_argument("--explorer-timeout", type=seconds_arg, dest="explorer_timeout", metavar="SECONDS",
-                   help="replace a Ray explorer that returns no rollout within SECONDS (default null: 10x the slowest "
-                        "rollout so far, at least 60 s; 0: wait forever)")
-    p.add_argument("--vectorization", choices=("auto", "native", "sync", "async"), help="how to vectorise the env")
-    p.add_argument("--device", help="torch device to train on: cpu (default), cuda, cuda:N or auto (cuda if available)")
-    p.add_argument("--run-dir", dest="run_dir", help="where to write the run (default runs/<algo>-<env>-<time>-<sha>)")
-    p.add_argument("-f", "--config", dest="config_file", action=ConfigFileAction, help="run config YAML")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any config key or hyperparameter (repeatable)")
-    p.add_argument("--wandb", action="store_const", const=True, default=None, help="also log to Weights & Biases")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-
-
-def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: bool = False) -> _Parser:
-    """The parser of ``canter train``, with ``algo``'s hyperparameters as flags. An algorithm that cannot be
-    found leaves them out (the training that follows reports it), or, with ``strict`` (``--help`` after the
-    algorithm's name), is the error."""
-    from canter.builtins import algorithm_info, algorithm_name
-    from canter.config import RunConfig, describe
-
-    p = _Parser(prog=prog, description="Train an agent and write a run directory.",
-                epilog="Hyperparameter defaults are the algorithm's own; a shipped preset for the env (canter list) "
-                       "overrides some of them.\n" + (f"Values marked 'with --env {env}' are the ones its preset sets."
-                                                      if env else "Give --env with --help to see the values the preset uses."),
-                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("algo", help="algorithm (see 'canter list')")
-    p.add_argument("--resume", metavar="RUN_DIR",
-                   help="continue a stopped run instead (canter train --resume RUN_DIR [--max-steps N] "
-                        "[--max-seconds S] [--dataset PATH] [--keep-checkpoints K] [--checkpoint-every N] "
-                        "[--wandb | --no-wandb] [--explorer-timeout SECONDS] [--quiet])")
-    _add_run_flags(p)
-    if algo is not None and not algo.startswith("-"):
-        try:  # canter's own algorithms are described without torch, with the env's presets too
-            info = algorithm_info(algo)
-        except CanterError:
-            if strict:  # else a misspelt name or a user module that fails to import gave help without a word
-                raise
-            return p
-        p.algo = algorithm_name(algo)  # an unknown flag that is another algorithm's hyperparameter is named so
-        group = p.add_argument_group(f"{info['title']} hyperparameters (also settable as --set KEY=VALUE)")
-        run_preset, preset = preset_values(algo, env, info)  # ({}, {}) without an env
-        run_defaults = {name: default for name, _, default, _ in describe(RunConfig)}
-        run_defaults["n_envs"] = info.get("default_n_envs")  # null: the algorithm's
-        for action in p._actions:  # the run values the env's preset sets (n_envs 16, target_reward 475, ...)
-            if info.get("family") == "offline":  # its steps are gradient updates
-                action.help = OFFLINE_RUN_HELP.get(action.dest, action.help)
-            value = run_preset.get(action.dest)
-            if action.dest not in ("algo", "env", "dataset") and value is not None and value != run_defaults.get(
-                    action.dest):
-                action.help = f"{action.help} (with --env {env}: {value})"
-        for name, metavar, doc, default in info["hparams"]:
-            used = f"; with --env {env}: {preset[name]}" if name in preset and f"{preset[name]}" != default else ""
-            group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp__{name}", metavar=metavar,
-                               help=f"{doc} (default: {default}{used})")
-    return p
+from canter.resume_settings import CHANGEABLE
 
 
 def _import_early(argv: list[str]) -> None:
@@ -107,23 +26,6 @@ def _import_early(argv: list[str]) -> None:
     sets = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--set"] + [
         a.split("=", 1)[1] for a in argv if a.startswith("--set=")]
     import_config_imports(_config_file_arg(argv), {}, sets)
-
-
-def _algo_arg(argv: list[str]) -> str | None:
-    """The algorithm ``canter train``'s arguments name: the first word that is neither a flag nor a flag's
-    value (``--env CartPole-v1 ppo``, ``--set imports=[my_pkg] NAME``, ``--lr 0.001 ppo``), as argparse will
-    read it. A flag that is not a run flag is one of the algorithm's hyperparameters, which all take a value."""
-    no_value = {s for a in _train_parser("canter train", None)._actions if a.option_strings and a.nargs == 0
-                for s in a.option_strings}
-    skip = False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a.startswith("-"):
-            skip = a not in no_value and "=" not in a and (a.startswith("--") or len(a) == 2)  # -fFILE: attached
-        else:
-            return a
-    return None
 
 
 def cmd_train(argv: list[str]) -> int:
@@ -152,32 +54,6 @@ def cmd_train(argv: list[str]) -> int:
         quiet=args.quiet, hparams=hparams, **overrides,
     )
     return _drive(trainer)
-
-
-def _resume_parser() -> ResumeParser:
-    """The parser of ``canter train --resume RUN_DIR``: the options a resume takes."""
-    p = ResumeParser(prog="canter train", description=(
-        "Continue a stopped run exactly where its last checkpoint is, with its saved config: only the budgets, a "
-        "moved dataset and the settings that change nothing it learns (checkpoints kept and saved, W&B, "
-        "the Ray explorers' timeout) may change; "
-        "the run keeps them from then on."))
-    p.add_argument("--resume", required=True, metavar="RUN_DIR", help="run directory to continue")
-    p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="new step budget (extends a finished run)")
-    p.add_argument("--max-seconds", type=float, dest="max_seconds", help="new wall-clock budget")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.add_argument("--dataset", help="offline runs: the run's dataset at its new path (moved; checked to be the same)")
-    # what changes no learning (canter/resume_settings.py): kept by the run's config from then on
-    p.add_argument("--keep-checkpoints", type=keep_arg, dest="keep_checkpoints", metavar="K",
-                   default=argparse.SUPPRESS,
-                   help="keep only the newest K periodic checkpoints from now on ('all': keep every one)")
-    p.add_argument("--checkpoint-every", type=int_arg, dest="checkpoint_every", metavar="N",
-                   default=argparse.SUPPRESS, help="save a periodic checkpoint every N steps from now on (0: none)")
-    p.add_argument("--wandb", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
-                   help="log to Weights & Biases from now on (--no-wandb: stop)")
-    p.add_argument("--explorer-timeout", type=seconds_arg, dest="explorer_timeout", metavar="SECONDS",
-                   default=argparse.SUPPRESS, help="replace a Ray explorer that returns no rollout within SECONDS "
-                                                   "from now on (null: automatic; 0: wait forever)")
-    return p
 
 
 def _cmd_resume(argv: list[str]) -> int:

@@ -11,13 +11,13 @@ RUN_KEYS = ("seed", "n_envs", "max_steps", "target_reward", "eval_every", "eval_
 
 
 def _parser(prog: str, description: str) -> argparse.ArgumentParser:
-    from canter.cli import _Parser
+    from canter.cli_args import _Parser
 
     return _Parser(prog=prog, description=description)
 
 
 def _trial_flags(p: argparse.ArgumentParser) -> None:
-    from canter.cli import ConfigFileAction, int_arg
+    from canter.cli_args import ConfigFileAction, int_arg
 
     p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
     p.add_argument("-f", "--config", dest="config_file", action=ConfigFileAction,
@@ -50,7 +50,7 @@ def _run_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_tune(argv: list[str]) -> int:
     """``canter tune ALGO --env ENV --trials N ...``"""
     p = _parser("canter tune", "Tune hyperparameters with Optuna (TPE sampler, median pruning).")
-    from canter.cli import int_arg
+    from canter.cli_args import int_arg
 
     p.add_argument("algo", nargs="?", help="algorithm (see 'canter list'; default: the -f file's algo)")
     p.add_argument("--trials", type=int_arg, default=20, help="finished trials wanted in the study (default 20)")
@@ -125,7 +125,7 @@ def cmd_plot(argv: list[str]) -> int:
 def cmd_benchmark(argv: list[str]) -> int:
     """``canter benchmark FILE.yaml [--out DIR] [--jobs J]``"""
     p = _parser("canter benchmark", "Run algorithms x environments x seeds; write a results table and a figure.")
-    from canter.cli import int_arg
+    from canter.cli_args import int_arg
 
     p.add_argument("file", help="benchmark YAML (e.g. benchmarks/classic.yaml)")
     p.add_argument("--out", help="output directory (default runs/benchmark-<file stem>)")
@@ -151,7 +151,7 @@ def cmd_benchmark(argv: list[str]) -> int:
 def cmd_report(argv: list[str]) -> int:
     """``canter report RUN_DIR [--out FILE] [--eval-episodes N]``"""
     p = _parser("canter report", "Write a self-contained report.html for a run.")
-    from canter.cli import int_arg
+    from canter.cli_args import int_arg
 
     p.add_argument("run_dir", help="run directory")
     p.add_argument("--out", help="output file (default RUN_DIR/report.html)")
