@@ -12,7 +12,8 @@ import torch
 
 from canter.agents.agent import Agent
 from canter.algorithms.base import threads_for, use_threads
-from canter.callbacks import EnvStep, Hooks, TargetReward, builtin_callbacks
+from canter.callbacks import EnvStep, Hooks
+from canter.stop_criteria import TargetReward, builtin_callbacks
 from canter.config import RunConfig
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError
