@@ -22,7 +22,8 @@ from canter.data.framestack import FrameStackReplay, bytes_per_transition  # noq
 from canter.envs import make_vec_env  # noqa: E402
 from canter.errors import CanterError  # noqa: E402
 from canter.models.cnn import ImpalaResNet, NatureCNN, make_encoder  # noqa: E402
-from canter.models.mlp import ActorCritic, QNetwork  # noqa: E402
+from canter.models.mlp import ActorCritic  # noqa: E402
+from canter.models.q_network import QNetwork  # noqa: E402
 from support import FRAMES, filled_frame_replays  # noqa: E402
 
 

@@ -11,7 +11,7 @@ import torch
 
 from canter.algorithms.dqn import DQN, DQNConfig
 from canter.data.batch import ReplayBatch
-from canter.models.mlp import QNetwork
+from canter.models.q_network import QNetwork
 
 SPACES = (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3))
 

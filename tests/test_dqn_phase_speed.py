@@ -9,7 +9,7 @@ import torch
 
 from canter.algorithms.dqn import DQN, DQNConfig
 from canter.data.batch import ReplayBatch, distinct_draws
-from canter.models.mlp import QNetwork
+from canter.models.q_network import QNetwork
 from canter.models.mlp_passes import mlp_passes, q_network_passes
 from canter.optim import FlatAdam
 

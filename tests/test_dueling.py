@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from canter.models.distributional import CategoricalQNetwork, ImplicitQuantileNetwork, QuantileQNetwork
-from canter.models.mlp import QNetwork
+from canter.models.q_network import QNetwork
 
 OBS, ACT = gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3)
 

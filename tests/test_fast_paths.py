@@ -157,7 +157,8 @@ def test_stacked_actor_critic_equals_its_two_networks():
 
 # -- a user's classes: the fast paths reproduce canter's forward passes, not overrides of them --------
 from canter.models.cnn import FlatEncoder  # noqa: E402
-from canter.models.mlp import ActorCritic, QNetwork  # noqa: E402
+from canter.models.mlp import ActorCritic  # noqa: E402
+from canter.models.q_network import QNetwork  # noqa: E402
 
 
 class SharperActorCritic(ActorCritic):

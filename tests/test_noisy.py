@@ -73,7 +73,7 @@ def test_dqn_with_noisy_layers_explores_by_noise(tmp_path):
 
 def test_noisy_needs_a_model_that_builds_noisy_layers(tmp_path, monkeypatch):
     (tmp_path / "plain_q.py").write_text(
-        "from canter.models.mlp import QNetwork\n"
+        "from canter.models.q_network import QNetwork\n"
         "class PlainQ(QNetwork):\n"
         "    def __init__(self, obs_space, act_space, noisy=False, **kw):\n"
         "        super().__init__(obs_space, act_space, **kw)\n")

@@ -169,7 +169,7 @@ def test_a_run_naming_registered_user_parts_loads_in_a_process_that_never_import
     (tmp_path / "my_registered_parts.py").write_text(
         "import canter\n"
         "from canter.agents.agent import Agent\n"
-        "from canter.models.mlp import QNetwork\n"
+        "from canter.models.q_network import QNetwork\n"
         "@canter.register('model', 'tiny_q_test')\n"
         "class TinyQ(QNetwork):\n"
         "    pass\n"
@@ -215,9 +215,9 @@ def test_a_class_object_in_place_of_a_name_is_a_one_line_error():
                                           r"@canter.register\('model', 'name'\) and pass its name or "
                                           r"'torch.nn.modules.linear:Linear'$"):
         lookup("model", torch.nn.Linear)
-    from canter.models.mlp import QNetwork
+    from canter.models.q_network import QNetwork
 
-    with pytest.raises(CanterError, match=r"got the class canter.models.mlp.QNetwork; pass its registered name 'mlp_q'"):
+    with pytest.raises(CanterError, match=r"got the class canter.models.q_network.QNetwork; pass its registered name 'mlp_q'"):
         canter.make_trainer("dqn", "CartPole-v1", model=QNetwork)  # was "'model' must be a str or null, got <class"
 
 
@@ -279,7 +279,7 @@ def test_imports_register_user_components_for_the_cli_and_loading(tmp_path, monk
     (tmp_path / "my_imported_parts.py").write_text(
         "import canter\n"
         "from canter.algorithms.dqn import DQN\n"
-        "from canter.models.mlp import QNetwork\n"
+        "from canter.models.q_network import QNetwork\n"
         "@canter.register('algorithm', 'imported_dqn_test')\n"
         "class ImportedDQN(DQN):\n"
         "    '''DQN under another name.'''\n"

@@ -19,14 +19,14 @@ def registrar(tmp_path, monkeypatch):
     from canter.registry import _REGISTRY
 
     (tmp_path / "my_home_parts.py").write_text(
-        "from canter.models.mlp import QNetwork\nclass TinyQElsewhere(QNetwork):\n    pass\n")
+        "from canter.models.q_network import QNetwork\nclass TinyQElsewhere(QNetwork):\n    pass\n")
     (tmp_path / "my_registrar.py").write_text(
         "import canter\nfrom my_home_parts import TinyQElsewhere\n"
         "canter.register('model', 'tiny_q_elsewhere')(TinyQElsewhere)\n")
     (tmp_path / "my_reg_helpers.py").write_text("import canter\ndef model(name):\n"
                                                 "    return canter.register('model', name)\n")
     (tmp_path / "my_helped_parts.py").write_text(
-        "from canter.models.mlp import QNetwork\nfrom my_reg_helpers import model\n"
+        "from canter.models.q_network import QNetwork\nfrom my_reg_helpers import model\n"
         "@model('helped_q')\nclass HelpedQ(QNetwork):\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
 
@@ -100,7 +100,7 @@ def test_loading_a_run_whose_component_was_registered_in_main_says_why_it_is_unk
     with "unknown model 'main_tiny_q'; did you mean 'mlp_qr'?", as if the name were a typo."""
     from canter.registry import _REGISTRY
 
-    script = ("import canter\nfrom canter.models.mlp import QNetwork\n"
+    script = ("import canter\nfrom canter.models.q_network import QNetwork\n"
               "@canter.register('model', 'main_tiny_q')\nclass MainTinyQ(QNetwork):\n    pass\n")
     exec(compile(script, "train_script.py", "exec"), {"__name__": "__main__"})  # as `python train_script.py` runs it
     try:
@@ -119,7 +119,7 @@ def test_loading_a_run_whose_component_was_registered_in_main_says_why_it_is_unk
 def test_a_user_model_changed_since_training_is_named_when_the_checkpoint_does_not_fit(tmp_path, monkeypatch):
     """A checkpoint whose user model gained a layer since it was trained was 'does not fit the model its config
     describes (saved by another canter version?)', blaming canter."""
-    source = "from canter.models.mlp import QNetwork\nclass GrowingQ(QNetwork):\n    pass\n"
+    source = "from canter.models.q_network import QNetwork\nclass GrowingQ(QNetwork):\n    pass\n"
     (tmp_path / "my_growing_model.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     trainer = canter.make_trainer("dqn", "CartPole-v1", model="my_growing_model:GrowingQ", eval_episodes=0)

@@ -13,7 +13,8 @@ from torch import nn
 from canter.envs.masks import apply_mask, mask_width, masked_value_below, split_mask
 from canter.errors import CanterError
 from canter.models.linear import Linear
-from canter.models.mlp import ACTIVATIONS, MLP, dueling_streams
+from canter.models.mlp import ACTIVATIONS, MLP
+from canter.models.q_network import dueling_streams
 from canter.registry import register
 
 

@@ -152,10 +152,12 @@ def mlp_passes(mlp: Any, rows: int) -> MLPPasses:
 
 
 def q_network_passes(q: Any, obs: torch.Tensor, rows: int) -> tuple[MLPPasses, np.ndarray] | None:
-    """For canter's :class:`~canter.models.mlp.QNetwork` on the hand-derived path: its MLP's passes for
+    """For canter's :class:`~canter.models.q_network.QNetwork` on the hand-derived path: its MLP's passes for
     batches of ``rows`` and the MLP's input for ``obs`` (every row), as ``QNetwork.forward_cached``
     computes it; None for any other model."""
-    if type(q) is not mlp_module.QNetwork or not q.manual_backward:
+    from canter.models.q_network import QNetwork  # it imports this module's MLP
+
+    if type(q) is not QNetwork or not q.manual_backward:
         return None
     if q.mask_width:
         obs = obs[:, :-q.mask_width]
