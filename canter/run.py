@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import math
 import os
 import shutil
 import sys
@@ -33,13 +32,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from canter.callbacks import Callback
 from canter.atomic import atomic_write
 from canter.checkpoint import remove_temp_files, save_checkpoint
 from canter.checkpoint_keep import prune_periodic
 from canter.envs.spaces import space_to_dict
 from canter.errors import CanterError, notice
 from canter.registry import user_modules
+from canter.run_callbacks import _SaveAtStart, _SaveBest, _finite_or_null, _one_line
 from canter.run_dirs import outermost_missing
 from canter.run_lock import LOCK_NAME, acquire, release
 from canter.stop_grace import (
@@ -61,54 +60,6 @@ def run_metadata(trainer: Trainer, config: dict[str, Any]) -> dict[str, Any]:
         "canter_version": canter_version(), "git_commit": git_commit(), "config": config,
         "user_modules": user_modules(config), "trainer": trainer.state(),
     }
-
-
-def _one_line(exc: BaseException) -> str:
-    """``"Type: message"`` of ``exc``, its first line (the type alone for an empty message), for ``summary.json``."""
-    return f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-
-
-def _finite_or_null(value: Any) -> Any:
-    """``value`` with every NaN or infinite float (in dicts and lists too) replaced by None."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite_or_null(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_or_null(v) for v in value]
-    return value
-
-
-class _SaveAtStart(Callback):
-    """Saves the resumable ``last`` checkpoint when a fresh run starts (not part of the hook state)."""
-
-    internal = True
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-
-    def on_train_start(self, trainer: Any) -> None:  # noqa: D102
-        self.run._remember_counters()  # a run that diverges before its first record reports these
-        if self.run.resumed_step is None:
-            self.run.save_resumable()
-        else:  # the resumed run's settings (a new max_steps...) replace the file once it has started
-            self.run.write_config()
-            # the summary said how the earlier part ended (finished, for a run extended now): until this one ends
-            # it says what a kill would leave, a run interrupted at the checkpoint (as a Ctrl-C there writes it)
-            self.run._write_summary("interrupted", self.run._good)
-
-
-class _SaveBest(Callback):
-    """Saves ``best`` on a new best evaluation, before the other ``on_best`` hooks run, so that they find
-    it written (as Stable-Baselines3's ``callback_on_new_best`` does); not part of the hook state."""
-
-    internal = True
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-
-    def on_best(self, trainer: Any, result: Any) -> None:  # noqa: D102
-        self.run.save("best")
 
 
 class Run:
