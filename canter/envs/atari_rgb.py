@@ -41,7 +41,7 @@ class StackedRGB(gym.ObservationWrapper):
 
 class NativeStackedRGB(gym.vector.VectorObservationWrapper):
     """ale-py's native vector env: its ``[n, S, H, W, 3]`` RGB stacks as ``[n, 3 * S, H, W]``. Outermost, so the
-    wrappers inside it (:class:`~canter.envs.atari.NativeNewLifeStack`) still see whole frames."""
+    wrappers inside it (:class:`~canter.envs.atari_native.NativeNewLifeStack`) still see whole frames."""
 
     def __init__(self, env: gym.vector.VectorEnv) -> None:
         super().__init__(env)
