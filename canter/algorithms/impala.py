@@ -5,7 +5,8 @@ behaviour log-probs; the learner recomputes log-probs and values with the curren
 corrects with truncated importance weights (V-trace, :mod:`canter.distributed.vtrace`) and takes
 one gradient step per batch. Losses (masked to real transitions, averaged over them):
 ``-A_s log pi(a_s|x_s)`` with the V-trace advantage ``A_s``, ``vf_coef * (v_s - V(x_s))^2`` and an
-entropy bonus. Differences from the paper: Adam instead of RMSProp, means instead of sums.
+entropy bonus. Differences from the paper: Adam instead of RMSProp, means instead of sums, and no
+1/2 on the squared value error (the paper's baseline cost 0.5 is ``vf_coef`` 0.25 here).
 Without ``--explorers`` it runs in one process (an explorer in the learner's process, so the
 data is on-policy and V-trace reduces to n-step returns).
 """
