@@ -9,9 +9,10 @@ Vector envs and truncation: an episode is cut where the rollout ends (each env r
 episodes, so episodes end at different times) or where a time limit truncates it. A cut
 episode's return is completed with the baseline's estimate of the rest, ``gamma^k V(s_cut)``,
 never with zero: treating a cut as the end of the episode would bias every return before it.
-With ``n_steps`` at least the episode limit (the presets), each env has at most one cut episode
-per rollout and every other episode gets its exact Monte-Carlo return. The ``gamma^t`` factor of
-the textbook update is dropped, as in every practical implementation.
+With ``n_steps`` at least the episode limit (the presets), no episode spans more than two rollouts
+and every episode that terminates inside a rollout gets its exact Monte-Carlo return; the cut ones
+are each env's episode running at the rollout's end and any truncated inside it (a rollout can hold
+both). The ``gamma^t`` factor of the textbook update is dropped, as in every practical implementation.
 """
 from __future__ import annotations
 
