@@ -461,9 +461,13 @@ def collect(
     stacked.pop("slot", None)
     arrays = {k: v[:transitions] for k, v in stacked.items()}  # in the spaces' dtypes already
     policy = {"policy": "random"} if agent is None else {"policy": "agent", "epsilon": epsilon}
+    from canter.envs.turns import absolute_opponents
+
+    # a run's opponent snapshots, where it played them, are not part of the env's id; an opponent run given by a
+    # relative path is recorded absolute, as a run's config records it (an offline run elsewhere did not find it)
+    recorded = absolute_opponents(env_id, {k: v for k, v in (env_kwargs or {}).items() if k != SNAPSHOTS_KEY})
     data = TransitionDataset(**arrays, env_id=env_id, observation_space=obs_space, action_space=act_space,
-                             info={**policy, "seed": seed, **(info or {})},
-                             env_kwargs={k: v for k, v in (env_kwargs or {}).items() if k != SNAPSHOTS_KEY})
-    returns = data.episode_returns()  # (a run's opponent snapshots, where it played them: not part of the env's id)
+                             info={**policy, "seed": seed, **(info or {})}, env_kwargs=recorded)
+    returns = data.episode_returns()
     data.info.update(episodes=len(returns), mean_return=float(returns.mean()) if len(returns) else None)
     return data
