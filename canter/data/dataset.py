@@ -22,7 +22,7 @@ import numpy as np
 from canter.ale import registered_spec
 from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata, save_checkpoint
 from canter.data.columns import GrowingColumns
-from canter.data.dataset_checks import check_discrete, json_info, numeric_array
+from canter.data.dataset_checks import check_discrete, json_info, metadata_problem, numeric_array
 from canter.data.minari import (  # noqa: F401  (check_minari_id, minari_exists: re-exported)
     _load_minari, _minari_spec, _spec_kwargs, check_minari_id, from_minari, minari_exists, write_minari,
 )
@@ -363,6 +363,9 @@ def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
     meta = read_metadata(base, "dataset")
     if meta.get("kind") != KIND:
         raise CanterError(f"'{path}' is a canter checkpoint, not a dataset (write one with canter collect)")
+    problem = metadata_problem(meta)  # the JSON is not under the tensors' sha256: edited, or another tool's
+    if problem is not None:
+        raise CanterError(f"dataset {base} is corrupt: {problem}")
     return meta
 
 

@@ -49,3 +49,17 @@ def check_discrete(values: np.ndarray, space: gym.Space, name: str, what: str, h
     if len(bad):
         raise CanterError(f"dataset {name} {values[bad[0]].item()} (row {bad[0]}, one of {len(bad)}) is not in the "
                           f"{what} space {space}: Discrete {what}s {how}integers from {start} to {start + n - 1}")
+
+
+def metadata_problem(meta: dict[str, Any]) -> str | None:
+    """What is wrong with a dataset's JSON metadata, where its env id is not a non-empty string or its
+    ``env_kwargs`` or ``info`` are not mappings (they were a ValueError or TypeError traceback when the run's
+    config took them); None where nothing is."""
+    env = meta.get("env")
+    if not isinstance(env, str) or not env.strip():
+        return f"its JSON holds no env id ('env': {env!r})"
+    for key in ("env_kwargs", "info"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, dict):
+            return f"its JSON's '{key}' is {value!r:.60} ({type(value).__name__}), not a mapping"
+    return None
