@@ -22,7 +22,7 @@ import numpy as np
 from canter.ale import registered_spec
 from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata, save_checkpoint
 from canter.data.columns import GrowingColumns
-from canter.data.dataset_checks import check_discrete, json_info, metadata_problem, numeric_array
+from canter.data.dataset_checks import check_discrete, check_flags, json_info, metadata_problem, numeric_array
 from canter.data.minari import (  # noqa: F401  (check_minari_id, minari_exists: re-exported)
     _load_minari, _minari_spec, _spec_kwargs, check_minari_id, from_minari, minari_exists, write_minari,
 )
@@ -120,8 +120,8 @@ class TransitionDataset:
                     f"({describe_space(self.action_space)}, low {low.min():g} .. high {high.max():g}); the "
                     f"algorithms clip them to the bounds"), stacklevel=2)
         self.rewards = self.rewards.astype(np.float32, copy=False)
-        self.terminated = self.terminated.astype(bool, copy=False)
-        self.truncated = self.truncated.astype(bool, copy=False)
+        self.terminated = check_flags(self.terminated, "terminated")  # a NaN or 0.5 became a set flag, silently
+        self.truncated = check_flags(self.truncated, "truncated")
 
     def __len__(self) -> int:
         return len(self.rewards)

@@ -63,3 +63,16 @@ def metadata_problem(meta: dict[str, Any]) -> str | None:
         if value is not None and not isinstance(value, dict):
             return f"its JSON's '{key}' is {value!r:.60} ({type(value).__name__}), not a mapping"
     return None
+
+
+def check_flags(values: np.ndarray, name: str) -> np.ndarray:
+    """A dataset's ``terminated`` or ``truncated`` column as booleans: booleans, or 0 and 1 in any dtype (d3rlpy's
+    and D4RL's float columns); any other value (NaN, 0.5, -1) is refused in one line naming the first row (it
+    became a set flag, silently: a NaN termination stopped the bootstrap)."""
+    if values.dtype == bool:
+        return values
+    bad = np.flatnonzero((values != 0) & (values != 1))
+    if len(bad):
+        raise CanterError(f"dataset {name} {values[bad[0]].item()!r} (row {bad[0]}, one of {len(bad)}) is not a flag: "
+                          f"{name} holds booleans, or 0 and 1")
+    return values.astype(bool)
