@@ -399,7 +399,26 @@ def find_checkpoint(path: str | Path) -> Path:
             raise CanterError(f"'{path}' is neither a run directory nor a checkpoint; {run_dir_hint(p)} (or a "
                               f"checkpoint such as RUN_DIR/checkpoints/best)")
         raise CanterError(f"no such run directory or checkpoint: '{path}'{_closest_checkpoints(base)}")
+    if is_dataset(base):  # else "has no valid 'config'", after reading all its tensors
+        raise CanterError(f"'{path}' {DATASET_NOT_RUN} {base}")
     return base
+
+
+#: the end of the error for a dataset given where a run directory or checkpoint is expected (then its path)
+DATASET_NOT_RUN = ("is a dataset (transitions that canter collect wrote), not a run directory or checkpoint; an "
+                   "offline algorithm learns from it: canter train bc|cql|td3bc --dataset")
+
+
+def is_dataset(base: Path) -> bool:
+    """Whether the file pair ``base`` is an offline dataset (its JSON says ``kind: canter-dataset``); only its small
+    JSON is read, and a missing or unreadable one is not a dataset here."""
+    try:
+        meta = json.loads(base.with_name(base.name + ".json").read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    from canter.data.dataset import KIND
+
+    return isinstance(meta, dict) and meta.get("kind") == KIND
 
 
 def _closest_checkpoints(base: Path) -> str:
@@ -435,9 +454,11 @@ def no_run_dir(path: str | Path) -> CanterError:
     """The error for ``path`` where a run directory is expected and none is: a file or a checkpoint's name names
     the run directory to pass (``canter plot RUN_DIR/config.yaml``, ``--resume RUN_DIR/checkpoints/last``), a
     missing path is 'no such run directory'."""
+    base = checkpoint_base(Path(path))
+    if checkpoint_present(base) and is_dataset(base):  # PATH, PATH.json or PATH.safetensors of a dataset
+        return CanterError(f"'{path}' {DATASET_NOT_RUN} {base}")
     if Path(path).exists():
         return CanterError(f"'{path}' is not a run directory; {run_dir_hint(Path(path))}")
-    base = checkpoint_base(Path(path))
     if checkpoint_present(base):  # RUN_DIR/checkpoints/last: a checkpoint's name, whose files exist
         return CanterError(f"'{path}' is a checkpoint, not a run directory; {run_dir_hint(base)}")
     near = closest_run_dirs(path)
