@@ -96,7 +96,7 @@ def make_trainer(
         raise CanterError(f"'{unused[0]}' applies to a run directory, and run_dir=None writes none: drop it, or pass "
                           f"run_dir (a path, or \"auto\" for runs/<algo>-<env>-<time>)")
     if run.init_from is not None:  # its algorithm before the build, whose warnings would come before the error
-        check_source(run.init_from, run.algo)
+        check_source(run.init_from, run.algo, run)
     snapshots = None
     if run_dir is not None:
         run_dir = new_run_dir(run.algo, run.env) if str(run_dir) == "auto" else check_new_run_dir(run_dir)

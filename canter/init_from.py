@@ -14,25 +14,44 @@ from canter.agents.fixed import RANDOM
 from canter.errors import CanterError
 
 
-def check_source(path: str, algo: str) -> None:
+def check_source(path: str, algo: str, run: Any = None) -> None:
     """The checks of :func:`init_agent` that need only the checkpoint's JSON (that it exists, and holds an ``algo``
-    agent), made before the trainer is built: they came after its envs and networks were built, and after its own
-    warnings (a budget below one rollout, a warm-up that never learns), so the one-line error was a second line."""
+    agent, each of whose policies trained with the algorithm that ``run`` gives it), made before the trainer is built:
+    they came after its envs and networks were built, and after its own warnings (a budget below one rollout, a
+    warm-up that never learns), so the one-line error was a second line."""
     from canter.checkpoint import find_checkpoint, read_metadata
 
     try:
         meta = read_metadata(find_checkpoint(path))
     except CanterError as exc:
         raise CanterError(f"init_from: {exc}") from None
-    _check_algorithm(path, meta, algo)
+    _check_algorithm(path, meta, algo, run)
 
 
-def _check_algorithm(path: str, meta: dict[str, Any], algo: str) -> None:
-    """Refuse a checkpoint (its JSON ``meta``) of another algorithm than ``algo``."""
-    found = (meta.get("config") or {}).get("algo", meta.get("algorithm"))
+def _check_algorithm(path: str, meta: dict[str, Any], algo: str, run: Any = None) -> None:
+    """Refuse a checkpoint (its JSON ``meta``) of another algorithm than ``algo``, or (``run`` a multi-policy run's
+    config) one whose policy trained with another algorithm than the one ``run`` gives it (``policy_hparams.<p>.algo``):
+    its networks were loaded without a word where their shapes fit (an A2C policy into a PPO one), else refused
+    naming a hyperparameter that was not the difference."""
+    config = meta.get("config") or {}
+    found = config.get("algo", meta.get("algorithm"))
     if found != algo:
         raise CanterError(f"init_from '{path}' holds a {found} agent, not {algo}: train {found} from it, or "
                           f"name a {algo} run")
+    if run is None or getattr(run, "policies", "shared") not in ("type", "agent"):
+        return
+    from canter.multiagent_config import policy_algo
+
+    theirs_all = config.get("policy_hparams") if isinstance(config.get("policy_hparams"), dict) else {}
+    for policy in sorted({*theirs_all, *(run.policy_hparams or {})}, key=str):
+        saved = theirs_all.get(policy)
+        theirs = saved.get("algo", found) if isinstance(saved, dict) else found
+        ours = policy_algo(run, str(policy))
+        if RANDOM in (theirs, ours) or theirs == ours:  # a random policy has no networks (_activations says more)
+            continue
+        raise CanterError(f"init_from '{path}': its policy '{policy}' trained with {theirs}, this run's with {ours}: "
+                          f"set policy_hparams.{policy}.algo={theirs}, or name a run whose '{policy}' trained "
+                          f"with {ours}")
 
 
 def init_agent(built: Any, path: str) -> None:
@@ -52,7 +71,7 @@ def init_agent(built: Any, path: str) -> None:
         except CanterError as exc:
             raise CanterError(f"init_from: {exc}") from None
         config = meta.get("config") or {}
-        _check_algorithm(path, meta, run.algo)  # checked before the build too (check_source): the files may change
+        _check_algorithm(path, meta, run.algo, run)  # checked before the build too (check_source): the files may change
         weights = state.get("agent") if isinstance(state, dict) else None
         theirs = bool(isinstance(weights, dict) and weights.get("obs_rms"))  # its networks take normalised observations
         if theirs != (getattr(agent, "obs_rms", None) is not None):

@@ -1,0 +1,35 @@
+"""``init_from`` a multi-policy run whose policies trained with algorithms of their own (``policy_hparams.<p>.algo``):
+each policy must start from a policy of its own algorithm, refused in one line otherwise."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("pettingzoo")
+
+import canter  # noqa: E402
+from support import MIXED, assert_train_refused  # noqa: E402
+
+SHORT = dict(env=MIXED, policies="type", seed=3, target_reward=None, n_envs=1, n_steps=32, batch_size=32, n_epochs=1,
+             eval_every=0, max_steps=96, quiet=True)
+A2C_LISTENER = {"listener": {"algo": "a2c"}}
+
+
+@pytest.mark.parametrize("ours", [{}, {"listener": {"algo": "dqn"}}, {"listener": {"algo": "a2c", "frozen": True}}])
+def test_init_from_a_policy_of_another_algorithm_is_refused(ours, capsys, tmp_path):
+    """The source's listener trained with A2C. Into a PPO listener its networks (the same shapes) loaded without a
+    word; into a DQN one the error named the activation, which was not the difference. Each policy's algorithm is
+    checked, the run's own (``frozen: true`` with the same algorithm) loads."""
+    canter.train("ppo", run_dir=tmp_path / "source", policy_hparams=A2C_LISTENER, **SHORT)
+    argv = ["train", "ppo", "--env", MIXED, "--set", "policies=type", "--set", f"init_from={tmp_path / 'source'}",
+            "--max-steps", "96", "--set", "n_steps=32", "--set", "eval_every=0"]
+    if ours.get("listener", {}).get("algo") == "a2c":  # the same algorithm: it loads (and stays frozen)
+        agent = canter.train("ppo", run_dir=tmp_path / "run", init_from=str(tmp_path / "source"),
+                             policy_hparams=ours, **SHORT)
+        assert agent.agents["listener"].algorithm.config.__class__.__module__.endswith("a2c")
+        return
+    argv += ["--set", f"policy_hparams={json.dumps(ours)}"] if ours else []
+    want = "its policy 'listener' trained with a2c, this run's with " + ours.get("listener", {}).get("algo", "ppo")
+    assert_train_refused(capsys, tmp_path, argv, want)
+    assert_train_refused(capsys, tmp_path, argv, "set policy_hparams.listener.algo=a2c")
