@@ -37,9 +37,10 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
                 raise unknown("policy in policy_hparams", name, policies,
                               see=f"the policies are the env's {kind}s: {', '.join(policies[:3])}, ...")
         fixed = fixed_policies(run, policies)  # a random policy has no Agent of an algorithm
-        group = MultiPolicyAgent({
-            p: RandomPolicy(space, action_space[p], run.seed + i) if fixed[p] == RANDOM else _make_single_agent(
-                policy_run(run, p, run.seed + i), policy_config(run, algo_cfg, p), space, action_space[p])
+        group = MultiPolicyAgent({  # a random policy under central_state acts on its agents' own rows
+            p: RandomPolicy(space, action_space[p], run.seed + i, run.central_state) if fixed[p] == RANDOM
+            else _make_single_agent(policy_run(run, p, run.seed + i), policy_config(run, algo_cfg, p), space,
+                                    action_space[p])
             for i, (p, space) in enumerate(observation_space.spaces.items())})
         _check_conv_precision(run, group.algorithm.modules().values())
         return group

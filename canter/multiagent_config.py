@@ -135,9 +135,6 @@ def fixed_policy(run: RunConfig, policy: str) -> str | None:
     if not isinstance(frozen, bool):
         raise CanterError(f"'policy_hparams.{policy}.frozen' is true or false, got {frozen!r}")
     if policy_algo(run, policy) == RANDOM:
-        if run.central_state:
-            raise CanterError(f"'policy_hparams.{policy}.algo: random' acts on an agent's own observations; "
-                              f"central_state packs the global state into them (drop central_state)")
         extra = sorted(str(k) for k in own if k != "algo")
         if extra:
             raise CanterError(f"'policy_hparams.{policy}.algo: random' acts uniformly at random and takes no "

@@ -104,11 +104,6 @@ def test_bad_fixed_policies_are_refused(hparams, needle, capsys, tmp_path):
                                             f"policy_hparams={json.dumps(hparams)}"], needle)
 
 
-def test_a_random_policy_under_central_state_is_refused(capsys, tmp_path):
-    assert_train_refused(capsys, tmp_path, ["train", "mappo", "--env", MIXED, "--set", "policies=type", "--set",
-                                            f"policy_hparams={json.dumps(RANDOM_LISTENERS)}"], "central_state")
-
-
 @pytest.mark.parametrize("factored", [False, True])
 def test_a_random_policy_acts_under_action_masks(factored, tmp_path, capsys):
     """tests/match_agents.py raises on a masked action; its mask allows the target and one other choice, so a random

@@ -48,8 +48,12 @@ class RandomPolicy:
     torch_threads = 1
     acting_threads = None
 
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space, seed: int) -> None:
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, seed: int,
+                 central: bool = False) -> None:
         self.observation_space, self.action_space = observation_space, action_space
+        #: ``central`` (a run with ``central_state``, MAPPO): each observation is ``[2, w]``, the agent's own row first
+        #: (its action mask in its last columns), then the critic's input, which a random policy never reads
+        self._own_space = _own_row_space(observation_space) if central else observation_space
         self.algorithm = _NoAlgorithm()
         self.metadata: dict[str, Any] | None = None
         #: the draws of training (``explore``) and of evaluations and ``predict``
@@ -64,7 +68,8 @@ class RandomPolicy:
         single = obs.shape == self.observation_space.shape
         batch = obs[None] if single else obs
         rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=generator)))
-        actions = random_env_actions(self.action_space, len(batch), rng, batch, self.observation_space)
+        own = batch if self._own_space is self.observation_space else batch[:, 0]  # central_state: the agent's row
+        actions = random_env_actions(self.action_space, len(batch), rng, own, self._own_space)
         return actions[0] if single else actions
 
     def predict(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray:
@@ -110,3 +115,14 @@ class RandomPolicy:
         """Restore :meth:`rng_state`."""
         for k, g in self.generators.items():
             g.set_state(torch.as_tensor(state[k], dtype=torch.uint8))
+
+
+def _own_row_space(space: gym.Space) -> gym.Space:
+    """The space of the first row (the agent's own observation and action mask) of a ``central_state`` observation
+    space ``[2, w]`` (a :class:`~canter.envs.masks.MaskedBox` keeps its mask's width)."""
+    from canter.envs.masks import MaskedBox, mask_width
+
+    width = mask_width(space)
+    if width:
+        return MaskedBox(space.low[0], space.high[0], width)
+    return gym.spaces.Box(space.low[0], space.high[0], dtype=space.dtype)
