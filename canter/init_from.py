@@ -72,11 +72,7 @@ def init_agent(built: Any, path: str) -> None:
             raise CanterError(f"init_from: {exc}") from None
         config = meta.get("config") or {}
         _check_algorithm(path, meta, run.algo, run)  # checked before the build too (check_source): the files may change
-        weights = state.get("agent") if isinstance(state, dict) else None
-        theirs = bool(isinstance(weights, dict) and weights.get("obs_rms"))  # its networks take normalised observations
-        if theirs != (getattr(agent, "obs_rms", None) is not None):
-            raise CanterError(f"init_from '{path}': its run {'normalised' if theirs else 'did not normalise'} "
-                              f"observations, and its networks expect them so: set normalize_obs={str(theirs).lower()}")
+        _check_normalisation(path, state.get("agent") if isinstance(state, dict) else None, agent)
         for policy, act, ours in _activations(config, agent):
             if act != ours:  # the same shapes: loaded without a word, into networks that compute something else
                 whose, key = ("its networks use", "") if policy is None else (f"its policy '{policy}' uses",
@@ -99,6 +95,26 @@ def init_agent(built: Any, path: str) -> None:
     except BaseException:
         built.close()
         raise
+
+
+def _check_normalisation(path: str, weights: Any, agent: Any) -> None:
+    """Refuse a source whose networks take normalised observations (``normalize_obs``, its ``obs_rms``) where this
+    run's do not, or the other way round: for the agent, or for each policy of a multi-policy agent (its weights
+    ``{"policies": {policy: ...}}``, its ``normalize_obs`` its own, ``policy_hparams.<policy>.normalize_obs``), whose
+    mismatch was loaded without a word."""
+    policies = getattr(agent, "agents", None)
+    if isinstance(policies, dict):
+        saved = weights.get("policies") if isinstance(weights, dict) else None
+        pairs = [(p, (saved or {}).get(p), member) for p, member in policies.items()]
+    else:
+        pairs = [(None, weights, agent)]
+    for policy, own, member in pairs:
+        theirs = bool(isinstance(own, dict) and own.get("obs_rms"))  # its networks take normalised observations
+        if theirs == (getattr(member, "obs_rms", None) is not None):
+            continue
+        whose, key = ("its run", "") if policy is None else (f"its policy '{policy}'", f"policy_hparams.{policy}.")
+        raise CanterError(f"init_from '{path}': {whose} {'normalised' if theirs else 'did not normalise'} "
+                          f"observations, and its networks expect them so: set {key}normalize_obs={str(theirs).lower()}")
 
 
 def _activations(config: dict[str, Any], agent: Any) -> list[tuple[str | None, Any, Any]]:

@@ -33,3 +33,22 @@ def test_init_from_a_policy_of_another_algorithm_is_refused(ours, capsys, tmp_pa
     want = "its policy 'listener' trained with a2c, this run's with " + ours.get("listener", {}).get("algo", "ppo")
     assert_train_refused(capsys, tmp_path, argv, want)
     assert_train_refused(capsys, tmp_path, argv, "set policy_hparams.listener.algo=a2c")
+
+
+@pytest.mark.parametrize("source, ours, needle", [
+    (True, {}, "its policy 'listener' normalised observations, and its networks expect them so: set "
+               "policy_hparams.listener.normalize_obs=true"),
+    (False, {"normalize_obs": True}, "its policy 'listener' did not normalise observations"),
+    (True, {"normalize_obs": True, "policy_hparams": {"speaker": {"normalize_obs": False}}},
+     "set policy_hparams.speaker.normalize_obs=true"),
+])
+def test_init_from_a_policy_normalised_otherwise_is_refused(source, ours, needle, tmp_path):
+    """A single run's init_from refuses a source of other observation normalisation; a multi-policy run's loaded it
+    without a word (its agent state nests each policy's: the check read neither), so networks trained on normalised
+    observations got raw ones, or the other way round."""
+    canter.train("ppo", run_dir=tmp_path / "source", normalize_obs=source, **SHORT)
+    with pytest.raises(canter.CanterError, match=needle.replace(".", r"\.")):
+        canter.train("ppo", run_dir=tmp_path / "run", init_from=str(tmp_path / "source"), **{**SHORT, **ours})
+    agent = canter.train("ppo", run_dir=tmp_path / "same", init_from=str(tmp_path / "source"), normalize_obs=source,
+                         **SHORT)  # the same normalisation: it loads (the statistics too)
+    assert all((a.obs_rms is not None) == source for a in agent.agents.values())
