@@ -125,7 +125,8 @@ def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str
                   device: str | None = None, evaluation: bool = False, multi_policy: bool = True,
                   ) -> tuple[Any, str, dict]:
     from canter import load  # first: torch with it, the garbage collector deferred (canter/__init__.py)
-    from canter.envs import make_vec_env, spaces_mismatch
+    from canter.envs import make_vec_env
+    from canter.envs.spaces import check_agent_spaces
 
     if env_override is not None and not env_override.strip():
         raise CanterError("--env needs an env id; leave it out to use the run's own env")
@@ -147,10 +148,7 @@ def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str
         probe = make_vec_env(env_id, 1, "sync", env_kwargs, policies=agent.run_config.policies,
                              central_state=agent.run_config.central_state)
     try:
-        mismatch = spaces_mismatch((agent.observation_space, agent.action_space),
-                                   (probe.single_observation_space, probe.single_action_space))
-        if mismatch:
-            raise CanterError(f"checkpoint spaces do not match env '{env_id}': {mismatch}")
+        check_agent_spaces(agent, env_id, probe.single_observation_space, probe.single_action_space)
     finally:
         probe.close()
     return agent, env_id, env_kwargs

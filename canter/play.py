@@ -14,6 +14,7 @@ import gymnasium as gym
 from canter.envs import check_env_id, make_env, make_vec_env
 from canter.envs.make import run_vectorization
 from canter.envs.multiagent import is_multiagent
+from canter.envs.spaces import check_agent_spaces
 from canter.envs.turns import is_turn_based
 from canter.errors import CanterError, bool_argument, keywords_checked, require
 from canter.trainers.evaluation import seed_random_policies
@@ -227,6 +228,11 @@ def play(agent: Any, env: str | None = None, episodes: int = 1, render: bool = F
     if vectorization is None:
         vectorization = run_vectorization(getattr(agent, "run_config", None), env_id, env_kwargs)
     env = make_render_env(env_id, mode, seed, env_kwargs, vectorization)
+    try:
+        check_agent_spaces(agent, env_id, env.observation_space, env.action_space)
+    except CanterError:
+        env.close()
+        raise
     if video_dir:
         require("moviepy", "video", "--video-dir")
         with warnings.catch_warnings():  # an existing folder: check_video_dir made sure no video of ours is in it
@@ -304,6 +310,11 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
             make_vec_env(env_id, 1, env_kwargs=env_kwargs, **settings).close()  # fails too: that error is the one
         raise CanterError(f"'{env_id}' cannot render: its parallel_env() takes no render_mode, which --render and "
                           f"--video-dir pass") from None
+    try:
+        check_agent_spaces(agent, env_id, env.single_observation_space, env.single_action_space)
+    except CanterError:
+        env.close()
+        raise
     parallel = getattr(env.env, "inner", env.env)  # the ParallelVectorEnv (a joint env wraps one)
     copy = parallel.envs[0]
     returns, video = [], None

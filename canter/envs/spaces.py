@@ -263,3 +263,16 @@ def spaces_mismatch(trained: tuple[gym.Space, gym.Space], env: tuple[gym.Space, 
             + (f"; packed observation entries differ: {layout}" if layout else "")
             + (f"; bounds differ: {', '.join(notes)}" if notes else ""))
 
+
+
+def check_agent_spaces(agent: Any, env_id: str, observation_space: gym.Space, action_space: gym.Space) -> None:
+    """Refuse in one line (as ``canter eval`` and ``play`` say it) an env whose (observation, action) spaces are not
+    those ``agent`` was trained on: ``canter.evaluate`` and :func:`canter.play.play` given another env id or
+    ``env_kwargs`` acted in it without a word (a policy of 3 actions in an env of 5). An agent without spaces (any
+    object with ``predict``) is not checked."""
+    trained = (getattr(agent, "observation_space", None), getattr(agent, "action_space", None))
+    if trained[0] is None or trained[1] is None:
+        return
+    mismatch = spaces_mismatch(trained, (observation_space, action_space))
+    if mismatch:
+        raise CanterError(f"checkpoint spaces do not match env '{env_id}': {mismatch}")

@@ -224,6 +224,9 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
         vec = make_vec_env(env_id, min(episodes, run.eval_envs), vectorization, kwargs, policies=run.policies,
                            central_state=run.central_state)
     try:
+        from canter.envs.spaces import check_agent_spaces
+
+        check_agent_spaces(agent, env_id, vec.single_observation_space, vec.single_action_space)
         return evaluate(agent, vec, episodes, seed=seed, deterministic=deterministic)
     finally:
         vec.close()
