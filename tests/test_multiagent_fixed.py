@@ -155,3 +155,23 @@ def test_play_with_a_seed_repeats_a_random_policys_actions():
     trainer.close()
     assert play(agent, episodes=3, seed=3) == play(agent, episodes=3, seed=3)
     assert play(agent, episodes=3, seed=3)[1:] == play(agent, episodes=2, seed=4)  # episode i: seed + i's
+
+
+def test_a_random_policy_predicts_on_the_envs_own_observations(tmp_path):
+    """predict takes an observation as the env gives it (a Dict with its action mask), as a learning policy's does;
+    a random policy's was a TypeError traceback (its draws read the mask from a packed array only)."""
+    from tests.match_agents import MatchAgents
+
+    run, masked = tmp_path / "run", {"n_agents": 2, "masked": True}
+    canter.train("ppo", env="pettingzoo:tests.match_agents", env_kwargs=masked, policies="agent", seed=0,
+                 max_steps=64, target_reward=None, run_dir=run, policy_hparams={"agent_1": {"algo": "random"}},
+                 n_envs=1, n_steps=32, batch_size=32, n_epochs=1, eval_every=0, quiet=True)
+    agent = canter.load(run)
+    env = MatchAgents(**masked)
+    obs, _ = env.reset(seed=0)
+    allowed = set(np.flatnonzero(obs["agent_1"]["action_mask"]).tolist())
+    for _ in range(20):
+        assert int(agent.predict({"agent_1": obs["agent_1"]})["agent_1"]) in allowed
+        assert set(agent.predict({"agent_1": [obs["agent_1"]] * 4}, deterministic=False)["agent_1"].tolist()) <= allowed
+    with pytest.raises(canter.CanterError, match=r"policy 'agent_1': expected one observation of shape \(6,\)"):
+        agent.predict({"agent_1": np.zeros((3, 7), np.float32)})

@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from canter.agents.agent import Agent
 from canter.envs.random_actions import random_env_actions
 
 #: the ``policy_hparams.<policy>.algo`` that makes a policy act uniformly at random
@@ -47,6 +48,12 @@ class RandomPolicy:
     obs_rms = None
     torch_threads = 1
     acting_threads = None
+    #: observations as an :class:`~canter.agents.Agent` takes them: one or a batch, and the env's raw Dict / Tuple
+    #: ones (an action mask with them) packed as training packed them (a raw one was a TypeError traceback)
+    as_batch = Agent.as_batch
+    _in_space_dtype = Agent._in_space_dtype
+    _check_discrete = Agent._check_discrete
+    _as_image_pixels = Agent._as_image_pixels
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, seed: int,
                  central: bool = False) -> None:
@@ -64,9 +71,7 @@ class RandomPolicy:
         """Any spaces: random actions are drawn for every action space canter trains on."""
 
     def _draw(self, obs: np.ndarray, generator: torch.Generator) -> np.ndarray:
-        obs = np.asarray(obs)
-        single = obs.shape == self.observation_space.shape
-        batch = obs[None] if single else obs
+        batch, single = self.as_batch(obs)
         rng = np.random.default_rng(int(torch.randint(2**62, (1,), generator=generator)))
         own = batch if self._own_space is self.observation_space else batch[:, 0]  # central_state: the agent's row
         actions = random_env_actions(self.action_space, len(batch), rng, own, self._own_space)
