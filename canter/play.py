@@ -272,8 +272,11 @@ def play_env(agent: Any, env_id: str | None, env_kwargs: dict[str, Any] | None) 
     run = getattr(agent, "run_config", None)
     own_id = getattr(run, "env", None)  # a run's env id (None: an agent without a run)
     if env_id is None and own_id is None:
+        from canter.trainers.evaluation import one_policy_hint
+
+        hint = one_policy_hint(agent)
         raise CanterError("play needs an env id for an agent without a run (one that canter.train or canter.load "
-                          "returned plays its run's own env)")
+                          "returned plays its run's own env)" + (f"; {hint}" if hint else ""))
     if env_id is not None and (not isinstance(env_id, str) or not env_id.strip()):
         raise CanterError(f"env must be an env id (leave it out for the run's own), got {env_id!r}")
     if env_kwargs is not None and not isinstance(env_kwargs, dict):

@@ -305,6 +305,23 @@ def test_one_policys_agent_of_a_training_run_is_not_evaluated_on_the_runs_env():
     assert canter.evaluate(group, episodes=1).episodes == 1
 
 
+def test_one_policy_of_a_loaded_run_names_what_to_evaluate_instead(tmp_path):
+    """canter.evaluate and play of agent.agents[policy] said to pass an agent that canter.load returned, which it was:
+    the error names the policy and what acts instead (the group; save a learning policy alone)."""
+    from canter.play import play
+
+    canter.train("ppo", MIXED, run_dir=tmp_path / "run", max_steps=64, n_envs=1, n_steps=32, batch_size=32,
+                 n_epochs=1, eval_every=0, eval_episodes=1, quiet=True, sets=["policies=type"],
+                 policy_hparams={"listener": {"algo": "random"}})
+    group = canter.load(tmp_path / "run")
+    for act in (lambda p: canter.evaluate(group.agents[p], episodes=1), lambda p: play(group.agents[p])):
+        with pytest.raises(CanterError, match=r"policy 'speaker' of a multi-policy agent.*agents\['speaker'\]\.save"):
+            act("speaker")
+        with pytest.raises(CanterError, match=r"policy 'listener' of a multi-policy agent, .*of the run\)$"):
+            act("listener")  # a random policy has no weights to save
+    assert canter.evaluate(group, episodes=1).episodes == 1
+
+
 def test_a_policys_budget_warning_gives_the_run_its_steps():
     """A policy's budget warning ended 'the run takes 16 steps', the policy's own rollout: the run took 48 (its
     3 agent rows step together, 16 vector steps each). It now gives both."""

@@ -54,6 +54,8 @@ class MultiPolicyAgent:
 
     def __init__(self, agents: dict[str, Agent]) -> None:
         self.agents = agents
+        for name, member in agents.items():  # named by errors about acting with one policy alone
+            member.policy_name = name
         self.algorithm = PolicyGroup({p: a.algorithm for p, a in agents.items()})
         self.observation_space = gym.spaces.Dict({p: a.observation_space for p, a in agents.items()})
         self.action_space = gym.spaces.Dict({p: a.action_space for p, a in agents.items()})

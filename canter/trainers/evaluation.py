@@ -167,6 +167,18 @@ def _begin_exploring(agent: Any, begin: Any, n: int) -> None:
         RecurrentAgent.begin_episodes(agent, np.ones(n, dtype=bool), exploring=True)
 
 
+def one_policy_hint(agent: Any) -> str:
+    """For one policy of a multi-policy agent (``agent.agents["speaker"]``, which has no run of its own to act on),
+    what to act with instead; ``""`` for other agents."""
+    name = getattr(agent, "policy_name", None)
+    if name is None:
+        return ""
+    alone = ("" if getattr(getattr(agent, "algorithm", None), "config", None) is None  # a random policy: no weights
+             else f", or save this one alone (agent.agents['{name}'].save(path)) and canter.load it")
+    return (f"this is policy '{name}' of a multi-policy agent, which acts with the others: evaluate or play that agent "
+            f"(every policy of the run){alone}")
+
+
 def check_episodes_and_seed(episodes: Any, seed: Any) -> None:
     """Refuse (:class:`~canter.errors.CanterError`, one line) an ``episodes`` that is not a whole number >= 1 or a
     ``seed`` outside 0 .. 2**32 - 1: the arguments of :func:`evaluate_agent` and :func:`canter.play.play`."""
@@ -201,7 +213,8 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
     run = getattr(agent, "run_config", None)
     if run is None:
         raise CanterError("evaluate takes an agent that canter.train or canter.load returned (it carries its run's "
-                          "env); for another agent, call canter.trainers.evaluation.evaluate(agent, vec_env, episodes)")
+                          "env); " + (one_policy_hint(agent) or "for another agent, call "
+                                      "canter.trainers.evaluation.evaluate(agent, vec_env, episodes)"))
     check_episodes_and_seed(episodes, seed)
     episodes, seed, deterministic = int(episodes), int(seed), bool_argument("deterministic", deterministic)
     if env is not None and (not isinstance(env, str) or not env.strip()):
