@@ -2,6 +2,7 @@
 (:func:`make_agent`, re-exported by :mod:`canter.api`)."""
 from __future__ import annotations
 
+from dataclasses import is_dataclass
 from typing import Any
 
 import torch
@@ -11,12 +12,19 @@ from canter.agents.recurrent import check_agent_fits
 from canter.algorithms.base import threads_for, widest_layer
 from canter.algorithms.seeding import seeded_by_caller
 from canter.config import RunConfig
-from canter.errors import CanterError, build_user_class, unknown
+from canter.errors import CanterError, build_user_class, keywords_checked, unknown
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import lookup
 from canter.utils import seed_everything
 
 
+#: what a call of make_agent that is not (RunConfig, algorithm config, observation space, action space) is told
+_HOW = ("canter.make_agent(run, algo_cfg, observation_space, action_space) takes the RunConfig and algorithm config "
+        "that canter.config.resolve_config(ALGO, ENV) returns, and the env's spaces; for an untrained agent of an "
+        "algorithm on an env (Stable-Baselines3's PPO('MlpPolicy', env)): canter.make_trainer('ppo', 'CartPole-v1').agent")
+
+
+@keywords_checked("canter.make_agent", positional=_HOW)
 def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
     """Build Model -> Algorithm -> Agent for the given spaces (seeded by ``run.seed``).
 
@@ -24,7 +32,13 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     seed must give the same run whatever the caller's thread setting was. With several policies
     (``run.policies`` not ``shared``) the spaces are dicts policy -> space, and the result is a
     :class:`~canter.agents.multi.MultiPolicyAgent` (policy ``i`` seeded with ``run.seed + i``).
+    Anything else than a ``RunConfig`` and an algorithm config (``canter.make_agent("ppo", "CartPole-v1")``, SB3's
+    ``PPO("MlpPolicy", env)``) is a one-line :class:`CanterError` saying what to call (it was an AttributeError).
     """
+    if not isinstance(run, RunConfig):
+        raise CanterError(f"make_agent's first argument is a RunConfig, got {run!r:.60}; {_HOW}")
+    if not is_dataclass(algo_cfg) or isinstance(algo_cfg, type):
+        raise CanterError(f"make_agent's second argument is the algorithm's config, got {algo_cfg!r:.60}; {_HOW}")
     if run.policies in ("type", "agent"):
         from canter.agents.fixed import RANDOM, RandomPolicy
         from canter.agents.multi import MultiPolicyAgent
