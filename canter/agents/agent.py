@@ -8,10 +8,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from canter.agents.observation_input import ObservationInput
 from canter.algorithms.base import ActOutput, Algorithm, overridden_outside_canter
 from canter.data.batch import ReplayBatch, to_device
 from canter.envs.masks import mask_width
-from canter.envs.raw_observations import is_raw, pack_raw
 from canter.errors import CanterError, bool_argument, keywords_checked
 from canter.registry import register
 from canter.utils import RunningMeanStd, set_torch_threads
@@ -47,7 +47,7 @@ def _training_layout(algorithm: Algorithm) -> Any:
 
 
 @register("agent", "agent")
-class Agent:
+class Agent(ObservationInput):
     """Acts in numpy envs with a torch :class:`~canter.algorithms.Algorithm`.
 
     ``predict`` is deterministic (evaluation), ``sample`` explores (training) and updates the
@@ -201,74 +201,6 @@ class Agent:
         return a.astype(np.float32, copy=False)
 
     # -- acting ---------------------------------------------------------------------------
-    def as_batch(self, obs: Any) -> tuple[np.ndarray, bool]:
-        """``obs`` (NumPy array, nested list or torch tensor) as a NumPy batch ``[B, *shape]``, and
-        whether it was one observation (the observation space's shape, as ``env.reset()`` of a single
-        env returns it) rather than a batch. Anything else is a :class:`CanterError` naming the shapes.
-        Where the space packs a Dict / Tuple / MultiDiscrete observation (its ``packed_layout``), raw ones
-        (one, a dict of ``[B, ...]`` entries, a list) are packed as training did (:mod:`canter.envs.raw_observations`)."""
-        if isinstance(obs, torch.Tensor):
-            obs = obs.detach().cpu().numpy()
-        if is_raw(self.observation_space, obs):
-            return pack_raw(self.observation_space, obs)
-        shape = self.observation_space.shape
-        try:
-            x = np.asarray(obs)
-        except (ValueError, TypeError):  # ragged: a Tuple observation's entries of different lengths
-            x = np.asarray(None)
-        if x.dtype.kind not in "biuf":  # object (dicts, tuples, None), strings, complex numbers
-            from canter.envs.packing import packing_hint
-
-            hint = packing_hint(self.observation_space, True) if x.dtype == object else f", got {x.dtype} values"
-            if isinstance(obs, tuple) and len(obs) == 2 and isinstance(obs[1], dict):  # gymnasium's, not SB3's reset
-                hint = ("; got a pair ending in a dict, as env.reset() returns (obs, info): pass the observation "
-                        "alone (obs, info = env.reset())")
-            raise CanterError(f"observations must be numeric arrays of shape {shape} (one) or (B, *{shape}) "
-                              f"(a batch){hint}")
-        if x.shape == shape:
-            single = True
-        elif x.shape[1:] == shape:
-            single = False
-        else:
-            from canter.envs.packing import packing_hint
-
-            # a Tuple of Discretes (Blackjack's (11, 10, 0)) or a MultiDiscrete observation: whole numbers that
-            # the env copies' wrapper one-hots, so the model's vector is longer
-            guess = isinstance(obs, (tuple, dict)) or (x.dtype.kind in "biu" and len(shape) == 1)
-            hint = packing_hint(self.observation_space, guess)
-            raise CanterError(f"expected one observation of shape {shape} or a batch of shape "
-                              f"{(-1, *shape)}, got an array of shape {x.shape}{hint}")
-        if isinstance(self.observation_space, gym.spaces.Discrete):
-            self._check_discrete(x)
-        if x.dtype != self.observation_space.dtype:
-            x = self._in_space_dtype(x)
-        return (x[None] if single else x), single
-
-    def _in_space_dtype(self, x: np.ndarray) -> np.ndarray:
-        """``x`` in the observation space's dtype, as the env gives observations and the model trains on them:
-        a float Box's values and Discrete indices (checked whole) converted (a list is float64, which a user's
-        model, unlike canter's encoders, may not take), image pixels checked (:meth:`_as_image_pixels`)."""
-        space = self.observation_space
-        if isinstance(space, gym.spaces.Discrete) or (
-                isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.floating)):
-            return x.astype(space.dtype)
-        return self._as_image_pixels(x)
-
-    def _check_discrete(self, x: np.ndarray) -> None:
-        """A :class:`CanterError` unless every entry of ``x`` is one of the Discrete observation space's
-        values (the models one-hot them: another value is torch's error, a fraction is truncated)."""
-        space = self.observation_space
-        low, high = int(space.start), int(space.start) + int(space.n) - 1
-        if x.size and not (np.array_equal(np.floor(x), x) and x.min() >= low and x.max() <= high):
-            got = x.min() if x.min() == x.max() else f"values {x.min()}..{x.max()}"
-            raise CanterError(f"Discrete observations are integers {low}..{high}, got {got}")
-
-    def _as_image_pixels(self, x: np.ndarray) -> np.ndarray:
-        """``x`` as uint8 when the observations are images (:func:`~canter.models.cnn.image_pixels`)."""
-        from canter.models.cnn import image_pixels
-
-        return image_pixels(x, self.observation_space)
-
     @keywords_checked("agent.predict", positional="deterministic is a keyword: predict(obs, deterministic=False)")
     def predict(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray:
         """Deterministic actions (no statistics are updated) for one observation, as ``env.step``
