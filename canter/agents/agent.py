@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import gymnasium as gym
@@ -22,6 +23,10 @@ CLIP_REWARD = 10.0
 #: algorithm attributes holding the training envs' exploration noise, which :meth:`Agent.explore` leaves
 #: as they were: TD3/DDPG's Ornstein-Uhlenbeck state, SAC's gSDE matrices and acting-call count
 _TRAINING_NOISE = ("ou_state", "sde_weights", "act_calls")
+#: held by :meth:`Agent.explore` (and the recurrent agent's) while the algorithm draws from a caller's ``generator``
+#: and its training noise is set aside: explore calls from several threads (``canter.evaluate(...,
+#: deterministic=False)`` in each) left the agent drawing from one caller's generator for good
+EXPLORE_LOCK = threading.RLock()
 
 
 @functools.lru_cache(maxsize=None)
@@ -242,22 +247,23 @@ class Agent(ObservationInput):
         obs, single = self.as_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(obs))
         algorithm = self.algorithm
-        own, algorithm.generator = algorithm.generator, generator or algorithm.generator
-        # the training envs' exploration noise: TD3/DDPG's Ornstein-Uhlenbeck process, SAC's gSDE
-        # matrices and their resampling count
-        noise = {k: getattr(algorithm, k) for k in _TRAINING_NOISE if hasattr(algorithm, k)}
-        caller = set_torch_threads(self.acting_threads)
-        try:
-            out = self._act_numpy(algorithm, x, False)
-            if out is None:
-                with torch.inference_mode():
-                    out = algorithm.act(self._tensor(x), deterministic=False)
-        finally:
-            algorithm.generator = own
-            for key, value in noise.items():
-                setattr(algorithm, key, value)
-            if caller is not None:
-                torch.set_num_threads(caller)
+        with EXPLORE_LOCK:  # another thread's call between the swap and the restore kept its generator for good
+            own, algorithm.generator = algorithm.generator, generator or algorithm.generator
+            # the training envs' exploration noise: TD3/DDPG's Ornstein-Uhlenbeck process, SAC's gSDE
+            # matrices and their resampling count
+            noise = {k: getattr(algorithm, k) for k in _TRAINING_NOISE if hasattr(algorithm, k)}
+            caller = set_torch_threads(self.acting_threads)
+            try:
+                out = self._act_numpy(algorithm, x, False)
+                if out is None:
+                    with torch.inference_mode():
+                        out = algorithm.act(self._tensor(x), deterministic=False)
+            finally:
+                algorithm.generator = own
+                for key, value in noise.items():
+                    setattr(algorithm, key, value)
+                if caller is not None:
+                    torch.set_num_threads(caller)
         actions = self.to_env_actions(out.actions)
         return actions[0] if single else actions
 

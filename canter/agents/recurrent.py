@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from canter.agents.agent import Agent
+from canter.agents.agent import EXPLORE_LOCK, Agent
 from canter.algorithms.base import ActOutput
 from canter.errors import CanterError, bool_argument, keywords_checked
 from canter.registry import lookup, register
@@ -129,11 +129,12 @@ class RecurrentAgent(Agent):
         training and evaluation memories stay as they are); ``generator`` as in
         :meth:`Agent.explore <canter.agents.Agent.explore>`."""
         algorithm = self.algorithm
-        own, algorithm.generator = algorithm.generator, generator or algorithm.generator
-        try:
-            return self._act_with_memory("explore", obs, episode_start, deterministic=False)
-        finally:
-            algorithm.generator = own
+        with EXPLORE_LOCK:  # as Agent.explore: the generator swapped back before another thread's call swaps it
+            own, algorithm.generator = algorithm.generator, generator or algorithm.generator
+            try:
+                return self._act_with_memory("explore", obs, episode_start, deterministic=False)
+            finally:
+                algorithm.generator = own
 
     def _act_with_memory(self, kind: str, obs: np.ndarray, episode_start: np.ndarray | bool | None,
                          deterministic: bool) -> np.ndarray:
