@@ -51,6 +51,15 @@ def _training_layout(algorithm: Algorithm) -> Any:
     return encoders[0].training_layout
 
 
+def check_generator(generator: Any) -> None:
+    """A one-line :class:`CanterError` unless ``generator`` (of :meth:`Agent.explore`) is None or a
+    ``torch.Generator``: a NumPy Generator, a seed or a string was torch's TypeError traceback inside the algorithm's
+    draw, and ``0`` (falsy) drew from the agent's own stream silently."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise CanterError(f"generator must be a torch.Generator, such as torch.Generator().manual_seed(0) "
+                          f"(None: the agent's own stream), got {generator!r:.60}")
+
+
 @register("agent", "agent")
 class Agent(ObservationInput):
     """Acts in numpy envs with a torch :class:`~canter.algorithms.Algorithm`.
@@ -244,6 +253,7 @@ class Agent(ObservationInput):
         batch (as :meth:`predict`), updating no statistics and leaving the training envs' exploration
         noise (TD3/DDPG's Ornstein-Uhlenbeck state, SAC/TQC's gSDE matrices) as it was: e.g. an opponent's moves in self-play.
         ``generator``: draw from it instead of the algorithm's own (whose stream then stays the learner's)."""
+        check_generator(generator)
         obs, single = self.as_batch(obs)
         x = np.ascontiguousarray(self.normalize_obs(obs))
         algorithm = self.algorithm

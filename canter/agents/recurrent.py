@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from canter.agents.agent import EXPLORE_LOCK, Agent
+from canter.agents.agent import EXPLORE_LOCK, Agent, check_generator
 from canter.algorithms.base import ActOutput
 from canter.errors import CanterError, bool_argument, keywords_checked
 from canter.registry import lookup, register
@@ -128,6 +128,7 @@ class RecurrentAgent(Agent):
         """Sampled actions, as :meth:`predict` but exploring and with a memory of their own (the
         training and evaluation memories stay as they are); ``generator`` as in
         :meth:`Agent.explore <canter.agents.Agent.explore>`."""
+        check_generator(generator)
         algorithm = self.algorithm
         with EXPLORE_LOCK:  # as Agent.explore: the generator swapped back before another thread's call swaps it
             own, algorithm.generator = algorithm.generator, generator or algorithm.generator
