@@ -64,6 +64,7 @@ def make_trainer(
     :mod:`canter.callbacks`); they come after those named in the config. ``quiet=False`` adds the
     console progress to a run directory's loggers (without ``run_dir`` the records are yours to show).
     """
+    quiet = bool_argument("quiet", quiet)  # 'no' was truthy (quiet), None falsy (the console shown)
     if isinstance(sets, str):  # one "key=value" (a string would otherwise be taken one character at a time)
         sets = [sets]
     if hparams is not None and not isinstance(hparams, dict):
@@ -361,6 +362,7 @@ def resume_trainer(
     """
     if not isinstance(run_dir, (str, os.PathLike)):
         raise CanterError(f"expected a run directory (a str or pathlib.Path), got {run_dir!r}")
+    quiet = bool_argument("quiet", quiet)
     run_dir = Path(run_dir)
     base = run_dir / "checkpoints" / "last"
     if not run_dir.is_dir():
