@@ -1,6 +1,7 @@
 """The Python API: ``make_trainer``, ``train``, ``resume``, ``load``, ``make_agent``."""
 from __future__ import annotations
 
+import difflib
 import os
 import warnings
 from pathlib import Path
@@ -87,11 +88,20 @@ def make_trainer(
     if isinstance(overrides.get("device"), torch.device):  # SB3's device=th.device("cuda"), as canter.load takes it
         overrides["device"] = str(overrides["device"])
     for k in overrides:
-        misspelled_argument(k, _ARGUMENTS, run_keys, hp_keys, "canter.train (make_trainer)")
+        misspelled_argument(k, _ARGUMENTS, run_keys, hp_keys, "canter.train (make_trainer)", overrides[k])
     for k, v in overrides.items():
         # neither kind (a typo): a top-level key, so the error offers the closest run key or hyperparameter
         (hp_over if k in hp_keys and k not in run_keys else run_over)[k] = v
-    run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over, **run_over)
+    try:
+        run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over, **run_over)
+    except CanterError as exc:  # env_name='CartPole-v1': 'no environment given' named no keyword
+        strange = [k for k in run_over if k not in run_keys and not k.startswith("hparams.")]
+        if env is None and strange and str(exc).startswith("no environment given"):
+            near = difflib.get_close_matches(strange[0], [*run_keys, *hp_keys], n=1, cutoff=0.8)  # a key mistyped
+            meant = f" (did you mean '{near[0]}'?)" if near and near[0] != "env" else ""
+            raise CanterError(f"no environment given, and canter.train (make_trainer) has no argument '{strange[0]}'"
+                              f"{meant}; the env id is env=, as in canter.train('ppo', env='CartPole-v1')") from None
+        raise
     unused = [k for k, on in (("wandb", run.wandb), ("record_every", run.record_every)) if on]
     if run_dir is None and unused:  # written only with a run directory, as tune's trials refuse them
         raise CanterError(f"'{unused[0]}' applies to a run directory, and run_dir=None writes none: drop it, or pass "

@@ -111,14 +111,20 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
     return CanterError(f"unknown config key '{key}'; canter calls it '{where}' ({library}'s '{name}')")
 
 
-def misspelled_argument(key: str, arguments: list[str], run_keys: Any, hp_keys: Any, function: str) -> None:
+def misspelled_argument(key: str, arguments: list[str], run_keys: Any, hp_keys: Any, function: str,
+                        value: Any = None) -> None:
     """Raise a one-line :class:`CanterError` for a keyword argument ``key`` of ``function`` (``canter.make_trainer``)
     that is neither a run key nor a hyperparameter but looks most like one of the function's own ``arguments``
     (``quite``: 'quiet', ``rundir``: 'run_dir'), which the unknown config key's error, naming config keys only,
-    never offered; otherwise return (that error, or another library's name, comes later)."""
+    never offered, or, with a string ``value``, like its ``algo`` or ``env`` (``env_id='CartPole-v1'`` was 'no
+    environment given'); otherwise return (that error, or another library's name, comes later)."""
     if key in run_keys or key in hp_keys or key.startswith("hparams.") or any(
             key in names for names in (OTHER_NAMES, SB3_ONLY, TIANSHOU_ONLY, TIANSHOU_NAMES)):
         return
+    named = closest(key, ["algo", "env"]) if isinstance(value, str) and "eval" not in key else []  # eval_env: not env
+    if named:
+        raise CanterError(f"{function} got an unknown keyword argument '{key}'; did you mean '{named[0]}'? "
+                          f"(canter.train('ppo', env='CartPole-v1'))")
     near = closest(key, [*arguments, *run_keys, *hp_keys])
     if near and near[0] in arguments:
         raise CanterError(f"{function} got an unknown keyword argument '{key}'; did you mean "
