@@ -310,7 +310,15 @@ class Agent(ObservationInput):
         return out._make(v.cpu() if isinstance(v, torch.Tensor) else v for v in out)
 
     def value(self, obs: np.ndarray) -> torch.Tensor:
-        """State values from the algorithm's critic (on-policy algorithms)."""
+        """State values ``[B]`` from the algorithm's critic (on-policy algorithms) for a batch, as the trainers
+        bootstrap a rollout; one observation (or a list, a tensor, raw Dict observations: :meth:`as_batch`) gives
+        one value, a 0-d tensor. An algorithm without a state-value critic (DQN, SAC) is one line saying so."""
+        if not callable(getattr(self.algorithm, "value", None)):  # was an AttributeError traceback
+            raise CanterError(f"agent.value gives the state values of an actor-critic's critic; "
+                              f"{type(self.algorithm).__name__} has none (its values are Q values of actions)")
+        if not (isinstance(obs, np.ndarray) and obs.ndim == len(self.observation_space.shape) + 1):
+            x, single = self.as_batch(obs)  # one observation was NumPy's matmul traceback
+            return self.value(x)[0] if single else self.value(x)
         x = np.ascontiguousarray(self.normalize_obs(obs))
         v = self.algorithm.value_numpy(x)
         if v is not None:
