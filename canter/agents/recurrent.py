@@ -168,10 +168,15 @@ class RecurrentAgent(Agent):
         return self.to_env_actions(out.actions), x, out
 
     def value(self, obs: np.ndarray) -> torch.Tensor:
-        """V(obs) from the training memory (bootstrapping a rollout's last observation)."""
+        """V(obs) from the training memory (bootstrapping a rollout's last observation); a batch of another size than
+        the training envs' (a callback's call) from empty memory, the training memory left as it is (it was
+        replaced by an empty one of that size, so the rollout went on from a wiped memory)."""
         x = self.obs_to_tensor(obs)
+        state = self.memory["sample"]
+        if state is None or state[0].shape[1] != len(x):
+            state = self.algorithm.model.initial_state(len(x))
         with torch.inference_mode():
-            return self.algorithm.value_recurrent(x, self._memory("sample", len(x)))
+            return self.algorithm.value_recurrent(x, state)
 
     def training_memory(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
         """A copy of the training memory (``batch`` envs)."""
