@@ -306,3 +306,24 @@ def check_opponents(meta: dict[str, Any], trainer: Any) -> None:
             f"further?); the run goes on against it as it is now, so it does not continue exactly (resume_exact: "
             f"false){'; so have ' + ', '.join(changed[1:]) if changed[1:] else ''}"), stacklevel=3)
         trainer.opponents_changed = changed
+
+
+def check_image_layout_kept(observation_space: Any) -> None:
+    """Refuse (one line) to resume a run whose checkpoint reads its image observations as canter did before
+    2026-11-27 (:func:`canter.models.cnn.former_image_layout`): the trainer's model, built from the env's space,
+    would read them as they are read now, and the saved weights do not fit it. ``canter.load``, eval and play
+    keep the checkpoint's reading."""
+    from canter.models.cnn import image_layout
+
+    saved = getattr(observation_space, "saved_image_layout", None)
+    if saved is None:
+        return
+    del observation_space.saved_image_layout
+    now = image_layout(observation_space)
+    observation_space.saved_image_layout = saved
+    names = {"": "a vector (flat encoder)", "chw": "channels-first [C, H, W]", "hwc": "channels-last [H, W, C]",
+             "hw": "one channel [H, W]", None: "a vector (flat encoder)"}
+    raise CanterError(f"cannot resume: this run's model reads its {tuple(observation_space.shape)} image "
+                      f"observations as {names[saved]}, as canter did before 2026-11-27; canter now reads them as "
+                      f"{names[now]} (the smallest axis is the channels), so its weights fit no new model. "
+                      f"canter.load, eval and play still run it; train a new run to continue")

@@ -60,6 +60,8 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
         }
         if isinstance(space, MaskedBox):  # the last entries are an action mask (canter.envs.masks)
             d["action_mask"] = space.mask_width
+        else:
+            _add_image_layout(d, space)
         return _with_layout(d, space)
     if isinstance(space, gym.spaces.MultiDiscrete):
         d: dict[str, Any] = {"type": "MultiDiscrete", "nvec": space.nvec.tolist()}
@@ -73,6 +75,38 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
     if isinstance(space, gym.spaces.Dict):  # a multi-policy agent's spaces, policy -> space
         return {"type": "Dict", "spaces": {k: space_to_dict(v) for k, v in space.spaces.items()}}
     raise CanterError(f"unsupported space {space!r}")
+
+
+def _add_image_layout(d: dict[str, Any], space: gym.spaces.Box) -> None:
+    """``d["image_layout"]`` (``"none"``: not an image) for an image Box read otherwise until 2026-11-27
+    (:func:`canter.models.cnn.former_image_layout`): a description without it is such a space as it was read then."""
+    from canter.models.cnn import former_image_layout, image_layout
+
+    layout = image_layout(space)
+    if (layout is not None or _pixel_bounds(space)) and layout != former_image_layout(space.shape):
+        d["image_layout"] = layout or "none"
+
+
+def _pixel_bounds(space: gym.spaces.Box) -> bool:
+    return space.dtype == np.uint8 and bool(np.all(space.low == 0) and np.all(space.high == 255))
+
+
+def _saved_image_layout(space: gym.spaces.Box, d: dict[str, Any]) -> gym.spaces.Box:
+    """``space`` read as :func:`_add_image_layout` recorded it: a uint8 0-255 Box described without
+    ``image_layout`` keeps the layout its model was trained with where canter now reads it otherwise."""
+    from canter.models.cnn import former_image_layout, image_layout
+
+    if not _pixel_bounds(space):
+        return space
+    saved = d.get("image_layout")
+    if saved is None:
+        saved = former_image_layout(space.shape) or "none"
+    if saved not in ("hw", "hwc", "chw", "none"):
+        raise CanterError(f"unknown image_layout {saved!r}: hw, hwc, chw or none")
+    if saved == (image_layout(space) or "none"):
+        return space
+    space.saved_image_layout = "" if saved == "none" else saved  # type: ignore[attr-defined]
+    return space
 
 
 def _with_layout(d: dict[str, Any], space: gym.Space) -> dict[str, Any]:
@@ -119,7 +153,8 @@ def _space_from_dict(d: dict[str, Any]) -> gym.Space:
             low, high = _integers(low, dtype), _integers(high, dtype)
         if d.get("action_mask"):
             return MaskedBox(low, high, int(d["action_mask"]))
-        return gym.spaces.Box(low=low.astype(dtype), high=high.astype(dtype), shape=shape, dtype=dtype)
+        return _saved_image_layout(gym.spaces.Box(low=low.astype(dtype), high=high.astype(dtype), shape=shape,
+                                                  dtype=dtype), d)
     if kind == "MultiDiscrete":
         return gym.spaces.MultiDiscrete(d["nvec"], dtype=np.dtype(d.get("dtype", "int64")), start=d.get("start"))
     if kind == "MultiBinary":
@@ -213,9 +248,12 @@ def bounds_difference(trained: gym.Space, other: gym.Space) -> str:
 
 def _comparable(a: Any, b: Any) -> tuple[Any, Any]:
     """Two space descriptions without their ``"layout"`` where only one has it (a checkpoint written
-    before layouts were recorded compares by type, shape and bounds, as it did)."""
+    before layouts were recorded compares by type, shape and bounds, as it did), and without their
+    ``"image_layout"`` (how a model reads the same space: an env's space matches a checkpoint's that an
+    earlier canter read otherwise, :func:`_saved_image_layout`)."""
     if not (isinstance(a, dict) and isinstance(b, dict)):
         return a, b
+    a, b = ({k: v for k, v in d.items() if k != "image_layout"} for d in (a, b))
     if a.get("type") == b.get("type") == "Dict" and isinstance(a.get("spaces"), dict) and isinstance(b.get("spaces"), dict):
         sa, sb = dict(a["spaces"]), dict(b["spaces"])  # a multi-policy agent's spaces, policy -> space
         for k in sa.keys() & sb.keys():

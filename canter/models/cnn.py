@@ -2,8 +2,8 @@
 
 An encoder turns raw observation tensors into flat float features of size ``out_dim``; the
 models (``ActorCritic``, ``QNetwork``, ``QuantileQNetwork``) put their fully connected layers
-(``net_arch``) on top. Image observations (``uint8`` ``[C, H, W]``, ``[H, W]`` or ``[H, W, C]``
-with ``C`` in 1, 3, 4) stay ``uint8`` through buffers and batches; the encoder casts them to
+(``net_arch``) on top. Image observations (``uint8`` ``[C, H, W]``, ``[H, W]`` or ``[H, W, C]``,
+channels-last where the last axis has 1, 3 or 4 values or fewer than the first) stay ``uint8`` through buffers and batches; the encoder casts them to
 float and divides by 255 as its first step.
 
 - ``nature``: the convolutional part of the Nature DQN network (Mnih et al. 2015): 32 8x8/4,
@@ -44,13 +44,35 @@ from canter.registry import lookup, register
 
 def image_layout(space: gym.Space) -> str | None:
     """``"chw"``, ``"hw"`` or ``"hwc"`` for a uint8 image Box space (bounds 0 and 255, at least 8 pixels a
-    side, as Stable-Baselines3's ``is_image_space`` asks); None for anything else, such as a uint8 board
-    of small integers, which is a vector of values rather than a picture."""
+    side); None for anything else, such as a uint8 board of small integers, which is a vector of values
+    rather than a picture.
+
+    A 3-dimensional image is channels-last when its last axis holds 1, 3 or 4 values or fewer than its first
+    (Stable-Baselines3's rule: the channels are the smallest axis), so ``[84, 84, 12]`` (four RGB frames
+    stacked along the channels) and ``[64, 64, 6]`` are ``hwc``; else channels-first (``[12, 84, 84]``)."""
     if not isinstance(space, gym.spaces.Box) or space.dtype != np.uint8:
         return None
     if not (np.all(space.low == 0) and np.all(space.high == 255)):
         return None
+    saved = getattr(space, "saved_image_layout", None)  # a checkpoint's space, read as its model was trained
+    if saved is not None:
+        return saved or None
     shape = space.shape
+    if len(shape) == 2 and min(shape) >= 8:
+        return "hw"
+    if len(shape) == 3:
+        if (shape[-1] in (1, 3, 4) or shape[-1] < shape[0]) and min(shape[:2]) >= 8:
+            return "hwc"
+        if min(shape[1:]) >= 8:
+            return "chw"
+    return None
+
+
+def former_image_layout(shape: tuple[int, ...]) -> str | None:
+    """The layout :func:`image_layout` gave a uint8 0-255 Box of ``shape`` until 2026-11-27: channels-last only
+    for 1, 3 or 4 channels, so ``[84, 84, 12]`` was read as 84 channels of 84 x 12 pixels and ``[64, 64, 6]``
+    as a vector. Checkpoints of such spaces (written without ``image_layout``) keep that reading
+    (:func:`canter.envs.spaces.space_from_dict`), so their weights still fit."""
     if len(shape) == 2 and min(shape) >= 8:
         return "hw"
     if len(shape) == 3:

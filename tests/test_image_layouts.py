@@ -1,0 +1,105 @@
+"""How image observations' axes are read (channels first or last) outside Atari, with the tiny envs of
+``tests/image_envs.py``; and checkpoints of spaces an earlier canter read otherwise."""
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import canter
+import image_envs  # noqa: F401 (registers ImageSide-v0)
+from canter.envs.spaces import space_from_dict, space_to_dict, spaces_match
+from canter.errors import CanterError
+from canter.models.cnn import FlatEncoder, ImpalaResNet, NatureCNN, former_image_layout, image_layout, make_encoder
+
+ENV = "image_envs:ImageSide-v0"
+
+
+@pytest.mark.parametrize("shape,encoder", [((48, 48, 12), NatureCNN), ((64, 64, 6), NatureCNN),
+                                           ((36, 36, 2), NatureCNN), ((16, 16, 8), ImpalaResNet)],
+                         ids=["4-rgb-frames", "2-rgb-frames", "2-channels", "small-8-channels"])
+def test_channels_last_images_of_any_channel_count_get_a_cnn_over_their_pixels(shape, encoder):
+    """Channels-last images were read as such only with 1, 3 or 4 channels: ``[84, 84, 12]`` (four RGB
+    frames stacked) was read as 84 channels of 84 x 12 pixels, and ``[64, 64, 6]`` as a vector of raw
+    0-255 values for the flat encoder. The channels are the smallest axis (Stable-Baselines3's rule)."""
+    space = gym.spaces.Box(0, 255, shape, np.uint8)
+    assert image_layout(space) == "hwc"
+    net = make_encoder(space)
+    assert type(net) is encoder and net.in_shape == (shape[2], shape[0], shape[1])
+    obs = torch.randint(0, 256, (3,) + shape, dtype=torch.uint8)
+    with torch.no_grad():
+        ref = net.features((obs.float() / 255.0).permute(0, 3, 1, 2).contiguous())
+        torch.testing.assert_close(net(obs), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape,layout", [((12, 84, 84), "chw"), ((3, 36, 36), "chw"), ((84, 84, 3), "hwc"),
+                                          ((84, 84, 4), "hwc"), ((84, 84), "hw"), ((8, 8, 8), "chw")])
+def test_layouts_read_as_before_stay(shape, layout):
+    space = gym.spaces.Box(0, 255, shape, np.uint8)
+    assert image_layout(space) == former_image_layout(shape) == layout
+    assert "image_layout" not in space_to_dict(space)  # descriptions of these spaces are as they were
+
+
+def _old_checkpoint(run_dir, shape):
+    """A run as canter wrote it before channels-last images of other channel counts were read as such: the
+    env's space read the former way (the model is built so), and its description without ``image_layout``."""
+    former = former_image_layout(shape) or ""
+
+    class OldReading(image_envs.ImageSideEnv):
+        def __init__(self, render_mode=None, **kw):
+            super().__init__(shape=shape, render_mode=render_mode)
+            self.observation_space.saved_image_layout = former
+
+    canter.registry.register("env", f"OldReading-{'x'.join(map(str, shape))}")(OldReading)
+    canter.train("ppo", f"OldReading-{'x'.join(map(str, shape))}", run_dir=run_dir, seed=0, max_steps=32, n_envs=2,
+                 n_steps=16, eval_every=0, eval_episodes=1, quiet=True)
+    meta = json.loads((run_dir / "checkpoints" / "last.json").read_text())
+    assert "image_layout" not in meta["observation_space"]
+    for name in ("config.yaml",):  # the run's env becomes the plain one, with the same space
+        text = (run_dir / name).read_text().replace(f"OldReading-{'x'.join(map(str, shape))}", ENV)
+        (run_dir / name).write_text(text.replace("env_kwargs: {}", f"env_kwargs: {{shape: {list(shape)}}}"))
+    for name in ("last.json", "best.json"):
+        path = run_dir / "checkpoints" / name
+        if path.exists():
+            meta = json.loads(path.read_text())
+            meta["env"] = meta["config"]["env"] = ENV
+            meta["config"]["env_kwargs"] = {"shape": list(shape)}
+            path.write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("shape,old", [((40, 40, 12), ImpalaResNet), ((40, 40, 6), FlatEncoder)],
+                         ids=["read-as-chw", "read-as-vector"])
+def test_checkpoints_of_spaces_read_otherwise_before_keep_their_reading(tmp_path, capsys, shape, old):
+    space = gym.spaces.Box(0, 255, shape, np.uint8)
+    d = space_to_dict(space)
+    assert d["image_layout"] == "hwc"  # written where the reading changed
+    assert image_layout(space_from_dict(d)) == "hwc"
+    del d["image_layout"]  # a checkpoint written before
+    saved = space_from_dict(d)
+    assert image_layout(saved) == former_image_layout(shape) and spaces_match(saved, space)
+    assert type(make_encoder(saved)) is old
+
+    run = tmp_path / "old"
+    _old_checkpoint(run, shape)
+    agent = canter.load(run)  # the weights fit the model of the former reading
+    assert type(agent.algorithm.model.encoder) is old
+    obs, _ = image_envs.ImageSideEnv(shape=shape).reset(seed=0)
+    assert agent.predict(obs) in (0, 1)
+    with pytest.raises(CanterError, match=r"cannot resume: this run's model reads its \(40, 40, \d+\) image "
+                                          r"observations as .*, as canter did before 2026-11-27"):
+        canter.resume(run, max_steps=128)
+
+
+def test_a_run_on_stacked_rgb_frames_saves_loads_and_resumes(tmp_path):
+    run = tmp_path / "new"
+    canter.train("ppo", ENV, run_dir=run, seed=0, max_steps=64, n_envs=2, n_steps=32, eval_every=0,
+                 eval_episodes=1, quiet=True, env_kwargs={"shape": [40, 40, 6]})
+    meta = json.loads((run / "checkpoints" / "last.json").read_text())
+    assert meta["observation_space"]["image_layout"] == "hwc"
+    agent = canter.load(run)
+    assert isinstance(agent.algorithm.model.encoder, NatureCNN) and agent.algorithm.model.encoder.in_shape == (6, 40, 40)
+    canter.resume(run, max_steps=128)
+    assert json.loads((run / "checkpoints" / "last.json").read_text())["step"] >= 128
