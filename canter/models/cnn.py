@@ -4,7 +4,8 @@ An encoder turns raw observation tensors into flat float features of size ``out_
 models (``ActorCritic``, ``QNetwork``, ``QuantileQNetwork``) put their fully connected layers
 (``net_arch``) on top. Image observations (``uint8`` ``[C, H, W]``, ``[H, W]`` or ``[H, W, C]``,
 channels-last where the last axis has 1, 3 or 4 values or fewer than the first) stay ``uint8`` through buffers and batches; the encoder casts them to
-float and divides by 255 as its first step.
+float and divides by 255 as its first step. ``nature`` or ``impala`` named for a float Box of an image's shape
+(pixels in [0, 1], which ``auto`` gives the flat encoder) takes its values as they are.
 
 - ``nature``: the convolutional part of the Nature DQN network (Mnih et al. 2015): 32 8x8/4,
   64 4x4/2, 64 3x3/1, ReLU, flattened (3136 features at 84x84). With ``net_arch: [512]`` the
@@ -57,7 +58,10 @@ def image_layout(space: gym.Space) -> str | None:
     saved = getattr(space, "saved_image_layout", None)  # a checkpoint's space, read as its model was trained
     if saved is not None:
         return saved or None
-    shape = space.shape
+    return _shape_layout(space.shape)
+
+
+def _shape_layout(shape: tuple[int, ...]) -> str | None:
     if len(shape) == 2 and min(shape) >= 8:
         return "hw"
     if len(shape) == 3:
@@ -66,6 +70,18 @@ def image_layout(space: gym.Space) -> str | None:
         if min(shape[1:]) >= 8:
             return "chw"
     return None
+
+
+def conv_input_layout(space: gym.Space) -> str | None:
+    """The layout a convolutional encoder reads ``space`` with: :func:`image_layout`'s for uint8 pixel images;
+    for another float or uint8 Box of an image's shape (float images in [0, 1], say, which ``auto`` gives the
+    flat encoder, as Stable-Baselines3 does) the same rule by shape, when an encoder is named for it."""
+    layout = image_layout(space)
+    if layout is not None or not isinstance(space, gym.spaces.Box):
+        return layout
+    if not (np.issubdtype(space.dtype, np.floating) or space.dtype == np.uint8):
+        return None
+    return _shape_layout(space.shape)
 
 
 def former_image_layout(shape: tuple[int, ...]) -> str | None:
@@ -113,7 +129,8 @@ def auto_image_encoder(space: gym.Space) -> str:
 
 
 class ImageEncoder(nn.Module):
-    """Base of the convolutional encoders: layout handling, uint8 -> [0, 1] float, ``out_dim``."""
+    """Base of the convolutional encoders: layout handling, uint8 -> [0, 1] float (float images are taken as
+    they are), ``out_dim``."""
 
     #: channels-last input also for forward passes without gradients (acting, target values)
     channels_last_inference = True
@@ -123,9 +140,10 @@ class ImageEncoder(nn.Module):
 
     def __init__(self, space: gym.Space) -> None:
         super().__init__()
-        layout = image_layout(space)
+        layout = conv_input_layout(space)
         if layout is None:
-            raise CanterError(f"{type(self).__name__} needs uint8 image observations, got {space}")
+            raise CanterError(f"{type(self).__name__} needs image observations (a uint8 or float Box of shape [C, H, W], "
+                              f"[H, W] or [H, W, C], at least 8 pixels a side), got {space}; use encoder=flat")
         self.layout = layout
         shape = space.shape
         if layout == "hw":
