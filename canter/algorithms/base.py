@@ -124,8 +124,8 @@ def encoder_hp() -> Any:
     from canter.config import hp
 
     return hp("auto", "observation encoder: auto (nature CNN for uint8 images, impala below 36 pixels a side, "
-                      "multi for Dict/Tuple observations with images, flat otherwise), nature, impala, flat, multi, "
-                      "or module:Class")
+                      "multi for Dict/Tuple observations with images, flat otherwise), nature, nature_pool (nature pooled to "
+                      "at most 7x7, for large frames), impala, flat, multi, or module:Class")
 
 
 def encoder_kwargs(config: Any) -> dict[str, Any]:
