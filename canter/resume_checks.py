@@ -322,7 +322,8 @@ def check_image_layout_kept(observation_space: Any) -> None:
     now = image_layout(observation_space)
     observation_space.saved_image_layout = saved
     names = {"": "a vector (flat encoder)", "chw": "channels-first [C, H, W]", "hwc": "channels-last [H, W, C]",
-             "hw": "one channel [H, W]", None: "a vector (flat encoder)"}
+             "hw": "one channel [H, W]", "shwc": "a stack of channels-last frames [S, H, W, C]",
+             "schw": "a stack of channels-first frames [S, C, H, W]", None: "a vector (flat encoder)"}
     raise CanterError(f"cannot resume: this run's model reads its {tuple(observation_space.shape)} image "
                       f"observations as {names[saved]}, as canter did before 2026-11-27; canter now reads them as "
                       f"{names[now]} (the smallest axis is the channels), so its weights fit no new model. "

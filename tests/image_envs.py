@@ -100,3 +100,13 @@ class DictImageSideEnv(ImageSideEnv):
 
 if "DictImageSide-v0" not in gym.registry:
     gym.register("DictImageSide-v0", entry_point=DictImageSideEnv, disable_env_checker=True)
+
+
+def stacked_image_side(frames: int = 4, render_mode: str | None = None, **kwargs: Any) -> gym.Env:
+    """``StackedImageSide-v0``: :class:`ImageSideEnv` (its keyword arguments) under gymnasium's
+    ``FrameStackObservation``: observations ``[frames, *shape]``, such as ``[4, 36, 36, 3]``."""
+    return gym.wrappers.FrameStackObservation(ImageSideEnv(render_mode=render_mode, **kwargs), frames)
+
+
+if "StackedImageSide-v0" not in gym.registry:
+    gym.register("StackedImageSide-v0", entry_point=stacked_image_side, disable_env_checker=True)

@@ -103,3 +103,36 @@ def test_a_run_on_stacked_rgb_frames_saves_loads_and_resumes(tmp_path):
     assert isinstance(agent.algorithm.model.encoder, NatureCNN) and agent.algorithm.model.encoder.in_shape == (6, 40, 40)
     canter.resume(run, max_steps=128)
     assert json.loads((run / "checkpoints" / "last.json").read_text())["step"] >= 128
+
+
+@pytest.mark.parametrize("shape,layout", [((4, 36, 36, 3), "shwc"), ((4, 3, 36, 36), "schw"), ((2, 8, 8, 1), "shwc")])
+def test_stacks_of_frames_are_images_of_their_channels_one_frame_after_the_other(shape, layout):
+    """gymnasium's FrameStackObservation gives ``[S, H, W, C]`` (or ``[S, C, H, W]``) stacks: they were
+    vectors of raw 0-255 values for the flat encoder (an MLP on 15,552 inputs at 4 x 36 x 36 x 3)."""
+    space = gym.spaces.Box(0, 255, shape, np.uint8)
+    assert image_layout(space) == layout and former_image_layout(shape) is None
+    net = make_encoder(space)
+    s, c = shape[0], shape[-1] if layout == "shwc" else shape[1]
+    assert net.in_shape == (s * c,) + (shape[1:3] if layout == "shwc" else shape[2:])
+    obs = torch.randint(0, 256, (3,) + shape, dtype=torch.uint8)
+    x = obs.float() / 255.0
+    x = (x.permute(0, 1, 4, 2, 3) if layout == "shwc" else x).reshape((3,) + net.in_shape)
+    with torch.no_grad():
+        torch.testing.assert_close(net(obs), net.features(x.contiguous()), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(net(obs).detach(), net.features(x.contiguous()).detach(), rtol=1e-4, atol=1e-4)
+    d = space_to_dict(space)
+    assert d["image_layout"] == layout
+    del d["image_layout"]  # a checkpoint written before: a vector still
+    assert isinstance(make_encoder(space_from_dict(d)), FlatEncoder)
+
+
+def test_a_run_on_gymnasium_frame_stacks_trains_a_cnn_and_loads(tmp_path):
+    run = tmp_path / "stack"
+    canter.train("dqn", "image_envs:StackedImageSide-v0", run_dir=run, seed=0, max_steps=64, learning_starts=32,
+                 batch_size=8, buffer_size=200, eval_every=0, eval_episodes=1, quiet=True,
+                 env_kwargs={"shape": [36, 36, 3]})
+    agent = canter.load(run)
+    encoder = agent.algorithm.modules()["q"].encoder
+    assert isinstance(encoder, NatureCNN) and encoder.in_shape == (12, 36, 36)
+    obs, _ = image_envs.stacked_image_side(shape=(36, 36, 3)).reset(seed=0)
+    assert obs.shape == (4, 36, 36, 3) and agent.predict(obs) in (0, 1)

@@ -101,8 +101,8 @@ def _saved_image_layout(space: gym.spaces.Box, d: dict[str, Any]) -> gym.spaces.
     saved = d.get("image_layout")
     if saved is None:
         saved = former_image_layout(space.shape) or "none"
-    if saved not in ("hw", "hwc", "chw", "none"):
-        raise CanterError(f"unknown image_layout {saved!r}: hw, hwc, chw or none")
+    if saved not in ("hw", "hwc", "chw", "shwc", "schw", "none"):
+        raise CanterError(f"unknown image_layout {saved!r}: hw, hwc, chw, shwc, schw or none")
     if saved == (image_layout(space) or "none"):
         return space
     space.saved_image_layout = "" if saved == "none" else saved  # type: ignore[attr-defined]

@@ -3,7 +3,8 @@
 An encoder turns raw observation tensors into flat float features of size ``out_dim``; the
 models (``ActorCritic``, ``QNetwork``, ``QuantileQNetwork``) put their fully connected layers
 (``net_arch``) on top. Image observations (``uint8`` ``[C, H, W]``, ``[H, W]`` or ``[H, W, C]``,
-channels-last where the last axis has 1, 3 or 4 values or fewer than the first) stay ``uint8`` through buffers and batches; the encoder casts them to
+channels-last where the last axis has 1, 3 or 4 values or fewer than the first; ``[S, ...]`` stacks of
+such frames) stay ``uint8`` through buffers and batches; the encoder casts them to
 float and divides by 255 as its first step. ``nature`` or ``impala`` named for a float Box of an image's shape
 (pixels in [0, 1], which ``auto`` gives the flat encoder) takes its values as they are.
 
@@ -52,7 +53,9 @@ def image_layout(space: gym.Space) -> str | None:
 
     A 3-dimensional image is channels-last when its last axis holds 1, 3 or 4 values or fewer than its first
     (Stable-Baselines3's rule: the channels are the smallest axis), so ``[84, 84, 12]`` (four RGB frames
-    stacked along the channels) and ``[64, 64, 6]`` are ``hwc``; else channels-first (``[12, 84, 84]``)."""
+    stacked along the channels) and ``[64, 64, 6]`` are ``hwc``; else channels-first (``[12, 84, 84]``).
+    A 4-dimensional one is a stack of such frames along its first axis (gymnasium's ``FrameStackObservation``):
+    ``"shwc"`` (``[4, 96, 96, 3]``) or ``"schw"`` (``[4, 3, 96, 96]``), read as ``S * C`` channels."""
     if not isinstance(space, gym.spaces.Box) or space.dtype != np.uint8:
         return None
     if not (np.all(space.low == 0) and np.all(space.high == 255)):
@@ -64,6 +67,9 @@ def image_layout(space: gym.Space) -> str | None:
 
 
 def _shape_layout(shape: tuple[int, ...]) -> str | None:
+    if len(shape) == 4:
+        frame = _shape_layout(shape[1:])
+        return None if frame is None else "s" + frame
     if len(shape) == 2 and min(shape) >= 8:
         return "hw"
     if len(shape) == 3:
@@ -147,13 +153,14 @@ class ImageEncoder(nn.Module):
             raise CanterError(f"{type(self).__name__} needs image observations (a uint8 or float Box of shape [C, H, W], "
                               f"[H, W] or [H, W, C], at least 8 pixels a side), got {space}; use encoder=flat")
         self.layout = layout
-        shape = space.shape
-        if layout == "hw":
-            self.in_shape = (1,) + tuple(shape)
-        elif layout == "hwc":
-            self.in_shape = (shape[2], shape[0], shape[1])
-        else:
-            self.in_shape = tuple(shape)
+        shape, stack = tuple(space.shape), 1
+        if layout.startswith("s"):  # a stack of frames: their channels one after the other, frame by frame
+            stack, shape = shape[0], shape[1:]
+        if layout.endswith("hw") and len(shape) == 2:
+            shape = (1,) + shape
+        elif layout.endswith("hwc"):
+            shape = (shape[2], shape[0], shape[1])
+        self.in_shape = (stack * shape[0],) + shape[1:]
         self.out_dim = 0
 
     def to_input(self, obs: torch.Tensor) -> torch.Tensor:
@@ -162,6 +169,10 @@ class ImageEncoder(nn.Module):
             obs = obs.unsqueeze(1)
         elif self.layout == "hwc":
             obs = obs.permute(0, 3, 1, 2)
+        elif self.layout == "shwc":
+            obs = obs.permute(0, 1, 4, 2, 3).reshape((obs.shape[0],) + tuple(self.in_shape))
+        elif self.layout.startswith("s"):
+            obs = obs.reshape((obs.shape[0],) + tuple(self.in_shape))
         # channels-last (NHWC) batches: oneDNN's CPU convolutions ran faster on them here (Nature CNN
         # forward + backward, 2 threads: batch 32 9.6 -> 6.0 ms, batch 256 74 -> 44 ms); a single
         # observation is a little faster as it is (0.18 vs 0.25 ms), and so is the Nature CNN's
