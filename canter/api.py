@@ -18,6 +18,7 @@ from canter.config import RunConfig, build, build_saved_hparams, resolve_config,
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import config_algo, import_config_imports
 from canter.envs import make_vec_env, spaces_match
+from canter.envs.spaces import read_alike
 from canter.envs.make import eval_env_kwargs, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
 from canter.envs.turns import bind_opponents, opponent_ids
@@ -421,9 +422,15 @@ def resume_trainer(
     assert isinstance(run_obj, Run)
     agent = run_obj.trainer.agent
     for which in ("observation_space", "action_space"):
-        if not spaces_match(checkpoint_space(meta, which, base), getattr(agent, which)):
+        saved = checkpoint_space(meta, which, base)
+        if not spaces_match(saved, getattr(agent, which)):
             run_obj.close()
             raise CanterError(f"cannot resume: the env's {which.replace('_', ' ')} differs from the checkpoint's")
+        if not read_alike(saved, getattr(agent, which)):
+            run_obj.close()
+            raise CanterError(f"cannot resume: canter now packs the env's {which.replace('_', ' ')} with image "
+                              f"entries this run's model reads as values (as canter did before 2026-11-27), so its "
+                              f"weights fit no new model. canter.load, eval and play still run it; train a new run")
     agent.load_state_dict(state["agent"], weights_only=False)
     run_obj.trainer.resume_from(state["trainer"])
     check_opponents(meta, run_obj.trainer)  # a frozen opponent's run trained further: warned, not exact

@@ -315,6 +315,11 @@ def check_image_layout_kept(observation_space: Any) -> None:
     keep the checkpoint's reading."""
     from canter.models.cnn import image_layout
 
+    if getattr(observation_space, "saved_image_layouts", None):
+        raise CanterError(f"cannot resume: this run's model reads the images of its observations "
+                          f"{observation_space} as canter did before 2026-11-27; canter now reads them otherwise "
+                          f"(the smallest axis is the channels), so its weights fit no new model. canter.load, eval "
+                          f"and play still run it; train a new run to continue")
     saved = getattr(observation_space, "saved_image_layout", None)
     if saved is None:
         return

@@ -136,3 +136,46 @@ def test_a_run_on_gymnasium_frame_stacks_trains_a_cnn_and_loads(tmp_path):
     assert isinstance(encoder, NatureCNN) and encoder.in_shape == (12, 36, 36)
     obs, _ = image_envs.stacked_image_side(shape=(36, 36, 3)).reset(seed=0)
     assert obs.shape == (4, 36, 36, 3) and agent.predict(obs) in (0, 1)
+
+
+def _packed(image_shape):
+    from canter.envs.packing import ObservationPacker
+
+    space = gym.spaces.Dict({"image": gym.spaces.Box(0, 255, image_shape, np.uint8),
+                             "vec": gym.spaces.Box(-1.0, 1.0, (3,), np.float32)})
+    return ObservationPacker(space, gym.spaces.Discrete(2)).space
+
+
+def test_packed_checkpoints_keep_the_reading_of_their_images():
+    """A Dict entry [40, 40, 12] was read as 40 channels of 40 x 12 pixels; a checkpoint
+    written then (no image_layouts) builds that model still."""
+    from canter.models.cnn import MultiInputEncoder
+
+    packed = _packed((40, 40, 12))
+    d = space_to_dict(packed)
+    assert d["image_layouts"] == ["hwc"] and make_encoder(space_from_dict(d)).convs[0].in_shape == (12, 40, 40)
+    del d["image_layouts"]
+    old = space_from_dict(d)
+    enc = make_encoder(old)
+    assert isinstance(enc, MultiInputEncoder) and enc.convs[0].in_shape == (40, 40, 12)
+    assert spaces_match(old, packed) and "image_layouts" not in space_to_dict(old)
+    with pytest.raises(CanterError, match="cannot resume: this run's model reads the images of its observations"):
+        from canter.resume_checks import check_image_layout_kept
+
+        check_image_layout_kept(old)
+
+
+def test_an_entry_packed_as_values_before_still_matches_its_env():
+    """A Dict entry [40, 40, 6] was packed as values (no image): the checkpoint's plain Box matches the env's
+    packing of the same entries and bounds now, but is not read alike (resume refuses it)."""
+    from canter.envs.spaces import read_alike
+
+    packed = _packed((40, 40, 6))
+    assert packed.images == ((0, (40, 40, 6)),)
+    before = gym.spaces.Box(packed.low.astype(np.float32), packed.high.astype(np.float32), dtype=np.float32)
+    before.packed_layout = packed.packed_layout
+    old = space_from_dict(json.loads(json.dumps(space_to_dict(before))))
+    assert spaces_match(old, packed) and not read_alike(old, packed)
+    assert isinstance(make_encoder(old), FlatEncoder)
+    other = _packed((40, 40, 7))
+    assert not spaces_match(old, other)

@@ -50,9 +50,15 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
     if isinstance(space, PackedBox):  # pixels are 0-255: the bounds of the other columns only
         cols = _vector_columns(space)
-        return _with_layout({"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
-                             "images": [[o, list(shape)] for o, shape in space.images],
-                             "low": _bound(space.low[cols]), "high": _bound(space.high[cols])}, space)
+        d = {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
+             "images": [[o, list(shape)] for o, shape in space.images],
+             "low": _bound(space.low[cols]), "high": _bound(space.high[cols])}
+        from canter.models.cnn import former_image_layout
+
+        layouts = packed_image_layouts(space)
+        if any(layout != former_image_layout(shape) for layout, (_, shape) in zip(layouts, space.images)):
+            d["image_layouts"] = layouts  # some image is read otherwise than until 2026-11-27
+        return _with_layout(d, space)
     if isinstance(space, gym.spaces.Box):
         d = {
             "type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
@@ -85,6 +91,31 @@ def _add_image_layout(d: dict[str, Any], space: gym.spaces.Box) -> None:
     layout = image_layout(space)
     if (layout is not None or _pixel_bounds(space)) and layout != former_image_layout(space.shape):
         d["image_layout"] = layout or "none"
+
+
+def packed_image_layouts(space: PackedBox) -> list[str | None]:
+    """How the ``multi`` encoder reads each image of ``space`` (its ``saved_image_layouts`` where a
+    checkpoint's description keeps an earlier reading, :func:`_saved_image_layouts`)."""
+    from canter.models.cnn import image_layout
+
+    saved = getattr(space, "saved_image_layouts", {})
+    return [saved.get(o) or image_layout(gym.spaces.Box(0, 255, shape, np.uint8)) for o, shape in space.images]
+
+
+def _saved_image_layouts(space: PackedBox, d: dict[str, Any]) -> PackedBox:
+    """``space`` with ``saved_image_layouts`` (offset -> layout) for the images a description without
+    ``image_layouts`` (written until 2026-11-27) reads otherwise than canter now does."""
+    from canter.models.cnn import former_image_layout, image_layout
+
+    given = d.get("image_layouts")
+    saved = {}
+    for i, (o, shape) in enumerate(space.images):
+        layout = given[i] if isinstance(given, list) and i < len(given) else former_image_layout(shape)
+        if layout is not None and layout != image_layout(gym.spaces.Box(0, 255, shape, np.uint8)):
+            saved[o] = layout
+    if saved:
+        space.saved_image_layouts = saved  # type: ignore[attr-defined]
+    return space
 
 
 def _pixel_bounds(space: gym.spaces.Box) -> bool:
@@ -140,7 +171,7 @@ def _space_from_dict(d: dict[str, Any]) -> gym.Space:
     if kind == "Discrete":
         return gym.spaces.Discrete(d["n"], start=d.get("start", 0))
     if kind == "Box" and "images" in d:
-        return _packed_from_dict(d, np.dtype(d["dtype"]))
+        return _saved_image_layouts(_packed_from_dict(d, np.dtype(d["dtype"])), d)
     if kind == "Box":
         shape = tuple(d["shape"])
         low, high = _unbound(d["low"], shape), _unbound(d["high"], shape)
@@ -253,7 +284,7 @@ def _comparable(a: Any, b: Any) -> tuple[Any, Any]:
     earlier canter read otherwise, :func:`_saved_image_layout`)."""
     if not (isinstance(a, dict) and isinstance(b, dict)):
         return a, b
-    a, b = ({k: v for k, v in d.items() if k != "image_layout"} for d in (a, b))
+    a, b = ({k: v for k, v in d.items() if k not in ("image_layout", "image_layouts")} for d in (a, b))
     if a.get("type") == b.get("type") == "Dict" and isinstance(a.get("spaces"), dict) and isinstance(b.get("spaces"), dict):
         sa, sb = dict(a["spaces"]), dict(b["spaces"])  # a multi-policy agent's spaces, policy -> space
         for k in sa.keys() & sb.keys():
@@ -268,7 +299,26 @@ def spaces_match(a: gym.Space, b: gym.Space) -> bool:
     """True when two spaces have the same type, shape and bounds and, where both record one, the same
     structure packed into them (:func:`canter.envs.packing.packed_layout`)."""
     x, y = _comparable(space_to_dict(a), space_to_dict(b))
+    return x == y or _same_packing(a, b)
+
+
+def read_alike(a: gym.Space, b: gym.Space) -> bool:
+    """True when two matching spaces (:func:`spaces_match`) are also packed alike: the same entries are images
+    in both (a checkpoint's packing from before 2026-11-27 may read one as a vector)."""
+    x, y = _comparable(space_to_dict(a), space_to_dict(b))
     return x == y
+
+
+def _same_packing(a: gym.Space, b: gym.Space) -> bool:
+    """Two packed spaces of the same entries and bounds whose image lists differ only in what canter reads as an
+    image (an entry such as ``[40, 40, 6]`` was a vector until 2026-11-27)."""
+    if not (isinstance(a, PackedBox) or isinstance(b, PackedBox)):  # one was packed without images, perhaps
+        return False
+    if not (isinstance(a, gym.spaces.Box) and isinstance(b, gym.spaces.Box)) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    la, lb = packed_layout(a), packed_layout(b)
+    return (la is not None and lb is not None and list(la) == list(lb) and np.array_equal(a.low, b.low)
+            and np.array_equal(a.high, b.high))
 
 
 def layout_difference(trained: gym.Space, other: gym.Space) -> str:

@@ -364,10 +364,13 @@ class MultiInputEncoder(nn.Module):
         if not isinstance(space, PackedBox):
             raise CanterError(f"encoder 'multi' needs Dict or Tuple observations with image entries, not {space}")
         self.images = [(cols.start, cols.stop, shape) for cols, shape in space.image_slices()]
+        saved = getattr(space, "saved_image_layouts", {})  # a checkpoint's reading (canter.envs.spaces)
         self.vectors = [(c.start, c.stop) for c in space.vector_slices()]
         self.convs, self.heads = nn.ModuleList(), nn.ModuleList()
-        for _, _, shape in self.images:
+        for start, _, shape in self.images:
             image = gym.spaces.Box(0, 255, shape, np.uint8)
+            if start in saved:
+                image.saved_image_layout = saved[start]  # type: ignore[attr-defined]
             kind = auto_image_encoder(image) if image_encoder == "auto" else image_encoder
             conv = lookup("encoder", kind)(image, ortho_init=ortho_init)
             head = nn.Sequential(Linear(conv.out_dim, self.image_features), nn.ReLU())
