@@ -84,6 +84,7 @@ def init_agent(built: Any, path: str) -> None:
                                    f"{run.env}")
         if mismatch is not None:
             raise CanterError(f"init_from '{path}' {mismatch}")
+        _check_image_reading(path, saved[0], agent.observation_space)
         try:
             agent.load_state_dict(state["agent"], weights_only=True)
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
@@ -115,6 +116,18 @@ def _check_normalisation(path: str, weights: Any, agent: Any) -> None:
         whose, key = ("its run", "") if policy is None else (f"its policy '{policy}'", f"policy_hparams.{policy}.")
         raise CanterError(f"init_from '{path}': {whose} {'normalised' if theirs else 'did not normalise'} "
                           f"observations, and its networks expect them so: set {key}normalize_obs={str(theirs).lower()}")
+
+
+def _check_image_reading(path: Any, saved: Any, ours: Any) -> None:
+    """Refuse (one line) a source whose networks read its image observations as canter did before 2026-11-27
+    (:func:`canter.models.cnn.former_image_layout`): its weights fit no network this run builds."""
+    from canter.envs.spaces import read_alike
+
+    if (getattr(saved, "saved_image_layout", None) is not None or getattr(saved, "saved_image_layouts", None)
+            or not read_alike(saved, ours)):
+        raise CanterError(f"init_from '{path}': its networks read the image observations as canter did before "
+                          f"2026-11-27 (channels-last only with 1, 3 or 4 channels, frame stacks as values), so its "
+                          f"weights fit no network this run builds; train without init_from")
 
 
 def _activations(config: dict[str, Any], agent: Any) -> list[tuple[str | None, Any, Any]]:

@@ -91,6 +91,10 @@ def test_checkpoints_of_spaces_read_otherwise_before_keep_their_reading(tmp_path
     with pytest.raises(CanterError, match=r"cannot resume: this run's model reads its \(40, 40, \d+\) image "
                                           r"observations as .*, as canter did before 2026-11-27"):
         canter.resume(run, max_steps=128)
+    with pytest.raises(CanterError, match=r"init_from '.*': its networks read the image observations as canter "
+                                          r"did before 2026-11-27"):
+        canter.train("ppo", ENV, env_kwargs={"shape": list(shape)}, init_from=run, run_dir=tmp_path / "init",
+                     max_steps=32, n_envs=2, n_steps=16, eval_every=0, quiet=True)
 
 
 def test_a_run_on_stacked_rgb_frames_saves_loads_and_resumes(tmp_path):
