@@ -32,6 +32,8 @@ from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interr
 
 from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_study_space,  # noqa: F401
                                      fit_params, search_space)  # (Param, _decode re-exported)
+from canter.tools.tune_storage import discard_storage, fail_stale_trials, in_memory, new_sqlite_file, shown_url
+from canter.tools.tune_storage import open_storage as _storage  # (tests replace tune._storage)
 from canter.yaml_io import dump_yaml, parse_yaml_value
 
 
@@ -53,45 +55,6 @@ class Interrupted(KeyboardInterrupt):
     (None when no trial has completed)."""
 
     result: TuneResult | None = None
-
-
-def shown_url(url: str) -> str:
-    """``url`` as tune prints it and writes it into ``best.yaml``: a password in it as ``***`` (SQLAlchemy's
-    ``render_as_string(hide_password=True)``), so that a shared best.yaml or a log holds no credential; a URL
-    without a password, or one SQLAlchemy cannot parse, as given."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        parsed = make_url(url)
-    except Exception:  # noqa: BLE001 - not a URL: _storage says so in its own line
-        return url
-    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
-
-
-def in_memory(url: str) -> bool:
-    """Whether ``url`` is an in-memory SQLite database (``sqlite://``, ``sqlite:///:memory:``), which lives in one
-    storage object of one process: another process (a ``--jobs`` worker) or a later run cannot see it."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        parsed = make_url(url)
-    except Exception:  # noqa: BLE001 - not a URL: _storage says so in its own line
-        return False
-    return parsed.get_backend_name() == "sqlite" and (parsed.database in (None, "", ":memory:")
-                                                       or parsed.query.get("mode") == "memory")
-
-
-def _storage(url: str) -> Any:
-    optuna = require("optuna", "tune", "canter tune")
-    # no heartbeat in memory: no later run sees a stale trial there, and the heartbeat's thread would get a
-    # database of its own (SQLAlchemy gives each thread its own in-memory SQLite connection)
-    heartbeat = {} if in_memory(url) else {"heartbeat_interval": 60, "grace_period": 180}
-    try:
-        with warnings.catch_warnings():  # the heartbeat (stale RUNNING trials -> FAIL on resume) is "experimental"
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(url, **heartbeat)
-    except Exception as exc:  # noqa: BLE001 - sqlalchemy/optuna raise many kinds; one line for the user
-        raise CanterError(f"cannot open Optuna storage '{shown_url(url)}': {str(exc).splitlines()[0]}") from None
 
 
 def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
@@ -313,39 +276,31 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     url = storage or f"sqlite:///{db}"
     _check_out_owner(out_dir, study_name, url, default_storage=storage is None)
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
+    new_db = new_sqlite_file(url)  # the SQLite file that opening the storage creates: removed again if refused
     verbosity = optuna.logging.get_verbosity()  # the caller's, given back at the end
     optuna.logging.set_verbosity(optuna.logging.WARNING if quiet else optuna.logging.INFO)
     try:
+        opened = None
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
-            fresh = storage is None and not (out_dir / "study.db").exists()
-            if fresh:  # refused before study.db is written
+            if new_db is not None:  # refused before the storage file is written
                 check_agents_belong(out_dir, study_name, None, shown_url(url))
             # one storage for the study in this process: an in-memory SQLite database lives in it alone
             opened = _storage(url)
-            if not fresh:
+            if new_db is None:
                 check_agents_belong(out_dir, study_name, opened, shown_url(url))
             st = optuna.create_study(study_name=study_name, storage=opened, direction="maximize",
                                      load_if_exists=True)
+            _check_study(st, study_name, url, algo_name, env_id, space)
         except BaseException:
+            if new_db is not None:  # a refused call leaves no storage file behind (nor its directories)
+                discard_storage(opened, new_db)
             for p in created:  # the directories made for the study, innermost first, if still empty
                 try:
                     p.rmdir()
                 except OSError:
                     break
             raise
-        # a study made beforehand (to enqueue trials) has Optuna's default direction, minimize: its best
-        # trial would be the lowest return, and TPE would search for low returns
-        if [d.name for d in st.directions] != ["MAXIMIZE"]:
-            raise CanterError(f"study '{study_name}' in {shown_url(url)} has direction(s) "
-                              f"{', '.join(d.name.lower() for d in st.directions)}; canter tune maximizes the "
-                              "evaluation return: create it with direction='maximize' or choose another --study")
-        owner = st.user_attrs.get("canter")
-        if owner is None:
-            st.set_user_attr("canter", {"algo": algo_name, "env": env_id})
-        elif owner != {"algo": algo_name, "env": env_id}:
-            raise CanterError(f"study '{study_name}' in {shown_url(url)} tunes {owner['algo']} on {owner['env']}; choose another --study")
-        check_study_space(st, space)
         job = {
             "algo": algo_name, "env": env_id, "config_file": None if config_file is None else str(config_file),
             "sets": list(sets), "run_overrides": dict(run_overrides),
@@ -376,6 +331,24 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         optuna.logging.set_verbosity(verbosity)
 
 
+def _check_study(st: Any, study_name: str, url: str, algo: str, env: str, space: dict[str, Param]) -> None:
+    """Refuse (CanterError) a study that this call cannot continue: one that minimizes, tunes another algorithm or env,
+    or sampled a parameter from a distribution the search space now changes; a new study is marked as ``algo``'s."""
+    # a study made beforehand (to enqueue trials) has Optuna's default direction, minimize: its best
+    # trial would be the lowest return, and TPE would search for low returns
+    if [d.name for d in st.directions] != ["MAXIMIZE"]:
+        raise CanterError(f"study '{study_name}' in {shown_url(url)} has direction(s) "
+                          f"{', '.join(d.name.lower() for d in st.directions)}; canter tune maximizes the "
+                          "evaluation return: create it with direction='maximize' or choose another --study")
+    owner = st.user_attrs.get("canter")
+    if owner is not None and owner != {"algo": algo, "env": env}:
+        raise CanterError(f"study '{study_name}' in {shown_url(url)} tunes {owner['algo']} on {owner['env']}; "
+                          "choose another --study")
+    check_study_space(st, space)
+    if owner is None:
+        st.set_user_attr("canter", {"algo": algo, "env": env})
+
+
 def _check_out_owner(out_dir: Path, study_name: str, url: str, default_storage: bool = False) -> None:
     """Refuse an ``out_dir`` whose ``best.yaml`` another study wrote (this one would overwrite it).
 
@@ -402,23 +375,13 @@ def _check_out_owner(out_dir: Path, study_name: str, url: str, default_storage: 
 _STUDY_LINE = re.compile(r"^# study '(.*)' in (.*)$")
 
 
-def _fail_stale_trials(study: Any) -> None:
-    """Mark the RUNNING trials whose heartbeat stopped over the storage's grace period ago (a killed
-    ``canter tune``) as failed, as Optuna does only when a new trial starts."""
-    import optuna
-
-    with warnings.catch_warnings():  # "experimental"
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        optuna.storages.fail_stale_trials(study)
-
-
 def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, sets: list[str],
             run_overrides: dict[str, Any], out_dir: Path, n_params: int, storage: Any = None) -> TuneResult:
     import optuna
     from optuna.trial import TrialState
 
     st = optuna.load_study(study_name=study_name, storage=storage if storage is not None else _storage(url))
-    _fail_stale_trials(st)  # a killed run's trial, also when no trial ran now (the study had enough)
+    fail_stale_trials(st)  # a killed run's trial, also when no trial ran now (the study had enough)
     counts = {s.name.lower(): len(st.get_trials(deepcopy=False, states=(s,)))
               for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)}
     complete = st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))

@@ -1,0 +1,59 @@
+"""canter tune refusing a study before any trial: nothing written, not even the storage file or --out's folders."""
+import pytest
+
+from support import assert_one_line_error, run_cli, snapshot
+
+BASE = ["tune", "ppo", "--env", "CartPole-v1", "--trials", "1", "--max-steps", "64", "--eval-every", "64", "--quiet"]
+
+
+@pytest.fixture
+def no_trials(monkeypatch):
+    """Fail the test if a trial runs."""
+    monkeypatch.setattr("canter.tools.tune._optimize", lambda *a, **k: pytest.fail("a trial ran"))
+
+
+def test_tune_refused_with_a_new_storage_file_leaves_no_file(tmp_path, capsys, no_trials):
+    """--storage sqlite:///NEW.db beside an --out holding an earlier study's agents was refused after the storage
+    had been opened, which created NEW.db: the refused command left a new SQLite file behind."""
+    pytest.importorskip("optuna")
+    out = tmp_path / "t"
+    (out / "agents").mkdir(parents=True)
+    for name in ("trial-0.json", "trial-0.safetensors"):
+        (out / "agents" / name).write_text("an earlier study's")
+    before = snapshot(tmp_path)
+    code, _, err = run_cli(capsys, *BASE, "--out", str(out), "--storage", f"sqlite:///{tmp_path / 'new.db'}")
+    assert_one_line_error(code, err, "agents/trial-0", "has no trials")
+    assert snapshot(tmp_path) == before  # no new.db
+
+
+@pytest.mark.parametrize("problem", ["minimize", "other algo", "other space"])
+def test_tune_refused_study_leaves_no_out_folder(tmp_path, capsys, no_trials, problem):
+    """A study refused once opened (it minimizes, tunes another algorithm, or sampled a parameter of another kind)
+    left the --out folders that tune had made for it, empty."""
+    optuna = pytest.importorskip("optuna")
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    if problem == "minimize":
+        study = optuna.create_study(study_name="s", storage=url)
+        needle = "direction(s) minimize"
+    else:
+        study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+        study.set_user_attr("canter", {"algo": "dqn" if problem == "other algo" else "ppo", "env": "CartPole-v1"})
+        needle = "tunes dqn on CartPole-v1" if problem == "other algo" else "sampled 'lr'"
+        if problem == "other space":  # a categorical lr: the declared space is a log-scale float range
+            study.enqueue_trial({"lr": 0.001})
+            trial = study.ask({"lr": optuna.distributions.CategoricalDistribution([0.001, 0.01])})
+            study.tell(trial, 1.0)
+    before = snapshot(tmp_path)
+    code, _, err = run_cli(capsys, *BASE, "--out", str(tmp_path / "a" / "b"), "--storage", url, "--study", "s")
+    assert_one_line_error(code, err, needle)
+    assert snapshot(tmp_path) == before  # no a/b, study.db as it was
+
+
+def test_new_sqlite_file():
+    """The SQLite file a URL would create: none for an existing file, memory, a file: URI or another database."""
+    from canter.tools.tune_storage import new_sqlite_file
+
+    assert str(new_sqlite_file("sqlite:////tmp/no/such%3Fdir/x.db")) == "/tmp/no/such?dir/x.db"
+    assert new_sqlite_file(f"sqlite:///{__file__}") is None
+    for url in ("sqlite://", "sqlite:///:memory:", "sqlite:///file:x?mode=ro&uri=true", "postgresql://u@h/db", "?"):
+        assert new_sqlite_file(url) is None, url
