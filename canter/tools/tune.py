@@ -27,7 +27,7 @@ from canter.config import parse_set, resolve_config, resolved_dict
 from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
-from canter.tools.tune_agents import check_agents_belong, keep_best_agent, save_if_best, trial_rows
+from canter.tools.tune_agents import best_of, check_agents_belong, keep_best_agent, save_if_best, trial_rows
 from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interrupt, run_workers
 
 from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_study_space,  # noqa: F401
@@ -387,7 +387,7 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     complete = st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if not complete:
         raise CanterError(f"no trial of study '{study_name}' completed ({counts}); see the messages above")
-    best = st.best_trial
+    best = best_of(complete)  # a tie: the earliest trial, whose agent was kept (Optuna leaves it to the database)
     config = best.user_attrs.get("config")  # what the trial trained with
     if config is None:  # a trial of an earlier canter, which did not keep it
         config = resolved_dict(*resolve_config(algo, env, config_file, sets, **{**run_overrides, **_decode(best.params)}))

@@ -22,20 +22,30 @@ def agent_path(out_dir: Path, number: int) -> Path:
 
 def save_if_best(trial: Any, trainer: Any, out_dir: Path, value: float) -> None:
     """Save the agent of the trial's ``trainer`` as :func:`agent_path` when ``value`` beats every complete trial of
-    the study so far."""
+    the study so far (or ties with the best of them, from a later trial: :func:`best_of`)."""
     import optuna
     from optuna.trial import TrialState
 
     from canter.checkpoint import save_agent
 
     complete = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if complete and value <= max(t.value for t in complete):
+    best = best_of(complete)
+    # a tie with the best goes to the earlier trial (best_of), which may end after this one with --jobs
+    if best is not None and (value < best.value or (value == best.value and trial.number > best.number)):
         return
     try:
         save_agent(trainer.agent, agent_path(out_dir, trial.number))
     except Exception as exc:  # noqa: BLE001 - a full disk, an agent that cannot be saved: the result stays
         optuna.logging.get_logger("optuna").warning(f"trial {trial.number}: its agent was not saved: "
                                                     f"{type(exc).__name__}: {exc}")
+
+
+def best_of(trials: list[Any]) -> Any:
+    """The best of complete ``trials`` (None if none): the highest value, a tie going to the earliest trial (the
+    lowest number). Optuna's ``best_trial`` leaves ties to the database's row order, and a trial saves its agent
+    only when it beats this one, so with ``--jobs`` (a later trial ending first with the same value) the best trial
+    it named could have no agent."""
+    return max(trials, key=lambda t: (t.value, -t.number), default=None)
 
 
 def check_agents_belong(out_dir: Path, study_name: str, storage: Any, shown: str) -> None:

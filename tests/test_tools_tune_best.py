@@ -1,0 +1,47 @@
+"""Which trial canter tune calls the best, and its agent: ties, out-of-order trials (--jobs)."""
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+
+
+def _fake_save(agent, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_name(path.name + ".json").write_text("{}")
+
+
+def test_a_tie_goes_to_the_earlier_trial_and_keeps_its_agent(tmp_path, monkeypatch):
+    """With --jobs, trial 1 completed first with 5.0 and saved its agent; trial 0 then completed with the same 5.0
+    and saved nothing (not better). The study's best was trial 0 (Optuna's tie order), whose agent did not exist:
+    best.yaml named no agent and trial 1's was removed (seen in a CartPole run whose returns were all 5)."""
+    from canter.tools import tune as tune_mod
+    from canter.tools.tune_agents import agent_path, save_if_best
+
+    monkeypatch.setattr("canter.checkpoint.save_agent", _fake_save)
+    monkeypatch.setattr(tune_mod, "save_plots", lambda *a: {})
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    first, second = study.ask(), study.ask()  # trials 0 and 1, training at once
+    trainer = SimpleNamespace(agent=None)
+    for trial in (second, first):  # trial 1 ends first
+        save_if_best(trial, trainer, tmp_path, 5.0)
+        trial.set_user_attr("config", {"algo": "ppo"})  # what it trained with, for best.yaml
+        study.tell(trial, 5.0)
+    result = tune_mod._finish("s", url, "ppo", "CartPole-v1", None, [], {}, tmp_path, 0)
+    assert result.best_trial == 0 and result.files.get("agent") == agent_path(tmp_path, 0)
+    assert sorted(p.name for p in (tmp_path / "agents").iterdir()) == ["trial-0.json"]
+    assert "# its agent: canter play" in (tmp_path / "best.yaml").read_text()
+    later = study.ask()  # a later tie saves nothing: trial 0 stays the best
+    save_if_best(later, trainer, tmp_path, 5.0)
+    assert not (tmp_path / "agents" / "trial-2.json").exists()
+
+
+def test_best_of():
+    """The highest value; a tie to the lowest number; None for no trials."""
+    from canter.tools.tune_agents import best_of
+
+    t = [SimpleNamespace(number=n, value=v) for n, v in ((3, 1.0), (1, 2.0), (2, 2.0), (0, -1.0))]
+    assert best_of(t).number == 1 and best_of([]) is None
