@@ -57,3 +57,30 @@ def test_new_sqlite_file():
     assert new_sqlite_file(f"sqlite:///{__file__}") is None
     for url in ("sqlite://", "sqlite:///:memory:", "sqlite:///file:x?mode=ro&uri=true", "postgresql://u@h/db", "?"):
         assert new_sqlite_file(url) is None, url
+
+
+@pytest.mark.parametrize("entry, needle", [
+    ("n_steps: {low: 16, high: 64, step: 100}", "cut to [16, 16]; use 'high': 116 or a 'step' of at most 48"),
+    ("n_steps: {low: 16, high: 64, step: 5}", "cut to [16, 61]; use 'high': 61 or 66"),
+    ("lr: {low: 0.001, high: 0.01, step: 0.004}", "cut to [0.001, 0.009]; use 'high': 0.009 or 0.013"),
+])
+def test_tune_refuses_a_step_that_does_not_divide_the_range(tmp_path, capsys, no_trials, entry, needle):
+    """A 'step' that does not divide high - low was accepted: Optuna lowered 'high' with a UserWarning from its
+    own source (n_steps low 16, high 64, step 100 became [16, 16]: every trial had n_steps 16, nothing tuned)."""
+    pytest.importorskip("optuna")
+    space = tmp_path / "space.yaml"
+    space.write_text(entry + "\n")
+    before = snapshot(tmp_path)
+    code, _, err = run_cli(capsys, *BASE, "--out", str(tmp_path / "t"), "--space", str(space))
+    assert_one_line_error(code, err, "does not divide the range", needle)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_step_that_divides_the_range_is_taken(tmp_path):
+    """Floats are compared as decimals (0.1 to 0.7 by 0.2 is a grid of four, though 0.6 % 0.2 != 0 in binary)."""
+    from canter.tools.tune_space import search_space
+
+    space = tmp_path / "space.yaml"
+    space.write_text("lr: {low: 0.1, high: 0.7, step: 0.2}\nn_steps: {low: 16, high: 64, step: 16}\n")
+    params = search_space("ppo", space)
+    assert (params["lr"].step, params["n_steps"].step) == (0.2, 16)

@@ -162,7 +162,25 @@ def make_param(algo_cls: type, name: str, spec: Any, source: str) -> Param:
         step = coerce(base, step, f"{key}: step")
         if not step > 0:
             raise CanterError(f"{where}: 'step' must be > 0, got {step}")
+        _check_grid(where, low, high, step)
     return Param(key, "int" if base is int else "float", low, high, log, step)
+
+
+def _check_grid(where: str, low: float, high: float, step: float) -> None:
+    """Refuse (CanterError) a ``step`` that does not divide ``high - low``: Optuna would lower ``high`` to the grid's
+    last point with a warning (``low: 16, high: 64, step: 100`` tuned nothing, every trial 16)."""
+    from decimal import Decimal
+
+    d_low, d_high, d_step = Decimal(str(low)), Decimal(str(high)), Decimal(str(step))  # as Optuna checks it
+    span = d_high - d_low
+    if span % d_step == 0:
+        return
+    below = (span // d_step) * d_step + d_low
+    above, num = below + d_step, type(low)
+    hint = (f"use 'high': {num(below)} or {num(above)}" if below > d_low
+            else f"use 'high': {num(above)} or a 'step' of at most {num(span)}")
+    raise CanterError(f"{where}: 'step' ({step}) does not divide the range from 'low' ({low}) to 'high' ({high}), which "
+                      f"Optuna would cut to [{low}, {num(below)}]; {hint}")
 
 
 def search_space(algo: str, space_file: str | Path | None = None) -> dict[str, Param]:
