@@ -4,7 +4,7 @@ Each hyperparameter's search space lives on its config field (``hp(..., search={
 "high": 3e-3, "log": True})`` or ``search={"choices": [...]}``); ``--space FILE.yaml`` overrides
 entries by name (``name: null`` leaves that one untuned, run keys such as ``n_envs`` may be added).
 Trials are sampled by TPE and pruned by the median rule on the evaluation returns the trainer
-yields (reported at the eval_every interval reached, env steps // eval_every, so that trials are
+yields (reported at the interval reached, env steps // the study's first eval_every, so that trials are
 compared at the same env step). The objective is a trial's last evaluation mean return. The study
 lives in an Optuna storage (SQLite in the output directory by default, or any RDB URL so that
 several machines share it) and resumes when run again with the same storage
@@ -93,7 +93,9 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
             trial.set_user_attr("config", config)
         trainer = make_trainer(job["algo"], job["env"], config_file=job["config_file"], sets=job["sets"],
                                run_dir=None, quiet=True, **{**job["run_overrides"], **job["trial_overrides"], **params})
-        every = trainer.run.eval_every
+        # the study's reporting interval (its first run's eval_every), not this trial's: a resumed study with another
+        # --eval-every, or an eval_every in the search space, is still compared at the same env steps
+        every = _study_every(trial.study, trainer.run.eval_every)
         n_evals, at, last = 0, 0, None
         try:
             records = trainer()
@@ -106,7 +108,7 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
                     continue
                 n_evals += 1
                 last = record.evaluation.mean_return
-                # reported at the eval_every interval reached (env steps // eval_every), not at the count of
+                # reported at the interval reached (env steps // the study's eval_every), not at the count of
                 # evaluations: a trial whose rollout spans 8 intervals evaluates once per 8, and the median rule
                 # must compare it with the others at the same env step. An evaluation in the interval of the
                 # previous one (the last, at max_steps) is not reported: the trial's value is it, and it ends
@@ -292,6 +294,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
             st = optuna.create_study(study_name=study_name, storage=opened, direction="maximize",
                                      load_if_exists=True)
             _check_study(st, study_name, url, algo_name, env_id, space)
+            _adopt_report_every(st)
         except BaseException:
             if new_db is not None:  # a refused call leaves no storage file behind (nor its directories)
                 discard_storage(opened, new_db)
@@ -347,6 +350,25 @@ def _check_study(st: Any, study_name: str, url: str, algo: str, env: str, space:
     check_study_space(st, space)
     if owner is None:
         st.set_user_attr("canter", {"algo": algo, "env": env})
+
+
+def _study_every(study: Any, eval_every: int) -> int:
+    """The env steps of one reporting interval of ``study`` (pruning compares trials at the same interval number):
+    the ``eval_every`` of its first trial (``eval_every``, this trial's, when it is the first), kept in the study."""
+    every = study.user_attrs.get("report_every")
+    if every is None:
+        study.set_user_attr("report_every", eval_every)
+        return eval_every
+    return int(every)
+
+
+def _adopt_report_every(st: Any) -> None:
+    """Keep in a study of an earlier canter, which did not, its first trial's ``eval_every`` as its reporting
+    interval (:func:`_study_every`)."""
+    if st.user_attrs.get("report_every") is None:
+        first = next((t.user_attrs["config"] for t in st.get_trials(deepcopy=False) if "config" in t.user_attrs), None)
+        if first is not None and "eval_every" in first:
+            st.set_user_attr("report_every", int(first["eval_every"]))
 
 
 def _check_out_owner(out_dir: Path, study_name: str, url: str, default_storage: bool = False) -> None:
