@@ -84,3 +84,22 @@ def test_a_step_that_divides_the_range_is_taken(tmp_path):
     space.write_text("lr: {low: 0.1, high: 0.7, step: 0.2}\nn_steps: {low: 16, high: 64, step: 16}\n")
     params = search_space("ppo", space)
     assert (params["lr"].step, params["n_steps"].step) == (0.2, 16)
+
+
+def test_tune_refusing_an_existing_study_prints_one_line(tmp_path, capsys, monkeypatch, no_trials):
+    """Without --quiet, Optuna's 'Using an existing study ...' log line came before the refusal: two lines on
+    stderr. Optuna's line now waits until the study is accepted."""
+    optuna = pytest.importorskip("optuna")
+    import sys
+
+    monkeypatch.setattr(optuna.logging._default_handler, "stream", sys.stderr)  # its lines into capsys
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    study.set_user_attr("canter", {"algo": "dqn", "env": "CartPole-v1"})
+    argv = [a for a in BASE if a != "--quiet"]
+    code, _, err = run_cli(capsys, *argv, "--out", str(tmp_path / "t"), "--storage", url, "--study", "s")
+    assert_one_line_error(code, err, "tunes dqn on CartPole-v1")
+    optuna.create_study(study_name="s2", storage=url, direction="maximize")  # still logged once it is accepted
+    monkeypatch.setattr("canter.tools.tune._optimize", lambda *a, **k: None)
+    code, _, err = run_cli(capsys, *argv, "--out", str(tmp_path / "t"), "--storage", url, "--study", "s2")
+    assert "Using an existing study with `study_name='s2'`" in err

@@ -280,7 +280,8 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]
     new_db = new_sqlite_file(url)  # the SQLite file that opening the storage creates: removed again if refused
     verbosity = optuna.logging.get_verbosity()  # the caller's, given back at the end
-    optuna.logging.set_verbosity(optuna.logging.WARNING if quiet else optuna.logging.INFO)
+    # Optuna's own "new study" / "existing study" line waits until the study is accepted: a refusal is one line
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         opened = None
         try:
@@ -291,6 +292,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
             opened = _storage(url)
             if new_db is None:
                 check_agents_belong(out_dir, study_name, opened, shown_url(url))
+            existed = study_name in optuna.study.get_all_study_names(opened)
             st = optuna.create_study(study_name=study_name, storage=opened, direction="maximize",
                                      load_if_exists=True)
             _check_study(st, study_name, url, algo_name, env_id, space)
@@ -304,6 +306,10 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
                 except OSError:
                     break
             raise
+        optuna.logging.set_verbosity(optuna.logging.WARNING if quiet else optuna.logging.INFO)
+        optuna.logging.get_logger("optuna.study.study").info(
+            f"Using an existing study with `study_name='{study_name}'` instead of creating a new one." if existed
+            else f"A new study created in RDB with name: {study_name}")
         job = {
             "algo": algo_name, "env": env_id, "config_file": None if config_file is None else str(config_file),
             "sets": list(sets), "run_overrides": dict(run_overrides),
