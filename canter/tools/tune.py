@@ -412,9 +412,17 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     fail_stale_trials(st)  # a killed run's trial, also when no trial ran now (the study had enough)
     counts = {s.name.lower(): len(st.get_trials(deepcopy=False, states=(s,)))
               for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)}
+    from canter.atomic import atomic_write
+    from canter.tools.bench_results import to_csv
+
+    trials_csv = out_dir / "trials.csv"  # every trial, as rl-zoo3's report: also failed ones, with no best
+    rows = trial_rows(st)
+    if rows:
+        atomic_write(trials_csv, to_csv(rows).encode())
     complete = st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if not complete:
-        raise CanterError(f"no trial of study '{study_name}' completed ({counts}); see the messages above")
+        where = f" and {trials_csv}" if rows else ""
+        raise CanterError(f"no trial of study '{study_name}' completed ({counts}); see the messages above{where}")
     best = best_of(complete)  # a tie: the earliest trial, whose agent was kept (Optuna leaves it to the database)
     config = best.user_attrs.get("config")  # what the trial trained with
     if config is None:  # a trial of an earlier canter, which did not keep it
@@ -426,13 +434,8 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
               f"{files['best']}\n" + (f"# its agent: canter play {agent}\n" if agent else ""))
     if agent:
         files["agent"] = agent
-    from canter.atomic import atomic_write
-
     atomic_write(files["best"], (header + dump_yaml(config)).encode())
-    from canter.tools.bench_results import to_csv
-
-    files["trials"] = out_dir / "trials.csv"  # every trial, as rl-zoo3's report
-    atomic_write(files["trials"], to_csv(trial_rows(st)).encode())
+    files["trials"] = trials_csv
     files.update(save_plots(st, out_dir, n_params))
     return TuneResult(study_name, url, best.number, float(best.value), _decode(best.params), counts, files)
 
