@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_dataset_argument,
-                                  zoo_section)
+                                  misspelt_section, zoo_section)
 from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_range, coerce, hp, sb3_net_arch, set_nested, split_train_freq,  # re-exported
@@ -389,9 +389,9 @@ def resolve_config(
                 run_values[head] = set_nested(run_keys, run_values, key, value, text=_source == "--set")
                 (preset_keys.add if layer < n_presets else preset_keys.discard)(head)
             else:
-                keys = list(run_keys) + list(hp_keys)
+                keys = ["hparams", *run_keys, *hp_keys]  # hparam: {lr: ...} was "did you mean 'policy_hparams'?"
                 raise zoo_section(key, value, _source) or _other_name(key, run_keys, hp_keys, algo_name) or _another_algorithms(
-                    key, keys, algo_name) or unknown(
+                    key, keys, algo_name) or misspelt_section(key, run_keys, hp_keys) or unknown(
                     "config key", key, keys, see=_keys_hint(algo_name))
     run_values["algo"] = algo_name
     run_values["env"] = str(env_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
+import typing
 from typing import Any
 
 from canter.errors import CanterError, closest, unknown
@@ -180,6 +181,28 @@ def _another_algorithms(key: str, keys: list[str], algo: str) -> CanterError | N
     near = closest(key, keys)
     hint = ("did you mean " + " or ".join(f"'{k}'" for k in near) + "?") if near else f"{_keys_hint(algo)}"
     return CanterError(f"unknown config key '{key}': {owners} (a config written for another algorithm?); {hint}")
+
+
+def misspelt_section(key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
+    """The error for a dotted key whose first part is a misspelt section (``hparam.lr``, ``Hparams.lr``,
+    ``env_kwarg.max_episode_steps``: ``hparams`` or a mapping run key of ``run_keys``), naming the key with that part
+    spelt right; None for any other key. The closest spellings of the whole key misled: 'policy_hparams' for
+    ``hparam.lr``, 'eval_episodes' for ``env_kwarg.max_episode_steps``."""
+    head, dot, rest = key.partition(".")
+    if not dot or not rest:
+        return None
+    mappings = [k for k, (_, tp) in run_keys.items() if dict in (tp, typing.get_origin(tp))]
+    near = []
+    for section in closest(head, ["hparams", *mappings]):
+        if section == "policy_hparams" and "." not in rest:  # policy_hparams.POLICY.NAME
+            continue
+        if section != "hparams":
+            near.append(f"{section}.{rest}")
+        elif "." not in rest and (rest in hp_keys or closest(rest, hp_keys, 1)):  # hparam.lrr: hparams.lr
+            near.append(f"hparams.{rest if rest in hp_keys else closest(rest, hp_keys, 1)[0]}")
+    if not near:
+        return None
+    return CanterError(f"unknown config key '{key}'; did you mean " + " or ".join(f"'{k}'" for k in near) + "?")
 
 
 def other_owners(name: str, algo: str) -> str | None:
