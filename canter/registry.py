@@ -33,6 +33,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "on_policy_replay": ("n_steps", "buffer_size", "replay_ratio", "replay_start"),
     "offline": ("batch_size", "gradient_steps")}
 _CHECKED: set[type] = set()  # user algorithm classes found complete by _check_user_algorithm
+#: (kind, name) -> why nothing registered under that name is ever looked up: a value the config reads itself
+_RESERVED = {("encoder", "auto"): "encoder: auto picks one of canter's encoders (nature, impala, multi or flat) for "
+                                  "the observations and never looks the name up"}
 
 
 def _same_definition(a: Any, b: Any) -> bool:
@@ -58,6 +61,8 @@ def register(kind: str, name: str) -> Callable[[T], T]:
         raise ValueError(f"cannot register {kind} {name!r}: a name must be a non-empty string"
                          + ("" if not isinstance(name, str) or not name.strip() else
                             " without ':' (a name with ':' is looked up as module:Class)"))
+    if (kind, name) in _RESERVED:  # it was registered, listed by canter list, and silently never used
+        raise ValueError(f"cannot register {kind} {name!r}: {_RESERVED[kind, name]}; choose another name")
 
     def deco(obj: T) -> T:
         # the module registering: where the decorator is applied (@register, register(...)(obj), or a helper's
