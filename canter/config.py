@@ -18,7 +18,8 @@ from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, 
                                   misspelt_section, zoo_section)
 from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
-                                  check_range, coerce, hp, sb3_net_arch, set_nested, split_train_freq,  # re-exported
+                                  check_entry_once, check_range, coerce, entries_last, hp, sb3_net_arch,  # re-exported
+                                  set_nested, split_train_freq,
                                   type_name)
 from canter.devices import resolve_device
 from canter.errors import CanterError, shown, unknown
@@ -357,7 +358,8 @@ def resolve_config(
                 given[name] = key
                 hp_values[name] = value
 
-        for key, value in data.items():
+        wholes: dict[str, Any] = {}  # mapping run key -> its value as this layer gives it whole
+        for key, value in entries_last(data, run_keys, _source != "--set"):  # env_kwargs: {...}, then env_kwargs.x
             if not isinstance(key, str):
                 raise CanterError(f"config keys must be strings, got {key!r} in {_source}")
             if key == "hparams":
@@ -377,7 +379,7 @@ def resolve_config(
                     raise _unknown_hparam(key, hp_keys, run_keys, algo_name)
                 set_hp(key[8:], value, key)
             elif key in run_keys:
-                run_values[key] = value
+                run_values[key] = wholes[key] = value
                 if layer < n_presets:
                     preset_keys.add(key)
                 else:
@@ -386,6 +388,7 @@ def resolve_config(
                 set_hp(key, value, key)
             elif key.split(".", 1)[0] in run_keys:  # env_kwargs.max_episode_steps: an entry of a mapping setting
                 head = key.split(".", 1)[0]
+                check_entry_once(wholes, key, _source)
                 run_values[head] = set_nested(run_keys, run_values, key, value, text=_source == "--set")
                 (preset_keys.add if layer < n_presets else preset_keys.discard)(head)
             else:

@@ -341,3 +341,28 @@ def set_nested(fields: dict[str, tuple[dataclasses.Field, Any]], current: dict[s
         node[name] = node = dict(inner)
     node[path[-1]] = parse_yaml_value(value, key) if text and isinstance(value, str) else value
     return whole
+
+
+def entries_last(data: dict[Any, Any], fields: dict[str, Any], reorder: bool) -> list[tuple[Any, Any]]:
+    """The items of one config layer ``data``, with ``reorder`` (a layer other than ``--set``, whose keys have no
+    order that means anything) the entries of mapping settings (``env_kwargs.max_episode_steps``, of ``fields``)
+    after the rest: a file's ``env_kwargs: {...}`` written below ``env_kwargs.max_episode_steps: 50`` replaced the
+    whole mapping, dropping the entry without a word."""
+    items = list(data.items())
+    if not reorder:
+        return items
+    return sorted(items, key=lambda kv: isinstance(kv[0], str) and "." in kv[0] and kv[0].split(".")[0] in fields)
+
+
+def check_entry_once(wholes: dict[str, Any], key: str, source: str) -> None:
+    """Refuse ``key`` (``env_kwargs.max_episode_steps``), an entry of a mapping setting, where the same layer
+    (``source``) gave that setting whole with that entry in it (``wholes``: setting -> value): one layer giving a
+    value twice would keep one of them silently, as a hyperparameter given twice would (refused too)."""
+    head, *path = key.split(".")
+    node = wholes.get(head)
+    for name in path:
+        if not isinstance(node, dict) or name not in node:
+            return
+        node = node[name]
+    if head in wholes:
+        raise CanterError(f"'{key}' and '{head}: {{{path[0]}: ...}}' both set '{key}' in {source}; give it once")
