@@ -401,6 +401,7 @@ def resolve_config(
     if "target_reward" in preset_keys and _no_evaluations(run_values.get("eval_episodes")):
         run_values.pop("target_reward")  # a preset's target, which no evaluation would check: the run has none
     run = build(RunConfig, run_values)
+    run.imports = [m.strip() for m in run.imports]  # imported stripped (config_imports): recorded so, eval finds them
     algo_cfg = build(algo_cls.Config, hp_values, section="hparams.")
     from canter.multiagent_config import resolve_multiagent_modes
 
