@@ -168,7 +168,8 @@ def lookup(kind: str, name: str) -> Any:
 
 def _check_user_algorithm(cls: Any, name: str) -> None:
     """Refuse a user's algorithm class without what canter reads from it before building it: a ``Config``
-    dataclass (its hyperparameters), a ``family`` a trainer runs and the hyperparameters that trainer reads (the
+    dataclass (its hyperparameters, each with a default: one without was a TypeError traceback from ``--help``, list
+    and the build), a ``family`` a trainer runs and the hyperparameters that trainer reads (the
     first and last were AttributeError tracebacks, from ``--help``'s flags and the trainer; the family was "cannot
     run on explorers" for a run without any)."""
     if cls in _CHECKED or not isinstance(cls, type) or cls.__module__.split(".")[0] == "canter":
@@ -179,6 +180,11 @@ def _check_user_algorithm(cls: Any, name: str) -> None:
     if not (isinstance(config, type) and dataclasses.is_dataclass(config)):
         raise CanterError(f"algorithm '{name}' has no Config dataclass (Config = {config!r:.80}): an Algorithm "
                           f"subclass sets Config to the @dataclass of its hyperparameters (canter.config.hp fields)")
+    required = [f.name for f in dataclasses.fields(config)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if required:  # --help, list and the build read every default: a TypeError traceback from dataclasses
+        raise CanterError(f"algorithm '{name}' has no default for hyperparameter {', '.join(map(repr, required))} of "
+                          f"its Config: every hyperparameter needs one (declare it with canter.config.hp(default, doc))")
     family = getattr(cls, "family", None)
     if family not in FAMILIES:
         hint = str(unknown("family", str(family), FAMILIES)).split("; ", 1)[1]
