@@ -284,7 +284,7 @@ def load_yaml(path: str | Path, what: str = "config file") -> dict[str, Any]:
         raise CanterError(f"{what} {path} is larger than {MAX_BYTES // 2**20} MiB; a config is a few "
                           "key: value lines (is it the right file?)")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte order mark (Windows editors) is no text: JSON refused it
     except UnicodeDecodeError:
         raise CanterError(f"{what} {path} is not UTF-8 text") from None
     try:
