@@ -63,6 +63,10 @@ def register(kind: str, name: str) -> Callable[[T], T]:
                             " without ':' (a name with ':' is looked up as module:Class)"))
     if (kind, name) in _RESERVED:  # it was registered, listed by canter list, and silently never used
         raise ValueError(f"cannot register {kind} {name!r}: {_RESERVED[kind, name]}; choose another name")
+    if kind == "env" and str(_gym_entry_module(name)).split(".")[0] in _REGISTER_THEMSELVES:
+        # the factory replaced Gymnasium's env in every run naming the id, which the id's shipped presets still tuned
+        raise ValueError(f"cannot register env {name!r}: it is Gymnasium's id of another env, which the factory would "
+                         f"replace wherever the id is named; choose another name")
 
     def deco(obj: T) -> T:
         # the module registering: where the decorator is applied (@register, register(...)(obj), or a helper's

@@ -19,3 +19,25 @@ def test_an_encoder_named_auto_is_refused_at_registration():
     assert "auto" not in _REGISTRY["encoder"]
     register("encoder", "test_auto_like")(Auto)  # any other name is taken
     _REGISTRY["encoder"].pop("test_auto_like")
+
+
+def test_an_env_factory_under_a_gymnasium_id_is_refused_at_registration():
+    """@register("env", "CartPole-v1") was accepted: every run naming CartPole-v1 then made the factory's env (an
+    Acrobot in the report), tuned by PPO's CartPole preset (n_envs 16, target_reward 475), without a word. An id of
+    one's own, and one's own Gymnasium id registered with canter too, stay allowed."""
+    import gymnasium as gym
+
+    from canter.registry import _REGISTRY
+
+    def factory(**kwargs):
+        return gym.make("Acrobot-v1", **kwargs)
+
+    with pytest.raises(ValueError, match="cannot register env 'CartPole-v1': it is Gymnasium's id of another env"):
+        register("env", "CartPole-v1")(factory)
+    assert "CartPole-v1" not in _REGISTRY["env"]
+    gym.register("TestOwnAcrobot-v0", entry_point=factory)
+    try:
+        register("env", "TestOwnAcrobot-v0")(factory)
+        _REGISTRY["env"].pop("TestOwnAcrobot-v0")
+    finally:
+        gym.registry.pop("TestOwnAcrobot-v0")
