@@ -36,6 +36,11 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """argparse's, keeping ``args`` for :meth:`explain`."""
+        self.argv = list(args) if args is not None else None
+        return super().parse_args(args, namespace)
+
     def explain(self, message: str) -> str:
         """``message``, plus the closest valid option when it names an unrecognized one."""
         if message.startswith("unrecognized arguments:"):
@@ -70,6 +75,7 @@ class _Parser(argparse.ArgumentParser):
                     break
                 if "=" in token and "--set" in self._option_string_actions:  # '--set a=1 b=2'
                     return f"{message}; one KEY=VALUE per --set: --set {token}"
+            return message + split_value(getattr(self, "argv", None), message.split(":", 1)[1].split())
         return message
 
     def _set_only_keys(self, options: list[str]) -> dict[str, str]:
@@ -86,6 +92,25 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise CanterError(self.explain(message))
+
+
+def split_value(argv: list[str] | None, extra: list[str]) -> str:
+    """``"; the shell split a value at its spaces: quote it, --set 'net_arch=[64, 64]'"`` where the unrecognized
+    arguments ``extra`` begin with the rest of a value of ``argv`` that opened a bracket the shell's split left
+    unclosed (``--set net_arch=[64, 64]`` unquoted was 'unrecognized arguments: 64]' alone); else ``""``."""
+    if not argv or not extra or extra[0] not in argv:
+        return ""
+    i = argv.index(extra[0])
+    if i < 2 or not argv[i - 2].startswith("-"):
+        return ""
+    depth = sum(argv[i - 1].count(c) for c in "[{(") - sum(argv[i - 1].count(c) for c in "]})")
+    end = i
+    while depth > 0 and end < len(argv) and not argv[end].startswith("--"):
+        depth += sum(argv[end].count(c) for c in "[{(") - sum(argv[end].count(c) for c in "]})")
+        end += 1
+    if end == i or depth > 0:
+        return ""
+    return f"; the shell split a value at its spaces: quote it, {argv[i - 2]} '{' '.join(argv[i - 1:end])}'"
 
 
 class ResumeParser(_Parser):
