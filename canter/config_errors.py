@@ -89,8 +89,11 @@ TIANSHOU_ONLY = {
 def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) -> CanterError | None:
     """The error for a key that Stable-Baselines3 / rl-zoo3 or Tianshou use for what canter calls otherwise (where
     canter's name is another algorithm's hyperparameter, ``estimation_step`` for PPO, naming those algorithms), or
-    for a command-line option given as a config key (``run_dir``), or None."""
-    name = key[len("hparams."):] if key.startswith("hparams.") else key
+    for a command-line option given as a config key (``run_dir``), or None. A key of one policy's hyperparameters
+    (``policy_hparams.NAME.learning_rate``) is named in that policy's (``policy_hparams.NAME.lr``)."""
+    section = re.match(r"hparams\.|policy_hparams\.[^.]+\.", key)
+    prefix = section[0] if section else ""
+    name = key[len(prefix):]
     if name in FLAG_ONLY and name not in run_keys and name not in hp_keys:
         return CanterError(f"unknown config key '{key}': it is an option of the command, {FLAG_ONLY[name]}")
     if name == "user_modules" and "imports" in run_keys:  # the closest spelling was 'lr_schedule'
@@ -107,8 +110,9 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
     if ours not in run_keys and ours not in hp_keys:  # was the closest spellings: 'max_steps' for PPO's n_step
         owners = other_owners(ours, algo) if algo else None
         return None if owners is None else CanterError(
-            f"unknown config key '{key}'; canter calls it 'hparams.{ours}' ({library}'s '{name}'), but {owners}")
-    where = f"hparams.{ours}" if ours in hp_keys else ours
+            f"unknown config key '{key}'; canter calls it '{prefix or 'hparams.'}{ours}' ({library}'s '{name}'), but "
+            f"{owners}")
+    where = f"{prefix or 'hparams.'}{ours}" if ours in hp_keys else ours
     return CanterError(f"unknown config key '{key}'; canter calls it '{where}' ({library}'s '{name}')")
 
 

@@ -105,10 +105,11 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
             raise CanterError(f"'policy_hparams.{policy}.{key}' is a run setting, shared by every policy, not a "
                               f"hyperparameter: give it at the top level ('{key}: ...' in YAML, --set {key}=...)")
         if isinstance(key, str) and key not in hp_keys:  # tau for ppo: the algorithms that have it, as hparams.tau
-            from canter.config_errors import _another_algorithms
+            from canter.config_errors import _another_algorithms, _other_name
 
-            error = _another_algorithms(f"policy_hparams.{policy}.{key}", [f"policy_hparams.{policy}.{k}"
-                                                                            for k in hp_keys], algo_name)
+            full = f"policy_hparams.{policy}.{key}"  # learning_rate: 'lr', as hparams.learning_rate (was clip_range)
+            error = _other_name(full, fields_of(Run), hp_keys, algo_name) or _another_algorithms(
+                full, [f"policy_hparams.{policy}.{k}" for k in hp_keys], algo_name)
             if error is not None:
                 raise error
     from canter.config import sb3_net_arch

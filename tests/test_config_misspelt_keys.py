@@ -32,3 +32,18 @@ def test_a_misspelt_hparams_section_in_a_file_names_hparams(tmp_path, capsys):
                            "--run-dir", str(tmp_path / "run"))
     assert_one_line_error(code, err, "unknown config key 'hparam'; did you mean 'hparams'")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name, meant", [
+    ("learning_rate", "canter calls it 'policy_hparams.listener.lr' (Stable-Baselines3's 'learning_rate')"),
+    ("discount_factor", "canter calls it 'policy_hparams.listener.gamma' (Tianshou's 'discount_factor')"),
+    ("verbose", "(Stable-Baselines3's): canter shows progress unless --quiet"),
+])
+def test_another_librarys_name_for_one_policys_hyperparameter_is_named_as_in_hparams(name, meant):
+    """hparams.learning_rate is answered "canter calls it 'hparams.lr'"; one policy's learning_rate was "did you
+    mean 'policy_hparams.listener.clip_range'?", the closest spelling, which sets something else."""
+    with pytest.raises(CanterError) as info:
+        resolve_config("ppo", "pettingzoo:tests.mixed_agents",
+                       sets=["policies=type", f"policy_hparams.listener.{name}=0.001"])
+    assert meant in str(info.value)
+    assert "clip_range" not in str(info.value)
