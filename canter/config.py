@@ -302,11 +302,14 @@ def resolve_config(
 
     if other_algo(file_data.get("algo")):
         raise CanterError(f"{config_file} is for algorithm '{file_data['algo']}', not '{algo}'")
-    sets_dict: dict[str, str] = {}
+    sets_dict: dict[str, Any] = {}
     for item in sets:  # a key given again moves to the end: the last --set wins over its aliases (lr, hparams.lr)
         key, value = parse_set(item)
-        sets_dict.pop(key, None)
-        sets_dict[key] = value
+        entries = parse_yaml_value(value, key) if key == "hparams" else None  # each entry, as a file's hparams:
+        for key, value in ((f"hparams.{k}", v) for k, v in entries.items()) if isinstance(entries, dict) else [
+                (key, value)]:  # (a second --set hparams={...} dropped the first one's entries)
+            sets_dict.pop(key, None)
+            sets_dict[key] = value
     if other_algo(sets_dict.get("algo")):
         raise CanterError(f"--set algo={sets_dict['algo']} cannot change the algorithm; name it as the command's "
                           f"argument: canter train {sets_dict['algo']} ...")

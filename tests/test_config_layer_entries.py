@@ -38,3 +38,15 @@ def test_set_keeps_its_order_last_wins():
     run, _ = resolve_config("ppo", "CartPole-v1", sets=["env_kwargs={max_episode_steps: 60}",
                                                         "env_kwargs.max_episode_steps=50"])
     assert run.env_kwargs == {"max_episode_steps": 50}
+
+
+def test_each_set_hparams_mapping_sets_its_entries():
+    """A second --set hparams={...} replaced the first (the same --set key, the last one kept): lr of
+    --set hparams={lr: 0.1} --set hparams={n_steps: 64} was the preset's 0.00166, without a word, where a file's
+    hparams: sets only its entries. Each entry now counts as its own --set, in order with their aliases."""
+    _, cfg = resolve_config("ppo", "CartPole-v1", sets=["hparams={lr: 0.1}", "hparams={n_steps: 64}"])
+    assert (cfg.lr, cfg.n_steps) == (0.1, 64)
+    _, cfg = resolve_config("ppo", "CartPole-v1", sets=["hparams={lr: 1.0}", "lr=0.2", "hparams={n_steps: 64}"])
+    assert (cfg.lr, cfg.n_steps) == (0.2, 64)
+    _, cfg = resolve_config("ppo", "CartPole-v1", sets=["lr=0.2", "hparams={lr: 0.3}"])
+    assert cfg.lr == 0.3
