@@ -18,9 +18,8 @@ from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, 
                                   misspelt_section, zoo_section)
 from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
-                                  check_entry_once, check_range, coerce, entries_last, hp, sb3_net_arch,  # re-exported
-                                  set_nested, split_train_freq,
-                                  type_name)
+                                  check_entry_once, check_range, coerce, entries_last, hp, readable_type,  # re-exported
+                                  sb3_net_arch, set_nested, split_train_freq, type_name)
 from canter.devices import resolve_device
 from canter.errors import CanterError, shown, unknown
 from canter.yaml_io import dashed_pairs, glued_word, load_yaml, parse_yaml_value

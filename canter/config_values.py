@@ -158,6 +158,17 @@ def sb3_net_arch(cls: type, name: str, value: Any, key: str) -> list[tuple[str, 
     return [("net_arch", parsed["pi"]), ("critic_net_arch", parsed[critic])]
 
 
+def readable_type(tp: Any) -> bool:
+    """Whether :func:`coerce` reads values of config field type ``tp`` from YAML, ``--set`` and flags: bool, int,
+    float, str, list (of one of those), dict and Any, or one of them or null (a tuple, a Literal or a union of two
+    types reached the algorithm as --set's text, unchecked)."""
+    optional, inner = _is_optional(tp)
+    origin, args = _origin_args(inner)
+    if inner in (bool, int, float, str, list, dict, Any) or origin is dict:
+        return True
+    return origin is list and all(a in (bool, int, float, str, Any) for a in args)
+
+
 def coerce(tp: Any, value: Any, key: str) -> Any:
     """Convert ``value`` (from YAML or a ``--set`` string) to type ``tp`` or raise a CanterError."""
     optional, inner = _is_optional(tp)

@@ -73,7 +73,9 @@ def test_user_algorithm_that_raises_in_init_or_refuses_its_arguments_is_one_line
      ["has no hyperparameter n_steps, gamma, gae_lambda, which the on_policy trainer reads: declare them"]),
     ("    @dataclasses.dataclass(kw_only=True)\n    class Config(PPO.Config):\n        must: float\n",
      ["has no default for hyperparameter 'must' of its Config: every hyperparameter needs one"]),  # was a TypeError
-], ids=["family-typo", "no-family", "config-none", "no-config", "no-rollout-fields", "no-default"])
+    ("    @dataclasses.dataclass\n    class Config(PPO.Config):\n        widths: tuple = (64, 64)\n",
+     ["has hyperparameter 'widths' of type tuple, which a config cannot give"]),  # --set gave it '[32, 32]', a str
+], ids=["family-typo", "no-family", "config-none", "no-config", "no-rollout-fields", "no-default", "tuple-field"])
 @pytest.mark.parametrize("how", ["train", "help", "list"])
 def test_user_algorithm_without_a_family_or_config_is_one_line(capsys, workdir, monkeypatch, request, body, needles,
                                                                how):
