@@ -17,6 +17,7 @@ from canter.config_errors import check_positions, misspelled_argument
 from canter.config import RunConfig, build, build_saved_hparams, resolve_config, resolved_dict
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import config_algo, import_config_imports
+from canter.config_unused import warn_unused_settings
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.spaces import read_alike
 from canter.envs.make import eval_env_kwargs, make_eval_env, warn_env_of_main
@@ -138,6 +139,8 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         warnings.warn(CanterWarning(
             f"explorer_timeout applies only to runs with --explorers (Ray explorers); this {run.algo} run ignores it"
         ), stacklevel=2)
+    if resumed is None:  # (a resumed run was warned when it started)
+        warn_unused_settings(run)
     if algo_cls.family == "offline" or run.dataset is not None:
         if resumed is None:  # a resumed run's patience counts its earlier evaluations, and a longer budget adds one
             _warn_idle_patience(run)
