@@ -157,14 +157,15 @@ def lookup(kind: str, name: str) -> Any:
                 if isinstance(name, type) and name.__module__ != "__main__" else "")  # __main__: not again elsewhere
         raise CanterError(f"{kind} must be a registered name or a 'module:Class' string, got {what:.200}; register a "
                           f"class with @canter.register('{kind}', 'name') and pass its name{path}")
-    if ":" in name:
-        obj = import_object(name)
-        base = _BASES.get(kind)
-        if base is not None and not (isinstance(obj, type) and issubclass(obj, import_object(base))):
-            article = "an" if kind[0] in "aeiou" else "a"
-            raise CanterError(f"'{name}' is not {article} {kind} class (a subclass of {base.replace(':', '.')})")
-    else:
-        obj = match(kind, name, _REGISTRY[kind])
+    obj = import_object(name) if ":" in name else match(kind, name, _REGISTRY[kind])
+    # a registered algorithm or agent is a class too: canter reads an algorithm's attributes before building it, and
+    # a function registered as one was an AttributeError traceback (train, --help, list)
+    base = _BASES.get(kind) if ":" in name or kind in ("algorithm", "agent") else None
+    if base is not None and not (isinstance(obj, type) and issubclass(obj, import_object(base))):
+        article = "an" if kind[0] in "aeiou" else "a"
+        what = "" if ":" in name else f" (registered to {getattr(obj, '__module__', None)}." \
+                                      f"{getattr(obj, '__qualname__', type(obj).__name__)})"
+        raise CanterError(f"'{name}'{what} is not {article} {kind} class (a subclass of {base.replace(':', '.')})")
     if kind == "algorithm":
         _check_user_algorithm(obj, name)
     return obj

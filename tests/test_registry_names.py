@@ -41,3 +41,25 @@ def test_an_env_factory_under_a_gymnasium_id_is_refused_at_registration():
         _REGISTRY["env"].pop("TestOwnAcrobot-v0")
     finally:
         gym.registry.pop("TestOwnAcrobot-v0")
+
+
+@pytest.mark.parametrize("kind, base", [("algorithm", "canter.algorithms.base.Algorithm"),
+                                        ("agent", "canter.agents.agent.Agent")])
+def test_a_function_registered_as_an_algorithm_or_agent_is_a_one_line_error(kind, base):
+    """A function registered as an algorithm was an AttributeError traceback ('function' object has no attribute
+    'name') from canter train, --help and list; one registered as an agent ('NoneType' object has no attribute
+    'torch_threads') from train. As 'module:Class' names are, they are refused naming the class they must be."""
+    from canter.errors import CanterError
+    from canter.registry import _REGISTRY, lookup
+
+    def factory(*args, **kwargs):
+        return None
+
+    name = f"test_function_{kind}"
+    register(kind, name)(factory)
+    try:
+        with pytest.raises(CanterError, match=rf"'{name}' \(registered to .*factory\) is not an? {kind} class "
+                                              rf"\(a subclass of {base}\)"):
+            lookup(kind, name)
+    finally:
+        _REGISTRY[kind].pop(name)
