@@ -76,6 +76,9 @@ def register(kind: str, name: str) -> Callable[[T], T]:
             # a user's component: canter's own are registered first (import canter no longer does it), so that a
             # taken name is refused here, not later inside canter's imports (which would leave the rest unregistered)
             _load_builtins()
+        if kind == "env" and not callable(obj):  # it was "'int' object is not callable" when a run made the env
+            raise ValueError(f"cannot register env {name!r} to {obj!r:.80}: an env is registered as a class or a "
+                             f"factory function that makes it")
         existing = _REGISTRY[kind].get(name)
         if existing is not None and existing is not obj and not _same_definition(existing, obj):
             raise ValueError(f"{kind} '{name}' is already registered to {existing!r}")

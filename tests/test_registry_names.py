@@ -63,3 +63,32 @@ def test_a_function_registered_as_an_algorithm_or_agent_is_a_one_line_error(kind
             lookup(kind, name)
     finally:
         _REGISTRY[kind].pop(name)
+
+
+def test_an_env_registered_to_something_not_callable_is_refused_at_registration():
+    """register("env", "IntEnv-v0")(42) was accepted; a run of it was "'int' object is not callable", a traceback."""
+    from canter.registry import _REGISTRY
+
+    with pytest.raises(ValueError, match="cannot register env 'TestIntEnv-v0' to 42: an env is registered as a class"):
+        register("env", "TestIntEnv-v0")(42)
+    assert "TestIntEnv-v0" not in _REGISTRY["env"]
+
+
+def test_an_env_factory_that_returns_no_env_is_a_one_line_error():
+    """A factory that forgot its return made None: an AttributeError traceback from the wrappers ('NoneType' object
+    has no attribute 'observation_space'), from training and from canter play / video alike."""
+    from canter.envs import make_env, make_vec_env
+    from canter.errors import CanterError
+    from canter.registry import _REGISTRY
+
+    def forgot_return(**kwargs):
+        """Makes an env and drops it."""
+
+    register("env", "TestNoReturn-v0")(forgot_return)
+    try:
+        for make in (lambda: make_env("TestNoReturn-v0"), lambda: make_vec_env("TestNoReturn-v0", 2, "sync")):
+            with pytest.raises(CanterError, match=r"env 'TestNoReturn-v0': its registered factory .*forgot_return "
+                                                  r"returned NoneType, not a gymnasium.Env"):
+                make()
+    finally:
+        _REGISTRY["env"].pop("TestNoReturn-v0")

@@ -135,6 +135,18 @@ def _registered_factory(env_id: str) -> Any:
     return _REGISTRY["env"].get(env_id) or _REGISTRY["env"].get(_gym_id(env_id))
 
 
+def _factory_env(factory: Any, env_id: str, **kwargs: Any) -> gym.Env:
+    """``factory(**kwargs)``: the env a canter-registered factory makes. Anything else it returns (None, from a factory
+    that forgot its ``return``) is a one-line :class:`CanterError`; it was an AttributeError traceback from the
+    wrappers ('NoneType' object has no attribute 'observation_space')."""
+    env = factory(**kwargs)
+    if not isinstance(env, gym.Env):
+        name = f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', type(factory).__name__)}"
+        raise CanterError(f"env '{env_id}': its registered factory {name} returned {type(env).__name__}, not a "
+                          f"gymnasium.Env (it must return the env it makes)")
+    return env
+
+
 def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.Env:
     """Create one environment (used for rendering and video)."""
     check_env_id(env_id)
@@ -147,7 +159,8 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
     factory = _registered_factory(env_id)
     if factory is not None:  # render_mode only when asked: training made the env without it
         try:
-            env = factory(**kwargs) if render_mode is None else factory(render_mode=render_mode, **kwargs)
+            env = _factory_env(factory, env_id, **kwargs) if render_mode is None else _factory_env(
+                factory, env_id, render_mode=render_mode, **kwargs)
         except TypeError as exc:
             given = f"render_mode={render_mode!r}, " if render_mode is not None else ""
             raise CanterError(f"cannot make env '{env_id}' ({given}env_kwargs {kwargs}): {exc}"
@@ -334,7 +347,8 @@ def make_vec_env(
         if vectorization == "native":
             raise CanterError(f"env '{env_id}' has no native vectorised implementation; use --vectorization sync")
         try:
-            return VecEnv(vector_env(lambda: pack_observations(_capped_env(factory(**kwargs), training)), n_envs,
+            return VecEnv(vector_env(lambda: pack_observations(_capped_env(_factory_env(factory, env_id, **kwargs),
+                                                                           training)), n_envs,
                                      vectorization == "async", env_id))
         except Exception as exc:  # noqa: BLE001 - a misspelled env_kwargs key or a bad value, as for a Gymnasium id below
             raise bad_env_kwargs(env_id, kwargs, exc) from None
