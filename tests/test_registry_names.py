@@ -92,3 +92,35 @@ def test_an_env_factory_that_returns_no_env_is_a_one_line_error():
                 make()
     finally:
         _REGISTRY["env"].pop("TestNoReturn-v0")
+
+
+@pytest.mark.parametrize("kind, setting, needle", [
+    ("model", "model", "model .*Plain for ppo made a 'Plain' object, not a torch.nn.Module"),
+    ("encoder", "encoder", "encoder 'test_plain_encoder' made a 'Plain' object, not a torch.nn.Module"),
+])
+def test_a_registered_model_or_encoder_that_is_no_module_is_a_one_line_error(kind, setting, needle):
+    """A registered model or encoder class that is no torch.nn.Module was an AttributeError traceback when the run
+    was built ('P' object has no attribute 'modules' / 'parameters'); a module:Class name was refused already."""
+    import canter
+    from canter.errors import CanterError
+    from canter.registry import _REGISTRY
+
+    class Plain:
+        out_dim = 4
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def action(self, obs): ...
+
+        def value(self, obs): ...
+
+        def action_value(self, obs): ...
+
+    name = f"test_plain_{kind}"
+    register(kind, name)(Plain)
+    try:
+        with pytest.raises(CanterError, match=needle):
+            canter.make_trainer("ppo", "CartPole-v1", n_envs=1, **{setting: name})
+    finally:
+        _REGISTRY[kind].pop(name)

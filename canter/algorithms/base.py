@@ -364,6 +364,9 @@ class Algorithm(ABC, metaclass=SeededBuild):
 
             raise CanterError(f"cannot build model {self.model_cls.__module__}:{self.model_cls.__qualname__}: "
                               f"{raised_in(exc)}") from None
+        if not isinstance(model, nn.Module):  # a registered class or factory of the user's (an AttributeError traceback)
+            raise CanterError(f"model {getattr(self.model_cls, '__qualname__', self.model_cls)} for {self.name} made a "
+                              f"{type(model).__name__!r} object, not a torch.nn.Module (a model subclasses it)")
         missing = [m for m in self.required_model_methods() if not callable(getattr(model, m, None))]
         if missing and type(model).__module__.split(".")[0] != "canter":
             needed = ", ".join(self.required_model_methods())

@@ -445,6 +445,9 @@ def make_encoder(space: gym.Space, kind: str = "auto", ortho_init: bool = False)
                 raise CanterError(f"cannot build encoder '{kind}': {exc}; an encoder is built as "
                                   f"Encoder(observation_space, ortho_init=...)") from None
             raise CanterError(f"cannot build encoder '{kind}': {raised_in(exc)}") from None
+    if not isinstance(encoder, nn.Module):  # a registered class of the user's: an AttributeError traceback later
+        raise CanterError(f"encoder '{kind}' made a {type(encoder).__name__!r} object, not a torch.nn.Module (an encoder "
+                          f"subclasses it)")
     if not isinstance(getattr(encoder, "out_dim", None), int):
         raise CanterError(f"encoder '{kind}' must set an integer 'out_dim'")
     return encoder
