@@ -273,10 +273,16 @@ def _gym_entry_module(env_id: str) -> str | None:
 
 def _config_names(config: dict[str, Any]) -> list[tuple[str, str]]:
     """The (kind, registered name) pairs a run config names: its ``algo``, ``model``, ``agent``, ``env`` and
-    ``hparams.encoder`` that are names, not ``module:Class`` paths."""
+    ``hparams.encoder``, and each policy's ``algo`` and ``encoder`` of ``policy_hparams``, that are names, not
+    ``module:Class`` paths."""
     hparams = config.get("hparams")
     named = [("algorithm", config.get("algo")), ("model", config.get("model")), ("agent", config.get("agent")),
              ("env", config.get("env")), ("encoder", hparams.get("encoder") if isinstance(hparams, dict) else None)]
+    policies = config.get("policy_hparams")  # one policy's own algorithm and encoder (they were not recorded)
+    for own in policies.values() if isinstance(policies, dict) else ():
+        if isinstance(own, dict):
+            named += [("algorithm", own.get("algo") if own.get("algo") != "random" else None),
+                      ("encoder", own.get("encoder"))]
     return [(kind, name) for kind, name in named if isinstance(name, str) and ":" not in name]
 
 

@@ -24,3 +24,29 @@ def test_an_imports_entry_with_spaces_is_recorded_as_imported(tmp_path, monkeypa
     assert config["imports"] == ["spaced_parts"]
     assert user_modules(config) == ["spaced_parts"]
     import_user_modules(user_modules(config), "checkpoint x", config)  # as canter.load does
+
+
+def test_a_policys_own_algorithm_and_encoder_are_recorded_by_their_modules(tmp_path, monkeypatch):
+    """policy_hparams: {listener: {algo: my_ppo}} (a user's algorithm registered by a module the training script
+    imported) was not recorded among the checkpoint's user_modules, as the run's own algo is: 'canter eval' of the run
+    in a fresh process said "'policy_hparams.listener.algo': unknown algorithm 'my_ppo'". Its encoder likewise."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "policy_parts.py").write_text(textwrap.dedent("""
+        from canter import register
+        from canter.algorithms.ppo import PPO
+        from canter.models.cnn import FlatEncoder
+
+        @register("algorithm", "policy_parts_ppo")
+        class PolicyPPO(PPO):
+            pass
+
+        @register("encoder", "policy_parts_flat")
+        class PolicyFlat(FlatEncoder):
+            pass
+    """))
+    import policy_parts  # noqa: F401 - as a training script imports it
+
+    config = {"algo": "ppo", "env": "CartPole-v1", "hparams": {},
+              "policy_hparams": {"listener": {"algo": "policy_parts_ppo"}, "speaker": {"encoder": "policy_parts_flat"},
+                                 "other": {"algo": "random"}}}
+    assert user_modules(config) == ["policy_parts"]
