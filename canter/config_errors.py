@@ -100,8 +100,9 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
         return CanterError(f"unknown config key '{key}'; a config lists the modules to import as 'imports' (a "
                            "checkpoint's JSON records them as user_modules)")
     for only, library in ((SB3_ONLY, "Stable-Baselines3"), (TIANSHOU_ONLY, "Tianshou")):
-        if name in only and name not in run_keys and name not in hp_keys:
-            return CanterError(f"unknown config key '{key}' ({library}'s): {only[name]}")
+        head = name.split(".", 1)[0]  # policy_kwargs.net_arch: an entry of SB3's mapping
+        if head in only and head not in run_keys and head not in hp_keys:
+            return CanterError(f"unknown config key '{key}' ({library}'s): {only[head]}")
     ours, library = OTHER_NAMES.get(name), "Stable-Baselines3"
     if ours is None:
         ours, library = TIANSHOU_NAMES.get(name), "Tianshou"

@@ -47,3 +47,11 @@ def test_another_librarys_name_for_one_policys_hyperparameter_is_named_as_in_hpa
                        sets=["policies=type", f"policy_hparams.listener.{name}=0.001"])
     assert meant in str(info.value)
     assert "clip_range" not in str(info.value)
+
+
+def test_an_entry_of_a_stable_baselines3_mapping_is_named_as_that_mapping():
+    """--set policy_kwargs.net_arch=[64] was answered "did you mean 'env_kwargs.net_arch'?" (its first part compared
+    with canter's mappings), where --set policy_kwargs={...} says what SB3's policy_kwargs are here."""
+    with pytest.raises(CanterError, match=r"unknown config key 'policy_kwargs.net_arch' \(Stable-Baselines3's\): its "
+                                          r"entries are hyperparameters of their own, such as net_arch"):
+        resolve_config("ppo", "CartPole-v1", sets=["policy_kwargs.net_arch=[64]"])
