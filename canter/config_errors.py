@@ -3,6 +3,7 @@ and Stable-Baselines3 / rl-zoo3 names that canter spells otherwise (:func:`cante
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 import sys
 import typing
@@ -198,7 +199,8 @@ def misspelt_section(key: str, run_keys: Any, hp_keys: Any) -> CanterError | Non
         return None
     mappings = [k for k, (_, tp) in run_keys.items() if dict in (tp, typing.get_origin(tp))]
     near = []
-    for section in closest(head, ["hparams", *mappings]):
+    sections = ["hparams", *mappings]  # only near spellings: model_kwargs is no misspelt env_kwargs
+    for section in difflib.get_close_matches(head.lower(), sections, n=3, cutoff=0.75):
         if section == "policy_hparams" and "." not in rest:  # policy_hparams.POLICY.NAME
             continue
         if section != "hparams":
