@@ -55,3 +55,10 @@ def test_an_entry_of_a_stable_baselines3_mapping_is_named_as_that_mapping():
     with pytest.raises(CanterError, match=r"unknown config key 'policy_kwargs.net_arch' \(Stable-Baselines3's\): its "
                                           r"entries are hyperparameters of their own, such as net_arch"):
         resolve_config("ppo", "CartPole-v1", sets=["policy_kwargs.net_arch=[64]"])
+
+
+def test_a_dotted_key_far_from_every_section_is_not_offered_one():
+    """model_kwargs.x is no misspelt env_kwargs: 'env_kwargs.x' is not offered as what it meant."""
+    with pytest.raises(CanterError) as info:
+        resolve_config("ppo", "CartPole-v1", sets=["model_kwargs.x=1"])
+    assert "env_kwargs.x" not in str(info.value)
