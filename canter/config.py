@@ -218,7 +218,9 @@ class RunConfig:
                 raise CanterError("divergence_guard: restore goes back to the state of the last evaluation, but "
                                   "eval_episodes: 0 runs none; use divergence_guard: stop, or 'eval_episodes' >= 1")
         if self.target_reward is not None and self.eval_every == 0 and self.max_steps > 10_000_000:
-            raise CanterError("'target_reward' is only checked at evaluations; set 'eval_every' > 0 for long runs")
+            raise CanterError(f"'target_reward' ({self.target_reward:g}, which the env's shipped preset may set) is only "
+                              f"checked at evaluations; set 'eval_every' > 0 for long runs, or drop it (--set "
+                              f"target_reward=null)")
         if self.keep_checkpoints is not None and self.checkpoint_every == 0:  # nothing to keep or delete
             raise CanterError("'keep_checkpoints' keeps the newest periodic checkpoints, but checkpoint_every: 0 saves "
                               "none; drop it (--set keep_checkpoints=null) or set 'checkpoint_every' > 0")

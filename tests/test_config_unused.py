@@ -35,3 +35,15 @@ def test_settings_that_act_or_keep_their_defaults_are_not_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error", canter.CanterWarning)
         canter.make_trainer("ppo", "CartPole-v1", **TINY, lr_decay="step", lr_decay_every=10).close()
+
+
+def test_a_presets_target_reward_that_evaluations_never_check_says_how_to_drop_it():
+    """--eval-every 0 on a long CartPole run was refused for a target_reward the user never gave (PPO's preset sets
+    475), saying only to set eval_every > 0."""
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match=r"'target_reward' \(475, which the env's shipped preset may set\) is only "
+                                          r"checked at evaluations; .* or drop it \(--set target_reward=null\)"):
+        resolve_config("ppo", "CartPole-v1", sets=["eval_every=0", "max_steps=2e7"])
+    run, _ = resolve_config("ppo", "CartPole-v1", sets=["eval_every=0", "max_steps=2e7", "target_reward=null"])
+    assert run.target_reward is None
