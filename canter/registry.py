@@ -129,6 +129,9 @@ def import_failure(name: str, why: str, exc: BaseException) -> CanterError:
         detail = raised_in(exc)
     if isinstance(exc, SystemExit):
         detail += "; the module exits when imported (put its script part under if __name__ == '__main__')"
+    elif isinstance(exc, (ImportError, TypeError)) and (name.endswith(".py") or "/" in name or "\\" in name):  # a file's path
+        dotted = name.removesuffix(".py").replace("\\", "/").strip("./").replace("/", ".")
+        detail += f"; a module is named as Python imports it, '{dotted}' (with its folder on PYTHONPATH), not as a file"
     return CanterError(f"cannot import module '{name}'{why}: {detail}")
 
 

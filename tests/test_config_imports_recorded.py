@@ -1,5 +1,8 @@
 """A run config's imports as the run records them: what a later process imports again."""
+import re
 import textwrap
+
+import pytest
 
 from canter.config import resolve_config, resolved_dict
 from canter.registry import import_user_modules, user_modules
@@ -50,3 +53,15 @@ def test_a_policys_own_algorithm_and_encoder_are_recorded_by_their_modules(tmp_p
               "policy_hparams": {"listener": {"algo": "policy_parts_ppo"}, "speaker": {"encoder": "policy_parts_flat"},
                                  "other": {"algo": "random"}}}
     assert user_modules(config) == ["policy_parts"]
+
+
+@pytest.mark.parametrize("given, dotted", [("my_parts.py", "my_parts"), ("pkg/my_parts.py", "pkg.my_parts"),
+                                           ("./pkg/my_parts", "pkg.my_parts")])
+def test_an_import_given_as_a_files_path_names_the_module(given, dotted):
+    """imports: [my_parts.py] was Python's "No module named 'my_parts.py'; 'my_parts' is not a package" alone, and
+    ./pkg/my_parts "the 'package' argument is required to perform a relative import"; each now names the module."""
+    from canter.errors import CanterError
+
+    with pytest.raises(CanterError, match=rf"cannot import module '{re.escape(given)}' \(imports\): .*a module is named "
+                                          rf"as Python imports it, '{dotted}' \(with its folder on PYTHONPATH\)"):
+        resolve_config("ppo", "CartPole-v1", sets=[f"imports=[{given}]"])
