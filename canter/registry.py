@@ -129,7 +129,8 @@ def import_failure(name: str, why: str, exc: BaseException) -> CanterError:
         detail = raised_in(exc)
     if isinstance(exc, SystemExit):
         detail += "; the module exits when imported (put its script part under if __name__ == '__main__')"
-    elif isinstance(exc, (ImportError, TypeError)) and (name.endswith(".py") or "/" in name or "\\" in name):  # a file's path
+    elif isinstance(exc, (ImportError, TypeError)) and (name.endswith(".py") or "/" in name or "\\" in name):
+        # a file's path (./pkg/my_parts is TypeError: importlib's relative import without a package)
         dotted = name.removesuffix(".py").replace("\\", "/").strip("./").replace("/", ".")
         detail += f"; a module is named as Python imports it, '{dotted}' (with its folder on PYTHONPATH), not as a file"
     return CanterError(f"cannot import module '{name}'{why}: {detail}")
