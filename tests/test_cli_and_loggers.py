@@ -2,6 +2,7 @@
 import json
 import os
 
+import gymnasium as gym
 import pytest
 
 import canter
@@ -284,7 +285,10 @@ def test_eval_json_of_a_diverged_policy_is_valid_json(monkeypatch, capsys):
     agent = types.SimpleNamespace(run_config=types.SimpleNamespace(
         env="Pendulum-v1", env_kwargs={}, vectorization="sync", eval_envs=1, policies="shared", central_state=False), metadata={"step": 5})
     monkeypatch.setattr(canter.cli, "_load_for_env", lambda *a: (agent, "Pendulum-v1", {}))
-    monkeypatch.setattr(canter.envs.make, "make_vec_env", lambda *a, **k: types.SimpleNamespace(close=lambda: None))
+    pendulum = gym.make("Pendulum-v1")  # the fake vec env has the env's spaces, which eval checks
+    monkeypatch.setattr(canter.envs.make, "make_vec_env", lambda *a, **k: types.SimpleNamespace(
+        close=lambda: None, single_observation_space=pendulum.observation_space,
+        single_action_space=pendulum.action_space))
     monkeypatch.setattr(canter.api, "find_checkpoint", lambda d: "run/checkpoints/best")
     nan = float("nan")
     monkeypatch.setattr(canter.trainers.evaluation, "evaluate",
