@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import errno
 import time
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.cells import cell_len
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
+from rich.progress import BarColumn, Progress, Task, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
 from rich.text import Text
 
 from canter.callbacks import Callback
@@ -39,6 +43,62 @@ class _RunClock(TimeElapsedColumn):
         if elapsed is None:
             return Text("-:--:--", style="progress.elapsed")
         return Text(str(timedelta(seconds=max(0, int(elapsed + self.offset)))), style="progress.elapsed")
+
+
+def status_fields(task: Task) -> list[str]:
+    """The status of ``task`` (a :class:`ConsoleLogger`'s) as its whole pieces: steps, steps/s, return, eval and
+    each shown statistic."""
+    f = task.fields
+    return [f"{f['steps']} steps", f"{f['sps']} steps/s", f"return {f['ret']}", f"eval {f['eval']}",
+            *f.get("loss_items", ())]
+
+
+def pack(fields: list[str], width: int) -> list[str]:
+    """``fields`` joined by two spaces into lines of at most ``width`` cells, none split (one wider than ``width``
+    alone on its line)."""
+    lines: list[str] = []
+    for field in fields:
+        if lines and cell_len(lines[-1]) + 2 + cell_len(field) <= width:
+            lines[-1] += "  " + field
+        else:
+            lines.append(field)
+    return lines
+
+
+class _FittingProgress(Progress):
+    """rich's progress display, its one line per task kept whole where the terminal is too narrow for it. rich
+    cut every column of that line to fit: in an 80-column terminal a CartPole run's last line read
+    'ppo CartP… 3,072… avg 5,193 s… return 28.8 (best… eva… value_loss 60.1 entropy…' (no bar, no clock, no
+    evaluation). There each task takes two or more lines instead: its name, bar (from 40 columns) and clock, then
+    its status, whole pieces packed into lines of the terminal's width."""
+
+    def get_renderables(self) -> Iterable[RenderableType]:  # noqa: D102
+        table = self.make_tasks_table(self.tasks)
+        if getattr(self, "live", None) is None:  # (rich asks once while it builds the display, before any task)
+            yield table
+            return
+        width = self.console.width
+        unbounded = self.console.options.update(width=10_000)  # (a measure within the width says it fits)
+        if Measurement.get(self.console, unbounded, table).maximum <= width:
+            yield table
+            return
+        bar = next((c for c in self.columns if isinstance(c, BarColumn)), None)
+        clock = self.columns[-1]
+        for task in self.tasks:
+            if not task.visible:
+                continue
+            head = Table.grid(padding=(0, 1))
+            head.add_column(overflow="fold")
+            cells: list[RenderableType] = [Text(task.description, style="bold")]
+            if bar is not None and width >= 40:
+                head.add_column(no_wrap=True)
+                cells.append(bar(task))
+            if isinstance(clock, TimeElapsedColumn):
+                head.add_column(no_wrap=True)
+                cells.append(clock(task))
+            head.add_row(*cells)
+            yield head
+            yield Text("\n".join(pack(status_fields(task), width)), overflow="fold")
 
 
 class _StderrConsole(Console):
@@ -90,6 +150,8 @@ class ConsoleLogger:
     While training, steps/s is recent: the last record's rate on the bar, the rate since the previous line
     in plain lines. The final line gives the average since training started in this process
     (``avg N steps/s``: its steps over its training seconds, a resumed run's from its checkpoint on).
+
+    A terminal too narrow for the bar's one line gets it on two or more (:class:`_FittingProgress`).
     """
 
     def __init__(self, total_steps: int, description: str = "train", console: Console | None = None,
@@ -127,7 +189,7 @@ class ConsoleLogger:
             hooks.add(_LastEvaluation(self))
         if self.plain:
             return
-        self.progress = Progress(
+        self.progress = _FittingProgress(
             TextColumn("[bold]{task.description}"), BarColumn(bar_width=16),
             TextColumn("{task.fields[steps]} steps"), TextColumn("{task.fields[sps]} steps/s"),
             TextColumn("return {task.fields[ret]}"), TextColumn("eval {task.fields[eval]}"),
@@ -137,7 +199,8 @@ class ConsoleLogger:
         self.progress.start()
         self.task = self.progress.add_task(self.description, total=self.total,
                                            completed=min(self._line_step, self.total), steps=f"{self._line_step:,}",
-                                           sps="-", ret="-", eval=self._eval, losses="")
+                                           sps="-", ret="-", eval=self._eval, losses="",
+                                           loss_items=[])
 
     def log(self, record: TrainRecord) -> None:
         """Update the progress display (and print a line when due) from ``record``."""
@@ -159,7 +222,8 @@ class ConsoleLogger:
         if not due and not record.done:
             return
         self._last = now
-        losses = " ".join(f"{k} {record.losses[k]:.3g}" for k in shown_losses(record.losses))
+        loss_items = [f"{k} {record.losses[k]:.3g}" for k in shown_losses(record.losses)]
+        losses = " ".join(loss_items)
         ret = "-" if record.rolling_return is None else f"{record.rolling_return:.1f}"
         if record.best_rolling_return is not None:
             ret += f" (best {record.best_rolling_return:.1f})"
@@ -180,7 +244,7 @@ class ConsoleLogger:
         assert self.progress is not None and self.task is not None
         # the bar stops full; the text gives the steps taken (a run ends on a whole iteration, past max_steps)
         self.progress.update(self.task, completed=min(record.step, self.total), steps=f"{record.step:,}", sps=sps,
-                             ret=ret, eval=self._eval, losses=losses)
+                             ret=ret, eval=self._eval, losses=losses, loss_items=loss_items)
 
     def close(self) -> None:
         """Stop the progress display."""
