@@ -71,11 +71,27 @@ class EventFileWriter:
         if time.monotonic() - self._last_flush > _FLUSH_SECONDS:
             self.flush()
 
-    def restart_at(self, step: int) -> None:
-        """A SessionLog START at ``step``: TensorBoard then drops older files' events at or after ``step``."""
+    def _start(self, step: int) -> None:
+        """A SessionLog START at ``step``."""
         from tensorboard.compat.proto.event_pb2 import SessionLog
 
         self._write(self._event(wall_time=time.time(), step=int(step), session_log=SessionLog(status=SessionLog.START)))
+
+    def start_session(self) -> None:
+        """A new run's SessionLog START (at step 0, before any point): TensorBoard's Python loader
+        (``--load_fast=false``, ``plugin_event_accumulator``) takes a run's first START as its start and purges
+        only at a later one, so without it a resumed run's START was ignored there."""
+        self._start(0)
+        self.flush()
+
+    def restart_at(self, step: int) -> None:
+        """A resumed run's SessionLog START at ``step``: TensorBoard then drops older files' events at or after
+        ``step``. Written twice, so that the second is a restart to TensorBoard's Python loader also where the
+        run's first file has no START of its own (written before 2026-11-27): it purged nothing there, and the
+        killed process's points after the checkpoint stayed beside the resumed run's (a second START purges
+        nothing more, in either loader)."""
+        self._start(step)
+        self._start(step)
         self.flush()
 
     def flush(self) -> None:
@@ -140,10 +156,13 @@ class TensorBoardLogger:
             hooks.add(_FlushOnCheckpoint(self))
 
     def _open(self) -> EventFileWriter:
-        """The event file, created (with a resumed run's SessionLog START) at the first call."""
+        """The event file, created (with a SessionLog START: the run's, or a resumed run's at its step) at the first
+        call."""
         if self.writer is None:
             self.writer = EventFileWriter(self.run_dir)
-            if self._restart is not None:
+            if self._restart is None:
+                self.writer.start_session()
+            else:
                 self.writer.restart_at(self._restart)
         return self.writer
 
