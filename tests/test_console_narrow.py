@@ -65,3 +65,4 @@ def test_a_multi_policy_runs_statistics_each_stay_whole():
 def test_a_wide_terminal_keeps_one_line():
     lines = _final_display(200, {"value_loss": 60.1})
     assert len(lines) == 1 and "3,072 steps avg 48 steps/s return 28.8 (best 28.8) eval 146.0" in lines[0], lines
+

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import errno
+import sys
 import time
 from collections.abc import Iterable
 from datetime import timedelta
@@ -101,6 +102,16 @@ class _FittingProgress(Progress):
             yield Text("\n".join(pack(status_fields(task), width)), overflow="fold")
 
 
+def _stdout_is_a_terminal() -> bool:
+    """Whether stdout is a terminal, where a print (a hook's) would break into the live display, which rich then
+    takes into its console (on stderr). rich took it there from any stdout: with ``canter train ... > out.txt``
+    in a terminal a hook's prints went to the terminal, not to ``out.txt``."""
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except (AttributeError, ValueError):  # a stdout replaced by an object without isatty, or closed
+        return False
+
+
 class _StderrConsole(Console):
     """rich's console on stderr, going quiet when stderr is gone (a pipe whose reader ended: ``canter train ... |
     tee log`` after a Ctrl-C or a closed terminal ended ``tee``). rich's own answer was SystemExit(1) out of the
@@ -194,7 +205,7 @@ class ConsoleLogger:
             TextColumn("{task.fields[steps]} steps"), TextColumn("{task.fields[sps]} steps/s"),
             TextColumn("return {task.fields[ret]}"), TextColumn("eval {task.fields[eval]}"),
             TextColumn("{task.fields[losses]}"), _RunClock(getattr(run, "resumed_wall", 0.0)),
-            console=self.console, transient=False,
+            console=self.console, transient=False, redirect_stdout=_stdout_is_a_terminal(),
         )
         self.progress.start()
         self.task = self.progress.add_task(self.description, total=self.total,
