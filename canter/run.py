@@ -200,7 +200,7 @@ class Run:
             "steps": t.step, "episodes": t.episode_count, "updates": t.algorithm.updates,
             "best_eval_return": t.best_eval_return,
             "last_eval_return": None if t.last_eval is None else t.last_eval.mean_return,
-            "best_rolling_return": t.best_rolling_return,
+            "best_rolling_return": t.best_rolling_return, "wall_seconds": t.wall_time(),
         }
 
     def _write_summary(self, stop_reason: str | None, counters: dict[str, Any] | None = None) -> None:
@@ -214,7 +214,9 @@ class Run:
         self.summary = {
             "algorithm": self.config["algo"], "env": self.config["env"], "seed": self.config["seed"],
             "steps": counters["steps"], "episodes": counters["episodes"], "updates": counters["updates"],
-            "wall_seconds": round(t.wall_time(), 3), "best_eval_return": best,
+            # the counters' own moment: an error or divergence inside an iteration writes the last record's
+            # counters, and its wall time was the error's (steps 1,536 with the seconds of step 2,048)
+            "wall_seconds": round(counters.get("wall_seconds", t.wall_time()), 3), "best_eval_return": best,
             "last_eval_return": counters["last_eval_return"], "best_rolling_return": counters["best_rolling_return"],
             "target_reward": target, "solved": bool(target is not None and best is not None and best >= target),
             "stop_reason": stop_reason, "resumes": self.resumes, "resume_exact": t.resume_exact,
