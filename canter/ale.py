@@ -23,10 +23,20 @@ def register_ale() -> bool:
 def registered_spec(env_id: str) -> Any:
     """``gymnasium.spec(env_id)``, registering ale-py's envs first when gymnasium does not know the id yet:
     they are registered when ale-py is imported, which a process that has made no env has not done (a
-    Minari dataset of ``ALE/Pong-v5`` read back, ``canter collect --from-replay``). Raises gymnasium's error
-    for an id that is still unknown."""
+    Minari dataset of ``ALE/Pong-v5`` read back, ``canter collect --from-replay``). A ``module:Id`` imports
+    its module first and looks up ``Id``, as ``gymnasium.make`` does (``gymnasium.spec`` does neither).
+    Raises gymnasium's error for an id that is still unknown, or a module that cannot be imported."""
+    import importlib
+
     import gymnasium as gym
 
+    module, _, bare = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise gym.error.Error(f"cannot import module '{module}' that should register '{bare}': {exc}") from None
+        env_id = bare
     if env_id not in gym.registry:
         register_ale()
     return gym.spec(env_id)

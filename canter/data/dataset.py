@@ -169,15 +169,23 @@ class TransitionDataset:
         """The env id, or with ``env_kwargs`` the gymnasium spec that carries them (for Minari)."""
         try:
             spec = registered_spec(self.env_id)
-        except gym.error.Error:
-            raise CanterError(f"a Minari dataset records a gymnasium env; '{self.env_id}' is not registered with "
-                              f"gymnasium (multi-agent and canter-only envs are saved as canter datasets: "
-                              f"--out PATH)") from None
-        if not self.env_kwargs:
+        except gym.error.Error as exc:
+            cause = str(exc) if str(exc).startswith("cannot import module") else "is not registered with gymnasium"
+            raise CanterError(f"a Minari dataset records a gymnasium env; '{self.env_id}': {cause} (multi-agent "
+                              f"and canter-only envs are saved as canter datasets: --out PATH)") from None
+        module = self.env_id.rpartition(":")[0]
+        if module and not isinstance(spec.entry_point, str):  # Minari writes the spec as JSON
+            name = getattr(spec.entry_point, "__name__", "")
+            name = name if name.isidentifier() else "Class"
+            raise CanterError(f"a Minari dataset records its env's entry point as text; '{self.env_id}' is registered "
+                              f"with a callable: register it with entry_point='{module}:{name}', or save a canter "
+                              f"dataset (--out PATH)")
+        if not self.env_kwargs and not module:
             return self.env_id
         kwargs = dict(self.env_kwargs)
         steps = kwargs.pop("max_episode_steps", spec.max_episode_steps)
-        return dataclasses.replace(spec, kwargs={**spec.kwargs, **kwargs}, max_episode_steps=steps)
+        # a module's env keeps its module in the id, so that reading the dataset back imports it
+        return dataclasses.replace(spec, id=self.env_id, kwargs={**spec.kwargs, **kwargs}, max_episode_steps=steps)
 
     @classmethod
     def load(cls, path: str | Path) -> TransitionDataset:
