@@ -44,7 +44,8 @@ def offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: lis
         run.env_kwargs = dict(data.env_kwargs)
     elif run.env_kwargs and run.env_kwargs != data.env_kwargs:  # also kwargs the data was not collected with
         raise CanterError(f"dataset '{run.dataset}' was collected with env_kwargs {data.env_kwargs}, not "
-                          f"{run.env_kwargs}; leave env_kwargs out to evaluate on the data's env")
+                          f"{run.env_kwargs}; leave env_kwargs out to evaluate on the data's env, or change only the "
+                          f"evaluation env with eval_env_kwargs (--eval-env-kwargs)")
     # made for its spaces where eval_episodes is 0 (no evaluations), then closed
     eval_env = make_eval_env(run, max(1, min(run.eval_envs, run.eval_episodes)), None, snapshots)  # with its eval_env_kwargs
     try:
