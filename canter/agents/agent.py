@@ -92,7 +92,13 @@ class Agent(ObservationInput):
         if normalize_obs and not isinstance(self.observation_space, gym.spaces.Box):
             raise CanterError(f"normalize_obs needs Box observations, not {type(self.observation_space).__name__} "
                               "(set hparams.normalize_obs=false)")
-        self.obs_rms = RunningMeanStd(self.observation_space.shape) if normalize_obs else None
+        from canter.models.cnn import is_image_space
+
+        #: uint8 image observations are never normalised (the encoders scale their pixels), as images inside
+        #: Dict observations are not: their running statistics made pixels floats, and TD3+BC's unclipped
+        #: ``std + 1e-3`` turned a pixel constant in the dataset into ~1e5 where it changed
+        self.images_raw = bool(normalize_obs) and is_image_space(self.observation_space)
+        self.obs_rms = RunningMeanStd(self.observation_space.shape) if normalize_obs and not self.images_raw else None
         #: columns never normalised: an action mask packed at the end of each observation
         #: (canter.envs.masks) and the pixels of structured observations with images (canter.envs.packing)
         width = mask_width(self.observation_space)
@@ -100,7 +106,7 @@ class Agent(ObservationInput):
             cols for cols, _ in getattr(self.observation_space, "image_slices", list)()]
         #: normalised observations are ``(obs - mean) / (std + obs_std_eps)``, unclipped, where the algorithm
         #: sets it (TD3+BC), else ``(obs - mean) / sqrt(var + 1e-8)`` clipped to ``clip_obs``
-        self.obs_std_eps: float | None = getattr(algorithm, "obs_std_eps", None) if normalize_obs else None
+        self.obs_std_eps: float | None = getattr(algorithm, "obs_std_eps", None) if self.obs_rms else None
         self.ret_rms = RunningMeanStd(()) if normalize_reward else None
         self._training_layout: Any = False  # resolved at the first prepare_rollout_batch
         self.gamma, self.clip_obs = gamma, clip_obs
@@ -431,6 +437,9 @@ class Agent(ObservationInput):
     def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
         """Restore :meth:`state_dict`."""
         self.algorithm.load_state_dict(state["algorithm"], weights_only=weights_only)
+        if self.images_raw and state.get("obs_rms"):  # saved before 2026-11-27: its networks take normalised pixels
+            self.obs_rms = RunningMeanStd(self.observation_space.shape)
+            self.obs_std_eps = getattr(self.algorithm, "obs_std_eps", None)
         if self.obs_rms is not None and state.get("obs_rms"):
             self.obs_rms.load_state_dict(state["obs_rms"])
             if self.obs_std_eps is not None:  # None: a TD3+BC checkpoint of canter before 2026-11-26, which
