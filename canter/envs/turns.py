@@ -159,8 +159,11 @@ class TurnBasedEnv(gym.Env):
         self.render_mode = render_mode
         self.metadata = dict(getattr(self.game, "metadata", {}))  # render modes and fps, for videos
         agents = list(self.game.possible_agents)
-        if seat != "random" and seat not in agents:
-            raise unknown("seat", seat, ["random", *agents])
+        if seat != "random":  # the player named so: a seat is text (--seat 1) and players may be integers
+            named = [agent for agent in agents if str(agent) == seat]
+            if not named:
+                raise unknown("seat", seat, ["random", *map(str, agents)])
+            seat = named[0]
         self.seat_choice, self.agents = seat, agents
         seats = agents if seat == "random" else [seat]
         others = agents if opponents != ["random"] else seats
