@@ -47,7 +47,9 @@ def flatten_state(tree: Any, prefix: str = "") -> tuple[Any, dict[str, torch.Ten
         if isinstance(node, np.ndarray):
             # the array's own memory (saving streams from it); a copy only where it would share memory
             # with a tensor taken before (overlapping views of one array cannot be saved as two tensors)
-            data = np.ascontiguousarray(node)
+            # (reshaped: ascontiguousarray makes a 0-d array 1-d, and it came back of shape (1,): an env's 0-d
+            # array attribute broke its next step after a resume)
+            data = np.ascontiguousarray(node).reshape(node.shape)
             key = (data.__array_interface__["data"][0], data.nbytes)
             tensors[path] = torch.from_numpy(data.copy() if key in seen else data)
             seen.add(key)

@@ -139,7 +139,7 @@ class RunningMeanStd:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved, in these statistics' own shape."""
-        # reshaped to the statistics' own shape: a saved 0-d array (the return's) comes back 1-d
+        # reshaped to the statistics' own shape: a checkpoint before 2026-11-27 saved a 0-d array (the return's) 1-d
         self.mean = np.asarray(state["mean"], dtype=np.float64).reshape(np.shape(self.mean)).copy()
         self.var = np.asarray(state["var"], dtype=np.float64).reshape(np.shape(self.var)).copy()
         self.count = float(state["count"])

@@ -73,8 +73,29 @@ class _PhaseEnv(gym.Env):
 canter.register("env", "CanterTestPhase-v0")(lambda render_mode=None, **kw: _PhaseEnv())
 
 
+class _DriftEnv(gym.Env):
+    """A drift whose position is a 0-d array updated in place (its observation stacks it with the time)."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        self.x, self.t = np.zeros(()), 0
+        return np.array([self.x, self.t], np.float32), {}
+
+    def step(self, action):  # noqa: D102
+        self.x += (action - 0.5) * 0.1 + 0.05 * self.np_random.standard_normal()
+        self.t += 1
+        return np.array([self.x, self.t], np.float32), float(-abs(self.x)), False, self.t >= 40, {}
+
+
+canter.register("env", "CanterTestDrift-v0")(lambda render_mode=None, **kw: _DriftEnv())
+
+
 @pytest.mark.parametrize("env_id, mode", [("CartPole-v1", "native"), ("CartPole-v1", "sync"), ("Pendulum-v1", "sync"),
-                                          ("FrozenLake-v1", "sync"), ("CanterTestPhase-v0", "sync")])
+                                          ("FrozenLake-v1", "sync"), ("CanterTestPhase-v0", "sync"),
+                                          ("CanterTestDrift-v0", "sync")])
 def test_env_state_round_trip_continues_identically(env_id, mode):
     from safetensors.torch import load, save
 
@@ -142,3 +163,31 @@ def test_a_turn_based_games_info_of_strings_is_saved():
         obs, other = a[0], b[0]
     env.close()
     fresh.close()
+
+
+def test_a_0d_array_keeps_its_shape_through_a_checkpoint(tmp_path):
+    """np.ascontiguousarray makes a 0-d array 1-d: saved so, an env's 0-d array attribute came back of shape (1,)
+    and the resumed run's first step raised (stacking it into the observation), and the return statistics' 0-d
+    mean and variance needed reshaping when loaded."""
+    from canter.checkpoint import load_checkpoint, save_checkpoint
+
+    save_checkpoint(tmp_path / "c", {"x": np.array(2.5), "v": np.arange(3.0), "s": np.array(7, np.int64)}, {})
+    state, _ = load_checkpoint(tmp_path / "c")
+    assert state["x"].shape == () and state["x"] == 2.5 and state["s"].shape == () and state["s"] == 7
+    assert state["v"].shape == (3,)
+
+
+def test_an_env_state_saved_1d_by_an_older_canter_restores_its_0d_array():
+    from canter.envs import make_vec_env
+    from canter.envs.state import capture_env, restore_env
+
+    env = make_vec_env("CanterTestDrift-v0", 1, "sync")
+    env.reset(seed=0)
+    state, _ = capture_env(env)
+    inner = state["env"]["__env__"]["envs"]["__envs__"][0]
+    while "x" not in inner:  # down the wrappers to the env itself
+        inner = inner["env"]["__env__"]
+    inner["x"] = inner["x"].reshape(1)
+    restore_env(env, state)
+    assert env.env.envs[0].unwrapped.x.shape == ()
+    env.close()

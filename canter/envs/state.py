@@ -204,6 +204,8 @@ def _restore_value(current: Any, saved: Any) -> Any:
     if isinstance(saved, list):
         return [_restore_value(None, v) for v in saved]
     if isinstance(saved, np.ndarray):
+        if isinstance(current, np.ndarray) and current.shape == () and saved.shape == (1,):
+            saved = saved.reshape(())  # a 0-d array that a checkpoint before 2026-11-27 saved 1-d
         if isinstance(current, np.ndarray) and current.shape == saved.shape and current.dtype == saved.dtype:
             current[...] = saved  # keep the array object: other attributes may share it
             return current
