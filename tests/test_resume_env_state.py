@@ -93,9 +93,38 @@ class _DriftEnv(gym.Env):
 canter.register("env", "CanterTestDrift-v0")(lambda render_mode=None, **kw: _DriftEnv())
 
 
+class _CalendarEnv(gym.Env):
+    """Days of a calendar (datetime64) walked with weights kept in big-endian order (as read from a file);
+    ``wide=True`` adds a long-double array, which no checkpoint tensor holds."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, wide=False):
+        self.start = np.datetime64("2020-01-01")
+        self.days = np.arange("2020-01-01", "2020-03-01", dtype="datetime64[D]")
+        self.wide = np.zeros(2, np.longdouble) if wide else None
+
+    def reset(self, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        self.today, self.weights = self.days[int(self.np_random.integers(10))], np.ones(2, ">f8")
+        return self._obs(), {}
+
+    def _obs(self):
+        return np.array([(self.today - self.start) / np.timedelta64(1, "D"), self.weights[0]], np.float32)
+
+    def step(self, action):  # noqa: D102
+        self.today += np.timedelta64(int(action) + 1, "D")
+        self.weights[0] *= 1 + 0.1 * self.np_random.standard_normal()
+        return self._obs(), float(action), False, self.today >= self.days[-1], {}
+
+
+canter.register("env", "CanterTestCalendar-v0")(lambda render_mode=None, wide=False, **kw: _CalendarEnv(wide))
+
+
 @pytest.mark.parametrize("env_id, mode", [("CartPole-v1", "native"), ("CartPole-v1", "sync"), ("Pendulum-v1", "sync"),
                                           ("FrozenLake-v1", "sync"), ("CanterTestPhase-v0", "sync"),
-                                          ("CanterTestDrift-v0", "sync")])
+                                          ("CanterTestDrift-v0", "sync"), ("CanterTestCalendar-v0", "sync")])
 def test_env_state_round_trip_continues_identically(env_id, mode):
     from safetensors.torch import load, save
 
@@ -191,3 +220,18 @@ def test_an_env_state_saved_1d_by_an_older_canter_restores_its_0d_array():
     restore_env(env, state)
     assert env.env.envs[0].unwrapped.x.shape == ()
     env.close()
+
+
+def test_an_env_of_arrays_no_checkpoint_holds_trains_and_resumes_with_fresh_episodes(tmp_path):
+    """An env's long-double array was taken as plain data: the save of the run's first 'last' then raised torch's
+    TypeError, and the run could not train at all. It is an opaque object now: the resume starts fresh episodes."""
+    from support import stop_at_300
+
+    run_dir = tmp_path / "run"
+    kw = dict(n_envs=2, n_steps=32, batch_size=64, n_epochs=1, max_steps=512, eval_every=0, eval_episodes=1,
+              tensorboard=False, env_kwargs={"wide": True})
+    canter.train("ppo", "CanterTestCalendar-v0", run_dir=run_dir, hooks={"after_update": stop_at_300}, **kw)
+    assert read_metadata(run_dir / "checkpoints" / "last")["env_state_saved"] is False
+    canter.resume(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["resume_exact"] is False and summary["steps"] == 512

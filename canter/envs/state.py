@@ -4,8 +4,8 @@ Gymnasium has no ``get_state``/``set_state``. What makes an in-process env conti
 is the plain data on its objects: the vector env, every sub-env, every wrapper (``TimeLimit``
 step counters, ``OrderEnforcing`` flags), the base env (CartPole's ``state`` array), their
 ``np_random`` generators and the action/observation spaces' generators. :func:`capture_env` walks
-that object graph and copies every attribute that is plain data (numbers, strings, numpy arrays,
-object arrays of such items, numpy generators, lists/tuples/dicts of those), walking into plain Python objects (a board game's
+that object graph and copies every attribute that is plain data (numbers, strings, numpy arrays of the
+dtypes a checkpoint's tensors hold or of dates and durations, object arrays of such items, numpy generators, lists/tuples/dicts of those), walking into plain Python objects (a board game's
 ``Board``, PettingZoo's ``AgentSelector``) the same way; :func:`restore_env` writes them back into a fresh
 env of the same id, built and reset with the same arguments.
 
@@ -62,7 +62,8 @@ def _data(value: Any) -> tuple[bool, Any]:
     if isinstance(value, _PLAIN):
         return True, value
     if isinstance(value, np.generic):
-        return True, {"__scalar__": np.asarray(value).reshape(1), "dtype": str(value.dtype)}
+        ok, array = _data(np.asarray(value).reshape(1))
+        return ok, {"__scalar__": array, "dtype": str(value.dtype)} if ok else None
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "SU":  # e.g. FrozenLake's map
             return True, {"__strings__": value.astype(str).tolist(), "dtype": value.dtype.str}
@@ -71,7 +72,7 @@ def _data(value: Any) -> tuple[bool, Any]:
             if not all(ok for ok, _ in items):
                 return False, None
             return True, {"__objects__": [v for _, v in items], "shape": list(value.shape)}
-        return True, value.copy()
+        return _numbers(value)
     if isinstance(value, np.random.Generator):
         return True, _generator_state(value)
     if isinstance(value, enum.Enum):  # a game's phase, say: restored by name into the same Enum class
@@ -95,6 +96,30 @@ def _data(value: Any) -> tuple[bool, Any]:
             return False, None
         return True, {"__kvs__": [[k, v] for k, (_, v) in items]}
     return False, None
+
+
+#: the NumPy dtypes a checkpoint's tensors hold (torch's), without their byte order
+_TENSOR_DTYPES = frozenset({"b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16"})
+
+
+def _numbers(value: np.ndarray) -> tuple[bool, Any]:
+    """``(ok, copy)`` of an array of numbers as a checkpoint's tensors can hold it: dates and durations
+    (``datetime64``, ``timedelta64``) as their int64 counts, another byte order than this machine's in its own,
+    each with its dtype to restore; ``ok`` False for the others (long doubles, records), which torch cannot hold
+    (they made the whole checkpoint's save raise)."""
+    dtype = value.dtype
+    if dtype.kind in "mM":
+        return True, {"__array__": value.view(np.int64).copy(), "dtype": dtype.str}
+    native = dtype.newbyteorder("=")
+    if dtype.kind not in "biufc" or native.str[1:] not in _TENSOR_DTYPES:
+        return False, None
+    return True, value.copy() if dtype.isnative else {"__array__": value.astype(native), "dtype": dtype.str}
+
+
+def _array(saved: dict[str, Any]) -> np.ndarray:
+    """The array :func:`_numbers` saved as ``{"__array__": ..., "dtype": ...}``."""
+    array, dtype = np.asarray(saved["__array__"]), np.dtype(saved["dtype"])
+    return array.view(dtype) if dtype.kind in "mM" else array.astype(dtype)
 
 
 def _is_ale(value: Any) -> bool:
@@ -170,6 +195,8 @@ def capture_env(env: Any) -> tuple[dict[str, Any], list[str]]:
 
 
 def _restore_value(current: Any, saved: Any) -> Any:
+    if isinstance(saved, dict) and "__array__" in saved:
+        saved = _array(saved)  # restored as the array it is, below
     if isinstance(saved, dict):
         if "__generator__" in saved:
             state = saved["__generator__"]
@@ -191,7 +218,7 @@ def _restore_value(current: Any, saved: Any) -> Any:
         if "__tuple__" in saved:
             return tuple(_restore_value(None, v) for v in saved["__tuple__"])
         if "__scalar__" in saved:
-            return np.asarray(saved["__scalar__"]).astype(saved["dtype"])[0]
+            return np.asarray(_restore_value(None, saved["__scalar__"])).astype(saved["dtype"])[0]
         if "__kvs__" in saved:
             return {k: _restore_value(None, v) for k, v in saved["__kvs__"]}
         if "__strings__" in saved:
