@@ -307,6 +307,8 @@ class Run:
     def _records(self) -> Iterator[TrainRecord]:
         self.dir.mkdir(parents=True, exist_ok=True)
         token = acquire(self.dir)
+        if self.resumed_step is None:  # the temp files of a run killed as it started here (check_new_run_dir let it)
+            remove_temp_files(self.dir, ("config.yaml", "canter.lock"))
         if self.resumed_step is None and any(p.name != LOCK_NAME for p in self.dir.iterdir()):
             # another run wrote it since this one was made (make_trainer checked it was empty): nothing is overwritten
             release(self.dir, token)
@@ -317,7 +319,7 @@ class Run:
         try:  # an error (or Ctrl-C) here must give the lock back: a later resume in this process needs it
             if self.resumed_step is not None:
                 remove_temp_files(self.dir / "checkpoints", (".safetensors", ".json"))
-                remove_temp_files(self.dir, (".parquet", "config.yaml", "summary.json", "report.html", LOCK_NAME))
+                remove_temp_files(self.dir, (".parquet", "config.yaml", "summary.json", "report.html", "canter.lock"))
             else:  # a resumed run rewrites it once it has started (a failed resume leaves the run as it was)
                 self.write_config()
                 if self.snapshots is not None:

@@ -3,6 +3,7 @@ written, and the part of a path that does not exist yet (removed again when a ne
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def check_new_run_dir(path: str | Path) -> Path:
     path = _as_created(Path(path))
     if path.exists() and not path.is_dir():
         raise CanterError(f"run directory '{path}' is a file; choose another --run-dir")
-    if path.exists() and any(path.iterdir()):
+    if path.exists() and any(path.iterdir()) and not killed_as_it_started(path):
         stopped = stopped_before_checkpoint(path)
         raise CanterError(f"run directory '{path}' already exists and is not empty; "
                           + (f"it holds a run that {stopped}" if stopped else "choose another --run-dir"))
@@ -77,6 +78,26 @@ def outermost_missing(path: str | Path) -> Path | None:
     return made
 
 
+#: what a run killed as it started leaves in its directory, before its ``config.yaml``: its lock (once its process
+#: is gone, stale), the lock's temp file (``run_lock``) and the temp files of the lock or ``config.yaml`` written
+#: atomically (``atomic``: ``.NAME.<random>.tmp``)
+_START_LEFTOVERS = re.compile(r"\.canter\.lock|\.{1,2}canter\.lock\.[a-z0-9_]+\.tmp|\.config\.yaml\.[a-z0-9_]+\.tmp")
+
+
+def killed_as_it_started(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds nothing but what a run killed as it started leaves (a kill between taking the
+    directory's lock and writing its ``config.yaml``), with no process writing it: nothing of a run, so a new run
+    may train into it (it then looked empty to ``ls`` yet was refused as not empty, and ``--resume`` of it said
+    only that it had no checkpoint)."""
+    from canter.run_lock import holder
+
+    try:
+        names = [p.name for p in Path(run_dir).iterdir()]
+    except OSError:
+        return False
+    return bool(names) and all(_START_LEFTOVERS.fullmatch(n) for n in names) and holder(run_dir) is None
+
+
 def stopped_before_checkpoint(run_dir: Path) -> str | None:
     """Where ``run_dir`` holds a run that stopped (a kill, a crash) before it saved its first checkpoint (its
     ``config.yaml``, no checkpoint, no live process writing it), the rest of a sentence saying so and what to do
@@ -105,6 +126,9 @@ def nothing_to_resume(run_dir: Path) -> CanterError:
 
     check_free(run_dir)
     stopped = stopped_before_checkpoint(run_dir)
+    if stopped is None and killed_as_it_started(run_dir):
+        stopped = (f"was killed as it started, before it wrote its config.yaml, so there is nothing to resume: "
+                   f"train a new run into '{run_dir}' (canter train ALGO --run-dir {run_dir})")
     return CanterError(f"'{run_dir}' has no checkpoints/last to resume from" + (f": its run {stopped}" if stopped else ""))
 
 
