@@ -55,6 +55,16 @@ class ResumableState:
     def load_data_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`data_state` (``state`` is the whole resume state)."""
 
+    def eval_env_state(self) -> dict[str, Any] | None:
+        """The evaluation env's state, or None where there is none or it holds something opaque (it is then built
+        afresh on resume, as before). Every evaluation resets it with its own seed, but an env may keep state
+        across its episodes (a wrapper's running observation statistics, a curriculum's level), which a resumed
+        run's new evaluation env had lost: its evaluations differed from the uninterrupted run's."""
+        if self.eval_env is None or not self.evaluates:
+            return None
+        state, problems = capture_env(self.eval_env)
+        return None if problems else state
+
     def resume_state(self) -> dict[str, Any]:
         """Everything but the agent that a resumed run needs to continue exactly (between iterations)."""
         env_state, problems = capture_env(self.env) if self.env is not None else (None, [])
@@ -64,6 +74,7 @@ class ResumableState:
             **self.progress_state(),
             "obs": self.obs,
             "env": env_state if not problems else None,
+            "eval_env": self.eval_env_state(),
             "env_problems": problems,
             "rng": {"python": [py_version, list(py_state), py_gauss], "numpy": np_state,
                     "torch": torch.get_rng_state()},
@@ -100,6 +111,8 @@ class ResumableState:
             if reset_returns is not None:
                 reset_returns()
             self.resume_exact = False
+        if state.get("eval_env") is not None and self.eval_env is not None:  # (a checkpoint before 2026-11-27: none)
+            restore_env(self.eval_env, state["eval_env"], "state.trainer.eval_env")
         py_version, py_state, py_gauss = state["rng"]["python"]
         random.setstate((py_version, tuple(py_state), py_gauss))
         np.random.set_state(state["rng"]["numpy"])
