@@ -228,10 +228,16 @@ class Run:
         atomic_write(self.dir / "summary.json", json.dumps(_finite_or_null(self.summary), indent=2).encode())
 
     def _save_last_and_summary(self, stop_reason: str | None) -> None:
-        """Save ``last`` with ``stop_reason``, then the summary. When ``last`` cannot be saved (a full disk, a
-        read-only ``checkpoints/``), the previous one stays and the summary still says so ('interrupted', with
-        the error and the counters of the last record) before the error is raised."""
+        """Save ``last`` with ``stop_reason`` and the summary (a finished run's summary first). When ``last`` cannot
+        be saved (a full disk, a read-only ``checkpoints/``), the previous one stays and the summary still says so
+        ('interrupted', with the error and the counters of the last record) before the error is raised."""
+        # a finished run's summary goes first: killed after a finished 'last' and before its summary, a run had no
+        # summary of its end (or a resumed one's 'interrupted') that a resume, refused as finished, never wrote;
+        # killed between the two now, the previous 'last' resumes into this end again
+        finished = stop_reason not in (None, "interrupted")
         try:
+            if finished:
+                self._write_summary(stop_reason)
             self.save_resumable(stop_reason=stop_reason)
             self.stop_reason = stop_reason  # a later save_resumable() keeps it
         except Exception as exc:
@@ -241,7 +247,8 @@ class Run:
             except Exception:  # noqa: BLE001 - the save's error is the one to report
                 pass
             raise
-        self._write_summary(stop_reason)
+        if not finished:
+            self._write_summary(stop_reason)
 
     def write_config(self) -> None:
         """Write the resolved ``config.yaml``."""
