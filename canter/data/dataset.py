@@ -276,16 +276,18 @@ def _whole_transitions(saved: dict[str, Any], obs_space: gym.Space, act_space: g
     """One saved replay buffer's whole episodes: ``(one-step transitions or None, truncated flags,
     the number of transitions it held)``."""
     from canter.data.framestack import FrameStackReplay
+    from canter.data.pixel_columns import pixel_columns_buffer
     from canter.data.replay import ReplayBuffer
     from canter.envs.atari import is_atari
 
     discrete = isinstance(act_space, gym.spaces.Discrete)
     frames = {"frame_channels": int(saved.get("frame_channels", 1))} if is_atari(env_id) else {}  # RGB: 3
-    buffer = (FrameStackReplay if frames else ReplayBuffer)(
-        int(saved["capacity"]), obs_space.shape, () if discrete else (int(np.prod(act_space.shape)),),
+    args = (int(saved["capacity"]), obs_space.shape, () if discrete else (int(np.prod(act_space.shape)),))
+    kwargs: dict[str, Any] = dict(
         obs_dtype=obs_space.dtype, n_envs=int(saved["n_envs"]),  # integer actions as make_replay_buffer stores them
-        act_dtype=np.int64 if isinstance(act_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) else np.float32,
-        **frames)
+        act_dtype=np.int64 if isinstance(act_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) else np.float32)
+    buffer = (FrameStackReplay(*args, **kwargs, **frames) if frames
+              else pixel_columns_buffer(ReplayBuffer, obs_space, *args, **kwargs))  # pixels as bytes, as trained
     buffer.load_state_dict(saved)
     held = buffer.chronological_indices()
     idx = _whole_episodes(held, buffer)

@@ -14,6 +14,7 @@ from canter.algorithms.offpolicy import phase_gradient_steps
 from canter.envs.random_actions import random_env_actions
 from canter.data.framestack import FrameStackReplay, PrioritizedFrameStackReplay
 from canter.data.her import HerReplayBuffer, check_goal_env
+from canter.data.pixel_columns import pixel_columns_buffer
 from canter.data.prioritized import PrioritizedReplayBuffer
 from canter.data.replay import ReplayBuffer
 from canter.envs.atari_rgb import frame_channels
@@ -53,7 +54,8 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
     ``frame_stack`` > 0: observations are frame stacks (Atari) of frames of that many channels (1 grayscale, 3 RGB:
     :func:`canter.envs.atari_rgb.frame_channels`); each frame is then stored once (:mod:`canter.data.framestack`).
     ``goals``: the goal env's layout, for hindsight replay
-    (``her_goals`` > 0, :class:`~canter.data.her.HerReplayBuffer`).
+    (``her_goals`` > 0, :class:`~canter.data.her.HerReplayBuffer`). Packed float observations with images keep
+    their pixels as bytes (:mod:`canter.data.pixel_columns`).
     """
     obs_space, act_space = agent.observation_space, agent.action_space
     discrete = isinstance(act_space, gym.spaces.Discrete)
@@ -66,15 +68,15 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
     if getattr(config, "her_goals", 0):
         if goals is None:
             raise ValueError("hindsight replay needs the goal env's layout")
-        buffer: ReplayBuffer = HerReplayBuffer(*args, layout=goals, her_goals=config.her_goals,
-                                               strategy=config.her_strategy, **kwargs)
+        buffer: ReplayBuffer = pixel_columns_buffer(HerReplayBuffer, obs_space, *args, layout=goals,
+                                                    her_goals=config.her_goals, strategy=config.her_strategy, **kwargs)
     elif getattr(config, "prioritized", False):
-        cls = PrioritizedFrameStackReplay if frame_stack else PrioritizedReplayBuffer
-        buffer = cls(*args, alpha=config.per_alpha, beta0=config.per_beta0, eps=config.per_eps, **kwargs,
-                     **({"frame_channels": int(frame_stack)} if frame_stack else {}))
+        per = dict(alpha=config.per_alpha, beta0=config.per_beta0, eps=config.per_eps)
+        buffer = (PrioritizedFrameStackReplay(*args, **per, **kwargs, frame_channels=int(frame_stack)) if frame_stack
+                  else pixel_columns_buffer(PrioritizedReplayBuffer, obs_space, *args, **per, **kwargs))
     else:
         buffer = (FrameStackReplay(*args, frame_channels=int(frame_stack), **kwargs) if frame_stack
-                  else ReplayBuffer(*args, **kwargs))
+                  else pixel_columns_buffer(ReplayBuffer, obs_space, *args, **kwargs))
     if getattr(agent, "ret_rms", None) is not None:  # normalize_reward: each step's raw reward scaled and clipped when sampled
         buffer.reward_transform = agent.scaled
     return buffer
