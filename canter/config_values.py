@@ -55,7 +55,8 @@ def type_name(tp: Any) -> str:
     optional, inner = _is_optional(tp)
     origin, args = _origin_args(inner)
     if origin is list:
-        name = f"list[{args[0].__name__}]" if args else "list"
+        item = args[0] if args else None  # list[list[int]] names its items' type too (was 'list[list]')
+        name = "list" if item is None else f"list[{type_name(item) if typing.get_origin(item) else item.__name__}]"
     elif origin is dict:
         name = "mapping"
     else:
@@ -160,13 +161,13 @@ def sb3_net_arch(cls: type, name: str, value: Any, key: str) -> list[tuple[str, 
 
 def readable_type(tp: Any) -> bool:
     """Whether :func:`coerce` reads values of config field type ``tp`` from YAML, ``--set`` and flags: bool, int,
-    float, str, list (of one of those), dict and Any, or one of them or null (a tuple, a Literal or a union of two
-    types reached the algorithm as --set's text, unchecked)."""
+    float, str, list (of any of these, ``list[list[int]]`` and ``list[dict]`` too), dict and Any, or one of them or
+    null (a tuple, a Literal or a union of two types reached the algorithm as --set's text, unchecked)."""
     optional, inner = _is_optional(tp)
     origin, args = _origin_args(inner)
     if inner in (bool, int, float, str, list, dict, Any) or origin is dict:
         return True
-    return origin is list and all(a in (bool, int, float, str, Any) for a in args)
+    return origin is list and all(readable_type(a) for a in args)  # coerce reads each item as its own type
 
 
 def coerce(tp: Any, value: Any, key: str) -> Any:

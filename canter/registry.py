@@ -202,7 +202,7 @@ def _check_user_algorithm(cls: Any, name: str) -> None:
     odd = [(n, tp) for n, (_, tp) in fields_of(config).items() if not readable_type(tp)]
     if odd:  # --set and flags gave their text unchecked ('[32, 32]' for a tuple), a Literal took any value
         raise CanterError(f"algorithm '{name}' has hyperparameter '{odd[0][0]}' of type {type_name(odd[0][1])}, which a "
-                          f"config cannot give: declare it bool, int, float, str, list, list[int] (of float, str, bool) "
+                          f"config cannot give: declare it bool, int, float, str, list, list[int] (of any of these) "
                           f"or dict, or one of them | None (a Literal is a str with hp(..., choices=(...)))")
     family = getattr(cls, "family", None)
     if family not in FAMILIES:
