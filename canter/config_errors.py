@@ -205,8 +205,11 @@ def misspelt_section(key: str, run_keys: Any, hp_keys: Any) -> CanterError | Non
             continue
         if section != "hparams":
             near.append(f"{section}.{rest}")
-        elif "." not in rest and (rest in hp_keys or closest(rest, hp_keys, 1)):  # hparam.lrr: hparams.lr
-            near.append(f"hparams.{rest if rest in hp_keys else closest(rest, hp_keys, 1)[0]}")
+        elif "." not in rest:  # hparam.lrr: hparams.lr; another library's name as hparams.NAME names it (_other_name)
+            ours = OTHER_NAMES.get(rest) or TIANSHOU_NAMES.get(rest)  # hparam.learning_rate was 'hparams.clip_range'
+            named = (f"hparams.{rest}" if rest in hp_keys else f"hparams.{ours}" if ours in hp_keys else
+                     ours if ours in run_keys else next((f"hparams.{k}" for k in closest(rest, hp_keys, 1)), None))
+            near += [named] if named else []
     if not near:
         return None
     return CanterError(f"unknown config key '{key}'; did you mean " + " or ".join(f"'{k}'" for k in near) + "?")
