@@ -402,8 +402,11 @@ def resolve_config(
                     "config key", key, keys, see=_keys_hint(algo_name))
     run_values["algo"] = algo_name
     run_values["env"] = str(env_id)
-    if "target_reward" in preset_keys and _no_evaluations(run_values.get("eval_episodes")):
-        run_values.pop("target_reward")  # a preset's target, which no evaluation would check: the run has none
+    if "target_reward" in preset_keys and (_no_evaluations(run_values.get("eval_episodes")) or _final_eval_only(
+            run_values.get("eval_every"), run_values.get("max_steps"))):
+        # a preset's target, which no evaluation would check (or none before a long run's end, refused in validate
+        # for a target the user gives: --eval-every 0 --max-steps 2e7 was refused for CartPole's preset 475): none
+        run_values.pop("target_reward")
     run = build(RunConfig, run_values)
     run.imports = [m.strip() for m in run.imports]  # imported stripped (config_imports): recorded so, eval finds them
     algo_cfg = build(algo_cls.Config, hp_values, section="hparams.")
@@ -459,6 +462,16 @@ def _no_evaluations(eval_episodes: Any) -> bool:
     """Whether an ``eval_episodes`` value as given (``0``, ``--set``'s ``'0'``) switches evaluation off."""
     try:
         return eval_episodes is not None and coerce(int, eval_episodes, "eval_episodes") == 0
+    except CanterError:  # refused when the config is built, naming it
+        return False
+
+
+def _final_eval_only(eval_every: Any, max_steps: Any) -> bool:
+    """Whether ``eval_every`` and ``max_steps`` as given make a long run evaluated only at its end (``eval_every: 0``,
+    ``max_steps`` over 1e7), where :meth:`RunConfig.validate` refuses a ``target_reward``."""
+    try:
+        return (eval_every is not None and coerce(int, eval_every, "eval_every") == 0 and max_steps is not None
+                and coerce(int, max_steps, "max_steps") > 10_000_000)
     except CanterError:  # refused when the config is built, naming it
         return False
 

@@ -44,6 +44,6 @@ def test_a_presets_target_reward_that_evaluations_never_check_says_how_to_drop_i
 
     with pytest.raises(CanterError, match=r"'target_reward' \(475, which the env's shipped preset may set\) is only "
                                           r"checked at evaluations; .* or drop it \(--set target_reward=null\)"):
-        resolve_config("ppo", "CartPole-v1", sets=["eval_every=0", "max_steps=2e7"])
+        resolve_config("ppo", "CartPole-v1", sets=["eval_every=0", "max_steps=2e7", "target_reward=475"])  # given
     run, _ = resolve_config("ppo", "CartPole-v1", sets=["eval_every=0", "max_steps=2e7", "target_reward=null"])
     assert run.target_reward is None
