@@ -217,10 +217,6 @@ class RunConfig:
             if self.divergence_guard == "restore":
                 raise CanterError("divergence_guard: restore goes back to the state of the last evaluation, but "
                                   "eval_episodes: 0 runs none; use divergence_guard: stop, or 'eval_episodes' >= 1")
-        if self.target_reward is not None and self.eval_every == 0 and self.max_steps > 10_000_000:
-            raise CanterError(f"'target_reward' ({self.target_reward:g}, which the env's shipped preset may set) is only "
-                              f"checked at evaluations; set 'eval_every' > 0 for long runs, or drop it (--set "
-                              f"target_reward=null)")
         if self.keep_checkpoints is not None and self.checkpoint_every == 0:  # nothing to keep or delete
             raise CanterError("'keep_checkpoints' keeps the newest periodic checkpoints, but checkpoint_every: 0 saves "
                               "none; drop it (--set keep_checkpoints=null) or set 'checkpoint_every' > 0")
@@ -408,6 +404,11 @@ def resolve_config(
         # for a target the user gives: --eval-every 0 --max-steps 2e7 was refused for CartPole's preset 475): none
         run_values.pop("target_reward")
     run = build(RunConfig, run_values)
+    if run.target_reward is not None and run.eval_every == 0 and run.max_steps > 10_000_000:
+        # a new run's only: a resume cannot drop the target or change eval_every, and its --max-steps was refused
+        raise CanterError(f"'target_reward' ({run.target_reward:g}, which the env's shipped preset may set) is only "
+                          f"checked at evaluations; set 'eval_every' > 0 for long runs, or drop it (--set "
+                          f"target_reward=null)")
     run.imports = [m.strip() for m in run.imports]  # imported stripped (config_imports): recorded so, eval finds them
     algo_cfg = build(algo_cls.Config, hp_values, section="hparams.")
     from canter.multiagent_config import resolve_multiagent_modes

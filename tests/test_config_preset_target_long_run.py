@@ -21,3 +21,18 @@ def test_a_target_the_user_gives_is_still_refused_and_short_runs_keep_the_preset
         resolve_config("ppo", "CartPole-v1", eval_every=0, max_steps=20_000_000, target_reward=400)
     assert resolve_config("ppo", "CartPole-v1", eval_every=0, max_steps=50_000)[0].target_reward == 475
     assert resolve_config("ppo", "CartPole-v1", eval_every=1000, max_steps=20_000_000)[0].target_reward == 475
+
+
+def test_a_resume_extending_a_run_past_1e7_steps_keeps_its_target(tmp_path):
+    """A run trained with eval_every 0 and a target, resumed with max_steps over 1e7, was refused, told to drop the
+    target with --set, which a resume does not take (nor can it change eval_every): it now resumes with its target."""
+    from canter.api import resume_trainer, train
+
+    run_dir = tmp_path / "run"
+    train("ppo", "CartPole-v1", run_dir=run_dir, quiet=True, eval_every=0, max_steps=64, n_envs=1, target_reward=475,
+          hparams={"n_steps": 32, "batch_size": 32})
+    trainer = resume_trainer(run_dir, max_steps=20_000_000)
+    try:
+        assert trainer.run.target_reward == 475 and trainer.run.max_steps == 20_000_000
+    finally:
+        trainer.close()
