@@ -72,7 +72,7 @@ def init_agent(built: Any, path: str) -> None:
             raise CanterError(f"init_from: {exc}") from None
         config = meta.get("config") or {}
         _check_algorithm(path, meta, run.algo, run)  # checked before the build too (check_source): the files may change
-        _check_normalisation(path, state.get("agent") if isinstance(state, dict) else None, agent)
+        _check_normalisation(path, state.get("agent") if isinstance(state, dict) else None, agent, config)
         for policy, act, ours in _activations(config, agent):
             if act != ours:  # the same shapes: loaded without a word, into networks that compute something else
                 whose, key = ("its networks use", "") if policy is None else (f"its policy '{policy}' uses",
@@ -98,15 +98,19 @@ def init_agent(built: Any, path: str) -> None:
         raise
 
 
-def _check_normalisation(path: str, weights: Any, agent: Any) -> None:
+def _check_normalisation(path: str, weights: Any, agent: Any, config: dict[str, Any] | None = None) -> None:
     """Refuse a source whose networks take normalised observations (``normalize_obs``, its ``obs_rms``) where this
     run's do not, or the other way round: for the agent, or for each policy of a multi-policy agent (its weights
     ``{"policies": {policy: ...}}``, its ``normalize_obs`` its own, ``policy_hparams.<policy>.normalize_obs``), whose
-    mismatch was loaded without a word."""
+    mismatch was loaded without a word. A policy acting at random here or in the source (``config``, its run config)
+    has no networks to feed: :func:`_activations` says what applies to it."""
     policies = getattr(agent, "agents", None)
     if isinstance(policies, dict):
         saved = weights.get("policies") if isinstance(weights, dict) else None
-        pairs = [(p, (saved or {}).get(p), member) for p, member in policies.items()]
+        own = (config or {}).get("policy_hparams") or {}
+        random = {p for p, member in policies.items() if getattr(member.algorithm, "config", None) is None
+                  or (isinstance(own.get(p), dict) and own[p].get("algo") == RANDOM)}
+        pairs = [(p, (saved or {}).get(p), member) for p, member in policies.items() if p not in random]
     else:
         pairs = [(None, weights, agent)]
     for policy, own, member in pairs:
