@@ -90,5 +90,8 @@ def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, ac
         "normalize_reward, gamma and n_envs", algorithm, normalize_obs=getattr(algo_cfg, "normalize_obs", False),
         normalize_reward=getattr(algo_cfg, "normalize_reward", False), gamma=getattr(algo_cfg, "gamma", 0.99),
         n_envs=run.n_envs or 1)
+    if not isinstance(agent, Agent):  # a registered factory function's result ('NoneType' has no 'torch_threads')
+        raise CanterError(f"the agent '{agent_name}' built {type(agent).__name__}, not an agent (an instance of "
+                          f"canter.agents.agent.Agent): a registered agent factory must return one")
     agent.torch_threads = threads
     return agent

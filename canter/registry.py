@@ -165,9 +165,10 @@ def lookup(kind: str, name: str) -> Any:
         raise CanterError(f"{kind} must be a registered name or a 'module:Class' string, got {what:.200}; register a "
                           f"class with @canter.register('{kind}', 'name') and pass its name{path}")
     obj = import_object(name) if ":" in name else match(kind, name, _REGISTRY[kind])
-    # a registered algorithm or agent is a class too: canter reads an algorithm's attributes before building it, and
-    # a function registered as one was an AttributeError traceback (train, --help, list)
-    base = _BASES.get(kind) if ":" in name or kind in ("algorithm", "agent") else None
+    # a registered algorithm is a class too: canter reads its attributes before building it, and a function
+    # registered as one was an AttributeError traceback (train, --help, list). A registered agent may be a factory
+    # function (what it builds is checked: canter.agent_factory)
+    base = _BASES.get(kind) if ":" in name or kind == "algorithm" else None
     if base is not None and not (isinstance(obj, type) and issubclass(obj, import_object(base))):
         article = "an" if kind[0] in "aeiou" else "a"
         what = "" if ":" in name else f" (registered to {getattr(obj, '__module__', None)}." \
