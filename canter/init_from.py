@@ -117,6 +117,8 @@ def _check_normalisation(path: str, weights: Any, agent: Any, config: dict[str, 
         theirs = bool(isinstance(own, dict) and own.get("obs_rms"))  # its networks take normalised observations
         if theirs == (getattr(member, "obs_rms", None) is not None):
             continue
+        if theirs and getattr(member, "images_raw", False):  # normalize_obs on images saved with statistics before
+            continue  # 2026-11-27: Agent.load_state_dict gives the member them back, as loading the source does
         whose, key = ("its run", "") if policy is None else (f"its policy '{policy}'", f"policy_hparams.{policy}.")
         raise CanterError(f"init_from '{path}': {whose} {'normalised' if theirs else 'did not normalise'} "
                           f"observations, and its networks expect them so: set {key}normalize_obs={str(theirs).lower()}")

@@ -3,9 +3,11 @@ inside Dict observations (the convolutional encoders scale pixels themselves).""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import canter
 from canter.data.dataset import collect
+from canter.errors import CanterError
 
 IMAGE_ENV = "image_dict_env:ImageReach-v0"  # 36 x 36 x 1 uint8 images, one Box action
 
@@ -64,3 +66,27 @@ def test_an_image_agent_saved_with_pixel_statistics_keeps_normalising(tmp_path):
         assert out.dtype == np.float32 and out.max() == 10.0 and out.min() == -10.0  # (0 - 100) / 2, clipped
     finally:
         trainer.close()
+
+
+def test_init_from_an_image_agent_saved_with_pixel_statistics(tmp_path):
+    """init_from a run saved before pixels were left alone (its agent state carries obs_rms) with
+    normalize_obs=true was refused with 'set normalize_obs=true', the setting it had: a run whose images
+    are never normalised counted as one that does not normalise. It now starts from the source's statistics
+    too, as loading it does; with normalize_obs=false it is still refused, naming normalize_obs=true."""
+    from canter.checkpoint import find_checkpoint, load_checkpoint, save_checkpoint
+
+    canter.train("ppo", IMAGE_ENV, normalize_obs=True, n_steps=8, n_envs=1, max_steps=8, run_dir=tmp_path / "src")
+    base = find_checkpoint(tmp_path / "src")
+    state, meta = load_checkpoint(base)
+    mean, var = np.full((36, 36, 1), 100.0), np.full((36, 36, 1), 4.0)
+    state["agent"]["obs_rms"] = {"mean": mean, "var": var, "count": np.float64(10.0)}
+    save_checkpoint(base, state, meta)
+    with canter.make_trainer("ppo", IMAGE_ENV, normalize_obs=True, n_steps=8, n_envs=1, max_steps=8,
+                             init_from=str(tmp_path / "src"), run_dir=None) as trainer:
+        agent = trainer.agent
+        assert agent.obs_rms is not None and np.allclose(agent.obs_rms.mean, 100.0)
+        out = agent.normalize_obs(_column(3))
+        assert out.dtype == np.float32 and out.min() == -10.0
+    with pytest.raises(CanterError, match="normalize_obs=true"):
+        canter.make_trainer("ppo", IMAGE_ENV, normalize_obs=False, n_steps=8, n_envs=1, max_steps=8,
+                            init_from=str(tmp_path / "src"), run_dir=None)
