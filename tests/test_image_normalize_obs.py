@@ -90,3 +90,23 @@ def test_init_from_an_image_agent_saved_with_pixel_statistics(tmp_path):
     with pytest.raises(CanterError, match="normalize_obs=true"):
         canter.make_trainer("ppo", IMAGE_ENV, normalize_obs=False, n_steps=8, n_envs=1, max_steps=8,
                             init_from=str(tmp_path / "src"), run_dir=None)
+
+
+def test_explorers_of_an_image_learner_with_pixel_statistics_normalise_as_it_does():
+    """A learner holding pixel statistics saved before 2026-11-27 (resumed, or started with init_from) sends them
+    to its explorers, whose fresh agents (normalize_obs on images: no obs_rms) dropped them and acted on raw
+    pixels with networks trained on normalised ones. They now take the statistics as the learner did."""
+    from canter.distributed.explorer import explorer_weights, load_explorer_weights
+
+    with canter.make_trainer("ppo", IMAGE_ENV, normalize_obs=True, n_steps=8, n_envs=1, max_steps=8,
+                             run_dir=None) as learner, \
+            canter.make_trainer("ppo", IMAGE_ENV, normalize_obs=True, n_steps=8, n_envs=1, max_steps=8,
+                                run_dir=None) as other:
+        state = learner.agent.state_dict()
+        state["obs_rms"] = {"mean": np.full((36, 36, 1), 100.0), "var": np.full((36, 36, 1), 4.0), "count": 10.0}
+        learner.agent.load_state_dict(state)
+        explorer = other.agent
+        load_explorer_weights(explorer, explorer_weights(learner.agent))
+        expected = learner.agent.normalize_obs(_column(3))
+        np.testing.assert_array_equal(explorer.normalize_obs(_column(3)), expected)
+        assert expected.dtype == np.float32

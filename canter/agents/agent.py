@@ -434,12 +434,18 @@ class Agent(ObservationInput):
             state["obs_std_eps"] = self.obs_std_eps
         return state
 
+    def keep_pixel_statistics(self, saved: Any) -> None:
+        """Give an agent whose uint8 images are never normalised (``images_raw``) an ``obs_rms`` for the statistics
+        ``saved`` (a checkpoint's, or a learner's sent to its explorers): saved before 2026-11-27, its networks take
+        normalised pixels. The caller loads them."""
+        if self.images_raw and saved and self.obs_rms is None:
+            self.obs_rms = RunningMeanStd(self.observation_space.shape)
+            self.obs_std_eps = getattr(self.algorithm, "obs_std_eps", None)
+
     def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
         """Restore :meth:`state_dict`."""
         self.algorithm.load_state_dict(state["algorithm"], weights_only=weights_only)
-        if self.images_raw and state.get("obs_rms"):  # saved before 2026-11-27: its networks take normalised pixels
-            self.obs_rms = RunningMeanStd(self.observation_space.shape)
-            self.obs_std_eps = getattr(self.algorithm, "obs_std_eps", None)
+        self.keep_pixel_statistics(state.get("obs_rms"))
         if self.obs_rms is not None and state.get("obs_rms"):
             self.obs_rms.load_state_dict(state["obs_rms"])
             if self.obs_std_eps is not None:  # None: a TD3+BC checkpoint of canter before 2026-11-26, which

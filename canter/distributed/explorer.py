@@ -68,6 +68,9 @@ def load_explorer_weights(agent: Agent, weights: dict[str, Any]) -> None:
     modules = agent.algorithm.modules()
     for name, state in weights["modules"].items():
         modules[name].load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+    keep = getattr(agent, "keep_pixel_statistics", None)  # a learner normalising pixels as before 2026-11-27
+    if keep is not None:
+        keep(weights.get("obs_rms"))
     if agent.obs_rms is not None and weights.get("obs_rms"):
         agent.obs_rms.load_state_dict(weights["obs_rms"])
     if getattr(agent.algorithm, "noisy", False):  # NoisyNet: the explorer's own noise, not the learner's sample
