@@ -127,8 +127,14 @@ def _check_normalisation(path: str, weights: Any, agent: Any, config: dict[str, 
 def _check_image_reading(path: Any, saved: Any, ours: Any) -> None:
     """Refuse (one line) a source whose networks read its image observations as canter did before 2026-11-27
     (:func:`canter.models.cnn.former_image_layout`): its weights fit no network this run builds."""
+    import gymnasium as gym
+
     from canter.envs.spaces import read_alike
 
+    if isinstance(saved, gym.spaces.Dict) and isinstance(ours, gym.spaces.Dict):  # a multi-policy agent's policies
+        for policy in saved.spaces.keys() & ours.spaces.keys():
+            _check_image_reading(path, saved[policy], ours[policy])
+        return
     if (getattr(saved, "saved_image_layout", None) is not None or getattr(saved, "saved_image_layouts", None)
             or not read_alike(saved, ours)):
         raise CanterError(f"init_from '{path}': its networks read the image observations as canter did before "

@@ -308,15 +308,22 @@ def check_opponents(meta: dict[str, Any], trainer: Any) -> None:
         trainer.opponents_changed = changed
 
 
-def check_image_layout_kept(observation_space: Any) -> None:
+def check_image_layout_kept(observation_space: Any, whose: str = "this run's model") -> None:
     """Refuse (one line) to resume a run whose checkpoint reads its image observations as canter did before
     2026-11-27 (:func:`canter.models.cnn.former_image_layout`): the trainer's model, built from the env's space,
     would read them as they are read now, and the saved weights do not fit it. ``canter.load``, eval and play
-    keep the checkpoint's reading."""
+    keep the checkpoint's reading. A multi-policy run's space (a Dict, policy -> space) is checked policy by
+    policy (it was a state_dict RuntimeError traceback)."""
+    import gymnasium as gym
+
     from canter.models.cnn import image_layout
 
+    if isinstance(observation_space, gym.spaces.Dict):  # packed observations are Boxes: these are policies
+        for policy, space in observation_space.spaces.items():
+            check_image_layout_kept(space, f"policy '{policy}'")
+        return
     if getattr(observation_space, "saved_image_layouts", None):
-        raise CanterError(f"cannot resume: this run's model reads the images of its observations "
+        raise CanterError(f"cannot resume: {whose} reads the images of its observations "
                           f"{observation_space} as canter did before 2026-11-27; canter now reads them otherwise "
                           f"(the smallest axis is the channels), so its weights fit no new model. canter.load, eval "
                           f"and play still run it; train a new run to continue")
@@ -329,7 +336,7 @@ def check_image_layout_kept(observation_space: Any) -> None:
     names = {"": "a vector (flat encoder)", "chw": "channels-first [C, H, W]", "hwc": "channels-last [H, W, C]",
              "hw": "one channel [H, W]", "shwc": "a stack of channels-last frames [S, H, W, C]",
              "schw": "a stack of channels-first frames [S, C, H, W]", None: "a vector (flat encoder)"}
-    raise CanterError(f"cannot resume: this run's model reads its {tuple(observation_space.shape)} image "
+    raise CanterError(f"cannot resume: {whose} reads its {tuple(observation_space.shape)} image "
                       f"observations as {names[saved]}, as canter did before 2026-11-27; canter now reads them as "
                       f"{names[now]} (the smallest axis is the channels), so its weights fit no new model. "
                       f"canter.load, eval and play still run it; train a new run to continue")
