@@ -47,12 +47,22 @@ def test_a_policys_own_algorithm_and_encoder_are_recorded_by_their_modules(tmp_p
         class PolicyFlat(FlatEncoder):
             pass
     """))
-    import policy_parts  # noqa: F401 - as a training script imports it
+    import sys
 
-    config = {"algo": "ppo", "env": "CartPole-v1", "hparams": {},
-              "policy_hparams": {"listener": {"algo": "policy_parts_ppo"}, "speaker": {"encoder": "policy_parts_flat"},
-                                 "other": {"algo": "random"}}}
-    assert user_modules(config) == ["policy_parts"]
+    from canter.registry import _REGISTERED_BY, _REGISTRY
+
+    try:
+        import policy_parts  # noqa: F401 - as a training script imports it
+
+        config = {"algo": "ppo", "env": "CartPole-v1", "hparams": {},
+                  "policy_hparams": {"listener": {"algo": "policy_parts_ppo"},
+                                     "speaker": {"encoder": "policy_parts_flat"}, "other": {"algo": "random"}}}
+        assert user_modules(config) == ["policy_parts"]
+    finally:  # registered for this test only: later tests list the algorithms (canter list, error hints)
+        for kind, name in (("algorithm", "policy_parts_ppo"), ("encoder", "policy_parts_flat")):
+            _REGISTRY[kind].pop(name, None)
+            _REGISTERED_BY.pop((kind, name), None)
+        sys.modules.pop("policy_parts", None)
 
 
 @pytest.mark.parametrize("given, dotted", [("my_parts.py", "my_parts"), ("pkg/my_parts.py", "pkg.my_parts"),

@@ -431,7 +431,7 @@ def test_list_names_the_registered_encoders(capsys):
     name, but canter list printed algorithms, models, agents and envs only."""
     code, out, err = run_cli(capsys, "list")
     assert code == 0, err
-    assert "encoders: flat, impala, multi, nature, split" in out.splitlines()
+    assert "encoders: flat, impala, multi, nature, nature_pool, split" in out.splitlines()
 
 
 def test_list_names_presets_by_the_env_id_that_uses_them(capsys, tmp_path):
