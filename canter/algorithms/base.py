@@ -335,6 +335,12 @@ class Algorithm(ABC, metaclass=SeededBuild):
         if mask_width(self.observation_space) and not getattr(self.model_cls, "action_masks", False):
             raise CanterError(f"model {self.model_cls.__name__} does not apply action masks (the env's observations "
                               f"carry one); set 'action_masks = True' on a model class that does")
+        if self.model_cls.__module__.split(".")[0] == "canter":  # a user's constructor is not run twice
+            from canter.model_size import check_model_fits
+
+            check_model_fits(lambda: self.model_cls(self.observation_space, self.action_space, **kwargs), self.device,
+                             f"model {self.model_cls.__name__} for {self.name}",
+                             ", ".join(f"{k}={v}" for k, v in kwargs.items()))
         try:
             model = self.model_cls(self.observation_space, self.action_space, **kwargs)
         except TypeError as exc:  # e.g. a model made for another algorithm (lstm_actor_critic for ppo)
