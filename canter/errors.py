@@ -184,6 +184,9 @@ def unknown(kind: str, name: str, choices: Iterable[str], see: str | None = "run
     (``canter list`` shows registered names, not config keys or Gymnasium's env ids).
     """
     choices = sorted(choices)
+    if isinstance(name, str) and name != name.strip() and name.strip() in choices:
+        return CanterError(f"unknown {kind} '{cut(name)}': it has a space before or after it; write "
+                           f"'{name.strip()}'")
     near = closest(name, choices)
     if near:
         hint = "did you mean " + " or ".join(f"'{c}'" for c in near) + "?"

@@ -30,6 +30,8 @@ def check_env_id(env_id: str) -> None:
     """Raise a CanterError (with close matches) unless ``env_id`` names a known environment."""
     if env_id in _REGISTRY["env"]:
         return
+    if env_id != env_id.strip():  # ' CartPole-v1' read as an unknown id whose quotes hid the space
+        raise CanterError(f"env id '{env_id}' has a space before or after it; write '{env_id.strip()}'")
     if multiagent.is_multiagent(env_id):
         if not turns.is_turn_based(env_id):
             multiagent.parallel_factory(env_id)
