@@ -260,7 +260,7 @@ def test_a_model_too_large_for_memory_is_one_line(capsys, workdir):
     1e14 units need more bytes than any address space holds, so the allocation fails on any machine."""
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", "net_arch=[100000000000000]",
                            "--run-dir", str(workdir / "run"))
-    assert_one_line_error(code, err, "cannot build model ActorCritic for ppo: one of its tensors needs",
+    assert_one_line_error(code, err, "cannot build model ActorCritic for ppo: its weights need",
                           "check the sizes in its hyperparameters (net_arch=[100000000000000]")
     assert list(workdir.iterdir()) == []
 
