@@ -269,7 +269,19 @@ def parse_set(item: str) -> tuple[str, str]:
     key, sep, value = item.partition("=")
     if not sep or not key.strip():
         raise CanterError(f"--set expects key=value, got '{item}'")
-    return key.strip(), value.strip()
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        # a quoted string (--set "model='x'") reads as YAML reads it, as a nested value's quotes did (the name
+        # was 'x' with its quotes)
+        from canter.yaml_io import safe_load
+
+        try:
+            unquoted = safe_load(value)
+        except Exception:  # noqa: BLE001  ('a'b': not one quoted string, kept as typed)
+            unquoted = None
+        if isinstance(unquoted, str):
+            value = unquoted
+    return key.strip(), value
 
 
 def resolve_config(

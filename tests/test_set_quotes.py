@@ -1,0 +1,31 @@
+"""A quoted --set value reads as YAML reads it, at the top level as in a nested value."""
+
+from __future__ import annotations
+
+import pytest
+
+from canter.config import parse_set, resolve_config
+from support import assert_train_refused
+
+
+@pytest.mark.parametrize("item,value", [
+    ("model='mlp_q'", "mlp_q"),
+    ('model="mlp_q"', "mlp_q"),
+    ("run_name='it''s'", "it's"),  # YAML's quoting, as a file's
+    ("model='a'b'", "'a'b'"),  # not one quoted string: kept as typed
+    ("model=mlp_q", "mlp_q"),
+    ("net_arch=[64, 64]", "[64, 64]"),
+])
+def test_parse_set_unquotes_a_quoted_string(item, value):
+    """--set "model='x'" kept its quotes (the model name was 'x' with them) while env_kwargs={a: 'x'} lost them."""
+    assert parse_set(item)[1] == value
+
+
+def test_a_quoted_model_name_resolves():
+    run, _ = resolve_config("dqn", "CartPole-v1", sets=["model='mlp_q'", "env_kwargs={max_episode_steps: '50'}"])
+    assert run.model == "mlp_q"
+
+
+def test_a_quoted_name_with_a_space_is_named_as_such(capsys, tmp_path):
+    assert_train_refused(capsys, tmp_path, ["train", "dqn", "--env", "CartPole-v1", "--set", "model=' mlp_q'"],
+                         "unknown model ' mlp_q': it has a space before or after it; write 'mlp_q'")
