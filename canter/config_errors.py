@@ -104,6 +104,12 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
         head = name.split(".", 1)[0]  # policy_kwargs.net_arch: an entry of SB3's mapping
         if head in only and head not in run_keys and head not in hp_keys:
             return CanterError(f"unknown config key '{key}' ({library}'s): {only[head]}")
+    if name not in OTHER_NAMES and name not in TIANSHOU_NAMES:
+        # a misspelling of another library's name (learnin_rate) is answered as the name is, when it looks more
+        # like that name than like any of canter's keys (it was offered 'clip_range')
+        near = closest(name, [*OTHER_NAMES, *TIANSHOU_NAMES, *run_keys, *hp_keys], n=1)
+        if near and near[0] not in run_keys and near[0] not in hp_keys:
+            name = near[0]
     ours, library = OTHER_NAMES.get(name), "Stable-Baselines3"
     if ours is None:
         ours, library = TIANSHOU_NAMES.get(name), "Tianshou"
