@@ -160,6 +160,8 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space, run)
         eval_env = make_eval_env(run, min(run.eval_envs, run.eval_episodes), (
             envs.single_observation_space, envs.single_action_space), files) if run.eval_episodes else None
+        if not run.eval_episodes and run.eval_env_kwargs:  # canter eval and videos use them: a typo is refused now
+            make_eval_env(run, 1, (envs.single_observation_space, envs.single_action_space), files).close()
     except BaseException:
         envs.close()
         raise
