@@ -283,10 +283,18 @@ def load_yaml(path: str | Path, what: str = "config file") -> dict[str, Any]:
     if len(data) > MAX_BYTES:
         raise CanterError(f"{what} {path} is larger than {MAX_BYTES // 2**20} MiB; a config is a few "
                           "key: value lines (is it the right file?)")
+    # a byte order mark (Windows editors) is no text: JSON refused it; UTF-16 with one (PowerShell's '>') is read
+    # as YAML reads it (it was 'not UTF-8 text', no word of why)
+    encoding = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
+    utf16 = encoding != "utf-16" and b"\x00" in data[:200]  # ASCII text in UTF-16: every other byte a zero
     try:
-        text = data.decode("utf-8-sig")  # a byte order mark (Windows editors) is no text: JSON refused it
+        text = None if utf16 else data.decode(encoding)
     except UnicodeDecodeError:
-        raise CanterError(f"{what} {path} is not UTF-8 text") from None
+        text = None
+    if text is None:
+        raise CanterError(f"{what} {path} is not UTF-8 text" + (
+            " (it looks like UTF-16 without a byte order mark: re-save it as UTF-8, e.g. PowerShell's "
+            "'Out-File -Encoding utf8', or Notepad's Save As > Encoding UTF-8)" if utf16 else "")) from None
     try:
         data = safe_load(text)
     except yaml.YAMLError as exc:
