@@ -171,7 +171,7 @@ def _sha256(path: Path) -> str:
 
 def checkpoint_base(path: str | Path) -> Path:
     """The ``.safetensors``/``.json`` pair's common path (accepts either file or the stem)."""
-    base = Path(path)
+    base = Path(path).expanduser()  # agent.save('~/x') made a folder named '~' (init_from expanded it)
     return base.with_suffix("") if base.suffix in (".safetensors", ".json") else base
 
 
@@ -386,7 +386,7 @@ def find_checkpoint(path: str | Path) -> Path:
     checkpoint path -> checkpoint base."""
     if not isinstance(path, (str, os.PathLike)):
         raise CanterError(f"expected a run directory or checkpoint path (a str or pathlib.Path), got {path!r}")
-    p = Path(path)
+    p = Path(path).expanduser()  # canter.load('~/x') looked for a folder named '~'
     if p.is_dir():
         for name in ("best", "last"):
             for base in (p / "checkpoints" / name, p / name):  # a run directory, or its checkpoints/ folder
