@@ -175,7 +175,13 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
         if n > 1:
             ax.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
         targets.update(r.target_reward for r in runs if r.target_reward is not None)
+    low, high = ax.get_ylim() if ax.lines else (0.0, 0.0)
+    span = max(high - low, abs(high), abs(low), 1.0)  # a line beyond one span of the data would flatten its curves
     for target in sorted(targets):
+        if ax.lines and not low - span <= target <= high + span:  # listed, not drawn (target 1e9 over returns of 500)
+            ax.plot([], [], color="0.35", linestyle="--", linewidth=1.0,
+                    label=f"target {target:g} ({'above' if target > high else 'below'} the axis)")
+            continue
         ax.axhline(target, color="0.35", linestyle="--", linewidth=1.0, label=f"target {target:g}")
     training = [bool(len(r.history.get("rolling_return", ()))) for r in every]
     offline = [r.config.get("dataset") is not None for r in every]  # steps are gradient updates

@@ -209,6 +209,11 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+def _rate(per_second: float) -> str:
+    """A throughput for a card: whole numbers from 100 up (it was '12,299.05'), one decimal below."""
+    return f"{per_second:,.0f}" if per_second >= 100 else f"{per_second:,.1f}"
+
+
 def videos(run: RunData) -> str:
     """The recorded videos (``videos/*.mp4``) as embedded players, newest first, up to a size cap."""
     from canter.tools.video import video_index
@@ -286,7 +291,7 @@ def _cards(run: RunData) -> str:
         (_cell(s.get("episodes")), "episodes", ""),
         (_cell(s.get("updates")), "updates", ""),
         (f"{s['wall_seconds']:,.1f} s" if s.get("wall_seconds") is not None else "–", "wall time", ""),
-        (_cell(s["steps"] / s["wall_seconds"]) if s.get("wall_seconds") else "–",
+        (_rate(s["steps"] / s["wall_seconds"]) if s.get("wall_seconds") else "–",
          "updates / s" if _offline(run) else "steps / s", ""),
         (str(s.get("stop_reason") or "–"), "stop reason", ""),
     ] + ([(str(s["error"]), "stopped by an error", "no")] if s.get("error") else [])

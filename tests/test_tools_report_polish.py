@@ -1,0 +1,40 @@
+"""Small readability fixes of canter report and canter plot: a throughput card without cents, a target far off
+the data listed instead of flattening the curves."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from canter.tools.plot import draw_groups, group_runs, new_figure
+from canter.tools.report import _cards
+from canter.tools.rundata import RunData
+
+
+def _run(path, target):
+    steps = np.array([10.0, 500.0, 3000.0])
+    history = {"step": steps, "wall_time": steps / 100, "episode_return": steps / 10, "rolling_return": steps / 10}
+    return RunData(path, {"algo": "ppo", "env": "CartPole-v1", "target_reward": target}, {}, history)
+
+
+def test_the_steps_per_second_card_is_a_whole_number(tmp_path):
+    """It was '12,299.05'."""
+    summary = {"steps": 1_229_905, "wall_seconds": 100.0, "stop_reason": "max_steps"}
+    cards = _cards(RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, summary))
+    assert '<b class="">12,299</b><span>steps / s</span>' in cards
+    slow = _cards(RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, {**summary, "steps": 1234}))
+    assert '<b class="">12.3</b><span>steps / s</span>' in slow
+
+
+def test_a_target_far_above_the_data_does_not_flatten_the_curves(tmp_path):
+    """A target line at 1e9 over returns up to 300 stretched the y-axis to 1e9: the curves lay flat on the floor."""
+    ax = new_figure(400, 300).add_subplot()
+    draw_groups(ax, group_runs([_run(tmp_path, 1e9)]))
+    assert ax.get_ylim()[1] < 1000
+    assert "target 1e+09 (above the axis)" in ax.get_legend_handles_labels()[1]
+
+
+def test_a_target_near_the_data_is_drawn(tmp_path):
+    ax = new_figure(400, 300).add_subplot()
+    draw_groups(ax, group_runs([_run(tmp_path, 475)]))
+    assert "target 475" in ax.get_legend_handles_labels()[1]
+    assert ax.get_ylim()[1] >= 475
