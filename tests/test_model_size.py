@@ -48,3 +48,11 @@ def test_a_model_that_fits_passes_and_one_that_cannot_be_built_on_meta_is_not_ch
 @pytest.mark.parametrize("kind", ["mps", "meta"])
 def test_an_unknown_device_memory_is_not_checked(kind):
     assert device_memory_bytes(torch.device(kind)) is None
+
+
+def test_a_c51_model_is_counted_on_meta():
+    """CategoricalQNetwork checked its support's values on the device it was built on: on meta (no values) the
+    count failed, so c51's net_arch went unchecked."""
+    from canter.models.distributional import CategoricalQNetwork
+
+    assert model_bytes_on_meta(lambda: CategoricalQNetwork(BOX, TWO, net_arch=[64], n_atoms=51)) is not None

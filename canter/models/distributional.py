@@ -86,12 +86,14 @@ class CategoricalQNetwork(QuantileQNetwork):
     ) -> None:
         super().__init__(observation_space, action_space, net_arch, activation, dueling, n_atoms, encoder, noisy)
         self.register_buffer("support", torch.linspace(v_min, v_max, n_atoms), persistent=False)
-        if not bool((self.support.diff() > 0).all()):
+        support = torch.linspace(v_min, v_max, n_atoms, device="cpu")  # checked on the CPU: also where the model
+        # is built on torch's meta device to count its size (canter.model_size), whose tensors hold no values
+        if not bool((support.diff() > 0).all()):
             # float32 cannot tell the atoms apart (e.g. 1e8 and 1e8 + 1): C51's projection divided by 0
             raise CanterError(f"'hparams.v_min' ({v_min}) and 'hparams.v_max' ({v_max}) are too close for {n_atoms} "
                               f"distinct float32 atoms at that magnitude; widen the support or lower 'hparams.n_atoms'")
         #: masked actions' Q value: below every mean of the support (MASKED is not, for v_min <= -1e8)
-        self.masked_value = masked_value_below(float(self.support[0]))
+        self.masked_value = masked_value_below(float(support[0]))
 
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
         """Unnormalised log-probabilities of the atoms, ``[B, n_actions, n_atoms]``."""
