@@ -32,6 +32,7 @@ from canter.resume_checks import (
     check_same_run, check_writable, resume_dataset,
 )
 from canter.resume_settings import check_continues, check_keep_has_checkpoints, check_settings, resumed_metadata
+from canter.build_checks import check_spaces, warn_idle_patience  # noqa: F401 (check_spaces: re-exported)
 from canter.run import Run, run_metadata
 from canter.run_dirs import check_new_run_dir, new_run_dir, nothing_to_resume, outermost_missing
 from canter.run_lock import check_free
@@ -143,7 +144,7 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         warn_unused_settings(run)
     if algo_cls.family == "offline" or run.dataset is not None:
         if resumed is None:  # a resumed run's patience counts its earlier evaluations, and a longer budget adds one
-            _warn_idle_patience(run)
+            warn_idle_patience(run)
         from canter.offline_setup import offline_trainer
 
         trainer: Trainer = offline_trainer(run, algo_cfg, algo_cls, callbacks, files)
@@ -155,7 +156,7 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     if resumed is None:  # an on-policy iteration is a whole rollout: evaluations come at rollouts' ends
         rollouts = algo_cls.family in ("on_policy", "on_policy_recurrent") and not run.explorers \
             and run.policies not in ("type", "agent")
-        _warn_idle_patience(run, (algo_cfg.n_steps, envs.num_envs) if rollouts else None)
+        warn_idle_patience(run, (algo_cfg.n_steps, envs.num_envs) if rollouts else None)
     try:
         check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space, run)
         eval_env = make_eval_env(run, min(run.eval_envs, run.eval_episodes), (
@@ -195,51 +196,6 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     if run_dir is None:
         return trainer
     return _with_run_dir(trainer, run, algo_cfg, run_dir, quiet, resumed, snapshots)
-
-
-def _warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -> None:
-    """Warn where ``early_stopping`` or ``plateau_patience`` can never act: both count evaluations without improvement
-    after a first one, whatever the ``monitor`` (``rolling`` reads the training return at each evaluation), and
-    ``eval_every >= max_steps`` evaluates once, at the end (``eval_every: 0`` and ``eval_episodes: 0`` are refused);
-    so does an on-policy run (``rollout``: its ``n_steps`` and envs) whose first evaluation is at its last rollout's end."""
-    keys = [k for k in ("early_stopping", "plateau_patience") if getattr(run, k) is not None]
-    if not keys or run.eval_episodes <= 0:
-        return
-    n_steps, n_envs = rollout or (1, 1)
-    size = n_steps * n_envs  # the steps between two evaluation chances
-    end, first = -(-run.max_steps // size) * size, -(-run.eval_every // size) * size
-    what = (f"{' and '.join(keys)} count{'' if len(keys) > 1 else 's'} evaluations, but",
-            f"so {'they' if len(keys) > 1 else 'it'} can never act")
-    if size > 1 and end == size:
-        warnings.warn(CanterWarning(
-            f"{what[0]} max_steps ({run.max_steps}) is one rollout (n_steps {n_steps} x {n_envs} envs = {size} "
-            f"steps), evaluated only at its end, {what[1]}; set max_steps above {size} or a smaller n_steps"), stacklevel=3)
-    elif run.eval_every >= run.max_steps:
-        warnings.warn(CanterWarning(
-            f"{what[0]} eval_every ({run.eval_every}) >= max_steps ({run.max_steps}) evaluates only at the end, "
-            f"{what[1]}; set eval_every below max_steps (e.g. --eval-every {max(1, run.max_steps // 10)})"), stacklevel=3)
-    elif first >= end:
-        warnings.warn(CanterWarning(
-            f"{what[0]} eval_every ({run.eval_every}) with rollouts of {size} steps (n_steps {n_steps} x "
-            f"{n_envs} envs) evaluates first at step {first}, the run's end (max_steps {run.max_steps}), {what[1]}; "
-            f"set eval_every to at most {end - size}"), stacklevel=3)
-
-
-def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any, run: RunConfig | None = None) -> None:
-    """``algo_cls.check_spaces`` for one policy's spaces, or for each policy's (dicts policy -> space; with ``run``,
-    a policy's own algorithm, ``policy_hparams.<policy>.algo``, checks its spaces)."""
-    from gymnasium.spaces import Dict
-
-    if not isinstance(observation_space, Dict):
-        algo_cls.check_spaces(observation_space, action_space)
-        return
-    from canter.multiagent_config import policy_algorithm_class
-
-    for policy, space in observation_space.spaces.items():
-        try:
-            (algo_cls if run is None else policy_algorithm_class(run, policy)).check_spaces(space, action_space[policy])
-        except CanterError as exc:
-            raise CanterError(f"policy '{policy}': {exc}") from None
 
 
 def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str | Path, quiet: bool,

@@ -11,7 +11,7 @@ def check_algo_env(algo: str, env: str, env_kwargs: dict[str, Any] | None = None
                    central_state: bool = False, run: Any = None) -> None:
     """Raise a CanterError unless ``env`` can be made and ``algo`` can act in its action space
     (each policy's, with several policies: with the ``run`` config, a policy of its own algorithm in its own)."""
-    from canter.api import check_spaces
+    from canter.build_checks import check_spaces
     from canter.envs import make_vec_env
     from canter.registry import lookup
 

@@ -1,0 +1,54 @@
+"""Checks a run makes as it is built: each policy's spaces against its algorithm, and a warning for patience
+settings (``early_stopping``, ``plateau_patience``) that can never act."""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from canter.config import RunConfig
+from canter.errors import CanterError, CanterWarning
+
+
+def warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -> None:
+    """Warn where ``early_stopping`` or ``plateau_patience`` can never act: both count evaluations without improvement
+    after a first one, whatever the ``monitor`` (``rolling`` reads the training return at each evaluation), and
+    ``eval_every >= max_steps`` evaluates once, at the end (``eval_every: 0`` and ``eval_episodes: 0`` are refused);
+    so does an on-policy run (``rollout``: its ``n_steps`` and envs) whose first evaluation is at its last rollout's end."""
+    keys = [k for k in ("early_stopping", "plateau_patience") if getattr(run, k) is not None]
+    if not keys or run.eval_episodes <= 0:
+        return
+    n_steps, n_envs = rollout or (1, 1)
+    size = n_steps * n_envs  # the steps between two evaluation chances
+    end, first = -(-run.max_steps // size) * size, -(-run.eval_every // size) * size
+    what = (f"{' and '.join(keys)} count{'' if len(keys) > 1 else 's'} evaluations, but",
+            f"so {'they' if len(keys) > 1 else 'it'} can never act")
+    if size > 1 and end == size:
+        warnings.warn(CanterWarning(
+            f"{what[0]} max_steps ({run.max_steps}) is one rollout (n_steps {n_steps} x {n_envs} envs = {size} "
+            f"steps), evaluated only at its end, {what[1]}; set max_steps above {size} or a smaller n_steps"), stacklevel=3)
+    elif run.eval_every >= run.max_steps:
+        warnings.warn(CanterWarning(
+            f"{what[0]} eval_every ({run.eval_every}) >= max_steps ({run.max_steps}) evaluates only at the end, "
+            f"{what[1]}; set eval_every below max_steps (e.g. --eval-every {max(1, run.max_steps // 10)})"), stacklevel=3)
+    elif first >= end:
+        warnings.warn(CanterWarning(
+            f"{what[0]} eval_every ({run.eval_every}) with rollouts of {size} steps (n_steps {n_steps} x "
+            f"{n_envs} envs) evaluates first at step {first}, the run's end (max_steps {run.max_steps}), {what[1]}; "
+            f"set eval_every to at most {end - size}"), stacklevel=3)
+
+
+def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any, run: RunConfig | None = None) -> None:
+    """``algo_cls.check_spaces`` for one policy's spaces, or for each policy's (dicts policy -> space; with ``run``,
+    a policy's own algorithm, ``policy_hparams.<policy>.algo``, checks its spaces)."""
+    from gymnasium.spaces import Dict
+
+    if not isinstance(observation_space, Dict):
+        algo_cls.check_spaces(observation_space, action_space)
+        return
+    from canter.multiagent_config import policy_algorithm_class
+
+    for policy, space in observation_space.spaces.items():
+        try:
+            (algo_cls if run is None else policy_algorithm_class(run, policy)).check_spaces(space, action_space[policy])
+        except CanterError as exc:
+            raise CanterError(f"policy '{policy}': {exc}") from None
