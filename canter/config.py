@@ -7,7 +7,6 @@ range raise :class:`~canter.errors.CanterError` naming the key and the closest v
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import typing
 from dataclasses import dataclass
@@ -20,9 +19,10 @@ from canter.config_imports import check_config_path, config_imports, layered_imp
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_entry_once, check_range, coerce, entries_last, hp, readable_type,  # re-exported
                                   sb3_net_arch, set_nested, split_train_freq, type_name)
+from canter.config_layers import parse_set, preset_layers, preset_path  # noqa: F401 (re-exported)
 from canter.devices import resolve_device
-from canter.errors import CanterError, shown, unknown
-from canter.yaml_io import dashed_pairs, glued_word, load_yaml, parse_yaml_value
+from canter.errors import CanterError, unknown
+from canter.yaml_io import dashed_pairs, glued_word, parse_yaml_value
 
 
 def fields_of(cls: type) -> dict[str, tuple[dataclasses.Field, Any]]:
@@ -237,51 +237,6 @@ class RunConfig:
 
         if self.ray_address is not None and not ray_address_ok(self.ray_address):
             raise CanterError(f"'ray_address' must be 'auto', host:port or ray://host:port, got '{self.ray_address}'")
-
-
-def preset_path(algo: str, env: str) -> Path:
-    """Where the shipped preset for ``algo`` on ``env`` lives (``canter/configs/ALGO/ENV.yaml``)."""
-    return Path(__file__).parent / "configs" / algo / f"{env.replace('/', '-').replace(':', '-')}.yaml"
-
-
-def preset_layers(algo: str, env_id: str) -> list[tuple[str, dict[str, Any]]]:
-    """``(path, contents)`` of the shipped presets of registered algorithm ``algo`` on ``env_id``, in the
-    order they apply (an Atari game's shared ``atari.yaml`` first); none where canter ships none."""
-    from canter.ale import looks_like_atari  # not canter.envs.atari: its package imports torch (--help)
-
-    atari = looks_like_atari(str(env_id))
-    presets = [preset_path(algo, "atari")] if atari else []  # shared Atari settings
-    # module:EnvId (gymnasium's form: the module is imported, EnvId is made) gets EnvId's presets:
-    # ale_py:ALE/Pong-v5 -> ALE/Pong-v5's, gymnasium:CartPole-v1 -> CartPole-v1's; pettingzoo:MODULE names no env id
-    prefixed = ":" in str(env_id) and not str(env_id).startswith("pettingzoo:")
-    game = str(env_id).split(":", 1)[-1] if atari or prefixed else str(env_id)
-    older = re.fullmatch(r"([A-Z][A-Za-z]*?)(?:NoFrameskip)?-v[04]", game) if atari else None
-    if older and not os.path.isfile(preset_path(algo, game)):  # Pong-v4, PongNoFrameskip-v0: the same game under
-        game = f"{older[1]}NoFrameskip-v4"  # canter's preprocessing (frame skip and sticky actions are its own)
-    # os.path.isfile is False (not an error) for odd names, e.g. too long
-    return [(str(p), load_yaml(p)) for p in presets + [preset_path(algo, game)] if os.path.isfile(p)]
-
-
-def parse_set(item: str) -> tuple[str, str]:
-    """Split one ``--set key=value`` item."""
-    if not isinstance(item, str):  # make_trainer(sets=[...]) from Python
-        raise CanterError(f"--set expects key=value strings, got {shown(item)}")
-    key, sep, value = item.partition("=")
-    if not sep or not key.strip():
-        raise CanterError(f"--set expects key=value, got '{item}'")
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        # a quoted string (--set "model='x'") reads as YAML reads it, as a nested value's quotes did (the name
-        # was 'x' with its quotes)
-        from canter.yaml_io import safe_load
-
-        try:
-            unquoted = safe_load(value)
-        except Exception:  # noqa: BLE001  ('a'b': not one quoted string, kept as typed)
-            unquoted = None
-        if isinstance(unquoted, str):
-            value = unquoted
-    return key.strip(), value
 
 
 def resolve_config(

@@ -5,7 +5,8 @@ import re
 import pytest
 
 import canter
-from canter.config import RunConfig, build, coerce, load_yaml, resolve_config
+from canter.config import RunConfig, build, coerce, resolve_config
+from canter.yaml_io import load_yaml
 from canter.errors import CanterError
 
 

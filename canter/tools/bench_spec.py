@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from canter.config import coerce, load_yaml, resolve_config, resolved_dict
+from canter.config import coerce, resolve_config, resolved_dict
+from canter.yaml_io import load_yaml
 from canter.errors import CanterError, unknown
 
 SPEC_KEYS = ("seeds", "set", "envs", "algos")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from canter.atomic import atomic_write
-from canter.config import load_yaml
+from canter.yaml_io import load_yaml
 from canter.errors import CanterError
 from canter.run_lock import check_free
 from canter.tools.bench_results import RESULT_FILES, RESULTS_HEAD, save_figure, table_rows, to_csv, to_markdown

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from canter.config import load_yaml
+from canter.yaml_io import load_yaml
 from canter.errors import CanterError, check_utf8_path
 
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from canter.config import RunConfig, _keys_hint, check_range, coerce, fields_of, load_yaml
+from canter.config import RunConfig, _keys_hint, check_range, coerce, fields_of
+from canter.yaml_io import load_yaml
 from canter.config_errors import other_owners
 from canter.errors import CanterError, closest, unknown
 from canter.registry import lookup

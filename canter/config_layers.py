@@ -1,0 +1,56 @@
+"""The layers a run config is read from, besides files: the shipped presets (``canter/configs/ALGO/ENV.yaml``, an
+Atari game's shared ``atari.yaml`` first) and ``--set key=value`` items."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from canter.errors import CanterError, shown
+from canter.yaml_io import load_yaml
+
+
+def preset_path(algo: str, env: str) -> Path:
+    """Where the shipped preset for ``algo`` on ``env`` lives (``canter/configs/ALGO/ENV.yaml``)."""
+    return Path(__file__).parent / "configs" / algo / f"{env.replace('/', '-').replace(':', '-')}.yaml"
+
+
+def preset_layers(algo: str, env_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(path, contents)`` of the shipped presets of registered algorithm ``algo`` on ``env_id``, in the
+    order they apply (an Atari game's shared ``atari.yaml`` first); none where canter ships none."""
+    from canter.ale import looks_like_atari  # not canter.envs.atari: its package imports torch (--help)
+
+    atari = looks_like_atari(str(env_id))
+    presets = [preset_path(algo, "atari")] if atari else []  # shared Atari settings
+    # module:EnvId (gymnasium's form: the module is imported, EnvId is made) gets EnvId's presets:
+    # ale_py:ALE/Pong-v5 -> ALE/Pong-v5's, gymnasium:CartPole-v1 -> CartPole-v1's; pettingzoo:MODULE names no env id
+    prefixed = ":" in str(env_id) and not str(env_id).startswith("pettingzoo:")
+    game = str(env_id).split(":", 1)[-1] if atari or prefixed else str(env_id)
+    older = re.fullmatch(r"([A-Z][A-Za-z]*?)(?:NoFrameskip)?-v[04]", game) if atari else None
+    if older and not os.path.isfile(preset_path(algo, game)):  # Pong-v4, PongNoFrameskip-v0: the same game under
+        game = f"{older[1]}NoFrameskip-v4"  # canter's preprocessing (frame skip and sticky actions are its own)
+    # os.path.isfile is False (not an error) for odd names, e.g. too long
+    return [(str(p), load_yaml(p)) for p in presets + [preset_path(algo, game)] if os.path.isfile(p)]
+
+
+def parse_set(item: str) -> tuple[str, str]:
+    """Split one ``--set key=value`` item."""
+    if not isinstance(item, str):  # make_trainer(sets=[...]) from Python
+        raise CanterError(f"--set expects key=value strings, got {shown(item)}")
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise CanterError(f"--set expects key=value, got '{item}'")
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        # a quoted string (--set "model='x'") reads as YAML reads it, as a nested value's quotes did (the name
+        # was 'x' with its quotes)
+        from canter.yaml_io import safe_load
+
+        try:
+            unquoted = safe_load(value)
+        except Exception:  # noqa: BLE001  ('a'b': not one quoted string, kept as typed)
+            unquoted = None
+        if isinstance(unquoted, str):
+            value = unquoted
+    return key.strip(), value
