@@ -7,7 +7,10 @@ other seat's moves are made inside ``step`` until it is the learner's turn again
 over). A transition is the learner's observation at its turn, its move, and the reward it gathered
 until its next turn (PettingZoo's cumulative reward, which ``last()`` reports), so wins and losses
 that an opponent's move decides reach the move that allowed them. Observations with an
-``action_mask`` (every classic game) train with masks (:mod:`canter.envs.masks`).
+``action_mask`` (every classic game) train with masks (:mod:`canter.envs.masks`), and so does a game that
+reports the mover's mask in ``info["action_mask"]`` (PettingZoo's AEC API allows either): its observations
+become ``{"observation", "action_mask"}`` dicts, so the mask is packed with each observation and the
+learner acts and learns under it (before 2026-11-27 only the random opponent read such a mask).
 
 Two ``env_kwargs`` are the adapter's own; the rest go to ``env()``:
 
@@ -33,7 +36,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from canter.envs.masks import MASK_KEY, allowed_actions
+from canter.envs.masks import MASK_KEY, OBS_KEY, allowed_actions, has_action_mask, mask_size
 from canter.envs.opponents import SNAPSHOTS_KEY
 from canter.envs.packing import ObservationPacker, needs_packing
 from canter.envs.random_actions import allowed_choice
@@ -174,6 +177,10 @@ class TurnBasedEnv(gym.Env):
                                   f"{act_space}; {agent}: {self.game.observation_space(agent)}, "
                                   f"{self.game.action_space(agent)}): pick one with env_kwargs seat, against "
                                   f"opponent: random")
+        #: the game reports its masks in info, not in its observations: they are moved into the observations
+        self._info_mask = not has_action_mask(obs_space) and self._masks_in_info()
+        if self._info_mask:
+            obs_space = gym.spaces.Dict({OBS_KEY: obs_space, MASK_KEY: gym.spaces.MultiBinary(mask_size(act_space))})
         self.observation_space, self.action_space = obs_space, act_space
         self._pack = ObservationPacker(obs_space, act_space) if needs_packing(obs_space) else None
         if not training:  # module docstring: outside training a policy meets a random opponent, not itself
@@ -181,6 +188,23 @@ class TurnBasedEnv(gym.Env):
         self._pool = _Pool(opponents, self._pack.space if self._pack is not None else obs_space, act_space, files)
         self.current = 0  # the index of this game's opponent in the pool (drawn at reset)
         self.learner = seats[0]
+
+    def _masks_in_info(self) -> bool:
+        """Whether the game's first mover finds its action mask in ``info`` (a game reset to look)."""
+        try:
+            self.game.reset()
+            return bool(self.game.agents) and MASK_KEY in (self.game.last()[4] or {})
+        except Exception:  # noqa: BLE001 - a game that cannot reset unseeded: reset() will say so
+            return False
+
+    def _observation(self, obs: Any, info: dict[str, Any]) -> Any:
+        """``obs`` with the mask from ``info`` where the game reports it there (none: allows nothing, as a
+        finished game's last observation; :func:`~canter.envs.masks.allowed_actions` then unmasks it)."""
+        if not self._info_mask:
+            return obs
+        mask = info.get(MASK_KEY)
+        mask = np.zeros(self.observation_space[MASK_KEY].n, np.int8) if mask is None else np.asarray(mask, np.int8)
+        return {OBS_KEY: obs, MASK_KEY: mask}
 
     @property
     def opponent(self) -> str:
@@ -228,10 +252,10 @@ class TurnBasedEnv(gym.Env):
             agent = game.agent_selection
             obs, reward, terminated, truncated, info = game.last()
             if agent == self.learner:
-                return obs, float(reward), bool(terminated), bool(truncated), dict(info)
+                return self._observation(obs, info), float(reward), bool(terminated), bool(truncated), dict(info)
             game.step(None if terminated or truncated else self._opponent_move(agent, obs, info))
         # the learner left the game unseen (every agent was removed): its episode is over
-        return game.observe(self.learner), 0.0, True, False, {}
+        return self._observation(game.observe(self.learner), {}), 0.0, True, False, {}
 
     def _opponent_move(self, agent: str, obs: Any, info: dict[str, Any]) -> Any:
         if self.policy is None:
@@ -247,6 +271,7 @@ class TurnBasedEnv(gym.Env):
                 return int(self.np_random.choice(np.flatnonzero(mask)))
             # MultiDiscrete / MultiBinary: each sub-action among its allowed choices
             return allowed_choice(allowed_actions(np.asarray(mask)[None], action_nvec(space)), self.np_random, space)[0]
+        obs = self._observation(obs, info)
         x = self._pack(obs) if self._pack is not None else np.asarray(obs, dtype=np.float32)
         # the opponent's draws come from this env's generator (saved with the env), not the learner's
         generator = torch.Generator().manual_seed(int(self.np_random.integers(2**62)))
