@@ -29,7 +29,7 @@ from canter.logging.history import check_history
 from canter.registry import import_user_modules, lookup
 from canter.resume_checks import (
     as_numbers_now, check_config_unedited, check_image_layout_kept, check_opponents, check_resume_metadata,
-    check_same_run, check_writable, resume_dataset,
+    check_same_run, check_writable, keep_best_on_disk, resume_dataset,
 )
 from canter.resume_settings import check_continues, check_keep_has_checkpoints, check_settings, resumed_metadata
 from canter.build_checks import check_spaces, warn_idle_patience  # noqa: F401 (check_spaces: re-exported)
@@ -393,6 +393,7 @@ def resume_trainer(
                               f"entries this run's model reads as values (as canter did before 2026-11-27), so its "
                               f"weights fit no new model. canter.load, eval and play still run it; train a new run")
     agent.load_state_dict(state["agent"], weights_only=False)
+    keep_best_on_disk(run_dir, state["trainer"])  # a 'best' saved after 'last' (a kill, an error) stays the best
     run_obj.trainer.resume_from(state["trainer"])
     check_opponents(meta, run_obj.trainer)  # a frozen opponent's run trained further: warned, not exact
     run_obj.trainer.resume_source = base  # named by an error while the trainer restores its state

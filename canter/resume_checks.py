@@ -340,3 +340,27 @@ def check_image_layout_kept(observation_space: Any, whose: str = "this run's mod
                       f"observations as {names[saved]}, as canter did before 2026-11-27; canter now reads them as "
                       f"{names[now]} (the smallest axis is the channels), so its weights fit no new model. "
                       f"canter.load, eval and play still run it; train a new run to continue")
+
+
+def keep_best_on_disk(run_dir: Path, trainer_state: dict[str, Any]) -> float | None:
+    """Raise the best evaluation return that a resumed run starts from (``trainer_state``'s counters, from its
+    ``last`` checkpoint) to the one its ``checkpoints/best`` was saved at, where that is higher; returns it (None
+    where unchanged). A run stopped inside an iteration (an error raised there, a kill) after a new best keeps
+    that ``best`` on disk, while ``last`` is older and does not know the evaluation: resumed from it, the run had
+    replaced ``best`` with the first evaluation that beat the older score, a worse policy (and reported its
+    return as the run's best). A ``best`` that cannot be read is left to be replaced, as before."""
+    from canter.checkpoint import checkpoint_present, read_metadata
+
+    base = run_dir / "checkpoints" / "best"
+    counters = trainer_state.get("counters") or {}
+    if not checkpoint_present(base):
+        return None
+    try:
+        saved = (read_metadata(base).get("trainer") or {}).get("best_eval_return")
+    except CanterError:
+        return None
+    known = counters.get("best_eval_return")
+    if not _is_number(saved) or saved != saved or abs(saved) == float("inf") or (known is not None and saved <= known):
+        return None
+    counters["best_eval_return"] = float(saved)
+    return float(saved)
