@@ -13,6 +13,8 @@ the second part allowing one of the two at random. With ``image_obs=True`` each 
 uint8 image, its target's channel lit (255); with ``image_state=True`` ``state()`` is such images, one per agent,
 side by side. With ``revive=True`` (and ``miss_leaves``) an agent that left is back
 in ``agents`` at the next step, which PettingZoo's API forbids ("agent cannot be revived once dead").
+With ``masked=True`` and ``info_mask=True`` the observations are the bare one-hot targets and each agent's mask is
+in its ``infos[agent]["action_mask"]`` instead (PettingZoo's other place for it).
 """
 from __future__ import annotations
 
@@ -32,10 +34,11 @@ class MatchAgents(ParallelEnv):
 
     def __init__(self, n_agents: int = 2, miss_leaves: bool = False, team: bool = False, state: bool = True,
                  masked: bool = False, render_mode: str | None = None, revive: bool = False,
-                 factored: bool = False, image_obs: bool = False, image_state: bool = False) -> None:
+                 factored: bool = False, image_obs: bool = False, image_state: bool = False,
+                 info_mask: bool = False) -> None:
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.render_mode = render_mode
-        self.masked, self.factored = masked, factored
+        self.masked, self.factored, self.info_mask = masked, factored, info_mask
         self.miss_leaves = miss_leaves  # an agent that misses its target leaves the episode
         self.team = team  # every agent earns 1 only when all match (a reward no agent earns alone)
         self.revive = revive  # an agent that left is back in agents at the next step (not PettingZoo's API)
@@ -51,7 +54,7 @@ class MatchAgents(ParallelEnv):
             return spaces.Box(0, 255, (8, 8, 3), np.uint8)
         box = spaces.Box(0.0, 1.0, (3,), np.float32)
         mask = spaces.MultiBinary(5 if self.factored else 3)
-        return spaces.Dict({"observation": box, "action_mask": mask}) if self.masked else box
+        return spaces.Dict({"observation": box, "action_mask": mask}) if self.masked and not self.info_mask else box
 
     @functools.lru_cache(maxsize=None)
     def action_space(self, agent: str) -> spaces.Space:  # noqa: D102
@@ -70,7 +73,14 @@ class MatchAgents(ParallelEnv):
             if self.factored:  # the second sub-action: one of its two choices allowed
                 mask = np.r_[mask, np.eye(2, dtype=np.int8)[int(self.rng.integers(0, 2))]]
             self.masks[a] = mask
+        if self.info_mask:
+            return obs
         return {a: {"observation": obs[a], "action_mask": self.masks[a].copy()} for a in self.agents}
+
+    def _infos(self) -> dict:
+        if self.masked and self.info_mask:
+            return {a: {"action_mask": self.masks[a].copy()} for a in self.agents}
+        return {a: {} for a in self.agents}
 
     def _draw(self) -> None:
         self.targets = dict(zip(self.possible_agents, self.rng.integers(0, 3, len(self.possible_agents)).tolist()))
@@ -81,7 +91,7 @@ class MatchAgents(ParallelEnv):
         self.agents = list(self.possible_agents)
         self.t = 0
         self._draw()
-        return self._observe(), {a: {} for a in self.agents}
+        return self._observe(), self._infos()
 
     @staticmethod
     def _image(target: int) -> np.ndarray:
@@ -114,7 +124,7 @@ class MatchAgents(ParallelEnv):
         obs = self._observe()
         term = {a: self.miss_leaves and not hits[a] for a in self.agents}
         trunc = {a: self.t >= LENGTH and not term[a] for a in self.agents}
-        infos = {a: {} for a in self.agents}
+        infos = self._infos()
         self.agents = [a for a in self.agents if not (term[a] or trunc[a])]
         if self.revive and self.t < LENGTH:
             self.agents = list(self.possible_agents)

@@ -28,6 +28,10 @@ policies may have different spaces; see :mod:`canter.trainers.multi_policy`); wi
 joint`` (QMIX), :class:`~canter.envs.multiagent_views.JointParallelEnv` makes each copy one
 sub-env. ``central_state`` (MAPPO) adds the global state to every agent's observation.
 
+Action masks: agents whose observations are ``{"observation", "action_mask"}`` dicts, and those of an env that
+reports them in ``infos[agent]["action_mask"]`` (found in the infos of one reset when the env is made; each
+agent's mask is then moved into its observation), act and learn under them (:mod:`canter.envs.masks`).
+
 Checked by hand with mpe2 1.1.1's ``simple_spread_v3`` (3 agents, 18 observations, Discrete(5)):
 PPO with 4 copies (12 sub-envs), n_steps 128, batch 256, 4 epochs, lr 3e-4, ent_coef 0.01 went
 from a uniform random policy's -26.2 per agent and episode (120 episodes) to -19.8 (30 evaluation
@@ -41,7 +45,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from canter.envs.masks import MaskedBox, mask_width
+from canter.envs.masks import MASK_KEY, OBS_KEY, MaskedBox, has_action_mask, mask_size, mask_width
 from canter.envs.multiagent_ids import (PREFIX, PETTINGZOO_FAMILIES, PolicyModeError,  # noqa: F401 (re-exported)
                                        agent_type, family_hint, group_agents, is_multiagent, parallel_factory,
                                        trained_policies)
@@ -89,9 +93,14 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         groups = group_agents(self.agents, policies)
         self.policies = list(groups)
         self.group_agents = list(groups.values())
+        #: agent -> the size of its action mask, where the env reports masks in its infos rather than in its
+        #: observations (they are moved into the observations, :meth:`_with_masks`); None: it does not
+        self._info_masks = ({a: mask_size(first.action_space(a)) for a in self.agents}
+                            if _masks_in_infos(first, self.agents) else None)
+        space_of = first.observation_space if self._info_masks is None else (lambda a: gym.spaces.Dict(
+            {OBS_KEY: first.observation_space(a), MASK_KEY: gym.spaces.MultiBinary(self._info_masks[a])}))
         #: each group's own observation space (what its agents observe)
-        self.local_spaces = [self._group_space(first.observation_space, g, policies, "observation")
-                             for g in groups.items()]
+        self.local_spaces = [self._group_space(space_of, g, policies, "observation") for g in groups.items()]
         self.action_spaces = [self._group_space(first.action_space, g, policies, "action") for g in groups.items()]
         #: per group, the packer of structured observations (Dict / Tuple, action masks; None: arrays)
         self._packers = [ObservationPacker(space, act) if needs_packing(space) else None
@@ -239,6 +248,20 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
                               f"{what}; this run has one policy per agent type (policies: type): it acts on an env "
                               f"whose agents of a type share their spaces (one per agent: train with policies: agent)")
 
+    def _with_masks(self, observations: dict[str, Any], infos: Any) -> dict[str, Any]:
+        """``observations`` with each agent's mask from ``infos`` where the env reports its masks there (an agent
+        without one: a mask that allows nothing, which :func:`~canter.envs.masks.allowed_actions` unmasks)."""
+        if self._info_masks is None:
+            return observations
+        infos = infos if isinstance(infos, dict) else {}
+        sizes = self._info_masks
+
+        def mask(agent: Any) -> np.ndarray:
+            found = (infos.get(agent) or {}).get(MASK_KEY)
+            return np.zeros(sizes[agent], np.int8) if found is None else np.asarray(found, np.int8)
+
+        return {a: {OBS_KEY: o, MASK_KEY: mask(a)} if a in sizes else o for a, o in observations.items()}
+
     def _put(self, copy: int, observations: dict[str, Any]) -> None:
         """Write one copy's observations into each group's rows (a departed agent's row keeps its
         final observation)."""
@@ -262,8 +285,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"{len(seed)} seeds for {len(self.envs)} env copies")
         for i, env in enumerate(self.envs):
             s = seed if seed is None else int(seed[i]) if isinstance(seed, (list, tuple)) else int(seed) + i
-            observations, _ = env.reset(seed=s, options=options)
-            self._start(i, env, observations)
+            observations, infos = env.reset(seed=s, options=options)
+            self._start(i, env, self._with_masks(observations, infos))
         self.ended[:] = False
         self.steps[:] = 0
         self.in_state[:] = self.alive
@@ -339,8 +362,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         before = self.alive.copy()
         for i, env in enumerate(self.envs):
             if self.ended[i]:
-                observations, _ = env.reset()
-                self._start(i, env, observations)
+                observations, infos = env.reset()
+                self._start(i, env, self._with_masks(observations, infos))
                 self.ended[i] = False
                 self.steps[i] = 0
                 continue
@@ -349,7 +372,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
             for agent in env.agents:  # each is in the episode: it started in it or joined it (_joined)
                 g, j = where[agent]
                 step_actions[agent] = acts[g][i, j]
-            observations, rew, term, trunc, _ = env.step(step_actions)
+            observations, rew, term, trunc, infos = env.step(step_actions)
+            observations = self._with_masks(observations, infos)
             self._put(i, {a: o for a, o in observations.items() if a in where and alive[self._index[a]]})
             self.steps[i] += 1
             capped = self.max_steps is not None and self.steps[i] >= self.max_steps
@@ -389,3 +413,17 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         """Close every copy."""
         for env in self.envs:
             env.close()
+
+
+def _masks_in_infos(env: Any, agents: list[Any]) -> bool:
+    """Whether ``env`` (a PettingZoo parallel env whose observations carry no action mask) reports its agents'
+    masks in its infos, ``infos[agent]["action_mask"]`` (PettingZoo allows either place): looked at after a reset
+    (one that fails here fails again, with its message, when the run resets the env)."""
+    if any(has_action_mask(env.observation_space(a)) for a in agents):
+        return False
+    try:
+        _, infos = env.reset()
+    except Exception:  # noqa: BLE001 - reported by the run's own reset
+        return False
+    return isinstance(infos, dict) and any(MASK_KEY in (info or {}) for info in infos.values()
+                                           if isinstance(info, dict))
