@@ -40,3 +40,18 @@ def test_a_callback_reading_values_leaves_the_run_as_it_was():
         trainer.close()
         runs.append(_weights(trainer))
     assert torch.equal(runs[0], runs[1])
+
+
+def test_value_of_one_observation_is_one_value_as_for_a_feed_forward_agent():
+    """``agent.value(obs)`` of one observation (or a list of them) gives a 0-d tensor (a batch of them) as
+    ``Agent.value`` does; a recurrent agent's raised torch's 'input.size(-1) must be equal to input_size'."""
+    trainer = canter.make_trainer("recurrent_ppo", "CartPole-v1", **RUN)
+    agent = trainer.agent
+    obs = np.array([0.01, -0.02, 0.03, 0.04], np.float32)
+    one = agent.value(obs)
+    assert one.shape == ()
+    fresh = agent.algorithm.value_recurrent(torch.as_tensor(obs[None]), agent.algorithm.model.initial_state(1))
+    assert torch.equal(one, fresh[0])  # a batch of one, not the training envs' (4): from empty memory
+    assert agent.value([obs, obs]).shape == (2,)
+    assert agent.value(torch.as_tensor(obs)).shape == ()
+    trainer.close()

@@ -170,7 +170,12 @@ class RecurrentAgent(Agent):
     def value(self, obs: np.ndarray) -> torch.Tensor:
         """V(obs) from the training memory (bootstrapping a rollout's last observation); a batch of another size than
         the training envs' (a callback's call) from empty memory, the training memory left as it is (it was
-        replaced by an empty one of that size, so the rollout went on from a wiped memory)."""
+        replaced by an empty one of that size, so the rollout went on from a wiped memory). One observation (or a
+        list, a tensor: :meth:`as_batch`) is a batch of one and gives one value, a 0-d tensor, as
+        :meth:`Agent.value <canter.agents.Agent.value>` (it was torch's LSTM input-size traceback)."""
+        if not (isinstance(obs, np.ndarray) and obs.ndim == len(self.observation_space.shape) + 1):
+            x, single = self.as_batch(obs)
+            return self.value(x)[0] if single else self.value(x)
         x = self.obs_to_tensor(obs)
         state = self.memory["sample"]
         if state is None or state[0].shape[1] != len(x):
