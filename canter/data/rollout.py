@@ -1,13 +1,16 @@
 """On-policy rollout storage (preallocated tensors) and generalised advantage estimation."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from canter.data.batch import RolloutBatch, SequenceBatch
 from canter.utils import to_numpy
+
+if TYPE_CHECKING:
+    from canter.data.pixel_columns import PixelColumns
 
 
 def compute_gae(
@@ -41,14 +44,28 @@ def compute_gae(
 
 
 class RolloutBuffer:
-    """``n_steps x n_envs`` storage for one on-policy rollout, allocated once."""
+    """``n_steps x n_envs`` storage for one on-policy rollout, allocated once.
+
+    ``pixel_columns`` (:class:`~canter.data.pixel_columns.PixelColumns`, for float packed observations with
+    images): the pixels are stored as ``uint8`` (``pixels``) beside the other columns (``obs``), a quarter of the
+    memory, and the batches put the float rows back together (the very values stored)."""
 
     def __init__(
         self, n_steps: int, n_envs: int, obs_shape: tuple[int, ...], act_shape: tuple[int, ...],
         obs_dtype: torch.dtype = torch.float32, act_dtype: torch.dtype = torch.float32,
+        pixel_columns: PixelColumns | None = None,
     ) -> None:
         self.n_steps, self.n_envs = n_steps, n_envs
         shape = (n_steps, n_envs)
+        self.columns = pixel_columns
+        self._arrays = self._ARRAYS
+        if pixel_columns is not None:
+            if tuple(obs_shape) != (pixel_columns.width,):
+                raise ValueError(f"pixel columns of {pixel_columns.width}-wide observations, got shape {obs_shape}")
+            obs_shape = (pixel_columns.n_rest,)
+            self.pixels = torch.zeros(shape + (pixel_columns.n_pixels,), dtype=torch.uint8)
+            self._pixels_np = self.pixels.numpy()
+            self._arrays = self._ARRAYS + ("pixels",)
         self.obs = torch.zeros(shape + obs_shape, dtype=obs_dtype)
         self.actions = torch.zeros(shape + act_shape, dtype=act_dtype)
         self.log_probs = torch.zeros(shape)
@@ -71,7 +88,10 @@ class RolloutBuffer:
         None (an algorithm whose ``act`` gives none, its ``learn`` not reading them) is stored as NaN: a
         ``learn`` that does read them gets a non-finite loss, which the divergence guard stops the run on."""
         t = self.pos  # NumPy arrays or tensors (Agent.sample gives arrays where the NumPy path acted; a GPU's
-        self._obs_np[t] = to_numpy(obs)  # tensors come to host memory here)
+        if self.columns is None:  # tensors come to host memory here)
+            self._obs_np[t] = to_numpy(obs)
+        else:
+            self._pixels_np[t], self._obs_np[t] = self.columns.split(to_numpy(obs))
         self._act_np[t] = to_numpy(actions)
         self._logp_np[t] = np.nan if log_probs is None else to_numpy(log_probs)
         self._values_np[t] = to_numpy(values)
@@ -92,12 +112,16 @@ class RolloutBuffer:
         """The rows of a rollout in progress (none between rollouts), for an exact resume."""
         t = self.pos
         return {"pos": t, **{k: getattr(self, k)[:t].copy() if isinstance(getattr(self, k), np.ndarray)
-                             else getattr(self, k)[:t].clone() for k in self._ARRAYS if t}}
+                             else getattr(self, k)[:t].clone() for k in self._arrays if t}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` into a buffer of the same shape."""
+        """Restore :meth:`state_dict` into a buffer of the same shape (one storing pixels as bytes also takes
+        the whole float rows a plain buffer saved)."""
         t = int(state["pos"])
-        for k in self._ARRAYS if t else ():
+        if t and self.columns is not None and "pixels" not in state:
+            state = dict(state)
+            state["pixels"], state["obs"] = self.columns.split(np.asarray(state["obs"]))
+        for k in self._arrays if t else ():
             dst = getattr(self, k)
             dst[:t] = state[k] if isinstance(dst, np.ndarray) else torch.as_tensor(np.asarray(state[k]))
         self.pos = t
@@ -116,21 +140,32 @@ class RolloutBuffer:
         """Compute advantages and returns; return the whole rollout, time-major (recurrent policies:
         ``starts [T, N]`` and the memory ``state`` at the rollout's start, see :class:`SequenceBatch`)."""
         adv, returns = self._advantages(last_values, gamma, gae_lambda)
-        return SequenceBatch(self.obs.clone(), self.actions.clone(), self.log_probs.clone(), self.values.clone(), adv,
+        obs = self.obs.clone() if self.columns is None else self._joined()
+        return SequenceBatch(obs, self.actions.clone(), self.log_probs.clone(), self.values.clone(), adv,
                              returns, torch.from_numpy(self.valid.copy()), torch.from_numpy(starts.copy()), state)
+
+    def _joined(self, rows: np.ndarray | None = None) -> torch.Tensor:
+        """The stored observations with their pixels put back, ``[T, N, width]`` (``rows`` given: those flat
+        rows, ``[len(rows), width]``)."""
+        pixels, rest = self._pixels_np, self._obs_np
+        if rows is not None:
+            pixels, rest = pixels.reshape(-1, pixels.shape[-1])[rows], rest.reshape(-1, rest.shape[-1])[rows]
+        return torch.from_numpy(self.columns.join(pixels, rest))
 
     def finish(self, last_values: torch.Tensor, gamma: float, gae_lambda: float) -> RolloutBatch:
         """Compute advantages and returns; return the valid transitions, flattened."""
         adv_t, returns = self._advantages(last_values, gamma, gae_lambda)
         mask = self.valid.reshape(-1)
-        if mask.all():
+        rows = None if mask.all() else np.flatnonzero(mask)
+        if rows is None:
             def flat(x: torch.Tensor) -> torch.Tensor:
                 return x.reshape((-1,) + x.shape[2:])
         else:
-            idx = torch.from_numpy(np.flatnonzero(mask))
+            idx = torch.from_numpy(rows)
 
             def flat(x: torch.Tensor) -> torch.Tensor:
                 return x.reshape((-1,) + x.shape[2:])[idx]
+        obs = flat(self.obs) if self.columns is None else self._joined(rows).reshape(-1, self.columns.width)
         return RolloutBatch(
-            flat(self.obs), flat(self.actions), flat(self.log_probs), flat(self.values), flat(adv_t), flat(returns)
+            obs, flat(self.actions), flat(self.log_probs), flat(self.values), flat(adv_t), flat(returns)
         )

@@ -8,12 +8,16 @@ only reset its env, its observation is the previous episode's final one, and eve
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import torch
 
 from canter.errors import CanterError
+from canter.utils import to_numpy
+
+if TYPE_CHECKING:
+    from canter.data.pixel_columns import PixelColumns
 
 
 class SegmentBatch(NamedTuple):
@@ -29,14 +33,25 @@ class SegmentBatch(NamedTuple):
 
 
 class SegmentReplay:
-    """Ring buffer of ``capacity`` segments, preallocated; the segment being collected is a slot in it."""
+    """Ring buffer of ``capacity`` segments, preallocated; the segment being collected is a slot in it.
+
+    ``pixel_columns`` (:class:`~canter.data.pixel_columns.PixelColumns`, for float packed observations with
+    images): the pixels are stored as ``uint8`` (``pixels``) beside the other columns (``obs``), a quarter of the
+    memory, and the segments given back put the float rows back together (the very values stored)."""
 
     def __init__(
         self, capacity: int, n_steps: int, n_envs: int, obs_shape: tuple[int, ...], n_actions: int,
-        obs_dtype: torch.dtype = torch.float32,
+        obs_dtype: torch.dtype = torch.float32, pixel_columns: PixelColumns | None = None,
     ) -> None:
         self.capacity, self.n_steps, self.n_envs = capacity, n_steps, n_envs
         S, T, N = capacity, n_steps, n_envs
+        self.columns = pixel_columns
+        if pixel_columns is not None:
+            if tuple(obs_shape) != (pixel_columns.width,):
+                raise ValueError(f"pixel columns of {pixel_columns.width}-wide observations, got shape {obs_shape}")
+            obs_shape = (pixel_columns.n_rest,)
+            self.pixels = torch.zeros((S, T + 1, N, pixel_columns.n_pixels), dtype=torch.uint8)
+            self.ARRAYS = type(self).ARRAYS + ("pixels",)
         self.obs = torch.zeros((S, T + 1, N) + obs_shape, dtype=obs_dtype)
         self.actions = torch.zeros((S, T, N), dtype=torch.int64)
         self.probs = torch.zeros((S, T, N, n_actions))
@@ -55,8 +70,12 @@ class SegmentReplay:
                 "pos": self.pos, "size": self.size, "capacity": self.capacity}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict` into a replay built with the same settings."""
+        """Restore :meth:`state_dict` into a replay built with the same settings (one storing pixels as bytes
+        also takes the whole float rows a plain replay saved)."""
         size = int(state["size"])
+        if self.columns is not None and "pixels" not in state and np.shape(state["obs"])[-1:] == (self.columns.width,):
+            state = dict(state)
+            state["pixels"], state["obs"] = (torch.from_numpy(x) for x in self.columns.split(to_numpy(state["obs"])))
         if int(state["capacity"]) != self.capacity or state["obs"].shape[1:] != self.obs.shape[1:]:
             raise CanterError(f"segment replay mismatch: saved {int(state['capacity'])} segments of "
                               f"{tuple(state['obs'].shape[1:])}, this replay {self.capacity} of {tuple(self.obs.shape[1:])}")
@@ -76,13 +95,24 @@ class SegmentReplay:
     ) -> None:
         """Store step ``t`` of the segment being collected."""
         s = self.pos
-        self.obs[s, t] = torch.as_tensor(obs)  # NumPy from Agent.sample; tensors from other callers
+        self._write_obs(s, t, obs)  # NumPy from Agent.sample; tensors from other callers
         self.actions[s, t] = torch.as_tensor(actions)
         self.probs[s, t] = torch.as_tensor(probs)
         self.rewards[s, t] = torch.from_numpy(np.asarray(rewards, dtype=np.float32))
         self.terminated[s, t] = torch.from_numpy(np.asarray(terminated, dtype=np.float32))
         self.dones[s, t] = torch.from_numpy(np.asarray(dones, dtype=np.float32))
         self.valid[s, t] = torch.from_numpy(np.asarray(valid, dtype=bool))
+
+    def _write_obs(self, s: int, t: int, obs: torch.Tensor | np.ndarray) -> None:
+        if self.columns is None:
+            self.obs[s, t] = torch.as_tensor(obs)
+        else:
+            pixels, rest = self.columns.split(to_numpy(obs))
+            self.pixels[s, t], self.obs[s, t] = torch.from_numpy(pixels), torch.from_numpy(rest)
+
+    def _joined(self, pixels: torch.Tensor, rest: torch.Tensor) -> torch.Tensor:
+        """Observations with their pixels put back (the float rows stored)."""
+        return torch.from_numpy(self.columns.join(pixels.numpy(), rest.numpy()))
 
     def slot_copy(self) -> dict[str, torch.Tensor]:
         """Copies of the slot being filled (an older segment, once the ring is full), which
@@ -97,14 +127,16 @@ class SegmentReplay:
     def finish(self, next_obs: torch.Tensor) -> SegmentBatch:
         """Store the observation after the last step, close the segment and return it."""
         s = self.pos
-        self.obs[s, self.n_steps] = next_obs
+        self._write_obs(s, self.n_steps, next_obs)
         self.pos = (s + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
         return self.segment(s)
 
     def segment(self, s: int) -> SegmentBatch:
-        """Segment in slot ``s`` (views, no copies)."""
-        return SegmentBatch(self.obs[s], self.actions[s], self.probs[s], self.rewards[s], self.terminated[s],
+        """Segment in slot ``s`` (views, no copies; the observations of a replay storing pixels as bytes are
+        put back together in a new tensor)."""
+        obs = self.obs[s] if self.columns is None else self._joined(self.pixels[s], self.obs[s])
+        return SegmentBatch(obs, self.actions[s], self.probs[s], self.rewards[s], self.terminated[s],
                             self.dones[s], self.valid[s])
 
     def sample(self, rng: np.random.Generator) -> SegmentBatch:
@@ -115,5 +147,6 @@ class SegmentReplay:
         def take(x: torch.Tensor) -> torch.Tensor:
             return x[idx, :, cols].transpose(0, 1)  # [N, T, ...] -> [T, N, ...]
 
-        return SegmentBatch(*(take(x) for x in (self.obs, self.actions, self.probs, self.rewards, self.terminated,
-                                                 self.dones, self.valid)))
+        obs = take(self.obs) if self.columns is None else self._joined(take(self.pixels), take(self.obs))
+        return SegmentBatch(obs, *(take(x) for x in (self.actions, self.probs, self.rewards, self.terminated,
+                                                     self.dones, self.valid)))

@@ -15,8 +15,8 @@ a :class:`PackedBox` that records where each image lies in the vector, so the ``
 convolutional network and the other entries their values. Such a vector is ``uint8`` when every
 entry fits in a byte (images, ``uint8`` boxes, one-hot ``Discrete``, ``MultiBinary`` and
 ``MultiDiscrete``), so buffers store pixels at one byte each; with a float entry it is ``float32``, and
-the off-policy replay buffers keep its pixel columns at one byte each apart from the rest
-(:mod:`canter.data.pixel_columns`).
+the off-policy replay buffers, the on-policy rollout and ACER's segment replay keep its pixel columns at
+one byte each apart from the rest (:mod:`canter.data.pixel_columns`).
 """
 from __future__ import annotations
 

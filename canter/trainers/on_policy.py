@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from canter.data.pixel_columns import PixelColumns
 from canter.data.rollout import RolloutBuffer
 from canter.errors import CanterError, CanterWarning
 from canter.envs.vector import Step
@@ -44,9 +45,10 @@ class OnPolicyTrainer(StepwiseTrainer):
         normalized = getattr(self.agent, "obs_rms", None) is not None  # then the stored obs are floats
         obs_dtype = torch.int64 if isinstance(obs_space, gym.spaces.Discrete) else (
             torch.uint8 if obs_space.dtype == np.uint8 and not normalized else torch.float32)  # images stay uint8
+        columns = PixelColumns.of(obs_space) if obs_dtype == torch.float32 else None  # pixels as bytes
         try:
             self.buffer = RolloutBuffer(
-                self.config.n_steps, self.env.num_envs, obs_space.shape, act_shape, obs_dtype, act_dtype
+                self.config.n_steps, self.env.num_envs, obs_space.shape, act_shape, obs_dtype, act_dtype, columns
             )
         except (MemoryError, RuntimeError, OverflowError, TypeError) as exc:  # torch's: many lines of C++ frames
             if isinstance(exc, TypeError) and "Overflow" not in str(exc):  # a size beyond int64 is a TypeError
@@ -54,7 +56,9 @@ class OnPolicyTrainer(StepwiseTrainer):
             if isinstance(exc, RuntimeError) and not any(word in str(exc).lower() for word in ("alloc", "overflow")):
                 raise  # torch's allocator, or its size calculation ('Storage size calculation overflowed') only
             steps = self.config.n_steps * self.env.num_envs
-            gib = steps * (int(np.prod(obs_space.shape)) * torch.empty((), dtype=obs_dtype).element_size() + 32) / 2**30
+            row = (int(np.prod(obs_space.shape)) * torch.empty((), dtype=obs_dtype).element_size() if columns is None
+                   else columns.n_pixels + 4 * columns.n_rest)
+            gib = steps * (row + 32) / 2**30
             raise CanterError(f"the rollout buffer does not fit in memory (hparams.n_steps {self.config.n_steps:,} x "
                               f"{self.env.num_envs} envs = {steps:,} steps, about {gib:,.1f} GiB); lower "
                               f"hparams.n_steps or n_envs") from None

@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from canter.data.pixel_columns import PixelColumns
 from canter.data.segments import SegmentReplay
 from canter.errors import CanterError, CanterWarning
 from canter.trainers.base import Trainer
@@ -30,14 +31,17 @@ class SegmentReplayTrainer(Trainer):
             obs_dtype = torch.uint8  # images as the env gives them (the encoder scales them): 4x less memory
         capacity = max(1, c.buffer_size // (c.n_steps * n))
         n_actions = int(self.agent.action_space.n)
+        columns = PixelColumns.of(obs_space) if obs_dtype == torch.float32 else None  # pixels as bytes
         try:
-            self.replay = SegmentReplay(capacity, c.n_steps, n, obs_space.shape, n_actions, obs_dtype)
+            self.replay = SegmentReplay(capacity, c.n_steps, n, obs_space.shape, n_actions, obs_dtype, columns)
         except (MemoryError, RuntimeError, OverflowError, TypeError) as exc:  # torch's: many lines of C++ frames
             if isinstance(exc, (RuntimeError, TypeError)) and not any(
                     word in str(exc).lower() for word in ("alloc", "overflow")):  # torch's allocator / size only
                 raise
             rows = capacity * c.n_steps * n
-            per_row = int(np.prod(obs_space.shape)) * torch.empty((), dtype=obs_dtype).element_size() + 4 * n_actions + 25
+            obs_bytes = (int(np.prod(obs_space.shape)) * torch.empty((), dtype=obs_dtype).element_size() if columns is None
+                         else columns.n_pixels + 4 * columns.n_rest)
+            per_row = obs_bytes + 4 * n_actions + 25
             raise CanterError(f"the segment replay does not fit in memory (hparams.buffer_size {c.buffer_size:,} = "
                               f"{capacity:,} segments of n_steps {c.n_steps} x {n} envs, about "
                               f"{rows * per_row / 2**30:,.1f} GiB); lower hparams.{'n_steps' if capacity == 1 else 'buffer_size'}") from None
