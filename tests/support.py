@@ -226,6 +226,11 @@ def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def run_cli_paths(capsys: pytest.CaptureFixture, *argv: object) -> tuple[int, str, str]:
+    """``run_cli`` of arguments given as they are (paths, numbers), each passed as ``str``."""
+    return run_cli(capsys, *map(str, argv))
+
+
 def assert_one_line_error(code: int, err: str, *needles: str) -> str:
     """Exit 2, one stderr line starting with 'canter: error:', no traceback, containing every needle."""
     assert code == 2, f"exit code {code}, stderr: {err!r}"
