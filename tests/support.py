@@ -206,6 +206,12 @@ def filled_frame_replays(env_id: str, n: int, vectorization: str, capacity: int,
     return lean, full, shape, ends
 
 
+# -- the hook and stopping tests' tiny PPO run: 2 envs x 16 steps = 32 env steps per iteration; eval_every=32: one
+# evaluation per iteration
+HOOKS_TINY = dict(n_envs=2, n_steps=16, batch_size=32, n_epochs=1, eval_every=32, eval_episodes=1, max_steps=640,
+                  tensorboard=False)
+
+
 # -- the off-policy tests' tiny runs -------------------------------------------------------------------------
 TINY = dict(net_arch=[16], learning_starts=32, batch_size=16, eval_every=0, eval_episodes=1)
 
