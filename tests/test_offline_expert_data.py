@@ -81,6 +81,25 @@ def test_replay_cut_by_an_inexact_resume_keeps_whole_episodes(tmp_path):
     _assert_whole_episodes_in_order(data)
 
 
+@pytest.mark.parametrize("steps, kept", [(14, list(range(5, 9)) + list(range(10, 14))), (16, list(range(10, 14)))])
+def test_replay_keeps_the_oldest_episode_where_the_ring_still_holds_its_start(steps, kept):
+    """A wrapped ring whose oldest row is the reset-only row before an episode holds that episode whole: it was
+    left out as one whose start the ring overwrote (a TD3 Pendulum run, 2 envs, buffer_size 800, 1,200 steps:
+    'holds no complete episode', though each env's ring held a whole 200-step one). An episode whose first rows
+    were overwritten is still left out. Episodes of 4 transitions, then a reset-only row; obs = the step."""
+    from canter.data.dataset import _whole_episodes
+    from canter.data.replay import ReplayBuffer
+
+    buffer = ReplayBuffer(10, (1,), (), n_envs=1)  # 11 rows, the head included: the last 10 steps are held
+    for s in range(steps):
+        valid, end = s % 5 != 4, s % 5 == 3
+        buffer.add(np.array([[s]], np.float32), np.zeros(1), np.ones(1), np.array([[s + 1]], np.float32),
+                   np.array([end]), valid=np.array([valid]))
+    assert buffer.full
+    idx = _whole_episodes(buffer.chronological_indices(), buffer)
+    assert buffer.obs.reshape(-1)[idx].astype(int).tolist() == kept
+
+
 def test_a_replay_dataset_reports_its_episodes_mean_return(tmp_path, capsys):
     """Its info has the mean return of its whole episodes, as a collected dataset's has (canter collect
     --from-replay printed 'N complete episodes, mean return n/a')."""

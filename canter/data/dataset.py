@@ -299,10 +299,10 @@ def _whole_transitions(saved: dict[str, Any], obs_space: gym.Space, act_space: g
 
 
 def _whole_episodes(idx: np.ndarray, buffer: Any) -> np.ndarray:
-    """``idx`` (a buffer's chronological indices, env by env) cut to whole episodes. Left out: once the
-    ring has wrapped, each env's oldest episode (its start was usually overwritten); each env's
-    unfinished last episode; and an episode cut off without an end, where a reset-only row follows
-    a row that did not end it (a resume that could not restore the env started fresh episodes)."""
+    """``idx`` (a buffer's chronological indices, env by env) cut to whole episodes. Left out: once the ring has
+    wrapped, each env's oldest episode unless the reset-only row before its start is held (:func:`_starts_episode`);
+    each env's unfinished last episode; and an episode cut off without an end, where a reset-only row follows a
+    row that did not end it (a resume that could not restore the env started fresh episodes)."""
     done = buffer.done.reshape(-1)[idx]
     env = idx % buffer.n_envs
     keep = np.zeros(len(idx), bool)
@@ -313,12 +313,25 @@ def _whole_episodes(idx: np.ndarray, buffer: Any) -> np.ndarray:
         rows = idx[where] // buffer.n_envs
         cut = np.zeros(len(where), bool)
         cut[:-1] = ((rows[1:] - rows[:-1]) % buffer.length != 1) & ~done[where[:-1]]  # a skipped row, no end
-        start = 0
+        start, whole_first = 0, not buffer.full or _starts_episode(buffer, int(rows[0]), e)
         for k, b in enumerate(np.flatnonzero(done[where] | cut)):
-            if done[where[b]] and not (k == 0 and buffer.full):
+            if done[where[b]] and (k > 0 or whole_first):
                 keep[where[start:b + 1]] = True
             start = b + 1
     return idx[keep]
+
+
+def _starts_episode(buffer: Any, row: int, env: int) -> bool:
+    """Whether env ``env``'s oldest transition in a wrapped ring, at row ``row``, starts an episode: the row before it
+    is a reset-only row, not the head (overwritten), nor a frame-stack buffer's row whose history the head took
+    (``stack - 1`` rows after it) unless the row before that ended an episode."""
+    before = (row - 1) % buffer.length
+    if before == buffer.pos or buffer.valid[before, env]:
+        return False
+    if (before - buffer.pos) % buffer.length >= getattr(buffer, "stack", 1):
+        return True
+    ended = (before - 1) % buffer.length
+    return ended != buffer.pos and bool(buffer.done[ended, env])
 
 
 def dataset_missing(path: str | Path) -> bool:
