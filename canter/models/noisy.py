@@ -7,11 +7,12 @@ the paper's factorised variant: ``mu ~ U(-1/sqrt(in), 1/sqrt(in))`` and ``sigma 
 sqrt(in)`` for weights and biases (``sigma_0 = 0.5``). The noise is drawn by
 :func:`reset_noise` from a given torch generator (so seeded runs repeat) and kept in buffers (so
 checkpoints hold it and a resumed run continues exactly); :func:`noiseless` switches it off for
-the deterministic policy (evaluation uses the mean weights).
+the deterministic policy (evaluation uses the mean weights), in the calling thread only.
 """
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,6 +20,19 @@ import torch
 from torch import nn
 
 from canter.models.linear import differentiable_linear
+
+#: per thread, how many :func:`noiseless` blocks hold each layer (by ``id``): a block switches the noise off for
+#: its own thread only, so a ``predict`` in one thread neither turns another thread's exploring noise off nor,
+#: leaving, puts back a setting that another thread's block saw
+_NOISELESS = threading.local()
+
+
+def _held() -> dict[int, int]:
+    """This thread's count of :func:`noiseless` blocks per layer id."""
+    held = getattr(_NOISELESS, "layers", None)
+    if held is None:
+        held = _NOISELESS.layers = {}
+    return held
 
 
 class NoisyLinear(nn.Module):
@@ -34,8 +48,17 @@ class NoisyLinear(nn.Module):
         self.bias_sigma = nn.Parameter(torch.full((out_features,), sigma_0 * bound))
         self.register_buffer("eps_in", torch.zeros(in_features))
         self.register_buffer("eps_out", torch.zeros(out_features))
-        #: False: the mean weights only (the deterministic policy); see :func:`noiseless`
-        self.noise_on = True
+        self._noise_on = True
+
+    @property
+    def noise_on(self) -> bool:
+        """False: the mean weights only (the deterministic policy), set for every thread, or inside a
+        :func:`noiseless` block of the calling thread."""
+        return self._noise_on and id(self) not in _held()
+
+    @noise_on.setter
+    def noise_on(self, value: bool) -> None:
+        self._noise_on = bool(value)
 
     def reset_noise(self, generator: torch.Generator | None = None) -> None:
         """Draw new ``eps_in`` and ``eps_out``."""
@@ -70,13 +93,17 @@ def reset_noise(module: nn.Module, generator: torch.Generator | None = None) -> 
 
 @contextmanager
 def noiseless(module: nn.Module) -> Iterator[None]:
-    """The mean weights only inside the block (the deterministic policy)."""
-    layers = noisy_layers(module)
-    before = [layer.noise_on for layer in layers]  # restored as found, so blocks nest
-    for layer in layers:
-        layer.noise_on = False
+    """The mean weights only inside the block (the deterministic policy), for the calling thread: other
+    threads' forward passes keep their noise meanwhile. Blocks nest."""
+    keys = [id(layer) for layer in noisy_layers(module)]
+    held = _held()
+    for key in keys:
+        held[key] = held.get(key, 0) + 1
     try:
         yield
     finally:
-        for layer, on in zip(layers, before):
-            layer.noise_on = on
+        for key in keys:
+            if held[key] == 1:
+                del held[key]
+            else:
+                held[key] -= 1
