@@ -227,3 +227,31 @@ def test_ppo_learns_from_an_image_beside_a_float(tmp_path):
     canter.train("ppo", env=ENV, env_kwargs={"float_flip": True}, seed=0, max_steps=8_000, n_envs=8, n_steps=32,
                  batch_size=64, n_epochs=10, lr=1e-3, run_dir=run, quiet=True, eval_every=0, eval_episodes=10)
     assert json.loads((run / "summary.json").read_text())["last_eval_return"] >= 9.5
+
+
+def test_the_synchronous_explorer_learner_stores_float_packed_pixels_as_bytes(monkeypatch):
+    """PPO's learner with explorers (SyncTrainer, here with the in-process pool) copied the explorers' whole float
+    rows into the rollout's obs, which holds only the other columns once the pixels are bytes: torch's
+    'output with shape [8, 2, 1] doesn't match the broadcast shape [8, 2, 1297]'. The batch learned from is the
+    explorers' observations."""
+    from canter.config import resolve_config
+    from canter.distributed.explorer import Explorer
+    from canter.distributed.pool import LocalPool
+    from canter.distributed.trainers import SyncTrainer
+    from canter.envs import make_vec_env
+
+    run, cfg = resolve_config("ppo", ENV, hparams={"n_steps": 8, "batch_size": 16, "n_epochs": 1, "net_arch": [16]}, n_envs=2,
+                              max_steps=16, eval_every=0, env_kwargs={"float_flip": True})
+    env = make_vec_env(run.env, run.n_envs, env_kwargs={"float_flip": True})
+    agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+    rollouts, batches = [], []
+    rollout, learn = Explorer.rollout, agent.learn
+    monkeypatch.setattr(Explorer, "rollout", lambda self, *a, **k: rollouts.append(rollout(self, *a, **k)) or rollouts[-1])
+    monkeypatch.setattr(agent, "learn", lambda batch: batches.append(batch) or learn(batch))
+    trainer = SyncTrainer(agent, LocalPool(Explorer(agent, env, seed=0)), None, run)
+    list(trainer())
+    trainer.close()
+    assert trainer.buffer.pixels.dtype == torch.uint8 and trainer.buffer.obs.shape[-1] == 1
+    assert len(batches) == 1  # one rollout of 8 steps x 2 envs
+    sent = rollouts[0]["obs"][rollouts[0]["valid"]]  # the rows of real transitions, time-major as the batch's
+    assert batches[0].obs.shape == sent.shape and np.array_equal(batches[0].obs.numpy(), sent)

@@ -108,6 +108,14 @@ class RolloutBuffer:
 
     _ARRAYS = ("obs", "actions", "log_probs", "values", "rewards", "terminated", "dones", "valid")
 
+    def put_obs(self, obs: torch.Tensor | np.ndarray) -> None:
+        """Write every row's observations at once (``[n_steps, n_envs, *shape]``: a rollout gathered elsewhere, as
+        the synchronous explorer learner's), their pixels as bytes where the buffer stores them so."""
+        if self.columns is None:
+            self.obs.copy_(torch.as_tensor(obs))
+        else:
+            self._pixels_np[:], self._obs_np[:] = self.columns.split(to_numpy(obs))
+
     def state_dict(self) -> dict[str, Any]:
         """The rows of a rollout in progress (none between rollouts), for an exact resume."""
         t = self.pos

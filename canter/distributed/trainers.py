@@ -266,7 +266,7 @@ class SyncTrainer(Learner, OnPolicyTrainer):
                 for k in ("obs", "actions", "log_probs", "values", "rewards", "terminated", "dones", "valid")
                 if k != "log_probs" or has_logp}
         last_values = np.concatenate([r["last_values"] for r in results])
-        buf.obs.copy_(obs_tensor(agent, data["obs"], 2))
+        buf.put_obs(obs_tensor(agent, data["obs"], 2))  # pixels as bytes where the buffer stores them so
         buf.actions.copy_(torch.from_numpy(data["actions"]))
         if has_logp:
             buf.log_probs.copy_(torch.from_numpy(data["log_probs"]))
