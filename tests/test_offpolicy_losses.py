@@ -86,30 +86,6 @@ def test_sac_log_prob_matches_torch_distributions():
     torch.testing.assert_close(log_prob.double(), ref, rtol=1e-3, atol=1e-3)
 
 
-def test_sac_gsde_noise_reads_the_features_through_a_stop_gradient():
-    """gSDE as Stable-Baselines3 (learn_features=False): u = mean + stopgrad(z) @ W, variance stopgrad(z)^2 @ std^2;
-    with a zero mean head, the hidden layers get no gradient from the sample or its log-probability."""
-    trainer = canter.make_trainer("sac", "Pendulum-v1", use_sde=True, **TINY)
-    a = trainer.algorithm
-    with torch.no_grad():
-        a.actor.head.weight.zero_()
-        a.actor.head.bias.fill_(0.3)
-    obs = torch.randn(6, 3)
-    weights = a.actor.sde_log_std.exp().detach() * torch.randn(a.actor.sde_log_std.shape)
-    actions, log_prob = a.sample(obs, weights)
-    z = a.actor.trunk(a.actor.encoder(obs)).detach()
-    u = 0.3 + z @ weights
-    sigma = ((z * z) @ a.actor.sde_log_std.exp().pow(2) + 1e-6).sqrt()
-    ref = torch.distributions.Normal(torch.full_like(u, 0.3), sigma).log_prob(u).sum(-1)
-    ref = ref - torch.log(1 - torch.tanh(u) ** 2).sum(-1)
-    torch.testing.assert_close(actions, torch.tanh(u))
-    torch.testing.assert_close(log_prob, ref, rtol=1e-4, atol=1e-4)
-    trunk = list(a.actor.trunk.parameters())
-    grads = torch.autograd.grad(log_prob.sum() + actions.sum(), trunk + [a.actor.sde_log_std], allow_unused=True)
-    assert all(g is None or not g.any() for g in grads[:-1])  # the hidden layers: nothing through the noise
-    assert grads[-1] is not None and grads[-1].abs().sum() > 0  # the exploration std still learns
-
-
 def test_td3_target_smoothing_and_clipping():
     trainer = canter.make_trainer("td3", "Pendulum-v1", target_policy_noise=0.0, **TINY)
     a = trainer.algorithm

@@ -138,18 +138,18 @@ class SAC(Algorithm):
 
         With gSDE one matrix ``sde_weights`` ``[latent, action]`` serves the whole batch and the
         log-probability is that of ``N(mean, latent^2 @ std^2)``, as in Stable-Baselines3. The noise and
-        its variance read the features ``latent`` through a stop-gradient (Stable-Baselines3's default,
-        ``learn_features=False``): the exploration noise shapes ``sde_log_std`` only, never the
-        actor's hidden layers, which learn through the mean alone.
+        its variance read the features ``latent`` with their gradient, as Stable-Baselines3's SAC actor
+        (and sb3-contrib's TQC's) builds its gSDE distribution with ``learn_features=True`` (the
+        distribution class's default, False, is the on-policy actors'): the entropy and Q terms
+        train the actor's hidden layers through the noise path too.
         """
         mean, log_std, latent = self.actor(obs)
         if self.config.use_sde:
             std = log_std.exp()
             if sde_weights is None:
                 sde_weights = self._train_weights(std)
-            features = latent.detach()
-            u = mean + features @ sde_weights
-            log_sigma = 0.5 * torch.log((features * features) @ (std * std) + 1e-6)
+            u = mean + latent @ sde_weights
+            log_sigma = 0.5 * torch.log((latent * latent) @ (std * std) + 1e-6)
             log_prob = gaussian_log_prob(mean, log_sigma, u)
             return torch.tanh(u), log_prob - tanh_log_det(u)
         eps = D.randn(mean.shape, self.generator, mean)
