@@ -261,6 +261,20 @@ def user_modules(config: dict[str, Any]) -> list[str]:
     return modules
 
 
+def main_registered(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The (kind, name) pairs of a resolved run config's registered names (:func:`user_modules`' names) that
+    ``__main__`` (a script, a notebook) registered, or whose Gymnasium entry point lives there: another
+    process (a Ray explorer, a later ``canter eval``) cannot import them."""
+    _load_builtins()
+    found = []
+    for kind, name in _config_names(config):
+        module = registered_by(kind, name) if registered_by(kind, name) is not None else (
+            _gym_entry_module(name) if kind == "env" else None)
+        if isinstance(module, str) and module.split(".", 1)[0] == "__main__":
+            found.append((kind, name))
+    return found
+
+
 #: packages whose env ids every process knows without a user's import: Gymnasium's own, and ale-py's, which canter
 #: imports for ALE ids
 _REGISTER_THEMSELVES = ("gymnasium", "ale_py")

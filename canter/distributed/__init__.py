@@ -35,6 +35,8 @@ def make_distributed_trainer(
                           f"explorers run these families: {', '.join(drivers)}")
     if not run.explorers and algo_cls.family != "async":
         raise CanterError(f"{algo_cls.name} runs in one process without explorers; pass --explorers N for Ray")
+    if run.explorers:
+        refuse_main_names(run, algo_cfg)
     obs_space, act_space = env.single_observation_space, env.single_action_space
     # every sub-env of the run (a multi-agent env has one per agent of each copy): ``env`` holds one copy
     # per explorer with Ray, all the run's copies in-process
@@ -69,4 +71,21 @@ def make_distributed_trainer(
         raise
 
 
-__all__ = ["make_distributed_trainer"]
+def refuse_main_names(run: Any, algo_cfg: Any) -> None:
+    """Refuse, before Ray starts, a run with explorers whose env, algorithm, model, agent or encoder is
+    registered in ``__main__`` (a script, a notebook): an explorer is a fresh process that cannot import
+    ``__main__``, and each one failed at its start ("unknown env id ...; did you mean ...") once Ray was up."""
+    from canter.config import resolved_dict
+    from canter.registry import main_registered
+
+    names = main_registered(resolved_dict(run, algo_cfg))
+    if names:
+        kind, name = names[0]
+        where = (f"--env my_pkg.envs:{name} or 'imports: [my_pkg.envs]'" if kind == "env"
+                 else "'imports: [my_pkg.parts]' or module:Class")
+        raise CanterError(f"{kind} '{name}' is registered in __main__ (a script or notebook), which Ray explorers "
+                          f"cannot import: register it in a module of its own and name that module ({where}), "
+                          f"or train without --explorers")
+
+
+__all__ = ["make_distributed_trainer", "refuse_main_names"]

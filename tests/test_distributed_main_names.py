@@ -1,0 +1,45 @@
+"""A run with Ray explorers whose env, algorithm or model is registered in ``__main__`` (a script, a notebook):
+explorers are fresh processes that cannot import ``__main__``, so such a run is refused in one line before Ray
+starts (no cluster needed: a stand-in connection records that none was opened)."""
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import canter
+from canter import registry
+from canter.errors import CanterError
+
+pytest.importorskip("ray")
+
+
+@pytest.fixture
+def main_env():
+    """``HdMainCart-v0`` registered as a script's ``__main__`` registers it (caller module ``__main__``)."""
+    scope = {"__name__": "__main__", "register": canter.register, "gym": gym}
+    exec("@register('env', 'HdMainCart-v0')\ndef make(**kw):\n    return gym.make('CartPole-v1')\n", scope)
+    yield "HdMainCart-v0"
+    registry._REGISTRY["env"].pop("HdMainCart-v0", None)
+    registry._REGISTERED_BY.pop(("env", "HdMainCart-v0"), None)
+
+
+def test_explorers_refuse_an_env_registered_in_main_before_ray_starts(main_env, tmp_path, monkeypatch):
+    """It was found only once Ray had started and an explorer was built (half a minute here), as an
+    explorer's 'unknown env id 'HdMainCart-v0'; did you mean 'CartPole-v0'...' although the script had
+    registered it."""
+    from canter.distributed import pool as pool_module
+
+    connected = []
+    monkeypatch.setattr(pool_module, "connect", lambda address: connected.append(address) or (None, False))
+    with pytest.raises(CanterError, match=r"^env 'HdMainCart-v0' is registered in __main__ \(a script or notebook\), "
+                                          r"which Ray explorers cannot import: .*module"):
+        canter.make_trainer("impala", main_env, explorers=1, n_envs=1, run_dir=tmp_path / "run")
+    assert connected == [] and not (tmp_path / "run").exists()
+
+
+def test_an_env_registered_in_main_still_trains_without_explorers(main_env):
+    trainer = canter.make_trainer("impala", main_env, n_envs=1, max_steps=64, eval_episodes=0, n_steps=8)
+    try:
+        assert next(iter(trainer())).step == 8
+    finally:
+        trainer.close()
