@@ -330,7 +330,7 @@ def resume_trainer(
     ``max_seconds`` extend a finished run. Python ``callbacks``/``hooks`` must be given again.
     ``dataset``: an offline run's dataset at a new path (moved or copied), checked to be the same data.
     ``settings``: new values of the run settings that change no learning (:data:`canter.resume_settings.CHANGEABLE`:
-    ``keep_checkpoints``, ``checkpoint_every``, ``wandb``, ``explorer_timeout``), kept by the run's config from then on.
+    ``keep_checkpoints``, ``checkpoint_every``, ``wandb``, ``explorer_timeout``, ``ray_address``), kept by the run's config from then on.
     """
     if not isinstance(run_dir, (str, os.PathLike)):
         raise CanterError(f"expected a run directory (a str or pathlib.Path), got {run_dir!r}")

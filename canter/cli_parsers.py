@@ -7,7 +7,7 @@ import argparse
 from canter.cli_args import (OFFLINE_RUN_HELP, ConfigFileAction, ResumeParser, _Parser, int_arg,
                              preset_values)
 from canter.errors import CanterError
-from canter.resume_settings import keep_arg, seconds_arg
+from canter.resume_settings import address_arg, keep_arg, seconds_arg
 
 
 def _add_run_flags(p: argparse.ArgumentParser) -> None:
@@ -63,7 +63,7 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue a stopped run instead (canter train --resume RUN_DIR [--max-steps N] "
                         "[--max-seconds S] [--dataset PATH] [--keep-checkpoints K] [--checkpoint-every N] "
-                        "[--wandb | --no-wandb] [--explorer-timeout SECONDS] [--quiet])")
+                        "[--wandb | --no-wandb] [--explorer-timeout SECONDS] [--ray-address ADDRESS] [--quiet])")
     _add_run_flags(p)
     if algo is not None and not algo.startswith("-"):
         try:  # canter's own algorithms are described without torch, with the env's presets too
@@ -131,4 +131,7 @@ def _resume_parser() -> ResumeParser:
     p.add_argument("--explorer-timeout", type=seconds_arg, dest="explorer_timeout", metavar="SECONDS",
                    default=argparse.SUPPRESS, help="replace a Ray explorer that returns no rollout within SECONDS "
                                                    "from now on (null: automatic; 0: wait forever)")
+    p.add_argument("--ray-address", type=address_arg, dest="ray_address", metavar="ADDRESS",
+                   default=argparse.SUPPRESS, help="run the explorers on this Ray cluster from now on ('auto' or "
+                                                   "host:port; null: a private local Ray)")
     return p

@@ -23,6 +23,9 @@ CHANGEABLE: dict[str, str] = {
     # how long a Ray explorer may take before it is replaced (a run stopped by a limit too short for its env
     # continues with a longer one; a run with explorers is no exact continuation anyway, docs/distributed.md)
     "explorer_timeout": "--explorer-timeout",
+    # the Ray cluster the explorers run on (a cluster restarted at another address, or a run started on a private
+    # local Ray continued on a cluster): where the explorers act, not what the learner learns
+    "ray_address": "--ray-address",
 }
 
 
@@ -56,6 +59,12 @@ def seconds_arg(text: str) -> float | None:
         import argparse
 
         raise argparse.ArgumentTypeError(f"invalid value: {text!r} (seconds, or null)") from None
+
+
+def address_arg(text: str) -> str | None:
+    """The value of ``--resume``'s ``--ray-address``: an address, or ``null`` (a private local Ray for the run);
+    the form is the config's to check."""
+    return None if text.strip().lower() in ("null", "none") else text
 
 
 def keep_arg(text: str) -> int | None:

@@ -160,7 +160,7 @@ def test_settings_that_change_learning_stay_refused(stopped, tmp_path, capsys):
     code, _, err = run_cli(capsys, "train", "--resume", str(run_dir), "--seed", "3")
     # the list named --wandb without --no-wandb, which --resume takes too (README's synopsis, found auditing the docs)
     assert_one_line_error(code, err, "--seed",
-                          "--keep-checkpoints, --checkpoint-every, --wandb / --no-wandb, --explorer-timeout and --quiet")
+                          "--keep-checkpoints, --checkpoint-every, --wandb / --no-wandb, --explorer-timeout, --ray-address and --quiet")
     code, _, err = run_cli(capsys, "train", "--resume", str(run_dir), "--eval-every", "64")
     assert_one_line_error(code, err, "--eval-every")
     for key in ("seed", "n_envs", "eval_every", "eval_episodes", "lr", "hparams"):
