@@ -153,6 +153,11 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
     connected, that connection is used and left open at the end.
     """
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    given = address
+    if address == "auto":  # the address it stands for: a loopback cluster is joined on loopback, and asked
+        address = _auto_address() or "auto"  # whether it wants a token (as auto, neither: Ray resolved 127.0.0.1
+        # to the machine's address, where a loopback cluster does not listen, and retried for minutes; and a
+        # local token went to a cluster without authentication, whose explorers then died)
     if address is None or _is_loopback(address):
         # read by Ray at import: every listener binds to 127.0.0.1 and addresses stay on loopback
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -168,7 +173,7 @@ def connect(address: str | None = None) -> tuple[Any, bool]:
             if address is None:
                 ray.init(address="local", num_cpus=available_cpus(), **kwargs)
             else:
-                _check_reachable(address)
+                _check_reachable(given)
                 _match_cluster_auth(address)
                 ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except CanterError:
