@@ -263,14 +263,18 @@ def user_modules(config: dict[str, Any]) -> list[str]:
 
 def main_registered(config: dict[str, Any]) -> list[tuple[str, str]]:
     """The (kind, name) pairs of a resolved run config's registered names (:func:`user_modules`' names) that
-    ``__main__`` (a script, a notebook) registered, or whose Gymnasium entry point lives there: another
-    process (a Ray explorer, a later ``canter eval``) cannot import them."""
+    only ``__main__`` (a script, a notebook) holds: registered there, of an object defined there (or a Gymnasium
+    id whose entry point lives there). Another process (a Ray explorer) cannot import them; a name registered
+    in ``__main__`` for an object of an importable module is left out (that module may register it too)."""
     _load_builtins()
     found = []
     for kind, name in _config_names(config):
-        module = registered_by(kind, name) if registered_by(kind, name) is not None else (
-            _gym_entry_module(name) if kind == "env" else None)
-        if isinstance(module, str) and module.split(".", 1)[0] == "__main__":
+        if registered_by(kind, name) is not None:
+            obj = _REGISTRY[kind].get(name) or {k.lower(): v for k, v in _REGISTRY[kind].items()}.get(name.lower())
+            modules = {registered_by(kind, name), getattr(obj, "__module__", None)}
+        else:
+            modules = {_gym_entry_module(name)} if kind == "env" else {None}
+        if all(isinstance(m, str) and m.split(".", 1)[0] == "__main__" for m in modules):
             found.append((kind, name))
     return found
 

@@ -43,3 +43,21 @@ def test_an_env_registered_in_main_still_trains_without_explorers(main_env):
         assert next(iter(trainer())).step == 8
     finally:
         trainer.close()
+
+
+def test_a_name_registered_in_main_for_an_importable_object_is_left_to_the_explorers():
+    """``register('env', ...)(my_pkg.make)`` in a script: the explorers import ``my_pkg`` (it may register the
+    name too), so the run is not refused before Ray starts."""
+    from canter.config import resolve_config, resolved_dict
+    from canter.registry import main_registered
+
+    scope = {"__name__": "__main__", "register": canter.register, "make": registry.names}  # an importable object
+    exec("register('env', 'HdMainImported-v0')(make)\n", scope)
+    try:
+        run, cfg = resolve_config("impala", "CartPole-v1")
+        config = {**resolved_dict(run, cfg), "env": "HdMainImported-v0"}
+        assert main_registered(config) == []
+        assert main_registered({**config, "env": "CartPole-v1"}) == []
+    finally:
+        registry._REGISTRY["env"].pop("HdMainImported-v0", None)
+        registry._REGISTERED_BY.pop(("env", "HdMainImported-v0"), None)
