@@ -285,7 +285,19 @@ def make_atari_env(env_id: str, training: bool = False, render_mode: str | None 
                        repeat_action_probability=0.0, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a bad value is ale-py's RuntimeError (mode: 99) or TypeError
         raise bad_env_kwargs(env_id, env_kwargs, exc) from None
-    return wrap_deepmind(StickyActions(env, sticky) if sticky > 0 else env, training, limit, settings)
+    env = wrap_deepmind(StickyActions(env, sticky) if sticky > 0 else env, training, limit, settings)
+    _channels_first(env.observation_space)
+    return env
+
+
+def _channels_first(space: gym.Space) -> None:
+    """Mark an Atari observation space as the channels-first stack it is (``[C * frame_stack, height, width]``): an
+    RGB stack of a small screen (``[12, 10, 10]``) or a stack longer than the screen is wide (``[12, 8, 8]``) has a
+    last axis shorter than its first, which the encoders' shape rule reads as channels-last (it convolved across
+    the frames, and the IMPALA encoder took 10 channels)."""
+    from canter.models.cnn import mark_image_layout
+
+    mark_image_layout(space, "chw")
 
 
 def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any] | None,
@@ -348,7 +360,10 @@ def make_atari_vec(env_id: str, n_envs: int, vectorization: str = "auto", traini
     if vectorization == "auto" and not native_takes(env_kwargs):
         vectorization = "sync" if n_envs == 1 else "async"
     if vectorization in ("auto", "native"):
-        return _native(env_id, n_envs, training, env_kwargs)
-    kwargs = dict(env_kwargs or {})
-    return vector_env(lambda: make_atari_env(env_id, training, env_kwargs=kwargs), n_envs, vectorization == "async",
-                      env_id)
+        env = _native(env_id, n_envs, training, env_kwargs)
+    else:
+        kwargs = dict(env_kwargs or {})
+        env = vector_env(lambda: make_atari_env(env_id, training, env_kwargs=kwargs), n_envs,
+                         vectorization == "async", env_id)
+    _channels_first(env.single_observation_space)
+    return env

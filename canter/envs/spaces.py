@@ -85,11 +85,14 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
 
 def _add_image_layout(d: dict[str, Any], space: gym.spaces.Box) -> None:
     """``d["image_layout"]`` (``"none"``: not an image) for an image Box read otherwise until 2026-11-27
-    (:func:`canter.models.cnn.former_image_layout`): a description without it is such a space as it was read then."""
+    (:func:`canter.models.cnn.former_image_layout`): a description without it is such a space as it was read then.
+    Also for one whose env gave a layout its shape alone does not (:func:`canter.models.cnn.mark_image_layout`)."""
     from canter.models.cnn import former_image_layout, image_layout
 
     layout = image_layout(space)
-    if (layout is not None or _pixel_bounds(space)) and layout != former_image_layout(space.shape):
+    by_shape = image_layout(gym.spaces.Box(0, 255, space.shape, np.uint8)) if _pixel_bounds(space) else None
+    given = getattr(space, "given_image_layout", None) is not None and layout != by_shape
+    if (layout is not None or _pixel_bounds(space)) and (layout != former_image_layout(space.shape) or given):
         d["image_layout"] = layout or "none"
 
 
@@ -124,8 +127,9 @@ def _pixel_bounds(space: gym.spaces.Box) -> bool:
 
 def _saved_image_layout(space: gym.spaces.Box, d: dict[str, Any]) -> gym.spaces.Box:
     """``space`` read as :func:`_add_image_layout` recorded it: a uint8 0-255 Box described without
-    ``image_layout`` keeps the layout its model was trained with where canter now reads it otherwise."""
-    from canter.models.cnn import former_image_layout, image_layout
+    ``image_layout`` keeps the layout its model was trained with where canter now reads it otherwise; one described
+    with an ``image_layout`` that its shape does not give had it from its env (the Atari envs' frame stacks)."""
+    from canter.models.cnn import former_image_layout, image_layout, mark_image_layout
 
     if not _pixel_bounds(space):
         return space
@@ -136,6 +140,8 @@ def _saved_image_layout(space: gym.spaces.Box, d: dict[str, Any]) -> gym.spaces.
         raise CanterError(f"unknown image_layout {saved!r}: hw, hwc, chw, shwc, schw or none")
     if saved == (image_layout(space) or "none"):
         return space
+    if "image_layout" in d:  # written as the run read it, where its env gave the layout (cnn.mark_image_layout)
+        return mark_image_layout(space, "" if saved == "none" else saved)
     space.saved_image_layout = "" if saved == "none" else saved  # type: ignore[attr-defined]
     return space
 

@@ -63,7 +63,23 @@ def image_layout(space: gym.Space) -> str | None:
     saved = getattr(space, "saved_image_layout", None)  # a checkpoint's space, read as its model was trained
     if saved is not None:
         return saved or None
+    given = getattr(space, GIVEN_LAYOUT, None)  # an env that says how its frames lie (mark_image_layout)
+    if given is not None:
+        return given or None
     return _shape_layout(space.shape)
+
+
+#: the attribute of an observation space in which its env gives the layout of its images (:func:`mark_image_layout`)
+GIVEN_LAYOUT = "given_image_layout"
+
+
+def mark_image_layout(space: gym.Space, layout: str) -> gym.Space:
+    """``space``, marked as laid out as ``layout`` (``"chw"``, ...) for :func:`image_layout`, where the shape rule
+    could read it otherwise: the Atari envs' channels-first stacks ``[C * frame_stack, height, width]`` of small
+    screens or long stacks (``[12, 10, 10]``, ``[12, 8, 8]``) have a last axis shorter than their first, which reads
+    as channels-last. Checkpoints record it (``image_layout`` in the space's description)."""
+    setattr(space, GIVEN_LAYOUT, layout)
+    return space
 
 
 def _shape_layout(shape: tuple[int, ...]) -> str | None:

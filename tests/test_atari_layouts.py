@@ -1,0 +1,54 @@
+"""The Atari envs' observations are channels-first frame stacks, ``uint8 [C * frame_stack, height, width]``, whatever
+their sizes: the encoders read them so (in training, from a checkpoint, on resume), where the shape rule alone
+(channels-last when the last axis is shorter than the first) read RGB stacks of small screens (``[12, 10, 10]``) and
+stacks longer than the screen is wide (``[12, 8, 8]``) as channels-last images and convolved across the frames."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("ale_py", reason="the 'atari' extra (ale-py) is not installed")
+pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (part of the 'atari' extra)")
+
+from canter.envs.spaces import space_from_dict, space_to_dict  # noqa: E402
+from canter.models.cnn import image_layout, make_encoder  # noqa: E402
+from canter.resume_checks import check_image_layout_kept  # noqa: E402
+from support import run_cli  # noqa: E402
+
+GAME = "ALE/Breakout-v5"
+
+
+@pytest.mark.parametrize("vectorization", ["native", "sync"])
+@pytest.mark.parametrize("kwargs,shape", [
+    ({"grayscale": False, "screen_size": 10}, (12, 10, 10)),
+    ({"frame_stack": 12, "screen_size": 8}, (12, 8, 8)),
+    ({"frame_stack": 4}, (4, 84, 84)),
+])
+def test_atari_stacks_are_read_channels_first(vectorization, kwargs, shape):
+    from canter.envs.atari import make_atari_env, make_atari_vec
+
+    env = make_atari_vec(GAME, 1, vectorization, env_kwargs=kwargs)
+    space = env.single_observation_space
+    env.close()
+    single = make_atari_env(GAME, env_kwargs=kwargs)
+    assert space.shape == single.observation_space.shape == shape
+    assert image_layout(space) == image_layout(single.observation_space) == "chw"
+    single.close()
+    assert make_encoder(space).in_shape == shape
+    saved = space_from_dict(space_to_dict(space))  # a checkpoint's space reads them as the run did
+    assert image_layout(saved) == "chw" and make_encoder(saved).in_shape == shape
+    check_image_layout_kept(saved)  # and a resume is not refused
+
+
+@pytest.mark.slow
+def test_a_small_rgb_screen_run_trains_resumes_and_evaluates(tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = ["train", "ppo", "--env", GAME, "--n-envs", "1", "--env-kwargs", "{grayscale: false, screen_size: 10}",
+            "--set", "n_steps=16", "--set", "batch_size=16", "--eval-episodes", "0", "--quiet", "--run-dir", str(run)]
+    code, _, err = run_cli(capsys, *argv, "--max-steps", "16")
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "train", "--resume", str(run), "--max-steps", "32", "--quiet")
+    assert code == 0, err
+    import canter
+
+    agent = canter.load(str(run))
+    assert agent.algorithm.model.encoder.in_shape == (12, 10, 10)
