@@ -85,3 +85,15 @@ def test_a_resumed_dqn_atari_run_is_the_uninterrupted_one(tmp_path, env_kwargs):
 
     a, b = (load_file(str(tmp_path / r / "checkpoints" / "last.safetensors")) for r in "ab")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_a_native_atari_run_is_told_why_its_resume_is_not_exact():
+    """ale-py's native vector env cannot save its games: the resume warning says so and names the path that can,
+    where it named an attribute path (``VecEnv.env.env.env.env.env.ale (ALEVectorInterface)``)."""
+    env = make_vec_env("BreakoutNoFrameskip-v4", 3, "native", training=True)
+    env.reset(seed=0)
+    state, problems = capture_env(env)
+    env.close()
+    assert len(problems) == 1, problems
+    assert "native Atari vector env" in problems[0] and "cannot save its games" in problems[0]
+    assert "--vectorization sync" in problems[0]

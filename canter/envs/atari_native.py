@@ -138,7 +138,13 @@ class NativeSeedRange(gym.vector.VectorWrapper):
     """ale-py's native vector env seeds its copy ``i`` with ``seed + i`` as a 32-bit signed integer and
     refuses a larger one with a ``TypeError``; the run's seed may go up to ``2**32 - 1``, and evaluation
     and Ray explorer replacements add large offsets to it. A base seed past the last one the env takes
-    (``2**31 - num_envs``) is taken modulo ``2**31 - num_envs + 1``; the seeds it takes are unchanged."""
+    (``2**31 - num_envs``) is taken modulo ``2**31 - num_envs + 1``; the seeds it takes are unchanged.
+
+    Around every native env, it also says why a run on it cannot resume exactly (the resume warning's reason,
+    :func:`canter.envs.state.capture_env`; it named the attribute ``VecEnv.env.env.env.env.env.ale``)."""
+
+    resume_problem = ("ale-py's native Atari vector env (--vectorization auto or native) cannot save its games; "
+                      "train with --vectorization sync for a run that resumes exactly")
 
     @staticmethod
     def wrapped(seed: int, num_envs: int) -> int:

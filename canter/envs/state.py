@@ -154,7 +154,8 @@ def _ignorable(value: Any) -> bool:
 def capture_env(env: Any) -> tuple[dict[str, Any], list[str]]:
     """Snapshot ``env`` (a :class:`~canter.envs.VecEnv` or any gymnasium env); returns ``(state, problems)``.
 
-    An env object that knows it cannot be snapshot says why in a ``resume_problem`` attribute.
+    An env object that knows it cannot be snapshot says why in a ``resume_problem`` attribute (the env given, or a
+    wrapper class inside it: that reason is the problem listed, rather than the attributes inside it).
     """
     if getattr(env, "resume_problem", None):
         return {}, [str(env.resume_problem)]
@@ -168,6 +169,11 @@ def capture_env(env: Any) -> tuple[dict[str, Any], list[str]]:
         for name, value in vars(obj).items():
             where = f"{path}.{name}"
             if name in _SKIP or name in skip or _ignorable(value):
+                continue
+            if _is_env(value) and getattr(type(value), "resume_problem", None):  # an env that knows why (once)
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    problems.append(str(type(value).resume_problem))
                 continue
             if _is_env(value):
                 if id(value) not in seen:
