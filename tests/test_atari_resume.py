@@ -97,3 +97,15 @@ def test_a_native_atari_run_is_told_why_its_resume_is_not_exact():
     assert len(problems) == 1, problems
     assert "native Atari vector env" in problems[0] and "cannot save its games" in problems[0]
     assert "--vectorization sync" in problems[0]
+
+
+def test_an_async_atari_run_is_told_why_its_resume_is_not_exact():
+    """``auto`` with a key the native env does not take (``mode``) runs more than one copy in subprocesses, which
+    cannot be saved: the resume warning says so and names ``sync``, where it named the workers' pipes and locks
+    (``VecEnv.env.env.parent_pipes (list), ...``)."""
+    env = make_vec_env("BreakoutNoFrameskip-v4", 2, "auto", training=True, env_kwargs={"mode": 0})
+    env.reset(seed=0)
+    state, problems = capture_env(env)
+    env.close()
+    assert len(problems) == 1, problems
+    assert "subprocesses" in problems[0] and "--vectorization sync" in problems[0]

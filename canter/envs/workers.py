@@ -154,7 +154,14 @@ class AsyncErrors(gym.vector.VectorWrapper):
 
     A worker that died (``os._exit``, a signal, a crash in C) is named with its exit code. After a
     call that did not return (a dead worker, a Ctrl-C while the workers stepped), :meth:`close`
-    terminates the workers instead of waiting for answers that will not come."""
+    terminates the workers instead of waiting for answers that will not come.
+
+    The copies' state lives in the workers, so a run on them cannot resume exactly: ``resume_problem`` is the
+    reason the resume warning gives (:func:`canter.envs.state.capture_env`; it listed the workers' pipes and locks)."""
+
+    resume_problem = ("the env copies run in subprocesses (--vectorization async, or auto where it picks async), whose "
+                      "state is not saved; with --vectorization sync, envs whose state can be saved (classic control, "
+                      "toy text, Atari on the wrapper path) resume exactly")
 
     def __init__(self, env: gym.vector.AsyncVectorEnv, env_id: str) -> None:
         super().__init__(env)
