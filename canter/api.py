@@ -28,8 +28,8 @@ from canter.init_from import check_source, init_agent
 from canter.logging.history import check_history
 from canter.registry import import_user_modules, lookup
 from canter.resume_checks import (
-    as_numbers_now, check_config_unedited, check_image_layout_kept, check_opponents, check_resume_metadata,
-    check_same_run, check_writable, keep_best_on_disk, resume_dataset,
+    as_numbers_now, check_config_unedited, check_env_layout_kept, check_image_layout_kept, check_opponents,
+    check_resume_metadata, check_same_run, check_writable, keep_best_on_disk, resume_dataset,
 )
 from canter.resume_settings import check_continues, check_keep_has_checkpoints, check_settings, resumed_metadata
 from canter.build_checks import check_spaces, warn_idle_patience  # noqa: F401 (check_spaces: re-exported)
@@ -387,6 +387,12 @@ def resume_trainer(
         if not spaces_match(saved, getattr(agent, which)):
             run_obj.close()
             raise CanterError(f"cannot resume: the env's {which.replace('_', ' ')} differs from the checkpoint's")
+        if which == "observation_space":
+            try:
+                check_env_layout_kept(saved, agent.observation_space)
+            except CanterError:
+                run_obj.close()
+                raise
         if not read_alike(saved, getattr(agent, which)):
             run_obj.close()
             raise CanterError(f"cannot resume: canter now packs the env's {which.replace('_', ' ')} with image "

@@ -333,9 +333,7 @@ def check_image_layout_kept(observation_space: Any, whose: str = "this run's mod
     del observation_space.saved_image_layout
     now = image_layout(observation_space)
     observation_space.saved_image_layout = saved
-    names = {"": "a vector (flat encoder)", "chw": "channels-first [C, H, W]", "hwc": "channels-last [H, W, C]",
-             "hw": "one channel [H, W]", "shwc": "a stack of channels-last frames [S, H, W, C]",
-             "schw": "a stack of channels-first frames [S, C, H, W]", None: "a vector (flat encoder)"}
+    names = _LAYOUT_NAMES
     raise CanterError(f"cannot resume: {whose} reads its {tuple(observation_space.shape)} image "
                       f"observations as {names[saved]}, as canter did before 2026-11-27; canter now reads them as "
                       f"{names[now]} (the smallest axis is the channels), so its weights fit no new model. "
@@ -364,3 +362,25 @@ def keep_best_on_disk(run_dir: Path, trainer_state: dict[str, Any]) -> float | N
         return None
     counters["best_eval_return"] = float(saved)
     return float(saved)
+
+
+_LAYOUT_NAMES = {"": "a vector (flat encoder)", "chw": "channels-first [C, H, W]", "hwc": "channels-last [H, W, C]",
+                 "hw": "one channel [H, W]", "shwc": "a stack of channels-last frames [S, H, W, C]",
+                 "schw": "a stack of channels-first frames [S, C, H, W]", None: "a vector (flat encoder)"}
+
+
+def check_env_layout_kept(saved: Any, env_space: Any) -> None:
+    """Refuse (one line) to resume a run whose checkpoint reads its image observations otherwise than the trainer's
+    model, built from the env's space ``env_space``, reads them: an Atari run with frame stacks whose shape reads as
+    channels-last (``[12, 10, 10]``: RGB frames of a small screen, ``[12, 8, 8]``), saved before the Atari envs gave
+    their layout (2026-11-27), was read so, and its weights fit no model of the stacks read channels-first (a
+    state_dict RuntimeError traceback)."""
+    from canter.models.cnn import image_layout
+
+    was, now = image_layout(saved), image_layout(env_space)
+    if was == now:
+        return
+    raise CanterError(f"cannot resume: this run's model reads its {tuple(saved.shape)} image observations as "
+                      f"{_LAYOUT_NAMES[was]}, as canter did before 2026-11-27; the env gives them as "
+                      f"{_LAYOUT_NAMES[now]} (Atari frame stacks), so its weights fit no new model. canter.load, eval "
+                      f"and play still run it; train a new run to continue")

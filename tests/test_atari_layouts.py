@@ -11,7 +11,7 @@ pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (
 
 from canter.envs.spaces import space_from_dict, space_to_dict  # noqa: E402
 from canter.models.cnn import image_layout, make_encoder  # noqa: E402
-from canter.resume_checks import check_image_layout_kept  # noqa: E402
+from canter.resume_checks import check_env_layout_kept, check_image_layout_kept  # noqa: E402
 from support import run_cli  # noqa: E402
 
 GAME = "ALE/Breakout-v5"
@@ -52,3 +52,41 @@ def test_a_small_rgb_screen_run_trains_resumes_and_evaluates(tmp_path, capsys):
 
     agent = canter.load(str(run))
     assert agent.algorithm.model.encoder.in_shape == (12, 10, 10)
+
+
+def test_resuming_a_run_that_read_the_stacks_channels_last_is_one_line():
+    """A checkpoint of such a run saved before the envs gave their layout reads the stacks as channels-last; its
+    weights fit no model of the env's channels-first stacks (a state_dict RuntimeError traceback on resume)."""
+    import gymnasium as gym
+    import numpy as np
+
+    from canter import CanterError
+    from canter.envs.atari import make_atari_vec
+
+    env = make_atari_vec(GAME, 1, "native", env_kwargs={"grayscale": False, "screen_size": 10})
+    saved = gym.spaces.Box(0, 255, (12, 10, 10), np.uint8)  # as the checkpoint describes it: image_layout hwc
+    with pytest.raises(CanterError, match=r"reads its \(12, 10, 10\) image observations as channels-last"):
+        check_env_layout_kept(saved, env.single_observation_space)
+    check_env_layout_kept(space_from_dict(space_to_dict(env.single_observation_space)), env.single_observation_space)
+    env.close()
+
+
+@pytest.mark.slow
+def test_resuming_a_run_saved_before_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    import canter.envs.atari as atari
+    from support import assert_one_line_error
+
+    run = tmp_path / "run"
+    with monkeypatch.context() as m:  # the envs as they were: no layout given
+        m.setattr(atari, "_channels_first", lambda space: None)
+        code, _, err = run_cli(capsys, "train", "ppo", "--env", GAME, "--n-envs", "1", "--env-kwargs",
+                               "{grayscale: false, screen_size: 10}", "--set", "n_steps=16", "--set", "batch_size=16",
+                               "--eval-episodes", "0", "--quiet", "--run-dir", str(run), "--max-steps", "16")
+        assert code == 0, err
+    before = (run / "checkpoints" / "last.json").read_text()
+    code, _, err = run_cli(capsys, "train", "--resume", str(run), "--max-steps", "32", "--quiet")
+    assert_one_line_error(code, err, "cannot resume", "channels-last", "train a new run")
+    assert (run / "checkpoints" / "last.json").read_text() == before
+    import canter
+
+    assert canter.load(str(run)).algorithm.model.encoder.in_shape == (10, 12, 10)  # load still runs it as trained
