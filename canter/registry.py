@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Callable
@@ -249,32 +250,45 @@ def user_modules(config: dict[str, Any]) -> list[str]:
     imports = config.get("imports")
     modules: list[str] = [m for m in imports if isinstance(m, str)] if isinstance(imports, list) else []
     for kind, name in _config_names(config):
-        obj = _REGISTRY[kind].get(name) or {k.lower(): v for k, v in _REGISTRY[kind].items()}.get(name.lower())
         # the registering module, and the object's own (the registering one, where a helper function of
         # another module called register for it); a Gymnasium id's entry point's module, which registers it
         # where gymnasium.register sits beside the env (or in its package), as the README shows
-        found = (registered_by(kind, name), getattr(obj, "__module__", None)) if obj is not None else (
-            _gym_entry_module(name),) if kind == "env" else ()
-        for module in found:
-            if isinstance(module, str) and module.split(".", 1)[0] not in ("canter", "__main__", *_REGISTER_THEMSELVES):
+        for module in _registering_modules(kind, name):
+            if _user_module(module):
                 modules += [module] if module not in modules else []
     return modules
 
 
+def _registering_modules(kind: str, name: str) -> tuple[str | None, ...]:
+    """The modules whose import may register ``kind``/``name``: the one that registered it and the object's own
+    (a ``functools.partial``'s function's: ``partial`` objects say ``functools``); a Gymnasium id's entry point's
+    module for an env that canter's registry does not hold (none for other names)."""
+    obj = _REGISTRY[kind].get(name) or {k.lower(): v for k, v in _REGISTRY[kind].items()}.get(name.lower())
+    if obj is None:
+        return (_gym_entry_module(name),) if kind == "env" else ()
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    return registered_by(kind, name), getattr(obj, "__module__", None)
+
+
+def _user_module(module: Any) -> bool:
+    """Whether importing ``module`` in another process may register a user's names: a module name that is not
+    canter's, ``__main__`` (which no other process can import) or one of :data:`_REGISTER_THEMSELVES`."""
+    return isinstance(module, str) and module.split(".", 1)[0] not in ("canter", "__main__", *_REGISTER_THEMSELVES)
+
+
 def main_registered(config: dict[str, Any]) -> list[tuple[str, str]]:
     """The (kind, name) pairs of a resolved run config's registered names (:func:`user_modules`' names) that
-    only ``__main__`` (a script, a notebook) holds: registered there, of an object defined there (or a Gymnasium
-    id whose entry point lives there). Another process (a Ray explorer) cannot import them; a name registered
-    in ``__main__`` for an object of an importable module is left out (that module may register it too)."""
+    only ``__main__`` (a script, a notebook) holds: registered there (or a Gymnasium id whose entry point lives
+    there), with no module that :func:`user_modules` would record for it. Another process (a Ray explorer)
+    cannot import them; a name registered in ``__main__`` for an object of an importable user module is left
+    out (that module may register it too), but not one for an object of canter's or Gymnasium's (whose import
+    registers nothing of the user's), nor a ``functools.partial`` of a function defined in ``__main__``."""
     _load_builtins()
     found = []
     for kind, name in _config_names(config):
-        if registered_by(kind, name) is not None:
-            obj = _REGISTRY[kind].get(name) or {k.lower(): v for k, v in _REGISTRY[kind].items()}.get(name.lower())
-            modules = {registered_by(kind, name), getattr(obj, "__module__", None)}
-        else:
-            modules = {_gym_entry_module(name)} if kind == "env" else {None}
-        if all(isinstance(m, str) and m.split(".", 1)[0] == "__main__" for m in modules):
+        modules = _registering_modules(kind, name)
+        if modules and str(modules[0]).split(".", 1)[0] == "__main__" and not any(map(_user_module, modules)):
             found.append((kind, name))
     return found
 

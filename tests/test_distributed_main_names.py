@@ -51,7 +51,11 @@ def test_a_name_registered_in_main_for_an_importable_object_is_left_to_the_explo
     from canter.config import resolve_config, resolved_dict
     from canter.registry import main_registered
 
-    scope = {"__name__": "__main__", "register": canter.register, "make": registry.names}  # an importable object
+    import support
+
+    # an object of an importable user module (canter's own would not do: the explorers import none of canter's
+    # modules for a name, and canter registers no name of the user's)
+    scope = {"__name__": "__main__", "register": canter.register, "make": support.snapshot}
     exec("register('env', 'HdMainImported-v0')(make)\n", scope)
     try:
         run, cfg = resolve_config("impala", "CartPole-v1")
@@ -61,3 +65,27 @@ def test_a_name_registered_in_main_for_an_importable_object_is_left_to_the_explo
     finally:
         registry._REGISTRY["env"].pop("HdMainImported-v0", None)
         registry._REGISTERED_BY.pop(("env", "HdMainImported-v0"), None)
+
+
+@pytest.mark.parametrize("how", ["partial", "canter"])
+def test_a_name_registered_in_main_for_an_object_no_explorer_import_registers_is_refused(how, tmp_path, monkeypatch):
+    """``register('env', ...)(functools.partial(make))`` with ``make`` defined in the script (a partial's
+    ``__module__`` is ``functools``), or a name for one of canter's own objects: the explorers have no module to
+    import that registers it, so each failed half a minute in with "unknown env id 'HdMainPartial-v0'; did you mean
+    'PrivateEye-v0'..." (46d21c1 left out every name whose object's module was not ``__main__``)."""
+    from canter.distributed import pool as pool_module
+    from canter.envs.pomdp import cartpole_no_velocity
+
+    scope = {"__name__": "__main__", "register": canter.register, "gym": gym, "canter_make": cartpole_no_velocity}
+    exec("import functools\ndef make(size=1, **kw):\n    return gym.make('CartPole-v1')\n"
+         "register('env', 'HdMainPartial-v0')(functools.partial(make, size=5) if HOW == 'partial' else canter_make)\n",
+         {**scope, "HOW": how})
+    connected = []
+    monkeypatch.setattr(pool_module, "connect", lambda address: connected.append(address) or (None, False))
+    try:
+        with pytest.raises(CanterError, match=r"^env 'HdMainPartial-v0' is registered in __main__"):
+            canter.make_trainer("impala", "HdMainPartial-v0", explorers=1, n_envs=1, run_dir=tmp_path / "run")
+        assert connected == [] and not (tmp_path / "run").exists()
+    finally:
+        registry._REGISTRY["env"].pop("HdMainPartial-v0", None)
+        registry._REGISTERED_BY.pop(("env", "HdMainPartial-v0"), None)
