@@ -10,27 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import AECEnv
+from tests.aec_game import TwoPlayerGame
 
 
-class InfoMaskGame(AECEnv):
+class InfoMaskGame(TwoPlayerGame):
     """Two players who pick one of three moves, each turn among those ``info["action_mask"]`` allows."""
 
     metadata = {"name": "info_mask_game_v0", "is_parallelizable": False}
 
     def __init__(self, render_mode: str | None = None, moves: int = 4) -> None:
         self.moves_each = moves
-        self.possible_agents = ["player_0", "player_1"]
         self.observation_spaces = {a: spaces.Box(0.0, 1.0, (2,), np.float32) for a in self.possible_agents}
         self.action_spaces = {a: spaces.Discrete(3) for a in self.possible_agents}
         self.rng = np.random.default_rng(0)
         self.render_mode = render_mode
-
-    def observation_space(self, agent: str) -> spaces.Box:  # noqa: D102
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Discrete:  # noqa: D102
-        return self.action_spaces[agent]
 
     def observe(self, agent: str) -> np.ndarray:  # noqa: D102
         return np.ones(2, np.float32)
@@ -43,14 +36,7 @@ class InfoMaskGame(AECEnv):
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:  # noqa: D102
         if seed is not None:
             self.rng = np.random.default_rng(seed)
-        self.agents = list(self.possible_agents)
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
-        self.infos = {a: {} for a in self.agents}
-        self.moves = 0
-        self.agent_selection = "player_0"
+        self._start_game()
         self._draw_mask(self.agent_selection)
 
     def step(self, action: int | None) -> None:  # noqa: D102

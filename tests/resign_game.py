@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import AECEnv
+from tests.aec_game import TwoPlayerGame
 
 
-class ResignGame(AECEnv):
+class ResignGame(TwoPlayerGame):
     """Players who may resign on any move, the first player's first included."""
 
     metadata = {"name": "resign_game_v0", "is_parallelizable": False}
@@ -23,7 +23,6 @@ class ResignGame(AECEnv):
     def __init__(self, render_mode: str | None = None, max_moves: int | None = 4, resign: bool = True,
                  factored: bool = False) -> None:
         self.max_moves, self.resign, self.factored = max_moves, resign, factored
-        self.possible_agents = ["player_0", "player_1"]
         box = spaces.Box(0.0, 1.0, (2,), np.float32)
         self.observation_spaces = {a: spaces.Dict({"observation": box, "action_mask": spaces.MultiBinary(5)})
                                    if factored else box for a in self.possible_agents}
@@ -31,12 +30,6 @@ class ResignGame(AECEnv):
                               for a in self.possible_agents}
         self.rng = np.random.default_rng(0)
         self.render_mode = render_mode
-
-    def observation_space(self, agent: str) -> spaces.Box:  # noqa: D102
-        return self.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Discrete:  # noqa: D102
-        return self.action_spaces[agent]
 
     def observe(self, agent: str) -> np.ndarray | dict:  # noqa: D102
         obs = np.eye(2, dtype=np.float32)[self.moves % 2]
@@ -48,14 +41,7 @@ class ResignGame(AECEnv):
         self.mask[[int(self.rng.integers(0, 2)), 2 + int(self.rng.integers(0, 3))]] = 1
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:  # noqa: D102
-        self.agents = list(self.possible_agents)
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
-        self.infos = {a: {} for a in self.agents}
-        self.moves = 0
-        self.agent_selection = "player_0"
+        self._start_game()
         if seed is not None:
             self.rng = np.random.default_rng(seed)
         self._draw_mask()
