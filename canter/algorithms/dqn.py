@@ -27,7 +27,7 @@ from canter.algorithms.base import (
 from canter.algorithms.offpolicy import OffPolicyConfig, SoftUpdate, gradient_steps_hp
 from canter.config import hp
 from canter.data.batch import ReplayBatch, distinct_draws
-from canter.envs.masks import apply_mask, mask_width, random_allowed, split_mask
+from canter.envs.masks import apply_mask_below, mask_width, random_allowed, split_mask
 from canter.errors import CanterError
 from canter.models.distributional import quantile_huber_loss
 from canter.models.mlp import canter_class
@@ -268,7 +268,7 @@ class DQN(EpsilonGreedyTargets, Algorithm):
             if self.config.n_quantiles:
                 means = nxt.mean(-1)
                 if self.mask_width:  # the quantiles are not masked; the greedy next action must be allowed
-                    means = apply_mask(means, split_mask(batch.next_obs, self.mask_width)[1])
+                    means = apply_mask_below(means, split_mask(batch.next_obs, self.mask_width)[1])
                 best = self._next_action(batch, means)
                 next_z = nxt.gather(1, best.unsqueeze(-1).expand(-1, 1, nxt.shape[2])).squeeze(1)
                 return batch.rewards.unsqueeze(1) + not_done.unsqueeze(1) * next_z

@@ -13,7 +13,8 @@ says that its policy acts under masks.
 
 The models split the mask off again (:func:`split_mask`): the networks see only the
 observation, and the policy's logits (or the Q values used to pick and bootstrap actions) of
-masked actions are replaced by :data:`MASKED` (:func:`apply_mask`), so sampling, the greedy
+masked actions are replaced by :data:`MASKED` (:func:`apply_mask`; Q values, which have no lower
+bound, by a value below their row's lowest: :func:`apply_mask_below`), so sampling, the greedy
 action, log-probabilities, entropies and TD targets all range over the allowed actions only.
 A row whose mask allows nothing (a final observation, where some envs clear the mask) is
 treated as unmasked; with factored actions, each sub-action's part of the mask on its own.
@@ -186,6 +187,21 @@ def masked_value_below(lowest: float) -> float:
     ``lowest`` is not well above MASKED, so a masked action never ties or beats an allowed one."""
     fill = min(MASKED, 2.0 * lowest - 1.0)
     return fill if fill >= -float(np.finfo(np.float32).max) else float("-inf")
+
+
+def apply_mask_below(values: Any, allowed: Any) -> Any:
+    """``values`` ``[..., n]`` (Q values, torch or NumPy) with disallowed entries set below every entry
+    of their row: :data:`MASKED`, or ``2 * min - 1`` (-inf past float32's range) where the row's
+    minimum is not well above MASKED. For Q values that have no lower bound (DQN, QR-DQN, IQN): a
+    fixed MASKED would beat allowed actions whose values lie below it, so the greedy (and
+    bootstrapped) action would be a disallowed one. No gradient reaches the disallowed entries."""
+    if isinstance(values, torch.Tensor):
+        lowest = values.detach().amin(-1, keepdim=True)
+        return torch.where(allowed, values, (2.0 * lowest - 1.0).clamp(max=MASKED))
+    lowest = values.min(-1, keepdims=True)
+    with np.errstate(over="ignore"):
+        fill = np.minimum(2 * lowest - 1, values.dtype.type(MASKED))
+    return np.where(allowed, values, fill).astype(values.dtype, copy=False)
 
 
 def random_allowed(allowed: np.ndarray, generator: torch.Generator) -> np.ndarray:

@@ -10,7 +10,7 @@ import gymnasium as gym
 import torch
 from torch import nn
 
-from canter.envs.masks import apply_mask, mask_width, masked_value_below, split_mask
+from canter.envs.masks import apply_mask, apply_mask_below, mask_width, masked_value_below, split_mask
 from canter.errors import CanterError
 from canter.models.linear import Linear
 from canter.models.mlp import ACTIVATIONS, MLP
@@ -69,7 +69,7 @@ class QuantileQNetwork(nn.Module):
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Q values (mean over quantiles), shape ``[B, n_actions]``."""
         q = self.quantiles(obs).mean(-1)
-        return apply_mask(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
+        return apply_mask_below(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
 
 
 @register("model", "mlp_c51")
@@ -174,7 +174,7 @@ class ImplicitQuantileNetwork(nn.Module):
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Q values: the mean return quantile over the midpoint fractions, ``[B, n_actions]``."""
         q = self.quantiles(obs, self.act_taus).mean(-1)
-        return apply_mask(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
+        return apply_mask_below(q, split_mask(obs, self.mask_width)[1]) if self.mask_width else q
 
 
 class _QuantileHuber(torch.autograd.Function):

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from canter.envs.masks import apply_mask, mask_width, split_mask
+from canter.envs.masks import apply_mask_below, mask_width, split_mask
 from canter.errors import CanterError
 from canter.models.linear import Linear
 from canter.models.mlp import ACTIVATIONS, MLP, canter_class
@@ -38,8 +38,8 @@ class QNetwork(nn.Module):
     """Q-value MLP for Discrete actions; ``dueling`` splits it into value and advantage streams.
 
     With an action mask in the observations (:mod:`canter.envs.masks`), :meth:`value` gives
-    disallowed actions :data:`~canter.envs.masks.MASKED`, so greedy actions and bootstrapped
-    maxima range over allowed actions; :meth:`forward_cached` (the update, which reads only the
+    disallowed actions a value below the row's lowest (:func:`~canter.envs.masks.apply_mask_below`),
+    so greedy actions and bootstrapped maxima range over allowed actions; :meth:`forward_cached` (the update, which reads only the
     taken actions' values) returns them unmasked.
     """
 
@@ -103,7 +103,7 @@ class QNetwork(nn.Module):
         if not self.mask_width:
             return self.q.infer(self.encoder.numpy(obs))
         obs, allowed = split_mask(obs, self.mask_width)
-        return apply_mask(self.q.infer(self.encoder.numpy(np.ascontiguousarray(obs))), allowed)
+        return apply_mask_below(self.q.infer(self.encoder.numpy(np.ascontiguousarray(obs))), allowed)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """Q(obs, a) for every action, shape ``[B, n_actions]`` (masked, see the class docstring)."""
@@ -119,4 +119,4 @@ class QNetwork(nn.Module):
             h = self.trunk(x)
             adv = self.adv_head(h)
             q = self.v_head(h) + adv - adv.mean(dim=1, keepdim=True)
-        return q if allowed is None else apply_mask(q, allowed)
+        return q if allowed is None else apply_mask_below(q, allowed)
