@@ -9,6 +9,7 @@ priority seen so far; :meth:`update_priorities` sets ``p_i = |td_i| + eps`` afte
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,8 @@ import torch
 from canter.data.batch import ReplayBatch
 from canter.data.replay import ReplayBuffer, check_batch_size
 from canter.data.sumtree import MinTree, SumTree
+
+log = logging.getLogger("canter")
 
 
 class PrioritizedReplayBuffer(ReplayBuffer):
@@ -27,6 +30,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.alpha, self.beta0, self.eps = alpha, beta0, eps
         self.beta = beta0
         self.max_priority = 1.0
+        self._warned_non_finite = False
         slots = self.length * self.n_envs
         self.sums = SumTree(slots)
         self.mins = MinTree(slots)
@@ -78,7 +82,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
         Call it before adding more transitions: a slot that has since been overwritten with a new
         valid transition would get the old one's priority (the trainers, Ape-X's shards included,
-        update right after each gradient step). Slots that have since become invalid are skipped. An index that
+        update right after each gradient step). Slots that have since become invalid are skipped, and so
+        are non-finite errors (a diverged update, e.g. with ``divergence_guard: off``; a warning says so
+        once): the sum tree never holds NaN or inf, which would break every later draw. An index that
         appears more than once keeps its last error's priority (as Tianshou's ``update_weight``), while
         :attr:`max_priority`, which new transitions get, takes the largest of them all.
         """
@@ -86,6 +92,13 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         err = np.asarray(td.detach().cpu().numpy() if isinstance(td, torch.Tensor) else td, dtype=np.float64)
         p = np.abs(err) + self.eps
         keep = self._valid[idx]  # slots no longer holding a sampleable transition
+        finite = np.isfinite(p)
+        if not finite.all():  # one NaN or inf in the sum tree made every draw slot 0 with NaN weights, for good
+            if not self._warned_non_finite:
+                log.warning("prioritized replay: non-finite TD errors (NaN or inf) for %d of %d sampled "
+                            "transitions; they keep their previous priorities", int((~finite).sum()), len(p))
+                self._warned_non_finite = True
+            keep &= finite
         if not keep.all():
             idx, p = idx[keep], p[keep]
         if len(idx) == 0:
@@ -105,8 +118,11 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         gives every stored transition the priority a new one gets, the largest so far (1 for it)."""
         super().load_state_dict(state)
         self.max_priority = float(state.get("max_priority", 1.0))
+        if not np.isfinite(self.max_priority):  # saved before non-finite TD errors were skipped
+            self.max_priority = 1.0
         if "priorities" in state:
             leaves = np.asarray(state["priorities"], dtype=np.float64)
+            leaves = np.where(np.isfinite(leaves), leaves, np.where(self._valid, self.max_priority ** self.alpha, 0.0))
         else:  # it was a KeyError traceback
             leaves = np.where(self._valid, self.max_priority ** self.alpha, 0.0)
         self.sums.set_all(leaves)
