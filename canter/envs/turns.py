@@ -267,8 +267,8 @@ class TurnBasedEnv(gym.Env):
                 space.seed(int(self.np_random.integers(2**31)))
                 return space.sample()
             space = self.game.action_space(agent)
-            if isinstance(space, gym.spaces.Discrete):
-                return int(self.np_random.choice(np.flatnonzero(mask)))
+            if isinstance(space, gym.spaces.Discrete):  # a mask that allows nothing: any move, as the learner's side
+                return int(self.np_random.choice(np.flatnonzero(allowed_actions(np.asarray(mask)[None])[0])))
             # MultiDiscrete / MultiBinary: each sub-action among its allowed choices
             return allowed_choice(allowed_actions(np.asarray(mask)[None], action_nvec(space)), self.np_random, space)[0]
         obs = self._observation(obs, info)
