@@ -10,13 +10,17 @@ A kill at any point leaves checkpoints that load: the new checkpoint's files are
 synced) before an old one goes; each old one loses its ``.json`` first, then its ``.safetensors``, and a
 ``.safetensors`` alone is a complete checkpoint (its header carries the JSON), which the next prune deletes.
 Checkpoints after the step just saved (a resumed run's, saved by the killed process after the ``last`` it
-resumes from) are left alone: the resumed run saves them again when it gets there.
+resumes from) are left alone: the resumed run saves them again when it gets there. Where it does not (it resumed
+with another ``checkpoint_every``, so its grid misses that step), such a checkpoint is ``stale``: once the run has
+passed its step it is deleted rather than counted among the newest K (it counted, pushing out one of the resumed
+run's own, and being newer than them it outlived them).
 """
 from __future__ import annotations
 
 import os
 import re
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 
 from canter.errors import CanterWarning
@@ -55,17 +59,20 @@ def _sync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def prune_periodic(directory: str | Path, keep: int, upto: int) -> list[str]:
+def prune_periodic(directory: str | Path, keep: int, upto: int, stale: Collection[int] = ()) -> list[str]:
     """Delete the periodic checkpoints in ``directory`` at steps up to ``upto`` (the one just saved) other than
     the newest ``keep`` of them; returns the names deleted. Call it only once the checkpoint at ``upto`` is
-    completely written. A file that cannot be deleted is warned about (:class:`CanterWarning`), and the run
-    goes on: the next prune tries again."""
+    completely written. ``stale``: steps of checkpoints that a killed process saved after the ``last`` this run
+    resumed from and this run has not saved again: those up to ``upto`` are deleted, and not counted among the
+    newest ``keep``. A file that cannot be deleted is warned about (:class:`CanterWarning`), and the run goes on:
+    the next prune tries again."""
     if keep < 1:
         raise ValueError(f"keep must be >= 1, got {keep}")
     folder = Path(directory)
     names = periodic_checkpoints(folder)
-    steps = sorted(step for step in names if step <= upto)
-    old = [names[step] for step in steps[:-keep]]
+    steps = sorted(step for step in names if step <= upto and step not in stale)
+    gone = set(steps[:-keep]) | {step for step in stale if step in names and step <= upto}
+    old = [names[step] for step in sorted(gone)]
     if not old:
         return []
     _sync_directory(folder)

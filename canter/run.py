@@ -34,7 +34,7 @@ from typing import Any
 
 from canter.atomic import atomic_write
 from canter.checkpoint import remove_temp_files, save_checkpoint
-from canter.checkpoint_keep import prune_periodic
+from canter.checkpoint_keep import periodic_checkpoints, prune_periodic
 from canter.envs.spaces import space_to_dict
 from canter.errors import CanterError, notice
 from canter.registry import user_modules
@@ -351,6 +351,10 @@ class Run:
         if every and (self.resumed_step is None or self.next_checkpoint is None):  # (a checkpoint before it was saved)
             self.next_checkpoint = (start // every + 1) * every  # the uninterrupted run's grid
         self.trainer.checkpoint_due = self.next_checkpoint
+        # periodic checkpoints a killed process saved after the 'last' resumed from: not this run's until it saves
+        # them again (a grid changed by --checkpoint-every never does; canter.checkpoint_keep)
+        stale = set() if self.resumed_step is None else {
+            step for step in periodic_checkpoints(self.dir / "checkpoints") if step > self.resumed_step}
         outcome, inside = "error", False
         try:
             records = self.trainer()
@@ -372,8 +376,9 @@ class Run:
                 # one of the uninterrupted run's: the periodic checkpoint waits for the resumed run's next record
                 if self.next_checkpoint is not None and record.step >= self.next_checkpoint and not record.stop_only:
                     self.save(f"step-{record.step:09d}")
+                    stale.discard(record.step)
                     if self.keep_checkpoints:  # the new one is complete: older ones beyond the newest K go
-                        prune_periodic(self.dir / "checkpoints", self.keep_checkpoints, record.step)
+                        prune_periodic(self.dir / "checkpoints", self.keep_checkpoints, record.step, stale)
                     while self.next_checkpoint <= record.step:
                         self.next_checkpoint += every
                     self.trainer.checkpoint_due = self.next_checkpoint
