@@ -22,7 +22,8 @@ import numpy as np
 from canter.ale import registered_spec
 from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata, save_checkpoint
 from canter.data.columns import GrowingColumns
-from canter.data.dataset_checks import check_discrete, check_flags, json_info, metadata_problem, numeric_array
+from canter.data.dataset_checks import (check_discrete, check_flags, json_info, metadata_problem, missing_replay_error,
+                                        numeric_array)
 from canter.data.minari import (  # noqa: F401  (check_minari_id, minari_exists: re-exported)
     _load_minari, _minari_spec, _spec_kwargs, check_minari_id, from_minari, minari_exists, write_minari,
 )
@@ -226,10 +227,7 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     state, meta = load_checkpoint(base)
     saved = (state.get("trainer") or {}).get("buffer")
     if saved is None:
-        if base.name != "last":
-            raise CanterError(f"checkpoint '{base}' holds no replay buffer: only a run's checkpoints/last keeps one "
-                              f"(give the run directory)")
-        raise CanterError(f"run '{run_dir}' kept no replay buffer in checkpoints/last (only off-policy runs do)")
+        raise missing_replay_error(run_dir, base, state, meta)
     obs_space, act_space = agent.observation_space, agent.action_space
     env_id = agent.run_config.env
     # an Ape-X run's buffer is one shard per explorer (canter.data.sharded), each its own streams

@@ -76,3 +76,18 @@ def check_flags(values: np.ndarray, name: str) -> np.ndarray:
         raise CanterError(f"dataset {name} {values[bad[0]].item()!r} (row {bad[0]}, one of {len(bad)}) is not a flag: "
                           f"{name} holds booleans, or 0 and 1")
     return values.astype(bool)
+
+
+def missing_replay_error(run_dir: Any, base: Any, state: dict[str, Any], meta: dict[str, Any]) -> CanterError:
+    """Why :func:`~canter.data.dataset.from_replay` finds no replay buffer in checkpoint ``base`` (its ``state`` and
+    ``meta``): not a run's ``last``, an ACER run (a replay of whole segments) or a run that keeps none."""
+    if base.name != "last":
+        return CanterError(f"checkpoint '{base}' holds no replay buffer: only a run's checkpoints/last keeps one "
+                           f"(give the run directory)")
+    algo = meta.get("algorithm") or "this"
+    instead = f"collect with its policy instead: canter collect {run_dir} --out PATH"
+    if "segment_replay" in (state.get("trainer") or {}):  # ACER: whole on-policy segments, for Retrace
+        return CanterError(f"run '{run_dir}' is an {algo} run, whose replay keeps whole rollout segments, not the "
+                           f"transition replay buffer of an off-policy run that --from-replay reads; {instead}")
+    return CanterError(f"run '{run_dir}' kept no replay buffer in checkpoints/last (off-policy runs that collect "
+                       f"their own data do, such as dqn, sac or td3; a {algo} run keeps none); {instead}")
