@@ -463,9 +463,11 @@ def collect(
                                    random_env_actions(act_space, env.num_envs, rng, obs, obs_space), actions)
             step = env.step(actions)
             rows = np.flatnonzero(step.valid)  # reset-only steps carry no transition
+            # a time-limit end that did not terminate (SB3's TimeLimit.truncated), as from_replay reads a replay buffer
+            truncated = np.asarray(step.truncated, bool) & ~np.asarray(step.terminated, bool)
             columns.add(slot=rows, **{name: np.asarray(values)[rows] for name, values in (
                 ("obs", obs), ("actions", actions), ("rewards", step.reward), ("next_obs", step.obs),
-                ("terminated", step.terminated), ("truncated", step.truncated))})
+                ("terminated", step.terminated), ("truncated", truncated))})
             count += len(rows)
             open_rows[rows] += 1
             ended = rows[(np.asarray(step.terminated) | np.asarray(step.truncated))[rows]]
