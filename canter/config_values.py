@@ -312,6 +312,8 @@ def check_range(f: dataclasses.Field, value: Any, key: str, float32: bool = Fals
     for v in values:
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             continue
+        if low is not None and low == high and v != low:  # a fixed value: its doc says why (REINFORCE's gae_lambda)
+            raise CanterError(f"'{key}' must be {low}, got {shown(v)}: {meta.get('doc')}")
         if low is not None and (v < low or (meta.get("low_open") and v == low)):
             op = ">" if meta.get("low_open") else ">="
             raise CanterError(f"'{key}' must be {op} {low}, got {shown(v)}{sb3_value_hint(key, v)}")

@@ -32,6 +32,16 @@ def test_a2c_takes_one_gradient_step_per_rollout_and_reinforce_uses_monte_carlo_
     np.testing.assert_allclose(returns[:, 0], [1.5, 1.0, 2.0, 2.0])
 
 
+
+def test_reinforces_fixed_gae_lambda_is_refused_saying_why():
+    """It was "'hparams.gae_lambda' must be >= 1, got 0.9", as if larger values were taken."""
+    with pytest.raises(CanterError) as err:
+        canter.make_trainer("reinforce", "CartPole-v1", gae_lambda=0.9)
+    assert str(err.value) == ("'hparams.gae_lambda' must be 1, got 0.9: fixed at 1 for REINFORCE (Monte-Carlo returns); "
+                              "a2c and ppo take other values")
+    with pytest.raises(CanterError, match="must be 1, got 1.5: fixed at 1 for REINFORCE"):
+        canter.make_trainer("reinforce", "CartPole-v1", gae_lambda=1.5)
+
 def test_a2c_rmsprop_and_adam_options():
     for opt in ("rmsprop", "adam"):
         trainer = canter.make_trainer("a2c", "CartPole-v1", optimizer=opt, n_envs=2, max_steps=100, eval_every=0,

@@ -33,7 +33,8 @@ class REINFORCEConfig(A2CConfig):
                       low=1, search={"choices": [256, 512, 1000, 2000]})
     normalize_advantage: bool = hp(True, "normalise G_t - V(s_t) over the rollout")
     max_grad_norm: float = hp(1.0, "global gradient-norm clip", low=0, low_open=True)
-    gae_lambda: float = hp(1.0, "fixed at 1 (Monte-Carlo returns); other values are refused", low=1, high=1)
+    gae_lambda: float = hp(1.0, "fixed at 1 for REINFORCE (Monte-Carlo returns); a2c and ppo take other values",
+                           low=1, high=1)
 
 
 @register("algorithm", "reinforce")
