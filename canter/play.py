@@ -80,7 +80,24 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
             env.close()  # RecordVideo would warn once and record nothing
             raise CanterError(f"'{env_id}' renders no image frames (its render modes: {', '.join(modes) or 'none'}): "
                               f"recording video needs an env with rgb_array rendering")
+        driver = _windowless_sdl_driver() if mode == "human" and not display else None
+        if driver is not None:  # pygame's window drew nowhere: the episodes played unseen, exit code 0
+            env.close()
+            raise CanterError(f"--render opened no window for '{env_id}': there is no display (DISPLAY is not set), "
+                              f"so SDL drew to its '{driver}' driver; record the episodes with --video-dir instead")
     return env
+
+
+def _windowless_sdl_driver() -> str | None:
+    """The SDL video driver pygame's display fell back to where it shows nothing (``offscreen``, ``dummy``), or None:
+    pygame not in use, a driver that shows a window, or one the user chose with ``SDL_VIDEODRIVER``."""
+    import sys
+
+    pygame = sys.modules.get("pygame")
+    if pygame is None or os.environ.get("SDL_VIDEODRIVER") or not pygame.display.get_init():
+        return None
+    driver = pygame.display.get_driver()
+    return driver if driver in ("offscreen", "dummy") else None
 
 
 def _is_mujoco(env: gym.Env) -> bool:

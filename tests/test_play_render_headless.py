@@ -1,0 +1,40 @@
+"""``canter play --render`` where there is no display.
+
+Without ``DISPLAY`` (an ssh session, a server), SDL falls back to its ``offscreen`` driver: pygame's "window"
+drew nowhere, and ``canter play RUN --render`` played its episodes, printed their returns and exited 0 without
+showing anything, though ``--render`` says "open a window". It is now one line saying there is no display and
+that ``--video-dir`` records the episodes. A driver the user picks (``SDL_VIDEODRIVER``) is left to them.
+"""
+from __future__ import annotations
+
+import pytest
+
+from canter.errors import CanterError
+from canter.play import make_render_env
+
+
+@pytest.fixture
+def no_display(monkeypatch):
+    """No display, and no SDL video driver chosen (the tests' conftest picks 'dummy')."""
+    pytest.importorskip("pygame")
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"):
+        monkeypatch.setenv(name, "")  # recorded, so that what the test changes is undone after it
+        monkeypatch.delenv(name)
+
+
+def test_render_without_a_display_is_refused_instead_of_drawing_nowhere(no_display):
+    with pytest.raises(CanterError, match=r"--render opened no window for 'CartPole-v1': there is no display "
+                                          r"\(DISPLAY is not set\).*record the episodes with --video-dir"):
+        make_render_env("CartPole-v1", "human")
+    import pygame
+
+    assert not pygame.display.get_init()  # the env was closed
+
+
+def test_a_driver_the_user_chose_is_kept(no_display, monkeypatch):
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    make_render_env("CartPole-v1", "human").close()
+
+
+def test_recording_without_a_display_still_works(no_display):
+    make_render_env("CartPole-v1", "rgb_array").close()
