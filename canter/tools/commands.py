@@ -114,6 +114,7 @@ def cmd_plot(argv: list[str]) -> int:
     p.add_argument("--size", default="800x500", help="image size in pixels, WIDTHxHEIGHT (default 800x500)")
     p.add_argument("--title", help="plot title (default: the env ids)")
     args = p.parse_args(argv)
+    _refuse_empty(args, "--out")  # Path('') is '.': "unknown image format '(none)'"
     from canter.tools.plot import parse_size, plot_runs
 
     path = plot_runs(args.run_dirs, x=args.x, labels=args.labels, out=args.out, size=parse_size(args.size),
@@ -158,6 +159,7 @@ def cmd_report(argv: list[str]) -> int:
     p.add_argument("--eval-episodes", type=int_arg, default=20, dest="eval_episodes",
                    help="episodes of the best checkpoint for the return distribution (0: skip; default 20)")
     args = p.parse_args(argv)
+    _refuse_empty(args, "--out")  # Path('') is '.': "--out '.' is a directory", a path not given
     from canter import _import_deferring_gc
 
     write_report = _import_deferring_gc("canter.tools.report").write_report  # torch with it
