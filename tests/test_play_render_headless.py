@@ -38,3 +38,11 @@ def test_a_driver_the_user_chose_is_kept(no_display, monkeypatch):
 
 def test_recording_without_a_display_still_works(no_display):
     make_render_env("CartPole-v1", "rgb_array").close()
+
+
+def test_render_of_an_env_without_the_human_mode_is_refused():
+    """BitFlipping-v0 renders text only (render_modes ['ansi']): `canter play RUN --render` played its episodes
+    without a window, and without a word, exit code 0."""
+    with pytest.raises(CanterError, match=r"'BitFlipping-v0' cannot render in a window \(its render modes: ansi\): "
+                                          r"--render needs an env that renders in render_mode 'human'"):
+        make_render_env("BitFlipping-v0", "human")
