@@ -38,3 +38,24 @@ def test_a_target_near_the_data_is_drawn(tmp_path):
     draw_groups(ax, group_runs([_run(tmp_path, 475)]))
     assert "target 475" in ax.get_legend_handles_labels()[1]
     assert ax.get_ylim()[1] >= 475
+
+
+def test_report_evaluates_the_checkpoint_its_caption_names(tmp_path, monkeypatch):
+    """The return distribution's caption named the checkpoint found first ('last', of a run still training) while
+    the agent was loaded from the run directory again, after the run could have saved its first 'best': the
+    histogram was of 'best' under a caption saying 'last'. The checkpoint is looked up once, as canter eval does."""
+    import types
+
+    import canter.api
+    import canter.trainers.evaluation
+    from canter.tools import report
+
+    last = tmp_path / "checkpoints" / "last"
+    monkeypatch.setattr(canter.api, "find_checkpoint", lambda d: last)  # the run saves 'best' right after this
+    loaded = []
+    monkeypatch.setattr(canter.api, "load", lambda d: loaded.append(d) or types.SimpleNamespace())
+    monkeypatch.setattr(canter.trainers.evaluation, "evaluate_agent",
+                        lambda *a, **k: types.SimpleNamespace(returns=[1.0, 2.0]))
+    caption = report.eval_distribution(types.SimpleNamespace(dir=tmp_path, target_reward=None), 2)[1]
+    assert "of checkpoint 'last'" in caption
+    assert loaded == [last]

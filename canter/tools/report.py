@@ -119,7 +119,9 @@ def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[s
     base = find_checkpoint(run.dir)
     # canter eval's episodes (its env copies and vectorization): the same seed gives the same episodes as
     # `canter eval RUN_DIR --episodes N`
-    result = evaluate_agent(load(run.dir), episodes=episodes, seed=seed)
+    # the checkpoint found above, not the run directory again: a run still training may save its first 'best'
+    # in between, and the caption would name one checkpoint under the histogram of another
+    result = evaluate_agent(load(base), episodes=episodes, seed=seed)
     returns = np.asarray(result.returns, dtype=np.float64)
     # a multi-agent env: each episode gives every agent's return, and the histogram and statistics are over them all
     per = f" ({len(returns)} returns, one per agent and episode)" if len(returns) != episodes else ""
