@@ -393,6 +393,12 @@ def find_checkpoint(path: str | Path) -> Path:
                 if checkpoint_present(base):
                     return base
         if not (p / "config.yaml").exists():
+            # canter tune's OUT (or OUT/agents): the best trial's agent, OUT/agents/trial-N, is what to pass
+            kept = sorted((q for d in (p / "agents", p) for q in d.glob("trial-*.safetensors")), key=_trial_number)
+            if kept:
+                which = (f"the agent it kept: '{kept[0].with_suffix('')}'" if len(kept) == 1 else
+                         f"an agent it kept, e.g. '{kept[-1].with_suffix('')}' (best.yaml's header names the best)")
+                raise CanterError(f"'{p}' is a canter tune output, not a run directory; pass {which}")
             raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
         raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
     base = checkpoint_base(p)
@@ -404,6 +410,12 @@ def find_checkpoint(path: str | Path) -> Path:
     if is_dataset(base):  # else "has no valid 'config'", after reading all its tensors
         raise CanterError(f"'{path}' {DATASET_NOT_RUN} {base}")
     return base
+
+
+def _trial_number(path: Path) -> int:
+    """N of a tune agent's file ``trial-N.safetensors`` (-1 if N is not a number)."""
+    number = path.name[len("trial-"):-len(".safetensors")]
+    return int(number) if number.isdigit() else -1
 
 
 #: the end of the error for a dataset given where a run directory or checkpoint is expected (then its path)
