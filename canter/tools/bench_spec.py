@@ -147,6 +147,7 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
 
     Returns each cell's resolved config (as in ``config.yaml``) by run name.
     """
+    from canter.registry import lookup
     from canter.tools.checks import check_algo_env
 
     checked: set[tuple[str, str]] = set()
@@ -154,6 +155,9 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
     for cell in cells:
         run, algo_cfg = resolve_config(cell.algo, cell.env, seed=cell.seed, **cell.overrides)
         configs[cell.name] = resolved_dict(run, algo_cfg)
+        if run.dataset is None and lookup("algorithm", run.algo).family == "offline":  # else: when its run starts
+            raise CanterError(f"{run.algo} learns from a dataset: give one in the benchmark file, set: {{dataset: "
+                              f"PATH}} (top level or the algorithm's; write one with: canter collect RUN_DIR --out PATH)")
         if (cell.algo, cell.env) not in checked:
             checked.add((cell.algo, cell.env))
             check_algo_env(run.algo, run.env, run.env_kwargs, run.policies, run.central_state, run)
