@@ -28,3 +28,16 @@ def test_an_offline_algorithm_without_a_dataset_is_refused_before_any_run(tmp_pa
         benchmark(path, out=tmp_path / "out")
     assert not (tmp_path / "out").exists()  # ppo did not train first
 
+
+
+def test_a_dataset_of_another_env_is_refused_before_any_run(tmp_path):
+    """bc listed on Acrobot-v1 with a CartPole-v1 dataset: ppo's CartPole-v1 run trained first, then the error."""
+    from canter.data.dataset import collect
+
+    collect("CartPole-v1", 20, None, seed=0).save(tmp_path / "cp")
+    path = _spec(tmp_path, f"seeds: 1\nset: {{max_steps: 64}}\nenvs: [CartPole-v1]\nalgos:\n  ppo: {{}}\n"
+                           f"  bc: {{envs: [Acrobot-v1], set: {{dataset: {tmp_path / 'cp'}}}}}\n")
+    with pytest.raises(CanterError, match=r"bc on Acrobot-v1: dataset '.*cp' was collected on CartPole-v1; list "
+                                          r"bc under envs: \[CartPole-v1\]"):
+        benchmark(path, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

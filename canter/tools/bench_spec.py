@@ -158,6 +158,14 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
         if run.dataset is None and lookup("algorithm", run.algo).family == "offline":  # else: when its run starts
             raise CanterError(f"{run.algo} learns from a dataset: give one in the benchmark file, set: {{dataset: "
                               f"PATH}} (top level or the algorithm's; write one with: canter collect RUN_DIR --out PATH)")
+        if run.dataset is not None and lookup("algorithm", run.algo).family == "offline":
+            from canter.data.dataset import read_dataset_metadata
+            from canter.envs.make import same_env_id
+
+            data_env = read_dataset_metadata(run.dataset).get("env")  # its tensors are not read
+            if isinstance(data_env, str) and not same_env_id(data_env, run.env):
+                raise CanterError(f"{run.algo} on {run.env}: dataset '{run.dataset}' was collected on {data_env}; "
+                                  f"list {run.algo} under envs: [{data_env}]")
         if (cell.algo, cell.env) not in checked:
             checked.add((cell.algo, cell.env))
             check_algo_env(run.algo, run.env, run.env_kwargs, run.policies, run.central_state, run)
