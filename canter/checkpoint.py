@@ -400,6 +400,11 @@ def find_checkpoint(path: str | Path) -> Path:
                          f"an agent it kept, e.g. '{kept[-1].with_suffix('')}' (best.yaml's header names the best)")
                 raise CanterError(f"'{p}' is a canter tune output, not a run directory; pass {which}")
             raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
+        periodic = sorted((q.with_suffix("") for q in (p / "checkpoints").glob("step-*.safetensors")
+                           if checkpoint_present(q.with_suffix(""))), key=lambda q: (len(q.name), q.name))
+        if periodic:  # best and last gone (deleted, or a process killed between saves): 'no checkpoint yet' was wrong
+            raise CanterError(f"run directory '{p}' has no checkpoints/best or checkpoints/last; pass one of its "
+                              f"periodic checkpoints, e.g. '{periodic[-1]}'")
         raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
     base = checkpoint_base(p)
     if not checkpoint_present(base):

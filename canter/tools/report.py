@@ -307,7 +307,7 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
     s, c = run.summary, run.config
     title = f"{run.algo} on {run.env}: {Path(os.path.abspath(run.dir)).name}"  # '.' and '..' have no name
     dist = '<p class="note">Skipped (no checkpoint, or --eval-episodes 0).</p>'
-    if eval_episodes and checkpoints(run.dir):
+    if eval_episodes and _has_best_or_last(run.dir):  # periodic step-N ones alone: find_checkpoint's error ended it
         dist_img, dist_caption = eval_distribution(run, eval_episodes)
         dist = f"<figure>{dist_img}<figcaption>{html.escape(dist_caption)}</figcaption></figure>"
     ckpt_rows = checkpoints(run.dir)
@@ -339,6 +339,13 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
 <h2>Config</h2><pre>{html.escape(yaml.safe_dump(c, sort_keys=False))}</pre>
 </main></body></html>
 """
+
+
+def _has_best_or_last(run_dir: Path) -> bool:
+    """Whether the run has the checkpoint the return distribution evaluates (``best``, else ``last``)."""
+    from canter.checkpoint import checkpoint_present
+
+    return any(checkpoint_present(run_dir / "checkpoints" / name) for name in ("best", "last"))
 
 
 def is_report(path: Path) -> bool:

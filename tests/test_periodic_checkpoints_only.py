@@ -1,0 +1,41 @@
+"""A run directory whose checkpoints/ holds periodic ``step-N`` checkpoints but no ``best`` or ``last`` (deleted, or a
+process killed between two saves): ``canter eval``/``play``/``collect`` said it "has no checkpoint yet", and
+``canter report`` failed as a whole (exit 2, no report) on that error while drawing the return distribution."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from canter.checkpoint import find_checkpoint
+from canter.errors import CanterError
+
+
+def _run_with_steps_only(root):
+    ckpts = root / "checkpoints"
+    ckpts.mkdir(parents=True)
+    (root / "config.yaml").write_text("algo: ppo\nenv: CartPole-v1\nseed: 0\nn_envs: 1\n")
+    for step in (512, 1024):
+        (ckpts / f"step-{step}.safetensors").write_bytes(b"")
+        (ckpts / f"step-{step}.json").write_text(json.dumps({"step": step}))
+    return root
+
+
+def test_eval_names_a_periodic_checkpoint_to_pass(tmp_path):
+    run = _run_with_steps_only(tmp_path / "run")
+    with pytest.raises(CanterError, match=r"has no checkpoints/best or checkpoints/last; pass one of its periodic "
+                                          rf"checkpoints, e.g. '{run / 'checkpoints' / 'step-1024'}'"):
+        find_checkpoint(run)
+
+
+def test_report_skips_the_distribution_instead_of_failing(tmp_path, monkeypatch):
+    from canter.tools import report
+    from canter.tools.report import write_report
+
+    for panel in ("learning_curve", "update_stats", "throughput"):  # no run tables here: only the matplotlib time
+        monkeypatch.setattr(report, panel, lambda run: "")
+
+    run = _run_with_steps_only(tmp_path / "run")
+    text = write_report(run, eval_episodes=5).read_text()
+    assert "Skipped (no checkpoint, or --eval-episodes 0)" in text
+    assert "step-1024" in text  # the checkpoint table still lists them
