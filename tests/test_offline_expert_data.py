@@ -87,7 +87,7 @@ def test_replay_keeps_the_oldest_episode_where_the_ring_still_holds_its_start(st
     left out as one whose start the ring overwrote (a TD3 Pendulum run, 2 envs, buffer_size 800, 1,200 steps:
     'holds no complete episode', though each env's ring held a whole 200-step one). An episode whose first rows
     were overwritten is still left out. Episodes of 4 transitions, then a reset-only row; obs = the step."""
-    from canter.data.dataset import _whole_episodes
+    from canter.data.dataset_replay import _whole_episodes
     from canter.data.replay import ReplayBuffer
 
     buffer = ReplayBuffer(10, (1,), (), n_envs=1)  # 11 rows, the head included: the last 10 steps are held
