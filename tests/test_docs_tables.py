@@ -116,3 +116,41 @@ def test_the_interfaces_in_architecture_md_name_every_argument_canter_passes(par
         assert [p.split("=")[0].strip() for p in params.split(",") if p.strip()] == wanted, f"{part}.{name}"
         checked += 1
     assert checked >= 8
+
+
+#: what the head of an algorithm page states of its algorithm: ``Family `X```, ``default model `X```,
+#: ``default `n_envs` N`` (each must be that of one of the algorithms the page documents)
+HEAD_CLAIMS = {"family": re.compile(r"\b[Ff]amily `(\w+)`"), "default_model": re.compile(r"\b[Dd]efault model `(\w+)`"),
+               "default_n_envs": re.compile(r"\b[Dd]efault `n_envs` (\d+)")}
+
+
+def _head_mismatches(text: str, algos: list[str]) -> tuple[int, list[str]]:
+    """(claims checked, the ones no algorithm of ``algos`` has) of a page's family / model / n_envs statements."""
+    text, checked, wrong = re.sub(r"\s+", " ", text), 0, []
+    for attr, pattern in HEAD_CLAIMS.items():
+        for said in pattern.findall(text):
+            have = [str(getattr(lookup("algorithm", a), attr)) for a in algos]
+            checked += 1
+            if said not in have:
+                wrong.append(f"{attr}: page says {said}, {', '.join(algos)} have {', '.join(have)}")
+    return checked, wrong
+
+
+def test_algorithm_pages_state_their_algorithms_family_model_and_n_envs():
+    """'Family `on_policy`', 'default model `mlp_actor_critic`' and 'default `n_envs` 8' on each algorithm page are
+    the registered class's ``family``, ``default_model`` and ``default_n_envs`` (``--help`` and ``canter list`` show
+    them; nothing checked the pages' statements)."""
+    checked, wrong = 0, {}
+    for page in sorted(DOCS.glob("*.md")):
+        n, bad = _head_mismatches(page.read_text(), PAGE_ALGOS.get(page.stem, [page.stem]))
+        checked += n
+        if bad:
+            wrong[page.name] = bad
+    assert wrong == {}
+    assert checked >= 30
+
+
+def test_a_wrong_family_model_or_n_envs_is_caught():
+    text = "- Family `on_policy`; default model\n  `mlp_q`; default `n_envs` 4.\n"
+    assert _head_mismatches(text, ["ppo"]) == (3, ["default_model: page says mlp_q, ppo have mlp_actor_critic",
+                                                   "default_n_envs: page says 4, ppo have 8"])
