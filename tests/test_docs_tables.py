@@ -2,7 +2,10 @@
 
 Each table (rows `| `name` | type | `default` | meaning |`) must match, name by name, the type and
 default of one algorithm the page documents (a page may hold several tables: dqn.md has DQN's, C51's
-and IQN's). Cheap: it reads the pages and the Config dataclasses, no training.
+and IQN's). The pages' other statements of defaults are checked too: an algorithm page's family, default model
+and default n_envs; "`name` (default X)"-style prose for run keys and hyperparameters on every page; atari.md's
+env_kwargs table and hindsight.md's options table. Cheap: it reads the pages and the Config dataclasses, no
+training.
 """
 
 from __future__ import annotations
@@ -154,3 +157,107 @@ def test_a_wrong_family_model_or_n_envs_is_caught():
     text = "- Family `on_policy`; default model\n  `mlp_q`; default `n_envs` 4.\n"
     assert _head_mismatches(text, ["ppo"]) == (3, ["default_model: page says mlp_q, ppo have mlp_actor_critic",
                                                    "default_n_envs: page says 4, ppo have 8"])
+
+
+#: prose that states a run key's or hyperparameter's default: "`reward_window` (default 100)",
+#: "`train_freq_unit: step`, the default", "`divergence_guard: stop` (default)", "`normalize_value`, off by default",
+#: "`--vectorization auto` (the default)", "`--set conv_precision=bfloat16` (run option, default `float32`)"
+PROSE_DEFAULTS = [re.compile(r"`(\w+)`,? \(default:? `?([\w.+-]+)`?\)"),
+                  re.compile(r"`(\w+): ([^`]+)`,? \(?(?:the )?default\b(?! before| until)"),
+                  re.compile(r"`(\w+)`,? (on|off|true|false) by default"),
+                  re.compile(r"`--([a-z][\w-]*) ([^`\s]+)` \(the default\)"),
+                  re.compile(r"`--set (\w+)=[^`]*` \([^)]*?\bdefault `([^`]+)`")]
+
+
+def _defaults(algos: list[str]) -> dict[str, list[tuple[str, object]]]:
+    """name -> [(whose, default)] of every run key and of each hyperparameter of ``algos``."""
+    from canter.config import RunConfig
+
+    out: dict[str, list[tuple[str, object]]] = {n: [("run", d)] for n, _, d, _ in describe(RunConfig)}
+    for algo in algos:
+        for n, _, d, _ in describe(lookup("algorithm", algo).Config):
+            out.setdefault(n, []).append((algo, d))
+    return out
+
+
+def _same_default(said: str, actual: object) -> bool:
+    import yaml
+
+    value = {"on": True, "off": False}.get(said, yaml.safe_load(said))
+    if isinstance(actual, (int, float)) and not isinstance(actual, bool) and isinstance(value, (int, float)):
+        return float(value) == float(actual)
+    return value == actual
+
+
+def _prose_mismatches(text: str, algos: list[str]) -> tuple[int, list[str]]:
+    """(claims checked, the wrong ones) of a page's prose statements of defaults; a hyperparameter's must hold for
+    every algorithm in ``algos`` that has it."""
+    known, text, checked, wrong = _defaults(algos), re.sub(r"\s+", " ", text), 0, []
+    for pattern in PROSE_DEFAULTS:
+        for name, said in pattern.findall(text):
+            name = name.replace("-", "_")
+            if name not in known:
+                continue  # not a setting: "`nature` (default for images of at least 36 pixels a side)"
+            checked += 1
+            wrong += [f"{name}: page says {said}, {whose} has {_shown(d)}" for whose, d in known[name]
+                      if not _same_default(said.strip(), d)]
+    return checked, wrong
+
+
+PAGES = sorted(DOCS.parent.rglob("*.md"))
+
+
+def test_defaults_stated_in_prose_are_the_code_defaults():
+    """Every '`name` (default X)', '`name: X`, the default', '`name`, off by default' of docs/ names a run key's or
+    hyperparameter's default as the config dataclasses give it (on an algorithm page, its algorithms'; elsewhere,
+    every algorithm's that has the hyperparameter). Only the tables were checked."""
+    checked, wrong = 0, {}
+    for page in PAGES:
+        algos = PAGE_ALGOS.get(page.stem, [page.stem]) if page.parent == DOCS else names("algorithm")
+        n, bad = _prose_mismatches(page.read_text(), algos)
+        checked += n
+        if bad:
+            wrong[str(page.relative_to(DOCS.parent))] = bad
+    assert wrong == {}
+    assert checked >= 12
+
+
+def test_a_wrong_default_in_prose_is_caught():
+    text = ("the last `reward_window` (default 50) episodes; `divergence_guard: stop` (default), `manual_backward:\n"
+            "false`, the default; (`normalize_value`, on by default); `--vectorization auto` (the default); "
+            "`nature` (default for images)")
+    assert _prose_mismatches(text, ["ppo"]) == (5, ["reward_window: page says 50, run has 100",
+                                                    "manual_backward: page says false, ppo has true",
+                                                    "normalize_value: page says on, ppo has false"])
+
+
+#: a table of defaults outside the algorithm pages: `| key | default | values |` (atari.md's env_kwargs) and
+#: `| hyperparameter | default | meaning |` (hindsight.md's, of every algorithm that has the field)
+DEFAULT_ROW = re.compile(r"^\| `(\w+)` \| `?([^|`]+?)`? \|", re.M)
+
+
+def _table_defaults(page: Path) -> list[tuple[str, str]]:
+    """The (name, default) rows of the tables headed `| key | default |` or `| hyperparameter | default |`."""
+    rows, inside = [], False
+    for line in page.read_text().splitlines():
+        if re.match(r"\| (key|hyperparameter) \| default \|", line):
+            inside = True
+        elif inside and not line.startswith("|"):
+            inside = False
+        elif inside:
+            rows += DEFAULT_ROW.findall(line)
+    return rows
+
+
+def test_default_tables_of_atari_and_hindsight_pages_are_the_code_defaults():
+    """atari.md's env_kwargs table against the Atari wrapper's settings, hindsight.md's options against every
+    off-policy algorithm's config."""
+    from canter.envs.atari_kwargs import SETTINGS
+
+    atari = _table_defaults(DOCS.parent / "atari.md")
+    assert {n for n, _ in atari} == set(SETTINGS)
+    assert [n for n, said in atari if not _same_default(said, SETTINGS[n])] == []
+    her = _table_defaults(DOCS.parent / "hindsight.md")
+    known = _defaults(names("algorithm"))
+    assert len(her) == 2 and all(name in known for name, _ in her)
+    assert [f"{name} {whose}" for name, said in her for whose, d in known[name] if not _same_default(said, d)] == []
