@@ -5,8 +5,11 @@ dedented first) and every ```yaml block parses; the README's run.yaml names only
 hyperparameters. The cheap Python examples (README's, training-control.md's, action-masks.md's) are executed in
 a scratch directory with every training budget cut to a few hundred steps (``canter.train`` and
 ``canter.make_trainer`` are wrapped to lower ``max_steps``); the offline pipeline of docs/algorithms/offline.md
-runs command by command under ``@pytest.mark.slow``. Every ``canter.f(..., kw=...)`` written in a page passes a
-keyword that ``f`` takes (functions with ``**kwargs`` aside), and every ``module.name`` in backticks whose module is
+runs command by command under ``@pytest.mark.slow``; training-control.md's YAML of hooks and callbacks by
+import path is given to ``canter train -f`` with a package holding what it names, and the bash blocks'
+``canter train`` lines of docs/ run under ``@pytest.mark.slow`` with a budget of a few hundred steps (those that
+need an extra that is not installed, a Ray cluster or a placeholder aside). Every ``canter.f(..., kw=...)``
+written in a page passes a keyword that ``f`` takes (functions with ``**kwargs`` aside), and every ``module.name`` in backticks whose module is
 canter's names something in it. What flags the documented ``canter`` commands take is
 tests/test_docs_flags.py's job, and the preset and hyperparameter tables are tests/test_docs_tables.py's and
 tests/test_docs_presets.py's.
@@ -111,6 +114,43 @@ def test_training_control_callback_example_runs(small_budgets, capsys: pytest.Ca
     ns = _run(_blocks(page, "python")[0])
     assert ns["agent"] is not None
     assert re.match(r"\d+ \{'policy_loss'", capsys.readouterr().out)  # the after_update hook's print
+
+
+def test_training_control_success_rate_callback_logs_its_column(small_budgets, tmp_path: Path) -> None:
+    """training-control.md's SuccessRate callback, attached to a DQN run on BitFlipping-v0 (whose episodes report
+    ``info["is_success"]``): its ``custom/success_rate`` lands in updates.parquet, a fraction."""
+    import pyarrow.parquet as pq
+
+    ns = _run(_blocks(ROOT / "docs" / "training-control.md", "python")[1])
+    canter.train("dqn", "BitFlipping-v0", callbacks=[ns["SuccessRate"]()], run_dir="run", learning_starts=64,
+                 log_every=1, quiet=True)
+    rates = [r for r in pq.read_table(tmp_path / "run" / "updates.parquet").column("custom/success_rate").to_pylist()
+             if r is not None]
+    assert rates and all(0 <= r <= 1 for r in rates)
+
+
+def test_training_control_yaml_names_hooks_and_callbacks_by_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    """training-control.md's YAML (``hooks`` and ``callbacks`` by import path) given to ``canter train -f``, with
+    my_pkg holding the page's StopWhenStable, a ``log_losses`` hook and an ``Other`` callback taking ``patience``."""
+    page = ROOT / "docs" / "training-control.md"
+    pkg = tmp_path / "my_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "monitor.py").write_text("def log_losses(trainer, losses):\n    print('logged', trainer.step)\n")
+    stop_when_stable = _blocks(page, "python")[0].split("agent = canter.train")[0]
+    (pkg / "cb.py").write_text(stop_when_stable + "\nclass Other(Callback):\n    def __init__(self, patience):\n"
+                               "        self.patience = patience\n    def should_stop(self, trainer):\n"
+                               "        return None\n")
+    (tmp_path / "run.yaml").write_text(_blocks(page, "yaml")[0])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("my_pkg", "my_pkg.monitor", "my_pkg.cb"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    argv = ["train", "ppo", "--env", "CartPole-v1", "-f", "run.yaml", "--max-steps", "128", "--n-envs", "2",
+            "--set", "n_steps=64", "--set", "batch_size=64", "--eval-episodes", "1", "--run-dir", "run", "--quiet"]
+    assert cli_main(argv) in (0, None)
+    assert capsys.readouterr().out.count("logged 128") == 1
 
 
 def test_action_masks_taxi_example_registers_a_masked_env(small_budgets, tmp_path: Path,
@@ -256,3 +296,58 @@ def test_a_missing_code_name_is_caught() -> None:
     text = ("`api._offline_trainer` `offline_setup.offline_trainer` `pool.STEADY_SECONDS` `agent.save(path)` "
             "`run.py` `canter.utils.stream_rng(seed)` `canter.utils.nope`")
     assert _missing_code_names(text, _canter_modules()) == ["api._offline_trainer", "canter.utils.nope"]
+
+
+#: modules an env id needs beyond canter's own dependencies (a command needing a missing one is skipped)
+EXTRA_MODULES = {"ALE/": "ale_py", "NoFrameskip": "ale_py", "LunarLander": "Box2D", "HalfCheetah": "mujoco",
+                 "Hopper": "mujoco"}
+TRAIN_PAGES = [p for p in PAGES[1:] if p.name not in ("tools.md", "offline.md")]  # offline.md: its own test above
+
+
+def _train_lines(page: Path) -> list[tuple[list[str], bool]]:
+    """(argv after ``canter``, whether ``PYTHONPATH=tests`` precedes it) of each ``canter train`` line of a page's
+    bash blocks (continuations joined, comments cut; the placeholders S and B of recurrent_ppo.md's commands become
+    0 and true)."""
+    out = []
+    for block in _blocks(page, "bash"):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line.split("  #", 1)[0])
+            tests_path = words[:1] == ["PYTHONPATH=tests"]
+            words = words[1:] if tests_path else words
+            if words[:2] == ["canter", "train"]:
+                out.append(([{"S": "0", "B": "true"}.get(w, w) for w in words[1:]], tests_path))
+    return out
+
+
+def _missing_module(argv: list[str]) -> str | None:
+    """The module that ``--env`` of ``argv`` needs and that is not installed, if any."""
+    import importlib.util
+
+    env = argv[argv.index("--env") + 1] if "--env" in argv else ""
+    needed = [m for key, m in EXTRA_MODULES.items() if key in env]
+    if ":" in env:
+        module = env.split(":", 1)[1] if env.startswith("pettingzoo:") else env.split(":", 1)[0]
+        needed.append(module.split(".")[0])
+    return next((m for m in needed if importlib.util.find_spec(m) is None), None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [p for p in TRAIN_PAGES if _train_lines(p)], ids=lambda p: p.name)
+def test_documented_train_commands_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ``canter train`` line of the page's bash blocks, in order in one directory (connect_four's DQN plays
+    the run the line before writes), with ``--max-steps`` CAP, one evaluation episode and ``--quiet`` added. Lines
+    are left out that need Ray (``--explorers``), an env module that is not installed (mpe2, Box2D, MuJoCo,
+    gymnasium_robotics) or a run that no line before wrote (multiagent.md's ``init_from=runs/both``)."""
+    monkeypatch.chdir(tmp_path)
+    ran = 0
+    for argv, tests_path in _train_lines(page):
+        written = argv[argv.index("--run-dir") + 1] if "--run-dir" in argv else None
+        read = [r for r in re.findall(r"\bruns/[\w.-]+", " ".join(argv)) if r != written]
+        if "--explorers" in argv or _missing_module(argv) or any(not Path(r).exists() for r in read):
+            continue
+        if tests_path:
+            monkeypatch.syspath_prepend(str(ROOT / "tests"))
+        assert cli_main([*argv, "--max-steps", str(CAP), "--eval-episodes", "1", "--quiet"]) in (0, None), argv
+        ran += 1
+    if not ran:
+        pytest.skip(f"every train line of {page.name} needs Ray or a module that is not installed")
