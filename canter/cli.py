@@ -163,7 +163,8 @@ def _check_episodes_and_seed(args: argparse.Namespace) -> None:
 
 def cmd_eval(argv: list[str]) -> int:
     """``canter eval RUN_DIR [--episodes N] [--json]``"""
-    p = _Parser(prog="canter eval", description="Evaluate the deterministic policy of a run.")
+    p = _Parser(prog="canter eval", description="Evaluate the policy of a run (deterministic, or stochastic where "
+                "the run evaluated so: eval_deterministic false, the Atari presets).")
     p.add_argument("run_dir", help="run directory or checkpoint")
     p.add_argument("--episodes", type=int_arg, default=10, help="episodes to run (default 10)")
     p.add_argument("--env", help="evaluate on another env id with the same spaces")
@@ -173,6 +174,7 @@ def cmd_eval(argv: list[str]) -> int:
     p.add_argument("--device", help=DEVICE_HELP)
     p.add_argument("--opponent", help="turn-based games: play against this opponent (random or a run directory)")
     p.add_argument("--seat", help="turn-based games: play this seat (random or an agent name)")
+    _add_policy_flags(p, "evaluate")
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
     given = parse_env_kwargs(args.env_kwargs)
@@ -187,7 +189,7 @@ def cmd_eval(argv: list[str]) -> int:
     # the caller's kwargs only: canter.evaluate adds the run's own (a self-play run's 'opponent: self' among them)
     given = with_opponent(env_id, given or {}, args.opponent, args.seat)
     # the run's evaluations' env copies, so the same seed gives the same episodes (canter.evaluate)
-    result = evaluate_agent(agent, env_id, args.episodes, args.seed, given)
+    result = evaluate_agent(agent, env_id, args.episodes, args.seed, given, deterministic=args.deterministic)
     if args.json:
         meta = getattr(agent, "metadata", {}) or {}
 
@@ -198,7 +200,7 @@ def cmd_eval(argv: list[str]) -> int:
                           "std_return": number(result.std_return), "episodes": result.episodes,
                           "returns": [number(r) for r in result.returns], "lengths": result.lengths,
                           "checkpoint": str(checkpoint), "algorithm": meta.get("algorithm"),
-                          "step": meta.get("step"), "seed": args.seed,
+                          "step": meta.get("step"), "seed": args.seed, "deterministic": result.deterministic,
                           **({} if result.success_rate is None else {"success_rate": result.success_rate})},
                          allow_nan=False))
     else:
@@ -217,6 +219,7 @@ def cmd_play(argv: list[str]) -> int:
     p.add_argument("--video-dir", dest="video_dir", help="record mp4 videos here (needs the 'video' extra)")
     p.add_argument("--seed", type=int_arg, default=0, help="episode seed")
     p.add_argument("--device", help=DEVICE_HELP)
+    _add_policy_flags(p, "play")
     args = p.parse_args(argv)
     _check_episodes_and_seed(args)
     if args.video_dir is not None and not args.video_dir.strip():
@@ -234,8 +237,19 @@ def cmd_play(argv: list[str]) -> int:
 
     # the caller's kwargs only: play merges them over the run's own (a self-play run's 'opponent: self' among them)
     play(agent, env_id, args.episodes, render=args.render, video_dir=args.video_dir, seed=args.seed,
-         env_kwargs=given, on_episode=show)
+         env_kwargs=given, on_episode=show, deterministic=args.deterministic)
     return 0
+
+
+def _add_policy_flags(p: argparse.ArgumentParser, verb: str) -> None:
+    """``--deterministic`` / ``--stochastic`` (``args.deterministic``; None: the run's ``eval_deterministic``)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--deterministic", action="store_const", const=True, default=None,
+                       help=f"{verb} with the deterministic policy (default: as the run's evaluations, its "
+                            "eval_deterministic)")
+    group.add_argument("--stochastic", dest="deterministic", action="store_const", const=False,
+                       help=f"{verb} with the policy's samples, seeded by --seed (default for a run with "
+                            "eval_deterministic false, as the Atari presets set it)")
 
 
 def _run_dir_arg(run_dir: str | None) -> str:

@@ -102,8 +102,13 @@ class RunConfig:
     n_envs: int | None = hp(None, "parallel environments (null: the algorithm's default)", low=1, high=MAX_ENVS)
     max_steps: int = hp(100_000, "environment-step budget", low=1)
     target_reward: float | None = hp(None, "stop when the mean evaluation return reaches this (null: never)")
-    eval_episodes: int = hp(10, "episodes per evaluation with the deterministic policy (0: no evaluation at all, "
-                            "not even at the end: no best checkpoint, no target_reward)", low=0, high=MAX_EPISODES)
+    eval_episodes: int = hp(10, "episodes per evaluation, with the policy eval_deterministic says (0: no evaluation "
+                            "at all, not even at the end: no best checkpoint, no target_reward)", low=0,
+                            high=MAX_EPISODES)
+    eval_deterministic: bool = hp(
+        True, "evaluate the deterministic policy (false: the policy's samples, DQN's epsilon-greedy moves, from a "
+        "stream seeded per evaluation, as rl-zoo3 evaluates Atari, where a greedy policy can get stuck); the "
+        "evaluations, the best checkpoint and target_reward follow it, and canter eval / play default to it")
     eval_every: int = hp(10_000, "evaluate every this many environment steps (0: only at the end)", low=0)
     eval_envs: int = hp(5, "parallel environments used for evaluation", low=1, high=MAX_ENVS)
     checkpoint_every: int = hp(50_000, "save a periodic checkpoint every this many steps (0: never)", low=0)
@@ -157,7 +162,8 @@ class RunConfig:
     wandb_project: str = hp("canter", "Weights & Biases project name")
     log_every: int = hp(1, "yield/log one record every this many trainer iterations", low=1)
     record_every: int = hp(
-        0, "record a deterministic episode as MP4 in RUN_DIR/videos every this many steps and at the end (0: never)",
+        0, "record an evaluation episode (the policy eval_deterministic says) as MP4 in RUN_DIR/videos every this many "
+        "steps and at the end (0: never)",
         low=0,
     )
     # -- trainer control (canter/callbacks.py, canter/schedules.py, canter/trainers/guard.py) --

@@ -23,7 +23,7 @@ def _keys_hint(algo: str) -> str:
 OTHER_NAMES = {"learning_rate": "lr", "n_timesteps": "max_steps", "total_timesteps": "max_steps",
                "stats_window_size": "reward_window", "eval_freq": "eval_every", "n_eval_episodes": "eval_episodes",
                "activation_fn": "activation", "callback": "callbacks", "n_sampled_goal": "her_goals",
-               "goal_selection_strategy": "her_strategy"}
+               "goal_selection_strategy": "her_strategy", "deterministic": "eval_deterministic"}
 
 
 #: command-line options that are no config keys ('run_dir: runs/x' in a -f file was answered '75 choices')

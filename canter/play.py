@@ -17,7 +17,7 @@ from canter.envs.multiagent import is_multiagent
 from canter.envs.spaces import check_agent_spaces
 from canter.envs.turns import is_turn_based
 from canter.errors import CanterError, bool_argument, keywords_checked, require
-from canter.trainers.evaluation import seed_random_policies
+from canter.trainers.evaluation import begin_exploring, eval_policy, run_deterministic, seed_random_policies
 
 
 def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
@@ -220,8 +220,11 @@ def check_video_dir(video_dir: str) -> None:
 @keywords_checked("canter.play.play")
 def play(agent: Any, env: str | None = None, episodes: int = 1, render: bool = False,
          video_dir: str | None = None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
-         on_episode: Callable[[int, float], None] | None = None, vectorization: str | None = None) -> list[float]:
-    """Run ``episodes`` episodes with ``agent.predict``; returns the episode returns (a multi-agent
+         on_episode: Callable[[int, float], None] | None = None, vectorization: str | None = None,
+         deterministic: bool | None = None) -> list[float]:
+    """Run ``episodes`` episodes with ``agent.predict`` (``deterministic`` False: the policy's samples, from a stream
+    seeded with ``seed``; None: as the run's evaluations, its ``eval_deterministic``); returns the episode returns (a
+    multi-agent
     env's: the mean over its agents, :func:`play_multiagent`). The env is the one ``canter play`` plays
     (:func:`play_env`): ``env``, an env id (None: the run's own), with the run's ``env_kwargs`` for its own env and
     ``env_kwargs`` merged over them. ``on_episode(i, return)`` is called as
@@ -234,6 +237,7 @@ def play(agent: Any, env: str | None = None, episodes: int = 1, render: bool = F
 
     check_episodes_and_seed(episodes, seed)
     episodes, seed = int(episodes), int(seed)  # NumPy's integers too (gymnasium's seeding takes int only)
+    deterministic = bool_argument("deterministic", run_deterministic(agent) if deterministic is None else deterministic)
     render = bool_argument("render", render)  # 'no' would be truthy: a window opened
     if video_dir is not None and (not isinstance(video_dir, (str, os.PathLike)) or not str(video_dir).strip()):
         raise CanterError(f"video_dir must be a directory path (leave it out, None, to play without recording), "
@@ -246,7 +250,7 @@ def play(agent: Any, env: str | None = None, episodes: int = 1, render: bool = F
     if video_dir:
         check_video_dir(video_dir)
     if is_multiagent(env_id) and not is_turn_based(env_id):  # a turn-based game is one seat's env
-        return play_multiagent(agent, env_id, episodes, mode, video_dir, seed, env_kwargs, on_episode)
+        return play_multiagent(agent, env_id, episodes, mode, video_dir, seed, env_kwargs, on_episode, deterministic)
     if vectorization is None:
         vectorization = run_vectorization(getattr(agent, "run_config", None), env_id, env_kwargs)
     env = make_render_env(env_id, mode, seed, env_kwargs, vectorization)
@@ -261,15 +265,16 @@ def play(agent: Any, env: str | None = None, episodes: int = 1, render: bool = F
             warnings.filterwarnings("ignore", message=".*Overwriting existing videos")
             env = StreamingRecordVideo(env, video_dir, episode_trigger=lambda _: True, name_prefix="play",
                                        disable_logger=True)
-    returns = []
+    returns, act = [], eval_policy(agent, deterministic, seed)  # sampled: one stream for all the episodes
     try:
         for i in range(episodes):
             obs, _ = env.reset(seed=seed + i)
             if hasattr(agent, "begin_episodes"):  # a recurrent agent's memory starts empty
                 agent.begin_episodes(np.ones(1, dtype=bool))
-            done, total = False, 0.0
+            done, total, starts = False, 0.0, np.ones(1, dtype=bool)
             while not done:
-                action = agent.predict(np.asarray(obs)[None])[0]
+                action = act(np.asarray(obs)[None], starts)[0]
+                starts = np.zeros(1, dtype=bool)
                 obs, reward, terminated, truncated, _ = env.step(action)
                 total += float(reward)
                 done = terminated or truncated
@@ -278,9 +283,19 @@ def play(agent: Any, env: str | None = None, episodes: int = 1, render: bool = F
                 on_episode(i, total)
     finally:
         env.close()
-        if hasattr(agent, "begin_episodes"):  # the caller's next predict starts from empty memory, as after evaluate
-            agent.begin_episodes(np.ones(1, dtype=bool))
+        _forget_episodes(agent, 1, deterministic)
     return returns
+
+
+def _forget_episodes(agent: Any, n: int, deterministic: bool) -> None:
+    """Leave a recurrent agent's ``predict`` memory (and, after sampled episodes, its exploring memory) empty for the
+    caller's next call, as :func:`~canter.trainers.evaluation.evaluate` leaves them."""
+    begin = getattr(agent, "begin_episodes", None)
+    if begin is None:
+        return
+    begin(np.ones(n, dtype=bool))
+    if not deterministic and getattr(agent, "explore", None) is not None:
+        begin_exploring(agent, begin, n)
 
 
 def play_env(agent: Any, env_id: str | None, env_kwargs: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -311,7 +326,7 @@ def play_env(agent: Any, env_id: str | None, env_kwargs: dict[str, Any] | None) 
 
 def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, video_dir: str | None, seed: int,
                     env_kwargs: dict[str, Any] | None,
-                    on_episode: Callable[[int, float], None] | None = None) -> list[float]:
+                    on_episode: Callable[[int, float], None] | None = None, deterministic: bool = True) -> list[float]:
     """:func:`play` on one copy of a PettingZoo parallel env (``pettingzoo:MODULE``), its agents
     acting with the run's policies as in training (``policies``, ``central_state`` of the agent's
     run); the factory gets ``render_mode=mode``. Each episode's return is the mean of its agents'
@@ -347,8 +362,10 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
         for i in range(episodes):
             obs = env.reset(seed=seed + i)
             seed_random_policies(agent, seed + i)  # a random policy's moves too are the episode's seed's
+            act = eval_policy(agent, deterministic, seed + i)  # sampled: the episode's seed's too
+            starts = np.ones(env.num_envs, dtype=bool)
             if hasattr(agent, "begin_episodes"):
-                agent.begin_episodes(np.ones(env.num_envs, dtype=bool))
+                agent.begin_episodes(starts)
             frame, finished = _frame(copy, mode, env_id), []
             if video_dir:  # each frame is written as it comes (none kept), play-episode-N.mp4 as save_video names it
                 os.makedirs(video_dir, exist_ok=True)
@@ -358,10 +375,11 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
                 while True:
                     if video is not None:
                         video.write_frame(np.asarray(frame, dtype=np.uint8))
-                    step = env.step(agent.predict(obs))
+                    step = env.step(act(obs, starts))
                     valid = getattr(step, "valid", None)  # (a multi-policy env's steps have none)
+                    starts = np.zeros(env.num_envs, dtype=bool) if valid is None else ~np.asarray(valid, dtype=bool)
                     if valid is not None and hasattr(agent, "begin_episodes"):  # an agent that joins or rejoins
-                        agent.begin_episodes(~np.asarray(valid, dtype=bool))  # starts a trajectory with empty memory
+                        agent.begin_episodes(starts)  # starts a trajectory with empty memory
                     finished.extend(env.finished_returns.tolist())
                     frame = _frame(copy, mode, env_id)
                     obs = step.obs
@@ -380,8 +398,7 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
                 on_episode(i, returns[-1])
     finally:
         env.close()
-        if hasattr(agent, "begin_episodes"):  # the caller's next predict starts from empty memory, as after evaluate
-            agent.begin_episodes(np.ones(env.num_envs, dtype=bool))
+        _forget_episodes(agent, env.num_envs, deterministic)
     return returns
 
 

@@ -16,6 +16,11 @@ HISTORY_COLUMNS = ("step", "wall_time", "episode_return", "episode_length", "rol
 #: columns a multi-agent run adds: each episode's agent, and its policy where there are several
 LABEL_COLUMNS = ("agent", "policy")
 EVALUATION_COLUMNS = ("step", "wall_time", "mean_return", "std_return", "episodes")
+#: the columns every evaluation row is written with: :data:`EVALUATION_COLUMNS` and whether the deterministic policy
+#: played (the run's ``eval_deterministic``; a file written before it has none, and is resumed as deterministic)
+EVALUATION_WRITTEN = EVALUATION_COLUMNS + ("deterministic",)
+#: the value of a written column that a resumed file lacks (None: null)
+RESUMED_DEFAULTS = {"deterministic": True}
 #: the columns of every update row (the losses' come with them)
 UPDATE_COLUMNS = ("step", "wall_time", "steps_per_second")
 #: the column an evaluation adds where the env reports ``info["is_success"]`` (goal envs)
@@ -24,7 +29,8 @@ SUCCESS_COLUMNS = ("success_rate",)
 COLUMN_TYPES = {"step": pa.int64(), "wall_time": pa.float64(), "episode_return": pa.float64(),
                 "episode_length": pa.int64(), "rolling_return": pa.float64(),  # labels: as the env names them
                 "mean_return": pa.float64(), "std_return": pa.float64(),
-                "episodes": pa.int64(), "steps_per_second": pa.float64(), "success_rate": pa.float64()}
+                "episodes": pa.int64(), "steps_per_second": pa.float64(), "success_rate": pa.float64(),
+                "deterministic": pa.bool_()}
 
 
 def _to_table(rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> pa.Table:
@@ -103,6 +109,13 @@ def _read_rows(path: Path, n: int, required: tuple[str, ...]) -> pa.Table | None
     return table
 
 
+def _missing(column: str, n: int) -> pa.Array:
+    """``n`` rows of a fixed ``column`` that a resumed file lacks: :data:`RESUMED_DEFAULTS`' value, else null."""
+    value = RESUMED_DEFAULTS.get(column)
+    typ = COLUMN_TYPES.get(column)
+    return pa.nulls(n, typ) if value is None else pa.array([value] * n, type=typ)
+
+
 class _Rows:
     """One file's rows: those converted so far as a pyarrow table (columnar), the newest as dicts until
     the next flush (or until :attr:`BATCH` of them wait), so a flush converts only the rows new since the
@@ -130,7 +143,7 @@ class _Rows:
         if table is not None and self.fixed is not None:
             names, n = table.column_names, table.num_rows
             table = pa.table({c: table[c].cast(COLUMN_TYPES[c]) if c in names and c in COLUMN_TYPES
-                              else table[c] if c in names else pa.nulls(n, COLUMN_TYPES.get(c))
+                              else table[c] if c in names else _missing(c, n)
                               for c in self._columns(names) or ()})
         self.table, self.new = table, []
 
@@ -173,7 +186,7 @@ class HistoryLogger:
         # the losses' columns come with the first update; before it, the fixed ones
         self._files = {"history": _Rows(HISTORY_COLUMNS, HISTORY_COLUMNS, LABEL_COLUMNS),
                        "updates": _Rows(None, UPDATE_COLUMNS),
-                       "evaluations": _Rows(EVALUATION_COLUMNS, EVALUATION_COLUMNS, SUCCESS_COLUMNS)}
+                       "evaluations": _Rows(EVALUATION_WRITTEN, EVALUATION_WRITTEN, SUCCESS_COLUMNS)}
         self._last_flush = time.monotonic()
         #: whether :meth:`close` rewrites the files: not for a resumed run whose training never started (a
         #: logger's start failed, e.g. a W&B init that raised): its files keep the rows written after 'last'
@@ -236,6 +249,7 @@ class HistoryLogger:
             ev = record.evaluation
             self._add("evaluations", {"step": record.step, "wall_time": record.wall_time, "mean_return": ev.mean_return,
                                       "std_return": ev.std_return, "episodes": ev.episodes,
+                                      "deterministic": bool(getattr(ev, "deterministic", True)),
                                       **({} if getattr(ev, "success_rate", None) is None else {"success_rate": ev.success_rate})})
         if time.monotonic() - self._last_flush > self.flush_seconds:
             self.flush()

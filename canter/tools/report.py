@@ -112,7 +112,8 @@ def learning_curve(run: RunData) -> str:
 
 
 def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[str, str]:
-    """Histogram of ``episodes`` fresh deterministic episodes of the best checkpoint (HTML, caption)."""
+    """Histogram of ``episodes`` fresh episodes of the best checkpoint, with the policy its run evaluated
+    (deterministic unless ``eval_deterministic: false``), as ``canter eval`` plays them (HTML, caption)."""
     from canter.api import find_checkpoint, load
     from canter.trainers.evaluation import evaluate_agent
 
@@ -125,7 +126,8 @@ def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[s
     returns = np.asarray(result.returns, dtype=np.float64)
     # a multi-agent env: each episode gives every agent's return, and the histogram and statistics are over them all
     per = f" ({len(returns)} returns, one per agent and episode)" if len(returns) != episodes else ""
-    where = f"{episodes} deterministic episodes{per} of checkpoint '{base.name}' (evaluation seed {seed})"
+    kind = "deterministic" if getattr(result, "deterministic", True) else "stochastic"
+    where = f"{episodes} {kind} episodes{per} of checkpoint '{base.name}' (evaluation seed {seed})"
     finite = returns[np.isfinite(returns)]  # a NaN policy or env (divergence guard off): no histogram range
     bad = len(returns) - len(finite)
     if not len(finite):

@@ -2,11 +2,13 @@
 
 :class:`VideoRecorder` is a logger (``start`` / ``log`` / ``close``, like the others in
 :mod:`canter.logging`), so the trainer loop and the run wrapper are unchanged. Every ``every``
-env steps, and once more at the end of training, it plays one episode with the deterministic
-policy (``agent.predict``, as evaluation does) on a separate rendering env, through gymnasium's
+env steps, and once more at the end of training, it plays one episode with the policy the run's evaluations play
+(``agent.predict``, or with ``eval_deterministic: false`` the policy's samples from a generator seeded with the
+recording's seed) on a separate rendering env, through gymnasium's
 ``RecordVideo`` (:class:`canter.play.StreamingRecordVideo`: each frame is written as it comes), and keeps it as ``RUN_DIR/videos/step-000010000.mp4``. ``videos/index.json`` lists
 the files with their step and episode return. Recording changes no training state: it uses its own
-env and ``predict`` neither samples nor updates observation statistics.
+env, and neither ``predict`` nor the seeded samples draw from the training streams or update observation
+statistics.
 
 A resumed run (``canter train --resume``) keeps the index's entries up to the resumed checkpoint's
 step and continues the grid (the next multiple of ``every`` after that step), so its videos are
@@ -57,7 +59,7 @@ def video_index(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 class VideoRecorder:
-    """Logger that records one deterministic episode every ``every`` env steps and at the end, on the run's
+    """Logger that records one evaluation episode every ``every`` env steps and at the end, on the run's
     own env path (``vectorization``, the run's: an Atari run trained on ale-py's native env is recorded there)."""
 
     def __init__(self, run_dir: str | Path, env_id: str, every: int, env_kwargs: dict[str, Any] | None = None,

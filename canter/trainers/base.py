@@ -211,11 +211,14 @@ class Trainer(ResumableState, AgentMetadata):
                 self.best_rolling_return = rolling
 
     def evaluate(self) -> EvalResult:
-        """Deterministic evaluation on the eval env (seeded per evaluation)."""
+        """Evaluation on the eval env (seeded per evaluation), of the deterministic policy or, with the run's
+        ``eval_deterministic: false``, of the policy's samples from a generator of their own seeded with the same
+        seed (the training streams untouched)."""
         assert self.eval_env is not None
         seed = self.run.seed + 1_000_003 + 7919 * self.evaluations
         self.evaluations += 1
-        return evaluate(self.agent, self.eval_env, self.run.eval_episodes, seed=seed)
+        return evaluate(self.agent, self.eval_env, self.run.eval_episodes, seed=seed,
+                        deterministic=self.run.eval_deterministic)
 
     def state(self) -> dict[str, Any]:
         """Counters to save with a checkpoint (JSON)."""

@@ -1,4 +1,5 @@
-"""Evaluation episodes with the deterministic policy on separate env instances."""
+"""Evaluation episodes on separate env instances, with the deterministic policy or (a run's
+``eval_deterministic: false``, ``deterministic=False``) its samples from a seeded stream of their own."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ class EvalResult:
     successes: list[float] = field(default_factory=list)
     #: episodes run, where a multi-agent env's episode gives one return per agent (None: one return each)
     n_episodes: int | None = None
+    #: whether the episodes were played by the deterministic policy (False: the policy's samples)
+    deterministic: bool = True
 
     @property
     def episodes(self) -> int:
@@ -41,7 +44,9 @@ class EvalResult:
         reports success: the evaluation as ``canter train``'s and ``canter eval``'s lines give it."""
         n = self.episodes
         success = "" if self.success_rate is None else f", success rate {self.success_rate:.0%}"
-        return f"{self.mean_return:.2f} ± {self.std_return:.2f} over {n} episode{'' if n == 1 else 's'}{success}"
+        sampled = "" if self.deterministic else " of the stochastic policy"
+        return (f"{self.mean_return:.2f} ± {self.std_return:.2f} over {n} episode{'' if n == 1 else 's'}{sampled}"
+                f"{success}")
 
 
 def seed_random_policies(agent: Any, seed: int | None) -> None:
@@ -55,10 +60,11 @@ def seed_random_policies(agent: Any, seed: int | None) -> None:
             member.seed_evaluation(int(s))
 
 
-def _policy(agent: Any, deterministic: bool, seed: int | None) -> Any:
-    """``act(obs, starts)`` for :func:`evaluate`: ``agent.predict``, or (``deterministic`` False) the agent's samples
-    from a generator of their own seeded with ``seed`` (the agent's own stream untouched; a recurrent agent's
-    exploring memory zeroed where ``starts``, the rows that begin an episode, says)."""
+def eval_policy(agent: Any, deterministic: bool, seed: int | None) -> Any:
+    """``act(obs, starts)`` for :func:`evaluate` and :func:`canter.play.play`: ``agent.predict``, or
+    (``deterministic`` False) the agent's samples from a generator of their own seeded with ``seed`` (the agent's
+    own stream untouched; a recurrent agent's exploring memory zeroed where ``starts``, the rows that begin an
+    episode, says)."""
     if deterministic:
         return lambda obs, starts: agent.predict(obs)
     import torch
@@ -117,7 +123,7 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
     begin = getattr(agent, "begin_episodes", None)  # a recurrent agent's memory starts empty each episode
     seed_random_policies(agent, seed)
     obs = env.reset(seed=seed)
-    act, starts = _policy(agent, deterministic, seed), np.ones(n, dtype=bool)
+    act, starts = eval_policy(agent, deterministic, seed), np.ones(n, dtype=bool)
     if begin is not None:
         begin(starts)
     while (counts < targets).any() if ended is None else (done < per_copy).any():
@@ -141,13 +147,21 @@ def _evaluate(agent: Agent, env: VecEnv, n_episodes: int, seed: int | None, dete
     if begin is not None:  # the caller's next predict starts from empty memory, not the last episode's
         begin(np.ones(n, dtype=bool))
         if not deterministic and getattr(agent, "explore", None) is not None:  # and so does its next explore
-            _begin_exploring(agent, begin, n)
+            begin_exploring(agent, begin, n)
     arr = np.asarray(returns, dtype=np.float64)
     return EvalResult(float(arr.mean()), float(arr.std()), returns, lengths, successes,
-                      n_episodes=int(per_copy.sum()) if n != copies else None)
+                      n_episodes=int(per_copy.sum()) if n != copies else None, deterministic=deterministic)
 
 
-def _begin_exploring(agent: Any, begin: Any, n: int) -> None:
+def run_deterministic(agent: Any) -> bool:
+    """The run's ``eval_deterministic`` (``agent.run_config``): what its evaluations played, and so what
+    ``canter eval``, ``canter play`` and :func:`evaluate_agent` play unless told; True for an agent without a run
+    and for a run saved before the setting (whose evaluations were all deterministic)."""
+    value = getattr(getattr(agent, "run_config", None), "eval_deterministic", True)
+    return value if isinstance(value, bool) else True
+
+
+def begin_exploring(agent: Any, begin: Any, n: int) -> None:
     """Zero the ``n`` rows of a recurrent agent's exploring memory: ``begin(starts, exploring=True)``. An override of
     ``begin_episodes`` written before that keyword (``def begin_episodes(self, starts, training=False)``) is not
     called with it (a TypeError): :class:`~canter.agents.RecurrentAgent`'s own zeroes that memory, which the
@@ -198,14 +212,15 @@ def check_episodes_and_seed(episodes: Any, seed: Any) -> None:
     "return_episode_rewards": "the EvalResult it returns holds every episode's returns and lengths",
     "render": "canter play RUN_DIR --render shows the episodes"})
 def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed: int = 12345,
-                   env_kwargs: dict[str, Any] | None = None, deterministic: bool = True) -> EvalResult:
-    """``canter.evaluate``: ``episodes`` episodes of the deterministic policy of ``agent`` (one that
+                   env_kwargs: dict[str, Any] | None = None, deterministic: bool | None = None) -> EvalResult:
+    """``canter.evaluate``: ``episodes`` episodes of the policy of ``agent`` (one that
     ``canter.train`` or ``canter.load`` returned, or a trainer's, in its loop or a callback), as ``canter eval`` runs
     them and Stable-Baselines3's
     ``evaluate_policy`` does. ``env``: another env id with the same spaces (default: the run's own, built
     with the run's ``env_kwargs``, its ``eval_env_kwargs`` merged over them, and its vectorization, as its
-    evaluations in training); ``env_kwargs`` are merged over the run's. ``deterministic=False``
-    (SB3's keyword) samples the policy's actions instead, from a stream seeded with ``seed``.
+    evaluations in training); ``env_kwargs`` are merged over the run's. ``deterministic`` (SB3's keyword): True the
+    deterministic policy, False the policy's samples, from a stream seeded with ``seed``; None (the default) as the
+    run's evaluations played (its ``eval_deterministic``: true unless set, false in the Atari presets).
     Returns an :class:`EvalResult` (``mean_return``, ``std_return``, ``returns``, ``lengths``)."""
     from canter.envs.make import eval_env_kwargs, make_vec_env, run_vectorization
     from canter.errors import CanterError
@@ -216,6 +231,8 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
                           "env); " + (one_policy_hint(agent) or "for another agent, call "
                                       "canter.trainers.evaluation.evaluate(agent, vec_env, episodes)"))
     check_episodes_and_seed(episodes, seed)
+    if deterministic is None:
+        deterministic = run_deterministic(agent)
     episodes, seed, deterministic = int(episodes), int(seed), bool_argument("deterministic", deterministic)
     if env is not None and (not isinstance(env, str) or not env.strip()):
         raise CanterError(f"env must be an env id (leave it out for the run's own), got {env!r}")
