@@ -155,6 +155,18 @@ def test_a_run_saved_before_the_option_evaluates_and_resumes_as_it_did(tmp_path,
     assert [r["deterministic"] for r in pq.read_table(path).to_pylist()] == [True] * 5
 
 
+ATARI_PRESETS = sorted(p.parent.name for p in Path(canter.__file__).parent.glob("configs/*/atari.yaml"))
+
+
+@pytest.mark.parametrize("algo", ATARI_PRESETS)
+def test_the_atari_presets_evaluate_the_policy_s_samples_as_rl_zoo3(algo):
+    """rl-zoo3's deterministic_eval = not is_atari(env_id): every ALE id, with or without a game preset of its own."""
+    for env in ("ALE/Pong-v5", "PongNoFrameskip-v4", "ALE/Breakout-v5"):
+        assert resolve_config(algo, env)[0].eval_deterministic is False
+    assert resolve_config(algo, env="ALE/Pong-v5", sets=["eval_deterministic=true"])[0].eval_deterministic is True
+    assert len(ATARI_PRESETS) == 6 and resolve_config("ppo", "CartPole-v1")[0].eval_deterministic is True
+
+
 @pytest.mark.slow  # ~3.5 s: three recordings with ffmpeg
 def test_record_every_videos_play_as_the_runs_evaluations_and_change_no_training(stochastic_run, tmp_path):
     """A recording is an evaluation episode: sampled for a run of sampled evaluations (from its own seeded stream,
