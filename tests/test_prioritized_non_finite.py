@@ -63,3 +63,29 @@ def test_a_diverging_dqn_run_keeps_the_sum_tree_finite(guard):
     sums = trainer.buffer.sums
     assert trainer.algorithm.updates > 0 or trainer.guard.restores > 0
     assert np.isfinite(sums.leaves).all() and np.isfinite(sums.total) and np.isfinite(trainer.buffer.max_priority)
+
+
+@pytest.mark.parametrize("max_priority", [np.nan, 0.0, -1.0])
+def test_a_saved_state_with_a_nan_or_non_positive_max_priority_gives_new_transitions_priority_one(max_priority):
+    """NaN was already reset to 1 (kept here as a guard); 0 was kept (new transitions were never drawn
+    and every importance weight was 0) and so was -1 (a new transition's priority (-1) ** alpha was
+    complex: NaN weights)."""
+    state = _filled(4).state_dict()
+    state["max_priority"] = max_priority
+    buf = _filled(4)
+    buf.load_state_dict(state)
+    assert buf.max_priority == 1.0
+    obs = np.zeros((1, 1), np.float32)
+    buf.add(obs, np.zeros(1), np.zeros(1, np.float32), obs + 1, np.zeros(1, bool))
+    weights = buf.sample(64).weights.numpy()
+    assert np.isfinite(weights).all() and (weights > 0).all()
+
+
+def test_a_saved_negative_priority_is_replaced_like_a_non_finite_one():
+    """A negative leaf went into the sum tree as it was: a negative total share, NaN importance weights."""
+    state = _filled(4).state_dict()
+    state["priorities"][1] = -2.0
+    buf = _filled(4)
+    buf.load_state_dict(state)
+    assert buf.sums.leaves[1] == 1.0 and (buf.sums.leaves >= 0).all()
+    assert np.isfinite(buf.sample(64).weights.numpy()).all()

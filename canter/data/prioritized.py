@@ -118,11 +118,15 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         gives every stored transition the priority a new one gets, the largest so far (1 for it)."""
         super().load_state_dict(state)
         self.max_priority = float(state.get("max_priority", 1.0))
-        if not np.isfinite(self.max_priority):  # saved before non-finite TD errors were skipped
+        # NaN or inf: saved before non-finite TD errors were skipped; 0 or below (no TD error gives one:
+        # priorities are |error| + eps) gave new transitions a priority of 0 (never drawn, every weight 0)
+        # or a negative one (p ** alpha complex, NaN weights)
+        if not (np.isfinite(self.max_priority) and self.max_priority > 0):
             self.max_priority = 1.0
         if "priorities" in state:
             leaves = np.asarray(state["priorities"], dtype=np.float64)
-            leaves = np.where(np.isfinite(leaves), leaves, np.where(self._valid, self.max_priority ** self.alpha, 0.0))
+            good = np.isfinite(leaves) & (leaves >= 0)
+            leaves = np.where(good, leaves, np.where(self._valid, self.max_priority ** self.alpha, 0.0))
         else:  # it was a KeyError traceback
             leaves = np.where(self._valid, self.max_priority ** self.alpha, 0.0)
         self.sums.set_all(leaves)
