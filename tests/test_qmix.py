@@ -166,3 +166,25 @@ def test_qmix_run_resumes_exactly(tmp_path, capsys):
 def test_qmix_bad_input_is_one_line(argv, needle, capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, argv, needle)
 
+
+
+def test_masked_actions_stay_below_allowed_q_values_far_below_the_mask_value():
+    """Masked actions' Q values were a fixed -1e8 (MASKED): with every allowed value below it the greedy
+    action, and the target's greedy next action, was a disallowed one (DQN's models already set them
+    below their row's lowest value)."""
+    env = make_vec_env(ENV, 1, policies="joint", env_kwargs={"n_agents": 2, "masked": True})
+    algo = QMIX(env.single_observation_space, env.single_action_space, QMIXConfig(double_q=False), seed=0)
+    env.close()
+    for q in (algo.q, algo.q_target):
+        with torch.no_grad():
+            last = q.agent[-1] if isinstance(q.agent[-1], torch.nn.Linear) else q.agent[-2]
+            last.weight.zero_()
+            last.bias.copy_(torch.tensor([-3e8, -2e8, -4e8]))
+    obs = torch.zeros(4, 3, 9)
+    obs[:, :2, 6 + 2] = 1.0  # both agents: only action 2 (the lowest value) is allowed
+    assert algo.act(obs, deterministic=True).actions.tolist() == [[2, 2]] * 4
+    ones = torch.ones(4)
+    batch = ReplayBatch(obs, torch.full((4, 2), 2), ones * 0, obs, ones * 0, ones * 0.9, ones, torch.arange(4))
+    with torch.no_grad():
+        expected = 0.9 * algo.q_target.mix(torch.full((4, 2), -4e8), obs)
+    torch.testing.assert_close(algo.td_target(batch), expected)

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from canter.envs.masks import apply_mask, mask_width, split_mask
+from canter.envs.masks import apply_mask_below, mask_width, split_mask
 from canter.models.linear import Linear
 from canter.models.mlp import MLP
 from canter.registry import register
@@ -23,8 +23,9 @@ class QMixModel(nn.Module):
     shared by every agent), and the mixing network that turns the chosen values ``[B, k]`` into
     ``Q_tot [B]``: weights from hypernetworks on the state, made non-negative by ``abs``, so
     ``Q_tot`` rises with every agent's value (Rashid et al. 2018, QMIX). Under action masks the
-    agent network sees its row without the mask, and masked actions' Q-values are
-    :data:`~canter.envs.masks.MASKED` (PyMARL's available actions)."""
+    agent network sees its row without the mask, and masked actions' Q-values lie below the
+    agent's lowest allowed one (:func:`~canter.envs.masks.apply_mask_below`; PyMARL's available
+    actions), so neither acting nor the target's greedy next action picks one."""
 
     #: handles observations with an action mask (:mod:`canter.envs.masks`)
     action_masks = True
@@ -43,14 +44,15 @@ class QMixModel(nn.Module):
         self.register_buffer("ids", torch.eye(self.k), persistent=False)
 
     def agent_q(self, obs: torch.Tensor) -> torch.Tensor:
-        """Every agent's Q-values ``[B, k, n]`` (masked actions': :data:`~canter.envs.masks.MASKED`)."""
+        """Every agent's Q-values ``[B, k, n]`` (masked actions': below the agent's lowest value,
+        :func:`~canter.envs.masks.apply_mask_below`)."""
         agents = obs[:, :self.k].float()
         allowed = None
         if self.mask_width:
             agents, allowed = split_mask(agents, self.mask_width)
         ids = self.ids.expand(len(obs), -1, -1)
         q = self.agent(torch.cat([agents, ids], dim=-1))
-        return q if allowed is None else apply_mask(q, allowed)
+        return q if allowed is None else apply_mask_below(q, allowed)
 
     def mix(self, chosen: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:
         """``Q_tot [B]`` from the agents' chosen values ``[B, k]`` and the state in ``obs``."""
