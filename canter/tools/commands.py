@@ -43,6 +43,28 @@ def _refuse_empty(args: argparse.Namespace, *flags: str) -> None:
             raise CanterError(f"{flag} needs a value, got ''; leave it out for the default")
 
 
+def _dash_values(p: argparse.ArgumentParser, argv: list[str], flags: tuple[str, ...]) -> list[str]:
+    """``argv`` with ``--size -5x100`` joined into ``--size=-5x100`` for each of ``flags``: argparse takes a
+    value that starts with '-' and is not a plain number for an option, so the flag got only "expected one
+    argument" instead of canter's own check of the value. A next token that is one of ``p``'s options stays
+    one (``--size --out x.png`` is a missing value)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            return out + argv[i:]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if (token in flags and nxt is not None and nxt.startswith("-") and nxt != "--"
+                and nxt.split("=", 1)[0] not in p._option_string_actions):
+            out.append(f"{token}={nxt}")
+            i += 2
+        else:
+            out.append(token)
+            i += 1
+    return out
+
+
 def _run_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in RUN_KEYS if getattr(args, k, None) is not None}
 
@@ -113,7 +135,7 @@ def cmd_plot(argv: list[str]) -> int:
     p.add_argument("--out", default="curves.png", help="output image: .png, .svg or .pdf (default curves.png)")
     p.add_argument("--size", default="800x500", help="image size in pixels, WIDTHxHEIGHT (default 800x500)")
     p.add_argument("--title", help="plot title (default: the env ids)")
-    args = p.parse_args(argv)
+    args = p.parse_args(_dash_values(p, list(argv), ("--size", "--title")))
     _refuse_empty(args, "--out")  # Path('') is '.': "unknown image format '(none)'"
     from canter.tools.plot import parse_size, plot_runs
 
