@@ -242,12 +242,18 @@ def check_output(out: str | Path) -> tuple[Path, str]:
     """The output path and its format (png, svg or pdf, from the suffix)."""
     path = Path(out)
     fmt = path.suffix.lower().lstrip(".")
+    if path.is_dir():
+        raise CanterError(f"--out '{path}' is a directory; give an image file name, e.g. {path / 'curves.png'}")
+    if not fmt and path.name.startswith(".") and path.name[1:].lower() in FORMATS:  # '.png': a name, no suffix
+        raise CanterError(f"--out '{path}' has no file name before '{path.name}'; give one, e.g. "
+                          f"{path.with_name('curves' + path.name)}")
+    if not fmt and path.name:
+        raise CanterError(f"--out '{path}' has no image suffix; end it in .png, .svg or .pdf, e.g. "
+                          f"{path.with_name(path.name + '.png')}")
     if fmt not in FORMATS:
         from canter.errors import unknown
 
         raise unknown("image format", fmt or "(none)", FORMATS)
-    if path.is_dir():
-        raise CanterError(f"--out '{path}' is a directory; give an image file name, e.g. {path / 'curves.png'}")
     return path, fmt
 
 
