@@ -203,16 +203,45 @@ def legend(ax: Any) -> None:
         ax.legend(loc="best", fontsize="small")
 
 
-def save_figure_atomic(fig: Any, path: Path, fmt: str = "png") -> Path:
-    """Render ``fig`` and write it with :func:`~canter.atomic.atomic_write` (no half-written image)."""
+def save_figure_atomic(fig: Any, path: Path, fmt: str = "png", creator: str | None = None) -> Path:
+    """Render ``fig`` and write it with :func:`~canter.atomic.atomic_write` (no half-written image);
+    ``creator`` (e.g. :data:`PLOT_CREATOR`) goes into the image's metadata in place of matplotlib's own:
+    PNG's ``Software`` text chunk, SVG's and PDF's ``Creator``."""
     import io
 
     from canter.atomic import atomic_write
 
     buf = io.BytesIO()
-    fig.savefig(buf, format=fmt)
+    metadata = None if creator is None else {"Software" if fmt == "png" else "Creator": creator}
+    fig.savefig(buf, format=fmt, metadata=metadata)
     atomic_write(path, buf.getvalue())
     return path
+
+
+#: the creator ``canter plot`` writes into its images' metadata; an existing ``--out`` is replaced only with it
+PLOT_CREATOR = "canter plot"
+
+
+def is_canter_plot(path: Path) -> bool:
+    """Whether the file ``path`` is an image that ``canter plot`` wrote: :data:`PLOT_CREATOR` in a PNG's
+    ``Software`` text chunk (before the image data), an SVG's ``dc:creator`` or a PDF's ``/Creator``
+    (its info dictionary, at the end of the file)."""
+    import re
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8192)
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 65536))
+            tail = f.read()
+    except OSError:
+        return False
+    mark = PLOT_CREATOR.encode()
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return b"tEXtSoftware\x00" + mark in head
+    if head.startswith(b"%PDF-"):
+        return b"/Creator (" + mark + b")" in tail
+    return re.search(rb"<dc:creator>\s*<cc:Agent>\s*<dc:title>" + re.escape(mark) + rb"</dc:title>", head) is not None
 
 
 #: the smallest and largest image side ``--size`` takes, in pixels
@@ -239,7 +268,8 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def check_output(out: str | Path) -> tuple[Path, str]:
-    """The output path and its format (png, svg or pdf, from the suffix)."""
+    """The output path and its format (png, svg or pdf, from the suffix); an existing file there must be
+    an image that ``canter plot`` wrote (:func:`is_canter_plot`), which is replaced."""
     path = Path(out)
     fmt = path.suffix.lower().lstrip(".")
     if path.is_dir():
@@ -254,6 +284,9 @@ def check_output(out: str | Path) -> tuple[Path, str]:
         from canter.errors import unknown
 
         raise unknown("image format", fmt or "(none)", FORMATS)
+    if path.exists() and not is_canter_plot(path):
+        raise CanterError(f"--out '{path}' exists and is not an image canter plot wrote; it is not overwritten: "
+                          "remove it or choose another file")
     return path, fmt
 
 
@@ -262,8 +295,8 @@ def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence
     """Plot the learning curves of ``run_dirs`` into ``out`` (PNG, SVG or PDF); returns the path.
 
     Raises :class:`CanterError` for a missing run directory or one given twice, a bad ``x``, a label
-    count that does not match, an unknown image format or a ``size`` outside 100 to 10000 pixels -- before
-    anything is written.
+    count that does not match, an unknown image format, an existing ``out`` that is not an image
+    ``canter plot`` wrote or a ``size`` outside 100 to 10000 pixels -- before anything is written.
     """
     if not _size_ok(size):  # matplotlib: a SystemError for (0, 0), a MemoryError for (100000, 100000)
         raise CanterError(f"size must be (WIDTH, HEIGHT) in whole pixels between {SIZE_RANGE[0]} and {SIZE_RANGE[1]}, "
@@ -290,4 +323,4 @@ def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence
     draw_groups(ax, groups, x)
     envs = sorted({r.env for r in runs})
     ax.set_title(title or ", ".join(envs))
-    return save_figure_atomic(fig, path, fmt)
+    return save_figure_atomic(fig, path, fmt, creator=PLOT_CREATOR)
