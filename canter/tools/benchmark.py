@@ -77,6 +77,27 @@ def check_out(out_dir: Path) -> None:
                           "--out (this would overwrite it)")
 
 
+#: what a benchmark's ``OUT`` holds: its results files and the folder of its runs
+OUT_ENTRIES = (*RESULT_FILES, "runs")
+
+
+def check_out_folder(out_dir: Path) -> None:
+    """Refuse (CanterError) an existing ``out_dir`` that is not empty and not an earlier benchmark's ``OUT``
+    (anything but :data:`OUT_ENTRIES` in it, or a ``runs`` that is not a folder): a canter run directory
+    (``--out runs/ppo-...``) or a tune output got ``results.*`` and ``runs/`` written into it."""
+    if not out_dir.is_dir():
+        return
+    if (out_dir / "config.yaml").is_file():
+        raise CanterError(f"--out '{out_dir}' is a canter run directory (it holds config.yaml); a benchmark writes its "
+                          "results and runs/ into OUT: choose a new or empty folder, or an earlier benchmark's OUT")
+    others = sorted(p.name for p in out_dir.iterdir() if p.name not in OUT_ENTRIES)
+    if not others and (out_dir / "runs").exists() and not (out_dir / "runs").is_dir():
+        others = ["runs (a file)"]
+    if others:
+        raise CanterError(f"--out '{out_dir}' is not empty and not an earlier benchmark's OUT (it holds '{others[0]}'"
+                          f"{f' and {len(others) - 1} more' if len(others) > 1 else ''}); choose a new or empty folder")
+
+
 def _check_deletable(run_dir: Path) -> None:
     """Refuse (CanterError) to delete, for a fresh start of its run, a ``run_dir`` that is not an unfinished canter run
     directory (a file, or a folder of one's own named as a run of the grid, without ``config.yaml``)."""
@@ -130,6 +151,7 @@ def benchmark(path: str | Path, out: str | Path | None = None, jobs: int = 1, qu
     configs = check_cells(cells)
     out_dir = Path(out) if out is not None else Path("runs") / f"benchmark-{Path(path).stem}"
     check_out(out_dir)
+    check_out_folder(out_dir)
     runs_dir = out_dir / "runs"
     todo = []
     for cell in cells:
