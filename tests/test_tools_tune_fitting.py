@@ -46,3 +46,25 @@ def test_tune_takes_the_algorithm_of_its_config_file(tmp_path, capsys, monkeypat
     assert "has no 'algo' key: name it, canter tune ALGO -f" in capsys.readouterr().err
     assert main(["tune", "--env", "CartPole-v1"]) == 2
     assert "the following arguments are required: algo" in capsys.readouterr().err
+
+
+def test_a_sampled_rollout_larger_than_the_trial_budget_is_lowered_to_fit_it():
+    """The budget is checked between rollouts: `canter tune ppo --env CartPole-v1 --max-steps 1024` sampled
+    n_steps 2048 with the preset's 16 envs and trained that trial for 32,768 steps, 32x the budget, and its
+    return was compared with those of trials that kept to it. A sampled n_steps is now at most max_steps // n_envs (at least 1;
+    the minibatch then fits the lowered rollout); a fixed n_steps is the user's and stays as set."""
+    from canter.config import resolve_config
+    from canter.tools.tune_space import fit_params
+
+    run, cfg = resolve_config("ppo", "CartPole-v1", max_steps=1024, n_steps=2048)
+    assert run.n_envs == 16
+    assert fit_params({"n_steps": 2048, "batch_size": 256}, run, cfg) == {"n_steps": 64, "batch_size": 256}
+    assert fit_params({"n_steps": 2048, "batch_size": 512}, run, cfg) == {"n_steps": 64, "batch_size": 512}
+    run, cfg = resolve_config("ppo", "CartPole-v1", max_steps=100, n_envs=4, n_steps=2048)
+    assert fit_params({"n_steps": 2048, "batch_size": 64}, run, cfg) == {"n_steps": 25, "batch_size": 64}
+    run, cfg = resolve_config("ppo", "CartPole-v1", max_steps=100, n_envs=4, n_steps=16)  # as tune resolves a trial
+    assert fit_params({"n_steps": 16}, run, cfg) == {"n_steps": 16}  # within the budget: as sampled
+    run, cfg = resolve_config("ppo", "CartPole-v1", max_steps=100, n_envs=4, n_steps=2048)
+    assert fit_params({"batch_size": 64}, run, cfg) == {"batch_size": 64}  # n_steps not sampled: as set
+    run, cfg = resolve_config("ppo", "CartPole-v1", max_steps=2, n_envs=4, n_steps=2048)
+    assert fit_params({"n_steps": 2048}, run, cfg) == {"n_steps": 1}

@@ -277,12 +277,19 @@ def rollout_rows(run: Any, algo_cfg: Any) -> int | None:
 
 
 def fit_params(params: dict[str, Any], run: Any, algo_cfg: Any) -> dict[str, Any]:
-    """A trial's sampled ``params`` made to fit each other, as rl-zoo3's samplers make them: a minibatch larger than
-    the rollout is the whole rollout (``batch_size``), and an off-policy phase takes at most one gradient step per
+    """A trial's sampled ``params`` made to fit each other and the trial's budget: a rollout larger than
+    ``max_steps`` is lowered to fit it (``n_steps``: ``max_steps // n_envs``, at least 1), a minibatch larger than
+    the rollout is the whole rollout (``batch_size``, as rl-zoo3's samplers make it), and an off-policy phase takes at most one gradient step per
     env step it collected (``gradient_steps`` at most ``train_freq`` env steps: sampled independently, train_freq 1
     with gradient_steps 64 made one DQN trial take 3.5 of a study's 4 minutes for 3,000 steps)."""
     fitted = dict(params)
     rows = rollout_rows(run, algo_cfg)
+    budget = getattr(run, "max_steps", None)
+    if isinstance(fitted.get("n_steps"), int) and rows and isinstance(budget, int) and rows > budget:
+        # the budget is checked between rollouts: n_steps 2048 x 16 envs trained a --max-steps 1024 trial for
+        # 32,768 steps, and its evaluation was compared with the others' after 32x their steps
+        fitted["n_steps"] = max(1, budget // run.n_envs)
+        rows = fitted["n_steps"] * run.n_envs
     if isinstance(fitted.get("batch_size"), int) and rows and fitted["batch_size"] > rows:
         fitted["batch_size"] = rows
     freq, steps = fitted.get("train_freq"), fitted.get("gradient_steps")
