@@ -13,8 +13,8 @@ SPEC = ("seeds: 1\nset: {max_steps: 64, n_envs: 2, n_steps: 32, batch_size: 64, 
 @pytest.mark.parametrize("files, needle", [
     ({"config.yaml": "algo: ppo\n", "summary.json": "{}", "checkpoints/last.json": "{}"},
      "is a canter run directory (it holds config.yaml)"),
-    ({"study.db": "", "best.yaml": "algo: ppo\n"}, "is not empty and not an earlier benchmark's OUT (it holds 'best.yaml' "
-                                                   "and 1 more)"),
+    ({"study.db": "", "best.yaml": "algo: ppo\n"},
+     "is not empty and not an earlier benchmark's OUT (it holds 'best.yaml' and 1 more)"),
     ({"runs/x/notes.txt": "mine", "README.md": "mine"}, "(it holds 'README.md')"),
     ({"runs": "a file named runs"}, "(it holds 'runs (a file)')"),
 ])

@@ -51,8 +51,9 @@ def test_tune_takes_the_algorithm_of_its_config_file(tmp_path, capsys, monkeypat
 def test_a_sampled_rollout_larger_than_the_trial_budget_is_lowered_to_fit_it():
     """The budget is checked between rollouts: `canter tune ppo --env CartPole-v1 --max-steps 1024` sampled
     n_steps 2048 with the preset's 16 envs and trained that trial for 32,768 steps, 32x the budget, and its
-    return was compared with those of trials that kept to it. A sampled n_steps is now at most max_steps // n_envs (at least 1;
-    the minibatch then fits the lowered rollout); a fixed n_steps is the user's and stays as set."""
+    return was compared with those of trials that kept to it. A sampled n_steps is now at most
+    max_steps // n_envs (at least 1; the minibatch then fits the lowered rollout); a fixed n_steps is the
+    user's and stays as set."""
     from canter.config import resolve_config
     from canter.tools.tune_space import fit_params
 

@@ -279,9 +279,10 @@ def rollout_rows(run: Any, algo_cfg: Any) -> int | None:
 def fit_params(params: dict[str, Any], run: Any, algo_cfg: Any) -> dict[str, Any]:
     """A trial's sampled ``params`` made to fit each other and the trial's budget: a rollout larger than
     ``max_steps`` is lowered to fit it (``n_steps``: ``max_steps // n_envs``, at least 1), a minibatch larger than
-    the rollout is the whole rollout (``batch_size``, as rl-zoo3's samplers make it), and an off-policy phase takes at most one gradient step per
-    env step it collected (``gradient_steps`` at most ``train_freq`` env steps: sampled independently, train_freq 1
-    with gradient_steps 64 made one DQN trial take 3.5 of a study's 4 minutes for 3,000 steps)."""
+    the rollout is the whole rollout (``batch_size``, as rl-zoo3's samplers make it), and an off-policy phase takes
+    at most one gradient step per env step it collected (``gradient_steps`` at most ``train_freq`` env steps:
+    sampled independently, train_freq 1 with gradient_steps 64 made one DQN trial take 3.5 of a study's 4
+    minutes for 3,000 steps)."""
     fitted = dict(params)
     rows = rollout_rows(run, algo_cfg)
     budget = getattr(run, "max_steps", None)
