@@ -59,3 +59,16 @@ def test_report_evaluates_the_checkpoint_its_caption_names(tmp_path, monkeypatch
     caption = report.eval_distribution(types.SimpleNamespace(dir=tmp_path, target_reward=None), 2)[1]
     assert "of checkpoint 'last'" in caption
     assert loaded == [last]
+
+
+def test_report_out_named_only_html_says_the_file_name_is_missing(tmp_path):
+    """``--out .html`` (a hidden file's name, no suffix) said "must be an .html file, e.g. .html.html"."""
+    import pytest
+
+    from canter.errors import CanterError
+    from canter.tools.report import check_out
+
+    with pytest.raises(CanterError, match=r"--out '.html' has no file name before '.html'; give one, e.g. report.html"):
+        check_out(".html", tmp_path / "report.html")
+    with pytest.raises(CanterError, match=r"must be an .html file, e.g. notes.html"):
+        check_out("notes", tmp_path / "report.html")

@@ -366,6 +366,9 @@ def check_out(out: str | Path, default: Path) -> Path:
     path = Path(out)
     if path.is_dir():
         raise CanterError(f"--out '{path}' is a directory; give a file name, e.g. {path / 'report.html'}")
+    if not path.suffix and path.name.lower() == ".html":  # a hidden file's name, no suffix: not 'e.g. .html.html'
+        raise CanterError(f"--out '{path}' has no file name before '{path.name}'; give one, e.g. "
+                          f"{path.with_name('report' + path.name)}")
     if path.suffix.lower() != ".html":
         raise CanterError(f"--out '{path}' must be an .html file, e.g. {path.with_suffix('.html')}")
     if path.exists() and path.resolve() != default.resolve() and not is_report(path):
