@@ -41,3 +41,17 @@ def test_a_dataset_of_another_env_is_refused_before_any_run(tmp_path):
                                           r"bc under envs: \[CartPole-v1\]"):
         benchmark(path, out=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_dataset_given_to_an_online_algorithm_is_refused_before_any_run(tmp_path):
+    """A top-level set: {dataset: PATH} (as the offline error suggested) reaches ppo too: bc trained first, then
+    ppo's run failed on "'dataset' is only for offline algorithms"."""
+    from canter.data.dataset import collect
+
+    collect("CartPole-v1", 20, None, seed=0).save(tmp_path / "cp")
+    path = _spec(tmp_path, f"seeds: 1\nset: {{max_steps: 64, dataset: {tmp_path / 'cp'}}}\nenvs: [CartPole-v1]\n"
+                           f"algos: [bc, ppo]\n")
+    with pytest.raises(CanterError, match=r"ppo learns from the env and takes no dataset .*algos: \{bc: \{set: "
+                                          r"\{dataset: PATH\}\}\} \(a top-level set applies to every algorithm\)"):
+        benchmark(path, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # bc did not train first

@@ -155,10 +155,15 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
     for cell in cells:
         run, algo_cfg = resolve_config(cell.algo, cell.env, seed=cell.seed, **cell.overrides)
         configs[cell.name] = resolved_dict(run, algo_cfg)
-        if run.dataset is None and lookup("algorithm", run.algo).family == "offline":  # else: when its run starts
+        offline = lookup("algorithm", run.algo).family == "offline"
+        if run.dataset is None and offline:  # else: when its run starts
             raise CanterError(f"{run.algo} learns from a dataset: give one in the benchmark file, set: {{dataset: "
                               f"PATH}} (top level or the algorithm's; write one with: canter collect RUN_DIR --out PATH)")
-        if run.dataset is not None and lookup("algorithm", run.algo).family == "offline":
+        if run.dataset is not None and not offline:  # else: when its run starts, after the runs before it trained
+            raise CanterError(f"{run.algo} learns from the env and takes no dataset (only offline algorithms do): give "
+                              f"dataset in an offline algorithm's own set, algos: {{bc: {{set: {{dataset: PATH}}}}}} (a "
+                              f"top-level set applies to every algorithm)")
+        if run.dataset is not None and offline:
             from canter.data.dataset import read_dataset_metadata
             from canter.envs.make import same_env_id
 
