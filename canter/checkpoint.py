@@ -392,6 +392,14 @@ def find_checkpoint(path: str | Path) -> Path:
             for base in (p / "checkpoints" / name, p / name):  # a run directory, or its checkpoints/ folder
                 if checkpoint_present(base):
                     return base
+        # best and last gone (deleted, or a process killed between saves): 'no checkpoint yet' was wrong; of a run
+        # directory or of its checkpoints/ folder (which has no config.yaml)
+        periodic = sorted((q.with_suffix("") for d in (p / "checkpoints", p) for q in d.glob("step-*.safetensors")
+                           if checkpoint_present(q.with_suffix(""))), key=lambda q: (len(q.name), q.name))
+        if periodic:
+            where = f"run directory '{p}'" if (p / "config.yaml").exists() else f"'{p}'"
+            raise CanterError(f"{where} has no checkpoints/best or checkpoints/last; pass one of its periodic "
+                              f"checkpoints, e.g. '{periodic[-1]}'")
         if not (p / "config.yaml").exists():
             # canter tune's OUT (or OUT/agents): the best trial's agent, OUT/agents/trial-N, is what to pass
             kept = sorted((q for d in (p / "agents", p) for q in d.glob("trial-*.safetensors")), key=_trial_number)
@@ -400,11 +408,6 @@ def find_checkpoint(path: str | Path) -> Path:
                          f"an agent it kept, e.g. '{kept[-1].with_suffix('')}' (best.yaml's header names the best)")
                 raise CanterError(f"'{p}' is a canter tune output, not a run directory; pass {which}")
             raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
-        periodic = sorted((q.with_suffix("") for q in (p / "checkpoints").glob("step-*.safetensors")
-                           if checkpoint_present(q.with_suffix(""))), key=lambda q: (len(q.name), q.name))
-        if periodic:  # best and last gone (deleted, or a process killed between saves): 'no checkpoint yet' was wrong
-            raise CanterError(f"run directory '{p}' has no checkpoints/best or checkpoints/last; pass one of its "
-                              f"periodic checkpoints, e.g. '{periodic[-1]}'")
         raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
     base = checkpoint_base(p)
     if not checkpoint_present(base):

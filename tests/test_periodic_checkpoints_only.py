@@ -39,3 +39,12 @@ def test_report_skips_the_distribution_instead_of_failing(tmp_path, monkeypatch)
     text = write_report(run, eval_episodes=5).read_text()
     assert "Skipped (no checkpoint, or --eval-episodes 0)" in text
     assert "step-1024" in text  # the checkpoint table still lists them
+
+
+def test_the_runs_checkpoints_folder_names_a_periodic_checkpoint_too(tmp_path):
+    """find_checkpoint takes a run's checkpoints/ folder as well; there (no config.yaml) the periodic ones were not
+    looked for: "is not a canter run directory (no config.yaml or checkpoints/)"."""
+    run = _run_with_steps_only(tmp_path / "run")
+    with pytest.raises(CanterError, match=r"has no checkpoints/best or checkpoints/last; pass one of its periodic "
+                                          rf"checkpoints, e.g. '{run / 'checkpoints' / 'step-1024'}'"):
+        find_checkpoint(run / "checkpoints")
