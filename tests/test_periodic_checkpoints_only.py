@@ -37,7 +37,7 @@ def test_report_skips_the_distribution_instead_of_failing(tmp_path, monkeypatch)
 
     run = _run_with_steps_only(tmp_path / "run")
     text = write_report(run, eval_episodes=5).read_text()
-    assert "Skipped (no checkpoint, or --eval-episodes 0)" in text
+    assert "Skipped (no best or last checkpoint, or --eval-episodes 0)" in text
     assert "step-1024" in text  # the checkpoint table still lists them
 
 

@@ -155,7 +155,7 @@ def test_report_without_videos_or_evaluation(tmp_path):
     out = tmp_path / "r.html"
     assert main(["report", str(run), "--out", str(out), "--eval-episodes", "0"]) == 0
     text = out.read_text()
-    assert "No video was recorded" in text and "Skipped (no checkpoint, or --eval-episodes 0)" in text
+    assert "No video was recorded" in text and "Skipped (no best or last checkpoint, or --eval-episodes 0)" in text
     assert text.count("data:image/png") == 3  # learning curve, update statistics, throughput
     assert main(["report", str(tmp_path / "missing")]) == 2
 

@@ -308,7 +308,7 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
     """The report's HTML text."""
     s, c = run.summary, run.config
     title = f"{run.algo} on {run.env}: {Path(os.path.abspath(run.dir)).name}"  # '.' and '..' have no name
-    dist = '<p class="note">Skipped (no checkpoint, or --eval-episodes 0).</p>'
+    dist = '<p class="note">Skipped (no best or last checkpoint, or --eval-episodes 0).</p>'
     if eval_episodes and _has_best_or_last(run.dir):  # periodic step-N ones alone: find_checkpoint's error ended it
         dist_img, dist_caption = eval_distribution(run, eval_episodes)
         dist = f"<figure>{dist_img}<figcaption>{html.escape(dist_caption)}</figcaption></figure>"
