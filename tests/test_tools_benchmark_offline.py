@@ -55,3 +55,17 @@ def test_a_dataset_given_to_an_online_algorithm_is_refused_before_any_run(tmp_pa
                                           r"\{dataset: PATH\}\}\} \(a top-level set applies to every algorithm\)"):
         benchmark(path, out=tmp_path / "out")
     assert not (tmp_path / "out").exists()  # bc did not train first
+
+
+def test_env_kwargs_the_dataset_was_not_collected_with_are_refused_before_any_run(tmp_path):
+    """A top-level env_kwargs reaches bc too: ppo trained first, then bc's run failed on 'was collected with
+    env_kwargs {}'."""
+    from canter.data.dataset import collect
+
+    collect("CartPole-v1", 20, None, seed=0).save(tmp_path / "cp")
+    path = _spec(tmp_path, f"seeds: 1\nset: {{max_steps: 64, env_kwargs: {{max_episode_steps: 100}}}}\n"
+                           f"envs: [CartPole-v1]\nalgos:\n  ppo: {{}}\n  bc: {{set: {{dataset: {tmp_path / 'cp'}}}}}\n")
+    with pytest.raises(CanterError, match=r"bc on CartPole-v1: dataset '.*cp' was collected with env_kwargs \{\}, not "
+                                          r"\{'max_episode_steps': 100\}; .*leave env_kwargs out of bc's set"):
+        benchmark(path, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # ppo did not train first
