@@ -28,3 +28,17 @@ def test_an_on_policy_run_is_told_it_keeps_none(tmp_path):
                  net_arch=[8], eval_every=0, eval_episodes=1, tensorboard=False, quiet=True)
     with pytest.raises(CanterError, match="a ppo run keeps none.*canter collect"):
         from_replay(run)
+
+
+def test_a_run_with_only_periodic_checkpoints_is_told_last_keeps_the_buffer(tmp_path):
+    """No best or last, only step-N (deleted, or a kill between saves): find_checkpoint's advice, 'pass one of its
+    periodic checkpoints', sent collect --from-replay to a checkpoint that keeps no buffer, whose error said 'give
+    the run directory' again."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.yaml").write_text("algo: dqn\nenv: CartPole-v1\n")
+    (run / "checkpoints" / "step-000000100.safetensors").write_bytes(b"")
+    for given in (run, run / "checkpoints"):
+        with pytest.raises(CanterError, match=r"has no checkpoints/last, the checkpoint that keeps the replay buffer "
+                                              r"\(its best and step-N checkpoints keep none\)$"):
+            from_replay(given)

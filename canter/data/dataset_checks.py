@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -76,6 +77,25 @@ def check_flags(values: np.ndarray, name: str) -> np.ndarray:
         raise CanterError(f"dataset {name} {values[bad[0]].item()!r} (row {bad[0]}, one of {len(bad)}) is not a flag: "
                           f"{name} holds booleans, or 0 and 1")
     return values.astype(bool)
+
+
+def replay_checkpoint(run_dir: str | Path) -> Path:
+    """The checkpoint whose replay buffer :func:`~canter.data.dataset_replay.from_replay` reads: the ``last`` of a run
+    directory (or of its ``checkpoints`` folder), or the checkpoint ``run_dir`` names."""
+    from canter.checkpoint import find_checkpoint
+
+    p = Path(run_dir)
+    if not p.is_dir():
+        return find_checkpoint(p)  # a checkpoint path, or a clear error
+    folder = p / "checkpoints" if (p / "checkpoints").is_dir() else p
+    if not any((folder / f"last{ext}").exists() for ext in (".json", ".safetensors")):
+        # a clear error for a directory that is not a run or has no checkpoint yet; not where step-N checkpoints
+        # are left, which find_checkpoint names to pass (they keep no replay buffer)
+        if not any(folder.glob("step-*.safetensors")):
+            find_checkpoint(p)
+        raise CanterError(f"run '{run_dir}' has no checkpoints/last, the checkpoint that keeps the replay buffer "
+                          f"(its best and step-N checkpoints keep none)")
+    return folder / "last"
 
 
 def missing_replay_error(run_dir: Any, base: Any, state: dict[str, Any], meta: dict[str, Any]) -> CanterError:

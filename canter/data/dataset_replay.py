@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from canter.checkpoint import load_checkpoint
-from canter.data.dataset_checks import missing_replay_error
+from canter.data.dataset_checks import missing_replay_error, replay_checkpoint
 from canter.errors import CanterError
 
 
@@ -25,7 +25,7 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     from canter.api import load
     from canter.data.dataset import TransitionDataset, check_dataset_agent
 
-    base = _replay_checkpoint(run_dir)
+    base = replay_checkpoint(run_dir)
     agent = load(base)
     check_dataset_agent(agent, f"run '{run_dir}'")
     state, meta = load_checkpoint(base)
@@ -56,21 +56,6 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     returns = data.episode_returns()  # whole episodes only, env by env
     data.info["mean_return"] = float(returns.mean()) if len(returns) else None
     return data
-
-
-def _replay_checkpoint(run_dir: str | Path) -> Path:
-    """The checkpoint whose replay buffer :func:`from_replay` reads: the ``last`` of a run directory (or of
-    its ``checkpoints`` folder), or the checkpoint ``run_dir`` names."""
-    from canter.checkpoint import find_checkpoint
-
-    p = Path(run_dir)
-    if not p.is_dir():
-        return find_checkpoint(p)  # a checkpoint path, or a clear error
-    find_checkpoint(p)  # a clear error for a directory that is not a run or has no checkpoint yet
-    folder = p / "checkpoints" if (p / "checkpoints").is_dir() else p
-    if not any((folder / f"last{ext}").exists() for ext in (".json", ".safetensors")):
-        raise CanterError(f"run '{run_dir}' has no checkpoints/last, the checkpoint that keeps the replay buffer")
-    return folder / "last"
 
 
 def _whole_transitions(saved: dict[str, Any], obs_space: gym.Space, act_space: gym.Space,
