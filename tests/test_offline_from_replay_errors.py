@@ -42,3 +42,12 @@ def test_a_run_with_only_periodic_checkpoints_is_told_last_keeps_the_buffer(tmp_
         with pytest.raises(CanterError, match=r"has no checkpoints/last, the checkpoint that keeps the replay buffer "
                                               r"\(its best and step-N checkpoints keep none\)$"):
             from_replay(given)
+
+
+def test_the_algorithm_takes_its_article(tmp_path):
+    """An a2c run was told 'a a2c run keeps none'."""
+    run = tmp_path / "a2c"
+    canter.train("a2c", env="CartPole-v1", run_dir=run, seed=0, n_envs=1, max_steps=40, n_steps=20, net_arch=[8],
+                 eval_every=0, eval_episodes=1, tensorboard=False, quiet=True)
+    with pytest.raises(CanterError, match="; an a2c run keeps none"):
+        from_replay(run)

@@ -104,10 +104,13 @@ def missing_replay_error(run_dir: Any, base: Any, state: dict[str, Any], meta: d
     if base.name != "last":
         return CanterError(f"checkpoint '{base}' holds no replay buffer: only a run's checkpoints/last keeps one "
                            f"(give the run directory)")
-    algo = meta.get("algorithm") or "this"
+    from canter.config_values import _a
+
+    algo = meta.get("algorithm")
+    a_run = _a(f"{algo} run") if isinstance(algo, str) and algo else "this run"  # 'an a2c run', not 'a a2c run'
     instead = f"collect with its policy instead: canter collect {run_dir} --out PATH"
     if "segment_replay" in (state.get("trainer") or {}):  # ACER: whole on-policy segments, for Retrace
-        return CanterError(f"run '{run_dir}' is an {algo} run, whose replay keeps whole rollout segments, not the "
+        return CanterError(f"run '{run_dir}' is {a_run}, whose replay keeps whole rollout segments, not the "
                            f"transition replay buffer of an off-policy run that --from-replay reads; {instead}")
     return CanterError(f"run '{run_dir}' kept no replay buffer in checkpoints/last (off-policy runs that collect "
-                       f"their own data do, such as dqn, sac or td3; a {algo} run keeps none); {instead}")
+                       f"their own data do, such as dqn, sac or td3; {a_run} keeps none); {instead}")
