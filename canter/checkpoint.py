@@ -407,6 +407,12 @@ def find_checkpoint(path: str | Path) -> Path:
                 which = (f"the agent it kept: '{kept[0].with_suffix('')}'" if len(kept) == 1 else
                          f"an agent it kept, e.g. '{kept[-1].with_suffix('')}' (best.yaml's header names the best)")
                 raise CanterError(f"'{p}' is a canter tune output, not a run directory; pass {which}")
+            from canter.run_dirs import held_count, runs_held
+
+            held = runs_held(p)  # `canter eval runs`: their parent
+            if held:
+                raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/); it holds "
+                                  f"{held_count(held)}, such as '{held[0]}': pass one of them")
             raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
         raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
     base = checkpoint_base(p)

@@ -144,3 +144,17 @@ def closest_run_dirs(path: str | Path) -> list[str]:
     except OSError:  # no such folder, or one that cannot be listed: nothing to suggest
         return []
     return [str(folder / name) for name in closest(Path(path).name, runs)]
+
+
+def runs_held(folder: Path) -> list[Path]:
+    """The run directories (with a ``config.yaml``) directly inside ``folder``, sorted: a folder of runs (``runs``, a
+    benchmark's ``OUT/runs``) given where one run directory is expected."""
+    try:
+        return sorted(d for d in folder.iterdir() if (d / "config.yaml").is_file())
+    except OSError:  # unreadable: nothing to name
+        return []
+
+
+def held_count(held: list[Path]) -> str:
+    """'1 run directory' or 'N run directories'."""
+    return f"{len(held)} run director{'y' if len(held) == 1 else 'ies'}"

@@ -23,3 +23,14 @@ def test_a_folder_of_runs_names_the_runs_it_holds(tmp_path):
 def test_an_empty_folder_keeps_the_plain_message(tmp_path):
     with pytest.raises(CanterError, match=r"is not a canter run directory \(no config.yaml\)$"):
         load_run(tmp_path)
+
+
+def test_eval_and_play_given_a_folder_of_runs_name_one(tmp_path):
+    """find_checkpoint (canter eval, play, collect, canter.load) said only 'is not a canter run directory'."""
+    from canter.checkpoint import find_checkpoint
+
+    (tmp_path / "runs" / "ppo-a").mkdir(parents=True)
+    (tmp_path / "runs" / "ppo-a" / "config.yaml").write_text("algo: ppo\nenv: CartPole-v1\n")
+    with pytest.raises(CanterError, match=r"'.*runs' is not a canter run directory \(no config.yaml or checkpoints/\); "
+                                          r"it holds 1 run directory, such as '.*ppo-a': pass one of them$"):
+        find_checkpoint(tmp_path / "runs")

@@ -150,11 +150,12 @@ def load_run(path: str | Path, read: tuple[str, ...] = TABLES) -> RunData:
         raise no_run_dir(path)
     cfg_path = p / "config.yaml"
     if not cfg_path.exists():
-        held = sorted(d for d in p.iterdir() if (d / "config.yaml").is_file())  # `canter plot runs`: their parent
+        from canter.run_dirs import held_count, runs_held
+
+        held = runs_held(p)  # `canter plot runs`: their parent
         if held:
-            raise CanterError(f"'{path}' is not a canter run directory (no config.yaml); it holds {len(held)} run "
-                              f"director{'y' if len(held) == 1 else 'ies'}, such as '{held[0]}': pass a run directory "
-                              f"(canter plot takes several: {p / '*'})")
+            raise CanterError(f"'{path}' is not a canter run directory (no config.yaml); it holds {held_count(held)}, "
+                              f"such as '{held[0]}': pass a run directory (canter plot takes several: {p / '*'})")
         raise CanterError(f"'{path}' is not a canter run directory (no config.yaml)")
     config = load_yaml(cfg_path)  # a CanterError naming the file and line if malformed or not a mapping
     target = config.get("target_reward")
