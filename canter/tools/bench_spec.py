@@ -148,7 +148,7 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
     Returns each cell's resolved config (as in ``config.yaml``) by run name.
     """
     from canter.registry import lookup
-    from canter.tools.checks import check_algo_env
+    from canter.tools.checks import check_algo_env, dataset_mismatch
 
     checked: set[tuple[str, str]] = set()
     configs = {}
@@ -163,20 +163,15 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
             raise CanterError(f"{run.algo} learns from the env and takes no dataset (only offline algorithms do): give "
                               f"dataset in an offline algorithm's own set, algos: {{bc: {{set: {{dataset: PATH}}}}}} (a "
                               f"top-level set applies to every algorithm)")
-        if run.dataset is not None and offline:
-            from canter.data.dataset import read_dataset_metadata
-            from canter.envs.make import same_env_id
-
-            meta = read_dataset_metadata(run.dataset)  # its tensors are not read
-            data_env, data_kwargs = meta.get("env"), dict(meta.get("env_kwargs") or {})
-            if isinstance(data_env, str) and not same_env_id(data_env, run.env):
-                raise CanterError(f"{run.algo} on {run.env}: dataset '{run.dataset}' was collected on {data_env}; "
-                                  f"list {run.algo} under envs: [{data_env}]")
-            if run.env_kwargs and run.env_kwargs != data_kwargs:  # as the offline trainer refuses it, when it starts
-                raise CanterError(f"{run.algo} on {run.env}: dataset '{run.dataset}' was collected with env_kwargs "
-                                  f"{data_kwargs}, not {run.env_kwargs}; an offline run evaluates on its data's env: "
-                                  f"leave env_kwargs out of {run.algo}'s set (a top-level set applies to every "
-                                  f"algorithm), or change only its evaluation env with eval_env_kwargs")
+        mismatch = dataset_mismatch(run) if offline else None
+        if mismatch is not None and mismatch[0] == "env":
+            raise CanterError(f"{run.algo} on {run.env}: dataset '{run.dataset}' was collected on {mismatch[1]}; "
+                              f"list {run.algo} under envs: [{mismatch[1]}]")
+        if mismatch is not None:  # as the offline trainer refuses it, when it starts
+            raise CanterError(f"{run.algo} on {run.env}: dataset '{run.dataset}' was collected with env_kwargs "
+                              f"{mismatch[1]}, not {run.env_kwargs}; an offline run evaluates on its data's env: "
+                              f"leave env_kwargs out of {run.algo}'s set (a top-level set applies to every "
+                              f"algorithm), or change only its evaluation env with eval_env_kwargs")
         if (cell.algo, cell.env) not in checked:
             checked.add((cell.algo, cell.env))
             check_algo_env(run.algo, run.env, run.env_kwargs, run.policies, run.central_state, run)

@@ -37,3 +37,21 @@ def check_collect_settings(transitions: Any, epsilon: Any, seed: Any) -> None:
         raise CanterError(f"--epsilon must be between 0 and 1, got {epsilon!r}")
     if not whole(seed) or not 0 <= seed < 2**32:
         raise CanterError(f"--seed must be a whole number between 0 and 2**32 - 1, got {seed!r}")
+
+
+def dataset_mismatch(run: Any) -> tuple[str, Any] | None:
+    """How an offline run's dataset differs from the run's env, as the offline trainer would refuse it when the run
+    starts, read from the dataset's metadata (its tensors are not read): ``("env", the dataset's env id)``,
+    ``("env_kwargs", the dataset's env_kwargs)``, or None where it fits (or ``run`` takes no dataset)."""
+    from canter.data.dataset import read_dataset_metadata
+    from canter.envs.make import same_env_id
+
+    if run.dataset is None:
+        return None
+    meta = read_dataset_metadata(run.dataset)
+    data_env, data_kwargs = meta.get("env"), dict(meta.get("env_kwargs") or {})
+    if isinstance(data_env, str) and not same_env_id(data_env, run.env):
+        return "env", data_env
+    if run.env_kwargs and run.env_kwargs != data_kwargs:
+        return "env_kwargs", data_kwargs
+    return None

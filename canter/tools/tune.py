@@ -259,14 +259,22 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"'{clash[0]}' is both tuned and fixed; drop it from the flags/--set "
                           "or set it to null in --space")
     algo_name, env_id = run.algo, run.env
-    from canter.data.dataset import read_dataset_metadata
     from canter.registry import lookup
+    from canter.tools.checks import dataset_mismatch
 
-    if lookup("algorithm", algo_name).family == "offline":  # every trial would fail on it: say it once, first
+    # every trial would fail on these: said once, first (the dataset's metadata: a missing file, a checkpoint given)
+    if lookup("algorithm", algo_name).family == "offline":
         if run.dataset is None:
             raise CanterError(f"{algo_name} learns from a dataset: pass --dataset PATH (write one with: canter "
                               "collect RUN_DIR --out PATH)")
-        read_dataset_metadata(run.dataset)  # one line for a missing file or a checkpoint given instead
+        mismatch = dataset_mismatch(run)
+        if mismatch is not None:
+            what = "on" if mismatch[0] == "env" else "with env_kwargs"
+            mine = run.env if mismatch[0] == "env" else run.env_kwargs
+            fix = f"pass --env {mismatch[1]}" if mismatch[0] == "env" else "leave env_kwargs out of --set"
+            raise CanterError(f"dataset '{run.dataset}' was collected {what} {mismatch[1]}, not {mine}; {fix}")
+    elif run.dataset is not None:
+        raise CanterError(f"--dataset is only for offline algorithms; {algo_name} learns from the env: drop --dataset")
     check_algo_env(algo_name, env_id, run.env_kwargs, run.policies, run.central_state, run)
     safe_env = env_id.replace("/", "-").replace(":", "-")
     out_dir = Path(out) if out is not None else Path("runs") / f"tune-{algo_name}-{safe_env}"
