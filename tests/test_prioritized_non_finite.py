@@ -89,3 +89,18 @@ def test_a_saved_negative_priority_is_replaced_like_a_non_finite_one():
     buf.load_state_dict(state)
     assert buf.sums.leaves[1] == 1.0 and (buf.sums.leaves >= 0).all()
     assert np.isfinite(buf.sample(64).weights.numpy()).all()
+
+
+def test_ape_x_sharded_replay_warns_once_for_the_batch(caplog):
+    """Each shard warned on its own (one warning per explorer's shard, each counting its slice of the batch)."""
+    from canter.data.sharded import ShardedReplay
+
+    buf = ShardedReplay([_filled(4) for _ in range(3)])
+    batch = buf.sample(12)
+    with caplog.at_level(logging.WARNING, "canter"):
+        buf.update_priorities(batch.indices, np.full(12, np.nan))
+        buf.update_priorities(batch.indices, np.full(12, np.inf))
+    warned = [r.getMessage() for r in caplog.records if "non-finite TD errors" in r.getMessage()]
+    assert warned == ["prioritized replay: non-finite TD errors (NaN or inf) for 12 of 12 sampled transitions; they "
+                      "keep their previous priorities"]
+    assert all(np.isfinite(s.sums.leaves).all() for s in buf.shards)

@@ -22,6 +22,15 @@ from canter.data.sumtree import MinTree, SumTree
 log = logging.getLogger("canter")
 
 
+def warn_non_finite(owner: Any, finite: np.ndarray) -> None:
+    """Warn, the first time for ``owner`` (a buffer, or Ape-X's sharded one for all its shards), that the TD errors
+    where ``finite`` is False keep their transitions' previous priorities."""
+    if not getattr(owner, "_warned_non_finite", False):
+        log.warning("prioritized replay: non-finite TD errors (NaN or inf) for %d of %d sampled transitions; they "
+                    "keep their previous priorities", int((~finite).sum()), len(finite))
+        owner._warned_non_finite = True
+
+
 class PrioritizedReplayBuffer(ReplayBuffer):
     """:class:`ReplayBuffer` with proportional prioritized sampling and importance weights."""
 
@@ -94,10 +103,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         keep = self._valid[idx]  # slots no longer holding a sampleable transition
         finite = np.isfinite(p)
         if not finite.all():  # one NaN or inf in the sum tree made every draw slot 0 with NaN weights, for good
-            if not self._warned_non_finite:
-                log.warning("prioritized replay: non-finite TD errors (NaN or inf) for %d of %d sampled "
-                            "transitions; they keep their previous priorities", int((~finite).sum()), len(p))
-                self._warned_non_finite = True
+            warn_non_finite(self, finite)
             keep &= finite
         if not keep.all():
             idx, p = idx[keep], p[keep]

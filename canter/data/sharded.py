@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from canter.data.batch import ReplayBatch
-from canter.data.prioritized import PrioritizedReplayBuffer
+from canter.data.prioritized import PrioritizedReplayBuffer, warn_non_finite
 from canter.data.replay import ReplayBuffer, check_batch_size
 from canter.errors import CanterError
 from canter.utils import stream_rng
@@ -95,6 +95,10 @@ class ShardedReplay:
         """Route new priorities to the shards the sampled transitions came from."""
         idx = np.asarray(indices.cpu().numpy() if isinstance(indices, torch.Tensor) else indices, dtype=np.int64)
         err = np.asarray(td.detach().cpu().numpy() if isinstance(td, torch.Tensor) else td, dtype=np.float64)
+        finite = np.isfinite(err)
+        if not finite.all():  # skipped by the shards too, but warned about once for the batch (not once per shard)
+            warn_non_finite(self, finite)
+            idx, err = idx[finite], err[finite]
         shard, local = np.divmod(idx, self.stride)
         for i in np.unique(shard):
             sel = shard == i
