@@ -20,7 +20,7 @@ from canter.config_imports import config_algo, import_config_imports
 from canter.config_unused import warn_unused_settings
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.spaces import read_alike
-from canter.envs.make import eval_env_kwargs, make_eval_env, warn_env_of_main
+from canter.envs.make import eval_env_kwargs, given_image_layout, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
 from canter.envs.turns import bind_opponents, opponent_ids
 from canter.errors import CanterError, CanterWarning, bool_argument, keywords_checked
@@ -370,7 +370,7 @@ def resume_trainer(
     check_continues(run_dir, meta, run, max_steps, max_seconds)
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
-    check_image_layout_kept(spaces[0])
+    check_image_layout_kept(spaces[0], env_layout=given_image_layout(run.env))  # Atari stacks: chw at any shape
     with threads_kept():  # as make_trainer: the caller's thread counts until the run trains
         load_agent_state(make_agent(run, algo_cfg, *spaces), state, base)  # the weights fit: checked before writing
     resume_dataset(run_dir, cfg, state["trainer"], dataset)  # before anything is written

@@ -308,12 +308,16 @@ def check_opponents(meta: dict[str, Any], trainer: Any) -> None:
         trainer.opponents_changed = changed
 
 
-def check_image_layout_kept(observation_space: Any, whose: str = "this run's model") -> None:
+def check_image_layout_kept(observation_space: Any, whose: str = "this run's model",
+                            env_layout: str | None = None) -> None:
     """Refuse (one line) to resume a run whose checkpoint reads its image observations as canter did before
     2026-11-27 (:func:`canter.models.cnn.former_image_layout`): the trainer's model, built from the env's space,
     would read them as they are read now, and the saved weights do not fit it. ``canter.load``, eval and play
     keep the checkpoint's reading. A multi-policy run's space (a Dict, policy -> space) is checked policy by
-    policy (it was a state_dict RuntimeError traceback)."""
+    policy (it was a state_dict RuntimeError traceback). ``env_layout``: the layout the run's env gives its
+    images whatever their shape (:func:`canter.envs.make.given_image_layout`; the Atari stacks' ``"chw"``), which
+    the trainer's model reads them as: a checkpoint that read them so resumes (it was refused as if the shape
+    rule applied)."""
     import gymnasium as gym
 
     from canter.models.cnn import image_layout
@@ -331,8 +335,10 @@ def check_image_layout_kept(observation_space: Any, whose: str = "this run's mod
     if saved is None:
         return
     del observation_space.saved_image_layout
-    now = image_layout(observation_space)
+    now = image_layout(observation_space) if env_layout is None else env_layout
     observation_space.saved_image_layout = saved
+    if (now or "") == saved:  # the env gives its images as the checkpoint read them
+        return
     names = _LAYOUT_NAMES
     raise CanterError(f"cannot resume: {whose} reads its {tuple(observation_space.shape)} image "
                       f"observations as {names[saved]}, as canter did before 2026-11-27; canter now reads them as "

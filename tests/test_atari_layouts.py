@@ -90,3 +90,48 @@ def test_resuming_a_run_saved_before_is_refused_in_one_line(tmp_path, capsys, mo
     import canter
 
     assert canter.load(str(run)).algorithm.model.encoder.in_shape == (10, 12, 10)  # load still runs it as trained
+
+
+def _without_image_layout(run):
+    """``run``'s ``last`` checkpoint as canter wrote it before it recorded image layouts (before 2026-11-27): the
+    observation space's description without ``image_layout``, which reads as :func:`former_image_layout` did."""
+    import json
+
+    path = run / "checkpoints" / "last.json"
+    meta = json.loads(path.read_text())
+    del meta["observation_space"]["image_layout"]
+    path.write_text(json.dumps(meta))
+
+
+def test_a_checkpoint_that_read_the_stacks_channels_first_before_the_layouts_were_recorded_is_not_refused():
+    """Such a checkpoint (``[12, 10, 10]`` described without ``image_layout``) read the stacks channels-first, as
+    the Atari envs now give them: the resume check compares it with the env's layout, where it compared it with
+    the shape rule's channels-last and refused it ("canter now reads them as channels-last")."""
+    import gymnasium as gym
+    import numpy as np
+
+    from canter import CanterError
+    from canter.envs.make import given_image_layout
+
+    old = {k: v for k, v in space_to_dict(gym.spaces.Box(0, 255, (12, 10, 10), np.uint8)).items()
+           if k != "image_layout"}
+    assert given_image_layout(GAME) == given_image_layout("BreakoutNoFrameskip-v4") == "chw"
+    assert given_image_layout("CartPole-v1") is None
+    check_image_layout_kept(space_from_dict(old), env_layout=given_image_layout(GAME))
+    with pytest.raises(CanterError, match="channels-last"):  # an env read by shape: still refused
+        check_image_layout_kept(space_from_dict(old), env_layout=given_image_layout("CartPole-v1"))
+
+
+@pytest.mark.slow
+def test_resuming_a_run_saved_before_the_layouts_were_recorded_continues(tmp_path, capsys):
+    run = tmp_path / "run"
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", GAME, "--n-envs", "1", "--env-kwargs",
+                           "{grayscale: false, screen_size: 10}", "--set", "n_steps=16", "--set", "batch_size=16",
+                           "--eval-episodes", "0", "--quiet", "--run-dir", str(run), "--max-steps", "16")
+    assert code == 0, err
+    _without_image_layout(run)
+    code, _, err = run_cli(capsys, "train", "--resume", str(run), "--max-steps", "32", "--quiet")
+    assert code == 0, err
+    import canter
+
+    assert canter.load(str(run)).algorithm.model.encoder.in_shape == (12, 10, 10)

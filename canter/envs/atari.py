@@ -290,6 +290,10 @@ def make_atari_env(env_id: str, training: bool = False, render_mode: str | None 
     return env
 
 
+#: how the Atari envs lay out their frame stacks, whatever their sizes (:func:`_channels_first`)
+STACK_LAYOUT = "chw"
+
+
 def _channels_first(space: gym.Space) -> None:
     """Mark an Atari observation space as the channels-first stack it is (``[C * frame_stack, height, width]``): an
     RGB stack of a small screen (``[12, 10, 10]``) or a stack longer than the screen is wide (``[12, 8, 8]``) has a
@@ -297,7 +301,7 @@ def _channels_first(space: gym.Space) -> None:
     the frames, and the IMPALA encoder took 10 channels)."""
     from canter.models.cnn import mark_image_layout
 
-    mark_image_layout(space, "chw")
+    mark_image_layout(space, STACK_LAYOUT)
 
 
 def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any] | None,

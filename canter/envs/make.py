@@ -123,6 +123,15 @@ def _gym_id(env_id: str) -> str:
     return env_id.split(":", 1)[1] if ":" in env_id else env_id
 
 
+def given_image_layout(env_id: str) -> str | None:
+    """The layout in which ``env_id``'s envs give their image observations whatever their shape
+    (:func:`canter.models.cnn.mark_image_layout`): ``"chw"`` for an Atari id, whose frame stacks
+    (:func:`canter.envs.atari.make_atari_vec`) are channels-first at every size; None for other envs (read by shape)."""
+    if turns.is_turn_based(env_id) or multiagent.is_multiagent(env_id):
+        return None
+    return atari.STACK_LAYOUT if atari.is_atari(_gym_id(env_id)) else None
+
+
 def same_env_id(a: str, b: str) -> bool:
     """Whether two env ids name one env: equal, or ``module:EnvId`` and ``EnvId`` (the module only says what to
     import to register it; a ``pettingzoo:`` prefix is part of the id)."""
