@@ -125,21 +125,33 @@ def _check_normalisation(path: str, weights: Any, agent: Any, config: dict[str, 
 
 
 def _check_image_reading(path: Any, saved: Any, ours: Any) -> None:
-    """Refuse (one line) a source whose networks read its image observations as canter did before 2026-11-27
-    (:func:`canter.models.cnn.former_image_layout`): its weights fit no network this run builds."""
+    """Refuse (one line) a source whose networks read its image observations otherwise than this run's env gives
+    them: as canter did before 2026-11-27 (:func:`canter.models.cnn.former_image_layout`), or an Atari run's
+    stacks that read as channels-last by shape (``[12, 10, 10]``) saved before the Atari envs gave their layout
+    (it was a state_dict size mismatch, 'give the hyperparameters that shape them'). A source that read them as
+    the env now gives them (such stacks read channels-first before canter recorded layouts) is not refused."""
     import gymnasium as gym
 
     from canter.envs.spaces import read_alike
+    from canter.models.cnn import image_layout
+    from canter.resume_checks import _LAYOUT_NAMES
 
     if isinstance(saved, gym.spaces.Dict) and isinstance(ours, gym.spaces.Dict):  # a multi-policy agent's policies
         for policy in saved.spaces.keys() & ours.spaces.keys():
             _check_image_reading(path, saved[policy], ours[policy])
         return
-    if (getattr(saved, "saved_image_layout", None) is not None or getattr(saved, "saved_image_layouts", None)
-            or not read_alike(saved, ours)):
+    former = getattr(saved, "saved_image_layout", None)
+    if (former is not None and former != (image_layout(ours) or "")) or getattr(saved, "saved_image_layouts", None) \
+            or not read_alike(saved, ours):
         raise CanterError(f"init_from '{path}': its networks read the image observations as canter did before "
                           f"2026-11-27 (channels-last only with 1, 3 or 4 channels, frame stacks as values), so its "
                           f"weights fit no network this run builds; train without init_from")
+    was, now = image_layout(saved), image_layout(ours)
+    if was != now:
+        raise CanterError(f"init_from '{path}': its networks read the {tuple(saved.shape)} image observations as "
+                          f"{_LAYOUT_NAMES[was]}, this run's env gives them as {_LAYOUT_NAMES[now]} (an Atari run "
+                          f"saved before 2026-11-27 read such frame stacks so), so its weights fit no network this "
+                          f"run builds; train without init_from")
 
 
 def _activations(config: dict[str, Any], agent: Any) -> list[tuple[str | None, Any, Any]]:

@@ -135,3 +135,38 @@ def test_resuming_a_run_saved_before_the_layouts_were_recorded_continues(tmp_pat
     import canter
 
     assert canter.load(str(run)).algorithm.model.encoder.in_shape == (12, 10, 10)
+
+
+def test_init_from_compares_the_sources_reading_with_the_envs_layout():
+    """A source that read the stacks channels-first before layouts were recorded starts a run (it was refused as
+    read 'as canter did before 2026-11-27'); one that read them channels-last by shape (saved before the Atari
+    envs gave their layout) is refused naming both readings (it was a state_dict size mismatch asking for the
+    hyperparameters that shape the networks)."""
+    import gymnasium as gym
+    import numpy as np
+
+    from canter import CanterError
+    from canter.envs.atari import make_atari_vec
+    from canter.init_from import _check_image_reading
+
+    env = make_atari_vec(GAME, 1, "native", env_kwargs={"grayscale": False, "screen_size": 10})
+    ours = env.single_observation_space
+    env.close()
+    before_layouts = {k: v for k, v in space_to_dict(gym.spaces.Box(0, 255, (12, 10, 10), np.uint8)).items()
+                      if k != "image_layout"}
+    _check_image_reading("src", space_from_dict(before_layouts), ours)
+    channels_last = space_from_dict(space_to_dict(gym.spaces.Box(0, 255, (12, 10, 10), np.uint8)))
+    with pytest.raises(CanterError, match=r"init_from 'src': .* as channels-last .* as channels-first"):
+        _check_image_reading("src", channels_last, ours)
+
+
+@pytest.mark.slow
+def test_init_from_a_run_saved_before_the_layouts_were_recorded(tmp_path, capsys):
+    argv = ["train", "ppo", "--env", GAME, "--n-envs", "1", "--env-kwargs", "{grayscale: false, screen_size: 10}",
+            "--set", "n_steps=16", "--set", "batch_size=16", "--eval-episodes", "0", "--quiet", "--max-steps", "16"]
+    code, _, err = run_cli(capsys, *argv, "--run-dir", str(tmp_path / "source"))
+    assert code == 0, err
+    _without_image_layout(tmp_path / "source")
+    code, _, err = run_cli(capsys, *argv, "--run-dir", str(tmp_path / "run"), "--set",
+                           f"init_from={tmp_path / 'source'}")
+    assert code == 0, err
