@@ -266,9 +266,16 @@ def _registering_modules(kind: str, name: str) -> tuple[str | None, ...]:
     obj = _REGISTRY[kind].get(name) or {k.lower(): v for k, v in _REGISTRY[kind].items()}.get(name.lower())
     if obj is None:
         return (_gym_entry_module(name),) if kind == "env" else ()
+    return registered_by(kind, name), defining_module(obj)
+
+
+def defining_module(obj: Any) -> str | None:
+    """The module that defines ``obj`` (a factory, class or function), seen through ``functools.partial`` (a
+    partial's ``__module__`` is ``functools``, whatever its function's)."""
     while isinstance(obj, functools.partial):
         obj = obj.func
-    return registered_by(kind, name), getattr(obj, "__module__", None)
+    module = getattr(obj, "__module__", None)
+    return module if isinstance(module, str) else None
 
 
 def _user_module(module: Any) -> bool:
@@ -300,12 +307,12 @@ _REGISTER_THEMSELVES = ("gymnasium", "ale_py")
 
 def _gym_entry_module(env_id: str) -> str | None:
     """The module of the entry point of Gymnasium id ``env_id`` (``"pkg.envs:MyEnv"`` -> ``pkg.envs``, or a
-    factory's module), or None for an id Gymnasium does not know."""
+    factory's module, a ``functools.partial``'s function's), or None for an id Gymnasium does not know."""
     import gymnasium
 
     spec = gymnasium.registry.get(env_id)
     entry = None if spec is None else spec.entry_point
-    return entry.split(":", 1)[0] if isinstance(entry, str) else getattr(entry, "__module__", None)
+    return entry.split(":", 1)[0] if isinstance(entry, str) else defining_module(entry)
 
 
 def _config_names(config: dict[str, Any]) -> list[tuple[str, str]]:

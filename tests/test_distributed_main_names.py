@@ -89,3 +89,22 @@ def test_a_name_registered_in_main_for_an_object_no_explorer_import_registers_is
     finally:
         registry._REGISTRY["env"].pop("HdMainPartial-v0", None)
         registry._REGISTERED_BY.pop(("env", "HdMainPartial-v0"), None)
+
+
+def test_a_gymnasium_id_registered_in_main_with_a_partial_entry_point_is_refused(tmp_path, monkeypatch):
+    """``gymnasium.register(id, entry_point=functools.partial(make))`` with ``make`` defined in the script: its
+    entry point's module read as ``functools`` (recorded as a module for the explorers to import), so the run
+    started Ray and each explorer failed at 'unknown env id', as 19bf490 fixed for ``canter.register``."""
+    from canter.distributed import pool as pool_module
+
+    scope = {"__name__": "__main__", "gym": gym}
+    exec("import functools\ndef make(size=1, **kw):\n    return gym.make('CartPole-v1')\n"
+         "gym.register('HdGymPartial-v0', entry_point=functools.partial(make, size=5))\n", scope)
+    connected = []
+    monkeypatch.setattr(pool_module, "connect", lambda address: connected.append(address) or (None, False))
+    try:
+        with pytest.raises(CanterError, match=r"^env 'HdGymPartial-v0' is registered in __main__"):
+            canter.make_trainer("impala", "HdGymPartial-v0", explorers=1, n_envs=1, run_dir=tmp_path / "run")
+        assert connected == [] and not (tmp_path / "run").exists()
+    finally:
+        gym.registry.pop("HdGymPartial-v0", None)

@@ -1,5 +1,6 @@
 """An env registered in ``__main__`` (a user's script) trains; a run directory of it warns that later commands
 (canter eval, canter play, --resume, in processes that do not run the script) will not find it."""
+import functools
 import warnings
 
 import gymnasium as gym
@@ -38,10 +39,11 @@ def ids(monkeypatch):
     this importable module."""
     monkeypatch.setattr(env_make, "_MAIN_ENVS_WARNED", set(), raising=False)
     made = {"MainClass-test-v0": ScriptEnv, "MainString-test-v0": "__main__:ScriptEnv",
-            "Module-test-v0": TenSteps}
+            "Module-test-v0": TenSteps, "MainPartial-test-v0": functools.partial(script_factory)}
     for env_id, entry in made.items():
         gym.register(env_id, entry_point=entry)
     canter.register("env", "MainFactory-test")(script_factory)
+    canter.register("env", "MainPartialFactory-test")(functools.partial(script_factory))  # __module__: functools
     monkeypatch.setattr("__main__.ScriptEnv", ScriptEnv, raising=False)
     yield
     for env_id in made:
@@ -49,6 +51,7 @@ def ids(monkeypatch):
     from canter.registry import _REGISTRY
 
     _REGISTRY["env"].pop("MainFactory-test", None)
+    _REGISTRY["env"].pop("MainPartialFactory-test", None)
 
 
 def _warnings(env_id, tmp_path, **kwargs):
@@ -59,7 +62,8 @@ def _warnings(env_id, tmp_path, **kwargs):
     return [str(w.message) for w in caught if issubclass(w.category, CanterWarning) and "__main__" in str(w.message)]
 
 
-@pytest.mark.parametrize("env_id", ["MainClass-test-v0", "MainString-test-v0", "MainFactory-test"])
+@pytest.mark.parametrize("env_id", ["MainClass-test-v0", "MainString-test-v0", "MainFactory-test",
+                                    "MainPartial-test-v0", "MainPartialFactory-test"])
 def test_a_run_directory_of_an_env_registered_in_main_warns_once(ids, tmp_path, env_id):
     first = _warnings(env_id, tmp_path, run_dir=tmp_path / "a")
     assert len(first) == 1 and f"env '{env_id}' is registered in __main__" in first[0]

@@ -13,7 +13,7 @@ from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
 from canter.errors import CanterError, CanterWarning, bad_env_kwargs, closest, env_constructors, keyword_hint, unknown
-from canter.registry import _REGISTRY, import_user_module, registered_by
+from canter.registry import _REGISTRY, defining_module, import_user_module, registered_by
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
 _EXTRA_FOR_ENTRY = {"box2d": ("box2d", "Box2D"), "mujoco": ("mujoco", "mujoco")}
@@ -100,7 +100,7 @@ def registered_in_main(env_id: str) -> bool:
         factory = None if spec is None else spec.entry_point
     if isinstance(factory, str):
         return factory.split(":", 1)[0] == "__main__"
-    return getattr(factory, "__module__", None) == "__main__"
+    return defining_module(factory) == "__main__"  # a functools.partial: its function's ('functools' was not)
 
 
 #: env ids :func:`warn_env_of_main` has warned about in this process
