@@ -306,6 +306,18 @@ def make_vec_env(
     env_id: str, n_envs: int, vectorization: str = "auto", env_kwargs: dict[str, Any] | None = None,
     training: bool = False, policies: str = "shared", central_state: bool = False,
 ) -> VecEnv | multiagent_views.MultiPolicyVecEnv:
+    """Create ``n_envs`` copies of ``env_id`` behind a :class:`VecEnv`, which names ``env_id`` in its errors and
+    warnings (see :func:`_make_vec_env`)."""
+    env = _make_vec_env(env_id, n_envs, vectorization, env_kwargs, training, policies, central_state)
+    if isinstance(env, VecEnv):
+        env.env_id = env_id
+    return env
+
+
+def _make_vec_env(
+    env_id: str, n_envs: int, vectorization: str, env_kwargs: dict[str, Any] | None,
+    training: bool, policies: str, central_state: bool,
+) -> VecEnv | multiagent_views.MultiPolicyVecEnv:
     """Create ``n_envs`` copies of ``env_id`` behind a :class:`VecEnv`.
 
     ``vectorization``: ``native`` uses the env's own vectorised implementation, ``sync`` steps

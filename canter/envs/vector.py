@@ -12,6 +12,7 @@ memories need.
 from __future__ import annotations
 
 import linecache
+import warnings
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -158,6 +159,9 @@ class VecEnv:
 
     def __init__(self, env: gym.vector.VectorEnv, check_actions: bool = False, whole_games: bool = False) -> None:
         self.env = env
+        #: the env id the copies were made from, which warnings name (:func:`~canter.envs.make.make_vec_env` sets
+        #: it; None: the env is not named)
+        self.env_id: str | None = None
         #: ``whole_games``: the env's episodes are parts of games (Atari training envs end an episode at
         #: each lost life and clip rewards); the episode statistics (``finished_*``, so ``history.parquet``)
         #: are then whole games, with the raw score the env reports under :data:`GAME_RETURN` and the
@@ -312,8 +316,29 @@ class VecEnv:
         }
 
     def close(self) -> None:
-        """Close the underlying env."""
-        self.env.close()
+        """Close the underlying env. A copy whose ``close()`` raises is a warning naming the env, and the other copies
+        are closed all the same: it was a traceback at the end of a finished run, which left the evaluation env open,
+        and a sync vector env closed no copy after that one."""
+        from canter.errors import CanterWarning, raised_in
+
+        error: BaseException | None = None
+        env = self.env
+        if type(env) is gym.vector.SyncVectorEnv and not env.closed:  # each copy, not up to the first that raises
+            for copy in env.envs:
+                try:
+                    copy.close()
+                except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
+                    error = error or exc
+            env.closed = True
+        else:
+            try:
+                env.close()
+            except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
+                error = exc
+        if error is not None:
+            name = f"env '{self.env_id}'" if self.env_id else "the env"
+            warnings.warn(CanterWarning(f"{name}: close() raised {raised_in(error)}; ignored"),
+                          stacklevel=2)
 
 
 def _game_returns(info: dict[str, Any] | None, n: int) -> np.ndarray:

@@ -24,6 +24,7 @@ import atexit
 import os
 import signal
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -84,10 +85,10 @@ class WorkerEnvFn:
 
     def __call__(self) -> gym.Env:
         """The env copy."""
-        if os.getpid() == self.parent:
+        if os.getpid() == self.parent:  # gymnasium reads the spaces and closes it: a close() that raises is ignored
             env = self.make()
             self.spaces = env.observation_space, env.action_space
-            return env
+            return _QuietClose(env)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
@@ -98,8 +99,29 @@ class WorkerEnvFn:
             return _Unmade(*self.spaces, f"its constructor raised {raised_in(exc)}")
 
 
+class _QuietClose(gym.Wrapper):
+    """An env copy whose ``close()`` may raise without a word: the parent's copy that gymnasium only reads the spaces
+    from (the error stopped the async env's start)."""
+
+    def close(self) -> None:  # noqa: D102
+        try:
+            self.env.close()
+        except Exception:  # noqa: BLE001 - the env's own error, whatever it is; the workers' copies report it
+            pass
+
+
 class _Reporting(gym.Wrapper):
-    """A worker's env copy whose ``reset`` and ``step`` errors are one-line :class:`AsyncEnvError`\\ s."""
+    """A worker's env copy whose ``reset`` and ``step`` errors are one-line :class:`AsyncEnvError`\\ s, and whose
+    ``close()`` error is a one-line warning (it was the worker's traceback, and its exit code 1)."""
+
+    def close(self) -> None:  # noqa: D102
+        try:
+            self.env.close()
+        except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
+            from canter.errors import CanterWarning
+
+            warnings.warn(CanterWarning(f"an async worker's env copy: close() raised {raised_in(exc)}; ignored"),
+                          stacklevel=2)
 
     def reset(self, **kwargs: Any) -> Any:  # noqa: D102
         try:

@@ -1,0 +1,55 @@
+"""Envs that break gymnasium's API in small ways, for the env plumbing's errors (``odd_api_env:ID``).
+
+``CloseRaises-v0``: a working env whose ``close()`` raises (and counts its calls in ``CLOSED``, per process).
+``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
+passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
+are canter-registered factories as ``OddFactory-v0`` (``kind=`` one of the names above, without ``-v0``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import canter
+
+#: how many times a CloseRaises env's close() was called in this process
+CLOSED = [0]
+
+
+class Odd(gym.Env):
+    """Three random numbers per step, episodes of 5 steps."""
+
+    def __init__(self, kind: str = "Plain") -> None:
+        self.observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.kind, self.t = kind, 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:  # noqa: D102
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.uniform(-1, 1, 3).astype(np.float32), (None if self.kind == "ResetInfoNone" else {})
+
+    def step(self, action: Any) -> Any:  # noqa: D102
+        self.t += 1
+        info: Any = {}
+        if self.t >= 2 and self.kind in ("InfoList", "InfoNone"):
+            info = [] if self.kind == "InfoList" else None
+        return self.np_random.uniform(-1, 1, 3).astype(np.float32), 1.0, self.t >= 5, False, info
+
+    def close(self) -> None:  # noqa: D102
+        if self.kind == "CloseRaises":
+            CLOSED[0] += 1
+            raise RuntimeError("the simulator's licence server is gone")
+
+
+for _kind in ("CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
+    if f"{_kind}-v0" not in gym.registry:
+        gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
+
+
+@canter.register("env", "OddFactory-v0")
+def odd_factory(kind: str = "Plain") -> gym.Env:
+    """An :class:`Odd` env of ``kind``, made without gymnasium.make (no passive env checker)."""
+    return Odd(kind)
