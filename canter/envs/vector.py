@@ -12,6 +12,7 @@ memories need.
 from __future__ import annotations
 
 import linecache
+import re
 import warnings
 from typing import Any, NamedTuple
 
@@ -71,6 +72,27 @@ def _scalar_error(exc: ValueError) -> CanterError | None:
             return CanterError(f"the env's step() returned a {what} that is a sequence (an array or list), not one "
                                f"value; {STEP_VALUES}")
     return None
+
+
+#: gymnasium's passive env checker on an info that is not a dict (the first step of an env made by gymnasium.make)
+_CHECKER_INFO = re.compile(r"The `info` returned by `step\(\)` must be a python dictionary, actual type: <class '([^']+)'>")
+
+
+def _info_error(exc: BaseException) -> CanterError | None:
+    """A one-line error where a sub-env's ``step()`` returned an info that is not a dict: gymnasium's passive env
+    checker's AssertionError, or the AttributeError of the vector env's ``_add_info`` reading its items (later
+    steps, a canter-registered factory's env); else None."""
+    found = _CHECKER_INFO.search(str(exc)) if isinstance(exc, AssertionError) else None
+    if found is None and isinstance(exc, AttributeError) and "has no attribute 'items'" in str(exc):
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None and tb.tb_frame.f_code.co_name == "_add_info":
+            found = re.match(r"'(\w+)' object", str(exc))
+    if found is None:
+        return None
+    return CanterError(f"the env's step() returned a {found.group(1)} as its info, where info must be a dict; "
+                       f"{GYM_API}")
 
 
 def _step_values_error(n: int, **values: Any) -> CanterError | None:
@@ -159,8 +181,8 @@ class VecEnv:
 
     def __init__(self, env: gym.vector.VectorEnv, check_actions: bool = False, whole_games: bool = False) -> None:
         self.env = env
-        #: the env id the copies were made from, which warnings name (:func:`~canter.envs.make.make_vec_env` sets
-        #: it; None: the env is not named)
+        #: the env id the copies were made from, which errors and warnings name (:func:`~canter.envs.make.make_vec_env`
+        #: sets it; None: the env is not named)
         self.env_id: str | None = None
         #: ``whole_games``: the env's episodes are parts of games (Atari training envs end an episode at
         #: each lost life and clip rewards); the episode statistics (``finished_*``, so ``history.parquet``)
@@ -205,13 +227,13 @@ class VecEnv:
         env (e.g. ``CartPoleVectorEnv``) seeds one generator for all its sub-envs with ``seed``."""
         try:
             obs, info = self.env.reset(seed=seed)
-        except (ValueError, AttributeError, TypeError) as exc:
+        except (ValueError, AttributeError, TypeError, AssertionError) as exc:  # (gymnasium's passive env checker's)
             old_api = _old_api_reset(self.env, seed)
             if old_api is not None:
-                raise old_api from None
+                raise self._named(old_api) from None
             if not isinstance(exc, ValueError):
                 raise
-            raise _observation_error(exc, self.single_observation_space) from None
+            raise self._named(_observation_error(exc, self.single_observation_space)) from None
         self.begin(seed)
         observed = info.get(OBSERVED) if isinstance(info, dict) else None  # a multi-agent env's absent agents
         self.observed = None if observed is None or observed.all() else np.asarray(observed, dtype=bool)
@@ -237,14 +259,19 @@ class VecEnv:
                 obs, reward, terminated, truncated, info = self.env.step(actions)
         except ValueError as exc:
             if "(expected 5, got 4)" in str(exc):  # unpacking an old gym env's (obs, reward, done, info)
-                raise CanterError(f"the env's step() returned 4 values, not 5: {GYM_API}") from None
-            raise (_scalar_error(exc) or _observation_error(exc, self.single_observation_space)) from None
+                raise self._named(CanterError(f"the env's step() returned 4 values, not 5: {GYM_API}")) from None
+            raise self._named(_scalar_error(exc) or _observation_error(exc, self.single_observation_space)) from None
+        except (AssertionError, AttributeError) as exc:  # an info that is not a dict (sync copies)
+            error = _info_error(exc)
+            if error is None:
+                raise
+            raise self._named(error) from None
         n = (self.num_envs,)  # a sub-env's array where one value belongs: stacked by AsyncVectorEnv without a word
         if getattr(reward, "shape", None) != n or getattr(terminated, "shape", None) != n or getattr(
                 truncated, "shape", None) != n:
             error = _step_values_error(self.num_envs, reward=reward, terminated=terminated, truncated=truncated)
             if error is not None:
-                raise error
+                raise self._named(error)
         self.info = info
         self._success = _success(info, self.num_envs) if info else None
         games = _game_returns(info, self.num_envs) if self.whole_games else None
@@ -314,6 +341,12 @@ class VecEnv:
             "ep_return": self._ep_return.tolist(),
             "ep_length": self._ep_length.tolist(),
         }
+
+    def _named(self, error: Exception) -> Exception:
+        """``error`` (a :class:`CanterError` of this adapter's) with the env id in front, where it is known."""
+        if self.env_id is None or not isinstance(error, CanterError) or str(error).startswith("env '"):
+            return error
+        return type(error)(f"env '{self.env_id}': {error}")
 
     def close(self) -> None:
         """Close the underlying env. A copy whose ``close()`` raises is a warning naming the env, and the other copies

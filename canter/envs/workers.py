@@ -137,13 +137,19 @@ class _Reporting(gym.Wrapper):
 
     def step(self, action: Any) -> Any:  # noqa: D102
         try:
-            return self.env.step(action)
+            result = self.env.step(action)
         except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
             if isinstance(exc, ValueError) and "(expected 5, got 4)" in str(exc):  # an old gym env's 4 values
                 from canter.envs.vector import GYM_API
 
                 raise AsyncEnvError(f"step() returned 4 values, not 5: {GYM_API}") from None
             raise AsyncEnvError(f"step() raised {raised_in(exc)}") from None
+        if len(result) == 5 and not isinstance(result[4], dict):  # the parent's AttributeError else ('list' object
+            from canter.envs.vector import GYM_API  # has no attribute 'items', in gymnasium's _add_info)
+
+            raise AsyncEnvError(f"step() returned a {type(result[4]).__name__} as its info, where info must be a "
+                                f"dict; {GYM_API}")
+        return result
 
 
 class _Unmade(gym.Env):
