@@ -85,7 +85,23 @@ def bad_env_kwargs(env_id: str, kwargs: dict | None, exc: Exception) -> Exceptio
     if not isinstance(exc, TypeError):
         detail = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
         return CanterError(f"bad env_kwargs for '{env_id}' {kwargs}: {detail}")
-    return CanterError(f"bad env_kwargs for '{env_id}': {detail}{keyword_hint(env_constructors(env_id), exc)}")
+    return CanterError(f"bad env_kwargs for '{env_id}': {detail}{keyword_hint(env_constructors(env_id), exc)}"
+                       f"{factory_time_limit_note(env_id, exc)}")
+
+
+def factory_time_limit_note(env_id: str, exc: BaseException) -> str:
+    """For a canter-registered factory's TypeError refusing ``max_episode_steps``: that the factory is given
+    ``env_kwargs`` as they are (``max_episode_steps`` is ``gymnasium.make``'s, which a Gymnasium id's env_kwargs
+    go to), so it must take the key itself; ``""`` for any other error."""
+    from canter.registry import registered
+
+    envs = registered("env")
+    if "unexpected keyword argument 'max_episode_steps'" not in str(exc) or not (
+            env_id in envs or env_id.split(":", 1)[-1] in envs):
+        return ""
+    return ("; a canter-registered factory is given env_kwargs as they are, and max_episode_steps is "
+            "gymnasium.make's: take it in the factory (gymnasium.make(..., max_episode_steps=max_episode_steps), "
+            "or gymnasium.wrappers.TimeLimit)")
 
 
 def env_constructors(env_id: str) -> list[object]:
@@ -93,8 +109,8 @@ def env_constructors(env_id: str) -> list[object]:
     (single and vectorised) and ``gymnasium.make``; [] when none is found."""
     from canter.registry import registered
 
-    factory = registered("env").get(env_id)
-    if factory is not None:
+    factory = registered("env").get(env_id) or registered("env").get(env_id.split(":", 1)[-1])  # 'module:Id' too
+    if factory is not None:  # (the Gymnasium branch below offered gymnasium.make's 'id' and 'max_episode_steps')
         return [factory]
     import gymnasium as gym
     from gymnasium.envs.registration import load_env_creator
@@ -153,7 +169,7 @@ def keyword_hint(fn: object, exc: BaseException) -> str:
                           if p != "self" and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD))
         except (TypeError, ValueError):  # no signature to read (a builtin)
             pass
-    near = closest(found.group(1), sorted(params)) if found else []
+    near = closest(found.group(1), sorted(params - {found.group(1)})) if found else []  # not the name refused
     return "; did you mean " + " or ".join(f"'{p}'" for p in near) + "?" if near else ""
 
 
