@@ -71,6 +71,11 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
                               f"{mode!r}") from None
         except Exception as exc:  # noqa: BLE001 - a render_mode from env_kwargs the env cannot render in
             env.close()
+            checked = _render_check_failed(exc)  # an env that declares no such render mode, or renders no frame
+            if checked is not None:
+                need = "recording video needs" if mode == "rgb_array" else "--render needs"
+                raise CanterError(f"'{env_id}' cannot render in render_mode {mode!r}: {checked}; {need} an env that "
+                                  f"lists {mode!r} in its metadata['render_modes'] and renders in it") from None
             if _is_mujoco(env):  # no OpenGL for MuJoCo: mujoco.FatalError, or PyOpenGL's errors, were a traceback
                 detail = " ".join(str(exc).split()) or type(exc).__name__
                 raise CanterError(f"rendering '{env_id}' failed: {detail}; MuJoCo renders through OpenGL: set "
@@ -103,6 +108,19 @@ def _windowless_sdl_driver() -> str | None:
         return None
     driver = pygame.display.get_driver()
     return driver if driver in ("offscreen", "dummy") else None
+
+
+def _render_check_failed(exc: BaseException) -> str | None:
+    """The message of ``exc`` where it is gymnasium's passive env checker's AssertionError about rendering (an env
+    whose ``metadata["render_modes"]`` lacks the mode, or whose ``render()`` returned no frame of it), else None:
+    an assertion of the env's own is its bug, whose traceback helps."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if not isinstance(exc, AssertionError) or tb is None or not tb.tb_frame.f_code.co_filename.endswith(
+            os.path.join("gymnasium", "utils", "passive_env_checker.py")):
+        return None
+    return f"gymnasium's env checker: {' '.join(str(exc).split())}"
 
 
 def _is_mujoco(env: gym.Env) -> bool:

@@ -1,6 +1,7 @@
 """Envs that break gymnasium's API in small ways, for the env plumbing's errors (``odd_api_env:ID``).
 
 ``CloseRaises-v0``: a working env whose ``close()`` raises (and counts its calls in ``CLOSED``, per process).
+``NoRenderModes-v0``: takes a render_mode, declares none (no ``metadata["render_modes"]``), has no ``render()``.
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
 are canter-registered factories as ``OddFactory-v0`` (``kind=`` one of the names above, without ``-v0``).
@@ -21,7 +22,8 @@ CLOSED = [0]
 class Odd(gym.Env):
     """Three random numbers per step, episodes of 5 steps."""
 
-    def __init__(self, kind: str = "Plain") -> None:
+    def __init__(self, kind: str = "Plain", render_mode: str | None = None) -> None:
+        self.render_mode = render_mode  # taken, but no render_modes declared and no render()
         self.observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
         self.action_space = gym.spaces.Discrete(2)
         self.kind, self.t = kind, 0
@@ -44,7 +46,7 @@ class Odd(gym.Env):
             raise RuntimeError("the simulator's licence server is gone")
 
 
-for _kind in ("CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
+for _kind in ("NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
     if f"{_kind}-v0" not in gym.registry:
         gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
 
