@@ -53,12 +53,35 @@ def vector_env(make: Callable[[], gym.Env], n_envs: int, asynchronous: bool, env
         env = gym.vector.AsyncVectorEnv([fn] * n_envs, autoreset_mode=_NEXT_STEP)
     except (EOFError, ConnectionError):  # a worker died before it could answer (os._exit in the constructor)
         raise AsyncEnvError(f"env '{env_id}': an async worker process died while making the env") from None
+    except TypeError as exc:  # a Graph or Sequence space: no shared memory of a fixed shape for it
+        if fn.spaces is None or "dynamic shape" not in str(exc):
+            raise
+        raise _dynamic_space_error(env_id, fn.spaces) from None
     wrapped = AsyncErrors(env, env_id)
     _OPEN.add(wrapped)
     # (again) after multiprocessing's exit hook, which the workers' start registered: atexit runs hooks last first
     atexit.unregister(_close_open_envs)
     atexit.register(_close_open_envs)
     return wrapped
+
+
+def _dynamic_space_error(env_id: str, spaces: tuple[gym.Space, gym.Space]) -> CanterError:
+    """The one-line error for an env whose observation (or action) space has no fixed shape (``Graph``, ``Sequence``),
+    which ``AsyncVectorEnv`` refused with its advice to disable shared memory (no canter option), taken for a bad
+    env_kwargs value; the sync copies' error is the model's ("observation space Graph is not supported")."""
+    from canter.envs.spaces import describe_space
+
+    def dynamic(space: gym.Space) -> bool:
+        if isinstance(space, (gym.spaces.Graph, gym.spaces.Sequence)):
+            return True
+        inner = space.spaces.values() if isinstance(space, gym.spaces.Dict) else getattr(space, "spaces", ())
+        return any(dynamic(s) for s in inner) if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple)) else False
+
+    kind = "action" if dynamic(spaces[1]) and not dynamic(spaces[0]) else "observation"
+    space = spaces[1] if kind == "action" else spaces[0]
+    return CanterError(f"env '{env_id}': {kind} space {describe_space(space)} is not supported: its values have no "
+                       f"fixed shape; canter takes Box, Discrete, MultiDiscrete and MultiBinary spaces, and Dict or "
+                       f"Tuple spaces of them")
 
 
 #: the async envs not closed yet (:func:`_close_open_envs` closes them at the interpreter's exit)
