@@ -3,6 +3,7 @@
 ``CloseRaises-v0``: a working env whose ``close()`` raises (and counts its calls in ``CLOSED``, per process).
 ``NoRenderModes-v0``: takes a render_mode, declares none (no ``metadata["render_modes"]``), has no ``render()``.
 ``GraphObs-v0``: observations in a ``Graph`` space (no fixed shape).
+``BuggyInit-v0``: a constructor with a bug of its own (a TypeError).
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
 are canter-registered factories as ``OddFactory-v0`` (``kind=`` one of the names above, without ``-v0``).
@@ -28,6 +29,8 @@ class Odd(gym.Env):
         self.observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
         self.action_space = gym.spaces.Discrete(2)
         self.kind, self.t = kind, 0
+        if kind == "BuggyInit":
+            self.size = len(5)  # type: ignore[arg-type]
         if kind == "GraphObs":
             self.observation_space = gym.spaces.Graph(gym.spaces.Box(0, 1, (2,)), None)
 
@@ -49,7 +52,7 @@ class Odd(gym.Env):
             raise RuntimeError("the simulator's licence server is gone")
 
 
-for _kind in ("GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
+for _kind in ("BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
     if f"{_kind}-v0" not in gym.registry:
         gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
 
