@@ -3,6 +3,7 @@
 ``CloseRaises-v0``: a working env whose ``close()`` raises (and counts its calls in ``CLOSED``, per process).
 ``NoRenderModes-v0``: takes a render_mode, declares none (no ``metadata["render_modes"]``), has no ``render()``.
 ``GraphObs-v0``: observations in a ``Graph`` space (no fixed shape).
+``SameStepVec-v0``: a native vectorised implementation (``vector_entry_point``) in SAME_STEP autoreset mode.
 ``BuggyInit-v0``: a constructor with a bug of its own (a TypeError).
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
@@ -61,3 +62,13 @@ for _kind in ("BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList
 def odd_factory(kind: str = "Plain") -> gym.Env:
     """An :class:`Odd` env of ``kind``, made without gymnasium.make (no passive env checker)."""
     return Odd(kind)
+
+
+def same_step_vector(num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any) -> gym.vector.VectorEnv:
+    """``num_envs`` Odd copies in a vector env that autoresets in SAME_STEP mode."""
+    return gym.vector.SyncVectorEnv([lambda: Odd(**kwargs)] * num_envs,
+                                    autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+
+if "SameStepVec-v0" not in gym.registry:
+    gym.register("SameStepVec-v0", entry_point=Odd, vector_entry_point=same_step_vector, max_episode_steps=50)

@@ -387,10 +387,16 @@ def _make_vec_env(
     try:
         if has_native and (vectorization == "native" or (vectorization == "auto" and n_envs >= NATIVE_MIN_ENVS)):
             env = gym.make_vec(gid, num_envs=n_envs, vectorization_mode="vector_entry_point", **kwargs)
-            next_step = env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP) == gym.vector.AutoresetMode.NEXT_STEP
+            mode = env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
+            next_step = mode == gym.vector.AutoresetMode.NEXT_STEP
             if next_step and not needs_packing(env.single_observation_space):
                 return VecEnv(env)
             env.close()  # structured observations are flattened per copy (canter.envs.packing)
+            if not next_step and vectorization == "native":  # auto: copies in NEXT_STEP mode, below
+                raise CanterError(f"env '{env_id}''s native vectorised implementation autoresets in "
+                                  f"{getattr(mode, 'name', mode)} mode, and canter's trainers take NEXT_STEP "
+                                  f"(docs/architecture.md section 3); use --vectorization sync or async, whose "
+                                  f"copies autoreset in NEXT_STEP mode")
         if vectorization == "async":  # canter's own copies, so that a worker's error is one line (canter.envs.workers)
             spec = _capped(spec, training)
             env = vector_env(lambda: pack_observations(gym.make(spec, **kwargs)), n_envs, True, env_id)
