@@ -4,6 +4,7 @@
 ``NoRenderModes-v0``: takes a render_mode, declares none (no ``metadata["render_modes"]``), has no ``render()``.
 ``GraphObs-v0``: observations in a ``Graph`` space (no fixed shape).
 ``SameStepVec-v0``: a native vectorised implementation (``vector_entry_point``) in SAME_STEP autoreset mode.
+``DiscreteOut-v0``: Discrete(4, start=1) observations, with 7 on the 3rd step (outside the space).
 ``BuggyInit-v0``: a constructor with a bug of its own (a TypeError).
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
@@ -30,6 +31,8 @@ class Odd(gym.Env):
         self.observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
         self.action_space = gym.spaces.Discrete(2)
         self.kind, self.t = kind, 0
+        if kind == "DiscreteOut":
+            self.observation_space = gym.spaces.Discrete(4, start=1)
         if kind == "BuggyInit":
             self.size = len(5)  # type: ignore[arg-type]
         if kind == "GraphObs":
@@ -38,14 +41,19 @@ class Odd(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:  # noqa: D102
         super().reset(seed=seed)
         self.t = 0
-        return self.np_random.uniform(-1, 1, 3).astype(np.float32), (None if self.kind == "ResetInfoNone" else {})
+        return self._obs(), (None if self.kind == "ResetInfoNone" else {})
 
     def step(self, action: Any) -> Any:  # noqa: D102
         self.t += 1
         info: Any = {}
         if self.t >= 2 and self.kind in ("InfoList", "InfoNone"):
             info = [] if self.kind == "InfoList" else None
-        return self.np_random.uniform(-1, 1, 3).astype(np.float32), 1.0, self.t >= 5, False, info
+        return self._obs(), 1.0, self.t >= 5, False, info
+
+    def _obs(self) -> Any:
+        if self.kind == "DiscreteOut":
+            return 7 if self.t == 3 else 1 + self.t % 4
+        return self.np_random.uniform(-1, 1, 3).astype(np.float32)
 
     def close(self) -> None:  # noqa: D102
         if self.kind == "CloseRaises":
@@ -53,7 +61,7 @@ class Odd(gym.Env):
             raise RuntimeError("the simulator's licence server is gone")
 
 
-for _kind in ("BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
+for _kind in ("DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
     if f"{_kind}-v0" not in gym.registry:
         gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
 

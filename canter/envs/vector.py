@@ -198,6 +198,11 @@ class VecEnv:
         #: given an action outside the game's action set)
         discrete = check_actions and isinstance(space, gym.spaces.Discrete)
         self._action_range = (int(space.start), int(space.start) + int(space.n)) if discrete else None
+        obs_space = env.single_observation_space
+        #: a Discrete observation space's range: observations outside it are refused (one-hot encoding them was
+        #: torch's "Class values must be smaller than num_classes" traceback)
+        self._obs_range = ((int(obs_space.start), int(obs_space.start) + int(obs_space.n))
+                           if isinstance(obs_space, gym.spaces.Discrete) else None)
         self._one = _steps_one(env)  # step through _step_one
         self._prev_done = np.zeros(self.num_envs, dtype=bool)
         self._ep_return = np.zeros(self.num_envs, dtype=np.float64)
@@ -234,6 +239,8 @@ class VecEnv:
             if not isinstance(exc, ValueError):
                 raise
             raise self._named(_observation_error(exc, self.single_observation_space)) from None
+        if self._obs_range is not None:
+            self._check_observations(obs)
         self.begin(seed)
         observed = info.get(OBSERVED) if isinstance(info, dict) else None  # a multi-agent env's absent agents
         self.observed = None if observed is None or observed.all() else np.asarray(observed, dtype=bool)
@@ -266,6 +273,8 @@ class VecEnv:
             if error is None:
                 raise
             raise self._named(error) from None
+        if self._obs_range is not None:
+            self._check_observations(obs)
         n = (self.num_envs,)  # a sub-env's array where one value belongs: stacked by AsyncVectorEnv without a word
         if getattr(reward, "shape", None) != n or getattr(terminated, "shape", None) != n or getattr(
                 truncated, "shape", None) != n:
@@ -333,6 +342,16 @@ class VecEnv:
             bad = a[(a < lo) | (a >= hi)].flat[0]
             raise CanterError(f"action {bad} is outside the env's action space Discrete({hi - lo}"
                               f"{f', start={lo}' if lo else ''}): valid actions are {lo}..{hi - 1}")
+
+    def _check_observations(self, obs: np.ndarray) -> None:
+        """Raise a :class:`CanterError` naming the first observation outside the Discrete observation space."""
+        lo, hi = self._obs_range
+        a = np.asarray(obs)
+        if a.size and (a.min() < lo or a.max() >= hi):
+            bad = a[(a < lo) | (a >= hi)].flat[0]
+            space = f"Discrete({hi - lo}{f', start={lo}' if lo else ''})"
+            raise self._named(CanterError(f"the env returned observation {bad} outside its observation space {space}: "
+                                          f"valid observations are {lo}..{hi - 1}"))
 
     def state(self) -> dict[str, Any]:
         """Counters needed to continue exactly (the env's own RNG state is saved separately)."""

@@ -1,0 +1,27 @@
+"""An env whose Discrete observation falls outside its space: a one-line error naming the env, the value and the
+space. Training one-hot encoded it: torch's "Class values must be smaller than num_classes" (or "... non-negative")
+traceback."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import odd_api_env  # noqa: F401 (registers DiscreteOut-v0)
+from canter.envs import make_vec_env
+from canter.errors import CanterError
+
+
+@pytest.mark.parametrize("n_envs,vectorization", [(1, "sync"), (2, "sync"), (2, "async")])
+def test_observation_outside_discrete_space_is_one_line(n_envs, vectorization):
+    env = make_vec_env("odd_api_env:DiscreteOut-v0", n_envs, vectorization)
+    try:
+        obs = env.reset(seed=0)
+        assert (obs == 1).all()
+        env.step(np.zeros(n_envs, np.int64))
+        env.step(np.zeros(n_envs, np.int64))
+        with pytest.raises(CanterError, match=r"^env 'odd_api_env:DiscreteOut-v0': the env returned observation 7 "
+                                              r"outside its observation space Discrete\(4, start=1\): valid "
+                                              r"observations are 1\.\.4$"):
+            env.step(np.zeros(n_envs, np.int64))
+    finally:
+        env.close()
