@@ -5,6 +5,7 @@
 ``GraphObs-v0``: observations in a ``Graph`` space (no fixed shape).
 ``SameStepVec-v0``: a native vectorised implementation (``vector_entry_point``) in SAME_STEP autoreset mode.
 ``DiscreteOut-v0``: Discrete(4, start=1) observations, with 7 on the 3rd step (outside the space).
+``MultiDiscreteOut-v0``: MultiDiscrete([3, 2], start=[-1, 5]) observations, [-3, 5] on the 3rd step (below start).
 ``BuggyInit-v0``: a constructor with a bug of its own (a TypeError).
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
@@ -33,6 +34,8 @@ class Odd(gym.Env):
         self.kind, self.t = kind, 0
         if kind == "DiscreteOut":
             self.observation_space = gym.spaces.Discrete(4, start=1)
+        if kind == "MultiDiscreteOut":
+            self.observation_space = gym.spaces.MultiDiscrete([3, 2], start=[-1, 5])
         if kind == "BuggyInit":
             self.size = len(5)  # type: ignore[arg-type]
         if kind == "GraphObs":
@@ -53,6 +56,8 @@ class Odd(gym.Env):
     def _obs(self) -> Any:
         if self.kind == "DiscreteOut":
             return 7 if self.t == 3 else 1 + self.t % 4
+        if self.kind == "MultiDiscreteOut":
+            return np.array([-3, 5]) if self.t == 3 else np.array([self.t % 3 - 1, 5 + self.t % 2])
         return self.np_random.uniform(-1, 1, 3).astype(np.float32)
 
     def close(self) -> None:  # noqa: D102
@@ -61,7 +66,7 @@ class Odd(gym.Env):
             raise RuntimeError("the simulator's licence server is gone")
 
 
-for _kind in ("DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
+for _kind in ("MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
     if f"{_kind}-v0" not in gym.registry:
         gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
 

@@ -20,6 +20,7 @@ one byte each apart from the rest (:mod:`canter.data.pixel_columns`).
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,6 +72,10 @@ class PackedBox(gym.spaces.Box):
 
     def __repr__(self) -> str:
         return f"PackedBox({self.shape[0]}, {self.dtype}, images={[s for _, s in self.images]})"
+
+
+#: one step of a leaf's path (:func:`_leaves`): ``[0]`` an index, else a key
+_PATH_STEP = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 
 def _leaves(space: gym.Space, where: str = "") -> list[tuple[str, gym.Space]]:
@@ -167,6 +172,11 @@ def _check_leaf(space: gym.Space, where: str) -> None:
                           f"flatten into a vector (Box, Discrete, MultiBinary and MultiDiscrete entries can)")
 
 
+class OutsideSpace(CanterError, ValueError):
+    """A Discrete or MultiDiscrete entry of a structured observation outside its space (a ValueError too, as a value
+    that does not fit: :func:`pack_rows` names the row, :class:`~canter.envs.vector.VecEnv` the env)."""
+
+
 class ObservationPacker:
     """Flattens observations of a ``Dict`` / ``Tuple`` space into vectors of :attr:`space`: float32
     (a :class:`~canter.envs.masks.MaskedBox` when the space follows the action-mask convention), or
@@ -215,9 +225,33 @@ class ObservationPacker:
             self.space = gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
         self.space.packed_layout = tuple(layout_entry(name, leaf) for name, leaf in leaves)
         self._dtype = self.space.dtype
+        #: the Discrete / MultiDiscrete entries (path steps, space), whose values are checked before flattening:
+        #: gymnasium's flatten one-hot encodes ``x - start`` by indexing, so a value below ``start`` wrapped round
+        #: to another category without a word (and one above was an IndexError traceback)
+        self._categorical = [([int(i) if i else key for i, key in _PATH_STEP.findall(name)], leaf)
+                             for name, leaf in leaves if isinstance(leaf, (gym.spaces.Discrete, gym.spaces.MultiDiscrete))]
+
+    def _check_categories(self, observation: Any) -> None:
+        """Raise a :class:`CanterError` naming a Discrete or MultiDiscrete entry whose value is outside its space."""
+        for steps, leaf in self._categorical:
+            value = observation
+            try:
+                for step in steps:
+                    value = value[step]
+                x = np.asarray(value)
+                n = np.asarray(leaf.n if isinstance(leaf, gym.spaces.Discrete) else leaf.nvec)
+                inside = (x.shape == n.shape) and bool(np.all((x >= leaf.start) & (x < leaf.start + n)))
+            except (KeyError, IndexError, TypeError, ValueError):  # a missing entry: flatten's own error says so
+                continue
+            if not inside:
+                name = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps).lstrip(".")
+                entry = f"observation entry '{name}'" if name else "the observation"
+                raise OutsideSpace(f"{entry} holds {x.tolist()}, outside its space {leaf}")
 
     def __call__(self, observation: Any) -> np.ndarray:
         """The flat vector of one observation (in :attr:`space`'s dtype)."""
+        if self._categorical:
+            self._check_categories(observation)
         if not self.mask:
             return np.asarray(gym.spaces.flatten(self._inner, observation), self._dtype)
         # the 'observation' entry (itself a Dict or Tuple, possibly), or every entry but the mask

@@ -1,0 +1,37 @@
+"""A Discrete or MultiDiscrete entry of a structured observation (packed into a vector) outside its space: a
+one-line error naming the env (or the row) and the entry. gymnasium's flatten one-hot encodes ``x - start`` by
+indexing: a value below ``start`` was another category without a word, one above an IndexError traceback."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import odd_api_env  # noqa: F401 (registers MultiDiscreteOut-v0)
+from canter.envs import make_vec_env
+from canter.envs.packing import ObservationPacker, pack_rows
+from canter.errors import CanterError
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_multidiscrete_observation_below_start_is_one_line(vectorization):
+    env = make_vec_env("odd_api_env:MultiDiscreteOut-v0", 2, vectorization)
+    try:
+        env.reset(seed=0)
+        env.step(np.zeros(2, np.int64))
+        env.step(np.zeros(2, np.int64))
+        with pytest.raises(CanterError, match=r"env 'odd_api_env:MultiDiscreteOut-v0'.*the observation holds \[-3, 5\], "
+                                              r"outside its space MultiDiscrete"):
+            env.step(np.zeros(2, np.int64))
+    finally:
+        env.close()
+
+
+def test_tuple_entry_outside_its_discrete_space_names_the_entry_and_row():
+    space = gym.spaces.Tuple((gym.spaces.Discrete(3, start=1), gym.spaces.Box(-1, 1, (2,), np.float32)))
+    packer = ObservationPacker(space, gym.spaces.Discrete(2))
+    assert packer((2, np.zeros(2, np.float32)))[:3].tolist() == [0, 1, 0]
+    with pytest.raises(CanterError, match=r"observation entry '\[0\]' holds 0, outside its space Discrete\(3, start=1\)"):
+        packer((0, np.zeros(2, np.float32)))  # index -1: the last category, before
+    with pytest.raises(CanterError, match=r"observations row 1 is not an observation.*'\[0\]' holds 4"):
+        pack_rows([(1, np.zeros(2, np.float32)), (4, np.zeros(2, np.float32))], packer, "observations")
