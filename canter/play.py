@@ -51,6 +51,7 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
         env.close()
         raise CanterError(f"'{env_id}' cannot render in a window (its render modes: {', '.join(map(str, modes))}): "
                           f"--render needs an env that renders in render_mode 'human'")
+    env = WarnOnClose(env, env_id)
     if mode == "human" and not display and _is_mujoco(env):  # GLFW would abort the process (a C assertion)
         env.close()
         raise CanterError(f"rendering '{env_id}' in a window (--render) needs a display, and there is none "
@@ -108,6 +109,26 @@ def _windowless_sdl_driver() -> str | None:
         return None
     driver = pygame.display.get_driver()
     return driver if driver in ("offscreen", "dummy") else None
+
+
+class WarnOnClose(gym.Wrapper):
+    """An env whose ``close()`` error is a one-line warning naming ``env_id``: a played or recorded env that raised
+    there was a traceback after its episodes (the videos written), or before training began (``--record-every``
+    checks that the env renders), as the vector envs' copies warn (:meth:`canter.envs.vector.VecEnv.close`)."""
+
+    def __init__(self, env: gym.Env, env_id: str) -> None:
+        super().__init__(env)
+        self.env_id = env_id
+
+    def close(self) -> None:
+        """Close the env; an error of its ``close()`` is a warning."""
+        from canter.errors import CanterWarning, raised_in
+
+        try:
+            self.env.close()
+        except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
+            warnings.warn(CanterWarning(f"env '{self.env_id}': close() raised {raised_in(exc)}; ignored"),
+                          stacklevel=2)
 
 
 def _render_check_failed(exc: BaseException) -> str | None:

@@ -6,6 +6,7 @@
 ``SameStepVec-v0``: a native vectorised implementation (``vector_entry_point``) in SAME_STEP autoreset mode.
 ``DiscreteOut-v0``: Discrete(4, start=1) observations, with 7 on the 3rd step (outside the space).
 ``MultiDiscreteOut-v0``: MultiDiscrete([3, 2], start=[-1, 5]) observations, [-3, 5] on the 3rd step (below start).
+``RenderCloseRaises-v0``: renders 16x16 black rgb_array frames; its close() raises (counted in ``CLOSED``).
 ``BuggyInit-v0``: a constructor with a bug of its own (a TypeError).
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
@@ -36,6 +37,8 @@ class Odd(gym.Env):
             self.observation_space = gym.spaces.Discrete(4, start=1)
         if kind == "MultiDiscreteOut":
             self.observation_space = gym.spaces.MultiDiscrete([3, 2], start=[-1, 5])
+        if kind == "RenderCloseRaises":
+            self.metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
         if kind == "BuggyInit":
             self.size = len(5)  # type: ignore[arg-type]
         if kind == "GraphObs":
@@ -60,13 +63,18 @@ class Odd(gym.Env):
             return np.array([-3, 5]) if self.t == 3 else np.array([self.t % 3 - 1, 5 + self.t % 2])
         return self.np_random.uniform(-1, 1, 3).astype(np.float32)
 
+    def render(self) -> Any:  # noqa: D102
+        if self.kind != "RenderCloseRaises":
+            return super().render()
+        return np.zeros((16, 16, 3), np.uint8)
+
     def close(self) -> None:  # noqa: D102
-        if self.kind == "CloseRaises":
+        if self.kind in ("CloseRaises", "RenderCloseRaises"):
             CLOSED[0] += 1
             raise RuntimeError("the simulator's licence server is gone")
 
 
-for _kind in ("MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
+for _kind in ("RenderCloseRaises", "MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
     if f"{_kind}-v0" not in gym.registry:
         gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
 
