@@ -122,13 +122,12 @@ class WarnOnClose(gym.Wrapper):
 
     def close(self) -> None:
         """Close the env; an error of its ``close()`` is a warning."""
-        from canter.errors import CanterWarning, raised_in
+        from canter.envs.vector import warn_close_error
 
         try:
             self.env.close()
         except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
-            warnings.warn(CanterWarning(f"env '{self.env_id}': close() raised {raised_in(exc)}; ignored"),
-                          stacklevel=2)
+            warn_close_error(self.env_id, exc)
 
 
 def _render_check_failed(exc: BaseException) -> str | None:

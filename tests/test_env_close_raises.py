@@ -13,6 +13,7 @@ import pytest
 
 import odd_api_env
 from canter.envs import make_vec_env
+from canter.envs.vector import _CLOSE_WARNED
 from canter.errors import CanterWarning
 from support import run_python
 
@@ -22,6 +23,7 @@ def test_sync_close_that_raises_warns_and_closes_every_copy():
     env.reset(seed=0)
     env.step(np.array([0, 1, 0]))
     before = odd_api_env.CLOSED[0]
+    _CLOSE_WARNED.clear()  # (warned once per process)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         env.close()

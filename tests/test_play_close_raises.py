@@ -8,9 +8,11 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 import odd_api_env
 from canter.errors import CanterWarning
+from canter.envs.vector import _CLOSE_WARNED
 from canter.play import make_render_env, play
 
 
@@ -22,6 +24,7 @@ class _Zeros:
 
 
 def _warnings_of(fn):
+    _CLOSE_WARNED.clear()  # (warned once per process)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = fn()
@@ -41,3 +44,19 @@ def test_play_records_and_warns(tmp_path):
     assert returns == [5.0]
     assert [p.name for p in (tmp_path / "v").glob("*.mp4")] == ["play-episode-0.mp4"]
     assert len(said) == 1 and "licence server" in said[0], said
+
+
+@pytest.mark.slow  # a training run in a fresh process (~6 s)
+def test_a_run_recording_videos_warns_once(tmp_path):
+    from support import run_python
+
+    tests = str(__import__("pathlib").Path(__file__).resolve().parent)
+    argv = ["canter", "train", "ppo", "--env", "odd_api_env:RenderCloseRaises-v0", "--max-steps", "100", "--n-envs",
+            "2", "--set", "n_steps=64", "--set", "batch_size=64", "--eval-every", "64", "--eval-episodes", "1",
+            "--record-every", "64", "--run-dir", str(tmp_path / "run"), "--quiet"]
+    done = run_python(f"import sys; sys.path.insert(0, {tests!r}); sys.argv = {argv!r}; from canter.cli import entry; "
+                      f"entry()")
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "close() raised" in line]
+    assert len(said) == 1, done.stderr  # the training, evaluation and recording envs' closes: one warning
+    assert [p.name for p in (tmp_path / "run" / "videos").glob("*.mp4")] == ["step-000000128.mp4"]

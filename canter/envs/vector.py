@@ -371,8 +371,6 @@ class VecEnv:
         """Close the underlying env. A copy whose ``close()`` raises is a warning naming the env, and the other copies
         are closed all the same: it was a traceback at the end of a finished run, which left the evaluation env open,
         and a sync vector env closed no copy after that one."""
-        from canter.errors import CanterWarning, raised_in
-
         error: BaseException | None = None
         env = self.env
         if type(env) is gym.vector.SyncVectorEnv and not env.closed:  # each copy, not up to the first that raises
@@ -388,9 +386,23 @@ class VecEnv:
             except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
                 error = exc
         if error is not None:
-            name = f"env '{self.env_id}'" if self.env_id else "the env"
-            warnings.warn(CanterWarning(f"{name}: close() raised {raised_in(error)}; ignored"),
-                          stacklevel=2)
+            warn_close_error(self.env_id, error)
+
+
+#: the warnings :func:`warn_close_error` gave in this process
+_CLOSE_WARNED: set[str] = set()
+
+
+def warn_close_error(env_id: str | None, exc: BaseException) -> None:
+    """Warn that an env's ``close()`` raised ``exc`` (ignored), once per process for the same env and error however
+    many env copies and closes (training, evaluation, each recording) raise it."""
+    from canter.errors import CanterWarning, raised_in
+
+    name = f"env '{env_id}'" if env_id else "the env"
+    message = f"{name}: close() raised {raised_in(exc)}; ignored"
+    if message not in _CLOSE_WARNED:
+        _CLOSE_WARNED.add(message)
+        warnings.warn(CanterWarning(message), stacklevel=3)
 
 
 def _game_returns(info: dict[str, Any] | None, n: int) -> np.ndarray:
