@@ -7,6 +7,7 @@
 ``DiscreteOut-v0``: Discrete(4, start=1) observations, with 7 on the 3rd step (outside the space).
 ``MultiDiscreteOut-v0``: MultiDiscrete([3, 2], start=[-1, 5]) observations, [-3, 5] on the 3rd step (below start).
 ``RenderCloseRaises-v0``: renders 16x16 black rgb_array frames; its close() raises (counted in ``CLOSED``).
+``InfoUnpicklable-v0``: an info holding a lambda on every step (async workers cannot send it).
 ``BuggyInit-v0``: a constructor with a bug of its own (a TypeError).
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
@@ -54,6 +55,8 @@ class Odd(gym.Env):
         info: Any = {}
         if self.t >= 2 and self.kind in ("InfoList", "InfoNone"):
             info = [] if self.kind == "InfoList" else None
+        if self.kind == "InfoUnpicklable":
+            info = {"callback": lambda: None}
         return self._obs(), 1.0, self.t >= 5, False, info
 
     def _obs(self) -> Any:
@@ -74,7 +77,7 @@ class Odd(gym.Env):
             raise RuntimeError("the simulator's licence server is gone")
 
 
-for _kind in ("RenderCloseRaises", "MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
+for _kind in ("InfoUnpicklable", "RenderCloseRaises", "MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
     if f"{_kind}-v0" not in gym.registry:
         gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
 

@@ -200,6 +200,16 @@ def _quiet() -> Iterator[None]:
         gym.logger.min_level = level
 
 
+def _unsendable(exc: BaseException) -> bool:
+    """Whether ``exc`` is a worker's failure to pickle its answer (a lambda or a lock in an info), which gymnasium
+    raises again in the parent (``AsyncVectorEnv._raise_if_errors``) as a bare AttributeError or TypeError."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return (tb is not None and tb.tb_frame.f_code.co_name == "_raise_if_errors"
+            and "pickle" in str(exc).lower())
+
+
 class AsyncErrors(gym.vector.VectorWrapper):
     """An ``AsyncVectorEnv`` whose workers' failures are one-line :class:`AsyncEnvError`\\ s naming the env.
 
@@ -237,6 +247,15 @@ class AsyncErrors(gym.vector.VectorWrapper):
         except (EOFError, ConnectionError):  # a worker's pipe closed under the call
             self.broken = True
             raise AsyncEnvError(f"env '{self.env_id}': {self._dead_worker()} during {name}()") from None
+        except Exception as exc:  # gymnasium's own worker code failed: sending the copy's answer back
+            self.broken = True
+            if not _unsendable(exc):
+                raise
+            detail = " ".join(str(exc).split())
+            raise AsyncEnvError(f"env '{self.env_id}' failed in an async worker: {name}() returned what cannot be "
+                                f"sent to the parent process ({type(exc).__name__}: {detail}); an async worker pickles "
+                                f"each info (and observation): keep them to plain data, or use --vectorization sync"
+                                ) from None
         except BaseException:  # Ctrl-C while the workers were called: their answers may never be read
             self.broken = True
             raise
