@@ -8,6 +8,7 @@
 ``MultiDiscreteOut-v0``: MultiDiscrete([3, 2], start=[-1, 5]) observations, [-3, 5] on the 3rd step (below start).
 ``RenderCloseRaises-v0``: renders 16x16 black rgb_array frames; its close() raises (counted in ``CLOSED``).
 ``InfoUnpicklable-v0``: an info holding a lambda on every step (async workers cannot send it).
+``NeedsSize-v0``: a constructor with a required argument, ``size``.
 ``BuggyInit-v0``: a constructor with a bug of its own (a TypeError).
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
@@ -96,3 +97,15 @@ def same_step_vector(num_envs: int = 1, max_episode_steps: int | None = None, **
 
 if "SameStepVec-v0" not in gym.registry:
     gym.register("SameStepVec-v0", entry_point=Odd, vector_entry_point=same_step_vector, max_episode_steps=50)
+
+
+class NeedsSize(Odd):
+    """An Odd env whose constructor requires ``size`` (``NeedsSize-v0``)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+
+if "NeedsSize-v0" not in gym.registry:
+    gym.register("NeedsSize-v0", entry_point=NeedsSize, max_episode_steps=50)

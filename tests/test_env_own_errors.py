@@ -24,3 +24,9 @@ def test_constructor_bug_without_env_kwargs_keeps_its_traceback(vectorization):
 def test_misspelled_env_kwargs_key_is_still_one_line():
     with pytest.raises(CanterError, match=r"bad env_kwargs for 'CartPole-v1'.*did you mean 'render_mode'"):
         make_vec_env("CartPole-v1", 1, "sync", {"render_mod": None})
+
+
+def test_a_required_argument_left_out_is_still_one_line():
+    with pytest.raises(CanterError, match=r"bad env_kwargs for 'odd_api_env:NeedsSize-v0':.*required positional "
+                                          r"argument: 'size'"):
+        make_vec_env("odd_api_env:NeedsSize-v0", 1, "sync")

@@ -409,8 +409,8 @@ def _make_vec_env(
     except (gym.error.DependencyNotInstalled, ImportError) as exc:  # jax for phys2d/*, Hopper-v3: tracebacks
         raise _missing_dependency(env_id, exc) from None
     except TypeError as exc:  # a misspelled argument: answered with the closest one
-        if not kwargs:  # no env_kwargs to blame: the env's own bug, whose traceback helps (as bad_env_kwargs says)
-            raise
+        if not kwargs and "required" not in str(exc):  # nothing to blame (a required argument left out is the
+            raise  # user's to give): the env's own bug, whose traceback helps (as bad_env_kwargs says)
         hint = keyword_hint(env_constructors(env_id), exc)
         raise CanterError(f"bad env_kwargs for '{env_id}': {exc}{hint}") from None
     except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value (FrozenLake's map_name: 9x9 is a KeyError)
