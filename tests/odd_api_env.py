@@ -9,6 +9,7 @@
 ``RenderCloseRaises-v0``: renders 16x16 black rgb_array frames; its close() raises (counted in ``CLOSED``).
 ``InfoUnpicklable-v0``: an info holding a lambda on every step (async workers cannot send it).
 ``NeedsSize-v0``: a constructor with a required argument, ``size``.
+``StepNone-v0``: ``step()`` returns None.
 ``BuggyInit-v0``: a constructor with a bug of its own (a TypeError).
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
@@ -53,6 +54,8 @@ class Odd(gym.Env):
 
     def step(self, action: Any) -> Any:  # noqa: D102
         self.t += 1
+        if self.kind == "StepNone":
+            return None
         info: Any = {}
         if self.t >= 2 and self.kind in ("InfoList", "InfoNone"):
             info = [] if self.kind == "InfoList" else None
@@ -78,7 +81,7 @@ class Odd(gym.Env):
             raise RuntimeError("the simulator's licence server is gone")
 
 
-for _kind in ("InfoUnpicklable", "RenderCloseRaises", "MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
+for _kind in ("StepNone", "InfoUnpicklable", "RenderCloseRaises", "MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
     if f"{_kind}-v0" not in gym.registry:
         gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
 

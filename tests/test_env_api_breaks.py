@@ -60,3 +60,17 @@ def test_sync_errors_name_the_env():
         env.env.envs[0].step = lambda action: (np.zeros(3, np.float32), np.array([1.0]), False, False, {})
         env.step(np.array([0, 1]))
     env.close()
+
+
+@pytest.mark.parametrize("env_id,kwargs", [("odd_api_env:StepNone-v0", None),
+                                           ("odd_api_env:OddFactory-v0", {"kind": "StepNone"})])
+@pytest.mark.parametrize("n_envs,vectorization", [(1, "sync"), (2, "sync"), (2, "async")])
+def test_step_returning_none_is_one_line(env_id, kwargs, n_envs, vectorization):
+    env = make_vec_env(env_id, n_envs, vectorization, kwargs)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(CanterError, match=rf"env '{env_id}'.*step\(\) returned NoneType, not \(obs, reward, "
+                                              r"terminated, truncated, info\)"):
+            env.step(np.zeros(n_envs, np.int64))
+    finally:
+        env.close()

@@ -78,10 +78,27 @@ def _scalar_error(exc: ValueError) -> CanterError | None:
 _CHECKER_INFO = re.compile(r"The `info` returned by `step\(\)` must be a python dictionary, actual type: <class '([^']+)'>")
 
 
+def step_result(result: Any) -> str:
+    """What a ``step()`` that did not return 5 values returned, for the error: ``4 values, not 5``, ``NoneType, not
+    (obs, reward, terminated, truncated, info)``."""
+    if isinstance(result, tuple):
+        return f"{len(result)} values, not 5"
+    return f"{type(result).__name__}, not (obs, reward, terminated, truncated, info)"
+
+
+#: gymnasium's passive env checker, and the vector env's unpacking, on a step() that returned no tuple
+_NO_TUPLE = re.compile(r"Expects step result to be a tuple, actual type: <class '([^']+)'>"
+                       r"|cannot unpack non-iterable (\w+) object")
+
+
 def _info_error(exc: BaseException) -> CanterError | None:
-    """A one-line error where a sub-env's ``step()`` returned an info that is not a dict: gymnasium's passive env
-    checker's AssertionError, or the AttributeError of the vector env's ``_add_info`` reading its items (later
-    steps, a canter-registered factory's env); else None."""
+    """A one-line error where a sub-env's ``step()`` returned no tuple, or an info that is not a dict: gymnasium's
+    passive env checker's AssertionError, the vector env's TypeError unpacking it, or the AttributeError of its
+    ``_add_info`` reading the info's items (later steps, a canter-registered factory's env); else None."""
+    no_tuple = _NO_TUPLE.search(str(exc)) if isinstance(exc, (AssertionError, TypeError)) else None
+    if no_tuple is not None:
+        return CanterError(f"the env's step() returned {no_tuple.group(1) or no_tuple.group(2)}, not (obs, reward, "
+                           f"terminated, truncated, info): {GYM_API}")
     found = _CHECKER_INFO.search(str(exc)) if isinstance(exc, AssertionError) else None
     if found is None and isinstance(exc, AttributeError) and "has no attribute 'items'" in str(exc):
         tb = exc.__traceback__
@@ -268,7 +285,7 @@ class VecEnv:
             if "(expected 5, got 4)" in str(exc):  # unpacking an old gym env's (obs, reward, done, info)
                 raise self._named(CanterError(f"the env's step() returned 4 values, not 5: {GYM_API}")) from None
             raise self._named(_scalar_error(exc) or _observation_error(exc, self.single_observation_space)) from None
-        except (AssertionError, AttributeError) as exc:  # an info that is not a dict (sync copies)
+        except (AssertionError, AttributeError, TypeError) as exc:  # an info that is not a dict, no tuple (sync)
             error = _info_error(exc)
             if error is None:
                 raise

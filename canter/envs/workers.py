@@ -166,9 +166,18 @@ class _Reporting(gym.Wrapper):
                 from canter.envs.vector import GYM_API
 
                 raise AsyncEnvError(f"step() returned 4 values, not 5: {GYM_API}") from None
+            from canter.envs.vector import _info_error  # no tuple, or an info that is not a dict, met by a wrapper
+
+            known = _info_error(exc)
+            if known is not None:
+                raise AsyncEnvError(str(known).removeprefix("the env's ")) from None
             raise AsyncEnvError(f"step() raised {raised_in(exc)}") from None
-        if len(result) == 5 and not isinstance(result[4], dict):  # the parent's AttributeError else ('list' object
-            from canter.envs.vector import GYM_API  # has no attribute 'items', in gymnasium's _add_info)
+        if not (isinstance(result, tuple) and len(result) == 5):  # else gymnasium's unpacking error in the parent
+            from canter.envs.vector import GYM_API, step_result
+
+            raise AsyncEnvError(f"step() returned {step_result(result)}: {GYM_API}")
+        if not isinstance(result[4], dict):  # else the parent's AttributeError ('list' object has no attribute 'items')
+            from canter.envs.vector import GYM_API
 
             raise AsyncEnvError(f"step() returned a {type(result[4]).__name__} as its info, where info must be a "
                                 f"dict; {GYM_API}")
