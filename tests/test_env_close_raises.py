@@ -54,3 +54,17 @@ def test_a_run_whose_env_close_raises_finishes_with_a_warning(tmp_path):
     assert "Traceback" not in done.stderr, done.stderr
     assert "canter: warning: env 'odd_api_env:CloseRaises-v0': close() raised RuntimeError" in done.stderr, done.stderr
     assert "finished" in done.stdout, done.stdout
+
+
+@pytest.mark.slow  # a training run in a fresh process (~5 s)
+def test_async_workers_warnings_name_the_env(tmp_path):
+    code = ("import sys; sys.argv = ['canter', 'train', 'ppo', '--env', 'odd_api_env:CloseRaises-v0', '--max-steps', "
+            "'64', '--n-envs', '2', '--set', 'n_steps=32', '--set', 'batch_size=32', '--eval-episodes', '1', "
+            f"'--vectorization', 'async', '--run-dir', {str(tmp_path / 'run')!r}, '--quiet']; "
+            "from canter.cli import entry; entry()")
+    tests = str(__import__("pathlib").Path(__file__).resolve().parent)
+    done = run_python(f"import sys; sys.path.insert(0, {tests!r}); {code}")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    said = [line for line in done.stderr.splitlines() if "close() raised" in line]
+    assert said and all(line.startswith("canter: warning: env 'odd_api_env:CloseRaises-v0' (an async worker's copy): "
+                                        "close() raised RuntimeError") for line in said), done.stderr

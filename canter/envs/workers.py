@@ -48,7 +48,7 @@ def vector_env(make: Callable[[], gym.Env], n_envs: int, asynchronous: bool, env
     ``AsyncVectorEnv`` workers behind :class:`AsyncErrors`, whose errors name ``env_id``; ``NEXT_STEP`` autoreset."""
     if not asynchronous:
         return gym.vector.SyncVectorEnv([make] * n_envs, autoreset_mode=_NEXT_STEP)
-    fn = WorkerEnvFn(make)  # one for all copies: each worker's copy knows the spaces the parent's env had
+    fn = WorkerEnvFn(make, env_id)  # one for all copies: each worker's copy knows the spaces the parent's env had
     try:
         env = gym.vector.AsyncVectorEnv([fn] * n_envs, autoreset_mode=_NEXT_STEP)
     except (EOFError, ConnectionError):  # a worker died before it could answer (os._exit in the constructor)
@@ -101,8 +101,9 @@ class WorkerEnvFn:
     its iteration and closes the workers) and reports the copy's errors as :class:`AsyncEnvError`, a failed
     constructor on the first ``reset`` (the worker must answer gymnasium's check of the spaces first)."""
 
-    def __init__(self, make: Callable[[], gym.Env]) -> None:
+    def __init__(self, make: Callable[[], gym.Env], env_id: str | None = None) -> None:
         self.make = make
+        self.env_id = env_id  # which a worker's warnings name
         self.parent = os.getpid()
         self.spaces: tuple[gym.Space, gym.Space] | None = None
 
@@ -115,7 +116,7 @@ class WorkerEnvFn:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
-            return _Reporting(self.make())
+            return _Reporting(self.make(), self.env_id)
         except Exception as exc:  # noqa: BLE001 - any error of the env's constructor, reported on reset
             if self.spaces is None:
                 raise
@@ -137,14 +138,17 @@ class _Reporting(gym.Wrapper):
     """A worker's env copy whose ``reset`` and ``step`` errors are one-line :class:`AsyncEnvError`\\ s, and whose
     ``close()`` error is a one-line warning (it was the worker's traceback, and its exit code 1)."""
 
+    def __init__(self, env: gym.Env, env_id: str | None = None) -> None:
+        super().__init__(env)
+        self.env_id = env_id
+
     def close(self) -> None:  # noqa: D102
         try:
             self.env.close()
         except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
-            from canter.errors import CanterWarning
+            from canter.envs.vector import warn_close_error
 
-            warnings.warn(CanterWarning(f"an async worker's env copy: close() raised {raised_in(exc)}; ignored"),
-                          stacklevel=2)
+            warn_close_error(self.env_id, exc, " (an async worker's copy)")
 
     def reset(self, **kwargs: Any) -> Any:  # noqa: D102
         try:
