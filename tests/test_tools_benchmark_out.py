@@ -35,3 +35,19 @@ def test_benchmark_refuses_an_out_that_is_a_run_or_a_folder_of_ones_own(files, n
 
     # an empty folder and an earlier benchmark's OUT are taken: test_tools_benchmark.py's
     # test_benchmark_refuses_an_out_holding_results_files_it_did_not_write runs both
+
+
+def test_an_earlier_benchmark_out_with_a_killed_write_s_temp_file_is_still_taken(tmp_path):
+    """A benchmark killed while writing results.md (atomic_write) leaves '.results.md.<random>.tmp' in OUT; the
+    OUT check took it for a file of one's own and refused that benchmark's own OUT from then on."""
+    from canter.errors import CanterError
+    from canter.tools.benchmark import check_out_folder
+
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    (out / "results.md").write_text("# Benchmark: grid.yaml\n")
+    (out / ".results.md.k2j3_1ab.tmp").write_text("# Bench")
+    check_out_folder(out)  # taken
+    (out / ".notes.txt.k2j3_1ab.tmp").write_text("")  # not a results file's: a file of one's own
+    with pytest.raises(CanterError, match=r"it holds '.notes.txt.k2j3_1ab.tmp'"):
+        check_out_folder(out)

@@ -84,13 +84,17 @@ OUT_ENTRIES = (*RESULT_FILES, "runs")
 def check_out_folder(out_dir: Path) -> None:
     """Refuse (CanterError) an existing ``out_dir`` that is not empty and not an earlier benchmark's ``OUT``
     (anything but :data:`OUT_ENTRIES` in it, or a ``runs`` that is not a folder): a canter run directory
-    (``--out runs/ppo-...``) or a tune output got ``results.*`` and ``runs/`` written into it."""
+    (``--out runs/ppo-...``) or a tune output got ``results.*`` and ``runs/`` written into it. The temp file a
+    killed write of a results file leaves (``.results.md.<random>.tmp``) is an earlier benchmark's too."""
+    from canter.checkpoint import temp_file_target
+
     if not out_dir.is_dir():
         return
     if (out_dir / "config.yaml").is_file():
         raise CanterError(f"--out '{out_dir}' is a canter run directory (it holds config.yaml); a benchmark writes its "
                           "results and runs/ into OUT: choose a new or empty folder, or an earlier benchmark's OUT")
-    others = sorted(p.name for p in out_dir.iterdir() if p.name not in OUT_ENTRIES)
+    others = sorted(p.name for p in out_dir.iterdir()
+                    if p.name not in OUT_ENTRIES and temp_file_target(p.name) not in RESULT_FILES)
     if not others and (out_dir / "runs").exists() and not (out_dir / "runs").is_dir():
         others = ["runs (a file)"]
     if others:
