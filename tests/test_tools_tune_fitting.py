@@ -69,3 +69,20 @@ def test_a_sampled_rollout_larger_than_the_trial_budget_is_lowered_to_fit_it():
     assert fit_params({"batch_size": 64}, run, cfg) == {"batch_size": 64}  # n_steps not sampled: as set
     run, cfg = resolve_config("ppo", "CartPole-v1", max_steps=2, n_envs=4, n_steps=2048)
     assert fit_params({"n_steps": 2048}, run, cfg) == {"n_steps": 1}
+
+
+def test_a_sampled_rollout_of_a_multi_agent_env_is_lowered_to_the_budget_too():
+    """The rollout was lowered only for a single-agent env: `canter tune mappo --env pettingzoo:tests.match_agents
+    --max-steps 256 --n-envs 2` with a sampled n_steps 2048 trained its trial for 8,192 steps (2048 x 2 copies x 2
+    agents, each an env step), 32x the budget. n_steps is now at most max_steps // (n_envs x agent rows per copy)."""
+    from canter.config import resolve_config
+    from canter.tools.tune_space import fit_params, step_rows
+
+    env = "pettingzoo:tests.match_agents"
+    run, cfg = resolve_config("mappo", env, max_steps=256, n_envs=2, n_steps=2048)
+    assert step_rows(run) == 4
+    assert fit_params({"n_steps": 2048, "lr": 1e-3}, run, cfg) == {"n_steps": 64, "lr": 1e-3}
+    run, cfg = resolve_config("mappo", env, max_steps=256, n_envs=2, n_steps=64)
+    assert fit_params({"n_steps": 64}, run, cfg) == {"n_steps": 64}  # 64 x 4 rows: within the budget
+    run, cfg = resolve_config("ppo", env, max_steps=256, n_envs=2, n_steps=2048, policies="agent")
+    assert fit_params({"n_steps": 2048}, run, cfg) == {"n_steps": 64}  # one policy per agent: the same rows

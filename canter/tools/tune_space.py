@@ -276,9 +276,38 @@ def rollout_rows(run: Any, algo_cfg: Any) -> int | None:
     return n_steps * run.n_envs
 
 
+def step_rows(run: Any) -> int:
+    """The rows the run's env steps at once, each an env step of its budget: ``n_envs``, or for a multi-agent
+    (``pettingzoo:``) env ``n_envs`` x the rows of one copy (every agent's, one with ``policies: joint``), counted
+    on one copy made for it."""
+    from canter.envs.multiagent import is_multiagent
+
+    if not is_multiagent(run.env):
+        return run.n_envs
+    return run.n_envs * _copy_rows(run.env, json.dumps(run.env_kwargs, sort_keys=True, default=str), run.policies,
+                                   run.env_kwargs)
+
+
+_COPY_ROWS: dict[tuple[str, str, str], int] = {}
+
+
+def _copy_rows(env_id: str, key: str, policies: str, env_kwargs: dict[str, Any]) -> int:
+    """The rows one copy of the multi-agent env ``env_id`` steps (made once per env, kwargs and policies)."""
+    if (env_id, key, policies) not in _COPY_ROWS:
+        from canter.envs.make import make_vec_env
+
+        env = make_vec_env(env_id, 1, env_kwargs=env_kwargs, policies=policies)
+        try:
+            _COPY_ROWS[env_id, key, policies] = int(env.num_envs)
+        finally:
+            env.close()
+    return _COPY_ROWS[env_id, key, policies]
+
+
 def fit_params(params: dict[str, Any], run: Any, algo_cfg: Any) -> dict[str, Any]:
     """A trial's sampled ``params`` made to fit each other and the trial's budget: a rollout larger than
-    ``max_steps`` is lowered to fit it (``n_steps``: ``max_steps // n_envs``, at least 1), a minibatch larger than
+    ``max_steps`` is lowered to fit it (``n_steps``: ``max_steps // n_envs``, at least 1; a multi-agent env's
+    ``n_envs`` x agent rows per copy, :func:`step_rows`), a minibatch larger than
     the rollout is the whole rollout (``batch_size``, as rl-zoo3's samplers make it), and an off-policy phase takes
     at most one gradient step per env step it collected (``gradient_steps`` at most ``train_freq`` env steps:
     sampled independently, train_freq 1 with gradient_steps 64 made one DQN trial take 3.5 of a study's 4
@@ -286,11 +315,15 @@ def fit_params(params: dict[str, Any], run: Any, algo_cfg: Any) -> dict[str, Any
     fitted = dict(params)
     rows = rollout_rows(run, algo_cfg)
     budget = getattr(run, "max_steps", None)
-    if isinstance(fitted.get("n_steps"), int) and rows and isinstance(budget, int) and rows > budget:
+    if (isinstance(fitted.get("n_steps"), int) and isinstance(getattr(algo_cfg, "n_steps", None), int)
+            and not run.explorers and isinstance(budget, int)):
         # the budget is checked between rollouts: n_steps 2048 x 16 envs trained a --max-steps 1024 trial for
-        # 32,768 steps, and its evaluation was compared with the others' after 32x their steps
-        fitted["n_steps"] = max(1, budget // run.n_envs)
-        rows = fitted["n_steps"] * run.n_envs
+        # 32,768 steps, and its evaluation was compared with the others' after 32x their steps (a multi-agent
+        # env's rollout is n_steps x every agent row of its copies)
+        per_step = step_rows(run)
+        if algo_cfg.n_steps * per_step > budget:
+            fitted["n_steps"] = max(1, budget // per_step)
+            rows = None if rows is None else fitted["n_steps"] * run.n_envs
     if isinstance(fitted.get("batch_size"), int) and rows and fitted["batch_size"] > rows:
         fitted["batch_size"] = rows
     freq, steps = fitted.get("train_freq"), fitted.get("gradient_steps")
