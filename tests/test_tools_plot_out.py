@@ -27,6 +27,8 @@ def test_a_size_flag_followed_by_another_flag_is_still_a_missing_value(tmp_path,
     (".png", "--out '.png' has no file name before '.png'; give one, e.g. curves.png"),
     ("figs/.SVG", "has no file name before '.SVG'; give one, e.g. figs/curves.SVG"),
     ("curves", "--out 'curves' has no image suffix; end it in .png, .svg or .pdf, e.g. curves.png"),
+    (".jpg", "--out '.jpg' has no image suffix; end it in .png, .svg or .pdf, e.g. curves.png"),  # was .jpg.png
+    ("figs/curves.", "has no image suffix; end it in .png, .svg or .pdf, e.g. figs/curves.png"),  # was curves..png
     (".", "--out '.' is a directory; give an image file name"),
 ])
 def test_an_out_without_a_format_suffix_is_named_clearly(out, message, tmp_path, capsys, monkeypatch):

@@ -278,8 +278,11 @@ def check_output(out: str | Path) -> tuple[Path, str]:
         raise CanterError(f"--out '{path}' has no file name before '{path.name}'; give one, e.g. "
                           f"{path.with_name('curves' + path.name)}")
     if not fmt and path.name:
+        # a hidden name ('.jpg', a format canter does not write) or a trailing dot: not 'e.g. .jpg.png', 'curves..png'
+        stem = path.name.rstrip(".")
+        example = "curves.png" if not stem or (stem.startswith(".") and "." not in stem[1:]) else stem + ".png"
         raise CanterError(f"--out '{path}' has no image suffix; end it in .png, .svg or .pdf, e.g. "
-                          f"{path.with_name(path.name + '.png')}")
+                          f"{path.with_name(example)}")
     if fmt not in FORMATS:
         from canter.errors import unknown
 
