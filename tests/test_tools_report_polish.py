@@ -72,3 +72,16 @@ def test_report_out_named_only_html_says_the_file_name_is_missing(tmp_path):
         check_out(".html", tmp_path / "report.html")
     with pytest.raises(CanterError, match=r"must be an .html file, e.g. notes.html"):
         check_out("notes", tmp_path / "report.html")
+
+
+def test_report_out_example_never_appends_html_to_a_hidden_name_or_a_trailing_dot(tmp_path):
+    """``--out .htm`` suggested '.htm.html' and ``--out notes.`` 'notes..html' (the fault fixed for ``.html``)."""
+    import pytest
+
+    from canter.errors import CanterError
+    from canter.tools.report import check_out
+
+    for out, example in [(".htm", "report.html"), ("notes.", "notes.html"), ("x/.txt", "x/report.html"),
+                         ("notes.txt", "notes.html")]:
+        with pytest.raises(CanterError, match=rf"--out '{out}' must be an .html file, e.g. {example}$"):
+            check_out(out, tmp_path / "report.html")

@@ -370,7 +370,11 @@ def check_out(out: str | Path, default: Path) -> Path:
         raise CanterError(f"--out '{path}' has no file name before '{path.name}'; give one, e.g. "
                           f"{path.with_name('report' + path.name)}")
     if path.suffix.lower() != ".html":
-        raise CanterError(f"--out '{path}' must be an .html file, e.g. {path.with_suffix('.html')}")
+        # a hidden name without a suffix ('.htm') or a trailing dot: not 'e.g. .htm.html', 'notes..html'
+        stem = path.name.rstrip(".")
+        example = (path.with_name("report.html") if not stem or (stem.startswith(".") and "." not in stem[1:])
+                   else path.with_name(stem).with_suffix(".html"))
+        raise CanterError(f"--out '{path}' must be an .html file, e.g. {example}")
     if path.exists() and path.resolve() != default.resolve() and not is_report(path):
         raise CanterError(f"--out '{path}' exists and is not a canter report; it is not overwritten: remove it "
                           "or choose another file")
