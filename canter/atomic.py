@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -74,3 +75,26 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a kill leaves either the old file or the new one."""
     with atomic_file(path) as f:
         f.write(data)
+
+
+#: the name of an atomic write's temp file (``mkstemp(prefix=".NAME.", suffix=".tmp")``): NAME, random letters
+_TEMP_NAME = re.compile(r"\.(.+)\.[a-z0-9_]+\.tmp")
+
+
+def temp_file_target(name: str) -> str | None:
+    """The file name whose killed :func:`atomic_write` left a temp file named ``name`` (``.NAME.<random>.tmp``),
+    or None where ``name`` is not such a temp file's."""
+    found = _TEMP_NAME.fullmatch(name)
+    return found.group(1) if found else None
+
+
+def remove_temp_files(directory: str | Path, names: tuple[str, ...]) -> list[Path]:
+    """Delete the temp files that a killed :func:`atomic_write` of a file whose name ends with one of ``names`` left
+    in ``directory`` (another ``.*.tmp``, a user's own file, stays); returns them."""
+    removed = []
+    for p in Path(directory).glob(".*.tmp"):
+        target = temp_file_target(p.name)
+        if target is not None and target.endswith(names):
+            p.unlink(missing_ok=True)
+            removed.append(p)
+    return removed

@@ -27,7 +27,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save_file as st_save_file
 
 
-from canter.atomic import atomic_path, atomic_write
+from canter.atomic import atomic_path, atomic_write, remove_temp_files, temp_file_target  # noqa: F401 (re-exported)
 from canter.errors import CanterError, check_utf8_path
 from canter.run_dirs import closest_run_dirs
 
@@ -173,29 +173,6 @@ def checkpoint_base(path: str | Path) -> Path:
     """The ``.safetensors``/``.json`` pair's common path (accepts either file or the stem)."""
     base = Path(path).expanduser()  # agent.save('~/x') made a folder named '~' (init_from expanded it)
     return base.with_suffix("") if base.suffix in (".safetensors", ".json") else base
-
-
-#: the name of an atomic write's temp file (``mkstemp(prefix=".NAME.", suffix=".tmp")``): NAME, random letters
-_TEMP_NAME = re.compile(r"\.(.+)\.[a-z0-9_]+\.tmp")
-
-
-def temp_file_target(name: str) -> str | None:
-    """The file name whose killed :func:`atomic_write` left a temp file named ``name`` (``.NAME.<random>.tmp``),
-    or None where ``name`` is not such a temp file's."""
-    found = _TEMP_NAME.fullmatch(name)
-    return found.group(1) if found else None
-
-
-def remove_temp_files(directory: str | Path, names: tuple[str, ...]) -> list[Path]:
-    """Delete the temp files that a killed :func:`atomic_write` of a file whose name ends with one of ``names`` left
-    in ``directory`` (another ``.*.tmp``, a user's own file, stays); returns them."""
-    removed = []
-    for p in Path(directory).glob(".*.tmp"):
-        target = temp_file_target(p.name)
-        if target is not None and target.endswith(names):
-            p.unlink(missing_ok=True)
-            removed.append(p)
-    return removed
 
 
 def _read_json_file(json_path: Path, what: str) -> dict[str, Any] | None:

@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from canter.atomic import atomic_write
-from canter.checkpoint import remove_temp_files, save_checkpoint
+from canter.atomic import atomic_write, remove_temp_files
+from canter.checkpoint import save_checkpoint
 from canter.checkpoint_keep import periodic_checkpoints, prune_periodic
 from canter.envs.spaces import space_to_dict
 from canter.errors import CanterError, notice

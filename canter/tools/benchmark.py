@@ -86,7 +86,7 @@ def check_out_folder(out_dir: Path) -> None:
     (anything but :data:`OUT_ENTRIES` in it, or a ``runs`` that is not a folder): a canter run directory
     (``--out runs/ppo-...``) or a tune output got ``results.*`` and ``runs/`` written into it. The temp file a
     killed write of a results file leaves (``.results.md.<random>.tmp``) is an earlier benchmark's too."""
-    from canter.checkpoint import temp_file_target
+    from canter.atomic import temp_file_target
 
     if not out_dir.is_dir():
         return
