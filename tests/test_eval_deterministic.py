@@ -190,3 +190,19 @@ def test_record_every_videos_play_as_the_runs_evaluations_and_change_no_training
         trainer.close()
     assert len(json.loads((tmp_path / "run" / "videos" / "index.json").read_text())) == 2
     assert _same_weights(recorded.agent, plain.agent)
+
+
+def test_a_resumed_run_s_last_evaluation_says_which_policy_played(tmp_path):
+    """The last evaluation a checkpoint keeps (``trainer.last_eval``, restored on resume, which callbacks read until
+    the next evaluation) came back as deterministic for a run of sampled evaluations: the saved dict lacked it."""
+    canter.train("ppo", "CartPole-v1", seed=0, run_dir=tmp_path / "run", eval_deterministic=False,
+                 hooks={"after_update": stop_at_300}, **{**QUICK, "max_steps": 416, "eval_every": 96})
+    run = canter.api.resume_trainer(tmp_path / "run")
+    try:
+        seen = []
+        for record in run():
+            seen.append(run.trainer.last_eval.deterministic)
+            break
+    finally:
+        run.close()
+    assert seen == [False]

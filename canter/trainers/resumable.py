@@ -29,7 +29,7 @@ class ResumableState:
             "recent_successes": np.asarray(self.recent_successes, dtype=np.float64),
             "last_eval": None if ev is None else {"mean_return": ev.mean_return, "std_return": ev.std_return,
                                                    "returns": list(ev.returns), "lengths": list(ev.lengths),
-                                                   "successes": list(ev.successes)},
+                                                   "successes": list(ev.successes), "deterministic": ev.deterministic},
         }
 
     def load_progress(self, state: dict[str, Any]) -> None:
@@ -45,8 +45,10 @@ class ResumableState:
         self.recent_successes.clear()
         self.recent_successes.extend(float(r) for r in state.get("recent_successes", ()))
         ev = state.get("last_eval")
+        # which policy played: a checkpoint saved before eval_deterministic has none (its evaluations were greedy)
         self.last_eval = None if ev is None else EvalResult(ev["mean_return"], ev["std_return"], ev["returns"],
-                                                            ev["lengths"], ev.get("successes", []))
+                                                            ev["lengths"], ev.get("successes", []),
+                                                            deterministic=bool(ev.get("deterministic", True)))
 
     def data_state(self) -> dict[str, Any]:
         """The data a trainer family keeps between iterations (replay buffers, their generators)."""
