@@ -5,11 +5,11 @@ is converted once to the algorithm's action representation; each iteration takes
 ``gradient_steps`` updates on uniformly drawn minibatches of ``batch_size`` transitions. The
 trainer's ``step`` counts gradient updates, so ``max_steps``, ``eval_every``,
 ``checkpoint_every`` and the algorithm's schedules (DQN's ``target_update_interval``) are all
-in updates. Evaluation runs the deterministic policy on the eval env, as online, after exactly
-every ``eval_every`` updates: an iteration ends early where an evaluation is due (the updates, and
-the minibatches drawn, are the same as without it). So is a periodic checkpoint (``checkpoint_every``) of
-the :class:`~canter.run.Run` around the trainer (:attr:`Trainer.checkpoint_due`), where a record is yielded there
-(whatever ``log_every`` says).
+in updates. Evaluation runs the deterministic policy (or, ``eval_deterministic: false``, its samples) on the
+eval env, as online, after exactly every ``eval_every`` updates: an iteration ends early where an evaluation is
+due (the updates, and the minibatches drawn, are the same as without it). So is a periodic checkpoint
+(``checkpoint_every``) of the :class:`~canter.run.Run` around the trainer (:attr:`Trainer.checkpoint_due`), where
+a record is yielded there (whatever ``log_every`` says).
 """
 from __future__ import annotations
 
