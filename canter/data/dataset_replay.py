@@ -3,7 +3,7 @@ env by env, oldest first (:func:`from_replay`; re-exported by :mod:`canter.data.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -11,6 +11,9 @@ import numpy as np
 from canter.checkpoint import load_checkpoint
 from canter.data.dataset_checks import missing_replay_error, replay_checkpoint
 from canter.errors import CanterError
+
+if TYPE_CHECKING:  # imported where used: canter.data.dataset imports this module
+    from canter.data.dataset import TransitionDataset
 
 
 def from_replay(run_dir: str | Path) -> TransitionDataset:
