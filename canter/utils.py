@@ -86,21 +86,39 @@ def keep_freed_memory() -> bool:
     return bool(libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30))
 
 
-@functools.lru_cache(maxsize=4)
-def git_commit(path: str | None = None) -> str | None:
-    """Short (8-char) commit sha of the checkout holding ``path`` (default: canter's source, else the cwd)."""
-    places = [path] if path else [str(Path(__file__).resolve().parent), str(Path.cwd())]
-    for where in places:
-        try:
-            out = subprocess.run(
-                ["git", "-C", where, "rev-parse", "--short=8", "HEAD"], capture_output=True, text=True, timeout=5
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        sha = out.stdout.strip()
-        if out.returncode == 0 and sha:
-            return sha
-    return None
+def _git(where: str, *args: str) -> str | None:
+    """``git -C where ARGS``'s stripped output, or None where git is missing, fails or takes over 5 s."""
+    try:
+        out = subprocess.run(["git", "-C", where, *args], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def git_state() -> tuple[str | None, bool | None]:
+    """``(commit, dirty)`` of the git checkout canter's own source is tracked in: the short (8-char) sha of
+    its HEAD and whether its tracked files differ from it; ``(None, None)``, unknown, for canter installed
+    outside a checkout (a wheel, site-packages inside some other repository, which does not track canter's
+    files) or where git is not on PATH. The working directory's repository is not canter's and is not asked."""
+    here = str(Path(__file__).resolve().parent)
+    if _git(here, "ls-files", "--error-unmatch", "--", "__init__.py") is None:  # canter's files not in its repo
+        return None, None
+    sha = _git(here, "rev-parse", "--short=8", "HEAD")
+    if not sha:
+        return None, None
+    changes = _git(here, "status", "--porcelain", "--untracked-files=no")
+    return sha, None if changes is None else bool(changes)
+
+
+def git_commit() -> str | None:
+    """Short (8-char) commit sha of the checkout holding canter's source, or None when unknown (:func:`git_state`)."""
+    return git_state()[0]
+
+
+def git_dirty() -> bool | None:
+    """Whether canter's checkout has uncommitted changes to tracked files; None when unknown (:func:`git_state`)."""
+    return git_state()[1]
 
 
 def canter_version() -> str:

@@ -1,0 +1,74 @@
+"""What a run records of the code that made it: canter's own checkout's commit and dirty flag, or unknown."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import canter
+from canter import utils
+
+ROOT = Path(canter.__file__).resolve().parent.parent
+
+
+def _commit_repo(where: Path) -> None:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(where)]
+    subprocess.run(git + ["init", "-q"], check=True)
+    (where / "a.txt").write_text("a")
+    subprocess.run(git + ["add", "a.txt"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "a"], check=True)
+
+
+def _state_as_if_installed_in(package: Path, monkeypatch) -> tuple:
+    """git_state() for canter's files at ``package`` (``__init__.py`` and ``utils.py`` there)."""
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    monkeypatch.setattr(utils, "__file__", str(package / "utils.py"))
+    utils.git_state.cache_clear()
+    try:
+        return utils.git_state()
+    finally:
+        utils.git_state.cache_clear()
+
+
+def test_a_copy_outside_any_checkout_run_from_another_repository_records_unknown(tmp_path, monkeypatch):
+    """It recorded the working directory's repository's HEAD as canter's commit (a user's project, say)."""
+    (tmp_path / "project").mkdir()
+    _commit_repo(tmp_path / "project")
+    monkeypatch.chdir(tmp_path / "project")
+    assert _state_as_if_installed_in(tmp_path / "site" / "canter", monkeypatch) == (None, None)
+
+
+def test_site_packages_inside_another_repository_is_not_that_repositorys_commit(tmp_path, monkeypatch):
+    """A virtualenv inside a user's repository: canter's files are there, untracked; that HEAD is not canter's."""
+    (tmp_path / "project").mkdir()
+    _commit_repo(tmp_path / "project")
+    assert _state_as_if_installed_in(tmp_path / "project" / ".venv" / "site" / "canter", monkeypatch) == (None, None)
+
+
+def test_without_git_on_path_the_commit_is_unknown(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    utils.git_state.cache_clear()
+    try:
+        assert utils.git_state() == (None, None)
+    finally:
+        utils.git_state.cache_clear()
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="canter is not run from its checkout")
+def test_the_checkout_records_its_commit_and_whether_it_is_dirty():
+    sha, dirty = utils.git_state()
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=8", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    changes = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert sha == head and dirty is bool(changes)
+
+
+def test_checkpoints_and_summaries_record_the_dirty_flag(tmp_path):
+    canter.train("ppo", env="CartPole-v1", seed=0, max_steps=64, n_envs=2, n_steps=32, batch_size=32, n_epochs=1,
+                 eval_every=64, eval_episodes=1, run_dir=tmp_path / "run", quiet=True)
+    meta = json.loads((tmp_path / "run" / "checkpoints" / "last.json").read_text())
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    for record in (meta, summary):
+        assert record["git_commit"] == utils.git_commit() and record["git_dirty"] == utils.git_dirty()
