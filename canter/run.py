@@ -62,6 +62,14 @@ def run_metadata(trainer: Trainer, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def provenance_comment() -> str:
+    """A YAML comment line naming canter's version, git commit and whether its checkout had uncommitted
+    changes ("unknown" for either outside a checkout or without git), which heads a run's ``config.yaml``."""
+    commit, dirty = git_commit() or "unknown", git_dirty()
+    changes = "unknown" if dirty is None else ("yes" if dirty else "no")
+    return f"# written by canter {canter_version()}, git commit {commit}, uncommitted changes: {changes}\n"
+
+
 class Run:
     """Wraps a trainer's generator with the run directory's loggers and checkpoints."""
 
@@ -251,8 +259,8 @@ class Run:
             self._write_summary(stop_reason)
 
     def write_config(self) -> None:
-        """Write the resolved ``config.yaml``."""
-        atomic_write(self.dir / "config.yaml", dump_yaml(self.config).encode())
+        """Write the resolved ``config.yaml``, under a comment naming the code that wrote it (:func:`provenance_comment`)."""
+        atomic_write(self.dir / "config.yaml", (provenance_comment() + dump_yaml(self.config)).encode())
 
     def _remove_unstarted(self) -> None:
         """A new run that failed before its first ``last`` (its setup or an ``on_train_start`` hook raised):

@@ -72,3 +72,16 @@ def test_checkpoints_and_summaries_record_the_dirty_flag(tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     for record in (meta, summary):
         assert record["git_commit"] == utils.git_commit() and record["git_dirty"] == utils.git_dirty()
+
+
+def test_config_yaml_names_the_code_that_wrote_it(tmp_path):
+    """config.yaml recorded neither canter's version nor its commit (only the run dir's name had the sha)."""
+    import yaml
+
+    canter.train("ppo", env="CartPole-v1", seed=0, max_steps=64, n_envs=2, n_steps=32, batch_size=32, n_epochs=1,
+                 eval_every=64, eval_episodes=1, run_dir=tmp_path / "run", quiet=True)
+    text = (tmp_path / "run" / "config.yaml").read_text()
+    dirty = {None: "unknown", True: "yes", False: "no"}[utils.git_dirty()]
+    assert text.splitlines()[0] == (f"# written by canter {canter.__version__}, git commit "
+                                    f"{utils.git_commit() or 'unknown'}, uncommitted changes: {dirty}")
+    assert yaml.safe_load(text)["algo"] == "ppo"
