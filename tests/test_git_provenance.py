@@ -85,3 +85,14 @@ def test_config_yaml_names_the_code_that_wrote_it(tmp_path):
     assert text.splitlines()[0] == (f"# written by canter {canter.__version__}, git commit "
                                     f"{utils.git_commit() or 'unknown'}, uncommitted changes: {dirty}")
     assert yaml.safe_load(text)["algo"] == "ppo"
+
+
+def test_the_report_says_when_the_commit_had_uncommitted_changes():
+    """canter report showed the commit alone, a dirty tree's as a clean one's, and 'none' for an unknown commit."""
+    from canter.tools.report import code_version
+
+    assert code_version({"canter_version": "0.1.0", "git_commit": "abcd1234", "git_dirty": True}) == (
+        "canter 0.1.0 · commit abcd1234 (uncommitted changes)")
+    assert code_version({"canter_version": "0.1.0", "git_commit": "abcd1234", "git_dirty": False}) == (
+        "canter 0.1.0 · commit abcd1234")
+    assert code_version({"canter_version": "0.1.0", "git_commit": None}) == "canter 0.1.0 · commit unknown"

@@ -304,6 +304,14 @@ def _cards(run: RunData) -> str:
         for v, k, cls in items) + "</div>"
 
 
+def code_version(summary: dict[str, Any]) -> str:
+    """The report's line on the code that trained the run: canter's version, its git commit ("unknown" when the
+    run recorded none) and, where the checkout had uncommitted changes, that the commit is not the whole story."""
+    commit = summary.get("git_commit") or "unknown"
+    dirty = " (uncommitted changes)" if summary.get("git_dirty") else ""
+    return f"canter {summary.get('canter_version', '?')} · commit {commit}{dirty}"
+
+
 def render(run: RunData, eval_episodes: int = 20) -> str:
     """The report's HTML text."""
     s, c = run.summary, run.config
@@ -324,8 +332,7 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
         note = (f'<p class="note">summary.json is from the stop at step {s["steps"]:,} before the run was resumed: '
                 "the run is still going or was killed since; the report shows what was saved (its numbers from the "
                 "saved tables).</p>")
-    sub = (f"seed {c.get('seed')} · canter {s.get('canter_version', '?')} · commit {s.get('git_commit') or 'none'} · "
-           f"{c.get('n_envs')} envs")
+    sub = f"seed {c.get('seed')} · {code_version(s)} · {c.get('n_envs')} envs"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 {GENERATOR}<title>{html.escape(title)}</title><style>{CSS}</style></head>
