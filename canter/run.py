@@ -45,7 +45,7 @@ from canter.stop_grace import (
     STOP_GRACE_SECONDS, give_back_stop_handlers, grace_seconds, install_stop_handlers, start_grace)
 from canter.trainers.base import Trainer, TrainRecord
 from canter.trainers.guard import TrainingDiverged
-from canter.utils import canter_version, git_commit, git_dirty
+from canter.utils import canter_version, git_commit, git_dirty, provenance
 from canter.yaml_io import dump_yaml
 
 
@@ -57,7 +57,7 @@ def run_metadata(trainer: Trainer, config: dict[str, Any]) -> dict[str, Any]:
         "algorithm": config["algo"], "env": config["env"], "step": trainer.step,
         "observation_space": space_to_dict(agent.observation_space),
         "action_space": space_to_dict(agent.action_space),
-        "canter_version": canter_version(), "git_commit": git_commit(), "git_dirty": git_dirty(), "config": config,
+        **provenance(), "config": config,
         "user_modules": user_modules(config), "trainer": trainer.state(),
     }
 
@@ -229,7 +229,7 @@ class Run:
             "target_reward": target, "solved": bool(target is not None and best is not None and best >= target),
             "stop_reason": stop_reason, "resumes": self.resumes, "resume_exact": t.resume_exact,
             "divergence_events": list(t.guard.events), "error": self.error,
-            "canter_version": canter_version(), "git_commit": git_commit(), "git_dirty": git_dirty(),
+            **provenance(),
             **({"opponent_snapshots": dict(self.opponent_snapshots)} if self.opponent_snapshots else {}),
         }
         # NaN / inf (an evaluation of a diverged policy) are not JSON: null, as `canter eval --json` writes them

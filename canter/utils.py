@@ -121,6 +121,34 @@ def git_dirty() -> bool | None:
     return git_state()[1]
 
 
+@functools.lru_cache(maxsize=4)
+def project_git_state(where: str | None = None) -> tuple[str | None, bool | None]:
+    """``(commit, dirty)`` of the git repository that holds the working directory (``where``), the user's project
+    whose scripts and configs ran canter, as :func:`git_state` gives canter's own; ``(None, None)`` outside a
+    repository, without git, or where that repository is canter's own checkout (recorded as ``git_commit``)."""
+    where = where or str(Path.cwd())
+    top = _git(where, "rev-parse", "--show-toplevel")
+    if not top:
+        return None, None
+    own = _git(str(Path(__file__).resolve().parent), "rev-parse", "--show-toplevel")
+    if own and Path(own).resolve() == Path(top).resolve() and git_state()[0] is not None:
+        return None, None
+    sha = _git(where, "rev-parse", "--short=8", "HEAD")
+    if not sha:
+        return None, None
+    changes = _git(where, "status", "--porcelain", "--untracked-files=no")
+    return sha, None if changes is None else bool(changes)
+
+
+def provenance() -> dict[str, Any]:
+    """What checkpoints, datasets and ``summary.json`` record of the code: canter's version, its checkout's commit
+    and dirty flag (:func:`git_state`), and the working directory's project's (:func:`project_git_state`)."""
+    sha, dirty = git_state()
+    project, project_dirty = project_git_state(str(Path.cwd()))
+    return {"canter_version": canter_version(), "git_commit": sha, "git_dirty": dirty,
+            "project_git_commit": project, "project_git_dirty": project_dirty}
+
+
 def canter_version() -> str:
     """Installed canter version."""
     from canter import __version__

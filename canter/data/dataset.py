@@ -32,7 +32,7 @@ from canter.envs.opponents import SNAPSHOTS_KEY
 from canter.envs.random_actions import random_env_actions
 from canter.envs.spaces import describe_space
 from canter.errors import CanterError, CanterWarning
-from canter.utils import canter_version, git_commit, git_dirty, stream_rng
+from canter.utils import provenance, stream_rng
 
 KIND = "canter-dataset"
 #: ``--dataset minari:ID`` reads a local Minari dataset (the ``offline`` extra)
@@ -153,8 +153,7 @@ class TransitionDataset:
             "kind": KIND, "env": self.env_id, "transitions": len(self),
             "observation_space": space_to_dict(self.observation_space),
             "action_space": space_to_dict(self.action_space),
-            "canter_version": canter_version(), "git_commit": git_commit(),
-            "git_dirty": git_dirty(), "info": json_info(self.info),
+            **provenance(), "info": json_info(self.info),
             "env_kwargs": self.env_kwargs, "user_modules": list(self.user_modules),
         }
         base = save_checkpoint(path, state, meta)

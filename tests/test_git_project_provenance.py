@@ -1,0 +1,55 @@
+"""What a run records of the user's project: the commit of the repository that holds the working directory
+(its scripts and configs), beside canter's own checkout's (tests/test_git_provenance.py)."""
+import json
+import subprocess
+from pathlib import Path
+
+import canter
+from canter import utils
+
+
+def _commit_repo(where: Path) -> str:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(where)]
+    subprocess.run(git + ["init", "-q"], check=True)
+    (where / "train.yaml").write_text("algo: ppo\n")
+    subprocess.run(git + ["add", "train.yaml"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "a"], check=True)
+    return subprocess.run(git + ["rev-parse", "--short=8", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_the_working_directory_s_project_commit_and_dirty_flag(tmp_path):
+    """Since canter's git_commit names only its own checkout, the user's project went unrecorded."""
+    sha = _commit_repo(tmp_path)
+    utils.project_git_state.cache_clear()
+    assert utils.project_git_state(str(tmp_path)) == (sha, False)
+    (tmp_path / "train.yaml").write_text("algo: dqn\n")
+    utils.project_git_state.cache_clear()
+    assert utils.project_git_state(str(tmp_path)) == (sha, True)
+    outside = tmp_path.parent / f"{tmp_path.name}-plain"
+    outside.mkdir()
+    assert utils.project_git_state(str(outside)) == (None, None)
+    utils.project_git_state.cache_clear()
+
+
+def test_canter_s_own_checkout_is_not_recorded_twice():
+    root = str(Path(canter.__file__).resolve().parent.parent)
+    if utils.git_commit() is not None:
+        assert utils.project_git_state(root) == (None, None)
+
+
+def test_checkpoints_and_summaries_record_the_project(tmp_path, monkeypatch):
+    (tmp_path / "project").mkdir()
+    sha = _commit_repo(tmp_path / "project")
+    monkeypatch.chdir(tmp_path / "project")
+    utils.project_git_state.cache_clear()
+    try:
+        canter.train("ppo", env="CartPole-v1", seed=0, max_steps=64, n_envs=2, n_steps=32, batch_size=32,
+                     n_epochs=1, eval_every=64, eval_episodes=1, run_dir=tmp_path / "run", quiet=True)
+    finally:
+        utils.project_git_state.cache_clear()
+    meta = json.loads((tmp_path / "run" / "checkpoints" / "last.json").read_text())
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    for record in (meta, summary):
+        assert record["project_git_commit"] == sha and record["project_git_dirty"] is False
+        assert record["git_commit"] == utils.git_commit()
