@@ -95,6 +95,16 @@ def _git(where: str, *args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+def _head_and_dirty(where: str) -> tuple[str | None, bool | None]:
+    """The short (8-char) sha of HEAD of the repository at ``where`` and whether its tracked files differ from it
+    (None: unknown); ``(None, None)`` without a commit."""
+    sha = _git(where, "rev-parse", "--short=8", "HEAD")
+    if not sha:
+        return None, None
+    changes = _git(where, "status", "--porcelain", "--untracked-files=no")
+    return sha, None if changes is None else bool(changes)
+
+
 @functools.lru_cache(maxsize=1)
 def git_state() -> tuple[str | None, bool | None]:
     """``(commit, dirty)`` of the git checkout canter's own source is tracked in: the short (8-char) sha of
@@ -104,11 +114,7 @@ def git_state() -> tuple[str | None, bool | None]:
     here = str(Path(__file__).resolve().parent)
     if _git(here, "ls-files", "--error-unmatch", "--", "__init__.py") is None:  # canter's files not in its repo
         return None, None
-    sha = _git(here, "rev-parse", "--short=8", "HEAD")
-    if not sha:
-        return None, None
-    changes = _git(here, "status", "--porcelain", "--untracked-files=no")
-    return sha, None if changes is None else bool(changes)
+    return _head_and_dirty(here)
 
 
 def git_commit() -> str | None:
@@ -133,11 +139,7 @@ def project_git_state(where: str | None = None) -> tuple[str | None, bool | None
     own = _git(str(Path(__file__).resolve().parent), "rev-parse", "--show-toplevel")
     if own and Path(own).resolve() == Path(top).resolve() and git_state()[0] is not None:
         return None, None
-    sha = _git(where, "rev-parse", "--short=8", "HEAD")
-    if not sha:
-        return None, None
-    changes = _git(where, "status", "--porcelain", "--untracked-files=no")
-    return sha, None if changes is None else bool(changes)
+    return _head_and_dirty(where)
 
 
 def provenance() -> dict[str, Any]:

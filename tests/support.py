@@ -369,3 +369,30 @@ def native_atari_run_reaches_eval_and_play(capsys: pytest.CaptureFixture, run: P
     assert code == 0 and json.loads(out)["episodes"] == 1, err
     code, out, err = run_cli(capsys, "play", str(run), "--episodes", "1")
     assert code == 0 and out.startswith("episode 1: return"), err
+
+
+def _leaves(state, prefix: str = "") -> dict:
+    """The tensors and arrays of a nested state dict, by path."""
+    import torch
+
+    if isinstance(state, dict):
+        return {k: v for key, sub in state.items() for k, v in _leaves(sub, f"{prefix}/{key}").items()}
+    return {prefix: state} if isinstance(state, (torch.Tensor, np.ndarray)) else {}
+
+
+def same_weights(a, b) -> bool:
+    """Whether two objects with ``state_dict()`` (agents, trainers) hold the same tensors and arrays, bit for bit."""
+    theirs, ours = _leaves(a.state_dict()), _leaves(b.state_dict())
+    return len(ours) > 0 and theirs.keys() == ours.keys() and all(
+        np.array_equal(np.asarray(theirs[k]), np.asarray(ours[k])) for k in ours)
+
+
+def commit_repo(where: Path, name: str = "a.txt", text: str = "a") -> str:
+    """A git repository at ``where`` with one commit of the file ``name``; returns its short (8-char) sha."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(where)]
+    subprocess.run(git + ["init", "-q"], check=True)
+    (where / name).write_text(text)
+    subprocess.run(git + ["add", name], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "a"], check=True)
+    return subprocess.run(git + ["rev-parse", "--short=8", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()

@@ -14,7 +14,7 @@ import torch
 import canter
 from canter.callbacks import Callback
 from canter.errors import CanterError
-from support import stop_at_300
+from support import same_weights, stop_at_300
 
 # 2 envs x 16 steps = 32 env steps per PPO iteration
 PPO = dict(n_envs=2, n_steps=16, batch_size=32, n_epochs=1, eval_every=0, max_steps=256, tensorboard=False)
@@ -98,19 +98,6 @@ def test_true_at_the_first_step_as_sb3s_go_on_is_warned_about():
     assert trainer.step == 40
 
 
-def _leaves(state, prefix=""):
-    """The tensors and arrays of a nested state dict, by path."""
-    if isinstance(state, dict):
-        return {k: v for key, sub in state.items() for k, v in _leaves(sub, f"{prefix}/{key}").items()}
-    return {prefix: state} if isinstance(state, (torch.Tensor, np.ndarray)) else {}
-
-
-def _same_weights(a, b) -> bool:
-    theirs, ours = _leaves(a.state_dict()), _leaves(b.state_dict())
-    return len(ours) > 0 and theirs.keys() == ours.keys() and all(
-        np.array_equal(np.asarray(theirs[k]), np.asarray(ours[k])) for k in ours)
-
-
 def test_a_run_with_the_hook_resumes_exactly(tmp_path):
     """A first Ctrl-C (here an after_update hook asks for it) between iterations, then a resume: as the
     uninterrupted run, the on_env_step hook seeing the same steps."""
@@ -122,7 +109,7 @@ def test_a_run_with_the_hook_resumes_exactly(tmp_path):
     canter.train("ppo", "CartPole-v1", seed=0, run_dir=tmp_path / "first", callbacks=[first], **more)
     assert [s for s, *_ in parts.rows] == [s for s, *_ in first.rows]
     assert all(np.array_equal(a[1], b[1]) for a, b in zip(parts.rows, first.rows))
-    assert _same_weights(canter.load(tmp_path / "parts"), canter.load(tmp_path / "first"))
+    assert same_weights(canter.load(tmp_path / "parts"), canter.load(tmp_path / "first"))
 
 
 def test_a_run_stopped_mid_rollout_resumes_as_it_continues(tmp_path):
@@ -143,7 +130,7 @@ def test_a_run_stopped_mid_rollout_resumes_as_it_continues(tmp_path):
     trainer.run.max_steps = 136
     assert [r.step for r in trainer()][-1] == 136
     trainer.close()
-    assert _same_weights(resumed, trainer.agent)
+    assert same_weights(resumed, trainer.agent)
 
 
 def test_a_multi_policy_run_calls_the_hook_with_each_policy_s_rows():

@@ -7,35 +7,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import torch
 
 import canter
 from canter.cli import main
 from canter.config import resolve_config
 from canter.errors import CanterError
 from canter.play import play
-from support import forget_run_key, stop_at_300
+from support import forget_run_key, same_weights, stop_at_300
 
 QUICK = dict(n_envs=2, n_steps=16, batch_size=32, n_epochs=1, eval_every=64, eval_episodes=3, eval_envs=2,
              max_steps=192, tensorboard=False)
 DQN = dict(n_envs=2, train_freq=16, learning_starts=0, gradient_steps=1, eval_every=64, eval_episodes=3,
            eval_envs=2, max_steps=192, tensorboard=False)
-
-
-def _leaves(state, prefix=""):
-    """The tensors and arrays of a nested state dict, by path."""
-    if isinstance(state, dict):
-        return {k: v for key, sub in state.items() for k, v in _leaves(sub, f"{prefix}/{key}").items()}
-    return {prefix: state} if isinstance(state, (torch.Tensor, np.ndarray)) else {}
-
-
-def _same_weights(a, b) -> bool:
-    theirs, ours = _leaves(a.state_dict()), _leaves(b.state_dict())
-    return len(ours) > 0 and theirs.keys() == ours.keys() and all(
-        np.array_equal(np.asarray(theirs[k]), np.asarray(ours[k])) for k in ours)
 
 
 def _train(algo: str, deterministic: bool, **kw):
@@ -69,7 +54,7 @@ def test_stochastic_evaluations_are_repeatable_and_leave_the_training_as_it_was(
     assert [e.returns for e in sto_evals] == [e.returns for e in again_evals]
     if algo != "dqn":
         assert [e.returns for e in sto_evals] != [e.returns for e in det_evals]
-    assert _same_weights(det.agent, sto.agent) and _same_weights(sto.agent, again.agent)
+    assert same_weights(det.agent, sto.agent) and same_weights(sto.agent, again.agent)
     assert det.best_eval_return == max(e.mean_return for e in det_evals)
     assert sto.best_eval_return == max(e.mean_return for e in sto_evals)  # the best follows the sampled returns
 
@@ -100,7 +85,7 @@ def test_a_run_with_stochastic_evaluations_resumes_exactly(tmp_path):
     assert [{k: v for k, v in r.items() if k not in drop} for r in parts] == \
            [{k: v for k, v in r.items() if k not in drop} for r in first]
     assert len(parts) == 5 and not any(r["deterministic"] for r in parts)
-    assert _same_weights(canter.load(tmp_path / "parts"), canter.load(tmp_path / "first"))
+    assert same_weights(canter.load(tmp_path / "parts"), canter.load(tmp_path / "first"))
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +174,7 @@ def test_record_every_videos_play_as_the_runs_evaluations_and_change_no_training
         list(trainer())
         trainer.close()
     assert len(json.loads((tmp_path / "run" / "videos" / "index.json").read_text())) == 2
-    assert _same_weights(recorded.agent, plain.agent)
+    assert same_weights(recorded.agent, plain.agent)
 
 
 def test_a_resumed_run_s_last_evaluation_says_which_policy_played(tmp_path):

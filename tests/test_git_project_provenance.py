@@ -1,26 +1,16 @@
 """What a run records of the user's project: the commit of the repository that holds the working directory
 (its scripts and configs), beside canter's own checkout's (tests/test_git_provenance.py)."""
 import json
-import subprocess
 from pathlib import Path
 
 import canter
 from canter import utils
-
-
-def _commit_repo(where: Path) -> str:
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(where)]
-    subprocess.run(git + ["init", "-q"], check=True)
-    (where / "train.yaml").write_text("algo: ppo\n")
-    subprocess.run(git + ["add", "train.yaml"], check=True)
-    subprocess.run(git + ["commit", "-q", "-m", "a"], check=True)
-    return subprocess.run(git + ["rev-parse", "--short=8", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+from support import commit_repo
 
 
 def test_the_working_directory_s_project_commit_and_dirty_flag(tmp_path):
     """Since canter's git_commit names only its own checkout, the user's project went unrecorded."""
-    sha = _commit_repo(tmp_path)
+    sha = commit_repo(tmp_path, "train.yaml", "algo: ppo\n")
     utils.project_git_state.cache_clear()
     assert utils.project_git_state(str(tmp_path)) == (sha, False)
     (tmp_path / "train.yaml").write_text("algo: dqn\n")
@@ -40,7 +30,7 @@ def test_canter_s_own_checkout_is_not_recorded_twice():
 
 def test_checkpoints_and_summaries_record_the_project(tmp_path, monkeypatch):
     (tmp_path / "project").mkdir()
-    sha = _commit_repo(tmp_path / "project")
+    sha = commit_repo(tmp_path / "project")
     monkeypatch.chdir(tmp_path / "project")
     utils.project_git_state.cache_clear()
     try:

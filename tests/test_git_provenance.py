@@ -7,16 +7,9 @@ import pytest
 
 import canter
 from canter import utils
+from support import commit_repo
 
 ROOT = Path(canter.__file__).resolve().parent.parent
-
-
-def _commit_repo(where: Path) -> None:
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(where)]
-    subprocess.run(git + ["init", "-q"], check=True)
-    (where / "a.txt").write_text("a")
-    subprocess.run(git + ["add", "a.txt"], check=True)
-    subprocess.run(git + ["commit", "-q", "-m", "a"], check=True)
 
 
 def _state_as_if_installed_in(package: Path, monkeypatch) -> tuple:
@@ -34,7 +27,7 @@ def _state_as_if_installed_in(package: Path, monkeypatch) -> tuple:
 def test_a_copy_outside_any_checkout_run_from_another_repository_records_unknown(tmp_path, monkeypatch):
     """It recorded the working directory's repository's HEAD as canter's commit (a user's project, say)."""
     (tmp_path / "project").mkdir()
-    _commit_repo(tmp_path / "project")
+    commit_repo(tmp_path / "project")
     monkeypatch.chdir(tmp_path / "project")
     assert _state_as_if_installed_in(tmp_path / "site" / "canter", monkeypatch) == (None, None)
 
@@ -42,7 +35,7 @@ def test_a_copy_outside_any_checkout_run_from_another_repository_records_unknown
 def test_site_packages_inside_another_repository_is_not_that_repositorys_commit(tmp_path, monkeypatch):
     """A virtualenv inside a user's repository: canter's files are there, untracked; that HEAD is not canter's."""
     (tmp_path / "project").mkdir()
-    _commit_repo(tmp_path / "project")
+    commit_repo(tmp_path / "project")
     assert _state_as_if_installed_in(tmp_path / "project" / ".venv" / "site" / "canter", monkeypatch) == (None, None)
 
 
