@@ -3,7 +3,7 @@ env by env, oldest first (:func:`from_replay`; re-exported by :mod:`canter.data.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -11,9 +11,6 @@ import numpy as np
 from canter.checkpoint import load_checkpoint
 from canter.data.dataset_checks import missing_replay_error, replay_checkpoint
 from canter.errors import CanterError
-
-if TYPE_CHECKING:  # imported where used: canter.data.dataset imports this module
-    from canter.data.dataset import TransitionDataset
 
 
 def from_replay(run_dir: str | Path) -> TransitionDataset:
@@ -26,7 +23,7 @@ def from_replay(run_dir: str | Path) -> TransitionDataset:
     them scaled, which ``info["reward_scaled"]`` says). ``run_dir`` may also be the run's ``checkpoints``
     folder or a checkpoint path (only ``last`` keeps the buffer)."""
     from canter.api import load
-    from canter.data.dataset import TransitionDataset, check_dataset_agent
+    from canter.data.dataset import check_dataset_agent
 
     base = replay_checkpoint(run_dir)
     agent = load(base)
@@ -122,3 +119,8 @@ def _starts_episode(buffer: Any, row: int, env: int) -> bool:
         return True
     ended = (before - 1) % buffer.length
     return ended != buffer.pos and bool(buffer.done[ended, env])
+
+
+# at the end, after from_replay (canter.data.dataset imports this module at its own end, after TransitionDataset):
+# either module may be imported first, and from_replay's return annotation resolves (typing.get_type_hints)
+from canter.data.dataset import TransitionDataset  # noqa: E402
