@@ -109,7 +109,7 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str,
 #: what a checkpoint's JSON says of its agent (:func:`canter.run.run_metadata`); a resumable ``last`` adds the
 #: trainer's keys, which a saved agent does not carry
 AGENT_METADATA = ("algorithm", "env", "step", "observation_space", "action_space", "canter_version", "git_commit",
-                  "git_dirty", "config", "user_modules", "trainer")
+                  "git_dirty", "project_git_commit", "project_git_dirty", "config", "user_modules", "trainer")
 
 
 def save_agent(agent: Any, path: str | Path) -> Path:

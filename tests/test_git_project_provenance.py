@@ -43,3 +43,20 @@ def test_checkpoints_and_summaries_record_the_project(tmp_path, monkeypatch):
     for record in (meta, summary):
         assert record["project_git_commit"] == sha and record["project_git_dirty"] is False
         assert record["git_commit"] == utils.git_commit()
+
+
+def test_a_saved_agent_keeps_the_project(tmp_path, monkeypatch):
+    """agent.save (and a turn-based run's opponent copies) kept AGENT_METADATA's keys only, which lacked the
+    project's: a saved agent's JSON had canter's commit but not the project's."""
+    (tmp_path / "project").mkdir()
+    sha = _commit_repo(tmp_path / "project")
+    monkeypatch.chdir(tmp_path / "project")
+    utils.project_git_state.cache_clear()
+    try:
+        agent = canter.train("ppo", env="CartPole-v1", seed=0, max_steps=64, n_envs=2, n_steps=32, batch_size=32,
+                             n_epochs=1, eval_every=64, eval_episodes=1, run_dir=tmp_path / "run", quiet=True)
+    finally:
+        utils.project_git_state.cache_clear()
+    agent.save(tmp_path / "agent")
+    meta = json.loads((tmp_path / "agent.json").read_text())
+    assert meta["project_git_commit"] == sha and meta["project_git_dirty"] is False
