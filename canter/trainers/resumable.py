@@ -29,7 +29,8 @@ class ResumableState:
             "recent_successes": np.asarray(self.recent_successes, dtype=np.float64),
             "last_eval": None if ev is None else {"mean_return": ev.mean_return, "std_return": ev.std_return,
                                                    "returns": list(ev.returns), "lengths": list(ev.lengths),
-                                                   "successes": list(ev.successes), "deterministic": ev.deterministic},
+                                                   "successes": list(ev.successes), "deterministic": ev.deterministic,
+                                                   "n_episodes": ev.n_episodes},
         }
 
     def load_progress(self, state: dict[str, Any]) -> None:
@@ -45,9 +46,12 @@ class ResumableState:
         self.recent_successes.clear()
         self.recent_successes.extend(float(r) for r in state.get("recent_successes", ()))
         ev = state.get("last_eval")
-        # which policy played: a checkpoint saved before eval_deterministic has none (its evaluations were greedy)
+        # which policy played: a checkpoint saved before eval_deterministic has none (its evaluations were greedy);
+        # n_episodes: a multi-agent env's episodes (one return per agent), None in an older checkpoint (unknown)
+        n_episodes = None if ev is None else ev.get("n_episodes")
         self.last_eval = None if ev is None else EvalResult(ev["mean_return"], ev["std_return"], ev["returns"],
                                                             ev["lengths"], ev.get("successes", []),
+                                                            n_episodes=None if n_episodes is None else int(n_episodes),
                                                             deterministic=bool(ev.get("deterministic", True)))
 
     def data_state(self) -> dict[str, Any]:
