@@ -146,7 +146,11 @@ def provenance() -> dict[str, Any]:
     """What checkpoints, datasets and ``summary.json`` record of the code: canter's version, its checkout's commit
     and dirty flag (:func:`git_state`), and the working directory's project's (:func:`project_git_state`)."""
     sha, dirty = git_state()
-    project, project_dirty = project_git_state(str(Path.cwd()))
+    try:
+        where = os.getcwd()
+    except OSError:  # the working directory was removed while the run trained: no project to ask
+        where = None
+    project, project_dirty = (None, None) if where is None else project_git_state(where)
     return {"canter_version": canter_version(), "git_commit": sha, "git_dirty": dirty,
             "project_git_commit": project, "project_git_dirty": project_dirty}
 

@@ -60,3 +60,14 @@ def test_a_saved_agent_keeps_the_project(tmp_path, monkeypatch):
     agent.save(tmp_path / "agent")
     meta = json.loads((tmp_path / "agent.json").read_text())
     assert meta["project_git_commit"] == sha and meta["project_git_dirty"] is False
+
+
+def test_a_removed_working_directory_records_no_project(tmp_path, monkeypatch):
+    """provenance() asked Path.cwd() at each checkpoint and summary: a run whose working directory was removed
+    while it trained (its run_dir elsewhere) crashed at its next checkpoint with FileNotFoundError."""
+    (tmp_path / "gone").mkdir()
+    monkeypatch.chdir(tmp_path / "gone")
+    (tmp_path / "gone").rmdir()
+    record = utils.provenance()
+    assert record["project_git_commit"] is None and record["project_git_dirty"] is None
+    assert record["git_commit"] == utils.git_commit()
