@@ -89,3 +89,20 @@ def test_the_report_says_when_the_commit_had_uncommitted_changes():
     assert code_version({"canter_version": "0.1.0", "git_commit": "abcd1234", "git_dirty": False}) == (
         "canter 0.1.0 · commit abcd1234")
     assert code_version({"canter_version": "0.1.0", "git_commit": None}) == "canter 0.1.0 · commit unknown"
+
+
+def test_the_report_of_a_run_without_a_summary_names_the_code_from_its_checkpoint(tmp_path):
+    """A run still going or killed (no summary.json) showed 'canter ? · commit unknown', though its checkpoints
+    record both."""
+    import html
+
+    from canter.tools.report import code_version, render
+    from canter.tools.rundata import load_run
+
+    canter.train("ppo", env="CartPole-v1", seed=0, max_steps=64, n_envs=2, n_steps=32, batch_size=32, n_epochs=1,
+                 eval_every=64, eval_episodes=1, run_dir=tmp_path / "run", quiet=True)
+    (tmp_path / "run" / "summary.json").unlink()
+    page = render(load_run(tmp_path / "run"), eval_episodes=0)
+    line = code_version({"canter_version": canter.__version__, "git_commit": utils.git_commit(),
+                         "git_dirty": utils.git_dirty()})
+    assert f"seed 0 · {html.escape(line)} · 2 envs" in page

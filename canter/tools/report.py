@@ -312,6 +312,21 @@ def code_version(summary: dict[str, Any]) -> str:
     return f"canter {summary.get('canter_version', '?')} · commit {commit}{dirty}"
 
 
+def code_record(run: RunData) -> dict[str, Any]:
+    """Where the report reads the run's code version: ``summary.json`` where it is current, else (a run still going,
+    or killed) its ``checkpoints/last`` (else ``best``) JSON, which records the same keys, else the stale summary."""
+    if current_summary(run):
+        return run.summary
+    from canter.checkpoint import read_metadata
+
+    for name in ("last", "best"):
+        try:
+            return read_metadata(Path(run.dir) / "checkpoints" / name)
+        except (CanterError, OSError):
+            continue
+    return run.summary
+
+
 def render(run: RunData, eval_episodes: int = 20) -> str:
     """The report's HTML text."""
     s, c = run.summary, run.config
@@ -332,7 +347,7 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
         note = (f'<p class="note">summary.json is from the stop at step {s["steps"]:,} before the run was resumed: '
                 "the run is still going or was killed since; the report shows what was saved (its numbers from the "
                 "saved tables).</p>")
-    sub = f"seed {c.get('seed')} · {code_version(s)} · {c.get('n_envs')} envs"
+    sub = f"seed {c.get('seed')} · {code_version(code_record(run))} · {c.get('n_envs')} envs"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 {GENERATOR}<title>{html.escape(title)}</title><style>{CSS}</style></head>
