@@ -9,7 +9,7 @@
 ``RenderCloseRaises-v0``: renders 16x16 black rgb_array frames; its close() raises (counted in ``CLOSED``).
 ``InfoUnpicklable-v0``: an info holding a lambda on every step (async workers cannot send it).
 ``NeedsSize-v0``: a constructor with a required argument, ``size``.
-``StepNone-v0``: ``step()`` returns None.
+``StepNone-v0``: ``step()`` returns None. ``BuggyStep-v0``: a bug of its own in ``step()`` (unpacking a None).
 ``BuggyInit-v0``: a constructor with a bug of its own (a TypeError).
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
@@ -56,12 +56,17 @@ class Odd(gym.Env):
         self.t += 1
         if self.kind == "StepNone":
             return None
+        if self.kind == "BuggyStep":
+            first, second = self._lookup()  # the env's own bug: a TypeError "cannot unpack non-iterable NoneType"
         info: Any = {}
         if self.t >= 2 and self.kind in ("InfoList", "InfoNone"):
             info = [] if self.kind == "InfoList" else None
         if self.kind == "InfoUnpicklable":
             info = {"callback": lambda: None}
         return self._obs(), 1.0, self.t >= 5, False, info
+
+    def _lookup(self) -> Any:
+        return None
 
     def _obs(self) -> Any:
         if self.kind == "DiscreteOut":
@@ -81,7 +86,7 @@ class Odd(gym.Env):
             raise RuntimeError("the simulator's licence server is gone")
 
 
-for _kind in ("StepNone", "InfoUnpicklable", "RenderCloseRaises", "MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
+for _kind in ("BuggyStep", "StepNone", "InfoUnpicklable", "RenderCloseRaises", "MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
     if f"{_kind}-v0" not in gym.registry:
         gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
 

@@ -74,3 +74,24 @@ def test_step_returning_none_is_one_line(env_id, kwargs, n_envs, vectorization):
             env.step(np.zeros(n_envs, np.int64))
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("env_id,kwargs", [("odd_api_env:BuggyStep-v0", None),
+                                           ("odd_api_env:OddFactory-v0", {"kind": "BuggyStep"})])
+@pytest.mark.parametrize("n_envs,vectorization", [(1, "sync"), (2, "sync"), (2, "async")])
+def test_env_own_unpacking_bug_in_step_is_not_taken_for_a_none(env_id, kwargs, n_envs, vectorization):
+    """A TypeError 'cannot unpack non-iterable NoneType object' raised inside the env's own step() is its bug: sync
+    copies keep its traceback, async ones name its file and line; neither says that step() returned None."""
+    env = make_vec_env(env_id, n_envs, vectorization, kwargs)
+    try:
+        env.reset(seed=0)
+        with pytest.raises((TypeError, CanterError)) as info:
+            env.step(np.zeros(n_envs, np.int64))
+    finally:
+        env.close()
+    text = str(info.value)
+    assert "returned NoneType" not in text, text
+    if vectorization == "sync":
+        assert type(info.value) is TypeError and info.traceback[-1].name == "step", text
+    else:
+        assert "odd_api_env.py" in text and "cannot unpack" in text, text
