@@ -241,6 +241,27 @@ def _library_file(filename: str) -> bool:
     return any(root and path.startswith(os.path.abspath(root) + os.sep) for root in roots)
 
 
+def raised_by_the_call(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised where gymnasium's or canter's code calls an env's code, or unpacks what it returned
+    (a constructor's required argument left out, a ``step()`` that returned None), not inside the env's own code
+    (``a, b = self.helper()`` in its ``step``: the env's bug, whose traceback helps). The innermost frame of the
+    exception that started it counts (gymnasium raises a constructor's TypeError again, from it)."""
+    import os
+
+    import gymnasium
+
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    path = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    roots = (os.path.dirname(os.path.abspath(gymnasium.__file__)), os.path.dirname(os.path.abspath(__file__)))
+    return any(path.startswith(root + os.sep) for root in roots)
+
+
 def raised_in(exc: BaseException) -> str:
     """A user module's or class's exception in one line: ``ValueError: boom (/path/mod.py, line 3)``
     (a SyntaxError: its own file and line; otherwise the innermost frame of the traceback in the

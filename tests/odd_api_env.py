@@ -10,7 +10,8 @@
 ``InfoUnpicklable-v0``: an info holding a lambda on every step (async workers cannot send it).
 ``NeedsSize-v0``: a constructor with a required argument, ``size``.
 ``StepNone-v0``: ``step()`` returns None. ``BuggyStep-v0``: a bug of its own in ``step()`` (unpacking a None).
-``BuggyInit-v0``: a constructor with a bug of its own (a TypeError).
+``BuggyInit-v0``: a constructor with a bug of its own (a TypeError). ``HelperArgLeftOut-v0``: a constructor that
+calls a helper of its own without a required argument (its bug, not the user's).
 ``InfoList-v0`` / ``InfoNone-v0``: ``step()`` returns a list / None as its info on the 2nd step (after gymnasium's
 passive checker looked at the first). ``ResetInfoNone-v0``: ``reset()`` returns ``(obs, None)``. The same classes
 are canter-registered factories as ``OddFactory-v0`` (``kind=`` one of the names above, without ``-v0``).
@@ -28,6 +29,10 @@ import canter
 CLOSED = [0]
 
 
+def _map_size(name: str, scale: int) -> int:
+    return len(name) * scale
+
+
 class Odd(gym.Env):
     """Three random numbers per step, episodes of 5 steps."""
 
@@ -42,6 +47,8 @@ class Odd(gym.Env):
             self.observation_space = gym.spaces.MultiDiscrete([3, 2], start=[-1, 5])
         if kind == "RenderCloseRaises":
             self.metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+        if kind == "HelperArgLeftOut":
+            self.size = _map_size("default")  # type: ignore[call-arg]
         if kind == "BuggyInit":
             self.size = len(5)  # type: ignore[arg-type]
         if kind == "GraphObs":
@@ -86,7 +93,7 @@ class Odd(gym.Env):
             raise RuntimeError("the simulator's licence server is gone")
 
 
-for _kind in ("BuggyStep", "StepNone", "InfoUnpicklable", "RenderCloseRaises", "MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
+for _kind in ("HelperArgLeftOut", "BuggyStep", "StepNone", "InfoUnpicklable", "RenderCloseRaises", "MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
     if f"{_kind}-v0" not in gym.registry:
         gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
 

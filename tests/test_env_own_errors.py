@@ -30,3 +30,12 @@ def test_a_required_argument_left_out_is_still_one_line():
     with pytest.raises(CanterError, match=r"bad env_kwargs for 'odd_api_env:NeedsSize-v0':.*required positional "
                                           r"argument: 'size'"):
         make_vec_env("odd_api_env:NeedsSize-v0", 1, "sync")
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_a_helper_argument_left_out_inside_the_constructor_keeps_its_traceback(vectorization):
+    """'missing 1 required positional argument' raised inside the env's constructor (a helper of its own called
+    without it) is the env's bug, not an argument the user left out: its traceback, not 'bad env_kwargs'."""
+    with pytest.raises(TypeError, match=r"_map_size\(\) missing 1 required positional argument") as info:
+        make_vec_env("odd_api_env:HelperArgLeftOut-v0", 2, vectorization)
+    assert not isinstance(info.value, CanterError)

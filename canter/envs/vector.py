@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from canter.errors import CanterError
+from canter.errors import CanterError, raised_by_the_call
 
 #: the info key under which a vector env reports its active mask (see :meth:`VecEnv.record`)
 ACTIVE = "canter_active"
@@ -91,30 +91,12 @@ _NO_TUPLE = re.compile(r"Expects step result to be a tuple, actual type: <class 
                        r"|cannot unpack non-iterable (\w+) object")
 
 
-def _unpacked_by_caller(exc: BaseException) -> bool:
-    """Whether ``exc`` (a TypeError "cannot unpack non-iterable ...") was raised where gymnasium's or canter's code
-    unpacks what a ``step()`` returned (the vector env, :func:`_step_one`, a wrapper), not inside the env's own code
-    (``a, b = self.helper()`` in its ``step``: the env's bug, whose traceback helps)."""
-    import os
-
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb is None:
-        return False
-    import canter
-
-    path = os.path.abspath(tb.tb_frame.f_code.co_filename)
-    roots = (os.path.dirname(os.path.abspath(gym.__file__)), os.path.dirname(os.path.abspath(canter.__file__)))
-    return any(path.startswith(root + os.sep) for root in roots)
-
-
 def _info_error(exc: BaseException) -> CanterError | None:
     """A one-line error where a sub-env's ``step()`` returned no tuple, or an info that is not a dict: gymnasium's
     passive env checker's AssertionError, the vector env's TypeError unpacking it, or the AttributeError of its
     ``_add_info`` reading the info's items (later steps, a canter-registered factory's env); else None."""
     no_tuple = _NO_TUPLE.search(str(exc)) if isinstance(exc, (AssertionError, TypeError)) else None
-    if no_tuple is not None and (isinstance(exc, AssertionError) or _unpacked_by_caller(exc)):
+    if no_tuple is not None and (isinstance(exc, AssertionError) or raised_by_the_call(exc)):
         return CanterError(f"the env's step() returned {no_tuple.group(1) or no_tuple.group(2)}, not (obs, reward, "
                            f"terminated, truncated, info): {GYM_API}")
     found = _CHECKER_INFO.search(str(exc)) if isinstance(exc, AssertionError) else None
