@@ -78,8 +78,10 @@ def bad_env_kwargs(env_id: str, kwargs: dict | None, exc: Exception) -> Exceptio
     """The error to raise when an env's constructor raised ``exc``: a one-line :class:`CanterError`
     when the user passed ``env_kwargs`` (a misspelled key is a TypeError; a bad value may be any
     error, e.g. FrozenLake's ``map_name: 9x9`` a KeyError), else ``exc`` itself (an env without
-    arguments that fails to build is the env's bug, whose traceback helps)."""
-    if not kwargs or isinstance(exc, CanterError):
+    arguments that fails to build is the env's bug, whose traceback helps; but a required argument the constructor
+    was not given is the user's to give, in env_kwargs: one line too)."""
+    if isinstance(exc, CanterError) or not (kwargs or (isinstance(exc, TypeError) and "required" in str(exc)
+                                                       and raised_by_the_call(exc))):
         return exc
     detail = str(exc).splitlines()[0] if str(exc) else ""
     if not isinstance(exc, TypeError):

@@ -8,7 +8,7 @@
 ``MultiDiscreteOut-v0``: MultiDiscrete([3, 2], start=[-1, 5]) observations, [-3, 5] on the 3rd step (below start).
 ``RenderCloseRaises-v0``: renders 16x16 black rgb_array frames; its close() raises (counted in ``CLOSED``).
 ``InfoUnpicklable-v0``: an info holding a lambda on every step (async workers cannot send it).
-``NeedsSize-v0``: a constructor with a required argument, ``size``.
+``NeedsSize-v0``: a constructor with a required argument, ``size`` (``OddSizedFactory-v0``: a factory's).
 ``StepNone-v0``: ``step()`` returns None. ``BuggyStep-v0``: a bug of its own in ``step()`` (unpacking a None).
 ``BuggyInit-v0``: a constructor with a bug of its own (a TypeError). ``HelperArgLeftOut-v0``: a constructor that
 calls a helper of its own without a required argument (its bug, not the user's).
@@ -96,6 +96,12 @@ class Odd(gym.Env):
 for _kind in ("HelperArgLeftOut", "BuggyStep", "StepNone", "InfoUnpicklable", "RenderCloseRaises", "MultiDiscreteOut", "DiscreteOut", "BuggyInit", "GraphObs", "NoRenderModes", "CloseRaises", "InfoList", "InfoNone", "ResetInfoNone"):
     if f"{_kind}-v0" not in gym.registry:
         gym.register(f"{_kind}-v0", entry_point=Odd, kwargs={"kind": _kind}, max_episode_steps=50)
+
+
+@canter.register("env", "OddSizedFactory-v0")
+def odd_sized_factory(size: int) -> gym.Env:
+    """An :class:`Odd` env from a factory with a required argument, ``size``."""
+    return Odd()
 
 
 @canter.register("env", "OddFactory-v0")

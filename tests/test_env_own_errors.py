@@ -39,3 +39,12 @@ def test_a_helper_argument_left_out_inside_the_constructor_keeps_its_traceback(v
     with pytest.raises(TypeError, match=r"_map_size\(\) missing 1 required positional argument") as info:
         make_vec_env("odd_api_env:HelperArgLeftOut-v0", 2, vectorization)
     assert not isinstance(info.value, CanterError)
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_a_factory_required_argument_left_out_is_one_line_too(vectorization):
+    """As for a Gymnasium id: a canter-registered factory's required argument not given is one line ('bad env_kwargs'),
+    not a traceback ending in canter's own code."""
+    with pytest.raises(CanterError, match=r"bad env_kwargs for 'odd_api_env:OddSizedFactory-v0':.*required positional "
+                                          r"argument: 'size'"):
+        make_vec_env("odd_api_env:OddSizedFactory-v0", 1, vectorization)

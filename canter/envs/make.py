@@ -12,7 +12,7 @@ from canter.envs.opponents import with_snapshots
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
-from canter.errors import CanterError, CanterWarning, bad_env_kwargs, closest, env_constructors, keyword_hint, raised_by_the_call, unknown
+from canter.errors import CanterError, CanterWarning, bad_env_kwargs, closest, keyword_hint, unknown
 from canter.registry import _REGISTRY, defining_module, import_user_module, registered_by
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
@@ -408,12 +408,7 @@ def _make_vec_env(
             )
     except (gym.error.DependencyNotInstalled, ImportError) as exc:  # jax for phys2d/*, Hopper-v3: tracebacks
         raise _missing_dependency(env_id, exc) from None
-    except TypeError as exc:  # a misspelled argument: answered with the closest one
-        if not kwargs and not ("required" in str(exc) and raised_by_the_call(exc)):  # nothing to blame (a required
-            raise  # argument the constructor was not given is the user's to give): the env's own bug, with its traceback
-        hint = keyword_hint(env_constructors(env_id), exc)
-        raise CanterError(f"bad env_kwargs for '{env_id}': {exc}{hint}") from None
-    except Exception as exc:  # noqa: BLE001 - a bad env_kwargs value (FrozenLake's map_name: 9x9 is a KeyError)
+    except Exception as exc:  # noqa: BLE001 - a misspelled key (hinted) or a bad value (FrozenLake map_name 9x9: KeyError)
         raise bad_env_kwargs(env_id, kwargs, exc) from None
     return VecEnv(env)
 
