@@ -309,8 +309,7 @@ def make_vec_env(
     """Create ``n_envs`` copies of ``env_id`` behind a :class:`VecEnv`, which names ``env_id`` in its errors and
     warnings (see :func:`_make_vec_env`)."""
     env = _make_vec_env(env_id, n_envs, vectorization, env_kwargs, training, policies, central_state)
-    if isinstance(env, VecEnv):
-        env.env_id = env_id
+    env.env_id = env_id
     return env
 
 

@@ -410,9 +410,13 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         return obs, rewards, terminated, truncated, {ACTIVE: active, OBSERVED: observed}
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close every copy."""
-        for env in self.envs:
-            env.close()
+        """Close every copy, also those after one whose ``close()`` raises (the first error is raised after)."""
+        from canter.envs.vector import close_each
+
+        error = close_each(self.envs)
+        if error is not None:
+            self.closed = True  # (gymnasium sets it after close_extras returns)
+            raise error
 
 
 def _masks_in_infos(env: Any, agents: list[Any]) -> bool:

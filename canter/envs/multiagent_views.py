@@ -17,7 +17,7 @@ import numpy as np
 from canter.envs.masks import MaskedBox, mask_width
 from canter.envs.multiagent import ParallelVectorEnv
 from canter.envs.spaces import describe_space
-from canter.envs.vector import Step, VecEnv
+from canter.envs.vector import Step, VecEnv, warn_close_error
 from canter.errors import CanterError
 
 
@@ -53,6 +53,8 @@ class MultiPolicyVecEnv:
 
     def __init__(self, env: ParallelVectorEnv) -> None:
         self.env = env
+        #: the env id, which warnings name (:func:`~canter.envs.make.make_vec_env` sets it; None: not named)
+        self.env_id: str | None = None
         self.policies = list(env.policies)
         self.views = [VecEnv(PolicyRows(rows, o, a))
                       for rows, o, a in zip(env.group_rows, env.observation_spaces, env.action_spaces)]
@@ -90,8 +92,11 @@ class MultiPolicyVecEnv:
         return MultiStep({p: s.obs for p, s in steps.items()}, steps)
 
     def close(self) -> None:
-        """Close every copy."""
-        self.env.close()
+        """Close every copy; a copy whose ``close()`` raises is a warning naming the env (as :meth:`VecEnv.close`)."""
+        try:
+            self.env.close()
+        except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
+            warn_close_error(self.env_id, exc)
 
 
 class JointParallelEnv(gym.vector.VectorEnv):

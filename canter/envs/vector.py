@@ -391,11 +391,7 @@ class VecEnv:
         error: BaseException | None = None
         env = self.env
         if type(env) is gym.vector.SyncVectorEnv and not env.closed:  # each copy, not up to the first that raises
-            for copy in env.envs:
-                try:
-                    copy.close()
-                except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
-                    error = error or exc
+            error = close_each(env.envs)
             env.closed = True
         else:
             try:
@@ -404,6 +400,17 @@ class VecEnv:
                 error = exc
         if error is not None:
             warn_close_error(self.env_id, error)
+
+
+def close_each(envs: Any) -> BaseException | None:
+    """Close every env of ``envs``, also those after one whose ``close()`` raises; the first error, or None."""
+    error: BaseException | None = None
+    for env in envs:
+        try:
+            env.close()
+        except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
+            error = error or exc
+    return error
 
 
 #: the warnings :func:`warn_close_error` gave in this process
