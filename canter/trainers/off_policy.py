@@ -153,8 +153,13 @@ class OffPolicyTrainer(StepwiseTrainer):
     def close(self) -> None:  # noqa: D102
         super().close()
         if self._goal_env is not None:
-            self._goal_env.close()
-            self._goal_env = None
+            env, self._goal_env = self._goal_env, None
+            try:  # as the training and evaluation envs' close (VecEnv.close): a warning, not the run's end traceback
+                env.close()
+            except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
+                from canter.envs.vector import warn_close_error
+
+                warn_close_error(self.run.env, exc)
 
     _goal_env: gym.Env | None = None
 
