@@ -46,12 +46,12 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
         env = make_native_play_env(env_id.split(":", 1)[-1], mode, kwargs)
     else:
         env = make_env(env_id, render_mode=mode, **kwargs)
+    env = WarnOnClose(env, env_id)  # (before any close: the refusals below are one line, not the close's traceback)
     modes = env.metadata.get("render_modes") if isinstance(env.metadata, dict) else None
     if mode == "human" and isinstance(modes, (list, tuple)) and modes and "human" not in modes:  # no window: unseen
         env.close()
         raise CanterError(f"'{env_id}' cannot render in a window (its render modes: {', '.join(map(str, modes))}): "
                           f"--render needs an env that renders in render_mode 'human'")
-    env = WarnOnClose(env, env_id)
     if mode == "human" and not display and _is_mujoco(env):  # GLFW would abort the process (a C assertion)
         env.close()
         raise CanterError(f"rendering '{env_id}' in a window (--render) needs a display, and there is none "

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import odd_api_env
-from canter.errors import CanterWarning
+from canter.errors import CanterError, CanterWarning
 from canter.envs.vector import _CLOSE_WARNED
 from canter.play import make_render_env, play
 
@@ -60,3 +60,10 @@ def test_a_run_recording_videos_warns_once(tmp_path):
     said = [line for line in done.stderr.splitlines() if "close() raised" in line]
     assert len(said) == 1, done.stderr  # the training, evaluation and recording envs' closes: one warning
     assert [p.name for p in (tmp_path / "run" / "videos").glob("*.mp4")] == ["step-000000128.mp4"]
+
+
+def test_a_refused_render_mode_is_its_one_line_error_not_the_close_traceback():
+    """--render on an env without render_mode 'human' is refused (one line) after closing the env: its close() error
+    was the traceback instead, as the refusal closed the env before WarnOnClose wrapped it."""
+    with pytest.raises(CanterError, match=r"cannot render in a window \(its render modes: rgb_array\)"):
+        _warnings_of(lambda: make_render_env("odd_api_env:RenderCloseRaises-v0", "human"))
