@@ -35,3 +35,13 @@ def test_tuple_entry_outside_its_discrete_space_names_the_entry_and_row():
         packer((0, np.zeros(2, np.float32)))  # index -1: the last category, before
     with pytest.raises(CanterError, match=r"observations row 1 is not an observation.*'\[0\]' holds 4"):
         pack_rows([(1, np.zeros(2, np.float32)), (4, np.zeros(2, np.float32))], packer, "observations")
+
+
+def test_a_discrete_entry_given_as_a_one_element_array_still_packs():
+    """gymnasium's flatten takes np.array([2]) for a Discrete entry; the range check refused it as 'holds [2], outside
+    its space Discrete(4)' (it compared shapes), where 2 is inside. Its values are still checked."""
+    space = gym.spaces.Dict({"cell": gym.spaces.Discrete(4), "pos": gym.spaces.Box(0, 1, (2,), np.float32)})
+    packer = ObservationPacker(space, gym.spaces.Discrete(2))
+    assert packer({"cell": np.array([2]), "pos": np.zeros(2, np.float32)})[:4].tolist() == [0, 0, 1, 0]
+    with pytest.raises(CanterError, match=r"observation entry 'cell' holds \[4\], outside its space Discrete\(4\)"):
+        packer({"cell": np.array([4]), "pos": np.zeros(2, np.float32)})

@@ -240,9 +240,10 @@ class ObservationPacker:
                     value = value[step]
                 x = np.asarray(value)
                 n = np.asarray(leaf.n if isinstance(leaf, gym.spaces.Discrete) else leaf.nvec)
-                inside = (x.shape == n.shape) and bool(np.all((x >= leaf.start) & (x < leaf.start + n)))
-            except (KeyError, IndexError, TypeError, ValueError):  # a missing entry: flatten's own error says so
-                continue
+                # the values only: a Discrete entry given as a 1-element array flattens as gymnasium's one does
+                inside = bool(np.all((x >= leaf.start) & (x < leaf.start + n)))
+            except (KeyError, IndexError, TypeError, ValueError):  # a missing entry, a shape that does not broadcast:
+                continue  # flatten's own error says so
             if not inside:
                 name = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps).lstrip(".")
                 entry = f"observation entry '{name}'" if name else "the observation"
