@@ -25,3 +25,20 @@ def test_observation_outside_discrete_space_is_one_line(n_envs, vectorization):
             env.step(np.zeros(n_envs, np.int64))
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("policies", ["type", "agent"])
+def test_multi_policy_observation_outside_discrete_space_is_one_line(policies):
+    """One policy per agent type (or agent): each policy's rows are checked as one policy's are (they went unchecked
+    to the model's one-hot encoding)."""
+    env = make_vec_env("pettingzoo:tests.discrete_out_agents", 2, "sync", policies=policies)
+    try:
+        env.reset(seed=0)
+        actions = {p: np.zeros(2, np.int64) for p in env.policies}
+        env.step(actions)
+        env.step(actions)
+        with pytest.raises(CanterError, match=r"^env 'pettingzoo:tests.discrete_out_agents': the env returned "
+                                              r"observation 9 outside its observation space Discrete\(4, start=1\)"):
+            env.step(actions)
+    finally:
+        env.close()

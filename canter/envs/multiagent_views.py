@@ -53,8 +53,6 @@ class MultiPolicyVecEnv:
 
     def __init__(self, env: ParallelVectorEnv) -> None:
         self.env = env
-        #: the env id, which warnings name (:func:`~canter.envs.make.make_vec_env` sets it; None: not named)
-        self.env_id: str | None = None
         self.policies = list(env.policies)
         self.views = [VecEnv(PolicyRows(rows, o, a))
                       for rows, o, a in zip(env.group_rows, env.observation_spaces, env.action_spaces)]
@@ -72,9 +70,28 @@ class MultiPolicyVecEnv:
             "policy": np.concatenate([np.full(rows, p) for p, rows in zip(self.policies, env.group_rows)]),
             "agent": np.concatenate(env.row_agents)}
 
+    @property
+    def env_id(self) -> str | None:
+        """The env id, which errors and warnings name (:func:`~canter.envs.make.make_vec_env` sets it; None: not
+        named); each policy's view names it too."""
+        return self.views[0].env_id if self.views else None
+
+    @env_id.setter
+    def env_id(self, env_id: str | None) -> None:
+        for view in self.views:
+            view.env_id = env_id
+
+    def _check_observations(self, obs: list[np.ndarray]) -> None:
+        """Refuse a Discrete observation outside its policy's space (as :meth:`VecEnv.step` does for one policy):
+        one-hot encoding it was torch's "Class values must be smaller than num_classes" traceback."""
+        for view, rows in zip(self.views, obs):
+            if view._obs_range is not None:
+                view._check_observations(rows)
+
     def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
         """Reset every copy (copy ``i`` with ``seed + i``)."""
         obs = self.env.reset_groups(seed)
+        self._check_observations(obs)
         for i, (view, observed) in enumerate(zip(self.views, self.env.observed_rows())):
             view.begin(None if seed is None else seed + i)
             view.observed = None if observed.all() else observed  # agents that join later: placeholder rows
@@ -83,6 +100,7 @@ class MultiPolicyVecEnv:
     def step(self, actions: dict[str, np.ndarray]) -> MultiStep:
         """Step every copy with each policy's actions."""
         results = self.env.step_groups([actions[p] for p in self.policies])  # (obs, r, term, trunc, active, seen)
+        self._check_observations([result[0] for result in results])
         steps = {p: view.record(*result[:5], observed=result[5])
                  for p, view, result in zip(self.policies, self.views, results)}
         views = self.views
