@@ -42,3 +42,19 @@ def test_multi_policy_observation_outside_discrete_space_is_one_line(policies):
             env.step(actions)
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("policies,same", [("type", False), ("shared", True)])
+def test_an_agent_not_yet_joined_is_no_observation_outside_the_space(policies, same):
+    """The rows of an agent that joins later held 0, outside Discrete(4, start=1): the check refused it as an
+    observation the env returned (and one-hot encoding 0 - 1 fails). They hold the space's start now."""
+    env = make_vec_env("pettingzoo:tests.discrete_out_agents", 2, "sync", {"late": True, "same": same},
+                       policies=policies)
+    try:
+        obs = env.reset(seed=0)
+        rows = obs["b"] if policies == "type" else obs
+        assert rows.min() >= 1, rows
+        for _ in range(3):
+            env.step({p: np.zeros(2, np.int64) for p in env.policies} if policies == "type" else np.zeros(4, np.int64))
+    finally:
+        env.close()

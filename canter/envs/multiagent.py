@@ -65,8 +65,8 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
     """
 
     #: the groups' observation packers (Dict observations, action masks) are configuration, rebuilt with
-    #: the env: an exact resume's snapshot (:mod:`canter.envs.state`) skips their list
-    resume_skip = ("_packers",)
+    #: the env: an exact resume's snapshot (:mod:`canter.envs.state`) skips their list (and the placeholders)
+    resume_skip = ("_packers", "_blank")
 
     def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None,
                  policies: str = "shared", central_state: bool = False, max_steps: int | None = None) -> None:
@@ -146,8 +146,11 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         #: agent -> (group, position among the group's agents)
         self._where = {a: (g, j) for g, members in enumerate(self.group_agents) for j, a in enumerate(members)}
         self._index = {a: n for n, a in enumerate(self.agents)}  # agent -> its index in ``agents`` order
-        self._obs = [np.zeros((rows, *space.shape), space.dtype)
-                     for rows, space in zip(self.group_rows, self.local_spaces)]
+        #: per group, what an absent agent's row holds: 0, or a Discrete space's first value (``start``; 0 is outside
+        #: Discrete(n, start=1), which the observation check refused and the model's one-hot encoding could not take)
+        self._blank = [int(space.start) if isinstance(space, gym.spaces.Discrete) else 0 for space in self.local_spaces]
+        self._obs = [np.full((rows, *space.shape), blank, space.dtype)
+                     for rows, space, blank in zip(self.group_rows, self.local_spaces, self._blank)]
         #: per group, each row's agent index (in ``agents`` order)
         self._agent_ids = [np.tile([self.agents.index(a) for a in members], copies) for members in self.group_agents]
         #: each row's env copy (groups in ``policies`` order, rows copy-major): an evaluation episode is
@@ -304,14 +307,14 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
 
     def _start(self, copy: int, env: Any, observations: dict[str, Any]) -> None:
         """A copy's new episode: the agents in ``env.agents`` after its reset are in it; the rows of the others
-        (agents that join later) are absent, zeros, until they join."""
+        (agents that join later) are absent, placeholders (:attr:`_blank`), until they join."""
         present = [a for a in env.agents if a in self._where]
         if not present or len(present) != len(env.agents):
             raise CanterError(f"'{self.env_id}' has agents {sorted(map(str, env.agents))} after reset; canter needs "
                               f"at least one, and only agents of its possible_agents {sorted(map(str, self.agents))}")
-        for obs, members in zip(self._obs, self.group_agents):
+        for obs, members, blank in zip(self._obs, self.group_agents, self._blank):
             k = len(members)
-            obs[copy * k:(copy + 1) * k] = 0  # an absent agent's row: a placeholder that no transition uses
+            obs[copy * k:(copy + 1) * k] = blank  # an absent agent's row: a placeholder that no transition uses
         self.alive[copy] = [a in present for a in self.agents]
         self._put(copy, self._observed(present, observations, "after reset"))
 
@@ -399,7 +402,7 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
     def observed_rows(self) -> list[np.ndarray]:
         """Per group, the rows of the last observations that are real ones (:data:`~canter.envs.vector.OBSERVED`):
         False for agents that had left before the last step (a repeated final observation) and for agents not
-        yet in the episode (a placeholder of zeros)."""
+        yet in the episode (a placeholder: zeros, or a Discrete space's start)."""
         return [self.in_state[np.arange(rows) // len(members), ids]
                 for rows, members, ids in zip(self.group_rows, self.group_agents, self._agent_ids)]
 
