@@ -22,3 +22,39 @@ def test_auto_takes_next_step_copies():
         assert env.env.autoreset_mode == gym.vector.AutoresetMode.NEXT_STEP
     finally:
         env.close()
+
+
+class _DictObs(gym.Env):
+    """Dict observations (flattened per env copy by canter)."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (2,)), "b": gym.spaces.Discrete(3)})
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:  # noqa: D102
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: int) -> tuple:  # noqa: D102
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+def _dict_obs_vector(num_envs: int = 1, **kwargs: object) -> gym.vector.VectorEnv:
+    return gym.vector.SyncVectorEnv([_DictObs] * num_envs, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+
+
+if "DictObsVec-v0" not in gym.registry:
+    gym.register("DictObsVec-v0", entry_point=_DictObs, vector_entry_point=_dict_obs_vector, max_episode_steps=50)
+
+
+def test_native_structured_observations_are_refused():
+    """As a SAME_STEP one: native was asked, and make_vec_env put flattening sync copies in its place without a
+    word (auto still does)."""
+    with pytest.raises(CanterError, match=r"^env 'test_native_autoreset_mode:DictObsVec-v0': its native vectorised "
+                                          r"implementation returns structured observations.*--vectorization sync"):
+        make_vec_env("test_native_autoreset_mode:DictObsVec-v0", 4, "native")
+    env = make_vec_env("test_native_autoreset_mode:DictObsVec-v0", 4, "auto")
+    try:
+        assert type(env.env) is gym.vector.SyncVectorEnv and env.single_observation_space.shape == (5,)
+    finally:
+        env.close()

@@ -390,12 +390,19 @@ def _make_vec_env(
             next_step = mode == gym.vector.AutoresetMode.NEXT_STEP
             if next_step and not needs_packing(env.single_observation_space):
                 return VecEnv(env)
+            space = env.single_observation_space
             env.close()  # structured observations are flattened per copy (canter.envs.packing)
             if not next_step and vectorization == "native":  # auto: copies in NEXT_STEP mode, below
-                raise CanterError(f"env '{env_id}''s native vectorised implementation autoresets in "
+                raise CanterError(f"env '{env_id}': its native vectorised implementation autoresets in "
                                   f"{getattr(mode, 'name', mode)} mode, and canter's trainers take NEXT_STEP "
                                   f"(docs/architecture.md section 3); use --vectorization sync or async, whose "
                                   f"copies autoreset in NEXT_STEP mode")
+            if vectorization == "native":  # auto: copies whose observations are flattened, below
+                from canter.envs.spaces import describe_space
+
+                raise CanterError(f"env '{env_id}': its native vectorised implementation returns structured "
+                                  f"observations ({describe_space(space)}), which canter flattens in each env copy; "
+                                  f"use --vectorization sync or async")
         if vectorization == "async":  # canter's own copies, so that a worker's error is one line (canter.envs.workers)
             spec = _capped(spec, training)
             env = vector_env(lambda: pack_observations(gym.make(spec, **kwargs)), n_envs, True, env_id)
