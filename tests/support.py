@@ -396,3 +396,17 @@ def commit_repo(where: Path, name: str = "a.txt", text: str = "a") -> str:
     subprocess.run(git + ["commit", "-q", "-m", "a"], check=True)
     return subprocess.run(git + ["rev-parse", "--short=8", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
+
+
+def closing_warnings(env) -> list[str]:
+    """The canter warnings ``env.close()`` gives, with the once-per-process memory of close errors cleared first."""
+    import warnings
+
+    from canter.envs.vector import _CLOSE_WARNED
+    from canter.errors import CanterWarning
+
+    _CLOSE_WARNED.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env.close()
+    return [str(w.message) for w in caught if issubclass(w.category, CanterWarning)]

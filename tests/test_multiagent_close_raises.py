@@ -6,14 +6,11 @@ finished run, and the multi-agent vector env closed no copy after the one that r
 """
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 from tests import mixed_agents_close_raises as agents
 from canter.envs import make_vec_env
-from canter.envs.vector import _CLOSE_WARNED
-from canter.errors import CanterWarning
+from support import closing_warnings
 
 ENV = "pettingzoo:tests.mixed_agents_close_raises"
 
@@ -23,10 +20,6 @@ def test_multi_policy_close_that_raises_warns_and_closes_every_copy(policies):
     env = make_vec_env(ENV, 3, "sync", policies=policies)
     env.reset(seed=0)
     before = agents.CLOSED[0]
-    _CLOSE_WARNED.clear()  # (warned once per process)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        env.close()
+    said = closing_warnings(env)
     assert agents.CLOSED[0] - before == 3  # every copy was asked, not only the first
-    said = [str(w.message) for w in caught if issubclass(w.category, CanterWarning)]
     assert len(said) == 1 and ENV in said[0] and "licence server" in said[0], said
