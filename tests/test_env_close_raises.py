@@ -6,7 +6,6 @@ copies open; a sync vector env closed no copy after the one that raised; with as
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
