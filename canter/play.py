@@ -73,6 +73,9 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
         except Exception as exc:  # noqa: BLE001 - a render_mode from env_kwargs the env cannot render in
             env.close()
             checked = _render_check_failed(exc)  # an env that declares no such render mode, or renders no frame
+            if checked is not None and given is not None and mode == given:  # the mode came from env_kwargs
+                raise CanterError(f"bad env_kwargs for '{env_id}': render_mode={given!r} cannot render: {checked}"
+                                  ) from None
             if checked is not None:
                 need = "recording video needs" if mode == "rgb_array" else "--render needs"
                 raise CanterError(f"'{env_id}' cannot render in render_mode {mode!r}: {checked}; {need} an env that "
