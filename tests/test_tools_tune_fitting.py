@@ -86,3 +86,25 @@ def test_a_sampled_rollout_of_a_multi_agent_env_is_lowered_to_the_budget_too():
     assert fit_params({"n_steps": 64}, run, cfg) == {"n_steps": 64}  # 64 x 4 rows: within the budget
     run, cfg = resolve_config("ppo", env, max_steps=256, n_envs=2, n_steps=2048, policies="agent")
     assert fit_params({"n_steps": 2048}, run, cfg) == {"n_steps": 64}  # one policy per agent: the same rows
+
+
+def test_a_sampled_rollout_of_explorers_is_lowered_to_the_budget_too():
+    """The rollout was lowered only for a run in one process: `canter tune impala --env CartPole-v1 --set
+    explorers=2 --n-envs 8 --max-steps 200` with a sampled n_steps 128 trained its trial for 1,024 steps (one
+    explorer's rollout, 128 x 8 envs), 5x the budget. An asynchronous algorithm's n_steps is now at most
+    max_steps // n_envs (each update learns from one explorer's rollout), a synchronous one's (PPO, A2C with
+    explorers) max_steps // (n_envs x explorers) (each update gathers every explorer's), and the minibatch fits."""
+    from canter.config import resolve_config
+    from canter.tools.tune_space import fit_params
+
+    for algo in ("impala", "appo"):
+        run, cfg = resolve_config(algo, "CartPole-v1", max_steps=200, n_envs=8, explorers=2, n_steps=128)
+        assert fit_params({"n_steps": 128, "lr": 1e-3}, run, cfg) == {"n_steps": 25, "lr": 1e-3}
+        run, cfg = resolve_config(algo, "CartPole-v1", max_steps=200, n_envs=8, explorers=2, n_steps=16)
+        assert fit_params({"n_steps": 16}, run, cfg) == {"n_steps": 16}  # 128 steps: within the budget
+    run, cfg = resolve_config("appo", "CartPole-v1", max_steps=200, n_envs=8, explorers=2, n_steps=128)
+    assert fit_params({"n_steps": 128, "batch_size": 512}, run, cfg) == {"n_steps": 25, "batch_size": 200}
+    run, cfg = resolve_config("ppo", "CartPole-v1", max_steps=1024, n_envs=8, explorers=2, n_steps=2048)
+    assert fit_params({"n_steps": 2048, "batch_size": 256}, run, cfg) == {"n_steps": 64, "batch_size": 256}
+    run, cfg = resolve_config("ppo", "CartPole-v1", max_steps=1024, n_envs=8, explorers=2, n_steps=8)
+    assert fit_params({"batch_size": 256}, run, cfg) == {"batch_size": 128}  # 8 x 8 envs x 2 explorers

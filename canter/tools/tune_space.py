@@ -266,14 +266,23 @@ class TrialSeededSampler:
 
 
 def rollout_rows(run: Any, algo_cfg: Any) -> int | None:
-    """The transitions of one rollout (``n_steps x n_envs``) of an algorithm that takes minibatches of it,
-    when the config alone tells it (a single-agent env in one process); else None."""
+    """The transitions of one update's rollout (``n_steps x n_envs``; with explorers, a synchronous algorithm's
+    learns from every explorer's at once) of an algorithm that takes minibatches of it, when the config alone
+    tells it (a single-agent env); else None."""
     from canter.envs.multiagent import is_multiagent
 
     n_steps = getattr(algo_cfg, "n_steps", None)
-    if not isinstance(n_steps, int) or run.explorers or is_multiagent(run.env):
+    if not isinstance(n_steps, int) or is_multiagent(run.env):
         return None
-    return n_steps * run.n_envs
+    return n_steps * run.n_envs * _rollouts_per_update(run)
+
+
+def _rollouts_per_update(run: Any) -> int:
+    """The explorer rollouts one update learns from: all of them for a synchronous algorithm (PPO, A2C with
+    ``--explorers``), one for an asynchronous one (IMPALA, APPO) or a run in one process."""
+    if not run.explorers:
+        return 1
+    return 1 if getattr(lookup("algorithm", run.algo), "family", None) == "async" else run.explorers
 
 
 def step_rows(run: Any) -> int:
@@ -307,7 +316,8 @@ def _copy_rows(env_id: str, key: str, policies: str, env_kwargs: dict[str, Any])
 def fit_params(params: dict[str, Any], run: Any, algo_cfg: Any) -> dict[str, Any]:
     """A trial's sampled ``params`` made to fit each other and the trial's budget: a rollout larger than
     ``max_steps`` is lowered to fit it (``n_steps``: ``max_steps // n_envs``, at least 1; a multi-agent env's
-    ``n_envs`` x agent rows per copy, :func:`step_rows`), a minibatch larger than
+    ``n_envs`` x agent rows per copy, :func:`step_rows`; with explorers, a synchronous algorithm's ``n_envs`` x
+    explorers, an asynchronous one's (IMPALA, APPO) one explorer's ``n_envs``), a minibatch larger than
     the rollout is the whole rollout (``batch_size``, as rl-zoo3's samplers make it), and an off-policy phase takes
     at most one gradient step per env step it collected (``gradient_steps`` at most ``train_freq`` env steps:
     sampled independently, train_freq 1 with gradient_steps 64 made one DQN trial take 3.5 of a study's 4
@@ -316,14 +326,16 @@ def fit_params(params: dict[str, Any], run: Any, algo_cfg: Any) -> dict[str, Any
     rows = rollout_rows(run, algo_cfg)
     budget = getattr(run, "max_steps", None)
     if (isinstance(fitted.get("n_steps"), int) and isinstance(getattr(algo_cfg, "n_steps", None), int)
-            and not run.explorers and isinstance(budget, int)):
+            and isinstance(budget, int)):
         # the budget is checked between rollouts: n_steps 2048 x 16 envs trained a --max-steps 1024 trial for
         # 32,768 steps, and its evaluation was compared with the others' after 32x their steps (a multi-agent
-        # env's rollout is n_steps x every agent row of its copies)
-        per_step = step_rows(run)
+        # env's rollout is n_steps x every agent row of its copies; with explorers, an asynchronous algorithm's
+        # rollout is one explorer's n_steps x n_envs, a synchronous one's every explorer's: impala --explorers 2
+        # with n_steps 128 x 8 envs trained a --max-steps 200 trial for 1,024 steps)
+        per_step = step_rows(run) * _rollouts_per_update(run)
         if algo_cfg.n_steps * per_step > budget:
             fitted["n_steps"] = max(1, budget // per_step)
-            rows = None if rows is None else fitted["n_steps"] * run.n_envs
+            rows = None if rows is None else fitted["n_steps"] * run.n_envs * _rollouts_per_update(run)
     if isinstance(fitted.get("batch_size"), int) and rows and fitted["batch_size"] > rows:
         fitted["batch_size"] = rows
     freq, steps = fitted.get("train_freq"), fitted.get("gradient_steps")
