@@ -1,6 +1,7 @@
 """A run with Ray explorers whose env, algorithm or model is registered in ``__main__`` (a script, a notebook):
 explorers are fresh processes that cannot import ``__main__``, so such a run is refused in one line before Ray
-starts (no cluster needed: a stand-in connection records that none was opened)."""
+starts (no cluster needed: a stand-in connection records that none was opened). Nothing here imports Ray, so
+the file runs without it (a module-level ``importorskip("ray")`` skipped all of it where Ray is not installed)."""
 from __future__ import annotations
 
 import gymnasium as gym
@@ -9,8 +10,6 @@ import pytest
 import canter
 from canter import registry
 from canter.errors import CanterError
-
-pytest.importorskip("ray")
 
 
 @pytest.fixture
