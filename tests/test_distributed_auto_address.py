@@ -17,11 +17,23 @@ from canter.distributed import cluster as cluster_module  # noqa: E402
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
+def unset_restored(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    """Unset the environment variables ``names`` for the test, each put back as it was afterwards, also one that
+    was unset and that the code under test sets (``monkeypatch.delenv`` of an unset variable records nothing, so
+    what ``connect`` then set stayed for every later test)."""
+    for name in names:
+        monkeypatch.setenv(name, "")  # records the value before (or its absence) for the undo
+        monkeypatch.delenv(name)
+
+
 def test_auto_standing_for_a_loopback_cluster_keeps_ray_on_loopback_and_asks_it_about_tokens(monkeypatch):
     """Before, ``auto`` was neither: Ray resolved the cluster's 127.0.0.1 to the machine's address, where a cluster
     started on loopback does not listen, and retried for minutes; and the local token was sent without asking."""
-    monkeypatch.delenv(LOOPBACK_ENV, raising=False)
-    monkeypatch.delenv(cluster_module.AUTH_MODE_ENV, raising=False)
+    from ray._private import ray_constants
+
+    unset_restored(monkeypatch, LOOPBACK_ENV, cluster_module.AUTH_MODE_ENV, "RAY_USAGE_STATS_ENABLED")
+    # connect sets Ray's import-time copy of LOOPBACK_ENV too (_loopback_if_imported_earlier): put back afterwards
+    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", ray_constants.ENABLE_RAY_CLUSTER)
     monkeypatch.setattr(cluster_module, "_auto_address", lambda: "127.0.0.1:1")
     monkeypatch.setattr(cluster_module, "_check_reachable", lambda address: None)
     asked = []
@@ -35,6 +47,22 @@ def test_auto_standing_for_a_loopback_cluster_keeps_ray_on_loopback_and_asks_it_
     with pytest.raises(CanterError, match=r"^cannot connect to Ray at '127.0.0.1:1': stand-in init of 127.0.0.1:1$"):
         cluster_module.connect("auto")
     assert os.environ.get(LOOPBACK_ENV) == "0" and asked == ["127.0.0.1:1"]
+
+
+def test_the_auto_address_test_leaves_the_environment_as_it_found_it():
+    """The test above unset RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER with ``monkeypatch.delenv(raising=False)``, which
+    records nothing for an unset variable: ``connect`` then set it (and RAY_USAGE_STATS_ENABLED, and Ray's
+    ``ENABLE_RAY_CLUSTER``) for every later test of the session. Run with those unset, it now leaves them so."""
+    from ray._private import ray_constants
+
+    names = (LOOPBACK_ENV, cluster_module.AUTH_MODE_ENV, "RAY_USAGE_STATS_ENABLED")
+    with pytest.MonkeyPatch.context() as outer:
+        unset_restored(outer, *names)
+        outer.setattr(ray_constants, "ENABLE_RAY_CLUSTER", True)  # as Ray sets it without LOOPBACK_ENV at import
+        with pytest.MonkeyPatch.context() as inner:
+            test_auto_standing_for_a_loopback_cluster_keeps_ray_on_loopback_and_asks_it_about_tokens(inner)
+        assert {name: os.environ.get(name) for name in names} == dict.fromkeys(names)
+        assert ray_constants.ENABLE_RAY_CLUSTER is True
 
 
 @pytest.mark.slow  # ~30 s: a CLI run joining the test cluster through RAY_ADDRESS
