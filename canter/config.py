@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_dataset_argument,
-                                  misspelt_section, zoo_section)
+from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_blank_dataset,
+                                  check_dataset_argument, misspelt_section, zoo_section)
 from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_entry_once, check_range, coerce, entries_last, hp, readable_type,  # re-exported
@@ -286,6 +286,8 @@ def resolve_config(
     if sets_dict.get("env") and env and sets_dict["env"] != env:
         raise CanterError(f"--env {env} and --set env={sets_dict['env']} disagree; give the env once")
     check_dataset_argument(run_overrides.get("dataset"))
+    # an empty dataset named where it was given (the loader's error names --dataset)
+    check_blank_dataset(sets_dict, run_overrides.get("dataset"), file_data, config_file)
     env_id = sets_dict.get("env") or env or file_data.get("env") or run_overrides.pop("env", None)
     if not env_id:  # an offline run: the dataset knows its env
         # the first layer that gives one, '' too: an empty --dataset is refused naming it, not as a missing env

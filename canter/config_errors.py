@@ -279,3 +279,33 @@ def check_dataset_argument(dataset: Any) -> None:
     if module is not None and isinstance(dataset, module.TransitionDataset):
         raise CanterError("'dataset' takes a dataset's path (the run records it, and --resume reads it again), got a "
                           "TransitionDataset: save it first, data.save('data/name'), and pass dataset='data/name'")
+
+
+#: how to make a dataset, the end of every empty-dataset message
+DATASET_FIX = "write one with canter collect RUN_DIR --out PATH"
+
+
+def blank_dataset_error(value: Any, written: str) -> CanterError | None:
+    """The one-line error for a ``dataset`` that is empty or blank (``''``, ``' '``: ``Path('')`` is the current
+    directory), naming where the user wrote it (``written``: ``--set dataset``, ``dataset in FILE``, a
+    benchmark file's ``set``); None for any other value."""
+    if isinstance(value, str) and not value.strip():
+        return CanterError(f"{written} needs a dataset path, got {value!r} ({DATASET_FIX})")
+    return None
+
+
+def check_blank_dataset(sets_dict: dict[str, Any], argument: Any, file_data: dict[str, Any], config_file: Any) -> None:
+    """Refuse an empty ``dataset`` given with ``--set`` or in a config file, naming that: the dataset loader's
+    error names the ``--dataset`` flag, which the user did not give. ``argument`` is the arguments' dataset
+    (``--dataset``, ``dataset=``): a blank one is left to the loader's error, which names it; else the layer
+    that wins is checked, ``--set`` over the arguments over the file."""
+    if blank_dataset_error(argument, "") is not None:
+        return
+    if "dataset" in sets_dict:
+        error = blank_dataset_error(sets_dict["dataset"], "--set dataset")
+    elif argument is None and file_data and "dataset" in file_data:
+        error = blank_dataset_error(file_data["dataset"], f"dataset in {config_file}")
+    else:
+        error = None
+    if error is not None:
+        raise error

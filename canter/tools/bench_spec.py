@@ -147,6 +147,7 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
 
     Returns each cell's resolved config (as in ``config.yaml``) by run name.
     """
+    from canter.config_errors import blank_dataset_error
     from canter.registry import lookup
     from canter.tools.checks import check_algo_env, dataset_mismatch
 
@@ -163,6 +164,10 @@ def check_cells(cells: list[Cell]) -> dict[str, dict[str, Any]]:
             raise CanterError(f"{run.algo} learns from the env and takes no dataset (only offline algorithms do): give "
                               f"dataset in an offline algorithm's own set, algos: {{bc: {{set: {{dataset: PATH}}}}}} (a "
                               f"top-level set applies to every algorithm)")
+        blank = blank_dataset_error(run.dataset, f"dataset in the benchmark file's set ({run.algo} on {run.env})"
+                                    ) if offline else None
+        if blank is not None:  # the dataset loader's error named the flag --dataset, which a benchmark has not
+            raise blank
         mismatch = dataset_mismatch(run) if offline else None
         if mismatch is not None and mismatch[0] == "env":
             raise CanterError(f"{run.algo} on {run.env}: dataset '{run.dataset}' was collected on {mismatch[1]}; "

@@ -1,0 +1,45 @@
+"""An empty ``dataset`` is refused naming where the user wrote it: a benchmark file's ``set``, a config file or
+``--set``. Each said "--dataset needs a dataset path, got ''", naming a flag the user had not given (and that
+``canter benchmark`` does not take)."""
+from __future__ import annotations
+
+import pytest
+
+from support import assert_one_line_error, run_cli
+
+
+@pytest.mark.parametrize("where", ["top", "algo"])
+@pytest.mark.parametrize("value", ["''", "' '"])
+def test_a_benchmark_files_empty_dataset_names_its_set(capsys, workdir, where, value):
+    top, algo = (f"set: {{dataset: {value}}}\n", "") if where == "top" else ("", f", set: {{dataset: {value}}}")
+    (workdir / "bm.yaml").write_text(f"seeds: 1\n{top}algos:\n  bc: {{envs: [CartPole-v1]{algo}}}\n")
+    code, _, err = run_cli(capsys, "benchmark", str(workdir / "bm.yaml"), "--out", str(workdir / "out"))
+    line = assert_one_line_error(code, err, "dataset in the benchmark file's set (bc on CartPole-v1) needs a dataset "
+                                            "path, got ", "canter collect RUN_DIR --out PATH")
+    assert "--dataset" not in line
+    assert not (workdir / "out").exists()
+
+
+@pytest.mark.parametrize("env", [["--env", "CartPole-v1"], []])
+def test_a_config_files_empty_dataset_names_the_file(capsys, workdir, env):
+    (workdir / "c.yaml").write_text("algo: bc\ndataset: ''\n")
+    code, _, err = run_cli(capsys, "train", "-f", str(workdir / "c.yaml"), *env, "--run-dir", str(workdir / "run"))
+    line = assert_one_line_error(code, err, f"dataset in {workdir / 'c.yaml'} needs a dataset path, got ''")
+    assert "--dataset" not in line
+    assert not (workdir / "run").exists()
+
+
+@pytest.mark.parametrize("env", [["--env", "CartPole-v1"], []])
+def test_an_empty_set_dataset_names_set(capsys, workdir, env):
+    code, _, err = run_cli(capsys, "train", "bc", *env, "--set", "dataset=", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "canter: error: --set dataset needs a dataset path, got ''")
+    assert not (workdir / "run").exists()
+
+
+def test_a_dataset_flag_wins_over_the_files_empty_one(capsys, workdir):
+    """The arguments' dataset wins over a file's: an empty one in the file is not refused then (the flag's own
+    dataset is checked: here it does not exist)."""
+    (workdir / "c.yaml").write_text("algo: bc\nenv: CartPole-v1\ndataset: ''\n")
+    code, _, err = run_cli(capsys, "train", "-f", str(workdir / "c.yaml"), "--dataset", str(workdir / "none"),
+                           "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "dataset not found")
