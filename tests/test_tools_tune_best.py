@@ -44,3 +44,29 @@ def test_best_of():
 
     t = [SimpleNamespace(number=n, value=v) for n, v in ((3, 1.0), (1, 2.0), (2, 2.0), (0, -1.0))]
     assert best_of(t).number == 1 and best_of([]) is None
+
+
+def test_best_yaml_names_the_code_that_wrote_it_as_config_yaml_does(tmp_path, monkeypatch):
+    """A run's config.yaml starts with canter's version and git commit; best.yaml had no such line. Its header now
+    ends with the same line (the study line stays second, where a later tune checks the --out's owner), and
+    the file still resolves as a config."""
+    optuna = pytest.importorskip("optuna")
+    from canter.config import resolve_config, resolved_dict
+    from canter.run import provenance_comment
+    from canter.tools import tune as tune_mod
+
+    monkeypatch.setattr(tune_mod, "save_plots", lambda *a: {})
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    trial = study.ask()
+    trial.set_user_attr("config", resolved_dict(*resolve_config("ppo", "CartPole-v1", n_steps=64)))
+    study.tell(trial, 5.0)
+    tune_mod._finish("s", url, "ppo", "CartPole-v1", None, [], {}, tmp_path, 0)
+    text = (tmp_path / "best.yaml").read_text()
+    lines = text.splitlines()
+    assert lines[1].startswith("# study 's' in ") and provenance_comment() in text
+    assert lines[[i for i, line in enumerate(lines) if not line.startswith("#")][0] - 1] + "\n" == provenance_comment()
+    tune_mod._check_out_owner(tmp_path, "s", url, default_storage=True)  # this study's: not refused
+    run, cfg = resolve_config("ppo", None, tmp_path / "best.yaml")
+    assert run.env == "CartPole-v1" and cfg.n_steps == 64

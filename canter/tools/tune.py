@@ -421,6 +421,7 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     counts = {s.name.lower(): len(st.get_trials(deepcopy=False, states=(s,)))
               for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)}
     from canter.atomic import atomic_write
+    from canter.run import provenance_comment
     from canter.tools.bench_results import to_csv
 
     trials_csv = out_dir / "trials.csv"  # every trial, as rl-zoo3's report: also failed ones, with no best
@@ -439,7 +440,9 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     agent = keep_best_agent(st, out_dir, best.number)
     header = (f"# canter tune: best of {counts['complete']} complete trials (trial {best.number}, last evaluation "
               f"return {best.value:.4g})\n# study '{study_name}' in {shown_url(url)}\n# train it with: canter train {algo} -f "
-              f"{files['best']}\n" + (f"# its agent: canter play {agent}\n" if agent else ""))
+              f"{files['best']}\n" + (f"# its agent: canter play {agent}\n" if agent else "")
+              + provenance_comment())  # the code that wrote it, as config.yaml's first line (not first here: the
+    # study line stays second, where _check_out_owner reads it)
     if agent:
         files["agent"] = agent
     atomic_write(files["best"], (header + dump_yaml(config)).encode())
