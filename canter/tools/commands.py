@@ -65,6 +65,31 @@ def _dash_values(p: argparse.ArgumentParser, argv: list[str], flags: tuple[str, 
     return out
 
 
+def _label_values(p: argparse.ArgumentParser, argv: list[str], flag: str = "--label") -> list[str]:
+    """``argv`` with each value after ``flag`` (a ``nargs='+'`` option) given as ``flag=VALUE``, so that a value
+    starting with a single '-' (``--label -x``, ``--label base -tuned``) is a label: argparse took it for an
+    option ("expected at least one argument", "unrecognized arguments: -tuned"). The values end at ``--``, one of
+    ``p``'s options or any token starting with '--' (a misspelt option stays one; a label starting with '--'
+    goes as ``--label=--x``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            return out + argv[i:]
+        out.append(token)
+        i += 1
+        if token != flag:
+            continue
+        while (i < len(argv) and argv[i] != "--" and not argv[i].startswith("--")
+               and argv[i].split("=", 1)[0] not in p._option_string_actions):
+            if out[-1] == flag:
+                out.pop()  # at least one value: each goes as flag=VALUE (the flag alone is argparse's error)
+            out.append(f"{flag}={argv[i]}")
+            i += 1
+    return out
+
+
 def _run_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in RUN_KEYS if getattr(args, k, None) is not None}
 
@@ -135,7 +160,7 @@ def cmd_plot(argv: list[str]) -> int:
     p.add_argument("--out", default="curves.png", help="output image: .png, .svg or .pdf (default curves.png)")
     p.add_argument("--size", default="800x500", help="image size in pixels, WIDTHxHEIGHT (default 800x500)")
     p.add_argument("--title", help="plot title (default: the env ids)")
-    args = p.parse_args(_dash_values(p, list(argv), ("--size", "--title")))
+    args = p.parse_args(_label_values(p, _dash_values(p, list(argv), ("--size", "--title"))))
     _refuse_empty(args, "--out")  # Path('') is '.': "unknown image format '(none)'"
     from canter.tools.plot import parse_size, plot_runs
 
