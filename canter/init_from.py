@@ -114,6 +114,7 @@ def _check_normalisation(path: str, weights: Any, agent: Any, config: dict[str, 
     else:
         pairs = [(None, weights, agent)]
     for policy, own, member in pairs:
+        _check_value_normalisation(path, policy, own, member)
         theirs = bool(isinstance(own, dict) and own.get("obs_rms"))  # its networks take normalised observations
         if theirs == (getattr(member, "obs_rms", None) is not None):
             continue
@@ -122,6 +123,20 @@ def _check_normalisation(path: str, weights: Any, agent: Any, config: dict[str, 
         whose, key = ("its run", "") if policy is None else (f"its policy '{policy}'", f"policy_hparams.{policy}.")
         raise CanterError(f"init_from '{path}': {whose} {'normalised' if theirs else 'did not normalise'} "
                           f"observations, and its networks expect them so: set {key}normalize_obs={str(theirs).lower()}")
+
+
+def _check_value_normalisation(path: str, policy: str | None, own: Any, member: Any) -> None:
+    """Refuse a source whose critic outputs returns standardised by its value statistics (PPO's and MAPPO's
+    ``normalize_value``, its ``value_rms``) where this run's reads them as returns, or the other way round: it was
+    loaded without a word, and the new run's first advantages came from values off by the returns' scale."""
+    algorithm = own.get("algorithm") if isinstance(own, dict) else None
+    extra = algorithm.get("extra") if isinstance(algorithm, dict) else None
+    theirs = bool(isinstance(extra, dict) and extra.get("value_rms"))
+    if theirs == (getattr(member.algorithm, "value_rms", None) is not None):
+        return
+    whose, key = ("its run", "") if policy is None else (f"its policy '{policy}'", f"policy_hparams.{policy}.")
+    raise CanterError(f"init_from '{path}': {whose} {'normalised' if theirs else 'did not normalise'} values "
+                      f"(normalize_value), and its critic outputs them so: set {key}normalize_value={str(theirs).lower()}")
 
 
 def _check_image_reading(path: Any, saved: Any, ours: Any) -> None:

@@ -262,6 +262,14 @@ class PPO(ActorCriticAlgorithm):
         if self.value_rms is not None and state.get("value_rms"):
             self.value_rms.load_state_dict(state["value_rms"])
 
+    def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
+        """:meth:`Algorithm.load_state_dict`; ``weights_only`` restores the value normalisation statistics too: the
+        critic outputs returns standardised by them (without them ``canter.load`` and ``init_from`` gave its
+        standardised outputs as values)."""
+        super().load_state_dict(state, weights_only=weights_only)
+        if weights_only:
+            self.load_extra_state({"value_rms": (state.get("extra") or {}).get("value_rms")})
+
 
 _ONE = np.ones(1, np.float32)
 
