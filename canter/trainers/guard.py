@@ -236,7 +236,13 @@ class DivergenceGuard:
             # force now, else the LR controller would take the saved (already decayed and scaled) rates
             # for the algorithm's own and apply its decay and scale to them a second time
             rates = {name: [g["lr"] for g in opt.param_groups] for name, opt in t.algorithm.optimizers().items()}
+            # the running discounted returns (reward normalisation) are those of the episodes under way, which the
+            # restore does not rewind: the saved ones were of other episodes, or of earlier steps of these
+            members = list(getattr(t.agent, "agents", {}).values()) or [t.agent]
+            returns = [(m, m._returns.copy()) for m in members if isinstance(getattr(m, "_returns", None), np.ndarray)]
             t.agent.load_state_dict(copy.deepcopy(self._good))
+            for member, kept in returns:
+                member._returns = kept
             for name, opt in t.algorithm.optimizers().items():
                 for group, lr in zip(opt.param_groups, rates.get(name, ())):
                     group["lr"] = lr
