@@ -332,6 +332,21 @@ class Agent(ObservationInput):
         with torch.inference_mode():
             return self.algorithm.value(self._tensor(x))
 
+    def bootstrap_value(self, obs: np.ndarray, observed: np.ndarray | None = None) -> torch.Tensor:
+        """:meth:`value` of a rollout's last observations ``obs`` (the training envs' batch), normalised with the
+        statistics that :meth:`sample` folds them into first (the rows ``observed`` marks, where given), as every
+        other row of the rollout was and as Stable-Baselines3's ``VecNormalize`` returns them; the statistics are
+        left as they were (the next rollout's first :meth:`sample` takes them in)."""
+        rms = self.obs_rms
+        if rms is None:
+            return self.value(obs)
+        kept = rms.mean, rms.var, rms.count  # update assigns new arrays: these stay as they are
+        try:
+            self.update_obs_stats(obs, observed)
+            return self.value(obs)
+        finally:
+            rms.mean, rms.var, rms.count = kept
+
     def scale_reward(self, reward: np.ndarray, done: np.ndarray, valid: np.ndarray | None = None,
                      scale: bool = True) -> np.ndarray:
         """Fold a vector step's rewards into the running discounted-return statistics and divide them

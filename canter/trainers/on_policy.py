@@ -98,8 +98,8 @@ class OnPolicyTrainer(StepwiseTrainer):
     def update(self) -> dict[str, float]:
         """GAE over the rollout, then one call to ``learn`` (the algorithm does its own epochs)."""
         agent = self.agent
-        batch = agent.prepare_rollout_batch(self.buffer.finish(agent.value(self.obs), self.config.gamma,
-                                                               self.config.gae_lambda))
+        last = agent.bootstrap_value(self.obs, getattr(self.env, "observed", None))
+        batch = agent.prepare_rollout_batch(self.buffer.finish(last, self.config.gamma, self.config.gae_lambda))
         self.set_progress()
         if batch.obs.shape[0] == 0:  # every row only reset an env (tiny n_steps * n_envs): nothing to learn
             return {}

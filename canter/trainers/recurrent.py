@@ -43,7 +43,8 @@ class RecurrentOnPolicyTrainer(OnPolicyTrainer):
         """GAE over the rollout, then ``learn`` on its sequences."""
         agent = self.agent
         agent.begin_episodes(self.starts, training=True)
-        batch = self.buffer.finish_sequences(agent.value(self.obs), self.config.gamma, self.config.gae_lambda,
+        batch = self.buffer.finish_sequences(agent.bootstrap_value(self.obs, getattr(self.env, "observed", None)),
+                                             self.config.gamma, self.config.gae_lambda,
                                              self.start_flags, self.rollout_memory)
         self.set_progress()
         if not bool(batch.valid.any()):
