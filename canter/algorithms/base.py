@@ -319,11 +319,17 @@ class Algorithm(ABC, metaclass=SeededBuild):
         from canter.envs.masks import mask_width
 
         if mask_width(observation_space) and not cls.action_masks:
-            from canter.registry import _REGISTRY
+            from canter.registry import registered
 
-            able = sorted(n for n, a in _REGISTRY["algorithm"].items() if getattr(a, "action_masks", False))
-            raise CanterError(f"the env's observations carry an action mask, which {cls.name} does not apply; "
-                              f"algorithms that do: {', '.join(able)}")
+            # those that would take this env as cls would: its action space, online or offline as cls is, and not
+            # qmix / mappo (parallel multi-agent envs only; qmix acts in MultiDiscrete joint actions), as
+            # _algorithms_for names them
+            offline = getattr(cls, "family", "") == "offline"
+            able = sorted(n for n, a in registered("algorithm").items() if getattr(a, "action_masks", False)
+                          and (a.family == "offline") == offline and not a.multiagent_only
+                          and isinstance(action_space, a.action_spaces))
+            raise CanterError(f"the env's observations carry an action mask, which {cls.name} does not apply"
+                              + (f"; algorithms that do: {', '.join(able)}" if able else ""))
 
     def make_model(self, **kwargs: Any) -> nn.Module:
         """Build the configured model class with the spaces and ``kwargs``."""

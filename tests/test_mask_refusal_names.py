@@ -1,0 +1,32 @@
+"""The one-line refusal of an algorithm that does not apply action masks names only algorithms that would take the
+env: it named every masking algorithm, qmix and mappo (parallel multi-agent envs only, qmix on joint MultiDiscrete
+actions) and the offline cql for an online run among them, each of which the user would then see refused."""
+from __future__ import annotations
+
+import re
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from canter.envs.masks import MaskedBox
+from canter.errors import CanterError
+from canter.registry import lookup
+
+
+def _named(algo: str, space: gym.Space) -> set[str]:
+    obs = MaskedBox(np.zeros(5, np.float32), np.ones(5, np.float32), 3)
+    with pytest.raises(CanterError, match="carry an action mask") as err:
+        lookup("algorithm", algo).check_spaces(obs, space)
+    found = re.search(r"algorithms that do: (.*)$", str(err.value))
+    return set(found[1].split(", ")) if found else set()
+
+
+def test_an_online_algorithm_is_pointed_to_online_single_agent_ones():
+    named = _named("sac_discrete", gym.spaces.Discrete(3))
+    assert {"dqn", "ppo", "a2c", "c51", "qrdqn"} <= named
+    assert not named & {"qmix", "mappo", "cql", "bc"}
+
+
+def test_an_offline_algorithm_is_pointed_to_offline_ones():
+    assert _named("bc", gym.spaces.Discrete(3)) == {"cql"}
