@@ -95,10 +95,11 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         self.group_agents = list(groups.values())
         #: agent -> the size of its action mask, where the env reports masks in its infos rather than in its
         #: observations (they are moved into the observations, :meth:`_with_masks`); None: it does not
-        self._info_masks = ({a: mask_size(first.action_space(a)) for a in self.agents}
-                            if _masks_in_infos(first, self.agents) else None)
+        #: (only agents whose actions can be masked: an agent with Box actions beside them keeps its observations)
+        self._info_masks = (_info_mask_sizes(first, self.agents) if _masks_in_infos(first, self.agents) else None)
         space_of = first.observation_space if self._info_masks is None else (lambda a: gym.spaces.Dict(
-            {OBS_KEY: first.observation_space(a), MASK_KEY: gym.spaces.MultiBinary(self._info_masks[a])}))
+            {OBS_KEY: first.observation_space(a), MASK_KEY: gym.spaces.MultiBinary(self._info_masks[a])})
+            if a in self._info_masks else first.observation_space(a))
         #: each group's own observation space (what its agents observe)
         self.local_spaces = [self._group_space(space_of, g, policies, "observation") for g in groups.items()]
         self.action_spaces = [self._group_space(first.action_space, g, policies, "action") for g in groups.items()]
@@ -420,6 +421,19 @@ class ParallelVectorEnv(gym.vector.VectorEnv):
         if error is not None:
             self.closed = True  # (gymnasium sets it after close_extras returns)
             raise error
+
+
+def _info_mask_sizes(env: Any, agents: list[Any]) -> dict[Any, int]:
+    """Agent -> the size of its action mask, for the agents of ``env`` (whose masks are in its infos) that act in a
+    space a mask applies to (Discrete, MultiDiscrete, MultiBinary): one with Box actions beside them has none (its
+    action space was a one-line error about action masks, refusing the env)."""
+    sizes = {}
+    for agent in agents:
+        try:
+            sizes[agent] = mask_size(env.action_space(agent))
+        except CanterError:  # Box actions: nothing to mask
+            continue
+    return sizes
 
 
 def _masks_in_infos(env: Any, agents: list[Any]) -> bool:
