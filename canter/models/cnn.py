@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from canter.errors import CanterError
+from canter.models.conv_shapes import output_shape
 from canter.models.mlp import ObsEncoder, obs_dim
 from canter.registry import lookup, register
 
@@ -225,8 +226,21 @@ class ImageEncoder(nn.Module):
         return obs.contiguous(memory_format=torch.channels_last)
 
     def _set_out_dim(self) -> None:
+        if type(self).features in _NET_FEATURES:  # features are self.net's output: its shape by arithmetic
+            self.out_dim = int(self._shape_after(self.net)[0])
+            return
         with torch.no_grad():
             self.out_dim = int(self.features(torch.zeros((1,) + tuple(self.in_shape))).shape[1])
+
+    def _shape_after(self, module: nn.Module) -> tuple[int, ...]:
+        """The shape (no batch axis) ``module`` gives one input of ``in_shape``: from its layers' sizes
+        (:func:`~canter.models.conv_shapes.output_shape`; a forward pass on the meta device, where models
+        are sized first, imports sympy: seconds), else by a forward pass of zeros."""
+        shape = output_shape(module, tuple(self.in_shape))
+        if shape is None:
+            with torch.no_grad():
+                shape = tuple(module(torch.zeros((1,) + tuple(self.in_shape))).shape[1:])
+        return shape
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:  # noqa: D102
         if self.compute_dtype is None:
@@ -311,8 +325,7 @@ class NaturePooledCNN(NatureCNN):
     def __init__(self, space: gym.Space, ortho_init: bool = False) -> None:
         super().__init__(space, ortho_init)
         layers = list(self.net)  # conv, relu, conv, relu, conv, flatten, relu
-        with torch.no_grad():
-            h, w = nn.Sequential(*layers[:5])(torch.zeros((1,) + tuple(self.in_shape))).shape[2:]
+        h, w = self._shape_after(nn.Sequential(*layers[:5]))[1:]
         pool = nn.AdaptiveAvgPool2d((min(h, 7), min(w, 7)))
         self.net = nn.Sequential(*layers[:5], nn.ReLU(), pool, nn.Flatten())
         self._set_out_dim()
@@ -320,6 +333,9 @@ class NaturePooledCNN(NatureCNN):
 
 class _Residual(nn.Module):
     """``x + conv(relu(conv(relu(x))))`` with 3x3 convolutions."""
+
+    #: the output has the input's shape (:func:`~canter.models.conv_shapes.output_shape`)
+    preserves_shape = True
 
     def __init__(self, channels: int) -> None:
         super().__init__()
@@ -350,6 +366,11 @@ class ImpalaResNet(ImageEncoder):
 
     def features(self, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
         return self.net(x)
+
+
+#: the ``features`` methods that return ``self.net``'s output (whose shape :func:`output_shape` can work out);
+#: a subclass's own ``features`` is run to find its ``out_dim``
+_NET_FEATURES = (NatureCNN.features, ImpalaResNet.features)
 
 
 class FlatEncoder(ObsEncoder):
