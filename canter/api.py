@@ -230,7 +230,7 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
                     snapshots: dict[str, str] | None = None) -> list[Any]:
     """History always; TensorBoard and W&B as configured; the console unless ``quiet``. Videos play the run's
     opponent ``snapshots`` (a new run's staged ones; else its run directory's)."""
-    from canter.logging import ConsoleLogger, HistoryLogger, TensorBoardLogger, WandbLogger
+    from canter.logging.history import HistoryLogger
 
     # the loggers that can fail for a missing extra (or an env that cannot render) come first: nothing
     # may be written to the run directory before such an error
@@ -247,12 +247,18 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
         require_wandb()
     loggers: list[Any] = [HistoryLogger(run_dir)]
     if run.tensorboard:
+        from canter.logging.tensorboard import TensorBoardLogger
+
         loggers.append(TensorBoardLogger(run_dir))
     if run.wandb:
+        from canter.logging.wandb import WandbLogger
+
         loggers.append(WandbLogger(run_dir, run.wandb_project, config, name=Path(run_dir).name))
     if video is not None:
         loggers.append(video)
-    if not quiet:
+    if not quiet:  # rich, imported with the console's module, only where the console is shown
+        from canter.logging.console import ConsoleLogger
+
         loggers.append(ConsoleLogger(run.max_steps, f"{run.algo} {run.env}"))
     return loggers
 
@@ -274,7 +280,7 @@ def train(algo: str | None = None, env: str | None = None, *, run_dir: str | Pat
         console = None
         try:
             if not quiet and not isinstance(trainer, Run):  # a Run has its console among its loggers
-                from canter.logging import ConsoleLogger
+                from canter.logging.console import ConsoleLogger
 
                 console = ConsoleLogger(trainer.run.max_steps, f"{trainer.run.algo} {trainer.run.env}")
                 console.start(trainer)

@@ -1,16 +1,20 @@
-"""Per-episode history (``history.parquet``), update and evaluation statistics in parquet."""
+"""Per-episode history (``history.parquet``), update and evaluation statistics in parquet.
+
+pyarrow is imported where a table is made or read (0.1-0.2 s): a trainer without a run directory (``make_trainer``'s
+own loop) writes none."""
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from canter.callbacks import Callback
 from canter.atomic import atomic_file
 from canter.trainers.base import TrainRecord
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 HISTORY_COLUMNS = ("step", "wall_time", "episode_return", "episode_length", "rolling_return")
 #: columns a multi-agent run adds: each episode's agent, and its policy where there are several
@@ -25,35 +29,45 @@ RESUMED_DEFAULTS = {"deterministic": True}
 UPDATE_COLUMNS = ("step", "wall_time", "steps_per_second")
 #: the column an evaluation adds where the env reports ``info["is_success"]`` (goal envs)
 SUCCESS_COLUMNS = ("success_rate",)
-#: the type of each fixed column, so that a file with no rows (no episode finished yet) has them too
-COLUMN_TYPES = {"step": pa.int64(), "wall_time": pa.float64(), "episode_return": pa.float64(),
-                "episode_length": pa.int64(), "rolling_return": pa.float64(),  # labels: as the env names them
-                "mean_return": pa.float64(), "std_return": pa.float64(),
-                "episodes": pa.int64(), "steps_per_second": pa.float64(), "success_rate": pa.float64(),
-                "deterministic": pa.bool_()}
+
+
+@functools.cache
+def column_types() -> dict[str, pa.DataType]:
+    """The type of each fixed column, so that a file with no rows (no episode finished yet) has them too."""
+    import pyarrow as pa
+
+    return {"step": pa.int64(), "wall_time": pa.float64(), "episode_return": pa.float64(),
+            "episode_length": pa.int64(), "rolling_return": pa.float64(),  # labels: as the env names them
+            "mean_return": pa.float64(), "std_return": pa.float64(),
+            "episodes": pa.int64(), "steps_per_second": pa.float64(), "success_rate": pa.float64(),
+            "deterministic": pa.bool_()}
 
 
 def _to_table(rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> pa.Table:
-    """``rows`` (dicts) as a table (``columns``: the fixed columns, typed by :data:`COLUMN_TYPES`; None: the
+    """``rows`` (dicts) as a table (``columns``: the fixed columns, typed by :func:`column_types`; None: the
     keys of the rows in the order they first appear, types inferred, a key missing from a row giving null)."""
+    import pyarrow as pa
+
     if columns is None:
         seen: dict[str, None] = {}
         for row in rows:
             seen.update(dict.fromkeys(row))
         return pa.table({c: [row.get(c) for row in rows] for c in seen})
-    return pa.table({c: pa.array([row.get(c) for row in rows], type=COLUMN_TYPES.get(c)) for c in columns})
+    return pa.table({c: pa.array([row.get(c) for row in rows], type=column_types().get(c)) for c in columns})
 
 
 def _write_table(path: Path, table: pa.Table) -> None:
     """Atomically write ``table`` as the parquet file ``path``, with a CRC checksum on each page (checked
     when canter reads it back, so a changed byte is an error rather than a wrong number)."""
+    import pyarrow.parquet as pq
+
     with atomic_file(path) as f:
         pq.write_table(table, f, write_page_checksum=True)
 
 
 def write_parquet(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None) -> None:
     """Atomically write ``rows`` (dicts) as a parquet table (``columns``: the fixed columns, typed by
-    :data:`COLUMN_TYPES`; None: the keys of the rows, types inferred)."""
+    :func:`column_types`; None: the keys of the rows, types inferred)."""
     _write_table(path, _to_table(rows, columns))
 
 
@@ -73,6 +87,8 @@ def check_history(run_dir: Path, rows: dict[str, int]) -> None:
 def _check_columns(path: Path, table: pa.Table, required: tuple[str, ...]) -> None:
     """Raise a CanterError unless ``table`` has each ``required`` column, as numbers of its type (a file another
     tool wrote in its place would otherwise be resumed as rows of nulls, or fail with a pyarrow traceback)."""
+    import pyarrow as pa
+
     from canter.errors import CanterError
 
     for c in required:
@@ -80,10 +96,10 @@ def _check_columns(path: Path, table: pa.Table, required: tuple[str, ...]) -> No
             raise CanterError(f"cannot resume: {path} is not a table canter wrote: it has no '{c}' column "
                               f"(columns: {', '.join(table.column_names) or 'none'})")
         try:
-            table[c].cast(COLUMN_TYPES[c])
+            table[c].cast(column_types()[c])
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raise CanterError(f"cannot resume: {path} is not a table canter wrote: its '{c}' column holds "
-                              f"{table[c].type}, not {COLUMN_TYPES[c]}") from None
+                              f"{table[c].type}, not {column_types()[c]}") from None
 
 
 def _read_rows(path: Path, n: int, required: tuple[str, ...]) -> pa.Table | None:
@@ -94,6 +110,9 @@ def _read_rows(path: Path, n: int, required: tuple[str, ...]) -> pa.Table | None
     from canter.errors import check_utf8_path
 
     check_utf8_path(path, "table")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         table = pq.read_table(path, page_checksum_verification=True)  # files without checksums read too
     except (OSError, pa.ArrowException) as exc:
@@ -111,8 +130,10 @@ def _read_rows(path: Path, n: int, required: tuple[str, ...]) -> pa.Table | None
 
 def _missing(column: str, n: int) -> pa.Array:
     """``n`` rows of a fixed ``column`` that a resumed file lacks: :data:`RESUMED_DEFAULTS`' value, else null."""
+    import pyarrow as pa
+
     value = RESUMED_DEFAULTS.get(column)
-    typ = COLUMN_TYPES.get(column)
+    typ = column_types().get(column)
     return pa.nulls(n, typ) if value is None else pa.array([value] * n, type=typ)
 
 
@@ -140,15 +161,19 @@ class _Rows:
 
     def resume(self, table: pa.Table | None) -> None:
         """Start from ``table`` (the rows a checkpoint had; fixed columns cast to their types)."""
+        import pyarrow as pa
+
         if table is not None and self.fixed is not None:
             names, n = table.column_names, table.num_rows
-            table = pa.table({c: table[c].cast(COLUMN_TYPES[c]) if c in names and c in COLUMN_TYPES
+            table = pa.table({c: table[c].cast(column_types()[c]) if c in names and c in column_types()
                               else table[c] if c in names else _missing(c, n)
                               for c in self._columns(names) or ()})
         self.table, self.new = table, []
 
     def convert(self) -> pa.Table:
         """Every row so far as a table (the waiting ones converted and appended to the others)."""
+        import pyarrow as pa
+
         if self.new:
             columns = self._columns(self.new[0] if self.table is None else self.table.column_names)
             try:
