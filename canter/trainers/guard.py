@@ -253,13 +253,16 @@ class DivergenceGuard:
         event["action"] = "stopped"
         hint = "" if env_fault else (" (restores exhausted)" if self.mode == "restore" else
                                      f"; try {_hint(t)} or divergence_guard: restore")
+        # the env's fault names the env (an async worker's None observation arrives as NaN, nothing else names it)
+        env = getattr(getattr(t, "run", None), "env", None) if env_fault else None
+        named = f"env '{env}': " if env else ""
         if err.quantity.startswith("reward from the env"):  # the env's fault, not training's: what step() returned
             from canter.envs.vector import STEP_VALUES
 
             where = err.quantity.removeprefix("reward from the env").strip()
-            raise TrainingDiverged(f"the env's step() returned a reward that is not a finite number (None, NaN or inf) "
-                                   f"at step {err.step} {where}; {STEP_VALUES}", err.quantity, err.step)
-        raise TrainingDiverged(f"training diverged at step {err.step}: non-finite {err.quantity}{hint}",
+            raise TrainingDiverged(f"{named}the env's step() returned a reward that is not a finite number (None, NaN "
+                                   f"or inf) at step {err.step} {where}; {STEP_VALUES}", err.quantity, err.step)
+        raise TrainingDiverged(f"{named}training diverged at step {err.step}: non-finite {err.quantity}{hint}",
                                err.quantity, err.step)
 
     def state_dict(self) -> dict[str, Any]:

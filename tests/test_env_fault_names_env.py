@@ -1,0 +1,43 @@
+"""A step() of an async worker's env copy that returns None (or NaN) as the observation or reward: the divergence
+guard's one-line error names the env id (it named only the sub-env)."""
+from __future__ import annotations
+
+import re
+
+import gymnasium as gym
+import pytest
+
+from canter.cli import main
+from canter.registry import register
+
+
+class NoneAfter(gym.Wrapper):
+    """CartPole whose step() returns None (or NaN) as its ``what`` (obs or reward) after ``after`` steps."""
+
+    def __init__(self, after: int = 20, what: str = "obs", nan: bool = False, **kw):
+        super().__init__(gym.make("CartPole-v1", **kw))
+        self.after, self.what, self.value, self.count = after, what, float("nan") if nan else None, 0
+
+    def step(self, action):
+        obs, reward, term, trunc, info = self.env.step(action)
+        self.count += 1
+        if self.count > self.after:
+            obs, reward = (self.value, reward) if self.what == "obs" else (obs, self.value)
+        return obs, reward, term, trunc, info
+
+
+register("env", "NoneAfterCartPole-test")(NoneAfter)
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ("{what: obs}", "training diverged at step \\d+: non-finite observation from the env \\(sub-env \\d\\)"),
+    ("{what: reward}", "the env's step\\(\\) returned a reward that is not a finite number \\(None, NaN or inf\\)"),
+    ("{what: reward, nan: true}", "the env's step\\(\\) returned a reward that is not a finite number"),
+])
+def test_an_async_workers_none_observation_or_reward_names_the_env(tmp_path, capsys, kwargs, expected):
+    code = main(["train", "ppo", "--env", "NoneAfterCartPole-test", "--env-kwargs", kwargs, "--vectorization", "async",
+                 "--n-envs", "2", "--set", "n_steps=16", "--set", "batch_size=32", "--set", "target_reward=null",
+                 "--set", "tensorboard=false", "--max-steps", "256", "--run-dir", str(tmp_path / "run"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("canter: error: env 'NoneAfterCartPole-test': ") and re.search(expected, err), err
