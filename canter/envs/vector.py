@@ -417,13 +417,14 @@ def close_each(envs: Any) -> BaseException | None:
 _CLOSE_WARNED: set[str] = set()
 
 
-def warn_close_error(env_id: str | None, exc: BaseException, where: str = "") -> None:
+def warn_close_error(env_id: str | None, exc: BaseException | str, where: str = "") -> None:
     """Warn that an env's ``close()`` raised ``exc`` (ignored), once per process for the same env and error however
-    many env copies and closes (training, evaluation, each recording) raise it; ``where`` follows the env's name."""
+    many env copies and closes (training, evaluation, each recording) raise it; ``where`` follows the env's name.
+    ``exc`` may be the error's line as :func:`~canter.errors.raised_in` gave it (where an async worker raised it)."""
     from canter.errors import CanterWarning, raised_in
 
     name = f"env '{env_id}'" if env_id else "the env"
-    message = f"{name}{where}: close() raised {raised_in(exc)}; ignored"
+    message = f"{name}{where}: close() raised {exc if isinstance(exc, str) else raised_in(exc)}; ignored"
     if message not in _CLOSE_WARNED:
         _CLOSE_WARNED.add(message)
         warnings.warn(CanterWarning(message), stacklevel=3)

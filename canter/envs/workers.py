@@ -134,21 +134,32 @@ class _QuietClose(gym.Wrapper):
             pass
 
 
+#: the method of a worker's env copy that :meth:`AsyncErrors.close` calls (gymnasium's ``call``) to close it
+CLOSE_COPY = "canter_close_copy"
+
+
 class _Reporting(gym.Wrapper):
     """A worker's env copy whose ``reset`` and ``step`` errors are one-line :class:`AsyncEnvError`\\ s, and whose
-    ``close()`` error is a one-line warning (it was the worker's traceback, and its exit code 1)."""
+    ``close()`` error is sent to the parent (:data:`CLOSE_COPY`), which warns once for all copies: it was the worker's
+    traceback, and its exit code 1, then one warning from each worker."""
 
     def __init__(self, env: gym.Env, env_id: str | None = None) -> None:
         super().__init__(env)
         self.env_id = env_id
+        self.copy_closed = False
 
-    def close(self) -> None:  # noqa: D102
+    def canter_close_copy(self) -> str | None:
+        """Close the copy (:data:`CLOSE_COPY`): the error its ``close()`` raised as one line, or None."""
+        self.copy_closed = True
         try:
             self.env.close()
         except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
-            from canter.envs.vector import warn_close_error
+            return raised_in(exc)
+        return None
 
-            warn_close_error(self.env_id, exc, " (an async worker's copy)")
+    def close(self) -> None:  # noqa: D102
+        if not self.copy_closed:  # a worker ending on an error its reset or step reported: that is the error to see
+            self.canter_close_copy()
 
     def reset(self, **kwargs: Any) -> Any:  # noqa: D102
         try:
@@ -200,6 +211,10 @@ class _Unmade(gym.Env):
 
     def step(self, action: Any) -> Any:  # noqa: D102
         raise AsyncEnvError(self.error)
+
+    def canter_close_copy(self) -> None:
+        """Nothing to close (:data:`CLOSE_COPY`)."""
+        return None
 
 
 @contextmanager
@@ -292,11 +307,24 @@ class AsyncErrors(gym.vector.VectorWrapper):
         """Close the copies and their workers; kill the workers after a call left unanswered."""
         _OPEN.discard(self)
         with _quiet():
+            errors: list[str | None] = []
+            if not self.broken:
+                try:  # each copy closes itself and answers its close() error: one warning here, not one per worker
+                    errors = list(self.env.call(CLOSE_COPY))
+                except Exception:  # noqa: BLE001 - a worker died since the last call (EOFError, BrokenPipeError)
+                    self.broken = True
             if not self.broken:
                 try:
-                    return self.env.close(**kwargs)
+                    self.env.close(**kwargs)
                 except (EOFError, ConnectionError):  # a worker died since the last call
                     pass
+                else:
+                    error = next((e for e in errors if e), None)
+                    if error is not None:
+                        from canter.envs.vector import warn_close_error
+
+                        warn_close_error(self.env_id, error, " (an async worker's copy)")
+                    return None
             for pipe in self.env.parent_pipes:  # unanswered: gymnasium's close would wait for (or read) them
                 if pipe is not None:
                     pipe.close()
