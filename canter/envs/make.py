@@ -12,7 +12,8 @@ from canter.envs.opponents import with_snapshots
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
-from canter.errors import CanterError, CanterWarning, bad_env_kwargs, closest, keyword_hint, unknown
+from canter.errors import (CanterError, CanterWarning, bad_env_kwargs, closest, keyword_hint, raised_by_the_call,
+                           raised_in, unknown)
 from canter.registry import _REGISTRY, defining_module, import_user_module, registered_by
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
@@ -146,14 +147,38 @@ def _registered_factory(env_id: str) -> Any:
     return _REGISTRY["env"].get(env_id) or _REGISTRY["env"].get(_gym_id(env_id))
 
 
+def _factory_name(factory: Any) -> str:
+    """``module.qualname`` of a canter-registered factory, for messages."""
+    return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', type(factory).__name__)}"
+
+
+def _factory_own_error(factory: Any, env_id: str, kwargs: dict[str, Any], exc: BaseException,
+                       render_mode: str | None = None) -> CanterError | None:
+    """The one-line error for a TypeError that a canter-registered factory's own code raised (a bug of its own, or a
+    value of ``kwargs`` its code cannot take), naming the factory and where it raised it; None for any other error
+    and for a call the factory (or what it passes ``kwargs`` on to) refuses: a key it does not take, whose message
+    (``bad env_kwargs``, ``cannot make env``) hints at the closest key. It was "cannot make env" or "bad env_kwargs"
+    with the error's text alone, as if the env_kwargs were at fault. ``render_mode``: the one it was also given."""
+    if not isinstance(exc, TypeError) or isinstance(exc, CanterError) or raised_by_the_call(exc):
+        return None
+    refused = re.search(r"unexpected keyword argument '([^']+)'", str(exc))
+    if refused is not None and (refused.group(1) in kwargs or render_mode is not None and refused.group(1) ==
+                                "render_mode"):  # passed on with **kwargs to a class that refuses it
+        return None
+    given = ", ".join(([f"render_mode={render_mode!r}"] if render_mode is not None else [])
+                      + ([f"env_kwargs {kwargs}"] if kwargs else []))
+    given = f" ({given})" if given else ""
+    return CanterError(f"env '{env_id}': its registered factory {_factory_name(factory)} raised {raised_in(exc)}"
+                       f"{given}")
+
+
 def _factory_env(factory: Any, env_id: str, **kwargs: Any) -> gym.Env:
     """``factory(**kwargs)``: the env a canter-registered factory makes. Anything else it returns (None, from a factory
     that forgot its ``return``) is a one-line :class:`CanterError`; it was an AttributeError traceback from the
     wrappers ('NoneType' object has no attribute 'observation_space')."""
     env = factory(**kwargs)
     if not isinstance(env, gym.Env):
-        name = f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', type(factory).__name__)}"
-        raise CanterError(f"env '{env_id}': its registered factory {name} returned {type(env).__name__}, not a "
+        raise CanterError(f"env '{env_id}': its registered factory {_factory_name(factory)} returned {type(env).__name__}, not a "
                           f"gymnasium.Env (it must return the env it makes)")
     return env
 
@@ -173,6 +198,9 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
             env = _factory_env(factory, env_id, **kwargs) if render_mode is None else _factory_env(
                 factory, env_id, render_mode=render_mode, **kwargs)
         except TypeError as exc:
+            own = _factory_own_error(factory, env_id, kwargs, exc, render_mode)
+            if own is not None:
+                raise own from None
             given = f"render_mode={render_mode!r}, " if render_mode is not None else ""
             raise CanterError(f"cannot make env '{env_id}' ({given}env_kwargs {kwargs}): {exc}"
                               f"{keyword_hint(factory, exc)}") from None
@@ -373,7 +401,9 @@ def _make_vec_env(
                                                                            training)), n_envs,
                                      vectorization == "async", env_id))
         except Exception as exc:  # noqa: BLE001 - a misspelled env_kwargs key or a bad value, as for a Gymnasium id below
-            raise bad_env_kwargs(env_id, kwargs, exc) from None
+            # the factory's own TypeError with env_kwargs given (without: its traceback, as a Gymnasium id's)
+            raise (kwargs and _factory_own_error(factory, env_id, kwargs, exc)) or bad_env_kwargs(
+                env_id, kwargs, exc) from None
     gid = _gym_id(env_id)
     spec = gym.spec(gid)
     limit = _time_limit(kwargs, training)
