@@ -28,8 +28,8 @@ from canter.init_from import check_source, init_agent
 from canter.logging.history import check_history
 from canter.registry import import_user_modules, lookup
 from canter.resume_checks import (
-    as_numbers_now, check_config_unedited, check_env_layout_kept, check_image_layout_kept, check_opponents,
-    check_resume_metadata, check_same_run, check_writable, keep_best_on_disk, resume_dataset,
+    as_numbers_now, check_config_unedited, check_env_layout_kept, check_given_layout_kept, check_image_layout_kept,
+    check_opponents, check_resume_metadata, check_same_run, check_writable, keep_best_on_disk, resume_dataset,
 )
 from canter.resume_settings import check_continues, check_keep_has_checkpoints, check_settings, resumed_metadata
 from canter.build_checks import check_spaces, warn_idle_patience  # noqa: F401 (check_spaces: re-exported)
@@ -377,6 +377,7 @@ def resume_trainer(
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
     check_image_layout_kept(spaces[0], env_layout=given_image_layout(run.env))  # Atari stacks: chw at any shape
+    check_given_layout_kept(spaces[0], given_image_layout(run.env))  # before the build makes envs (or starts Ray)
     with threads_kept():  # as make_trainer: the caller's thread counts until the run trains
         load_agent_state(make_agent(run, algo_cfg, *spaces), state, base)  # the weights fit: checked before writing
     resume_dataset(run_dir, cfg, state["trainer"], dataset)  # before anything is written

@@ -390,3 +390,23 @@ def check_env_layout_kept(saved: Any, env_space: Any) -> None:
                       f"{_LAYOUT_NAMES[was]}, as canter did before 2026-11-27; the env gives them as "
                       f"{_LAYOUT_NAMES[now]} (Atari frame stacks), so its weights fit no new model. canter.load, eval "
                       f"and play still run it; train a new run to continue")
+
+
+def check_given_layout_kept(saved: Any, env_layout: str | None) -> None:
+    """:func:`check_env_layout_kept` before the trainer is built (its envs made; with explorers, Ray started): the
+    env's space taken as the checkpoint's shape (the resume refuses another after the build), read as ``env_layout``
+    (:func:`canter.envs.make.given_image_layout`: ``"chw"`` for an Atari id's stacks) or, without one, by its shape."""
+    import copy
+
+    import gymnasium as gym
+
+    from canter.models.cnn import mark_image_layout
+
+    if not isinstance(saved, gym.spaces.Box):
+        return
+    env_space = copy.deepcopy(saved)
+    for attr in ("saved_image_layout", "saved_image_layouts"):  # the checkpoint's reading, not the env's
+        env_space.__dict__.pop(attr, None)
+    if env_layout is not None:
+        mark_image_layout(env_space, env_layout)
+    check_env_layout_kept(saved, env_space)

@@ -170,3 +170,25 @@ def test_init_from_a_run_saved_before_the_layouts_were_recorded(tmp_path, capsys
     code, _, err = run_cli(capsys, *argv, "--run-dir", str(tmp_path / "run"), "--set",
                            f"init_from={tmp_path / 'source'}")
     assert code == 0, err
+
+
+def test_the_layout_refusal_comes_before_the_trainer_is_built(tmp_path, capsys, monkeypatch):
+    """check_env_layout_kept ran on the built trainer's agent: the envs were made first and, for a run with Ray
+    explorers, Ray started, only to be refused."""
+    import canter.api
+    import canter.envs.atari as atari
+    from support import assert_one_line_error
+
+    run = tmp_path / "run"
+    with monkeypatch.context() as m:  # the envs as they were: no layout given
+        m.setattr(atari, "_channels_first", lambda space: None)
+        code, _, err = run_cli(capsys, "train", "ppo", "--env", GAME, "--n-envs", "1", "--env-kwargs",
+                               "{grayscale: false, screen_size: 10}", "--set", "n_steps=16", "--set", "batch_size=16",
+                               "--eval-episodes", "0", "--quiet", "--run-dir", str(run), "--max-steps", "16")
+        assert code == 0, err
+    built: list[object] = []
+    real = canter.api._build
+    monkeypatch.setattr(canter.api, "_build", lambda *a, **k: built.append(a) or real(*a, **k))
+    code, _, err = run_cli(capsys, "train", "--resume", str(run), "--max-steps", "32", "--quiet")
+    assert_one_line_error(code, err, "cannot resume", "channels-last", "train a new run")
+    assert built == []
