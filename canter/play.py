@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,39 @@ from canter.trainers.evaluation import begin_exploring, eval_policy, run_determi
 
 def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
                     vectorization: str = "sync") -> gym.Env:
+    """``make_env`` with ``render_mode=mode``, checked by rendering one frame (CanterError if it cannot): see
+    :func:`_make_render_env`. Gymnasium's warning that the env is made with a render mode it does not list is held
+    back (:func:`unlisted_render_mode_held`): canter's one-line error says it where the mode cannot render."""
+    with unlisted_render_mode_held():
+        return _make_render_env(env_id, mode, seed, env_kwargs, vectorization)
+
+
+@contextmanager
+def unlisted_render_mode_held(keep: bool = True) -> Iterator[None]:
+    """Hold back the warnings given inside, and give them again at its end, but for gymnasium's warning that an env is
+    made with a render mode it does not list where a :class:`CanterError` ends it (the error says why the mode cannot
+    render; the warning came before it, on two lines) or where not ``keep`` (an env made to read its spaces, before
+    the one that is checked)."""
+    held: list[warnings.WarningMessage] = []
+    failed = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                yield
+            except CanterError:
+                failed = True
+                raise
+            finally:
+                held = list(caught)
+    finally:
+        for w in held:
+            unlisted = "render_mode=" in str(w.message) and "not in the possible render_modes" in str(w.message)
+            if not (unlisted and (failed or not keep)):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
+def _make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
+                     vectorization: str = "sync") -> gym.Env:
     """``make_env`` with ``render_mode=mode``, checked by rendering one frame (CanterError if it cannot).
 
     A ``render_mode`` in ``env_kwargs`` (a run trained with it, ``--env-kwargs``) is used when ``mode`` is
