@@ -25,17 +25,32 @@ class ExplorerError(CanterError):
 
 
 class MissingExtraError(CanterError):
-    """A feature needs an optional dependency that is not installed."""
+    """A feature needs an optional dependency that is not installed: canter's ``extra`` installs it, or where none
+    does (``extra`` None), the pip ``package`` (``gymnasium-robotics`` for ``gymnasium_robotics``)."""
 
-    def __init__(self, feature: str, extra: str, module: str) -> None:
-        super().__init__(
-            f"{feature} needs the '{module}' package; install it with: pip install 'canter[{extra}]'"
-        )
-        self.feature, self.extra, self.module = feature, extra, module
+    def __init__(self, feature: str, extra: str | None, module: str, package: str | None = None) -> None:
+        install = f"'canter[{extra}]'" if extra else package or module
+        super().__init__(f"{feature} needs the '{module}' package; install it with: pip install {install}")
+        self.feature, self.extra, self.module, self.package = feature, extra, module, package
 
     def __reduce__(self) -> tuple[object, ...]:
         """Pickle with every constructor argument (a ``benchmark --jobs`` worker sends it to the parent)."""
-        return type(self), (self.feature, self.extra, self.module)
+        return type(self), (self.feature, self.extra, self.module, self.package)
+
+
+#: the pip package of a module that an env id's ``module:`` names, where no canter extra installs it
+ENV_PACKAGES = {"gymnasium_robotics": "gymnasium-robotics"}
+
+
+def missing_env_package(module: str, env_id: str) -> MissingExtraError | None:
+    """The error for ``--env module:Id`` whose ``module`` is one of :data:`ENV_PACKAGES`'s and is not installed
+    (``cannot import module 'gymnasium_robotics'`` named no package to install); None otherwise."""
+    import importlib.util
+
+    top = module.split(".")[0]
+    if top not in ENV_PACKAGES or importlib.util.find_spec(top) is not None:
+        return None
+    return MissingExtraError(f"env '{env_id}'", None, top, ENV_PACKAGES[top])
 
 
 def shown_path(path: object) -> str:

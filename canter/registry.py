@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
-from canter.errors import CanterError, closest, raised_in, unknown
+from canter.errors import ENV_PACKAGES, CanterError, closest, raised_in, unknown
 
 KINDS = ("algorithm", "model", "agent", "env", "encoder")
 #: what an imported ``module:Class`` must subclass, per kind (checked before anything is called)
@@ -128,6 +128,9 @@ def import_failure(name: str, why: str, exc: BaseException) -> CanterError:
         detail = str(exc)  # a missing module, or a name importlib refused itself
     else:
         detail = raised_in(exc)
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if missing and missing.split(".")[0] in ENV_PACKAGES:  # a run's recorded gymnasium_robotics: its pip package
+        detail += f"; install it with: pip install {ENV_PACKAGES[missing.split('.')[0]]}"
     if isinstance(exc, SystemExit):
         detail += "; the module exits when imported (put its script part under if __name__ == '__main__')"
     elif isinstance(exc, (ImportError, TypeError)) and (name.endswith(".py") or "/" in name or "\\" in name):

@@ -12,8 +12,8 @@ from canter.envs.opponents import with_snapshots
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
-from canter.errors import (CanterError, CanterWarning, bad_env_kwargs, closest, keyword_hint, raised_by_the_call,
-                           raised_in, unknown)
+from canter.errors import (ENV_PACKAGES, CanterError, CanterWarning, bad_env_kwargs, closest, keyword_hint,
+                           missing_env_package, raised_by_the_call, raised_in, unknown)
 from canter.registry import _REGISTRY, defining_module, import_user_module, registered_by
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
@@ -39,6 +39,9 @@ def check_env_id(env_id: str) -> None:
         return
     module = None
     if ":" in env_id:
+        missing = missing_env_package(env_id.split(":", 1)[0], env_id)  # gymnasium_robotics: pip install its package
+        if missing is not None:
+            raise missing
         module = import_user_module(env_id.split(":", 1)[0], f" for env '{env_id}'")
         env_id = env_id.split(":", 1)[1]
     if env_id in gym.registry or env_id in _REGISTRY["env"]:  # the module may register either kind
@@ -69,11 +72,14 @@ def check_env_id(env_id: str) -> None:
         raise CanterError(f"unknown env id '{env_id}': {retired}")
     err = unknown("env id", env_id, list(gym.registry) + list(_REGISTRY["env"]),
                   see="gymnasium.pprint_registry() lists Gymnasium's, 'canter list' canter's own")
-    atari_hint = ""
+    hint = ""
     if not ale and re.fullmatch(r"[A-Z][A-Za-z]*(-ram)?-v[04]", env_id):  # ale-py's Pong-v4, Breakout-ram-v0
-        atari_hint = "; an Atari game's id needs the 'atari' extra: pip install 'canter[atari]'"
+        hint = "; an Atari game's id needs the 'atari' extra: pip install 'canter[atari]'"
+    if re.fullmatch(r"Fetch[A-Za-z]+-v\d+", env_id):  # gymnasium-robotics' FetchReach-v4: its module registers it
+        hint = (f"; gymnasium-robotics' env: --env gymnasium_robotics:{env_id} (pip install "
+                f"{ENV_PACKAGES['gymnasium_robotics']})")
     raise CanterError(f"{err} (an env of your own is found when a module the run imports registers it: "
-                      f"--env my_pkg.envs:{env_id}, or 'imports: [my_pkg.envs]'){atari_hint}")
+                      f"--env my_pkg.envs:{env_id}, or 'imports: [my_pkg.envs]'){hint}")
 
 
 def _entry_point_given(module: Any, name: str) -> CanterError:
