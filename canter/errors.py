@@ -110,11 +110,9 @@ def factory_time_limit_note(env_id: str, exc: BaseException) -> str:
     """For a canter-registered factory's TypeError refusing ``max_episode_steps``: that the factory is given
     ``env_kwargs`` as they are (``max_episode_steps`` is ``gymnasium.make``'s, which a Gymnasium id's env_kwargs
     go to), so it must take the key itself; ``""`` for any other error."""
-    from canter.registry import registered
+    from canter.envs.make import registered_factory
 
-    envs = registered("env")
-    if "unexpected keyword argument 'max_episode_steps'" not in str(exc) or not (
-            env_id in envs or env_id.split(":", 1)[-1] in envs):
+    if "unexpected keyword argument 'max_episode_steps'" not in str(exc) or registered_factory(env_id) is None:
         return ""
     return ("; a canter-registered factory is given env_kwargs as they are, and max_episode_steps is "
             "gymnasium.make's: take it in the factory (gymnasium.make(..., max_episode_steps=max_episode_steps), "
@@ -124,9 +122,9 @@ def factory_time_limit_note(env_id: str, exc: BaseException) -> str:
 def env_constructors(env_id: str) -> list[object]:
     """What ``env_kwargs`` of ``env_id`` are passed to: its canter-registered factory, or its Gymnasium entry points
     (single and vectorised) and ``gymnasium.make``; [] when none is found."""
-    from canter.registry import registered
+    from canter.envs.make import registered_factory
 
-    factory = registered("env").get(env_id) or registered("env").get(env_id.split(":", 1)[-1])  # 'module:Id' too
+    factory = registered_factory(env_id)  # 'module:Id' too
     if factory is not None:  # (the Gymnasium branch below offered gymnasium.make's 'id' and 'max_episode_steps')
         return [factory]
     import gymnasium as gym

@@ -147,9 +147,9 @@ def same_env_id(a: str, b: str) -> bool:
     return not (multiagent.is_multiagent(a) or multiagent.is_multiagent(b)) and _gym_id(a) == _gym_id(b)
 
 
-def _registered_factory(env_id: str) -> Any:
+def registered_factory(env_id: str) -> Any:
     """The canter-registered factory ``env_id`` names (``name``, or ``module:name`` once
-    :func:`check_env_id` imported the module), or None."""
+    :func:`check_env_id` imported the module), or None (the one lookup of it: :mod:`canter.errors` asks here too)."""
     return _REGISTRY["env"].get(env_id) or _REGISTRY["env"].get(_gym_id(env_id))
 
 
@@ -198,7 +198,7 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
     if multiagent.is_multiagent(env_id):
         raise CanterError(f"'{env_id}' is a multi-agent env: it has no single-agent env to record during training "
                           f"(--record-every); watch or record a trained run with canter play RUN_DIR")
-    factory = _registered_factory(env_id)
+    factory = registered_factory(env_id)
     if factory is not None:  # render_mode only when asked: training made the env without it
         try:
             env = _factory_env(factory, env_id, **kwargs) if render_mode is None else _factory_env(
@@ -398,7 +398,7 @@ def _make_vec_env(
         _time_limit(kwargs)  # agent steps on the wrapper path, which auto picks for it (atari.make_atari_env)
         env = atari.make_atari_vec(_gym_id(env_id), n_envs, vectorization, training, kwargs)
         return VecEnv(env, check_actions=True, whole_games=training)  # statistics per game, not per life
-    factory = _registered_factory(env_id)
+    factory = registered_factory(env_id)
     if factory is not None:
         if vectorization == "native":
             raise CanterError(f"env '{env_id}' has no native vectorised implementation; use --vectorization sync")
