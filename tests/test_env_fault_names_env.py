@@ -41,3 +41,25 @@ def test_an_async_workers_none_observation_or_reward_names_the_env(tmp_path, cap
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith("canter: error: env 'NoneAfterCartPole-test': ") and re.search(expected, err), err
+
+
+def test_a_sync_copys_none_observation_among_arrays_is_one_line_naming_the_env():
+    """One sync copy's step() returning None while the others return arrays: NumPy's 'all input arrays must have the
+    same shape' traceback from gymnasium's stacking of them (all copies at once: 'Output array ...', already one line)."""
+    import numpy as np
+
+    from canter.envs import make_vec_env
+    from canter.errors import CanterError
+
+    env = make_vec_env("NoneAfterCartPole-test", 2, "sync", {"after": 2})
+    copy = env.env.envs[1]
+    while not isinstance(copy, NoneAfter):
+        copy = copy.env
+    copy.after = 10**6  # only the first copy returns None
+    env.reset(seed=0)
+    with pytest.raises(CanterError, match=r"^env 'NoneAfterCartPole-test': the env returned an observation that does "
+                                          r"not fit its observation space Box\(shape=\(4,\), float32\): all input "
+                                          r"arrays must have the same shape$"):
+        for _ in range(3):
+            env.step(np.zeros(2, dtype=int))
+    env.close()

@@ -45,7 +45,8 @@ def _observation_error(exc: ValueError, space: gym.Space) -> Exception:
     """A one-line error for an observation that does not fit the env's own observation space (NumPy's
     "Output array has wrong dimensionality" when the vector env stacks it); any other ValueError as it is."""
     text = str(exc)
-    if not text.startswith(("Output array", "could not broadcast")):
+    # (the vector env stacking its copies' observations: one None or of another shape among arrays is the last)
+    if not text.startswith(("Output array", "could not broadcast", "all input arrays must have the same shape")):
         return exc
     from canter.envs.spaces import describe_space
 
