@@ -164,15 +164,23 @@ class Learner:
         and check their env data (:meth:`check_rollout`) before anything reaches a buffer or network.
         A replacement explorer's first rollout (``fresh_episodes``) zeroes the running discounted returns
         of its envs (``normalize_reward``), as fresh episodes after a resume do. Each finished episode is
-        stamped with the step of the vector step it ended on (as :meth:`check_rollout` names a step)."""
+        stamped with the step of the vector step it ended on (as :meth:`check_rollout` names a step).
+
+        Several results (a synchronous gather) were collected side by side: their row ``t`` is one vector
+        step of all their envs together, as in one process with all the envs, so an episode that ended on
+        row ``t`` is stamped ``start + (t + 1) * all_envs`` and the episodes are recorded in that order
+        (stamped explorer after explorer, the second explorer's episodes lay a whole rollout later than
+        the first's, and a single-process run's history was not what such a run recorded)."""
+        start = self.step
+        widths = [r["steps"] // max(len(r["rewards"]), 1) for r in results]  # each explorer's envs
+        stride = sum(widths)  # env steps per row of all the results together
         ended = []
         for r in results:
             rows = r.get("episode_rows")  # None: a result from an older explorer, its episodes at its rollout's end
-            n = r["steps"] // max(len(r["rewards"]), 1)  # the explorer's envs
-            ended.append(np.full(len(r["episode_returns"]), self.step + r["steps"]) if rows is None
-                         else self.step + (np.asarray(rows, np.int64) + 1) * n)
+            ended.append(np.full(len(r["episode_returns"]), start + stride * len(r["rewards"])) if rows is None
+                         else start + (np.asarray(rows, np.int64) + 1) * stride)
             self.step += r["steps"]
-            self.check_rollout(r)
+            self.check_rollout(r, start, stride)
             if r.get("fresh_episodes") and self.agent.ret_rms is not None:  # a replacement explorer's first
                 n = self.pool.envs_per_explorer  # rollout: its envs' episodes are new, their returns start at 0
                 self.agent._returns[r["index"] * n:(r["index"] + 1) * n] = 0.0
@@ -180,13 +188,23 @@ class Learner:
             if self.pool.remote:  # only remote explorers lag (explorer_stats reads and clears the list)
                 self._lags.append(self.version - r["version"])
             self.trajectory_bytes += nbytes(r)
-        self.record_episodes(np.concatenate(ended) if ended else None)  # the pool's finished_* arrays, in this order
+        steps = np.concatenate(ended) if ended else None  # the pool's finished_* arrays, in this order
+        if len(results) > 1 and steps is not None and len(steps) > 1:
+            order = np.argsort(steps, kind="stable")  # by vector step; on one step, in sub-env order
+            steps = steps[order]
+            pool = self.pool
+            pool.finished_returns, pool.finished_lengths = pool.finished_returns[order], pool.finished_lengths[order]
+            pool.finished_envs = pool.finished_envs[order]
+            if len(pool.finished_success) == len(order):
+                pool.finished_success = pool.finished_success[order]
+        self.record_episodes(steps)
 
-    def check_rollout(self, result: dict[str, Any]) -> None:
+    def check_rollout(self, result: dict[str, Any], start: int | None = None, stride: int | None = None) -> None:
         """The divergence guard's env-data check, which the single-process trainers make on every vector
         step: a NaN/inf observation or reward raises :class:`Divergence` (it stops the run in every
         mode), naming the sub-env among all the run's envs and the step of the vector step that
-        returned it (the rollout's steps are already counted)."""
+        returned it (``start``: the step before the rollout, ``stride``: env steps per row of it and the
+        results gathered with it; by default the rollout's own, its steps already counted)."""
         if not self.guard.enabled:
             return
         obs, last, rewards = result["obs"], result["last_obs"], result["rewards"]
@@ -194,13 +212,15 @@ class Learner:
         if (not floats or (math.isfinite(obs.sum()) and math.isfinite(last.sum()))) and math.isfinite(rewards.sum()):
             return  # the common case: one reduction per array (a sum overflowing is confirmed below)
         T, n = rewards.shape
+        start = self.step - result["steps"] if start is None else start
+        stride = n if stride is None else stride
         returned = np.concatenate([obs[1:], last[None]]).reshape(T, n, -1) if floats else None  # obs step t returned
         for t in range(T):
             bad_obs = None if returned is None else ~np.isfinite(returned[t]).all(axis=1)
             for what, bad in (("observation", bad_obs), ("reward", ~np.isfinite(rewards[t]))):
                 if bad is not None and bad.any():
                     sub = result["index"] * n + int(np.flatnonzero(bad)[0])
-                    raise Divergence(f"{what} from the env (sub-env {sub})", self.step - result["steps"] + (t + 1) * n)
+                    raise Divergence(f"{what} from the env (sub-env {sub})", start + (t + 1) * stride)
 
     def explorer_stats(self) -> dict[str, float]:
         """Policy lag since the last call and cumulative explorer statistics (logged with the losses).
