@@ -106,3 +106,25 @@ def test_the_report_of_a_run_without_a_summary_names_the_code_from_its_checkpoin
     line = code_version({"canter_version": canter.__version__, "git_commit": utils.git_commit(),
                          "git_dirty": utils.git_dirty()})
     assert f"seed 0 · {html.escape(line)} · 2 envs" in page
+
+
+def test_the_report_of_a_run_with_only_periodic_checkpoints_names_the_code_from_the_newest(tmp_path):
+    """A run without summary.json whose checkpoints are only step-N ones (last and best deleted) showed
+    'canter ? · commit unknown', though each step-N checkpoint records the code."""
+    import json
+
+    from canter.tools.report import code_record, code_version
+    from canter.tools.rundata import load_run
+
+    run = tmp_path / "run"
+    canter.train("ppo", env="CartPole-v1", seed=0, max_steps=128, n_envs=2, n_steps=32, batch_size=32, n_epochs=1,
+                 eval_episodes=0, checkpoint_every=64, tensorboard=False, run_dir=run, quiet=True)
+    (run / "summary.json").unlink()
+    for name in ("last", "best"):
+        for suffix in (".json", ".safetensors"):
+            (run / "checkpoints" / f"{name}{suffix}").unlink(missing_ok=True)  # (no best: no evaluation)
+    newest = run / "checkpoints" / "step-000000128.json"
+    meta = json.loads(newest.read_text())
+    meta["git_commit"], meta["git_dirty"] = "feedbeef", False  # only the newest says so
+    newest.write_text(json.dumps(meta))
+    assert code_version(code_record(load_run(run, read=()))) == f"canter {canter.__version__} · commit feedbeef"

@@ -314,12 +314,15 @@ def code_version(summary: dict[str, Any]) -> str:
 
 def code_record(run: RunData) -> dict[str, Any]:
     """Where the report reads the run's code version: ``summary.json`` where it is current, else (a run still going,
-    or killed) its ``checkpoints/last`` (else ``best``) JSON, which records the same keys, else the stale summary."""
+    or killed) its ``checkpoints/last`` (else ``best``, else the newest periodic ``step-N``) JSON, which records the
+    same keys, else the stale summary."""
     if current_summary(run):
         return run.summary
     from canter.checkpoint import read_metadata
+    from canter.checkpoint_keep import periodic_checkpoints
 
-    for name in ("last", "best"):
+    periodic = periodic_checkpoints(Path(run.dir) / "checkpoints")
+    for name in ("last", "best", *(periodic[step] for step in sorted(periodic, reverse=True))):
         try:
             return read_metadata(Path(run.dir) / "checkpoints" / name)
         except (CanterError, OSError):
