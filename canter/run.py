@@ -42,7 +42,7 @@ from canter.run_callbacks import _SaveAtStart, _SaveBest, _finite_or_null, _one_
 from canter.run_dirs import outermost_missing
 from canter.run_lock import LOCK_NAME, acquire, release
 from canter.stop_grace import (
-    STOP_GRACE_SECONDS, give_back_stop_handlers, grace_seconds, install_stop_handlers, start_grace)
+    STOP_GRACE_SECONDS, give_back_stop_handlers, grace_seconds, install_stop_handlers, sigterm_as_ctrl_c, start_grace)
 from canter.trainers.base import Trainer, TrainRecord
 from canter.trainers.guard import TrainingDiverged
 from canter.utils import canter_version, git_commit, git_dirty, provenance
@@ -332,16 +332,18 @@ class Run:
         _OPEN_RUNS.add(self)
         started: list[Any] = []  # the loggers whose start() returned
         try:  # an error (or Ctrl-C) here must give the lock back: a later resume in this process needs it
-            if self.resumed_step is not None:
-                remove_temp_files(self.dir / "checkpoints", (".safetensors", ".json"))
-                remove_temp_files(self.dir, (".parquet", "config.yaml", "summary.json", "report.html", "canter.lock"))
-            else:  # a resumed run rewrites it once it has started (a failed resume leaves the run as it was)
-                self.write_config()
-                if self.snapshots is not None:
-                    self.snapshots.write(self.dir)
-            for lg in self.loggers:
-                lg.start(self)
-                started.append(lg)
+            with sigterm_as_ctrl_c():  # a SIGTERM while the loggers start (a W&B init) cleans up as Ctrl-C does
+                if self.resumed_step is not None:
+                    remove_temp_files(self.dir / "checkpoints", (".safetensors", ".json"))
+                    remove_temp_files(self.dir, (".parquet", "config.yaml", "summary.json", "report.html",
+                                                 "canter.lock"))
+                else:  # a resumed run rewrites it once it has started (a failed resume leaves the run as it was)
+                    self.write_config()
+                    if self.snapshots is not None:
+                        self.snapshots.write(self.dir)
+                for lg in self.loggers:
+                    lg.start(self)
+                    started.append(lg)
             old_handlers = install_stop_handlers(self._on_signal)
         except BaseException:
             _OPEN_RUNS.discard(self)

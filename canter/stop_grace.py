@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 #: seconds an iteration under way may take to end after a first stop signal, before the run quits without
@@ -35,6 +36,27 @@ def grace_seconds(longest_iteration: float, minimum: float = STOP_GRACE_SECONDS)
 
 #: the stop handlers installed and not given back yet, oldest first, each with the dict of those it replaced
 _INSTALLED: list[tuple[Callable[[int, Any], None], dict[int, Any]]] = []
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """While a run sets up (its directory made, its loggers started: a W&B init takes seconds), SIGTERM raises
+    KeyboardInterrupt as Ctrl-C does, so the run's setup cleans up (a new run's directory is removed) rather than
+    the process dying with a half-made run directory that a new run into it, and its resume, refuse. Only where
+    SIGTERM has its default action, on the main thread (elsewhere, or with a handler of the caller's: nothing)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is _interrupt:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def install_stop_handlers(handler: Callable[[int, Any], None]) -> dict[int, Any]:
