@@ -432,6 +432,30 @@ def test_a_resumed_run_logs_no_wandb_step_its_killed_part_logged(tmp_path, monke
     assert steps == list(range(128, 1025, 128)) and logged[-1][0] == 2
 
 
+def test_a_stop_between_logged_iterations_adds_no_wandb_point(tmp_path, monkeypatch):
+    """The record a Ctrl-C makes between two logged iterations (log_every > 1) sent its last episode's return to W&B
+    at its off-grid step (208, an episode ended since step 160): the resumed run had a W&B point the uninterrupted
+    run has not."""
+    logged: list = []
+    _fake_wandb(monkeypatch, logged)
+    common = dict(n_envs=2, n_steps=8, max_steps=320, eval_every=0, eval_episodes=1, log_every=5, target_reward=None,
+                  seed=1, wandb=True, tensorboard=False)
+
+    def stop_off_the_log_grid(trainer, losses):  # at step 208, iteration 13: not a logged iteration
+        if trainer.step >= 200 and trainer.iteration_count % 5 and trainer.resume_exact is None \
+                and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"
+
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "whole", **common)
+    whole = [s for _, s in logged]
+    logged.clear()
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": stop_off_the_log_grid},
+                 **common)
+    assert json.loads((tmp_path / "part" / "summary.json").read_text())["steps"] == 208
+    canter.resume(tmp_path / "part")
+    assert [s for _, s in logged] == whole == list(range(80, 321, 80))
+
+
 @pytest.mark.parametrize("name, damage", [
     ("canter-logged-step", lambda text: text[:10]),  # truncated: it read as step 0
     ("canter-run-id", lambda text: b"a/b\n"),  # was: W&B's UsageError (no '/' in a run id), a traceback and exit 1

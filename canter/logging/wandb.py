@@ -132,10 +132,12 @@ class WandbLogger:
         self.next_step = max(logged + 1, int(getattr(self.run, "starting_step", 0) or 0))
 
     def log(self, record: TrainRecord) -> None:
-        """Send ``record``'s scalars and its last episode's return to the W&B run (not those of a step it has had)."""
-        if record.step < self.next_step:
+        """Send ``record``'s scalars and its last episode's return to the W&B run (not those of a step it has had,
+        nor a record only a stop signal made: its step is no point of the uninterrupted run, whose episode return
+        there is the last episode of its next record, and TensorBoard has its episodes)."""
+        if record.step < self.next_step or made_by_stop(record):
             return
-        data = {} if made_by_stop(record) else scalars(record)  # (no point of the uninterrupted run)
+        data = scalars(record)
         if record.episodes:
             data["charts/episode_return"] = record.episodes[-1].episode_return
         if data:
