@@ -286,8 +286,9 @@ def resolve_config(
     if sets_dict.get("env") and env and sets_dict["env"] != env:
         raise CanterError(f"--env {env} and --set env={sets_dict['env']} disagree; give the env once")
     check_dataset_argument(run_overrides.get("dataset"))
-    # an empty dataset named where it was given (the loader's error names --dataset)
-    check_blank_dataset(sets_dict, run_overrides.get("dataset"), file_data, config_file)
+    if getattr(algo_cls, "family", None) == "offline":  # an online one is refused as taking no dataset at all
+        # an empty dataset named where it was given (the loader's error names --dataset)
+        check_blank_dataset(sets_dict, run_overrides.get("dataset"), file_data, config_file)
     env_id = sets_dict.get("env") or env or file_data.get("env") or run_overrides.pop("env", None)
     if not env_id:  # an offline run: the dataset knows its env
         # the first layer that gives one, '' too: an empty --dataset is refused naming it, not as a missing env

@@ -43,3 +43,15 @@ def test_a_dataset_flag_wins_over_the_files_empty_one(capsys, workdir):
     code, _, err = run_cli(capsys, "train", "-f", str(workdir / "c.yaml"), "--dataset", str(workdir / "none"),
                            "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, "dataset not found")
+
+
+@pytest.mark.parametrize("given", ["set", "file"])
+def test_an_online_algorithms_empty_dataset_is_refused_as_taking_none(capsys, workdir, given):
+    """ppo takes no dataset: an empty one was refused as 'needs a dataset path (write one with canter collect ...)',
+    pointing the user to a dataset that ppo would then refuse."""
+    (workdir / "c.yaml").write_text("algo: ppo\nenv: CartPole-v1\ndataset: ''\n")
+    args = (["ppo", "--env", "CartPole-v1", "--set", "dataset="] if given == "set" else ["-f", str(workdir / "c.yaml")])
+    code, _, err = run_cli(capsys, "train", *args, "--run-dir", str(workdir / "run"))
+    line = assert_one_line_error(code, err, "'dataset' is only for offline algorithms", "ppo learns from the env")
+    assert "needs a dataset path" not in line
+    assert not (workdir / "run").exists()
