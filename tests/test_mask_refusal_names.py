@@ -18,7 +18,16 @@ def _named(algo: str, space: gym.Space) -> set[str]:
     obs = MaskedBox(np.zeros(5, np.float32), np.ones(5, np.float32), 3)
     with pytest.raises(CanterError, match="carry an action mask") as err:
         lookup("algorithm", algo).check_spaces(obs, space)
-    found = re.search(r"algorithms that do: (.*)$", str(err.value))
+    found = re.search(r"algorithms that do: ([^;(]*?)(?: \(on a PettingZoo parallel env also [^)]*\))?$", str(err.value))
+    return set(found[1].split(", ")) if found else set()
+
+
+def _parallel(algo: str, space: gym.Space) -> set[str]:
+    """The algorithms the refusal names for a PettingZoo parallel env (qmix, mappo), apart from the others."""
+    obs = MaskedBox(np.zeros(5, np.float32), np.ones(5, np.float32), 3)
+    with pytest.raises(CanterError, match="carry an action mask") as err:
+        lookup("algorithm", algo).check_spaces(obs, space)
+    found = re.search(r"on a PettingZoo parallel env(?: also|:) ([^)]*)\)?$", str(err.value))
     return set(found[1].split(", ")) if found else set()
 
 
@@ -30,3 +39,12 @@ def test_an_online_algorithm_is_pointed_to_online_single_agent_ones():
 
 def test_an_offline_algorithm_is_pointed_to_offline_ones():
     assert _named("bc", gym.spaces.Discrete(3)) == {"cql"}
+
+
+def test_mappo_and_qmix_are_named_for_parallel_envs_apart_from_the_others():
+    """They train on a PettingZoo parallel env whose Discrete agents' observations carry masks (sac_discrete on
+    pettingzoo:tests.match_agents with masked=true), where 170ec26 dropped them from the refusal; named apart,
+    as the env may be a turn-based game or a single-agent one, where they are refused."""
+    assert _parallel("sac_discrete", gym.spaces.Discrete(3)) == {"mappo", "qmix"}
+    assert _parallel("acer", gym.spaces.Discrete(3)) == {"mappo", "qmix"}
+    assert not _parallel("bc", gym.spaces.Discrete(3))  # offline: cql only

@@ -321,15 +321,26 @@ class Algorithm(ABC, metaclass=SeededBuild):
         if mask_width(observation_space) and not cls.action_masks:
             from canter.registry import registered
 
-            # those that would take this env as cls would: its action space, online or offline as cls is, and not
-            # qmix / mappo (parallel multi-agent envs only; qmix acts in MultiDiscrete joint actions), as
-            # _algorithms_for names them
+            # those that would take this env as cls would: its action space, online or offline as cls is; qmix and
+            # mappo (multiagent_only: PettingZoo parallel envs; qmix's agents act in Discrete spaces, joined) named
+            # apart, as the env may be a turn-based game or a single-agent one, where they are refused
             offline = getattr(cls, "family", "") == "offline"
-            able = sorted(n for n, a in registered("algorithm").items() if getattr(a, "action_masks", False)
-                          and (a.family == "offline") == offline and not a.multiagent_only
-                          and isinstance(action_space, a.action_spaces))
-            raise CanterError(f"the env's observations carry an action mask, which {cls.name} does not apply"
-                              + (f"; algorithms that do: {', '.join(able)}" if able else ""))
+
+            def takes(a: Any) -> bool:
+                if not getattr(a, "action_masks", False) or (a.family == "offline") != offline:
+                    return False
+                if getattr(a, "joint_agents", False):
+                    return isinstance(action_space, gym.spaces.Discrete)
+                return isinstance(action_space, a.action_spaces)
+
+            able = {n: a.multiagent_only for n, a in registered("algorithm").items() if takes(a)}
+            single = ", ".join(sorted(n for n, multi in able.items() if not multi))
+            parallel = ", ".join(sorted(n for n, multi in able.items() if multi))
+            hint = f"; algorithms that do: {single}" if single else ""
+            if parallel:
+                hint += (f" (on a PettingZoo parallel env also {parallel})" if single
+                         else f"; on a PettingZoo parallel env: {parallel}")
+            raise CanterError(f"the env's observations carry an action mask, which {cls.name} does not apply{hint}")
 
     def make_model(self, **kwargs: Any) -> nn.Module:
         """Build the configured model class with the spaces and ``kwargs``."""
