@@ -7,7 +7,7 @@ import pytest
 
 import canter
 from canter.errors import CanterError
-from canter.models import cnn
+from canter.models import image_layout
 
 pytest.importorskip("pettingzoo")
 
@@ -18,7 +18,7 @@ ENV = "pettingzoo:tests.match_image6"
 def old_run(tmp_path, monkeypatch):
     """A multi-policy run trained as canter read images until 2026-11-27 (its checkpoint says nothing of it)."""
     with monkeypatch.context() as patch:
-        patch.setattr(cnn, "_shape_layout", cnn.former_image_layout)
+        patch.setattr(image_layout, "_shape_layout", image_layout.former_image_layout)
         canter.train("ppo", ENV, policies="agent", n_steps=16, n_envs=1, max_steps=16, eval_episodes=1,
                      run_dir=tmp_path / "old")
     return tmp_path / "old"
