@@ -20,7 +20,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from canter.algorithms.model_hparams import (  # noqa: F401 (re-exported for algorithms)
+    check_net_archs, critic_arch_hp, critic_arch_kwargs, encoder_hp, encoder_kwargs, widest_layer)
 from canter.algorithms.seeding import SeededBuild, seed_init
+from canter.algorithms.threads import TWO_THREADS_FROM_CPUS, threads_for, use_threads  # noqa: F401 (re-exported)
 from canter.errors import CanterError
 from canter.optim import clip_grad_norm_, make_adam  # noqa: F401  (re-exported for algorithms)
 from canter.registry import lookup, registered_name
@@ -33,39 +36,6 @@ class ActOutput(NamedTuple):
     actions: torch.Tensor | np.ndarray
     log_probs: torch.Tensor | np.ndarray | None = None
     values: torch.Tensor | np.ndarray | None = None
-
-
-#: CPUs from which wide networks get a second thread by default
-TWO_THREADS_FROM_CPUS = 4
-
-
-def threads_for(width: int, cpus: int | None = None) -> int:
-    """The default thread count: 2 for layers wider than 128 units on a machine with at least
-    :data:`TWO_THREADS_FROM_CPUS` CPUs (``cpus``: this process's, by default), else 1.
-
-    Two threads measured ~6% faster for DQN's 256-unit update when the second core was idle, but a
-    two-thread pool waits for its slower thread at every product: with the 2-core host busy
-    (load ~3.5-4), 3,000 DQN CartPole steps took 7.8-33.8 s at two threads against 4.4-4.9 at one."""
-    from canter.utils import available_cpus
-
-    return 2 if width > 128 and (available_cpus() if cpus is None else cpus) >= TWO_THREADS_FROM_CPUS else 1
-
-
-def use_threads(threads: int, numpy_products: bool) -> None:
-    """Give a run's ``threads`` to torch's intra-op pool, or to NumPy's BLAS where the algorithm's
-    updates multiply through NumPy (``numpy_products``, see :attr:`Algorithm.numpy_products`); the
-    other pool gets one thread, so the two never spin on the same cores at once
-    (:func:`canter.models.linear.set_blas_threads` has the measurements)."""
-    from canter.models.linear import blas_limited, blas_threads, set_blas_threads
-
-    blas = numpy_products and threads > 1
-    torch.set_num_threads(1 if blas else threads)
-    wanted = threads if blas else 1
-    # numpy_products at one thread too: OpenBLAS then multiplies every size on the calling thread, so the
-    # NumPy paths may take larger products (canter.models.linear._matmul_on_numpy). Otherwise nothing to
-    # change unless OpenBLAS has more threads (threadpoolctl's ~10 ms stay off start-up).
-    if blas_threads() != wanted or (numpy_products and not blas_limited()):
-        set_blas_threads(wanted)
 
 
 def linear(start: float, end: float, fraction: float, progress: float) -> float:
@@ -116,58 +86,6 @@ def minibatches(batch: Any, steps: int) -> Iterator[tuple[Any, slice]]:
     for i in range(steps):
         part = slice(i * n, (i + 1) * n)
         yield type(batch)(*(t[part] for t in batch)), part
-
-
-def encoder_hp() -> Any:
-    """The ``encoder`` hyperparameter of algorithms whose models take an observation encoder
-    (:func:`canter.models.cnn.make_encoder`)."""
-    from canter.config import hp
-
-    return hp("auto", "observation encoder: auto (nature CNN for uint8 images, impala below 36 pixels a side, "
-                      "multi for Dict/Tuple observations with images, flat otherwise), nature, nature_pool (nature pooled to "
-                      "at most 7x7, for large frames), impala, flat, multi, or module:Class")
-
-
-def encoder_kwargs(config: Any) -> dict[str, Any]:
-    """``{"encoder": name}`` when the config names an encoder other than ``auto`` (models default
-    to ``auto``; leaving it out keeps custom models without an ``encoder`` argument working)."""
-    name = getattr(config, "encoder", "auto")
-    return {} if name == "auto" else {"encoder": name}
-
-
-def critic_arch_hp(sb3_key: str) -> Any:
-    """The ``critic_net_arch`` hyperparameter of the actor-critic algorithms: the critic's hidden layers (null:
-    ``net_arch``'s). ``sb3_key`` is the critic's key in Stable-Baselines3's ``net_arch`` mapping (``vf`` for a
-    value network, ``qf`` for Q networks); the config class names it as ``sb3_critic_key``, and
-    :func:`canter.config_values.sb3_net_arch` reads such a mapping into ``net_arch`` and ``critic_net_arch``."""
-    from canter.config import hp
-
-    return hp(None, f"hidden layer sizes of the critic{'s' if sb3_key == 'qf' else ''} (null: net_arch's); "
-                    f"Stable-Baselines3's net_arch=dict(pi=[...], {sb3_key}=[...]) is net_arch pi, critic_net_arch "
-                    f"{sb3_key}", low=1)
-
-
-def critic_arch_kwargs(config: Any) -> dict[str, Any]:
-    """``{"critic_net_arch": widths}`` when the config gives the critic hidden layers of its own (left out for
-    null, so models without a ``critic_net_arch`` argument, a user's, keep working)."""
-    widths = getattr(config, "critic_net_arch", None)
-    return {} if widths is None else {"critic_net_arch": list(widths)}
-
-
-def check_net_archs(config: Any) -> None:
-    """Refuse (CanterError) an empty ``net_arch`` or ``critic_net_arch`` (its null is net_arch's) of ``config``."""
-    for name in ("net_arch", "critic_net_arch"):
-        widths = getattr(config, name, None)
-        if widths is not None and not widths:
-            raise CanterError(f"'hparams.{name}' needs at least one hidden layer"
-                              + (" (null: net_arch's)" if name == "critic_net_arch" else ""))
-
-
-def widest_layer(config: Any) -> int:
-    """The widest hidden layer an algorithm config asks for (``net_arch``, ``critic_net_arch``; 64 without
-    either), which :func:`threads_for` picks the thread count from."""
-    widths = [*(getattr(config, "net_arch", None) or []), *(getattr(config, "critic_net_arch", None) or [])]
-    return max(widths or [64])
 
 
 def overridden_outside_canter(obj: Any, name: str) -> bool:
