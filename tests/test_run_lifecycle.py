@@ -1,13 +1,12 @@
 """A run directory's life outside the plain ``for record in run()`` loop: a loop left early and
-closed (or not), one writer at a time, what ``canter.train`` leaves behind in the caller's process,
-and reproducing a training evaluation with ``canter eval``."""
+closed (or not), what ``canter.train`` leaves behind in the caller's process, and reproducing a training
+evaluation with ``canter eval``. (Runs holding the directory's lock: test_run_lock_lifecycle.py.)"""
 from __future__ import annotations
 
 import json
 import os
 import random
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -109,45 +108,6 @@ def test_a_loop_left_open_is_saved_when_the_interpreter_exits(tmp_path):
     assert _summary(run_dir)["stop_reason"] == "max_steps"
 
 
-def test_another_process_writing_the_run_is_refused_and_a_dead_ones_lock_taken_over(tmp_path, capsys):
-    run_dir = tmp_path / "run"
-    run, gen, _ = _left_early(run_dir)
-    run.close()
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
-    try:
-        (run_dir / LOCK_NAME).write_text(json.dumps({"pid": holder.pid, "token": "theirs"}))
-        before = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()}
-        assert main(["train", "--resume", str(run_dir), "--quiet"]) == 2
-        err = capsys.readouterr().err
-        assert len(err.splitlines()) == 1 and f"being written by process {holder.pid}" in err
-        assert {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()} == before
-    finally:
-        holder.kill()
-        holder.wait()
-    canter.resume(run_dir)  # its process is gone: a stale lock (a kill -9) does not block the resume
-    assert _summary(run_dir)["stop_reason"] == "max_steps" and not (run_dir / LOCK_NAME).exists()
-
-
-def test_a_lock_written_on_another_host_is_not_taken_over(tmp_path, capsys):
-    """A run directory on a shared filesystem: a pid from another host says nothing about this one's
-    processes (the pid-only lock was taken over whenever no local process had that pid)."""
-    import socket
-
-    run_dir = tmp_path / "run"
-    run, _, _ = _left_early(run_dir)
-    run.close()
-    lock = run_dir / LOCK_NAME
-    lock.write_text(json.dumps({"host": socket.gethostname() + "-other", "pid": 2 ** 22 + 1, "token": "theirs"}))
-    before = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()}
-    assert main(["train", "--resume", str(run_dir), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and f"on host '{socket.gethostname()}-other'" in err and LOCK_NAME in err
-    assert {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()} == before
-    lock.unlink()  # as the message says, once nothing trains there
-    canter.resume(run_dir)
-    assert _summary(run_dir)["stop_reason"] == "max_steps" and not lock.exists()
-
-
 def test_train_leaves_the_callers_random_states_and_threads_as_they_were(tmp_path):
     from canter.models.linear import blas_state, blas_threads, restore_blas_threads, set_blas_threads
 
@@ -199,39 +159,6 @@ def test_a_resumed_runs_console_clock_goes_on(tmp_path, capsys):
     canter.resume(run_dir, quiet=False)
     first = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("["))
     assert wall > 1.0 and float(first[1:first.index("s]")]) >= wall - 0.05  # the console shows tenths (1.6 for 1.6007)
-
-
-def test_a_run_that_fails_before_training_gives_its_lock_back(tmp_path, monkeypatch):
-    """A logger's start() raising (or a Ctrl-C while it runs) after the lock was taken: a later
-    resume in this process is not refused as 'still open'."""
-    from canter.logging.history import HistoryLogger
-
-    run_dir = tmp_path / "run"
-    run, gen, _ = _left_early(run_dir, at=256, max_steps=1024)
-    run.close()
-
-    def interrupted(self, run):
-        raise KeyboardInterrupt
-
-    with monkeypatch.context() as m:
-        m.setattr(HistoryLogger, "start", interrupted)
-        again = canter.api.resume_trainer(run_dir)
-        with pytest.raises(KeyboardInterrupt):
-            for _ in again():
-                pass
-        again.close()
-    assert not (run_dir / LOCK_NAME).exists()
-    canter.resume(run_dir)
-    assert _summary(run_dir)["stop_reason"] == "max_steps"
-    # a new run failing there leaves no half-written directory (no config.yaml without a run)
-    with monkeypatch.context() as m:
-        m.setattr(HistoryLogger, "start", interrupted)
-        fresh = canter.make_trainer("ppo", "CartPole-v1", run_dir=tmp_path / "new", max_steps=512, **PPO)
-        with pytest.raises(KeyboardInterrupt):
-            for _ in fresh():
-                pass
-        fresh.close()
-    assert not (tmp_path / "new").exists()
 
 
 def test_a_loop_left_at_its_last_record_finished_the_run(tmp_path):
@@ -286,28 +213,6 @@ def test_close_closes_the_envs_when_saving_fails(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         run.close()
     assert closed and not (run_dir / LOCK_NAME).exists()
-
-
-def test_a_logger_failing_to_close_does_not_keep_the_runs_lock(tmp_path, monkeypatch):
-    """A full disk when a logger closes (TensorBoard's last flush): the other loggers are closed and the
-    lock given back all the same; it used to stay held, so a resume in this process was refused as 'still open'."""
-    from canter.logging.history import HistoryLogger
-    from canter.run_lock import check_free
-
-    run_dir = tmp_path / "run"
-    real = HistoryLogger.close
-
-    def full(self):
-        real(self)
-        raise OSError(28, "No space left on device")
-
-    with monkeypatch.context() as m:
-        m.setattr(HistoryLogger, "close", full)
-        with pytest.raises(OSError):
-            canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=128, **PPO)
-    assert not (run_dir / LOCK_NAME).exists()
-    check_free(run_dir)
-
 
 
 def test_train_gives_numpys_blas_back_its_own_pool_size(tmp_path):
