@@ -128,3 +128,39 @@ def test_two_trainers_iterated_in_turn_give_the_callers_threads_back(caller_at_t
     list(loops[1])
     assert torch.get_num_threads() == 2
     first.close(), second.close()
+
+
+@pytest.mark.slow
+def test_a_trainer_loop_left_suspended_until_the_interpreter_exits_ends_quietly(tmp_path):
+    """A DQN loop (its run's threads given to NumPy's BLAS) still suspended when Python shuts down is closed as the
+    interpreter clears its modules; giving the BLAS threads back then imported threadpoolctl, an ImportError that
+    Python printed as 'Exception ignored in: <generator object Trainer.__call__ ...>' with its traceback."""
+    from support import run_python
+
+    done = run_python(
+        "import canter\n"
+        "trainer = canter.make_trainer('dqn', 'CartPole-v1', max_steps=4096, eval_episodes=0, learning_starts=64,\n"
+        "                              train_freq=64)\n"
+        "loop = trainer()\n"
+        "next(loop)\n"
+        "cycle = [loop]\n"
+        "cycle.append(cycle)  # collected by the interpreter's last collection, after its modules are cleared\n",
+        cwd=tmp_path)
+    assert done.returncode == 0 and "Exception ignored" not in done.stderr, done.stderr
+
+
+def test_threads_are_not_given_back_while_the_interpreter_shuts_down(monkeypatch):
+    """The fast check of the test above: a thread-keeping block left while Python finalizes (no imports possible then,
+    as a threadpoolctl that cannot be imported stands for) gives nothing back instead of raising ImportError."""
+    import sys
+
+    from canter.models import linear
+    from canter.utils import threads_kept_in_turn
+
+    monkeypatch.setattr(linear, "_blas_own_pool", None)  # canter had not limited OpenBLAS when the block began
+    monkeypatch.setattr(linear, "_blas_threads", 1)
+    with threads_kept_in_turn():
+        monkeypatch.setattr(linear, "_blas_own_pool", 4)  # ... and the loop limited it (set_blas_threads)
+        monkeypatch.setattr(sys, "is_finalizing", lambda: True)
+        monkeypatch.setitem(sys.modules, "threadpoolctl", None)  # importing it raises ImportError
+    assert linear._blas_own_pool == 4  # left as it was: nothing to give back to

@@ -51,6 +51,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import sys
 from typing import Any
 
 import numpy as np
@@ -114,7 +115,9 @@ def restore_blas_threads(state: tuple[int, bool]) -> None:
     :func:`set_blas_threads` had granted, or OpenBLAS's own pool size when canter had not limited it yet."""
     global _blas_threads, _blas_limited
     threads, own = state
-    if (_blas_threads, _blas_own_pool is None) == state:
+    if (_blas_threads, _blas_own_pool is None) == state or sys.is_finalizing():
+        # a process shutting down (a trainer's loop left suspended, closed as the interpreter clears its modules)
+        # has no caller to give threads back to, and importing threadpoolctl then was an ImportError traceback
         return
     if own and _blas_own_pool:
         from threadpoolctl import threadpool_limits
