@@ -400,3 +400,15 @@ def test_a_closed_trainer_or_run_is_not_trained_again(tiny_ppo, tmp_path):
     with pytest.raises(CanterError, match="was closed before it trained"):
         run()
     assert not (tmp_path / "run").exists()
+
+
+def test_a_loop_left_at_a_record_does_not_train_on_after_its_trainer_is_closed(tiny_ppo):
+    """A loop over trainer() suspended at a record when trainer.close() (a with block's end) came went on stepping
+    the closed envs when resumed (in-process ones trained on without a word); it is now a one-line error."""
+    trainer = canter.make_trainer("ppo", "CartPole-v1", **{**tiny_ppo, "max_steps": 10_000})
+    loop = trainer()
+    first = next(loop)
+    trainer.close()
+    with pytest.raises(CanterError, match=r"this trainer was closed .* while this loop over trainer\(\) was left"):
+        next(loop)
+    assert trainer.step == first.step

@@ -396,6 +396,10 @@ class Trainer(ResumableState, AgentMetadata):
                 success_rate=float(np.mean(self.recent_successes)) if self.recent_successes else None,
                 stop_only=bool(off_grid and reason == "interrupted"))
             self._at_record = False
+            if self.closed:  # close() (a with block's end) came while the loop waited here: its envs are closed
+                raise CanterError("this trainer was closed (trainer.close(), or its with block ended) while this loop "
+                                  "over trainer() was left at a record: its envs are closed; make a new one, or "
+                                  "continue a run directory with canter.resume(run_dir)")
             if call != self._calls:  # a later call went on with the training (maybe to its end) meanwhile
                 raise CanterError("this loop over trainer() was left for a later trainer() call, which continues "
                                   "the same training; iterate only the latest call's records")
