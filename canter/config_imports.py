@@ -42,6 +42,8 @@ def config_imports(value: Any, where: str = "imports") -> list[str]:
         return []
     if isinstance(value, str):  # read as the run config will read it ('a, b' is two modules; 'null' is no list)
         value = coerce(list, value, where)
+    if isinstance(value, tuple):  # imports=("my_pkg.parts",) in Python, as every list setting takes a tuple
+        value = list(value)
     if not isinstance(value, list) or not all(isinstance(m, str) and m.strip() for m in value):
         raise CanterError(f"'{where}' must be a list of module names, e.g. [my_pkg.components], got {value!r:.200}")
     modules = [m.strip() for m in value]

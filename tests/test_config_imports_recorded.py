@@ -75,3 +75,22 @@ def test_an_import_given_as_a_files_path_names_the_module(given, dotted):
     with pytest.raises(CanterError, match=rf"cannot import module '{re.escape(given)}' \(imports\): .*a module is named "
                                           rf"as Python imports it, '{dotted}' \(with its folder on PYTHONPATH\)"):
         resolve_config("ppo", "CartPole-v1", sets=[f"imports=[{given}]"])
+
+
+def test_imports_given_as_a_python_tuple_are_a_list_as_every_list_settings_are(tmp_path, monkeypatch):
+    """make_trainer(imports=("my_pkg.parts",)) was refused ("'imports' must be a list of module names"), though every
+    other list setting takes a tuple (net_arch=(64, 64)), as the README says."""
+    import canter
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "tuple_parts.py").write_text(textwrap.dedent("""
+        from canter import register
+        from canter.models import ActorCritic
+
+        @register("model", "tuple_ac")
+        class TupleAC(ActorCritic):
+            pass
+    """))
+    trainer = canter.make_trainer("ppo", "CartPole-v1", imports=("tuple_parts",), model="tuple_ac", max_steps=512)
+    trainer.close()
+    assert trainer.run.imports == ["tuple_parts"] and type(trainer.agent.algorithm.model).__name__ == "TupleAC"
