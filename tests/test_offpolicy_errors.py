@@ -24,13 +24,16 @@ def _cli_error(capsys, *argv: str) -> str:
 
 
 @pytest.mark.parametrize("algo, env, kind, hint", [
-    ("sac", "CartPole-v1", "Box", "for Discrete actions use sac_discrete (or c51, dqn, iqn, qrdqn, rainbow)"),
-    ("td3", "Acrobot-v1", "Box", "algorithms for Discrete actions: c51, dqn, iqn, qrdqn, rainbow, sac_discrete"),
-    ("ddpg", "CartPole-v1", "Box", "algorithms for Discrete actions: c51, dqn, iqn, qrdqn, rainbow, sac_discrete"),
+    ("sac", "CartPole-v1", "Box", "for Discrete actions use sac_discrete (or c51, dqn, iqn, qrdqn, rainbow; on a PettingZoo parallel env also qmix)"),
+    ("td3", "Acrobot-v1", "Box", "algorithms for Discrete actions: c51, dqn, iqn, qrdqn, rainbow, sac_discrete "
+                                  "(on a PettingZoo parallel env also qmix)"),
+    ("ddpg", "CartPole-v1", "Box", "algorithms for Discrete actions: c51, dqn, iqn, qrdqn, rainbow, sac_discrete "
+                                   "(on a PettingZoo parallel env also qmix)"),
     ("dqn", "Pendulum-v1", "Discrete", "algorithms for Box actions: ddpg, sac, td3, tqc"),
     ("sac_discrete", "Pendulum-v1", "Discrete", "for Box actions use sac (or ddpg, td3, tqc)"),
     ("acer", "Pendulum-v1", "Discrete",
-     "algorithms for Box actions: a2c, appo, ddpg, impala, npg, ppo, recurrent_ppo, reinforce, sac, td3, tqc, trpo")])
+     "algorithms for Box actions: a2c, appo, ddpg, impala, npg, ppo, recurrent_ppo, reinforce, sac, td3, tqc, trpo "
+     "(on a PettingZoo parallel env also mappo)")])
 def test_wrong_action_space_is_a_one_line_error(capsys, tmp_path, algo, env, kind, hint):
     """The line names the algorithms that do act in the env's space (sac on CartPole named none: a user had to
     know of sac_discrete; found by a sweep of algorithms over gymnasium's envs)."""

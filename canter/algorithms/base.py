@@ -193,24 +193,10 @@ class Algorithm(ABC, metaclass=SeededBuild):
 
     @classmethod
     def _algorithms_for(cls, action_space: gym.Space) -> str:
-        """The hint of a wrong action space: the algorithms of ``cls``'s family (else those of every family that
-        trains in an env: not the offline ones) that act in ``action_space``, a variant of ``cls`` first (``sac``
-        on Discrete actions: sac_discrete)."""
-        from canter.registry import registered
+        """The hint of a wrong action space (:func:`canter.algorithm_hints.wrong_space_hint`)."""
+        from canter.algorithm_hints import wrong_space_hint
 
-        algos = registered("algorithm")
-        for same in (True, False):
-            able = sorted(n for n, a in algos.items() if (a.family == cls.family if same else a.family != "offline")
-                          and not a.multiagent_only and isinstance(action_space, a.action_spaces))
-            if able:
-                break
-        if not able:
-            return ""
-        variant = [n for n in able if n.split("_")[0] == cls.name.split("_")[0]]
-        if variant:
-            rest = [n for n in able if n != variant[0]]
-            return f"; for {type(action_space).__name__} actions use {variant[0]} (or {', '.join(rest)})"
-        return f"; algorithms for {type(action_space).__name__} actions: {', '.join(able)}"
+        return wrong_space_hint(cls, action_space)
 
     @classmethod
     def check_spaces(cls, observation_space: gym.Space, action_space: gym.Space) -> None:
@@ -237,27 +223,9 @@ class Algorithm(ABC, metaclass=SeededBuild):
         from canter.envs.masks import mask_width
 
         if mask_width(observation_space) and not cls.action_masks:
-            from canter.registry import registered
+            from canter.algorithm_hints import mask_hint
 
-            # those that would take this env as cls would: its action space, online or offline as cls is; qmix and
-            # mappo (multiagent_only: PettingZoo parallel envs; qmix's agents act in Discrete spaces, joined) named
-            # apart, as the env may be a turn-based game or a single-agent one, where they are refused
-            offline = getattr(cls, "family", "") == "offline"
-
-            def takes(a: Any) -> bool:
-                if not getattr(a, "action_masks", False) or (a.family == "offline") != offline:
-                    return False
-                if getattr(a, "joint_agents", False):
-                    return isinstance(action_space, gym.spaces.Discrete)
-                return isinstance(action_space, a.action_spaces)
-
-            able = {n: a.multiagent_only for n, a in registered("algorithm").items() if takes(a)}
-            single = ", ".join(sorted(n for n, multi in able.items() if not multi))
-            parallel = ", ".join(sorted(n for n, multi in able.items() if multi))
-            hint = f"; algorithms that do: {single}" if single else ""
-            if parallel:
-                hint += (f" (on a PettingZoo parallel env also {parallel})" if single
-                         else f"; on a PettingZoo parallel env: {parallel}")
+            hint = mask_hint(cls, action_space)
             raise CanterError(f"the env's observations carry an action mask, which {cls.name} does not apply{hint}")
 
     def make_model(self, **kwargs: Any) -> nn.Module:

@@ -1,0 +1,63 @@
+"""The algorithms a refusal of an env's spaces names (a wrong action space, action masks an algorithm does not
+apply). Those for PettingZoo parallel envs only (mappo; qmix, whose agents act in Discrete spaces, joined) are named
+apart, 'on a PettingZoo parallel env': a space check does not know whether the env is a parallel one, a turn-based
+game or a single-agent one, where they are refused."""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+
+def _takes(algo: Any, action_space: gym.Space) -> bool:
+    """Whether ``algo`` acts in ``action_space`` (qmix: an agent's Discrete one, which it joins)."""
+    if getattr(algo, "joint_agents", False):
+        return isinstance(action_space, gym.spaces.Discrete)
+    return isinstance(action_space, algo.action_spaces)
+
+
+def _split(able: dict[str, bool]) -> tuple[list[str], str]:
+    """The names of ``able`` (name -> multiagent_only): the others sorted, the parallel-env ones joined."""
+    return (sorted(n for n, multi in able.items() if not multi),
+            ", ".join(sorted(n for n, multi in able.items() if multi)))
+
+
+def wrong_space_hint(cls: Any, action_space: gym.Space) -> str:
+    """The hint of a wrong action space: the algorithms of ``cls``'s family (else those of every family that trains
+    in an env: not the offline ones) that act in ``action_space``, a variant of ``cls`` first (``sac`` on Discrete
+    actions: sac_discrete), those for parallel envs apart."""
+    from canter.registry import registered
+
+    algos = registered("algorithm")
+    able: dict[str, bool] = {}
+    for same in (True, False):
+        able = {n: a.multiagent_only for n, a in algos.items()
+                if (a.family == cls.family if same else a.family != "offline") and _takes(a, action_space)}
+        if able:
+            break
+    single, parallel = _split(able)
+    kind = type(action_space).__name__
+    if not single:
+        return f"; for {kind} actions on a PettingZoo parallel env: {parallel}" if parallel else ""
+    also = f"on a PettingZoo parallel env also {parallel}" if parallel else ""
+    variant = [n for n in single if n.split("_")[0] == cls.name.split("_")[0]]
+    if variant:
+        rest = [n for n in single if n != variant[0]]
+        listed = "; ".join(x for x in (", ".join(rest) and f"or {', '.join(rest)}", also) if x)
+        return f"; for {kind} actions use {variant[0]}" + (f" ({listed})" if listed else "")
+    return f"; algorithms for {kind} actions: {', '.join(single)}" + (f" ({also})" if also else "")
+
+
+def mask_hint(cls: Any, action_space: gym.Space) -> str:
+    """The hint of an algorithm that does not apply the env's action masks: the masking algorithms that would take
+    the env as ``cls`` would (its action space, online or offline as ``cls`` is), those for parallel envs apart."""
+    from canter.registry import registered
+
+    offline = getattr(cls, "family", "") == "offline"
+    able = {n: a.multiagent_only for n, a in registered("algorithm").items()
+            if getattr(a, "action_masks", False) and (a.family == "offline") == offline and _takes(a, action_space)}
+    single, parallel = _split(able)
+    hint = f"; algorithms that do: {', '.join(single)}" if single else ""
+    if parallel:
+        hint += f" (on a PettingZoo parallel env also {parallel})" if single else f"; on a PettingZoo parallel env: {parallel}"
+    return hint
