@@ -108,3 +108,22 @@ def test_a_sampled_rollout_of_explorers_is_lowered_to_the_budget_too():
     assert fit_params({"n_steps": 2048, "batch_size": 256}, run, cfg) == {"n_steps": 64, "batch_size": 256}
     run, cfg = resolve_config("ppo", "CartPole-v1", max_steps=1024, n_envs=8, explorers=2, n_steps=8)
     assert fit_params({"batch_size": 256}, run, cfg) == {"batch_size": 128}  # 8 x 8 envs x 2 explorers
+
+
+def test_every_synchronous_algorithm_with_explorers_is_capped_and_the_docs_say_so():
+    """docs/tools.md said the n_steps cap with explorers (max_steps // (n_envs x explorers)) is PPO's or A2C's, but
+    TRPO, NPG and REINFORCE run through the same synchronous explorer trainer and are capped alike."""
+    import re
+    from pathlib import Path
+
+    from canter.config import resolve_config
+    from canter.registry import registered
+    from canter.tools.tune_space import fit_params
+
+    sync = sorted(n for n, a in registered("algorithm").items() if a.family == "on_policy")
+    for algo in (n for n in sync if not registered("algorithm")[n].multiagent_only):
+        run, cfg = resolve_config(algo, "CartPole-v1", max_steps=1024, n_envs=8, explorers=2, n_steps=2048)
+        assert fit_params({"n_steps": 2048}, run, cfg) == {"n_steps": 64}, algo
+    doc = " ".join((Path(__file__).parents[1] / "docs" / "tools.md").read_text().split())
+    named = re.search(r"x the explorers for a synchronous algorithm \(([^:]*):", doc)
+    assert named and sorted(n.lower() for n in named[1].split(", ")) == sync

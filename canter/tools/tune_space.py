@@ -278,8 +278,9 @@ def rollout_rows(run: Any, algo_cfg: Any) -> int | None:
 
 
 def _rollouts_per_update(run: Any) -> int:
-    """The explorer rollouts one update learns from: all of them for a synchronous algorithm (PPO, A2C with
-    ``--explorers``), one for an asynchronous one (IMPALA, APPO) or a run in one process."""
+    """The explorer rollouts one update learns from: all of them for a synchronous algorithm (the on_policy family:
+    PPO, A2C, TRPO, NPG, REINFORCE, MAPPO with ``--explorers``), one for an asynchronous one (IMPALA, APPO) or a run
+    in one process."""
     if not run.explorers:
         return 1
     return 1 if getattr(lookup("algorithm", run.algo), "family", None) == "async" else run.explorers
