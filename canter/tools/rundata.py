@@ -180,14 +180,22 @@ def load_run(path: str | Path, read: tuple[str, ...] = TABLES) -> RunData:
 
 
 def checkpoints(run_dir: Path) -> list[dict[str, Any]]:
-    """The run's checkpoints: name, step, size in bytes and the trainer counters at save time (a
-    metadata file that cannot be read, or whose step is not a whole number, is left out)."""
+    """The run's checkpoints, those that load: name, step, size in bytes and the trainer counters at save time. A
+    ``.safetensors`` alone (a prune killed between its two deletions) is one, its metadata read from its header, as
+    ``canter.load`` reads it; a ``.json`` without its tensors, metadata that cannot be read or whose step is not a
+    whole number is left out."""
+    from canter.checkpoint import read_metadata
+
+    folder = run_dir / "checkpoints"
+    names = sorted({p.name.rpartition(".")[0] for p in folder.glob("*.json")}
+                   | {p.name.rpartition(".")[0] for p in folder.glob("*.safetensors")})
     rows = []
-    for meta_path in sorted((run_dir / "checkpoints").glob("*.json")):
-        tensors = meta_path.with_suffix(".safetensors")
+    for name in names:
+        tensors = folder / f"{name}.safetensors"
         try:
-            meta = json.loads(meta_path.read_text())
-        except (OSError, ValueError):  # ValueError: bad JSON, bytes that are not UTF-8
+            meta = read_metadata(folder / name) if tensors.is_file() else None
+            size = tensors.stat().st_size
+        except (CanterError, OSError):  # damaged, not canter's, its two files not one save's, or pruned meanwhile
             continue
         if not isinstance(meta, dict):
             continue
@@ -196,7 +204,7 @@ def checkpoints(run_dir: Path) -> list[dict[str, Any]]:
             continue
         trainer = meta.get("trainer") if isinstance(meta.get("trainer"), dict) else {}
         rows.append({
-            "name": meta_path.stem, "step": meta.get("step"), "bytes": tensors.stat().st_size if tensors.exists() else 0,
+            "name": name, "step": meta.get("step"), "bytes": size,
             "best_eval_return": trainer.get("best_eval_return"), "last_eval_return": trainer.get("last_eval_return"),
             "sha256": str(meta.get("sha256", ""))[:12],
         })
