@@ -10,6 +10,7 @@ from typing import Any
 
 from canter.errors import CanterError, require
 from canter.logging.base import made_by_stop, scalars
+from canter.logging.wandb_store import held_step
 from canter.trainers.base import TrainRecord
 
 #: the oldest wandb that takes what :meth:`WandbLogger.start` passes: ``reinit="create_new"`` (wandb 0.19.10)
@@ -123,13 +124,17 @@ class WandbLogger:
             run_id = secrets.token_hex(4)  # 8 lowercase characters, as W&B's own ids
             id_file.parent.mkdir(parents=True, exist_ok=True)
             id_file.write_text(run_id + "\n")
+        held = held_step(self.run_dir, run_id) if wandb_mode() in ("offline", "dryrun") else None
         self.run = wandb.init(
             project=self.project, dir=self.run_dir, config=self.config, name=self.name, id=run_id, resume="allow",
             mode=wandb_mode(), reinit="create_new",
             settings=wandb.Settings(silent=True, console="off", x_disable_stats=True),
         )
-        # online, W&B knows the steps it has (starting_step); offline, only this run directory does
-        self.next_step = max(logged + 1, int(getattr(self.run, "starting_step", 0) or 0))
+        # online, W&B knows the steps it has (starting_step); offline, its transaction logs (held, read before this
+        # part's own is made) hold them: a kill leaves them without the points wandb-core had not written
+        # (STEP_FILE, written before each point, is then ahead, and the resumed run would skip them for good), so
+        # the resumed run logs from the last step they hold; STEP_FILE where they cannot be read
+        self.next_step = max((logged if held is None else held) + 1, int(getattr(self.run, "starting_step", 0) or 0))
 
     def log(self, record: TrainRecord) -> None:
         """Send ``record``'s scalars and its last episode's return to the W&B run (not those of a step it has had,
