@@ -11,10 +11,10 @@ from canter.trainers.guard import Divergence
 
 
 class _Learner:
-    """A learner's bookkeeping only: ``Learner.receive`` and ``check_rollout`` on a stand-in pool."""
+    """A learner's bookkeeping only: ``Learner.receive`` and ``check_rollouts`` on a stand-in pool."""
 
     receive = Learner.receive
-    check_rollout = Learner.check_rollout
+    check_rollouts = Learner.check_rollouts
 
     def __init__(self, explorers: int, envs: int, guard: bool = False) -> None:
         self.step, self.trajectory_bytes, self.version = 0, 0, 0
@@ -68,3 +68,28 @@ def test_a_non_finite_reward_in_a_gather_names_the_vector_step_of_all_the_envs()
     with pytest.raises(Divergence) as info:
         learner.receive(results)
     assert info.value.step == 8  # was 12: explorer 0's whole rollout counted before explorer 1's rows
+
+
+def test_a_gathers_first_non_finite_value_is_named_whichever_explorer_returned_it():
+    """One process with the 4 envs meets explorer 1's NaN reward of row 1 (step 8) before explorer 0's of row 3
+    (step 16): the gather's results were checked explorer after explorer, so it named step 16 and sub-env 1."""
+    learner = _Learner(explorers=2, envs=2, guard=True)
+    results = [_result(0, 4, 2, []), _result(1, 4, 2, [])]
+    results[0]["rewards"][3, 1] = np.nan
+    results[1]["rewards"][1, 0] = np.inf
+    learner.pool._set_episodes(results)
+    with pytest.raises(Divergence) as info:
+        learner.receive(results)
+    assert info.value.step == 8 and "sub-env 2" in str(info.value)
+
+
+def test_on_one_vector_step_an_observation_is_named_before_a_reward():
+    """As the single-process check of a vector step: its observations first, then its rewards."""
+    learner = _Learner(explorers=2, envs=2, guard=True)
+    results = [_result(0, 4, 2, []), _result(1, 4, 2, [])]
+    results[0]["rewards"][2, 0] = np.nan  # row 2: step 12, sub-env 0
+    results[1]["obs"][3, 1] = np.nan  # returned by row 2 too (obs row t + 1), sub-env 3
+    learner.pool._set_episodes(results)
+    with pytest.raises(Divergence) as info:
+        learner.receive(results)
+    assert info.value.step == 12 and "observation from the env (sub-env 3)" in str(info.value)

@@ -161,10 +161,10 @@ class Learner:
 
     def receive(self, results: list[dict[str, Any]]) -> None:
         """Count the env steps, episodes, policy lag and bytes of the rollouts the pool just returned,
-        and check their env data (:meth:`check_rollout`) before anything reaches a buffer or network.
+        and check their env data (:meth:`check_rollouts`) before anything reaches a buffer or network.
         A replacement explorer's first rollout (``fresh_episodes``) zeroes the running discounted returns
         of its envs (``normalize_reward``), as fresh episodes after a resume do. Each finished episode is
-        stamped with the step of the vector step it ended on (as :meth:`check_rollout` names a step).
+        stamped with the step of the vector step it ended on (as :meth:`check_rollouts` names a step).
 
         Several results (a synchronous gather) were collected side by side: their row ``t`` is one vector
         step of all their envs together, as in one process with all the envs, so an episode that ended on
@@ -180,7 +180,6 @@ class Learner:
             ended.append(np.full(len(r["episode_returns"]), start + stride * len(r["rewards"])) if rows is None
                          else start + (np.asarray(rows, np.int64) + 1) * stride)
             self.step += r["steps"]
-            self.check_rollout(r, start, stride)
             if r.get("fresh_episodes") and self.agent.ret_rms is not None:  # a replacement explorer's first
                 n = self.pool.envs_per_explorer  # rollout: its envs' episodes are new, their returns start at 0
                 self.agent._returns[r["index"] * n:(r["index"] + 1) * n] = 0.0
@@ -188,6 +187,7 @@ class Learner:
             if self.pool.remote:  # only remote explorers lag (explorer_stats reads and clears the list)
                 self._lags.append(self.version - r["version"])
             self.trajectory_bytes += nbytes(r)
+        self.check_rollouts(results, start, stride)  # (their steps counted, as a single process counts a bad one's)
         steps = np.concatenate(ended) if ended else None  # the pool's finished_* arrays, in this order
         if len(results) > 1 and steps is not None and len(steps) > 1:
             order = np.argsort(steps, kind="stable")  # by vector step; on one step, in sub-env order
@@ -199,28 +199,35 @@ class Learner:
                 pool.finished_success = pool.finished_success[order]
         self.record_episodes(steps)
 
-    def check_rollout(self, result: dict[str, Any], start: int | None = None, stride: int | None = None) -> None:
+    def check_rollouts(self, results: list[dict[str, Any]], start: int, stride: int) -> None:
         """The divergence guard's env-data check, which the single-process trainers make on every vector
         step: a NaN/inf observation or reward raises :class:`Divergence` (it stops the run in every
         mode), naming the sub-env among all the run's envs and the step of the vector step that
-        returned it (``start``: the step before the rollout, ``stride``: env steps per row of it and the
-        results gathered with it; by default the rollout's own, its steps already counted)."""
+        returned it (``start``: the step before the rollouts, ``stride``: env steps per row of them all).
+        Of a gather's rollouts, collected side by side, the earliest vector step is named, as one process with
+        all the envs meets it (an observation before a reward, then the lowest sub-env): checked explorer after
+        explorer, explorer 0's NaN of row 3 was named where explorer 1's of row 1 came first."""
         if not self.guard.enabled:
             return
-        obs, last, rewards = result["obs"], result["last_obs"], result["rewards"]
-        floats = obs.dtype.kind == "f"
-        if (not floats or (math.isfinite(obs.sum()) and math.isfinite(last.sum()))) and math.isfinite(rewards.sum()):
-            return  # the common case: one reduction per array (a sum overflowing is confirmed below)
-        T, n = rewards.shape
-        start = self.step - result["steps"] if start is None else start
-        stride = n if stride is None else stride
-        returned = np.concatenate([obs[1:], last[None]]).reshape(T, n, -1) if floats else None  # obs step t returned
-        for t in range(T):
-            bad_obs = None if returned is None else ~np.isfinite(returned[t]).all(axis=1)
-            for what, bad in (("observation", bad_obs), ("reward", ~np.isfinite(rewards[t]))):
-                if bad is not None and bad.any():
-                    sub = result["index"] * n + int(np.flatnonzero(bad)[0])
-                    raise Divergence(f"{what} from the env (sub-env {sub})", start + (t + 1) * stride)
+        found = []  # (row, 0 observation / 1 reward, sub-env) of each rollout's first non-finite value
+        for result in results:
+            obs, last, rewards = result["obs"], result["last_obs"], result["rewards"]
+            floats = obs.dtype.kind == "f"
+            if (not floats or (math.isfinite(obs.sum()) and math.isfinite(last.sum()))) and \
+                    math.isfinite(rewards.sum()):
+                continue  # the common case: one reduction per array (a sum overflowing is confirmed below)
+            T, n = rewards.shape
+            returned = np.concatenate([obs[1:], last[None]]).reshape(T, n, -1) if floats else None  # obs step t returned
+            for t in range(T):
+                bad_obs = None if returned is None else ~np.isfinite(returned[t]).all(axis=1)
+                bad = next(((what, b) for what, b in enumerate((bad_obs, ~np.isfinite(rewards[t])))
+                            if b is not None and b.any()), None)
+                if bad is not None:
+                    found.append((t, bad[0], result["index"] * n + int(np.flatnonzero(bad[1])[0])))
+                    break
+        if found:
+            t, what, sub = min(found)
+            raise Divergence(f"{('observation', 'reward')[what]} from the env (sub-env {sub})", start + (t + 1) * stride)
 
     def explorer_stats(self) -> dict[str, float]:
         """Policy lag since the last call and cumulative explorer statistics (logged with the losses).
