@@ -78,11 +78,16 @@ class WandbLogger:
         #: that a kill (or an error inside an iteration) stopped after its last checkpoint
         self.next_step = 0
         self._step_fd: int | None = None  # STEP_FILE, open for writing once a record was logged
+        #: (step, return) of the last episode of a record only a stop signal made (PENDING_FILE), which the next
+        #: record logged sends when it has no episode of its own, as the uninterrupted run's record there does
+        self.pending: tuple[int, float] | None = None
 
     #: the W&B run id, kept in ``RUN_DIR/wandb`` so a resumed run logs to the same W&B run
     ID_FILE = "canter-run-id"
     #: the last step logged to the W&B run (``RUN_DIR/wandb``), so a resumed run logs no step twice
     STEP_FILE = "canter-logged-step"
+    #: the step and last episode return of a record only a stop signal made (``RUN_DIR/wandb``), for the resumed run
+    PENDING_FILE = "canter-pending-return"
 
     def _own_file(self, name: str, pattern: str, holds: str, deleted: str) -> str:
         """The first line of ``RUN_DIR/wandb/NAME``, "" when it is missing or empty (made, and killed before it was
@@ -116,6 +121,12 @@ class WandbLogger:
         import wandb
 
         logged = self._logged_step()  # (before wandb.init: a bad file leaves the run directory as it was)
+        pending = self._own_file(self.PENDING_FILE, r"\d{20} -?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)",
+                                 "a step (20 digits) and an episode return", "leave that return out of W&B")
+        if pending:  # still to send: written by the stop the run resumes from, after the last step logged
+            step, ret = pending.split(" ")
+            if logged < int(step) == getattr(run, "resumed_step", None):
+                self.pending = (int(step), float(ret))
         self.owner = run
         id_file = Path(self.run_dir) / "wandb" / self.ID_FILE
         run_id = self._own_file(self.ID_FILE, r"[A-Za-z0-9_-]{1,128}", "the id of the W&B run this run logs to",
@@ -138,17 +149,33 @@ class WandbLogger:
 
     def log(self, record: TrainRecord) -> None:
         """Send ``record``'s scalars and its last episode's return to the W&B run (not those of a step it has had,
-        nor a record only a stop signal made: its step is no point of the uninterrupted run, whose episode return
-        there is the last episode of its next record, and TensorBoard has its episodes)."""
-        if record.step < self.next_step or made_by_stop(record):
+        nor a record only a stop signal made: its step is no point of the uninterrupted run, and TensorBoard has its
+        episodes). Such a record's last episode is the uninterrupted run's next record's where no episode ended
+        between the two: it is kept (:attr:`PENDING_FILE`, for the resumed run) and sent with that record."""
+        if record.step < self.next_step:
+            return
+        if made_by_stop(record):  # its last episode is the uninterrupted run's next record's, if that has none
+            ret = record.episodes[-1].episode_return if record.episodes else None
+            if ret is None and self.pending is not None:  # one still pending: at the step the run resumes from next
+                ret = self.pending[1]
+            if ret is not None:
+                self.pending = (record.step, float(ret))
+                path = Path(self.run_dir) / "wandb" / self.PENDING_FILE
+                path.with_name(path.name + ".tmp").write_text(f"{self.pending[0]:020d} {self.pending[1]!r}\n")
+                os.replace(path.with_name(path.name + ".tmp"), path)  # (a kill leaves the old or the new one)
             return
         data = scalars(record)
         if record.episodes:
             data["charts/episode_return"] = record.episodes[-1].episode_return
+        elif self.pending is not None:
+            data["charts/episode_return"] = self.pending[1]
         if data:
             self._write_step(record.step)  # first: a kill in between loses this point, never renumbers it
             self.run.log(data, step=record.step)
             self.next_step = record.step + 1
+            if self.pending is not None:
+                self.pending = None
+                (Path(self.run_dir) / "wandb" / self.PENDING_FILE).unlink(missing_ok=True)
 
     def _write_step(self, step: int) -> None:
         """Record ``step`` in STEP_FILE: one fixed-width write in place (a kill leaves the old or the new step)."""
