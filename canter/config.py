@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_blank_dataset,
-                                  check_dataset_argument, misspelt_section, zoo_section)
+                                  check_dataset_argument, misspelt_section, online_dataset_error, zoo_section)
 from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_entry_once, check_range, coerce, entries_last, hp, readable_type,  # re-exported
@@ -294,6 +294,8 @@ def resolve_config(
         # the first layer that gives one, '' too: an empty --dataset is refused naming it, not as a missing env
         dataset = next((d for d in (sets_dict.get("dataset"), run_overrides.get("dataset"), file_data.get("dataset"))
                         if d is not None), None)
+        if dataset is not None and getattr(algo_cls, "family", None) != "offline":  # (not read: ppo takes none)
+            raise online_dataset_error(algo_name)
         if isinstance(dataset, (str, Path)):  # its JSON metadata (the arrays are not read)
             from canter.data.dataset import read_dataset_metadata
 

@@ -309,3 +309,11 @@ def check_blank_dataset(sets_dict: dict[str, Any], argument: Any, file_data: dic
         error = None
     if error is not None:
         raise error
+
+
+def online_dataset_error(algo: str) -> CanterError:
+    """The refusal of a ``dataset`` given to an online algorithm ``algo``, naming the offline ones."""
+    from canter.registry import lookup, names
+
+    offline = ", ".join(n for n in names("algorithm") if lookup("algorithm", n).family == "offline")
+    return CanterError(f"'dataset' is only for offline algorithms ({offline}); {algo} learns from the env")

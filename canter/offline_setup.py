@@ -5,9 +5,9 @@ import warnings
 from typing import Any
 
 from canter.config import RunConfig
+from canter.config_errors import online_dataset_error
 from canter.envs.make import make_eval_env
 from canter.errors import CanterError, CanterWarning
-from canter.registry import lookup
 
 
 def offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: list[Any],
@@ -18,12 +18,10 @@ def offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: lis
     from canter.data.dataset import TransitionDataset
     from canter.envs import spaces_mismatch
     from canter.envs.make import same_env_id
-    from canter.registry import names
     from canter.trainers import OfflineTrainer
 
-    offline = ", ".join(n for n in names("algorithm") if lookup("algorithm", n).family == "offline")
     if algo_cls.family != "offline":
-        raise CanterError(f"'dataset' is only for offline algorithms ({offline}); {run.algo} learns from the env")
+        raise online_dataset_error(run.algo)
     if run.dataset is None:
         raise CanterError(f"{run.algo} learns from a dataset: pass --dataset PATH "
                           f"(write one with: canter collect RUN_DIR --out PATH)")

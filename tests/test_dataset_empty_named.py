@@ -55,3 +55,14 @@ def test_an_online_algorithms_empty_dataset_is_refused_as_taking_none(capsys, wo
     line = assert_one_line_error(code, err, "'dataset' is only for offline algorithms", "ppo learns from the env")
     assert "needs a dataset path" not in line
     assert not (workdir / "run").exists()
+
+
+@pytest.mark.parametrize("args", [["--set", "dataset="], ["--dataset", ""], ["--set", "dataset=none.npz"]])
+def test_an_online_algorithms_dataset_without_an_env_is_refused_as_taking_none(capsys, workdir, args):
+    """Without --env the dataset was read for its env: ppo's empty one was refused as '--dataset needs a dataset
+    path' (naming a flag not given, for --set), a missing one as 'dataset not found', both pointing to a dataset."""
+    code, _, err = run_cli(capsys, "train", "ppo", *args, "--run-dir", str(workdir / "run"))
+    line = assert_one_line_error(code, err, "'dataset' is only for offline algorithms (bc, cql, td3bc)",
+                                 "ppo learns from the env")
+    assert "dataset path" not in line and "not found" not in line
+    assert not (workdir / "run").exists()
