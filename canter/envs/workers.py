@@ -303,6 +303,23 @@ class AsyncErrors(gym.vector.VectorWrapper):
                 return "an async worker process closed its pipe"
             time.sleep(0.01)
 
+    def _close_copies(self) -> list[str | None]:
+        """Ask each live copy to close itself (:data:`CLOSE_COPY`, gymnasium's ``call`` message) and give back their
+        close() errors as lines. Only the workers whose pipe is still open: after a copy's reset or step error
+        gymnasium drops that worker's pipe, and its ``call`` on every pipe then failed, which killed the other
+        workers with their envs' close() not run."""
+        from gymnasium.vector.async_vector_env import AsyncState
+
+        if self.env.closed or self.env._state != AsyncState.DEFAULT:  # as gymnasium's call refuses: a call pending
+            raise ConnectionError("the async env is closed, or a call to it is pending")
+        pipes = [pipe for pipe in self.env.parent_pipes if pipe is not None]
+        for pipe in pipes:
+            pipe.send(("_call", (CLOSE_COPY, (), {})))
+        answers = [pipe.recv() for pipe in pipes]
+        if not all(ok for _, ok in answers):  # a worker failed to answer (it has exited): kill the rest
+            raise ConnectionError("an async worker failed to close its copy")
+        return [error for error, _ in answers]
+
     def close(self, **kwargs: Any) -> None:
         """Close the copies and their workers; kill the workers after a call left unanswered."""
         _OPEN.discard(self)
@@ -310,7 +327,7 @@ class AsyncErrors(gym.vector.VectorWrapper):
             errors: list[str | None] = []
             if not self.broken:
                 try:  # each copy closes itself and answers its close() error: one warning here, not one per worker
-                    errors = list(self.env.call(CLOSE_COPY))
+                    errors = self._close_copies()
                 except Exception:  # noqa: BLE001 - a worker died since the last call (EOFError, BrokenPipeError)
                     self.broken = True
             if not self.broken:
