@@ -256,23 +256,28 @@ def _library_file(filename: str) -> bool:
     return any(root and path.startswith(os.path.abspath(root) + os.sep) for root in roots)
 
 
-def raised_by_the_call(exc: BaseException) -> bool:
+def raised_by_the_call(exc: BaseException, past_numpy: bool = False) -> bool:
     """Whether ``exc`` was raised where gymnasium's or canter's code calls an env's code, or unpacks what it returned
     (a constructor's required argument left out, a ``step()`` that returned None), not inside the env's own code
     (``a, b = self.helper()`` in its ``step``: the env's bug, whose traceback helps). The innermost frame of the
-    exception that started it counts (gymnasium raises a constructor's TypeError again, from it)."""
+    exception that started it counts (gymnasium raises a constructor's TypeError again, from it); ``past_numpy``: the
+    innermost outside NumPy's own code (what called ``np.stack``: gymnasium stacking observations, or the env)."""
     import os
 
     import gymnasium
+    import numpy
 
     while exc.__cause__ is not None:
         exc = exc.__cause__
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
+    numpy_root = os.path.dirname(os.path.abspath(numpy.__file__)) + os.sep
+    tb, path = exc.__traceback__, None
+    while tb is not None:
+        here = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not (past_numpy and here.startswith(numpy_root)):
+            path = here
         tb = tb.tb_next
-    if tb is None:
+    if path is None:
         return False
-    path = os.path.abspath(tb.tb_frame.f_code.co_filename)
     roots = (os.path.dirname(os.path.abspath(gymnasium.__file__)), os.path.dirname(os.path.abspath(__file__)))
     return any(path.startswith(root + os.sep) for root in roots)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 from canter.cli import main
@@ -63,3 +64,35 @@ def test_a_sync_copys_none_observation_among_arrays_is_one_line_naming_the_env()
         for _ in range(3):
             env.step(np.zeros(2, dtype=int))
     env.close()
+
+
+class _OwnStackBug(gym.Env):
+    """An env whose own step() code stacks arrays of two shapes (its bug, not its observation's)."""
+
+    observation_space = gym.spaces.Box(-1, 1, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        np.stack([np.zeros(2), np.zeros(3)])  # all input arrays must have the same shape
+        return np.zeros(4, np.float32), 0.0, False, False, {}
+
+
+register("env", "OwnStackBug-test")(_OwnStackBug)
+
+
+def test_an_envs_own_stacking_error_is_not_blamed_on_its_observation():
+    """NumPy's 'all input arrays must have the same shape' raised by the env's own code in step() was taken for
+    gymnasium's stacking of the copies' observations: 'the env returned an observation that does not fit', which hid
+    the env's line (its traceback)."""
+    from canter.envs import make_vec_env
+
+    env = make_vec_env("OwnStackBug-test", 2, "sync")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="all input arrays must have the same shape") as raised:
+        env.step(np.zeros(2, dtype=int))
+    env.close()
+    assert "observation" not in str(raised.value)

@@ -45,8 +45,10 @@ def _observation_error(exc: ValueError, space: gym.Space) -> Exception:
     """A one-line error for an observation that does not fit the env's own observation space (NumPy's
     "Output array has wrong dimensionality" when the vector env stacks it); any other ValueError as it is."""
     text = str(exc)
-    # (the vector env stacking its copies' observations: one None or of another shape among arrays is the last)
-    if not text.startswith(("Output array", "could not broadcast", "all input arrays must have the same shape")):
+    # (the vector env stacking its copies' observations: one None or of another shape among arrays is the last);
+    # NumPy's same error raised by the env's own code is the env's bug: its traceback shows where
+    if not text.startswith(("Output array", "could not broadcast", "all input arrays must have the same shape")) or (
+            not raised_by_the_call(exc, past_numpy=True)):
         return exc
     from canter.envs.spaces import describe_space
 
