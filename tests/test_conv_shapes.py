@@ -120,3 +120,41 @@ def test_a_subclass_with_features_of_its_own_is_sized_by_running_them():
 
     assert Halved(SPACES[0]).out_dim == 3136 // 2
 
+
+
+class _PoolingConv(nn.Conv2d):
+    """A convolution whose own forward() also halves the image."""
+
+    def forward(self, x):
+        return nn.functional.max_pool2d(super().forward(x), 2)
+
+
+class _GrowingBlock(nn.Module):
+    """Says preserves_shape through a base class, but its own forward() doubles the channels."""
+
+    preserves_shape = True
+
+    def forward(self, x):
+        return x
+
+
+class _Doubling(_GrowingBlock):
+    def forward(self, x):
+        return torch.cat([x, x], dim=1)
+
+
+def test_a_known_layer_with_a_forward_of_its_own_is_left_to_a_forward_pass():
+    """A subclass of Conv2d (or of a block that preserves its shape) whose own forward() changes the shape was sized
+    as its base class: the encoder's out_dim was wrong, and the layer after it failed on the first batch."""
+    assert output_shape(_PoolingConv(3, 8, 3), (3, 10, 12)) is None
+    assert output_shape(nn.Sequential(nn.Conv2d(3, 8, 3), _Doubling()), (3, 10, 12)) is None
+    assert output_shape(nn.Sequential(nn.Conv2d(3, 8, 3), _GrowingBlock()), (3, 10, 12)) == (8, 8, 10)
+
+    class Pooled(NatureCNN):
+        def __init__(self, space):
+            super().__init__(space)
+            self.net[0] = _PoolingConv(self.in_shape[0], 32, 8, stride=4)
+            self._set_out_dim()
+
+    encoder = Pooled(SPACES[0])
+    assert encoder.out_dim == _forward_dim(encoder) == 256

@@ -24,14 +24,26 @@ def _sliding(size: int, kernel: int, stride: int, padding: int, dilation: int) -
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
+def _says_it_preserves_shape(layer: nn.Module) -> bool:
+    """Whether the class whose ``forward`` ``layer`` runs says ``preserves_shape = True`` (a subclass's own forward
+    is not vouched for by its base class's word)."""
+    owner = next((c for c in type(layer).__mro__ if "forward" in c.__dict__), None)
+    return owner is not None and owner.__dict__.get("preserves_shape", False) is True
+
+
 def _layer_shape(layer: nn.Module, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    kind = next((base for base in _KNOWN if isinstance(layer, base)), None)
+    if kind is None:
+        return shape if _says_it_preserves_shape(layer) else None
+    if type(layer).forward is not kind.forward:  # a subclass's own forward (a convolution that also pools, say)
+        return None
     if isinstance(layer, nn.Sequential):
         for child in layer:
             shape = _layer_shape(child, shape)  # type: ignore[assignment]
             if shape is None or min(shape) < 1:
                 return None
         return shape
-    if isinstance(layer, (nn.ReLU, nn.Identity)) or getattr(layer, "preserves_shape", False):
+    if isinstance(layer, (nn.ReLU, nn.Identity)):
         return shape
     if isinstance(layer, nn.Flatten):
         return (math.prod(shape),) if (layer.start_dim, layer.end_dim) == (1, -1) else None
@@ -56,11 +68,15 @@ def _layer_shape(layer: nn.Module, shape: tuple[int, ...]) -> tuple[int, ...] | 
     return None
 
 
+#: the layers whose output shape :func:`_layer_shape` works out (where they run their own class's forward)
+_KNOWN = (nn.Sequential, nn.ReLU, nn.Identity, nn.Flatten, nn.Conv2d, nn.MaxPool2d, nn.AdaptiveAvgPool2d)
+
+
 def output_shape(module: nn.Module, shape: tuple[int, ...]) -> tuple[int, ...] | None:
     """The shape (without the batch axis) of what ``module`` gives one input of ``shape`` (``[C, H, W]``), from
     its layers' sizes: ``Sequential`` stacks of ``Conv2d``, ``MaxPool2d`` (floor mode), ``AdaptiveAvgPool2d``,
-    ``ReLU``, ``Identity``, ``Flatten`` and modules that say ``preserves_shape = True``. None where a layer is
-    none of those, its input does not fit it, or an axis would come out empty (a forward pass then finds the
-    shape, or the error)."""
+    ``ReLU``, ``Identity``, ``Flatten`` (not their subclasses with a forward of their own) and modules whose
+    forward's class says ``preserves_shape = True``. None where a layer is none of those, its input does not fit
+    it, or an axis would come out empty (a forward pass then finds the shape, or the error)."""
     out = _layer_shape(module, tuple(int(n) for n in shape))
     return None if out is None or min(out) < 1 else out
