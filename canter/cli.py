@@ -143,7 +143,7 @@ def _load_for_env(run_dir: str, env_override: str | None, extra_kwargs: dict[str
 
     # the run's own kwargs on its own env; a turn-based game's frozen opponents from the run's copies of them
     env_kwargs = run_env_kwargs(env_id, own if env_id == agent.run_config.env else {}, extra_kwargs, agent.run_dir)
-    from canter.play import unlisted_render_mode_held
+    from canter.held_warnings import unlisted_render_mode_held
 
     # (a render_mode the env does not list: the env made next warns, or play's one-line error says it)
     with trained_policies(multi_policy), unlisted_render_mode_held(keep=False):  # a policy mode that does not fit:

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from canter.envs.multiagent import is_multiagent
 from canter.envs.spaces import check_agent_spaces
 from canter.envs.turns import is_turn_based
 from canter.errors import CanterError, bool_argument, keywords_checked, require
+from canter.held_warnings import unlisted_render_mode_held
 from canter.trainers.evaluation import begin_exploring, eval_policy, run_deterministic, seed_random_policies
 
 
@@ -28,30 +28,6 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
     back (:func:`unlisted_render_mode_held`): canter's one-line error says it where the mode cannot render."""
     with unlisted_render_mode_held():
         return _make_render_env(env_id, mode, seed, env_kwargs, vectorization)
-
-
-@contextmanager
-def unlisted_render_mode_held(keep: bool = True) -> Iterator[None]:
-    """Hold back the warnings given inside, and give them again at its end, but for gymnasium's warning that an env is
-    made with a render mode it does not list where a :class:`CanterError` ends it (the error says why the mode cannot
-    render; the warning came before it, on two lines) or where not ``keep`` (an env made to read its spaces, before
-    the one that is checked)."""
-    held: list[warnings.WarningMessage] = []
-    failed = False
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            try:
-                yield
-            except CanterError:
-                failed = True
-                raise
-            finally:
-                held = list(caught)
-    finally:
-        for w in held:
-            unlisted = "render_mode=" in str(w.message) and "not in the possible render_modes" in str(w.message)
-            if not (unlisted and (failed or not keep)):
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
 def _make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,

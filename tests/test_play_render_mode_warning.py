@@ -58,3 +58,31 @@ def test_the_held_warnings_are_given_where_the_env_renders(cartpole_run):
             warnings.warn("another")
             raise canter.CanterError("cannot render")
     assert [str(w.message) for w in caught] == ["another"]
+
+
+@canter.register("env", "WarnsWhenMade-test")
+def warns_when_made():
+    """CartPole whose constructor warns (every time: Python shows it once per place, by default)."""
+    import gymnasium as gym
+
+    warnings.warn("WarnsWhenMade: made", UserWarning)
+    return gym.make("CartPole-v1")
+
+
+def test_a_warning_of_the_env_made_to_check_the_spaces_and_again_to_evaluate_is_shown_once(cartpole_run, capsys):
+    """The warnings held back while the spaces are checked were given again as new ones (Python's once-per-place
+    record lost, a catch_warnings reset it), so the evaluation env's same warning was shown a second time."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        code, _, err = run_cli(capsys, "eval", cartpole_run, "--env", "WarnsWhenMade-test", "--episodes", "1")
+    assert code == 0, err
+    assert [str(w.message) for w in caught if "WarnsWhenMade" in str(w.message)] == ["WarnsWhenMade: made"]
+
+
+def test_eval_shows_gymnasiums_warning_once_where_python_shows_each_once(cartpole_run, capsys):
+    """Python's default filter: the probe's dropped warning is not recorded as shown, so the evaluation env's is."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        code, _, err = run_cli(capsys, "eval", cartpole_run, "--episodes", "1", "--env-kwargs", "{render_mode: ansi}")
+    assert code == 0, err
+    assert len(_gymnasiums(caught)) == 1

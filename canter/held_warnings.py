@@ -1,0 +1,55 @@
+"""Warnings held back while an env is made for ``canter play`` / ``eval`` / ``collect``, and shown after it, but for
+gymnasium's warning that the env is made with a render mode it does not list, where canter's one-line error says it
+(or the env made next gives it again)."""
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from canter.errors import CanterError
+
+
+@contextmanager
+def unlisted_render_mode_held(keep: bool = True) -> Iterator[None]:
+    """Hold back the warnings shown inside, and show them at its end, but for gymnasium's warning that an env is
+    made with a render mode it does not list where a :class:`CanterError` ends it (the error says why the mode cannot
+    render; the warning came before it, on two lines) or where not ``keep`` (an env made to read its spaces, before
+    the one that is checked).
+
+    The warnings pass Python's filters as they are given (only ``showwarning`` is swapped, no ``catch_warnings``,
+    whose exit resets Python's record of the warnings already shown once per place: the next env's same warning was
+    shown a second time); a dropped one is taken out of that record, so that the next env's is shown."""
+    held: list[tuple[Any, ...]] = []
+    shown = warnings.showwarning
+    failed = False
+
+    def hold(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        held.append((message, category, filename, lineno, file, line, _warning_registry(filename, lineno)))
+
+    warnings.showwarning = hold
+    try:
+        yield
+    except CanterError:
+        failed = True
+        raise
+    finally:
+        if warnings.showwarning is hold:  # (else the block installed one of its own: left as it is)
+            warnings.showwarning = shown
+        for message, category, filename, lineno, file, line, registry in held:
+            unlisted = "render_mode=" in str(message) and "not in the possible render_modes" in str(message)
+            if not (unlisted and (failed or not keep)):
+                warnings.showwarning(message, category, filename, lineno, file, line)
+            elif registry is not None:  # not shown: the next env made with that mode warns (eval's)
+                registry.pop((str(message), category, lineno), None)
+
+
+def _warning_registry(filename: str, lineno: int) -> dict | None:
+    """The once-per-place record (``__warningregistry__``) of the code that gave the warning being shown, which
+    ``warnings.warn`` keeps in the globals of the frame at ``filename``, ``lineno`` (one of the callers)."""
+    frame = sys._getframe(2)
+    while frame is not None and not (frame.f_code.co_filename == filename and frame.f_lineno == lineno):
+        frame = frame.f_back
+    return None if frame is None else frame.f_globals.get("__warningregistry__")
