@@ -164,6 +164,8 @@ class EntropyCoef:
 
     def __init__(self, spec: str, lr: float, target_entropy: float, device: torch.device) -> None:
         learned, init = parse_ent_coef(spec)
+        #: the run asked for the default start (``'auto'``: learned from 1), which a source's learned value replaces
+        self.default_start = learned and str(spec).strip().lower() == "auto"
         self.log_alpha = torch.tensor(math.log(init) if init > 0 else -math.inf, device=device, requires_grad=learned)
         self.optimizer = make_adam([self.log_alpha], lr) if learned else None
         self.target_entropy = target_entropy
@@ -200,3 +202,12 @@ class EntropyCoef:
         if log_alpha is not None:
             with torch.no_grad():
                 self.log_alpha.copy_(torch.as_tensor(log_alpha))
+
+    def take_over(self, log_alpha: torch.Tensor | None) -> None:
+        """A new run starting from a saved agent (``init_from``, a weights-only load): a coefficient learned from
+        the default start (``'auto'``) starts from the source's ``log_alpha`` instead, as Stable-Baselines3's
+        ``SAC.load`` restores ``log_ent_coef`` (from 1 the entropy bonus swamped a trained policy's Q values for
+        thousands of steps). A fixed coefficient, an explicit ``'auto_<init>'`` or a source's infinite one
+        (``ent_coef: 0``) leaves this run's own."""
+        if self.default_start and log_alpha is not None and bool(torch.isfinite(torch.as_tensor(log_alpha)).all()):
+            self.load(log_alpha)

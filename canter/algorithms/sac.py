@@ -223,6 +223,13 @@ class SAC(Algorithm):
             state["sde_weights"] = self.sde_weights.clone()
         return state
 
+    def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
+        """:meth:`Algorithm.load_state_dict`; ``weights_only`` (``init_from``) also hands a learned entropy
+        coefficient the source's value (:meth:`EntropyCoef.take_over`), as Stable-Baselines3's load restores it."""
+        super().load_state_dict(state, weights_only=weights_only)
+        if weights_only:
+            self.ent_coef.take_over((state.get("extra") or {}).get("log_alpha"))
+
     def load_extra_state(self, state: dict[str, Any]) -> None:  # noqa: D102
         self.ent_coef.load(state.get("log_alpha"))
         self.act_calls = int(state.get("act_calls", 0))

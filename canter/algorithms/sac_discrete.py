@@ -131,5 +131,12 @@ class DiscreteSAC(Algorithm):
     def extra_state(self) -> dict[str, Any]:  # noqa: D102
         return {"log_alpha": self.ent_coef.state()}
 
+    def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
+        """:meth:`Algorithm.load_state_dict`; ``weights_only`` (``init_from``) also hands a learned entropy
+        coefficient the source's value (:meth:`EntropyCoef.take_over`), as Stable-Baselines3's load restores it."""
+        super().load_state_dict(state, weights_only=weights_only)
+        if weights_only:
+            self.ent_coef.take_over((state.get("extra") or {}).get("log_alpha"))
+
     def load_extra_state(self, state: dict[str, Any]) -> None:  # noqa: D102
         self.ent_coef.load(state.get("log_alpha"))
