@@ -109,3 +109,26 @@ def test_random_actions_fill_a_float64_box_as_wide_as_its_dtype():
     assert actions.dtype == np.float64 and all(space.contains(a) for a in actions)
     assert (actions[:, 0] < -top / 2).any() and (actions[:, 0] > top / 2).any()  # spread over the whole range
     assert 0.0 <= actions[:, 1].min() < 0.1 and 0.9 < actions[:, 1].max() <= 1.0
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_warm_up_actions_of_a_box_of_integers_are_uniform_over_its_whole_numbers(algo):
+    # a draw in [-1, 1] rescaled and rounded gave each bound half the chance of the numbers between (0: 25%, 1: 50%,
+    # 2: 25%); gymnasium's Box.sample, and so Stable-Baselines3's warm-up, draws them uniformly
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.agents.agent import Agent
+    from canter.registry import lookup
+    from canter.trainers.off_policy import random_actions
+
+    space = gym.spaces.Box(np.array([0, -3]), np.array([2, -1]), dtype=np.int64)
+    algo_cls = lookup("algorithm", algo)
+    agent = Agent(algo_cls(gym.spaces.Box(-1, 1, (3,)), space, algo_cls.Config(net_arch=[8])))
+    env_actions, stored = random_actions(agent, 6000, np.random.default_rng(0))
+    assert env_actions.dtype == space.dtype and all(space.contains(a) for a in env_actions[:100])
+    for column, low in enumerate((0, -3)):
+        share = np.bincount(env_actions[:, column] - low, minlength=3) / len(env_actions)
+        np.testing.assert_allclose(share, 1 / 3, atol=0.03)
+    np.testing.assert_array_equal(stored, agent.from_env_actions(env_actions))  # scaled, as SB3 stores them
+    np.testing.assert_array_equal(np.unique(stored), [-1.0, 0.0, 1.0])

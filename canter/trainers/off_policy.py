@@ -33,11 +33,14 @@ def random_actions(agent: Agent, n: int, rng: np.random.Generator,
     """Uniform random actions for warm-up: ``(env_actions, algorithm_actions)`` for ``n`` envs
     (among the allowed ones where the observations ``obs`` carry an action mask).
 
-    Squashed Box actions are drawn in [-1, 1] (algorithm space) and rescaled for the env. Algorithm
-    actions of a Box space are flat ``[n, prod(shape)]``, as the policies output them.
+    Squashed Box actions are drawn in [-1, 1] (algorithm space) and rescaled for the env; a Box of integers
+    draws its whole numbers ``low..high`` uniformly, as gymnasium's ``Box.sample`` (rounding a draw in [-1, 1]
+    gave each bound half the chance of the numbers between), and stores them scaled, as Stable-Baselines3
+    does. Algorithm actions of a Box space are flat ``[n, prod(shape)]``, as the policies output them.
     """
     space = agent.action_space
-    if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+    if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)) or (
+            agent.algorithm.squashed_actions and np.issubdtype(space.dtype, np.integer)):
         a = random_env_actions(space, n, rng, obs, agent.observation_space)
         return a, agent.from_env_actions(a)
     if agent.algorithm.squashed_actions:
