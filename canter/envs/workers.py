@@ -16,7 +16,8 @@ keeps ``gymnasium.logger`` quiet while the workers are called (its public ``min_
 the error, says which worker died and how, and closes the workers after either. As the workers ignore
 SIGTERM, which is how ``Process.terminate`` stops them, the workers of an unanswered call are killed
 (SIGKILL), and the async envs still open when the interpreter exits are closed first (multiprocessing's
-own exit hook terminates its daemon processes and would then wait for them forever).
+own exit hook terminates its daemon processes and would then wait for them forever). A worker whose parent
+stops listening (its pipe closed: the parent died of a SIGTERM it did not take) ends without a word (:func:`_worker`).
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def vector_env(make: Callable[[], gym.Env], n_envs: int, asynchronous: bool, env
         return gym.vector.SyncVectorEnv([make] * n_envs, autoreset_mode=_NEXT_STEP)
     fn = WorkerEnvFn(make, env_id)  # one for all copies: each worker's copy knows the spaces the parent's env had
     try:
-        env = gym.vector.AsyncVectorEnv([fn] * n_envs, autoreset_mode=_NEXT_STEP)
+        env = gym.vector.AsyncVectorEnv([fn] * n_envs, autoreset_mode=_NEXT_STEP, worker=_worker)
     except (EOFError, ConnectionError):  # a worker died before it could answer (os._exit in the constructor)
         raise AsyncEnvError(f"env '{env_id}': an async worker process died while making the env") from None
     except TypeError as exc:  # a Graph or Sequence space: no shared memory of a fixed shape for it
@@ -92,6 +93,19 @@ def _close_open_envs() -> None:
     """Close the async envs still open: their workers ignore the SIGTERM of multiprocessing's exit hook."""
     for env in list(_OPEN):
         env.close()
+
+
+def _worker(*args: Any) -> None:
+    """Gymnasium's async worker (``_async_worker``, called with the arguments it is given), ending without a word when
+    the parent process stops listening: its pipe closed (the parent died of a SIGTERM sent to the process group
+    before the run took SIGTERM, or after; a close that kills the workers) made gymnasium's worker take the
+    ``EOFError`` for the env's error, whose report to the parent failed in turn: two tracebacks per worker."""
+    from gymnasium.vector.async_vector_env import _async_worker
+
+    try:
+        _async_worker(*args)
+    except (EOFError, ConnectionError):  # the parent's end of the pipe is closed: nobody to answer
+        pass
 
 
 class WorkerEnvFn:

@@ -1,0 +1,65 @@
+"""``vectorization: async`` under stop signals: a parent that stops listening leaves its workers no traceback.
+
+A SIGTERM sent to the process group before the run took SIGTERM (while the trainer was made) or after it gave it back
+(while the envs closed) killed canter at once; its workers, which ignore SIGTERM, then read the end of their pipe
+(``EOFError``) and failed to report it (``BrokenPipeError``): two tracebacks from each worker on the terminal.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from canter.envs import make_vec_env
+from support import run_python
+
+ENV = "broken_env:BrokenCartPole-v0"  # tests/broken_env.py
+HERE = Path(__file__).resolve().parent
+
+
+def test_workers_whose_parent_stops_listening_end_without_a_traceback(capfd):
+    env = make_vec_env(ENV, 2, "async", {"fail": "none"})
+    env.reset(seed=0)
+    processes = env.env.unwrapped.processes
+    capfd.readouterr()
+    for pipe in env.env.unwrapped.parent_pipes:  # as the parent's death closes them
+        pipe.close()
+    for p in processes:
+        p.join(timeout=10)
+    err = capfd.readouterr().err
+    codes = [p.exitcode for p in processes]
+    env.close()
+    assert "Traceback" not in err, err
+    assert codes == [0, 0]
+
+
+def test_a_step_whose_answer_the_parent_no_longer_reads_ends_the_worker_quietly(capfd):
+    """The parent's end closed while the workers step: the answer cannot be sent, nor the failure to send it."""
+    env = make_vec_env(ENV, 2, "async", {"fail": "slow"})  # each step sleeps 0.05 s
+    env.reset(seed=0)
+    vec = env.env.unwrapped
+    vec.step_async(np.zeros(2, dtype=np.int64))
+    capfd.readouterr()
+    for pipe in vec.parent_pipes:
+        pipe.close()
+    for p in vec.processes:
+        p.join(timeout=10)
+    err = capfd.readouterr().err
+    codes = [p.exitcode for p in vec.processes]
+    env.broken = True  # a call left unanswered, as after a Ctrl-C
+    env.close()
+    assert "Traceback" not in err, err
+    assert codes == [0, 0]
+
+
+@pytest.mark.slow  # ~2.5 s: a fresh interpreter
+def test_sigterm_to_canter_while_its_async_env_is_open_leaves_no_worker_traceback():
+    """The default SIGTERM (canter's Run takes it only while it trains): the process ends at once, the workers after it."""
+    proc = run_python(
+        f"import os, signal, sys\nsys.path.insert(0, {str(HERE)!r})\n"
+        "from canter.envs import make_vec_env\n"
+        f"env = make_vec_env({ENV!r}, 2, 'async', {{'fail': 'none'}})\nenv.reset(seed=0)\n"
+        "print(*(p.pid for p in env.env.unwrapped.processes), flush=True)\nos.kill(os.getpid(), signal.SIGTERM)\n")
+    assert proc.returncode == -15, proc.stderr
+    assert proc.stderr == "", proc.stderr
