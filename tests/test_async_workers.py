@@ -135,6 +135,18 @@ def test_cli_async_env_failure_is_one_line_exit_2(tmp_path, fail):
     assert time.monotonic() - start < 15
 
 
+def _wait_until_training(proc: subprocess.Popen, run_dir: Path) -> None:
+    """Wait until the run's first iteration is under way: ``last`` is saved when training starts, after the run took
+    SIGINT and SIGTERM (each step then sleeps 0.05 s: 64 steps of 2 copies take 3.2 s). A fixed 6 s sleep was too short
+    on a loaded machine: the signals came while canter imported or made the trainer ('interrupted' alone, or -15)."""
+    deadline = time.monotonic() + 90
+    while not (run_dir / "checkpoints" / "last.safetensors").exists():
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the run did not start training"
+        time.sleep(0.05)
+    time.sleep(0.5)
+
+
 @pytest.mark.slow  # ~8 s: a run that is under way
 def test_cli_second_ctrl_c_of_the_group_during_an_async_run_exits_130_and_ends_the_workers(tmp_path):
     """As a terminal sends it: SIGINT to every process of the group. Before, the workers died of the first one,
@@ -142,7 +154,7 @@ def test_cli_second_ctrl_c_of_the_group_during_an_async_run_exits_130_and_ends_t
     proc = _canter("train", "ppo", "--env", ENV, "--env-kwargs", "{fail: slow}", "--vectorization", "async",
                    "--set", "n_envs=2", "--set", "n_steps=64", "--max-steps", "100000", "--run-dir", "run",
                    cwd=tmp_path, start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(6)  # the first iteration is under way (each step sleeps 0.05 s)
+    _wait_until_training(proc, tmp_path / "run")
     for _ in range(2):
         os.killpg(proc.pid, signal.SIGINT)
         time.sleep(0.3)
@@ -163,7 +175,7 @@ def test_cli_sigterm_to_the_group_during_an_async_run_saves_last_and_exits_130(t
     proc = _canter("train", "ppo", "--env", ENV, "--env-kwargs", "{fail: slow}", "--vectorization", "async",
                    "--set", "n_envs=2", "--set", "n_steps=64", "--max-steps", "100000", "--run-dir", "run",
                    "--quiet", cwd=tmp_path, start_new_session=True)
-    time.sleep(6)  # the first iteration is under way (each step sleeps 0.05 s)
+    _wait_until_training(proc, tmp_path / "run")
     os.killpg(proc.pid, signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
