@@ -1,4 +1,5 @@
-"""``vectorization: async`` under stop signals: a parent that stops listening leaves its workers no traceback.
+"""``vectorization: async`` under stop signals: a parent that stops listening leaves its workers no traceback, and a
+Ctrl-C that stops a close leaves the workers to the interpreter's exit, which kills them.
 
 A SIGTERM sent to the process group before the run took SIGTERM (while the trainer was made) or after it gave it back
 (while the envs closed) killed canter at once; its workers, which ignore SIGTERM, then read the end of their pipe
@@ -11,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from canter.envs import make_vec_env
+from canter.envs import make_vec_env, workers
 from support import run_python
 
 ENV = "broken_env:BrokenCartPole-v0"  # tests/broken_env.py
@@ -63,3 +64,26 @@ def test_sigterm_to_canter_while_its_async_env_is_open_leaves_no_worker_tracebac
         "print(*(p.pid for p in env.env.unwrapped.processes), flush=True)\nos.kill(os.getpid(), signal.SIGTERM)\n")
     assert proc.returncode == -15, proc.stderr
     assert proc.stderr == "", proc.stderr
+
+
+def test_a_close_that_a_ctrl_c_stops_leaves_the_workers_to_the_exit_which_kills_them(monkeypatch):
+    """A Ctrl-C while the copies closed took the env off the list of those the interpreter's exit closes: the workers,
+    which ignore SIGTERM, outlived it, and multiprocessing's exit hook waited for them forever (the process hung)."""
+    env = make_vec_env(ENV, 2, "async", {"fail": "none"})
+    env.reset(seed=0)
+    processes = env.env.unwrapped.processes
+    try:
+        def ctrl_c(*args, **kwargs):  # while the parent waits for the copies' answers to close
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(env.env.env, "call", ctrl_c)
+        with pytest.raises(KeyboardInterrupt):
+            env.close()
+        workers._close_open_envs()  # the interpreter's exit (atexit), before multiprocessing's hook
+        for p in processes:
+            p.join(timeout=5)
+        assert not any(p.is_alive() for p in processes)
+    finally:
+        for p in processes:  # else this test process could not exit
+            if p.is_alive():
+                p.kill()

@@ -335,8 +335,22 @@ class AsyncErrors(gym.vector.VectorWrapper):
         return [error for error, _ in answers]
 
     def close(self, **kwargs: Any) -> None:
-        """Close the copies and their workers; kill the workers after a call left unanswered."""
+        """Close the copies and their workers; kill the workers after a call left unanswered. A close that a Ctrl-C
+        stops (while the copies close) leaves the workers to the next close, or to the interpreter's exit, which
+        kills them: multiprocessing's exit hook waited for them forever (they ignore its SIGTERM)."""
+        try:
+            error = self._close(**kwargs)
+        except BaseException:
+            self.broken = True  # answers may be pending: the next close kills the workers
+            raise
         _OPEN.discard(self)
+        if error is not None:
+            from canter.envs.vector import warn_close_error
+
+            warn_close_error(self.env_id, error, " (an async worker's copy)")
+
+    def _close(self, **kwargs: Any) -> str | None:
+        """Close the copies and their workers; the first copy's ``close()`` error (one line), or None."""
         with _quiet():
             errors: list[str | None] = []
             if not self.broken:
@@ -350,16 +364,12 @@ class AsyncErrors(gym.vector.VectorWrapper):
                 except (EOFError, ConnectionError):  # a worker died since the last call
                     pass
                 else:
-                    error = next((e for e in errors if e), None)
-                    if error is not None:
-                        from canter.envs.vector import warn_close_error
-
-                        warn_close_error(self.env_id, error, " (an async worker's copy)")
-                    return None
-            for pipe in self.env.parent_pipes:  # unanswered: gymnasium's close would wait for (or read) them
-                if pipe is not None:
-                    pipe.close()
+                    return next((e for e in errors if e), None)
             for process in self.env.processes:  # they ignore gymnasium's terminate (SIGTERM)
                 if process.is_alive():
                     process.kill()
+            for pipe in self.env.parent_pipes:  # unanswered: gymnasium's close would wait for (or read) them
+                if pipe is not None:
+                    pipe.close()
             self.env.close(terminate=True)
+        return None
