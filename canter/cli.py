@@ -69,10 +69,13 @@ def _cmd_resume(argv: list[str]) -> int:
 
 
 def _drive(trainer: Any) -> int:
-    """Run a :class:`~canter.run.Run` to its end and report; Ctrl-C saves the run and exits 130."""
+    """Run a :class:`~canter.run.Run` to its end and report; Ctrl-C saves the run and exits 130. A Ctrl-C while the envs
+    close (the run saved already) exits 130 after the usual report: it was a bare 'interrupted', which left out the
+    step the run was saved at and the command that resumes it."""
     from canter.errors import notice
     from canter.trainers.guard import TrainingDiverged
 
+    closing_interrupted = False
     try:
         for _ in trainer():
             pass
@@ -85,7 +88,10 @@ def _drive(trainer: Any) -> int:
     except TrainingDiverged as exc:
         raise CanterError(f"{exc}; the last good checkpoint is kept in {trainer.dir / 'checkpoints' / 'last'}") from None
     finally:
-        trainer.close()
+        try:
+            trainer.close()
+        except KeyboardInterrupt:  # the envs left open end with the process (async workers: their pipes close)
+            closing_interrupted = True
     s = trainer.summary or {}
     if s.get("stop_reason") == "interrupted":
         notice(f"interrupted at step {s.get('steps', 0):,}; run saved, continue with: canter train --resume {trainer.dir}")
@@ -104,7 +110,7 @@ def _drive(trainer: Any) -> int:
         best_txt = "best eval return " + ("n/a" if best is None else f"{best:.2f}")
     print(f"{verdict}: {best_txt} after {s.get('steps', 0):,} steps in {s.get('wall_seconds', 0):.1f}s"
           f" -> {trainer.dir}")
-    return 0
+    return 130 if closing_interrupted else 0
 
 
 def parse_env_kwargs(text: str | None, flag: str = "--env-kwargs") -> dict[str, Any]:
