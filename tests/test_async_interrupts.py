@@ -76,7 +76,7 @@ def test_a_close_that_a_ctrl_c_stops_leaves_the_workers_to_the_exit_which_kills_
         def ctrl_c(*args, **kwargs):  # while the parent waits for the copies' answers to close
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(env.env.env, "call", ctrl_c)
+        monkeypatch.setattr(env.env, "_close_copies", ctrl_c)
         with pytest.raises(KeyboardInterrupt):
             env.close()
         workers._close_open_envs()  # the interpreter's exit (atexit), before multiprocessing's hook
