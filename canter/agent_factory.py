@@ -11,7 +11,7 @@ from canter.agents.agent import Agent
 from canter.agents.recurrent import check_agent_fits
 from canter.algorithms.base import threads_for, widest_layer
 from canter.algorithms.seeding import seeded_by_caller
-from canter.config import RunConfig
+from canter.config import RunConfig, resolved_dict
 from canter.errors import CanterError, build_user_class, keywords_checked, unknown
 from canter.models.cnn import count_conv_encoders, set_conv_precision
 from canter.registry import lookup
@@ -34,7 +34,16 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     :class:`~canter.agents.multi.MultiPolicyAgent` (policy ``i`` seeded with ``run.seed + i``).
     Anything else than a ``RunConfig`` and an algorithm config (``canter.make_agent("ppo", "CartPole-v1")``, SB3's
     ``PPO("MlpPolicy", env)``) is a one-line :class:`CanterError` saying what to call (it was an AttributeError).
+    The agent carries ``run_config`` (``canter.evaluate`` plays the run's env) and ``made_config`` (the resolved
+    config ``agent.save`` writes, at step 0, so that ``canter.load`` reads it back) until a trainer trains it.
     """
+    agent = _make_agent(run, algo_cfg, observation_space, action_space)
+    agent.run_config, agent.made_config = run, resolved_dict(run, algo_cfg)  # as the SB3 user's model.save expects
+    return agent
+
+
+def _make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
+    """:func:`make_agent`'s build, its arguments checked."""
     if not isinstance(run, RunConfig):
         raise CanterError(f"make_agent's first argument is a RunConfig, got {run!r:.60}; {_HOW}")
     if not is_dataclass(algo_cfg) or isinstance(algo_cfg, type):

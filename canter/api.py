@@ -457,7 +457,7 @@ def load(path: str | Path, weights_only: bool = True, device: str | None = None)
     with global_rngs_kept():  # building the agent seeds them, for initial weights the checkpoint replaces
         agent = make_agent(run, algo_cfg, *spaces)
     load_agent_state(agent, state, base, weights_only)
-    agent.metadata = meta
+    agent.metadata, agent.made_config = meta, None  # the checkpoint's metadata, not make_agent's step-0 config
     agent.run_config = run
     in_run = base.parent.name == "checkpoints" and (base.parent.parent / "config.yaml").exists()
     agent.run_dir = base.parent.parent if in_run else None  # as canter.train's agent has it

@@ -113,7 +113,8 @@ AGENT_METADATA = ("algorithm", "env", "step", "observation_space", "action_space
 
 
 def save_agent(agent: Any, path: str | Path) -> Path:
-    """Save ``agent`` (one that ``canter.train`` or ``canter.load`` returned: it carries its run's ``metadata``; or
+    """Save ``agent`` (one that ``canter.train`` or ``canter.load`` returned: it carries its run's ``metadata``; one
+    that ``canter.make_agent`` built: its config at step 0; or
     one that a ``canter.make_trainer`` trainer trains, in its loop or a callback: the run's metadata as of now; or
     as of its trainer's last iteration or ``close()``, once that trainer is gone) as
     the checkpoint pair ``path.safetensors`` + ``path.json``, which ``canter.load`` reads: weights, observation
@@ -130,9 +131,14 @@ def save_agent(agent: Any, path: str | Path) -> Path:
         meta = run_metadata(trainer, trainer.resolved_config)
     elif getattr(agent, "run_metadata_snapshot", None) is not None:  # its trainer is gone: its last metadata
         meta = agent.run_metadata_snapshot
+    elif meta is None and getattr(agent, "made_config", None) is not None:  # canter.make_agent's, never trained
+        from canter.run import agent_metadata
+
+        meta = agent_metadata(agent, agent.made_config)
     if not isinstance(meta, dict) or not all(k in meta for k in ("config", "observation_space", "action_space")):
         raise CanterError("this agent carries no run metadata (config, spaces) to save with it: save an agent that "
-                          "canter.train or canter.load returned, or one that a canter.make_trainer trainer trains")
+                          "canter.train, canter.load or canter.make_agent returned, or one that a canter.make_trainer "
+                          "trainer trains")
     base = checkpoint_base(path)
     if base.is_dir():
         raise CanterError(f"'{path}' is a directory; an agent is saved as a file pair: give a name, such as "

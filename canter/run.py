@@ -52,13 +52,18 @@ from canter.yaml_io import dump_yaml
 def run_metadata(trainer: Trainer, config: dict[str, Any]) -> dict[str, Any]:
     """What a checkpoint's JSON says of the trainer's agent: algorithm, env, step, spaces, the
     resolved ``config``, canter's version, git commit and dirty flag (None: unknown), and the trainer's counters."""
-    agent = trainer.agent
+    return {**agent_metadata(trainer.agent, config, trainer.step), "trainer": trainer.state()}
+
+
+def agent_metadata(agent: Any, config: dict[str, Any], step: int = 0) -> dict[str, Any]:
+    """What a checkpoint's JSON says of ``agent`` at ``step`` (:func:`run_metadata` less the trainer's counters):
+    algorithm, env, spaces, canter's provenance, the resolved ``config`` and the modules that registered its parts.
+    ``agent.save`` of an agent that ``canter.make_agent`` built, which no trainer trained, writes it at step 0."""
     return {
-        "algorithm": config["algo"], "env": config["env"], "step": trainer.step,
+        "algorithm": config["algo"], "env": config["env"], "step": step,
         "observation_space": space_to_dict(agent.observation_space),
         "action_space": space_to_dict(agent.action_space),
-        **provenance(), "config": config,
-        "user_modules": user_modules(config), "trainer": trainer.state(),
+        **provenance(), "config": config, "user_modules": user_modules(config),
     }
 
 

@@ -37,3 +37,20 @@ def test_make_agent_as_documented_still_builds_an_agent():
     run, cfg = resolve_config("ppo", "CartPole-v1")
     agent = canter.make_agent(run, cfg, *SPACES)
     assert agent.predict([0.0, 0.0, 0.0, 0.0]) in (0, 1)
+
+
+def test_an_agent_make_agent_built_evaluates_and_saves_as_canter_load_reads_it(tmp_path):
+    """make_agent was handed the RunConfig, yet canter.evaluate of its agent was refused ('evaluate takes an agent that
+    canter.train or canter.load returned') and agent.save said 'this agent carries no run metadata' (an SB3 user's
+    model.save / evaluate_policy work on any model they built). It carries its run config now, saved at step 0."""
+    import numpy as np
+
+    run, cfg = resolve_config("ppo", "CartPole-v1", hparams={"lr": 0.01})
+    env = gym.make("CartPole-v1")
+    agent = canter.make_agent(run, cfg, env.observation_space, env.action_space)
+    assert canter.evaluate(agent, env="CartPole-v1", episodes=2).episodes == 2
+    assert canter.evaluate(agent, episodes=1).episodes == 1  # the run's own env
+    loaded = canter.load(agent.save(tmp_path / "agent"))
+    assert loaded.metadata["step"] == 0 and loaded.run_config.env == "CartPole-v1" and loaded.algorithm.config.lr == 0.01
+    obs = np.random.default_rng(0).random((5, 4), dtype=np.float32)
+    assert np.array_equal(loaded.predict(obs), agent.predict(obs))

@@ -19,9 +19,10 @@ class AgentMetadata:
     def link_agent(self, agent: Any, run: Any) -> None:
         """Give ``agent`` what ``canter.evaluate`` and ``agent.save`` read (a callback's ``trainer.agent`` is SB3's
         ``self.model``): the run config and a weak reference to this trainer. A metadata snapshot an earlier trainer
-        left on it is dropped: it no longer describes the agent, which this trainer's own snapshot will."""
+        left on it is dropped (and ``made_config``, make_agent's): it no longer describes the agent, which this
+        trainer's own snapshot will."""
         agent.run_config, agent.trainer_ref = run, weakref.ref(self)
-        agent.run_metadata_snapshot = None
+        agent.run_metadata_snapshot = agent.made_config = None  # make_agent's config: the trainer's now tells
 
     @property
     def resolved_config(self) -> dict[str, Any] | None:
