@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from canter.envs.spaces import read_alike
 from canter.envs.make import eval_env_kwargs, given_image_layout, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
 from canter.envs.turns import bind_opponents, opponent_ids
-from canter.errors import CanterError, CanterWarning, bool_argument, keywords_checked
+from canter.errors import CanterError, CanterWarning, warn, bool_argument, keywords_checked
 from canter.init_from import check_source, init_agent
 from canter.logging.history import check_history
 from canter.registry import import_user_modules, lookup
@@ -132,14 +131,14 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     files = snapshots.files() if snapshots else run_snapshots(run_dir) if resumed is not None else {}
     algo_cls = lookup("algorithm", run.algo)
     if run.max_policy_lag is not None and not (run.explorers and algo_cls.family == "async"):
-        warnings.warn(CanterWarning(
+        warn(CanterWarning(
             f"max_policy_lag applies only to asynchronous algorithms (impala, appo) with --explorers; "
             f"this {run.algo} run{'' if run.explorers else ' without explorers'} ignores it"
-        ), stacklevel=2)
+        ))
     if run.explorer_timeout is not None and not run.explorers:  # (IMPALA/APPO's in-process explorer cannot be killed)
-        warnings.warn(CanterWarning(
+        warn(CanterWarning(
             f"explorer_timeout applies only to runs with --explorers (Ray explorers); this {run.algo} run ignores it"
-        ), stacklevel=2)
+        ))
     if resumed is None:  # (a resumed run was warned when it started)
         warn_unused_settings(run)
     if algo_cls.family == "offline" or run.dataset is not None:

@@ -2,11 +2,10 @@
 settings (``early_stopping``, ``plateau_patience``) that can never act."""
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from canter.config import RunConfig
-from canter.errors import CanterError, CanterWarning
+from canter.errors import CanterError, CanterWarning, warn
 
 
 def warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -> None:
@@ -23,18 +22,18 @@ def warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -
     what = (f"{' and '.join(keys)} count{'' if len(keys) > 1 else 's'} evaluations, but",
             f"so {'they' if len(keys) > 1 else 'it'} can never act")
     if size > 1 and end == size:
-        warnings.warn(CanterWarning(
+        warn(CanterWarning(
             f"{what[0]} max_steps ({run.max_steps}) is one rollout (n_steps {n_steps} x {n_envs} envs = {size} "
-            f"steps), evaluated only at its end, {what[1]}; set max_steps above {size} or a smaller n_steps"), stacklevel=3)
+            f"steps), evaluated only at its end, {what[1]}; set max_steps above {size} or a smaller n_steps"))
     elif run.eval_every >= run.max_steps:
-        warnings.warn(CanterWarning(
+        warn(CanterWarning(
             f"{what[0]} eval_every ({run.eval_every}) >= max_steps ({run.max_steps}) evaluates only at the end, "
-            f"{what[1]}; set eval_every below max_steps (e.g. --eval-every {max(1, run.max_steps // 10)})"), stacklevel=3)
+            f"{what[1]}; set eval_every below max_steps (e.g. --eval-every {max(1, run.max_steps // 10)})"))
     elif first >= end:
-        warnings.warn(CanterWarning(
+        warn(CanterWarning(
             f"{what[0]} eval_every ({run.eval_every}) with rollouts of {size} steps (n_steps {n_steps} x "
             f"{n_envs} envs) evaluates first at step {first}, the run's end (max_steps {run.max_steps}), {what[1]}; "
-            f"set eval_every to at most {end - size}"), stacklevel=3)
+            f"set eval_every to at most {end - size}"))
 
 
 def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any, run: RunConfig | None = None) -> None:

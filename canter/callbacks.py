@@ -22,11 +22,10 @@ YAML: ``callbacks: ["my.module:MyCallback", {"my.module:Other": {"patience": 3}}
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from canter.errors import CanterError, CanterWarning, keyword_hint, unknown, warn_misspelled_methods
+from canter.errors import CanterError, CanterWarning, warn, keyword_hint, unknown, warn_misspelled_methods
 
 HOOKS = ("on_train_start", "before_collect", "after_update", "on_evaluate", "on_best", "on_checkpoint", "should_stop",
          "on_env_step")
@@ -210,9 +209,9 @@ class Hooks:
             reason = fn(trainer, *args)
             if reason is True and hook == "on_env_step" and trainer.step <= getattr(trainer.env, "num_envs", 1):
                 # an SB3 port's 'return True' (go on, there) stopped the run at its first step
-                warnings.warn(CanterWarning("on_env_step returned True at the first env step, which stops training "
-                                            "(return None to go on; Stable-Baselines3's _on_step returns True to go "
-                                            "on)"), stacklevel=2)
+                warn(CanterWarning("on_env_step returned True at the first env step, which stops training "
+                                   "(return None to go on; Stable-Baselines3's _on_step returns True to go "
+                                   "on)"))
             if reason and first is None:
                 # a duck-typed callback (no Callback base) has no stop_name: its class name, as a Callback's
                 first = reason if isinstance(reason, str) else getattr(cb, "stop_name", None) or snake_case(

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from collections.abc import Collection
 from pathlib import Path
 
-from canter.errors import CanterWarning
+from canter.errors import CanterWarning, warn
 
 #: a periodic checkpoint's name, as the run writes it: ``step-`` and the step, zero-padded to 9 digits
 PERIODIC_NAME = re.compile(r"step-(\d{9,})")
@@ -82,8 +81,8 @@ def prune_periodic(directory: str | Path, keep: int, upto: int, stale: Collectio
             for suffix in (".json", ".safetensors"):  # the JSON first: a .safetensors alone still loads
                 (folder / f"{name}{suffix}").unlink(missing_ok=True)
         except OSError as exc:
-            warnings.warn(CanterWarning(f"keep_checkpoints: could not delete the old checkpoint {folder / name}: "
-                                        f"{exc.strerror or exc}"), stacklevel=2)
+            warn(CanterWarning(f"keep_checkpoints: could not delete the old checkpoint {folder / name}: "
+                               f"{exc.strerror or exc}"))
             continue
         deleted.append(name)
     return deleted

@@ -4,11 +4,10 @@ constant ``lr_decay``, ``divergence_lr_factor`` without ``divergence_guard: rest
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable
 from typing import Any
 
-from canter.errors import CanterWarning
+from canter.errors import CanterWarning, warn
 
 
 def _patience(run: Any) -> bool:
@@ -39,4 +38,4 @@ def unused_settings(run: Any) -> list[str]:
 def warn_unused_settings(run: Any) -> None:
     """Warn (:class:`~canter.errors.CanterWarning`) about each of :func:`unused_settings`."""
     for line in unused_settings(run):
-        warnings.warn(CanterWarning(line), stacklevel=3)
+        warn(CanterWarning(line))

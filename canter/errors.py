@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import difflib
+import os
+import sys
+import warnings
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
@@ -17,6 +20,24 @@ class CanterError(Exception):
 class CanterWarning(UserWarning):
     """A user-facing warning (a legitimate but probably unintended setting); the CLI prints it as
     one line, ``canter: warning: <message>``."""
+
+
+#: canter's package folder: a warning names the first frame outside it, the user's line that called canter
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(warning: Warning) -> None:
+    """``warnings.warn(warning)`` attributed to the first caller outside canter's package (the user's
+    ``canter.make_trainer(...)`` or ``for record in trainer()`` line), as ``stacklevel`` counted by hand named
+    a line of canter's own (``canter/api.py``) wherever the warning sat deeper than its author counted.
+    Python 3.12's ``skip_file_prefixes``; on 3.11 the frames are walked."""
+    if sys.version_info >= (3, 12):
+        warnings.warn(warning, stacklevel=2, skip_file_prefixes=(_PACKAGE,))
+        return
+    frame, level = sys._getframe(1), 2  # level 2: warn's caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(warning, stacklevel=level)
 
 
 class ExplorerError(CanterError):
@@ -393,8 +414,8 @@ def warn_misspelled_methods(obj: Any, names: Iterable[str], base: type = object,
         near = [aliases[attr]] if attr in aliases else [] if attr.startswith("_") else difflib.get_close_matches(
             attr, names, n=1, cutoff=0.85)
         if near:
-            warnings.warn(CanterWarning(f"{type(obj).__name__}.{attr} is no hook, so it is never called; did you "
-                                        f"mean '{near[0]}'?"), stacklevel=5)
+            warn(CanterWarning(f"{type(obj).__name__}.{attr} is no hook, so it is never called; did you "
+                               f"mean '{near[0]}'?"))
 
 
 def bool_argument(name: str, value: Any) -> bool:

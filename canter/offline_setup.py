@@ -1,13 +1,12 @@
 """An offline run's trainer (``dataset``: BC, CQL, TD3+BC, ...), checked against the env its data came from."""
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from canter.config import RunConfig
 from canter.config_errors import online_dataset_error
 from canter.envs.make import make_eval_env
-from canter.errors import CanterError, CanterWarning
+from canter.errors import CanterError, CanterWarning, warn
 
 
 def offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: list[Any],
@@ -28,9 +27,8 @@ def offline_trainer(run: RunConfig, algo_cfg: Any, algo_cls: Any, callbacks: lis
     if run.explorers:
         raise CanterError(f"{run.algo} learns from a dataset and takes no explorers; drop --explorers")
     if run.n_envs != 1:  # nothing to vectorise: taken without a word, and recorded in config.yaml
-        warnings.warn(CanterWarning(f"n_envs sets the training envs; {run.algo} learns from a dataset and steps none "
-                                    f"(evaluation runs eval_envs copies), so this run ignores n_envs={run.n_envs}"),
-                      stacklevel=2)
+        warn(CanterWarning(f"n_envs sets the training envs; {run.algo} learns from a dataset and steps none "
+                           f"(evaluation runs eval_envs copies), so this run ignores n_envs={run.n_envs}"))
     if run.monitor == "rolling" and (run.early_stopping or run.plateau_patience):
         raise CanterError("an offline run plays no training episodes, so there is no rolling return to monitor: "
                           "set monitor=eval")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from canter.errors import CanterError, CanterWarning, shown
+from canter.errors import CanterError, CanterWarning, warn, shown
 
 
 def _differing_key(found: Any, saved: Any, prefix: str = "") -> str | None:
@@ -301,10 +300,10 @@ def check_opponents(meta: dict[str, Any], trainer: Any) -> None:
     recorded = (meta.get("trainer") or {}).get("opponents") or {}
     changed = [spec for spec, cid in recorded.items() if trainer.opponents.get(spec, cid) != cid]
     if changed:
-        warnings.warn(CanterWarning(
+        warn(CanterWarning(
             f"resume: opponent '{changed[0]}' has saved another checkpoint since this run last saved (trained "
             f"further?); the run goes on against it as it is now, so it does not continue exactly (resume_exact: "
-            f"false){'; so have ' + ', '.join(changed[1:]) if changed[1:] else ''}"), stacklevel=3)
+            f"false){'; so have ' + ', '.join(changed[1:]) if changed[1:] else ''}"))
         trainer.opponents_changed = changed
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from canter.envs.spaces import space_from_dict, space_to_dict
 from canter.envs.opponents import SNAPSHOTS_KEY
 from canter.envs.random_actions import random_env_actions
 from canter.envs.spaces import describe_space
-from canter.errors import CanterError, CanterWarning
+from canter.errors import CanterError, CanterWarning, warn
 from canter.utils import provenance, stream_rng
 
 KIND = "canter-dataset"
@@ -116,10 +115,10 @@ class TransitionDataset:
             flat = np.asarray(self.actions).reshape(len(self.actions), -1)
             outside = int(((flat < low) | (flat > high)).any(axis=1).sum())
             if outside:
-                warnings.warn(CanterWarning(
+                warn(CanterWarning(
                     f"{outside:,} of {len(flat):,} dataset actions lie outside the action space's bounds "
                     f"({describe_space(self.action_space)}, low {low.min():g} .. high {high.max():g}); the "
-                    f"algorithms clip them to the bounds"), stacklevel=2)
+                    f"algorithms clip them to the bounds"))
         self.rewards = self.rewards.astype(np.float32, copy=False)
         self.terminated = check_flags(self.terminated, "terminated")  # a NaN or 0.5 became a set flag, silently
         self.truncated = check_flags(self.truncated, "truncated")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -12,7 +11,7 @@ from canter.envs.opponents import with_snapshots
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
-from canter.errors import (ENV_PACKAGES, CanterError, CanterWarning, bad_env_kwargs, closest, keyword_hint,
+from canter.errors import (ENV_PACKAGES, CanterError, CanterWarning, warn, bad_env_kwargs, closest, keyword_hint,
                            missing_env_package, raised_by_the_call, raised_in, unknown)
 from canter.registry import _REGISTRY, defining_module, import_user_module, registered_by
 
@@ -120,10 +119,10 @@ def warn_env_of_main(env_id: str) -> None:
     if env_id in _MAIN_ENVS_WARNED or not registered_in_main(env_id):
         return
     _MAIN_ENVS_WARNED.add(env_id)
-    warnings.warn(CanterWarning(
+    warn(CanterWarning(
         f"env '{env_id}' is registered in __main__ (this script or notebook): canter eval, canter play and --resume "
         f"of this run will not find it; register it in an importable module and pass env 'module:{env_id}' "
-        f"(or list the module in imports)"), stacklevel=2)
+        f"(or list the module in imports)"))
 
 
 def _gym_id(env_id: str) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import linecache
 import re
-import warnings
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -424,13 +423,13 @@ def warn_close_error(env_id: str | None, exc: BaseException | str, where: str = 
     """Warn that an env's ``close()`` raised ``exc`` (ignored), once per process for the same env and error however
     many env copies and closes (training, evaluation, each recording) raise it; ``where`` follows the env's name.
     ``exc`` may be the error's line as :func:`~canter.errors.raised_in` gave it (where an async worker raised it)."""
-    from canter.errors import CanterWarning, raised_in
+    from canter.errors import CanterWarning, warn, raised_in
 
     name = f"env '{env_id}'" if env_id else "the env"
     message = f"{name}{where}: close() raised {exc if isinstance(exc, str) else raised_in(exc)}; ignored"
     if message not in _CLOSE_WARNED:
         _CLOSE_WARNED.add(message)
-        warnings.warn(CanterWarning(message), stacklevel=3)
+        warn(CanterWarning(message))
 
 
 def _game_returns(info: dict[str, Any] | None, n: int) -> np.ndarray:

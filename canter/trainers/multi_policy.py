@@ -30,7 +30,7 @@ from canter.data.rollout import RolloutBuffer
 from canter.config import RunConfig
 from canter.envs.multiagent_views import MultiPolicyVecEnv
 from canter.envs.vector import Step
-from canter.errors import CanterError
+from canter.errors import CanterError, warn
 from canter.multiagent_config import policy_message
 from canter.schedules import LRControl
 from canter.trainers.base import Trainer
@@ -120,7 +120,7 @@ class MultiPolicyTrainer(Trainer):
                 detail = (f" ({view.num_envs} of the {env.num_envs} agent rows of all env copies, so "
                           f"{member_run.max_steps:,} of the run's steps)")
                 message = _run_steps(str(w.message), view.num_envs, env.num_envs)
-                warnings.warn(type(w.message)(policy_message(run, policy, message, detail)), stacklevel=2)
+                warn(type(w.message)(policy_message(run, policy, message, detail)))
         self.lr = LRGroup(self.members)
 
     def member_budget(self, policy: str) -> int:

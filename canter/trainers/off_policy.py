@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -21,7 +20,7 @@ from canter.envs.atari_rgb import frame_channels
 from canter.envs.goals import GoalLayout
 from canter.envs.make import make_env
 from canter.envs.multiagent import is_multiagent
-from canter.errors import CanterError, CanterWarning
+from canter.errors import CanterError, CanterWarning, warn
 from canter.envs.vector import Step
 from canter.trainers.stepwise import StepwiseTrainer
 from canter.trainers.updates import mean_stats, minibatches_fit
@@ -123,15 +122,15 @@ class OffPolicyTrainer(StepwiseTrainer):
         # whole vector steps, as setup() counts; an episode phase ends at the budget at the latest
         phase = n_envs if by_episode else max(1, math.ceil(self.config.train_freq / n_envs)) * n_envs
         if phase > budget and not by_episode:  # the budget is checked between phases, as on-policy between rollouts
-            warnings.warn(CanterWarning(
+            warn(CanterWarning(
                 f"max_steps ({budget:,}) is less than one training phase (train_freq {self.config.train_freq:,} on "
                 f"{n_envs} env{'s' if n_envs > 1 else ''} = {phase:,} steps): the run takes {phase:,} steps"
-            ), stacklevel=2)
+            ))
         if starts >= -(-budget // phase) * phase:  # the step of the last phase's end: its training is the first
-            warnings.warn(CanterWarning(
+            warn(CanterWarning(
                 f"learning_starts ({starts}) >= max_steps ({budget}): the run only collects random actions and "
                 f"never learns"
-            ), stacklevel=2)
+            ))
 
     def make_buffer(self) -> ReplayBuffer:
         """Build the replay buffer the config asks for (uniform or prioritized, 1- or n-step)."""

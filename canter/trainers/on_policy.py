@@ -1,7 +1,6 @@
 """The on-policy trainer: collect a rollout from the vector env, compute GAE, learn once."""
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -10,7 +9,7 @@ import torch
 
 from canter.data.pixel_columns import PixelColumns
 from canter.data.rollout import RolloutBuffer
-from canter.errors import CanterError, CanterWarning
+from canter.errors import CanterError, CanterWarning, warn
 from canter.envs.vector import Step
 from canter.trainers.stepwise import StepwiseTrainer
 
@@ -26,10 +25,10 @@ class OnPolicyTrainer(StepwiseTrainer):
         super().__init__(*args, **kwargs)
         rollout = self.config.n_steps * self.env.num_envs
         if rollout > self.run.max_steps:
-            warnings.warn(CanterWarning(
+            warn(CanterWarning(
                 f"max_steps ({self.run.max_steps:,}) is less than one rollout (n_steps {self.config.n_steps} x "
                 f"{self.env.num_envs} envs = {rollout:,} steps): the run takes {rollout:,} steps"
-            ), stacklevel=2)
+            ))
         warn_one_minibatch(self.config, rollout)
 
     def setup(self) -> None:  # noqa: D102
@@ -121,8 +120,8 @@ def warn_one_minibatch(config: Any, rows: int) -> None:
     batch_size = getattr(config, "batch_size", None)
     if isinstance(batch_size, int) and batch_size > rows > 0:
         steps = getattr(config, "n_steps", None)
-        warnings.warn(CanterWarning(
+        warn(CanterWarning(
             f"hparams.batch_size ({batch_size:,}) is larger than one rollout ({rows:,} transitions: hparams.n_steps "
             f"{steps} x {rows // steps if steps else '?'} envs): each minibatch is the whole rollout; lower "
             f"hparams.batch_size or raise hparams.n_steps or n_envs"
-        ), stacklevel=3)
+        ))

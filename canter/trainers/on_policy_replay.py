@@ -6,7 +6,6 @@ from the replay (off-policy) once it holds ``replay_start`` transitions.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -15,7 +14,7 @@ import torch
 
 from canter.data.pixel_columns import PixelColumns
 from canter.data.segments import SegmentReplay
-from canter.errors import CanterError, CanterWarning
+from canter.errors import CanterError, CanterWarning, warn
 from canter.trainers.base import Trainer
 from canter.utils import stream_rng
 
@@ -47,11 +46,11 @@ class SegmentReplayTrainer(Trainer):
                               f"{rows * per_row / 2**30:,.1f} GiB); lower hparams.{'n_steps' if capacity == 1 else 'buffer_size'}") from None
         held = capacity * c.n_steps * n
         if c.replay_ratio > 0 and held < c.replay_start:  # the replay can never hold replay_start transitions
-            warnings.warn(CanterWarning(
+            warn(CanterWarning(
                 f"ACER never replays: hparams.buffer_size {c.buffer_size:,} holds {capacity:,} whole segments of "
                 f"n_steps {c.n_steps} x {n} envs = {held:,} transitions, fewer than hparams.replay_start "
                 f"{c.replay_start:,}; raise buffer_size or lower replay_start (replay_ratio 0 turns replay off)"
-            ), stacklevel=2)
+            ))
         self.rng = stream_rng(self.run.seed, "on_policy_replay")
 
     def data_state(self) -> dict[str, Any]:
