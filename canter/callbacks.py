@@ -106,6 +106,10 @@ class FunctionHook(Callback):
     def __init__(self, hook: str, fn: Callable[..., Any]) -> None:
         if hook not in HOOKS:
             raise unknown("hook", hook, HOOKS)
+        if isinstance(fn, str):  # the YAML form ('module:function') given in Python: it said only 'needs a callable'
+            raise CanterError(f"hook '{hook}' needs a callable in Python (hooks={{'{hook}': fn}}), got the string "
+                              f"{fn!r}; an import path goes in the run config's hooks (YAML hooks: {{{hook}: {fn!r}}}, "
+                              f"or sets=\"hooks.{hook}={fn}\")")
         if not callable(fn):
             raise CanterError(f"hook '{hook}' needs a callable, got {fn!r}")
         if isinstance(fn, type):  # it was called as the hook, building an object each time (truthy: a stop)
