@@ -95,7 +95,8 @@ def make_trainer(
         # neither kind (a typo): a top-level key, so the error offers the closest run key or hyperparameter
         (hp_over if k in hp_keys and k not in run_keys else run_over)[k] = v
     try:
-        run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over, **run_over)
+        run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over, from_python=True,
+                                       **run_over)
     except CanterError as exc:  # env_name='CartPole-v1': 'no environment given' named no keyword
         strange = [k for k in run_over if k not in run_keys and not k.startswith("hparams.")]
         if env is None and strange and str(exc).startswith("no environment given"):
@@ -370,7 +371,7 @@ def resume_trainer(
     if max_seconds is not None:
         cfg["max_seconds"] = max_seconds
     check_resume_device(cfg.get("device"), run_dir)
-    run = build(RunConfig, cfg)
+    run = build(RunConfig, cfg, from_python=set(settings))  # (canter train --resume gives None for none refused)
     algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values)
     check_continues(run_dir, meta, run, max_steps, max_seconds)
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written

@@ -11,6 +11,7 @@ import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any
 
 from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_blank_dataset,
@@ -31,9 +32,10 @@ def fields_of(cls: type) -> dict[str, tuple[dataclasses.Field, Any]]:
     return {f.name: (f, hints[f.name]) for f in dataclasses.fields(cls)}
 
 
-def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
+def build(cls: type, values: dict[str, Any], section: str = "", from_python: Collection[str] = ()) -> Any:
     """Create config ``cls`` from a mapping, coercing and validating every value. A ``section``
-    (``hparams.``) marks an algorithm's hyperparameters, whose floats must fit float32."""
+    (``hparams.``) marks an algorithm's hyperparameters, whose floats must fit float32. The keys in ``from_python``
+    came from Python's arguments: a None among them that is refused is named None, not YAML's null."""
     specs = fields_of(cls)
     float32 = bool(section)
     kwargs = {}
@@ -46,7 +48,12 @@ def build(cls: type, values: dict[str, Any], section: str = "") -> Any:
         if key not in specs:
             raise unknown("config key", full, [f"{section}{k}" for k in specs], see=None)
         f, tp = specs[key]
-        value = coerce(tp, raw, full)
+        try:
+            value = coerce(tp, raw, full)
+        except CanterError as exc:  # seed=None in Python said 'got null'
+            if key in from_python and str(exc).endswith("got null"):
+                raise CanterError(f"{str(exc)[:-4]}None") from None
+            raise
         check_range(f, value, full, float32)
         kwargs[key] = value
     obj = cls(**kwargs)
@@ -247,9 +254,11 @@ class RunConfig:
 
 def resolve_config(
     algo: str, env: str | None = None, config_file: str | Path | None = None, sets: list[str] | tuple = (),
-    hparams: dict[str, Any] | None = None, **run_overrides: Any,
+    hparams: dict[str, Any] | None = None, from_python: bool = False, **run_overrides: Any,
 ) -> tuple[RunConfig, Any]:
     """Compose the run config: defaults < shipped preset < ``config_file`` < overrides < ``sets``.
+    ``from_python``: the overrides and ``hparams`` are Python's arguments (``canter.make_trainer``'s), whose None
+    a refusal names as None (YAML's null elsewhere: a bench spec's overrides are a file's).
 
     Keys may be run keys (``seed``), hyperparameters (``hparams.lr``) or bare hyperparameter
     names (``lr``). Returns ``(RunConfig, algorithm config)``; the algorithm class is
@@ -323,7 +332,10 @@ def resolve_config(
     run_values: dict[str, Any] = {}
     hp_values: dict[str, Any] = {}
     preset_keys: set[str] = set()  # the run keys whose value is a shipped preset's
+    python_run: set[str] = set()  # the run keys, and hyperparameters, whose value is a Python argument's
+    python_hp: set[str] = set()
     for layer, (_source, data) in enumerate(layers):
+        python_layer = from_python and _source == "arguments"
         given: dict[str, str] = {}  # hyperparameter -> the key that set it in this layer
 
         def set_hp(name: str, value: Any, key: str) -> None:
@@ -335,6 +347,7 @@ def resolve_config(
                                       f"once")
                 given[name] = key
                 hp_values[name] = value
+                (python_hp.add if python_layer else python_hp.discard)(name)
 
         wholes: dict[str, Any] = {}  # mapping run key -> its value as this layer gives it whole
         for key, value in entries_last(data, run_keys, _source != "--set"):  # env_kwargs: {...}, then env_kwargs.x
@@ -358,6 +371,7 @@ def resolve_config(
                 set_hp(key[8:], value, key)
             elif key in run_keys:
                 run_values[key] = wholes[key] = value
+                (python_run.add if python_layer else python_run.discard)(key)
                 if layer < n_presets:
                     preset_keys.add(key)
                 else:
@@ -381,14 +395,14 @@ def resolve_config(
         # a preset's target, which no evaluation would check (or none before a long run's end, refused in validate
         # for a target the user gives: --eval-every 0 --max-steps 2e7 was refused for CartPole's preset 475): none
         run_values.pop("target_reward")
-    run = build(RunConfig, run_values)
+    run = build(RunConfig, run_values, from_python=python_run)
     if run.target_reward is not None and run.eval_every == 0 and run.max_steps > 10_000_000:
         # a new run's only: a resume cannot drop the target or change eval_every, and its --max-steps was refused
         raise CanterError(f"'target_reward' ({run.target_reward:g}, which the env's shipped preset may set) is only "
                           f"checked at evaluations; set 'eval_every' > 0 for long runs, or drop it (--set "
                           f"target_reward=null)")
     run.imports = [m.strip() for m in run.imports]  # imported stripped (config_imports): recorded so, eval finds them
-    algo_cfg = build(algo_cls.Config, hp_values, section="hparams.")
+    algo_cfg = build(algo_cls.Config, hp_values, section="hparams.", from_python=python_hp)
     from canter.multiagent_config import resolve_multiagent_modes
 
     resolve_multiagent_modes(run, algo_cls, algo_cfg)

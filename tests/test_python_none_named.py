@@ -1,0 +1,37 @@
+"""A None that Python's arguments gave and a setting refuses is named None: seed=None was "'seed' must be an int, got
+null", YAML's word for a value the user wrote in Python. A config file's (or --set's) null is still named null."""
+import pytest
+
+import canter
+from canter.errors import CanterError
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"seed": None}, "'seed' must be an int, got None"),
+    ({"lr": None}, "'hparams.lr' must be a float, got None"),
+    ({"hparams": {"lr": None}}, "'hparams.lr' must be a float, got None"),
+    ({"net_arch": [64, None]}, "'hparams.net_arch' must be an int, got None"),
+    ({"env_kwargs": None}, "'env_kwargs' must be a dict, got None"),
+])
+def test_a_python_none_is_named_none(kwargs, message):
+    with pytest.raises(CanterError) as info:
+        canter.make_trainer("ppo", "CartPole-v1", **kwargs)
+    assert str(info.value) == message
+
+
+def test_a_config_files_null_is_still_named_null(tmp_path):
+    (tmp_path / "run.yaml").write_text("seed: null\nhparams: {lr: null}\n")
+    with pytest.raises(CanterError) as info:
+        canter.make_trainer("ppo", "CartPole-v1", config_file=tmp_path / "run.yaml")
+    assert str(info.value) == "'seed' must be an int, got null"
+    (tmp_path / "run.yaml").write_text("hparams: {lr: null}\n")  # beside Python's arguments: the file's null
+    with pytest.raises(CanterError) as info:
+        canter.make_trainer("ppo", "CartPole-v1", config_file=tmp_path / "run.yaml", seed=1, n_epochs=2)
+    assert str(info.value) == "'hparams.lr' must be a float, got null"
+
+
+def test_a_resume_setting_given_none_in_python_is_named_none(tmp_path):
+    canter.train("ppo", "CartPole-v1", max_steps=32, n_envs=1, n_steps=32, batch_size=32, n_epochs=1, eval_every=0,
+                 run_dir=tmp_path / "run")
+    with pytest.raises(CanterError, match="'checkpoint_every' must be an int, got None$"):
+        canter.resume(tmp_path / "run", checkpoint_every=None)
