@@ -208,6 +208,8 @@ def test_load_and_resume_of_something_that_is_not_a_path_are_one_line_errors(cal
 
 
 def test_keyword_hyperparameters_still_override_the_hparams_mapping():
+    """By design (kept by 8485335, which routed keywords to run keys or hyperparameters): a keyword hyperparameter
+    overrides the same name in hparams=, as a flag overrides a file; README's config composition says so."""
     trainer = canter.make_trainer("ppo", "CartPole-v1", hparams={"lr": 1e-2, "n_epochs": 3}, lr=2e-3, max_steps=64)
     assert (trainer.config.lr, trainer.config.n_epochs, trainer.run.max_steps) == (2e-3, 3, 64)
     trainer.close()
