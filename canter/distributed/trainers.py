@@ -337,7 +337,10 @@ class AsyncTrainer(Learner, Trainer):
     def iteration(self) -> dict[str, float]:
         """Learn from the next finished rollout, then give that explorer new work."""
         agent = self.agent
-        slot, r, rewards = self.next_fresh_rollout()
+        fresh = self.next_fresh_rollout()
+        if fresh is None:  # the run stops (step budget, time budget, a stop request) before a fresh one came
+            return {**self.explorer_stats(), "dropped_rollouts": float(self.dropped)}
+        slot, r, rewards = fresh
         if "log_probs" not in r:  # the explorer leaves out what act did not return (in one process as on Ray)
             raise no_log_probs_error(self.run.algo)
         batch = TrajectoryBatch(
@@ -363,12 +366,15 @@ class AsyncTrainer(Learner, Trainer):
         super().load_resume_state(state)
         self.dropped = int(state["counters"].get("dropped_rollouts", 0))
 
-    def next_fresh_rollout(self) -> tuple[int, dict[str, Any], np.ndarray]:
+    def next_fresh_rollout(self) -> tuple[int, dict[str, Any], np.ndarray] | None:
         """The next rollout whose policy lag is within ``run.max_policy_lag``: its slot, its data and
         its rewards (scaled, if configured; every rollout's go through the return statistics).
 
         Staler ones still count (env steps, episodes, lag statistics) but are not learned from;
-        their explorer gets new work with the current weights at once.
+        their explorer gets new work with the current weights at once. None when a dropped rollout
+        leaves the run due to stop (:meth:`stops_now`): dropping on until a fresh one came ran up to
+        2N-1 rollouts of N explorers past ``max_steps`` (4 explorers, ``max_steps`` 64, rollouts of 32
+        steps: 288 steps) and never saw a Ctrl-C.
         """
         limit = self.run.max_policy_lag
         while True:
@@ -379,6 +385,15 @@ class AsyncTrainer(Learner, Trainer):
                 return slot, r, rewards
             self.dropped += 1
             self.pool.submit(slot, **self.rollout_kw())
+            if self.stops_now():
+                return None
+
+    def stops_now(self) -> bool:
+        """Whether the loop stops after this iteration whatever it learns: the step or time budget is
+        spent, or a stop was requested (Ctrl-C, SIGTERM, ``stop_requested``)."""
+        limit = self.max_seconds
+        return (self.step >= self.run.max_steps or self.requested_stop() is not None
+                or (limit is not None and self.wall_time() >= limit))
 
 
 class ApeXTrainer(Learner, OffPolicyTrainer):

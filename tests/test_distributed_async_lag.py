@@ -1,0 +1,85 @@
+"""The asynchronous learner (IMPALA, APPO) with stale rollouts, on a stand-in for Ray's queue: ``max_policy_lag``'s
+drops, the policy-lag statistics and the weights version (``AsyncTrainer``)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+import canter
+from canter.distributed.pool import _Episodes
+
+
+class QueuedPool(_Episodes):
+    """Ray's queue without Ray: ``count`` explorer slots, each call stamped with the weights version of its
+    submission and handed over in submission order, as ``RayPool`` does; the rollouts run on the learner's
+    in-process explorer (one env for all the slots: what matters here is the versions)."""
+
+    remote = True
+
+    def __init__(self, explorer: Any, count: int, on_wait: Callable[[], None] | None = None) -> None:
+        self.explorer, self.count, self.on_wait = explorer, count, on_wait
+        self.envs_per_explorer = explorer.env.num_envs
+        self.num_envs = count * self.envs_per_explorer
+        self.version = self.restarts = self.weights_bytes = 0
+        self.published: list[int] = []
+        self.queue: list[tuple[int, int, dict]] = []
+
+    def publish(self, weights: Any, version: int) -> None:
+        self.version = version
+        self.published.append(version)
+
+    def submit(self, slot: int, **kw: Any) -> None:
+        self.queue.append((slot, self.version, kw))
+
+    def wait(self) -> tuple[int, dict]:
+        slot, version, kw = self.queue.pop(0)
+        result = self.explorer.rollout(None, version, **kw)
+        result["index"] = slot
+        self._set_episodes([result])
+        if self.on_wait is not None:
+            self.on_wait()
+        return slot, result
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def close(self) -> None:
+        self.explorer.close()
+
+
+def async_trainer(explorers: int, algo: str = "impala", max_policy_lag: int | None = 0, **kw: Any):
+    """An IMPALA trainer (2 envs, rollouts of 16 steps: 32 env steps) whose rollouts come from ``explorers``
+    queued slots (two calls each, as on Ray)."""
+    kw.setdefault("hparams", {"n_steps": 16})
+    trainer = canter.make_trainer(algo, "CartPole-v1", n_envs=2, seed=0, eval_every=0, **kw)
+    trainer.run.max_policy_lag = max_policy_lag  # (set here: make_trainer warns that a run without explorers ignores it)
+    trainer.pool = trainer.env = QueuedPool(trainer.pool.explorer, explorers)
+    trainer._explorer_steps = np.zeros(explorers, np.int64)
+    return trainer
+
+
+def test_rollouts_dropped_for_max_policy_lag_stop_at_max_steps():
+    """With 4 explorers, 2 calls queued each and max_policy_lag 0, 7 rollouts are stale after each update: the
+    learner dropped them in a loop that looked at no budget, so max_steps 64 (two rollouts of 32) ran to 288."""
+    trainer = async_trainer(4, max_steps=64)
+    records = list(trainer())
+    trainer.close()
+    assert trainer.step == 64 and records[-1].stop_reason == "max_steps"
+    assert trainer.dropped == 1  # the second rollout is stale (version 1, learner at 2) and reaches the budget
+
+
+def test_rollouts_dropped_for_max_policy_lag_stop_at_a_stop_request():
+    """A Ctrl-C while the learner dropped stale rollouts waited for a fresh one: 7 more rollouts with 4 explorers."""
+    trainer = async_trainer(4, max_steps=10_000)
+    waits = []
+
+    def interrupt_at_the_second_wait() -> None:
+        waits.append(1)
+        if len(waits) == 2:
+            trainer.stop_requested = "interrupted"
+
+    trainer.pool.on_wait = interrupt_at_the_second_wait
+    records = list(trainer())
+    trainer.close()
+    assert records[-1].stop_reason == "interrupted" and trainer.step == 64 and len(waits) == 2
