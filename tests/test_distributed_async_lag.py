@@ -83,3 +83,14 @@ def test_rollouts_dropped_for_max_policy_lag_stop_at_a_stop_request():
     records = list(trainer())
     trainer.close()
     assert records[-1].stop_reason == "interrupted" and trainer.step == 64 and len(waits) == 2
+
+
+def test_policy_lag_counts_the_rollouts_dropped_for_max_policy_lag():
+    """docs/distributed.md's table: the lag of the rollouts an update received, the dropped ones included (they show
+    how stale rollouts arrive; counting only the one learned from, max_policy_lag 0 would always log 0). With 2
+    explorers, the second update drops 3 rollouts one version old and learns from a current one."""
+    trainer = async_trainer(2, max_steps=160)
+    records = list(trainer())
+    trainer.close()
+    second = records[1].losses
+    assert second["dropped_rollouts"] == 3 and second["policy_lag_max"] == 1 and second["policy_lag"] == 0.75
