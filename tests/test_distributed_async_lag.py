@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+import pytest
 
 import canter
 from canter.distributed.pool import _Episodes
@@ -94,3 +95,17 @@ def test_policy_lag_counts_the_rollouts_dropped_for_max_policy_lag():
     trainer.close()
     second = records[1].losses
     assert second["dropped_rollouts"] == 3 and second["policy_lag_max"] == 1 and second["policy_lag"] == 0.75
+
+
+@pytest.mark.parametrize("algo", ["impala", "appo"])
+def test_a_rollout_of_reset_rows_only_publishes_no_new_weights_version(algo):
+    """With n_steps 1 and one env, the row after each episode's end is a rollout of its own whose learn changes
+    nothing; the learner published a new version anyway (IMPALA: 201 versions for 193 updates in 200 steps), which
+    made the explorers reload the same weights and counted lag (max_policy_lag drops) that was none."""
+    trainer = canter.make_trainer(algo, "CartPole-v1", n_envs=1, n_steps=1, max_steps=100, eval_every=0, seed=0)
+    learn, learned = trainer.algorithm.learn, []
+    trainer.algorithm.learn = lambda batch: (out := learn(batch), learned.append(bool(out)))[0]
+    list(trainer())
+    trainer.close()
+    assert not all(learned)  # (some rollouts were reset rows only)
+    assert trainer.version == 1 + sum(learned)  # the first broadcast, then one per update

@@ -349,11 +349,13 @@ class AsyncTrainer(Learner, Trainer):
             torch.from_numpy(r["valid"]), obs_tensor(agent, r["last_obs"], 1),
         )
         self.set_progress()  # the algorithm's schedules, then the run's LR control (lr_decay, plateaus, guard)
+        updates = self.algorithm.updates
         try:
             with self.updating():
                 stats = agent.learn(batch)
             update_obs_stats(agent, r["obs"], 2, r.get("observed"))
-            self.publish()
+            if stats or self.algorithm.updates != updates or agent.obs_rms is not None:
+                self.publish()  # (not after a rollout of reset rows only: learn changed nothing, same weights)
         finally:  # also after a divergence the guard handles: the explorer keeps its queued calls
             self.pool.submit(slot, **self.rollout_kw())
         return {**stats, **self.explorer_stats(), "dropped_rollouts": float(self.dropped)}
