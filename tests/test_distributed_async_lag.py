@@ -109,3 +109,30 @@ def test_a_rollout_of_reset_rows_only_publishes_no_new_weights_version(algo):
     trainer.close()
     assert not all(learned)  # (some rollouts were reset rows only)
     assert trainer.version == 1 + sum(learned)  # the first broadcast, then one per update
+
+
+def test_a_synchronous_gather_of_reset_rows_only_publishes_no_new_weights_version():
+    """The synchronous learner (PPO --explorers) skips learn on a gather whose every row only reset an env (n_steps
+    1, one env), and published a new version anyway (measured over 200 steps: 201 versions for 194 updates)."""
+    from canter.distributed.explorer import Explorer
+    from canter.distributed.pool import LocalPool
+    from canter.distributed.trainers import SyncTrainer
+
+    class GatherPool(LocalPool):  # one explorer in this process, published to as Ray's explorers are
+        remote = True
+
+        def wait(self) -> tuple[int, dict]:
+            slot, result = super().wait()
+            result["index"] = slot
+            return slot, result
+
+    base = canter.make_trainer("ppo", "CartPole-v1", n_envs=1, max_steps=100, eval_every=0, seed=0,
+                               hparams={"n_steps": 1, "batch_size": 1})
+    trainer = SyncTrainer(base.agent, GatherPool(Explorer(base.agent, base.env, per_explorer_exploration=False)),
+                          None, base.run)
+    learn, learned = trainer.agent.learn, []
+    trainer.agent.learn = lambda batch: (learned.append(1), learn(batch))[1]
+    list(trainer())
+    trainer.close()
+    assert trainer.step == 100 and len(learned) < 100  # (some gathers were reset rows only)
+    assert trainer.version == 1 + len(learned)
