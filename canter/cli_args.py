@@ -61,7 +61,11 @@ class _Parser(argparse.ArgumentParser):
                     # Tianshou's --estimation-step for ppo: canter's --n-step is dqn's, c51's, ...
                     theirs = f"--{ours.replace('_', '-')}" if ours and not near else None
                     flag = token.split("=", 1)[0]
-                    near = near or ([flag] if flag in set_only else closest(flag, [*options, *set_only]))
+                    positional = self._positional_named(name)
+                    if positional and not near:  # 'canter collect --run-dir runs/x': RUN_DIR takes no flag
+                        return f"{message}; {positional} is given without a flag: {self.prog} {positional}"
+                    near = near or ([flag] if flag in set_only else
+                                    same_meaning(name, [*options, *set_only]) or closest(flag, [*options, *set_only]))
                     near = [set_only.get(o, o) for o in near]
                     algo = getattr(self, "algo", None)  # canter train ALGO's: --tau for ppo is sac's, td3's, ...
                     if algo is not None and flag not in set_only:
@@ -78,6 +82,13 @@ class _Parser(argparse.ArgumentParser):
             return message + split_value(getattr(self, "argv", None), message.split(":", 1)[1].split())
         return message
 
+    def _positional_named(self, name: str) -> str | None:
+        """The metavar (``RUN_DIR``) of this parser's positional argument called ``name`` (``run_dir``), else None."""
+        for action in self._positionals._group_actions:
+            if action.dest == name and action.dest != "help":
+                return action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+        return None
+
     def _set_only_keys(self, options: list[str]) -> dict[str, str]:
         """Run-config keys that this parser takes only through ``--set``: ``--early-stopping`` -> how to give it
         (``--set early_stopping=VALUE``); none where the parser has no ``--set``."""
@@ -92,6 +103,33 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise CanterError(self.explain(message))
+
+
+#: flag names that mean one thing, however a command spells it (Stable-Baselines3 / rl-zoo3, Optuna, argparse
+#: habits): the closest spelling misled ('canter collect --steps' was answered '--epsilon' or '--seed', 'canter
+#: tune --run-dir' '--prune-warmup'); an unknown flag of a group is answered with the group's flags the command has
+FLAG_SYNONYMS = (
+    {"out", "output", "outdir", "out_dir", "output_dir", "output_path", "run_dir", "log_dir", "logdir", "log_folder",
+     "save_dir", "save_path", "dir", "directory", "folder", "video_dir"},
+    {"steps", "timesteps", "total_timesteps", "n_timesteps", "num_timesteps", "max_steps", "num_steps",
+     "total_steps", "transitions", "n_transitions", "num_transitions", "n_samples", "samples", "budget"},
+    {"episodes", "n_episodes", "num_episodes", "eval_episodes", "n_eval_episodes", "n_eval"},
+    {"trials", "n_trials", "num_trials"},
+    {"jobs", "n_jobs", "num_jobs", "workers", "n_workers", "num_workers", "processes", "n_procs", "n_proc"},
+    {"n_envs", "num_envs", "envs", "n_env", "num_env"},
+    {"env", "env_id", "env_name", "environment", "gym_id", "task"},
+    {"epsilon", "eps", "exploration", "exploration_rate", "random_prob"},
+    {"eval_every", "eval_freq", "eval_interval", "eval_frequency", "evaluation_interval"},
+)
+
+
+def same_meaning(name: str, options: list[str]) -> list[str]:
+    """The flags among ``options`` (``--out``) that say what the unknown flag ``name`` (``run_dir``, dashes as
+    underscores) does in other tools (:data:`FLAG_SYNONYMS`); [] for a name of no group, or none of its flags."""
+    for group in FLAG_SYNONYMS:
+        if name in group:
+            return [o for o in options if o[2:].replace("-", "_") in group and o[2:].replace("-", "_") != name]
+    return []
 
 
 def split_value(argv: list[str] | None, extra: list[str]) -> str:
