@@ -9,6 +9,16 @@ from typing import Any
 import gymnasium as gym
 
 
+#: trainer families that learn on-policy from fresh rollouts: one group for the hint of a wrong action space (MAPPO's
+#: refusal of MultiDiscrete named a2c, npg, ppo, reinforce, trpo, DQN's and SAC's appo, impala, recurrent_ppo too)
+_ON_POLICY_FAMILIES = ("on_policy", "on_policy_recurrent", "async")
+
+
+def _learns_as(family: str) -> str:
+    """How an algorithm of trainer ``family`` learns: ``on_policy`` for :data:`_ON_POLICY_FAMILIES`, else ``family``."""
+    return "on_policy" if family in _ON_POLICY_FAMILIES else family
+
+
 def _takes(algo: Any, action_space: gym.Space) -> bool:
     """Whether ``algo`` acts in ``action_space`` (qmix: an agent's Discrete one, which it joins)."""
     if getattr(algo, "joint_agents", False):
@@ -23,16 +33,17 @@ def _split(able: dict[str, bool]) -> tuple[list[str], str]:
 
 
 def wrong_space_hint(cls: Any, action_space: gym.Space) -> str:
-    """The hint of a wrong action space: the algorithms of ``cls``'s family (else those of every family that trains
-    in an env: not the offline ones) that act in ``action_space``, a variant of ``cls`` first (``sac`` on Discrete
-    actions: sac_discrete), those for parallel envs apart."""
+    """The hint of a wrong action space: the algorithms that learn as ``cls`` does (:func:`_learns_as`; else those of
+    every family that trains in an env: not the offline ones) that act in ``action_space``, a variant of ``cls``
+    first (``sac`` on Discrete actions: sac_discrete), those for parallel envs apart."""
     from canter.registry import registered
 
     algos = registered("algorithm")
     able: dict[str, bool] = {}
     for same in (True, False):
         able = {n: a.multiagent_only for n, a in algos.items()
-                if (a.family == cls.family if same else a.family != "offline") and _takes(a, action_space)}
+                if (_learns_as(a.family) == _learns_as(cls.family) if same else a.family != "offline")
+                and _takes(a, action_space)}
         if able:
             break
     single, parallel = _split(able)
