@@ -3,7 +3,8 @@ same spaces (Stable-Baselines3's ``PPO.load(path, env=new_env)`` followed by ``m
 
 The run is new in every other way: its own seed, counters (step 0, so schedules start over), optimizers,
 buffers and run directory. What is taken over is what ``canter.load`` restores by default
-(``weights_only``): the networks and the observation-normalisation statistics. A run resumed with
+(``weights_only``): the networks and the observation-normalisation statistics, plus the reward-normalisation
+statistics (``normalize_reward``; not the per-env running returns). A run resumed with
 ``--resume`` continues from its own ``last`` checkpoint and does not read ``init_from`` again.
 """
 from __future__ import annotations
@@ -93,6 +94,7 @@ def init_agent(built: Any, path: str) -> None:
             raise CanterError(f"init_from '{path}': its networks do not fit this run's (give the hyperparameters "
                               f"that shape them as its run had them{differ}): "
                               f"{detail[:160] + '...' if len(detail) > 160 else detail}") from None
+        _carry_return_statistics(state["agent"], agent)
     except BaseException:
         built.close()
         raise
@@ -123,6 +125,21 @@ def _check_normalisation(path: str, weights: Any, agent: Any, config: dict[str, 
         whose, key = ("its run", "") if policy is None else (f"its policy '{policy}'", f"policy_hparams.{policy}.")
         raise CanterError(f"init_from '{path}': {whose} {'normalised' if theirs else 'did not normalise'} "
                           f"observations, and its networks expect them so: set {key}normalize_obs={str(theirs).lower()}")
+
+
+def _carry_return_statistics(weights: Any, agent: Any) -> None:
+    """Give ``agent`` (each policy of a multi-policy one) the source's reward-normalisation statistics
+    (``normalize_reward``, its ``ret_rms``) where both normalise rewards: its critic learned on rewards scaled by
+    them, and they restarted at var 1 (rl-zoo3 continues a trained agent with its VecNormalize statistics). The
+    running discounted return of each env is not carried: the new run's episodes start with its own envs."""
+    policies = getattr(agent, "agents", None)
+    saved = weights.get("policies") if isinstance(weights, dict) and isinstance(policies, dict) else None
+    pairs = ([((saved or {}).get(p), member) for p, member in policies.items()] if isinstance(policies, dict)
+             else [(weights, agent)])
+    for own, member in pairs:
+        stats = own.get("ret_rms") if isinstance(own, dict) else None
+        if stats and getattr(member, "ret_rms", None) is not None:
+            member.ret_rms.load_state_dict(stats)
 
 
 def _check_value_normalisation(path: str, policy: str | None, own: Any, member: Any) -> None:
