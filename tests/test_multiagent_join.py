@@ -220,18 +220,22 @@ def test_a_central_critic_and_a_mixer_see_absent_agents_as_zeros(algo, capsys, t
 
 @pytest.mark.parametrize("policies", ["shared", "agent"])
 def test_observation_statistics_skip_the_placeholders_of_agents_not_yet_joined(policies):
-    """``normalize_obs`` counts the real observations acted on: the reset reported every row as one (a placeholder
-    of zeros counted for each agent that joins later)."""
+    """``normalize_obs`` counts the real observations acted on (not the final ones, as SB3's VecNormalize): the
+    reset reported every row as one (a placeholder of zeros counted for each agent that joins later)."""
     trainer = canter.make_trainer("ppo", LATE, policies=policies, seed=0, n_envs=1, max_steps=64, n_steps=8,
                                   normalize_obs=True, eval_every=0)
     seen = []  # the observations acted on, every policy's rows together
 
-    def keep(obs):
-        seen.append(np.concatenate(list(obs.values())) if isinstance(obs, dict) else obs)
+    def keep(obs, out=None):  # but a final observation (of a step that ended an agent's episode): not counted
+        rows = np.concatenate(list(obs.values())) if isinstance(obs, dict) else obs
+        if out is not None:
+            steps = [*out.steps.values()] if hasattr(out, "steps") else [out]
+            rows = rows[~np.concatenate([s.terminated | s.truncated for s in steps])]
+        seen.append(rows)
 
     env, step, reset = trainer.env, trainer.env.step, trainer.env.reset
     env.reset = lambda *a, **k: (keep(out := reset(*a, **k)), out)[1]
-    env.step = lambda actions: (keep((out := step(actions)).obs), out)[1]
+    env.step = lambda actions: (keep((out := step(actions)).obs, out), out)[1]
     list(trainer())
     obs = seen[:-1]  # the last step's observations: not acted on
     real = sum(int((o.sum(-1) == 1).sum()) for o in obs)  # one-hot targets; placeholders are zeros

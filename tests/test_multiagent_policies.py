@@ -158,7 +158,7 @@ def test_reward_normalisation_tracks_one_return_per_agent(env_id, policies):
 @pytest.mark.parametrize("algo, policies", [("ppo", "shared"), ("ppo", "agent"), ("dqn", "shared")])
 def test_observation_statistics_skip_the_rows_of_agents_that_left(algo, policies):
     """``normalize_obs`` counts each real observation once, as in a single-agent env (whose every row
-    counts, the final observation a reset-only step acts on included): a departed agent's rows, which
+    counts but the final observation a reset-only step acts on, as SB3's VecNormalize): a departed agent's rows, which
     repeat its final observation until its copy resets, are not observations (DQN: its random warm-up too)."""
     kwargs = dict(n_steps=8) if algo == "ppo" else dict(learning_starts=16, train_freq=4, batch_size=8)
     trainer = canter.make_trainer(algo, ENV, env_kwargs={"n_agents": 2, "miss_leaves": True}, policies=policies,
@@ -167,8 +167,8 @@ def test_observation_statistics_skip_the_rows_of_agents_that_left(algo, policies
     step = trainer.env.step
     trainer.env.step = lambda actions: steps.append(step(actions)) or steps[-1]
     list(trainer())
-    # rows acted on: the reset's 2, then after each step but the last the agents that took part in it (their
-    # next observation, a final one included) or 2 where the step reset the copy (every agent left before it)
+    # rows acted on: the reset's 2, then after each step but the last the agents that took part in it and did not
+    # finish (their next observation; a final one is not counted) or 2 where the step reset the copy
     real, alive = 2, np.ones(2, bool)
     for s in steps[:-1]:
         s = s if policies == "shared" else [*s.steps.values()]
@@ -176,7 +176,7 @@ def test_observation_statistics_skip_the_rows_of_agents_that_left(algo, policies
         done = (s.terminated | s.truncated) if policies == "shared" else np.concatenate(
             [v.terminated | v.truncated for v in s])
         alive = np.ones(2, bool) if not alive.any() else alive & ~done
-        real += 2 if not valid.any() and alive.all() else int(valid.sum())
+        real += 2 if not valid.any() and alive.all() else int((valid & ~done).sum())
     agents = [trainer.agent] if policies == "shared" else list(trainer.agent.agents.values())
     counted = sum(a.obs_rms.count for a in agents) - 1e-4 * len(agents)
     assert real < 2 * len(steps)  # agents left early

@@ -235,7 +235,9 @@ class VecEnv:
         self.finished_success = np.zeros(0)
         #: the rows of the last observations that are real ones, None where every row is (the trainers
         #: fold only these into the observation statistics): False for the rows of a multi-agent env's
-        #: agents that had left their episode before the last step (padding that repeats a final observation)
+        #: agents that had left their episode before the last step (padding that repeats a final observation),
+        #: and for a finished episode's final observation (the next step only resets that sub-env), which
+        #: Stable-Baselines3's VecNormalize never folds in either
         self.observed: np.ndarray | None = None
 
     @property
@@ -344,6 +346,9 @@ class VecEnv:
             self.finished_returns = self.finished_returns[:0]
             self.finished_lengths = self.finished_lengths[:0]
             self.finished_success = self.finished_success[:0]
+        if np.count_nonzero(done):  # a finished episode's final observation, acted on only by the reset-only step
+            real = ~done if self.observed is None else self.observed & ~done  # after it: not in the statistics,
+            self.observed = None if real.all() else real  # as SB3's VecNormalize never sees terminal observations
         self._prev_done = done
         self._success = None
         return Step(obs, reward, terminated, truncated, valid)
