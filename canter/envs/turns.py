@@ -254,8 +254,9 @@ class TurnBasedEnv(gym.Env):
             if agent == self.learner:
                 return self._observation(obs, info), float(reward), bool(terminated), bool(truncated), dict(info)
             game.step(None if terminated or truncated else self._opponent_move(agent, obs, info))
-        # the learner left the game unseen (every agent was removed): its episode is over
-        return self._observation(game.observe(self.learner), {}), 0.0, True, False, {}
+        # the learner left the game unseen (every agent was removed at once, with no step of its own to report its
+        # end): its episode is over, with what it gathered since its move (it was read as 0.0, a win or loss lost)
+        return self._observation(game.observe(self.learner), {}), *_final_outcome(game, self.learner), {}
 
     def _opponent_move(self, agent: str, obs: Any, info: dict[str, Any]) -> Any:
         if self.policy is None:
@@ -282,6 +283,25 @@ class TurnBasedEnv(gym.Env):
 
     def close(self) -> None:  # noqa: D102
         self.game.close()
+
+
+def _final_outcome(game: Any, agent: str) -> tuple[float, bool, bool]:
+    """``(reward, terminated, truncated)`` of ``agent`` in an AEC ``game`` that removed it without a last turn:
+    the reward ``last()`` would have reported (PettingZoo's ``_cumulative_rewards``, else ``rewards``), and
+    truncated where the game says so of ``agent`` (else terminated)."""
+    for source in (game, getattr(game, "unwrapped", game)):
+        try:
+            cumulative = source._cumulative_rewards
+        except AttributeError:  # a wrapper that hides private attributes
+            continue
+        if agent in (cumulative or {}):
+            reward = cumulative[agent]
+            break
+    else:
+        reward = (getattr(game, "rewards", None) or {}).get(agent, 0.0)
+    truncated = bool((getattr(game, "truncations", None) or {}).get(agent, False))
+    terminated = bool((getattr(game, "terminations", None) or {}).get(agent, False)) or not truncated
+    return float(reward), terminated, truncated and not terminated
 
 
 def _names_checkpoint(path: str) -> bool:
