@@ -96,3 +96,43 @@ def test_an_envs_own_stacking_error_is_not_blamed_on_its_observation():
         env.step(np.zeros(2, dtype=int))
     env.close()
     assert "observation" not in str(raised.value)
+
+
+class _OwnUnpackBug(_OwnStackBug):
+    """An env whose own step() code unpacks four values into five (its bug: it returns five)."""
+
+    def _helper(self):
+        return 1, 2, 3, 4
+
+    def step(self, action):
+        a, b, c, d, e = self._helper()  # not enough values to unpack (expected 5, got 4)
+        return np.zeros(4, np.float32), 0.0, False, False, {}
+
+
+register("env", "OwnUnpackBug-test")(_OwnUnpackBug)
+
+
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_an_envs_own_unpacking_error_is_not_taken_for_an_old_gym_step(n_envs):
+    """'(expected 5, got 4)' raised by the env's own code in step() was taken for gymnasium unpacking an old gym env's
+    4 values: 'step() returned 4 values, not 5', which hid the env's line (the sibling of the stacking error above)."""
+    from canter.envs import make_vec_env
+
+    env = make_vec_env("OwnUnpackBug-test", n_envs, "sync")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"expected 5, got 4") as raised:
+        env.step(np.zeros(n_envs, dtype=int))
+    env.close()
+    assert "4 values, not 5" not in str(raised.value)
+
+
+def test_an_async_copys_own_unpacking_error_names_its_line():
+    from canter.envs import make_vec_env
+
+    env = make_vec_env("OwnUnpackBug-test", 2, "async")
+    try:
+        env.reset(seed=0)
+        with pytest.raises(Exception, match=r"step\(\) raised ValueError: not enough values .*test_env_fault_names_env"):
+            env.step(np.zeros(2, dtype=int))
+    finally:
+        env.close()

@@ -286,7 +286,8 @@ class VecEnv:
             else:
                 obs, reward, terminated, truncated, info = self.env.step(actions)
         except ValueError as exc:
-            if "(expected 5, got 4)" in str(exc):  # unpacking an old gym env's (obs, reward, done, info)
+            # unpacking an old gym env's (obs, reward, done, info), not an unpacking in the env's own step() code
+            if "(expected 5, got 4)" in str(exc) and raised_by_the_call(exc):
                 raise self._named(CanterError(f"the env's step() returned 4 values, not 5: {GYM_API}")) from None
             raise self._named(_scalar_error(exc) or _observation_error(exc, self.single_observation_space)) from None
         except (AssertionError, AttributeError, TypeError) as exc:  # an info that is not a dict, no tuple (sync)

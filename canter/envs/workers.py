@@ -33,7 +33,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from canter.errors import CanterError, raised_in
+from canter.errors import CanterError, raised_by_the_call, raised_in
 
 _NEXT_STEP = gym.vector.AutoresetMode.NEXT_STEP
 _SILENT = gym.logger.ERROR + 1  # a gymnasium.logger.min_level above every level it logs at
@@ -191,7 +191,8 @@ class _Reporting(gym.Wrapper):
         try:
             result = self.env.step(action)
         except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
-            if isinstance(exc, ValueError) and "(expected 5, got 4)" in str(exc):  # an old gym env's 4 values
+            if (isinstance(exc, ValueError) and "(expected 5, got 4)" in str(exc)  # an old gym env's 4 values,
+                    and raised_by_the_call(exc)):  # unpacked by a wrapper: not the env's own code's unpacking
                 from canter.envs.vector import GYM_API
 
                 raise AsyncEnvError(f"step() returned 4 values, not 5: {GYM_API}") from None
