@@ -61,6 +61,19 @@ def check_generator(generator: Any) -> None:
 
 
 @register("agent", "agent")
+def _integer_bounds(space: gym.spaces.Box) -> tuple[np.ndarray, np.ndarray]:
+    """A Box of integers' bounds as float64, for scaling its actions: ``high - low`` in the space's own dtype wraps
+    where it exceeds it (an int8 ``Box(-100, 100)``: -56). A 64-bit bound that float64 rounds past the dtype is the
+    nearest float inside it (``2**63`` is no int64)."""
+    info = np.iinfo(space.dtype)
+    low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+    if float(info.max) != info.max:  # (Python compares them exactly)
+        high = np.minimum(high, np.nextafter(float(info.max), -np.inf))
+    if float(info.min) != info.min:
+        low = np.maximum(low, np.nextafter(float(info.min), np.inf))
+    return low, high
+
+
 class Agent(ObservationInput):
     """Acts in numpy envs with a torch :class:`~canter.algorithms.Algorithm`.
 
@@ -114,6 +127,8 @@ class Agent(ObservationInput):
         box = isinstance(self.action_space, gym.spaces.Box)
         self._low = self.action_space.low if box else None
         self._high = self.action_space.high if box else None
+        if box and np.issubdtype(self.action_space.dtype, np.integer):  # in float64: an int8 Box(-100, 100)'s
+            self._low, self._high = _integer_bounds(self.action_space)  # high - low wrapped (every action its low)
         #: squashed actions of a Box whose ``high - low`` overflows its dtype (float32's -3.4e38..3.4e38, gymnasium's
         #: finite stand-in for no bound) are scaled about the middle: ``low + (a + 1) / 2 * (high - low)`` was NaN or
         #: the top bound for every action there
