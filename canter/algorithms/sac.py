@@ -44,7 +44,8 @@ def tanh_log_det(u: torch.Tensor) -> torch.Tensor:
 class SACConfig(OffPolicyConfig):
     """SAC hyperparameters (Stable-Baselines3's defaults)."""
 
-    ent_coef: str = hp("auto", "entropy coefficient: 'auto' (learned, starts at 1), 'auto_<init>', or a fixed number")
+    ent_coef: str = hp("auto", "entropy coefficient: 'auto' (learned, starts at 1, or at init_from's learned value), "
+                              "'auto_<init>', or a fixed number")
     target_entropy: float | None = hp(None, "entropy target of the learned coefficient (null: -action_dim)")
     target_update_interval: int = hp(1, "gradient steps between target-network updates", low=1)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)

@@ -31,7 +31,8 @@ from canter.registry import register
 class DiscreteSACConfig(OffPolicyConfig):
     """Discrete SAC hyperparameters."""
 
-    ent_coef: str = hp("auto", "entropy coefficient: 'auto' (learned, starts at 1), 'auto_<init>', or a fixed number")
+    ent_coef: str = hp("auto", "entropy coefficient: 'auto' (learned, starts at 1, or at init_from's learned value), "
+                              "'auto_<init>', or a fixed number")
     target_entropy_scale: float = hp(0.89, "entropy target as a fraction of the maximum, log(n_actions)", low=0, high=1)
     target_update_interval: int = hp(1, "gradient steps between target-network updates", low=1)
     n_critics: int = hp(2, "Q networks; targets use their minimum", low=1, high=MAX_CRITICS)
