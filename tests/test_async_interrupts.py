@@ -87,3 +87,31 @@ def test_a_close_that_a_ctrl_c_stops_leaves_the_workers_to_the_exit_which_kills_
         for p in processes:  # else this test process could not exit
             if p.is_alive():
                 p.kill()
+
+
+def test_a_ctrl_c_while_the_exit_closes_the_envs_kills_their_workers_quietly(monkeypatch):
+    """A Ctrl-C while the interpreter's exit closed an async env left open (a copy's close() can take seconds) stopped
+    the exit's close with a traceback ('Exception ignored in atexit callback'), that env's workers and those of the envs
+    after it alive, and multiprocessing's exit hook waited for them forever."""
+    envs = [make_vec_env(ENV, 2, "async", {"fail": "none"}) for _ in range(2)]
+    processes = [p for env in envs for p in env.env.unwrapped.processes]
+    try:
+        for env in envs:
+            env.reset(seed=0)
+
+            def ctrl_c(*args, **kwargs):  # while the parent waits for the copies' answers to close
+                raise KeyboardInterrupt
+
+            monkeypatch.setattr(env.env, "_close_copies", ctrl_c)
+        try:
+            workers._close_open_envs()  # the interpreter's exit (atexit)
+        except KeyboardInterrupt:
+            pytest.fail("the Ctrl-C escaped the exit's close of the async envs")
+        for p in processes:
+            p.join(timeout=5)
+        assert not any(p.is_alive() for p in processes)
+        assert not any(env in workers._OPEN for env in envs)
+    finally:
+        for p in processes:  # else this test process could not exit
+            if p.is_alive():
+                p.kill()

@@ -90,9 +90,24 @@ _OPEN: weakref.WeakSet[AsyncErrors] = weakref.WeakSet()
 
 
 def _close_open_envs() -> None:
-    """Close the async envs still open: their workers ignore the SIGTERM of multiprocessing's exit hook."""
-    for env in list(_OPEN):
-        env.close()
+    """Close the async envs still open: their workers ignore the SIGTERM of multiprocessing's exit hook. A Ctrl-C while
+    they close (a copy's close() can take a while) kills the workers of that env and of those not closed yet: it
+    stopped this loop, printed a traceback ('Exception ignored in atexit callback') and left them alive, and
+    multiprocessing's exit hook then waited for them forever. Another error is raised once all are closed."""
+    envs = list(_OPEN)
+    error: Exception | None = None
+    for i, env in enumerate(envs):
+        for _ in range(3):  # a close that raised marked the env broken: the next kills its workers
+            try:
+                env.close()
+                break
+            except KeyboardInterrupt:  # the process is exiting, as the Ctrl-C asks
+                for other in envs[i:]:
+                    other.broken = True
+            except Exception as exc:  # noqa: BLE001 - raised below, once the other envs' workers are ended
+                error = error or exc
+    if error is not None:
+        raise error
 
 
 def _worker(*args: Any) -> None:
