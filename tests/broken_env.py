@@ -3,7 +3,7 @@
 ``gym.make("BrokenCartPole-v0", fail=WHAT)`` fails only in a process that ``multiprocessing`` started (an
 ``AsyncVectorEnv`` worker; the parent builds a copy of its own to read the spaces, which works). ``fail``: ``step``
 (a ValueError on the first step), ``reset`` (a KeyError on reset), ``make`` (the constructor raises),
-``exit`` (the worker process dies: ``os._exit(3)`` on the first step), ``slow`` (each step sleeps 0.05 s);
+``exit`` (the worker process dies: ``os._exit(3)`` on the first step), ``slow`` (each step sleeps 0.05 s), ``slow_make`` (the constructor sleeps 3 s);
 anything else: a plain CartPole.
 """
 from __future__ import annotations
@@ -23,6 +23,8 @@ class BrokenCartPole(gym.Wrapper):
         self.fail = fail if multiprocessing.parent_process() is not None else None
         if self.fail == "make":
             raise OSError("no simulator licence in this process")
+        if self.fail == "slow_make":
+            time.sleep(3)
         super().__init__(gym.make("CartPole-v1"))
 
     def reset(self, **kwargs: Any) -> Any:  # noqa: D102

@@ -7,6 +7,8 @@ A SIGTERM sent to the process group before the run took SIGTERM (while the train
 """
 from __future__ import annotations
 
+import gc
+import time
 from pathlib import Path
 
 import numpy as np
@@ -113,5 +115,33 @@ def test_a_ctrl_c_while_the_exit_closes_the_envs_kills_their_workers_quietly(mon
         assert not any(env in workers._OPEN for env in envs)
     finally:
         for p in processes:  # else this test process could not exit
+            if p.is_alive():
+                p.kill()
+
+
+def test_a_ctrl_c_while_the_workers_start_kills_them(monkeypatch):
+    """A Ctrl-C while the workers made their envs left them to gymnasium's __del__, whose SIGTERM they ignore and whose
+    join waited until their envs were made (a second Ctrl-C there was a traceback): here 3 s."""
+    import gymnasium as gym
+
+    started = []
+
+    def ctrl_c(self):  # as a Ctrl-C while the parent waits for the workers' answer on the spaces
+        started.extend(self.processes)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gym.vector.AsyncVectorEnv, "_check_spaces", ctrl_c)
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        make_vec_env(ENV, 2, "async", {"fail": "slow_make"})  # each worker's constructor sleeps 3 s
+    gc.collect()  # gymnasium's __del__ of the env left half made
+    try:
+        assert len(started) == 2
+        for p in started:
+            p.join(timeout=1)
+        assert not any(p.is_alive() for p in started)
+        assert time.monotonic() - start < 2  # not waiting 3 s for the workers' envs
+    finally:
+        for p in started:
             if p.is_alive():
                 p.kill()

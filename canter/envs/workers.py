@@ -22,6 +22,7 @@ stops listening (its pipe closed: the parent died of a SIGTERM it did not take) 
 from __future__ import annotations
 
 import atexit
+import multiprocessing
 import os
 import signal
 import time
@@ -50,8 +51,12 @@ def vector_env(make: Callable[[], gym.Env], n_envs: int, asynchronous: bool, env
     if not asynchronous:
         return gym.vector.SyncVectorEnv([make] * n_envs, autoreset_mode=_NEXT_STEP)
     fn = WorkerEnvFn(make, env_id)  # one for all copies: each worker's copy knows the spaces the parent's env had
+    before = set(multiprocessing.active_children())
     try:
         env = gym.vector.AsyncVectorEnv([fn] * n_envs, autoreset_mode=_NEXT_STEP, worker=_worker)
+    except KeyboardInterrupt:  # a Ctrl-C while the workers start: gymnasium's __del__ would wait for their envs
+        _kill_new_workers(before)
+        raise
     except (EOFError, ConnectionError):  # a worker died before it could answer (os._exit in the constructor)
         raise AsyncEnvError(f"env '{env_id}': an async worker process died while making the env") from None
     except TypeError as exc:  # a Graph or Sequence space: no shared memory of a fixed shape for it
@@ -64,6 +69,15 @@ def vector_env(make: Callable[[], gym.Env], n_envs: int, asynchronous: bool, env
     atexit.unregister(_close_open_envs)
     atexit.register(_close_open_envs)
     return wrapped
+
+
+def _kill_new_workers(before: set[Any]) -> None:
+    """Kill the async workers started since ``before`` (the child processes then): a Ctrl-C while they started (their
+    envs still being made) left them to gymnasium's ``__del__``, whose terminate (SIGTERM) they ignore and whose join
+    waited until their envs were made, and a second Ctrl-C there was its traceback ('Exception ignored in ...')."""
+    for process in multiprocessing.active_children():
+        if process not in before and process.name.startswith("Worker<"):
+            process.kill()
 
 
 def _dynamic_space_error(env_id: str, spaces: tuple[gym.Space, gym.Space]) -> CanterError:
