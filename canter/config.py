@@ -18,8 +18,8 @@ from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, 
                                   check_dataset_argument, misspelt_section, online_dataset_error, zoo_section)
 from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
-                                  check_entry_once, check_range, coerce, entries_last, hp, readable_type,  # re-exported
-                                  sb3_net_arch, set_nested, split_train_freq, type_name)
+                                  check_entry_once, check_range, coerce, entries_last, hp, is_null_word,  # re-exported
+                                  readable_type, sb3_net_arch, set_nested, split_train_freq, type_name)
 from canter.config_layers import parse_set, preset_layers, preset_path  # noqa: F401 (re-exported)
 from canter.devices import resolve_device
 from canter.errors import CanterError, unknown
@@ -303,6 +303,8 @@ def resolve_config(
         # the first layer that gives one, '' too: an empty --dataset is refused naming it, not as a missing env
         dataset = next((d for d in (sets_dict.get("dataset"), run_overrides.get("dataset"), file_data.get("dataset"))
                         if d is not None), None)
+        if is_null_word(sets_dict.get("dataset")):  # --set dataset=null: no dataset, as with an env (not a path)
+            dataset = None
         if dataset is not None and getattr(algo_cls, "family", None) != "offline":  # (not read: ppo takes none)
             raise online_dataset_error(algo_name)
         if isinstance(dataset, (str, Path)):  # its JSON metadata (the arrays are not read)

@@ -170,12 +170,21 @@ def readable_type(tp: Any) -> bool:
     return origin is list and all(readable_type(a) for a in args)  # coerce reads each item as its own type
 
 
+#: the ``--set`` words an optional setting reads as null, as YAML's ``null`` and ``~`` (``--set dataset=none`` too)
+NULL_WORDS = ("null", "none", "~")
+
+
+def is_null_word(value: Any) -> bool:
+    """Whether ``value`` is a ``--set`` string that an optional setting reads as null (:data:`NULL_WORDS`)."""
+    return isinstance(value, str) and value.strip().lower() in NULL_WORDS
+
+
 def coerce(tp: Any, value: Any, key: str) -> Any:
     """Convert ``value`` (from YAML or a ``--set`` string) to type ``tp`` or raise a CanterError."""
     optional, inner = _is_optional(tp)
     origin, args = _origin_args(inner)
     container = list in (origin, inner) or dict in (origin, inner)
-    if isinstance(value, str) and value.strip().lower() in ("null", "none", "~") and (optional or container):
+    if is_null_word(value) and (optional or container):
         value = None  # --set KEY=null is a file's 'KEY: null' (a list's was the list [null], a mapping's 'got None')
     if value is None:
         if optional:
