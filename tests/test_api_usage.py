@@ -414,3 +414,15 @@ def test_a_loop_left_at_a_record_does_not_train_on_after_its_trainer_is_closed(t
     with pytest.raises(CanterError, match=r"this trainer was closed .* while this loop over trainer\(\) was left"):
         next(loop)
     assert trainer.step == first.step
+
+
+def test_closing_the_trainer_at_its_last_record_ends_the_loop_as_it_would(tiny_ppo):
+    """'if record.done: trainer.close()' inside the loop: the loop has nothing more to step, and ended; d9b5500's
+    check of a close made while the loop waited at a record raised its CanterError there too."""
+    trainer = canter.make_trainer("ppo", "CartPole-v1", **tiny_ppo)
+    records = []
+    for record in trainer():
+        records.append(record)
+        if record.done:
+            trainer.close()
+    assert records[-1].done and records[-1].stop_reason == "max_steps" and trainer.closed

@@ -396,7 +396,8 @@ class Trainer(ResumableState, AgentMetadata):
                 success_rate=float(np.mean(self.recent_successes)) if self.recent_successes else None,
                 stop_only=bool(off_grid and reason == "interrupted"))
             self._at_record = False
-            if self.closed:  # close() (a with block's end) came while the loop waited here: its envs are closed
+            if self.closed and reason is None:  # close() (a with block's end) came while the loop waited here: its
+                # envs are closed (at the last record, done, nothing more is stepped: the loop ends as it would)
                 raise CanterError("this trainer was closed (trainer.close(), or its with block ended) while this loop "
                                   "over trainer() was left at a record: its envs are closed; make a new one, or "
                                   "continue a run directory with canter.resume(run_dir)")
