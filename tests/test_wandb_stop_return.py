@@ -65,6 +65,8 @@ def test_a_pending_return_the_w_and_b_run_has_had_is_not_sent_again(tmp_path, mo
     (tmp_path / "wandb" / WandbLogger.PENDING_FILE).write_text(f"{24:020d} 22.0\n")
     lg = _logger(tmp_path, monkeypatch, logged, resumed_step=48, logged_step=40)
     assert lg.pending is None
+    lg = _logger(tmp_path, monkeypatch, logged, resumed_step=24, logged_step=40)  # resumed from the stop's checkpoint
+    assert lg.pending is None  # (above, the resumed step alone refused it: this is the logged step's own check)
     lg = _logger(tmp_path, monkeypatch, logged, resumed_step=32, logged_step=0)  # a part without --wandb went on
     assert lg.pending is None
     lg2 = _logger(tmp_path, monkeypatch, logged, resumed_step=24, logged_step=0)
