@@ -106,6 +106,9 @@ def test_the_real_wandbs_log_cut_at_a_block_is_read(tmp_path, monkeypatch):
         logger.log(TrainRecord(step=512 * k, iteration=k, wall_time=k, steps_per_second=1000.0, rolling_return=k,
                                losses={"policy_loss": 0.5, "value_loss": 1.5, "entropy": 0.6}))
     logger.close()
+    import wandb
+
+    wandb.teardown()  # run.finish returns before wandb-core has written its last blocks (as a process exit waits for)
     run_id = (tmp_path / "wandb" / "canter-run-id").read_text().strip()
     assert held_step(tmp_path, run_id) == 512 * 400
     (path,) = (tmp_path / "wandb").glob(f"offline-run-*/run-{run_id}.wandb")
