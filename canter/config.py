@@ -303,7 +303,7 @@ def resolve_config(
         # the first layer that gives one, '' too: an empty --dataset is refused naming it, not as a missing env
         dataset = next((d for d in (sets_dict.get("dataset"), run_overrides.get("dataset"), file_data.get("dataset"))
                         if d is not None), None)
-        if is_null_word(sets_dict.get("dataset")):  # --set dataset=null: no dataset, as with an env (not a path)
+        if is_null_word(dataset):  # --set dataset=null, --dataset null: no dataset, as with an env (not a path)
             dataset = None
         if dataset is not None and getattr(algo_cls, "family", None) != "offline":  # (not read: ppo takes none)
             raise online_dataset_error(algo_name)

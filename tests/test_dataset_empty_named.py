@@ -69,11 +69,12 @@ def test_an_online_algorithms_dataset_without_an_env_is_refused_as_taking_none(c
 
 
 @pytest.mark.parametrize("algo", ["ppo", "bc"])
-@pytest.mark.parametrize("null", ["null", "~", "None"])
-def test_a_null_set_dataset_without_an_env_is_no_dataset(capsys, workdir, algo, null):
-    """--set dataset=null means no dataset, as it does with --env: without one it is 'no environment given', not
-    ppo refused as taking a dataset (184b8e6) nor a dataset file named 'null' looked for."""
-    code, _, err = run_cli(capsys, "train", algo, "--set", f"dataset={null}", "--run-dir", str(workdir / "run"))
+@pytest.mark.parametrize("args", [["--set", "dataset=null"], ["--set", "dataset=~"], ["--set", "dataset=None"],
+                                  ["--dataset", "null"]])
+def test_a_null_dataset_without_an_env_is_no_dataset(capsys, workdir, algo, args):
+    """--set dataset=null (--dataset null) means no dataset, as it does with --env: without one it is 'no environment
+    given', not ppo refused as taking a dataset (184b8e6) nor a dataset file named 'null' looked for."""
+    code, _, err = run_cli(capsys, "train", algo, *args, "--run-dir", str(workdir / "run"))
     line = assert_one_line_error(code, err, "no environment given")
     assert "dataset" not in line
     assert not (workdir / "run").exists()
