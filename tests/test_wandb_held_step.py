@@ -115,6 +115,7 @@ def test_the_real_wandbs_log_cut_at_a_block_is_read(tmp_path, monkeypatch):
     data = path.read_bytes()
     assert len(data) > 2 * BLOCK
     path.write_bytes(data[:len(data) // BLOCK * BLOCK])
+    (tmp_path / "wandb" / WandbLogger.FINISHED_FILE).unlink()  # as a kill -9 leaves the run: never finished
     held = held_step(tmp_path, run_id)
     assert 0 < held < 512 * 400 and held % 512 == 0
     logger = WandbLogger(tmp_path, project="held-step")
@@ -128,3 +129,50 @@ def test_a_log_killed_before_its_header_holds_nothing(tmp_path):
     folder.mkdir(parents=True)
     (folder / "run-abcd1234.wandb").write_bytes(FILE_HEADER[:3])
     assert held_step(tmp_path, "abcd1234") == -1
+
+
+def test_a_run_resumed_in_its_process_after_a_finish_does_not_log_again_what_wandb_is_still_writing(tmp_path,
+                                                                                                      monkeypatch):
+    """wandb 0.31's run.finish returns before wandb-core has written its .wandb file's last blocks (a process exit
+    waits for them): a part resumed in the same process read the file short (186,368 of 204,800) and logged the
+    difference again, steps W&B then has twice. After a finish canter-logged-step holds; after a kill the files."""
+    from canter.trainers.base import TrainRecord
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    fake = types.SimpleNamespace(log=lambda data, step: None, starting_step=0, finish=lambda exit_code=None: None)
+    monkeypatch.setitem(__import__("sys").modules, "wandb",
+                        types.SimpleNamespace(init=lambda **kw: fake, Settings=lambda **kw: None))
+    logger = WandbLogger(tmp_path)
+    logger.start(types.SimpleNamespace())
+    for k in range(1, 401):
+        logger.log(TrainRecord(step=512 * k, iteration=k, wall_time=k, steps_per_second=1.0, rolling_return=k))
+    logger.close()
+    wandb_dir = tmp_path / "wandb" / "offline-run-20261128_020420-abcd1234"
+    wandb_dir.mkdir(parents=True)
+    run_id = (tmp_path / "wandb" / "canter-run-id").read_text().strip()
+    (wandb_dir / f"run-{run_id}.wandb").write_bytes(_log([_history(s) for s in range(512, 186369, 512)]))
+    logger = WandbLogger(tmp_path)
+    logger.start(types.SimpleNamespace())
+    assert logger.next_step == 204801  # was 186,369
+    logger = WandbLogger(tmp_path)  # that part killed (no finish): what W&B's files hold
+    logger.start(types.SimpleNamespace())
+    assert logger.next_step == 186369
+
+
+def test_a_finished_part_that_logged_nothing_keeps_what_wandb_holds(tmp_path, monkeypatch):
+    """A part resumed after a kill (W&B's files hold 58,368 of the 70,656 logged) and finished before its first record:
+    its finish vouches only for what W&B held, so the next part still logs from 58,369."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    fake = types.SimpleNamespace(log=lambda data, step: None, starting_step=0, finish=lambda exit_code=None: None)
+    monkeypatch.setitem(__import__("sys").modules, "wandb",
+                        types.SimpleNamespace(init=lambda **kw: fake, Settings=lambda **kw: None))
+    wandb_dir = tmp_path / "wandb" / "offline-run-20261128_020420-abcd1234"
+    wandb_dir.mkdir(parents=True)
+    (tmp_path / "wandb" / "canter-run-id").write_text("abcd1234\n")
+    (tmp_path / "wandb" / "canter-logged-step").write_text(f"{70656:020d}\n")
+    (wandb_dir / "run-abcd1234.wandb").write_bytes(_log([_history(s) for s in range(512, 58369, 512)]))
+    for _ in range(2):
+        logger = WandbLogger(tmp_path)
+        logger.start(types.SimpleNamespace())
+        assert logger.next_step == 58369
+        logger.close()

@@ -88,6 +88,9 @@ class WandbLogger:
     STEP_FILE = "canter-logged-step"
     #: the step and last episode return of a record only a stop signal made (``RUN_DIR/wandb``), for the resumed run
     PENDING_FILE = "canter-pending-return"
+    #: the last step W&B has when a part finished its W&B run (``RUN_DIR/wandb``): every point up to it (wandb-core may
+    #: still be writing them to its files, which a resume in the same process read short); none after a kill
+    FINISHED_FILE = "canter-finished-step"
 
     def _own_file(self, name: str, pattern: str, holds: str, deleted: str) -> str:
         """The first line of ``RUN_DIR/wandb/NAME``, "" when it is missing or empty (made, and killed before it was
@@ -127,6 +130,8 @@ class WandbLogger:
             step, ret = pending.split(" ")
             if logged < int(step) == getattr(run, "resumed_step", None):
                 self.pending = (int(step), float(ret))
+        finished = self._own_file(self.FINISHED_FILE, r"\d{20}", "the last step of a finished W&B run (20 digits)",
+                                  "resume from what W&B's own files hold")
         self.owner = run
         id_file = Path(self.run_dir) / "wandb" / self.ID_FILE
         run_id = self._own_file(self.ID_FILE, r"[A-Za-z0-9_-]{1,128}", "the id of the W&B run this run logs to",
@@ -135,7 +140,10 @@ class WandbLogger:
             run_id = secrets.token_hex(4)  # 8 lowercase characters, as W&B's own ids
             id_file.parent.mkdir(parents=True, exist_ok=True)
             id_file.write_text(run_id + "\n")
-        held = held_step(self.run_dir, run_id) if wandb_mode() in ("offline", "dryrun") else None
+        offline = wandb_mode() in ("offline", "dryrun")
+        held = (int(finished) if finished else held_step(self.run_dir, run_id)) if offline else None
+        # (this part's own finish writes it again; a kill leaves none)
+        (Path(self.run_dir) / "wandb" / self.FINISHED_FILE).unlink(missing_ok=True)
         self.run = wandb.init(
             project=self.project, dir=self.run_dir, config=self.config, name=self.name, id=run_id, resume="allow",
             mode=wandb_mode(), reinit="create_new",
@@ -194,3 +202,5 @@ class WandbLogger:
             failed = owner is not None and bool(getattr(owner, "error", None) or getattr(owner, "divergence", None)
                                                 or getattr(owner, "_abort", False))
             self.run.finish(exit_code=1 if failed else 0)
+            if self.next_step > 0:  # after the finish: W&B has every step before next_step (what it held, and logged)
+                (Path(self.run_dir) / "wandb" / self.FINISHED_FILE).write_text(f"{self.next_step - 1:020d}\n")
