@@ -6,29 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import canter
 from canter.cli import main
 from canter.run_lock import LOCK_NAME
-
-PPO = dict(n_envs=2, n_steps=64, batch_size=64, n_epochs=2, eval_every=512, eval_episodes=2, tensorboard=False,
-           sets=["target_reward=null"])
-
-
-def _summary(run_dir: Path) -> dict:
-    return json.loads((run_dir / "summary.json").read_text())
-
-
-def _left_early(run_dir: Path, at: int = 640, max_steps: int = 2048, **kw):
-    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, max_steps=max_steps, seed=1, **PPO, **kw)
-    gen = run()
-    for record in gen:
-        if record.step >= at:
-            break
-    return run, gen, record.step
+from test_run_lifecycle import PPO, _left_early, _summary  # the run's helpers, shared
 
 
 def test_another_process_writing_the_run_is_refused_and_a_dead_ones_lock_taken_over(tmp_path, capsys):
