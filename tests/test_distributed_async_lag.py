@@ -111,14 +111,14 @@ def test_a_rollout_of_reset_rows_only_publishes_no_new_weights_version(algo):
     assert trainer.version == 1 + sum(learned)  # the first broadcast, then one per update
 
 
-def test_a_synchronous_gather_of_reset_rows_only_publishes_no_new_weights_version():
-    """The synchronous learner (PPO --explorers) skips learn on a gather whose every row only reset an env (n_steps
-    1, one env), and published a new version anyway (measured over 200 steps: 201 versions for 194 updates)."""
+def sync_trainer(**kw: Any) -> Any:
+    """A synchronous learner (PPO --explorers) whose one explorer runs in this process, published to as Ray's
+    explorers are."""
     from canter.distributed.explorer import Explorer
     from canter.distributed.pool import LocalPool
     from canter.distributed.trainers import SyncTrainer
 
-    class GatherPool(LocalPool):  # one explorer in this process, published to as Ray's explorers are
+    class GatherPool(LocalPool):
         remote = True
 
         def wait(self) -> tuple[int, dict]:
@@ -126,13 +126,52 @@ def test_a_synchronous_gather_of_reset_rows_only_publishes_no_new_weights_versio
             result["index"] = slot
             return slot, result
 
-    base = canter.make_trainer("ppo", "CartPole-v1", n_envs=1, max_steps=100, eval_every=0, seed=0,
-                               hparams={"n_steps": 1, "batch_size": 1})
-    trainer = SyncTrainer(base.agent, GatherPool(Explorer(base.agent, base.env, per_explorer_exploration=False)),
-                          None, base.run)
+    base = canter.make_trainer("ppo", "CartPole-v1", eval_every=0, seed=0, **kw)
+    return SyncTrainer(base.agent, GatherPool(Explorer(base.agent, base.env, per_explorer_exploration=False)),
+                       None, base.run)
+
+
+def test_a_synchronous_gather_of_reset_rows_only_publishes_no_new_weights_version():
+    """The synchronous learner (PPO --explorers) skips learn on a gather whose every row only reset an env (n_steps
+    1, one env), and published a new version anyway (measured over 200 steps: 201 versions for 194 updates)."""
+    trainer = sync_trainer(n_envs=1, max_steps=100, hparams={"n_steps": 1, "batch_size": 1})
     learn, learned = trainer.agent.learn, []
     trainer.agent.learn = lambda batch: (learned.append(1), learn(batch))[1]
     list(trainer())
     trainer.close()
     assert trainer.step == 100 and len(learned) < 100  # (some gathers were reset rows only)
     assert trainer.version == 1 + len(learned)
+
+
+def quiet(learn: Callable[[Any], dict], algorithm: Any) -> Callable[[Any], dict]:
+    """``learn`` as a user's algorithm may write it: it trains, returns no statistics and counts no ``updates``
+    (the Algorithm contract asks for neither)."""
+    def learn_quietly(batch: Any) -> dict:
+        updates = algorithm.updates
+        learn(batch)
+        algorithm.updates = updates
+        return {}
+    return learn_quietly
+
+
+def test_an_update_that_reports_nothing_still_publishes_its_weights():
+    """The learner published only where learn returned statistics or counted an update, so a user's algorithm whose
+    learn trains silently never sent its explorers new weights (version 1 all run): it publishes after each rollout
+    with a row to learn from."""
+    trainer = async_trainer(1, max_policy_lag=None, max_steps=96)
+    trainer.algorithm.learn = quiet(trainer.algorithm.learn, trainer.algorithm)
+    before = {k: v.clone() for k, v in trainer.algorithm.modules()["model"].state_dict().items()}
+    list(trainer())
+    trainer.close()
+    after = trainer.algorithm.modules()["model"].state_dict()
+    assert any(not before[k].equal(after[k]) for k in before)  # (it trained)
+    assert trainer.pool.published[-1] == trainer.version == 1 + 3  # the first broadcast, then one per rollout
+
+
+def test_a_synchronous_update_that_reports_nothing_still_publishes_its_weights():
+    """The same for the synchronous learner (PPO --explorers): a gather learned from is published."""
+    trainer = sync_trainer(n_envs=2, max_steps=96, hparams={"n_steps": 16, "batch_size": 32, "n_epochs": 1})
+    trainer.algorithm.learn = quiet(trainer.algorithm.learn, trainer.algorithm)
+    list(trainer())
+    trainer.close()
+    assert trainer.step == 96 and trainer.version == 1 + 3

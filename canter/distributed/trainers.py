@@ -151,11 +151,13 @@ class Learner:
         self.version += 1
         self.pool.publish(explorer_weights(self.agent) if self.pool.remote else None, self.version)
 
-    def publish_changed(self, stats: dict[str, float], updates: int) -> None:
-        """:meth:`publish` after an iteration that changed what explorers are sent: ``learn`` returned
-        ``stats`` or counted updates since ``updates``, or the observation statistics took the rollout in.
-        A rollout of reset rows only (nothing to learn) changes neither: the same weights, no new version."""
-        if stats or self.algorithm.updates != updates or self.agent.obs_rms is not None:
+    def publish_changed(self, learned: bool) -> None:
+        """:meth:`publish` after an iteration that may have changed what explorers are sent: ``learn`` was
+        given a row to learn from (``learned``), or the observation statistics took the rollout in. A
+        rollout of reset rows only (nothing to learn) changes neither: the same weights, no new version.
+        (Not read from ``learn``'s statistics or ``algorithm.updates``: a user's algorithm may train
+        without reporting either, and its explorers then never got new weights.)"""
+        if learned or self.agent.obs_rms is not None:
             self.publish()
 
     def rewards_of(self, slot: int, result: dict[str, Any]) -> np.ndarray:
@@ -313,7 +315,6 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         batch = agent.prepare_rollout_batch(buf.finish(torch.from_numpy(last_values), c.gamma, c.gae_lambda))
         self.set_progress()  # the algorithm's schedules, then the run's LR control (lr_decay, plateaus, guard)
         stats: dict[str, float] = {}
-        updates = self.algorithm.updates
         if batch.obs.shape[0]:  # else every row only reset an env (tiny n_steps * n_envs): nothing to learn
             with self.updating():
                 stats = agent.learn(batch)
@@ -321,7 +322,7 @@ class SyncTrainer(Learner, OnPolicyTrainer):
         if any("observed" in r for r in results):
             observed = np.concatenate([r.get("observed", np.ones(r["valid"].shape, bool)) for r in results], axis=1)
         update_obs_stats(agent, data["obs"], 2, observed)
-        self.publish_changed(stats, updates)
+        self.publish_changed(bool(batch.obs.shape[0]))
         return {**stats, **self.explorer_stats()}
 
 
@@ -357,12 +358,11 @@ class AsyncTrainer(Learner, Trainer):
             torch.from_numpy(r["valid"]), obs_tensor(agent, r["last_obs"], 1),
         )
         self.set_progress()  # the algorithm's schedules, then the run's LR control (lr_decay, plateaus, guard)
-        updates = self.algorithm.updates
         try:
             with self.updating():
                 stats = agent.learn(batch)
             update_obs_stats(agent, r["obs"], 2, r.get("observed"))
-            self.publish_changed(stats, updates)
+            self.publish_changed(bool(r["valid"].any()))
         finally:  # also after a divergence the guard handles: the explorer keeps its queued calls
             self.pool.submit(slot, **self.rollout_kw())
         return {**stats, **self.explorer_stats(), "dropped_rollouts": float(self.dropped)}
