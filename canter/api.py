@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,21 @@ from canter.agent_factory import make_agent  # noqa: F401 (re-exported: canter.a
 _KEYWORDS = "the other arguments are keywords: canter.train('ppo', 'CartPole-v1', max_steps=10_000)"
 #: make_trainer's (and train's) own keyword arguments, besides the run keys and hyperparameters it takes
 _ARGUMENTS = ["config_file", "sets", "run_dir", "quiet", "hparams", "callbacks", "hooks"]
+
+
+#: set while ``canter train`` builds its trainer: its flags' values are the command line's text, where None is null
+_COMMAND_LINE: ContextVar[bool] = ContextVar("canter_command_line", default=False)
+
+
+@contextmanager
+def command_line_values() -> Iterator[None]:
+    """:func:`make_trainer` called inside takes its keyword arguments from ``canter train``'s flags: a refused None
+    among them is named null, the word typed (``--net-arch [64,null]``), not None as Python's arguments' is."""
+    token = _COMMAND_LINE.set(True)
+    try:
+        yield
+    finally:
+        _COMMAND_LINE.reset(token)
 
 
 @keywords_checked("canter.make_trainer", positional=_KEYWORDS)
@@ -95,8 +113,8 @@ def make_trainer(
         # neither kind (a typo): a top-level key, so the error offers the closest run key or hyperparameter
         (hp_over if k in hp_keys and k not in run_keys else run_over)[k] = v
     try:
-        run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over, from_python=True,
-                                       **run_over)
+        run, algo_cfg = resolve_config(algo, env, config_file, list(sets), hparams=hp_over,
+                                       from_python=not _COMMAND_LINE.get(), **run_over)
     except CanterError as exc:  # env_name='CartPole-v1': 'no environment given' named no keyword
         strange = [k for k in run_over if k not in run_keys and not k.startswith("hparams.")]
         if env is None and strange and str(exc).startswith("no environment given"):

@@ -49,10 +49,13 @@ def cmd_train(argv: list[str]) -> int:
         overrides["env_kwargs"] = parse_env_kwargs(args.env_kwargs)
     if args.eval_env_kwargs is not None:
         overrides["eval_env_kwargs"] = parse_env_kwargs(args.eval_env_kwargs, "--eval-env-kwargs")
-    trainer = make_trainer(
-        args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=_run_dir_arg(args.run_dir),
-        quiet=args.quiet, hparams=hparams, **overrides,
-    )
+    from canter.api import command_line_values
+
+    with command_line_values():  # a flag's refused null is named null, not Python's None
+        trainer = make_trainer(
+            args.algo, args.env, config_file=args.config_file, sets=args.sets, run_dir=_run_dir_arg(args.run_dir),
+            quiet=args.quiet, hparams=hparams, **overrides,
+        )
     return _drive(trainer)
 
 

@@ -35,3 +35,13 @@ def test_a_resume_setting_given_none_in_python_is_named_none(tmp_path):
                  run_dir=tmp_path / "run")
     with pytest.raises(CanterError, match="'checkpoint_every' must be an int, got None$"):
         canter.resume(tmp_path / "run", checkpoint_every=None)
+
+
+@pytest.mark.parametrize("argv", [["--net-arch", "[64, null]"], ["--net-arch", "64,null"]])
+def test_a_command_lines_null_is_still_named_null(argv, capsys):
+    """canter train passes its flags through make_trainer's keyword arguments: a flag's null (the user's text) was
+    named None, Python's word, since make_trainer named every keyword's None so."""
+    from support import run_cli
+
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *argv, "--max-steps", "10")
+    assert (code, err.strip()) == (2, "canter: error: 'hparams.net_arch' must be an int, got null")
