@@ -405,8 +405,6 @@ def warn_misspelled_methods(obj: Any, names: Iterable[str], base: type = object,
     """Warn (a :class:`CanterWarning`) about each method of ``obj``'s class (not of ``base``) that is none of ``names``
     but spelled much like one (``on_evalute``), or named in ``aliases`` (another library's name -> ours:
     Stable-Baselines3's ``_on_step``; other private names are skipped): nothing calls it."""
-    import warnings
-
     names, aliases = list(names), aliases or {}
     for attr in dir(type(obj)):
         if attr in names or hasattr(base, attr) or not callable(getattr(type(obj), attr, None)):
