@@ -158,3 +158,15 @@ def test_a_known_layer_with_a_forward_of_its_own_is_left_to_a_forward_pass():
 
     encoder = Pooled(SPACES[0])
     assert encoder.out_dim == _forward_dim(encoder) == 256
+
+
+def test_a_max_pool_padded_past_half_its_kernel_is_left_to_the_forward_pass_that_refuses_it():
+    """torch builds MaxPool2d(2, padding=2) but refuses to run it (pad at most half the kernel); the arithmetic
+    gave it a shape, so an encoder made of it was sized without the error."""
+    pools = (nn.MaxPool2d(2, padding=2), nn.MaxPool2d(3, padding=2, dilation=2), nn.MaxPool2d((2, 4), padding=(2, 1)))
+    for pool in pools:
+        with pytest.raises(RuntimeError, match="pad should"):
+            pool(torch.zeros(1, 3, 9, 12))
+        assert output_shape(pool, (3, 9, 12)) is None, pool
+    fine = nn.MaxPool2d((2, 4), padding=(1, 2))  # exactly half: torch runs it
+    assert output_shape(fine, (3, 9, 12)) == tuple(fine(torch.zeros(1, 3, 9, 12)).shape[1:])

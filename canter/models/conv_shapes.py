@@ -59,6 +59,8 @@ def _layer_shape(layer: nn.Module, shape: tuple[int, ...]) -> tuple[int, ...] | 
         if layer.ceil_mode:
             return None
         k, p, d = (_pair(v) for v in (layer.kernel_size, layer.padding, layer.dilation))
+        if p[0] > k[0] // 2 or p[1] > k[1] // 2:  # torch refuses it at forward: the pass gives its error
+            return None
         s = _pair(layer.stride if layer.stride is not None else layer.kernel_size)
         return c, _sliding(h, k[0], s[0], p[0], d[0]), _sliding(w, k[1], s[1], p[1], d[1])
     if isinstance(layer, nn.AdaptiveAvgPool2d):
@@ -77,6 +79,7 @@ def output_shape(module: nn.Module, shape: tuple[int, ...]) -> tuple[int, ...] |
     its layers' sizes: ``Sequential`` stacks of ``Conv2d``, ``MaxPool2d`` (floor mode), ``AdaptiveAvgPool2d``,
     ``ReLU``, ``Identity``, ``Flatten`` (not their subclasses with a forward of their own) and modules whose
     forward's class says ``preserves_shape = True``. None where a layer is none of those, its input does not fit
-    it, or an axis would come out empty (a forward pass then finds the shape, or the error)."""
+    it (a ``MaxPool2d`` padded by more than half its kernel, which torch accepts when built and refuses when
+    run, included), or an axis would come out empty (a forward pass then finds the shape, or the error)."""
     out = _layer_shape(module, tuple(int(n) for n in shape))
     return None if out is None or min(out) < 1 else out
