@@ -46,7 +46,8 @@ def test_gsde_noise_is_resampled_at_the_start_of_every_collection_phase(freq):
     is not a multiple of train_freq (with -1 they were drawn every train_freq acting calls counted from
     learning_starts: at steps 100, 132, ... while the phases start at 128, 160, ...); with
     sde_sample_freq N > 0 also every N steps counted from the phase's start (SB3's
-    ``num_collected_steps % sde_sample_freq``; they were counted over the whole run)."""
+    ``num_collected_steps % sde_sample_freq``, which counts the phase's warm-up steps too: 96, 108, 120 where
+    warm-up ends at 100; they were counted over the whole run, then from the first policy step: 100, 112, 124)."""
     trainer = canter.make_trainer("sac", "Pendulum-v1", use_sde=True, max_steps=260, sde_sample_freq=freq,
                                   **{**TINY, "learning_starts": 100, "train_freq": 32})
     a = trainer.algorithm
@@ -63,9 +64,10 @@ def test_gsde_noise_is_resampled_at_the_start_of_every_collection_phase(freq):
     phase_ends = [r.step for r in trainer()]
     trainer.close()
     assert phase_ends[:3] == [32, 64, 96]  # one record per phase: the phases start at multiples of 32
-    every = 32 if freq < 0 else freq  # policy actions, counted from the phase's start (its first: step 100)
+    every = 32 if freq < 0 else freq  # vector steps counted from the phase's start (96), its warm-up's included
     end = phase_ends[-1]  # the budget rounded up to a whole phase
-    expected = [*range(100, 128, every), *(t for s in range(128, end, 32) for t in range(s, s + 32, every))]
+    first = [100, *range(96 + every, 128, every)]  # the first policy action (100) draws; then 108, 120 (SB3's)
+    expected = [*first, *(t for s in range(128, end, 32) for t in range(s, s + 32, every))]
     assert drawn_at == expected, (drawn_at, phase_ends)
 
 

@@ -118,9 +118,19 @@ class SAC(Algorithm):
         if self.config.use_sde:
             self.act_calls = 0
 
+    def warmup_step(self) -> None:
+        """A vector step of uniform random warm-up actions (before ``learning_starts``; no :meth:`act`): with
+        gSDE it counts towards the phase's ``sde_sample_freq`` as an acting call, as Stable-Baselines3's
+        ``collect_rollouts`` counts every step of the phase (``num_collected_steps``), random or not, so in the
+        phase where the warm-up ends the matrices are resampled every N steps from the phase's start, not
+        from its first policy step."""
+        if self.config.use_sde:
+            self.act_calls += 1
+
     def _exploration_weights(self, n: int) -> torch.Tensor:
-        """gSDE: per-env noise matrices, drawn at each collection phase's first action and then every
-        ``sde_sample_freq`` acting calls of the phase (-1: once per phase)."""
+        """gSDE: per-env noise matrices, drawn at each collection phase's first policy action and then every
+        ``sde_sample_freq`` vector steps counted from the phase's start (its warm-up steps included:
+        :meth:`warmup_step`; -1: once per phase)."""
         c = self.config
         if c.sde_sample_freq > 0:
             fresh = self.act_calls % c.sde_sample_freq == 0

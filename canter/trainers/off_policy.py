@@ -183,6 +183,7 @@ class OffPolicyTrainer(StepwiseTrainer):
         self.phase_episodes = self.phase_steps = 0
         self._reset_noise = getattr(self.algorithm, "reset_noise", None)
         self._new_phase = getattr(self.algorithm, "new_phase", None)  # SAC's gSDE resamples per phase
+        self._warmup_step = getattr(self.algorithm, "warmup_step", None)  # ... counting the warm-up's steps too
         self._buffer_progress = getattr(self.buffer, "set_progress", None)
         self._update_priorities = getattr(self.buffer, "update_priorities", None)
         self._phase_batching = getattr(self.algorithm, "phase_batching", False) and self._update_priorities is None
@@ -222,6 +223,8 @@ class OffPolicyTrainer(StepwiseTrainer):
             if self.agent.obs_rms is not None:  # the statistics see the warm-up's observations too
                 self.agent.update_obs_stats(obs, rows)
             env_actions, self._actions = self._random_actions()
+            if self._warmup_step is not None:
+                self._warmup_step()
         else:
             env_actions, _, out = self.agent.sample(obs) if rows is None else self.agent.sample(obs, rows)
             self._actions = to_numpy(out.actions)
