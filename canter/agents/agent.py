@@ -273,6 +273,9 @@ class Agent(ObservationInput):
         """Exploring actions (the policy's samples, DQN's epsilon-greedy moves) for one observation or a
         batch (as :meth:`predict`), updating no statistics and leaving the training envs' exploration
         noise (TD3/DDPG's Ornstein-Uhlenbeck state, SAC/TQC's gSDE matrices) as it was: e.g. an opponent's moves in self-play.
+        TD3/DDPG with ``action_noise: ou`` give ``mu(s)`` without noise (as SB3's ``predict(deterministic=False)``):
+        the process's state belongs to the training envs' episodes, and each call restarted from it (a constant
+        offset).
         ``generator``: draw from it instead of the algorithm's own (whose stream then stays the learner's)."""
         check_generator(generator)
         obs, single = self.as_batch(obs)
@@ -284,11 +287,14 @@ class Agent(ObservationInput):
             # matrices and their resampling count
             noise = {k: getattr(algorithm, k) for k in _TRAINING_NOISE if hasattr(algorithm, k)}
             caller = set_torch_threads(self.acting_threads)
+            # TD3/DDPG's Ornstein-Uhlenbeck noise is a per-episode process that a call on its own cannot carry
+            # on: mu(s), as Stable-Baselines3's predict(deterministic=False) acts
+            plain = bool(getattr(algorithm, "explores_deterministically", False))
             try:
-                out = self._act_numpy(algorithm, x, False)
+                out = self._act_numpy(algorithm, x, plain)
                 if out is None:
                     with torch.inference_mode():
-                        out = algorithm.act(self._tensor(x), deterministic=False)
+                        out = algorithm.act(self._tensor(x), deterministic=plain)
             finally:
                 algorithm.generator = own
                 for key, value in noise.items():

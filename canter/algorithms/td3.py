@@ -94,6 +94,14 @@ class TD3(Algorithm):
             noise = self.ou_state
         return ActOutput((actions + noise).clamp(-1.0, 1.0))
 
+    @property
+    def explores_deterministically(self) -> bool:
+        """True with Ornstein-Uhlenbeck noise: :meth:`canter.agents.agent.Agent.explore` (stochastic evaluation,
+        a frozen opponent) then acts with ``mu(s)``, as Stable-Baselines3's ``predict(deterministic=False)``
+        does; a call on its own has no episode to carry the process over (each restarted from the training
+        envs' frozen state: ``mu(s)`` plus a constant offset)."""
+        return self.config.action_noise == "ou"
+
     def reset_noise(self, done: torch.Tensor) -> None:
         """Restart the Ornstein-Uhlenbeck process of the envs whose episode ended."""
         if self.ou_state is not None and self.ou_state.shape[0] == done.shape[0]:
