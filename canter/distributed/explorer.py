@@ -189,8 +189,9 @@ class Explorer:
                 values = rollout_array((T, N), np.float32, zeros=True)
             seen = getattr(env, "observed", None)  # of self.obs, the observations acted on (the step replaces it)
             step = env.step(env_actions)
-            if reset_noise is not None and (step.terminated | step.truncated).any():  # TD3/DDPG's OU noise
-                reset_noise(torch.from_numpy(step.terminated | step.truncated))
+            restart = step.terminated | step.truncated | ~step.valid  # TD3/DDPG's OU noise: also after a reset-only
+            if reset_noise is not None and restart.any():  # step (its ignored action advanced it; the off-policy trainer)
+                reset_noise(torch.from_numpy(restart))
             if seen is not None and observed is None:
                 observed = np.ones((T, N), bool)
             if observed is not None:

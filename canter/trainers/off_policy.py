@@ -235,8 +235,12 @@ class OffPolicyTrainer(StepwiseTrainer):
         done, reward = self.count_step(step)
         infos = {"info": self.env.info} if self._keeps_infos else {}  # hindsight replay: the keys compute_reward reads
         self.buffer.add(self.obs, self._actions, reward, step.obs, step.terminated, step.valid, step.truncated, **infos)
-        if self._reset_noise is not None and done.any():
-            self._reset_noise(torch.from_numpy(done))
+        # the OU noise restarts at an episode's end and again after the reset-only step that follows it (NEXT_STEP
+        # autoreset: its action, ignored, advanced the process), so a new episode's first action has had one
+        # increment from zero, as Stable-Baselines3's (whose envs reset on the step that ends the episode)
+        restart = done | ~step.valid
+        if self._reset_noise is not None and restart.any():
+            self._reset_noise(torch.from_numpy(restart))
         finished = self.env.finished_envs.size
         self.record_episodes()
         self.obs = step.obs
