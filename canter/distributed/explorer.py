@@ -316,6 +316,14 @@ class ExplorerActor:
         self._check()
         return self.explorer.rollout(weights, version, n_steps, **kw)
 
+    def close(self) -> None:
+        """Close the explorer's env (the pool's last call before it kills the actor); nothing where the constructor
+        failed (it closed what it had built)."""
+        explorer = getattr(self, "explorer", None)
+        if explorer is not None:
+            self.explorer = None
+            explorer.close()
+
     def pid(self) -> int:
         """The actor's process id (the pool's first call: it raises what the constructor raised)."""
         self._check()

@@ -409,13 +409,28 @@ class RayPool(_Episodes):
         """Process ids of the live explorers (asks each actor)."""
         return self._get_each([a.pid.remote() for a in self.actors], "did not answer")
 
+    def _close_envs(self) -> None:
+        """Ask every explorer to close its env (an env whose close writes a file or frees a resource: ``ray.kill``
+        runs no Python), waiting up to ``CLOSE_WAIT_SECONDS`` for them all. At best effort: an actor that is dead
+        or cannot be asked is killed all the same."""
+        try:
+            closing = [actor.close.remote() for actor in self.actors]
+        except Exception as exc:  # noqa: BLE001 - the kills below must still run
+            log.debug("could not ask the explorers to close their envs: %s", exc)
+            return
+        if closing:
+            with sigterm_code():
+                self.ray.wait(closing, num_returns=len(closing), timeout=CLOSE_WAIT_SECONDS)
+
     def close(self) -> None:
-        """Stop the explorers; disconnect from (or stop) Ray if this pool connected. A second call does
-        nothing more (Ray refuses ``kill`` once it is shut down)."""
+        """Stop the explorers: each is asked to close its env (waiting up to ``CLOSE_WAIT_SECONDS`` for them all),
+        then killed; disconnect from (or stop) Ray if this pool connected. A second call does nothing more (Ray
+        refuses ``kill`` once it is shut down)."""
         try:
             if self.in_flight:  # let running rollouts finish (briefly) so no call dies mid-flight
                 with sigterm_code():
                     self.ray.wait(list(self.in_flight), num_returns=len(self.in_flight), timeout=CLOSE_WAIT_SECONDS)
+            self._close_envs()
             for actor in self.actors:
                 self.ray.kill(actor, no_restart=True)
         finally:
