@@ -60,7 +60,6 @@ def check_generator(generator: Any) -> None:
                           f"(None: the agent's own stream), got {generator!r:.60}")
 
 
-@register("agent", "agent")
 def _integer_bounds(space: gym.spaces.Box) -> tuple[np.ndarray, np.ndarray]:
     """A Box of integers' bounds as float64, for scaling its actions: ``high - low`` in the space's own dtype wraps
     where it exceeds it (an int8 ``Box(-100, 100)``: -56). A 64-bit bound that float64 rounds past the dtype is the
@@ -74,6 +73,7 @@ def _integer_bounds(space: gym.spaces.Box) -> tuple[np.ndarray, np.ndarray]:
     return low, high
 
 
+@register("agent", "agent")
 class Agent(ObservationInput):
     """Acts in numpy envs with a torch :class:`~canter.algorithms.Algorithm`.
 
