@@ -1,6 +1,7 @@
 """Warnings held back while an env is made for ``canter play`` / ``eval`` / ``collect``, and shown after it, but for
 gymnasium's warning that the env is made with a render mode it does not list, where canter's one-line error says it
-(or the env made next gives it again)."""
+(or the env made next gives it again); and warnings taken to be given again in other words (a multi-policy run's
+members'), without resetting Python's once-per-place record as ``catch_warnings`` does."""
 from __future__ import annotations
 
 import sys
@@ -44,6 +45,35 @@ def unlisted_render_mode_held(keep: bool = True) -> Iterator[None]:
                 warnings.showwarning(message, category, filename, lineno, file, line)
             elif registry is not None:  # not shown: the next env made with that mode warns (eval's)
                 registry.pop((str(message), category, lineno), None)
+
+
+@contextmanager
+def warnings_taken(into: list[warnings.WarningMessage]) -> Iterator[None]:
+    """Take every warning given inside into ``into`` (as ``catch_warnings(record=True)`` with ``simplefilter("always")``
+    would: a filter's ``error`` or ``ignore`` applies to the words the caller gives them in) and show none of them:
+    the caller gives them again in its own words (a multi-policy run's members' warnings, named by policy).
+
+    No ``catch_warnings``, whose exit resets Python's record of the warnings already shown once per place (an env's
+    constructor's warning was shown again by the next env made in the process): ``showwarning`` is swapped and an
+    ``always`` filter put first in ``warnings.filters`` in place, then taken out, without telling Python the filters
+    changed (an ``always`` warning writes nothing to that record, so none is left stale)."""
+    shown = warnings.showwarning
+    every = ("always", None, Warning, None, 0)
+
+    def take(message: Any, category: type, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        into.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
+
+    warnings.showwarning = take
+    warnings.filters.insert(0, every)
+    try:
+        yield
+    finally:
+        for i, entry in enumerate(warnings.filters):
+            if entry is every:
+                del warnings.filters[i]
+                break
+        if warnings.showwarning is take:  # (else the block installed one of its own: left as it is)
+            warnings.showwarning = shown
 
 
 def _warning_registry(filename: str, lineno: int) -> dict | None:

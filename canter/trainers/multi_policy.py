@@ -31,6 +31,7 @@ from canter.config import RunConfig
 from canter.envs.multiagent_views import MultiPolicyVecEnv
 from canter.envs.vector import Step
 from canter.errors import CanterError, warn
+from canter.held_warnings import warnings_taken
 from canter.multiagent_config import policy_message
 from canter.schedules import LRControl
 from canter.trainers.base import Trainer
@@ -111,8 +112,8 @@ class MultiPolicyTrainer(Trainer):
         self.shares = {p: view.num_envs / env.num_envs for p, view in zip(env.policies, env.views)}
         for i, (policy, view) in enumerate(zip(env.policies, env.views)):
             member_run = dataclasses.replace(run, seed=run.seed + i, max_steps=self.member_budget(policy))
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
+            caught: list[warnings.WarningMessage] = []
+            with warnings_taken(caught):
                 with self._told_as(policy):
                     self.members[policy] = classes[policy](agent.agents[policy], view, None, member_run)
                 agent.agents[policy].run_config = None  # a member's run: not an env canter.evaluate could act on
