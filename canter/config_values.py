@@ -184,8 +184,10 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     optional, inner = _is_optional(tp)
     origin, args = _origin_args(inner)
     container = list in (origin, inner) or dict in (origin, inner)
-    if is_null_word(value) and (optional or container):
-        value = None  # --set KEY=null is a file's 'KEY: null' (a list's was the list [null], a mapping's 'got None')
+    if is_null_word(value) and (optional or container or inner in (bool, int, float)):
+        # --set KEY=null is a file's 'KEY: null' (a list's was the list [null], a mapping's 'got None', a number's
+        # "got 'null'"); a string setting's stays the word, which may be one of its choices ('none')
+        value = None
     if value is None:
         if optional:
             return None

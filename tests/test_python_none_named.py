@@ -45,3 +45,17 @@ def test_a_command_lines_null_is_still_named_null(argv, capsys):
 
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *argv, "--max-steps", "10")
     assert (code, err.strip()) == (2, "canter: error: 'hparams.net_arch' must be an int, got null")
+
+
+@pytest.mark.parametrize("item, message", [
+    ("seed=null", "'seed' must be an int, got null"),
+    ("hparams.lr=null", "'hparams.lr' must be a float, got null"),
+    ("lr=~", "'hparams.lr' must be a float, got null"),
+    ("normalize_obs=None", "'hparams.normalize_obs' must be a bool, got null"),
+])
+def test_a_set_null_of_a_number_or_bool_is_a_files_null(item, message):
+    """--set seed=null said "got 'null'" (the word, quoted) where a file's 'seed: null' says "got null": coerce read
+    the null words as null only for a setting that may be null or holds a list or mapping."""
+    with pytest.raises(CanterError) as info:
+        canter.make_trainer("ppo", "CartPole-v1", sets=[item])
+    assert str(info.value) == message
