@@ -363,8 +363,8 @@ def play_env(agent: Any, env_id: str | None, env_kwargs: dict[str, Any] | None) 
         from canter.trainers.evaluation import one_policy_hint
 
         hint = one_policy_hint(agent)
-        raise CanterError("play needs an env id for an agent without a run (one that canter.train or canter.load "
-                          "returned plays its run's own env)" + (f"; {hint}" if hint else ""))
+        raise CanterError("play needs an env id for an agent without a run (one that canter.train, canter.load or "
+                          "canter.make_agent returned plays its run's own env)" + (f"; {hint}" if hint else ""))
     if env_id is not None and (not isinstance(env_id, str) or not env_id.strip()):
         raise CanterError(f"env must be an env id (leave it out for the run's own), got {env_id!r}")
     if env_kwargs is not None and not isinstance(env_kwargs, dict):

@@ -334,7 +334,7 @@ def test_evaluate_runs_the_runs_env_as_canter_eval_does(tmp_path, capsys):
     assert max(canter.evaluate(agent, env="CartPole-v0", episodes=3).lengths) > 7  # another id: its own limit
     with pytest.raises(CanterError, match="episodes must be a whole number >= 1, got 0"):
         canter.evaluate(agent, episodes=0)
-    with pytest.raises(CanterError, match="evaluate takes an agent that canter.train or canter.load returned"):
+    with pytest.raises(CanterError, match="evaluate takes an agent that canter.train, canter.load or canter.make_agent returned"):
         canter.evaluate(object())
 
 

@@ -300,7 +300,7 @@ def test_one_policys_agent_of_a_training_run_is_not_evaluated_on_the_runs_env():
     agent: the packing error of a Dict observation. It is refused as before; the group evaluates."""
     group = canter.train("ppo", MIXED, run_dir=None, max_steps=64, n_envs=1, n_steps=32, batch_size=32, n_epochs=1,
                          eval_every=0, eval_episodes=1, sets=["policies=type"])
-    with pytest.raises(CanterError, match="evaluate takes an agent that canter.train or canter.load returned"):
+    with pytest.raises(CanterError, match="evaluate takes an agent that canter.train, canter.load or canter.make_agent returned"):
         canter.evaluate(group.agents["speaker"], episodes=1)
     assert canter.evaluate(group, episodes=1).episodes == 1
 

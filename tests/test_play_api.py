@@ -67,5 +67,6 @@ def test_play_refuses_bad_arguments_in_one_line(short_episodes, kwargs, needle):
 
 def test_play_needs_an_env_for_an_agent_without_a_run():
     """An agent that carries no run (``run_config``) has no env of its own to play."""
-    with pytest.raises(CanterError, match="play needs an env id for an agent without a run"):
+    with pytest.raises(CanterError, match=r"play needs an env id for an agent without a run \(one that canter.train, "
+                                          r"canter.load or canter.make_agent returned plays its run's own env\)"):
         play(object())

@@ -214,7 +214,7 @@ def check_episodes_and_seed(episodes: Any, seed: Any) -> None:
 def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed: int = 12345,
                    env_kwargs: dict[str, Any] | None = None, deterministic: bool | None = None) -> EvalResult:
     """``canter.evaluate``: ``episodes`` episodes of the policy of ``agent`` (one that
-    ``canter.train`` or ``canter.load`` returned, or a trainer's, in its loop or a callback), as ``canter eval`` runs
+    ``canter.train``, ``canter.load`` or ``canter.make_agent`` returned, or a trainer's, in its loop or a callback), as ``canter eval`` runs
     them and Stable-Baselines3's
     ``evaluate_policy`` does. ``env``: another env id with the same spaces (default: the run's own, built
     with the run's ``env_kwargs``, its ``eval_env_kwargs`` merged over them, and its vectorization, as its
@@ -227,8 +227,8 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
 
     run = getattr(agent, "run_config", None)
     if run is None:
-        raise CanterError("evaluate takes an agent that canter.train or canter.load returned (it carries its run's "
-                          "env); " + (one_policy_hint(agent) or "for another agent, call "
+        raise CanterError("evaluate takes an agent that canter.train, canter.load or canter.make_agent returned (it "
+                          "carries its run's env); " + (one_policy_hint(agent) or "for another agent, call "
                                       "canter.trainers.evaluation.evaluate(agent, vec_env, episodes)"))
     check_episodes_and_seed(episodes, seed)
     if deterministic is None:
