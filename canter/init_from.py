@@ -4,7 +4,8 @@ same spaces (Stable-Baselines3's ``PPO.load(path, env=new_env)`` followed by ``m
 The run is new in every other way: its own seed, counters (step 0, so schedules start over), optimizers,
 buffers and run directory. What is taken over is what ``canter.load`` restores by default
 (``weights_only``): the networks and the observation-normalisation statistics, plus the reward-normalisation
-statistics (``normalize_reward``; not the per-env running returns). A run resumed with
+statistics (``normalize_reward``; not the per-env running returns). A source normalised otherwise than the run
+(``normalize_obs``, ``normalize_value``, ``normalize_reward``) is refused in one line. A run resumed with
 ``--resume`` continues from its own ``last`` checkpoint and does not read ``init_from`` again.
 """
 from __future__ import annotations
@@ -117,6 +118,7 @@ def _check_normalisation(path: str, weights: Any, agent: Any, config: dict[str, 
         pairs = [(None, weights, agent)]
     for policy, own, member in pairs:
         _check_value_normalisation(path, policy, own, member)
+        _check_reward_normalisation(path, policy, own, member)
         theirs = bool(isinstance(own, dict) and own.get("obs_rms"))  # its networks take normalised observations
         if theirs == (getattr(member, "obs_rms", None) is not None):
             continue
@@ -154,6 +156,20 @@ def _check_value_normalisation(path: str, policy: str | None, own: Any, member: 
     whose, key = ("its run", "") if policy is None else (f"its policy '{policy}'", f"policy_hparams.{policy}.")
     raise CanterError(f"init_from '{path}': {whose} {'normalised' if theirs else 'did not normalise'} values "
                       f"(normalize_value), and its critic outputs them so: set {key}normalize_value={str(theirs).lower()}")
+
+
+def _check_reward_normalisation(path: str, policy: str | None, own: Any, member: Any) -> None:
+    """Refuse a source that scaled its rewards by its reward statistics (``normalize_reward``, its ``ret_rms``) where
+    this run does not, or the other way round: its critic learned values of the rewards as they were scaled, so the
+    new run's first advantages (or targets) came from values off by that scale; it was taken without a word (as
+    ``normalize_obs`` and ``normalize_value`` mismatches are refused, the statistics are carried where both set it)."""
+    theirs = bool(isinstance(own, dict) and own.get("ret_rms"))
+    if theirs == (getattr(member, "ret_rms", None) is not None):
+        return
+    whose, key = ("its run", "") if policy is None else (f"its policy '{policy}'", f"policy_hparams.{policy}.")
+    raise CanterError(f"init_from '{path}': {whose} {'scaled' if theirs else 'did not scale'} rewards "
+                      f"(normalize_reward), and its critic learned on them so: set "
+                      f"{key}normalize_reward={str(theirs).lower()}")
 
 
 def _check_image_reading(path: Any, saved: Any, ours: Any) -> None:

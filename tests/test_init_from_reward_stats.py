@@ -28,7 +28,19 @@ def test_init_from_starts_with_the_sources_reward_statistics(source):
         np.testing.assert_array_equal(t.agent._returns, 0.0)  # the running returns start with the new run's envs
 
 
-def test_a_run_without_reward_normalisation_takes_none(source):
+def test_a_run_without_reward_normalisation_is_refused(source, tmp_path):
+    """A run without normalize_reward took the source's networks without a word (and no statistics): its critic had
+    learned on rewards scaled by them. Refused in one line, as normalize_obs and normalize_value mismatches are, and
+    before the run directory is written."""
     run_dir, _ = source
-    with canter.make_trainer("ppo", init_from=str(run_dir), max_steps=64, **TINY) as t:
-        assert t.agent.ret_rms is None
+    with pytest.raises(canter.CanterError, match=r"^init_from '.*': its run scaled rewards \(normalize_reward\), and "
+                                                 r"its critic learned on them so: set normalize_reward=true$"):
+        canter.train("ppo", init_from=str(run_dir), run_dir=tmp_path / "run", max_steps=64, **TINY)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_source_without_reward_normalisation_is_refused_where_the_run_scales_them(tmp_path):
+    canter.train("ppo", run_dir=tmp_path / "plain", max_steps=64, quiet=True, **TINY)
+    with pytest.raises(canter.CanterError, match=r"its run did not scale rewards \(normalize_reward\), .*: set "
+                                                 r"normalize_reward=false$"):
+        canter.make_trainer("ppo", init_from=str(tmp_path / "plain"), max_steps=64, normalize_reward=True, **TINY)

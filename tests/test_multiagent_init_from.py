@@ -52,3 +52,15 @@ def test_init_from_a_policy_normalised_otherwise_is_refused(source, ours, needle
     agent = canter.train("ppo", run_dir=tmp_path / "same", init_from=str(tmp_path / "source"), normalize_obs=source,
                          **SHORT)  # the same normalisation: it loads (the statistics too)
     assert all((a.obs_rms is not None) == source for a in agent.agents.values())
+
+
+def test_init_from_a_policy_whose_rewards_were_scaled_otherwise_is_refused(tmp_path):
+    """Each policy's normalize_reward is checked against its source policy's (policy_hparams.<p>.normalize_reward)."""
+    canter.train("ppo", run_dir=tmp_path / "source", normalize_reward=True, **SHORT)
+    with pytest.raises(canter.CanterError, match=r"its policy 'speaker' scaled rewards \(normalize_reward\), .*: "
+                                                 r"set policy_hparams\.speaker\.normalize_reward=true$"):
+        canter.train("ppo", run_dir=tmp_path / "run", init_from=str(tmp_path / "source"), normalize_reward=True,
+                     **{**SHORT, "policy_hparams": {"speaker": {"normalize_reward": False}}})
+    agent = canter.train("ppo", run_dir=tmp_path / "same", init_from=str(tmp_path / "source"), normalize_reward=True,
+                         **SHORT)
+    assert all(a.ret_rms is not None for a in agent.agents.values())
