@@ -166,6 +166,7 @@ class RayPool(_Episodes):
         learner's (observation, action) spaces, which each explorer's env must have."""
         self.ray, self._owns_connection = connect(address)
         ray = self.ray
+        started: list[Any] = []  # each explorer's first call: answered once its constructor has returned (or raised)
         try:
             total_cpus = float(ray.cluster_resources().get("CPU", count))
             # never ask for more CPUs than the cluster has: actors would wait forever
@@ -193,13 +194,23 @@ class RayPool(_Episodes):
             self.actors: list[Any] = []
             self.actors.extend(self._spawn(i) for i in range(count))
             # built in parallel; one whose constructor raised stops the run here, before anything is written
-            self.pids: list[int | None] = self._get_each([a.pid.remote() for a in self.actors], "could not start")
+            started = [a.pid.remote() for a in self.actors]
+            self.pids: list[int | None] = self._get_each(started, "could not start")
         except BaseException:
-            try:
-                for actor in getattr(self, "actors", []):  # a connection this pool did not open outlives them
-                    ray.kill(actor, no_restart=True)
+            try:  # the explorers built close their envs first, as close() asks (not one still being built: its
+                # constructor may never return, and the close would wait behind it). At best effort: what failed
+                # here is what the caller is told
+                if started:
+                    built = ray.wait(started, num_returns=len(started), timeout=0)[0]
+                    self._close_envs([a for a, ref in zip(self.actors, started) if ref in built])
+            except Exception as exc:  # noqa: BLE001 - the kills below must still run
+                log.debug("could not ask the explorers built to close their envs: %s", exc)
             finally:
-                disconnect(self.ray, self._owns_connection)
+                try:
+                    for actor in getattr(self, "actors", []):  # a connection this pool did not open outlives them
+                        ray.kill(actor, no_restart=True)
+                finally:
+                    disconnect(self.ray, self._owns_connection)
             raise
         self.failures = [0] * count
         self._built_at = [time.monotonic()] * count  # when each slot's explorer was started (its failures)
@@ -409,12 +420,12 @@ class RayPool(_Episodes):
         """Process ids of the live explorers (asks each actor)."""
         return self._get_each([a.pid.remote() for a in self.actors], "did not answer")
 
-    def _close_envs(self) -> None:
-        """Ask every explorer to close its env (an env whose close writes a file or frees a resource: ``ray.kill``
-        runs no Python), waiting up to ``CLOSE_WAIT_SECONDS`` for them all. At best effort: an actor that is dead
-        or cannot be asked is killed all the same."""
+    def _close_envs(self, actors: list[Any] | None = None) -> None:
+        """Ask every explorer (or those of ``actors``) to close its env (an env whose close writes a file or frees a
+        resource: ``ray.kill`` runs no Python), waiting up to ``CLOSE_WAIT_SECONDS`` for them all. At best effort:
+        an actor that is dead or cannot be asked is killed all the same."""
         try:
-            closing = [actor.close.remote() for actor in self.actors]
+            closing = [actor.close.remote() for actor in (self.actors if actors is None else actors)]
         except Exception as exc:  # noqa: BLE001 - the kills below must still run
             log.debug("could not ask the explorers to close their envs: %s", exc)
             return
