@@ -22,6 +22,7 @@ stops listening (its pipe closed: the parent died of a SIGTERM it did not take) 
 from __future__ import annotations
 
 import atexit
+import gc
 import multiprocessing
 import os
 import signal
@@ -52,6 +53,10 @@ def vector_env(make: Callable[[], gym.Env], n_envs: int, asynchronous: bool, env
         return gym.vector.SyncVectorEnv([make] * n_envs, autoreset_mode=_NEXT_STEP)
     fn = WorkerEnvFn(make, env_id)  # one for all copies: each worker's copy knows the spaces the parent's env had
     before = set(multiprocessing.active_children())
+    # the parent's unreachable cycles are collected here, before the workers fork: a forked copy of them was
+    # finalized by a worker's garbage collection, where native objects (an ale-py env and its threads left by an
+    # earlier run in the process) do not survive a fork (a worker segfaulted in the full test suite)
+    gc.collect()
     try:
         env = gym.vector.AsyncVectorEnv([fn] * n_envs, autoreset_mode=_NEXT_STEP, worker=_worker)
     except KeyboardInterrupt:  # a Ctrl-C while the workers start: gymnasium's __del__ would wait for their envs
