@@ -72,9 +72,9 @@ def test_resuming_a_run_that_read_the_stacks_channels_last_is_one_line():
 
 
 @pytest.mark.slow
-def test_resuming_a_run_saved_before_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+def _run_saved_before(tmp_path, capsys, monkeypatch):
+    """A small RGB run trained as the envs were before they gave their layout (none given)."""
     import canter.envs.atari as atari
-    from support import assert_one_line_error
 
     run = tmp_path / "run"
     with monkeypatch.context() as m:  # the envs as they were: no layout given
@@ -83,6 +83,13 @@ def test_resuming_a_run_saved_before_is_refused_in_one_line(tmp_path, capsys, mo
                                "{grayscale: false, screen_size: 10}", "--set", "n_steps=16", "--set", "batch_size=16",
                                "--eval-episodes", "0", "--quiet", "--run-dir", str(run), "--max-steps", "16")
         assert code == 0, err
+    return run
+
+
+def test_resuming_a_run_saved_before_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    from support import assert_one_line_error
+
+    run = _run_saved_before(tmp_path, capsys, monkeypatch)
     before = (run / "checkpoints" / "last.json").read_text()
     code, _, err = run_cli(capsys, "train", "--resume", str(run), "--max-steps", "32", "--quiet")
     assert_one_line_error(code, err, "cannot resume", "channels-last", "train a new run")
@@ -176,16 +183,9 @@ def test_the_layout_refusal_comes_before_the_trainer_is_built(tmp_path, capsys, 
     """check_env_layout_kept ran on the built trainer's agent: the envs were made first and, for a run with Ray
     explorers, Ray started, only to be refused."""
     import canter.api
-    import canter.envs.atari as atari
     from support import assert_one_line_error
 
-    run = tmp_path / "run"
-    with monkeypatch.context() as m:  # the envs as they were: no layout given
-        m.setattr(atari, "_channels_first", lambda space: None)
-        code, _, err = run_cli(capsys, "train", "ppo", "--env", GAME, "--n-envs", "1", "--env-kwargs",
-                               "{grayscale: false, screen_size: 10}", "--set", "n_steps=16", "--set", "batch_size=16",
-                               "--eval-episodes", "0", "--quiet", "--run-dir", str(run), "--max-steps", "16")
-        assert code == 0, err
+    run = _run_saved_before(tmp_path, capsys, monkeypatch)
     built: list[object] = []
     real = canter.api._build
     monkeypatch.setattr(canter.api, "_build", lambda *a, **k: built.append(a) or real(*a, **k))

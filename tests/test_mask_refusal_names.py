@@ -14,20 +14,23 @@ from canter.errors import CanterError
 from canter.registry import lookup
 
 
-def _named(algo: str, space: gym.Space) -> set[str]:
+def _refusal(algo: str, space: gym.Space) -> str:
+    """The one-line refusal of masked observations by ``algo`` acting in ``space``."""
     obs = MaskedBox(np.zeros(5, np.float32), np.ones(5, np.float32), 3)
     with pytest.raises(CanterError, match="carry an action mask") as err:
         lookup("algorithm", algo).check_spaces(obs, space)
-    found = re.search(r"algorithms that do: ([^;(]*?)(?: \(on a PettingZoo parallel env also [^)]*\))?$", str(err.value))
+    return str(err.value)
+
+
+def _named(algo: str, space: gym.Space) -> set[str]:
+    found = re.search(r"algorithms that do: ([^;(]*?)(?: \(on a PettingZoo parallel env also [^)]*\))?$",
+                      _refusal(algo, space))
     return set(found[1].split(", ")) if found else set()
 
 
 def _parallel(algo: str, space: gym.Space) -> set[str]:
     """The algorithms the refusal names for a PettingZoo parallel env (qmix, mappo), apart from the others."""
-    obs = MaskedBox(np.zeros(5, np.float32), np.ones(5, np.float32), 3)
-    with pytest.raises(CanterError, match="carry an action mask") as err:
-        lookup("algorithm", algo).check_spaces(obs, space)
-    found = re.search(r"on a PettingZoo parallel env(?: also|:) ([^)]*)\)?$", str(err.value))
+    found = re.search(r"on a PettingZoo parallel env(?: also|:) ([^)]*)\)?$", _refusal(algo, space))
     return set(found[1].split(", ")) if found else set()
 
 
