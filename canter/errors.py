@@ -26,11 +26,25 @@ class CanterWarning(UserWarning):
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+#: the lists of :func:`canter.held_warnings.warnings_taken` open now (innermost last): :func:`warn` appends to it
+TAKING: list[list[warnings.WarningMessage]] = []
+
+
 def warn(warning: Warning) -> None:
     """``warnings.warn(warning)`` attributed to the first caller outside canter's package (the user's
     ``canter.make_trainer(...)`` or ``for record in trainer()`` line), as ``stacklevel`` counted by hand named
     a line of canter's own (``canter/api.py``) wherever the warning sat deeper than its author counted.
-    Python 3.12's ``skip_file_prefixes``; on 3.11 the frames are walked."""
+    Python 3.12's ``skip_file_prefixes``; on 3.11 the frames are walked.
+
+    Inside :func:`canter.held_warnings.warnings_taken` it is taken into that list, whatever Python's record of the
+    warnings shown once per place holds: ``warnings.warn`` drops one already shown at its place before any filter,
+    its 'always' too (a multi-policy run's member warning said before by a single-policy run from the same line)."""
+    if TAKING:
+        frame = sys._getframe(1)
+        while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+            frame = frame.f_back
+        TAKING[-1].append(warnings.WarningMessage(warning, type(warning), frame.f_code.co_filename, frame.f_lineno))
+        return
     if sys.version_info >= (3, 12):
         warnings.warn(warning, stacklevel=2, skip_file_prefixes=(_PACKAGE,))
         return

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from canter.errors import CanterError
+from canter.errors import TAKING, CanterError
 
 
 @contextmanager
@@ -56,7 +56,9 @@ def warnings_taken(into: list[warnings.WarningMessage]) -> Iterator[None]:
     No ``catch_warnings``, whose exit resets Python's record of the warnings already shown once per place (an env's
     constructor's warning was shown again by the next env made in the process): ``showwarning`` is swapped and an
     ``always`` filter put first in ``warnings.filters`` in place, then taken out, without telling Python the filters
-    changed (an ``always`` warning writes nothing to that record, so none is left stale)."""
+    changed (an ``always`` warning writes nothing to that record, so none is left stale). Python drops a warning
+    already in that record (shown once at its place) before any filter: canter's own (:func:`canter.errors.warn`) are
+    taken directly, so that one said before in the same words is still taken; another library's is not."""
     shown = warnings.showwarning
     every = ("always", None, Warning, None, 0)
 
@@ -65,9 +67,14 @@ def warnings_taken(into: list[warnings.WarningMessage]) -> Iterator[None]:
 
     warnings.showwarning = take
     warnings.filters.insert(0, every)
+    TAKING.append(into)
     try:
         yield
     finally:
+        for i in reversed(range(len(TAKING))):  # by identity: two lists still empty are equal
+            if TAKING[i] is into:
+                del TAKING[i]
+                break
         for i, entry in enumerate(warnings.filters):
             if entry is every:
                 del warnings.filters[i]

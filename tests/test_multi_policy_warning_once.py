@@ -46,3 +46,39 @@ def test_an_error_filter_raises_the_warning_named_by_policy_and_the_filters_are_
             canter.make_trainer("ppo", ENV, policies="agent", run_dir=tmp_path, max_steps=300, n_envs=1, n_steps=16,
                                 batch_size=100, tensorboard=False)
         assert warnings.filters == before
+
+
+def _trainer(env, tmp_path, **kw):
+    """Every run made from this one line: its warnings are given at the same place, in the same record."""
+    return canter.make_trainer("ppo", env, run_dir=tmp_path, max_steps=300, n_envs=1, n_steps=16, batch_size=100,
+                               tensorboard=False, **kw)
+
+
+def test_a_member_warning_shown_before_in_the_same_words_is_still_given_named_by_policy(tmp_path):
+    """A single-policy run's warning, shown once at the caller's line, was in Python's once-per-place record when a
+    multi-policy run's members gave the same words at that line: Python dropped them before any filter (its 'always'
+    included), so no policy's warning was given at all."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        provenance()
+        _trainer("CartPole-v1", tmp_path / "single").close()
+        _trainer(ENV, tmp_path / "multi", policies="agent").close()
+    said = [str(w.message).split(" (")[0] for w in caught if "batch_size" in str(w.message)]
+    assert said == ["hparams.batch_size", "policy 'listener_0'", "policy 'listener_1'", "policy 'speaker_0'"], said
+
+
+def test_warnings_taken_takes_a_canter_warning_already_shown_at_its_place():
+    from canter.errors import CanterWarning, warn
+    from canter.held_warnings import warnings_taken
+
+    def give() -> None:
+        warn(CanterWarning("given twice"))
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        give()
+        taken: list[warnings.WarningMessage] = []
+        with warnings_taken(taken):
+            give()
+    assert [str(w.message) for w in shown] == ["given twice"]
+    assert [str(w.message) for w in taken] == ["given twice"]
