@@ -175,7 +175,8 @@ NULL_WORDS = ("null", "none", "~")
 
 
 def is_null_word(value: Any) -> bool:
-    """Whether ``value`` is a ``--set`` string that an optional setting reads as null (:data:`NULL_WORDS`)."""
+    """Whether ``value`` is a ``--set`` string that a setting other than a string one reads as null
+    (:data:`NULL_WORDS`): an optional one's null, a required one's refused null."""
     return isinstance(value, str) and value.strip().lower() in NULL_WORDS
 
 
