@@ -407,7 +407,7 @@ def test_a_run_joins_a_cluster_with_token_auth_and_restores_the_mode(tmp_path):
 @pytest.mark.slow  # ~30 s: keeps the default suite near its 15-minute budget
 def test_apex_dqn_with_hindsight_relabels_each_explorers_episodes(cluster):
     """Each explorer's shard is a hindsight buffer: ten bits are solved as in one process."""
-    from test_her import HER_DQN
+    from test_her_training import HER_DQN
 
     trainer, records = _train(cluster, "dqn", env="BitFlipping-v0", seed=0, max_steps=6000, eval_every=2000,
                               eval_episodes=50, her_goals=4, **HER_DQN)
