@@ -73,7 +73,9 @@ def test_the_last_step_of_a_log_cut_by_a_kill_is_read_back_to_its_last_whole_rec
     assert held_step(tmp_path, "other") is None
 
 
-def test_a_resumed_offline_run_logs_from_the_last_step_wandb_holds(tmp_path, monkeypatch):
+def _killed_offline_run(tmp_path, monkeypatch):
+    """A fake offline W&B (nothing sent) and a run directory whose part was killed: canter logged to step 70,656, and
+    W&B's file holds steps 512 to 58,368. Returns the W&B run's folder."""
     monkeypatch.setenv("WANDB_MODE", "offline")
     fake = types.SimpleNamespace(log=lambda data, step: None, starting_step=0, finish=lambda exit_code=None: None)
     monkeypatch.setitem(__import__("sys").modules, "wandb",
@@ -83,6 +85,11 @@ def test_a_resumed_offline_run_logs_from_the_last_step_wandb_holds(tmp_path, mon
     (tmp_path / "wandb" / "canter-run-id").write_text("abcd1234\n")
     (tmp_path / "wandb" / "canter-logged-step").write_text(f"{70656:020d}\n")
     (wandb_dir / "run-abcd1234.wandb").write_bytes(_log([_history(s) for s in range(512, 58369, 512)]))
+    return wandb_dir
+
+
+def test_a_resumed_offline_run_logs_from_the_last_step_wandb_holds(tmp_path, monkeypatch):
+    wandb_dir = _killed_offline_run(tmp_path, monkeypatch)
     logger = WandbLogger(tmp_path)
     logger.start(types.SimpleNamespace())
     assert logger.next_step == 58369  # was 70,657: steps 58,880 to 70,656 never reached W&B
@@ -162,15 +169,7 @@ def test_a_run_resumed_in_its_process_after_a_finish_does_not_log_again_what_wan
 def test_a_finished_part_that_logged_nothing_keeps_what_wandb_holds(tmp_path, monkeypatch):
     """A part resumed after a kill (W&B's files hold 58,368 of the 70,656 logged) and finished before its first record:
     its finish vouches only for what W&B held, so the next part still logs from 58,369."""
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    fake = types.SimpleNamespace(log=lambda data, step: None, starting_step=0, finish=lambda exit_code=None: None)
-    monkeypatch.setitem(__import__("sys").modules, "wandb",
-                        types.SimpleNamespace(init=lambda **kw: fake, Settings=lambda **kw: None))
-    wandb_dir = tmp_path / "wandb" / "offline-run-20261128_020420-abcd1234"
-    wandb_dir.mkdir(parents=True)
-    (tmp_path / "wandb" / "canter-run-id").write_text("abcd1234\n")
-    (tmp_path / "wandb" / "canter-logged-step").write_text(f"{70656:020d}\n")
-    (wandb_dir / "run-abcd1234.wandb").write_bytes(_log([_history(s) for s in range(512, 58369, 512)]))
+    wandb_dir = _killed_offline_run(tmp_path, monkeypatch)
     for _ in range(2):
         logger = WandbLogger(tmp_path)
         logger.start(types.SimpleNamespace())
