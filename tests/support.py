@@ -221,6 +221,19 @@ TINY_ARGV = ["--max-steps", "256", "--n-envs", "2", "--set", "n_steps=64", "--ev
 """The flags of a tiny PPO CartPole run from the CLI (the CLI tests import it as ``TINY``)."""
 
 
+def interrupted_tiny_ppo(run_dir: Path, tiny_ppo: dict, logger: object) -> object:
+    """Train a tiny PPO CartPole run into ``run_dir`` with ``logger`` added after canter's own, expecting the
+    KeyboardInterrupt that logger causes (at its start or close); the trainer is closed and returned."""
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, **{**tiny_ppo, "max_steps": 128},
+                              tensorboard=False)
+    run.loggers.append(logger)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in run():
+            pass
+    run.trainer.close()
+    return run
+
+
 def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     """Run ``canter ARGV`` in-process; return (exit code, stdout, stderr)."""
     capsys.readouterr()  # drop anything printed before

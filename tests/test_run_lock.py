@@ -85,16 +85,10 @@ class _CtrlCAtClose:
 def test_a_ctrl_c_during_the_cleanup_still_gives_the_lock_back(tmp_path, tiny_ppo):
     """The lock was given back after the loggers' close(): a Ctrl-C there left RUN_DIR/.canter.lock behind, and a
     resume in the same process was refused as 'still open in this process' (another process took it over as stale)."""
-    import canter
     from canter.run_lock import holder
+    from support import interrupted_tiny_ppo
 
     run_dir = tmp_path / "run"
-    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, **{**tiny_ppo, "max_steps": 128},
-                              tensorboard=False)
-    run.loggers.append(_CtrlCAtClose())
-    with pytest.raises(KeyboardInterrupt):
-        for _ in run():
-            pass
-    run.trainer.close()
+    interrupted_tiny_ppo(run_dir, tiny_ppo, _CtrlCAtClose())
     assert not (run_dir / LOCK_NAME).exists() and holder(run_dir) is None
     assert (run_dir / "checkpoints" / "last.json").exists()

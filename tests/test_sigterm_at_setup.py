@@ -90,15 +90,9 @@ class _TermAtStart:
 
 def test_a_sigterm_while_the_loggers_start_is_a_ctrl_c(tmp_path: Path, tiny_ppo: dict) -> None:
     """In process: the SIGTERM raises KeyboardInterrupt, the new run's directory goes, and SIGTERM's default is back."""
-    import canter
+    from support import interrupted_tiny_ppo
 
     run_dir = tmp_path / "run"
-    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, **{**tiny_ppo, "max_steps": 128},
-                              tensorboard=False)
-    run.loggers.append(_TermAtStart())
-    with pytest.raises(KeyboardInterrupt):
-        for _ in run():
-            pass
-    run.trainer.close()
+    interrupted_tiny_ppo(run_dir, tiny_ppo, _TermAtStart())
     assert not run_dir.exists()
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
