@@ -32,6 +32,7 @@ from canter.distributed.explorer import explorer_weights, nbytes, rollout_array
 from canter.envs.atari_rgb import frame_channels
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError
+from canter.stop_criteria import StepBudget, TimeBudget
 from canter.trainers.base import Trainer
 from canter.trainers.guard import Divergence
 from canter.trainers.off_policy import OffPolicyTrainer, make_replay_buffer
@@ -400,9 +401,8 @@ class AsyncTrainer(Learner, Trainer):
     def stops_now(self) -> bool:
         """Whether the loop stops after this iteration whatever it learns: the step or time budget is
         spent, or a stop was requested (Ctrl-C, SIGTERM, ``stop_requested``)."""
-        limit = self.max_seconds
-        return (self.step >= self.run.max_steps or self.requested_stop() is not None
-                or (limit is not None and self.wall_time() >= limit))
+        return any(c.should_stop(self) is not None for c in (StepBudget(), TimeBudget())) \
+            or self.requested_stop() is not None
 
 
 class ApeXTrainer(Learner, OffPolicyTrainer):
