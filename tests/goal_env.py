@@ -130,3 +130,36 @@ class LineGoalEnv(gym.Env):
 
 if "LineGoal-v0" not in gym.registry:
     gym.register("LineGoal-v0", entry_point=LineGoalEnv, disable_env_checker=True)
+
+
+class StillGoalEnv(gym.Env):
+    """A goal env whose observations never change (zeros; -1 per step, 8 steps an episode) and whose state a checkpoint
+    does not keep (``resume_problem``): a resumed run starts fresh episodes whose first observation equals the
+    running ones'."""
+
+    resume_problem = "StillGoal-v0's state is not saved (a test env)"
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.observation_space = gym.spaces.Dict({"observation": box, "achieved_goal": box, "desired_goal": box})
+        self.action_space = gym.spaces.Discrete(2)
+        self.render_mode, self.t = render_mode, 0
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {key: np.zeros(2, np.float32) for key in ("observation", "achieved_goal", "desired_goal")}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self.t += 1
+        return self._obs(), -1.0, False, self.t >= 8, {}
+
+    def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
+        return -np.ones(len(np.atleast_2d(achieved_goal)), np.float32)
+
+
+if "StillGoal-v0" not in gym.registry:
+    gym.register("StillGoal-v0", entry_point=StillGoalEnv, disable_env_checker=True)

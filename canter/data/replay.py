@@ -83,6 +83,7 @@ class ReplayBuffer:
         self.full = False  # every row has been written at least once
         self.started = False  # the head row holds an observation
         self._last_next_obs: np.ndarray | None = None  # the array last stored in the head row
+        self._fresh = False  # new_episodes(): the next add starts every stream anew
         self.count = 0  # valid (sampleable) transitions
         self.rng = stream_rng(seed, "replay")
         self._powers = gamma ** np.arange(n_step, dtype=np.float64)
@@ -139,9 +140,10 @@ class ReplayBuffer:
         t = self.pos
         # ``obs`` is usually the very array passed as ``next_obs`` last time (arrays handed to add()
         # must not be modified afterwards), which the head row holds: no comparison needed
-        if self.started and obs is not self._last_next_obs and not self._head_matches(obs):
+        if self.started and (self._fresh or obs is not self._last_next_obs and not self._head_matches(obs)):
             self._advance()  # row t stays a boundary holding the previous next observations
             t = self.pos
+        self._fresh = False
         self._write_obs(t, obs)
         self.actions[t] = actions
         self.rewards[t] = rewards
@@ -156,6 +158,13 @@ class ReplayBuffer:
         self._write_obs(self.pos, next_obs)
         self._last_next_obs = next_obs
         self.started = True
+
+    def new_episodes(self) -> None:
+        """The envs were reset outside the stream (a resume that could not restore them started fresh episodes):
+        the next :meth:`add` puts a boundary row first, ending every env's running episode, also where the new
+        first observations equal the stored next ones (a fixed start state), which the comparison alone took
+        for the same episode going on (its n-step windows, and hindsight goals, then crossed into the new one)."""
+        self._fresh = True
 
     def _advance(self) -> None:
         """Move the head one row on; the row it lands on stops being a transition."""

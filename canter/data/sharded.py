@@ -61,6 +61,12 @@ class ShardedReplay:
             buf.add(obs[t], actions[t], rewards[t], next_obs, terminated[t], valid[t],
                     None if truncated is None else truncated[t], **info)
 
+    def new_episodes(self) -> None:
+        """Every shard's :meth:`ReplayBuffer.new_episodes <canter.data.ReplayBuffer.new_episodes>`: all the
+        explorers' envs start fresh episodes (a resume)."""
+        for s in self.shards:
+            s.new_episodes()
+
     def set_progress(self, step: int, total_steps: int) -> None:
         """Anneal every prioritized shard's importance-sampling exponent."""
         for s in self.shards:

@@ -199,13 +199,16 @@ class OffPolicyTrainer(StepwiseTrainer):
 
     def load_data_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`data_state`; after a resume that reset the env (fresh episodes, :attr:`resume_exact`
-        False) the per-env exploration noise restarts too (TD3/DDPG's Ornstein-Uhlenbeck process), as at
-        an episode end."""
+        False) the replay buffer's running episodes end there (:meth:`ReplayBuffer.new_episodes
+        <canter.data.ReplayBuffer.new_episodes>`) and the per-env exploration noise restarts too (TD3/DDPG's
+        Ornstein-Uhlenbeck process), as at an episode end."""
         self.buffer.load_state_dict(state["buffer"])
         self.rng.bit_generator.state = state["warmup_rng"]
         self.phase_episodes = int(state.get("phase_episodes", 0))  # a multi-policy member's phase under way
-        if self.resume_exact is False and self._reset_noise is not None:
-            self._reset_noise(torch.ones(self.env.num_envs, dtype=torch.bool))
+        if self.resume_exact is False:  # the replay's running episodes end where the run stopped
+            self.buffer.new_episodes()
+            if self._reset_noise is not None:
+                self._reset_noise(torch.ones(self.env.num_envs, dtype=torch.bool))
 
     def drop_partial(self) -> None:
         """End the collection phase under way (a stop at an env step); its transitions stay in the replay."""

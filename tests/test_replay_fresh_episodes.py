@@ -1,0 +1,52 @@
+"""A resume that cannot restore the env starts fresh episodes: the replay buffer ends its running ones there, also
+where the fresh first observations equal the stored next ones (it compared them and took them for the same episode)."""
+from __future__ import annotations
+
+import numpy as np
+
+import canter
+from canter.api import resume_trainer
+from canter.data.replay import ReplayBuffer
+from canter.data.sharded import ShardedReplay
+
+
+def test_new_episodes_puts_a_boundary_before_an_equal_observation():
+    buf = ReplayBuffer(20, (1,), (), n_envs=1, n_step=3, gamma=1.0)
+    same = np.zeros((1, 1), np.float32)
+    for reward in (1.0, 2.0):
+        buf.add(same, np.zeros(1), np.array([reward]), same, np.zeros(1, bool))
+    buf.new_episodes()  # the env was reset: a new episode whose first observation equals the stored next one
+    buf.add(same, np.zeros(1), np.array([100.0]), same, np.zeros(1, bool))
+    assert buf.valid[:4, 0].tolist() == [True, True, False, True]  # row 2: the boundary, no transition
+    assert buf.transitions(np.array([0])).rewards.tolist() == [3.0]  # the n-step sum stops at the old episode's end
+    buf.add(same, np.zeros(1), np.array([5.0]), same, np.zeros(1, bool))
+    assert buf.valid[:5, 0].tolist() == [True, True, False, True, True]  # only the next add: then one stream again
+
+
+def test_a_resume_with_fresh_episodes_ends_the_running_hindsight_episode(tmp_path):
+    """StillGoal-v0 (tests/goal_env.py): 8-step episodes, every observation zeros, its state not saved. Stopped
+    after 5 steps, the resumed run resets the env; the 5 stored steps were one episode with the fresh one's (12
+    steps, longer than the env's episodes), so hindsight goals crossed from one into the other."""
+    common = dict(env="goal_env:StillGoal-v0", seed=0, eval_every=0, quiet=True, her_goals=2, learning_starts=3,
+                  batch_size=4, train_freq=1, net_arch=[8], n_envs=1, tensorboard=False)
+    canter.train("dqn", max_steps=5, run_dir=tmp_path / "run", checkpoint_every=5, **common)
+    trainer = resume_trainer(tmp_path / "run", max_steps=12)
+    for _ in trainer():
+        pass
+    trainer.close()
+    assert trainer.resume_exact is False
+    buf = trainer.buffer
+    assert buf.ep_end[:5, 0].tolist() == [4] * 5  # the stopped episode ends at its last stored step
+    assert not buf.valid[5, 0]  # the boundary row holding its next observation
+    assert buf.ep_start[6:13, 0].tolist() == [6] * 7  # the fresh episode starts after it
+
+
+def test_an_ape_x_replay_ends_every_shards_running_episodes():
+    shards = [ReplayBuffer(20, (1,), (), n_envs=1) for _ in range(2)]
+    same = np.zeros((1, 1), np.float32)
+    for shard in shards:
+        shard.add(same, np.zeros(1), np.zeros(1), same, np.zeros(1, bool))
+    ShardedReplay(shards).new_episodes()
+    for shard in shards:
+        shard.add(same, np.zeros(1), np.zeros(1), same, np.zeros(1, bool))
+        assert shard.valid[:3, 0].tolist() == [True, False, True]
