@@ -335,6 +335,14 @@ class InfoReadingPoint(PointGoalEnv):
         return super().compute_reward(achieved_goal, desired_goal, {}) * scale
 
 
+class ResetInfoReadingPoint(InfoReadingPoint):
+    """InfoReadingPoint whose reset reports the key: relabelling never gives it (a transition's info is its step's)."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return obs, {**info, "scale": 2.0}
+
+
 class UnwrittenReward(PointGoalEnv):
     """A goal env that declares compute_reward without writing it (gymnasium-robotics' GoalEnv's own)."""
 
@@ -345,12 +353,15 @@ class UnwrittenReward(PointGoalEnv):
 @pytest.mark.parametrize("env_cls, message", [
     (InfoReadingPoint, "compute_reward(achieved_goal, desired_goal, info) of 'info-point' fails on a batch of goals "
                        "with a step's infos, as hindsight replay calls it: KeyError: 'scale'"),
+    (ResetInfoReadingPoint, "compute_reward(achieved_goal, desired_goal, info) of 'info-point' fails on a batch of "
+                            "goals with a step's infos, as hindsight replay calls it: KeyError: 'scale'"),
     (UnwrittenReward, "needs the env's compute_reward, which 'info-point' does not implement"),
 ])
 def test_a_reward_relabelling_cannot_compute_is_refused_before_the_run_starts(tmp_path, capsys, env_cls, message,
                                                                              monkeypatch):
     """A compute_reward that fails on a step's infos (reads a key no step reports) was a KeyError traceback at
-    the first update, after the run had started writing."""
+    the first update, after the run had started writing; so was one reading a key only reset's info has (the probe
+    gave it the reset's info and its step's together)."""
     monkeypatch.delitem(gym.registry, "info-point", raising=False)
     gym.register("info-point", entry_point=env_cls, disable_env_checker=True)
     try:

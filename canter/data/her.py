@@ -274,15 +274,15 @@ class _ReadKeys(dict):
 def step_info(env: gym.Env, env_id: str | None = None) -> dict[str, Any]:
     """The info of one step of ``env`` (reset with seed 0, then a random action, among the allowed ones where
     its observations carry an action mask, as the off-policy warm-up draws them): an example of what the goal
-    functions are given. A step that raises is the env's own error, which the run's first steps would meet
+    functions are given (the step's own, without the reset's entries, as each relabelled transition's). A step that raises is the env's own error, which the run's first steps would meet
     too: a one-line CanterError naming the env (``env_id``) and the error, before the run starts."""
     from canter.envs.random_actions import random_env_actions
 
-    obs, info = env.reset(seed=0)
+    obs, _ = env.reset(seed=0)  # (reset's info is no transition's: relabelling never gives its entries)
     action = random_env_actions(env.action_space, 1, np.random.default_rng(0), np.asarray(obs)[None],
                                 env.observation_space)[0]
     try:
-        return {**info, **env.step(action)[4]}
+        return dict(env.step(action)[4])
     except Exception as exc:  # the env's own code: any error it raises
         name = env_id or (env.spec.id if env.spec is not None else type(env.unwrapped).__name__)
         lines = str(exc).strip().splitlines()
