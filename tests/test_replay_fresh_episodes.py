@@ -3,6 +3,7 @@ where the fresh first observations equal the stored next ones (it compared them 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import canter
 from canter.api import resume_trainer
@@ -50,3 +51,37 @@ def test_an_ape_x_replay_ends_every_shards_running_episodes():
     for shard in shards:
         shard.add(same, np.zeros(1), np.zeros(1), same, np.zeros(1, bool))
         assert shard.valid[:3, 0].tolist() == [True, False, True]
+
+
+@pytest.mark.filterwarnings("ignore:learning_starts")  # collection only
+def test_a_replacement_explorers_first_rollout_ends_its_shards_running_episode():
+    """Ape-X: a replacement explorer (Ray's, after a failure) starts fresh episodes; its first rollout is flagged
+    ``fresh_episodes`` (here on an in-process pool). Its shard compared observations only, and StillGoal-v0's are
+    all equal, so the replacement's episodes went on the dead explorer's."""
+    from canter.config import resolve_config
+    from canter.distributed.explorer import Explorer
+    from canter.distributed.pool import LocalPool
+    from canter.distributed.trainers import ApeXTrainer
+    from canter.envs import make_vec_env
+
+    run, cfg = resolve_config("dqn", "goal_env:StillGoal-v0", hparams={"her_goals": 2, "learning_starts": 100,
+                                                                       "train_freq": 4, "net_arch": [8]},
+                              n_envs=1, max_steps=12, eval_every=0, tensorboard=False)
+    env = make_vec_env(run.env, run.n_envs)
+    agent = canter.make_agent(run, cfg, env.single_observation_space, env.single_action_space)
+    trainer = ApeXTrainer(agent, LocalPool(Explorer(agent, env, seed=0)), None, run)
+    wait, calls = trainer.pool.wait, []
+
+    def second_is_fresh():
+        slot, result = wait()
+        calls.append(slot)
+        if len(calls) == 2:
+            result["fresh_episodes"] = True
+        return slot, result
+
+    trainer.pool.wait = second_is_fresh
+    list(trainer())
+    trainer.close()
+    shard = trainer.buffer.shards[0]
+    assert shard.ep_end[:4, 0].tolist() == [3] * 4 and not shard.valid[4, 0]  # rollouts of 4 steps
+    assert shard.ep_start[5:9, 0].tolist() == [5] * 4

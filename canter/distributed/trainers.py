@@ -456,6 +456,8 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         slot, r = self.pool.wait()
         self.receive([r])
         rewards = self.rewards_of(slot, r)
+        if r.get("fresh_episodes"):  # a replacement explorer's first rollout: its shard's running episodes end
+            self.buffer.shards[slot].new_episodes()
         self.buffer.add_rollout(slot, r["obs"], r["actions"], rewards, r["last_obs"], r["terminated"], r["valid"],
                                 r["dones"], r.get("infos"))
         update_obs_stats(agent, r["obs"], 2, r.get("observed"))
