@@ -313,6 +313,10 @@ def collect(
         env = make_vec_env(env_id, 1, "sync", env_kwargs)
     try:
         obs_space, act_space = env.single_observation_space, env.single_action_space
+        if agent is not None:  # a policy of another env acted there: an env traceback, or actions stored wrongly
+            from canter.envs.spaces import check_agent_spaces
+
+            check_agent_spaces(agent, env_id, obs_space, act_space)
         rng = stream_rng(seed, "dataset")  # not default_rng(seed): that is the env's own stream
         slots = env.num_envs  # a multi-agent env's agents
         obs_shape, act_shape = tuple(obs_space.shape or ()), tuple(act_space.shape or ())
