@@ -161,6 +161,15 @@ def from_minari(dataset_id: str) -> Any:
     info = {"source": MINARI_PREFIX + dataset_id, "algorithm": data.storage.metadata.get("algorithm_name"), "episodes": len(returns),
             "mean_return": float(np.mean(returns))}
     spec = _minari_spec(data)
+    wrappers = [w.name for w in getattr(spec, "additional_wrappers", None) or ()]
+    if wrappers:  # canter makes the env by its id and kwargs: they were dropped without a word (a ClipReward
+        # dataset evaluated on unclipped rewards)
+        from canter.errors import CanterWarning, warn
+
+        info["env_wrappers"] = wrappers
+        warn(CanterWarning(f"Minari dataset '{dataset_id}' records its env {spec.id} wrapped in "
+                           f"{', '.join(wrappers)}; canter evaluates on {spec.id} without them (the env's own "
+                           f"observations, actions and rewards)"))
     try:
         return TransitionDataset(**arrays, env_id=str(spec.id), env_kwargs=_spec_kwargs(spec),
                                  observation_space=obs_space, action_space=act_space, info=info)

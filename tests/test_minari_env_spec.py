@@ -1,0 +1,41 @@
+"""Minari datasets: the env spec a dataset records and the env an offline run evaluates on."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from canter.data.dataset import TransitionDataset
+from canter.errors import CanterWarning
+
+
+def _write(dataset_id: str, env) -> None:
+    import minari
+    import numpy as np
+    from minari.data_collector import EpisodeBuffer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Minari asks for a description, an author, ...
+        minari.create_dataset_from_buffers(dataset_id, [EpisodeBuffer(
+            id=0, observations=np.zeros((4, 3), np.float32), actions=np.zeros((3, 1), np.float32),
+            rewards=-np.ones(3), terminations=np.zeros(3, bool), truncations=np.array([False, False, True]),
+            infos={})], env=env.spec, data_format="arrow", algorithm_name="test")
+
+
+def test_a_minari_env_spec_with_wrappers_that_the_eval_env_drops_is_warned_about(tmp_path, monkeypatch):
+    """Minari records the wrappers of the env it was given (``EnvSpec.additional_wrappers``); canter makes its
+    evaluation env from the id and kwargs, so a dataset of ClipReward'd Pendulum evaluated on unclipped rewards
+    without a word (spaces that a wrapper changes are refused as a space mismatch; ClipReward changes none)."""
+    pytest.importorskip("minari")
+    import gymnasium as gym
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    _write("pendulum/clipped-v0", gym.wrappers.ClipReward(gym.make("Pendulum-v1"), -1.0, 0.0))
+    with pytest.warns(CanterWarning, match=r"'pendulum/clipped-v0' records its env Pendulum-v1 wrapped in "
+                                           r"ClipReward; canter evaluates on Pendulum-v1 without them"):
+        data = TransitionDataset.load("minari:pendulum/clipped-v0")
+    assert data.info["env_wrappers"] == ["ClipReward"] and len(data) == 3
+    _write("pendulum/plain-v0", gym.make("Pendulum-v1"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CanterWarning)
+        assert "env_wrappers" not in TransitionDataset.load("minari:pendulum/plain-v0").info
