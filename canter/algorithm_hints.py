@@ -33,14 +33,16 @@ def _split(able: dict[str, bool]) -> tuple[list[str], str]:
 
 
 def wrong_space_hint(cls: Any, action_space: gym.Space) -> str:
-    """The hint of a wrong action space: the algorithms that learn as ``cls`` does (:func:`_learns_as`; else those of
-    every family that trains in an env: not the offline ones) that act in ``action_space``, a variant of ``cls``
+    """The hint of a wrong action space: the algorithms that learn as ``cls`` does (:func:`_learns_as`; else, for an
+    algorithm that trains in an env, those of every family that does: not the offline ones) that act in
+    ``action_space``, a variant of ``cls``
     first (``sac`` on Discrete actions: sac_discrete), those for parallel envs apart."""
     from canter.registry import registered
 
     algos = registered("algorithm")
     able: dict[str, bool] = {}
-    for same in (True, False):
+    offline = getattr(cls, "family", "") == "offline"
+    for same in (True, False) if not offline else (True,):  # a dataset's actions: no online algorithm takes it
         able = {n: a.multiagent_only for n, a in algos.items()
                 if (_learns_as(a.family) == _learns_as(cls.family) if same else a.family != "offline")
                 and _takes(a, action_space)}
@@ -48,6 +50,8 @@ def wrong_space_hint(cls: Any, action_space: gym.Space) -> str:
             break
     single, parallel = _split(able)
     kind = type(action_space).__name__
+    if offline and not able:  # it named the online ones (ppo, a2c, ...), which refuse --dataset
+        return f"; no offline algorithm learns from {kind} actions"
     if not single:
         return f"; for {kind} actions on a PettingZoo parallel env: {parallel}" if parallel else ""
     also = f"on a PettingZoo parallel env also {parallel}" if parallel else ""
