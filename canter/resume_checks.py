@@ -262,7 +262,8 @@ def resume_dataset(run_dir: Path, cfg: dict[str, Any], trainer_state: dict[str, 
     --dataset PATH``: the run's dataset moved or copied) replaces ``cfg["dataset"]`` once it is found to be the
     data the run was trained on: the dataset's ``checkpoint_id``, which the run recorded, a random id in its JSON
     and its safetensors header that loading checks against each other and the tensors' sha256. One-line errors:
-    ``dataset`` for a run without one, another dataset, the run's dataset gone (pass ``--dataset``) or rewritten."""
+    ``dataset`` for a run without one, another dataset, the run's dataset gone (pass ``--dataset``) or rewritten
+    (a Minari dataset, which has no id: holding another number of transitions)."""
     from canter.data.dataset import MINARI_PREFIX, dataset_missing, read_dataset_metadata
 
     recorded, used = cfg.get("dataset"), trainer_state["counters"].get("dataset_id")
@@ -284,6 +285,17 @@ def resume_dataset(run_dir: Path, cfg: dict[str, Any], trainer_state: dict[str, 
             raise CanterError(f"cannot resume: dataset '{dataset}' is not the one run '{run_dir}' was trained on "
                               f"('{recorded}': dataset id {used}, this one {found}); give that dataset's new path")
         cfg["dataset"] = str(Path(dataset).absolute())  # recorded as the run's: later resumes find it there
+        return
+    if recorded and str(recorded).startswith(MINARI_PREFIX):  # no save id: its size, at least (it resumed on
+        # another dataset saved under the id since, saying resume_exact: true)
+        from canter.data.minari import _load_minari
+
+        minari_id, held = str(recorded)[len(MINARI_PREFIX):], trainer_state["counters"].get("dataset_transitions")
+        now = int(_load_minari(minari_id).total_steps)  # one-line errors: gone, not readable
+        if held is not None and now != int(held):
+            raise CanterError(f"cannot resume: Minari dataset '{minari_id}' holds {now:,} transitions, the run was "
+                              f"trained on {int(held):,}: it was replaced since this run started; an exact "
+                              f"continuation needs the dataset it was trained on")
         return
     if recorded and dataset_missing(recorded):
         raise CanterError(f"cannot resume: the dataset of run '{run_dir}', '{recorded}', is not there any more; "

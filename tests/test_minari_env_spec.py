@@ -39,3 +39,33 @@ def test_a_minari_env_spec_with_wrappers_that_the_eval_env_drops_is_warned_about
     with warnings.catch_warnings():
         warnings.simplefilter("error", CanterWarning)
         assert "env_wrappers" not in TransitionDataset.load("minari:pendulum/plain-v0").info
+
+
+
+def test_resuming_on_a_minari_dataset_replaced_since_is_refused(tmp_path, monkeypatch, capsys):
+    """A Minari dataset has no save id; a run resumed on another dataset written under its id since (here 2.5x as many
+    transitions), saying resume_exact: true. Its size is checked now, and the run is left as it was."""
+    pytest.importorskip("minari")
+    import shutil
+
+    import canter
+    from canter.data.dataset import collect
+    from canter.resume_checks import resume_dataset
+    from minari.storage import get_dataset_path
+    from support import assert_one_line_error, run_cli, snapshot
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    held = collect("CartPole-v1", 60, None, seed=1).to_minari("cartpole/replaced-v0")
+    canter.train("bc", run_dir=tmp_path / "run", max_steps=10, dataset="minari:cartpole/replaced-v0",
+                 gradient_steps=10, eval_episodes=0, net_arch=[8], quiet=True)
+    cfg = {"dataset": "minari:cartpole/replaced-v0"}
+    resume_dataset(tmp_path / "run", cfg, {"counters": {"dataset_transitions": held}}, None)  # the same: taken
+    shutil.rmtree(get_dataset_path("cartpole/replaced-v0"))
+    now = collect("CartPole-v1", 150, None, seed=2).to_minari("cartpole/replaced-v0")
+    assert now != held
+    before = snapshot(tmp_path / "run")
+    code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "run"), "--max-steps", "20", "--quiet")
+    assert_one_line_error(code, err, f"Minari dataset 'cartpole/replaced-v0' holds {now} transitions",
+                          f"trained on {held}:",
+                          "was replaced since this run started")
+    assert snapshot(tmp_path / "run") == before
