@@ -54,6 +54,18 @@ def run_curve(run: RunData, x: str = "steps") -> tuple[np.ndarray, np.ndarray]:
     return xs[last], ys[last]
 
 
+def lone_markers(y: np.ndarray) -> dict[str, Any]:
+    """``ax.plot`` keywords that mark the points of the line ``y`` that no segment draws: a finite value whose
+    neighbours are NaN or absent (a curve of one point, such as a run of a single logged update, or one between two
+    NaN stretches) is otherwise invisible, a line with no length. Empty where there is none."""
+    y = np.asarray(y, dtype=np.float64)
+    finite = np.isfinite(y)
+    before = np.r_[False, finite[:-1]]
+    after = np.r_[finite[1:], False]
+    lone = np.flatnonzero(finite & ~before & ~after)
+    return {"marker": "o", "markersize": 3, "markevery": lone.tolist()} if len(lone) else {}
+
+
 #: the equal stretches of x a long curve is cut into for drawing (about one per pixel column of a report's plot)
 DRAW_BINS = 1000
 

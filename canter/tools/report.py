@@ -21,7 +21,7 @@ import yaml
 
 from canter.atomic import atomic_write
 from canter.errors import CanterError
-from canter.tools.plot import DRAW_BINS, envelope_band, envelope_rows, legend, new_figure, run_curve
+from canter.tools.plot import DRAW_BINS, envelope_band, envelope_rows, legend, lone_markers, new_figure, run_curve
 from canter.tools.rundata import RunData, checkpoints, load_run
 
 MAX_VIDEO_BYTES = 20 * 1024 * 1024  # all embedded videos together
@@ -91,7 +91,8 @@ def learning_curve(run: RunData) -> str:
         window = run.config.get("reward_window", 100)  # the episodes history.parquet's rolling_return averages
         # one point per step, after all of its episodes (canter plot's curve): the rows between hold partial
         # means that depend on the envs' order
-        ax.plot(*_drawn(*run_curve(run)), color="#1f77b4", linewidth=1.8, label=f"rolling mean ({window} episodes)")
+        x, y = _drawn(*run_curve(run))
+        ax.plot(x, y, color="#1f77b4", linewidth=1.8, label=f"rolling mean ({window} episodes)", **lone_markers(y))
     if len(e.get("step", ())):
         label = "evaluation mean ± std"
         if len(e["step"]) <= MAX_MARKERS:
@@ -169,7 +170,8 @@ def update_stats(run: RunData) -> str:
     fig = new_figure(960, 230 * rows)
     for i, name in enumerate(names):
         ax = fig.add_subplot(rows, cols, i + 1)
-        ax.plot(*_drawn(u["step"], u[name]), color="#9467bd", linewidth=1.0)
+        x, y = _drawn(u["step"], u[name])
+        ax.plot(x, y, color="#9467bd", linewidth=1.0, **lone_markers(y))
         ax.set_title(name, fontsize="small")
         ax.tick_params(labelsize="x-small")
         ax.grid(alpha=0.3)
@@ -183,7 +185,8 @@ def throughput(run: RunData) -> str:
         return '<p class="note">No throughput was logged.</p>'
     fig = new_figure(960, 300)
     ax = fig.add_subplot()
-    ax.plot(*_drawn(u["step"], u["steps_per_second"]), color="#ff7f0e", linewidth=1.0, label="between records")
+    x, y = _drawn(u["step"], u["steps_per_second"])
+    ax.plot(x, y, color="#ff7f0e", linewidth=1.0, label="between records", **lone_markers(y))
     counts = current_summary(run) or saved_counts(run)  # none: the saved tables, as the cards
     steps, wall = counts.get("steps"), counts.get("wall_seconds")
     if steps and wall:

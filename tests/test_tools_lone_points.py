@@ -1,0 +1,52 @@
+"""A curve's points that no line segment draws (one logged update, a value between NaNs) are marked: the report's
+update-statistics and throughput panels of a run with one update were empty frames."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from canter.tools import report
+from canter.tools.rundata import RunData
+
+
+def _shown(line) -> bool:
+    """Whether a Line2D puts anything on the canvas: a segment between two finite points, or a marker."""
+    y = np.asarray(line.get_ydata(), dtype=np.float64)
+    finite = np.isfinite(y)
+    marked = line.get_marker() not in ("None", None, "", " ") and line.get_markevery() != []
+    return bool((finite[1:] & finite[:-1]).any()) or (marked and bool(finite.any()))
+
+
+def _figures(monkeypatch):
+    figures = []
+    monkeypatch.setattr(report, "_img", lambda fig, alt: figures.append(fig) or "")
+    return figures
+
+
+def test_lone_markers_marks_only_points_no_segment_draws():
+    from canter.tools.plot import lone_markers
+
+    nan = float("nan")
+    assert lone_markers(np.array([1.0]))["markevery"] == [0]
+    assert lone_markers(np.array([1.0, nan, 2.0, 3.0, nan, 4.0]))["markevery"] == [0, 5]
+    assert lone_markers(np.array([1.0, 2.0])) == {}
+    assert lone_markers(np.array([nan, nan])) == {}
+
+
+def test_report_panels_of_a_run_with_one_update_show_it(tmp_path, monkeypatch):
+    """A run of one logged update (a multi-agent PPO run of one iteration): each of its panels drew a line of one
+    point, which matplotlib shows as nothing."""
+    figures = _figures(monkeypatch)
+    updates = {"step": np.array([2048.0]), "wall_time": np.array([1.0]), "steps_per_second": np.array([2000.0]),
+               "value_loss": np.array([0.5]), "entropy": np.array([0.7])}
+    history = {"step": np.array([2048.0]), "wall_time": np.array([1.0]), "episode_return": np.array([3.0]),
+               "rolling_return": np.array([3.0])}
+    run = RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, {"steps": 2048, "wall_seconds": 1.0},
+                  history=history, updates=updates)
+    report.update_stats(run)
+    report.throughput(run)
+    report.learning_curve(run)
+    stats, speed, curve = figures
+    assert len(stats.axes) == 2 and all(_shown(ax.lines[0]) for ax in stats.axes)
+    assert _shown(speed.axes[0].lines[0])
+    assert all(_shown(line) for line in curve.axes[0].lines)
