@@ -50,3 +50,18 @@ def test_report_panels_of_a_run_with_one_update_show_it(tmp_path, monkeypatch):
     assert len(stats.axes) == 2 and all(_shown(ax.lines[0]) for ax in stats.axes)
     assert _shown(speed.axes[0].lines[0])
     assert all(_shown(line) for line in curve.axes[0].lines)
+
+
+def test_plot_marks_the_values_of_a_curve_between_nan_stretches(tmp_path):
+    """canter plot of a run whose rolling return was NaN between two finite stretches (a NaN reward): the grid
+    points next to the NaNs interpolate to NaN, so a finite one left between them, or at an end, was a line of no
+    length: the plot had axes scaled to the data and nothing on them."""
+    from canter.tools.plot import draw_groups, group_runs, new_figure
+
+    nan = float("nan")
+    steps = np.array([10.0, 20.0, 30.0, 40.0])
+    rolling = np.array([5.0, nan, nan, 6.0])
+    history = {"step": steps, "wall_time": steps / 100, "episode_return": rolling, "rolling_return": rolling}
+    ax = new_figure(400, 300).add_subplot()
+    draw_groups(ax, group_runs([RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, {}, history)]))
+    assert _shown(ax.lines[0])

@@ -183,7 +183,7 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
             continue
         n = runs_in_band(curves, hold=hold)  # the runs in the mean (not one whose only episode is off the grid)
         (line,) = ax.plot(grid, mean, label=f"{label} (n={n})" if n > 1 else label, linewidth=1.8,
-                          color=(colors or {}).get(label), marker="o" if grid.size == 1 else None)
+                          color=(colors or {}).get(label), **lone_markers(mean))  # a lone point: a marker
         if n > 1:
             ax.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
         targets.update(r.target_reward for r in runs if r.target_reward is not None)
