@@ -305,18 +305,18 @@ def play(agent: Any, env: str | None = None, episodes: int = 1, render: bool = F
     if vectorization is None:
         vectorization = run_vectorization(getattr(agent, "run_config", None), env_id, env_kwargs)
     env = make_render_env(env_id, mode, seed, env_kwargs, vectorization)
-    try:
+    try:  # an error before the episodes (spaces, moviepy, a video folder that cannot be made) closes the env
         check_agent_spaces(agent, env_id, env.observation_space, env.action_space)
-    except CanterError:
+        if video_dir:
+            require("moviepy", "video", "--video-dir")
+            with warnings.catch_warnings():  # an existing folder: check_video_dir made sure no video of ours is in it
+                warnings.filterwarnings("ignore", message=".*Overwriting existing videos")
+                env = StreamingRecordVideo(env, video_dir, episode_trigger=lambda _: True, name_prefix="play",
+                                           disable_logger=True)
+        returns, act = [], eval_policy(agent, deterministic, seed)  # sampled: one stream for all the episodes
+    except BaseException:
         env.close()
         raise
-    if video_dir:
-        require("moviepy", "video", "--video-dir")
-        with warnings.catch_warnings():  # an existing folder: check_video_dir made sure no video of ours is in it
-            warnings.filterwarnings("ignore", message=".*Overwriting existing videos")
-            env = StreamingRecordVideo(env, video_dir, episode_trigger=lambda _: True, name_prefix="play",
-                                       disable_logger=True)
-    returns, act = [], eval_policy(agent, deterministic, seed)  # sampled: one stream for all the episodes
     try:
         for i in range(episodes):
             obs, _ = env.reset(seed=seed + i)
