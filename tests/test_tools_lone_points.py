@@ -65,3 +65,24 @@ def test_plot_marks_the_values_of_a_curve_between_nan_stretches(tmp_path):
     ax = new_figure(400, 300).add_subplot()
     draw_groups(ax, group_runs([RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, {}, history)]))
     assert _shown(ax.lines[0])
+
+
+def test_plot_of_runs_whose_every_return_is_nan_says_so(tmp_path):
+    """A run whose rolling returns are all NaN (a NaN reward from its first episode) was plotted as empty axes
+    centred on 0 (not even its steps), with exit code 0."""
+    import pytest
+
+    from canter.errors import CanterError
+    from canter.logging.history import HISTORY_COLUMNS, write_parquet
+    from canter.tools.plot import plot_runs
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("algo: ppo\nenv: CartPole-v1\n")
+    nan = float("nan")
+    write_parquet(run / "history.parquet", [
+        {"step": s, "wall_time": s / 100, "episode_return": nan, "episode_length": 10, "rolling_return": nan}
+        for s in (10, 20)], HISTORY_COLUMNS)
+    with pytest.raises(CanterError, match="every return of the runs is NaN"):
+        plot_runs([run], out=tmp_path / "curves.png")
+    assert not (tmp_path / "curves.png").exists()

@@ -333,6 +333,9 @@ def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence
                                   "once in its group's mean")
     if not any(len(run_curve(r, x)[0]) for r in runs):
         raise CanterError("none of the runs has finished an episode or an evaluation yet: nothing to plot")
+    if not any(np.isfinite(run_curve(r, x)[1]).any() for r in runs):  # an empty image, its axes about 0, exit code 0
+        raise CanterError("every return of the runs is NaN or infinite (a NaN reward, or a policy that diverged): "
+                          "nothing to plot")
     fig = new_figure(*size)
     ax = fig.add_subplot()
     draw_groups(ax, groups, x)
