@@ -57,11 +57,10 @@ def _make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: d
     else:
         env = make_env(env_id, render_mode=mode, **kwargs)
     env = WarnOnClose(env, env_id)  # (before any close: the refusals below are one line, not the close's traceback)
-    modes = env.metadata.get("render_modes") if isinstance(env.metadata, dict) else None
-    if mode == "human" and isinstance(modes, (list, tuple)) and modes and "human" not in modes:  # no window: unseen
+    refused = _no_window_modes(env_id, env.metadata) if mode == "human" else None
+    if refused is not None:  # no window: the episodes played unseen
         env.close()
-        raise CanterError(f"'{env_id}' cannot render in a window (its render modes: {', '.join(map(str, modes))}): "
-                          f"--render needs an env that renders in render_mode 'human'")
+        raise refused
     if mode == "human" and not display and _is_mujoco(env):  # GLFW would abort the process (a C assertion)
         env.close()
         raise CanterError(f"rendering '{env_id}' in a window (--render) needs a display, and there is none "
@@ -104,12 +103,33 @@ def _make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: d
             env.close()  # RecordVideo would warn once and record nothing
             raise CanterError(f"'{env_id}' renders no image frames (its render modes: {', '.join(modes) or 'none'}): "
                               f"recording video needs an env with rgb_array rendering")
-        driver = _windowless_sdl_driver() if mode == "human" and not display else None
-        if driver is not None:  # pygame's window drew nowhere: the episodes played unseen, exit code 0
+        refused = _drew_nowhere(env_id) if mode == "human" else None
+        if refused is not None:  # pygame's window drew nowhere: the episodes played unseen, exit code 0
             env.close()
-            raise CanterError(f"--render opened no window for '{env_id}': there is no display (DISPLAY is not set), "
-                              f"so SDL drew to its '{driver}' driver; record the episodes with --video-dir instead")
+            raise refused
     return env
+
+
+def _no_window_modes(env_id: str, metadata: Any) -> CanterError | None:
+    """The error for ``--render`` of an env whose ``metadata["render_modes"]`` lists modes but not ``human`` (it
+    opens no window), else None."""
+    modes = metadata.get("render_modes") if isinstance(metadata, dict) else None
+    if isinstance(modes, (list, tuple)) and modes and "human" not in modes:
+        return CanterError(f"'{env_id}' cannot render in a window (its render modes: {', '.join(map(str, modes))}): "
+                           f"--render needs an env that renders in render_mode 'human'")
+    return None
+
+
+def _drew_nowhere(env_id: str) -> CanterError | None:
+    """The error for ``--render`` of an env that has rendered, where there is no display and pygame drew to a
+    windowless SDL driver (:func:`_windowless_sdl_driver`), else None."""
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    driver = _windowless_sdl_driver()
+    if driver is None:
+        return None
+    return CanterError(f"--render opened no window for '{env_id}': there is no display (DISPLAY is not set), "
+                       f"so SDL drew to its '{driver}' driver; record the episodes with --video-dir instead")
 
 
 def _windowless_sdl_driver() -> str | None:
@@ -408,6 +428,10 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
         raise
     parallel = getattr(env.env, "inner", env.env)  # the ParallelVectorEnv (a joint env wraps one)
     copy = parallel.envs[0]
+    refused = _no_window_modes(env_id, getattr(copy, "metadata", None)) if mode == "human" else None
+    if refused is not None:  # as a single-agent env's (make_render_env): no window, the episodes unseen
+        env.close()
+        raise refused
     returns, video = [], None
     try:
         for i in range(episodes):
@@ -418,6 +442,9 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
             if hasattr(agent, "begin_episodes"):
                 agent.begin_episodes(starts)
             frame, finished = _frame(copy, mode, env_id), []
+            refused = _drew_nowhere(env_id) if mode == "human" and i == 0 else None
+            if refused is not None:  # pygame's window drew nowhere (the env is closed below)
+                raise refused
             if video_dir:  # each frame is written as it comes (none kept), play-episode-N.mp4 as save_video names it
                 os.makedirs(video_dir, exist_ok=True)
                 fps = getattr(copy, "metadata", {}).get("render_fps", 30)
