@@ -256,10 +256,13 @@ class StreamingRecordVideo(gym.wrappers.RecordVideo):
         if isinstance(frame, list):  # an rgb_array_list env: its latest frame, as RecordVideo takes
             self.render_history += frame
             frame = frame[-1] if frame else None
-        if not isinstance(frame, np.ndarray):
+        if not isinstance(frame, np.ndarray):  # the video would not show the whole episode: discarded
+            name, writer, self._writer = self._video_name, self._writer, None
+            if writer is not None:
+                writer.discard()
             self.stop_recording()
-            gym.logger.warn(f"Recording stopped: expected type of frame returned by render to be a numpy array, "
-                            f"got instead {type(frame)}.")
+            gym.logger.warn(f"Recording stopped: render() returned {type(frame).__name__}, not a frame; the video "
+                            f"{name}.mp4 is not kept (it would not show the whole episode).")
             return
         if self._writer is None:
             self._writer = open_video(os.path.join(self.video_folder, f"{self._video_name}.mp4"), frame,

@@ -103,8 +103,9 @@ class VideoRecorder:
             while self.next_step <= record.step:
                 self.next_step += self.every
 
-    def record(self, step: int) -> Path:
-        """Play one episode now and save it as ``videos/step-NNNNNNNNN.mp4``.
+    def record(self, step: int) -> Path | None:
+        """Play one episode now and save it as ``videos/step-NNNNNNNNN.mp4`` (None, nothing saved, where the env
+        stopped returning frames during the episode: :class:`canter.play.StreamingRecordVideo` keeps no cut video).
 
         The episode's seed is ``seed + 10_007 + k`` where ``next_step`` is the ``(k + 1)``-th multiple of
         ``every`` (so the recordings of an uninterrupted run get ``k`` = 0, 1, 2, ... and a resumed run
@@ -120,8 +121,10 @@ class VideoRecorder:
             folder = Path(tmp) / "video"
             (ret,) = play(self.agent, self.env_id, 1, video_dir=str(folder), seed=seed, env_kwargs=self.env_kwargs,
                           vectorization=self.vectorization)
-            (mp4,) = folder.glob("*.mp4")
-            mp4.replace(target)
+            found = list(folder.glob("*.mp4"))
+            if not found:  # (its warning said why)
+                return None
+            found[0].replace(target)
         self.last_step = step
         self.entries.append({"file": target.name, "step": step, "return": ret})
         atomic_write(self.dir / "index.json", json.dumps(self.entries, indent=1).encode())
