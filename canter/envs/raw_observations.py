@@ -97,10 +97,25 @@ def _pack(space: gym.Space, layout: Layout, obs: Any, where: str, single_only: b
         # which entry told the batch size, for a mismatch of another's
         told = f"'{layout[0]['path']}'" if layout[0].get("path") else "the observation"
         raise CanterError(f"{exc} (a batch of {batch}, as {told} has shape {first})") from None
+    _check_pixels(space, layout, columns, where)
     width = mask_width(space)
     if width:
         columns.append(_mask(obs, width, batch, single, where))
     return np.concatenate(columns, axis=1).astype(space.dtype, copy=False), single and not single_only
+
+
+def _check_pixels(space: gym.Space, layout: Layout, columns: list[np.ndarray], where: str) -> None:
+    """A :class:`CanterError` naming the entry unless the columns of each image entry of the packed ``space`` are
+    pixel values (whole numbers 0..255), as for a plain image observation
+    (:func:`~canter.models.image_layout.image_pixels`): an image already divided by 255 was packed as it came."""
+    starts = {int(offset) for offset, _ in getattr(space, "images", ())}
+    at = 0
+    for entry, x in zip(layout, columns):
+        if at in starts and x.size and x.dtype != np.uint8 and not (
+                np.array_equal(np.floor(x), x) and x.min() >= 0 and x.max() <= 255):
+            _refuse(entry, f"is an image: uint8 pixel values 0..255, as the env gives them; got {x.dtype} values "
+                           f"that are not (min {x.min():g}, max {x.max():g})", where)
+        at += x.shape[1]
 
 
 def _refuse(entry: dict[str, Any], problem: str, where: str) -> None:
