@@ -106,8 +106,10 @@ def test_an_image_observation_below_36_pixels_a_side_gets_the_impala_encoder(sha
     space = gym.spaces.Box(0, 255, shape, np.uint8)
     assert isinstance(make_encoder(space), ImpalaResNet)
     assert isinstance(make_encoder(gym.spaces.Box(0, 255, (36, 36), np.uint8)), NatureCNN)
-    with pytest.raises(CanterError, match="nature encoder needs images of at least 36 pixels a side"):
+    with pytest.raises(CanterError, match="the nature encoder needs images of at least 36 pixels a side"):
         make_encoder(space, "nature")
+    with pytest.raises(CanterError, match="the nature_pool encoder needs images of at least 36 pixels a side"):
+        make_encoder(space, "nature_pool")  # (its message named the nature encoder)
 
     class SmallImage(Box22Actions):
         observation_space, action_space = space, gym.spaces.Discrete(2)

@@ -201,7 +201,8 @@ class NatureCNN(ImageEncoder):
     def __init__(self, space: gym.Space, ortho_init: bool = False) -> None:
         super().__init__(space)
         if min(self.in_shape[1:]) < NATURE_MIN_SIDE:
-            raise CanterError(f"the nature encoder needs images of at least {NATURE_MIN_SIDE} pixels a side, got "
+            name = "nature_pool" if isinstance(self, NaturePooledCNN) else "nature"
+            raise CanterError(f"the {name} encoder needs images of at least {NATURE_MIN_SIDE} pixels a side, got "
                               f"{tuple(space.shape)}; use encoder=impala (or auto, which picks it for small images)")
         c = self.in_shape[0]
         self.net = nn.Sequential(
