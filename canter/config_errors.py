@@ -104,7 +104,9 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
         head = name.split(".", 1)[0]  # policy_kwargs.net_arch: an entry of SB3's mapping
         if head in only and head not in run_keys and head not in hp_keys:
             return CanterError(f"unknown config key '{key}' ({library}'s): {only[head]}")
-    if name not in OTHER_NAMES and name not in TIANSHOU_NAMES:
+    if name not in OTHER_NAMES and name not in TIANSHOU_NAMES and not (algo and other_owners(name, algo)):
+        # (another algorithm's hyperparameter, DQN's learning_starts for PPO, is named as one, not as its closest
+        # other library's name: it was "canter calls it 'hparams.lr' (Stable-Baselines3's 'learning_rate')")
         # a misspelling of another library's name (learnin_rate) is answered as the name is, when it looks more
         # like that name than like any of canter's keys (it was offered 'clip_range')
         near = closest(name, [*OTHER_NAMES, *TIANSHOU_NAMES, *run_keys, *hp_keys], n=1)
