@@ -29,8 +29,8 @@ from canter.tools.checks import check_algo_env
 from canter.tools.tune_agents import best_of, check_agents_belong, keep_best_agent, save_if_best, trial_rows
 from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interrupt, run_workers
 
-from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_study_space,  # noqa: F401
-                                     fit_params, search_space)  # (Param, _decode re-exported)
+from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_space_run_keys,  # noqa: F401
+                                     check_study_space, fit_params, search_space)  # (Param, _decode re-exported)
 from canter.tools.tune_storage import discard_storage, fail_stale_trials, in_memory, new_sqlite_file, shown_url
 from canter.tools.tune_storage import open_storage as _storage  # (tests replace tune._storage)
 from canter.tools.tune_study import (  # noqa: F401 (_STUDY_LINE re-exported)
@@ -248,6 +248,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"'{unused[0]}' applies to a run directory, which tune's trials do not write; drop it "
                           f"(train the best config with canter train to record it)")
     space = search_space(algo, space_file)
+    check_space_run_keys(space)
     fixed = set()  # the hyperparameters the flags and --set fix for every trial
     for key, value in [*(parse_set(s) for s in sets), *run_overrides.items()]:
         if key == "hparams":  # --set 'hparams={lr: 0.01}' (valid YAML: resolve_config read it above)

@@ -203,6 +203,20 @@ def search_space(algo: str, space_file: str | Path | None = None) -> dict[str, P
     return {name: make_param(algo_cls, name, spec, source) for name, (spec, source) in specs.items()}
 
 
+def check_space_run_keys(space: dict[str, Param], source: str = "--space") -> None:
+    """Refuse (CanterError) a search space that samples a run setting which ``canter tune`` refuses as a flag: an
+    ``eval_episodes`` of 0 (a trial's value is its last evaluation), or ``record_every`` / ``wandb`` on (trials write
+    no run directory). Each such trial would fail, one after the other, instead of one line before the study."""
+    for name, param in space.items():
+        values = list(param.choices) if param.kind == "categorical" else [param.low, param.high]
+        if name == "eval_episodes" and any(v == 0 for v in values):
+            raise CanterError(f"tune scores each trial by its evaluations, but {source} samples 'eval_episodes' 0, "
+                              "which runs none; sample it from values >= 1")
+        if name in ("record_every", "wandb") and any(values):
+            raise CanterError(f"'{name}' applies to a run directory, which tune's trials do not write; drop it from "
+                              f"{source} (train the best config with canter train to record it)")
+
+
 def _decode(params: dict[str, Any]) -> dict[str, Any]:
     """Turn JSON-encoded list choices back into lists."""
     out = {}
