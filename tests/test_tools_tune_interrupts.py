@@ -237,3 +237,58 @@ def test_tune_ctrl_c_writes_the_best_of_the_trials_completed_so_far(tmp_path, ca
     assert "best trial 0: last evaluation return 42.00" in stdout
     assert (out / "best.yaml").read_text().startswith("# canter tune: best of 1 complete trials (trial 0")
     assert err.splitlines()[-1].startswith("interrupted;")
+
+
+def test_tune_sigterm_in_a_trial_that_set_its_own_handler_is_a_ctrl_c(tmp_path, capsys, monkeypatch):
+    """A trial with explorers starts a private Ray, whose ray.init puts its own SIGTERM handler (sys.exit(15)) in place
+    of tune's: a SIGTERM in such a trial ended canter tune with exit code 15, no message, the trial left RUNNING, and
+    Ray's handler stayed in force for the storage writes and the trials after it. The trial's SystemExit is now a
+    Ctrl-C (trial failed, exit 130), and tune's handler is back once a trial that replaced it has ended."""
+    import os
+    import signal
+    import sys
+
+    optuna = pytest.importorskip("optuna")
+
+    def unhandled(signum, frame):  # in place of the default action, which would end pytest
+        raise RuntimeError(f"tune left signal {signum} to the default action")
+
+    def ray_handler(signum, frame):  # as ray.init's: sys.exit(signum)
+        sys.exit(signum)
+
+    seen = []
+
+    class RayLike:
+        run = type("Run", (), {"eval_every": 64, "max_steps": 128})()
+        step = 128
+
+        def __init__(self, kill):
+            self.kill = kill
+
+        def __call__(self):
+            seen.append(signal.getsignal(signal.SIGTERM))  # the handler the trial starts with
+            signal.signal(signal.SIGTERM, ray_handler)
+            if self.kill:
+                os.kill(os.getpid(), signal.SIGTERM)
+                raise AssertionError("the SIGTERM did not stop the training")
+            evaluation = type("Evaluation", (), {"mean_return": 1.0})()
+            yield type("Record", (), {"evaluation": evaluation, "step": 128, "done": True})()
+
+        def close(self):
+            pass
+
+    trainers = iter([RayLike(kill=False), RayLike(kill=True)])
+    monkeypatch.setattr("canter.api.make_trainer", lambda *args, **kwargs: next(trainers))
+    monkeypatch.setattr("canter.tools.tune.save_if_best", lambda *args, **kwargs: None)
+    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *args, **kwargs: {})  # (seconds of matplotlib)
+    out = tmp_path / "t"
+    old = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--trials", "3", "--quiet"]) == 130
+        assert signal.getsignal(signal.SIGTERM) is unhandled  # given back
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert seen[1] is not ray_handler  # the second trial started with tune's own handler again
+    trials = optuna.load_study(study_name="ppo-CartPole-v1", storage=f"sqlite:///{out / 'study.db'}").trials
+    assert [t.state.name for t in trials] == ["COMPLETE", "FAIL"]
+    assert "interrupted" in capsys.readouterr().err

@@ -27,7 +27,7 @@ from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
 from canter.tools.tune_agents import best_of, check_agents_belong, keep_best_agent, save_if_best, trial_rows
-from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interrupt, run_workers
+from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interrupt, run_workers, trial_signals
 
 from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_space_run_keys,  # noqa: F401
                                      check_study_space, fit_params, search_space)  # (Param, _decode re-exported)
@@ -68,7 +68,8 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
         """One trial; an error that a Ctrl-C caused (a vector env's worker, a storage commit) is the Ctrl-C:
         every other exception only fails the trial (``catch``), this one must stop the study."""
         try:
-            return train(trial)
+            with trial_signals():  # a trial's own SIGTERM handler (ray.init's) is taken back, its exit a Ctrl-C
+                return train(trial)
         except Exception as exc:
             if INTERRUPTS.pending or caused_by_interrupt(exc):
                 raise KeyboardInterrupt from None

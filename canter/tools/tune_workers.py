@@ -87,6 +87,34 @@ def caused_by_interrupt(exc: BaseException) -> bool:
     return False
 
 
+def stopped_by_sigterm(exc: SystemExit) -> bool:
+    """Whether ``exc`` is the ``SystemExit`` of a SIGTERM taken by a handler that a trial installed: the one
+    ``ray.init`` sets (``sys.exit(15)``) for a trial with explorers, which Ray may turn into ``SystemExit(1)`` while it
+    waits (:mod:`canter.distributed.cluster` notes the SIGTERMs it takes)."""
+    cluster = sys.modules.get("canter.distributed.cluster")
+    return exc.code == signal.SIGTERM or bool(getattr(cluster, "_sigterms", None))
+
+
+@contextlib.contextmanager
+def trial_signals() -> Iterator[None]:
+    """Around one trial: a SIGTERM is a Ctrl-C, also in a trial that put a handler of its own in place of
+    :data:`INTERRUPTS`' (``ray.init``, for a trial with ``explorers``: its ``sys.exit`` ended tune with exit code 15, no
+    message, and the trial left RUNNING; and it stayed in force for the study's storage writes and later trials).
+    Its ``SystemExit`` is raised as a KeyboardInterrupt, and the SIGTERM handler of before the trial is put back."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    except SystemExit as exc:
+        if not stopped_by_sigterm(exc):
+            raise
+        INTERRUPTS.pending = True
+        raise KeyboardInterrupt from None
+    finally:
+        if before is not None and signal.getsignal(signal.SIGTERM) is not before:
+            signal.signal(signal.SIGTERM, before)
+
+
 def _watch_parent(parent: int, every: float = 0.5) -> None:
     """Send this process a SIGTERM, as the parent does on a Ctrl-C, once ``parent`` is no longer its parent (it was
     killed with SIGKILL, which it cannot pass on: the worker trained on alone, an orphan)."""
