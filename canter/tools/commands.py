@@ -146,7 +146,7 @@ def _print_result(result: Any) -> None:
     print(f"study '{result.study_name}': {c['complete']} complete, {c['pruned']} pruned, {c['fail']} failed trials")
     print(f"best trial {result.best_trial}: last evaluation return {result.best_value:.2f}")
     for k, v in result.best_params.items():
-        print(f"  {k}: {v}")
+        print(f"  {k}: {'null' if v is None else v}")
     print("wrote " + ", ".join(str(f) for f in result.files.values()))
 
 

@@ -375,7 +375,7 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     best = best_of(complete)  # a tie: the earliest trial, whose agent was kept (Optuna leaves it to the database)
     config = best.user_attrs.get("config")  # what the trial trained with
     if config is None:  # a trial of an earlier canter, which did not keep it
-        config = resolved_dict(*resolve_config(algo, env, config_file, sets, **{**run_overrides, **_decode(best.params)}))
+        config = resolved_dict(*resolve_config(algo, env, config_file, sets, **{**run_overrides, **_decode(best.params, best.distributions)}))
     files = {"best": out_dir / "best.yaml"}
     agent = keep_best_agent(st, out_dir, best.number)
     header = (f"# canter tune: best of {counts['complete']} complete trials (trial {best.number}, last evaluation "
@@ -388,7 +388,8 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     atomic_write(files["best"], (header + dump_yaml(config)).encode())
     files["trials"] = trials_csv
     files.update(save_plots(st, out_dir, n_params))
-    return TuneResult(study_name, url, best.number, float(best.value), _decode(best.params), counts, files)
+    return TuneResult(study_name, url, best.number, float(best.value), _decode(best.params, best.distributions), counts,
+                      files)
 
 
 def save_plots(study: Any, out_dir: Path, n_params: int) -> dict[str, Path]:

@@ -62,7 +62,8 @@ def describe(distribution: Any) -> str:
     from optuna.distributions import CategoricalDistribution, IntDistribution
 
     if isinstance(distribution, CategoricalDistribution):
-        return f"choices {list(_decode(dict(enumerate(distribution.choices))).values())}"
+        choices = dict(enumerate(distribution.choices))
+        return f"choices {list(_decode(choices, dict.fromkeys(choices, distribution)).values())}"
     kind = "int" if isinstance(distribution, IntDistribution) else "float"
     scale = "log-scale " if distribution.log else ""
     return f"a {scale}{kind} range [{distribution.low:g}, {distribution.high:g}]"
@@ -217,11 +218,29 @@ def check_space_run_keys(space: dict[str, Param], source: str = "--space") -> No
                               f"{source} (train the best config with canter train to record it)")
 
 
-def _decode(params: dict[str, Any]) -> dict[str, Any]:
-    """Turn JSON-encoded list choices back into lists."""
+def _encoded(distribution: Any) -> bool:
+    """Whether a stored Optuna distribution is a categorical whose choices :class:`Param` sampled as JSON text (one of
+    them at least a list or mapping, such as net_arch's)."""
+    choices = getattr(distribution, "choices", None)
+    if not choices or not all(isinstance(c, str) for c in choices):
+        return False
+    try:
+        values = [json.loads(c) for c in choices]
+    except json.JSONDecodeError:
+        return False
+    return any(isinstance(v, (list, dict)) for v in values)
+
+
+def _decode(params: dict[str, Any], distributions: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Turn JSON-encoded choices back into values: with the trial's ``distributions``, every choice of an encoded
+    categorical (``null`` of ``critic_net_arch: {choices: [null, [256, 256]]}`` is None, not the text 'null');
+    without them, the texts that look like a list or mapping."""
     out = {}
     for k, v in params.items():
-        if isinstance(v, str) and v[:1] in "[{":
+        if distributions is not None and k in distributions:
+            if _encoded(distributions[k]) and isinstance(v, str):
+                v = json.loads(v)
+        elif isinstance(v, str) and v[:1] in "[{":
             try:
                 v = json.loads(v)
             except json.JSONDecodeError:
