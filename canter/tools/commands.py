@@ -143,7 +143,10 @@ def cmd_tune(argv: list[str]) -> int:
 def _print_result(result: Any) -> None:
     """The study's counts, its best trial and the files written (a :class:`canter.tools.tune.TuneResult`)."""
     c = result.counts
-    print(f"study '{result.study_name}': {c['complete']} complete, {c['pruned']} pruned, {c['fail']} failed trials")
+    # a trial still RUNNING: another process's on the storage, or a killed run's (failed after Optuna's 3-minute grace)
+    running = f", {c['running']} running" if c.get("running") else ""
+    print(f"study '{result.study_name}': {c['complete']} complete, {c['pruned']} pruned, {c['fail']} failed{running} "
+          "trials")
     print(f"best trial {result.best_trial}: last evaluation return {result.best_value:.2f}")
     for k, v in result.best_params.items():
         print(f"  {k}: {'null' if v is None else v}")

@@ -1,5 +1,5 @@
-"""canter tune's categorical choices sampled as JSON text (a list among them, such as net_arch's) read back as values:
-a null choice is None, not the text 'null'."""
+"""canter tune's result as read back and printed: categorical choices sampled as JSON text (a list among them, such as
+net_arch's) read back as values (a null choice is None, not the text 'null'), and the trial counts."""
 import pytest
 
 from canter.tools.commands import _print_result
@@ -49,3 +49,15 @@ def test_describe_reads_an_encoded_null_choice_back():
     from canter.tools.tune_space import Param, describe
 
     assert describe(Param("critic_net_arch", "categorical", choices=(None, [8])).distribution()) == "choices [None, [8]]"
+
+
+def test_the_printed_counts_name_a_trial_still_running(capsys):
+    """A study resumed within 3 minutes of a kill -9 (or beside another process on its storage) has a RUNNING trial,
+    shown as 'running' in trials.csv, but the printed line counted only complete, pruned and failed ones."""
+    from canter.tools.tune import TuneResult
+
+    counts = {"complete": 3, "pruned": 0, "fail": 0, "running": 1}
+    _print_result(TuneResult("s", "sqlite://", 1, 1.0, {}, counts))
+    assert "3 complete, 0 pruned, 0 failed, 1 running trials" in capsys.readouterr().out
+    _print_result(TuneResult("s", "sqlite://", 1, 1.0, {}, {**counts, "running": 0}))
+    assert "3 complete, 0 pruned, 0 failed trials" in capsys.readouterr().out
