@@ -25,6 +25,9 @@ from support import run_cli_paths as run_cli
     # another algorithm's hyperparameter was '78 choices' too (a config key names the algorithms that have it)
     ("tau: {low: 0.01, high: 0.1}", r"'tau': ppo has no hyperparameter 'tau', c51, .*\(a search space written for"),
     ("hparams.buffer_size: {low: 10, high: 20}", r"acer, c51, ddpg, dqn and \d+ more .*did you mean 'batch_size'"),
+    # a value listed twice (also once as text) was taken: Optuna drew it twice as often, as two choices
+    ("n_steps: {choices: [64, '64', 128]}", r"the choice 64 is given twice \(64 and '64'\); list each value once"),
+    ("net_arch: {choices: [[64, 64], [32], [64, 64]]}", r"the choice \[64, 64\] is given twice"),
 ])
 def test_search_space_refuses_bad_ranges(tmp_path, text, message):
     from canter.tools.tune import search_space

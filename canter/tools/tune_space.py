@@ -141,6 +141,13 @@ def make_param(algo_cls: type, name: str, spec: Any, source: str) -> Param:
         values = [coerce(tp, c, key) for c in choices]
         for v in values:
             check_range(f, v, key)
+        seen: dict[str, Any] = {}
+        for c, v in zip(choices, values):  # Optuna would draw the one value twice as often, as two choices
+            text = json.dumps(v, sort_keys=True, default=str)
+            if text in seen:
+                raise CanterError(f"{where}: the choice {v!r} is given twice ({seen[text]!r} and {c!r}); list each "
+                                  "value once")
+            seen[text] = c
         return Param(key, "categorical", choices=tuple(values))
     if "low" not in spec or "high" not in spec:
         raise CanterError(f"{where} needs 'choices' or both 'low' and 'high'")
