@@ -103,3 +103,20 @@ def test_tune_refusing_an_existing_study_prints_one_line(tmp_path, capsys, monke
     monkeypatch.setattr("canter.tools.tune._optimize", lambda *a, **k: None)
     code, _, err = run_cli(capsys, *argv, "--out", str(tmp_path / "t"), "--storage", url, "--study", "s2")
     assert "Using an existing study with `study_name='s2'`" in err
+
+
+def test_tune_jobs_called_again_by_a_worker_importing_an_unguarded_script_is_one_line(tmp_path, monkeypatch):
+    """A script calling tune(jobs=2) without an `if __name__ == '__main__':` guard runs that call again in each spawned
+    worker, while it imports the script: the worker opened the study and tried to start workers of its own, ending in
+    Python's 'bootstrapping phase' RuntimeError. It now stops there first, in one line that says what to do, before
+    anything is written."""
+    import multiprocessing
+
+    from canter.errors import CanterError
+    from canter.tools.tune import tune
+
+    monkeypatch.setattr("canter.tools.tune.run_workers", lambda *a, **k: pytest.fail("workers started"))
+    monkeypatch.setattr(multiprocessing.current_process(), "_inheriting", True, raising=False)
+    with pytest.raises(CanterError, match=r"if __name__ == '__main__'"):
+        tune("ppo", "CartPole-v1", 1, out=tmp_path / "t", jobs=2, max_steps=64, quiet=True)
+    assert not (tmp_path / "t").exists()

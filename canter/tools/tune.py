@@ -229,6 +229,9 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         raise CanterError(f"--trials must be >= 1, got {trials}")
     if jobs < 1:
         raise CanterError(f"--jobs must be >= 1, got {jobs}")
+    if jobs > 1 and _bootstrapping():
+        raise CanterError("tune(jobs=...) ran again in a --jobs worker that imports your script: put the script's "
+                          "tune call under if __name__ == '__main__': (the workers are spawned processes)")
     if jobs > 1 and storage is not None and in_memory(storage):
         raise CanterError(f"--storage '{shown_url(storage)}' is an in-memory SQLite database, which --jobs workers "
                           "cannot share; give a file (sqlite:///PATH) or leave --storage out (OUT/study.db)")
@@ -349,6 +352,14 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
         return finish()
     finally:
         optuna.logging.set_verbosity(verbosity)
+
+
+def _bootstrapping() -> bool:
+    """Whether this is a spawned process still importing its parent's main module (a script without an
+    ``if __name__ == '__main__':`` guard, whose ``tune(jobs=2)`` runs again in each worker)."""
+    import multiprocessing
+
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
 
 
 def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, sets: list[str],
