@@ -154,11 +154,31 @@ def split_value(argv: list[str] | None, extra: list[str]) -> str:
 class ResumeParser(_Parser):
     """The parser of ``canter train --resume``: its errors say which options may come with ``--resume``."""
 
+    def explain(self, message: str) -> str:
+        """``message``, with the closest resume option for a misspelt one (``--max-step``), but none for a new
+        run's argument (``ppo --env``, ``--lr``, ``--set``), which --resume does not take: the closest spelling
+        answered ``--lr`` with '--resume' and ``--set`` with '--dataset'."""
+        if message.startswith("unrecognized arguments:"):
+            first = next((t.split("=", 1)[0] for t in message.split(":", 1)[1].split() if t.startswith("-")), None)
+            if first is None or first in _new_run_options():
+                return message
+        return super().explain(message)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         from canter.resume_settings import RESUME_OPTIONS
 
         raise CanterError(f"{self.explain(message)} (--resume continues a run with its saved config; only "
                           f"{RESUME_OPTIONS} may be given with it)")
+
+
+def _new_run_options() -> set[str]:
+    """The options of ``canter train ALGO``: its run flags and every built-in algorithm's hyperparameter flags."""
+    from canter.builtins import manifest
+    from canter.cli_parsers import _train_parser
+
+    options = {s for a in _train_parser("canter train", None)._actions for s in a.option_strings}
+    return options | {f"--{row[0].replace('_', '-')}" for info in manifest()["algorithms"].values()
+                      for row in info["hparams"]}
 
 
 class ConfigFileAction(argparse.Action):
