@@ -80,7 +80,22 @@ class _Parser(argparse.ArgumentParser):
                 if "=" in token and "--set" in self._option_string_actions:  # '--set a=1 b=2'
                     return f"{message}; one KEY=VALUE per --set: --set {token}"
             return message + split_value(getattr(self, "argv", None), message.split(":", 1)[1].split())
-        return message
+        return message + self._closest_choice(message)
+
+    def _closest_choice(self, message: str) -> str:
+        """``"; did you mean 'async'?"`` for argparse's ``argument --vectorization: invalid choice: 'asnyc'
+        (choose from ...)``, naming the closest of the option's choices (as ``--set vectorization=asnyc`` does);
+        ``""`` for any other message or no close choice."""
+        import re
+
+        from canter.errors import closest
+
+        found = re.match(r"argument (\S+?)(?:/\S+)?: invalid choice: (.+?) \(choose from", message)
+        action = self._option_string_actions.get(found.group(1)) if found else None
+        if action is None or not action.choices:
+            return ""
+        near = closest(found.group(2).strip("'\""), [str(c) for c in action.choices])
+        return "; did you mean " + " or ".join(f"'{c}'" for c in near) + "?" if near else ""
 
     def _positional_named(self, name: str) -> str | None:
         """The metavar (``RUN_DIR``) of this parser's positional argument called ``name`` (``run_dir``), else None."""

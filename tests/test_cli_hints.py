@@ -19,3 +19,15 @@ def test_resume_with_a_new_runs_argument_suggests_no_look_alike(capsys, workdir,
     # a misspelt resume option keeps its closest spelling
     code, out, err = run_cli(capsys, "train", "--resume", "x", "--max-step", "3")
     assert_one_line_error(code, err, "did you mean '--max-steps'")
+
+
+@pytest.mark.parametrize("argv,near", [
+    (["train", "ppo", "--env", "CartPole-v1", "--vectorization", "asnyc"], "did you mean 'async'"),
+    (["plot", "runs/x", "--x", "stpes"], "did you mean 'steps'?"),
+], ids=["vectorization", "plot-x"])
+def test_a_misspelt_choice_names_the_closest(capsys, workdir, argv, near):
+    """argparse's 'invalid choice' listed the choices but named none, where '--set vectorization=asnyc' said
+    "did you mean 'async'"."""
+    code, out, err = run_cli(capsys, *argv)
+    assert_one_line_error(code, err, "invalid choice: 'asnyc'" if "asnyc" in argv else "invalid choice: 'stpes'", near)
+    assert list(workdir.iterdir()) == []
