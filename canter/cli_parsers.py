@@ -71,7 +71,7 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
         except CanterError:
             if strict:  # else a misspelt name or a user module that fails to import gave help without a word
                 raise
-            return p
+            return _with_defaults(p, None)
         p.algo = algorithm_name(algo)  # an unknown flag that is another algorithm's hyperparameter is named so
         group = p.add_argument_group(f"{info['title']} hyperparameters (also settable as --set KEY=VALUE)")
         run_preset, preset = preset_values(algo, env, info)  # ({}, {}) without an env
@@ -88,6 +88,35 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
             used = f"; with --env {env}: {preset[name]}" if name in preset and f"{preset[name]}" != default else ""
             group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp__{name}", metavar=metavar,
                                help=f"{doc} (default: {default}{used})")
+        return _with_defaults(p, info)
+    return _with_defaults(p, None)
+
+
+#: run flags whose help gives RunConfig's default (where an env's preset sets none): '--max-steps
+#: environment-step budget' did not say it is 100000, nor '--eval-every' 10000
+SHOWN_DEFAULTS = ("n_envs", "max_steps", "max_seconds", "target_reward", "eval_episodes", "eval_every",
+                  "record_every", "vectorization")
+
+
+def _with_defaults(p: _Parser, info: dict | None) -> _Parser:
+    """``p`` with RunConfig's default added to each :data:`SHOWN_DEFAULTS` flag's help that neither states one
+    nor shows a preset's value (``n_envs``: the algorithm's, from ``info``)."""
+    from canter.config import RunConfig, describe
+
+    defaults = {name: default for name, _, default, _ in describe(RunConfig)}
+    for action in p._actions:
+        if action.dest not in SHOWN_DEFAULTS or "default" in action.help or "with --env" in action.help:
+            continue
+        value = defaults[action.dest]
+        if action.dest == "n_envs":
+            if info and info.get("family") == "offline":  # unused there, and its help says so
+                continue
+            value = info.get("default_n_envs") if info else None
+            shown = f"default: {value}, the algorithm's" if value else "default: the algorithm's"
+        else:
+            shown = "default: none" if value is None else "default 0: never" if value == 0 else f"default {value}"
+        help_ = action.help
+        action.help = f"{help_[:-1]}; {shown})" if help_.endswith(")") else f"{help_} ({shown})"
     return p
 
 

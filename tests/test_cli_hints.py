@@ -31,3 +31,35 @@ def test_a_misspelt_choice_names_the_closest(capsys, workdir, argv, near):
     code, out, err = run_cli(capsys, *argv)
     assert_one_line_error(code, err, "invalid choice: 'asnyc'" if "asnyc" in argv else "invalid choice: 'stpes'", near)
     assert list(workdir.iterdir()) == []
+
+
+def _help_lines(capsys, *argv: str) -> dict[str, str]:
+    """``canter ARGV --help``'s option lines, by option (wrapped help joined)."""
+    code, out, err = run_cli(capsys, *argv, "--help")
+    assert code == 0, err
+    lines: dict[str, str] = {}
+    for line in out.replace("\n                        ", " ").splitlines():
+        if line.startswith("  -"):
+            lines[line.split()[0].rstrip(",")] = line
+    return lines
+
+
+def test_help_states_the_defaults_of_run_flags_and_seeds(capsys, monkeypatch):
+    """'--max-steps environment-step budget', '--eval-every evaluate every N env steps' and eval's '--seed
+    evaluation seed' did not say what they default to (100000, 10000, 12345: which docs/atari.md names)."""
+    from canter.builtins import algorithm_info
+    from canter.config import RunConfig
+
+    monkeypatch.setenv("COLUMNS", "100")
+    lines = _help_lines(capsys, "train", "ppo")
+    for key in ("max_steps", "eval_every", "eval_episodes", "vectorization"):
+        default = RunConfig.__dataclass_fields__[key].default
+        assert f"default {default}" in lines[f"--{key.replace('_', '-')}"], lines[f"--{key.replace('_', '-')}"]
+    for key in ("target_reward", "max_seconds"):
+        assert "default: none" in lines[f"--{key.replace('_', '-')}"]
+    assert f"default: {algorithm_info('ppo')['default_n_envs']}, the algorithm's" in lines["--n-envs"]
+    assert "default 0: never" in lines["--record-every"]
+    # a preset's value is shown instead, as before
+    assert "default" not in _help_lines(capsys, "train", "ppo", "--env", "CartPole-v1")["--eval-every"]
+    assert "(default 12345)" in _help_lines(capsys, "eval")["--seed"]
+    assert "(default 0)" in _help_lines(capsys, "play")["--seed"]
