@@ -445,6 +445,9 @@ def _closest_checkpoints(base: Path) -> str:
     from canter.errors import closest
 
     folder = base.parent
+    if not folder.is_dir() and folder.parent.is_dir():  # RUN/checkpoint/best: the folder's name mistyped
+        dirs = closest(folder.name, [d.name for d in folder.parent.iterdir() if d.is_dir()])
+        folder = next((folder.parent / d for d in dirs if (folder.parent / d).is_dir()), folder)
     names = sorted({f.name.rsplit(".", 1)[0] for f in folder.glob("*.json")} |
                    {f.name.rsplit(".", 1)[0] for f in folder.glob("*.safetensors")}) if folder.is_dir() else []
     step = re.fullmatch(r"step-0*(\d+)", base.name)
@@ -455,7 +458,9 @@ def _closest_checkpoints(base: Path) -> str:
                 if f"step-{k:09d}" in names]
         near = near[:1] if near and near[0] == f"step-{n:09d}" else near
     else:
-        near = closest(base.name, [n for n in names if not n.startswith(".")])
+        # a step-N of a run that kept none (checkpoint_every past its steps): the checkpoints it has
+        near = [base.name] if base.name in names else closest(base.name, [n for n in names if n[:1] != "."]) or (
+            [n for n in ("best", "last") if n in names] if step else [])
     near = [str(folder / n) for n in near] or closest_run_dirs(base)  # else a mistyped run directory's name
     return ("; did you mean " + " or ".join(f"'{n}'" for n in near) + "?") if near else ""
 

@@ -1,0 +1,35 @@
+"""A checkpoint path that does not exist is answered with the checkpoints that do, also where the folder's name is
+mistyped or the run kept no step-N checkpoint (tests/test_checkpoint.py has the step numbers and run directories)."""
+from __future__ import annotations
+
+import pytest
+
+from canter.checkpoint import find_checkpoint
+from canter.errors import CanterError
+
+
+def _checkpoints(tmp_path, *names):
+    folder = tmp_path / "run" / "checkpoints"
+    folder.mkdir(parents=True)
+    for name in names:
+        (folder / f"{name}.json").write_text("{}")
+    return folder
+
+
+def test_a_mistyped_checkpoints_folder_is_answered_with_its_checkpoints(tmp_path):
+    """``canter eval RUN/checkpoint/best`` (no 's') said 'no such run directory or checkpoint' and named nothing."""
+    folder = _checkpoints(tmp_path, "best", "last", "step-000001024")
+    with pytest.raises(CanterError, match=rf"checkpoint: '.*checkpoint/best'; did you mean '{folder / 'best'}'\?$"):
+        find_checkpoint(tmp_path / "run" / "checkpoint" / "best")
+    with pytest.raises(CanterError, match=rf"did you mean '{folder / 'step-000001024'}'\?$"):
+        find_checkpoint(tmp_path / "run" / "chekpoints" / "step-1024")
+
+
+def test_a_step_checkpoint_of_a_run_that_kept_none_names_best_and_last(tmp_path):
+    """A run whose checkpoint_every (50000) was past its steps has best and last only: 'RUN/checkpoints/step-1024'
+    named neither."""
+    folder = _checkpoints(tmp_path, "best", "last")
+    with pytest.raises(CanterError, match=rf"did you mean '{folder / 'best'}' or '{folder / 'last'}'\?$"):
+        find_checkpoint(folder / "step-1024")
+    with pytest.raises(CanterError, match=r"checkpoint: '[^']*zzz'$"):  # a name like none of them: nothing
+        find_checkpoint(folder / "zzz")
