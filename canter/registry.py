@@ -119,6 +119,21 @@ def import_user_module(name: str, why: str) -> ModuleType:
         raise import_failure(name, why, exc) from None
 
 
+def _closest_module(missing: str) -> str:
+    """``"; did you mean 'my_pkg.components'?"`` for a missing ``my_pkg.componets`` whose package imports: the
+    modules beside it that look most like it; ``""`` for a top-level name (which any installed module might
+    resemble) or none close."""
+    import pkgutil
+
+    parent, _, leaf = missing.rpartition(".")
+    try:
+        found = [m.name for m in pkgutil.iter_modules(importlib.import_module(parent).__path__)] if parent else []
+    except Exception:  # noqa: BLE001 - a parent that fails to import, or a module that is no package: no hint
+        return ""
+    near = closest(leaf, found)
+    return ("; did you mean " + " or ".join(f"'{parent}.{n}'" for n in near) + "?") if near else ""
+
+
 def import_failure(name: str, why: str, exc: BaseException) -> CanterError:
     """The one-line error ``cannot import module 'NAME'{why}: ...`` for ``exc``, raised while importing ``name``:
     an ImportError's message, else the error with its file and line in the user's code (:func:`raised_in`).
@@ -131,6 +146,8 @@ def import_failure(name: str, why: str, exc: BaseException) -> CanterError:
     missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
     if missing and missing.split(".")[0] in ENV_PACKAGES:  # a run's recorded gymnasium_robotics: its pip package
         detail += f"; install it with: pip install {ENV_PACKAGES[missing.split('.')[0]]}"
+    if missing and (name == missing or name.startswith(missing + ".")):  # the name itself mistyped
+        detail += _closest_module(missing)
     if isinstance(exc, SystemExit):
         detail += "; the module exits when imported (put its script part under if __name__ == '__main__')"
     elif isinstance(exc, (ImportError, TypeError)) and (name.endswith(".py") or "/" in name or "\\" in name):

@@ -63,3 +63,17 @@ def test_help_states_the_defaults_of_run_flags_and_seeds(capsys, monkeypatch):
     assert "default" not in _help_lines(capsys, "train", "ppo", "--env", "CartPole-v1")["--eval-every"]
     assert "(default 12345)" in _help_lines(capsys, "eval")["--seed"]
     assert "(default 0)" in _help_lines(capsys, "play")["--seed"]
+
+
+def test_a_mistyped_module_names_the_modules_beside_it(capsys, tmp_path, monkeypatch):
+    """'canter list --import my_pkg.componets' said 'No module named ...' and named none of the package's modules;
+    a top-level name, which any installed module might resemble, is still answered without a guess."""
+    package = tmp_path / "hint_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "components.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, out, err = run_cli(capsys, "list", "--import", "hint_pkg.componets")
+    assert_one_line_error(code, err, "No module named 'hint_pkg.componets'; did you mean 'hint_pkg.components'?")
+    code, out, err = run_cli(capsys, "list", "--import", "hint_pkk")
+    assert "did you mean" not in assert_one_line_error(code, err, "No module named 'hint_pkk'")
