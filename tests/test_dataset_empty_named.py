@@ -1,10 +1,13 @@
 """An empty ``dataset`` is refused naming where the user wrote it: a benchmark file's ``set``, a config file or
 ``--set``. Each said "--dataset needs a dataset path, got ''", naming a flag the user had not given (and that
-``canter benchmark`` does not take)."""
+``canter benchmark`` does not take). A mistyped dataset name is answered with the datasets beside it."""
 from __future__ import annotations
+
+import json
 
 import pytest
 
+from canter.errors import CanterError
 from support import assert_one_line_error, run_cli
 
 
@@ -78,3 +81,16 @@ def test_a_null_dataset_without_an_env_is_no_dataset(capsys, workdir, algo, args
     line = assert_one_line_error(code, err, "no environment given")
     assert "dataset" not in line
     assert not (workdir / "run").exists()
+
+
+def test_a_mistyped_dataset_name_names_the_datasets_beside_it(tmp_path):
+    """'--dataset data/cartpol' said 'write one with canter collect' where data/cartpole was there."""
+    from canter.data.dataset import KIND, read_dataset_metadata
+
+    for name, kind in (("cartpole", KIND), ("cartpole_ckpt", "checkpoint")):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"kind": kind}))
+        (tmp_path / f"{name}.safetensors").write_bytes(b"")
+    with pytest.raises(CanterError, match=rf"dataset not found: .*; did you mean '{tmp_path / 'cartpole'}'\?\)$"):
+        read_dataset_metadata(tmp_path / "cartpol")
+    with pytest.raises(CanterError, match=r"\.json; write one with canter collect\)$"):  # none like it
+        read_dataset_metadata(tmp_path / "zzz")

@@ -224,10 +224,23 @@ def _missing_dataset_hint(path: str | Path) -> str:
     """What to do about a dataset not found at ``path``: where ``path`` is a directory, that it is a run to
     collect from, or the datasets the folder holds (other libraries take a dataset folder)."""
     folder = Path(path)
-    if not folder.is_dir():
-        return "write one with canter collect"
+    if not folder.is_dir():  # a mistyped name (data/cartpol): the datasets beside it that look most like it
+        from canter.errors import closest
+
+        base = checkpoint_base(path)
+        near = closest(base.name, [Path(d).name for d in _datasets_in(base.parent)]) if base.parent.is_dir() else []
+        return ("did you mean " + " or ".join(f"'{base.parent / n}'" for n in near) + "?" if near
+                else "write one with canter collect")
     if (folder / "checkpoints").is_dir() or (folder / "config.yaml").is_file():
         return f"'{path}' is a run directory: write a dataset from its policy with canter collect {path} --out PATH"
+    found = _datasets_in(folder)
+    if not found:
+        return f"'{path}' is a directory holding no dataset; write one with canter collect"
+    return f"'{path}' is a directory; its datasets: {', '.join(found[:5])}{', ...' if len(found) > 5 else ''}"
+
+
+def _datasets_in(folder: Path) -> list[str]:
+    """The datasets (``FOLDER/NAME``) among the first 200 JSON files of ``folder``."""
     found = []
     for meta in sorted(folder.glob("*.json"))[:200]:
         try:
@@ -235,9 +248,7 @@ def _missing_dataset_hint(path: str | Path) -> str:
                 found.append(str(folder / meta.stem))
         except (OSError, ValueError, AttributeError):  # unreadable, not JSON, or not a JSON object
             continue
-    if not found:
-        return f"'{path}' is a directory holding no dataset; write one with canter collect"
-    return f"'{path}' is a directory; its datasets: {', '.join(found[:5])}{', ...' if len(found) > 5 else ''}"
+    return found
 
 
 def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
