@@ -311,9 +311,10 @@ def resolve_config(
             from canter.data.dataset import read_dataset_metadata
 
             env_id = str(read_dataset_metadata(dataset).get("env"))
-    if not env_id:
-        raise CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1; in Python "
-                          "canter.train('ppo', 'CartPole-v1') or env='CartPole-v1')")
+    if not env_id:  # an rl-zoo3 file names its env as a section: say so (adding --env met that error next)
+        raise next(filter(None, (zoo_section(k, v, str(config_file)) for k, v in file_data.items() if isinstance(
+            k, str))), None) or CanterError("no environment given; pass --env ENV_ID (e.g. --env CartPole-v1; in "
+                                            "Python canter.train('ppo', 'CartPole-v1') or env='CartPole-v1')")
     if not isinstance(env_id, (str, list, dict, tuple, int, float)) and env_id is not None:  # an env, class, factory
         from canter.config_errors import env_object_error
 

@@ -143,3 +143,15 @@ def test_an_rl_zoo3_hyperparameter_file_says_how_canter_holds_it(tmp_path):
         resolve_config("ppo", "CartPole-v1", sets=["lr=lin_0.001"])
     with pytest.raises(CanterError, match=r"clip_range: 0.2 with clip_schedule: linear"):
         resolve_config("ppo", "CartPole-v1", sets=["clip_range=lin_0.2"])
+
+
+def test_an_rl_zoo3_file_without_env_is_answered_as_one(tmp_path):
+    """Without --env, an rl-zoo3 file (its env a section, no 'env:' key) was 'no environment given; pass --env'; with
+    the --env added the user then met the rl-zoo3 line. The rl-zoo3 line now comes first."""
+    f = tmp_path / "ppo.yml"
+    f.write_text("CartPole-v1:\n  n_envs: 8\n  policy: MlpPolicy\n")
+    with pytest.raises(CanterError, match=r"sets 'CartPole-v1' to a mapping of settings, as rl-zoo3's"):
+        resolve_config("ppo", None, f)
+    f.write_text("seed: 3\n")  # a file without an env and no such section: as before
+    with pytest.raises(CanterError, match=r"^no environment given; pass --env ENV_ID"):
+        resolve_config("ppo", None, f)
