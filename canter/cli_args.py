@@ -156,6 +156,8 @@ def split_value(argv: list[str] | None, extra: list[str]) -> str:
     i = argv.index(extra[0])
     if i < 2 or not argv[i - 2].startswith("-"):
         return ""
+    if argv[i - 2] == "--set" and "=" not in argv[i - 1]:  # '--set lr 0.1': 'unrecognized arguments: 0.1' alone
+        return f"; --set takes KEY=VALUE as one word: --set {argv[i - 1]}={argv[i]}"
     depth = sum(argv[i - 1].count(c) for c in "[{(") - sum(argv[i - 1].count(c) for c in "]})")
     end = i
     while depth > 0 and end < len(argv) and not argv[end].startswith("--"):

@@ -77,3 +77,11 @@ def test_a_mistyped_module_names_the_modules_beside_it(capsys, tmp_path, monkeyp
     assert_one_line_error(code, err, "No module named 'hint_pkg.componets'; did you mean 'hint_pkg.components'?")
     code, out, err = run_cli(capsys, "list", "--import", "hint_pkk")
     assert "did you mean" not in assert_one_line_error(code, err, "No module named 'hint_pkk'")
+
+
+@pytest.mark.parametrize("command", [["train", "ppo"], ["tune", "ppo"]])
+def test_a_set_split_at_its_space_shows_the_one_word_form(capsys, workdir, command):
+    """'--set lr 0.1' (argparse's and Hydra's habit of a space) was 'unrecognized arguments: 0.1' alone."""
+    code, out, err = run_cli(capsys, *command, "--env", "CartPole-v1", "--set", "lr", "0.1")
+    assert_one_line_error(code, err, "unrecognized arguments: 0.1; --set takes KEY=VALUE as one word: --set lr=0.1")
+    assert list(workdir.iterdir()) == []
