@@ -85,3 +85,11 @@ def test_a_set_split_at_its_space_shows_the_one_word_form(capsys, workdir, comma
     code, out, err = run_cli(capsys, *command, "--env", "CartPole-v1", "--set", "lr", "0.1")
     assert_one_line_error(code, err, "unrecognized arguments: 0.1; --set takes KEY=VALUE as one word: --set lr=0.1")
     assert list(workdir.iterdir()) == []
+
+
+def test_tune_help_states_the_trial_flags_defaults(capsys, monkeypatch):
+    """canter tune's trial flags named no default either ('--max-steps step budget of each trial')."""
+    monkeypatch.setenv("COLUMNS", "100")
+    lines = _help_lines(capsys, "tune")
+    assert "default 100000" in lines["--max-steps"] and "default 10000" in lines["--eval-every"]
+    assert "default: the algorithm's" in lines["--n-envs"] and "default: none" in lines["--target-reward"]

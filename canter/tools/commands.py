@@ -114,6 +114,10 @@ def cmd_tune(argv: list[str]) -> int:
     p.add_argument("--sampler-seed", type=int_arg, default=0, help="TPE sampler seed (default 0)")
     p.add_argument("--quiet", action="store_true", help="no per-trial log lines")
     _trial_flags(p)
+    from canter.cli_parsers import _with_defaults
+
+    _with_defaults(p, None)  # the trial flags' run defaults, as canter train --help states them
+    p.epilog = "Run defaults are canter train's; a shipped preset for the env (canter list) overrides some of them."
     args = p.parse_args(argv)
     if args.algo is None:  # canter tune -f best.yaml (or a run's config.yaml): the file's algorithm, as train takes it
         if not args.config_file:
