@@ -312,26 +312,26 @@ def main(argv: list[str] | None = None) -> int:
         print("canter: error: no command given; choose from " + ", ".join(COMMANDS) + " (canter --help)",
               file=sys.stderr)
         return 2
-    if argv[0] in ("-h", "--help"):
-        print("usage: canter {train,eval,play,collect,list,tune,plot,benchmark,report} ...\n\n"
-              "  train ALGO --env ENV   train an agent (canter train ppo --help for options)\n"
-              "  train --resume RUN_DIR continue a stopped run exactly where it was saved\n"
-              "  eval RUN_DIR           evaluate a trained agent\n"
-              "  play RUN_DIR           watch or record a trained agent\n"
-              "  collect [RUN_DIR]      write a dataset for offline training (bc, cql, td3bc)\n"
-              "  list                   registered algorithms, models and presets (--import MODULE: a user's too)\n"
-              "  tune ALGO --env ENV    tune hyperparameters with Optuna, write best.yaml\n"
-              "  plot RUN_DIR...        learning curves, seeds averaged with a band\n"
-              "  benchmark FILE.yaml    algorithms x envs x seeds: results table and figure\n"
-              "  report RUN_DIR         a self-contained report.html for a run")
-        return 0
-    if argv[0] in ("-V", "--version"):
-        from canter import __version__
+    try:  # the usage and version lines too: piped into `head`, a closed pipe was a BrokenPipeError traceback
+        if argv[0] in ("-h", "--help"):
+            print("usage: canter {train,eval,play,collect,list,tune,plot,benchmark,report} ...\n\n"
+                  "  train ALGO --env ENV   train an agent (canter train ppo --help for options)\n"
+                  "  train --resume RUN_DIR continue a stopped run exactly where it was saved\n"
+                  "  eval RUN_DIR           evaluate a trained agent\n"
+                  "  play RUN_DIR           watch or record a trained agent\n"
+                  "  collect [RUN_DIR]      write a dataset for offline training (bc, cql, td3bc)\n"
+                  "  list                   registered algorithms, models and presets (--import MODULE: a user's too)\n"
+                  "  tune ALGO --env ENV    tune hyperparameters with Optuna, write best.yaml\n"
+                  "  plot RUN_DIR...        learning curves, seeds averaged with a band\n"
+                  "  benchmark FILE.yaml    algorithms x envs x seeds: results table and figure\n"
+                  "  report RUN_DIR         a self-contained report.html for a run")
+            return 0
+        if argv[0] in ("-V", "--version"):
+            from canter import __version__
 
-        print(f"canter {__version__}")
-        return 0
-    cmd = COMMANDS.get(argv[0])
-    try:
+            print(f"canter {__version__}")
+            return 0
+        cmd = COMMANDS.get(argv[0])
         if cmd is None:
             from canter.errors import unknown
 

@@ -73,3 +73,17 @@ def test_a_standard_stream_closed_before_the_command_started_is_no_error(closed)
                           stdout=subprocess.PIPE if closed == 2 else None, stderr=subprocess.PIPE if closed == 1 else None,
                           timeout=60)
     assert done.returncode == 0, (done.stderr or b"").decode()
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_the_usage_and_version_lines_into_a_closed_pipe_exit_0(monkeypatch, flag):
+    """`canter --help | head -1` was a BrokenPipeError traceback and exit 1 when head had gone before the usage's
+    later lines were written: the top-level usage and version lines were printed outside the handler."""
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    stream = os.fdopen(write_fd, "w", buffering=1)  # line-buffered, as the race with head makes it: each line written
+    monkeypatch.setattr(sys, "stdout", stream)
+    try:
+        assert cli.main([flag]) == 0
+    finally:
+        stream.close()
