@@ -332,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"canter {__version__}")
             return 0
         cmd = COMMANDS.get(argv[0])
+        if cmd is None and argv[0] in ("help", "-help"):  # was "unknown command 'help'; did you mean 'eval'?"
+            raise CanterError(f"'{argv[0]}' is no command: canter --help lists the commands, canter COMMAND --help "
+                              "(canter train ppo --help) a command's options")
         if cmd is None:
             from canter.errors import unknown
 

@@ -93,3 +93,11 @@ def test_tune_help_states_the_trial_flags_defaults(capsys, monkeypatch):
     lines = _help_lines(capsys, "tune")
     assert "default 100000" in lines["--max-steps"] and "default 10000" in lines["--eval-every"]
     assert "default: the algorithm's" in lines["--n-envs"] and "default: none" in lines["--target-reward"]
+
+
+@pytest.mark.parametrize("word", ["help", "-help"])
+def test_help_as_a_command_points_to_the_help_flag(capsys, word):
+    """'canter help' was answered "unknown command 'help'; did you mean 'eval'?"."""
+    code, out, err = run_cli(capsys, word)
+    line = assert_one_line_error(code, err, "canter --help lists the commands", "canter COMMAND --help")
+    assert "eval" not in line
