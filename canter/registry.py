@@ -134,11 +134,12 @@ def _closest_module(missing: str) -> str:
     return ("; did you mean " + " or ".join(f"'{parent}.{n}'" for n in near) + "?") if near else ""
 
 
-def import_failure(name: str, why: str, exc: BaseException) -> CanterError:
+def import_failure(name: str, why: str, exc: BaseException, guess: bool = True) -> CanterError:
     """The one-line error ``cannot import module 'NAME'{why}: ...`` for ``exc``, raised while importing ``name``:
     an ImportError's message, else the error with its file and line in the user's code (:func:`raised_in`).
     A SystemExit (a script's ``parse_args()`` or ``sys.exit()`` run at import) says so: it ended the process
-    with its own usage line or none."""
+    with its own usage line or none. A mistyped module is answered with the closest beside it unless ``guess`` is
+    false (a caller with a hint of its own: PettingZoo's games)."""
     if isinstance(exc, ImportError) or (isinstance(exc, Exception) and (not name.strip(".") or name.startswith("."))):
         detail = str(exc)  # a missing module, or a name importlib refused itself
     else:
@@ -146,7 +147,7 @@ def import_failure(name: str, why: str, exc: BaseException) -> CanterError:
     missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
     if missing and missing.split(".")[0] in ENV_PACKAGES:  # a run's recorded gymnasium_robotics: its pip package
         detail += f"; install it with: pip install {ENV_PACKAGES[missing.split('.')[0]]}"
-    if missing and (name == missing or name.startswith(missing + ".")):  # the name itself mistyped
+    if guess and missing and (name == missing or name.startswith(missing + ".")):  # the name itself mistyped
         detail += _closest_module(missing)
     if isinstance(exc, SystemExit):
         detail += "; the module exits when imported (put its script part under if __name__ == '__main__')"

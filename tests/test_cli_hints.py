@@ -101,3 +101,12 @@ def test_help_as_a_command_points_to_the_help_flag(capsys, word):
     code, out, err = run_cli(capsys, word)
     line = assert_one_line_error(code, err, "canter --help lists the commands", "canter COMMAND --help")
     assert "eval" not in line
+
+
+def test_a_mistyped_pettingzoo_game_is_guessed_once(capsys, workdir):
+    """PettingZoo's games have a hint of their own ('did you mean pettingzoo.classic.tictactoe_v3'): the module
+    guess above is not added to it (the line said 'did you mean' twice)."""
+    pytest.importorskip("pettingzoo")
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v2")
+    line = assert_one_line_error(code, err, "did you mean pettingzoo.classic.tictactoe_v3")
+    assert line.count("did you mean") == 1

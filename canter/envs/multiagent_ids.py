@@ -64,7 +64,7 @@ def parallel_factory(env_id: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except (Exception, SystemExit) as exc:
-        error = import_failure(module_name, f" for env '{env_id}'", exc)
+        error = import_failure(module_name, f" for env '{env_id}'", exc, guess=False)  # family_hint's own
         raise CanterError(f"{error}{family_hint(module_name, exc)}") from None
     factory = getattr(module, "parallel_env", None)
     if not callable(factory):
