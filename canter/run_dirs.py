@@ -125,6 +125,10 @@ def nothing_to_resume(run_dir: Path) -> CanterError:
     from canter.run_lock import check_free
 
     check_free(run_dir)
+    if not (run_dir / "config.yaml").exists() and ((run_dir / "best.yaml").is_file() or any(
+            (run_dir / "agents").glob("trial-*.safetensors"))):  # was 'has no checkpoints/last to resume from'
+        return CanterError(f"'{run_dir}' is a canter tune output, not a run directory: its study continues when the "
+                           f"same canter tune command runs again (the same --out, or --storage and --study)")
     stopped = stopped_before_checkpoint(run_dir)
     if stopped is None and killed_as_it_started(run_dir):
         stopped = (f"was killed as it started, before it wrote its config.yaml, so there is nothing to resume: "

@@ -110,3 +110,13 @@ def test_a_mistyped_pettingzoo_game_is_guessed_once(capsys, workdir):
     code, out, err = run_cli(capsys, "train", "ppo", "--env", "pettingzoo:pettingzoo.classic.tictactoe_v2")
     line = assert_one_line_error(code, err, "did you mean pettingzoo.classic.tictactoe_v3")
     assert line.count("did you mean") == 1
+
+
+def test_resuming_a_tune_output_says_how_its_study_continues(capsys, workdir):
+    """'canter train --resume runs/tune-ppo-CartPole-v1' said it 'has no checkpoints/last to resume from', as of a
+    run directory (canter eval of it already named it a tune output)."""
+    out = workdir / "tune-ppo-CartPole-v1"
+    (out / "agents").mkdir(parents=True)
+    (out / "best.yaml").write_text("algo: ppo\n")
+    code, _, err = run_cli(capsys, "train", "--resume", str(out))
+    assert_one_line_error(code, err, "is a canter tune output, not a run directory", "same canter tune command")
