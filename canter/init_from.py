@@ -182,7 +182,7 @@ def _check_image_reading(path: Any, saved: Any, ours: Any) -> None:
 
     from canter.envs.spaces import read_alike
     from canter.models.cnn import image_layout
-    from canter.resume_checks import _LAYOUT_NAMES
+    from canter.resume_checks import _LAYOUT_NAMES, packed_reading_difference
 
     if isinstance(saved, gym.spaces.Dict) and isinstance(ours, gym.spaces.Dict):  # a multi-policy agent's policies
         for policy in saved.spaces.keys() & ours.spaces.keys():
@@ -194,6 +194,10 @@ def _check_image_reading(path: Any, saved: Any, ours: Any) -> None:
         raise CanterError(f"init_from '{path}': its networks read the image observations as canter did before "
                           f"2026-11-27 (channels-last only with 1, 3 or 4 channels, frame stacks as values), so its "
                           f"weights fit no network this run builds; train without init_from")
+    difference = packed_reading_difference(saved, ours)
+    if difference:
+        raise CanterError(f"init_from '{path}': its networks read {difference}, so its weights fit no network this "
+                          f"run builds; train without init_from")
     was, now = image_layout(saved), image_layout(ours)
     if was != now:
         raise CanterError(f"init_from '{path}': its networks read the {tuple(saved.shape)} image observations as "

@@ -391,9 +391,20 @@ def check_env_layout_kept(saved: Any, env_space: Any) -> None:
     model, built from the env's space ``env_space``, reads them: an Atari run with frame stacks whose shape reads as
     channels-last (``[12, 10, 10]``: RGB frames of a small screen, ``[12, 8, 8]``), saved before the Atari envs gave
     their layout (2026-11-27), was read so, and its weights fit no model of the stacks read channels-first (a
-    state_dict RuntimeError traceback)."""
+    state_dict RuntimeError traceback). Likewise the image entries of packed ``Dict`` / ``Tuple`` observations
+    (:func:`packed_reading_difference`), and each policy's space of a multi-policy run."""
+    import gymnasium as gym
+
     from canter.models.cnn import image_layout
 
+    if isinstance(saved, gym.spaces.Dict) and isinstance(env_space, gym.spaces.Dict):  # policy -> space
+        for policy in saved.spaces.keys() & env_space.spaces.keys():
+            check_env_layout_kept(saved[policy], env_space[policy])
+        return
+    difference = packed_reading_difference(saved, env_space)
+    if difference:
+        raise CanterError(f"cannot resume: this run's model reads {difference}, so its weights fit no new model. "
+                          f"canter.load, eval and play still run it; train a new run to continue")
     was, now = image_layout(saved), image_layout(env_space)
     if was == now:
         return
@@ -401,6 +412,25 @@ def check_env_layout_kept(saved: Any, env_space: Any) -> None:
                       f"{_LAYOUT_NAMES[was]}, as canter did before 2026-11-27; the env gives them as "
                       f"{_LAYOUT_NAMES[now]} (Atari frame stacks), so its weights fit no new model. canter.load, eval "
                       f"and play still run it; train a new run to continue")
+
+
+def packed_reading_difference(saved: Any, env_space: Any) -> str:
+    """``""``, or where two packed spaces' (:class:`canter.envs.packing.PackedBox`) networks read an image entry
+    otherwise, as ``"its (12, 10, 10) image entry as channels-last [H, W, C]; the env gives it as channels-first
+    [C, H, W]"``: an entry its env marks (:func:`canter.models.cnn.mark_image_layout`) that a checkpoint written
+    before packed spaces kept marks (2026-11-28) read by its shape, or the reverse. Spaces of other image entries
+    are not compared here (:func:`canter.envs.spaces.read_alike` tells them apart)."""
+    from canter.envs.packing import PackedBox
+    from canter.envs.spaces import packed_image_layouts
+
+    if not (isinstance(saved, PackedBox) and isinstance(env_space, PackedBox)) or saved.images != env_space.images:
+        return ""
+    for (o, shape), was, now in zip(saved.images, packed_image_layouts(saved), packed_image_layouts(env_space)):
+        if was != now:
+            why = ("marks it so (models.cnn.mark_image_layout), where canter read such an entry by its shape until "
+                   "2026-11-28" if o in env_space.given_image_layouts else "does not mark it (read by its shape)")
+            return f"its {shape} image entry as {_LAYOUT_NAMES[was]}; the env gives it as {_LAYOUT_NAMES[now]}: it {why}"
+    return ""
 
 
 def check_given_layout_kept(saved: Any, env_layout: str | None) -> None:

@@ -102,6 +102,25 @@ if "DictImageSide-v0" not in gym.registry:
     gym.register("DictImageSide-v0", entry_point=DictImageSideEnv, disable_env_checker=True)
 
 
+class MarkedDictImageSideEnv(DictImageSideEnv):
+    """``MarkedDictImageSide-v0``: :class:`DictImageSideEnv` of a channels-first ``[12, 10, 10]`` image (RGB stacks
+    of a small screen, which the shape rule reads as channels-last) whose env marks its ``"image"`` entry
+    :attr:`layout` (``canter.models.cnn.mark_image_layout``), as the Atari envs mark their stacks; None: unmarked."""
+
+    layout: str | None = "chw"
+
+    def __init__(self, **kwargs: Any) -> None:
+        from canter.models.cnn import mark_image_layout
+
+        super().__init__(**{"shape": (12, 10, 10), "channels_first": True, **kwargs})
+        if self.layout is not None:
+            mark_image_layout(self.image_space, self.layout)
+
+
+if "MarkedDictImageSide-v0" not in gym.registry:
+    gym.register("MarkedDictImageSide-v0", entry_point=MarkedDictImageSideEnv, disable_env_checker=True)
+
+
 def stacked_image_side(frames: int = 4, render_mode: str | None = None, **kwargs: Any) -> gym.Env:
     """``StackedImageSide-v0``: :class:`ImageSideEnv` (its keyword arguments) under gymnasium's
     ``FrameStackObservation``: observations ``[frames, *shape]``, such as ``[4, 36, 36, 3]``."""

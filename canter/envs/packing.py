@@ -47,13 +47,17 @@ def needs_packing(space: gym.Space) -> bool:
 class PackedBox(gym.spaces.Box):
     """A flat Box holding a ``Dict`` / ``Tuple`` observation with image entries: ``images`` lists
     each image's ``(offset, shape)`` in the vector (its pixels in the image's own layout); the
-    other columns are the remaining entries, flattened."""
+    other columns are the remaining entries, flattened. ``given_image_layouts`` (offset -> layout) keeps the
+    layout of an image whose env marked it otherwise than its shape reads
+    (:func:`canter.models.cnn.mark_image_layout`), as the ``multi`` encoder is to read it."""
 
     def __init__(self, low: np.ndarray, high: np.ndarray, dtype: Any,
-                 images: Sequence[tuple[int, Sequence[int]]], seed: Any = None) -> None:
+                 images: Sequence[tuple[int, Sequence[int]]], seed: Any = None,
+                 given_image_layouts: dict[int, str] | None = None) -> None:
         super().__init__(low=np.asarray(low).astype(dtype), high=np.asarray(high).astype(dtype), dtype=dtype, seed=seed)
         self.images: tuple[tuple[int, tuple[int, ...]], ...] = tuple(
             (int(o), tuple(int(d) for d in shape)) for o, shape in images)
+        self.given_image_layouts: dict[int, str] = {int(o): str(v) for o, v in (given_image_layouts or {}).items()}
 
     def image_slices(self) -> list[tuple[slice, tuple[int, ...]]]:
         """Each image's columns and shape."""
@@ -187,7 +191,7 @@ class ObservationPacker:
     resume_stateless = True
 
     def __init__(self, space: gym.Space, action_space: gym.Space) -> None:
-        from canter.models.cnn import is_image_space
+        from canter.models.cnn import image_layout, is_image_space, shape_image_layout
 
         self.mask = has_action_mask(space)
         if self.mask:
@@ -208,10 +212,12 @@ class ObservationPacker:
         _check_entries(self._inner, where)
         flat = gym.spaces.flatten_space(self._inner)
         low, high = np.asarray(flat.low, np.float64), np.asarray(flat.high, np.float64)
-        images, offset, leaves = [], 0, _leaves(self._inner, where)
+        images, offset, leaves, given = [], 0, _leaves(self._inner, where), {}
         for _, leaf in leaves:
             if is_image_space(leaf):
                 images.append((offset, leaf.shape))
+                if (layout := image_layout(leaf)) != shape_image_layout(leaf.shape):  # marked by its env
+                    given[offset] = layout
             offset += gym.spaces.flatdim(leaf)
         if images and self.mask:
             raise CanterError("observations with both image entries and an action mask are not supported: give the "
@@ -220,7 +226,7 @@ class ObservationPacker:
             self.space: gym.spaces.Box = MaskedBox(np.r_[low, np.zeros(width)], np.r_[high, np.ones(width)], width)
         elif images:
             dtype = np.uint8 if all(_fits_a_byte(leaf) for _, leaf in leaves) else np.float32
-            self.space = PackedBox(low, high, dtype, images)
+            self.space = PackedBox(low, high, dtype, images, given_image_layouts=given)
         else:
             self.space = gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
         self.space.packed_layout = tuple(layout_entry(name, leaf) for name, leaf in leaves)

@@ -56,8 +56,9 @@ def space_to_dict(space: gym.Space) -> dict[str, Any]:
         from canter.models.cnn import former_image_layout
 
         layouts = packed_image_layouts(space)
-        if any(layout != former_image_layout(shape) for layout, (_, shape) in zip(layouts, space.images)):
-            d["image_layouts"] = layouts  # some image is read otherwise than until 2026-11-27
+        if any(layout != former_image_layout(shape) for layout, (_, shape) in zip(layouts, space.images)) \
+                or getattr(space, "given_image_layouts", None):
+            d["image_layouts"] = layouts  # some image is read otherwise than until 2026-11-27, or as its env marked it
         return _with_layout(d, space)
     if isinstance(space, gym.spaces.Box):
         d = {
@@ -97,28 +98,41 @@ def _add_image_layout(d: dict[str, Any], space: gym.spaces.Box) -> None:
 
 
 def packed_image_layouts(space: PackedBox) -> list[str | None]:
-    """How the ``multi`` encoder reads each image of ``space`` (its ``saved_image_layouts`` where a
-    checkpoint's description keeps an earlier reading, :func:`_saved_image_layouts`)."""
-    from canter.models.cnn import image_layout
+    """How the ``multi`` encoder reads each image of ``space``: its ``saved_image_layouts`` where a checkpoint's
+    description keeps an earlier reading (:func:`_saved_image_layouts`), its ``given_image_layouts`` where its env
+    marked the entry (:func:`canter.models.cnn.mark_image_layout`), else by its shape."""
+    from canter.models.cnn import shape_image_layout
 
     saved = getattr(space, "saved_image_layouts", {})
-    return [saved.get(o) or image_layout(gym.spaces.Box(0, 255, shape, np.uint8)) for o, shape in space.images]
+    given = getattr(space, "given_image_layouts", {})
+    return [saved.get(o) or given.get(o) or shape_image_layout(shape) for o, shape in space.images]
 
 
 def _saved_image_layouts(space: PackedBox, d: dict[str, Any]) -> PackedBox:
     """``space`` with ``saved_image_layouts`` (offset -> layout) for the images a description without
-    ``image_layouts`` (written until 2026-11-27) reads otherwise than canter now does."""
-    from canter.models.cnn import former_image_layout, image_layout
+    ``image_layouts`` (written until 2026-11-27) reads otherwise than canter now does, and ``given_image_layouts``
+    for those its ``image_layouts`` records otherwise than their shape reads: entries marked by their env
+    (:func:`canter.models.cnn.mark_image_layout`; a description written since 2026-11-27 and before marks were
+    kept in packed spaces, 2026-11-28, records the shape's reading, which its model was trained with)."""
+    from canter.models.cnn import former_image_layout, shape_image_layout
 
     given = d.get("image_layouts")
-    saved = {}
+    saved, marked = {}, {}
     for i, (o, shape) in enumerate(space.images):
-        layout = given[i] if isinstance(given, list) and i < len(given) else former_image_layout(shape)
-        if layout is not None and layout != image_layout(gym.spaces.Box(0, 255, shape, np.uint8)):
-            saved[o] = layout
+        recorded = isinstance(given, list) and i < len(given)
+        layout = given[i] if recorded else former_image_layout(shape)
+        if layout is not None and layout not in _LAYOUTS:
+            raise CanterError(f"unknown image_layouts entry {layout!r}: {', '.join(_LAYOUTS)}")
+        if layout is not None and layout != shape_image_layout(shape):
+            (marked if recorded else saved)[o] = layout
     if saved:
         space.saved_image_layouts = saved  # type: ignore[attr-defined]
+    space.given_image_layouts = marked
     return space
+
+
+#: the layouts a description may record for an image (:func:`canter.models.cnn.image_layout`)
+_LAYOUTS = ("hw", "hwc", "chw", "shwc", "schw")
 
 
 def _pixel_bounds(space: gym.spaces.Box) -> bool:

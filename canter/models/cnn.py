@@ -45,7 +45,7 @@ from canter.errors import CanterError
 from canter.models.conv_shapes import output_shape
 from canter.models.image_layout import (  # noqa: F401 (re-exported: canter.models.cnn names them)
     GIVEN_LAYOUT, conv_input_layout, former_image_layout, image_layout, image_pixels, is_image_space,
-    mark_image_layout)
+    mark_image_layout, shape_image_layout)
 from canter.models.mlp import ObsEncoder, obs_dim
 from canter.registry import lookup, register
 
@@ -304,18 +304,20 @@ class MultiInputEncoder(nn.Module):
     def __init__(self, space: gym.Space, ortho_init: bool = False, image_encoder: str = "auto") -> None:
         super().__init__()
         from canter.envs.packing import PackedBox
+        from canter.envs.spaces import packed_image_layouts
         from canter.models.linear import Linear
 
         if not isinstance(space, PackedBox):
             raise CanterError(f"encoder 'multi' needs Dict or Tuple observations with image entries, not {space}")
         self.images = [(cols.start, cols.stop, shape) for cols, shape in space.image_slices()]
-        saved = getattr(space, "saved_image_layouts", {})  # a checkpoint's reading (canter.envs.spaces)
+        # each image as its env marked it, or as a checkpoint's reading keeps it (canter.envs.spaces)
+        layouts = packed_image_layouts(space)
         self.vectors = [(c.start, c.stop) for c in space.vector_slices()]
         self.convs, self.heads = nn.ModuleList(), nn.ModuleList()
-        for start, _, shape in self.images:
+        for (_, _, shape), layout in zip(self.images, layouts):
             image = gym.spaces.Box(0, 255, shape, np.uint8)
-            if start in saved:
-                image.saved_image_layout = saved[start]  # type: ignore[attr-defined]
+            if layout != image_layout(image):
+                image.saved_image_layout = layout or ""  # type: ignore[attr-defined]
             kind = auto_image_encoder(image) if image_encoder == "auto" else image_encoder
             conv = lookup("encoder", kind)(image, ortho_init=ortho_init)
             head = nn.Sequential(Linear(conv.out_dim, self.image_features), nn.ReLU())

@@ -40,9 +40,17 @@ def mark_image_layout(space: gym.Space, layout: str) -> gym.Space:
     """``space``, marked as laid out as ``layout`` (``"chw"``, ...) for :func:`image_layout`, where the shape rule
     could read it otherwise: the Atari envs' channels-first stacks ``[C * frame_stack, height, width]`` of small
     screens or long stacks (``[12, 10, 10]``, ``[12, 8, 8]``) have a last axis shorter than their first, which reads
-    as channels-last. Checkpoints record it (``image_layout`` in the space's description)."""
+    as channels-last. Checkpoints record it (``image_layout`` in the space's description). An image entry of a
+    ``Dict`` or ``Tuple`` observation keeps its mark when packed (:class:`canter.envs.packing.PackedBox`'s
+    ``given_image_layouts``, ``image_layouts`` in the packed space's description), and the ``multi`` encoder
+    reads it so."""
     setattr(space, GIVEN_LAYOUT, layout)
     return space
+
+
+def shape_image_layout(shape: tuple[int, ...]) -> str | None:
+    """:func:`image_layout` of an unmarked uint8 0-255 Box of ``shape``: the layout its shape alone gives."""
+    return image_layout(gym.spaces.Box(0, 255, tuple(shape), np.uint8))
 
 
 def _shape_layout(shape: tuple[int, ...]) -> str | None:
