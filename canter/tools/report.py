@@ -2,9 +2,9 @@
 
 Everything is inside the file: CSS inline, plots as PNG data URIs, videos as MP4 data URIs, no
 scripts and no external references, so it needs no network and no server. Sections: summary,
-learning curve (training episodes, rolling return, evaluations, target), the return distribution
-of the best checkpoint over fresh evaluation episodes, update statistics over time, throughput,
-checkpoints, the recorded videos and the resolved config.
+learning curve (training episodes, rolling return, evaluations, target), the evaluations' success rate
+(goal envs), the return distribution of the best checkpoint over fresh evaluation episodes, update
+statistics over time, throughput, checkpoints, the recorded videos and the resolved config.
 """
 from __future__ import annotations
 
@@ -112,6 +112,34 @@ def learning_curve(run: RunData) -> str:
     return _img(fig, "learning curve")
 
 
+def _success_rates(run: RunData) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, success rates) of the evaluations whose env reported ``info["is_success"]`` (goal envs); empty where
+    none did (the evaluation table has no ``success_rate`` column, or only nulls)."""
+    e = run.evaluations
+    rate = e.get("success_rate", np.zeros(0))
+    rows = np.isfinite(rate)
+    return e["step"][rows] if rows.any() else np.zeros(0), rate[rows]
+
+
+def success_curve(run: RunData) -> str:
+    """The evaluations' success rate against steps (goal envs), under its own heading; nothing where no
+    evaluation reported one."""
+    steps, rate = _success_rates(run)
+    if not len(rate):
+        return ""
+    fig = new_figure(960, 300)
+    ax = fig.add_subplot()
+    x, y = _drawn(steps, 100 * rate)
+    ax.plot(x, y, color="#17803d", linewidth=1.2, marker="o" if len(x) <= MAX_MARKERS else None, markersize=3,
+            label="evaluation success rate")
+    ax.set_ylim(-2, 102)
+    ax.set_xlabel(_steps_label(run))
+    ax.set_ylabel("success rate (%)")
+    ax.grid(alpha=0.3)
+    legend(ax)
+    return f"<h2>Success rate</h2>{_img(fig, 'success rate')}"
+
+
 def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[str, str]:
     """Histogram of ``episodes`` fresh episodes of the best checkpoint, with the policy its run evaluated
     (deterministic unless ``eval_deterministic: false``), as ``canter eval`` plays them (HTML, caption)."""
@@ -129,6 +157,9 @@ def eval_distribution(run: RunData, episodes: int, seed: int = 12345) -> tuple[s
     per = f" ({len(returns)} returns, one per agent and episode)" if len(returns) != episodes else ""
     kind = "deterministic" if getattr(result, "deterministic", True) else "stochastic"
     where = f"{episodes} {kind} episodes{per} of checkpoint '{base.name}' (evaluation seed {seed})"
+    rate = getattr(result, "success_rate", None)  # goal envs: the episodes that reported info["is_success"]
+    if rate is not None:
+        where += f", success rate {rate:.0%}"
     finite = returns[np.isfinite(returns)]  # a NaN policy or env (divergence guard off): no histogram range
     bad = len(returns) - len(finite)
     if not len(finite):
@@ -303,10 +334,18 @@ def _cards(run: RunData) -> str:
         (_rate(s["steps"] / s["wall_seconds"]) if s.get("wall_seconds") else "–",
          "updates / s" if _offline(run) else "steps / s", ""),
         (str(s.get("stop_reason") or "–"), "stop reason", ""),
-    ] + ([(str(s["error"]), "stopped by an error", "no")] if s.get("error") else [])
+    ] + _success_cards(run) + ([(str(s["error"]), "stopped by an error", "no")] if s.get("error") else [])
     return '<div class="cards">' + "".join(
         f'<div class="card"><b class="{cls}">{html.escape(v)}</b><span>{html.escape(k)}</span></div>'
         for v, k, cls in items) + "</div>"
+
+
+def _success_cards(run: RunData) -> list[tuple[str, str, str]]:
+    """The best and last evaluation success rate, where the evaluations have one (goal envs); else none."""
+    rate = _success_rates(run)[1]
+    if not len(rate):
+        return []
+    return [(f"{rate.max():.0%}", "best eval success rate", ""), (f"{rate[-1]:.0%}", "last eval success rate", "")]
 
 
 def code_version(summary: dict[str, Any]) -> str:
@@ -363,6 +402,7 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
 <h1>{html.escape(title)}</h1><p class="sub">{html.escape(sub)}</p>{note}
 {_cards(run)}
 <h2>Learning curve</h2>{learning_curve(run)}
+{success_curve(run)}
 <h2>Evaluation return distribution</h2>{dist}
 <h2>Losses and update statistics</h2>{update_stats(run)}
 <h2>Throughput</h2>{throughput(run)}
