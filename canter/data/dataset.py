@@ -22,7 +22,7 @@ from canter.ale import registered_spec
 from canter.checkpoint import checkpoint_base, load_checkpoint, read_metadata, save_checkpoint
 from canter.data.columns import GrowingColumns
 from canter.data.dataset_checks import (check_discrete, check_flags, json_info, metadata_problem,
-                                        numeric_array)
+                                        not_dataset_problem, numeric_array)
 from canter.data.minari import (  # noqa: F401  (check_minari_id, minari_exists: re-exported)
     _load_minari, _minari_spec, _spec_kwargs, check_minari_id, from_minari, minari_exists, write_minari,
 )
@@ -202,11 +202,16 @@ class TransitionDataset:
         except (KeyError, TypeError, ValueError, AttributeError, CanterError) as exc:  # CanterError: a bad space
             raise CanterError(f"dataset {base} is corrupt: {exc if isinstance(exc, CanterError) else repr(exc)}") from None
         try:
-            return cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
+            data = cls(**arrays, env_id=str(meta.get("env")), observation_space=spaces[0], action_space=spaces[1],
                        info=dict(meta.get("info") or {}), env_kwargs=dict(meta.get("env_kwargs") or {}),
                        dataset_id=meta.get("checkpoint_id"), user_modules=list(meta.get("user_modules") or []))
         except CanterError as exc:  # what the file holds (no transition, NaN, a Discrete action outside the space)
             raise CanterError(f"{exc} (dataset {base})") from None
+        stated = meta.get("transitions")  # the JSON is not under the sha256: an edit, or another tool's writer
+        if stated is not None and stated != len(data):
+            raise CanterError(f"dataset {base} is corrupt: its JSON says {stated:,} transitions, its arrays hold "
+                              f"{len(data):,} (was {base.name}.json edited? restore it or collect the dataset again)")
+        return data
 
 
 def dataset_missing(path: str | Path) -> bool:
@@ -271,7 +276,7 @@ def read_dataset_metadata(path: str | Path) -> dict[str, Any]:
                           f".safetensors file beside it, or write the dataset again with canter collect)")
     meta = read_metadata(base, "dataset")
     if meta.get("kind") != KIND:
-        raise CanterError(f"'{path}' is a canter checkpoint, not a dataset (write one with canter collect)")
+        raise CanterError(not_dataset_problem(path, meta))
     problem = metadata_problem(meta)  # the JSON is not under the tensors' sha256: edited, or another tool's
     if problem is not None:
         raise CanterError(f"dataset {base} is corrupt: {problem}")

@@ -63,7 +63,22 @@ def metadata_problem(meta: dict[str, Any]) -> str | None:
         value = meta.get(key)
         if value is not None and not isinstance(value, dict):
             return f"its JSON's '{key}' is {value!r:.60} ({type(value).__name__}), not a mapping"
+    count = meta.get("transitions")  # compared with the arrays when they are loaded
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        return f"its JSON's 'transitions' is {count!r:.60}, not a whole number of transitions >= 1"
     return None
+
+
+def not_dataset_problem(path: Any, meta: dict[str, Any]) -> str:
+    """Why the canter file pair ``path`` (its JSON ``meta``) is not a dataset: a checkpoint (no ``kind``: an agent or a
+    run saved it), or a JSON whose ``kind`` is something else (edited, or another tool's), named as it is."""
+    from canter.data.dataset import KIND
+
+    kind = meta.get("kind")
+    if kind is None:
+        return f"'{path}' is a canter checkpoint, not a dataset (write one with canter collect)"
+    return (f"'{path}' is not a canter dataset: its JSON's 'kind' is {kind!r:.60}, not '{KIND}' (was it edited? "
+            f"restore it, or write the dataset again with canter collect)")
 
 
 def check_flags(values: np.ndarray, name: str) -> np.ndarray:
