@@ -35,6 +35,7 @@ from canter.held_warnings import warnings_taken
 from canter.multiagent_config import policy_message
 from canter.schedules import LRControl
 from canter.trainers.base import Trainer
+from canter.trainers.on_policy import FITTING_ROLLOUT, fitting_rollout
 from canter.trainers.stepwise import StepwiseTrainer
 from canter.trainers.guard import Divergence
 
@@ -85,13 +86,15 @@ class LRGroup:
             m.lr.load_state_dict(state[p])
 
 
-def _run_steps(message: str, rows: int, all_rows: int) -> str:
+def _run_steps(message: str, rows: int, all_rows: int, max_steps: int) -> str:
     """A member's "the run takes N steps" (its whole rollout or training phase, of its own ``rows``) told as the
-    policy's steps and the run's: every agent row steps with it, so the run takes ``N / rows * all_rows`` or more."""
+    policy's steps and the run's: every agent row steps with it, so the run takes ``N / rows * all_rows`` or more;
+    and the ``n_steps`` that makes a rollout fit, the run's (``max_steps`` over all its rows), not the policy's share."""
     def told(match: re.Match[str]) -> str:
         steps = int(match[1].replace(",", ""))
         return f"this policy takes {steps:,} of its steps, the run at least {-(-steps // rows) * all_rows:,}"
 
+    message = re.sub(FITTING_ROLLOUT, lambda _: fitting_rollout(max_steps, all_rows), message)
     return re.sub(r"the run takes ([\d,]+) steps$", told, message)
 
 
@@ -120,7 +123,7 @@ class MultiPolicyTrainer(Trainer):
             for w in caught:  # a member's budget warnings speak of its share of the steps
                 detail = (f" ({view.num_envs} of the {env.num_envs} agent rows of all env copies, so "
                           f"{member_run.max_steps:,} of the run's steps)")
-                message = _run_steps(str(w.message), view.num_envs, env.num_envs)
+                message = _run_steps(str(w.message), view.num_envs, env.num_envs, run.max_steps)
                 warn(type(w.message)(policy_message(run, policy, message, detail)))
         self.lr = LRGroup(self.members)
 

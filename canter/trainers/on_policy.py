@@ -25,10 +25,8 @@ class OnPolicyTrainer(StepwiseTrainer):
         super().__init__(*args, **kwargs)
         rollout = self.config.n_steps * self.env.num_envs
         if rollout > self.run.max_steps:
-            warn(CanterWarning(
-                f"max_steps ({self.run.max_steps:,}) is less than one rollout (n_steps {self.config.n_steps} x "
-                f"{self.env.num_envs} envs = {rollout:,} steps): the run takes {rollout:,} steps"
-            ))
+            warn(CanterWarning(rollout_budget_message(self.run.max_steps, self.config.n_steps, self.env.num_envs,
+                                                      self.run.n_envs)))
         warn_one_minibatch(self.config, rollout)
 
     def setup(self) -> None:  # noqa: D102
@@ -111,6 +109,30 @@ def no_values_error(algo: str) -> CanterError:
     every step (log-probabilities may be missing: they are stored as NaN)."""
     return CanterError(f"algorithm '{algo}' returned no values from act (ActOutput.values is None); an on-policy "
                        f"algorithm's act must return V(obs) for GAE: ActOutput(actions, log_probs, values)")
+
+
+def rollout_budget_message(max_steps: int, n_steps: int, rows: int, copies: int) -> str:
+    """The warning for a ``max_steps`` below one rollout of ``n_steps`` x ``rows`` (env copies, or a multi-agent
+    env's agent rows: every agent's step counts, ``copies`` copies of its agents): the rollout's size, that the run
+    takes it whole (as Stable-Baselines3 does), and the setting that makes a rollout fit the budget."""
+    per_copy = rows // copies if copies and rows % copies == 0 else 1
+    envs = (f"{rows:,} agent rows ({copies:,} env cop{'ies' if copies > 1 else 'y'} x {per_copy} agents)" if per_copy > 1
+            else f"{rows:,} env{'s' if rows > 1 else ''}")
+    # "the run takes N steps" ends it: a multi-policy member's is told in the run's steps (multi_policy._run_steps)
+    return (f"max_steps ({max_steps:,}) is less than one rollout (n_steps {n_steps} x {envs} = {n_steps * rows:,} "
+            f"steps; {fitting_rollout(max_steps, rows)}): the run takes {n_steps * rows:,} steps")
+
+
+#: what :func:`fitting_rollout` says (a multi-policy run tells its members' in the run's steps)
+FITTING_ROLLOUT = r"--set n_steps=\d+ makes one fit|fewer envs \(--n-envs\) and n_steps 1 make one fit"
+
+
+def fitting_rollout(max_steps: int, rows: int) -> str:
+    """The largest ``n_steps`` whose rollout of ``rows`` env (or agent) rows fits within ``max_steps`` (a run then
+    takes whole rollouts up to the budget: exactly it where it is a multiple of ``rows``); below one step per row,
+    fewer envs."""
+    fit = max_steps // rows
+    return f"--set n_steps={fit} makes one fit" if fit >= 1 else "fewer envs (--n-envs) and n_steps 1 make one fit"
 
 
 def warn_one_minibatch(config: Any, rows: int) -> None:
