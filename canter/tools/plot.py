@@ -171,7 +171,8 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
 
     ``colors`` maps labels to colors (so that one label has one color across several panels).
     """
-    targets: set[float] = set()
+    targets: dict[float, dict[str, Any]] = {}  # each target: the groups that have it, by label, and their colours
+    shown = 0
     # the runs drawn: one with no finished episode or evaluation yet (killed early) adds no curve, so it
     # counts neither in a group's n nor for the y label
     every = [r for runs in groups.values() for r in runs if len(run_curve(r, x)[0])]
@@ -186,15 +187,19 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
                           color=(colors or {}).get(label), **lone_markers(mean))  # a lone point: a marker
         if n > 1:
             ax.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.2, linewidth=0)
-        targets.update(r.target_reward for r in runs if r.target_reward is not None)
+        shown += 1
+        for r in runs:
+            if r.target_reward is not None:
+                targets.setdefault(r.target_reward, {})[label] = line.get_color()
     low, high = ax.get_ylim() if ax.lines else (0.0, 0.0)
     span = max(high - low, abs(high), abs(low), 1.0)  # a line beyond one span of the data would flatten its curves
     for target in sorted(targets):
+        color, label = _target_style(target, targets[target], shown)  # shown: the groups drawn
         if ax.lines and not low - span <= target <= high + span:  # listed, not drawn (target 1e9 over returns of 500)
-            ax.plot([], [], color="0.35", linestyle="--", linewidth=1.0,
-                    label=f"target {target:g} ({'above' if target > high else 'below'} the axis)")
+            ax.plot([], [], color=color, linestyle="--", linewidth=1.0,
+                    label=f"{label} ({'above' if target > high else 'below'} the axis)")
             continue
-        ax.axhline(target, color="0.35", linestyle="--", linewidth=1.0, label=f"target {target:g}")
+        ax.axhline(target, color=color, linestyle="--", linewidth=1.0, label=label)
     training = [bool(len(r.history.get("rolling_return", ()))) for r in every]
     offline = [r.config.get("dataset") is not None for r in every]  # steps are gradient updates
     xlabel = X_AXES[x][1]
@@ -207,6 +212,16 @@ def draw_groups(ax: Any, groups: dict[str, list[RunData]], x: str = "steps",
                   else "return (training rolling mean, or evaluation mean)", wrap=True)  # a short panel: two lines
     ax.grid(alpha=0.3)
     legend(ax)
+
+
+def _target_style(target: float, owners: dict[str, Any], groups: int) -> tuple[Any, str]:
+    """(colour, legend label) of the target line ``target`` that the groups ``owners`` (label -> line colour) have, of
+    ``groups`` drawn: one group's in its colour, named after it when there are others; one several groups share in
+    grey, naming them unless every group has it."""
+    named = "" if len(owners) >= groups else f" ({', '.join(owners)})"
+    if len(owners) == 1:
+        return next(iter(owners.values())), f"target {target:g}{named}"
+    return "0.35", f"target {target:g}{named}"
 
 
 def legend(ax: Any) -> None:
