@@ -116,7 +116,8 @@ def mean_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200
     """Interpolate curves onto a shared grid; return (grid, mean, std) over the runs covering each point.
 
     A curve covers its own x range; with ``hold[i]`` true, curve ``i`` also keeps its last value
-    up to the end of the grid (a run that stopped because it reached its target).
+    up to the end of the grid (a run that stopped because it reached its target). A curve of one point, not held,
+    covers nothing beside curves that cover a stretch (:func:`_stack`).
     """
     grid, stack = _stack(curves, points, hold)
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
@@ -133,6 +134,12 @@ def _stack(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
     rolling returns) are kept, so the line has a gap there instead of going straight over them."""
     hold = [False] * len(curves) if hold is None else list(hold)
     kept = [(c, h) for c, h in zip(curves, hold) if len(c[0])]
+    # a curve of one point (a run of a single episode, not held) has no stretch to cover: beside curves that have
+    # one it is left out, as it is wherever its point falls between two grid points; it counted only where it was
+    # the grid's first (or last) point, a jump from its value to the others' mean at the line's start
+    spans = [h or xs[-1] > xs[0] for (xs, _), h in kept]
+    if any(spans):
+        kept = [k for k, span in zip(kept, spans) if span]
     if not kept:
         return np.zeros(0), np.zeros((0, 0))
     lo = min(float(xs[0]) for (xs, _), _ in kept)
@@ -150,7 +157,8 @@ def _stack(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
 def runs_in_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
                  hold: Sequence[bool] | None = None) -> int:
     """How many of ``curves`` have a value at some point of :func:`mean_band`'s grid, i.e. count in its mean (a
-    run whose few episodes all fall between two grid points, such as one with a single episode, does not)."""
+    run whose few episodes all fall between two grid points does not, nor one of a single point beside runs that
+    cover a stretch)."""
     return int(np.isfinite(_stack(curves, points, hold)[1]).any(axis=1).sum())
 
 
