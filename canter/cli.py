@@ -74,7 +74,17 @@ def _cmd_resume(argv: list[str]) -> int:
 def _drive(trainer: Any) -> int:
     """Run a :class:`~canter.run.Run` to its end and report; Ctrl-C saves the run and exits 130. A Ctrl-C while the envs
     close (the run saved already) exits 130 after the usual report: it was a bare 'interrupted', which left out the
-    step the run was saved at and the command that resumes it."""
+    step the run was saved at and the command that resumes it. SIGTERM is a Ctrl-C throughout, also after the run has
+    given back its stop handlers (while it saves its end and its loggers close: a W&B finish takes seconds), where it
+    ended the process by its default action (exit -15, no report, the W&B run not finished)."""
+    from canter.stop_grace import sigterm_as_ctrl_c
+
+    with sigterm_as_ctrl_c():
+        return _drive_run(trainer)
+
+
+def _drive_run(trainer: Any) -> int:
+    """:func:`_drive`'s body."""
     from canter.errors import notice
     from canter.trainers.guard import TrainingDiverged
 
@@ -83,11 +93,14 @@ def _drive(trainer: Any) -> int:
         for _ in trainer():
             pass
     except KeyboardInterrupt:
-        if (trainer.dir / "checkpoints" / "last.safetensors").is_file():
+        if (trainer.summary or {}).get("stop_reason") not in (None, "interrupted"):  # after the run's end was saved
+            closing_interrupted = True  # the finished run's report follows
+        elif (trainer.dir / "checkpoints" / "last.safetensors").is_file():
             notice(f"interrupted; continue with: canter train --resume {trainer.dir}")
+            return 130
         else:  # a new run stopped before its first 'last' (while its loggers started): its directory was removed
             notice("interrupted before training started; nothing was saved")
-        return 130
+            return 130
     except TrainingDiverged as exc:
         raise CanterError(f"{exc}; the last good checkpoint is kept in {trainer.dir / 'checkpoints' / 'last'}") from None
     finally:

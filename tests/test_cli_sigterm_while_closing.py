@@ -1,0 +1,62 @@
+"""canter train: a SIGTERM after the run has given back its stop handlers (while it saves its end and its loggers
+close: a W&B finish takes seconds; then while the envs close) is a Ctrl-C there, as the first SIGTERM during training
+is: the run's report and exit 130. It ended the process by SIGTERM's default action: exit -15, no report, the lock
+left behind and the W&B run not finished (reproduced: canter train ppo --wandb, SIGTERM as summary.json appeared)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+import canter
+from canter.cli import _drive
+
+
+@pytest.fixture(autouse=True)
+def default_sigterm():
+    """SIGTERM at its default action for each test, as in a fresh `canter train`, and put back after (an earlier
+    test's ray.init may leave Ray's own handler in force in this process)."""
+    before = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGTERM, before)
+
+
+class _TermAtClose:
+    """A logger whose close() meets a SIGTERM, as a W&B finish that `timeout` or a job scheduler stops (sent only
+    where SIGTERM no longer has its default action, which would end the test process: there close() says so)."""
+
+    def __init__(self) -> None:
+        self.default_at_close: bool | None = None
+
+    def start(self, run) -> None:
+        pass
+
+    def log(self, record) -> None:
+        pass
+
+    def close(self) -> None:
+        self.default_at_close = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        if not self.default_at_close:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_sigterm_while_a_finished_run_closes_reports_it_and_exits_130(tmp_path: Path, tiny_ppo: dict,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, **{**tiny_ppo, "max_steps": 128, "eval_episodes": 0},
+                              tensorboard=False)
+    logger = _TermAtClose()
+    run.loggers.append(logger)
+    code = _drive(run)
+    assert logger.default_at_close is False, "SIGTERM had its default action as the loggers closed: the process dies"
+    assert code == 130
+    out = capsys.readouterr().out
+    assert "finished (max_steps)" in out and str(run_dir) in out  # the finished run's report, not 'interrupted'
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "max_steps"
+    assert not (run_dir / ".canter.lock").exists()
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # given back
