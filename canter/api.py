@@ -33,7 +33,8 @@ from canter.resume_checks import (
     as_numbers_now, check_config_unedited, check_env_layout_kept, check_given_layout_kept, check_image_layout_kept,
     check_opponents, check_resume_metadata, check_same_run, check_writable, keep_best_on_disk, resume_dataset,
 )
-from canter.resume_settings import check_continues, check_keep_has_checkpoints, check_settings, resumed_metadata
+from canter.resume_settings import (
+    check_address_has_explorers, check_continues, check_keep_has_checkpoints, check_settings, resumed_metadata)
 from canter.build_checks import check_spaces, warn_idle_patience  # noqa: F401 (check_spaces: re-exported)
 from canter.run import Run, run_metadata
 from canter.run_dirs import check_new_run_dir, new_run_dir, nothing_to_resume, outermost_missing
@@ -384,6 +385,7 @@ def resume_trainer(
     check_settings(settings, hp_values)
     cfg.update(settings)  # written to config.yaml and the next 'last': a later resume keeps them
     check_keep_has_checkpoints(settings, cfg.get("checkpoint_every"))
+    check_address_has_explorers(settings, cfg.get("explorers"))
     if max_steps is not None:
         cfg["max_steps"] = max_steps
     if max_seconds is not None:

@@ -107,6 +107,15 @@ def check_keep_has_checkpoints(settings: dict[str, Any], checkpoint_every: Any) 
                           "(checkpoint_every: 0): give --checkpoint-every N too")
 
 
+def check_address_has_explorers(settings: dict[str, Any], explorers: Any) -> None:
+    """A one-line :class:`CanterError` for a resume given ``ray_address`` of a run without Ray explorers
+    (``explorers``: its saved count, 0): the config's own check advises adding ``--explorers N``, which a resume
+    does not take (the explorers change what the run learns)."""
+    if settings.get("ray_address") is not None and not explorers:
+        raise CanterError("--ray-address names the Ray cluster of a run's explorers, but this run has none "
+                          "(explorers: 0), and a resume cannot add them: drop --ray-address")
+
+
 def resumed_metadata(meta: dict[str, Any], settings: dict[str, Any], checkpoint_every: int) -> dict[str, Any]:
     """``meta`` (``last``'s JSON) as the resumed :class:`~canter.run.Run` takes it: where ``settings`` change
     ``checkpoint_every`` (the run's value now: ``checkpoint_every``), no periodic checkpoint is due on the old

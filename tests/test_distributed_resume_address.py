@@ -21,8 +21,11 @@ def test_a_resume_takes_ray_address_and_checks_it_like_a_new_run(tmp_path, capsy
     before = snapshot(run_dir)
     code, _, err = run_cli(capsys, "train", "--resume", str(run_dir), "--ray-address", "127.0.0.1:1",
                            "--max-steps", "640", "--quiet")
-    assert_one_line_error(code, err, "'ray_address' needs explorers: add --explorers N (e.g. --explorers 4)")
-    with pytest.raises(CanterError, match=r"^'ray_address' needs explorers: add --explorers N"):
+    # not the new run's 'add --explorers N': a resume refuses --explorers (the explorers change what the run learns)
+    assert_one_line_error(code, err, "this run has none (explorers: 0), and a resume cannot add them: drop --ray-address")
+    assert "add --explorers" not in err
+    with pytest.raises(CanterError, match=r"^--ray-address names the Ray cluster of a run's explorers, but this run "
+                                          r"has none .*: drop --ray-address$"):
         canter.resume(run_dir, ray_address="auto", max_steps=640)
     assert snapshot(run_dir) == before
 
