@@ -41,6 +41,25 @@ def test_a_minari_env_spec_with_wrappers_that_the_eval_env_drops_is_warned_about
         assert "env_wrappers" not in TransitionDataset.load("minari:pendulum/plain-v0").info
 
 
+def test_a_minari_dataset_saved_as_a_canter_dataset_still_warns_of_its_dropped_wrappers(tmp_path, monkeypatch):
+    """from_minari warned and recorded info.env_wrappers, but the dataset saved as a canter dataset (save()) and
+    trained on from that file evaluated on Pendulum-v1 without ClipReward without a word."""
+    pytest.importorskip("minari")
+    import gymnasium as gym
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+    _write("pendulum/clipped-v0", gym.wrappers.ClipReward(gym.make("Pendulum-v1"), -1.0, 0.0))
+    with pytest.warns(CanterWarning):
+        TransitionDataset.load("minari:pendulum/clipped-v0").save(tmp_path / "clipped")
+    with pytest.warns(CanterWarning, match=r"clipped \(from minari:pendulum/clipped-v0\) records its env Pendulum-v1 "
+                                           r"wrapped in ClipReward; canter evaluates on Pendulum-v1 without them"):
+        assert TransitionDataset.load(tmp_path / "clipped").info["env_wrappers"] == ["ClipReward"]
+    _write("pendulum/plain-v0", gym.make("Pendulum-v1"))
+    TransitionDataset.load("minari:pendulum/plain-v0").save(tmp_path / "plain")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CanterWarning)
+        assert "env_wrappers" not in TransitionDataset.load(tmp_path / "plain").info
+
 
 def test_resuming_on_a_minari_dataset_replaced_since_is_refused(tmp_path, monkeypatch, capsys):
     """A Minari dataset has no save id; a run resumed on another dataset written under its id since (here 2.5x as many

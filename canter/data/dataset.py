@@ -24,7 +24,8 @@ from canter.data.columns import GrowingColumns
 from canter.data.dataset_checks import (check_discrete, check_flags, json_info, metadata_problem,
                                         not_dataset_problem, numeric_array)
 from canter.data.minari import (  # noqa: F401  (check_minari_id, minari_exists: re-exported)
-    _load_minari, _minari_spec, _spec_kwargs, check_minari_id, from_minari, minari_exists, write_minari,
+    _load_minari, _minari_spec, _spec_kwargs, check_minari_id, from_minari, minari_exists, warn_dropped_wrappers,
+    write_minari,
 )
 from canter.envs.spaces import space_from_dict, space_to_dict
 from canter.envs.opponents import SNAPSHOTS_KEY
@@ -190,7 +191,8 @@ class TransitionDataset:
     @classmethod
     def load(cls, path: str | Path) -> TransitionDataset:
         """Read a dataset written by :meth:`save` (tensors from safetensors only; nothing is unpickled),
-        or ``minari:ID``, a local Minari dataset (:func:`from_minari`)."""
+        or ``minari:ID``, a local Minari dataset (:func:`from_minari`). Either warns in one line where the data's env
+        was wrapped in what canter's env drops (a Minari spec's wrappers; saved: ``info["env_wrappers"]``)."""
         if str(path).startswith(MINARI_PREFIX):
             return from_minari(str(path)[len(MINARI_PREFIX):])
         read_dataset_metadata(path)  # clear errors for a missing file or a checkpoint given instead
@@ -211,6 +213,10 @@ class TransitionDataset:
         if stated is not None and stated != len(data):
             raise CanterError(f"dataset {base} is corrupt: its JSON says {stated:,} transitions, its arrays hold "
                               f"{len(data):,} (was {base.name}.json edited? restore it or collect the dataset again)")
+        wrappers = data.info.get("env_wrappers")  # a Minari dataset's, saved: its wrappers are dropped here too
+        if isinstance(wrappers, list) and wrappers:
+            warn_dropped_wrappers(f"dataset {base} (from {data.info.get('source') or 'a Minari dataset'})",
+                                  data.env_id, [str(w) for w in wrappers])
         return data
 
 

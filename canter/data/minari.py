@@ -127,6 +127,15 @@ def _spec_kwargs(spec: Any) -> dict[str, Any]:
     return kwargs
 
 
+def warn_dropped_wrappers(what: str, env_id: str, wrappers: list[str]) -> None:
+    """Warn in one line that ``what`` (a dataset) records its env ``env_id`` wrapped in ``wrappers`` (a Minari env
+    spec's ``additional_wrappers``), which the env canter makes from the id and kwargs does not apply."""
+    from canter.errors import CanterWarning, warn
+
+    warn(CanterWarning(f"{what} records its env {env_id} wrapped in {', '.join(wrappers)}; canter evaluates on "
+                       f"{env_id} without them (the env's own observations, actions and rewards)"))
+
+
 def from_minari(dataset_id: str) -> Any:
     """A local Minari dataset as a :class:`TransitionDataset`: each episode's ``T + 1`` observations
     become ``T`` (obs, next obs) pairs. Box or Discrete actions; Box, Discrete or structured observations (packed)."""
@@ -164,12 +173,8 @@ def from_minari(dataset_id: str) -> Any:
     wrappers = [w.name for w in getattr(spec, "additional_wrappers", None) or ()]
     if wrappers:  # canter makes the env by its id and kwargs: they were dropped without a word (a ClipReward
         # dataset evaluated on unclipped rewards)
-        from canter.errors import CanterWarning, warn
-
         info["env_wrappers"] = wrappers
-        warn(CanterWarning(f"Minari dataset '{dataset_id}' records its env {spec.id} wrapped in "
-                           f"{', '.join(wrappers)}; canter evaluates on {spec.id} without them (the env's own "
-                           f"observations, actions and rewards)"))
+        warn_dropped_wrappers(f"Minari dataset '{dataset_id}'", str(spec.id), wrappers)
     try:
         return TransitionDataset(**arrays, env_id=str(spec.id), env_kwargs=_spec_kwargs(spec),
                                  observation_space=obs_space, action_space=act_space, info=info)
