@@ -205,8 +205,9 @@ class OffPolicyTrainer(StepwiseTrainer):
         self.buffer.load_state_dict(state["buffer"])
         self.rng.bit_generator.state = state["warmup_rng"]
         self.phase_episodes = int(state.get("phase_episodes", 0))  # a multi-policy member's phase under way
-        if self.resume_exact is False:  # the replay's running episodes end where the run stopped
-            self.buffer.new_episodes()
+        new_episodes = getattr(self.buffer, "new_episodes", None)  # a user's buffer (make_buffer) may lack it
+        if self.resume_exact is False and new_episodes is not None:  # the replay's running episodes end here
+            new_episodes()
             if self._reset_noise is not None:
                 self._reset_noise(torch.ones(self.env.num_envs, dtype=torch.bool))
 
