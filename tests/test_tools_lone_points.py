@@ -86,3 +86,16 @@ def test_plot_of_runs_whose_every_return_is_nan_says_so(tmp_path):
     with pytest.raises(CanterError, match="every return of the runs is NaN"):
         plot_runs([run], out=tmp_path / "curves.png")
     assert not (tmp_path / "curves.png").exists()
+
+
+def test_report_marks_a_lone_evaluation_of_more_than_its_error_bars_show(tmp_path, monkeypatch):
+    """Over MAX_MARKERS evaluations the report draws their mean as a line in a band: a finite mean between NaN ones
+    (a diverged policy's evaluations) was a line of no length there, and its zero-width band nothing either."""
+    figures = _figures(monkeypatch)
+    n = report.MAX_MARKERS + 100
+    mean = np.full(n, np.nan)
+    mean[:100], mean[150] = 5.0, 7.0
+    evaluations = {"step": np.arange(1.0, n + 1) * 1000, "mean_return": mean, "std_return": np.ones(n)}
+    report.learning_curve(RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, {}, evaluations=evaluations))
+    (line,) = figures[0].axes[0].lines
+    assert 7.0 in line.get_ydata() and line.get_markevery() == [int(np.flatnonzero(line.get_ydata() == 7.0)[0])]

@@ -102,7 +102,7 @@ def learning_curve(run: RunData) -> str:
             rows = envelope_rows(e["step"], e["mean_return"])
             step, mean, std = e["step"][rows], e["mean_return"][rows], e["std_return"][rows]
             ax.fill_between(step, mean - std, mean + std, color="#d62728", alpha=0.2, linewidth=0)
-            ax.plot(step, mean, color="#d62728", linewidth=1.2, label=label)
+            ax.plot(step, mean, color="#d62728", linewidth=1.2, label=label, **lone_markers(mean))
     if run.target_reward is not None:
         ax.axhline(run.target_reward, color="0.35", linestyle="--", linewidth=1.0, label=f"target {run.target_reward:g}")
     ax.set_xlabel(_steps_label(run))
