@@ -99,3 +99,23 @@ def test_report_marks_a_lone_evaluation_of_more_than_its_error_bars_show(tmp_pat
     report.learning_curve(RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, {}, evaluations=evaluations))
     (line,) = figures[0].axes[0].lines
     assert 7.0 in line.get_ydata() and line.get_markevery() == [int(np.flatnonzero(line.get_ydata() == 7.0)[0])]
+
+
+def test_plot_keeps_a_finite_stretch_narrower_than_its_grid_between_nan_ones(tmp_path):
+    """A rolling return finite at one step between two NaN stretches (two NaN rewards reward_window episodes apart)
+    fell between grid points whose interpolations all took a NaN neighbour: the run plotted as empty axes."""
+    from canter.tools.plot import draw_groups, group_runs, mean_band, new_figure
+
+    nan = float("nan")
+    steps = np.array([10.0, 20.0, 30.0])
+    rolling = np.array([nan, 5.0, nan])
+    history = {"step": steps, "wall_time": steps / 100, "episode_return": rolling, "rolling_return": rolling}
+    ax = new_figure(400, 300).add_subplot()
+    draw_groups(ax, group_runs([RunData(tmp_path, {"algo": "ppo", "env": "CartPole-v1"}, {}, history)]))
+    assert _shown(ax.lines[0]) and 5.0 in ax.lines[0].get_ydata()
+    xs = np.arange(1.0, 1001.0)  # three finite steps in a thousand: between two points of the 200-point grid
+    ys = np.full(1000, nan)
+    ys[400:403] = [3.0, 4.0, 5.0]
+    grid, mean, _ = mean_band([(xs, ys)])
+    shown = np.isfinite(mean)
+    assert grid[shown][[0, -1]].tolist() == [401.0, 403.0] and mean[shown][[0, -1]].tolist() == [3.0, 5.0]

@@ -145,6 +145,11 @@ def _stack(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
     lo = min(float(xs[0]) for (xs, _), _ in kept)
     hi = max(float(xs[-1]) for (xs, _), _ in kept)
     grid = np.linspace(lo, hi, points) if hi > lo else np.array([lo])
+    # a finite stretch between NaN ones (one rolling return between two NaN rewards' windows) narrower than the grid's
+    # spacing: every grid point near it interpolates with a NaN neighbour, and the stretch was lost (a run whose
+    # only finite values were such was empty axes); its ends are grid points too (np.interp gives a point its own value)
+    ends = [_finite_stretch_ends(xs, ys) for (xs, ys), _ in kept]
+    grid = np.union1d(grid, np.concatenate(ends)) if any(len(e) for e in ends) else grid
     stack = np.full((len(kept), grid.size), np.nan)
     covered = np.zeros(grid.size, dtype=bool)
     for i, ((xs, ys), held) in enumerate(kept):
@@ -152,6 +157,14 @@ def _stack(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
         stack[i, inside] = np.interp(grid[inside], xs, ys)  # np.interp holds the last value beyond xs[-1]
         covered |= inside
     return grid[covered], stack[:, covered]
+
+
+def _finite_stretch_ends(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """The x of each finite value of the curve (xs, ys) next to a non-finite one: the ends of its finite stretches
+    that border a NaN (or infinite) stretch."""
+    finite = np.isfinite(ys)
+    bad = ~finite
+    return xs[finite & (np.r_[False, bad[:-1]] | np.r_[bad[1:], False])]
 
 
 def runs_in_band(curves: Sequence[tuple[np.ndarray, np.ndarray]], points: int = 200,
