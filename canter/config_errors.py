@@ -109,8 +109,14 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
         # other library's name: it was "canter calls it 'hparams.lr' (Stable-Baselines3's 'learning_rate')")
         # a misspelling of another library's name (learnin_rate) is answered as the name is, when it looks more
         # like that name than like any of canter's keys (it was offered 'clip_range')
-        near = closest(name, [*OTHER_NAMES, *TIANSHOU_NAMES, *run_keys, *hp_keys], n=1)
+        # (other algorithms' hyperparameters among the choices: learning_start for PPO looks most like DQN's
+        # learning_starts, and was answered "canter calls it 'hparams.lr' (Stable-Baselines3's 'learning_rate')")
+        others = _other_hparams(algo) if algo else set()
+        near = closest(name, [*OTHER_NAMES, *TIANSHOU_NAMES, *run_keys, *hp_keys, *others], n=1)
         if near and near[0] not in run_keys and near[0] not in hp_keys:
+            if near[0] in others and near[0] not in OTHER_NAMES and near[0] not in TIANSHOU_NAMES:
+                return CanterError(f"unknown config key '{key}'; did you mean '{prefix}{near[0]}'? "
+                                   f"{other_owners(near[0], str(algo))} (a config written for another algorithm?)")
             name = near[0]
     ours, library = OTHER_NAMES.get(name), "Stable-Baselines3"
     if ours is None:
@@ -223,13 +229,23 @@ def misspelt_section(key: str, run_keys: Any, hp_keys: Any) -> CanterError | Non
     return CanterError(f"unknown config key '{key}'; did you mean " + " or ".join(f"'{k}'" for k in near) + "?")
 
 
-def other_owners(name: str, algo: str) -> str | None:
-    """``"ppo has no hyperparameter 'tau', c51, cql, ddpg, dqn and 9 more have one"`` for a hyperparameter ``name``
-    of registered algorithms other than ``algo``; None when none has it."""
+def _other_configs(algo: str) -> dict[str, Any]:
+    """The hyperparameter dataclasses (``Config``) of the registered algorithms other than ``algo``, by name."""
     from canter.registry import registered
 
     configs = {n: getattr(cls, "Config", None) for n, cls in registered("algorithm").items() if n != algo}
-    owners = sorted(n for n, c in configs.items() if dataclasses.is_dataclass(c) and name in c.__dataclass_fields__)
+    return {n: c for n, c in configs.items() if dataclasses.is_dataclass(c)}
+
+
+def _other_hparams(algo: str) -> set[str]:
+    """The hyperparameter names of the registered algorithms other than ``algo``."""
+    return {field for c in _other_configs(algo).values() for field in c.__dataclass_fields__}
+
+
+def other_owners(name: str, algo: str) -> str | None:
+    """``"ppo has no hyperparameter 'tau', c51, cql, ddpg, dqn and 9 more have one"`` for a hyperparameter ``name``
+    of registered algorithms other than ``algo``; None when none has it."""
+    owners = sorted(n for n, c in _other_configs(algo).items() if name in c.__dataclass_fields__)
     if not owners:
         return None
     shown = ", ".join(owners[:4]) + (f" and {len(owners) - 4} more" if len(owners) > 4 else "")

@@ -19,3 +19,14 @@ def test_dqns_learning_starts_for_ppo_names_the_algorithms_that_have_it(item):
 def test_another_librarys_misspelt_name_is_still_named_as_canter_calls_it():
     with pytest.raises(CanterError, match=r"canter calls it 'hparams\.lr'"):
         resolve_config("ppo", "CartPole-v1", sets=["learnin_rate=1e-3"])
+
+
+@pytest.mark.parametrize("item", ["learning_start=100", "hparams.learnings_starts=100"])
+def test_a_misspelling_of_another_algorithms_hyperparameter_is_not_named_as_another_librarys(item):
+    """learning_start for PPO looks most like DQN's learning_starts, but the closest spellings were taken among other
+    libraries' names and canter's own keys only: "canter calls it 'hparams.lr' (Stable-Baselines3's 'learning_rate')"."""
+    with pytest.raises(CanterError) as info:
+        resolve_config("ppo", "CartPole-v1", sets=[item])
+    message = str(info.value)
+    assert "learning_starts'?" in message and "ppo has no hyperparameter 'learning_starts'" in message
+    assert "calls it" not in message
