@@ -20,6 +20,9 @@ from canter.errors import CanterError, bool_argument, keywords_checked, require
 from canter.held_warnings import unlisted_render_mode_held
 from canter.trainers.evaluation import begin_exploring, eval_policy, run_deterministic, seed_random_policies
 
+#: the SDL video driver :func:`_make_render_env` put in ``SDL_VIDEODRIVER`` for off-screen frames (None: it set none)
+_SDL_DRIVER_SET: str | None = None
+
 
 def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
                     vectorization: str = "sync") -> gym.Env:
@@ -46,7 +49,9 @@ def _make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: d
     mode = given if mode is None else mode
     display = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     if mode == "rgb_array" and not display:
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # off-screen frames need no display (quiets SDL)
+        if "SDL_VIDEODRIVER" not in os.environ:  # off-screen frames need no display (quiets SDL)
+            global _SDL_DRIVER_SET
+            os.environ["SDL_VIDEODRIVER"] = _SDL_DRIVER_SET = "dummy"
         # gymnasium's MuJoCo renderer tries GLFW first, which needs a display: EGL renders without one
         os.environ.setdefault("MUJOCO_GL", "egl")
     if vectorization in ("auto", "native") and is_atari(env_id) and native_takes(kwargs):
@@ -134,11 +139,12 @@ def _drew_nowhere(env_id: str) -> CanterError | None:
 
 def _windowless_sdl_driver() -> str | None:
     """The SDL video driver pygame's display fell back to where it shows nothing (``offscreen``, ``dummy``), or None:
-    pygame not in use, a driver that shows a window, or one the user chose with ``SDL_VIDEODRIVER``."""
+    pygame not in use, a driver that shows a window, or one the user chose with ``SDL_VIDEODRIVER`` (not canter's)."""
     import sys
 
     pygame = sys.modules.get("pygame")
-    if pygame is None or os.environ.get("SDL_VIDEODRIVER") or not pygame.display.get_init():
+    chosen = os.environ.get("SDL_VIDEODRIVER")  # the one an earlier recording set: the window still drew unseen
+    if pygame is None or chosen not in (None, "", _SDL_DRIVER_SET) or not pygame.display.get_init():
         return None
     driver = pygame.display.get_driver()
     return driver if driver in ("offscreen", "dummy") else None
@@ -298,8 +304,7 @@ def play(agent: Any, env: str | None = None, episodes: int = 1, render: bool = F
          deterministic: bool | None = None) -> list[float]:
     """Run ``episodes`` episodes with ``agent.predict`` (``deterministic`` False: the policy's samples, from a stream
     seeded with ``seed``; None: as the run's evaluations, its ``eval_deterministic``); returns the episode returns (a
-    multi-agent
-    env's: the mean over its agents, :func:`play_multiagent`). The env is the one ``canter play`` plays
+    multi-agent env's: the mean over its agents, :func:`play_multiagent`). The env is the one ``canter play`` plays
     (:func:`play_env`): ``env``, an env id (None: the run's own), with the run's ``env_kwargs`` for its own env and
     ``env_kwargs`` merged over them. ``on_episode(i, return)`` is called as
     each episode ends (counted from 0; its video, if recorded, is finished by then). A recurrent agent's

@@ -20,6 +20,7 @@ def no_display(monkeypatch):
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"):
         monkeypatch.setenv(name, "")  # recorded, so that what the test changes is undone after it
         monkeypatch.delenv(name)
+    monkeypatch.setattr("canter.play._SDL_DRIVER_SET", None, raising=False)  # and canter's note of having set it: undone with it
 
 
 def test_render_without_a_display_is_refused_instead_of_drawing_nowhere(no_display):
@@ -46,3 +47,12 @@ def test_render_of_an_env_without_the_human_mode_is_refused():
     with pytest.raises(CanterError, match=r"'BitFlipping-v0' cannot render in a window \(its render modes: ansi\): "
                                           r"--render needs an env that renders in render_mode 'human'"):
         make_render_env("BitFlipping-v0", "human")
+
+
+def test_render_after_a_recording_in_the_same_process_is_still_refused(no_display):
+    """A recording (canter.play's video_dir, --record-every's check) sets SDL_VIDEODRIVER=dummy for its off-screen
+    frames where there is no display; a later --render in the same process took it for the user's choice, and the
+    episodes played unseen in a window drawn to 'dummy'."""
+    make_render_env("CartPole-v1", "rgb_array").close()
+    with pytest.raises(CanterError, match=r"--render opened no window for 'CartPole-v1'.*'dummy' driver"):
+        make_render_env("CartPole-v1", "human")
