@@ -258,7 +258,7 @@ def videos(run: RunData) -> str:
 
     entries = {e["file"]: e for e in video_index(run.dir)}
     # newest first by modification time (names alone put play-episode-* files after every step-* one)
-    # a hidden name is a video still being written, or one whose play was killed (canter.play.PartialVideo): not one
+    # a hidden name is a video still being written, or one whose play was killed (canter.play_video.PartialVideo): not one
     files = sorted((p for p in (run.dir / "videos").glob("*.mp4") if not p.name.startswith(".")),
                    key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True)
     # a link out of the run's videos folder (a run directory from elsewhere) is not embedded: the report, made

@@ -5,7 +5,7 @@
 env steps, and once more at the end of training, it plays one episode with the policy the run's evaluations play
 (``agent.predict``, or with ``eval_deterministic: false`` the policy's samples from a generator seeded with the
 recording's seed) on a separate rendering env, through gymnasium's
-``RecordVideo`` (:class:`canter.play.StreamingRecordVideo`: each frame is written as it comes), and keeps it as ``RUN_DIR/videos/step-000010000.mp4``. ``videos/index.json`` lists
+``RecordVideo`` (:class:`canter.play_video.StreamingRecordVideo`: each frame is written as it comes), and keeps it as ``RUN_DIR/videos/step-000010000.mp4``. ``videos/index.json`` lists
 the files with their step and episode return. Recording changes no training state: it uses its own
 env, and neither ``predict`` nor the seeded samples draw from the training streams or update observation
 statistics.
@@ -105,7 +105,7 @@ class VideoRecorder:
 
     def record(self, step: int) -> Path | None:
         """Play one episode now and save it as ``videos/step-NNNNNNNNN.mp4`` (None, nothing saved, where the env
-        stopped returning frames during the episode: :class:`canter.play.StreamingRecordVideo` keeps no cut video).
+        stopped returning frames during the episode: :class:`canter.play_video.StreamingRecordVideo` keeps no cut video).
 
         The episode's seed is ``seed + 10_007 + k`` where ``next_step`` is the ``(k + 1)``-th multiple of
         ``every`` (so the recordings of an uninterrupted run get ``k`` = 0, 1, 2, ... and a resumed run
