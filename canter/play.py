@@ -18,7 +18,7 @@ from canter.envs.spaces import check_agent_spaces
 from canter.envs.turns import is_turn_based
 from canter.errors import CanterError, bool_argument, keywords_checked, require
 from canter.held_warnings import unlisted_render_mode_held
-from canter.play_video import PartialVideo, StreamingRecordVideo, open_video  # noqa: F401 - canter.play's too
+from canter.play_video import PartialVideo, StreamingRecordVideo, open_video, warn_frame_lost  # noqa: F401
 from canter.trainers.evaluation import begin_exploring, eval_policy, run_deterministic, seed_random_policies
 
 #: the SDL video driver :func:`_make_render_env` put in ``SDL_VIDEODRIVER`` for off-screen frames (None: it set none)
@@ -355,14 +355,18 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
             starts = np.ones(env.num_envs, dtype=bool)
             if hasattr(agent, "begin_episodes"):
                 agent.begin_episodes(starts)
-            frame, finished = _frame(copy, mode, env_id), []
+            # (after the first episode's first frame, a frame lost drops that episode's video, as StreamingRecordVideo)
+            frame, finished = _frame(copy, mode, env_id, strict=i == 0), []
             refused = _drew_nowhere(env_id) if mode == "human" and i == 0 else None
             if refused is not None:  # pygame's window drew nowhere (the env is closed below)
                 raise refused
-            if video_dir:  # each frame is written as it comes (none kept), play-episode-N.mp4 as save_video names it
+            name = f"play-episode-{i}"
+            if video_dir and not isinstance(frame, np.ndarray):
+                warn_frame_lost(name, frame)
+            elif video_dir:  # each frame is written as it comes (none kept), play-episode-N.mp4 as save_video names it
                 os.makedirs(video_dir, exist_ok=True)
                 fps = getattr(copy, "metadata", {}).get("render_fps", 30)
-                video = open_video(os.path.join(os.path.abspath(video_dir), f"play-episode-{i}.mp4"), frame, fps)
+                video = open_video(os.path.join(os.path.abspath(video_dir), f"{name}.mp4"), frame, fps)
             try:
                 while True:
                     if video is not None:
@@ -373,7 +377,11 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
                     if valid is not None and hasattr(agent, "begin_episodes"):  # an agent that joins or rejoins
                         agent.begin_episodes(starts)  # starts a trajectory with empty memory
                     finished.extend(env.finished_returns.tolist())
-                    frame = _frame(copy, mode, env_id)
+                    frame = _frame(copy, mode, env_id, strict=False)
+                    if video is not None and not isinstance(frame, np.ndarray):  # it would not show the whole episode
+                        video.discard()
+                        video = None
+                        warn_frame_lost(name, frame)
                     obs = step.obs
                     if parallel.ended[0]:  # every agent has ended: the next step would reset the copy
                         break
@@ -394,12 +402,13 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
     return returns
 
 
-def _frame(env: Any, mode: str | None, env_id: str) -> Any:
-    """Render one frame (rgb_array: the array, checked; human: drawn on screen; None: nothing)."""
+def _frame(env: Any, mode: str | None, env_id: str, strict: bool = True) -> Any:
+    """Render one frame (rgb_array: the array, checked where ``strict``, else what ``render()`` gave; human: drawn on
+    screen; None: nothing)."""
     if mode is None:
         return None
     frame = env.render()
-    if mode == "rgb_array" and not isinstance(frame, np.ndarray):
+    if mode == "rgb_array" and strict and not isinstance(frame, np.ndarray):
         raise CanterError(f"'{env_id}' returned no rgb_array frame from render() (got {type(frame).__name__}): "
                           f"it cannot be recorded")
     return frame

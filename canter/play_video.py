@@ -87,8 +87,7 @@ class StreamingRecordVideo(gym.wrappers.RecordVideo):
             if writer is not None:
                 writer.discard()
             self.stop_recording()
-            gym.logger.warn(f"Recording stopped: render() returned {type(frame).__name__}, not a frame; the video "
-                            f"{name}.mp4 is not kept (it would not show the whole episode).")
+            warn_frame_lost(name, frame)
             return
         if self._writer is None:
             self._writer = open_video(os.path.join(self.video_folder, f"{self._video_name}.mp4"), frame,
@@ -103,3 +102,10 @@ class StreamingRecordVideo(gym.wrappers.RecordVideo):
         self.recorded_frames = []
         self.recording = False
         self._video_name = None
+
+
+def warn_frame_lost(name: str, frame: Any) -> None:
+    """Warn that the recording of ``name``.mp4 stopped, its env's ``render()`` having returned ``frame`` (not an
+    array): the unfinished video is not kept, as it would not show the whole episode."""
+    gym.logger.warn(f"Recording stopped: render() returned {type(frame).__name__}, not a frame; the video "
+                    f"{name}.mp4 is not kept (it would not show the whole episode).")

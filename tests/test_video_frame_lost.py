@@ -82,3 +82,20 @@ def test_record_every_skips_a_recording_whose_frames_stopped(tmp_path):
         warnings.simplefilter("ignore")
         assert recorder.record(100) is None
     assert not list((tmp_path / "videos").glob("*.mp4")) and not (tmp_path / "videos" / "index.json").exists()
+
+
+def test_a_parallel_envs_video_whose_frames_stopped_is_not_kept(tmp_path):
+    """A PettingZoo parallel env's recording raised "returned no rgb_array frame ... it cannot be recorded" mid-episode
+    (a --record-every run stopped there), where a single-agent env's discards that episode's video with a warning."""
+    pytest.importorskip("moviepy")
+    from canter.play import play
+
+    class Match:
+        def predict(self, obs):
+            return np.asarray(obs).argmax(-1)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert play(Match(), "pettingzoo:tests.frame_losing_agents", 3, video_dir=str(tmp_path)) == [8.0] * 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["play-episode-0.mp4", "play-episode-2.mp4"]
+    assert any("play-episode-1.mp4 is not kept" in str(w.message) for w in caught), [str(w.message) for w in caught]
