@@ -200,8 +200,13 @@ def search_space(algo: str, space_file: str | Path | None = None) -> dict[str, P
         if f.metadata.get("search"):
             specs[name] = (f.metadata["search"], f"declared on {algo_cls.__name__}.Config")
     if space_file is not None:
+        named: dict[str, str] = {}  # config key -> the entry that named it
         for name, spec in load_yaml(space_file, "--space file").items():
             key = _field(algo_cls, str(name))[0]
+            if key in named:  # 'lr' and 'hparams.lr': the later one was kept without a word
+                raise CanterError(f"'{named[key]}' and '{name}' both name '{key}' in --space {space_file}; give it "
+                                  "once")
+            named[key] = str(name)
             if spec is None:
                 specs.pop(key, None)
             else:
