@@ -105,18 +105,47 @@ def test_tune_refusing_an_existing_study_prints_one_line(tmp_path, capsys, monke
     assert "Using an existing study with `study_name='s2'`" in err
 
 
-def test_tune_jobs_called_again_by_a_worker_importing_an_unguarded_script_is_one_line(tmp_path, monkeypatch):
+def test_tune_jobs_called_again_by_a_worker_importing_an_unguarded_script_is_one_line(tmp_path, monkeypatch, capsys):
     """A script calling tune(jobs=2) without an `if __name__ == '__main__':` guard runs that call again in each spawned
     worker, while it imports the script: the worker opened the study and tried to start workers of its own, ending in
-    Python's 'bootstrapping phase' RuntimeError. It now stops there first, in one line that says what to do, before
-    anything is written."""
+    Python's 'bootstrapping phase' RuntimeError. It now stops there first, in one line that says what to do (a
+    CanterError, which nothing in the worker catches, printed a traceback), exit code 2, before anything is
+    written."""
     import multiprocessing
 
-    from canter.errors import CanterError
     from canter.tools.tune import tune
 
     monkeypatch.setattr("canter.tools.tune.run_workers", lambda *a, **k: pytest.fail("workers started"))
     monkeypatch.setattr(multiprocessing.current_process(), "_inheriting", True, raising=False)
-    with pytest.raises(CanterError, match=r"if __name__ == '__main__'"):
+    with pytest.raises(SystemExit) as stopped:
         tune("ppo", "CartPole-v1", 1, out=tmp_path / "t", jobs=2, max_steps=64, quiet=True)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("canter: error: tune(jobs=...) ran again") and "__main__" in err
     assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.slow
+def test_an_unguarded_script_with_tune_jobs_prints_one_line_per_worker(tmp_path):
+    """The real case, with spawned workers: each printed a traceback ending in the CanterError; now one line each."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("optuna")
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from canter.errors import CanterError\n"
+        "from canter.tools.tune import tune\n"
+        "try:\n"
+        f"    tune('ppo', 'CartPole-v1', 2, out={str(tmp_path / 't')!r}, jobs=2, max_steps=64, quiet=True)\n"
+        "except CanterError as exc:\n"
+        "    print('parent:', exc)\n")
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("canter: error: tune(jobs=...) ran again") == 2, done.stderr
+    assert "parent: tune worker(s) canter-tune-1, canter-tune-2 exited with an error" in done.stdout

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -230,8 +231,12 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     if jobs < 1:
         raise CanterError(f"--jobs must be >= 1, got {jobs}")
     if jobs > 1 and _bootstrapping():
-        raise CanterError("tune(jobs=...) ran again in a --jobs worker that imports your script: put the script's "
-                          "tune call under if __name__ == '__main__': (the workers are spawned processes)")
+        # nothing in this process can catch a CanterError (it is multiprocessing importing the script): raised, it
+        # printed a traceback from each worker; one line and exit code 2, as a worker's other errors (_worker)
+        print("canter: error: tune(jobs=...) ran again in a --jobs worker that imports your script: put the script's "
+              "tune call under if __name__ == '__main__': (the workers are spawned processes)", file=sys.stderr,
+              flush=True)
+        raise SystemExit(2)
     if jobs > 1 and storage is not None and in_memory(storage):
         raise CanterError(f"--storage '{shown_url(storage)}' is an in-memory SQLite database, which --jobs workers "
                           "cannot share; give a file (sqlite:///PATH) or leave --storage out (OUT/study.db)")
