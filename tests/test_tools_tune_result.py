@@ -61,3 +61,23 @@ def test_the_printed_counts_name_a_trial_still_running(capsys):
     assert "3 complete, 0 pruned, 0 failed, 1 running trials" in capsys.readouterr().out
     _print_result(TuneResult("s", "sqlite://", 1, 1.0, {}, {**counts, "running": 0}))
     assert "3 complete, 0 pruned, 0 failed trials" in capsys.readouterr().out
+
+
+def test_the_printed_counts_name_an_enqueued_trial_still_waiting(tmp_path, capsys, monkeypatch):
+    """Two enqueued trials and --trials 1: trials.csv showed the second as 'waiting', but the printed line counted
+    only complete, pruned and failed (and running) trials."""
+    optuna = pytest.importorskip("optuna")
+    from canter.cli import main
+
+    monkeypatch.setattr("canter.api.make_trainer", lambda *args, **kwargs: _OneEvaluation())
+    monkeypatch.setattr("canter.tools.tune.save_if_best", lambda *args, **kwargs: None)
+    monkeypatch.setattr("canter.tools.tune.save_plots", lambda *args, **kwargs: {})  # (seconds of matplotlib)
+    out = tmp_path / "t"
+    out.mkdir()
+    study = optuna.create_study(study_name="s", storage=f"sqlite:///{out / 'study.db'}", direction="maximize")
+    study.enqueue_trial({"lr": 0.001})
+    study.enqueue_trial({"lr": 0.002})
+    assert main(["tune", "ppo", "--env", "CartPole-v1", "--out", str(out), "--study", "s", "--trials", "1",
+                 "--quiet"]) == 0
+    assert "study 's': 1 complete, 0 pruned, 0 failed, 1 waiting trials" in capsys.readouterr().out
+    assert "\n1,waiting," in (out / "trials.csv").read_text()

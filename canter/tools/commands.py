@@ -147,8 +147,9 @@ def cmd_tune(argv: list[str]) -> int:
 def _print_result(result: Any) -> None:
     """The study's counts, its best trial and the files written (a :class:`canter.tools.tune.TuneResult`)."""
     c = result.counts
-    # a trial still RUNNING: another process's on the storage, or a killed run's (failed after Optuna's 3-minute grace)
-    running = f", {c['running']} running" if c.get("running") else ""
+    # a trial still RUNNING (another process's on the storage, or a killed run's: failed after Optuna's 3-minute
+    # grace) or WAITING (enqueued, not run yet: the study had its --trials first), as trials.csv shows them
+    running = "".join(f", {c[state]} {state}" for state in ("running", "waiting") if c.get(state))
     print(f"study '{result.study_name}': {c['complete']} complete, {c['pruned']} pruned, {c['fail']} failed{running} "
           "trials")
     print(f"best trial {result.best_trial}: last evaluation return {result.best_value:.2f}")

@@ -375,7 +375,8 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
     st = optuna.load_study(study_name=study_name, storage=storage if storage is not None else _storage(url))
     fail_stale_trials(st)  # a killed run's trial, also when no trial ran now (the study had enough)
     counts = {s.name.lower(): len(st.get_trials(deepcopy=False, states=(s,)))
-              for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)}
+              for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING,
+                        TrialState.WAITING)}
     from canter.atomic import atomic_write
     from canter.run import provenance_comment
     from canter.tools.bench_results import to_csv
