@@ -69,15 +69,16 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
         """One trial; an error that a Ctrl-C caused (a vector env's worker, a storage commit) is the Ctrl-C:
         every other exception only fails the trial (``catch``), this one must stop the study."""
         try:
-            with trial_signals():  # a trial's own SIGTERM handler (ray.init's) is taken back, its exit a Ctrl-C
-                return train(trial)
+            with trial_signals() as reclaim:  # a trial's own SIGTERM handler (ray.init's) is taken back, its exit a
+                return train(trial, reclaim)  # Ctrl-C
         except Exception as exc:
             if INTERRUPTS.pending or caused_by_interrupt(exc):
                 raise KeyboardInterrupt from None
             raise
 
-    def train(trial: Any) -> float:
-        """Train one trial; its value is the last evaluation's mean return."""
+    def train(trial: Any, reclaim: Any) -> float:
+        """Train one trial; its value is the last evaluation's mean return. ``reclaim()`` puts tune's SIGTERM handler
+        back in place of one the trainer installed (:func:`trial_signals`)."""
         params = {name: p.suggest(trial) for name, p in space.items()}
         # the trial's own config, for best.yaml: a resumed study may run with other flags (--max-steps, ...)
         run, algo_cfg = resolve_config(job["algo"], job["env"], job["config_file"], job["sets"],
@@ -105,6 +106,7 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
             while True:
                 with INTERRUPTS.opened():  # a Ctrl-C stops the training at once, never a storage write below
                     record = next(records, None)
+                reclaim()  # ray.init's SIGTERM handler (explorers, started by the first record) would cut the writes
                 if record is None:
                     break
                 if record.evaluation is None:

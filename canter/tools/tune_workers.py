@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from canter.errors import CanterError
@@ -96,23 +96,29 @@ def stopped_by_sigterm(exc: SystemExit) -> bool:
 
 
 @contextlib.contextmanager
-def trial_signals() -> Iterator[None]:
+def trial_signals() -> Iterator[Callable[[], None]]:
     """Around one trial: a SIGTERM is a Ctrl-C, also in a trial that put a handler of its own in place of
     :data:`INTERRUPTS`' (``ray.init``, for a trial with ``explorers``: its ``sys.exit`` ended tune with exit code 15, no
     message, and the trial left RUNNING; and it stayed in force for the study's storage writes and later trials).
-    Its ``SystemExit`` is raised as a KeyboardInterrupt, and the SIGTERM handler of before the trial is put back."""
+    Its ``SystemExit`` is raised as a KeyboardInterrupt, and the SIGTERM handler of before the trial is put back.
+    Yields the function that puts it back at once (after the trainer's first record: Ray is up), so that a SIGTERM
+    during the trial's own storage writes (``trial.report``, cut in the middle by ``sys.exit``) is held back too."""
     main = threading.current_thread() is threading.main_thread()
     before = signal.getsignal(signal.SIGTERM) if main else None
+
+    def reclaim() -> None:
+        if before is not None and signal.getsignal(signal.SIGTERM) is not before:
+            signal.signal(signal.SIGTERM, before)
+
     try:
-        yield
+        yield reclaim
     except SystemExit as exc:
         if not stopped_by_sigterm(exc):
             raise
         INTERRUPTS.pending = True
         raise KeyboardInterrupt from None
     finally:
-        if before is not None and signal.getsignal(signal.SIGTERM) is not before:
-            signal.signal(signal.SIGTERM, before)
+        reclaim()
 
 
 def _watch_parent(parent: int, every: float = 0.5) -> None:
