@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 from canter.errors import CanterError
@@ -150,22 +151,33 @@ def same_meaning(name: str, options: list[str]) -> list[str]:
 def split_value(argv: list[str] | None, extra: list[str]) -> str:
     """``"; the shell split a value at its spaces: quote it, --set 'net_arch=[64, 64]'"`` where the unrecognized
     arguments ``extra`` begin with the rest of a value of ``argv`` that opened a bracket the shell's split left
-    unclosed (``--set net_arch=[64, 64]`` unquoted was 'unrecognized arguments: 64]' alone); else ``""``."""
+    unclosed (``--set net_arch=[64, 64]`` unquoted was 'unrecognized arguments: 64]' alone); ``"; --set takes
+    KEY=VALUE as one word: --set lr=0.1"`` where they begin with the value of a ``--set KEY VALUE``; else ``""``."""
     if not argv or not extra or extra[0] not in argv:
         return ""
+    # '--set lr 0.1': 'unrecognized arguments: 0.1' alone; the 0.1 after '--set lr', not an earlier flag's equal value
+    # ('--gamma 0.1 --set lr 0.1'), and a value the shell split too ('--set net_arch [64, 64]')
+    for i in (k for k, a in enumerate(argv) if a == extra[0] and k >= 2):
+        if argv[i - 2] == "--set" and "=" not in argv[i - 1]:
+            end = i + 1
+            while _depth(argv[i:end]) > 0 and end < len(argv) and not argv[end].startswith("--"):
+                end += 1
+            value = " ".join(argv[i:end] if _depth(argv[i:end]) <= 0 else argv[i:i + 1])
+            return f"; --set takes KEY=VALUE as one word: --set {shlex.quote(f'{argv[i - 1]}={value}')}"
     i = argv.index(extra[0])
     if i < 2 or not argv[i - 2].startswith("-"):
         return ""
-    if argv[i - 2] == "--set" and "=" not in argv[i - 1]:  # '--set lr 0.1': 'unrecognized arguments: 0.1' alone
-        return f"; --set takes KEY=VALUE as one word: --set {argv[i - 1]}={argv[i]}"
-    depth = sum(argv[i - 1].count(c) for c in "[{(") - sum(argv[i - 1].count(c) for c in "]})")
     end = i
-    while depth > 0 and end < len(argv) and not argv[end].startswith("--"):
-        depth += sum(argv[end].count(c) for c in "[{(") - sum(argv[end].count(c) for c in "]})")
+    while _depth(argv[i - 1:end]) > 0 and end < len(argv) and not argv[end].startswith("--"):
         end += 1
-    if end == i or depth > 0:
+    if end == i or _depth(argv[i - 1:end]) > 0:
         return ""
     return f"; the shell split a value at its spaces: quote it, {argv[i - 2]} '{' '.join(argv[i - 1:end])}'"
+
+
+def _depth(tokens: list[str]) -> int:
+    """The brackets ``tokens`` leave open: ``1`` for ``['[64,']``, ``0`` for ``['[64,', '64]']``."""
+    return sum(t.count(c) for t in tokens for c in "[{(") - sum(t.count(c) for t in tokens for c in "]})")
 
 
 class ResumeParser(_Parser):

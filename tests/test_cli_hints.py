@@ -87,6 +87,19 @@ def test_a_set_split_at_its_space_shows_the_one_word_form(capsys, workdir, comma
     assert list(workdir.iterdir()) == []
 
 
+
+@pytest.mark.parametrize("argv,shown", [
+    (["--set", "net_arch", "[64,", "64]"], "--set 'net_arch=[64, 64]'"),
+    (["--gamma", "0.1", "--set", "lr", "0.1"], "--set lr=0.1"),
+], ids=["bracketed-value", "value-given-before"])
+def test_a_set_split_at_its_space_shows_the_whole_value(capsys, workdir, argv, shown):
+    """'--set net_arch [64, 64]' was answered '--set net_arch=[64,' (half the value, an invalid one), and '--gamma 0.1
+    --set lr 0.1' with no hint: the 0.1 looked up was gamma's."""
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *argv)
+    line = assert_one_line_error(code, err, f"--set takes KEY=VALUE as one word: {shown}")
+    assert line.endswith(shown)
+    assert list(workdir.iterdir()) == []
+
 def test_tune_help_states_the_trial_flags_defaults(capsys, monkeypatch):
     """canter tune's trial flags named no default either ('--max-steps step budget of each trial')."""
     monkeypatch.setenv("COLUMNS", "100")
