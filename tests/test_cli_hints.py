@@ -125,6 +125,23 @@ def test_a_mistyped_pettingzoo_game_is_guessed_once(capsys, workdir):
     assert line.count("did you mean") == 1
 
 
+@pytest.mark.parametrize("env,near", [("pettingzoo.clasic.tictactoe_v3", "did you mean 'pettingzoo.classic'?"),
+                                      ("pz_hint_pkg.sub.envz.x", "did you mean 'pz_hint_pkg.sub.envs'?")],
+                         ids=["family", "users-package"])
+def test_a_mistyped_package_of_a_pettingzoo_env_is_guessed(capsys, workdir, monkeypatch, env, near):
+    """Where PettingZoo's game hint has nothing to say (a mistyped family or package, not the game), the module
+    guess was dropped too: 'pettingzoo:pettingzoo.clasic.tictactoe_v3' named no 'pettingzoo.classic', which
+    '--import pettingzoo.clasic.tictactoe_v3' did."""
+    pytest.importorskip("pettingzoo")
+    (workdir / "pz_hint_pkg" / "sub").mkdir(parents=True)
+    for name in ("__init__.py", "sub/__init__.py", "sub/envs.py"):
+        (workdir / "pz_hint_pkg" / name).write_text("")
+    monkeypatch.syspath_prepend(str(workdir))
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", f"pettingzoo:{env}")
+    line = assert_one_line_error(code, err, near)
+    assert line.count("did you mean") == 1
+
+
 def test_resuming_a_tune_output_says_how_its_study_continues(capsys, workdir):
     """'canter train --resume runs/tune-ppo-CartPole-v1' said it 'has no checkpoints/last to resume from', as of a
     run directory (canter eval of it already named it a tune output)."""

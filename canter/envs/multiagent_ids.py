@@ -64,8 +64,9 @@ def parallel_factory(env_id: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except (Exception, SystemExit) as exc:
-        error = import_failure(module_name, f" for env '{env_id}'", exc, guess=False)  # family_hint's own
-        raise CanterError(f"{error}{family_hint(module_name, exc)}") from None
+        hint = family_hint(module_name, exc)  # a game's own guess, where it has one: not a second (guess=False)
+        error = import_failure(module_name, f" for env '{env_id}'", exc, guess=not hint)
+        raise CanterError(f"{error}{hint}") from None
     factory = getattr(module, "parallel_env", None)
     if not callable(factory):
         raise CanterError(f"module '{module_name}' has neither a parallel_env() factory (PettingZoo's parallel API) "
