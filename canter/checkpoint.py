@@ -392,12 +392,13 @@ def find_checkpoint(path: str | Path) -> Path:
                               f"checkpoints, e.g. '{periodic[-1]}'")
         if not (p / "config.yaml").exists():
             # canter tune's OUT (or OUT/agents): the best trial's agent, OUT/agents/trial-N, is what to pass
-            kept = sorted((q for d in (p / "agents", p) for q in d.glob("trial-*.safetensors")), key=_trial_number)
+            from canter.run_dirs import held_count, runs_held, tune_agents
+
+            kept = sorted(tune_agents(p), key=_trial_number)
             if kept:
                 which = (f"the agent it kept: '{kept[0].with_suffix('')}'" if len(kept) == 1 else
                          f"an agent it kept, e.g. '{kept[-1].with_suffix('')}' (best.yaml's header names the best)")
                 raise CanterError(f"'{p}' is a canter tune output, not a run directory; pass {which}")
-            from canter.run_dirs import held_count, runs_held
 
             held = runs_held(p)  # `canter eval runs`: their parent
             if held:

@@ -119,14 +119,20 @@ def stopped_before_checkpoint(run_dir: Path) -> str | None:
             f"'canter train {algo} -f {config} --run-dir NEW_DIR', or delete '{run_dir}' and train into it again")
 
 
+def tune_agents(path: Path) -> list[Path]:
+    """The agents a canter tune output keeps (``OUT/agents/trial-N.safetensors``), of ``path`` given as ``OUT`` or
+    as ``OUT/agents``; [] for any other folder."""
+    return [q for d in (path / "agents", path) for q in d.glob("trial-*.safetensors")]
+
+
 def nothing_to_resume(run_dir: Path) -> CanterError:
     """The error for resuming ``run_dir``, which has no ``checkpoints/last``: what to do where its run stopped
     before its first checkpoint (a one-line error of its own where a process is writing it: a run still starting)."""
     from canter.run_lock import check_free
 
     check_free(run_dir)
-    if not (run_dir / "config.yaml").exists() and ((run_dir / "best.yaml").is_file() or any(
-            (run_dir / "agents").glob("trial-*.safetensors"))):  # was 'has no checkpoints/last to resume from'
+    if not (run_dir / "config.yaml").exists() and ((run_dir / "best.yaml").is_file() or tune_agents(run_dir)):
+        # was 'has no checkpoints/last to resume from'; OUT/agents too, as canter eval names it
         return CanterError(f"'{run_dir}' is a canter tune output, not a run directory: its study continues when the "
                            f"same canter tune command runs again (the same --out, or --storage and --study)")
     stopped = stopped_before_checkpoint(run_dir)

@@ -150,3 +150,16 @@ def test_resuming_a_tune_output_says_how_its_study_continues(capsys, workdir):
     (out / "best.yaml").write_text("algo: ppo\n")
     code, _, err = run_cli(capsys, "train", "--resume", str(out))
     assert_one_line_error(code, err, "is a canter tune output, not a run directory", "same canter tune command")
+
+
+def test_resuming_a_tune_outputs_agents_folder_says_it_is_one(capsys, workdir):
+    """'canter train --resume OUT/agents' still said 'has no checkpoints/last to resume from', where canter eval of
+    OUT/agents names it a tune output: only OUT's own agents/ folder was looked at."""
+    agents = workdir / "tune-ppo-CartPole-v1" / "agents"
+    agents.mkdir(parents=True)
+    for suffix in (".json", ".safetensors"):
+        (agents / f"trial-3{suffix}").write_text("{}")
+    code, _, err = run_cli(capsys, "train", "--resume", str(agents))
+    assert_one_line_error(code, err, f"'{agents}' is a canter tune output", "same canter tune command")
+    code, _, err = run_cli(capsys, "eval", str(agents))
+    assert_one_line_error(code, err, f"'{agents}' is a canter tune output", f"'{agents / 'trial-3'}'")
