@@ -57,6 +57,37 @@ SB3_ONLY = {
 }
 
 
+#: an env's wrappers given as a config key (rl-zoo3's env_wrapper, vec_env_wrapper and frame_stack; a list of
+#: wrappers): canter has no such key, the closest spellings misled ('env_kwargs', which only passes arguments to the
+#: env's constructor; frame_stack -> 'central_state'; wrappers -> '82 choices')
+WRAPPER_KEYS = {
+    "env_wrapper": "rl-zoo3's", "env_wrappers": None, "wrappers": None, "wrapper": None,
+    "vec_env_wrapper": "rl-zoo3's", "frame_stack": "rl-zoo3's",
+}
+_WRAPPERS_HOWTO = ("canter has no wrapper list: wrap the env in a factory of your own, @canter.register('env', "
+                   "'MyEnv-v0') on a function that returns the wrapped gymnasium.make(...) (or gymnasium.register with "
+                   "such an entry point) in an importable module, and pass --env my_pkg.envs:MyEnv-v0 (env_kwargs are "
+                   "its arguments)")
+_WRAPPER_NOTES = {
+    "vec_env_wrapper": "; VecNormalize is the normalize_obs and normalize_reward hyperparameters, VecFrameStack an Atari "
+                       "env's frame_stack (env_kwargs: {frame_stack: 4})",
+}
+#: the keys whose answer starts with canter's own setting, before the wrapper factory
+_WRAPPER_FIRST = {"frame_stack": "an Atari env's frame stack is its env_kwargs' frame_stack (env_kwargs: {frame_stack: 4}); "
+                                 "other envs stack frames with gymnasium.wrappers.FrameStackObservation, and "}
+
+
+def _wrapper_key(name: str, key: str, run_keys: Any, hp_keys: Any) -> CanterError | None:
+    """The error for a list of env wrappers given as a config key (:data:`WRAPPER_KEYS`), or None for another key."""
+    head = name.split(".", 1)[0]
+    if head not in WRAPPER_KEYS or head in run_keys or head in hp_keys:
+        return None
+    library = f" ({WRAPPER_KEYS[head]})" if WRAPPER_KEYS[head] else ""
+    if head in _WRAPPER_FIRST:
+        return CanterError(f"unknown config key '{key}'{library}: {_WRAPPER_FIRST[head]}{_WRAPPERS_HOWTO}")
+    return CanterError(f"unknown config key '{key}'{library}: {_WRAPPERS_HOWTO}{_WRAPPER_NOTES.get(head, '')}")
+
+
 #: Tianshou's trainer, collector and policy arguments that canter spells otherwise (the closest spellings misled:
 #: episode_per_test -> 'per_eps', test_num -> nothing)
 TIANSHOU_NAMES = {"episode_per_test": "eval_episodes", "test_num": "eval_envs", "training_num": "n_envs",
@@ -100,6 +131,9 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
     if name == "user_modules" and "imports" in run_keys:  # the closest spelling was 'lr_schedule'
         return CanterError(f"unknown config key '{key}'; a config lists the modules to import as 'imports' (a "
                            "checkpoint's JSON records them as user_modules)")
+    wrappers = _wrapper_key(name, key, run_keys, hp_keys)
+    if wrappers is not None:
+        return wrappers
     for only, library in ((SB3_ONLY, "Stable-Baselines3"), (TIANSHOU_ONLY, "Tianshou")):
         head = name.split(".", 1)[0]  # policy_kwargs.net_arch: an entry of SB3's mapping
         if head in only and head not in run_keys and head not in hp_keys:

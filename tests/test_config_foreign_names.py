@@ -155,3 +155,20 @@ def test_an_rl_zoo3_file_without_env_is_answered_as_one(tmp_path):
     f.write_text("seed: 3\n")  # a file without an env and no such section: as before
     with pytest.raises(CanterError, match=r"^no environment given; pass --env ENV_ID"):
         resolve_config("ppo", None, f)
+
+
+def test_env_wrappers_given_as_config_keys_point_to_a_registered_factory(tmp_path):
+    """rl-zoo3's env_wrapper (and a 'wrappers' list) was answered "did you mean 'env_kwargs'", which only passes
+    arguments to the env's constructor, frame_stack "did you mean 'central_state'" and 'wrappers' '82 choices'."""
+    for key, value in (("env_wrapper", ["gymnasium.wrappers.TimeLimit"]), ("wrappers", ["x"]),
+                       ("vec_env_wrapper", "VecNormalize"), ("frame_stack", 4)):
+        config = tmp_path / f"{key}.yaml"
+        config.write_text(f"{key}: {value!r}\n")
+        with pytest.raises(CanterError, match=rf"unknown config key '{key}'.*: .*@canter.register\('env', 'MyEnv-v0'\) "
+                                              r"on a function that returns the wrapped gymnasium.make"):
+            resolve_config("ppo", "CartPole-v1", config_file=str(config))
+    with pytest.raises(CanterError, match=r"'frame_stack' \(rl-zoo3's\): an Atari env's frame stack is its env_kwargs' "
+                                          r"frame_stack \(env_kwargs: \{frame_stack: 4\}\)"):
+        resolve_config("dqn", "CartPole-v1", sets=["frame_stack=4"])
+    with pytest.raises(CanterError, match=r"VecNormalize is the normalize_obs and normalize_reward"):
+        resolve_config("ppo", "CartPole-v1", sets=["hparams.vec_env_wrapper=x"])
