@@ -53,7 +53,8 @@ def wrong_space_hint(cls: Any, action_space: gym.Space) -> str:
     if offline and not able:  # it named the online ones (ppo, a2c, ...), which refuse --dataset
         return f"; no offline algorithm learns from {kind} actions"
     if not single:
-        return f"; for {kind} actions on a PettingZoo parallel env: {parallel}" if parallel else ""
+        return f"; for {kind} actions on a PettingZoo parallel env: {parallel}" if parallel else _none_takes(
+            action_space)
     also = f"on a PettingZoo parallel env also {parallel}" if parallel else ""
     variant = [n for n in single if n.split("_")[0] == cls.name.split("_")[0]]
     if variant:
@@ -61,6 +62,35 @@ def wrong_space_hint(cls: Any, action_space: gym.Space) -> str:
         listed = "; ".join(x for x in (", ".join(rest) and f"or {', '.join(rest)}", also) if x)
         return f"; for {kind} actions use {variant[0]}" + (f" ({listed})" if listed else "")
     return f"; algorithms for {kind} actions: {', '.join(single)}" + (f" ({also})" if also else "")
+
+
+def _none_takes(action_space: gym.Space) -> str:
+    """The hint for an action space that no algorithm acts in (a ``Tuple`` or ``Dict`` of actions): the one space
+    its entries make (a ``MultiDiscrete`` of discrete entries, a ``Box`` of Box entries) with the algorithms for that
+    space, or how to give one; it named no algorithm (a bare 'needs a Discrete action space')."""
+    kind = type(action_space).__name__
+    entries = list(getattr(action_space, "spaces", {}).values() if isinstance(action_space, gym.spaces.Dict)
+                   else getattr(action_space, "spaces", ()))
+    discrete = (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+    flat: gym.Space | None = None
+    if entries and all(isinstance(e, discrete) for e in entries):
+        flat = gym.spaces.MultiDiscrete([2, 2])
+    elif entries and all(isinstance(e, gym.spaces.Box) for e in entries):
+        flat = gym.spaces.Box(-1.0, 1.0, (2,))
+    how = ("; no canter algorithm acts in a " + kind + " action space: give the env one action space, e.g. with a "
+           "gymnasium.ActionWrapper in an env factory of your own (@canter.register('env', ...))")
+    if flat is None:
+        return how + " (a MultiDiscrete of discrete entries, or a Box of continuous ones)"
+    target = type(flat).__name__
+    listed = ", ".join(_split({n: a.multiagent_only for n, a in _online().items() if _takes(a, flat)})[0])
+    return how + f": its entries as one {target} ({target} actions: {listed})"
+
+
+def _online() -> dict[str, Any]:
+    """The registered algorithms that train in an env (not the offline ones)."""
+    from canter.registry import registered
+
+    return {n: a for n, a in registered("algorithm").items() if a.family != "offline"}
 
 
 def mask_hint(cls: Any, action_space: gym.Space) -> str:
