@@ -242,7 +242,11 @@ def _time_limit(kwargs: dict[str, Any], training: bool = True) -> Any:
     """``kwargs``' ``max_episode_steps`` (None if absent), a whole float (``1e3`` or ``200.0`` in YAML) made an int
     in ``kwargs``; a CanterError for anything but a whole number >= 1 or -1 (gymnasium's: no time limit). An env
     that is not ``training`` gets :data:`EVAL_EPISODE_CAP` in ``kwargs`` for -1, as an env registered without a
-    time limit does (:func:`_capped`): an evaluation episode of a policy that never fails would never end."""
+    time limit does (:func:`_capped`): an evaluation episode of a policy that never fails would never end. A None
+    (``max_episode_steps: null``) is dropped from ``kwargs``: the env's own limit, as ``gymnasium.make`` takes it
+    (gymnasium's native vector envs compared their step counts with the None: a TypeError traceback at the first step)."""
+    if "max_episode_steps" in kwargs and kwargs["max_episode_steps"] is None:
+        del kwargs["max_episode_steps"]
     limit = kwargs.get("max_episode_steps")
     if isinstance(limit, float) and limit.is_integer():  # 1e3 or 200.0 in YAML: a whole number, as the error says
         limit = kwargs["max_episode_steps"] = int(limit)
