@@ -206,6 +206,12 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
             own = _factory_own_error(factory, env_id, kwargs, exc, render_mode)
             if own is not None:
                 raise own from None
+            if render_mode is not None and "render_mode" not in kwargs and re.search(
+                    r"unexpected keyword argument 'render_mode'", str(exc)):
+                raise CanterError(f"'{env_id}' cannot render: its registered factory {_factory_name(factory)} refused "
+                                  f"render_mode={render_mode!r}, which --render, --video-dir and --record-every pass "
+                                  f"({exc}); take render_mode=None in the factory and give it to the env it makes"
+                                  ) from None
             given = f"render_mode={render_mode!r}, " if render_mode is not None else ""
             raise CanterError(f"cannot make env '{env_id}' ({given}env_kwargs {kwargs}): {exc}"
                               f"{keyword_hint(factory, exc)}") from None
