@@ -7,23 +7,17 @@ from typing import Any
 import gymnasium as gym
 
 from canter.envs import atari, multiagent, multiagent_views, turns
+from canter.envs.id_hints import entry_point_given, ids_hint
 from canter.envs.opponents import with_snapshots
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
 from canter.envs.workers import vector_env
 from canter.errors import (ENV_PACKAGES, CanterError, CanterWarning, warn, bad_env_kwargs, closest, keyword_hint,
                            missing_env_package, raised_by_the_call, raised_in, unknown)
-from canter.registry import _REGISTRY, defining_module, import_user_module, registered_by
+from canter.registry import _REGISTRY, defining_module, import_user_module
 
 _EXTRA_FOR_NAMESPACE = {"ALE": "atari"}
 _EXTRA_FOR_ENTRY = {"box2d": ("box2d", "Box2D"), "mujoco": ("mujoco", "mujoco")}
-
-
-def _entry_module(entry_point: Any) -> str | None:
-    """The module a Gymnasium spec's entry point comes from (``"pkg.mod:Class"``, or a callable's module)."""
-    if isinstance(entry_point, str):
-        return entry_point.split(":", 1)[0]
-    return getattr(entry_point, "__module__", None)
 
 
 def check_env_id(env_id: str) -> None:
@@ -45,8 +39,10 @@ def check_env_id(env_id: str) -> None:
         env_id = env_id.split(":", 1)[1]
     if env_id in gym.registry or env_id in _REGISTRY["env"]:  # the module may register either kind
         return
+    if module is not None and not env_id:  # 'my_pkg.envs:' with the id left out: the module's ids, not a typo's
+        raise CanterError(f"env '{module.__name__}:' names no env id after the colon; {ids_hint(module, env_id)}")
     if module is not None and env_id.isidentifier() and callable(getattr(module, env_id, None)):
-        raise _entry_point_given(module, env_id)
+        raise entry_point_given(module, env_id)
     if atari.looks_like_atari(env_id) and not atari.register_ale():
         raise atari.missing_extra(env_id)
     if env_id in gym.registry:
@@ -58,14 +54,8 @@ def check_env_id(env_id: str) -> None:
         raise CanterError(f"env '{env_id}' needs the '{extra}' extra: pip install 'canter[{extra}]'")
     ale = atari.register_ale()  # ale-py's ids are close matches too ('ALE-Pong-v5' is 'ALE/Pong-v5'); False without it
     if module is not None:  # the module was imported: the id is a typo (hinting at 'module:Id' repeats the input)
-        name = module.__name__
-        own = [i for i, spec in gym.registry.items() if _entry_module(spec.entry_point) == name]
-        own += [i for i in _REGISTRY["env"] if registered_by("env", i) == name]
-        near = [f"{name}:{c}" for c in closest(env_id, own)] or closest(env_id, list(gym.registry))
-        hint = ("did you mean " + " or ".join(f"'{c}'" for c in near) + "?" if near else
-                f"the module registers no env of that id (gymnasium.register('{env_id}', entry_point=...) "
-                f"or @canter.register('env', '{env_id}') in it)")
-        raise CanterError(f"unknown env id '{env_id}' after importing module '{name}'; {hint}")
+        raise CanterError(f"unknown env id '{env_id}' after importing module '{module.__name__}'; "
+                          f"{ids_hint(module, env_id)}")
     retired = atari.retired_id_hint(env_id) if ale else None  # PongDeterministic-v4: 'Tennis-v4' was the hint
     if retired:
         raise CanterError(f"unknown env id '{env_id}': {retired}")
@@ -79,19 +69,6 @@ def check_env_id(env_id: str) -> None:
                 f"{ENV_PACKAGES['gymnasium_robotics']})")
     raise CanterError(f"{err} (an env of your own is found when a module the run imports registers it: "
                       f"--env my_pkg.envs:{env_id}, or 'imports: [my_pkg.envs]'){hint}")
-
-
-def _entry_point_given(module: Any, name: str) -> CanterError:
-    """The error for ``--env module:Name`` where ``Name`` is the module's env class or factory, not an env id
-    that it registers (gymnasium's entry point form: it was 'unknown env id', whose hint showed that same form)."""
-    obj, module = getattr(module, name), module.__name__
-    ids = [i for i, spec in gym.registry.items() if spec.entry_point in (f"{module}:{name}", obj)]
-    if ids:
-        return CanterError(f"'{module}:{name}' names an object of {module}, not an env id; it is registered as "
-                           f"'{ids[0]}': pass --env {module}:{ids[0]}")
-    return CanterError(f"'{module}:{name}' names an object of {module}, not an env id it registers: register it "
-                       f"there, e.g. gymnasium.register('{name}-v0', entry_point='{module}:{name}'), and pass "
-                       f"--env {module}:{name}-v0 (or @canter.register('env', '{name}-v0') on a factory)")
 
 
 def registered_in_main(env_id: str) -> bool:

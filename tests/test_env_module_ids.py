@@ -1,0 +1,27 @@
+"""``--env module:NAME`` where NAME is not an id the module registers: a factory the module registers with
+``@canter.register('env', ID)`` is pointed at its id, as a class of gymnasium.register's is, and ``module:`` with the id
+left out lists the module's ids."""
+from __future__ import annotations
+
+import pytest
+
+from support import assert_one_line_error, run_cli
+
+_MODULE = ("import gymnasium as gym\nimport canter\n\n\n"
+           "@canter.register('env', 'OwnCart-v0')\ndef make_cart(**kw):\n    return gym.make('CartPole-v1', **kw)\n")
+
+
+@pytest.mark.parametrize("env, expected", [
+    # was "register it there, e.g. gymnasium.register('make_cart-v0', entry_point=...)": it was registered already
+    ("ids_of_module_envs:make_cart", "'ids_of_module_envs:make_cart' names an object of ids_of_module_envs, not an env "
+                                     "id; it is registered as 'OwnCart-v0': pass --env ids_of_module_envs:OwnCart-v0"),
+    # was "the module registers no env of that id (gymnasium.register('', entry_point=...) ...)"
+    ("ids_of_module_envs:", "env 'ids_of_module_envs:' names no env id after the colon; did you mean "
+                            "'ids_of_module_envs:OwnCart-v0'?"),
+], ids=["factory", "empty-id"])
+def test_a_module_name_that_is_no_id_points_to_the_modules_ids(capsys, workdir, monkeypatch, env, expected):
+    (workdir / "ids_of_module_envs.py").write_text(_MODULE)
+    monkeypatch.syspath_prepend(str(workdir))
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", env, "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, expected)
+    assert not (workdir / "run").exists()
