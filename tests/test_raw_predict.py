@@ -169,3 +169,18 @@ def test_a_reset_pair_of_a_dict_env_is_still_named():
     with pytest.raises(CanterError, match=r"pass the observation alone \(obs, info = env\.reset\(\)\)$"):
         agent.predict(pair)
     assert agent.predict(pair[0]) in env.action_space
+
+
+def test_one_multidiscrete_observation_as_a_python_list(tmp_path):
+    """[1, 2] for a MultiDiscrete([3, 4], start=[1, 0]) observation was read as a list of two observations:
+    "observation 0: the observation (MultiDiscrete(...)) has shape (), expected (2,)"; a nested list is a batch."""
+    agent, path = _saved("multidiscrete", tmp_path / "agent")
+    env, packer = _env_and_packer("multidiscrete")
+    raw = [env.reset(seed=i)[0] for i in range(4)]
+    for a in (agent, canter.load(path)):
+        x, single = a.as_batch(raw[0].tolist())
+        assert single
+        np.testing.assert_array_equal(x, packer(raw[0])[None])
+        x, single = a.as_batch([o.tolist() for o in raw])
+        assert not single
+        np.testing.assert_array_equal(x, np.stack([packer(o) for o in raw]))

@@ -71,7 +71,8 @@ def pack_raw(space: gym.Space, obs: Any) -> tuple[np.ndarray, bool]:
     """``obs`` (see :func:`is_raw`) packed into rows ``[B, *space.shape]`` of the space's dtype, as training
     packed them, and whether it was one observation (a batch of one comes back)."""
     layout: Layout = packed_layout(space)
-    if isinstance(obs, list):  # a list of observations (is_raw: not empty)
+    if isinstance(obs, list) and isinstance(obs[0], (dict, tuple)):  # a list of Dict / Tuple observations (is_raw:
+        # not empty); a list of numbers is one MultiDiscrete observation (or nested, a batch), read by its shape
         rows = [_pack(space, layout, o, f"observation {i}: ", single_only=True)[0] for i, o in enumerate(obs)]
         return np.concatenate(rows), False
     return _pack(space, layout, obs, "", single_only=False)
