@@ -40,13 +40,16 @@ class Step(NamedTuple):
     valid: np.ndarray
 
 
-def _observation_error(exc: ValueError, space: gym.Space) -> Exception:
+def _observation_error(exc: ValueError | TypeError, space: gym.Space) -> Exception:
     """A one-line error for an observation that does not fit the env's own observation space (NumPy's
-    "Output array has wrong dimensionality" when the vector env stacks it); any other ValueError as it is."""
+    "Output array has wrong dimensionality" when the vector env stacks it; "Cannot cast array data from
+    dtype('float64') to dtype('int64')" for a float where a Discrete space holds integers, a TypeError traceback of
+    sync vectorization); any other error as it is."""
     text = str(exc)
     # (the vector env stacking its copies' observations: one None or of another shape among arrays is the last);
     # NumPy's same error raised by the env's own code is the env's bug: its traceback shows where
-    if not text.startswith(("Output array", "could not broadcast", "all input arrays must have the same shape")) or (
+    if not text.startswith(("Output array", "could not broadcast", "all input arrays must have the same shape",
+                            "Cannot cast array data from")) or (
             not raised_by_the_call(exc, past_numpy=True)):
         return exc
     from canter.envs.spaces import describe_space
@@ -257,9 +260,11 @@ class VecEnv:
             old_api = _old_api_reset(self.env, seed)
             if old_api is not None:
                 raise self._named(old_api) from None
-            if not isinstance(exc, ValueError):
+            error = _observation_error(exc, self.single_observation_space) if isinstance(
+                exc, (ValueError, TypeError)) else exc
+            if error is exc:
                 raise
-            raise self._named(_observation_error(exc, self.single_observation_space)) from None
+            raise self._named(error) from None
         if self._obs_range is not None:
             self._check_observations(obs)
         self.begin(seed)
@@ -292,7 +297,9 @@ class VecEnv:
             raise self._named(_scalar_error(exc) or _observation_error(exc, self.single_observation_space)) from None
         except (AssertionError, AttributeError, TypeError) as exc:  # an info that is not a dict, no tuple (sync)
             error = _info_error(exc)
-            if error is None:
+            if error is None and isinstance(exc, TypeError):  # a float observation of a Discrete space
+                error = _observation_error(exc, self.single_observation_space)
+            if error is None or error is exc:
                 raise
             raise self._named(error) from None
         if self._obs_range is not None:

@@ -1,0 +1,50 @@
+"""A Discrete observation space whose env returns floats (``3.0``): with sync vectorization gymnasium's stacking of
+them into the int64 array was a TypeError traceback ("Cannot cast array data from dtype('float64') to dtype('int64')
+according to the rule 'same_kind'"); it is the one line of an observation that does not fit its space, as one of
+another shape is."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from canter.envs import make_vec_env
+from canter.errors import CanterError
+from canter.registry import register
+
+
+class FloatCell(gym.Env):
+    """Discrete(4) observations returned as floats from step ``after`` on (0: reset's too)."""
+
+    def __init__(self, after: int = 0) -> None:
+        self.observation_space, self.action_space = gym.spaces.Discrete(4), gym.spaces.Discrete(2)
+        self.after, self.t = after, 0
+
+    def _obs(self):
+        return float(self.t % 4) if self.t >= self.after else self.t % 4
+
+    def reset(self, *, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):  # noqa: D102
+        self.t += 1
+        return self._obs(), 0.0, False, self.t >= 5, {}
+
+
+register("env", "FloatCell-test")(FloatCell)
+
+
+@pytest.mark.parametrize("after", [0, 2], ids=["reset", "step"])
+def test_float_observations_of_a_discrete_space_are_one_line(after):
+    env = make_vec_env("FloatCell-test", 2, "sync", {"after": after})
+    try:
+        with pytest.raises(CanterError, match=r"^env 'FloatCell-test': the env returned an observation that does not "
+                                              r"fit its observation space Discrete\(4\): Cannot cast array data from "
+                                              r"dtype\('float64'\) to dtype\('int64'\)"):
+            env.reset(seed=0)
+            for _ in range(3):
+                env.step(np.zeros(2, np.int64))
+    finally:
+        env.close()
