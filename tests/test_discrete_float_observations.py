@@ -48,3 +48,31 @@ def test_float_observations_of_a_discrete_space_are_one_line(after):
                 env.step(np.zeros(2, np.int64))
     finally:
         env.close()
+
+
+class OneItemCell(FloatCell):
+    """Discrete(4) observations returned as ``array([v])`` from step ``after`` on."""
+
+    def _obs(self):
+        return np.array([self.t % 4]) if self.t >= self.after else self.t % 4
+
+
+register("env", "OneItemCell-test")(OneItemCell)
+
+
+@pytest.mark.parametrize("env_id, shown", [("FloatCell-test", r"2\.0 \(float of shape \(\)\)"),
+                                           ("OneItemCell-test", r"array\(\[2\]\) \(ndarray of shape \(1,\)\)")],
+                         ids=["float", "one-item"])
+def test_async_workers_refuse_what_sync_vectorization_refuses(env_id, shown):
+    """An async worker's copy into its shared array took 3.0 and array([3]) without a word, where sync
+    vectorization refuses both: a run's outcome depended on its vectorization."""
+    with pytest.raises(CanterError, match=rf"^env '{env_id}' failed in an async worker: step\(\) returned an "
+                                          rf"observation that does not fit its observation space Discrete\(4\): "
+                                          rf"{shown}, not one whole number$"):
+        env = make_vec_env(env_id, 2, "async", {"after": 2})
+        try:
+            env.reset(seed=0)
+            for _ in range(3):
+                env.step(np.zeros(2, np.int64))
+        finally:
+            env.close()

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from canter.errors import CanterError, raised_by_the_call, raised_in
 
@@ -219,7 +220,22 @@ class _Reporting(gym.Wrapper):
 
             what = reset_result(result)
             raise AsyncEnvError(f"reset() returned {what}, not (obs, info): {GYM_API}")
+        self._check_discrete(result[0], "reset()")
         return result
+
+    def _check_discrete(self, obs: Any, call: str) -> None:
+        """An :class:`AsyncEnvError` for an observation of a Discrete space that is not one whole number (``3.0``,
+        ``array([3])``), which sync vectorization refuses (:func:`canter.envs.vector._observation_error`) and the
+        worker's copy into its shared array took without a word."""
+        space = self.observation_space
+        if not isinstance(space, gym.spaces.Discrete) or (
+                np.shape(obs) == () and np.asarray(obs).dtype.kind in "iu"):
+            return
+        from canter.envs.spaces import describe_space
+
+        raise AsyncEnvError(f"{call} returned an observation that does not fit its observation space "
+                            f"{describe_space(space)}: {obs!r:.40} ({type(obs).__name__} of shape {np.shape(obs)}), "
+                            f"not one whole number")
 
     def step(self, action: Any) -> Any:  # noqa: D102
         try:
@@ -245,6 +261,7 @@ class _Reporting(gym.Wrapper):
 
             raise AsyncEnvError(f"step() returned a {type(result[4]).__name__} as its info, where info must be a "
                                 f"dict; {GYM_API}")
+        self._check_discrete(result[0], "step()")
         return result
 
 
