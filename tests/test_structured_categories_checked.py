@@ -45,3 +45,32 @@ def test_a_discrete_entry_given_as_a_one_element_array_still_packs():
     assert packer({"cell": np.array([2]), "pos": np.zeros(2, np.float32)})[:4].tolist() == [0, 0, 1, 0]
     with pytest.raises(CanterError, match=r"observation entry 'cell' holds \[4\], outside its space Discrete\(4\)"):
         packer({"cell": np.array([4]), "pos": np.zeros(2, np.float32)})
+
+
+class FloatCodes(gym.Env):
+    """MultiDiscrete([3, 4]) observations returned as floats, [1.0, 2.0]."""
+
+    observation_space, action_space = gym.spaces.MultiDiscrete([3, 4]), gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        return np.array([1.0, 2.0]), {}
+
+    def step(self, action):  # noqa: D102
+        return np.array([1.0, 2.0]), 0.0, True, False, {}
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_multidiscrete_observation_of_floats_is_one_line_naming_the_env(vectorization):
+    """gymnasium's flatten indexes with the values: floats were "IndexError: arrays used as indices must be of integer
+    (or boolean) type", a traceback from gymnasium's spaces/utils.py (sync), or that line as the worker's (async)."""
+    from canter.registry import register
+
+    register("env", "FloatCodes-test")(FloatCodes)
+    env = make_vec_env("FloatCodes-test", 2, vectorization)
+    try:
+        with pytest.raises(CanterError, match=r"env 'FloatCodes-test'.*the observation holds float64 values \[1.0, 2.0\], "
+                                              r"where its space MultiDiscrete\(\[3 4\]\) holds integers"):
+            env.reset(seed=0)
+    finally:
+        env.close()

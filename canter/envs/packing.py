@@ -250,10 +250,12 @@ class ObservationPacker:
                 inside = bool(np.all((x >= leaf.start) & (x < leaf.start + n)))
             except (KeyError, IndexError, TypeError, ValueError):  # a missing entry, a shape that does not broadcast:
                 continue  # flatten's own error says so
-            if not inside:
+            whole = x.dtype.kind in "iub"  # gymnasium's flatten indexes with the values: floats were an IndexError
+            if not (inside and whole):
                 name = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps).lstrip(".")
                 entry = f"observation entry '{name}'" if name else "the observation"
-                raise OutsideSpace(f"{entry} holds {x.tolist()}, outside its space {leaf}")
+                raise OutsideSpace(f"{entry} holds {x.tolist()}, outside its space {leaf}" if not inside else
+                                   f"{entry} holds {x.dtype} values {x.tolist()}, where its space {leaf} holds integers")
 
     def __call__(self, observation: Any) -> np.ndarray:
         """The flat vector of one observation (in :attr:`space`'s dtype)."""

@@ -262,7 +262,7 @@ class VecEnv:
                 raise self._named(old_api) from None
             error = _observation_error(exc, self.single_observation_space) if isinstance(
                 exc, (ValueError, TypeError)) else exc
-            if error is exc:
+            if error is exc and not isinstance(exc, ValueError):  # (a ValueError: an OutsideSpace named, as it was)
                 raise
             raise self._named(error) from None
         if self._obs_range is not None:
