@@ -444,12 +444,13 @@ class Run:
             elif started:  # an error or a second Ctrl-C inside an iteration: the previous 'last' stays
                 self._write_summary("interrupted", self._good)
         finally:
-            close_error: Exception | None = None
+            close_error: BaseException | None = None
             for lg in self.loggers:  # each one closed, and the lock given back, when one fails (a full disk)
                 try:
                     lg.close()
-                except Exception as exc:  # noqa: BLE001 - raised below, once the run is given back
-                    close_error = close_error or exc
+                except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - raised below, once the run is given
+                    # back; a Ctrl-C or SIGTERM while one closes (a W&B finish) still closes the others (the console)
+                    close_error = exc if close_error is None or isinstance(exc, KeyboardInterrupt) else close_error
             _OPEN_RUNS.discard(self)
             release(self.dir, token)
             if gone is not None:

@@ -1,0 +1,55 @@
+"""canter train: a SIGTERM while one logger closes (a W&B finish takes seconds) is a Ctrl-C there (7df5f17), and the
+loggers after it are still closed: the KeyboardInterrupt left Run._finish's loop over the loggers (it caught only
+Exception), so the console's progress display (the last logger) was never stopped."""
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+import canter
+from canter.cli import _drive
+
+
+@pytest.fixture(autouse=True)
+def default_sigterm():
+    """SIGTERM at its default action, as in a fresh `canter train`, and put back after."""
+    before = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGTERM, before)
+
+
+class _Logger:
+    """A logger that records its close; ``term``: its close meets a SIGTERM (sent only where SIGTERM no longer has
+    its default action, which would end the test process)."""
+
+    def __init__(self, term: bool = False) -> None:
+        self.term, self.closed = term, False
+
+    def start(self, run) -> None:
+        pass
+
+    def log(self, record) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+        if self.term and signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_sigterm_in_one_loggers_close_still_closes_the_loggers_after_it(tmp_path: Path, tiny_ppo: dict,
+                                                                         capsys: pytest.CaptureFixture) -> None:
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, **{**tiny_ppo, "max_steps": 128, "eval_episodes": 0},
+                              tensorboard=False)
+    interrupted, after = _Logger(term=True), _Logger()
+    run.loggers += [interrupted, after]
+    assert _drive(run) == 130
+    assert interrupted.closed and after.closed, "the logger after the interrupted one was left open"
+    assert "finished (max_steps)" in capsys.readouterr().out
+    assert not (run_dir / ".canter.lock").exists()
