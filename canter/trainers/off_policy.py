@@ -205,10 +205,11 @@ class OffPolicyTrainer(StepwiseTrainer):
         self.buffer.load_state_dict(state["buffer"])
         self.rng.bit_generator.state = state["warmup_rng"]
         self.phase_episodes = int(state.get("phase_episodes", 0))  # a multi-policy member's phase under way
-        new_episodes = getattr(self.buffer, "new_episodes", None)  # a user's buffer (make_buffer) may lack it
-        if self.resume_exact is False and new_episodes is not None:  # the replay's running episodes end here
-            new_episodes()
-            if self._reset_noise is not None:
+        if self.resume_exact is False:  # the replay's running episodes end here, and the noise restarts
+            new_episodes = getattr(self.buffer, "new_episodes", None)  # a user's buffer (make_buffer) may lack it
+            if new_episodes is not None:
+                new_episodes()
+            if self._reset_noise is not None:  # whatever the buffer
                 self._reset_noise(torch.ones(self.env.num_envs, dtype=torch.bool))
 
     def drop_partial(self) -> None:
