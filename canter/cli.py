@@ -93,8 +93,10 @@ def _drive_run(trainer: Any) -> int:
         for _ in trainer():
             pass
     except KeyboardInterrupt:
-        if (trainer.summary or {}).get("stop_reason") not in (None, "interrupted"):  # after the run's end was saved
-            closing_interrupted = True  # the finished run's report follows
+        if (trainer.summary or {}).get("stop_reason") not in (None, "interrupted") or (
+                trainer.summary is not None and getattr(trainer, "interrupted_closing", False)):
+            closing_interrupted = True  # after the run's end was saved: the run's report follows (an interrupted one's
+            # step and resume command; a first Ctrl-C, then a SIGTERM or Ctrl-C while the loggers close)
         elif (trainer.dir / "checkpoints" / "last.safetensors").is_file():
             notice(f"interrupted; continue with: canter train --resume {trainer.dir}")
             return 130

@@ -89,6 +89,8 @@ class Run:
         #: how many periodic checkpoints to keep (``config``'s ``keep_checkpoints``; None: all)
         self.keep_checkpoints: int | None = config.get("keep_checkpoints")
         self.summary: dict[str, Any] | None = None
+        #: whether a Ctrl-C or SIGTERM came while the loggers closed, after the run's end was saved (:meth:`_finish`)
+        self.interrupted_closing = False
         self.last_record: TrainRecord | None = None
         #: when resuming: the step of the checkpoint and the history rows it had
         self.resumed_step: int | None = None if resumed is None else int(resumed["step"])
@@ -451,6 +453,7 @@ class Run:
                 except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - raised below, once the run is given
                     # back; a Ctrl-C or SIGTERM while one closes (a W&B finish) still closes the others (the console)
                     close_error = exc if close_error is None or isinstance(exc, KeyboardInterrupt) else close_error
+                    self.interrupted_closing = isinstance(exc, KeyboardInterrupt) or self.interrupted_closing
             _OPEN_RUNS.discard(self)
             release(self.dir, token)
             if gone is not None:

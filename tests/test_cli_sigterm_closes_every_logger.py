@@ -53,3 +53,22 @@ def test_a_sigterm_in_one_loggers_close_still_closes_the_loggers_after_it(tmp_pa
     assert interrupted.closed and after.closed, "the logger after the interrupted one was left open"
     assert "finished (max_steps)" in capsys.readouterr().out
     assert not (run_dir / ".canter.lock").exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_sigterm_while_an_interrupted_run_closes_gives_its_step_and_resume_line(tmp_path: Path, tiny_ppo: dict,
+                                                                                  capsys: pytest.CaptureFixture) -> None:
+    """A first Ctrl-C saved the run after its first rollout (step 128); a SIGTERM (or a second Ctrl-C) while its loggers close said only
+    'interrupted; continue with: ...', not the usual 'interrupted at step 128; run saved, ...' that the stop table
+    of training-control.md promises there."""
+    def stop(trainer, losses):
+        if trainer.step >= 64 and trainer.stop_requested is None:
+            trainer.stop_requested = "interrupted"  # as a first Ctrl-C does
+
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, **{**tiny_ppo, "max_steps": 1000, "eval_episodes": 0},
+                              tensorboard=False, hooks={"after_update": stop})
+    run.loggers.append(_Logger(term=True))
+    assert _drive(run) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted at step 128; run saved, continue with: canter train --resume {run_dir}" in err, err
