@@ -16,14 +16,17 @@ def warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -
     keys = [k for k in ("early_stopping", "plateau_patience") if getattr(run, k) is not None]
     if not keys or run.eval_episodes <= 0:
         return
+    from canter.trainers.on_policy import rollout_rows
+
     n_steps, n_envs = rollout or (1, 1)
     size = n_steps * n_envs  # the steps between two evaluation chances
+    rows = rollout_rows(n_envs, run.n_envs)  # a multi-agent env's: agent rows, not envs
     end, first = -(-run.max_steps // size) * size, -(-run.eval_every // size) * size
     what = (f"{' and '.join(keys)} count{'' if len(keys) > 1 else 's'} evaluations, but",
             f"so {'they' if len(keys) > 1 else 'it'} can never act")
     if size > 1 and end == size:
         warn(CanterWarning(
-            f"{what[0]} max_steps ({run.max_steps}) is one rollout (n_steps {n_steps} x {n_envs} envs = {size} "
+            f"{what[0]} max_steps ({run.max_steps}) is one rollout (n_steps {n_steps} x {rows} = {size} "
             f"steps), evaluated only at its end, {what[1]}; set max_steps above {size} or a smaller n_steps"))
     elif run.eval_every >= run.max_steps:
         warn(CanterWarning(
@@ -32,7 +35,7 @@ def warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -
     elif first >= end:
         warn(CanterWarning(
             f"{what[0]} eval_every ({run.eval_every}) with rollouts of {size} steps (n_steps {n_steps} x "
-            f"{n_envs} envs) evaluates first at step {first}, the run's end (max_steps {run.max_steps}), {what[1]}; "
+            f"{rows}) evaluates first at step {first}, the run's end (max_steps {run.max_steps}), {what[1]}; "
             f"set eval_every to at most {end - size}"))
 
 

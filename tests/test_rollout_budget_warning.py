@@ -54,3 +54,12 @@ def test_a_policys_warning_names_the_n_steps_that_fits_the_runs_budget():
     assert not said, said
     with trainer:
         assert [record.step for record in trainer()][-1] == 99
+
+
+def test_the_patience_warning_counts_a_multi_agent_rollout_as_agent_rows():
+    """warn_idle_patience's 'is one rollout' said '4 envs' for 2 copies of a 2-agent env, as the budget warning did."""
+    with pytest.warns(CanterWarning, match=r"max_steps \(256\) is one rollout \(n_steps 64 x 4 agent rows \(2 env copies "
+                                           r"x 2 agents\) = 256 steps\)"):
+        trainer = canter.make_trainer("ppo", "pettingzoo:tests.match_agents", n_envs=2, n_steps=64, batch_size=64,
+                                      max_steps=256, early_stopping=3, eval_episodes=1)
+    trainer.close()

@@ -117,12 +117,18 @@ def rollout_budget_message(max_steps: int, n_steps: int, rows: int, copies: int)
     """The warning for a ``max_steps`` below one rollout of ``n_steps`` x ``rows`` (env copies, or a multi-agent
     env's agent rows: every agent's step counts, ``copies`` copies of its agents): the rollout's size, that the run
     takes it whole (as Stable-Baselines3 does), and the setting that makes a rollout fit the budget."""
-    per_copy = rows // copies if copies and rows % copies == 0 else 1
-    envs = (f"{rows:,} agent rows ({copies:,} env cop{'ies' if copies > 1 else 'y'} x {per_copy} agents)" if per_copy > 1
-            else f"{rows:,} env{'s' if rows > 1 else ''}")
+    envs = rollout_rows(rows, copies)
     # "the run takes N steps" ends it: a multi-policy member's is told in the run's steps (multi_policy._run_steps)
     return (f"max_steps ({max_steps:,}) is less than one rollout (n_steps {n_steps} x {envs} = {n_steps * rows:,} "
             f"steps; {fitting_rollout(max_steps, rows)}): the run takes {n_steps * rows:,} steps")
+
+
+def rollout_rows(rows: int, copies: int) -> str:
+    """A rollout's ``rows`` told as env copies, or as a multi-agent env's agent rows of ``copies`` copies (every
+    agent's step counts): ``"8 envs"``, ``"16 agent rows (8 env copies x 2 agents)"``."""
+    per_copy = rows // copies if copies and rows % copies == 0 else 1
+    return (f"{rows:,} agent rows ({copies:,} env cop{'ies' if copies > 1 else 'y'} x {per_copy} agents)" if per_copy > 1
+            else f"{rows:,} env{'s' if rows > 1 else ''}")
 
 
 #: what :func:`fitting_rollout` says (a multi-policy run tells its members' in the run's steps)
