@@ -76,10 +76,11 @@ def _drive(trainer: Any) -> int:
     close (the run saved already) exits 130 after the usual report: it was a bare 'interrupted', which left out the
     step the run was saved at and the command that resumes it. SIGTERM is a Ctrl-C throughout, also after the run has
     given back its stop handlers (while it saves its end and its loggers close: a W&B finish takes seconds), where it
-    ended the process by its default action (exit -15, no report, the W&B run not finished)."""
+    ended the process by its default action (exit -15, no report, the W&B run not finished), or with explorers by
+    Ray's (``ray.init`` puts in ``sys.exit``: exit 15)."""
     from canter.stop_grace import sigterm_as_ctrl_c
 
-    with sigterm_as_ctrl_c():
+    with sigterm_as_ctrl_c(over_any=True):  # also over Ray's sys.exit (ray.init, for a run with explorers)
         return _drive_run(trainer)
 
 

@@ -43,12 +43,15 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 @contextmanager
-def sigterm_as_ctrl_c() -> Iterator[None]:
+def sigterm_as_ctrl_c(over_any: bool = False) -> Iterator[None]:
     """While a run sets up (its directory made, its loggers started: a W&B init takes seconds), SIGTERM raises
     KeyboardInterrupt as Ctrl-C does, so the run's setup cleans up (a new run's directory is removed) rather than
     the process dying with a half-made run directory that a new run into it, and its resume, refuse. Only where
-    SIGTERM has its default action, on the main thread (elsewhere, or with a handler of the caller's: nothing)."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+    SIGTERM has its default action, on the main thread (elsewhere, or with a handler of the caller's: nothing).
+    ``over_any``: over any handler too (the CLI, which owns its process: Ray's ``sys.exit``, which ``ray.init``
+    put in for a run with explorers); the handler it replaced is put back after."""
+    before = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    if before is None or (before != signal.SIG_DFL and not over_any) or before is _interrupt:
         yield
         return
     signal.signal(signal.SIGTERM, _interrupt)
@@ -56,7 +59,7 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
         yield
     finally:
         if signal.getsignal(signal.SIGTERM) is _interrupt:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, before)
 
 
 def install_stop_handlers(handler: Callable[[int, Any], None]) -> dict[int, Any]:
