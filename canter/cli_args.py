@@ -75,6 +75,10 @@ class _Parser(argparse.ArgumentParser):
                         owners = other_owners(ours if theirs else name, algo) if theirs or not ours else None
                         message += ("" if owners is None else f": canter calls it {theirs}, but {owners}" if theirs
                                     else f": {owners} (a flag of another algorithm?)")
+                        misspelt = _other_algorithms_flag(flag, algo, options, set_only) if (
+                            owners is None and not ours and not same_meaning(name, [*options, *set_only])) else None
+                        if misspelt is not None:  # --learning-start for ppo: dqn's --learning-starts, as its key's
+                            return f"{message}; {misspelt}"
                     if near:
                         return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + "?"
                     break
@@ -137,6 +141,27 @@ FLAG_SYNONYMS = (
     {"epsilon", "eps", "exploration", "exploration_rate", "random_prob"},
     {"eval_every", "eval_freq", "eval_interval", "eval_frequency", "evaluation_interval"},
 )
+
+
+def _other_algorithms_flag(flag: str, algo: str, options: list[str], set_only: dict[str, str]) -> str | None:
+    """``"did you mean '--learning-starts'? ppo has no hyperparameter 'learning_starts', c51, ... have one (a flag of
+    another algorithm?)"`` for an unknown ``flag`` of ``canter train ALGO`` that looks most like another algorithm's
+    hyperparameter (as :func:`canter.config_errors._other_name` answers its config key); None where one of
+    ``options`` or ``set_only`` (``algo``'s own), or another library's name (``--learnin-rate``), looks closer, or
+    where it is only loosely alike (``--algos``, the positional ALGO misspelt, is not ``--n-atoms``)."""
+    import difflib
+
+    from canter.config_errors import OTHER_NAMES, TIANSHOU_NAMES, _other_hparams, other_owners
+    from canter.errors import closest
+
+    others = {f"--{h.replace('_', '-')}": h for h in _other_hparams(algo)}
+    libraries = [f"--{n.replace('_', '-')}" for n in [*OTHER_NAMES, *TIANSHOU_NAMES]]
+    near = closest(flag, [*options, *set_only, *libraries, *others], n=1)
+    if not near or near[0] not in others or near[0] in options or near[0] in set_only:
+        return None
+    if difflib.SequenceMatcher(None, flag.lower(), near[0].lower()).ratio() < 0.75:
+        return None
+    return f"did you mean '{near[0]}'? {other_owners(others[near[0]], algo)} (a flag of another algorithm?)"
 
 
 def same_meaning(name: str, options: list[str]) -> list[str]:

@@ -105,8 +105,15 @@ def test_abbreviated_flag_is_not_silently_taken_for_another(capsys, workdir):
      ["--tau 0.01: ppo has no hyperparameter 'tau', c51, cql, ddpg, dqn and", "(a flag of another algorithm?)"]),
     (["train", "dqn", "--env", "CartPole-v1", "--n-steps=8"],
      ["dqn has no hyperparameter 'n_steps', a2c, acer", "did you mean '--n-step'"]),
+    # a misspelling of another algorithm's hyperparameter, as its config key's (--set learning_start=...): it was
+    # answered with flags that only looked alike ('--set central_state=VALUE' or '--log-std-init')
+    (["train", "ppo", "--env", "CartPole-v1", "--learning-start", "100"],
+     ["did you mean '--learning-starts'? ppo has no hyperparameter 'learning_starts', c51, ddpg",
+      "(a flag of another algorithm?)"]),
+    (["train", "ppo", "--env", "CartPole-v1", "--buffer-siz=100"],
+     ["did you mean '--buffer-size'? ppo has no hyperparameter 'buffer_size'"]),
 ], ids=["train-typo", "train-hparam-typo", "eval-prefix", "resume-prefix", "run-key", "run-key-typo", "tune-run-key",
-        "other-algorithm", "other-algorithm-close"])
+        "other-algorithm", "other-algorithm-close", "other-algorithm-misspelt", "other-algorithm-misspelt-equals"])
 def test_unknown_flag_suggests_closest(capsys, workdir, argv, needles):
     code, out, err = run_cli(capsys, *argv)
     assert_one_line_error(code, err, *needles)
