@@ -86,7 +86,8 @@ def test_record_every_skips_a_recording_whose_frames_stopped(tmp_path):
 
 def test_a_parallel_envs_video_whose_frames_stopped_is_not_kept(tmp_path):
     """A PettingZoo parallel env's recording raised "returned no rgb_array frame ... it cannot be recorded" mid-episode
-    (a --record-every run stopped there), where a single-agent env's discards that episode's video with a warning."""
+    (canter play --video-dir stopped there; --record-every refuses multi-agent envs), where a single-agent env's
+    discards that episode's video with a warning."""
     pytest.importorskip("moviepy")
     from canter.play import play
 
