@@ -125,14 +125,32 @@ def tune_agents(path: Path) -> list[Path]:
     return [q for d in (path / "agents", path) for q in d.glob("trial-*.safetensors")]
 
 
+#: the header of the trials.csv canter tune writes (:func:`canter.tools.tune_agents.trial_rows`' first columns)
+TUNE_TRIALS_HEADER = "number,state,value,steps,seconds"
+
+
+def is_tune_output(path: Path) -> bool:
+    """Whether the folder ``path`` (no run directory: it has no ``config.yaml``) is a canter tune output: its
+    ``best.yaml``, the agents it keeps (:func:`tune_agents`, also of ``OUT/agents``), or its ``trials.csv``, which a
+    study whose trials all failed writes without the others."""
+    if (path / "config.yaml").exists():
+        return False
+    if (path / "best.yaml").is_file() or tune_agents(path):
+        return True
+    try:
+        with open(path / "trials.csv", encoding="utf-8") as f:
+            return f.readline().startswith(TUNE_TRIALS_HEADER)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def nothing_to_resume(run_dir: Path) -> CanterError:
     """The error for resuming ``run_dir``, which has no ``checkpoints/last``: what to do where its run stopped
     before its first checkpoint (a one-line error of its own where a process is writing it: a run still starting)."""
     from canter.run_lock import check_free
 
     check_free(run_dir)
-    if not (run_dir / "config.yaml").exists() and ((run_dir / "best.yaml").is_file() or tune_agents(run_dir)):
-        # was 'has no checkpoints/last to resume from'; OUT/agents too, as canter eval names it
+    if is_tune_output(run_dir):  # was 'has no checkpoints/last to resume from'; OUT/agents too, as canter eval names it
         return CanterError(f"'{run_dir}' is a canter tune output, not a run directory: its study continues when the "
                            f"same canter tune command runs again (the same --out, or --storage and --study)")
     stopped = stopped_before_checkpoint(run_dir)
