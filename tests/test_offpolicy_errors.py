@@ -1,6 +1,7 @@
 """Off-policy bad input: one-line errors for action spaces, buffer and minibatch sizes, entropy coefficients
 and missing extras, and a warning for learning_starts beyond the budget."""
 import sys
+import warnings
 
 import pytest
 
@@ -112,7 +113,27 @@ def test_a_training_phase_longer_than_the_budget_is_warned_about():
         trainer = canter.make_trainer("dqn", "CartPole-v1", max_steps=20, train_freq=64, learning_starts=30,
                                       eval_every=0, eval_episodes=1)
     assert [str(w.message) for w in caught] == [
-        "max_steps (20) is less than one training phase (train_freq 64 on 1 env = 64 steps): the run takes 64 steps"]
+        "max_steps (20) is less than one training phase (train_freq 64 on 1 env = 64 steps; --set train_freq=20 makes "
+        "one fit): the run takes 64 steps"]
     records = list(trainer())
     trainer.close()
     assert records[-1].step == 64 and records[-1].losses  # one whole phase, which trained
+
+
+def test_the_training_phase_warning_names_a_train_freq_that_fits():
+    """The warning for a training phase longer than max_steps named no setting to change (the on-policy rollout's
+    names the n_steps that fits); it now names the largest train_freq whose phase (whole vector steps) fits, or
+    fewer envs where not even one vector step does."""
+    def budget_warnings(n_envs: int, max_steps: int, train_freq: int) -> list[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            trainer = canter.make_trainer("dqn", "CartPole-v1", n_envs=n_envs, max_steps=max_steps,
+                                          train_freq=train_freq, learning_starts=0, eval_every=0, eval_episodes=1)
+        trainer.close()
+        return [str(w.message) for w in caught if "training phase" in str(w.message)]
+
+    said = budget_warnings(3, 100, 200)
+    assert len(said) == 1 and "(train_freq 200 on 3 envs = 201 steps; --set train_freq=99 makes one fit)" in said[0]
+    assert budget_warnings(3, 100, 99) == []  # what it suggested fits: 33 vector steps of 3 envs
+    said = budget_warnings(4, 3, 8)
+    assert len(said) == 1 and "; fewer envs (--n-envs) and train_freq 1 make one fit)" in said[0], said

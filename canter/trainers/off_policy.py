@@ -89,6 +89,13 @@ def make_replay_buffer(agent: Agent, config: Any, capacity: int, n_envs: int, se
 PHASE_ROWS = 1 << 16
 
 
+def fitting_phase(max_steps: int, n_envs: int) -> str:
+    """The largest ``train_freq`` (in steps) whose training phase, whole vector steps of ``n_envs`` env (or agent)
+    rows, fits within ``max_steps``; below one step per row, fewer envs."""
+    fit = max_steps // n_envs * n_envs
+    return f"--set train_freq={fit} makes one fit" if fit >= 1 else "fewer envs (--n-envs) and train_freq 1 make one fit"
+
+
 class OffPolicyTrainer(StepwiseTrainer):
     """Each iteration collects ``train_freq`` env steps, then takes ``gradient_steps`` updates.
 
@@ -124,7 +131,8 @@ class OffPolicyTrainer(StepwiseTrainer):
         if phase > budget and not by_episode:  # the budget is checked between phases, as on-policy between rollouts
             warn(CanterWarning(
                 f"max_steps ({budget:,}) is less than one training phase (train_freq {self.config.train_freq:,} on "
-                f"{n_envs} env{'s' if n_envs > 1 else ''} = {phase:,} steps): the run takes {phase:,} steps"
+                f"{n_envs} env{'s' if n_envs > 1 else ''} = {phase:,} steps; {fitting_phase(budget, n_envs)}): "
+                f"the run takes {phase:,} steps"
             ))
         if starts >= -(-budget // phase) * phase:  # the step of the last phase's end: its training is the first
             warn(CanterWarning(
