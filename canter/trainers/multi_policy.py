@@ -115,14 +115,18 @@ class MultiPolicyTrainer(Trainer):
         self.shares = {p: view.num_envs / env.num_envs for p, view in zip(env.policies, env.views)}
         for i, (policy, view) in enumerate(zip(env.policies, env.views)):
             member_run = dataclasses.replace(run, seed=run.seed + i, max_steps=self.member_budget(policy))
+            # the run ends on whole iterations of all agent rows: a member's cycle fits only within its share of
+            # max_steps rounded down (34 steps of 1 of 3 rows are the run's 102, past max_steps 100)
+            whole = run.max_steps * view.num_envs // env.num_envs
             caught: list[warnings.WarningMessage] = []
             with warnings_taken(caught):
                 with self._told_as(policy):
-                    self.members[policy] = classes[policy](agent.agents[policy], view, None, member_run)
+                    self.members[policy] = classes[policy](agent.agents[policy], view, None, member_run,
+                                                           cycle_budget=whole)
                 agent.agents[policy].run_config = None  # a member's run: not an env canter.evaluate could act on
             for w in caught:  # a member's budget warnings speak of its share of the steps
                 detail = (f" ({view.num_envs} of the {env.num_envs} agent rows of all env copies, so "
-                          f"{member_run.max_steps:,} of the run's steps)")
+                          f"{view.num_envs}/{env.num_envs} of the run's {run.max_steps:,} steps)")
                 message = _run_steps(str(w.message), view.num_envs, env.num_envs, run.max_steps)
                 warn(type(w.message)(policy_message(run, policy, message, detail)))
         self.lr = LRGroup(self.members)

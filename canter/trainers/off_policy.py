@@ -128,10 +128,11 @@ class OffPolicyTrainer(StepwiseTrainer):
         by_episode = getattr(self.config, "train_freq_unit", "step") == "episode"
         # whole vector steps, as setup() counts; an episode phase ends at the budget at the latest
         phase = n_envs if by_episode else max(1, math.ceil(self.config.train_freq / n_envs)) * n_envs
-        if phase > budget and not by_episode:  # the budget is checked between phases, as on-policy between rollouts
+        fits = self.cycle_budget  # a multi-policy member's whole phases: its share of max_steps, rounded down
+        if phase > fits and not by_episode:  # the budget is checked between phases, as on-policy between rollouts
             warn(CanterWarning(
-                f"max_steps ({budget:,}) is less than one training phase (train_freq {self.config.train_freq:,} on "
-                f"{n_envs} env{'s' if n_envs > 1 else ''} = {phase:,} steps; {fitting_phase(budget, n_envs)}): "
+                f"max_steps ({fits:,}) is less than one training phase (train_freq {self.config.train_freq:,} on "
+                f"{n_envs} env{'s' if n_envs > 1 else ''} = {phase:,} steps; {fitting_phase(fits, n_envs)}): "
                 f"the run takes {phase:,} steps"
             ))
         if starts >= -(-budget // phase) * phase:  # the step of the last phase's end: its training is the first

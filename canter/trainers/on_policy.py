@@ -24,10 +24,10 @@ class OnPolicyTrainer(StepwiseTrainer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         rollout = self.config.n_steps * self.env.num_envs
-        if rollout > self.run.max_steps:
+        if rollout > self.cycle_budget:
             # the env copies of every Ray explorer (the pool is the env: explorers x n_envs copies), else the run's
             copies = self.run.n_envs * max(int(getattr(self.run, "explorers", 0) or 0), 1)
-            warn(CanterWarning(rollout_budget_message(self.run.max_steps, self.config.n_steps, self.env.num_envs,
+            warn(CanterWarning(rollout_budget_message(self.cycle_budget, self.config.n_steps, self.env.num_envs,
                                                       copies)))
         warn_one_minibatch(self.config, rollout)
 

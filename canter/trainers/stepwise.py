@@ -16,6 +16,13 @@ class StepwiseTrainer(Trainer):
     (:mod:`canter.trainers.multi_policy`) can step one env for several such trainers in lockstep.
     """
 
+    def __init__(self, *args: Any, cycle_budget: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: the most of its own steps one whole cycle (a rollout, a training phase) may take without the run passing
+        #: ``max_steps``, which the budget warnings compare it with: ``run.max_steps``; a multi-policy member's
+        #: share of the run's ``max_steps`` rounded down (each of its vector steps is every agent row's step too)
+        self.cycle_budget = self.run.max_steps if cycle_budget is None else cycle_budget
+
     def setup(self) -> None:  # noqa: D102
         #: vector steps collected since the last update
         self.collected = 0
