@@ -58,7 +58,8 @@ _COMMAND_LINE: ContextVar[bool] = ContextVar("canter_command_line", default=Fals
 @contextmanager
 def command_line_values() -> Iterator[None]:
     """:func:`make_trainer` called inside takes its keyword arguments from ``canter train``'s flags: a refused None
-    among them is named null, the word typed (``--net-arch [64,null]``), not None as Python's arguments' is."""
+    among them is named null, the word typed (``--net-arch [64,null]``), not None as Python's arguments' is; and
+    :func:`resume_trainer`'s from ``--resume``'s options, which its errors name (``--max-steps``, not ``max_steps=``)."""
     token = _COMMAND_LINE.set(True)
     try:
         yield
@@ -384,8 +385,9 @@ def resume_trainer(
     hp_values = cfg.pop("hparams", {})
     check_settings(settings, hp_values)
     cfg.update(settings)  # written to config.yaml and the next 'last': a later resume keeps them
-    check_keep_has_checkpoints(settings, cfg.get("checkpoint_every"))
-    check_address_has_explorers(settings, cfg.get("explorers"))
+    flags = _COMMAND_LINE.get()  # canter train --resume's: its errors name options, canter.resume's keywords
+    check_keep_has_checkpoints(settings, cfg.get("checkpoint_every"), flags)
+    check_address_has_explorers(settings, cfg.get("explorers"), flags)
     if max_steps is not None:
         cfg["max_steps"] = max_steps
     if max_seconds is not None:
@@ -393,7 +395,7 @@ def resume_trainer(
     check_resume_device(cfg.get("device"), run_dir)
     run = build(RunConfig, cfg, from_python=set(settings))  # (canter train --resume gives None for none refused)
     algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values)
-    check_continues(run_dir, meta, run, max_steps, max_seconds)
+    check_continues(run_dir, meta, run, max_steps, max_seconds, flags)
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
     check_image_layout_kept(spaces[0], env_layout=given_image_layout(run.env))  # Atari stacks: chw at any shape

@@ -65,10 +65,12 @@ def _cmd_resume(argv: list[str]) -> int:
         raise CanterError("--resume needs a run directory: canter train --resume RUN_DIR")
     from canter import _import_deferring_gc
 
-    resume_trainer = _import_deferring_gc("canter.api").resume_trainer  # as make_trainer above
+    api = _import_deferring_gc("canter.api")  # as make_trainer above
     settings = {k: getattr(args, k) for k in CHANGEABLE if hasattr(args, k)}  # those given (default: SUPPRESS)
-    return _drive(resume_trainer(args.resume, quiet=args.quiet, max_steps=args.max_steps, max_seconds=args.max_seconds,
-                                 dataset=args.dataset, **settings))
+    with api.command_line_values():  # its errors name these options, not canter.resume's keywords
+        run = api.resume_trainer(args.resume, quiet=args.quiet, max_steps=args.max_steps,
+                                 max_seconds=args.max_seconds, dataset=args.dataset, **settings)
+    return _drive(run)
 
 
 def _drive(trainer: Any) -> int:

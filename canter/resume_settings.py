@@ -98,22 +98,31 @@ def check_settings(settings: dict[str, Any], hparams: Any = ()) -> None:
         raise CanterError(f"unknown resume argument '{key}'; {hint}")
 
 
-def check_keep_has_checkpoints(settings: dict[str, Any], checkpoint_every: Any) -> None:
+def named(key: str, flags: bool, value: str = "") -> str:
+    """How a resume's error names the setting ``key``: ``canter train --resume``'s option (``flags``: ``--max-steps
+    N``), else ``canter.resume``'s keyword (``max_steps=N``); ``value``: the placeholder after it, if any."""
+    if flags:
+        return f"--{key.replace('_', '-')}{' ' + value if value else ''}"
+    return f"{key}={value}" if value else key
+
+
+def check_keep_has_checkpoints(settings: dict[str, Any], checkpoint_every: Any, flags: bool = True) -> None:
     """A one-line :class:`CanterError` for a resume given ``keep_checkpoints`` of a run that saves no periodic
     checkpoints (``checkpoint_every``: the value it resumes with, 0), saying what to give with it (the config's own
-    check answers with ``--set``, which ``--resume`` does not take)."""
+    check answers with ``--set``, which ``--resume`` does not take); ``flags``: named as options (:func:`named`)."""
     if settings.get("keep_checkpoints") is not None and checkpoint_every == 0:
-        raise CanterError("--keep-checkpoints keeps the newest periodic checkpoints, but this run saves none "
-                          "(checkpoint_every: 0): give --checkpoint-every N too")
+        raise CanterError(f"{named('keep_checkpoints', flags)} keeps the newest periodic checkpoints, but this run "
+                          f"saves none (checkpoint_every: 0): give {named('checkpoint_every', flags, 'N')} too")
 
 
-def check_address_has_explorers(settings: dict[str, Any], explorers: Any) -> None:
+def check_address_has_explorers(settings: dict[str, Any], explorers: Any, flags: bool = True) -> None:
     """A one-line :class:`CanterError` for a resume given ``ray_address`` of a run without Ray explorers
     (``explorers``: its saved count, 0): the config's own check advises adding ``--explorers N``, which a resume
-    does not take (the explorers change what the run learns)."""
+    does not take (the explorers change what the run learns); ``flags``: named as options (:func:`named`)."""
     if settings.get("ray_address") is not None and not explorers:
-        raise CanterError("--ray-address names the Ray cluster of a run's explorers, but this run has none "
-                          "(explorers: 0), and a resume cannot add them: drop --ray-address")
+        address = named("ray_address", flags)
+        raise CanterError(f"{address} names the Ray cluster of a run's explorers, but this run has none "
+                          f"(explorers: 0), and a resume cannot add them: drop {address}")
 
 
 def resumed_metadata(meta: dict[str, Any], settings: dict[str, Any], checkpoint_every: int) -> dict[str, Any]:
@@ -126,22 +135,23 @@ def resumed_metadata(meta: dict[str, Any], settings: dict[str, Any], checkpoint_
 
 
 def check_continues(run_dir: Path, meta: dict[str, Any], run: Any, max_steps: int | None,
-                    max_seconds: float | None) -> None:
+                    max_seconds: float | None, flags: bool = True) -> None:
     """A one-line :class:`CanterError` when the run in ``run_dir`` (``meta``: its ``last``'s JSON; ``run``: the
     resumed :class:`~canter.config.RunConfig`, with the budgets given) has nothing left to train: it finished,
-    and ``max_steps`` / ``max_seconds`` do not extend it (or ``max_steps`` is not above its steps)."""
+    and ``max_steps`` / ``max_seconds`` do not extend it (or ``max_steps`` is not above its steps); ``flags``: the
+    budgets named as ``canter train --resume``'s options, else as ``canter.resume``'s keywords."""
     reason, step = meta.get("stop_reason"), int(meta["step"])
     extended = (reason == "max_steps" and run.max_steps > step) or (
         reason == "max_seconds" and (run.max_seconds is None or run.max_seconds > meta["trainer"]["wall_time"]))
     if reason not in (None, "interrupted") and not extended:
-        hint = {"max_steps": "; pass --max-steps N to extend it",
-                "max_seconds": "; pass --max-seconds S to extend it"}.get(reason, "")
+        hint = {"max_steps": f"; pass {named('max_steps', flags, 'N')} to extend it",
+                "max_seconds": f"; pass {named('max_seconds', flags, 'S')} to extend it"}.get(reason, "")
         if reason == "max_steps" and max_steps is not None:  # run's budgets: validated ('512' is 512, as in train)
-            hint = f"; --max-steps must be more than its {step} steps to extend it, got {run.max_steps}"
+            hint = f"; {named('max_steps', flags)} must be more than its {step} steps to extend it, got {run.max_steps}"
         elif reason == "max_seconds" and max_seconds is not None:
-            hint = (f"; --max-seconds must be more than its {meta['trainer']['wall_time']:.1f} s to extend it, "
-                    f"got {run.max_seconds:g}")
+            hint = (f"; {named('max_seconds', flags)} must be more than its {meta['trainer']['wall_time']:.1f} s to "
+                    f"extend it, got {run.max_seconds:g}")
         raise CanterError(f"run '{run_dir}' already finished (stop reason: {reason}); nothing to resume{hint}")
     if max_steps is not None and run.max_steps <= step:
-        raise CanterError(f"--max-steps must be more than the {step} steps run '{run_dir}' has taken, "
+        raise CanterError(f"{named('max_steps', flags)} must be more than the {step} steps run '{run_dir}' has taken, "
                           f"got {run.max_steps}")

@@ -24,8 +24,8 @@ def test_a_resume_takes_ray_address_and_checks_it_like_a_new_run(tmp_path, capsy
     # not the new run's 'add --explorers N': a resume refuses --explorers (the explorers change what the run learns)
     assert_one_line_error(code, err, "this run has none (explorers: 0), and a resume cannot add them: drop --ray-address")
     assert "add --explorers" not in err
-    with pytest.raises(CanterError, match=r"^--ray-address names the Ray cluster of a run's explorers, but this run "
-                                          r"has none .*: drop --ray-address$"):
+    with pytest.raises(CanterError, match=r"^ray_address names the Ray cluster of a run's explorers, but this run "
+                                          r"has none .*: drop ray_address$"):  # canter.resume's keyword
         canter.resume(run_dir, ray_address="auto", max_steps=640)
     assert snapshot(run_dir) == before
 

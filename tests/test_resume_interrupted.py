@@ -292,7 +292,7 @@ def test_resume_refuses_finished_runs_and_extends_them_on_request(setup_dir, tmp
 
     run_dir = tmp_path / "run"
     shutil.copytree(setup_dir / "ppo-reference", run_dir)
-    with pytest.raises(CanterError, match="already finished .*max_steps.*--max-steps"):
+    with pytest.raises(CanterError, match="already finished .*max_steps.*pass max_steps=N to extend it$"):
         canter.resume(run_dir)
     assert main(["train", "--resume", str(run_dir), "--max-steps", "3072", "--quiet"]) == 0
     summary = json.loads((run_dir / "summary.json").read_text())
