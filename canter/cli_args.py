@@ -277,6 +277,14 @@ def file_algo(config_file: str, command: str = "canter train") -> str:
     check_config_path(config_file)  # -f '' was "no algorithm given, and  has no 'algo' key", the path left blank
     algo = config_algo(config_file)
     if algo is None:
+        from canter.config_errors import zoo_section
+        from canter.config_imports import load_config_file
+
+        # an rl-zoo3 file (ppo.yml: one section per env) is told first, as for a missing --env
+        zoo = next(filter(None, (zoo_section(k, v, str(config_file)) for k, v in load_config_file(config_file).items()
+                                 if isinstance(k, str))), None)
+        if zoo is not None:
+            raise CanterError(f"{zoo}; and name the algorithm: {command} ALGO -f {config_file}")
         raise CanterError(f"no algorithm given, and {config_file} has no 'algo' key: name it, {command} ALGO -f "
                           f"{config_file} (canter list shows the algorithms), or add 'algo: ALGO' to the file")
     if not isinstance(algo, str):

@@ -172,3 +172,20 @@ def test_env_wrappers_given_as_config_keys_point_to_a_registered_factory(tmp_pat
         resolve_config("dqn", "CartPole-v1", sets=["frame_stack=4"])
     with pytest.raises(CanterError, match=r"VecNormalize is the normalize_obs and normalize_reward"):
         resolve_config("ppo", "CartPole-v1", sets=["hparams.vec_env_wrapper=x"])
+
+
+def test_an_rl_zoo3_file_without_algo_is_answered_as_one(tmp_path, capsys):
+    """canter train -f ppo.yml (an rl-zoo3 file: no 'algo' key, its env a section) said "no algorithm given, and
+    ppo.yml has no 'algo' key"; with the algorithm named the user then met the rl-zoo3 line. The rl-zoo3 line now
+    comes first, naming the algorithm too; a file with neither an algo nor such a section is answered as before."""
+    from canter.cli import main
+
+    f = tmp_path / "ppo.yml"
+    f.write_text("CartPole-v1:\n  n_envs: 8\n  policy: MlpPolicy\n")
+    assert main(["train", "-f", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"canter: error: {f} sets 'CartPole-v1' to a mapping of settings, as rl-zoo3's"), err
+    assert err.rstrip().endswith(f"; and name the algorithm: canter train ALGO -f {f}") and len(err.splitlines()) == 1
+    f.write_text("seed: 3\n")
+    assert main(["train", "-f", str(f)]) == 2
+    assert capsys.readouterr().err.startswith(f"canter: error: no algorithm given, and {f} has no 'algo' key")
