@@ -70,3 +70,32 @@ def test_best_yaml_names_the_code_that_wrote_it_as_config_yaml_does(tmp_path, mo
     tune_mod._check_out_owner(tmp_path, "s", url, default_storage=True)  # this study's: not refused
     run, cfg = resolve_config("ppo", None, tmp_path / "best.yaml")
     assert run.env == "CartPole-v1" and cfg.n_steps == 64
+
+
+def test_best_yamls_commands_quote_their_paths(tmp_path, monkeypatch):
+    """best.yaml's header showed 'canter train ppo -f OUT/best.yaml' and 'canter play OUT/agents/trial-0' with the
+    paths as they were: an --out with a space made commands that split it in two. The paths are now shell-quoted."""
+    import shlex
+
+    optuna = pytest.importorskip("optuna")
+    from canter.tools import tune as tune_mod
+    from canter.tools.tune_agents import agent_path, save_if_best
+
+    monkeypatch.setattr("canter.checkpoint.save_agent", _fake_save)
+    monkeypatch.setattr(tune_mod, "save_plots", lambda *a: {})
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    out = tmp_path / "my study"
+    out.mkdir()
+    url = f"sqlite:///{out / 'study.db'}"
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    trial = study.ask()
+    save_if_best(trial, SimpleNamespace(agent=None), out, 5.0)
+    trial.set_user_attr("config", {"algo": "ppo"})
+    study.tell(trial, 5.0)
+    tune_mod._finish("s", url, "ppo", "CartPole-v1", None, [], {}, out, 0)
+    lines = (out / "best.yaml").read_text().splitlines()
+    train = next(line for line in lines if line.startswith("# train it with: "))
+    play = next(line for line in lines if line.startswith("# its agent: "))
+    train_argv = ["canter", "train", "ppo", "-f", str(out / "best.yaml")]
+    assert shlex.split(train.removeprefix("# train it with: ")) == train_argv
+    assert shlex.split(play.removeprefix("# its agent: ")) == ["canter", "play", str(agent_path(out, 0))]

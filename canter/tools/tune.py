@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shlex
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -397,9 +398,10 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
         config = resolved_dict(*resolve_config(algo, env, config_file, sets, **{**run_overrides, **_decode(best.params, best.distributions)}))
     files = {"best": out_dir / "best.yaml"}
     agent = keep_best_agent(st, out_dir, best.number)
+    quoted = {k: shlex.quote(str(p)) for k, p in (("best", files["best"]), ("agent", agent)) if p}  # paths with spaces
     header = (f"# canter tune: best of {counts['complete']} complete trials (trial {best.number}, last evaluation "
               f"return {best.value:.4g})\n# study '{study_name}' in {shown_url(url)}\n# train it with: canter train {algo} -f "
-              f"{files['best']}\n" + (f"# its agent: canter play {agent}\n" if agent else "")
+              f"{quoted['best']}\n" + (f"# its agent: canter play {quoted['agent']}\n" if agent else "")
               + provenance_comment())  # the code that wrote it, as config.yaml's first line (not first here: the
     # study line stays second, where _check_out_owner reads it)
     if agent:
