@@ -433,16 +433,19 @@ class Run:
         # a new run that failed before its first 'last' (its setup, or an on_train_start hook, raised):
         # nothing in it to resume, and the directory would refuse a second try, so it is removed
         unstarted = outcome == "error" and self.resumed_step is None and not self._saved_last
+        end_saved = False  # 'last' saved at the run's end: a Ctrl-C while the loggers close reports its step
         try:
             started = bool(self.trainer.wall_start)
             if gone is not None or unstarted:
                 pass
             elif outcome == "done":
                 self._save_last_and_summary(getattr(self.last_record, "stop_reason", None))
+                end_saved = True
             elif outcome == "diverged":  # the counters of the last good state, which the files hold
                 self._write_summary("diverged", self._good)
             elif started and not self._abort and not inside:  # stopped between iterations: state is consistent
                 self._save_last_and_summary("interrupted")
+                end_saved = True
             elif started:  # an error or a second Ctrl-C inside an iteration: the previous 'last' stays
                 self._write_summary("interrupted", self._good)
         finally:
@@ -453,7 +456,8 @@ class Run:
                 except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - raised below, once the run is given
                     # back; a Ctrl-C or SIGTERM while one closes (a W&B finish) still closes the others (the console)
                     close_error = exc if close_error is None or isinstance(exc, KeyboardInterrupt) else close_error
-                    self.interrupted_closing = isinstance(exc, KeyboardInterrupt) or self.interrupted_closing
+                    # (not after a second Ctrl-C inside an iteration: the summary's step is not the 'last' kept)
+                    self.interrupted_closing |= end_saved and isinstance(exc, KeyboardInterrupt)
             _OPEN_RUNS.discard(self)
             release(self.dir, token)
             if gone is not None:

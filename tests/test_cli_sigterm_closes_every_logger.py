@@ -72,3 +72,24 @@ def test_a_sigterm_while_an_interrupted_run_closes_gives_its_step_and_resume_lin
     assert _drive(run) == 130
     err = capsys.readouterr().err
     assert f"interrupted at step 128; run saved, continue with: canter train --resume {run_dir}" in err, err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_sigterm_while_closing_after_a_second_ctrl_c_keeps_the_line_without_a_step(tmp_path: Path, tiny_ppo: dict,
+                                                                                      capsys: pytest.CaptureFixture):
+    """A second Ctrl-C inside an iteration keeps the previous 'last' (step 256 here), so the line names no step; a
+    SIGTERM while the loggers closed then said 'interrupted at step 384; run saved', the step of the last record,
+    which no checkpoint holds."""
+    def second_ctrl_c(trainer, losses):
+        if trainer.step >= 512:
+            raise KeyboardInterrupt  # as a second Ctrl-C inside the iteration does
+
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, **{**tiny_ppo, "max_steps": 1000,
+                                                                        "eval_episodes": 0, "n_epochs": 1},
+                              checkpoint_every=256, tensorboard=False, hooks={"after_update": second_ctrl_c})
+    run.loggers.append(_Logger(term=True))
+    assert _drive(run) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted; continue with: canter train --resume {run_dir}" in err, err
+    assert "run saved" not in err, err
