@@ -358,8 +358,8 @@ class Run:
             for lg in started:  # they hold files open (one never started must not write: a resumed run's files)
                 try:
                     lg.close()
-                except Exception:  # noqa: BLE001 - the setup error is the one to report
-                    pass
+                except (Exception, KeyboardInterrupt):  # noqa: BLE001 - the setup error (or Ctrl-C) is the one to
+                    pass  # report; a second Ctrl-C or SIGTERM while one closes still closes the others, as _finish
             if self.resumed_step is None:
                 self._remove_unstarted()  # nothing of this new run is worth keeping
             raise

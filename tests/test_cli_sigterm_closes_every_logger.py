@@ -93,3 +93,35 @@ def test_a_sigterm_while_closing_after_a_second_ctrl_c_keeps_the_line_without_a_
     err = capsys.readouterr().err
     assert f"interrupted; continue with: canter train --resume {run_dir}" in err, err
     assert "run saved" not in err, err
+
+
+def test_a_second_interrupt_while_a_failed_setup_closes_its_loggers_still_removes_the_new_run(tmp_path: Path,
+                                                                                                tiny_ppo: dict):
+    """A Ctrl-C while a logger starts (a W&B init) cleans up the new run; a second one (or a SIGTERM) while a logger
+    started before it closes left the loggers after that one open and the half-made run directory behind (its
+    config.yaml, the history files), which a new run into it refuses: the setup's loop caught only Exception, as
+    Run._finish's did."""
+    class _Interrupting(_Logger):
+        def __init__(self, at: str = "") -> None:
+            super().__init__()
+            self.at = at
+
+        def start(self, run) -> None:
+            if self.at == "start":
+                raise KeyboardInterrupt
+
+        def close(self) -> None:
+            self.closed = True
+            if self.at == "close":
+                raise KeyboardInterrupt
+
+    run_dir = tmp_path / "run"
+    run = canter.make_trainer("ppo", "CartPole-v1", run_dir=run_dir, **{**tiny_ppo, "eval_episodes": 0},
+                              tensorboard=False)
+    closing, after = _Interrupting("close"), _Interrupting()
+    run.loggers += [closing, after, _Interrupting("start")]
+    with pytest.raises(KeyboardInterrupt):
+        for _ in run():
+            pass
+    assert after.closed, "the logger after the interrupted one was left open"
+    assert not run_dir.exists(), sorted(p.name for p in run_dir.iterdir())
