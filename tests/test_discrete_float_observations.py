@@ -76,3 +76,33 @@ def test_async_workers_refuse_what_sync_vectorization_refuses(env_id, shown):
                 env.step(np.zeros(2, np.int64))
         finally:
             env.close()
+
+
+class BoolCell(FloatCell):
+    """Discrete(2) observations returned as booleans (a Python bool, a NumPy bool), which sync vectorization takes."""
+
+    def __init__(self, numpy_bool: bool = False) -> None:
+        super().__init__()
+        self.observation_space, self.numpy_bool = gym.spaces.Discrete(2), numpy_bool
+
+    def _obs(self):
+        return np.bool_(self.t % 2) if self.numpy_bool else bool(self.t % 2)
+
+
+register("env", "BoolCell-test")(BoolCell)
+
+
+@pytest.mark.parametrize("numpy_bool", [False, True], ids=["bool", "numpy-bool"])
+def test_async_workers_take_the_booleans_sync_vectorization_takes(numpy_bool):
+    """148246f's check refused a bool (True: 'bool of shape (), not one whole number') in an async worker, where sync
+    vectorization copies it into its int64 array as 1: the same env failed with async and trained with sync."""
+    seen = {}
+    for vectorization in ("sync", "async"):
+        env = make_vec_env("BoolCell-test", 2, vectorization, {"numpy_bool": numpy_bool})
+        try:
+            seen[vectorization] = [np.asarray(env.reset(seed=0)).tolist()]
+            for _ in range(2):
+                seen[vectorization].append(np.asarray(env.step(np.zeros(2, np.int64)).obs).tolist())
+        finally:
+            env.close()
+    assert seen["async"] == seen["sync"] == [[0, 0], [1, 1], [0, 0]], seen

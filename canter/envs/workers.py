@@ -226,10 +226,11 @@ class _Reporting(gym.Wrapper):
     def _check_discrete(self, obs: Any, call: str) -> None:
         """An :class:`AsyncEnvError` for an observation of a Discrete space that is not one whole number (``3.0``,
         ``array([3])``), which sync vectorization refuses (:func:`canter.envs.vector._observation_error`) and the
-        worker's copy into its shared array took without a word."""
+        worker's copy into its shared array took without a word. A bool (``True``) is taken, as sync vectorization
+        copies it (1)."""
         space = self.observation_space
         if not isinstance(space, gym.spaces.Discrete) or (
-                np.shape(obs) == () and np.asarray(obs).dtype.kind in "iu"):
+                np.shape(obs) == () and np.asarray(obs).dtype.kind in "iub"):
             return
         from canter.envs.spaces import describe_space
 
