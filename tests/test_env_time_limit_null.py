@@ -22,9 +22,29 @@ def test_a_null_max_episode_steps_is_the_envs_own_limit(vectorization, n_envs):
     finally:
         env.close()
 
+
 def test_play_envs_take_a_null_max_episode_steps_as_the_envs_own_limit():
     env = make_env("CartPole-v1", max_episode_steps=None)
     try:
         assert env.spec.max_episode_steps == 500
     finally:
         env.close()
+
+
+def test_a_datasets_env_spec_keeps_the_envs_own_limit_for_a_null_max_episode_steps():
+    """The env spec a dataset gives Minari (TransitionDataset.env_spec) took the None as the spec's limit: the data of
+    a CartPole collected with its own 500-step limit was recorded as an env without one (gymnasium.make(spec) gave
+    no TimeLimit), where canter's envs read the null as the env's own limit."""
+    import gymnasium as gym
+
+    from canter.data.dataset import TransitionDataset
+
+    env = gym.make("CartPole-v1")
+    rows = np.zeros((2, 4), np.float32)
+    data = TransitionDataset(rows, np.zeros(2, np.int64), np.zeros(2, np.float32), rows, np.zeros(2, bool),
+                             np.zeros(2, bool), "CartPole-v1", env.observation_space, env.action_space,
+                             env_kwargs={"max_episode_steps": None})
+    assert data.env_spec().max_episode_steps == 500
+    data.env_kwargs = {"max_episode_steps": 20}  # a limit given is still the spec's
+    assert data.env_spec().max_episode_steps == 20
+    env.close()

@@ -184,7 +184,8 @@ class TransitionDataset:
         if not self.env_kwargs and not module:
             return self.env_id
         kwargs = dict(self.env_kwargs)
-        steps = kwargs.pop("max_episode_steps", spec.max_episode_steps)
+        steps = kwargs.pop("max_episode_steps", None)  # null: the env's own limit, as canter's envs take it
+        steps = spec.max_episode_steps if steps is None else steps
         # a module's env keeps its module in the id, so that reading the dataset back imports it
         return dataclasses.replace(spec, id=self.env_id, kwargs={**spec.kwargs, **kwargs}, max_episode_steps=steps)
 
