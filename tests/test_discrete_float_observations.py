@@ -106,3 +106,36 @@ def test_async_workers_take_the_booleans_sync_vectorization_takes(numpy_bool):
         finally:
             env.close()
     assert seen["async"] == seen["sync"] == [[0, 0], [1, 1], [0, 0]], seen
+
+
+class FloatPixels(gym.Env):
+    """An integer Box (``int64``, or ``uint8`` pixels) whose observations come as floats, ``[1.5, 2.0]``."""
+
+    def __init__(self, dtype: str = "int64") -> None:
+        self.observation_space = gym.spaces.Box(0, 10, (2,), np.dtype(dtype))
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        return np.array([1.5, 2.0]), {}
+
+    def step(self, action):  # noqa: D102
+        return np.array([1.5, 2.0]), 0.0, False, False, {}
+
+
+register("env", "FloatPixels-test")(FloatPixels)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8"])
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_float_observations_of_an_integer_box_are_refused_by_either_vectorization(vectorization, dtype):
+    """Sync vectorization refuses floats where a Box holds integers (a9d57ec: 'Cannot cast array data from
+    dtype('float64')'); an async worker's copy into its shared array cast them without a word (1.5 trained as 1),
+    as it did a Discrete space's 3.0 before 148246f."""
+    env = make_vec_env("FloatPixels-test", 2, vectorization, {"dtype": dtype})
+    try:
+        with pytest.raises(CanterError, match=rf"^env 'FloatPixels-test'.* an observation that does not fit its "
+                                              rf"observation space Box\(shape=\(2,\), {dtype}\): .*float64"):
+            env.reset(seed=0)
+    finally:
+        env.close()

@@ -220,23 +220,35 @@ class _Reporting(gym.Wrapper):
 
             what = reset_result(result)
             raise AsyncEnvError(f"reset() returned {what}, not (obs, info): {GYM_API}")
-        self._check_discrete(result[0], "reset()")
+        self._check_observation(result[0], "reset()")
         return result
 
-    def _check_discrete(self, obs: Any, call: str) -> None:
-        """An :class:`AsyncEnvError` for an observation of a Discrete space that is not one whole number (``3.0``,
-        ``array([3])``), which sync vectorization refuses (:func:`canter.envs.vector._observation_error`) and the
-        worker's copy into its shared array took without a word. A bool (``True``) is taken, as sync vectorization
-        copies it (1)."""
+    def _check_observation(self, obs: Any, call: str) -> None:
+        """An :class:`AsyncEnvError` for an observation that sync vectorization refuses
+        (:func:`canter.envs.vector._observation_error`) and the worker's copy into its shared array took without a
+        word: one of a Discrete space that is not one whole number (``3.0``, ``array([3])``; a bool, ``True``, is
+        taken, as sync vectorization copies it as 1), or values of an integer Box that NumPy's stacking does not cast
+        to its dtype (floats: ``1.5`` was copied as 1)."""
         space = self.observation_space
-        if not isinstance(space, gym.spaces.Discrete) or (
-                np.shape(obs) == () and np.asarray(obs).dtype.kind in "iub"):
+        if isinstance(space, gym.spaces.Discrete):
+            if np.shape(obs) == () and np.asarray(obs).dtype.kind in "iub":
+                return
+            problem = "not one whole number"
+        elif isinstance(space, gym.spaces.Box) and space.dtype is not None and space.dtype.kind in "iu":
+            try:
+                given = np.asarray(obs).dtype
+            except (ValueError, TypeError):  # ragged: the shared array's own error says so
+                return
+            if given.kind not in "biuf" or np.can_cast(given, space.dtype, "same_kind"):
+                return
+            problem = f"{given} values, which sync vectorization does not cast to its {space.dtype}"
+        else:
             return
         from canter.envs.spaces import describe_space
 
         raise AsyncEnvError(f"{call} returned an observation that does not fit its observation space "
                             f"{describe_space(space)}: {obs!r:.40} ({type(obs).__name__} of shape {np.shape(obs)}), "
-                            f"not one whole number")
+                            f"{problem}")
 
     def step(self, action: Any) -> Any:  # noqa: D102
         try:
@@ -262,7 +274,7 @@ class _Reporting(gym.Wrapper):
 
             raise AsyncEnvError(f"step() returned a {type(result[4]).__name__} as its info, where info must be a "
                                 f"dict; {GYM_API}")
-        self._check_discrete(result[0], "step()")
+        self._check_observation(result[0], "step()")
         return result
 
 
