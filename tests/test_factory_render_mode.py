@@ -27,3 +27,29 @@ def test_a_factory_without_render_mode_cannot_render_saying_what_to_change():
         make_env("NoRenderModeFactory-test", render_mode="rgb_array")
     env = make_env("NoRenderModeFactory-test", size=4)  # without rendering it is made as training makes it
     env.close()
+
+
+class NoRenderModeEnv(gym.Env):
+    """An env whose constructor takes no render_mode."""
+
+    observation_space, action_space = gym.spaces.Discrete(2), gym.spaces.Discrete(2)
+
+    def __init__(self, size=3):
+        self.size = size
+
+
+@register("env", "ForwardingFactory-test")
+def forwarding_factory(**kwargs):
+    """Passes its arguments, render_mode included, on to an env that takes none."""
+    return NoRenderModeEnv(**kwargs)
+
+
+def test_a_factory_that_passes_render_mode_on_is_not_told_to_take_it():
+    """A factory taking **kwargs passes render_mode on: the env it makes refused it, and d35e51e's message told the
+    user to 'take render_mode=None in the factory and give it to the env it makes', which it already did."""
+    with pytest.raises(CanterError, match=r"^'ForwardingFactory-test' cannot render: the env its registered factory "
+                                          r"[\w.]*forwarding_factory makes refused render_mode='rgb_array', which "
+                                          r"--render, --video-dir and --record-every pass \(NoRenderModeEnv.__init__\(\) "
+                                          r"got an unexpected keyword argument 'render_mode'\); its constructor must "
+                                          r"take render_mode, as gymnasium's envs do$"):
+        make_env("ForwardingFactory-test", render_mode="rgb_array")

@@ -154,6 +154,25 @@ def _factory_own_error(factory: Any, env_id: str, kwargs: dict[str, Any], exc: B
                        f"{given}")
 
 
+def _render_mode_refused(factory: Any, env_id: str, render_mode: str, exc: TypeError) -> CanterError:
+    """The error for a canter-registered factory's env that cannot render: the factory refused ``render_mode``, or
+    (one that takes it, ``**kwargs`` say) the env it passed it on to did, whose constructor must take it; the latter
+    was told to take render_mode in the factory, which it did."""
+    import inspect
+
+    try:
+        takes = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # no signature to read: the factory's own refusal, as before
+        takes = {}
+    passes = "render_mode" in takes or any(p.kind is p.VAR_KEYWORD for p in takes.values())
+    what = (f"the env its registered factory {_factory_name(factory)} makes" if passes
+            else f"its registered factory {_factory_name(factory)}")
+    fix = ("its constructor must take render_mode, as gymnasium's envs do" if passes
+           else "take render_mode=None in the factory and give it to the env it makes")
+    return CanterError(f"'{env_id}' cannot render: {what} refused render_mode={render_mode!r}, which --render, "
+                       f"--video-dir and --record-every pass ({exc}); {fix}")
+
+
 def _factory_env(factory: Any, env_id: str, **kwargs: Any) -> gym.Env:
     """``factory(**kwargs)``: the env a canter-registered factory makes. Anything else it returns (None, from a factory
     that forgot its ``return``) is a one-line :class:`CanterError`; it was an AttributeError traceback from the
@@ -185,10 +204,7 @@ def make_env(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.
                 raise own from None
             if render_mode is not None and "render_mode" not in kwargs and re.search(
                     r"unexpected keyword argument 'render_mode'", str(exc)):
-                raise CanterError(f"'{env_id}' cannot render: its registered factory {_factory_name(factory)} refused "
-                                  f"render_mode={render_mode!r}, which --render, --video-dir and --record-every pass "
-                                  f"({exc}); take render_mode=None in the factory and give it to the env it makes"
-                                  ) from None
+                raise _render_mode_refused(factory, env_id, render_mode, exc) from None
             given = f"render_mode={render_mode!r}, " if render_mode is not None else ""
             raise CanterError(f"cannot make env '{env_id}' ({given}env_kwargs {kwargs}): {exc}"
                               f"{keyword_hint(factory, exc)}") from None
