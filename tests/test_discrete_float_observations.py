@@ -139,3 +139,33 @@ def test_float_observations_of_an_integer_box_are_refused_by_either_vectorizatio
             env.reset(seed=0)
     finally:
         env.close()
+
+
+class Transposed(gym.Env):
+    """A Box (3, 2) whose observations come transposed, (2, 3)."""
+
+    observation_space, action_space = gym.spaces.Box(0.0, 10.0, (3, 2), np.float32), gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        return np.arange(6, dtype=np.float32).reshape(2, 3), {}
+
+    def step(self, action):  # noqa: D102
+        return np.arange(6, dtype=np.float32).reshape(2, 3), 0.0, False, False, {}
+
+
+register("env", "Transposed-test")(Transposed)
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_a_box_observation_of_another_shape_with_as_many_values_is_refused_by_either_vectorization(vectorization):
+    """Sync vectorization refuses an observation of another shape ('Output array has wrong dimensionality'); an async
+    worker's copy into its shared array flattened it into the space's shape without a word: a (2, 3) observation of a
+    (3, 2) space trained with its values moved, as array([3]) of a Discrete space did before 148246f."""
+    env = make_vec_env("Transposed-test", 2, vectorization)
+    try:
+        with pytest.raises(CanterError, match=r"^env 'Transposed-test'.* an observation that does not fit its "
+                                              r"observation space Box\(shape=\(3, 2\), float32\)[^\n]*$"):
+            env.reset(seed=0)
+    finally:
+        env.close()

@@ -227,27 +227,35 @@ class _Reporting(gym.Wrapper):
         """An :class:`AsyncEnvError` for an observation that sync vectorization refuses
         (:func:`canter.envs.vector._observation_error`) and the worker's copy into its shared array took without a
         word: one of a Discrete space that is not one whole number (``3.0``, ``array([3])``; a bool, ``True``, is
-        taken, as sync vectorization copies it as 1), or values of an integer Box that NumPy's stacking does not cast
-        to its dtype (floats: ``1.5`` was copied as 1)."""
+        taken, as sync vectorization copies it as 1), one of a Box of another shape with as many values (flattened
+        into the space's: a (2, 3) observation of a (3, 2) space had its values moved), or values of an integer Box
+        that NumPy's stacking does not cast to its dtype (floats: ``1.5`` was copied as 1)."""
         space = self.observation_space
         if isinstance(space, gym.spaces.Discrete):
             if np.shape(obs) == () and np.asarray(obs).dtype.kind in "iub":
                 return
             problem = "not one whole number"
-        elif isinstance(space, gym.spaces.Box) and space.dtype is not None and space.dtype.kind in "iu":
+        elif isinstance(space, gym.spaces.Box):
             try:
-                given = np.asarray(obs).dtype
+                given = np.asarray(obs)
             except (ValueError, TypeError):  # ragged: the shared array's own error says so
                 return
-            if given.kind not in "biuf" or np.can_cast(given, space.dtype, "same_kind"):
+            if given.dtype.kind not in "biuf":  # None: stored as NaN, which the divergence guard names
                 return
-            problem = f"{given} values, which sync vectorization does not cast to its {space.dtype}"
+            if given.shape != space.shape and given.size == int(np.prod(space.shape)):  # (else that error)
+                problem = f"not of its shape {space.shape}"
+            elif (space.dtype is not None and space.dtype.kind in "iu"
+                  and not np.can_cast(given.dtype, space.dtype, "same_kind")):
+                problem = f"{given.dtype} values, which sync vectorization does not cast to its {space.dtype}"
+            else:
+                return
         else:
             return
         from canter.envs.spaces import describe_space
 
         raise AsyncEnvError(f"{call} returned an observation that does not fit its observation space "
-                            f"{describe_space(space)}: {obs!r:.40} ({type(obs).__name__} of shape {np.shape(obs)}), "
+                            f"{describe_space(space)}: {' '.join(repr(obs).split()):.40} ({type(obs).__name__} of shape "
+                            f"{np.shape(obs)}), "
                             f"{problem}")
 
     def step(self, action: Any) -> Any:  # noqa: D102
