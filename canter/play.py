@@ -19,10 +19,8 @@ from canter.envs.turns import is_turn_based
 from canter.errors import CanterError, bool_argument, keywords_checked, require
 from canter.held_warnings import unlisted_render_mode_held
 from canter.play_video import PartialVideo, StreamingRecordVideo, open_video, warn_frame_lost  # noqa: F401
+from canter.render_window import drew_nowhere, sdl_complaints_held, set_offscreen_driver
 from canter.trainers.evaluation import begin_exploring, eval_policy, run_deterministic, seed_random_policies
-
-#: the SDL video driver :func:`_make_render_env` put in ``SDL_VIDEODRIVER`` for off-screen frames (None: it set none)
-_SDL_DRIVER_SET: str | None = None
 
 
 def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
@@ -30,7 +28,7 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
     """``make_env`` with ``render_mode=mode``, checked by rendering one frame (CanterError if it cannot): see
     :func:`_make_render_env`. Gymnasium's warning that the env is made with a render mode it does not list is held
     back (:func:`unlisted_render_mode_held`): canter's one-line error says it where the mode cannot render."""
-    with unlisted_render_mode_held():
+    with unlisted_render_mode_held(), sdl_complaints_held(mode):  # SDL's no-display lines before a refusal: dropped
         return _make_render_env(env_id, mode, seed, env_kwargs, vectorization)
 
 
@@ -50,9 +48,7 @@ def _make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: d
     mode = given if mode is None else mode
     display = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     if mode == "rgb_array" and not display:
-        if "SDL_VIDEODRIVER" not in os.environ:  # off-screen frames need no display (quiets SDL)
-            global _SDL_DRIVER_SET
-            os.environ["SDL_VIDEODRIVER"] = _SDL_DRIVER_SET = "dummy"
+        set_offscreen_driver()  # off-screen frames need no display (quiets SDL): SDL_VIDEODRIVER=dummy, canter's
         # gymnasium's MuJoCo renderer tries GLFW first, which needs a display: EGL renders without one
         os.environ.setdefault("MUJOCO_GL", "egl")
     if vectorization in ("auto", "native") and is_atari(env_id) and native_takes(kwargs):
@@ -109,7 +105,7 @@ def _make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: d
             env.close()  # RecordVideo would warn once and record nothing
             raise CanterError(f"'{env_id}' renders no image frames (its render modes: {', '.join(modes) or 'none'}): "
                               f"recording video needs an env with rgb_array rendering")
-        refused = _drew_nowhere(env_id) if mode == "human" else None
+        refused = drew_nowhere(env_id) if mode == "human" else None
         if refused is not None:  # pygame's window drew nowhere: the episodes played unseen, exit code 0
             env.close()
             raise refused
@@ -124,31 +120,6 @@ def _no_window_modes(env_id: str, metadata: Any) -> CanterError | None:
         return CanterError(f"'{env_id}' cannot render in a window (its render modes: {', '.join(map(str, modes))}): "
                            f"--render needs an env that renders in render_mode 'human'")
     return None
-
-
-def _drew_nowhere(env_id: str) -> CanterError | None:
-    """The error for ``--render`` of an env that has rendered, where there is no display and pygame drew to a
-    windowless SDL driver (:func:`_windowless_sdl_driver`), else None."""
-    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
-        return None
-    driver = _windowless_sdl_driver()
-    if driver is None:
-        return None
-    return CanterError(f"--render opened no window for '{env_id}': there is no display (DISPLAY is not set), "
-                       f"so SDL drew to its '{driver}' driver; record the episodes with --video-dir instead")
-
-
-def _windowless_sdl_driver() -> str | None:
-    """The SDL video driver pygame's display fell back to where it shows nothing (``offscreen``, ``dummy``), or None:
-    pygame not in use, a driver that shows a window, or one the user chose with ``SDL_VIDEODRIVER`` (not canter's)."""
-    import sys
-
-    pygame = sys.modules.get("pygame")
-    chosen = os.environ.get("SDL_VIDEODRIVER")  # the one an earlier recording set: the window still drew unseen
-    if pygame is None or chosen not in (None, "", _SDL_DRIVER_SET) or not pygame.display.get_init():
-        return None
-    driver = pygame.display.get_driver()
-    return driver if driver in ("offscreen", "dummy") else None
 
 
 class WarnOnClose(gym.Wrapper):
@@ -349,17 +320,19 @@ def play_multiagent(agent: Any, env_id: str, episodes: int, mode: str | None, vi
     returns, video = [], None
     try:
         for i in range(episodes):
-            obs = env.reset(seed=seed + i)
-            seed_random_policies(agent, seed + i)  # a random policy's moves too are the episode's seed's
-            act = eval_policy(agent, deterministic, seed + i)  # sampled: the episode's seed's too
-            starts = np.ones(env.num_envs, dtype=bool)
-            if hasattr(agent, "begin_episodes"):
-                agent.begin_episodes(starts)
-            # (after the first episode's first frame, a frame lost drops that episode's video, as StreamingRecordVideo)
-            frame, finished = _frame(copy, mode, env_id, strict=i == 0), []
-            refused = _drew_nowhere(env_id) if mode == "human" and i == 0 else None
-            if refused is not None:  # pygame's window drew nowhere (the env is closed below)
-                raise refused
+            with sdl_complaints_held(mode if i == 0 else None):  # SDL's no-display lines before a refusal: dropped
+                obs = env.reset(seed=seed + i)
+                seed_random_policies(agent, seed + i)  # a random policy's moves too are the episode's seed's
+                act = eval_policy(agent, deterministic, seed + i)  # sampled: the episode's seed's too
+                starts = np.ones(env.num_envs, dtype=bool)
+                if hasattr(agent, "begin_episodes"):
+                    agent.begin_episodes(starts)
+                # (after the first episode's first frame, a frame lost drops that episode's video, as
+                # StreamingRecordVideo)
+                frame, finished = _frame(copy, mode, env_id, strict=i == 0), []
+                refused = drew_nowhere(env_id) if mode == "human" and i == 0 else None
+                if refused is not None:  # pygame's window drew nowhere (the env is closed below)
+                    raise refused
             name = f"play-episode-{i}"
             if video_dir and not isinstance(frame, np.ndarray):
                 warn_frame_lost(name, frame)

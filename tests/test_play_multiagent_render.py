@@ -30,6 +30,17 @@ def test_render_of_a_parallel_env_without_a_display_is_refused(monkeypatch):
     assert not pygame.display.get_init()  # the env was closed
 
 
+def test_sdls_own_complaint_does_not_come_before_a_parallel_envs_refusal(monkeypatch, capfd):
+    """As a single-agent env's: SDL's 'XDG_RUNTIME_DIR is invalid or not set' line came before the refusal."""
+    pytest.importorskip("pygame")
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER", "XDG_RUNTIME_DIR"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    with pytest.raises(CanterError, match=r"--render opened no window"):
+        play(_Match(), "pettingzoo:tests.window_agents", 1, render=True)
+    assert "XDG_RUNTIME_DIR" not in capfd.readouterr().err
+
+
 def test_a_driver_the_user_chose_is_kept(monkeypatch):
     pytest.importorskip("pygame")
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")

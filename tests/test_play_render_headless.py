@@ -20,7 +20,8 @@ def no_display(monkeypatch):
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"):
         monkeypatch.setenv(name, "")  # recorded, so that what the test changes is undone after it
         monkeypatch.delenv(name)
-    monkeypatch.setattr("canter.play._SDL_DRIVER_SET", None, raising=False)  # and canter's note of having set it: undone with it
+    # and canter's note of having set it (canter.render_window.set_offscreen_driver): undone with it
+    monkeypatch.setattr("canter.render_window._SDL_DRIVER_SET", None)
 
 
 def test_render_without_a_display_is_refused_instead_of_drawing_nowhere(no_display):
@@ -56,3 +57,51 @@ def test_render_after_a_recording_in_the_same_process_is_still_refused(no_displa
     make_render_env("CartPole-v1", "rgb_array").close()
     with pytest.raises(CanterError, match=r"--render opened no window for 'CartPole-v1'.*'dummy' driver"):
         make_render_env("CartPole-v1", "human")
+
+
+def test_sdls_own_complaint_does_not_come_before_the_refusal(no_display, monkeypatch, capfd):
+    """With XDG_RUNTIME_DIR unset too, SDL wrote 'error: XDG_RUNTIME_DIR is invalid or not set in the environment.'
+    to standard error before canter's one-line refusal; what SDL writes on the way to the refusal is now dropped."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "")
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    with pytest.raises(CanterError, match=r"--render opened no window"):
+        make_render_env("CartPole-v1", "human")
+    assert "XDG_RUNTIME_DIR" not in capfd.readouterr().err
+
+
+def test_what_is_held_is_written_out_unless_the_refusal_explains_it(no_display, capfd):
+    """sdl_complaints_held holds file descriptor 2 only for --render without a display; it drops what it held
+    where the run is refused for drawing nowhere, and writes it out otherwise (another error, or no error)."""
+    import os
+
+    from canter.render_window import NoWindow, sdl_complaints_held
+
+    with sdl_complaints_held("human"):
+        os.write(2, b"kept\n")
+    with pytest.raises(CanterError), sdl_complaints_held("human"):
+        os.write(2, b"kept too\n")
+        raise CanterError("another error")
+    with pytest.raises(NoWindow), sdl_complaints_held("human"):
+        os.write(2, b"dropped\n")
+        raise NoWindow("no window")
+    with sdl_complaints_held("rgb_array"):
+        os.write(2, b"not held\n")
+    assert capfd.readouterr().err == "kept\nkept too\nnot held\n"
+
+
+def test_the_driver_a_recording_set_is_not_taken_for_the_users_when_holding(no_display, monkeypatch, capfd):
+    """The SDL_VIDEODRIVER=dummy a recording sets (as in the test above) does not stop the holding: the refusal that
+    follows it is still the only line; an SDL_VIDEODRIVER the user set is theirs, and nothing is held."""
+    import os
+
+    from canter.render_window import NoWindow, sdl_complaints_held
+
+    make_render_env("CartPole-v1", "rgb_array").close()
+    with pytest.raises(NoWindow), sdl_complaints_held("human"):
+        os.write(2, b"dropped\n")
+        raise NoWindow("no window")
+    monkeypatch.setattr("canter.render_window._SDL_DRIVER_SET", None)  # the same variable, now the user's
+    with pytest.raises(NoWindow), sdl_complaints_held("human"):
+        os.write(2, b"not held\n")
+        raise NoWindow("no window")
+    assert capfd.readouterr().err == "not held\n"

@@ -1,0 +1,102 @@
+"""Whether ``--render`` shows a window where there is no display: SDL (pygame, which gymnasium's envs draw with)
+then falls back to a windowless video driver, and canter refuses in one line; SDL's own complaints on the way there
+(``error: XDG_RUNTIME_DIR is invalid or not set in the environment.``, written by the C library to file descriptor 2)
+are held back so that the refusal is the only line. A recording's off-screen frames set ``SDL_VIDEODRIVER=dummy``
+(:func:`set_offscreen_driver`); that driver is canter's, not taken for one the user chose."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from canter.errors import CanterError
+
+#: the SDL video driver :func:`set_offscreen_driver` put in ``SDL_VIDEODRIVER`` for off-screen frames (None: it set
+#: none)
+_SDL_DRIVER_SET: str | None = None
+
+
+def no_display() -> bool:
+    """Whether neither ``DISPLAY`` nor ``WAYLAND_DISPLAY`` names a display."""
+    return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def set_offscreen_driver() -> None:
+    """Put SDL's ``dummy`` driver in ``SDL_VIDEODRIVER`` for off-screen frames (no display needed, SDL quiet), unless
+    the variable is there already; the driver set is noted as canter's (:func:`chosen_sdl_driver`)."""
+    global _SDL_DRIVER_SET
+    if "SDL_VIDEODRIVER" not in os.environ:
+        os.environ["SDL_VIDEODRIVER"] = _SDL_DRIVER_SET = "dummy"
+
+
+def chosen_sdl_driver() -> str | None:
+    """The SDL video driver the user chose with ``SDL_VIDEODRIVER``, or None: none, or the one canter set for an
+    earlier recording's off-screen frames in this process (a window drawn to it is still unseen)."""
+    chosen = os.environ.get("SDL_VIDEODRIVER")
+    return None if chosen in (None, "", _SDL_DRIVER_SET) else chosen
+
+
+def windowless_sdl_driver() -> str | None:
+    """The SDL video driver pygame's display fell back to where it shows nothing (``offscreen``, ``dummy``), or None:
+    pygame not in use, a driver that shows a window, or one the user chose (:func:`chosen_sdl_driver`)."""
+    pygame = sys.modules.get("pygame")
+    if pygame is None or chosen_sdl_driver() is not None or not pygame.display.get_init():
+        return None
+    driver = pygame.display.get_driver()
+    return driver if driver in ("offscreen", "dummy") else None
+
+
+class NoWindow(CanterError):
+    """The refusal of ``--render`` where pygame drew to a windowless SDL driver (:func:`drew_nowhere`)."""
+
+
+def drew_nowhere(env_id: str) -> NoWindow | None:
+    """The error for ``--render`` of an env that has rendered, where there is no display and pygame drew to a
+    windowless SDL driver (:func:`windowless_sdl_driver`), else None."""
+    if not no_display():
+        return None
+    driver = windowless_sdl_driver()
+    if driver is None:
+        return None
+    return NoWindow(f"--render opened no window for '{env_id}': there is no display (DISPLAY is not set), "
+                    f"so SDL drew to its '{driver}' driver; record the episodes with --video-dir instead")
+
+
+@contextmanager
+def sdl_complaints_held(mode: str | None) -> Iterator[None]:
+    """Hold what is written to standard error (file descriptor 2, where SDL writes) while the env inside is made and
+    renders its first frame for ``--render`` (``mode`` ``human``) without a display or an SDL driver the user chose
+    (:func:`chosen_sdl_driver`): where that ends in the refusal of a windowless driver (:func:`drew_nowhere`), what
+    was held (SDL's complaints of no display) is dropped; otherwise it is written out as it would have been.
+    Elsewhere nothing is held."""
+    if mode != "human" or not no_display() or chosen_sdl_driver() is not None:
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no descriptor 2 to hold
+        yield
+        return
+    held = tempfile.TemporaryFile()
+    os.dup2(held.fileno(), 2)
+    refused = False
+    try:
+        yield
+    except NoWindow:
+        refused = True  # the refusal says why: SDL's lines add nothing
+        raise
+    finally:
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 2)
+        os.close(saved)
+        with held:
+            held.seek(0)
+            text = held.read()
+        if text and not refused:
+            os.write(2, text)
