@@ -402,7 +402,7 @@ def resume_trainer(
     check_given_layout_kept(spaces[0], given_image_layout(run.env))  # before the build makes envs (or starts Ray)
     with threads_kept():  # as make_trainer: the caller's thread counts until the run trains
         load_agent_state(make_agent(run, algo_cfg, *spaces), state, base)  # the weights fit: checked before writing
-    resume_dataset(run_dir, cfg, state["trainer"], dataset)  # before anything is written
+    resume_dataset(run_dir, cfg, state["trainer"], dataset, flags)  # before anything is written
     run.dataset = cfg.get("dataset")  # a moved dataset's new path
     check_config_unedited(run_dir, meta["config"], (*settings, *(("dataset",) if dataset is not None else ())),
                           resolved_dict(run, algo_cfg))  # after the checkpoint

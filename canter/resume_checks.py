@@ -257,26 +257,31 @@ def check_writable(run_dir: Path) -> None:
             raise CanterError(f"cannot resume '{run_dir}': '{directory}' is not writable")
 
 
-def resume_dataset(run_dir: Path, cfg: dict[str, Any], trainer_state: dict[str, Any], dataset: Any) -> None:
+def resume_dataset(run_dir: Path, cfg: dict[str, Any], trainer_state: dict[str, Any], dataset: Any,
+                   flags: bool = True) -> None:
     """Check the dataset an offline run continues on, before anything is written. ``dataset`` (``--resume RUN
     --dataset PATH``: the run's dataset moved or copied) replaces ``cfg["dataset"]`` once it is found to be the
     data the run was trained on: the dataset's ``checkpoint_id``, which the run recorded, a random id in its JSON
     and its safetensors header that loading checks against each other and the tensors' sha256. One-line errors:
     ``dataset`` for a run without one, another dataset, the run's dataset gone (pass ``--dataset``) or rewritten
-    (a Minari dataset, which has no id: holding another number of transitions)."""
+    (a Minari dataset, which has no id: holding another number of transitions). ``flags``: ``dataset`` named as
+    ``canter train --resume``'s option, else as ``canter.resume``'s keyword (:func:`canter.resume_settings.named`)."""
     from canter.data.dataset import MINARI_PREFIX, dataset_missing, read_dataset_metadata
+    from canter.resume_settings import named
 
     recorded, used = cfg.get("dataset"), trainer_state["counters"].get("dataset_id")
-    fix = f"canter train --resume {run_dir} --dataset NEW_PATH"
+    given = named("dataset", flags)
+    fix = (f"canter train --resume {run_dir} --dataset NEW_PATH" if flags else
+           f"canter.resume('{run_dir}', dataset=NEW_PATH)")
     if dataset is not None:
         if not isinstance(dataset, (str, os.PathLike)) or not str(dataset).strip():
-            raise CanterError(f"--dataset needs the path the run's dataset was moved to, got {dataset!r}: {fix}")
+            raise CanterError(f"{given} needs the path the run's dataset was moved to, got {dataset!r}: {fix}")
         if not recorded:
-            raise CanterError(f"--dataset is for runs of offline algorithms (bc, cql, td3bc); run '{run_dir}' "
-                              f"({cfg.get('algo')}) learns from its env: drop --dataset")
+            raise CanterError(f"{given} is for runs of offline algorithms (bc, cql, td3bc); run '{run_dir}' "
+                              f"({cfg.get('algo')}) learns from its env: drop {given}")
         if str(recorded).startswith(MINARI_PREFIX) or str(dataset).startswith(MINARI_PREFIX):
-            raise CanterError(f"run '{run_dir}' learns from '{recorded}'; --dataset gives a moved dataset file, not "
-                              f"another source ('{dataset}'): drop --dataset")
+            raise CanterError(f"run '{run_dir}' learns from '{recorded}'; {given} gives a moved dataset file, not "
+                              f"another source ('{dataset}'): drop {given}")
         if used is None:
             raise CanterError(f"run '{run_dir}' recorded no id of its dataset (an older canter), so '{dataset}' "
                               f"cannot be checked to be the data it was trained on; put it back at '{recorded}'")

@@ -38,3 +38,17 @@ def test_canter_train_resume_names_its_options(finished, capsys):
     assert_one_line_error(code, err, "nothing to resume; pass --max-steps N to extend it")
     code, _, err = run_cli(capsys, "train", "--resume", str(finished), "--keep-checkpoints", "1")
     assert_one_line_error(code, err, "give --checkpoint-every N too")
+
+
+def test_canter_resume_names_the_dataset_keyword(finished):
+    """The refusals of a moved dataset's path (resume_dataset), a sibling of those above, still named --dataset
+    and gave 'canter train --resume RUN --dataset NEW_PATH' to canter.resume's caller."""
+    with pytest.raises(CanterError, match=r"^dataset is for runs of offline algorithms .*: drop dataset$"):
+        canter.resume(finished, max_steps=128, dataset="elsewhere.safetensors")
+    with pytest.raises(CanterError, match=r"^dataset needs the path .*: canter.resume\('.*', dataset=NEW_PATH\)$"):
+        canter.resume(finished, max_steps=128, dataset=" ")
+
+
+def test_canter_train_resume_names_the_dataset_option(finished, capsys):
+    code, _, err = run_cli(capsys, "train", "--resume", str(finished), "--max-steps", "128", "--dataset", "x.safetensors")
+    assert_one_line_error(code, err, "--dataset is for runs of offline algorithms", "drop --dataset")
