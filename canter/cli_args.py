@@ -110,8 +110,9 @@ class _Parser(argparse.ArgumentParser):
         return None
 
     def _set_only_keys(self, options: list[str]) -> dict[str, str]:
-        """Run-config keys that this parser takes only through ``--set``: ``--early-stopping`` -> how to give it
-        (``--set early_stopping=VALUE``); none where the parser has no ``--set``."""
+        """Run-config keys, and the hyperparameters of the parser's ``algo`` (``canter tune``'s), that this parser
+        takes only through ``--set``: ``--early-stopping`` -> how to give it (``--set early_stopping=VALUE``); none
+        where the parser has no ``--set``."""
         if "--set" not in self._option_string_actions:
             return {}
         import dataclasses
@@ -119,6 +120,11 @@ class _Parser(argparse.ArgumentParser):
         from canter.config import RunConfig
 
         dashed = {f"--{f.name.replace('_', '-')}": f.name for f in dataclasses.fields(RunConfig) if f.name != "algo"}
+        algo = getattr(self, "algo", None)
+        if algo is not None:  # canter tune ALGO takes the hyperparameters through --set alone ('--gamma': '--dataset')
+            from canter.builtins import algorithm_info
+
+            dashed.update({f"--{row[0].replace('_', '-')}": row[0] for row in algorithm_info(algo)["hparams"]})
         return {o: f"--set {k}=VALUE" for o, k in dashed.items() if o not in options}
 
     def error(self, message: str) -> None:  # type: ignore[override]

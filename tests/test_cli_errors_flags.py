@@ -112,8 +112,16 @@ def test_abbreviated_flag_is_not_silently_taken_for_another(capsys, workdir):
       "(a flag of another algorithm?)"]),
     (["train", "ppo", "--env", "CartPole-v1", "--buffer-siz=100"],
      ["did you mean '--buffer-size'? ppo has no hyperparameter 'buffer_size'"]),
+    # canter tune ALGO answers as canter train ALGO: --tau was '--study' or '--trials' or '--set', --learning-start
+    # '--prune-startup', and its own hyperparameter --gamma (tune takes them through --set) '--dataset'
+    (["tune", "ppo", "--env", "CartPole-v1", "--tau", "3"],
+     ["--tau 3: ppo has no hyperparameter 'tau', c51, cql, ddpg, dqn and", "(a flag of another algorithm?)"]),
+    (["tune", "ppo", "--env", "CartPole-v1", "--learning-start", "3"],
+     ["did you mean '--learning-starts'? ppo has no hyperparameter 'learning_starts', c51, ddpg"]),
+    (["tune", "ppo", "--env", "CartPole-v1", "--gamma", "0.9"], ["did you mean '--set gamma=VALUE'?"]),
 ], ids=["train-typo", "train-hparam-typo", "eval-prefix", "resume-prefix", "run-key", "run-key-typo", "tune-run-key",
-        "other-algorithm", "other-algorithm-close", "other-algorithm-misspelt", "other-algorithm-misspelt-equals"])
+        "other-algorithm", "other-algorithm-close", "other-algorithm-misspelt", "other-algorithm-misspelt-equals",
+        "tune-other-algorithm", "tune-other-algorithm-misspelt", "tune-own-hparam"])
 def test_unknown_flag_suggests_closest(capsys, workdir, argv, needles):
     code, out, err = run_cli(capsys, *argv)
     assert_one_line_error(code, err, *needles)

@@ -94,6 +94,32 @@ def _run_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in RUN_KEYS if getattr(args, k, None) is not None}
 
 
+def _parse_naming_algo(p: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``p.parse_args(argv)``; where it fails, the error is given again with the algorithm the arguments name
+    (positional, else the ``-f`` file's) as ``p.algo``, so that an unknown flag is answered as ``canter train
+    ALGO`` answers it: one of its hyperparameters is ``--set gamma=VALUE``, another algorithm's (``--tau`` for
+    ppo) names the algorithms that have it. Without it, ``--tau`` was answered '--study' or '--trials' and
+    ``--gamma`` '--dataset'."""
+    try:
+        return p.parse_args(argv)
+    except CanterError as error:
+        first = error
+    if "-h" in argv or "--help" in argv or getattr(p, "algo", None) is not None:
+        raise first
+    from canter.builtins import algorithm_name
+    from canter.cli_args import file_algo
+
+    try:
+        known, _ = p.parse_known_args(argv)
+        algo = known.algo or (file_algo(known.config_file, str(p.prog)) if known.config_file else None)
+        p.algo = algorithm_name(algo) if algo else None  # type: ignore[attr-defined]
+    except CanterError:
+        raise first from None
+    if p.algo is None:  # type: ignore[attr-defined]
+        raise first
+    return p.parse_args(argv)
+
+
 def cmd_tune(argv: list[str]) -> int:
     """``canter tune ALGO --env ENV --trials N ...``"""
     p = _parser("canter tune", "Tune hyperparameters with Optuna (TPE sampler, median pruning).")
@@ -118,7 +144,7 @@ def cmd_tune(argv: list[str]) -> int:
 
     _with_defaults(p, None)  # the trial flags' run defaults, as canter train --help states them
     p.epilog = "Run defaults are canter train's; a shipped preset for the env (canter list) overrides some of them."
-    args = p.parse_args(argv)
+    args = _parse_naming_algo(p, argv)
     if args.algo is None:  # canter tune -f best.yaml (or a run's config.yaml): the file's algorithm, as train takes it
         if not args.config_file:
             p.error("the following arguments are required: algo")
