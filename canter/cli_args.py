@@ -54,10 +54,13 @@ class _Parser(argparse.ArgumentParser):
                     from canter.config_errors import OTHER_NAMES, TIANSHOU_NAMES
 
                     name = token.split("=", 1)[0][2:].replace("-", "_")
-                    ours = OTHER_NAMES.get(name) or TIANSHOU_NAMES.get(name, "")
                     # a run key without a flag of its own (--early-stopping) is given with --set: it was answered
                     # with flags that only looked alike ('--log-std-init')
                     set_only = self._set_only_keys(options)
+                    # a misspelt other library's name (--learnin-rate) as the name, as its config key is answered:
+                    # it was '--clip-range'
+                    library = _library_name(token.split("=", 1)[0], getattr(self, "algo", None), options, set_only)
+                    ours = OTHER_NAMES.get(library or name) or TIANSHOU_NAMES.get(library or name, "")
                     near = [o for o in (f"--{ours.replace('_', '-')}",) if ours and (o in options or o in set_only)]
                     # Tianshou's --estimation-step for ppo: canter's --n-step is dqn's, c51's, ...
                     theirs = f"--{ours.replace('_', '-')}" if ours and not near else None
@@ -157,17 +160,42 @@ def _other_algorithms_flag(flag: str, algo: str, options: list[str], set_only: d
     where it is only loosely alike (``--algos``, the positional ALGO misspelt, is not ``--n-atoms``)."""
     import difflib
 
-    from canter.config_errors import OTHER_NAMES, TIANSHOU_NAMES, _other_hparams, other_owners
-    from canter.errors import closest
+    from canter.config_errors import _other_hparams, other_owners
 
     others = {f"--{h.replace('_', '-')}": h for h in _other_hparams(algo)}
-    libraries = [f"--{n.replace('_', '-')}" for n in [*OTHER_NAMES, *TIANSHOU_NAMES]]
-    near = closest(flag, [*options, *set_only, *libraries, *others], n=1)
+    near = _nearest(flag, algo, options, set_only)
     if not near or near[0] not in others or near[0] in options or near[0] in set_only:
         return None
     if difflib.SequenceMatcher(None, flag.lower(), near[0].lower()).ratio() < 0.75:
         return None
     return f"did you mean '{near[0]}'? {other_owners(others[near[0]], algo)} (a flag of another algorithm?)"
+
+
+def _nearest(flag: str, algo: str | None, options: list[str], set_only: dict[str, str]) -> list[str]:
+    """The one flag ``flag`` looks most like among ``options``, ``set_only``, other libraries' names
+    (``--learning-rate``) and, with ``algo``, the other algorithms' hyperparameters; [] for none close."""
+    from canter.config_errors import OTHER_NAMES, TIANSHOU_NAMES, _other_hparams
+    from canter.errors import closest
+
+    others = [f"--{h.replace('_', '-')}" for h in _other_hparams(algo)] if algo else []
+    libraries = [f"--{n.replace('_', '-')}" for n in [*OTHER_NAMES, *TIANSHOU_NAMES]]
+    return closest(flag, [*options, *set_only, *libraries, *others], n=1)
+
+
+def _library_name(flag: str, algo: str | None, options: list[str], set_only: dict[str, str]) -> str | None:
+    """The other library's name (``learning_rate``) that the unknown ``flag`` (``--learnin-rate``) looks most like,
+    as :func:`canter.config_errors._other_name` takes its config key (``learnin_rate``); None where an option of the
+    parser, a ``--set`` key or another algorithm's hyperparameter looks closer, or none is close."""
+    import difflib
+
+    from canter.config_errors import OTHER_NAMES, TIANSHOU_NAMES
+
+    near = _nearest(flag, algo, options, set_only)
+    name = near[0][2:].replace("-", "_") if near else ""
+    if not near or near[0] in options or near[0] in set_only or name not in {**OTHER_NAMES, **TIANSHOU_NAMES}:
+        return None
+    # only a close misspelling: '--run-dir' looks most like '--learning-rate' of these, loosely
+    return name if difflib.SequenceMatcher(None, flag.lower(), near[0].lower()).ratio() >= 0.75 else None
 
 
 def same_meaning(name: str, options: list[str]) -> list[str]:
