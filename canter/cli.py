@@ -96,6 +96,9 @@ def _drive_run(trainer: Any) -> int:
         for _ in trainer():
             pass
     except KeyboardInterrupt:
+        if getattr(trainer, "divergence", None) is not None:  # a SIGTERM / Ctrl-C while a diverged run closed (its
+            # loggers) replaced its TrainingDiverged: it was 'finished (diverged)', exit 130, not the divergence error
+            raise _diverged(trainer, trainer.divergence) from None
         if (trainer.summary or {}).get("stop_reason") not in (None, "interrupted") or (
                 trainer.summary is not None and getattr(trainer, "interrupted_closing", False)):
             closing_interrupted = True  # after the run's end was saved: the run's report follows (an interrupted one's
@@ -107,7 +110,7 @@ def _drive_run(trainer: Any) -> int:
             notice("interrupted before training started; nothing was saved")
             return 130
     except TrainingDiverged as exc:
-        raise CanterError(f"{exc}; the last good checkpoint is kept in {trainer.dir / 'checkpoints' / 'last'}") from None
+        raise _diverged(trainer, exc) from None
     finally:
         try:
             trainer.close()
@@ -132,6 +135,11 @@ def _drive_run(trainer: Any) -> int:
     print(f"{verdict}: {best_txt} after {s.get('steps', 0):,} steps in {s.get('wall_seconds', 0):.1f}s"
           f" -> {trainer.dir}")
     return 130 if closing_interrupted else 0
+
+
+def _diverged(trainer: Any, exc: BaseException) -> CanterError:
+    """The one-line error of a run that diverged (``exc``), naming the last good checkpoint it keeps."""
+    return CanterError(f"{exc}; the last good checkpoint is kept in {trainer.dir / 'checkpoints' / 'last'}")
 
 
 def parse_env_kwargs(text: str | None, flag: str = "--env-kwargs") -> dict[str, Any]:
