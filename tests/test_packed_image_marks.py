@@ -95,3 +95,14 @@ def test_a_run_of_the_marked_env_trains_saves_and_resumes(tmp_path):
     agent = canter.resume(run, max_steps=16)
     assert agent.algorithm.model.encoder.convs[0].in_shape == (12, 10, 10)
 
+
+
+@pytest.mark.parametrize("entry,needle", [("hcw", "did you mean 'hwc' or 'chw'?"), ("CHW", "did you mean 'chw'?"),
+                                          (3, "unknown image_layouts entry 3: hw, hwc, chw, shwc, schw")])
+def test_an_unknown_image_layouts_entry_names_the_closest_layout(entry, needle):
+    """An edited checkpoint JSON's entry 'hcw' listed the layouts without the one it looks like."""
+    d = json.loads(json.dumps(space_to_dict(_packed("dict", _marked()))))
+    d["image_layouts"] = [entry]
+    with pytest.raises(CanterError) as error:
+        space_from_dict(d)
+    assert needle in str(error.value) and "hw, hwc, chw, shwc, schw" in str(error.value)

@@ -122,7 +122,9 @@ def _saved_image_layouts(space: PackedBox, d: dict[str, Any]) -> PackedBox:
         recorded = isinstance(given, list) and i < len(given)
         layout = given[i] if recorded else former_image_layout(shape)
         if layout is not None and layout not in _LAYOUTS:
-            raise CanterError(f"unknown image_layouts entry {layout!r}: {', '.join(_LAYOUTS)}")
+            near = _closest_layouts(layout)  # 'hcw' was the list alone
+            hint = "; did you mean " + " or ".join(f"'{n}'" for n in near) + "?" if near else ""
+            raise CanterError(f"unknown image_layouts entry {layout!r}: {', '.join(_LAYOUTS)}{hint}")
         if layout is not None and layout != shape_image_layout(shape):
             (marked if recorded else saved)[o] = layout
     if saved:
@@ -133,6 +135,18 @@ def _saved_image_layouts(space: PackedBox, d: dict[str, Any]) -> PackedBox:
 
 #: the layouts a description may record for an image (:func:`canter.models.cnn.image_layout`)
 _LAYOUTS = ("hw", "hwc", "chw", "shwc", "schw")
+
+
+def _closest_layouts(layout: Any) -> list[str]:
+    """The layouts an unknown ``image_layouts`` entry looks most like: ``chw`` for ``CHW``, else the closest of
+    those with as many axes (``hwc`` or ``chw`` for ``hcw``; ``hw`` looks closer, but reads another rank);
+    [] for none close, or an entry that is no string."""
+    from canter.errors import closest
+
+    if not isinstance(layout, str):
+        return []
+    same = [x for x in _LAYOUTS if x == layout.strip().lower()]
+    return same or closest(layout, [x for x in _LAYOUTS if len(x) == len(layout)], n=2) or closest(layout, _LAYOUTS, n=1)
 
 
 def _pixel_bounds(space: gym.spaces.Box) -> bool:
