@@ -16,11 +16,11 @@ def warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -
     keys = [k for k in ("early_stopping", "plateau_patience") if getattr(run, k) is not None]
     if not keys or run.eval_episodes <= 0:
         return
-    from canter.trainers.on_policy import rollout_rows
+    from canter.trainers.on_policy import agent_rows, rollout_rows
 
     n_steps, n_envs = rollout or (1, 1)
     size = n_steps * n_envs  # the steps between two evaluation chances
-    rows = rollout_rows(n_envs, run.n_envs)  # a multi-agent env's: agent rows, not envs
+    rows = rollout_rows(n_envs, run.n_envs, agent_rows(run))  # a multi-agent env's: agent rows, not envs
     end, first = -(-run.max_steps // size) * size, -(-run.eval_every // size) * size
     what = (f"{' and '.join(keys)} count{'' if len(keys) > 1 else 's'} evaluations, but",
             f"so {'they' if len(keys) > 1 else 'it'} can never act")

@@ -63,3 +63,13 @@ def test_the_patience_warning_counts_a_multi_agent_rollout_as_agent_rows():
         trainer = canter.make_trainer("ppo", "pettingzoo:tests.match_agents", n_envs=2, n_steps=64, batch_size=64,
                                       max_steps=256, early_stopping=3, eval_episodes=1)
     trainer.close()
+
+
+def test_a_policy_of_one_agent_per_copy_is_told_in_agent_rows():
+    """With --n-envs 2, mixed_agents' speaker (one per copy) was 'n_steps 64 x 2 envs', its listener '4 agent rows'."""
+    assert "x 2 agent rows (2 env copies x 1 agent) = 128 steps" in rollout_budget_message(34, 64, 2, 2, agents=True)
+    trainer, said = _rollout_warnings(env="pettingzoo:tests.mixed_agents", policies="type", n_envs=2, n_steps=64,
+                                      max_steps=100)
+    trainer.close()
+    speaker = [m for m in said if m.startswith("policy 'speaker'")]
+    assert len(speaker) == 1 and "n_steps 64 x 2 agent rows (2 env copies x 1 agent) = 128 steps" in speaker[0], said

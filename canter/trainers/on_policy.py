@@ -28,7 +28,7 @@ class OnPolicyTrainer(StepwiseTrainer):
             # the env copies of every Ray explorer (the pool is the env: explorers x n_envs copies), else the run's
             copies = self.run.n_envs * max(int(getattr(self.run, "explorers", 0) or 0), 1)
             warn(CanterWarning(rollout_budget_message(self.cycle_budget, self.config.n_steps, self.env.num_envs,
-                                                      copies)))
+                                                      copies, agent_rows(self.run))))
         warn_one_minibatch(self.config, rollout)
 
     def setup(self) -> None:  # noqa: D102
@@ -113,22 +113,34 @@ def no_values_error(algo: str) -> CanterError:
                        f"algorithm's act must return V(obs) for GAE: ActOutput(actions, log_probs, values)")
 
 
-def rollout_budget_message(max_steps: int, n_steps: int, rows: int, copies: int) -> str:
+def rollout_budget_message(max_steps: int, n_steps: int, rows: int, copies: int, agents: bool = False) -> str:
     """The warning for a ``max_steps`` below one rollout of ``n_steps`` x ``rows`` (env copies, or a multi-agent
     env's agent rows: every agent's step counts, ``copies`` copies of its agents): the rollout's size, that the run
-    takes it whole (as Stable-Baselines3 does), and the setting that makes a rollout fit the budget."""
-    envs = rollout_rows(rows, copies)
+    takes it whole (as Stable-Baselines3 does), and the setting that makes a rollout fit the budget; ``agents``: the
+    rows are agents' (:func:`rollout_rows`)."""
+    envs = rollout_rows(rows, copies, agents)
     # "the run takes N steps" ends it: a multi-policy member's is told in the run's steps (multi_policy._run_steps)
     return (f"max_steps ({max_steps:,}) is less than one rollout (n_steps {n_steps} x {envs} = {n_steps * rows:,} "
             f"steps; {fitting_rollout(max_steps, rows)}): the run takes {n_steps * rows:,} steps")
 
 
-def rollout_rows(rows: int, copies: int) -> str:
+def rollout_rows(rows: int, copies: int, agents: bool = False) -> str:
     """A rollout's ``rows`` told as env copies, or as a multi-agent env's agent rows of ``copies`` copies (every
-    agent's step counts): ``"8 envs"``, ``"16 agent rows (8 env copies x 2 agents)"``."""
+    agent's step counts): ``"8 envs"``, ``"16 agent rows (8 env copies x 2 agents)"``; with ``agents`` (rows of a
+    multi-agent env's agents, :func:`agent_rows`) also at one agent per copy: ``"2 agent rows (2 env copies x 1
+    agent)"``, a multi-policy run's policy of one agent per copy, which was "2 envs"."""
     per_copy = rows // copies if copies and rows % copies == 0 else 1
-    return (f"{rows:,} agent rows ({copies:,} env cop{'ies' if copies > 1 else 'y'} x {per_copy} agents)" if per_copy > 1
+    return (f"{rows:,} agent row{'s' if rows > 1 else ''} ({copies:,} env cop{'ies' if copies > 1 else 'y'} x "
+            f"{per_copy} agent{'s' if per_copy > 1 else ''})" if per_copy > 1 or (agents and copies and rows % copies == 0)
             else f"{rows:,} env{'s' if rows > 1 else ''}")
+
+
+def agent_rows(run: Any) -> bool:
+    """Whether the rows of ``run``'s training env are agents' (a ``pettingzoo:`` env's, but ``policies: joint``,
+    whose sub-env is a whole copy)."""
+    from canter.envs.multiagent_ids import is_multiagent
+
+    return isinstance(run.env, str) and is_multiagent(run.env) and run.policies != "joint"
 
 
 #: what :func:`fitting_rollout` says (a multi-policy run tells its members' in the run's steps)
