@@ -119,18 +119,22 @@ def test_abbreviated_flag_is_not_silently_taken_for_another(capsys, workdir):
     (["tune", "ppo", "--env", "CartPole-v1", "--learning-start", "3"],
      ["did you mean '--learning-starts'? ppo has no hyperparameter 'learning_starts', c51, ddpg"]),
     (["tune", "ppo", "--env", "CartPole-v1", "--gamma", "0.9"], ["did you mean '--set gamma=VALUE'?"]),
+    (["tune", "-f", "ppo.yaml", "--tau", "3"], ["--tau: ppo has no hyperparameter 'tau'"]),  # the file's algorithm
     # a misspelt other library's name, as its config key (--set learnin_rate=...): --learnin-rate was '--clip-range'
     (["train", "ppo", "--env", "CartPole-v1", "--learnin-rate", "1e-3"], ["did you mean '--lr'?"]),
     (["train", "ppo", "--env", "CartPole-v1", "--estimation-steps", "3"],
      ["canter calls it --n-step, but ppo has no hyperparameter 'n_step'"]),
 ], ids=["train-typo", "train-hparam-typo", "eval-prefix", "resume-prefix", "run-key", "run-key-typo", "tune-run-key",
         "other-algorithm", "other-algorithm-close", "other-algorithm-misspelt", "other-algorithm-misspelt-equals",
-        "tune-other-algorithm", "tune-other-algorithm-misspelt", "tune-own-hparam", "library-name-misspelt",
+        "tune-other-algorithm", "tune-other-algorithm-misspelt", "tune-own-hparam", "tune-file-algorithm",
+        "library-name-misspelt",
         "library-name-misspelt-other-algorithm"])
 def test_unknown_flag_suggests_closest(capsys, workdir, argv, needles):
+    if "ppo.yaml" in argv:
+        (workdir / "ppo.yaml").write_text("algo: ppo\nenv: CartPole-v1\n")
     code, out, err = run_cli(capsys, *argv)
     assert_one_line_error(code, err, *needles)
-    assert list(workdir.iterdir()) == []
+    assert [p.name for p in workdir.iterdir()] == (["ppo.yaml"] if "ppo.yaml" in argv else [])
 
 
 def test_resume_with_empty_path_is_one_line(capsys, workdir):

@@ -111,10 +111,21 @@ def _parse_naming_algo(p: argparse.ArgumentParser, argv: list[str]) -> argparse.
 
     try:
         known, _ = p.parse_known_args(argv)
-        algo = known.algo or (file_algo(known.config_file, str(p.prog)) if known.config_file else None)
-        p.algo = algorithm_name(algo) if algo else None  # type: ignore[attr-defined]
     except CanterError:
         raise first from None
+    def named(algo: Any) -> str | None:
+        try:
+            return algorithm_name(algo) if algo else None
+        except CanterError:
+            return None
+
+    # the positional, else the -f file's ('-f best.yaml --tau 3' takes 3 for the positional)
+    p.algo = named(known.algo)  # type: ignore[attr-defined]
+    if p.algo is None and known.config_file:  # type: ignore[attr-defined]
+        try:
+            p.algo = named(file_algo(known.config_file, str(p.prog)))  # type: ignore[attr-defined]
+        except CanterError:
+            pass
     if p.algo is None:  # type: ignore[attr-defined]
         raise first
     return p.parse_args(argv)
