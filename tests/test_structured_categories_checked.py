@@ -74,3 +74,19 @@ def test_multidiscrete_observation_of_floats_is_one_line_naming_the_env(vectoriz
             env.reset(seed=0)
     finally:
         env.close()
+
+
+def test_async_error_of_an_observation_outside_its_space_names_no_canter_file():
+    """The worker's line named canter's own check as where it was raised ("reset() raised OutsideSpace: ...
+    (canter/envs/packing.py, line 251)"), where the env returned the value; sync vectorization's line names none."""
+    env = make_vec_env("odd_api_env:MultiDiscreteOut-v0", 2, "async")
+    try:
+        env.reset(seed=0)
+        env.step(np.zeros(2, np.int64))
+        env.step(np.zeros(2, np.int64))
+        with pytest.raises(CanterError, match=r"^env 'odd_api_env:MultiDiscreteOut-v0' failed in an async worker: "
+                                              r"step\(\): the observation holds \[-3, 5\], outside its space "
+                                              r"MultiDiscrete\(\[3 2\], start=\[-1  5\]\)$"):
+            env.step(np.zeros(2, np.int64))
+    finally:
+        env.close()

@@ -36,7 +36,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from canter.errors import CanterError, raised_by_the_call, raised_in
+from canter.errors import CanterError, _library_file, raised_by_the_call, raised_in
 
 _NEXT_STEP = gym.vector.AutoresetMode.NEXT_STEP
 _SILENT = gym.logger.ERROR + 1  # a gymnasium.logger.min_level above every level it logs at
@@ -214,7 +214,7 @@ class _Reporting(gym.Wrapper):
         try:
             result = self.env.reset(**kwargs)
         except Exception as exc:  # noqa: BLE001 - the env's own error, whatever it is
-            raise AsyncEnvError(f"reset() raised {raised_in(exc)}") from None
+            raise AsyncEnvError(_raised("reset()", exc)) from None
         if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict)):
             from canter.envs.vector import GYM_API, reset_result  # an old gym env's obs alone: the parent's traceback
 
@@ -272,7 +272,7 @@ class _Reporting(gym.Wrapper):
             known = _info_error(exc)
             if known is not None:
                 raise AsyncEnvError(str(known).removeprefix("the env's ")) from None
-            raise AsyncEnvError(f"step() raised {raised_in(exc)}") from None
+            raise AsyncEnvError(_raised("step()", exc)) from None
         if not (isinstance(result, tuple) and len(result) == 5):  # else gymnasium's unpacking error in the parent
             from canter.envs.vector import GYM_API, step_result
 
@@ -284,6 +284,18 @@ class _Reporting(gym.Wrapper):
                                 f"dict; {GYM_API}")
         self._check_observation(result[0], "step()")
         return result
+
+
+def _raised(call: str, exc: Exception) -> str:
+    """What a copy's ``reset`` or ``step`` raised, as one line: ``step() raised ValueError: boom (env.py, line 3)``; a
+    :class:`CanterError` of canter's own check of what the env returned (an observation outside its space, packed in
+    the worker: no frame of the user's code) as ``reset(): the observation holds ...``, as sync vectorization words
+    it: :func:`raised_in` named canter's own file and line as where it was raised."""
+    import traceback
+
+    if isinstance(exc, CanterError) and all(_library_file(f.filename) for f in traceback.extract_tb(exc.__traceback__)):
+        return f"{call}: {exc}"
+    return f"{call} raised {raised_in(exc)}"
 
 
 class _Unmade(gym.Env):
