@@ -268,8 +268,19 @@ def _no_native_crash_handler() -> Iterator[None]:
         setattr(ray_constants, NATIVE_HANDLER_ENV, before)
 
 
-#: SIGTERMs taken by the handler :func:`_python_sigterm_handler` installs (see :func:`sigterm_code`)
+#: SIGTERMs taken by the handler :func:`_python_sigterm_handler` installs since Ray last started (see
+#: :func:`sigterm_code`)
 _sigterms: list[int] = []
+#: how many SIGTERMs that handler took in this process, ever (:func:`sigterms_taken`)
+_sigterm_total = 0
+
+
+def sigterms_taken() -> int:
+    """How many SIGTERMs the handler that :func:`connect` puts back after ``ray.init`` took in this process so far: a
+    caller that notes it before a run tells by it after the run whether the run was stopped by one (tune's
+    :func:`~canter.tools.tune_workers.trial_signals`; :data:`_sigterms` is cleared only when Ray next starts, so it
+    still held a SIGTERM of an earlier run in the process)."""
+    return _sigterm_total
 
 
 def _python_sigterm_handler() -> None:
@@ -288,7 +299,9 @@ def _python_sigterm_handler() -> None:
     handler = signal.getsignal(signal.SIGTERM)
     if callable(handler):
         def on_sigterm(signum: int, frame: Any) -> None:
+            global _sigterm_total
             _sigterms.append(signum)
+            _sigterm_total += 1
             handler(signum, frame)
 
         signal.signal(signal.SIGTERM, on_sigterm)

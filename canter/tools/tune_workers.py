@@ -87,12 +87,19 @@ def caused_by_interrupt(exc: BaseException) -> bool:
     return False
 
 
-def stopped_by_sigterm(exc: SystemExit) -> bool:
+def _sigterms_taken() -> int:
+    """:func:`canter.distributed.cluster.sigterms_taken`, or 0 where that module was never imported (no trial used
+    Ray: nothing installed its handler)."""
+    cluster = sys.modules.get("canter.distributed.cluster")
+    return cluster.sigterms_taken() if cluster is not None else 0
+
+
+def stopped_by_sigterm(exc: SystemExit, taken_before: int = 0) -> bool:
     """Whether ``exc`` is the ``SystemExit`` of a SIGTERM taken by a handler that a trial installed: the one
     ``ray.init`` sets (``sys.exit(15)``) for a trial with explorers, which Ray may turn into ``SystemExit(1)`` while it
-    waits (:mod:`canter.distributed.cluster` notes the SIGTERMs it takes)."""
-    cluster = sys.modules.get("canter.distributed.cluster")
-    return exc.code == signal.SIGTERM or bool(getattr(cluster, "_sigterms", None))
+    waits (:mod:`canter.distributed.cluster` counts the SIGTERMs it takes; ``taken_before`` is its count when the trial
+    began: a SIGTERM that stopped an earlier run in this process does not count)."""
+    return exc.code == signal.SIGTERM or _sigterms_taken() > taken_before
 
 
 @contextlib.contextmanager
@@ -105,6 +112,7 @@ def trial_signals() -> Iterator[Callable[[], None]]:
     during the trial's own storage writes (``trial.report``, cut in the middle by ``sys.exit``) is held back too."""
     main = threading.current_thread() is threading.main_thread()
     before = signal.getsignal(signal.SIGTERM) if main else None
+    taken = _sigterms_taken()
 
     def reclaim() -> None:
         if before is not None and signal.getsignal(signal.SIGTERM) is not before:
@@ -113,7 +121,7 @@ def trial_signals() -> Iterator[Callable[[], None]]:
     try:
         yield reclaim
     except SystemExit as exc:
-        if not stopped_by_sigterm(exc):
+        if not stopped_by_sigterm(exc, taken):
             raise
         INTERRUPTS.pending = True
         raise KeyboardInterrupt from None
