@@ -451,6 +451,7 @@ def _closest_checkpoints(base: Path) -> str:
         folder = next((folder.parent / d for d in dirs if (folder.parent / d).is_dir()), folder)
     names = sorted({f.name.rsplit(".", 1)[0] for f in folder.glob("*.json")} |
                    {f.name.rsplit(".", 1)[0] for f in folder.glob("*.safetensors")}) if folder.is_dir() else []
+    names = [n for n in names if not is_dataset(folder / n)]  # data/cartpole: what eval and --init-from refuse
     step = re.fullmatch(r"step-0*(\d+)", base.name)
     steps = sorted(int(n[5:]) for n in names if re.fullmatch(r"step-\d+", n))
     if step and steps:  # the checkpoints saved nearest that step: the one at or before it, and the one after
@@ -463,7 +464,15 @@ def _closest_checkpoints(base: Path) -> str:
         near = [base.name] if base.name in names else closest(base.name, [n for n in names if n[:1] != "."]) or (
             [n for n in ("best", "last") if n in names] if step else [])
     near = [str(folder / n) for n in near] or closest_run_dirs(base)  # else a mistyped run directory's name
+    if not near and not base.parent.is_dir():  # RUN/best with RUN mistyped: the run directories like RUN
+        near = [_in_run(Path(run), base.name) for run in closest_run_dirs(base.parent)]
     return ("; did you mean " + " or ".join(f"'{n}'" for n in near) + "?") if near else ""
+
+
+def _in_run(run: Path, name: str) -> str:
+    """Checkpoint ``name`` of run directory ``run`` (``RUN/checkpoints/best``) where it has one, else ``run``."""
+    present = [base for base in (run / "checkpoints" / name, run / name) if checkpoint_present(base)]
+    return str(present[0] if present else run)
 
 
 def run_dir_hint(path: Path) -> str:

@@ -33,3 +33,23 @@ def test_a_step_checkpoint_of_a_run_that_kept_none_names_best_and_last(tmp_path)
         find_checkpoint(folder / "step-1024")
     with pytest.raises(CanterError, match=r"checkpoint: '[^']*zzz'$"):  # a name like none of them: nothing
         find_checkpoint(folder / "zzz")
+
+
+def test_a_dataset_beside_a_mistyped_path_is_not_suggested(tmp_path):
+    """``canter eval data/cartpol`` suggested 'data/cartpole', a dataset, which eval then refuses."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "cartpole.json").write_text('{"kind": "canter-dataset"}')
+    (data / "cartpole.safetensors").write_bytes(b"")
+    (data / "cartpole-agent.json").write_text("{}")  # a checkpoint beside it is still named
+    with pytest.raises(CanterError, match=rf"checkpoint: '[^']*cartpol'; did you mean '{data / 'cartpole-agent'}'\?$"):
+        find_checkpoint(data / "cartpol")
+
+
+def test_a_mistyped_run_directory_followed_by_a_checkpoint_name_names_the_run(tmp_path):
+    """``canter eval runs/ppo-c/best`` (the run directory's name mistyped) suggested nothing."""
+    folder = _checkpoints(tmp_path, "best")
+    with pytest.raises(CanterError, match=rf"did you mean '{folder / 'best'}'\?$"):
+        find_checkpoint(tmp_path / "rnu" / "best")
+    with pytest.raises(CanterError, match=rf"did you mean '{tmp_path / 'run'}'\?$"):  # no 'last': the run itself
+        find_checkpoint(tmp_path / "rnu" / "last")
