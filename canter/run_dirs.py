@@ -131,11 +131,12 @@ TUNE_TRIALS_HEADER = "number,state,value,steps,seconds"
 
 def is_tune_output(path: Path) -> bool:
     """Whether the folder ``path`` (no run directory: it has no ``config.yaml``) is a canter tune output: its
-    ``best.yaml``, the agents it keeps (:func:`tune_agents`, also of ``OUT/agents``), or its ``trials.csv``, which a
-    study whose trials all failed writes without the others."""
+    ``best.yaml``, the agents it keeps (:func:`tune_agents`, also of ``OUT/agents``), its ``study.db`` (tune's default
+    storage: all a study stopped before any trial finished holds), or its ``trials.csv``, which a study whose trials
+    all failed writes without the others."""
     if (path / "config.yaml").exists():
         return False
-    if (path / "best.yaml").is_file() or tune_agents(path):
+    if (path / "best.yaml").is_file() or tune_agents(path) or (path / "study.db").is_file():
         return True
     try:
         with open(path / "trials.csv", encoding="utf-8") as f:

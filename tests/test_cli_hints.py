@@ -163,3 +163,13 @@ def test_resuming_a_tune_outputs_agents_folder_says_it_is_one(capsys, workdir):
     assert_one_line_error(code, err, f"'{agents}' is a canter tune output", "same canter tune command")
     code, _, err = run_cli(capsys, "eval", str(agents))
     assert_one_line_error(code, err, f"'{agents}' is a canter tune output", f"'{agents / 'trial-3'}'")
+
+
+def test_resuming_a_tune_output_holding_only_its_study_says_it_is_one(capsys, workdir):
+    """A tune stopped before any trial finished leaves OUT/study.db alone: '--resume OUT' said it 'has no
+    checkpoints/last to resume from', as of a run directory."""
+    out = workdir / "tune-ppo-CartPole-v1"
+    out.mkdir()
+    (out / "study.db").write_bytes(b"")
+    code, _, err = run_cli(capsys, "train", "--resume", str(out))
+    assert_one_line_error(code, err, f"'{out}' is a canter tune output, not a run directory", "same canter tune command")
