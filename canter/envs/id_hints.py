@@ -17,11 +17,40 @@ def entry_module(entry_point: Any) -> str | None:
     return getattr(entry_point, "__module__", None)
 
 
+def module_ids(name: str) -> list[str]:
+    """The env ids that module ``name`` registers (Gymnasium's whose entry point is in it, then canter's)."""
+    own = [i for i, spec in gym.registry.items() if entry_module(spec.entry_point) == name]
+    return own + [i for i in _REGISTRY["env"] if registered_by("env", i) == name]
+
+
+def module_given(env_id: str) -> CanterError | None:
+    """The error for ``--env mtx``, a module that registers envs given without ``:ID`` (it was 'unknown env id', with
+    417 choices): its ids, when ``env_id`` names a module that can be found and imports (an import that fails, or a
+    module that registers no env, is left to the unknown id's error); else None."""
+    import importlib
+    import importlib.util
+    import re
+
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", env_id):
+        return None
+    try:
+        if importlib.util.find_spec(env_id) is None:
+            return None
+        importlib.import_module(env_id)
+    except (Exception, SystemExit):  # noqa: BLE001 - not a module that imports: the id's own error says what it is
+        return None
+    ids = module_ids(env_id)
+    if not ids:
+        return None
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return CanterError(f"env '{env_id}' is a module, not an env id; pass one of the ids it registers as "
+                       f"--env {env_id}:ID, e.g. --env {env_id}:{ids[0]} (it registers {shown})")
+
+
 def ids_hint(module: Any, env_id: str) -> str:
     """The ids ``module`` registers nearest ``env_id`` (all of them, up to 3, for an empty one), or how to register one."""
     name = module.__name__
-    own = [i for i, spec in gym.registry.items() if entry_module(spec.entry_point) == name]
-    own += [i for i in _REGISTRY["env"] if registered_by("env", i) == name]
+    own = module_ids(name)
     near = [f"{name}:{c}" for c in (closest(env_id, own) if env_id else own[:3])] or (
         closest(env_id, list(gym.registry)) if env_id else [])
     if near:
