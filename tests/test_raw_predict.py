@@ -184,3 +184,21 @@ def test_one_multidiscrete_observation_as_a_python_list(tmp_path):
         x, single = a.as_batch([o.tolist() for o in raw])
         assert not single
         np.testing.assert_array_equal(x, np.stack([packer(o) for o in raw]))
+
+
+def test_one_multidiscrete_observation_as_a_python_tuple(tmp_path):
+    """(3, 2) for a MultiDiscrete([3, 4], start=[1, 0]) observation was taken for a Tuple observation and refused
+    ("expected one observation of shape (7,) ..., got an array of shape (2,)"), where the same numbers as a list were
+    taken; a tuple of tuples is a batch. The reset pair (obs, info) is still named."""
+    agent, path = _saved("multidiscrete", tmp_path / "agent")
+    env, packer = _env_and_packer("multidiscrete")
+    raw = [env.reset(seed=i)[0] for i in range(4)]
+    for a in (agent, canter.load(path)):
+        x, single = a.as_batch(tuple(raw[0].tolist()))
+        assert single
+        np.testing.assert_array_equal(x, packer(raw[0])[None])
+        x, single = a.as_batch(tuple(tuple(o.tolist()) for o in raw))
+        assert not single
+        np.testing.assert_array_equal(x, np.stack([packer(o) for o in raw]))
+        with pytest.raises(CanterError, match=r"pass the observation alone"):
+            a.as_batch(env.reset(seed=0))

@@ -50,12 +50,14 @@ def is_raw(space: gym.Space, obs: Any) -> bool:
     layout = packed_layout(space)
     if not layout:
         return False
-    if isinstance(obs, (dict, tuple)) or (isinstance(obs, list) and obs and isinstance(obs[0], (dict, tuple))):
+    plain = len(layout) == 1 and not layout[0].get("path")  # a MultiDiscrete / MultiBinary observation alone
+    if (isinstance(obs, (dict, tuple)) and not (plain and isinstance(obs, tuple))) or (  # (1, -2): its numbers, below
+            isinstance(obs, list) and obs and isinstance(obs[0], (dict, tuple))):
         top = _steps(layout[0].get("path", ""))[:1]
         if isinstance(obs, tuple) and not (top and isinstance(top[0], int)):
             return False  # a tuple for a Dict: (obs, info) from env.reset(), which as_batch names
         return bool(top) or isinstance(obs, list)
-    if len(layout) != 1 or layout[0].get("path"):
+    if not plain:
         return False
     try:
         x = np.asarray(obs)
