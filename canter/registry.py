@@ -119,18 +119,23 @@ def import_user_module(name: str, why: str) -> ModuleType:
         raise import_failure(name, why, exc) from None
 
 
+def submodules(package: str) -> list[str]:
+    """The names of the modules in ``package`` (``my_pkg``: ``components``, ``envs``), sorted; [] for a package that
+    fails to import or a module that is no package (nothing to suggest from)."""
+    import pkgutil
+
+    try:
+        return sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(package).__path__))
+    except Exception:  # noqa: BLE001 - a parent that fails to import, or a module that is no package: no hint
+        return []
+
+
 def _closest_module(missing: str) -> str:
     """``"; did you mean 'my_pkg.components'?"`` for a missing ``my_pkg.componets`` whose package imports: the
     modules beside it that look most like it; ``""`` for a top-level name (which any installed module might
     resemble) or none close."""
-    import pkgutil
-
     parent, _, leaf = missing.rpartition(".")
-    try:
-        found = [m.name for m in pkgutil.iter_modules(importlib.import_module(parent).__path__)] if parent else []
-    except Exception:  # noqa: BLE001 - a parent that fails to import, or a module that is no package: no hint
-        return ""
-    near = closest(leaf, found)
+    near = closest(leaf, submodules(parent)) if parent else []
     return ("; did you mean " + " or ".join(f"'{parent}.{n}'" for n in near) + "?") if near else ""
 
 
