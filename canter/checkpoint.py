@@ -392,7 +392,7 @@ def find_checkpoint(path: str | Path) -> Path:
                               f"checkpoints, e.g. '{periodic[-1]}'")
         if not (p / "config.yaml").exists():
             # canter tune's OUT (or OUT/agents): the best trial's agent, OUT/agents/trial-N, is what to pass
-            from canter.run_dirs import held_count, runs_held, tune_agents
+            from canter.run_dirs import held_count, not_a_run_dir, runs_held, tune_agents
 
             kept = sorted(tune_agents(p), key=_trial_number)
             if kept:
@@ -404,7 +404,7 @@ def find_checkpoint(path: str | Path) -> Path:
             if held:
                 raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/); it holds "
                                   f"{held_count(held)}, such as '{held[0]}': pass one of them")
-            raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/)")
+            raise not_a_run_dir(p)
         raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
     base = checkpoint_base(p)
     if not checkpoint_present(base):

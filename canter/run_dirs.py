@@ -145,6 +145,16 @@ def is_tune_output(path: Path) -> bool:
         return False
 
 
+def not_a_run_dir(path: Path) -> CanterError:
+    """The error for a folder given where a run directory or checkpoint is expected, with no config.yaml, no
+    checkpoints and no tune agents in it: a tune output that kept no agent (stopped before any trial finished:
+    only its study.db; or every trial failed) is named as one."""
+    if is_tune_output(path):  # was 'not a canter run directory (no config.yaml or checkpoints/)'
+        return CanterError(f"'{path}' is a canter tune output that has kept no agent yet (no trial finished), not a run "
+                           f"directory; its study continues when the same canter tune command runs again")
+    return CanterError(f"'{path}' is not a canter run directory (no config.yaml or checkpoints/)")
+
+
 def nothing_to_resume(run_dir: Path) -> CanterError:
     """The error for resuming ``run_dir``, which has no ``checkpoints/last``: what to do where its run stopped
     before its first checkpoint (a one-line error of its own where a process is writing it: a run still starting)."""

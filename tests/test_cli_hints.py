@@ -173,3 +173,13 @@ def test_resuming_a_tune_output_holding_only_its_study_says_it_is_one(capsys, wo
     (out / "study.db").write_bytes(b"")
     code, _, err = run_cli(capsys, "train", "--resume", str(out))
     assert_one_line_error(code, err, f"'{out}' is a canter tune output, not a run directory", "same canter tune command")
+
+
+def test_evaluating_a_tune_output_holding_only_its_study_says_it_is_one(capsys, workdir):
+    """'canter eval OUT' of a tune stopped before any trial finished said 'is not a canter run directory (no
+    config.yaml or checkpoints/)'."""
+    out = workdir / "tune-ppo-CartPole-v1"
+    out.mkdir()
+    (out / "study.db").write_bytes(b"")
+    code, _, err = run_cli(capsys, "eval", str(out))
+    assert_one_line_error(code, err, f"'{out}' is a canter tune output that has kept no agent yet", "same canter tune")
