@@ -153,7 +153,8 @@ def test_a_registered_env_factory_without_render_mode_plays(tmp_path, monkeypatc
     env.reset(seed=0)
     assert [env.step(0)[3] for _ in range(3)][-1]  # truncated at its 3 steps
     env.close()
-    with pytest.raises(CanterError, match="cannot make env 'my_plain_factory:PlainFactory-v0' \\(render_mode='rgb_array'"):
+    with pytest.raises(CanterError, match="'my_plain_factory:PlainFactory-v0' cannot render: its registered factory "
+                                          "my_plain_factory.make refused render_mode='rgb_array'"):
         make_env("my_plain_factory:PlainFactory-v0", render_mode="rgb_array")
 
 
