@@ -28,7 +28,8 @@ def make_render_env(env_id: str, mode: str | None, seed: int = 0, env_kwargs: di
     """``make_env`` with ``render_mode=mode``, checked by rendering one frame (CanterError if it cannot): see
     :func:`_make_render_env`. Gymnasium's warning that the env is made with a render mode it does not list is held
     back (:func:`unlisted_render_mode_held`): canter's one-line error says it where the mode cannot render."""
-    with unlisted_render_mode_held(), sdl_complaints_held(mode):  # SDL's no-display lines before a refusal: dropped
+    shown = mode if mode is not None else (env_kwargs or {}).get("render_mode")  # as _make_render_env resolves it
+    with unlisted_render_mode_held(), sdl_complaints_held(shown):  # SDL's no-display lines before a refusal: dropped
         return _make_render_env(env_id, mode, seed, env_kwargs, vectorization)
 
 

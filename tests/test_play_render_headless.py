@@ -105,3 +105,14 @@ def test_the_driver_a_recording_set_is_not_taken_for_the_users_when_holding(no_d
         os.write(2, b"not held\n")
         raise NoWindow("no window")
     assert capfd.readouterr().err == "not held\n"
+
+
+def test_sdls_own_complaint_does_not_come_before_the_refusal_of_a_render_mode_in_env_kwargs(no_display, monkeypatch,
+                                                                                           capfd):
+    """A render_mode 'human' given in env_kwargs (a run trained with it) is refused as --render's is; the holding read
+    only --render's mode, so SDL's 'XDG_RUNTIME_DIR is invalid or not set' line still came before the refusal."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "")
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    with pytest.raises(CanterError, match=r"--render opened no window"):
+        make_render_env("CartPole-v1", None, env_kwargs={"render_mode": "human"})
+    assert "XDG_RUNTIME_DIR" not in capfd.readouterr().err
