@@ -169,3 +169,33 @@ def test_a_box_observation_of_another_shape_with_as_many_values_is_refused_by_ei
             env.reset(seed=0)
     finally:
         env.close()
+
+
+class ComplexBox(gym.Env):
+    """A float32 Box (2,) whose observations are complex numbers."""
+
+    observation_space, action_space = gym.spaces.Box(0.0, 10.0, (2,), np.float32), gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        return np.array([1 + 2j, 3]), {}
+
+    def step(self, action):  # noqa: D102
+        return np.array([1 + 2j, 3]), 0.0, False, False, {}
+
+
+register("env", "ComplexBox-test")(ComplexBox)
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "async"])
+def test_complex_observations_of_a_float_box_are_refused_by_either_vectorization(vectorization):
+    """Sync vectorization refuses complex numbers where a Box holds floats ('Cannot cast array data from
+    dtype('complex128') to dtype('float32')'); 3f93950 checked integer Boxes only, so an async worker's copy into its
+    shared array dropped their imaginary parts (NumPy's ComplexWarning, and training went on)."""
+    env = make_vec_env("ComplexBox-test", 2, vectorization)
+    try:
+        with pytest.raises(CanterError, match=r"^env 'ComplexBox-test'.* an observation that does not fit its "
+                                              r"observation space Box\(shape=\(2,\), float32\): .*complex128"):
+            env.reset(seed=0)
+    finally:
+        env.close()

@@ -228,8 +228,9 @@ class _Reporting(gym.Wrapper):
         (:func:`canter.envs.vector._observation_error`) and the worker's copy into its shared array took without a
         word: one of a Discrete space that is not one whole number (``3.0``, ``array([3])``; a bool, ``True``, is
         taken, as sync vectorization copies it as 1), one of a Box of another shape with as many values (flattened
-        into the space's: a (2, 3) observation of a (3, 2) space had its values moved), or values of an integer Box
-        that NumPy's stacking does not cast to its dtype (floats: ``1.5`` was copied as 1)."""
+        into the space's: a (2, 3) observation of a (3, 2) space had its values moved), or values that NumPy's
+        stacking does not cast to the Box's dtype (floats of an integer Box: ``1.5`` was copied as 1; complex numbers of
+        a float Box: their imaginary parts dropped)."""
         space = self.observation_space
         if isinstance(space, gym.spaces.Discrete):
             if np.shape(obs) == () and np.asarray(obs).dtype.kind in "iub":
@@ -240,12 +241,11 @@ class _Reporting(gym.Wrapper):
                 given = np.asarray(obs)
             except (ValueError, TypeError):  # ragged: the shared array's own error says so
                 return
-            if given.dtype.kind not in "biuf":  # None: stored as NaN, which the divergence guard names
+            if given.dtype.kind not in "biufc":  # None: stored as NaN, which the divergence guard names
                 return
             if given.shape != space.shape and given.size == int(np.prod(space.shape)):  # (else that error)
                 problem = f"not of its shape {space.shape}"
-            elif (space.dtype is not None and space.dtype.kind in "iu"
-                  and not np.can_cast(given.dtype, space.dtype, "same_kind")):
+            elif space.dtype is not None and not np.can_cast(given.dtype, space.dtype, "same_kind"):
                 problem = f"{given.dtype} values, which sync vectorization does not cast to its {space.dtype}"
             else:
                 return
