@@ -70,17 +70,22 @@ def sdl_complaints_held(mode: str | None) -> Iterator[None]:
     renders its first frame for ``--render`` (``mode`` ``human``) without a display or an SDL driver the user chose
     (:func:`chosen_sdl_driver`): where that ends in the refusal of a windowless driver (:func:`drew_nowhere`), what
     was held (SDL's complaints of no display) is dropped; otherwise it is written out as it would have been.
-    Elsewhere nothing is held."""
+    Elsewhere (or without a temporary file to hold it in) nothing is held."""
     if mode != "human" or not no_display() or chosen_sdl_driver() is not None:
         yield
         return
     try:
         sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):  # no descriptor 2 to hold
+        held = tempfile.TemporaryFile()
+    except (OSError, ValueError, AttributeError):  # no temporary file to hold it in (no writable temporary directory)
         yield
         return
-    held = tempfile.TemporaryFile()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 to hold
+        held.close()
+        yield
+        return
     os.dup2(held.fileno(), 2)
     refused = False
     try:

@@ -116,3 +116,13 @@ def test_sdls_own_complaint_does_not_come_before_the_refusal_of_a_render_mode_in
     with pytest.raises(CanterError, match=r"--render opened no window"):
         make_render_env("CartPole-v1", None, env_kwargs={"render_mode": "human"})
     assert "XDG_RUNTIME_DIR" not in capfd.readouterr().err
+
+
+def test_render_without_a_usable_temporary_directory_is_still_the_one_line_refusal(no_display, monkeypatch):
+    """Holding SDL's complaints needs a temporary file; where none can be made (no writable temporary directory) the
+    refusal was tempfile's FileNotFoundError traceback: nothing is held there."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", "/nonexistent/canter-no-tmp")
+    with pytest.raises(CanterError, match=r"--render opened no window"):
+        make_render_env("CartPole-v1", "human")
