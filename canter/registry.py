@@ -385,10 +385,17 @@ def import_user_modules(modules: Any, where: str, config: Any = None) -> None:
         except CanterError:
             near = closest(name, registered(kind))
             hint = " (did you mean " + " or ".join(f"'{n}'" for n in near) + "?)" if near else ""
+            main = ("one registered in a script or notebook (__main__) is not recorded; register it again before "
+                    "loading (import or run its definition), or train with it in a module ('imports: [my_pkg.parts]') "
+                    "or as module:Class")
+            if modules:  # they imported, and none registers the name now: renamed or removed there, or __main__'s
+                said = ", ".join(f"'{m}'" for m in modules)
+                main = (f"the module{'s' if len(modules) > 1 else ''} it recorded ({said}) imported and "
+                        f"register{'' if len(modules) > 1 else 's'} no {kind} of that name (renamed or removed "
+                        f"there?), and " + main)
+            why = ": " + main
             raise CanterError(f"{where} was trained with {kind} '{name}', which nothing registers in this process"
-                              f"{hint}: one registered in a script or notebook (__main__) "
-                              f"is not recorded; register it again before loading (import or run its definition), "
-                              f"or train with it in a module ('imports: [my_pkg.parts]') or as module:Class") from None
+                              f"{hint}{why}") from None
 
 
 def import_modules(modules: list[str], why: str) -> None:

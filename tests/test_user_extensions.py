@@ -1,0 +1,44 @@
+"""A user's components registered by name in a module (tests/user_ext_parts.py), as the docs show: what a
+run records of them, and the errors when they cannot be found again."""
+import pytest
+
+import canter
+from canter.errors import CanterError
+
+NAMES = (("model", "user_ext_ac"), ("algorithm", "user_ext_ppo_l2"))
+
+
+@pytest.fixture(autouse=True)
+def _forget_user_parts():
+    """The user's names registered for one test only: later tests list the registry (canter list, error hints)."""
+    import sys
+
+    from canter.registry import _REGISTERED_BY, _REGISTRY
+
+    yield
+    for kind, name in NAMES:
+        _REGISTRY[kind].pop(name, None)
+        _REGISTERED_BY.pop((kind, name), None)
+    sys.modules.pop("user_ext_parts", None)
+
+
+def test_loading_a_run_whose_module_no_longer_registers_its_model_says_so(tmp_path):
+    """The recorded module imported, but registers the model under another name now (renamed): loading said only
+    that a component registered in __main__ is not recorded and to train with it in a module ('imports:
+    [my_pkg.parts]'), which the run had done."""
+    import user_ext_parts  # noqa: F401 - registers user_ext_ac
+    from canter.registry import _REGISTRY
+
+    trainer = canter.make_trainer("ppo", "CartPole-v1", model="user_ext_ac", imports=["user_ext_parts"],
+                                  eval_episodes=0)
+    trainer.save_agent(tmp_path / "agent")
+    trainer.close()
+    model = _REGISTRY["model"].pop("user_ext_ac")  # the module, already imported, registers it no more
+    try:
+        with pytest.raises(CanterError, match=r"trained with model 'user_ext_ac', which nothing registers in this "
+                                              r"process.*: the module it recorded \('user_ext_parts'\) imported and "
+                                              r"registers no model of that name \(renamed or removed there\?\)"):
+            canter.load(tmp_path / "agent")
+    finally:
+        _REGISTRY["model"]["user_ext_ac"] = model
+    assert type(canter.load(tmp_path / "agent").algorithm.model).__name__ == "UserExtAC"
