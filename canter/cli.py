@@ -23,6 +23,10 @@ def _import_early(argv: list[str]) -> None:
     """Import the ``imports`` that ``-f FILE`` and ``--set imports=...`` give, before the algorithm is looked up."""
     from canter.config_imports import import_config_imports
 
+    given = next((a for a in argv if a == "--import" or a.startswith("--import=")), None)
+    if given is not None:  # canter list's flag: the run's algorithm, named by the module, was an unknown name before
+        raise CanterError("canter train has no --import (canter list's flag): a run imports its modules with "
+                          "--set imports=[MODULE] or 'imports: [MODULE]' in its -f FILE, which the run records")
     sets = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--set"] + [
         a.split("=", 1)[1] for a in argv if a.startswith("--set=")]
     import_config_imports(_config_file_arg(argv), {}, sets)

@@ -42,3 +42,13 @@ def test_loading_a_run_whose_module_no_longer_registers_its_model_says_so(tmp_pa
     finally:
         _REGISTRY["model"]["user_ext_ac"] = model
     assert type(canter.load(tmp_path / "agent").algorithm.model).__name__ == "UserExtAC"
+
+
+@pytest.mark.parametrize("flag", [["--import", "user_ext_parts"], ["--import=user_ext_parts"]])
+def test_train_given_list_import_flag_says_how_a_run_imports(capsys, flag):
+    """'canter train user_ext_ppo_l2 --import user_ext_parts' (canter list's flag) was "unknown algorithm
+    'user_ext_ppo_l2'; did you mean 'ppo'": the algorithm was looked up before the unknown flag was found."""
+    from support import assert_one_line_error, run_cli
+
+    code, _, err = run_cli(capsys, "train", "user_ext_ppo_l2", "--env", "CartPole-v1", *flag)
+    assert_one_line_error(code, err, "canter train has no --import", "--set imports=[MODULE]")
