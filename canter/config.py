@@ -449,7 +449,7 @@ def resolve_config(
         if same_env_id(str(meta.get("env")), run.env) and meta.get("env_kwargs") and not run.env_kwargs:
             run.env_kwargs = dict(meta["env_kwargs"])
         modules = meta.get("user_modules") or []  # they register its env by name: imported, and recorded with the run
-        import_user_modules(modules, f"dataset {run.dataset}")
+        import_user_modules(modules, f"dataset {run.dataset}", made="collected")
         run.imports = [*run.imports, *(m for m in modules if m not in run.imports)]
     return run, algo_cfg
 

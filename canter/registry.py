@@ -368,15 +368,15 @@ def registered_by(kind: str, name: str) -> str | None:
     return module if isinstance(module, str) else None
 
 
-def import_user_modules(modules: Any, where: str, config: Any = None) -> None:
+def import_user_modules(modules: Any, where: str, config: Any = None, made: str = "trained") -> None:
     """Import the modules :func:`user_modules` recorded for a run (``where`` names the run or checkpoint
     in the error), so that the registered names of its config are found; a module that cannot be
     imported is a one-line :class:`CanterError`. A name of ``config`` (the run's) that is still not
     registered then (a component registered in a script's ``__main__``, which no module records) is one
-    line saying how to make it found."""
+    line saying how to make it found. ``made``: what ``where`` was made by (a dataset is ``collected``)."""
     if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
         raise CanterError(f"{where} has an invalid 'user_modules' entry: {modules!r:.200}")
-    import_modules(modules, f", which registered components that {where} was trained with")
+    import_modules(modules, f", which registered components that {where} was {made} with")
     for kind, name in _config_names(config) if isinstance(config, dict) else []:
         if kind == "env" or (kind == "encoder" and name == "auto"):  # env: a Gymnasium id too, made later, where
             continue  # an unknown id has its own line; encoder auto: picked by the models

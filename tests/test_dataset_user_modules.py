@@ -36,3 +36,21 @@ def test_an_offline_run_imports_the_modules_its_dataset_records(tmp_path, monkey
     assert run.env == "DsWalk-v0" and "DsWalk-v0" in _REGISTRY["env"]
     assert run.imports == ["my_ds_envs"]  # recorded with the run: eval and --resume import it too
     assert TransitionDataset.load(tmp_path / "data").user_modules == ["my_ds_envs"]
+
+
+def test_a_dataset_whose_recorded_module_is_gone_says_it_was_collected_with_it(tmp_path):
+    """'cannot import module ..., which registered components that dataset D was trained with': a dataset is
+    collected, not trained."""
+    import pytest
+
+    from canter.errors import CanterError
+
+    n = 2
+    obs = np.zeros((n, 4), np.float32)
+    TransitionDataset(obs=obs, actions=np.zeros(n, np.int64), rewards=np.ones(n, np.float32), next_obs=obs,
+                      terminated=np.zeros(n, bool), truncated=np.zeros(n, bool), env_id="CartPole-v1",
+                      observation_space=gym.spaces.Box(-np.inf, np.inf, (4,), np.float32),
+                      action_space=gym.spaces.Discrete(2), user_modules=["gone_ds_parts"]).save(tmp_path / "data")
+    with pytest.raises(CanterError, match=r"cannot import module 'gone_ds_parts', which registered components that "
+                                          r"dataset .* was collected with: No module named 'gone_ds_parts'"):
+        resolve_config("bc", None, sets=[f"dataset={tmp_path / 'data'}"])
