@@ -35,6 +35,11 @@ FORMAT = "canter-checkpoint"
 FORMAT_VERSION = 1
 
 
+class UnsavableValue(CanterError, TypeError):
+    """A value of the state to checkpoint that no checkpoint holds (a set, an object): one line naming its place
+    (a user's callback ``state_dict``, an algorithm's ``extra_state``); a ``TypeError`` too, as it was."""
+
+
 def flatten_state(tree: Any, prefix: str = "") -> tuple[Any, dict[str, torch.Tensor]]:
     """Split ``tree`` into a JSON-safe skeleton and a dict of tensors."""
     tensors: dict[str, torch.Tensor] = {}
@@ -64,7 +69,9 @@ def flatten_state(tree: Any, prefix: str = "") -> tuple[Any, dict[str, torch.Ten
             return node.item()
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
-        raise TypeError(f"cannot checkpoint value of type {type(node).__name__} at '{path}'")
+        raise UnsavableValue(f"cannot checkpoint value of type {type(node).__name__} at '{path}': a checkpoint holds "
+                             f"tensors, arrays, numbers, strings, None, and lists and dicts of them (what a "
+                             f"callback's state_dict() or an algorithm's extra_state() returns must be such)")
 
     return walk(tree, prefix), tensors
 

@@ -52,3 +52,14 @@ def test_train_given_list_import_flag_says_how_a_run_imports(capsys, flag):
 
     code, _, err = run_cli(capsys, "train", "user_ext_ppo_l2", "--env", "CartPole-v1", *flag)
     assert_one_line_error(code, err, "canter train has no --import", "--set imports=[MODULE]")
+
+
+def test_a_callback_state_no_checkpoint_holds_is_one_line(capsys, tmp_path):
+    """A user's callback whose state_dict() returned a set ended 'canter train' with a traceback ("TypeError: cannot
+    checkpoint value of type set at ...") and exit code 1."""
+    from support import TINY_ARGV, assert_one_line_error, run_cli
+
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY_ARGV, "--run-dir",
+                           str(tmp_path / "run"), "--set", "callbacks=[user_ext_callbacks:SetState]")
+    assert_one_line_error(code, err, "cannot checkpoint value of type set at 'trainer.hooks.SetState#0.seen'",
+                          "callback's state_dict()")
