@@ -180,8 +180,12 @@ class Hooks:
         """Attach a callback object (any object with some of the hook methods); ``first``: its hooks run
         before those attached so far."""
         hooks = [h for h in HOOKS if _overrides(cb, h)]
-        if not hooks:
-            raise CanterError(f"{cb!r} has none of the hook methods {', '.join(HOOKS)}")
+        if not hooks:  # named by its class, as a config names it ('<my_pkg.cb.Cb object at 0x7f...>' said little)
+            cls = type(cb)
+            own = [a for a in vars(cls) if not a.startswith("__") and callable(vars(cls)[a])]
+            theirs = f" (it defines {', '.join(own[:6])}: none is called)" if own else ""
+            raise CanterError(f"callback {cls.__module__}:{cls.__qualname__} has none of the hook methods "
+                              f"{', '.join(HOOKS)}{theirs}")
         for h in hooks:
             _check_callable_as(cb, h)
         warn_misspelled_methods(cb, HOOKS, Callback, SB3_METHODS)  # never called: said when attached

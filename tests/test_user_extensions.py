@@ -63,3 +63,15 @@ def test_a_callback_state_no_checkpoint_holds_is_one_line(capsys, tmp_path):
                            str(tmp_path / "run"), "--set", "callbacks=[user_ext_callbacks:SetState]")
     assert_one_line_error(code, err, "cannot checkpoint value of type set at 'trainer.hooks.SetState#0.seen'",
                           "callback's state_dict()")
+
+
+def test_a_config_callback_without_hooks_is_named_by_its_class(capsys, tmp_path):
+    """callbacks: [{user_ext_callbacks:NoHook: {tag: hi}}] whose only method is no hook was "<user_ext_callbacks.NoHook
+    object at 0x7f...> has none of the hook methods ...", naming an object's address, not the config's entry."""
+    from support import TINY_ARGV, assert_one_line_error, run_cli
+
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *TINY_ARGV, "--run-dir",
+                           str(tmp_path / "run"), "--set", "callbacks=[{user_ext_callbacks:NoHook: {tag: hi}}]")
+    line = assert_one_line_error(code, err, "callback user_ext_callbacks:NoHook has none of the hook methods",
+                                 "(it defines on_update: none is called)")
+    assert "object at 0x" not in line

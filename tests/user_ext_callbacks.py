@@ -1,4 +1,5 @@
-"""A user's callback whose state_dict() returns what no checkpoint holds (a set), for tests/test_user_extensions.py."""
+"""User callbacks for tests/test_user_extensions.py: one whose state_dict() returns what no checkpoint holds (a
+set), and one whose only method is no hook (Stable-Baselines3-like ``on_update``)."""
 from canter.callbacks import Callback
 
 
@@ -16,3 +17,13 @@ class SetState(Callback):
 
     def load_state_dict(self, state):
         self.seen = set(state["seen"])
+
+
+class NoHook(Callback):
+    """Counts updates in a method no trainer calls."""
+
+    def __init__(self, tag="x"):
+        self.tag, self.n = tag, 0
+
+    def on_update(self, trainer, losses):
+        self.n += 1
