@@ -91,6 +91,12 @@ def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, ac
             "and the keyword arguments model, seed and device", observation_space, action_space, algo_cfg,
             model=run.model, seed=run.seed, device=run.device)
     set_conv_precision(algorithm.modules().values(), run.conv_precision)
+    if algo_cls.__module__.split(".")[0] != "canter" and unsaved_parts(algorithm):  # a user's: its state lost
+        from canter.errors import CanterWarning, warn
+
+        warn(CanterWarning(f"algorithm {algo_cls.__module__}:{algo_cls.__qualname__} holds "
+                           f"{', '.join(unsaved_parts(algorithm))}, which its modules() and optimizers() do not return: "
+                           f"checkpoints, canter.load and --resume do not save or restore them (return them there)"))
     agent_name = run.agent or getattr(algo_cls, "agent_class", None)  # recurrent_ppo: its RecurrentAgent
     agent_cls = lookup("agent", agent_name) if agent_name else Agent
     check_agent_fits(algo_cls, agent_cls, agent_name or "agent")
@@ -104,3 +110,17 @@ def _make_single_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, ac
                           f"canter.agents.agent.Agent): a registered agent factory must return one")
     agent.torch_threads = threads
     return agent
+
+
+def unsaved_parts(algorithm: Any) -> list[str]:
+    """The attributes of ``algorithm`` that hold a torch module with parameters or a torch optimizer which its
+    ``modules()`` and ``optimizers()`` (what a checkpoint saves) do not return, each as ``'self.NAME'``: a user's
+    algorithm that added a network of its own (an auxiliary head) lost its weights on every load and resume."""
+    saved = {id(p) for m in algorithm.modules().values() for p in m.parameters()}
+    optimizers = [id(o) for o in algorithm.optimizers().values()]
+    out = []
+    for name, value in vars(algorithm).items():
+        if (isinstance(value, torch.nn.Module) and any(id(p) not in saved for p in value.parameters())) or (
+                isinstance(value, torch.optim.Optimizer) and id(value) not in optimizers):
+            out.append(f"self.{name}")
+    return out
