@@ -394,7 +394,7 @@ def resume_trainer(
         cfg["max_seconds"] = max_seconds
     check_resume_device(cfg.get("device"), run_dir)
     run = build(RunConfig, cfg, from_python=set(settings))  # (canter train --resume gives None for none refused)
-    algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values)
+    algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values, f"checkpoint {base}")
     check_continues(run_dir, meta, run, max_steps, max_seconds, flags)
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
@@ -474,7 +474,7 @@ def load(path: str | Path, weights_only: bool = True, device: str | None = None)
     import_user_modules(meta.get("user_modules", []), f"checkpoint {base}", meta.get("config"))  # register its names
     cfg["device"] = load_device(cfg.get("device"), device)
     run = build(RunConfig, cfg)
-    algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values)
+    algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values, f"checkpoint {base}")
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
     with global_rngs_kept():  # building the agent seeds them, for initial weights the checkpoint replaces
         agent = make_agent(run, algo_cfg, *spaces)

@@ -76,10 +76,21 @@ def build(cls: type, values: dict[str, Any], section: str = "", from_python: Col
     return obj
 
 
-def build_saved_hparams(cls: type, values: dict[str, Any]) -> Any:
+def build_saved_hparams(cls: type, values: dict[str, Any], where: str = "the checkpoint") -> Any:
     """Config ``cls`` from a checkpoint's hyperparameters ``values``, those it predates as they were then:
     ``cls.former_defaults`` maps a hyperparameter whose default changed after checkpoints first went without
-    it to the value such a checkpoint was trained with (a checkpoint saves every hyperparameter it knew)."""
+    it to the value such a checkpoint was trained with (a checkpoint saves every hyperparameter it knew). One that
+    ``cls`` no longer has (renamed in a user's algorithm since) is a one-line :class:`CanterError` saying it is
+    ``where``'s (``checkpoint PATH``), not an unknown key the user gave."""
+    from canter.errors import closest
+
+    gone = [k for k in values if k not in fields_of(cls)]
+    if gone:
+        near = closest(gone[0], fields_of(cls))
+        hint = f" (renamed {' or '.join(repr(n) for n in near)}?)" if near else ""
+        raise CanterError(f"{where} was trained with hyperparameter 'hparams.{gone[0]}', which the algorithm's config "
+                          f"{cls.__module__}:{cls.__qualname__} no longer has{hint}: the algorithm changed since the "
+                          f"checkpoint was saved; load it with the algorithm as it was, or give the hyperparameter back")
     return build(cls, {**getattr(cls, "former_defaults", {}), **values}, section="hparams.")
 
 

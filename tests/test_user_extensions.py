@@ -103,3 +103,29 @@ def test_canters_own_algorithms_save_every_network_they_hold(algo, env):
         trainer = canter.make_trainer(algo, env, n_envs=1, eval_episodes=0)
     assert unsaved_parts(trainer.agent.algorithm) == []
     trainer.close()
+
+
+def test_loading_a_checkpoint_of_a_hyperparameter_its_algorithm_renamed_says_it_is_the_checkpoints(tmp_path,
+                                                                                                   monkeypatch):
+    """A user's algorithm whose hyperparameter was renamed after a run (l2_coef -> l2_weight): loading or resuming
+    the run said "unknown config key 'hparams.l2_coef'", a key the user never gave in that command."""
+    import dataclasses
+
+    import user_ext_parts
+
+    trainer = canter.make_trainer("user_ext_ppo_l2", "CartPole-v1", imports=["user_ext_parts"], eval_episodes=0)
+    trainer.save_agent(tmp_path / "agent")
+    trainer.close()
+    fields = [(f.name if f.name != "l2_coef" else "l2_weight", f.type, f) for f in
+              dataclasses.fields(user_ext_parts.L2PPOConfig)]
+    renamed = dataclasses.make_dataclass("L2PPOConfig", [(n, t, dataclasses.field(default=f.default, metadata=f.metadata))
+                                                         if f.default is not dataclasses.MISSING else
+                                                         (n, t, dataclasses.field(default_factory=f.default_factory,
+                                                                                  metadata=f.metadata))
+                                                         for n, t, f in fields])
+    renamed.__module__ = "user_ext_parts"
+    monkeypatch.setattr(user_ext_parts.L2PPO, "Config", renamed)
+    with pytest.raises(CanterError, match=r"checkpoint .*agent was trained with hyperparameter 'hparams.l2_coef', which "
+                                          r"the algorithm's config user_ext_parts:L2PPOConfig no longer has \(renamed "
+                                          r".*'l2_weight'\?\)"):
+        canter.load(tmp_path / "agent")
