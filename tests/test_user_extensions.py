@@ -5,7 +5,8 @@ import pytest
 import canter
 from canter.errors import CanterError
 
-NAMES = (("model", "user_ext_ac"), ("algorithm", "user_ext_ppo_l2"), ("algorithm", "user_ext_aux_ppo"))
+NAMES = (("model", "user_ext_ac"), ("algorithm", "user_ext_ppo_l2"), ("algorithm", "user_ext_aux_ppo"),
+         ("algorithm", "user_ext_ppo_counted"))
 
 
 @pytest.fixture(autouse=True)
@@ -129,3 +130,18 @@ def test_loading_a_checkpoint_of_a_hyperparameter_its_algorithm_renamed_says_it_
                                           r"the algorithm's config user_ext_parts:L2PPOConfig no longer has \(renamed "
                                           r".*'l2_weight'\?\)"):
         canter.load(tmp_path / "agent")
+
+
+@pytest.mark.parametrize("algo", ["user_ext_ppo_l2", "user_ext_ppo_counted"])
+def test_a_ppo_subclass_overriding_its_loss_is_trained_with_it(algo):
+    """A user's PPO subclass overriding _grads_autograd (its loss, to add a term) with manual_backward left on, as
+    PPO's default is, was trained by the hand-derived gradients of PPO's own loss: the override was never called."""
+    import user_ext_parts
+
+    trainer = canter.make_trainer(algo, "CartPole-v1", imports=["user_ext_parts"], n_envs=2, n_steps=16,
+                                  batch_size=32, n_epochs=1, max_steps=64, eval_episodes=0)
+    assert not trainer.agent.algorithm.uses_manual_backward
+    user_ext_parts.CountedPPO.calls = 0
+    list(trainer())
+    trainer.close()
+    assert algo != "user_ext_ppo_counted" or user_ext_parts.CountedPPO.calls == 2  # 2 rollouts, 1 minibatch each

@@ -37,3 +37,15 @@ class L2PPO(PPO):
         out, _ = self.model.action_value(mb.obs)
         (self.config.l2_coef * out.pow(2).mean()).backward()  # adds to the gradients PPO's loss left
         return row
+
+
+@canter.register("algorithm", "user_ext_ppo_counted")
+class CountedPPO(PPO):
+    """PPO whose loss (``_grads_autograd``) is overridden, with PPO's defaults (manual_backward on): it counts calls."""
+
+    name = "user_ext_ppo_counted"
+    calls = 0
+
+    def _grads_autograd(self, mb, outputs=None):
+        type(self).calls += 1
+        return super()._grads_autograd(mb, outputs)

@@ -135,9 +135,11 @@ class ActorCriticAlgorithm(Algorithm):
     def uses_manual_backward(self) -> bool:
         """Whether the update takes the hand-derived gradients (PPO's, A2C's): ``manual_backward`` on, a
         model that supports them, the CPU (they run partly in NumPy), and canter's own :meth:`log_prob_entropy` (they reproduce it; a user's
-        subclass overriding it gets autograd on its own)."""
+        subclass overriding it gets autograd on its own, as does one overriding the autograd loss ``_grads_autograd``,
+        to add a term, which the hand-derived path would never call)."""
         return bool(getattr(self.config, "manual_backward", False) and getattr(self.model, "manual_backward", False)
-                    and self.device.type == "cpu" and not overridden_outside_canter(self, "log_prob_entropy"))
+                    and self.device.type == "cpu" and not any(overridden_outside_canter(self, m) for m in (
+                        "log_prob_entropy", "_grads_autograd")))
 
     def policy_terms(self, out: np.ndarray, actions: np.ndarray) -> CategoricalTerms | GaussianTerms:
         """For the hand-derived updates: log-probs and entropies of ``actions`` under the policy
