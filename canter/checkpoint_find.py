@@ -1,0 +1,139 @@
+"""Finding a checkpoint from what a user typed: a run directory, its ``checkpoints`` folder, a checkpoint path or
+a canter tune output, and the one-line errors (with the closest names) where none is there."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from canter.checkpoint import checkpoint_base, checkpoint_present
+from canter.errors import CanterError
+from canter.run_dirs import closest_run_dirs
+
+def find_checkpoint(path: str | Path) -> Path:
+    """A run directory or its ``checkpoints`` folder (the ``best``, else the ``last`` checkpoint) or a
+    checkpoint path -> checkpoint base."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise CanterError(f"expected a run directory or checkpoint path (a str or pathlib.Path), got {path!r}")
+    p = Path(path).expanduser()  # canter.load('~/x') looked for a folder named '~'
+    if p.is_dir():
+        for name in ("best", "last"):
+            for base in (p / "checkpoints" / name, p / name):  # a run directory, or its checkpoints/ folder
+                if checkpoint_present(base):
+                    return base
+        # best and last gone (deleted, or a process killed between saves): 'no checkpoint yet' was wrong; of a run
+        # directory or of its checkpoints/ folder (which has no config.yaml)
+        periodic = sorted((q.with_suffix("") for d in (p / "checkpoints", p) for q in d.glob("step-*.safetensors")
+                           if checkpoint_present(q.with_suffix(""))), key=lambda q: (len(q.name), q.name))
+        if periodic:
+            where = f"run directory '{p}'" if (p / "config.yaml").exists() else f"'{p}'"
+            raise CanterError(f"{where} has no checkpoints/best or checkpoints/last; pass one of its periodic "
+                              f"checkpoints, e.g. '{periodic[-1]}'")
+        if not (p / "config.yaml").exists():
+            # canter tune's OUT (or OUT/agents): the best trial's agent, OUT/agents/trial-N, is what to pass
+            from canter.run_dirs import held_count, not_a_run_dir, runs_held, tune_agents
+
+            kept = sorted(tune_agents(p), key=_trial_number)
+            if kept:
+                which = (f"the agent it kept: '{kept[0].with_suffix('')}'" if len(kept) == 1 else
+                         f"an agent it kept, e.g. '{kept[-1].with_suffix('')}' (best.yaml's header names the best)")
+                raise CanterError(f"'{p}' is a canter tune output, not a run directory; pass {which}")
+
+            held = runs_held(p)  # `canter eval runs`: their parent
+            if held:
+                raise CanterError(f"'{p}' is not a canter run directory (no config.yaml or checkpoints/); it holds "
+                                  f"{held_count(held)}, such as '{held[0]}': pass one of them")
+            raise not_a_run_dir(p)
+        raise CanterError(f"run directory '{p}' has no checkpoint yet (checkpoints/best or checkpoints/last)")
+    base = checkpoint_base(p)
+    if not checkpoint_present(base):
+        if p.exists():  # a file of a run (config.yaml, summary.json, ...): name what to pass instead
+            raise CanterError(f"'{path}' is neither a run directory nor a checkpoint; {run_dir_hint(p)} (or a "
+                              f"checkpoint such as RUN_DIR/checkpoints/best)")
+        raise CanterError(f"no such run directory or checkpoint: '{path}'{_closest_checkpoints(base)}")
+    if is_dataset(base):  # else "has no valid 'config'", after reading all its tensors
+        raise CanterError(f"'{path}' {DATASET_NOT_RUN} {base}")
+    return base
+
+
+def _trial_number(path: Path) -> int:
+    """N of a tune agent's file ``trial-N.safetensors`` (-1 if N is not a number)."""
+    number = path.name[len("trial-"):-len(".safetensors")]
+    return int(number) if number.isdigit() else -1
+
+
+#: the end of the error for a dataset given where a run directory or checkpoint is expected (then its path)
+DATASET_NOT_RUN = ("is a dataset (transitions that canter collect wrote), not a run directory or checkpoint; an "
+                   "offline algorithm learns from it: canter train bc|cql|td3bc --dataset")
+
+
+def is_dataset(base: Path) -> bool:
+    """Whether the file pair ``base`` is an offline dataset (its JSON says ``kind: canter-dataset``); only its small
+    JSON is read, and a missing or unreadable one is not a dataset here."""
+    try:
+        meta = json.loads(base.with_name(base.name + ".json").read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    from canter.data.dataset import KIND
+
+    return isinstance(meta, dict) and meta.get("kind") == KIND
+
+
+def _closest_checkpoints(base: Path) -> str:
+    """``"; did you mean ..."`` naming the checkpoints beside the missing ``base`` that look most like it (its step
+    number, zero-padded as the run writes it: ``step-1024`` is ``step-000001024``), or ``""`` when there are none."""
+    from canter.errors import closest
+
+    folder = base.parent
+    if not folder.is_dir() and folder.parent.is_dir():  # RUN/checkpoint/best: the folder's name mistyped
+        dirs = closest(folder.name, [d.name for d in folder.parent.iterdir() if d.is_dir()])
+        folder = next((folder.parent / d for d in dirs if (folder.parent / d).is_dir()), folder)
+    names = sorted({f.name.rsplit(".", 1)[0] for f in folder.glob("*.json")} |
+                   {f.name.rsplit(".", 1)[0] for f in folder.glob("*.safetensors")}) if folder.is_dir() else []
+    names = [n for n in names if not is_dataset(folder / n)]  # data/cartpole: what eval and --init-from refuse
+    step = re.fullmatch(r"step-0*(\d+)", base.name)
+    steps = sorted(int(n[5:]) for n in names if re.fullmatch(r"step-\d+", n))
+    if step and steps:  # the checkpoints saved nearest that step: the one at or before it, and the one after
+        n = int(step.group(1))
+        near = [f"step-{k:09d}" for k in ([k for k in steps if k <= n][-1:] + [k for k in steps if k > n][:1])
+                if f"step-{k:09d}" in names]
+        near = near[:1] if near and near[0] == f"step-{n:09d}" else near
+    else:
+        # a step-N of a run that kept none (checkpoint_every past its steps): the checkpoints it has
+        near = [base.name] if base.name in names else closest(base.name, [n for n in names if n[:1] != "."]) or (
+            [n for n in ("best", "last") if n in names] if step else [])
+    near = [str(folder / n) for n in near] or closest_run_dirs(base)  # else a mistyped run directory's name
+    if not near and not base.parent.is_dir():  # RUN/best with RUN mistyped: the run directories like RUN
+        near = [_in_run(Path(run), base.name) for run in closest_run_dirs(base.parent)]
+    return ("; did you mean " + " or ".join(f"'{n}'" for n in near) + "?") if near else ""
+
+
+def _in_run(run: Path, name: str) -> str:
+    """Checkpoint ``name`` of run directory ``run`` (``RUN/checkpoints/best``) where it has one, else ``run``."""
+    present = [base for base in (run / "checkpoints" / name, run / name) if checkpoint_present(base)]
+    return str(present[0] if present else run)
+
+
+def run_dir_hint(path: Path) -> str:
+    """What to pass instead of ``path``, a file where a run directory is expected: the run directory
+    it lies in (``config.yaml``'s, or the one above ``checkpoints/``), when it is in one."""
+    run = next((d for d in (path.parent, path.parent.parent) if (d / "config.yaml").is_file()
+                or (d / "checkpoints").is_dir()), None)
+    return f"pass its run directory '{run}'" if run is not None else "pass a run directory"
+
+
+def no_run_dir(path: str | Path) -> CanterError:
+    """The error for ``path`` where a run directory is expected and none is: a file or a checkpoint's name names
+    the run directory to pass (``canter plot RUN_DIR/config.yaml``, ``--resume RUN_DIR/checkpoints/last``), a
+    missing path is 'no such run directory'."""
+    base = checkpoint_base(Path(path))
+    if checkpoint_present(base) and is_dataset(base):  # PATH, PATH.json or PATH.safetensors of a dataset
+        return CanterError(f"'{path}' {DATASET_NOT_RUN} {base}")
+    if Path(path).exists():
+        return CanterError(f"'{path}' is not a run directory; {run_dir_hint(Path(path))}")
+    if checkpoint_present(base):  # RUN_DIR/checkpoints/last: a checkpoint's name, whose files exist
+        return CanterError(f"'{path}' is a checkpoint, not a run directory; {run_dir_hint(base)}")
+    near = closest_run_dirs(path)
+    return CanterError(f"no such run directory: '{path}'" + ("; did you mean " + " or ".join(f"'{n}'" for n in near)
+                                                            + "?" if near else ""))
