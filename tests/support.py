@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -423,3 +425,15 @@ def closing_warnings(env) -> list[str]:
         warnings.simplefilter("always")
         env.close()
     return [str(w.message) for w in caught if issubclass(w.category, CanterWarning)]
+
+
+@pytest.fixture(autouse=True)
+def default_sigterm() -> Iterator[None]:
+    """SIGTERM at its default action for each test, as in a fresh `canter train`, and put back after: an earlier
+    test's ray.init leaves Ray's own handler (sys.exit(15)) in force in this process while the session's cluster is
+    up, and a run takes SIGTERM over only where it still has its default action. Autouse in the modules that import
+    it."""
+    before = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGTERM, before)

@@ -11,15 +11,7 @@ import pytest
 
 import canter
 from canter.cli import _drive
-
-
-@pytest.fixture(autouse=True)
-def default_sigterm():
-    """SIGTERM at its default action, as in a fresh `canter train`, and put back after."""
-    before = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    yield
-    signal.signal(signal.SIGTERM, before)
+from support import default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
 
 
 class _Logger:

@@ -13,16 +13,7 @@ import pytest
 
 import canter
 from canter.cli import _drive
-
-
-@pytest.fixture(autouse=True)
-def default_sigterm():
-    """SIGTERM at its default action for each test, as in a fresh `canter train`, and put back after (an earlier
-    test's ray.init may leave Ray's own handler in force in this process)."""
-    before = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    yield
-    signal.signal(signal.SIGTERM, before)
+from support import default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
 
 
 class _TermAtClose:

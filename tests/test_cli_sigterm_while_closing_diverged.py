@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,7 @@ import canter
 from canter.cli import _drive
 from canter.errors import CanterError
 from test_cli_sigterm_while_closing import _TermAtClose
-
-
-@pytest.fixture(autouse=True)
-def default_sigterm():
-    """SIGTERM at its default action, as in a fresh `canter train`, and put back after."""
-    before = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    yield
-    signal.signal(signal.SIGTERM, before)
+from support import default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
 
 
 def _poison(trainer) -> None:

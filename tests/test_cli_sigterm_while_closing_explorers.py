@@ -16,15 +16,7 @@ pytest.importorskip("ray")
 
 import canter  # noqa: E402
 from canter.cli import _drive  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def default_sigterm():
-    """SIGTERM at its default action, as in a fresh `canter train`, and put back after."""
-    before = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    yield
-    signal.signal(signal.SIGTERM, before)
+from support import default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
 
 
 class _TermAtClose:

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support import default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
 
 SCRIPT = textwrap.dedent("""
     import os, signal, sys
@@ -33,18 +34,6 @@ SCRIPT = textwrap.dedent("""
     except KeyboardInterrupt:
         print("interrupted")
 """)
-
-
-@pytest.fixture(autouse=True)
-def default_sigterm():
-    """SIGTERM at its default action for each test, as in a fresh process, and put back after: an earlier test's
-    ray.init leaves Ray's own handler (sys.exit(15)) in force in this process while the session's cluster is up,
-    and the run takes SIGTERM at setup only where it still has its default action (in the full suite both tests
-    below failed after the distributed ones)."""
-    before = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    yield
-    signal.signal(signal.SIGTERM, before)
 
 
 @pytest.mark.slow  # a subprocess (before the fix the SIGTERM ended the process, pytest too if run in it)
