@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -437,3 +438,32 @@ def default_sigterm() -> Iterator[None]:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     yield
     signal.signal(signal.SIGTERM, before)
+
+
+def frame_env_maker(name: str, steps: int, reward: float, frame: Any) -> Any:
+    """A gymnasium entry point (``render_mode`` its one argument) of a ``steps``-step env with one Box observation
+    (the step count), ``reward`` a step, 15 fps, whose ``render()`` at step ``t`` returns ``frame(t)``: the frames a
+    video test checks."""
+
+    class FrameEnv(gym.Env):
+        metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
+        observation_space = gym.spaces.Box(0.0, float(steps), (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self, render_mode: str | None = None) -> None:
+            self.render_mode, self.t = render_mode, 0
+
+        def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+            super().reset(seed=seed)
+            self.t = 0
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action: Any) -> Any:
+            self.t += 1
+            return np.full(1, self.t, np.float32), reward, self.t == steps, False, {}
+
+        def render(self) -> Any:
+            return frame(self.t)
+
+    FrameEnv.__name__ = FrameEnv.__qualname__ = name
+    return FrameEnv

@@ -1,6 +1,7 @@
 """Video recording for canter play (--video-dir, --record-every): frames written as they come, every frame once."""
 import numpy as np
 import pytest
+from support import frame_env_maker
 
 
 def test_video_recording_writes_frames_as_they_come(tmp_path, monkeypatch):
@@ -108,31 +109,7 @@ def test_multiagent_video_writes_frames_as_they_come(tmp_path, monkeypatch):
 class _GrayRamp:
     """A 39-step env whose frame ``t`` is solid gray ``6 * t`` at 15 fps (Atari's video fps)."""
 
-    @staticmethod
-    def make(render_mode: str | None = None):
-        import gymnasium as gym
-
-        class GrayRamp(gym.Env):
-            metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
-            observation_space = gym.spaces.Box(0.0, 39.0, (1,), np.float32)
-            action_space = gym.spaces.Discrete(2)
-
-            def __init__(self):
-                self.render_mode, self.t = render_mode, 0
-
-            def reset(self, *, seed=None, options=None):
-                super().reset(seed=seed)
-                self.t = 0
-                return np.zeros(1, np.float32), {}
-
-            def step(self, action):
-                self.t += 1
-                return np.full(1, self.t, np.float32), 0.0, self.t == 39, False, {}
-
-            def render(self):
-                return np.full((32, 32, 3), 6 * self.t, np.uint8)
-
-        return GrayRamp()
+    make = staticmethod(frame_env_maker("GrayRamp", 39, 0.0, lambda t: np.full((32, 32, 3), 6 * t, np.uint8)))
 
 
 def test_video_has_every_frame_once_in_order(tmp_path):

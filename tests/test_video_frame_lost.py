@@ -8,34 +8,11 @@ import warnings
 
 import numpy as np
 import pytest
+from support import frame_env_maker
 
 
-def _make(render_mode: str | None = None):
-    import gymnasium as gym
-
-    class LosesFrames(gym.Env):
-        """10 steps; render() returns None from step 4 on."""
-
-        metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
-        observation_space = gym.spaces.Box(0.0, 10.0, (1,), np.float32)
-        action_space = gym.spaces.Discrete(2)
-
-        def __init__(self):
-            self.render_mode, self.t = render_mode, 0
-
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            self.t = 0
-            return np.zeros(1, np.float32), {}
-
-        def step(self, action):
-            self.t += 1
-            return np.full(1, self.t, np.float32), 1.0, self.t == 10, False, {}
-
-        def render(self):
-            return np.zeros((16, 16, 3), np.uint8) if self.t < 4 else None
-
-    return LosesFrames()
+#: 10 steps; render() returns None from step 4 on
+_make = frame_env_maker("LosesFrames", 10, 1.0, lambda t: np.zeros((16, 16, 3), np.uint8) if t < 4 else None)
 
 
 def test_a_video_whose_frames_stopped_is_not_kept(tmp_path):
