@@ -106,3 +106,14 @@ def test_an_unknown_image_layouts_entry_names_the_closest_layout(entry, needle):
     with pytest.raises(CanterError) as error:
         space_from_dict(d)
     assert needle in str(error.value) and "hw, hwc, chw, shwc, schw" in str(error.value)
+
+
+@pytest.mark.parametrize("saved,needle", [("hcw", "did you mean 'hwc' or 'chw'?"), ("CHW", "did you mean 'chw'?"),
+                                          ("NONE", "did you mean 'none'?")])
+def test_an_unknown_image_layout_of_a_box_names_the_closest_layout(saved, needle):
+    """A Box's own image_layout (no packed entry) was the list alone, as the image_layouts entries were."""
+    d = json.loads(json.dumps(space_to_dict(gym.spaces.Box(0, 255, (10, 10, 3), np.uint8))))
+    d["image_layout"] = saved
+    with pytest.raises(CanterError) as error:
+        space_from_dict(d)
+    assert needle in str(error.value) and "hw, hwc, chw, shwc, schw or none" in str(error.value)

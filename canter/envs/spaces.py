@@ -122,9 +122,8 @@ def _saved_image_layouts(space: PackedBox, d: dict[str, Any]) -> PackedBox:
         recorded = isinstance(given, list) and i < len(given)
         layout = given[i] if recorded else former_image_layout(shape)
         if layout is not None and layout not in _LAYOUTS:
-            near = _closest_layouts(layout)  # 'hcw' was the list alone
-            hint = "; did you mean " + " or ".join(f"'{n}'" for n in near) + "?" if near else ""
-            raise CanterError(f"unknown image_layouts entry {layout!r}: {', '.join(_LAYOUTS)}{hint}")
+            raise CanterError(f"unknown image_layouts entry {layout!r}: {', '.join(_LAYOUTS)}"
+                              f"{_layout_hint(layout, _LAYOUTS)}")  # 'hcw' was the list alone
         if layout is not None and layout != shape_image_layout(shape):
             (marked if recorded else saved)[o] = layout
     if saved:
@@ -137,16 +136,18 @@ def _saved_image_layouts(space: PackedBox, d: dict[str, Any]) -> PackedBox:
 _LAYOUTS = ("hw", "hwc", "chw", "shwc", "schw")
 
 
-def _closest_layouts(layout: Any) -> list[str]:
-    """The layouts an unknown ``image_layouts`` entry looks most like: ``chw`` for ``CHW``, else the closest of
-    those with as many axes (``hwc`` or ``chw`` for ``hcw``; ``hw`` looks closer, but reads another rank);
-    [] for none close, or an entry that is no string."""
+def _layout_hint(layout: Any, choices: tuple[str, ...]) -> str:
+    """``"; did you mean 'hwc' or 'chw'?"`` for an unknown saved layout (an ``image_layouts`` entry, or a Box's
+    ``image_layout``): of ``choices``, the one spelt otherwise in case (``chw`` for ``CHW``), else the closest of
+    those with as many axes (``hwc`` or ``chw`` for ``hcw``; ``hw`` looks closer, but reads another rank), else the
+    closest of all; ``""`` for none close, or a layout that is no string."""
     from canter.errors import closest
 
     if not isinstance(layout, str):
-        return []
-    same = [x for x in _LAYOUTS if x == layout.strip().lower()]
-    return same or closest(layout, [x for x in _LAYOUTS if len(x) == len(layout)], n=2) or closest(layout, _LAYOUTS, n=1)
+        return ""
+    near = ([x for x in choices if x == layout.strip().lower()]
+            or closest(layout, [x for x in choices if len(x) == len(layout)], n=2) or closest(layout, choices, n=1))
+    return "; did you mean " + " or ".join(f"'{n}'" for n in near) + "?" if near else ""
 
 
 def _pixel_bounds(space: gym.spaces.Box) -> bool:
@@ -164,8 +165,9 @@ def _saved_image_layout(space: gym.spaces.Box, d: dict[str, Any]) -> gym.spaces.
     saved = d.get("image_layout")
     if saved is None:
         saved = former_image_layout(space.shape) or "none"
-    if saved not in ("hw", "hwc", "chw", "shwc", "schw", "none"):
-        raise CanterError(f"unknown image_layout {saved!r}: hw, hwc, chw, shwc, schw or none")
+    if saved not in (*_LAYOUTS, "none"):  # 'hcw' was the list alone, as an image_layouts entry was
+        raise CanterError(f"unknown image_layout {saved!r}: {', '.join(_LAYOUTS)} or none"
+                          f"{_layout_hint(saved, (*_LAYOUTS, 'none'))}")
     if saved == (image_layout(space) or "none"):
         return space
     if "image_layout" in d:  # written as the run read it, where its env gave the layout (cnn.mark_image_layout)
