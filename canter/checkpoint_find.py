@@ -104,8 +104,9 @@ def _closest_checkpoints(base: Path) -> str:
         near = [base.name] if base.name in names else closest(base.name, [n for n in names if n[:1] != "."]) or (
             [n for n in ("best", "last") if n in names] if step else [])
     near = [str(folder / n) for n in near] or closest_run_dirs(base)  # else a mistyped run directory's name
-    if not near and not base.parent.is_dir():  # RUN/best with RUN mistyped: the run directories like RUN
-        near = [_in_run(Path(run), base.name) for run in closest_run_dirs(base.parent)]
+    run = base.parent.parent if base.parent.name == "checkpoints" else base.parent  # RUN/checkpoints/best too
+    if not near and not run.is_dir():  # RUN/best with RUN mistyped: the run directories like RUN
+        near = [_in_run(Path(r), base.name) for r in closest_run_dirs(run)]
     return ("; did you mean " + " or ".join(f"'{n}'" for n in near) + "?") if near else ""
 
 

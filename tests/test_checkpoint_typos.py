@@ -53,3 +53,13 @@ def test_a_mistyped_run_directory_followed_by_a_checkpoint_name_names_the_run(tm
         find_checkpoint(tmp_path / "rnu" / "best")
     with pytest.raises(CanterError, match=rf"did you mean '{tmp_path / 'run'}'\?$"):  # no 'last': the run itself
         find_checkpoint(tmp_path / "rnu" / "last")
+
+
+def test_a_mistyped_run_directory_in_a_full_checkpoint_path_names_the_run(tmp_path):
+    """``canter eval runs/ppo-c/checkpoints/best`` (the path a run prints, its run directory's name mistyped)
+    suggested nothing, where ``runs/ppo-c/best`` named the run's checkpoint."""
+    folder = _checkpoints(tmp_path, "best")
+    with pytest.raises(CanterError, match=rf"did you mean '{folder / 'best'}'\?$"):
+        find_checkpoint(tmp_path / "rnu" / "checkpoints" / "best")
+    with pytest.raises(CanterError, match=rf"did you mean '{tmp_path / 'run'}'\?$"):  # no 'last': the run itself
+        find_checkpoint(tmp_path / "rnu" / "checkpoints" / "last")
