@@ -182,7 +182,8 @@ class Hooks:
         hooks = [h for h in HOOKS if _overrides(cb, h)]
         if not hooks:  # named by its class, as a config names it ('<my_pkg.cb.Cb object at 0x7f...>' said little)
             cls = type(cb)
-            own = [a for a in vars(cls) if not a.startswith("__") and callable(vars(cls)[a])]
+            own = [a for a in vars(cls) if not a.startswith("__") and not hasattr(Callback, a)  # state_dict: called
+                   and callable(vars(cls)[a])]
             theirs = f" (it defines {', '.join(own[:6])}: none is called)" if own else ""
             raise CanterError(f"callback {cls.__module__}:{cls.__qualname__} has none of the hook methods "
                               f"{', '.join(HOOKS)}{theirs}")

@@ -145,3 +145,24 @@ def test_a_ppo_subclass_overriding_its_loss_is_trained_with_it(algo):
     list(trainer())
     trainer.close()
     assert algo != "user_ext_ppo_counted" or user_ext_parts.CountedPPO.calls == 2  # 2 rollouts, 1 minibatch each
+
+
+def test_a_callback_without_hooks_does_not_list_its_state_methods_as_never_called():
+    """A hookless callback that keeps state: its state_dict and load_state_dict, which a run does call (Callback's
+    own methods), were listed among the methods of which 'none is called'."""
+    from canter.callbacks import Hooks
+    from user_ext_callbacks import NoHook
+
+    class Stateful(NoHook):
+        def on_update(self, trainer, losses):
+            self.n += 1
+
+        def state_dict(self):
+            return {"n": self.n}
+
+        def load_state_dict(self, state):
+            self.n = state["n"]
+
+    with pytest.raises(CanterError, match=r"Stateful has none of the hook methods .*\(it defines on_update: none is "
+                                          r"called\)$"):
+        Hooks([Stateful()])
