@@ -28,6 +28,7 @@ from canter.envs.turns import bind_opponents, opponent_ids
 from canter.errors import CanterError, CanterWarning, warn, bool_argument, keywords_checked
 from canter.init_from import check_source, init_agent
 from canter.logging.history import check_history
+from canter.multiagent_config import check_saved_policy_hparams
 from canter.registry import import_user_modules, lookup
 from canter.resume_checks import (
     as_numbers_now, check_config_unedited, check_env_layout_kept, check_given_layout_kept, check_image_layout_kept,
@@ -395,6 +396,7 @@ def resume_trainer(
     check_resume_device(cfg.get("device"), run_dir)
     run = build(RunConfig, cfg, from_python=set(settings))  # (canter train --resume gives None for none refused)
     algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values, f"checkpoint {base}")
+    check_saved_policy_hparams(run, f"checkpoint {base}")  # a policy's own, as hparams'
     check_continues(run_dir, meta, run, max_steps, max_seconds, flags)
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
@@ -475,6 +477,7 @@ def load(path: str | Path, weights_only: bool = True, device: str | None = None)
     cfg["device"] = load_device(cfg.get("device"), device)
     run = build(RunConfig, cfg)
     algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values, f"checkpoint {base}")
+    check_saved_policy_hparams(run, f"checkpoint {base}")  # a policy's own, as hparams'
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
     with global_rngs_kept():  # building the agent seeds them, for initial weights the checkpoint replaces
         agent = make_agent(run, algo_cfg, *spaces)

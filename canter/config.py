@@ -82,16 +82,22 @@ def build_saved_hparams(cls: type, values: dict[str, Any], where: str = "the che
     it to the value such a checkpoint was trained with (a checkpoint saves every hyperparameter it knew). One that
     ``cls`` no longer has (renamed in a user's algorithm since) is a one-line :class:`CanterError` saying it is
     ``where``'s (``checkpoint PATH``), not an unknown key the user gave."""
-    from canter.errors import closest
-
     gone = [k for k in values if k not in fields_of(cls)]
     if gone:
-        near = closest(gone[0], fields_of(cls))
-        hint = f" (renamed {' or '.join(repr(n) for n in near)}?)" if near else ""
-        raise CanterError(f"{where} was trained with hyperparameter 'hparams.{gone[0]}', which the algorithm's config "
-                          f"{cls.__module__}:{cls.__qualname__} no longer has{hint}: the algorithm changed since the "
-                          f"checkpoint was saved; load it with the algorithm as it was, or give the hyperparameter back")
+        raise saved_hparam_gone(cls, gone[0], where)
     return build(cls, {**getattr(cls, "former_defaults", {}), **values}, section="hparams.")
+
+
+def saved_hparam_gone(cls: type, key: str, where: str, section: str = "hparams.") -> CanterError:
+    """The error for hyperparameter ``key`` (of ``section``: ``policy_hparams.P.`` for a multi-policy run's policy) that
+    ``where`` (``checkpoint PATH``) was trained with and algorithm config ``cls`` no longer has."""
+    from canter.errors import closest
+
+    near = closest(key, fields_of(cls))
+    hint = f" (renamed {' or '.join(repr(n) for n in near)}?)" if near else ""
+    return CanterError(f"{where} was trained with hyperparameter '{section}{key}', which the algorithm's config "
+                       f"{cls.__module__}:{cls.__qualname__} no longer has{hint}: the algorithm changed since the "
+                       f"checkpoint was saved; load it with the algorithm as it was, or give the hyperparameter back")
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:

@@ -125,6 +125,22 @@ def policy_config(run: RunConfig, algo_cfg: Any, policy: str) -> Any:
     return cfg
 
 
+def check_saved_policy_hparams(run: RunConfig, where: str) -> None:
+    """Refuse in one line a ``policy_hparams`` entry of ``where`` (``checkpoint PATH``, loaded or resumed) that its
+    policy's algorithm no longer has (renamed in a user's algorithm since), as :func:`canter.config.build_saved_hparams`
+    does ``hparams``'s: :func:`policy_config` would call it an unknown key of the command's, with another algorithm's
+    near names."""
+    from canter.config import fields_of, saved_hparam_gone
+
+    for policy, own in (run.policy_hparams or {}).items():
+        if not isinstance(own, dict) or fixed_policy(run, policy) == RANDOM:
+            continue
+        cls = policy_algorithm_class(run, policy).Config
+        gone = [k for k in own if isinstance(k, str) and k not in ("algo", "frozen") and k not in fields_of(cls)]
+        if gone:
+            raise saved_hparam_gone(cls, gone[0], where, f"policy_hparams.{policy}.")
+
+
 def fixed_policy(run: RunConfig, policy: str) -> str | None:
     """How ``policy`` of a multi-policy run is held fixed: ``random`` (``algo: random``: uniform random actions),
     ``frozen`` (``frozen: true``: the weights ``init_from`` loads, never trained), or None (it learns). Bad values
