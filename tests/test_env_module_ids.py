@@ -29,3 +29,14 @@ def test_a_module_name_that_is_no_id_points_to_the_modules_ids(capsys, workdir, 
     code, _, err = run_cli(capsys, "train", "ppo", "--env", env, "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, expected)
     assert not (workdir / "run").exists()
+
+
+def test_an_unknown_id_that_is_a_standard_library_module_is_not_imported(capsys, workdir, monkeypatch):
+    """'--env this' (any unknown id naming a module) was imported to look for the env ids it registers: the Zen of
+    Python was printed before the unknown id's line (and '--env antigravity' opened a web browser)."""
+    import sys
+
+    monkeypatch.delitem(sys.modules, "this", raising=False)  # imported again, it would print again
+    code, out, err = run_cli(capsys, "train", "ppo", "--env", "this", "--run-dir", str(workdir / "run"))
+    assert_one_line_error(code, err, "unknown env id 'this'")
+    assert "Zen of Python" not in out and "this" not in sys.modules

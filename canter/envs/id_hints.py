@@ -2,6 +2,7 @@
 (:func:`canter.envs.make.check_env_id`): the ids it registers, or the id under which an object it names is."""
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import gymnasium as gym
@@ -33,6 +34,8 @@ def module_given(env_id: str) -> CanterError | None:
 
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", env_id):
         return None
+    if env_id.split(".")[0] in getattr(sys, "stdlib_module_names", ()):  # registers no env; importing 'this' printed
+        return None  # the Zen of Python (and 'antigravity' opened a web browser) before the unknown id's line
     try:
         if importlib.util.find_spec(env_id) is None:
             return None
