@@ -150,7 +150,9 @@ def not_a_run_dir(path: Path) -> CanterError:
     checkpoints and no tune agents in it: a tune output that kept no agent (stopped before any trial finished:
     only its study.db; or every trial failed) is named as one."""
     if is_tune_output(path):  # was 'not a canter run directory (no config.yaml or checkpoints/)'
-        return CanterError(f"'{path}' is a canter tune output that has kept no agent yet (no trial finished), not a run "
+        why = ("its trials.csv lists the trials it ran, which kept none" if (path / "trials.csv").is_file() else
+               "no trial finished")  # trials that all failed finished: 'no trial finished' was wrong there
+        return CanterError(f"'{path}' is a canter tune output that has kept no agent yet ({why}), not a run "
                            f"directory; its study continues when the same canter tune command runs again")
     return CanterError(f"'{path}' is not a canter run directory (no config.yaml or checkpoints/)")
 

@@ -183,3 +183,15 @@ def test_evaluating_a_tune_output_holding_only_its_study_says_it_is_one(capsys, 
     (out / "study.db").write_bytes(b"")
     code, _, err = run_cli(capsys, "eval", str(out))
     assert_one_line_error(code, err, f"'{out}' is a canter tune output that has kept no agent yet", "same canter tune")
+
+
+def test_evaluating_a_tune_output_whose_trials_all_failed_does_not_say_none_finished(capsys, workdir):
+    """A tune whose trials all failed writes trials.csv alone: 'canter eval OUT' said it kept no agent because 'no
+    trial finished', where its trials.csv lists the trials that did, failed."""
+    out = workdir / "tune-ppo-CartPole-v1"
+    out.mkdir()
+    (out / "trials.csv").write_text("number,state,value,steps,seconds\n0,FAIL,,,\n1,FAIL,,,\n")
+    code, _, err = run_cli(capsys, "eval", str(out))
+    line = assert_one_line_error(code, err, f"'{out}' is a canter tune output that has kept no agent yet (its "
+                                            f"trials.csv lists the trials it ran, which kept none)")
+    assert "no trial finished" not in line
