@@ -7,13 +7,15 @@ import os
 import re
 from pathlib import Path
 
-from canter.checkpoint import checkpoint_base, checkpoint_present
 from canter.errors import CanterError
 from canter.run_dirs import closest_run_dirs
+
 
 def find_checkpoint(path: str | Path) -> Path:
     """A run directory or its ``checkpoints`` folder (the ``best``, else the ``last`` checkpoint) or a
     checkpoint path -> checkpoint base."""
+    from canter.checkpoint import checkpoint_base, checkpoint_present  # here: canter.checkpoint imports this module
+
     if not isinstance(path, (str, os.PathLike)):
         raise CanterError(f"expected a run directory or checkpoint path (a str or pathlib.Path), got {path!r}")
     p = Path(path).expanduser()  # canter.load('~/x') looked for a folder named '~'
@@ -112,6 +114,8 @@ def _closest_checkpoints(base: Path) -> str:
 
 def _in_run(run: Path, name: str) -> str:
     """Checkpoint ``name`` of run directory ``run`` (``RUN/checkpoints/best``) where it has one, else ``run``."""
+    from canter.checkpoint import checkpoint_present
+
     present = [base for base in (run / "checkpoints" / name, run / name) if checkpoint_present(base)]
     return str(present[0] if present else run)
 
@@ -128,6 +132,8 @@ def no_run_dir(path: str | Path) -> CanterError:
     """The error for ``path`` where a run directory is expected and none is: a file or a checkpoint's name names
     the run directory to pass (``canter plot RUN_DIR/config.yaml``, ``--resume RUN_DIR/checkpoints/last``), a
     missing path is 'no such run directory'."""
+    from canter.checkpoint import checkpoint_base, checkpoint_present  # here: canter.checkpoint imports this module
+
     base = checkpoint_base(Path(path))
     if checkpoint_present(base) and is_dataset(base):  # PATH, PATH.json or PATH.safetensors of a dataset
         return CanterError(f"'{path}' {DATASET_NOT_RUN} {base}")
