@@ -30,11 +30,15 @@ def check_source(path: str, algo: str, run: Any = None) -> None:
     _check_algorithm(path, meta, algo, run)
 
 
-def _check_algorithm(path: str, meta: dict[str, Any], algo: str, run: Any = None) -> None:
+def _check_algorithm(path: str, meta: dict[str, Any], algo: str, run: Any = None,
+                     ours: Any = None) -> None:
     """Refuse a checkpoint (its JSON ``meta``) of another algorithm than ``algo``, or (``run`` a multi-policy run's
     config) one whose policy trained with another algorithm than the one ``run`` gives it (``policy_hparams.<p>.algo``):
     its networks were loaded without a word where their shapes fit (an A2C policy into a PPO one), else refused
-    naming a hyperparameter that was not the difference."""
+    naming a hyperparameter that was not the difference. Only policies this run has are compared: ``ours``, its
+    policy names once built; before the build, a source of another ``policies`` mode is left to the spaces check
+    (its policies are not this run's: a ``policies: agent`` source's DQN ``agent_1`` into a ``type`` run was refused
+    as "set policy_hparams.agent_1.algo=dqn", a policy this run does not have)."""
     config = meta.get("config") or {}
     found = config.get("algo", meta.get("algorithm"))
     if found != algo:
@@ -44,8 +48,12 @@ def _check_algorithm(path: str, meta: dict[str, Any], algo: str, run: Any = None
         return
     from canter.multiagent_config import policy_algo
 
+    if ours is None and config.get("policies", "shared") != run.policies:
+        return
     theirs_all = config.get("policy_hparams") if isinstance(config.get("policy_hparams"), dict) else {}
     for policy in sorted({*theirs_all, *(run.policy_hparams or {})}, key=str):
+        if ours is not None and str(policy) not in ours:
+            continue
         saved = theirs_all.get(policy)
         theirs = saved.get("algo", found) if isinstance(saved, dict) else found
         ours = policy_algo(run, str(policy))
@@ -73,7 +81,8 @@ def init_agent(built: Any, path: str) -> None:
         except CanterError as exc:
             raise CanterError(f"init_from: {exc}") from None
         config = meta.get("config") or {}
-        _check_algorithm(path, meta, run.algo, run)  # checked before the build too (check_source): the files may change
+        # checked before the build too (check_source): the files may change, and only now are its policies known
+        _check_algorithm(path, meta, run.algo, run, set(getattr(agent, "agents", ())))
         _check_normalisation(path, state.get("agent") if isinstance(state, dict) else None, agent, config)
         for policy, act, ours in _activations(config, agent):
             if act != ours:  # the same shapes: loaded without a word, into networks that compute something else

@@ -64,3 +64,15 @@ def test_init_from_a_policy_whose_rewards_were_scaled_otherwise_is_refused(tmp_p
     agent = canter.train("ppo", run_dir=tmp_path / "same", init_from=str(tmp_path / "source"), normalize_reward=True,
                          **SHORT)
     assert all(a.ret_rms is not None for a in agent.agents.values())
+
+
+def test_init_from_a_run_of_other_policies_is_refused_for_its_spaces(capsys, tmp_path):
+    """A ``policies: agent`` source whose ``agent_1`` trained with DQN, into a ``policies: type`` run (one policy,
+    ``agent``): refused as "set policy_hparams.agent_1.algo=dqn", a policy this run does not have (which that setting
+    would then be refused for); the sources' policies are not this run's, which the spaces check says."""
+    match = "pettingzoo:tests.match_agents"
+    canter.train("ppo", policy_hparams={"agent_1": {"algo": "dqn", "learning_starts": 8}},
+                 run_dir=tmp_path / "source", **{**SHORT, "env": match, "policies": "agent", "max_steps": 64})
+    argv = ["train", "ppo", "--env", match, "--set", "policies=type", "--set", f"init_from={tmp_path / 'source'}",
+            "--max-steps", "64", "--n-envs", "1", "--set", "n_steps=32", "--set", "eval_every=0"]
+    assert_train_refused(capsys, tmp_path, argv, "was trained on {agent_0: Box")
