@@ -155,9 +155,9 @@ class _Rows:
     def __len__(self) -> int:
         return (0 if self.table is None else self.table.num_rows) + len(self.new)
 
-    def _columns(self, first: Any) -> tuple[str, ...] | None:
-        """The file's columns: the fixed ones and the labels that ``first`` (a row's keys, or column names) has."""
-        return None if self.fixed is None else self.fixed + tuple(k for k in self.labels if k in first)
+    def _columns(self, *have: Any) -> tuple[str, ...] | None:
+        """The file's columns: the fixed ones and the labels that any of ``have`` (rows' keys, or column names) has."""
+        return None if self.fixed is None else self.fixed + tuple(k for k in self.labels if any(k in h for h in have))
 
     def resume(self, table: pa.Table | None) -> None:
         """Start from ``table`` (the rows a checkpoint had; fixed columns cast to their types)."""
@@ -175,7 +175,9 @@ class _Rows:
         import pyarrow as pa
 
         if self.new:
-            columns = self._columns(self.new[0] if self.table is None else self.table.column_names)
+            # a label any row has (the first evaluation's env reported no success, a later one's did): the rows
+            # before it null there; the first row's labels alone dropped the later rows' success_rate
+            columns = self._columns(*([] if self.table is None else [self.table.column_names]), *self.new)
             try:
                 chunk = _to_table(self.new, columns)
                 table = (chunk if self.table is None
