@@ -52,8 +52,18 @@ def _to_table(rows: list[dict[str, Any]], columns: tuple[str, ...] | None = None
         seen: dict[str, None] = {}
         for row in rows:
             seen.update(dict.fromkeys(row))
-        return pa.table({c: [row.get(c) for row in rows] for c in seen})
+        return pa.table({c: _numbers([row.get(c) for row in rows]) for c in seen})
     return pa.table({c: pa.array([row.get(c) for row in rows], type=column_types().get(c)) for c in columns})
+
+
+def _numbers(values: list[Any]) -> list[Any]:
+    """A column of ``values`` with each bool as 1.0 / 0.0 where other numbers are among them (pyarrow infers a bool
+    column from a first bool and refused the numbers after it, an int column from a first int and refused a bool
+    after it: a statistic reported as ``False`` and later as ``0.5`` ended the run with pyarrow's ArrowInvalid when
+    ``updates.parquet`` was written)."""
+    if any(type(v) is bool for v in values) and any(v is not None and type(v) is not bool for v in values):
+        return [float(v) if type(v) is bool else v for v in values]
+    return values
 
 
 def _write_table(path: Path, table: pa.Table) -> None:
