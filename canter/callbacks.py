@@ -142,8 +142,12 @@ def _check_logged(fn: Any, losses: Any) -> None:
                 float(value) is not None
         except (TypeError, ValueError):
             ok = False
-        if not ok:
-            name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        if ok:
+            from canter.trainers.records import check_stat_name
+
+            check_stat_name(key, f"after_update hook {name}")
+        else:
             raise CanterError(f"after_update hook {name} left losses[{key!r}] = {value!r:.60}: the values in losses are "
                               f"logged as numbers (a name str -> an int or float)")
 

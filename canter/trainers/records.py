@@ -50,6 +50,18 @@ class TrainRecord:
     stop_only: bool = False
 
 
+#: the columns updates.parquet has of its own, which a statistic of the same name replaced in every row (a ``learn``
+#: reporting ``{"step": ...}`` wrote its value as each row's step)
+OWN_COLUMNS = ("step", "wall_time", "steps_per_second")
+
+
+def check_stat_name(key: str, who: str) -> None:
+    """Refuse in one line a statistic named as one of updates.parquet's own columns (:data:`OWN_COLUMNS`)."""
+    if key in OWN_COLUMNS:
+        raise CanterError(f"{who} reported losses[{key!r}]: '{key}' is a column updates.parquet has of its own "
+                          f"({', '.join(OWN_COLUMNS)}); give the statistic another name, e.g. 'n_{key}'")
+
+
 def logged_numbers(losses: dict[str, Any], algo: str) -> dict[str, Any]:
     """``losses`` (an iteration's, from algorithm ``algo``'s ``learn``) with each 0-d torch tensor as its number.
 
@@ -58,6 +70,7 @@ def logged_numbers(losses: dict[str, Any], algo: str) -> dict[str, Any]:
     floats, never saw a NaN in it. Another tensor, even of one value, is refused in one line (as an ``after_update``
     hook's is)."""
     for key, value in losses.items():
+        check_stat_name(key, f"algorithm '{algo}'")
         if isinstance(value, torch.Tensor):
             if value.ndim:
                 raise CanterError(f"algorithm '{algo}' reported losses[{key!r}] as a tensor of shape "
