@@ -1,5 +1,6 @@
-"""A learn or after_update statistic named as one of updates.parquet's own columns is refused in one line: a
-``{"step": ...}`` statistic replaced every row's step in updates.parquet, silently."""
+"""What a learn or after_update statistic may be: one named as one of updates.parquet's own columns is refused in one
+line (a ``{"step": ...}`` statistic replaced every row's step in updates.parquet, silently); NumPy numbers are taken as
+Python's."""
 from __future__ import annotations
 
 import pytest
@@ -26,3 +27,22 @@ def test_hook_statistic_named_as_an_own_column_is_refused() -> None:
 def test_other_names_pass() -> None:
     assert logged_numbers({"n_step": 1.0, "policy/step": 2.0}, "ppo") == {"n_step": 1.0, "policy/step": 2.0}
     _check_logged(print, {"n_step": 1, "policy/wall_time": 2.0})
+
+
+def test_numpy_statistics_are_python_numbers(tmp_path: object) -> None:
+    """A learn reporting NumPy numbers: a np.bool_ among floats ended the run with pyarrow's ArrowInvalid writing
+    updates.parquet, and a np.float32 NaN was no float to the divergence guard's loss check."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from canter.logging.history import HistoryLogger
+    from canter.trainers.records import TrainRecord
+
+    losses = logged_numbers({"stopped": np.True_, "kl": np.float32(0.5), "n": np.int64(3)}, "ppo")
+    assert [type(v) for v in losses.values()] == [bool, float, int]
+    logger = HistoryLogger(tmp_path)  # type: ignore[arg-type]
+    for step, value in ((1, 0.5), (2, np.True_)):
+        logger.log(TrainRecord(step=step, iteration=step, wall_time=1.0, steps_per_second=1.0,
+                               losses=logged_numbers({"x": value}, "ppo")))
+    logger.close()
+    assert pq.read_table(tmp_path / "updates.parquet")["x"].to_pylist() == [0.5, 1.0]  # type: ignore[operator]

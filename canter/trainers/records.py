@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from canter.errors import CanterError
@@ -63,7 +64,8 @@ def check_stat_name(key: str, who: str) -> None:
 
 
 def logged_numbers(losses: dict[str, Any], algo: str) -> dict[str, Any]:
-    """``losses`` (an iteration's, from algorithm ``algo``'s ``learn``) with each 0-d torch tensor as its number.
+    """``losses`` (an iteration's, from algorithm ``algo``'s ``learn``) with each 0-d torch tensor and NumPy number as
+    Python's number.
 
     A ``learn`` that reported ``{"loss": loss}`` rather than ``loss.item()`` ended the run in pyarrow's traceback
     writing ``updates.parquet`` (summary.json ``stop_reason: interrupted``), and the divergence guard, which checks
@@ -76,4 +78,6 @@ def logged_numbers(losses: dict[str, Any], algo: str) -> dict[str, Any]:
                 raise CanterError(f"algorithm '{algo}' reported losses[{key!r}] as a tensor of shape "
                                   f"{tuple(value.shape)}: learn() reports numbers (a float, or a 0-d tensor)")
             losses[key] = value.item()
+        elif isinstance(value, np.generic):  # a NumPy number as Python's (a np.bool_ among floats: pyarrow's
+            losses[key] = value.item()  # ArrowInvalid writing updates.parquet, which ended the run)
     return losses
