@@ -56,12 +56,12 @@ def _check_algorithm(path: str, meta: dict[str, Any], algo: str, run: Any = None
             continue
         saved = theirs_all.get(policy)
         theirs = saved.get("algo", found) if isinstance(saved, dict) else found
-        ours = policy_algo(run, str(policy))
-        if RANDOM in (theirs, ours) or theirs == ours:  # a random policy has no networks (_activations says more)
+        mine = policy_algo(run, str(policy))  # not 'ours' (the policy names): every later policy went unchecked
+        if RANDOM in (theirs, mine) or theirs == mine:  # a random policy has no networks (_activations says more)
             continue
-        raise CanterError(f"init_from '{path}': its policy '{policy}' trained with {theirs}, this run's with {ours}: "
+        raise CanterError(f"init_from '{path}': its policy '{policy}' trained with {theirs}, this run's with {mine}: "
                           f"set policy_hparams.{policy}.algo={theirs}, or name a run whose '{policy}' trained "
-                          f"with {ours}")
+                          f"with {mine}")
 
 
 def init_agent(built: Any, path: str) -> None:

@@ -76,3 +76,19 @@ def test_init_from_a_run_of_other_policies_is_refused_for_its_spaces(capsys, tmp
     argv = ["train", "ppo", "--env", match, "--set", "policies=type", "--set", f"init_from={tmp_path / 'source'}",
             "--max-steps", "64", "--n-envs", "1", "--set", "n_steps=32", "--set", "eval_every=0"]
     assert_train_refused(capsys, tmp_path, argv, "was trained on {agent_0: Box")
+
+
+@pytest.mark.parametrize("ours", [None, {"ally", "listener"}])
+def test_every_policy_is_compared_not_only_the_first(ours):
+    """The check's loop set ``ours`` (the run's policy names) to the first compared policy's algorithm ('ppo'), so
+    every later policy was skipped as not in 'ppo': with ``policy_hparams`` of the run's 'ally' (sorted before
+    'listener') the source's A2C listener went unchecked, before the build and after it."""
+    from types import SimpleNamespace
+
+    from canter.errors import CanterError
+    from canter.init_from import _check_algorithm
+
+    meta = {"config": {"algo": "ppo", "policies": "type", "policy_hparams": A2C_LISTENER}}
+    run = SimpleNamespace(algo="ppo", policies="type", policy_hparams={"ally": {"n_epochs": 2}})
+    with pytest.raises(CanterError, match="its policy 'listener' trained with a2c, this run's with ppo"):
+        _check_algorithm("SRC", meta, "ppo", run, ours)
