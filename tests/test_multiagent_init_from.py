@@ -88,7 +88,19 @@ def test_every_policy_is_compared_not_only_the_first(ours):
     from canter.errors import CanterError
     from canter.init_from import _check_algorithm
 
-    meta = {"config": {"algo": "ppo", "policies": "type", "policy_hparams": A2C_LISTENER}}
-    run = SimpleNamespace(algo="ppo", policies="type", policy_hparams={"ally": {"n_epochs": 2}})
+    meta = {"config": {"algo": "ppo", "env": MIXED, "policies": "type", "policy_hparams": A2C_LISTENER}}
+    run = SimpleNamespace(algo="ppo", env=MIXED, policies="type", policy_hparams={"ally": {"n_epochs": 2}})
     with pytest.raises(CanterError, match="its policy 'listener' trained with a2c, this run's with ppo"):
         _check_algorithm("SRC", meta, "ppo", run, ours)
+
+
+def test_init_from_a_run_of_another_env_is_refused_for_its_spaces(capsys, tmp_path):
+    """The same ``policies`` mode, another env: the source's DQN ``agent_1`` is no policy of this ``policies: agent``
+    run on the speaker/listener env, which was refused as "set policy_hparams.agent_1.algo=dqn" before the build (the
+    sibling of the other-mode case above); the spaces check says what differs."""
+    match = "pettingzoo:tests.match_agents"
+    canter.train("ppo", policy_hparams={"agent_1": {"algo": "dqn", "learning_starts": 8}},
+                 run_dir=tmp_path / "source", **{**SHORT, "env": match, "policies": "agent", "max_steps": 64})
+    argv = ["train", "ppo", "--env", MIXED, "--set", "policies=agent", "--set", f"init_from={tmp_path / 'source'}",
+            "--max-steps", "96", "--n-envs", "1", "--set", "n_steps=32", "--set", "eval_every=0"]
+    assert_train_refused(capsys, tmp_path, argv, "was trained on {agent_0: Box")
