@@ -20,7 +20,7 @@ from canter.config_imports import check_config_path, config_imports, layered_imp
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_entry_once, check_range, coerce, entries_last, hp, is_null_word,  # re-exported
                                   readable_type, sb3_net_arch, set_nested, split_train_freq, type_name)
-from canter.config_layers import parse_set, preset_layers, preset_path  # noqa: F401 (re-exported)
+from canter.config_layers import parse_set, preset_layers, preset_path, set_items  # noqa: F401 (re-exported)
 from canter.devices import resolve_device
 from canter.errors import CanterError, unknown
 from canter.yaml_io import dashed_pairs, glued_word, parse_yaml_value
@@ -298,14 +298,7 @@ def resolve_config(
 
     if other_algo(file_data.get("algo")):
         raise CanterError(f"{config_file} is for algorithm '{file_data['algo']}', not '{algo}'")
-    sets_dict: dict[str, Any] = {}
-    for item in sets:  # a key given again moves to the end: the last --set wins over its aliases (lr, hparams.lr)
-        key, value = parse_set(item)
-        entries = parse_yaml_value(value, key) if key == "hparams" else None  # each entry, as a file's hparams:
-        for key, value in ((f"hparams.{k}", v) for k, v in entries.items()) if isinstance(entries, dict) else [
-                (key, value)]:  # (a second --set hparams={...} dropped the first one's entries)
-            sets_dict.pop(key, None)
-            sets_dict[key] = value
+    sets_dict, parsed_sets = set_items(sets)  # policy_hparams={...} as entries, each value read where parsed_sets
     if other_algo(sets_dict.get("algo")):
         raise CanterError(f"--set algo={sets_dict['algo']} cannot change the algorithm; name it as the command's "
                           f"argument: canter train {sets_dict['algo']} ...")
@@ -401,7 +394,8 @@ def resolve_config(
             elif key.split(".", 1)[0] in run_keys:  # env_kwargs.max_episode_steps: an entry of a mapping setting
                 head = key.split(".", 1)[0]
                 check_entry_once(wholes, key, _source)
-                run_values[head] = set_nested(run_keys, run_values, key, value, text=_source == "--set")
+                run_values[head] = set_nested(run_keys, run_values, key, value,
+                                              text=_source == "--set" and key not in parsed_sets)
                 (preset_keys.add if layer < n_presets else preset_keys.discard)(head)
             else:
                 keys = ["hparams", *run_keys, *hp_keys]  # hparam: {lr: ...} was "did you mean 'policy_hparams'?"

@@ -54,3 +54,38 @@ def parse_set(item: str) -> tuple[str, str]:
         if isinstance(unquoted, str):
             value = unquoted
     return key.strip(), value
+
+
+def set_items(sets: list[str] | tuple) -> tuple[dict[str, Any], set[str]]:
+    """The ``--set`` layer: ``sets`` (``key=value`` items, in their order) as key -> value, a key given again moved
+    to the end (the last ``--set`` wins over its aliases, ``lr`` and ``hparams.lr``), and the keys whose value is
+    read already (not YAML text). ``hparams={...}`` counts as one ``hparams.NAME`` item per entry and
+    ``policy_hparams={...}`` as one ``policy_hparams.POLICY.KEY`` per policy and key (a policy given as no mapping
+    or an empty one, or a whole value that is no mapping, stays one item), so a second one keeps the first one's
+    entries: a second ``--set policy_hparams={speaker: ...}`` dropped the first one's ``listener`` silently."""
+    from canter.yaml_io import parse_yaml_value
+
+    items: dict[str, Any] = {}
+    parsed: set[str] = set()
+    for item in sets:
+        key, value = parse_set(item)
+        pairs: list[tuple[str, Any, bool]] = [(key, value, False)]
+        if key in ("hparams", "policy_hparams"):
+            entries = parse_yaml_value(value, key)
+            if key == "hparams" and isinstance(entries, dict):
+                pairs = [(f"hparams.{k}", v, True) for k, v in entries.items()]
+            elif key == "policy_hparams" and isinstance(entries, dict) and entries and all(
+                    _entry_name(p) for p in entries):  # (a name that is no plain string is refused whole, as before)
+                pairs = [pair for p, keys in entries.items() for pair in (
+                    [(f"{key}.{p}.{k}", v, True) for k, v in keys.items()] if isinstance(keys, dict) and keys and all(
+                        _entry_name(k) for k in keys) else [(f"{key}.{p}", keys, True)])]
+        for key, value, read in pairs:
+            items.pop(key, None)
+            items[key] = value
+            (parsed.add if read else parsed.discard)(key)
+    return items, parsed
+
+
+def _entry_name(name: Any) -> bool:
+    """Whether ``name``, of a ``--set`` mapping, can be given as a dotted key's entry (``policy_hparams.NAME``)."""
+    return isinstance(name, str) and bool(name) and "." not in name
