@@ -36,7 +36,7 @@ from canter.atomic import atomic_write, remove_temp_files
 from canter.checkpoint import save_checkpoint
 from canter.checkpoint_keep import periodic_checkpoints, prune_periodic
 from canter.envs.spaces import space_to_dict
-from canter.errors import CanterError, notice
+from canter.errors import CanterError, CanterWarning, notice, warn
 from canter.registry import user_modules
 from canter.run_callbacks import _SaveAtStart, _SaveBest, _finite_or_null, _one_line
 from canter.run_dirs import outermost_missing
@@ -450,20 +450,26 @@ class Run:
                 self._write_summary("interrupted", self._good)
         finally:
             close_error: BaseException | None = None
+            failed: list[str] = []  # a logger's close() that raised an error: a warning, the run's outcome stays
             for lg in self.loggers:  # each one closed, and the lock given back, when one fails (a full disk)
                 try:
                     lg.close()
-                except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - raised below, once the run is given
-                    # back; a Ctrl-C or SIGTERM while one closes (a W&B finish) still closes the others (the console)
-                    close_error = exc if close_error is None or isinstance(exc, KeyboardInterrupt) else close_error
+                except KeyboardInterrupt as exc:  # raised below, once the run is given back; a Ctrl-C or SIGTERM
+                    # while one closes (a W&B finish) still closes the others (the console)
+                    close_error = exc
                     # (not after a second Ctrl-C inside an iteration: the summary's step is not the 'last' kept)
-                    self.interrupted_closing |= end_saved and isinstance(exc, KeyboardInterrupt)
+                    self.interrupted_closing |= end_saved
+                except Exception as exc:  # noqa: BLE001 - OSError(28) from a last flush replaced the run's outcome
+                    # (a divergence's message lost; no file name: a traceback from canter train) and its exit code
+                    failed.append(f"{type(lg).__name__} could not close: {_one_line(exc)}")
             _OPEN_RUNS.discard(self)
             release(self.dir, token)
             if gone is not None:
                 shutil.rmtree(gone, ignore_errors=True)  # what the loggers' last flush made again
             elif unstarted:
                 self._remove_unstarted()  # nothing of this new run is worth keeping
+            for line in failed:  # (after the lock: a warnings filter 'error' raises here)
+                warn(CanterWarning(f"the run's {line}; the run's outcome and its summary.json stand"))
             if close_error is not None:
                 raise close_error
 

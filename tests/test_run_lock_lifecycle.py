@@ -89,7 +89,9 @@ def test_a_run_that_fails_before_training_gives_its_lock_back(tmp_path, monkeypa
 
 def test_a_logger_failing_to_close_does_not_keep_the_runs_lock(tmp_path, monkeypatch):
     """A full disk when a logger closes (TensorBoard's last flush): the other loggers are closed and the
-    lock given back all the same; it used to stay held, so a resume in this process was refused as 'still open'."""
+    lock given back all the same; it used to stay held, so a resume in this process was refused as 'still open'.
+    (The error is a warning now, tests/test_logger_close_errors.py: it replaced the run's outcome.)"""
+    from canter.errors import CanterWarning
     from canter.logging.history import HistoryLogger
     from canter.run_lock import check_free
 
@@ -102,7 +104,7 @@ def test_a_logger_failing_to_close_does_not_keep_the_runs_lock(tmp_path, monkeyp
 
     with monkeypatch.context() as m:
         m.setattr(HistoryLogger, "close", full)
-        with pytest.raises(OSError):
+        with pytest.warns(CanterWarning, match="HistoryLogger could not close: OSError"):
             canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=128, **PPO)
     assert not (run_dir / LOCK_NAME).exists()
     check_free(run_dir)
