@@ -46,3 +46,22 @@ def test_numpy_statistics_are_python_numbers(tmp_path: object) -> None:
                                losses=logged_numbers({"x": value}, "ppo")))
     logger.close()
     assert pq.read_table(tmp_path / "updates.parquet")["x"].to_pylist() == [0.5, 1.0]  # type: ignore[operator]
+
+
+def test_numpy_arrays_are_taken_as_tensors_are(tmp_path: object) -> None:
+    """A learn reporting a 0-d NumPy array (np.array(0.5)) ended the run with pyarrow's ArrowInvalid writing
+    updates.parquet; one of several values was written as a list column where a tensor's is refused in one line."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from canter.logging.history import HistoryLogger
+    from canter.trainers.records import TrainRecord
+
+    losses = logged_numbers({"kl": np.array(0.5), "stopped": np.array(True)}, "ppo")
+    assert losses == {"kl": 0.5, "stopped": True} and [type(v) for v in losses.values()] == [float, bool]
+    logger = HistoryLogger(tmp_path)  # type: ignore[arg-type]
+    logger.log(TrainRecord(step=1, iteration=1, wall_time=1.0, steps_per_second=1.0, losses=losses))
+    logger.close()
+    assert pq.read_table(tmp_path / "updates.parquet")["kl"].to_pylist() == [0.5]  # type: ignore[operator]
+    with pytest.raises(CanterError, match=r"algorithm 'ppo' reported losses\['q'\] as a NumPy array of shape \(2,\)"):
+        logged_numbers({"q": np.array([0.5, 1.0])}, "ppo")

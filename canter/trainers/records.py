@@ -64,19 +64,20 @@ def check_stat_name(key: str, who: str) -> None:
 
 
 def logged_numbers(losses: dict[str, Any], algo: str) -> dict[str, Any]:
-    """``losses`` (an iteration's, from algorithm ``algo``'s ``learn``) with each 0-d torch tensor and NumPy number as
-    Python's number.
+    """``losses`` (an iteration's, from algorithm ``algo``'s ``learn``) with each 0-d torch tensor, 0-d NumPy array and
+    NumPy number as Python's number.
 
     A ``learn`` that reported ``{"loss": loss}`` rather than ``loss.item()`` ended the run in pyarrow's traceback
     writing ``updates.parquet`` (summary.json ``stop_reason: interrupted``), and the divergence guard, which checks
-    floats, never saw a NaN in it. Another tensor, even of one value, is refused in one line (as an ``after_update``
-    hook's is)."""
+    floats, never saw a NaN in it. Another tensor or NumPy array, even of one value, is refused in one line (as an
+    ``after_update`` hook's is)."""
     for key, value in losses.items():
         check_stat_name(key, f"algorithm '{algo}'")
-        if isinstance(value, torch.Tensor):
-            if value.ndim:
-                raise CanterError(f"algorithm '{algo}' reported losses[{key!r}] as a tensor of shape "
-                                  f"{tuple(value.shape)}: learn() reports numbers (a float, or a 0-d tensor)")
+        if isinstance(value, (torch.Tensor, np.ndarray)):  # a NumPy array as a tensor: a 0-d one ended the run
+            if value.ndim:  # with pyarrow's ArrowInvalid, a longer one was written as a list column
+                kind = "tensor" if isinstance(value, torch.Tensor) else "NumPy array"
+                raise CanterError(f"algorithm '{algo}' reported losses[{key!r}] as a {kind} of shape "
+                                  f"{tuple(value.shape)}: learn() reports numbers (a float, or a 0-d {kind})")
             losses[key] = value.item()
         elif isinstance(value, np.generic):  # a NumPy number as Python's (a np.bool_ among floats: pyarrow's
             losses[key] = value.item()  # ArrowInvalid writing updates.parquet, which ended the run)
