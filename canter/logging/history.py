@@ -66,6 +66,26 @@ def _numbers(values: list[Any]) -> list[Any]:
     return values
 
 
+def _bools_as_numbers(table: pa.Table, chunk: pa.Table) -> list[pa.Table]:
+    """``table`` and ``chunk`` (the rows after it) with a column that is bool in one and numbers in the other as
+    float64 in both, as :func:`_numbers` makes it when they are converted together (pyarrow concatenates no bool
+    column with a number one: every row so far was converted again at each such flush, a second a flush for 200k
+    rows, with a dict per row in memory)."""
+    import pyarrow as pa
+
+    def numeric(t: pa.DataType) -> bool:
+        return pa.types.is_integer(t) or pa.types.is_floating(t)
+
+    for name in set(table.column_names) & set(chunk.column_names):
+        a, b = table.schema.field(name).type, chunk.schema.field(name).type
+        if (pa.types.is_boolean(a) and numeric(b)) or (numeric(a) and pa.types.is_boolean(b)):
+            if a != pa.float64():
+                table = table.set_column(table.column_names.index(name), name, table[name].cast(pa.float64()))
+            if b != pa.float64():
+                chunk = chunk.set_column(chunk.column_names.index(name), name, chunk[name].cast(pa.float64()))
+    return [table, chunk]
+
+
 def _write_table(path: Path, table: pa.Table) -> None:
     """Atomically write ``table`` as the parquet file ``path``, with a CRC checksum on each page (checked
     when canter reads it back, so a changed byte is an error rather than a wrong number)."""
@@ -191,7 +211,7 @@ class _Rows:
             try:
                 chunk = _to_table(self.new, columns)
                 table = (chunk if self.table is None
-                         else pa.concat_tables([self.table, chunk], promote_options="permissive"))
+                         else pa.concat_tables(_bools_as_numbers(self.table, chunk), promote_options="permissive"))
             except (pa.ArrowTypeError, pa.ArrowInvalid):  # bools and numbers in a column, a batch starting with
                 # a bool: every row converted together, as before batches (True is 1.0 among earlier floats)
                 table = _to_table(self.new if self.table is None else self.table.to_pylist() + self.new, columns)
