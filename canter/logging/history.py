@@ -178,7 +178,7 @@ class _Rows:
     def __init__(self, fixed: tuple[str, ...] | None, empty: tuple[str, ...], labels: tuple[str, ...] = ()) -> None:
         self.fixed = fixed  # the typed columns; None: the rows' keys, types inferred
         self.empty = empty  # the columns of a file with no rows
-        self.labels = labels  # optional columns, in the file where the first row has them
+        self.labels = labels  # optional columns, in the file where any row has them (null in the rows without)
         self.table: pa.Table | None = None
         self.new: list[dict[str, Any]] = []
 
