@@ -137,15 +137,11 @@ def _check_logged(fn: Any, losses: Any) -> None:
     """Refuse in one line what an ``after_update`` hook ``fn`` left in ``losses`` that is not a number to log."""
     for key, value in losses.items():  # a 0-d tensor or NumPy value as its number (updates.parquet took no tensor)
         losses[key] = value = value.item() if getattr(value, "ndim", None) == 0 and hasattr(value, "item") else value
-        try:  # (an array, even of one value, is no number)
-            ok = isinstance(key, str) and not isinstance(value, (str, bytes)) and not getattr(value, "ndim", 0) and \
-                float(value) is not None
-        except (TypeError, ValueError):
-            ok = False
+        from canter.trainers.records import check_stat_name, is_number
+
+        ok = isinstance(key, str) and is_number(value)  # (an array, even of one value, is no number)
         name = getattr(fn, "__qualname__", None) or type(fn).__name__
         if ok:
-            from canter.trainers.records import check_stat_name
-
             check_stat_name(key, f"after_update hook {name}")
         else:
             raise CanterError(f"after_update hook {name} left losses[{key!r}] = {value!r:.60}: the values in losses are "

@@ -65,3 +65,11 @@ def test_numpy_arrays_are_taken_as_tensors_are(tmp_path: object) -> None:
     assert pq.read_table(tmp_path / "updates.parquet")["kl"].to_pylist() == [0.5]  # type: ignore[operator]
     with pytest.raises(CanterError, match=r"algorithm 'ppo' reported losses\['q'\] as a NumPy array of shape \(2,\)"):
         logged_numbers({"q": np.array([0.5, 1.0])}, "ppo")
+
+
+@pytest.mark.parametrize("value", ["abc", None, [1.0]])
+def test_a_learn_statistic_that_is_no_number_is_refused(value: object) -> None:
+    """A learn reporting a string or None passed logged_numbers (an after_update hook's is refused) and the run ended
+    in TensorBoard's float() traceback (ValueError / TypeError) at the first record."""
+    with pytest.raises(CanterError, match=r"algorithm 'ppo' reported losses\['note'\] = .*: learn\(\) reports numbers"):
+        logged_numbers({"loss": 1.0, "note": value}, "ppo")

@@ -63,14 +63,23 @@ def check_stat_name(key: str, who: str) -> None:
                           f"({', '.join(OWN_COLUMNS)}); give the statistic another name, e.g. 'n_{key}'")
 
 
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is logged as a number (an int, float or bool; not a string, nor an array of any size):
+    updates.parquet, TensorBoard and W&B take it."""
+    try:
+        return not isinstance(value, (str, bytes)) and not getattr(value, "ndim", 0) and float(value) is not None
+    except (TypeError, ValueError):
+        return False
+
+
 def logged_numbers(losses: dict[str, Any], algo: str) -> dict[str, Any]:
     """``losses`` (an iteration's, from algorithm ``algo``'s ``learn``) with each 0-d torch tensor, 0-d NumPy array and
     NumPy number as Python's number.
 
     A ``learn`` that reported ``{"loss": loss}`` rather than ``loss.item()`` ended the run in pyarrow's traceback
     writing ``updates.parquet`` (summary.json ``stop_reason: interrupted``), and the divergence guard, which checks
-    floats, never saw a NaN in it. Another tensor or NumPy array, even of one value, is refused in one line (as an
-    ``after_update`` hook's is)."""
+    floats, never saw a NaN in it. Another tensor or NumPy array, even of one value, and anything else that is no
+    number (a string, None) are refused in one line (as an ``after_update`` hook's are)."""
     for key, value in losses.items():
         check_stat_name(key, f"algorithm '{algo}'")
         if isinstance(value, (torch.Tensor, np.ndarray)):  # a NumPy array as a tensor: a 0-d one ended the run
@@ -81,4 +90,7 @@ def logged_numbers(losses: dict[str, Any], algo: str) -> dict[str, Any]:
             losses[key] = value.item()
         elif isinstance(value, np.generic):  # a NumPy number as Python's (a np.bool_ among floats: pyarrow's
             losses[key] = value.item()  # ArrowInvalid writing updates.parquet, which ended the run)
+        elif not is_number(value):  # a string or None: TensorBoard's float() ended the run in a traceback
+            raise CanterError(f"algorithm '{algo}' reported losses[{key!r}] = {value!r:.60}: learn() reports numbers "
+                              f"(a float, or a 0-d tensor)")
     return losses
