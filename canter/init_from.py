@@ -36,7 +36,8 @@ def _check_algorithm(path: str, meta: dict[str, Any], algo: str, run: Any = None
     config) one whose policy trained with another algorithm than the one ``run`` gives it (``policy_hparams.<p>.algo``):
     its networks were loaded without a word where their shapes fit (an A2C policy into a PPO one), else refused
     naming a hyperparameter that was not the difference. Only policies this run has are compared: ``ours``, its
-    policy names once built; before the build, a source of another ``policies`` mode or env is left to the build
+    policy names once built; before the build, a source of another ``policies`` mode, env or ``env_kwargs`` (which
+    may make other agents: ``n_agents``) is left to the build
     (its policies are not this run's: a ``policies: agent`` source's DQN ``agent_1`` into a ``type`` run was refused
     as "set policy_hparams.agent_1.algo=dqn", a policy this run does not have)."""
     config = meta.get("config") or {}
@@ -48,8 +49,9 @@ def _check_algorithm(path: str, meta: dict[str, Any], algo: str, run: Any = None
         return
     from canter.multiagent_config import policy_algo
 
-    if ours is None and (config.get("policies", "shared") != run.policies or config.get("env") != run.env):
-        return  # its policies may not be this run's (another env: agent_1 of one is none of the other's)
+    if ours is None and (config.get("policies", "shared") != run.policies or config.get("env") != run.env or (
+            config.get("env_kwargs") or {}) != (getattr(run, "env_kwargs", None) or {})):
+        return  # its policies may not be this run's (another env, or its kwargs: agent_2 of n_agents=3 is none of 2's)
     theirs_all = config.get("policy_hparams") if isinstance(config.get("policy_hparams"), dict) else {}
     for policy in sorted({*theirs_all, *(run.policy_hparams or {})}, key=str):
         if ours is not None and str(policy) not in ours:

@@ -104,3 +104,15 @@ def test_init_from_a_run_of_another_env_is_refused_for_its_spaces(capsys, tmp_pa
     argv = ["train", "ppo", "--env", MIXED, "--set", "policies=agent", "--set", f"init_from={tmp_path / 'source'}",
             "--max-steps", "96", "--n-envs", "1", "--set", "n_steps=32", "--set", "eval_every=0"]
     assert_train_refused(capsys, tmp_path, argv, "was trained on {agent_0: Box")
+
+
+def test_init_from_a_run_of_other_env_kwargs_is_refused_for_its_spaces(capsys, tmp_path):
+    """The same env and ``policies`` mode, other ``env_kwargs``: the source's DQN ``agent_2`` (``n_agents: 3``) is no
+    policy of this two-agent run, which was refused as "set policy_hparams.agent_2.algo=dqn" before the build (the
+    sibling of the other-env case above); the spaces check says what differs."""
+    match = "pettingzoo:tests.match_agents"
+    canter.train("ppo", policy_hparams={"agent_2": {"algo": "dqn", "learning_starts": 8}}, env_kwargs={"n_agents": 3},
+                 run_dir=tmp_path / "source", **{**SHORT, "env": match, "policies": "agent", "max_steps": 64})
+    argv = ["train", "ppo", "--env", match, "--set", "policies=agent", "--set", f"init_from={tmp_path / 'source'}",
+            "--max-steps", "96", "--n-envs", "1", "--set", "n_steps=32", "--set", "eval_every=0"]
+    assert_train_refused(capsys, tmp_path, argv, "agent_2: Box(shape=(3,), float32)} -> {agent_0: Discrete(3)")
