@@ -468,8 +468,9 @@ class Run:
                 shutil.rmtree(gone, ignore_errors=True)  # what the loggers' last flush made again
             elif unstarted:
                 self._remove_unstarted()  # nothing of this new run is worth keeping
-            for line in failed:  # (after the lock: a warnings filter 'error' raises here)
-                warn(CanterWarning(f"the run's {line}; the run's outcome and its summary.json stand"))
+            for line in failed:  # (after the lock: a warnings filter 'error' raises here); the run named, each run's
+                # line is its own: Python shows a message once per place (a loop's or canter benchmark's later runs)
+                warn(CanterWarning(f"run {self.dir}: the run's {line}; the run's outcome and its summary.json stand"))
             if close_error is not None:
                 raise close_error
 

@@ -93,8 +93,8 @@ def test_canter_train_finishes_with_a_warning_line_and_exit_0(tmp_path: Path, fu
     err = capsys.readouterr().err
     assert code == 0 and "Traceback" not in err
     assert [line for line in err.splitlines() if "could not close" in line] == [
-        "canter: warning: the run's HistoryLogger could not close: OSError: [Errno 28] No space left on device; the "
-        "run's outcome and its summary.json stand"]
+        f"canter: warning: run {run_dir}: the run's HistoryLogger could not close: OSError: [Errno 28] No space left "
+        "on device; the run's outcome and its summary.json stand"]
     assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "max_steps"
 
 
@@ -104,3 +104,16 @@ def test_a_benchmark_cell_is_its_runs_summary(tmp_path: Path, full_disk: None) -
     with pytest.warns(CanterWarning, match=WARNING):
         summary = run_cell(cell, str(tmp_path / "run"), None)
     assert summary["stop_reason"] == "diverged" and "training diverged at step" in summary["diverged"]
+
+
+def test_each_run_of_a_process_says_so(tmp_path: Path, full_disk: None) -> None:
+    """Two runs from one line (a script's loop, canter benchmark's cells): the second run's logger failing to close was
+    said nothing, its message the first one's, which Python shows once per place."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")  # Python's own: once per place and message
+        for name in ("a", "b"):
+            canter.train("ppo", "CartPole-v1", run_dir=tmp_path / name, quiet=True, **{**TINY, "max_steps": 128})
+    said = [str(w.message) for w in seen if "could not close" in str(w.message)]
+    assert len(said) == 2 and str(tmp_path / "b") in said[1]
