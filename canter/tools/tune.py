@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from canter.config import parse_set, resolve_config, resolved_dict
+from canter.config import resolve_config, resolved_dict
+from canter.config_layers import set_items
 from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
@@ -37,7 +38,7 @@ from canter.tools.tune_storage import discard_storage, fail_stale_trials, in_mem
 from canter.tools.tune_storage import open_storage as _storage  # (tests replace tune._storage)
 from canter.tools.tune_study import (  # noqa: F401 (_STUDY_LINE re-exported)
     _STUDY_LINE, _adopt_report_every, _check_out_owner, _check_study, _study_every)
-from canter.yaml_io import dump_yaml, parse_yaml_value
+from canter.yaml_io import dump_yaml
 
 
 @dataclass
@@ -262,9 +263,9 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     space = search_space(algo, space_file)
     check_space_run_keys(space)
     fixed = set()  # the hyperparameters the flags and --set fix for every trial
-    for key, value in [*(parse_set(s) for s in sets), *run_overrides.items()]:
-        if key == "hparams":  # --set 'hparams={lr: 0.01}' (valid YAML: resolve_config read it above)
-            value = parse_yaml_value(value, key) if isinstance(value, str) else value
+    # (--set 'hparams={lr: 0.01}' counts as hparams.lr: set_items reads it as the config layers do)
+    for key, value in [*set_items(list(sets))[0].items(), *run_overrides.items()]:
+        if key == "hparams":  # tune(hparams={...}) from Python
             fixed.update(str(k) for k in (value if isinstance(value, dict) else {}))
         else:
             fixed.add(key[8:] if key.startswith("hparams.") else key)
