@@ -17,6 +17,7 @@ from canter.tools.tune_workers import INTERRUPTS, trial_signals
 def sigterm_stopped_run():
     """A run in this process stopped by a SIGTERM taken by the handler canter puts back after ``ray.init``."""
     before = signal.getsignal(signal.SIGTERM)
+    INTERRUPTS.pending = False  # a study's start clears it (tune_workers); an earlier test's direct use may not have
     try:
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))  # as ray.init's
         cluster._python_sigterm_handler()
