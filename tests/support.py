@@ -467,3 +467,26 @@ def frame_env_maker(name: str, steps: int, reward: float, frame: Any) -> Any:
 
     FrameEnv.__name__ = FrameEnv.__qualname__ = name
     return FrameEnv
+
+
+class StubLogger:
+    """A logger for tests of how a run closes its loggers: it records that it was closed (``closed``) and whether
+    SIGTERM still had its default action then (``default_at_close``); with ``term`` its close() meets a SIGTERM, as a
+    W&B finish that `timeout` or a job scheduler stops (sent only where SIGTERM no longer has its default action,
+    which would end the test process)."""
+
+    def __init__(self, term: bool = False) -> None:
+        self.term, self.closed = term, False
+        self.default_at_close: bool | None = None
+
+    def start(self, run: Any) -> None:  # noqa: D102
+        pass
+
+    def log(self, record: Any) -> None:  # noqa: D102
+        pass
+
+    def close(self) -> None:  # noqa: D102
+        self.closed = True
+        self.default_at_close = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        if self.term and not self.default_at_close:
+            os.kill(os.getpid(), signal.SIGTERM)

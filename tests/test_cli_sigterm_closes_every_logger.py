@@ -11,26 +11,10 @@ import pytest
 
 import canter
 from canter.cli import _drive
-from support import default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
+from support import StubLogger, default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
 
 
-class _Logger:
-    """A logger that records its close; ``term``: its close meets a SIGTERM (sent only where SIGTERM no longer has
-    its default action, which would end the test process)."""
-
-    def __init__(self, term: bool = False) -> None:
-        self.term, self.closed = term, False
-
-    def start(self, run) -> None:
-        pass
-
-    def log(self, record) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-        if self.term and signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
-            os.kill(os.getpid(), signal.SIGTERM)
+_Logger = StubLogger  # term=True: its close meets a SIGTERM
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")

@@ -13,26 +13,11 @@ import pytest
 
 import canter
 from canter.cli import _drive
-from support import default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
+from support import StubLogger, default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
 
 
-class _TermAtClose:
-    """A logger whose close() meets a SIGTERM, as a W&B finish that `timeout` or a job scheduler stops (sent only
-    where SIGTERM no longer has its default action, which would end the test process: there close() says so)."""
-
-    def __init__(self) -> None:
-        self.default_at_close: bool | None = None
-
-    def start(self, run) -> None:
-        pass
-
-    def log(self, record) -> None:
-        pass
-
-    def close(self) -> None:
-        self.default_at_close = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-        if not self.default_at_close:
-            os.kill(os.getpid(), signal.SIGTERM)
+def _TermAtClose() -> StubLogger:  # noqa: N802 (a logger whose close() meets a SIGTERM)
+    return StubLogger(term=True)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX signals")

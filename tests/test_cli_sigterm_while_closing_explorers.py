@@ -16,26 +16,11 @@ pytest.importorskip("ray")
 
 import canter  # noqa: E402
 from canter.cli import _drive  # noqa: E402
-from support import default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
+from support import StubLogger, default_sigterm  # noqa: E402,F401  (autouse: SIGTERM at its default action per test)
 
 
-class _TermAtClose:
-    """A logger whose close() meets a SIGTERM, as a W&B finish that `timeout` or a job scheduler stops (sent only
-    where SIGTERM does not have its default action, which would end the test process)."""
-
-    def __init__(self) -> None:
-        self.closed = False
-
-    def start(self, run) -> None:
-        pass
-
-    def log(self, record) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-        if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
-            os.kill(os.getpid(), signal.SIGTERM)
+def _TermAtClose() -> StubLogger:  # noqa: N802 (a logger whose close() meets a SIGTERM)
+    return StubLogger(term=True)
 
 
 @pytest.mark.slow  # ~10 s: a Ray explorer starts (and the session's cluster)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import canter
+from support import StubLogger
 from canter.cli import _drive, main
 from canter.errors import CanterError, CanterWarning
 from canter.logging.history import HistoryLogger
@@ -35,19 +36,7 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(HistoryLogger, "close", full)
 
 
-class _Closes:
-    """A logger that records that it was closed."""
-
-    closed = False
-
-    def start(self, run) -> None:
-        pass
-
-    def log(self, record) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
+_Closes = StubLogger  # records that it was closed
 
 
 def _poison(trainer) -> None:
