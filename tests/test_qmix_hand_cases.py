@@ -110,3 +110,17 @@ def test_the_loss_on_one_step_episodes_is_the_papers_squared_td_error(truncate):
         losses.append((_q_tot(algo.q, q, obs[2]) - y) ** 2)
     expected = float(torch.stack(losses).mean().detach())
     assert algo.learn(ReplayBatch(*batch))["loss"] == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("length", [1, 2])
+def test_a_team_whose_every_agent_terminated_is_terminated_though_the_env_also_says_truncated(length):
+    """PettingZoo allows an agent both flags (a game that ends on its time limit's step): terminated decides, as for
+    one agent (gymnasium: no bootstrap past a terminal state). The team's episode was truncated, and QMIX
+    bootstrapped ``Q_tot`` past the game's end."""
+    trainer = _collect(length=length, both=True)
+    buf = trainer.buffer
+    ends = np.flatnonzero(buf.done[:12, 0])
+    assert len(ends) == 12 // (length + 1) and buf.terminated[ends, 0].all()
+    batch = trainer.buffer.sample(16)
+    ended = batch.next_obs[:, 2, 0] == length  # the state's t: the transitions into the game's end
+    torch.testing.assert_close(trainer.agent.algorithm.td_target(ReplayBatch(*batch))[ended], batch.rewards[ended])

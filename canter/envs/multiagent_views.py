@@ -132,7 +132,8 @@ class JointParallelEnv(gym.vector.VectorEnv):
     limit sees every agent's final observation) and its actions are ignored. A
     copy's episode ends when every agent has ended: truncated (the team's value is bootstrapped)
     if a time limit cut an agent's episode on that last step, even where another agent's episode
-    terminated on it (as PyMARL, whose time-limit step is never terminal), else terminated.
+    terminated on it (as PyMARL, whose time-limit step is never terminal), else terminated (also where
+    the env reports an agent both terminated and truncated: it terminated).
     """
 
     def __init__(self, env_id: str, copies: int, env_kwargs: dict[str, Any] | None = None,
@@ -196,8 +197,10 @@ class JointParallelEnv(gym.vector.VectorEnv):
         shape = (self.copies, self.k)
         ended = self.inner.ended  # every agent of the copy has ended (False on the step that resets it)
         # a time limit on the last step leaves the team's episode truncated even where an agent's own
-        # episode terminated on that step (PyMARL: an episode_limit step is never terminal)
-        truncated = ended & trunc.reshape(shape).any(1)
+        # episode terminated on that step (PyMARL: an episode_limit step is never terminal); an agent the env
+        # reports both terminated and truncated terminated (gymnasium: no bootstrap past a terminal state), so a
+        # team whose every agent did is terminated
+        truncated = ended & (trunc & ~term).reshape(shape).any(1)
         terminated = ended & ~truncated
         return self._joint(rows), reward.reshape(shape).sum(1), terminated, truncated, {}
 
