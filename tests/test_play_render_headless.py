@@ -69,40 +69,55 @@ def test_sdls_own_complaint_does_not_come_before_the_refusal(no_display, monkeyp
     assert "XDG_RUNTIME_DIR" not in capfd.readouterr().err
 
 
-def test_what_is_held_is_written_out_unless_the_refusal_explains_it(no_display, capfd):
-    """sdl_complaints_held holds file descriptor 2 only for --render without a display; it drops what it held
-    where the run is refused for drawing nowhere, and writes it out otherwise (another error, or no error)."""
+def _sdl_start_writes(monkeypatch, text: bytes) -> None:
+    """pygame.display.init, as SDL's start: it writes ``text`` to file descriptor 2."""
     import os
+
+    import pygame
+
+    monkeypatch.setattr(pygame.display, "init", lambda: os.write(2, text))
+
+
+def test_what_is_held_is_written_out_unless_the_refusal_explains_it(no_display, monkeypatch, capfd):
+    """sdl_complaints_held holds file descriptor 2 only while pygame starts SDL, for --render without a display; it
+    drops what it held where the run is refused for drawing nowhere, and writes it out otherwise (another error, or
+    no error)."""
+    import pygame
 
     from canter.render_window import NoWindow, sdl_complaints_held
 
+    _sdl_start_writes(monkeypatch, b"kept\n")
     with sdl_complaints_held("human"):
-        os.write(2, b"kept\n")
+        pygame.display.init()
     with pytest.raises(CanterError), sdl_complaints_held("human"):
-        os.write(2, b"kept too\n")
+        pygame.display.init()
         raise CanterError("another error")
+    _sdl_start_writes(monkeypatch, b"dropped\n")
     with pytest.raises(NoWindow), sdl_complaints_held("human"):
-        os.write(2, b"dropped\n")
+        pygame.display.init()
         raise NoWindow("no window")
+    _sdl_start_writes(monkeypatch, b"not held\n")
     with sdl_complaints_held("rgb_array"):
-        os.write(2, b"not held\n")
-    assert capfd.readouterr().err == "kept\nkept too\nnot held\n"
+        pygame.display.init()
+    assert capfd.readouterr().err == "kept\nkept\nnot held\n"
 
 
 def test_the_driver_a_recording_set_is_not_taken_for_the_users_when_holding(no_display, monkeypatch, capfd):
     """The SDL_VIDEODRIVER=dummy a recording sets (as in the test above) does not stop the holding: the refusal that
     follows it is still the only line; an SDL_VIDEODRIVER the user set is theirs, and nothing is held."""
-    import os
+    import pygame
 
     from canter.render_window import NoWindow, sdl_complaints_held
 
     make_render_env("CartPole-v1", "rgb_array").close()
+    _sdl_start_writes(monkeypatch, b"dropped\n")
     with pytest.raises(NoWindow), sdl_complaints_held("human"):
-        os.write(2, b"dropped\n")
+        pygame.display.init()
         raise NoWindow("no window")
     monkeypatch.setattr("canter.render_window._SDL_DRIVER_SET", None)  # the same variable, now the user's
+    _sdl_start_writes(monkeypatch, b"not held\n")
     with pytest.raises(NoWindow), sdl_complaints_held("human"):
-        os.write(2, b"not held\n")
+        pygame.display.init()
         raise NoWindow("no window")
     assert capfd.readouterr().err == "not held\n"
 
