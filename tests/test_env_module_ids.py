@@ -1,7 +1,10 @@
 """``--env module:NAME`` where NAME is not an id the module registers: a factory the module registers with
 ``@canter.register('env', ID)`` is pointed at its id, as a class of gymnasium.register's is, and ``module:`` with the id
-left out lists the module's ids, as does the module's name alone (``--env module``)."""
+left out lists the module's ids, as does the module's name alone (``--env module``) where the module is imported
+already (a bare name is not imported: tests/test_env_bare_names.py)."""
 from __future__ import annotations
+
+import importlib
 
 import pytest
 
@@ -18,7 +21,8 @@ _MODULE = ("import gymnasium as gym\nimport canter\n\n\n"
     # was "the module registers no env of that id (gymnasium.register('', entry_point=...) ...)"
     ("ids_of_module_envs:", "env 'ids_of_module_envs:' names no env id after the colon; did you mean "
                             "'ids_of_module_envs:OwnCart-v0'?"),
-    # was "unknown env id 'ids_of_module_envs'; 417 choices"
+    # was "unknown env id 'ids_of_module_envs'; 417 choices" (a module imported already: a bare name is not imported,
+    # tests/test_env_bare_names.py)
     ("ids_of_module_envs", "env 'ids_of_module_envs' is a module, not an env id; pass one of the ids it registers as "
                            "--env ids_of_module_envs:ID, e.g. --env ids_of_module_envs:OwnCart-v0 (it registers "
                            "OwnCart-v0)"),
@@ -26,6 +30,8 @@ _MODULE = ("import gymnasium as gym\nimport canter\n\n\n"
 def test_a_module_name_that_is_no_id_points_to_the_modules_ids(capsys, workdir, monkeypatch, env, expected):
     (workdir / "ids_of_module_envs.py").write_text(_MODULE)
     monkeypatch.syspath_prepend(str(workdir))
+    if ":" not in env:  # the module alone lists its ids where it is imported already (as by the run's imports)
+        importlib.import_module(env)
     code, _, err = run_cli(capsys, "train", "ppo", "--env", env, "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, expected)
     assert not (workdir / "run").exists()

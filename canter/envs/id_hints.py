@@ -26,21 +26,12 @@ def module_ids(name: str) -> list[str]:
 
 def module_given(env_id: str) -> CanterError | None:
     """The error for ``--env mtx``, a module that registers envs given without ``:ID`` (it was 'unknown env id', with
-    417 choices): its ids, when ``env_id`` names a module that can be found and imports (an import that fails, or a
-    module that registers no env, is left to the unknown id's error); else None."""
-    import importlib
-    import importlib.util
-    import re
-
-    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", env_id):
-        return None
-    if env_id.split(".")[0] in getattr(sys, "stdlib_module_names", ()):  # registers no env; importing 'this' printed
-        return None  # the Zen of Python (and 'antigravity' opened a web browser) before the unknown id's line
-    try:
-        if importlib.util.find_spec(env_id) is None:
-            return None
-        importlib.import_module(env_id)
-    except (Exception, SystemExit):  # noqa: BLE001 - not a module that imports: the id's own error says what it is
+    417 choices): its ids, when ``env_id`` names a module this process has imported already (``imports``, a script's
+    own import) that registers envs; else None. A bare name is never imported here: a typo was, when a module of that
+    name could be found (``--env train`` ran the ``train.py`` of the current directory before the unknown id's line);
+    only ``module:ID`` imports its module (:func:`bare_module_hint` says so for a module that is not imported)."""
+    module = sys.modules.get(env_id)
+    if module is None or not _module_name(env_id):
         return None
     ids = module_ids(env_id)
     if not ids:
@@ -48,6 +39,38 @@ def module_given(env_id: str) -> CanterError | None:
     shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
     return CanterError(f"env '{env_id}' is a module, not an env id; pass one of the ids it registers as "
                        f"--env {env_id}:ID, e.g. --env {env_id}:{ids[0]} (it registers {shown})")
+
+
+def _module_name(name: str) -> bool:
+    """Whether ``name`` has the form of a (dotted) module name."""
+    import re
+
+    return re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name) is not None
+
+
+def bare_module_hint(env_id: str) -> str:
+    """For an unknown env id that is also the name of a module that could be imported (found without importing it,
+    and not the standard library's): how to pass an env that module registers (``--env NAME:ID``); else ``""``."""
+    import importlib.machinery
+    import importlib.util
+
+    if not _module_name(env_id) or env_id in sys.modules:
+        return ""
+    top = env_id.split(".")[0]
+    if top in getattr(sys, "stdlib_module_names", ()):
+        return ""
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level name: found without importing anything
+        for part in env_id.split(".")[1:]:  # a package's submodules: looked for in its folders, nothing imported
+            where = None if spec is None else spec.submodule_search_locations
+            spec = None if where is None else importlib.machinery.PathFinder.find_spec(
+                f"{spec.name}.{part}", list(where))
+    except (Exception, SystemExit):  # noqa: BLE001 - a finder that fails: no hint
+        return ""
+    if spec is None:
+        return ""
+    return (f"; '{env_id}' is also a module, which a bare env id does not import: an env it registers is "
+            f"--env {env_id}:ID")
 
 
 def ids_hint(module: Any, env_id: str) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 
 from canter.envs import atari, multiagent, multiagent_views, turns
-from canter.envs.id_hints import entry_point_given, ids_hint, module_given
+from canter.envs.id_hints import bare_module_hint, entry_point_given, ids_hint, module_given
 from canter.envs.opponents import with_snapshots
 from canter.envs.packing import needs_packing, pack_observations
 from canter.envs.vector import VecEnv
@@ -59,12 +59,12 @@ def check_env_id(env_id: str) -> None:
     retired = atari.retired_id_hint(env_id) if ale else None  # PongDeterministic-v4: 'Tennis-v4' was the hint
     if retired:
         raise CanterError(f"unknown env id '{env_id}': {retired}")
-    given = module_given(env_id)  # --env mtx, a module that registers envs: its ids
+    given = module_given(env_id)  # --env mtx, a module imported already that registers envs: its ids (no import)
     if given is not None:
         raise given
     err = unknown("env id", env_id, list(gym.registry) + list(_REGISTRY["env"]),
                   see="gymnasium.pprint_registry() lists Gymnasium's, 'canter list' canter's own")
-    hint = ""
+    hint = bare_module_hint(env_id)  # a module of that name: not imported, only 'module:ID' imports
     if not ale and re.fullmatch(r"[A-Z][A-Za-z]*(-ram)?-v[04]", env_id):  # ale-py's Pong-v4, Breakout-ram-v0
         hint = "; an Atari game's id needs the 'atari' extra: pip install 'canter[atari]'"
     if re.fullmatch(r"Fetch[A-Za-z]+-v\d+", env_id):  # gymnasium-robotics' FetchReach-v4: its module registers it
