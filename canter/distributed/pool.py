@@ -310,13 +310,21 @@ class RayPool(_Episodes):
                 raise ExplorerError(f"explorer {slot} {failed}: {failure_reason(exc)}") from None
         return results
 
-    def _replace(self, slot: int, reason: str) -> None:
+    def _replace(self, slot: int, reason: str, hung: bool = False) -> None:
         """Count a failure of explorer ``slot`` (``reason``: what went wrong, one line) and start a replacement;
-        the slot's last failure in a row (MAX_CONSECUTIVE_FAILURES) raises :class:`ExplorerError` instead."""
+        the slot's last failure in a row (MAX_CONSECUTIVE_FAILURES) raises :class:`ExplorerError` instead. The
+        failed explorer is first asked to close its env (at best effort, waiting up to ``CLOSE_WAIT_SECONDS``: one
+        whose rollout raised is alive, and its env may hold a file or a simulator; a dead one answers at once),
+        then killed; not one that is ``hung`` in a call (explorer_timeout), whose close would only wait behind it."""
         self.failures[slot] += 1
         if self.failures[slot] >= MAX_CONSECUTIVE_FAILURES:
             raise ExplorerError(f"explorer {slot} failed {self.failures[slot]} times in a row; last error: {reason}")
         log.warning("explorer %d failed: %s; starting a replacement", slot, reason)
+        if not hung:
+            try:
+                self._close_envs([self.actors[slot]])
+            except Exception as exc:  # noqa: BLE001 - the kill and the replacement must still come
+                log.debug("could not ask explorer %d to close its env: %s", slot, exc)
         self.ray.kill(self.actors[slot], no_restart=True)
         self.generation[slot] += 1
         self.restarts += 1
@@ -370,7 +378,7 @@ class RayPool(_Episodes):
             if self._answered[slot] + limit <= now:
                 lost = [self.in_flight.pop(ref)[2] for ref in calls]  # (the killed actor's calls are never fetched)
                 self._replace(slot, self._timeout_reason("not started" if slot in self._starting else "no rollout",
-                                                         limit))
+                                                         limit), hung=True)
                 for kw in lost:
                     if kw is not None:  # (a timed-out start's readiness call: the replacement makes its own)
                         self.submit(slot, **kw)
