@@ -434,20 +434,23 @@ class Run:
         # nothing in it to resume, and the directory would refuse a second try, so it is removed
         unstarted = outcome == "error" and self.resumed_step is None and not self._saved_last
         end_saved = False  # 'last' saved at the run's end: a Ctrl-C while the loggers close reports its step
+        summarized = False  # summary.json written here (a logger's close failing says it stands)
         try:
             started = bool(self.trainer.wall_start)
             if gone is not None or unstarted:
                 pass
             elif outcome == "done":
                 self._save_last_and_summary(getattr(self.last_record, "stop_reason", None))
-                end_saved = True
+                end_saved = summarized = True
             elif outcome == "diverged":  # the counters of the last good state, which the files hold
                 self._write_summary("diverged", self._good)
+                summarized = True
             elif started and not self._abort and not inside:  # stopped between iterations: state is consistent
                 self._save_last_and_summary("interrupted")
-                end_saved = True
+                end_saved = summarized = True
             elif started:  # an error or a second Ctrl-C inside an iteration: the previous 'last' stays
                 self._write_summary("interrupted", self._good)
+                summarized = True
         finally:
             close_error: BaseException | None = None
             failed: list[str] = []  # a logger's close() that raised an error: a warning, the run's outcome stays
@@ -468,9 +471,13 @@ class Run:
                 shutil.rmtree(gone, ignore_errors=True)  # what the loggers' last flush made again
             elif unstarted:
                 self._remove_unstarted()  # nothing of this new run is worth keeping
+            stands = ("the run's outcome stands (its directory was deleted while the run was open: nothing was written "
+                      "back into it)" if gone is not None else "the run's outcome stands (it failed before its first "
+                      "checkpoint: its directory was removed)" if unstarted else "the run's outcome and its "
+                      "summary.json stand" if summarized else "the run's outcome stands")  # (no summary.json: not said)
             for line in failed:  # (after the lock: a warnings filter 'error' raises here); the run named, each run's
                 # line is its own: Python shows a message once per place (a loop's or canter benchmark's later runs)
-                warn(CanterWarning(f"run {self.dir}: the run's {line}; the run's outcome and its summary.json stand"))
+                warn(CanterWarning(f"run {self.dir}: the run's {line}; {stands}"))
             if close_error is not None:
                 raise close_error
 

@@ -106,3 +106,35 @@ def test_each_run_of_a_process_says_so(tmp_path: Path, full_disk: None) -> None:
             canter.train("ppo", "CartPole-v1", run_dir=tmp_path / name, quiet=True, **{**TINY, "max_steps": 128})
     said = [str(w.message) for w in seen if "could not close" in str(w.message)]
     assert len(said) == 2 and str(tmp_path / "b") in said[1]
+
+
+def test_a_run_whose_directory_was_deleted_says_no_summary_stands(tmp_path: Path, full_disk: None) -> None:
+    """The run's directory deleted while it ran: nothing is written back, yet the warning said 'its summary.json
+    stand(s)'."""
+    import shutil
+
+    run_dir = tmp_path / "run"
+
+    def delete(trainer) -> None:
+        if trainer.step >= 128:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    with pytest.warns(CanterWarning) as seen:
+        canter.train("ppo", "CartPole-v1", run_dir=run_dir, quiet=True, hooks={"before_collect": delete}, **TINY)
+    (said,) = [str(w.message) for w in seen if "could not close" in str(w.message)]
+    assert said.endswith("; the run's outcome stands (its directory was deleted while the run was open: nothing was "
+                         "written back into it)") and "summary.json" not in said
+    assert not run_dir.exists()
+
+
+def test_a_run_that_failed_before_its_first_checkpoint_says_its_directory_was_removed(tmp_path: Path,
+                                                                                     full_disk: None) -> None:
+    def fail(trainer) -> None:
+        raise RuntimeError("no simulator licence")
+
+    run_dir = tmp_path / "run"
+    with pytest.warns(CanterWarning) as seen, pytest.raises(RuntimeError, match="no simulator licence"):
+        canter.train("ppo", "CartPole-v1", run_dir=run_dir, quiet=True, hooks={"on_train_start": fail}, **TINY)
+    (said,) = [str(w.message) for w in seen if "could not close" in str(w.message)]
+    assert said.endswith("; the run's outcome stands (it failed before its first checkpoint: its directory was "
+                         "removed)") and not (run_dir / "summary.json").exists()
