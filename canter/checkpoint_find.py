@@ -84,40 +84,58 @@ def is_dataset(base: Path) -> bool:
 
 def _closest_checkpoints(base: Path) -> str:
     """``"; did you mean ..."`` naming the checkpoints beside the missing ``base`` that look most like it (its step
-    number, zero-padded as the run writes it: ``step-1024`` is ``step-000001024``), or ``""`` when there are none."""
+    number, zero-padded as the run writes it: ``step-1024`` is ``step-000001024``), or ``""`` when there are none.
+    Where the run directory's name is mistyped too (``runs/rnu/checkpoints/bset``, ``runs/rnu/chekpoints/best``), the
+    run directories like it are searched for the checkpoint like ``base``'s name."""
     from canter.errors import closest
 
     folder = base.parent
     if not folder.is_dir() and folder.parent.is_dir():  # RUN/checkpoint/best: the folder's name mistyped
         dirs = closest(folder.name, [d.name for d in folder.parent.iterdir() if d.is_dir()])
         folder = next((folder.parent / d for d in dirs if (folder.parent / d).is_dir()), folder)
+    near = [str(folder / n) for n in _near_names(folder, base.name)] or closest_run_dirs(base)  # else a run's name
+    # the run directory: RUN/checkpoints/best, RUN/chekpoints/best (that folder's name mistyped as well) or RUN/best
+    below = base.parent.name == "checkpoints" or (not base.parent.is_dir() and closest(base.parent.name,
+                                                                                       ["checkpoints"]))
+    run = base.parent.parent if below else base.parent
+    if not near and not run.is_dir():  # RUN/best with RUN mistyped: the run directories like RUN
+        near = [n for r in closest_run_dirs(run) for n in _in_run(Path(r), base.name)]
+    return ("; did you mean " + " or ".join(f"'{n}'" for n in near) + "?") if near else ""
+
+
+def _near_names(folder: Path, name: str) -> list[str]:
+    """The names of the checkpoints in ``folder`` that look most like ``name`` (not datasets): ``name`` itself where
+    it is there, the steps saved nearest a ``step-N``, else the closest names (``best`` and ``last`` for a step of a
+    run that kept none); [] where none does or there is no such folder."""
+    from canter.errors import closest
+
     names = sorted({f.name.rsplit(".", 1)[0] for f in folder.glob("*.json")} |
                    {f.name.rsplit(".", 1)[0] for f in folder.glob("*.safetensors")}) if folder.is_dir() else []
     names = [n for n in names if not is_dataset(folder / n)]  # data/cartpole: what eval and --init-from refuse
-    step = re.fullmatch(r"step-0*(\d+)", base.name)
+    step = re.fullmatch(r"step-0*(\d+)", name)
     steps = sorted(int(n[5:]) for n in names if re.fullmatch(r"step-\d+", n))
     if step and steps:  # the checkpoints saved nearest that step: the one at or before it, and the one after
         n = int(step.group(1))
         near = [f"step-{k:09d}" for k in ([k for k in steps if k <= n][-1:] + [k for k in steps if k > n][:1])
                 if f"step-{k:09d}" in names]
-        near = near[:1] if near and near[0] == f"step-{n:09d}" else near
-    else:
-        # a step-N of a run that kept none (checkpoint_every past its steps): the checkpoints it has
-        near = [base.name] if base.name in names else closest(base.name, [n for n in names if n[:1] != "."]) or (
-            [n for n in ("best", "last") if n in names] if step else [])
-    near = [str(folder / n) for n in near] or closest_run_dirs(base)  # else a mistyped run directory's name
-    run = base.parent.parent if base.parent.name == "checkpoints" else base.parent  # RUN/checkpoints/best too
-    if not near and not run.is_dir():  # RUN/best with RUN mistyped: the run directories like RUN
-        near = [_in_run(Path(r), base.name) for r in closest_run_dirs(run)]
-    return ("; did you mean " + " or ".join(f"'{n}'" for n in near) + "?") if near else ""
+        return near[:1] if near and near[0] == f"step-{n:09d}" else near
+    # a step-N of a run that kept none (checkpoint_every past its steps): the checkpoints it has
+    return [name] if name in names else closest(name, [n for n in names if n[:1] != "."]) or (
+        [n for n in ("best", "last") if n in names] if step else [])
 
 
-def _in_run(run: Path, name: str) -> str:
-    """Checkpoint ``name`` of run directory ``run`` (``RUN/checkpoints/best``) where it has one, else ``run``."""
+def _in_run(run: Path, name: str) -> list[str]:
+    """Checkpoint ``name`` of run directory ``run`` (``RUN/checkpoints/best``) where it has one; else, for a mistyped
+    name (not ``best`` or ``last``, which the run directory itself stands for), the run's checkpoints most like it
+    (:func:`_near_names`); else ``run``."""
     from canter.checkpoint import checkpoint_present
 
     present = [base for base in (run / "checkpoints" / name, run / name) if checkpoint_present(base)]
-    return str(present[0] if present else run)
+    if present:
+        return [str(present[0])]
+    near = [] if name in ("best", "last") else [str(run / "checkpoints" / n)
+                                                 for n in _near_names(run / "checkpoints", name)]
+    return near or [str(run)]
 
 
 def run_dir_hint(path: Path) -> str:

@@ -63,3 +63,20 @@ def test_a_mistyped_run_directory_in_a_full_checkpoint_path_names_the_run(tmp_pa
         find_checkpoint(tmp_path / "rnu" / "checkpoints" / "best")
     with pytest.raises(CanterError, match=rf"did you mean '{tmp_path / 'run'}'\?$"):  # no 'last': the run itself
         find_checkpoint(tmp_path / "rnu" / "checkpoints" / "last")
+
+
+def test_a_mistyped_run_directory_and_checkpoint_name_names_the_closest_checkpoint(tmp_path):
+    """Two typos in one path: ``rnu/checkpoints/bset`` named the run directory only, ``rnu/chekpoints/best`` (the
+    run's and its checkpoints folder's names mistyped) named nothing; now the checkpoint most like it in the run
+    directories most like it."""
+    folder = _checkpoints(tmp_path, "best", "last", "step-000001024")
+    with pytest.raises(CanterError, match=rf"did you mean '{folder / 'best'}'\?$"):
+        find_checkpoint(tmp_path / "rnu" / "chekpoints" / "best")
+    with pytest.raises(CanterError, match=rf"did you mean '{folder / 'last'}'\?$"):
+        find_checkpoint(tmp_path / "rnu" / "checkpoints" / "lats")
+    with pytest.raises(CanterError, match=rf"did you mean '{folder / 'last'}'\?$"):
+        find_checkpoint(tmp_path / "rnu" / "lats")
+    with pytest.raises(CanterError, match=rf"did you mean '{folder / 'step-000001024'}'\?$"):
+        find_checkpoint(tmp_path / "rnu" / "chekpoints" / "step-1024")
+    with pytest.raises(CanterError, match=rf"did you mean '{tmp_path / 'run'}'\?$"):  # like none of them: the run
+        find_checkpoint(tmp_path / "rnu" / "checkpoints" / "zzz")
