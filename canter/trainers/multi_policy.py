@@ -89,12 +89,18 @@ class LRGroup:
 def _run_steps(message: str, rows: int, all_rows: int, max_steps: int) -> str:
     """A member's "the run takes N steps" (its whole rollout or training phase, of its own ``rows``) told as the
     policy's steps and the run's: every agent row steps with it, so the run takes ``N / rows * all_rows`` or more;
-    and the ``n_steps`` that makes a rollout fit, the run's (``max_steps`` over all its rows), not the policy's share."""
+    and the ``n_steps`` that makes a rollout fit, the run's (``max_steps`` over all its rows), not the policy's share;
+    and "learning_starts (S) >= max_steps (N)", N the member's budget rounded up to whole steps, with the policy's
+    exact share of ``max_steps``."""
     def told(match: re.Match[str]) -> str:
         steps = int(match[1].replace(",", ""))
         return f"this policy takes {steps:,} of its steps, the run at least {-(-steps // rows) * all_rows:,}"
 
+    exact = max_steps * rows / all_rows  # the policy's share, not the whole steps its member trainer counts
+    share = f"{int(exact):,}" if exact.is_integer() else f"{exact:,.2f}"
     message = re.sub(FITTING_ROLLOUT, lambda _: fitting_rollout(max_steps, all_rows), message)
+    message = re.sub(r"learning_starts \(([\d,]+)\) >= max_steps \([\d,]+\)", lambda m: f"learning_starts ({m[1]}) >= "
+                     f"its share of max_steps ({rows}/{all_rows} of {max_steps:,}: {share} steps)", message)
     return re.sub(r"the run takes ([\d,]+) steps$", told, message)
 
 
