@@ -356,7 +356,12 @@ class Trainer(ResumableState, AgentMetadata):
             self.hooks.call("before_collect", self)
             losses = self._iterate()
             self.iteration_count += 1
+            before = dict(losses)
             self.hooks.call("after_update", self, losses)
+            try:  # a non-finite statistic a hook added (or changed) is seen as the algorithm's losses are
+                self.guard.check_added(losses, before)
+            except Divergence as err:
+                losses = self.guard.handle(err)
             result, new_best = None, False
             due_eval = self._next_eval is not None and self.step >= self._next_eval
             at_end = self.step >= self.run.max_steps

@@ -8,7 +8,7 @@ Checks, from cheapest to most thorough:
 * gradients: a pre-step hook on every optimizer (``algorithm.optimizers()``) checks all gradients
   of that optimizer before ``step()``; a non-finite loss gives non-finite gradients, so the
   update is never applied;
-* parameters and the reported losses after each iteration.
+* parameters and the reported losses after each iteration (also the statistics ``after_update`` hooks add).
 
 On a finding the trainer raises :class:`TrainingDiverged` (mode ``stop``: the run directory keeps
 its last good checkpoint) or, in mode ``restore``, reloads the last good agent state (taken at the
@@ -214,6 +214,16 @@ class DivergenceGuard:
             if not (all(np.isfinite(a).all() for a in arrays) and _all_finite(rest)):
                 bad = next(name for name, p in self._params if not torch.isfinite(p).all())
                 raise Divergence(f"parameter {bad}", self.trainer.step)
+
+    def check_added(self, losses: dict[str, Any], before: dict[str, Any]) -> None:
+        """After the ``after_update`` hooks: each statistic they added to ``losses`` (or changed from ``before``,
+        the iteration's own) must be finite, as the algorithm's losses are (:meth:`check_update`, which runs before
+        the hooks): a hook's NaN was logged and training went on."""
+        if not self.enabled:
+            return
+        for k, v in losses.items():
+            if (k not in before or before[k] is not v) and isinstance(v, float) and not math.isfinite(v):
+                raise Divergence(f"loss '{k}' ({v}) that an after_update hook reported", self.trainer.step)
 
     # -- last good state -----------------------------------------------------------------------
     def remember(self, keep_restored: bool = False) -> None:

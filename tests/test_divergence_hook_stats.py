@@ -1,0 +1,42 @@
+"""The divergence guard sees a non-finite statistic that an ``after_update`` hook adds to ``losses``: it checked the
+algorithm's losses before the hooks ran, so a hook's NaN (logged as ``losses/custom/...``) went into the history and
+training went on, though the guard is documented to check every reported loss."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import canter
+from canter.trainers.guard import TrainingDiverged
+
+TINY = dict(max_steps=256, n_envs=2, eval_episodes=0, eval_every=0, n_steps=64, batch_size=64, n_epochs=2)
+
+
+def _nan_after(trainer, losses) -> None:
+    if trainer.step >= 128:
+        losses["custom/value_error"] = float("nan")
+
+
+def test_a_hooks_nan_statistic_stops_the_run():
+    trainer = canter.make_trainer("ppo", "CartPole-v1", hooks={"after_update": _nan_after}, **TINY)
+    with trainer, pytest.raises(TrainingDiverged, match=r"^training diverged at step 128: non-finite loss "
+                                                        r"'custom/value_error' \(nan\) that an after_update hook "
+                                                        r"reported"):
+        list(trainer())
+    assert trainer.guard.events == [{"step": 128, "quantity": "loss 'custom/value_error' (nan) that an after_update "
+                                                              "hook reported", "action": "stopped"}]
+
+
+def test_a_hooks_finite_statistic_and_the_guard_off_are_left_alone():
+    def finite(trainer, losses) -> None:
+        losses["custom/x"] = 1.5
+
+    trainer = canter.make_trainer("ppo", "CartPole-v1", hooks={"after_update": finite}, **TINY)
+    with trainer:
+        assert [r.losses["custom/x"] for r in trainer()][-1] == 1.5
+    trainer = canter.make_trainer("ppo", "CartPole-v1", hooks={"after_update": _nan_after},
+                                  divergence_guard="off", **TINY)
+    with trainer:
+        records = list(trainer())
+    assert records[-1].step == 256 and math.isnan(records[-1].losses["custom/value_error"])
