@@ -321,6 +321,23 @@ class Algorithm(ABC, metaclass=SeededBuild):
     def learn(self, batch: Any) -> dict[str, float]:
         """One update from ``batch``; returns named scalar statistics."""
 
+    #: statistics that not every update reports (TD3's ``actor_loss``, every ``policy_delay`` updates): an iteration
+    #: whose updates report none logs the last value reported (:meth:`carry_stats`)
+    sparse_stats: ClassVar[tuple[str, ...]] = ()
+
+    def carry_stats(self, stats: dict[str, float]) -> dict[str, float]:
+        """An iteration's mean ``stats`` with each of :attr:`sparse_stats` that its updates did not report set to the
+        last value reported (none before the first), as Stable-Baselines3's logger keeps a key's last record until
+        its next and Tianshou's TD3 reports its last actor loss: a record at ``log_every`` otherwise had the value
+        or not as its iteration's updates fell on the delay."""
+        carried = self.__dict__.setdefault("_carried_stats", {})
+        for key in self.sparse_stats:
+            if key in stats:
+                carried[key] = stats[key]
+            elif key in carried and stats:  # (an iteration without updates, before learning_starts: no statistics)
+                stats[key] = carried[key]
+        return stats
+
     #: True when the off-policy trainer may hand :meth:`learn_phase` all of a training phase's
     #: minibatches in one batch (uniform replay only; see DQN, which batches its target pass)
     phase_batching: ClassVar[bool] = False

@@ -61,6 +61,7 @@ class TD3(Algorithm):
     default_n_envs = 1
     action_spaces = (gym.spaces.Box,)
     squashed_actions = True
+    sparse_stats = ("actor_loss",)  # every policy_delay updates: the last one's between them (carry_stats)
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: TD3Config, **kw: Any) -> None:
         super().__init__(observation_space, action_space, config, **kw)

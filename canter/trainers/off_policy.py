@@ -308,4 +308,4 @@ class OffPolicyTrainer(StepwiseTrainer):
                     all_stats.append(agent.learn(batch))
                     if self._update_priorities is not None and self.algorithm.last_priorities is not None:
                         self._update_priorities(batch.indices, self.algorithm.last_priorities)
-        return mean_stats(all_stats)
+        return self.algorithm.carry_stats(mean_stats(all_stats))

@@ -104,7 +104,7 @@ class OfflineTrainer(Trainer):
                 self.set_progress()
                 stats.append(agent.learn(agent.prepare_replay_batch(self.sample(c.batch_size))))
                 self.step += 1
-        return mean_stats(stats)
+        return self.algorithm.carry_stats(mean_stats(stats))
 
     def state(self) -> dict[str, Any]:
         """Counters, plus the dataset's size and id (:func:`canter.api.resume_trainer` checks the id)."""
