@@ -202,6 +202,7 @@ class VecEnv:
     """Vector env adapter: NEXT_STEP autoreset, validity mask and per-episode statistics."""
 
     def __init__(self, env: gym.vector.VectorEnv, check_actions: bool = False, whole_games: bool = False) -> None:
+        check_autoreset_mode(env)
         self.env = env
         #: the env id the copies were made from, which errors and warnings name (:func:`~canter.envs.make.make_vec_env`
         #: sets it; None: the env is not named)
@@ -415,6 +416,30 @@ class VecEnv:
                 error = exc
         if error is not None:
             warn_close_error(self.env_id, error)
+
+
+def check_autoreset_mode(env: Any) -> None:
+    """A one-line :class:`CanterError` for a vector env whose ``metadata["autoreset_mode"]`` says another mode than
+    ``NEXT_STEP`` (``SAME_STEP``, ``DISABLED``), which :class:`VecEnv` would misread without a word: in ``SAME_STEP``
+    the step after an episode's end is a real one, which it took for the reset-only step (each later episode lost its
+    first step from its return and length, and its transition), and the observation of the end step is the next
+    episode's first, not the final one a truncation bootstraps from. A vector env that says no mode is taken as
+    ``NEXT_STEP``, as gymnasium takes it."""
+    metadata = getattr(env, "metadata", None)
+    mode = metadata.get("autoreset_mode") if isinstance(metadata, dict) else None
+    if mode is None:
+        return
+    try:
+        mode = gym.vector.AutoresetMode(mode)  # the enum, or its value ("SameStep") where an env wrote that
+    except ValueError:
+        pass
+    if mode == gym.vector.AutoresetMode.NEXT_STEP:
+        return
+    name = getattr(mode, "name", mode)
+    raise CanterError(f"VecEnv takes a vector env in gymnasium's NEXT_STEP autoreset mode (docs/architecture.md "
+                      f"section 3), got one in {name} mode: make it with autoreset_mode="
+                      f"gymnasium.vector.AutoresetMode.NEXT_STEP (gymnasium.make_vec(..., vector_kwargs="
+                      f"{{'autoreset_mode': gymnasium.vector.AutoresetMode.NEXT_STEP}}))")
 
 
 def close_each(envs: Any) -> BaseException | None:
