@@ -58,3 +58,32 @@ def test_native_structured_observations_are_refused():
         assert type(env.env) is gym.vector.SyncVectorEnv and env.single_observation_space.shape == (5,)
     finally:
         env.close()
+
+
+class _ValueModeVector(gym.vector.SyncVectorEnv):
+    """A native vector env whose metadata gives its autoreset mode as the value (``"NextStep"``), not the enum."""
+
+    def __init__(self, num_envs: int = 1, max_episode_steps: int = 50, mode: str = "NextStep") -> None:
+        from counter_envs import StepCount
+
+        super().__init__([StepCount] * num_envs, autoreset_mode=gym.vector.AutoresetMode(mode))
+        self.metadata = {**self.metadata, "autoreset_mode": mode}
+
+
+if "ValueModeVec-v0" not in gym.registry:
+    gym.register("ValueModeVec-v0", entry_point="counter_envs:StepCount", vector_entry_point=_ValueModeVector,
+                 max_episode_steps=50)
+
+
+@pytest.mark.filterwarnings("ignore:.*is not an instance of AutoresetMode")  # (gymnasium's warning of the value)
+def test_a_native_env_giving_its_mode_as_the_value_is_taken_for_that_mode():
+    """``"NextStep"`` was not NEXT_STEP: native was refused as 'autoresets in NextStep mode, and canter's trainers take
+    NEXT_STEP', auto put sync copies in its place; ``"SameStep"`` is refused naming SAME_STEP."""
+    for vectorization in ("native", "auto"):
+        env = make_vec_env("test_native_autoreset_mode:ValueModeVec-v0", 4, vectorization)
+        try:
+            assert type(env.env) is _ValueModeVector
+        finally:
+            env.close()
+    with pytest.raises(CanterError, match=r"autoresets in SAME_STEP mode, and canter's trainers take NEXT_STEP"):
+        make_vec_env("test_native_autoreset_mode:ValueModeVec-v0", 4, "native", {"mode": "SameStep"})

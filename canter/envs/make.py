@@ -10,7 +10,7 @@ from canter.envs import atari, multiagent, multiagent_views, turns
 from canter.envs.id_hints import bare_module_hint, entry_point_given, ids_hint, module_given
 from canter.envs.opponents import with_snapshots
 from canter.envs.packing import needs_packing, pack_observations
-from canter.envs.vector import VecEnv
+from canter.envs.vector import VecEnv, autoreset_mode
 from canter.envs.workers import vector_env
 from canter.errors import (ENV_PACKAGES, CanterError, CanterWarning, warn, bad_env_kwargs, closest, keyword_hint,
                            missing_env_package, raised_by_the_call, raised_in, unknown)
@@ -427,7 +427,7 @@ def _make_vec_env(
     try:
         if has_native and (vectorization == "native" or (vectorization == "auto" and n_envs >= NATIVE_MIN_ENVS)):
             env = gym.make_vec(gid, num_envs=n_envs, vectorization_mode="vector_entry_point", **kwargs)
-            mode = env.metadata.get("autoreset_mode", gym.vector.AutoresetMode.NEXT_STEP)
+            mode = autoreset_mode(env) or gym.vector.AutoresetMode.NEXT_STEP  # (the value "NextStep" too)
             next_step = mode == gym.vector.AutoresetMode.NEXT_STEP
             if next_step and not needs_packing(env.single_observation_space):
                 return VecEnv(env)

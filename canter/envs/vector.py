@@ -418,26 +418,28 @@ class VecEnv:
             warn_close_error(self.env_id, error)
 
 
-def check_autoreset_mode(env: Any) -> None:
-    """A one-line :class:`CanterError` for a vector env whose ``metadata["autoreset_mode"]`` says another mode than
-    ``NEXT_STEP`` (``SAME_STEP``, ``DISABLED``), which :class:`VecEnv` would misread without a word: in ``SAME_STEP``
-    the step after an episode's end is a real one, which it took for the reset-only step (each later episode lost its
-    first step from its return and length, and its transition), and the observation of the end step is the next
-    episode's first, not the final one a truncation bootstraps from. A vector env that says no mode is taken as
-    ``NEXT_STEP``, as gymnasium takes it."""
+def autoreset_mode(env: Any) -> Any:
+    """A vector env's ``metadata["autoreset_mode"]`` as gymnasium's ``AutoresetMode`` (an env that wrote the value,
+    ``"NextStep"``, which gymnasium warns of, means that mode), or as it is where it is no mode's; None where unsaid."""
     metadata = getattr(env, "metadata", None)
     mode = metadata.get("autoreset_mode") if isinstance(metadata, dict) else None
-    if mode is None:
-        return
     try:
-        mode = gym.vector.AutoresetMode(mode)  # the enum, or its value ("SameStep") where an env wrote that
+        return None if mode is None else gym.vector.AutoresetMode(mode)
     except ValueError:
-        pass
-    if mode == gym.vector.AutoresetMode.NEXT_STEP:
+        return mode
+
+
+def check_autoreset_mode(env: Any) -> None:
+    """A one-line :class:`CanterError` for a vector env whose :func:`autoreset_mode` is another than ``NEXT_STEP``
+    (``SAME_STEP``, ``DISABLED``), which :class:`VecEnv` would misread without a word: in ``SAME_STEP`` the step after
+    an episode's end is a real one, which it took for the reset-only step (each later episode lost its first step
+    from its return and length, and its transition), and the observation of the end step is the next episode's first,
+    not the final one a truncation bootstraps from. One that says no mode is taken as ``NEXT_STEP``, as gymnasium does."""
+    mode = autoreset_mode(env)
+    if mode is None or mode == gym.vector.AutoresetMode.NEXT_STEP:
         return
-    name = getattr(mode, "name", mode)
     raise CanterError(f"VecEnv takes a vector env in gymnasium's NEXT_STEP autoreset mode (docs/architecture.md "
-                      f"section 3), got one in {name} mode: make it with autoreset_mode="
+                      f"section 3), got one in {getattr(mode, 'name', mode)} mode: make it with autoreset_mode="
                       f"gymnasium.vector.AutoresetMode.NEXT_STEP (gymnasium.make_vec(..., vector_kwargs="
                       f"{{'autoreset_mode': gymnasium.vector.AutoresetMode.NEXT_STEP}}))")
 
