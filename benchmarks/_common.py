@@ -2,18 +2,50 @@
 evaluations so they can be subtracted from a training loop's time."""
 from __future__ import annotations
 
+import argparse
+import functools
 import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 
 def tagged_json(stdout: str, tag: str) -> dict:
     """The JSON object on the last line of a worker's ``stdout`` that starts with ``tag``."""
     line = next(line for line in reversed(stdout.splitlines()) if line.startswith(tag))
     return json.loads(line[len(tag):])
+
+
+def input_error(message: str) -> NoReturn:
+    """Exit with code 2 and ``message`` on one line of stderr (bad flags or input files)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+class BenchParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (``PROG: error: ...; see --help``) and exit code 2,
+    without argparse's usage block; its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:  # noqa: D102
+        input_error(f"{self.prog}: {message}; see {self.prog} --help")
+
+
+def one_line_errors(main: Callable[..., int]) -> Callable[..., int]:
+    """Wrap a script's ``main``: a :class:`canter.errors.CanterError` (an unknown algorithm or env, a bad
+    hyperparameter) ends it with its one-line message and exit code 2 instead of a traceback."""
+
+    @functools.wraps(main)
+    def wrapped(*args: Any, **kwargs: Any) -> int:
+        from canter.errors import CanterError
+
+        try:
+            return main(*args, **kwargs)
+        except CanterError as exc:
+            input_error(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+
+    return wrapped
 
 
 def require_sb3() -> None:

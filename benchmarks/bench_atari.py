@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json,
+from _common import (BenchParser, one_line_errors, real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json,
                      timed_loop, write_section)
 from _interleave import ProgressReporter, results_in_turns
 from _report import cpu_model
@@ -245,9 +245,10 @@ START, END = "<!-- bench_atari: start -->", "<!-- bench_atari: end -->"
 
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """``--job LIB ALGO`` (in a fresh subprocess) or ``--report``."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = BenchParser(description=__doc__.split("\n")[0])
     p.add_argument("--job", nargs=2, metavar=("LIB", "ALGO"), help="canter|sb3 ppo|dqn")
     p.add_argument("--pair", choices=("ppo", "dqn"), help="canter's and SB3's jobs for this algorithm, in turns")
     p.add_argument("--seed", type=int, default=1)

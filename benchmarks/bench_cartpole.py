@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import (real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json,
+from _common import (BenchParser, one_line_errors, real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json,
                      timed_loop, write_section)
 from _cartpole_report import build_report
 from _interleave import ProgressReporter, results_in_turns
@@ -257,9 +257,10 @@ def run_e2e(lib: str, seed: int, cfg: dict, quick: bool) -> dict:
             "command": " ".join(["canter"] + cmd[len(canter_command()):]).replace(str(run_dir), "<tmp>")}
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Command line: run the tasks over ``--seeds`` and print (or write) the report."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = BenchParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, nargs="+", default=[1], help="seeds (median and spread over them)")
     p.add_argument("--quick", action="store_true", help="tiny budgets, for checking that the script runs")
     p.add_argument("--out", help="write the markdown report here (e.g. benchmarks/RESULTS.md)")

@@ -29,7 +29,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from _common import replace_section
+from _common import BenchParser, one_line_errors, replace_section
 
 HERE = Path(__file__).resolve().parent
 ENV_ID = "bench_explorers:SleepyCartPole-v0"
@@ -222,8 +222,10 @@ def estimate(rows: dict[tuple[str, int], dict[str, Any]]) -> list[str]:
 
 
 
-def main() -> None:  # noqa: D103
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+@one_line_errors
+def main(argv: list[str] | None = None) -> int:
+    """Command line: measure (``--explorers``), or write the report (``--report``)."""
+    p = BenchParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--explorers", type=int, nargs="+", default=[1, 2, 4, 8])
     p.add_argument("--algo", default="impala", help="impala (asynchronous) or ppo (synchronous)")
     p.add_argument("--n-envs", type=int, default=4, help="envs per explorer")
@@ -235,7 +237,7 @@ def main() -> None:  # noqa: D103
     p.add_argument("--report", metavar="JSONL", help="write the markdown section from these results")
     p.add_argument("--out", help="with --report: the markdown file to update (e.g. benchmarks/RESULTS.md)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.worker:
         args.explorers = args.explorers[0]
         print(json.dumps(worker(args)))
@@ -246,7 +248,8 @@ def main() -> None:  # noqa: D103
         print(section)
     else:
         measure(args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import real_transitions, replace_section, require_sb3, tagged_json
+from _common import BenchParser, one_line_errors, real_transitions, replace_section, require_sb3, tagged_json
 
 HERE = Path(__file__).resolve().parent
 RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
@@ -417,9 +417,10 @@ def write_report() -> None:
     print(section)
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``speed`` (with its worker), ``quality`` (one learning run) and ``report``."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = BenchParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("speed", help="SAC and TD3 env-steps/s, canter and SB3")
     s.add_argument("--steps", type=int, default=3000)

@@ -16,7 +16,6 @@ PYTHONPATH=../other-checkout python benchmarks/bench_rundata.py --keep /tmp/big 
 """
 from __future__ import annotations
 
-import argparse
 import resource
 import statistics
 import subprocess
@@ -28,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from _common import BenchParser, one_line_errors
 
 #: the statistics a PPO run logs per update (``updates.parquet`` after step, wall_time, steps_per_second)
 PPO_STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance",
@@ -114,9 +115,10 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def main() -> None:
+@one_line_errors
+def main(argv: list[str] | None = None) -> int:
     """Make the run directory, time each tool three times, print the medians."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = BenchParser(description=__doc__.split("\n")[0])
     p.add_argument("--episodes", type=int, default=200_000)
     p.add_argument("--updates", type=int, default=1_000_000)
     p.add_argument("--evaluations", type=int, default=500)
@@ -125,7 +127,7 @@ def main() -> None:
     p.add_argument("--reuse", action="store_true", help="time the run already in --keep DIR (another checkout's "
                    "code on PYTHONPATH, say) instead of making one")
     p.add_argument("--tools", nargs="+", choices=list(TOOLS), help="time only these")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.reuse and not args.keep:
         p.error("--reuse needs --keep DIR")
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,7 +137,8 @@ def main() -> None:
         for name, times in time_tools(work, run_dir, args.repeats, args.tools).items():
             wall, cpu = (statistics.median(t[i] for t in times) for i in (0, 1))
             print(f"{name}: median {wall:.2f} s wall ({', '.join(f'{t[0]:.2f}' for t in times)}), {cpu:.2f} s CPU")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import replace_section
+from _common import BenchParser, one_line_errors, replace_section
 
 # rl-zoo3's budget and published result (benchmark.md: one run, deterministic evaluation) where it
 # lists the pair; ACER only in the Stable-Baselines2 zoo (budget only).
@@ -102,9 +102,10 @@ def report(rows: list[dict]) -> str:
 
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``run`` one preset and seed, or build the report from the stored runs."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = BenchParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="train one preset with one seed, append a JSON line")
     r.add_argument("algo")
