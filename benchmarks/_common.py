@@ -32,6 +32,17 @@ class BenchParser(argparse.ArgumentParser):
         input_error(f"{self.prog}: {message}; see {self.prog} --help")
 
 
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def one_line_errors(main: Callable[..., int]) -> Callable[..., int]:
     """Wrap a script's ``main``: a :class:`canter.errors.CanterError` (an unknown algorithm or env, a bad
     hyperparameter) ends it with its one-line message and exit code 2 instead of a traceback."""

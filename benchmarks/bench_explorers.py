@@ -29,7 +29,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from _common import BenchParser, one_line_errors, replace_section
+from _common import BenchParser, one_line_errors, positive_int, replace_section
 
 HERE = Path(__file__).resolve().parent
 ENV_ID = "bench_explorers:SleepyCartPole-v0"
@@ -226,10 +226,10 @@ def estimate(rows: dict[tuple[str, int], dict[str, Any]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Command line: measure (``--explorers``), or write the report (``--report``)."""
     p = BenchParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--explorers", type=int, nargs="+", default=[1, 2, 4, 8])
+    p.add_argument("--explorers", type=positive_int, nargs="+", default=[1, 2, 4, 8])
     p.add_argument("--algo", default="impala", help="impala (asynchronous) or ppo (synchronous)")
-    p.add_argument("--n-envs", type=int, default=4, help="envs per explorer")
-    p.add_argument("--n-steps", type=int, default=64, help="steps per env per rollout")
+    p.add_argument("--n-envs", type=positive_int, default=4, help="envs per explorer")
+    p.add_argument("--n-steps", type=positive_int, default=64, help="steps per env per rollout")
     p.add_argument("--sleep-ms", type=float, default=2.0)
     p.add_argument("--seconds", type=float, default=30.0, help="measuring window per run")
     p.add_argument("--warmup", type=float, default=8.0, help="seconds of training before measuring")

@@ -26,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import BenchParser, one_line_errors, real_transitions, replace_section, require_sb3, tagged_json
+from _common import (BenchParser, input_error, one_line_errors, positive_int, real_transitions, replace_section,
+                     require_sb3, tagged_json)
 
 HERE = Path(__file__).resolve().parent
 RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
@@ -423,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     p = BenchParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("speed", help="SAC and TD3 env-steps/s, canter and SB3")
-    s.add_argument("--steps", type=int, default=3000)
+    s.add_argument("--steps", type=positive_int, default=3000,
+                   help="env steps per measurement; more than learning_starts (100), so that it trains")
     s.add_argument("--seed", type=int, default=1)
     w = sub.add_parser("speed-worker")
     w.add_argument("lib", choices=("canter", "sb3"))
@@ -442,6 +444,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("report", help="rewrite the off-policy section of RESULTS.md")
     args = p.parse_args(argv)
     if args.cmd == "speed":
+        starts = max(cfg["learning_starts"] for cfg in SPEED.values())
+        if args.steps <= starts:  # no gradient step at all: a row of env-stepping that the report pairs as training
+            input_error(f"speed --steps must be more than learning_starts ({starts}) so that it measures training, "
+                        f"got {args.steps}; the default is 3000")
         require_sb3()
         run_speed(args.steps, args.seed, args.matmul_precision)
     elif args.cmd == "speed-worker":
