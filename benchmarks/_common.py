@@ -59,6 +59,24 @@ def one_line_errors(main: Callable[..., int]) -> Callable[..., int]:
     return wrapped
 
 
+def read_jsonl(path: str | Path) -> list[dict]:
+    """The JSON objects of a results file, one a line (blank lines skipped); a missing file or a line that
+    is not JSON is a one-line error (exit code 2) naming the file and the line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        input_error(f"cannot read the results file {path}: {exc.strerror or exc}")
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                input_error(f"{path}, line {number}: not a JSON object ({exc.msg})")
+    return rows
+
+
 def require_sb3() -> None:
     """Exit with code 2 and a one-line message when Stable-Baselines3 (the ``bench`` extra) is missing,
     before any run starts or any results file is touched."""

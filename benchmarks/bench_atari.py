@@ -35,8 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (BenchParser, one_line_errors, real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json,
-                     timed_loop, write_section)
+from _common import (BenchParser, input_error, one_line_errors, read_jsonl, real_transitions, require_sb3,
+                     sb3_progress_callback, sb3_timed_learn, tagged_json, timed_loop, write_section)
 from _interleave import ProgressReporter, results_in_turns
 from _report import cpu_model
 
@@ -263,6 +263,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--since", help="report only jobs run at or after this UTC time ('YYYY-MM-DD HH:MM')")
     p.add_argument("--until", help="... and before this UTC time ('YYYY-MM-DD HH:MM')")
     args = p.parse_args(argv)
+    if args.job and (args.job[0] not in ("canter", "sb3") or args.job[1] not in STEPS):
+        p.error(f"--job takes LIB ALGO: LIB canter or sb3, ALGO {' or '.join(STEPS)}; got {' '.join(args.job)}")
+    for flag, when in (("--since", args.since), ("--until", args.until)):
+        try:
+            if when is not None:
+                time.strptime(when, "%Y-%m-%d %H:%M")
+        except ValueError:
+            p.error(f"{flag} takes a UTC time 'YYYY-MM-DD HH:MM', got {when!r}")
     if (args.job and args.job[0] == "sb3") or args.pair:
         require_sb3()
     jsonl = Path(args.jsonl)
@@ -287,13 +295,15 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             print(json.dumps(r))
     if args.report:
-        rows = [json.loads(l) for l in jsonl.read_text().splitlines() if l.strip()]
-        rows = [r for r in rows if r.get("device", "cpu") == "cpu"]  # the table is the CPU comparison
+        rows = [r for r in read_jsonl(jsonl) if r.get("device", "cpu") == "cpu"]  # the table is the CPU comparison
         # the date format sorts as text
         rows = [r for r in rows
                 if (not args.since or r["date"] >= args.since) and (not args.until or r["date"] < args.until)]
         command = "python benchmarks/bench_atari.py --report" + (f' --since "{args.since}"' if args.since else "") + (
             f' --until "{args.until}"' if args.until else "")
+        if not rows:  # an empty table would replace the section that is there
+            input_error(f"no CPU jobs in {jsonl}" + (f" in the window of {command.split('--report', 1)[1].strip()}"
+                        if args.since or args.until else "") + f"; {args.out} left as it was")
         write_section(args.out, report(rows, command), START, END)
         print(f"wrote {args.out}")
     return 0

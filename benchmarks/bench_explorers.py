@@ -29,7 +29,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from _common import BenchParser, one_line_errors, positive_int, replace_section
+from _common import BenchParser, input_error, one_line_errors, positive_int, read_jsonl, replace_section
 
 HERE = Path(__file__).resolve().parent
 ENV_ID = "bench_explorers:SleepyCartPole-v0"
@@ -142,10 +142,10 @@ def measure(args: argparse.Namespace) -> None:
 def report(path: str) -> str:
     """Markdown section from the JSON lines (the latest line per algorithm and explorer count)."""
     rows: dict[tuple[str, int], dict[str, Any]] = {}
-    for line in Path(path).read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            rows[(r["algo"], r["explorers"])] = r
+    for r in read_jsonl(path):
+        rows[(r["algo"], r["explorers"])] = r
+    if not rows:
+        input_error(f"no results in {path}")
     out = [START, "## Explorer scaling on Ray (`bench_explorers.py`)", ""]
     for algo in sorted({a for a, _ in rows}):
         group = [rows[k] for k in sorted(rows) if k[0] == algo]

@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (BenchParser, input_error, one_line_errors, positive_int, real_transitions, replace_section,
-                     require_sb3, tagged_json)
+from _common import (BenchParser, input_error, one_line_errors, positive_int, read_jsonl, real_transitions,
+                     replace_section, require_sb3, tagged_json)
 
 HERE = Path(__file__).resolve().parent
 RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
@@ -251,7 +251,7 @@ def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: 
 def _load() -> list[dict]:
     if not RESULTS_JSONL.exists():
         return []
-    return [json.loads(line) for line in RESULTS_JSONL.read_text().splitlines() if line.strip()]
+    return read_jsonl(RESULTS_JSONL)
 
 
 def _spread(values: list[float], fmt: str = "{:.1f}") -> str:

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import BenchParser, one_line_errors, replace_section
+from _common import BenchParser, input_error, one_line_errors, read_jsonl, replace_section
 
 # rl-zoo3's budget and published result (benchmark.md: one run, deterministic evaluation) where it
 # lists the pair; ACER only in the Stable-Baselines2 zoo (budget only).
@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             f.write(json.dumps(res) + "\n")
         print(json.dumps(res))
         return 0
-    rows = [json.loads(line) for line in Path(args.jsonl).read_text().splitlines() if line.strip()]
+    rows = read_jsonl(args.jsonl)
+    if not rows:  # an empty table would replace the section that is there
+        input_error(f"no runs in {args.jsonl}" + (f"; {args.out} left as it was" if args.out else ""))
     section = report(rows)
     if args.out:
         replace_section(Path(args.out), section, START, END)

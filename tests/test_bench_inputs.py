@@ -52,3 +52,47 @@ def test_a_budget_that_measures_nothing_is_refused_before_any_run(capsys, monkey
     err = one_line_exit_2(capsys, lambda: module.main(argv))
     assert argv[-1] in err
     assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_a_results_file_that_is_missing_empty_or_broken_is_one_line_and_the_report_is_kept(capsys, tmp_path):
+    """``--report`` read a missing file with a traceback, and an empty selection (``bench_atari --since`` with
+    nothing after it, or a mistyped time) replaced the section in RESULTS.md with an empty table."""
+    import bench_atari
+    import bench_explorers
+    import onpolicy_quality
+
+    out = tmp_path / "RESULTS.md"
+    out.write_text("<!-- bench_atari: start -->\nkept\n<!-- bench_atari: end -->\n")
+    missing, empty, broken = tmp_path / "missing.jsonl", tmp_path / "empty.jsonl", tmp_path / "broken.jsonl"
+    empty.write_text("\n")
+    broken.write_text('{"lib": "canter"}\n{"lib": "sb3", "fp\n')
+    row = {"lib": "canter", "algo": "ppo", "seed": 1, "date": "2026-11-20 10:00 UTC", "fps": 1.0}
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(__import__("json").dumps(row) + "\n")
+    assert "missing.jsonl" in one_line_exit_2(capsys, lambda: bench_atari.main(["--report", "--jsonl", str(missing),
+                                                                                "--out", str(out)]))
+    assert "line 2" in one_line_exit_2(capsys, lambda: bench_atari.main(["--report", "--jsonl", str(broken),
+                                                                         "--out", str(out)]))
+    err = one_line_exit_2(capsys, lambda: bench_atari.main(["--report", "--jsonl", str(rows), "--out", str(out),
+                                                            "--since", "2026-11-21 00:00"]))
+    assert "no CPU jobs" in err and "left as it was" in err
+    assert "'yesterday'" in one_line_exit_2(capsys, lambda: bench_atari.main(["--report", "--since", "yesterday",
+                                                                               "--out", str(out)]))
+    assert out.read_text() == "<!-- bench_atari: start -->\nkept\n<!-- bench_atari: end -->\n"
+    for argv in (["report", "--jsonl", str(missing)], ["report", "--jsonl", str(empty), "--out", str(out)]):
+        one_line_exit_2(capsys, lambda: onpolicy_quality.main(argv))
+    for path in (missing, empty):
+        one_line_exit_2(capsys, lambda: bench_explorers.main(["--report", str(path)]))
+    assert out.read_text() == "<!-- bench_atari: start -->\nkept\n<!-- bench_atari: end -->\n"
+
+
+@pytest.mark.parametrize("job", [["foo", "ppo"], ["canter", "sac"]])
+def test_an_unknown_atari_job_is_refused_before_it_runs(capsys, monkeypatch, tmp_path, job):
+    """``--job foo ppo`` ran SB3's Pong job (any LIB but canter) and would have recorded it as lib 'foo';
+    ``--job canter sac`` was a KeyError traceback."""
+    import bench_atari
+    import subprocess
+
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a job started"))
+    err = one_line_exit_2(capsys, lambda: bench_atari.main(["--job", *job, "--jsonl", str(tmp_path / "a.jsonl")]))
+    assert " ".join(job) in err and not (tmp_path / "a.jsonl").exists()
