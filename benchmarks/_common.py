@@ -77,6 +77,19 @@ def read_jsonl(path: str | Path) -> list[dict]:
     return rows
 
 
+def append_jsonl(path: str | Path, rows: list[dict]) -> None:
+    """Append ``rows`` to a results file, one JSON object a line, starting on a new line even where the
+    file's last line was left unterminated (an interrupted write), so that no earlier row is joined to them."""
+    path = Path(path)
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    with path.open("a+b") as f:
+        if f.seek(0, 2) > 0:
+            f.seek(-1, 2)
+            if f.read(1) != b"\n":
+                text = "\n" + text
+        f.write(text.encode())
+
+
 def require_sb3() -> None:
     """Exit with code 2 and a one-line message when Stable-Baselines3 (the ``bench`` extra) is missing,
     before any run starts or any results file is touched."""

@@ -35,8 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (BenchParser, input_error, one_line_errors, read_jsonl, real_transitions, require_sb3,
-                     sb3_progress_callback, sb3_timed_learn, tagged_json, timed_loop, write_section)
+from _common import (BenchParser, append_jsonl, input_error, one_line_errors, read_jsonl, real_transitions,
+                     require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json, timed_loop, write_section)
 from _interleave import ProgressReporter, results_in_turns
 from _report import cpu_model
 
@@ -285,13 +285,11 @@ def main(argv: list[str] | None = None) -> int:
             print(proc.stderr[-3000:], file=sys.stderr)
             return proc.returncode
         res = tagged_json(proc.stdout, RESULT_TAG)
-        with jsonl.open("a") as f:
-            f.write(json.dumps(res) + "\n")
+        append_jsonl(jsonl, [res])
         print(json.dumps(res))
     if args.pair:
         rows = pair(args.pair, args.seed, args.conv_precision, args.device)
-        with jsonl.open("a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+        append_jsonl(jsonl, rows)
         for r in rows:
             print(json.dumps(r))
     if args.report:

@@ -29,7 +29,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from _common import BenchParser, input_error, one_line_errors, positive_int, read_jsonl, replace_section
+from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
+                     replace_section)
 
 HERE = Path(__file__).resolve().parent
 ENV_ID = "bench_explorers:SleepyCartPole-v0"
@@ -135,8 +136,7 @@ def measure(args: argparse.Namespace) -> None:
                       load_after=" ".join(f"{x:.2f}" for x in os.getloadavg()))
         print(json.dumps(result), flush=True)
         if args.jsonl:
-            with open(args.jsonl, "a") as f:
-                f.write(json.dumps(result) + "\n")
+            append_jsonl(args.jsonl, [result])
 
 
 def report(path: str) -> str:

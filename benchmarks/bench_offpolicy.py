@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (BenchParser, input_error, one_line_errors, positive_int, read_jsonl, real_transitions,
-                     replace_section, require_sb3, tagged_json)
+from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
+                     real_transitions, replace_section, require_sb3, tagged_json)
 
 HERE = Path(__file__).resolve().parent
 RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
@@ -64,8 +64,7 @@ def _emit(result: dict) -> None:
 
 
 def _append(result: dict) -> None:
-    with RESULTS_JSONL.open("a") as f:
-        f.write(json.dumps(result) + "\n")
+    append_jsonl(RESULTS_JSONL, [result])
 
 
 def _meta() -> dict:

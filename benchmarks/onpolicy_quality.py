@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import BenchParser, input_error, one_line_errors, read_jsonl, replace_section
+from _common import BenchParser, append_jsonl, input_error, one_line_errors, read_jsonl, replace_section
 
 # rl-zoo3's budget and published result (benchmark.md: one run, deterministic evaluation) where it
 # lists the pair; ACER only in the Stable-Baselines2 zoo (budget only).
@@ -119,8 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "run":
         res = run(args.algo, args.env, args.seed, args.final_episodes)
-        with open(args.jsonl, "a") as f:
-            f.write(json.dumps(res) + "\n")
+        append_jsonl(args.jsonl, [res])
         print(json.dumps(res))
         return 0
     rows = read_jsonl(args.jsonl)

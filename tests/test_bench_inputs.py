@@ -96,3 +96,21 @@ def test_an_unknown_atari_job_is_refused_before_it_runs(capsys, monkeypatch, tmp
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a job started"))
     err = one_line_exit_2(capsys, lambda: bench_atari.main(["--job", *job, "--jsonl", str(tmp_path / "a.jsonl")]))
     assert " ".join(job) in err and not (tmp_path / "a.jsonl").exists()
+
+
+def test_appending_after_an_unterminated_last_line_starts_a_new_line(tmp_path, monkeypatch):
+    """A results file whose last line lost its newline (a write cut short, an editor) had the next run's row
+    glued to it, so that neither line was JSON any more; each script now appends through append_jsonl."""
+    import json
+
+    import bench_offpolicy
+
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"a": 1}\n{"b": 2}')
+    monkeypatch.setattr(bench_offpolicy, "RESULTS_JSONL", path)
+    bench_offpolicy._append({"c": 3})
+    _common.append_jsonl(path, [{"d": 4}, {"e": 5}])
+    assert _common.read_jsonl(path) == [{"a": 1}, {"b": 2}, {"c": 3}, {"d": 4}, {"e": 5}]
+    new = tmp_path / "new.jsonl"
+    _common.append_jsonl(new, [{"f": 6}])
+    assert new.read_text() == json.dumps({"f": 6}) + "\n"
