@@ -6,10 +6,13 @@ appends one JSON line. ``report`` turns the lines into a markdown section of RES
 
     python benchmarks/onpolicy_quality.py run a2c CartPole-v1 1 --jsonl benchmarks/onpolicy_quality.jsonl
     python benchmarks/onpolicy_quality.py report --jsonl benchmarks/onpolicy_quality.jsonl --out benchmarks/RESULTS.md
+    python benchmarks/onpolicy_quality.py run a2c CartPole-v1 1 --jsonl /tmp/smoke.jsonl --max-steps 400 \
+        --final-episodes 1                                            # smoke check (seconds)
 
 Each run trains the shipped preset (``canter/configs/ALGO/ENV.yaml``: budget, target, evaluation
 schedule) with the given seed and one torch thread, then evaluates the final policy
-deterministically on ``--final-episodes`` fresh episodes.
+deterministically on ``--final-episodes`` fresh episodes. ``--max-steps`` overrides the preset's budget
+(for a smoke check); the report gives each budget its own row and takes the latest run of each seed.
 """
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import BenchParser, append_jsonl, input_error, one_line_errors, read_jsonl, replace_section
+from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
+                     replace_section)
 
 # rl-zoo3's budget and published result (benchmark.md: one run, deterministic evaluation) where it
 # lists the pair; ACER only in the Stable-Baselines2 zoo (budget only).
@@ -36,13 +40,15 @@ BAR = {("a2c", "CartPole-v1"): 500, ("a2c", "Acrobot-v1"): -83.35, ("trpo", "Car
 START, END = "<!-- onpolicy_quality:start -->", "<!-- onpolicy_quality:end -->"
 
 
-def run(algo: str, env: str, seed: int, final_episodes: int) -> dict:
-    """Train the preset with ``seed``; return budget, steps, best/last/final evaluation, wall time."""
+def run(algo: str, env: str, seed: int, final_episodes: int, max_steps: int | None = None) -> dict:
+    """Train the preset with ``seed`` (and ``max_steps`` in place of its budget, when given); return budget,
+    steps, best/last/final evaluation, wall time."""
     import canter
     from canter.trainers.evaluation import evaluate
 
     t0 = time.perf_counter()
-    trainer = canter.make_trainer(algo, env, seed=seed, torch_threads=1)
+    budget = {} if max_steps is None else {"max_steps": max_steps}
+    trainer = canter.make_trainer(algo, env, seed=seed, torch_threads=1, **budget)
     last = None
     for last in trainer():
         pass
@@ -65,9 +71,9 @@ def _spread(values: list[float], digits: int = 1) -> str:
 
 def report(rows: list[dict]) -> str:
     """The markdown section (between the START/END markers)."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["algo"], r["env"]), []).append(r)
+    groups: dict[tuple[str, str, int], dict[int, dict]] = {}
+    for r in rows:  # one row per budget (a smoke run's own), the latest run of each seed
+        groups.setdefault((r["algo"], r["env"], r["budget"]), {})[r["seed"]] = r
     lines = [START, "## On-policy learning quality\n",
              "Each row is the shipped preset (`canter train ALGO --env ENV --seed S`) over the listed seeds, one"
              " torch thread, one run per command on a shared 2-core machine. Cells are the median over seeds with"
@@ -78,8 +84,8 @@ def report(rows: list[dict]) -> str:
              " published -83.35). rl-zoo3's published numbers are one run each, deterministic evaluation.\n",
              "| algo | env | seeds | budget (rl-zoo3) | steps used | best eval | final eval (episodes) | final eval per seed"
              " | bar | rl-zoo3 published | verdict | wall s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (algo, env), rs in sorted(groups.items()):
-        rs = sorted(rs, key=lambda r: r["seed"])
+    for (algo, env, _), by_seed in sorted(groups.items()):
+        rs = [by_seed[seed] for seed in sorted(by_seed)]
         zoo_budget, zoo_result = RL_ZOO.get((algo, env), ("not listed", "n/a"))
         finals = [r["final_eval"] for r in rs]
         bar = BAR.get((algo, env))
@@ -112,13 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("env")
     r.add_argument("seed", type=int)
     r.add_argument("--jsonl", required=True)
-    r.add_argument("--final-episodes", type=int, default=100)
+    r.add_argument("--final-episodes", type=positive_int, default=100)
+    r.add_argument("--max-steps", type=positive_int, help="train this many env steps instead of the preset's budget "
+                   "(a smoke check; its rows get their own table row)")
     s = sub.add_parser("report", help="write the markdown section")
     s.add_argument("--jsonl", required=True)
     s.add_argument("--out", help="RESULTS.md to update (its on-policy quality section only)")
     args = p.parse_args(argv)
     if args.cmd == "run":
-        res = run(args.algo, args.env, args.seed, args.final_episodes)
+        res = run(args.algo, args.env, args.seed, args.final_episodes, args.max_steps)
         append_jsonl(args.jsonl, [res])
         print(json.dumps(res))
         return 0

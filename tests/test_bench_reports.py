@@ -2,6 +2,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
 import bench_offpolicy  # noqa: E402
 
@@ -28,3 +30,36 @@ def test_offpolicy_speed_pairs_runs_of_one_invocation_and_one_budget():
         "| SAC | 256-256 | highest (plain float32, the default) | 3,000 | 1, 2 | 100.0, 90.0 | 80.0, 60.0 | 95.0 | 70.0 "
         "| 1.38 (1.25 to 1.50) |"]
     assert "SAC misses it (median 1.38x at 3,000 steps)" in text
+
+
+def quality_row(seed: int, budget: int, final: float) -> dict:
+    return {"algo": "a2c", "env": "CartPole-v1", "seed": seed, "budget": budget, "target": 500.0, "steps": budget,
+            "stop_reason": "max_steps", "best_eval": final, "last_eval": final, "final_eval": final,
+            "final_episodes": 1, "wall_s": 1.0}
+
+
+def test_onpolicy_quality_gives_each_budget_its_row_and_takes_each_seeds_latest_run():
+    """All runs of an (algorithm, env) made one row: a smoke run at a small budget went into the median of the
+    preset's runs, and a rerun of a seed counted twice ('seeds 1 1 2')."""
+    import onpolicy_quality
+
+    rows = [quality_row(1, 500_000, 500.0), quality_row(2, 500_000, 480.0), quality_row(1, 500_000, 490.0),
+            quality_row(1, 400, 20.0)]
+    lines = [line for line in onpolicy_quality.report(rows).splitlines() if line.startswith("| a2c |")]
+    assert [line.split(" | ")[2:4] + [line.split(" | ")[7]] for line in lines] == [
+        ["1", "400 (500k)", "20.0"], ["1 2", "500,000 (500k)", "490.0, 480.0"]]
+
+
+@pytest.mark.slow
+def test_onpolicy_quality_run_takes_a_small_budget(tmp_path):
+    """``--max-steps`` (with ``--final-episodes``) is the script's smoke check: seconds, one row at that budget."""
+    import json
+    import subprocess
+
+    jsonl = tmp_path / "q.jsonl"
+    script = Path(bench_offpolicy.__file__).parent / "onpolicy_quality.py"
+    proc = subprocess.run([sys.executable, str(script), "run", "a2c", "CartPole-v1", "1", "--jsonl", str(jsonl),
+                           "--max-steps", "400", "--final-episodes", "1"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    row = json.loads(jsonl.read_text())
+    assert (row["budget"], row["steps"], row["final_episodes"]) == (400, 400, 1)
