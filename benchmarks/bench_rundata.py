@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from _common import BenchParser, one_line_errors
+from _common import BenchParser, one_line_errors, positive_int
 
 #: the statistics a PPO run logs per update (``updates.parquet`` after step, wall_time, steps_per_second)
 PPO_STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance",
@@ -119,10 +119,10 @@ def _children_cpu() -> float:
 def main(argv: list[str] | None = None) -> int:
     """Make the run directory, time each tool three times, print the medians."""
     p = BenchParser(description=__doc__.split("\n")[0])
-    p.add_argument("--episodes", type=int, default=200_000)
-    p.add_argument("--updates", type=int, default=1_000_000)
-    p.add_argument("--evaluations", type=int, default=500)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--episodes", type=positive_int, default=200_000)
+    p.add_argument("--updates", type=positive_int, default=1_000_000)
+    p.add_argument("--evaluations", type=positive_int, default=500)
+    p.add_argument("--repeats", type=positive_int, default=3)
     p.add_argument("--keep", help="work in this directory and keep it (the run: DIR/bench/runs/ppo-CartPole-v1-seed0)")
     p.add_argument("--reuse", action="store_true", help="time the run already in --keep DIR (another checkout's "
                    "code on PYTHONPATH, say) instead of making one")
@@ -130,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.reuse and not args.keep:
         p.error("--reuse needs --keep DIR")
+    if args.reuse and not (Path(args.keep) / RUN / "summary.json").exists():
+        p.error(f"--reuse: no finished run in {Path(args.keep) / RUN}; make one first with --keep {args.keep} "
+                "(without --reuse)")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.keep or tmp)
         work.mkdir(parents=True, exist_ok=True)

@@ -114,3 +114,15 @@ def test_appending_after_an_unterminated_last_line_starts_a_new_line(tmp_path, m
     new = tmp_path / "new.jsonl"
     _common.append_jsonl(new, [{"f": 6}])
     assert new.read_text() == json.dumps({"f": 6}) + "\n"
+
+
+@pytest.mark.parametrize("argv", [["--repeats", "0"], ["--episodes", "-5"], ["--reuse", "--keep", "{tmp}"]])
+def test_bench_rundata_refuses_a_count_below_one_or_a_missing_run_to_reuse(capsys, monkeypatch, tmp_path, argv):
+    """--repeats 0 made the run, timed nothing and printed nothing (exit 0); --reuse of a directory without the
+    run was a CalledProcessError traceback from the first tool."""
+    import bench_rundata
+
+    monkeypatch.setattr(bench_rundata, "make_run", lambda *a: pytest.fail("a run was made"))
+    monkeypatch.setattr(bench_rundata, "time_tools", lambda *a: pytest.fail("a tool was timed"))
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    assert argv[1] in one_line_exit_2(capsys, lambda: bench_rundata.main(argv))
