@@ -140,26 +140,28 @@ def measure(args: argparse.Namespace) -> None:
 
 
 def report(path: str) -> str:
-    """Markdown section from the JSON lines (the latest line per algorithm and explorer count)."""
-    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    """Markdown section from the JSON lines: a table per algorithm and setting (sleep, envs and steps per
+    rollout), the latest line of each explorer count in it; speed-up is against its own 1-explorer row."""
+    rows: dict[tuple, dict[str, Any]] = {}
     for r in read_jsonl(path):
-        rows[(r["algo"], r["explorers"])] = r
+        rows[_setting(r) + (r["explorers"],)] = r
     if not rows:
         input_error(f"no results in {path}")
     out = [START, "## Explorer scaling on Ray (`bench_explorers.py`)", ""]
-    for algo in sorted({a for a, _ in rows}):
-        group = [rows[k] for k in sorted(rows) if k[0] == algo]
+    for setting in sorted({k[:-1] for k in rows}):
+        group = [rows[k] for k in sorted(rows) if k[:-1] == setting]
         base = next((r for r in group if r["explorers"] == 1), None)
         g = group[0]
-        out += [f"### {algo.upper()}: CartPole-v1 sleeping {g['sleep_ms']:g} ms per step, {g['n_envs']} envs x "
+        out += [f"### {setting[0].upper()}: CartPole-v1 sleeping {g['sleep_ms']:g} ms per step, {g['n_envs']} envs x "
                 f"{g['n_steps']} steps per rollout and explorer", "",
                 "| explorers | env-steps/s | speed-up | efficiency | learner updates/s | learner busy | "
                 "weights KB/s | trajectories KB/s | policy lag | per explorer steps/s |",
                 "|---|---|---|---|---|---|---|---|---|---|"]
         for r in group:
-            speed = r["env_steps_per_s"] / base["env_steps_per_s"] if base else float("nan")
+            speed = r["env_steps_per_s"] / base["env_steps_per_s"] if base else None  # no 1-explorer run here
+            scaled = "n/a | n/a" if speed is None else f"{speed:.2f}x | {speed / r['explorers']:.0%}"
             out.append(
-                f"| {r['explorers']} | {r['env_steps_per_s']:,.0f} | {speed:.2f}x | {speed / r['explorers']:.0%} | "
+                f"| {r['explorers']} | {r['env_steps_per_s']:,.0f} | {scaled} | "
                 f"{r['learner_updates_per_s']:.1f} | {r['learn_fraction']:.0%} | {r['weights_kb_per_s']:,.0f} | "
                 f"{r['trajectory_kb_per_s']:,.0f} | {r['policy_lag']:.1f} | "
                 f"{min(r['per_explorer_steps_per_s']):,.0f}–{max(r['per_explorer_steps_per_s']):,.0f} |")
@@ -180,12 +182,18 @@ def report(path: str) -> str:
     return "\n".join(out)
 
 
-def estimate(rows: dict[tuple[str, int], dict[str, Any]]) -> list[str]:
-    """A written projection to 64 and 512 explorers from the largest asynchronous (IMPALA) run."""
-    runs = [r for (a, _), r in sorted(rows.items()) if a == "impala"]
-    if not runs:
+def _setting(r: dict[str, Any]) -> tuple:
+    """What must match for two runs to share a table: algorithm, sleep per step, envs and steps per rollout."""
+    return (r["algo"], r["sleep_ms"], r["n_envs"], r["n_steps"])
+
+
+def estimate(rows: dict[tuple, dict[str, Any]]) -> list[str]:
+    """A written projection to 64 and 512 explorers from the largest asynchronous (IMPALA) run of the setting
+    measured last."""
+    impala = [r for r in rows.values() if r["algo"] == "impala"]
+    if not impala:
         return []
-    r = runs[-1]
+    r = max((x for x in impala if _setting(x) == _setting(impala[-1])), key=lambda x: x["explorers"])
     per_explorer = r["env_steps_per_s"] / r["explorers"]
     rollout_steps = r["n_envs"] * r["n_steps"]
     busy = 1.0 - r["wait_fraction"]  # learner time not spent waiting for rollouts

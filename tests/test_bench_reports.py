@@ -63,3 +63,27 @@ def test_onpolicy_quality_run_takes_a_small_budget(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     row = json.loads(jsonl.read_text())
     assert (row["budget"], row["steps"], row["final_episodes"]) == (400, 400, 1)
+
+
+def explorers_row(n: int, sps: float, sleep_ms: float = 2.0) -> dict:
+    return {"algo": "impala", "explorers": n, "n_envs": 4, "n_steps": 64, "sleep_ms": sleep_ms, "seconds": 30.0,
+            "env_steps_per_s": sps, "learner_updates_per_s": 1.0, "learn_fraction": 0.1, "wait_fraction": 0.5,
+            "weights_kb_per_s": 1.0, "trajectory_kb_per_s": 1.0, "weights_kb": 36.0, "policy_lag": 2 * n - 1.0,
+            "per_explorer_steps_per_s": [sps / n] * n, "date": "d"}
+
+
+def test_explorer_scaling_compares_runs_of_one_setting_only(tmp_path):
+    """Rows were keyed by (algorithm, explorers) alone: a run at another --sleep-ms took its explorer count's
+    place in the 2 ms table, its speed-up computed against the 2 ms run of one explorer (here 5x from 2)."""
+    import json
+
+    import bench_explorers
+
+    path = tmp_path / "e.jsonl"
+    rows = [explorers_row(1, 400), explorers_row(2, 800), explorers_row(2, 2000, sleep_ms=0.5)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = bench_explorers.report(str(path))
+    two_ms = text.split("sleeping 2 ms", 1)[1].split("###", 1)[0]
+    assert "| 2 | 800 | 2.00x | 100% |" in two_ms and "2,000" not in two_ms
+    half_ms = text.split("sleeping 0.5 ms", 1)[1].split("###", 1)[0]
+    assert "| 2 | 2,000 | n/a | n/a |" in half_ms  # no 1-explorer run at 0.5 ms to compare with
