@@ -17,6 +17,7 @@ minutes of a shared host (``_interleave.py``; each is credited the parts of its 
 training loop)::
 
     python benchmarks/bench_atari.py --pair ppo --seed 61
+    python benchmarks/bench_atari.py --pair dqn --steps 300 --jsonl /tmp/smoke.jsonl   # smoke check, ~1 min
 
 Hyperparameters are rl-zoo3's Atari settings (canter's ``configs/{ppo,dqn}/atari.yaml``), with
 DQN's ``learning_starts`` lowered so that most of the short budget trains. Both libraries run
@@ -35,8 +36,9 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (BenchParser, append_jsonl, input_error, one_line_errors, read_jsonl, real_transitions,
-                     require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json, timed_loop, write_section)
+from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
+                     real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json, timed_loop,
+                     write_section)
 from _interleave import ProgressReporter, results_in_turns
 from _report import cpu_model
 
@@ -51,12 +53,13 @@ DQN = dict(n_envs=1, lr=1e-4, batch_size=32, buffer_size=100_000, learning_start
            train_freq=4, gradient_steps=1, exploration_fraction=0.1, exploration_final_eps=0.01)
 
 
-def _canter(algo: str, seed: int, conv_precision: str = "float32", device: str = "cpu") -> dict:
+def _canter(algo: str, seed: int, conv_precision: str = "float32", device: str = "cpu",
+            steps: int | None = None) -> dict:
     import canter
 
     cfg = PPO if algo == "ppo" else DQN
     hp = {k: v for k, v in cfg.items() if k != "n_envs"}
-    trainer = canter.make_trainer(algo, ENV_ID, seed=seed, max_steps=STEPS[algo], n_envs=cfg["n_envs"],
+    trainer = canter.make_trainer(algo, ENV_ID, seed=seed, max_steps=steps or STEPS[algo], n_envs=cfg["n_envs"],
                                   torch_threads=THREADS, eval_every=0, eval_episodes=1, eval_envs=1,
                                   conv_precision=conv_precision, device=device, sets=["target_reward=null"],
                                   hparams=hp)
@@ -69,7 +72,7 @@ def _canter(algo: str, seed: int, conv_precision: str = "float32", device: str =
             "vectorization": type(trainer.env.env.unwrapped).__name__}
 
 
-def _sb3(algo: str, seed: int, device: str = "cpu") -> dict:
+def _sb3(algo: str, seed: int, device: str = "cpu", steps: int | None = None) -> dict:
     import ale_py
     import gymnasium
     from stable_baselines3 import DQN as SB3DQN
@@ -92,20 +95,25 @@ def _sb3(algo: str, seed: int, device: str = "cpu") -> dict:
                        target_update_interval=cfg["target_update_interval"], train_freq=cfg["train_freq"],
                        gradient_steps=cfg["gradient_steps"], exploration_fraction=cfg["exploration_fraction"],
                        exploration_final_eps=cfg["exploration_final_eps"], seed=seed, device=device, verbose=0)
-    callback = sb3_progress_callback(ProgressReporter().update, STEPS[algo])
-    timed = sb3_timed_learn(model, STEPS[algo], callback)
+    steps = steps or STEPS[algo]
+    callback = sb3_progress_callback(ProgressReporter().update, steps)
+    timed = sb3_timed_learn(model, steps, callback)
     return {"steps": int(model.num_timesteps), "train_s": timed["loop_s"], "loop_mono": timed["loop_mono"],
             "eval_mono": [], "vectorization": "DummyVecEnv"}
 
 
-def job(lib: str, algo: str, seed: int, conv_precision: str = "float32", device: str = "cpu") -> dict:
+def job(lib: str, algo: str, seed: int, conv_precision: str = "float32", device: str = "cpu",
+        steps: int | None = None) -> dict:
     """Run one measurement in this process and return its result (``conv_precision``: canter's run
     option, recorded in the result; SB3 always runs float32; ``device``: both libraries' torch device,
-    recorded when not the CPU, whose rows the report leaves out)."""
+    recorded when not the CPU, whose rows the report leaves out; ``steps``: a budget other than
+    :data:`STEPS`, a smoke check, recorded as ``budget`` and also left out of the report)."""
     import torch
 
     torch.set_num_threads(THREADS)
-    res = _canter(algo, seed, conv_precision, device) if lib == "canter" else _sb3(algo, seed, device)
+    res = _canter(algo, seed, conv_precision, device, steps) if lib == "canter" else _sb3(algo, seed, device, steps)
+    if steps is not None and steps != STEPS[algo]:
+        res["budget"] = steps
     if device != "cpu":
         res["device"] = device
     if lib == "canter" and conv_precision != "float32":
@@ -137,12 +145,13 @@ def _reproduce(rows: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def pair(algo: str, seed: int, conv_precision: str = "float32", device: str = "cpu") -> list[dict]:
+def pair(algo: str, seed: int, conv_precision: str = "float32", device: str = "cpu",
+         steps: int | None = None) -> list[dict]:
     """canter's and SB3's jobs for ``algo``, run in turns (:func:`_interleave.run_interleaved`):
     each one's ``train_s`` is the part of its turns inside its training loop (canter's evaluation
     left out); ``wall_train_s`` keeps the loop's wall time, stopped turns included."""
     cmds = [[sys.executable, __file__, "--job", lib, algo, "--seed", str(seed), "--conv-precision", conv_precision,
-             "--device", device, "--in-process"] for lib in ("canter", "sb3")]
+             "--device", device, "--in-process", *_steps_flag(steps)] for lib in ("canter", "sb3")]
     rows = results_in_turns(cmds, RESULT_TAG)
     for res in rows:
         res["wall_train_s"] = res["train_s"]
@@ -150,6 +159,10 @@ def pair(algo: str, seed: int, conv_precision: str = "float32", device: str = "c
         res["interleaved"] = True
         _set_rates(res)
     return rows
+
+
+def _steps_flag(steps: int | None) -> list[str]:
+    return [] if steps is None else ["--steps", str(steps)]
 
 
 def _versions() -> str:
@@ -256,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="canter's run option conv_precision (SB3 runs float32)")
     p.add_argument("--device", default="cpu", help="torch device of both libraries (jobs off the CPU are recorded "
                    "with it and left out of --report)")
+    p.add_argument("--steps", type=positive_int, help=f"agent steps per job instead of {STEPS['ppo']:,} (PPO) / "
+                   f"{STEPS['dqn']:,} (DQN): a smoke check, recorded with it and left out of --report")
     p.add_argument("--jsonl", default=str(JSONL), help="where jobs append their results")
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--report", action="store_true")
@@ -275,11 +290,13 @@ def main(argv: list[str] | None = None) -> int:
         require_sb3()
     jsonl = Path(args.jsonl)
     if args.job and args.in_process:
-        print(RESULT_TAG + json.dumps(job(*args.job, args.seed, args.conv_precision, args.device)), flush=True)
+        print(RESULT_TAG + json.dumps(job(*args.job, args.seed, args.conv_precision, args.device, args.steps)),
+              flush=True)
         return 0
     if args.job:
         proc = subprocess.run([sys.executable, __file__, "--job", *args.job, "--seed", str(args.seed),
-                               "--conv-precision", args.conv_precision, "--device", args.device, "--in-process"],
+                               "--conv-precision", args.conv_precision, "--device", args.device, "--in-process",
+                               *_steps_flag(args.steps)],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
@@ -288,12 +305,13 @@ def main(argv: list[str] | None = None) -> int:
         append_jsonl(jsonl, [res])
         print(json.dumps(res))
     if args.pair:
-        rows = pair(args.pair, args.seed, args.conv_precision, args.device)
+        rows = pair(args.pair, args.seed, args.conv_precision, args.device, args.steps)
         append_jsonl(jsonl, rows)
         for r in rows:
             print(json.dumps(r))
     if args.report:
-        rows = [r for r in read_jsonl(jsonl) if r.get("device", "cpu") == "cpu"]  # the table is the CPU comparison
+        # the table is the CPU comparison at the standard budgets (a --steps job is a smoke check)
+        rows = [r for r in read_jsonl(jsonl) if r.get("device", "cpu") == "cpu" and "budget" not in r]
         # the date format sorts as text
         rows = [r for r in rows
                 if (not args.since or r["date"] >= args.since) and (not args.until or r["date"] < args.until)]

@@ -87,3 +87,33 @@ def test_explorer_scaling_compares_runs_of_one_setting_only(tmp_path):
     assert "| 2 | 800 | 2.00x | 100% |" in two_ms and "2,000" not in two_ms
     half_ms = text.split("sleeping 0.5 ms", 1)[1].split("###", 1)[0]
     assert "| 2 | 2,000 | n/a | n/a |" in half_ms  # no 1-explorer run at 0.5 ms to compare with
+
+
+def test_atari_steps_is_a_smoke_budget_passed_to_the_job_and_left_out_of_the_report(tmp_path, monkeypatch):
+    """bench_atari had no budget smaller than its 3,072 / 6,000-step jobs (minutes each on Pong); --steps runs
+    a job at that budget, records it as ``budget`` and --report leaves such rows out of the table."""
+    import json
+    import subprocess
+
+    import bench_atari
+
+    seen = []
+
+    def fake_run(cmd, **kwargs):
+        seen.append(cmd)
+        res = {"lib": cmd[cmd.index("--job") + 1], "algo": "ppo", "seed": 1, "fps": 1.0, "budget": 64,
+               "date": "2026-11-28 07:00 UTC", "loadavg": "0"}
+        return subprocess.CompletedProcess(cmd, 0, bench_atari.RESULT_TAG + json.dumps(res) + "\n", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    jsonl, out = tmp_path / "a.jsonl", tmp_path / "RESULTS.md"
+    standard = [{"lib": lib, "algo": "ppo", "seed": 1, "fps": fps, "date": "2026-11-27 07:00 UTC", "loadavg": "0"}
+                for lib, fps in (("canter", 300.0), ("sb3", 100.0))]
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in standard))
+    assert bench_atari.main(["--job", "canter", "ppo", "--steps", "64", "--jsonl", str(jsonl)]) == 0
+    assert seen[0][-2:] == ["--steps", "64"] and "--in-process" in seen[0]
+    assert len(jsonl.read_text().splitlines()) == 3
+    monkeypatch.setattr(bench_atari, "_versions", lambda: "v")
+    assert bench_atari.main(["--report", "--jsonl", str(jsonl), "--out", str(out)]) == 0
+    row = next(line for line in out.read_text().splitlines() if line.startswith("| PPO |"))
+    assert row.startswith("| PPO | 3,072 | 300 (1) | 100 (1) | 3.00 |")
