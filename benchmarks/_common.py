@@ -43,6 +43,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seed_int(text: str) -> int:
+    """An ``argparse`` type: a seed both libraries take, a whole number from 0 to 2**32 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"a seed is between 0 and 2**32 - 1, got {value}")
+    return value
+
+
 def one_line_errors(main: Callable[..., int]) -> Callable[..., int]:
     """Wrap a script's ``main``: a :class:`canter.errors.CanterError` (an unknown algorithm or env, a bad
     hyperparameter) ends it with its one-line message and exit code 2 instead of a traceback."""

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from _common import (BenchParser, one_line_errors, positive_int, real_transitions, replace_section, require_sb3,
-                     tagged_json, time_training)
+                     seed_int, tagged_json, time_training)
 from _report import cpu_model, fmt, loadavg, ratio, versions
 
 ENV_ID = "CartPole-v1"
@@ -114,12 +114,12 @@ def build_section(results: dict, cfg: dict, seeds: list[int], meta: dict, quick:
 def main(argv: list[str] | None = None) -> int:
     """Command line: measure both libraries over ``--seeds`` and print (or write) the section."""
     p = BenchParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seeds", type=int, nargs="+", default=[1])
+    p.add_argument("--seeds", type=seed_int, nargs="+", default=[1])
     p.add_argument("--steps", type=positive_int, default=A2C["max_steps"], help="env steps per measurement")
     p.add_argument("--quick", action="store_true", help="tiny budget, for checking that the script runs")
     p.add_argument("--out", help="update this file's A2C section (e.g. benchmarks/RESULTS.md)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
-    p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=seed_int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--cfg", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     require_sb3()

@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 
 from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
-                     real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json, timed_loop,
-                     write_section)
+                     real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, seed_int, tagged_json,
+                     timed_loop, write_section)
 from _interleave import ProgressReporter, results_in_turns
 from _report import cpu_model
 
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     p = BenchParser(description=__doc__.split("\n")[0])
     p.add_argument("--job", nargs=2, metavar=("LIB", "ALGO"), help="canter|sb3 ppo|dqn")
     p.add_argument("--pair", choices=("ppo", "dqn"), help="canter's and SB3's jobs for this algorithm, in turns")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=seed_int, default=1)
     p.add_argument("--conv-precision", default="float32", choices=("float32", "bfloat16"),
                    help="canter's run option conv_precision (SB3 runs float32)")
     p.add_argument("--device", default="cpu", help="torch device of both libraries (jobs off the CPU are recorded "

@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import (BenchParser, one_line_errors, real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, tagged_json,
-                     timed_loop, write_section)
+from _common import (BenchParser, one_line_errors, real_transitions, require_sb3, sb3_progress_callback,
+                     sb3_timed_learn, seed_int, tagged_json, timed_loop, write_section)
 from _cartpole_report import build_report
 from _interleave import ProgressReporter, results_in_turns
 from _report import cpu_model, loadavg, versions
@@ -261,14 +261,14 @@ def run_e2e(lib: str, seed: int, cfg: dict, quick: bool) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Command line: run the tasks over ``--seeds`` and print (or write) the report."""
     p = BenchParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seeds", type=int, nargs="+", default=[1], help="seeds (median and spread over them)")
+    p.add_argument("--seeds", type=seed_int, nargs="+", default=[1], help="seeds (median and spread over them)")
     p.add_argument("--quick", action="store_true", help="tiny budgets, for checking that the script runs")
     p.add_argument("--out", help="write the markdown report here (e.g. benchmarks/RESULTS.md)")
     p.add_argument("--only", nargs="+", choices=("ppo-sps", "ppo-t2t", "dqn-sps", "dqn-t2t", "ppo-e2e"),
                    help=argparse.SUPPRESS)
     # internal: worker mode
     p.add_argument("--worker", nargs=2, metavar=("LIB", "TASK"), help=argparse.SUPPRESS)
-    p.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=seed_int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--cfg", help=argparse.SUPPRESS)
     p.add_argument("--launch", type=float, help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
-                     real_transitions, replace_section, require_sb3, tagged_json)
+                     real_transitions, replace_section, require_sb3, seed_int, tagged_json)
 
 HERE = Path(__file__).resolve().parent
 RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
@@ -429,21 +429,21 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("speed", help="SAC and TD3 env-steps/s, canter and SB3")
     s.add_argument("--steps", type=positive_int, default=3000,
                    help="env steps per measurement; more than learning_starts (100), so that it trains")
-    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--seed", type=seed_int, default=1)
     w = sub.add_parser("speed-worker")
     w.add_argument("lib", choices=("canter", "sb3"))
     w.add_argument("algo", choices=tuple(SPEED))
     w.add_argument("--steps", type=int, default=3000)
-    w.add_argument("--seed", type=int, default=1)
+    w.add_argument("--seed", type=seed_int, default=1)
     for sp in (s, w):
         sp.add_argument("--matmul-precision", choices=PRECISIONS, default="highest",
                         help="torch float32 matmul precision in both libraries (highest: plain float32)")
     q = sub.add_parser("quality", help="one seed of one preset, final evaluation")
     q.add_argument("algo")
     q.add_argument("env")
-    q.add_argument("--seed", type=int, default=1)
-    q.add_argument("--max-steps", type=int, help="override the preset's budget")
-    q.add_argument("--segment", type=int, help="train at most this many steps per call (resumable)")
+    q.add_argument("--seed", type=seed_int, default=1)
+    q.add_argument("--max-steps", type=positive_int, help="override the preset's budget")
+    q.add_argument("--segment", type=positive_int, help="train at most this many steps per call (resumable)")
     sub.add_parser("report", help="rewrite the off-policy section of RESULTS.md")
     args = p.parse_args(argv)
     if args.cmd == "speed":

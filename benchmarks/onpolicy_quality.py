@@ -23,8 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
-                     replace_section)
+from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl, replace_section,
+                     seed_int)
 
 # rl-zoo3's budget and published result (benchmark.md: one run, deterministic evaluation) where it
 # lists the pair; ACER only in the Stable-Baselines2 zoo (budget only).
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run", help="train one preset with one seed, append a JSON line")
     r.add_argument("algo")
     r.add_argument("env")
-    r.add_argument("seed", type=int)
+    r.add_argument("seed", type=seed_int)
     r.add_argument("--jsonl", required=True)
     r.add_argument("--final-episodes", type=positive_int, default=100)
     r.add_argument("--max-steps", type=positive_int, help="train this many env steps instead of the preset's budget "

@@ -126,3 +126,14 @@ def test_bench_rundata_refuses_a_count_below_one_or_a_missing_run_to_reuse(capsy
     monkeypatch.setattr(bench_rundata, "time_tools", lambda *a: pytest.fail("a tool was timed"))
     argv = [a.format(tmp=tmp_path) for a in argv]
     assert argv[1] in one_line_exit_2(capsys, lambda: bench_rundata.main(argv))
+
+
+@pytest.mark.parametrize("script, argv", [
+    ("bench_cartpole", ["--seeds", "1", "-1"]), ("bench_a2c", ["--seeds", "4294967296"]),
+    ("bench_atari", ["--pair", "ppo", "--seed", "-1"]), ("bench_offpolicy", ["quality", "sac", "Pendulum-v1", "--segment", "0"]),
+])
+def test_a_seed_out_of_range_or_an_empty_segment_is_refused_before_any_run(capsys, script, argv):
+    """A seed out of range reached the worker processes (bench_a2c --quick --seeds 4294967296: a RuntimeError
+    traceback with the worker's stderr, exit 1); quality --segment 0 saved a segment after every step."""
+    module = __import__(script)
+    assert "error: " in one_line_exit_2(capsys, lambda: module.main(argv))
