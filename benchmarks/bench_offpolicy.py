@@ -28,6 +28,7 @@ from pathlib import Path
 
 from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
                      real_transitions, replace_section, require_sb3, seed_int, tagged_json)
+from _report import cpu_model
 
 HERE = Path(__file__).resolve().parent
 RESULTS_JSONL = HERE / "offpolicy_results.jsonl"
@@ -81,7 +82,7 @@ def _meta() -> dict:
     except ImportError:
         pass
     return {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-            "load": os.getloadavg()[0], "versions": versions}
+            "load": os.getloadavg()[0], "versions": versions, "cpu": cpu_model(), "cpus": os.cpu_count()}
 
 
 # ---------------------------------------------------------------------------------------------- speed
@@ -408,9 +409,10 @@ def build_section(rows: list[dict]) -> str:
             out.append(f"| {r['algo'].upper()} | {r['env']} | {r['seed']} | {r['step']:,} | {r['wall_s']:.0f} | "
                        f"{r['step'] / r['wall_s']:.0f} | {ev} |")
         out.append("")
-    cpu = platform.processor() or platform.machine()
-    out += [f"Machine: {cpu}, {os.cpu_count()} logical cores shared with other jobs (runs serialised by a lock).",
-            END]
+    machines = sorted({f"{r['cpu']}, {r['cpus']} logical cores" if "cpu" in r else
+                       "not recorded (runs before 2026-11-28)" for r in rows})
+    out += [f"Machine (as each run recorded it; shared with other jobs, the measurements of one command run one "
+            f"after another): {'; '.join(machines)}.", END]
     return "\n".join(out) + "\n"
 
 

@@ -117,3 +117,15 @@ def test_atari_steps_is_a_smoke_budget_passed_to_the_job_and_left_out_of_the_rep
     assert bench_atari.main(["--report", "--jsonl", str(jsonl), "--out", str(out)]) == 0
     row = next(line for line in out.read_text().splitlines() if line.startswith("| PPO |"))
     assert row.startswith("| PPO | 3,072 | 300 (1) | 100 (1) | 3.00 |")
+
+
+def test_offpolicy_report_names_the_machine_each_run_recorded():
+    """The Machine line was the machine writing the report (``platform.processor()``, core count there), and said
+    'runs serialised by a lock' though no code takes one; runs now record their CPU and the report lists those."""
+    import os
+
+    meta = bench_offpolicy._meta()
+    assert meta["cpus"] == os.cpu_count() and meta["cpu"]
+    rows = [dict(speed("canter", 1, 3000, 100.0), cpu="Some CPU", cpus=64), dict(speed("sb3", 1, 3000, 50.0))]
+    line = next(x for x in bench_offpolicy.build_section(rows).splitlines() if x.startswith("Machine"))
+    assert "Some CPU, 64 logical cores" in line and "not recorded" in line and "lock" not in line
