@@ -31,6 +31,7 @@ import gymnasium as gym
 
 from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
                      replace_section)
+from _report import cpu_model
 
 HERE = Path(__file__).resolve().parent
 ENV_ID = "bench_explorers:SleepyCartPole-v0"
@@ -123,6 +124,10 @@ def _weights(trainer: Any) -> dict[str, Any]:
 def measure(args: argparse.Namespace) -> None:
     """Run one subprocess per explorer count; append each JSON line to ``--jsonl``."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
+    from canter.utils import available_cpus
+
+    # the local Ray of each run gets num_cpus=available_cpus() (canter.distributed.cluster.connect)
+    machine = {"cpu": cpu_model(), "ray_cpus": available_cpus(), "python": platform.python_version()}
     for n in args.explorers:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--algo", args.algo, "--explorers", str(n),
                "--n-envs", str(args.n_envs), "--n-steps", str(args.n_steps), "--sleep-ms", str(args.sleep_ms),
@@ -133,7 +138,7 @@ def measure(args: argparse.Namespace) -> None:
             sys.exit(f"explorers={n} failed:\n{proc.stderr[-3000:]}")
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         result.update(process_s=round(time.perf_counter() - start, 1), date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                      load_after=" ".join(f"{x:.2f}" for x in os.getloadavg()))
+                      load_after=" ".join(f"{x:.2f}" for x in os.getloadavg()), **machine)
         print(json.dumps(result), flush=True)
         if args.jsonl:
             append_jsonl(args.jsonl, [result])
@@ -168,18 +173,26 @@ def report(path: str) -> str:
         out.append("")
     out += estimate(rows)
     last = list(rows.values())[-1]
+    dates = [r["date"] for r in rows.values()]
     out += [
-        f"Each row: a fresh process with its own local Ray (2 CPUs), {last['seconds']:.0f} s measured after "
-        "a warm-up; weights of "
+        "Each row: a fresh process with its own local Ray "
+        f"({_recorded(rows, 'ray_cpus', '{} CPUs', 'CPUs not recorded')}), "
+        f"{_recorded(rows, 'seconds', '{:.0f} s')} measured after a warm-up; weights of "
         f"{last['weights_kb']:.0f} KB per version. Learner busy = share of wall time inside `learn`. "
-        f"Raw JSON lines: `benchmarks/results_explorers.jsonl`. Date {last['date']}, "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical cores, Python {platform.python_version()}.",
+        f"Raw JSON lines: `benchmarks/results_explorers.jsonl`. Dates {min(dates)} to {max(dates)}; CPU "
+        f"{_recorded(rows, 'cpu', '{}')}; Python {_recorded(rows, 'python', '{}')}.",
         "", "Reproduce (each command under ten minutes): `python benchmarks/bench_explorers.py --explorers 1 2 4 "
         "--jsonl benchmarks/results_explorers.jsonl`, then `--explorers 8`, the same with `--algo ppo`, then "
         "`python benchmarks/bench_explorers.py --report benchmarks/results_explorers.jsonl --out benchmarks/RESULTS.md`.",
         "", END,
     ]
     return "\n".join(out)
+
+
+def _recorded(rows: dict[tuple, dict[str, Any]], key: str, fmt: str, missing: str = "not recorded") -> str:
+    """The distinct values of ``key`` that the runs recorded, formatted (``missing`` for older runs)."""
+    values = sorted({fmt.format(r[key]) if key in r else missing for r in rows.values()})
+    return " / ".join(values)
 
 
 def _setting(r: dict[str, Any]) -> tuple:

@@ -129,3 +129,20 @@ def test_offpolicy_report_names_the_machine_each_run_recorded():
     rows = [dict(speed("canter", 1, 3000, 100.0), cpu="Some CPU", cpus=64), dict(speed("sb3", 1, 3000, 50.0))]
     line = next(x for x in bench_offpolicy.build_section(rows).splitlines() if x.startswith("Machine"))
     assert "Some CPU, 64 logical cores" in line and "not recorded" in line and "lock" not in line
+
+
+def test_explorer_report_states_the_machine_and_window_the_runs_recorded(tmp_path, monkeypatch):
+    """The footer said 'local Ray (2 CPUs)' whatever Ray had, the last row's measuring window for every row, and
+    the CPU, core count and Python of the machine writing the report; runs now record them and the footer lists
+    what they recorded."""
+    import json
+
+    import bench_explorers
+
+    rows = [dict(explorers_row(1, 400), cpu="CPU A", ray_cpus=16, python="3.12.1"),
+            dict(explorers_row(2, 800), seconds=10.0)]
+    path = tmp_path / "e.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    footer = next(x for x in bench_explorers.report(str(path)).splitlines() if x.startswith("Each row"))
+    assert "(16 CPUs / CPUs not recorded)" in footer and "10 s / 30 s measured" in footer
+    assert "CPU CPU A / not recorded; Python 3.12.1 / not recorded." in footer
