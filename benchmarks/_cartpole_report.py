@@ -48,14 +48,15 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
     lines.append("Total = process start (just before the subprocess is spawned) to the end of the training call;"
                  " it includes Python start-up, imports (also shown on their own), building envs and model,"
                  " training and the periodic evaluations.\n")
-    lines.append("| algorithm | lib | total s | of which imports s | training call s | steps used | solved |")
+    lines.append("| algorithm | lib | total s | of which imports s | training call s | env steps used (transitions)"
+                 " | solved |")
     lines.append("|---|---|---|---|---|---|---|")
     for algo in ("ppo", "dqn"):
         for lib, name in ((c, "canter"), (s, "SB3")):
             rs = R[(lib, f"{algo}-t2t")]
             lines.append(
                 f"| {algo.upper()} | {name} | {fmt(solved(rs, 'total_s'))} | {fmt([r['import_s'] for r in rs], 2)}"
-                f" | {fmt(solved(rs, 'train_call_s'))} | {fmt([r['steps'] for r in rs], 0)}"
+                f" | {fmt(solved(rs, 'train_call_s'))} | {fmt([r.get('transitions', r['steps']) for r in rs], 0)}"
                 f" | {sum(r['solved'] for r in rs)}/{len(rs)} |")
         a, b = R[(c, f"{algo}-t2t")], R[(s, f"{algo}-t2t")]
         lines.append(f"| {algo.upper()} | **ratio canter/SB3** | {ratio(solved(a, 'total_s'), solved(b, 'total_s'))}"

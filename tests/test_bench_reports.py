@@ -146,3 +146,29 @@ def test_explorer_report_states_the_machine_and_window_the_runs_recorded(tmp_pat
     footer = next(x for x in bench_explorers.report(str(path)).splitlines() if x.startswith("Each row"))
     assert "(16 CPUs / CPUs not recorded)" in footer and "10 s / 30 s measured" in footer
     assert "CPU CPU A / not recorded; Python 3.12.1 / not recorded." in footer
+
+
+def test_cartpole_time_to_target_counts_canters_transitions_as_sb3_counts_its_steps():
+    """'steps used' was canter's step counter, which counts the reset-only step after each episode's end (NEXT_STEP
+    autoreset), against SB3's steps, which are all transitions; the column now compares transitions."""
+    import argparse
+
+    import bench_cartpole
+
+    def t2t(steps: int, transitions: int | None = None) -> list[dict]:
+        r = {"total_s": 2.0, "import_s": 1.0, "train_call_s": 1.0, "steps": steps, "solved": True}
+        return [r if transitions is None else dict(r, transitions=transitions)]
+
+    e2e = [{"command": "canter train", "e2e_s": 3.0, "steps": 10, "solved": True}]
+    R = {"ppo_cfg": {"max_steps": 100}, "dqn_cfg": {"max_steps": 100}}
+    for lib in ("canter", "sb3"):
+        R[(lib, "ppo-sps")] = R[(lib, "dqn-sps")] = [{"sps": 1.0}]
+        R[(lib, "ppo-e2e")] = e2e
+    R[("canter", "dqn-sps-t2")] = []
+    R[("canter", "ppo-t2t")], R[("sb3", "ppo-t2t")] = t2t(16_384, 16_000), t2t(16_384)
+    R[("canter", "dqn-t2t")], R[("sb3", "dqn-t2t")] = t2t(5_120, 5_000), t2t(5_000)
+    meta = {"date": "d", "cpu": "c", "load_before": "l", "load_after": "l", "versions": {}, "elapsed": 1.0,
+            "command": "python benchmarks/bench_cartpole.py"}
+    text = bench_cartpole.build_report(R, [1], argparse.Namespace(quick=False), meta)
+    rows = [line for line in text.splitlines() if line.startswith(("| PPO | canter", "| DQN | canter"))]
+    assert [row.split(" | ")[5] for row in rows] == ["16,000", "5,000"]
