@@ -59,7 +59,7 @@ def parse_set(item: str) -> tuple[str, str]:
 def set_items(sets: list[str] | tuple) -> tuple[dict[str, Any], set[str]]:
     """The ``--set`` layer: ``sets`` (``key=value`` items, in their order) as key -> value, a key given again moved
     to the end (the last ``--set`` wins over its aliases, ``lr`` and ``hparams.lr``), and the keys whose value is
-    read already (not YAML text). ``hparams={...}`` counts as one ``hparams.NAME`` item per entry and
+    read already (not YAML text: a quoted string's too). ``hparams={...}`` counts as one ``hparams.NAME`` item per entry and
     ``policy_hparams={...}`` as one ``policy_hparams.POLICY.KEY`` per policy and key (a policy given as no mapping
     or an empty one, or a whole value that is no mapping, stays one item), so a second one keeps the first one's
     entries: a second ``--set policy_hparams={speaker: ...}`` dropped the first one's ``listener`` silently."""
@@ -69,7 +69,10 @@ def set_items(sets: list[str] | tuple) -> tuple[dict[str, Any], set[str]]:
     parsed: set[str] = set()
     for item in sets:
         key, value = parse_set(item)
-        pairs: list[tuple[str, Any, bool]] = [(key, value, False)]
+        # a quoted value (--set "env_kwargs.version='1.0'") is the string inside the quotes, already read: an entry
+        # of a mapping setting took it as YAML again, the string '1.0' becoming the float 1.0, 'null' None
+        quoted = value != item.partition("=")[2].strip()
+        pairs: list[tuple[str, Any, bool]] = [(key, value, quoted)]
         if key in ("hparams", "policy_hparams"):
             entries = parse_yaml_value(value, key)
             if key == "hparams" and isinstance(entries, dict):

@@ -29,3 +29,21 @@ def test_a_quoted_model_name_resolves():
 def test_a_quoted_name_with_a_space_is_named_as_such(capsys, tmp_path):
     assert_train_refused(capsys, tmp_path, ["train", "dqn", "--env", "CartPole-v1", "--set", "model=' mlp_q'"],
                          "unknown model ' mlp_q': it has a space before or after it; write 'mlp_q'")
+
+
+@pytest.mark.parametrize("item,value", [
+    ("env_kwargs.version='1.0'", "1.0"),
+    ('env_kwargs.version="5"', "5"),
+    ("env_kwargs.version='null'", "null"),
+    ("env_kwargs.version='yes'", "yes"),
+    ("eval_env_kwargs.version='a: b'", "a: b"),
+    ("env_kwargs.version=1.0", 1.0),  # unquoted: read as YAML, as before
+    ("env_kwargs.version=null", None),
+])
+def test_a_quoted_entry_of_a_mapping_setting_is_text(item, value):
+    """--set "env_kwargs.version='1.0'" gave the env the float 1.0 (and 'null' None, 'yes' True): parse_set took the
+    quotes off, then the entry was read as YAML a second time. A whole mapping's quoted entry,
+    env_kwargs={version: '1.0'}, was the string already."""
+    run, _ = resolve_config("ppo", "CartPole-v1", sets=[item])
+    kwargs = run.eval_env_kwargs if item.startswith("eval_") else run.env_kwargs
+    assert kwargs == {"version": value} and type(kwargs["version"]) is type(value)
