@@ -64,7 +64,7 @@ def register(kind: str, name: str) -> Callable[[T], T]:
                             " without ':' (a name with ':' is looked up as module:Class)"))
     if (kind, name) in _RESERVED:  # it was registered, listed by canter list, and silently never used
         raise ValueError(f"cannot register {kind} {name!r}: {_RESERVED[kind, name]}; choose another name")
-    if kind == "env" and str(_gym_entry_module(name)).split(".")[0] in _REGISTER_THEMSELVES:
+    if kind == "env" and _owned_env_id(name):
         # the factory replaced Gymnasium's env in every run naming the id, which the id's shipped presets still tuned
         raise ValueError(f"cannot register env {name!r}: it is Gymnasium's id of another env, which the factory would "
                          f"replace wherever the id is named; choose another name")
@@ -329,6 +329,23 @@ def main_registered(config: dict[str, Any]) -> list[tuple[str, str]]:
 #: packages whose env ids every process knows without a user's import: Gymnasium's own, and ale-py's, which canter
 #: imports for ALE ids
 _REGISTER_THEMSELVES = ("gymnasium", "ale_py")
+
+
+def _owned_env_id(name: str) -> bool:
+    """Whether env name ``name``, or the id after its ``module:`` (``gymnasium:CartPole-v1`` makes CartPole-v1, whose
+    presets apply), is an id of Gymnasium's or ale-py's own. ale-py's ids are in Gymnasium's registry only once
+    ale-py is imported, which a process that has made no env has not done: ``ALE/Pong-v5`` was registered then, and
+    its factory replaced Pong under the Atari presets."""
+    import gymnasium
+
+    from canter.ale import looks_like_atari
+
+    ids = {name, name.split(":", 1)[-1]}
+    if looks_like_atari(name) and not any(i in gymnasium.registry for i in ids):
+        from canter import ale
+
+        ale.register_ale()
+    return any(str(_gym_entry_module(i)).split(".")[0] in _REGISTER_THEMSELVES for i in ids)
 
 
 def _gym_entry_module(env_id: str) -> str | None:

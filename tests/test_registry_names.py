@@ -144,3 +144,41 @@ def test_a_registered_model_or_encoder_that_is_no_module_is_a_one_line_error(kin
             canter.make_trainer("ppo", "CartPole-v1", n_envs=1, **{setting: name})
     finally:
         _REGISTRY[kind].pop(name)
+
+
+@pytest.mark.parametrize("name", ["ALE/Pong-v5", "PongNoFrameskip-v4", "ale_py:ALE/Pong-v5"])
+def test_an_env_factory_under_an_ale_py_id_is_refused_before_ale_py_is_imported(monkeypatch, name):
+    """@register("env", "ALE/Pong-v5") was accepted in a process that had made no env yet (ale-py's ids are in
+    Gymnasium's registry only once ale-py is imported): --env ALE/Pong-v5 then made the factory's env, under the
+    Atari presets. The ids are taken out of the registry here, and ale-py's import (canter.ale.register_ale) puts them
+    back, as in a fresh process."""
+    pytest.importorskip("ale_py")
+    import gymnasium as gym
+
+    import canter.ale
+    from canter.registry import _REGISTRY
+
+    canter.ale.register_ale()
+    ale_ids = {i: spec for i, spec in gym.registry.items() if "ale_py" in str(spec.entry_point)}
+    for i in ale_ids:
+        monkeypatch.delitem(gym.registry, i)
+    monkeypatch.setattr(canter.ale, "register_ale", lambda: gym.registry.update(ale_ids) or True)
+
+    def factory(**kwargs):
+        return gym.make("CartPole-v1", **kwargs)
+
+    with pytest.raises(ValueError, match=f"cannot register env '{name}': it is Gymnasium's id of another env"):
+        register("env", name)(factory)
+    assert name not in _REGISTRY["env"]
+
+
+def test_an_env_factory_under_module_and_a_gymnasium_id_is_refused():
+    """@register("env", "gymnasium:CartPole-v1") was accepted: --env gymnasium:CartPole-v1 (CartPole-v1, its presets
+    applied) then made the factory's env."""
+    import gymnasium as gym
+
+    def factory(**kwargs):
+        return gym.make("Acrobot-v1", **kwargs)
+
+    with pytest.raises(ValueError, match="cannot register env 'gymnasium:CartPole-v1': it is Gymnasium's id"):
+        register("env", "gymnasium:CartPole-v1")(factory)
