@@ -182,6 +182,7 @@ def is_null_word(value: Any) -> bool:
 
 def coerce(tp: Any, value: Any, key: str) -> Any:
     """Convert ``value`` (from YAML or a ``--set`` string) to type ``tp`` or raise a CanterError."""
+    value = python_scalar(value)
     optional, inner = _is_optional(tp)
     origin, args = _origin_args(inner)
     container = list in (origin, inner) or dict in (origin, inner)
@@ -276,8 +277,20 @@ def _refuse_leading_zero(text: str, key: str) -> None:
                           f"(010 is 8); write {int(text.strip().replace('_', ''))}")
 
 
+def python_scalar(value: Any) -> Any:
+    """A NumPy scalar or 0-d array (``np.int64(100)``, ``np.True_``, as Python code computes settings) as the Python
+    bool, int, float or str it holds; anything else as it is. ``normalize_obs=np.True_`` was refused as no bool,
+    ``env_kwargs={'max_episode_steps': np.int64(100)}`` as holding no number."""
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == () and hasattr(value, "item"):
+        item = value.item()
+        if isinstance(item, (bool, int, float, str)):
+            return item
+    return value
+
+
 def _plain(value: Any, key: str) -> Any:
     """Check that ``value`` is plain data (what YAML and JSON both hold: string keys, finite numbers)."""
+    value = python_scalar(value)
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
