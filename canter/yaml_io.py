@@ -106,8 +106,53 @@ def _as_json(text: str, exc: yaml.YAMLError) -> Any:
         raise exc from None
 
 
+#: Unicode spaces that YAML reads as text, not as a space (a no-break space pasted from a web page or a document)
+_ODD_SPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+_BREAKS = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+
+
+def _odd_space(text: str) -> yaml.YAMLError | None:
+    """The error for the first Unicode space (:data:`_ODD_SPACE`) in ``text`` outside quotes and comments, else None:
+    YAML reads it as part of a word, so ``n_envs:<no-break space>2`` was no key (an error naming no cause),
+    ``{max_episode_steps:<no-break space>100}`` the key ``'max_episode_steps: 100'`` without a value, and a line
+    indented with them a new top-level key."""
+    if not _ODD_SPACE.search(text):
+        return None
+    found: tuple[int, int, str] | None = None  # (line, column, the space)
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if isinstance(token, yaml.ScalarToken) and token.plain:
+                start = token.start_mark
+                match = _ODD_SPACE.search(text, start.index, token.end_mark.index)
+                if match:
+                    before = _BREAKS.split(text[start.index:match.start()])
+                    line = start.line + len(before) - 1
+                    found = (line, (start.column if len(before) == 1 else 0) + len(before[-1]), match[0])
+                    break
+    except yaml.YAMLError as exc:  # one in a key can stop the scan first: look in the lines it names
+        lines = _BREAKS.split(text)
+        for mark in (getattr(exc, "context_mark", None), getattr(exc, "problem_mark", None)):
+            match = _ODD_SPACE.search(lines[mark.line].split("#", 1)[0]) if mark and mark.line < len(lines) else None
+            if match:
+                found = (mark.line, match.start(), match[0])
+                break
+    if found is None:
+        return None
+    import unicodedata
+
+    line, column, space = found
+    name = unicodedata.name(space, "space").lower()
+    return yaml.scanner.ScannerError(
+        None, None, f"a {name} (U+{ord(space):04X}), which YAML reads as part of the text, not as a space: retype it "
+        f"as a space (or quote the text)", yaml.Mark("<text>", 0, line, column, None, None))
+
+
 def safe_load(text: str) -> Any:
-    """``yaml.safe_load`` that refuses duplicate keys (and reads JSON indented with tabs, which PyYAML refuses)."""
+    """``yaml.safe_load`` that refuses duplicate keys (and reads JSON indented with tabs, which PyYAML refuses), and
+    a Unicode space outside quotes (:func:`_odd_space`)."""
+    odd = _odd_space(text)
+    if odd is not None:
+        raise odd
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
