@@ -281,6 +281,7 @@ def resolve_config(
     names (``lr``). Returns ``(RunConfig, algorithm config)``; the algorithm class is
     ``lookup("algorithm", run.algo)``.
     """
+    from canter.multiagent_config import split_policy_net_arch
     from canter.registry import lookup, registered_name
 
     if config_file is not None:
@@ -363,9 +364,11 @@ def resolve_config(
                 (python_hp.add if python_layer else python_hp.discard)(name)
 
         wholes: dict[str, Any] = {}  # mapping run key -> its value as this layer gives it whole
+        policy_given: set[str] = set()  # the policies whose critic_net_arch this layer set
         for key, value in entries_last(data, run_keys, _source != "--set"):  # env_kwargs: {...}, then env_kwargs.x
             if not isinstance(key, str):
                 raise CanterError(f"config keys must be strings, got {key!r} in {_source}")
+            policies_before = run_values.get("policy_hparams")
             if key == "hparams":
                 if isinstance(value, str):  # --set 'hparams={lr: 0.001}'
                     value = parse_yaml_value(value, key)
@@ -402,6 +405,9 @@ def resolve_config(
                 raise zoo_section(key, value, _source) or _other_name(key, run_keys, hp_keys, algo_name) or _another_algorithms(
                     key, keys, algo_name) or misspelt_section(key, run_keys, hp_keys) or unknown(
                     "config key", key, keys, see=_keys_hint(algo_name))
+            if key.split(".", 1)[0] == "policy_hparams":  # an SB3 net_arch mapping read now, over the layers below
+                run_values["policy_hparams"] = split_policy_net_arch(run_values["policy_hparams"], policies_before,
+                                                                     algo_name, _source, policy_given)
     run_values["algo"] = algo_name
     run_values["env"] = str(env_id)
     if "target_reward" in preset_keys and (_no_evaluations(run_values.get("eval_episodes")) or _final_eval_only(

@@ -246,3 +246,42 @@ def policy_message(run: RunConfig, policy: str, message: str, detail: str = "") 
     own = run.policy_hparams.get(policy) or {}
     told = re.sub(r"\bhparams\.(\w+)", lambda m: f"policy_hparams.{policy}.{m[1]}" if m[1] in own else m[0], message)
     return f"policy '{policy}'{detail}: {told}"
+
+
+def split_policy_net_arch(new: Any, old: Any, run_algo: str, source: str, given: set[str]) -> Any:
+    """``policy_hparams`` as one key of layer ``source`` left it (``old`` before), each policy's Stable-Baselines3
+    ``net_arch`` mapping this key gave (``{pi: [...], vf: [...]}``, of the policy's algorithm, else ``run_algo``)
+    as its ``net_arch`` and ``critic_net_arch``, as a layer's ``hparams`` are read
+    (:func:`canter.config_values.sb3_net_arch`). The mapping was read only once every layer was in: a lower layer's
+    ``critic_net_arch`` won over a later layer's mapping, and ``config.yaml`` recorded the mapping. ``given`` (the
+    policies whose critic this layer set) refuses a layer other than ``--set`` giving the critic twice, as
+    ``hparams`` are refused."""
+    if not isinstance(new, dict):
+        return new
+    from canter.config_values import sb3_net_arch
+    from canter.registry import lookup
+
+    old = old if isinstance(old, dict) else {}
+    out = dict(new)
+    for policy, own in new.items():
+        was = old.get(policy) if isinstance(old.get(policy), dict) else {}
+        if not isinstance(own, dict) or own == was:
+            continue
+        key = f"policy_hparams.{policy}.net_arch"
+        algo = own.get("algo", run_algo)
+        pairs: list[tuple[str, Any]] = []
+        if isinstance(own.get("net_arch"), (dict, str)) and isinstance(algo, str) and algo != RANDOM:
+            try:
+                pairs = sb3_net_arch(lookup("algorithm", algo).Config, "net_arch", own["net_arch"], key)
+            except CanterError:  # an unknown algorithm, a mapping of the wrong keys: said where the policy is built
+                pairs = []
+        critic_given = "critic_net_arch" in own and own.get("critic_net_arch") != was.get("critic_net_arch", object())
+        both = len(pairs) == 2 and critic_given
+        if source != "--set" and (both or (policy in given and (len(pairs) == 2 or critic_given))):
+            raise CanterError(f"'policy_hparams.{policy}.critic_net_arch' is set both by net_arch's mapping and by "
+                              f"critic_net_arch in {source}; give it once")
+        if len(pairs) == 2:
+            out[policy] = {**{k: v for k, v in own.items() if k != "critic_net_arch"}, **dict(pairs)}
+        if len(pairs) == 2 or critic_given:
+            given.add(policy)
+    return out
