@@ -62,6 +62,9 @@ def register(kind: str, name: str) -> Callable[[T], T]:
         raise ValueError(f"cannot register {kind} {name!r}: a name must be a non-empty string"
                          + ("" if not isinstance(name, str) or not name.strip() else
                             " without ':' (a name with ':' is looked up as module:Class)"))
+    if name != name.strip():  # 'my_model ' was found by no config's my_model: "did you mean 'my_model '?"
+        raise ValueError(f"cannot register {kind} {name!r}: it has a space before or after it, which no config's "
+                         f"name has; register it as {name.strip()!r}")
     if (kind, name) in _RESERVED:  # it was registered, listed by canter list, and silently never used
         raise ValueError(f"cannot register {kind} {name!r}: {_RESERVED[kind, name]}; choose another name")
     if kind == "env" and _owned_env_id(name):

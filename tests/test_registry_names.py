@@ -1,4 +1,6 @@
 """Names the registry refuses at registration: those that lookup never reaches."""
+import re
+
 import pytest
 import torch.nn as nn
 
@@ -182,3 +184,18 @@ def test_an_env_factory_under_module_and_a_gymnasium_id_is_refused():
 
     with pytest.raises(ValueError, match="cannot register env 'gymnasium:CartPole-v1': it is Gymnasium's id"):
         register("env", "gymnasium:CartPole-v1")(factory)
+
+
+@pytest.mark.parametrize("kind,name", [("model", "my_model "), ("model", " mlp_q"), ("env", "MyEnv-v0\n")])
+def test_a_name_with_a_space_before_or_after_it_is_refused_at_registration(kind, name):
+    """register("model", "my_model ") was accepted, and model: my_model then answered "unknown model 'my_model'; did
+    you mean 'my_model '?"; register("model", " mlp_q") took a name beside canter's that only a quoted config reaches."""
+    from canter.registry import _REGISTRY
+
+    class Net(nn.Module):
+        """A model of one's own."""
+
+    with pytest.raises(ValueError, match=re.escape(f"cannot register {kind} {name!r}: it has a space before or after "
+                                                   f"it, which no config's name has; register it as '{name.strip()}'")):
+        register(kind, name)(Net)
+    assert name not in _REGISTRY[kind]
