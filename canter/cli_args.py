@@ -68,6 +68,12 @@ class _Parser(argparse.ArgumentParser):
                     positional = self._positional_named(name)
                     if positional and not near:  # 'canter collect --run-dir runs/x': RUN_DIR takes no flag
                         return f"{message}; {positional} is given without a flag: {self.prog} {positional}"
+                    from canter.config_errors import ENV_MAKE_KEYS
+
+                    if name in ENV_MAKE_KEYS and "--env-kwargs" in options:  # it was '--max-steps', the step budget
+                        also = f" (or --set env_kwargs.{name}=VALUE)" if "--set" in options else ""
+                        return (f"{message}; {name} is an argument of the env's gymnasium.make: --env-kwargs "
+                                f"'{{{name}: VALUE}}'{also}")
                     near = near or ([flag] if flag in set_only else
                                     same_meaning(name, [*options, *set_only]) or closest(flag, [*options, *set_only]))
                     near = [set_only.get(o, o) for o in near]

@@ -23,7 +23,12 @@ def _keys_hint(algo: str) -> str:
 OTHER_NAMES = {"learning_rate": "lr", "n_timesteps": "max_steps", "total_timesteps": "max_steps",
                "stats_window_size": "reward_window", "eval_freq": "eval_every", "n_eval_episodes": "eval_episodes",
                "activation_fn": "activation", "callback": "callbacks", "n_sampled_goal": "her_goals",
-               "goal_selection_strategy": "her_strategy", "deterministic": "eval_deterministic"}
+               "goal_selection_strategy": "her_strategy", "deterministic": "eval_deterministic",
+               "save_freq": "checkpoint_every", "log_interval": "log_every"}  # (sde_sample_freq, target_update_interval)
+
+#: gymnasium.make's arguments given as config keys: the closest spelling of max_episode_steps was 'max_steps', the
+#: run's step budget (a run of 200 steps where episodes of 200 were meant)
+ENV_MAKE_KEYS = ("max_episode_steps",)
 
 
 #: command-line options that are no config keys ('run_dir: runs/x' in a -f file was answered '75 choices')
@@ -131,6 +136,9 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
     if name == "user_modules" and "imports" in run_keys:  # the closest spelling was 'lr_schedule'
         return CanterError(f"unknown config key '{key}'; a config lists the modules to import as 'imports' (a "
                            "checkpoint's JSON records them as user_modules)")
+    if name in ENV_MAKE_KEYS and "env_kwargs" in run_keys and name not in hp_keys:
+        return CanterError(f"unknown config key '{key}': it is an argument of the env's gymnasium.make, given in "
+                           f"env_kwargs (env_kwargs: {{{name}: ...}} in YAML, --set env_kwargs.{name}=...)")
     wrappers = _wrapper_key(name, key, run_keys, hp_keys)
     if wrappers is not None:
         return wrappers
