@@ -238,6 +238,9 @@ class RunConfig:
 
     def validate(self) -> None:
         """Cross-field checks."""
+        for key in ("model", "agent"):  # '' was the default without a word, where ' ' is an unknown name
+            if getattr(self, key) == "":
+                raise CanterError(f"'{key}' is empty: give a registered {key} name or module:Class (null: the default)")
         if self.eval_episodes == 0:  # no evaluations: what acts on them would silently never act
             for key, why in (("target_reward", "is checked at evaluations"), ("early_stopping", "counts evaluations"),
                              ("plateau_patience", "counts evaluations")):

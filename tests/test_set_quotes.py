@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from canter.config import parse_set, resolve_config
+from canter.errors import CanterError
 from support import assert_train_refused
 
 
@@ -47,3 +48,13 @@ def test_a_quoted_entry_of_a_mapping_setting_is_text(item, value):
     run, _ = resolve_config("ppo", "CartPole-v1", sets=[item])
     kwargs = run.eval_env_kwargs if item.startswith("eval_") else run.env_kwargs
     assert kwargs == {"version": value} and type(kwargs["version"]) is type(value)
+
+
+@pytest.mark.parametrize("item", ["model=", "model=''", "agent="])
+def test_an_empty_model_or_agent_name_is_refused(item):
+    """--set model= (or a file's model: '') trained the algorithm's default model and recorded model: '' without a
+    word, where model=' ' and encoder= are refused as unknown names."""
+    key = item.split("=")[0]
+    with pytest.raises(CanterError, match=f"^'{key}' is empty: give a registered {key} name or module:Class "
+                                          r"\(null: the default\)$"):
+        resolve_config("ppo", "CartPole-v1", sets=[item])
