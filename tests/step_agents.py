@@ -7,6 +7,8 @@ action 1, ``agent_1`` 2 for action 0). ``state()`` is ``[t, 10 + t]`` (declared 
 ``agent_0`` terminates on step 1 (it leaves the episode) and ``agent_1`` plays a second step, whose end is
 its truncation (``truncate``) or termination. With ``both=True`` every agent whose episode ends is reported
 terminated *and* truncated (a game that ends on its time limit's step: PettingZoo allows both flags at once).
+With ``masked=True`` observations are PettingZoo's ``{"observation", "action_mask"}`` dicts whose mask allows both
+actions.
 """
 from __future__ import annotations
 
@@ -23,22 +25,24 @@ class StepAgents(ParallelEnv):
     metadata = {"name": "step_agents_v0"}
 
     def __init__(self, length: int = 1, truncate: bool = False, rewards: tuple = ((0.0, 1.0), (2.0, 0.0)),
-                 both: bool = False) -> None:
+                 both: bool = False, masked: bool = False) -> None:
         self.possible_agents = ["agent_0", "agent_1"]
-        self.length, self.truncate, self.table, self.both = length, truncate, rewards, both
+        self.length, self.truncate, self.table, self.both, self.masked = length, truncate, rewards, both, masked
         self.state_space = spaces.Box(-np.inf, np.inf, (2,), np.float32)
 
     @functools.lru_cache(maxsize=None)
     def observation_space(self, agent: str) -> spaces.Space:  # noqa: D102
-        return spaces.Box(0.0, 10.0, (2,), np.float32)
+        box = spaces.Box(0.0, 10.0, (2,), np.float32)
+        return spaces.Dict({"observation": box, "action_mask": spaces.MultiBinary(2)}) if self.masked else box
 
     @functools.lru_cache(maxsize=None)
     def action_space(self, agent: str) -> spaces.Space:  # noqa: D102
         return spaces.Discrete(2)
 
     def _observe(self) -> dict:
-        return {a: np.eye(2, dtype=np.float32)[i] * (1 + self.t) for i, a in enumerate(self.possible_agents)
-                if a in self.agents}
+        obs = {a: np.eye(2, dtype=np.float32)[i] * (1 + self.t) for i, a in enumerate(self.possible_agents)
+               if a in self.agents}
+        return {a: {"observation": o, "action_mask": np.ones(2, np.int8)} for a, o in obs.items()} if self.masked else obs
 
     def state(self) -> np.ndarray:  # noqa: D102
         return np.array([self.t, 10 + self.t], np.float32)

@@ -129,7 +129,10 @@ class JointParallelEnv(gym.vector.VectorEnv):
     entry per agent. Reward: the team reward, the sum of the agents' rewards. An agent that left
     the episode early observes zeros from the step after the one it left in (as SMAC's dead units
     do; its final observation is shown on that step, so the team's bootstrapped value at a time
-    limit sees every agent's final observation) and its actions are ignored. A
+    limit sees every agent's final observation) and its actions are ignored; under action masks its mask
+    allows action 0 alone from that step on (PyMARL's no-op for a dead unit: the action stored for it is the
+    one the TD target's maximum takes), as does that of an agent not yet joined; at a truncated team end
+    the agents the time limit cut keep theirs. A
     copy's episode ends when every agent has ended: truncated (the team's value is bootstrapped)
     if a time limit cut an agent's episode on that last step, even where another agent's episode
     terminated on it (as PyMARL, whose time-limit step is never terminal), else terminated (also where
@@ -172,16 +175,23 @@ class JointParallelEnv(gym.vector.VectorEnv):
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, copies)
         self.metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
-    def _joint(self, rows: np.ndarray) -> np.ndarray:
-        """Agents' observation rows ``[copies * k, ...]`` -> joint observations ``[copies, k + 1, w]``."""
+    def _joint(self, rows: np.ndarray, cut: np.ndarray | None = None) -> np.ndarray:
+        """Agents' observation rows ``[copies * k, ...]`` -> joint observations ``[copies, k + 1, w]``; ``cut``
+        ``[copies, k]``: the agents a time limit cut on the step that ended their team's (truncated) episode."""
         k, d, m = self.k, self.obs_size, self.mask
         out = np.zeros((self.copies, *self.single_observation_space.shape), np.float32)
         # an agent's row keeps its final observation on the step it leaves (a truncation's bootstrap sees
         # it), zeros after
         rows = rows.reshape(self.copies, k, d + m) * self.inner.in_state[:, :, None]
         out[:, :k, :d] = rows[..., :d]
-        if m:  # a departed agent's mask is zeros: it allows everything (its action is ignored)
+        if m:
             out[:, :k, -m:] = rows[..., d:]
+            # an agent out of the episode (left, or not yet joined) may take action 0 only (PyMARL's dead units:
+            # the no-op alone available), so the action stored for it and the target's maximum over its actions
+            # agree; a mask of zeros allowed everything, and its random stored actions met a max in the target.
+            # Agents a time limit cut at the team's end keep their mask: the truncation's bootstrap is their max
+            idle = ~self.inner.alive if cut is None else ~self.inner.alive & ~cut
+            out[:, :k, -m:][idle] = np.eye(m, dtype=np.float32)[0]
         out[:, k, :self.state_size] = self.inner.global_state()
         return out
 
@@ -200,9 +210,10 @@ class JointParallelEnv(gym.vector.VectorEnv):
         # episode terminated on that step (PyMARL: an episode_limit step is never terminal); an agent the env
         # reports both terminated and truncated terminated (gymnasium: no bootstrap past a terminal state), so a
         # team whose every agent did is terminated
-        truncated = ended & (trunc & ~term).reshape(shape).any(1)
+        cut = (trunc & ~term).reshape(shape)
+        truncated = ended & cut.any(1)
         terminated = ended & ~truncated
-        return self._joint(rows), reward.reshape(shape).sum(1), terminated, truncated, {}
+        return self._joint(rows, cut & truncated[:, None]), reward.reshape(shape).sum(1), terminated, truncated, {}
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every copy."""

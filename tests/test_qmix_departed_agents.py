@@ -1,0 +1,79 @@
+"""QMIX's actions for an agent out of the episode: under action masks it may take action 0 alone (PyMARL's no-op for
+a dead unit), so the action the replay stores for it and the TD target's maximum over its actions agree.
+
+``tests/step_agents.py`` with ``length=2, masked=True``: ``agent_0`` leaves after step 1 and ``agent_1`` plays a
+second step; both masks allow both actions while the agents are in. A departed agent's mask was all zeros (on the
+step after it left, its final mask): it allowed everything, the replay stored random actions for it, and the
+target took the maximum over its Q-values.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("pettingzoo")
+
+import canter  # noqa: E402
+from canter.data.batch import ReplayBatch  # noqa: E402
+
+ENV = "pettingzoo:tests.step_agents"
+
+
+def _collect(learning_starts: int, steps: int = 60, **env_kwargs):
+    """A trainer that took ``steps`` exploring joint actions (one copy, epsilon 1 throughout), closed."""
+    kwargs = {"length": 2, "masked": True, **env_kwargs}
+    with pytest.warns(UserWarning, match="never learns") if learning_starts >= steps else contextlib.nullcontext():
+        trainer = canter.make_trainer("qmix", ENV, env_kwargs=kwargs, seed=0, n_envs=1, max_steps=steps,
+                                      learning_starts=learning_starts, eval_every=0, exploration_final_eps=1.0,
+                                      double_q=False, net_arch=[8], mixing_embed_dim=4, hypernet_dim=8, batch_size=8)
+    for _ in trainer():
+        pass
+    trainer.close()
+    return trainer
+
+
+@pytest.mark.parametrize("learning_starts", [10_000, 0])  # the warm-up's random actions; the policy's epsilon-greedy
+def test_the_replay_stores_action_0_for_an_agent_that_left(learning_starts):
+    trainer = _collect(learning_starts)
+    buf = trainer.buffer
+    obs, actions = buf.obs[:60, 0], buf.actions[:60, 0]
+    phase = np.arange(60) % 3  # 0: both act; 1: agent_0 left (its final observation shown); 2: the reset-only step
+    assert actions[phase == 1, 0].tolist() == [0] * 20  # were 0 or 1, at random
+    assert (obs[phase == 0][:, :2, 2:] == 1).all()  # both agents in: both actions allowed
+    assert obs[phase == 1][:, 0, 2:].tolist() == [[1.0, 0.0]] * 20  # agent_0 left: action 0 alone
+    assert (obs[phase == 1][:, 1, 2:] == 1).all() and (obs[phase == 1][:, 0, :2] == [2.0, 0.0]).all()
+    assert set(actions[phase == 0, 0].tolist()) == {0, 1} and set(actions[phase == 1, 1].tolist()) == {0, 1}
+
+
+def test_the_td_target_takes_a_departed_agents_action_0():
+    """With ``truncate=True`` every transition bootstraps (``agent_1``'s episode ends at its time limit), and
+    ``agent_0`` is out of every next observation: its final one, then zeros."""
+    trainer = _collect(10_000, steps=12, truncate=True)
+    algo = trainer.agent.algorithm
+    with torch.no_grad():  # every agent's action 1 worth far more than its action 0, in the target network
+        algo.q_target.agent[-1].bias.copy_(torch.tensor([0.0, 50.0]))
+    batch = ReplayBatch(*trainer.buffer.sample(16))
+    assert batch.next_obs[:, 0, 2:].tolist() == [[1.0, 0.0]] * 16 and not batch.terminated.any()
+    assert set(batch.next_obs[:, 2, 0].tolist()) == {1.0, 2.0}  # the state's t: both steps' transitions
+    with torch.no_grad():
+        q = algo.q_target.agent_q(batch.next_obs)
+        chosen = torch.stack([q[:, 0, 0], q[:, 1].amax(1)], 1)
+        expected = batch.rewards + batch.discounts * algo.q_target.mix(chosen, batch.next_obs)
+    torch.testing.assert_close(algo.td_target(batch), expected)
+
+
+def test_agents_a_time_limit_cut_at_the_teams_end_keep_their_mask_for_the_bootstrap():
+    """``length=1, truncate=True``: both agents truncated on step 1, the team's value bootstrapped over their actions."""
+    trainer = _collect(10_000, steps=12, length=1, truncate=True)
+    obs = trainer.buffer.obs[:12, 0]
+    assert (obs[1::2][:, :2, 2:] == 1).all()  # the final observations: both actions allowed to the bootstrap
+
+
+def test_an_agent_that_terminated_at_a_truncated_teams_end_takes_action_0_in_the_bootstrap():
+    """``length=2, truncate=True``: ``agent_0`` terminates on step 1; ``agent_1`` is truncated on step 2."""
+    trainer = _collect(10_000, steps=12, truncate=True)
+    obs = trainer.buffer.obs[:12, 0]
+    assert obs[2::3][:, 0, 2:].tolist() == [[1.0, 0.0]] * 4 and (obs[2::3][:, 1, 2:] == 1).all()
