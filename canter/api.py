@@ -274,7 +274,9 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
     if run.wandb:
         from canter.logging.wandb import WandbLogger
 
-        loggers.append(WandbLogger(run_dir, run.wandb_project, config, name=Path(run_dir).name))
+        # the directory's own name, also where it was given as '.' or '..' (whose Path.name is '' or '..')
+        name = Path(os.path.abspath(run_dir)).name
+        loggers.append(WandbLogger(run_dir, run.wandb_project, config, name=name))
     if video is not None:
         loggers.append(video)
     if not quiet:  # rich, imported with the console's module, only where the console is shown
