@@ -227,7 +227,8 @@ def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str 
     config = resolved_dict(run, algo_cfg)
     made_dir = outermost_missing(run_dir)  # before the run starts: its start makes the directory
     try:
-        loggers = default_loggers(run, config, run_dir, quiet, snapshots.files() if snapshots else None)
+        loggers = default_loggers(run, config, run_dir, quiet, snapshots.files() if snapshots else None,
+                                  resumed=resumed is not None)
     except BaseException as exc:
         trainer.close()
         if isinstance(exc, OSError) and exc.filename is not None:
@@ -248,9 +249,10 @@ def _close(*envs: Any) -> None:
 
 
 def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path, quiet: bool,
-                    snapshots: dict[str, str] | None = None) -> list[Any]:
+                    snapshots: dict[str, str] | None = None, resumed: bool = False) -> list[Any]:
     """History always; TensorBoard and W&B as configured; the console unless ``quiet``. Videos play the run's
-    opponent ``snapshots`` (a new run's staged ones; else its run directory's)."""
+    opponent ``snapshots`` (a new run's staged ones; else its run directory's). ``resumed``: a resumed run, whose
+    missing wandb is named with the way on without it (``--no-wandb``)."""
     from canter.logging.history import HistoryLogger
 
     # the loggers that can fail for a missing extra (or an env that cannot render) come first: nothing
@@ -265,7 +267,7 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
     if run.wandb:
         from canter.logging.wandb import require_wandb
 
-        require_wandb()
+        require_wandb(resumed)
     loggers: list[Any] = [HistoryLogger(run_dir)]
     if run.tensorboard:
         from canter.logging.tensorboard import TensorBoardLogger

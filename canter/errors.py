@@ -63,14 +63,15 @@ class MissingExtraError(CanterError):
     """A feature needs an optional dependency that is not installed: canter's ``extra`` installs it, or where none
     does (``extra`` None), the pip ``package`` (``gymnasium-robotics`` for ``gymnasium_robotics``)."""
 
-    def __init__(self, feature: str, extra: str | None, module: str, package: str | None = None) -> None:
+    def __init__(self, feature: str, extra: str | None, module: str, package: str | None = None,
+                 tail: str = "") -> None:
         install = f"'canter[{extra}]'" if extra else package or module
-        super().__init__(f"{feature} needs the '{module}' package; install it with: pip install {install}")
-        self.feature, self.extra, self.module, self.package = feature, extra, module, package
+        super().__init__(f"{feature} needs the '{module}' package; install it with: pip install {install}{tail}")
+        self.feature, self.extra, self.module, self.package, self.tail = feature, extra, module, package, tail
 
     def __reduce__(self) -> tuple[object, ...]:
         """Pickle with every constructor argument (a ``benchmark --jobs`` worker sends it to the parent)."""
-        return type(self), (self.feature, self.extra, self.module, self.package)
+        return type(self), (self.feature, self.extra, self.module, self.package, self.tail)
 
 
 #: the pip package of a module that an env id's ``module:`` names, where no canter extra installs it

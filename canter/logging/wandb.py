@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from canter.errors import CanterError, require
+from canter.errors import CanterError, MissingExtraError, require
 from canter.logging.base import made_by_stop, scalars
 from canter.logging.wandb_store import held_step
 from canter.trainers.base import TrainRecord
@@ -18,10 +18,17 @@ from canter.trainers.base import TrainRecord
 MIN_WANDB = (0, 19, 10)
 
 
-def require_wandb() -> ModuleType:
+def require_wandb(resumed: bool = False) -> ModuleType:
     """Import wandb, or a one-line :class:`~canter.errors.CanterError` when it is missing or older than
-    :data:`MIN_WANDB` (which failed only when training started, inside ``wandb.init``)."""
-    wandb = require("wandb", "wandb", "--wandb")
+    :data:`MIN_WANDB` (which failed only when training started, inside ``wandb.init``). ``resumed``: a resumed run,
+    which logs to W&B as its config says (it need not be given ``--wandb``), and may go on without it."""
+    try:
+        wandb = require("wandb", "wandb", "--wandb")
+    except MissingExtraError as exc:
+        if not resumed:
+            raise
+        raise MissingExtraError("this run logs to W&B (wandb: true), which", "wandb", "wandb",
+                                tail=", or resume without W&B: --no-wandb (Python: wandb=False)") from exc
     found = re.match(r"(\d+)\.(\d+)\.(\d+)", str(getattr(wandb, "__version__", "")))
     if found and tuple(map(int, found.groups())) < MIN_WANDB:
         raise CanterError(f"--wandb needs wandb>={'.'.join(map(str, MIN_WANDB))}, found {wandb.__version__}; "

@@ -1,0 +1,30 @@
+"""A run that logs to W&B (``wandb: true``), resumed where wandb is not installed (another machine, a new venv): the
+error said '--wandb needs the 'wandb' package', naming a flag the resume was not given and not the way on without
+W&B that ``--resume`` takes, ``--no-wandb``."""
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+import canter
+from canter.errors import MissingExtraError
+
+KW = dict(n_envs=1, n_steps=8, eval_episodes=0, tensorboard=False)
+
+
+def test_the_error_names_the_run_and_no_wandb(tmp_path, monkeypatch):
+    fake = types.SimpleNamespace(init=lambda **kw: types.SimpleNamespace(log=lambda data, step: None, starting_step=0,
+                                                                         finish=lambda exit_code=None: None),
+                                 Settings=lambda **kw: None)
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "run", max_steps=16, wandb=True, **KW)
+    monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb: ImportError
+    with pytest.raises(MissingExtraError, match=r"^this run logs to W&B \(wandb: true\), which needs the 'wandb' "
+                                                r"package; install it with: pip install 'canter\[wandb\]', or resume "
+                                                r"without W&B: --no-wandb \(Python: wandb=False\)$"):
+        canter.resume(tmp_path / "run", max_steps=32)
+    canter.resume(tmp_path / "run", max_steps=32, wandb=False)  # the way it names
+    with pytest.raises(MissingExtraError, match=r"^--wandb needs the 'wandb' package"):  # a new run: as before
+        canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "new", max_steps=16, wandb=True, **KW)
