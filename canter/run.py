@@ -114,6 +114,7 @@ class Run:
         self._called = False
         #: whether this Run has saved a resumable ``last`` (a new run's first is saved when training starts)
         self._saved_last = False
+        self._saved_reason: str | None = None  # the stop reason of the 'last' saved (before its on_checkpoint hooks)
         self._gen: weakref.ref | None = None  # the generator of __call__, for close()
         #: counters as of the last record (or the start), for the summary of a diverged run
         self._good: dict[str, Any] = {}
@@ -205,6 +206,7 @@ class Run:
                 "env_state_saved": state["trainer"]["env"] is not None, "stop_reason": stop_reason}
         path = save_checkpoint(self.dir / "checkpoints" / name, state, meta)
         self._saved_last = True
+        self._saved_reason = stop_reason  # (an on_checkpoint hook raising now leaves it saved)
         self.trainer.hooks.call("on_checkpoint", self.trainer, path)
         return path
 
@@ -250,6 +252,7 @@ class Run:
         # summary of its end (or a resumed one's 'interrupted') that a resume, refused as finished, never wrote;
         # killed between the two now, the previous 'last' resumes into this end again
         finished = stop_reason not in (None, "interrupted")
+        self._saved_reason = None
         try:
             if finished:
                 self._write_summary(stop_reason)
@@ -258,7 +261,10 @@ class Run:
         except Exception as exc:
             self.error = self.error or _one_line(exc)
             try:
-                self._write_summary("interrupted", self._good)
+                if finished and self._saved_reason == stop_reason:  # saved, then an on_checkpoint hook raised: as
+                    self._write_summary(stop_reason)  # 'last' says (not 'interrupted', which --resume refused)
+                else:
+                    self._write_summary("interrupted", self._good)
             except Exception:  # noqa: BLE001 - the save's error is the one to report
                 pass
             raise
