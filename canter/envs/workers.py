@@ -16,7 +16,8 @@ keeps ``gymnasium.logger`` quiet while the workers are called (its public ``min_
 the error, says which worker died and how, and closes the workers after either. As the workers ignore
 SIGTERM, which is how ``Process.terminate`` stops them, the workers of an unanswered call are killed
 (SIGKILL), and the async envs still open when the interpreter exits are closed first (multiprocessing's
-own exit hook terminates its daemon processes and would then wait for them forever). A worker whose parent
+own exit hook terminates its daemon processes and would then wait for them forever); an async env collected unclosed
+kills its workers (:class:`_AsyncVectorEnv`: gymnasium's ``__del__`` terminated and waited for them). A worker whose parent
 stops listening (its pipe closed: the parent died of a SIGTERM it did not take) ends without a word (:func:`_worker`).
 """
 from __future__ import annotations
@@ -59,7 +60,7 @@ def vector_env(make: Callable[[], gym.Env], n_envs: int, asynchronous: bool, env
     # earlier run in the process) do not survive a fork (a worker segfaulted in the full test suite)
     gc.collect()
     try:
-        env = gym.vector.AsyncVectorEnv([fn] * n_envs, autoreset_mode=_NEXT_STEP, worker=_worker)
+        env = _AsyncVectorEnv([fn] * n_envs, autoreset_mode=_NEXT_STEP, worker=_worker)
     except KeyboardInterrupt:  # a Ctrl-C while the workers start: gymnasium's __del__ would wait for their envs
         _kill_new_workers(before)
         raise
@@ -75,6 +76,19 @@ def vector_env(make: Callable[[], gym.Env], n_envs: int, asynchronous: bool, env
     atexit.unregister(_close_open_envs)
     atexit.register(_close_open_envs)
     return wrapped
+
+
+class _AsyncVectorEnv(gym.vector.AsyncVectorEnv):
+    """Gymnasium's ``AsyncVectorEnv`` whose ``__del__`` (an env dropped without ``close()``: a trainer left to the
+    garbage collector) ends its workers: gymnasium's terminates them with SIGTERM, which they ignore, and joined them,
+    forever where another async env's later-forked workers held their pipes open (a trainer's evaluation env)."""
+
+    def __del__(self) -> None:
+        if not getattr(self, "closed", True) and hasattr(self, "_state"):
+            for process in getattr(self, "processes", ()):
+                if process.is_alive():
+                    process.kill()
+        super().__del__()
 
 
 def _kill_new_workers(before: set[Any]) -> None:
