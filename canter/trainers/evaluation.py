@@ -16,17 +16,25 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EvalResult:
-    """Returns and lengths of a set of evaluation episodes."""
+    """Returns and lengths of a set of evaluation episodes.
+
+    Attributes:
+        mean_return: the mean of ``returns``.
+        std_return: their standard deviation (NumPy's ``std``, as Stable-Baselines3's ``evaluate_policy``).
+        returns: each episode's undiscounted return, in the order the episodes ended (a multi-agent env's episode:
+            one per agent).
+        lengths: each episode's number of env steps, in the same order.
+        successes: 1.0 / 0.0 per episode whose env reported ``info["is_success"]`` at its end (goal envs; else empty).
+        n_episodes: episodes run, where a multi-agent env's episode gives one return per agent (None: one return each).
+        deterministic: whether the episodes were played by the deterministic policy (False: the policy's samples).
+    """
 
     mean_return: float
     std_return: float
     returns: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
-    #: 1.0 / 0.0 per episode whose env reported ``info["is_success"]`` at its end (goal envs)
     successes: list[float] = field(default_factory=list)
-    #: episodes run, where a multi-agent env's episode gives one return per agent (None: one return each)
     n_episodes: int | None = None
-    #: whether the episodes were played by the deterministic policy (False: the policy's samples)
     deterministic: bool = True
 
     @property

@@ -14,21 +14,55 @@ from canter.trainers.evaluation import EvalResult
 
 @dataclass(frozen=True)
 class EpisodeInfo:
-    """A finished training episode."""
+    """A finished training episode.
+
+    Attributes:
+        step: the run's env step count (summed over the env copies) when the episode ended.
+        wall_time: seconds of training when it ended (as :attr:`TrainRecord.wall_time`).
+        episode_return: its undiscounted return (the env's rewards, before any reward normalisation).
+        episode_length: its number of env steps.
+        rolling_return: the mean return of the last ``reward_window`` training episodes, this one included.
+        agent: multi-agent runs: the agent whose episode this was (None otherwise).
+        policy: runs with several policies: that agent's policy (None otherwise).
+    """
 
     step: int
     wall_time: float
     episode_return: float
     episode_length: int
     rolling_return: float
-    #: multi-agent runs: the agent whose episode this was (and its policy, with several policies)
     agent: str | None = None
     policy: str | None = None
 
 
 @dataclass
 class TrainRecord:
-    """One log record, yielded by a trainer after each iteration."""
+    """One log record, yielded by a trainer after each iteration (every ``log_every`` iterations, and at each
+    evaluation, due checkpoint and the run's end).
+
+    Attributes:
+        step: env steps so far, summed over the env copies (a resumed run's count goes on from its checkpoint's).
+        iteration: iterations so far (an on-policy rollout and its update; an off-policy phase of ``train_freq``
+            steps and its gradient steps).
+        wall_time: seconds of training so far (a resumed run's include those before; pauses between
+            ``trainer()`` calls are not counted).
+        steps_per_second: env steps per second since the previous record.
+        episodes: the training episodes that ended since the previous record (:class:`EpisodeInfo`).
+        rolling_return: the mean return of the last ``reward_window`` training episodes (None before the first).
+        losses: the iteration's update statistics by name (PPO's ``policy_loss``, ``approx_kl``, ...; an ``after_update``
+            hook's ``custom/...``), as numbers ({} where nothing was learned, or for a ``stop_only`` record).
+        evaluation: this record's evaluation (:class:`EvalResult`), or None where none was due.
+        best_eval_return: the best evaluation mean return so far (None before the first evaluation).
+        new_best: whether ``evaluation`` is a new best (a run directory saves ``checkpoints/best``).
+        done: whether this is the last record: the run stopped, for ``stop_reason``.
+        stop_reason: why it stopped (``max_steps``, ``max_seconds``, ``target_reward``, ``early_stopping``, a
+            callback's reason, ``interrupted``, ...), where ``done``; else None.
+        best_rolling_return: the best ``rolling_return`` so far (None before the first episode).
+        success_rate: the fraction of the last ``reward_window`` training episodes whose env reported
+            ``info["is_success"]`` true at their end (None where the env reports no success).
+        stop_only: yielded only because a stop signal (Ctrl-C, SIGTERM) came between two logged iterations
+            (``log_every`` > 1): its losses are left out, and no logger writes its per-record scalars.
+    """
 
     step: int
     iteration: int
@@ -43,11 +77,7 @@ class TrainRecord:
     done: bool = False
     stop_reason: str | None = None
     best_rolling_return: float | None = None
-    #: the fraction of the last ``reward_window`` training episodes whose env reported
-    #: ``info["is_success"]`` true at their end (None where the env reports no success)
     success_rate: float | None = None
-    #: yielded only because a stop signal (Ctrl-C, SIGTERM) came between two logged iterations (``log_every`` > 1):
-    #: no record of the uninterrupted run, so its losses are left out and no logger writes its per-record scalars
     stop_only: bool = False
 
 
