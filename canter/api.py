@@ -458,7 +458,7 @@ def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
     "env": "an agent loads without an env; canter.evaluate(agent, env=ID) evaluates it on another, and "
            "canter.train(ALGO, env=ID, init_from=PATH) trains on from its weights",
     "custom_objects": "nothing is unpickled; a component of your own is imported again by the module that registered it"})
-def load(path: str | Path, weights_only: bool = True, device: str | None = None) -> Agent:
+def load(path: str | Path, weights_only: bool = True, device: str | torch.device | None = None) -> Agent:
     """Load an agent from a run directory or a checkpoint (safetensors + JSON; nothing is unpickled).
 
     ``weights_only`` restores networks and observation statistics (what acting needs); pass
@@ -466,7 +466,7 @@ def load(path: str | Path, weights_only: bool = True, device: str | None = None)
     NumPy's, torch's) are left as they were; torch's thread count is set to the run's. The agent
     carries ``run_config``, ``metadata`` (the checkpoint's JSON) and ``run_dir`` (the run directory
     the checkpoint lies in, None for a checkpoint outside one), as :func:`train`'s does. ``device``
-    (``cpu``, ``cuda``, ``cuda:N``, ``auto``) is where the agent goes; by default the device it was trained on
+    (``cpu``, ``cuda``, ``cuda:N``, ``auto``, or a ``torch.device``) is where the agent goes; by default the device it was trained on
     when this machine has it, else ``cpu`` (a checkpoint trained on a GPU loads on a CPU-only machine).
     """
     weights_only = bool_argument("weights_only", weights_only)  # 'no' would be truthy: the whole state restored

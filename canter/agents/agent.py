@@ -237,7 +237,7 @@ class Agent(ObservationInput):
 
     # -- acting ---------------------------------------------------------------------------
     @keywords_checked("agent.predict", positional="deterministic is a keyword: predict(obs, deterministic=False)")
-    def predict(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray:
+    def predict(self, obs: Any, *, deterministic: bool = True) -> np.ndarray | np.generic:
         """Deterministic actions (no statistics are updated) for one observation, as ``env.step``
         takes it (a Discrete action is a NumPy integer), or for a batch ``[B, *shape]`` (an array of
         ``B`` actions). ``deterministic=False`` samples instead (:meth:`explore`), as
@@ -269,7 +269,7 @@ class Agent(ObservationInput):
         return algorithm.act_numpy(x, deterministic=deterministic)
 
     @keywords_checked("agent.explore")
-    def explore(self, obs: np.ndarray, generator: torch.Generator | None = None) -> np.ndarray:
+    def explore(self, obs: Any, generator: torch.Generator | None = None) -> np.ndarray | np.generic:
         """Exploring actions (the policy's samples, DQN's epsilon-greedy moves) for one observation or a
         batch (as :meth:`predict`), updating no statistics and leaving the training envs' exploration
         noise (TD3/DDPG's Ornstein-Uhlenbeck state, SAC/TQC's gSDE matrices) as it was: e.g. an opponent's moves in self-play.

@@ -77,11 +77,11 @@ class RandomPolicy:
         actions = random_env_actions(self.action_space, len(batch), rng, own, self._own_space)
         return actions[0] if single else actions
 
-    def predict(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray:
+    def predict(self, obs: Any, *, deterministic: bool = True) -> np.ndarray | np.generic:
         """Uniform random actions (``deterministic`` changes nothing: the policy is random)."""
         return self._draw(obs, self.generators["eval"])
 
-    def explore(self, obs: np.ndarray, generator: torch.Generator | None = None) -> np.ndarray:
+    def explore(self, obs: Any, generator: torch.Generator | None = None) -> np.ndarray | np.generic:
         """Uniform random actions for training, drawn from ``generator`` where given (as
         :meth:`Agent.explore <canter.agents.Agent.explore>`: a sampled evaluation's own, seeded one)."""
         return self._draw(obs, self.generators["train"] if generator is None else generator)

@@ -59,8 +59,8 @@ class RecurrentAgent(Agent):
         self.memory[kind] = _zeroed(state, starts)
 
     @keywords_checked("agent.predict", {"state": _WITH_STATE}, positional=_WITH_STATE)
-    def predict(self, obs: np.ndarray, episode_start: np.ndarray | bool | None = None,  # type: ignore[override]
-                *, deterministic: bool = True) -> np.ndarray:
+    def predict(self, obs: Any, episode_start: np.ndarray | bool | None = None,  # type: ignore[override]
+                *, deterministic: bool = True) -> np.ndarray | np.generic:
         """Deterministic actions, advancing the evaluation memory (``episode_start``: zero those rows
         first). One observation (with a bool ``episode_start``) gives one action, a batch a batch, as
         :meth:`Agent.predict <canter.agents.Agent.predict>`; one observation is a batch of one env.
@@ -123,8 +123,8 @@ class RecurrentAgent(Agent):
         return starts
 
     @keywords_checked("agent.explore")
-    def explore(self, obs: np.ndarray, generator: torch.Generator | None = None,
-                episode_start: np.ndarray | bool | None = None) -> np.ndarray:
+    def explore(self, obs: Any, generator: torch.Generator | None = None,
+                episode_start: np.ndarray | bool | None = None) -> np.ndarray | np.generic:
         """Sampled actions, as :meth:`predict` but exploring and with a memory of their own (the
         training and evaluation memories stay as they are); ``generator`` as in
         :meth:`Agent.explore <canter.agents.Agent.explore>`."""

@@ -1,0 +1,42 @@
+"""The public API's type hints say what it takes and returns at run time: ``agent.predict`` of one observation of a
+Discrete action space returns a NumPy integer (its hint said ``np.ndarray``), and takes lists, tensors and dicts (its
+hint said ``np.ndarray``); ``canter.load`` takes a ``torch.device`` (its hint said ``str | None``)."""
+from __future__ import annotations
+
+import typing
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import canter
+from canter.agents.agent import Agent
+from canter.agents.fixed import RandomPolicy
+from canter.agents.recurrent import RecurrentAgent
+from canter.config import resolve_config
+
+
+def _is(value, hint) -> bool:
+    """Whether ``value`` is of ``hint`` (a class or a union of classes; Any: anything)."""
+    if hint is typing.Any:
+        return True
+    return isinstance(value, typing.get_args(hint) or hint)
+
+
+def test_predict_and_explore_hints_hold_for_one_discrete_observation():
+    run, cfg = resolve_config("dqn", "CartPole-v1", None, [])
+    agent = canter.make_agent(run, cfg, gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2))
+    obs = [0.0, 0.1, 0.0, -0.1]  # a list, as README says predict takes
+    for cls in (Agent, RecurrentAgent, RandomPolicy):
+        for name in ("predict", "explore"):
+            hints = typing.get_type_hints(getattr(cls, name))
+            assert hints["obs"] is typing.Any, (cls, name, hints["obs"])
+            assert _is(getattr(agent, name)(obs), hints["return"]), (cls, name, hints["return"])
+
+
+def test_load_takes_a_torch_device_as_its_hint_says(tmp_path):
+    run, cfg = resolve_config("dqn", "CartPole-v1", None, [])
+    canter.make_agent(run, cfg, gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2)).save(tmp_path / "a")
+    device = torch.device("cpu")
+    assert _is(device, typing.get_type_hints(canter.load)["device"])
+    assert canter.load(tmp_path / "a", device=device).device == device
