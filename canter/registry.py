@@ -56,7 +56,7 @@ def register(kind: str, name: str) -> Callable[[T], T]:
     Another object under a taken name is a ``ValueError``; the same definition run again (a
     re-executed notebook cell, a reloaded module) replaces the old one."""
     if kind not in _REGISTRY:
-        raise ValueError(f"unknown registry kind {kind!r}; kinds: {', '.join(KINDS)}")
+        raise ValueError(str(_unknown_kind(kind)))
     if not isinstance(name, str) or not name.strip() or (":" in name and kind != "env"):
         # lookup() imports a name with ':' as module:Class: such a registration could never be found
         raise ValueError(f"cannot register {kind} {name!r}: a name must be a non-empty string"
@@ -181,8 +181,27 @@ def import_object(path: str) -> Any:
     return obj
 
 
+def _unknown_kind(kind: Any) -> CanterError | None:
+    """The error for a ``kind`` that is none of :data:`KINDS` (``names("algorithms")`` was a bare ``KeyError:
+    'algorithms'``), naming the closest; None for a known kind."""
+    if isinstance(kind, str) and kind in _REGISTRY:
+        return None
+    near = closest(kind, KINDS, n=1) if isinstance(kind, str) else []
+    meant = f"; did you mean '{near[0]}'?" if near else ""
+    return CanterError(f"unknown registry kind {kind!r}{meant} (kinds: {', '.join(KINDS)})")
+
+
+def _check_kind(kind: Any) -> None:
+    """Raise :func:`_unknown_kind`'s :class:`CanterError` for a ``kind`` that is none of :data:`KINDS`."""
+    error = _unknown_kind(kind)
+    if error is not None:
+        raise error
+
+
 def lookup(kind: str, name: str) -> Any:
-    """Return what is registered as ``kind``/``name``; ``"mod:Class"`` imports user code."""
+    """Return what is registered as ``kind``/``name``; ``"mod:Class"`` imports user code. A ``kind`` that is none of
+    :data:`KINDS` is a :class:`CanterError` naming the closest."""
+    _check_kind(kind)
     _load_builtins()
     if not isinstance(name, str):
         what = f"the class {name.__module__}.{name.__qualname__}" if isinstance(name, type) else repr(name)
@@ -439,8 +458,11 @@ def registered_so_far(kind: str) -> dict[str, Any] | None:
 
 
 def names(kind: str) -> list[str]:
-    """Sorted names registered under ``kind``; canter's own come from :mod:`canter.builtins` while
-    nothing else is registered, so that listing them does not import them (torch with them)."""
+    """Sorted names registered under ``kind`` (one of :data:`KINDS`: ``"algorithm"``, ``"model"``, ``"agent"``,
+    ``"env"``, ``"encoder"``; another is a :class:`CanterError` naming the closest); canter's own come from
+    :mod:`canter.builtins` while nothing else is registered, so that listing them does not import them (torch with
+    them)."""
+    _check_kind(kind)
     so_far = registered_so_far(kind)
     if so_far is None:  # a user's component registered (or a lookup ran): the registry has them all
         return sorted(registered(kind))
