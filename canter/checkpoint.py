@@ -121,7 +121,8 @@ AGENT_METADATA = ("algorithm", "env", "step", "observation_space", "action_space
 def save_agent(agent: Any, path: str | Path) -> Path:
     """Save ``agent`` (one that ``canter.train`` or ``canter.load`` returned: it carries its run's ``metadata``; one
     that ``canter.make_agent`` built: its config at step 0; or
-    one that a ``canter.make_trainer`` trainer trains, in its loop or a callback: the run's metadata as of now; or
+    one that a trainer trains (``canter.make_trainer``'s or one built by hand), in its loop or a callback: the run's
+    metadata as of now; or
     as of its trainer's last iteration or ``close()``, once that trainer is gone) as
     the checkpoint pair ``path.safetensors`` + ``path.json``, which ``canter.load`` reads: weights, observation
     statistics and optimizer state, with the run's config, spaces and step. A directory, or a run's resumable

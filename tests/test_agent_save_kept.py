@@ -3,7 +3,6 @@ import gc
 import weakref
 
 import numpy as np
-import pytest
 
 import canter
 from canter.trainers import OnPolicyTrainer
@@ -44,9 +43,10 @@ def test_an_agent_saves_its_last_iterations_metadata_once_its_trainer_is_gone(ti
 
 
 def test_a_new_trainer_of_a_kept_agent_drops_the_metadata_its_last_trainer_left(tiny_ppo, tmp_path):
-    """A trainer built by hand around a kept agent (no resolved config: no metadata of its own) saved, while it
-    trained the agent, the metadata the agent's previous, gone trainer had left (its step 256, not this one's 128).
-    The snapshot is dropped when a trainer takes the agent, so the save is refused in one line, as before 8cd22d5."""
+    """A trainer built by hand around a kept agent saved, while it trained the agent, the metadata the agent's
+    previous, gone trainer had left (its step 256, not this one's 128). The snapshot is dropped when a trainer takes
+    the agent; the save (refused in one line before 2026-11-28, as the hand-built trainer had no config) writes this
+    trainer's own run config, algorithm config and step."""
     first = canter.make_trainer("ppo", "CartPole-v1", **tiny_ppo)
     for record in first():
         if record.step >= 256:
@@ -58,6 +58,7 @@ def test_a_new_trainer_of_a_kept_agent_drops_the_metadata_its_last_trainer_left(
     trainer = OnPolicyTrainer(agent, other.env, None, other.run)
     for _ in trainer():
         pass
-    assert trainer.step == 128 and trainer.resolved_config is None
-    with pytest.raises(canter.CanterError, match="this agent carries no run metadata"):
-        agent.save(tmp_path / "agent")
+    assert trainer.step == 128
+    agent.save(tmp_path / "agent")
+    meta = canter.load(tmp_path / "agent").metadata
+    assert meta["step"] == meta["trainer"]["step"] == 128 and meta["config"]["max_steps"] == 128

@@ -27,7 +27,14 @@ class AgentMetadata:
     @property
     def resolved_config(self) -> dict[str, Any] | None:
         """The run's resolved config (``make_trainer`` and a :class:`~canter.run.Run` set it), for saved agents'
-        metadata; setting it remembers that metadata on the agent (:meth:`remember_metadata`)."""
+        metadata; setting it remembers that metadata on the agent (:meth:`remember_metadata`). A trainer built by
+        hand (``OnPolicyTrainer(Agent(PPO(...)), env, eval_env, RunConfig(...))``) has its run config and its
+        algorithm's: its agent's ``save`` was refused for want of run metadata."""
+        if self._resolved_config is None and getattr(self, "run", None) is not None \
+                and getattr(getattr(self, "algorithm", None), "config", None) is not None:
+            from canter.config import resolved_dict
+
+            self._resolved_config = resolved_dict(self.run, self.algorithm.config)  # type: ignore[attr-defined]
         return self._resolved_config
 
     @resolved_config.setter
@@ -40,7 +47,7 @@ class AgentMetadata:
         out once per config, with the step and counters (``state()``: cheap, refreshed at each iteration's end).
         ``strict=False`` (``close()``, which runs in ``finally`` blocks, maybe after a failure it must not hide):
         where they cannot be read, the last remembered stay."""
-        config = self._resolved_config
+        config = self.resolved_config
         if config is None:
             return
         try:
