@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from canter.agents.agent import Agent
+from canter.agents.multi import MultiPolicyAgent
 from canter.agents.recurrent import check_agent_fits
 from canter.algorithms.base import threads_for, widest_layer
 from canter.algorithms.seeding import seeded_by_caller
@@ -25,7 +26,7 @@ _HOW = ("canter.make_agent(run, algo_cfg, observation_space, action_space) takes
 
 
 @keywords_checked("canter.make_agent", positional=_HOW)
-def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
+def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent | MultiPolicyAgent:
     """Build Model -> Algorithm -> Agent for the given spaces (seeded by ``run.seed``).
 
     Torch's thread count is fixed first: initialisation results depend on it, and the same
@@ -42,7 +43,7 @@ def make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_spa
     return agent
 
 
-def _make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent:
+def _make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_space: Any) -> Agent | MultiPolicyAgent:
     """:func:`make_agent`'s build, its arguments checked."""
     if not isinstance(run, RunConfig):
         raise CanterError(f"make_agent's first argument is a RunConfig, got {run!r:.60}; {_HOW}")
@@ -50,7 +51,6 @@ def _make_agent(run: RunConfig, algo_cfg: Any, observation_space: Any, action_sp
         raise CanterError(f"make_agent's second argument is the algorithm's config, got {algo_cfg!r:.60}; {_HOW}")
     if run.policies in ("type", "agent"):
         from canter.agents.fixed import RANDOM, RandomPolicy
-        from canter.agents.multi import MultiPolicyAgent
         from canter.multiagent_config import fixed_policies, policy_config, policy_run
 
         policies = list(observation_space.spaces)

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from canter.agents.agent import Agent
+from canter.agents.multi import MultiPolicyAgent
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
     checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint)
@@ -290,8 +291,9 @@ def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path,
 
 @keywords_checked("canter.train", positional=_KEYWORDS)
 def train(algo: str | None = None, env: str | None = None, *, run_dir: str | Path | None = "auto", quiet: bool = True,
-          **kwargs: Any) -> Agent:
-    """Train and return the agent. Same arguments as :func:`make_trainer`; writes ``run_dir``
+          **kwargs: Any) -> Agent | MultiPolicyAgent:
+    """Train and return the agent (a :class:`~canter.agents.multi.MultiPolicyAgent` for a run with several policies,
+    ``policies: type`` or ``agent``). Same arguments as :func:`make_trainer`; writes ``run_dir``
     (``"auto"``: a new directory under ``runs/``; ``None``: nothing). ``quiet=False`` shows the
     progress on stderr, as ``canter train`` does, with or without a run directory.
 
@@ -319,7 +321,7 @@ def train(algo: str | None = None, env: str | None = None, *, run_dir: str | Pat
     return _trained_agent(trainer)
 
 
-def _trained_agent(trainer: Trainer | Run) -> Agent:
+def _trained_agent(trainer: Trainer | Run) -> Agent | MultiPolicyAgent:
     """The agent of a finished trainer or run, with the attributes :func:`load` gives an agent."""
     inner = trainer.trainer if isinstance(trainer, Run) else trainer
     agent = inner.agent
@@ -442,7 +444,7 @@ def resume_trainer(
 
 
 @keywords_checked("canter.resume", positional="max_steps and the rest are keywords: canter.resume(run_dir, max_steps=N)")
-def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
+def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent | MultiPolicyAgent:
     """Continue the run in ``run_dir`` to its end and return the agent (see :func:`resume_trainer`)."""
     with global_rngs_kept(), threads_kept():
         run = resume_trainer(run_dir, quiet=quiet, **kwargs)
@@ -458,7 +460,9 @@ def resume(run_dir: str | Path, *, quiet: bool = True, **kwargs: Any) -> Agent:
     "env": "an agent loads without an env; canter.evaluate(agent, env=ID) evaluates it on another, and "
            "canter.train(ALGO, env=ID, init_from=PATH) trains on from its weights",
     "custom_objects": "nothing is unpickled; a component of your own is imported again by the module that registered it"})
-def load(path: str | Path, weights_only: bool = True, device: str | torch.device | None = None) -> Agent:
+def load(
+    path: str | Path, weights_only: bool = True, device: str | torch.device | None = None,
+) -> Agent | MultiPolicyAgent:
     """Load an agent from a run directory or a checkpoint (safetensors + JSON; nothing is unpickled).
 
     ``weights_only`` restores networks and observation statistics (what acting needs); pass
