@@ -11,7 +11,7 @@ import torch
 
 from canter.agents.observation_input import ObservationInput
 from canter.algorithms.base import ActOutput, Algorithm, overridden_outside_canter
-from canter.data.batch import ReplayBatch, to_device
+from canter.data.batch import ReplayBatch, numpy_as_tensors, to_device
 from canter.envs.masks import mask_width
 from canter.errors import CanterError, bool_argument, keywords_checked
 from canter.registry import register
@@ -437,16 +437,20 @@ class Agent(ObservationInput):
         return batch if self._training_layout is None else batch._replace(obs=self._training_layout(batch.obs))
 
     def learn(self, batch: Any = None, *, total_timesteps: Any = None) -> dict[str, float]:
-        """One algorithm update (the batch's tensors moved to the algorithm's device first). A step count
+        """One algorithm update (the batch's tensors moved to the algorithm's device first; its NumPy arrays taken as
+        tensors, floating ones as float32, as the buffers store them: a ``ReplayBatch`` of NumPy arrays was an
+        ``AttributeError: 'numpy.ndarray' object has no attribute 'float'`` inside the algorithm). A step count
         (Stable-Baselines3's ``model.learn(total_timesteps=N)``) is refused, naming what trains an agent here."""
         if total_timesteps is not None or batch is None or isinstance(batch, (int, float)):
             raise CanterError("agent.learn(batch) is one update from a batch of transitions; Stable-Baselines3's "
                               "model.learn(total_timesteps=N) is canter.train(ALGO, env=ID, max_steps=N) (init_from=PATH "
                               "to start from a saved agent's weights), or a canter.make_trainer loop")
+        batch = numpy_as_tensors(batch)
         return self.algorithm.learn(batch if self.device.type == "cpu" else to_device(batch, self.device))
 
     def learn_phase(self, batch: Any, steps: int) -> list[dict[str, float]]:
         """``steps`` updates on ``batch`` cut into equal minibatches (algorithms with ``learn_phase``)."""
+        batch = numpy_as_tensors(batch)
         return self.algorithm.learn_phase(batch if self.device.type == "cpu" else to_device(batch, self.device), steps)
 
     # -- state ----------------------------------------------------------------------------

@@ -18,6 +18,18 @@ def to_device(batch: Any, device: torch.device) -> Any:
     return batch
 
 
+def numpy_as_tensors(batch: Any) -> Any:
+    """``batch`` (a NumPy array, or a NamedTuple / tuple of them, nested, as :func:`~canter.data.batch.to_device` takes)
+    with each NumPy array as a tensor, a floating one as float32 (the dtype the buffers give the algorithms); other
+    fields are kept."""
+    if isinstance(batch, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(batch, dtype=np.float32 if batch.dtype.kind == "f" else None))
+    if isinstance(batch, tuple) and any(isinstance(x, (np.ndarray, tuple)) for x in batch):
+        items = [numpy_as_tensors(x) for x in batch]
+        return type(batch)(*items) if hasattr(batch, "_fields") else tuple(items)
+    return batch
+
+
 class RolloutBatch(NamedTuple):
     """A flattened on-policy rollout (only real transitions), advantages already computed."""
 
