@@ -368,14 +368,19 @@ class Algorithm(ABC, metaclass=SeededBuild):
         """Restore what :meth:`extra_state` returned."""
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue: networks, optimizers, RNG, counters."""
-        return {
+        """Everything needed to continue: networks, optimizers, RNG, counters (and, for an algorithm with
+        :attr:`sparse_stats`, the values :meth:`carry_stats` carries, so a resumed run logs them as the
+        uninterrupted one does)."""
+        state = {
             "modules": {k: m.state_dict() for k, m in self.modules().items()},
             "optimizers": {k: o.state_dict() for k, o in self.optimizers().items()},
             "generator": self.generator.get_state(),
             "updates": self.updates,
             "extra": self.extra_state(),
         }
+        if self.sparse_stats:
+            state["carried_stats"] = dict(self.__dict__.get("_carried_stats", {}))
+        return state
 
     def load_state_dict(self, state: dict[str, Any], weights_only: bool = False) -> None:
         """Restore :meth:`state_dict` (``weights_only`` skips optimizers, RNG and counters)."""
@@ -392,6 +397,8 @@ class Algorithm(ABC, metaclass=SeededBuild):
         self.generator.set_state(state["generator"])
         self.updates = int(state["updates"])
         self.load_extra_state(state.get("extra", {}))
+        if self.sparse_stats:  # (a checkpoint from before they were saved: none carried, as at the run's start)
+            self.__dict__["_carried_stats"] = {k: float(v) for k, v in (state.get("carried_stats") or {}).items()}
 
     def hidden_width(self) -> int:
         """Largest layer width (used to choose torch's thread count)."""
