@@ -40,3 +40,35 @@ def test_a_hooks_finite_statistic_and_the_guard_off_are_left_alone():
     with trainer:
         records = list(trainer())
     assert records[-1].step == 256 and math.isnan(records[-1].losses["custom/value_error"])
+
+
+def test_a_distributed_learner_publishes_the_weights_a_hooks_nan_restored():
+    """A restore after the hooks (not inside the iteration, where the learner publishes what it restored): the
+    explorers kept the weights published during the iteration, which the learner no longer had (Ray explorers acted
+    on them until the next update's publish)."""
+    import torch
+
+    def nan_at_third(trainer, losses) -> None:
+        if trainer.iteration_count == 3:
+            losses["custom/x"] = float("nan")
+
+    published, stale = [], []
+
+    def compare(trainer) -> None:  # each iteration starts with the explorers on the learner's weights
+        if published:
+            now = trainer.agent.algorithm.model.state_dict()
+            stale.extend(k for k, v in now.items() if not torch.equal(v, published[-1][k]))
+
+    trainer = canter.make_trainer("impala", "CartPole-v1", n_envs=2, max_steps=320, eval_every=64, eval_episodes=1,
+                                  divergence_guard="restore",
+                                  hooks={"after_update": nan_at_third, "before_collect": compare})
+    publish = trainer.publish
+
+    def spy() -> None:
+        published.append({k: v.clone() for k, v in trainer.agent.algorithm.model.state_dict().items()})
+        publish()
+
+    trainer.publish = spy
+    with trainer:
+        list(trainer())
+    assert [e["action"][:8] for e in trainer.guard.events] == ["restored"] and not stale, stale

@@ -105,12 +105,17 @@ class Learner:
         self._start_depth = 0  # rollouts per explorer still to queue (Ray explorers: at the first iteration)
 
     def _iterate(self) -> dict[str, float]:
-        """The trainer's iteration; after the divergence guard restored the last good state, the
-        explorers get the restored weights (they would act on weights the learner no longer has)."""
+        """The trainer's iteration (the Ray explorers' first rollouts queued at the first)."""
         if self._start_depth:
             self._queue_start()
+        return super()._iterate()
+
+    def handle_divergence(self, err: Divergence) -> dict[str, float]:
+        """After the divergence guard restored the last good state (a divergence in the iteration, or in what an
+        ``after_update`` hook added), the explorers get the restored weights (they would act on weights the
+        learner no longer has)."""
         restores = self.guard.restores
-        losses = super()._iterate()
+        losses = super().handle_divergence(err)
         if self.guard.restores != restores:
             self.publish()
         return losses

@@ -272,8 +272,14 @@ class Trainer(ResumableState, AgentMetadata):
             losses = logged_numbers(self.iteration(), self.run.algo)  # a 0-d tensor from learn() as its number
             self.guard.check_update(losses)
         except Divergence as err:
-            return self.guard.handle(err)
+            return self.handle_divergence(err)
         return self.with_lr(losses)
+
+    def handle_divergence(self, err: Divergence) -> dict[str, float]:
+        """The divergence guard's answer to ``err`` (:meth:`DivergenceGuard.handle`: restore the last good state and
+        go on, the record's losses empty, or raise :class:`TrainingDiverged`), found in an iteration or in what an
+        ``after_update`` hook added; a trainer whose copies of the weights must follow a restore extends it."""
+        return self.guard.handle(err)
 
     def with_lr(self, losses: dict[str, float]) -> dict[str, float]:
         """``losses`` with its ``learning_rate`` the first optimizer's rate now, where the LR control changes it
@@ -361,7 +367,7 @@ class Trainer(ResumableState, AgentMetadata):
             try:  # a non-finite statistic a hook added (or changed) is seen as the algorithm's losses are
                 self.guard.check_added(losses, before)
             except Divergence as err:
-                losses = self.guard.handle(err)
+                losses = self.handle_divergence(err)
             result, new_best = None, False
             due_eval = self._next_eval is not None and self.step >= self._next_eval
             at_end = self.step >= self.run.max_steps
