@@ -74,12 +74,17 @@ class _Held:
     def __init__(self) -> None:
         self.file: Any = None
         self.unusable = False
+        self.released = False
 
     def wrap(self, start: Callable[..., Any]) -> Callable[..., Any]:
-        """``start`` (a pygame function that starts SDL) with descriptor 2 held while it runs."""
+        """``start`` (a pygame function that starts SDL) with descriptor 2 held while it runs; after
+        :meth:`release`, ``start`` as it is (a module imported inside the block, ``from pygame.display import
+        init``, keeps the wrapper: it raised on the closed file, or held into a file never written out)."""
 
         @functools.wraps(start)
         def held_start(*args: Any, **kwargs: Any) -> Any:
+            if self.released:
+                return start(*args, **kwargs)
             if self.file is None and not self.unusable:
                 try:
                     self.file = tempfile.TemporaryFile()
@@ -102,7 +107,8 @@ class _Held:
         return held_start
 
     def release(self, write: bool) -> None:
-        """Write what was held to descriptor 2 (``write``) or drop it; close the file."""
+        """Write what was held to descriptor 2 (``write``) or drop it; close the file. Nothing is held after."""
+        self.released = True
         if self.file is None:
             return
         with self.file:

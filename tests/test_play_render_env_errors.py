@@ -55,3 +55,23 @@ def test_an_env_that_ends_the_process_in_its_first_frame_is_heard(no_display):
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 3
     assert "simlib: fatal: GPU context lost" in done.stderr
+
+
+
+def test_a_start_function_taken_while_held_is_plain_after_the_block(no_display, monkeypatch, capfd):
+    """An env module imported while the env is made (gym.make imports its entry point there) that does
+    ``from pygame.display import init`` keeps the held wrapper: after the block it raised 'ValueError: I/O operation
+    on closed file' where it had run inside the block, and where it had not, it held standard error in a file that
+    was never written out."""
+    import pygame
+
+    monkeypatch.setattr(pygame.display, "init", lambda: os.write(2, b"SDL starts\n"))
+    with sdl_complaints_held("human"):
+        from pygame.display import init as taken_unused  # such a module's top-level import
+    with sdl_complaints_held("human"):
+        from pygame.display import init as taken_used
+        taken_used()
+    assert capfd.readouterr().err == "SDL starts\n"  # held, then written out: no refusal
+    taken_used()
+    taken_unused()
+    assert capfd.readouterr().err == "SDL starts\nSDL starts\n"
