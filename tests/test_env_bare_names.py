@@ -49,3 +49,17 @@ def test_a_module_imported_already_still_lists_its_ids(capsys, workdir, monkeypa
     assert_one_line_error(code, err, "env 'ids_of_imported_envs' is a module, not an env id; pass one of the ids it "
                                      "registers as --env ids_of_imported_envs:ID, e.g. --env "
                                      "ids_of_imported_envs:ImportedCart-v0")
+
+
+def test_a_bare_name_of_a_plain_folder_is_not_called_a_module(capsys, workdir, monkeypatch):
+    """A folder without ``__init__.py`` (a run directory or dataset named for its env) is a namespace package to
+    find_spec, which registers no env: the line said 'cartpole' is also a module whose envs are --env cartpole:ID."""
+    (workdir / "cartpol").mkdir()
+    (workdir / "cartpol" / "checkpoints").mkdir()
+    monkeypatch.syspath_prepend(str(workdir))
+    monkeypatch.chdir(workdir)
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "cartpol", "--run-dir", str(workdir / "run"))
+    line = assert_one_line_error(code, err, "unknown env id 'cartpol'; did you mean 'CartPole-v1'")
+    assert "also a module" not in line
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "cartpol.checkpoints", "--run-dir", str(workdir / "run"))
+    assert "also a module" not in assert_one_line_error(code, err, "unknown env id 'cartpol.checkpoints'")

@@ -50,7 +50,8 @@ def _module_name(name: str) -> bool:
 
 def bare_module_hint(env_id: str) -> str:
     """For an unknown env id that is also the name of a module that could be imported (found without importing it,
-    and not the standard library's): how to pass an env that module registers (``--env NAME:ID``); else ``""``."""
+    and not the standard library's, nor a plain folder): how to pass an env that module registers (``--env NAME:ID``);
+    else ``""``."""
     import importlib.machinery
     import importlib.util
 
@@ -67,8 +68,8 @@ def bare_module_hint(env_id: str) -> str:
                 f"{spec.name}.{part}", list(where))
     except (Exception, SystemExit):  # noqa: BLE001 - a finder that fails: no hint
         return ""
-    if spec is None:
-        return ""
+    if spec is None or spec.origin in (None, "namespace"):  # a folder without __init__.py (a run directory, a
+        return ""  # dataset named for its env) is a namespace package, which registers no env
     return (f"; '{env_id}' is also a module, which a bare env id does not import: an env it registers is "
             f"--env {env_id}:ID")
 
