@@ -20,6 +20,7 @@ from canter.config_errors import check_positions, misspelled_argument
 from canter.config import RunConfig, build, build_saved_hparams, resolve_config, resolved_dict
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import config_algo, import_config_imports
+from canter.config_layers import set_list
 from canter.config_unused import warn_unused_settings
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.spaces import read_alike
@@ -71,9 +72,10 @@ def command_line_values() -> Iterator[None]:
 
 @keywords_checked("canter.make_trainer", positional=_KEYWORDS)
 def make_trainer(
-    algo: str | None = None, env: str | None = None, *, config_file: str | Path | None = None, sets: list[str] = (),
-    run_dir: str | Path | None = None, quiet: bool = True, hparams: dict[str, Any] | None = None,
-    callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None, **overrides: Any,
+    algo: str | None = None, env: str | None = None, *, config_file: str | Path | None = None,
+    sets: list[str] | str | None = (), run_dir: str | Path | None = None, quiet: bool = True,
+    hparams: dict[str, Any] | None = None, callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None,
+    **overrides: Any,
 ) -> Trainer | Run:
     """Build a trainer; ``for record in make_trainer(...)(): ...`` runs it.
 
@@ -81,7 +83,7 @@ def make_trainer(
 
     ``overrides`` are run-config keys (``seed``, ``n_envs``, ``max_steps``, ``target_reward``,
     ...) or hyperparameter names (``lr=1e-3``); ``sets`` are ``--set`` strings ``"key=value"`` (a
-    list, or one alone). With ``run_dir`` the trainer is wrapped in a
+    list, or one alone; None is none). With ``run_dir`` the trainer is wrapped in a
     :class:`~canter.run.Run` that writes the run directory (``run_dir="auto"`` picks
     ``runs/<algo>-<env>-<time>-<sha>``); without it nothing is written (``wandb`` and ``record_every``, which
     only a run directory's loggers take, are refused in one line). ``callbacks`` are
@@ -90,8 +92,7 @@ def make_trainer(
     console progress to a run directory's loggers (without ``run_dir`` the records are yours to show).
     """
     quiet = bool_argument("quiet", quiet)  # 'no' was truthy (quiet), None falsy (the console shown)
-    if isinstance(sets, str):  # one "key=value" (a string would otherwise be taken one character at a time)
-        sets = [sets]
+    sets = set_list(sets)  # one "key=value" is one item (not one per character); None is none
     if hparams is not None and not isinstance(hparams, dict):
         raise CanterError(f"hparams must be a dict of hyperparameter name -> value, got {hparams!r}")
     for name, path in (("run_dir", run_dir), ("config_file", config_file)):

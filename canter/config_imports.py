@@ -52,7 +52,7 @@ def config_imports(value: Any, where: str = "imports") -> list[str]:
 
 
 def import_config_imports(config_file: str | Path | None, run_overrides: dict[str, Any],
-                          sets: list[str] | tuple = ()) -> list[str]:
+                          sets: list[str] | tuple | str | None = ()) -> list[str]:
     """Import the ``imports`` a run config will have (``config_file`` < ``run_overrides`` < ``sets``)
     before anything looks a name up (:func:`resolve_config` does it too); returns the modules."""
     file_data = load_config_file(config_file) if config_file is not None and str(config_file).strip() else {}
@@ -68,11 +68,14 @@ def config_algo(config_file: str | Path | None) -> Any:
     return None if isinstance(algo, str) and not algo.strip() else algo
 
 
-def layered_imports(file_data: dict[str, Any], run_overrides: dict[str, Any], sets: list[str] | tuple) -> Any:
+def layered_imports(file_data: dict[str, Any], run_overrides: dict[str, Any],
+                    sets: list[str] | tuple | str | None) -> Any:
     """The ``imports`` a run config will have (-f file < arguments < ``--set``), before any name is looked up."""
     value = file_data.get("imports") if isinstance(file_data, dict) else None
     value = run_overrides.get("imports", value)
-    for item in sets:
+    from canter.config_layers import set_list
+
+    for item in set_list(sets):
         key, sep, raw = str(item).partition("=")
         if sep and key.strip() == "imports":
             value = raw.strip()

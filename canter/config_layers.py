@@ -34,6 +34,20 @@ def preset_layers(algo: str, env_id: str) -> list[tuple[str, dict[str, Any]]]:
     return [(str(p), load_yaml(p)) for p in presets + [preset_path(algo, game)] if os.path.isfile(p)]
 
 
+def set_list(sets: Any) -> list[Any]:
+    """``sets`` (Python's ``sets=`` argument: ``--set`` items) as a list: None is no items, one ``"key=value"``
+    string is one item (iterated, it was one item per character); a mapping or another non-sequence is a one-line
+    :class:`CanterError` (each item is then checked by :func:`parse_set`)."""
+    if sets is None:
+        return []
+    if isinstance(sets, str):
+        return [sets]
+    if isinstance(sets, (list, tuple)):
+        return list(sets)
+    hint = " (keys as keyword arguments: lr=1e-3, or hparams={...})" if isinstance(sets, dict) else ""
+    raise CanterError(f"sets must be --set strings 'key=value' (a list, or one alone){hint}, got {shown(sets)}")
+
+
 def parse_set(item: str) -> tuple[str, str]:
     """Split one ``--set key=value`` item."""
     if not isinstance(item, str):  # make_trainer(sets=[...]) from Python
@@ -56,7 +70,7 @@ def parse_set(item: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def set_items(sets: list[str] | tuple) -> tuple[dict[str, Any], set[str]]:
+def set_items(sets: list[str] | tuple | str | None) -> tuple[dict[str, Any], set[str]]:
     """The ``--set`` layer: ``sets`` (``key=value`` items, in their order) as key -> value, a key given again moved
     to the end (the last ``--set`` wins over its aliases, ``lr`` and ``hparams.lr``), and the keys whose value is
     read already (not YAML text: a quoted string's too). ``hparams={...}`` counts as one ``hparams.NAME`` item per entry and
@@ -67,7 +81,7 @@ def set_items(sets: list[str] | tuple) -> tuple[dict[str, Any], set[str]]:
 
     items: dict[str, Any] = {}
     parsed: set[str] = set()
-    for item in sets:
+    for item in set_list(sets):
         key, value = parse_set(item)
         # a quoted value (--set "env_kwargs.version='1.0'") is the string inside the quotes, already read: an entry
         # of a mapping setting took it as YAML again, the string '1.0' becoming the float 1.0, 'null' None

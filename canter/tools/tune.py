@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from canter.config import resolve_config, resolved_dict
-from canter.config_layers import set_items
+from canter.config_layers import set_items, set_list
 from canter.config_imports import import_config_imports
 from canter.errors import CanterError, require
 from canter.tools.checks import check_algo_env
@@ -218,9 +218,9 @@ class _StopAfterFailures:
 
 def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path | None = None,
          timeout: float | None = None, jobs: int = 1, storage: str | None = None, study: str | None = None,
-         space_file: str | Path | None = None, config_file: str | Path | None = None, sets: list[str] = (),
-         prune: bool = True, prune_startup: int = 5, prune_warmup: int = 1, sampler_seed: int | None = 0,
-         quiet: bool = False, **run_overrides: Any) -> TuneResult:
+         space_file: str | Path | None = None, config_file: str | Path | None = None,
+         sets: list[str] | str | None = (), prune: bool = True, prune_startup: int = 5, prune_warmup: int = 1,
+         sampler_seed: int | None = 0, quiet: bool = False, **run_overrides: Any) -> TuneResult:
     """Run (or resume) an Optuna study for ``algo`` on ``env`` and write ``best.yaml``, the best trial's agent
     (``agents/trial-N``), ``trials.csv`` and plots to ``out``.
 
@@ -230,6 +230,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     :class:`Interrupted` (a KeyboardInterrupt) on a Ctrl-C or SIGTERM, after writing the best trial so far.
     """
     optuna = require("optuna", "tune", "canter tune")
+    sets = set_list(sets)  # None is no --set items, one "key=value" one item
     if trials < 1:
         raise CanterError(f"--trials must be >= 1, got {trials}")
     if jobs < 1:
