@@ -99,6 +99,12 @@ class EpsilonGreedyTargets:
             self.target_syncs = due
             self.sync_target()
 
+    def exploration_stats(self) -> dict[str, float]:
+        """The exploration rate the next actions take (``exploration_rate``: epsilon now, Stable-Baselines3's
+        ``rollout/exploration_rate``), which the single-process off-policy trainer logs with each update; none with
+        NoisyNet, whose epsilon stays 0 (the noisy layers explore)."""
+        return {} if getattr(self, "noisy", False) else {"exploration_rate": float(self.epsilon)}
+
     def sync_target(self) -> None:
         """Hard copy (tau = 1) or Polyak step towards the online network."""
         self._update_target(self.config.tau)

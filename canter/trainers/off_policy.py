@@ -281,7 +281,10 @@ class OffPolicyTrainer(StepwiseTrainer):
             self._new_phase()
         if self.step <= self.config.learning_starts or len(self.buffer) == 0:
             return {}  # as Stable-Baselines3: the first phase trains once step > learning_starts
-        return self.train(phase_gradient_steps(self.config, self.phase_steps))
+        stats = self.train(phase_gradient_steps(self.config, self.phase_steps))
+        # the exploration rate the actions now take (DQN's epsilon); not Ape-X's learner (explorers explore)
+        rates = getattr(self.algorithm, "exploration_stats", None)
+        return {**stats, **rates()} if stats and rates is not None else stats
 
     def train(self, gradient_steps: int) -> dict[str, float]:
         """Advance the schedules to the current step, then take ``gradient_steps`` updates; mean stats."""
