@@ -112,7 +112,7 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str,
     return base
 
 
-#: what a checkpoint's JSON says of its agent (:func:`canter.run.run_metadata`); a resumable ``last`` adds the
+#: what a checkpoint's JSON says of its agent (:func:`canter.run_meta.run_metadata`); a resumable ``last`` adds the
 #: trainer's keys, which a saved agent does not carry
 AGENT_METADATA = ("algorithm", "env", "step", "observation_space", "action_space", "canter_version", "git_commit",
                   "git_dirty", "project_git_commit", "project_git_dirty", "config", "user_modules", "trainer")
@@ -133,13 +133,13 @@ def save_agent(agent: Any, path: str | Path) -> Path:
     trainer = getattr(agent, "trainer_ref", None)
     trainer = trainer() if trainer is not None else None  # a trainer training it: the run's metadata as of now
     if trainer is not None and trainer.agent is agent and trainer.resolved_config is not None:
-        from canter.run import run_metadata
+        from canter.run_meta import run_metadata
 
         meta = run_metadata(trainer, trainer.resolved_config)
     elif getattr(agent, "run_metadata_snapshot", None) is not None:  # its trainer is gone: its last metadata
         meta = agent.run_metadata_snapshot
     elif meta is None and getattr(agent, "made_config", None) is not None:  # canter.make_agent's, never trained
-        from canter.run import agent_metadata
+        from canter.run_meta import agent_metadata
 
         meta = agent_metadata(agent, agent.made_config)
     if not isinstance(meta, dict) or not all(k in meta for k in ("config", "observation_space", "action_space")):

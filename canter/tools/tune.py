@@ -383,7 +383,7 @@ def _finish(study_name: str, url: str, algo: str, env: str, config_file: Any, se
               for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING,
                         TrialState.WAITING)}
     from canter.atomic import atomic_write
-    from canter.run import provenance_comment
+    from canter.run_meta import provenance_comment
     from canter.tools.bench_results import to_csv
 
     trials_csv = out_dir / "trials.csv"  # every trial, as rl-zoo3's report: also failed ones, with no best

@@ -52,7 +52,7 @@ class AgentMetadata:
             return
         try:
             if self._metadata_of is None or self._metadata_of[0] is not config:
-                from canter.run import run_metadata
+                from canter.run_meta import run_metadata
 
                 self._metadata_of = (config, run_metadata(self, config))  # type: ignore[arg-type]
             self.agent.run_metadata_snapshot = {**self._metadata_of[1], "step": self.step,
