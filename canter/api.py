@@ -22,6 +22,7 @@ from canter.devices import check_resume_device, load_device
 from canter.config_imports import config_algo, import_config_imports
 from canter.config_layers import set_list
 from canter.config_unused import warn_unused_settings
+from canter.preset_target import warn_preset_target
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.spaces import read_alike
 from canter.envs.make import eval_env_kwargs, given_image_layout, make_eval_env, warn_env_of_main
@@ -144,6 +145,7 @@ def make_trainer(
     (built.trainer if isinstance(built, Run) else built).resolved_config = resolved_dict(run, algo_cfg)
     if run.init_from is not None:  # a new run only: a resumed one has its own weights (resume_trainer)
         init_agent(built, run.init_from)
+    warn_preset_target(run)  # built: a bad input's error came alone
     return built
 
 

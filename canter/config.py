@@ -23,6 +23,7 @@ from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADI
 from canter.config_layers import parse_set, preset_layers, preset_path, set_items  # noqa: F401 (re-exported)
 from canter.devices import resolve_device
 from canter.errors import CanterError, unknown
+from canter.preset_target import note_preset_target
 from canter.yaml_io import dashed_pairs, glued_word, parse_yaml_value
 
 
@@ -419,6 +420,7 @@ def resolve_config(
         # for a target the user gives: --eval-every 0 --max-steps 2e7 was refused for CartPole's preset 475): none
         run_values.pop("target_reward")
     run = build(RunConfig, run_values, from_python=python_run)
+    note_preset_target(run, run_values, preset_keys)  # warned once the run is built
     if run.target_reward is not None and run.eval_every == 0 and run.max_steps > 10_000_000:
         # a new run's only: a resume cannot drop the target or change eval_every, and its --max-steps was refused
         raise CanterError(f"'target_reward' ({run.target_reward:g}, which the env's shipped preset may set) is only "
