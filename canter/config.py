@@ -19,7 +19,7 @@ from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, 
 from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_entry_once, check_range, coerce, entries_last, hp, is_null_word,  # re-exported
-                                  readable_type, sb3_net_arch, set_nested, split_train_freq, type_name)
+                                  left_empty, readable_type, sb3_net_arch, set_nested, split_train_freq, type_name)
 from canter.config_layers import parse_set, preset_layers, preset_path, set_items  # noqa: F401 (re-exported)
 from canter.devices import resolve_device
 from canter.errors import CanterError, unknown
@@ -376,8 +376,7 @@ def resolve_config(
             if key == "hparams":
                 if isinstance(value, str):  # --set 'hparams={lr: 0.001}'
                     value = parse_yaml_value(value, key)
-                if value is None and _source not in ("arguments", "--set"):  # a file's 'hparams:' left empty
-                    value = {}
+                value = left_empty(dict, value, _source)  # a file's 'hparams:' left empty
                 if not isinstance(value, dict):
                     raise CanterError(f"'hparams' must be a mapping of hyperparameter names to values{glued_word(value)}"
                                       f"{dashed_pairs(value)}")
@@ -389,8 +388,8 @@ def resolve_config(
                 if key[8:] not in hp_keys:
                     raise _unknown_hparam(key, hp_keys, run_keys, algo_name)
                 set_hp(key[8:], value, key)
-            elif key in run_keys:
-                run_values[key] = wholes[key] = value
+            elif key in run_keys:  # a file's 'env_kwargs:' left empty is {}, 'callbacks:' []
+                run_values[key] = wholes[key] = left_empty(run_keys[key][1], value, _source)
                 (python_run.add if python_layer else python_run.discard)(key)
                 if layer < n_presets:
                     preset_keys.add(key)

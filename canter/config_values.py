@@ -180,6 +180,19 @@ def is_null_word(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in NULL_WORDS
 
 
+def left_empty(tp: Any, value: Any, source: str) -> Any:
+    """A config file's mapping or list setting (type ``tp``) left empty (``env_kwargs:``, ``callbacks:``: YAML's null)
+    as the empty mapping or list, as a file's ``hparams:`` left empty is; any other value, an optional setting's null,
+    and ``--set``'s or Python's (``source`` ``'--set'`` / ``'arguments'``) as given."""
+    if value is not None or source in ("arguments", "--set"):
+        return value
+    optional, inner = _is_optional(tp)
+    origin, _ = _origin_args(inner)
+    if optional:
+        return value
+    return {} if dict in (origin, inner) else [] if list in (origin, inner) else value
+
+
 def coerce(tp: Any, value: Any, key: str) -> Any:
     """Convert ``value`` (from YAML or a ``--set`` string) to type ``tp`` or raise a CanterError."""
     value = python_scalar(value)
