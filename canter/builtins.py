@@ -58,8 +58,17 @@ def describe_algorithm(cls: type) -> dict[str, Any]:
     """What ``canter list`` and ``--help`` show of algorithm class ``cls``: its ``title``, ``family``,
     ``summary`` (the docstring's first line, as plain text), ``hparams`` (:func:`hparam_rows`) and ``default_n_envs``."""
     return {"title": cls.name.upper(), "family": cls.family,
-            "summary": plain_text(((cls.__doc__ or "").strip().splitlines() or [""])[0]),
+            "summary": plain_text(((cls.__doc__ or "").strip().splitlines() or [""])[0]) or _no_docstring(cls),
             "hparams": hparam_rows(cls.Config), "default_n_envs": getattr(cls, "default_n_envs", None)}
+
+
+def _no_docstring(cls: type) -> str:
+    """The summary of an algorithm class without a docstring (a user's): its class, and the canter algorithm it
+    extends (``canter list`` showed nothing)."""
+    own = set(builtin_names("algorithm"))
+    base = next((b for b in cls.__mro__[1:] if b.__module__.startswith("canter.") and b.__dict__.get("name") in own),
+                None)
+    return f"{cls.__name__} (no docstring{f'; extends {base.__name__}' if base is not None else ''})"
 
 
 @functools.cache

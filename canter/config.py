@@ -14,8 +14,9 @@ from pathlib import Path
 from collections.abc import Collection
 from typing import Any
 
-from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, check_blank_dataset,
-                                  check_dataset_argument, misspelt_section, online_dataset_error, zoo_section)
+from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, algo_value_error,
+                                  check_blank_dataset, check_dataset_argument, misspelt_section, online_dataset_error,
+                                  zoo_section)
 from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_entry_once, check_range, coerce, entries_last, hp, is_null_word,  # re-exported
@@ -302,11 +303,13 @@ def resolve_config(
             isinstance(name, str) and ":" not in name and name.lower() == algo_name.lower())
 
     if other_algo(file_data.get("algo")):
-        raise CanterError(f"{config_file} is for algorithm '{file_data['algo']}', not '{algo}'")
+        raise algo_value_error(file_data["algo"], str(config_file)) or CanterError(
+            f"{config_file} is for algorithm '{file_data['algo']}', not '{algo}'")
     sets_dict, parsed_sets = set_items(sets)  # policy_hparams={...} as entries, each value read where parsed_sets
     if other_algo(sets_dict.get("algo")):
-        raise CanterError(f"--set algo={sets_dict['algo']} cannot change the algorithm; name it as the command's "
-                          f"argument: canter train {sets_dict['algo']} ...")
+        raise algo_value_error(sets_dict["algo"], "--set") or CanterError(
+            f"--set algo={sets_dict['algo']} cannot change the algorithm; name it as the command's argument: canter "
+            f"train {sets_dict['algo']} ...")
     if sets_dict.get("env") and env and sets_dict["env"] != env:
         raise CanterError(f"--env {env} and --set env={sets_dict['env']} disagree; give the env once")
     check_dataset_argument(run_overrides.get("dataset"))
@@ -427,15 +430,11 @@ def resolve_config(
                           f"target_reward=null)")
     run.imports = [m.strip() for m in run.imports]  # imported stripped (config_imports): recorded so, eval finds them
     algo_cfg = build(algo_cls.Config, hp_values, section="hparams.", from_python=python_hp)
-    from canter.multiagent_config import resolve_multiagent_modes
+    from canter.multiagent_config import policy_config, recorded_policy_algos, resolve_multiagent_modes
 
     resolve_multiagent_modes(run, algo_cls, algo_cfg)
-    from canter.multiagent_config import policy_config
-
     for policy in run.policy_hparams:  # every key and value checked now; the policy names once the env is made
         policy_config(run, algo_cfg, policy)
-    from canter.multiagent_config import recorded_policy_algos
-
     run.policy_hparams = recorded_policy_algos(run)
     if getattr(algo_cfg, "normalize_value", False) and run.explorers:
         raise CanterError("normalize_value keeps its return statistics in the learner, which explorers do not get; "

@@ -9,7 +9,7 @@ import sys
 import typing
 from typing import Any
 
-from canter.errors import CanterError, closest, unknown
+from canter.errors import CanterError, closest, cut, unknown
 
 
 def _keys_hint(algo: str) -> str:
@@ -377,3 +377,15 @@ def online_dataset_error(algo: str) -> CanterError:
 
     offline = ", ".join(n for n in names("algorithm") if lookup("algorithm", n).family == "offline")
     return CanterError(f"'dataset' is only for offline algorithms ({offline}); {algo} learns from the env")
+
+
+def algo_value_error(value: Any, where: str) -> CanterError | None:
+    """The error for a config's ``algo`` that is no algorithm name (a file's ``algo: [ppo]``, ``algo: 5``; an empty
+    ``--set algo=``), given in ``where``: it was "is for algorithm '['ppo']'"; None for a name."""
+    if isinstance(value, str) and value.strip():
+        return None
+    kinds = ((bool, "a bool"), ((int, float), "a number"), ((list, tuple), "a list"), (dict, "a mapping"),
+             (str, "an empty name"))
+    kind = next((what for types, what in kinds if isinstance(value, types)), type(value).__name__)
+    return CanterError(f"'algo' in {where} must be an algorithm name (the one the command names, e.g. 'ppo'), got "
+                       f"{kind}" + ("" if value == "" else f" ({cut(repr(value))})"))

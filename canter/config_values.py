@@ -274,6 +274,8 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     if origin is dict or inner is dict:
         if isinstance(value, str):
             value = parse_yaml_value(value, key)
+            if value is None:  # --set env_kwargs= reads as YAML's null, so named (it was 'got None')
+                return coerce(tp, None, key)
         if not isinstance(value, dict):
             raise bad()
         return _plain(dict(value), key)

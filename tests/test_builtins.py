@@ -24,7 +24,8 @@ def test_list_shows_a_user_algorithm_without_a_docstring(capsys, monkeypatch):
 
     assert main(["list"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "undocumented_ppo" in x)
-    assert line.split() == ["undocumented_ppo", "on_policy"]
+    # its summary names the class and the algorithm it extends (it was left empty)
+    assert line.split() == ["undocumented_ppo", "on_policy", "Undocumented", "(no", "docstring;", "extends", "PPO)"]
 
 
 def _canter_only(monkeypatch: pytest.MonkeyPatch) -> None:
