@@ -4,14 +4,16 @@ of canter's presets against rl-zoo3's published results.
 
 Every measurement is its own fresh Python process, run one after another; both libraries use one
 torch thread and the same seed. Results are appended to ``benchmarks/offpolicy_results.jsonl``
-(one JSON object per run) and ``--report`` rewrites the off-policy section of
-``benchmarks/RESULTS.md`` from that file, so long tables can be filled one command at a time:
+(one JSON object per run; ``--jsonl FILE`` another file, for smoke runs and tests) and ``report`` rewrites the
+off-policy section of ``benchmarks/RESULTS.md`` from that file (or ``--jsonl``'s), so long tables can be filled
+one command at a time:
 
     python benchmarks/bench_offpolicy.py speed --steps 3000            # SAC + TD3, canter and SB3
     python benchmarks/bench_offpolicy.py quality sac Pendulum-v1 --seed 1
     python benchmarks/bench_offpolicy.py quality sac HalfCheetah-v5 --seed 1 --max-steps 100000 \\
         --segment 40000                                                 # resumable, one segment per call
     python benchmarks/bench_offpolicy.py report
+    python benchmarks/bench_offpolicy.py speed --steps 200 --jsonl /tmp/smoke.jsonl   # a smoke run, kept apart
 """
 from __future__ import annotations
 
@@ -64,8 +66,8 @@ def _emit(result: dict) -> None:
     print(RESULT_TAG + json.dumps(result), flush=True)
 
 
-def _append(result: dict) -> None:
-    append_jsonl(RESULTS_JSONL, [result])
+def _append(result: dict, jsonl: Path | None = None) -> None:
+    append_jsonl(jsonl or RESULTS_JSONL, [result])
 
 
 def _meta() -> dict:
@@ -136,8 +138,9 @@ def speed_worker(lib: str, algo: str, steps: int, seed: int, precision: str = "h
            "threads": torch.get_num_threads(), "seed": seed, "matmul_precision": precision})
 
 
-def run_speed(steps: int, seed: int, precision: str = "highest") -> None:
-    """SAC and TD3, canter then SB3, each in a fresh subprocess."""
+def run_speed(steps: int, seed: int, precision: str = "highest", jsonl: Path | None = None) -> None:
+    """SAC and TD3, canter then SB3, each in a fresh subprocess; appended to ``jsonl`` (default
+    :data:`RESULTS_JSONL`)."""
     meta = _meta()
     for algo in ("sac", "td3"):
         for lib in ("canter", "sb3"):
@@ -147,7 +150,7 @@ def run_speed(steps: int, seed: int, precision: str = "highest") -> None:
             if proc.returncode != 0:
                 raise SystemExit(f"{lib} {algo} failed:\n{proc.stderr[-3000:]}")
             res = {**tagged_json(proc.stdout, RESULT_TAG), **meta}
-            _append(res)
+            _append(res, jsonl)
             print(f"{algo} {lib} ({precision}): {res['sps']:.1f} env-steps/s", file=sys.stderr, flush=True)
 
 
@@ -186,11 +189,13 @@ def _resume(trainer, path: Path) -> dict:
     return info
 
 
-def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: int | None) -> None:
+def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: int | None,
+                jsonl: Path | None = None) -> None:
     """Train ``algo`` on ``env`` with its shipped preset (no early stop), then evaluate the final
     deterministic policy on ``FINAL_EPISODES`` episodes. With ``segment``, train at most that many
     steps in this call and save the state; the next call resumes it (at an episode boundary: the
-    env is reset, which the replay buffer records as an episode end)."""
+    env is reset, which the replay buffer records as an episode end). Appended to ``jsonl`` (default
+    :data:`RESULTS_JSONL`)."""
     import torch
 
     import canter
@@ -228,7 +233,7 @@ def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: 
             print(f"{algo} {env} seed {seed}: segment saved at step {trainer.step:,} after {wall:.0f}s "
                   f"({trainer.step / max(wall, 1e-9):.1f} steps/s overall)", file=sys.stderr)
             _append({"kind": "segment", "algo": algo, "env": env, "seed": seed, "step": trainer.step,
-                     "wall_s": wall, "evals": evals, **_meta()})
+                     "wall_s": wall, "evals": evals, **_meta()}, jsonl)
             return
     train_wall = info["wall"] + time.perf_counter() - t0
     trainer.close()
@@ -242,16 +247,17 @@ def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: 
            "final_mean": final.mean_return, "final_std": final.std_return, "final_episodes": final.episodes,
            "best_periodic_eval": trainer.best_eval_return, "evals": evals, "train_wall_s": train_wall,
            "segments": info["segment"] + 1, "sps": trainer.step / train_wall, **_meta()}
-    _append(res)
+    _append(res, jsonl)
     print(f"{algo} {env} seed {seed}: final {final.mean_return:.1f} ± {final.std_return:.1f} "
           f"({FINAL_EPISODES} episodes) after {trainer.step:,} steps in {train_wall:.0f}s", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------------------------- report
-def _load() -> list[dict]:
-    if not RESULTS_JSONL.exists():
+def _load(jsonl: Path | None = None) -> list[dict]:
+    path = jsonl or RESULTS_JSONL
+    if not path.exists():
         return []
-    return read_jsonl(RESULTS_JSONL)
+    return read_jsonl(path)
 
 
 def _spread(values: list[float], fmt: str = "{:.1f}") -> str:
@@ -416,9 +422,9 @@ def build_section(rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_report() -> None:
-    """Replace (or append) the off-policy section of RESULTS.md."""
-    section = build_section(_load())
+def write_report(jsonl: Path | None = None) -> None:
+    """Replace (or append) the off-policy section of RESULTS.md, from ``jsonl`` (default :data:`RESULTS_JSONL`)."""
+    section = build_section(_load(jsonl))
     replace_section(RESULTS_MD, section, BEGIN, END)
     print(section)
 
@@ -446,7 +452,10 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--seed", type=seed_int, default=1)
     q.add_argument("--max-steps", type=positive_int, help="override the preset's budget")
     q.add_argument("--segment", type=positive_int, help="train at most this many steps per call (resumable)")
-    sub.add_parser("report", help="rewrite the off-policy section of RESULTS.md")
+    r = sub.add_parser("report", help="rewrite the off-policy section of RESULTS.md")
+    for sp in (s, q, r):
+        sp.add_argument("--jsonl", type=Path, help="the results file to append to (report: to read); default "
+                        "benchmarks/offpolicy_results.jsonl")
     args = p.parse_args(argv)
     if args.cmd == "speed":
         starts = max(cfg["learning_starts"] for cfg in SPEED.values())
@@ -454,13 +463,13 @@ def main(argv: list[str] | None = None) -> int:
             input_error(f"speed --steps must be more than learning_starts ({starts}) so that it measures training, "
                         f"got {args.steps}; the default is 3000")
         require_sb3()
-        run_speed(args.steps, args.seed, args.matmul_precision)
+        run_speed(args.steps, args.seed, args.matmul_precision, args.jsonl)
     elif args.cmd == "speed-worker":
         speed_worker(args.lib, args.algo, args.steps, args.seed, args.matmul_precision)
     elif args.cmd == "quality":
-        run_quality(args.algo, args.env, args.seed, args.max_steps, args.segment)
+        run_quality(args.algo, args.env, args.seed, args.max_steps, args.segment, args.jsonl)
     else:
-        write_report()
+        write_report(args.jsonl)
     return 0
 
 

@@ -1,0 +1,36 @@
+"""bench_offpolicy.py appended every run to the committed benchmarks/offpolicy_results.jsonl: its smoke checks and
+tests had to take their rows out again. --jsonl (the flag bench_atari, bench_explorers and onpolicy_quality name
+their results file with) points speed and quality at another file, and report reads it."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+import bench_offpolicy  # noqa: E402
+
+
+def _fake_worker(cmd, **kw):
+    lib, algo, seed = cmd[3], cmd[4], int(cmd[cmd.index("--seed") + 1])
+    row = {"kind": "speed", "lib": lib, "algo": algo, "steps": 200, "transitions": 200, "seconds": 2.0,
+           "sps": 100.0 if lib == "canter" else 50.0, "threads": 1, "seed": seed, "matmul_precision": "highest"}
+    return subprocess.CompletedProcess(cmd, 0, stdout=bench_offpolicy.RESULT_TAG + json.dumps(row) + "\n", stderr="")
+
+
+def test_speed_and_report_use_the_jsonl_given(tmp_path, monkeypatch, capsys):
+    committed = tmp_path / "committed.jsonl"  # the default file, which must stay untouched
+    monkeypatch.setattr(bench_offpolicy, "RESULTS_JSONL", committed)
+    monkeypatch.setattr(bench_offpolicy, "require_sb3", lambda: None)
+    monkeypatch.setattr(bench_offpolicy.subprocess, "run", _fake_worker)
+    out = tmp_path / "smoke.jsonl"
+    assert bench_offpolicy.main(["speed", "--steps", "200", "--jsonl", str(out)]) == 0
+    assert not committed.exists()
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["algo"], r["lib"]) for r in rows] == [("sac", "canter"), ("sac", "sb3"), ("td3", "canter"),
+                                                     ("td3", "sb3")]
+    md = tmp_path / "RESULTS.md"
+    md.write_text(f"# R\n\n{bench_offpolicy.BEGIN}\nold\n{bench_offpolicy.END}\n")
+    monkeypatch.setattr(bench_offpolicy, "RESULTS_MD", md)
+    assert bench_offpolicy.main(["report", "--jsonl", str(out)]) == 0
+    assert "| 200 | 1 | 100.0 | 50.0 |" in md.read_text() and "old" not in md.read_text()
+    assert not committed.exists()
