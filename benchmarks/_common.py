@@ -110,11 +110,28 @@ def require_sb3() -> None:
         raise SystemExit(2)
 
 
-def replace_section(path: str | Path, section: str, start: str, end: str) -> None:
-    """Put ``section`` (which begins with ``start`` and ends with ``end``) in place of the text between
-    those markers in ``path``, or append it; the rest of the file is kept, the write is atomic."""
+def check_section_markers(path: str | Path, start: str, end: str) -> str:
+    """The text of ``path`` ('' where there is none), whose section :func:`replace_section` can replace or append;
+    a file with one of the markers ``start`` and ``end`` and not the other, or the end before the start, is refused
+    in one line (exit 2; a script checks its ``--out`` so before it runs)."""
     path = Path(path)
     text = path.read_text() if path.exists() else ""
+    if (start in text) != (end in text):
+        present, missing = (start, end) if start in text else (end, start)
+        input_error(f"{path} has the marker {present} but not {missing}; add it where the section ends (or take the "
+                    f"other out), then run again")
+    if start in text and text.index(end) < text.index(start):
+        input_error(f"{path} has the marker {end} before {start}; put it after, then run again")
+    return text
+
+
+def replace_section(path: str | Path, section: str, start: str, end: str) -> None:
+    """Put ``section`` (which begins with ``start`` and ends with ``end``) in place of the text between
+    those markers in ``path``, or append it; the rest of the file is kept, the write is atomic. A file with one
+    marker and not the other (or the end before the start) is refused in one line (exit 2), unchanged: a second
+    section was appended after the lone marker."""
+    path = Path(path)
+    text = check_section_markers(path, start, end)
     block = section.strip("\n") + "\n"
     if start in text and end in text:
         head, rest = text.split(start, 1)

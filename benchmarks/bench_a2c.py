@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (BenchParser, one_line_errors, positive_int, real_transitions, replace_section, require_sb3,
-                     seed_int, tagged_json, time_training)
+from _common import (BenchParser, check_section_markers, one_line_errors, positive_int, real_transitions,
+                     replace_section, require_sb3, seed_int, tagged_json, time_training)
 from _report import cpu_model, fmt, loadavg, ratio, versions
 
 ENV_ID = "CartPole-v1"
@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(args.worker, args.seed, json.loads(args.cfg))
         return 0
+    if args.out:  # before the runs: a file whose section cannot be written is refused now
+        check_section_markers(args.out, START, END)
     cfg = dict(A2C, max_steps=4000 if args.quick else args.steps)
     meta = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), "cpu": cpu_model(),
             "load_before": loadavg(), "versions": versions(),

@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import (BenchParser, one_line_errors, real_transitions, require_sb3, sb3_progress_callback,
-                     sb3_timed_learn, seed_int, tagged_json, timed_loop, write_section)
+from _common import (BenchParser, check_section_markers, one_line_errors, real_transitions, require_sb3,
+                     sb3_progress_callback, sb3_timed_learn, seed_int, tagged_json, timed_loop, write_section)
 from _cartpole_report import build_report
 from _interleave import ProgressReporter, results_in_turns
 from _report import cpu_model, loadavg, versions
@@ -296,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
             "command": "python benchmarks/bench_cartpole.py " + " ".join(
                 (["--quick"] if args.quick else []) + ["--seeds", *map(str, args.seeds)]
                 + (["--out", args.out] if args.out else []))}
+    if args.out and not args.only:  # before the runs: a file whose section cannot be written is refused now
+        check_section_markers(args.out, START, END)
     start = time.perf_counter()
     # (task, lib, threads): every measurement at one torch thread, plus DQN at 2 threads in both libraries
     # (canter's default for 256-unit layers, canter.algorithms.base.threads_for; SB3's other candidate)
