@@ -231,8 +231,11 @@ def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str 
     config = resolved_dict(run, algo_cfg)
     made_dir = outermost_missing(run_dir)  # before the run starts: its start makes the directory
     try:
-        loggers = default_loggers(run, config, run_dir, quiet, snapshots.files() if snapshots else None,
-                                  resumed=resumed is not None)
+        # the global streams, seeded for the run, are left as they were: a logger's import (rich's, with the console
+        # shown) drew from Python's random, so an env or hook using it got other numbers than a quiet run's
+        with global_rngs_kept():
+            loggers = default_loggers(run, config, run_dir, quiet, snapshots.files() if snapshots else None,
+                                      resumed=resumed is not None)
     except BaseException as exc:
         trainer.close()
         if isinstance(exc, OSError) and exc.filename is not None:
