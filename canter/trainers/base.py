@@ -24,7 +24,7 @@ from canter.trainers.resumable import ResumableState
 from canter.trainers.evaluation import EvalResult, evaluate
 from canter.trainers.guard import Divergence, DivergenceGuard
 from canter.trainers.records import EpisodeInfo, TrainRecord, logged_numbers
-from canter.utils import keep_freed_memory, threads_kept_in_turn
+from canter.utils import global_rngs_kept, keep_freed_memory, threads_kept_in_turn
 
 
 
@@ -213,12 +213,14 @@ class Trainer(ResumableState, AgentMetadata):
     def evaluate(self) -> EvalResult:
         """Evaluation on the eval env (seeded per evaluation), of the deterministic policy or, with the run's
         ``eval_deterministic: false``, of the policy's samples from a generator of their own seeded with the same
-        seed (the training streams untouched)."""
+        seed (the training streams untouched). The global streams (Python's, NumPy's, torch's) are put back as
+        they were: an eval env that draws from them (``np.random.rand``) changed the training that followed."""
         assert self.eval_env is not None
         seed = self.run.seed + 1_000_003 + 7919 * self.evaluations
         self.evaluations += 1
-        return evaluate(self.agent, self.eval_env, self.run.eval_episodes, seed=seed,
-                        deterministic=self.run.eval_deterministic)
+        with global_rngs_kept():
+            return evaluate(self.agent, self.eval_env, self.run.eval_episodes, seed=seed,
+                            deterministic=self.run.eval_deterministic)
 
     def state(self) -> dict[str, Any]:
         """Counters to save with a checkpoint (JSON)."""
