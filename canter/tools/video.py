@@ -26,6 +26,7 @@ from typing import Any
 from canter.atomic import atomic_write
 from canter.errors import CanterError, require
 from canter.trainers.base import TrainRecord
+from canter.utils import global_rngs_kept
 
 
 def check_video_support(env_id: str, env_kwargs: dict[str, Any] | None = None, vectorization: str = "sync") -> None:
@@ -110,14 +111,15 @@ class VideoRecorder:
         The episode's seed is ``seed + 10_007 + k`` where ``next_step`` is the ``(k + 1)``-th multiple of
         ``every`` (so the recordings of an uninterrupted run get ``k`` = 0, 1, 2, ... and a resumed run
         the same ``k`` at the same steps; a recording at the end of training, between two multiples,
-        takes the ``k`` of the next one).
+        takes the ``k`` of the next one). The global random streams (Python's, NumPy's, torch's) are put back as
+        they were: an env drawing from them (``np.random.rand``) changed the training after a recording.
         """
         from canter.play import play
 
         self.dir.mkdir(parents=True, exist_ok=True)
         target = self.dir / f"step-{step:09d}.mp4"
         seed = self.seed + 10_007 + self.next_step // self.every - 1
-        with tempfile.TemporaryDirectory(dir=self.dir, prefix=".rec-") as tmp:
+        with global_rngs_kept(), tempfile.TemporaryDirectory(dir=self.dir, prefix=".rec-") as tmp:
             folder = Path(tmp) / "video"
             (ret,) = play(self.agent, self.env_id, 1, video_dir=str(folder), seed=seed, env_kwargs=self.env_kwargs,
                           vectorization=self.vectorization)
