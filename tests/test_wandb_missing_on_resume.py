@@ -9,7 +9,7 @@ import types
 import pytest
 
 import canter
-from canter.errors import MissingExtraError
+from canter.errors import CanterError, MissingExtraError
 
 KW = dict(n_envs=1, n_steps=8, eval_episodes=0, tensorboard=False)
 
@@ -27,4 +27,22 @@ def test_the_error_names_the_run_and_no_wandb(tmp_path, monkeypatch):
         canter.resume(tmp_path / "run", max_steps=32)
     canter.resume(tmp_path / "run", max_steps=32, wandb=False)  # the way it names
     with pytest.raises(MissingExtraError, match=r"^--wandb needs the 'wandb' package"):  # a new run: as before
+        canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "new", max_steps=16, wandb=True, **KW)
+
+
+def test_an_old_wandb_on_resume_names_no_wandb_too(tmp_path, monkeypatch):
+    """wandb older than MIN_WANDB, found by a resumed run that logs to W&B, was still '--wandb needs wandb>=...', the
+    flag the resume was not given, without --no-wandb; a new run's line is as before."""
+    fake = types.SimpleNamespace(init=lambda **kw: types.SimpleNamespace(log=lambda data, step: None, starting_step=0,
+                                                                         finish=lambda exit_code=None: None),
+                                 Settings=lambda **kw: None)
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "run", max_steps=16, wandb=True, **KW)
+    fake.__version__ = "0.15.0"
+    with pytest.raises(CanterError, match=r"^this run logs to W&B \(wandb: true\), which needs wandb>=0\.19\.10, found "
+                                          r"0\.15\.0; upgrade it with: pip install -U 'canter\[wandb\]', or resume "
+                                          r"without W&B: --no-wandb \(Python: wandb=False\)$"):
+        canter.resume(tmp_path / "run", max_steps=32)
+    with pytest.raises(CanterError, match=r"^--wandb needs wandb>=0\.19\.10, found 0\.15\.0; upgrade it with: pip "
+                                          r"install -U 'canter\[wandb\]'$"):
         canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "new", max_steps=16, wandb=True, **KW)

@@ -18,21 +18,25 @@ from canter.trainers.base import TrainRecord
 MIN_WANDB = (0, 19, 10)
 
 
+#: the way on that a resumed run's W&B error names (``--resume`` takes ``--no-wandb``, and was not given ``--wandb``)
+RESUME_WITHOUT = ", or resume without W&B: --no-wandb (Python: wandb=False)"
+
+
 def require_wandb(resumed: bool = False) -> ModuleType:
     """Import wandb, or a one-line :class:`~canter.errors.CanterError` when it is missing or older than
     :data:`MIN_WANDB` (which failed only when training started, inside ``wandb.init``). ``resumed``: a resumed run,
     which logs to W&B as its config says (it need not be given ``--wandb``), and may go on without it."""
+    feature, tail = ("this run logs to W&B (wandb: true), which", RESUME_WITHOUT) if resumed else ("--wandb", "")
     try:
         wandb = require("wandb", "wandb", "--wandb")
     except MissingExtraError as exc:
         if not resumed:
             raise
-        raise MissingExtraError("this run logs to W&B (wandb: true), which", "wandb", "wandb",
-                                tail=", or resume without W&B: --no-wandb (Python: wandb=False)") from exc
+        raise MissingExtraError(feature, "wandb", "wandb", tail=tail) from exc
     found = re.match(r"(\d+)\.(\d+)\.(\d+)", str(getattr(wandb, "__version__", "")))
-    if found and tuple(map(int, found.groups())) < MIN_WANDB:
-        raise CanterError(f"--wandb needs wandb>={'.'.join(map(str, MIN_WANDB))}, found {wandb.__version__}; "
-                          f"upgrade it with: pip install -U 'canter[wandb]'")
+    if found and tuple(map(int, found.groups())) < MIN_WANDB:  # (a resumed run's too: it was '--wandb needs ...')
+        raise CanterError(f"{feature} needs wandb>={'.'.join(map(str, MIN_WANDB))}, found {wandb.__version__}; "
+                          f"upgrade it with: pip install -U 'canter[wandb]'{tail}")
     return wandb
 
 
