@@ -132,9 +132,9 @@ def _odd_space(text: str) -> yaml.YAMLError | None:
     except yaml.YAMLError as exc:  # one in a key can stop the scan first: look in the lines it names
         lines = _BREAKS.split(text)
         for mark in (getattr(exc, "context_mark", None), getattr(exc, "problem_mark", None)):
-            match = _ODD_SPACE.search(lines[mark.line].split("#", 1)[0]) if mark and mark.line < len(lines) else None
-            if match:
-                found = (mark.line, match.start(), match[0])
+            column = _plain_odd_space(lines[mark.line]) if mark and mark.line < len(lines) else None
+            if column is not None:
+                found = (mark.line, column, lines[mark.line][column])
                 break
     if found is None:
         return None
@@ -145,6 +145,30 @@ def _odd_space(text: str) -> yaml.YAMLError | None:
     return yaml.scanner.ScannerError(
         None, None, f"a {name} (U+{ord(space):04X}), which YAML reads as part of the text, not as a space: retype it "
         f"as a space (or quote the text)", yaml.Mark("<text>", 0, line, column, None, None))
+
+
+def _plain_odd_space(line: str) -> int | None:
+    """The column of the first Unicode space (:data:`_ODD_SPACE`) on ``line`` outside quoted text and a comment, else
+    None. A scan error's line is searched so: one whose quoted text held such a space ('x: "a<no-break space>b": c')
+    had its own error (a misplaced colon, a bad indent) reported as that space, which quoting text would mend."""
+    quote, prev, i = "", " ", 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\" and quote == '"':  # an escape: the next character is text
+                i += 1
+            elif c == quote and quote == "'" and line[i + 1:i + 2] == "'":  # '' inside single quotes
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"" and prev in " \t:-[{,?":  # a quote that starts a scalar (not the one in it's)
+            quote = c
+        elif c == "#" and prev in " \t":
+            return None
+        elif _ODD_SPACE.match(c):
+            return i
+        prev, i = c, i + 1
+    return None
 
 
 def safe_load(text: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from canter.config import resolve_config
 from canter.yaml_io import safe_load
@@ -37,3 +38,20 @@ def test_quoted_text_comments_and_block_text_keep_their_spaces():
     """Inside quotes, a comment or a block scalar the space is text, as it was."""
     text = f"a: 'x{NBSP}y'\nb: \"x{NBSP}y\"  # c{NBSP}d\n# e{NBSP}f\nc: |\n  x{NBSP}y\n"
     assert safe_load(text) == {"a": f"x{NBSP}y", "b": f"x{NBSP}y", "c": f"x{NBSP}y\n"}
+
+
+@pytest.mark.parametrize("text,problem", [
+    (f"seed: 1\nname: 'a{NBSP}b': c\n", "mapping values are not allowed here"),
+    (f'a: 1\n  b: "x{NBSP}y"\n', "mapping values are not allowed here"),
+])
+def test_a_yaml_error_on_a_line_with_quoted_text_holding_one_is_the_yaml_error(text, problem):
+    """A YAML error on a line whose quoted text holds a no-break space was reported as that space ('retype it as a
+    space (or quote the text)', of text quoted already), in place of the error itself."""
+    with pytest.raises(yaml.YAMLError) as info:
+        safe_load(text)
+    assert problem in str(info.value) and "no-break space" not in str(info.value)
+
+
+def test_a_key_holding_one_beside_quoted_text_is_still_named():
+    with pytest.raises(yaml.YAMLError, match=r"a no-break space \(U\+00A0\)[^\n]*\n +in \"<text>\", line 2, column 18"):
+        safe_load(f"seed: 1\nx: 'it{NBSP}s' n_envs:{NBSP}2\ny: 1\n")
