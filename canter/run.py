@@ -235,7 +235,8 @@ class Run:
             self.error = self.error or _one_line(exc)
             try:
                 if finished and self._saved_reason == stop_reason:  # saved, then an on_checkpoint hook raised: as
-                    self._write_summary(stop_reason)  # 'last' says (not 'interrupted', which --resume refused)
+                    self.stop_reason = stop_reason  # 'last' says (not 'interrupted', which --resume refused; and a
+                    self._write_summary(stop_reason)  # save_resumable() after it keeps the reason, as after the loop)
                 else:
                     self._write_summary("interrupted", self._good)
             except Exception:  # noqa: BLE001 - the save's error is the one to report
