@@ -231,11 +231,11 @@ def _with_run_dir(trainer: Trainer, run: RunConfig, algo_cfg: Any, run_dir: str 
     config = resolved_dict(run, algo_cfg)
     made_dir = outermost_missing(run_dir)  # before the run starts: its start makes the directory
     try:
-        # the global streams, seeded for the run, are left as they were: a logger's import (rich's, with the console
-        # shown) drew from Python's random, so an env or hook using it got other numbers than a quiet run's
+        # the seeded global streams are kept: rich's import drew from Python's random (a quiet run's differed);
+        # resumed: a run that logged to W&B already (one a resume turns W&B on for was given --wandb: a new run's)
         with global_rngs_kept():
             loggers = default_loggers(run, config, run_dir, quiet, snapshots.files() if snapshots else None,
-                                      resumed=resumed is not None)
+                                      resumed=resumed is not None and bool((resumed.get("config") or {}).get("wandb")))
     except BaseException as exc:
         trainer.close()
         if isinstance(exc, OSError) and exc.filename is not None:
@@ -258,8 +258,8 @@ def _close(*envs: Any) -> None:
 def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path, quiet: bool,
                     snapshots: dict[str, str] | None = None, resumed: bool = False) -> list[Any]:
     """History always; TensorBoard and W&B as configured; the console unless ``quiet``. Videos play the run's
-    opponent ``snapshots`` (a new run's staged ones; else its run directory's). ``resumed``: a resumed run, whose
-    missing wandb is named with the way on without it (``--no-wandb``)."""
+    opponent ``snapshots`` (a new run's staged ones; else its run directory's). ``resumed``: a resumed run that logged to W&B
+    already, whose missing wandb is named with the way on without it (``--no-wandb``)."""
     from canter.logging.history import HistoryLogger
 
     # the loggers that can fail for a missing extra (or an env that cannot render) come first: nothing

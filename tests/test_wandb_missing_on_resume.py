@@ -46,3 +46,13 @@ def test_an_old_wandb_on_resume_names_no_wandb_too(tmp_path, monkeypatch):
     with pytest.raises(CanterError, match=r"^--wandb needs wandb>=0\.19\.10, found 0\.15\.0; upgrade it with: pip "
                                           r"install -U 'canter\[wandb\]'$"):
         canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "new", max_steps=16, wandb=True, **KW)
+
+
+def test_a_resume_turning_wandb_on_is_told_as_a_new_run(tmp_path, monkeypatch):
+    """A run trained without W&B, resumed with wandb=True (--wandb) where wandb is missing, was told 'this run logs to
+    W&B (wandb: true) ... or resume without W&B: --no-wandb': the run did not, and the W&B asked for was the resume's."""
+    canter.train("a2c", "CartPole-v1", run_dir=tmp_path / "run", max_steps=16, **KW)
+    monkeypatch.setitem(sys.modules, "wandb", None)
+    with pytest.raises(MissingExtraError, match=r"^--wandb needs the 'wandb' package; install it with: pip install "
+                                                r"'canter\[wandb\]'$"):
+        canter.resume(tmp_path / "run", max_steps=32, wandb=True)
