@@ -8,7 +8,7 @@ action 1, ``agent_1`` 2 for action 0). ``state()`` is ``[t, 10 + t]`` (declared 
 its truncation (``truncate``) or termination. With ``both=True`` every agent whose episode ends is reported
 terminated *and* truncated (a game that ends on its time limit's step: PettingZoo allows both flags at once).
 With ``masked=True`` observations are PettingZoo's ``{"observation", "action_mask"}`` dicts whose mask allows both
-actions.
+actions. With ``length=1, split=True`` ``agent_0`` terminates and ``agent_1`` is truncated on that step.
 """
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ class StepAgents(ParallelEnv):
     metadata = {"name": "step_agents_v0"}
 
     def __init__(self, length: int = 1, truncate: bool = False, rewards: tuple = ((0.0, 1.0), (2.0, 0.0)),
-                 both: bool = False, masked: bool = False) -> None:
+                 both: bool = False, masked: bool = False, split: bool = False) -> None:
         self.possible_agents = ["agent_0", "agent_1"]
         self.length, self.truncate, self.table, self.both, self.masked = length, truncate, rewards, both, masked
+        self.split = split
         self.state_space = spaces.Box(-np.inf, np.inf, (2,), np.float32)
 
     @functools.lru_cache(maxsize=None)
@@ -60,8 +61,8 @@ class StepAgents(ParallelEnv):
         term = {a: (a == "agent_0" or not (last and self.truncate)) and (last or a == "agent_0") for a in self.agents}
         trunc = {a: last and self.truncate and not term[a] for a in self.agents}
         if self.length == 1:
-            term = {a: not self.truncate for a in self.agents}
-            trunc = {a: self.truncate for a in self.agents}
+            term = {a: a == "agent_0" if self.split else not self.truncate for a in self.agents}
+            trunc = {a: a != "agent_0" if self.split else self.truncate for a in self.agents}
         if self.both:
             term = trunc = {a: term[a] or trunc[a] for a in self.agents}
         obs = self._observe()

@@ -72,11 +72,21 @@ def test_agents_a_time_limit_cut_at_the_teams_end_keep_their_mask_for_the_bootst
     assert (obs[1::2][:, :2, 2:] == 1).all()  # the final observations: both actions allowed to the bootstrap
 
 
-def test_an_agent_that_terminated_at_a_truncated_teams_end_takes_action_0_in_the_bootstrap():
+def test_an_agent_that_left_before_a_truncated_teams_end_takes_action_0_in_the_bootstrap():
     """``length=2, truncate=True``: ``agent_0`` terminates on step 1; ``agent_1`` is truncated on step 2."""
     trainer = _collect(10_000, steps=12, truncate=True)
     obs = trainer.buffer.obs[:12, 0]
     assert obs[2::3][:, 0, 2:].tolist() == [[1.0, 0.0]] * 4 and (obs[2::3][:, 1, 2:] == 1).all()
+
+
+def test_an_agent_that_terminated_on_a_truncated_teams_last_step_takes_action_0_in_the_bootstrap():
+    """``length=1, split=True``: on step 1 ``agent_0`` terminates and ``agent_1`` is truncated, so the team is
+    truncated and bootstrapped; only the agent the time limit cut keeps its mask (the test above had agent_0 leave a
+    step before the team's end, which its name, 'terminated at a truncated team's end', did not say)."""
+    trainer = _collect(10_000, steps=12, length=1, split=True)
+    obs = trainer.buffer.obs[:12, 0]
+    assert not trainer.buffer.terminated[:12:2, 0].any()  # (truncated: the team's value is bootstrapped)
+    assert obs[1::2][:, 0, 2:].tolist() == [[1.0, 0.0]] * 6 and (obs[1::2][:, 1, 2:] == 1).all()
 
 
 @pytest.mark.slow
