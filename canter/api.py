@@ -25,8 +25,9 @@ from canter.config_unused import warn_unused_settings
 from canter.preset_target import warn_preset_target
 from canter.envs import make_vec_env, spaces_match
 from canter.envs.spaces import read_alike
-from canter.envs.make import eval_env_kwargs, given_image_layout, make_eval_env, warn_env_of_main
+from canter.envs.make import given_image_layout, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
+from canter.logging.defaults import default_loggers
 from canter.envs.turns import bind_opponents, opponent_ids
 from canter.errors import CanterError, CanterWarning, warn, bool_argument, keywords_checked
 from canter.init_from import check_source, init_agent
@@ -253,46 +254,6 @@ def _close(*envs: Any) -> None:
     for env in envs:
         if env is not None:
             env.close()
-
-
-def default_loggers(run: RunConfig, config: dict[str, Any], run_dir: str | Path, quiet: bool,
-                    snapshots: dict[str, str] | None = None, resumed: bool = False) -> list[Any]:
-    """History always; TensorBoard and W&B as configured; the console unless ``quiet``. Videos play the run's
-    opponent ``snapshots`` (a new run's staged ones; else its run directory's). ``resumed``: a resumed run that logged to W&B
-    already, whose missing wandb is named with the way on without it (``--no-wandb``)."""
-    from canter.logging.history import HistoryLogger
-
-    # the loggers that can fail for a missing extra (or an env that cannot render) come first: nothing
-    # may be written to the run directory before such an error
-    video = None
-    if run.record_every:
-        from canter.tools.video import VideoRecorder
-
-        files = run_snapshots(run_dir) if snapshots is None else snapshots
-        video = VideoRecorder(run_dir, run.env, run.record_every, with_snapshots(eval_env_kwargs(run), files), run.seed,
-                              run.vectorization)
-    if run.wandb:
-        from canter.logging.wandb import require_wandb
-
-        require_wandb(resumed)
-    loggers: list[Any] = [HistoryLogger(run_dir)]
-    if run.tensorboard:
-        from canter.logging.tensorboard import TensorBoardLogger
-
-        loggers.append(TensorBoardLogger(run_dir))
-    if run.wandb:
-        from canter.logging.wandb import WandbLogger
-
-        # the directory's own name, also where it was given as '.' or '..' (whose Path.name is '' or '..')
-        name = Path(os.path.abspath(run_dir)).name
-        loggers.append(WandbLogger(run_dir, run.wandb_project, config, name=name))
-    if video is not None:
-        loggers.append(video)
-    if not quiet:  # rich, imported with the console's module, only where the console is shown
-        from canter.logging.console import ConsoleLogger
-
-        loggers.append(ConsoleLogger(run.max_steps, f"{run.algo} {run.env}"))
-    return loggers
 
 
 @keywords_checked("canter.train", positional=_KEYWORDS)
