@@ -280,12 +280,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.job and (args.job[0] not in ("canter", "sb3") or args.job[1] not in STEPS):
         p.error(f"--job takes LIB ALGO: LIB canter or sb3, ALGO {' or '.join(STEPS)}; got {' '.join(args.job)}")
-    for flag, when in (("--since", args.since), ("--until", args.until)):
+    for name in ("since", "until"):  # compared as text with the rows' dates: written the way they are
+        when = getattr(args, name)
         try:
-            if when is not None:
-                time.strptime(when, "%Y-%m-%d %H:%M")
+            if when is not None:  # strptime also takes '9:00' or '2026-11-2', which sort after '10:00', '2026-11-10'
+                setattr(args, name, time.strftime("%Y-%m-%d %H:%M", time.strptime(when, "%Y-%m-%d %H:%M")))
         except ValueError:
-            p.error(f"{flag} takes a UTC time 'YYYY-MM-DD HH:MM', got {when!r}")
+            p.error(f"--{name} takes a UTC time 'YYYY-MM-DD HH:MM', got {when!r}")
     if (args.job and args.job[0] == "sb3") or args.pair:
         require_sb3()
     jsonl = Path(args.jsonl)

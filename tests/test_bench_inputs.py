@@ -137,3 +137,22 @@ def test_a_seed_out_of_range_or_an_empty_segment_is_refused_before_any_run(capsy
     traceback with the worker's stderr, exit 1); quality --segment 0 saved a segment after every step."""
     module = __import__(script)
     assert "error: " in one_line_exit_2(capsys, lambda: module.main(argv))
+
+
+def test_an_atari_report_window_with_one_digit_hours_or_days_selects_by_time_not_text(capsys, monkeypatch, tmp_path):
+    """--since/--until were checked with strptime, which takes '9:00' and '2026-11-2', but then compared as text with
+    the rows' dates: --since '2026-11-20 9:00' left out a job at 10:00 ('1' < '9'), --until took it in."""
+    import json
+
+    import bench_atari
+
+    rows = [{"lib": lib, "algo": "ppo", "seed": 1, "fps": fps, "date": "2026-11-20 10:00 UTC", "loadavg": "0"}
+            for lib, fps in (("canter", 300.0), ("sb3", 100.0))]
+    jsonl, out = tmp_path / "a.jsonl", tmp_path / "RESULTS.md"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(bench_atari, "_versions", lambda: "v")
+    assert bench_atari.main(["--report", "--jsonl", str(jsonl), "--out", str(out), "--since", "2026-11-20 9:00"]) == 0
+    assert '--since "2026-11-20 09:00"' in out.read_text() and "| PPO | 3,072 | 300 (1) |" in out.read_text()
+    err = one_line_exit_2(capsys, lambda: bench_atari.main(["--report", "--jsonl", str(jsonl), "--out", str(out),
+                                                            "--until", "2026-11-20 9:59"]))
+    assert 'no CPU jobs' in err and '--until "2026-11-20 09:59"' in err
