@@ -253,13 +253,6 @@ def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: 
 
 
 # ---------------------------------------------------------------------------------------------- report
-def _load(jsonl: Path | None = None) -> list[dict]:
-    path = jsonl or RESULTS_JSONL
-    if not path.exists():
-        return []
-    return read_jsonl(path)
-
-
 def _spread(values: list[float], fmt: str = "{:.1f}") -> str:
     med = statistics.median(values)
     if len(values) == 1:
@@ -423,8 +416,13 @@ def build_section(rows: list[dict]) -> str:
 
 
 def write_report(jsonl: Path | None = None) -> None:
-    """Replace (or append) the off-policy section of RESULTS.md, from ``jsonl`` (default :data:`RESULTS_JSONL`)."""
-    section = build_section(_load(jsonl))
+    """Replace (or append) the off-policy section of RESULTS.md, from ``jsonl`` (default :data:`RESULTS_JSONL`); a
+    missing, broken or empty results file is a one-line error that leaves it as it was."""
+    path = jsonl or RESULTS_JSONL
+    rows = read_jsonl(path)
+    if not rows:  # an empty section would replace the tables that are there
+        input_error(f"no runs in {path}; {RESULTS_MD} left as it was")
+    section = build_section(rows)
     replace_section(RESULTS_MD, section, BEGIN, END)
     print(section)
 

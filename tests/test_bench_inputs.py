@@ -156,3 +156,20 @@ def test_an_atari_report_window_with_one_digit_hours_or_days_selects_by_time_not
     err = one_line_exit_2(capsys, lambda: bench_atari.main(["--report", "--jsonl", str(jsonl), "--out", str(out),
                                                             "--until", "2026-11-20 9:59"]))
     assert 'no CPU jobs' in err and '--until "2026-11-20 09:59"' in err
+
+
+@pytest.mark.parametrize("content", [None, "", "\n"])
+def test_the_offpolicy_report_of_a_missing_or_empty_results_file_keeps_the_section(capsys, monkeypatch, tmp_path,
+                                                                                   content):
+    """``bench_offpolicy.py report`` took a missing results file as no rows and replaced the off-policy tables of
+    RESULTS.md with an empty section (exit 0), where the other scripts' reports refuse an empty selection."""
+    import bench_offpolicy
+
+    jsonl, md = tmp_path / "offpolicy_results.jsonl", tmp_path / "RESULTS.md"
+    if content is not None:
+        jsonl.write_text(content)
+    md.write_text("before\n<!-- offpolicy:begin -->\nthe tables\n<!-- offpolicy:end -->\nafter\n")
+    monkeypatch.setattr(bench_offpolicy, "RESULTS_JSONL", jsonl)
+    monkeypatch.setattr(bench_offpolicy, "RESULTS_MD", md)
+    assert "offpolicy_results.jsonl" in one_line_exit_2(capsys, lambda: bench_offpolicy.main(["report"]))
+    assert md.read_text() == "before\n<!-- offpolicy:begin -->\nthe tables\n<!-- offpolicy:end -->\nafter\n"
