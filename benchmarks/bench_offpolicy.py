@@ -326,13 +326,14 @@ def _flops_section(flops: list[dict], speed: list[dict]) -> list[str]:
            "(TD3: mean of two steps, its actor learns every second one), measured seconds per update (replay sample "
            "included), and the time those operations take at this CPU's one-thread float32 rate for a 256x256x256 "
            "matmul (the best case for these layer sizes). Bound: SB3's measured seconds per env step (median of the "
-           "table above) divided by canter's matmul-only time per update, i.e. the largest canter/SB3 ratio "
+           "pairs of the table's longest budget at the default precision, as in the verdict) divided by canter's "
+           "matmul-only time per update, i.e. the largest canter/SB3 ratio "
            "possible even if canter had zero overhead outside float32 matmuls at that rate.", "",
            "| algorithm | library | MFLOP per update | ms per update | achieved GFLOP/s | ms at the matmul rate | "
            "bound on canter/SB3 |", "|---|---|---|---|---|---|---|"]
     for algo in ("sac", "td3"):
-        sb3 = [r["sps"] for r in speed if r["algo"] == algo and r["lib"] == "sb3"
-               and r.get("matmul_precision", "highest") == "highest"]
+        budgets = _pairs(speed, algo, "highest")  # not SB3 runs of other budgets (a short --steps) or without a pair
+        sb3 = [b["sps"] for _, _, b in max(budgets.items())[1]] if budgets else []
         for lib in ("canter", "sb3"):
             r = latest.get((algo, lib))
             if r is None:

@@ -172,3 +172,15 @@ def test_cartpole_time_to_target_counts_canters_transitions_as_sb3_counts_its_st
     text = bench_cartpole.build_report(R, [1], argparse.Namespace(quick=False), meta)
     rows = [line for line in text.splitlines() if line.startswith(("| PPO | canter", "| DQN | canter"))]
     assert [row.split(" | ")[5] for row in rows] == ["16,000", "5,000"]
+
+
+def test_offpolicy_flops_bound_takes_sb3_from_the_pairs_of_the_longest_budget():
+    """The speed table gave each budget its row and the verdict the longest budget's pairs, but the flops bound still
+    took the median of every SB3 speed row: a short --steps run (SB3 at 500/s over 200 steps, half of them before
+    learning_starts) or an SB3 row without its canter run moved it."""
+    flops = {"kind": "flops", "algo": "sac", "lib": "canter", "mflop_per_update": 1.0, "ms_per_update": 1.0,
+             "gflops_achieved": 1.0, "ms_at_sgemm_rate": 2.0, "sgemm_256_gflops": 1.0}
+    rows = [speed("canter", 1, 3000, 100.0), speed("sb3", 1, 3000, 50.0), speed("canter", 1, 200, 300.0),
+            speed("sb3", 1, 200, 500.0), speed("sb3", 2, 3000, 500.0), flops]
+    line = next(x for x in bench_offpolicy.build_section(rows).splitlines() if x.startswith("| SAC | canter |"))
+    assert line.endswith(f"| {(1000 / 50.0) / 2.0:.2f} |"), line  # 20 ms per env step at SB3's 50/s, over 2 ms
