@@ -54,6 +54,25 @@ def seed_int(text: str) -> int:
     return value
 
 
+def seconds_float(text: str) -> float:
+    """An ``argparse`` type: a finite number of seconds (or milliseconds), 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value < float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, got {text}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An ``argparse`` type: a finite number of seconds above 0 (a window that measures something)."""
+    value = seconds_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
 def one_line_errors(main: Callable[..., int]) -> Callable[..., int]:
     """Wrap a script's ``main``: a :class:`canter.errors.CanterError` (an unknown algorithm or env, a bad
     hyperparameter) ends it with its one-line message and exit code 2 instead of a traceback."""

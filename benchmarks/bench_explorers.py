@@ -29,8 +29,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
-                     replace_section)
+from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, positive_seconds,
+                     read_jsonl, replace_section, seconds_float)
 from _report import cpu_model
 
 HERE = Path(__file__).resolve().parent
@@ -251,9 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--algo", default="impala", help="impala (asynchronous) or ppo (synchronous)")
     p.add_argument("--n-envs", type=positive_int, default=4, help="envs per explorer")
     p.add_argument("--n-steps", type=positive_int, default=64, help="steps per env per rollout")
-    p.add_argument("--sleep-ms", type=float, default=2.0)
-    p.add_argument("--seconds", type=float, default=30.0, help="measuring window per run")
-    p.add_argument("--warmup", type=float, default=8.0, help="seconds of training before measuring")
+    p.add_argument("--sleep-ms", type=seconds_float, default=2.0, help="milliseconds each env step sleeps")
+    p.add_argument("--seconds", type=positive_seconds, default=30.0, help="measuring window per run")
+    p.add_argument("--warmup", type=seconds_float, default=8.0, help="seconds of training before measuring")
     p.add_argument("--jsonl", help="append results here")
     p.add_argument("--report", metavar="JSONL", help="write the markdown section from these results")
     p.add_argument("--out", help="with --report: the markdown file to update (e.g. benchmarks/RESULTS.md)")

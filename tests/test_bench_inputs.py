@@ -173,3 +173,15 @@ def test_the_offpolicy_report_of_a_missing_or_empty_results_file_keeps_the_secti
     monkeypatch.setattr(bench_offpolicy, "RESULTS_MD", md)
     assert "offpolicy_results.jsonl" in one_line_exit_2(capsys, lambda: bench_offpolicy.main(["report"]))
     assert md.read_text() == "before\n<!-- offpolicy:begin -->\nthe tables\n<!-- offpolicy:end -->\nafter\n"
+
+
+@pytest.mark.parametrize("argv", [["--seconds", "0"], ["--seconds", "-1"], ["--seconds", "nan"], ["--sleep-ms", "-1"],
+                                  ["--warmup", "inf"]])
+def test_an_explorer_window_or_sleep_that_cannot_be_measured_is_refused_before_any_run(capsys, monkeypatch, argv):
+    """e683b994 checked --explorers/--n-envs/--n-steps, but --seconds 0 still started Ray and trained, then the
+    worker divided by its zero-second window (ZeroDivisionError traceback, exit 1); a negative --sleep-ms failed
+    in the env's time.sleep the same way."""
+    import bench_explorers
+
+    monkeypatch.setattr(bench_explorers, "measure", lambda args: pytest.fail("a run started"))
+    assert argv[1] in one_line_exit_2(capsys, lambda: bench_explorers.main(["--explorers", "1", *argv]))
