@@ -148,7 +148,8 @@ def report(path: str) -> str:
     """Markdown section from the JSON lines: a table per algorithm and setting (sleep, envs and steps per
     rollout), the latest line of each explorer count in it; speed-up is against its own 1-explorer row."""
     rows: dict[tuple, dict[str, Any]] = {}
-    for r in read_jsonl(path):
+    for r in read_jsonl(path):  # in the order measured: a rerun moves its key to the end (for estimate and `last`)
+        rows.pop(_setting(r) + (r["explorers"],), None)
         rows[_setting(r) + (r["explorers"],)] = r
     if not rows:
         input_error(f"no results in {path}")

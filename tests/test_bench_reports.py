@@ -184,3 +184,18 @@ def test_offpolicy_flops_bound_takes_sb3_from_the_pairs_of_the_longest_budget():
             speed("sb3", 1, 200, 500.0), speed("sb3", 2, 3000, 500.0), flops]
     line = next(x for x in bench_offpolicy.build_section(rows).splitlines() if x.startswith("| SAC | canter |"))
     assert line.endswith(f"| {(1000 / 50.0) / 2.0:.2f} |"), line  # 20 ms per env step at SB3's 50/s, over 2 ms
+
+
+def test_explorer_estimate_uses_the_setting_measured_last(tmp_path):
+    """The estimate's 'setting measured last' was the setting of the last explorer count seen for the first time: a
+    rerun at 2 ms after runs at 0.5 ms kept its key's first place, so the estimate came from the 0.5 ms runs."""
+    import json
+
+    import bench_explorers
+
+    rows = [explorers_row(1, 400), explorers_row(2, 800), explorers_row(1, 1000, sleep_ms=0.5),
+            explorers_row(2, 2000, sleep_ms=0.5), explorers_row(2, 820)]  # the last: a rerun at 2 ms
+    path = tmp_path / "e.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    estimate = bench_explorers.report(str(path)).split("### Estimate", 1)[1]
+    assert "one explorer collects ~410 env-steps/s" in estimate, estimate[:300]
