@@ -199,3 +199,27 @@ def test_explorer_estimate_uses_the_setting_measured_last(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     estimate = bench_explorers.report(str(path)).split("### Estimate", 1)[1]
     assert "one explorer collects ~410 env-steps/s" in estimate, estimate[:300]
+
+
+def test_an_atari_job_records_a_budget_other_than_the_standard_one(monkeypatch):
+    """The --steps test above faked the worker's result, ``budget`` included, so it passed with job() recording no
+    budget at all (checked by taking the line out): here job() itself runs, with the libraries' runs faked."""
+    import bench_atari
+
+    calls = []
+
+    def fake(lib):
+        def run(algo, seed, *rest):
+            calls.append((lib, rest[-1]))
+            return {"steps": rest[-1] or bench_atari.STEPS[algo], "train_s": 1.0}
+        return run
+
+    monkeypatch.setattr(bench_atari, "_canter", fake("canter"))
+    monkeypatch.setattr(bench_atari, "_sb3", fake("sb3"))
+    monkeypatch.setattr(bench_atari, "cpu_model", lambda: "cpu")
+    monkeypatch.setattr("torch.set_num_threads", lambda n: None)
+    short = bench_atari.job("sb3", "dqn", 1, steps=300)
+    standard = bench_atari.job("canter", "ppo", 1, steps=bench_atari.STEPS["ppo"])
+    default = bench_atari.job("canter", "dqn", 1)
+    assert calls == [("sb3", 300), ("canter", bench_atari.STEPS["ppo"]), ("canter", None)]
+    assert short["budget"] == 300 and "budget" not in standard and "budget" not in default
