@@ -22,6 +22,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -166,10 +167,20 @@ def _save_segment(trainer, path: Path, segment: int, wall: float, evals: list) -
     save_checkpoint(path / "agent", {"agent": trainer.agent.state_dict()}, {"step": trainer.step})
     trainer.buffer.save(path / "buffer.npz")
     (path / "trainer.json").write_text(json.dumps({
+        "max_steps": trainer.run.max_steps,
         "step": trainer.step, "episodes": trainer.episode_count, "iterations": trainer.iteration_count,
         "evaluations": trainer.evaluations, "best": trainer.best_eval_return, "segment": segment,
         "wall": wall, "rng": trainer.rng.bit_generator.state, "evals": evals,
     }))
+
+
+def _check_resumable(path: Path, total: int) -> None:
+    """A one-line error (exit 2) when the segment saved in ``path`` belongs to a run of another budget (a smoke
+    check's, say), which this call would otherwise continue as its own."""
+    saved = json.loads((path / "trainer.json").read_text()).get("max_steps")  # None: saved before it was recorded
+    if saved is not None and saved != total:
+        input_error(f"{path} holds an unfinished run of {saved:,} steps, not {total:,}: resume it with --max-steps "
+                    f"{saved}, or delete that directory to start afresh")
 
 
 def _resume(trainer, path: Path) -> dict:
@@ -209,6 +220,8 @@ def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: 
     info: dict = {"segment": 0, "wall": 0.0}
     evals: list = []
     resuming = segment is not None and (path / "trainer.json").exists()
+    if resuming:
+        _check_resumable(path, total)
     setup = trainer.setup
 
     def setup_and_resume() -> None:
@@ -248,6 +261,8 @@ def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: 
            "best_periodic_eval": trainer.best_eval_return, "evals": evals, "train_wall_s": train_wall,
            "segments": info["segment"] + 1, "sps": trainer.step / train_wall, **_meta()}
     _append(res, jsonl)
+    if segment is not None:  # recorded: a later run of this algorithm, env and seed starts afresh
+        shutil.rmtree(path, ignore_errors=True)
     print(f"{algo} {env} seed {seed}: final {final.mean_return:.1f} ± {final.std_return:.1f} "
           f"({FINAL_EPISODES} episodes) after {trainer.step:,} steps in {train_wall:.0f}s", file=sys.stderr)
 
