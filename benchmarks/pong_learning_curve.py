@@ -18,7 +18,6 @@ canter's training episode statistics are whole games with their raw score, as in
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ import numpy as np
 from canter.tools.plot import new_figure, save_figure_atomic
 from canter.tools.rundata import load_run
 
-from _common import write_section
+from _common import BenchParser, one_line_errors, write_section
 
 HERE = Path(__file__).resolve().parent
 FRAME_SKIP = 4
@@ -117,9 +116,10 @@ def report(run_dir: Path) -> tuple[str, Path]:
 
 
 
+@one_line_errors
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = BenchParser(description=__doc__.splitlines()[0])
     p.add_argument("run_dir", type=Path)
     p.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = p.parse_args(argv)

@@ -185,3 +185,15 @@ def test_an_explorer_window_or_sleep_that_cannot_be_measured_is_refused_before_a
 
     monkeypatch.setattr(bench_explorers, "measure", lambda args: pytest.fail("a run started"))
     assert argv[1] in one_line_exit_2(capsys, lambda: bench_explorers.main(["--explorers", "1", *argv]))
+
+
+@pytest.mark.parametrize("argv", [[], ["{tmp}/nosuch"]])
+def test_pong_learning_curve_answers_a_bad_flag_or_run_directory_in_one_line(capsys, tmp_path, argv):
+    """e27e3a8c moved every script but pong_learning_curve.py to BenchParser and one_line_errors: it still printed
+    argparse's usage block for a missing run directory, and a CanterError traceback for one that does not exist."""
+    import pong_learning_curve
+
+    out = tmp_path / "RESULTS.md"
+    argv = [a.format(tmp=tmp_path) for a in argv] + ["--out", str(out)]
+    err = one_line_exit_2(capsys, lambda: pong_learning_curve.main(argv))
+    assert "usage:" not in err and ("run_dir" in err or "nosuch" in err) and not out.exists()
