@@ -89,22 +89,30 @@ def one_line_errors(main: Callable[..., int]) -> Callable[..., int]:
     return wrapped
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    """The JSON objects of a results file, one a line (blank lines skipped); a missing file or a line that
-    is not JSON is a one-line error (exit code 2) naming the file and the line."""
+def read_jsonl(path: str | Path, keys: tuple[str, ...] = ()) -> list[dict]:
+    """The JSON objects of a results file, one a line (blank lines skipped); a missing file, a line that
+    is not a JSON object or one without all of ``keys`` (another script's results file, say) is a one-line
+    error (exit code 2) naming the file and the line."""
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as exc:
         input_error(f"cannot read the results file {path}: {exc.strerror or exc}")
-    rows = []
+    numbered = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
+                numbered.append((number, json.loads(line)))
             except json.JSONDecodeError as exc:
                 input_error(f"{path}, line {number}: not a JSON object ({exc.msg})")
-    return rows
+    for number, row in numbered:  # once every line is JSON: a line of other fields is a row of another script
+        if not isinstance(row, dict):
+            input_error(f"{path}, line {number}: not a JSON object (a JSON {type(row).__name__})")
+        missing = [k for k in keys if k not in row]
+        if missing:
+            input_error(f"{path}, line {number}: no {', '.join(map(repr, missing))}, which this script's results "
+                        "have (another script's results file?)")
+    return [row for _, row in numbered]
 
 
 def append_jsonl(path: str | Path, rows: list[dict]) -> None:

@@ -312,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(r))
     if args.report:
         # the table is the CPU comparison at the standard budgets (a --steps job is a smoke check)
-        rows = [r for r in read_jsonl(jsonl) if r.get("device", "cpu") == "cpu" and "budget" not in r]
+        rows = [r for r in read_jsonl(jsonl, ("lib", "algo", "date"))
+                if r.get("device", "cpu") == "cpu" and "budget" not in r]
         # the date format sorts as text
         rows = [r for r in rows
                 if (not args.since or r["date"] >= args.since) and (not args.until or r["date"] < args.until)]

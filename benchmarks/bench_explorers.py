@@ -36,6 +36,8 @@ from _report import cpu_model
 HERE = Path(__file__).resolve().parent
 ENV_ID = "bench_explorers:SleepyCartPole-v0"
 START, END = "<!-- bench_explorers:start -->", "<!-- bench_explorers:end -->"
+#: what a results line of this script has (a line without them is refused: another file's)
+EXPLORER_KEYS = ("algo", "explorers", "sleep_ms", "n_envs", "n_steps", "env_steps_per_s", "date")
 
 
 class SleepyCartPole(gym.Wrapper):
@@ -148,7 +150,7 @@ def report(path: str) -> str:
     """Markdown section from the JSON lines: a table per algorithm and setting (sleep, envs and steps per
     rollout), the latest line of each explorer count in it; speed-up is against its own 1-explorer row."""
     rows: dict[tuple, dict[str, Any]] = {}
-    for r in read_jsonl(path):  # in the order measured: a rerun moves its key to the end (for estimate and `last`)
+    for r in read_jsonl(path, EXPLORER_KEYS):  # in the order measured: a rerun moves its key to the end
         rows.pop(_setting(r) + (r["explorers"],), None)
         rows[_setting(r) + (r["explorers"],)] = r
     if not rows:

@@ -435,7 +435,7 @@ def write_report(jsonl: Path | None = None) -> None:
     """Replace (or append) the off-policy section of RESULTS.md, from ``jsonl`` (default :data:`RESULTS_JSONL`); a
     missing, broken or empty results file is a one-line error that leaves it as it was."""
     path = jsonl or RESULTS_JSONL
-    rows = read_jsonl(path)
+    rows = read_jsonl(path, ("kind",))
     if not rows:  # an empty section would replace the tables that are there
         input_error(f"no runs in {path}; {RESULTS_MD} left as it was")
     section = build_section(rows)

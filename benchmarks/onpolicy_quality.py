@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         append_jsonl(args.jsonl, [res])
         print(json.dumps(res))
         return 0
-    rows = read_jsonl(args.jsonl)
+    rows = read_jsonl(args.jsonl, ("algo", "env", "seed", "budget", "final_eval"))
     if not rows:  # an empty table would replace the section that is there
         input_error(f"no runs in {args.jsonl}" + (f"; {args.out} left as it was" if args.out else ""))
     section = report(rows)

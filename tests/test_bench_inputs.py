@@ -197,3 +197,20 @@ def test_pong_learning_curve_answers_a_bad_flag_or_run_directory_in_one_line(cap
     argv = [a.format(tmp=tmp_path) for a in argv] + ["--out", str(out)]
     err = one_line_exit_2(capsys, lambda: pong_learning_curve.main(argv))
     assert "usage:" not in err and ("run_dir" in err or "nosuch" in err) and not out.exists()
+
+
+def test_a_results_line_that_is_not_an_object_or_another_scripts_is_one_line(capsys, tmp_path):
+    """read_jsonl refused only lines that are not JSON: a JSON array, or a results file of another script given to
+    --report (bench_explorers --report offpolicy_results.jsonl), was a TypeError or KeyError traceback."""
+    import bench_atari
+    import bench_explorers
+
+    array, offpolicy = tmp_path / "array.jsonl", tmp_path / "offpolicy.jsonl"
+    array.write_text('[1, 2]\n')
+    offpolicy.write_text('{"kind": "speed", "lib": "canter", "algo": "sac", "seed": 1, "steps": 3000}\n')
+    assert "line 1: not a JSON object" in one_line_exit_2(capsys, lambda: bench_explorers.main(["--report", str(array)]))
+    err = one_line_exit_2(capsys, lambda: bench_explorers.main(["--report", str(offpolicy)]))
+    assert "offpolicy.jsonl, line 1: no 'explorers', 'sleep_ms'" in err
+    err = one_line_exit_2(capsys, lambda: bench_atari.main(["--report", "--jsonl", str(offpolicy), "--out",
+                                                            str(tmp_path / "R.md")]))
+    assert "no 'date'" in err and not (tmp_path / "R.md").exists()
