@@ -5,7 +5,7 @@
 PPO with rl-zoo3's Atari settings (``bench_atari.py``'s): per rollout of 8 envs x 128 steps, 128
 acting forward passes of the Nature CNN on 8 frame stacks, then 4 epochs x 4 minibatches of 256
 forward + backward passes. The bound divides Stable-Baselines3's measured seconds per env step
-(median of ``results_atari.jsonl``) by the time canter's arithmetic alone would take at the best
+(median of ``results_atari.jsonl``'s CPU jobs at the standard budget, as its report) by the time canter's arithmetic alone would take at the best
 rate this machine reaches on the same network (a forward pass at batch 256, the most efficient
 part), i.e. the largest canter/SB3 frames-per-second ratio possible with zero overhead.
 
@@ -22,8 +22,18 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_atari import ENV_ID, JSONL, PPO, THREADS  # noqa: E402
+from _common import input_error, read_jsonl  # noqa: E402
+from bench_atari import ENV_ID, JSONL, PPO, THREADS, standard_cpu_jobs  # noqa: E402
 from offpolicy_flops import _flops, _time  # noqa: E402
+
+
+def sb3_seconds_per_env_step(path: Path) -> float:
+    """SB3's PPO seconds per env step (4 frames): the median over the jobs in ``path`` that the report compares,
+    not a ``--steps`` smoke job's or one off the CPU."""
+    rows = [r for r in standard_cpu_jobs(read_jsonl(path, ("lib", "algo"))) if r["lib"] == "sb3" and r["algo"] == "ppo"]
+    if not rows:
+        input_error(f"no SB3 PPO jobs at the standard budget on the CPU in {path}")
+    return 4 / statistics.median(r["fps"] for r in rows)
 
 
 def main() -> None:
@@ -60,9 +70,7 @@ def main() -> None:
         fwd_s = _time(lambda: model.action_value(mb), 10)
     best_rate = fwd_flops / fwd_s
     canter_s = statistics.median(timings[1:]) / rollout
-    rows = [json.loads(line) for line in JSONL.read_text().splitlines() if line.strip()]
-    sb3_fps = statistics.median(r["fps"] for r in rows if r["lib"] == "sb3" and r["algo"] == "ppo")
-    sb3_s = 4 / sb3_fps
+    sb3_s = sb3_seconds_per_env_step(JSONL)
     ideal_s = per_step / best_rate
     res = {"gflop_per_env_step": per_step / 1e9, "update_gflop_per_rollout": update_flops / 1e9,
            "act_mflop_per_call": act_flops / 1e6, "best_rate_gflops": best_rate / 1e9,

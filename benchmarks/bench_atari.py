@@ -123,6 +123,12 @@ def job(lib: str, algo: str, seed: int, conv_precision: str = "float32", device:
     return _set_rates(res)
 
 
+def standard_cpu_jobs(rows: list[dict]) -> list[dict]:
+    """The jobs the report compares (and ``atari_flops.py`` takes SB3's speed from): on the CPU, at the
+    standard budgets of :data:`STEPS` (a ``--device`` job is another comparison, a ``--steps`` job a smoke check)."""
+    return [r for r in rows if r.get("device", "cpu") == "cpu" and "budget" not in r]
+
+
 def _set_rates(res: dict) -> dict:
     """Env steps and frames per second of ``res``'s training loop."""
     res["sps"] = res.get("transitions", res["steps"]) / res["train_s"]  # canter: less its reset-only steps
@@ -311,9 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             print(json.dumps(r))
     if args.report:
-        # the table is the CPU comparison at the standard budgets (a --steps job is a smoke check)
-        rows = [r for r in read_jsonl(jsonl, ("lib", "algo", "date"))
-                if r.get("device", "cpu") == "cpu" and "budget" not in r]
+        rows = standard_cpu_jobs(read_jsonl(jsonl, ("lib", "algo", "date")))
         # the date format sorts as text
         rows = [r for r in rows
                 if (not args.since or r["date"] >= args.since) and (not args.until or r["date"] < args.until)]

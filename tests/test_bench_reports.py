@@ -223,3 +223,18 @@ def test_an_atari_job_records_a_budget_other_than_the_standard_one(monkeypatch):
     default = bench_atari.job("canter", "dqn", 1)
     assert calls == [("sb3", 300), ("canter", bench_atari.STEPS["ppo"]), ("canter", None)]
     assert short["budget"] == 300 and "budget" not in standard and "budget" not in default
+
+
+def test_atari_flops_takes_sb3_speed_from_the_jobs_the_report_compares(tmp_path):
+    """b03aa88e's --steps smoke jobs (and --device jobs) go to results_atari.jsonl, which the report leaves out,
+    but atari_flops.py took the median fps of every SB3 PPO line there, theirs included."""
+    import json
+
+    import atari_flops
+
+    rows = [{"lib": "sb3", "algo": "ppo", "fps": 400.0}, {"lib": "sb3", "algo": "ppo", "fps": 40.0, "budget": 64},
+            {"lib": "sb3", "algo": "ppo", "fps": 30.0, "budget": 64}, {"lib": "sb3", "algo": "ppo", "fps": 4000.0,
+                                                                        "device": "cuda"}]
+    path = tmp_path / "results_atari.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert atari_flops.sb3_seconds_per_env_step(path) == 4 / 400.0
