@@ -63,11 +63,11 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
                      f" | | {ratio(solved(a, 'train_call_s'), solved(b, 'train_call_s'))} | | |")
     lines.append("")
     lines.append("## End to end: whole process, canter's CLI preset vs an SB3 script with rl-zoo3's preset\n")
-    lines.append("| lib | command | wall s (incl. Python start-up) | steps used | solved |")
+    lines.append("| lib | command | wall s (incl. Python start-up) | env steps used (transitions) | solved |")
     lines.append("|---|---|---|---|---|")
     ce, se = R[(c, "ppo-e2e")], R[(s, "ppo-e2e")]
     lines.append(f"| canter | `{ce[0]['command']}` "
-                 f"| {fmt(solved(ce, 'e2e_s'))} | {fmt([r['steps'] for r in ce], 0)}"
+                 f"| {fmt(solved(ce, 'e2e_s'))} | {fmt([r.get('transitions', r['steps']) for r in ce], 0)}"
                  f" | {sum(r['solved'] for r in ce)}/{len(ce)} |")
     lines.append(f"| SB3 | `python bench_cartpole.py --worker sb3 ppo-e2e` (PPO + EvalCallback stop at 475) "
                  f"| {fmt(solved(se, 'e2e_s'))} | {fmt([r['steps'] for r in se], 0)}"
@@ -96,7 +96,8 @@ def build_report(R: dict, seeds: list[int], args: argparse.Namespace, meta: dict
         " by up to ~2x from one minute to the next (measured one after another, the ratio moved with it). Model/env"
         " construction is excluded for both. Env steps are transitions: canter's NEXT_STEP autoreset spends one"
         " vector step resetting an env after each episode's end, which its step counter includes and the"
-        " throughput leaves out (`transitions` in the raw results); SB3's VecEnvs reset inside the ending step.\n"
+        " throughput and the steps-used columns leave out (`transitions` in the raw results; end to end: the run"
+        " directory's steps less those resets); SB3's VecEnvs reset inside the ending step.\n"
         f"- Time to target: {EVAL_EPISODES} deterministic episodes on a separate {EVAL_ENVS}-copy eval env, every 8192 env steps"
         " (PPO) / 5000 (DQN). SB3: `EvalCallback` + `StopTrainingOnRewardThreshold`; canter: `eval_every`,"
         " `target_reward=475`. SB3 PPO evaluates before the update of the rollout that crosses 8,192 env steps,"

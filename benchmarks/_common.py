@@ -255,3 +255,15 @@ def real_transitions(trainer: Any) -> int:
     """
     last_step_ends = len(getattr(trainer.env, "finished_envs", ()))
     return int(trainer.step - (trainer.episode_count - last_step_ends))
+
+
+def run_dir_transitions(run_dir: str | Path) -> int:
+    """:func:`real_transitions` of a finished run that ``canter train`` wrote to ``run_dir``: its steps less
+    one reset-only step per finished episode, except the episodes that ended on the run's very last
+    vector step (``history.parquet`` rows at the summary's step count)."""
+    import pyarrow.parquet as pq
+
+    run_dir = Path(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    ends = pq.read_table(run_dir / "history.parquet", columns=["step"]).column("step").to_pylist()
+    return int(summary["steps"] - summary["episodes"] + sum(step == summary["steps"] for step in ends))

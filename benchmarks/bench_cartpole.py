@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from _common import (BenchParser, check_section_markers, one_line_errors, real_transitions, require_sb3,
+                     run_dir_transitions,
                      sb3_progress_callback, sb3_timed_learn, seed_int, tagged_json, timed_loop, write_section)
 from _cartpole_report import build_report
 from _interleave import ProgressReporter, results_in_turns
@@ -252,7 +253,9 @@ def run_e2e(lib: str, seed: int, cfg: dict, quick: bool) -> dict:
             cmd += ["--max-steps", str(cfg["max_steps"]), "--eval-every", str(cfg["eval_every"])]
         wall, _ = _run(cmd)
         summary = json.loads((run_dir / "summary.json").read_text())
+        transitions = run_dir_transitions(run_dir)  # as SB3 counts its steps
     return {"lib": "canter", "task": "ppo-e2e", "seed": seed, "e2e_s": wall, "steps": summary["steps"],
+            "transitions": transitions,
             "best_eval": summary["best_eval_return"], "solved": bool(summary["solved"]),
             "command": " ".join(["canter"] + cmd[len(canter_command()):]).replace(str(run_dir), "<tmp>")}
 

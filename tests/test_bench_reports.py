@@ -238,3 +238,39 @@ def test_atari_flops_takes_sb3_speed_from_the_jobs_the_report_compares(tmp_path)
     path = tmp_path / "results_atari.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert atari_flops.sb3_seconds_per_env_step(path) == 4 / 400.0
+
+
+def test_cartpole_end_to_end_counts_canters_transitions_as_sb3_counts_its_steps(monkeypatch):
+    """f79b3e85 made the time-to-target column transitions, but the end-to-end table's 'steps used' was still the
+    canter run's summary steps (its reset-only step after each episode included) beside SB3's transitions."""
+    import argparse
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import bench_cartpole
+
+    def fake_run(cmd, timeout=1800):  # `canter train ... --run-dir DIR`: 160 steps, 3 episodes, 1 on the last step
+        run_dir = Path(cmd[cmd.index("--run-dir") + 1])
+        run_dir.mkdir(parents=True)
+        (run_dir / "summary.json").write_text(json.dumps({"steps": 160, "episodes": 3, "best_eval_return": 500.0,
+                                                          "solved": True}))
+        pq.write_table(pa.table({"step": [48, 96, 160]}), run_dir / "history.parquet")
+        return 1.0, None
+
+    monkeypatch.setattr(bench_cartpole, "_run", fake_run)
+    canter = bench_cartpole.run_e2e("canter", 1, {}, quick=False)
+    assert (canter["steps"], canter["transitions"]) == (160, 158)  # 160 - 3 + 1: the last one had no reset step yet
+    R = {"ppo_cfg": {"max_steps": 100}, "dqn_cfg": {"max_steps": 100}, ("canter", "dqn-sps-t2"): []}
+    t2t = [{"total_s": 2.0, "import_s": 1.0, "train_call_s": 1.0, "steps": 10, "solved": True}]
+    for lib in ("canter", "sb3"):
+        R[(lib, "ppo-sps")] = R[(lib, "dqn-sps")] = [{"sps": 1.0}]
+        R[(lib, "ppo-t2t")] = R[(lib, "dqn-t2t")] = t2t
+    R[("canter", "ppo-e2e")] = [canter]
+    R[("sb3", "ppo-e2e")] = [{"e2e_s": 2.0, "steps": 160, "solved": True}]
+    meta = {"date": "d", "cpu": "c", "load_before": "l", "load_after": "l", "versions": {}, "elapsed": 1.0,
+            "command": "python benchmarks/bench_cartpole.py"}
+    text = bench_cartpole.build_report(R, [1], argparse.Namespace(quick=False), meta)
+    assert next(x for x in text.splitlines() if x.startswith("| canter | `canter train")).split(" | ")[3] == "158"
+    assert "| lib | command | wall s (incl. Python start-up) | env steps used (transitions) | solved |" in text
