@@ -125,8 +125,11 @@ def _weights(trainer: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------- parent
 def measure(args: argparse.Namespace) -> None:
     """Run one subprocess per explorer count; append each JSON line to ``--jsonl``."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
+    from canter.registry import lookup
     from canter.utils import available_cpus
+
+    lookup("algorithm", args.algo)  # an unknown one: canter's one-line error here, not each worker's after Ray starts
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
 
     # the local Ray of each run gets num_cpus=available_cpus() (canter.distributed.cluster.connect)
     machine = {"cpu": cpu_model(), "ray_cpus": available_cpus(), "python": platform.python_version()}

@@ -214,3 +214,15 @@ def test_a_results_line_that_is_not_an_object_or_another_scripts_is_one_line(cap
     err = one_line_exit_2(capsys, lambda: bench_atari.main(["--report", "--jsonl", str(offpolicy), "--out",
                                                             str(tmp_path / "R.md")]))
     assert "no 'date'" in err and not (tmp_path / "R.md").exists()
+
+
+def test_an_unknown_explorer_algorithm_is_refused_before_any_worker_starts(capsys, monkeypatch, tmp_path):
+    """bench_explorers --algo nosuch started a worker per explorer count, whose error came back as two lines
+    ('explorers=1 failed:' and canter's message) with exit 1, after ~10 s."""
+    import subprocess
+
+    import bench_explorers
+
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a worker started"))
+    err = one_line_exit_2(capsys, lambda: bench_explorers.main(["--algo", "nosuch", "--jsonl", str(tmp_path / "e")]))
+    assert "unknown algorithm 'nosuch'" in err and not (tmp_path / "e").exists()
