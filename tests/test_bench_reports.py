@@ -50,6 +50,17 @@ def test_onpolicy_quality_gives_each_budget_its_row_and_takes_each_seeds_latest_
         ["1", "400 (500k)", "20.0"], ["1 2", "500,000 (500k)", "490.0, 480.0"]]
 
 
+def test_onpolicy_quality_gives_no_verdict_for_a_run_at_another_budget():
+    """0d548a49 gave a --max-steps run its own row, but judged it against the bar set for the preset's budget: a
+    400-step smoke check read 'MISSES (20.00 < 500)'."""
+    import onpolicy_quality
+
+    rows = [quality_row(1, 500_000, 500.0), dict(quality_row(1, 400, 20.0), max_steps_given=True)]
+    verdicts = [line.split(" | ")[10] for line in onpolicy_quality.report(rows).splitlines()
+                if line.startswith("| a2c |")]
+    assert verdicts == ["not comparable (run --max-steps, not the preset's budget)", "meets (500.00 >= 500)"]
+
+
 @pytest.mark.slow
 def test_onpolicy_quality_run_takes_a_small_budget(tmp_path):
     """``--max-steps`` (with ``--final-episodes``) is the script's smoke check: seconds, one row at that budget."""
@@ -62,7 +73,7 @@ def test_onpolicy_quality_run_takes_a_small_budget(tmp_path):
                            "--max-steps", "400", "--final-episodes", "1"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     row = json.loads(jsonl.read_text())
-    assert (row["budget"], row["steps"], row["final_episodes"]) == (400, 400, 1)
+    assert (row["budget"], row["steps"], row["final_episodes"], row["max_steps_given"]) == (400, 400, 1, True)
 
 
 def explorers_row(n: int, sps: float, sleep_ms: float = 2.0) -> dict:
