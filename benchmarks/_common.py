@@ -6,6 +6,7 @@ import argparse
 import functools
 import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -113,6 +114,21 @@ def read_jsonl(path: str | Path, keys: tuple[str, ...] = ()) -> list[dict]:
             input_error(f"{path}, line {number}: no {', '.join(map(repr, missing))}, which this script's results "
                         "have (another script's results file?)")
     return [row for _, row in numbered]
+
+
+def check_appendable(path: str | Path, flag: str = "--jsonl") -> None:
+    """A one-line error (exit code 2) unless results can be appended to ``path`` (its folder exists and it, or
+    the folder where it is missing, is writable): checked before a run, whose result would be lost at the end."""
+    path = Path(path)
+    if path.is_dir():
+        problem = "is a directory"
+    elif not path.exists() and not path.parent.is_dir():
+        problem = f"is in a folder that does not exist ({path.parent})"
+    elif not os.access(path if path.exists() else path.parent, os.W_OK):
+        problem = "is not writable here"
+    else:
+        return
+    input_error(f"{flag} {path} {problem}: nothing run, as its result could not be recorded")
 
 
 def append_jsonl(path: str | Path, rows: list[dict]) -> None:

@@ -36,9 +36,9 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
-                     real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, seed_int, tagged_json,
-                     timed_loop, write_section)
+from _common import (BenchParser, append_jsonl, check_appendable, input_error, one_line_errors, positive_int,
+                     read_jsonl, real_transitions, require_sb3, sb3_progress_callback, sb3_timed_learn, seed_int,
+                     tagged_json, timed_loop, write_section)
 from _interleave import ProgressReporter, results_in_turns
 from _report import cpu_model
 
@@ -296,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     if (args.job and args.job[0] == "sb3") or args.pair:
         require_sb3()
     jsonl = Path(args.jsonl)
+    if (args.job or args.pair) and not args.in_process:
+        check_appendable(jsonl)
     if args.job and args.in_process:
         print(RESULT_TAG + json.dumps(job(*args.job, args.seed, args.conv_precision, args.device, args.steps)),
               flush=True)

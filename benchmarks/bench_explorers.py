@@ -29,8 +29,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, positive_seconds,
-                     read_jsonl, replace_section, seconds_float)
+from _common import (BenchParser, append_jsonl, check_appendable, input_error, one_line_errors, positive_int,
+                     positive_seconds, read_jsonl, replace_section, seconds_float)
 from _report import cpu_model
 
 HERE = Path(__file__).resolve().parent
@@ -274,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             replace_section(args.out, section, START, END)
         print(section)
     else:
+        if args.jsonl:
+            check_appendable(args.jsonl)
         measure(args)
     return 0
 

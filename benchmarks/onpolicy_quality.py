@@ -24,8 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl, replace_section,
-                     seed_int)
+from _common import (BenchParser, append_jsonl, check_appendable, input_error, one_line_errors, positive_int,
+                     read_jsonl, replace_section, seed_int)
 
 # rl-zoo3's budget and published result (benchmark.md: one run, deterministic evaluation) where it
 # lists the pair; ACER only in the Stable-Baselines2 zoo (budget only).
@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", help="RESULTS.md to update (its on-policy quality section only)")
     args = p.parse_args(argv)
     if args.cmd == "run":
+        check_appendable(args.jsonl)
         res = run(args.algo, args.env, args.seed, args.final_episodes, args.max_steps)
         append_jsonl(args.jsonl, [res])
         print(json.dumps(res))

@@ -88,3 +88,15 @@ def test_bench_cartpole_quick_run_writes_its_report(tmp_path):
         # the raw JSON rounds each to 4 decimals: three roundings of up to 5e-5 each
         assert r["turns"] >= 1 and 0 < r["train_only_s"] <= r["loop_s"] - (r["eval_s"] or 0.0) + 1.5e-4
         assert r["sps"] == pytest.approx(r.get("transitions", r["steps"]) / r["train_only_s"], rel=1e-3)  # raw JSON rounds
+
+
+def test_check_appendable_takes_an_existing_or_new_file_in_a_folder_and_refuses_the_rest(tmp_path, capsys):
+    """The check before a run that appends to --jsonl: a file there or to be made there passes, a missing folder or
+    a directory is a one-line error."""
+    (tmp_path / "old.jsonl").write_text("{}\n")
+    _common.check_appendable(tmp_path / "old.jsonl")
+    _common.check_appendable(tmp_path / "new.jsonl")
+    for bad in (tmp_path / "no" / "r.jsonl", tmp_path):
+        with pytest.raises(SystemExit) as exc:
+            _common.check_appendable(bad)
+        assert exc.value.code == 2 and str(bad) in capsys.readouterr().err

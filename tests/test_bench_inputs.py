@@ -226,3 +226,24 @@ def test_an_unknown_explorer_algorithm_is_refused_before_any_worker_starts(capsy
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a worker started"))
     err = one_line_exit_2(capsys, lambda: bench_explorers.main(["--algo", "nosuch", "--jsonl", str(tmp_path / "e")]))
     assert "unknown algorithm 'nosuch'" in err and not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize("script, argv", [
+    ("onpolicy_quality", ["run", "a2c", "CartPole-v1", "1", "--max-steps", "400", "--jsonl", "{jsonl}"]),
+    ("bench_explorers", ["--explorers", "1", "--jsonl", "{jsonl}"]),
+    ("bench_atari", ["--job", "canter", "ppo", "--jsonl", "{jsonl}"]),
+])
+def test_a_results_file_that_cannot_be_appended_to_is_refused_before_the_run(capsys, monkeypatch, tmp_path, script,
+                                                                             argv):
+    """--jsonl in a folder that does not exist: onpolicy_quality run trained, then lost the result to a
+    FileNotFoundError traceback (its row is appended before it is printed); bench_atari's jobs the same."""
+    import subprocess
+
+    module = __import__(script)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a job started"))
+    for name in ("run", "measure"):
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("a run started"))
+    jsonl = tmp_path / "nosuch" / "r.jsonl"
+    err = one_line_exit_2(capsys, lambda: module.main([a.format(jsonl=jsonl) for a in argv]))
+    assert "does not exist" in err and str(jsonl) in err
