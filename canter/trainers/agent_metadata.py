@@ -15,6 +15,7 @@ class AgentMetadata:
     step: int
     _resolved_config: dict[str, Any] | None = None
     _metadata_of: tuple[dict[str, Any], dict[str, Any]] | None = None  # (config, run_metadata) worked out for it
+    _own_config_tried = False
 
     def link_agent(self, agent: Any, run: Any) -> None:
         """Give ``agent`` what ``canter.evaluate`` and ``agent.save`` read (a callback's ``trainer.agent`` is SB3's
@@ -30,11 +31,9 @@ class AgentMetadata:
         metadata; setting it remembers that metadata on the agent (:meth:`remember_metadata`). A trainer built by
         hand (``OnPolicyTrainer(Agent(PPO(...)), env, eval_env, RunConfig(...))``) has its run config and its
         algorithm's: its agent's ``save`` was refused for want of run metadata."""
-        if self._resolved_config is None and getattr(self, "run", None) is not None \
-                and getattr(getattr(self, "algorithm", None), "config", None) is not None:
-            from canter.config import resolved_dict
-
-            self._resolved_config = resolved_dict(self.run, self.algorithm.config)  # type: ignore[attr-defined]
+        if self._resolved_config is None and not self._own_config_tried:
+            self._own_config_tried = True
+            self._resolved_config = own_config(getattr(self, "run", None), getattr(self, "algorithm", None))
         return self._resolved_config
 
     @resolved_config.setter
@@ -60,3 +59,37 @@ class AgentMetadata:
         except Exception:
             if strict:
                 raise
+
+
+def own_config(run: Any, algorithm: Any) -> dict[str, Any] | None:
+    """The resolved config of a trainer built by hand around ``algorithm`` with RunConfig ``run``: its run config with
+    the algorithm's hyperparameters, ``algo`` naming the algorithm's class (a ``RunConfig()`` left at its default
+    ``algo: ppo`` around SAC saved a checkpoint that ``canter.load`` built as PPO); None where there is none to
+    write (no run, or an algorithm config that is no dataclass: training went on, and ``agent.save`` is refused)."""
+    import dataclasses
+
+    config = getattr(algorithm, "config", None)
+    if run is None or not dataclasses.is_dataclass(config) or isinstance(config, type):
+        return None
+    from canter.config import resolved_dict
+
+    try:
+        resolved = resolved_dict(run, config)
+    except Exception:  # noqa: BLE001 - a value asdict cannot copy: no metadata, as before, not a failed iteration
+        return None
+    resolved["algo"] = algorithm_name(type(algorithm), run.algo)
+    return resolved
+
+
+def algorithm_name(cls: type, given: Any) -> str:
+    """The name ``canter.load`` finds algorithm class ``cls`` under: ``given`` (the run's ``algo``) where it names
+    ``cls``, else the name ``cls`` is registered under, else its ``module:Class`` path."""
+    from canter.registry import lookup, registered
+
+    try:
+        if isinstance(given, str) and lookup("algorithm", given) is cls:
+            return given
+    except Exception:  # noqa: BLE001 - a name that finds nothing (or fails to import): not this class's
+        pass
+    return next((name for name, obj in registered("algorithm").items() if obj is cls),
+                f"{cls.__module__}:{cls.__qualname__}")
