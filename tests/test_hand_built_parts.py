@@ -63,3 +63,17 @@ def test_a_hand_built_algorithm_whose_config_is_no_dataclass_still_trains(tmp_pa
     with pytest.raises(canter.CanterError, match="this agent carries no run metadata"):
         agent.save(tmp_path / "plain")
 
+
+def test_a_multi_policy_members_agent_saves_no_config_of_its_own(tmp_path):
+    """A policy's agent saved while a multi-policy run trains it: its member trainer's own run (policies: type, the
+    member's seed and share of the steps) was saved, which canter.load failed on ('Box' object has no attribute
+    'spaces'); the save is refused in one line, as before such configs were resolved."""
+    import pytest
+
+    trainer = canter.make_trainer("ppo", "pettingzoo:tests.mixed_agents", policies="type", max_steps=96, n_envs=1,
+                                  n_steps=16, batch_size=16, n_epochs=1, eval_episodes=0)
+    with trainer:
+        list(trainer())
+        with pytest.raises(canter.CanterError, match="this agent carries no run metadata"):
+            trainer.agent.agents["speaker"].save(tmp_path / "speaker")
+    assert not (tmp_path / "speaker.json").exists()

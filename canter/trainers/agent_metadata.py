@@ -15,6 +15,10 @@ class AgentMetadata:
     step: int
     _resolved_config: dict[str, Any] | None = None
     _metadata_of: tuple[dict[str, Any], dict[str, Any]] | None = None  # (config, run_metadata) worked out for it
+    #: whether a trainer without a resolved config (one built by hand) resolves one from its ``run`` and algorithm
+    #: (:func:`own_config`); False for a multi-policy run's member, whose run is its parent's (a member's own
+    #: ``policies: type`` config saved a policy that ``canter.load`` could not read back)
+    resolves_own_config: bool = True
     _own_config_tried = False
 
     def link_agent(self, agent: Any, run: Any) -> None:
@@ -31,7 +35,7 @@ class AgentMetadata:
         metadata; setting it remembers that metadata on the agent (:meth:`remember_metadata`). A trainer built by
         hand (``OnPolicyTrainer(Agent(PPO(...)), env, eval_env, RunConfig(...))``) has its run config and its
         algorithm's: its agent's ``save`` was refused for want of run metadata."""
-        if self._resolved_config is None and not self._own_config_tried:
+        if self._resolved_config is None and self.resolves_own_config and not self._own_config_tried:
             self._own_config_tried = True
             self._resolved_config = own_config(getattr(self, "run", None), getattr(self, "algorithm", None))
         return self._resolved_config

@@ -130,6 +130,7 @@ class MultiPolicyTrainer(Trainer):
                     self.members[policy] = classes[policy](agent.agents[policy], view, None, member_run,
                                                            cycle_budget=whole)
                 agent.agents[policy].run_config = None  # a member's run: not an env canter.evaluate could act on
+                self.members[policy].resolves_own_config = False  # its run is this one's: no config of its own
             for w in caught:  # a member's budget warnings speak of its share of the steps
                 detail = (f" ({view.num_envs} of the {env.num_envs} agent rows of all env copies, so "
                           f"{view.num_envs}/{env.num_envs} of the run's {run.max_steps:,} steps)")
