@@ -7,8 +7,10 @@ import dataclasses
 import pydoc
 import re
 
+import gymnasium as gym
 import pytest
 
+import canter
 from canter.trainers.evaluation import EvalResult
 from canter.trainers.records import EpisodeInfo, TrainRecord
 
@@ -19,3 +21,27 @@ def test_help_describes_every_field(cls):
     described = set(re.findall(r"^\s*\|?\s*(\w+): \S", text, re.MULTILINE))
     missing = [f.name for f in dataclasses.fields(cls) if f.name not in described]
     assert not missing, f"help({cls.__name__}) does not describe {missing}"
+
+
+def test_the_step_fields_say_what_an_offline_run_counts():
+    """An offline run's records count gradient updates in ``step`` (its env steps: none); help(TrainRecord) said 'env
+    steps so far' and 'env steps per second' alone."""
+    import numpy as np
+
+    from canter.config import resolve_config
+    from canter.data.dataset import TransitionDataset
+    from canter.trainers.offline import OfflineTrainer
+
+    rng, n, space = np.random.default_rng(0), 64, gym.spaces.Box(-1, 1, (4,), np.float32)
+    data = TransitionDataset(rng.normal(size=(n, 4)).astype(np.float32), rng.integers(0, 2, n), np.ones(n, np.float32),
+                             rng.normal(size=(n, 4)).astype(np.float32), np.zeros(n, bool), np.zeros(n, bool),
+                             "CartPole-v1", space, gym.spaces.Discrete(2))
+    run, cfg = resolve_config("bc", "CartPole-v1", None, ["max_steps=6", "gradient_steps=3", "batch_size=8",
+                                                          "eval_episodes=0"])
+    agent = canter.make_agent(run, cfg, space, gym.spaces.Discrete(2))
+    records = list(OfflineTrainer(agent, data, None, run)())
+    assert [(r.step, r.iteration) for r in records] == [(3, 1), (6, 2)]  # updates, not env steps
+    text = pydoc.render_doc(TrainRecord, renderer=pydoc.plaintext)
+    for field_name in ("step", "iteration", "steps_per_second"):
+        line = re.search(rf"^\s*\|?\s*{field_name}: (.*(?:\n\s*\|?\s{{5,}}.*)*)", text, re.MULTILINE)[1]
+        assert "offline" in line, (field_name, line)

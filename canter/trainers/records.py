@@ -41,12 +41,13 @@ class TrainRecord:
     evaluation, due checkpoint and the run's end).
 
     Attributes:
-        step: env steps so far, summed over the env copies (a resumed run's count goes on from its checkpoint's).
+        step: env steps so far, summed over the env copies (a resumed run's count goes on from its checkpoint's); an
+            offline run (BC, CQL, TD3+BC) steps no env: its gradient updates, which its ``max_steps`` counts.
         iteration: iterations so far (an on-policy rollout and its update; an off-policy phase of ``train_freq``
-            steps and its gradient steps).
+            steps and its gradient steps; an offline run's ``gradient_steps`` updates).
         wall_time: seconds of training so far (a resumed run's include those before; pauses between
             ``trainer()`` calls are not counted).
-        steps_per_second: env steps per second since the previous record.
+        steps_per_second: env steps per second since the previous record (an offline run's: updates per second).
         episodes: the training episodes that ended since the previous record (:class:`EpisodeInfo`).
         rolling_return: the mean return of the last ``reward_window`` training episodes (None before the first).
         losses: the iteration's update statistics by name (PPO's ``policy_loss``, ``approx_kl``, ...; an ``after_update``
