@@ -40,3 +40,21 @@ def test_load_takes_a_torch_device_as_its_hint_says(tmp_path):
     device = torch.device("cpu")
     assert _is(device, typing.get_type_hints(canter.load)["device"])
     assert canter.load(tmp_path / "a", device=device).device == device
+
+
+def test_each_acting_method_returns_what_its_own_hint_says():
+    """Each class's own method called (the test above calls a plain Agent's for all three hints), and the recurrent
+    agent's predict_with_state, whose hint still said obs: np.ndarray -> (np.ndarray, memory) where one observation
+    gives a NumPy integer."""
+    obs_space, act_space = gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2)
+    run, cfg = resolve_config("recurrent_ppo", "CartPole-v1", None, [])
+    recurrent = canter.make_agent(run, cfg, obs_space, act_space)
+    agents = {RecurrentAgent: recurrent, RandomPolicy: RandomPolicy(obs_space, act_space, 0)}
+    obs = [0.0, 0.1, 0.0, -0.1]
+    for cls, agent in agents.items():
+        assert isinstance(agent, cls)
+        for name in ("predict", "explore"):
+            assert _is(getattr(agent, name)(obs), typing.get_type_hints(getattr(cls, name))["return"]), (cls, name)
+    hints = typing.get_type_hints(RecurrentAgent.predict_with_state)
+    action, _ = recurrent.predict_with_state(obs)
+    assert hints["obs"] is typing.Any and _is(action, typing.get_args(hints["return"])[0])

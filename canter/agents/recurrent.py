@@ -73,9 +73,10 @@ class RecurrentAgent(Agent):
         return self._act_with_memory("predict", obs, episode_start, deterministic=True)
 
     @keywords_checked("agent.predict_with_state")
-    def predict_with_state(self, obs: np.ndarray, state: tuple[Any, Any] | None = None,
+    def predict_with_state(self, obs: Any, state: tuple[Any, Any] | None = None,
                            episode_start: np.ndarray | bool | None = None, *,
-                           deterministic: bool = True) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+                           deterministic: bool = True,
+                           ) -> tuple[np.ndarray | np.generic, tuple[np.ndarray, np.ndarray]]:
         """Actions and the memory after them, from a memory the caller keeps (sb3-contrib's
         ``predict(obs, state, episode_start)``): several loops can share the agent, which :meth:`predict`'s
         own memory does not allow. ``state`` None (the first call) starts from empty memory; else the
