@@ -21,9 +21,11 @@ def to_device(batch: Any, device: torch.device) -> Any:
 def numpy_as_tensors(batch: Any) -> Any:
     """``batch`` (a NumPy array, or a NamedTuple / tuple of them, nested, as :func:`~canter.data.batch.to_device` takes)
     with each NumPy array as a tensor, a floating one as float32 (the dtype the buffers give the algorithms); other
-    fields are kept."""
+    fields are kept. A read-only array (``np.load(..., mmap_mode="r")``) is copied: torch warned that it does not
+    support non-writable tensors."""
     if isinstance(batch, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(batch, dtype=np.float32 if batch.dtype.kind == "f" else None))
+        array = np.ascontiguousarray(batch, dtype=np.float32 if batch.dtype.kind == "f" else None)
+        return torch.from_numpy(array if array.flags.writeable else array.copy())
     if isinstance(batch, tuple) and any(isinstance(x, (np.ndarray, tuple)) for x in batch):
         items = [numpy_as_tensors(x) for x in batch]
         return type(batch)(*items) if hasattr(batch, "_fields") else tuple(items)
