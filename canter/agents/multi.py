@@ -88,7 +88,7 @@ class MultiPolicyAgent:
         return list(self.agents)
 
     @keywords_checked("agent.predict", positional="deterministic is a keyword: predict(obs, deterministic=False)")
-    def predict(self, obs: dict[str, np.ndarray], *, deterministic: bool = True) -> dict[str, np.ndarray]:
+    def predict(self, obs: dict[str, Any], *, deterministic: bool = True) -> dict[str, np.ndarray | np.generic]:
         """Deterministic (or, ``deterministic=False``, sampled) actions for ``{policy: its agents'
         observations}`` (some or all policies)."""
         unknown = sorted(set(obs) - set(self.agents)) if isinstance(obs, dict) else None
