@@ -7,6 +7,8 @@ removes it and raises, so exactly one crash happens per file, whichever explorer
 inside a Ray actor (an explorer) while ``PATH`` exists: an env that cannot be built on an explorer's node.
 With ``slow_start=S`` the constructor sleeps S seconds inside a Ray actor: explorers that take long to build.
 With ``hang=True`` a crash is a ``step`` that never returns instead (a deadlocked simulator, a network env).
+Outside ``spare_pid``, ``step_seconds=S`` makes every step take S seconds more (a slow simulator), and
+``close_file=PATH`` makes ``close`` append the process id to ``PATH`` (an env whose close must run).
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ class FlakyCartPole(gym.Wrapper):
     """CartPole-v1 that raises once when ``crash_file`` exists."""
 
     def __init__(self, crash_file: str | None = None, spare_pid: int | None = None, always: bool = False,
-                 broken_file: str | None = None, slow_start: float = 0.0, hang: bool = False, **kwargs: Any) -> None:
+                 broken_file: str | None = None, slow_start: float = 0.0, hang: bool = False,
+                 step_seconds: float = 0.0, close_file: str | None = None, **kwargs: Any) -> None:
         if broken_file and os.path.exists(broken_file) and _in_ray_actor():
             raise ValueError("cannot open the simulator")
         if slow_start and _in_ray_actor():
@@ -38,8 +41,18 @@ class FlakyCartPole(gym.Wrapper):
         super().__init__(gym.make("CartPole-v1", **kwargs))
         self.crash_file = crash_file if spare_pid != os.getpid() else None
         self.always, self.hang = always, hang
+        spared = spare_pid == os.getpid()
+        self.step_seconds, self.close_file = (0.0, None) if spared else (step_seconds, close_file)
+
+    def close(self) -> None:  # noqa: D102
+        if self.close_file:
+            with open(self.close_file, "a") as f:
+                f.write(f"{os.getpid()}\n")
+        super().close()
 
     def step(self, action: Any) -> Any:  # noqa: D102
+        if self.step_seconds:
+            time.sleep(self.step_seconds)
         if self.always and self.crash_file:
             self._crash()
         if self.crash_file and os.path.exists(self.crash_file):

@@ -162,7 +162,7 @@ def test_closing_a_ray_pool_twice_stops_its_explorers_once(monkeypatch):
     monkeypatch.setattr(pool_module, "disconnect", lambda ray, owns: disconnected.append(owns))
     pool = object.__new__(pool_module.RayPool)  # the pool's bookkeeping only
     pool.ray = SimpleNamespace(kill=lambda actor, no_restart: killed.append(actor))
-    pool.actors, pool.in_flight, pool._owns_connection = ["a", "b"], {}, True
+    pool.actors, pool.in_flight, pool._owns_connection, pool._retiring = ["a", "b"], {}, True, []
     pool.close()
     pool.close()
     assert killed == ["a", "b"] and disconnected == [True, True]

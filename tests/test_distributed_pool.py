@@ -207,7 +207,7 @@ def test_the_pool_hands_over_the_earliest_submitted_of_the_finished_rollouts():
     pool.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=RuntimeError), get=result, wait=wait)
     pool.generation, pool.failures, pool.pids, pool.restarts = [0, 0], [0, 0], [10, 11], 0
     pool._fresh, pool._built_at, pool._answered, pool._slowest, pool._starting = set(), [0.0, 0.0], [0.0, 0.0], 0.0, {}
-    pool.count, pool.run = 2, SimpleNamespace(explorer_timeout=0)
+    pool.count, pool.run, pool._retiring = 2, SimpleNamespace(explorer_timeout=0), []
     pool.in_flight = {ref: (0 if ref[0] == "a" else 1, 0, {}) for ref in ("a1", "b1", "a2", "b2")}
     assert [pool.wait()[1]["name"] for _ in range(3)] == ["a1", "b1", "a2"]
 

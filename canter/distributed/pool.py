@@ -43,7 +43,8 @@ AUTO_TIMEOUT_FACTOR = 10.0
 MIN_TIMEOUT_SECONDS = 60.0
 #: ``explorer_timeout: null`` before any rollout of the run has returned (no rollout time to scale yet)
 FIRST_ROLLOUT_TIMEOUT_SECONDS = 600.0
-#: at the end of a run, wait at most this long for rollouts still in flight before stopping explorers
+#: at the end of a run, wait at most this long for rollouts still in flight before stopping explorers; a replaced
+#: explorer is killed this long after it was asked to close its env at the latest (the learner does not wait for it)
 CLOSE_WAIT_SECONDS = 5.0
 #: Ray's smallest share of a resource: an actor cannot ask for less of a CPU
 MIN_CPU_SHARE = 1e-4
@@ -226,6 +227,8 @@ class RayPool(_Episodes):
         self.weights_nbytes = 0
         self.weights_bytes = 0  # weights bytes sent to explorers (once per explorer and version)
         self._slot_version = [-1] * count
+        #: replaced explorers asked to close their envs: (actor, its close call, when it is killed at the latest)
+        self._retiring: list[tuple[Any, Any, float]] = []
 
     def _spawn(self, slot: int) -> Any:
         return self.actor_cls.remote(slot, self.count, self.run, self.algo_cfg, self.generation[slot], self.spaces)
@@ -313,19 +316,21 @@ class RayPool(_Episodes):
     def _replace(self, slot: int, reason: str, hung: bool = False) -> None:
         """Count a failure of explorer ``slot`` (``reason``: what went wrong, one line) and start a replacement;
         the slot's last failure in a row (MAX_CONSECUTIVE_FAILURES) raises :class:`ExplorerError` instead. The
-        failed explorer is first asked to close its env (at best effort, waiting up to ``CLOSE_WAIT_SECONDS``: one
-        whose rollout raised is alive, and its env may hold a file or a simulator; a dead one answers at once),
-        then killed; not one that is ``hung`` in a call (explorer_timeout), whose close would only wait behind it."""
+        failed explorer is asked to close its env (one whose rollout raised is alive, and its env may hold a file or
+        a simulator) and killed later, without waiting (:meth:`_reap`); one ``hung`` in a call (explorer_timeout),
+        whose close would only wait behind it, or that cannot be asked, is killed now."""
         self.failures[slot] += 1
         if self.failures[slot] >= MAX_CONSECUTIVE_FAILURES:
             raise ExplorerError(f"explorer {slot} failed {self.failures[slot]} times in a row; last error: {reason}")
         log.warning("explorer %d failed: %s; starting a replacement", slot, reason)
-        if not hung:
-            try:
-                self._close_envs([self.actors[slot]])
-            except Exception as exc:  # noqa: BLE001 - the kill and the replacement must still come
-                log.debug("could not ask explorer %d to close its env: %s", slot, exc)
-        self.ray.kill(self.actors[slot], no_restart=True)
+        try:  # its close queues behind its rollouts still running (IMPALA keeps two): the learner must not wait
+            if hung:
+                raise RuntimeError("hung in a call")
+            self._retiring.append((self.actors[slot], self.actors[slot].close.remote(),
+                                   time.monotonic() + CLOSE_WAIT_SECONDS))
+        except Exception as exc:  # noqa: BLE001 - the kill and the replacement must still come
+            log.debug("explorer %d is not asked to close its env: %s", slot, exc)
+            self.ray.kill(self.actors[slot], no_restart=True)
         self.generation[slot] += 1
         self.restarts += 1
         self.pids[slot] = None
@@ -336,6 +341,21 @@ class RayPool(_Episodes):
         # its rollouts wait until it is built (seconds): sent now, they would carry the weights of now
         self._starting.setdefault(slot, [])
         self.in_flight[self.actors[slot].pid.remote()] = (slot, self.generation[slot], None)
+
+    def _reap(self) -> float | None:
+        """Kill the replaced explorers whose close has returned (or failed: a dead actor) or that were asked
+        ``CLOSE_WAIT_SECONDS`` ago; returns the seconds until the next one's limit (None: none left)."""
+        if not self._retiring:
+            return None
+        closing = [ref for _, ref, _ in self._retiring]
+        closed, now, left = set(self.ray.wait(closing, num_returns=len(closing), timeout=0)[0]), time.monotonic(), []
+        for actor, ref, deadline in self._retiring:
+            if ref in closed or deadline <= now:
+                self.ray.kill(actor, no_restart=True)
+            else:
+                left.append((actor, ref, deadline))
+        self._retiring = left
+        return min((max(deadline - now, 0.0) for _, _, deadline in left), default=None)
 
     def time_limit(self, slot: int) -> float | None:
         """Seconds explorer ``slot`` may work without answering (``run.explorer_timeout``; None: no limit):
@@ -389,18 +409,20 @@ class RayPool(_Episodes):
 
     def _next_ready(self) -> Any:
         """The earliest submitted of the finished calls, replacing meanwhile the explorers that exceed their
-        :meth:`time_limit` (an env whose step never returns). ``ray.wait(num_returns=1)`` returns any one of
+        :meth:`time_limit` (an env whose step never returns) and killing the replaced explorers done closing
+        (:meth:`_reap`). ``ray.wait(num_returns=1)`` returns any one of
         those finished, not the first in its list: an explorer's rollouts reached the learner out of
         order (a tenth of IMPALA's, measured), one waited there for seconds (lag 86) and an explorer whose
         results were passed over got no new work (Ape-X: 6 rollouts from one explorer, 34 from the other)."""
         while True:
             refs = list(self.in_flight)
             done = set(self.ray.wait(refs, num_returns=len(refs), timeout=0)[0])  # all those finished by now
-            wait = self._expire(done)
+            wait, reap = self._expire(done), self._reap()
             if done:
                 return next(ref for ref in refs if ref in done)
-            with sigterm_code():  # until one finishes, or the next explorer's limit
-                self.ray.wait(list(self.in_flight), num_returns=1, timeout=wait)
+            wait = reap if wait is None else wait if reap is None else min(wait, reap)
+            with sigterm_code():  # until one finishes (a replaced explorer's close too), or the next limit
+                self.ray.wait([*self.in_flight, *(ref for _, ref, _ in self._retiring)], num_returns=1, timeout=wait)
 
     def wait(self) -> tuple[int, dict[str, Any]]:
         """The next finished rollout, the earliest submitted first (failed calls are retried on a
@@ -428,31 +450,34 @@ class RayPool(_Episodes):
         """Process ids of the live explorers (asks each actor)."""
         return self._get_each([a.pid.remote() for a in self.actors], "did not answer")
 
-    def _close_envs(self, actors: list[Any] | None = None) -> None:
+    def _close_envs(self, actors: list[Any] | None = None, asked: list[Any] | None = None) -> None:
         """Ask every explorer (or those of ``actors``) to close its env (an env whose close writes a file or frees a
-        resource: ``ray.kill`` runs no Python), waiting up to ``CLOSE_WAIT_SECONDS`` for them all. At best effort:
-        an actor that is dead or cannot be asked is killed all the same."""
+        resource: ``ray.kill`` runs no Python), waiting up to ``CLOSE_WAIT_SECONDS`` for them all and for the close
+        calls ``asked`` already. At best effort: an actor that is dead or cannot be asked is killed all the same."""
+        closing = list(asked or [])
         try:
-            closing = [actor.close.remote() for actor in (self.actors if actors is None else actors)]
+            closing += [actor.close.remote() for actor in (self.actors if actors is None else actors)]
         except Exception as exc:  # noqa: BLE001 - the kills below must still run
             log.debug("could not ask the explorers to close their envs: %s", exc)
-            return
         if closing:
             with sigterm_code():
                 self.ray.wait(closing, num_returns=len(closing), timeout=CLOSE_WAIT_SECONDS)
 
     def close(self) -> None:
-        """Stop the explorers: each is asked to close its env (waiting up to ``CLOSE_WAIT_SECONDS`` for them all),
-        then killed; disconnect from (or stop) Ray if this pool connected. A second call does nothing more (Ray
-        refuses ``kill`` once it is shut down)."""
+        """Stop the explorers: each is asked to close its env (waiting up to ``CLOSE_WAIT_SECONDS`` for them all and
+        for the replaced explorers still closing), then killed, the replaced ones too; disconnect from (or stop) Ray
+        if this pool connected. A second call does nothing more (Ray refuses ``kill`` once it is shut down)."""
+        retiring, self._retiring = self._retiring, []
         try:
             if self.in_flight:  # let running rollouts finish (briefly) so no call dies mid-flight
                 with sigterm_code():
                     self.ray.wait(list(self.in_flight), num_returns=len(self.in_flight), timeout=CLOSE_WAIT_SECONDS)
-            self._close_envs()
-            for actor in self.actors:
-                self.ray.kill(actor, no_restart=True)
+            self._close_envs(asked=[ref for _, ref, _ in retiring])
         finally:
-            self.in_flight.clear()
-            self.actors = []
-            disconnect(self.ray, self._owns_connection)
+            try:
+                for actor in [*self.actors, *(actor for actor, _, _ in retiring)]:
+                    self.ray.kill(actor, no_restart=True)
+            finally:
+                self.in_flight.clear()
+                self.actors = []
+                disconnect(self.ray, self._owns_connection)
