@@ -35,3 +35,22 @@ def test_a_policys_cycle_over_its_share_of_an_uneven_budget_is_warned_about(algo
     assert all(f"--set {cycle}=33 makes one fit" in m and m.endswith("the run at least 102") for m in said), said
     said, steps = _budget_warnings(algo, **{cycle: 33}, **extra)
     assert said == [] and steps[0] == 99
+
+
+@pytest.mark.parametrize("algo, settings, what", [
+    ("dqn", {"train_freq": 50, "learning_starts": 0}, "training phase (train_freq 50 on 1 env = 50 steps"),
+    ("ppo", {"n_steps": 50, "batch_size": 25}, "rollout (n_steps 50 x 1 agent row (1 env copy x 1 agent) = 50 steps"),
+])
+def test_a_policys_cycle_warning_gives_its_exact_share_of_max_steps(algo, settings, what):
+    """A policy's rollout or training phase warning read 'max_steps (33) is less than one ...' for a run of max_steps
+    100 (the policy's share rounded down, as if it were the run's budget); it gives the exact share and what it is a
+    share of, as the learning_starts warning does."""
+    from support import MIXED
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        canter.make_trainer(algo, MIXED, policies="type", n_envs=1, max_steps=100, eval_episodes=0, **settings).close()
+    said = [str(w.message) for w in caught if "policy 'speaker'" in str(w.message)]
+    assert said == [f"policy 'speaker' (1 of the 3 agent rows of all env copies, so 1/3 of the run's 100 steps): its "
+                    f"share of max_steps (1/3 of 100: 33.33 steps) is less than one {what}; --set {next(iter(settings))}"
+                    f"=33 makes one fit): this policy takes 50 of its steps, the run at least 150"], said

@@ -90,8 +90,8 @@ def _run_steps(message: str, rows: int, all_rows: int, max_steps: int) -> str:
     """A member's "the run takes N steps" (its whole rollout or training phase, of its own ``rows``) told as the
     policy's steps and the run's: every agent row steps with it, so the run takes ``N / rows * all_rows`` or more;
     and the ``n_steps`` that makes a rollout fit, the run's (``max_steps`` over all its rows), not the policy's share;
-    and "learning_starts (S) >= max_steps (N)", N the member's budget rounded up to whole steps, with the policy's
-    exact share of ``max_steps``."""
+    and the member's budget in "learning_starts (S) >= max_steps (N)" (rounded up to whole steps) and "max_steps (N)
+    is less than one rollout / training phase" (rounded down), with the policy's exact share of ``max_steps``."""
     def told(match: re.Match[str]) -> str:
         steps = int(match[1].replace(",", ""))
         return f"this policy takes {steps:,} of its steps, the run at least {-(-steps // rows) * all_rows:,}"
@@ -99,8 +99,10 @@ def _run_steps(message: str, rows: int, all_rows: int, max_steps: int) -> str:
     exact = max_steps * rows / all_rows  # the policy's share, not the whole steps its member trainer counts
     share = f"{int(exact):,}" if exact.is_integer() else f"{exact:,.2f}"
     message = re.sub(FITTING_ROLLOUT, lambda _: fitting_rollout(max_steps, all_rows), message)
-    message = re.sub(r"learning_starts \(([\d,]+)\) >= max_steps \([\d,]+\)", lambda m: f"learning_starts ({m[1]}) >= "
-                     f"its share of max_steps ({rows}/{all_rows} of {max_steps:,}: {share} steps)", message)
+    told_share = f"its share of max_steps ({rows}/{all_rows} of {max_steps:,}: {share} steps)"
+    message = re.sub(r"learning_starts \(([\d,]+)\) >= max_steps \([\d,]+\)",
+                     lambda m: f"learning_starts ({m[1]}) >= {told_share}", message)
+    message = re.sub(r"^max_steps \([\d,]+\) is less than one ", lambda _: f"{told_share} is less than one ", message)
     return re.sub(r"the run takes ([\d,]+) steps$", told, message)
 
 
