@@ -28,6 +28,18 @@ def test_a_hooks_nan_statistic_stops_the_run():
                                                               "hook reported", "action": "stopped"}]
 
 
+def test_a_hooks_nan_stop_names_the_hooks_statistic_not_a_lower_learning_rate():
+    """The stop told the user to 'try a lower learning rate', though the algorithm's losses and parameters were finite
+    (checked before the hooks): it names the hook's statistic and says where it came from."""
+    trainer = canter.make_trainer("ppo", "CartPole-v1", hooks={"after_update": _nan_after}, **TINY)
+    with trainer, pytest.raises(TrainingDiverged) as stop:
+        list(trainer())
+    assert str(stop.value) == (
+        "training diverged at step 128: non-finite loss 'custom/value_error' (nan) that an after_update hook reported; "
+        "'custom/value_error' came from that hook, not from the algorithm (its losses and parameters were finite): "
+        "check what the hook computes, and leave a statistic out of losses where it has no value")
+
+
 def test_a_hooks_finite_statistic_and_the_guard_off_are_left_alone():
     def finite(trainer, losses) -> None:
         losses["custom/x"] = 1.5

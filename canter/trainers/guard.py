@@ -31,11 +31,12 @@ log = logging.getLogger("canter")
 
 
 class Divergence(Exception):
-    """Raised inside an iteration when a non-finite quantity is found (handled by the trainer)."""
+    """Raised inside an iteration when a non-finite quantity is found (handled by the trainer); ``hook_stat``: the
+    statistic an ``after_update`` hook added, when that is the quantity (not the algorithm's)."""
 
-    def __init__(self, quantity: str, step: int) -> None:
+    def __init__(self, quantity: str, step: int, hook_stat: str | None = None) -> None:
         super().__init__(f"non-finite {quantity} at step {step}")
-        self.quantity, self.step = quantity, step
+        self.quantity, self.step, self.hook_stat = quantity, step, hook_stat
 
 
 class TrainingDiverged(CanterError):
@@ -223,7 +224,7 @@ class DivergenceGuard:
             return
         for k, v in losses.items():
             if (k not in before or before[k] is not v) and isinstance(v, float) and not math.isfinite(v):
-                raise Divergence(f"loss '{k}' ({v}) that an after_update hook reported", self.trainer.step)
+                raise Divergence(f"loss '{k}' ({v}) that an after_update hook reported", self.trainer.step, k)
 
     # -- last good state -----------------------------------------------------------------------
     def remember(self, keep_restored: bool = False) -> None:
@@ -263,6 +264,9 @@ class DivergenceGuard:
         event["action"] = "stopped"
         hint = "" if env_fault else (" (restores exhausted)" if self.mode == "restore" else
                                      f"; try {_hint(t)} or divergence_guard: restore")
+        if err.hook_stat is not None and self.mode != "restore":  # the algorithm's numbers were finite: no training hint
+            hint = (f"; '{err.hook_stat}' came from that hook, not from the algorithm (its losses and parameters were "
+                    f"finite): check what the hook computes, and leave a statistic out of losses where it has no value")
         # the env's fault names the env (an async worker's None observation arrives as NaN, nothing else names it)
         env = getattr(getattr(t, "run", None), "env", None) if env_fault else None
         named = f"env '{env}': " if env else ""
