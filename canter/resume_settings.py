@@ -134,6 +134,20 @@ def resumed_metadata(meta: dict[str, Any], settings: dict[str, Any], checkpoint_
     return {**meta, "next_checkpoint": None}
 
 
+def spent_budget(meta: dict[str, Any]) -> str | None:
+    """The budget the run of ``meta`` (``last``'s JSON) has used up by its counters, whatever its ``stop_reason``
+    says: ``"max_steps"`` (its steps reach its saved ``max_steps``), ``"max_seconds"`` (its training wall time
+    reaches its saved ``max_seconds``), else None."""
+    config, counters = meta.get("config") or {}, meta.get("trainer") or {}
+    max_steps, max_seconds = config.get("max_steps"), config.get("max_seconds")
+    if isinstance(max_steps, int) and int(meta["step"]) >= max_steps:
+        return "max_steps"
+    wall = counters.get("wall_time")
+    if isinstance(max_seconds, (int, float)) and isinstance(wall, (int, float)) and wall >= max_seconds:
+        return "max_seconds"
+    return None
+
+
 def check_continues(run_dir: Path, meta: dict[str, Any], run: Any, max_steps: int | None,
                     max_seconds: float | None, flags: bool = True) -> None:
     """A one-line :class:`CanterError` when the run in ``run_dir`` (``meta``: its ``last``'s JSON; ``run``: the
@@ -141,6 +155,8 @@ def check_continues(run_dir: Path, meta: dict[str, Any], run: Any, max_steps: in
     and ``max_steps`` / ``max_seconds`` do not extend it (or ``max_steps`` is not above its steps); ``flags``: the
     budgets named as ``canter train --resume``'s options, else as ``canter.resume``'s keywords."""
     reason, step = meta.get("stop_reason"), int(meta["step"])
+    if reason in (None, "interrupted"):  # a 'last' not saying it finished (older runs): the counters may
+        reason = spent_budget(meta) or reason  # (the trainer would take one more iteration past its budget)
     extended = (reason == "max_steps" and run.max_steps > step) or (
         reason == "max_seconds" and (run.max_seconds is None or run.max_seconds > meta["trainer"]["wall_time"]))
     if reason not in (None, "interrupted") and not extended:
