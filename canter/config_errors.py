@@ -171,7 +171,12 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
             f"unknown config key '{key}'; canter calls it '{prefix or 'hparams.'}{ours}' ({library}'s '{name}'), but "
             f"{owners}")
     where = f"{prefix or 'hparams.'}{ours}" if ours in hp_keys else ours
-    return CanterError(f"unknown config key '{key}'; canter calls it '{where}' ({library}'s '{name}')")
+    message = f"unknown config key '{key}'; canter calls it '{where}' ({library}'s '{name}')"
+    if prefix and ours not in hp_keys:  # a run setting given under hparams / a policy's: said so, as for its own name
+        shared = ", shared by every policy," if prefix.startswith("policy_hparams.") else ","
+        message += (f", a run setting{shared} not a hyperparameter: give it at the top level ('{ours}: ...' in YAML, "
+                    f"--set {ours}=...)")
+    return CanterError(message)
 
 
 def misspelled_argument(key: str, arguments: list[str], run_keys: Any, hp_keys: Any, function: str,
