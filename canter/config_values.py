@@ -199,6 +199,10 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     optional, inner = _is_optional(tp)
     origin, args = _origin_args(inner)
     container = list in (origin, inner) or dict in (origin, inner)
+    if isinstance(value, str) and not value.strip() and (inner in (bool, int, float) or dict in (origin, inner)):
+        # --set seed= (an empty text, not YAML's null): said as such for every typed key, the numbers' "got ''" as
+        # a mapping's (it was 'got null'); refused for an optional one too, as before (a list's is the empty list)
+        raise CanterError(f"'{key}' must be {_a(type_name(tp))}, got an empty value")
     if is_null_word(value) and (optional or container or inner in (bool, int, float)):
         # --set KEY=null is a file's 'KEY: null' (a list's was the list [null], a mapping's 'got None', a number's
         # "got 'null'"); a string setting's stays the word, which may be one of its choices ('none')
@@ -274,7 +278,7 @@ def coerce(tp: Any, value: Any, key: str) -> Any:
     if origin is dict or inner is dict:
         if isinstance(value, str):
             value = parse_yaml_value(value, key)
-            if value is None:  # --set env_kwargs= reads as YAML's null, so named (it was 'got None')
+            if value is None:  # --set env_kwargs='# x' reads as YAML's null, so named (it was 'got None')
                 return coerce(tp, None, key)
         if not isinstance(value, dict):
             raise bad()

@@ -24,10 +24,12 @@ def test_an_algo_key_that_is_no_name_is_named_so(tmp_path, text, said):
 
 
 @pytest.mark.parametrize("key", ["env_kwargs", "eval_env_kwargs", "hooks", "policy_hparams"])
-def test_an_empty_set_of_a_mapping_is_null(tmp_path, capsys, key):
+def test_an_empty_set_of_a_mapping_is_named_empty(tmp_path, capsys, key):
+    """It said 'got null' (YAML's reading of the empty text), where an empty number said "got ''": both say 'got an
+    empty value' now (tests/test_set_empty_values.py)."""
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", f"{key}=", "--run-dir",
                            str(tmp_path / "run"))
-    assert_one_line_error(code, err, f"'{key}' must be a dict, got null")
+    assert_one_line_error(code, err, f"'{key}' must be a dict, got an empty value")
     assert not (tmp_path / "run").exists()
 
 
