@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
 import bench_offpolicy  # noqa: E402
 
@@ -34,3 +36,28 @@ def test_speed_and_report_use_the_jsonl_given(tmp_path, monkeypatch, capsys):
     assert bench_offpolicy.main(["report", "--jsonl", str(out)]) == 0
     assert "| 200 | 1 | 100.0 | 50.0 |" in md.read_text() and "old" not in md.read_text()
     assert not committed.exists()
+
+
+@pytest.mark.parametrize("rows", [None, [], [{"kind": "segment", "algo": "sac", "env": "Pendulum-v1", "step": 250}]])
+def test_report_from_a_missing_or_empty_jsonl_leaves_results_md_as_it_was(tmp_path, monkeypatch, capsys, rows):
+    """report --jsonl of a mistyped path (or a file with nothing to report) replaced the committed section with an
+    empty one, exit 0."""
+    md = tmp_path / "RESULTS.md"
+    md.write_text(f"# R\n\n{bench_offpolicy.BEGIN}\nthe committed tables\n{bench_offpolicy.END}\n")
+    monkeypatch.setattr(bench_offpolicy, "RESULTS_MD", md)
+    path = tmp_path / "typo.jsonl"
+    if rows is not None:
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(SystemExit) as exc:
+        bench_offpolicy.main(["report", "--jsonl", str(path)])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1 and str(path) in err, err
+    assert "the committed tables" in md.read_text()
+
+
+def test_the_section_names_the_jsonl_it_was_made_from(tmp_path):
+    row = {"kind": "speed", "lib": "canter", "algo": "sac", "steps": 200, "transitions": 200, "seconds": 2.0,
+           "sps": 100.0, "threads": 1, "seed": 1, "matmul_precision": "highest"}
+    assert "Raw results: `benchmarks/offpolicy_results.jsonl`" in bench_offpolicy.build_section([row])
+    text = bench_offpolicy.build_section([row], tmp_path / "smoke.jsonl")
+    assert f"Raw results: `{tmp_path / 'smoke.jsonl'}`" in text and f"report --jsonl {tmp_path / 'smoke.jsonl'}`" in text
