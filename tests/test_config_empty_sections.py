@@ -30,3 +30,15 @@ def test_an_empty_hyperparameter_and_a_python_none_are_still_refused(tmp_path):
         resolve_config("ppo", config_file=path)
     with pytest.raises(CanterError, match="'env_kwargs' must be a dict, got None"):
         resolve_config("ppo", "CartPole-v1", env_kwargs=None, from_python=True)
+
+
+def test_an_empty_mapping_or_list_key_in_a_benchmark_files_set_is_empty(tmp_path):
+    """A benchmark file's set (top level, or an env's) is a file's too: its 'env_kwargs:' left empty was still
+    "'env_kwargs' must be a dict, got null", where a config file's is {}."""
+    from canter.tools.bench_spec import check_cells, load_spec
+
+    path = tmp_path / "bench.yaml"
+    path.write_text("algos: [ppo]\nseeds: 1\nset:\n  eval_env_kwargs:\n  callbacks:\n"
+                    "envs:\n  - CartPole-v1:\n      env_kwargs:\n")
+    (config,) = check_cells(load_spec(path)).values()
+    assert (config["env_kwargs"], config["eval_env_kwargs"], config["callbacks"]) == ({}, {}, [])

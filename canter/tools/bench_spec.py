@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from canter.config import coerce, resolve_config, resolved_dict
+from canter.config import RunConfig, coerce, fields_of, left_empty, resolve_config, resolved_dict
 from canter.yaml_io import load_yaml
 from canter.errors import CanterError, unknown
 
@@ -58,8 +58,10 @@ def _overrides(data: Any, where: str) -> dict[str, Any]:
                                   f"got {value!r}")
             for k, v in (value or {}).items():
                 put(str(k), v, f"hparams: {{{k}: ...}}")
-        else:
-            put(key[8:] if key.startswith("hparams.") else key, value, key)
+        else:  # a mapping or list run key left empty ('env_kwargs:') is {} / [], as in a config file
+            run_key = fields_of(RunConfig).get(key)
+            put(key[8:] if key.startswith("hparams.") else key,
+                value if run_key is None else left_empty(run_key[1], value, where), key)
     return out
 
 
