@@ -392,5 +392,5 @@ def algo_value_error(value: Any, where: str) -> CanterError | None:
     kinds = ((bool, "a bool"), ((int, float), "a number"), ((list, tuple), "a list"), (dict, "a mapping"),
              (str, "an empty name"))
     kind = next((what for types, what in kinds if isinstance(value, types)), type(value).__name__)
-    return CanterError(f"'algo' in {where} must be an algorithm name (the one the command names, e.g. 'ppo'), got "
+    return CanterError(f"'algo' in {where} must be an algorithm name (e.g. 'ppo'; canter list shows them), got "
                        f"{kind}" + ("" if value == "" else f" ({cut(repr(value))})"))

@@ -59,12 +59,17 @@ def import_config_imports(config_file: str | Path | None, run_overrides: dict[st
     return config_imports(layered_imports(file_data, run_overrides, sets))
 
 
-def config_algo(config_file: str | Path | None) -> Any:
+def config_algo(config_file: str | Path | None) -> str | None:
     """The algorithm that the config file ``config_file`` names (its ``algo`` key: a run's ``config.yaml`` has one),
-    for a run that names none itself (``canter train -f RUN/config.yaml``); None without a file or an ``algo``."""
+    for a run that names none itself (``canter train -f RUN/config.yaml``); None without a file or an ``algo``. An
+    ``algo`` that is no name (a list, a number) is a one-line :class:`CanterError` naming the file."""
     if config_file is None or not str(config_file).strip():
         return None
     algo = load_config_file(config_file).get("algo")
+    if algo is not None and not isinstance(algo, str):  # algo: [ppo], algo: 5: named as the file's, as resolve_config
+        from canter.config_errors import algo_value_error  # does where the command names the algorithm
+
+        raise algo_value_error(algo, str(config_file))
     return None if isinstance(algo, str) and not algo.strip() else algo
 
 

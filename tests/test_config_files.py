@@ -44,7 +44,7 @@ def test_a_config_file_without_algo_needs_the_algorithm_named(tmp_path, capsys):
     assert main(["train", "ppo", "-f", str(f), "--run-dir", str(tmp_path / "run"), *TINY_ARGV]) == 0
     f.write_text("algo: [ppo]\n")  # was "has no 'algo' key"
     code, _, err = run_cli(capsys, "train", "-f", str(f), "--quiet")
-    assert_one_line_error(code, err, "'algo' in", "must be an algorithm's name (canter list shows them), got ['ppo']")
+    assert_one_line_error(code, err, "'algo' in", "must be an algorithm name (e.g. 'ppo'; canter list shows them), got a list (['ppo'])")
 
 
 def test_init_from_is_recorded_where_it_is(tmp_path, monkeypatch):

@@ -41,3 +41,22 @@ def test_an_algorithm_without_a_docstring_has_a_summary():
 
     assert describe_algorithm(NoDocPPO)["summary"] == "NoDocPPO (no docstring; extends PPO)"
     assert describe_algorithm(PPO)["summary"].startswith("PPO with a clipped surrogate objective")
+
+
+@pytest.mark.parametrize("text", ["algo: [ppo]", "algo: 5"])
+def test_a_files_algo_that_is_no_name_is_named_so_where_the_command_names_none(tmp_path, capsys, text):
+    """The file's algorithm taken where the command names none: canter.make_trainer(config_file=...) said "algorithm
+    must be a registered name or a 'module:Class' string, got ['ppo']; register a class ...", not naming the file,
+    and canter train -f FILE another wording than canter train ppo -f FILE."""
+    import canter
+
+    path = tmp_path / "run.yaml"
+    path.write_text(f"env: CartPole-v1\n{text}\n")
+    said = []
+    for call in (lambda: canter.make_trainer(config_file=path), lambda: resolve_config("ppo", config_file=path)):
+        with pytest.raises(CanterError) as info:
+            call()
+        said.append(str(info.value))
+    code, _, err = run_cli(capsys, "train", "-f", str(path), "--quiet")
+    assert_one_line_error(code, err, said[1])
+    assert said[0] == said[1] and said[0].startswith(f"'algo' in {path} must be an algorithm name")
