@@ -4,7 +4,8 @@ of canter's presets against rl-zoo3's published results.
 
 Every measurement is its own fresh Python process, run one after another; both libraries use one
 torch thread and the same seed. Results are appended to ``benchmarks/offpolicy_results.jsonl``
-(one JSON object per run; ``--jsonl FILE`` another file, for smoke runs and tests) and ``report`` rewrites the
+(one JSON object per run; ``--jsonl FILE`` another file, for smoke runs and tests, whose ``quality --segment``
+state is kept apart too, in ``FILE.state/``) and ``report`` rewrites the
 off-policy section of ``benchmarks/RESULTS.md`` from that file (or ``--jsonl``'s), so long tables can be filled
 one command at a time:
 
@@ -156,8 +157,11 @@ def run_speed(steps: int, seed: int, precision: str = "highest", jsonl: Path | N
 
 
 # ---------------------------------------------------------------------------------------------- quality
-def _state_dir(algo: str, env: str, seed: int) -> Path:
-    return STATE_ROOT / f"{algo}-{env}-{seed}"
+def _state_dir(algo: str, env: str, seed: int, jsonl: Path | None = None) -> Path:
+    """Where ``quality --segment`` keeps a run's state between calls: under :data:`STATE_ROOT`, or with ``--jsonl FILE``
+    under ``FILE.state/`` (a smoke run's state, kept apart as its rows are: in STATE_ROOT a later run of the same
+    algorithm, env and seed resumed it)."""
+    return (STATE_ROOT if jsonl is None else Path(f"{jsonl}.state")) / f"{algo}-{env}-{seed}"
 
 
 def _save_segment(trainer, path: Path, segment: int, wall: float, evals: list) -> None:
@@ -216,7 +220,7 @@ def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: 
     overrides = {"max_steps": max_steps} if max_steps else {}
     trainer = canter.make_trainer(algo, env, seed=seed, sets=["target_reward=null"], torch_threads=1, **overrides)
     total = trainer.run.max_steps
-    path = _state_dir(algo, env, seed)
+    path = _state_dir(algo, env, seed, jsonl)
     info: dict = {"segment": 0, "wall": 0.0}
     evals: list = []
     resuming = segment is not None and (path / "trainer.json").exists()

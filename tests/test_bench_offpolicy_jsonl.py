@@ -61,3 +61,18 @@ def test_the_section_names_the_jsonl_it_was_made_from(tmp_path):
     assert "Raw results: `benchmarks/offpolicy_results.jsonl`" in bench_offpolicy.build_section([row])
     text = bench_offpolicy.build_section([row], tmp_path / "smoke.jsonl")
     assert f"Raw results: `{tmp_path / 'smoke.jsonl'}`" in text and f"report --jsonl {tmp_path / 'smoke.jsonl'}`" in text
+
+
+@pytest.mark.slow
+def test_a_smoke_quality_segment_keeps_its_state_beside_its_jsonl(tmp_path, monkeypatch):
+    """A smoke run (--jsonl) saved its --segment state in benchmarks/out/offpolicy-state/, where the next run of the
+    same algorithm, env and seed without --jsonl (a full one, whose rows go to the committed file) resumed it."""
+    monkeypatch.setattr(bench_offpolicy, "STATE_ROOT", tmp_path / "default-state")
+    smoke = tmp_path / "smoke.jsonl"
+    argv = ["quality", "sac", "Pendulum-v1", "--max-steps", "300", "--segment", "250", "--jsonl", str(smoke)]
+    assert bench_offpolicy.main(argv) == 0
+    assert not (tmp_path / "default-state").exists()
+    assert (tmp_path / "smoke.jsonl.state" / "sac-Pendulum-v1-1" / "trainer.json").is_file()
+    assert bench_offpolicy.main(argv) == 0  # the second call resumes it and finishes
+    assert [json.loads(line)["kind"] for line in smoke.read_text().splitlines()] == ["segment", "quality"]
+    assert json.loads(smoke.read_text().splitlines()[1])["segments"] == 2
