@@ -155,10 +155,13 @@ def require_sb3() -> None:
 
 def check_section_markers(path: str | Path, start: str, end: str) -> str:
     """The text of ``path`` ('' where there is none), whose section :func:`replace_section` can replace or append;
-    a file with one of the markers ``start`` and ``end`` and not the other, or the end before the start, is refused
-    in one line (exit 2; a script checks its ``--out`` so before it runs)."""
+    a file with one of the markers ``start`` and ``end`` and not the other, or the end before the start, or a path that
+    cannot be read (a directory) is refused in one line (exit 2; a script checks its ``--out`` so before it runs)."""
     path = Path(path)
-    text = path.read_text() if path.exists() else ""
+    try:  # a directory given as --out was an IsADirectoryError traceback
+        text = path.read_text() if path.exists() else ""
+    except OSError as exc:
+        input_error(f"cannot read {path}, whose section would be written: {exc.strerror or exc}; give a file")
     if (start in text) != (end in text):
         present, missing = (start, end) if start in text else (end, start)
         input_error(f"{path} has the marker {present} but not {missing}; add it where the section ends (or take the "

@@ -59,3 +59,15 @@ def test_bench_a2c_checks_its_out_before_it_runs(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit) as exc:
         bench_a2c.main(["--quick", "--out", str(path)])
     assert exc.value.code == 2 and f"but not {bench_a2c.END}" in capsys.readouterr().err
+
+
+def test_an_out_that_is_a_directory_is_refused_before_the_runs(tmp_path, capsys, monkeypatch):
+    """bench_a2c --out DIR was an IsADirectoryError traceback (before 2aac03e1's check, after minutes of runs)."""
+    import bench_a2c
+
+    monkeypatch.setattr(bench_a2c, "require_sb3", lambda: None)
+    monkeypatch.setattr(bench_a2c, "run_worker", lambda *a: pytest.fail("a run started"))
+    with pytest.raises(SystemExit) as exc:
+        bench_a2c.main(["--quick", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1 and f"cannot read {tmp_path}" in err, err
