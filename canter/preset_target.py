@@ -8,6 +8,9 @@ from typing import Any
 
 from canter.errors import CanterWarning, warn
 
+#: env arguments that change how an env is shown, not its returns: they leave a preset's target where it was
+SHOWN_ONLY = frozenset({"render_mode"})
+
 #: the attribute of a resolved :class:`~canter.config.RunConfig` holding the warning (not a field: never recorded)
 NOTE = "_preset_target_note"
 
@@ -16,7 +19,12 @@ def changed_env_kwargs(run: Any, run_values: dict[str, Any], preset_keys: set[st
     """The ``env_kwargs`` / ``eval_env_kwargs`` of ``run`` (non-empty) that a layer other than a shipped preset gave
     (``run_values``: the keys the layers gave; ``preset_keys``: the run keys whose value is a preset's)."""
     return [key for key in ("env_kwargs", "eval_env_kwargs")
-            if key in run_values and key not in preset_keys and getattr(run, key)]
+            if key in run_values and key not in preset_keys and _changing(getattr(run, key))]
+
+
+def _changing(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``kwargs`` that may change the env's returns (all but :data:`SHOWN_ONLY`)."""
+    return {k: v for k, v in (kwargs or {}).items() if k not in SHOWN_ONLY}
 
 
 def note_preset_target(run: Any, run_values: dict[str, Any], preset_keys: set[str]) -> None:
@@ -26,7 +34,7 @@ def note_preset_target(run: Any, run_values: dict[str, Any], preset_keys: set[st
     changed = changed_env_kwargs(run, run_values, preset_keys)
     if run.target_reward is None or "target_reward" not in preset_keys or not changed:
         return
-    given = ", ".join(f"{k}={v!r}" for k, v in getattr(run, changed[0]).items())
+    given = ", ".join(f"{k}={v!r}" for k, v in _changing(getattr(run, changed[0])).items())
     setattr(run, NOTE, f"target_reward {run.target_reward:g} is the shipped preset's for {run.env} with its default "
                        f"settings, but {changed[0]} changes them ({given}): it may be out of reach; give your own with "
                        f"--target-reward R (target_reward= in Python, --set target_reward=null for none)")

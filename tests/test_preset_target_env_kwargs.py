@@ -30,7 +30,8 @@ def test_a_presets_target_on_changed_env_kwargs_is_warned_about(given):
 
 
 @pytest.mark.parametrize("given", [{}, {"sets": ["env_kwargs.max_episode_steps=100", "target_reward=90"]},
-                                   {"env_kwargs": {}}, {"target_reward": 475, "env_kwargs": {"max_episode_steps": 100}}])
+                                   {"env_kwargs": {}}, {"target_reward": 475, "env_kwargs": {"max_episode_steps": 100}},
+                                   {"eval_env_kwargs": {"render_mode": "rgb_array"}}])
 def test_no_warning_without_changed_env_or_with_the_users_own_target(given):
     assert _warnings(**given)[1] == []
 
