@@ -397,6 +397,11 @@ def set_nested(fields: dict[str, tuple[dataclasses.Field, Any]], current: dict[s
         if not isinstance(inner, dict):
             raise CanterError(f"'{key}': '{'.'.join([head, *path[:i + 1]])}' is {shown(inner)}, not a mapping")
         node[name] = node = dict(inner)
+    if text and isinstance(value, str) and not value.strip() and head == "policy_hparams" and len(path) == 2:
+        # --set policy_hparams.P.lr= : a policy's hyperparameter, typed as --set lr= is, keeps its empty text for
+        # coerce ('got an empty value'); as YAML's null it said 'got null', and an optional one was taken as null
+        node[path[-1]] = value
+        return whole
     node[path[-1]] = parse_yaml_value(value, key) if text and isinstance(value, str) else value
     return whole
 
