@@ -12,7 +12,8 @@ import sys
 import warnings
 from typing import Any
 
-from canter.cli_args import DEVICE_HELP, ENV_KWARGS_HELP, _config_file_arg, _flag_value, _Parser, int_arg, with_file_algo
+from canter.cli_args import (DEVICE_HELP, ENV_KWARGS_HELP, NULL, _config_file_arg, _flag_value, _Parser, int_arg,
+                             with_file_algo)
 from canter.cli_list import cmd_list
 from canter.cli_parsers import _algo_arg, _resume_parser, _train_parser  # noqa: F401 (tests import them here)
 from canter.errors import CanterError, interrupted
@@ -49,6 +50,7 @@ def cmd_train(argv: list[str]) -> int:
                  "vectorization", "device", "wandb", "record_every", "explorers", "ray_address", "dataset",
                  "keep_checkpoints", "checkpoint_every", "explorer_timeout")
     overrides = {k: getattr(args, k) for k in run_flags if getattr(args, k) is not None}
+    overrides.update({k: None for k, v in overrides.items() if v is NULL})  # --target-reward null: dropped
     if args.env_kwargs is not None:
         overrides["env_kwargs"] = parse_env_kwargs(args.env_kwargs)
     if args.eval_env_kwargs is not None:

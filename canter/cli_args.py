@@ -356,6 +356,28 @@ def int_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
 
 
+class _Null:
+    """What a flag taking a number or ``null`` gives for ``null`` (:func:`number_or_null_arg`): the setting dropped."""
+
+    def __repr__(self) -> str:
+        return "null"
+
+
+#: the value of ``--target-reward null`` / ``--max-seconds null``: the run key set to null (a preset's value dropped)
+NULL = _Null()
+
+
+def number_or_null_arg(text: str) -> float | _Null:
+    """The value of a flag taking a number or ``null`` / ``none`` (:data:`NULL`: the setting dropped, as ``--set
+    KEY=null`` drops it; a shipped preset's ``target_reward`` too). Anything else is a one-line argparse error."""
+    if text.strip().lower() in ("null", "none"):
+        return NULL
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value: {text!r} (a number, or null for none)") from None
+
+
 def _flag_value(argv: list[str], flag: str) -> str | None:
     """The value given to ``flag`` (``--flag V`` or ``--flag=V``), if any."""
     for i, a in enumerate(argv):
