@@ -40,7 +40,8 @@ from canter.resume_checks import (
 )
 from canter.resume_settings import (
     check_address_has_explorers, check_continues, check_keep_has_checkpoints, check_settings, resumed_metadata)
-from canter.build_checks import check_spaces, warn_idle_patience  # noqa: F401 (check_spaces: re-exported)
+from canter.build_checks import (check_spaces, warn_idle_patience,  # noqa: F401 (check_spaces: re-exported)
+                                 warn_self_normalising_env)
 from canter.run import Run, run_metadata
 from canter.run_dirs import check_new_run_dir, new_run_dir, nothing_to_resume, outermost_missing
 from canter.run_lock import check_free
@@ -187,6 +188,8 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
         check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space, run)
         eval_env = make_eval_env(run, min(run.eval_envs, run.eval_episodes), (
             envs.single_observation_space, envs.single_action_space), files) if run.eval_episodes else None
+        if eval_env is not None and resumed is None:
+            warn_self_normalising_env(run, eval_env)
         if not run.eval_episodes and run.eval_env_kwargs:  # canter eval and videos use them: a typo is refused now
             make_eval_env(run, 1, (envs.single_observation_space, envs.single_action_space), files).close()
     except BaseException:

@@ -54,3 +54,38 @@ def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any, run: 
             (algo_cls if run is None else policy_algorithm_class(run, policy)).check_spaces(space, action_space[policy])
         except CanterError as exc:
             raise CanterError(f"policy '{policy}': {exc}") from None
+
+
+#: gymnasium's normalising wrappers -> (what they scale, the setting that does it with the training statistics frozen
+#: in evaluation, what goes wrong in an evaluation env of its own)
+SELF_NORMALISING = {
+    "NormalizeObservation": ("observations", "normalize_obs", "the policy acts on observations scaled by "
+                             "statistics learnt from evaluation episodes alone, not the training statistics"),
+    "NormalizeReward": ("rewards", "normalize_reward", "its returns (the best checkpoint, target_reward, early "
+                        "stopping) are of rewards scaled by statistics of its own, not the env's rewards"),
+}
+
+
+def warn_self_normalising_env(run: RunConfig, env: Any) -> None:
+    """Warn where the env's copies (``env``: the run's evaluation env) normalise their own observations or rewards
+    (gymnasium's ``NormalizeObservation``, ``NormalizeReward``, as a ported ``VecNormalize`` would): each copy keeps
+    statistics of its own, so the evaluations and ``canter eval`` do not use the training statistics, frozen, as
+    Stable-Baselines3's ``EvalCallback`` does (``sync_envs_normalization``); the run's ``normalize_obs`` and
+    ``normalize_reward`` do. Copies in this process only (``async`` workers' are not looked into)."""
+    import gymnasium as gym
+
+    copies = getattr(getattr(env, "env", None), "envs", None)
+    if not copies:
+        return
+    wrapper, names = copies[0], []
+    while isinstance(wrapper, gym.Wrapper):
+        if type(wrapper).__name__ in SELF_NORMALISING and type(wrapper).__module__.startswith("gymnasium."):
+            names.append(type(wrapper).__name__)
+        wrapper = wrapper.env
+    for name in dict.fromkeys(names):
+        what, setting, wrong = SELF_NORMALISING[name]
+        warn(CanterWarning(
+            f"env '{run.env}' normalises its own {what} (gymnasium's {name}): each env copy keeps statistics of its "
+            f"own, so in the evaluation env (and canter eval, canter play) {wrong}; drop the wrapper and set "
+            f"{setting}: true (--set {setting}=true: the agent's statistics, learnt in training, frozen in "
+            f"evaluation and saved with its checkpoints)"))
