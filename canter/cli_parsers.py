@@ -18,11 +18,11 @@ def _add_run_flags(p: argparse.ArgumentParser) -> None:
                    "over --env-kwargs, as a YAML mapping (as --set eval_env_kwargs=...)")
     p.add_argument("--seed", type=int_arg, help="random seed (default 0)")
     p.add_argument("--n-envs", type=int_arg, dest="n_envs", help="parallel environments")
-    p.add_argument("--target-reward", type=number_or_null_arg, dest="target_reward",
-                   help="stop at this mean evaluation return (null: no target, a preset's dropped)")
+    p.add_argument("--target-reward", type=number_or_null_arg, dest="target_reward", metavar="R|null",
+                   help="stop at this mean evaluation return")
     p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="environment-step budget")
-    p.add_argument("--max-seconds", type=number_or_null_arg, dest="max_seconds",
-                   help="wall-clock budget in seconds (null: none)")
+    p.add_argument("--max-seconds", type=number_or_null_arg, dest="max_seconds", metavar="S|null",
+                   help="wall-clock budget in seconds")
     p.add_argument("--eval-episodes", type=int_arg, dest="eval_episodes",
                    help="episodes per evaluation (0: no evaluation at all)")
     p.add_argument("--eval-every", type=int_arg, dest="eval_every", help="evaluate every N env steps")
