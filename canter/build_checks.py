@@ -37,6 +37,33 @@ def warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -
             f"{what[0]} eval_every ({run.eval_every}) with rollouts of {size} steps (n_steps {n_steps} x "
             f"{rows}) evaluates first at step {first}, the run's end (max_steps {run.max_steps}), {what[1]}; "
             f"set eval_every to at most {end - size}"))
+    else:  # several evaluations, but maybe not one more than a patience: it waits for evaluations that never come
+        count = evaluation_count(run.max_steps, run.eval_every, size)
+        idle = [k for k in keys if getattr(run, k) >= count]
+        if idle:
+            need = max(getattr(run, k) for k in idle) + 1
+            low, high = 1, run.eval_every  # the largest eval_every that gives `need` evaluations (count falls with it)
+            while low < high:
+                mid = (low + high + 1) // 2
+                low, high = (mid, high) if evaluation_count(run.max_steps, mid, size) >= need else (low, mid - 1)
+            told = " and ".join(f"{k} ({getattr(run, k)})" for k in idle)
+            warn(CanterWarning(
+                f"{told} count{'' if len(idle) > 1 else 's'} evaluations without improvement after a first one, but "
+                f"max_steps ({run.max_steps}) with eval_every ({run.eval_every}) evaluates {count} times, so "
+                f"{'they' if len(idle) > 1 else 'it'} can never act; set eval_every to at most {low} (--eval-every "
+                f"{low}) or a smaller patience"))
+
+
+def evaluation_count(max_steps: int, eval_every: int, size: int = 1) -> int:
+    """How many evaluations a run of ``max_steps`` evaluated every ``eval_every`` steps makes, its last at the end,
+    where it evaluates only at iterations' ends, every ``size`` steps (an on-policy rollout; 1 elsewhere, where an
+    iteration's size varies: then at most this many). One after each iteration that reaches a multiple of
+    ``eval_every``, one where an iteration passes several, and one at the end (the run's last iteration's)."""
+    end = -(-max_steps // size) * size
+    if eval_every < size:  # every iteration reaches one
+        return end // size
+    last = end // eval_every * eval_every  # the last multiple reached by the end: evaluated at the end itself?
+    return end // eval_every + (0 if last > end - size else 1)
 
 
 def check_spaces(algo_cls: Any, observation_space: Any, action_space: Any, run: RunConfig | None = None) -> None:

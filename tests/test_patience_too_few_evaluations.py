@@ -1,0 +1,44 @@
+"""early_stopping / plateau_patience P count evaluations without improvement after a first one, so a run of P
+evaluations or fewer can never act on them. Only a run of one evaluation (at its end) was warned about: a run of
+max_steps 2,000 evaluated every 1,000 steps (2 evaluations) with early_stopping 3 trained to its end without a word."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import canter
+from canter.build_checks import evaluation_count
+
+TINY = dict(n_envs=2, n_steps=32, batch_size=64, eval_episodes=1, target_reward=None)
+
+
+def _idle(**kwargs) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        canter.make_trainer("ppo", "CartPole-v1", **TINY, **kwargs).close()
+    return [str(w.message) for w in caught if "can never act" in str(w.message)]
+
+
+@pytest.mark.parametrize("key", ["early_stopping", "plateau_patience"])
+def test_a_patience_no_fewer_than_the_runs_evaluations_is_warned_about(key):
+    said = _idle(max_steps=256, eval_every=128, **{key: 2})  # evaluations at 128 and 256
+    assert said == [f"{key} (2) counts evaluations without improvement after a first one, but max_steps (256) with "
+                    f"eval_every (128) evaluates 2 times, so it can never act; set eval_every to at most 96 "
+                    f"(--eval-every 96) or a smaller patience"], said
+    assert not _idle(max_steps=256, eval_every=96, **{key: 2})  # at 128, 192 and 256 (64-step rollouts): it may act
+    assert not _idle(max_steps=256, eval_every=128, **{key: 1})
+
+
+def test_both_patiences_are_named_together():
+    said = _idle(max_steps=256, eval_every=128, early_stopping=2, plateau_patience=3)
+    assert len(said) == 1 and "early_stopping (2) and plateau_patience (3) count evaluations" in said[0], said
+    assert "set eval_every to at most 64" in said[0]  # 4 evaluations for a patience of 3
+
+
+def test_evaluation_count_follows_the_trainers_evaluation_points():
+    # docs/training-control.md: 512-step rollouts, eval_every 1000 evaluate at 1,024, 2,048, ...; 150-step ones with
+    # eval_every 500 at 600, 1,050, 1,500
+    assert evaluation_count(5000, 1000, 512) == 5 and evaluation_count(1500, 500, 150) == 3
+    assert evaluation_count(1000, 300) == 4 and evaluation_count(1000, 500) == 2  # the end's own, where it is none
+    assert evaluation_count(600, 100, 150) == 4 and evaluation_count(1024, 1000, 512) == 1
