@@ -27,3 +27,14 @@ def test_target_reward_that_is_no_number_says_null_is_taken(capsys, tmp_path):
                                  "--run-dir", tmp_path / "run", "--quiet")
     assert code == 2 and "'high'" in err and "null" in err, err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("value, want", [("null", None), ("none", None), ("300", 300.0)])
+def test_tune_takes_target_reward_null_for_its_trials(value, want):
+    """canter tune's --target-reward likewise: its trials get target_reward None (the preset's 475 dropped, as
+    'canter tune ppo --env CartPole-v1 --target-reward null' wrote best.yaml with target_reward: null)."""
+    from canter.tools.commands import _parser, _run_overrides, _trial_flags
+
+    p = _parser("canter tune", "")
+    _trial_flags(p)
+    assert _run_overrides(p.parse_args(["--target-reward", value])) == {"target_reward": want}

@@ -17,7 +17,7 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def _trial_flags(p: argparse.ArgumentParser) -> None:
-    from canter.cli_args import ConfigFileAction, int_arg
+    from canter.cli_args import ConfigFileAction, int_arg, number_or_null_arg
 
     p.add_argument("--env", help="Gymnasium environment id, e.g. CartPole-v1")
     p.add_argument("-f", "--config", dest="config_file", action=ConfigFileAction,
@@ -28,7 +28,8 @@ def _trial_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-envs", type=int_arg, dest="n_envs", help="parallel environments")
     p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="step budget of each trial (env steps; gradient "
                    "updates for an offline algorithm: bc, cql, td3bc)")
-    p.add_argument("--target-reward", type=float, dest="target_reward", help="stop a trial at this evaluation return")
+    p.add_argument("--target-reward", type=number_or_null_arg, dest="target_reward", metavar="R|null",
+                   help="stop a trial at this evaluation return (null: none, a preset's dropped)")
     p.add_argument("--eval-every", type=int_arg, dest="eval_every", help="evaluate every N steps (the pruning points)")
     p.add_argument("--eval-episodes", type=int_arg, dest="eval_episodes", help="episodes per evaluation")
     p.add_argument("--dataset", help="offline algorithms (bc, cql, td3bc): dataset written by canter collect")
@@ -91,7 +92,10 @@ def _label_values(p: argparse.ArgumentParser, argv: list[str], flag: str = "--la
 
 
 def _run_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: getattr(args, k) for k in RUN_KEYS if getattr(args, k, None) is not None}
+    from canter.cli_args import NULL
+
+    given = {k: getattr(args, k) for k in RUN_KEYS if getattr(args, k, None) is not None}
+    return {k: None if v is NULL else v for k, v in given.items()}  # --target-reward null: the preset's dropped
 
 
 def _parse_naming_algo(p: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
