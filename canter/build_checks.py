@@ -47,11 +47,14 @@ def warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -
                 mid = (low + high + 1) // 2
                 low, high = (mid, high) if evaluation_count(run.max_steps, mid, size) >= need else (low, mid - 1)
             told = " and ".join(f"{k} ({getattr(run, k)})" for k in idle)
+            most = evaluation_count(run.max_steps, 1, size)  # one per iteration: no eval_every gives more
+            fix = (f"set eval_every to at most {low} (--eval-every {low}) or a smaller patience" if most >= need else
+                   f"the run evaluates at most {most} times (once per rollout of {size} steps): set a patience below "
+                   f"{most} or a larger max_steps")
             warn(CanterWarning(
                 f"{told} count{'' if len(idle) > 1 else 's'} evaluations without improvement after a first one, but "
                 f"max_steps ({run.max_steps}) with eval_every ({run.eval_every}) evaluates {count} times, so "
-                f"{'they' if len(idle) > 1 else 'it'} can never act; set eval_every to at most {low} (--eval-every "
-                f"{low}) or a smaller patience"))
+                f"{'they' if len(idle) > 1 else 'it'} can never act; {fix}"))
 
 
 def evaluation_count(max_steps: int, eval_every: int, size: int = 1) -> int:

@@ -10,13 +10,13 @@ import pytest
 import canter
 from canter.build_checks import evaluation_count
 
-TINY = dict(n_envs=2, n_steps=32, batch_size=64, eval_episodes=1, target_reward=None)
+TINY = dict(n_envs=2, batch_size=64, eval_episodes=1, target_reward=None)
 
 
 def _idle(**kwargs) -> list[str]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        canter.make_trainer("ppo", "CartPole-v1", **TINY, **kwargs).close()
+        canter.make_trainer("ppo", "CartPole-v1", **{"n_steps": 32, **TINY, **kwargs}).close()
     return [str(w.message) for w in caught if "can never act" in str(w.message)]
 
 
@@ -34,6 +34,13 @@ def test_both_patiences_are_named_together():
     said = _idle(max_steps=256, eval_every=128, early_stopping=2, plateau_patience=3)
     assert len(said) == 1 and "early_stopping (2) and plateau_patience (3) count evaluations" in said[0], said
     assert "set eval_every to at most 64" in said[0]  # 4 evaluations for a patience of 3
+
+
+def test_a_patience_no_eval_every_can_serve_is_told_so():
+    """Two 128-step rollouts evaluate at most twice, whatever eval_every: the warning does not offer one."""
+    said = _idle(max_steps=256, eval_every=64, early_stopping=2, n_steps=64)
+    assert len(said) == 1 and said[0].endswith("can never act; the run evaluates at most 2 times (once per rollout of "
+                                               "128 steps): set a patience below 2 or a larger max_steps"), said
 
 
 def test_evaluation_count_follows_the_trainers_evaluation_points():
