@@ -167,7 +167,23 @@ def check_continues(run_dir: Path, meta: dict[str, Any], run: Any, max_steps: in
         elif reason == "max_seconds" and max_seconds is not None:
             hint = (f"; {named('max_seconds', flags)} must be more than its {meta['trainer']['wall_time']:.1f} s to "
                     f"extend it, got {run.max_seconds:g}")
+        if not hint:  # the target, early stopping or a callback stopped it: no budget trains it on
+            hint = _train_on_hint(run_dir, reason, flags)
         raise CanterError(f"run '{run_dir}' already finished (stop reason: {reason}); nothing to resume{hint}")
     if max_steps is not None and run.max_steps <= step:
         raise CanterError(f"{named('max_steps', flags)} must be more than the {step} steps run '{run_dir}' has taken, "
                           f"got {run.max_steps}")
+
+
+def _train_on_hint(run_dir: Path, reason: str, flags: bool) -> str:
+    """How to train on from a run that its target, early stopping or a callback stopped (which a larger budget does
+    not resume: the stop would stop it again): a new run from its agent (``init_from``), without that stop."""
+    drop = {"target_reward": ("--target-reward null", "target_reward=None"),
+            "early_stopping": ("--set early_stopping=null", "early_stopping=None")}.get(reason)
+    if flags:
+        without = f" {drop[0]}" if drop else ""
+        return (f"; to train on from its agent, start a new run from it: canter train -f {run_dir}/config.yaml "
+                f"--set init_from={run_dir}{without} --run-dir NEW_DIR")
+    without = f", {drop[1]}" if drop else ""
+    return (f"; to train on from its agent, start a new run from it: canter.train(config_file='{run_dir}/config.yaml', "
+            f"init_from='{run_dir}'{without}, run_dir=NEW_DIR)")
