@@ -308,8 +308,10 @@ def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
 
 #: Stable-Baselines3's callbacks, by class name -> what canter does instead
 SB3_CALLBACKS = {
-    "StopTrainingOnRewardThreshold": "target_reward=R", "EvalCallback": "eval_every=N and eval_episodes=E (each new "
-    "best is saved as checkpoints/best; its deterministic=False: eval_deterministic=false)", "CheckpointCallback": "checkpoint_every=N (checkpoints/step-N)",
+    "StopTrainingOnRewardThreshold": "target_reward=R", "EvalCallback": "eval_every=N and eval_episodes=E (N env steps "
+    "of all the copies: its eval_freq x n_envs; each new best is saved as checkpoints/best; its deterministic=False: "
+    "eval_deterministic=false)", "CheckpointCallback": "checkpoint_every=N (checkpoints/step-N; N env steps of all the "
+    "copies: its save_freq x n_envs)",
     "StopTrainingOnNoModelImprovement": "early_stopping=P", "ProgressBarCallback": "quiet=False",
     "CallbackList": "a list of canter callbacks", "StopTrainingOnMaxEpisodes": "a Callback whose should_stop reads "
     "trainer.episode_count", "EveryNTimesteps": "a Callback whose after_update reads trainer.step",

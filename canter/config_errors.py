@@ -30,6 +30,10 @@ OTHER_NAMES = {"learning_rate": "lr", "n_timesteps": "max_steps", "total_timeste
 #: run's step budget (a run of 200 steps where episodes of 200 were meant)
 ENV_MAKE_KEYS = ("max_episode_steps",)
 
+#: Stable-Baselines3 callback arguments counted in the callback's calls, one per vector step (n_envs env steps), where
+#: canter's keys count env steps of all the copies together: a value ported as it is acted n_envs times as often
+PER_VECTOR_STEP = {"eval_freq", "save_freq"}
+
 
 #: command-line options that are no config keys ('run_dir: runs/x' in a -f file was answered '75 choices')
 FLAG_ONLY = {"run_dir": "--run-dir DIR (make_trainer(..., run_dir=DIR) from Python)", "quiet": "--quiet",
@@ -171,7 +175,9 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
             f"unknown config key '{key}'; canter calls it '{prefix or 'hparams.'}{ours}' ({library}'s '{name}'), but "
             f"{owners}")
     where = f"{prefix or 'hparams.'}{ours}" if ours in hp_keys else ours
-    message = f"unknown config key '{key}'; canter calls it '{where}' ({library}'s '{name}')"
+    note = (f", which counts its callback's calls, one per vector step: {ours} counts the env steps of all the env "
+            f"copies, so {ours} = {name} x n_envs" if name in PER_VECTOR_STEP and library == "Stable-Baselines3" else "")
+    message = f"unknown config key '{key}'; canter calls it '{where}' ({library}'s '{name}'{note})"
     if prefix and ours not in hp_keys:  # a run setting given under hparams / a policy's: said so, as for its own name
         shared = ", shared by every policy," if prefix.startswith("policy_hparams.") else ","
         message += (f", a run setting{shared} not a hyperparameter: give it at the top level ('{ours}: ...' in YAML, "

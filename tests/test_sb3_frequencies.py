@@ -1,0 +1,24 @@
+"""Stable-Baselines3's EvalCallback(eval_freq=N) and CheckpointCallback(save_freq=N) count the callback's calls, one
+per vector step (n_envs env steps); canter's eval_every and checkpoint_every count env steps of all the copies. A
+config's eval_freq was answered "canter calls it 'eval_every'" and save_freq with "did you mean 'sde_sample_freq'?",
+so a ported value evaluated (or saved) n_envs times as often; the answers now say eval_every = eval_freq x n_envs."""
+from __future__ import annotations
+
+import pytest
+
+import canter
+from canter.callbacks import SB3_CALLBACKS
+from canter.errors import CanterError
+
+
+@pytest.mark.parametrize("theirs, ours", [("eval_freq", "eval_every"), ("save_freq", "checkpoint_every")])
+def test_a_per_call_frequency_is_answered_with_canters_key_times_n_envs(theirs, ours):
+    with pytest.raises(CanterError, match=rf"canter calls it '{ours}' \(Stable-Baselines3's '{theirs}', which counts "
+                                          rf"its callback's calls, one per vector step: {ours} counts the env steps "
+                                          rf"of all the env copies, so {ours} = {theirs} x n_envs\)"):
+        canter.make_trainer("ppo", "CartPole-v1", sets=[f"{theirs}=1000"])
+
+
+def test_the_sb3_callbacks_answers_say_so_too():
+    assert "its eval_freq x n_envs" in SB3_CALLBACKS["EvalCallback"]
+    assert "its save_freq x n_envs" in SB3_CALLBACKS["CheckpointCallback"]
