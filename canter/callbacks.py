@@ -312,7 +312,8 @@ SB3_CALLBACKS = {
     "of all the copies: its eval_freq x n_envs; each new best is saved as checkpoints/best; its deterministic=False: "
     "eval_deterministic=false)", "CheckpointCallback": "checkpoint_every=N (checkpoints/step-N; N env steps of all the "
     "copies: its save_freq x n_envs)",
-    "StopTrainingOnNoModelImprovement": "early_stopping=P", "ProgressBarCallback": "quiet=False",
+    "StopTrainingOnNoModelImprovement": "early_stopping=P with P its max_no_improvement_evals + 1 (it stops after more "
+    "than max_no_improvement_evals evaluations without a new best, canter after P)", "ProgressBarCallback": "quiet=False",
     "CallbackList": "a list of canter callbacks", "StopTrainingOnMaxEpisodes": "a Callback whose should_stop reads "
     "trainer.episode_count", "EveryNTimesteps": "a Callback whose after_update reads trainer.step",
 }

@@ -1,4 +1,4 @@
-"""Stable-Baselines3's EvalCallback(eval_freq=N) and CheckpointCallback(save_freq=N) count the callback's calls, one
+"""How Stable-Baselines3 callbacks port. EvalCallback(eval_freq=N) and CheckpointCallback(save_freq=N) count the callback's calls, one
 per vector step (n_envs env steps); canter's eval_every and checkpoint_every count env steps of all the copies. A
 config's eval_freq was answered "canter calls it 'eval_every'" and save_freq with "did you mean 'sde_sample_freq'?",
 so a ported value evaluated (or saved) n_envs times as often; the answers now say eval_every = eval_freq x n_envs."""
@@ -22,3 +22,18 @@ def test_a_per_call_frequency_is_answered_with_canters_key_times_n_envs(theirs, 
 def test_the_sb3_callbacks_answers_say_so_too():
     assert "its eval_freq x n_envs" in SB3_CALLBACKS["EvalCallback"]
     assert "its save_freq x n_envs" in SB3_CALLBACKS["CheckpointCallback"]
+
+
+def test_stop_training_on_no_model_improvement_is_early_stopping_one_more():
+    """SB3's StopTrainingOnNoModelImprovement(max_no_improvement_evals=M) stops when its count of evaluations without a
+    new best exceeds M, at the (M+1)th; canter's early_stopping P stops at the Pth. The answer said early_stopping=P,
+    a port that stopped one evaluation early."""
+    assert "early_stopping=P with P its max_no_improvement_evals + 1" in SB3_CALLBACKS["StopTrainingOnNoModelImprovement"]
+    from canter.stop_criteria import EarlyStopping
+
+    stop = EarlyStopping(3 + 1)  # SB3's max_no_improvement_evals=3: a first best, then 4 evaluations without one
+    verdicts = []
+    for value in (10.0, 9.0, 9.0, 9.0, 9.0):
+        stop.update(value)
+        verdicts.append(stop.should_stop(None))
+    assert verdicts == [None, None, None, None, "early_stopping"]
