@@ -37,3 +37,15 @@ def test_stop_training_on_no_model_improvement_is_early_stopping_one_more():
         stop.update(value)
         verdicts.append(stop.should_stop(None))
     assert verdicts == [None, None, None, None, "early_stopping"]
+
+
+@pytest.mark.parametrize("flag, ours", [("--eval-freq", "eval_every"), ("--save-freq", "checkpoint_every")])
+def test_the_flags_are_answered_so_too(capsys, flag, ours):
+    """canter train --eval-freq 1000 was answered "did you mean '--eval-every'?" alone."""
+    from support import assert_one_line_error, run_cli
+
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", flag, "1000", "--quiet")
+    sb3 = flag[2:].replace("-", "_")
+    assert_one_line_error(code, err, f"--{ours.replace('_', '-')}", f"Stable-Baselines3's {sb3} counts its callback's "
+                          f"calls, one per vector step; canter's {ours} counts the env steps of all the env copies: "
+                          f"{sb3} x n_envs")
