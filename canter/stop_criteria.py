@@ -41,6 +41,20 @@ class Patience(Callback):
         self.patience, self.monitor, self.min_delta = int(patience), monitor, float(min_delta)
         self.best: float | None = None
         self.bad = 0
+        #: ``monitor: rolling``: the training episodes counted when the value was last read
+        self.episodes_seen: int | None = None
+
+    def value(self, trainer: Any, result: Any) -> float | None:
+        """The monitored value of this evaluation, or None where it is nothing new: with ``monitor: rolling``, an
+        evaluation after which no training episode has ended since the last one reads the same reward buffer
+        again (long episodes, several evaluations each), which must not use up the patience."""
+        value = monitored_value(trainer, result, self.monitor)
+        if self.monitor == "rolling":
+            episodes = getattr(trainer, "episode_count", None)
+            if episodes is not None and episodes == self.episodes_seen:
+                return None
+            self.episodes_seen = episodes
+        return value
 
     def update(self, value: float | None) -> bool:
         """Fold in one evaluation; True if it improved. A NaN or infinite value (a diverged policy) is an
@@ -54,17 +68,19 @@ class Patience(Callback):
         return False
 
     def state_dict(self) -> dict[str, Any]:  # noqa: D102
-        return {"best": self.best, "bad": self.bad}
+        return {"best": self.best, "bad": self.bad, "episodes_seen": self.episodes_seen}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
         self.best, self.bad = state.get("best"), int(state.get("bad", 0))
+        seen = state.get("episodes_seen")  # (a checkpoint before 2026-11-28 has none: the next reading counts)
+        self.episodes_seen = None if seen is None else int(seen)
 
 
 class EarlyStopping(Patience):
     """Stop after ``patience`` evaluations without improvement (reason ``early_stopping``)."""
 
     def on_evaluate(self, trainer: Any, result: Any) -> None:  # noqa: D102
-        self.update(monitored_value(trainer, result, self.monitor))
+        self.update(self.value(trainer, result))
 
     def should_stop(self, trainer: Any) -> str | None:  # noqa: D102
         return "early_stopping" if self.bad >= self.patience else None
@@ -82,7 +98,7 @@ class PlateauLR(Patience):
         self.reductions: list[int] = []
 
     def on_evaluate(self, trainer: Any, result: Any) -> None:  # noqa: D102
-        self.update(monitored_value(trainer, result, self.monitor))
+        self.update(self.value(trainer, result))
         if self.bad >= self.patience:
             self.bad = 0
             trainer.lr.reduce(self.factor)
