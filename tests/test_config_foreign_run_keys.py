@@ -11,7 +11,9 @@ from tests.support import assert_one_line_error, run_cli
 @pytest.mark.parametrize("env, sets, said", [
     ("pettingzoo:tests.mixed_agents", ["policies=type", "policy_hparams.speaker.save_freq=5"],
      "unknown config key 'policy_hparams.speaker.save_freq'; canter calls it 'checkpoint_every' (Stable-Baselines3's "
-     "'save_freq'), a run setting, shared by every policy, not a hyperparameter: give it at the top level "
+     "'save_freq', which counts its callback's calls, one per vector step: checkpoint_every counts the env steps of "
+     "all the env copies, so checkpoint_every = save_freq x n_envs), a run setting, shared by every policy, not a "
+     "hyperparameter: give it at the top level "
      "('checkpoint_every: ...' in YAML, --set checkpoint_every=...)"),
     ("pettingzoo:tests.mixed_agents", ["policies=type", "policy_hparams.listener.training_num=4"],
      "canter calls it 'n_envs' (Tianshou's 'training_num'), a run setting, shared by every policy, not a "
@@ -27,7 +29,9 @@ def test_a_run_setting_under_hparams_is_said_to_be_one(env, sets, said):
 
 
 @pytest.mark.parametrize("sets, said", [
-    (["save_freq=5"], "canter calls it 'checkpoint_every' (Stable-Baselines3's 'save_freq')"),
+    (["save_freq=5"], "canter calls it 'checkpoint_every' (Stable-Baselines3's 'save_freq', which counts its "
+                      "callback's calls, one per vector step: checkpoint_every counts the env steps of all the env "
+                      "copies, so checkpoint_every = save_freq x n_envs)"),
     (["hparams.learning_rate=1e-3"], "canter calls it 'hparams.lr' (Stable-Baselines3's 'learning_rate')"),
 ])
 def test_top_level_keys_and_hyperparameters_are_not_called_run_settings(sets, said):

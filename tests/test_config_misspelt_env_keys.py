@@ -33,5 +33,5 @@ def test_stable_baselines3_names_are_answered_with_canters(key, ours):
     """save_freq (CheckpointCallback's) was "did you mean 'sde_sample_freq'? ppo has no hyperparameter ...", and
     log_interval (learn's) "did you mean 'target_update_interval'? ..."."""
     with pytest.raises(CanterError, match=f"unknown config key '{key}'; canter calls it '{ours}' "
-                                          f"\\(Stable-Baselines3's '{key}'\\)"):
+                                          f"\\(Stable-Baselines3's '{key}'[,)]"):
         resolve_config("ppo", "CartPole-v1", sets=[f"{key}=1000"])
