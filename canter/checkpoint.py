@@ -138,6 +138,8 @@ def save_agent(agent: Any, path: str | Path) -> Path:
         meta = run_metadata(trainer, trainer.resolved_config)
     elif getattr(agent, "run_metadata_snapshot", None) is not None:  # its trainer is gone: its last metadata
         meta = agent.run_metadata_snapshot
+    elif getattr(agent, "save_refused", None):  # a hand-built trainer's run that names no env: no wrong label
+        raise CanterError(agent.save_refused)
     elif meta is None and getattr(agent, "made_config", None) is not None:  # canter.make_agent's, never trained
         from canter.run_meta import agent_metadata
 

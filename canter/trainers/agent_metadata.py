@@ -28,17 +28,40 @@ class AgentMetadata:
         trainer's own snapshot will."""
         agent.run_config, agent.trainer_ref = run, weakref.ref(self)
         agent.run_metadata_snapshot = agent.made_config = None  # make_agent's config: the trainer's now tells
+        agent.save_refused = None  # why an earlier trainer's run could not be saved: this trainer's now tells
 
     @property
     def resolved_config(self) -> dict[str, Any] | None:
         """The run's resolved config (``make_trainer`` and a :class:`~canter.run.Run` set it), for saved agents'
         metadata; setting it remembers that metadata on the agent (:meth:`remember_metadata`). A trainer built by
         hand (``OnPolicyTrainer(Agent(PPO(...)), env, eval_env, RunConfig(...))``) has its run config and its
-        algorithm's: its agent's ``save`` was refused for want of run metadata."""
+        algorithm's: its agent's ``save`` was refused for want of run metadata. Its env is the run config's, or,
+        where that was left at its default, the one the trainer trains on (:func:`trained_env`): a
+        ``RunConfig()`` around a Pendulum env saved ``env: CartPole-v1``; an env that names none: none, and
+        ``agent.save`` says why (``agent.save_refused``)."""
         if self._resolved_config is None and self.resolves_own_config and not self._own_config_tried:
             self._own_config_tried = True
-            self._resolved_config = own_config(getattr(self, "run", None), getattr(self, "algorithm", None))
+            run = getattr(self, "run", None)
+            config = own_config(run, getattr(self, "algorithm", None))
+            if config is not None:
+                config["env"] = trained_env(run.env, self.trained_env_id())
+                if config["env"] is None:
+                    config = None
+                    self.agent.save_refused = (
+                        f"this agent's trainer was built with a RunConfig whose env was left at its default "
+                        f"'{run.env}', around an env that names no env id: give the RunConfig the env it trains "
+                        f"on (RunConfig(env=...)) to save the agent")
+            self._resolved_config = config
         return self._resolved_config
+
+    def trained_env_id(self) -> str | None:
+        """The id of the env this trainer trains on: its env's (an offline trainer's: its dataset's; else its
+        evaluation env's), or the Gymnasium spec's of the vector env inside; None where none names one."""
+        for source in (getattr(self, "env", None), getattr(self, "dataset", None), getattr(self, "eval_env", None)):
+            name = env_name(source)
+            if name is not None:
+                return name
+        return None
 
     @resolved_config.setter
     def resolved_config(self, config: dict[str, Any] | None) -> None:
@@ -97,3 +120,34 @@ def algorithm_name(cls: type, given: Any) -> str:
         pass
     return next((name for name, obj in registered("algorithm").items() if obj is cls),
                 f"{cls.__module__}:{cls.__qualname__}")
+
+
+def env_name(env: Any) -> str | None:
+    """The env id that ``env`` (a :class:`~canter.envs.vector.VecEnv`, a multi-policy vector env or a dataset) was
+    made from: its ``env_id``, else the Gymnasium spec's of the vector env inside it (or of its first copy); None."""
+    if env is None:
+        return None
+    name = getattr(env, "env_id", None)
+    if isinstance(name, str) and name and name != "None":  # a dataset whose metadata named no env: 'None'
+        return name
+    inner = getattr(env, "env", None)
+    spec = getattr(inner, "spec", None)
+    if spec is None:
+        copies = getattr(inner, "envs", None)
+        spec = getattr(copies[0], "spec", None) if isinstance(copies, (list, tuple)) and copies else None
+    name = getattr(spec, "id", None)
+    return name if isinstance(name, str) and name else None
+
+
+def trained_env(given: str, trained: str | None) -> str | None:
+    """The env a hand-built trainer's run is saved with: ``given`` (its RunConfig's) where the user named one;
+    where it was left at its default, ``trained`` (the id of the env it trains on), with the ``module:`` prefix that
+    either of them names for one env; None where the default was left and the env names none."""
+    from canter.config import RunConfig
+    from canter.envs.make import same_env_id
+
+    if given != RunConfig.__dataclass_fields__["env"].default:
+        return given
+    if trained is None:
+        return None
+    return given if same_env_id(given, trained) and ":" not in trained else trained
