@@ -16,8 +16,8 @@ def test_the_return_hint_names_multi_policy_agents(fn):
 
 
 def test_a_multi_policy_run_returns_what_the_hints_say(tmp_path):
-    agent = canter.train("ppo", env="pettingzoo:tests.mixed_agents", policies="type", max_steps=64, n_envs=2,
-                         n_steps=16, eval_episodes=0, run_dir=tmp_path / "run")
+    agent = canter.train("ppo", env="pettingzoo:tests.mixed_agents", policies="type", max_steps=96, n_envs=2,
+                         n_steps=16, batch_size=16, eval_episodes=0, run_dir=tmp_path / "run")
     loaded = canter.load(tmp_path / "run")
     for got, fn in ((agent, canter.train), (loaded, canter.load)):
         assert isinstance(got, MultiPolicyAgent)
