@@ -38,9 +38,9 @@ def forget_run_key(run_dir: Path, key: str) -> None:
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def untrained_agent(algo: str, env: str, **kw):
+def untrained_agent(algo: str, env: str, max_steps: int = 64, **kw):
     """The agent of a short trainer that is made and closed, never run (seed 0)."""
-    trainer = canter.make_trainer(algo, env, seed=0, max_steps=64, **kw)
+    trainer = canter.make_trainer(algo, env, seed=0, max_steps=max_steps, **kw)
     trainer.close()
     return trainer.agent
 

@@ -12,7 +12,7 @@ def test_an_agent_saves_before_its_trainer_trained_once_the_trainer_is_gone(tmp_
     """``canter.make_trainer(...).agent.save(path)`` raised "this agent carries no run metadata": the agent only held
     a weak reference to its trainer, freed at once. It now writes the metadata the trainer left on it (step 0),
     without keeping the trainer (and its envs) alive."""
-    trainer = canter.make_trainer("ppo", "CartPole-v1", max_steps=64, n_envs=2, n_steps=32)
+    trainer = canter.make_trainer("ppo", "CartPole-v1", max_steps=64, n_envs=2, n_steps=32, batch_size=64)
     agent, gone = trainer.agent, weakref.ref(trainer)
     del trainer
     gc.collect()

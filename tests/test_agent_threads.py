@@ -74,7 +74,8 @@ def test_an_agent_multiplying_through_numpy_acts_at_one_torch_thread_as_its_trai
     """DQN's hand-derived path gives a two-thread run's threads to NumPy's BLAS and torch one (use_threads): acting
     at torch_threads (2) would spin both pools at once in the trainer's own evaluations."""
     trainer = canter.make_trainer("dqn", "CartPole-v1", run_dir=None, max_steps=64, torch_threads=2,
-                                  learning_starts=32, eval_every=64, eval_episodes=1, sets=["target_reward=null"])
+                                  learning_starts=32, train_freq=64, eval_every=64, eval_episodes=1,
+                                  sets=["target_reward=null"])
     agent = trainer.agent
     assert agent.algorithm.numpy_products and agent.torch_threads == 2 and agent.acting_threads == 1
     seen, real = [], agent._act_numpy

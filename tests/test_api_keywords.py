@@ -75,7 +75,8 @@ def test_play_takes_numpy_bools_for_render_as_evaluate_and_load_take_theirs():
     load's weights_only take NumPy's bools; one helper checks all of them now."""
     from canter.play import play
 
-    agent = untrained_agent("ppo", "CartPole-v1", env_kwargs={"max_episode_steps": 5})
+    agent = untrained_agent("ppo", "CartPole-v1", env_kwargs={"max_episode_steps": 5}, target_reward=None,
+                            max_steps=512)  # the preset's 475 out of reach, and less than one rollout: warnings
     assert len(play(agent, episodes=1, render=np.False_)) == 1
     with pytest.raises(CanterError, match="^render must be True or False, got 'no'$"):
         play(agent, episodes=1, render="no")

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*(less than one (rollout|traini
 
 def test_predict_takes_sb3s_deterministic_keyword(tmp_path):
     """``agent.predict(obs, deterministic=True)`` (Stable-Baselines3's spelling) raised a TypeError."""
-    agent = canter.train("ppo", "CartPole-v1", max_steps=256, n_envs=2, n_steps=64, eval_every=0, eval_episodes=1,
+    agent = canter.train("ppo", "CartPole-v1", max_steps=256, n_envs=2, n_steps=64, batch_size=64, eval_every=0, eval_episodes=1,
                          run_dir=tmp_path / "run", seed=0)
     obs = np.zeros((200, 4), np.float32)
     assert (agent.predict(obs, deterministic=True) == agent.predict(obs)).all()

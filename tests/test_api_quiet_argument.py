@@ -24,5 +24,6 @@ def test_resume_refuses_a_quiet_that_is_no_bool(tmp_path, call):
 
 
 def test_numpy_bools_are_taken():
-    trainer = canter.make_trainer("ppo", "CartPole-v1", quiet=np.bool_(True), max_steps=64, n_envs=1, n_steps=64)
+    trainer = canter.make_trainer("ppo", "CartPole-v1", quiet=np.bool_(True), max_steps=64, n_envs=1, n_steps=64,
+                                  batch_size=64)
     trainer.close()

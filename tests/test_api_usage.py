@@ -16,7 +16,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*(less than one (rollout|traini
 def test_load_leaves_the_callers_global_random_states(tmp_path):
     import random
 
-    canter.train("ppo", "CartPole-v1", seed=0, max_steps=64, n_envs=1, n_steps=64, eval_episodes=1,
+    canter.train("ppo", "CartPole-v1", seed=0, max_steps=64, n_envs=1, n_steps=64, batch_size=64, eval_episodes=1,
                  run_dir=tmp_path / "run")
     states = random.getstate(), np.random.get_state(), torch.get_rng_state()
     random.seed(123), np.random.seed(123), torch.manual_seed(123)
@@ -324,7 +324,7 @@ def test_evaluate_runs_the_runs_env_as_canter_eval_does(tmp_path, capsys):
 
     run = tmp_path / "run"
     agent = canter.train("ppo", env="CartPole-v1", env_kwargs={"max_episode_steps": 7}, max_steps=256, n_envs=2,
-                         n_steps=64, run_dir=run, quiet=True, eval_episodes=2)
+                         n_steps=64, batch_size=64, target_reward=None, run_dir=run, quiet=True, eval_episodes=2)
     result = canter.evaluate(agent, episodes=3, seed=5)
     assert result.episodes == 3 and result.lengths == [7, 7, 7]  # the run's env_kwargs: its 7-step limit
     assert main(["eval", str(run), "--episodes", "3", "--seed", "5", "--json"]) == 0
