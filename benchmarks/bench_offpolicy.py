@@ -30,8 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from _common import (BenchParser, append_jsonl, input_error, one_line_errors, positive_int, read_jsonl,
-                     real_transitions, replace_section, require_sb3, seed_int, tagged_json)
+from _common import (BenchParser, append_jsonl, check_appendable, input_error, one_line_errors, positive_int,
+                     read_jsonl, real_transitions, replace_section, require_sb3, seed_int, tagged_json)
 from _offpolicy_report import (BEGIN, END, FINAL_EPISODES, PRECISIONS, RL_ZOO3, SPEED,  # noqa: F401
                                build_section)
 from _report import cpu_model
@@ -302,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--jsonl", type=Path, help="the results file to append to (report: to read); default "
                         "benchmarks/offpolicy_results.jsonl")
     args = p.parse_args(argv)
+    if args.cmd in ("speed", "quality"):  # before the run, whose row would be lost at its end
+        check_appendable(args.jsonl or RESULTS_JSONL)
     if args.cmd == "speed":
         starts = max(cfg["learning_starts"] for cfg in SPEED.values())
         if args.steps <= starts:  # no gradient step at all: a row of env-stepping that the report pairs as training

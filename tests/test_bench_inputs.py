@@ -232,16 +232,19 @@ def test_an_unknown_explorer_algorithm_is_refused_before_any_worker_starts(capsy
     ("onpolicy_quality", ["run", "a2c", "CartPole-v1", "1", "--max-steps", "400", "--jsonl", "{jsonl}"]),
     ("bench_explorers", ["--explorers", "1", "--jsonl", "{jsonl}"]),
     ("bench_atari", ["--job", "canter", "ppo", "--jsonl", "{jsonl}"]),
+    ("bench_offpolicy", ["quality", "sac", "Pendulum-v1", "--max-steps", "150", "--jsonl", "{jsonl}"]),
+    ("bench_offpolicy", ["speed", "--jsonl", "{jsonl}"]),
 ])
 def test_a_results_file_that_cannot_be_appended_to_is_refused_before_the_run(capsys, monkeypatch, tmp_path, script,
                                                                              argv):
     """--jsonl in a folder that does not exist: onpolicy_quality run trained, then lost the result to a
-    FileNotFoundError traceback (its row is appended before it is printed); bench_atari's jobs the same."""
+    FileNotFoundError traceback (its row is appended before it is printed); bench_atari's jobs the same, and
+    bench_offpolicy's quality and speed runs (left out of e74d7ee4)."""
     import subprocess
 
     module = __import__(script)
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a job started"))
-    for name in ("run", "measure"):
+    for name in ("run", "measure", "run_quality", "run_speed"):
         if hasattr(module, name):
             monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("a run started"))
     jsonl = tmp_path / "nosuch" / "r.jsonl"
