@@ -38,6 +38,9 @@ ENV_ID = "bench_explorers:SleepyCartPole-v0"
 START, END = "<!-- bench_explorers:start -->", "<!-- bench_explorers:end -->"
 #: what a results line of this script has (a line without them is refused: another file's)
 EXPLORER_KEYS = ("algo", "explorers", "sleep_ms", "n_envs", "n_steps", "env_steps_per_s", "date")
+#: the algorithm families measured here: explorers on Ray collecting rollouts of ``--n-steps`` (off-policy algorithms
+#: run on explorers too, but with no ``n_steps``)
+EXPLORER_FAMILIES = ("on_policy", "async")
 
 
 class SleepyCartPole(gym.Wrapper):
@@ -57,16 +60,42 @@ if "SleepyCartPole-v0" not in gym.registry:
 
 
 # ------------------------------------------------------------------------------------------- worker
+def _settings(args: argparse.Namespace, explorers: int) -> dict[str, Any]:
+    """The run settings of a measurement with ``explorers`` explorers (the parent resolves them before any worker)."""
+    return dict(explorers=explorers, n_envs=args.n_envs, n_steps=args.n_steps, seed=0, max_steps=10**9, eval_every=0,
+                target_reward=None, env_kwargs={"sleep_ms": args.sleep_ms}, vectorization="sync")
+
+
+def check_algorithm(args: argparse.Namespace) -> None:
+    """A one-line error (exit 2), before any worker starts, for an ``--algo`` that the workers' runs would refuse:
+    unknown, without rollouts of ``--n-steps`` (dqn, sac: 'unknown config key n_steps'), or not run on explorers."""
+    from canter.config import resolve_config
+    from canter.errors import CanterError
+    from canter.registry import lookup, names
+
+    def resolve(algo: str) -> None:
+        resolve_config(algo, ENV_ID, None, [], from_python=True, **_settings(args, max(args.explorers)))
+
+    resolve(args.algo)
+    family = lookup("algorithm", args.algo).family
+    if family not in EXPLORER_FAMILIES:  # canter.distributed.make_distributed_trainer refuses it in each worker
+        runnable = []
+        for name in names("algorithm"):
+            try:
+                if lookup("algorithm", name).family in EXPLORER_FAMILIES and resolve(name) is None:
+                    runnable.append(name)
+            except CanterError:  # (mappo: multi-agent envs only)
+                pass
+        input_error(f"--algo {args.algo} ({family}) does not run on explorers with rollouts of --n-steps; "
+                    f"one of: {', '.join(runnable)}")
+
+
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     """One measurement in this process: build, warm up, measure, print JSON."""
     import canter
 
     t0 = time.perf_counter()
-    trainer = canter.make_trainer(
-        args.algo, ENV_ID, explorers=args.explorers, n_envs=args.n_envs, n_steps=args.n_steps, seed=0,
-        max_steps=10**9, eval_every=0, target_reward=None, env_kwargs={"sleep_ms": args.sleep_ms},
-        vectorization="sync",
-    )
+    trainer = canter.make_trainer(args.algo, ENV_ID, **_settings(args, args.explorers))
     build_s = time.perf_counter() - t0
     timers = {"learn": 0.0, "wait": 0.0}
 
@@ -125,10 +154,9 @@ def _weights(trainer: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------- parent
 def measure(args: argparse.Namespace) -> None:
     """Run one subprocess per explorer count; append each JSON line to ``--jsonl``."""
-    from canter.registry import lookup
     from canter.utils import available_cpus
 
-    lookup("algorithm", args.algo)  # an unknown one: canter's one-line error here, not each worker's after Ray starts
+    check_algorithm(args)  # canter's one-line error here, not each worker's after ~10 s
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
 
     # the local Ray of each run gets num_cpus=available_cpus() (canter.distributed.cluster.connect)

@@ -250,3 +250,24 @@ def test_a_results_file_that_cannot_be_appended_to_is_refused_before_the_run(cap
     jsonl = tmp_path / "nosuch" / "r.jsonl"
     err = one_line_exit_2(capsys, lambda: module.main([a.format(jsonl=jsonl) for a in argv]))
     assert "does not exist" in err and str(jsonl) in err
+
+
+@pytest.mark.parametrize("algo, said", [("dqn", "has no hyperparameter 'n_steps'"),
+                                        ("acer", "does not run on explorers"),
+                                        ("mappo", "has one agent")])
+def test_an_explorer_algorithm_the_workers_would_refuse_is_refused_before_any_worker_starts(capsys, monkeypatch,
+                                                                                           tmp_path, algo, said):
+    """b84f7fd7 looked --algo up in the registry, but a registered algorithm that the worker's run refuses (dqn: no
+    n_steps; acer: not run on explorers) still started a worker per explorer count: 'explorers=1 failed:' and
+    canter's message, exit 1, after ~15 s."""
+    import subprocess
+
+    import bench_explorers
+
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("a worker started"))
+    jsonl = tmp_path / "e.jsonl"
+    err = one_line_exit_2(capsys, lambda: bench_explorers.main(["--algo", algo, "--explorers", "1", "--jsonl",
+                                                                str(jsonl)]))
+    assert said in err and not jsonl.exists()
+    if algo == "acer":  # the closest valid choices, not those that fail the same way
+        assert "ppo" in err and "impala" in err and "mappo" not in err.split("one of:")[1]
