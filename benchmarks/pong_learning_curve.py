@@ -27,7 +27,7 @@ import numpy as np
 from canter.tools.plot import new_figure, save_figure_atomic
 from canter.tools.rundata import load_run
 
-from _common import BenchParser, one_line_errors, write_section
+from _common import BenchParser, check_section_markers, one_line_errors, write_section
 
 HERE = Path(__file__).resolve().parent
 FRAME_SKIP = 4
@@ -123,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("run_dir", type=Path)
     p.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = p.parse_args(argv)
+    markers = ("<!-- pong_curve: start -->", "<!-- pong_curve: end -->")
+    check_section_markers(args.out, *markers)  # before report() replaces the figure: a refused --out kept none of it
     text, png = report(args.run_dir)
-    write_section(args.out, text, "<!-- pong_curve: start -->", "<!-- pong_curve: end -->")
+    write_section(args.out, text, *markers)
     print(text)
     print(json.dumps({"figure": str(png)}))
     return 0

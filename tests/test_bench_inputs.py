@@ -271,3 +271,18 @@ def test_an_explorer_algorithm_the_workers_would_refuse_is_refused_before_any_wo
     assert said in err and not jsonl.exists()
     if algo == "acer":  # the closest valid choices, not those that fail the same way
         assert "ppo" in err and "impala" in err and "mappo" not in err.split("one of:")[1]
+
+
+def test_pong_learning_curve_refuses_an_out_with_one_marker_before_it_replaces_the_figure(capsys, monkeypatch,
+                                                                                        tmp_path):
+    """5cb37a74 made a bad input one line with nothing written, but an --out with one marker and not the other was
+    found out by write_section after report() had replaced benchmarks/pong_ppo_1h.png with the refused run's figure
+    (reproduced with a CartPole run directory: the committed figure overwritten, exit 2)."""
+    import pong_learning_curve
+
+    monkeypatch.setattr(pong_learning_curve, "report", lambda run_dir: pytest.fail("the figure was drawn"))
+    out = tmp_path / "RESULTS.md"
+    out.write_text("x\n<!-- pong_curve: start -->\nold\n")
+    err = one_line_exit_2(capsys, lambda: pong_learning_curve.main([str(tmp_path), "--out", str(out)]))
+    assert "has the marker <!-- pong_curve: start --> but not" in err
+    assert out.read_text() == "x\n<!-- pong_curve: start -->\nold\n"
