@@ -27,7 +27,7 @@ import numpy as np
 from canter.tools.plot import new_figure, save_figure_atomic
 from canter.tools.rundata import load_run
 
-from _common import BenchParser, check_section_markers, one_line_errors, write_section
+from _common import BenchParser, check_section_markers, input_error, one_line_errors, write_section
 
 HERE = Path(__file__).resolve().parent
 FRAME_SKIP = 4
@@ -57,6 +57,8 @@ def windows(frames: np.ndarray, scores: np.ndarray) -> list[tuple[int, float, in
 def report(run_dir: Path) -> tuple[str, Path]:
     """The markdown section and the figure for the run in ``run_dir``."""
     run = load_run(run_dir)
+    if not len(run.history["step"]):  # a run that has finished no game yet: nothing to plot or average
+        input_error(f"{run_dir} has no finished training episode yet; run it longer, then run this again")
     frames = run.history["step"] * FRAME_SKIP
     scores = run.history["episode_return"]
     ours = windows(frames, scores)

@@ -286,3 +286,20 @@ def test_pong_learning_curve_refuses_an_out_with_one_marker_before_it_replaces_t
     err = one_line_exit_2(capsys, lambda: pong_learning_curve.main([str(tmp_path), "--out", str(out)]))
     assert "has the marker <!-- pong_curve: start --> but not" in err
     assert out.read_text() == "x\n<!-- pong_curve: start -->\nold\n"
+
+
+def test_pong_learning_curve_of_a_run_without_a_finished_episode_is_one_line(capsys, tmp_path):
+    """A run directory whose history has no episode yet (a run just started) was a ValueError traceback from
+    frames.max() ('zero-size array to reduction operation maximum'), with the figure not yet drawn."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pong_learning_curve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("algo: ppo\nenv: CartPole-v1\nseed: 1\n")
+    pq.write_table(pa.table({c: pa.array([], pa.float64()) for c in ("step", "wall_time", "episode_return",
+                                                                      "rolling_return")}), run / "history.parquet")
+    out = tmp_path / "RESULTS.md"
+    err = one_line_exit_2(capsys, lambda: pong_learning_curve.main([str(run), "--out", str(out)]))
+    assert "no finished training episode" in err and not out.exists()
