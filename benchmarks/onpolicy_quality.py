@@ -12,8 +12,8 @@ appends one JSON line. ``report`` turns the lines into a markdown section of RES
 Each run trains the shipped preset (``canter/configs/ALGO/ENV.yaml``: budget, target, evaluation
 schedule) with the given seed and one torch thread, then evaluates the final policy
 deterministically on ``--final-episodes`` fresh episodes. ``--max-steps`` overrides the preset's budget
-(for a smoke check); the report gives each budget its own row (a ``--max-steps`` row no verdict against
-the bar, which is for the preset's budget) and takes the latest run of each seed.
+(for a smoke check); the report gives each budget its own row (a row of another ``--max-steps`` no verdict
+against the bar, which is for the preset's budget) and takes the latest run of each seed.
 """
 from __future__ import annotations
 
@@ -45,8 +45,11 @@ def run(algo: str, env: str, seed: int, final_episodes: int, max_steps: int | No
     """Train the preset with ``seed`` (and ``max_steps`` in place of its budget, when given); return budget,
     steps, best/last/final evaluation, wall time."""
     import canter
+    from canter.config import resolve_config
     from canter.trainers.evaluation import evaluate
 
+    # a budget other than the preset's gets no verdict (the preset's own, given with --max-steps, keeps it)
+    other_budget = max_steps is not None and max_steps != resolve_config(algo, env)[0].max_steps
     t0 = time.perf_counter()
     budget = {} if max_steps is None else {"max_steps": max_steps}
     trainer = canter.make_trainer(algo, env, seed=seed, torch_threads=1, **budget)
@@ -60,7 +63,7 @@ def run(algo: str, env: str, seed: int, final_episodes: int, max_steps: int | No
             "target": trainer.run.target_reward, "steps": trainer.step, "stop_reason": last.stop_reason,
             "best_eval": trainer.best_eval_return, "last_eval": trainer.last_eval.mean_return,
             "final_eval": final.mean_return, "final_episodes": final_episodes, "wall_s": round(wall, 1),
-            **({} if max_steps is None else {"max_steps_given": True})}  # not the preset's budget: no verdict
+            **({"max_steps_given": True} if other_budget else {})}  # not the preset's budget: no verdict
 
 
 def _spread(values: list[float], digits: int = 1) -> str:

@@ -61,6 +61,35 @@ def test_onpolicy_quality_gives_no_verdict_for_a_run_at_another_budget():
     assert verdicts == ["not comparable (run --max-steps, not the preset's budget)", "meets (500.00 >= 500)"]
 
 
+def test_onpolicy_quality_run_marks_only_a_budget_other_than_the_presets(monkeypatch):
+    """3865dd94 recorded max_steps_given for any --max-steps, the preset's own budget included, and one such run in a
+    row took the verdict of the whole row (the preset's runs of the other seeds too) to 'not comparable'."""
+    import types
+
+    import canter
+    import canter.trainers.evaluation
+    import onpolicy_quality
+
+    class FakeTrainer:  # the preset trained in no time: a2c CartPole-v1's budget is 500,000 steps
+        def __init__(self, algo, env, seed, torch_threads, max_steps=500_000):
+            self.run = types.SimpleNamespace(max_steps=max_steps, target_reward=500.0)
+            self.step, self.best_eval_return, self.agent, self.eval_env = max_steps, 500.0, None, None
+            self.last_eval = types.SimpleNamespace(mean_return=500.0)
+
+        def __call__(self):
+            return iter([types.SimpleNamespace(stop_reason="max_steps")])
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(canter, "make_trainer", FakeTrainer)
+    final = types.SimpleNamespace(mean_return=500.0)
+    monkeypatch.setattr(canter.trainers.evaluation, "evaluate", lambda *a, **k: final)
+    assert "max_steps_given" not in onpolicy_quality.run("a2c", "CartPole-v1", 1, 1, max_steps=500_000)  # the preset's
+    assert onpolicy_quality.run("a2c", "CartPole-v1", 1, 1, max_steps=400)["max_steps_given"] is True
+    assert "max_steps_given" not in onpolicy_quality.run("a2c", "CartPole-v1", 1, 1)
+
+
 @pytest.mark.slow
 def test_onpolicy_quality_run_takes_a_small_budget(tmp_path):
     """``--max-steps`` (with ``--final-episodes``) is the script's smoke check: seconds, one row at that budget."""
