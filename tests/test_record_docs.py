@@ -45,3 +45,16 @@ def test_the_step_fields_say_what_an_offline_run_counts():
     for field_name in ("step", "iteration", "steps_per_second"):
         line = re.search(rf"^\s*\|?\s*{field_name}: (.*(?:\n\s*\|?\s{{5,}}.*)*)", text, re.MULTILINE)[1]
         assert "offline" in line, (field_name, line)
+
+
+def test_architecture_docs_say_what_an_offline_runs_steps_per_second_counts():
+    """37eb0840 said in help(TrainRecord) that an offline run's steps_per_second is updates per second, but
+    docs/architecture.md's updates.parquet columns and its metric table (charts/steps_per_second) still said env
+    steps alone."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "architecture.md").read_text()
+    metric = next(line for line in text.splitlines() if line.startswith("| `charts/steps_per_second`"))
+    column = text[text.index("steps_per_second:\n"):][:200]
+    assert "offline" in metric and "updates" in metric, metric
+    assert "offline" in column and "updates" in column, column
