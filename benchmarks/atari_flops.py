@@ -30,7 +30,7 @@ from offpolicy_flops import _flops, _time  # noqa: E402
 def sb3_seconds_per_env_step(path: Path) -> float:
     """SB3's PPO seconds per env step (4 frames): the median over the jobs in ``path`` that the report compares,
     not a ``--steps`` smoke job's or one off the CPU."""
-    rows = [r for r in standard_cpu_jobs(read_jsonl(path, ("lib", "algo"))) if r["lib"] == "sb3" and r["algo"] == "ppo"]
+    rows = [r for r in standard_cpu_jobs(read_jsonl(path, ("lib", "algo", "fps"))) if r["lib"] == "sb3" and r["algo"] == "ppo"]
     if not rows:
         input_error(f"no SB3 PPO jobs at the standard budget on the CPU in {path}")
     return 4 / statistics.median(r["fps"] for r in rows)

@@ -44,6 +44,8 @@ from _report import cpu_model
 
 HERE = Path(__file__).resolve().parent
 JSONL = HERE / "results_atari.jsonl"
+#: what a job's results line has, which the report reads (fps: bench_offpolicy's speed rows have the others too)
+JOB_KEYS = ("lib", "algo", "date", "fps")
 ENV_ID = "PongNoFrameskip-v4"
 THREADS = 2
 STEPS = {"ppo": 3 * 8 * 128, "dqn": 6000}
@@ -319,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             print(json.dumps(r))
     if args.report:
-        rows = standard_cpu_jobs(read_jsonl(jsonl, ("lib", "algo", "date")))
+        rows = standard_cpu_jobs(read_jsonl(jsonl, JOB_KEYS))
         # the date format sorts as text
         rows = [r for r in rows
                 if (not args.since or r["date"] >= args.since) and (not args.until or r["date"] < args.until)]

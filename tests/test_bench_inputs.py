@@ -303,3 +303,21 @@ def test_pong_learning_curve_of_a_run_without_a_finished_episode_is_one_line(cap
     out = tmp_path / "RESULTS.md"
     err = one_line_exit_2(capsys, lambda: pong_learning_curve.main([str(run), "--out", str(out)]))
     assert "no finished training episode" in err and not out.exists()
+
+
+def test_an_atari_report_of_another_scripts_results_with_lib_algo_and_date_is_one_line(capsys, tmp_path):
+    """97024bfe's keys for bench_atari's report were lib, algo and date, which bench_offpolicy's speed rows have too:
+    the report of such a file (the README's `bench_offpolicy.py speed --steps 200 --jsonl` smoke file) was a
+    KeyError 'loadavg' traceback; atari_flops.py's selection read 'fps' unchecked the same way."""
+    import json
+
+    import atari_flops
+    import bench_atari
+
+    speed = {"kind": "speed", "lib": "sb3", "algo": "ppo", "steps": 200, "sps": 50.0, "seed": 1,
+             "date": "2026-11-22 05:37 UTC", "threads": 1}
+    jsonl, out = tmp_path / "smoke.jsonl", tmp_path / "R.md"
+    jsonl.write_text(json.dumps(speed) + "\n")
+    err = one_line_exit_2(capsys, lambda: bench_atari.main(["--report", "--jsonl", str(jsonl), "--out", str(out)]))
+    assert "line 1: no 'fps'" in err and not out.exists()
+    assert "line 1: no 'fps'" in one_line_exit_2(capsys, lambda: atari_flops.sb3_seconds_per_env_step(jsonl))
