@@ -62,6 +62,7 @@ class _Parser(argparse.ArgumentParser):
                     library = _library_name(token.split("=", 1)[0], getattr(self, "algo", None), options, set_only)
                     ours = OTHER_NAMES.get(library or name) or TIANSHOU_NAMES.get(library or name, "")
                     near = [o for o in (f"--{ours.replace('_', '-')}",) if ours and (o in options or o in set_only)]
+                    names_ours = bool(near)  # the answer names canter's own flag (or --set key) for the name
                     # Tianshou's --estimation-step for ppo: canter's --n-step is dqn's, c51's, ...
                     theirs = f"--{ours.replace('_', '-')}" if ours and not near else None
                     flag = token.split("=", 1)[0]
@@ -95,7 +96,7 @@ class _Parser(argparse.ArgumentParser):
                         sb3 = library or name
                         per_step = (f" (Stable-Baselines3's {sb3} counts its callback's calls, one per vector step; "
                                     f"canter's {ours} counts the env steps of all the env copies: {sb3} x n_envs)"
-                                    if sb3 in PER_VECTOR_STEP and ours else "")
+                                    if sb3 in PER_VECTOR_STEP and names_ours else "")  # (not '--device' in eval)
                         return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + f"?{per_step}"
                     break
                 if "=" in token and "--set" in self._option_string_actions:  # '--set a=1 b=2'

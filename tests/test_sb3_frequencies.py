@@ -49,3 +49,14 @@ def test_the_flags_are_answered_so_too(capsys, flag, ours):
     assert_one_line_error(code, err, f"--{ours.replace('_', '-')}", f"Stable-Baselines3's {sb3} counts its callback's "
                           f"calls, one per vector step; canter's {ours} counts the env steps of all the env copies: "
                           f"{sb3} x n_envs")
+
+
+@pytest.mark.parametrize("argv", [["eval", "RUN", "--eval-freq", "5"], ["train", "--resume", "RUN", "--eval-freq", "5"]])
+def test_the_note_is_only_given_with_the_flag_it_explains(capsys, argv):
+    """A command without --eval-every (canter eval, a resume) was answered "did you mean '--device' or ...? (...
+    canter's eval_every counts the env steps ...)": a note on a flag the answer did not name."""
+    from support import assert_one_line_error, run_cli
+
+    code, _, err = run_cli(capsys, *argv)
+    line = assert_one_line_error(code, err, "unrecognized arguments: --eval-freq")
+    assert "eval_every" not in line, line
