@@ -48,8 +48,10 @@ def warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -
                 low, high = (mid, high) if evaluation_count(run.max_steps, mid, size) >= need else (low, mid - 1)
             told = " and ".join(f"{k} ({getattr(run, k)})" for k in idle)
             most = evaluation_count(run.max_steps, 1, size)  # one per iteration: no eval_every gives more
+            # (size 1: iterations of varying size, off-policy or several policies: one step each at the most)
+            per = f"once per rollout of {size} steps" if size > 1 else "at most once per step"
             fix = (f"set eval_every to at most {low} (--eval-every {low}) or a smaller patience" if most >= need else
-                   f"the run evaluates at most {most} times (once per rollout of {size} steps): set a patience below "
+                   f"the run evaluates at most {most} times ({per}): set a patience below "
                    f"{most} or a larger max_steps")
             warn(CanterWarning(
                 f"{told} count{'' if len(idle) > 1 else 's'} evaluations without improvement after a first one, but "

@@ -49,3 +49,15 @@ def test_evaluation_count_follows_the_trainers_evaluation_points():
     assert evaluation_count(5000, 1000, 512) == 5 and evaluation_count(1500, 500, 150) == 3
     assert evaluation_count(1000, 300) == 4 and evaluation_count(1000, 500) == 2  # the end's own, where it is none
     assert evaluation_count(600, 100, 150) == 4 and evaluation_count(1024, 1000, 512) == 1
+
+
+def test_a_run_without_rollouts_is_not_told_of_rollouts_of_one_step():
+    """Where iterations vary (off-policy), a patience of max_steps or more was told 'the run evaluates at most 100
+    times (once per rollout of 1 steps)': DQN has no rollouts."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        canter.make_trainer("dqn", "CartPole-v1", max_steps=100, eval_every=50, early_stopping=150, eval_episodes=1,
+                            target_reward=None).close()
+    said = [str(w.message) for w in caught if "can never act" in str(w.message)]
+    assert len(said) == 1 and said[0].endswith("can never act; the run evaluates at most 100 times (at most once per "
+                                               "step): set a patience below 100 or a larger max_steps"), said
