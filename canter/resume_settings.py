@@ -10,6 +10,7 @@ next periodic checkpoint to the new grid: the next multiple of the new value aft
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -182,8 +183,11 @@ def _train_on_hint(run_dir: Path, reason: str, flags: bool) -> str:
             "early_stopping": ("--set early_stopping=null", "early_stopping=None")}.get(reason)
     if flags:
         without = f" {drop[0]}" if drop else ""
-        return (f"; to train on from its agent, start a new run from it: canter train -f {run_dir}/config.yaml "
-                f"--set init_from={run_dir}{without} --run-dir NEW_DIR")
+        # quoted for the shell where it must be (a run directory with a space)
+        return (f"; to train on from its agent, start a new run from it: canter train -f "
+                f"{shlex.quote(f'{run_dir}/config.yaml')} --set {shlex.quote(f'init_from={run_dir}')}{without} "
+                f"--run-dir NEW_DIR")
     without = f", {drop[1]}" if drop else ""
-    return (f"; to train on from its agent, start a new run from it: canter.train(config_file='{run_dir}/config.yaml', "
-            f"init_from='{run_dir}'{without}, run_dir=NEW_DIR)")
+    config = f"{run_dir}/config.yaml"
+    return (f"; to train on from its agent, start a new run from it: canter.train(config_file={config!r}, "
+            f"init_from={str(run_dir)!r}{without}, run_dir=NEW_DIR)")

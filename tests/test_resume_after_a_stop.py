@@ -43,3 +43,18 @@ def test_canter_resume_names_the_python_call():
 
         check_continues(__import__("pathlib").Path("RUN"), {"stop_reason": "target_reward", "step": 512},
                         canter.make_trainer("ppo", "CartPole-v1", max_steps=1024).run, 2048, None, flags=False)
+
+
+def test_a_run_directory_with_a_space_is_quoted_in_the_command(tmp_path):
+    """The command was pasted together unquoted: a run directory with a space split into two arguments."""
+    import shlex
+
+    from canter.resume_settings import check_continues
+
+    run = tmp_path / "my run"
+    trainer = canter.make_trainer("ppo", "CartPole-v1", max_steps=1024)
+    with pytest.raises(CanterError) as info:
+        check_continues(run, {"stop_reason": "target_reward", "step": 512}, trainer.run, 2048, None, flags=True)
+    trainer.close()
+    words = shlex.split(str(info.value).split("start a new run from it: ")[1])
+    assert words[:6] == ["canter", "train", "-f", f"{run}/config.yaml", "--set", f"init_from={run}"]
