@@ -84,3 +84,18 @@ def test_a_distributed_learner_publishes_the_weights_a_hooks_nan_restored():
     with trainer:
         list(trainer())
     assert [e["action"][:8] for e in trainer.guard.events] == ["restored"] and not stale, stale
+
+
+def test_a_hooks_nan_that_exhausts_the_restores_names_the_hooks_statistic():
+    """In restore mode a hook's NaN restores the weights and halves the learning rate each time (the algorithm's
+    numbers were finite, so nothing changes): the stop said only '(restores exhausted)', not where the NaN came from."""
+    trainer = canter.make_trainer("ppo", "CartPole-v1", hooks={"after_update": _nan_after}, divergence_guard="restore",
+                                  divergence_max_restores=1, **{**TINY, "eval_episodes": 1, "eval_every": 64})
+    with trainer, pytest.raises(TrainingDiverged) as stop:
+        list(trainer())
+    assert str(stop.value) == (
+        "training diverged at step 256: non-finite loss 'custom/value_error' (nan) that an after_update hook reported "
+        "(restores exhausted); 'custom/value_error' came from that hook, not from the algorithm (its losses and "
+        "parameters were finite): check what the hook computes, and leave a statistic out of losses where it has no "
+        "value")
+    assert [e["action"][:8] for e in trainer.guard.events] == ["restored", "stopped"]

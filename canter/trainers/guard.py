@@ -264,9 +264,10 @@ class DivergenceGuard:
         event["action"] = "stopped"
         hint = "" if env_fault else (" (restores exhausted)" if self.mode == "restore" else
                                      f"; try {_hint(t)} or divergence_guard: restore")
-        if err.hook_stat is not None and self.mode != "restore":  # the algorithm's numbers were finite: no training hint
-            hint = (f"; '{err.hook_stat}' came from that hook, not from the algorithm (its losses and parameters were "
-                    f"finite): check what the hook computes, and leave a statistic out of losses where it has no value")
+        if err.hook_stat is not None:  # the algorithm's numbers were finite: no training hint (restores did not help)
+            hint = (f"{' (restores exhausted)' if self.mode == 'restore' else ''}; '{err.hook_stat}' came from that "
+                    f"hook, not from the algorithm (its losses and parameters were finite): check what the hook "
+                    f"computes, and leave a statistic out of losses where it has no value")
         # the env's fault names the env (an async worker's None observation arrives as NaN, nothing else names it)
         env = getattr(getattr(t, "run", None), "env", None) if env_fault else None
         named = f"env '{env}': " if env else ""
