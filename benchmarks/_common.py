@@ -156,12 +156,18 @@ def require_sb3() -> None:
 def check_section_markers(path: str | Path, start: str, end: str) -> str:
     """The text of ``path`` ('' where there is none), whose section :func:`replace_section` can replace or append;
     a file with one of the markers ``start`` and ``end`` and not the other, or the end before the start, or a path that
-    cannot be read (a directory) is refused in one line (exit 2; a script checks its ``--out`` so before it runs)."""
+    cannot be read (a directory), or one under a file (its folder cannot be made) is refused in one line (exit 2; a
+    script checks its ``--out`` so before it runs)."""
     path = Path(path)
     try:  # a directory given as --out was an IsADirectoryError traceback
         text = path.read_text() if path.exists() else ""
     except OSError as exc:
         input_error(f"cannot read {path}, whose section would be written: {exc.strerror or exc}; give a file")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:  # the folder replace_section would make
+        folder = folder.parent
+    if not folder.is_dir():  # FILE/RESULTS.md: mkdir's traceback after the runs
+        input_error(f"cannot write {path}: {folder} is not a folder; give a file in a folder")
     if (start in text) != (end in text):
         present, missing = (start, end) if start in text else (end, start)
         input_error(f"{path} has the marker {present} but not {missing}; add it where the section ends (or take the "

@@ -71,3 +71,18 @@ def test_an_out_that_is_a_directory_is_refused_before_the_runs(tmp_path, capsys,
         bench_a2c.main(["--quick", "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and len(err.splitlines()) == 1 and f"cannot read {tmp_path}" in err, err
+
+
+def test_an_out_in_a_folder_that_cannot_be_made_is_refused_before_the_runs(tmp_path, capsys, monkeypatch):
+    """--out FILE/RESULTS.md (under a file, not a folder) passed the check (nothing to read) and the runs went on,
+    to a NotADirectoryError traceback from replace_section's mkdir after them."""
+    import bench_a2c
+
+    (tmp_path / "notes").write_text("a file\n")
+    out = tmp_path / "notes" / "sub" / "RESULTS.md"
+    monkeypatch.setattr(bench_a2c, "require_sb3", lambda: None)
+    monkeypatch.setattr(bench_a2c, "run_worker", lambda *a: pytest.fail("a run started"))
+    with pytest.raises(SystemExit) as exc:
+        bench_a2c.main(["--quick", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1 and f"{tmp_path / 'notes'} is not a folder" in err, err
