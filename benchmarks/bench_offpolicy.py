@@ -139,8 +139,10 @@ def run_speed(steps: int, seed: int, precision: str = "highest", jsonl: Path | N
 def _state_dir(algo: str, env: str, seed: int, jsonl: Path | None = None) -> Path:
     """Where ``quality --segment`` keeps a run's state between calls: under :data:`STATE_ROOT`, or with ``--jsonl FILE``
     under ``FILE.state/`` (a smoke run's state, kept apart as its rows are: in STATE_ROOT a later run of the same
-    algorithm, env and seed resumed it)."""
-    return (STATE_ROOT if jsonl is None else Path(f"{jsonl}.state")) / f"{algo}-{env}-{seed}"
+    algorithm, env and seed resumed it). The default file named (``--jsonl benchmarks/offpolicy_results.jsonl``)
+    keeps the default state, which a run started without ``--jsonl`` resumes."""
+    apart = jsonl is not None and Path(jsonl).resolve() != RESULTS_JSONL.resolve()
+    return (Path(f"{jsonl}.state") if apart else STATE_ROOT) / f"{algo}-{env}-{seed}"
 
 
 def _save_segment(trainer, path: Path, segment: int, wall: float, evals: list) -> None:

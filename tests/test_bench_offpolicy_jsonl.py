@@ -76,3 +76,15 @@ def test_a_smoke_quality_segment_keeps_its_state_beside_its_jsonl(tmp_path, monk
     assert bench_offpolicy.main(argv) == 0  # the second call resumes it and finishes
     assert [json.loads(line)["kind"] for line in smoke.read_text().splitlines()] == ["segment", "quality"]
     assert json.loads(smoke.read_text().splitlines()[1])["segments"] == 2
+
+
+def test_the_default_jsonl_given_by_name_keeps_the_default_state(tmp_path, monkeypatch):
+    """quality --segment --jsonl benchmarks/offpolicy_results.jsonl (the default file, named) kept its state in
+    benchmarks/offpolicy_results.jsonl.state/, in the committed tree, and did not resume a run that the same command
+    without --jsonl had started in benchmarks/out/offpolicy-state/."""
+    monkeypatch.chdir(Path(bench_offpolicy.__file__).parent.parent)
+    default = bench_offpolicy._state_dir("sac", "Pendulum-v1", 1)
+    for named in (bench_offpolicy.RESULTS_JSONL, Path("benchmarks/offpolicy_results.jsonl")):
+        assert bench_offpolicy._state_dir("sac", "Pendulum-v1", 1, named) == default
+    assert bench_offpolicy._state_dir("sac", "Pendulum-v1", 1, tmp_path / "smoke.jsonl") == (
+        tmp_path / "smoke.jsonl.state" / "sac-Pendulum-v1-1")
