@@ -88,3 +88,17 @@ def test_the_default_jsonl_given_by_name_keeps_the_default_state(tmp_path, monke
         assert bench_offpolicy._state_dir("sac", "Pendulum-v1", 1, named) == default
     assert bench_offpolicy._state_dir("sac", "Pendulum-v1", 1, tmp_path / "smoke.jsonl") == (
         tmp_path / "smoke.jsonl.state" / "sac-Pendulum-v1-1")
+
+
+@pytest.mark.parametrize("cmd", [["speed"], ["quality", "sac", "Pendulum-v1"]])
+def test_a_jsonl_that_cannot_be_appended_to_is_refused_before_the_runs(tmp_path, capsys, monkeypatch, cmd):
+    """speed / quality --jsonl DIR/x.jsonl (a folder that does not exist) ran (a quality run for hours) and then lost
+    its result to a FileNotFoundError traceback, where bench_atari and onpolicy_quality check their --jsonl first."""
+    monkeypatch.setattr(bench_offpolicy, "require_sb3", lambda: None)
+    for run in ("run_speed", "run_quality"):
+        monkeypatch.setattr(bench_offpolicy, run, lambda *a: pytest.fail("a run started"))
+    for bad in (tmp_path / "missing" / "x.jsonl", tmp_path):
+        with pytest.raises(SystemExit) as exc:
+            bench_offpolicy.main([*cmd, "--jsonl", str(bad)])
+        err = capsys.readouterr().err.strip()
+        assert exc.value.code == 2 and len(err.splitlines()) == 1 and f"--jsonl {bad}" in err, err
