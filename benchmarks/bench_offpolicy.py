@@ -135,13 +135,19 @@ def run_speed(steps: int, seed: int, precision: str = "highest", jsonl: Path | N
 
 
 # ---------------------------------------------------------------------------------------------- quality
+def _other_jsonl(jsonl: Path | None) -> Path | None:
+    """``jsonl`` where it is another file than :data:`RESULTS_JSONL`, None where it is that file (however named: the
+    default given by name keeps the default state and report)."""
+    return None if jsonl is None or Path(jsonl).resolve() == RESULTS_JSONL.resolve() else jsonl
+
+
 def _state_dir(algo: str, env: str, seed: int, jsonl: Path | None = None) -> Path:
     """Where ``quality --segment`` keeps a run's state between calls: under :data:`STATE_ROOT`, or with ``--jsonl FILE``
     under ``FILE.state/`` (a smoke run's state, kept apart as its rows are: in STATE_ROOT a later run of the same
     algorithm, env and seed resumed it). The default file named (``--jsonl benchmarks/offpolicy_results.jsonl``)
     keeps the default state, which a run started without ``--jsonl`` resumes."""
-    apart = jsonl is not None and Path(jsonl).resolve() != RESULTS_JSONL.resolve()
-    return (Path(f"{jsonl}.state") if apart else STATE_ROOT) / f"{algo}-{env}-{seed}"
+    other = _other_jsonl(jsonl)
+    return (STATE_ROOT if other is None else Path(f"{other}.state")) / f"{algo}-{env}-{seed}"
 
 
 def _save_segment(trainer, path: Path, segment: int, wall: float, evals: list) -> None:
@@ -269,8 +275,9 @@ def _load(jsonl: Path | None = None) -> list[dict]:
 
 def write_report(jsonl: Path | None = None) -> None:
     """Replace (or append) the off-policy section of RESULTS.md, from ``jsonl`` (default :data:`RESULTS_JSONL`); a
-    missing, broken or empty results file is a one-line error that leaves it as it was."""
-    section = build_section(_load(jsonl), jsonl)
+    missing, broken or empty results file is a one-line error that leaves it as it was. The section names ``jsonl``
+    (not where it is the default file named: a path of this machine in the committed section)."""
+    section = build_section(_load(jsonl), _other_jsonl(jsonl))
     replace_section(RESULTS_MD, section, BEGIN, END)
     print(section)
 

@@ -102,3 +102,18 @@ def test_a_jsonl_that_cannot_be_appended_to_is_refused_before_the_runs(tmp_path,
             bench_offpolicy.main([*cmd, "--jsonl", str(bad)])
         err = capsys.readouterr().err.strip()
         assert exc.value.code == 2 and len(err.splitlines()) == 1 and f"--jsonl {bad}" in err, err
+
+
+def test_a_report_from_the_default_jsonl_named_is_the_default_report(tmp_path, monkeypatch, capsys):
+    """report --jsonl naming the committed file (as /abs/path/benchmarks/offpolicy_results.jsonl, say) wrote that path,
+    this machine's, into RESULTS.md's section, where report without --jsonl writes the same section with the repo's."""
+    monkeypatch.chdir(Path(bench_offpolicy.__file__).parent.parent)
+    sections = []
+    for argv in ([], ["--jsonl", str(bench_offpolicy.RESULTS_JSONL)], ["--jsonl", "benchmarks/offpolicy_results.jsonl"]):
+        md = tmp_path / f"RESULTS{len(sections)}.md"
+        monkeypatch.setattr(bench_offpolicy, "RESULTS_MD", md)
+        assert bench_offpolicy.main(["report", *argv]) == 0
+        sections.append(md.read_text())
+    capsys.readouterr()
+    assert sections[1] == sections[0] and sections[2] == sections[0]
+    assert "Raw results: `benchmarks/offpolicy_results.jsonl`" in sections[0]
