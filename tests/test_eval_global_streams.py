@@ -1,37 +1,10 @@
 """Periodic evaluation leaves the global random streams (Python's ``random``, NumPy's legacy ``np.random``, torch's)
 where training had them: with an env that draws its noise from them, a run with evaluations trains exactly as the
 same run without."""
-import random
-
-import gymnasium as gym
-import numpy as np
 import torch
 
 import canter
-
-
-class GlobalNoiseEnv(gym.Env):
-    """A 20-step episode whose observations are noise from the global streams (as an env of ``random`` or
-    ``np.random.rand`` calls has): nothing of it follows ``reset(seed=...)``."""
-
-    observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
-    action_space = gym.spaces.Discrete(2)
-
-    def _obs(self):
-        return np.array([random.random(), np.random.random(), float(torch.rand(1))], dtype=np.float32)
-
-    def reset(self, *, seed=None, options=None):  # noqa: D102
-        super().reset(seed=seed)
-        self.t = 0
-        return self._obs(), {}
-
-    def step(self, action):  # noqa: D102
-        self.t += 1
-        obs = self._obs()
-        return obs, float(obs[0] > 0.5) + float(action), False, self.t >= 20, {}
-
-
-gym.register("GlobalNoise-v0", entry_point=GlobalNoiseEnv)
+import global_noise_env  # noqa: F401 (registers GlobalNoise-v0)
 
 
 def _training(eval_every):
