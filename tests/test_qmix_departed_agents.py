@@ -87,19 +87,3 @@ def test_an_agent_that_terminated_on_a_truncated_teams_last_step_takes_action_0_
     obs = trainer.buffer.obs[:12, 0]
     assert not trainer.buffer.terminated[:12:2, 0].any()  # (truncated: the team's value is bootstrapped)
     assert obs[1::2][:, 0, 2:].tolist() == [[1.0, 0.0]] * 6 and (obs[1::2][:, 1, 2:] == 1).all()
-
-
-@pytest.mark.slow
-def test_qmix_learns_to_keep_every_agent_in_under_masks_when_a_miss_ends_an_agents_episode(tmp_path):
-    """``tests/match_agents.py`` with ``team``, ``miss_leaves`` and ``masked`` (the target and one other action allowed):
-    the team earns 24 only when all three agents stay the 8 steps; a departed agent's mask allows action 0 alone."""
-    from canter.envs import make_vec_env
-    from canter.trainers.evaluation import evaluate
-
-    kwargs = {"n_agents": 3, "team": True, "miss_leaves": True, "masked": True}
-    agent = canter.train("qmix", env="pettingzoo:tests.match_agents", env_kwargs=kwargs, seed=0, max_steps=30_000,
-                         n_envs=4, eval_every=2_000, target_reward=23, run_dir=tmp_path / "run", quiet=True)
-    env = make_vec_env("pettingzoo:tests.match_agents", 2, policies="joint", env_kwargs=kwargs)
-    result = evaluate(agent, env, 8, seed=1)
-    env.close()
-    assert result.mean_return >= 23 and min(result.lengths) == 8

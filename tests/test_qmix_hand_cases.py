@@ -127,14 +127,16 @@ def test_a_team_whose_every_agent_terminated_is_terminated_though_the_env_also_s
 
 
 @pytest.mark.slow
-def test_qmix_learns_to_keep_every_agent_in_when_a_miss_ends_an_agents_episode(tmp_path):
+@pytest.mark.parametrize("masked", [False, True])
+def test_qmix_learns_to_keep_every_agent_in_when_a_miss_ends_an_agents_episode(tmp_path, masked):
     """``tests/match_agents.py`` with ``team`` and ``miss_leaves``: every agent still in earns 1 only when all of them
     match, and one that misses leaves; the team earns 24 only when all three stay the 8 steps (random play: a
-    step's reward 3 with chance 1/27, and each miss shrinks the team)."""
+    step's reward 3 with chance 1/27, and each miss shrinks the team). ``masked``: the target and one other action
+    allowed, and a departed agent's mask allows action 0 alone (tests/test_qmix_departed_agents.py)."""
     from canter.envs import make_vec_env
     from canter.trainers.evaluation import evaluate
 
-    kwargs = {"n_agents": 3, "team": True, "miss_leaves": True}
+    kwargs = {"n_agents": 3, "team": True, "miss_leaves": True, "masked": masked}
     agent = canter.train("qmix", env="pettingzoo:tests.match_agents", env_kwargs=kwargs, seed=0, max_steps=30_000,
                          n_envs=4, eval_every=2_000, target_reward=23, run_dir=tmp_path / "run", quiet=True)
     env = make_vec_env("pettingzoo:tests.match_agents", 2, policies="joint", env_kwargs=kwargs)
