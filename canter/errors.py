@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 import warnings
 from collections.abc import Iterable
@@ -251,6 +252,13 @@ def unknown(kind: str, name: str, choices: Iterable[str], see: str | None = "run
     (``canter list`` shows registered names, not config keys or Gymnasium's env ids).
     """
     choices = sorted(choices)
+    setting = re.fullmatch(r"value for ('.+')", kind)
+    if setting and isinstance(name, str) and not name.strip():
+        # --set device= (or blank): said as a number's empty value is, 'got an empty value' (it was "unknown value
+        # for 'device' ''"), with the choices
+        listed = "choices: " + ", ".join(choices) if len(choices) <= 12 else f"{len(choices)} choices" + (
+            f"; {see}" if see else "")
+        return CanterError(f"{setting.group(1)} got an empty value; {listed}")
     if isinstance(name, str) and name != name.strip() and name.strip() in choices:
         return CanterError(f"unknown {kind} '{cut(name)}': it has a space before or after it; write "
                            f"'{name.strip()}'")
