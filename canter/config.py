@@ -15,8 +15,8 @@ from collections.abc import Collection
 from typing import Any
 
 from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, algo_value_error,
-                                  check_blank_dataset, check_dataset_argument, misspelt_section, online_dataset_error,
-                                  zoo_section)
+                                  check_blank_dataset, check_dataset_argument, check_empty_string, check_empty_strings,
+                                  misspelt_section, online_dataset_error, zoo_section)
 from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_entry_once, check_range, coerce, entries_last, hp, is_null_word,  # re-exported
@@ -240,9 +240,7 @@ class RunConfig:
 
     def validate(self) -> None:
         """Cross-field checks."""
-        for key in ("model", "agent"):  # '' was the default without a word, where ' ' is an unknown name
-            if getattr(self, key) == "":
-                raise CanterError(f"'{key}' is empty: give a registered {key} name or module:Class (null: the default)")
+        check_empty_strings(self)  # '' was taken: '.' as init_from, wandb.init's project '', the default model
         if self.eval_episodes == 0:  # no evaluations: what acts on them would silently never act
             for key, why in (("target_reward", "is checked at evaluations"), ("early_stopping", "counts evaluations"),
                              ("plateau_patience", "counts evaluations")):
@@ -316,6 +314,7 @@ def resolve_config(
     if getattr(algo_cls, "family", None) == "offline":  # an online one is refused as taking no dataset at all
         # an empty dataset named where it was given (the loader's error names --dataset)
         check_blank_dataset(sets_dict, run_overrides.get("dataset"), file_data, config_file)
+    check_empty_string("env", sets_dict.get("env"), env, file_data.get("env"), run_overrides.get("env"))  # '' was None
     env_id = sets_dict.get("env") or env or file_data.get("env") or run_overrides.pop("env", None)
     if not env_id:  # an offline run: the dataset knows its env
         # the first layer that gives one, '' too: an empty --dataset is refused naming it, not as a missing env
@@ -448,6 +447,8 @@ def resolve_config(
         raise CanterError(f"{run.explorers:,} explorers x n_envs {run.n_envs:,} = {run.explorers * run.n_envs:,} envs, "
                           f"more than the {MAX_ENVS:,} one run holds; at most {MAX_ENVS // run.n_envs:,} explorers "
                           f"with n_envs {run.n_envs:,}")
+    if algo_cls.family != "offline" and isinstance(run.dataset, str) and not run.dataset.strip():  # was taken as none
+        raise online_dataset_error(algo_name)
     if run.dataset and run.dataset.strip() and not run.dataset.startswith("minari:"):
         run.dataset = str(Path(run.dataset).absolute())  # the run records where it is: --resume from anywhere
     if run.init_from and run.init_from.strip():  # config.yaml given back with -f from another directory

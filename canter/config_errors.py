@@ -352,6 +352,34 @@ def check_dataset_argument(dataset: Any) -> None:
                           "TransitionDataset: save it first, data.save('data/name'), and pass dataset='data/name'")
 
 
+#: the string run settings that take a name or a path, none of which an empty text means: what to give instead
+EMPTY_STRING_FIX = {
+    "env": "an environment id (e.g. CartPole-v1)",
+    "wandb_project": "a W&B project name (default: canter)",
+    "init_from": "a run directory or checkpoint to start from (null: new weights)",
+    "ray_address": "'auto', host:port or ray://host:port (null: a local Ray)",
+}
+
+
+def check_empty_string(key: str, *values: Any) -> None:
+    """Refuse an empty or blank value among ``values`` of the string setting ``key`` (:data:`EMPTY_STRING_FIX`) in
+    one line, as a number's empty ``--set`` is refused: ``--set init_from=`` was read as the current directory,
+    ``--set wandb_project=`` passed to wandb.init as '', ``--set env=`` as ``--env``'s env."""
+    if any(isinstance(value, str) and not value.strip() for value in values):
+        raise CanterError(f"'{key}' got an empty value; give {EMPTY_STRING_FIX[key]}")
+
+
+def check_empty_strings(run: Any) -> None:
+    """Refuse a :class:`~canter.config.RunConfig` whose name or path setting is empty (:func:`check_empty_string`);
+    an empty ``model`` or ``agent`` (which was the default without a word, where ``' '`` is an unknown name) as
+    before."""
+    for key in EMPTY_STRING_FIX:
+        check_empty_string(key, getattr(run, key))
+    for key in ("model", "agent"):
+        if getattr(run, key) == "":
+            raise CanterError(f"'{key}' is empty: give a registered {key} name or module:Class (null: the default)")
+
+
 #: how to make a dataset, the end of every empty-dataset message
 DATASET_FIX = "write one with canter collect RUN_DIR --out PATH"
 
