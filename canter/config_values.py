@@ -377,8 +377,9 @@ def set_nested(fields: dict[str, tuple[dataclasses.Field, Any]], current: dict[s
                text: bool) -> Any:
     """``key`` (``env_kwargs.max_episode_steps``: a mapping setting of ``fields``, then entry names) set to ``value``
     in that setting's value so far, ``current[head]`` (else its default): the new value of the setting. ``text``:
-    ``value`` is a ``--set`` string, read as YAML. A head that is no mapping setting, or an entry that holds no
-    mapping where the key goes on, is a :class:`CanterError` saying how to give the key."""
+    ``value`` is a ``--set`` string, read as YAML; an empty one is refused, as ``--set env_kwargs=`` is (``null`` is
+    None). A head that is no mapping setting, or an entry that holds no mapping where the key goes on, is a
+    :class:`CanterError` saying how to give the key."""
     head, *path = key.split(".")
     tp = fields[head][1]
     if dict not in (tp, typing.get_origin(tp)):
@@ -402,6 +403,9 @@ def set_nested(fields: dict[str, tuple[dataclasses.Field, Any]], current: dict[s
         # coerce ('got an empty value'); as YAML's null it said 'got null', and an optional one was taken as null
         node[path[-1]] = value
         return whole
+    if text and isinstance(value, str) and not value.strip():  # it passed None, YAML's reading of the empty text
+        none = f" (null passes None: --set {key}=null)" if head in ("env_kwargs", "eval_env_kwargs") else ""
+        raise CanterError(f"'{key}' got an empty value; give a value{none}")
     node[path[-1]] = parse_yaml_value(value, key) if text and isinstance(value, str) else value
     return whole
 
