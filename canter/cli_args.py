@@ -44,6 +44,9 @@ class _Parser(argparse.ArgumentParser):
 
     def explain(self, message: str) -> str:
         """``message``, plus the closest valid option when it names an unrecognized one."""
+        empty = empty_flag_value(message)
+        if empty is not None:
+            return empty
         if message.startswith("unrecognized arguments:"):
             from canter.errors import closest
 
@@ -269,6 +272,8 @@ class ResumeParser(_Parser):
     def error(self, message: str) -> None:  # type: ignore[override]
         from canter.resume_settings import RESUME_OPTIONS
 
+        if empty_flag_value(message) is not None:  # a flag it takes, given empty: no word of the options it takes
+            raise CanterError(empty_flag_value(message))
         raise CanterError(f"{self.explain(message)} (--resume continues a run with its saved config; only "
                           f"{RESUME_OPTIONS} may be given with it)")
 
@@ -351,6 +356,24 @@ def with_file_algo(argv: list[str], algo: str | None) -> tuple[list[str], str | 
             return argv, None
     algo = file_algo(config_file)
     return [algo, *argv], algo
+
+
+def empty_flag_value(message: str) -> str | None:
+    """argparse's refusal of a flag given an empty or blank value (``argument --seed: invalid int value: ''``) in the
+    words an empty ``--set`` has (``--seed must be an int, got an empty value``; a flag of choices names them:
+    ``--vectorization got an empty value; choices: ...``); None for any other message."""
+    import re
+
+    found = re.fullmatch(r"argument (\S+?)(?:/\S+)?: invalid (int value|float value|value|choice): '\s*'(?: \((.*)\))?",
+                         message)
+    if found is None:
+        return None
+    flag, kind, rest = found.groups()
+    if kind == "choice":  # (choose from 'auto', 'native', ...)
+        return f"{flag} got an empty value; choices: {(rest or '').removeprefix('choose from ').replace(chr(39), '')}"
+    if kind == "value":  # a flag of its own type, whose error says what it takes: '(seconds, or null)'
+        return f"{flag} got an empty value" + (f"; give {rest}" if rest else "")
+    return f"{flag} must be {'an int' if kind == 'int value' else 'a float'}, got an empty value"
 
 
 def int_arg(text: str) -> int:
