@@ -15,8 +15,8 @@ from collections.abc import Collection
 from typing import Any
 
 from canter.config_errors import (_another_algorithms, _keys_hint, _other_name, _unknown_hparam, algo_value_error,
-                                  check_blank_dataset, check_dataset_argument, check_empty_string, check_empty_strings,
-                                  misspelt_section, online_dataset_error, zoo_section)
+                                  check_blank_dataset, check_dataset_argument, check_empty_hparam, check_empty_string,
+                                  check_empty_strings, misspelt_section, online_dataset_error, zoo_section)
 from canter.config_imports import check_config_path, config_imports, layered_imports, load_config_file
 from canter.config_values import (MAX_CRITICS, MAX_ENVS, MAX_EPISODES, MAX_GRADIENT_STEPS, MAX_PASSES,  # noqa: F401
                                   check_entry_once, check_range, coerce, entries_last, hp, is_null_word,  # re-exported
@@ -56,6 +56,7 @@ def build(cls: type, values: dict[str, Any], section: str = "", from_python: Col
             if key in from_python and str(exc).endswith("got null"):
                 raise CanterError(f"{str(exc)[:-4]}None") from None
             raise
+        check_empty_hparam(cls, f, value, full, section)  # hparams.encoder= was 'unknown encoder' when built
         check_range(f, value, full, float32)
         kwargs[key] = value
     obj = cls(**kwargs)

@@ -380,6 +380,15 @@ def check_empty_strings(run: Any) -> None:
             raise CanterError(f"'{key}' is empty: give a registered {key} name or module:Class (null: the default)")
 
 
+def check_empty_hparam(cls: type, f: Any, value: Any, key: str, section: str) -> None:
+    """Refuse an empty or blank string ``value`` of a hyperparameter (``section``: ``hparams.``) of canter's own
+    config class ``cls`` that has no choices (``hparams.encoder``, SAC's ``ent_coef``: a name or number as text, which
+    '' is not), its field ``f``'s doc saying what it takes; a user's config's strings are its own to check."""
+    if (section and isinstance(value, str) and not value.strip() and cls.__module__.startswith("canter.")
+            and not f.metadata.get("choices")):
+        raise CanterError(f"'{key}' got an empty value ({f.metadata.get('doc')})")
+
+
 #: how to make a dataset, the end of every empty-dataset message
 DATASET_FIX = "write one with canter collect RUN_DIR --out PATH"
 

@@ -51,3 +51,15 @@ def test_the_command_line_says_it_before_writing_anything(tmp_path, capsys):
                            str(tmp_path / "run"))
     assert_one_line_error(code, err, "'init_from' got an empty value")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("algo, env, item, said", [
+    ("acer", "CartPole-v1", "encoder=", "'hparams.encoder' got an empty value (observation encoder: auto (nature CNN"),
+    ("sac", "Pendulum-v1", "ent_coef=", "'hparams.ent_coef' got an empty value (entropy coefficient: 'auto'"),
+])
+def test_an_empty_name_hyperparameter_is_refused_when_resolved(algo, env, item, said):
+    """hparams.encoder= was taken, then refused as "unknown encoder ''" when the model was built; ent_coef= said
+    "... got ''"."""
+    with pytest.raises(CanterError) as info:
+        resolve_config(algo, env, sets=[item])
+    assert str(info.value).startswith(said)
