@@ -39,7 +39,7 @@ from canter.resume_checks import (
     check_opponents, check_resume_metadata, check_same_run, check_writable, keep_best_on_disk, resume_dataset,
 )
 from canter.resume_settings import (
-    check_address_has_explorers, check_continues, check_keep_has_checkpoints, check_settings, resumed_metadata)
+    SAVED, check_address_has_explorers, check_continues, check_keep_has_checkpoints, check_settings, resumed_metadata)
 from canter.build_checks import (check_spaces, warn_idle_patience,  # noqa: F401 (check_spaces: re-exported)
                                  warn_self_normalising_env)
 from canter.run import Run, run_metadata
@@ -321,7 +321,7 @@ def load_agent_state(agent: Agent, state: dict[str, Any], base: Path, weights_on
 
 @keywords_checked("canter.api.resume_trainer", positional="max_steps and the rest are keywords (max_steps=N)")
 def resume_trainer(
-    run_dir: str | Path, *, quiet: bool = True, max_steps: int | None = None, max_seconds: float | None = None,
+    run_dir: str | Path, *, quiet: bool = True, max_steps: int | None = None, max_seconds: float | None = SAVED,
     callbacks: list[Any] | None = None, hooks: dict[str, Any] | None = None, dataset: str | Path | None = None,
     **settings: Any,
 ) -> Run:
@@ -330,7 +330,8 @@ def resume_trainer(
     Models, optimizers, normalisation statistics, every RNG, the envs' state, counters, callbacks'
     state and (off-policy) the replay buffer are restored, and the history files are trimmed to
     the rows the checkpoint had, so the continuation equals an uninterrupted run. ``max_steps`` /
-    ``max_seconds`` extend a finished run. Python ``callbacks``/``hooks`` must be given again.
+    ``max_seconds`` extend a finished run; ``max_seconds=None`` drops its time budget (not given: kept).
+    Python ``callbacks``/``hooks`` must be given again.
     ``dataset``: an offline run's dataset at a new path (moved or copied), checked to be the same data.
     ``settings``: new values of the run settings that change no learning (:data:`canter.resume_settings.CHANGEABLE`:
     ``keep_checkpoints``, ``checkpoint_every``, ``wandb``, ``explorer_timeout``, ``ray_address``), kept by the run's config from then on.
@@ -367,13 +368,13 @@ def resume_trainer(
     check_address_has_explorers(settings, cfg.get("explorers"), flags)
     if max_steps is not None:
         cfg["max_steps"] = max_steps
-    if max_seconds is not None:
+    if max_seconds is not SAVED:  # None given: the budget dropped
         cfg["max_seconds"] = max_seconds
     check_resume_device(cfg.get("device"), run_dir)
     run = build(RunConfig, cfg, from_python=set(settings))  # (canter train --resume gives None for none refused)
     algo_cfg = build_saved_hparams(lookup("algorithm", run.algo).Config, hp_values, f"checkpoint {base}")
     check_saved_policy_hparams(run, f"checkpoint {base}")  # a policy's own, as hparams'
-    check_continues(run_dir, meta, run, max_steps, max_seconds, flags)
+    check_continues(run_dir, meta, run, max_steps, None if max_seconds is SAVED else max_seconds, flags)
     check_history(run_dir, meta.get("history_rows") or {})  # before anything is written
     spaces = [checkpoint_space(meta, w, base) for w in ("observation_space", "action_space")]
     check_image_layout_kept(spaces[0], env_layout=given_image_layout(run.env))  # Atari stacks: chw at any shape

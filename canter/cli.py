@@ -73,9 +73,11 @@ def _cmd_resume(argv: list[str]) -> int:
 
     api = _import_deferring_gc("canter.api")  # as make_trainer above
     settings = {k: getattr(args, k) for k in CHANGEABLE if hasattr(args, k)}  # those given (default: SUPPRESS)
+    if hasattr(args, "max_seconds"):  # given (--max-seconds null: the saved budget dropped); else it is kept
+        settings["max_seconds"] = None if args.max_seconds is NULL else args.max_seconds
     with api.command_line_values():  # its errors name these options, not canter.resume's keywords
         run = api.resume_trainer(args.resume, quiet=args.quiet, max_steps=args.max_steps,
-                                 max_seconds=args.max_seconds, dataset=args.dataset, **settings)
+                                 dataset=args.dataset, **settings)
     return _drive(run)
 
 

@@ -148,7 +148,8 @@ def _resume_parser() -> ResumeParser:
         "the run keeps them from then on."))
     p.add_argument("--resume", required=True, metavar="RUN_DIR", help="run directory to continue")
     p.add_argument("--max-steps", type=int_arg, dest="max_steps", help="new step budget (extends a finished run)")
-    p.add_argument("--max-seconds", type=float, dest="max_seconds", help="new wall-clock budget")
+    p.add_argument("--max-seconds", type=number_or_null_arg, dest="max_seconds", metavar="S|null",
+                   default=argparse.SUPPRESS, help="new wall-clock budget (null: none, the saved one dropped)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--dataset", help="offline runs: the run's dataset at its new path (moved; checked to be the same)")
     # what changes no learning (canter/resume_settings.py): kept by the run's config from then on

@@ -30,6 +30,18 @@ CHANGEABLE: dict[str, str] = {
 }
 
 
+class _Saved:
+    """The default of :func:`canter.api.resume_trainer`'s ``max_seconds``: not given, so the run keeps its saved time
+    budget (``max_seconds=None`` given drops it, as ``canter train --resume RUN --max-seconds null``)."""
+
+    def __repr__(self) -> str:
+        return "SAVED"
+
+
+#: ``max_seconds`` not given to a resume: the run keeps its saved budget, where ``None`` given drops it
+SAVED: Any = _Saved()
+
+
 def listed(names: list[str]) -> str:
     """``a, b and c``."""
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
