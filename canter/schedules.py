@@ -77,6 +77,12 @@ class LRControl:
         """Multiply every learning rate by ``factor`` from now on (bounded below by ``min_lr``)."""
         self.scale *= factor
 
+    def at_min_lr(self) -> bool:
+        """True when every rate is at ``min_lr`` (or below it, an algorithm's own rate this never raises): a
+        reduction would lower none, so a plateau makes none (as Keras's ``ReduceLROnPlateau`` stops at its
+        ``min_lr``)."""
+        return all(lr <= self.min_lr for lr in self.current().values())
+
     def current(self) -> dict[str, float]:
         """The learning rate of every param group, ``optimizer.index -> lr``."""
         return {f"{name}.{i}": float(g["lr"]) for name, opt in self.algorithm.optimizers().items()

@@ -87,7 +87,8 @@ class EarlyStopping(Patience):
 
 
 class PlateauLR(Patience):
-    """Multiply every learning rate by ``factor`` after ``patience`` evaluations without improvement."""
+    """Multiply every learning rate by ``factor`` after ``patience`` evaluations without improvement; once every
+    rate is at ``min_lr`` there is nothing to lower, and none is made (nor counted in ``reductions``) while so."""
 
     def __init__(self, patience: int, factor: float = 0.5, monitor: str = "eval", min_delta: float = 0.0) -> None:
         super().__init__(patience, monitor, min_delta)
@@ -100,6 +101,9 @@ class PlateauLR(Patience):
     def on_evaluate(self, trainer: Any, result: Any) -> None:  # noqa: D102
         self.update(self.value(trainer, result))
         if self.bad >= self.patience:
+            floored = getattr(trainer.lr, "at_min_lr", None)
+            if floored is not None and floored():  # every rate at min_lr: the count goes on, as Keras's
+                return
             self.bad = 0
             trainer.lr.reduce(self.factor)
             self.reductions.append(trainer.step)

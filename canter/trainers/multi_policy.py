@@ -72,6 +72,10 @@ class LRGroup:
         for c in self.controls:
             c.reduce(factor)
 
+    def at_min_lr(self) -> bool:
+        """True when every member's rates are at ``min_lr`` (:meth:`LRControl.at_min_lr`)."""
+        return all(c.at_min_lr() for c in self.controls)
+
     def current(self) -> dict[str, float]:
         """Every member's rates, ``policy.optimizer.index -> lr``."""
         return {f"{p}.{k}": v for p, m in self.members.items() for k, v in m.lr.current().items()}
