@@ -93,13 +93,15 @@ class _Parser(argparse.ArgumentParser):
                         if misspelt is not None:  # --learning-start for ppo: dqn's --learning-starts, as its key's
                             return f"{message}; {misspelt}"
                     if near:
-                        from canter.config_errors import PER_VECTOR_STEP
+                        from canter.config_errors import ONE_MORE, PER_VECTOR_STEP, one_more_note
 
                         # SB3's --eval-freq counts vector steps: ported as it is, it evaluated n_envs times as often
                         sb3 = library or name
                         per_step = (f" (Stable-Baselines3's {sb3} counts its callback's calls, one per vector step; "
                                     f"canter's {ours} counts the env steps of all the env copies: {sb3} x n_envs)"
                                     if sb3 in PER_VECTOR_STEP and names_ours else "")  # (not '--device' in eval)
+                        if sb3 in ONE_MORE and names_ours:  # --max-no-improvement-evals: one evaluation early as it is
+                            per_step = f" (Stable-Baselines3's {sb3} {one_more_note(sb3, ours)})"
                         return f"{message}; did you mean " + " or ".join(f"'{o}'" for o in near) + f"?{per_step}"
                     break
                 if "=" in token and "--set" in self._option_string_actions:  # '--set a=1 b=2'

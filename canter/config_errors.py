@@ -24,7 +24,8 @@ OTHER_NAMES = {"learning_rate": "lr", "n_timesteps": "max_steps", "total_timeste
                "stats_window_size": "reward_window", "eval_freq": "eval_every", "n_eval_episodes": "eval_episodes",
                "activation_fn": "activation", "callback": "callbacks", "n_sampled_goal": "her_goals",
                "goal_selection_strategy": "her_strategy", "deterministic": "eval_deterministic",
-               "save_freq": "checkpoint_every", "log_interval": "log_every"}  # (sde_sample_freq, target_update_interval)
+               "save_freq": "checkpoint_every", "log_interval": "log_every",  # (sde_sample_freq, target_update_interval)
+               "max_no_improvement_evals": "early_stopping"}  # (it was answered 'log_every')
 
 #: gymnasium.make's arguments given as config keys: the closest spelling of max_episode_steps was 'max_steps', the
 #: run's step budget (a run of 200 steps where episodes of 200 were meant)
@@ -33,6 +34,18 @@ ENV_MAKE_KEYS = ("max_episode_steps",)
 #: Stable-Baselines3 callback arguments counted in the callback's calls, one per vector step (n_envs env steps), where
 #: canter's keys count env steps of all the copies together: a value ported as it is acted n_envs times as often
 PER_VECTOR_STEP = {"eval_freq", "save_freq"}
+
+#: Stable-Baselines3 callback arguments counted one short of canter's key -> their callback: StopTrainingOnNoModelImprovement
+#: stops when its count of evaluations without a new best exceeds max_no_improvement_evals (at the (M+1)th), canter's
+#: early_stopping P at the Pth (as Keras's patience): a value ported as it is stopped one evaluation early
+ONE_MORE = {"max_no_improvement_evals": "StopTrainingOnNoModelImprovement"}
+
+
+def one_more_note(name: str, ours: str) -> str:
+    """How a :data:`ONE_MORE` argument ``name`` ports to canter's ``ours``, said after the name: ``of CALLBACK, which
+    ...: ours = name + 1``."""
+    return (f"of {ONE_MORE[name]}, which stops after more than {name} evaluations without a new best, "
+            f"canter's {ours} after that many: {ours} = {name} + 1")
 
 
 #: command-line options that are no config keys ('run_dir: runs/x' in a -f file was answered '75 choices')
@@ -177,6 +190,8 @@ def _other_name(key: str, run_keys: Any, hp_keys: Any, algo: str | None = None) 
     where = f"{prefix or 'hparams.'}{ours}" if ours in hp_keys else ours
     note = (f", which counts its callback's calls, one per vector step: {ours} counts the env steps of all the env "
             f"copies, so {ours} = {name} x n_envs" if name in PER_VECTOR_STEP and library == "Stable-Baselines3" else "")
+    if name in ONE_MORE and library == "Stable-Baselines3":
+        note = f" {one_more_note(name, ours)}"
     message = f"unknown config key '{key}'; canter calls it '{where}' ({library}'s '{name}'{note})"
     if prefix and ours not in hp_keys:  # a run setting given under hparams / a policy's: said so, as for its own name
         shared = ", shared by every policy," if prefix.startswith("policy_hparams.") else ","

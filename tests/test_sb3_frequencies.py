@@ -4,6 +4,8 @@ config's eval_freq was answered "canter calls it 'eval_every'" and save_freq wit
 so a ported value evaluated (or saved) n_envs times as often; the answers now say eval_every = eval_freq x n_envs."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import canter
@@ -60,3 +62,26 @@ def test_the_note_is_only_given_with_the_flag_it_explains(capsys, argv):
     code, _, err = run_cli(capsys, *argv)
     line = assert_one_line_error(code, err, "unrecognized arguments: --eval-freq")
     assert "eval_every" not in line, line
+
+
+NO_IMPROVEMENT = ("StopTrainingOnNoModelImprovement, which stops after more than max_no_improvement_evals evaluations "
+                  "without a new best, canter's early_stopping after that many: early_stopping = "
+                  "max_no_improvement_evals + 1")
+
+
+@pytest.mark.parametrize("given", [dict(sets=["max_no_improvement_evals=3"]), dict(max_no_improvement_evals=3)])
+def test_max_no_improvement_evals_is_answered_with_early_stopping_one_more(given):
+    """A config's (or keyword's) max_no_improvement_evals was answered "canter calls it 'log_every'
+    (Stable-Baselines3's 'log_interval')", the closest spelling of SB3's names."""
+    with pytest.raises(CanterError, match=rf"canter calls it 'early_stopping' \(Stable-Baselines3's "
+                                          rf"'max_no_improvement_evals' of {re.escape(NO_IMPROVEMENT)}\)$"):
+        canter.make_trainer("ppo", "CartPole-v1", **given)
+
+
+def test_the_max_no_improvement_evals_flag_too(capsys):
+    """--max-no-improvement-evals was answered "did you mean '--normalize-value'?"."""
+    from support import assert_one_line_error, run_cli
+
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--max-no-improvement-evals", "3", "--quiet")
+    assert_one_line_error(code, err, "did you mean '--set early_stopping=VALUE'? (Stable-Baselines3's "
+                          f"max_no_improvement_evals of {NO_IMPROVEMENT})")
