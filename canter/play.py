@@ -263,7 +263,9 @@ def play_env(agent: Any, env_id: str | None, env_kwargs: dict[str, Any] | None) 
     from canter.envs.opponents import run_env_kwargs
     from canter.envs.turns import check_given_opponent
 
-    run = getattr(agent, "run_config", None)
+    from canter.trainers.agent_metadata import agent_run_config
+
+    run = agent_run_config(agent)  # a hand-built trainer's: the env it trains on
     own_id = getattr(run, "env", None)  # a run's env id (None: an agent without a run)
     if env_id is None and own_id is None:
         from canter.trainers.evaluation import one_policy_hint

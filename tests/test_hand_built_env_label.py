@@ -53,3 +53,19 @@ def test_the_env_id_a_hand_built_run_is_saved_with():
     assert trained_env("CartPole-v1", "my_pkg:CartPole-v1") == "my_pkg:CartPole-v1"  # the env's module kept
     assert trained_env("CartPole-v1", "CartPole-v1") == "CartPole-v1"
     assert trained_env("CartPole-v1", None) is None
+
+
+def test_a_default_run_config_evaluates_and_plays_the_env_the_trainer_trains_on():
+    """f135fc15 saved the env trained on, but ``canter.evaluate`` and ``canter.play`` of the live agent read
+    ``agent.run_config.env``, still the default: 'checkpoint spaces do not match env 'CartPole-v1'' for a Pendulum
+    run, before its first iteration and after its end."""
+    from canter.play import play
+
+    env = make_vec_env("Pendulum-v1", 1, "sync")
+    agent = Agent(SAC(env.single_observation_space, env.single_action_space,
+                      SACConfig(learning_starts=16, batch_size=16), seed=0))
+    with OffPolicyTrainer(agent, env, None, RunConfig(max_steps=32, eval_episodes=0)) as trainer:
+        assert canter.evaluate(agent, episodes=1).lengths == [200]  # not run yet
+        list(trainer())
+    assert canter.evaluate(agent, episodes=1).lengths == [200] and len(play(agent, episodes=1)) == 1
+    assert agent.run_config.env == "Pendulum-v1" and trainer.run.env == "CartPole-v1"  # the user's RunConfig kept

@@ -45,6 +45,11 @@ class AgentMetadata:
             config = own_config(run, getattr(self, "algorithm", None))
             if config is not None:
                 config["env"] = trained_env(run.env, self.trained_env_id())
+                if config["env"] not in (None, run.env) and self.agent.run_config is run:
+                    import dataclasses
+
+                    # canter.evaluate and canter.play of the live agent play it too (the user's RunConfig is kept)
+                    self.agent.run_config = dataclasses.replace(run, env=config["env"])
                 if config["env"] is None:
                     config = None
                     self.agent.save_refused = (
@@ -86,6 +91,16 @@ class AgentMetadata:
         except Exception:
             if strict:
                 raise
+
+
+def agent_run_config(agent: Any) -> Any:
+    """``agent.run_config`` (None: it has none), once a hand-built trainer training it has resolved its run's env: a
+    ``RunConfig()`` left at its default env around a Pendulum env plays Pendulum-v1 (:attr:`resolved_config`)."""
+    ref = getattr(agent, "trainer_ref", None)
+    trainer = ref() if ref is not None else None
+    if trainer is not None and trainer.agent is agent:
+        trainer.resolved_config  # noqa: B018 - resolving it gives the agent the env its trainer trains on
+    return getattr(agent, "run_config", None)
 
 
 def own_config(run: Any, algorithm: Any) -> dict[str, Any] | None:

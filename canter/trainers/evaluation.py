@@ -233,7 +233,9 @@ def evaluate_agent(agent: Any, env: str | None = None, episodes: int = 10, seed:
     from canter.envs.make import eval_env_kwargs, make_vec_env, run_vectorization
     from canter.errors import CanterError
 
-    run = getattr(agent, "run_config", None)
+    from canter.trainers.agent_metadata import agent_run_config
+
+    run = agent_run_config(agent)  # a hand-built trainer's: the env it trains on
     if run is None:
         raise CanterError("evaluate takes an agent that canter.train, canter.load or canter.make_agent returned (it "
                           "carries its run's env); " + (one_policy_hint(agent) or "for another agent, call "
