@@ -57,7 +57,7 @@ def windows(frames: np.ndarray, scores: np.ndarray) -> list[tuple[int, float, in
 def report(run_dir: Path) -> tuple[str, Path]:
     """The markdown section and the figure for the run in ``run_dir``."""
     run = load_run(run_dir)
-    if not len(run.history["step"]):  # a run that has finished no game yet: nothing to plot or average
+    if not len(run.history.get("step", ())):  # no game finished yet (or no history.parquet): nothing to plot
         input_error(f"{run_dir} has no finished training episode yet; run it longer, then run this again")
     frames = run.history["step"] * FRAME_SKIP
     scores = run.history["episode_return"]

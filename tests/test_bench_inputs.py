@@ -321,3 +321,16 @@ def test_an_atari_report_of_another_scripts_results_with_lib_algo_and_date_is_on
     err = one_line_exit_2(capsys, lambda: bench_atari.main(["--report", "--jsonl", str(jsonl), "--out", str(out)]))
     assert "line 1: no 'fps'" in err and not out.exists()
     assert "line 1: no 'fps'" in one_line_exit_2(capsys, lambda: atari_flops.sb3_seconds_per_env_step(jsonl))
+
+
+def test_pong_learning_curve_of_a_run_without_a_history_file_is_one_line(capsys, tmp_path):
+    """cdc8c146 checked len(history['step']), but a run directory without history.parquet (load_run: an empty
+    history) was a KeyError 'step' traceback there."""
+    import pong_learning_curve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("algo: ppo\nenv: CartPole-v1\nseed: 1\n")
+    out = tmp_path / "RESULTS.md"
+    err = one_line_exit_2(capsys, lambda: pong_learning_curve.main([str(run), "--out", str(out)]))
+    assert "no finished training episode" in err and not out.exists()
