@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -114,13 +115,14 @@ def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str
     if key in CHANGEABLE and key in found:  # a hand edit, or a resume given it that was killed before its next 'last'
         raise CanterError(f"{path} says {key}: {_json(found.get(key))}, the run's checkpoints/last {key}: "
                           f"{_json(saved.get(key))}; --resume continues with the saved value unless it is given "
-                          f"again: canter train --resume {run_dir} {flag_for(key, found.get(key))} (or undo the edit)")
+                          f"again: canter train --resume {shlex.quote(str(run_dir))} {flag_for(key, found.get(key))} "
+                          f"(or undo the edit)")
     if key is not None:
         may = listed(["--max-seconds", "a moved dataset's --dataset", *CHANGEABLE.values()])
         raise CanterError(f"{path} was edited since the run wrote it ('{key}' differs from the config saved in "
                           f"checkpoints/last); --resume continues a run with its saved config (only --max-steps, "
                           f"{may} may change): undo the edit, or start a new run with that config: "
-                          f"canter train {saved.get('algo')} -f {path} --run-dir NEW_DIR")
+                          f"canter train {saved.get('algo')} -f {shlex.quote(str(path))} --run-dir NEW_DIR")
 
 
 def _json(value: Any) -> str:
@@ -271,8 +273,8 @@ def resume_dataset(run_dir: Path, cfg: dict[str, Any], trainer_state: dict[str, 
 
     recorded, used = cfg.get("dataset"), trainer_state["counters"].get("dataset_id")
     given = named("dataset", flags)
-    fix = (f"canter train --resume {run_dir} --dataset NEW_PATH" if flags else
-           f"canter.resume('{run_dir}', dataset=NEW_PATH)")
+    fix = (f"canter train --resume {shlex.quote(str(run_dir))} --dataset NEW_PATH" if flags else  # (a space)
+           f"canter.resume({str(run_dir)!r}, dataset=NEW_PATH)")
     if dataset is not None:
         if not isinstance(dataset, (str, os.PathLike)) or not str(dataset).strip():
             raise CanterError(f"{given} needs the path the run's dataset was moved to, got {dataset!r}: {fix}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import time
 from pathlib import Path
 
@@ -169,7 +170,7 @@ def nothing_to_resume(run_dir: Path) -> CanterError:
     stopped = stopped_before_checkpoint(run_dir)
     if stopped is None and killed_as_it_started(run_dir):
         stopped = (f"was killed as it started, before it wrote its config.yaml, so there is nothing to resume: "
-                   f"train a new run into '{run_dir}' (canter train ALGO --run-dir {run_dir})")
+                   f"train a new run into '{run_dir}' (canter train ALGO --run-dir {shlex.quote(str(run_dir))})")
     return CanterError(f"'{run_dir}' has no checkpoints/last to resume from" + (f": its run {stopped}" if stopped else ""))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -244,7 +245,8 @@ def _missing_dataset_hint(path: str | Path) -> str:
         return ("did you mean " + " or ".join(f"'{base.parent / n}'" for n in near) + "?" if near
                 else "write one with canter collect")
     if (folder / "checkpoints").is_dir() or (folder / "config.yaml").is_file():
-        return f"'{path}' is a run directory: write a dataset from its policy with canter collect {path} --out PATH"
+        return (f"'{path}' is a run directory: write a dataset from its policy with canter collect "
+                f"{shlex.quote(str(path))} --out PATH")  # quoted for the shell (a path with a space)
     found = _datasets_in(folder)
     if not found:
         return f"'{path}' is a directory holding no dataset; write one with canter collect"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,7 @@ def missing_replay_error(run_dir: Any, base: Any, state: dict[str, Any], meta: d
 
     algo = meta.get("algorithm")
     a_run = _a(f"{algo} run") if isinstance(algo, str) and algo else "this run"  # 'an a2c run', not 'a a2c run'
-    instead = f"collect with its policy instead: canter collect {run_dir} --out PATH"
+    instead = f"collect with its policy instead: canter collect {shlex.quote(str(run_dir))} --out PATH"
     if "segment_replay" in (state.get("trainer") or {}):  # ACER: whole on-policy segments, for Retrace
         return CanterError(f"run '{run_dir}' is {a_run}, whose replay keeps whole rollout segments, not the "
                            f"transition replay buffer of an off-policy run that --from-replay reads; {instead}")
