@@ -420,3 +420,14 @@ def test_the_env_data_check_of_a_small_step_finds_nan_and_inf_only():
             guard.check_env_data(obs, reward)
         with pytest.raises(Divergence, match="reward"):
             guard.check_env_data(np.zeros((1, 4), dtype=np.float32), np.array([bad], dtype=np.float32))
+
+
+def test_restore_mode_with_no_restores_allowed_does_not_say_they_were_exhausted():
+    """divergence_max_restores: 0 stopped with '(restores exhausted)', though none was made."""
+    record: dict = {}
+    trainer = canter.make_trainer("ppo", "CartPole-v1", divergence_guard="restore", divergence_max_restores=0,
+                                  hooks={"before_collect": poison_loss("ppo", record)}, **KW["ppo"], **COMMON)
+    with pytest.raises(TrainingDiverged, match=r"\(divergence_max_restores: 0, no restore allowed\)") as info:
+        list(trainer())
+    trainer.close()
+    assert "exhausted" not in str(info.value) and trainer.guard.restores == 0

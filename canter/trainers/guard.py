@@ -233,6 +233,14 @@ class DivergenceGuard:
         if self.mode == "restore" and not (keep_restored and self._good is not None):
             self._good = copy.deepcopy(self.trainer.agent.state_dict())
 
+    def _no_restore(self) -> str:
+        """Why restore mode stopped instead: its restores used up, none allowed, or no good state saved yet."""
+        if self.max_restores == 0:
+            return " (divergence_max_restores: 0, no restore allowed)"
+        if self.restores >= self.max_restores:
+            return " (restores exhausted)"
+        return " (no good state to restore yet)"
+
     def handle(self, err: Divergence) -> dict[str, float]:
         """Restore and go on (mode ``restore``, while restores are left) or raise :class:`TrainingDiverged`."""
         t = self.trainer
@@ -262,10 +270,10 @@ class DivergenceGuard:
             event["action"] = f"restored the last good state, learning rates x{t.lr.scale:g}"
             return {}
         event["action"] = "stopped"
-        hint = "" if env_fault else (" (restores exhausted)" if self.mode == "restore" else
+        hint = "" if env_fault else (self._no_restore() if self.mode == "restore" else
                                      f"; try {_hint(t)} or divergence_guard: restore")
         if err.hook_stat is not None:  # the algorithm's numbers were finite: no training hint (restores did not help)
-            hint = (f"{' (restores exhausted)' if self.mode == 'restore' else ''}; '{err.hook_stat}' came from that "
+            hint = (f"{self._no_restore() if self.mode == 'restore' else ''}; '{err.hook_stat}' came from that "
                     f"hook, not from the algorithm (its losses and parameters were finite): check what the hook "
                     f"computes, and leave a statistic out of losses where it has no value")
         # the env's fault names the env (an async worker's None observation arrives as NaN, nothing else names it)
