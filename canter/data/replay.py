@@ -129,7 +129,11 @@ class ReplayBuffer:
     ) -> None:
         """Store one vector step: row ``e`` of every array is env ``e``'s transition.
 
-        ``valid`` False marks reset-only rows (kept as boundaries, never sampled). ``truncated``
+        ``valid`` False marks reset-only rows (kept as boundaries, never sampled). ``valid`` None
+        (not given): the NEXT_STEP stream's reset-only rows are found by the buffer, an env's step
+        that follows its ``done`` step in the same stream (``obs`` the previous call's ``next_obs``)
+        is one, every other row is valid; before, every row was, so the reset-only step's
+        ``(o_T, ignored action, 0, o'_0)`` crossed from one episode into the next. ``truncated``
         (optional) marks time-limit ends; without it an episode's end is still found from the
         reset-only row that follows it. If ``obs`` is not the ``next_obs`` of the previous call
         (e.g. the envs were reset in between), a boundary row is inserted first, so no
@@ -140,17 +144,22 @@ class ReplayBuffer:
         t = self.pos
         # ``obs`` is usually the very array passed as ``next_obs`` last time (arrays handed to add()
         # must not be modified afterwards), which the head row holds: no comparison needed
-        if self.started and (self._fresh or obs is not self._last_next_obs and not self._head_matches(obs)):
+        boundary = self.started and (self._fresh or obs is not self._last_next_obs and not self._head_matches(obs))
+        if boundary:
             self._advance()  # row t stays a boundary holding the previous next observations
             t = self.pos
         self._fresh = False
+        if valid is None:  # the row after a valid done row of the same stream only resets its env
+            prev = (t - 1) % self.length
+            v = ~(self.done[prev] & self.valid[prev]) if self.started and not boundary else np.ones(self.n_envs, bool)
+        else:
+            v = np.asarray(valid, dtype=bool)
         self._write_obs(t, obs)
         self.actions[t] = actions
         self.rewards[t] = rewards
         term = np.asarray(terminated, dtype=bool)
         self.terminated[t] = term
         self.done[t] = term if truncated is None else term | np.asarray(truncated, dtype=bool)
-        v = np.ones(self.n_envs, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
         self.valid[t] = v
         self.count += int(np.count_nonzero(v))  # (v.sum() costs ~1.5 µs more)
         self._written(t)
