@@ -85,3 +85,22 @@ def test_a_replacement_explorers_first_rollout_ends_its_shards_running_episode()
     shard = trainer.buffer.shards[0]
     assert shard.ep_end[:4, 0].tolist() == [3] * 4 and not shard.valid[4, 0]  # rollouts of 4 steps
     assert shard.ep_start[5:9, 0].tolist() == [5] * 4
+
+
+def test_a_pending_new_episodes_boundary_survives_save_and_load(tmp_path):
+    # a resume with fresh episodes, then a checkpoint before the next add: the boundary still comes after loading
+    buf = ReplayBuffer(20, (1,), (), n_envs=1, n_step=3, gamma=1.0)
+    same = np.zeros((1, 1), np.float32)
+    for reward in (1.0, 2.0):
+        buf.add(same, np.zeros(1), np.array([reward]), same, np.zeros(1, bool))
+    buf.new_episodes()
+    path = buf.save(tmp_path / "replay.npz")
+    for loaded in (ReplayBuffer(20, (1,), (), n_envs=1, n_step=3, gamma=1.0) for _ in range(2)):
+        if path.exists():
+            loaded.load(path)
+            path.unlink()
+        else:
+            loaded.load_state_dict(buf.state_dict())
+        loaded.add(same, np.zeros(1), np.array([100.0]), same, np.zeros(1, bool))
+        assert loaded.valid[:4, 0].tolist() == [True, True, False, True]
+        assert loaded.transitions(np.array([0])).rewards.tolist() == [3.0]  # was 103: the window crossed

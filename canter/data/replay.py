@@ -278,6 +278,7 @@ class ReplayBuffer:
         state: dict[str, Any] = {key: getattr(self, key)[:rows] for key in self.ARRAYS}
         state.update(
             pos=self.pos, full=self.full, started=self.started, count=self.count, rng=self.rng.bit_generator.state,
+            fresh=self._fresh,  # a new_episodes() boundary still to come (a checkpoint before the next add)
             capacity=self.capacity, n_envs=self.n_envs, n_step=self.n_step,
         )
         return state
@@ -310,6 +311,7 @@ class ReplayBuffer:
             arr[:rows] = np.asarray(state[key])
         self.pos, self.full, self.started = int(state["pos"]), bool(state["full"]), bool(state["started"])
         self._last_next_obs = None
+        self._fresh = bool(state.get("fresh", False))  # buffers saved before it was kept: none pending
         self.count = int(state["count"])
         self.rng.bit_generator.state = state["rng"]
 
