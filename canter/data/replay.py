@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -304,16 +305,36 @@ class ReplayBuffer:
                 f"replay buffer actions do not match: saved {actions.shape[2:]} {actions.dtype}, "
                 f"this buffer {self.actions.shape[2:]} {self.actions.dtype}"
             )
+        pos, full, started, count, rng = self._checked_scalars(state)  # before anything is overwritten
         rows = len(obs)
         for key in self.ARRAYS:
             arr = getattr(self, key)
             arr[:] = 0
             arr[:rows] = np.asarray(state[key])
-        self.pos, self.full, self.started = int(state["pos"]), bool(state["full"]), bool(state["started"])
+        self.pos, self.full, self.started = pos, full, started
         self._last_next_obs = None
         self._fresh = bool(state.get("fresh", False))  # buffers saved before it was kept: none pending
-        self.count = int(state["count"])
-        self.rng.bit_generator.state = state["rng"]
+        self.count = count
+        self.rng.bit_generator.state = rng
+
+    def _checked_scalars(self, state: dict[str, Any]) -> tuple[int, bool, bool, int, dict[str, Any]]:
+        """``(pos, full, started, count, rng state)`` of a saved state, checked: a hand-edited or damaged one was
+        a ValueError or KeyError after the buffer's arrays were replaced (a ``pos`` past the end loaded, and broke
+        the next ``add``)."""
+        try:
+            pos, count = state["pos"], state["count"]
+            if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in (pos, count)):
+                raise ValueError(f"pos and count must be whole numbers, got {pos!r} and {count!r}")
+            if not 0 <= pos < self.length or count < 0:
+                raise ValueError(f"pos {pos} is not a row of this buffer (0 to {self.length - 1}) or count {count} "
+                                 f"is negative")
+            probe = type(self.rng.bit_generator)()
+            probe.state = state["rng"]  # what the generator refuses, refused before the buffer changes
+            return int(pos), bool(state["full"]), bool(state["started"]), int(count), state["rng"]
+        except KeyError as exc:
+            raise CanterError(f"the replay buffer's saved state has no {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise CanterError(f"the replay buffer's saved state is corrupt: {exc}") from None
 
     def save(self, path: str | Path) -> Path:
         """Write the buffer to ``path`` (``.npz``, no pickled objects), atomically."""
@@ -330,9 +351,16 @@ class ReplayBuffer:
         try:
             with np.load(Path(path), allow_pickle=False) as data:
                 state: dict[str, Any] = {k: data[k] for k in data.files if k != "__meta__"}
-                state.update(json.loads(str(data["__meta__"])))
+                meta = json.loads(str(data["__meta__"]))
+                if not isinstance(meta, dict):
+                    raise ValueError(f"its __meta__ is {type(meta).__name__}, not the JSON object buffer.save writes")
+                state.update(meta)
         except FileNotFoundError:
             raise CanterError(f"replay buffer file not found: {path}") from None
-        except (ValueError, KeyError, OSError) as exc:
-            raise CanterError(f"cannot read replay buffer file {path}: {exc}") from None
-        self.load_state_dict(state)
+        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            # a truncated or empty file was zipfile's BadZipFile or NumPy's EOFError, as a traceback
+            raise CanterError(f"cannot read replay buffer file {path}: {exc or type(exc).__name__}") from None
+        try:
+            self.load_state_dict(state)
+        except CanterError as exc:
+            raise CanterError(f"replay buffer file {path}: {exc}") from None
