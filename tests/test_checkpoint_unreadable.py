@@ -1,0 +1,23 @@
+"""A checkpoint file that is there but cannot be read as a file (a directory in its place) is named as such, not
+as bad JSON or a device error."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from canter.checkpoint import load_checkpoint, read_metadata, save_checkpoint
+from canter.errors import CanterError
+
+
+@pytest.mark.parametrize("read", [load_checkpoint, read_metadata])
+@pytest.mark.parametrize("suffix", [".json", ".safetensors"])
+def test_a_directory_in_place_of_a_checkpoint_file_is_named_a_directory(tmp_path, read, suffix):
+    base = save_checkpoint(tmp_path / "ck", {"w": torch.ones(3)}, {"step": 1})
+    path = base.with_name(base.name + suffix)
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(CanterError) as info:
+        read(base)
+    message = str(info.value)
+    assert f"{path} is a directory" in message, message
+    assert "not valid JSON" not in message and "os error" not in message
