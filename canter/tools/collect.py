@@ -64,6 +64,9 @@ def _collect_destination(out: str) -> tuple[str | None, Any]:
                           f"got '{out}'; e.g. --out data/cartpole")
     check_utf8_path(out, "--out")  # written, the dataset could not be read back (safetensors)
     base = checkpoint_base(out)
+    if base.is_dir():  # it wrote DIR.safetensors and DIR.json beside the directory, named like it
+        raise CanterError(f"--out: '{base}' is a directory; a dataset is written as a file pair named after --out: "
+                          f"give a name, such as '{base / 'dataset'}'")
     for existing in (base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")):
         if existing.exists():
             raise CanterError(f"'{existing}' already exists; choose another --out")

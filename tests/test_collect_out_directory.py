@@ -1,0 +1,19 @@
+"""``canter collect --out DIR`` where DIR is a directory: refused in one line (it wrote DIR.safetensors and DIR.json
+beside the directory, named like it: a run directory's name given to --dataset then meant that dataset)."""
+from __future__ import annotations
+
+import pytest
+
+from support import assert_one_line_error, run_cli, snapshot
+
+
+@pytest.mark.parametrize("out", ["run", "run/checkpoints", "run.json"])
+def test_collect_out_naming_a_directory_is_refused_and_writes_nothing(tmp_path, capsys, out):
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "run" / "config.yaml").write_text("algo: ppo\n")
+    before = snapshot(tmp_path)
+    code, _, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--transitions", "10",
+                           "--out", str(tmp_path / out))
+    directory = tmp_path / out.removesuffix(".json")
+    assert_one_line_error(code, err, f"'{directory}' is a directory", f"{directory / 'dataset'}")
+    assert snapshot(tmp_path) == before
