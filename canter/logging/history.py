@@ -143,6 +143,11 @@ def _read_rows(path: Path, n: int, required: tuple[str, ...]) -> pa.Table | None
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if path.is_dir():  # pyarrow reads a directory as a dataset of the parquet files in it (none: 0 rows)
+        from canter.errors import CanterError
+
+        raise CanterError(f"cannot resume: {path} is a directory, not the table the run wrote; put the run's file "
+                          f"back in its place")
     try:
         table = pq.read_table(path, page_checksum_verification=True)  # files without checksums read too
     except (OSError, pa.ArrowException) as exc:

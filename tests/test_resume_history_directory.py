@@ -1,0 +1,40 @@
+"""A directory in place of one of a run's tables (history.parquet, evaluations.parquet, updates.parquet) is refused
+by --resume in one line naming it a directory: pyarrow reads a directory as a dataset of the parquet files in it, so
+an empty one was 'has 0 rows but the checkpoint expects N' and one holding parquet files was read as the table."""
+from __future__ import annotations
+
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import canter
+from canter.cli import main
+from support import snapshot
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("good") / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, n_envs=2, n_steps=64, eval_episodes=1,
+                 eval_every=0, tensorboard=False)
+    return run_dir
+
+
+@pytest.mark.parametrize("name", ["history", "evaluations", "updates"])
+@pytest.mark.parametrize("holding", [False, True])
+def test_a_directory_in_place_of_a_runs_table_is_refused_in_one_line(good_run, tmp_path, capsys, name, holding):
+    run_dir = tmp_path / "run"
+    shutil.copytree(good_run, run_dir)
+    table = run_dir / f"{name}.parquet"
+    rows = pq.read_table(table)
+    table.unlink()
+    table.mkdir()
+    if holding:  # the run's own rows, in a file inside the directory: read as the table before
+        pq.write_table(pa.concat_tables([rows] * 3), table / "part-0.parquet")
+    before = snapshot(run_dir)
+    assert main(["train", "--resume", str(run_dir), "--max-steps", "512", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"{table} is a directory" in err, err
+    assert snapshot(run_dir) == before
