@@ -24,10 +24,23 @@ def check_source(path: str, algo: str, run: Any = None) -> None:
     from canter.checkpoint import find_checkpoint, read_metadata
 
     try:
-        meta = read_metadata(find_checkpoint(path))
+        base = find_checkpoint(path)
+        meta = read_metadata(base)
     except CanterError as exc:
         raise CanterError(f"init_from: {exc}") from None
+    _check_config(base, meta)
     _check_algorithm(path, meta, algo, run)
+
+
+def _check_config(base: Any, meta: dict[str, Any]) -> None:
+    """Refuse a checkpoint whose JSON ``config`` (or its ``hparams``, ``policy_hparams``) is not a mapping, as
+    ``canter.load`` does: a hand-edited one (``config: [1]``) was an AttributeError traceback."""
+    config = meta.get("config")
+    if config is None:
+        return
+    if not isinstance(config, dict) or not all(isinstance(config.get(k) or {}, dict)
+                                               for k in ("hparams", "policy_hparams")):
+        raise CanterError(f"init_from: checkpoint {base} has no valid 'config' in its metadata")
 
 
 def _check_algorithm(path: str, meta: dict[str, Any], algo: str, run: Any = None,
@@ -82,6 +95,7 @@ def init_agent(built: Any, path: str) -> None:
             state, meta = load_checkpoint(base)
         except CanterError as exc:
             raise CanterError(f"init_from: {exc}") from None
+        _check_config(base, meta)
         config = meta.get("config") or {}
         # checked before the build too (check_source): the files may change, and only now are its policies known
         _check_algorithm(path, meta, run.algo, run, set(getattr(agent, "agents", ())))
