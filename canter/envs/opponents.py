@@ -119,6 +119,10 @@ def read_index(run_dir: str | Path | None) -> dict[str, dict[str, str]]:
     except (OSError, ValueError):
         index = None
     entries = index.get("opponents") if isinstance(index, dict) and index.get("format") == _INDEX_FORMAT else None
+    version = index.get("version", 1) if entries is not None else 1
+    if isinstance(version, bool) or not isinstance(version, int) or version > 1:  # read as this one's layout before
+        raise CanterError(f"{path} has version {version!r}; this canter reads version 1: it was written by a newer "
+                          f"canter (pip install -U canter)")
     if not isinstance(entries, dict) or not all(
             isinstance(e, dict) and isinstance(e.get("file"), str) and e["file"] not in ("", ".", "..")
             and "/" not in e["file"] and "\\" not in e["file"] and isinstance(e.get("checkpoint_id"), str)

@@ -1,0 +1,33 @@
+"""A run's opponents index (``RUN/opponents/opponents.json``) of a newer format version is refused in one line, as a
+checkpoint's ``format_version`` is: it was read as this canter's layout."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from canter.envs.opponents import INDEX_NAME, SNAPSHOT_DIR, read_index
+from canter.errors import CanterError
+
+
+def _index(run, version):
+    folder = run / SNAPSHOT_DIR
+    folder.mkdir(parents=True)
+    index = {"format": "canter-opponents", "opponents": {"runs/opp": {"file": "opp-best", "checkpoint_id": "ab"}}}
+    if version is not None:
+        index["version"] = version
+    (folder / INDEX_NAME).write_text(json.dumps(index))
+
+
+@pytest.mark.parametrize("version", [2, "1", True])
+def test_an_index_of_a_newer_or_odd_version_is_refused(tmp_path, version):
+    _index(tmp_path, version)
+    with pytest.raises(CanterError) as info:
+        read_index(tmp_path)
+    assert f"{tmp_path / SNAPSHOT_DIR / INDEX_NAME} has version {version!r}" in str(info.value)
+
+
+@pytest.mark.parametrize("version", [1, None])
+def test_an_index_of_this_version_or_none_reads(tmp_path, version):
+    _index(tmp_path, version)
+    assert read_index(tmp_path) == {"runs/opp": {"file": "opp-best", "checkpoint_id": "ab"}}
