@@ -110,7 +110,8 @@ def init_agent(built: Any, path: str) -> None:
         mismatch = spaces_mismatch(saved, (agent.observation_space, agent.action_space), "was trained on",
                                    f"{run.env}")
         if mismatch is not None:
-            raise CanterError(f"init_from '{path}' {mismatch}")
+            hint = _policies_hint(config, run)
+            raise CanterError(f"init_from '{path}' {mismatch}{hint}")
         _check_image_reading(path, saved[0], agent.observation_space)
         try:
             agent.load_state_dict(state["agent"], weights_only=True)
@@ -124,6 +125,19 @@ def init_agent(built: Any, path: str) -> None:
     except BaseException:
         built.close()
         raise
+
+
+def _policies_hint(config: dict[str, Any], run: Any) -> str:
+    """``"; it trained with policies: MODE: set policies=MODE"`` where the source (its run ``config``) of a parallel
+    multi-agent run trained with another ``policies`` mode, whose policies are not this run's (so neither are the
+    spaces); empty otherwise (a single-agent env or a turn-based game takes no ``policies``)."""
+    from canter.envs.multiagent_ids import is_multiagent
+    from canter.envs.turns import is_turn_based
+
+    theirs, env = config.get("policies", "shared"), str(getattr(run, "env", ""))
+    if theirs == getattr(run, "policies", "shared") or not is_multiagent(env) or is_turn_based(env):
+        return ""
+    return f"; it trained with policies: {theirs}: set policies={theirs}"
 
 
 def _check_normalisation(path: str, weights: Any, agent: Any, config: dict[str, Any] | None = None) -> None:

@@ -116,3 +116,12 @@ def test_init_from_a_run_of_other_env_kwargs_is_refused_for_its_spaces(capsys, t
     argv = ["train", "ppo", "--env", match, "--set", "policies=agent", "--set", f"init_from={tmp_path / 'source'}",
             "--max-steps", "96", "--n-envs", "1", "--set", "n_steps=32", "--set", "eval_every=0"]
     assert_train_refused(capsys, tmp_path, argv, "agent_2: Box(shape=(3,), float32)} -> {agent_0: Discrete(3)")
+
+
+def test_init_from_a_run_of_another_policies_mode_names_the_mode(capsys, tmp_path):
+    """A ``policies: type`` source into a ``policies: agent`` run on the same env: its policies are not this run's, so
+    the spaces differ; the error named the spaces only, not the setting that fits the source (``policies=type``)."""
+    canter.train("ppo", run_dir=tmp_path / "source", **SHORT)
+    argv = ["train", "ppo", "--env", MIXED, "--set", "policies=agent", "--set", f"init_from={tmp_path / 'source'}",
+            "--max-steps", "96", "--n-envs", "1", "--set", "n_steps=32", "--set", "eval_every=0"]
+    assert_train_refused(capsys, tmp_path, argv, "it trained with policies: type: set policies=type")
