@@ -72,7 +72,11 @@ class _Parser(argparse.ArgumentParser):
                     positional = self._positional_named(name)
                     if positional and not near:  # 'canter collect --run-dir runs/x': RUN_DIR takes no flag
                         return f"{message}; {positional} is given without a flag: {self.prog} {positional}"
-                    from canter.config_errors import ENV_MAKE_KEYS
+                    from canter.config_errors import ENV_MAKE_KEYS, SB3_ONLY
+
+                    if name in SB3_ONLY and "--set" in options and flag not in options and flag not in set_only:
+                        # --min-evals, --policy-kwargs, --verbose: as their config keys are (it was the closest spellings)
+                        return f"{message}; Stable-Baselines3's {name}: {SB3_ONLY[name]}"
 
                     if name in ENV_MAKE_KEYS and "--env-kwargs" in options:  # it was '--max-steps', the step budget
                         also = f" (or --set env_kwargs.{name}=VALUE)" if "--set" in options else ""

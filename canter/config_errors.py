@@ -76,6 +76,10 @@ SB3_ONLY = {
                        "or adam), its settings hyperparameters such as adam_eps; 'canter train ALGO --help' lists them",
     "optimizer_kwargs": "the optimizer's settings are hyperparameters (lr, adam_eps, optimizer_eps, ...); "
                         "'canter train ALGO --help' lists them",
+    # (it was "did you mean 'n_envs' or 'min_lr' or 'min_delta'?")
+    "min_evals": "StopTrainingOnNoModelImprovement's evaluations before it starts counting: canter has no such "
+                 "delay, early_stopping counts from the first evaluation (which sets the best; each later one "
+                 "without a new best counts), so a run slow to start improving takes a larger early_stopping",
 }
 
 

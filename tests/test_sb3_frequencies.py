@@ -85,3 +85,25 @@ def test_the_max_no_improvement_evals_flag_too(capsys):
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--max-no-improvement-evals", "3", "--quiet")
     assert_one_line_error(code, err, "did you mean '--set early_stopping=VALUE'? (Stable-Baselines3's "
                           f"max_no_improvement_evals of {NO_IMPROVEMENT})")
+
+
+@pytest.mark.parametrize("given", [dict(sets=["min_evals=3"]), dict(min_evals=3)])
+def test_min_evals_is_answered_as_stable_baselines3s_own(given):
+    """StopTrainingOnNoModelImprovement's min_evals was "did you mean 'n_envs' or 'min_lr' or 'min_delta'?"."""
+    with pytest.raises(CanterError, match=r"unknown config key 'min_evals' \(Stable-Baselines3's\): "
+                                          r"StopTrainingOnNoModelImprovement's .*early_stopping counts from the first "
+                                          r"evaluation"):
+        canter.make_trainer("ppo", "CartPole-v1", **given)
+
+
+@pytest.mark.parametrize("flag", [["--min-evals", "3"], ["--min-evals=3"], ["--verbose", "1"]])
+def test_stable_baselines3_only_flags_are_answered_as_their_keys(capsys, flag):
+    """--min-evals was "did you mean '--n-envs' or '--set min_lr=VALUE' ...?", --verbose "did you mean '--set' or
+    '--vf-coef'?": the flags of SB3-only names now get their config keys' answers."""
+    from canter.config_errors import SB3_ONLY
+    from support import assert_one_line_error, run_cli
+
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", *flag, "--quiet")
+    name = flag[0][2:].split("=")[0].replace("-", "_")
+    line = assert_one_line_error(code, err, f"Stable-Baselines3's {name}: {SB3_ONLY[name]}")
+    assert "did you mean" not in line, line
