@@ -265,6 +265,13 @@ class DivergenceGuard:
             for name, opt in t.algorithm.optimizers().items():
                 for group, lr in zip(opt.param_groups, rates.get(name, ())):
                     group["lr"] = lr
+            floored = getattr(t.lr, "at_min_lr", None)
+            if floored is not None and floored():  # every rate at min_lr: none lowered, as a plateau's (it shrank
+                # lr_scale and said 'learning rates x0.0625' while the rates stayed at min_lr)
+                min_lr = getattr(getattr(t, "run", None), "min_lr", None)
+                event["action"] = ("restored the last good state, learning rates at min_lr"
+                                   + ("" if min_lr is None else f" ({min_lr:g})"))
+                return {}
             t.lr.reduce(self.lr_factor)
             t.lr.apply(t.step)
             event["action"] = f"restored the last good state, learning rates x{t.lr.scale:g}"
