@@ -253,6 +253,11 @@ def run_quality(algo: str, env: str, seed: int, max_steps: int | None, segment: 
     _append(res, jsonl)
     if segment is not None:  # recorded: a later run of this algorithm, env and seed starts afresh
         shutil.rmtree(path, ignore_errors=True)
+        if _other_jsonl(jsonl) is not None:  # FILE.state/ stayed behind, empty (another run's state keeps it)
+            try:
+                path.parent.rmdir()
+            except OSError:
+                pass
     print(f"{algo} {env} seed {seed}: final {final.mean_return:.1f} ± {final.std_return:.1f} "
           f"({FINAL_EPISODES} episodes) after {trainer.step:,} steps in {train_wall:.0f}s", file=sys.stderr)
 

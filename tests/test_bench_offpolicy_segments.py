@@ -42,3 +42,21 @@ def test_a_finished_segmented_run_leaves_no_state_to_resume(scratch):
     assert bench_offpolicy.main(argv) == 0 and not state.exists()
     rows = [json.loads(line) for line in (scratch / "results.jsonl").read_text().splitlines()]
     assert [r["kind"] for r in rows] == ["segment", "quality"] and rows[1]["steps"] == 150
+
+
+@pytest.mark.slow  # four short runs (~5 s)
+def test_a_finished_smoke_run_leaves_no_empty_state_folder(scratch):
+    """With --jsonl FILE the finished run removed FILE.state/sac-Pendulum-v1-1 but left FILE.state/ behind, empty;
+    a folder still holding another run's state stays."""
+    smoke = scratch / "smoke.jsonl"
+    argv = ["quality", "sac", "Pendulum-v1", "--max-steps", "150", "--segment", "100", "--jsonl", str(smoke)]
+    for other in (True, False):
+        assert bench_offpolicy.main(argv) == 0 and (scratch / "smoke.jsonl.state" / "sac-Pendulum-v1-1").is_dir()
+        if other:  # another algorithm's run under way beside it
+            (scratch / "smoke.jsonl.state" / "td3-Pendulum-v1-1").mkdir()
+        assert bench_offpolicy.main(argv) == 0
+        assert not (scratch / "smoke.jsonl.state" / "sac-Pendulum-v1-1").exists()
+        assert (scratch / "smoke.jsonl.state").exists() == other
+        if other:
+            (scratch / "smoke.jsonl.state" / "td3-Pendulum-v1-1").rmdir()
+    assert not (scratch / "state").exists()
