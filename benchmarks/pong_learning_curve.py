@@ -7,7 +7,9 @@ schedules span 10M agent steps, cut off by the wall-clock budget)::
     canter train ppo --env PongNoFrameskip-v4 --seed 1 --set max_seconds=3600 --run-dir runs/pong_ppo_1h
 
 then ``python benchmarks/pong_learning_curve.py runs/pong_ppo_1h`` writes
-``benchmarks/pong_ppo_1h.png`` and the ``pong_curve`` section of ``benchmarks/RESULTS.md``.
+``benchmarks/pong_ppo_1h.png`` (``--png PATH`` another file, for a trial run) and the ``pong_curve`` section of
+``benchmarks/RESULTS.md`` (``--out FILE`` another file). A run on another env than Pong is refused while either is
+the committed one.
 
 Reference: rl-zoo3's trained agent ``ppo/PongNoFrameskip-v4_1`` in DLR-RM/rl-trained-agents
 (Stable-Baselines3, the same preset, 8 envs, seed 4089164106). Its eight ``*.monitor.csv`` files
@@ -19,6 +21,7 @@ canter's training episode statistics are whole games with their raw score, as in
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -54,11 +57,19 @@ def windows(frames: np.ndarray, scores: np.ndarray) -> list[tuple[int, float, in
     return out
 
 
-def report(run_dir: Path) -> tuple[str, Path]:
-    """The markdown section and the figure for the run in ``run_dir``."""
+def report(run_dir: Path, png: Path | None = None, out: Path | None = None) -> tuple[str, Path]:
+    """The markdown section and the figure (written to ``png``, the committed ``benchmarks/pong_ppo_1h.png`` by
+    default) for the run in ``run_dir``; the section links the figure relative to ``out`` (``RESULTS.md``'s)."""
+    png, out = png or HERE / "pong_ppo_1h.png", out or HERE / "RESULTS.md"
     run = load_run(run_dir)
     if not len(run.history.get("step", ())):  # no game finished yet (or no history.parquet): nothing to plot
         input_error(f"{run_dir} has no finished training episode yet; run it longer, then run this again")
+    defaults = ((HERE / "pong_ppo_1h.png").resolve(), (HERE / "RESULTS.md").resolve())
+    committed = [n.name for n in (png, out) if n.resolve() in defaults]
+    if "pong" not in str(run.env).lower() and committed:  # it replaced Pong's committed figure (and section)
+        input_error(f"{run_dir} is a run on {run.env}, not Pong: its curve would replace the committed "
+                    f"benchmarks/{' and benchmarks/'.join(committed)}; give "
+                    + " and ".join("--png PATH" if n.endswith(".png") else "--out FILE" for n in committed))
     frames = run.history["step"] * FRAME_SKIP
     scores = run.history["episode_return"]
     ours = windows(frames, scores)
@@ -84,7 +95,7 @@ def report(run_dir: Path) -> tuple[str, Path]:
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     ax.set_title("PPO on PongNoFrameskip-v4: canter (one hour, 2 CPU cores) vs rl-zoo3")
-    png = save_figure_atomic(fig, HERE / "pong_ppo_1h.png")
+    png = save_figure_atomic(fig, png)
 
     lines = [
         "## PPO on Pong: one hour of training (`pong_learning_curve.py`)",
@@ -111,7 +122,8 @@ def report(run_dir: Path) -> tuple[str, Path]:
         lines += ["", "canter's evaluations (5 whole games, deterministic policy, unclipped score): "
                   + ", ".join(f"{m:.1f} at {st * FRAME_SKIP / 1e6:.1f}M" for st, m in zip(ev["step"], ev["mean_return"]))
                   + f"; best {max(ev['mean_return']):.1f}."]
-    lines += ["", f"![PPO Pong learning curve]({png.name})", "",
+    link = Path(os.path.relpath(png.resolve(), out.resolve().parent)).as_posix()
+    lines += ["", f"![PPO Pong learning curve]({link})", "",
               "- Reproduce: the two commands in the docstring of `benchmarks/pong_learning_curve.py`.",
               "- One run of each library (one seed each): a comparison of two curves, not a statistical claim."]
     return "\n".join(lines) + "\n", png
@@ -123,11 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     p = BenchParser(description=__doc__.splitlines()[0])
     p.add_argument("run_dir", type=Path)
-    p.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    p.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="the markdown file whose pong_curve section "
+                   "is written (default benchmarks/RESULTS.md)")
+    p.add_argument("--png", type=Path, default=None, help="where the figure goes (default benchmarks/pong_ppo_1h.png, "
+                   "the committed one: a Pong run only)")
     args = p.parse_args(argv)
     markers = ("<!-- pong_curve: start -->", "<!-- pong_curve: end -->")
     check_section_markers(args.out, *markers)  # before report() replaces the figure: a refused --out kept none of it
-    text, png = report(args.run_dir)
+    text, png = report(args.run_dir, args.png, args.out)
     write_section(args.out, text, *markers)
     print(text)
     print(json.dumps({"figure": str(png)}))
