@@ -16,7 +16,7 @@ def _next_step_stream(buf, episodes: int = 3, length: int = 2) -> None:
             nxt, term = np.full((1, 1), 10.0 * ep, np.float32), np.array([False])
         else:
             nxt, term = obs + 1, np.array([k == length - 1])
-        buf.add(obs, np.zeros(1), np.ones(1, np.float32), nxt, term)
+        buf.add(obs, np.zeros(1), np.full(1, float(k != length), np.float32), nxt, term)  # gymnasium's reset: 0
         obs = nxt
 
 
@@ -59,6 +59,21 @@ def test_frame_stack_buffer_finds_reset_only_steps_of_each_env():
         for e in range(2):
             new = 50 + 10 * e + t
             nxt[e] = [[new], [new]] if reset_next[e] else [obs[e, 1], [new]]
-        buf.add(obs, np.zeros(2), np.ones(2, np.float32), nxt, term)
+        buf.add(obs, np.zeros(2), (~reset_next).astype(np.float32), nxt, term)  # a reset-only step's reward: 0
         reset_next, obs = term, nxt
     np.testing.assert_array_equal(buf.valid[:6], [[1, 1], [1, 1], [0, 1], [1, 0], [1, 1], [0, 1]])
+
+
+def test_a_same_step_loops_first_step_of_an_episode_stays_a_transition():
+    # SAME_STEP: the step after an episode's last one is the new episode's first, a real transition; where the
+    # buffer cannot see the reset (next_obs passed without the final observation, or constant observations) it
+    # took that step for a NEXT_STEP reset-only one, which gymnasium gives reward 0 and no end (reward 1 here)
+    for constant in (False, True):
+        buf = ReplayBuffer(100, (1,), (), seed=0)
+        obs = np.zeros((1, 1), np.float32)
+        for t in range(6):  # episodes of 2 steps
+            term = np.array([t % 2 == 1])
+            nxt = np.zeros((1, 1), np.float32) if constant else (obs + 1) * ~term
+            buf.add(obs, np.zeros(1), np.ones(1, np.float32), nxt.copy() if constant else nxt, term)
+            obs = nxt
+        assert len(buf) == 6 and buf.valid[:6, 0].all(), buf.valid[:6, 0]

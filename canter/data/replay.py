@@ -133,7 +133,9 @@ class ReplayBuffer:
         ``valid`` False marks reset-only rows (kept as boundaries, never sampled). ``valid`` None
         (not given): the NEXT_STEP stream's reset-only rows are found by the buffer, an env's step
         that follows its ``done`` step in the same stream (``obs`` the previous call's ``next_obs``)
-        is one, every other row is valid; before, every row was, so the reset-only step's
+        with reward 0 and no end of its own (as gymnasium gives it) is one, every other row is valid
+        (a SAME_STEP loop's first step of an episode, where its reset observation equals the stored
+        final one, is a transition); before, every row was, so the reset-only step's
         ``(o_T, ignored action, 0, o'_0)`` crossed from one episode into the next. ``truncated``
         (optional) marks time-limit ends; without it an episode's end is still found from the
         reset-only row that follows it. If ``obs`` is not the ``next_obs`` of the previous call
@@ -150,17 +152,19 @@ class ReplayBuffer:
             self._advance()  # row t stays a boundary holding the previous next observations
             t = self.pos
         self._fresh = False
-        if valid is None:  # the row after a valid done row of the same stream only resets its env
-            prev = (t - 1) % self.length
-            v = ~(self.done[prev] & self.valid[prev]) if self.started and not boundary else np.ones(self.n_envs, bool)
+        term = np.asarray(terminated, dtype=bool)
+        done = term if truncated is None else term | np.asarray(truncated, dtype=bool)
+        if valid is None and self.started and not boundary:  # the row after a valid done row of the same stream
+            prev = (t - 1) % self.length  # only resets its env (gymnasium's: reward 0, neither ended; a SAME_STEP
+            # loop's first step of an episode whose reset observation equals the stored final one is a transition)
+            v = ~(self.done[prev] & self.valid[prev] & (np.asarray(rewards) == 0) & ~done)
         else:
-            v = np.asarray(valid, dtype=bool)
+            v = np.ones(self.n_envs, bool) if valid is None else np.asarray(valid, dtype=bool)
         self._write_obs(t, obs)
         self.actions[t] = actions
         self.rewards[t] = rewards
-        term = np.asarray(terminated, dtype=bool)
         self.terminated[t] = term
-        self.done[t] = term if truncated is None else term | np.asarray(truncated, dtype=bool)
+        self.done[t] = done
         self.valid[t] = v
         self.count += int(np.count_nonzero(v))  # (v.sum() costs ~1.5 µs more)
         self._written(t)
