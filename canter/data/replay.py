@@ -138,7 +138,9 @@ class ReplayBuffer:
         final one, is a transition); before, every row was, so the reset-only step's
         ``(o_T, ignored action, 0, o'_0)`` crossed from one episode into the next. ``truncated``
         (optional) marks time-limit ends; without it an episode's end is still found from the
-        reset-only row that follows it. If ``obs`` is not the ``next_obs`` of the previous call
+        reset-only row that follows it where ``valid`` marks that row; with ``valid`` None a time-limit
+        end is seen only through ``truncated`` (without it, its reset-only step is stored as a
+        transition, as before). If ``obs`` is not the ``next_obs`` of the previous call
         (e.g. the envs were reset in between), a boundary row is inserted first, so no
         transition's next observation is overwritten.
         """
