@@ -8,6 +8,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 import warnings
 from typing import Any
@@ -112,7 +113,7 @@ def _drive_run(trainer: Any) -> int:
             closing_interrupted = True  # after the run's end was saved: the run's report follows (an interrupted one's
             # step and resume command; a first Ctrl-C, then a SIGTERM or Ctrl-C while the loggers close)
         elif (trainer.dir / "checkpoints" / "last.safetensors").is_file():
-            notice(f"interrupted; continue with: canter train --resume {trainer.dir}")
+            notice(f"interrupted; continue with: canter train --resume {shlex.quote(str(trainer.dir))}")
             return 130
         else:  # a new run stopped before its first 'last' (while its loggers started): its directory was removed
             notice("interrupted before training started; nothing was saved")
@@ -126,7 +127,8 @@ def _drive_run(trainer: Any) -> int:
             closing_interrupted = True
     s = trainer.summary or {}
     if s.get("stop_reason") == "interrupted":
-        notice(f"interrupted at step {s.get('steps', 0):,}; run saved, continue with: canter train --resume {trainer.dir}")
+        notice(f"interrupted at step {s.get('steps', 0):,}; run saved, continue with: canter train --resume "
+               f"{shlex.quote(str(trainer.dir))}")
         return 130
     if s.get("target_reward") is None:  # nothing to solve: say why it stopped
         verdict = f"finished ({s.get('stop_reason')})"

@@ -343,9 +343,10 @@ def file_algo(config_file: str, command: str = "canter train") -> str:
         zoo = next(filter(None, (zoo_section(k, v, str(config_file)) for k, v in load_config_file(config_file).items()
                                  if isinstance(k, str))), None)
         if zoo is not None:
-            raise CanterError(f"{zoo}; and name the algorithm: {command} ALGO -f {config_file}")
+            raise CanterError(f"{zoo}; and name the algorithm: {command} ALGO -f {shlex.quote(str(config_file))}")
         raise CanterError(f"no algorithm given, and {config_file} has no 'algo' key: name it, {command} ALGO -f "
-                          f"{config_file} (canter list shows the algorithms), or add 'algo: ALGO' to the file")
+                          f"{shlex.quote(str(config_file))} (canter list shows the algorithms), or add 'algo: ALGO' "
+                          f"to the file")
     return algo
 
 

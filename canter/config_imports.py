@@ -2,6 +2,7 @@
 (they register algorithms, models, agents, envs or encoders by name; :mod:`canter.registry`)."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     if what is not None:
         folder = Path(path).absolute().parent
         run = next((d for d in (folder, folder.parent) if (d / "config.yaml").is_file()), None)
-        instead = f"-f {run / 'config.yaml'}" if run is not None else "-f RUN_DIR/config.yaml"
+        instead = f"-f {shlex.quote(str(run / 'config.yaml'))}" if run is not None else "-f RUN_DIR/config.yaml"
         raise CanterError(f"{path} is {what}, not a run config: give its run's config ({instead}); a new run from "
                           f"a checkpoint's weights is --set init_from=CHECKPOINT")
     return data

@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -166,7 +167,7 @@ class Run:
         Refused after a divergence: ``last`` holds the last good state, which the diverged one would replace."""
         if self.divergence is not None:
             raise CanterError(f"cannot save a resumable checkpoint: {self.divergence}; the last good state is "
-                              f"{self.dir / 'checkpoints' / 'last'} (canter train --resume {self.dir} continues from it)")
+                              f"{self.dir / 'checkpoints' / 'last'} (canter train --resume {shlex.quote(str(self.dir))} continues from it)")
         stop_reason = self.stop_reason if stop_reason is None else stop_reason
         rows = {}
         for lg in self.loggers:

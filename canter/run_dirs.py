@@ -117,7 +117,8 @@ def stopped_before_checkpoint(run_dir: Path) -> str | None:
         algo = None
     algo = algo if isinstance(algo, str) and algo.strip() else "ALGO"
     return (f"stopped before its first checkpoint, so there is nothing to resume: start it again with "
-            f"'canter train {algo} -f {config} --run-dir NEW_DIR', or delete '{run_dir}' and train into it again")
+            f"canter train {algo} -f {shlex.quote(str(config))} --run-dir NEW_DIR, or delete '{run_dir}' and train into it "
+            f"again")  # the command unquoted around: its path is quoted for the shell (a space), as a whole it was not
 
 
 def tune_agents(path: Path) -> list[Path]:
