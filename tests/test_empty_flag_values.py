@@ -11,8 +11,9 @@ from tests.support import assert_one_line_error, run_cli
     ("--seed", "--seed must be an int, got an empty value"),
     ("--max-steps", "--max-steps must be an int, got an empty value"),
     ("--n-envs", "--n-envs must be an int, got an empty value"),
-    ("--target-reward", "--target-reward must be a float, got an empty value"),
-    ("--max-seconds", "--max-seconds must be a float, got an empty value"),
+    # flags that take a number or null (029d04b8) say so, as --explorer-timeout does
+    ("--target-reward", "--target-reward got an empty value; give a number, or null for none"),
+    ("--max-seconds", "--max-seconds got an empty value; give a number, or null for none"),
     ("--explorer-timeout", "--explorer-timeout got an empty value; give seconds, or null"),
     ("--vectorization", "--vectorization got an empty value; choices: auto, native, sync, async"),
 ])
@@ -28,6 +29,13 @@ def test_an_empty_train_flag_is_named_empty(tmp_path, capsys, flag, said, writte
 def test_a_resume_flag_says_it_without_the_options_note(tmp_path, capsys):
     code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "run"), "--max-steps", "")
     assert assert_one_line_error(code, err) == "canter: error: --max-steps must be an int, got an empty value"
+
+
+def test_a_resume_max_seconds_given_empty_says_null_too(tmp_path, capsys):
+    """The resume's --max-seconds takes null too (9278ff24): its empty value says so, without the options note."""
+    code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "run"), "--max-seconds", "")
+    assert assert_one_line_error(code, err) == ("canter: error: --max-seconds got an empty value; give a number, "
+                                                "or null for none")
 
 
 def test_a_tools_flag_says_it_too(tmp_path, capsys):
