@@ -16,7 +16,7 @@ from canter.agents.multi import MultiPolicyAgent
 from canter.callbacks import as_callbacks, config_callbacks
 from canter.checkpoint import (  # noqa: F401 (find_checkpoint re-exported)
     checkpoint_present, checkpoint_space, find_checkpoint, load_checkpoint, no_run_dir, run_dir_hint)
-from canter.config_errors import check_positions, misspelled_argument
+from canter.config_errors import EMPTY_STRING_FIX, check_empty_string, check_positions, misspelled_argument
 from canter.config import RunConfig, build, build_saved_hparams, resolve_config, resolved_dict
 from canter.devices import check_resume_device, load_device
 from canter.config_imports import config_algo, import_config_imports
@@ -362,6 +362,8 @@ def resume_trainer(
         cfg["callbacks"] = as_numbers_now(cfg["callbacks"])
     hp_values = cfg.pop("hparams", {})
     check_settings(settings, hp_values)
+    for key in EMPTY_STRING_FIX.keys() & settings.keys():  # ray_address='' given (a saved '' is the run's own)
+        check_empty_string(key, settings[key])
     cfg.update(settings)  # written to config.yaml and the next 'last': a later resume keeps them
     flags = _COMMAND_LINE.get()  # canter train --resume's: its errors name options, canter.resume's keywords
     check_keep_has_checkpoints(settings, cfg.get("checkpoint_every"), flags)

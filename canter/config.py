@@ -241,7 +241,7 @@ class RunConfig:
 
     def validate(self) -> None:
         """Cross-field checks."""
-        check_empty_strings(self)  # '' was taken: '.' as init_from, wandb.init's project '', the default model
+        check_empty_strings(vars(self), names=False)  # '' was the default model; a new config's names: resolve_config
         if self.eval_episodes == 0:  # no evaluations: what acts on them would silently never act
             for key, why in (("target_reward", "is checked at evaluations"), ("early_stopping", "counts evaluations"),
                              ("plateau_patience", "counts evaluations")):
@@ -421,7 +421,7 @@ def resolve_config(
         # a preset's target, which no evaluation would check (or none before a long run's end, refused in validate
         # for a target the user gives: --eval-every 0 --max-steps 2e7 was refused for CartPole's preset 475): none
         run_values.pop("target_reward")
-    run = build(RunConfig, run_values, from_python=python_run)
+    run = build(RunConfig, check_empty_strings(run_values), from_python=python_run)  # '' was '.' as init_from, ...
     note_preset_target(run, run_values, preset_keys)  # warned once the run is built
     if run.target_reward is not None and run.eval_every == 0 and run.max_steps > 10_000_000:
         # a new run's only: a resume cannot drop the target or change eval_every, and its --max-steps was refused

@@ -388,15 +388,18 @@ def check_empty_string(key: str, *values: Any) -> None:
         raise CanterError(f"'{key}' got an empty value; give {EMPTY_STRING_FIX[key]}")
 
 
-def check_empty_strings(run: Any) -> None:
-    """Refuse a :class:`~canter.config.RunConfig` whose name or path setting is empty (:func:`check_empty_string`);
-    an empty ``model`` or ``agent`` (which was the default without a word, where ``' '`` is an unknown name) as
-    before."""
-    for key in EMPTY_STRING_FIX:
-        check_empty_string(key, getattr(run, key))
+def check_empty_strings(values: Any, names: bool = True) -> Any:
+    """Refuse the run settings ``values`` (a mapping: a :class:`~canter.config.RunConfig`'s ``vars``) whose name or
+    path setting is empty (:func:`check_empty_string`); an empty ``model`` or ``agent`` (which was the default without
+    a word, where ``' '`` is an unknown name) as before. ``names=False`` (every config built, a saved one's too):
+    ``model`` and ``agent`` only, so a run saved before 2026-11-28 with ``wandb_project: ''`` (W&B off, it trained)
+    still loads, evaluates and resumes. Returns ``values``."""
+    for key in EMPTY_STRING_FIX if names else ():
+        check_empty_string(key, values.get(key))
     for key in ("model", "agent"):
-        if getattr(run, key) == "":
+        if values.get(key) == "":
             raise CanterError(f"'{key}' is empty: give a registered {key} name or module:Class (null: the default)")
+    return values
 
 
 def check_empty_hparam(cls: type, f: Any, value: Any, key: str, section: str) -> None:
