@@ -64,7 +64,7 @@ def _train_parser(prog: str, algo: str | None, env: str | None = None, strict: b
     p.add_argument("algo", help="algorithm (see 'canter list')")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue a stopped run instead (canter train --resume RUN_DIR [--max-steps N] "
-                        "[--max-seconds S] [--dataset PATH] [--keep-checkpoints K] [--checkpoint-every N] "
+                        "[--max-seconds S|null] [--dataset PATH] [--keep-checkpoints K] [--checkpoint-every N] "
                         "[--wandb | --no-wandb] [--explorer-timeout SECONDS] [--ray-address ADDRESS] [--quiet])")
     _add_run_flags(p)
     if algo is not None and not algo.startswith("-"):
