@@ -45,8 +45,9 @@ def test_resume_max_seconds_none_given_drops_it(timed_out):
 def test_not_given_the_saved_budget_is_kept(timed_out, capsys):
     code, _, err = run_cli(capsys, "train", "--resume", str(timed_out))
     assert_one_line_error(code, err, "already finished (stop reason: max_seconds); nothing to resume; "
-                                     "pass --max-seconds S to extend it")
-    with pytest.raises(canter.CanterError, match=r"nothing to resume; pass max_seconds=S to extend it$"):
+                                     "pass --max-seconds S to extend it (or --max-seconds null to drop the time budget)")
+    with pytest.raises(canter.CanterError, match=r"nothing to resume; pass max_seconds=S to extend it \(or "
+                                                 r"max_seconds=None to drop the time budget\)$"):
         canter.resume(timed_out)
 
 
