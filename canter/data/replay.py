@@ -135,7 +135,9 @@ class ReplayBuffer:
         that follows its ``done`` step in the same stream (``obs`` the previous call's ``next_obs``)
         with reward 0 and no end of its own (as gymnasium gives it) is one, every other row is valid
         (a SAME_STEP loop's first step of an episode, where its reset observation equals the stored
-        final one, is a transition); before, every row was, so the reset-only step's
+        final one, is a transition where it has a reward or ends; one of reward 0 that does not end,
+        as in a sparse-reward env, looks like gymnasium's reset step and is dropped: pass ``valid``
+        there); before, every row was, so the reset-only step's
         ``(o_T, ignored action, 0, o'_0)`` crossed from one episode into the next. ``truncated``
         (optional) marks time-limit ends; without it an episode's end is still found from the
         reset-only row that follows it where ``valid`` marks that row; with ``valid`` None a time-limit
