@@ -301,7 +301,7 @@ class Run:
                               f"again with canter.make_trainer(..., run_dir=...)")
         if self._called:
             raise CanterError(f"this Run of '{self.dir}' has already been iterated (its loggers are closed); "
-                              f"continue it with canter.api.resume_trainer('{self.dir}') or canter.resume('{self.dir}')")
+                              f"continue it with canter.api.resume_trainer({str(self.dir)!r}) or canter.resume({str(self.dir)!r})")
         self._called = True
         gen = self._records()
         self._gen = weakref.ref(gen)
