@@ -1,7 +1,7 @@
 """Numerical equivalence with sb3-contrib's TQC: from identical weights, minibatches and
 reparameterisation noise, canter's TQC takes the same gradient steps (entropy coefficient,
-quantile critics against the truncated pooled target, actor, Polyak targets), and a short run
-learns Pendulum. The helpers and tolerances are those of tests/test_reference_sb3_offpolicy.py."""
+quantile critics against the truncated pooled target, actor, Polyak targets). TQC's learning test
+is in tests/test_offpolicy_learning.py. The helpers and tolerances are those of tests/test_reference_sb3_offpolicy.py."""
 from __future__ import annotations
 
 import pytest
@@ -13,7 +13,6 @@ import gymnasium as gym  # noqa: E402
 import torch  # noqa: E402
 from sb3_contrib import TQC as SB3TQC  # noqa: E402
 
-import canter  # noqa: E402
 from canter.algorithms.tqc import TQC, TQCConfig  # noqa: E402
 from test_reference_sb3_offpolicy import (  # noqa: E402
     _assert_relu_mlp, _assert_same_adam, _box_batches, _copy_squashed_actor_critic, _pendulum_pair, _squashed_steps_match,
@@ -62,14 +61,3 @@ def test_truncation_drops_the_largest_pooled_quantiles(monkeypatch):
     kept = torch.tensor([1.0, 2.0, 3.0, 4.0])  # 6 pooled, the largest one per network (2) dropped
     expected = batch.rewards[:, None] + (batch.discounts * (1 - batch.terminated))[:, None] * kept
     assert len(targets) == 1 and torch.allclose(targets[0], expected.unsqueeze(0))  # every network's target
-
-
-@pytest.mark.slow  # ~40 s; the equivalence with sb3-contrib above runs in the default suite
-def test_tqc_learns_pendulum():
-    """Pendulum-v1 with lr 1e-3 and [64, 64] networks (the preset's 256-unit ones are slower);
-    random play averages about -1,200."""
-    trainer = canter.make_trainer("tqc", "Pendulum-v1", seed=0, max_steps=6000, eval_every=6000, eval_episodes=5,
-                                  lr=1e-3, net_arch=[64, 64], learning_starts=1000)
-    evaluations = [r.evaluation for r in trainer() if r.evaluation is not None]
-    trainer.close()
-    assert evaluations[-1].mean_return >= -400, evaluations[-1]
