@@ -54,12 +54,13 @@ RESUME_OPTIONS = listed(["--max-steps", "--max-seconds", "--dataset",
 
 
 def flag_for(key: str, value: Any) -> str:
-    """The ``canter train --resume`` option that sets ``key`` (one of :data:`CHANGEABLE`) to ``value``."""
+    """The ``canter train --resume`` option that sets ``key`` (one of :data:`CHANGEABLE`) to ``value``, its value
+    quoted for the shell (a hand-edited ``ray_address`` with a space is one argument when the hint is pasted)."""
     if key == "wandb":
         return "--wandb" if value else "--no-wandb"
     if value is None:
         return f"{CHANGEABLE[key]} {'all' if key == 'keep_checkpoints' else 'null'}"
-    return f"{CHANGEABLE[key]} {value}"
+    return f"{CHANGEABLE[key]} {shlex.quote(str(value))}"
 
 
 def seconds_arg(text: str) -> float | None:
