@@ -160,7 +160,8 @@ class ReplayBuffer:
         done = term if truncated is None else term | np.asarray(truncated, dtype=bool)
         if valid is None and self.started and not boundary:  # the row after a valid done row of the same stream
             prev = (t - 1) % self.length  # only resets its env (gymnasium's: reward 0, neither ended; a SAME_STEP
-            # loop's first step of an episode whose reset observation equals the stored final one is a transition)
+            # loop's first step of an episode whose reset observation equals the stored final one is a transition
+            # where it has a reward or ends: one of reward 0 that does not end is dropped, such a loop passes valid)
             v = ~(self.done[prev] & self.valid[prev] & (np.asarray(rewards) == 0) & ~done)
         else:
             v = np.ones(self.n_envs, bool) if valid is None else np.asarray(valid, dtype=bool)
