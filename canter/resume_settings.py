@@ -174,14 +174,14 @@ def check_continues(run_dir: Path, meta: dict[str, Any], run: Any, max_steps: in
     extended = (reason == "max_steps" and run.max_steps > step) or (
         reason == "max_seconds" and (run.max_seconds is None or run.max_seconds > meta["trainer"]["wall_time"]))
     if reason not in (None, "interrupted") and not extended:
+        drop = f" (or {named('max_seconds', flags, 'null' if flags else 'None')} to drop the time budget)"
         hint = {"max_steps": f"; pass {named('max_steps', flags, 'N')} to extend it",
-                "max_seconds": f"; pass {named('max_seconds', flags, 'S')} to extend it (or "
-                               f"{named('max_seconds', flags, 'null' if flags else 'None')} to drop the time budget)"}.get(reason, "")
+                "max_seconds": f"; pass {named('max_seconds', flags, 'S')} to extend it{drop}"}.get(reason, "")
         if reason == "max_steps" and max_steps is not None:  # run's budgets: validated ('512' is 512, as in train)
             hint = f"; {named('max_steps', flags)} must be more than its {step} steps to extend it, got {run.max_steps}"
         elif reason == "max_seconds" and max_seconds is not None:
             hint = (f"; {named('max_seconds', flags)} must be more than its {meta['trainer']['wall_time']:.1f} s to "
-                    f"extend it, got {run.max_seconds:g}")
+                    f"extend it, got {run.max_seconds:g}{drop}")
         if not hint:  # the target, early stopping or a callback stopped it: no budget trains it on
             hint = _train_on_hint(run_dir, reason, flags)
         raise CanterError(f"run '{run_dir}' already finished (stop reason: {reason}); nothing to resume{hint}")

@@ -54,3 +54,12 @@ def test_not_given_the_saved_budget_is_kept(timed_out, capsys):
 def test_a_word_that_is_no_number_is_refused(timed_out, capsys):
     code, _, err = run_cli(capsys, "train", "--resume", str(timed_out), "--max-seconds", "forever")
     assert code == 2 and "'forever'" in err and "null" in err, err
+
+
+def test_a_too_small_budget_given_is_told_null_drops_it_too(timed_out, capsys):
+    """e93c29e7 named null beside S where no budget was given; a budget given too small still named only S."""
+    code, _, err = run_cli(capsys, "train", "--resume", str(timed_out), "--max-seconds", "0.0001")
+    assert_one_line_error(code, err, "s to extend it, got 0.0001 (or --max-seconds null to drop the time budget)")
+    with pytest.raises(canter.CanterError, match=r"s to extend it, got 0\.0001 \(or max_seconds=None to drop the "
+                                                 r"time budget\)$"):
+        canter.resume(timed_out, max_seconds=0.0001)
