@@ -135,12 +135,24 @@ class FrameStackMixin:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved."""
-        saved = int(state.get("frame_channels", 1))  # buffers saved before RGB frames: 1
+        try:
+            saved = int(state.get("frame_channels", 1))  # buffers saved before RGB frames: 1
+        except (TypeError, ValueError):  # a hand-edited file's 'x' was a ValueError traceback
+            raise CanterError(f"the replay buffer's saved state is corrupt: frame_channels "
+                              f"{state.get('frame_channels')!r} is not a whole number") from None
         if saved != self.frame_channels:
             raise CanterError(f"replay buffer frame_channels mismatch: saved {saved} channels a frame, this buffer "
                               f"{self.frame_channels}")
         super().load_state_dict(state)
         self.head_stack[:] = np.asarray(state["head_stack"])
+
+    def _check_own_state(self, state: dict[str, Any]) -> None:
+        """The head-of-stack frames are there and fit (checked before the arrays are replaced: a file without
+        them was a KeyError after the buffer's contents were)."""
+        super()._check_own_state(state)
+        head = np.asarray(state["head_stack"])
+        if head.shape != self.head_stack.shape:
+            raise ValueError(f"head_stack has shape {head.shape}, this buffer's {self.head_stack.shape}")
 
 
 class FrameStackReplay(FrameStackMixin, ReplayBuffer):

@@ -215,6 +215,20 @@ class HerReplayBuffer(ReplayBuffer):
             state[f"her_info_{i}"], state[f"her_info_set_{i}"] = self.infos[key][:rows], self.info_set[key][:rows]
         return state
 
+    def _check_own_state(self, state: dict[str, Any]) -> None:
+        """The running episodes and the info arrays are there and fit (checked before the arrays are replaced: a
+        file without them was a KeyError after the buffer's contents were)."""
+        super()._check_own_state(state)
+        for key in ("her_open", "her_last", *(("her_len",) if "her_len" in state else ())):
+            if np.asarray(state[key]).shape != self._open.shape:
+                raise ValueError(f"{key} has shape {np.asarray(state[key]).shape}, not one entry per env "
+                                 f"({self.n_envs})")
+        keys = state.get("her_info_keys", [])
+        if not isinstance(keys, list):
+            raise ValueError(f"her_info_keys is {type(keys).__name__}, not a list")
+        for i in range(len(keys)):
+            state[f"her_info_{i}"], state[f"her_info_set_{i}"]  # noqa: B018  (a KeyError where one is missing)
+
     def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
         super().load_state_dict(state)
         rows = len(state["obs"])  # the rows never written hold no episode, as in a new buffer

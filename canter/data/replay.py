@@ -331,6 +331,7 @@ class ReplayBuffer:
         a ValueError or KeyError after the buffer's arrays were replaced (a ``pos`` past the end loaded, and broke
         the next ``add``)."""
         try:
+            self._check_own_state(state)
             pos, count = state["pos"], state["count"]
             if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in (pos, count)):
                 raise ValueError(f"pos and count must be whole numbers, got {pos!r} and {count!r}")
@@ -344,6 +345,10 @@ class ReplayBuffer:
             raise CanterError(f"the replay buffer's saved state has no {exc}") from None
         except (TypeError, ValueError) as exc:
             raise CanterError(f"the replay buffer's saved state is corrupt: {exc}") from None
+
+    def _check_own_state(self, state: dict[str, Any]) -> None:
+        """A subclass's check of its own saved entries (a KeyError, TypeError or ValueError for one missing or
+        unfit), run by :meth:`load_state_dict` before anything is overwritten; a plain buffer has none."""
 
     def save(self, path: str | Path) -> Path:
         """Write the buffer to ``path`` (``.npz``, no pickled objects), atomically."""

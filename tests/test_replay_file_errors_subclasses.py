@@ -1,0 +1,86 @@
+"""A frame-stack or hindsight buffer file (``trainer.buffer.save(path)`` / ``load(path)``) whose own entries are
+missing or damaged: a one-line :class:`CanterError` naming the file, and the buffer loaded into keeps what it held,
+as for a plain buffer (test_replay_file_errors.py); a file without ``head_stack`` was a KeyError traceback after the
+buffer's contents were replaced."""
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from canter.data.framestack import FrameStackReplay
+from canter.errors import CanterError
+from test_her import _buffer as _her_buffer
+from test_her import _fill
+
+
+def _stack_buffer(rows: int) -> FrameStackReplay:
+    buf = FrameStackReplay(16, (4, 5, 5), (), np.uint8, np.int64)
+    for i in range(rows):
+        obs = np.full((1, 4, 5, 5), i, np.uint8)
+        buf.add(obs, np.zeros(1, np.int64), np.ones(1, np.float32), obs + 1, np.zeros(1, bool))
+    return buf
+
+
+def _damaged(path, drop: str = "", **meta_changes) -> bytes:
+    """The .npz at ``path`` without the array or JSON entry ``drop``, its JSON entries changed by ``meta_changes``."""
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(str(arrays.pop("__meta__")))
+    arrays.pop(drop, None), meta.pop(drop, None)
+    meta.update(meta_changes)
+    out = io.BytesIO()
+    np.savez(out, **arrays, __meta__=np.array(json.dumps(meta)))
+    return out.getvalue()
+
+
+def _refused_and_kept(buf, bad) -> None:
+    before = {k: getattr(buf, k).copy() for k in buf.ARRAYS}
+    pos, count = buf.pos, buf.count
+    with pytest.raises(CanterError) as info:
+        buf.load(bad)
+    assert str(bad) in str(info.value) and "\n" not in str(info.value)
+    assert all(np.array_equal(getattr(buf, k), v) for k, v in before.items())
+    assert (buf.pos, buf.count) == (pos, count)
+
+
+@pytest.mark.parametrize("damage", [dict(drop="head_stack"), dict(head_stack=None), dict(frame_channels="x")])
+def test_a_damaged_frame_stack_buffer_file_is_refused_and_the_buffer_kept(tmp_path, damage):
+    path = _stack_buffer(5).save(tmp_path / "buf.npz")
+    if damage.get("head_stack", 0) is None:  # an array of another shape in its place
+        with np.load(path) as data:
+            arrays = {k: data[k] for k in data.files}
+        arrays["head_stack"] = arrays["head_stack"][:, :2]
+        out = io.BytesIO()
+        np.savez(out, **arrays)
+        raw = out.getvalue()
+    else:
+        raw = _damaged(path, **damage)
+    (tmp_path / "bad.npz").write_bytes(raw)
+    _refused_and_kept(_stack_buffer(3), tmp_path / "bad.npz")
+
+
+@pytest.mark.parametrize("damage", [dict(drop="her_open"), dict(her_last=[1, 2, 3])])
+def test_a_damaged_hindsight_buffer_file_is_refused_and_the_buffer_kept(tmp_path, damage):
+    saved = _her_buffer()
+    _fill(saved, [[3]], 7)
+    path = saved.save(tmp_path / "her.npz")
+    (tmp_path / "bad.npz").write_bytes(_damaged(path, **damage))
+    buf = _her_buffer()
+    _fill(buf, [[2]], 4)
+    _refused_and_kept(buf, tmp_path / "bad.npz")
+
+
+def test_frame_stack_and_hindsight_files_still_load(tmp_path):
+    _stack_buffer(5).save(tmp_path / "buf.npz")
+    buf = _stack_buffer(0)
+    buf.load(tmp_path / "buf.npz")
+    assert buf.count == 5
+    saved = _her_buffer()
+    _fill(saved, [[3]], 7)
+    saved.save(tmp_path / "her.npz")
+    her = _her_buffer()
+    her.load(tmp_path / "her.npz")
+    assert her.count == saved.count and np.array_equal(her._open, saved._open)
