@@ -17,3 +17,17 @@ def test_collect_out_naming_a_directory_is_refused_and_writes_nothing(tmp_path, 
     directory = tmp_path / out.removesuffix(".json")
     assert_one_line_error(code, err, f"'{directory}' is a directory", f"{directory / 'dataset'}")
     assert snapshot(tmp_path) == before
+
+
+def test_a_dataset_saved_from_python_to_a_directory_is_refused(tmp_path):
+    """TransitionDataset.save(DIR) wrote DIR.safetensors and DIR.json beside the directory, as --out DIR did."""
+    from canter.data.dataset import collect
+    from canter.errors import CanterError
+
+    (tmp_path / "run").mkdir()
+    dataset = collect("CartPole-v1", 10)
+    before = snapshot(tmp_path)
+    with pytest.raises(CanterError, match=f"'{tmp_path / 'run'}' is a directory.*'{tmp_path / 'run' / 'dataset'}'"):
+        dataset.save(tmp_path / "run")
+    assert snapshot(tmp_path) == before
+    assert dataset.save(tmp_path / "run" / "dataset").name == "dataset"

@@ -148,7 +148,13 @@ class TransitionDataset:
         return np.diff(np.concatenate([[0.0], totals]))
 
     def save(self, path: str | Path) -> Path:
-        """Write ``path``.safetensors + ``path``.json atomically; returns the common base path."""
+        """Write ``path``.safetensors + ``path``.json atomically; returns the common base path. A ``path`` that is a
+        directory is refused (it wrote ``DIR.safetensors`` and ``DIR.json`` beside it, as ``canter collect --out DIR``
+        did)."""
+        base = checkpoint_base(path)
+        if base.is_dir():
+            raise CanterError(f"'{base}' is a directory; a dataset is written as a file pair named after it: give a "
+                              f"name, such as '{base / 'dataset'}'")
         state = {name: np.ascontiguousarray(getattr(self, name)) for name in ARRAYS}
         meta = {
             "kind": KIND, "env": self.env_id, "transitions": len(self),
