@@ -98,11 +98,15 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str,
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "checkpoint_id": ckpt_id, **metadata, "state": skeleton}
     text = json.dumps(meta, indent=1, allow_nan=True)
     json_path = base.with_name(base.name + ".json")
+    st_path = base.with_name(base.name + ".safetensors")
+    for target in (st_path, json_path):  # the .json's was an IsADirectoryError traceback, the .safetensors written
+        if target.is_dir():
+            raise CanterError(f"cannot save the checkpoint: {target} is a directory, not a file: move it away or "
+                              f"save under another name")
     try:  # the id of the checkpoint this one replaces: a kill between the two renames leaves that .json
         previous = str(json.loads(json_path.read_text()).get("checkpoint_id", ""))
     except (OSError, ValueError, AttributeError):
         previous = ""
-    st_path = base.with_name(base.name + ".safetensors")
     with atomic_path(st_path) as tmp:  # streamed from the tensors' memory: no copy of a replay buffer in memory
         _save_tensors(tensors, tmp, {"format": FORMAT, "checkpoint_id": ckpt_id, "replaces": previous,
                                      "canter_meta": text})

@@ -21,3 +21,13 @@ def test_a_directory_in_place_of_a_checkpoint_file_is_named_a_directory(tmp_path
     message = str(info.value)
     assert f"{path} is a directory" in message, message
     assert "not valid JSON" not in message and "os error" not in message
+
+
+@pytest.mark.parametrize("suffix", [".json", ".safetensors"])
+def test_saving_where_a_checkpoint_file_is_a_directory_is_refused_and_writes_nothing(tmp_path, suffix):
+    """A directory in place of the .json was an IsADirectoryError traceback after the .safetensors was written (and a
+    directory in place of the .safetensors an OSError from the rename)."""
+    (tmp_path / f"ck{suffix}").mkdir()
+    with pytest.raises(CanterError, match=f"{tmp_path / ('ck' + suffix)} is a directory, not a file"):
+        save_checkpoint(tmp_path / "ck", {"w": torch.ones(3)}, {"step": 1})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"ck{suffix}"]
