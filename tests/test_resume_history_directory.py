@@ -38,3 +38,15 @@ def test_a_directory_in_place_of_a_runs_table_is_refused_in_one_line(good_run, t
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and f"{table} is a directory" in err, err
     assert snapshot(run_dir) == before
+
+
+@pytest.mark.parametrize("name", ["history", "evaluations", "updates"])
+def test_a_directory_in_place_of_a_table_the_checkpoint_expects_no_rows_of_is_refused(tmp_path, name):
+    """A checkpoint before the run's first evaluation expects 0 rows of evaluations.parquet: a directory there was
+    not looked at, and the resumed run trained, then failed writing the table at the end (IsADirectoryError)."""
+    from canter.errors import CanterError
+    from canter.logging.history import check_history
+
+    (tmp_path / f"{name}.parquet").mkdir()
+    with pytest.raises(CanterError, match=f"{tmp_path / (name + '.parquet')} is a directory"):
+        check_history(tmp_path, {name: 0})

@@ -135,6 +135,12 @@ def _check_columns(path: Path, table: pa.Table, required: tuple[str, ...]) -> No
 def _read_rows(path: Path, n: int, required: tuple[str, ...]) -> pa.Table | None:
     """The first ``n`` rows of a parquet file (rows written after a checkpoint are dropped; None for none),
     which must have the ``required`` columns."""
+    if path.is_dir():  # pyarrow reads a directory as a dataset of the parquet files in it (none: 0 rows); with no
+        # rows expected (no evaluation before the checkpoint) the run trained and failed writing it at the end
+        from canter.errors import CanterError
+
+        raise CanterError(f"cannot resume: {path} is a directory, not the table the run wrote; put the run's file "
+                          f"back in its place")
     if n == 0:
         return None
     from canter.errors import check_utf8_path
@@ -143,11 +149,6 @@ def _read_rows(path: Path, n: int, required: tuple[str, ...]) -> pa.Table | None
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if path.is_dir():  # pyarrow reads a directory as a dataset of the parquet files in it (none: 0 rows)
-        from canter.errors import CanterError
-
-        raise CanterError(f"cannot resume: {path} is a directory, not the table the run wrote; put the run's file "
-                          f"back in its place")
     try:
         table = pq.read_table(path, page_checksum_verification=True)  # files without checksums read too
     except (OSError, pa.ArrowException) as exc:
