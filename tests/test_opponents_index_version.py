@@ -31,3 +31,12 @@ def test_an_index_of_a_newer_or_odd_version_is_refused(tmp_path, version):
 def test_an_index_of_this_version_or_none_reads(tmp_path, version):
     _index(tmp_path, version)
     assert read_index(tmp_path) == {"runs/opp": {"file": "opp-best", "checkpoint_id": "ab"}}
+
+
+@pytest.mark.parametrize("version", ["1", True, 1.5])
+def test_an_odd_version_is_not_said_to_be_a_newer_canters(tmp_path, version):
+    """A version no canter writes ('1', true) was answered 'written by a newer canter (pip install -U canter)'."""
+    _index(tmp_path, version)
+    with pytest.raises(CanterError) as info:
+        read_index(tmp_path)
+    assert "newer canter" not in str(info.value) and "edited by hand" in str(info.value), str(info.value)

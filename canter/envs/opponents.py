@@ -120,7 +120,10 @@ def read_index(run_dir: str | Path | None) -> dict[str, dict[str, str]]:
         index = None
     entries = index.get("opponents") if isinstance(index, dict) and index.get("format") == _INDEX_FORMAT else None
     version = index.get("version", 1) if entries is not None else 1
-    if isinstance(version, bool) or not isinstance(version, int) or version > 1:  # read as this one's layout before
+    if isinstance(version, bool) or not isinstance(version, int):  # no canter writes one: not 'a newer canter'
+        raise CanterError(f"{path} has version {version!r}, not a whole number: it is not an opponents index canter "
+                          f"wrote (edited by hand?); restore it from a copy of the run")
+    if version > 1:  # read as this one's layout before
         raise CanterError(f"{path} has version {version!r}; this canter reads version 1: it was written by a newer "
                           f"canter (pip install -U canter)")
     if not isinstance(entries, dict) or not all(
