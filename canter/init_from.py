@@ -129,14 +129,17 @@ def init_agent(built: Any, path: str) -> None:
 
 def _policies_hint(config: dict[str, Any], run: Any) -> str:
     """``"; it trained with policies: MODE: set policies=MODE"`` where the source (its run ``config``) of a parallel
-    multi-agent run trained with another ``policies`` mode, whose policies are not this run's (so neither are the
-    spaces); empty otherwise (a single-agent env or a turn-based game takes no ``policies``)."""
+    multi-agent run on this run's env (and ``env_kwargs``) trained with another ``policies`` mode, whose policies are
+    not this run's (so neither are the spaces); empty otherwise (a single-agent env or a turn-based game takes no
+    ``policies``; a source on another env differs whatever the mode: the mode was named, and did not help)."""
     from canter.envs.multiagent_ids import is_multiagent
     from canter.envs.turns import is_turn_based
 
     theirs, env = config.get("policies", "shared"), str(getattr(run, "env", ""))
     if theirs == getattr(run, "policies", "shared") or not is_multiagent(env) or is_turn_based(env):
         return ""
+    if config.get("env") != run.env or (config.get("env_kwargs") or {}) != (getattr(run, "env_kwargs", None) or {}):
+        return ""  # another env (or its kwargs): its spaces differ whatever the mode, as _check_algorithm reasons
     return f"; it trained with policies: {theirs}: set policies={theirs}"
 
 

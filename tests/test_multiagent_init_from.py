@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("pettingzoo")
 
 import canter  # noqa: E402
-from support import MIXED, assert_train_refused  # noqa: E402
+from support import MIXED, assert_one_line_error, assert_train_refused, run_cli  # noqa: E402
 
 SHORT = dict(env=MIXED, policies="type", seed=3, target_reward=None, n_envs=1, n_steps=32, batch_size=32, n_epochs=1,
              eval_every=0, max_steps=96, quiet=True)
@@ -125,3 +125,15 @@ def test_init_from_a_run_of_another_policies_mode_names_the_mode(capsys, tmp_pat
     argv = ["train", "ppo", "--env", MIXED, "--set", "policies=agent", "--set", f"init_from={tmp_path / 'source'}",
             "--max-steps", "96", "--n-envs", "1", "--set", "n_steps=32", "--set", "eval_every=0"]
     assert_train_refused(capsys, tmp_path, argv, "it trained with policies: type: set policies=type")
+
+
+def test_init_from_a_run_of_another_env_and_mode_names_no_mode(capsys, tmp_path):
+    """A ``policies: shared`` source on another env into a ``policies: agent`` run: the spaces error ended 'set
+    policies=shared', which would not fit it either (the envs differ); the mode is named only for the same env."""
+    match = "pettingzoo:tests.match_agents"
+    canter.train("ppo", run_dir=tmp_path / "source", **{**SHORT, "env": match, "policies": "shared", "max_steps": 64})
+    argv = ["train", "ppo", "--env", MIXED, "--set", "policies=agent", "--set", f"init_from={tmp_path / 'source'}",
+            "--max-steps", "96", "--n-envs", "1", "--set", "n_steps=32", "--set", "eval_every=0"]
+    code, _, err = run_cli(capsys, *argv, "--quiet", "--run-dir", str(tmp_path / "run"))
+    assert_one_line_error(code, err, "was trained on Box(shape=(3,), float32) -> Discrete(3)")
+    assert "set policies" not in err and not (tmp_path / "run").exists(), err
