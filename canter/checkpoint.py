@@ -200,7 +200,7 @@ def _read_json_file(json_path: Path, what: str) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except OSError as exc:  # a directory in its place, no permission: it was 'is not valid JSON: [Errno 21] ...'
-        raise CanterError(f"{what} metadata {json_path} {_unreadable(exc)}") from None
+        raise CanterError(f"{what} metadata {json_path} {_unreadable(exc, what)}") from None
     except (ValueError, RecursionError) as exc:  # ValueError: bad JSON or UTF-8, an int over 4300 digits
         raise CanterError(f"{what} metadata {json_path} is not valid JSON: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:  # e.g. a run's summary.json given instead
@@ -209,16 +209,17 @@ def _read_json_file(json_path: Path, what: str) -> dict[str, Any] | None:
     return meta
 
 
-def _unreadable(exc: OSError) -> str:
-    """The end of the error for a checkpoint file that is there but cannot be read (``exc``: the read's error)."""
-    if isinstance(exc, IsADirectoryError):
-        return "is a directory, not a file: put the file back there or pass another checkpoint"
+def _unreadable(exc: OSError, what: str = "checkpoint") -> str:
+    """The end of the error for a ``what`` file (a checkpoint, a dataset) that is there but cannot be read (``exc``:
+    the read's error)."""
+    if isinstance(exc, IsADirectoryError):  # a dataset's said 'pass another checkpoint'
+        return f"is a directory, not a file: put the file back there or pass another {what}"
     return f"cannot be read: {exc.strerror or exc}"
 
 
 def _read_header(st_path: Path, what: str) -> dict[str, str]:
     if st_path.is_dir():  # safetensors said 'No such device (os error 19)'
-        raise CanterError(f"{what} tensors {st_path} {_unreadable(IsADirectoryError())}")
+        raise CanterError(f"{what} tensors {st_path} {_unreadable(IsADirectoryError(), what)}")
     try:
         with safe_open(str(st_path), framework="pt") as f:
             return f.metadata() or {}
