@@ -338,6 +338,9 @@ class ReplayBuffer:
             if not 0 <= pos < self.length or count < 0:
                 raise ValueError(f"pos {pos} is not a row of this buffer (0 to {self.length - 1}) or count {count} "
                                  f"is negative")
+            flags = state["full"], state["started"]
+            if not all(isinstance(v, (bool, np.bool_)) for v in flags):  # bool('false') was True
+                raise ValueError(f"full and started must be true or false, got {flags[0]!r} and {flags[1]!r}")
             probe = type(self.rng.bit_generator)()
             probe.state = state["rng"]  # what the generator refuses, refused before the buffer changes
             return int(pos), bool(state["full"]), bool(state["started"]), int(count), state["rng"]
