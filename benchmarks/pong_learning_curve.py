@@ -142,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     markers = ("<!-- pong_curve: start -->", "<!-- pong_curve: end -->")
     check_section_markers(args.out, *markers)  # before report() replaces the figure: a refused --out kept none of it
+    if args.png is not None and args.png.is_dir():  # it was an IsADirectoryError traceback once the figure was drawn
+        input_error(f"--png: {args.png} is a directory; give the figure's file name, such as "
+                    f"{args.png / 'pong_ppo_1h.png'}")
     text, png = report(args.run_dir, args.png, args.out)
     write_section(args.out, text, *markers)
     print(text)

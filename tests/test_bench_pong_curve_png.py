@@ -51,3 +51,14 @@ def test_png_puts_the_figure_elsewhere(capsys, tmp_path, committed):
     assert png.read_bytes().startswith(b"\x89PNG") and "![PPO Pong learning curve](figs/trial.png)" in out.read_text()
     assert (committed / "pong_ppo_1h.png").read_bytes() == b"committed"
     capsys.readouterr()
+
+
+def test_png_naming_a_directory_is_refused_in_one_line(capsys, tmp_path, committed):
+    """--png DIR was an IsADirectoryError traceback after the figure was drawn."""
+    out, folder = tmp_path / "R.md", tmp_path / "figs"
+    folder.mkdir()
+    with pytest.raises(SystemExit) as e:
+        pong_learning_curve.main([str(_run(tmp_path, "PongNoFrameskip-v4")), "--out", str(out), "--png", str(folder)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.strip().splitlines()) == 1 and f"--png: {folder} is a directory" in err, err
+    assert not out.exists() and list(folder.iterdir()) == []
