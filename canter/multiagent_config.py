@@ -165,6 +165,29 @@ def fixed_policy(run: RunConfig, policy: str) -> str | None:
     return "frozen"
 
 
+#: hyperparameters that act only in updates (optimiser, rollouts, replay, losses, targets): a frozen policy, which
+#: never updates, ignores them (those that shape its networks or its sampled actions, as exploration, still act)
+TRAINING_ONLY = frozenset((
+    "lr", "lr_schedule", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "clip_range_vf",
+    "clip_schedule", "normalize_advantage", "ent_coef", "vf_coef", "max_grad_norm", "target_kl", "adam_eps",
+    "optimizer", "optimizer_eps", "rms_alpha", "manual_backward", "normalize_reward", "buffer_size", "learning_starts",
+    "train_freq", "train_freq_unit", "gradient_steps", "target_update_interval", "tau", "policy_delay",
+    "target_policy_noise", "target_noise_clip", "n_critic_updates", "cg_damping", "cg_max_steps",
+    "line_search_max_iter", "line_search_shrinking_factor", "per_alpha", "per_beta0", "per_eps", "prioritized",
+    "replay_ratio", "replay_start", "her_goals", "her_strategy", "huber", "double_q", "n_step", "delta", "q_coef",
+    "c_clip", "rho_clip", "pg_rho_clip", "vtrace_lambda", "correction_c", "trust_region", "avg_decay",
+    "top_quantiles_to_drop_per_net", "target_entropy", "target_entropy_scale"))
+
+
+def frozen_ignored(run: RunConfig, policy: str) -> list[str]:
+    """The ``policy_hparams`` entries of a frozen ``policy`` (``frozen: true``) that it never uses: those of
+    :data:`TRAINING_ONLY` (a frozen policy takes no gradient steps); ``[]`` for a policy that is not frozen."""
+    own = run.policy_hparams.get(policy)
+    if not isinstance(own, dict) or fixed_policy(run, policy) != "frozen":
+        return []
+    return [str(k) for k in own if k in TRAINING_ONLY]
+
+
 def fixed_policies(run: RunConfig, policies: list[str]) -> dict[str, str | None]:
     """:func:`fixed_policy` of each of ``policies``; a run in which none would learn is refused."""
     fixed = {p: fixed_policy(run, p) for p in policies}

@@ -30,9 +30,9 @@ from canter.data.rollout import RolloutBuffer
 from canter.config import RunConfig
 from canter.envs.multiagent_views import MultiPolicyVecEnv
 from canter.envs.vector import Step
-from canter.errors import CanterError, warn
+from canter.errors import CanterError, CanterWarning, warn
 from canter.held_warnings import warnings_taken
-from canter.multiagent_config import policy_message
+from canter.multiagent_config import frozen_ignored, policy_message
 from canter.schedules import LRControl
 from canter.trainers.base import Trainer
 from canter.trainers.on_policy import FITTING_ROLLOUT, fitting_rollout
@@ -142,6 +142,11 @@ class MultiPolicyTrainer(Trainer):
                           f"{view.num_envs}/{env.num_envs} of the run's {run.max_steps:,} steps)")
                 message = _run_steps(str(w.message), view.num_envs, env.num_envs, run.max_steps)
                 warn(type(w.message)(policy_message(run, policy, message, detail)))
+        for policy in env.policies:  # a frozen policy never updates: its training hyperparameters never act
+            ignored = frozen_ignored(run, policy)
+            if ignored:
+                warn(CanterWarning(f"policy '{policy}' is frozen (frozen: true) and never trained: its "
+                                   f"policy_hparams {', '.join(ignored)} are ignored"))
         self.lr = LRGroup(self.members)
 
     def member_budget(self, policy: str) -> int:
