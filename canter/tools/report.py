@@ -22,6 +22,7 @@ import yaml
 from canter.atomic import atomic_write
 from canter.errors import CanterError
 from canter.tools.plot import DRAW_BINS, envelope_band, envelope_rows, legend, lone_markers, new_figure, run_curve
+from canter.tools.report_policies import policy_section
 from canter.tools.rundata import RunData, checkpoints, load_run
 
 MAX_VIDEO_BYTES = 20 * 1024 * 1024  # all embedded videos together
@@ -400,7 +401,7 @@ def render(run: RunData, eval_episodes: int = 20) -> str:
 {GENERATOR}<title>{html.escape(title)}</title><style>{CSS}</style></head>
 <body><main>
 <h1>{html.escape(title)}</h1><p class="sub">{html.escape(sub)}</p>{note}
-{_cards(run)}
+{_cards(run)}{policy_section(run, _table)}
 <h2>Learning curve</h2>{learning_curve(run)}
 {success_curve(run)}
 <h2>Evaluation return distribution</h2>{dist}

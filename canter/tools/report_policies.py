@@ -1,0 +1,46 @@
+"""The report's per-policy returns for a run of several policies (``policies: type | agent``): each policy's
+training episodes in ``history.parquet`` (its ``policy`` column) and the last and best of their rolling mean over
+``reward_window`` episodes, as each policy's member trainer keeps it. A run of one policy has no such column and no
+section."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def policy_rows(run: Any) -> list[dict[str, Any]]:
+    """One row per policy of ``run`` (a :class:`~canter.tools.rundata.RunData`), in the order its episodes first
+    appear: ``policy``, ``episodes``, ``last_rolling_return``, ``best_rolling_return``; ``[]`` where the history has
+    no ``policy`` column (one policy) or no file."""
+    import pyarrow.parquet as pq
+
+    path = run.dir / "history.parquet"
+    if not path.is_file() or "policy" not in pq.read_schema(path).names:
+        return []
+    table = pq.read_table(path, columns=["policy", "episode_return"])
+    policies = np.asarray([str(p) for p in table.column("policy").to_pylist()], dtype=object)
+    returns = table.column("episode_return").cast("float64").to_numpy(zero_copy_only=False)
+    window = max(1, int(run.config.get("reward_window") or 100))
+    rows = []
+    for policy in dict.fromkeys(policies):
+        mine = returns[policies == policy]
+        sums = np.cumsum(np.concatenate([[0.0], mine]))
+        counts = np.minimum(np.arange(1, len(mine) + 1), window)
+        rolling = (sums[1:] - sums[np.arange(1, len(mine) + 1) - counts]) / counts
+        rows.append({"policy": policy, "episodes": len(mine), "last_rolling_return": float(rolling[-1]),
+                     "best_rolling_return": float(np.nanmax(rolling)) if np.isfinite(rolling).any() else None})
+    return rows
+
+
+def policy_section(run: Any, table: Any) -> str:
+    """The report's "Policies" section (``table``: the report's table renderer), or ``""`` for a run of one policy
+    (its report is unchanged)."""
+    rows = policy_rows(run)
+    if not rows:
+        return ""
+    window = int(run.config.get("reward_window") or 100)
+    columns = [("policy", "policy"), ("episodes", "training episodes"),
+               ("last_rolling_return", "last rolling return"), ("best_rolling_return", "best rolling return")]
+    return (f"\n<h2>Policies</h2><p class=\"note\">Each policy's training episodes (every agent's of it) and their "
+            f"rolling mean over {window} episodes.</p>{table(rows, columns)}")
