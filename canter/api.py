@@ -386,7 +386,7 @@ def resume_trainer(
     resume_dataset(run_dir, cfg, state["trainer"], dataset, flags)  # before anything is written
     run.dataset = cfg.get("dataset")  # a moved dataset's new path
     check_config_unedited(run_dir, meta["config"], (*settings, *(("dataset",) if dataset is not None else ())),
-                          resolved_dict(run, algo_cfg))  # after the checkpoint
+                          resolved_dict(run, algo_cfg), flags)  # after the checkpoint
     with threads_kept():
         run_obj = _build(run, algo_cfg, run_dir, quiet, as_callbacks(callbacks, hooks),
                          resumed=resumed_metadata(meta, settings, run.checkpoint_every))

@@ -88,7 +88,7 @@ def check_same_run(run_dir: Path, saved: dict[str, Any], base: Path) -> None:
 
 
 def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str, ...] = (),
-                          resolved: dict[str, Any] | None = None) -> None:
+                          resolved: dict[str, Any] | None = None, flags: bool = True) -> None:
     """A one-line :class:`CanterError` when ``run_dir/config.yaml`` was edited since the run wrote it: resuming
     continues with the config saved in ``checkpoints/last`` and rewrites the file, so the edit would be ignored
     and lost without a word. ``max_steps`` and ``max_seconds`` (which ``--resume`` may change) are not compared,
@@ -97,7 +97,8 @@ def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str
     the file already: one of those not given again is refused with the flag that gives it); a missing file is
     written again. A key (or hyperparameter) that the saved config predates counts as saved with its value in
     ``resolved``, the config that resuming builds from it (and writes to the file when it starts, before its next
-    ``last``)."""
+    ``last``). ``flags``: the setting to give again is named as ``canter train --resume``'s option, else as
+    ``canter.resume``'s keyword."""
     path = run_dir / "config.yaml"
     found = _written_config(path)
     if found is None:
@@ -113,10 +114,12 @@ def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str
     from canter.resume_settings import CHANGEABLE, flag_for, listed
 
     if key in CHANGEABLE and key in found:  # a hand edit, or a resume given it that was killed before its next 'last'
+        again = (f"canter train --resume {shlex.quote(str(run_dir))} {flag_for(key, found.get(key))}" if flags else
+                 f"canter.resume({str(run_dir)!r}, {key}={found.get(key)!r})")
         raise CanterError(f"{path} says {key}: {_json(found.get(key))}, the run's checkpoints/last {key}: "
-                          f"{_json(saved.get(key))}; --resume continues with the saved value unless it is given "
-                          f"again: canter train --resume {shlex.quote(str(run_dir))} {flag_for(key, found.get(key))} "
-                          f"(or undo the edit)")
+                          f"{_json(saved.get(key))}; {'--resume' if flags else 'canter.resume'} continues with the saved "
+                          f"value unless it is given "
+                          f"again: {again} (or undo the edit)")
     if key is not None:
         may = listed(["--max-seconds", "a moved dataset's --dataset", *CHANGEABLE.values()])
         raise CanterError(f"{path} was edited since the run wrote it ('{key}' differs from the config saved in "

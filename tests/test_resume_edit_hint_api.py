@@ -1,0 +1,35 @@
+"""A ``canter.resume`` refused for a hand-edited config.yaml setting it may change is told the keyword that gives it
+again (``canter.resume(RUN, checkpoint_every=16)``), as its other errors name keywords, not
+``canter train --resume``'s options: the hint was the command line's whatever the caller."""
+from __future__ import annotations
+
+import pytest
+
+import canter
+from support import assert_one_line_error, run_cli
+
+TINY = dict(max_steps=16, n_envs=1, n_steps=8, eval_episodes=0, tensorboard=False, quiet=True, checkpoint_every=8)
+
+
+@pytest.fixture
+def edited(tmp_path):
+    """A finished run whose config.yaml was edited to checkpoint_every: 16 (it saved 8)."""
+    run_dir = tmp_path / "bob's run"
+    canter.train("a2c", "CartPole-v1", run_dir=run_dir, **TINY)
+    path = run_dir / "config.yaml"
+    assert "checkpoint_every: 8\n" in path.read_text()
+    path.write_text(path.read_text().replace("checkpoint_every: 8\n", "checkpoint_every: 16\n"))
+    return run_dir
+
+
+def test_canter_resume_is_told_the_keyword(edited):
+    with pytest.raises(canter.CanterError) as info:
+        canter.resume(edited, max_steps=32)
+    message = str(info.value)
+    assert "canter train" not in message and "--checkpoint-every" not in message, message
+    assert f"canter.resume({str(edited)!r}, checkpoint_every=16) (or undo the edit)" in message, message
+
+
+def test_the_command_line_is_still_told_the_option(edited, capsys):
+    code, _, err = run_cli(capsys, "train", "--resume", str(edited), "--max-steps", "32")
+    assert_one_line_error(code, err, "--checkpoint-every 16 (or undo the edit)")
