@@ -111,7 +111,7 @@ def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str
     resumable = ("max_steps", "max_seconds", *given)
     key = _differing_key({k: v for k, v in found.items() if k not in resumable},
                          {k: v for k, v in saved.items() if k not in resumable})
-    from canter.resume_settings import CHANGEABLE, flag_for, listed
+    from canter.resume_settings import CHANGEABLE, flag_for, listed, named
 
     if key in CHANGEABLE and key in found:  # a hand edit, or a resume given it that was killed before its next 'last'
         again = (f"canter train --resume {shlex.quote(str(run_dir))} {flag_for(key, found.get(key))}" if flags else
@@ -121,11 +121,14 @@ def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str
                           f"value unless it is given "
                           f"again: {again} (or undo the edit)")
     if key is not None:
-        may = listed(["--max-seconds", "a moved dataset's --dataset", *CHANGEABLE.values()])
+        may = listed([named(k, flags) for k in ("max_steps", "max_seconds")] + [f"a moved dataset's "
+                     f"{named('dataset', flags)}", *(CHANGEABLE.values() if flags else CHANGEABLE)])
+        new = (f"canter train {saved.get('algo')} -f {shlex.quote(str(path))} --run-dir NEW_DIR" if flags else
+               f"canter.train(config_file={str(path)!r}, run_dir=NEW_DIR)")
         raise CanterError(f"{path} was edited since the run wrote it ('{key}' differs from the config saved in "
-                          f"checkpoints/last); --resume continues a run with its saved config (only --max-steps, "
-                          f"{may} may change): undo the edit, or start a new run with that config: "
-                          f"canter train {saved.get('algo')} -f {shlex.quote(str(path))} --run-dir NEW_DIR")
+                          f"checkpoints/last); {'--resume' if flags else 'canter.resume'} continues a run with its "
+                          f"saved config (only {may} may change): undo the edit, or start a new run with that "
+                          f"config: {new}")
 
 
 def _json(value: Any) -> str:

@@ -33,3 +33,18 @@ def test_canter_resume_is_told_the_keyword(edited):
 def test_the_command_line_is_still_told_the_option(edited, capsys):
     code, _, err = run_cli(capsys, "train", "--resume", str(edited), "--max-steps", "32")
     assert_one_line_error(code, err, "--checkpoint-every 16 (or undo the edit)")
+
+
+def test_canter_resume_edited_elsewhere_is_told_keywords_and_canter_train(tmp_path):
+    """An edit of a setting a resume may not change: canter.resume was told --max-steps ... and
+    'canter train ALGO -f RUN/config.yaml --run-dir NEW_DIR'."""
+    run_dir = tmp_path / "run"
+    canter.train("a2c", "CartPole-v1", run_dir=run_dir, **{**TINY, "checkpoint_every": 0})
+    path = run_dir / "config.yaml"
+    path.write_text(path.read_text().replace("eval_episodes: 0\n", "eval_episodes: 3\n"))
+    with pytest.raises(canter.CanterError) as info:
+        canter.resume(run_dir, max_steps=32)
+    message = str(info.value)
+    assert "--" not in message and "canter train" not in message, message
+    assert "(only max_steps, max_seconds, a moved dataset's dataset, keep_checkpoints" in message, message
+    assert message.endswith(f"canter.train(config_file={str(path)!r}, run_dir=NEW_DIR)"), message
