@@ -84,3 +84,45 @@ def test_frame_stack_and_hindsight_files_still_load(tmp_path):
     her = _her_buffer()
     her.load(tmp_path / "her.npz")
     assert her.count == saved.count and np.array_equal(her._open, saved._open)
+
+
+def _prioritized_buffer(rows: int):
+    from canter.data.prioritized import PrioritizedReplayBuffer
+
+    buf = PrioritizedReplayBuffer(16, (3,), (), np.float32, np.int64)
+    for i in range(rows):
+        buf.add(np.full((1, 3), i, np.float32), np.zeros(1, np.int64), np.ones(1, np.float32),
+                np.full((1, 3), i + 1, np.float32), np.zeros(1, bool))
+    return buf
+
+
+@pytest.mark.parametrize("damage", ["short_priorities", "max_priority_text", "beta_text"])
+def test_a_damaged_prioritized_buffer_file_is_refused_and_the_buffer_kept(tmp_path, damage):
+    """A prioritized buffer's priorities of another length or a max_priority/beta that is not a number were a
+    ValueError traceback after the buffer's arrays were replaced (its contents lost)."""
+    path = _prioritized_buffer(5).save(tmp_path / "per.npz")
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(str(arrays.pop("__meta__")))
+    if damage == "short_priorities":
+        arrays["priorities"] = arrays["priorities"][:3]
+    else:
+        meta[damage.removesuffix("_text")] = "x"
+    (tmp_path / "bad.npz").write_bytes(_npz(arrays, meta))
+    _refused_and_kept(_prioritized_buffer(3), tmp_path / "bad.npz")
+
+
+def _npz(arrays: dict, meta: dict) -> bytes:
+    out = io.BytesIO()
+    np.savez(out, **arrays, __meta__=np.array(json.dumps(meta)))
+    return out.getvalue()
+
+
+def test_a_prioritized_buffer_file_still_loads(tmp_path):
+    saved = _prioritized_buffer(5)
+    saved.update_priorities(np.array([1, 2]), np.array([3.0, 0.5]))
+    saved.save(tmp_path / "per.npz")
+    buf = _prioritized_buffer(0)
+    buf.load(tmp_path / "per.npz")
+    assert buf.count == 5 and buf.max_priority == saved.max_priority
+    assert np.array_equal(buf.sums.leaves, saved.sums.leaves)

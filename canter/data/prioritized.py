@@ -119,6 +119,17 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         state.update(priorities=self.sums.leaves.copy(), max_priority=self.max_priority, beta=self.beta)
         return state
 
+    def _check_own_state(self, state: dict[str, Any]) -> None:
+        """The priorities (where saved) fit this buffer and ``max_priority`` and ``beta`` are numbers (checked before
+        the arrays are replaced: either was a ValueError traceback after the buffer's contents were)."""
+        super()._check_own_state(state)
+        for key in ("max_priority", "beta"):
+            if key in state and (isinstance(state[key], bool) or not isinstance(state[key], (int, float, np.number))):
+                raise ValueError(f"{key} is {state[key]!r}, not a number")
+        if "priorities" in state and np.shape(state["priorities"]) != self.sums.leaves.shape:
+            raise ValueError(f"priorities has shape {np.shape(state['priorities'])}, this buffer's "
+                             f"{self.sums.leaves.shape}")
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`; a uniform buffer's state (no priorities: ``ReplayBuffer.save``'s file)
         gives every stored transition the priority a new one gets, the largest so far (1 for it)."""
