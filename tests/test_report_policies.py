@@ -52,3 +52,22 @@ def test_a_single_policy_report_is_unchanged(tmp_path, monkeypatch):
     assert re.search(r'</div></div>\n<h2>Learning curve</h2>', text)  # the cards, then the learning curve
     monkeypatch.setattr(report, "policy_section", lambda run, table: "")
     assert report.render(run, 0) == text  # byte for byte what a report without the section is
+
+
+def test_a_nan_return_counts_only_while_it_is_in_the_window(tmp_path):
+    """A NaN (or infinite) return made every later rolling return NaN (a running sum kept it); the member trainer's
+    mean of its last reward_window returns is finite again once it has left the window."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from canter.tools.report_policies import policy_rows
+
+    returns = {"a": [float("nan"), 1.0, 2.0, 3.0, 4.0, 5.0], "b": [1.0, float("inf"), 2.0, 6.0, 8.0]}
+    order = ["a", "b", "a", "b", "a", "a", "b", "a", "b", "a", "b"]
+    queue = {p: list(r) for p, r in returns.items()}
+    pq.write_table(pa.table({"episode_return": [queue[p].pop(0) for p in order], "policy": order}),
+                   tmp_path / "history.parquet")
+    rows = policy_rows(SimpleNamespace(dir=tmp_path, config={"reward_window": 2}))
+    assert rows == [{"policy": "a", "episodes": 6, "last_rolling_return": 4.5, "best_rolling_return": 4.5},
+                    {"policy": "b", "episodes": 5, "last_rolling_return": 7.0, "best_rolling_return": float("inf")}]

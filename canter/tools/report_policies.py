@@ -24,13 +24,25 @@ def policy_rows(run: Any) -> list[dict[str, Any]]:
     window = max(1, int(run.config.get("reward_window") or 100))
     rows = []
     for policy in dict.fromkeys(policies):
-        mine = returns[policies == policy]
-        sums = np.cumsum(np.concatenate([[0.0], mine]))
-        counts = np.minimum(np.arange(1, len(mine) + 1), window)
-        rolling = (sums[1:] - sums[np.arange(1, len(mine) + 1) - counts]) / counts
-        rows.append({"policy": policy, "episodes": len(mine), "last_rolling_return": float(rolling[-1]),
+        rolling = _rolling_mean(returns[policies == policy], window)
+        rows.append({"policy": policy, "episodes": len(rolling), "last_rolling_return": float(rolling[-1]),
                      "best_rolling_return": float(np.nanmax(rolling)) if np.isfinite(rolling).any() else None})
     return rows
+
+
+def _rolling_mean(returns: np.ndarray, window: int) -> np.ndarray:
+    """Each episode's mean of the last ``window`` returns up to it, as the member trainer's ``np.mean`` of its
+    ``recent_returns`` is: a window holding a NaN or infinite return is averaged as it is (NaN, inf) and the next,
+    once it has left, is finite again (a running sum kept it to the end)."""
+    idx = np.arange(1, len(returns) + 1)
+    start = idx - np.minimum(idx, window)
+    odd = ~np.isfinite(returns)
+    sums = np.cumsum(np.concatenate([[0.0], np.where(odd, 0.0, returns)]))
+    odds = np.cumsum(np.concatenate([[0], odd]))
+    rolling = (sums[idx] - sums[start]) / (idx - start)
+    for i in np.flatnonzero(odds[idx] > odds[start]):  # the windows with a non-finite return, averaged as they are
+        rolling[i] = np.mean(returns[start[i]:idx[i]])
+    return rolling
 
 
 def policy_section(run: Any, table: Any) -> str:
