@@ -234,7 +234,10 @@ def _choose_metadata(base: Path, what: str) -> tuple[dict[str, Any], bool]:
     the word errors use for the pair, checkpoint or dataset); a ``format_version`` above this canter's is refused."""
     meta, from_json = _pick_metadata(base, what)
     version = meta.get("format_version", 1)  # a newer canter's layout: read as this one's, it would fail obscurely
-    if isinstance(version, bool) or not isinstance(version, int) or version > FORMAT_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int):  # no canter writes one: not 'a newer canter'
+        raise CanterError(f"{what} {base} has format_version {version!r}, not a whole number: it is not a {what} "
+                          f"canter wrote (edited by hand?): pass another {what}")
+    if version > FORMAT_VERSION:
         raise CanterError(f"{what} {base} has format_version {version!r}; this canter reads format_version "
                           f"{FORMAT_VERSION} and before: it was written by a newer canter (pip install -U canter)")
     return meta, from_json

@@ -1,6 +1,7 @@
 """A checkpoint of a newer format than this canter reads (``format_version`` above ``FORMAT_VERSION``) is refused in
 one line, before its state is read with this canter's layout."""
 import pytest
+import torch
 
 import canter
 from canter.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
@@ -24,3 +25,14 @@ def test_a_newer_format_version_is_refused_in_one_line(tmp_path, capsys):
         canter.load(tmp_path / "newer")
     code, _, err = run_cli(capsys, "eval", str(tmp_path / "newer"))
     assert_one_line_error(code, err, "written by a newer canter")
+
+
+@pytest.mark.parametrize("version", ["1", True, 1.5])
+def test_an_odd_format_version_is_not_said_to_be_a_newer_canters(tmp_path, version):
+    """A format_version no canter writes ('1', true, 1.5) was answered 'written by a newer canter (pip install -U
+    canter)', which upgrading would not help (as the opponents index's version, 9442173f)."""
+    save_checkpoint(tmp_path / "odd", {"w": torch.ones(2)}, {"format_version": version})
+    with pytest.raises(CanterError) as info:
+        load_checkpoint(tmp_path / "odd")
+    message = str(info.value)
+    assert f"has format_version {version!r}, not a whole number" in message and "newer canter" not in message, message
