@@ -33,7 +33,7 @@ def _rewritten(path, **meta_changes) -> bytes:
 
 
 @pytest.mark.parametrize("damage", ["truncated", "empty", "not_npz_zip", "meta_list", "pos_text", "no_rng",
-                                    "bad_rng", "pos_past_end", "full_text", "started_number"])
+                                    "bad_rng", "pos_past_end", "full_text", "started_number", "fresh_text"])
 def test_a_damaged_buffer_file_is_one_line_naming_it_and_the_buffer_is_kept(tmp_path, damage):
     path = tmp_path / "buf.npz"
     _buffer(5).save(path)
@@ -45,7 +45,8 @@ def test_a_damaged_buffer_file_is_one_line_naming_it_and_the_buffer_is_kept(tmp_
             "bad_rng": lambda: _rewritten(path, rng={"bit_generator": "PCG64", "state": 3}),
             "pos_past_end": lambda: _rewritten(path, pos=99),
             "full_text": lambda: _rewritten(path, full="false"),  # loaded as full (bool('false'))
-            "started_number": lambda: _rewritten(path, started=0)}[damage]()
+            "started_number": lambda: _rewritten(path, started=0),
+            "fresh_text": lambda: _rewritten(path, fresh="false")}[damage]()  # a new-episode boundary pending
     bad = tmp_path / "bad.npz"
     bad.write_bytes(data)
     buf = _buffer(3)

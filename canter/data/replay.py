@@ -341,6 +341,8 @@ class ReplayBuffer:
             flags = state["full"], state["started"]
             if not all(isinstance(v, (bool, np.bool_)) for v in flags):  # bool('false') was True
                 raise ValueError(f"full and started must be true or false, got {flags[0]!r} and {flags[1]!r}")
+            if not isinstance(state.get("fresh", False), (bool, np.bool_)):  # bool('false') was True here too
+                raise ValueError(f"fresh must be true or false, got {state['fresh']!r}")
             probe = type(self.rng.bit_generator)()
             probe.state = state["rng"]  # what the generator refuses, refused before the buffer changes
             return int(pos), bool(state["full"]), bool(state["started"]), int(count), state["rng"]
