@@ -126,3 +126,29 @@ def test_a_prioritized_buffer_file_still_loads(tmp_path):
     buf.load(tmp_path / "per.npz")
     assert buf.count == 5 and buf.max_priority == saved.max_priority
     assert np.array_equal(buf.sums.leaves, saved.sums.leaves)
+
+
+def test_a_hindsight_buffer_file_with_info_arrays_of_another_length_is_refused_and_the_buffer_kept(tmp_path):
+    """An info array (her_info_<i>) shorter than the saved rows, or its reported flags of another shape, was a
+    broadcast ValueError traceback after the buffer's arrays were replaced (76e4b7d0 checked only that they were
+    there)."""
+    saved = _her_buffer()
+    _fill(saved, [[3]], 7)
+    path = saved.save(tmp_path / "her.npz")
+    with np.load(path) as data:
+        arrays = {k: data[k] for k in data.files}
+    meta = json.loads(str(arrays.pop("__meta__")))
+    meta["her_info_keys"] = ["x"]
+    arrays["her_info_0"], arrays["her_info_set_0"] = np.zeros(2), np.zeros(2, bool)
+    (tmp_path / "bad.npz").write_bytes(_npz(arrays, meta))
+    buf = _her_buffer()
+    _fill(buf, [[2]], 4)
+    _refused_and_kept(buf, tmp_path / "bad.npz")
+    rows = (len(arrays["obs"]), 1)
+    arrays["her_info_0"], arrays["her_info_set_0"] = np.zeros((*rows, 2)), np.zeros(rows[0], bool)  # set: 1-d
+    (tmp_path / "bad.npz").write_bytes(_npz(arrays, meta))
+    _refused_and_kept(buf, tmp_path / "bad.npz")
+    arrays["her_info_0"], arrays["her_info_set_0"] = np.zeros((*rows, 2)), np.ones(rows, bool)
+    (tmp_path / "good.npz").write_bytes(_npz(arrays, meta))
+    buf.load(tmp_path / "good.npz")  # of the saved rows' length: loads
+    assert buf.count == saved.count and list(buf.infos) == ["x"]

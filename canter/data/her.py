@@ -226,8 +226,12 @@ class HerReplayBuffer(ReplayBuffer):
         keys = state.get("her_info_keys", [])
         if not isinstance(keys, list):
             raise ValueError(f"her_info_keys is {type(keys).__name__}, not a list")
-        for i in range(len(keys)):
-            state[f"her_info_{i}"], state[f"her_info_set_{i}"]  # noqa: B018  (a KeyError where one is missing)
+        rows = (len(state["obs"]), self.n_envs)
+        for i in range(len(keys)):  # a KeyError where one is missing; a broadcast error after the arrays where unfit
+            values, reported = np.shape(state[f"her_info_{i}"]), np.shape(state[f"her_info_set_{i}"])
+            if values[:2] != rows or reported != rows:
+                raise ValueError(f"her_info_{i} and her_info_set_{i} have shapes {values} and {reported}, not one "
+                                 f"entry per saved row and env {rows}")
 
     def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: D102
         super().load_state_dict(state)
