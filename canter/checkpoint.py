@@ -90,8 +90,10 @@ def unflatten_state(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
     return skeleton
 
 
-def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str, Any]) -> Path:
-    """Save ``state`` (nested tensors/arrays/JSON values) and ``metadata`` as ``path``.{safetensors,json}."""
+def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str, Any],
+                    what: str = "checkpoint") -> Path:
+    """Save ``state`` (nested tensors/arrays/JSON values) and ``metadata`` as ``path``.{safetensors,json}
+    (``what``: the word errors use for the pair, checkpoint or dataset)."""
     base = checkpoint_base(path)
     skeleton, tensors = flatten_state(state)
     ckpt_id = uuid.uuid4().hex
@@ -101,7 +103,7 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str,
     st_path = base.with_name(base.name + ".safetensors")
     for target in (st_path, json_path):  # the .json's was an IsADirectoryError traceback, the .safetensors written
         if target.is_dir():
-            raise CanterError(f"cannot save the checkpoint: {target} is a directory, not a file: move it away or "
+            raise CanterError(f"cannot save the {what}: {target} is a directory, not a file: move it away or "
                               f"save under another name")
     try:  # the id of the checkpoint this one replaces: a kill between the two renames leaves that .json
         previous = str(json.loads(json_path.read_text()).get("checkpoint_id", ""))

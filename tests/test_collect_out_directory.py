@@ -31,3 +31,15 @@ def test_a_dataset_saved_from_python_to_a_directory_is_refused(tmp_path):
         dataset.save(tmp_path / "run")
     assert snapshot(tmp_path) == before
     assert dataset.save(tmp_path / "run" / "dataset").name == "dataset"
+
+
+def test_a_dataset_saved_where_its_json_is_a_directory_names_a_dataset(tmp_path):
+    """save_checkpoint's refusal of a directory in place of the .json said 'cannot save the checkpoint' for a dataset
+    too (as reading one said 'pass another checkpoint' before c2557722)."""
+    from canter.data.dataset import collect
+    from canter.errors import CanterError
+
+    (tmp_path / "d.json").mkdir()
+    with pytest.raises(CanterError, match=f"^cannot save the dataset: {tmp_path / 'd.json'} is a directory"):
+        collect("CartPole-v1", 10).save(tmp_path / "d")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json"]

@@ -163,7 +163,7 @@ class TransitionDataset:
             **provenance(), "info": json_info(self.info),
             "env_kwargs": self.env_kwargs, "user_modules": list(self.user_modules),
         }
-        base = save_checkpoint(path, state, meta)
+        base = save_checkpoint(path, state, meta, "dataset")  # its errors name a dataset, not a checkpoint
         self.dataset_id = read_metadata(base, "dataset")["checkpoint_id"]
         return base
 
