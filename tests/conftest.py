@@ -20,6 +20,17 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 
+@pytest.fixture(scope="module")
+def finished_ppo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny finished PPO CartPole run from ``canter.train`` (checkpoints, history, one evaluation, a summary)."""
+    import canter
+
+    run_dir = tmp_path_factory.mktemp("good") / "run"
+    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, n_envs=2, n_steps=64, eval_episodes=1,
+                 eval_every=0, tensorboard=False)
+    return run_dir
+
+
 @pytest.fixture
 def tiny_ppo() -> dict:
     """Run-config overrides for a PPO run that finishes in about a second."""

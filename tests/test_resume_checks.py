@@ -64,11 +64,8 @@ def test_resume_cli_errors_are_one_line(tmp_path, capsys, argv, needle):
 
 
 @pytest.fixture(scope="module")
-def good_run(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("good") / "run"
-    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, n_envs=2, n_steps=64, eval_episodes=1,
-                 eval_every=0, tensorboard=False)
-    return run_dir
+def good_run(finished_ppo_run):
+    return finished_ppo_run
 
 
 def test_resume_dataset_of_a_run_that_learns_from_its_env_is_one_line(good_run, capsys):

@@ -15,11 +15,8 @@ from support import snapshot
 
 
 @pytest.fixture(scope="module")
-def good_run(tmp_path_factory):
-    run_dir = tmp_path_factory.mktemp("good") / "run"
-    canter.train("ppo", "CartPole-v1", run_dir=run_dir, max_steps=256, n_envs=2, n_steps=64, eval_episodes=1,
-                 eval_every=0, tensorboard=False)
-    return run_dir
+def good_run(finished_ppo_run):
+    return finished_ppo_run
 
 
 @pytest.mark.parametrize("name", ["history", "evaluations", "updates"])
