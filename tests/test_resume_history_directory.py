@@ -9,7 +9,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import canter
 from canter.cli import main
 from support import snapshot
 
