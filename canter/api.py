@@ -361,11 +361,11 @@ def resume_trainer(
     if isinstance(cfg.get("callbacks"), list):  # a run saved before exponent forms were numbers ('1e-3')
         cfg["callbacks"] = as_numbers_now(cfg["callbacks"])
     hp_values = cfg.pop("hparams", {})
-    check_settings(settings, hp_values)
+    flags = _COMMAND_LINE.get()  # canter train --resume's: its errors name options, canter.resume's keywords
+    check_settings(settings, hp_values, run_dir, flags)
     for key in EMPTY_STRING_FIX.keys() & settings.keys():  # ray_address='' given (a saved '' is the run's own)
         check_empty_string(key, settings[key])
     cfg.update(settings)  # written to config.yaml and the next 'last': a later resume keeps them
-    flags = _COMMAND_LINE.get()  # canter train --resume's: its errors name options, canter.resume's keywords
     check_keep_has_checkpoints(settings, cfg.get("checkpoint_every"), flags)
     check_address_has_explorers(settings, cfg.get("explorers"), flags)
     if max_steps is not None:

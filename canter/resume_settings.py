@@ -88,11 +88,13 @@ def keep_arg(text: str) -> int | None:
     return None if text.strip().lower() in ("all", "null") else int_arg(text)
 
 
-def check_settings(settings: dict[str, Any], hparams: Any = ()) -> None:
+def check_settings(settings: dict[str, Any], hparams: Any = (), run_dir: Path | None = None,
+                   flags: bool = True) -> None:
     """A one-line :class:`CanterError` for a key of ``settings`` (keyword arguments of a resume) that a resume may
     not change: a run key other than those of :data:`CHANGEABLE` (the seed, ``n_envs``, the evaluations: those that
     change what the run learns, and those not yet shown not to), one of the run's ``hparams``, or no setting at all
-    (naming the closest argument a resume takes)."""
+    (naming the closest argument a resume takes). ``run_dir``: the run, whose config a new run would start from;
+    ``flags``: that new run named as ``canter train``'s command, else as ``canter.train``'s call."""
     from canter.config import RunConfig
 
     keys = [f.name for f in dataclasses.fields(RunConfig)]
@@ -100,12 +102,14 @@ def check_settings(settings: dict[str, Any], hparams: Any = ()) -> None:
         if key in CHANGEABLE:
             continue
         if key in keys or key == "hparams" or key in hparams:
+            config = f"{run_dir if run_dir is not None else 'RUN_DIR'}/config.yaml"  # canter.resume: canter.train
+            new = ("canter train ALGO -f RUN_DIR/config.yaml --run-dir NEW_DIR" if flags else
+                   f"canter.train(config_file={config!r}, run_dir=NEW_DIR)")
             raise CanterError(f"'{key}' cannot change when a run is resumed: it continues with its saved config, "
                               f"exactly as it would have gone on (only max_steps, max_seconds, dataset, "
                               f"{listed(list(CHANGEABLE))}, which change nothing "
                               f"it learns, may change); to train with "
-                              f"other settings, start a new run: canter train ALGO -f RUN_DIR/config.yaml "
-                              f"--run-dir NEW_DIR")
+                              f"other settings, start a new run: {new}")
         near = closest(key, [*CHANGEABLE, "max_steps", "max_seconds", "dataset", "quiet", "callbacks", "hooks"])
         hint = "did you mean " + " or ".join(f"'{n}'" for n in near) + "?" if near else (
             f"it takes {listed(['max_steps', 'max_seconds', 'dataset', *CHANGEABLE, 'quiet', 'callbacks', 'hooks'])}")

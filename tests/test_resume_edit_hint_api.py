@@ -48,3 +48,14 @@ def test_canter_resume_edited_elsewhere_is_told_keywords_and_canter_train(tmp_pa
     assert "--" not in message and "canter train" not in message, message
     assert "(only max_steps, max_seconds, a moved dataset's dataset, keep_checkpoints" in message, message
     assert message.endswith(f"canter.train(config_file={str(path)!r}, run_dir=NEW_DIR)"), message
+
+
+def test_canter_resume_given_a_setting_it_may_not_change_is_told_canter_train(edited):
+    """canter.resume(RUN, seed=3) was told 'start a new run: canter train ALGO -f RUN_DIR/config.yaml --run-dir
+    NEW_DIR', the command line's, where the edited-config refusal (ed521861) tells canter.resume canter.train."""
+    with pytest.raises(canter.CanterError) as info:
+        canter.resume(edited, max_steps=32, seed=3)
+    message = str(info.value)
+    assert message.startswith("'seed' cannot change when a run is resumed"), message
+    assert "canter train" not in message and "--" not in message, message
+    assert message.endswith(f"canter.train(config_file={str(edited / 'config.yaml')!r}, run_dir=NEW_DIR)"), message
