@@ -355,13 +355,13 @@ def resume_trainer(
         raise CanterError(f"{base} is not a resumable checkpoint: it holds no trainer state (a best or step-N "
                           f"checkpoint copied over last is for loading only; or it was written by an older canter)")
     check_resume_metadata(meta, state, base)
-    check_same_run(run_dir, meta["config"], base)  # a checkpoint copied from another run: before its modules import
+    flags = _COMMAND_LINE.get()  # canter train --resume's: its errors name options, canter.resume's keywords
+    check_same_run(run_dir, meta["config"], base, flags)  # a checkpoint copied from another run: before its modules import
     import_user_modules(meta.get("user_modules", []), f"checkpoint {base}", meta.get("config"))  # register its names
     cfg = dict(meta["config"])
     if isinstance(cfg.get("callbacks"), list):  # a run saved before exponent forms were numbers ('1e-3')
         cfg["callbacks"] = as_numbers_now(cfg["callbacks"])
     hp_values = cfg.pop("hparams", {})
-    flags = _COMMAND_LINE.get()  # canter train --resume's: its errors name options, canter.resume's keywords
     check_settings(settings, hp_values, run_dir, flags)
     for key in EMPTY_STRING_FIX.keys() & settings.keys():  # ray_address='' given (a saved '' is the run's own)
         check_empty_string(key, settings[key])

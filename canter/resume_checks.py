@@ -52,16 +52,17 @@ def as_numbers_now(callbacks: list[Any]) -> list[Any]:
             and isinstance(next(iter(entry.values())), dict) else entry for entry in callbacks]
 
 
-def _written_config(path: Path) -> dict[str, Any] | None:
+def _written_config(path: Path, flags: bool = True) -> dict[str, Any] | None:
     """The mapping in ``path`` (a run's ``config.yaml``), or None when it is missing (``--resume`` writes it again
     from ``checkpoints/last``). One that cannot be read as a config mapping (a hand edit with a YAML error, a
-    damaged or emptied file) is a one-line :class:`CanterError` naming it: rewriting it would lose it."""
+    damaged or emptied file) is a one-line :class:`CanterError` naming it: rewriting it would lose it (``flags``: the
+    resume named as ``--resume``, else as ``canter.resume``)."""
     from canter.yaml_io import load_yaml
 
     if not os.path.lexists(path):
         return None
-    hint = ("--resume would replace it with the config saved in checkpoints/last: repair it, or delete it to "
-            "have it written again from there")
+    hint = (f"{'--resume' if flags else 'canter.resume'} would replace it with the config saved in checkpoints/last: "
+            f"repair it, or delete it to have it written again from there")
     try:
         found = load_yaml(path)
     except CanterError as exc:
@@ -71,11 +72,12 @@ def _written_config(path: Path) -> dict[str, Any] | None:
     return found
 
 
-def check_same_run(run_dir: Path, saved: dict[str, Any], base: Path) -> None:
+def check_same_run(run_dir: Path, saved: dict[str, Any], base: Path, flags: bool = True) -> None:
     """A one-line :class:`CanterError` when ``checkpoints/last`` and ``config.yaml`` name another algorithm, env or
     seed: the checkpoint was copied from another run (its history files then disagree too, which said only that
-    a file had too few rows). Checked before the history files; a missing file is left as above."""
-    found = _written_config(run_dir / "config.yaml")
+    a file had too few rows). Checked before the history files; a missing file is left as above (``flags``: as
+    :func:`check_config_unedited`'s)."""
+    found = _written_config(run_dir / "config.yaml", flags)
     if found is None:
         return
 
@@ -100,7 +102,7 @@ def check_config_unedited(run_dir: Path, saved: dict[str, Any], given: tuple[str
     ``last``). ``flags``: the setting to give again is named as ``canter train --resume``'s option, else as
     ``canter.resume``'s keyword."""
     path = run_dir / "config.yaml"
-    found = _written_config(path)
+    found = _written_config(path, flags)
     if found is None:
         return
     if resolved is not None:  # (a file without the key, as the old run wrote it, is no edit either)

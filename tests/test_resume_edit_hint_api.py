@@ -59,3 +59,15 @@ def test_canter_resume_given_a_setting_it_may_not_change_is_told_canter_train(ed
     assert message.startswith("'seed' cannot change when a run is resumed"), message
     assert "canter train" not in message and "--" not in message, message
     assert message.endswith(f"canter.train(config_file={str(edited / 'config.yaml')!r}, run_dir=NEW_DIR)"), message
+
+
+def test_canter_resume_of_a_damaged_config_yaml_names_canter_resume(edited, capsys):
+    """A config.yaml that no longer reads as a mapping told canter.resume '--resume would replace it'."""
+    (edited / "config.yaml").write_text("algo: [unclosed\n")
+    with pytest.raises(canter.CanterError) as info:
+        canter.resume(edited, max_steps=32)
+    message = str(info.value)
+    assert "; canter.resume would replace it with the config saved in checkpoints/last" in message, message
+    assert "--resume" not in message, message
+    code, _, err = run_cli(capsys, "train", "--resume", str(edited), "--max-steps", "32")
+    assert_one_line_error(code, err, "; --resume would replace it with the config saved in checkpoints/last")
