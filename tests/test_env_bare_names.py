@@ -19,7 +19,8 @@ def test_a_bare_name_of_a_script_in_the_current_directory_is_not_imported(capsys
     monkeypatch.chdir(workdir)
     monkeypatch.delitem(sys.modules, "train_cartpol", raising=False)
     code, out, err = run_cli(capsys, "train", "ppo", "--env", "train_cartpol", "--run-dir", str(workdir / "run"))
-    assert_one_line_error(code, err, "unknown env id 'train_cartpol'; did you mean 'CartPole-v1'",
+    # (the closest ids: envs other tests of the process registered may come first, 'BrokenCartPole-v0')
+    assert_one_line_error(code, err, "unknown env id 'train_cartpol'; did you mean ", "'CartPole-v1'",
                           "'train_cartpol' is also a module, which a bare env id does not import: an env it "
                           "registers is --env train_cartpol:ID")
     assert "train.py ran" not in out and not (workdir / "ran.txt").exists() and "train_cartpol" not in sys.modules
@@ -59,7 +60,7 @@ def test_a_bare_name_of_a_plain_folder_is_not_called_a_module(capsys, workdir, m
     monkeypatch.syspath_prepend(str(workdir))
     monkeypatch.chdir(workdir)
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "cartpol", "--run-dir", str(workdir / "run"))
-    line = assert_one_line_error(code, err, "unknown env id 'cartpol'; did you mean 'CartPole-v1'")
+    line = assert_one_line_error(code, err, "unknown env id 'cartpol'; did you mean ", "'CartPole-v1'")
     assert "also a module" not in line
     code, _, err = run_cli(capsys, "train", "ppo", "--env", "cartpol.checkpoints", "--run-dir", str(workdir / "run"))
     assert "also a module" not in assert_one_line_error(code, err, "unknown env id 'cartpol.checkpoints'")
