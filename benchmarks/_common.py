@@ -33,12 +33,17 @@ class BenchParser(argparse.ArgumentParser):
         input_error(f"{self.prog}: {message}; see {self.prog} --help")
 
 
-def positive_int(text: str) -> int:
-    """An ``argparse`` type: a whole number of at least 1."""
+def _whole(text: str) -> int:
+    """``text`` read as a whole number, else argparse's one-line error."""
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: a whole number of at least 1."""
+    value = _whole(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
@@ -46,10 +51,7 @@ def positive_int(text: str) -> int:
 
 def seed_int(text: str) -> int:
     """An ``argparse`` type: a seed both libraries take, a whole number from 0 to 2**32 - 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    value = _whole(text)
     if not 0 <= value < 2**32:
         raise argparse.ArgumentTypeError(f"a seed is between 0 and 2**32 - 1, got {value}")
     return value
