@@ -1,8 +1,8 @@
 """Recurrent PPO's rollouts against a hand-written reference (an LSTM cell and GAE written out in torch and NumPy
 here, not canter's ``LSTMActorCritic.step`` / ``sequence`` or ``compute_gae``).
 
-A tiny deterministic env, two envs by six (or seven) steps a rollout, two rollouts: env 0 terminates after 3 steps, env 1 is
-truncated after 4 (its time limit), so their episodes end at different rows, in both rollouts. Checked:
+A tiny deterministic env, two envs by six (or seven) steps a rollout, two rollouts: env 0 terminates after 3
+steps, env 1 is truncated after 4 (its time limit), so their episodes end at different rows, in both rollouts. Checked:
 
 - acting: the memory fed to the LSTM is zero at every episode's first observation, and the values and
   log-probabilities stored are the reference's (the memory carried step by step across both rollouts);
