@@ -26,24 +26,28 @@ TERMINATE_AFTER, TIME_LIMIT = 3, 4  # env 0's episodes terminate after 3 steps; 
 
 
 class Ticker(gym.Env):
-    """Observation ``[step, noise, which env]``; reward ``1 + step + 0.5 action``; the env whose first reset had an
-    even seed terminates after 3 steps, the other never terminates (its time limit truncates it)."""
+    """Observation ``[step, a wave of the step and the episode's number, which env]``; reward ``1 + step +
+    action_reward * action``; the env whose first reset had an even seed terminates after 3 steps, the other never
+    terminates (its time limit truncates it). Deterministic: another library's loop sees the same observations."""
 
     observation_space = gym.spaces.Box(-10.0, 10.0, (3,), np.float32)
     action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, action_reward: float = 0.5) -> None:
+        self.action_reward, self.episodes = action_reward, -1
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:  # noqa: D102
         super().reset(seed=seed)
         if seed is not None:
             self.which = seed % 2
-        self.t = 0
+        self.t, self.episodes = 0, self.episodes + 1
         return self._obs(), {}
 
     def _obs(self) -> np.ndarray:
-        return np.array([self.t, self.np_random.uniform(-1, 1), self.which], np.float32)
+        return np.array([self.t, np.sin(1.7 * self.t + 0.9 * self.episodes + self.which), self.which], np.float32)
 
     def step(self, action):  # noqa: D102
-        reward = 1.0 + self.t + 0.5 * int(action)
+        reward = 1.0 + self.t + self.action_reward * int(action)
         self.t += 1
         return self._obs(), reward, self.which == 0 and self.t == TERMINATE_AFTER, False, {}
 
