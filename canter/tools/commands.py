@@ -200,7 +200,7 @@ def _print_result(result: Any) -> None:
 
 
 def cmd_plot(argv: list[str]) -> int:
-    """``canter plot RUN_DIR... [--x steps|time] [--label L ...] [--out FILE] [--size WxH]``"""
+    """``canter plot RUN_DIR... [--x steps|time] [--label L ...] [--out FILE] [--size WxH] [--policy NAME ...]``"""
     p = _parser("canter plot", "Plot learning curves; runs with the same label are averaged with a band.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
     p.add_argument("--x", default="steps", choices=("steps", "time"), help="x axis (default steps)")
@@ -209,12 +209,14 @@ def cmd_plot(argv: list[str]) -> int:
     p.add_argument("--out", default="curves.png", help="output image: .png, .svg or .pdf (default curves.png)")
     p.add_argument("--size", default="800x500", help="image size in pixels, WIDTHxHEIGHT (default 800x500)")
     p.add_argument("--title", help="plot title (default: the env ids)")
+    p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
+                   help="a run of several policies: draw this policy's curve (repeat for more; default: every policy)")
     args = p.parse_args(_label_values(p, _dash_values(p, list(argv), ("--size", "--title"))))
     _refuse_empty(args, "--out")  # Path('') is '.': "unknown image format '(none)'"
     from canter.tools.plot import parse_size, plot_runs
 
     path = plot_runs(args.run_dirs, x=args.x, labels=args.labels, out=args.out, size=parse_size(args.size),
-                     title=args.title)
+                     title=args.title, policies=args.policies)
     print(f"wrote {path}")
     return 0
 

@@ -1,12 +1,12 @@
 """Learning curves from run directories: seeds of one algorithm and env become a mean with a band.
 
-``canter plot RUN_DIR... [--x steps|time] [--label ...] [--out FILE] [--size WxH]``. The curve of
+``canter plot RUN_DIR... [--x steps|time] [--label ...] [--out FILE] [--size WxH] [--policy NAME]``. The curve of
 a run is its ``rolling_return`` (mean of the last 100 training episodes) from ``history.parquet``,
 against env steps or wall-clock seconds. Runs with the same label (by default ``"ALGO ENV"``) are
 interpolated onto one grid and drawn as their mean with a band of one standard deviation across
 runs; a run contributes only inside the range it covers, except that a run which stopped because
 it reached its target keeps its last value to the end (it is solved, not gone). Each target reward
-is a dashed line.
+is a dashed line. A run of several policies is one curve per policy (:mod:`canter.tools.plot_policies`).
 """
 from __future__ import annotations
 
@@ -342,13 +342,20 @@ def check_output(out: str | Path) -> tuple[Path, str]:
 
 
 def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence[str] | None = None,
-              out: str | Path = "curves.png", size: tuple[int, int] = (800, 500), title: str | None = None) -> Path:
+              out: str | Path = "curves.png", size: tuple[int, int] = (800, 500), title: str | None = None,
+              policies: Sequence[str] | None = None) -> Path:
     """Plot the learning curves of ``run_dirs`` into ``out`` (PNG, SVG or PDF); returns the path.
 
-    Raises :class:`CanterError` for a missing run directory or one given twice, a bad ``x``, a label
-    count that does not match, an unknown image format, an existing ``out`` that is not an image
-    ``canter plot`` wrote or a ``size`` outside 100 to 10000 pixels -- before anything is written.
+    A run of several policies (``policies: type | agent``) is drawn as one curve per policy, its group's label
+    followed by ``" / POLICY"`` (:mod:`canter.tools.plot_policies`); ``policies`` names the ones to draw (default:
+    all). Raises :class:`CanterError` for a missing run directory or one given twice, a bad ``x``, a label
+    count that does not match, an unknown policy, an unknown image format, an existing ``out`` that is not an
+    image ``canter plot`` wrote or a ``size`` outside 100 to 10000 pixels -- before anything is written.
     """
+    from canter.tools.plot_policies import check_policies, split_policies
+
+    if isinstance(policies, str):  # one name, not its letters
+        policies = [policies]
     if not _size_ok(size):  # matplotlib: a SystemError for (0, 0), a MemoryError for (100000, 100000)
         raise CanterError(f"size must be (WIDTH, HEIGHT) in whole pixels between {SIZE_RANGE[0]} and {SIZE_RANGE[1]}, "
                           f"e.g. (800, 500), got {size!r}")
@@ -367,9 +374,12 @@ def plot_runs(run_dirs: Sequence[str | Path], x: str = "steps", labels: Sequence
                 also = "" if first == r.dir else f" (also as '{first}')"
                 raise CanterError(f"run directory '{r.dir}' is given twice in group '{label}'{also}; each run counts "
                                   "once in its group's mean")
+    selected = check_policies(runs, policies or ())
     if not any(len(run_curve(r, x)[0]) for r in runs):
         raise CanterError("none of the runs has finished an episode or an evaluation yet: nothing to plot")
-    if not any(np.isfinite(run_curve(r, x)[1]).any() for r in runs):  # an empty image, its axes about 0, exit code 0
+    groups = split_policies(groups, selected)
+    drawn = [r for members in groups.values() for r in members]
+    if not any(np.isfinite(run_curve(r, x)[1]).any() for r in drawn):  # an empty image, its axes about 0, exit code 0
         raise CanterError("every return of the runs is NaN or infinite (a NaN reward, or a policy that diverged): "
                           "nothing to plot")
     fig = new_figure(*size)

@@ -24,13 +24,13 @@ def policy_rows(run: Any) -> list[dict[str, Any]]:
     window = max(1, int(run.config.get("reward_window") or 100))
     rows = []
     for policy in dict.fromkeys(policies):
-        rolling = _rolling_mean(returns[policies == policy], window)
+        rolling = rolling_mean(returns[policies == policy], window)
         rows.append({"policy": policy, "episodes": len(rolling), "last_rolling_return": float(rolling[-1]),
                      "best_rolling_return": float(np.nanmax(rolling)) if np.isfinite(rolling).any() else None})
     return rows
 
 
-def _rolling_mean(returns: np.ndarray, window: int) -> np.ndarray:
+def rolling_mean(returns: np.ndarray, window: int) -> np.ndarray:
     """Each episode's mean of the last ``window`` returns up to it, as the member trainer's ``np.mean`` of its
     ``recent_returns`` is: a window holding a NaN or infinite return is averaged as it is (NaN, inf) and the next,
     once it has left, is finite again (a running sum kept it to the end)."""

@@ -22,6 +22,8 @@ class RunData:
     history: dict[str, np.ndarray] = field(default_factory=dict)
     evaluations: dict[str, np.ndarray] = field(default_factory=dict)
     updates: dict[str, np.ndarray] = field(default_factory=dict)
+    #: each ``history`` row's policy (the text column a run of several policies writes), else None
+    history_policies: np.ndarray | None = None
 
     @property
     def algo(self) -> str:
@@ -119,6 +121,26 @@ def read_table(path: Path, required: tuple[str, ...] = ()) -> dict[str, np.ndarr
         raise CanterError(f"cannot read '{path}' as a parquet table: {_first_line(exc)}") from None
 
 
+def read_policies(path: Path) -> np.ndarray | None:
+    """The ``policy`` column of the history table ``path`` as an object array of str, one per row (a run of several
+    policies, ``policies: type | agent``, writes it), else None (no file, no such column: a run of one policy).
+    A CanterError naming the file if the column cannot be read as text."""
+    if not path.exists():
+        return None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        if "policy" not in pq.read_schema(path).names:
+            return None
+        column = pq.read_table(path, columns=["policy"]).column("policy").cast(pa.string()).fill_null("?")
+        encoded = column.combine_chunks().dictionary_encode()  # a name per distinct policy, not one per row
+    except (pa.ArrowException, OSError) as exc:
+        raise CanterError(f"cannot read the 'policy' column of '{path}': {_first_line(exc)}") from None
+    names = np.asarray(encoded.dictionary.to_pylist() + [""], dtype=object)
+    return names[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return " ".join(lines[0].split()) if lines else type(exc).__name__
@@ -176,7 +198,8 @@ def load_run(path: str | Path, read: tuple[str, ...] = TABLES) -> RunData:
             tables[name] = read_table(file, REQUIRED_COLUMNS[file.name])
         else:
             check_table(file, REQUIRED_COLUMNS[file.name])
-    return RunData(p, config, summary, **tables)
+    policies = read_policies(p / "history.parquet") if "history" in read else None
+    return RunData(p, config, summary, **tables, history_policies=policies)
 
 
 def checkpoints(run_dir: Path) -> list[dict[str, Any]]:
