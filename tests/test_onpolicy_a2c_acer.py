@@ -210,7 +210,7 @@ def test_acer_learns_with_replay_and_refuses_box_actions():
                                   eval_every=0, eval_episodes=1)
     records = list(trainer())
     assert sum(r.losses["replay_updates"] for r in records) > 0
-    assert all(np.isfinite(r.losses["q_loss"]) for r in records)
+    assert all(np.isfinite(r.losses["critic_loss"]) for r in records)
     avg = dict(trainer.algorithm.avg_model.named_parameters())
     moved = [not torch.equal(avg[k], p) for k, p in trainer.algorithm.model.named_parameters()]
     assert any(moved)  # the average network lags behind the current one
@@ -258,7 +258,7 @@ def test_acer_takes_no_step_on_a_segment_of_reset_rows_only(optimizer):
     records = list(trainer())
     trainer.close()
     assert moved and not any(moved)
-    assert all(np.isfinite(r.losses["q_loss"]) for r in records if "q_loss" in r.losses)
+    assert all(np.isfinite(r.losses["critic_loss"]) for r in records if "critic_loss" in r.losses)
 
 
 def test_acer_refuses_a_model_without_q_values_in_one_line(capsys, tmp_path):

@@ -269,7 +269,7 @@ class ACER(Algorithm):
                 (rho * mask).sum() / count, (kl_avg * mask).sum() / count, ((adj > 0).float() * mask).sum() / count,
                 grad_norm,
             ]).tolist()
-        names = ("policy_loss", "q_loss", "entropy", "rho_mean", "kl_to_average", "trust_region_active", "grad_norm")
+        names = ("policy_loss", "critic_loss", "entropy", "rho_mean", "kl_to_average", "trust_region_active", "grad_norm")
         out = dict(zip(names, stats))
         out["learning_rate"] = self.lr
         return out

@@ -19,8 +19,8 @@ from canter.callbacks import Callback
 from canter.trainers.base import TrainRecord
 
 #: the statistics the status line shows, where the algorithm reports them (PPO kin: value_loss and entropy;
-#: DQN kin: loss and q_mean; SAC, TD3, DDPG, TQC: critic_loss; ACER: q_loss)
-_SHOWN_LOSSES = ("value_loss", "critic_loss", "q_loss", "entropy", "loss", "q_mean", "policy_lag")
+#: DQN kin: loss and q_mean; SAC, TD3, DDPG, TQC, ACER: critic_loss)
+_SHOWN_LOSSES = ("value_loss", "critic_loss", "entropy", "loss", "q_mean", "policy_lag")
 
 
 def shown_losses(losses: dict[str, float]) -> list[str]:

@@ -159,6 +159,39 @@ def read_json_mapping(path: Path) -> dict[str, Any]:
     return data
 
 
+#: update statistics an algorithm logged under another name before: algorithm -> {old name: name}. A run's column of
+#: the old name is read under the new one (:func:`renamed_stats`), so an older run compares with a newer one and with
+#: the other algorithms that log the same quantity (ACER's critic loss was ``q_loss``, SAC's and TD3's ``critic_loss``)
+RENAMED_STATS = {"acer": {"q_loss": "critic_loss"}}
+
+
+def _stat_algo(config: dict[str, Any], prefix: str) -> str:
+    """The algorithm that logged the update statistics ``prefix/NAME`` of a run (``""``: the run's own; a policy's
+    name: that policy's, its ``policy_hparams`` ``algo`` where it has one)."""
+    hparams = config.get("policy_hparams")
+    own = hparams.get(prefix) if prefix and isinstance(hparams, dict) else None
+    algo = own.get("algo") if isinstance(own, dict) else None
+    return str(algo if algo is not None else config.get("algo", "?")).lower()
+
+
+def renamed_stats(updates: dict[str, np.ndarray], config: dict[str, Any]) -> dict[str, np.ndarray]:
+    """``updates`` (a run's update statistics, config ``config``) with each column that its algorithm logged under an
+    older name (:data:`RENAMED_STATS`; a multi-policy run's ``POLICY/NAME`` too) under the current one, in its place;
+    a resumed run that has both (the old name's rows before the resume, the new name's after) as one column."""
+    out: dict[str, np.ndarray] = {}
+    for name, column in updates.items():
+        prefix, sep, stat = name.rpartition("/")
+        new = RENAMED_STATS.get(_stat_algo(config, prefix), {}).get(stat)
+        if new is not None:
+            name = f"{prefix}{sep}{new}"
+        if name in out or (new is not None and name in updates):
+            kept = out.get(name, updates.get(name))
+            out[name] = np.where(np.isnan(kept), column, kept)  # each row has one of them (or neither)
+        else:
+            out[name] = column
+    return out
+
+
 def load_run(path: str | Path, read: tuple[str, ...] = TABLES) -> RunData:
     """Load a run directory written by ``canter train``; a CanterError if it is not one or a file is damaged.
 
@@ -198,6 +231,8 @@ def load_run(path: str | Path, read: tuple[str, ...] = TABLES) -> RunData:
             tables[name] = read_table(file, REQUIRED_COLUMNS[file.name])
         else:
             check_table(file, REQUIRED_COLUMNS[file.name])
+    if "updates" in tables:
+        tables["updates"] = renamed_stats(tables["updates"], config)
     policies = read_policies(p / "history.parquet") if "history" in read else None
     return RunData(p, config, summary, **tables, history_policies=policies)
 
