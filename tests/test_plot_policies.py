@@ -97,3 +97,18 @@ def test_a_single_policy_run_is_drawn_as_before(tmp_path, figures):
     (line,) = figures[0].axes[0].lines
     assert line.get_label() == f"ppo {ENV}"
     assert np.allclose(line.get_ydata()[[0, -1]], [5.5, 27.5])  # the mixed rolling mean of the last row per step
+
+
+def test_the_reports_learning_curve_has_each_policys_rolling_mean(tmp_path, monkeypatch):
+    """The report's rolling mean is canter plot's curve: one line per policy (it was every policy's episodes mixed)."""
+    import canter.tools.report as report
+    from canter.tools.rundata import load_run
+
+    figures = []
+    monkeypatch.setattr(report, "_img", lambda fig, alt: figures.append(fig) or "")
+    report.learning_curve(load_run(_run(tmp_path, "a")))
+    lines = _lines(figures[0])
+    assert set(lines) == {"speaker: rolling mean (2 episodes)", "listener: rolling mean (2 episodes)"}
+    assert np.allclose(lines["listener: rolling mean (2 episodes)"].get_ydata(), _window2(RETURNS["listener"]))
+    report.learning_curve(load_run(_run(tmp_path, "b", policies=False)))  # one policy: as before
+    assert list(_lines(figures[1])) == ["rolling mean (2 episodes)"]

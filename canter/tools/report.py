@@ -22,7 +22,7 @@ import yaml
 from canter.atomic import atomic_write
 from canter.errors import CanterError
 from canter.tools.plot import DRAW_BINS, envelope_band, envelope_rows, legend, lone_markers, new_figure, run_curve
-from canter.tools.report_policies import policy_section
+from canter.tools.report_policies import draw_policy_means, policy_section
 from canter.tools.rundata import RunData, checkpoints, load_run
 
 MAX_VIDEO_BYTES = 20 * 1024 * 1024  # all embedded videos together
@@ -92,8 +92,9 @@ def learning_curve(run: RunData) -> str:
         window = run.config.get("reward_window", 100)  # the episodes history.parquet's rolling_return averages
         # one point per step, after all of its episodes (canter plot's curve): the rows between hold partial
         # means that depend on the envs' order
-        x, y = _drawn(*run_curve(run))
-        ax.plot(x, y, color="#1f77b4", linewidth=1.8, label=f"rolling mean ({window} episodes)", **lone_markers(y))
+        if not draw_policy_means(ax, run, _drawn):  # a run of several policies: one line each, not their mix
+            x, y = _drawn(*run_curve(run))
+            ax.plot(x, y, color="#1f77b4", linewidth=1.8, label=f"rolling mean ({window} episodes)", **lone_markers(y))
     if len(e.get("step", ())):
         label = "evaluation mean ± std"
         if len(e["step"]) <= MAX_MARKERS:

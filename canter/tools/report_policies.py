@@ -1,9 +1,10 @@
 """The report's per-policy returns for a run of several policies (``policies: type | agent``): each policy's
 training episodes in ``history.parquet`` (its ``policy`` column) and the last and best of their rolling mean over
-``reward_window`` episodes, as each policy's member trainer keeps it. A run of one policy has no such column and no
-section."""
+``reward_window`` episodes, as each policy's member trainer keeps it, and that rolling mean's line on the learning
+curve. A run of one policy has no such column and no section."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -56,3 +57,19 @@ def policy_section(run: Any, table: Any) -> str:
                ("last_rolling_return", "last rolling return"), ("best_rolling_return", "best rolling return")]
     return (f"\n<h2>Policies</h2><p class=\"note\">Each policy's training episodes (every agent's of it) and their "
             f"rolling mean over {window} episodes.</p>{table(rows, columns)}")
+
+
+def draw_policy_means(ax: Any, run: Any, drawn: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+                      ) -> bool:
+    """Each policy's rolling mean, one line per policy, on the learning curve ``ax`` of ``run`` (a
+    :class:`~canter.tools.rundata.RunData`), as ``canter plot`` draws it (``drawn``: the rows to draw of a curve);
+    False, with nothing drawn, for a run of one policy (its one rolling mean is drawn as before)."""
+    from canter.tools.plot import lone_markers, run_curve
+    from canter.tools.plot_policies import policy_run, run_policies
+
+    policies = run_policies(run)
+    window = run.config.get("reward_window", 100)
+    for policy in policies:
+        x, y = drawn(*run_curve(policy_run(run, policy)))
+        ax.plot(x, y, linewidth=1.8, label=f"{policy}: rolling mean ({window} episodes)", **lone_markers(y))
+    return bool(policies)
