@@ -112,3 +112,26 @@ def test_the_reports_learning_curve_has_each_policys_rolling_mean(tmp_path, monk
     assert np.allclose(lines["listener: rolling mean (2 episodes)"].get_ydata(), _window2(RETURNS["listener"]))
     report.learning_curve(load_run(_run(tmp_path, "b", policies=False)))  # one policy: as before
     assert list(_lines(figures[1])) == ["rolling mean (2 episodes)"]
+
+
+def test_the_reports_policy_lines_are_not_in_the_evaluations_colour(tmp_path, monkeypatch):
+    """Four policies (simple_tag's agents, policies: agent): the fourth line took matplotlib's fourth colour, the
+    evaluations' red, and read as the evaluation mean."""
+    import canter.tools.report as report
+    from matplotlib.colors import to_hex
+
+    from canter.logging.history import EVALUATION_WRITTEN
+    from canter.tools.rundata import load_run
+
+    returns = {f"agent_{i}": [1.0 + i, 2.0 + i, 3.0 + i] for i in range(9)}
+    run = _run(tmp_path, "a", returns=returns)
+    write_parquet(run / "evaluations.parquet", [{"step": 30, "wall_time": 3.0, "mean_return": 5.0, "std_return": 1.0,
+                                                 "episodes": 9, "deterministic": True}], EVALUATION_WRITTEN)
+    figures = []
+    monkeypatch.setattr(report, "_img", lambda fig, alt: figures.append(fig) or "")
+    report.learning_curve(load_run(run))
+    ax = figures[0].axes[0]
+    (evaluation,) = ax.containers
+    colours = {line.get_label(): to_hex(line.get_color()) for line in ax.lines if "rolling mean" in line.get_label()}
+    assert len(colours) == 9 and to_hex(evaluation.lines[0].get_color()) not in colours.values()
+    assert len(set(list(colours.values())[:8])) == 8  # distinct while there are colours enough

@@ -9,6 +9,10 @@ from typing import Any
 
 import numpy as np
 
+#: the colours of the report's per-policy rolling means: matplotlib's ten without the red of the evaluations
+#: (``#d62728``, its fourth: a fourth policy's line read as the evaluation mean) and the grey near the episodes' dots
+POLICY_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
+
 
 def policy_rows(run: Any) -> list[dict[str, Any]]:
     """One row per policy of ``run`` (a :class:`~canter.tools.rundata.RunData`), in the order its episodes first
@@ -69,7 +73,8 @@ def draw_policy_means(ax: Any, run: Any, drawn: Callable[[np.ndarray, np.ndarray
 
     policies = run_policies(run)
     window = run.config.get("reward_window", 100)
-    for policy in policies:
+    for i, policy in enumerate(policies):
         x, y = drawn(*run_curve(policy_run(run, policy)))
-        ax.plot(x, y, linewidth=1.8, label=f"{policy}: rolling mean ({window} episodes)", **lone_markers(y))
+        ax.plot(x, y, linewidth=1.8, color=POLICY_COLORS[i % len(POLICY_COLORS)],
+                label=f"{policy}: rolling mean ({window} episodes)", **lone_markers(y))
     return bool(policies)
