@@ -135,3 +135,19 @@ def test_the_reports_policy_lines_are_not_in_the_evaluations_colour(tmp_path, mo
     colours = {line.get_label(): to_hex(line.get_color()) for line in ax.lines if "rolling mean" in line.get_label()}
     assert len(colours) == 9 and to_hex(evaluation.lines[0].get_color()) not in colours.values()
     assert len(set(list(colours.values())[:8])) == 8  # distinct while there are colours enough
+
+
+def test_the_benchmark_figure_draws_a_curve_per_policy(tmp_path, monkeypatch):
+    """A benchmark of runs of several policies (its spec's ``set: {policies: type}``): its figure drew the mixed
+    rolling mean that canter plot no longer draws; each policy is a curve, in a colour of its own."""
+    import canter.tools.bench_results as bench_results
+    from canter.tools.rundata import load_run
+
+    figures = []
+    monkeypatch.setattr(plot, "save_figure_atomic", lambda fig, path, *a, **k: figures.append(fig) or path)
+    runs = [load_run(_run(tmp_path, "a")), load_run(_run(tmp_path, "b", shift=2.0))]
+    bench_results.save_figure(runs, tmp_path / "benchmark.png")
+    lines = _lines(figures[0])
+    assert set(lines) == {"ppo / speaker (n=2)", "ppo / listener (n=2)"}
+    assert np.allclose(lines["ppo / speaker (n=2)"].get_ydata()[[0, -1]], [2.0, 5.5])
+    assert lines["ppo / speaker (n=2)"].get_color() != lines["ppo / listener (n=2)"].get_color()

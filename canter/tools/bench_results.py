@@ -117,17 +117,20 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 
 
 def save_figure(runs: list[RunData], path: Path) -> Path:
-    """Learning curves, one panel per env, one mean-and-band curve per algorithm."""
+    """Learning curves, one panel per env, one mean-and-band curve per algorithm (a run of several policies: one per
+    policy, ``"ALGO / POLICY"``, as ``canter plot`` draws it), each label in one colour across the panels."""
     from canter.tools.plot import draw_groups, group_runs, new_figure, save_figure_atomic
+    from canter.tools.plot_policies import run_policies, split_policies
 
     envs = list(dict.fromkeys(r.env for r in runs))
-    colors = {algo: f"C{i % 10}" for i, algo in enumerate(dict.fromkeys(r.algo for r in runs))}
+    labels = [label for r in runs for label in ([f"{r.algo} / {p}" for p in run_policies(r)] or [r.algo])]
+    colors = {label: f"C{i % 10}" for i, label in enumerate(dict.fromkeys(labels))}
     cols = min(3, len(envs))
     nrows = math.ceil(len(envs) / cols)
     fig = new_figure(440 * cols, 340 * nrows)
     for i, env in enumerate(envs):
         ax = fig.add_subplot(nrows, cols, i + 1)
         env_runs = [r for r in runs if r.env == env]
-        draw_groups(ax, group_runs(env_runs, [r.algo for r in env_runs]), colors=colors)
+        draw_groups(ax, split_policies(group_runs(env_runs, [r.algo for r in env_runs])), colors=colors)
         ax.set_title(env)
     return save_figure_atomic(fig, path)
