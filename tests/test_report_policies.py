@@ -71,3 +71,22 @@ def test_a_nan_return_counts_only_while_it_is_in_the_window(tmp_path):
     rows = policy_rows(SimpleNamespace(dir=tmp_path, config={"reward_window": 2}))
     assert rows == [{"policy": "a", "episodes": 6, "last_rolling_return": 4.5, "best_rolling_return": 4.5},
                     {"policy": "b", "episodes": 5, "last_rolling_return": 7.0, "best_rolling_return": float("inf")}]
+
+
+def test_the_policies_table_names_the_policies_as_canter_plot_does(tmp_path):
+    """The report's table read the policy column itself, row by row with str(): a row without a policy was 'None'
+    there and '?' in canter plot's and the learning curve's legend (rundata.read_policies); one reader now."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from canter.tools.plot_policies import run_policies
+    from canter.tools.report_policies import policy_rows
+    from canter.tools.rundata import read_policies
+
+    pq.write_table(pa.table({"episode_return": [1.0, 2.0, 3.0], "policy": ["a", None, "a"]}),
+                   tmp_path / "history.parquet")
+    rows = policy_rows(SimpleNamespace(dir=tmp_path, config={"reward_window": 2}))
+    run = SimpleNamespace(history_policies=read_policies(tmp_path / "history.parquet"))
+    assert [r["policy"] for r in rows] == run_policies(run) == ["a", "?"]
+    assert [r["episodes"] for r in rows] == [2, 1]

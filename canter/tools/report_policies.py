@@ -20,12 +20,13 @@ def policy_rows(run: Any) -> list[dict[str, Any]]:
     no ``policy`` column (one policy) or no file."""
     import pyarrow.parquet as pq
 
+    from canter.tools.rundata import read_policies
+
     path = run.dir / "history.parquet"
-    if not path.is_file() or "policy" not in pq.read_schema(path).names:
+    policies = read_policies(path) if path.is_file() else None  # as canter plot and the learning curve name them
+    if policies is None:
         return []
-    table = pq.read_table(path, columns=["policy", "episode_return"])
-    policies = np.asarray([str(p) for p in table.column("policy").to_pylist()], dtype=object)
-    returns = table.column("episode_return").cast("float64").to_numpy(zero_copy_only=False)
+    returns = pq.read_table(path, columns=["episode_return"]).column(0).cast("float64").to_numpy(zero_copy_only=False)
     window = max(1, int(run.config.get("reward_window") or 100))
     rows = []
     for policy in dict.fromkeys(policies):
