@@ -239,6 +239,9 @@ def _choose_metadata(base: Path, what: str) -> tuple[dict[str, Any], bool]:
     if isinstance(version, bool) or not isinstance(version, int):  # no canter writes one: not 'a newer canter'
         raise CanterError(f"{what} {base} has format_version {version!r}, not a whole number: it is not a {what} "
                           f"canter wrote (edited by hand?): pass another {what}")
+    if version < 1:  # 0 or below was read as this canter's layout: no canter writes one
+        raise CanterError(f"{what} {base} has format_version {version!r}; format versions start at 1: it is not a "
+                          f"{what} canter wrote (edited by hand?): pass another {what}")
     if version > FORMAT_VERSION:
         raise CanterError(f"{what} {base} has format_version {version!r}; this canter reads format_version "
                           f"{FORMAT_VERSION} and before: it was written by a newer canter (pip install -U canter)")

@@ -36,3 +36,21 @@ def test_an_odd_format_version_is_not_said_to_be_a_newer_canters(tmp_path, versi
         load_checkpoint(tmp_path / "odd")
     message = str(info.value)
     assert f"has format_version {version!r}, not a whole number" in message and "newer canter" not in message, message
+
+
+@pytest.mark.parametrize("version", [0, -1])
+def test_a_format_version_of_zero_or_below_is_refused(tmp_path, capsys, version):
+    """format_version 0 or -1 (no canter writes one) was read as this canter's: only one above FORMAT_VERSION was
+    refused; canter eval of it is one line, exit 2."""
+    save_checkpoint(tmp_path / "low", {"w": torch.ones(2)}, {"format_version": version})
+    with pytest.raises(CanterError) as info:
+        load_checkpoint(tmp_path / "low")
+    message = str(info.value)
+    assert f"has format_version {version}; format versions start at 1" in message, message
+    assert "newer canter" not in message, message
+    untrained_agent("ppo", "CartPole-v1", n_envs=1, n_steps=64).save(tmp_path / "ck")
+    state, meta = load_checkpoint(tmp_path / "ck")
+    kept = {k: v for k, v in meta.items() if k not in ("sha256", "checkpoint_id", "state")}
+    save_checkpoint(tmp_path / "zero", state, {**kept, "format_version": version})
+    code, _, err = run_cli(capsys, "eval", str(tmp_path / "zero"))
+    assert_one_line_error(code, err, "format versions start at 1")

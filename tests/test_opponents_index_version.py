@@ -40,3 +40,13 @@ def test_an_odd_version_is_not_said_to_be_a_newer_canters(tmp_path, version):
     with pytest.raises(CanterError) as info:
         read_index(tmp_path)
     assert "newer canter" not in str(info.value) and "edited by hand" in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("version", [0, -1])
+def test_an_index_of_version_zero_or_below_is_refused(tmp_path, version):
+    """Version 0 or -1 (no canter writes one) was read as this canter's layout: only a version above 1 was checked."""
+    _index(tmp_path, version)
+    with pytest.raises(CanterError) as info:
+        read_index(tmp_path)
+    message = str(info.value)
+    assert f"has version {version}; versions start at 1" in message and "newer canter" not in message, message

@@ -123,6 +123,9 @@ def read_index(run_dir: str | Path | None) -> dict[str, dict[str, str]]:
     if isinstance(version, bool) or not isinstance(version, int):  # no canter writes one: not 'a newer canter'
         raise CanterError(f"{path} has version {version!r}, not a whole number: it is not an opponents index canter "
                           f"wrote (edited by hand?); restore it from a copy of the run")
+    if version < 1:  # 0 or below was read as this canter's layout: no canter writes one
+        raise CanterError(f"{path} has version {version!r}; versions start at 1: it is not an opponents index canter "
+                          f"wrote (edited by hand?); restore it from a copy of the run")
     if version > 1:  # read as this one's layout before
         raise CanterError(f"{path} has version {version!r}; this canter reads version 1: it was written by a newer "
                           f"canter (pip install -U canter)")
