@@ -258,6 +258,7 @@ def _pick_metadata(base: Path, what: str) -> tuple[dict[str, Any], bool]:  # _ch
     if header.get("format") != FORMAT:
         raise CanterError(f"{st_path} is not a canter {what}")
     if meta is not None and meta.get("checkpoint_id") == header.get("checkpoint_id"):
+        _check_json_copy(meta, header, json_path, what)
         return meta, True
     behind = meta is None or (header.get("replaces") and header.get("replaces") == meta.get("checkpoint_id"))
     if "canter_meta" in header and behind:  # the .json is missing or one save behind (killed between the renames)
@@ -267,6 +268,43 @@ def _pick_metadata(base: Path, what: str) -> tuple[dict[str, Any], bool]:  # _ch
             raise CanterError(f"{what} {st_path} has a corrupt header: {exc}") from None
         return meta, False
     raise CanterError(f"{what} {base} is incomplete: its .json and .safetensors files do not belong together")
+
+
+def _check_json_copy(meta: dict[str, Any], header: dict[str, str], json_path: Path, what: str) -> None:
+    """Refuse a ``.json`` that differs from the copy of it in its tensors file's header (``canter_meta``, which the
+    ``.json``'s sha256 covers with the tensors): a ``.json`` edited by hand or damaged, whose config and
+    ``user_modules`` loading would have used (and imported). A header without the copy (no canter since the first
+    self-contained checkpoints writes one) leaves the ``.json`` unchecked, as before."""
+    if "canter_meta" not in header:
+        return
+    try:
+        copy = json.loads(header["canter_meta"])
+    except (ValueError, RecursionError) as exc:
+        raise CanterError(f"{what} {json_path.with_suffix('.safetensors')} has a corrupt header: {exc}") from None
+    own = {k: v for k, v in meta.items() if k != "sha256"}
+    if _canonical(own) != _canonical(copy):
+        raise CanterError(f"{what} {json_path} differs from the copy of it in its .safetensors file at "
+                          f"'{_first_difference(own, copy)}' (edited by hand or damaged): restore it, or delete it "
+                          f"to load the copy")
+
+
+def _canonical(value: Any) -> str:
+    """``value`` as JSON text with sorted keys (NaN equal to NaN, key order and indentation not compared)."""
+    return json.dumps(value, sort_keys=True, allow_nan=True)
+
+
+def _first_difference(a: Any, b: Any, path: str = "") -> str:
+    """The dotted path of the first place where the JSON values ``a`` and ``b`` differ ('' for the whole)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b or _canonical(a[key]) != _canonical(b[key]):
+                where = f"{path}.{key}" if path else str(key)
+                return _first_difference(a[key], b[key], where) if key in a and key in b else where
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if _canonical(x) != _canonical(y):
+                return _first_difference(x, y, f"{path}.{i}" if path else str(i))
+    return path or "(the whole file)"
 
 
 def _files_now(base: Path) -> tuple[Any, ...]:

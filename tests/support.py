@@ -31,7 +31,9 @@ def forget_run_key(run_dir: Path, key: str) -> None:
     meta_path = Path(run_dir) / "checkpoints" / "last.json"
     meta = json.loads(meta_path.read_text())
     del meta["config"][key]
-    meta_path.write_text(json.dumps(meta))
+    from checkpoint_support import write_checkpoint_json
+
+    write_checkpoint_json(meta_path, meta)
     config_path = Path(run_dir) / "config.yaml"
     config = yaml.safe_load(config_path.read_text())
     del config[key]

@@ -12,6 +12,7 @@ pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (
 from canter.envs.spaces import space_from_dict, space_to_dict  # noqa: E402
 from canter.models.cnn import image_layout, make_encoder  # noqa: E402
 from canter.resume_checks import check_env_layout_kept, check_image_layout_kept  # noqa: E402
+from checkpoint_support import write_checkpoint_json  # noqa: E402
 from support import run_cli  # noqa: E402
 
 GAME = "ALE/Breakout-v5"
@@ -107,7 +108,7 @@ def _without_image_layout(run):
     path = run / "checkpoints" / "last.json"
     meta = json.loads(path.read_text())
     del meta["observation_space"]["image_layout"]
-    path.write_text(json.dumps(meta))
+    write_checkpoint_json(path, meta)
 
 
 def test_a_checkpoint_that_read_the_stacks_channels_first_before_the_layouts_were_recorded_is_not_refused():

@@ -9,13 +9,14 @@ import pytest
 
 from canter.data.dataset import TransitionDataset, collect
 from canter.errors import CanterError
+from checkpoint_support import write_checkpoint_json
 from support import assert_one_line_error, run_cli, snapshot
 
 
 def _edit(tmp_path, **changes):
     collect("CartPole-v1", 30, None, seed=0).save(tmp_path / "data")
     meta = tmp_path / "data.json"
-    meta.write_text(json.dumps({**json.loads(meta.read_text()), **changes}))
+    write_checkpoint_json(meta, {**json.loads(meta.read_text()), **changes})
     return tmp_path / "data"
 
 
@@ -40,7 +41,7 @@ def test_the_right_count_and_none_load(tmp_path):
     meta = tmp_path / "data.json"
     without = json.loads(meta.read_text())
     del without["transitions"]  # not written by another tool: nothing to check it against
-    meta.write_text(json.dumps(without))
+    write_checkpoint_json(meta, without)
     assert len(TransitionDataset.load(tmp_path / "data")) == 30
 
 
@@ -55,6 +56,6 @@ def test_an_unexpected_kind_is_named_not_called_a_checkpoint(tmp_path, capsys):
 def test_a_json_without_a_kind_is_still_a_checkpoint(tmp_path):
     meta = json.loads(_edit(tmp_path).with_suffix(".json").read_text())
     del meta["kind"]
-    (tmp_path / "data.json").write_text(json.dumps(meta))
+    write_checkpoint_json(tmp_path / "data.json", meta)
     with pytest.raises(CanterError, match=r"is a canter checkpoint, not a dataset"):
         TransitionDataset.load(tmp_path / "data")

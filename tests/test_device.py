@@ -3,12 +3,15 @@ where a checkpoint loads (tests/test_cuda.py trains on a GPU). torch is made to 
 behave the same on machines with one."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
 import canter
 from canter.devices import load_device, resolve_device
 from canter.errors import CanterError
+from checkpoint_support import write_checkpoint_json
 from support import assert_one_line_error, run_cli
 
 TINY = dict(max_steps=64, n_envs=1, n_steps=32, batch_size=32, n_epochs=1, eval_every=0, eval_episodes=1)
@@ -92,9 +95,12 @@ def test_a_run_on_a_device_missing_here_is_not_resumed(no_gpu, tmp_path, capsys)
         trainer.stop_requested = "interrupted"
 
     canter.train("ppo", env="CartPole-v1", run_dir=tmp_path / "part", hooks={"after_update": interrupt}, **TINY)
-    for path in (tmp_path / "part" / "config.yaml", tmp_path / "part" / "checkpoints" / "last.json"):
-        path.write_text(path.read_text().replace("device: cpu", "device: cuda").replace('"device": "cpu"',
-                                                                                        '"device": "cuda"'))
+    config = tmp_path / "part" / "config.yaml"
+    config.write_text(config.read_text().replace("device: cpu", "device: cuda"))
+    last = tmp_path / "part" / "checkpoints" / "last.json"
+    meta = json.loads(last.read_text())
+    meta["config"]["device"] = "cuda"
+    write_checkpoint_json(last, meta)
     code, _, err = run_cli(capsys, "train", "--resume", str(tmp_path / "part"))
     assert_one_line_error(code, err, f"cannot resume '{tmp_path / 'part'}' on this machine: it trains on 'cuda'",
                           "device=cpu")

@@ -7,6 +7,7 @@ import pytest
 
 import canter
 from canter import utils
+from checkpoint_support import write_checkpoint_json
 from support import commit_repo
 
 ROOT = Path(canter.__file__).resolve().parent.parent
@@ -126,5 +127,5 @@ def test_the_report_of_a_run_with_only_periodic_checkpoints_names_the_code_from_
     newest = run / "checkpoints" / "step-000000128.json"
     meta = json.loads(newest.read_text())
     meta["git_commit"], meta["git_dirty"] = "feedbeef", False  # only the newest says so
-    newest.write_text(json.dumps(meta))
+    write_checkpoint_json(newest, meta)
     assert code_version(code_record(load_run(run, read=()))) == f"canter {canter.__version__} · commit feedbeef"

@@ -14,6 +14,7 @@ import image_envs  # noqa: F401 (registers ImageSide-v0)
 from canter.envs.spaces import space_from_dict, space_to_dict, spaces_match
 from canter.errors import CanterError
 from canter.models.cnn import FlatEncoder, ImpalaResNet, NatureCNN, former_image_layout, image_layout, make_encoder
+from checkpoint_support import write_checkpoint_json
 
 ENV = "image_envs:ImageSide-v0"
 
@@ -67,7 +68,7 @@ def _old_checkpoint(run_dir, shape):
             meta = json.loads(path.read_text())
             meta["env"] = meta["config"]["env"] = ENV
             meta["config"]["env_kwargs"] = {"shape": list(shape)}
-            path.write_text(json.dumps(meta))
+            write_checkpoint_json(path, meta)
 
 
 @pytest.mark.parametrize("shape,old", [((40, 40, 12), ImpalaResNet), ((40, 40, 6), FlatEncoder)],

@@ -10,6 +10,7 @@ import pytest
 
 import canter
 from canter.cli import main
+from checkpoint_support import write_checkpoint_json
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def test_init_from_a_checkpoint_with_a_config_that_is_not_a_mapping_is_one_line(
     for path in (src / "checkpoints").glob("*.json"):
         meta = json.loads(path.read_text())
         meta["config"] = edit(meta["config"])
-        path.write_text(json.dumps(meta))
+        write_checkpoint_json(path, meta)
     code = main(["train", "ppo", "--env", "CartPole-v1", "--set", f"init_from={src}", "--max-steps", "64",
                  "--eval-episodes", "0", "--run-dir", str(tmp_path / "new"), "--quiet"])
     err = capsys.readouterr().err

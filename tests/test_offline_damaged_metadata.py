@@ -8,6 +8,7 @@ import pytest
 
 from canter.data.dataset import TransitionDataset, collect
 from canter.errors import CanterError
+from checkpoint_support import write_checkpoint_json
 from support import assert_one_line_error, run_cli
 
 DAMAGES = {  # metadata key -> a value of the wrong kind, and what the error says
@@ -30,8 +31,8 @@ def _damaged(dataset, tmp_path, key, value):
         del meta[key]
     else:
         meta[key] = value
-    path.with_suffix(".json").write_text(json.dumps(meta))
     path.with_suffix(".safetensors").write_bytes(dataset.with_suffix(".safetensors").read_bytes())
+    write_checkpoint_json(path.with_suffix(".json"), meta)
     return path
 
 

@@ -9,6 +9,7 @@ import pytest
 from canter.checkpoint import load_checkpoint, save_checkpoint
 from canter.data.dataset import TransitionDataset, collect
 from canter.errors import CanterError
+from checkpoint_support import write_checkpoint_json
 from support import assert_one_line_error, run_cli, snapshot
 
 
@@ -289,7 +290,7 @@ def test_a_corrupt_dataset_is_called_a_dataset_and_named(tmp_path, capsys, damag
     elif damage == "garbage":
         tensors.write_bytes(b"garbage")
     else:
-        meta.write_text(json.dumps({**json.loads(meta.read_text()), "observation_space": {"type": "Nope"}}))
+        write_checkpoint_json(meta, {**json.loads(meta.read_text()), "observation_space": {"type": "Nope"}})
     before = snapshot(tmp_path)
     code, _, err = run_cli(capsys, "train", "bc", "--dataset", str(tmp_path / "data"), "--quiet",
                            "--run-dir", str(tmp_path / "new"))

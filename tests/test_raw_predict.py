@@ -14,6 +14,7 @@ import pytest
 import canter
 from canter.envs.packing import ObservationPacker
 from canter.errors import CanterError
+from checkpoint_support import write_checkpoint_json
 from support import untrained_agent
 
 ENVS = {"dict": ("structured_env:NestedPick-v0", {}), "tuple": ("masked_env:DictPick-v0", {"tuple_obs": True}),
@@ -145,7 +146,7 @@ def test_a_checkpoint_without_a_layout_keeps_the_packing_error(tmp_path):
     meta_path = tmp_path / "old.json"
     meta = json.loads(meta_path.read_text())
     assert '"layout"' in json.dumps(meta)
-    meta_path.write_text(json.dumps(_without_layout(meta)))
+    write_checkpoint_json(meta_path, _without_layout(meta))
     old = canter.load(path)
     env, _ = _env_and_packer("dict")
     with pytest.raises(CanterError, match=r"^observations must be numeric arrays of shape \(12,\) .* first: wrap the "

@@ -15,6 +15,7 @@ import canter
 from canter.cli import main
 from support import CUE as ENV
 from support import CUE_HP as HP
+from checkpoint_support import write_checkpoint_json
 from support import assert_train_refused
 
 
@@ -122,7 +123,7 @@ def _drop_critic_lstm(path) -> None:
     """Remove hparams.critic_lstm from a checkpoint's JSON, as checkpoints saved before it existed were."""
     meta = json.loads(path.read_text())
     del meta["config"]["hparams"]["critic_lstm"]
-    path.write_text(json.dumps(meta))
+    write_checkpoint_json(path, meta)
 
 
 def test_checkpoints_of_a_shared_lstm_load_and_resume_with_one_lstm(tmp_path):

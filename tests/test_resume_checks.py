@@ -15,6 +15,7 @@ import canter
 from canter.checkpoint import load_checkpoint, read_metadata
 from canter.cli import main
 from canter.errors import CanterError
+from checkpoint_support import write_checkpoint_json
 
 
 @pytest.mark.parametrize("given", ["new", "nested", "empty", "auto"])
@@ -137,7 +138,7 @@ def test_checkpoint_json_with_wrong_spaces_is_refused(good_run, tmp_path, capsys
     base = copy_checkpoint(good_run, tmp_path / "ck")
     meta = json.loads(base.with_suffix(".json").read_text())
     meta["observation_space"] = space
-    base.with_suffix(".json").write_text(json.dumps(meta))
+    write_checkpoint_json(base.with_suffix(".json"), meta)
     with pytest.raises(CanterError, match="observation_space|does not fit"):
         canter.load(base)
     code = main(["eval", str(base), "--episodes", "1"])
@@ -150,14 +151,14 @@ def test_checkpoint_naming_a_non_algorithm_class_is_refused(good_run, tmp_path):
     for key, value in (("algo", "builtins:print"), ("model", "os:system"), ("agent", "subprocess:Popen")):
         bad = json.loads(json.dumps(meta))
         bad["config"][key] = value
-        base.with_suffix(".json").write_text(json.dumps(bad))
+        write_checkpoint_json(base.with_suffix(".json"), bad)
         with pytest.raises(CanterError, match=f"'{value}' is not an? (algorithm|model|agent) class"):
             canter.load(base)
     # the encoder a model builds is named in hparams; it is called with (space, ortho_init=...) and was not
     # checked first, so a function named there ran before the error
     bad = json.loads(json.dumps(meta))
     bad["config"]["hparams"]["encoder"] = "os:system"
-    base.with_suffix(".json").write_text(json.dumps(bad))
+    write_checkpoint_json(base.with_suffix(".json"), bad)
     with pytest.raises(CanterError, match="'os:system' is not an encoder class"):
         canter.load(base)
 
@@ -174,7 +175,7 @@ def test_weights_that_do_not_fit_the_model_are_refused_in_one_line(good_run, tmp
     meta_path = run_dir / "checkpoints" / "last.json"
     meta = json.loads(meta_path.read_text())
     meta["config"]["hparams"]["net_arch"] = [32, 32]  # the model it describes is not the one saved
-    meta_path.write_text(json.dumps(meta))
+    write_checkpoint_json(meta_path, meta)
     with pytest.raises(CanterError, match="does not fit the model its config describes"):
         canter.load(run_dir / "checkpoints" / "last")
     before = snapshot(run_dir)
@@ -224,9 +225,10 @@ def _set(path: str, value):
     (_set("state.trainer.rollout", {"pos": 5}), "its trainer state was edited or is corrupt (KeyError: 'obs')"),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_hand_edited_resume_metadata_is_one_line_and_touches_nothing(good_run, tmp_path, capsys, edit, needle):
-    """The sha256 covers the tensors, not the JSON: a last.json edited by hand (a step that is no number,
-    trainer counters gone, a mapping or a random state of another type) was a traceback (exit 1), some after a
-    new event file was written. The line names the file and the field."""
+    """A last.json with such fields (a step that is no number, trainer counters gone, a mapping or a random state
+    of another type) was a traceback (exit 1), some after a new event file was written. The line names the file
+    and the field. (A .json edited by hand alone is refused first, as differing from its .safetensors copy,
+    test_checkpoint_integrity.py: these are written to both, as a checkpoint holding them would be.)"""
     import shutil
 
     from support import snapshot
@@ -236,7 +238,7 @@ def test_hand_edited_resume_metadata_is_one_line_and_touches_nothing(good_run, t
     meta_path = run_dir / "checkpoints" / "last.json"
     meta = json.loads(meta_path.read_text())
     edit(meta)
-    meta_path.write_text(json.dumps(meta))
+    write_checkpoint_json(meta_path, meta)
     before = snapshot(run_dir)
     assert main(["train", "--resume", str(run_dir), "--max-steps", "512", "--quiet"]) == 2
     err = capsys.readouterr().err
@@ -313,7 +315,7 @@ def test_a_run_saved_with_exponent_strings_in_its_callbacks_resumes(tmp_path):
     meta_path = run_dir / "checkpoints" / "last.json"
     meta = json.loads(meta_path.read_text())
     meta["config"]["callbacks"] = [{"canter.callbacks:EarlyStopping": {"patience": 9, "min_delta": "1e-3"}}]
-    meta_path.write_text(json.dumps(meta))  # as the earlier canter saved it, and wrote config.yaml:
+    write_checkpoint_json(meta_path, meta)  # as the earlier canter saved it, and wrote config.yaml:
     (run_dir / "config.yaml").write_text(yaml.safe_dump(meta["config"], sort_keys=False))
     assert main(["train", "--resume", str(run_dir), "--max-steps", "128", "--quiet"]) == 0
     assert read_metadata(run_dir / "checkpoints" / "last")["step"] == 128
@@ -422,7 +424,7 @@ def test_a_run_saved_before_a_config_key_existed_resumes_twice(tmp_path):
     meta_path = run_dir / "checkpoints" / "last.json"
     meta = json.loads(meta_path.read_text())
     del meta["config"]["max_policy_lag"], meta["config"]["hparams"]["clip_range_vf"]  # as an older canter saved it
-    meta_path.write_text(json.dumps(meta))
+    write_checkpoint_json(meta_path, meta)
     written = yaml.safe_load((run_dir / "config.yaml").read_text())  # as the resumed run rewrote it, with both keys
     old = {k: v for k, v in written.items() if k != "max_policy_lag"}  # as the older canter wrote it: no edit
     (run_dir / "config.yaml").write_text(yaml.safe_dump({**old, "hparams": {k: v for k, v in old["hparams"].items()

@@ -9,6 +9,7 @@ import pytest
 
 import canter
 from canter.resume_settings import spent_budget
+from checkpoint_support import write_checkpoint_json
 from support import assert_one_line_error, run_cli
 
 TINY = dict(max_steps=32, n_envs=1, n_steps=8, eval_episodes=0, tensorboard=False, quiet=True)
@@ -23,7 +24,7 @@ def reasonless(tmp_path):
     meta = json.loads(last.read_text())
     assert (meta["step"], meta["stop_reason"]) == (32, "max_steps")
     meta["stop_reason"] = None
-    last.write_text(json.dumps(meta))
+    write_checkpoint_json(last, meta)
     return run_dir
 
 

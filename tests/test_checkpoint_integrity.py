@@ -1,0 +1,77 @@
+"""A checkpoint's ``.json`` is checked against the copy of it in its ``.safetensors`` header (which the ``.json``'s
+sha256 covers): a ``.json`` edited by hand or damaged is refused in one line before anything it names is imported."""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import torch
+
+import canter
+from canter.checkpoint import load_checkpoint, read_metadata, save_checkpoint
+from canter.errors import CanterError
+from support import assert_one_line_error, run_cli, untrained_agent
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*(less than one (rollout|training phase)|never learns).*")
+
+
+def _edit(path, edit):
+    meta = json.loads(path.read_text())
+    edit(meta)
+    path.write_text(json.dumps(meta, indent=1))
+
+
+@pytest.mark.parametrize("read", [load_checkpoint, read_metadata])
+def test_an_edited_json_is_refused_naming_the_field(tmp_path, read):
+    """A changed step in the .json loaded as if canter had saved it: only the tensors were hashed."""
+    base = save_checkpoint(tmp_path / "ck", {"w": torch.ones(3)}, {"step": 1, "config": {"lr": 0.1}})
+    _edit(tmp_path / "ck.json", lambda m: m["config"].update(lr=0.5))
+    with pytest.raises(CanterError) as info:
+        read(base)
+    message = str(info.value)
+    assert f"{tmp_path / 'ck.json'} differs from the copy of it in its .safetensors file at 'config.lr'" in message
+
+
+def test_an_unchanged_json_reformatted_still_loads(tmp_path):
+    """Only the content is compared: key order and indentation (a JSON pretty-printer's) are not damage."""
+    base = save_checkpoint(tmp_path / "ck", {"w": torch.ones(3)}, {"step": 1, "x": float("nan")})
+    meta = json.loads((tmp_path / "ck.json").read_text())
+    (tmp_path / "ck.json").write_text(json.dumps(dict(reversed(list(meta.items()))), indent="\t"))
+    assert load_checkpoint(base)[1]["step"] == 1
+
+
+def test_a_json_naming_a_module_is_refused_before_importing_it(tmp_path, capsys, monkeypatch):
+    """user_modules added to the .json by hand were imported by canter.load and canter eval (their code ran)."""
+    (tmp_path / "planted_mod.py").write_text("import pathlib\npathlib.Path(__file__).with_name('RAN').touch()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    untrained_agent("ppo", "CartPole-v1", n_envs=1, n_steps=64).save(tmp_path / "ag")
+    _edit(tmp_path / "ag.json", lambda m: m.update(user_modules=["planted_mod"]))
+    with pytest.raises(CanterError, match="differs from the copy of it in its .safetensors file at 'user_modules'"):
+        canter.load(tmp_path / "ag")
+    code, _, err = run_cli(capsys, "eval", str(tmp_path / "ag"), "--episodes", "1")
+    assert_one_line_error(code, err, "'user_modules' (edited by hand or damaged)")
+    assert not (tmp_path / "RAN").exists() and "planted_mod" not in sys.modules
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "--resume", "{run}", "--max-steps", "512", "--quiet"],
+    ["train", "ppo", "--env", "CartPole-v1", "--set", "init_from={run}/checkpoints/last", "--quiet", "--run-dir", "{new}"],
+    ["eval", "{run}/checkpoints/last", "--episodes", "1"],
+    ["play", "{run}/checkpoints/last", "--episodes", "1"],
+], ids=["resume", "init-from", "eval", "play"])
+def test_every_command_refuses_an_edited_last_json_and_touches_nothing(finished_ppo_run, tmp_path, capsys, argv):
+    """--resume, --set init_from=, eval and play all read a checkpoint through load_checkpoint/read_metadata: each
+    refuses a last.json edited by hand (a bigger learning rate) in one line, exit 2, the run directory unchanged."""
+    import shutil
+
+    from support import snapshot
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_ppo_run, run)
+    _edit(run / "checkpoints" / "last.json", lambda m: m["config"]["hparams"].update(lr=0.5))
+    before = snapshot(tmp_path)
+    code, _, err = run_cli(capsys, *[a.format(run=run, new=tmp_path / "new") for a in argv])
+    assert_one_line_error(code, err, "last.json differs from the copy of it in its .safetensors file at "
+                                     "'config.hparams.lr'")
+    assert snapshot(tmp_path) == before
