@@ -111,7 +111,7 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str,
         previous = ""
     with atomic_path(st_path) as tmp:  # streamed from the tensors' memory: no copy of a replay buffer in memory
         _save_tensors(tensors, tmp, {"format": FORMAT, "checkpoint_id": ckpt_id, "replaces": previous,
-                                     "canter_meta": text})
+                                     "canter_meta": text, "content_sha256": content_sha256(text, tensors)})
         digest = _sha256(tmp)
     text = json.dumps({**meta, "sha256": digest}, indent=1, allow_nan=True)
     atomic_write(json_path, text.encode())
@@ -179,6 +179,20 @@ def _save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[s
             raise
         errno_ = int(code.group(1))
         raise OSError(errno_, os.strerror(errno_), str(path)) from None
+
+
+def content_sha256(text: str, tensors: dict[str, torch.Tensor]) -> str:
+    """The SHA-256 of a checkpoint's metadata ``text`` and its ``tensors`` (each one's name, dtype, shape and bytes,
+    by name), which its .safetensors header holds: a .safetensors read alone (no .json, or one a save behind) is
+    checked with it."""
+    digest = hashlib.sha256(text.encode())
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        digest.update(json.dumps([name, str(t.dtype), list(t.shape)]).encode())
+        if t.numel():
+            t = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
+            digest.update(memoryview(np.ascontiguousarray(t.numpy()).reshape(-1).view(np.uint8)))
+    return digest.hexdigest()
 
 
 def _sha256(path: Path) -> str:
@@ -369,11 +383,31 @@ def _load_checkpoint(base: Path, what: str) -> tuple[dict[str, Any], dict[str, A
             tensors = st_load(bytes(blob))
     except Exception as exc:  # safetensors raises its own error types for corrupt files
         raise CanterError(f"{what} tensors {st_path} are unreadable: {exc}") from None
+    if not from_json:  # the .safetensors alone: its header's hash of its metadata and tensors vouches for them
+        _check_content(blob, tensors, meta, st_path, what)
     try:
         state = unflatten_state(meta["state"], tensors)
     except (KeyError, TypeError, ValueError) as exc:
         raise CanterError(f"{what} {base} is corrupt: its metadata and tensors disagree ({exc!r})") from None
     return state, meta
+
+
+def _check_content(blob: bytearray, tensors: dict[str, torch.Tensor], meta: dict[str, Any], st_path: Path,
+                   what: str) -> None:
+    """Refuse a .safetensors read without its .json whose metadata and tensors (``blob``, read as ``tensors``)
+    differ from its header's ``content_sha256``; one an older canter wrote, without it, is read unchecked, with a
+    :class:`CanterWarning`."""
+    header = json.loads(bytes(blob[8:8 + int.from_bytes(blob[:8], "little")])).get("__metadata__") or {}
+    if header.get("checkpoint_id") != meta.get("checkpoint_id"):  # replaced since its header was read: read again
+        raise CanterError(f"{what} {st_path} changed while it was read")
+    if "content_sha256" not in header:
+        from canter.errors import CanterWarning, warn
+
+        warn(CanterWarning(f"{what} {st_path} is read without its .json, and an older canter wrote it with no hash "
+                           f"of its own: its tensors are unchecked"))
+    elif content_sha256(header.get("canter_meta", ""), tensors) != header["content_sha256"]:
+        raise CanterError(f"{what} {st_path} is corrupt: its tensors or metadata differ from the hash in its header "
+                          f"(it was read without its .json)")
 
 
 def _read_file(path: Path) -> bytearray:

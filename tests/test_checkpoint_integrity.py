@@ -75,3 +75,42 @@ def test_every_command_refuses_an_edited_last_json_and_touches_nothing(finished_
     assert_one_line_error(code, err, "last.json differs from the copy of it in its .safetensors file at "
                                      "'config.hparams.lr'")
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("json_file", ["missing", "a save behind"])
+def test_a_lone_safetensors_with_changed_tensors_is_refused(tmp_path, json_file):
+    """A .safetensors read without its .json (deleted, or the kill between the two renames of a save) was not hashed:
+    a flipped bit in its tensors loaded. Its header's content_sha256 covers its metadata and tensors."""
+    base = save_checkpoint(tmp_path / "ck", {"w": torch.full((4,), 1.0)}, {"step": 1})
+    behind = (tmp_path / "ck.json").read_bytes()
+    save_checkpoint(base, {"w": torch.full((4,), 2.0)}, {"step": 2})
+    if json_file == "missing":
+        (tmp_path / "ck.json").unlink()
+    else:
+        (tmp_path / "ck.json").write_bytes(behind)
+    assert load_checkpoint(base)[1]["step"] == 2  # unchanged: read from the header alone
+    st = tmp_path / "ck.safetensors"
+    blob = bytearray(st.read_bytes())
+    blob[-1] ^= 0x01  # the last byte of the tensor's data: still a valid float
+    st.write_bytes(bytes(blob))
+    with pytest.raises(CanterError, match=f"{st} is corrupt: its tensors or metadata differ from the hash in its "
+                                          f"header"):
+        load_checkpoint(base)
+
+
+def test_a_lone_safetensors_an_older_canter_wrote_loads_with_a_warning(tmp_path):
+    """One without content_sha256 (written before it existed) still loads, saying its tensors are unchecked."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    from canter.errors import CanterWarning
+
+    base = save_checkpoint(tmp_path / "ck", {"w": torch.ones(2)}, {"step": 1})
+    st = tmp_path / "ck.safetensors"
+    with safe_open(str(st), framework="pt") as f:
+        header, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+    del header["content_sha256"]
+    save_file(tensors, str(st), metadata=header)
+    (tmp_path / "ck.json").unlink()
+    with pytest.warns(CanterWarning, match="an older canter wrote it with no hash of its own: its tensors are unchecked"):
+        assert load_checkpoint(base)[0]["w"].tolist() == [1.0, 1.0]
