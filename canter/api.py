@@ -29,6 +29,7 @@ from canter.envs.make import given_image_layout, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
 from canter.logging.defaults import default_loggers
 from canter.envs.turns import bind_opponents, opponent_ids
+from canter.checkpoint_finite import refuse_nonfinite, warn_nonfinite
 from canter.errors import CanterError, CanterWarning, warn, bool_argument, keywords_checked
 from canter.init_from import check_source, init_agent
 from canter.logging.history import check_history
@@ -355,6 +356,7 @@ def resume_trainer(
         raise CanterError(f"{base} is not a resumable checkpoint: it holds no trainer state (a best or step-N "
                           f"checkpoint copied over last is for loading only; or it was written by an older canter)")
     check_resume_metadata(meta, state, base)
+    refuse_nonfinite(base, state, "resuming it")  # NaN weights: a run that diverged, or damage
     flags = _COMMAND_LINE.get()  # canter train --resume's: its errors name options, canter.resume's keywords
     check_same_run(run_dir, meta["config"], base, flags)  # a checkpoint copied from another run: before its modules import
     import_user_modules(meta.get("user_modules", []), f"checkpoint {base}", meta.get("config"))  # register its names
@@ -449,6 +451,7 @@ def load(
     weights_only = bool_argument("weights_only", weights_only)  # 'no' would be truthy: the whole state restored
     base = find_checkpoint(path)
     state, meta = load_checkpoint(base)
+    warn_nonfinite(base, state, weights_only)  # loaded all the same: a diverged run's last stays inspectable
     cfg = meta.get("config")
     if not isinstance(cfg, dict) or not isinstance(cfg.get("hparams", {}), dict):
         raise CanterError(f"checkpoint {base} has no valid 'config' in its metadata")

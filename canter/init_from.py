@@ -30,6 +30,13 @@ def check_source(path: str, algo: str, run: Any = None) -> None:
         raise CanterError(f"init_from: {exc}") from None
     _check_config(base, meta)
     _check_algorithm(path, meta, algo, run)
+    from canter.checkpoint_finite import nonfinite_in_file, refuse_nonfinite
+
+    try:  # NaN weights: before the build, whose warnings made the one-line error a second line
+        found = nonfinite_in_file(base, weights_only=True)
+    except Exception:  # an unreadable file: load_checkpoint, after the build, says what is wrong with it
+        found = []
+    refuse_nonfinite(base, found, "init_from", weights_only=True)
 
 
 def _check_config(base: Any, meta: dict[str, Any]) -> None:
@@ -85,6 +92,7 @@ def init_agent(built: Any, path: str) -> None:
     it trains. Another algorithm, other spaces or networks of other shapes are refused in one line (``built`` is
     closed then)."""
     from canter.checkpoint import checkpoint_space, find_checkpoint, load_checkpoint
+    from canter.checkpoint_finite import refuse_nonfinite
     from canter.envs import spaces_mismatch
 
     trainer = getattr(built, "trainer", built)
@@ -95,6 +103,7 @@ def init_agent(built: Any, path: str) -> None:
             state, meta = load_checkpoint(base)
         except CanterError as exc:
             raise CanterError(f"init_from: {exc}") from None
+        refuse_nonfinite(base, state, "init_from", weights_only=True)  # NaN weights: a run that diverged, or damage
         _check_config(base, meta)
         config = meta.get("config") or {}
         # checked before the build too (check_source): the files may change, and only now are its policies known
