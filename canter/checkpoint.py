@@ -398,7 +398,11 @@ def _check_content(blob: bytearray, tensors: dict[str, torch.Tensor], meta: dict
     differ from its header's ``content_sha256``; one an older canter wrote, without it, is read unchecked, with a
     :class:`CanterWarning`."""
     header = json.loads(bytes(blob[8:8 + int.from_bytes(blob[:8], "little")])).get("__metadata__") or {}
-    if header.get("checkpoint_id") != meta.get("checkpoint_id"):  # replaced since its header was read: read again
+    try:  # the metadata read from its header before: another now if a save replaced it since (then read again)
+        same = _canonical(json.loads(header.get("canter_meta", "null"))) == _canonical(meta)
+    except (ValueError, RecursionError):
+        same = False
+    if not same:
         raise CanterError(f"{what} {st_path} changed while it was read")
     if "content_sha256" not in header:
         from canter.errors import CanterWarning, warn

@@ -114,3 +114,13 @@ def test_a_lone_safetensors_an_older_canter_wrote_loads_with_a_warning(tmp_path)
     (tmp_path / "ck.json").unlink()
     with pytest.warns(CanterWarning, match="an older canter wrote it with no hash of its own: its tensors are unchecked"):
         assert load_checkpoint(base)[0]["w"].tolist() == [1.0, 1.0]
+
+
+def test_a_checkpoint_saved_again_with_its_loaded_metadata_loads(tmp_path):
+    """save_checkpoint(base, *load_checkpoint(base)) keeps the loaded checkpoint_id in the .json, which the header's new
+    one then replaces: read from the header, it was taken for a checkpoint changed while read (the header's id was
+    compared with its metadata's), as init_from of such a checkpoint showed (test_image_normalize_obs)."""
+    base = save_checkpoint(tmp_path / "ck", {"w": torch.ones(2)}, {"step": 1})
+    state, meta = load_checkpoint(base)
+    save_checkpoint(base, state, meta)
+    assert load_checkpoint(base)[0]["w"].tolist() == [1.0, 1.0]
