@@ -24,6 +24,7 @@ from canter.config_layers import set_list
 from canter.config_unused import warn_unused_settings
 from canter.preset_target import warn_preset_target
 from canter.envs import make_vec_env, spaces_match
+from canter.envs.spaces import joint_alive_mask_note
 from canter.envs.spaces import read_alike
 from canter.envs.make import given_image_layout, make_eval_env, warn_env_of_main
 from canter.envs.opponents import Snapshots, frozen_specs, read_index, run_snapshots, with_snapshots
@@ -398,7 +399,8 @@ def resume_trainer(
         saved = checkpoint_space(meta, which, base)
         if not spaces_match(saved, getattr(agent, which)):
             run_obj.close()
-            raise CanterError(f"cannot resume: the env's {which.replace('_', ' ')} differs from the checkpoint's")
+            raise CanterError(f"cannot resume: the env's {which.replace('_', ' ')} differs from the checkpoint's"
+                              + joint_alive_mask_note(saved, getattr(agent, which)))
         if which == "observation_space":
             try:
                 check_env_layout_kept(saved, agent.observation_space)

@@ -187,7 +187,7 @@ def test_qmix_mixer_by_hand_non_negative_hypernetwork_weights():
     algo = QMIX(env.single_observation_space, env.single_action_space, QMIXConfig(mixing_embed_dim=3), seed=0)
     env.close()
     m = algo.q
-    obs = torch.randn(5, 3, 6, generator=torch.Generator().manual_seed(0))
+    obs = torch.randn(5, 3, 9, generator=torch.Generator().manual_seed(0))  # width 6, then the alive masks of 3
     chosen = torch.randn(5, 2, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         s = obs[:, 2]

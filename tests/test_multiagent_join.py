@@ -199,13 +199,16 @@ def test_a_central_critic_and_a_mixer_see_absent_agents_as_zeros(algo, capsys, t
     env = make_vec_env(LATE, 1, policies="joint" if algo == "qmix" else "shared", central_state=algo == "mappo")
     obs = env.reset(seed=0)
     if algo == "qmix":
-        np.testing.assert_array_equal(obs[0, 1], 0)  # agent_1's row
+        m = env.single_observation_space.mask_width  # the alive mask (the env has no action masks)
+        np.testing.assert_array_equal(obs[0, 1, :-m], 0)  # agent_1's row
+        assert obs[0, 1, -m:].tolist() == [1] + [0] * (m - 1)  # not yet joined: action 0 alone
         assert obs[0, 2, :3].sum() == 1 and obs[0, 2, 3:6].sum() == 0  # the state: agent_1's part zeros
         for t in range(3):  # agent_1 joins on the third step: the team reward leaves its join reward out
             step = env.step(obs[:, :2, :3].argmax(-1))
-            assert step.reward.tolist() == [1.0] and (obs[0, 1].sum() == 0) == (t < 3)
+            assert step.reward.tolist() == [1.0] and (obs[0, 1, :-m].sum() == 0) == (t < 3)
             obs = step.obs
         assert obs[0, 1, :3].sum() == 1 and obs[0, 2, 3:6].sum() == 1  # its first observation, in the state too
+        assert (obs[0, 1, -m:] == 1).all()  # in the episode: every action allowed
     else:
         np.testing.assert_array_equal(obs[1, 0], 0)
         assert obs[0, 1, 3:6].sum() == 0 and obs[0, 1, 6:8].tolist() == [1, 0]

@@ -21,12 +21,14 @@ ENV = "pettingzoo:tests.match_agents"
 @pytest.mark.parametrize("state", [True, False])
 def test_joint_env_stacks_agents_and_state_and_sums_the_team_reward(state):
     env = make_vec_env(ENV, 2, policies="joint", env_kwargs={"n_agents": 3, "state": state})
-    assert env.num_envs == 2 and env.single_observation_space.shape == (4, 9)  # 3 agents + state, width 3 * 3
+    # 3 agents + state, width 3 * 3, then the agents' alive masks (the env has no action masks: 3 columns)
+    assert env.num_envs == 2 and env.single_observation_space.shape == (4, 12)
     assert env.single_action_space.nvec.tolist() == [3, 3, 3]
     obs = env.reset(seed=0)
     agents = obs[:, :3, :3]
-    assert np.all(agents.sum(-1) == 1) and np.all(obs[:, :3, 3:] == 0)  # one-hot targets, zero padding
-    np.testing.assert_array_equal(obs[:, 3], agents.reshape(2, 9))  # the state (or the fallback) holds every target
+    assert np.all(agents.sum(-1) == 1) and np.all(obs[:, :3, 3:9] == 0)  # one-hot targets, zero padding
+    assert np.all(obs[:, :3, 9:] == 1) and np.all(obs[:, 3, 9:] == 0)  # every agent in: every action allowed
+    np.testing.assert_array_equal(obs[:, 3, :9], agents.reshape(2, 9))  # the state (or the fallback) holds every target
     targets = agents.argmax(-1)
     wrong = (targets + 1) % 3
     step = env.step(np.stack([targets[0], wrong[1]]))  # copy 0: all match; copy 1: none
@@ -52,10 +54,11 @@ def test_joint_env_zeroes_departed_agents_after_their_last_step_and_ends_a_copy_
     assert np.all(step.obs[:, :3, :3].sum(-1) == 1)  # the step an agent leaves in shows its final observation
     assert np.all(step.obs[0, 3, 3:6] == 0)  # the env's state() leaves it out
     step = env.step(step.obs[:, :3, :3].argmax(-1))
-    assert np.all(step.obs[0, 1] == 0) and np.all(step.obs[0, [0, 2], :3].sum(-1) == 1)  # zeros from the next step
+    assert np.all(step.obs[0, 1, :9] == 0) and np.all(step.obs[0, [0, 2], :3].sum(-1) == 1)  # zeros from the next step
+    assert step.obs[0, 1, 9:].tolist() == [1, 0, 0] and np.all(step.obs[0, [0, 2], 9:] == 1)  # out: action 0 alone
     for _ in range(6):  # the departed agent's actions never reach the env (it refuses them)
         step = env.step(step.obs[:, :3, :3].argmax(-1))
-        assert np.all(step.obs[0, 1] == 0)
+        assert np.all(step.obs[0, 1, :9] == 0) and step.obs[0, 1, 9:].tolist() == [1, 0, 0]
     assert step.truncated.tolist() == [True, False] and not step.terminated.any()  # the survivors' time limit
     assert env.finished_returns.tolist() == [16.0] and env.finished_lengths.tolist() == [8]
     assert step.valid.tolist() == [True, True] and not env.step(np.zeros((2, 3), np.int64)).valid[0]
@@ -80,7 +83,7 @@ def test_mixing_is_monotonic_in_every_agents_value():
     algo = QMIX(env.single_observation_space, env.single_action_space, QMIXConfig(), seed=0)
     env.close()
     torch.manual_seed(0)
-    obs = torch.randn(64, 4, 9)
+    obs = torch.randn(64, 4, 12)
     chosen = torch.randn(64, 3, requires_grad=True)
     algo.q.mix(chosen, obs).sum().backward()
     assert (chosen.grad >= 0).all() and (chosen.grad > 0).any()
@@ -92,10 +95,11 @@ def test_td_target_bootstraps_from_the_target_mixer_with_double_q():
     env.close()
     torch.manual_seed(1)
     b = 6
-    next_obs = torch.rand(b, 3, 6)
+    next_obs = torch.rand(b, 3, 9)  # width 6, then the alive masks: every action allowed
+    next_obs[:, :2, 6:] = 1.0
     with torch.no_grad():
         algo.q.agent.__getitem__(0).weight.add_(0.5)  # online and target networks now differ
-    batch = ReplayBatch(torch.rand(b, 3, 6), torch.zeros(b, 2, dtype=torch.int64), torch.arange(b, dtype=torch.float32),
+    batch = ReplayBatch(torch.rand(b, 3, 9), torch.zeros(b, 2, dtype=torch.int64), torch.arange(b, dtype=torch.float32),
                         next_obs, torch.tensor([0, 1, 0, 1, 0, 1], dtype=torch.float32), torch.full((b,), 0.9),
                         torch.ones(b), torch.arange(b))
     with torch.no_grad():
@@ -113,7 +117,8 @@ def test_qmix_learns_a_team_reward_that_needs_every_agent(tmp_path, capsys):
                          target_reward=23, n_envs=4, eval_every=2_000, run_dir=tmp_path / "run")
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["solved"] and summary["best_eval_return"] >= 23
-    obs = np.zeros((3, 4, 9), np.float32)
+    obs = np.zeros((3, 4, 12), np.float32)
+    obs[:, :3, 9:] = 1.0  # every agent in: every action allowed
     for j in range(3):  # every agent sees target j
         obs[j, :3, j] = 1.0
     np.testing.assert_array_equal(agent.predict(obs), [[0, 0, 0], [1, 1, 1], [2, 2, 2]])

@@ -4,7 +4,8 @@ a dead unit), so the action the replay stores for it and the TD target's maximum
 ``tests/step_agents.py`` with ``length=2, masked=True``: ``agent_0`` leaves after step 1 and ``agent_1`` plays a
 second step; both masks allow both actions while the agents are in. A departed agent's mask was all zeros (on the
 step after it left, its final mask): it allowed everything, the replay stored random actions for it, and the
-target took the maximum over its Q-values.
+target took the maximum over its Q-values. With ``masked=False`` the env has no masks: the joint observation carries
+an automatic alive mask in the same columns (before it, the same random actions and maximum).
 """
 from __future__ import annotations
 
@@ -87,3 +88,62 @@ def test_an_agent_that_terminated_on_a_truncated_teams_last_step_takes_action_0_
     obs = trainer.buffer.obs[:12, 0]
     assert not trainer.buffer.terminated[:12:2, 0].any()  # (truncated: the team's value is bootstrapped)
     assert obs[1::2][:, 0, 2:].tolist() == [[1.0, 0.0]] * 6 and (obs[1::2][:, 1, 2:] == 1).all()
+
+
+@pytest.mark.parametrize("learning_starts", [10_000, 0])
+def test_without_masks_the_replay_stores_action_0_for_an_agent_that_left(learning_starts):
+    """``masked=False``: the env has no action masks. The joint observation carries an automatic alive mask (every
+    action allowed to an agent in the episode, action 0 alone to one out of it); without it the replay stored random
+    actions for ``agent_0`` after it left."""
+    trainer = _collect(learning_starts, masked=False)
+    obs, actions = trainer.buffer.obs[:60, 0], trainer.buffer.actions[:60, 0]
+    phase = np.arange(60) % 3
+    assert actions[phase == 1, 0].tolist() == [0] * 20  # were 0 or 1, at random
+    assert set(actions[phase == 0, 0].tolist()) == {0, 1} and set(actions[phase == 1, 1].tolist()) == {0, 1}
+    assert obs[phase == 1][:, 0, 2:].tolist() == [[1.0, 0.0]] * 20 and (obs[phase == 1][:, 0, :2] == [2.0, 0.0]).all()
+    assert (obs[phase == 0][:, :2, 2:] == 1).all() and (obs[phase == 1][:, 1, 2:] == 1).all()
+
+
+def test_without_masks_the_td_target_takes_a_departed_agents_action_0():
+    """As the masked case above: the target's maximum for ``agent_0``, out of every next observation, is its action
+    0's value (it was its action 1's, 50 above)."""
+    trainer = _collect(10_000, steps=12, truncate=True, masked=False)
+    algo = trainer.agent.algorithm
+    with torch.no_grad():
+        algo.q_target.agent[-1].bias.copy_(torch.tensor([0.0, 50.0]))
+    batch = ReplayBatch(*trainer.buffer.sample(16))
+    assert not batch.terminated.any()
+    with torch.no_grad():
+        raw = _raw_agent_q(algo.q_target, batch.next_obs)
+        chosen = torch.stack([raw[:, 0, 0], raw[:, 1].amax(1)], 1)
+        expected = batch.rewards + batch.discounts * algo.q_target.mix(chosen, batch.next_obs)
+    torch.testing.assert_close(algo.td_target(batch), expected)
+
+
+def _raw_agent_q(model, obs: torch.Tensor) -> torch.Tensor:
+    """Each agent's Q-values ``[B, k, n]`` from its two observation columns and its id, no mask applied."""
+    k = model.k
+    ids = torch.eye(k).expand(len(obs), k, k)
+    return model.agent(torch.cat([obs[:, :k, :2], ids], -1))
+
+
+def test_a_run_saved_without_the_alive_mask_is_refused_in_one_line_saying_why():
+    """A QMIX run saved before the alive mask (2026-11-28) on an env without masks observed ``[3, 2]``; the env's
+    joint view now gives ``[3, 4]``: eval, play and init_from (``spaces_mismatch``) and resume say why."""
+    import gymnasium as gym
+
+    from canter.envs import make_vec_env
+    from canter.envs.spaces import check_agent_spaces
+    from canter.errors import CanterError
+
+    env = make_vec_env(ENV, 1, policies="joint", env_kwargs={"length": 2})
+    space, actions = env.single_observation_space, env.single_action_space
+    env.close()
+    assert space.shape == (3, 4) and space.mask_width == 2
+    old = type("OldAgent", (), {"observation_space": gym.spaces.Box(-np.inf, np.inf, (3, 2), np.float32),
+                                "action_space": actions})()
+    with pytest.raises(CanterError, match="saved before 2026-11-28 on an env without action masks") as info:
+        check_agent_spaces(old, ENV, space, actions)
+    assert "\n" not in str(info.value) and "train it again" in str(info.value)
+    old.observation_space = space  # a run saved since: no complaint
+    check_agent_spaces(old, ENV, space, actions)

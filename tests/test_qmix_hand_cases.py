@@ -39,9 +39,12 @@ def _collect(n_step: int = 1, gamma: float = 0.99, **env_kwargs):
     return trainer
 
 
-def _row(t: int, alive: tuple[bool, bool]) -> list[list[float]]:
-    """The joint observation at time ``t``: each agent's row (zeros once it has left), then the state."""
-    return [[(1 + t) * alive[0], 0.0], [0.0, (1 + t) * alive[1]], [float(t), 10.0 + t]]
+def _row(t: int, alive: tuple[bool, bool], allowed: tuple[bool, bool] | None = None) -> list[list[float]]:
+    """The joint observation at time ``t``: each agent's row (zeros once it has left), then the state; each row's
+    last two columns are the alive mask (the env has no action masks): both actions where ``allowed`` (default:
+    ``alive``), action 0 alone elsewhere, and zeros in the state's row."""
+    mask = [[1.0, 1.0] if a else [1.0, 0.0] for a in (alive if allowed is None else allowed)]
+    return [[(1 + t) * alive[0], 0.0, *mask[0]], [0.0, (1 + t) * alive[1], *mask[1]], [float(t), 10.0 + t, 0.0, 0.0]]
 
 
 @pytest.mark.parametrize("truncate", [False, True])
@@ -56,12 +59,14 @@ def test_the_replay_holds_team_rewards_departures_and_the_teams_end(truncate):
             assert obs[t].tolist() == _row(0, (True, True))
             assert buf.rewards[t, 0] == TABLE[0][actions[t, 0]] + TABLE[1][actions[t, 1]]
             assert not buf.terminated[t, 0] and not buf.done[t, 0]
-        elif phase == 1:  # agent_0's final observation is shown; its action is ignored
-            assert obs[t].tolist() == _row(1, (True, True))
+        elif phase == 1:  # agent_0's final observation is shown; its action is ignored (action 0 alone allowed)
+            assert obs[t].tolist() == _row(1, (True, True), (False, True))
+            assert actions[t, 0] == 0
             assert buf.rewards[t, 0] == TABLE[1][actions[t, 1]]
             assert buf.terminated[t, 0] == (not truncate) and buf.done[t, 0]  # done: terminated or truncated
-        else:  # the final observation (the truncation's bootstrap reads it): agent_0's row is zeros
-            assert obs[t].tolist() == _row(2, (False, True))
+        else:  # the final observation (the truncation's bootstrap reads it): agent_0's row is zeros; agent_1's mask
+            # is kept where the time limit cut it (the bootstrap's max), action 0 alone where it terminated
+            assert obs[t].tolist() == _row(2, (False, True), (False, truncate))
 
 
 def test_n_step_returns_sum_the_team_rewards_to_the_teams_end():
@@ -69,18 +74,18 @@ def test_n_step_returns_sum_the_team_rewards_to_the_teams_end():
     batch = trainer.buffer.sample(64)
     for obs, a, r, nxt, term, disc in zip(batch.obs, batch.actions, batch.rewards, batch.next_obs, batch.terminated,
                                           batch.discounts):
-        assert nxt.tolist() == _row(2, (False, True)) and term == 1.0  # both steps end at the team's end
+        assert nxt.tolist() == _row(2, (False, True), (False, False)) and term == 1.0  # both steps end at the team's end
         if obs.tolist() == _row(0, (True, True)):  # r1 + 0.5 r2: the second step's action is not in the batch
             assert float(disc) == 0.25
             assert float(r) - (TABLE[0][a[0]] + TABLE[1][a[1]]) in (0.0, 0.5 * 2.0)
         else:
-            assert obs.tolist() == _row(1, (True, True)) and float(disc) == 0.5
+            assert obs.tolist() == _row(1, (True, True), (False, True)) and float(disc) == 0.5
             assert float(r) == TABLE[1][a[1]]
 
 
 def _utilities(net, obs: torch.Tensor) -> torch.Tensor:
-    """``[2, n]``: each agent's Q values from its row and one-hot id."""
-    return torch.stack([net.agent(torch.cat([obs[i], F.one_hot(torch.tensor(i), 2).float()])) for i in range(2)])
+    """``[2, n]``: each agent's Q values from its row (without its mask) and one-hot id."""
+    return torch.stack([net.agent(torch.cat([obs[i, :2], F.one_hot(torch.tensor(i), 2).float()])) for i in range(2)])
 
 
 def _q_tot(net, q: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
@@ -100,7 +105,7 @@ def test_the_loss_on_one_step_episodes_is_the_papers_squared_td_error(truncate):
     assert len(rows) == 6 and set(batch.indices.tolist()) <= set(rows.tolist())
     losses = []
     for obs, a, r, nxt, term in zip(batch.obs, batch.actions, batch.rewards, batch.next_obs, batch.terminated):
-        assert obs.tolist() == _row(0, (True, True)) and nxt.tolist() == _row(1, (True, True))
+        assert obs.tolist() == _row(0, (True, True)) and nxt.tolist() == _row(1, (True, True), (truncate, truncate))
         assert float(r) == TABLE[0][a[0]] + TABLE[1][a[1]] and bool(term) == (not truncate)
         with torch.no_grad():
             u = _utilities(algo.q_target, nxt[:2])

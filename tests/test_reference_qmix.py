@@ -27,8 +27,9 @@ K, B = 3, 12
 
 
 def _utilities(net, obs: torch.Tensor) -> torch.Tensor:
-    """``[B, k, n]``: each agent's row with its one-hot id through the shared agent network."""
-    return torch.stack([net.agent(torch.cat([obs[:, i], F.one_hot(torch.tensor(i), K).float().expand(len(obs), K)], -1))
+    """``[B, k, n]``: each agent's row (without its action mask) with its one-hot id through the shared agent
+    network."""
+    return torch.stack([net.agent(torch.cat([obs[:, i, :-net.mask_width], F.one_hot(torch.tensor(i), K).float().expand(len(obs), K)], -1))
                         for i in range(K)], 1)
 
 
@@ -61,6 +62,8 @@ def test_qmix_gradient_matches_the_papers_mixing_and_joint_max_target(double_q, 
     online, target = copy.deepcopy(algo.q), copy.deepcopy(algo.q_target)
     width, n_actions = algo.observation_space.shape[1], algo.n_actions
     obs, next_obs = 2 * torch.rand(B, K + 1, width, generator=g), 2 * torch.rand(B, K + 1, width, generator=g)
+    for o in (obs, next_obs):  # the alive masks (the env has no action masks): every agent in, every action allowed
+        o[:, :K, -n_actions:], o[:, K, -n_actions:] = 1.0, 0.0
     batch = ReplayBatch(obs, torch.randint(0, n_actions, (B, K), generator=g), 3 * torch.randn(B, generator=g), next_obs,
                         (torch.arange(B) % 4 == 0).float(), torch.full((B,), 0.81), 0.5 + torch.rand(B, generator=g),
                         torch.arange(B))

@@ -123,13 +123,14 @@ class JointParallelEnv(gym.vector.VectorEnv):
 
     Observation ``[k + 1, w]`` float32: row ``i`` is agent ``i``'s observation, row ``k`` the
     env's global state (PettingZoo's ``state()``, where the env has a ``state_space``; otherwise
-    every agent's observation concatenated), zero-padded to ``w``. Agents whose observations carry
-    an action mask (:mod:`canter.envs.masks`) have it in the last columns of their rows (a
-    :class:`~canter.envs.masks.MaskedBox`). Action: ``MultiDiscrete``, one
+    every agent's observation concatenated), zero-padded to ``w``. The last columns of every agent's row are its
+    action mask (a :class:`~canter.envs.masks.MaskedBox`): the one its observations carry
+    (:mod:`canter.envs.masks`), or where the env has none an automatic "alive" mask (every action allowed while the
+    agent is in the episode; since 2026-11-28). Action: ``MultiDiscrete``, one
     entry per agent. Reward: the team reward, the sum of the agents' rewards. An agent that left
     the episode early observes zeros from the step after the one it left in (as SMAC's dead units
     do; its final observation is shown on that step, so the team's bootstrapped value at a time
-    limit sees every agent's final observation) and its actions are ignored; under action masks its mask
+    limit sees every agent's final observation) and its actions are ignored; its mask
     allows action 0 alone from that step on (PyMARL's no-op for a dead unit: the action stored for it is the
     one the TD target's maximum takes), as does that of an agent not yet joined; at a truncated team end
     the agents the time limit cut keep theirs. A
@@ -157,18 +158,18 @@ class JointParallelEnv(gym.vector.VectorEnv):
             raise CanterError(f"joint control of '{env_id}' needs Box observations and Discrete actions; its agents "
                               f"{' and '.join(wrong)}; {instead} (independent policies) instead")
         self.k, self.copies = self.inner.n_agents, copies
-        #: an action mask packed in each agent's observation goes to the last columns of its row
-        self.mask = mask_width(obs_space)
-        self.obs_size = int(np.prod(obs_space.shape)) - self.mask
+        #: the env's action mask packed in each agent's observation (0: none)
+        self.env_mask = mask_width(obs_space)
+        #: each agent row's last columns are its action mask: the env's, or where the env has none an automatic
+        #: "alive" mask (every action allowed to an agent in the episode, action 0 alone to one out of it)
+        self.mask = self.env_mask or int(act_space.n)
+        self.obs_size = int(np.prod(obs_space.shape)) - self.env_mask
         self.state_size = self.inner.state_size
         width = max(self.obs_size, self.state_size) + self.mask
         self.num_envs = copies
-        if self.mask:
-            low, high = np.full((self.k + 1, width), -np.inf), np.full((self.k + 1, width), np.inf)
-            low[:, -self.mask:], high[:, -self.mask:] = 0.0, 1.0
-            self.single_observation_space = MaskedBox(low, high, self.mask)
-        else:
-            self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (self.k + 1, width), np.float32)
+        low, high = np.full((self.k + 1, width), -np.inf), np.full((self.k + 1, width), np.inf)
+        low[:, -self.mask:], high[:, -self.mask:] = 0.0, 1.0
+        self.single_observation_space = MaskedBox(low, high, self.mask)
         self.single_action_space = gym.spaces.MultiDiscrete([int(act_space.n)] * self.k,
                                                             start=[int(act_space.start)] * self.k)
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, copies)
@@ -182,16 +183,16 @@ class JointParallelEnv(gym.vector.VectorEnv):
         out = np.zeros((self.copies, *self.single_observation_space.shape), np.float32)
         # an agent's row keeps its final observation on the step it leaves (a truncation's bootstrap sees
         # it), zeros after
-        rows = rows.reshape(self.copies, k, d + m) * self.inner.in_state[:, :, None]
+        rows = rows.reshape(self.copies, k, d + self.env_mask) * self.inner.in_state[:, :, None]
         out[:, :k, :d] = rows[..., :d]
-        if m:
-            out[:, :k, -m:] = rows[..., d:]
-            # an agent out of the episode (left, or not yet joined) may take action 0 only (PyMARL's dead units:
-            # the no-op alone available), so the action stored for it and the target's maximum over its actions
-            # agree; a mask of zeros allowed everything, and its random stored actions met a max in the target.
-            # Agents a time limit cut at the team's end keep their mask: the truncation's bootstrap is their max
-            idle = ~self.inner.alive if cut is None else ~self.inner.alive & ~cut
-            out[:, :k, -m:][idle] = np.eye(m, dtype=np.float32)[0]
+        out[:, :k, -m:] = rows[..., d:] if self.env_mask else 1.0  # no masks in the env: every action allowed
+        # an agent out of the episode (left, or not yet joined) may take action 0 only (PyMARL's dead units:
+        # the no-op alone available), so the action stored for it and the target's maximum over its actions
+        # agree; a mask of zeros allowed everything, and its random stored actions met a max in the target (as
+        # did every env without masks before the alive mask, 2026-11-28).
+        # Agents a time limit cut at the team's end keep their mask: the truncation's bootstrap is their max
+        idle = ~self.inner.alive if cut is None else ~self.inner.alive & ~cut
+        out[:, :k, -m:][idle] = np.eye(m, dtype=np.float32)[0]
         out[:, k, :self.state_size] = self.inner.global_state()
         return out
 

@@ -1,8 +1,8 @@
 """QMIX's networks: one agent Q-network shared by every agent, and a monotonic mixing network.
 
 Observations come from :class:`~canter.envs.multiagent_views.JointParallelEnv`: ``[B, k + 1, w]``,
-agent ``i``'s observation in row ``i`` and the global state in row ``k`` (zero-padded), and where
-the agents observe action masks, each agent's mask in the last columns of its row.
+agent ``i``'s observation in row ``i`` and the global state in row ``k`` (zero-padded), and each agent's action
+mask in the last columns of its row (the env's, or an automatic "alive" mask where the env has none).
 """
 from __future__ import annotations
 
