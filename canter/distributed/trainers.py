@@ -36,7 +36,8 @@ from canter.stop_criteria import StepBudget, TimeBudget
 from canter.trainers.base import Trainer
 from canter.trainers.guard import Divergence
 from canter.trainers.off_policy import OffPolicyTrainer, make_replay_buffer
-from canter.trainers.on_policy import OnPolicyTrainer, no_values_error, warn_one_minibatch
+from canter.trainers.on_policy import (OnPolicyTrainer, agent_rows, no_values_error, warn_one_minibatch,
+                                      warn_rollout_budget)
 
 #: per-explorer throughput is logged individually up to this many explorers (min/max beyond)
 PER_EXPLORER_STATS = 8
@@ -337,6 +338,12 @@ class AsyncTrainer(Learner, Trainer):
 
     #: rollouts dropped so far for exceeding ``run.max_policy_lag`` (saved with the counters)
     dropped: int = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # a rollout arrives whole: a budget below one is warned about (impala --max-steps 10 took 256 steps silently)
+        warn_rollout_budget(self.run.max_steps, self.config.n_steps, self.pool.envs_per_explorer, self.run.n_envs,
+                            agent_rows(self.run))
 
     def setup(self) -> None:  # noqa: D102
         # two calls per Ray explorer: the next rollout is queued while the learner works on this one

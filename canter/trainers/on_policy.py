@@ -23,13 +23,10 @@ class OnPolicyTrainer(StepwiseTrainer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        rollout = self.config.n_steps * self.env.num_envs
-        if rollout > self.cycle_budget:
-            # the env copies of every Ray explorer (the pool is the env: explorers x n_envs copies), else the run's
-            copies = self.run.n_envs * max(int(getattr(self.run, "explorers", 0) or 0), 1)
-            warn(CanterWarning(rollout_budget_message(self.cycle_budget, self.config.n_steps, self.env.num_envs,
-                                                      copies, agent_rows(self.run))))
-        warn_one_minibatch(self.config, rollout)
+        # the env copies of every Ray explorer (the pool is the env: explorers x n_envs copies), else the run's
+        copies = self.run.n_envs * max(int(getattr(self.run, "explorers", 0) or 0), 1)
+        warn_rollout_budget(self.cycle_budget, self.config.n_steps, self.env.num_envs, copies, agent_rows(self.run))
+        warn_one_minibatch(self.config, self.config.n_steps * self.env.num_envs)
 
     def setup(self) -> None:  # noqa: D102
         super().setup()
@@ -122,6 +119,13 @@ def rollout_budget_message(max_steps: int, n_steps: int, rows: int, copies: int,
     # "the run takes N steps" ends it: a multi-policy member's is told in the run's steps (multi_policy._run_steps)
     return (f"max_steps ({max_steps:,}) is less than one rollout (n_steps {n_steps} x {envs} = {n_steps * rows:,} "
             f"steps; {fitting_rollout(max_steps, rows)}): the run takes {n_steps * rows:,} steps")
+
+
+def warn_rollout_budget(max_steps: int, n_steps: int, rows: int, copies: int, agents: bool = False) -> None:
+    """Warn (:func:`rollout_budget_message`) when one rollout of ``n_steps`` x ``rows`` exceeds ``max_steps``: every
+    trainer that takes whole rollouts (or segments) past the budget, as Stable-Baselines3 does, says so."""
+    if n_steps * rows > max_steps:
+        warn(CanterWarning(rollout_budget_message(max_steps, n_steps, rows, copies, agents)))
 
 
 def rollout_rows(rows: int, copies: int, agents: bool = False) -> str:

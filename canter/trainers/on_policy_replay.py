@@ -16,11 +16,19 @@ from canter.data.pixel_columns import PixelColumns
 from canter.data.segments import SegmentReplay
 from canter.errors import CanterError, CanterWarning, warn
 from canter.trainers.base import Trainer
+from canter.trainers.on_policy import agent_rows, warn_rollout_budget
 from canter.utils import stream_rng
 
 
 class SegmentReplayTrainer(Trainer):
     """Collect a segment, learn on it, then replay ``Poisson(replay_ratio)`` stored segments."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the run takes whole segments: a budget below one is warned about, as the on-policy trainers' rollouts are
+        # (acer --max-steps 10 with n_steps 20 x 8 envs took 160 steps without a word)
+        warn_rollout_budget(self.run.max_steps, self.config.n_steps, self.env.num_envs, self.run.n_envs,
+                            agent_rows(self.run))
 
     def setup(self) -> None:  # noqa: D102
         c, n = self.config, self.env.num_envs

@@ -1,0 +1,35 @@
+"""A budget below one segment (ACER) or one rollout (IMPALA, APPO in one process) is warned about, as the on-policy
+trainers' rollouts are: ``canter train acer --env CartPole-v1 --max-steps 10`` (n_steps 20 x 8 envs) took 160 steps
+and ``impala`` 256 without a word."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import canter
+from canter.errors import CanterWarning
+
+
+def _budget_warnings(algo: str, **kwargs):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = canter.make_trainer(algo, "CartPole-v1", eval_episodes=0, **kwargs)
+    trainer.close()
+    return [str(w.message) for w in caught if "less than one rollout" in str(w.message)]
+
+
+@pytest.mark.parametrize("algo", ["acer", "impala", "appo"])
+def test_a_budget_below_one_rollout_is_warned_about(algo):
+    said = _budget_warnings(algo, n_envs=2, n_steps=20, max_steps=10)
+    assert said == ["max_steps (10) is less than one rollout (n_steps 20 x 2 envs = 40 steps; --set n_steps=5 makes "
+                    "one fit): the run takes 40 steps"], said
+    assert _budget_warnings(algo, n_envs=2, n_steps=5, max_steps=10) == []
+
+
+def test_the_acer_run_takes_the_whole_segment_it_warned_of():
+    with pytest.warns(CanterWarning, match=r"the run takes 40 steps$"):
+        trainer = canter.make_trainer("acer", "CartPole-v1", n_envs=2, n_steps=20, max_steps=10, eval_episodes=0)
+    with trainer:
+        assert [record.step for record in trainer()][-1] == 40
+
