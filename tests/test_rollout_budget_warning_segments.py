@@ -1,6 +1,7 @@
 """A budget below one segment (ACER) or one rollout (IMPALA, APPO in one process) is warned about, as the on-policy
 trainers' rollouts are: ``canter train acer --env CartPole-v1 --max-steps 10`` (n_steps 20 x 8 envs) took 160 steps
-and ``impala`` 256 without a word."""
+and ``impala`` 256 without a word. The batch_size warning of a multi-agent env's rollout calls its agent rows
+agent rows (MAPPO's '2 transitions: hparams.n_steps 1 x 2 envs' was one env copy of 2 agents)."""
 from __future__ import annotations
 
 import warnings
@@ -33,3 +34,10 @@ def test_the_acer_run_takes_the_whole_segment_it_warned_of():
     with trainer:
         assert [record.step for record in trainer()][-1] == 40
 
+
+def test_a_multi_agent_minibatch_warning_counts_agent_rows():
+    with pytest.warns(CanterWarning, match=r"is larger than one rollout \(2 transitions: hparams.n_steps 1 x 2 agent "
+                                           r"rows \(1 env copy x 2 agents\)\)"):
+        trainer = canter.make_trainer("mappo", "pettingzoo:tests.match_agents", n_envs=1, n_steps=1, batch_size=64,
+                                      max_steps=10, eval_episodes=0)
+    trainer.close()

@@ -350,7 +350,8 @@ class AsyncTrainer(Learner, Trainer):
         self.dropped = 0
         space = self.agent.observation_space  # a rollout too big for memory: refused before the run starts
         rollout_array((self.config.n_steps, self.pool.envs_per_explorer) + space.shape, space.dtype)
-        warn_one_minibatch(self.config, self.config.n_steps * self.pool.envs_per_explorer)  # APPO's minibatches
+        rows = self.pool.envs_per_explorer  # APPO's minibatches
+        warn_one_minibatch(self.config, self.config.n_steps * rows, self.run.n_envs, agent_rows(self.run))
         self.start_explorers(2 if self.pool.remote else 1)
 
     def rollout_kw(self) -> dict[str, Any]:  # noqa: D102

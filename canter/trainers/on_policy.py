@@ -26,7 +26,7 @@ class OnPolicyTrainer(StepwiseTrainer):
         # the env copies of every Ray explorer (the pool is the env: explorers x n_envs copies), else the run's
         copies = self.run.n_envs * max(int(getattr(self.run, "explorers", 0) or 0), 1)
         warn_rollout_budget(self.cycle_budget, self.config.n_steps, self.env.num_envs, copies, agent_rows(self.run))
-        warn_one_minibatch(self.config, self.config.n_steps * self.env.num_envs)
+        warn_one_minibatch(self.config, self.config.n_steps * self.env.num_envs, copies, agent_rows(self.run))
 
     def setup(self) -> None:  # noqa: D102
         super().setup()
@@ -159,15 +159,20 @@ def fitting_rollout(max_steps: int, rows: int) -> str:
     return f"--set n_steps={fit} makes one fit" if fit >= 1 else "fewer envs (--n-envs) and n_steps 1 make one fit"
 
 
-def warn_one_minibatch(config: Any, rows: int) -> None:
+def warn_one_minibatch(config: Any, rows: int, copies: int | None = None, agents: bool = False) -> None:
     """Warn (as Stable-Baselines3 does) when ``config.batch_size`` (the minibatch size of PPO, APPO,
     TRPO's critic, ...) exceeds ``rows``, the transitions of one rollout: every minibatch is then the whole
-    rollout, ``rows`` transitions, not ``batch_size``. Algorithms without ``batch_size`` are left alone."""
+    rollout, ``rows`` transitions, not ``batch_size``. Algorithms without ``batch_size`` are left alone.
+    ``copies`` and ``agents`` (as :func:`rollout_rows` takes them) tell a multi-agent env's agent rows as
+    such ("2 agent rows (1 env copy x 2 agents)", which was "2 envs"); None: the rows are envs."""
     batch_size = getattr(config, "batch_size", None)
     if isinstance(batch_size, int) and batch_size > rows > 0:
         steps = getattr(config, "n_steps", None)
+        per_step = rows // steps if steps else None
+        envs = ("? envs" if per_step is None else f"{per_step} envs" if copies is None
+                else rollout_rows(per_step, copies, agents))
         warn(CanterWarning(
             f"hparams.batch_size ({batch_size:,}) is larger than one rollout ({rows:,} transitions: hparams.n_steps "
-            f"{steps} x {rows // steps if steps else '?'} envs): each minibatch is the whole rollout; lower "
-            f"hparams.batch_size or raise hparams.n_steps or n_envs"
+            f"{steps} x {envs}): each minibatch is the whole rollout; lower hparams.batch_size or raise "
+            f"hparams.n_steps or n_envs"
         ))
