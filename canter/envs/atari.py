@@ -143,8 +143,11 @@ class GameScore(gym.Wrapper):
 class EpisodicLife(gym.Wrapper):
     """A lost life ends the episode for the learner; the game itself continues (DeepMind's
     ``EpisodicLifeEnv``). ``reset`` after a lost life takes one no-op step instead of resetting
-    the game; after a real game over it resets. gymnasium's ``terminal_on_life_loss`` resets the
-    whole game on every lost life, so it is not used."""
+    the game; after a real game over it resets. A ``reset(seed=...)`` always starts a new game from
+    that seed (gymnasium's contract, and what ale-py's native env does): it used to take the no-op step
+    whenever the game was going on (as SB3's ``EpisodicLifeEnv`` does), so the seed was dropped, e.g.
+    a resumed run's fresh episodes on the wrapper path continued the first reset's game. gymnasium's
+    ``terminal_on_life_loss`` resets the whole game on every lost life, so it is not used."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
@@ -161,7 +164,7 @@ class EpisodicLife(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:  # noqa: D102
-        if self.game_over:
+        if self.game_over or kwargs.get("seed") is not None:
             obs, info = self.env.reset(**kwargs)
         else:
             obs, _, terminated, truncated, info = self.env.step(0)
@@ -184,11 +187,12 @@ class FireReset(gym.Wrapper):
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:  # noqa: D102
         _, info = self.env.reset(**kwargs)
         ended = info  # a game that ended inside a reset (training: GameScore's info) is reported with this one
+        again = {k: v for k, v in kwargs.items() if k != "seed"}  # seeded once: a second reset goes on from it
         for action in (1, 2):
             obs, _, terminated, truncated, info = self.env.step(action)
             if terminated or truncated:
                 ended = info if GAME_RETURN in info else ended  # a lost life (training) ends no game
-                obs, info = _game_kept(self.env.reset(**kwargs), ended)
+                obs, info = _game_kept(self.env.reset(**again), ended)
         return _game_kept((obs, info), ended)
 
 
