@@ -11,6 +11,7 @@ pytest.importorskip("cv2", reason="gymnasium's AtariPreprocessing needs opencv (
 from canter.envs import make_vec_env  # noqa: E402
 
 BREAKOUT = "ALE/Breakout-v5"
+ASTERIX = "AsterixNoFrameskip-v4"  # 3 lives, no FIRE
 
 
 def _play(env, seed: int, actions: list[int]) -> list[np.ndarray]:
@@ -36,3 +37,30 @@ def test_a_seeded_reset_of_a_used_training_env_starts_the_seeds_game(vectorizati
         env.close()
     for i, (a, b) in enumerate(zip(got, want)):
         np.testing.assert_array_equal(a, b, err_msg=f"step {i} after the seeded reset")
+
+
+def _after_first_lost_life(vectorization: str, boundary_action: int) -> np.ndarray:
+    """Asterix (3 lives, no FIRE) training env: random actions until the first lost life, ``boundary_action`` on the
+    step after it (NEXT_STEP's episode boundary), then NOOPs; the stacks from the boundary step on."""
+    env = make_vec_env(ASTERIX, 1, vectorization, training=True)
+    rng = np.random.default_rng(0)
+    try:
+        env.reset(seed=0)
+        for _ in range(300):
+            step = env.step(rng.integers(env.single_action_space.n, size=1))
+            if step.terminated[0]:
+                break
+        assert step.terminated[0] and not step.truncated[0] and not len(env.finished_returns)  # a life, not the game
+        frames = [env.step(np.array([boundary_action])).obs]
+        frames += [env.step(np.zeros(1, dtype=np.int64)).obs for _ in range(4)]
+    finally:
+        env.close()
+    return np.stack(frames)
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "native"])
+def test_the_step_after_a_lost_life_plays_noop_in_a_game_without_fire(vectorization):
+    # the wrapper path's EpisodicLife reset (and SB3's EpisodicLifeEnv) plays NOOP there whatever the policy chose;
+    # the native env played the policy's action (chosen on the previous life's last stack, and recorded by no
+    # transition), which moved Asterix's player before the new episode's first frame: up to 228 pixels differed
+    np.testing.assert_array_equal(_after_first_lost_life(vectorization, 2), _after_first_lost_life(vectorization, 0))

@@ -34,7 +34,8 @@ each); after a lost life it continues the game and keeps its frame stack (in tra
 :class:`NativeNewLifeStack` puts zero frames in place of the previous life's in the new episode's
 stacks, as after a reset), and :class:`NativeFireAfterLifeLoss` presses FIRE there (evaluation: FIRE then action 2, as the wrapper
 path's ``FireAfterLifeLoss``; training: FIRE on the step that NEXT_STEP treats as the episode
-boundary, whose action no transition records).
+boundary, whose action no transition records; in a game without FIRE that step plays NOOP, as ``EpisodicLife``'s
+reset does).
 The replay buffer stores stacks exactly either way (:class:`canter.data.framestack.FrameStackReplay`).
 
 Differences from Stable-Baselines3's ``AtariWrapper`` shared by both paths (measured in
@@ -335,11 +336,13 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
         autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP, **kwargs,
     )
     actions = env.ale.get_action_set()
+    fire = len(actions) >= 3 and actions[1] == _ale_fire()
     seeded = NativeSeedRange(env)
-    # training: zero frames in place of the previous life's in a new episode's stacks; rewards clipped
-    wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(seeded), settings.clip_reward) if training \
-        else seeded
-    if life_loss and len(actions) >= 3 and actions[1] == _ale_fire():
+    # training: zero frames in place of the previous life's in a new episode's stacks, NOOP (no FIRE) on the step
+    # after a lost life; rewards clipped
+    wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(seeded, noop=not fire), settings.clip_reward) \
+        if training else seeded
+    if life_loss and fire:
         wrapped = NativeFireAfterLifeLoss(wrapped, training)
     return wrapped if settings.grayscale or screen else NativeStackedRGB(wrapped)  # RGB: [n, 3 * S, H, W]
 

@@ -69,10 +69,17 @@ class NativeNewLifeStack(_NativeLives):
     the first stacks of the next training episode held frames of the life before. Here those older
     slots become zero frames, as Stable-Baselines3's ``VecFrameStack`` pads at every episode end and as
     the native env pads after a game's reset: the episode's first stack is three zero frames and its
-    first frame, the next one two zero frames, then one (for the default stack of 4)."""
+    first frame, the next one two zero frames, then one (for the default stack of 4).
 
-    def __init__(self, env: gym.vector.VectorEnv) -> None:
+    ``noop`` (games without FIRE): the step after a lost life's ``terminated``, the boundary that NEXT_STEP makes
+    of it (no transition records its action), plays NOOP, as the wrapper path's ``EpisodicLife`` reset and SB3's
+    ``EpisodicLifeEnv`` do; the native env played the policy's action there (chosen on the previous life's last
+    stack), which moved the player before the new episode's first frame. Games with FIRE get FIRE there instead
+    (:class:`NativeFireAfterLifeLoss`)."""
+
+    def __init__(self, env: gym.vector.VectorEnv, noop: bool = False) -> None:
         super().__init__(env)
+        self.noop = noop
         self.depth = int(env.single_observation_space.shape[0])  # env_kwargs' frame_stack
         self.age = np.full(env.num_envs, self.depth - 1)  # frames of the episode in the stack, less one (capped)
         self.starts = np.zeros(env.num_envs, dtype=bool)  # a life was lost: the next step begins an episode
@@ -84,6 +91,9 @@ class NativeNewLifeStack(_NativeLives):
         return obs, info
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:  # noqa: D102
+        if self.noop and self.starts.any():
+            actions = np.array(actions, copy=True)
+            actions[self.starts] = 0  # NOOP
         obs, reward, terminated, truncated, info = self.env.step(actions)
         self.age = np.minimum(self.age + 1, self.depth - 1)
         self.age[self.starts] = 0  # this step's frame is the new episode's first
