@@ -64,3 +64,30 @@ def test_the_step_after_a_lost_life_plays_noop_in_a_game_without_fire(vectorizat
     # the native env played the policy's action (chosen on the previous life's last stack, and recorded by no
     # transition), which moved Asterix's player before the new episode's first frame: up to 228 pixels differed
     np.testing.assert_array_equal(_after_first_lost_life(vectorization, 2), _after_first_lost_life(vectorization, 0))
+
+
+def _first_life(vectorization: str, limit: int | None) -> tuple[int, int, tuple[bool, bool], list[int]]:
+    """Breakout training env, NOOPs (FIRE after each lost life): the step of the first lost life, the frames the
+    game's time limit counts up to it, that step's (terminated, truncated) and the lengths of the games recorded."""
+    kwargs = {} if limit is None else {"max_num_frames_per_episode": limit}
+    env = make_vec_env(BREAKOUT, 1, vectorization, training=True, env_kwargs=kwargs)
+    try:
+        env.reset(seed=0)
+        for t in range(100):
+            step = env.step(np.zeros(1, dtype=np.int64))
+            if step.terminated[0]:
+                # ALE counts the frames since the game's reset, ale-py's native env those of the agent's steps
+                frames = 4 * (t + 1) if vectorization == "native" else int(env.info["episode_frame_number"][0])
+                return t, frames, (bool(step.terminated[0]), bool(step.truncated[0])), env.finished_lengths.tolist()
+    finally:
+        env.close()
+    raise AssertionError("no life lost in 100 steps")
+
+
+@pytest.mark.parametrize("vectorization", ["sync", "native"])
+def test_a_life_lost_on_the_step_that_reaches_the_frame_limit_ends_the_game(vectorization):
+    # ale-py's native env reports only terminated there (its truncated excludes a terminal step) and resets the game
+    # on the next step: the game was never recorded, and its score and steps went into the next game's
+    t, frames, flags, _ = _first_life(vectorization, None)
+    assert flags == (True, False)
+    assert _first_life(vectorization, frames) == (t, frames, (True, True), [t + 1])

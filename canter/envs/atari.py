@@ -340,8 +340,8 @@ def _native(env_id: str, n_envs: int, training: bool, env_kwargs: dict[str, Any]
     seeded = NativeSeedRange(env)
     # training: zero frames in place of the previous life's in a new episode's stacks, NOOP (no FIRE) on the step
     # after a lost life; rewards clipped
-    wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(seeded, noop=not fire), settings.clip_reward) \
-        if training else seeded
+    wrapped: gym.vector.VectorEnv = NativeGameScore(NativeNewLifeStack(seeded, noop=not fire), settings.clip_reward,
+                                                    kwargs["max_num_frames_per_episode"]) if training else seeded
     if life_loss and fire:
         wrapped = NativeFireAfterLifeLoss(wrapped, training)
     return wrapped if settings.grayscale or screen else NativeStackedRGB(wrapped)  # RGB: [n, 3 * S, H, W]

@@ -40,25 +40,45 @@ class NativeGameScore(_NativeLives):
     (``clip``: env_kwargs' ``clip_reward``) and reports each whole game's raw score in ``info[GAME_RETURN]``
     (NaN for the copies whose game did not end on the step), as :class:`GameScore` does on the wrapper path.
     A game ends with a truncation or with a ``terminated`` that is not a lost life (lives left and fewer than
-    before)."""
+    before).
 
-    def __init__(self, env: gym.vector.VectorEnv, clip: bool = True) -> None:
+    A lost life on the step that reaches the game's frame limit (``frames``: ``max_num_frames_per_episode``,
+    counted from the end of the reset, as ale-py does) is a truncation too: ale-py reports only ``terminated``
+    there (its ``truncated`` excludes a terminal step) and resets the game on the next step, so the game was never
+    reported and its score and steps were added to the next game's. Here that step is ``truncated`` as well, as on
+    the wrapper path (ALE's own limit), and ends the game."""
+
+    def __init__(self, env: gym.vector.VectorEnv, clip: bool = True, frames: int = 108_000) -> None:
         super().__init__(env)
         self.score = np.zeros(env.num_envs)
         self.clip = clip
+        self.frames = frames
+        self.start = np.zeros(env.num_envs, dtype=np.int64)  # each game's episode frame number after its reset
+        self.restarts = np.zeros(env.num_envs, dtype=bool)  # the game ended: the next step resets it (NEXT_STEP)
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:  # noqa: D102
         obs, info = self.env.reset(seed=seed, options=options)
-        self.score[self.reset_mask(options, info)] = 0.0
+        mask = self.reset_mask(options, info)
+        self.score[mask] = 0.0
+        self.start[mask] = np.asarray(info["episode_frame_number"])[mask]
+        self.restarts[mask] = False
         return obs, info
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:  # noqa: D102
         obs, reward, terminated, truncated, info = self.env.step(actions)
         raw = np.asarray(reward, dtype=np.float64)
         self.score += raw
-        ended = np.asarray(truncated, dtype=bool) | (np.asarray(terminated, dtype=bool) & ~self.lost_lives(info))
+        frame = info["episode_frame_number"]
+        if self.restarts.any():  # these copies' games were reset on this step: their frames count from here
+            self.start[self.restarts] = frame[self.restarts]
+        terminated = np.asarray(terminated, dtype=bool)
+        lost = terminated & self.lost_lives(info)
+        if lost.any():  # a lost life on the step that reaches the frame limit: ale-py says terminated, not truncated
+            truncated = np.asarray(truncated, dtype=bool) | (lost & (frame - self.start >= self.frames))
+        ended = np.asarray(truncated, dtype=bool) | (terminated & ~lost)
         info = {**info, GAME_RETURN: np.where(ended, self.score, np.nan)}
         self.score[ended] = 0.0  # the next step resets the game (NEXT_STEP), with reward 0
+        self.restarts = ended
         if self.clip:
             reward = np.sign(raw).astype(np.asarray(reward).dtype)
         return obs, reward, terminated, truncated, info
