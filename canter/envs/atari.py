@@ -29,7 +29,8 @@ which does the same preprocessing natively in threads (``auto`` falls back to th
 gymnasium-wrapper stack below in this process or in subprocesses. Differences of the native env:
 its frame stack is padded with zero frames after a reset (the wrappers repeat the first frame); its
 reset presses FIRE for a single frame, without the following action 2, and then takes 0 to 28
-no-ops from its own generator (the wrappers: 1 to 30 no-ops, then FIRE and action 2 for 4 frames
+no-ops from its own generator (0 twice as likely as each other count; 0 to 29 in a game without
+FIRE) (the wrappers: 1 to 30 no-ops, then FIRE and action 2 for 4 frames
 each); after a lost life it continues the game and keeps its frame stack (in training,
 :class:`NativeNewLifeStack` puts zero frames in place of the previous life's in the new episode's
 stacks, as after a reset), and :class:`NativeFireAfterLifeLoss` presses FIRE there (evaluation: FIRE then action 2, as the wrapper
