@@ -73,12 +73,13 @@ class APPO(IMPALA):
                 pg_loss = -torch.min(mb_adv * ratio, mb_adv * ratio.clamp(1 - c.clip_range, 1 + c.clip_range)).mean()
                 v_loss = (v - vs[idx]).pow(2).mean()
                 entropy = ent.mean()
-                self.step(pg_loss + c.vf_coef * v_loss - c.ent_coef * entropy)
+                grad_norm = self.step(pg_loss + c.vf_coef * v_loss - c.ent_coef * entropy)
                 with torch.no_grad():
                     approx_kl = ((ratio - 1.0) - log_ratio).mean()
                     clip_frac = ((ratio - 1.0).abs() > c.clip_range).float().mean()
-                stats.append(torch.stack([pg_loss.detach(), v_loss.detach(), entropy.detach(), approx_kl, clip_frac]))
-        names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+                stats.append(torch.stack([pg_loss.detach(), v_loss.detach(), entropy.detach(), approx_kl, clip_frac,
+                                          grad_norm.to(clip_frac.dtype)]))
+        names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "grad_norm")
         out_stats = dict(zip(names, torch.stack(stats).mean(0).tolist())) if stats else {}
         out_stats.update(rho_clip_fraction=rho_clipped, learning_rate=self.lr,
                          explained_variance=explained_variance(vs, old_values.reshape(-1)[mask]))

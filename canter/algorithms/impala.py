@@ -107,19 +107,22 @@ class IMPALA(ActorCriticAlgorithm):
         pg_loss = -(adv * logp * mask).sum() / n
         v_loss = ((vt.vs - values).pow(2) * mask).sum() / n
         entropy = (ent * mask).sum() / n
-        self.step(pg_loss + c.vf_coef * v_loss - c.ent_coef * entropy)
+        grad_norm = self.step(pg_loss + c.vf_coef * v_loss - c.ent_coef * entropy)
         stats = {"policy_loss": pg_loss.item(), "value_loss": v_loss.item(), "entropy": entropy.item(),
+                 "grad_norm": grad_norm.item(),
                  "rho_clip_fraction": self.clip_fraction(logp, batch, mask), "learning_rate": self.lr}
         stats["explained_variance"] = explained_variance(vt.vs[mask.bool()], values.detach()[mask.bool()])
         return stats
 
-    def step(self, loss: torch.Tensor) -> None:
-        """One optimizer step on ``loss`` with global gradient-norm clipping."""
+    def step(self, loss: torch.Tensor) -> torch.Tensor:
+        """One optimizer step on ``loss`` with global gradient-norm clipping; returns the gradients'
+        global norm before clipping (a 0-dim tensor, not synchronised)."""
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm, foreach=True)
+        norm = nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm, foreach=True)
         self.optimizer.step()
         self.updates += 1
+        return norm
 
     def clip_fraction(self, logp: torch.Tensor, batch: TrajectoryBatch, mask: torch.Tensor) -> float:
         """Fraction of real transitions whose importance weight pi/mu exceeds ``rho_clip``.

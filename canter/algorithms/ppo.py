@@ -69,6 +69,8 @@ class PPO(ActorCriticAlgorithm):
         self.lr = c.lr
         self.clip = c.clip_range
         self._stat_signs = np.array([-1.0, 1.0, 1.0, 1.0, 1.0], np.float32)  # policy loss = -mean(min(surr))
+        #: the gradients' global norms before clipping (0-dim tensors) of the current update's minibatches
+        self.grad_norms: list[torch.Tensor] = []
         #: running statistics of the returns (``normalize_value``): the critic's outputs are in their units
         self.value_rms = RunningMeanStd(()) if c.normalize_value else None
 
@@ -126,11 +128,13 @@ class PPO(ActorCriticAlgorithm):
             mean, std = self._value_scale()
             batch = batch._replace(values=(batch.values - old_mean) / old_std, returns=(batch.returns - mean) / std)
         manual = self.uses_manual_backward
+        self.grad_norms = []
         with torch.set_grad_enabled(not manual):  # the hand-derived path records no graph at all
             stats = self._epochs(batch, self._grads_deferred if manual else self._grads_autograd)
         self._np_mb = None  # let the rollout go
         names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
         out = dict(zip(names, mean_rows(stats, self._stat_signs).tolist())) if stats else {}
+        out.update(self._grad_norm_stat())
         out["explained_variance"] = explained_variance(raw.returns, raw.values)
         out["learning_rate"] = self.lr
         out["clip_range"] = self.clip
@@ -155,16 +159,26 @@ class PPO(ActorCriticAlgorithm):
     def _step(self, row: np.ndarray | PendingStats, stats: list[np.ndarray | PendingStats]) -> bool:
         """Log a minibatch's statistics ``row`` (policy_loss, value_loss, entropy, approx_kl,
         clip_fraction, or the arrays they are the means of; logged also when it stops the epochs, as
-        SB3 does), then clip the gradients and step, unless the approximate KL exceeds ``1.5 *
-        target_kl``: then False (stop the epochs)."""
+        SB3 does) and its gradients' global norm before clipping (to :attr:`grad_norms`), then clip
+        the gradients and step, unless the approximate KL exceeds ``1.5 * target_kl``: then False
+        (stop the epochs; that minibatch's norm is measured without clipping, so ``grad_norm``
+        averages the same minibatches as the other statistics)."""
         stats.append(row)
         c = self.config
         if c.target_kl is not None and (row.approx_kl() if isinstance(row, PendingStats) else row[3]) > 1.5 * c.target_kl:
+            self.grad_norms.append(clip_grad_norm_(self.optimizer, self.params, None))  # no step follows: no clip
             return False
-        clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm)
+        self.grad_norms.append(clip_grad_norm_(self.optimizer, self.params, c.max_grad_norm))
         self.optimizer.step()
         self.updates += 1
         return True
+
+    def _grad_norm_stat(self) -> dict[str, float]:
+        """``{"grad_norm": mean of grad_norms}`` (one reduction, one sync), or nothing when no minibatch ran."""
+        norms = self.grad_norms
+        if not norms:
+            return {}
+        return {"grad_norm": float(norms[0] if len(norms) == 1 else torch.stack(norms).mean())}
 
     def _normalized(self, mb: RolloutBatch) -> RolloutBatch:
         """The minibatch with advantages normalised (when configured)."""

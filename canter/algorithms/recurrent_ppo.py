@@ -139,10 +139,12 @@ class RecurrentPPO(PPO):
     # -- learning ----------------------------------------------------------------------------------
     def learn(self, batch: SequenceBatch) -> dict[str, float]:
         """Epochs of clipped-surrogate updates, each minibatch a set of whole env sequences."""
+        self.grad_norms = []
         with torch.enable_grad():
             stats = self._sequence_epochs(batch)
         names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
         out = dict(zip(names, np.mean(stats, 0).tolist())) if stats else {}
+        out.update(self._grad_norm_stat())
         valid = batch.valid.reshape(-1)
         out["explained_variance"] = explained_variance(batch.returns.reshape(-1)[valid], batch.values.reshape(-1)[valid])
         out["learning_rate"] = self.lr
