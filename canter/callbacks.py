@@ -363,5 +363,15 @@ def as_callbacks(callbacks: Iterable[Any] | None = None, hooks: dict[str, Any] |
     return out
 
 
-from canter.stop_criteria import (EarlyStopping, Patience, PlateauLR, StepBudget, TargetReward,  # noqa: E402,F401
-                                  TimeBudget, builtin_callbacks, monitored_value)
+_STOP_CRITERIA = frozenset({"EarlyStopping", "Patience", "PlateauLR", "StepBudget", "TargetReward", "TimeBudget",
+                            "builtin_callbacks", "monitored_value"})
+
+
+def __getattr__(name: str) -> Any:
+    """The built-in callbacks of :mod:`canter.stop_criteria`, importable from here too (``callbacks:
+    ["canter.callbacks:EarlyStopping"]``); looked up when asked for, since that module imports this one's
+    :class:`Callback` (an import here at the end made ``import canter.stop_criteria`` alone fail: a circular import)."""
+    if name in _STOP_CRITERIA:
+        import canter.stop_criteria as stop_criteria
+        return getattr(stop_criteria, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
