@@ -28,35 +28,44 @@ def warn_idle_patience(run: RunConfig, rollout: tuple[int, int] | None = None) -
         warn(CanterWarning(
             f"{what[0]} max_steps ({run.max_steps}) is one rollout (n_steps {n_steps} x {rows} = {size} "
             f"steps), evaluated only at its end, {what[1]}; set max_steps above {size} or a smaller n_steps"))
-    elif run.eval_every >= run.max_steps:
+    elif run.eval_every >= run.max_steps:  # the advice: an eval_every that gives each patience one more evaluation
+        need = max(getattr(run, k) for k in keys) + 1
         warn(CanterWarning(
             f"{what[0]} eval_every ({run.eval_every}) >= max_steps ({run.max_steps}) evaluates only at the end, "
-            f"{what[1]}; set eval_every below max_steps (e.g. --eval-every {max(1, run.max_steps // 10)})"))
+            f"{what[1]}; {_patience_advice(run, size, need, run.max_steps - 1, 'below max_steps, e.g.')}"))
     elif first >= end:
+        need = max(getattr(run, k) for k in keys) + 1
         warn(CanterWarning(
             f"{what[0]} eval_every ({run.eval_every}) with rollouts of {size} steps (n_steps {n_steps} x "
             f"{rows}) evaluates first at step {first}, the run's end (max_steps {run.max_steps}), {what[1]}; "
-            f"set eval_every to at most {end - size}"))
+            f"{_patience_advice(run, size, need, end - size, 'to at most')}"))
     else:  # several evaluations, but maybe not one more than a patience: it waits for evaluations that never come
         count = evaluation_count(run.max_steps, run.eval_every, size)
         idle = [k for k in keys if getattr(run, k) >= count]
         if idle:
             need = max(getattr(run, k) for k in idle) + 1
-            low, high = 1, run.eval_every  # the largest eval_every that gives `need` evaluations (count falls with it)
-            while low < high:
-                mid = (low + high + 1) // 2
-                low, high = (mid, high) if evaluation_count(run.max_steps, mid, size) >= need else (low, mid - 1)
             told = " and ".join(f"{k} ({getattr(run, k)})" for k in idle)
-            most = evaluation_count(run.max_steps, 1, size)  # one per iteration: no eval_every gives more
-            # (size 1: iterations of varying size, off-policy or several policies: one step each at the most)
-            per = f"once per rollout of {size} steps" if size > 1 else "at most once per step"
-            fix = (f"set eval_every to at most {low} (--eval-every {low}) or a smaller patience" if most >= need else
-                   f"the run evaluates at most {most} times ({per}): set a patience below "
-                   f"{most} or a larger max_steps")
+            fix = _patience_advice(run, size, need, run.eval_every, "to at most")
             warn(CanterWarning(
                 f"{told} count{'' if len(idle) > 1 else 's'} evaluations without improvement after a first one, but "
                 f"max_steps ({run.max_steps}) with eval_every ({run.eval_every}) evaluates {count} times, so "
                 f"{'they' if len(idle) > 1 else 'it'} can never act; {fix}"))
+
+
+def _patience_advice(run: RunConfig, size: int, need: int, high: int, how: str) -> str:
+    """What to change so that a run evaluating every ``size`` steps at most makes ``need`` evaluations: the largest
+    ``eval_every`` up to ``high`` that does (``how``: the words before it), or, where none does (a run of two
+    rollouts evaluates at most twice, whatever ``eval_every``), a smaller patience or a larger ``max_steps``."""
+    most = evaluation_count(run.max_steps, 1, size)  # one per iteration: no eval_every gives more
+    # (size 1: iterations of varying size, off-policy or several policies: one step each at the most)
+    if most < need:
+        per = f"once per rollout of {size} steps" if size > 1 else "at most once per step"
+        return f"the run evaluates at most {most} times ({per}): set a patience below {most} or a larger max_steps"
+    low, high = 1, max(1, high)  # the largest eval_every that gives `need` evaluations (count falls with it)
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if evaluation_count(run.max_steps, mid, size) >= need else (low, mid - 1)
+    return f"set eval_every {how} {low} (--eval-every {low}) or a smaller patience"
 
 
 def evaluation_count(max_steps: int, eval_every: int, size: int = 1) -> int:

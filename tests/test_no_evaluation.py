@@ -84,7 +84,8 @@ def test_a_patience_that_one_evaluation_at_the_end_leaves_idle_is_warned_about_o
         canter.make_trainer("ppo", "CartPole-v1", max_steps=128, eval_every=128, early_stopping=2, **tiny).close()
     idle = [str(w.message) for w in seen if "can never act" in str(w.message)]
     assert idle == ["early_stopping counts evaluations, but eval_every (128) >= max_steps (128) evaluates only at the "
-                    "end, so it can never act; set eval_every below max_steps (e.g. --eval-every 12)"]
+                    "end, so it can never act; the run evaluates at most 2 times (once per rollout of 64 steps): set a "
+                    "patience below 2 or a larger max_steps"]  # it said '--eval-every 12', which evaluates twice too
     with warnings.catch_warnings():
         warnings.simplefilter("error", canter.CanterWarning)
         canter.make_trainer("ppo", "CartPole-v1", max_steps=128, eval_every=64, plateau_patience=1, **tiny).close()

@@ -61,3 +61,19 @@ def test_a_run_without_rollouts_is_not_told_of_rollouts_of_one_step():
     said = [str(w.message) for w in caught if "can never act" in str(w.message)]
     assert len(said) == 1 and said[0].endswith("can never act; the run evaluates at most 100 times (at most once per "
                                                "step): set a patience below 100 or a larger max_steps"), said
+
+
+@pytest.mark.parametrize("eval_every", [5000, 4096, 4000])  # >= max_steps; 4000: first evaluation at the end's rollout
+def test_the_eval_every_offered_for_one_evaluation_at_the_end_gives_enough(eval_every):
+    """With eval_every >= max_steps (or a first evaluation at the last rollout's end) the warning offered
+    max_steps // 10 (or the last rollout's start), which on-policy rollouts can leave as idle: PPO's 512-step rollouts,
+    max_steps 1024 and early_stopping 3 were told '--eval-every 102', which evaluates twice, and were warned again.
+    The value offered now gives the patience one more evaluation, or the warning says none does."""
+    kw = dict(TINY, n_envs=16, n_steps=32, early_stopping=3)
+    said = _idle(max_steps=4096, eval_every=eval_every, **kw)
+    assert len(said) == 1 and said[0].endswith("or a smaller patience"), said
+    offered = int(said[0].split("--eval-every ")[1].split(")")[0])
+    assert evaluation_count(4096, offered, 512) >= 4 and not _idle(max_steps=4096, eval_every=offered, **kw)
+    said = _idle(max_steps=1024, eval_every=2048, **kw)  # two rollouts: two evaluations whatever eval_every
+    assert len(said) == 1 and said[0].endswith("the run evaluates at most 2 times (once per rollout of 512 steps): "
+                                               "set a patience below 2 or a larger max_steps"), said
