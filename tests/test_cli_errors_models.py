@@ -203,7 +203,8 @@ def test_acer_segment_replay_too_big_for_memory_is_one_line(capsys, workdir, buf
     assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
     code, _, err = run_cli(capsys, "train", "acer", "--env", "CartPole-v1", "--n-envs", "2", "--max-steps", "256",
                            "--set", "n_steps=1e18", "--quiet", "--run-dir", str(workdir / "run"))
-    assert_one_line_error(code, err, "segment replay does not fit in memory", "lower hparams.n_steps")
+    lines = [ln for ln in err.splitlines() if not ln.startswith("canter: warning:")]  # max_steps < one segment
+    assert_one_line_error(code, "\n".join(lines), "segment replay does not fit in memory", "lower hparams.n_steps")
 
 
 @pytest.mark.parametrize("algo", ["impala", "appo"])
@@ -213,7 +214,8 @@ def test_async_rollout_too_big_for_memory_is_one_line(capsys, workdir, algo, n_s
     from the first iteration, after the run directory was written."""
     code, _, err = run_cli(capsys, "train", algo, "--env", "CartPole-v1", "--n-envs", "2", "--max-steps", "256",
                            "--set", f"n_steps={n_steps}", "--quiet", "--run-dir", str(workdir / "run"))
-    assert_one_line_error(code, err, "rollout of n_steps", "does not fit in memory", "hparams.n_steps")
+    lines = [ln for ln in err.splitlines() if not ln.startswith("canter: warning:")]  # max_steps < one rollout
+    assert_one_line_error(code, "\n".join(lines), "rollout of n_steps", "does not fit in memory", "hparams.n_steps")
     assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
 
 
