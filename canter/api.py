@@ -182,10 +182,14 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     env_kwargs = with_snapshots(run.env_kwargs, files)  # what the envs are made with (config.yaml: run.env_kwargs)
     envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, env_kwargs, training=True,
                         policies=run.policies, central_state=run.central_state)
-    if resumed is None:  # an on-policy iteration is a whole rollout: evaluations come at rollouts' ends
-        rollouts = algo_cls.family in ("on_policy", "on_policy_recurrent") and not run.explorers \
+    if resumed is None:  # an on-policy iteration is a whole rollout (ACER's a segment): evaluations come at their ends
+        rollouts = algo_cls.family in ("on_policy", "on_policy_recurrent", "on_policy_replay") and not run.explorers \
             and run.policies not in ("type", "agent")
-        warn_idle_patience(run, (algo_cfg.n_steps, envs.num_envs) if rollouts else None)
+        # (an off-policy one evaluates between training phases of train_freq env steps: whole vector steps)
+        phases = algo_cls.family == "off_policy" and not run.explorers and run.policies not in ("type", "agent") \
+            and getattr(algo_cfg, "train_freq_unit", "step") == "step" and hasattr(algo_cfg, "train_freq")
+        warn_idle_patience(run, (algo_cfg.n_steps, envs.num_envs) if rollouts else None,
+                           (algo_cfg.train_freq, envs.num_envs) if phases else None)
     try:
         check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space, run)
         eval_env = make_eval_env(run, min(run.eval_envs, run.eval_episodes), (

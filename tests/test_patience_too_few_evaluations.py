@@ -52,12 +52,14 @@ def test_evaluation_count_follows_the_trainers_evaluation_points():
 
 
 def test_a_run_without_rollouts_is_not_told_of_rollouts_of_one_step():
-    """Where iterations vary (off-policy), a patience of max_steps or more was told 'the run evaluates at most 100
-    times (once per rollout of 1 steps)': DQN has no rollouts."""
+    """Where iterations vary (off-policy phases of train_freq episodes), a patience of max_steps or more was told 'the
+    run evaluates at most 100 times (once per rollout of 1 steps)': DQN has no rollouts. (Phases of train_freq steps
+    are whole iterations, counted as such: tests/test_patience_off_policy_phases.py; this test ran the preset's 256-step
+    phases, one evaluation, and expected 'at most 100 times' for them.)"""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         canter.make_trainer("dqn", "CartPole-v1", max_steps=100, eval_every=50, early_stopping=150, eval_episodes=1,
-                            target_reward=None).close()
+                            target_reward=None, train_freq=[1, "episode"]).close()
     said = [str(w.message) for w in caught if "can never act" in str(w.message)]
     assert len(said) == 1 and said[0].endswith("can never act; the run evaluates at most 100 times (at most once per "
                                                "step): set a patience below 100 or a larger max_steps"), said
