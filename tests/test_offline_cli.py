@@ -72,8 +72,9 @@ def test_minari_write_interrupted_by_ctrl_c_leaves_nothing(tmp_path, monkeypatch
     (["collect", "--env", "CartPole-v1", "--out", "NEW", "--transitions", "0"],
      ["--transitions must be a whole number >= 1"]),
     (["collect", "--env", "CartPol-v1", "--out", "NEW"], ["CartPole-v1"]),
-    (["collect", "--env", "CartPole-v1", "--out", "NODIR/x"], ["does not exist"]),
+    (["collect", "--env", "CartPol-v1", "--out", "NODIR/x"], ["CartPole-v1"]),  # its missing directory is not made
     (["collect", "--env", "CartPole-v1", "--out", "DATAFILE/x"], ["is a file, not a directory"]),
+    (["collect", "--env", "CartPole-v1", "--out", "DATAFILE/y/x"], ["data.json' is a file, not a directory"]),
     (["train", "bc", "--dataset", "DATA", "--set", "monitor=rolling", "--set", "early_stopping=2", "--quiet"],
      ["no rolling return", "monitor=eval"]),
     (["train", "bc", "--dataset", "DATA", "--set", "env_kwargs={sutton_barto_reward: true}", "--quiet"],
@@ -86,7 +87,8 @@ def test_offline_cli_errors_are_one_line_and_write_nothing(tmp_path, capsys, arg
     collect("CartPole-v1", 200, None, seed=0).save(tmp_path / "data")
     before = snapshot(tmp_path)
     paths = {"DATA": str(tmp_path / "data"), "MISSING": str(tmp_path / "nope"), "NEW": str(tmp_path / "new"),
-             "NODIR/x": str(tmp_path / "nodir" / "x"), "DATAFILE/x": str(tmp_path / "data.json" / "x")}
+             "NODIR/x": str(tmp_path / "nodir" / "x"), "DATAFILE/x": str(tmp_path / "data.json" / "x"),
+             "DATAFILE/y/x": str(tmp_path / "data.json" / "y" / "x")}
     code, _, err = run_cli(capsys, *[paths.get(a, a) for a in argv], *(["--run-dir", str(tmp_path / "run")]
                                                                       if argv[0] == "train" else []))
     assert_one_line_error(code, err, *needles)

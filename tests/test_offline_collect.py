@@ -176,3 +176,16 @@ def test_collect_refuses_bad_settings_from_python_too(kwargs):
 
     with pytest.raises(CanterError, match=r"^--(transitions|seed|epsilon) must be"):
         collect("CartPole-v1", **kwargs)
+
+
+def test_collect_makes_the_missing_directories_of_out(tmp_path, capsys, monkeypatch):
+    """``canter collect --out data/cp`` refused a 'data' that did not exist ('does not exist'), while ``canter plot
+    --out`` makes its missing directories; the offline docs' first example is ``--out data/cartpole``."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--out", "data/more/cp", "--transitions", "50")
+    assert code == 0 and not err.strip(), err
+    assert sorted(p.name for p in (tmp_path / "data" / "more").iterdir()) == ["cp.json", "cp.safetensors"]
+    before = snapshot(tmp_path)  # an existing dataset there is still refused, and kept
+    code, _, err = run_cli(capsys, "collect", "--env", "CartPole-v1", "--out", "data/more/cp", "--transitions", "50")
+    assert_one_line_error(code, err, "already exists")
+    assert snapshot(tmp_path) == before

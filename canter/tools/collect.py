@@ -70,10 +70,13 @@ def _collect_destination(out: str) -> tuple[str | None, Any]:
     for existing in (base.with_name(base.name + ".safetensors"), base.with_name(base.name + ".json")):
         if existing.exists():
             raise CanterError(f"'{existing}' already exists; choose another --out")
+    # missing directories are made when the dataset is saved, as canter plot's --out makes them; until 2026-11-28 a
+    # missing one was refused, and the docs' own 'canter collect ... --out data/cartpole' failed in a fresh folder
     parent = base.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
     if not parent.is_dir():
-        what = "is a file, not a directory" if parent.exists() else "does not exist"
-        raise CanterError(f"--out: '{parent}' {what}")
+        raise CanterError(f"--out: '{parent}' is a file, not a directory")
     return None, base
 
 
