@@ -159,7 +159,8 @@ class ACERConfig:
     delta: float = hp(1.0, "trust-region bound on the linearised KL(pi_avg || pi) change", low=0, low_open=True)
     avg_decay: float = hp(0.99, "average-network decay alpha", low=0, high=1)
     replay_ratio: float = hp(4.0, "mean of the Poisson number of replayed segments per on-policy update", low=0)
-    buffer_size: int = hp(50_000, "replay size in env transitions (rounded down to whole segments)", low=1)
+    buffer_size: int = hp(50_000, "replay size in env transitions (rounded down to whole segments; at least one "
+                         "segment, n_steps x n_envs, where replay_ratio > 0)", low=1)
     replay_start: int = hp(1000, "env transitions stored before replay starts", low=0)
     net_arch: list[int] = hp([64, 64], "hidden layer sizes", low=1)
     activation: str = hp("tanh", "hidden activation", choices=("tanh", "relu", "elu", "gelu", "silu"))

@@ -16,8 +16,21 @@ from canter.data.pixel_columns import PixelColumns
 from canter.data.segments import SegmentReplay
 from canter.errors import CanterError, CanterWarning, warn
 from canter.trainers.base import Trainer
-from canter.trainers.on_policy import agent_rows, warn_rollout_budget
+from canter.trainers.on_policy import agent_rows, rollout_rows, warn_rollout_budget
 from canter.utils import stream_rng
+
+
+def check_segment_buffer(config: Any, rows: int, run: Any) -> None:
+    """Refuse a new run's ``buffer_size`` below one segment (``n_steps`` x ``rows``, the env or agent rows) where it
+    replays (``replay_ratio`` > 0): the replay holds whole segments, and one such buffer held a whole segment all the
+    same (buffer_size 5 held 160 transitions and replayed past replay_start 100); Baselines' ACER, which counts its
+    buffer in segments too, has no slot at all there. A resumed run keeps its buffer (it was made before this check)."""
+    segment = config.n_steps * rows
+    if config.replay_ratio > 0 and config.buffer_size < segment:
+        told = rollout_rows(rows, run.n_envs, agent_rows(run))  # a multi-agent env's rows are agents'
+        raise CanterError(f"hparams.buffer_size ({config.buffer_size:,}) is below one segment of n_steps "
+                          f"{config.n_steps} x {told} = {segment:,} transitions, the least the replay holds: set "
+                          f"buffer_size to at least {segment:,}, or replay_ratio 0 to turn replay off")
 
 
 class SegmentReplayTrainer(Trainer):
