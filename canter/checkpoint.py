@@ -189,9 +189,8 @@ def content_sha256(text: str, tensors: dict[str, torch.Tensor]) -> str:
     for name in sorted(tensors):
         t = tensors[name].detach().cpu().contiguous()
         digest.update(json.dumps([name, str(t.dtype), list(t.shape)]).encode())
-        if t.numel():
-            t = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
-            digest.update(memoryview(np.ascontiguousarray(t.numpy()).reshape(-1).view(np.uint8)))
+        if t.numel():  # its bytes, whatever its dtype (numpy has no float8: .numpy() raised, the save lost)
+            digest.update(memoryview(t.reshape(-1).view(torch.uint8).numpy()))
     return digest.hexdigest()
 
 

@@ -124,3 +124,16 @@ def test_a_checkpoint_saved_again_with_its_loaded_metadata_loads(tmp_path):
     state, meta = load_checkpoint(base)
     save_checkpoint(base, state, meta)
     assert load_checkpoint(base)[0]["w"].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("lone", [False, True], ids=["with-json", "lone"])
+def test_a_tensor_of_a_dtype_numpy_lacks_is_saved_and_loaded(tmp_path, lone):
+    """content_sha256 took each tensor's bytes through .numpy(): a float8 tensor (numpy has no float8), which a
+    save wrote before the hash, raised a TypeError and the save was lost. Its bytes are hashed whatever the dtype."""
+    state = {"f8": torch.ones(3, dtype=torch.float8_e4m3fn), "bf16": torch.full((2,), 1.5, dtype=torch.bfloat16)}
+    base = save_checkpoint(tmp_path / "ck", state, {"step": 1})
+    if lone:
+        (tmp_path / "ck.json").unlink()
+    loaded = load_checkpoint(base)[0]
+    assert loaded["f8"].dtype == torch.float8_e4m3fn and loaded["f8"].float().tolist() == [1.0, 1.0, 1.0]
+    assert loaded["bf16"].float().tolist() == [1.5, 1.5]
