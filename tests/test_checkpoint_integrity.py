@@ -117,9 +117,10 @@ def test_a_lone_safetensors_an_older_canter_wrote_loads_with_a_warning(tmp_path)
 
 
 def test_a_checkpoint_saved_again_with_its_loaded_metadata_loads(tmp_path):
-    """save_checkpoint(base, *load_checkpoint(base)) keeps the loaded checkpoint_id in the .json, which the header's new
-    one then replaces: read from the header, it was taken for a checkpoint changed while read (the header's id was
-    compared with its metadata's), as init_from of such a checkpoint showed (test_image_normalize_obs)."""
+    """save_checkpoint(base, *load_checkpoint(base)) kept the loaded checkpoint_id in the .json, which the header's new
+    one then replaced: read from the header, it was taken for a checkpoint changed while read (the header's id was
+    compared with its metadata's), as init_from of such a checkpoint showed (test_image_normalize_obs). (The save now
+    writes its own id: test_loaded_metadata_saved_under_a_new_name_is_one_checkpoint.)"""
     base = save_checkpoint(tmp_path / "ck", {"w": torch.ones(2)}, {"step": 1})
     state, meta = load_checkpoint(base)
     save_checkpoint(base, state, meta)
@@ -137,3 +138,19 @@ def test_a_tensor_of_a_dtype_numpy_lacks_is_saved_and_loaded(tmp_path, lone):
     loaded = load_checkpoint(base)[0]
     assert loaded["f8"].dtype == torch.float8_e4m3fn and loaded["f8"].float().tolist() == [1.0, 1.0, 1.0]
     assert loaded["bf16"].float().tolist() == [1.5, 1.5]
+
+
+def test_loaded_metadata_saved_under_a_new_name_is_one_checkpoint(tmp_path):
+    """The loaded metadata's checkpoint_id and sha256 overrode the save's own: saved under a new name, its .json held
+    the old id and its header the new one, and it was refused ('do not belong together'); saved again in place, it
+    was read from its header alone, its .json never checked. The save now writes its own id and hash."""
+    from safetensors import safe_open
+
+    base = save_checkpoint(tmp_path / "ck", {"w": torch.ones(2)}, {"step": 1})
+    state, meta = load_checkpoint(base)
+    for name in ("copy", "ck"):
+        save_checkpoint(tmp_path / name, state, meta)
+        assert load_checkpoint(tmp_path / name)[0]["w"].tolist() == [1.0, 1.0]
+        with safe_open(str(tmp_path / f"{name}.safetensors"), framework="pt") as f:
+            header_id = f.metadata()["checkpoint_id"]
+        assert json.loads((tmp_path / f"{name}.json").read_text())["checkpoint_id"] == header_id != meta["checkpoint_id"]
