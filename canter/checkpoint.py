@@ -28,6 +28,8 @@ from safetensors.torch import save_file as st_save_file
 
 
 from canter.atomic import atomic_path, atomic_write, remove_temp_files, temp_file_target  # noqa: F401 (re-exported)
+from canter.checkpoint_content import canonical as _canonical
+from canter.checkpoint_content import check_content, check_lone_metadata, content_sha256  # noqa: F401 (re-exported)
 from canter.errors import CanterError, check_utf8_path
 
 FORMAT = "canter-checkpoint"
@@ -185,19 +187,6 @@ def _save_tensors(tensors: dict[str, torch.Tensor], path: Path, metadata: dict[s
         raise OSError(errno_, os.strerror(errno_), str(path)) from None
 
 
-def content_sha256(text: str, tensors: dict[str, torch.Tensor]) -> str:
-    """The SHA-256 of a checkpoint's metadata ``text`` and its ``tensors`` (each one's name, dtype, shape and bytes,
-    by name), which its .safetensors header holds: a .safetensors read alone (no .json, or one a save behind) is
-    checked with it."""
-    digest = hashlib.sha256(text.encode())
-    for name in sorted(tensors):
-        t = tensors[name].detach().cpu().contiguous()
-        digest.update(json.dumps([name, str(t.dtype), list(t.shape)]).encode())
-        if t.numel():  # its bytes, whatever its dtype (numpy has no float8: .numpy() raised, the save lost)
-            digest.update(memoryview(t.reshape(-1).view(torch.uint8).numpy()))
-    return digest.hexdigest()
-
-
 def _sha256(path: Path) -> str:
     """The SHA-256 of the file ``path`` (read in 1 MiB blocks)."""
     digest = hashlib.sha256()
@@ -305,11 +294,6 @@ def _check_json_copy(meta: dict[str, Any], header: dict[str, str], json_path: Pa
                           f"to load the copy")
 
 
-def _canonical(value: Any) -> str:
-    """``value`` as JSON text with sorted keys (NaN equal to NaN, key order and indentation not compared)."""
-    return json.dumps(value, sort_keys=True, allow_nan=True)
-
-
 def _first_difference(a: Any, b: Any, path: str = "") -> str:
     """The dotted path of the first place where the JSON values ``a`` and ``b`` differ ('' for the whole)."""
     if isinstance(a, dict) and isinstance(b, dict):
@@ -357,8 +341,18 @@ def _read_unchanged(base: Path, read: Any) -> Any:
 
 def read_metadata(path: str | Path, what: str = "checkpoint") -> dict[str, Any]:
     """Read and check a checkpoint's JSON metadata (without loading its tensors; ``what``: the word its errors
-    call the file pair, "dataset" for an offline dataset stored the same way)."""
-    return _read_unchanged(checkpoint_base(path), lambda base: _choose_metadata(base, what)[0])
+    call the file pair, "dataset" for an offline dataset stored the same way). Metadata read from the .safetensors
+    alone (no .json) is checked with the hash in its header, over its tensors too, as loading checks it."""
+    return _read_unchanged(checkpoint_base(path), lambda base: _checked_metadata(base, what))
+
+
+def _checked_metadata(base: Path, what: str) -> dict[str, Any]:
+    """:func:`_choose_metadata`'s metadata, the header's copy checked (:func:`check_lone_metadata`): unchecked, an
+    edited copy's ``user_modules`` were imported (a dataset's, by an offline run) before loading refused it."""
+    meta, from_json = _choose_metadata(base, what)
+    if not from_json:
+        check_lone_metadata(base.with_name(base.name + ".safetensors"), meta, what)
+    return meta
 
 
 def load_checkpoint(path: str | Path, what: str = "checkpoint") -> tuple[dict[str, Any], dict[str, Any]]:
@@ -387,34 +381,13 @@ def _load_checkpoint(base: Path, what: str) -> tuple[dict[str, Any], dict[str, A
     except Exception as exc:  # safetensors raises its own error types for corrupt files
         raise CanterError(f"{what} tensors {st_path} are unreadable: {exc}") from None
     if not from_json:  # the .safetensors alone: its header's hash of its metadata and tensors vouches for them
-        _check_content(blob, tensors, meta, st_path, what)
+        header = json.loads(bytes(blob[8:8 + int.from_bytes(blob[:8], "little")])).get("__metadata__") or {}
+        check_content(header, tensors, meta, st_path, what)
     try:
         state = unflatten_state(meta["state"], tensors)
     except (KeyError, TypeError, ValueError) as exc:
         raise CanterError(f"{what} {base} is corrupt: its metadata and tensors disagree ({exc!r})") from None
     return state, meta
-
-
-def _check_content(blob: bytearray, tensors: dict[str, torch.Tensor], meta: dict[str, Any], st_path: Path,
-                   what: str) -> None:
-    """Refuse a .safetensors read without its .json whose metadata and tensors (``blob``, read as ``tensors``)
-    differ from its header's ``content_sha256``; one an older canter wrote, without it, is read unchecked, with a
-    :class:`CanterWarning`."""
-    header = json.loads(bytes(blob[8:8 + int.from_bytes(blob[:8], "little")])).get("__metadata__") or {}
-    try:  # the metadata read from its header before: another now if a save replaced it since (then read again)
-        same = _canonical(json.loads(header.get("canter_meta", "null"))) == _canonical(meta)
-    except (ValueError, RecursionError):
-        same = False
-    if not same:
-        raise CanterError(f"{what} {st_path} changed while it was read")
-    if "content_sha256" not in header:
-        from canter.errors import CanterWarning, warn
-
-        warn(CanterWarning(f"{what} {st_path} is read without its .json, and an older canter wrote it with no hash "
-                           f"of its own: its tensors are unchecked"))
-    elif content_sha256(header.get("canter_meta", ""), tensors) != header["content_sha256"]:
-        raise CanterError(f"{what} {st_path} is corrupt: its tensors or metadata differ from the hash in its header "
-                          f"(it was read without its .json)")
 
 
 def _read_file(path: Path) -> bytearray:
