@@ -24,5 +24,10 @@ def write_checkpoint_json(path: str | Path, meta: dict[str, Any]) -> None:
         header = f.metadata() or {}
         tensors = {k: f.get_tensor(k) for k in f.keys()}
     own = {k: v for k, v in meta.items() if k != "sha256"}
-    save_file(tensors, str(st_path), metadata={**header, "canter_meta": json.dumps(own, indent=1)})
+    text = json.dumps(own, indent=1)
+    if "content_sha256" in header:  # the hash over the copy and the tensors, as a save computes it
+        from canter.checkpoint_content import content_sha256
+
+        header["content_sha256"] = content_sha256(text, tensors)
+    save_file(tensors, str(st_path), metadata={**header, "canter_meta": text})
     json_path.write_text(json.dumps({**own, "sha256": _sha256(st_path)} if "sha256" in meta else own))

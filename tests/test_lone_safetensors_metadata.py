@@ -50,3 +50,17 @@ def test_a_lone_dataset_naming_a_module_is_refused_before_importing_it(tmp_path,
                            str(tmp_path / "run"), "--quiet")
     assert_one_line_error(code, err, "is corrupt: its tensors or metadata differ from the hash in its header")
     assert not (tmp_path / "RAN").exists() and "planted_lone_mod" not in sys.modules
+
+
+def test_write_checkpoint_json_keeps_the_header_hash_fitting(tmp_path):
+    """tests/checkpoint_support.write_checkpoint_json wrote a new header copy but kept the old content_sha256: the
+    checkpoint it wrote, read without its .json, was refused as corrupt, not read as one a canter save wrote."""
+    from checkpoint_support import write_checkpoint_json
+
+    from canter.checkpoint import load_checkpoint
+
+    base = save_checkpoint(tmp_path / "ck", {"w": torch.ones(2)}, {"step": 1})
+    meta = json.loads((tmp_path / "ck.json").read_text())
+    write_checkpoint_json(base, {**meta, "step": 5})
+    (tmp_path / "ck.json").unlink()
+    assert read_metadata(base)["step"] == 5 and load_checkpoint(base)[1]["step"] == 5
