@@ -80,6 +80,12 @@ class QMIX(EpsilonGreedyTargets, Algorithm):
         super().__init__(observation_space, action_space, config, **kw)
         c = config
         self.k, self.n_actions = len(action_space.nvec), int(action_space.nvec[0])
+        if self.model_cls is not None and not getattr(self.model_cls, "action_masks", False):  # said the env had one
+            raise CanterError(f"model {self.model_cls.__name__} does not apply action masks, and QMIX's joint "
+                              f"observation always carries one: the env's, or where the env has none the alive mask "
+                              f"canter adds (an agent out of the episode takes action 0; since 2026-11-28); set "
+                              f"'action_masks = True' on the class and apply it (canter.envs.masks.split_mask, "
+                              f"apply_mask_below)")
         self.init_value_learning(self.make_model(net_arch=c.net_arch, activation=c.activation,
                                                  embed_dim=c.mixing_embed_dim, hypernet_dim=c.hypernet_dim))
 
