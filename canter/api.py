@@ -408,7 +408,7 @@ def resume_trainer(
         if not spaces_match(saved, getattr(agent, which)):
             run_obj.close()
             raise CanterError(f"cannot resume: the env's {which.replace('_', ' ')} differs from the checkpoint's"
-                              + joint_alive_mask_note(saved, getattr(agent, which)))
+                              + joint_alive_mask_note(saved, getattr(agent, which), getattr(agent, "action_space", None)))
         if which == "observation_space":
             try:
                 check_env_layout_kept(saved, agent.observation_space)

@@ -147,3 +147,22 @@ def test_a_run_saved_without_the_alive_mask_is_refused_in_one_line_saying_why():
     assert "\n" not in str(info.value) and "train it again" in str(info.value)
     old.observation_space = space  # a run saved since: no complaint
     check_agent_spaces(old, ENV, space, actions)
+
+
+def test_a_centralised_critics_space_that_gained_a_mask_is_not_called_a_qmix_run():
+    """A central_state policy's ``[2, w]`` observation, saved on an env without masks and met with one that has them
+    now (``MaskedBox [2, w + 3]``, Discrete(3) actions), was refused saying it was 'a QMIX run saved before
+    2026-11-28': the note took any 2-D observation that gained mask columns. Only QMIX's joint action (k agents'
+    MultiDiscrete, one mask column per action) gets it."""
+    import gymnasium as gym
+
+    from canter.envs.masks import MaskedBox
+    from canter.envs.spaces import spaces_mismatch
+
+    low, high = np.full((2, 8), -np.inf), np.full((2, 8), np.inf)
+    low[:, -3:], high[:, -3:] = 0.0, 1.0
+    masked, plain = MaskedBox(low, high, 3), gym.spaces.Box(-np.inf, np.inf, (2, 5), np.float32)
+    message = spaces_mismatch((plain, gym.spaces.Discrete(3)), (masked, gym.spaces.Discrete(3)))
+    assert message is not None and "QMIX" not in message, message
+    joint = gym.spaces.MultiDiscrete([3])  # QMIX of one agent: rows k + 1 = 2, one column per action
+    assert "a QMIX run saved before 2026-11-28" in spaces_mismatch((plain, joint), (masked, joint))

@@ -371,13 +371,16 @@ def layout_difference(trained: gym.Space, other: gym.Space) -> str:
     return ""
 
 
-def joint_alive_mask_note(trained: gym.Space, env: gym.Space) -> str:
+def joint_alive_mask_note(trained: gym.Space, env: gym.Space, actions: gym.Space | None = None) -> str:
     """``""``, or where ``trained`` is a joint observation (QMIX's ``[k + 1, w]``) without an action mask and ``env``
-    the same with a mask after it, why: since 2026-11-28 the joint view of an env without action masks adds an
-    automatic alive mask (:class:`~canter.envs.multiagent_views.JointParallelEnv`), so a run saved before cannot act
-    in it."""
+    the same with a mask after it, of one column per action of ``actions`` (the joint ``MultiDiscrete`` of ``k``
+    agents: a centralised critic's ``[2, w]`` of an env that gained masks is none), why: since 2026-11-28 the joint
+    view of an env without action masks adds an automatic alive mask
+    (:class:`~canter.envs.multiagent_views.JointParallelEnv`), so a run saved before cannot act in it."""
+    nvec = getattr(actions, "nvec", None)
     if (isinstance(trained, gym.spaces.Box) and not isinstance(trained, MaskedBox) and isinstance(env, MaskedBox)
-            and len(trained.shape) == 2 and len(env.shape) == 2 and env.shape[0] == trained.shape[0]
+            and isinstance(actions, gym.spaces.MultiDiscrete) and nvec.ndim == 1 and (nvec == env.mask_width).all()
+            and len(trained.shape) == 2 and len(env.shape) == 2 and env.shape[0] == trained.shape[0] == len(nvec) + 1
             and env.shape[1] == trained.shape[1] + env.mask_width):
         return ("; a QMIX run saved before 2026-11-28 on an env without action masks: its joint observations lack "
                 "the alive mask canter adds now (an agent out of the episode takes action 0), so train it again")
@@ -398,7 +401,7 @@ def spaces_mismatch(trained: tuple[gym.Space, gym.Space], env: tuple[gym.Space, 
     return (f"{held} {describe_space(trained[0])} -> {describe_space(trained[1])}, {env_name} has "
             f"{describe_space(env[0])} -> {describe_space(env[1])}"
             + (f"; packed observation entries differ: {layout}" if layout else "")
-            + (f"; bounds differ: {', '.join(notes)}" if notes else "") + joint_alive_mask_note(trained[0], env[0]))
+            + (f"; bounds differ: {', '.join(notes)}" if notes else "") + joint_alive_mask_note(trained[0], env[0], env[1]))
 
 
 
