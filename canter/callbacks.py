@@ -375,3 +375,9 @@ def __getattr__(name: str) -> Any:
         import canter.stop_criteria as stop_criteria
         return getattr(stop_criteria, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names with the stop criteria :func:`__getattr__` gives (a mistyped
+    ``canter.callbacks:EarlyStoping`` is answered "did you mean 'EarlyStopping'?" from this list)."""
+    return sorted({*globals(), *_STOP_CRITERIA})

@@ -28,3 +28,15 @@ def test_callbacks_unknown_name() -> None:
 
     with pytest.raises(AttributeError):
         canter.callbacks.NoSuchCallback  # noqa: B018
+
+
+def test_a_mistyped_stop_criterion_of_callbacks_is_suggested() -> None:
+    """The lazily re-exported names are in ``dir(canter.callbacks)``, which the unknown-name error's
+    suggestion reads: ``canter.callbacks:EarlyStoping`` said '23 choices', not "did you mean 'EarlyStopping'?"."""
+    import canter.callbacks
+    from canter.errors import CanterError
+    from canter.registry import import_object
+
+    assert {"EarlyStopping", "TargetReward", "Callback"} <= set(dir(canter.callbacks))
+    with pytest.raises(CanterError, match="did you mean 'EarlyStopping'"):
+        import_object("canter.callbacks:EarlyStoping")
