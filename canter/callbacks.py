@@ -167,6 +167,16 @@ def _check_callable_as(cb: Any, hook: str) -> None:
         raise CanterError(f"hook {hook} '{name}' cannot be called as {hook}({', '.join(args)}): {exc}") from None
 
 
+def no_hooks_error(cls: type) -> CanterError:
+    """The one-line error for a callback class ``cls`` with none of the hook methods, naming the methods it
+    defines (a misspelt ``on_evalute`` alone), in Python (:meth:`Hooks.add`) as in a config's ``callbacks``."""
+    own = [a for a in vars(cls) if not a.startswith("__") and not hasattr(Callback, a)  # state_dict: called
+           and callable(vars(cls)[a])]
+    theirs = f" (it defines {', '.join(own[:6])}: none is called)" if own else ""
+    return CanterError(f"callback {cls.__module__}:{cls.__qualname__} has none of the hook methods "
+                       f"{', '.join(HOOKS)}{theirs}")
+
+
 class Hooks:
     """The callbacks of one trainer, dispatched by hook name (only overridden hooks are called)."""
 
@@ -181,12 +191,7 @@ class Hooks:
         before those attached so far."""
         hooks = [h for h in HOOKS if _overrides(cb, h)]
         if not hooks:  # named by its class, as a config names it ('<my_pkg.cb.Cb object at 0x7f...>' said little)
-            cls = type(cb)
-            own = [a for a in vars(cls) if not a.startswith("__") and not hasattr(Callback, a)  # state_dict: called
-                   and callable(vars(cls)[a])]
-            theirs = f" (it defines {', '.join(own[:6])}: none is called)" if own else ""
-            raise CanterError(f"callback {cls.__module__}:{cls.__qualname__} has none of the hook methods "
-                              f"{', '.join(HOOKS)}{theirs}")
+            raise no_hooks_error(type(cb))
         for h in hooks:
             _check_callable_as(cb, h)
         warn_misspelled_methods(cb, HOOKS, Callback, SB3_METHODS)  # never called: said when attached
@@ -289,7 +294,10 @@ def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
         factory = _import(path, "a 'callbacks' entry")
         # only a class with hook methods is called: a resumed run's config comes from its checkpoint's JSON,
         # which must not be able to call any function (os:system) or class (subprocess:Popen) with its kwargs
-        if not (isinstance(factory, type) and any(callable(getattr(factory, h, None)) for h in HOOKS)):
+        if isinstance(factory, type) and not any(callable(getattr(factory, h, None)) for h in HOOKS):
+            # the methods it has named (its only one misspelt: on_evalute), as Python's callbacks= says; never built
+            raise CanterError(f"a 'callbacks' entry must name a callback class: {no_hooks_error(factory)}")
+        if not isinstance(factory, type):
             raise CanterError(f"a 'callbacks' entry must name a callback class (a subclass of canter.callbacks."
                               f"Callback, or a class with hook methods {', '.join(HOOKS)}), got '{path}'")
         try:

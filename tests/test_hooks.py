@@ -292,3 +292,15 @@ def test_an_after_update_hook_logs_numbers_it_adds_to_losses_and_is_refused_anyt
     with pytest.raises(CanterError, match=r"^after_update hook .*note left losses\['note'\] = 'slow': the values in "
                                           r"losses are logged as numbers"):
         canter.train("ppo", "CartPole-v1", run_dir=tmp_path / "bad", hooks={"after_update": note}, **quick)
+
+
+def test_a_config_callback_whose_only_hook_is_misspelt_is_named_so(tmp_path, monkeypatch):
+    """In a config's callbacks, a class whose only method is a misspelt hook (on_evalute) was refused as not being a
+    callback class at all ("... got 'my_cbs:Cb'"), where Python's callbacks= names the method it defines."""
+    from canter.callbacks import config_callbacks
+
+    (tmp_path / "my_cbs.py").write_text("class Cb:\n    def on_evalute(self, trainer, result):\n        pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(CanterError, match=r"callback class: callback my_cbs:Cb has none of the hook methods .* "
+                                          r"\(it defines on_evalute: none is called\)$"):
+        config_callbacks(["my_cbs:Cb"], {})
