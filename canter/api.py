@@ -182,9 +182,10 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
     env_kwargs = with_snapshots(run.env_kwargs, files)  # what the envs are made with (config.yaml: run.env_kwargs)
     envs = make_vec_env(run.env, 1 if run.explorers else run.n_envs, run.vectorization, env_kwargs, training=True,
                         policies=run.policies, central_state=run.central_state)
-    if resumed is None:  # an on-policy iteration is a whole rollout (ACER's a segment): evaluations come at their ends
-        rollouts = algo_cls.family in ("on_policy", "on_policy_recurrent", "on_policy_replay") and not run.explorers \
-            and run.policies not in ("type", "agent")
+    if resumed is None:  # an on-policy iteration is a whole rollout (ACER's a segment, IMPALA's / APPO's in one
+        # process a rollout too): evaluations come at their ends
+        rollouts = algo_cls.family in ("on_policy", "on_policy_recurrent", "on_policy_replay", "async") \
+            and not run.explorers and run.policies not in ("type", "agent")
         # (an off-policy one evaluates between training phases of train_freq env steps: whole vector steps)
         phases = algo_cls.family == "off_policy" and not run.explorers and run.policies not in ("type", "agent") \
             and getattr(algo_cfg, "train_freq_unit", "step") == "step" and hasattr(algo_cfg, "train_freq")

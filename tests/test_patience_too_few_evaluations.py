@@ -79,3 +79,18 @@ def test_the_eval_every_offered_for_one_evaluation_at_the_end_gives_enough(eval_
     said = _idle(max_steps=1024, eval_every=2048, **kw)  # two rollouts: two evaluations whatever eval_every
     assert len(said) == 1 and said[0].endswith("the run evaluates at most 2 times (once per rollout of 512 steps): "
                                                "set a patience below 2 or a larger max_steps"), said
+
+
+@pytest.mark.parametrize("algo", ["acer", "impala", "appo"])
+def test_segments_and_in_process_async_rollouts_count_as_rollouts(algo):
+    """ACER evaluates at its segments' ends and IMPALA / APPO in one process at their rollouts' ends (whole iterations
+    of n_steps x n_envs), but were checked as iterations of one step: acer with segments of 160 steps, max_steps 320 and
+    early_stopping 2 was told '--eval-every 159', which evaluates at 160 and 320 only, and was not warned again."""
+    kw = dict(n_envs=8, n_steps=20, max_steps=320, early_stopping=2, eval_episodes=1, target_reward=None)
+    for eval_every in (1000, 159):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            canter.make_trainer(algo, "CartPole-v1", eval_every=eval_every, **kw).close()
+        said = [str(w.message) for w in caught if "can never act" in str(w.message)]
+        assert len(said) == 1 and said[0].endswith("the run evaluates at most 2 times (once per rollout of 160 steps): "
+                                                   "set a patience below 2 or a larger max_steps"), (eval_every, said)
