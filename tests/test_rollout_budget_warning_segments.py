@@ -41,3 +41,14 @@ def test_a_multi_agent_minibatch_warning_counts_agent_rows():
         trainer = canter.make_trainer("mappo", "pettingzoo:tests.match_agents", n_envs=1, n_steps=1, batch_size=64,
                                       max_steps=10, eval_episodes=0)
     trainer.close()
+
+
+def test_acers_never_replays_warning_counts_agent_rows():
+    """ACER's never-replays warning called one env copy of 2 agents '2 envs' (the sibling of the minibatch warning's
+    wording above), and said '1 whole segments'."""
+    with pytest.warns(CanterWarning, match=r"holds 1 whole segment of n_steps 4 x 2 agent rows \(1 env copy x 2 agents\)"
+                                           r" = 8 transitions, fewer than hparams.replay_start 100"):
+        trainer = canter.make_trainer("acer", "pettingzoo:tests.match_agents", n_envs=1, n_steps=4, buffer_size=8,
+                                      replay_start=100, max_steps=100, eval_episodes=0)
+        trainer.setup()
+    trainer.close()

@@ -45,6 +45,7 @@ class SegmentReplayTrainer(Trainer):
 
     def setup(self) -> None:  # noqa: D102
         c, n = self.config, self.env.num_envs
+        told = rollout_rows(n, self.run.n_envs, agent_rows(self.run))  # a multi-agent env's: agent rows, not envs
         obs_space = self.agent.observation_space
         obs_dtype = torch.int64 if isinstance(obs_space, gym.spaces.Discrete) else torch.float32
         if getattr(obs_space, "dtype", None) == np.uint8 and self.agent.obs_rms is None:
@@ -63,14 +64,14 @@ class SegmentReplayTrainer(Trainer):
                          else columns.n_pixels + 4 * columns.n_rest)
             per_row = obs_bytes + 4 * n_actions + 25
             raise CanterError(f"the segment replay does not fit in memory (hparams.buffer_size {c.buffer_size:,} = "
-                              f"{capacity:,} segments of n_steps {c.n_steps} x {n} envs, about "
+                              f"{capacity:,} segments of n_steps {c.n_steps} x {told}, about "
                               f"{rows * per_row / 2**30:,.1f} GiB); lower hparams.{'n_steps' if capacity == 1 else 'buffer_size'}") from None
         held = capacity * c.n_steps * n
         if c.replay_ratio > 0 and held < c.replay_start:  # the replay can never hold replay_start transitions
             warn(CanterWarning(
-                f"ACER never replays: hparams.buffer_size {c.buffer_size:,} holds {capacity:,} whole segments of "
-                f"n_steps {c.n_steps} x {n} envs = {held:,} transitions, fewer than hparams.replay_start "
-                f"{c.replay_start:,}; raise buffer_size or lower replay_start (replay_ratio 0 turns replay off)"
+                f"ACER never replays: hparams.buffer_size {c.buffer_size:,} holds {capacity:,} whole "
+                f"segment{'s' if capacity > 1 else ''} of n_steps {c.n_steps} x {told} = {held:,} transitions, fewer "
+                f"than hparams.replay_start {c.replay_start:,}; raise buffer_size or lower replay_start (replay_ratio 0 turns replay off)"
             ))
         self.rng = stream_rng(self.run.seed, "on_policy_replay")
 
