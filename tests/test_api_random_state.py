@@ -3,8 +3,12 @@ canter.api, whose console logger imports rich, which draws ``random.getrandbits(
 algorithm's construction, whose seed alone decides its initial weights."""
 import random
 import sys
+from typing import TYPE_CHECKING
 
 import canter
+
+if TYPE_CHECKING:  # torch is imported inside the tests: these check what importing canter draws
+    import torch
 
 
 def test_importing_a_public_name_leaves_pythons_random_state(tmp_path, monkeypatch):

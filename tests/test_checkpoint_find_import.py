@@ -6,8 +6,6 @@ from __future__ import annotations
 import importlib
 import sys
 
-import canter
-
 
 def test_checkpoint_find_imports_first(monkeypatch, tmp_path):
     import canter.checkpoint  # noqa: F401 - the modules given back after the test

@@ -14,6 +14,6 @@ from support import assert_one_line_error, run_cli
 @pytest.mark.parametrize("value", ["", "  "])
 def test_an_empty_out_is_named_as_empty(capsys, tmp_path, command, value):
     code, out, err = run_cli(capsys, command, str(tmp_path / "no-such-run"), "--out", value)
-    assert_one_line_error(code, err, f"--out needs a value, got ''; leave it out for the default")
+    assert_one_line_error(code, err, "--out needs a value, got ''; leave it out for the default")
     assert out == ""
     assert list(tmp_path.iterdir()) == []

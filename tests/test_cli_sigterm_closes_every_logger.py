@@ -4,7 +4,6 @@ Exception), so the console's progress display (the last logger) was never stoppe
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
 import pytest

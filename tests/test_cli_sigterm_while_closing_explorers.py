@@ -5,7 +5,6 @@ so there a SIGTERM was a SystemExit: exit 15, no report, the loggers after it no
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
 import pytest

@@ -1,6 +1,5 @@
 """The on-policy trainer's edge cases (uint8 and normalised observations, reset-only rollouts, Box action
 shapes, reward scaling, budget warnings) and PPO's schedules and KL early stop."""
-import warnings
 
 import gymnasium as gym
 import numpy as np

@@ -7,7 +7,6 @@ import json
 import os
 import random
 import signal
-import sys
 from pathlib import Path
 
 import numpy as np

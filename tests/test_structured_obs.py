@@ -3,7 +3,6 @@ those with images: tests/test_image_dict.py)."""
 from __future__ import annotations
 
 import json
-import re
 
 import gymnasium as gym
 import numpy as np

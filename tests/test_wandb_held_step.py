@@ -169,7 +169,7 @@ def test_a_run_resumed_in_its_process_after_a_finish_does_not_log_again_what_wan
 def test_a_finished_part_that_logged_nothing_keeps_what_wandb_holds(tmp_path, monkeypatch):
     """A part resumed after a kill (W&B's files hold 58,368 of the 70,656 logged) and finished before its first record:
     its finish vouches only for what W&B held, so the next part still logs from 58,369."""
-    wandb_dir = _killed_offline_run(tmp_path, monkeypatch)
+    _killed_offline_run(tmp_path, monkeypatch)
     for _ in range(2):
         logger = WandbLogger(tmp_path)
         logger.start(types.SimpleNamespace())

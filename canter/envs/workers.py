@@ -28,7 +28,6 @@ import multiprocessing
 import os
 import signal
 import time
-import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
