@@ -49,15 +49,20 @@ def best_of(trials: list[Any]) -> Any:
 
 
 def check_agents_belong(out_dir: Path, study_name: str, storage: Any, shown: str) -> None:
-    """Refuse (CanterError) an ``out_dir`` whose ``agents/`` holds trial agents while the study (``storage``: an
-    Optuna storage; None where it does not exist yet, shown as ``shown``) has no trials: they are an earlier study's
-    (its study.db deleted, another --storage or --study), whose trial-N this study's would be mixed with (and a best
-    trial whose agent was not saved would be shown one of theirs). Nothing is removed."""
+    """Refuse (CanterError) an ``out_dir`` whose ``agents/`` holds trial agents, or that holds a ``trials.csv`` canter
+    tune wrote, while the study (``storage``: an Optuna storage; None where it does not exist yet, shown as ``shown``)
+    has no trials: they are an earlier study's (its study.db deleted, another --storage or --study), whose trial-N
+    this study's would be mixed with (and a best trial whose agent was not saved would be shown one of theirs), or
+    whose trials table (a study whose every trial failed leaves it alone) this study's would replace. Nothing is
+    removed."""
     from canter.errors import CanterError
 
-    agents = Path(out_dir) / "agents"
+    agents, table = Path(out_dir) / "agents", Path(out_dir) / "trials.csv"
     found = sorted(f.name for f in agents.iterdir() if _AGENT.match(f.name)) if agents.is_dir() else []
-    if not found:
+    # an earlier study's trials.csv alone (every trial of it failed: no agent, no best.yaml) would be overwritten
+    # with this study's rows, and its best.yaml would then keep the earlier study from resuming in its own --out
+    held = _tune_table(table) if not found else False
+    if not found and not held:
         return
     if storage is not None:
         import optuna
@@ -65,9 +70,21 @@ def check_agents_belong(out_dir: Path, study_name: str, storage: Any, shown: str
         summaries = optuna.study.get_all_study_summaries(storage, include_best_trial=False)
         if any(s.study_name == study_name and s.n_trials for s in summaries):
             return
-    raise CanterError(f"--out '{out_dir}' holds {agents / found[0]} of an earlier study, but study '{study_name}' in "
-                      f"{shown} has no trials (was its study.db deleted?); choose another --out, or move {agents} "
-                      f"away to start the study there")
+    what, move = (agents / found[0], agents) if found else (table, table)
+    raise CanterError(f"--out '{out_dir}' holds {what} of an earlier study, but study '{study_name}' in "
+                      f"{shown} has no trials (was its study.db deleted, or is it another --study?); choose another "
+                      f"--out, or move {move} away to start the study there")
+
+
+def _tune_table(path: Path) -> bool:
+    """Whether ``path`` is a trials.csv that canter tune wrote (its header starts with tune's columns)."""
+    from canter.run_dirs import TUNE_TRIALS_HEADER
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.readline().startswith(TUNE_TRIALS_HEADER)
+    except OSError:
+        return False
 
 
 def keep_best_agent(study: Any, out_dir: Path, best: int) -> Path | None:
