@@ -32,8 +32,8 @@ from canter.tools.checks import check_algo_env
 from canter.tools.tune_agents import best_of, check_agents_belong, keep_best_agent, save_if_best, trial_rows
 from canter.tools.tune_workers import INTERRUPTS, STOP_SIGNALS, caused_by_interrupt, run_workers, trial_signals
 
-from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_space_run_keys,  # noqa: F401
-                                     check_study_space, fit_params, search_space)  # (Param, _decode re-exported)
+from canter.tools.tune_space import (Param, TrialSeededSampler, _decode, check_space_policy_hparams,  # noqa: F401
+                                     check_space_run_keys, check_study_space, fit_params, search_space)  # (Param, _decode re-exported)
 from canter.tools.tune_storage import discard_storage, fail_stale_trials, in_memory, new_sqlite_file, shown_url
 from canter.tools.tune_storage import open_storage as _storage  # (tests replace tune._storage)
 from canter.tools.tune_study import (  # noqa: F401 (_STUDY_LINE re-exported)
@@ -292,6 +292,7 @@ def tune(algo: str, env: str | None = None, trials: int = 20, *, out: str | Path
     elif run.dataset is not None:
         raise CanterError(f"--dataset is only for offline algorithms; {algo_name} learns from the env: drop --dataset")
     check_algo_env(algo_name, env_id, run.env_kwargs, run.policies, run.central_state, run)
+    check_space_policy_hparams(space, run)  # (after check_algo_env: the env is known to make)
     safe_env = env_id.replace("/", "-").replace(":", "-")
     out_dir = Path(out) if out is not None else Path("runs") / f"tune-{algo_name}-{safe_env}"
     study_name = study or f"{algo_name}-{env_id}"

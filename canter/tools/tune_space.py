@@ -389,3 +389,33 @@ def fit_params(params: dict[str, Any], run: Any, algo_cfg: Any) -> dict[str, Any
             and getattr(algo_cfg, "train_freq_unit", "step") == "step"):
         fitted["gradient_steps"] = freq
     return fitted
+
+
+def check_space_policy_hparams(space: dict[str, Param], run: Any) -> None:
+    """Refuse (CanterError) a hyperparameter of the search space that no policy of a multi-policy run
+    (``policies: type | agent``) trains with: each policy fixes it in its ``policy_hparams`` entry, or trains with
+    another algorithm or not at all (``algo``, ``frozen``). The sampled value applied to none of them (a study
+    tuning ``lr`` under ``policy_hparams`` giving every policy its own ``lr`` compared trials that differed in
+    nothing), as a parameter both tuned and fixed by ``--set`` would."""
+    from canter.multiagent_config import fixed_policy, policy_algo
+
+    if run.policies not in ("type", "agent") or not run.policy_hparams:
+        return
+    from canter.envs.make import make_vec_env
+
+    env = make_vec_env(run.env, 1, env_kwargs=run.env_kwargs, policies=run.policies)
+    try:
+        policies = list(env.single_observation_space.spaces)
+    finally:
+        env.close()
+    run_fields = fields_of(RunConfig)
+    for name in space:
+        if name in run_fields:  # a run setting: shared by every policy
+            continue
+        owners = [p for p in policies if not (isinstance(run.policy_hparams.get(p), dict)
+                                              and name in run.policy_hparams[p]) and policy_algo(run, p) == run.algo
+                  and fixed_policy(run, p) is None]
+        if not owners:
+            raise CanterError(f"'{name}' is tuned, but policy_hparams fixes it for every policy ({', '.join(policies)}) "
+                              f"or trains them with another algorithm: the sampled value would apply to none of them; "
+                              f"drop it from policy_hparams for one policy, or set it to null in --space")
