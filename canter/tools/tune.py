@@ -115,6 +115,10 @@ def _objective(job: dict[str, Any], space: dict[str, Param]) -> Any:
                     continue
                 n_evals += 1
                 last = record.evaluation.mean_return
+                if not math.isfinite(last):  # no value Optuna takes: the median rule pruned it, a finished trial
+                    trial.set_user_attr("steps", trainer.step)
+                    raise CanterError(f"the evaluation at step {record.step} returned a mean return of {last} (an "
+                                      "episode's rewards were NaN or infinite); the trial has no value")
                 # reported at the interval reached (env steps // the study's eval_every), not at the count of
                 # evaluations: a trial whose rollout spans 8 intervals evaluates once per 8, and the median rule
                 # must compare it with the others at the same env step. An evaluation in the interval of the
