@@ -3,6 +3,7 @@ carries one, the env's or the alive mask canter adds where the env has none (202
 from __future__ import annotations
 
 import pytest
+import torch
 
 import canter
 from canter.errors import CanterError
@@ -28,3 +29,17 @@ def test_a_model_without_masks_on_an_env_without_masks_is_told_of_the_alive_mask
                            "--max-steps", "64", "--run-dir", str(tmp_path / "run"), "--quiet")
     assert_one_line_error(code, err, "model NoMaskModel does not apply action masks, and QMIX's joint observation "
                                      "always carries one")
+
+
+def test_a_model_without_masks_still_loads_a_run_saved_before_the_alive_mask():
+    """A QMIX run saved before 2026-11-28 on an env without masks has joint observations without mask columns, and
+    one with such a model of the user's own loaded with ``canter.load`` (as the docs say such runs still do); the
+    refusal above, made whatever the observation space, refused it too. Only a masked observation needs the mask."""
+    import gymnasium as gym
+    import numpy as np
+
+    from canter.algorithms.qmix import QMIX, QMIXConfig
+
+    obs, actions = gym.spaces.Box(-1.0, 1.0, (3, 4), np.float32), gym.spaces.MultiDiscrete([2, 2])
+    agent = QMIX(obs, actions, QMIXConfig(net_arch=[8]), model=f"{__name__}:NoMaskModel")
+    assert agent.act(torch.zeros(1, 3, 4)).actions.shape == (1, 2)

@@ -80,7 +80,9 @@ class QMIX(EpsilonGreedyTargets, Algorithm):
         super().__init__(observation_space, action_space, config, **kw)
         c = config
         self.k, self.n_actions = len(action_space.nvec), int(action_space.nvec[0])
-        if self.model_cls is not None and not getattr(self.model_cls, "action_masks", False):  # said the env had one
+        # (a joint observation without mask columns is a run saved before the alive mask: canter.load still loads it)
+        if mask_width(observation_space) and self.model_cls is not None \
+                and not getattr(self.model_cls, "action_masks", False):  # said the env had one
             raise CanterError(f"model {self.model_cls.__name__} does not apply action masks, and QMIX's joint "
                               f"observation always carries one: the env's, or where the env has none the alive mask "
                               f"canter adds (an agent out of the episode takes action 0; since 2026-11-28); set "
