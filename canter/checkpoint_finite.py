@@ -46,6 +46,8 @@ def _nonfinite(items: Iterable[tuple[str, torch.Tensor]], weights_only: bool) ->
         parts = key.split(".")
         if not t.is_floating_point() or not t.numel() or (weights_only and "optimizers" in parts):
             continue
+        if t.element_size() == 1:  # float8: torch has no isfinite for it (a traceback); float32 holds its values
+            t = t.float()
         if bool((~torch.isfinite(t) if "modules" in parts else torch.isnan(t)).any()):
             found.append(key)
     return found
