@@ -193,7 +193,8 @@ def _build(run: RunConfig, algo_cfg: Any, run_dir: str | Path | None, quiet: boo
                            (algo_cfg.train_freq, envs.num_envs) if phases else None)
     try:
         check_spaces(algo_cls, envs.single_observation_space, envs.single_action_space, run)
-        if resumed is None and algo_cls.family == "on_policy_replay" and not run.explorers:
+        if resumed is None and algo_cls.family == "on_policy_replay" and not run.explorers \
+                and run.policies not in ("type", "agent"):  # (several policies: refused below, for that)
             from canter.trainers.on_policy_replay import check_segment_buffer
 
             check_segment_buffer(algo_cfg, envs.num_envs, run)

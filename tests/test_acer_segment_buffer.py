@@ -29,3 +29,13 @@ def test_one_segment_or_no_replay_is_accepted(kwargs):
         assert trainer.replay.capacity == 1  # one segment of 5 x 2
     finally:
         trainer.close()
+
+
+def test_several_policies_are_refused_for_that_not_for_the_buffer(tmp_path, capsys):
+    """ACER cannot train several policies; with a small buffer_size as well, the buffer check came first and was
+    checked against all agent rows together: fixing it only led to the refusal that matters."""
+    pytest.importorskip("pettingzoo")
+    code, _, err = run_cli(capsys, "train", "acer", "--env", "pettingzoo:tests.match_agents", "--set", "policies=type",
+                           "--set", "buffer_size=30", "--max-steps", "200", "--run-dir", str(tmp_path / "run"),
+                           "--quiet")
+    assert_one_line_error(code, err, "acer cannot train several policies")
