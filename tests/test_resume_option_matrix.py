@@ -55,3 +55,6 @@ def test_a_run_with_stateful_options_resumes_exactly(algo, tmp_path):
     (skeleton_a, a), (skeleton_b, b) = flatten_state(whole.state_dict()), flatten_state(resumed.state_dict())
     assert skeleton_a == skeleton_b and [k for k in a if not torch.equal(a[k], b[k])] == []
     assert _rows(tmp_path / "part") == _rows(tmp_path / "whole")
+    # periodic checkpoints (sac's checkpoint_every, keep_checkpoints): the same step-N files kept (rows do not show them)
+    names = [sorted(p.name for p in (tmp_path / run / "checkpoints").iterdir()) for run in ("part", "whole")]
+    assert names[0] == names[1], names
