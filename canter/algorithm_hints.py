@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 
 #: trainer families that learn on-policy from fresh rollouts: one group for the hint of a wrong action space (MAPPO's
@@ -20,9 +21,14 @@ def _learns_as(family: str) -> str:
 
 
 def _takes(algo: Any, action_space: gym.Space) -> bool:
-    """Whether ``algo`` acts in ``action_space`` (qmix: an agent's Discrete one, which it joins)."""
+    """Whether ``algo`` acts in ``action_space`` (qmix: an agent's Discrete one, which it joins; an unbounded Box
+    not where the algorithm squashes its actions into the bounds: DQN's refusal of one named ddpg, sac, td3, tqc,
+    which refuse it too)."""
     if getattr(algo, "joint_agents", False):
         return isinstance(action_space, gym.spaces.Discrete)
+    if getattr(algo, "squashed_actions", False) and isinstance(action_space, gym.spaces.Box) and not (
+            np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
+        return False
     return isinstance(action_space, algo.action_spaces)
 
 
