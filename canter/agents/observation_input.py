@@ -9,7 +9,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from canter.envs.raw_observations import is_raw, pack_raw
+from canter.envs.packing import packed_layout
+from canter.envs.raw_observations import binary_values, is_raw, pack_raw
 from canter.errors import CanterError
 
 
@@ -58,6 +59,7 @@ class ObservationInput:
                               f"{(-1, *shape)}, got an array of shape {x.shape}{hint}")
         if isinstance(self.observation_space, gym.spaces.Discrete):
             self._check_discrete(x)
+        self._check_binary(x)
         if x.dtype != self.observation_space.dtype:
             x = self._in_space_dtype(x)
         return (x[None] if single else x), single
@@ -80,6 +82,14 @@ class ObservationInput:
         if x.size and not (np.array_equal(np.floor(x), x) and x.min() >= low and x.max() <= high):
             got = x.min() if x.min() == x.max() else f"values {x.min()}..{x.max()}"
             raise CanterError(f"Discrete observations are integers {low}..{high}, got {got}")
+
+    def _check_binary(self, x: np.ndarray) -> None:
+        """A :class:`CanterError` unless every entry of ``x`` is 0 or 1 where the space packs a MultiBinary
+        observation alone: its packed vector has the observation's own shape, so a 2 (or 0.5) went to the model
+        unchecked, where a MultiDiscrete or Discrete value out of range is refused."""
+        layout = packed_layout(self.observation_space)
+        if layout and len(layout) == 1 and not layout[0].get("path") and layout[0].get("kind") == "MultiBinary":
+            binary_values(layout[0], x)
 
     def _as_image_pixels(self, x: np.ndarray) -> np.ndarray:
         """``x`` as uint8 when the observations are images (:func:`~canter.models.cnn.image_pixels`)."""

@@ -185,8 +185,13 @@ def _columns(entry: dict[str, Any], value: Any, batch: int, single: bool, where:
         np.put_along_axis(out, offsets[:-1] + idx, 1.0, axis=1)
         return out
     if kind == "MultiBinary":
-        _categories(entry, x, np.asarray(2), np.asarray(0), where)
+        binary_values(entry, x, where)
     return x.reshape(batch, -1)
+
+
+def binary_values(entry: dict[str, Any], x: np.ndarray, where: str = "") -> None:
+    """A :class:`CanterError` naming the MultiBinary ``entry`` unless every value of ``x`` is 0 or 1."""
+    _categories(entry, x, np.asarray(2), np.asarray(0), where)
 
 
 def _mask(obs: Any, width: int, batch: int, single: bool, where: str) -> np.ndarray:
