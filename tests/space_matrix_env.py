@@ -96,7 +96,9 @@ class SpaceMatrix(gym.Env):
             ok = isinstance(action, (int, np.integer)) or (isinstance(action, np.ndarray) and action.shape == ()
                                                            and np.issubdtype(action.dtype, np.integer))
         else:
-            ok = isinstance(action, np.ndarray) and action.shape == space.shape and action.dtype == space.dtype
+            # a NumPy scalar for a Box of shape (): gymnasium's vector envs hand each env one as well
+            ok = isinstance(action, (np.ndarray, np.generic)) and action.shape == space.shape and \
+                action.dtype == space.dtype
         if not (ok and space.contains(action)):
             raise ValueError(f"action {action!r} ({type(action).__name__}) is not in {space}")
         self.actions.append(action)
