@@ -77,7 +77,7 @@ class SpaceMatrix(gym.Env):
     def _obs(self) -> Any:
         space = self.observation_space
         if isinstance(space, spaces.Box) and not np.all(np.isfinite(space.low)) or (
-                isinstance(space, spaces.Box) and space.high.max() > 1e6):
+                isinstance(space, spaces.Box) and float(space.high.max()) > 1e6):
             return self.np_random.normal(0, 100, space.shape).astype(space.dtype)
         return space.sample()
 
