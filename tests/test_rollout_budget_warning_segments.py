@@ -52,3 +52,16 @@ def test_acers_never_replays_warning_counts_agent_rows():
                                       replay_start=100, max_steps=100, eval_episodes=0)
         trainer.setup()
     trainer.close()
+
+
+def test_ppos_rollout_memory_error_counts_agent_rows():
+    """PPO's rollout-buffer memory error called one env copy of 2 agents '2 envs' (MAPPO, n_steps 1e18), where its
+    warnings and ACER's memory error say '2 agent rows (1 env copy x 2 agents)'."""
+    with pytest.warns(CanterWarning, match="less than one rollout"):
+        trainer = canter.make_trainer("mappo", "pettingzoo:tests.match_agents", n_envs=1, n_steps=10**18,
+                                      max_steps=10, eval_episodes=0)
+    with pytest.raises(canter.errors.CanterError, match=r"the rollout buffer does not fit in memory \(hparams.n_steps "
+                       r"1,000,000,000,000,000,000 x 2 agent rows \(1 env copy x 2 agents\) = 2,000,000,000,000,000,000 "
+                       r"steps"):
+        trainer.setup()
+    trainer.close()

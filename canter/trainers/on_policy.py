@@ -56,7 +56,7 @@ class OnPolicyTrainer(StepwiseTrainer):
                    else columns.n_pixels + 4 * columns.n_rest)
             gib = steps * (row + 32) / 2**30
             raise CanterError(f"the rollout buffer does not fit in memory (hparams.n_steps {self.config.n_steps:,} x "
-                              f"{self.env.num_envs} envs = {steps:,} steps, about {gib:,.1f} GiB); lower "
+                              f"{rollout_rows(self.env.num_envs, self.run.n_envs, agent_rows(self.run))} = {steps:,} steps, about {gib:,.1f} GiB); lower "
                               f"hparams.n_steps or n_envs") from None
 
     def data_state(self) -> dict[str, Any]:
