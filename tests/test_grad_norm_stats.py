@@ -1,6 +1,7 @@
 """PPO, recurrent PPO, MAPPO, APPO and IMPALA log ``grad_norm``, as A2C, REINFORCE and ACER do: the
 gradients' global L2 norm before clipping, averaged over the update's minibatches (PPO's hand-derived
-gradients and autograd give the same number). They logged none."""
+gradients and autograd give the same number). They logged none. Every case clips with a max_grad_norm the
+gradients exceed, so a norm logged after clipping would fail it."""
 from __future__ import annotations
 
 import gymnasium as gym
@@ -76,15 +77,17 @@ def test_ppo_stopped_by_target_kl_before_any_step_still_logs_the_norm():
 def test_mappo_logs_the_gradient_norm():
     """(Value normalisation off: the reference feeds the returns as they are.)"""
     spaces = (gym.spaces.Box(-1, 1, (2, 7)), DISCRETE[1])
-    kw = dict(n_epochs=1, max_grad_norm=1e6, normalize_value=False)
+    clip = 0.05
+    kw = dict(n_epochs=1, max_grad_norm=clip, normalize_value=False)
     ref = _ppo(MAPPO, MAPPOConfig, spaces, manual_backward=False, **kw)
     expected = _reference_norms(ref, _batch(ref), 1)
+    assert expected[0] > 2 * clip  # the clip bites: the norm after clipping would be 0.05
     algo = _ppo(MAPPO, MAPPOConfig, spaces, **kw)
     assert algo.learn(_batch(algo))["grad_norm"] == pytest.approx(expected[0], rel=1e-4)
 
 
-def test_recurrent_ppo_logs_the_gradient_norm():
-    """One epoch of one minibatch, no clipping: the gradients left after the update are the norm's."""
+def _recurrent_first_update(max_grad_norm: float) -> tuple[float, float]:
+    """The first update's logged ``grad_norm`` and the norm of the gradients it left (clipped ones)."""
     seen = []
 
     def after_update(trainer, losses):
@@ -92,11 +95,22 @@ def test_recurrent_ppo_logs_the_gradient_norm():
 
     trainer = canter.make_trainer("recurrent_ppo", "CartPole-v1", max_steps=64, n_steps=16, n_envs=4, seed=0,
                                   eval_episodes=0, lstm_hidden=8, net_arch=[8], n_epochs=1, batch_size=64,
-                                  max_grad_norm=1e6, hooks={"after_update": after_update})
+                                  max_grad_norm=max_grad_norm, hooks={"after_update": after_update})
     for _ in trainer():
         pass
     trainer.close()
-    assert seen and all(logged == pytest.approx(actual, rel=1e-4) and actual > 0 for logged, actual in seen)
+    return seen[0]
+
+
+def test_recurrent_ppo_logs_the_gradient_norm_before_clipping():
+    """One epoch of one minibatch. Without clipping the gradients left after the update are the norm's; a run
+    alike but for a clip of a quarter of that norm (the clip bites) logs the same norm, not the clipped one."""
+    logged, actual = _recurrent_first_update(1e6)
+    assert logged == pytest.approx(actual, rel=1e-4) and actual > 0
+    clip = actual / 4
+    logged_clipped, left = _recurrent_first_update(clip)
+    assert left == pytest.approx(clip, rel=1e-3)  # the clip acted
+    assert logged_clipped == pytest.approx(actual, rel=1e-4)
 
 
 def _trajectories() -> TrajectoryBatch:
@@ -110,8 +124,20 @@ def _trajectories() -> TrajectoryBatch:
 
 @pytest.mark.parametrize("cls", [IMPALA, APPO])
 def test_impala_and_appo_log_the_gradient_norm(cls):
-    """One gradient step (APPO: one epoch of one minibatch), no clipping: the gradients left are the norm's."""
+    """One gradient step (APPO: one epoch of one minibatch). Without clipping the gradients left are the norm's;
+    the same algorithm with a clip of a quarter of that norm (the clip bites) logs the same norm, not the
+    clipped one."""
     extra = dict(n_epochs=1, batch_size=10) if cls is APPO else {}
-    algo = cls(DISCRETE[0], DISCRETE[1], build(cls.Config, dict(net_arch=[8], max_grad_norm=1e6, **extra)), seed=0)
-    stats = algo.learn(_trajectories())
-    assert stats["grad_norm"] == pytest.approx(_norm(algo.params), rel=1e-5) and stats["grad_norm"] > 0
+
+    def learned(max_grad_norm: float) -> tuple[float, float]:
+        torch.manual_seed(0)
+        config = build(cls.Config, dict(net_arch=[8], max_grad_norm=max_grad_norm, **extra))
+        algo = cls(DISCRETE[0], DISCRETE[1], config, seed=0)
+        return algo.learn(_trajectories())["grad_norm"], _norm(algo.params)
+
+    logged, actual = learned(1e6)
+    assert logged == pytest.approx(actual, rel=1e-5) and actual > 0
+    clip = actual / 4
+    logged_clipped, left = learned(clip)
+    assert left == pytest.approx(clip, rel=1e-3)  # the clip acted
+    assert logged_clipped == pytest.approx(actual, rel=1e-5)
