@@ -36,6 +36,13 @@ def check_source(path: str, algo: str, run: Any = None) -> None:
         found = nonfinite_in_file(base, weights_only=True)
     except Exception:  # an unreadable file: load_checkpoint, after the build, says what is wrong with it
         found = []
+    if found:  # damage (a sha256 that no longer fits) is the cause, not a run that diverged: its error comes first
+        from canter.checkpoint import load_checkpoint
+
+        try:
+            load_checkpoint(base)
+        except CanterError as exc:
+            raise CanterError(f"init_from: {exc}") from None
     refuse_nonfinite(base, found, "init_from", weights_only=True)
 
 

@@ -82,3 +82,16 @@ def test_float8_weights_are_looked_at_not_a_traceback(tmp_path):
     assert nonfinite_tensors(state) == ["agent.algorithm.modules.m.bad", "agent.algorithm.opt.nan"]
     base = save_checkpoint(tmp_path / "ck", {"agent": state}, {"step": 1})
     assert nonfinite_in_file(base) == ["agent.algorithm.modules.m.bad", "agent.algorithm.opt.nan"]
+
+
+def test_init_from_a_damaged_checkpoint_with_nan_names_the_damage(nan_run, tmp_path, capsys):
+    """A checkpoint both damaged (its sha256 no longer fits) and holding NaN was told 'holds NaN ... diverged, or
+    damaged': the NaN look came before the integrity check, whose error names the cause."""
+    tensors = nan_run / "checkpoints" / "last.safetensors"
+    blob = bytearray(tensors.read_bytes())
+    blob[-4] ^= 1  # a mantissa bit of the last value: the file still parses, the NaN stays
+    tensors.write_bytes(bytes(blob))
+    code, _, err = run_cli(capsys, "train", "ppo", "--env", "CartPole-v1", "--set", f"init_from={tensors}",
+                           "--quiet", "--run-dir", str(tmp_path / "new"), "--max-steps", "64")
+    assert_one_line_error(code, err, f"init_from: checkpoint {tensors} is corrupt: its sha256 differs")
+    assert "NaN" not in err
