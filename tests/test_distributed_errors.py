@@ -27,7 +27,7 @@ def test_an_explorers_failure_is_told_in_one_line_from_what_it_raised():
     assert failure_reason(raised(KeyError())) == "KeyError"
     died = exceptions.RayActorError(error_msg="The actor died unexpectedly before finishing this task.\n\tpid: 7\n"
                                               "The actor is dead because its worker process has died.")
-    assert failure_reason(died) == "The actor is dead because its worker process has died."
+    assert failure_reason(died) == "The actor is dead because its worker process has died"
 
 
 class _Ref:
@@ -192,3 +192,38 @@ def test_an_explorer_whose_env_has_other_spaces_than_the_learners_cannot_start()
     finally:
         actor.explorer.close()
         env.close()
+
+
+#: what ray.get raised (Ray 2.60) for a call to an explorer actor whose process was killed (SIGKILL)
+KILLED = ("The actor died unexpectedly before finishing this task.\n\tclass_name: ExplorerActor\n\tactor_id: 5b1a46\n"
+          "\tpid: 28119\n\tnamespace: 99b74fd1\n\tip: 127.0.0.1\nThe actor is dead because its worker process has "
+          "died. Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error "
+          "code 2. End of file. Some common causes include: (1) the process was killed by the OOM killer due to high "
+          "memory usage, (2) ray stop --force was called, or (3) the worker crashed unexpectedly due to SIGSEGV or "
+          "another unexpected error. If the process was killed by the kernel OOM killer (verifiable by checking for "
+          "OOM in dmesg of the OOMing node), consider enabling resource isolation via --enable-resource-isolation to "
+          "prevent node deaths by resource contention and significant loss of progress by uninformed kernel OOM "
+          "killing.")
+
+
+def test_a_killed_explorers_warning_is_one_short_line(caplog):
+    """The warning repeated Ray's whole last line: exit details and advice for Ray's own command line
+    ('consider enabling resource isolation via --enable-resource-isolation'). Now the explorer, the cause (the
+    first sentence) and that canter replaces it."""
+    from canter.distributed.pool import RayPool
+
+    def get(ref):
+        raise exceptions.RayActorError(error_msg=KILLED)
+
+    pool = object.__new__(RayPool)  # the pool's bookkeeping only: no actors, no Ray
+    pool.ray = SimpleNamespace(exceptions=exceptions, get=get, kill=lambda *a, **k: None)
+    pool.count, pool.actors, pool.generation, pool.failures, pool.pids, pool.restarts = 1, ["old"], [0], [0], [None], 0
+    pool._built_at, pool._answered, pool._slowest, pool._retiring = [0.0], [0.0], 0.0, []
+    pool._slot_version, pool._starting, pool._fresh = [1], {}, set()
+    pool._spawn = lambda slot: SimpleNamespace(pid=SimpleNamespace(remote=lambda: "up"))  # the replacement
+    pool.in_flight = {"lost": (0, 0, None)}
+    with caplog.at_level("WARNING", logger="canter.distributed"):
+        assert pool._receive("lost") == (0, None)
+    assert [r.getMessage() for r in caplog.records] == [
+        "explorer 0 failed: The actor is dead because its worker process has died; starting a replacement"]
+    assert pool.restarts == 1

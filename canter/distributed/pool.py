@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
 from typing import Any
 
@@ -59,8 +60,10 @@ def failure_reason(exc: BaseException) -> str:
     A call that raised (``RayTaskError``; also a constructor's exception, which
     :class:`~canter.distributed.explorer.ExplorerActor` raises from every call) gives its cause
     itself: a :class:`CanterError`'s message, else ``Type: first line of the message``. An actor
-    that died (``RayActorError``: killed, its node lost) or any other Ray error gives the last line
-    of Ray's message (its text ends with what happened), else the error's type.
+    that died (``RayActorError``: killed, its node lost) or any other Ray error gives the first sentence
+    of the last line of Ray's message (its text ends with what happened: "The actor is dead because its
+    worker process has died", without the paragraph that follows it, of exit details and advice for Ray's
+    own command line), else the error's type.
     """
     cause = None
     try:
@@ -75,7 +78,8 @@ def failure_reason(exc: BaseException) -> str:
         if isinstance(cause, CanterError) and first:
             return first
         return f"{type(cause).__name__}: {first}" if first else type(cause).__name__
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[-1].strip()
+    last = (str(exc).strip().splitlines() or [type(exc).__name__])[-1].strip()
+    return re.split(r"(?<=[.!?])\s", last, maxsplit=1)[0].rstrip(".") or type(exc).__name__
 
 
 class _Episodes:
