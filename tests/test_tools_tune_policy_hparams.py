@@ -28,3 +28,21 @@ def test_tune_takes_a_hyperparameter_one_policy_still_trains_with(tmp_path, caps
     _, _, err = run_cli(capsys, *BASE, "--set", "policy_hparams={speaker: {lr: 0.01}}", "--out",
                         str(tmp_path / "t"))
     assert ran, err
+
+
+@pytest.mark.parametrize("name, refused", [("noise_std", False), ("lr", True)])
+def test_a_frozen_policy_takes_a_tuned_hyperparameter_it_acts_with(tmp_path, capsys, monkeypatch, name, refused):
+    """A frozen policy never updates, but explores with its config's noise_std: tuning noise_std where agent_0 trains
+    with dqn and agent_1 (td3) is frozen was refused as applying to no policy. lr, which acts only in updates, still
+    is refused there."""
+    ran = []
+    monkeypatch.setattr("canter.tools.tune._optimize", lambda *a, **k: ran.append(1))
+    space = tmp_path / "space.yaml"
+    space.write_text("".join(f"{k}: null\n" for k in ("lr", "batch_size", "gamma", "tau", "train_freq", "gradient_steps",
+                                                      "n_step") if k != name) + f"{name}: {{low: 0.0001, high: 0.5}}\n")
+    _, _, err = run_cli(capsys, "tune", "td3", "--env", "pettingzoo:tests.box_beside_masks", "--set", "policies=agent",
+                        "--set", "init_from=no-such-run", "--set",
+                        "policy_hparams={agent_0: {algo: dqn}, agent_1: {frozen: true}}", "--space", str(space),
+                        "--trials", "1", "--max-steps", "64", "--eval-every", "64", "--quiet", "--out",
+                        str(tmp_path / "t"))
+    assert (f"'{name}' is tuned" in err) == refused and bool(ran) != refused, err

@@ -394,10 +394,11 @@ def fit_params(params: dict[str, Any], run: Any, algo_cfg: Any) -> dict[str, Any
 def check_space_policy_hparams(space: dict[str, Param], run: Any) -> None:
     """Refuse (CanterError) a hyperparameter of the search space that no policy of a multi-policy run
     (``policies: type | agent``) trains with: each policy fixes it in its ``policy_hparams`` entry, or trains with
-    another algorithm or not at all (``algo``, ``frozen``). The sampled value applied to none of them (a study
-    tuning ``lr`` under ``policy_hparams`` giving every policy its own ``lr`` compared trials that differed in
-    nothing), as a parameter both tuned and fixed by ``--set`` would."""
-    from canter.multiagent_config import fixed_policy, policy_algo
+    another algorithm or not at all (``algo: random``; a ``frozen`` policy only for one of
+    :data:`~canter.multiagent_config.TRAINING_ONLY`: it still acts with the others, as TD3's ``noise_std``). The
+    sampled value applied to none of them (a study tuning ``lr`` under ``policy_hparams`` giving every policy its own
+    ``lr`` compared trials that differed in nothing), as a parameter both tuned and fixed by ``--set`` would."""
+    from canter.multiagent_config import TRAINING_ONLY, fixed_policy, policy_algo
 
     if run.policies not in ("type", "agent") or not run.policy_hparams:
         return
@@ -412,10 +413,13 @@ def check_space_policy_hparams(space: dict[str, Param], run: Any) -> None:
     for name in space:
         if name in run_fields:  # a run setting: shared by every policy
             continue
+        # a frozen policy never updates, but acts with the rest (its exploration noise): as frozen_ignored says
+        takes = (None,) if name in TRAINING_ONLY else (None, "frozen")
         owners = [p for p in policies if not (isinstance(run.policy_hparams.get(p), dict)
                                               and name in run.policy_hparams[p]) and policy_algo(run, p) == run.algo
-                  and fixed_policy(run, p) is None]
+                  and fixed_policy(run, p) in takes]
         if not owners:
             raise CanterError(f"'{name}' is tuned, but policy_hparams fixes it for every policy ({', '.join(policies)}) "
-                              f"or trains them with another algorithm: the sampled value would apply to none of them; "
-                              f"drop it from policy_hparams for one policy, or set it to null in --space")
+                              f"or trains them with another algorithm or not at all (algo: random, frozen): the "
+                              f"sampled value would apply to none of them; drop it from policy_hparams for one "
+                              f"policy, or set it to null in --space")
