@@ -294,7 +294,9 @@ def config_callbacks(callbacks: list, hooks: dict) -> list[Any]:
         factory = _import(path, "a 'callbacks' entry")
         # only a class with hook methods is called: a resumed run's config comes from its checkpoint's JSON,
         # which must not be able to call any function (os:system) or class (subprocess:Popen) with its kwargs
-        if isinstance(factory, type) and not any(callable(getattr(factory, h, None)) for h in HOOKS):
+        # (a Callback subclass's hooks: those it overrides, as Hooks.add counts them; Callback's own do nothing)
+        if isinstance(factory, type) and not any(callable(getattr(factory, h, None)) and not (
+                issubclass(factory, Callback) and getattr(factory, h) is getattr(Callback, h)) for h in HOOKS):
             # the methods it has named (its only one misspelt: on_evalute), as Python's callbacks= says; never built
             raise CanterError(f"a 'callbacks' entry must name a callback class: {no_hooks_error(factory)}")
         if not isinstance(factory, type):

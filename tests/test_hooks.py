@@ -304,3 +304,21 @@ def test_a_config_callback_whose_only_hook_is_misspelt_is_named_so(tmp_path, mon
     with pytest.raises(CanterError, match=r"callback class: callback my_cbs:Cb has none of the hook methods .* "
                                           r"\(it defines on_evalute: none is called\)$"):
         config_callbacks(["my_cbs:Cb"], {})
+
+
+def test_a_config_callback_subclass_whose_only_hook_is_misspelt_is_refused_unbuilt(tmp_path, monkeypatch):
+    """A Callback subclass has Callback's hooks, which do nothing: one whose only method is misspelt passed the config
+    check, was built with the entry's kwargs, and was refused later without "a 'callbacks' entry must name a callback
+    class:" (docs/training-control.md says the config's line has it), where a plain class was refused unbuilt."""
+    from canter.callbacks import config_callbacks
+
+    (tmp_path / "my_sub_cbs.py").write_text("from canter.callbacks import Callback\nBUILT = []\n"
+                                            "class Cb(Callback):\n    def __init__(self):\n        BUILT.append(1)\n"
+                                            "    def on_evalute(self, trainer, result):\n        pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(CanterError, match=r"^a 'callbacks' entry must name a callback class: callback my_sub_cbs:Cb "
+                                          r"has none of the hook methods .* \(it defines on_evalute: none is called\)$"):
+        config_callbacks(["my_sub_cbs:Cb"], {})
+    import my_sub_cbs
+
+    assert my_sub_cbs.BUILT == []
