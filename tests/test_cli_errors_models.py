@@ -201,10 +201,13 @@ def test_acer_segment_replay_too_big_for_memory_is_one_line(capsys, workdir, buf
                            "--set", f"buffer_size={buffer_size}", "--quiet", "--run-dir", str(workdir / "run"))
     assert_one_line_error(code, err, "segment replay does not fit in memory", "hparams.buffer_size")
     assert not (workdir / "run").exists() or not any((workdir / "run").iterdir())
+    # a buffer_size of one segment (one below it is refused before, since 2fc57b8e): told '1 segment', not '1 segments'
     code, _, err = run_cli(capsys, "train", "acer", "--env", "CartPole-v1", "--n-envs", "2", "--max-steps", "256",
-                           "--set", "n_steps=1e18", "--quiet", "--run-dir", str(workdir / "run"))
+                           "--set", "n_steps=1e18", "--set", "buffer_size=2e18", "--quiet", "--run-dir",
+                           str(workdir / "run"))
     lines = [ln for ln in err.splitlines() if not ln.startswith("canter: warning:")]  # max_steps < one segment
-    assert_one_line_error(code, "\n".join(lines), "segment replay does not fit in memory", "lower hparams.n_steps")
+    assert_one_line_error(code, "\n".join(lines), "segment replay does not fit in memory", "= 1 segment of n_steps",
+                          "lower hparams.n_steps")
 
 
 @pytest.mark.parametrize("algo", ["impala", "appo"])

@@ -64,7 +64,7 @@ class SegmentReplayTrainer(Trainer):
                          else columns.n_pixels + 4 * columns.n_rest)
             per_row = obs_bytes + 4 * n_actions + 25
             raise CanterError(f"the segment replay does not fit in memory (hparams.buffer_size {c.buffer_size:,} = "
-                              f"{capacity:,} segments of n_steps {c.n_steps} x {told}, about "
+                              f"{capacity:,} segment{'s' if capacity > 1 else ''} of n_steps {c.n_steps} x {told}, about "
                               f"{rows * per_row / 2**30:,.1f} GiB); lower hparams.{'n_steps' if capacity == 1 else 'buffer_size'}") from None
         held = capacity * c.n_steps * n
         if c.replay_ratio > 0 and held < c.replay_start:  # the replay can never hold replay_start transitions
