@@ -6,24 +6,34 @@ import json
 import os
 import re
 from pathlib import Path
+from warnings import warn
 
-from canter.errors import CanterError
+from canter.errors import CanterError, CanterWarning
 from canter.run_dirs import closest_run_dirs
 
 
 def find_checkpoint(path: str | Path) -> Path:
-    """A run directory or its ``checkpoints`` folder (the ``best``, else the ``last`` checkpoint) or a
-    checkpoint path -> checkpoint base."""
+    """A run directory or its ``checkpoints`` folder (the ``best``, else the ``last`` checkpoint; a ``best`` whose
+    ``.safetensors`` is missing falls back to ``last``, with a warning) or a checkpoint path -> checkpoint base."""
     from canter.checkpoint import checkpoint_base, checkpoint_present  # here: canter.checkpoint imports this module
 
     if not isinstance(path, (str, os.PathLike)):
         raise CanterError(f"expected a run directory or checkpoint path (a str or pathlib.Path), got {path!r}")
     p = Path(path).expanduser()  # canter.load('~/x') looked for a folder named '~'
     if p.is_dir():
+        partial = None  # a best whose .json is there without its .safetensors: last, where it is whole, instead
         for name in ("best", "last"):
             for base in (p / "checkpoints" / name, p / name):  # a run directory, or its checkpoints/ folder
                 if checkpoint_present(base):
+                    if name == "best" and not base.with_name(base.name + ".safetensors").exists():
+                        partial = partial or base
+                        continue
+                    if partial is not None:
+                        warn(CanterWarning(f"{partial}.safetensors is missing (its {partial.name}.json is there); "
+                                           f"using the last checkpoint {base} instead"), stacklevel=2)
                     return base
+        if partial is not None:  # no whole last either: loading best says which file is missing
+            return partial
         # best and last gone (deleted, or a process killed between saves): 'no checkpoint yet' was wrong; of a run
         # directory or of its checkpoints/ folder (which has no config.yaml)
         periodic = sorted((q.with_suffix("") for d in (p / "checkpoints", p) for q in d.glob("step-*.safetensors")
