@@ -95,14 +95,16 @@ def unflatten_state(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
 def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str, Any],
                     what: str = "checkpoint") -> Path:
     """Save ``state`` (nested tensors/arrays/JSON values) and ``metadata`` as ``path``.{safetensors,json}
-    (``what``: the word errors use for the pair, checkpoint or dataset). The save writes its own ``checkpoint_id``
-    and ``sha256``: those of ``metadata`` (a loaded checkpoint's, saved again) are left out."""
+    (``what``: the word errors use for the pair, checkpoint or dataset). The save writes its own ``checkpoint_id``,
+    ``sha256`` and ``format_version`` (this canter's layout, that of the state it writes): those of ``metadata`` (a
+    loaded checkpoint's, saved again) are left out."""
     base = checkpoint_base(path)
     skeleton, tensors = flatten_state(state)
     ckpt_id = uuid.uuid4().hex
     # the save's own id and hash, not those of a loaded checkpoint's metadata passed again: its old id in the .json
-    # did not match the header's new one (a pair saved under a new name was 'do not belong together')
-    metadata = {k: v for k, v in metadata.items() if k not in ("checkpoint_id", "sha256")}
+    # did not match the header's new one (a pair saved under a new name was 'do not belong together'); nor the loaded
+    # format_version: the state is written in this canter's layout, and an older version would be read as that one
+    metadata = {k: v for k, v in metadata.items() if k not in ("checkpoint_id", "sha256", "format_version")}
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "checkpoint_id": ckpt_id, **metadata, "state": skeleton}
     text = json.dumps(meta, indent=1, allow_nan=True)
     json_path = base.with_name(base.name + ".json")
