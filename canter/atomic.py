@@ -64,6 +64,27 @@ def atomic_path(path: Path) -> Iterator[Path]:
 
 
 @contextmanager
+def made_dirs(folder: Path) -> Iterator[None]:
+    """Make ``folder`` and its missing parents for the block; when the block fails, remove again those it made that
+    are still empty (deepest first): a failed save (a full disk) left the directories it had made."""
+    folder = Path(folder)
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except FileExistsError as exc:  # a file where a directory of the path should be: name it as such
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), exc.filename) from None
+        yield
+    except BaseException:
+        for p in missing:
+            try:
+                p.rmdir()
+            except OSError:  # not made, or not empty (another writer's files there): it stays, as do those above
+                break
+        raise
+
+
+@contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """A temporary file next to ``path`` (open for writing) that replaces ``path`` (fsynced) when the block
     succeeds: as :func:`atomic_path`."""

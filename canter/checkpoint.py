@@ -27,7 +27,9 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save_file as st_save_file
 
 
-from canter.atomic import atomic_path, atomic_write, remove_temp_files, temp_file_target  # noqa: F401 (re-exported)
+from canter.atomic import (  # noqa: F401 (re-exported)
+    atomic_path, atomic_write, made_dirs, remove_temp_files, temp_file_target,
+)
 from canter.checkpoint_content import canonical as _canonical
 from canter.checkpoint_content import check_content, check_lone_metadata, content_sha256  # noqa: F401 (re-exported)
 from canter.errors import CanterError, check_utf8_path
@@ -117,12 +119,13 @@ def save_checkpoint(path: str | Path, state: dict[str, Any], metadata: dict[str,
         previous = str(json.loads(json_path.read_text()).get("checkpoint_id", ""))
     except (OSError, ValueError, AttributeError):
         previous = ""
-    with atomic_path(st_path) as tmp:  # streamed from the tensors' memory: no copy of a replay buffer in memory
-        _save_tensors(tensors, tmp, {"format": FORMAT, "checkpoint_id": ckpt_id, "replaces": previous,
-                                     "canter_meta": text, "content_sha256": content_sha256(text, tensors)})
-        digest = _sha256(tmp)
-    text = json.dumps({**meta, "sha256": digest}, indent=1, allow_nan=True)
-    atomic_write(json_path, text.encode())
+    with made_dirs(base.parent):  # a save that fails (a full disk) removes the directories it made
+        with atomic_path(st_path) as tmp:  # streamed from the tensors' memory: no copy of a replay buffer in memory
+            _save_tensors(tensors, tmp, {"format": FORMAT, "checkpoint_id": ckpt_id, "replaces": previous,
+                                         "canter_meta": text, "content_sha256": content_sha256(text, tensors)})
+            digest = _sha256(tmp)
+        text = json.dumps({**meta, "sha256": digest}, indent=1, allow_nan=True)
+        atomic_write(json_path, text.encode())
     return base
 
 
