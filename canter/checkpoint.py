@@ -176,7 +176,8 @@ def save_agent(agent: Any, path: str | Path) -> Path:
     if resumable:
         raise CanterError(f"'{base}' is a run's resumable checkpoint, which saving the agent over would replace; "
                           f"give another name")
-    base.parent.mkdir(parents=True, exist_ok=True)
+    # its missing directories are made by save_checkpoint, which removes them again if the save fails (canter tune's
+    # OUT/agents was left empty by a trial whose agent could not be saved)
     return save_checkpoint(base, {"agent": agent.state_dict()}, {k: meta[k] for k in AGENT_METADATA if k in meta})
 
 

@@ -38,3 +38,24 @@ def test_a_failed_save_keeps_directories_that_were_there_or_hold_files(tmp_path,
     monkeypatch.undo()
     base = save_checkpoint(tmp_path / "a" / "b" / "c" / "ck", {"w": torch.ones(2)}, {})  # a save that works: made
     assert base.with_name("ck.safetensors").is_file() and base.with_name("ck.json").is_file()
+
+
+def test_a_tune_agent_that_cannot_be_saved_leaves_no_agents_folder(tmp_path, monkeypatch):
+    """canter tune's OUT/agents was made before the trial's agent was saved (save_agent's own mkdir): a save that
+    failed left it there, empty, with no agent in the study."""
+    optuna = pytest.importorskip("optuna")
+    from types import SimpleNamespace
+
+    from support import untrained_agent
+
+    from canter.tools.tune_agents import save_if_best
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    trial = optuna.create_study(direction="maximize").ask()
+    trainer = SimpleNamespace(agent=untrained_agent("ppo", "CartPole-v1", n_envs=1, n_steps=64))
+    _full_disk(monkeypatch)
+    save_if_best(trial, trainer, tmp_path, 1.0)  # logged as not saved; the trial's value stays
+    assert not (tmp_path / "agents").exists()
+    monkeypatch.undo()
+    save_if_best(trial, trainer, tmp_path, 1.0)
+    assert sorted(p.name for p in (tmp_path / "agents").iterdir()) == ["trial-0.json", "trial-0.safetensors"]
