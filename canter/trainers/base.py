@@ -6,6 +6,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from warnings import warn
 
 import numpy as np
 import torch
@@ -16,7 +17,7 @@ from canter.callbacks import EnvStep, Hooks
 from canter.stop_criteria import TargetReward, builtin_callbacks
 from canter.config import RunConfig
 from canter.envs.vector import VecEnv
-from canter.errors import CanterError
+from canter.errors import CanterError, CanterWarning
 from canter.resume_checks import restoring
 from canter.schedules import LRControl
 from canter.trainers.agent_metadata import AgentMetadata
@@ -234,6 +235,9 @@ class Trainer(ResumableState, AgentMetadata):
             **({"opponents": dict(self.opponents)} if self.opponents else {}),
         }
 
+    #: whether a non-finite evaluation was warned about (once a trainer)
+    _warned_nonfinite_eval: bool = False
+
     #: whether :meth:`close` closed the envs: a later call is refused (closed envs were stepped on, or a traceback)
     closed: bool = False
 
@@ -259,6 +263,11 @@ class Trainer(ResumableState, AgentMetadata):
         result = self.evaluate()
         self.last_eval = result
         finite = bool(np.isfinite(result.mean_return))  # a NaN best would never be beaten again
+        if not finite and not self._warned_nonfinite_eval:  # else the run ended 'best eval return n/a', unexplained
+            self._warned_nonfinite_eval = True
+            warn(CanterWarning(f"the evaluation at step {self.step} returned a mean return of {result.mean_return} "
+                               f"(its episode returns were not finite: the env's rewards NaN or infinite in the "
+                               f"evaluation episodes); such an evaluation is never the best (warned once a run)"))
         new_best = finite and (self.best_eval_return is None or result.mean_return > self.best_eval_return)
         if new_best:
             self.best_eval_return = result.mean_return
