@@ -461,11 +461,15 @@ def test_tune_a_trial_whose_agent_cannot_be_saved_keeps_its_result(tmp_path):
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append  # Optuna's own handler writes to the stderr of the test that made it, not capsys's
-    optuna.logging.get_logger("optuna").addHandler(handler)
+    logger = optuna.logging.get_logger("optuna")
+    level = logger.level  # a quiet tune earlier in the process set Optuna's verbosity above WARNING
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
     try:
         save_if_best(trial, SimpleNamespace(agent=Unsaveable()), tmp_path, 1.0)  # raised RuntimeError
     finally:
-        optuna.logging.get_logger("optuna").removeHandler(handler)
+        logger.removeHandler(handler)
+        logger.setLevel(level)
     assert any("trial 3: its agent was not saved: RuntimeError: cannot copy this buffer" in r.getMessage()
                for r in records), [r.getMessage() for r in records]
     assert not list((tmp_path / "agents").glob("trial-3.*"))
