@@ -24,9 +24,10 @@ class OnPolicyTrainer(StepwiseTrainer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # the env copies of every Ray explorer (the pool is the env: explorers x n_envs copies), else the run's
-        copies = self.run.n_envs * max(int(getattr(self.run, "explorers", 0) or 0), 1)
-        warn_rollout_budget(self.cycle_budget, self.config.n_steps, self.env.num_envs, copies, agent_rows(self.run))
-        warn_one_minibatch(self.config, self.config.n_steps * self.env.num_envs, copies, agent_rows(self.run))
+        self.env_copies = self.run.n_envs * max(int(getattr(self.run, "explorers", 0) or 0), 1)
+        warn_rollout_budget(self.cycle_budget, self.config.n_steps, self.env.num_envs, self.env_copies,
+                            agent_rows(self.run))
+        warn_one_minibatch(self.config, self.config.n_steps * self.env.num_envs, self.env_copies, agent_rows(self.run))
 
     def setup(self) -> None:  # noqa: D102
         super().setup()
@@ -55,9 +56,9 @@ class OnPolicyTrainer(StepwiseTrainer):
             row = (int(np.prod(obs_space.shape)) * torch.empty((), dtype=obs_dtype).element_size() if columns is None
                    else columns.n_pixels + 4 * columns.n_rest)
             gib = steps * (row + 32) / 2**30
+            told = rollout_rows(self.env.num_envs, self.env_copies, agent_rows(self.run))  # every explorer's copies
             raise CanterError(f"the rollout buffer does not fit in memory (hparams.n_steps {self.config.n_steps:,} x "
-                              f"{rollout_rows(self.env.num_envs, self.run.n_envs, agent_rows(self.run))} = {steps:,} steps, about {gib:,.1f} GiB); lower "
-                              f"hparams.n_steps or n_envs") from None
+                              f"{told} = {steps:,} steps, about {gib:,.1f} GiB); lower hparams.n_steps or n_envs") from None
 
     def data_state(self) -> dict[str, Any]:
         """A rollout in progress (a multi-policy run's member stops mid-rollout when its ``n_steps``
