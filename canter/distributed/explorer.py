@@ -19,6 +19,7 @@ from canter.algorithms.base import Algorithm
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError
 from canter.trainers.off_policy import random_actions
+from canter.trainers.on_policy import rollout_rows
 from canter.utils import stream_rng, to_numpy
 
 #: Ape-X exploration: explorer i of N uses epsilon = BASE ** (1 + ALPHA * i / (N - 1)) (Horgan et al. 2018)
@@ -77,16 +78,30 @@ def load_explorer_weights(agent: Agent, weights: dict[str, Any]) -> None:
         agent.algorithm.new_noise()
 
 
-def rollout_array(shape: tuple[int, ...], dtype: Any, zeros: bool = False, knob: str = "n_steps") -> np.ndarray:
+def rollout_array(shape: tuple[int, ...], dtype: Any, zeros: bool = False, knob: str = "n_steps",
+                  copies: int | None = None, agents: bool = False) -> np.ndarray:
     """One of a rollout's ``[T, N, ...]`` arrays (``np.empty``, or ``np.zeros``); one too big for
     memory (or for NumPy's dimension limit) is a one-line :class:`CanterError` naming the
-    hyperparameter ``knob`` that sets its length (``n_steps``; Ape-X: ``train_freq``)."""
+    hyperparameter ``knob`` that sets its length (``n_steps``; Ape-X: ``train_freq``). ``copies`` and
+    ``agents`` (as :func:`rollout_rows` takes them) tell a multi-agent env's ``N`` rows as agent rows
+    ("4 agent rows (2 env copies x 2 agents)", which was "4 envs"); None: the rows are envs."""
     try:
         return np.zeros(shape, dtype) if zeros else np.empty(shape, dtype)
     except (MemoryError, ValueError) as exc:
         steps = f"n_steps {shape[0]:,}" if knob == "n_steps" else f"{shape[0]:,} steps ({knob})"
-        raise CanterError(f"a rollout of {steps} x {shape[1]:,} envs does not fit in memory "
+        rows = rollout_rows(shape[1], shape[1] if copies is None else copies, agents)
+        raise CanterError(f"a rollout of {steps} x {rows} does not fit in memory "
                           f"({exc}); lower hparams.{knob}") from None
+
+
+def env_rows(env: Any) -> tuple[int | None, bool]:
+    """``(copies, agents)`` of :func:`rollout_array` for ``env`` (a :class:`VecEnv`, or the vector env it adapts): a
+    multi-agent env's rows are its copies' agents (``n_agents`` per copy); a joint-policy view's (no ``n_agents``)
+    and any other env's are envs."""
+    k = getattr(getattr(env, "env", env), "n_agents", None)
+    if isinstance(k, int) and k > 0 and env.num_envs % k == 0:
+        return env.num_envs // k, True
+    return None, False
 
 
 def info_entries(info: dict[str, Any], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -156,13 +171,14 @@ class Explorer:
         agent, env, algorithm = self.agent, self.env, self.agent.algorithm
         reset_noise = getattr(algorithm, "reset_noise", None)  # per-episode action noise (TD3/DDPG's OU)
         T, N = n_steps, env.num_envs
+        copies, agents = env_rows(env)  # how a rollout too big for memory tells its rows
         obs_space = env.single_observation_space
-        obs = rollout_array((T, N) + obs_space.shape, obs_space.dtype)
+        obs = rollout_array((T, N) + obs_space.shape, obs_space.dtype, copies=copies, agents=agents)
         actions = log_probs = values = None
-        rewards = rollout_array((T, N), np.float32)
-        terminated = rollout_array((T, N), np.float32)
-        dones = rollout_array((T, N), np.float32)
-        valid = rollout_array((T, N), bool)
+        rewards = rollout_array((T, N), np.float32, copies=copies, agents=agents)
+        terminated = rollout_array((T, N), np.float32, copies=copies, agents=agents)
+        dones = rollout_array((T, N), np.float32, copies=copies, agents=agents)
+        valid = rollout_array((T, N), bool, copies=copies, agents=agents)
         observed = None  # [T, N] where some observation is not a real one (a multi-agent env's departed agents)
         returns: list[float] = []
         lengths: list[int] = []
@@ -182,11 +198,11 @@ class Explorer:
                 logp = None if out.log_probs is None else to_numpy(out.log_probs)
                 value = None if out.values is None else to_numpy(out.values)
             if actions is None:
-                actions = rollout_array((T,) + acts.shape, acts.dtype)
+                actions = rollout_array((T,) + acts.shape, acts.dtype, copies=copies, agents=agents)
             if logp is not None and log_probs is None:
-                log_probs = rollout_array((T, N), np.float32, zeros=True)
+                log_probs = rollout_array((T, N), np.float32, zeros=True, copies=copies, agents=agents)
             if value is not None and values is None:
-                values = rollout_array((T, N), np.float32, zeros=True)
+                values = rollout_array((T, N), np.float32, zeros=True, copies=copies, agents=agents)
             seen = getattr(env, "observed", None)  # of self.obs, the observations acted on (the step replaces it)
             step = env.step(env_actions)
             restart = step.terminated | step.truncated | ~step.valid  # TD3/DDPG's OU noise: also after a reset-only

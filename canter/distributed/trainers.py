@@ -349,7 +349,8 @@ class AsyncTrainer(Learner, Trainer):
         # two calls per Ray explorer: the next rollout is queued while the learner works on this one
         self.dropped = 0
         space = self.agent.observation_space  # a rollout too big for memory: refused before the run starts
-        rollout_array((self.config.n_steps, self.pool.envs_per_explorer) + space.shape, space.dtype)
+        rollout_array((self.config.n_steps, self.pool.envs_per_explorer) + space.shape, space.dtype,
+                      copies=self.run.n_envs, agents=agent_rows(self.run))
         rows = self.pool.envs_per_explorer  # APPO's minibatches
         warn_one_minibatch(self.config, self.config.n_steps * rows, self.run.n_envs, agent_rows(self.run))
         self.start_explorers(2 if self.pool.remote else 1)
@@ -444,7 +445,8 @@ class ApeXTrainer(Learner, OffPolicyTrainer):
         # one explorer call collects one training phase of the single-process trainer
         self.explorer_steps = max(1, math.ceil(c.train_freq / self.pool.envs_per_explorer))
         space = self.agent.observation_space  # a rollout too big for memory: refused before the run starts
-        rollout_array((self.explorer_steps, self.pool.envs_per_explorer) + space.shape, space.dtype, knob="train_freq")
+        rollout_array((self.explorer_steps, self.pool.envs_per_explorer) + space.shape, space.dtype, knob="train_freq",
+                      copies=self.run.n_envs, agents=agent_rows(self.run))
         self._owed = 0.0
         self.start_explorers(2)
 
