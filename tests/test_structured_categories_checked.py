@@ -90,3 +90,52 @@ def test_async_error_of_an_observation_outside_its_space_names_no_canter_file():
             env.step(np.zeros(2, np.int64))
     finally:
         env.close()
+
+
+class TwoBits(gym.Env):
+    """A Dict observation whose MultiBinary(4) entry 'bits' holds a 2."""
+
+    observation_space = gym.spaces.Dict({"bits": gym.spaces.MultiBinary(4), "pos": gym.spaces.Box(0, 1, (2,), np.float32)})
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):  # noqa: D102
+        super().reset(seed=seed)
+        return {"bits": np.array([2, 0, 1, 0], np.int8), "pos": np.zeros(2, np.float32)}, {}
+
+    def step(self, action):  # noqa: D102
+        return self.reset()[0], 0.0, False, False, {}
+
+
+def test_multibinary_entry_holding_a_2_is_one_line_naming_the_env():
+    """gymnasium's flatten casts a MultiBinary's values to int8: a 2 was trained on as 2.0 without a word (predict
+    refused it). Now refused as a Discrete or MultiDiscrete value outside its space is."""
+    from canter.registry import register
+
+    register("env", "TwoBits-test")(TwoBits)
+    env = make_vec_env("TwoBits-test", 1, "sync")
+    try:
+        with pytest.raises(CanterError, match=r"^env 'TwoBits-test'.*observation entry 'bits' holds \[2, 0, 1, 0\], "
+                                              r"outside its space MultiBinary\(4\)$"):
+            env.reset(seed=0)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("value", [np.array([0, 1, 2], np.int8), np.array([0, 255, 1], np.uint8),
+                                   np.array([0, -1, 1], np.int64), np.array([0.5, 1.0, 0.0]), np.array([1, 0, 3], np.int16)])
+def test_multibinary_values_other_than_0_and_1_are_refused(value):
+    """A MultiBinary observation alone (packed as it is) or in a Tuple: 2, 255 (int8 -1 after flatten's cast), -1 and
+    0.5 (0 after the cast) are outside the space, whatever the dtype."""
+    mb = gym.spaces.MultiBinary(3)
+    with pytest.raises(CanterError, match=r"^the observation holds \[.*\], outside its space MultiBinary\(3\)$"):
+        ObservationPacker(mb, gym.spaces.Discrete(2))(value)
+    packer = ObservationPacker(gym.spaces.Tuple((gym.spaces.Box(0, 1, (1,), np.float32), mb)), gym.spaces.Discrete(2))
+    with pytest.raises(CanterError, match=r"^observation entry '\[1\]' holds .*, outside its space MultiBinary\(3\)$"):
+        packer((np.zeros(1, np.float32), value))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, bool, np.int64, np.float32])
+def test_multibinary_zeros_and_ones_pack_as_before(dtype):
+    """0/1 values in any dtype (floats 1.0 included: flatten casts them) still pack, to the same vector."""
+    packer = ObservationPacker(gym.spaces.MultiBinary(4), gym.spaces.Discrete(2))
+    assert packer(np.array([1, 0, 1, 1], dtype)).tolist() == [1.0, 0.0, 1.0, 1.0]

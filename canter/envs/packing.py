@@ -231,29 +231,36 @@ class ObservationPacker:
             self.space = gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
         self.space.packed_layout = tuple(layout_entry(name, leaf) for name, leaf in leaves)
         self._dtype = self.space.dtype
-        #: the Discrete / MultiDiscrete entries (path steps, space), whose values are checked before flattening:
-        #: gymnasium's flatten one-hot encodes ``x - start`` by indexing, so a value below ``start`` wrapped round
-        #: to another category without a word (and one above was an IndexError traceback)
+        #: the Discrete / MultiDiscrete / MultiBinary entries (path steps, space), whose values are checked before
+        #: flattening: gymnasium's flatten one-hot encodes ``x - start`` by indexing, so a value below ``start``
+        #: wrapped round to another category without a word (and one above was an IndexError traceback); it casts
+        #: a MultiBinary's values to int8, so a 2 was trained on as 2.0 (and 0.5 as 0) without a word
         self._categorical = [([int(i) if i else key for i, key in _PATH_STEP.findall(name)], leaf)
-                             for name, leaf in leaves if isinstance(leaf, (gym.spaces.Discrete, gym.spaces.MultiDiscrete))]
+                             for name, leaf in leaves if isinstance(leaf, (gym.spaces.Discrete, *CATEGORICAL))]
 
     def _check_categories(self, observation: Any) -> None:
-        """Raise a :class:`CanterError` naming a Discrete or MultiDiscrete entry whose value is outside its space."""
+        """Raise a :class:`CanterError` naming a Discrete, MultiDiscrete or MultiBinary entry whose value is outside
+        its space (a MultiBinary's: not 0 or 1; whole floats, 1.0, pack as gymnasium's flatten packs them)."""
         for steps, leaf in self._categorical:
             value = observation
             try:
                 for step in steps:
                     value = value[step]
                 x = np.asarray(value)
-                n = np.asarray(leaf.n if isinstance(leaf, gym.spaces.Discrete) else leaf.nvec)
-                # the values only: a Discrete entry given as a 1-element array flattens as gymnasium's one does
-                inside = bool(np.all((x >= leaf.start) & (x < leaf.start + n)))
+                binary = isinstance(leaf, gym.spaces.MultiBinary)  # flatten casts its values: 1.0 is 1
+                if binary:  # one-byte values (MultiBinary's own int8, uint8, bool): the bytes that are not 0 or 1
+                    inside = (not x.tobytes().translate(None, b"\x00\x01") if x.dtype.itemsize == 1 and
+                              x.dtype.kind in "iub" else bool(np.all((x == 0) | (x == 1))))  # (np.all's: 4 us a call)
+                else:
+                    n = np.asarray(leaf.n if isinstance(leaf, gym.spaces.Discrete) else leaf.nvec)
+                    # the values only: a Discrete entry given as a 1-element array flattens as gymnasium's one does
+                    inside = bool(np.all((x >= leaf.start) & (x < leaf.start + n)))
             except (KeyError, IndexError, TypeError, ValueError):  # a missing entry, a shape that does not broadcast:
                 continue  # flatten's own error says so
-            whole = x.dtype.kind in "iub"  # gymnasium's flatten indexes with the values: floats were an IndexError
+            # gymnasium's flatten indexes with a Discrete / MultiDiscrete's values: floats were an IndexError
+            whole = binary or x.dtype.kind in "iub"
             if not (inside and whole):
-                name = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps).lstrip(".")
-                entry = f"observation entry '{name}'" if name else "the observation"
+                entry = _entry_name(steps)
                 raise OutsideSpace(f"{entry} holds {x.tolist()}, outside its space {leaf}" if not inside else
                                    f"{entry} holds {x.dtype} values {x.tolist()}, where its space {leaf} holds integers")
 
@@ -270,6 +277,12 @@ class ObservationPacker:
         if mask.size != self.space.mask_width:  # else a wrong-shape error for the whole observation, later
             check_mask_length(mask.size, self._action_space, "the env's action mask")
         return np.concatenate([x, mask])
+
+
+def _entry_name(steps: list[Any]) -> str:
+    """How an error names the observation entry at path ``steps`` (``[]``: the whole observation)."""
+    name = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps).lstrip(".")
+    return f"observation entry '{name}'" if name else "the observation"
 
 
 class PackObservations(gym.ObservationWrapper):
