@@ -23,8 +23,9 @@ class OnPolicyTrainer(StepwiseTrainer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # the env copies of every Ray explorer (the pool is the env: explorers x n_envs copies), else the run's
-        self.env_copies = self.run.n_envs * max(int(getattr(self.run, "explorers", 0) or 0), 1)
+        # the env copies of every Ray explorer (the pool is the env: explorers x n_envs copies), else the run's (a
+        # RunConfig built by hand leaves n_envs None: the env's)
+        self.env_copies = (self.run.n_envs or self.env.num_envs) * max(int(getattr(self.run, "explorers", 0) or 0), 1)
         warn_rollout_budget(self.cycle_budget, self.config.n_steps, self.env.num_envs, self.env_copies,
                             agent_rows(self.run))
         warn_one_minibatch(self.config, self.config.n_steps * self.env.num_envs, self.env_copies, agent_rows(self.run))
