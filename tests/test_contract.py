@@ -117,8 +117,10 @@ def test_supported_action_spaces_train_and_others_are_refused(algo, env_id, spac
 @pytest.mark.parametrize("algo", names("algorithm"))
 def test_agent_normalises_observations_once(algo):
     """With ``normalize_obs``, the algorithm sees each observation normalised exactly once, on the
-    NumPy acting shortcut and on the torch path alike, exploring and deterministic."""
+    NumPy acting shortcut and on the torch path alike, exploring and deterministic (an action mask's columns, which
+    QMIX's joint observation always carries, left as they are)."""
     from canter.agents.agent import Agent
+    from canter.envs.masks import mask_width
 
     obs_space, act_space = spaces_for(algo)
     cls = lookup("algorithm", algo)
@@ -137,4 +139,7 @@ def test_agent_normalises_observations_once(algo):
             var, eps = agent.obs_rms.var, agent.obs_std_eps  # eps: TD3+BC's paper normalisation, unclipped
             std, clip = (np.sqrt(var + 1e-8), 10.0) if eps is None else (np.sqrt(var) + eps, np.inf)
             expected = np.clip((obs - agent.obs_rms.mean) / std, -clip, clip)
+            width = mask_width(obs_space)  # an action mask's columns (QMIX's alive mask) pass as they are
+            if width:
+                expected[..., -width:] = obs[..., -width:]
             assert seen and all(np.allclose(s, expected, atol=1e-5) for s in seen), call.__name__
