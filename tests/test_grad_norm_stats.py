@@ -4,6 +4,8 @@ gradients and autograd give the same number). They logged none. Every case clips
 gradients exceed, so a norm logged after clipping would fail it."""
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -105,12 +107,19 @@ def _recurrent_first_update(max_grad_norm: float) -> tuple[float, float]:
 def test_recurrent_ppo_logs_the_gradient_norm_before_clipping():
     """One epoch of one minibatch. Without clipping the gradients left after the update are the norm's; a run
     alike but for a clip of a quarter of that norm (the clip bites) logs the same norm, not the clipped one."""
-    logged, actual = _recurrent_first_update(1e6)
-    assert logged == pytest.approx(actual, rel=1e-4) and actual > 0
+    _assert_logs_the_norm_before_clipping(_recurrent_first_update, rel=1e-4)
+
+
+def _assert_logs_the_norm_before_clipping(learned: Any, rel: float) -> None:
+    """``learned(max_grad_norm) -> (logged grad_norm, norm of the gradients left)``: unclipped, the logged norm is the
+    gradients'; with a clip of a quarter of it (the clip acts: the gradients left are at the clip), the logged
+    norm is still the unclipped one."""
+    logged, actual = learned(1e6)
+    assert logged == pytest.approx(actual, rel=rel) and actual > 0
     clip = actual / 4
-    logged_clipped, left = _recurrent_first_update(clip)
+    logged_clipped, left = learned(clip)
     assert left == pytest.approx(clip, rel=1e-3)  # the clip acted
-    assert logged_clipped == pytest.approx(actual, rel=1e-4)
+    assert logged_clipped == pytest.approx(actual, rel=rel)
 
 
 def _trajectories() -> TrajectoryBatch:
@@ -135,9 +144,4 @@ def test_impala_and_appo_log_the_gradient_norm(cls):
         algo = cls(DISCRETE[0], DISCRETE[1], config, seed=0)
         return algo.learn(_trajectories())["grad_norm"], _norm(algo.params)
 
-    logged, actual = learned(1e6)
-    assert logged == pytest.approx(actual, rel=1e-5) and actual > 0
-    clip = actual / 4
-    logged_clipped, left = learned(clip)
-    assert left == pytest.approx(clip, rel=1e-3)  # the clip acted
-    assert logged_clipped == pytest.approx(actual, rel=1e-5)
+    _assert_logs_the_norm_before_clipping(learned, rel=1e-5)
