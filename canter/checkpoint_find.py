@@ -25,7 +25,8 @@ def find_checkpoint(path: str | Path) -> Path:
         for name in ("best", "last"):
             for base in (p / "checkpoints" / name, p / name):  # a run directory, or its checkpoints/ folder
                 if checkpoint_present(base):
-                    if name == "best" and not base.with_name(base.name + ".safetensors").exists():
+                    whole = base.with_name(base.name + ".safetensors").exists()
+                    if not whole and (name == "best" or partial is not None):  # a partial last is no fallback
                         partial = partial or base
                         continue
                     if partial is not None:

@@ -38,3 +38,10 @@ def test_whole_best_is_chosen_without_a_warning(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert find_checkpoint(run) == run / "checkpoints" / "best"
+
+
+def test_best_without_tensors_and_a_partial_last_is_still_best(tmp_path: Path) -> None:
+    run = _run(tmp_path, "best.json", "last.json")  # last is no whole fallback: no 'using the last' warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert find_checkpoint(run) == run / "checkpoints" / "best"
