@@ -19,7 +19,7 @@ from canter.algorithms.base import Algorithm
 from canter.envs.vector import VecEnv
 from canter.errors import CanterError
 from canter.trainers.off_policy import random_actions
-from canter.trainers.on_policy import rollout_rows
+from canter.trainers.on_policy import env_rows, rollout_rows  # noqa: F401 (env_rows: re-exported)
 from canter.utils import stream_rng, to_numpy
 
 #: Ape-X exploration: explorer i of N uses epsilon = BASE ** (1 + ALPHA * i / (N - 1)) (Horgan et al. 2018)
@@ -92,16 +92,6 @@ def rollout_array(shape: tuple[int, ...], dtype: Any, zeros: bool = False, knob:
         rows = rollout_rows(shape[1], shape[1] if copies is None else copies, agents)
         raise CanterError(f"a rollout of {steps} x {rows} does not fit in memory "
                           f"({exc}); lower hparams.{knob}") from None
-
-
-def env_rows(env: Any) -> tuple[int | None, bool]:
-    """``(copies, agents)`` of :func:`rollout_array` for ``env`` (a :class:`VecEnv`, or the vector env it adapts): a
-    multi-agent env's rows are its copies' agents (``n_agents`` per copy); a joint-policy view's (no ``n_agents``)
-    and any other env's are envs."""
-    k = getattr(getattr(env, "env", env), "n_agents", None)
-    if isinstance(k, int) and k > 0 and env.num_envs % k == 0:
-        return env.num_envs // k, True
-    return None, False
 
 
 def info_entries(info: dict[str, Any], keys: tuple[str, ...]) -> dict[str, np.ndarray]:

@@ -24,8 +24,9 @@ class OnPolicyTrainer(StepwiseTrainer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # the env copies of every Ray explorer (the pool is the env: explorers x n_envs copies), else the run's (a
-        # RunConfig built by hand leaves n_envs None: the env's)
-        self.env_copies = (self.run.n_envs or self.env.num_envs) * max(int(getattr(self.run, "explorers", 0) or 0), 1)
+        # RunConfig built by hand leaves n_envs None: the env's, a multi-agent env's copies, not its agent rows)
+        copies = self.run.n_envs or env_rows(self.env)[0] or self.env.num_envs
+        self.env_copies = copies * max(int(getattr(self.run, "explorers", 0) or 0), 1)
         warn_rollout_budget(self.cycle_budget, self.config.n_steps, self.env.num_envs, self.env_copies,
                             agent_rows(self.run))
         warn_one_minibatch(self.config, self.config.n_steps * self.env.num_envs, self.env_copies, agent_rows(self.run))
@@ -139,6 +140,16 @@ def rollout_rows(rows: int, copies: int, agents: bool = False) -> str:
     return (f"{rows:,} agent row{'s' if rows > 1 else ''} ({copies:,} env cop{'ies' if copies > 1 else 'y'} x "
             f"{per_copy} agent{'s' if per_copy > 1 else ''})" if per_copy > 1 or (agents and copies and rows % copies == 0)
             else f"{rows:,} env{'s' if rows > 1 else ''}")
+
+
+def env_rows(env: Any) -> tuple[int | None, bool]:
+    """``(copies, agents)`` of :func:`~canter.distributed.explorer.rollout_array` for ``env`` (a :class:`VecEnv`, or
+    the vector env it adapts): a multi-agent env's rows are its copies' agents (``n_agents`` per copy); a joint-policy
+    view's (no ``n_agents``) and any other env's are envs."""
+    k = getattr(getattr(env, "env", env), "n_agents", None)
+    if isinstance(k, int) and k > 0 and env.num_envs % k == 0:
+        return env.num_envs // k, True
+    return None, False
 
 
 def agent_rows(run: Any) -> bool:
