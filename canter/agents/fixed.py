@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from canter.agents.agent import Agent
+from canter.agents.observation_input import ObservationInput
 from canter.envs.random_actions import random_env_actions
 
 #: the ``policy_hparams.<policy>.algo`` that makes a policy act uniformly at random
@@ -42,18 +42,14 @@ class _NoAlgorithm:
         return 1
 
 
-class RandomPolicy:
-    """Uniform random actions for one policy's agents (module docstring)."""
+class RandomPolicy(ObservationInput):
+    """Uniform random actions for one policy's agents (module docstring). Observations are taken as an
+    :class:`~canter.agents.Agent` takes them (:class:`ObservationInput`, whose checks it inherits: its methods copied
+    one by one missed ``_check_binary`` when d2ff7c97 added it, an AttributeError at every draw)."""
 
     obs_rms = None
     torch_threads = 1
     acting_threads = None
-    #: observations as an :class:`~canter.agents.Agent` takes them: one or a batch, and the env's raw Dict / Tuple
-    #: ones (an action mask with them) packed as training packed them (a raw one was a TypeError traceback)
-    as_batch = Agent.as_batch
-    _in_space_dtype = Agent._in_space_dtype
-    _check_discrete = Agent._check_discrete
-    _as_image_pixels = Agent._as_image_pixels
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, seed: int,
                  central: bool = False) -> None:
