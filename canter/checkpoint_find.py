@@ -6,9 +6,8 @@ import json
 import os
 import re
 from pathlib import Path
-from warnings import warn
 
-from canter.errors import CanterError, CanterWarning
+from canter.errors import CanterError, CanterWarning, warn
 from canter.run_dirs import closest_run_dirs
 
 
@@ -31,7 +30,7 @@ def find_checkpoint(path: str | Path) -> Path:
                         continue
                     if partial is not None:
                         warn(CanterWarning(f"{partial}.safetensors is missing (its {partial.name}.json is there); "
-                                           f"using the last checkpoint {base} instead"), stacklevel=2)
+                                           f"using the last checkpoint {base} instead"))
                     return base
         if partial is not None:  # no whole last either: loading best says which file is missing
             return partial

@@ -45,3 +45,15 @@ def test_best_without_tensors_and_a_partial_last_is_still_best(tmp_path: Path) -
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert find_checkpoint(run) == run / "checkpoints" / "best"
+
+
+def test_the_fallback_warning_names_the_callers_line(tmp_path: Path) -> None:
+    """It was attributed to canter/api.py (warnings.warn's stacklevel=2 inside canter.load), not the user's line."""
+    import canter
+    from support import untrained_agent
+
+    run = _run(tmp_path, "best.json")
+    untrained_agent("ppo", "CartPole-v1", n_envs=1, n_steps=64).save(run / "checkpoints" / "last")
+    with pytest.warns(CanterWarning, match=r"best\.safetensors is missing") as caught:
+        canter.load(run)
+    assert [w.filename for w in caught if "missing" in str(w.message)] == [__file__]
