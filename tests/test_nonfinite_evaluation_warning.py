@@ -38,3 +38,16 @@ def test_finite_evaluations_are_not_warned_about(monkeypatch):
             list(trainer())
     assert not [w for w in caught if "not finite" in str(w.message)]
     assert trainer.best_eval_return == 1.0
+
+
+def test_the_warning_names_the_users_line(monkeypatch):
+    """It was attributed to canter/trainers/base.py (warnings.warn inside the trainer), not the user's loop."""
+    monkeypatch.setattr(canter.trainers.base, "evaluate",
+                        lambda *a, **k: EvalResult(float("nan"), float("nan"), [float("nan")], [5]))
+    trainer = canter.make_trainer("ppo", "CartPole-v1", seed=0, max_steps=32, n_envs=2, n_steps=16, batch_size=16,
+                                  n_epochs=1, eval_every=16, eval_episodes=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with trainer:
+            list(trainer())
+    assert [w.filename for w in caught if "not finite" in str(w.message)] == [__file__]

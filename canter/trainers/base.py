@@ -6,7 +6,6 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from warnings import warn
 
 import numpy as np
 import torch
@@ -17,7 +16,7 @@ from canter.callbacks import EnvStep, Hooks
 from canter.stop_criteria import TargetReward, builtin_callbacks
 from canter.config import RunConfig
 from canter.envs.vector import VecEnv
-from canter.errors import CanterError, CanterWarning
+from canter.errors import CanterError, CanterWarning, warn
 from canter.resume_checks import restoring
 from canter.schedules import LRControl
 from canter.trainers.agent_metadata import AgentMetadata
