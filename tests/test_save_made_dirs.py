@@ -50,8 +50,12 @@ def test_a_tune_agent_that_cannot_be_saved_leaves_no_agents_folder(tmp_path, mon
 
     from canter.tools.tune_agents import save_if_best
 
+    verbosity = optuna.logging.get_verbosity()  # restored: a quiet Optuna hid later tests' warning records
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    trial = optuna.create_study(direction="maximize").ask()
+    try:
+        trial = optuna.create_study(direction="maximize").ask()
+    finally:
+        optuna.logging.set_verbosity(verbosity)
     trainer = SimpleNamespace(agent=untrained_agent("ppo", "CartPole-v1", n_envs=1, n_steps=64))
     _full_disk(monkeypatch)
     save_if_best(trial, trainer, tmp_path, 1.0)  # logged as not saved; the trial's value stays
