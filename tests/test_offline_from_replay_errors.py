@@ -13,7 +13,7 @@ from support import assert_one_line_error, run_cli
 
 def test_an_acer_run_is_told_its_replay_holds_segments(tmp_path, capsys):
     run = tmp_path / "acer"
-    canter.train("acer", env="CartPole-v1", run_dir=run, seed=0, max_steps=120, n_steps=20, replay_start=40,
+    canter.train("acer", env="CartPole-v1", run_dir=run, seed=0, n_envs=2, max_steps=120, n_steps=20, replay_start=40,
                  buffer_size=100, net_arch=[8], eval_every=0, eval_episodes=1, tensorboard=False, quiet=True)
     with pytest.raises(CanterError, match="acer run, whose replay keeps whole rollout segments"):
         from_replay(run)
