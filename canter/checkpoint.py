@@ -32,7 +32,7 @@ from canter.atomic import (  # noqa: F401 (re-exported)
 )
 from canter.checkpoint_content import canonical as _canonical
 from canter.checkpoint_content import check_content, check_lone_metadata, content_sha256  # noqa: F401 (re-exported)
-from canter.errors import CanterError, check_utf8_path
+from canter.errors import CanterError, check_utf8_path, check_version
 
 FORMAT = "canter-checkpoint"
 FORMAT_VERSION = 1
@@ -247,16 +247,8 @@ def _choose_metadata(base: Path, what: str) -> tuple[dict[str, Any], bool]:
     """``(metadata, from_json)``: the .json if it belongs to the tensors file, else the header's copy (``what``:
     the word errors use for the pair, checkpoint or dataset); a ``format_version`` above this canter's is refused."""
     meta, from_json = _pick_metadata(base, what)
-    version = meta.get("format_version", 1)  # a newer canter's layout: read as this one's, it would fail obscurely
-    if isinstance(version, bool) or not isinstance(version, int):  # no canter writes one: not 'a newer canter'
-        raise CanterError(f"{what} {base} has format_version {version!r}, not a whole number: it is not a {what} "
-                          f"canter wrote (edited by hand?): pass another {what}")
-    if version < 1:  # 0 or below was read as this canter's layout: no canter writes one
-        raise CanterError(f"{what} {base} has format_version {version!r}; format versions start at 1: it is not a "
-                          f"{what} canter wrote (edited by hand?): pass another {what}")
-    if version > FORMAT_VERSION:
-        raise CanterError(f"{what} {base} has format_version {version!r}; this canter reads format_version "
-                          f"{FORMAT_VERSION} and before: it was written by a newer canter (pip install -U canter)")
+    check_version(meta.get("format_version", 1), FORMAT_VERSION, f"{what} {base}", "format_version", f"a {what}",
+                  f": pass another {what}")
     return meta, from_json
 
 

@@ -450,3 +450,18 @@ def bool_argument(name: str, value: Any) -> bool:
     if isinstance(value, np.bool_):
         return bool(value)
     raise CanterError(f"{name} must be True or False, got {value!r}")
+
+
+def check_version(version: Any, newest: int, where: str, field: str, thing: str, remedy: str) -> None:
+    """Refuse in one line a file's layout version that canter cannot read: ``version`` (its ``field``, in the file
+    shown as ``where``) not a whole number or below 1 (no canter writes one: ``thing`` ("a checkpoint") is then not
+    one canter wrote, and ``remedy`` ends the line), or above ``newest`` (a newer canter's layout)."""
+    if isinstance(version, bool) or not isinstance(version, int):  # no canter writes one: not 'a newer canter'
+        raise CanterError(f"{where} has {field} {version!r}, not a whole number: it is not {thing} canter wrote "
+                          f"(edited by hand?){remedy}")
+    if version < 1:  # 0 or below was read as this canter's layout: no canter writes one
+        raise CanterError(f"{where} has {field} {version!r}; {field.replace('_', ' ')}s start at 1: it is not {thing} "
+                          f"canter wrote (edited by hand?){remedy}")
+    if version > newest:  # read as this canter's layout, it would fail obscurely
+        raise CanterError(f"{where} has {field} {version!r}; this canter reads {field} {newest} and before: it was "
+                          f"written by a newer canter (pip install -U canter)")

@@ -25,7 +25,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from canter.errors import CanterError
+from canter.errors import CanterError, check_version
 
 #: the run directory's folder of opponent snapshots, and its index
 SNAPSHOT_DIR = "opponents"
@@ -120,15 +120,7 @@ def read_index(run_dir: str | Path | None) -> dict[str, dict[str, str]]:
         index = None
     entries = index.get("opponents") if isinstance(index, dict) and index.get("format") == _INDEX_FORMAT else None
     version = index.get("version", 1) if entries is not None else 1
-    if isinstance(version, bool) or not isinstance(version, int):  # no canter writes one: not 'a newer canter'
-        raise CanterError(f"{path} has version {version!r}, not a whole number: it is not an opponents index canter "
-                          f"wrote (edited by hand?); restore it from a copy of the run")
-    if version < 1:  # 0 or below was read as this canter's layout: no canter writes one
-        raise CanterError(f"{path} has version {version!r}; versions start at 1: it is not an opponents index canter "
-                          f"wrote (edited by hand?); restore it from a copy of the run")
-    if version > 1:  # read as this one's layout before
-        raise CanterError(f"{path} has version {version!r}; this canter reads version 1: it was written by a newer "
-                          f"canter (pip install -U canter)")
+    check_version(version, 1, str(path), "version", "an opponents index", "; restore it from a copy of the run")
     if not isinstance(entries, dict) or not all(
             isinstance(e, dict) and isinstance(e.get("file"), str) and e["file"] not in ("", ".", "..")
             and "/" not in e["file"] and "\\" not in e["file"] and isinstance(e.get("checkpoint_id"), str)
